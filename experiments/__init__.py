@@ -1,0 +1,1 @@
+"""The study: run workloads on the devices at hand, record them, report on the records."""

@@ -1,0 +1,45 @@
+"""Plain-text and Markdown tables, for the CLI's summary and the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bool = False
+) -> str:
+    cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(row) + " |" for row in cells]
+        lines.insert(1, "|" + "|".join("---" for _ in headers) + "|")
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def si(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """1.23e9 -> '1.23 G'; None -> '-'."""
+    if value is None:
+        return "-"
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}".strip()
+    return f"{value:.{digits}g} {unit}".strip()
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1:
+        return f"{value:.3g} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} us"

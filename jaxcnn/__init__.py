@@ -1,0 +1,41 @@
+"""jaxcnn: Flax CNNs and one pure train step that run unchanged on CPU, GPU and TPU.
+
+import jaxcnn
+model = jaxcnn.models.get("mnist_cnn")
+state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
+"""
+
+from jaxcnn import data, devices, models, parallel
+from jaxcnn.errors import DataError, JaxcnnError, UsageError
+from jaxcnn.loop import evaluate, fit
+from jaxcnn.parallel import Placement, place
+from jaxcnn.train import (
+    TrainState,
+    create_train_state,
+    eval_step,
+    make_optimizer,
+    mean_metrics,
+    train_step,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "DataError",
+    "JaxcnnError",
+    "Placement",
+    "TrainState",
+    "UsageError",
+    "create_train_state",
+    "data",
+    "devices",
+    "eval_step",
+    "evaluate",
+    "fit",
+    "make_optimizer",
+    "mean_metrics",
+    "models",
+    "parallel",
+    "place",
+    "train_step",
+]

@@ -1,0 +1,219 @@
+"""Datasets as numpy arrays: uint8 NHWC images and int32 labels.
+
+Images stay uint8 until the train step scales them to [0, 1] on the device: a quarter
+of the bytes to move, and the whole of MNIST fits on any accelerator.
+
+    images, labels = jaxcnn.data.load("mnist", "train", data_dir="../shared/datasets/mnist")
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from jaxcnn.errors import DataError, UsageError
+
+DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
+SPLITS = ("train", "test")
+_IDX_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_IMAGE_MAGIC, _LABEL_MAGIC = 2051, 2049
+_DIGITS_TEST_FRACTION = 0.2
+
+
+def load(
+    name: str,
+    split: str,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    shape: tuple[int, int, int] = (28, 28, 1),
+    num_classes: int = 10,
+    num_examples: int | None = None,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(images uint8 [N, H, W, C], labels int32 [N]) for one split of a dataset.
+
+    `shape`, `num_classes`, `num_examples` and `seed` shape `synthetic` data only.
+    """
+    if name not in DATASETS:
+        raise UsageError(f"unknown dataset {name!r}: choose one of {', '.join(DATASETS)}")
+    if split not in SPLITS:
+        raise UsageError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)}")
+    if name == "digits":
+        return _digits(split)
+    if name == "synthetic":
+        count = num_examples or (2048 if split == "train" else 512)
+        return synthetic(count, shape, num_classes, seed=seed + (split == "test"))
+    if data_dir is not None:
+        return read_idx_split(data_dir, split)
+    return _tfds(name, split)
+
+
+def synthetic(
+    count: int, shape: tuple[int, int, int], num_classes: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random images and labels: for throughput only; their accuracy means nothing."""
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, size=(count, *shape), dtype=np.uint8)
+    labels = rng.integers(0, max(num_classes, 2), size=count, dtype=np.int32)
+    return images, labels
+
+
+def _digits(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 1,797 8x8 digits on a 28x28 canvas, like MNIST.
+
+    Each pixel (0..16) is scaled to 0..255 and repeated 3x3 (24x24), then padded by
+    2 on every side, MNIST's 20x20-in-28x28 margin in spirit. Fixed split: a
+    permutation with seed 0, the last 20% (359 images) for test, 1,438 for train.
+    """
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = np.round(bunch.images * (255.0 / 16.0)).astype(np.uint8)
+    images = images.repeat(3, axis=1).repeat(3, axis=2)
+    images = np.pad(images, ((0, 0), (2, 2), (2, 2)))[..., None]
+    labels = bunch.target.astype(np.int32)
+    order = np.random.default_rng(0).permutation(len(labels))
+    n_test = round(len(labels) * _DIGITS_TEST_FRACTION)
+    chosen = order[:-n_test] if split == "train" else order[-n_test:]
+    return images[chosen], labels[chosen]
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """One IDX file (gzip or raw): uint8 images [N, rows, cols] or labels [N].
+
+    Checks the magic number and that the payload is exactly as long as the header says.
+    """
+    path = Path(path)
+    try:
+        raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise DataError(f"{path}: not a readable gzip file ({e}); download it again") from None
+    if len(raw) < 8:
+        raise DataError(f"{path}: {len(raw)} bytes is too short for an IDX header")
+    magic = int.from_bytes(raw[:4], "big")
+    if magic == _IMAGE_MAGIC:
+        if len(raw) < 16:
+            raise DataError(f"{path}: truncated IDX image header")
+        dims = [int.from_bytes(raw[i : i + 4], "big") for i in (4, 8, 12)]
+        header = 16
+    elif magic == _LABEL_MAGIC:
+        dims = [int.from_bytes(raw[4:8], "big")]
+        header = 8
+    else:
+        raise DataError(
+            f"{path}: bad IDX magic {magic:#010x} (expected {_IMAGE_MAGIC:#010x} for images "
+            f"or {_LABEL_MAGIC:#010x} for labels)"
+        )
+    expected = int(np.prod(dims))
+    if len(raw) - header != expected:
+        raise DataError(
+            f"{path}: header says {'x'.join(map(str, dims))} = {expected} bytes of data, "
+            f"file has {len(raw) - header}"
+        )
+    return np.frombuffer(raw, np.uint8, offset=header).reshape(dims)
+
+
+def _find_idx(data_dir: Path, stem: str) -> Path:
+    for candidate in (data_dir / f"{stem}.gz", data_dir / stem):
+        if candidate.exists():
+            return candidate
+    raise DataError(
+        f"{data_dir}: no {stem}.gz; --data-dir must hold the four original MNIST-format "
+        "IDX files (train-/t10k- images and labels)"
+    )
+
+
+def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The `split` of an MNIST-format directory of IDX files, checked for consistency."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataError(f"--data-dir {data_dir} does not exist or is not a directory")
+    image_stem, label_stem = _IDX_FILES[split]
+    images = read_idx(_find_idx(data_dir, image_stem))
+    labels = read_idx(_find_idx(data_dir, label_stem))
+    if images.ndim != 3 or labels.ndim != 1:
+        raise DataError(f"{data_dir}: {image_stem} is not an image file or {label_stem} not labels")
+    if len(images) != len(labels):
+        raise DataError(
+            f"{data_dir}: {len(images)} images but {len(labels)} labels in the {split} split"
+        )
+    return images[..., None], labels.astype(np.int32)
+
+
+def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Through `tfds.data_source` (ArrayRecord; reading needs no TensorFlow)."""
+    try:
+        import tensorflow_datasets as tfds
+
+        source = tfds.data_source(name, split=split)
+        examples = [source[i] for i in range(len(source))]
+    except Exception as e:  # TFDS raises many types when offline or unprepared
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(
+            f"{name} is not available through TFDS here ({reason[:160]}); pass --data-dir DIR "
+            f"holding the original IDX .gz files (in this workplace ../shared/datasets/{name}) "
+            "or use --dataset digits, which needs no download"
+        ) from None
+    images = np.stack([np.asarray(ex["image"], np.uint8) for ex in examples])
+    labels = np.asarray([ex["label"] for ex in examples], np.int32)
+    return images.reshape(len(images), *images.shape[1:3], -1), labels
+
+
+def fit_to_shape(images: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """Zero-pad images centrally to a model's (H, W, C): 28x28 MNIST into LeNet's 32x32."""
+    _, h, w, c = images.shape
+    th, tw, tc = shape
+    if (h, w, c) == (th, tw, tc):
+        return images
+    if h > th or w > tw or c != tc:
+        raise UsageError(
+            f"images of shape {h}x{w}x{c} do not fit a model that takes {th}x{tw}x{tc}: "
+            "choose a model for this dataset, or use --dataset synthetic"
+        )
+    top, left = (th - h) // 2, (tw - w) // 2
+    return np.pad(images, ((0, 0), (top, th - h - top), (left, tw - w - left), (0, 0)))
+
+
+def epoch_order(num_examples: int, seed: int, epoch: int) -> np.ndarray:
+    """The example order of one epoch: a fresh permutation per (seed, epoch)."""
+    return np.random.default_rng([seed, epoch]).permutation(num_examples)
+
+
+def batches(
+    images: np.ndarray,
+    labels: np.ndarray,
+    batch_size: int,
+    *,
+    seed: int | None = None,
+    epoch: int = 0,
+    drop_remainder: bool = True,
+) -> Iterator[dict[str, np.ndarray]]:
+    """Batches {"image", "label", "mask"}; shuffled per epoch when `seed` is given.
+
+    With drop_remainder=False the last batch is padded to full size and its padding
+    has mask 0, so every batch has one shape and the step compiles once.
+    """
+    n = len(labels)
+    order = epoch_order(n, seed, epoch) if seed is not None else np.arange(n)
+    stop = n - n % batch_size if drop_remainder else n
+    for start in range(0, stop, batch_size):
+        index = order[start : start + batch_size]
+        mask = np.ones(batch_size, np.float32)
+        if len(index) < batch_size:
+            mask[len(index) :] = 0.0
+            index = np.concatenate([index, np.repeat(index[:1], batch_size - len(index))])
+        yield {"image": images[index], "label": labels[index], "mask": mask}
+
+
+def steps_per_epoch(num_examples: int, batch_size: int) -> int:
+    return num_examples // batch_size

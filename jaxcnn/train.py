@@ -1,0 +1,170 @@
+"""The train state and the one train step every placement runs.
+
+`train_step(state, batch, axis_name=None) -> (state, metrics)` is pure: no I/O, no
+platform checks. `axis_name` is the only thing that changes between placements: None
+on one device or under sharded jit (XLA inserts the collectives), the pmap axis name
+under pmap, where gradients, BatchNorm statistics and metrics are averaged across
+replicas explicitly. That averaging point is the whole of data parallelism.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxcnn.errors import UsageError
+
+Batch = dict[str, jax.Array]
+Metrics = dict[str, jax.Array]
+OPTIMIZERS = ("adam", "sgd")
+
+
+class TrainState(struct.PyTreeNode):
+    """Everything a step reads and writes. `rng` is raw key data, so Orbax can save it."""
+
+    step: jax.Array
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+    rng: jax.Array
+    apply_fn: Callable = struct.field(pytree_node=False)
+    tx: optax.GradientTransformation = struct.field(pytree_node=False)
+
+
+def make_optimizer(name: str = "adam", learning_rate: float = 1e-3) -> optax.GradientTransformation:
+    """`adam` (Keras defaults) or `sgd` (momentum 0.9)."""
+    if name == "adam":
+        return optax.adam(learning_rate)
+    if name == "sgd":
+        return optax.sgd(learning_rate, momentum=0.9)
+    raise UsageError(f"unknown optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
+
+
+def create_train_state(
+    model: nn.Module,
+    tx: optax.GradientTransformation,
+    input_shape: tuple[int, ...],
+    seed: int = 0,
+) -> TrainState:
+    """Initialise `model` on one example of `input_shape` (no batch axis)."""
+    init_key, dropout_key, step_key = jax.random.split(jax.random.key(seed), 3)
+    variables = jax.jit(
+        lambda: model.init(
+            {"params": init_key, "dropout": dropout_key}, jnp.zeros((1, *input_shape)), train=False
+        )
+    )()
+    params = variables["params"]
+    return TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        batch_stats=variables.get("batch_stats", {}),
+        opt_state=tx.init(params),
+        rng=jax.random.key_data(step_key),
+        apply_fn=model.apply,
+        tx=tx,
+    )
+
+
+def _scaled(images: jax.Array) -> jax.Array:
+    """uint8 pixels -> float32 in [0, 1]; float inputs pass through."""
+    if jnp.issubdtype(images.dtype, jnp.integer):
+        return images.astype(jnp.float32) / 255.0
+    return images.astype(jnp.float32)
+
+
+def _per_example(logits: jax.Array, labels: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(loss, correct) per example: softmax CE for many logits, sigmoid BCE for one."""
+    logits = logits.astype(jnp.float32)
+    if logits.shape[-1] == 1:
+        logit = logits[:, 0]
+        target = (labels > 0).astype(jnp.float32)
+        return optax.sigmoid_binary_cross_entropy(logit, target), (logit > 0) == (target > 0)
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+    return losses, jnp.argmax(logits, -1) == labels
+
+
+def _summed(losses, correct, mask, axis_name: str | None) -> Metrics:
+    """Mask-weighted sums over the (global) batch, then means: exact for padded batches."""
+    sums = {
+        "loss": jnp.sum(losses * mask),
+        "correct": jnp.sum(correct.astype(jnp.float32) * mask),
+        "count": jnp.sum(mask),
+    }
+    if axis_name is not None:
+        sums = jax.lax.psum(sums, axis_name)
+    count = jnp.maximum(sums["count"], 1.0)
+    return {
+        "loss": sums["loss"] / count,
+        "accuracy": sums["correct"] / count,
+        "count": sums["count"],
+    }
+
+
+def _variables(state: TrainState, params: Any) -> dict[str, Any]:
+    if state.batch_stats:
+        return {"params": params, "batch_stats": state.batch_stats}
+    return {"params": params}
+
+
+def train_step(state: TrainState, batch: Batch, axis_name: str | None = None):
+    """One optimizer step on `batch` {"image", "label"[, "mask"]}: (new state, metrics)."""
+    images, labels = _scaled(batch["image"]), batch["label"]
+    mask = batch.get("mask", jnp.ones(labels.shape, jnp.float32))
+    rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
+    if axis_name is not None:  # each replica draws its own dropout masks
+        rng = jax.random.fold_in(rng, jax.lax.axis_index(axis_name))
+
+    def loss_fn(params):
+        logits, updates = state.apply_fn(
+            _variables(state, params),
+            images,
+            train=True,
+            axis_name=axis_name,
+            rngs={"dropout": rng},
+            mutable=["batch_stats"],
+        )
+        losses, correct = _per_example(logits, labels)
+        local_loss = jnp.sum(losses * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+        return local_loss, (losses, correct, updates)
+
+    (_, (losses, correct, updates)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    if axis_name is not None:
+        grads = jax.lax.pmean(grads, axis_name)
+    opt_updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+    new_state = state.replace(
+        step=state.step + 1,
+        params=optax.apply_updates(state.params, opt_updates),
+        batch_stats=updates.get("batch_stats", state.batch_stats),
+        opt_state=opt_state,
+    )
+    return new_state, _summed(losses, correct, mask, axis_name)
+
+
+def eval_step(state: TrainState, batch: Batch, axis_name: str | None = None) -> Metrics:
+    """Loss and accuracy on `batch` in inference mode (running BatchNorm stats, no dropout)."""
+    logits = state.apply_fn(
+        _variables(state, state.params), _scaled(batch["image"]), train=False, axis_name=axis_name
+    )
+    labels = batch["label"]
+    mask = batch.get("mask", jnp.ones(labels.shape, jnp.float32))
+    losses, correct = _per_example(logits, labels)
+    return _summed(losses, correct, mask, axis_name)
+
+
+def mean_metrics(metrics: Iterable[Metrics]) -> dict[str, float]:
+    """Count-weighted means of per-batch metrics, fetched from the device once."""
+    fetched = jax.device_get(list(metrics))
+    total = sum(float(m["count"]) for m in fetched)
+    if total == 0:
+        return {"loss": float("nan"), "accuracy": float("nan"), "count": 0}
+    return {
+        "loss": sum(float(m["loss"]) * float(m["count"]) for m in fetched) / total,
+        "accuracy": sum(float(m["accuracy"]) * float(m["count"]) for m in fetched) / total,
+        "count": int(total),
+    }

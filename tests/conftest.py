@@ -1,0 +1,47 @@
+"""Strict, fast, offline tests on fake CPU devices.
+
+Eight CPU devices are created before JAX starts, so placements over many devices run
+here; `single` uses the first. Nothing reads ../shared or the network.
+"""
+
+import os
+
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ["JAX_NUM_CPU_DEVICES"] = "8"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import gzip
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+def write_idx(path: Path, array: np.ndarray, magic: int | None = None, count: int | None = None):
+    """An IDX file as in the MNIST distribution; magic/count override the true ones."""
+    array = np.asarray(array, np.uint8)
+    if magic is None:
+        magic = 2051 if array.ndim == 3 else 2049
+    dims = list(array.shape)
+    if count is not None:
+        dims[0] = count
+    header = magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in dims)
+    payload = header + array.tobytes()
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(payload))
+    else:
+        path.write_bytes(payload)
+    return path
+
+
+@pytest.fixture
+def idx_dir(tmp_path: Path) -> Path:
+    """A small MNIST-format directory: 64 train and 32 test 28x28 images."""
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", 64), ("t10k", 32)):
+        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", rng.integers(0, 10, n))
+    return tmp_path

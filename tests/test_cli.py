@@ -1,0 +1,96 @@
+import subprocess
+import sys
+
+import pytest
+
+from experiments import records
+from experiments.run import main
+
+TINY = [
+    "--epochs",
+    "1",
+    "--steps",
+    "3",
+    "--timing-steps",
+    "3",
+    "--batch-size",
+    "16",
+    "--no-progress",
+]
+
+
+def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), *TINY]) == 0
+    loaded = records.load(tmp_path / "records.jsonl")
+    assert [r["workload"]["model"] for r in loaded] == ["mnist_cnn", "lenet5_keras", "mlp"]
+    for record in loaded:
+        assert record["status"] == "ok"
+        assert record["workload"]["dataset"] == "digits"
+        assert record["device"] == {**record["device"], "platform": "cpu", "count": 1}
+        assert record["step_time_s"]["n"] == 3
+        assert record["history"][0]["steps"] == 3
+        assert 0.0 <= record["test_accuracy"] <= 1.0
+    table = capsys.readouterr().out
+    assert "images/s" in table and "lenet5_keras" in table
+
+
+def test_one_workload_with_model_overrides(tmp_path):
+    assert main(["--out", str(tmp_path), "--model", "mlp", "--width", "16", *TINY]) == 0
+    (record,) = records.load(tmp_path)
+    assert record["workload"]["model_overrides"] == {"width": 16}
+    assert record["params"] == {"trainable": 784 * 16 + 16 + 16 * 16 + 16 + 170, "non_trainable": 0}
+
+
+def test_summary_prints_the_layer_table(capsys):
+    assert main(["--model", "lenet5_keras", "--summary"]) == 0
+    assert "Total params: 81,194" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--device", "tpu"], "present: cpu"),
+        (["--device", "quantum"], "unknown device"),
+        (["--model", "lenet6"], "unknown model 'lenet6'"),
+        (["--dataset", "cifar"], "unknown dataset 'cifar'"),
+        (["--precision", "f8"], "unknown precision"),
+        (["--data-dir", "/nonexistent", "--dataset", "mnist"], "does not exist"),
+    ],
+)
+def test_usage_errors_exit_2_in_one_line_and_write_nothing(tmp_path, capsys, argv, message):
+    assert main(["--out", str(tmp_path), *TINY, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv", [["--batch-size", "0"], ["--epochs", "-1"], ["--steps", "x"]])
+def test_bad_numbers_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_module_entry_point_runs_as_a_user_would(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.run",
+            "--out",
+            str(tmp_path),
+            "--model",
+            "mlp",
+            "--width",
+            "8",
+            *TINY,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "1 record(s) appended" in run.stdout
+    assert records.load(tmp_path)[0]["status"] == "ok"

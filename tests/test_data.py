@@ -1,0 +1,122 @@
+import gzip
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+from conftest import write_idx
+
+from jaxcnn import data
+from jaxcnn.errors import DataError, UsageError
+
+
+def test_idx_split_reads_what_was_written(idx_dir):
+    images, labels = data.load("mnist", "train", idx_dir)
+    assert images.shape == (64, 28, 28, 1) and images.dtype == np.uint8
+    assert labels.shape == (64,) and labels.dtype == np.int32
+    raw = gzip.open(idx_dir / "train-images-idx3-ubyte.gz").read()
+    np.testing.assert_array_equal(
+        images[..., 0], np.frombuffer(raw, np.uint8, offset=16).reshape(64, 28, 28)
+    )
+    assert data.load("fashion_mnist", "test", idx_dir)[0].shape == (32, 28, 28, 1)
+
+
+def test_idx_reads_uncompressed_files(tmp_path):
+    path = write_idx(tmp_path / "labels-idx1-ubyte", np.arange(10))
+    np.testing.assert_array_equal(data.read_idx(path), np.arange(10))
+
+
+def test_bad_gzip_is_a_data_error(tmp_path):
+    path = tmp_path / "x.gz"
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(DataError, match="not a readable gzip"):
+        data.read_idx(path)
+
+
+def test_truncated_gzip_is_a_data_error(tmp_path):
+    good = write_idx(tmp_path / "good.gz", np.zeros((10, 28, 28)))
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(good.read_bytes()[:40])
+    with pytest.raises(DataError, match="cut.gz"):
+        data.read_idx(cut)
+
+
+def test_bad_magic_is_a_data_error(tmp_path):
+    path = write_idx(tmp_path / "x.gz", np.zeros((3, 28, 28)), magic=1234)
+    with pytest.raises(DataError, match="bad IDX magic 0x000004d2"):
+        data.read_idx(path)
+
+
+def test_wrong_count_is_a_data_error(tmp_path):
+    path = write_idx(tmp_path / "x.gz", np.zeros((3, 28, 28)), count=5)
+    with pytest.raises(DataError, match="5x28x28 = 3920 bytes of data, file has 2352"):
+        data.read_idx(path)
+
+
+def test_images_and_labels_must_agree(idx_dir):
+    write_idx(idx_dir / "t10k-labels-idx1-ubyte.gz", np.zeros(31))
+    with pytest.raises(DataError, match="32 images but 31 labels"):
+        data.load("mnist", "test", idx_dir)
+
+
+def test_missing_dir_and_missing_file(tmp_path, idx_dir):
+    with pytest.raises(DataError, match="does not exist"):
+        data.load("mnist", "train", tmp_path / "nowhere")
+    (idx_dir / "train-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(DataError, match="no train-labels-idx1-ubyte.gz"):
+        data.load("mnist", "train", idx_dir)
+
+
+def test_digits_is_a_fixed_split_on_a_28x28_canvas():
+    train_x, train_y = data.load("digits", "train")
+    test_x, test_y = data.load("digits", "test")
+    assert train_x.shape == (1438, 28, 28, 1) and test_x.shape == (359, 28, 28, 1)
+    assert train_x.max() == 255 and set(np.unique(train_y)) == set(range(10))
+    assert not train_x[:, :2].any() and not train_x[:, -2:].any()  # the 2-pixel margin
+    np.testing.assert_array_equal(test_y, data.load("digits", "test")[1])
+
+
+def test_synthetic_is_seeded_and_shaped():
+    a = data.load("synthetic", "train", shape=(8, 8, 3), num_classes=2, num_examples=5, seed=1)
+    b = data.load("synthetic", "train", shape=(8, 8, 3), num_classes=2, num_examples=5, seed=1)
+    assert a[0].shape == (5, 8, 8, 3) and a[1].max() <= 1
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_unknown_dataset_and_split():
+    with pytest.raises(UsageError, match="unknown dataset 'cifar'.*digits"):
+        data.load("cifar", "train")
+    with pytest.raises(UsageError, match="unknown split"):
+        data.load("digits", "validation")
+
+
+def test_tfds_path_reads_mock_data():
+    with tfds.testing.mock_data(num_examples=12):
+        images, labels = data.load("mnist", "train")
+    assert images.shape == (12, 28, 28, 1) and images.dtype == np.uint8
+    assert labels.shape == (12,) and labels.dtype == np.int32
+
+
+def test_tfds_offline_error_names_the_offline_alternatives(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataError, match=r"--data-dir DIR.*--dataset digits"):
+        data.load("fashion_mnist", "test")
+
+
+def test_fit_to_shape_pads_centrally_and_refuses_what_cannot_fit():
+    images = np.ones((2, 28, 28, 1), np.uint8)
+    padded = data.fit_to_shape(images, (32, 32, 1))
+    assert padded.shape == (2, 32, 32, 1) and padded.sum() == images.sum()
+    assert padded[0, 2, 2, 0] == 1 and padded[0, 1, 1, 0] == 0
+    with pytest.raises(UsageError, match="do not fit"):
+        data.fit_to_shape(images, (256, 256, 3))
+
+
+def test_batches_shuffle_per_epoch_and_pad_the_last_with_mask_zero():
+    images = np.arange(10, dtype=np.uint8).reshape(10, 1, 1, 1)
+    labels = np.arange(10, dtype=np.int32)
+    epoch0 = [b["label"] for b in data.batches(images, labels, 4, seed=3, epoch=0)]
+    epoch1 = [b["label"] for b in data.batches(images, labels, 4, seed=3, epoch=1)]
+    assert len(epoch0) == 2 and not np.array_equal(np.concatenate(epoch0), np.concatenate(epoch1))
+    tail = list(data.batches(images, labels, 4, drop_remainder=False))
+    assert len(tail) == 3 and tail[-1]["mask"].tolist() == [1, 1, 0, 0]
+    assert sorted(np.concatenate([b["label"][b["mask"] > 0] for b in tail])) == list(range(10))

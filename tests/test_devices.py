@@ -1,0 +1,32 @@
+import pytest
+
+from jaxcnn import devices
+from jaxcnn.errors import UsageError
+
+
+def test_auto_and_cpu_resolve_to_the_fake_cpu_devices():
+    assert len(devices.resolve("auto")) == 8
+    assert [d.platform for d in devices.resolve("cpu", 3)] == ["cpu"] * 3
+    assert devices.available_platforms() == ["cpu"]
+
+
+@pytest.mark.parametrize("absent", ["tpu", "gpu"])
+def test_absent_platform_names_what_is_present(absent):
+    with pytest.raises(UsageError, match=rf"--device={absent}.*present: cpu"):
+        devices.resolve(absent)
+
+
+def test_unknown_device_lists_choices():
+    with pytest.raises(UsageError, match="unknown device 'quantum'.*auto, cpu, gpu, tpu"):
+        devices.resolve("quantum")
+
+
+def test_more_devices_than_present():
+    with pytest.raises(UsageError, match="--num-devices=9 but only 8 cpu"):
+        devices.resolve("cpu", 9)
+
+
+def test_describe_counts_devices_and_processes():
+    described = devices.describe(devices.resolve("cpu", 2))
+    assert described["platform"] == "cpu" and described["count"] == 2
+    assert described["process_count"] == 1 and described["kind"]
