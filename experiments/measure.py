@@ -12,13 +12,18 @@ import platform
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from jaxcnn import devices as devices_lib
+from jaxcnn import flops as flops_lib
+from jaxcnn import train
 from jaxcnn.parallel import Placement
 
 
@@ -52,19 +57,34 @@ def summarize(samples: list[float] | np.ndarray) -> dict[str, float | int]:
     }
 
 
-def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
-    """Seconds per call of `step(state, batch) -> (state, metrics)`, each call timed
-    alone; the state passed in is consumed (donated)."""
+def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> dict:
+    """Seconds per `call()`, each timed alone: the clock is read after its result is
+    ready; `warmup` calls first, untimed (compile caches, allocator, autotuning)."""
     for _ in range(warmup):
-        state, metrics = step(state, batch)
-    jax.block_until_ready((state, metrics) if warmup else state)
+        jax.block_until_ready(call())
     samples = []
     for _ in range(steps):
         started = time.perf_counter()
-        state, metrics = step(state, batch)
-        jax.block_until_ready((state, metrics))
+        jax.block_until_ready(call())
         samples.append(time.perf_counter() - started)
     return summarize(samples)
+
+
+def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
+    """Seconds per call of `step(state, batch) -> (state, metrics)`, each call timed
+    alone; the state passed in is consumed (donated)."""
+    carry = [state]
+
+    def call() -> Any:
+        carry[0], metrics = step(carry[0], batch)
+        return carry[0], metrics
+
+    return time_calls(call, steps=steps, warmup=warmup)
+
+
+def time_eval(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
+    """Seconds per call of `step(state, batch) -> metrics` (the state is not consumed)."""
+    return time_calls(lambda: step(state, batch), steps=steps, warmup=warmup)
 
 
 def _git_commit() -> str | None:
@@ -96,4 +116,193 @@ def environment() -> dict[str, Any]:
         "git_commit": _git_commit(),
         "host": socket.gethostname(),
         "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+# --- The device's matmul ceiling ------------------------------------------------------
+
+
+def measure_matmul_peak(
+    device: jax.Device,
+    dtypes: Sequence[str] = ("float32", "bfloat16"),
+    sizes: Sequence[int] | None = None,
+    *,
+    reps: int = 5,
+) -> dict[str, dict[str, Any]]:
+    """The best TFLOP/s of square matmuls on `device`, per input dtype, at JAX's default
+    precision (the precision the train step's matmuls also run in).
+
+    Per size: compile excluded, one warm-up, `reps` calls each timed alone after
+    `block_until_ready`, the median kept; the best size wins. Sizes default to the
+    platform's (devices.matmul_sizes); a size that fails (out of memory) is skipped.
+    """
+    sizes = tuple(sizes or devices_lib.matmul_sizes(device.platform))
+    result: dict[str, dict[str, Any]] = {}
+    for dtype in dtypes:
+        by_size: dict[str, float | None] = {}
+        for n in sizes:
+            try:
+                by_size[str(n)] = _matmul_tflops(device, dtype, n, reps)
+            except Exception as error:  # an OOM at the largest size is not the end
+                if classify_failure(error) != "oom":
+                    raise
+                by_size[str(n)] = None
+        timed = {n: t for n, t in by_size.items() if t is not None}
+        best = max(timed, key=timed.__getitem__) if timed else None
+        result[dtype] = {
+            "tflops": timed[best] if best else None,
+            "size": int(best) if best else None,
+            "by_size": by_size,
+            "reps": reps,
+            "precision": devices_lib.matmul_precision(device, dtype),
+        }
+    return result
+
+
+def _matmul_tflops(device: jax.Device, dtype: str, n: int, reps: int) -> float:
+    # Host-made inputs: random numbers made on the device would cost a compile per shape.
+    rng = np.random.default_rng(0)
+    a, b = (
+        jax.device_put(rng.standard_normal((n, n), np.float32).astype(jnp.dtype(dtype)), device)
+        for _ in range(2)
+    )
+    matmul = jax.jit(jnp.matmul).lower(a, b).compile()
+    seconds = time_calls(lambda: matmul(a, b), steps=reps, warmup=1)["median"]
+    return 2 * n**3 / seconds / 1e12
+
+
+# --- FLOP/s, MFU, memory, failures: record fields ------------------------------------
+
+
+def flops_field(
+    per_step: int, forward_per_step: int, batch_size: int, xla_per_device: float | None, count: int
+) -> dict[str, Any]:
+    """The record's `flops`: jaxpr counts (global, all devices) and XLA's beside them.
+
+    XLA's cost analysis of a program over many devices counts one device's share, so it
+    is scaled by the device count to compare with the (global) jaxpr count.
+    """
+    xla = None if xla_per_device is None else xla_per_device * count
+    return {
+        "per_step": per_step,
+        "per_image": per_step / batch_size,
+        "forward_per_image": forward_per_step / batch_size,
+        "xla_per_device": xla_per_device,
+        "xla_per_step": xla,
+        "xla_vs_jaxpr": xla / per_step if xla is not None and per_step else None,
+    }
+
+
+def utilization(
+    flops_per_step: int,
+    step_seconds: float,
+    devices: Sequence[jax.Device],
+    dtype: str,
+    ceiling: dict[str, dict[str, Any]] | None = None,
+) -> tuple[float, dict[str, Any]]:
+    """(achieved TFLOP/s, the record's `mfu`): achieved over the peak of all devices,
+    against the vendor's figure for the precision the matmuls actually run in and
+    against the matmul ceiling measured on this device in this run."""
+    achieved = flops_per_step / step_seconds / 1e12
+    device, count = devices[0], len(devices)
+    precision = devices_lib.matmul_precision(device, dtype)
+    vendor = devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
+    measured = ((ceiling or {}).get(dtype) or {}).get("tflops")
+    return achieved, {
+        "chip": devices_lib.chip_name(device.device_kind),
+        "vendor_precision": precision,
+        "vendor_peak_tflops": vendor,
+        "vs_vendor": achieved / (vendor * count) if vendor else None,
+        "measured_dtype": dtype,
+        "measured_ceiling_tflops": measured,
+        "vs_measured": achieved / (measured * count) if measured else None,
+    }
+
+
+_MEMORY_FIELDS = {
+    "argument_bytes": "argument_size_in_bytes",
+    "output_bytes": "output_size_in_bytes",
+    "alias_bytes": "alias_size_in_bytes",
+    "temp_bytes": "temp_size_in_bytes",
+    "generated_code_bytes": "generated_code_size_in_bytes",
+}
+
+
+def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | None]:
+    """The record's `memory`: XLA's compiled memory analysis (per device) and, where the
+    runtime keeps one (GPU, TPU), the allocator's peak since the process started."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # not implemented on some backends
+        stats = None
+    if isinstance(stats, (list, tuple)):
+        stats = stats[0] if stats else None
+    fields = {key: _int_or_none(getattr(stats, attr, None)) for key, attr in _MEMORY_FIELDS.items()}
+    parts = [fields[k] for k in ("argument_bytes", "output_bytes", "temp_bytes")]
+    fields["total_bytes"] = (
+        sum(parts) + (fields["generated_code_bytes"] or 0) - (fields["alias_bytes"] or 0)
+        if None not in parts
+        else None
+    )
+    try:
+        device_stats = (device.memory_stats() if device is not None else None) or {}
+    except Exception:  # CPU raises or returns None
+        device_stats = {}
+    fields["peak_bytes_in_use"] = _int_or_none(device_stats.get("peak_bytes_in_use"))
+    fields["bytes_limit"] = _int_or_none(device_stats.get("bytes_limit"))
+    return fields
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None or int(value) < 0 else int(value)
+
+
+_OOM_MARKERS = ("resource_exhausted", "out of memory", "oom when allocating")
+
+
+def classify_failure(error: BaseException) -> str:
+    """The status a failure gives its record: `oom` (XLA's RESOURCE_EXHAUSTED, an
+    allocator's "out of memory"), `nan` (a non-finite loss caught by a check), else
+    `error` (compile errors included)."""
+    text = f"{type(error).__name__}: {error}".lower()
+    if isinstance(error, MemoryError) or any(m in text for m in _OOM_MARKERS):
+        return "oom"
+    name = type(error).__name__.lower()
+    if isinstance(error, FloatingPointError) or "nan" in name or "nonfinite" in name:
+        return "nan"
+    return "error"
+
+
+def step_fields(
+    abstract_state: Any,
+    host_batch: dict[str, Any],
+    compiled_train: Any,
+    devices: Sequence[jax.Device],
+    step_time: dict[str, Any],
+    *,
+    dtype: str = "float32",
+    ceiling: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The record's `flops`, `achieved_tflops`, `mfu` and `memory` for one workload.
+
+    FLOPs are counted on the unplaced step (`train.train_step` and `train.eval_step`
+    on the global batch, state as shapes), so every strategy counts the same work.
+    """
+    batch_size = len(host_batch["label"])
+    train_count = flops_lib.count(train.train_step, abstract_state, host_batch)
+    forward = flops_lib.count(train.eval_step, abstract_state, host_batch).total
+    flops = flops_field(
+        train_count.total, forward, batch_size, flops_lib.xla_flops(compiled_train), len(devices)
+    )
+    flops.update(
+        per_step_in_bounds=train_count.in_bounds,
+        by_primitive=train_count.by_primitive,
+        unknown_trip_count=train_count.unknown_trip_count,
+    )
+    achieved, mfu = utilization(train_count.total, step_time["median"], devices, dtype, ceiling)
+    return {
+        "flops": flops,
+        "achieved_tflops": achieved,
+        "mfu": mfu,
+        "memory": memory(compiled_train, devices[0]),
     }

@@ -10,12 +10,39 @@ Present when status is ok (null or absent otherwise):
     params {trainable, non_trainable}
     compile_time_s {train, eval}           lower + compile, apart from step time
     step_time_s {median, p10, p90, n}      per step, warm-up excluded, after block_until_ready
+    eval_step_time_s {median, p10, p90, n} one eval step on the same batch, timed alike
     images_per_s                           batch_size / step_time_s.median
     history [{epoch, steps, train_loss, train_accuracy, train_time_s,
               test_loss, test_accuracy, eval_time_s}]
     test_accuracy, test_loss               the last epoch's, null for synthetic data
     train_time_s                           all epochs' training, compile excluded
-Room for later fields (flops, mfu, memory): unknown keys are kept, never rejected.
+    flops {                                2 per multiply-accumulate, global (all devices)
+        per_step                           jaxpr count of the train step (dot + conv),
+                                           every conv tap counted, padding included
+        per_step_in_bounds                 the same, conv taps on real input only
+        per_image                          per_step / batch_size
+        forward_per_image                  jaxpr count of the eval step / batch_size
+        xla_per_device                     compiled cost_analysis()["flops"]; null if none
+        xla_per_step                       xla_per_device x device count
+        xla_vs_jaxpr                       xla_per_step / per_step (XLA also counts
+                                           elementwise ops; only in-bounds conv taps)
+        by_primitive {name: flops}, unknown_trip_count (a while loop counted once)}
+    achieved_tflops                        flops.per_step / step_time_s.median / 1e12
+    mfu {                                  achieved over (peak x device count)
+        chip                               the peak table's chip name, null if unknown
+        vendor_precision                   what the matmuls run in: fp32|tf32|bf16|fp16
+        vendor_peak_tflops, vs_vendor      datasheet peak per chip; null if unknown
+        measured_dtype                     float32|bfloat16: the ceiling compared with
+        measured_ceiling_tflops, vs_measured  best matmul measured in this run}
+    memory {argument_bytes, output_bytes, alias_bytes, temp_bytes, generated_code_bytes,
+            total_bytes (XLA's compiled memory analysis, per device),
+            peak_bytes_in_use, bytes_limit (the allocator's, where the runtime keeps
+            one: GPU/TPU; peak since the process started)}   null where unavailable
+    matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, precision}}
+                                           measured once per run on the first device
+Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
+error (anything else, compile errors included), with a one-line `message`.
+Unknown keys are kept, never rejected; the fields above are type-checked when present.
 
 Appends are one os.write of a whole line under an exclusive lock, so a crash or a
 second writer never leaves half a line; a half line found on load is skipped with
@@ -73,7 +100,81 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
         step = record["step_time_s"]
         if not all(k in step for k in ("median", "p10", "p90", "n")):
             raise RecordError("step_time_s needs median, p10, p90 and n")
+    _check_measurements(record)
     return record
+
+
+_NUMBER = (int, float)
+# Optional measurement fields: each key's allowed types when present (None always is).
+_MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
+    "flops": {
+        "per_step": (int,),
+        "per_step_in_bounds": (int,),
+        "per_image": _NUMBER,
+        "forward_per_image": _NUMBER,
+        "xla_per_device": _NUMBER,
+        "xla_per_step": _NUMBER,
+        "xla_vs_jaxpr": _NUMBER,
+        "by_primitive": (dict,),
+        "unknown_trip_count": (bool,),
+    },
+    "mfu": {
+        "chip": (str,),
+        "vendor_precision": (str,),
+        "vendor_peak_tflops": _NUMBER,
+        "vs_vendor": _NUMBER,
+        "measured_dtype": (str,),
+        "measured_ceiling_tflops": _NUMBER,
+        "vs_measured": _NUMBER,
+    },
+    "memory": {
+        key: (int,)
+        for key in (
+            "argument_bytes",
+            "output_bytes",
+            "alias_bytes",
+            "temp_bytes",
+            "generated_code_bytes",
+            "total_bytes",
+            "peak_bytes_in_use",
+            "bytes_limit",
+        )
+    },
+    "eval_step_time_s": {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)},
+}
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    # bool is an int in Python; a count or a byte size that is True is a bug.
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    return isinstance(value, kinds)
+
+
+def _check_measurements(record: dict[str, Any]) -> None:
+    """Type-check the optional measurement fields that are present (null is allowed)."""
+    for field, keys in _MEASURED.items():
+        section = record.get(field)
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            raise RecordError(f"{field} is not an object")
+        for key, kinds in keys.items():
+            value = section.get(key)
+            if value is not None and not _is(value, kinds):
+                expected = " or ".join(k.__name__ for k in kinds)
+                raise RecordError(f"{field}.{key} is {type(value).__name__}, not {expected}")
+    achieved = record.get("achieved_tflops")
+    if achieved is not None and not _is(achieved, _NUMBER):
+        raise RecordError("achieved_tflops is not a number")
+    ceiling = record.get("matmul_ceiling")
+    if ceiling is not None:
+        if not isinstance(ceiling, dict) or not all(isinstance(v, dict) for v in ceiling.values()):
+            raise RecordError("matmul_ceiling is not {dtype: {tflops, size, ...}}")
+        for dtype, measured in ceiling.items():
+            tflops = measured.get("tflops")
+            if tflops is not None and not _is(tflops, _NUMBER):
+                raise RecordError(f"matmul_ceiling.{dtype}.tflops is not a number")
 
 
 def _json_safe(value: Any) -> Any:

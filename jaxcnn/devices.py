@@ -7,10 +7,12 @@ that quietly trains on the CPU is the failure this prevents.
 
 from __future__ import annotations
 
+import re
 import socket
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from jaxcnn.errors import UsageError
 
@@ -66,3 +68,103 @@ def describe(devices: list[jax.Device]) -> dict[str, Any]:
         "process_count": jax.process_count(),
         "host": socket.gethostname(),
     }
+
+
+# --- Peak FLOP/s: vendor figures, and the precision a default matmul runs in ---------
+#
+# Dense (no structured sparsity) peak TFLOP/s per chip, from the vendors' datasheets.
+# Every device-specific number lives in this table; MFU is only ever computed against
+# an entry here (or a matmul measured on the device, in experiments/measure.py).
+# Patterns are case-insensitive regexes searched in `device_kind`, most specific first.
+_PEAK_TFLOPS: tuple[tuple[str, str, dict[str, float]], ...] = (
+    # Google Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v2, v3, v4,
+    # v5e, v5p, v6e): bf16 peak per chip. JAX names v5e "TPU v5 lite", v6e "TPU v6 lite".
+    ("TPU v2", r"tpu v2", {"bf16": 45.0}),
+    ("TPU v3", r"tpu v3", {"bf16": 123.0}),
+    ("TPU v4", r"tpu v4", {"bf16": 275.0}),
+    ("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}),
+    ("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}),
+    ("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}),
+    # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units.
+    ("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}),
+    # Tesla P100 datasheet: PCIe fp32 9.3 / fp16 18.7; SXM2 10.6 / 21.2.
+    ("P100 PCIe", r"p100.*pcie", {"fp32": 9.3, "fp16": 18.7}),
+    ("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}),
+    # Tesla V100 datasheet: SXM2 fp32 15.7 / fp16 tensor 125; PCIe 14 / 112.
+    ("V100 PCIe", r"v100.*pcie", {"fp32": 14.0, "fp16": 112.0}),
+    ("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}),
+    # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312.
+    ("A100", r"a100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}),
+    # L4 datasheet: fp32 30.3, tf32 60, bf16/fp16 121 (half the "with sparsity" figures).
+    ("L4", r"\bl4\b", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}),
+    # H100 datasheet, halving the sparsity figures: PCIe fp32 51, tf32 378, bf16 756;
+    # NVL fp32 60, tf32 417.5, bf16 835; SXM fp32 67, tf32 495, bf16 989.
+    ("H100 PCIe", r"h100.*pcie", {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}),
+    ("H100 NVL", r"h100.*nvl", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.0, "fp16": 835.0}),
+    ("H100 SXM", r"h100", {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0}),
+    # H200 datasheet: the H100 SXM's compute with more and faster memory.
+    ("H200", r"h200", {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0}),
+)
+
+# Square matmul sizes for the measured ceiling: large enough to fill the chip, small
+# enough to stay quick (a 1024^3 f32 matmul takes ~10 ms on a 2-core CPU).
+_MATMUL_SIZES = {"cpu": (256, 512, 1024), "gpu": (2048, 4096, 8192), "tpu": (2048, 4096, 8192)}
+
+
+def _normalized(kind: str) -> str:
+    return " ".join(kind.lower().replace("-", " ").replace("_", " ").split())
+
+
+def chip_name(device_kind: str) -> str | None:
+    """The peak table's name for a `device_kind` ("NVIDIA H100 80GB HBM3" -> "H100 SXM"),
+    or None for a chip it does not know (a CPU)."""
+    kind = _normalized(device_kind)
+    for name, pattern, _ in _PEAK_TFLOPS:
+        if re.search(pattern, kind):
+            return name
+    return None
+
+
+def vendor_peak_tflops(device_kind: str, precision: str) -> float | None:
+    """The vendor's dense peak TFLOP/s for one chip at `precision` (fp32, tf32, bf16,
+    fp16), or None where the chip or that precision is not in the table."""
+    name = chip_name(device_kind)
+    peaks = next((p for n, _, p in _PEAK_TFLOPS if n == name), {})
+    return peaks.get(precision)
+
+
+def _ampere_or_newer(device: jax.Device) -> bool:
+    capability = getattr(device, "compute_capability", None)
+    if capability:
+        return int(str(capability).split(".")[0]) >= 8
+    name = chip_name(device.device_kind)
+    peaks = next((p for n, _, p in _PEAK_TFLOPS if n == name), {})
+    return "tf32" in peaks  # tf32 units arrived with Ampere
+
+
+def matmul_precision(device: jax.Device, dtype: str = "float32") -> str | None:
+    """The arithmetic a matmul of `dtype` inputs runs in on `device` at JAX's default
+    precision: what an MFU must be measured against.
+
+    f32 inputs run as one bf16 pass on TPU and as TF32 on NVIDIA Ampere and newer;
+    `jax_default_matmul_precision="highest"` makes them true fp32 (on TPU, several bf16
+    passes, for which no vendor peak exists: None). bf16/fp16 inputs run as themselves.
+    """
+    dtype = str(jnp.dtype(dtype))
+    if dtype in ("bfloat16", "float16"):
+        return {"bfloat16": "bf16", "float16": "fp16"}[dtype]
+    if dtype != "float32":
+        return None
+    setting = str(jax.config.jax_default_matmul_precision or "default").lower()
+    exact = setting in ("highest", "float32")
+    three_pass = setting in ("high", "bfloat16_3x", "tensorfloat32")
+    if device.platform == "tpu":
+        return None if exact or three_pass else "bf16"
+    if device.platform == "gpu" and not exact and _ampere_or_newer(device):
+        return "tf32"
+    return "fp32"
+
+
+def matmul_sizes(platform: str) -> tuple[int, ...]:
+    """Square sizes for the measured matmul ceiling on `platform`."""
+    return _MATMUL_SIZES.get(platform, _MATMUL_SIZES["gpu"])

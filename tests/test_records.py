@@ -69,3 +69,56 @@ def test_load_merges_files_and_drops_duplicate_run_ids(tmp_path):
     records.append(tmp_path / "m2" / "records.jsonl", _record("a"))
     records.append(tmp_path / "m2" / "records.jsonl", _record("c"))
     assert [r["run_id"] for r in records.load(tmp_path)] == ["a", "c"]
+
+
+def _measured(**changes):
+    fields = {
+        "flops": {
+            "per_step": 1000,
+            "per_image": 125.0,
+            "forward_per_image": 50.0,
+            "xla_per_device": None,
+            "xla_per_step": None,
+            "xla_vs_jaxpr": None,
+            "by_primitive": {"dot_general": 1000},
+            "unknown_trip_count": False,
+        },
+        "achieved_tflops": 1e-8,
+        "mfu": {"vendor_precision": "fp32", "vendor_peak_tflops": None, "vs_measured": 0.4},
+        "memory": {"argument_bytes": 64, "peak_bytes_in_use": None},
+        "eval_step_time_s": {"median": 0.01, "p10": 0.01, "p90": 0.02, "n": 20},
+        "matmul_ceiling": {"float32": {"tflops": 0.15, "size": 1024}},
+    }
+    for dotted, value in changes.items():
+        field, _, key = dotted.partition("__")
+        if key:
+            fields[field][key] = value
+        else:
+            fields[field] = value
+    return _record(**fields)
+
+
+def test_measurement_fields_validate_and_round_trip(tmp_path):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _measured(future_field={"kept": True}))
+    loaded = records.load(path)[0]
+    assert loaded["flops"]["per_step"] == 1000
+    assert loaded["future_field"] == {"kept": True}  # unknown keys are kept
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"flops__per_step": "1000"}, "flops.per_step"),
+        ({"flops__per_step": True}, "flops.per_step"),
+        ({"memory__temp_bytes": 1.5}, "memory.temp_bytes"),
+        ({"mfu__vs_vendor": "high"}, "mfu.vs_vendor"),
+        ({"achieved_tflops": "fast"}, "achieved_tflops"),
+        ({"eval_step_time_s__n": 2.5}, "eval_step_time_s.n"),
+        ({"matmul_ceiling": {"float32": 1.0}}, "matmul_ceiling"),
+        ({"memory": [1, 2]}, "memory is not an object"),
+    ],
+)
+def test_mistyped_measurements_are_refused(change, message):
+    with pytest.raises(records.RecordError, match=message):
+        records.validate(_measured(**change))

@@ -1,0 +1,162 @@
+"""The report on records written here: two fake machines (a CPU laptop and an H100
+box), a batch sweep ending in OOM, an error, and a model whose XLA count disagrees."""
+
+import matplotlib.image
+import pytest
+
+from experiments import records, report
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
+H100 = {
+    "platform": "gpu",
+    "kind": "NVIDIA H100 80GB HBM3",
+    "count": 1,
+    "process_count": 1,
+    "host": "gpubox",
+}
+
+
+def _record(run_id, device, model, batch, status="ok", median=0.1, width=None, **extra):
+    record = {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "message": extra.pop("message", None),
+        "workload": {
+            "model": model,
+            "model_overrides": {"width": width} if width else {},
+            "dataset": "digits",
+            "batch_size": batch,
+            "strategy": "single",
+            "precision": "f32",
+        },
+        "device": device,
+        "env": {"jax": "0.10.2", "utc_time": f"2025-01-01T00:00:{len(run_id):02d}+00:00"},
+    }
+    if status == "ok":
+        per_step = extra.pop("per_step", 3_000_000 * batch)
+        achieved = per_step / median / 1e12
+        record.update(
+            params={"trainable": extra.pop("params", 100_000), "non_trainable": 0},
+            compile_time_s={"train": 1.0, "eval": 0.5},
+            step_time_s={"median": median, "p10": median * 0.9, "p90": median * 1.2, "n": 20},
+            eval_step_time_s={"median": median / 3, "p10": median / 4, "p90": median / 2, "n": 20},
+            images_per_s=batch / median,
+            flops={
+                "per_step": per_step,
+                "per_image": per_step / batch,
+                "forward_per_image": per_step / batch / 3,
+                "xla_per_device": per_step * extra.get("ratio", 1.02),
+                "xla_per_step": per_step * extra.get("ratio", 1.02),
+                "xla_vs_jaxpr": extra.pop("ratio", 1.02),
+            },
+            achieved_tflops=achieved,
+            mfu={
+                "chip": "H100 SXM" if device is H100 else None,
+                "vendor_precision": "tf32" if device is H100 else "fp32",
+                "vendor_peak_tflops": 495.0 if device is H100 else None,
+                "vs_vendor": achieved / 495.0 if device is H100 else None,
+                "measured_dtype": "float32",
+                "measured_ceiling_tflops": 400.0 if device is H100 else 0.15,
+                "vs_measured": achieved / (400.0 if device is H100 else 0.15),
+            },
+            memory={"argument_bytes": 1000, "temp_bytes": 10, "peak_bytes_in_use": None},
+            matmul_ceiling={"float32": {"tflops": 400.0 if device is H100 else 0.15}},
+            history=[
+                {"epoch": 1, "train_loss": 1.5, "train_accuracy": 0.6, "test_accuracy": 0.7},
+                {"epoch": 2, "train_loss": 0.5, "train_accuracy": 0.8, "test_accuracy": 0.875},
+            ],
+            test_accuracy=0.875,
+        )
+    record.update(extra)
+    return record
+
+
+@pytest.fixture
+def results(tmp_path):
+    """Records from two machines, in two files, as if copied from each."""
+    cpu_file, gpu_file = tmp_path / "laptop" / "records.jsonl", tmp_path / "gpu" / "records.jsonl"
+    for r in (
+        _record("c1", CPU, "mlp", 128, median=0.2291, width=4096, params=20_037_642),
+        _record("c2", CPU, "mlp", 128, median=0.0042, width=64, params=55_050),
+        _record("c3", CPU, "lenet5", 128, median=0.0311, ratio=1.31, params=61_706),
+    ):
+        records.append(cpu_file, r)
+    for r in (
+        _record("g1", H100, "mlp", 128, median=0.00123, width=4096, params=20_037_642),
+        _record("g2", H100, "mlp", 128, median=0.00101, width=64, params=55_050),
+        _record("g3", H100, "mlp", 256, median=0.00151, width=4096, params=20_037_642),
+        _record(
+            "g4",
+            H100,
+            "mlp",
+            512,
+            status="oom",
+            width=4096,
+            message="XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 9 GB",
+        ),
+        _record("g5", H100, "lenet5", 128, status="error", message="ValueError: bad conv"),
+    ):
+        records.append(gpu_file, r)
+    return tmp_path
+
+
+def test_report_holds_the_records_numbers(results, tmp_path):
+    loaded = records.load(results)
+    assert len(loaded) == 8
+    path, _ = report.write_report(loaded, tmp_path / "out")
+    text = path.read_text()
+    # Step times, throughput, FLOPs, MFU and accuracy, as the records have them.
+    for expected in (
+        "229 ms [206 ms-275 ms]",  # c1 median/p10/p90
+        "1.23 ms",  # g1
+        f"{128 / 0.2291:,.0f}",  # images/s of c1
+        f"{128 / 0.00123:,.0f}",
+        "384 M",  # 3e6 x 128 FLOPs/step
+        f"{100 * (3e6 * 128 / 0.00123 / 1e12) / 495:.3g}%",  # MFU vs vendor of g1
+        "0.8750",
+        "NVIDIA H100 80GB HBM3",
+        "495 TFLOP/s tf32",
+        "oom: XlaRuntimeError: RESOURCE_EXHAUSTED",
+        "error: ValueError: bad conv",
+        "1.31 (differs >10%)",
+        f"{0.2291 / 0.00123:.1f}x",  # speedup of mlp 4096 on the H100 over the CPU
+        "2 machine(s)",
+    ):
+        assert expected in text, expected
+    check = text.split("## FLOPs check")[1].split("##")[0]
+    assert "lenet5" in check and "mlp" not in check
+
+
+def test_report_plots_are_valid_pngs(results, tmp_path):
+    path, pngs = report.write_report(records.load(results), tmp_path / "out")
+    names = {p.name for p in pngs}
+    assert names == {
+        "step_time_vs_params.png",
+        "speedup_over_cpu.png",
+        "images_per_s_vs_batch.png",
+        "mfu_per_device.png",
+        "curves_per_epoch.png",
+    }
+    text = path.read_text()
+    for png in pngs:
+        assert png.read_bytes()[:8] == PNG_SIGNATURE
+        height, width, _ = matplotlib.image.imread(png).shape
+        assert height > 100 and width > 100
+        assert f"({png.name})" in text
+
+
+def test_sections_without_data_are_left_out(tmp_path):
+    only_error = [_record("e", CPU, "mlp", 8, status="error", message="boom")]
+    path, pngs = report.write_report(only_error, tmp_path)
+    assert pngs == []
+    assert "error: boom" in path.read_text()
+
+
+def test_cli_writes_into_out(results, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert report.main([str(results / "laptop"), str(results / "gpu"), "--out", str(out)]) == 0
+    assert (out / report.REPORT_FILE).exists()
+    assert "8 records, 5 plots" in capsys.readouterr().out
+    assert report.main([str(tmp_path / "absent")]) == 2
