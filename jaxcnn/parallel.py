@@ -1,25 +1,47 @@
 """Placements: where one train step runs, without copying its body.
 
-    placement = place("single", devices)
+    placement = place("pmap", jax.devices())
     state = placement.put_state(state)
     state, metrics = placement.train_step(state, placement.put_batch(batch))
+    loss = placement.get_metrics(metrics)["loss"]
 
 A `Placement` is the compiled step plus the functions that move state and batches to
-where its strategy wants them and bring them back.
+where its strategy wants them and bring them back. Strategies:
+
+- `single`: jit on one device.
+- `pmap`: one replica of the state per device, the global batch reshaped to
+  (devices, per_device, ...); the step runs with `axis_name="batch"`, so gradients,
+  BatchNorm statistics and metrics are averaged across replicas by the step itself.
+  pmap has been in maintenance mode since JAX 0.8 (it is implemented on shard_map)
+  but works, and is what the Flax ImageNet example and many users know.
+- `sharded`: jit with `NamedSharding` on a 1-D ("data",) mesh: state replicated,
+  batch split along its first axis, `axis_name=None`; XLA inserts the collectives.
+
+Many hosts (after `jaxcnn.distributed.initialize`) use the same strategies with the
+global device list: `put_batch` takes the global batch that every process reads
+(the same shuffled order everywhere) and each process transfers only its own rows to
+its own devices; metrics and state come back identical on every process.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxcnn import train
 from jaxcnn.errors import UsageError
 
-STRATEGIES = ("single",)
+STRATEGIES = ("single", "pmap", "sharded")
+PMAP_AXIS = "batch"  # the axis name the step's collectives use under pmap
+DATA_AXIS = "data"  # the mesh axis the batch is split along under sharded jit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,8 +50,8 @@ class Placement:
     devices: tuple[jax.Device, ...]
     train_step: Callable[..., Any]  # (state, batch) -> (state, metrics); donates state
     eval_step: Callable[..., Any]  # (state, batch) -> metrics
-    put_state: Callable[[train.TrainState], train.TrainState]
-    put_batch: Callable[[dict[str, Any]], dict[str, Any]]
+    put_state: Callable[[train.TrainState], train.TrainState]  # idempotent
+    put_batch: Callable[[dict[str, Any]], dict[str, Any]]  # global host batch -> placed
     get_state: Callable[[train.TrainState], train.TrainState]  # -> one logical copy
     get_metrics: Callable[[dict[str, Any]], dict[str, Any]]  # -> scalars
 
@@ -49,6 +71,29 @@ def check_batch_size(batch_size: int, num_devices: int) -> None:
         )
 
 
+def _check_processes(strategy: str, devices: Sequence[jax.Device]) -> None:
+    """Every process runs the same program, so each must own some of the devices."""
+    owned = {d.process_index for d in devices}
+    missing = [p for p in range(jax.process_count()) if p not in owned]
+    if missing:
+        hint = "; use pmap or sharded over all devices" if strategy == "single" else ""
+        raise UsageError(
+            f"strategy {strategy} on {len(devices)} device(s) leaves process(es) "
+            f"{', '.join(map(str, missing))} of {jax.process_count()} without one{hint}"
+        )
+
+
+def _put(x: Any, sharding: NamedSharding) -> jax.Array:
+    """`x` (the same global value on every process) placed with `sharding`; each
+    process transfers only the slices its own devices hold."""
+    if isinstance(x, jax.Array) and x.sharding == sharding:  # already placed
+        return x
+    if sharding.is_fully_addressable:  # one process: one batched transfer
+        return jax.device_put(x, sharding)
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
 def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     device = devices[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
@@ -64,14 +109,99 @@ def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     )
 
 
+def _first_replica(tree: Any) -> Any:
+    # Metrics are equal on every replica (psum'd), so this process's replica 0 is them;
+    # addressable_data works on every host, where x[0] may need another host's device.
+    return jax.tree.map(lambda x: x.addressable_data(0)[0], tree)
+
+
+def _unreplicate(tree: Any, mesh: Mesh) -> Any:
+    """The (n, ...) stacked replicas as one global array replicated over the mesh, made
+    from the shards each process already holds: no transfer, and in a multi-host run
+    still a global array (what Orbax needs to save), unlike one host-local replica."""
+    replicated = NamedSharding(mesh, P())
+
+    def one(x: jax.Array) -> jax.Array:
+        shards = [s.data.reshape(x.shape[1:]) for s in x.addressable_shards]
+        return jax.make_array_from_single_device_arrays(x.shape[1:], replicated, shards)
+
+    return jax.tree.map(one, tree)
+
+
+def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
+    mesh = Mesh(np.array(devices), (PMAP_AXIS,))
+    stacked = NamedSharding(mesh, P(PMAP_AXIS))  # what pmap itself returns
+    local = [d for d in devices if d.process_index == jax.process_index()]
+    n = len(devices)
+
+    def replicate(x: Any) -> jax.Array:
+        if isinstance(x, jax.Array) and x.is_fully_replicated:  # e.g. from get_state
+            x = x.addressable_data(0)  # the local copy: the value may span hosts
+        x = jnp.asarray(x)[None]
+        shards = [jax.device_put(x, d) for d in local]
+        return jax.make_array_from_single_device_arrays((n, *x.shape[1:]), stacked, shards)
+
+    def put_state(state: train.TrainState) -> train.TrainState:
+        if jnp.ndim(state.step) == 1:  # the logical step is a scalar: already replicated
+            return state
+        return jax.tree.map(replicate, state)
+
+    def put_batch(batch: dict[str, Any]) -> dict[str, Any]:
+        split = lambda x: _put(np.reshape(x, (n, -1, *np.shape(x)[1:])), stacked)  # noqa: E731
+        return jax.tree.map(split, batch)
+
+    pmapped = functools.partial(jax.pmap, axis_name=PMAP_AXIS, devices=list(devices))
+    return Placement(
+        strategy="pmap",
+        devices=tuple(devices),
+        train_step=pmapped(functools.partial(step, axis_name=PMAP_AXIS), donate_argnums=0),
+        eval_step=pmapped(functools.partial(evaluate, axis_name=PMAP_AXIS)),
+        put_state=put_state,
+        put_batch=put_batch,
+        get_state=lambda state: _unreplicate(state, mesh),
+        get_metrics=_first_replica,
+    )
+
+
+def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
+    mesh = Mesh(np.array(devices), (DATA_AXIS,))
+    replicated = NamedSharding(mesh, P())
+    split = NamedSharding(mesh, P(DATA_AXIS))
+    # Explicit out_shardings keep the state replicated: left to itself, sharding
+    # propagation may hand back parameters split over devices.
+    return Placement(
+        strategy="sharded",
+        devices=tuple(devices),
+        train_step=jax.jit(
+            step,
+            in_shardings=(replicated, split),
+            out_shardings=(replicated, replicated),
+            donate_argnums=0,
+        ),
+        eval_step=jax.jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
+        put_state=lambda state: jax.tree.map(lambda x: _put(x, replicated), state),
+        put_batch=lambda batch: jax.tree.map(lambda x: _put(x, split), batch),
+        get_state=lambda state: state,  # replicated: already one logical copy
+        get_metrics=lambda metrics: metrics,
+    )
+
+
 def place(
     strategy: str,
     devices: Sequence[jax.Device],
     step: Callable[..., Any] = train.train_step,
     evaluate: Callable[..., Any] = train.eval_step,
 ) -> Placement:
-    """Place `step` and `evaluate` (functions of (state, batch, axis_name)) on `devices`."""
-    builders = {"single": _single}
+    """Place `step` and `evaluate` (functions of (state, batch, axis_name)) on `devices`.
+
+    With many processes, `devices` is the global list (`jax.devices()`), the same on
+    every process.
+    """
+    builders = {"single": _single, "pmap": _pmap, "sharded": _sharded}
     if strategy not in builders:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    return builders[strategy](list(devices), step, evaluate)
+    devices = list(devices)
+    if not devices:
+        raise UsageError(f"strategy {strategy} needs at least one device")
+    _check_processes(strategy, devices[:1] if strategy == "single" else devices)
+    return builders[strategy](devices, step, evaluate)

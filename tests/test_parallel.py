@@ -1,0 +1,239 @@
+"""Every placement computes what one device computes, on 8 fake CPU devices.
+
+Tolerance: float32, atol = rtol = 1e-5 on params, batch stats and loss after K=3 Adam
+steps. Placements reorder the float32 sums of the gradient and of the BatchNorm
+moments (per-device partial sums, then an all-reduce), so results agree to rounding,
+not bit for bit: measured differences are at most ~1e-6 (a few ulps of values near
+1), so 1e-5 leaves a margin of 10x while a wrong average (e.g. a missing pmean, or
+per-device BatchNorm statistics) is off by 1e-3 or more.
+
+Why resnet_tiny (shrunk) is the BatchNorm model and not catsdogs_cnn: shrunk to 4
+channels, catsdogs_cnn is ill-conditioned. Its Dense bias before BatchNorm has an
+exactly-zero true gradient, so its computed gradient is rounding noise that Adam
+normalises to +-learning rate, and tiny differences flip max-pool winners. Its
+placements differ by ~1e-3 from the first steps on: that measures noise, not placement.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import records
+from experiments.run import main
+from jaxcnn import data, models, parallel, train
+from jaxcnn.errors import UsageError
+from jaxcnn.loop import fit
+
+ATOL = RTOL = 1e-5
+STEPS = 3
+GLOBAL_BATCH = 16  # 2 examples per device on 8 devices
+
+CASES = {
+    "mnist_cnn": {"input_size": 14},  # the real layers on a smaller image: faster on CPU
+    "mlp": {"width": 32, "dropout": 0.0},
+    "resnet_tiny": {"stage_sizes": (1,), "num_filters": 4, "input_size": 16},
+}
+
+
+def _new_state(name: str, overrides: dict | None = None, lr: float = 1e-3):
+    """(fresh initial state, input shape); initialised once per model and kept on the
+    host, because each placement's step donates (deletes) the state it is given."""
+    host, shape = _initial(name, tuple(sorted((overrides or CASES[name]).items())), lr)
+    return jax.tree.map(np.array, host), shape
+
+
+@functools.cache
+def _initial(name: str, overrides: tuple, lr: float):
+    overrides = dict(overrides)
+    shape = models.input_shape(name, **overrides)
+    module = models.get(name, **{k: v for k, v in overrides.items() if k != "input_size"})
+    state = train.create_train_state(module, train.make_optimizer("adam", lr), shape)
+    return jax.device_get(state), shape
+
+
+def _batches(shape, steps: int = STEPS, batch_size: int = GLOBAL_BATCH, seed: int = 1):
+    images, labels = data.synthetic(steps * batch_size, shape, 10, seed=seed)
+    return list(data.batches(images, labels, batch_size))
+
+
+def _train(placement: parallel.Placement, state, batches):
+    """(final state as numpy, losses) after one step per batch."""
+    state = placement.put_state(state)
+    losses = []
+    for batch in batches:
+        state, metrics = placement.train_step(state, placement.put_batch(batch))
+        losses.append(float(placement.get_metrics(metrics)["loss"]))
+    return jax.device_get(placement.get_state(state)), np.array(losses)
+
+
+def _assert_trees_close(actual, expected):
+    assert jax.tree.structure(actual) == jax.tree.structure(expected)
+    for (path, a), b in zip(
+        jax.tree_util.tree_leaves_with_path(actual), jax.tree.leaves(expected), strict=True
+    ):
+        assert np.shape(a) == np.shape(b), jax.tree_util.keystr(path)
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=jax.tree_util.keystr(path))
+
+
+@functools.cache
+def _single_run(name: str):
+    state, shape = _new_state(name)
+    return _train(parallel.place("single", jax.devices()), state, _batches(shape))
+
+
+@pytest.mark.parametrize("strategy", ["pmap", "sharded"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_strategy_matches_single_device(name, strategy):
+    assert jax.device_count() == 8
+    expected, expected_losses = _single_run(name)
+    state, shape = _new_state(name)
+    placement = parallel.place(strategy, jax.devices())
+    actual, losses = _train(placement, state, _batches(shape))
+    assert int(actual.step) == STEPS and np.ndim(actual.step) == 0  # one logical copy
+    np.testing.assert_allclose(losses, expected_losses, rtol=RTOL, atol=ATOL)
+    _assert_trees_close(actual.params, expected.params)
+    _assert_trees_close(actual.batch_stats, expected.batch_stats)
+    if name == "resnet_tiny":  # the BatchNorm case really has statistics to compare
+        assert jax.tree.leaves(actual.batch_stats)
+
+
+def test_fit_and_evaluate_match_single_device():
+    """The whole loop: padded, masked eval batches and metrics brought back to scalars."""
+    splits = [data.load("digits", s) for s in ("train", "test")]
+    histories = {}
+    for strategy in parallel.STRATEGIES:
+        state, _ = _new_state("mlp")
+        placement = parallel.place(strategy, jax.devices())
+        (histories[strategy],) = fit(
+            state, *splits, batch_size=GLOBAL_BATCH, max_steps=3, placement=placement
+        )[1]
+    single = histories["single"]
+    for strategy in ("pmap", "sharded"):
+        for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
+            expected = pytest.approx(single[key], rel=RTOL, abs=ATOL)
+            assert histories[strategy][key] == expected, (strategy, key)
+        assert histories[strategy]["steps"] == 3
+
+
+@pytest.mark.parametrize("strategy", ["single", "pmap", "sharded"])
+def test_step_is_traced_once_and_compiles_ahead_of_time(strategy):
+    traces = []
+
+    def counted(state, batch, axis_name=None):
+        traces.append(axis_name)  # runs only while tracing
+        return train.train_step(state, batch, axis_name=axis_name)
+
+    placement = parallel.place(strategy, jax.devices(), step=counted)
+    state, shape = _new_state("mlp")
+    state = placement.put_state(state)
+    batches = [placement.put_batch(b) for b in _batches(shape, steps=4)]
+    for batch in batches[:3]:
+        state, _ = placement.train_step(state, batch)
+    assert len(traces) == 1
+    # What experiments/measure.py does: lower + compile, then call the executables
+    # with placed state and batches.
+    compiled = placement.train_step.lower(state, batches[3]).compile()
+    evaluate = placement.eval_step.lower(state, batches[3]).compile()
+    before = placement.get_metrics(evaluate(state, batches[3]))["loss"]
+    state, metrics = compiled(state, batches[3])
+    after = placement.get_metrics(evaluate(state, batches[3]))["loss"]
+    assert np.shape(placement.get_metrics(metrics)["loss"]) == ()
+    assert float(after) < float(before)
+    assert int(placement.get_state(state).step) == 4
+    assert len(traces) == 1  # lower() reuses the trace; nothing traced again
+
+
+def test_put_state_is_idempotent():
+    state, _ = _new_state("mlp")
+    for strategy in parallel.STRATEGIES:
+        placement = parallel.place(strategy, jax.devices())
+        once = placement.put_state(state)
+        twice = placement.put_state(once)
+        assert jax.tree.map(jnp.shape, once) == jax.tree.map(jnp.shape, twice), strategy
+
+
+def test_pmap_with_dropout_trains_and_replicas_draw_different_masks():
+    state, shape = _new_state("mlp", {"width": 32, "dropout": 0.5}, lr=1e-2)
+    images, labels = data.synthetic(2, shape, 10, seed=3)
+    # Every replica gets the same 2 examples. Were the masks the same on every
+    # replica, the averaged gradient would be replica 0's alone, and 8 devices would
+    # train exactly like pmap on 1 device (whose only replica is replica 0).
+    same_on_each = {"image": np.tile(images, (8, 1, 1, 1)), "label": np.tile(labels, 8)}
+    one = {"image": images, "label": labels}
+    eight = parallel.place("pmap", jax.devices())
+    alone = parallel.place("pmap", jax.devices()[:1])
+    on_eight, _ = _train(eight, state, [same_on_each])
+    on_one, _ = _train(alone, state, [one])
+    gaps = jax.tree.leaves(jax.tree.map(lambda a, b: np.max(np.abs(a - b)), on_eight, on_one))
+    assert max(gaps) > 1e-4  # masks differ: a real difference, far above rounding
+
+    # And dropout still trains: 10 steps on a fixed batch lower its (dropout-free) loss.
+    images, labels = data.synthetic(GLOBAL_BATCH, shape, 10, seed=4)
+    batch = eight.put_batch({"image": images, "label": labels})
+    placed = eight.put_state(state)
+    start = float(eight.get_metrics(eight.eval_step(placed, batch))["loss"])
+    for _ in range(10):
+        placed, metrics = eight.train_step(placed, batch)
+        assert np.isfinite(float(eight.get_metrics(metrics)["loss"]))
+    end = float(eight.get_metrics(eight.eval_step(placed, batch))["loss"])
+    assert end < start
+
+
+def test_every_strategy_is_listed_and_unknown_ones_name_them():
+    assert parallel.STRATEGIES == ("single", "pmap", "sharded")
+    with pytest.raises(UsageError, match="single, pmap, sharded"):
+        parallel.place("ring", jax.devices())
+
+
+@pytest.mark.parametrize("batch_size,num_devices,hint", [(12, 8, "8 or 16"), (3, 8, "8")])
+def test_indivisible_batch_names_valid_sizes(batch_size, num_devices, hint):
+    with pytest.raises(UsageError, match=f"multiple of {num_devices} \\(e.g. {hint}\\)"):
+        parallel.check_batch_size(batch_size, num_devices)
+
+
+CLI_TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2", "--no-progress"]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--strategy", "pmap", "--num-devices", "8", "--batch-size", "12"],
+            "batch size 12 does not divide over 8 devices: use a multiple of 8 (e.g. 8 or 16)",
+        ),
+        (["--strategy", "sharded", "--num-devices", "9"], "only 8 cpu device(s) are present"),
+        (["--strategy", "ring"], "choose one of single, pmap, sharded"),
+    ],
+)
+def test_cli_placement_errors_exit_2_in_one_line(tmp_path, capsys, argv, message):
+    assert main(["--out", str(tmp_path), *CLI_TINY, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / records.RECORDS_FILE).exists()
+
+
+def test_cli_pmap_on_eight_devices_records_them(tmp_path):
+    argv = ["--out", str(tmp_path), *CLI_TINY, "--strategy", "pmap", "--batch-size", "16"]
+    assert main([*argv, "--timing-steps", "2"]) == 0
+    (record,) = records.load(tmp_path / records.RECORDS_FILE)
+    assert record["status"] == "ok", record.get("message")
+    assert record["workload"]["strategy"] == "pmap"
+    assert record["device"]["count"] == 8 and record["device"]["process_count"] == 1
+
+
+@pytest.mark.parametrize("strategy", parallel.STRATEGIES)
+def test_get_state_is_one_logical_copy_that_puts_back(strategy):
+    placement = parallel.place(strategy, jax.devices())
+    state, shape = _new_state("mlp")
+    placed = placement.put_state(state)
+    placed, _ = placement.train_step(placed, placement.put_batch(_batches(shape, steps=1)[0]))
+    logical = placement.get_state(placed)
+    assert jax.tree.map(np.shape, logical) == jax.tree.map(np.shape, state)
+    again = placement.put_state(logical)  # e.g. a restored checkpoint
+    assert jax.tree.map(np.shape, again) == jax.tree.map(np.shape, placed)
+    _assert_trees_close(jax.device_get(placement.get_state(again)), jax.device_get(logical))
