@@ -7,13 +7,28 @@ runs that one workload. Every workload appends one record to OUT/records.jsonl.
 Exit codes: 0 when every workload is `ok` (or `oom`/`nan`, which are findings, not
 failures); 1 when a workload ended in `error`; 2 for a usage error (bad flag, absent
 device, missing data), reported in one line before anything is written.
+
+Nothing lost, nothing twice. Each workload has a configuration key (a hash of the
+workload and the device platform/kind/count, stored in its record as `config_key`).
+Rerunning a command skips every workload that already has an `ok`, `nan` or `oom`
+record with its key in OUT/records.jsonl (those are results; an `error` is retried),
+so a study killed midway and rerun ends with one record per workload. `--force`
+runs them again (appending new records) and starts their training from scratch.
+
+Resume is automatic: training checkpoints (Orbax) go to CHECKPOINT_DIR/<config key>
+(default OUT/checkpoints/), at every epoch end and every --checkpoint-every steps,
+and a workload whose directory holds a checkpoint resumes from its newest complete
+one, at the same batch, to the same parameters bit for bit on CPU. The key makes a
+checkpoint of another configuration impossible to pick up by mistake.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,8 +39,10 @@ DEFAULT_STUDY = (
     ("lenet5_keras", {}),
     ("mlp", {"width": 512}),
 )
+STUDIES = {"default": DEFAULT_STUDY}  # --study NAME: the studies issue adds more
 DEFAULT_EPOCHS = 5
 DEFAULT_BATCH = 64
+FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,8 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m experiments.run", description=__doc__.split("\n\n")[1])
     p.add_argument("--device", default="auto", help="auto|cpu|gpu|tpu (default: auto)")
     p.add_argument("--num-devices", type=_positive_int, help="use the first N devices")
-    p.add_argument("--strategy", default="single", help="single (default)")
-    p.add_argument("--model", help="a registered model; omit for the default study")
+    p.add_argument(
+        "--strategy",
+        default="single",
+        help="single (default; one device) | pmap (one replica per device) | "
+        "sharded (jit over a data mesh)",
+    )
+    p.add_argument("--model", help="a registered model; omit to run --study")
+    p.add_argument("--study", default="default", help=f"one of {', '.join(STUDIES)}")
     p.add_argument("--width", type=_positive_int, help="hidden width for --model=mlp")
     p.add_argument("--dataset", default="digits", help="digits|mnist|fashion_mnist|synthetic")
     p.add_argument("--data-dir", help="folder with the original IDX .gz files")
@@ -78,8 +101,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps timed one by one for the step-time median (default 20)",
     )
     p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--checkpoint-dir", help="root of per-workload checkpoints (default OUT/checkpoints)"
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=_positive_int,
+        help="also checkpoint every N steps (always at each epoch end)",
+    )
+    p.add_argument(
+        "--keep-checkpoints",
+        type=_positive_int,
+        default=2,
+        help="checkpoints kept per workload (default 2)",
+    )
+    p.add_argument(
+        "--no-checkpoints", action="store_true", help="no checkpoints, no resume (timing sweeps)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="rerun workloads already recorded, from scratch"
+    )
     p.add_argument("--summary", action="store_true", help="print --model's layer table and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    hosts = p.add_argument_group(
+        "many hosts",
+        "run the same command on every host, each with its own --process-id; process 0 "
+        "writes the records. --coordinator=auto lets JAX detect TPU pods, Slurm, Open MPI",
+    )
+    hosts.add_argument("--coordinator", help="HOST:PORT of process 0, or auto")
+    hosts.add_argument("--num-processes", type=_positive_int, help="processes in all")
+    hosts.add_argument("--process-id", type=int, help="this process, 0..N-1")
+    hosts.add_argument(
+        "--coordinator-timeout",
+        type=_positive_float,
+        default=300.0,
+        help="seconds to wait for the coordinator and the other processes (default 300)",
+    )
     return p
 
 
@@ -99,22 +156,43 @@ def _workloads(args: argparse.Namespace) -> list[Any]:
         "timing_steps": args.timing_steps,
     }
     if args.model is None:
-        return [Workload(model=m, model_overrides=o, **common) for m, o in DEFAULT_STUDY]
+        if args.study not in STUDIES:
+            raise_usage(f"unknown study {args.study!r}: choose one of {', '.join(STUDIES)}")
+        return [Workload(model=m, model_overrides=o, **common) for m, o in STUDIES[args.study]]
     overrides = {"width": args.width} if args.width else {}
     return [Workload(model=args.model, model_overrides=overrides, **common)]
 
 
-def _check_out(out: Path) -> Path:
+def _check_out(out: Path, flag: str = "--out") -> Path:
     from jaxcnn.errors import UsageError
 
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
+        probe = out / f".write-test-{os.getpid()}"  # processes may share the folder
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"cannot write to --out {out}: {e.strerror or e}") from None
+        raise UsageError(f"cannot write to {flag} {out}: {e.strerror or e}") from None
     return out
+
+
+def _recorded(path: Path) -> dict[str, dict[str, Any]]:
+    """The last final (ok/nan/oom) record per config key already in `path`; a bad line
+    is skipped with a warning by records.load."""
+    from experiments import records
+
+    if not path.exists():
+        return {}
+    found = {}
+    for record in records.load(path):
+        if record["status"] in FINAL_STATUSES and record.get("config_key"):
+            found[record["config_key"]] = record
+    return found
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (a skipped bad record, a corrupt checkpoint) as one line each."""
+    print(f"warning: {message}", file=file or sys.stderr)
 
 
 def _row(record: dict[str, Any]) -> list[Any]:
@@ -151,11 +229,23 @@ HEADERS = [
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError
 
     try:
+        # before any other JAX call; afterwards jax.devices() is every process's devices
+        from jaxcnn import distributed
+
+        distributed.initialize(
+            args.coordinator, args.num_processes, args.process_id, args.coordinator_timeout
+        )
         if args.summary:
             if not args.model:
                 raise_usage("--summary needs --model=NAME")
@@ -177,10 +267,47 @@ def raise_usage(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+def _matmul_ceiling(device: Any) -> dict[str, Any]:
+    """The device's measured matmul TFLOP/s per dtype, for every record of this run;
+    {} when it cannot be measured (the records then carry no measured MFU)."""
+    from experiments import measure
+
+    try:
+        ceiling = measure.measure_matmul_peak(device)
+    except Exception as e:  # the ceiling is context; the workloads still run
+        print(f"matmul ceiling not measured: {e}".splitlines()[0], file=sys.stderr)
+        return {}
+    found = ", ".join(f"{k} {si((v['tflops'] or 0) * 1e12, 'FLOP/s')}" for k, v in ceiling.items())
+    print(f"matmul ceiling: {found}", file=sys.stderr)
+    return ceiling
+
+
+def _agreed(flags: list[bool]) -> list[bool]:
+    """Process 0's flags on every process: all processes must run the same workloads
+    (each step is one program across them), and only process 0 has the records."""
+    import jax
+    import numpy as np
+
+    if jax.process_count() == 1:
+        return flags
+    from jax.experimental import multihost_utils
+
+    return [bool(f) for f in multihost_utils.broadcast_one_to_all(np.array(flags, bool))]
+
+
+def _first_local(devices: list[Any]) -> Any:
+    """The first of `devices` this process can run on (the matmul ceiling is local)."""
+    import jax
+
+    return next(d for d in devices if d.process_index == jax.process_index())
+
+
 def _run(args: argparse.Namespace, devices_lib: Any) -> int:
+    import jax
+
     from experiments import records
-    from experiments.workload import load_splits, run_workload
-    from jaxcnn import models, parallel
+    from experiments.workload import config_key, load_splits, run_workload
+    from jaxcnn import models, parallel, train
 
     devices = devices_lib.resolve(args.device, args.num_devices)
     if args.strategy == "single" and args.num_devices is None:
@@ -188,34 +315,74 @@ def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     workloads = _workloads(args)
     for w in workloads:  # every usage error surfaces before any work or any write
         models.get(w.model, **w.module_overrides())
+        train.make_optimizer(w.optimizer, w.learning_rate)
         parallel.check_batch_size(w.batch_size, len(devices))
         parallel.place(w.strategy, devices)
+    if args.no_checkpoints and (args.checkpoint_every or args.checkpoint_dir):
+        raise_usage("--checkpoint-every/--checkpoint-dir cannot go with --no-checkpoints")
     out = _check_out(Path(args.out))
+    checkpoint_root = None
+    if not args.no_checkpoints:
+        root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
+        checkpoint_root = _check_out(root, "--checkpoint-dir")
     splits = {}
     for w in workloads:
         key = (w.dataset, models.input_shape(w.model, **w.model_overrides))
         if key not in splits:
             splits[key] = load_splits(w, args.data_dir)
     path = out / records.RECORDS_FILE
-    done = []
-    print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
+    recorded = _recorded(path)
+    described = devices_lib.describe(devices)
+    writer = jax.process_index() == 0  # with many processes, process 0 alone writes
+    skip = _agreed([config_key(w, described) in recorded and not args.force for w in workloads])
+    done, skipped = [], 0
+    ceiling = None
+    print(f"devices: {described}", file=sys.stderr)
     for i, w in enumerate(workloads, 1):
         print(
             f"[{i}/{len(workloads)}] {w.model} on {w.dataset}, batch {w.batch_size}, "
             f"{w.epochs} epoch(s)",
             file=sys.stderr,
         )
+        cell = config_key(w, described)
+        if skip[i - 1]:
+            status = recorded[cell]["status"] if cell in recorded else "by process 0"
+            print(f"    already recorded ({status}): skipped", file=sys.stderr)
+            done.extend([recorded[cell]] if cell in recorded else [])
+            skipped += 1
+            continue
+        checkpoint_dir = None if checkpoint_root is None else checkpoint_root / cell
+        if args.force and checkpoint_dir is not None and checkpoint_dir.exists():
+            shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
         key = (w.dataset, models.input_shape(w.model, **w.model_overrides))
-        record = run_workload(w, devices, splits[key], progress=not args.no_progress)
-        records.append(path, record)
+        if ceiling is None:  # once per run, and only when something will be measured
+            ceiling = _matmul_ceiling(_first_local(devices))
+        record = run_workload(
+            w,
+            devices,
+            splits[key],
+            ceiling=ceiling,
+            progress=not args.no_progress,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=args.checkpoint_every,
+            keep_checkpoints=args.keep_checkpoints,
+        )
+        if writer:
+            records.append(path, record)
         done.append(record)
+        if record.get("resumed_from_step"):
+            print(f"    resumed at checkpoint step {record['resumed_from_step']}", file=sys.stderr)
         print(
             "    "
             + "  ".join(f"{h}: {c}" for h, c in zip(HEADERS[3:], _row(record)[3:], strict=True)),
             file=sys.stderr,
         )
+    if not writer:
+        return 1 if any(r["status"] == "error" for r in done) else 0
     print(format_table(HEADERS, [_row(r) for r in done]))
-    print(f"\n{len(done)} record(s) appended to {path}")
+    print(f"\n{len(done) - skipped} record(s) appended to {path}")
+    if skipped:
+        print(f"{skipped} workload(s) already recorded were skipped (--force reruns them)")
     return 1 if any(r["status"] == "error" for r in done) else 0
 
 

@@ -4,6 +4,8 @@ function that runs it on some devices and returns its record, whatever happens."
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import traceback
 import uuid
 from typing import Any
@@ -15,8 +17,9 @@ import numpy as np
 from experiments import measure, records
 from jaxcnn import data, models, train
 from jaxcnn import devices as devices_lib
+from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.errors import JaxcnnError, UsageError
-from jaxcnn.loop import fit
+from jaxcnn.loop import NonFiniteLoss, fit
 from jaxcnn.parallel import check_batch_size, place
 
 PRECISIONS = {"f32": jnp.float32, "bf16": jnp.bfloat16}
@@ -66,14 +69,28 @@ def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split,
     return fitted(train_split), None if test_split is None else fitted(test_split)
 
 
+def config_key(workload: Workload, device: dict[str, Any]) -> str:
+    """A stable hash of what a record measures: the workload and the device platform,
+    kind and count (not the host or the time). Equal keys mean "the same cell"; a
+    rerun skips cells already recorded, and checkpoints live under this name."""
+    what = {
+        "workload": workload.describe(),
+        "device": {k: device[k] for k in ("platform", "kind", "count", "process_count")},
+    }
+    text = json.dumps(what, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def new_record(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
+    device = devices_lib.describe(devices)
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": uuid.uuid4().hex,
+        "config_key": config_key(workload, device),
         "status": "error",
         "message": None,
         "workload": workload.describe(),
-        "device": devices_lib.describe(devices),
+        "device": device,
         "env": measure.environment(),
     }
 
@@ -89,11 +106,18 @@ def run_workload(
     splits: tuple[Split, Split | None],
     *,
     progress: bool = False,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: int | None = None,
+    keep_checkpoints: int = 2,
+    ceiling: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Compile, time and train `workload` on `devices`; the record says how it went.
 
     Mistakes in what was asked (JaxcnnError) propagate; any failure while running
-    becomes an `error` record with a one-line message, so a sweep goes on.
+    becomes an `error` record with a one-line message, so a sweep goes on. A loss that
+    turns NaN/inf stops training and makes a `nan` record naming the step. With
+    `checkpoint_dir`, training resumes from the newest checkpoint there and saves
+    every `checkpoint_every` steps and at each epoch end.
     """
     record = new_record(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
@@ -111,20 +135,47 @@ def run_workload(
         step_time = measure.time_steps(
             placed.train_step, measure.copy_tree(state), batch, steps=workload.timing_steps
         )
-        state, history = fit(
-            state,
-            train_split,
-            test_split,
-            epochs=workload.epochs,
-            batch_size=workload.batch_size,
-            seed=workload.seed,
-            max_steps=workload.steps,
-            placement=placed,
-            progress=progress,
+        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=workload.timing_steps)
+        new_state = lambda: train.create_train_state(module, tx, shape, workload.seed)  # noqa: E731
+        abstract = jax.eval_shape(new_state)  # FLOPs are counted on shapes
+        measured = measure.step_fields(
+            abstract,
+            first,
+            compiled["compiled"]["train"],
+            devices,
+            step_time,
+            dtype=jnp.dtype(PRECISIONS[workload.precision]).name,
+            ceiling=ceiling,
         )
+        checkpoints = Checkpoints(checkpoint_dir, keep=keep_checkpoints) if checkpoint_dir else None
+        try:
+            state, history = fit(
+                state,
+                train_split,
+                test_split,
+                epochs=workload.epochs,
+                batch_size=workload.batch_size,
+                seed=workload.seed,
+                max_steps=workload.steps,
+                placement=placed,
+                progress=progress,
+                checkpoints=checkpoints,
+                checkpoint_every=checkpoint_every,
+            )
+        finally:
+            if checkpoints is not None:
+                checkpoints.close()
+                record["resumed_from_step"] = checkpoints.restored_step
+        record["params_digest"] = params_digest(placed.get_state(state).params)
     except JaxcnnError:
         raise
+    except NonFiniteLoss as stopped:  # a diverging run is a finding: record where
+        record.update(
+            status="nan", message=str(stopped), nan_step=stopped.step, history=stopped.history
+        )
+        return record
     except Exception as error:  # a failing workload is data, not the end of a sweep
+        record["status"] = measure.classify_failure(error)  # oom is a finding; else error
         record["message"] = _one_line(error)
         record["traceback_tail"] = traceback.format_exc().splitlines()[-3:]
         return record
@@ -134,7 +185,10 @@ def run_workload(
         params={"trainable": trainable, "non_trainable": non_trainable},
         compile_time_s={"train": compiled["train"], "eval": compiled["eval"]},
         step_time_s=step_time,
+        eval_step_time_s=eval_time,
         images_per_s=workload.batch_size / step_time["median"],
+        matmul_ceiling=ceiling,
+        **measured,
         history=history,
         test_accuracy=last.get("test_accuracy"),
         test_loss=last.get("test_loss"),

@@ -6,7 +6,7 @@ state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28,
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
 """
 
-from jaxcnn import data, devices, models, parallel
+from jaxcnn import data, devices, distributed, flops, models, parallel
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import Placement, place
@@ -29,9 +29,11 @@ __all__ = [
     "create_train_state",
     "data",
     "devices",
+    "distributed",
     "eval_step",
     "evaluate",
     "fit",
+    "flops",
     "make_optimizer",
     "mean_metrics",
     "models",

@@ -1,11 +1,16 @@
 """`fit`: epochs of a placed train step, evaluation after each, a per-epoch history.
 
-The host syncs once per epoch (metrics are fetched at the end), so the step loop
-dispatches ahead of the device.
+The host syncs once per epoch (metrics are fetched at the end), plus once per loss
+check and per checkpoint, so the step loop dispatches ahead of the device. With a
+`Checkpoints`, a run killed anywhere resumes from the data position it had saved and
+trains exactly the batches the uninterrupted run would have: same parameters, bit for
+bit, on a deterministic backend.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from typing import Any
 
@@ -14,6 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from jaxcnn import data, train
+from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import Placement, place
 
@@ -25,11 +31,45 @@ def evaluate(
 ) -> dict[str, float]:
     """Loss and accuracy over a whole split; the last batch is padded and masked."""
     images, labels = dataset
-    metrics = [
-        placement.get_metrics(placement.eval_step(state, placement.put_batch(batch)))
-        for batch in data.batches(images, labels, batch_size, drop_remainder=False)
-    ]
+    # Eval steps do not depend on each other, so a runtime may run two at once (the CPU
+    # one does). Across processes their collectives could then pair up in different
+    # orders and deadlock: with many processes, finish each step before the next.
+    in_order = jax.process_count() > 1
+    metrics = []
+    for batch in data.batches(images, labels, batch_size, drop_remainder=False):
+        step_metrics = placement.get_metrics(placement.eval_step(state, placement.put_batch(batch)))
+        metrics.append(jax.block_until_ready(step_metrics) if in_order else step_metrics)
     return train.mean_metrics(metrics)
+
+
+class NonFiniteLoss(FloatingPointError):
+    """Training stopped at the first step whose loss was NaN or infinite.
+
+    `step` counts the steps `fit` trained (1-based); `history` holds the epochs that
+    finished before it. Not a JaxcnnError: the run was asked for correctly, and a
+    diverging run is a finding to record, not a usage mistake.
+    """
+
+    def __init__(self, step: int, epoch: int, loss: float, history: list[dict[str, Any]]):
+        super().__init__(f"loss is {loss} at step {step} (epoch {epoch}); training stopped")
+        self.step, self.epoch, self.loss, self.history = step, epoch, loss, history
+
+
+def _fetch_checked(metrics: list[Any], checked: int, first_step: int, epoch: int, history):
+    """Fetch metrics[checked:] to the host in one transfer, in place, and raise
+    NonFiniteLoss at the first non-finite loss. `first_step` is metrics[0]'s step."""
+    fetched = jax.device_get(metrics[checked:])
+    for offset, step_metrics in enumerate(fetched):
+        loss = float(step_metrics["loss"])
+        if not math.isfinite(loss):
+            raise NonFiniteLoss(first_step + checked + offset, epoch + 1, loss, history)
+    metrics[checked:] = fetched
+    return len(metrics)
+
+
+def _fingerprint(num_examples: int, batch_size: int, seed: int) -> dict[str, int]:
+    """What must match for a checkpoint's data position to mean the same batches."""
+    return {"num_examples": num_examples, "batch_size": batch_size, "seed": seed}
 
 
 def fit(
@@ -43,11 +83,21 @@ def fit(
     max_steps: int | None = None,
     placement: Placement | None = None,
     progress: bool = False,
+    checkpoints: Checkpoints | None = None,
+    checkpoint_every: int | None = None,
+    check_every: int = 50,
 ) -> tuple[train.TrainState, list[dict[str, Any]]]:
     """Train for `epochs` (or `max_steps` in all); returns the placed state and history.
 
     History has one entry per epoch: steps, train loss/accuracy (mean over the epoch's
     steps), train time, and test loss/accuracy/eval time when `test_data` is given.
+
+    With `checkpoints`, training first resumes from the newest checkpoint there, if
+    any, at exactly the batch it had reached, and saves every `checkpoint_every` steps
+    and at each epoch end. Losses are checked every `check_every` steps, at each
+    checkpoint and at each epoch end (one transfer each, not one sync per step); the
+    first non-finite one raises NonFiniteLoss naming its step. After a resume an
+    epoch's `train_time_s` covers only the part trained after it.
     """
     placement = placement or place("single", jax.devices()[:1])
     images, labels = train_data
@@ -56,24 +106,65 @@ def fit(
         raise UsageError(
             f"batch size {batch_size} is larger than the {len(labels)} training examples"
         )
+    for name, value in (("checkpoint_every", checkpoint_every), ("check_every", check_every)):
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be a positive integer, got {value}")
     total = epochs * per_epoch if max_steps is None else min(max_steps, epochs * per_epoch)
+    fingerprint = _fingerprint(len(labels), batch_size, seed)
     state = placement.put_state(state)
     history: list[dict[str, Any]] = []
-    done = 0
-    with tqdm(total=total, disable=not progress, unit="step", leave=False) as bar:
-        for epoch in range(epochs):
+    position, partial, done = Position(0, 0), [], 0
+    if checkpoints is not None:
+        restored = checkpoints.restore(like=placement.get_state(state))
+        if restored is not None:
+            if restored.extra.get("fingerprint") != fingerprint:
+                raise UsageError(
+                    f"the checkpoint in {checkpoints.directory} is from another run "
+                    f"({restored.extra.get('fingerprint')}, this one is {fingerprint}): "
+                    "use another checkpoint directory or delete it"
+                )
+            state = placement.put_state(restored.state)
+            position, history = restored.position, restored.history
+            partial, done = restored.extra["partial"], restored.extra["done"]
+            cut_short = history and history[-1]["epoch"] == position.epoch + 1
+            if cut_short and done < total:  # max_steps had ended this epoch early: finish it
+                history = history[:-1]
+
+    def save(epoch_position: Position, epoch_metrics: list[Any]) -> None:
+        epoch_metrics = [{k: float(v) for k, v in m.items()} for m in epoch_metrics]
+        extra = {"done": done, "partial": epoch_metrics, "fingerprint": fingerprint}
+        checkpoints.save(done, placement.get_state(state), epoch_position, history, extra)
+
+    with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
+        for epoch in range(position.epoch, epochs):
             if done >= total:
                 break
+            skip = position.index if epoch == position.epoch else 0
+            metrics: list[Any] = list(partial) if epoch == position.epoch else []
+            checked, first_step = len(metrics), done - len(metrics) + 1
             started = time.perf_counter()
-            metrics = []
-            for batch in data.batches(images, labels, batch_size, seed=seed, epoch=epoch):
+            stream = data.batches(images, labels, batch_size, seed=seed, epoch=epoch)
+            for index, batch in enumerate(itertools.islice(stream, skip, None), skip + 1):
                 if done >= total:
                     break
                 state, step_metrics = placement.train_step(state, placement.put_batch(batch))
                 metrics.append(placement.get_metrics(step_metrics))
                 done += 1
                 bar.update()
+                # the epoch end saves anyway, after evaluation, with the epoch's history
+                mid_save = (
+                    checkpoints is not None
+                    and checkpoint_every is not None
+                    and done % checkpoint_every == 0
+                    and index < per_epoch
+                    and done < total
+                )
+                if mid_save or done % check_every == 0:
+                    checked = _fetch_checked(metrics, checked, first_step, epoch, history)
+                if mid_save:
+                    save(Position(epoch, index), metrics)
             jax.block_until_ready(state)
+            _fetch_checked(metrics, checked, first_step, epoch, history)
             trained = train.mean_metrics(metrics)
             entry: dict[str, Any] = {
                 "epoch": epoch + 1,
@@ -91,6 +182,11 @@ def fit(
                     eval_time_s=time.perf_counter() - started,
                 )
             history.append(entry)
+            if checkpoints is not None:
+                if len(metrics) == per_epoch:  # metrics hold the whole epoch, resumed or not
+                    save(Position(epoch + 1, 0), [])
+                else:  # max_steps stopped mid-epoch: a longer resumed run finishes it
+                    save(Position(epoch, len(metrics)), metrics)
             bar.set_postfix(
                 epoch=epoch + 1,
                 loss=f"{entry['train_loss']:.4f}",

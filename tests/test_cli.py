@@ -46,30 +46,7 @@ def test_summary_prints_the_layer_table(capsys):
     assert "Total params: 81,194" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    "argv,message",
-    [
-        (["--device", "tpu"], "present: cpu"),
-        (["--device", "quantum"], "unknown device"),
-        (["--model", "lenet6"], "unknown model 'lenet6'"),
-        (["--dataset", "cifar"], "unknown dataset 'cifar'"),
-        (["--precision", "f8"], "unknown precision"),
-        (["--data-dir", "/nonexistent", "--dataset", "mnist"], "does not exist"),
-    ],
-)
-def test_usage_errors_exit_2_in_one_line_and_write_nothing(tmp_path, capsys, argv, message):
-    assert main(["--out", str(tmp_path), *TINY, *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "records.jsonl").exists()
-
-
-@pytest.mark.parametrize("argv", [["--batch-size", "0"], ["--epochs", "-1"], ["--steps", "x"]])
-def test_bad_numbers_exit_2(capsys, argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+# Bad input (flags, devices, data, --out) is tested in test_bad_input.py.
 
 
 @pytest.mark.slow

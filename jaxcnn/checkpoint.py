@@ -1,0 +1,218 @@
+"""Orbax checkpoints of a run: the whole train state plus where training stood.
+
+    with Checkpoints(directory, keep=2) as ckpt:
+        ckpt.save(step, state, Position(epoch=1, index=40), history)
+        restored = ckpt.restore(like=state)  # None when there is nothing to resume
+
+One checkpoint is one Orbax step directory with two items: `state` (step, params,
+batch_stats, opt_state, rng: every array a step reads or writes) and `meta` (JSON: the
+data position, the history so far and whatever the caller adds). Orbax writes a step
+into a temporary directory and renames it when complete, so a run killed mid-save
+leaves no half checkpoint behind, only a temporary directory that is ignored.
+
+Restore reads onto host numpy arrays shaped like `like`, whatever placement wrote
+them; the caller puts the result where its placement wants it (`put_state`). A
+checkpoint that fails to restore (truncated, deleted files) is reported with a
+warning, moved aside into `corrupt/`, and the one before it is tried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from jaxcnn.train import TrainState
+
+STATE_FIELDS = ("step", "params", "batch_stats", "opt_state", "rng")
+CORRUPT_DIR = "corrupt"
+
+
+class Position(NamedTuple):
+    """Where the data stream stands: `index` batches of epoch `epoch` (0-based) are done."""
+
+    epoch: int
+    index: int
+
+
+class Restored(NamedTuple):
+    step: int
+    state: TrainState  # host numpy leaves; static fields taken from `like`
+    position: Position
+    history: list[dict[str, Any]]
+    extra: dict[str, Any]
+
+
+class CheckpointWarning(UserWarning):
+    """A checkpoint could not be restored and an older one (or none) is used."""
+
+
+def _arrays(state: TrainState) -> dict[str, Any]:
+    return {name: getattr(state, name) for name in STATE_FIELDS}
+
+
+def _host(leaf: Any) -> np.ndarray:
+    """A leaf as one numpy array, gathered across processes when it is sharded over them."""
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+    return np.asarray(jax.device_get(leaf))
+
+
+def params_digest(params: Any) -> str:
+    """sha256 over every leaf in tree order: its path, dtype, shape and bytes.
+
+    Two runs are bit-identical exactly when their digests are equal, so records can be
+    compared without loading any parameters.
+    """
+    digest = hashlib.sha256()
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        array = np.ascontiguousarray(_host(leaf))
+        digest.update(f"{jax.tree_util.keystr(path)}|{array.dtype}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _quiet_closed_loop_callbacks() -> None:
+    """Hide the benign noise a failed Orbax restore leaves behind.
+
+    When one array fails to read, Orbax closes its asyncio loop while TensorStore reads
+    of other arrays are still in flight; their completion callbacks then raise
+    "Event loop is closed", which Python prints as unraisable tracebacks. Exactly those
+    are dropped; every other unraisable exception reaches the previous hook.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "quiet_closed_loop", False):
+        return
+
+    def hook(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, RuntimeError) and str(error) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook.quiet_closed_loop = True
+    sys.unraisablehook = hook
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
+
+
+def _ocp():
+    """Orbax, imported on first use: `import jaxcnn` stays quick without checkpoints."""
+    import orbax.checkpoint
+
+    return orbax.checkpoint
+
+
+class Checkpoints:
+    """An Orbax CheckpointManager that keeps the last `keep` checkpoints of one run.
+
+    Saves are synchronous: the next train step donates the state's buffers, and a
+    checkpoint that is reported saved is on disk, which is what a kill right after
+    it needs.
+    """
+
+    def __init__(self, directory: str | Path, *, keep: int = 2):
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}")
+        self.directory = Path(directory).absolute()
+        self.restored_step: int | None = None
+        ocp = _ocp()
+        options = ocp.CheckpointManagerOptions(
+            enable_async_checkpointing=False,
+            preservation_policy=ocp.checkpoint_managers.LatestN(keep),
+            cleanup_tmp_directories=True,  # leftovers of a run killed mid-save
+            create=True,
+        )
+        self._manager = ocp.CheckpointManager(
+            self.directory, item_names=("state", "meta"), options=options
+        )
+
+    def __enter__(self) -> Checkpoints:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._manager.close()
+
+    def steps(self) -> list[int]:
+        return sorted(self._manager.all_steps())
+
+    def save(
+        self,
+        step: int,
+        state: TrainState,
+        position: Position,
+        history: list[dict[str, Any]],
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Write checkpoint `step`: `state` as placed (one logical copy) and its meta."""
+        meta = {
+            "position": {"epoch": int(position.epoch), "index": int(position.index)},
+            "history": history,
+            "extra": extra or {},
+        }
+        ocp = _ocp()
+        self._manager.save(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
+            ),
+            force=True,  # the caller decides when; Orbax's interval policy is not used
+        )
+
+    def restore(self, like: TrainState) -> Restored | None:
+        """The newest checkpoint that restores onto `like`'s structure, or None.
+
+        Each one that fails is reported (CheckpointWarning) and moved into `corrupt/`,
+        so it is neither tried again nor in the way of a later save of the same step.
+        """
+        ocp = _ocp()
+        target = jax.tree.map(lambda x: np.zeros(np.shape(x), x.dtype), _arrays(like))
+        for step in reversed(self.steps()):
+            try:
+                restored = self._manager.restore(
+                    step,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()
+                    ),
+                )
+                meta = restored.meta
+                position = Position(**meta["position"])
+                history, extra = list(meta["history"]), dict(meta.get("extra") or {})
+            except Exception as error:  # any unreadable checkpoint: fall back, say so
+                self._set_aside(step, error)
+                continue
+            self.restored_step = step
+            state = like.replace(**restored.state)
+            return Restored(step, state, position, history, extra)
+        return None
+
+    def _set_aside(self, step: int, error: BaseException) -> None:
+        _quiet_closed_loop_callbacks()
+        older = [s for s in self.steps() if s < step]
+        fallback = f"using step {older[-1]}" if older else "no older checkpoint, starting over"
+        warnings.warn(
+            f"checkpoint {self.directory / str(step)} could not be restored "
+            f"({_one_line(error)}); {fallback}",
+            CheckpointWarning,
+            stacklevel=3,
+        )
+        if jax.process_index() == 0:
+            aside = self.directory / CORRUPT_DIR / f"{step}-{int(time.time())}"
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(self.directory / str(step)), aside)
+        self._manager.reload()

@@ -1,0 +1,165 @@
+"""Every bad input through the CLI: one line on stderr, exit code 2, no traceback, and
+nothing written half (no records file, no checkpoint). Bad --coordinator addresses are
+tested with the multi-host placements."""
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_idx
+
+from experiments import records
+from experiments.run import main
+
+TINY = ["--epochs", "1", "--steps", "2", "--timing-steps", "2", "--batch-size", "16"]
+TINY += ["--no-progress"]
+MLP = ["--model", "mlp", "--width", "8"]
+
+
+def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:  # argparse rejects flags before main's body runs
+        code = exit_info.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert message in err, err
+    assert "Traceback" not in err
+    assert not (out / records.RECORDS_FILE).exists()
+    assert not list(out.glob("checkpoints/*/*"))
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--device", "quantum"], "unknown device 'quantum'"),
+        (["--device", "tpu"], "present: cpu"),
+        (["--model", "lenet6"], "unknown model 'lenet6'"),
+        (["--dataset", "cifar"], "unknown dataset 'cifar'"),
+        (["--study", "everything"], "unknown study 'everything': choose one of default"),
+        (["--precision", "f8"], "unknown precision 'f8'"),
+        (["--optimizer", "lbfgs", *MLP], "unknown optimizer 'lbfgs'"),
+        (["--num-devices", "9"], "only 8 cpu device(s)"),
+        (["--data-dir", "/nonexistent", "--dataset", "mnist", *MLP], "does not exist"),
+        (["--summary"], "--summary needs --model"),
+        (["--no-checkpoints", "--checkpoint-every", "5"], "cannot go with --no-checkpoints"),
+    ],
+)
+def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
+    _assert_one_line_exit_2(["--out", str(tmp_path), *TINY, *argv], capsys, message, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--batch-size", "0"], "0 is not a positive integer"),
+        (["--batch-size", "x"], "'x' is not an integer"),
+        (["--epochs", "-1"], "-1 is not a positive integer"),
+        (["--steps", "1.5"], "'1.5' is not an integer"),
+        (["--num-devices", "0"], "0 is not a positive integer"),
+        (["--checkpoint-every", "0"], "0 is not a positive integer"),
+        (["--learning-rate", "-0.1"], "-0.1 is not positive"),
+        (["--learning-rate", "fast"], "'fast' is not a number"),
+    ],
+)
+def test_a_bad_number_is_one_line(tmp_path, capsys, argv, message):
+    _assert_one_line_exit_2(["--out", str(tmp_path), *TINY, *argv], capsys, message, tmp_path)
+
+
+def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
+    argv = ["--out", str(tmp_path), *TINY, *MLP, "--strategy", "pmap", "--num-devices", "8"]
+    argv += ["--batch-size", "12"]
+    _assert_one_line_exit_2(argv, capsys, "does not divide over 8 devices", tmp_path)
+
+
+def test_an_unwritable_out_or_checkpoint_dir(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    argv = ["--out", str(blocker / "results"), *TINY, *MLP]
+    _assert_one_line_exit_2(argv, capsys, "cannot write to --out", tmp_path)
+    argv = ["--out", str(tmp_path), "--checkpoint-dir", str(blocker / "ckpt"), *TINY, *MLP]
+    _assert_one_line_exit_2(argv, capsys, "cannot write to --checkpoint-dir", tmp_path)
+
+
+def _bad_gzip(folder: Path) -> None:
+    (folder / "train-images-idx3-ubyte.gz").write_bytes(b"this is not gzip at all")
+
+
+def _truncated_gzip(folder: Path) -> None:
+    path = folder / "train-labels-idx1-ubyte.gz"
+    path.write_bytes(path.read_bytes()[:30])
+
+
+def _bad_magic(folder: Path) -> None:
+    write_idx(folder / "t10k-images-idx3-ubyte.gz", [[[0] * 28] * 28] * 32, magic=2052)
+
+
+def _wrong_count(folder: Path) -> None:
+    write_idx(folder / "train-labels-idx1-ubyte.gz", [1] * 64, count=65)
+
+
+def _label_count_mismatch(folder: Path) -> None:
+    write_idx(folder / "train-labels-idx1-ubyte.gz", [1] * 63)
+
+
+def _missing_file(folder: Path) -> None:
+    (folder / "t10k-labels-idx1-ubyte.gz").unlink()
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (_bad_gzip, "not a readable gzip file"),
+        (_truncated_gzip, "not a readable gzip file"),
+        (_bad_magic, "bad IDX magic 0x00000804"),
+        (_wrong_count, "header says 65 = 65 bytes of data, file has 64"),
+        (_label_count_mismatch, "64 images but 63 labels"),
+        (_missing_file, "no t10k-labels-idx1-ubyte.gz"),
+    ],
+)
+def test_a_damaged_data_dir_is_one_line(idx_dir, tmp_path, capsys, damage, message):
+    damage(idx_dir)
+    out = tmp_path / "out"
+    argv = ["--out", str(out), *TINY, *MLP, "--dataset", "mnist", "--data-dir", str(idx_dir)]
+    _assert_one_line_exit_2(argv, capsys, message, out)
+
+
+def test_a_records_file_with_a_corrupt_line_warns_and_the_rest_loads(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    path = tmp_path / records.RECORDS_FILE
+    good = path.read_text()
+    path.write_text('{"run_id": "torn\n' + good)  # a bad first line, then the good one
+    capsys.readouterr()
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "records.jsonl:1: skipped a bad record" in warnings[0]
+    assert "already recorded (ok): skipped" in err  # the good line loaded: not rerun
+    assert path.read_text() == '{"run_id": "torn\n' + good  # and nothing was appended
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--device", "tpu"], "present: cpu"),
+        (["--batch-size", "0"], "0 is not a positive integer"),
+        (["--dataset", "mnist", "--data-dir", "DATA"], "not a readable gzip file"),
+    ],
+)
+def test_no_traceback_reaches_a_user_of_the_command(idx_dir, tmp_path, argv, message):
+    (idx_dir / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"x")[:5])
+    argv = [str(idx_dir) if a == "DATA" else a for a in argv]
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "--out", str(tmp_path / "out"), *MLP, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and message in run.stderr
+    assert not (tmp_path / "out" / records.RECORDS_FILE).exists()

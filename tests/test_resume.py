@@ -1,0 +1,210 @@
+"""Checkpoints and resume: a run killed anywhere ends with the parameters, bit for bit,
+and the per-epoch metrics of the run that was never interrupted."""
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from experiments import records
+from experiments.run import main
+from jaxcnn import data, models, parallel, train
+from jaxcnn.checkpoint import Checkpoints, CheckpointWarning, params_digest
+from jaxcnn.loop import NonFiniteLoss, fit
+
+# 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
+# (one synchronous Orbax save each) to kill the run while it trains, and quick.
+RUN = [
+    "--model", "mlp", "--width", "16", "--dataset", "digits", "--batch-size", "64",
+    "--epochs", "4", "--timing-steps", "2", "--no-progress",
+]  # fmt: skip
+EPOCHS, STEPS_PER_EPOCH = 4, 22
+EVERY_5 = ["--checkpoint-every", "5"]
+
+
+def _without_times(history):
+    return [{k: v for k, v in e.items() if not k.endswith("time_s")} for e in history]
+
+
+def _step_dirs(root: Path) -> list[Path]:
+    return [p for p in root.glob("*/*") if p.is_dir() and p.name.isdigit()]
+
+
+@functools.cache
+def _digits():
+    return data.load("digits", "train"), data.load("digits", "test")
+
+
+@pytest.fixture
+def digits():
+    return _digits()
+
+
+@functools.cache
+def _host_state(learning_rate=1e-3):
+    """One initial state on the host, reused: each fit places a fresh copy of it (the
+    step donates what it is given), and one optimizer object keeps the jit cache warm."""
+    tx = train.make_optimizer("adam", learning_rate)
+    state = train.create_train_state(models.get("mlp", width=16), tx, models.input_shape("mlp"))
+    return jax.device_get(state)
+
+
+def _state(learning_rate=1e-3):
+    return _host_state(learning_rate)
+
+
+def _placement(strategy):
+    count = 1 if strategy == "single" else 2
+    return parallel.place(strategy, jax.devices()[:count])
+
+
+def _fit(digits, strategy="single", directory=None, **kwargs):
+    """(params digest, history, checkpoint step restored from) of a 2-epoch run:
+    11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
+    placement = _placement(strategy)
+    with Checkpoints(directory, keep=3) if directory else contextlib.nullcontext() as ckpt:
+        state, history = fit(
+            _state(),
+            *digits,
+            epochs=2,
+            batch_size=128,
+            seed=0,
+            placement=placement,
+            checkpoints=ckpt,
+            checkpoint_every=5,
+            **kwargs,
+        )
+        restored = ckpt.restored_step if ckpt else None
+    return params_digest(placement.get_state(state).params), _without_times(history), restored
+
+
+@functools.cache
+def _whole(strategy):
+    """The uninterrupted run, without checkpoints."""
+    return _fit(_digits(), strategy)
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_to_bit_identical_params(tmp_path):
+    killed = tmp_path / "killed"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "--out", str(killed), *RUN, *EVERY_5],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not _step_dirs(killed / "checkpoints") and run.poll() is None:
+            time.sleep(0.02)
+        os.kill(run.pid, signal.SIGKILL)
+    finally:
+        run.wait(timeout=60)
+    assert run.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (killed / "records.jsonl").exists()
+
+    assert main(["--out", str(killed), *RUN, *EVERY_5]) == 0  # the same command resumes
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    (resumed,) = records.load(killed / "records.jsonl")
+    (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
+    assert 5 <= resumed["resumed_from_step"] < EPOCHS * STEPS_PER_EPOCH
+    assert "resumed_from_step" not in whole
+    assert resumed["config_key"] == whole["config_key"]
+    assert resumed["params_digest"] == whole["params_digest"]
+    assert _without_times(resumed["history"]) == _without_times(whole["history"])
+    assert len(resumed["history"]) == EPOCHS
+
+
+def test_same_seed_same_device_same_digest(tmp_path):
+    short = ["--model", "mlp", "--width", "16", "--batch-size", "128", "--epochs", "1"]
+    short += ["--timing-steps", "2", "--no-progress", "--no-checkpoints"]
+    assert main(["--out", str(tmp_path / "a"), *short]) == 0
+    assert main(["--out", str(tmp_path / "b"), *short]) == 0
+    (a,), (b,) = (records.load(tmp_path / name) for name in "ab")
+    assert len(a["params_digest"]) == 64 and a["run_id"] != b["run_id"]
+    assert a["params_digest"] == b["params_digest"]
+    assert not (tmp_path / "a" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("strategy", parallel.STRATEGIES)
+def test_resume_restores_onto_every_placement(digits, tmp_path, strategy):
+    whole = _whole(strategy)
+    # stopped at step 10 (mid-epoch, as a kill would), then the same run again
+    stopped = _fit(digits, strategy, tmp_path, max_steps=10)
+    assert stopped[2] is None and len(stopped[1]) == 1
+    resumed = _fit(digits, strategy, tmp_path)
+    assert resumed[2] == 10
+    assert resumed == (whole[0], whole[1], 10)
+
+
+def test_a_checkpoint_written_by_pmap_restores_onto_single(digits, tmp_path):
+    _fit(digits, "pmap", tmp_path, max_steps=10)
+    placement = _placement("single")
+    with Checkpoints(tmp_path) as ckpt:
+        restored = ckpt.restore(like=_state())
+    assert restored.step == 10 and restored.position == (0, 10)
+    state = placement.put_state(restored.state)
+    assert int(state.step) == 10
+    assert all(isinstance(x, jax.Array) for x in jax.tree.leaves(state))
+
+
+def _delete_data_files(step_dir: Path) -> None:
+    for file in (step_dir / "state").rglob("d/*"):
+        file.unlink()
+
+
+def _truncate_meta(step_dir: Path) -> None:
+    meta = step_dir / "meta" / "metadata"
+    meta.write_bytes(meta.read_bytes()[:10])
+
+
+@pytest.mark.parametrize("corrupt", [_delete_data_files, _truncate_meta])
+def test_a_corrupt_checkpoint_is_reported_and_the_previous_one_used(digits, tmp_path, corrupt):
+    _fit(digits, "single", tmp_path)
+    assert Checkpoints(tmp_path).steps() == [15, 20, 22]  # kept: the last 3
+    shutil.rmtree(tmp_path / "22")  # killed before the last save ...
+    corrupt(tmp_path / "20")  # ... and the one before it is damaged
+    with pytest.warns(CheckpointWarning, match=r"20 could not be restored.*using step 15"):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 15)
+    assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["20"]
+
+
+def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=5)
+    _delete_data_files(tmp_path / "5")
+    with pytest.warns(CheckpointWarning, match="starting over"):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], None)
+
+
+def test_a_checkpoint_of_another_run_is_refused(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=5)
+    with Checkpoints(tmp_path) as ckpt, pytest.raises(ValueError, match="another run"):
+        fit(_state(), *digits, batch_size=64, checkpoints=ckpt)
+
+
+@pytest.mark.parametrize("check_every", [1, 50])
+def test_training_stops_at_the_first_non_finite_loss(digits, check_every):
+    with pytest.raises(NonFiniteLoss) as stopped:
+        fit(_state(1e30), *digits, epochs=2, batch_size=128, check_every=check_every)
+    assert stopped.value.step == 2  # the same step however rarely the host looks
+    assert "at step 2" in str(stopped.value) and stopped.value.history == []
+
+
+def test_params_digest_sees_every_bit_dtype_and_shape():
+    params = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.zeros(2, np.int32)}
+    same = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.zeros(2, np.int32)}
+    assert params_digest(params) == params_digest(same)
+    flipped = {**params, "a": params["a"].copy()}
+    flipped["a"].view(np.uint32)[0, 0] ^= 1  # one bit of one float
+    assert params_digest(flipped) != params_digest(params)
+    assert params_digest({**params, "a": params["a"].reshape(3, 2)}) != params_digest(params)
+    assert params_digest({**params, "b": np.zeros(2, np.float32)}) != params_digest(params)

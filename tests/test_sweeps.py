@@ -1,0 +1,117 @@
+"""Sweeps lose nothing and record nothing twice: a diverging workload is a `nan`
+record and the next one still runs; a rerun skips what is recorded; a study killed
+midway and rerun ends with one record per workload; concurrent writers never tear a
+line of the records file."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from experiments import records, run
+from experiments.run import main
+
+# A study of three small MLPs, registered the way a study module registers one: the
+# default study's CNNs would spend these tests' time compiling.
+TINY_STUDY = (("mlp", {"width": 8}), ("mlp", {"width": 16}), ("mlp", {"width": 32}))
+TINY = ["--study", "tiny", "--epochs", "1", "--timing-steps", "2", "--batch-size", "16"]
+TINY += ["--no-progress"]
+# Adam's first step moves every weight by about the learning rate: at 1e30 the next
+# forward pass overflows, so every workload's loss is NaN at step 2.
+DIVERGING = [*TINY, "--steps", "8", "--learning-rate", "1e30"]
+_MAIN_WITH_TINY = (
+    "import sys; from experiments import run; "
+    f"run.STUDIES['tiny'] = {TINY_STUDY!r}; sys.exit(run.main(sys.argv[1:]))"
+)
+
+
+@pytest.fixture(autouse=True)
+def tiny_study(monkeypatch):
+    monkeypatch.setitem(run.STUDIES, "tiny", TINY_STUDY)
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_diverging_workloads_are_recorded_and_the_sweep_goes_on(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), *DIVERGING]) == 0  # nan is a finding, exit 0
+    first = _lines(tmp_path / "records.jsonl")
+    assert [r["workload"]["model_overrides"]["width"] for r in first] == [8, 16, 32]
+    for record in first:
+        assert record["status"] == "nan" and record["nan_step"] == 2
+        assert "loss is nan at step 2" in record["message"]
+    assert len({r["config_key"] for r in first}) == 3
+
+    capsys.readouterr()
+    assert main(["--out", str(tmp_path), *DIVERGING]) == 0  # rerun: all three recorded
+    assert _lines(tmp_path / "records.jsonl") == first
+    captured = capsys.readouterr()
+    assert captured.err.count("already recorded") == 3
+    assert "3 workload(s) already recorded were skipped" in captured.out
+
+    assert main(["--out", str(tmp_path), *DIVERGING, "--force"]) == 0
+    again = _lines(tmp_path / "records.jsonl")
+    assert len(again) == 6
+    assert [r["config_key"] for r in again[3:]] == [r["config_key"] for r in first]
+    assert [r["status"] for r in again[3:]] == ["nan"] * 3
+    assert all(r.get("resumed_from_step") is None for r in again[3:])  # from scratch
+
+
+@pytest.mark.slow
+def test_a_study_killed_midway_and_rerun_ends_with_one_record_per_workload(tmp_path):
+    path = tmp_path / "records.jsonl"
+    argv = ["--out", str(tmp_path), *TINY, "--steps", "40", "--checkpoint-every", "4"]
+    study = subprocess.Popen(
+        [sys.executable, "-c", _MAIN_WITH_TINY, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while study.poll() is None and not (path.exists() and path.read_text().count("\n")):
+            time.sleep(0.02)
+        study.send_signal(signal.SIGKILL)
+    finally:
+        study.wait(timeout=60)
+    assert study.returncode == -signal.SIGKILL, "the study ended before it could be killed"
+    assert len(_lines(path)) == 1
+
+    assert main(argv) == 0
+    loaded = _lines(path)
+    assert [r["workload"]["model_overrides"]["width"] for r in loaded] == [8, 16, 32]
+    assert len({r["config_key"] for r in loaded}) == 3
+    assert all(r["status"] == "ok" for r in loaded)
+
+
+_WRITER = """
+import sys
+from experiments import records
+for i in range(int(sys.argv[3])):
+    records.append(sys.argv[1], {
+        "schema_version": records.SCHEMA_VERSION, "run_id": f"{sys.argv[2]}-{i}",
+        "status": "error", "message": "x" * 20000,  # lines far beyond one page
+        "workload": {"model": "m", "dataset": "d", "batch_size": 1, "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+        "env": {},
+    })
+"""
+
+
+def test_concurrent_writers_never_interleave_partial_lines(tmp_path):
+    path = tmp_path / "records.jsonl"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name, "150"])
+        for name in ("a", "b")
+    ]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a torn line would warn
+        loaded = records.load(path)
+    assert len(path.read_text().splitlines()) == 300
+    assert {r["run_id"] for r in loaded} == {f"{n}-{i}" for n in "ab" for i in range(150)}
