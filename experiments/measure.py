@@ -282,15 +282,19 @@ def step_fields(
     *,
     dtype: str = "float32",
     ceiling: dict[str, dict[str, Any]] | None = None,
+    train_fn: Callable[..., Any] = train.train_step,
+    eval_fn: Callable[..., Any] = train.eval_step,
 ) -> dict[str, Any]:
     """The record's `flops`, `achieved_tflops`, `mfu` and `memory` for one workload.
 
     FLOPs are counted on the unplaced step (`train.train_step` and `train.eval_step`
     on the global batch, state as shapes), so every strategy counts the same work.
+    `train_fn`/`eval_fn` replace them where a workload runs a wrapped step (an
+    ensemble's jax.vmap of it over stacked states).
     """
     batch_size = len(host_batch["label"])
-    train_count = flops_lib.count(train.train_step, abstract_state, host_batch)
-    forward = flops_lib.count(train.eval_step, abstract_state, host_batch).total
+    train_count = flops_lib.count(train_fn, abstract_state, host_batch)
+    forward = flops_lib.count(eval_fn, abstract_state, host_batch).total
     flops = flops_field(
         train_count.total, forward, batch_size, flops_lib.xla_flops(compiled_train), len(devices)
     )

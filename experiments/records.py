@@ -3,10 +3,20 @@
 Schema (version 1). Required in every record:
     schema_version, run_id, status (ok|oom|nan|error|skipped), message,
     workload {model, model_overrides, dataset, batch_size, epochs, steps, optimizer,
-              learning_rate, seed, strategy, precision},
+              learning_rate, seed, strategy, precision, timing_steps,
+              and from the studies (absent in older records; defaults in brackets):
+              study (devices|crossover|batch|scaling|matmul|ensemble|precision|
+                     accuracy|default; null for a single --model run) [null],
+              kind (train|matmul|ensemble) [train],
+              num_devices (the first N devices; null = all the run resolved) [null],
+              scaling (null|weak|strong: per-device batch fixed | global batch fixed),
+              ensemble_size [1], ensemble_mode (null|vmap|sequential),
+              matmul_precision (default|highest: GPU TF32 on | off) [default],
+              oom_group (the sweep skips the rest of a group after an oom) [null]}
+              epochs == 0 means timing only: no training, history [], test_accuracy null.
     device {platform, kind, count, process_count, host},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
-Present when status is ok (null or absent otherwise):
+Present when status is ok (null or absent otherwise), for kind "train" (the default):
     params {trainable, non_trainable}
     compile_time_s {train, eval}           lower + compile, apart from step time
     step_time_s {median, p10, p90, n}      per step, warm-up excluded, after block_until_ready
@@ -40,7 +50,23 @@ Present when status is ok (null or absent otherwise):
             one: GPU/TPU; peak since the process started)}   null where unavailable
     matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, precision}}
                                            measured once per run on the first device
-Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
+Kind "matmul" (workload model "matmul", dataset "none", batch_size = n, the matrix
+side; precision f32|bf16), when ok:
+    matmul {n, dtype, flops (= 2 n^3), tflops}, step_time_s, compile_time_s {train, eval
+    null}, params {trainable 0, non_trainable 0}, images_per_s null, flops {per_step},
+    achieved_tflops, mfu {chip, vendor_precision, vendor_peak_tflops, vs_vendor}, memory
+Kind "ensemble" (ensemble_size K models on one device), when ok: as "train", plus
+    ensemble {k, mode, seeds [K], learning_rates [K], test_accuracy [K, null for
+              synthetic data], test_loss [K]}
+    step_time_s                            one step of all K models (vmap: one call;
+                                           sequential: K calls one after another, summed)
+    images_per_s                           K x batch_size / step_time_s.median
+    flops, achieved_tflops, mfu            all K models' work per step
+    history                                per epoch, losses/accuracies averaged over the
+                                           K models, times summed; no per-epoch test
+    test_accuracy, test_loss               the mean over the K models
+Status skipped: not run, `message` says why (a smaller batch of its group ran out of
+memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message`.
 Unknown keys are kept, never rejected; the fields above are type-checked when present.
 
@@ -74,6 +100,17 @@ _REQUIRED = {
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy")
 _REQUIRED_DEVICE = ("platform", "kind", "count", "process_count")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
+KINDS = ("train", "matmul", "ensemble")
+# What an ok record must carry, by workload kind (a matmul has no images).
+_REQUIRED_OK_BY_KIND = {
+    "train": _REQUIRED_OK,
+    "matmul": ("params", "compile_time_s", "step_time_s", "matmul"),
+    "ensemble": (*_REQUIRED_OK, "ensemble"),
+}
+_REQUIRED_SECTION = {
+    "matmul": ("n", "dtype", "flops", "tflops"),
+    "ensemble": ("k", "mode", "seeds", "learning_rates", "test_accuracy"),
+}
 
 
 class RecordError(ValueError):
@@ -93,10 +130,20 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
         missing = [k for k in keys if k not in record[section]]
         if missing:
             raise RecordError(f"{section} lacks {', '.join(missing)}")
+    kind = record["workload"].get("kind") or "train"  # older records have no kind
+    if kind not in KINDS:
+        raise RecordError(f"workload.kind {kind!r} is not one of {KINDS}")
     if record["status"] == "ok":
-        missing = [k for k in _REQUIRED_OK if record.get(k) is None]
+        missing = [k for k in _REQUIRED_OK_BY_KIND[kind] if record.get(k) is None]
         if missing:
-            raise RecordError(f"ok record lacks {', '.join(missing)}")
+            raise RecordError(f"ok {kind} record lacks {', '.join(missing)}")
+        for section, keys in _REQUIRED_SECTION.items():
+            if section in _REQUIRED_OK_BY_KIND[kind]:
+                if not isinstance(record[section], dict):
+                    raise RecordError(f"{section} is not an object")
+                absent = [k for k in keys if k not in record[section]]
+                if absent:
+                    raise RecordError(f"{section} lacks {', '.join(absent)}")
         step = record["step_time_s"]
         if not all(k in step for k in ("median", "p10", "p90", "n")):
             raise RecordError("step_time_s needs median, p10, p90 and n")

@@ -1,8 +1,10 @@
-"""python -m experiments.run [--device=auto|cpu|gpu|tpu] [--model=NAME ...] [--out=DIR]
+"""python -m experiments.run [--device=auto|cpu|gpu|tpu] [--model=NAME | --study=NAME] [--out=DIR]
 
-With no --model it runs the default study: three of the seeds' models on the embedded
-`digits` data, offline, in well under three minutes on a 2-core CPU. With --model it
-runs that one workload. Every workload appends one record to OUT/records.jsonl.
+With no --model it runs a study: by default three of the seeds' models on the embedded
+`digits` data, offline, in well under three minutes on a 2-core CPU; --study=NAME runs
+one of the seeds' questions (experiments/studies.py; --study=all runs them all), and
+--smoke shrinks any study to seconds on a CPU. With --model it runs that one workload.
+Every workload appends one record to OUT/records.jsonl.
 
 Exit codes: 0 when every workload is `ok` (or `oom`/`nan`, which are findings, not
 failures); 1 when a workload ended in `error`; 2 for a usage error (bad flag, absent
@@ -26,12 +28,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.tables import format_table, seconds, si
 
 DEFAULT_STUDY = (
@@ -39,10 +41,17 @@ DEFAULT_STUDY = (
     ("lenet5_keras", {}),
     ("mlp", {"width": 512}),
 )
-STUDIES = {"default": DEFAULT_STUDY}  # --study NAME: the studies issue adds more
+# --study NAME: a tuple of (model, overrides) runs with the command's flags (--epochs,
+# --batch-size, ...); a function of a studies.Context sets its own sizes.
+STUDIES: dict[str, Any] = {"default": DEFAULT_STUDY, **NAMED_STUDIES}
+ALL = "all"  # every function study, in STUDIES order
 DEFAULT_EPOCHS = 5
 DEFAULT_BATCH = 64
-FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
+# --smoke on a flag-driven study (default): seconds, not minutes
+SMOKE_FLAGS = {"epochs": 1, "steps": 3, "batch_size": 32, "timing_steps": 3}
+# flags that a function study sets itself: giving one with it is a usage error
+STUDY_SETS = ("batch_size", "epochs", "steps", "width", "model")
+STUDY_DEFAULTS = {"dataset": "digits", "strategy": "single", "precision": "f32"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,7 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
         "sharded (jit over a data mesh)",
     )
     p.add_argument("--model", help="a registered model; omit to run --study")
-    p.add_argument("--study", default="default", help=f"one of {', '.join(STUDIES)}")
+    p.add_argument(
+        "--study",
+        default="default",
+        help=f"one of {', '.join([*STUDIES, ALL])} (default: default)",
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="shrink the study to seconds on a CPU (digits, tiny sizes, a few steps)",
+    )
     p.add_argument("--width", type=_positive_int, help="hidden width for --model=mlp")
     p.add_argument("--dataset", default="digits", help="digits|mnist|fashion_mnist|synthetic")
     p.add_argument("--data-dir", help="folder with the original IDX .gz files")
@@ -140,27 +158,54 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _workloads(args: argparse.Namespace) -> list[Any]:
+def _study_names(name: str) -> list[str]:
+    if name == ALL:
+        return [n for n, study in STUDIES.items() if callable(study)]
+    if name not in STUDIES:
+        raise_usage(f"unknown study {name!r}: choose one of {', '.join([*STUDIES, ALL])}")
+    return [name]
+
+
+def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
+    """The workloads of --model, or of --study given the devices resolved."""
+    from experiments.studies import Context
     from experiments.workload import Workload
 
+    smoke = SMOKE_FLAGS if args.smoke else {}
     common = {
         "dataset": args.dataset,
-        "batch_size": args.batch_size or DEFAULT_BATCH,
-        "epochs": args.epochs or DEFAULT_EPOCHS,
-        "steps": args.steps,
+        "batch_size": args.batch_size or smoke.get("batch_size", DEFAULT_BATCH),
+        "epochs": args.epochs or smoke.get("epochs", DEFAULT_EPOCHS),
+        "steps": args.steps or smoke.get("steps"),
         "optimizer": args.optimizer,
         "learning_rate": args.learning_rate,
         "seed": args.seed,
         "strategy": args.strategy,
         "precision": args.precision,
-        "timing_steps": args.timing_steps,
+        "timing_steps": smoke.get("timing_steps", args.timing_steps),
     }
-    if args.model is None:
-        if args.study not in STUDIES:
-            raise_usage(f"unknown study {args.study!r}: choose one of {', '.join(STUDIES)}")
-        return [Workload(model=m, model_overrides=o, **common) for m, o in STUDIES[args.study]]
-    overrides = {"width": args.width} if args.width else {}
-    return [Workload(model=args.model, model_overrides=overrides, **common)]
+    if args.model is not None:
+        overrides = {"width": args.width} if args.width else {}
+        return [Workload(model=args.model, model_overrides=overrides, **common)]
+    found = []
+    for name in _study_names(args.study):
+        study = STUDIES[name]
+        if callable(study):
+            given = [f"--{f.replace('_', '-')}" for f in STUDY_SETS if getattr(args, f)]
+            given += [f"--{f}" for f, v in STUDY_DEFAULTS.items() if getattr(args, f) != v]
+            if given:
+                raise_usage(
+                    f"{', '.join(given)} cannot go with --study={args.study}: the study "
+                    "sets its own sizes (see experiments/studies.py; --smoke shrinks them)"
+                )
+            context = Context(devices[0].platform, len(devices), smoke=args.smoke)
+            found.extend(study(context))
+        else:
+            study_name = None if name not in ("default",) else name
+            found.extend(
+                Workload(model=m, model_overrides=o, study=study_name, **common) for m, o in study
+            )
+    return found
 
 
 def _check_out(out: Path, flag: str = "--out") -> Path:
@@ -176,20 +221,6 @@ def _check_out(out: Path, flag: str = "--out") -> Path:
     return out
 
 
-def _recorded(path: Path) -> dict[str, dict[str, Any]]:
-    """The last final (ok/nan/oom) record per config key already in `path`; a bad line
-    is skipped with a warning by records.load."""
-    from experiments import records
-
-    if not path.exists():
-        return {}
-    found = {}
-    for record in records.load(path):
-        if record["status"] in FINAL_STATUSES and record.get("config_key"):
-            found[record["config_key"]] = record
-    return found
-
-
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings (a skipped bad record, a corrupt checkpoint) as one line each."""
     print(f"warning: {message}", file=file or sys.stderr)
@@ -201,6 +232,14 @@ def _row(record: dict[str, Any]) -> list[Any]:
     spread = f" [{seconds(step['p10'])}-{seconds(step['p90'])}]" if step else ""
     acc = record.get("test_accuracy")
     model = w["model"] + "".join(f" {k}={v}" for k, v in w["model_overrides"].items())
+    if w.get("kind") == "matmul":
+        model = f"matmul {w['precision']}" + (
+            f" ({w['matmul_precision']})" if w.get("matmul_precision") != "default" else ""
+        )
+    elif w.get("kind") == "ensemble":
+        model += f" x{w['ensemble_size']} {w['ensemble_mode']}"
+    if w.get("strategy", "single") != "single":
+        model += f" [{w['strategy']}{' ' + w['scaling'] if w.get('scaling') else ''}]"
     return [
         model,
         f"{d['platform']} x{d['count']} ({d['kind']})",
@@ -267,57 +306,26 @@ def raise_usage(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def _matmul_ceiling(device: Any) -> dict[str, Any]:
-    """The device's measured matmul TFLOP/s per dtype, for every record of this run;
-    {} when it cannot be measured (the records then carry no measured MFU)."""
-    from experiments import measure
-
-    try:
-        ceiling = measure.measure_matmul_peak(device)
-    except Exception as e:  # the ceiling is context; the workloads still run
-        print(f"matmul ceiling not measured: {e}".splitlines()[0], file=sys.stderr)
-        return {}
-    found = ", ".join(f"{k} {si((v['tflops'] or 0) * 1e12, 'FLOP/s')}" for k, v in ceiling.items())
-    print(f"matmul ceiling: {found}", file=sys.stderr)
-    return ceiling
-
-
-def _agreed(flags: list[bool]) -> list[bool]:
-    """Process 0's flags on every process: all processes must run the same workloads
-    (each step is one program across them), and only process 0 has the records."""
-    import jax
-    import numpy as np
-
-    if jax.process_count() == 1:
-        return flags
-    from jax.experimental import multihost_utils
-
-    return [bool(f) for f in multihost_utils.broadcast_one_to_all(np.array(flags, bool))]
-
-
-def _first_local(devices: list[Any]) -> Any:
-    """The first of `devices` this process can run on (the matmul ceiling is local)."""
-    import jax
-
-    return next(d for d in devices if d.process_index == jax.process_index())
+def _print_done(record: dict[str, Any]) -> None:
+    if record.get("resumed_from_step"):
+        print(f"    resumed at checkpoint step {record['resumed_from_step']}", file=sys.stderr)
+    cells = zip(HEADERS[3:], _row(record)[3:], strict=True)
+    print("    " + "  ".join(f"{h}: {c}" for h, c in cells), file=sys.stderr)
 
 
 def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     import jax
 
-    from experiments import records
-    from experiments.workload import config_key, load_splits, run_workload
-    from jaxcnn import models, parallel, train
+    from experiments import records, sweep
 
     devices = devices_lib.resolve(args.device, args.num_devices)
-    if args.strategy == "single" and args.num_devices is None:
+    flag_driven = args.model is not None or not (
+        args.study == ALL or callable(STUDIES.get(args.study))
+    )
+    if flag_driven and args.strategy == "single" and args.num_devices is None:
         devices = devices[:1]  # one device unless a placement that spreads is asked for
-    workloads = _workloads(args)
-    for w in workloads:  # every usage error surfaces before any work or any write
-        models.get(w.model, **w.module_overrides())
-        train.make_optimizer(w.optimizer, w.learning_rate)
-        parallel.check_batch_size(w.batch_size, len(devices))
-        parallel.place(w.strategy, devices)
+    workloads = _workloads(args, devices)
+    sweep.check_all(workloads, devices)  # every usage error before any work or write
     if args.no_checkpoints and (args.checkpoint_every or args.checkpoint_dir):
         raise_usage("--checkpoint-every/--checkpoint-dir cannot go with --no-checkpoints")
     out = _check_out(Path(args.out))
@@ -325,65 +333,26 @@ def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     if not args.no_checkpoints:
         root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
         checkpoint_root = _check_out(root, "--checkpoint-dir")
-    splits = {}
-    for w in workloads:
-        key = (w.dataset, models.input_shape(w.model, **w.model_overrides))
-        if key not in splits:
-            splits[key] = load_splits(w, args.data_dir)
-    path = out / records.RECORDS_FILE
-    recorded = _recorded(path)
-    described = devices_lib.describe(devices)
-    writer = jax.process_index() == 0  # with many processes, process 0 alone writes
-    skip = _agreed([config_key(w, described) in recorded and not args.force for w in workloads])
-    done, skipped = [], 0
-    ceiling = None
-    print(f"devices: {described}", file=sys.stderr)
-    for i, w in enumerate(workloads, 1):
-        print(
-            f"[{i}/{len(workloads)}] {w.model} on {w.dataset}, batch {w.batch_size}, "
-            f"{w.epochs} epoch(s)",
-            file=sys.stderr,
-        )
-        cell = config_key(w, described)
-        if skip[i - 1]:
-            status = recorded[cell]["status"] if cell in recorded else "by process 0"
-            print(f"    already recorded ({status}): skipped", file=sys.stderr)
-            done.extend([recorded[cell]] if cell in recorded else [])
-            skipped += 1
-            continue
-        checkpoint_dir = None if checkpoint_root is None else checkpoint_root / cell
-        if args.force and checkpoint_dir is not None and checkpoint_dir.exists():
-            shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
-        key = (w.dataset, models.input_shape(w.model, **w.model_overrides))
-        if ceiling is None:  # once per run, and only when something will be measured
-            ceiling = _matmul_ceiling(_first_local(devices))
-        record = run_workload(
-            w,
-            devices,
-            splits[key],
-            ceiling=ceiling,
-            progress=not args.no_progress,
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_every=args.checkpoint_every,
-            keep_checkpoints=args.keep_checkpoints,
-        )
-        if writer:
-            records.append(path, record)
-        done.append(record)
-        if record.get("resumed_from_step"):
-            print(f"    resumed at checkpoint step {record['resumed_from_step']}", file=sys.stderr)
-        print(
-            "    "
-            + "  ".join(f"{h}: {c}" for h, c in zip(HEADERS[3:], _row(record)[3:], strict=True)),
-            file=sys.stderr,
-        )
-    if not writer:
-        return 1 if any(r["status"] == "error" for r in done) else 0
+    done, skipped = sweep.run_sweep(
+        workloads,
+        devices,
+        out,
+        data_dir=args.data_dir,
+        force=args.force,
+        progress=not args.no_progress,
+        checkpoint_root=checkpoint_root,
+        checkpoint_every=args.checkpoint_every,
+        keep_checkpoints=args.keep_checkpoints,
+        on_record=_print_done,
+    )
+    failed = 1 if any(r["status"] == "error" for r in done) else 0
+    if jax.process_index() != 0:
+        return failed
     print(format_table(HEADERS, [_row(r) for r in done]))
-    print(f"\n{len(done) - skipped} record(s) appended to {path}")
+    print(f"\n{len(done) - skipped} record(s) appended to {out / records.RECORDS_FILE}")
     if skipped:
         print(f"{skipped} workload(s) already recorded were skipped (--force reruns them)")
-    return 1 if any(r["status"] == "error" for r in done) else 0
+    return failed
 
 
 if __name__ == "__main__":

@@ -1,0 +1,217 @@
+"""A sweep: workloads run one after another on some devices, one record each.
+
+    done, skipped = run_sweep(workloads, jax.devices(), Path("results"))
+
+Nothing lost, nothing twice: a workload whose configuration key already has a final
+record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
+retried. Usage mistakes (an unknown model, a batch that does not split over the
+devices) and data that cannot be read raise JaxcnnError before anything is run or
+written. The device's matmul ceiling is measured once, before the first workload that
+runs. With many processes, all run the same workloads (process 0 decides) and only
+process 0 writes.
+
+Out of memory ends a group: workloads sharing an `oom_group` (a batch sweep, smallest
+first) after one that ran out of memory get `skipped` records naming it, since a larger
+batch of the same program would only fail again, slowly.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from experiments import measure, records
+from experiments.tables import si
+from experiments.workload import (
+    Split,
+    Workload,
+    check,
+    config_key,
+    devices_for,
+    load_splits,
+    new_record,
+    run_workload,
+    split_key,
+)
+from jaxcnn import devices as devices_lib
+
+FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
+
+
+def recorded(path: Path) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """(the last final record per config key, the keys with a `skipped` record) already
+    in `path`; a bad line is skipped with a warning by records.load."""
+    if not path.exists():
+        return {}, set()
+    found, skips = {}, set()
+    for record in records.load(path):
+        key = record.get("config_key")
+        if not key:
+            continue
+        if record["status"] in FINAL_STATUSES:
+            found[key] = record
+        elif record["status"] == "skipped":
+            skips.add(key)
+    return found, skips
+
+
+def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
+    """The device's measured matmul TFLOP/s per dtype, for every record of this run;
+    {} when it cannot be measured (the records then carry no measured MFU)."""
+    try:
+        ceiling = measure.measure_matmul_peak(device)
+    except Exception as e:  # the ceiling is context; the workloads still run
+        print(f"matmul ceiling not measured: {e}".splitlines()[0], file=sys.stderr)
+        return {}
+    found = ", ".join(f"{k} {si((v['tflops'] or 0) * 1e12, 'FLOP/s')}" for k, v in ceiling.items())
+    print(f"matmul ceiling: {found}", file=sys.stderr)
+    return ceiling
+
+
+def agreed(flags: list[bool]) -> list[bool]:
+    """Process 0's flags on every process: all processes must run the same workloads
+    (each step is one program across them), and only process 0 has the records."""
+    if jax.process_count() == 1:
+        return flags
+    from jax.experimental import multihost_utils
+
+    return [bool(f) for f in multihost_utils.broadcast_one_to_all(np.array(flags, bool))]
+
+
+def first_local(devices: list[jax.Device]) -> jax.Device:
+    """The first of `devices` this process can run on (the matmul ceiling is local)."""
+    return next(d for d in devices if d.process_index == jax.process_index())
+
+
+def check_all(workloads: list[Workload], devices: list[jax.Device]) -> None:
+    """Every usage error of every workload, before any work or any write."""
+    for workload in workloads:
+        check(workload, devices)
+
+
+def _needs_data(workload: Workload) -> bool:
+    return workload.kind != "matmul"
+
+
+def preload(workloads: list[Workload], data_dir: str | None) -> dict[tuple, Any]:
+    """Real datasets, read before any work so a missing one is a usage error up front;
+    synthetic data is made when its workload runs (large, and it cannot fail)."""
+    splits: dict[tuple, Any] = {}
+    for w in workloads:
+        if _needs_data(w) and w.dataset != "synthetic" and split_key(w) not in splits:
+            splits[split_key(w)] = load_splits(w, data_dir)
+    return splits
+
+
+def _splits_for(
+    workload: Workload, cache: dict[tuple, Any], data_dir: str | None
+) -> tuple[Split, Split | None] | None:
+    if not _needs_data(workload):
+        return None
+    return cache.get(split_key(workload)) or load_splits(workload, data_dir)
+
+
+def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) -> dict:
+    record = new_record(workload, devices)
+    record.update(status="skipped", message=reason)
+    return record
+
+
+def _title(workload: Workload) -> str:
+    if workload.kind == "matmul":
+        return f"matmul {workload.batch_size}^2 {workload.precision}"
+    what = f"{workload.model} on {workload.dataset}, batch {workload.batch_size}"
+    if workload.kind == "ensemble":
+        what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
+    if workload.strategy != "single" or workload.num_devices not in (None, 1):
+        what += f", {workload.strategy} x{workload.num_devices or 'all'}"
+    return what + (f", {workload.epochs} epoch(s)" if workload.epochs else ", timing only")
+
+
+def run_sweep(
+    workloads: list[Workload],
+    devices: list[jax.Device],
+    out: Path,
+    *,
+    data_dir: str | None = None,
+    force: bool = False,
+    progress: bool = False,
+    checkpoint_root: Path | None = None,
+    checkpoint_every: int | None = None,
+    keep_checkpoints: int = 2,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Run `workloads` on `devices` (each on its `devices_for`), appending one record
+    each to OUT/records.jsonl: (the records of this sweep, new or already there, and
+    how many were already recorded). Raises JaxcnnError for usage or data mistakes
+    before any work; `on_record` sees each record as it is made."""
+    check_all(workloads, devices)
+    cache = preload(workloads, data_dir)
+    path = out / records.RECORDS_FILE
+    found, skips = recorded(path)
+    used = [devices_for(w, devices) for w in workloads]
+    keys = [config_key(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)]
+    skip = agreed([key in found and not force for key in keys])
+    writer = jax.process_index() == 0  # with many processes, process 0 alone writes
+    done: list[dict[str, Any]] = []
+    already = 0
+    stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
+    ceiling = None
+    print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
+    for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
+        print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
+        if skip[i - 1]:
+            status = found[key]["status"] if key in found else "by process 0"
+            print(f"    already recorded ({status}): skipped", file=sys.stderr)
+            if key in found:
+                done.append(found[key])
+                if w.oom_group and status == "oom":
+                    stopped[w.oom_group] = _oom_reason(w)
+            already += 1
+            continue
+        if w.oom_group in stopped:
+            reason = stopped[w.oom_group]
+            print(f"    not run: {reason}", file=sys.stderr)
+            record = _skipped_record(w, on, reason)
+            if key in skips and not force:  # a rerun: that skip is already written
+                already += 1
+            elif writer:
+                records.append(path, record)
+            done.append(record)
+            continue
+        checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
+        if force and checkpoint_dir is not None and checkpoint_dir.exists():
+            shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
+        if ceiling is None:  # once per run, and only when something will be measured
+            ceiling = matmul_ceiling(first_local(devices))
+        record = run_workload(
+            w,
+            on,
+            _splits_for(w, cache, data_dir),
+            ceiling=ceiling,
+            progress=progress,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
+        )
+        if w.oom_group and agreed([record["status"] == "oom"])[0]:
+            stopped[w.oom_group] = _oom_reason(w)
+        if writer:
+            records.append(path, record)
+        done.append(record)
+        if on_record is not None:
+            on_record(record)
+    return done, already
+
+
+def _oom_reason(workload: Workload) -> str:
+    return (
+        f"{workload.oom_group}: batch {workload.batch_size} ran out of memory, so larger "
+        "ones were not tried"
+    )

@@ -1,0 +1,252 @@
+"""Every study runs under --smoke on the CPU (scaling on the 8 fake devices) and writes
+records that validate, with the kinds and counts each study promises; a batch sweep
+stops at its first real out-of-memory failure; bad study requests are one-line exit 2
+errors before any work."""
+
+import dataclasses
+import hashlib
+import json
+import warnings
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import jax
+import pytest
+
+from experiments import records, run, studies, sweep
+from experiments.run import main
+from experiments.workload import Workload, config_key, dataset_dir
+
+SMOKE = ["--smoke", "--device", "cpu", "--no-progress", "--no-checkpoints"]
+
+
+def _load(out: Path) -> list[dict]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an invalid record would be skipped with a warning
+        return records.load(out / records.RECORDS_FILE)
+
+
+def _by_study(loaded: list[dict]) -> dict[str, list[dict]]:
+    found = defaultdict(list)
+    for record in loaded:
+        found[record["workload"]["study"]].append(record)
+    return found
+
+
+def _check_devices(found: list[dict]) -> None:
+    assert [r["workload"]["model"] for r in found] == ["mnist_cnn", "lenet5_keras"]
+    for r in found:
+        assert r["device"]["count"] == 1 and len(r["history"]) == 1
+        assert 0.0 <= r["test_accuracy"] <= 1.0
+
+
+def _check_crossover(found: list[dict]) -> None:
+    params = [r["params"]["trainable"] for r in found]
+    assert params == sorted(params) and len(params) == 2
+    for r in found:  # timing only
+        assert r["workload"]["epochs"] == 0 and r["history"] == []
+        assert r["test_accuracy"] is None and r["train_time_s"] == 0
+
+
+def _check_batch(found: list[dict]) -> None:
+    assert [r["workload"]["batch_size"] for r in found] == [2, 4]
+    for r in found:
+        assert r["workload"]["oom_group"] and r["memory"]["total_bytes"] > 0
+
+
+def _check_scaling(found: list[dict]) -> None:
+    cells = Counter(
+        (r["workload"]["strategy"], r["workload"]["scaling"], r["device"]["count"]) for r in found
+    )
+    assert cells == {
+        (s, m, n): 1 for s in ("pmap", "sharded") for m in ("weak", "strong") for n in (1, 8)
+    }
+    for r in found:
+        w = r["workload"]
+        per_device = w["batch_size"] / w["num_devices"]
+        assert per_device == 8 if w["scaling"] == "weak" else w["batch_size"] == 64
+        assert w["num_devices"] == r["device"]["count"]
+
+
+def _check_matmul(found: list[dict]) -> None:
+    assert Counter((r["workload"]["precision"], r["matmul"]["n"]) for r in found) == {
+        ("f32", 16): 1,
+        ("f32", 32): 1,
+        ("bf16", 16): 1,
+        ("bf16", 32): 1,
+    }
+    for r in found:
+        n = r["matmul"]["n"]
+        assert r["workload"]["kind"] == "matmul" and r["images_per_s"] is None
+        assert r["matmul"]["flops"] == 2 * n**3 == r["flops"]["per_step"]
+        assert r["matmul"]["tflops"] == pytest.approx(2 * n**3 / r["step_time_s"]["median"] / 1e12)
+        assert r["params"] == {"trainable": 0, "non_trainable": 0}
+
+
+def _check_ensemble(found: list[dict]) -> None:
+    by = {(r["ensemble"]["k"], r["ensemble"]["mode"]): r for r in found}
+    assert sorted(by) == [(1, "sequential"), (1, "vmap"), (2, "sequential"), (2, "vmap")]
+    for (k, _), r in by.items():
+        e = r["ensemble"]
+        assert len(e["seeds"]) == len(set(e["seeds"])) == k == len(e["test_accuracy"])
+        assert len(set(e["learning_rates"])) == k
+        expected = k * r["workload"]["batch_size"] / r["step_time_s"]["median"]
+        assert r["images_per_s"] == pytest.approx(expected)
+    for k in (1, 2):
+        # vmap over stacked states trains the same K models as K separate runs
+        vmapped, sequential = by[(k, "vmap")]["ensemble"], by[(k, "sequential")]["ensemble"]
+        assert vmapped["test_accuracy"] == pytest.approx(sequential["test_accuracy"], abs=1e-4)
+        assert vmapped["test_loss"] == pytest.approx(sequential["test_loss"], rel=1e-3)
+    two = by[(2, "vmap")]
+    assert two["flops"]["per_step"] == 2 * by[(1, "vmap")]["flops"]["per_step"]
+
+
+def _check_precision(found: list[dict]) -> None:
+    assert [r["workload"]["precision"] for r in found] == ["f32", "bf16"]
+    assert {r["mfu"]["measured_dtype"] for r in found} == {"float32", "bfloat16"}
+
+
+def _check_accuracy(found: list[dict]) -> None:
+    (record,) = found
+    assert [e["epoch"] for e in record["history"]] == [1, 2]
+    assert all(0.0 <= e["test_accuracy"] <= 1.0 for e in record["history"])
+
+
+CHECKS = {
+    "devices": _check_devices,
+    "crossover": _check_crossover,
+    "batch": _check_batch,
+    "scaling": _check_scaling,
+    "matmul": _check_matmul,
+    "ensemble": _check_ensemble,
+    "precision": _check_precision,
+    "accuracy": _check_accuracy,
+}
+
+
+# The matmul study is quick; the others compile several steps each (seconds apiece on a
+# shared 2-core CPU), so they are marked slow. Each runs in its own process-free main().
+FAST = ("matmul",)
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in CHECKS]
+)
+def test_every_study_runs_under_smoke_and_writes_valid_records(name, tmp_path, capsys):
+    assert main(["--study", name, "--out", str(tmp_path), *SMOKE]) == 0
+    loaded = _load(tmp_path)
+    assert all(r["status"] == "ok" for r in loaded), [r["message"] for r in loaded]
+    assert set(_by_study(loaded)) == {name}
+    CHECKS[name](loaded)
+    assert len({r["config_key"] for r in loaded}) == len(loaded)
+    assert "record(s) appended" in capsys.readouterr().out
+
+    assert main(["--study", name, "--out", str(tmp_path), *SMOKE]) == 0  # all recorded
+    assert len(_load(tmp_path)) == len(loaded)
+    assert f"{len(loaded)} workload(s) already recorded" in capsys.readouterr().out
+
+
+def test_all_means_every_study_but_the_default():
+    assert set(CHECKS) == set(studies.STUDIES)
+    assert run._study_names("all") == list(studies.STUDIES)
+    assert "default" in run.STUDIES and "default" not in run._study_names("all")
+
+
+def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
+    cpu, gpu, smoke = (
+        studies.Context("cpu", 1),
+        studies.Context("gpu", 4),
+        studies.Context("cpu", 8, smoke=True),
+    )
+    for name, study in studies.STUDIES.items():
+        for w in study(smoke):
+            assert w.study == name and w.dataset in ("digits", "synthetic", "none")
+            assert w.timing_steps == 3 and w.epochs <= 2
+    assert [w.model_overrides["width"] for w in studies.crossover(cpu)] == [
+        32 * 2**i for i in range(9)
+    ]
+    assert [w.batch_size for w in studies.batch(gpu)] == [8, 16, 32, 64, 128, 256, 512]
+    assert [w.batch_size for w in studies.matmul(gpu)][:6] == [256, 512, 1024, 2048, 4096, 8192]
+    assert max(w.batch_size for w in studies.matmul(cpu)) == 4096
+    assert {w.matmul_precision for w in studies.precision(gpu)} == {"default", "highest"}
+    assert {w.matmul_precision for w in studies.precision(cpu)} == {"default"}
+    assert {w.ensemble_size for w in studies.ensemble(cpu)} == {1, 4, 16}
+    assert sorted({w.num_devices for w in studies.scaling(gpu)}) == [1, 2, 4]
+    assert studies.device_counts(6) == [1, 2, 4, 6]
+    assert {w.dataset for w in studies.accuracy(cpu)} == {"mnist", "fashion_mnist"}
+
+
+def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
+    # A 2^23-square f32 matrix is 256 TiB: allocating it fails for real (beyond any
+    # address space), and the sweep classifies the failure as `oom` like a GPU's
+    # RESOURCE_EXHAUSTED. The larger sizes of its group are then not tried.
+    def matmul(n: int, group: str | None = "g") -> Workload:
+        return Workload(
+            model="matmul", dataset="none", kind="matmul", batch_size=n, timing_steps=2,
+            epochs=0, study="batch", num_devices=1, oom_group=group,
+        )  # fmt: skip
+
+    workloads = [matmul(16), matmul(2**23), matmul(32), matmul(64), matmul(8, group=None)]
+    devices = jax.devices()[:1]
+    done, already = sweep.run_sweep(workloads, devices, tmp_path)
+    assert [r["status"] for r in done] == ["ok", "oom", "skipped", "skipped", "ok"]
+    assert already == 0
+    assert "Unable to allocate" in done[1]["message"]
+    assert "batch 8388608 ran out of memory" in done[2]["message"]
+    assert [r["status"] for r in _load(tmp_path)] == [r["status"] for r in done]
+
+    # A rerun keeps the oom, so the group is still stopped; nothing is written twice.
+    again, already = sweep.run_sweep(workloads, devices, tmp_path)
+    assert [r["status"] for r in again] == ["ok", "oom", "skipped", "skipped", "ok"]
+    assert already == 5 and len(_load(tmp_path)) == 5
+
+
+def test_an_unknown_study_lists_the_choices(tmp_path, capsys):
+    assert main(["--study", "nonsense", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    for name in ("default", *studies.STUDIES, "all"):
+        assert name in err
+    assert not (tmp_path / records.RECORDS_FILE).exists()
+
+
+def test_a_study_sets_its_own_sizes(tmp_path, capsys):
+    assert main(["--study", "devices", "--epochs", "2", "--out", str(tmp_path)]) == 2
+    assert "--epochs cannot go with --study=devices" in capsys.readouterr().err
+    assert main(["--study", "all", "--precision", "bf16", "--out", str(tmp_path)]) == 2
+    assert "--precision cannot go with --study=all" in capsys.readouterr().err
+    assert not (tmp_path / records.RECORDS_FILE).exists()
+
+
+def test_missing_data_is_an_error_before_any_work(tmp_path, capsys):
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    out = tmp_path / "out"
+    argv = ["--study", "accuracy", "--device", "cpu", "--data-dir", str(empty), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "train-images-idx3-ubyte" in err and "Traceback" not in err
+    assert not (out / records.RECORDS_FILE).exists()
+
+
+def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
+    (tmp_path / "fashion_mnist").mkdir()
+    assert dataset_dir(str(tmp_path), "fashion_mnist") == str(tmp_path / "fashion_mnist")
+    assert dataset_dir(str(tmp_path), "mnist") == str(tmp_path)  # the IDX files themselves
+    assert dataset_dir(None, "mnist") is None
+
+
+def test_records_made_before_the_study_fields_keep_their_config_keys():
+    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
+    device = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
+    old_fields = {
+        f.name: getattr(workload, f.name)
+        for f in dataclasses.fields(Workload)
+        if f.name not in ("study", "kind", "num_devices", "scaling", "ensemble_size")
+        and f.name not in ("ensemble_mode", "matmul_precision", "oom_group")
+    }
+    text = json.dumps({"workload": old_fields, "device": device}, sort_keys=True, default=str)
+    assert config_key(workload, device) == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert config_key(dataclasses.replace(workload, study="devices"), device) != config_key(
+        workload, device
+    )
