@@ -1,0 +1,355 @@
+"""Write colab/jaxcnn_study.ipynb from the cells below: python colab/make_notebook.py
+
+The notebook is generated so that it is reviewed as code and never drifts:
+tests/test_notebook.py checks that the committed .ipynb is exactly what this script
+writes. Edit the cells here, run the script, commit both. Outputs stay cleared.
+
+Each code cell carries a tag naming its role (`parameters`, `install`, ...); the
+parameters tag is papermill's, so `papermill -p DEVICE gpu ...` works unchanged, and the
+tests find cells by tag rather than by position.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+NOTEBOOK = Path(__file__).with_name("jaxcnn_study.ipynb")
+PLACEHOLDER_URL = "https://github.com/OWNER/jaxcnn"
+
+INTRO = f"""\
+# jaxcnn study on a free TPU (or GPU)
+
+Runs the jaxcnn study (`python -m experiments.run`) on this runtime's accelerator,
+writes one JSON-line record per workload to `OUT/records.jsonl`, renders the report
+(tables and plots) below, and offers the records for download so they can be merged
+with records from other machines (`python -m experiments.report a/ b/ --out merged/`).
+The notebook only installs and calls the `jaxcnn` package; no model or train-step code
+lives here.
+
+**Pick the accelerator first**, then run all cells top to bottom:
+
+- **Colab**: *Runtime > Change runtime type* > **v5e-1 TPU** (free tier), or **T4 GPU**.
+- **Kaggle**: *Settings > Accelerator* > **TPU v5e-8**, or **GPU T4 x2** / P100;
+  *Settings > Internet* must be on to install from a git URL.
+
+Then set `DEVICE` below to `"tpu"` or `"gpu"` to match. If JAX does not see that
+accelerator, the device check stops the notebook and says what it sees instead (a TPU
+runtime silently training on the CPU is the failure it prevents).
+
+**Before the first run, edit `SOURCE`**: it defaults to the placeholder
+`{PLACEHOLDER_URL}`; put the repository's real git URL there (and a branch, tag or
+commit in `REF`), or the path of a checkout already on this machine (for example one
+you cloned to `/content/jaxcnn` or attached to Kaggle as a dataset).
+
+**Run time.** `SMOKE = True` runs every study at toy size and takes minutes, most of it
+installing and compiling; use it to check the setup. Full studies take from minutes to
+much longer depending on the study and the chip: each study's docstring (in
+`experiments/`) says what it runs and at what size. A run that is interrupted (a Colab
+disconnect) resumes where it stopped when rerun with the same `OUT`: finished workloads
+are skipped and training restarts from its last checkpoint. On Colab, set
+`MOUNT_DRIVE = True` so `OUT` lives on Google Drive and survives the runtime; on Kaggle,
+`/kaggle/working` is kept as the notebook's output when you save a version.
+"""
+
+PARAMETERS = f"""\
+# Parameters (papermill-style: this cell is tagged `parameters`).
+# EDIT SOURCE: the placeholder below is not a real repository.
+SOURCE = "{PLACEHOLDER_URL}"  # git URL, or a local path to a jaxcnn checkout
+REF = "main"  # branch, tag or commit of a git SOURCE (ignored for a local path)
+DEVICE = "tpu"  # "tpu", "gpu" or "cpu": must match the runtime's accelerator
+STUDIES = ["all"]  # study names for `python -m experiments.run --study=...`
+SMOKE = False  # True: every study at toy size, to check the setup in minutes
+OUT = None  # results folder; None: Drive on Colab if mounted, /kaggle/working on Kaggle
+DATA_DIR = None  # folder with the MNIST/Fashion-MNIST IDX .gz files, if you have one
+INSTALL = True  # False: use the jaxcnn already installed in this runtime
+MOUNT_DRIVE = False  # Colab only: mount Google Drive (asks for permission) to keep OUT
+PIP_ARGS = []  # extra pip options, e.g. ["--no-index"] on a machine without network
+EXTRA_ARGS = []  # extra experiments.run flags, e.g. ["--num-devices", "1"]
+"""
+
+WHERE = """
+# Where this runs, and where the results go. OUT must outlive the runtime: a Colab VM
+# is wiped at disconnect, Drive is not; Kaggle keeps /kaggle/working as the output.
+import os
+import sys
+from pathlib import Path
+
+ON_COLAB = "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+ON_KAGGLE = "KAGGLE_KERNEL_RUN_TYPE" in os.environ or Path("/kaggle/working").is_dir()
+DRIVE = Path("/content/drive/MyDrive")
+
+if ON_COLAB and MOUNT_DRIVE and not DRIVE.is_dir():
+    from google.colab import drive
+
+    drive.mount("/content/drive")
+
+if OUT is None:
+    if ON_COLAB and DRIVE.is_dir():
+        OUT = DRIVE / "jaxcnn_results"
+    elif ON_KAGGLE:
+        OUT = Path("/kaggle/working/jaxcnn_results")
+    else:
+        OUT = Path("jaxcnn_results")
+OUT = Path(OUT).expanduser().resolve()
+OUT.mkdir(parents=True, exist_ok=True)
+print(f"Colab: {ON_COLAB}  Kaggle: {ON_KAGGLE}  results: {OUT}")
+if ON_COLAB and not str(OUT).startswith("/content/drive"):
+    print("note: OUT is not on Drive, so it is lost when the runtime disconnects")
+"""
+
+INSTALL_CELL = r'''
+# Install jaxcnn from SOURCE, keeping the runtime's own jax and jaxlib.
+# Colab and Kaggle preinstall a jaxlib (and libtpu or CUDA plugins) built for their
+# TPU/GPU drivers. A plain `pip install` could replace it with another version from
+# PyPI, which loads without the accelerator or not at all. A constraints file pins
+# every installed jax-family package to the version already here, so pip picks versions
+# of jaxcnn's other dependencies (flax, optax, ...) that work with it instead.
+# Later cells run jaxcnn in child processes, so the kernel needs no restart after this.
+import codecs
+import importlib
+import importlib.metadata as metadata
+import re
+import subprocess
+import tempfile
+
+# jax, jaxlib, libtpu and the PJRT/CUDA plugins: what the runtime matched to its drivers
+JAX_FAMILY = re.compile(r"^(jax|jaxlib|libtpu(-nightly)?|jax-cuda\d+-(plugin|pjrt))$")
+
+
+def _normalized(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def jax_constraints():
+    """Constraint lines pinning the installed jax-family packages, e.g. "jax==0.6.2"."""
+    pins = {}
+    for dist in metadata.distributions():
+        name = _normalized(dist.metadata["Name"] or "")
+        if JAX_FAMILY.match(name):
+            pins[name] = dist.version
+    return [f"{name}=={version}" for name, version in sorted(pins.items())]
+
+
+def _version(name):
+    try:
+        return tuple(int(part) for part in re.findall(r"\d+", metadata.version(name))[:2])
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def runtime_can_build():
+    """Whether the runtime's own setuptools can build jaxcnn's editable install, so that
+    pip needs no index for build tools: pyproject.toml asks for setuptools >= 68, and
+    before 70.1 setuptools builds wheels only with the `wheel` package beside it."""
+    setuptools = _version("setuptools")
+    if setuptools is None or setuptools < (68, 0):
+        return False
+    return setuptools >= (70, 1) or _version("wheel") is not None
+
+
+def pip_install_command(source, ref, constraints_file, pip_args=()):
+    """The pip command that installs jaxcnn from a git URL or a local checkout."""
+    command = [sys.executable, "-m", "pip", "install", "-c", str(constraints_file)]
+    local = Path(source).expanduser()
+    if local.is_dir():
+        # Editable, so edits to the checkout take effect. When the runtime's setuptools
+        # can build it (Colab's and Kaggle's can), build with that rather than in an
+        # isolated environment fetched from an index: then it works offline.
+        if runtime_can_build():
+            command.append("--no-build-isolation")
+        command += ["-e", str(local.resolve())]
+    elif "github.com/OWNER/" in source:
+        raise ValueError(f"SOURCE is still the placeholder {source!r}: set it to the "
+                         "repository's git URL or a local checkout (first cell)")
+    elif re.match(r"^(git\+)?(https?|ssh|git)://", source) or source.startswith("git@"):
+        url = source if source.startswith("git+") else f"git+{source}"
+        command.append(f"jaxcnn @ {url}@{ref}" if ref else f"jaxcnn @ {url}")
+    else:
+        raise ValueError(f"SOURCE {source!r} is neither a folder here nor a git URL")
+    return command + list(pip_args)
+
+
+def run_live(command, env=None):
+    """Run `command`, copying its output to this cell as it comes; its exit code
+    (the cells below use it too)."""
+    print("$", " ".join(map(str, command)), flush=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    # chunks, not lines: progress bars redraw with "\r" and would otherwise show late
+    for chunk in iter(lambda: proc.stdout.read1(4096), b""):
+        print(decode(chunk), end="", flush=True)
+    return proc.wait()
+
+
+def installed(names=("jaxcnn", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint")):
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+if INSTALL:
+    before = installed()
+    constraints = jax_constraints()
+    constraints_file = Path(tempfile.mkdtemp()) / "jax-constraints.txt"
+    constraints_file.write_text("\n".join(constraints) + "\n")
+    command = pip_install_command(SOURCE, REF, constraints_file, PIP_ARGS)
+    print("keeping:", ", ".join(constraints) or "(no jax installed yet)")
+    if run_live(command) != 0:
+        raise RuntimeError("pip could not install jaxcnn; see its output above")
+    importlib.invalidate_caches()  # so metadata sees what pip just wrote
+    after = installed()
+    for name, version in after.items():
+        change = "" if before[name] == version else f"  (was {before[name]})"
+        print(f"{name:>17} {version}{change}")
+    if before["jax"] and after["jax"] != before["jax"]:
+        raise RuntimeError("jax was replaced; restart the runtime to get its own back")
+else:
+    print("INSTALL is False: using the installed jaxcnn", installed())
+'''
+
+DEVICE_CHECK = r"""
+# Is the accelerator asked for really what JAX sees? jaxcnn.devices.resolve answers
+# (the same call experiments.run makes) and names what is present when it is not.
+# It runs in a child process on purpose: a TPU can be opened by one process at a time
+# and JAX on a GPU reserves most of its memory, so this kernel never initialises JAX
+# and leaves the device to the study's process.
+CHECK = '''
+import sys
+import jax
+from jaxcnn import devices
+from jaxcnn.errors import UsageError
+
+print("jax", jax.__version__, "| default backend:", jax.default_backend())
+for d in jax.devices():
+    print(f"  {d}  device_kind={d.device_kind!r}")
+try:
+    print("will run on:", devices.describe(devices.resolve(sys.argv[1])))
+except UsageError as e:
+    print(e, file=sys.stderr)
+    sys.exit(3)
+'''
+check = subprocess.run([sys.executable, "-c", CHECK, DEVICE], capture_output=True, text=True)
+print(check.stdout, end="")
+if check.returncode == 3:
+    raise RuntimeError(
+        f"{check.stderr.strip()}\n\nDEVICE={DEVICE!r} is not what this runtime has. "
+        "Colab: Runtime > Change runtime type > v5e-1 TPU (or T4 GPU), then Run all. "
+        "Kaggle: Settings > Accelerator > TPU v5e-8 (or GPU T4 x2), then Run all. "
+        "Or set DEVICE to what is present."
+    )
+if check.returncode != 0:
+    raise RuntimeError(f"the device check failed:\n{check.stderr}")
+"""
+
+RUN = r"""
+# Run each study in its own process, streaming its output here. The CLI's exit codes:
+# 0: every workload recorded (ok, or oom/nan, which are findings, not failures);
+# 1: some workload ended in `error` and its record says why; the others were recorded,
+#    so the notebook goes on to the report;
+# 2: a usage error (unknown study, absent device, missing data); nothing ran: stop.
+# Rerunning with the same OUT skips what is recorded and resumes from checkpoints.
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the child's prints arrive as made
+errored = []
+for study in STUDIES:
+    command = [sys.executable, "-m", "experiments.run", f"--device={DEVICE}",
+               f"--study={study}", "--out", OUT, "--checkpoint-dir", OUT / "checkpoints"]
+    if SMOKE:
+        command.append("--smoke")
+    if DATA_DIR:
+        command += ["--data-dir", DATA_DIR]
+    command += list(EXTRA_ARGS)
+    code = run_live(command, ENV)
+    if code == 1:
+        errored.append(study)
+    elif code != 0:
+        raise RuntimeError(f"study {study!r} stopped with exit code {code}; see above")
+if errored:
+    print(f"\nsome workloads of {errored} ended in `error`: their records say why")
+print("\nrecords:", OUT / "records.jsonl")
+"""
+
+REPORT = r"""
+# The report: REPORT.md and its plots, made from the records alone. Each plot is shown
+# where the report links it (the notebook cannot follow those relative links).
+from IPython.display import Image, Markdown, display
+
+if run_live([sys.executable, "-m", "experiments.report", OUT, "--out", OUT], ENV) != 0:
+    raise RuntimeError("the report failed; see above")
+IMAGE_LINK = re.compile(r"^!\[[^\]]*\]\(([^)]+\.png)\)$", re.MULTILINE)
+report = (OUT / "REPORT.md").read_text(encoding="utf-8")
+for i, part in enumerate(IMAGE_LINK.split(report)):  # text, image, text, ..., text
+    if i % 2:
+        display(Image(filename=str(OUT / part)))
+    elif part.strip():
+        display(Markdown(part))
+"""
+
+DOWNLOAD = r"""
+# The records, to merge with other machines' (python -m experiments.report a/ b/ ...).
+records_file = OUT / "records.jsonl"
+if ON_COLAB:
+    try:
+        from google.colab import files
+
+        files.download(str(records_file))
+    except Exception as e:  # e.g. run headless, with no browser to download to
+        print(f"download not offered ({e}); the file is {records_file}")
+elif ON_KAGGLE:
+    print(f"{records_file} is in the notebook's Output (Save Version keeps it)")
+else:
+    print("records:", records_file)
+"""
+
+CELLS = [
+    ("intro", "markdown", INTRO),
+    ("parameters", "code", PARAMETERS),
+    ("where", "code", WHERE),
+    ("install", "code", INSTALL_CELL),
+    ("device-check", "code", DEVICE_CHECK),
+    ("run", "code", RUN),
+    ("report", "code", REPORT),
+    ("download", "code", DOWNLOAD),
+]
+
+
+def build() -> nbformat.NotebookNode:
+    """The notebook, with fixed cell ids so that regenerating it changes nothing."""
+    cells = []
+    for name, kind, source in CELLS:
+        if kind == "markdown":
+            cell = new_markdown_cell(source.strip("\n"))
+        else:
+            cell = new_code_cell(source.strip("\n"), metadata={"tags": [name]})
+        cell.id = name
+        cells.append(cell)
+    notebook = new_notebook(cells=cells)
+    notebook.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+        "accelerator": "TPU",  # Colab's hint for the runtime type to ask for
+        "colab": {"provenance": []},
+    }
+    nbformat.validate(notebook)
+    return notebook
+
+
+def render() -> str:
+    return nbformat.writes(build())
+
+
+def main() -> int:
+    NOTEBOOK.write_text(render(), encoding="utf-8")
+    print(f"wrote {NOTEBOOK}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The Colab/Kaggle notebook: well-formed, regenerable, and it runs end to end on CPU.
+
+The execution test treats a fresh virtual environment as "the runtime": it sees this
+environment's packages (as a Colab runtime has its preinstalled jax), but the
+notebook's `pip install` writes into its own folder, so the shared environment is never
+modified. The kernel runs in that environment with the parameters injected after the
+parameters cell, as papermill does, and installs the local checkout offline.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import jax
+import nbformat
+import pytest
+
+from experiments import records as records_lib
+from experiments import run as run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "colab" / "jaxcnn_study.ipynb"
+sys.path.insert(0, str(REPO / "colab"))
+import make_notebook  # noqa: E402  (colab/ is a folder of scripts, not a package)
+
+# Small enough for the suite: the --smoke flag where the CLI has it, else tiny flags.
+HAS_SMOKE = "--smoke" in run_cli.build_parser().format_help()
+TINY = ["--epochs", "1", "--steps", "3", "--timing-steps", "3", "--no-progress"]
+# The three-model default study while it exists, else the studies' device comparison.
+STUDY = "default" if "default" in getattr(run_cli, "STUDIES", {"default": None}) else "devices"
+
+
+def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookNode]:
+    return [c for c in notebook.cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+def cell_source(tag: str) -> str:
+    (cell,) = tagged(nbformat.read(NOTEBOOK, as_version=4), tag)
+    return cell.source
+
+
+def test_notebook_is_valid_with_one_parameters_cell_and_no_outputs():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(notebook)
+    assert len(tagged(notebook, "parameters")) == 1
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    assert notebook.cells[0].cell_type == "markdown"
+    assert make_notebook.PLACEHOLDER_URL in notebook.cells[0].source
+
+
+def test_committed_notebook_is_what_make_notebook_writes():
+    assert NOTEBOOK.read_text(encoding="utf-8") == make_notebook.render(), (
+        "colab/jaxcnn_study.ipynb is stale: run python colab/make_notebook.py"
+    )
+
+
+def test_notebook_calls_the_package_and_copies_no_model_code():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for copied in ("nn.Module", "nn.Conv", "value_and_grad", "optax.", "def train_step"):
+        assert copied not in code
+    assert "experiments.run" in code and "devices.resolve" in code
+
+
+def _install_namespace(**parameters) -> dict:
+    namespace = {"Path": Path, "sys": sys, "INSTALL": False, **parameters}
+    exec(cell_source("install"), namespace)
+    return namespace
+
+
+def test_install_command_pins_the_runtime_jax_and_handles_both_sources(tmp_path):
+    ns = _install_namespace()
+    pins = ns["jax_constraints"]()
+    assert f"jax=={jax.__version__}" in pins
+    assert f"jaxlib=={jax.lib.__version__}" in pins
+
+    constraints = tmp_path / "c.txt"
+    ns["runtime_can_build"] = lambda: True  # Colab's and Kaggle's setuptools can
+    local = ns["pip_install_command"](str(REPO), "main", constraints)
+    assert local[:6] == [sys.executable, "-m", "pip", "install", "-c", str(constraints)]
+    assert local[6:] == ["--no-build-isolation", "-e", str(REPO)]
+    ns["runtime_can_build"] = lambda: False  # pip fetches build tools from its index
+    assert ns["pip_install_command"](str(REPO), "", constraints)[6:] == ["-e", str(REPO)]
+
+    url = "https://github.com/someone/jaxcnn"
+    git = ns["pip_install_command"](url, "v1", constraints, ["--quiet"])
+    assert git[6:] == [f"jaxcnn @ git+{url}@v1", "--quiet"]
+    git_plus = ns["pip_install_command"](f"git+{url}", "", constraints)
+    assert git_plus[-1] == f"jaxcnn @ git+{url}"
+
+    with pytest.raises(ValueError, match="placeholder"):
+        ns["pip_install_command"](make_notebook.PLACEHOLDER_URL, "main", constraints)
+    with pytest.raises(ValueError, match="neither a folder"):
+        ns["pip_install_command"](str(tmp_path / "missing"), "main", constraints)
+
+
+@pytest.mark.slow
+def test_device_check_stops_with_instructions_when_the_tpu_is_absent():
+    # JAX_PLATFORMS=cpu (conftest) is inherited by the check's child process
+    namespace = {"DEVICE": "tpu", "sys": sys, "subprocess": subprocess}
+    with pytest.raises(RuntimeError, match=r"(?s)no TPU.*present: cpu.*Change runtime type"):
+        exec(cell_source("device-check"), namespace)
+
+
+# Offline (--no-index) where this environment's setuptools can build the editable
+# install itself, as Colab's and Kaggle's can; where it cannot (setuptools < 70.1
+# without `wheel`), pip fetches the build tools from its configured index.
+OFFLINE = ["--no-index"] if _install_namespace()["runtime_can_build"]() else []
+
+
+def runtime_env(root: Path) -> Path:
+    """A venv whose python sees this environment's packages through a path entry (not
+    its .pth files, so jaxcnn is not importable until the notebook installs it) and
+    installs into its own site-packages. Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", root], check=True)
+    python = root / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "preinstalled.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def with_parameters(notebook: nbformat.NotebookNode, **parameters) -> nbformat.NotebookNode:
+    """The notebook with a cell setting `parameters` right after the parameters cell."""
+    source = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    (params,) = tagged(notebook, "parameters")
+    notebook.cells.insert(notebook.cells.index(params) + 1, cell)
+    return notebook
+
+
+def outputs(cell: nbformat.NotebookNode, kind: str) -> list:
+    return [o for o in cell.outputs if kind in o.get("data", {})]
+
+
+@pytest.mark.slow
+def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path, monkeypatch):
+    from nbclient import NotebookClient
+
+    python = runtime_env(tmp_path / "runtime")
+    spec = tmp_path / "jupyter" / "kernels" / "runtime"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "runtime",
+                "language": "python",
+            }
+        )
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.delenv("JAX_NUM_CPU_DEVICES", raising=False)  # one CPU, like a runtime
+
+    out = tmp_path / "out"
+    notebook = with_parameters(
+        nbformat.read(NOTEBOOK, as_version=4),
+        SOURCE=str(REPO),
+        DEVICE="cpu",
+        STUDIES=[STUDY],
+        SMOKE=HAS_SMOKE,
+        EXTRA_ARGS=[] if HAS_SMOKE else TINY,
+        OUT=str(out),
+        INSTALL=True,
+        PIP_ARGS=OFFLINE,
+    )
+    workdir = tmp_path / "work"  # not the checkout, so jaxcnn comes from the install
+    workdir.mkdir()
+    client = NotebookClient(
+        notebook,
+        kernel_name="runtime",
+        timeout=300,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()
+
+    site = next((tmp_path / "runtime" / "lib").glob("python*/site-packages"))
+    names = sorted(p.name for p in site.iterdir())
+    assert any(n.startswith("jaxcnn-") and n.endswith(".dist-info") for n in names), names
+    assert not [n for n in names if n.startswith(("jax-", "jaxlib-"))], names  # jax kept
+    (install,) = tagged(notebook, "install")
+    install_text = "".join(o.get("text", "") for o in install.outputs)
+    assert f"jax=={jax.__version__}" in install_text  # the pin it kept
+
+    records = records_lib.load(out / "records.jsonl")
+    assert records and all(r["status"] == "ok" for r in records)
+    assert {r["device"]["platform"] for r in records} == {"cpu"}
+    assert (out / "REPORT.md").is_file()
+    (report,) = tagged(notebook, "report")
+    assert outputs(report, "text/markdown") and outputs(report, "image/png")
