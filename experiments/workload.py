@@ -173,16 +173,20 @@ _FIRST_ADDED = [f.name for f in dataclasses.fields(Workload)].index("study")
 
 def config_key(workload: Workload, device: dict[str, Any]) -> str:
     """A stable hash of what a record measures: the workload and the device platform,
-    kind and count (not the host or the time). Equal keys mean "the same cell"; a
-    rerun skips cells already recorded, and checkpoints live under this name."""
+    kind and count (not the time). Equal keys mean "the same cell"; a rerun skips cells
+    already recorded, and checkpoints live under this name.
+
+    An accelerator's kind names its chip ("TPU v5 lite"), so records from two hosts with
+    the same chip are one cell. JAX names every CPU just "cpu": there the host stands in
+    for the chip, so a record committed from one computer is not taken for another's."""
     described = workload.describe()
     added = {f.name: f.default for f in dataclasses.fields(Workload)[_FIRST_ADDED:]}
     keyed = {k: v for k, v in described.items() if k not in added or v != added[k]}
     keyed.pop("oom_group", None)
-    what = {
-        "workload": keyed,
-        "device": {k: device[k] for k in ("platform", "kind", "count", "process_count")},
-    }
+    identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
+    if device["kind"] == device["platform"] and "host" in device:
+        identity["host"] = device["host"]
+    what = {"workload": keyed, "device": identity}
     text = json.dumps(what, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -236,9 +236,19 @@ def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
     assert dataset_dir(None, "mnist") is None
 
 
+def test_cpu_config_keys_name_the_host_and_accelerator_keys_the_chip():
+    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
+    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
+    here, there = ({**cpu, "host": h} for h in ("laptop", "ci-runner"))
+    assert config_key(workload, here) != config_key(workload, there)
+    assert config_key(workload, here) == config_key(workload, {**here, "host": "laptop"})
+    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
+    assert config_key(workload, {**gpu, "host": "a"}) == config_key(workload, {**gpu, "host": "b"})
+
+
 def test_records_made_before_the_study_fields_keep_their_config_keys():
     workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
-    device = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
+    device = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
     old_fields = {
         f.name: getattr(workload, f.name)
         for f in dataclasses.fields(Workload)
