@@ -308,9 +308,9 @@ def precision(ctx: Context) -> list[Workload]:
     "highest" (TF32 off): step time and per-epoch accuracy.
 
     Command: python -m experiments.run --study=precision --device=gpu --data-dir=DIR
-    Sizes: 5 epochs on accelerators; CPU: 1 epoch (the bf16 convolutions run about 2x
-    slower than f32 here). Smoke: `mlp` n=8 on digits, 3 steps (the bf16 path,
-    not the CNN, is what a smoke run checks; the CNNs compile slowly on a CPU).
+    Sizes: 5 epochs on accelerators; CPU: 1 epoch. Smoke: `mlp` n=8 on digits, 3 steps
+    (the bf16 path, not the CNN, is what a smoke run checks; the CNNs compile slowly on
+    a CPU).
     Expected: CPU ~5 min; smoke ~5 s; GPU/TPU ~1 min (a guess).
     """
     common = {

@@ -278,6 +278,40 @@ def _time_placed(
     return measure.time_steps(placed.train_step, state, batch, steps=steps), eval_time
 
 
+def _compile_and_measure(
+    placement: Placement,
+    abstract: Any,
+    state: Any,
+    first: dict[str, Any],
+    workload: Workload,
+    devices: list[jax.Device],
+    *,
+    dtype: str,
+    ceiling: dict[str, dict[str, Any]] | None,
+    keep_state: bool,
+    **flop_fns: Any,
+) -> tuple[Placement, dict, dict, dict, dict[str, Any]]:
+    """Compile the placed steps on the first batch, time them, and derive FLOPs, MFU and
+    memory: (placed, compile times, step time, eval step time, measured fields).
+    `abstract` is the state's shapes before placement (pmap adds a replica axis)."""
+    batch = placement.put_batch(first)
+    placed, compiled = measure.compile_placement(placement, state, batch)
+    step_time, eval_time = _time_placed(
+        placed, state, batch, workload.timing_steps, keep_state=keep_state
+    )
+    measured = measure.step_fields(
+        abstract,
+        first,
+        compiled["compiled"]["train"],
+        devices,
+        step_time,
+        dtype=dtype,
+        ceiling=ceiling,
+        **flop_fns,
+    )
+    return placed, compiled, step_time, eval_time, measured
+
+
 def _run_train(
     workload: Workload,
     devices: list[jax.Device],
@@ -304,19 +338,16 @@ def _run_train(
         abstract = _shapes(fresh)  # FLOPs are counted on shapes, before any placement
         state = placement.put_state(fresh)
         first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
-        batch = placement.put_batch(first)
-        placed, compiled = measure.compile_placement(placement, state, batch)
-        step_time, eval_time = _time_placed(
-            placed, state, batch, workload.timing_steps, keep_state=training
-        )
-        measured = measure.step_fields(
+        placed, compiled, step_time, eval_time, measured = _compile_and_measure(
+            placement,
             abstract,
+            state,
             first,
-            compiled["compiled"]["train"],
+            workload,
             devices,
-            step_time,
             dtype=jnp.dtype(PRECISIONS[workload.precision]).name,
             ceiling=ceiling,
+            keep_state=training,
         )
         if training:
             checkpoints = (
@@ -565,19 +596,16 @@ def _run_ensemble(
             placement = dataclasses.replace(placement, get_metrics=_mean_over_models)
             state = placement.put_state(stacked)
             abstract = _shapes(state)
-            batch = placement.put_batch(first)
-            placed, compiled = measure.compile_placement(placement, state, batch)
-            step_time, eval_time = _time_placed(
-                placed, state, batch, workload.timing_steps, keep_state=workload.epochs > 0
-            )
-            measured = measure.step_fields(
+            placed, compiled, step_time, eval_time, measured = _compile_and_measure(
+                placement,
                 abstract,
+                state,
                 first,
-                compiled["compiled"]["train"],
+                workload,
                 devices,
-                step_time,
                 dtype=dtype,
                 ceiling=ceiling,
+                keep_state=workload.epochs > 0,
                 train_fn=ensemble_train_step,
                 eval_fn=ensemble_eval_step,
             )
