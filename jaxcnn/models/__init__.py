@@ -6,6 +6,9 @@
 
 Overrides are the module's fields (num_classes, width, padding, dtype, ...) plus
 `input_size`, which changes the square input the model is initialised on.
+`formulation` ("auto" by default: the default backend's, see jaxcnn.formulation; or
+"xla", "cpu", or a Formulation) says how convolutions and pools are computed; it
+changes the program, never the parameters.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcnn import formulation as formulation_lib
 from jaxcnn.errors import UsageError
 from jaxcnn.models.imagenet import VGG16, ResNet
 from jaxcnn.models.layers import Flatten, Pool
@@ -107,6 +111,7 @@ def _split(name: str, overrides: dict[str, Any]) -> tuple[ModelSpec, dict[str, A
 def get(name: str, **overrides: Any) -> nn.Module:
     """The Flax module registered as `name`, with its fields overridden."""
     model_spec, kwargs, _ = _split(name, overrides)
+    kwargs["formulation"] = formulation_lib.resolve(kwargs.get("formulation"))
     return model_spec.module(**kwargs)
 
 

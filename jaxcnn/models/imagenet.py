@@ -13,7 +13,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxcnn.models.layers import Flatten, Pool
+from jaxcnn.formulation import Formulation
+from jaxcnn.models.layers import XLA, Flatten, Pool, conv
 
 
 class VGG16(nn.Module):
@@ -24,17 +25,17 @@ class VGG16(nn.Module):
     dense_width: int = 4096
     dropout: float = 0.5
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del axis_name
         for multiplier, repeats in ((1, 2), (2, 2), (4, 3), (8, 3), (8, 3)):
             for _ in range(repeats):
-                x = nn.Conv(self.base_width * multiplier, (3, 3), padding="SAME", dtype=self.dtype)(
-                    x
-                )
+                width = self.base_width * multiplier
+                x = conv(self.formulation, width, (3, 3), padding="SAME", dtype=self.dtype)(x)
                 x = nn.relu(x)
-            x = Pool("max", 2)(x)
+            x = Pool("max", 2, formulation=self.formulation)(x)
         x = Flatten()(x)
         for _ in range(2):
             x = nn.relu(nn.Dense(self.dense_width, dtype=self.dtype)(x))
@@ -48,10 +49,11 @@ class _BasicBlock(nn.Module):
     dtype: Any
     axis_name: str | None
     train: bool
+    formulation: Formulation
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        conv = _conv(self.dtype)
+        conv = _conv(self.dtype, self.formulation)
         norm = _norm(self.train, self.axis_name, self.dtype)
         y = nn.relu(norm()(conv(self.filters, (3, 3), (self.strides, self.strides))(x)))
         y = norm(scale_init=nn.initializers.zeros)(conv(self.filters, (3, 3))(y))
@@ -66,10 +68,11 @@ class _Bottleneck(nn.Module):
     dtype: Any
     axis_name: str | None
     train: bool
+    formulation: Formulation
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        conv = _conv(self.dtype)
+        conv = _conv(self.dtype, self.formulation)
         norm = _norm(self.train, self.axis_name, self.dtype)
         y = nn.relu(norm()(conv(self.filters, (1, 1))(x)))
         y = nn.relu(norm()(conv(self.filters, (3, 3), (self.strides, self.strides))(y)))
@@ -79,11 +82,19 @@ class _Bottleneck(nn.Module):
         return nn.relu(x + y)
 
 
-def _conv(dtype: Any):
-    def conv(features: int, kernel: tuple[int, int], strides: tuple[int, int] = (1, 1)):
-        return nn.Conv(features, kernel, strides, padding="SAME", use_bias=False, dtype=dtype)
+def _conv(dtype: Any, formulation: Formulation):
+    def bias_free(features: int, kernel: tuple[int, int], strides: tuple[int, int] = (1, 1)):
+        return conv(
+            formulation,
+            features,
+            kernel,
+            strides=strides,
+            padding="SAME",
+            use_bias=False,
+            dtype=dtype,
+        )
 
-    return conv
+    return bias_free
 
 
 def _norm(train: bool, axis_name: str | None, dtype: Any):
@@ -108,16 +119,19 @@ class ResNet(nn.Module):
     num_classes: int = 1000
     num_filters: int = 64
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
-        x = _conv(self.dtype)(self.num_filters, (7, 7), (2, 2))(x)
+        x = _conv(self.dtype, self.formulation)(self.num_filters, (7, 7), (2, 2))(x)
         x = nn.relu(_norm(train, axis_name, self.dtype)()(x))
-        x = Pool("max", 3, 2, "SAME")(x)
+        x = Pool("max", 3, 2, "SAME", self.formulation)(x)
         block = _Bottleneck if self.bottleneck else _BasicBlock
         for i, size in enumerate(self.stage_sizes):
             for j in range(size):
                 strides = 2 if i > 0 and j == 0 else 1
-                x = block(self.num_filters * 2**i, strides, self.dtype, axis_name, train)(x)
+                x = block(
+                    self.num_filters * 2**i, strides, self.dtype, axis_name, train, self.formulation
+                )(x)
         x = jnp.mean(x, axis=(1, 2))
         return nn.Dense(self.num_classes, dtype=self.dtype)(x)

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import flax.linen as nn
 import jax
+
+from jaxcnn.formulation import FORMULATIONS, Formulation, conv_function
+from jaxcnn.formulation import pool as pool_with
+
+XLA = FORMULATIONS["xla"]
 
 
 class Pool(nn.Module):
@@ -13,12 +20,19 @@ class Pool(nn.Module):
     window: int = 2
     stride: int | None = None
     padding: str = "VALID"
+    formulation: Formulation = XLA
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        pool = {"max": nn.max_pool, "avg": nn.avg_pool}[self.kind]
         stride = self.stride or self.window
-        return pool(x, (self.window, self.window), (stride, stride), self.padding)
+        return pool_with(x, self.kind, self.window, stride, self.padding, self.formulation)
+
+
+def conv(
+    formulation: Formulation, features: int, kernel: tuple[int, int], **kwargs: Any
+) -> nn.Conv:
+    """`nn.Conv` (same parameters, same names) computed the way `formulation` says."""
+    return nn.Conv(features, kernel, conv_general_dilated=conv_function(formulation), **kwargs)
 
 
 class Flatten(nn.Module):

@@ -13,7 +13,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxcnn.models.layers import Flatten, Pool
+from jaxcnn.formulation import Formulation
+from jaxcnn.models.layers import XLA, Flatten, Pool, conv
 
 
 class LeNet5(nn.Module):
@@ -27,15 +28,18 @@ class LeNet5(nn.Module):
 
     num_classes: int = 10
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = jnp.tanh(nn.Conv(6, (5, 5), padding="VALID", dtype=self.dtype)(x))  # C1
-        x = Pool("avg", 2)(x)  # S2
-        x = jnp.tanh(nn.Conv(16, (5, 5), padding="VALID", dtype=self.dtype)(x))  # C3
-        x = Pool("avg", 2)(x)  # S4
-        x = jnp.tanh(nn.Conv(120, (5, 5), padding="VALID", dtype=self.dtype)(x))  # C5
+        x = jnp.tanh(conv(self.formulation, 6, (5, 5), padding="VALID", dtype=self.dtype)(x))  # C1
+        x = Pool("avg", 2, formulation=self.formulation)(x)  # S2
+        x = jnp.tanh(conv(self.formulation, 16, (5, 5), padding="VALID", dtype=self.dtype)(x))  # C3
+        x = Pool("avg", 2, formulation=self.formulation)(x)  # S4
+        x = jnp.tanh(
+            conv(self.formulation, 120, (5, 5), padding="VALID", dtype=self.dtype)(x)
+        )  # C5
         x = Flatten()(x)
         x = jnp.tanh(nn.Dense(84, dtype=self.dtype)(x))  # F6
         return nn.Dense(self.num_classes, dtype=self.dtype)(x)
@@ -46,14 +50,15 @@ class LeNet5Keras(nn.Module):
 
     num_classes: int = 10
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = nn.relu(nn.Conv(6, (3, 3), padding="VALID", dtype=self.dtype)(x))
-        x = Pool("avg", 2)(x)
-        x = nn.relu(nn.Conv(16, (3, 3), padding="VALID", dtype=self.dtype)(x))
-        x = Pool("avg", 2)(x)
+        x = nn.relu(conv(self.formulation, 6, (3, 3), padding="VALID", dtype=self.dtype)(x))
+        x = Pool("avg", 2, formulation=self.formulation)(x)
+        x = nn.relu(conv(self.formulation, 16, (3, 3), padding="VALID", dtype=self.dtype)(x))
+        x = Pool("avg", 2, formulation=self.formulation)(x)
         x = Flatten()(x)
         x = nn.relu(nn.Dense(120, dtype=self.dtype)(x))
         x = nn.relu(nn.Dense(84, dtype=self.dtype)(x))
@@ -69,14 +74,15 @@ class MnistCNN(nn.Module):
     num_classes: int = 10
     padding: str = "VALID"
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = nn.relu(nn.Conv(32, (3, 3), padding=self.padding, dtype=self.dtype)(x))
-        x = Pool("max", 2)(x)
-        x = nn.relu(nn.Conv(64, (3, 3), padding=self.padding, dtype=self.dtype)(x))
-        x = Pool("max", 2)(x)
+        x = nn.relu(conv(self.formulation, 32, (3, 3), padding=self.padding, dtype=self.dtype)(x))
+        x = Pool("max", 2, formulation=self.formulation)(x)
+        x = nn.relu(conv(self.formulation, 64, (3, 3), padding=self.padding, dtype=self.dtype)(x))
+        x = Pool("max", 2, formulation=self.formulation)(x)
         x = Flatten()(x)
         x = nn.relu(nn.Dense(128, dtype=self.dtype)(x))
         return nn.Dense(self.num_classes, dtype=self.dtype)(x)
@@ -89,6 +95,7 @@ class MLP(nn.Module):
     num_classes: int = 10
     dropout: float = 0.2
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
@@ -113,13 +120,16 @@ class CatsDogsCNN(nn.Module):
     dense_width: int = 2048
     dropout: tuple[float, float] = (0.5, 0.4)
     dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         for block, pool in zip(self.widths, self.pools, strict=True):
             for width in block:
-                x = nn.relu(nn.Conv(width, (3, 3), padding="SAME", dtype=self.dtype)(x))
-            x = Pool("max", pool)(x)
+                x = nn.relu(
+                    conv(self.formulation, width, (3, 3), padding="SAME", dtype=self.dtype)(x)
+                )
+            x = Pool("max", pool, formulation=self.formulation)(x)
         x = Flatten()(x)
         for rate in self.dropout:
             x = nn.relu(nn.Dense(self.dense_width, dtype=self.dtype)(x))
