@@ -18,12 +18,13 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxcnn import data, train
+from jaxcnn import data, epochs, train
 from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import Placement, place
 
 Arrays = tuple[np.ndarray, np.ndarray]
+LOOPS = ("step", "device")  # per-step dispatch from the host | whole epochs on device
 
 
 def evaluate(
@@ -86,8 +87,14 @@ def fit(
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int | None = None,
     check_every: int = 50,
+    loop: str = "step",
 ) -> tuple[train.TrainState, list[dict[str, Any]]]:
     """Train for `epochs` (or `max_steps` in all); returns the placed state and history.
+
+    `loop="step"` dispatches one compiled step per batch from the host (batches
+    shuffled on the host); `loop="device"` puts the whole training set on the device
+    and runs each epoch as one compiled loop (`jaxcnn.epochs`, shuffled on the device,
+    so in another order), checking losses and saving checkpoints at epoch ends only.
 
     History has one entry per epoch: steps, train loss/accuracy (mean over the epoch's
     steps), train time, and test loss/accuracy/eval time when `test_data` is given.
@@ -100,6 +107,8 @@ def fit(
     epoch's `train_time_s` covers only the part trained after it.
     """
     placement = placement or place("single", jax.devices()[:1])
+    if loop not in LOOPS:
+        raise UsageError(f"unknown loop {loop!r}: choose one of {', '.join(LOOPS)}")
     images, labels = train_data
     per_epoch = data.steps_per_epoch(len(labels), batch_size)
     if per_epoch == 0:
@@ -111,6 +120,9 @@ def fit(
             raise UsageError(f"{name} must be a positive integer, got {value}")
     total = epochs * per_epoch if max_steps is None else min(max_steps, epochs * per_epoch)
     fingerprint = _fingerprint(len(labels), batch_size, seed)
+    if loop == "device":  # another batch order: never resume the other loop's checkpoint
+        placement.require_epochs()
+        fingerprint["loop"] = "device"
     state = placement.put_state(state)
     history: list[dict[str, Any]] = []
     position, partial, done = Position(0, 0), [], 0
@@ -129,6 +141,24 @@ def fit(
             cut_short = history and history[-1]["epoch"] == position.epoch + 1
             if cut_short and done < total:  # max_steps had ended this epoch early: finish it
                 history = history[:-1]
+
+    if loop == "device":
+        return _fit_on_device(
+            state,
+            train_data,
+            test_data,
+            epochs_total=epochs,
+            batch_size=batch_size,
+            seed=seed,
+            total=total,
+            done=done,
+            first_epoch=position.epoch,
+            history=history,
+            placement=placement,
+            progress=progress,
+            checkpoints=checkpoints,
+            fingerprint=fingerprint,
+        )
 
     def save(epoch_position: Position, epoch_metrics: list[Any]) -> None:
         epoch_metrics = [{k: float(v) for k, v in m.items()} for m in epoch_metrics]
@@ -173,14 +203,7 @@ def fit(
                 "train_accuracy": trained["accuracy"],
                 "train_time_s": time.perf_counter() - started,
             }
-            if test_data is not None:
-                started = time.perf_counter()
-                tested = evaluate(state, test_data, batch_size, placement)
-                entry.update(
-                    test_loss=tested["loss"],
-                    test_accuracy=tested["accuracy"],
-                    eval_time_s=time.perf_counter() - started,
-                )
+            _evaluate_into(entry, state, test_data, batch_size, placement)
             history.append(entry)
             if checkpoints is not None:
                 if len(metrics) == per_epoch:  # metrics hold the whole epoch, resumed or not
@@ -192,4 +215,79 @@ def fit(
                 loss=f"{entry['train_loss']:.4f}",
                 acc=f"{entry.get('test_accuracy', entry['train_accuracy']):.4f}",
             )
+    return state, history
+
+
+def _evaluate_into(entry: dict[str, Any], state, test_data, batch_size: int, placement) -> None:
+    if test_data is not None:
+        started = time.perf_counter()
+        tested = evaluate(state, test_data, batch_size, placement)
+        entry.update(
+            test_loss=tested["loss"],
+            test_accuracy=tested["accuracy"],
+            eval_time_s=time.perf_counter() - started,
+        )
+
+
+def _fit_on_device(
+    state: train.TrainState,
+    train_data: Arrays,
+    test_data: Arrays | None,
+    *,
+    epochs_total: int,
+    batch_size: int,
+    seed: int,
+    total: int,
+    done: int,
+    first_epoch: int,
+    history: list[dict[str, Any]],
+    placement: Placement,
+    progress: bool,
+    checkpoints: Checkpoints | None,
+    fingerprint: dict[str, Any],
+) -> tuple[train.TrainState, list[dict[str, Any]]]:
+    """`fit` with loop="device": one compiled call per epoch (a shorter last one when
+    `max_steps` ends mid-epoch), one host sync per epoch."""
+    images, labels = train_data
+    dataset = placement.put_dataset({"image": images, "label": labels})
+    per_epoch = data.steps_per_epoch(len(labels), batch_size)
+    base = jax.random.key(seed)
+    compiled: dict[int, Any] = {}
+    with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
+        for epoch in range(first_epoch, epochs_total):
+            if done >= total:
+                break
+            steps = min(per_epoch, total - done)
+            key = jax.random.fold_in(base, epoch)
+            order = epochs.epoch_order(key, len(labels), batch_size)[:steps]
+            compile_s = None
+            if steps not in compiled:  # compiled apart, so train_time_s is training only
+                started = time.perf_counter()
+                compiled[steps] = placement.train_epoch.lower(state, dataset, order).compile()
+                compile_s = time.perf_counter() - started
+            started = time.perf_counter()
+            state, stacked = compiled[steps](state, dataset, order)
+            fetched = jax.device_get(placement.get_metrics(stacked))  # the epoch's one sync
+            metrics = [{k: v[i] for k, v in fetched.items()} for i in range(steps)]
+            _fetch_checked(metrics, 0, done + 1, epoch, history)
+            done += steps
+            bar.update(steps)
+            trained = train.mean_metrics(metrics)
+            entry: dict[str, Any] = {
+                "epoch": epoch + 1,
+                "steps": steps,
+                "train_loss": trained["loss"],
+                "train_accuracy": trained["accuracy"],
+                "train_time_s": time.perf_counter() - started,
+            }
+            if compile_s is not None:
+                entry["compile_time_s"] = compile_s
+            _evaluate_into(entry, state, test_data, batch_size, placement)
+            history.append(entry)
+            if checkpoints is not None and steps == per_epoch:
+                extra = {"done": done, "partial": [], "fingerprint": fingerprint}
+                checkpoints.save(
+                    done, placement.get_state(state), Position(epoch + 1, 0), history, extra
+                )
+            bar.set_postfix(epoch=epoch + 1, loss=f"{entry['train_loss']:.4f}")
     return state, history

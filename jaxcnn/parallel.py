@@ -36,7 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcnn import train
+from jaxcnn import epochs, train
 from jaxcnn.errors import UsageError
 
 STRATEGIES = ("single", "pmap", "sharded")
@@ -54,10 +54,22 @@ class Placement:
     put_batch: Callable[[dict[str, Any]], dict[str, Any]]  # global host batch -> placed
     get_state: Callable[[train.TrainState], train.TrainState]  # -> one logical copy
     get_metrics: Callable[[dict[str, Any]], dict[str, Any]]  # -> scalars
+    # Whole epochs on device (jaxcnn.epochs): (state, dataset, order) -> (state,
+    # per-step metrics); donates state. None where the strategy has none (pmap).
+    train_epoch: Callable[..., Any] | None = None
+    put_dataset: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # all rows, everywhere
 
     @property
     def num_devices(self) -> int:
         return len(self.devices)
+
+    def require_epochs(self) -> None:
+        """Raise UsageError unless this placement can run whole epochs on device."""
+        if self.train_epoch is None:
+            raise UsageError(
+                f"strategy {self.strategy} cannot run whole epochs on device: use "
+                "--strategy=sharded (or single), or --loop=step"
+            )
 
 
 def check_batch_size(batch_size: int, num_devices: int) -> None:
@@ -106,6 +118,8 @@ def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         put_batch=put,
         get_state=lambda state: state,
         get_metrics=lambda metrics: metrics,
+        train_epoch=jax.jit(functools.partial(epochs.train_epoch, step=step), donate_argnums=0),
+        put_dataset=put,
     )
 
 
@@ -183,6 +197,15 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         put_batch=lambda batch: jax.tree.map(lambda x: _put(x, split), batch),
         get_state=lambda state: state,  # replicated: already one logical copy
         get_metrics=lambda metrics: metrics,
+        # The dataset is replicated (every device gathers its rows of each batch from
+        # its own copy: no data moves between devices during the epoch).
+        train_epoch=jax.jit(
+            functools.partial(epochs.train_epoch, step=step, batch_sharding=split),
+            in_shardings=(replicated, replicated, replicated),
+            out_shardings=(replicated, replicated),
+            donate_argnums=0,
+        ),
+        put_dataset=lambda dataset: jax.tree.map(lambda x: _put(x, replicated), dataset),
     )
 
 

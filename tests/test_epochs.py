@@ -1,0 +1,116 @@
+"""Whole epochs on the device: one compiled `lax.scan` of the one train step over a
+dataset resident on the device, shuffled there. It trains what the per-step loop trains
+(same parameters for the same batches), under sharded jit as on one device, sees every
+example once per epoch, stops on a NaN naming the step, and resumes from its
+checkpoints bit for bit."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcnn import data, epochs, models, parallel, train
+from jaxcnn.checkpoint import Checkpoints, params_digest
+from jaxcnn.errors import UsageError
+from jaxcnn.loop import NonFiniteLoss, fit
+
+
+@functools.cache
+def _dataset(n: int = 200) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {
+        "image": rng.integers(0, 256, (n, 28, 28, 1), dtype=np.uint8),
+        "label": rng.integers(0, 10, n).astype(np.int32),
+    }
+
+
+def _state(name: str = "mnist_cnn", **overrides) -> train.TrainState:
+    module = models.get(name, **overrides)
+    return train.create_train_state(module, train.make_optimizer(), models.input_shape(name))
+
+
+def _close(a, b, atol=1e-5):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=atol)
+
+
+def test_an_epoch_order_is_a_permutation_cut_into_full_batches():
+    order = np.asarray(epochs.epoch_order(jax.random.key(0), 103, 10))
+    assert order.shape == (10, 10)  # 103 // 10 full batches, the remainder dropped
+    assert len(set(order.ravel())) == 100 and order.max() < 103
+    again = np.asarray(epochs.epoch_order(jax.random.key(1), 103, 10))
+    assert not np.array_equal(order, again)  # each epoch its own order
+    plain = np.asarray(epochs.epoch_order(jax.random.key(0), 103, 10, shuffle=False))
+    np.testing.assert_array_equal(plain.ravel(), np.arange(100))
+
+
+def test_the_compiled_epoch_trains_what_the_step_loop_trains():
+    placement = parallel.place("single", jax.devices()[:1])
+    dataset = placement.put_dataset(_dataset())
+    order = epochs.epoch_order(jax.random.key(3), 200, 32)
+    state = _state()
+    by_epoch, metrics = placement.train_epoch(jax.tree.map(jnp.copy, state), dataset, order)
+    by_step = state
+    for index in np.asarray(order):
+        by_step, last = train.train_step(
+            by_step, {"image": dataset["image"][index], "label": dataset["label"][index]}
+        )
+    _close(by_epoch.params, by_step.params)
+    assert metrics["loss"].shape == (6,)
+    np.testing.assert_allclose(metrics["loss"][-1], last["loss"], rtol=1e-5)
+    assert int(by_epoch.step) == 6
+
+
+def test_sharded_epoch_on_eight_devices_equals_one_device():
+    order = epochs.epoch_order(jax.random.key(4), 200, 64)
+    results = []
+    for strategy, devices in (("single", jax.devices()[:1]), ("sharded", jax.devices())):
+        placement = parallel.place(strategy, devices)
+        state = placement.put_state(_state("mlp", width=32))
+        state, _ = placement.train_epoch(state, placement.put_dataset(_dataset()), order)
+        results.append(jax.device_get(placement.get_state(state).params))
+    _close(*results)
+
+
+def test_pmap_has_no_epoch_loop_and_says_what_to_use():
+    placement = parallel.place("pmap", jax.devices()[:2])
+    with pytest.raises(UsageError, match="cannot run whole epochs on device: use --strategy"):
+        placement.require_epochs()
+    with pytest.raises(UsageError, match="strategy pmap cannot run whole epochs"):
+        fit(_state("mlp", width=8), (_dataset()["image"], _dataset()["label"]), loop="device",
+            placement=placement, batch_size=32)  # fmt: skip
+
+
+def test_fit_on_device_takes_the_step_loop_s_steps_and_reports_compile_apart():
+    images, labels = _dataset()["image"], _dataset()["label"]
+    _, history = fit(_state("mlp", width=8), (images, labels), (images[:50], labels[:50]),
+                     epochs=2, batch_size=32, loop="device")  # fmt: skip
+    assert [e["steps"] for e in history] == [6, 6] == [data.steps_per_epoch(200, 32)] * 2
+    assert history[0]["compile_time_s"] > 0 and "compile_time_s" not in history[1]
+    assert all(0 <= e["test_accuracy"] <= 1 for e in history)
+    _, capped = fit(_state("mlp", width=8), (images, labels), epochs=2, batch_size=32,
+                    loop="device", max_steps=8)  # fmt: skip
+    assert [e["steps"] for e in capped] == [6, 2]
+
+
+def test_a_nan_stops_the_device_loop_naming_the_step():
+    images = np.full((64, 28, 28, 1), np.nan, np.float32)
+    with pytest.raises(NonFiniteLoss, match="at step 1 \\(epoch 1\\)"):
+        fit(_state("mlp", width=8), (images, np.zeros(64, np.int32)), batch_size=32, loop="device")
+
+
+def test_device_loop_resumes_from_its_epoch_checkpoint_bit_for_bit(tmp_path):
+    images, labels = _dataset()["image"], _dataset()["label"]
+    kwargs = {"batch_size": 32, "seed": 7, "loop": "device"}
+    whole, _ = fit(_state("mlp", width=8), (images, labels), epochs=3, **kwargs)
+    with Checkpoints(tmp_path) as saved:  # "killed" after two epochs
+        fit(_state("mlp", width=8), (images, labels), epochs=2, checkpoints=saved, **kwargs)
+    with Checkpoints(tmp_path) as saved:
+        resumed, history = fit(
+            _state("mlp", width=8), (images, labels), epochs=3, checkpoints=saved, **kwargs
+        )
+        assert saved.restored_step == 12
+    assert [e["epoch"] for e in history] == [1, 2, 3]
+    assert params_digest(resumed.params) == params_digest(whole.params)
