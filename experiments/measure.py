@@ -73,13 +73,88 @@ def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> 
 def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
     """Seconds per call of `step(state, batch) -> (state, metrics)`, each call timed
     alone; the state passed in is consumed (donated)."""
+    return time_step_loop(step, state, batch, steps=steps, warmup=warmup)[0]
+
+
+THROUGHPUT_REPEATS = 7  # timed blocks per throughput figure: the median of 7
+
+
+def time_blocks(
+    run_block: Callable[[], Any],
+    *,
+    steps: int,
+    images_per_step: int,
+    repeats: int = THROUGHPUT_REPEATS,
+    warmup: int = 1,
+) -> tuple[dict, dict]:
+    """(seconds per step, images/s), each over `repeats` timed calls of `run_block()`,
+    which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
+    clock is read once per block, after its results are ready. Warm-up blocks first."""
+    for _ in range(warmup):
+        jax.block_until_ready(run_block())
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        jax.block_until_ready(run_block())
+        seconds.append(time.perf_counter() - started)
+    per_step = np.asarray(seconds) / steps
+    return (
+        {**summarize(per_step), "steps": steps},
+        {**summarize(images_per_step / per_step), "steps": steps},
+    )
+
+
+def time_step_loop(
+    step: Any,
+    state: Any,
+    batch: Any,
+    *,
+    steps: int = 20,
+    warmup: int = 2,
+    images_per_step: int | None = None,
+) -> tuple[dict, dict | None]:
+    """(seconds per step, each call timed alone; with `images_per_step`, images/s of
+    blocks of `steps` calls dispatched back to back, as `time_blocks`). One chain of
+    donated states throughout: one copy of the state in memory, as in training."""
     carry = [state]
 
     def call() -> Any:
         carry[0], metrics = step(carry[0], batch)
         return carry[0], metrics
 
-    return time_calls(call, steps=steps, warmup=warmup)
+    def block() -> Any:
+        for _ in range(steps):
+            out = call()
+        return out
+
+    per_call = time_calls(call, steps=steps, warmup=warmup)
+    if images_per_step is None:
+        return per_call, None
+    return per_call, time_blocks(block, steps=steps, images_per_step=images_per_step)[1]
+
+
+def time_epoch_loop(
+    epoch: Any, state: Any, dataset: Any, order: jax.Array, *, images_per_step: int
+) -> tuple[dict, dict]:
+    """(seconds per step, images/s) of a compiled `epoch(state, dataset, order)` that
+    runs order.shape[0] steps in one call: `time_blocks` of it. Consumes the state."""
+    carry = [state]
+
+    def block() -> Any:
+        carry[0], metrics = epoch(carry[0], dataset, order)
+        return carry[0], metrics
+
+    return time_blocks(block, steps=int(order.shape[0]), images_per_step=images_per_step)
+
+
+def compile_epoch(
+    placement: Placement, state: Any, dataset: Any, order: jax.Array
+) -> tuple[Any, float]:
+    """(the placement's whole-epoch loop compiled for these shapes, seconds taken)."""
+    placement.require_epochs()
+    started = time.perf_counter()
+    compiled = placement.train_epoch.lower(state, dataset, order).compile()
+    return compiled, time.perf_counter() - started
 
 
 def time_eval(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:

@@ -12,18 +12,36 @@ Schema (version 1). Required in every record:
               scaling (null|weak|strong: per-device batch fixed | global batch fixed),
               ensemble_size [1], ensemble_mode (null|vmap|sequential),
               matmul_precision (default|highest: GPU TF32 on | off) [default],
-              oom_group (the sweep skips the rest of a group after an oom) [null]}
+              oom_group (the sweep skips the rest of a group after an oom) [null],
+              loop (step|device: per-step dispatch | whole epochs as one compiled
+                    loop) [step],
+              formulation (auto|xla|cpu: what was asked; see the top-level field)
+                    [auto]}
               epochs == 0 means timing only: no training, history [], test_accuracy null.
     device {platform, kind, count, process_count, host},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
+In records made since issue 8 (absent before: read as loop step, formulation xla):
+    loop                                   step | device, as run
+    formulation {name, conv, pool}         how convolutions and pools were computed
+                                           (jaxcnn.formulation; name xla|cpu)
 Present when status is ok (null or absent otherwise), for kind "train" (the default):
     params {trainable, non_trainable}
-    compile_time_s {train, eval}           lower + compile, apart from step time
-    step_time_s {median, p10, p90, n}      per step, warm-up excluded, after block_until_ready
+    compile_time_s {train, eval[, epoch]}  lower + compile, apart from step time; epoch:
+                                           the whole-epoch loop (loop device)
+    step_time_s {median, p10, p90, n}      per step, warm-up excluded, after block_until_ready:
+                                           loop step: each step timed alone; loop device:
+                                           a compiled loop of timing_steps steps timed
+                                           whole, / steps (n = repeats, plus `steps`)
+    throughput {median, p10, p90, n, steps}  images/s over n timed blocks of `steps`
+                                           steps back to back (loop step: dispatched
+                                           ahead, one sync per block; device: one
+                                           compiled call per block): the figure the
+                                           bench compares across loops and frameworks
     eval_step_time_s {median, p10, p90, n} one eval step on the same batch, timed alike
     images_per_s                           batch_size / step_time_s.median
     history [{epoch, steps, train_loss, train_accuracy, train_time_s,
-              test_loss, test_accuracy, eval_time_s}]
+              test_loss, test_accuracy, eval_time_s[, compile_time_s: loop device, the
+              epoch loop's compile, apart from train_time_s]}]
     test_accuracy, test_loss               the last epoch's, null for synthetic data
     train_time_s                           all epochs' training, compile excluded
     flops {                                2 per multiply-accumulate, global (all devices)
@@ -65,6 +83,9 @@ Kind "ensemble" (ensemble_size K models on one device), when ok: as "train", plu
     history                                per epoch, losses/accuracies averaged over the
                                            K models, times summed; no per-epoch test
     test_accuracy, test_loss               the mean over the K models
+Kind "peer" (benchmarks/peers.py: the same model and train step in another
+framework, workload.framework and workload.mode say which), when ok: params,
+    compile_time_s {train: the first step}, step_time_s, throughput, images_per_s
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message`.
@@ -100,12 +121,13 @@ _REQUIRED = {
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy")
 _REQUIRED_DEVICE = ("platform", "kind", "count", "process_count")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
-KINDS = ("train", "matmul", "ensemble")
+KINDS = ("train", "matmul", "ensemble", "peer")
 # What an ok record must carry, by workload kind (a matmul has no images).
 _REQUIRED_OK_BY_KIND = {
     "train": _REQUIRED_OK,
     "matmul": ("params", "compile_time_s", "step_time_s", "matmul"),
     "ensemble": (*_REQUIRED_OK, "ensemble"),
+    "peer": (*_REQUIRED_OK, "throughput"),
 }
 _REQUIRED_SECTION = {
     "matmul": ("n", "dtype", "flops", "tflops"),
@@ -188,6 +210,14 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         )
     },
     "eval_step_time_s": {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)},
+    "throughput": {
+        "median": _NUMBER,
+        "p10": _NUMBER,
+        "p90": _NUMBER,
+        "n": (int,),
+        "steps": (int,),
+    },
+    "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
 }
 
 

@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from experiments import analysis
 from experiments import records as records_lib
+from experiments.report_bench import bench_study
 from experiments.tables import format_table, seconds, si
 
 Record = dict[str, Any]
@@ -66,6 +67,10 @@ def _cell(record: Record) -> tuple:
         w.get("ensemble_size") or 1,  # older records have none: one model
         w.get("ensemble_mode"),
         w.get("matmul_precision") or "default",
+        record.get("loop") or "step",  # older records: per-step dispatch, XLA's convs
+        (record.get("formulation") or {}).get("name", "xla"),
+        w.get("framework"),  # peer records: another framework's figure
+        w.get("mode"),
     )
 
 
@@ -1033,6 +1038,7 @@ STUDY_SECTIONS: list[Section] = [
     ensemble_study,
     precision_study,
     accuracy_study,
+    bench_study,
 ]
 
 

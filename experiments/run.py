@@ -51,7 +51,13 @@ DEFAULT_BATCH = 64
 SMOKE_FLAGS = {"epochs": 1, "steps": 3, "batch_size": 32, "timing_steps": 3}
 # flags that a function study sets itself: giving one with it is a usage error
 STUDY_SETS = ("batch_size", "epochs", "steps", "width", "model")
-STUDY_DEFAULTS = {"dataset": "digits", "strategy": "single", "precision": "f32"}
+STUDY_DEFAULTS = {
+    "dataset": "digits",
+    "strategy": "single",
+    "precision": "f32",
+    "loop": "step",
+    "formulation": "auto",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", default="adam", help="adam|sgd")
     p.add_argument("--learning-rate", type=_positive_float, default=1e-3)
     p.add_argument("--precision", default="f32", help="f32|bf16 compute (params stay f32)")
+    p.add_argument(
+        "--loop",
+        default="step",
+        help="step: one compiled step per batch (default) | device: whole epochs on device",
+    )
+    p.add_argument(
+        "--formulation",
+        default="auto",
+        help="how convolutions are computed: auto (the platform's fastest) | xla | cpu",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--timing-steps",
@@ -183,6 +199,8 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
         "strategy": args.strategy,
         "precision": args.precision,
         "timing_steps": smoke.get("timing_steps", args.timing_steps),
+        "loop": args.loop,
+        "formulation": args.formulation,
     }
     if args.model is not None:
         overrides = {"width": args.width} if args.width else {}

@@ -372,6 +372,58 @@ def accuracy(ctx: Context) -> list[Workload]:
     ]
 
 
+BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
+BENCH_BATCHES = (32, 128, 512)
+BENCH_TIMING_STEPS = 20
+
+
+def bench(ctx: Context) -> list[Workload]:
+    """How fast is the train step, and which choice makes it so? (issue 8)
+
+    `lenet5_keras`, `mnist_cnn` and `mlp` n=4096 at batch 32, 128 and 512, timing only
+    (compile, then 7 timed blocks of 20 steps; images/s is their median, the record's
+    `throughput`) on MNIST (real images: the device loop reads a new batch each step).
+    Per model and batch: XLA's own convolutions and the platform's formulation (on a
+    CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
+    and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
+    platform's formulation in both loops. The report sets the CPU figures beside the
+    PyTorch peer's (benchmarks/peers.py) and the issue's peer table.
+
+    Command: python -m experiments.run --study=bench --device=cpu --data-dir=DIR
+    Sizes: full everywhere. Smoke: lenet5_keras only, digits, batch 32, 3 steps per block.
+    Expected: CPU ~30 min (XLA's convolutions in a compiled loop are the slow cells);
+    smoke ~20 s; GPU/TPU ~3 min (a guess).
+    """
+    from jaxcnn import formulation
+
+    platform_choice = formulation.for_platform(ctx.platform).name
+    formulations = ("xla",) if platform_choice == "xla" else ("xla", platform_choice)
+    cells = [(f, loop, "f32") for f in formulations for loop in ("step", "device")]
+    cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
+    chosen_models, batches = BENCH_MODELS, BENCH_BATCHES
+    common = {"timing_steps": BENCH_TIMING_STEPS}
+    if ctx.smoke:
+        chosen_models, batches, common = BENCH_MODELS[:1], (32,), SMOKE_TIMING
+    return [
+        Workload(
+            model=model,
+            model_overrides=overrides,
+            dataset=_mnist(ctx),
+            batch_size=size,
+            epochs=0,
+            precision=precision,
+            study="bench",
+            num_devices=1,
+            loop=loop,
+            formulation=chosen,
+            **common,
+        )
+        for model, overrides in chosen_models
+        for size in batches
+        for chosen, loop, precision in cells
+    ]
+
+
 STUDIES: dict[str, Study] = {
     "devices": devices,
     "crossover": crossover,
@@ -381,6 +433,7 @@ STUDIES: dict[str, Study] = {
     "ensemble": ensemble,
     "precision": precision,
     "accuracy": accuracy,
+    "bench": bench,
 }
 
 

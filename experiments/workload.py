@@ -32,11 +32,12 @@ import numpy as np
 import optax
 
 from experiments import measure, records
-from jaxcnn import data, models, train
+from jaxcnn import data, epochs, models, train
 from jaxcnn import devices as devices_lib
+from jaxcnn import formulation as formulation_lib
 from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.errors import JaxcnnError, UsageError
-from jaxcnn.loop import NonFiniteLoss, fit
+from jaxcnn.loop import LOOPS, NonFiniteLoss, fit
 from jaxcnn.loop import evaluate as evaluate_split
 from jaxcnn.parallel import Placement, check_batch_size, place
 
@@ -74,6 +75,12 @@ class Workload:
     # The sweep skips the rest of a group after one of its workloads runs out of
     # memory (batch sizes in increasing order); not part of what is measured.
     oom_group: str | None = None
+    # step: one compiled step per batch, dispatched from the host; device: the training
+    # set on the device and each epoch one compiled loop (jaxcnn.epochs).
+    loop: str = "step"
+    # How convolutions and pools are computed (jaxcnn.formulation): auto = the
+    # platform's default; the record names the one used, the config key includes it.
+    formulation: str = "auto"
 
     def describe(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -104,6 +111,11 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     if workload.epochs < 0 or workload.timing_steps < 1 or workload.batch_size < 1:
         raise UsageError("epochs must be >= 0, timing_steps and batch_size >= 1")
     used = devices_for(workload, devices)
+    formulation_lib.resolve(workload.formulation, used[0].platform)
+    if workload.loop not in LOOPS:
+        raise UsageError(f"unknown loop {workload.loop!r}: choose one of {', '.join(LOOPS)}")
+    if workload.loop == "device" and workload.kind != "train":
+        raise UsageError("loop device runs train workloads only (not matmul or ensemble)")
     if workload.kind == "matmul":
         workload.module_overrides()  # checks the precision
         return
@@ -117,7 +129,20 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
         if workload.ensemble_size < 1 or workload.strategy != "single":
             raise UsageError("an ensemble needs ensemble_size >= 1 and strategy single")
     check_batch_size(workload.batch_size, len(used))
-    place(workload.strategy, used)
+    placement = place(workload.strategy, used)
+    if workload.loop == "device":
+        placement.require_epochs()
+
+
+def formulation_for(workload: Workload, platform: str) -> formulation_lib.Formulation:
+    """The formulation `workload` runs with on `platform`."""
+    return formulation_lib.resolve(workload.formulation, platform)
+
+
+def build_module(workload: Workload, devices: list[jax.Device]) -> Any:
+    """The workload's Flax module, convolutions formulated for the devices' platform."""
+    chosen = formulation_for(workload, devices[0].platform)
+    return models.get(workload.model, **workload.module_overrides(), formulation=chosen)
 
 
 def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Device]:
@@ -142,13 +167,20 @@ def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
 def split_key(workload: Workload) -> tuple[Any, ...]:
     """Workloads with equal keys read the same arrays."""
     shape = models.input_shape(workload.model, **workload.model_overrides)
-    count = workload.batch_size if _timing_only_synthetic(workload) else None
+    count = _synthetic_count(workload) if _timing_only_synthetic(workload) else None
     return workload.dataset, shape, count, workload.seed if workload.dataset == "synthetic" else 0
 
 
 def _timing_only_synthetic(workload: Workload) -> bool:
     # Timing reads one batch: random images beyond it would only cost memory.
     return workload.dataset == "synthetic" and workload.epochs == 0
+
+
+def _synthetic_count(workload: Workload) -> int:
+    # The step loop times one batch again and again; the epoch loop reads a new batch
+    # at every step, so it gets as many as it times.
+    steps = workload.timing_steps if workload.loop == "device" else 1
+    return workload.batch_size * steps
 
 
 def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split, Split | None]:
@@ -158,7 +190,7 @@ def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split,
     classes = models.spec(workload.model).num_outputs
     kwargs = {"shape": shape, "num_classes": max(classes, 2), "seed": workload.seed}
     if _timing_only_synthetic(workload):
-        kwargs["num_examples"] = workload.batch_size
+        kwargs["num_examples"] = _synthetic_count(workload)
     data_dir = dataset_dir(data_dir, workload.dataset)
     train_split = data.load(workload.dataset, "train", data_dir, **kwargs)
     test_split = None
@@ -183,6 +215,12 @@ def config_key(workload: Workload, device: dict[str, Any]) -> str:
     added = {f.name: f.default for f in dataclasses.fields(Workload)[_FIRST_ADDED:]}
     keyed = {k: v for k, v in described.items() if k not in added or v != added[k]}
     keyed.pop("oom_group", None)
+    # The formulation that runs, not the name asked for: auto and cpu on a CPU are one
+    # cell; xla is left out, so records from before formulations existed keep their keys.
+    keyed.pop("formulation", None)
+    chosen = formulation_lib.resolve(workload.formulation, device["platform"]).name
+    if workload.kind != "matmul" and chosen != "xla":
+        keyed["formulation"] = chosen
     identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
     if device["kind"] == device["platform"] and "host" in device:
         identity["host"] = device["host"]
@@ -202,6 +240,8 @@ def new_record(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
         "workload": workload.describe(),
         "device": device,
         "env": measure.environment(),
+        "loop": workload.loop,
+        "formulation": formulation_for(workload, device["platform"]).describe(),
     }
 
 
@@ -264,18 +304,20 @@ def run_workload(
 
 
 def _time_placed(
-    placed: Placement, state: Any, batch: Any, steps: int, *, keep_state: bool
-) -> tuple[dict, dict]:
-    """(train step time, eval step time). With `keep_state` the train steps run on a
-    copy (training follows); else on the state itself, evaluated first, so a timing-only
-    run holds one copy of the state, as training would (the batch study's memory)."""
-    if keep_state:
-        step_time = measure.time_steps(
-            placed.train_step, measure.copy_tree(state), batch, steps=steps
-        )
-        return step_time, measure.time_eval(placed.eval_step, state, batch, steps=steps)
+    placed: Placement, state: Any, batch: Any, workload: Workload, *, keep_state: bool
+) -> tuple[dict, dict, dict | None]:
+    """(train step time, eval step time, images/s of blocks of steps; the last only for
+    kind train). With `keep_state` the train steps run on a copy (training follows);
+    else on the state itself, evaluated first, so a timing-only run holds one copy of
+    the state, as training would (the batch study's memory)."""
+    steps = workload.timing_steps
+    images = workload.batch_size if workload.kind == "train" else None
     eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps)
-    return measure.time_steps(placed.train_step, state, batch, steps=steps), eval_time
+    timed = measure.copy_tree(state) if keep_state else state
+    step_time, throughput = measure.time_step_loop(
+        placed.train_step, timed, batch, steps=steps, images_per_step=images
+    )
+    return step_time, eval_time, throughput
 
 
 def _compile_and_measure(
@@ -289,6 +331,7 @@ def _compile_and_measure(
     dtype: str,
     ceiling: dict[str, dict[str, Any]] | None,
     keep_state: bool,
+    dataset: Any = None,
     **flop_fns: Any,
 ) -> tuple[Placement, dict, dict, dict, dict[str, Any]]:
     """Compile the placed steps on the first batch, time them, and derive FLOPs, MFU and
@@ -296,9 +339,15 @@ def _compile_and_measure(
     `abstract` is the state's shapes before placement (pmap adds a replica axis)."""
     batch = placement.put_batch(first)
     placed, compiled = measure.compile_placement(placement, state, batch)
-    step_time, eval_time = _time_placed(
-        placed, state, batch, workload.timing_steps, keep_state=keep_state
-    )
+    if dataset is not None:  # loop device: time the compiled epoch loop itself
+        step_time, eval_time, throughput, seconds = _time_epoch(
+            placed, state, batch, dataset, workload, keep_state=keep_state
+        )
+        compiled["epoch"] = seconds
+    else:
+        step_time, eval_time, throughput = _time_placed(
+            placed, state, batch, workload, keep_state=keep_state
+        )
     measured = measure.step_fields(
         abstract,
         first,
@@ -309,7 +358,26 @@ def _compile_and_measure(
         ceiling=ceiling,
         **flop_fns,
     )
+    if throughput is not None:
+        measured["throughput"] = throughput
     return placed, compiled, step_time, eval_time, measured
+
+
+def _time_epoch(
+    placed: Placement, state: Any, batch: Any, dataset: Any, workload: Workload, *, keep_state
+) -> tuple[dict, dict, dict, float]:
+    """(step time, eval step time, images/s, compile seconds) of the whole-epoch loop:
+    `timing_steps` steps (at most one epoch) per compiled call."""
+    num_examples = len(dataset["label"])
+    order = epochs.epoch_order(jax.random.key(workload.seed), num_examples, workload.batch_size)
+    order = order[: workload.timing_steps]  # a timing block: the first steps of an epoch
+    epoch, seconds = measure.compile_epoch(placed, state, dataset, order)
+    eval_time = measure.time_eval(placed.eval_step, state, batch, steps=workload.timing_steps)
+    timed = measure.copy_tree(state) if keep_state else state
+    step_time, throughput = measure.time_epoch_loop(
+        epoch, timed, dataset, order, images_per_step=workload.batch_size
+    )
+    return step_time, eval_time, throughput, seconds
 
 
 def _run_train(
@@ -325,7 +393,7 @@ def _run_train(
 ) -> dict[str, Any]:
     record = new_record(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
-    module = models.get(workload.model, **workload.module_overrides())
+    module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     tx = train.make_optimizer(workload.optimizer, workload.learning_rate)
@@ -338,6 +406,9 @@ def _run_train(
         abstract = _shapes(fresh)  # FLOPs are counted on shapes, before any placement
         state = placement.put_state(fresh)
         first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
+        dataset = None
+        if workload.loop == "device":
+            dataset = placement.put_dataset({"image": train_split[0], "label": train_split[1]})
         placed, compiled, step_time, eval_time, measured = _compile_and_measure(
             placement,
             abstract,
@@ -348,7 +419,9 @@ def _run_train(
             dtype=jnp.dtype(PRECISIONS[workload.precision]).name,
             ceiling=ceiling,
             keep_state=training,
+            dataset=dataset,
         )
+        del dataset  # fit puts the whole training set on the device itself
         if training:
             checkpoints = (
                 Checkpoints(checkpoint_dir, keep=keep_checkpoints) if checkpoint_dir else None
@@ -366,6 +439,7 @@ def _run_train(
                     progress=progress,
                     checkpoints=checkpoints,
                     checkpoint_every=checkpoint_every,
+                    loop=workload.loop,
                 )
             finally:
                 if checkpoints is not None:
@@ -385,7 +459,11 @@ def _run_train(
     record.update(
         status="ok",
         params={"trainable": trainable, "non_trainable": non_trainable},
-        compile_time_s={"train": compiled["train"], "eval": compiled["eval"]},
+        compile_time_s={
+            "train": compiled["train"],
+            "eval": compiled["eval"],
+            **({"epoch": compiled["epoch"]} if "epoch" in compiled else {}),
+        },
         step_time_s=step_time,
         eval_step_time_s=eval_time,
         images_per_s=workload.batch_size / step_time["median"],
@@ -473,7 +551,9 @@ def _mean_over_models(metrics: dict[str, Any]) -> dict[str, Any]:
     return jax.tree.map(lambda x: jnp.mean(x, axis=0), metrics)
 
 
-def _ensemble_members(workload: Workload) -> tuple[train.TrainState, list[int], list[float]]:
+def _ensemble_members(
+    workload: Workload, devices: list[jax.Device]
+) -> tuple[train.TrainState, list[int], list[float]]:
     """K fresh states, stacked on a leading axis: seeds seed..seed+K-1, each with its
     own learning rate.
 
@@ -483,7 +563,7 @@ def _ensemble_members(workload: Workload) -> tuple[train.TrainState, list[int], 
     k = workload.ensemble_size
     seeds = [workload.seed + i for i in range(k)]
     rates = ensemble_learning_rates(workload.learning_rate, k)
-    module = models.get(workload.model, **workload.module_overrides())
+    module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
     inject = optax.inject_hyperparams(functools.partial(train.make_optimizer, workload.optimizer))
     tx = inject(learning_rate=workload.learning_rate)
@@ -589,7 +669,7 @@ def _run_ensemble(
         "progress": progress,
     }
     try:
-        stacked, seeds, rates = _ensemble_members(workload)
+        stacked, seeds, rates = _ensemble_members(workload, devices)
         first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
         if vmapped:
             placement = place("single", devices, ensemble_train_step, ensemble_eval_step)

@@ -46,6 +46,10 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
         (["--data-dir", "/nonexistent", "--dataset", "mnist", *MLP], "does not exist"),
         (["--summary"], "--summary needs --model"),
         (["--no-checkpoints", "--checkpoint-every", "5"], "cannot go with --no-checkpoints"),
+        (["--formulation", "winograd", *MLP], "unknown formulation 'winograd'"),
+        (["--loop", "async", *MLP], "unknown loop 'async': choose one of step, device"),
+        (["--loop", "device", "--strategy", "pmap", *MLP], "use --strategy=sharded"),
+        (["--study", "bench", "--loop", "device"], "--loop cannot go with --study=bench"),
     ],
 )
 def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):

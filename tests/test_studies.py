@@ -112,6 +112,26 @@ def _check_accuracy(found: list[dict]) -> None:
     assert all(0.0 <= e["test_accuracy"] <= 1.0 for e in record["history"])
 
 
+def _check_bench(found: list[dict]) -> None:
+    cells = {(r["formulation"]["name"], r["loop"], r["workload"]["precision"]): r for r in found}
+    # on a CPU both formulations, each in both loops, then bf16 with the CPU's
+    assert set(cells) == {
+        ("xla", "step", "f32"),
+        ("xla", "device", "f32"),
+        ("cpu", "step", "f32"),
+        ("cpu", "device", "f32"),
+        ("cpu", "step", "bf16"),
+        ("cpu", "device", "bf16"),
+    }
+    for record in found:
+        assert record["throughput"]["n"] >= 5 and record["throughput"]["steps"] == 3
+        assert record["flops"]["per_step"] > 0
+    device = cells[("cpu", "device", "f32")]
+    assert device["compile_time_s"]["epoch"] > 0
+    assert device["step_time_s"]["steps"] == 3  # one compiled loop of 3 steps per block
+    assert cells[("cpu", "step", "f32")]["step_time_s"]["n"] == 3  # each step alone
+
+
 CHECKS = {
     "devices": _check_devices,
     "crossover": _check_crossover,
@@ -121,6 +141,7 @@ CHECKS = {
     "ensemble": _check_ensemble,
     "precision": _check_precision,
     "accuracy": _check_accuracy,
+    "bench": _check_bench,
 }
 
 
@@ -254,9 +275,22 @@ def test_records_made_before_the_study_fields_keep_their_config_keys():
         for f in dataclasses.fields(Workload)
         if f.name not in ("study", "kind", "num_devices", "scaling", "ensemble_size")
         and f.name not in ("ensemble_mode", "matmul_precision", "oom_group")
+        and f.name not in ("loop", "formulation")
     }
     text = json.dumps({"workload": old_fields, "device": device}, sort_keys=True, default=str)
     assert config_key(workload, device) == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert config_key(dataclasses.replace(workload, study="devices"), device) != config_key(
         workload, device
     )
+
+
+def test_the_formulation_that_runs_is_in_the_key_and_xla_keeps_old_keys():
+    workload = Workload(model="mnist_cnn", dataset="mnist")
+    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "vm"}
+    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
+    key = lambda device, **changes: config_key(dataclasses.replace(workload, **changes), device)  # noqa: E731
+    # On a CPU auto runs the cpu formulation: one cell with "cpu", another than xla's
+    assert key(cpu) == key(cpu, formulation="cpu") != key(cpu, formulation="xla")
+    # On a GPU auto is xla: the same cell as before formulations existed
+    assert key(gpu) == key(gpu, formulation="xla") != key(gpu, formulation="cpu")
+    assert key(gpu, loop="device") != key(gpu)

@@ -1,0 +1,179 @@
+"""The bench study's report section: images/s of the train step per model, batch and
+configuration (formulation x loop x precision), beside the peer frameworks measured on
+the same machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows.
+
+Every figure is read from records: `throughput` (median of timed blocks, p10-p90) for
+JAX and peers alike, `matmul_ceiling` and `flops.per_image` for the bound.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from experiments.tables import format_table
+
+Record = dict[str, Any]
+GOAL = 1.5  # issue 8: JAX's best f32 figure over the fastest peer's
+
+
+def configuration(record: Record) -> str:
+    """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
+    w = record["workload"]
+    if w.get("kind") == "peer":
+        return f"{w.get('framework')} {w.get('mode')}"
+    name = (record.get("formulation") or {}).get("name", "xla")
+    return f"jax {name} {record.get('loop') or 'step'} {w.get('precision', 'f32')}"
+
+
+def _model(record: Record) -> str:
+    w = record["workload"]
+    width = (w.get("model_overrides") or {}).get("width")
+    return w["model"] + (f" {width}" if width else "")
+
+
+def _machine(record: Record) -> str:
+    d = record["device"]
+    return d.get("host") or record["env"].get("host") or d["kind"]
+
+
+def _rate(record: Record) -> float:
+    return float(record["throughput"]["median"])
+
+
+def _cell(record: Record | None) -> str:
+    if record is None:
+        return "-"
+    if record["status"] != "ok":
+        return record["status"]
+    t = record["throughput"]
+    return f"{t['median']:,.0f} [{t['p10']:,.0f}-{t['p90']:,.0f}]"
+
+
+def _bound(record: Record) -> float | None:
+    """Images/s if every FLOP of the step ran at the run's best measured f32 matmul rate."""
+    ceiling = ((record.get("matmul_ceiling") or {}).get("float32") or {}).get("tflops")
+    per_image = (record.get("flops") or {}).get("per_image")
+    if not ceiling or not per_image:
+        return None
+    return ceiling * 1e12 / per_image
+
+
+def bench_records(records: list[Record]) -> list[Record]:
+    """The latest ok-or-not record per (machine, model, batch, configuration)."""
+    chosen: dict[tuple, Record] = {}
+    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+        w = r["workload"]
+        if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
+            continue
+        key = (r["device"]["platform"], _machine(r), _model(r), w["batch_size"], configuration(r))
+        chosen[key] = r
+    return list(chosen.values())
+
+
+def _groups(records: list[Record]) -> dict[tuple, dict[str, Record]]:
+    grouped: dict[tuple, dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        key = (r["device"]["platform"], _machine(r), _model(r), r["workload"]["batch_size"])
+        grouped[key][configuration(r)] = r
+    return dict(sorted(grouped.items()))
+
+
+def _best(cells: dict[str, Record], peer: bool, precision: str = "f32") -> Record | None:
+    ok = [
+        r
+        for name, r in cells.items()
+        if r["status"] == "ok"
+        and name.startswith("jax") != peer
+        and (peer or name.endswith(precision))
+    ]
+    return max(ok, key=_rate, default=None)
+
+
+def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Issue 8: the fastest train step on each device, against PyTorch and Keras."""
+    rs = bench_records(records)
+    if not rs:
+        return "", []
+    groups = _groups(rs)
+    configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
+    peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
+    rows = []
+    for (platform, machine, model, batch), cells in groups.items():
+        jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
+        ratio = "-"
+        if jax_best is not None and peer_best is not None:
+            value = _rate(jax_best) / _rate(peer_best)
+            ratio = f"{value:.2f}{' (goal met)' if value >= GOAL else ''}"
+        bound = _bound(jax_best) if jax_best is not None else None
+        rows.append(
+            [
+                f"{platform} ({machine})",
+                model,
+                batch,
+                *[_cell(cells.get(c)) for c in configs],
+                *[_cell(cells.get(c)) for c in peers],
+                configuration(jax_best).removeprefix("jax ") if jax_best else "-",
+                configuration(peer_best) if peer_best else "-",
+                ratio,
+                f"{bound:,.0f}" if bound else "-",
+            ]
+        )
+    headers = [
+        "device",
+        "model",
+        "batch",
+        *configs,
+        *peers,
+        "best jax f32",
+        "fastest peer",
+        "best f32 / peer",
+        "f32 matmul bound",
+    ]
+    table = format_table(headers, rows, markdown=True)
+    path = _plot(groups, configs, peers, out / "study_bench.png")
+    intro = (
+        "Images/s of the train step (Adam, timing only), the median of timed blocks of "
+        "steps [p10-p90]. `jax FORMULATION LOOP PRECISION`: `xla` = XLA's own "
+        "convolutions and pools, `cpu` = patches + matmul (jaxcnn.formulation); `step` = "
+        "one compiled step per batch dispatched ahead from Python, `device` = the epoch "
+        "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
+        "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
+        "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
+        f"peer's (the issue's goal is {GOAL}). `f32 matmul bound`: images/s if every FLOP "
+        "of the best JAX configuration ran at the best f32 matmul rate measured in the "
+        "same run (`matmul_ceiling` / `flops.per_image`): no formulation of the same "
+        "FLOPs can pass it on that machine."
+    )
+    return "## Study: bench (issue 8)\n\n" + intro + "\n\n" + table + (
+        f"\n\n![bench]({path.name})" if path else ""
+    ), [path] if path else []
+
+
+def _plot(groups: dict[tuple, dict[str, Record]], configs, peers, path: Path) -> Path | None:
+    series: dict[tuple, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for (platform, machine, model, batch), cells in groups.items():
+        for name, r in cells.items():
+            if r["status"] == "ok":
+                series[(platform, machine, model)][name].append((batch, _rate(r)))
+    if not series:
+        return None
+    fig, axes = plt.subplots(1, len(series), figsize=(5 * len(series), 4.2), squeeze=False)
+    for ax, ((platform, machine, model), lines) in zip(
+        axes[0], sorted(series.items()), strict=True
+    ):
+        for name in [*configs, *peers]:
+            points = sorted(lines.get(name, []))
+            if points:
+                style = "--" if not name.startswith("jax") else "-"
+                ax.plot(*zip(*points, strict=True), style, marker="o", label=name)
+        ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="images/s")
+        ax.set_title(f"{model} on {platform} ({machine})", fontsize="small")
+        ax.legend(fontsize="xx-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
