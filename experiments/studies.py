@@ -390,7 +390,8 @@ def bench(ctx: Context) -> list[Workload]:
     PyTorch peer's (benchmarks/peers.py) and the issue's peer table.
 
     Command: python -m experiments.run --study=bench --device=cpu --data-dir=DIR
-    Sizes: full everywhere. Smoke: lenet5_keras only, digits, batch 32, 3 steps per block.
+    Sizes: full everywhere. Smoke: `mlp` n=8 only, digits, batch 32, 3 steps per block
+    (the formulations' convolutions are checked by tests/test_formulation.py).
     Expected: CPU ~30 min (XLA's convolutions in a compiled loop are the slow cells);
     smoke ~20 s; GPU/TPU ~3 min (a guess).
     """
@@ -403,7 +404,7 @@ def bench(ctx: Context) -> list[Workload]:
     chosen_models, batches = BENCH_MODELS, BENCH_BATCHES
     common = {"timing_steps": BENCH_TIMING_STEPS}
     if ctx.smoke:
-        chosen_models, batches, common = BENCH_MODELS[:1], (32,), SMOKE_TIMING
+        chosen_models, batches, common = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
     return [
         Workload(
             model=model,

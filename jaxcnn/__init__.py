@@ -4,9 +4,10 @@ import jaxcnn
 model = jaxcnn.models.get("mnist_cnn")
 state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
 """
 
-from jaxcnn import data, devices, distributed, flops, models, parallel
+from jaxcnn import data, devices, distributed, epochs, flops, formulation, models, parallel
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import Placement, place
@@ -30,10 +31,12 @@ __all__ = [
     "data",
     "devices",
     "distributed",
+    "epochs",
     "eval_step",
     "evaluate",
     "fit",
     "flops",
+    "formulation",
     "make_optimizer",
     "mean_metrics",
     "models",

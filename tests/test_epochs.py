@@ -52,9 +52,9 @@ def test_the_compiled_epoch_trains_what_the_step_loop_trains():
     order = epochs.epoch_order(jax.random.key(3), 200, 32)
     state = _state()
     by_epoch, metrics = placement.train_epoch(jax.tree.map(jnp.copy, state), dataset, order)
-    by_step = state
+    by_step, step = state, jax.jit(train.train_step)
     for index in np.asarray(order):
-        by_step, last = train.train_step(
+        by_step, last = step(
             by_step, {"image": dataset["image"][index], "label": dataset["label"][index]}
         )
     _close(by_epoch.params, by_step.params)

@@ -102,12 +102,12 @@ def test_tiled_max_pool_gives_a_tied_window_s_gradient_to_its_first_maximum():
         np.testing.assert_array_equal(grad[0, :, :, 0], [[0, 1, 1, 0], [0, 0, 0, 0]])
 
 
+# Every layer shape is checked above; these add what only a whole model has: layers
+# chained, BatchNorm (resnet), dropout and pools of 3 (catsdogs). VGG-16 and LeNet-5
+# reuse the 3x3/SAME and 5x5/VALID layers above and would only add compile time.
 MODELS = [
     ("mnist_cnn", {}),
-    ("mnist_cnn", {"padding": "SAME"}),
-    ("lenet5", {}),
     ("lenet5_keras", {}),
-    ("vgg_tiny", {}),
     ("resnet_tiny", {}),
     ("catsdogs_cnn", {"widths": ((4,),) * 5, "dense_width": 8, "input_size": 96}),
 ]

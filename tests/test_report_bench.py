@@ -1,0 +1,104 @@
+"""The bench section: JAX configurations and peers side by side from records with known
+numbers, the ratio to the fastest peer and the f32 matmul bound computed from them, and
+PERFORMANCE.md's generated block rewritten in place."""
+
+import pytest
+
+from experiments import records, report, report_bench
+
+CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
+
+
+def _bench(run_id, rate, *, batch=128, framework=None, mode=None, formulation="cpu",
+           loop="device", precision="f32", status="ok"):  # fmt: skip
+    workload = {
+        "model": "mnist_cnn",
+        "model_overrides": {},
+        "dataset": "mnist",
+        "batch_size": batch,
+        "epochs": 0,
+        "strategy": "single",
+        "precision": precision,
+        "study": "bench",
+        "kind": "peer" if framework else "train",
+    }
+    record = {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "message": None if status == "ok" else "boom",
+        "workload": workload,
+        "device": CPU,
+        "env": {"host": "laptop", "utc_time": "2026-01-01T00:00:00", "git_commit": "abcdef123"},
+    }
+    if framework:
+        workload.update(framework=framework, mode=mode)
+    else:
+        record.update(loop=loop, formulation={"name": formulation, "conv": "-", "pool": "-"})
+    if status == "ok":
+        step = batch / rate
+        record.update(
+            params={"trainable": 1, "non_trainable": 0},
+            compile_time_s={"train": 1.0, "eval": None},
+            step_time_s={"median": step, "p10": step, "p90": step, "n": 7},
+            images_per_s=rate,
+            throughput={"median": rate, "p10": rate * 0.9, "p90": rate * 1.1, "n": 7, "steps": 20},
+            flops={"per_step": 2_000_000 * batch, "per_image": 2_000_000.0},
+            matmul_ceiling={"float32": {"tflops": 0.2}},
+        )
+    return records.validate(record)
+
+
+@pytest.fixture
+def bench():
+    return [
+        _bench("a", 1000.0, formulation="xla", loop="step"),
+        _bench("b", 4500.0),
+        _bench("c", 9000.0, precision="bf16"),  # bf16 is not the f32 goal's figure
+        _bench("d", 3000.0, framework="torch", mode="eager"),
+        _bench("e", 2000.0, framework="keras", mode="graph"),
+        _bench("f", 0.0, framework="keras", mode="xla", status="error"),
+    ]
+
+
+def test_bench_table_sets_configurations_beside_peers_and_the_bound(bench):
+    table = report_bench.bench_table(bench)
+    header, _, row = table.splitlines()
+    for column in ("jax cpu device f32", "jax xla step f32", "torch eager", "keras graph"):
+        assert column in header
+    assert "4,500 [4,050-4,950]" in row and "3,000 [2,700-3,300]" in row
+    assert "| error |" in row  # the failed peer shows as what it is
+    assert "| cpu device f32 | torch eager | 1.50 (goal met) |" in row
+    assert row.rstrip(" |").endswith("100,000")  # 0.2 TFLOP/s / 2 MFLOP per image
+
+
+def test_below_the_goal_there_is_no_claim(bench):
+    bench[1] = _bench("b", 4400.0)
+    row = report_bench.bench_table(bench).splitlines()[2]
+    assert "| 1.47 |" in row and "goal met" not in row
+
+
+def test_performance_notes_block_is_rewritten_in_place(bench, tmp_path, capsys):
+    notes = tmp_path / "PERFORMANCE.md"
+    notes.write_text("# notes\nbefore\n<!-- bench:start -->\nold\n<!-- bench:end -->\nafter\n")
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for record in bench:
+        records.append(folder / records.RECORDS_FILE, record)
+    assert report.main([str(folder), "--performance", str(notes)]) == 0
+    text = notes.read_text()
+    assert text.startswith("# notes\nbefore\n<!-- bench:start -->\n") and "old" not in text
+    assert text.endswith("<!-- bench:end -->\nafter\n")
+    assert "torch eager" in text and "at commit(s) abcdef1" in text
+    assert "![bench](results/study_bench.png)" in text
+    assert (folder / "study_bench.png").read_bytes().startswith(b"\x89PNG")
+    assert "## Study: bench" in (folder / "REPORT.md").read_text()
+
+
+def test_performance_file_without_markers_is_exit_2(bench, tmp_path, capsys):
+    notes = tmp_path / "PERFORMANCE.md"
+    notes.write_text("no markers\n")
+    records.append(tmp_path / records.RECORDS_FILE, bench[0])
+    assert report.main([str(tmp_path), "--performance", str(notes)]) == 2
+    assert "has no generated block" in capsys.readouterr().err
+    assert notes.read_text() == "no markers\n"
