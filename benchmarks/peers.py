@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from experiments import records  # the standard library only: no jax
+from experiments.stats import summarize  # NumPy only: the JAX side's own summary
 
 PROG = "python -m benchmarks.peers"
 REPO = Path(__file__).resolve().parents[1]
@@ -95,17 +96,6 @@ def make_arrays(name: str, batch: int, steps: int, channels_last: bool) -> list[
         )
         for _ in range(steps)
     ]
-
-
-def summarize(samples: Sequence[float]) -> dict[str, float | int]:
-    """median, p10, p90 and n, as experiments.measure.summarize (numpy percentiles)."""
-    values = np.asarray(samples, dtype=np.float64)
-    return {
-        "median": float(np.median(values)),
-        "p10": float(np.percentile(values, 10)),
-        "p90": float(np.percentile(values, 90)),
-        "n": int(values.size),
-    }
 
 
 def time_block(step: Callable, batches: Batches, fetch: Callable[[Any], float]) -> float:

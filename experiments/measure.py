@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.stats import summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import train
@@ -47,27 +48,22 @@ def copy_tree(tree: Any) -> Any:
     return jax.tree.map(lambda x: jax.device_put(x, x.sharding, may_alias=False), tree)
 
 
-def summarize(samples: list[float] | np.ndarray) -> dict[str, float | int]:
-    values = np.asarray(samples, dtype=np.float64)
-    return {
-        "median": float(np.median(values)),
-        "p10": float(np.percentile(values, 10)),
-        "p90": float(np.percentile(values, 90)),
-        "n": int(values.size),
-    }
-
-
-def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> dict:
-    """Seconds per `call()`, each timed alone: the clock is read after its result is
+def _seconds(call: Callable[[], Any], *, repeats: int, warmup: int) -> list[float]:
+    """Seconds of each of `repeats` calls, the clock read after the call's results are
     ready; `warmup` calls first, untimed (compile caches, allocator, autotuning)."""
     for _ in range(warmup):
         jax.block_until_ready(call())
     samples = []
-    for _ in range(steps):
+    for _ in range(repeats):
         started = time.perf_counter()
         jax.block_until_ready(call())
         samples.append(time.perf_counter() - started)
-    return summarize(samples)
+    return samples
+
+
+def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> dict:
+    """Seconds per `call()`, each timed alone, `warmup` calls first."""
+    return summarize(_seconds(call, repeats=steps, warmup=warmup))
 
 
 def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
@@ -90,14 +86,7 @@ def time_blocks(
     """(seconds per step, images/s), each over `repeats` timed calls of `run_block()`,
     which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
     clock is read once per block, after its results are ready. Warm-up blocks first."""
-    for _ in range(warmup):
-        jax.block_until_ready(run_block())
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        jax.block_until_ready(run_block())
-        seconds.append(time.perf_counter() - started)
-    per_step = np.asarray(seconds) / steps
+    per_step = np.asarray(_seconds(run_block, repeats=repeats, warmup=warmup)) / steps
     return (
         {**summarize(per_step), "steps": steps},
         {**summarize(images_per_step / per_step), "steps": steps},
