@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from experiments import records  # the standard library only: no jax
-from experiments.stats import summarize  # NumPy only: the JAX side's own summary
+from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"
 REPO = Path(__file__).resolve().parents[1]
@@ -120,10 +120,16 @@ def timed(
     first = time_block(step, batches[:1], fetch)  # compile (or first-call) time, apart
     for i in range(1, WARMUP_STEPS):  # the rest of the warm-up, untimed
         fetch(step(*batches[i % steps]))
+    faults = minor_page_faults()
     seconds = [time_block(step, batches, fetch) for _ in range(repeats)]
+    faults_per_step = (minor_page_faults() - faults) / (repeats * steps)
     return {
         "compile_time_s": {"train": first, "eval": None},
-        "throughput": {**summarize([steps * batch / s for s in seconds]), "steps": steps},
+        "throughput": {
+            **summarize([steps * batch / s for s in seconds]),
+            "steps": steps,
+            "minor_faults_per_step": round(faults_per_step, 1),
+        },
         "step_time_s": summarize([s / steps for s in seconds]),
     }
 
@@ -357,6 +363,17 @@ OWNER = {mode: f.name for f in FRAMEWORKS.values() for mode in f.modes}
 # --- Records ------------------------------------------------------------------------------
 
 
+def load_host_memory() -> ModuleType:
+    """jaxcnn/host_memory.py, loaded by path: `import jaxcnn.host_memory` would run
+    jaxcnn/__init__, which imports JAX, absent here. The module itself imports no JAX."""
+    spec = importlib.util.spec_from_file_location(
+        "jaxcnn_host_memory", REPO / "jaxcnn" / "host_memory.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def git_commit() -> str | None:
     try:
         out = subprocess.run(
@@ -367,7 +384,9 @@ def git_commit() -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
-def environment(framework_env: dict[str, Any], threads: int | None) -> dict[str, Any]:
+def environment(
+    framework_env: dict[str, Any], threads: int | None, host_memory: dict[str, Any]
+) -> dict[str, Any]:
     """The `env` field, less utc_time (set per record): versions, commit, host, threads."""
     return {
         "python": platform.python_version(),
@@ -376,6 +395,7 @@ def environment(framework_env: dict[str, Any], threads: int | None) -> dict[str,
         "cpu_count": os.cpu_count(),
         **framework_env,
         "threads_requested": threads,  # --threads; None: the framework's default
+        "host_memory": host_memory,  # jaxcnn/host_memory.py: what --host-memory set
         "env_vars": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
     }
 
@@ -548,6 +568,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--threads", type=int, help="torch.set_num_threads and TF's intra/inter-op threads "
         "(default: each framework's own, recorded)"
     )  # fmt: skip
+    p.add_argument(
+        "--host-memory",
+        choices=("retain", "system"),
+        default="retain",
+        help="host allocator, as the JAX bench's on CPU: retain (default; "
+        "jaxcnn/host_memory.py) | system (glibc's defaults)",
+    )
     p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
     args = p.parse_args(argv)
     args.models = _names(args.models, MODELS, "model")
@@ -575,9 +602,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {e}" if isinstance(e, UsageError) else str(e), file=sys.stderr)
         return 2
     path = Path(args.out) / records.RECORDS_FILE
+    # before any framework is imported: threads keep the arena they first allocate from
+    host_memory = load_host_memory().apply(args.host_memory, "cpu")
     for name, modes in args.plan.items():  # torch first, then keras: each imported in turn
         framework = FRAMEWORKS[name]
-        env = environment(framework.load(args.threads), args.threads)
+        env = environment(framework.load(args.threads), args.threads, host_memory)
         note = f" ({env['threads_note']})" if "threads_note" in env else ""
         print(
             f"{name} {env['framework_version']}, {env['threads']} threads{note} -> {path}",

@@ -21,10 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.stats import summarize
+from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import train
+from jaxcnn import host_memory, train
 from jaxcnn.parallel import Placement
 
 
@@ -85,11 +85,19 @@ def time_blocks(
 ) -> tuple[dict, dict]:
     """(seconds per step, images/s), each over `repeats` timed calls of `run_block()`,
     which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
-    clock is read once per block, after its results are ready. Warm-up blocks first."""
-    per_step = np.asarray(_seconds(run_block, repeats=repeats, warmup=warmup)) / steps
+    clock is read once per block, after its results are ready. Warm-up blocks first.
+    Images/s also carries the host's minor page faults per step over all the blocks."""
+    _seconds(run_block, repeats=warmup, warmup=0)
+    faults = minor_page_faults()
+    per_step = np.asarray(_seconds(run_block, repeats=repeats, warmup=0)) / steps
+    faults_per_step = (minor_page_faults() - faults) / (repeats * steps)
     return (
         {**summarize(per_step), "steps": steps},
-        {**summarize(images_per_step / per_step), "steps": steps},
+        {
+            **summarize(images_per_step / per_step),
+            "steps": steps,
+            "minor_faults_per_step": round(faults_per_step, 1),
+        },
     )
 
 
@@ -180,6 +188,7 @@ def environment() -> dict[str, Any]:
         "git_commit": _git_commit(),
         "host": socket.gethostname(),
         "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host_memory": host_memory.current(),
     }
 
 

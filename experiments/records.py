@@ -32,11 +32,14 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                                            loop step: each step timed alone; loop device:
                                            a compiled loop of timing_steps steps timed
                                            whole, / steps (n = repeats, plus `steps`)
-    throughput {median, p10, p90, n, steps}  images/s over n timed blocks of `steps`
+    throughput {median, p10, p90, n, steps[, minor_faults_per_step]}
+                                           images/s over n timed blocks of `steps`
                                            steps back to back (loop step: dispatched
                                            ahead, one sync per block; device: one
                                            compiled call per block): the figure the
-                                           bench compares across loops and frameworks
+                                           bench compares across loops and frameworks;
+                                           the host's minor page faults per timed step
+                                           (env.host_memory says why they matter)
     eval_step_time_s {median, p10, p90, n} one eval step on the same batch, timed alike
     images_per_s                           batch_size / step_time_s.median
     history [{epoch, steps, train_loss, train_accuracy, train_time_s,
@@ -216,6 +219,7 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         "p90": _NUMBER,
         "n": (int,),
         "steps": (int,),
+        "minor_faults_per_step": _NUMBER,
     },
     "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
 }

@@ -127,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="how convolutions are computed: auto (the platform's fastest) | xla | cpu",
     )
+    p.add_argument(
+        "--host-memory",
+        choices=("auto", "retain", "system"),
+        default="auto",
+        help="host allocator: auto (retain on CPU) | retain (reuse freed memory; "
+        "jaxcnn/host_memory.py) | system (glibc's defaults)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--timing-steps",
@@ -292,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from jaxcnn import host_memory
+
+    host_memory.apply(args.host_memory, args.device)  # before JAX starts its backends
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError

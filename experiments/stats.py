@@ -3,6 +3,7 @@ benchmarks, which run without JAX, summarize exactly as the JAX side does)."""
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,3 +18,10 @@ def summarize(samples: Sequence[float] | np.ndarray) -> dict[str, float | int]:
         "p90": float(np.percentile(values, 90)),
         "n": int(values.size),
     }
+
+
+def minor_page_faults() -> int:
+    """This process's minor page faults so far: pages the kernel mapped in (and zeroed)
+    on first touch. Per timed step, the sign of memory freed to the OS and taken back
+    each step (jaxcnn/host_memory.py)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -7,7 +7,17 @@ state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
 """
 
-from jaxcnn import data, devices, distributed, epochs, flops, formulation, models, parallel
+from jaxcnn import (
+    data,
+    devices,
+    distributed,
+    epochs,
+    flops,
+    formulation,
+    host_memory,
+    models,
+    parallel,
+)
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import Placement, place
@@ -37,6 +47,7 @@ __all__ = [
     "fit",
     "flops",
     "formulation",
+    "host_memory",
     "make_optimizer",
     "mean_metrics",
     "models",

@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+# Start the backends now: main() run in-process then finds JAX started and leaves the
+# test process's allocator as it is (jaxcnn/host_memory.py), whatever test runs first.
+jax.devices()
 
 
 def write_idx(path: Path, array: np.ndarray, magic: int | None = None, count: int | None = None):

@@ -48,6 +48,7 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
         (["--no-checkpoints", "--checkpoint-every", "5"], "cannot go with --no-checkpoints"),
         (["--formulation", "winograd", *MLP], "unknown formulation 'winograd'"),
         (["--loop", "async", *MLP], "unknown loop 'async': choose one of step, device"),
+        (["--host-memory", "huge", *MLP], "invalid choice: 'huge'"),
         (["--loop", "device", "--strategy", "pmap", *MLP], "use --strategy=sharded"),
         (["--study", "bench", "--loop", "device"], "--loop cannot go with --study=bench"),
     ],

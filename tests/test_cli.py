@@ -70,4 +70,8 @@ def test_module_entry_point_runs_as_a_user_would(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "1 record(s) appended" in run.stdout
-    assert records.load(tmp_path)[0]["status"] == "ok"
+    (record,) = records.load(tmp_path)
+    assert record["status"] == "ok"
+    # a fresh process on the CPU: the host allocator was set before JAX started
+    assert record["env"]["host_memory"]["policy"] == "retain"
+    assert record["env"]["host_memory"]["applied"] is True

@@ -1,0 +1,132 @@
+"""How the process gets host memory from the C allocator: the one host-side choice the
+CPU platform makes (jaxcnn.formulation holds the choices that change programs).
+
+Why it matters. XLA:CPU mallocs each execution's temporary buffer when the execution
+starts and frees it when it ends; for a convolutional step at batch 512 that buffer is
+hundreds of MB (the patches of the `cpu` formulation). glibc serves a block above its
+mmap threshold (32 MiB at most), and any block a worker thread's arena cannot hold,
+with a fresh `mmap`, and `munmap`s it on free: every execution then faults its whole
+temporary buffer back in, one 4 KiB page at a time, each page zeroed by the kernel.
+That is the fixed per-execution cost that made separately dispatched steps slower than
+the same steps inside one `lax.scan` (PERFORMANCE.md).
+
+`retain` keeps freed memory in the process: one arena, so XLA's worker threads allocate
+from the main heap, which grows by `brk` (M_ARENA_MAX=1); no `mmap` for large blocks
+(M_MMAP_MAX=0); no trimming of the heap's top (M_TRIM_THRESHOLD at its maximum). After
+the first execution the temporary buffer is reused memory, not fresh pages. The cost:
+the process keeps its peak heap, and threads share one arena's lock. The heap can also
+fragment: with XLA's worker threads allocating small blocks beside the large one, an
+occasional execution finds no free block big enough and grows the heap by another
+buffer (seen in scratch runs of a 100 MB buffer: a few such executions in forty,
+resident memory settling at a few buffers above the largest). Records carry the page
+faults per timed step, so a run where this happened shows it.
+
+`system` leaves glibc's defaults. `auto` is `retain` where the process will run on the
+CPU, as far as that can be known before JAX starts (`--device=cpu`; `auto` with no
+accelerator plugin installed, or JAX_PLATFORMS=cpu), else `system`.
+
+Order matters: a thread keeps the arena it first allocated from, so this must run
+before JAX starts its CPU client (the first computation or `jax.devices()`). Called
+later it changes nothing and says so in what it returns. This module imports no JAX,
+so the JAX-free peer benchmarks apply the same policy to PyTorch and Keras.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import sys
+from typing import Any
+
+POLICIES = ("auto", "retain", "system")
+# mallopt(3) parameter numbers (glibc's malloc.h)
+M_TRIM_THRESHOLD = -1
+M_MMAP_MAX = -4
+M_ARENA_MAX = -8
+RETAIN = {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}
+_PARAMS = {
+    "M_ARENA_MAX": M_ARENA_MAX,
+    "M_MMAP_MAX": M_MMAP_MAX,
+    "M_TRIM_THRESHOLD": M_TRIM_THRESHOLD,
+}
+# Besides the PJRT plugins (entry points in group "jax_plugins": CUDA, ROCm), the
+# package that makes JAX's default backend a TPU.
+TPU_PACKAGES = ("libtpu", "libtpu_nightly")
+
+_current: dict[str, Any] = {"policy": "system", "applied": False, "reason": "not asked"}
+
+
+def _will_run_on_cpu(device: str) -> bool:
+    if device == "cpu":
+        return True
+    if device != "auto":
+        return False
+    platforms = os.environ.get("JAX_PLATFORMS", "")
+    if platforms:
+        return platforms.split(",")[0].strip() == "cpu"
+    if importlib.metadata.entry_points(group="jax_plugins"):
+        return False
+    return not any(importlib.util.find_spec(name) for name in TPU_PACKAGES)
+
+
+def resolve(policy: str, device: str = "auto") -> str:
+    """`retain` or `system` for `policy` (one of POLICIES) and the `--device` asked for."""
+    if policy not in POLICIES:
+        # ValueError, not UsageError: importing jaxcnn.errors would import JAX here
+        raise ValueError(
+            f"unknown host memory policy {policy!r}: choose one of {', '.join(POLICIES)}"
+        )
+    if policy != "auto":
+        return policy
+    return "retain" if _will_run_on_cpu(device) else "system"
+
+
+def _jax_started() -> bool:
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    started = getattr(bridge, "backends_are_initialized", None)
+    return bool(started and started())
+
+
+def apply(policy: str = "auto", device: str = "auto") -> dict[str, Any]:
+    """Set the host allocator for `policy` and return what is now in effect (also kept
+    for `current()`, which every record stores). Once `retain` has taken effect it
+    stays: threads keep the arena they were given."""
+    global _current
+    chosen = resolve(policy, device)
+    if _current["applied"]:  # a thread keeps its arena: the first policy that took stays
+        return current()
+    if chosen == "system":
+        _current = {"policy": "system", "applied": False, "reason": f"asked: {policy}"}
+    elif sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        _current = {"policy": "system", "applied": False, "reason": "not glibc on Linux"}
+    elif _jax_started():
+        _current = {
+            "policy": "system",
+            "applied": False,
+            "reason": "JAX had already started its backends; call before the first computation",
+        }
+    else:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        failed = [name for name, value in RETAIN.items() if libc.mallopt(_PARAMS[name], value) != 1]
+        _current = {
+            "policy": "partial" if failed else "retain",
+            "applied": not failed,
+            "reason": f"mallopt refused {', '.join(failed)}" if failed else f"asked: {policy}",
+            "settings": dict(RETAIN),
+        }
+    return current()
+
+
+# Set before the process started, these change the allocator whatever `apply` does.
+ENV_VARS = ("GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "LD_PRELOAD")
+
+
+def current() -> dict[str, Any]:
+    """What `apply` set in this process: policy, whether it took effect, and why (and
+    any allocator environment variable the process started with)."""
+    env = {name: os.environ[name] for name in ENV_VARS if name in os.environ}
+    return {**_current, **({"env_vars": env} if env else {})}
