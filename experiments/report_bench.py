@@ -136,6 +136,51 @@ def bench_table(records: list[Record]) -> str:
     return format_table(headers, rows, markdown=True)
 
 
+def _host_memory(record: Record) -> str:
+    """The host allocator policy a record ran under (records before it existed: system)."""
+    return (record["env"].get("host_memory") or {}).get("policy", "system")
+
+
+def host_memory_table(records: list[Record]) -> str:
+    """Images/s under `retain` over images/s under `system` (jaxcnn/host_memory.py), per
+    f32 configuration: the latest ok record of each policy, where both exist."""
+    latest: dict[tuple, dict[str, Record]] = defaultdict(dict)
+    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+        w = r["workload"]
+        if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
+            continue
+        if w.get("precision", "f32") != "f32":
+            continue
+        key = (_machine(r), _model(r), w["batch_size"], configuration(r))
+        latest[key][_host_memory(r)] = r
+    pairs = {k: v for k, v in latest.items() if {"system", "retain"} <= v.keys()}
+    if not pairs:
+        return ""
+    configs = sorted({config for *_, config in pairs}, key=lambda c: (not c.startswith("jax"), c))
+    rows = []
+    for machine, model, batch in sorted({k[:3] for k in pairs}):
+        cells = []
+        for config in configs:
+            pair = pairs.get((machine, model, batch, config))
+            if pair is None:
+                cells.append("-")
+                continue
+            faults = pair["retain"]["throughput"].get("minor_faults_per_step")
+            ratio = _rate(pair["retain"]) / _rate(pair["system"])
+            cells.append(f"{ratio:.2f}" + (f" ({faults:,.0f})" if faults is not None else ""))
+        rows.append([machine, model, batch, *cells])
+    return format_table(["machine", "model", "batch", *configs], rows, markdown=True)
+
+
+HOST_MEMORY_INTRO = (
+    "The host allocator (`--host-memory`, jaxcnn/host_memory.py): images/s with "
+    "`retain` over images/s with glibc's defaults (`system`), the latest record of "
+    "each, per f32 configuration; in brackets, the minor page faults per timed step "
+    "under `retain`. The peers ran under the same policy (`benchmarks/peers.py "
+    "--host-memory`)."
+)
+
+
 INTRO = (
     "Images/s of the train step (Adam, timing only), the median of timed blocks of "
     "steps [p10-p90]. `jax FORMULATION LOOP PRECISION`: `xla` = XLA's own "
@@ -162,7 +207,13 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
     path = _plot(groups, configs, peers, out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
-    return f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{image}", [path] if path else []
+    text = f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{image}{_host_memory_part(records)}"
+    return text, [path] if path else []
+
+
+def _host_memory_part(records: list[Record]) -> str:
+    table = host_memory_table(records)
+    return f"\n\n{HOST_MEMORY_INTRO}\n\n{table}" if table else ""
 
 
 def bench_block(records: list[Record], image: str | None) -> str:
@@ -179,7 +230,7 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    return f"{INTRO}\n\n{table}\n\n{provenance}{plot}"
+    return f"{INTRO}\n\n{table}\n\n{provenance}{plot}{_host_memory_part(records)}"
 
 
 def _plot(groups: dict[tuple, dict[str, Record]], configs, peers, path: Path) -> Path | None:

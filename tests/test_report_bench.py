@@ -102,3 +102,31 @@ def test_performance_file_without_markers_is_exit_2(bench, tmp_path, capsys):
     assert report.main([str(tmp_path), "--performance", str(notes)]) == 2
     assert "has no generated block" in capsys.readouterr().err
     assert notes.read_text() == "no markers\n"
+
+
+def _under(record, policy, utc_time, faults=None):
+    record["env"] = {**record["env"], "utc_time": utc_time}
+    if policy is not None:
+        record["env"]["host_memory"] = {"policy": policy, "applied": policy == "retain"}
+    if faults is not None:
+        record["throughput"]["minor_faults_per_step"] = faults
+    return record
+
+
+def test_the_host_memory_table_sets_each_policys_latest_side_by_side():
+    rows = [
+        _under(_bench("s1", 1000.0, loop="step"), None, "2026-01-01T00:00:00"),  # before: system
+        _under(_bench("s2", 1500.0, loop="step"), "system", "2026-01-02T00:00:00"),
+        _under(_bench("r1", 3000.0, loop="step"), "retain", "2026-01-03T00:00:00", faults=2.0),
+        _under(_bench("p1", 800.0, framework="torch", mode="eager"), None, "2026-01-01T00:00:00"),
+        _under(_bench("p2", 1200.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
+        _under(_bench("x1", 4500.0), "retain", "2026-01-03T00:00:00"),  # no system twin: no cell
+        _under(_bench("b1", 1.0, loop="step", precision="bf16"), None, "2026-01-01"),
+        _under(_bench("b2", 9.0, loop="step", precision="bf16"), "retain", "2026-01-03"),
+    ]
+    table = report_bench.host_memory_table(rows)
+    header, _, row = table.splitlines()
+    assert header.split("|")[4:6] == [" jax cpu step f32 ", " torch eager "]  # bf16 left out
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells == ["laptop", "mnist_cnn", "128", "2.00 (2)", "1.50"]  # 3000/1500, 1200/800
+    assert report_bench.host_memory_table(rows[:2]) == ""  # no retain record: no table
