@@ -421,7 +421,8 @@ def _run_train(
             keep_state=training,
             dataset=dataset,
         )
-        del dataset  # fit puts the whole training set on the device itself
+        if dataset is not None:  # already on the device: fit does not transfer it again
+            train_split = (dataset["image"], dataset["label"])
         if training:
             checkpoints = (
                 Checkpoints(checkpoint_dir, keep=keep_checkpoints) if checkpoint_dir else None

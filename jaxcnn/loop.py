@@ -94,7 +94,8 @@ def fit(
     `loop="step"` dispatches one compiled step per batch from the host (batches
     shuffled on the host); `loop="device"` puts the whole training set on the device
     and runs each epoch as one compiled loop (`jaxcnn.epochs`, shuffled on the device,
-    so in another order), checking losses and saving checkpoints at epoch ends only.
+    so in another order), checking losses and saving checkpoints at epoch ends only;
+    arrays already placed by `placement.put_dataset` are used where they are.
 
     History has one entry per epoch: steps, train loss/accuracy (mean over the epoch's
     steps), train time, and test loss/accuracy/eval time when `test_data` is given.

@@ -95,6 +95,23 @@ def test_fit_on_device_takes_the_step_loop_s_steps_and_reports_compile_apart():
     assert [e["steps"] for e in capped] == [6, 2]
 
 
+@pytest.mark.parametrize("strategy,count", [("single", 1), ("sharded", 8)])
+def test_a_placed_dataset_is_used_where_it_is_and_trains_as_host_arrays(strategy, count):
+    placement = parallel.place(strategy, jax.devices()[:count])
+    placed = placement.put_dataset(_dataset())
+    again = placement.put_dataset(placed)  # what fit does with it: no second transfer
+
+    def buffers(x):
+        return [shard.data.unsafe_buffer_pointer() for shard in x.addressable_shards]
+
+    assert all(buffers(again[k]) == buffers(placed[k]) for k in placed)
+    host = _dataset()["image"], _dataset()["label"]
+    kwargs = {"epochs": 1, "batch_size": 32, "loop": "device", "placement": placement}
+    from_host, _ = fit(_state("mlp", width=8), host, **kwargs)
+    from_device, _ = fit(_state("mlp", width=8), (placed["image"], placed["label"]), **kwargs)
+    _close(placement.get_state(from_host).params, placement.get_state(from_device).params, 0)
+
+
 def test_a_nan_stops_the_device_loop_naming_the_step():
     images = np.full((64, 28, 28, 1), np.nan, np.float32)
     with pytest.raises(NonFiniteLoss, match="at step 1 \\(epoch 1\\)"):
