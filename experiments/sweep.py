@@ -40,6 +40,7 @@ from experiments.workload import (
     split_key,
 )
 from jaxcnn import devices as devices_lib
+from jaxcnn import host_memory
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
@@ -164,6 +165,8 @@ def run_sweep(
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
     ceiling = None
     print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
+    memory = host_memory.current()
+    print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
         if skip[i - 1]:
