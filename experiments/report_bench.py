@@ -63,40 +63,77 @@ def _bound(record: Record) -> float | None:
     return ceiling * 1e12 / per_image
 
 
+def _host_memory(record: Record) -> str:
+    """The host allocator policy a record ran under (records before it existed: system)."""
+    return (record["env"].get("host_memory") or {}).get("policy", "system")
+
+
 def bench_records(records: list[Record]) -> list[Record]:
-    """The latest ok-or-not record per (machine, model, batch, configuration)."""
+    """The latest ok-or-not record per (machine, model, batch, configuration, host
+    memory policy)."""
     chosen: dict[tuple, Record] = {}
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
         if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
             continue
-        key = (r["device"]["platform"], _machine(r), _model(r), w["batch_size"], configuration(r))
+        key = (
+            r["device"]["platform"],
+            _machine(r),
+            _model(r),
+            w["batch_size"],
+            configuration(r),
+            _host_memory(r),
+        )
         chosen[key] = r
-    return list(chosen.values())
+    # Records from before the policy was recorded are glibc's defaults on another day:
+    # a configuration measured since under a named policy leaves them out.
+    named = {key[:-1] for key, r in chosen.items() if r["env"].get("host_memory")}
+    return [r for key, r in chosen.items() if r["env"].get("host_memory") or key[:-1] not in named]
 
 
-def _groups(records: list[Record]) -> dict[tuple, dict[str, Record]]:
-    grouped: dict[tuple, dict[str, Record]] = defaultdict(dict)
-    for r in records:
+def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
+    """(platform, machine, model, batch) -> configuration -> its records, one per policy,
+    `retain` (the CPU's default, jaxcnn/host_memory.py) first."""
+    grouped: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
+    for r in sorted(bench_records(records), key=lambda r: _host_memory(r) != "retain"):
         key = (r["device"]["platform"], _machine(r), _model(r), r["workload"]["batch_size"])
-        grouped[key][configuration(r)] = r
+        grouped[key][configuration(r)].append(r)
     return dict(sorted(grouped.items()))
 
 
-def _best(cells: dict[str, Record], peer: bool, precision: str = "f32") -> Record | None:
-    ok = [
-        r
-        for name, r in cells.items()
-        if r["status"] == "ok"
-        and name.startswith("jax") != peer
-        and (peer or name.endswith(precision))
+def _shown(cells: dict[str, list[Record]], config: str) -> Record | None:
+    """A configuration's figure: its faster host memory policy's record (ok first)."""
+    records = cells.get(config) or []
+    ok = [r for r in records if r["status"] == "ok"]
+    return max(ok, key=_rate) if ok else (records[0] if records else None)
+
+
+def _best(cells: dict[str, list[Record]], peer: bool, precision: str = "f32") -> Record | None:
+    """The fastest ok figure on one side (JAX at `precision`, or the peers)."""
+    shown = [
+        _shown(cells, name)
+        for name in cells
+        if name.startswith("jax") != peer and (peer or name.endswith(precision))
     ]
-    return max(ok, key=_rate, default=None)
+    return max([r for r in shown if r and r["status"] == "ok"], key=_rate, default=None)
+
+
+def _policy_note(record: Record | None, cells: dict[str, list[Record]]) -> str:
+    """` (system)` where glibc's defaults beat `retain` for this configuration."""
+    if record is None or len(cells.get(configuration(record)) or []) < 2:
+        return ""
+    return "" if _host_memory(record) == "retain" else f" ({_host_memory(record)})"
+
+
+def _named(record: Record | None, cells: dict[str, list[Record]]) -> str:
+    if record is None:
+        return "-"
+    return configuration(record).removeprefix("jax ") + _policy_note(record, cells)
 
 
 def bench_table(records: list[Record]) -> str:
     """The bench records as one markdown table, "" when there are none."""
-    groups = _groups(bench_records(records))
+    groups = _groups(records)
     if not groups:
         return ""
     configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
@@ -114,10 +151,10 @@ def bench_table(records: list[Record]) -> str:
                 f"{platform} ({machine})",
                 model,
                 batch,
-                *[_cell(cells.get(c)) for c in configs],
-                *[_cell(cells.get(c)) for c in peers],
-                configuration(jax_best).removeprefix("jax ") if jax_best else "-",
-                configuration(peer_best) if peer_best else "-",
+                *[_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells) for c in configs],
+                *[_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells) for c in peers],
+                _named(jax_best, cells),
+                _named(peer_best, cells),
                 ratio,
                 f"{bound:,.0f}" if bound else "-",
             ]
@@ -136,21 +173,20 @@ def bench_table(records: list[Record]) -> str:
     return format_table(headers, rows, markdown=True)
 
 
-def _host_memory(record: Record) -> str:
-    """The host allocator policy a record ran under (records before it existed: system)."""
-    return (record["env"].get("host_memory") or {}).get("policy", "system")
+POLICIES = ("system", "retain")
 
 
 def host_memory_table(records: list[Record]) -> str:
     """Images/s under `retain` over images/s under `system` (jaxcnn/host_memory.py), per
-    f32 configuration: the latest ok record of each policy, where both exist."""
+    f32 configuration: the latest ok record of each policy, where both exist among the
+    records that name their policy."""
     latest: dict[tuple, dict[str, Record]] = defaultdict(dict)
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
         if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
             continue
-        if w.get("precision", "f32") != "f32":
-            continue
+        if w.get("precision", "f32") != "f32" or not r["env"].get("host_memory"):
+            continue  # records from before the policy was recorded ran on other days
         key = (_machine(r), _model(r), w["batch_size"], configuration(r))
         latest[key][_host_memory(r)] = r
     pairs = {k: v for k, v in latest.items() if {"system", "retain"} <= v.keys()}
@@ -165,9 +201,10 @@ def host_memory_table(records: list[Record]) -> str:
             if pair is None:
                 cells.append("-")
                 continue
-            faults = pair["retain"]["throughput"].get("minor_faults_per_step")
             ratio = _rate(pair["retain"]) / _rate(pair["system"])
-            cells.append(f"{ratio:.2f}" + (f" ({faults:,.0f})" if faults is not None else ""))
+            faults = [pair[p]["throughput"].get("minor_faults_per_step") for p in POLICIES]
+            shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
+            cells.append(f"{ratio:.2f} ({shown[0]} / {shown[1]})")
         rows.append([machine, model, batch, *cells])
     return format_table(["machine", "model", "batch", *configs], rows, markdown=True)
 
@@ -176,8 +213,8 @@ HOST_MEMORY_INTRO = (
     "The host allocator (`--host-memory`, jaxcnn/host_memory.py): images/s with "
     "`retain` over images/s with glibc's defaults (`system`), the latest record of "
     "each, per f32 configuration; in brackets, the minor page faults per timed step "
-    "under `retain`. The peers ran under the same policy (`benchmarks/peers.py "
-    "--host-memory`)."
+    "under `system` / `retain`. The peers ran under each policy too "
+    "(`benchmarks/peers.py --host-memory`)."
 )
 
 
@@ -189,7 +226,11 @@ INTRO = (
     "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
     "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
-    f"peer's (the issue's goal is {GOAL}). `f32 matmul bound`: images/s if every FLOP "
+    f"peer's (the issue's goal is {GOAL}). Where a configuration was measured under "
+    "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
+    "the faster one's latest record, marked `(system)` where glibc's defaults beat "
+    "`retain` (the CPU's default). `f32 matmul bound`: "
+    "images/s if every FLOP "
     "of the best JAX configuration ran at the best f32 matmul rate measured in the "
     "same run (`matmul_ceiling` / `flops.per_image`): no formulation of the same "
     "FLOPs passes it on that machine."
@@ -202,7 +243,7 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     table = bench_table(records)
     if not table:
         return "", []
-    groups = _groups(bench_records(records))
+    groups = _groups(records)
     configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
     path = _plot(groups, configs, peers, out / PLOT)
@@ -233,10 +274,11 @@ def bench_block(records: list[Record], image: str | None) -> str:
     return f"{INTRO}\n\n{table}\n\n{provenance}{plot}{_host_memory_part(records)}"
 
 
-def _plot(groups: dict[tuple, dict[str, Record]], configs, peers, path: Path) -> Path | None:
+def _plot(groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path) -> Path | None:
     series: dict[tuple, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for (platform, machine, model, batch), cells in groups.items():
-        for name, r in cells.items():
+        for name in cells:
+            r = _shown(cells, name)
             if r["status"] == "ok":
                 series[(platform, machine, model)][name].append((batch, _rate(r)))
     if not series:

@@ -115,18 +115,33 @@ def _under(record, policy, utc_time, faults=None):
 
 def test_the_host_memory_table_sets_each_policys_latest_side_by_side():
     rows = [
-        _under(_bench("s1", 1000.0, loop="step"), None, "2026-01-01T00:00:00"),  # before: system
-        _under(_bench("s2", 1500.0, loop="step"), "system", "2026-01-02T00:00:00"),
+        _under(_bench("s0", 900.0, loop="step"), None, "2026-01-01T00:00:00"),  # no policy: out
+        _under(_bench("s1", 1000.0, loop="step"), "system", "2026-01-01T00:00:00", faults=9e4),
+        _under(_bench("s2", 1500.0, loop="step"), "system", "2026-01-02T00:00:00", faults=7e4),
         _under(_bench("r1", 3000.0, loop="step"), "retain", "2026-01-03T00:00:00", faults=2.0),
-        _under(_bench("p1", 800.0, framework="torch", mode="eager"), None, "2026-01-01T00:00:00"),
-        _under(_bench("p2", 1200.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
-        _under(_bench("x1", 4500.0), "retain", "2026-01-03T00:00:00"),  # no system twin: no cell
-        _under(_bench("b1", 1.0, loop="step", precision="bf16"), None, "2026-01-01"),
+        _under(_bench("p0", 800.0, framework="torch", mode="eager"), None, "2026-01-01"),
+        _under(_bench("p1", 1200.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
+        _under(_bench("x1", 4500.0), "retain", "2026-01-03T00:00:00"),  # no system twin
+        _under(_bench("b1", 1.0, loop="step", precision="bf16"), "system", "2026-01-01"),
         _under(_bench("b2", 9.0, loop="step", precision="bf16"), "retain", "2026-01-03"),
     ]
     table = report_bench.host_memory_table(rows)
     header, _, row = table.splitlines()
-    assert header.split("|")[4:6] == [" jax cpu step f32 ", " torch eager "]  # bf16 left out
+    assert header.split("|")[4:] == [" jax cpu step f32 ", ""]  # no bf16, no unpaired peer
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells == ["laptop", "mnist_cnn", "128", "2.00 (2)", "1.50"]  # 3000/1500, 1200/800
-    assert report_bench.host_memory_table(rows[:2]) == ""  # no retain record: no table
+    assert cells == ["laptop", "mnist_cnn", "128", "2.00 (70,000 / 2)"]  # 3000 / 1500
+    assert report_bench.host_memory_table(rows[:3]) == ""  # no retain record: no table
+
+
+def test_each_cell_is_its_configurations_faster_policy_marked_when_not_the_default():
+    rows = [
+        _under(_bench("r", 4000.0, loop="step"), "retain", "2026-01-03T00:00:00"),
+        _under(_bench("s", 3000.0, loop="step"), "system", "2026-01-04T00:00:00"),  # later
+        _under(_bench("pr", 2000.0, framework="keras", mode="graph"), "retain", "2026-01-03"),
+        _under(_bench("ps", 2500.0, framework="keras", mode="graph"), "system", "2026-01-04"),
+    ]
+    older = _under(_bench("o", 9000.0, loop="step"), None, "2026-01-01T00:00:00")  # unnamed
+    row = report_bench.bench_table([older, *rows]).splitlines()[2]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[3:5] == ["4,000 [3,600-4,400]", "2,500 [2,250-2,750] (system)"]
+    assert cells[5:8] == ["cpu step f32", "keras graph (system)", "1.60 (goal met)"]
