@@ -374,6 +374,9 @@ def load_host_memory() -> ModuleType:
     return module
 
 
+HOST_MEMORY = load_host_memory()
+
+
 def git_commit() -> str | None:
     try:
         out = subprocess.run(
@@ -570,7 +573,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument(
         "--host-memory",
-        choices=("retain", "system"),
+        choices=HOST_MEMORY.POLICIES,
         default="retain",
         help="host allocator, as the JAX bench's on CPU: retain (default; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
@@ -603,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     path = Path(args.out) / records.RECORDS_FILE
     # before any framework is imported: threads keep the arena they first allocate from
-    host_memory = load_host_memory().apply(args.host_memory, "cpu")
+    host_memory = HOST_MEMORY.apply(args.host_memory, "cpu")
     for name, modes in args.plan.items():  # torch first, then keras: each imported in turn
         framework = FRAMEWORKS[name]
         env = environment(framework.load(args.threads), args.threads, host_memory)

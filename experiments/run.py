@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.tables import format_table, seconds, si
+from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
 
 DEFAULT_STUDY = (
     ("mnist_cnn", {}),
@@ -129,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--host-memory",
-        choices=("auto", "retain", "system"),
+        choices=host_memory.POLICIES,
         default="auto",
         help="host allocator: auto (retain on CPU) | retain (reuse freed memory; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
@@ -299,8 +300,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from jaxcnn import host_memory
-
     host_memory.apply(args.host_memory, args.device)  # before JAX starts its backends
     from jaxcnn import devices as devices_lib
     from jaxcnn import models

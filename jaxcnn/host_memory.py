@@ -43,16 +43,8 @@ import sys
 from typing import Any
 
 POLICIES = ("auto", "retain", "system")
-# mallopt(3) parameter numbers (glibc's malloc.h)
-M_TRIM_THRESHOLD = -1
-M_MMAP_MAX = -4
-M_ARENA_MAX = -8
 RETAIN = {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}
-_PARAMS = {
-    "M_ARENA_MAX": M_ARENA_MAX,
-    "M_MMAP_MAX": M_MMAP_MAX,
-    "M_TRIM_THRESHOLD": M_TRIM_THRESHOLD,
-}
+_MALLOPT_PARAM = {"M_ARENA_MAX": -8, "M_MMAP_MAX": -4, "M_TRIM_THRESHOLD": -1}  # malloc.h
 # Besides the PJRT plugins (entry points in group "jax_plugins": CUDA, ROCm), the
 # package that makes JAX's default backend a TPU.
 TPU_PACKAGES = ("libtpu", "libtpu_nightly")
@@ -111,7 +103,9 @@ def apply(policy: str = "auto", device: str = "auto") -> dict[str, Any]:
         }
     else:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        failed = [name for name, value in RETAIN.items() if libc.mallopt(_PARAMS[name], value) != 1]
+        failed = [
+            name for name, value in RETAIN.items() if libc.mallopt(_MALLOPT_PARAM[name], value) != 1
+        ]
         _current = {
             "policy": "partial" if failed else "retain",
             "applied": not failed,
