@@ -69,7 +69,9 @@ def test_bench_table_sets_configurations_beside_peers_and_the_bound(bench):
     assert "4,500 [4,050-4,950]" in row and "3,000 [2,700-3,300]" in row
     assert "| error |" in row  # the failed peer shows as what it is
     assert "| cpu device f32 | torch eager | 1.50 (goal met) |" in row
-    assert row.rstrip(" |").endswith("100,000")  # 0.2 TFLOP/s / 2 MFLOP per image
+    *_, bound, need = [c.strip() for c in row.strip(" |").split("|")]
+    assert bound == "100,000"  # 0.2 TFLOP/s / 2 MFLOP per image
+    assert float(need) == pytest.approx(1.5 * 3000 / 100_000, abs=0.005)  # the goal's share
 
 
 def test_below_the_goal_there_is_no_claim(bench):
