@@ -122,7 +122,6 @@ def fit(
     total = epochs * per_epoch if max_steps is None else min(max_steps, epochs * per_epoch)
     fingerprint = _fingerprint(len(labels), batch_size, seed)
     if loop == "device":  # another batch order: never resume the other loop's checkpoint
-        placement.require_epochs()
         fingerprint["loop"] = "device"
     state = placement.put_state(state)
     history: list[dict[str, Any]] = []

@@ -13,7 +13,11 @@ where its strategy wants them and bring them back. Strategies:
   (devices, per_device, ...); the step runs with `axis_name="batch"`, so gradients,
   BatchNorm statistics and metrics are averaged across replicas by the step itself.
   pmap has been in maintenance mode since JAX 0.8 (it is implemented on shard_map)
-  but works, and is what the Flax ImageNet example and many users know.
+  but works, and is what the Flax ImageNet example and many users know. Its whole
+  epoch is that same per-replica program written with `shard_map` (a `lax.scan` of the
+  step with the same axis name, each replica gathering its columns of the order from
+  its own copy of the dataset), since pmap cannot take a replicated dataset without
+  copying it to every device on every call.
 - `sharded`: jit with `NamedSharding` on a 1-D ("data",) mesh: state replicated,
   batch split along its first axis, `axis_name=None`; XLA inserts the collectives.
 
@@ -55,21 +59,13 @@ class Placement:
     get_state: Callable[[train.TrainState], train.TrainState]  # -> one logical copy
     get_metrics: Callable[[dict[str, Any]], dict[str, Any]]  # -> scalars
     # Whole epochs on device (jaxcnn.epochs): (state, dataset, order) -> (state,
-    # per-step metrics); donates state. None where the strategy has none (pmap).
-    train_epoch: Callable[..., Any] | None = None
-    put_dataset: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # all rows, everywhere
+    # per-step metrics); donates state.
+    train_epoch: Callable[..., Any]
+    put_dataset: Callable[[dict[str, Any]], dict[str, Any]]  # all rows, on every device
 
     @property
     def num_devices(self) -> int:
         return len(self.devices)
-
-    def require_epochs(self) -> None:
-        """Raise UsageError unless this placement can run whole epochs on device."""
-        if self.train_epoch is None:
-            raise UsageError(
-                f"strategy {self.strategy} cannot run whole epochs on device: use "
-                "--strategy=sharded (or single), or --loop=step"
-            )
 
 
 def check_batch_size(batch_size: int, num_devices: int) -> None:
@@ -123,6 +119,15 @@ def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     )
 
 
+def _shard_map(f: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """`jax.shard_map` (JAX >= 0.7), or its experimental original on older JAX."""
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(f, **kwargs)
+    from jax.experimental.shard_map import shard_map
+
+    return shard_map(f, **kwargs)
+
+
 def _first_replica(tree: Any) -> Any:
     # Metrics are equal on every replica (psum'd), so this process's replica 0 is them;
     # addressable_data works on every host, where x[0] may need another host's device.
@@ -165,6 +170,22 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         return jax.tree.map(split, batch)
 
     pmapped = functools.partial(jax.pmap, axis_name=PMAP_AXIS, devices=list(devices))
+    replica_step = functools.partial(step, axis_name=PMAP_AXIS)
+
+    def replica_epoch(state, dataset, order):
+        # One replica's shard: its state with a leading axis of 1, the whole dataset,
+        # and its columns of the order, which are the rows put_batch would give it.
+        state = jax.tree.map(lambda x: x[0], state)
+        state, metrics = epochs.train_epoch(state, dataset, order, step=replica_step)
+        return jax.tree.map(lambda x: x[None], (state, metrics))
+
+    epoch = _shard_map(
+        replica_epoch,
+        mesh=mesh,
+        in_specs=(P(PMAP_AXIS), P(), P(None, PMAP_AXIS)),
+        out_specs=(P(PMAP_AXIS), P(PMAP_AXIS)),
+    )
+    replicated = NamedSharding(mesh, P())
     return Placement(
         strategy="pmap",
         devices=tuple(devices),
@@ -174,6 +195,8 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         put_batch=put_batch,
         get_state=lambda state: _unreplicate(state, mesh),
         get_metrics=_first_replica,
+        train_epoch=jax.jit(epoch, donate_argnums=0),
+        put_dataset=lambda dataset: jax.tree.map(lambda x: _put(x, replicated), dataset),
     )
 
 

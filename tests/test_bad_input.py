@@ -49,7 +49,6 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
         (["--formulation", "winograd", *MLP], "unknown formulation 'winograd'"),
         (["--loop", "async", *MLP], "unknown loop 'async': choose one of step, device"),
         (["--host-memory", "huge", *MLP], "invalid choice: 'huge'"),
-        (["--loop", "device", "--strategy", "pmap", *MLP], "use --strategy=sharded"),
         (["--study", "bench", "--loop", "device"], "--loop cannot go with --study=bench"),
     ],
 )

@@ -1,6 +1,7 @@
 """Whole epochs on the device: one compiled `lax.scan` of the one train step over a
 dataset resident on the device, shuffled there. It trains what the per-step loop trains
-(same parameters for the same batches), under sharded jit as on one device, sees every
+(same parameters for the same batches), under sharded jit and pmap as on one device
+(pmap's BatchNorm statistics averaged over the replicas as in its step loop), sees every
 example once per epoch, stops on a NaN naming the step, and resumes from its
 checkpoints bit for bit."""
 
@@ -13,7 +14,6 @@ import pytest
 
 from jaxcnn import data, epochs, models, parallel, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
-from jaxcnn.errors import UsageError
 from jaxcnn.loop import NonFiniteLoss, fit
 
 
@@ -63,24 +63,46 @@ def test_the_compiled_epoch_trains_what_the_step_loop_trains():
     assert int(by_epoch.step) == 6
 
 
-def test_sharded_epoch_on_eight_devices_equals_one_device():
+def test_sharded_and_pmap_epochs_on_eight_devices_equal_one_device():
     order = epochs.epoch_order(jax.random.key(4), 200, 64)
-    results = []
-    for strategy, devices in (("single", jax.devices()[:1]), ("sharded", jax.devices())):
-        placement = parallel.place(strategy, devices)
-        state = placement.put_state(_state("mlp", width=32))
-        state, _ = placement.train_epoch(state, placement.put_dataset(_dataset()), order)
+    results, losses = [], []
+    for strategy, count in (("single", 1), ("sharded", 8), ("pmap", 8)):
+        placement = parallel.place(strategy, jax.devices()[:count])
+        # No dropout: pmap's replicas draw their own masks (as in its step loop)
+        state = placement.put_state(_state("mlp", width=32, dropout=0.0))
+        state, metrics = placement.train_epoch(state, placement.put_dataset(_dataset()), order)
         results.append(jax.device_get(placement.get_state(state).params))
-    _close(*results)
+        losses.append(np.asarray(placement.get_metrics(metrics)["loss"]))
+        assert int(jnp.ravel(state.step)[0]) == 3
+    _close(results[0], results[1])
+    _close(results[0], results[2])
+    assert losses[0].shape == losses[1].shape == losses[2].shape == (3,)
+    np.testing.assert_allclose(losses[2], losses[0], rtol=1e-5)
 
 
-def test_pmap_has_no_epoch_loop_and_says_what_to_use():
-    placement = parallel.place("pmap", jax.devices()[:2])
-    with pytest.raises(UsageError, match="cannot run whole epochs on device: use --strategy"):
-        placement.require_epochs()
-    with pytest.raises(UsageError, match="strategy pmap cannot run whole epochs"):
-        fit(_state("mlp", width=8), (_dataset()["image"], _dataset()["label"]), loop="device",
-            placement=placement, batch_size=32)  # fmt: skip
+def test_pmap_epoch_averages_batchnorm_statistics_as_its_step_loop_does():
+    """The replicas' BatchNorm statistics are averaged over the global batch inside the
+    compiled epoch too (the step's axis name reaches it): same state as pmap's step loop."""
+    order = epochs.epoch_order(jax.random.key(5), 64, 16)
+    placement = parallel.place("pmap", jax.devices()[:4])
+    rng = np.random.default_rng(1)
+    dataset = {
+        "image": rng.integers(0, 256, (64, 16, 16, 3), dtype=np.uint8),
+        "label": rng.integers(0, 10, 64).astype(np.int32),
+    }
+    module = models.get("resnet_tiny", stage_sizes=(1,), num_filters=4)
+    fresh = train.create_train_state(module, train.make_optimizer(), (16, 16, 3))
+    by_epoch, _ = placement.train_epoch(
+        placement.put_state(fresh), placement.put_dataset(dataset), order
+    )
+    by_step = placement.put_state(fresh)
+    for index in np.asarray(order):
+        batch = placement.put_batch({k: v[index] for k, v in dataset.items()})
+        by_step, _ = placement.train_step(by_step, batch)
+    epoch_state, step_state = placement.get_state(by_epoch), placement.get_state(by_step)
+    assert jax.tree.leaves(epoch_state.batch_stats)
+    _close(epoch_state.batch_stats, step_state.batch_stats)
+    _close(epoch_state.params, step_state.params)
 
 
 def test_fit_on_device_takes_the_step_loop_s_steps_and_reports_compile_apart():
@@ -95,7 +117,7 @@ def test_fit_on_device_takes_the_step_loop_s_steps_and_reports_compile_apart():
     assert [e["steps"] for e in capped] == [6, 2]
 
 
-@pytest.mark.parametrize("strategy,count", [("single", 1), ("sharded", 8)])
+@pytest.mark.parametrize("strategy,count", [("single", 1), ("sharded", 8), ("pmap", 4)])
 def test_a_placed_dataset_is_used_where_it_is_and_trains_as_host_arrays(strategy, count):
     placement = parallel.place(strategy, jax.devices()[:count])
     placed = placement.put_dataset(_dataset())
