@@ -1,6 +1,6 @@
 """Many hosts on one CPU: 2 processes x 2 CPU devices joined by jax.distributed (gloo
-collectives on 127.0.0.1) train like 1 process with 4 devices; a bad coordinator is a
-one-line usage error, not a hang or a C++ abort."""
+collectives on 127.0.0.1) train like 1 process with 4 devices; the CLI runs there with
+either loop; a bad coordinator is a one-line usage error, not a hang or a C++ abort."""
 
 from __future__ import annotations
 
@@ -85,10 +85,12 @@ def test_two_processes_train_like_one_process_with_four_devices(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path):
+@pytest.mark.parametrize("loop", ["step", "device"])
+def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
     coordinator = f"127.0.0.1:{_free_port()}"
     args = [
         *("--model", "mlp", "--width", "8", "--strategy", "pmap", "--batch-size", "16"),
+        *("--loop", loop),
         *("--epochs", "1", "--steps", "2", "--timing-steps", "2", "--no-progress"),
         *("--out", str(tmp_path), "--coordinator", coordinator, "--num-processes", "2"),
     ]
@@ -99,6 +101,7 @@ def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path):
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
     assert record["status"] == "ok", record.get("message")
     assert record["device"]["count"] == 4 and record["device"]["process_count"] == 2
+    assert record["loop"] == loop  # pmap's compiled epoch spans both processes too
 
 
 def test_unreachable_coordinator_exits_2_in_one_line(tmp_path, capsys):
