@@ -102,6 +102,11 @@ def _put(x: Any, sharding: NamedSharding) -> jax.Array:
     return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
+def _put_everywhere(tree: Any, sharding: NamedSharding) -> Any:
+    """Every array of `tree` placed with `sharding` (replicated: whole on every device)."""
+    return jax.tree.map(lambda x: _put(x, sharding), tree)
+
+
 def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     device = devices[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
@@ -120,7 +125,7 @@ def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
 
 
 def _shard_map(f: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """`jax.shard_map` (JAX >= 0.7), or its experimental original on older JAX."""
+    """`jax.shard_map`, or on a JAX too old to have it, its experimental original."""
     if hasattr(jax, "shard_map"):
         return jax.shard_map(f, **kwargs)
     from jax.experimental.shard_map import shard_map
@@ -185,18 +190,17 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         in_specs=(P(PMAP_AXIS), P(), P(None, PMAP_AXIS)),
         out_specs=(P(PMAP_AXIS), P(PMAP_AXIS)),
     )
-    replicated = NamedSharding(mesh, P())
     return Placement(
         strategy="pmap",
         devices=tuple(devices),
-        train_step=pmapped(functools.partial(step, axis_name=PMAP_AXIS), donate_argnums=0),
+        train_step=pmapped(replica_step, donate_argnums=0),
         eval_step=pmapped(functools.partial(evaluate, axis_name=PMAP_AXIS)),
         put_state=put_state,
         put_batch=put_batch,
         get_state=lambda state: _unreplicate(state, mesh),
         get_metrics=_first_replica,
         train_epoch=jax.jit(epoch, donate_argnums=0),
-        put_dataset=lambda dataset: jax.tree.map(lambda x: _put(x, replicated), dataset),
+        put_dataset=functools.partial(_put_everywhere, sharding=NamedSharding(mesh, P())),
     )
 
 
@@ -216,7 +220,7 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
             donate_argnums=0,
         ),
         eval_step=jax.jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
-        put_state=lambda state: jax.tree.map(lambda x: _put(x, replicated), state),
+        put_state=functools.partial(_put_everywhere, sharding=replicated),
         put_batch=lambda batch: jax.tree.map(lambda x: _put(x, split), batch),
         get_state=lambda state: state,  # replicated: already one logical copy
         get_metrics=lambda metrics: metrics,
@@ -228,7 +232,7 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
             out_shardings=(replicated, replicated),
             donate_argnums=0,
         ),
-        put_dataset=lambda dataset: jax.tree.map(lambda x: _put(x, replicated), dataset),
+        put_dataset=functools.partial(_put_everywhere, sharding=replicated),
     )
 
 
