@@ -238,10 +238,9 @@ INTRO = (
     "of the best JAX configuration ran at the best f32 matmul rate measured in the "
     "same run (`matmul_ceiling` / `flops.per_image`): no formulation of the same "
     "FLOPs passes it on that machine. `goal / bound`: the goal's images/s "
-    f"({GOAL}x the "
-    "fastest peer's) over that bound, the share of the f32 matmul rate every FLOP "
-    "would need to run at to meet it; above 1, the goal needs fewer FLOPs, not a "
-    "better schedule."
+    f"({GOAL}x the fastest peer's) over that bound, the share of the f32 matmul rate "
+    "every FLOP would need to run at to meet it; above 1, the goal needs fewer FLOPs, "
+    "not a better schedule."
 )
 PLOT = "study_bench.png"
 
