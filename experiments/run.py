@@ -66,14 +66,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _positive_int(text: str) -> int:
+def _integer(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    if value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise argparse.ArgumentTypeError(f"{value} is not {what}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _integer(text, 1)
+
+
+def _count(text: str) -> int:
+    return _integer(text, 0)
 
 
 def _positive_float(text: str) -> float:
@@ -113,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--batch-size", type=_positive_int, help=f"global batch (default {DEFAULT_BATCH})"
     )
-    p.add_argument("--epochs", type=_positive_int, help=f"default {DEFAULT_EPOCHS}")
+    p.add_argument(
+        "--epochs", type=_count, help=f"default {DEFAULT_EPOCHS}; 0: compile and time only"
+    )
     p.add_argument("--steps", type=_positive_int, help="stop after this many training steps")
     p.add_argument("--optimizer", default="adam", help="adam|sgd")
     p.add_argument("--learning-rate", type=_positive_float, default=1e-3)
@@ -199,7 +210,7 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
     common = {
         "dataset": args.dataset,
         "batch_size": args.batch_size or smoke.get("batch_size", DEFAULT_BATCH),
-        "epochs": args.epochs or smoke.get("epochs", DEFAULT_EPOCHS),
+        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if args.epochs is None else args.epochs,
         "steps": args.steps or smoke.get("steps"),
         "optimizer": args.optimizer,
         "learning_rate": args.learning_rate,
@@ -217,7 +228,7 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
     for name in _study_names(args.study):
         study = STUDIES[name]
         if callable(study):
-            given = [f"--{f.replace('_', '-')}" for f in STUDY_SETS if getattr(args, f)]
+            given = [f"--{f.replace('_', '-')}" for f in STUDY_SETS if getattr(args, f) is not None]
             given += [f"--{f}" for f, v in STUDY_DEFAULTS.items() if getattr(args, f) != v]
             if given:
                 raise_usage(

@@ -61,7 +61,7 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
     [
         (["--batch-size", "0"], "0 is not a positive integer"),
         (["--batch-size", "x"], "'x' is not an integer"),
-        (["--epochs", "-1"], "-1 is not a positive integer"),
+        (["--epochs", "-1"], "-1 is not an integer >= 0"),
         (["--steps", "1.5"], "'1.5' is not an integer"),
         (["--num-devices", "0"], "0 is not a positive integer"),
         (["--checkpoint-every", "0"], "0 is not a positive integer"),
