@@ -6,7 +6,8 @@ timed by the same rules, one record per (framework, model, batch, mode).
 
 Optional and never run in CI. Run it from a separate virtualenv that has no JAX (see
 benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure, only
-experiments.records (standard library only) to append the records to DIR/records.jsonl,
+experiments.records (standard library only) to append the records to DIR/records.jsonl
+(and experiments.turns, standard library too: how blocks take turns under benchmarks/paired.py),
 with workload kind "peer", workload.framework "torch" | "keras" and workload.mode.
 
 Rules, the same for every framework and as the JAX side: K batches of random uint8 images
@@ -39,7 +40,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from experiments import records  # the standard library only: no jax
+from experiments import records, turns  # the standard library only: no jax
 from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"
@@ -121,7 +122,8 @@ def timed(
     for i in range(1, WARMUP_STEPS):  # the rest of the warm-up, untimed
         fetch(step(*batches[i % steps]))
     faults = minor_page_faults()
-    seconds = [time_block(step, batches, fetch) for _ in range(repeats)]
+    # In a paired run (benchmarks/paired.py) each repeat waits for this process's turn.
+    seconds = turns.timed_blocks(lambda: time_block(step, batches, fetch), repeats, steps * batch)
     faults_per_step = (minor_page_faults() - faults) / (repeats * steps)
     return {
         "compile_time_s": {"train": first, "eval": None},
@@ -400,6 +402,7 @@ def environment(
         "threads_requested": threads,  # --threads; None: the framework's default
         "host_memory": host_memory,  # jaxcnn/host_memory.py: what --host-memory set
         "env_vars": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+        **({"turns": paired} if (paired := turns.describe()) else {}),  # benchmarks/paired
     }
 
 

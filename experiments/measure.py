@@ -8,6 +8,7 @@ p10/p90 and n. Timing runs on a copy of the state so training is not disturbed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 import socket
 import subprocess
@@ -21,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import turns
 from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
@@ -86,10 +88,13 @@ def time_blocks(
     """(seconds per step, images/s), each over `repeats` timed calls of `run_block()`,
     which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
     clock is read once per block, after its results are ready. Warm-up blocks first.
-    Images/s also carries the host's minor page faults per step over all the blocks."""
+    Images/s also carries the host's minor page faults per step over all the blocks.
+    In a paired run (experiments/turns.py) each timed block waits for its turn."""
     _seconds(run_block, repeats=warmup, warmup=0)
     faults = minor_page_faults()
-    per_step = np.asarray(_seconds(run_block, repeats=repeats, warmup=0)) / steps
+    one_block = functools.partial(_seconds, run_block, repeats=1, warmup=0)
+    seconds = turns.timed_blocks(lambda: one_block()[0], repeats, steps * images_per_step)
+    per_step = np.asarray(seconds) / steps
     faults_per_step = (minor_page_faults() - faults) / (repeats * steps)
     return (
         {**summarize(per_step), "steps": steps},
@@ -178,7 +183,7 @@ def environment() -> dict[str, Any]:
     import jaxlib
     import optax
 
-    return {
+    env = {
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
         "flax": flax.__version__,
@@ -189,6 +194,10 @@ def environment() -> dict[str, Any]:
         "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host_memory": host_memory.current(),
     }
+    paired = turns.describe()  # a side of benchmarks/paired.py: its blocks took turns
+    if paired:
+        env["turns"] = paired
+    return env
 
 
 # --- The device's matmul ceiling ------------------------------------------------------

@@ -89,6 +89,16 @@ Kind "ensemble" (ensemble_size K models on one device), when ok: as "train", plu
 Kind "peer" (benchmarks/peers.py: the same model and train step in another
 framework, workload.framework and workload.mode say which), when ok: params,
     compile_time_s {train: the first step}, step_time_s, throughput, images_per_s
+Kind "paired" (benchmarks/paired.py: JAX's and a peer's timed blocks alternated, one
+process computing at a time; workload.study "bench"), when ok:
+    paired {rounds [{first: jax|peer, jax {images_per_s, start, end}, peer {...}}]
+                                           one block of each side per round, the side
+                                           that went first alternating; start/end on the
+                                           host's monotonic clock,
+            ratio {median, p10, p90, n}    per round, jax images/s over peer images/s,
+            jax, peer {run_id, configuration, host_memory, throughput}
+                                           each side's own record (env.turns names the
+                                           pair) and what it ran}
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message`.
@@ -124,17 +134,19 @@ _REQUIRED = {
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy")
 _REQUIRED_DEVICE = ("platform", "kind", "count", "process_count")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
-KINDS = ("train", "matmul", "ensemble", "peer")
+KINDS = ("train", "matmul", "ensemble", "peer", "paired")
 # What an ok record must carry, by workload kind (a matmul has no images).
 _REQUIRED_OK_BY_KIND = {
     "train": _REQUIRED_OK,
     "matmul": ("params", "compile_time_s", "step_time_s", "matmul"),
     "ensemble": (*_REQUIRED_OK, "ensemble"),
     "peer": (*_REQUIRED_OK, "throughput"),
+    "paired": ("paired",),
 }
 _REQUIRED_SECTION = {
     "matmul": ("n", "dtype", "flops", "tflops"),
     "ensemble": ("k", "mode", "seeds", "learning_rates", "test_accuracy"),
+    "paired": ("rounds", "ratio", "jax", "peer"),
 }
 
 
@@ -169,7 +181,7 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
                 absent = [k for k in keys if k not in record[section]]
                 if absent:
                     raise RecordError(f"{section} lacks {', '.join(absent)}")
-        step = record["step_time_s"]
+        step = record.get("step_time_s", {"median": None, "p10": None, "p90": None, "n": 0})
         if not all(k in step for k in ("median", "p10", "p90", "n")):
             raise RecordError("step_time_s needs median, p10, p90 and n")
     _check_measurements(record)

@@ -15,6 +15,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from experiments.stats import summarize
 from experiments.tables import format_table
 
 Record = dict[str, Any]
@@ -63,7 +64,7 @@ def _bound(record: Record) -> float | None:
     return ceiling * 1e12 / per_image
 
 
-def _host_memory(record: Record) -> str:
+def host_memory_policy(record: Record) -> str:
     """The host allocator policy a record ran under (records before it existed: system)."""
     return (record["env"].get("host_memory") or {}).get("policy", "system")
 
@@ -76,13 +77,15 @@ def bench_records(records: list[Record]) -> list[Record]:
         w = r["workload"]
         if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
             continue
+        if w.get("kind") == "paired" or r["env"].get("turns"):
+            continue  # blocks taken in turns (benchmarks/paired.py): the paired table's
         key = (
             r["device"]["platform"],
             _machine(r),
             _model(r),
             w["batch_size"],
             configuration(r),
-            _host_memory(r),
+            host_memory_policy(r),
         )
         chosen[key] = r
     # Records from before the policy was recorded are glibc's defaults on another day:
@@ -95,7 +98,7 @@ def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
     """(platform, machine, model, batch) -> configuration -> its records, one per policy,
     `retain` (the CPU's default, jaxcnn/host_memory.py) first."""
     grouped: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
-    for r in sorted(bench_records(records), key=lambda r: _host_memory(r) != "retain"):
+    for r in sorted(bench_records(records), key=lambda r: host_memory_policy(r) != "retain"):
         key = (r["device"]["platform"], _machine(r), _model(r), r["workload"]["batch_size"])
         grouped[key][configuration(r)].append(r)
     return dict(sorted(grouped.items()))
@@ -118,11 +121,23 @@ def _best(cells: dict[str, list[Record]], peer: bool, precision: str = "f32") ->
     return max([r for r in shown if r and r["status"] == "ok"], key=_rate, default=None)
 
 
+def fastest_pair(
+    records: list[Record], model: str, batch: int, machine: str
+) -> tuple[Record | None, Record | None]:
+    """(the best JAX f32 record, the fastest peer's) of the CPU bench table's cell for
+    `model` (`mlp 4096`, as the table names it) at `batch` on `machine`: the two figures
+    its `best f32 / peer` divides, and what benchmarks/paired.py re-measures in turns."""
+    for (platform, host, name, size), cells in _groups(records).items():
+        if (platform, host, name, size) == ("cpu", machine, model, batch):
+            return _best(cells, peer=False), _best(cells, peer=True)
+    return None, None
+
+
 def _policy_note(record: Record | None, cells: dict[str, list[Record]]) -> str:
     """` (system)` where glibc's defaults beat `retain` for this configuration."""
     if record is None or len(cells.get(configuration(record)) or []) < 2:
         return ""
-    return "" if _host_memory(record) == "retain" else f" ({_host_memory(record)})"
+    return "" if host_memory_policy(record) == "retain" else f" ({host_memory_policy(record)})"
 
 
 def _named(record: Record | None, cells: dict[str, list[Record]]) -> str:
@@ -192,7 +207,7 @@ def host_memory_table(records: list[Record]) -> str:
         if w.get("precision", "f32") != "f32" or not r["env"].get("host_memory"):
             continue  # records from before the policy was recorded ran on other days
         key = (_machine(r), _model(r), w["batch_size"], configuration(r))
-        latest[key][_host_memory(r)] = r
+        latest[key][host_memory_policy(r)] = r
     pairs = {k: v for k, v in latest.items() if {"system", "retain"} <= v.keys()}
     if not pairs:
         return ""
@@ -211,6 +226,73 @@ def host_memory_table(records: list[Record]) -> str:
             cells.append(f"{ratio:.2f} ({shown[0]} / {shown[1]})")
         rows.append([machine, model, batch, *cells])
     return format_table(["machine", "model", "batch", *configs], rows, markdown=True)
+
+
+def _side(side: dict[str, Any]) -> str:
+    """`jax cpu device f32 (retain)`: a paired side's configuration and host memory."""
+    return f"{side['configuration']} ({side['host_memory']})"
+
+
+def _spread(summary: dict[str, Any], digits: str = ",.0f") -> str:
+    return f"{summary['median']:{digits}} [{summary['p10']:{digits}}-{summary['p90']:{digits}}]"
+
+
+def paired_table(records: list[Record]) -> str:
+    """The paired records (benchmarks/paired.py), the latest per machine, model, batch
+    and pair of configurations: each side's images/s over its blocks and the ratio of
+    the blocks round by round; "" when there are none."""
+    latest: dict[tuple, Record] = {}
+    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+        w = r["workload"]
+        if w.get("kind") != "paired" or w.get("study") != "bench":
+            continue
+        sides = r.get("paired") or {}
+        names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
+        latest[(_machine(r), _model(r), w["batch_size"], *names)] = r
+    rows = []
+    for (machine, model, batch, jax_side, peer_side), r in sorted(latest.items()):
+        if r["status"] != "ok":
+            rows.append([machine, model, batch, jax_side, peer_side, r["status"], "-", "-", "-"])
+            continue
+        paired = r["paired"]
+        jax_rates = [one["jax"]["images_per_s"] for one in paired["rounds"]]
+        peer_rates = [one["peer"]["images_per_s"] for one in paired["rounds"]]
+        ratio = paired["ratio"]
+        verdict = " (goal met)" if ratio["median"] >= GOAL else ""
+        rows.append(
+            [
+                machine,
+                model,
+                batch,
+                jax_side,
+                peer_side,
+                _spread(summarize(jax_rates)),
+                _spread(summarize(peer_rates)),
+                _spread(ratio, ".2f") + verdict,
+                ratio["n"],
+            ]
+        )
+    if not rows:
+        return ""
+    headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
+    return format_table([*headers, "jax / peer, per round", "rounds"], rows, markdown=True)
+
+
+PAIRED_INTRO = (
+    "Paired (`python -m benchmarks.paired`): the cell's best JAX f32 configuration and "
+    "its fastest peer, with their host memory policies, re-measured in turns: each side "
+    "compiles and warms up alone, then their timed blocks alternate, one process "
+    "computing at a time, the side that goes first swapping every round. "
+    "`jax / peer, per round`: the ratio of the two blocks of each round, median "
+    "[p10-p90], so that the CPU's drift over minutes, which moves both blocks of a "
+    "round alike, does not enter it; `(goal met)` where the median reaches "
+    f"{GOAL}. Images/s: each side's blocks, median [p10-p90]."
+)
+
+
+def _paired_part(records: list[Record]) -> str:
+    table = paired_table(records)
+    return f"\n\n{PAIRED_INTRO}\n\n{table}" if table else ""
 
 
 HOST_MEMORY_INTRO = (
@@ -255,7 +337,10 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
     path = _plot(groups, configs, peers, out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
-    text = f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{image}{_host_memory_part(records)}"
+    text = (
+        f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{image}"
+        f"{_paired_part(records)}{_host_memory_part(records)}"
+    )
     return text, [path] if path else []
 
 
@@ -278,7 +363,8 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    return f"{INTRO}\n\n{table}\n\n{provenance}{plot}{_host_memory_part(records)}"
+    paired = _paired_part(records)
+    return f"{INTRO}\n\n{table}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
 
 
 def _plot(groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path) -> Path | None:

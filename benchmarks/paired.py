@@ -1,0 +1,477 @@
+"""python -m benchmarks.paired [--models ...] [--batch-sizes ...] [--jax best|F:LOOP:POLICY]
+[--peer fastest|FRAMEWORK:MODE:POLICY] [--peer-python PATH] [--data-dir DIR] [--out DIR]:
+JAX's train step and a peer framework's, re-measured in turns, one paired record per
+model and batch.
+
+Why: on this VM the CPU's speed drifts within minutes by more than many of the effects
+the bench compares, and the bench times JAX and the peers minutes apart, in separate
+runs. Here both run at once, each in its own process and environment: the JAX side is
+`python -m experiments.run --model=...` (the project's venv), the peer side
+`python -m benchmarks.peers` (the peers' venv). Each compiles and warms up alone; then
+their timed blocks alternate, one process computing while the other waits on a pipe
+(experiments/turns.py), and the side that goes first swaps every round. The ratio is
+taken round by round, from two blocks adjacent in time.
+
+Default pairs: the bench table's own (`--jax=best --peer=fastest`): for each model and
+batch, the best JAX f32 configuration and the fastest peer among OUT's bench records on
+this host, each under the host memory policy it was fastest with. Both sides write their
+own full records to OUT (env.turns names the pair; the bench table leaves them out), and
+this driver one record of kind "paired" with every round's images/s and the ratios.
+
+Optional and never run in CI (it needs the peers' venv, benchmarks/README.md); the
+tests pair two JAX sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NoReturn
+
+from benchmarks.peers import git_commit
+from experiments import records, report_bench, turns
+from experiments.stats import summarize
+
+PROG = "python -m benchmarks.paired"
+REPO = Path(__file__).resolve().parents[1]
+MODELS = ("lenet5_keras", "mnist_cnn", "mlp")
+MLP_WIDTH = 4096  # the bench's and the peers' mlp
+ROUNDS = 7  # experiments.measure.THROUGHPUT_REPEATS: the JAX side's timed blocks
+STEPS = 20  # steps per block, as the bench (BENCH_TIMING_STEPS) and the peers' default
+POLICIES = ("retain", "system")
+PEER_PYTHON = ".peers-venv/bin/python"  # where benchmarks/README.md sets it up
+
+
+class UsageError(ValueError):
+    """A bad command line or a pair that cannot be chosen: one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One side of a pair: `jax FORMULATION LOOP f32` or `FRAMEWORK MODE`, and a policy."""
+
+    side: str  # jax | peer
+    first: str  # jax: formulation; peer: framework
+    second: str  # jax: loop; peer: mode
+    host_memory: str
+    dataset: str = "synthetic"
+
+    @property
+    def configuration(self) -> str:  # as report_bench.configuration names it
+        if self.side == "jax":
+            return f"jax {self.first} {self.second} f32"
+        return f"{self.first} {self.second}"
+
+
+def parse_config(side: str, text: str) -> Config:
+    """`cpu:device:retain` (jax) or `keras:graph:system` (peer)."""
+    parts = text.split(":")
+    if len(parts) != 3 or parts[2] not in POLICIES or not all(parts):
+        example = "cpu:device:retain" if side == "jax" else "keras:graph:system"
+        raise UsageError(
+            f"--{side} {text!r}: give FIRST:SECOND:POLICY, e.g. {example} "
+            f"(POLICY one of {', '.join(POLICIES)}), or {'best' if side == 'jax' else 'fastest'}"
+        )
+    return Config(side, *parts, dataset="mnist" if side == "jax" else "synthetic")
+
+
+def config_of(record: dict[str, Any]) -> Config:
+    """The configuration a bench record ran."""
+    w = record["workload"]
+    policy = (record["env"].get("host_memory") or {}).get("policy", "system")
+    if w.get("kind") == "peer":
+        return Config("peer", w["framework"], w["mode"], policy)
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    return Config("jax", formulation, record.get("loop") or "step", policy, w["dataset"])
+
+
+def table_name(model: str) -> str:
+    return f"mlp {MLP_WIDTH}" if model == "mlp" else model
+
+
+def choose(
+    bench: list[dict[str, Any]], model: str, batch: int, jax: str, peer: str, host: str
+) -> tuple[Config, Config]:
+    """The pair to measure: named, or the bench table's best JAX f32 and fastest peer."""
+    best, fastest = report_bench.fastest_pair(bench, table_name(model), batch, host)
+    chosen = []
+    for side, text, record in (("jax", jax, best), ("peer", peer, fastest)):
+        if text not in ("best", "fastest"):
+            chosen.append(parse_config(side, text))
+        elif record is None:
+            raise UsageError(
+                f"no ok bench record of {side} for {model} at batch {batch} on {host}: run "
+                f"the bench first (benchmarks/README.md) or name --{side}"
+            )
+        else:
+            chosen.append(config_of(record))
+    return chosen[0], chosen[1]
+
+
+def jax_command(
+    python: str, config: Config, model: str, batch: int, data_dir: str | None, out: str
+) -> list[str]:
+    command = [python, "-m", "experiments.run", "--device=cpu", f"--model={model}"]
+    if model == "mlp":
+        command.append(f"--width={MLP_WIDTH}")
+    command += [
+        f"--batch-size={batch}",
+        "--epochs=0",
+        f"--formulation={config.first}",
+        f"--loop={config.second}",
+        "--precision=f32",
+        f"--host-memory={config.host_memory}",
+        f"--dataset={config.dataset}",
+        f"--timing-steps={STEPS}",
+        "--no-checkpoints",
+        "--force",
+        "--no-progress",
+        f"--out={out}",
+    ]
+    return command + ([f"--data-dir={data_dir}"] if data_dir else [])
+
+
+def peer_command(python: str, config: Config, model: str, batch: int, out: str) -> list[str]:
+    return [
+        python,
+        "-m",
+        "benchmarks.peers",
+        f"--frameworks={config.first}",
+        f"--modes={config.second}",
+        f"--models={model}",
+        f"--batch-sizes={batch}",
+        f"--steps={STEPS}",
+        f"--repeats={ROUNDS}",
+        f"--host-memory={config.host_memory}",
+        f"--out={out}",
+    ]
+
+
+class SideFailed(RuntimeError):
+    """A side stopped before or during its turns: one line, from its own output."""
+
+
+@dataclass
+class Side:
+    """One running side: its process and the driver's ends of its two pipes."""
+
+    name: str  # jax | peer
+    command: list[str]
+    pair: str
+    log: Path
+    process: subprocess.Popen | None = None
+    go: int = -1
+    done: Any = None
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def start(self) -> dict[str, Any]:
+        """Start it and wait until it is ready to time (compiled and warmed up alone)."""
+        go_read, self.go = os.pipe()
+        done_read, done_write = os.pipe()
+        spec = {"go": go_read, "done": done_write, "pair": self.pair, "side": self.name}
+        env = {**os.environ, turns.ENV_VAR: json.dumps(spec)}
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                self.command,
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(go_read, done_write),
+            )
+        os.close(go_read)  # the child holds these now: its exit closes them, so the
+        os.close(done_write)  # driver reads EOF instead of waiting forever
+        self.done = os.fdopen(done_read, "rb")
+        return self.wait()
+
+    def wait(self) -> dict[str, Any]:
+        """The side's next report (it is idle once it has sent one)."""
+        line = self.done.readline()
+        if not line:
+            raise SideFailed(f"{self.name} side stopped: {self.last_words()}")
+        return json.loads(line)
+
+    def turn(self) -> dict[str, Any]:
+        """Let it time one block; return its report of the block."""
+        try:
+            os.write(self.go, b"go\n")
+        except BrokenPipeError:
+            raise SideFailed(f"{self.name} side stopped: {self.last_words()}") from None
+        report = self.wait()
+        if "images_per_s" not in report:
+            raise SideFailed(f"{self.name} side sent {report} instead of a block's report")
+        self.blocks.append(report)
+        return report
+
+    def finish(self) -> int:
+        """Let it write its record and exit; its exit code."""
+        try:
+            os.write(self.go, b"go\n")
+        except BrokenPipeError:
+            pass
+        return self.process.wait()
+
+    def last_words(self) -> str:
+        """The side's exit code and the last line it printed."""
+        code = self.process.wait() if self.process else None
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return f"exit code {code}: {lines[-1] if lines else 'no output'} (log: {self.log})"
+
+    def stop(self) -> None:
+        """Whatever state it is in, it is gone afterwards, its pipes closed."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for close in (lambda: os.close(self.go), lambda: self.done and self.done.close()):
+            try:
+                close()
+            except OSError:
+                pass
+
+
+def run_pair(jax: Side, peer: Side, rounds: int = ROUNDS) -> list[dict[str, Any]]:
+    """Start both sides one after the other, alternate their blocks `rounds` times (the
+    side that goes first swapping every round), let each finish alone. The rounds."""
+    try:
+        sides = (jax, peer)
+        blocks = {side.name: side.start().get("blocks") for side in sides}  # one by one
+        if set(blocks.values()) != {rounds}:
+            raise SideFailed(f"the sides time {blocks} blocks, not {rounds} each")
+        done = []
+        for number in range(rounds):
+            order = sides if number % 2 == 0 else sides[::-1]
+            one = {"first": order[0].name}
+            for side in order:
+                one[side.name] = side.turn()
+            done.append(one)
+            print(
+                f"  round {number + 1}/{rounds}: jax {one['jax']['images_per_s']:,.0f}, "
+                f"peer {one['peer']['images_per_s']:,.0f} img/s, "
+                f"ratio {one['jax']['images_per_s'] / one['peer']['images_per_s']:.2f}",
+                flush=True,
+            )
+        for side in sides:
+            code = side.finish()
+            if code != 0:
+                raise SideFailed(f"{side.name} side: {side.last_words()}")
+        return done
+    finally:
+        jax.stop()
+        peer.stop()
+
+
+def side_record(out: Path, pair: str, side: str) -> dict[str, Any] | None:
+    """The record a side wrote for this pair."""
+    path = out / records.RECORDS_FILE
+    wanted = {"pair": pair, "side": side}
+    saved = records.load(path) if path.exists() else []
+    found = [r for r in saved if r["env"].get("turns") == wanted]
+    return found[-1] if found else None
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "git_commit": git_commit(),
+        "host": socket.gethostname(),
+        "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def paired_record(
+    pair: str,
+    model: str,
+    batch: int,
+    configs: tuple[Config, Config],
+    rounds: list[dict[str, Any]] | None,
+    sides: dict[str, dict[str, Any] | None],
+    error: str | None,
+) -> dict[str, Any]:
+    """The driver's record of one pair, ok (with its rounds) or not (with why)."""
+    jax_record = sides.get("jax") or {}
+    overrides = {"width": MLP_WIDTH} if model == "mlp" else {}
+    record: dict[str, Any] = {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": pair,
+        "status": "error" if error else "ok",
+        "message": error,
+        "workload": {
+            "kind": "paired",
+            "study": "bench",
+            "model": model,
+            "model_overrides": (jax_record.get("workload") or {}).get("model_overrides", overrides),
+            "dataset": configs[0].dataset,
+            "batch_size": batch,
+            "strategy": "single",
+            "epochs": 0,
+            "precision": "f32",
+            "timing_steps": STEPS,
+        },
+        "device": jax_record.get("device")
+        or {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
+            "host": socket.gethostname()},
+        "env": environment(),
+    }  # fmt: skip
+    if error:
+        return record
+    record["paired"] = {
+        "rounds": rounds,
+        "ratio": summarize(
+            [one["jax"]["images_per_s"] / one["peer"]["images_per_s"] for one in rounds]
+        ),
+        **{  # what each side's own record says it ran
+            name: {
+                "run_id": sides[name]["run_id"],
+                "configuration": report_bench.configuration(sides[name]),
+                "host_memory": report_bench.host_memory_policy(sides[name]),
+                "throughput": sides[name].get("throughput"),
+            }
+            for name in ("jax", "peer")
+        },
+    }
+    return record
+
+
+def measure_pair(
+    model: str,
+    batch: int,
+    configs: tuple[Config, Config],
+    commands: tuple[list[str], list[str]],
+    out: Path,
+    logs: Path,
+) -> dict[str, Any]:
+    """Run one pair and append its paired record to OUT; the record."""
+    pair = uuid.uuid4().hex
+    sides = [
+        Side(name, command, pair, logs / f"{model}-{batch}-{name}.log")
+        for name, command in zip(("jax", "peer"), commands, strict=True)
+    ]
+    rounds, error = None, None
+    try:
+        rounds = run_pair(*sides)
+    except SideFailed as failed:
+        error = str(failed)
+    written = {side.name: side_record(out, pair, side.name) for side in sides}
+    if error is None and None in written.values():
+        missing = [name for name, r in written.items() if r is None]
+        error = f"no record from the {' and '.join(missing)} side in {out}"
+    if error is None:
+        failed = [r for r in written.values() if r["status"] != "ok"]
+        if failed:
+            error = f"{failed[0]['status']}: {failed[0].get('message')}"
+    record = paired_record(pair, model, batch, configs, rounds, written, error)
+    records.append(out / records.RECORDS_FILE, record)
+    return record
+
+
+# --- Command line -------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not a usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _list(text: str, allowed: Sequence[str] | None, what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if allowed is not None and n not in allowed]
+    if bad or not names:
+        raise UsageError(f"unknown {what} {', '.join(bad) or repr(text)}; one of {allowed}")
+    return names
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0].split(":", 1)[-1].strip())
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated (default all)")
+    p.add_argument("--batch-sizes", default="32,128,512", help="comma-separated")
+    p.add_argument(
+        "--jax", default="best", help="best (the bench table's best f32, default) or "
+        "FORMULATION:LOOP:POLICY, e.g. cpu:device:retain"
+    )  # fmt: skip
+    p.add_argument(
+        "--peer", default="fastest", help="fastest (the bench table's, default) or "
+        "FRAMEWORK:MODE:POLICY, e.g. keras:graph:system"
+    )  # fmt: skip
+    p.add_argument("--jax-python", default=sys.executable, help="default: this python")
+    p.add_argument(
+        "--peer-python", default=PEER_PYTHON, help=f"the peers' venv (default {PEER_PYTHON})"
+    )
+    p.add_argument("--data-dir", help="MNIST's IDX files, for the JAX side (as the bench)")
+    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    args = p.parse_args(argv)
+    args.models = _list(args.models, MODELS, "model")
+    try:
+        args.batch_sizes = [int(b) for b in _list(args.batch_sizes, None, "batch size")]
+    except ValueError:
+        raise UsageError(f"--batch-sizes {args.batch_sizes!r} is not a list of integers") from None
+    for name in ("jax_python", "peer_python"):
+        if not Path(getattr(args, name)).exists():
+            raise UsageError(
+                f"--{name.replace('_', '-')} {getattr(args, name)} does not exist"
+                + (": set up the peers' venv, benchmarks/README.md" if "peer" in name else "")
+            )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parse(argv)
+        out = Path(args.out)
+        path = out / records.RECORDS_FILE
+        bench = records.load(path) if path.exists() else []
+        host = socket.gethostname()
+        plan = [
+            (model, batch, choose(bench, model, batch, args.jax, args.peer, host))
+            for model in args.models
+            for batch in args.batch_sizes
+        ]
+    except UsageError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    logs = Path(tempfile.mkdtemp(prefix="jaxcnn-paired-"))
+    failures = 0
+    for model, batch, configs in plan:
+        jax_config, peer_config = configs
+        print(
+            f"{model} batch {batch}: {jax_config.configuration} ({jax_config.host_memory}) "
+            f"vs {peer_config.configuration} ({peer_config.host_memory})",
+            flush=True,
+        )
+        commands = (
+            jax_command(args.jax_python, jax_config, model, batch, args.data_dir, str(out)),
+            peer_command(args.peer_python, peer_config, model, batch, str(out)),
+        )
+        record = measure_pair(model, batch, configs, commands, out, logs)
+        if record["status"] != "ok":
+            failures += 1
+            print(f"  {record['status']}: {record['message']}", flush=True)
+            continue
+        ratio = record["paired"]["ratio"]
+        print(
+            f"  jax / peer per round: {ratio['median']:.2f} "
+            f"[{ratio['p10']:.2f}-{ratio['p90']:.2f}], n={ratio['n']}",
+            flush=True,
+        )
+    print(f"{len(plan) - failures} of {len(plan)} pairs ok -> {out / records.RECORDS_FILE}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Timed blocks taken in turns with another process: the side of a paired measurement
+(benchmarks/paired.py) that runs inside a JAX bench workload or a peer framework's.
+
+On this VM the CPU's speed drifts by more than many of the effects compared, within
+minutes; two frameworks measured one after the other can differ by the drift alone. A
+paired run starts both, lets each compile and warm up alone, then alternates their
+timed blocks, one process computing at a time, so every JAX block has a peer block
+beside it in time. The driver hands the turn over through two pipes per side, named
+in the environment variable `JAXCNN_TURNS` (JSON: go and done file descriptors, the
+pair's id and this side's name). Unset, everything here is a no-op and blocks run back
+to back, as always.
+
+Standard library only: the peers run without JAX.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+ENV_VAR = "JAXCNN_TURNS"
+
+
+class Turns:
+    """This process's end of the driver's two pipes: it reports on `done` and waits
+    for its turn on `go`."""
+
+    def __init__(self, go: int, done: int, pair: str, side: str) -> None:
+        self.go, self.done, self.pair, self.side = go, done, pair, side
+
+    def describe(self) -> dict[str, str]:
+        """What a record's `env.turns` says: which pair and which side it was."""
+        return {"pair": self.pair, "side": self.side}
+
+    def pause(self, message: dict[str, Any]) -> None:
+        """Tell the driver `message` (this process is idle now), then wait for the turn."""
+        os.write(self.done, (json.dumps(message) + "\n").encode())
+        if not _read_line(self.go):
+            raise RuntimeError("the paired driver went away (its go pipe closed)")
+
+
+def _read_line(fd: int) -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            return b""
+        line += chunk
+    return line
+
+
+def from_env() -> Turns | None:
+    """The turns a driver set up for this process, or None (run blocks back to back)."""
+    text = os.environ.get(ENV_VAR)
+    if not text:
+        return None
+    try:
+        spec = json.loads(text)
+        return Turns(int(spec["go"]), int(spec["done"]), str(spec["pair"]), str(spec["side"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{ENV_VAR}={text!r} is not what benchmarks/paired.py sets: {e}") from e
+
+
+def describe() -> dict[str, str] | None:
+    """`env.turns` of a record made now: None outside a paired run."""
+    turns = from_env()
+    return turns.describe() if turns else None
+
+
+def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[float]:
+    """`repeats` results of `block()` (the seconds of one timed block of `images`
+    images). In a paired run each block waits for this process's turn, and each turn
+    ends by reporting the block's images/s and its start and end on the system-wide
+    monotonic clock (so the driver, and a test, can see that no two blocks overlapped)."""
+    turns = from_env()
+    if turns is None:
+        return [block() for _ in range(repeats)]
+    turns.pause({"ready": True, "blocks": repeats})
+    seconds = []
+    for _ in range(repeats):
+        start = time.monotonic()
+        seconds.append(block())
+        end = time.monotonic()
+        turns.pause({"images_per_s": images / seconds[-1], "start": start, "end": end})
+    return seconds

@@ -1,0 +1,137 @@
+"""benchmarks/paired.py: two real sides (both JAX here: the peers' frameworks are not
+installed in CI) take turns block by block, never computing at once; the driver's paired
+record agrees with each side's own record; a side that fails is an error record, and
+the pair to measure is the bench table's own."""
+
+import itertools
+import sys
+
+import pytest
+from test_report_bench import _bench, _under
+
+from benchmarks import paired
+from experiments import records, report_bench, turns
+from experiments.stats import summarize
+
+CONFIGS = (
+    paired.Config("jax", "cpu", "step", "system", "digits"),
+    paired.Config("peer", "cpu", "device", "system", "digits"),  # a JAX run as the peer
+)
+
+
+def _jax_side(config, out, *extra):
+    return [
+        sys.executable, "-m", "experiments.run", "--device=cpu", "--model=mlp", "--width=8",
+        "--batch-size=16", "--epochs=0", f"--loop={config.second}", "--dataset=digits",
+        "--timing-steps=3", "--host-memory=system", "--no-checkpoints", "--force",
+        "--no-progress", f"--out={out}", *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
+    out = tmp_path / "results"
+    commands = tuple(_jax_side(c, out) for c in CONFIGS)
+    record = paired.measure_pair("mlp", 16, CONFIGS, commands, out, tmp_path)
+    assert record["status"] == "ok", record["message"]
+    rounds = record["paired"]["rounds"]
+    assert len(rounds) == paired.ROUNDS
+    assert [r["first"] for r in rounds] == ["jax", "peer"] * 3 + ["jax"]
+    # One process computing at a time: on the host's one monotonic clock, every block
+    # starts after the one before it ended, in the order the driver gave the turns.
+    order = {"jax": ("jax", "peer"), "peer": ("peer", "jax")}
+    blocks = [one[side] for one in rounds for side in order[one["first"]]]
+    for before, after in itertools.pairwise(blocks):
+        assert before["start"] < before["end"] <= after["start"]
+    ratios = [one["jax"]["images_per_s"] / one["peer"]["images_per_s"] for one in rounds]
+    assert record["paired"]["ratio"] == summarize(ratios)
+
+    saved = records.load(out)
+    assert [r["run_id"] for r in saved][-1] == record["run_id"]
+    for name in ("jax", "peer"):
+        (own,) = [r for r in saved if (r["env"].get("turns") or {}).get("side") == name]
+        assert own["env"]["turns"] == {"pair": record["run_id"], "side": name}
+        assert own["loop"] == {"jax": "step", "peer": "device"}[name]
+        assert own["workload"]["epochs"] == 0 and own["history"] == []  # timed, not trained
+        assert record["paired"][name]["run_id"] == own["run_id"]
+        # the side's own figure is the median of the very blocks the driver saw
+        rates = [one[name]["images_per_s"] for one in rounds]
+        assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
+        assert own["throughput"]["n"] == paired.ROUNDS
+    row = report_bench.paired_table(saved).splitlines()[2]
+    assert "| jax cpu step f32 (system) | jax cpu device f32 (system) |" in row
+
+
+@pytest.mark.slow
+def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
+    out = tmp_path / "results"
+    commands = (_jax_side(CONFIGS[0], out, "--dataset=nope"), _jax_side(CONFIGS[1], out))
+    record = paired.measure_pair("mlp", 16, CONFIGS, commands, out, tmp_path)
+    assert record["status"] == "error"
+    assert record["message"].startswith("jax side stopped: exit code 2: ")
+    assert "nope" in record["message"]
+    assert not (tmp_path / "mlp-16-peer.log").exists()  # the peer side never started
+    assert records.load(out) == [record]
+    assert report_bench.paired_table([record]).splitlines()[2].count("| error |") == 1
+
+
+def test_the_default_pair_is_the_bench_tables_own():
+    bench = [
+        _under(_bench("j1", 4000.0, loop="step"), "retain", "2026-01-03"),
+        _under(_bench("j2", 4500.0, loop="device"), "system", "2026-01-03"),
+        _under(_bench("j3", 9000.0, loop="device", precision="bf16"), "retain", "2026-01-03"),
+        _under(_bench("p1", 2000.0, framework="keras", mode="graph"), "system", "2026-01-03"),
+        _under(_bench("p2", 2500.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
+    ]
+    jax, peer = paired.choose(bench, "mnist_cnn", 128, "best", "fastest", "laptop")
+    assert jax == paired.Config("jax", "cpu", "device", "system", "mnist")  # f32 only
+    assert peer == paired.Config("peer", "torch", "eager", "retain")
+    named = paired.choose(bench, "mnist_cnn", 128, "xla:step:retain", "keras:xla:system", "x")
+    assert [c.configuration for c in named] == ["jax xla step f32", "keras xla"]
+    with pytest.raises(paired.UsageError, match="run the bench first"):
+        paired.choose(bench, "mnist_cnn", 512, "best", "fastest", "laptop")
+    with pytest.raises(paired.UsageError, match="FIRST:SECOND:POLICY, e.g. keras:graph:system"):
+        paired.choose(bench, "mnist_cnn", 128, "best", "keras-graph", "laptop")
+
+
+def test_side_records_stay_out_of_the_bench_table():
+    side = _under(_bench("t", 9000.0, framework="torch", mode="eager"), "retain", "2026-01-03")
+    side["env"]["turns"] = {"pair": "p", "side": "peer"}
+    alone = _under(_bench("a", 3000.0, framework="torch", mode="eager"), "retain", "2026-01-02")
+    assert report_bench.bench_records([side, alone]) == [alone]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--models", "resnet"], "unknown model resnet"),
+        (["--batch-sizes", "a"], "is not a list of integers"),
+        (["--peer-python", "/nowhere/python"], "set up the peers' venv"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    assert paired.main(["--out", str(tmp_path), "--peer-python", sys.executable, *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / records.RECORDS_FILE).exists()
+
+
+def test_turns_are_off_unless_a_driver_set_them(monkeypatch):
+    monkeypatch.delenv(turns.ENV_VAR, raising=False)
+    assert turns.describe() is None
+    assert turns.timed_blocks(lambda: 0.5, 3, 10) == [0.5, 0.5, 0.5]
+    monkeypatch.setenv(turns.ENV_VAR, "{not json")
+    with pytest.raises(ValueError, match="is not what benchmarks/paired.py sets"):
+        turns.from_env()
+
+
+def test_a_paired_record_without_its_ratio_is_rejected():
+    record = {
+        "schema_version": records.SCHEMA_VERSION, "run_id": "x", "status": "ok",
+        "workload": {"kind": "paired", "model": "m", "dataset": "d", "batch_size": 1,
+                     "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+        "env": {}, "paired": {"rounds": [], "jax": {}, "peer": {}},
+    }  # fmt: skip
+    with pytest.raises(records.RecordError, match="paired lacks ratio"):
+        records.validate(record)
