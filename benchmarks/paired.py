@@ -303,8 +303,10 @@ def paired_record(
     rounds: list[dict[str, Any]] | None,
     sides: dict[str, dict[str, Any] | None],
     error: str | None,
+    session: dict[str, Any],
 ) -> dict[str, Any]:
-    """The driver's record of one pair, ok (with its rounds) or not (with why)."""
+    """The driver's record of one pair, ok (with its rounds) or not (with why);
+    `session` {id, pass, passes}: which run of the driver, and which pass over its plan."""
     jax_record = sides.get("jax") or {}
     overrides = {"width": MLP_WIDTH} if model == "mlp" else {}
     record: dict[str, Any] = {
@@ -328,6 +330,7 @@ def paired_record(
         or {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
             "host": socket.gethostname()},
         "env": environment(),
+        "session": session,
     }  # fmt: skip
     if error:
         return record
@@ -356,11 +359,13 @@ def measure_pair(
     commands: tuple[list[str], list[str]],
     out: Path,
     logs: Path,
+    session: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one pair and append its paired record to OUT; the record."""
     pair = uuid.uuid4().hex
+    session = session or {"id": pair, "pass": 1, "passes": 1}
     sides = [
-        Side(name, command, pair, logs / f"{model}-{batch}-{name}.log")
+        Side(name, command, pair, logs / f"{model}-{batch}-{name}-{session['pass']}.log")
         for name, command in zip(("jax", "peer"), commands, strict=True)
     ]
     rounds, error = None, None
@@ -376,7 +381,7 @@ def measure_pair(
         failed = [r for r in written.values() if r["status"] != "ok"]
         if failed:
             error = f"{failed[0]['status']}: {failed[0].get('message')}"
-    record = paired_record(pair, model, batch, configs, rounds, written, error)
+    record = paired_record(pair, model, batch, configs, rounds, written, error, session)
     records.append(out / records.RECORDS_FILE, record)
     return record
 
@@ -413,10 +418,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--peer-python", default=PEER_PYTHON, help=f"the peers' venv (default {PEER_PYTHON})"
     )
+    p.add_argument("--passes", type=int, default=3, help="passes over the pairs (default 3)")
     p.add_argument("--data-dir", help="MNIST's IDX files, for the JAX side (as the bench)")
     p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
     args = p.parse_args(argv)
     args.models = _list(args.models, MODELS, "model")
+    if args.passes < 1:
+        raise UsageError(f"--passes {args.passes}: must be >= 1")
     try:
         args.batch_sizes = [int(b) for b in _list(args.batch_sizes, None, "batch size")]
     except ValueError:
@@ -446,19 +454,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     logs = Path(tempfile.mkdtemp(prefix="jaxcnn-paired-"))
-    failures = 0
-    for model, batch, configs in plan:
+    failures, session = 0, uuid.uuid4().hex
+    # Pass after pass over the whole plan: each pair's processes meet the VM at another
+    # time, and its speed moves between processes by more than within one.
+    for number, (model, batch, configs) in _passes(plan, args.passes):
         jax_config, peer_config = configs
         print(
-            f"{model} batch {batch}: {jax_config.configuration} ({jax_config.host_memory}) "
-            f"vs {peer_config.configuration} ({peer_config.host_memory})",
+            f"pass {number}/{args.passes}, {model} batch {batch}: {jax_config.configuration} "
+            f"({jax_config.host_memory}) vs {peer_config.configuration} "
+            f"({peer_config.host_memory})",
             flush=True,
         )
         commands = (
             jax_command(args.jax_python, jax_config, model, batch, args.data_dir, str(out)),
             peer_command(args.peer_python, peer_config, model, batch, str(out)),
         )
-        record = measure_pair(model, batch, configs, commands, out, logs)
+        where = {"id": session, "pass": number, "passes": args.passes}
+        record = measure_pair(model, batch, configs, commands, out, logs, where)
         if record["status"] != "ok":
             failures += 1
             print(f"  {record['status']}: {record['message']}", flush=True)
@@ -469,8 +481,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[{ratio['p10']:.2f}-{ratio['p90']:.2f}], n={ratio['n']}",
             flush=True,
         )
-    print(f"{len(plan) - failures} of {len(plan)} pairs ok -> {out / records.RECORDS_FILE}")
+    total = len(plan) * args.passes
+    print(f"{total - failures} of {total} pairs ok -> {out / records.RECORDS_FILE} (logs: {logs})")
     return 1 if failures else 0
+
+
+def _passes(plan: list, passes: int) -> list[tuple[int, Any]]:
+    return [(number, cell) for number in range(1, passes + 1) for cell in plan]
 
 
 if __name__ == "__main__":

@@ -237,56 +237,67 @@ def _spread(summary: dict[str, Any], digits: str = ",.0f") -> str:
     return f"{summary['median']:{digits}} [{summary['p10']:{digits}}-{summary['p90']:{digits}}]"
 
 
+def _session(record: Record) -> str:
+    """The run of benchmarks/paired.py a paired record came from (older: its own)."""
+    return (record.get("session") or {}).get("id") or record["run_id"]
+
+
 def paired_table(records: list[Record]) -> str:
-    """The paired records (benchmarks/paired.py), the latest per machine, model, batch
-    and pair of configurations: each side's images/s over its blocks and the ratio of
-    the blocks round by round; "" when there are none."""
-    latest: dict[tuple, Record] = {}
+    """The paired records (benchmarks/paired.py): per machine, model, batch and pair of
+    configurations, the latest session's, its passes' rounds pooled: each side's
+    images/s, the ratio of the blocks round by round, and each pass's median ratio;
+    "" when there are none."""
+    cells: dict[tuple, list[Record]] = defaultdict(list)
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
         if w.get("kind") != "paired" or w.get("study") != "bench":
             continue
         sides = r.get("paired") or {}
         names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
-        latest[(_machine(r), _model(r), w["batch_size"], *names)] = r
+        cells[(_machine(r), _model(r), w["batch_size"], *names)].append(r)
     rows = []
-    for (machine, model, batch, jax_side, peer_side), r in sorted(latest.items()):
-        if r["status"] != "ok":
-            rows.append([machine, model, batch, jax_side, peer_side, r["status"], "-", "-", "-"])
+    for key, found in sorted(cells.items()):
+        latest = _session(found[-1])
+        session = [r for r in found if _session(r) == latest]
+        ok = [r for r in session if r["status"] == "ok"]
+        if not ok:
+            rows.append([*key, session[-1]["status"], "-", "-", "-", "-"])
             continue
-        paired = r["paired"]
-        jax_rates = [one["jax"]["images_per_s"] for one in paired["rounds"]]
-        peer_rates = [one["peer"]["images_per_s"] for one in paired["rounds"]]
-        ratio = paired["ratio"]
+        rounds = [one for r in ok for one in r["paired"]["rounds"]]
+        rates = {s: [one[s]["images_per_s"] for one in rounds] for s in ("jax", "peer")}
+        ratio = summarize([j / p for j, p in zip(rates["jax"], rates["peer"], strict=True)])
         verdict = " (goal met)" if ratio["median"] >= GOAL else ""
+        passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
+        failed = len(session) - len(ok)
         rows.append(
             [
-                machine,
-                model,
-                batch,
-                jax_side,
-                peer_side,
-                _spread(summarize(jax_rates)),
-                _spread(summarize(peer_rates)),
+                *key,
+                _spread(summarize(rates["jax"])),
+                _spread(summarize(rates["peer"])),
                 _spread(ratio, ".2f") + verdict,
+                passes + (f" ({failed} failed)" if failed else ""),
                 ratio["n"],
             ]
         )
     if not rows:
         return ""
     headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
-    return format_table([*headers, "jax / peer, per round", "rounds"], rows, markdown=True)
+    headers += ["jax / peer, per round", "per pass", "rounds"]
+    return format_table(headers, rows, markdown=True)
 
 
 PAIRED_INTRO = (
     "Paired (`python -m benchmarks.paired`): the cell's best JAX f32 configuration and "
-    "its fastest peer, with their host memory policies, re-measured in turns: each side "
-    "compiles and warms up alone, then their timed blocks alternate, one process "
-    "computing at a time, the side that goes first swapping every round. "
-    "`jax / peer, per round`: the ratio of the two blocks of each round, median "
-    "[p10-p90], so that the CPU's drift over minutes, which moves both blocks of a "
-    "round alike, does not enter it; `(goal met)` where the median reaches "
-    f"{GOAL}. Images/s: each side's blocks, median [p10-p90]."
+    "its fastest peer, each under its faster host memory policy, re-measured in turns: "
+    "each side, in its own process, compiles and warms up alone, then their turns "
+    "alternate, one process computing at a time, the side that goes first swapping "
+    "every round; a turn is one untimed block (the other process just had the cores "
+    "and caches) and one timed block. `jax / peer, per round`: the ratio of the two "
+    "timed blocks of each round, median [p10-p90] over all rounds of the latest "
+    "session's passes, so that drift that moves both blocks of a round alike does not "
+    "enter it; `per pass`: each pass's median ratio, new processes each pass (this "
+    "VM's speed moves between processes by more than within one); `(goal met)` where "
+    f"the median reaches {GOAL}. Images/s: each side's timed blocks, median [p10-p90]."
 )
 
 

@@ -72,9 +72,12 @@ def describe() -> dict[str, str] | None:
 
 def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[float]:
     """`repeats` results of `block()` (the seconds of one timed block of `images`
-    images). In a paired run each block waits for this process's turn, and each turn
-    ends by reporting the block's images/s and its start and end on the system-wide
-    monotonic clock (so the driver, and a test, can see that no two blocks overlapped)."""
+    images). In a paired run each block waits for this process's turn, which starts
+    with one more block, untimed: the other process has just had the cores and the
+    caches, and a block timed cold would measure the hand-over, not the step (at small
+    batches, by half). Each turn ends by reporting the timed block's images/s, and the
+    start and end of the turn on the system-wide monotonic clock (so the driver, and a
+    test, can see that no two turns overlapped)."""
     turns = from_env()
     if turns is None:
         return [block() for _ in range(repeats)]
@@ -82,6 +85,7 @@ def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[
     seconds = []
     for _ in range(repeats):
         start = time.monotonic()
+        block()  # untimed: warm again after the other side's turn
         seconds.append(block())
         end = time.monotonic()
         turns.pause({"images_per_s": images / seconds[-1], "start": start, "end": end})
