@@ -35,7 +35,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
@@ -174,7 +174,6 @@ class Side:
     process: subprocess.Popen | None = None
     go: int = -1
     done: Any = None
-    blocks: list[dict[str, Any]] = field(default_factory=list)
 
     def start(self) -> dict[str, Any]:
         """Start it and wait until it is ready to time (compiled and warmed up alone)."""
@@ -212,7 +211,6 @@ class Side:
         report = self.wait()
         if "images_per_s" not in report:
             raise SideFailed(f"{self.name} side sent {report} instead of a block's report")
-        self.blocks.append(report)
         return report
 
     def finish(self) -> int:
@@ -470,7 +468,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer_command(args.peer_python, peer_config, model, batch, str(out)),
         )
         where = {"id": session, "pass": number, "passes": args.passes}
-        record = measure_pair(model, batch, configs, commands, out, logs, where)
+        try:
+            record = measure_pair(model, batch, configs, commands, out, logs, where)
+        except KeyboardInterrupt:  # both sides are stopped; what was recorded stays
+            print(f"interrupted: the pairs before this one are in {out}", file=sys.stderr)
+            return 130
         if record["status"] != "ok":
             failures += 1
             print(f"  {record['status']}: {record['message']}", flush=True)
