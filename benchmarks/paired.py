@@ -330,7 +330,11 @@ def paired_record(
         "env": environment(),
         "session": session,
     }  # fmt: skip
-    if error:
+    if error:  # what was asked, so that the report finds the failure's cell
+        record["paired"] = {
+            name: {"configuration": config.configuration, "host_memory": config.host_memory}
+            for name, config in zip(("jax", "peer"), configs, strict=True)
+        }
         return record
     record["paired"] = {
         "rounds": rounds,

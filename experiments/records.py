@@ -99,6 +99,8 @@ process computing at a time; workload.study "bench"), when ok:
             jax, peer {run_id, configuration, host_memory, throughput}
                                            each side's own record (env.turns names the
                                            pair) and what it ran}
+    session {id, pass, passes}             the driver's run and its pass over the plan
+    (not ok: paired {jax, peer: {configuration, host_memory}}, what was asked)
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message`.

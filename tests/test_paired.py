@@ -72,7 +72,8 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert "nope" in record["message"]
     assert not (tmp_path / "mlp-16-peer.log").exists()  # the peer side never started
     assert records.load(out) == [record]
-    assert report_bench.paired_table([record]).splitlines()[2].count("| error |") == 1
+    row = report_bench.paired_table([record]).splitlines()[2]
+    assert "| jax cpu step f32 (system) | cpu device (system) | error |" in row
 
 
 def test_the_default_pair_is_the_bench_tables_own():
@@ -107,6 +108,7 @@ def test_side_records_stay_out_of_the_bench_table():
         (["--models", "resnet"], "unknown model resnet"),
         (["--batch-sizes", "a"], "is not a list of integers"),
         (["--peer-python", "/nowhere/python"], "set up the peers' venv"),
+        (["--passes", "0"], "--passes 0: must be >= 1"),
     ],
 )
 def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
@@ -135,3 +137,45 @@ def test_a_paired_record_without_its_ratio_is_rejected():
     }  # fmt: skip
     with pytest.raises(records.RecordError, match="paired lacks ratio"):
         records.validate(record)
+
+
+def _paired(run_id, session, number, ratios, utc_time, status="ok"):
+    record = {
+        "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": status,
+        "message": None if status == "ok" else "peer side stopped: exit code 1",
+        "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
+                     "model_overrides": {}, "dataset": "mnist", "batch_size": 128,
+                     "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
+                   "host": "laptop"},
+        "env": {"host": "laptop", "utc_time": utc_time},
+        "session": {"id": session, "pass": number, "passes": 3},
+    }  # fmt: skip
+    sides = {
+        "jax": {"configuration": "jax cpu device f32", "host_memory": "retain"},
+        "peer": {"configuration": "keras graph", "host_memory": "system"},
+    }
+    record["paired"] = sides  # an error record carries what was asked
+    if status == "ok":
+        rounds = [
+            {"first": "jax", "jax": {"images_per_s": 100.0 * r}, "peer": {"images_per_s": 100.0}}
+            for r in ratios
+        ]
+        record["paired"] = {"rounds": rounds, "ratio": summarize(ratios), **sides}
+    return records.validate(record)
+
+
+def test_the_paired_table_pools_the_latest_sessions_passes():
+    rows = [
+        _paired("old", "s1", 1, [3.0] * 7, "2026-01-01T00:00:00"),  # an earlier session
+        _paired("a", "s2", 1, [0.5, 0.6, 0.7], "2026-01-02T00:00:00"),
+        _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00"),
+        _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error"),
+    ]
+    table = report_bench.paired_table(rows)
+    cells = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
+    assert cells[3:5] == ["jax cpu device f32 (retain)", "keras graph (system)"]
+    assert cells[5] == "80 [55-105]"  # the six rounds of s2, not the 3.0s of s1
+    assert cells[6] == "100 [100-100]"
+    assert cells[7] == "0.80 [0.55-1.05]"
+    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6"]
