@@ -204,6 +204,8 @@ def host_memory_table(records: list[Record]) -> str:
         w = r["workload"]
         if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
             continue
+        if r["env"].get("turns"):
+            continue  # a side of a paired run: its blocks took turns
         if w.get("precision", "f32") != "f32" or not r["env"].get("host_memory"):
             continue  # records from before the policy was recorded ran on other days
         key = (_machine(r), _model(r), w["batch_size"], configuration(r))
