@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from experiments import analysis
 from experiments import records as records_lib
+from experiments.labels import device_label, model_label, workload_kind
 from experiments.report_bench import PLOT as BENCH_PLOT
 from experiments.report_bench import bench_block, bench_study
 from experiments.tables import format_table, seconds, si
@@ -38,29 +39,6 @@ FLOPS_MISMATCH = 0.10  # flag |XLA / jaxpr - 1| above this
 # --- Labels and values read from records ----------------------------------------------
 
 
-def device_label(record: Record) -> str:
-    """A device as the report names it: cpu, gpu NVIDIA H100 80GB HBM3, tpu TPU v5 lite x8."""
-    d = record["device"]
-    kind = "" if d["kind"] == d["platform"] else f" {d['kind']}"
-    count = f" x{d['count']}" if d["count"] > 1 else ""
-    return f"{d['platform']}{kind}{count}"
-
-
-def model_label(record: Record) -> str:
-    """`mnist_cnn`, `mlp width=4096`, `mnist_cnn [cpu formulation, device loop]`: the
-    model, and how it was run where that is not XLA's own ops dispatched per step."""
-    w = record["workload"]
-    overrides = w.get("model_overrides") or {}
-    label = w["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
-    ran = []
-    formulation = (record.get("formulation") or {}).get("name", "xla")
-    if formulation != "xla" and _kind(record) != "matmul":
-        ran.append(f"{formulation} formulation")
-    if record.get("loop") == "device":
-        ran.append("device loop")
-    return label + (f" [{', '.join(ran)}]" if ran else "")
-
-
 def _cell(record: Record) -> tuple:
     """What a record measures, without the device: records with equal cells compare.
     The study fields are None in records older than the studies, so those still pair."""
@@ -72,7 +50,7 @@ def _cell(record: Record) -> tuple:
         w.get("precision", "f32"),
         w["strategy"],
         w.get("study"),
-        _kind(record),
+        workload_kind(record),
         w.get("scaling"),
         w.get("ensemble_size") or 1,  # older records have none: one model
         w.get("ensemble_mode"),
@@ -89,10 +67,6 @@ def _sort_key(record: Record) -> tuple:
     return tuple((value is not None, value) for value in _cell(record))
 
 
-def _kind(record: Record) -> str:
-    return record["workload"].get("kind") or "train"
-
-
 def _study_of(record: Record) -> str | None:
     return record["workload"].get("study")
 
@@ -100,7 +74,7 @@ def _study_of(record: Record) -> str | None:
 def generic(records: list[Record]) -> list[Record]:
     """Train records outside the named studies (single --model runs, older records):
     what the generic plots show; each study's records get that study's section."""
-    return [r for r in records if _study_of(r) in (None, "default") and _kind(r) == "train"]
+    return [r for r in records if _study_of(r) in (None, "default") and workload_kind(r) == "train"]
 
 
 def accuracy(record: Record) -> float | None:
@@ -445,7 +419,7 @@ def curves_per_epoch(records: list[Record], out: Path) -> tuple[str, list[Path]]
 
 def _study(records: list[Record], name: str, kind: str = "train") -> list[Record]:
     """The latest record per cell of study `name` and workload kind `kind`."""
-    return [r for r in latest(records) if _study_of(r) == name and _kind(r) == kind]
+    return [r for r in latest(records) if _study_of(r) == name and workload_kind(r) == kind]
 
 
 def chip_label(record: Record) -> str:
@@ -1058,7 +1032,7 @@ STUDY_SECTIONS: list[Section] = [
 def headline_records(records: list[Record]) -> list[Record]:
     """The README's rows: the devices study where there is one (the seeds' headline
     question), else every train record outside the studies, else every train record."""
-    train = [r for r in latest(_ok(records)) if _kind(r) == "train"]
+    train = [r for r in latest(_ok(records)) if workload_kind(r) == "train"]
     for chosen in ([r for r in train if _study_of(r) == "devices"], generic(train), train):
         if chosen:
             return sorted(chosen, key=_workload_key)

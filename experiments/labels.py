@@ -1,0 +1,36 @@
+"""How the report names a record's device, model and workload kind: one definition,
+shared by every report section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Record = dict[str, Any]
+
+
+def workload_kind(record: Record) -> str:
+    """train | matmul | ensemble | peer; older records have no kind: train."""
+    return record["workload"].get("kind") or "train"
+
+
+def device_label(record: Record) -> str:
+    """A device as the report names it: cpu, gpu NVIDIA H100 80GB HBM3, tpu TPU v5 lite x8."""
+    d = record["device"]
+    kind = "" if d["kind"] == d["platform"] else f" {d['kind']}"
+    count = f" x{d['count']}" if d["count"] > 1 else ""
+    return f"{d['platform']}{kind}{count}"
+
+
+def model_label(record: Record) -> str:
+    """`mnist_cnn`, `mlp width=4096`, `mnist_cnn [cpu formulation, device loop]`: the
+    model, and how it was run where that is not XLA's own ops dispatched per step."""
+    w = record["workload"]
+    overrides = w.get("model_overrides") or {}
+    label = w["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    ran = []
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    if formulation != "xla" and workload_kind(record) != "matmul":
+        ran.append(f"{formulation} formulation")
+    if record.get("loop") == "device":
+        ran.append("device loop")
+    return label + (f" [{', '.join(ran)}]" if ran else "")
