@@ -6,7 +6,8 @@ Schema (version 1). Required in every record:
               learning_rate, seed, strategy, precision, timing_steps,
               and from the studies (absent in older records; defaults in brackets):
               study (devices|crossover|batch|scaling|matmul|ensemble|precision|
-                     accuracy|default; null for a single --model run) [null],
+                     accuracy|bench|speedrun|default; null for a single --model run)
+                     [null],
               kind (train|matmul|ensemble) [train],
               num_devices (the first N devices; null = all the run resolved) [null],
               scaling (null|weak|strong: per-device batch fixed | global batch fixed),
@@ -16,7 +17,9 @@ Schema (version 1). Required in every record:
               loop (step|device: per-step dispatch | whole epochs as one compiled
                     loop) [step],
               formulation (auto|xla|cpu: what was asked; see the top-level field)
-                    [auto]}
+                    [auto],
+              schedule (constant|onecycle: the learning rate over the run; onecycle
+                    peaks at learning_rate) [constant]}
               epochs == 0 means timing only: no training, history [], test_accuracy null.
     device {platform, kind, count, process_count, host},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}

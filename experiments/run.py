@@ -58,6 +58,7 @@ STUDY_DEFAULTS = {
     "precision": "f32",
     "loop": "step",
     "formulation": "auto",
+    "schedule": "constant",
 }
 
 
@@ -129,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", default="adam", help="adam|sgd")
     p.add_argument("--learning-rate", type=_positive_float, default=1e-3)
     p.add_argument("--precision", default="f32", help="f32|bf16 compute (params stay f32)")
+    p.add_argument(
+        "--schedule",
+        default="constant",
+        help="learning rate: constant (default) | onecycle (up to --learning-rate over the "
+        "first quarter of the run, then down to 0)",
+    )
     p.add_argument(
         "--loop",
         default="step",
@@ -220,6 +227,7 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
         "timing_steps": smoke.get("timing_steps", args.timing_steps),
         "loop": args.loop,
         "formulation": args.formulation,
+        "schedule": args.schedule,
     }
     if args.model is not None:
         overrides = {"width": args.width} if args.width else {}

@@ -81,6 +81,9 @@ class Workload:
     # How convolutions and pools are computed (jaxcnn.formulation): auto = the
     # platform's default; the record names the one used, the config key includes it.
     formulation: str = "auto"
+    # The learning rate over the run (jaxcnn.train.learning_rate_schedule): constant,
+    # or onecycle, which peaks at learning_rate and spans the run's training steps.
+    schedule: str = "constant"
 
     def describe(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -120,7 +123,11 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
         workload.module_overrides()  # checks the precision
         return
     models.get(workload.model, **workload.module_overrides())
-    train.make_optimizer(workload.optimizer, workload.learning_rate)
+    train.make_optimizer(
+        workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
+    )
+    if workload.kind == "ensemble" and workload.schedule != "constant":
+        raise UsageError("an ensemble trains at a constant learning rate (schedule constant)")
     if workload.kind == "ensemble":
         if workload.ensemble_mode not in ENSEMBLE_MODES:
             raise UsageError(
@@ -378,6 +385,12 @@ def _time_epoch(
     return step_time, eval_time, throughput, seconds
 
 
+def training_steps(workload: Workload, num_examples: int) -> int:
+    """The optimizer steps `fit` will take: full epochs, capped by `steps`."""
+    total = workload.epochs * data.steps_per_epoch(num_examples, workload.batch_size)
+    return total if workload.steps is None else min(workload.steps, total)
+
+
 def _run_train(
     workload: Workload,
     devices: list[jax.Device],
@@ -394,8 +407,13 @@ def _run_train(
     module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
-    tx = train.make_optimizer(workload.optimizer, workload.learning_rate)
     train_split, test_split = splits
+    tx = train.make_optimizer(
+        workload.optimizer,
+        workload.learning_rate,
+        schedule=workload.schedule,
+        total_steps=max(1, training_steps(workload, len(train_split[1]))),
+    )
     placement = place(workload.strategy, devices)
     training = workload.epochs > 0
     history: list[dict[str, Any]] = []

@@ -23,6 +23,7 @@ from jaxcnn.errors import UsageError
 Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
 OPTIMIZERS = ("adam", "sgd")
+SCHEDULES = ("constant", "onecycle")
 
 
 class TrainState(struct.PyTreeNode):
@@ -37,12 +38,42 @@ class TrainState(struct.PyTreeNode):
     tx: optax.GradientTransformation = struct.field(pytree_node=False)
 
 
-def make_optimizer(name: str = "adam", learning_rate: float = 1e-3) -> optax.GradientTransformation:
-    """`adam` (Keras defaults) or `sgd` (momentum 0.9)."""
+def learning_rate_schedule(
+    learning_rate: float, schedule: str = "constant", total_steps: int | None = None
+) -> float | optax.Schedule:
+    """`constant`: `learning_rate` every step. `onecycle` (Smith's one-cycle, triangular):
+    linear from learning_rate / 10 to learning_rate over the first quarter of
+    `total_steps`, then linear to 0 at the last step; it needs the run's length."""
+    if schedule == "constant":
+        return learning_rate
+    if schedule != "onecycle":
+        raise UsageError(f"unknown schedule {schedule!r}: choose one of {', '.join(SCHEDULES)}")
+    if total_steps is None or total_steps < 1:
+        raise UsageError(f"schedule onecycle needs the run's total steps >= 1, got {total_steps}")
+    warmup = max(1, total_steps // 4)
+    return optax.join_schedules(
+        [
+            optax.linear_schedule(learning_rate / 10, learning_rate, warmup),
+            optax.linear_schedule(learning_rate, 0.0, max(1, total_steps - warmup)),
+        ],
+        [warmup],
+    )
+
+
+def make_optimizer(
+    name: str = "adam",
+    learning_rate: float = 1e-3,
+    *,
+    schedule: str = "constant",
+    total_steps: int | None = None,
+) -> optax.GradientTransformation:
+    """`adam` (Keras defaults) or `sgd` (momentum 0.9), at `learning_rate` or on a
+    `schedule` that peaks there (`learning_rate_schedule`)."""
+    rate = learning_rate_schedule(learning_rate, schedule, total_steps)
     if name == "adam":
-        return optax.adam(learning_rate)
+        return optax.adam(rate)
     if name == "sgd":
-        return optax.sgd(learning_rate, momentum=0.9)
+        return optax.sgd(rate, momentum=0.9)
     raise UsageError(f"unknown optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
 
 

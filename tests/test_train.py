@@ -1,3 +1,6 @@
+import itertools
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,6 +120,45 @@ def test_train_step_compiles_once_across_steps():
 def test_unknown_optimizer():
     with pytest.raises(jaxcnn.UsageError, match="unknown optimizer 'rmsprop'"):
         train.make_optimizer("rmsprop")
+
+
+def test_onecycle_rises_over_the_first_quarter_then_falls_to_zero_at_the_last_step():
+    schedule = train.learning_rate_schedule(1e-2, "onecycle", total_steps=100)
+    rates = [float(schedule(step)) for step in range(101)]
+    assert rates[0] == pytest.approx(1e-3)
+    assert max(rates) == pytest.approx(1e-2) and rates.index(max(rates)) == 25
+    assert all(a < b for a, b in itertools.pairwise(rates[:26]))
+    assert all(a > b for a, b in itertools.pairwise(rates[25:]))
+    assert rates[99] == pytest.approx(1e-2 / 75) and rates[100] == 0.0
+    assert train.learning_rate_schedule(1e-2, "constant", 100) == 1e-2
+
+
+def test_a_one_step_onecycle_run_still_has_a_schedule():
+    schedule = train.learning_rate_schedule(1e-2, "onecycle", total_steps=1)
+    assert [float(schedule(s)) for s in (0, 1)] == pytest.approx([1e-3, 1e-2])
+
+
+@pytest.mark.parametrize(
+    "schedule,total,message",
+    [
+        ("cosine", 10, "unknown schedule 'cosine': choose one of constant, onecycle"),
+        ("onecycle", None, "onecycle needs the run's total steps >= 1, got None"),
+        ("onecycle", 0, "onecycle needs the run's total steps >= 1, got 0"),
+    ],
+)
+def test_a_bad_schedule_is_a_usage_error(schedule, total, message):
+    with pytest.raises(jaxcnn.UsageError, match=re.escape(message)):
+        train.make_optimizer("adam", 1e-3, schedule=schedule, total_steps=total)
+
+
+def test_the_optimizer_follows_its_schedule():
+    """The first SGD update (no momentum yet) is the gradient times the schedule's rate
+    at step 0, a tenth of the peak."""
+    tx = train.make_optimizer("sgd", 1.0, schedule="onecycle", total_steps=4)
+    params = {"w": jnp.zeros(())}
+    state = tx.init(params)
+    updates, state = tx.update({"w": jnp.ones(())}, state, params)
+    assert float(updates["w"]) == pytest.approx(-0.1)
 
 
 @pytest.mark.slow
