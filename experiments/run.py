@@ -59,6 +59,10 @@ STUDY_DEFAULTS = {
     "loop": "step",
     "formulation": "auto",
     "schedule": "constant",
+    "optimizer": "adam",
+    "learning_rate": 1e-3,
+    "seed": 0,
+    "timing_steps": 20,
 }
 
 
@@ -237,7 +241,11 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
         study = STUDIES[name]
         if callable(study):
             given = [f"--{f.replace('_', '-')}" for f in STUDY_SETS if getattr(args, f) is not None]
-            given += [f"--{f}" for f, v in STUDY_DEFAULTS.items() if getattr(args, f) != v]
+            given += [
+                f"--{f.replace('_', '-')}"
+                for f, v in STUDY_DEFAULTS.items()
+                if getattr(args, f) != v
+            ]
             if given:
                 raise_usage(
                     f"{', '.join(given)} cannot go with --study={args.study}: the study "

@@ -49,7 +49,8 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
         (["--formulation", "winograd", *MLP], "unknown formulation 'winograd'"),
         (["--loop", "async", *MLP], "unknown loop 'async': choose one of step, device"),
         (["--host-memory", "huge", *MLP], "invalid choice: 'huge'"),
-        (["--study", "bench", "--loop", "device"], "--loop cannot go with --study=bench"),
+        (["--study", "bench", "--loop", "device"], "--loop, --timing-steps cannot go with"),
+        (["--schedule", "cosine", *MLP], "unknown schedule 'cosine': choose one of constant"),
     ],
 )
 def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
