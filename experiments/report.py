@@ -28,6 +28,7 @@ from experiments import records as records_lib
 from experiments.labels import device_label, model_label, workload_kind
 from experiments.report_bench import PLOT as BENCH_PLOT
 from experiments.report_bench import bench_block, bench_study
+from experiments.report_speedrun import speedrun_study
 from experiments.tables import format_table, seconds, si
 
 Record = dict[str, Any]
@@ -1023,6 +1024,7 @@ STUDY_SECTIONS: list[Section] = [
     precision_study,
     accuracy_study,
     bench_study,
+    speedrun_study,
 ]
 
 

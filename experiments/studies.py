@@ -425,6 +425,62 @@ def bench(ctx: Context) -> list[Workload]:
     ]
 
 
+# The speedrun recipe per platform kind: accelerators run bf16 at large batches;
+# a CPU runs f32 (bf16 is slower there: PERFORMANCE.md entry 8) at a batch it runs fast.
+# Peak learning rates per batch: from CPU runs (PERFORMANCE.md entry 17).
+SPEEDRUN_CPU = {"precision": "f32", "batches": {128: 1e-2}, "budgets": (1, 2), "seeds": 3}
+SPEEDRUN_ACCELERATOR = {
+    "precision": "bf16",
+    "batches": {512: 2e-2, 1024: 3e-2, 2048: 4e-2},
+    "budgets": (2, 3, 4, 5),
+    "seeds": 3,
+}
+
+
+def speedrun(ctx: Context) -> list[Workload]:
+    """How fast does a device train mnist_cnn to 99% test accuracy? (issue 8)
+
+    The recipe: the training set resident on the device and each epoch one compiled
+    loop (`loop=device`), Adam on a one-cycle schedule that spans the run and peaks at
+    the batch's learning rate (`schedule=onecycle`), the platform's formulation, bf16
+    compute (params f32) on accelerators, f32 on a CPU. Each epoch budget is its own
+    run (the schedule spans the budget), over several seeds: the report pools a
+    budget's seeds (mean final test accuracy on the real test split, median training
+    time with compile and evaluation excluded) and names the fastest budget whose mean
+    reaches 99%. The learning rates were chosen on this repository's CPU runs
+    (PERFORMANCE.md entry 17), accuracy being a property of the recipe, not the chip.
+
+    Command: python -m experiments.run --study=speedrun --device=gpu --data-dir=DIR
+    Sizes: accelerators: batch 512, 1024 and 2048, 2-5 epochs, 3 seeds; CPU: batch
+    128, 1-2 epochs, 3 seeds. Smoke: `mlp` n=8 on digits, 3 steps, 2 seeds.
+    Expected: CPU ~5 min; smoke ~10 s; GPU/TPU ~5 min, mostly compiling (a guess).
+    """
+    recipe = SPEEDRUN_CPU if ctx.cpu else SPEEDRUN_ACCELERATOR
+    common = {"model": "mnist_cnn", "dataset": _mnist(ctx), "timing_steps": 10}
+    batches, budgets, seeds = recipe["batches"], recipe["budgets"], recipe["seeds"]
+    if ctx.smoke:
+        common = {"model": "mlp", "model_overrides": TINY_MLP, **SMOKE_TRAIN}
+        budgets, seeds = (common.pop("epochs"),), 2
+        batches = {common.pop("batch_size"): 1e-2}
+    return [
+        Workload(
+            **common,
+            batch_size=batch,
+            learning_rate=rate,
+            epochs=budget,
+            seed=seed,
+            precision=recipe["precision"],
+            schedule="onecycle",
+            loop="device",
+            study="speedrun",
+            num_devices=1,
+        )
+        for batch, rate in batches.items()
+        for budget in budgets
+        for seed in range(seeds)
+    ]
+
+
 STUDIES: dict[str, Study] = {
     "devices": devices,
     "crossover": crossover,
@@ -435,6 +491,7 @@ STUDIES: dict[str, Study] = {
     "precision": precision,
     "accuracy": accuracy,
     "bench": bench,
+    "speedrun": speedrun,
 }
 
 

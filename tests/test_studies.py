@@ -132,6 +132,17 @@ def _check_bench(found: list[dict]) -> None:
     assert cells[("cpu", "step", "f32")]["step_time_s"]["n"] == 3  # each step alone
 
 
+def _check_speedrun(found: list[dict]) -> None:
+    assert sorted(r["workload"]["seed"] for r in found) == [0, 1]
+    for r in found:
+        w = r["workload"]
+        assert (r["loop"], w["schedule"], w["epochs"], w["steps"]) == ("device", "onecycle", 1, 3)
+        (epoch,) = r["history"]
+        assert epoch["steps"] == 3 and epoch["compile_time_s"] > 0
+        assert r["train_time_s"] == epoch["train_time_s"]
+    assert found[0]["params_digest"] != found[1]["params_digest"]  # two seeds, two runs
+
+
 CHECKS = {
     "devices": _check_devices,
     "crossover": _check_crossover,
@@ -142,6 +153,7 @@ CHECKS = {
     "precision": _check_precision,
     "accuracy": _check_accuracy,
     "bench": _check_bench,
+    "speedrun": _check_speedrun,
 }
 
 
@@ -195,6 +207,16 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
     assert sorted({w.num_devices for w in studies.scaling(gpu)}) == [1, 2, 4]
     assert studies.device_counts(6) == [1, 2, 4, 6]
     assert {w.dataset for w in studies.accuracy(cpu)} == {"mnist", "fashion_mnist"}
+    for context, precision in ((cpu, "f32"), (gpu, "bf16")):
+        found = studies.speedrun(context)
+        assert {(w.model, w.dataset, w.precision) for w in found} == {
+            ("mnist_cnn", "mnist", precision)
+        }
+        assert {(w.loop, w.schedule, w.num_devices) for w in found} == {("device", "onecycle", 1)}
+        # every budget of every batch over the same seeds
+        seeds = Counter((w.batch_size, w.epochs) for w in found)
+        assert len(set(seeds.values())) == 1 and min(seeds.values()) >= 3
+    assert {w.batch_size for w in studies.speedrun(gpu)} == {512, 1024, 2048}
 
 
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
@@ -236,6 +258,12 @@ def test_a_study_sets_its_own_sizes(tmp_path, capsys):
     assert "--epochs cannot go with --study=devices" in capsys.readouterr().err
     assert main(["--study", "all", "--precision", "bf16", "--out", str(tmp_path)]) == 2
     assert "--precision cannot go with --study=all" in capsys.readouterr().err
+    argv = ["--study", "speedrun", "--schedule", "onecycle", "--learning-rate", "0.1"]
+    assert main([*argv, "--seed", "3", "--out", str(tmp_path)]) == 2
+    assert (
+        "--schedule, --learning-rate, --seed cannot go with --study=speedrun"
+        in capsys.readouterr().err
+    )
     assert not (tmp_path / records.RECORDS_FILE).exists()
 
 
@@ -275,11 +303,14 @@ def test_records_made_before_the_study_fields_keep_their_config_keys():
         for f in dataclasses.fields(Workload)
         if f.name not in ("study", "kind", "num_devices", "scaling", "ensemble_size")
         and f.name not in ("ensemble_mode", "matmul_precision", "oom_group")
-        and f.name not in ("loop", "formulation")
+        and f.name not in ("loop", "formulation", "schedule")
     }
     text = json.dumps({"workload": old_fields, "device": device}, sort_keys=True, default=str)
     assert config_key(workload, device) == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert config_key(dataclasses.replace(workload, study="devices"), device) != config_key(
+        workload, device
+    )
+    assert config_key(dataclasses.replace(workload, schedule="onecycle"), device) != config_key(
         workload, device
     )
 

@@ -1,0 +1,342 @@
+"""The speedrun study's report section (issue 8): how fast each device trains
+mnist_cnn to 99% test accuracy.
+
+Each workload is one (precision, batch, epoch budget, learning rate, schedule, seed);
+the schedule spans the budget, so the figure is the run's final test accuracy and its
+training time (`train_time_s`: compile and evaluation excluded). Seeds are pooled per
+configuration; every number shown is read from the records.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
+
+from experiments.labels import device_label, model_label, workload_kind
+from experiments.tables import format_table, seconds
+
+Record = dict[str, Any]
+Summary = dict[str, Any]
+TARGET = 0.99  # the test accuracy a configuration must reach, as a mean over seeds
+GOAL_SECONDS = 0.5  # issue 8: 99% in under this much training time on one H100
+MIN_SEEDS = 2  # one lucky seed is not a configuration that reaches the target
+PLOT = "study_speedrun.png"
+# Workload defaults (experiments/workload.py) for records that leave a field out.
+DEFAULT_LR = 1e-3
+DEFAULT_SCHEDULE = "constant"
+
+
+def _in_study(record: Record) -> bool:
+    w = record["workload"]
+    return (
+        w.get("study") == "speedrun"
+        and workload_kind(record) == "train"
+        and (w.get("epochs") or 0) > 0
+        and w.get("dataset") != "synthetic"
+    )
+
+
+def _usable(record: Record) -> bool:
+    return record["status"] == "ok" and record.get("test_accuracy") is not None
+
+
+def _latest(records: list[Record]) -> list[Record]:
+    """The latest record per config_key (workload + device), so a rerun replaces a run
+    rather than adding a seed, and an OOM that later ran ok no longer counts as failed."""
+    chosen: dict[str, Record] = {}
+    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+        chosen[r.get("config_key") or r["run_id"]] = r
+    return list(chosen.values())
+
+
+def _workload_id(record: Record) -> str:
+    """The workload less its seed, on its device: what a failed seed shares with the
+    ok seeds of its configuration."""
+    w = {k: v for k, v in record["workload"].items() if k != "seed"}
+    return device_label(record) + json.dumps(w, sort_keys=True, default=str)
+
+
+def _group_key(record: Record, labels: dict[str, str]) -> tuple:
+    w = record["workload"]
+    # A failed record carries no formulation or loop, so model_label would name it
+    # differently from its configuration's ok seeds: it borrows their label.
+    model = labels.get(_workload_id(record)) or model_label(record)
+    return (
+        device_label(record),
+        model,
+        w["dataset"],
+        w.get("precision", "f32"),
+        w["batch_size"],
+        float(w.get("learning_rate", DEFAULT_LR)),
+        w.get("schedule") or DEFAULT_SCHEDULE,
+        w["epochs"],
+    )
+
+
+def _train_time(record: Record) -> float:
+    if record.get("train_time_s") is not None:
+        return float(record["train_time_s"])
+    return float(sum(e.get("train_time_s") or 0.0 for e in record["history"]))
+
+
+def _images_per_s(record: Record) -> float | None:
+    steps = [e.get("steps") for e in record.get("history") or []]
+    time = _train_time(record)
+    if not steps or None in steps or time <= 0:
+        return None
+    return sum(steps) * record["workload"]["batch_size"] / time
+
+
+def _compile(record: Record) -> float | None:
+    history = record.get("history") or [{}]
+    return history[0].get("compile_time_s")
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _is_one_h100(record: Record) -> bool:
+    return "H100" in record["device"]["kind"] and record["device"]["count"] == 1
+
+
+def _summary(key: tuple, ok: list[Record], failed: list[Record]) -> Summary:
+    device, model, dataset, precision, batch, lr, schedule, epochs = key
+    accuracies = [float(r["test_accuracy"]) for r in ok]
+    times = [_train_time(r) for r in ok]
+    return {
+        "device": device,
+        "model": model,
+        "dataset": dataset,
+        "precision": precision,
+        "batch_size": batch,
+        "learning_rate": lr,
+        "schedule": schedule,
+        "epochs": epochs,
+        "seeds": len(ok),
+        "failed": len(failed),
+        "records": ok,
+        "accuracies": accuracies,
+        "accuracy_mean": statistics.fmean(accuracies) if ok else None,
+        "accuracy_min": min(accuracies, default=None),
+        "accuracy_max": max(accuracies, default=None),
+        "reached": sum(a >= TARGET for a in accuracies),
+        "times": times,
+        "time_median": _median(times),
+        "time_min": min(times, default=None),
+        "time_max": max(times, default=None),
+        "compile_median": _median([_compile(r) for r in ok]),
+        "images_per_s_median": _median([_images_per_s(r) for r in ok]),
+        "h100": any(_is_one_h100(r) for r in [*ok, *failed]),
+    }
+
+
+def speedrun_groups(records: list[Record]) -> list[Summary]:
+    """One summary per configuration (device, model, dataset, precision, batch, lr,
+    schedule, epochs), seeds pooled, sorted by device then median training time;
+    [] when no speedrun record is usable."""
+    ours = _latest([r for r in records if _in_study(r)])
+    ok = [r for r in ours if _usable(r)]
+    if not ok:
+        return []
+    labels = {_workload_id(r): model_label(r) for r in ok}
+    grouped: dict[tuple, list[Record]] = defaultdict(list)
+    failed: dict[tuple, list[Record]] = defaultdict(list)
+    for r in ours:
+        key = _group_key(r, labels)
+        if _usable(r):
+            grouped[key].append(r)
+        elif r["status"] != "ok":
+            failed[key].append(r)
+    keys = {*grouped, *failed}
+    summaries = [_summary(k, grouped.get(k, []), failed.get(k, [])) for k in keys]
+    inf = float("inf")
+    return sorted(
+        summaries,
+        key=lambda s: (s["device"], s["time_median"] if s["seeds"] else inf, str(s["model"])),
+    )
+
+
+def fastest_to_target(records: list[Record], target: float = TARGET) -> dict[str, Summary]:
+    """Device label -> the configuration with the lowest median training time among
+    those whose mean test accuracy reaches `target` over at least MIN_SEEDS seeds."""
+    best: dict[str, Summary] = {}
+    for s in speedrun_groups(records):
+        if s["seeds"] < MIN_SEEDS or s["accuracy_mean"] < target:
+            continue
+        held = best.get(s["device"])
+        if held is None or s["time_median"] < held["time_median"]:
+            best[s["device"]] = s
+    return best
+
+
+def _accuracy(s: Summary) -> str:
+    if not s["seeds"]:
+        return "-"
+    return f"{s['accuracy_mean']:.4f} [{s['accuracy_min']:.4f}-{s['accuracy_max']:.4f}]"
+
+
+def _time(s: Summary) -> str:
+    if not s["seeds"]:
+        return "-"
+    spread = f"{seconds(s['time_min'])}-{seconds(s['time_max'])}"
+    return f"{seconds(s['time_median'])} [{spread}]"
+
+
+def _images(s: Summary) -> str:
+    rate = s["images_per_s_median"]
+    return "-" if rate is None else f"{rate:,.0f}"
+
+
+def _lr(value: float) -> str:
+    return f"{value:g}"
+
+
+def speedrun_table(summaries: list[Summary]) -> str:
+    rows = [
+        [
+            s["device"],
+            s["model"],
+            s["dataset"],
+            s["precision"],
+            s["batch_size"],
+            _lr(s["learning_rate"]),
+            s["schedule"],
+            s["epochs"],
+            s["seeds"],
+            _accuracy(s),
+            f"{s['reached']}/{s['seeds']}",
+            _time(s),
+            seconds(s["compile_median"]),
+            _images(s),
+            s["failed"],
+        ]
+        for s in summaries
+    ]
+    headers = ["device", "model", "dataset", "precision", "batch", "lr", "schedule"]
+    headers += ["epochs", "seeds", "test accuracy", f">= {TARGET:.0%}", "training time"]
+    headers += ["compile", "training images/s", "failed"]
+    return format_table(headers, rows, markdown=True)
+
+
+def _configuration(s: Summary) -> str:
+    """`mnist_cnn [...], f32, batch 128, 2 epochs, onecycle to lr 0.01`."""
+    epochs = f"{s['epochs']} epoch{'s' if s['epochs'] != 1 else ''}"
+    lr = _lr(s["learning_rate"])
+    # onecycle peaks at the learning rate; a constant schedule holds it.
+    schedule = f"onecycle to lr {lr}" if s["schedule"] == "onecycle" else f"{s['schedule']} lr {lr}"
+    return f"{s['model']}, {s['precision']}, batch {s['batch_size']}, {epochs}, {schedule}"
+
+
+def _reached(s: Summary) -> str:
+    return (
+        f"{s['device']}: {TARGET:.0%} reached in {seconds(s['time_median'])} of training "
+        f"(median of {s['seeds']} seeds; mean test accuracy {_accuracy(s)}; "
+        f"{_configuration(s)})"
+    )
+
+
+def _not_reached(device: str, summaries: list[Summary]) -> str:
+    ran = [s for s in summaries if s["device"] == device and s["seeds"]]
+    best = max(ran, key=lambda s: s["accuracy_mean"])
+    return (
+        f"{device}: no configuration reached a mean test accuracy of {TARGET:.0%} over "
+        f"at least {MIN_SEEDS} seeds (best mean {_accuracy(best)} over {best['seeds']} "
+        f"seed(s), median {seconds(best['time_median'])} of training; {_configuration(best)})"
+    )
+
+
+def verdicts(summaries: list[Summary], winners: dict[str, Summary]) -> list[str]:
+    devices = sorted({s["device"] for s in summaries if s["seeds"]})
+    return [_reached(winners[d]) if d in winners else _not_reached(d, summaries) for d in devices]
+
+
+def goal_line(summaries: list[Summary], winners: dict[str, Summary]) -> str:
+    """Issue 8's goal, and whether each single-H100 device's verdict meets it."""
+    goal = f"Issue 8's goal: {TARGET:.0%} in under {GOAL_SECONDS:g} s of training time on one H100"
+    h100 = sorted({s["device"] for s in summaries if s["h100"]})
+    if not h100:
+        return f"{goal}: no H100 records exist yet."
+    parts = []
+    for device in h100:
+        won = winners.get(device)
+        if won is None:
+            parts.append(f"not met on {device} (no configuration reached {TARGET:.0%})")
+        elif won["time_median"] < GOAL_SECONDS:
+            parts.append(f"met on {device} ({seconds(won['time_median'])})")
+        else:
+            parts.append(f"not met on {device} ({seconds(won['time_median'])})")
+    return f"{goal}: {'; '.join(parts)}."
+
+
+def _plot(summaries: list[Summary], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 5))
+    devices = sorted({s["device"] for s in summaries if s["seeds"]})
+    colors = {d: f"C{i}" for i, d in enumerate(devices)}
+    for s in summaries:
+        if not s["seeds"]:
+            continue
+        color = colors[s["device"]]
+        ax.plot(s["times"], s["accuracies"], "o", ms=3, alpha=0.4, color=color)
+        ax.plot(s["time_median"], s["accuracy_mean"], "o", ms=8, color=color)
+        ax.annotate(
+            f"{s['epochs']} ep, b{s['batch_size']}, {s['precision']}",
+            (s["time_median"], s["accuracy_mean"]),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize="xx-small",
+        )
+    for device, color in colors.items():
+        ax.plot([], [], "o", color=color, label=device)  # one legend entry per device
+    ax.axhline(TARGET, ls="--", color="grey", lw=1, label=f"{TARGET:.0%} target")
+    ax.axvline(GOAL_SECONDS, ls=":", color="black", lw=1, label=f"H100 goal ({GOAL_SECONDS} s)")
+    ax.set(
+        xscale="log",
+        xlabel="training time (s, compile and evaluation excluded)",
+        ylabel="final test accuracy",
+        title="Speedrun: time to train to the target (small: seeds; large: median, mean)",
+    )
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.5, not 10^-1
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+INTRO = (
+    f"How fast each device trains a model to {TARGET:.0%} test accuracy. Each row is one "
+    "configuration (precision, batch, epoch budget, learning rate, schedule spanning "
+    "the budget), its seeds pooled: test accuracy is the final test accuracy on the "
+    "real test split, mean [min-max] over seeds; training time is the fit's epochs' "
+    "train time, median [min-max] over seeds, compile and evaluation excluded (the "
+    "epoch's compile time is its own column). `failed`: runs of the configuration that "
+    f"ended out of memory, in NaN or in an error. A device's verdict is its fastest "
+    f"configuration by median training time whose mean reaches {TARGET:.0%} over at "
+    f"least {MIN_SEEDS} seeds."
+)
+
+
+def speedrun_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Issue 8: the training time each device needs to reach 99% test accuracy."""
+    summaries = speedrun_groups(records)
+    if not summaries:
+        return "", []
+    winners = fastest_to_target(records)
+    lines = [*verdicts(summaries, winners), goal_line(summaries, winners)]
+    path = _plot(summaries, out / PLOT)
+    parts = [
+        "## Study: speedrun (issue 8)",
+        INTRO,
+        speedrun_table(summaries),
+        "\n".join(f"- {line}" for line in lines),
+        f"![speedrun]({path.name})",
+    ]
+    return "\n\n".join(parts), [path]
