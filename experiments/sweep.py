@@ -132,7 +132,10 @@ def _title(workload: Workload) -> str:
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
     if workload.strategy != "single" or workload.num_devices not in (None, 1):
         what += f", {workload.strategy} x{workload.num_devices or 'all'}"
-    return what + (f", {workload.epochs} epoch(s)" if workload.epochs else ", timing only")
+    if workload.precision != "f32":
+        what += f", {workload.precision}"
+    what += f", {workload.epochs} epoch(s)" if workload.epochs else ", timing only"
+    return what + (f", seed {workload.seed}" if workload.seed else "")
 
 
 def run_sweep(
