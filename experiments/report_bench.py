@@ -192,6 +192,31 @@ def bench_table(records: list[Record]) -> str:
     return format_table(headers, rows, markdown=True)
 
 
+def best_batches(records: list[Record]) -> list[str]:
+    """Per device and model, the JAX configuration and batch with the most images/s:
+    `gpu (box) mnist_cnn: 1,234 [1,200-1,250] images/s at batch 2048 (jax xla device bf16)`."""
+    best: dict[tuple, Record] = {}
+    for (platform, machine, model, _), cells in _groups(records).items():
+        for precision in ("f32", "bf16"):
+            record = _best(cells, peer=False, precision=precision)
+            held = best.get((platform, machine, model))
+            if record is not None and (held is None or _rate(record) > _rate(held)):
+                best[(platform, machine, model)] = record
+    return [
+        f"{platform} ({machine}) {model}: {_cell(r)} images/s at batch "
+        f"{r['workload']['batch_size']} ({configuration(r)})"
+        for (platform, machine, model), r in sorted(best.items())
+    ]
+
+
+def _best_part(records: list[Record]) -> str:
+    lines = best_batches(records)
+    if not lines:
+        return ""
+    items = "\n".join(f"- {line}" for line in lines)
+    return f"\n\nEach model's fastest JAX figure over the batches measured:\n\n{items}"
+
+
 POLICIES = ("system", "retain")
 
 
@@ -351,7 +376,7 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     path = _plot(groups, configs, peers, out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
     text = (
-        f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{image}"
+        f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
         f"{_paired_part(records)}{_host_memory_part(records)}"
     )
     return text, [path] if path else []
@@ -377,7 +402,8 @@ def bench_block(records: list[Record], image: str | None) -> str:
     )
     plot = f"\n\n![bench]({image})" if image else ""
     paired = _paired_part(records)
-    return f"{INTRO}\n\n{table}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
+    best = _best_part(records)
+    return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
 
 
 def _plot(groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path) -> Path | None:

@@ -147,3 +147,20 @@ def test_each_cell_is_its_configurations_faster_policy_marked_when_not_the_defau
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[3:5] == ["4,000 [3,600-4,400]", "2,500 [2,250-2,750] (system)"]
     assert cells[5:8] == ["cpu step f32", "keras graph (system)", "1.60 (goal met)"]
+
+
+def test_each_models_best_batch_is_its_fastest_jax_figure_over_batches_and_precisions(
+    bench, tmp_path
+):
+    found = [
+        *bench,
+        _bench("g", 12000.0, batch=512),
+        _bench("h", 30000.0, batch=512, framework="torch", mode="eager"),  # peers never
+        _bench("i", 11000.0, batch=2048, precision="bf16"),
+    ]
+    (line,) = report_bench.best_batches(found)
+    assert line == (
+        "cpu (laptop) mnist_cnn: 12,000 [10,800-13,200] images/s at batch 512 (jax cpu device f32)"
+    )
+    assert line in report_bench.bench_study(found, tmp_path)[0]
+    assert report_bench.best_batches([]) == []
