@@ -312,6 +312,13 @@ def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return found
 
 
+def took_turns(record: dict[str, Any]) -> bool:
+    """A side of a paired run (`env.turns`, benchmarks/paired.py): its blocks took turns
+    with another process's, so it is the evidence behind a paired record, not a figure
+    of its own; every table but the paired one leaves it out."""
+    return bool(record["env"].get("turns"))
+
+
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     """Every valid record in these files or folders (searched for *.jsonl), de-duplicated
     by run_id, in file order. Bad lines are skipped with a warning naming file and line."""

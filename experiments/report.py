@@ -1140,9 +1140,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    # The sides of a paired run (env.turns) timed their blocks in turns with another
-    # process: they are the evidence behind its paired record, not figures of their own.
-    records = [r for r in records_lib.load(*args.paths) if not r["env"].get("turns")]
+    records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
     if not records:
         print(f"error: no records found in {', '.join(args.paths)}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from experiments.records import took_turns
 from experiments.stats import summarize
 from experiments.tables import format_table
 
@@ -77,7 +78,7 @@ def bench_records(records: list[Record]) -> list[Record]:
         w = r["workload"]
         if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
             continue
-        if w.get("kind") == "paired" or r["env"].get("turns"):
+        if w.get("kind") == "paired" or took_turns(r):
             continue  # blocks taken in turns (benchmarks/paired.py): the paired table's
         key = (
             r["device"]["platform"],
@@ -229,8 +230,8 @@ def host_memory_table(records: list[Record]) -> str:
         w = r["workload"]
         if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
             continue
-        if r["env"].get("turns"):
-            continue  # a side of a paired run: its blocks took turns
+        if took_turns(r):
+            continue
         if w.get("precision", "f32") != "f32" or not r["env"].get("host_memory"):
             continue  # records from before the policy was recorded ran on other days
         key = (_machine(r), _model(r), w["batch_size"], configuration(r))
