@@ -4,17 +4,10 @@ device and issue 8's H100 goal."""
 
 import itertools
 
+from test_report import CPU, H100, PNG_SIGNATURE
+
 from experiments.report_speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
-H100 = {
-    "platform": "gpu",
-    "kind": "NVIDIA H100 80GB HBM3",
-    "count": 1,
-    "process_count": 1,
-    "host": "gpubox",
-}
 CPU_MODEL = "mnist_cnn [cpu formulation, device loop]"
 _keys = itertools.count()
 
