@@ -377,6 +377,10 @@ BENCH_BATCHES = (32, 128, 512)
 # An accelerator's best batch for these models lies far above a CPU's.
 BENCH_BATCHES_ACCELERATOR = (*BENCH_BATCHES, 2048, 8192)
 BENCH_TIMING_STEPS = 20
+# Accelerators also time every other model of the zoo at its own input size (synthetic
+# images), per-step dispatch in f32 and bf16, up to the first batch that does not fit.
+BENCH_MODELS_ACCELERATOR = ("catsdogs_cnn", "resnet18", "resnet50", "vgg16")
+BENCH_BATCHES_LARGE_MODELS = (32, 128, 512)
 
 
 def bench(ctx: Context) -> list[Workload]:
@@ -392,11 +396,16 @@ def bench(ctx: Context) -> list[Workload]:
     platform's formulation in both loops. The report sets the CPU figures beside the
     PyTorch peer's (benchmarks/peers.py) and the issue's peer table.
 
+    On accelerators also `catsdogs_cnn`, `resnet18`, `resnet50` and `vgg16` on synthetic
+    images at batch 32, 128 and 512, per-step dispatch in f32 and bf16; a batch that
+    runs out of memory ends its model and precision's sweep (the rest `skipped`). The
+    report names each model's fastest figure and its batch.
+
     Command: python -m experiments.run --study=bench --device=cpu --data-dir=DIR
     Sizes: full everywhere. Smoke: `mlp` n=8 only, digits, batch 32, 3 steps per block
     (the formulations' convolutions are checked by tests/test_formulation.py).
     Expected: CPU ~30 min (XLA's convolutions in a compiled loop are the slow cells);
-    smoke ~20 s; GPU/TPU ~3 min (a guess).
+    smoke ~20 s; GPU/TPU ~15 min, most of it compiling the large models (a guess).
     """
     from jaxcnn import formulation
 
@@ -409,7 +418,7 @@ def bench(ctx: Context) -> list[Workload]:
     common = {"timing_steps": BENCH_TIMING_STEPS}
     if ctx.smoke:
         chosen_models, batches, common = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
-    return [
+    small = [
         Workload(
             model=model,
             model_overrides=overrides,
@@ -427,6 +436,25 @@ def bench(ctx: Context) -> list[Workload]:
         for size in batches
         for chosen, loop, precision in cells
     ]
+    if ctx.cpu or ctx.smoke:
+        return small
+    large = [
+        Workload(
+            model=model,
+            dataset="synthetic",
+            batch_size=size,
+            epochs=0,
+            precision=precision,
+            study="bench",
+            num_devices=1,
+            oom_group=f"bench:{model}:{precision}",
+            **common,
+        )
+        for model in BENCH_MODELS_ACCELERATOR
+        for precision in ("f32", "bf16")
+        for size in BENCH_BATCHES_LARGE_MODELS
+    ]
+    return small + large
 
 
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;

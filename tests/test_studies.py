@@ -217,6 +217,20 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         seeds = Counter((w.batch_size, w.epochs) for w in found)
         assert len(set(seeds.values())) == 1 and min(seeds.values()) >= 3
     assert {w.batch_size for w in studies.speedrun(gpu)} == {512, 1024, 2048}
+    cpu_bench, gpu_bench = studies.bench(cpu), studies.bench(gpu)
+    assert {w.model for w in cpu_bench} == {"lenet5_keras", "mnist_cnn", "mlp"}
+    assert max(w.batch_size for w in cpu_bench) == 512
+    assert {w.model for w in gpu_bench} == {m for m, _ in studies.BENCH_MODELS} | set(
+        studies.BENCH_MODELS_ACCELERATOR
+    )
+    # the zoo's large models: each (model, precision) one OOM group, batches ascending
+    groups = defaultdict(list)
+    for w in gpu_bench:
+        if w.oom_group:
+            assert w.dataset == "synthetic" and w.loop == "step"
+            groups[w.oom_group].append(w.batch_size)
+    assert len(groups) == 2 * len(studies.BENCH_MODELS_ACCELERATOR)
+    assert all(sizes == sorted(sizes) for sizes in groups.values())
 
 
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
