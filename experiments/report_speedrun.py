@@ -276,6 +276,22 @@ def goal_line(summaries: list[Summary], winners: dict[str, Summary]) -> str:
     return f"{goal}: {'; '.join(parts)}."
 
 
+def speedrun_headline(records: list[Record]) -> str:
+    """The README's lines on the study: each device's verdict and the H100 goal; "" when
+    there are no speedrun records."""
+    summaries = speedrun_groups(records)
+    if not summaries:
+        return ""
+    items = _verdict_items(records, summaries)
+    return f"Time to {TARGET:.0%} test accuracy on MNIST (`--study=speedrun`):\n\n{items}"
+
+
+def _verdict_items(records: list[Record], summaries: list[Summary]) -> str:
+    winners = fastest_to_target(records)
+    lines = [*verdicts(summaries, winners), goal_line(summaries, winners)]
+    return "\n".join(f"- {line}" for line in lines)
+
+
 def _plot(summaries: list[Summary], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
     devices = sorted({s["device"] for s in summaries if s["seeds"]})
@@ -329,14 +345,12 @@ def speedrun_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     summaries = speedrun_groups(records)
     if not summaries:
         return "", []
-    winners = fastest_to_target(records)
-    lines = [*verdicts(summaries, winners), goal_line(summaries, winners)]
     path = _plot(summaries, out / PLOT)
     parts = [
         "## Study: speedrun (issue 8)",
         INTRO,
         speedrun_table(summaries),
-        "\n".join(f"- {line}" for line in lines),
+        _verdict_items(records, summaries),
         f"![speedrun]({path.name})",
     ]
     return "\n\n".join(parts), [path]

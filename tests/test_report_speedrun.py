@@ -6,6 +6,7 @@ import itertools
 
 from test_report import CPU, H100, PNG_SIGNATURE
 
+from experiments import report
 from experiments.report_speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
 
 CPU_MODEL = "mnist_cnn [cpu formulation, device loop]"
@@ -29,6 +30,7 @@ def _record(device, seed, acc, time, status="ok", utc="2026-11-21T19:00:00+00:00
         "precision": "f32",
         "schedule": "onecycle",
         "seed": seed,
+        "strategy": "single",
         "study": "speedrun",
         **kw,
     }
@@ -165,3 +167,11 @@ def test_h100_goal_met_and_not_met(tmp_path):
     slow = [_record(H100, s, 0.992, 0.6 + s / 10) for s in range(3)]
     text, _ = speedrun_study(slow, tmp_path)
     assert "on one H100: not met on gpu NVIDIA H100 80GB HBM3 (700 ms)." in text
+
+
+def test_the_readme_headline_carries_each_devices_verdict():
+    text = report.headline(_cpu_budgets(), "results/REPORT.md")
+    assert "Time to 99% test accuracy on MNIST (`--study=speedrun`):" in text
+    assert "- cpu: 99% reached in 11 s of training (median of 3 seeds;" in text
+    assert "no H100 records exist yet" in text
+    assert "speedrun" not in report.headline([_record(CPU, 0, 0.99, 1, study="accuracy")], "r")
