@@ -227,12 +227,13 @@ def speedrun_table(summaries: list[Summary]) -> str:
 
 
 def _configuration(s: Summary) -> str:
-    """`mnist_cnn [...], f32, batch 128, 2 epochs, onecycle to lr 0.01`."""
+    """`mnist_cnn [...] on mnist, f32, batch 128, 2 epochs, onecycle to lr 0.01`."""
     epochs = f"{s['epochs']} epoch{'s' if s['epochs'] != 1 else ''}"
     lr = _lr(s["learning_rate"])
     # onecycle peaks at the learning rate; a constant schedule holds it.
     schedule = f"onecycle to lr {lr}" if s["schedule"] == "onecycle" else f"{s['schedule']} lr {lr}"
-    return f"{s['model']}, {s['precision']}, batch {s['batch_size']}, {epochs}, {schedule}"
+    what = f"{s['model']} on {s['dataset']}, {s['precision']}, batch {s['batch_size']}"
+    return f"{what}, {epochs}, {schedule}"
 
 
 def _reached(s: Summary) -> str:
@@ -283,7 +284,7 @@ def speedrun_headline(records: list[Record]) -> str:
     if not summaries:
         return ""
     items = _verdict_items(records, summaries)
-    return f"Time to {TARGET:.0%} test accuracy on MNIST (`--study=speedrun`):\n\n{items}"
+    return f"Time to {TARGET:.0%} test accuracy (`--study=speedrun`):\n\n{items}"
 
 
 def _verdict_items(records: list[Record], summaries: list[Summary]) -> str:

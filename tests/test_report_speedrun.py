@@ -113,7 +113,8 @@ def test_table_rows_and_verdict_line(tmp_path):
     assert "| 3 | 1 | 0.9950 [0.9950-0.9950] | 1/1 | 8 s [8 s-8 s] |" in three
     assert (
         "- cpu: 99% reached in 11 s of training (median of 3 seeds; mean test accuracy "
-        f"0.9910 [0.9880-0.9950]; {CPU_MODEL}, f32, batch 128, 2 epochs, onecycle to lr 0.01)"
+        f"0.9910 [0.9880-0.9950]; {CPU_MODEL} on mnist, f32, batch 128, 2 epochs, onecycle to "
+        "lr 0.01)"
     ) in text
     assert "no H100 records exist yet" in text
     assert paths == [tmp_path / "study_speedrun.png"]
@@ -171,7 +172,7 @@ def test_h100_goal_met_and_not_met(tmp_path):
 
 def test_the_readme_headline_carries_each_devices_verdict():
     text = report.headline(_cpu_budgets(), "results/REPORT.md")
-    assert "Time to 99% test accuracy on MNIST (`--study=speedrun`):" in text
+    assert "Time to 99% test accuracy (`--study=speedrun`):" in text
     assert "- cpu: 99% reached in 11 s of training (median of 3 seeds;" in text
     assert "no H100 records exist yet" in text
     assert "speedrun" not in report.headline([_record(CPU, 0, 0.99, 1, study="accuracy")], "r")
