@@ -52,18 +52,19 @@ DEFAULT_BATCH = 64
 SMOKE_FLAGS = {"epochs": 1, "steps": 3, "batch_size": 32, "timing_steps": 3}
 # flags that a function study sets itself: giving one with it is a usage error
 STUDY_SETS = ("batch_size", "epochs", "steps", "width", "model")
-STUDY_DEFAULTS = {
-    "dataset": "digits",
-    "strategy": "single",
-    "precision": "f32",
-    "loop": "step",
-    "formulation": "auto",
-    "schedule": "constant",
-    "optimizer": "adam",
-    "learning_rate": 1e-3,
-    "seed": 0,
-    "timing_steps": 20,
-}
+# flags a function study fixes too: giving one away from its default is a usage error
+STUDY_FIXED = (
+    "dataset",
+    "strategy",
+    "precision",
+    "loop",
+    "formulation",
+    "schedule",
+    "optimizer",
+    "learning_rate",
+    "seed",
+    "timing_steps",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -241,10 +242,11 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
         study = STUDIES[name]
         if callable(study):
             given = [f"--{f.replace('_', '-')}" for f in STUDY_SETS if getattr(args, f) is not None]
+            defaults = build_parser()
             given += [
                 f"--{f.replace('_', '-')}"
-                for f, v in STUDY_DEFAULTS.items()
-                if getattr(args, f) != v
+                for f in STUDY_FIXED
+                if getattr(args, f) != defaults.get_default(f)
             ]
             if given:
                 raise_usage(
