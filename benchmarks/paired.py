@@ -1,7 +1,7 @@
 """python -m benchmarks.paired [--models ...] [--batch-sizes ...] [--jax best|F:LOOP:POLICY]
-[--peer fastest|FRAMEWORK:MODE:POLICY] [--peer-python PATH] [--data-dir DIR] [--out DIR]:
-JAX's train step and a peer framework's, re-measured in turns, one paired record per
-model and batch.
+[--peer fastest|FRAMEWORK:MODE:POLICY|jax:FORMULATION:LOOP:POLICY] [--peer-python PATH]
+[--data-dir DIR] [--out DIR]: JAX's train step and a peer framework's (or another JAX
+configuration's), re-measured in turns, one paired record per model and batch.
 
 Why: on this VM the CPU's speed drifts within minutes by more than many of the effects
 the bench compares, and the bench times JAX and the peers minutes apart, in separate
@@ -17,6 +17,12 @@ batch, the best JAX f32 configuration and the fastest peer among OUT's bench rec
 this host, each under the host memory policy it was fastest with. Both sides write their
 own full records to OUT (env.turns names the pair; the bench table leaves them out), and
 this driver one record of kind "paired" with every round's images/s and the ratios.
+
+The other side can be JAX itself (`--peer=jax:cpu:step:retain`): issue 8 asks whether the
+epoch as one compiled loop beats per-step dispatch, and a question about 10% needs the
+two loops measured in turns just as much (PERFORMANCE.md, entry 18):
+
+    python -m benchmarks.paired --jax=cpu:device:retain --peer=jax:cpu:step:retain
 
 Optional and never run in CI (it needs the peers' venv, benchmarks/README.md); the
 tests pair two JAX sides.
@@ -62,29 +68,40 @@ class UsageError(ValueError):
 class Config:
     """One side of a pair: `jax FORMULATION LOOP f32` or `FRAMEWORK MODE`, and a policy."""
 
-    side: str  # jax | peer
-    first: str  # jax: formulation; peer: framework
-    second: str  # jax: loop; peer: mode
+    side: str  # jax | peer: the two roles of a pair
+    first: str  # JAX: formulation; a peer framework: the framework
+    second: str  # JAX: loop; a peer framework: its mode
     host_memory: str
     dataset: str = "synthetic"
+    jax_peer: bool = False  # the peer role played by JAX itself (another configuration)
+
+    @property
+    def runs_jax(self) -> bool:
+        return self.side == "jax" or self.jax_peer
 
     @property
     def configuration(self) -> str:  # as report_bench.configuration names it
-        if self.side == "jax":
+        if self.runs_jax:
             return f"jax {self.first} {self.second} f32"
         return f"{self.first} {self.second}"
 
 
 def parse_config(side: str, text: str) -> Config:
-    """`cpu:device:retain` (jax) or `keras:graph:system` (peer)."""
+    """`cpu:device:retain` (jax), `keras:graph:system` or `jax:cpu:step:retain` (peer)."""
     parts = text.split(":")
+    jax_peer = side == "peer" and parts[0] == "jax"
+    if jax_peer:
+        parts = parts[1:]
     if len(parts) != 3 or parts[2] not in POLICIES or not all(parts):
         example = "cpu:device:retain" if side == "jax" else "keras:graph:system"
+        also = ", jax:FORMULATION:LOOP:POLICY" if side == "peer" else ""
         raise UsageError(
             f"--{side} {text!r}: give FIRST:SECOND:POLICY, e.g. {example} "
-            f"(POLICY one of {', '.join(POLICIES)}), or {'best' if side == 'jax' else 'fastest'}"
+            f"(POLICY one of {', '.join(POLICIES)}){also}, "
+            f"or {'best' if side == 'jax' else 'fastest'}"
         )
-    return Config(side, *parts, dataset="mnist" if side == "jax" else "synthetic")
+    dataset = "mnist" if side == "jax" or jax_peer else "synthetic"
+    return Config(side, *parts, dataset=dataset, jax_peer=jax_peer)
 
 
 def config_of(record: dict[str, Any]) -> Config:
@@ -141,6 +158,15 @@ def jax_command(
         f"--out={out}",
     ]
     return command + ([f"--data-dir={data_dir}"] if data_dir else [])
+
+
+def side_command(
+    args: argparse.Namespace, config: Config, model: str, batch: int, out: str
+) -> list[str]:
+    """The command that runs one side: experiments.run (JAX) or benchmarks.peers."""
+    if config.runs_jax:
+        return jax_command(args.jax_python, config, model, batch, args.data_dir, out)
+    return peer_command(args.peer_python, config, model, batch, out)
 
 
 def peer_command(python: str, config: Config, model: str, batch: int, out: str) -> list[str]:
@@ -413,8 +439,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "FORMULATION:LOOP:POLICY, e.g. cpu:device:retain"
     )  # fmt: skip
     p.add_argument(
-        "--peer", default="fastest", help="fastest (the bench table's, default) or "
-        "FRAMEWORK:MODE:POLICY, e.g. keras:graph:system"
+        "--peer", default="fastest", help="fastest (the bench table's, default), "
+        "FRAMEWORK:MODE:POLICY, e.g. keras:graph:system, or JAX itself: "
+        "jax:FORMULATION:LOOP:POLICY, e.g. jax:cpu:step:retain"
     )  # fmt: skip
     p.add_argument("--jax-python", default=sys.executable, help="default: this python")
     p.add_argument(
@@ -431,7 +458,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.batch_sizes = [int(b) for b in _list(args.batch_sizes, None, "batch size")]
     except ValueError:
         raise UsageError(f"--batch-sizes {args.batch_sizes!r} is not a list of integers") from None
-    for name in ("jax_python", "peer_python"):
+    needed = ("jax_python",) if args.peer.startswith("jax:") else ("jax_python", "peer_python")
+    for name in needed:
         if not Path(getattr(args, name)).exists():
             raise UsageError(
                 f"--{name.replace('_', '-')} {getattr(args, name)} does not exist"
@@ -467,10 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({peer_config.host_memory})",
             flush=True,
         )
-        commands = (
-            jax_command(args.jax_python, jax_config, model, batch, args.data_dir, str(out)),
-            peer_command(args.peer_python, peer_config, model, batch, str(out)),
-        )
+        commands = tuple(side_command(args, c, model, batch, str(out)) for c in configs)
         where = {"id": session, "pass": number, "passes": args.passes}
         try:
             record = measure_pair(model, batch, configs, commands, out, logs, where)

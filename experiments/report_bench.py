@@ -270,15 +270,25 @@ def _session(record: Record) -> str:
     return (record.get("session") or {}).get("id") or record["run_id"]
 
 
-def paired_table(records: list[Record]) -> str:
+def _jax_versus_jax(record: Record) -> bool:
+    """A pair whose peer role JAX itself played (another loop or formulation)."""
+    peer = (record.get("paired") or {}).get("peer") or {}
+    return str(peer.get("configuration", "")).startswith("jax ")
+
+
+def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
     """The paired records (benchmarks/paired.py): per machine, model, batch and pair of
     configurations, the latest session's, its passes' rounds pooled: each side's
     images/s, the ratio of the blocks round by round, and each pass's median ratio;
-    "" when there are none."""
+    "" when there are none. JAX against a peer framework, or (`jax_versus_jax`) against
+    another JAX configuration, where the verdict is `(faster)` / `(slower)` when the
+    ratio's whole p10-p90 lies above / below 1."""
     cells: dict[tuple, list[Record]] = defaultdict(list)
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
         if w.get("kind") != "paired" or w.get("study") != "bench":
+            continue
+        if _jax_versus_jax(r) != jax_versus_jax:
             continue
         sides = r.get("paired") or {}
         names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
@@ -294,7 +304,6 @@ def paired_table(records: list[Record]) -> str:
         rounds = [one for r in ok for one in r["paired"]["rounds"]]
         rates = {s: [one[s]["images_per_s"] for one in rounds] for s in ("jax", "peer")}
         ratio = summarize([j / p for j, p in zip(rates["jax"], rates["peer"], strict=True)])
-        verdict = " (goal met)" if ratio["median"] >= GOAL else ""
         passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
         failed = len(session) - len(ok)
         rows.append(
@@ -302,16 +311,28 @@ def paired_table(records: list[Record]) -> str:
                 *key,
                 _spread(summarize(rates["jax"])),
                 _spread(summarize(rates["peer"])),
-                _spread(ratio, ".2f") + verdict,
+                _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax),
                 passes + (f" ({failed} failed)" if failed else ""),
                 ratio["n"],
             ]
         )
     if not rows:
         return ""
-    headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
-    headers += ["jax / peer, per round", "per pass", "rounds"]
+    if jax_versus_jax:
+        headers = ["machine", "model", "batch", "first", "second", "first img/s"]
+        headers += ["second img/s", "first / second, per round", "per pass", "rounds"]
+    else:
+        headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
+        headers += ["jax / peer, per round", "per pass", "rounds"]
     return format_table(headers, rows, markdown=True)
+
+
+def _paired_verdict(ratio: dict[str, Any], jax_versus_jax: bool) -> str:
+    if not jax_versus_jax:
+        return " (goal met)" if ratio["median"] >= GOAL else ""
+    if ratio["p10"] > 1:
+        return " (faster)"
+    return " (slower)" if ratio["p90"] < 1 else ""
 
 
 PAIRED_INTRO = (
@@ -329,9 +350,22 @@ PAIRED_INTRO = (
 )
 
 
+LOOPS_INTRO = (
+    "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
+    "measured in turns as above: issue 8 asks that the epoch as one compiled loop "
+    "(`device`) beat one compiled step per batch dispatched from Python (`step`). "
+    "`first / second, per round`: median [p10-p90] of the two timed blocks' ratio, "
+    "round by round, over the latest session's passes; `(faster)` / `(slower)` where "
+    "its whole p10-p90 lies above / below 1, nothing where the rounds go both ways."
+)
+
+
 def _paired_part(records: list[Record]) -> str:
-    table = paired_table(records)
-    return f"\n\n{PAIRED_INTRO}\n\n{table}" if table else ""
+    parts = []
+    for intro, versus_jax in ((PAIRED_INTRO, False), (LOOPS_INTRO, True)):
+        table = paired_table(records, jax_versus_jax=versus_jax)
+        parts.append(f"\n\n{intro}\n\n{table}" if table else "")
+    return "".join(parts)
 
 
 HOST_MEMORY_INTRO = (

@@ -15,7 +15,7 @@ from experiments.stats import summarize
 
 CONFIGS = (
     paired.Config("jax", "cpu", "step", "system", "digits"),
-    paired.Config("peer", "cpu", "device", "system", "digits"),  # a JAX run as the peer
+    paired.Config("peer", "cpu", "device", "system", "digits", jax_peer=True),  # JAX as the peer
 )
 
 
@@ -58,7 +58,8 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
         rates = [one[name]["images_per_s"] for one in rounds]
         assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
         assert own["throughput"]["n"] == paired.ROUNDS
-    row = report_bench.paired_table(saved).splitlines()[2]
+    assert report_bench.paired_table(saved) == ""  # JAX against JAX: not a peer's row
+    row = report_bench.paired_table(saved, jax_versus_jax=True).splitlines()[2]
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) |" in row
 
 
@@ -72,8 +73,8 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert "nope" in record["message"]
     assert not (tmp_path / "mlp-16-peer.log").exists()  # the peer side never started
     assert records.load(out) == [record]
-    row = report_bench.paired_table([record]).splitlines()[2]
-    assert "| jax cpu step f32 (system) | cpu device (system) | error |" in row
+    row = report_bench.paired_table([record], jax_versus_jax=True).splitlines()[2]
+    assert "| jax cpu step f32 (system) | jax cpu device f32 (system) | error |" in row
 
 
 def test_the_default_pair_is_the_bench_tables_own():
@@ -93,6 +94,20 @@ def test_the_default_pair_is_the_bench_tables_own():
         paired.choose(bench, "mnist_cnn", 512, "best", "fastest", "laptop")
     with pytest.raises(paired.UsageError, match="FIRST:SECOND:POLICY, e.g. keras:graph:system"):
         paired.choose(bench, "mnist_cnn", 128, "best", "keras-graph", "laptop")
+    loops = paired.choose(bench, "mlp", 32, "cpu:device:retain", "jax:cpu:step:retain", "x")
+    assert loops[1] == paired.Config("peer", "cpu", "step", "retain", "mnist", jax_peer=True)
+    assert [c.configuration for c in loops] == ["jax cpu device f32", "jax cpu step f32"]
+    with pytest.raises(paired.UsageError, match="jax:FORMULATION:LOOP:POLICY"):
+        paired.choose(bench, "mnist_cnn", 128, "best", "jax:cpu:step", "laptop")
+
+
+def test_a_jax_peer_runs_experiments_run_and_needs_no_peers_venv(tmp_path):
+    argv = ["--jax=cpu:device:retain", "--peer=jax:cpu:step:system", "--data-dir=d"]
+    args = paired.parse([*argv, "--peer-python", "/nowhere/python", "--out", str(tmp_path)])
+    peer = paired.parse_config("peer", args.peer)
+    command = paired.side_command(args, peer, "mlp", 32, str(tmp_path))
+    assert command[:3] == [args.jax_python, "-m", "experiments.run"]
+    assert {"--loop=step", "--host-memory=system", "--width=4096", "--data-dir=d"} <= set(command)
 
 
 def test_side_records_stay_out_of_the_bench_table():
@@ -139,7 +154,7 @@ def test_a_paired_record_without_its_ratio_is_rejected():
         records.validate(record)
 
 
-def _paired(run_id, session, number, ratios, utc_time, status="ok"):
+def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras graph"):
     record = {
         "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": status,
         "message": None if status == "ok" else "peer side stopped: exit code 1",
@@ -153,7 +168,7 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok"):
     }  # fmt: skip
     sides = {
         "jax": {"configuration": "jax cpu device f32", "host_memory": "retain"},
-        "peer": {"configuration": "keras graph", "host_memory": "system"},
+        "peer": {"configuration": peer, "host_memory": "system"},
     }
     record["paired"] = sides  # an error record carries what was asked
     if status == "ok":
@@ -179,3 +194,19 @@ def test_the_paired_table_pools_the_latest_sessions_passes():
     assert cells[6] == "100 [100-100]"
     assert cells[7] == "0.80 [0.55-1.05]"
     assert cells[8:] == ["0.60, 1.00 (1 failed)", "6"]
+
+
+@pytest.mark.parametrize(
+    "ratios,verdict",
+    [([1.1, 1.2, 1.3, 1.2], " (faster)"), ([0.8, 0.9, 0.85], " (slower)"), ([0.9, 1.2], "")],
+)
+def test_jax_against_jax_has_its_own_table_and_verdict(ratios, verdict):
+    step = "jax cpu step f32"
+    rows = [_paired("a", "s", 1, ratios, "2026-01-02T00:00:00", peer=step)]
+    assert report_bench.paired_table(rows) == ""
+    table = report_bench.paired_table(rows, jax_versus_jax=True)
+    header, _, row = table.splitlines()
+    assert "first / second, per round" in header and "goal" not in table
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[3:5] == ["jax cpu device f32 (retain)", f"{step} (system)"]
+    assert cells[7].endswith("]" + verdict)
