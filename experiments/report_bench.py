@@ -352,8 +352,9 @@ PAIRED_INTRO = (
 
 LOOPS_INTRO = (
     "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
-    "measured in turns as above: issue 8 asks that the epoch as one compiled loop "
-    "(`device`) beat one compiled step per batch dispatched from Python (`step`). "
+    "measured in turns as above: the epoch as one compiled loop (`device`) against one "
+    "compiled step per batch dispatched from Python (`step`), which issue 8 asks the "
+    "first to beat, and a loop under the two host memory policies. "
     "`first / second, per round`: median [p10-p90] of the two timed blocks' ratio, "
     "round by round, over the latest session's passes; `(faster)` / `(slower)` where "
     "its whole p10-p90 lies above / below 1, nothing where the rounds go both ways."
