@@ -86,10 +86,15 @@ class Config:
         return f"{self.first} {self.second}"
 
 
+def names_jax_peer(text: str) -> bool:
+    """Whether a `--peer` value asks for JAX itself: `jax:FORMULATION:LOOP:POLICY`."""
+    return text.split(":")[0] == "jax"
+
+
 def parse_config(side: str, text: str) -> Config:
     """`cpu:device:retain` (jax), `keras:graph:system` or `jax:cpu:step:retain` (peer)."""
     parts = text.split(":")
-    jax_peer = side == "peer" and parts[0] == "jax"
+    jax_peer = side == "peer" and names_jax_peer(text)
     if jax_peer:
         parts = parts[1:]
     if len(parts) != 3 or parts[2] not in POLICIES or not all(parts):
@@ -458,7 +463,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.batch_sizes = [int(b) for b in _list(args.batch_sizes, None, "batch size")]
     except ValueError:
         raise UsageError(f"--batch-sizes {args.batch_sizes!r} is not a list of integers") from None
-    needed = ("jax_python",) if args.peer.startswith("jax:") else ("jax_python", "peer_python")
+    needed = ("jax_python",) if names_jax_peer(args.peer) else ("jax_python", "peer_python")
     for name in needed:
         if not Path(getattr(args, name)).exists():
             raise UsageError(
