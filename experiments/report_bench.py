@@ -97,7 +97,7 @@ def bench_records(records: list[Record]) -> list[Record]:
 
 def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
     """(platform, machine, model, batch) -> configuration -> its records, one per policy,
-    `retain` (the CPU's default, jaxcnn/host_memory.py) first."""
+    `retain` (jaxcnn/host_memory.py) first."""
     grouped: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in sorted(bench_records(records), key=lambda r: host_memory_policy(r) != "retain"):
         key = (r["device"]["platform"], _machine(r), _model(r), r["workload"]["batch_size"])
@@ -389,7 +389,7 @@ INTRO = (
     f"peer's (the issue's goal is {GOAL}). Where a configuration was measured under "
     "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
     "the faster one's latest record, marked `(system)` where glibc's defaults beat "
-    "`retain` (the CPU's default). `f32 matmul bound`: "
+    "`retain` (the default for the CPU's step loop). `f32 matmul bound`: "
     "images/s if every FLOP "
     "of the best JAX configuration ran at the best f32 matmul rate measured in the "
     "same run (`matmul_ceiling` / `flops.per_image`): no formulation of the same "

@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--host-memory",
         choices=host_memory.POLICIES,
         default="auto",
-        help="host allocator: auto (retain on CPU) | retain (reuse freed memory; "
-        "jaxcnn/host_memory.py) | system (glibc's defaults)",
+        help="host allocator: auto (retain where the step loop runs on a CPU, else system) "
+        "| retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -211,6 +211,21 @@ def _study_names(name: str) -> list[str]:
     if name not in STUDIES:
         raise_usage(f"unknown study {name!r}: choose one of {', '.join([*STUDIES, ALL])}")
     return [name]
+
+
+def _loops(args: argparse.Namespace) -> set[str]:
+    """The loops (`step`, `device`) the command will run, known before JAX starts, as the
+    host memory policy must be. A study's loops do not depend on the platform."""
+    from experiments.studies import Context
+
+    if args.model is not None:
+        return {args.loop}
+    names = _study_names(args.study)
+    loops = {args.loop for name in names if not callable(STUDIES[name])}
+    context = Context(smoke=args.smoke)
+    return loops | {
+        w.loop for name in names if callable(STUDIES[name]) for w in STUDIES[name](context)
+    }
 
 
 def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
@@ -329,12 +344,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    host_memory.apply(args.host_memory, args.device)  # before JAX starts its backends
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError
 
     try:
+        host_memory.apply(args.host_memory, args.device, _loops(args))  # before JAX starts
         # before any other JAX call; afterwards jax.devices() is every process's devices
         from jaxcnn import distributed
 

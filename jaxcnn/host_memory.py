@@ -21,9 +21,13 @@ buffer (seen in scratch runs of a 100 MB buffer: a few such executions in forty,
 resident memory settling at a few buffers above the largest). Records carry the page
 faults per timed step, so a run where this happened shows it.
 
-`system` leaves glibc's defaults. `auto` is `retain` where the process will run on the
-CPU, as far as that can be known before JAX starts (`--device=cpu`; `auto` with no
-accelerator plugin installed, or JAX_PLATFORMS=cpu), else `system`.
+`system` leaves glibc's defaults. `auto` is `retain` where the process will dispatch
+steps one by one on the CPU, as far as that can be known before JAX starts
+(`--device=cpu`; `auto` with no accelerator plugin installed, or JAX_PLATFORMS=cpu),
+else `system`. A process that runs only whole epochs as one compiled loop (`loop=device`)
+gets `system`: the loop allocates its temporary buffers once per call, so keeping freed
+memory saves it nothing, and one shared arena cost it time when measured in turns
+(PERFORMANCE.md, entry 18).
 
 Order matters: a thread keeps the arena it first allocated from, so this must run
 before JAX starts its CPU client (the first computation or `jax.devices()`). Called
@@ -40,6 +44,7 @@ import importlib.util
 import os
 import platform
 import sys
+from collections.abc import Collection
 from typing import Any
 
 POLICIES = ("auto", "retain", "system")
@@ -65,8 +70,9 @@ def _will_run_on_cpu(device: str) -> bool:
     return not any(importlib.util.find_spec(name) for name in TPU_PACKAGES)
 
 
-def resolve(policy: str, device: str = "auto") -> str:
-    """`retain` or `system` for `policy` (one of POLICIES) and the `--device` asked for."""
+def resolve(policy: str, device: str = "auto", loops: Collection[str] = ("step",)) -> str:
+    """`retain` or `system` for `policy` (one of POLICIES), the `--device` asked for and
+    the loops the process will run (`step`, `device`: jaxcnn.loop.LOOPS)."""
     if policy not in POLICIES:
         # ValueError, not UsageError: importing jaxcnn.errors would import JAX here
         raise ValueError(
@@ -74,7 +80,7 @@ def resolve(policy: str, device: str = "auto") -> str:
         )
     if policy != "auto":
         return policy
-    return "retain" if _will_run_on_cpu(device) else "system"
+    return "retain" if "step" in loops and _will_run_on_cpu(device) else "system"
 
 
 def _jax_started() -> bool:
@@ -83,12 +89,14 @@ def _jax_started() -> bool:
     return bool(started and started())
 
 
-def apply(policy: str = "auto", device: str = "auto") -> dict[str, Any]:
-    """Set the host allocator for `policy` and return what is now in effect (also kept
-    for `current()`, which every record stores). Once `retain` has taken effect it
-    stays: threads keep the arena they were given."""
+def apply(
+    policy: str = "auto", device: str = "auto", loops: Collection[str] = ("step",)
+) -> dict[str, Any]:
+    """Set the host allocator for `policy` (see `resolve`) and return what is now in
+    effect (also kept for `current()`, which every record stores). Once `retain` has
+    taken effect it stays: threads keep the arena they were given."""
     global _current
-    chosen = resolve(policy, device)
+    chosen = resolve(policy, device, loops)
     if _current["applied"]:  # a thread keeps its arena: the first policy that took stays
         return current()
     if chosen == "system":

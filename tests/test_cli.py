@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from experiments import records
+from experiments import run as run_module
 from experiments.run import main
 
 TINY = [
@@ -49,8 +50,24 @@ def test_summary_prints_the_layer_table(capsys):
 # Bad input (flags, devices, data, --out) is tested in test_bad_input.py.
 
 
+@pytest.mark.parametrize(
+    "argv,loops",
+    [
+        ([], {"step"}),
+        (["--model", "mlp", "--loop", "device"], {"device"}),
+        (["--study", "speedrun"], {"device"}),
+        (["--study", "bench", "--smoke"], {"step", "device"}),
+        (["--study", "all"], {"step", "device"}),
+    ],
+)
+def test_the_loops_a_command_will_run_are_known_before_jax_starts(argv, loops):
+    # what the host memory policy is chosen from (jaxcnn/host_memory.py)
+    assert run_module._loops(run_module.build_parser().parse_args(argv)) == loops
+
+
 @pytest.mark.slow
-def test_module_entry_point_runs_as_a_user_would(tmp_path):
+@pytest.mark.parametrize("loop,policy", [("step", "retain"), ("device", "system")])
+def test_module_entry_point_runs_as_a_user_would(tmp_path, loop, policy):
     run = subprocess.run(
         [
             sys.executable,
@@ -62,6 +79,8 @@ def test_module_entry_point_runs_as_a_user_would(tmp_path):
             "mlp",
             "--width",
             "8",
+            "--loop",
+            loop,
             *TINY,
         ],
         capture_output=True,
@@ -72,6 +91,8 @@ def test_module_entry_point_runs_as_a_user_would(tmp_path):
     assert "1 record(s) appended" in run.stdout
     (record,) = records.load(tmp_path)
     assert record["status"] == "ok"
-    # a fresh process on the CPU: the host allocator was set before JAX started
-    assert record["env"]["host_memory"]["policy"] == "retain"
-    assert record["env"]["host_memory"]["applied"] is True
+    assert record["workload"]["loop"] == loop
+    # a fresh process on the CPU: the host allocator was set before JAX started, to
+    # `retain` for per-step dispatch and left to glibc for the compiled epoch
+    assert record["env"]["host_memory"]["policy"] == policy
+    assert record["env"]["host_memory"]["applied"] is (policy == "retain")

@@ -27,6 +27,19 @@ def test_the_policy_each_device_asks_for(policy, device, expected):
     assert host_memory.resolve(policy, device) == expected
 
 
+@pytest.mark.parametrize(
+    "policy,loops,expected",
+    [
+        ("auto", {"step"}, "retain"),
+        ("auto", {"device"}, "system"),  # the compiled epoch allocates once per call
+        ("auto", {"step", "device"}, "retain"),
+        ("retain", {"device"}, "retain"),  # asked for by name: given
+    ],
+)
+def test_auto_on_a_cpu_follows_the_loops_the_process_runs(policy, loops, expected):
+    assert host_memory.resolve(policy, "cpu", loops) == expected
+
+
 @pytest.mark.parametrize("platforms,expected", [("cpu", "retain"), ("cuda,cpu", "system")])
 def test_auto_follows_jax_platforms(monkeypatch, platforms, expected):
     monkeypatch.setenv("JAX_PLATFORMS", platforms)
