@@ -436,7 +436,7 @@ def _list(text: str, allowed: Sequence[str] | None, what: str) -> list[str]:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0].split(":", 1)[-1].strip())
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0].split("]: ", 1)[-1].strip())
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated (default all)")
     p.add_argument("--batch-sizes", default="32,128,512", help="comma-separated")
     p.add_argument(
