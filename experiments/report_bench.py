@@ -276,13 +276,10 @@ def _jax_versus_jax(record: Record) -> bool:
     return str(peer.get("configuration", "")).startswith("jax ")
 
 
-def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
-    """The paired records (benchmarks/paired.py): per machine, model, batch and pair of
-    configurations, the latest session's, its passes' rounds pooled: each side's
-    images/s, the ratio of the blocks round by round, and each pass's median ratio;
-    "" when there are none. JAX against a peer framework, or (`jax_versus_jax`) against
-    another JAX configuration, where the verdict is `(faster)` / `(slower)` when the
-    ratio's whole p10-p90 lies above / below 1."""
+def _latest_sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[Record]]:
+    """(machine, model, batch, first side, second side) -> the paired records of its
+    latest session (benchmarks/paired.py), for pairs against a peer framework or
+    (`jax_versus_jax`) against another JAX configuration."""
     cells: dict[tuple, list[Record]] = defaultdict(list)
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
@@ -293,17 +290,34 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
         sides = r.get("paired") or {}
         names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
         cells[(_machine(r), _model(r), w["batch_size"], *names)].append(r)
+    return {
+        key: [r for r in found if _session(r) == _session(found[-1])]
+        for key, found in sorted(cells.items())
+    }
+
+
+def _pooled_rounds(ok: list[Record]) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Each side's images/s over every round of `ok`'s passes, and their ratio round by
+    round, summarized."""
+    rounds = [one for r in ok for one in r["paired"]["rounds"]]
+    rates = {s: [one[s]["images_per_s"] for one in rounds] for s in ("jax", "peer")}
+    return rates, summarize([j / p for j, p in zip(rates["jax"], rates["peer"], strict=True)])
+
+
+def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
+    """The paired records (benchmarks/paired.py): per machine, model, batch and pair of
+    configurations, the latest session's, its passes' rounds pooled: each side's
+    images/s, the ratio of the blocks round by round, and each pass's median ratio;
+    "" when there are none. JAX against a peer framework, or (`jax_versus_jax`) against
+    another JAX configuration, where the verdict is `(faster)` / `(slower)` when the
+    ratio's whole p10-p90 lies above / below 1."""
     rows = []
-    for key, found in sorted(cells.items()):
-        latest = _session(found[-1])
-        session = [r for r in found if _session(r) == latest]
+    for key, session in _latest_sessions(records, jax_versus_jax).items():
         ok = [r for r in session if r["status"] == "ok"]
         if not ok:
             rows.append([*key, session[-1]["status"], "-", "-", "-", "-"])
             continue
-        rounds = [one for r in ok for one in r["paired"]["rounds"]]
-        rates = {s: [one[s]["images_per_s"] for one in rounds] for s in ("jax", "peer")}
-        ratio = summarize([j / p for j, p in zip(rates["jax"], rates["peer"], strict=True)])
+        rates, ratio = _pooled_rounds(ok)
         passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
         failed = len(session) - len(ok)
         rows.append(
@@ -325,6 +339,41 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
         headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
         headers += ["jax / peer, per round", "per pass", "rounds"]
     return format_table(headers, rows, markdown=True)
+
+
+LOOP_WORD = 2  # in `configuration`'s `jax FORMULATION LOOP PRECISION`
+
+
+def _pair_label(first: str, second: str) -> str:
+    """`device (system) / step (retain)`: two JAX sides by what tells them apart, the
+    loop and the host memory policy always named, the other words they share dropped."""
+    a, b = first.split(), second.split()
+    if len(a) != len(b) or len(a) <= LOOP_WORD:
+        return f"{first} / {second}"
+    keep = [i for i in range(len(a)) if a[i] != b[i] or i in (LOOP_WORD, len(a) - 1)]
+    return f"{' '.join(a[i] for i in keep)} / {' '.join(b[i] for i in keep)}"
+
+
+def jax_pairs_matrix(records: list[Record]) -> str:
+    """JAX against JAX at a glance: a row per machine, model and batch, a column per
+    pair of configurations, each cell the latest session's ratio per round, median
+    [p10-p90], with its verdict; "" when there are none."""
+    cells: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for (machine, model, batch, first, second), session in _latest_sessions(
+        records, jax_versus_jax=True
+    ).items():
+        ok = [r for r in session if r["status"] == "ok"]
+        if ok:
+            _, ratio = _pooled_rounds(ok)
+            cell = _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax=True)
+        else:
+            cell = session[-1]["status"]
+        cells[(machine, model, batch)][_pair_label(first, second)] = cell
+    if not cells:
+        return ""
+    columns = sorted({label for row in cells.values() for label in row})
+    rows = [[*key, *(row.get(c, "-") for c in columns)] for key, row in sorted(cells.items())]
+    return format_table(["machine", "model", "batch", *columns], rows, markdown=True)
 
 
 def _paired_verdict(ratio: dict[str, Any], jax_versus_jax: bool) -> str:
@@ -351,21 +400,38 @@ PAIRED_INTRO = (
 
 
 LOOPS_INTRO = (
-    "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
-    "measured in turns as above: the epoch as one compiled loop (`device`) against one "
-    "compiled step per batch dispatched from Python (`step`), which issue 8 asks the "
-    "first to beat, and a loop under the two host memory policies. "
-    "`first / second, per round`: median [p10-p90] of the two timed blocks' ratio, "
-    "round by round, over the latest session's passes; `(faster)` / `(slower)` where "
-    "its whole p10-p90 lies above / below 1, nothing where the rounds go both ways."
+    "The same pairs one by one: each side's images/s (its timed blocks, median "
+    "[p10-p90]), `first / second, per round` as in the matrix, and each pass's median "
+    "ratio (new processes each pass)."
 )
 
 
-def _paired_part(records: list[Record]) -> str:
+MATRIX_INTRO = (
+    "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
+    "measured in turns as above: the epoch as one compiled loop (`device`) against one "
+    "compiled step per batch dispatched from Python (`step`), which issue 8 asks the "
+    "first to beat, and each loop under the two host memory policies (`retain`, "
+    "`system`). A column per pair, `first / second`: the ratio of their timed blocks, "
+    "round by round, median [p10-p90] over the latest session's passes; `(faster)` / "
+    "`(slower)` where its whole p10-p90 lies above / below 1, nothing where the rounds "
+    "go both ways."
+)
+
+
+def _paired_part(records: list[Record], detail: bool = True) -> str:
+    """The paired tables: JAX against its peers, then JAX against JAX as a matrix and,
+    with `detail`, pair by pair with each side's images/s and each pass."""
     parts = []
-    for intro, versus_jax in ((PAIRED_INTRO, False), (LOOPS_INTRO, True)):
-        table = paired_table(records, jax_versus_jax=versus_jax)
-        parts.append(f"\n\n{intro}\n\n{table}" if table else "")
+    table = paired_table(records)
+    parts.append(f"\n\n{PAIRED_INTRO}\n\n{table}" if table else "")
+    matrix = jax_pairs_matrix(records)
+    parts.append(f"\n\n{MATRIX_INTRO}\n\n{matrix}" if matrix else "")
+    if matrix and not detail:
+        parts.append(
+            "\n\nPair by pair, with each side's images/s and each pass: results/REPORT.md."
+        )
+    table = paired_table(records, jax_versus_jax=True) if detail else ""
+    parts.append(f"\n\n{LOOPS_INTRO}\n\n{table}" if table else "")
     return "".join(parts)
 
 
@@ -437,7 +503,7 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    paired = _paired_part(records)
+    paired = _paired_part(records, detail=False)  # pair by pair: results/REPORT.md
     best = _best_part(records)
     return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
 

@@ -210,3 +210,22 @@ def test_jax_against_jax_has_its_own_table_and_verdict(ratios, verdict):
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[3:5] == ["jax cpu device f32 (retain)", f"{step} (system)"]
     assert cells[7].endswith("]" + verdict)
+
+
+def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
+    step, device = "jax cpu step f32", "jax cpu device f32"
+    rows = [
+        _paired("a", "s1", 1, [1.1, 1.2, 1.3], "2026-01-02T00:00:00", peer=step),
+        _paired("b", "s2", 1, [0.7, 0.8, 0.9], "2026-01-03T00:00:00", peer=device),
+        _paired("c", "s3", 1, [], "2026-01-04T00:00:00", status="error", peer=step),
+        _paired("d", "s4", 1, [3.0], "2026-01-05T00:00:00"),  # a peer framework: not here
+    ]
+    header, _, row = report_bench.jax_pairs_matrix(rows).splitlines()
+    columns = [c.strip() for c in header.split("|")[1:-1]]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert columns == [
+        "machine", "model", "batch", "device (retain) / device (system)",
+        "device (retain) / step (system)",
+    ]  # fmt: skip
+    assert cells == ["laptop", "mnist_cnn", "128", "0.80 [0.72-0.88] (slower)", "error"]
+    assert report_bench.jax_pairs_matrix(rows[3:]) == ""
