@@ -141,14 +141,26 @@ def patches_conv(
         for i in range(kh)
         for j in range(kw)
     ]
-    patches = taps[0] if len(taps) == 1 else jnp.concatenate(taps, axis=-1)
-    return lax.dot_general(
+    pixels, depth = batch * out_h * out_w, kh * kw * cin
+    if cin == 1:
+        # One channel (a grayscale input layer): each tap is a contiguous block, so
+        # stack them as rows, (taps, pixels), not as 1-wide columns the concatenate
+        # would write one value at a time; the weight gradient becomes a plain
+        # (taps, pixels) @ (pixels, cout) GEMM instead of a transposed one.
+        patches = jnp.stack(taps).reshape(depth, pixels)
+        contract = (0,)
+    else:
+        patches = taps[0] if len(taps) == 1 else jnp.concatenate(taps, axis=-1)
+        patches = patches.reshape(pixels, depth)  # 2-D: the GEMMs and their gradients
+        contract = (1,)
+    out = lax.dot_general(
         patches,
-        rhs.reshape(kh * kw * cin, cout),
-        (((3,), (0,)), ((), ())),
+        rhs.reshape(depth, cout),
+        ((contract, (0,)), ((), ())),
         precision=precision,
         preferred_element_type=preferred_element_type,
     )
+    return out.reshape(batch, out_h, out_w, cout)
 
 
 def conv_function(formulation: Formulation):

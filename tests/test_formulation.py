@@ -37,6 +37,7 @@ def _conv_both(x, kernel, strides, padding):
         ((2, 13, 13, 32), (3, 3, 32, 64), (1, 1), "VALID"),
         ((2, 12, 12, 8), (3, 3, 8, 16), (1, 1), "SAME"),  # VGG / cats-vs-dogs
         ((2, 32, 32, 1), (5, 5, 1, 6), (1, 1), "VALID"),  # LeNet-5
+        ((2, 15, 15, 1), (3, 3, 1, 4), (2, 2), "SAME"),  # one channel, strided, padded
         ((2, 17, 17, 3), (7, 7, 3, 8), (2, 2), "SAME"),  # ResNet stem: odd size, stride 2
         ((2, 9, 9, 8), (1, 1, 8, 16), (2, 2), "SAME"),  # ResNet projection shortcut
         ((2, 10, 10, 4), (3, 3, 4, 4), (1, 1), ((2, 0), (1, 1))),  # explicit, uneven pads
