@@ -7,12 +7,13 @@ f32 rounding; the tests check forward and gradients against each other):
 - `xla` (every accelerator): `lax.conv_general_dilated` and `lax.reduce_window`, the
   ops XLA maps onto cuDNN / the TPU's MXU. The fast path there.
 - `cpu` (XLA:CPU): a convolution as shifted slices of the padded input concatenated
-  into patches and ONE matmul with the (kh*kw*cin, cout) kernel; a pool as a reshape
-  (window == stride) or strided slices, then max/mean. Why: XLA:CPU runs the
-  gradients of `conv_general_dilated` and `reduce_window` (weight-gradient convs,
-  select-and-scatter) far slower than matmuls and slices, and slower still inside a
-  compiled loop (jax-ml/jax#12868). Matmuls go to the CPU's tuned GEMM; the slices'
-  gradients are pads and adds. PERFORMANCE.md has the measurements.
+  into patches (a one-channel input's stacked as rows) and ONE 2-D matmul with the
+  (kh*kw*cin, cout) kernel; a pool as a reshape (window == stride) or strided
+  slices, then max/mean. Why: XLA:CPU runs the gradients of `conv_general_dilated`
+  and `reduce_window` (weight-gradient convs, select-and-scatter) far slower than
+  matmuls and slices, and slower still inside a compiled loop (jax-ml/jax#12868).
+  Matmuls go to the CPU's tuned GEMM; the slices' gradients are pads and adds.
+  PERFORMANCE.md has the measurements.
 
 Nothing here looks at the platform except `for_platform`, and the model and step
 code never do: `models.get` passes the choice in, and every record names it.
