@@ -276,11 +276,11 @@ def _jax_versus_jax(record: Record) -> bool:
     return str(peer.get("configuration", "")).startswith("jax ")
 
 
-def _latest_sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[Record]]:
-    """(machine, model, batch, first side, second side) -> the paired records of its
-    latest session (benchmarks/paired.py), for pairs against a peer framework or
-    (`jax_versus_jax`) against another JAX configuration."""
-    cells: dict[tuple, list[Record]] = defaultdict(list)
+def _sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[list[Record]]]:
+    """(machine, model, batch, first side, second side) -> its sessions of
+    benchmarks/paired.py, oldest first, each its paired records; pairs against a peer
+    framework or (`jax_versus_jax`) against another JAX configuration."""
+    cells: dict[tuple, dict[str, list[Record]]] = defaultdict(dict)
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
         w = r["workload"]
         if w.get("kind") != "paired" or w.get("study") != "bench":
@@ -289,11 +289,31 @@ def _latest_sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple,
             continue
         sides = r.get("paired") or {}
         names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
-        cells[(_machine(r), _model(r), w["batch_size"], *names)].append(r)
+        key = (_machine(r), _model(r), w["batch_size"], *names)
+        cells[key].setdefault(_session(r), []).append(r)
+    return {key: list(found.values()) for key, found in sorted(cells.items())}
+
+
+def _latest_sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[Record]]:
+    """(machine, model, batch, first side, second side) -> its latest session's records."""
+    return {key: found[-1] for key, found in _sessions(records, jax_versus_jax).items()}
+
+
+def _peer_sessions(records: list[Record]) -> dict[tuple, list[list[Record]]]:
+    """(machine, model, batch) -> its sessions of JAX against a peer framework, oldest
+    first, whatever the two sides were (the best JAX configuration and the fastest peer
+    change as the code and the records do)."""
+    cells: dict[tuple, list[list[Record]]] = defaultdict(list)
+    for key, found in _sessions(records, jax_versus_jax=False).items():
+        cells[key[:3]].extend(found)
     return {
-        key: [r for r in found if _session(r) == _session(found[-1])]
+        key: sorted(found, key=lambda s: str(s[-1]["env"].get("utc_time") or ""))
         for key, found in sorted(cells.items())
     }
+
+
+def _commit(record: Record) -> str:
+    return str(record["env"].get("git_commit") or "")[:7]
 
 
 def _pooled_rounds(ok: list[Record]) -> tuple[dict[str, list[float]], dict[str, Any]]:
@@ -305,29 +325,42 @@ def _pooled_rounds(ok: list[Record]) -> tuple[dict[str, list[float]], dict[str, 
 
 
 def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
-    """The paired records (benchmarks/paired.py): per machine, model, batch and pair of
-    configurations, the latest session's, its passes' rounds pooled: each side's
-    images/s, the ratio of the blocks round by round, and each pass's median ratio;
-    "" when there are none. JAX against a peer framework, or (`jax_versus_jax`) against
-    another JAX configuration, where the verdict is `(faster)` / `(slower)` when the
-    ratio's whole p10-p90 lies above / below 1."""
+    """The paired records (benchmarks/paired.py), each session's passes' rounds pooled:
+    each side's images/s, the ratio of the blocks round by round, and each pass's median
+    ratio; "" when there are none. JAX against a peer framework: a row per machine,
+    model and batch, its latest session, and the latest one that measured an earlier
+    commit (its pooled ratio and commit: what the changes between did, both measured
+    in turns). Or
+    (`jax_versus_jax`) against another JAX configuration: a row per pair of
+    configurations, the verdict `(faster)` / `(slower)` when the ratio's whole p10-p90
+    lies above / below 1."""
+    if jax_versus_jax:
+        cells = {key: [session] for key, session in _latest_sessions(records, True).items()}
+    else:
+        cells = _peer_sessions(records)
     rows = []
-    for key, session in _latest_sessions(records, jax_versus_jax).items():
+    for key, sessions in cells.items():
+        session = sessions[-1]
         ok = [r for r in session if r["status"] == "ok"]
+        sides = session[-1].get("paired") or {}
+        names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
+        before = [] if jax_versus_jax else [_before(sessions[:-1], _commit(session[-1]))]
         if not ok:
-            rows.append([*key, session[-1]["status"], "-", "-", "-", "-"])
+            rows.append([*key[:3], *names, session[-1]["status"], "-", "-", "-", "-", *before])
             continue
         rates, ratio = _pooled_rounds(ok)
         passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
         failed = len(session) - len(ok)
         rows.append(
             [
-                *key,
+                *key[:3],
+                *names,
                 _spread(summarize(rates["jax"])),
                 _spread(summarize(rates["peer"])),
                 _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax),
                 passes + (f" ({failed} failed)" if failed else ""),
                 ratio["n"],
+                *before,
             ]
         )
     if not rows:
@@ -337,8 +370,20 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
         headers += ["second img/s", "first / second, per round", "per pass", "rounds"]
     else:
         headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
-        headers += ["jax / peer, per round", "per pass", "rounds"]
+        headers += ["jax / peer, per round", "per pass", "rounds", "earlier commit"]
     return format_table(headers, rows, markdown=True)
+
+
+def _before(earlier: list[list[Record]], commit_now: str) -> str:
+    """The latest of `earlier` sessions that measured another commit than `commit_now`
+    (a session re-measuring the same code is no "before"): its pooled ratio per round
+    and its commit."""
+    for session in reversed(earlier):
+        ok = [r for r in session if r["status"] == "ok"]
+        if ok and (not commit_now or _commit(ok[-1]) != commit_now):
+            commit = _commit(ok[-1])
+            return f"{_pooled_rounds(ok)[1]['median']:.2f}" + (f" ({commit})" if commit else "")
+    return "-"
 
 
 LOOP_WORD = 2  # in `configuration`'s `jax FORMULATION LOOP PRECISION`
@@ -395,7 +440,12 @@ PAIRED_INTRO = (
     "session's passes, so that drift that moves both blocks of a round alike does not "
     "enter it; `per pass`: each pass's median ratio, new processes each pass (this "
     "VM's speed moves between processes by more than within one); `(goal met)` where "
-    f"the median reaches {GOAL}. Images/s: each side's timed blocks, median [p10-p90]."
+    f"the median reaches {GOAL}. Images/s: each side's timed blocks, median [p10-p90]. "
+    "`earlier commit`: the median ratio per round of the cell's latest session that "
+    "measured an earlier commit, and that commit, so a change's effect is read from "
+    "two measurements in turns, not from two sessions' images/s (its sides may "
+    "differ: each session pairs the best JAX configuration and the fastest peer the "
+    "records named then)."
 )
 
 

@@ -154,7 +154,7 @@ def test_a_paired_record_without_its_ratio_is_rejected():
         records.validate(record)
 
 
-def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras graph"):
+def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras graph", **extra):
     record = {
         "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": status,
         "message": None if status == "ok" else "peer side stopped: exit code 1",
@@ -163,11 +163,11 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras 
                      "strategy": "single"},
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
                    "host": "laptop"},
-        "env": {"host": "laptop", "utc_time": utc_time},
+        "env": {"host": "laptop", "utc_time": utc_time, "git_commit": extra.get("commit")},
         "session": {"id": session, "pass": number, "passes": 3},
     }  # fmt: skip
     sides = {
-        "jax": {"configuration": "jax cpu device f32", "host_memory": "retain"},
+        "jax": {"configuration": extra.get("jax", "jax cpu device f32"), "host_memory": "retain"},
         "peer": {"configuration": peer, "host_memory": "system"},
     }
     record["paired"] = sides  # an error record carries what was asked
@@ -180,20 +180,25 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras 
     return records.validate(record)
 
 
-def test_the_paired_table_pools_the_latest_sessions_passes():
+def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_commit():
+    old_side = {"jax": "jax cpu step f32", "commit": "0123456789abcdef"}  # another best then
+    now = {"commit": "fedcba9876543210"}
     rows = [
-        _paired("old", "s1", 1, [3.0] * 7, "2026-01-01T00:00:00"),  # an earlier session
-        _paired("a", "s2", 1, [0.5, 0.6, 0.7], "2026-01-02T00:00:00"),
-        _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00"),
-        _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error"),
+        _paired("older", "s0", 1, [2.0] * 7, "2025-12-01T00:00:00"),
+        _paired("old", "s1", 1, [3.0] * 7, "2026-01-01T00:00:00", **old_side),
+        _paired("same", "s1b", 1, [4.0] * 7, "2026-01-01T12:00:00", **now),  # same code
+        _paired("a", "s2", 1, [0.5, 0.6, 0.7], "2026-01-02T00:00:00", **now),
+        _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00", **now),
+        _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error", **now),
     ]
     table = report_bench.paired_table(rows)
+    assert len(table.splitlines()) == 3  # one row per cell, whichever sides were paired
     cells = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
     assert cells[3:5] == ["jax cpu device f32 (retain)", "keras graph (system)"]
     assert cells[5] == "80 [55-105]"  # the six rounds of s2, not the 3.0s of s1
     assert cells[6] == "100 [100-100]"
     assert cells[7] == "0.80 [0.55-1.05]"
-    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6"]
+    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6", "3.00 (0123456)"]
 
 
 @pytest.mark.parametrize(
