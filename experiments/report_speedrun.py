@@ -239,8 +239,8 @@ def _configuration(s: Summary) -> str:
 def _reached(s: Summary) -> str:
     return (
         f"{s['device']}: {TARGET:.0%} reached in {seconds(s['time_median'])} of training "
-        f"(median of {s['seeds']} seeds; mean test accuracy {_accuracy(s)}; "
-        f"{_configuration(s)})"
+        f"(median of {s['seeds']} seeds; mean test accuracy {_accuracy(s)}, "
+        f"{s['reached']} of {s['seeds']} seeds at {TARGET:.0%} or above; {_configuration(s)})"
     )
 
 
