@@ -234,3 +234,14 @@ def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
     ]  # fmt: skip
     assert cells == ["laptop", "mnist_cnn", "128", "0.80 [0.72-0.88] (slower)", "error"]
     assert report_bench.jax_pairs_matrix(rows[3:]) == ""
+
+
+def test_the_bench_table_takes_its_verdict_from_the_pairing_where_there_is_one():
+    # Unpaired, days apart, JAX looks 1.6x the peer; in turns it was 0.8x.
+    rows = [_bench("j", 4800.0), _bench("p", 3000.0, framework="keras", mode="graph")]
+    assert "| 1.60 (goal met) |" in report_bench.bench_table(rows)
+    rows.append(_paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"))
+    table = report_bench.bench_table(rows)
+    assert "| 1.60 (paired 0.80) |" in table and "goal met" not in table
+    rows.append(_paired("b", "t", 1, [1.5, 1.6, 1.7], "2026-01-03T00:00:00"))
+    assert "| 1.60 (paired 1.60 goal met) |" in report_bench.bench_table(rows)
