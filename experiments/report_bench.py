@@ -8,7 +8,7 @@ JAX and peers alike, `matmul_ceiling` and `flops.per_image` for the bound.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -344,13 +344,12 @@ def _pooled_rounds(ok: list[Record]) -> tuple[dict[str, list[float]], dict[str, 
 def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
     """The paired records (benchmarks/paired.py), each session's passes' rounds pooled:
     each side's images/s, the ratio of the blocks round by round, and each pass's median
-    ratio; "" when there are none. JAX against a peer framework: a row per machine,
-    model and batch, its latest session, and the latest one that measured an earlier
-    commit (its pooled ratio and commit: what the changes between did, both measured
-    in turns). Or
-    (`jax_versus_jax`) against another JAX configuration: a row per pair of
-    configurations, the verdict `(faster)` / `(slower)` when the ratio's whole p10-p90
-    lies above / below 1."""
+    ratio, and the commit it measured; "" when there are none. JAX against a peer
+    framework: a row per machine, model and batch, its latest session, and the latest
+    one that measured an earlier commit (its pooled ratio and commit: what the changes
+    between did, both measured in turns). Or (`jax_versus_jax`) against another JAX
+    configuration: a row per pair of configurations, the verdict `(faster)` /
+    `(slower)` when the ratio's whole p10-p90 lies above / below 1."""
     if jax_versus_jax:
         cells = {key: [session] for key, session in _latest_sessions(records, True).items()}
     else:
@@ -361,9 +360,11 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
         ok = [r for r in session if r["status"] == "ok"]
         sides = session[-1].get("paired") or {}
         names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
+        commit = _commit(session[-1]) or "-"
         before = [] if jax_versus_jax else [_before(sessions[:-1], _commit(session[-1]))]
         if not ok:
-            rows.append([*key[:3], *names, session[-1]["status"], "-", "-", "-", "-", *before])
+            status = session[-1]["status"]
+            rows.append([*key[:3], *names, status, "-", "-", "-", "-", commit, *before])
             continue
         rates, ratio = _pooled_rounds(ok)
         passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
@@ -377,6 +378,7 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
                 _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax),
                 passes + (f" ({failed} failed)" if failed else ""),
                 ratio["n"],
+                commit,
                 *before,
             ]
         )
@@ -385,9 +387,10 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
     if jax_versus_jax:
         headers = ["machine", "model", "batch", "first", "second", "first img/s"]
         headers += ["second img/s", "first / second, per round", "per pass", "rounds"]
+        headers += ["commit"]
     else:
         headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
-        headers += ["jax / peer, per round", "per pass", "rounds", "earlier commit"]
+        headers += ["jax / peer, per round", "per pass", "rounds", "commit", "earlier commit"]
     return format_table(headers, rows, markdown=True)
 
 
@@ -493,9 +496,17 @@ def _paired_part(records: list[Record], detail: bool = True) -> str:
     parts.append(f"\n\n{PAIRED_INTRO}\n\n{table}" if table else "")
     matrix = jax_pairs_matrix(records)
     parts.append(f"\n\n{MATRIX_INTRO}\n\n{matrix}" if matrix else "")
+    if matrix:
+        commits = Counter(
+            _commit(session[-1]) or "-" for session in _latest_sessions(records, True).values()
+        )
+        measured = ", ".join(
+            f"{c} ({n} pair{'s' if n > 1 else ''})" for c, n in sorted(commits.items())
+        )
+        parts.append(f"\n\nThe matrix's sessions measured commits {measured}.")
     if matrix and not detail:
         parts.append(
-            "\n\nPair by pair, with each side's images/s and each pass: results/REPORT.md."
+            " Pair by pair, with each side's images/s, each pass and its commit: results/REPORT.md."
         )
     table = paired_table(records, jax_versus_jax=True) if detail else ""
     parts.append(f"\n\n{LOOPS_INTRO}\n\n{table}" if table else "")

@@ -198,7 +198,7 @@ def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_
     assert cells[5] == "80 [55-105]"  # the six rounds of s2, not the 3.0s of s1
     assert cells[6] == "100 [100-100]"
     assert cells[7] == "0.80 [0.55-1.05]"
-    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6", "3.00 (0123456)"]
+    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6", "fedcba9", "3.00 (0123456)"]
 
 
 @pytest.mark.parametrize(
@@ -245,3 +245,15 @@ def test_the_bench_table_takes_its_verdict_from_the_pairing_where_there_is_one()
     assert "| 1.60 (paired 0.80) |" in table and "goal met" not in table
     rows.append(_paired("b", "t", 1, [1.5, 1.6, 1.7], "2026-01-03T00:00:00"))
     assert "| 1.60 (paired 1.60 goal met) |" in report_bench.bench_table(rows)
+
+
+def test_the_matrix_names_the_commits_its_sessions_measured():
+    step, device = "jax cpu step f32", "jax cpu device f32"
+    rows = [
+        _paired("a", "s1", 1, [1.1], "2026-01-02T00:00:00", peer=step, commit="aaaaaaa111"),
+        _paired("b", "s2", 1, [0.9], "2026-01-03T00:00:00", peer=device, commit="bbbbbbb222"),
+        _paired("c", "s3", 1, [1.0], "2026-01-04T00:00:00", peer=step, commit="ccccccc333"),
+    ]  # s3 replaces s1: the same pair measured again
+    part = report_bench._paired_part(rows, detail=False)
+    assert "measured commits bbbbbbb (1 pair), ccccccc (1 pair)." in part
+    assert "aaaaaaa" not in part and "results/REPORT.md" in part
