@@ -360,8 +360,9 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
         ok = [r for r in session if r["status"] == "ok"]
         sides = session[-1].get("paired") or {}
         names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
-        commit = _commit(session[-1]) or "-"
-        before = [] if jax_versus_jax else [_before(sessions[:-1], _commit(session[-1]))]
+        measured = _commit(session[-1])
+        commit = measured or "-"
+        before = [] if jax_versus_jax else [_before(sessions[:-1], measured)]
         if not ok:
             status = session[-1]["status"]
             rows.append([*key[:3], *names, status, "-", "-", "-", "-", commit, *before])
