@@ -43,6 +43,15 @@ def _machine(record: Record) -> str:
     return d.get("host") or record["env"].get("host") or d["kind"]
 
 
+def _when(record: Record) -> str:
+    """The record's UTC time, for sorting ("" when it has none: oldest)."""
+    return str(record["env"].get("utc_time") or "")
+
+
+def _ok(session: list[Record]) -> list[Record]:
+    return [r for r in session if r["status"] == "ok"]
+
+
 def _rate(record: Record) -> float:
     return float(record["throughput"]["median"])
 
@@ -74,7 +83,7 @@ def bench_records(records: list[Record]) -> list[Record]:
     """The latest ok-or-not record per (machine, model, batch, configuration, host
     memory policy)."""
     chosen: dict[tuple, Record] = {}
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+    for r in sorted(records, key=_when):
         w = r["workload"]
         if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
             continue
@@ -108,7 +117,7 @@ def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
 def _shown(cells: dict[str, list[Record]], config: str) -> Record | None:
     """A configuration's figure: its faster host memory policy's record (ok first)."""
     records = cells.get(config) or []
-    ok = [r for r in records if r["status"] == "ok"]
+    ok = _ok(records)
     return max(ok, key=_rate) if ok else (records[0] if records else None)
 
 
@@ -232,7 +241,7 @@ def host_memory_table(records: list[Record]) -> str:
     f32 configuration: the latest ok record of each policy, where both exist among the
     records that name their policy."""
     latest: dict[tuple, dict[str, Record]] = defaultdict(dict)
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+    for r in sorted(records, key=_when):
         w = r["workload"]
         if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
             continue
@@ -287,7 +296,7 @@ def _sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[l
     benchmarks/paired.py, oldest first, each its paired records; pairs against a peer
     framework or (`jax_versus_jax`) against another JAX configuration."""
     cells: dict[tuple, dict[str, list[Record]]] = defaultdict(dict)
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+    for r in sorted(records, key=_when):
         w = r["workload"]
         if w.get("kind") != "paired" or w.get("study") != "bench":
             continue
@@ -313,7 +322,7 @@ def _peer_sessions(records: list[Record]) -> dict[tuple, list[list[Record]]]:
     for key, found in _sessions(records, jax_versus_jax=False).items():
         cells[key[:3]].extend(found)
     return {
-        key: sorted(found, key=lambda s: str(s[-1]["env"].get("utc_time") or ""))
+        key: sorted(found, key=lambda session: _when(session[-1]))
         for key, found in sorted(cells.items())
     }
 
@@ -323,7 +332,7 @@ def paired_ratios(records: list[Record]) -> dict[tuple, float]:
     JAX against a peer framework, measured in turns (the paired table's)."""
     ratios = {}
     for key, sessions in _peer_sessions(records).items():
-        ok = [r for r in sessions[-1] if r["status"] == "ok"]
+        ok = _ok(sessions[-1])
         if ok:
             ratios[key] = _pooled_rounds(ok)[1]["median"]
     return ratios
@@ -357,7 +366,7 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
     rows = []
     for key, sessions in cells.items():
         session = sessions[-1]
-        ok = [r for r in session if r["status"] == "ok"]
+        ok = _ok(session)
         sides = session[-1].get("paired") or {}
         names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
         measured = _commit(session[-1])
@@ -400,7 +409,7 @@ def _before(earlier: list[list[Record]], commit_now: str) -> str:
     (a session re-measuring the same code is no "before"): its pooled ratio per round
     and its commit."""
     for session in reversed(earlier):
-        ok = [r for r in session if r["status"] == "ok"]
+        ok = _ok(session)
         if ok and (not commit_now or _commit(ok[-1]) != commit_now):
             commit = _commit(ok[-1])
             return f"{_pooled_rounds(ok)[1]['median']:.2f}" + (f" ({commit})" if commit else "")
@@ -428,7 +437,7 @@ def jax_pairs_matrix(records: list[Record]) -> str:
     for (machine, model, batch, first, second), session in _latest_sessions(
         records, jax_versus_jax=True
     ).items():
-        ok = [r for r in session if r["status"] == "ok"]
+        ok = _ok(session)
         if ok:
             _, ratio = _pooled_rounds(ok)
             cell = _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax=True)
