@@ -39,7 +39,7 @@ from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.errors import JaxcnnError, UsageError
 from jaxcnn.loop import LOOPS, NonFiniteLoss, fit
 from jaxcnn.loop import evaluate as evaluate_split
-from jaxcnn.parallel import Placement, check_batch_size, place
+from jaxcnn.parallel import Placement, check_batch_size, compiler_options, place
 
 PRECISIONS = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 KINDS = ("train", "matmul", "ensemble")
@@ -247,6 +247,7 @@ def new_record(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
         "env": measure.environment(),
         "loop": workload.loop,
         "formulation": formulation_for(workload, device["platform"]).describe(),
+        "compiler_options": compiler_options(workload.strategy, device["platform"]),
     }
 
 

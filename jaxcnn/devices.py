@@ -165,6 +165,21 @@ def matmul_precision(device: jax.Device, dtype: str = "float32") -> str | None:
     return "fp32"
 
 
+# XLA compiler options for the train and eval steps, by platform (jaxcnn.parallel
+# passes them to jax.jit; records name them). XLA:CPU's copy insertion, without its
+# region analysis, copies a donated parameter that an in-place update overwrites while
+# the step still reads it (the 4096x4096 kernel of `mlp`, every step); with it, the
+# reads are ordered before the update and the copy goes (PERFORMANCE.md, entry 22).
+_COMPILER_OPTIONS: dict[str, dict[str, Any]] = {
+    "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
+}
+
+
+def compiler_options(platform: str) -> dict[str, Any]:
+    """The XLA compiler options a step is compiled with on `platform` (a copy)."""
+    return dict(_COMPILER_OPTIONS.get(platform, {}))
+
+
 def matmul_sizes(platform: str) -> tuple[int, ...]:
     """Square sizes for the measured matmul ceiling on `platform`."""
     return _MATMUL_SIZES.get(platform, _MATMUL_SIZES["gpu"])

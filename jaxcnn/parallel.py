@@ -21,6 +21,10 @@ where its strategy wants them and bring them back. Strategies:
 - `sharded`: jit with `NamedSharding` on a 1-D ("data",) mesh: state replicated,
   batch split along its first axis, `axis_name=None`; XLA inserts the collectives.
 
+Every jit here compiles with the platform's XLA options (`devices.compiler_options`);
+`jax.pmap` takes none, so a pmap placement compiles without them, its epoch too, and
+says so in `compiler_options`.
+
 Many hosts (after `jaxcnn.distributed.initialize`) use the same strategies with the
 global device list: `put_batch` takes the global batch that every process reads
 (the same shuffled order everywhere) and each process transfers only its own rows to
@@ -40,6 +44,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxcnn import devices as devices_lib
 from jaxcnn import epochs, train
 from jaxcnn.errors import UsageError
 
@@ -62,6 +67,7 @@ class Placement:
     # per-step metrics); donates state.
     train_epoch: Callable[..., Any]
     put_dataset: Callable[[dict[str, Any]], dict[str, Any]]  # all rows, on every device
+    compiler_options: dict[str, Any]  # the XLA options its steps were compiled with
 
     @property
     def num_devices(self) -> int:
@@ -107,20 +113,28 @@ def _put_everywhere(tree: Any, sharding: NamedSharding) -> Any:
     return jax.tree.map(lambda x: _put(x, sharding), tree)
 
 
+def compiler_options(strategy: str, platform: str) -> dict[str, Any]:
+    """The XLA options a `strategy` placement on `platform` compiles its steps with."""
+    return {} if strategy == "pmap" else devices_lib.compiler_options(platform)
+
+
 def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     device = devices[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
+    options = compiler_options("single", device.platform)
+    jit = functools.partial(jax.jit, compiler_options=options)
     return Placement(
         strategy="single",
         devices=(device,),
-        train_step=jax.jit(step, donate_argnums=0),
-        eval_step=jax.jit(evaluate),
+        train_step=jit(step, donate_argnums=0),
+        eval_step=jit(evaluate),
         put_state=put,
         put_batch=put,
         get_state=lambda state: state,
         get_metrics=lambda metrics: metrics,
-        train_epoch=jax.jit(functools.partial(epochs.train_epoch, step=step), donate_argnums=0),
+        train_epoch=jit(functools.partial(epochs.train_epoch, step=step), donate_argnums=0),
         put_dataset=put,
+        compiler_options=options,
     )
 
 
@@ -199,8 +213,9 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         put_batch=put_batch,
         get_state=lambda state: _unreplicate(state, mesh),
         get_metrics=_first_replica,
-        train_epoch=jax.jit(epoch, donate_argnums=0),
+        train_epoch=jax.jit(epoch, donate_argnums=0),  # as the step: no options
         put_dataset=functools.partial(_put_everywhere, sharding=NamedSharding(mesh, P())),
+        compiler_options=compiler_options("pmap", devices[0].platform),
     )
 
 
@@ -208,31 +223,34 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     mesh = Mesh(np.array(devices), (DATA_AXIS,))
     replicated = NamedSharding(mesh, P())
     split = NamedSharding(mesh, P(DATA_AXIS))
+    options = compiler_options("sharded", devices[0].platform)
+    jit = functools.partial(jax.jit, compiler_options=options)
     # Explicit out_shardings keep the state replicated: left to itself, sharding
     # propagation may hand back parameters split over devices.
     return Placement(
         strategy="sharded",
         devices=tuple(devices),
-        train_step=jax.jit(
+        train_step=jit(
             step,
             in_shardings=(replicated, split),
             out_shardings=(replicated, replicated),
             donate_argnums=0,
         ),
-        eval_step=jax.jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
+        eval_step=jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
         put_state=functools.partial(_put_everywhere, sharding=replicated),
         put_batch=lambda batch: jax.tree.map(lambda x: _put(x, split), batch),
         get_state=lambda state: state,  # replicated: already one logical copy
         get_metrics=lambda metrics: metrics,
         # The dataset is replicated (every device gathers its rows of each batch from
         # its own copy: no data moves between devices during the epoch).
-        train_epoch=jax.jit(
+        train_epoch=jit(
             functools.partial(epochs.train_epoch, step=step, batch_sharding=split),
             in_shardings=(replicated, replicated, replicated),
             out_shardings=(replicated, replicated),
             donate_argnums=0,
         ),
         put_dataset=functools.partial(_put_everywhere, sharding=replicated),
+        compiler_options=options,
     )
 
 
