@@ -262,6 +262,9 @@ def _check_measurements(record: dict[str, Any]) -> None:
             if value is not None and not _is(value, kinds):
                 expected = " or ".join(k.__name__ for k in kinds)
                 raise RecordError(f"{field}.{key} is {type(value).__name__}, not {expected}")
+    options = record.get("compiler_options")  # the XLA options the steps compiled with
+    if options is not None and not isinstance(options, dict):
+        raise RecordError("compiler_options is not an object")
     achieved = record.get("achieved_tflops")
     if achieved is not None and not _is(achieved, _NUMBER):
         raise RecordError("achieved_tflops is not a number")

@@ -1,4 +1,6 @@
-"""Which devices a run uses, and how they are described in records.
+"""Which devices a run uses, how they are described in records, and what is chosen per
+platform for them: the arithmetic a matmul runs in, the vendors' peaks, and the XLA
+options the steps compile with (`compiler_options`).
 
 `--device=auto|cpu|gpu|tpu` resolves here and nowhere else. Asking for a platform
 that is not present is an error naming the platforms that are: a Colab TPU runtime

@@ -117,6 +117,7 @@ def test_measurement_fields_validate_and_round_trip(tmp_path):
         ({"eval_step_time_s__n": 2.5}, "eval_step_time_s.n"),
         ({"matmul_ceiling": {"float32": 1.0}}, "matmul_ceiling"),
         ({"memory": [1, 2]}, "memory is not an object"),
+        ({"compiler_options": "region analysis"}, "compiler_options is not an object"),
     ],
 )
 def test_mistyped_measurements_are_refused(change, message):
