@@ -110,8 +110,8 @@ error (anything else, compile errors included), with a one-line `message`.
 Unknown keys are kept, never rejected; the fields above are type-checked when present.
 
 Appends are one os.write of a whole line under an exclusive lock, so a crash or a
-second writer never leaves half a line; a half line found on load is skipped with
-a warning and the rest still loads.
+second writer never leaves half a line; a bad line found on load (torn, not a JSON
+object, not UTF-8) is kept, skipped with one warning per file, and the rest loads.
 """
 
 from __future__ import annotations
@@ -324,17 +324,42 @@ def took_turns(record: dict[str, Any]) -> bool:
 
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     """Every valid record in these files or folders (searched for *.jsonl), de-duplicated
-    by run_id, in file order. Bad lines are skipped with a warning naming file and line."""
+    by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
+    the schema) are kept in the file and skipped, with one warning per file naming them."""
     records: dict[str, dict[str, Any]] = {}
     for file in _files(paths):
-        with open(file, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
+        bad: list[tuple[int, str]] = []
+        with open(file, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip():
                     continue
                 try:
-                    record = validate(json.loads(line))
-                except (json.JSONDecodeError, RecordError) as e:
-                    warnings.warn(f"{file}:{number}: skipped a bad record ({e})", stacklevel=2)
+                    record = _parse(raw)
+                except (ValueError, TypeError, AttributeError, KeyError) as e:
+                    bad.append((number, str(e).splitlines()[0][:120] if str(e) else repr(e)))
                     continue
                 records.setdefault(record["run_id"], record)
+        if bad:
+            warnings.warn(_bad_lines(file, bad), stacklevel=2)
     return list(records.values())
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    """One line of a records file as a valid record; ValueError (or a TypeError from a
+    field of the wrong type) says why not."""
+    value = json.loads(raw.decode("utf-8"))
+    if not isinstance(value, dict):
+        raise RecordError(f"a JSON {type(value).__name__}, not an object")
+    return validate(value)
+
+
+def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
+    """One line for all of a file's bad lines: where they are and why the first is bad."""
+    (first, reason), *rest = bad
+    if not rest:
+        return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
+    numbers = ", ".join(str(n) for n, _ in bad[:10]) + (", ..." if len(bad) > 10 else "")
+    return (
+        f"{file}: skipped {len(bad)} bad records (lines {numbers}; line {first}: {reason}); "
+        "the lines are kept"
+    )

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments.studies import STUDIES as NAMED_STUDIES
-from experiments.tables import format_table, seconds, si
+from experiments.tables import format_table, one_line_warning, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
 
 DEFAULT_STUDY = (
@@ -291,11 +291,6 @@ def _check_out(out: Path, flag: str = "--out") -> Path:
     return out
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings (a skipped bad record, a corrupt checkpoint) as one line each."""
-    print(f"warning: {message}", file=file or sys.stderr)
-
-
 def _row(record: dict[str, Any]) -> list[Any]:
     w, d = record["workload"], record["device"]
     step = record.get("step_time_s") or {}
@@ -339,7 +334,7 @@ HEADERS = [
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
+        warnings.showwarning = one_line_warning
         return _main(args)
 
 

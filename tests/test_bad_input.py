@@ -146,6 +146,22 @@ def test_a_records_file_with_a_corrupt_line_warns_and_the_rest_loads(tmp_path, c
     assert path.read_text() == '{"run_id": "torn\n' + good  # and nothing was appended
 
 
+@pytest.mark.parametrize("bad", [b"[1, 2, 3]\n", b"null\n", b"\xff\xfe\n"])
+def test_a_line_that_is_not_a_record_object_is_skipped_by_the_run(tmp_path, capsys, bad):
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    path = tmp_path / records.RECORDS_FILE
+    damaged = bad + path.read_bytes()
+    path.write_bytes(damaged)
+    capsys.readouterr()
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "records.jsonl:1: skipped a bad record" in warnings[0]
+    assert "already recorded (ok): skipped" in err
+    assert path.read_bytes() == damaged  # kept as it was, nothing appended
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "argv,message",
