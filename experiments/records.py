@@ -110,16 +110,21 @@ error (anything else, compile errors included), with a one-line `message`.
 Unknown keys are kept, never rejected; the fields above are type-checked when present.
 
 Appends are one os.write of a whole line under an exclusive lock, so a crash or a
-second writer never leaves half a line; a bad line found on load (torn, not a JSON
-object, not UTF-8) is kept, skipped with one warning per file, and the rest loads.
+second writer never leaves half a line, and a write that fails (a full disk) is cut
+back to where the file ended. A bad line found on load (torn, not a JSON object, not
+UTF-8) is kept, skipped with one warning per file, and the rest still loads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
+import sys
+import tempfile
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -157,6 +162,11 @@ _REQUIRED_SECTION = {
 
 class RecordError(ValueError):
     """A record that does not follow the schema."""
+
+
+class NotRecorded(RuntimeError):
+    """A record that could not be appended to its file; the message says where it was
+    kept instead (or that it is on stderr) and how to add it back."""
 
 
 def validate(record: dict[str, Any]) -> dict[str, Any]:
@@ -289,9 +299,18 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def encode(record: dict[str, Any]) -> bytes:
+    """`record` validated, as the one JSON line that `append` writes."""
+    return (json.dumps(_json_safe(validate(record)), sort_keys=True) + "\n").encode()
+
+
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Validate and append one record as one line, whole or not at all."""
-    line = (json.dumps(_json_safe(validate(record)), sort_keys=True) + "\n").encode()
+    """Validate and append one record as one line, whole or not at all.
+
+    One os.write under an exclusive lock, so a second writer never lands inside the
+    line; a write that fails or falls short (a full disk) is truncated back to where
+    the file ended, so it leaves no partial line, and raises OSError."""
+    line = encode(record)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -300,12 +319,82 @@ def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # a writer died mid-line: keep its fragment off our line
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
-        os.fsync(fd)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(
+                    errno.ENOSPC, f"short write ({written} of {len(line)} bytes)", str(path)
+                )
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # under the lock: only our bytes go
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
+
+
+# Below this much free space on the records file's disk a run is refused up front: a
+# record is a few KB, and a measurement that cannot be written is hours lost.
+MIN_FREE_BYTES = 32 * 1024
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise OSError (its strerror says why) if a record could not be appended to
+    `path`: a folder or an unwritable file there, an immutable file, a parent that is
+    a file or read-only, a full disk. Creates nothing and changes nothing."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a records file", str(path))
+    if path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # EPERM if immutable
+    check_writable_folder(path.parent)
+
+
+def check_writable_folder(folder: str | os.PathLike) -> None:
+    """Raise OSError if files could not be created in `folder` (made, with its parents,
+    when the first file is written): a parent that is a file, no permission, a
+    read-only or full disk. Creates nothing that it leaves behind."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(existing))
+    # A probe, not os.access: it also sees read-only mounts and holds for root.
+    probe = existing / f".jaxcnn-write-test-{os.getpid()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    probe.unlink()
+    disk = os.statvfs(existing)
+    free = disk.f_bavail * disk.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
+
+
+def append_or_keep(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """`append`, and if that fails, keep the record where it can be recovered (a new
+    file in the temp folder; if even that fails, the JSON line on stderr) and raise
+    NotRecorded saying where: a measurement is never lost to a full disk."""
+    try:
+        append(path, record)
+    except OSError as e:
+        why = f"could not append to {path} ({e.strerror or e})"
+        kept = _keep_elsewhere(record, Path(path).name)
+        if kept is None:
+            print(encode(record).decode(), end="", file=sys.stderr)
+            raise NotRecorded(f"{why}: the record is the JSON line above") from None
+        raise NotRecorded(f"{why}: the record is kept in {kept} (cat {kept} >> {path})") from None
+
+
+def _keep_elsewhere(record: dict[str, Any], name: str) -> Path | None:
+    stem = name.removesuffix(".jsonl")
+    try:
+        fd, kept = tempfile.mkstemp(prefix=f"jaxcnn-unrecorded-{stem}-", suffix=".jsonl")
+        os.close(fd)
+        append(kept, record)
+    except OSError:
+        return None
+    return Path(kept)
 
 
 def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:

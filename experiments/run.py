@@ -7,8 +7,10 @@ one of the seeds' questions (experiments/studies.py; --study=all runs them all),
 Every workload appends one record to OUT/records.jsonl.
 
 Exit codes: 0 when every workload is `ok` (or `oom`/`nan`, which are findings, not
-failures); 1 when a workload ended in `error`; 2 for a usage error (bad flag, absent
-device, missing data), reported in one line before anything is written.
+failures); 1 when a workload ended in `error`, or a record could not be appended (it is
+then kept in the temp folder, and one line says where); 2 for a usage error (bad flag,
+absent device, missing data, a records file or folder that cannot be written), reported
+in one line before anything is written.
 
 Nothing lost, nothing twice. Each workload has a configuration key (a hash of the
 workload and the device platform/kind/count, stored in its record as `config_key`).
@@ -278,17 +280,15 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
     return found
 
 
-def _check_out(out: Path, flag: str = "--out") -> Path:
-    from jaxcnn.errors import UsageError
+def _check_writable(path: Path, flag: str, folder: bool = False) -> None:
+    """A usage error if `path` (the records file, or a folder) could not be written;
+    creates nothing, so a usage error found later leaves the disk as it was."""
+    from experiments import records
 
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"  # processes may share the folder
-        probe.write_text("")
-        probe.unlink()
+        (records.check_writable_folder if folder else records.check_writable)(path)
     except OSError as e:
-        raise UsageError(f"cannot write to {flag} {out}: {e.strerror or e}") from None
-    return out
+        raise_usage(f"cannot write to {flag} {e.filename or path}: {e.strerror or e}")
 
 
 def _row(record: dict[str, Any]) -> list[Any]:
@@ -339,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from experiments import records
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError
@@ -361,6 +362,9 @@ def _main(args: argparse.Namespace) -> int:
     except JaxcnnError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except records.NotRecorded as e:  # after the work: exit 1, the record kept
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept", file=sys.stderr)
         return 130
@@ -394,11 +398,12 @@ def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     sweep.check_all(workloads, devices)  # every usage error before any work or write
     if args.no_checkpoints and (args.checkpoint_every or args.checkpoint_dir):
         raise_usage("--checkpoint-every/--checkpoint-dir cannot go with --no-checkpoints")
-    out = _check_out(Path(args.out))
+    out = Path(args.out)
+    _check_writable(out / records.RECORDS_FILE, "--out")
     checkpoint_root = None
     if not args.no_checkpoints:
-        root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
-        checkpoint_root = _check_out(root, "--checkpoint-dir")
+        checkpoint_root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
+        _check_writable(checkpoint_root, "--checkpoint-dir", folder=True)
     done, skipped = sweep.run_sweep(
         workloads,
         devices,

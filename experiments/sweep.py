@@ -188,7 +188,7 @@ def run_sweep(
             if key in skips and not force:  # a rerun: that skip is already written
                 already += 1
             elif writer:
-                records.append(path, record)
+                records.append_or_keep(path, record)
             done.append(record)
             continue
         checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
@@ -209,7 +209,7 @@ def run_sweep(
         if w.oom_group and agreed([record["status"] == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
         if writer:
-            records.append(path, record)
+            records.append_or_keep(path, record)  # NotRecorded ends the sweep
         done.append(record)
         if on_record is not None:
             on_record(record)
