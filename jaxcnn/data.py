@@ -25,6 +25,7 @@ _IDX_FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 _IMAGE_MAGIC, _LABEL_MAGIC = 2051, 2049
+IDX_CLASSES = 10  # MNIST and Fashion-MNIST: labels 0..9
 _DIGITS_TEST_FRACTION = 0.2
 
 
@@ -140,12 +141,19 @@ def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray,
         raise DataError(f"--data-dir {data_dir} does not exist or is not a directory")
     image_stem, label_stem = _IDX_FILES[split]
     images = read_idx(_find_idx(data_dir, image_stem))
-    labels = read_idx(_find_idx(data_dir, label_stem))
+    label_path = _find_idx(data_dir, label_stem)
+    labels = read_idx(label_path)
     if images.ndim != 3 or labels.ndim != 1:
         raise DataError(f"{data_dir}: {image_stem} is not an image file or {label_stem} not labels")
     if len(images) != len(labels):
         raise DataError(
             f"{data_dir}: {len(images)} images but {len(labels)} labels in the {split} split"
+        )
+    if len(labels) and labels.max() >= IDX_CLASSES:
+        bad = int(np.argmax(labels >= IDX_CLASSES))
+        raise DataError(
+            f"{label_path}: label {labels[bad]} at index {bad} is outside 0..{IDX_CLASSES - 1}, "
+            f"the {IDX_CLASSES} classes of MNIST-format data; the file is damaged"
         )
     return images[..., None], labels.astype(np.int32)
 

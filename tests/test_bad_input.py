@@ -110,6 +110,12 @@ def _label_count_mismatch(folder: Path) -> None:
     write_idx(folder / "train-labels-idx1-ubyte.gz", [1] * 63)
 
 
+def _label_out_of_range(folder: Path) -> None:
+    labels = [1] * 32
+    labels[5] = 200  # one damaged byte would train on an eleventh class: nan, or worse
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", labels)
+
+
 def _missing_file(folder: Path) -> None:
     (folder / "t10k-labels-idx1-ubyte.gz").unlink()
 
@@ -123,6 +129,10 @@ def _missing_file(folder: Path) -> None:
         (_wrong_count, "header says 65 = 65 bytes of data, file has 64"),
         (_label_count_mismatch, "64 images but 63 labels"),
         (_missing_file, "no t10k-labels-idx1-ubyte.gz"),
+        (
+            _label_out_of_range,
+            "t10k-labels-idx1-ubyte.gz: label 200 at index 5 is outside 0..9",
+        ),
     ],
 )
 def test_a_damaged_data_dir_is_one_line(idx_dir, tmp_path, capsys, damage, message):
