@@ -29,6 +29,7 @@ checkpoint of another configuration impossible to pick up by mistake.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import warnings
@@ -74,7 +75,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _integer(text: str, minimum: int) -> int:
+def _integer(text: str, minimum: int, maximum: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -82,6 +83,8 @@ def _integer(text: str, minimum: int) -> int:
     if value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise argparse.ArgumentTypeError(f"{value} is not {what}")
+    if maximum is not None and value > maximum:
+        raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
     return value
 
 
@@ -93,11 +96,18 @@ def _count(text: str) -> int:
     return _integer(text, 0)
 
 
+def _seed(text: str) -> int:
+    # JAX's keys take 32 bits; an ensemble adds its member index, so 31 leave room.
+    return _integer(text, 0, 2**31 - 1)
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
@@ -160,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="host allocator: auto (retain where the step loop runs on a CPU, else system) "
         "| retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="0..2**31-1 (default 0)")
     p.add_argument(
         "--timing-steps",
         type=_positive_int,
@@ -395,7 +405,7 @@ def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     if flag_driven and args.strategy == "single" and args.num_devices is None:
         devices = devices[:1]  # one device unless a placement that spreads is asked for
     workloads = _workloads(args, devices)
-    sweep.check_all(workloads, devices)  # every usage error before any work or write
+    sweep.check_all(workloads, devices, args.data_dir)  # every usage error before any work
     if args.no_checkpoints and (args.checkpoint_every or args.checkpoint_dir):
         raise_usage("--checkpoint-every/--checkpoint-dir cannot go with --no-checkpoints")
     out = Path(args.out)

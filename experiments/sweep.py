@@ -38,9 +38,11 @@ from experiments.workload import (
     new_record,
     run_workload,
     split_key,
+    train_examples,
 )
+from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
-from jaxcnn import host_memory
+from jaxcnn.errors import UsageError
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
@@ -90,10 +92,29 @@ def first_local(devices: list[jax.Device]) -> jax.Device:
     return next(d for d in devices if d.process_index == jax.process_index())
 
 
-def check_all(workloads: list[Workload], devices: list[jax.Device]) -> None:
-    """Every usage error of every workload, before any work or any write."""
+def check_all(
+    workloads: list[Workload], devices: list[jax.Device], data_dir: str | None = None
+) -> None:
+    """Every usage error of every workload, before any work or any write: a --data-dir
+    that no workload reads, a batch larger than its training set (known without
+    reading the data)."""
     for workload in workloads:
         check(workload, devices)
+    if data_dir is not None and not any(w.dataset in data.FILE_DATASETS for w in workloads):
+        asked = ", ".join(sorted({w.dataset for w in workloads if _needs_data(w)})) or "none"
+        raise UsageError(
+            f"--data-dir is read for {' and '.join(data.FILE_DATASETS)} only, and this run "
+            f"reads {asked} (digits is embedded, synthetic is made up): drop --data-dir"
+        )
+    for workload in workloads:
+        if not _needs_data(workload):
+            continue
+        size = train_examples(workload, data_dir)
+        if size is not None and workload.batch_size > size:
+            raise UsageError(
+                f"batch {workload.batch_size} is larger than the {size:,} training images "
+                f"of {workload.dataset}: choose --batch-size {size} or less"
+            )
 
 
 def _needs_data(workload: Workload) -> bool:
@@ -155,7 +176,7 @@ def run_sweep(
     each to OUT/records.jsonl: (the records of this sweep, new or already there, and
     how many were already recorded). Raises JaxcnnError for usage or data mistakes
     before any work; `on_record` sees each record as it is made."""
-    check_all(workloads, devices)
+    check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
     path = out / records.RECORDS_FILE
     found, skips = recorded(path)

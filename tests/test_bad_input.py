@@ -68,10 +68,25 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
         (["--checkpoint-every", "0"], "0 is not a positive integer"),
         (["--learning-rate", "-0.1"], "-0.1 is not positive"),
         (["--learning-rate", "fast"], "'fast' is not a number"),
+        (["--learning-rate", "inf"], "'inf' is not a finite number"),
+        (["--learning-rate", "nan"], "'nan' is not a finite number"),
+        (["--seed", "-1"], "-1 is not an integer >= 0"),
+        (["--seed", str(2**40)], f"{2**40} is not in 0..2147483647"),
+        (["--batch-size", "2000", *MLP], "batch 2000 is larger than the 1,438 training images"),
+        (["--batch-size", str(10**12)], "choose --batch-size 1438 or less"),
+        (["--dataset", "synthetic", "--batch-size", "4096", *MLP], "the 2,048 training images"),
+        (["--data-dir", "/nonexistent", *MLP], "--data-dir is read for mnist and fashion_mnist"),
     ],
 )
 def test_a_bad_number_is_one_line(tmp_path, capsys, argv, message):
     _assert_one_line_exit_2(["--out", str(tmp_path), *TINY, *argv], capsys, message, tmp_path)
+
+
+def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--out", str(out), *TINY, *MLP, "--dataset", "mnist", "--data-dir", str(idx_dir)]
+    _assert_one_line_exit_2([*argv, "--batch-size", "65"], capsys, "the 64 training images", out)
+    assert main([*argv, "--batch-size", "64", "--no-checkpoints"]) == 0  # control: it fits
 
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
