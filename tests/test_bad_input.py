@@ -18,7 +18,16 @@ TINY += ["--no-progress"]
 MLP = ["--model", "mlp", "--width", "8"]
 
 
+def _tree(folder: Path) -> list[tuple[str, bool, int]] | None:
+    """Everything under `folder` (None if it does not exist): what a run wrote."""
+    if not folder.exists():
+        return None
+    found = [folder, *folder.rglob("*")]
+    return sorted((str(p.relative_to(folder)), p.is_dir(), p.stat().st_size) for p in found)
+
+
 def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
+    before = _tree(out)
     try:
         code = main(argv)
     except SystemExit as exit_info:  # argparse rejects flags before main's body runs
@@ -28,8 +37,16 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
     assert len(err.splitlines()) == 1, err
     assert message in err, err
     assert "Traceback" not in err
-    assert not (out / records.RECORDS_FILE).exists()
-    assert not list(out.glob("checkpoints/*/*"))
+    assert _tree(out) == before  # nothing written: no records file, no empty folders
+
+
+def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
+    out = tmp_path / "new" / "out"
+    argv = ["--out", str(out), *TINY, *MLP, "--batch-size", "2000"]
+    _assert_one_line_exit_2(argv, capsys, "larger than the 1,438 training images", out)
+    assert list(tmp_path.iterdir()) == []
+    assert main(["--out", str(out), *TINY, *MLP]) == 0  # control: a run makes them
+    assert (out / records.RECORDS_FILE).exists() and (out / "checkpoints").is_dir()
 
 
 @pytest.mark.parametrize(
