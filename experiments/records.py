@@ -21,7 +21,9 @@ Schema (version 1). Required in every record:
               schedule (constant|onecycle: the learning rate over the run; onecycle
                     peaks at learning_rate) [constant]}
               epochs == 0 means timing only: no training, history [], test_accuracy null.
-    device {platform, kind, count, process_count, host},
+    device {platform, kind, count, process_count, host[, machine: a hash of the OS
+            machine id and the host name (devices.machine_id); since reruns skip a CPU
+            cell only when it was recorded on this machine; absent in older records]},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
 In records made since issue 8 (absent before: read as loop step, formulation xla):
     loop                                   step | device, as run

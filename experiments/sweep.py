@@ -47,21 +47,35 @@ from jaxcnn.errors import UsageError
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
 
-def recorded(path: Path) -> tuple[dict[str, dict[str, Any]], set[str]]:
+def recorded(path: Path, machine: str | None = None) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """(the last final record per config key, the keys with a `skipped` record) already
-    in `path`; a bad line is skipped with a warning by records.load."""
+    in `path`; a bad line is skipped with a warning by records.load. With `machine`
+    (devices.machine_id()), only the records that count as made here (`made_here`)."""
     if not path.exists():
         return {}, set()
     found, skips = {}, set()
     for record in records.load(path):
         key = record.get("config_key")
-        if not key:
+        if not isinstance(key, str) or (machine and not made_here(record, machine)):
             continue
         if record["status"] in FINAL_STATUSES:
             found[key] = record
         elif record["status"] == "skipped":
             skips.add(key)
     return found, skips
+
+
+def made_here(record: dict[str, Any], machine: str) -> bool:
+    """Whether a record with a config key of this run's measured what this run would.
+    An accelerator's key names its chip, so a record from any machine with that chip
+    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
+    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
+    host names repeat ("localhost", a committed record's VM name): only a record from
+    this very machine (device.machine) counts, and one without it never does."""
+    device = record["device"]
+    if device.get("kind") != device.get("platform"):
+        return True
+    return device.get("machine") == machine
 
 
 def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
@@ -179,7 +193,7 @@ def run_sweep(
     check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
     path = out / records.RECORDS_FILE
-    found, skips = recorded(path)
+    found, skips = recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [config_key(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)]
     skip = agreed([key in found and not force for key in keys])
