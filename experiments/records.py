@@ -135,6 +135,9 @@ from typing import Any
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "oom", "nan", "error", "skipped")
 RECORDS_FILE = "records.jsonl"
+# A user's runs go to a folder of their own (git-ignored), not into the records this
+# repository commits (results/), which only `--out=results` adds to.
+DEFAULT_OUT = "runs"
 _REQUIRED = {
     "schema_version": int,
     "run_id": str,

@@ -36,6 +36,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.records import DEFAULT_OUT
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.tables import format_table, one_line_warning, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
@@ -177,7 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=20,
         help="steps timed one by one for the step-time median (default 20)",
     )
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {DEFAULT_OUT}/, git-ignored; --out=results "
+        "adds to the records this repository commits)",
+    )
     p.add_argument(
         "--checkpoint-dir", help="root of per-workload checkpoints (default OUT/checkpoints)"
     )

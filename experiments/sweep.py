@@ -1,6 +1,6 @@
 """A sweep: workloads run one after another on some devices, one record each.
 
-    done, skipped = run_sweep(workloads, jax.devices(), Path("results"))
+    done, skipped = run_sweep(workloads, jax.devices(), Path("runs"))
 
 Nothing lost, nothing twice: a workload whose configuration key already has a final
 record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
