@@ -438,12 +438,16 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     return list(records.values())
 
 
+_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
+_JSON_NAMES.update({bool: "true or false", type(None): "null"})
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
     """One line of a records file as a valid record; ValueError (or a TypeError from a
     field of the wrong type) says why not."""
     value = json.loads(raw.decode("utf-8"))
     if not isinstance(value, dict):
-        raise RecordError(f"a JSON {type(value).__name__}, not an object")
+        raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
     return validate(value)
 
 
