@@ -21,7 +21,9 @@ Schema (version 1). Required in every record:
               schedule (constant|onecycle: the learning rate over the run; onecycle
                     peaks at learning_rate) [constant]}
               epochs == 0 means timing only: no training, history [], test_accuracy null.
-    device {platform, kind, count, process_count, host},
+    device {platform, kind, count, process_count, host[, machine: a hash of the OS
+            machine id and the host name (devices.machine_id); since reruns skip a CPU
+            cell only when it was recorded on this machine; absent in older records]},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
 In records made since issue 8 (absent before: read as loop step, formulation xla):
     loop                                   step | device, as run
@@ -110,16 +112,21 @@ error (anything else, compile errors included), with a one-line `message`.
 Unknown keys are kept, never rejected; the fields above are type-checked when present.
 
 Appends are one os.write of a whole line under an exclusive lock, so a crash or a
-second writer never leaves half a line; a half line found on load is skipped with
-a warning and the rest still loads.
+second writer never leaves half a line, and a write that fails (a full disk) is cut
+back to where the file ended. A bad line found on load (torn, not a JSON object, not
+UTF-8) is kept, skipped with one warning per file, and the rest still loads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
+import sys
+import tempfile
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -128,6 +135,9 @@ from typing import Any
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "oom", "nan", "error", "skipped")
 RECORDS_FILE = "records.jsonl"
+# A user's runs go to a folder of their own (git-ignored), not into the records this
+# repository commits (results/), which only `--out=results` adds to.
+DEFAULT_OUT = "runs"
 _REQUIRED = {
     "schema_version": int,
     "run_id": str,
@@ -157,6 +167,11 @@ _REQUIRED_SECTION = {
 
 class RecordError(ValueError):
     """A record that does not follow the schema."""
+
+
+class NotRecorded(RuntimeError):
+    """A record that could not be appended to its file; the message says where it was
+    kept instead (or that it is on stderr) and how to add it back."""
 
 
 def validate(record: dict[str, Any]) -> dict[str, Any]:
@@ -289,9 +304,18 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def encode(record: dict[str, Any]) -> bytes:
+    """`record` validated, as the one JSON line that `append` writes."""
+    return (json.dumps(_json_safe(validate(record)), sort_keys=True) + "\n").encode()
+
+
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Validate and append one record as one line, whole or not at all."""
-    line = (json.dumps(_json_safe(validate(record)), sort_keys=True) + "\n").encode()
+    """Validate and append one record as one line, whole or not at all.
+
+    One os.write under an exclusive lock, so a second writer never lands inside the
+    line; a write that fails or falls short (a full disk) is truncated back to where
+    the file ended, so it leaves no partial line, and raises OSError."""
+    line = encode(record)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -300,12 +324,82 @@ def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # a writer died mid-line: keep its fragment off our line
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
-        os.fsync(fd)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(
+                    errno.ENOSPC, f"short write ({written} of {len(line)} bytes)", str(path)
+                )
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # under the lock: only our bytes go
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
+
+
+# Below this much free space on the records file's disk a run is refused up front: a
+# record is a few KB, and a measurement that cannot be written is hours lost.
+MIN_FREE_BYTES = 32 * 1024
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise OSError (its strerror says why) if a record could not be appended to
+    `path`: a folder or an unwritable file there, an immutable file, a parent that is
+    a file or read-only, a full disk. Creates nothing and changes nothing."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a records file", str(path))
+    if path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # EPERM if immutable
+    check_writable_folder(path.parent)
+
+
+def check_writable_folder(folder: str | os.PathLike) -> None:
+    """Raise OSError if files could not be created in `folder` (made, with its parents,
+    when the first file is written): a parent that is a file, no permission, a
+    read-only or full disk. Creates nothing that it leaves behind."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(existing))
+    # A probe, not os.access: it also sees read-only mounts and holds for root.
+    probe = existing / f".jaxcnn-write-test-{os.getpid()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    probe.unlink()
+    disk = os.statvfs(existing)
+    free = disk.f_bavail * disk.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
+
+
+def append_or_keep(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """`append`, and if that fails, keep the record where it can be recovered (a new
+    file in the temp folder; if even that fails, the JSON line on stderr) and raise
+    NotRecorded saying where: a measurement is never lost to a full disk."""
+    try:
+        append(path, record)
+    except OSError as e:
+        why = f"could not append to {path} ({e.strerror or e})"
+        kept = _keep_elsewhere(record, Path(path).name)
+        if kept is None:
+            print(encode(record).decode(), end="", file=sys.stderr)
+            raise NotRecorded(f"{why}: the record is the JSON line above") from None
+        raise NotRecorded(f"{why}: the record is kept in {kept} (cat {kept} >> {path})") from None
+
+
+def _keep_elsewhere(record: dict[str, Any], name: str) -> Path | None:
+    stem = name.removesuffix(".jsonl")
+    try:
+        fd, kept = tempfile.mkstemp(prefix=f"jaxcnn-unrecorded-{stem}-", suffix=".jsonl")
+        os.close(fd)
+        append(kept, record)
+    except OSError:
+        return None
+    return Path(kept)
 
 
 def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -324,17 +418,46 @@ def took_turns(record: dict[str, Any]) -> bool:
 
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     """Every valid record in these files or folders (searched for *.jsonl), de-duplicated
-    by run_id, in file order. Bad lines are skipped with a warning naming file and line."""
+    by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
+    the schema) are kept in the file and skipped, with one warning per file naming them."""
     records: dict[str, dict[str, Any]] = {}
     for file in _files(paths):
-        with open(file, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
+        bad: list[tuple[int, str]] = []
+        with open(file, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip():
                     continue
                 try:
-                    record = validate(json.loads(line))
-                except (json.JSONDecodeError, RecordError) as e:
-                    warnings.warn(f"{file}:{number}: skipped a bad record ({e})", stacklevel=2)
+                    record = _parse(raw)
+                except (ValueError, TypeError, AttributeError, KeyError) as e:
+                    bad.append((number, str(e).splitlines()[0][:120] if str(e) else repr(e)))
                     continue
                 records.setdefault(record["run_id"], record)
+        if bad:
+            warnings.warn(_bad_lines(file, bad), stacklevel=2)
     return list(records.values())
+
+
+_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
+_JSON_NAMES.update({bool: "true or false", type(None): "null"})
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    """One line of a records file as a valid record; ValueError (or a TypeError from a
+    field of the wrong type) says why not."""
+    value = json.loads(raw.decode("utf-8"))
+    if not isinstance(value, dict):
+        raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
+    return validate(value)
+
+
+def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
+    """One line for all of a file's bad lines: where they are and why the first is bad."""
+    (first, reason), *rest = bad
+    if not rest:
+        return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
+    numbers = ", ".join(str(n) for n, _ in bad[:10]) + (", ..." if len(bad) > 10 else "")
+    return (
+        f"{file}: skipped {len(bad)} bad records (lines {numbers}; line {first}: {reason}); "
+        "the lines are kept"
+    )

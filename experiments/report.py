@@ -12,6 +12,7 @@ import argparse
 import os
 import statistics
 import sys
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ from experiments.labels import device_label, model_label, workload_kind
 from experiments.report_bench import PLOT as BENCH_PLOT
 from experiments.report_bench import bench_block, bench_study
 from experiments.report_speedrun import speedrun_headline, speedrun_study
-from experiments.tables import format_table, seconds, si
+from experiments.tables import format_table, one_line_warning, seconds, si
 
 Record = dict[str, Any]
 Section = Callable[[list[Record], Path], tuple[str, list[Path]]]
@@ -1107,6 +1108,21 @@ def write_report(
 
 
 def main(argv: list[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = one_line_warning  # a skipped bad record: one line
+        return _main(argv)
+
+
+def _writable_folder(out: Path) -> str | None:
+    """Why REPORT.md and the plots could not be written into `out`, or None."""
+    try:
+        records_lib.check_writable_folder(out)
+    except OSError as e:
+        return f"cannot write to --out {out}: {e.strerror or e}"
+    return None
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.report", description=__doc__)
     p.add_argument("paths", nargs="+", help="records.jsonl files or folders of them")
     p.add_argument("--out", help="folder for REPORT.md and PNGs (default: the first folder)")
@@ -1142,12 +1158,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    first = Path(args.paths[0])
+    out = Path(args.out) if args.out else (first if first.is_dir() else first.parent)
+    unwritable = _writable_folder(out)
+    if unwritable:
+        print(f"error: {unwritable}", file=sys.stderr)
+        return 2
     records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
     if not records:
         print(f"error: no records found in {', '.join(args.paths)}", file=sys.stderr)
         return 2
-    first = Path(args.paths[0])
-    out = Path(args.out) if args.out else (first if first.is_dir() else first.parent)
     report, pngs = write_report(records, out)
     print(f"{report} ({len(records)} records, {len(pngs)} plots)")
     if args.readme:

@@ -7,8 +7,10 @@ one of the seeds' questions (experiments/studies.py; --study=all runs them all),
 Every workload appends one record to OUT/records.jsonl.
 
 Exit codes: 0 when every workload is `ok` (or `oom`/`nan`, which are findings, not
-failures); 1 when a workload ended in `error`; 2 for a usage error (bad flag, absent
-device, missing data), reported in one line before anything is written.
+failures); 1 when a workload ended in `error`, or a record could not be appended (it is
+then kept in the temp folder, and one line says where); 2 for a usage error (bad flag,
+absent device, missing data, a records file or folder that cannot be written), reported
+in one line before anything is written.
 
 Nothing lost, nothing twice. Each workload has a configuration key (a hash of the
 workload and the device platform/kind/count, stored in its record as `config_key`).
@@ -27,14 +29,16 @@ checkpoint of another configuration impossible to pick up by mistake.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.records import DEFAULT_OUT
 from experiments.studies import STUDIES as NAMED_STUDIES
-from experiments.tables import format_table, seconds, si
+from experiments.tables import format_table, one_line_warning, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
 
 DEFAULT_STUDY = (
@@ -72,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _integer(text: str, minimum: int) -> int:
+def _integer(text: str, minimum: int, maximum: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -80,6 +84,8 @@ def _integer(text: str, minimum: int) -> int:
     if value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise argparse.ArgumentTypeError(f"{value} is not {what}")
+    if maximum is not None and value > maximum:
+        raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
     return value
 
 
@@ -91,11 +97,18 @@ def _count(text: str) -> int:
     return _integer(text, 0)
 
 
+def _seed(text: str) -> int:
+    # JAX's keys take 32 bits; an ensemble adds its member index, so 31 leave room.
+    return _integer(text, 0, 2**31 - 1)
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
@@ -158,14 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="host allocator: auto (retain where the step loop runs on a CPU, else system) "
         "| retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="0..2**31-1 (default 0)")
     p.add_argument(
         "--timing-steps",
         type=_positive_int,
         default=20,
         help="steps timed one by one for the step-time median (default 20)",
     )
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {DEFAULT_OUT}/, git-ignored; --out=results "
+        "adds to the records this repository commits)",
+    )
     p.add_argument(
         "--checkpoint-dir", help="root of per-workload checkpoints (default OUT/checkpoints)"
     )
@@ -278,22 +296,15 @@ def _workloads(args: argparse.Namespace, devices: list[Any]) -> list[Any]:
     return found
 
 
-def _check_out(out: Path, flag: str = "--out") -> Path:
-    from jaxcnn.errors import UsageError
+def _check_writable(path: Path, flag: str, folder: bool = False) -> None:
+    """A usage error if `path` (the records file, or a folder) could not be written;
+    creates nothing, so a usage error found later leaves the disk as it was."""
+    from experiments import records
 
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"  # processes may share the folder
-        probe.write_text("")
-        probe.unlink()
+        (records.check_writable_folder if folder else records.check_writable)(path)
     except OSError as e:
-        raise UsageError(f"cannot write to {flag} {out}: {e.strerror or e}") from None
-    return out
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings (a skipped bad record, a corrupt checkpoint) as one line each."""
-    print(f"warning: {message}", file=file or sys.stderr)
+        raise_usage(f"cannot write to {flag} {e.filename or path}: {e.strerror or e}")
 
 
 def _row(record: dict[str, Any]) -> list[Any]:
@@ -339,11 +350,12 @@ HEADERS = [
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
+        warnings.showwarning = one_line_warning
         return _main(args)
 
 
 def _main(args: argparse.Namespace) -> int:
+    from experiments import records
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError
@@ -366,6 +378,9 @@ def _main(args: argparse.Namespace) -> int:
     except JaxcnnError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except records.NotRecorded as e:  # after the work: exit 1, the record kept
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept", file=sys.stderr)
         return 130
@@ -396,14 +411,15 @@ def _run(args: argparse.Namespace, devices_lib: Any) -> int:
     if flag_driven and args.strategy == "single" and args.num_devices is None:
         devices = devices[:1]  # one device unless a placement that spreads is asked for
     workloads = _workloads(args, devices)
-    sweep.check_all(workloads, devices)  # every usage error before any work or write
+    sweep.check_all(workloads, devices, args.data_dir)  # every usage error before any work
     if args.no_checkpoints and (args.checkpoint_every or args.checkpoint_dir):
         raise_usage("--checkpoint-every/--checkpoint-dir cannot go with --no-checkpoints")
-    out = _check_out(Path(args.out))
+    out = Path(args.out)
+    _check_writable(out / records.RECORDS_FILE, "--out")
     checkpoint_root = None
     if not args.no_checkpoints:
-        root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
-        checkpoint_root = _check_out(root, "--checkpoint-dir")
+        checkpoint_root = Path(args.checkpoint_dir) if args.checkpoint_dir else out / "checkpoints"
+        _check_writable(checkpoint_root, "--checkpoint-dir", folder=True)
     done, skipped = sweep.run_sweep(
         workloads,
         devices,

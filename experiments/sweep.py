@@ -1,6 +1,6 @@
 """A sweep: workloads run one after another on some devices, one record each.
 
-    done, skipped = run_sweep(workloads, jax.devices(), Path("results"))
+    done, skipped = run_sweep(workloads, jax.devices(), Path("runs"))
 
 Nothing lost, nothing twice: a workload whose configuration key already has a final
 record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
@@ -38,28 +38,44 @@ from experiments.workload import (
     new_record,
     run_workload,
     split_key,
+    train_examples,
 )
+from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
-from jaxcnn import host_memory
+from jaxcnn.errors import UsageError
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
 
-def recorded(path: Path) -> tuple[dict[str, dict[str, Any]], set[str]]:
+def recorded(path: Path, machine: str | None = None) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """(the last final record per config key, the keys with a `skipped` record) already
-    in `path`; a bad line is skipped with a warning by records.load."""
+    in `path`; a bad line is skipped with a warning by records.load. With `machine`
+    (devices.machine_id()), only the records that count as made here (`made_here`)."""
     if not path.exists():
         return {}, set()
     found, skips = {}, set()
     for record in records.load(path):
         key = record.get("config_key")
-        if not key:
+        if not isinstance(key, str) or (machine and not made_here(record, machine)):
             continue
         if record["status"] in FINAL_STATUSES:
             found[key] = record
         elif record["status"] == "skipped":
             skips.add(key)
     return found, skips
+
+
+def made_here(record: dict[str, Any], machine: str) -> bool:
+    """Whether a record with a config key of this run's measured what this run would.
+    An accelerator's key names its chip, so a record from any machine with that chip
+    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
+    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
+    host names repeat ("localhost", a committed record's VM name): only a record from
+    this very machine (device.machine) counts, and one without it never does."""
+    device = record["device"]
+    if device.get("kind") != device.get("platform"):
+        return True
+    return device.get("machine") == machine
 
 
 def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
@@ -90,10 +106,29 @@ def first_local(devices: list[jax.Device]) -> jax.Device:
     return next(d for d in devices if d.process_index == jax.process_index())
 
 
-def check_all(workloads: list[Workload], devices: list[jax.Device]) -> None:
-    """Every usage error of every workload, before any work or any write."""
+def check_all(
+    workloads: list[Workload], devices: list[jax.Device], data_dir: str | None = None
+) -> None:
+    """Every usage error of every workload, before any work or any write: a --data-dir
+    that no workload reads, a batch larger than its training set (known without
+    reading the data)."""
     for workload in workloads:
         check(workload, devices)
+    if data_dir is not None and not any(w.dataset in data.FILE_DATASETS for w in workloads):
+        asked = ", ".join(sorted({w.dataset for w in workloads if _needs_data(w)})) or "none"
+        raise UsageError(
+            f"--data-dir is read for {' and '.join(data.FILE_DATASETS)} only, and this run "
+            f"reads {asked} (digits is embedded, synthetic is made up): drop --data-dir"
+        )
+    for workload in workloads:
+        if not _needs_data(workload):
+            continue
+        size = train_examples(workload, data_dir)
+        if size is not None and workload.batch_size > size:
+            raise UsageError(
+                f"batch {workload.batch_size} is larger than the {size:,} training images "
+                f"of {workload.dataset}: choose --batch-size {size} or less"
+            )
 
 
 def _needs_data(workload: Workload) -> bool:
@@ -155,10 +190,10 @@ def run_sweep(
     each to OUT/records.jsonl: (the records of this sweep, new or already there, and
     how many were already recorded). Raises JaxcnnError for usage or data mistakes
     before any work; `on_record` sees each record as it is made."""
-    check_all(workloads, devices)
+    check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
     path = out / records.RECORDS_FILE
-    found, skips = recorded(path)
+    found, skips = recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [config_key(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)]
     skip = agreed([key in found and not force for key in keys])
@@ -188,7 +223,7 @@ def run_sweep(
             if key in skips and not force:  # a rerun: that skip is already written
                 already += 1
             elif writer:
-                records.append(path, record)
+                records.append_or_keep(path, record)
             done.append(record)
             continue
         checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
@@ -209,7 +244,7 @@ def run_sweep(
         if w.oom_group and agreed([record["status"] == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
         if writer:
-            records.append(path, record)
+            records.append_or_keep(path, record)  # NotRecorded ends the sweep
         done.append(record)
         if on_record is not None:
             on_record(record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 
@@ -43,3 +44,9 @@ def seconds(value: float | None) -> str:
     if value >= 1e-3:
         return f"{value * 1e3:.3g} ms"
     return f"{value * 1e6:.3g} us"
+
+
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """For warnings.showwarning in the CLIs: a warning (a skipped bad record, a corrupt
+    checkpoint) as one line, without the source line Python adds."""
+    print(f"warning: {message}", file=file or sys.stderr)

@@ -188,6 +188,14 @@ def _synthetic_count(workload: Workload) -> int:
     return workload.batch_size * steps
 
 
+def train_examples(workload: Workload, data_dir: str | None = None) -> int | None:
+    """How many training images `workload` reads, known without reading them (an IDX
+    file's header); None where that cannot be known cheaply (the loader then says why)."""
+    if _timing_only_synthetic(workload):
+        return _synthetic_count(workload)
+    return data.train_size(workload.dataset, dataset_dir(data_dir, workload.dataset))
+
+
 def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split, Split | None]:
     """(train, test) arrays fitted to the model's input; test is None for synthetic data,
     whose accuracy would mean nothing."""

@@ -25,7 +25,12 @@ _IDX_FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 _IMAGE_MAGIC, _LABEL_MAGIC = 2051, 2049
+IDX_CLASSES = 10  # MNIST and Fashion-MNIST: labels 0..9
 _DIGITS_TEST_FRACTION = 0.2
+_DIGITS_COUNT = 1797  # scikit-learn's load_digits
+FILE_DATASETS = ("mnist", "fashion_mnist")  # read from --data-dir's IDX files, or TFDS
+_TFDS_TRAIN = 60_000  # both: 60,000 train and 10,000 test images
+SYNTHETIC_TRAIN, SYNTHETIC_TEST = 2048, 512
 
 
 def load(
@@ -49,11 +54,34 @@ def load(
     if name == "digits":
         return _digits(split)
     if name == "synthetic":
-        count = num_examples or (2048 if split == "train" else 512)
+        count = num_examples or (SYNTHETIC_TRAIN if split == "train" else SYNTHETIC_TEST)
         return synthetic(count, shape, num_classes, seed=seed + (split == "test"))
     if data_dir is not None:
         return read_idx_split(data_dir, split)
     return _tfds(name, split)
+
+
+def train_size(name: str, data_dir: str | os.PathLike | None = None) -> int | None:
+    """The number of training images `load(name, "train", data_dir)` returns, without
+    reading them: fixed for digits, synthetic (by default) and TFDS's MNIST and
+    Fashion-MNIST; an IDX labels file's header. None where it cannot be told cheaply."""
+    if name == "digits":
+        return _DIGITS_COUNT - round(_DIGITS_COUNT * _DIGITS_TEST_FRACTION)
+    if name == "synthetic":
+        return SYNTHETIC_TRAIN
+    if name not in FILE_DATASETS:
+        return None
+    if data_dir is None:
+        return _TFDS_TRAIN
+    try:
+        path = _find_idx(Path(data_dir), _IDX_FILES["train"][1])
+        with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as handle:
+            header = handle.read(8)
+    except (DataError, OSError, EOFError, zlib.error):
+        return None
+    if len(header) < 8 or int.from_bytes(header[:4], "big") != _LABEL_MAGIC:
+        return None
+    return int.from_bytes(header[4:8], "big")
 
 
 def synthetic(
@@ -140,12 +168,19 @@ def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray,
         raise DataError(f"--data-dir {data_dir} does not exist or is not a directory")
     image_stem, label_stem = _IDX_FILES[split]
     images = read_idx(_find_idx(data_dir, image_stem))
-    labels = read_idx(_find_idx(data_dir, label_stem))
+    label_path = _find_idx(data_dir, label_stem)
+    labels = read_idx(label_path)
     if images.ndim != 3 or labels.ndim != 1:
         raise DataError(f"{data_dir}: {image_stem} is not an image file or {label_stem} not labels")
     if len(images) != len(labels):
         raise DataError(
             f"{data_dir}: {len(images)} images but {len(labels)} labels in the {split} split"
+        )
+    if len(labels) and labels.max() >= IDX_CLASSES:
+        bad = int(np.argmax(labels >= IDX_CLASSES))
+        raise DataError(
+            f"{label_path}: label {labels[bad]} at index {bad} is outside 0..{IDX_CLASSES - 1}, "
+            f"the {IDX_CLASSES} classes of MNIST-format data; the file is damaged"
         )
     return images[..., None], labels.astype(np.int32)
 

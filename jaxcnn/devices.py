@@ -9,8 +9,10 @@ that quietly trains on the CPU is the failure this prevents.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import socket
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -69,7 +71,29 @@ def describe(devices: list[jax.Device]) -> dict[str, Any]:
         "count": len(devices),
         "process_count": jax.process_count(),
         "host": socket.gethostname(),
+        "machine": machine_id(),
     }
+
+
+_MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+
+
+def machine_id() -> str:
+    """This computer, as a 16-hex-digit hash of its OS machine id (systemd's, made once
+    per installation; absent in some containers) and its host name. Host names repeat
+    across computers ("localhost", a default VM name) and container images can ship one
+    machine id to every container, but the pair rarely does; a fresh VM (a new Colab
+    session) is a new machine. Hashed: a record names the machine without exposing it."""
+    found = ""
+    for candidate in _MACHINE_ID_FILES:
+        try:
+            found = Path(candidate).read_text().strip()
+        except OSError:
+            continue
+        if found:
+            break
+    text = f"{found}\n{socket.gethostname()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # --- Peak FLOP/s: vendor figures, and the precision a default matmul runs in ---------

@@ -18,7 +18,16 @@ TINY += ["--no-progress"]
 MLP = ["--model", "mlp", "--width", "8"]
 
 
+def _tree(folder: Path) -> list[tuple[str, bool, int]] | None:
+    """Everything under `folder` (None if it does not exist): what a run wrote."""
+    if not folder.exists():
+        return None
+    found = [folder, *folder.rglob("*")]
+    return sorted((str(p.relative_to(folder)), p.is_dir(), p.stat().st_size) for p in found)
+
+
 def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
+    before = _tree(out)
     try:
         code = main(argv)
     except SystemExit as exit_info:  # argparse rejects flags before main's body runs
@@ -28,8 +37,16 @@ def _assert_one_line_exit_2(argv, capsys, message, out: Path) -> None:
     assert len(err.splitlines()) == 1, err
     assert message in err, err
     assert "Traceback" not in err
-    assert not (out / records.RECORDS_FILE).exists()
-    assert not list(out.glob("checkpoints/*/*"))
+    assert _tree(out) == before  # nothing written: no records file, no empty folders
+
+
+def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
+    out = tmp_path / "new" / "out"
+    argv = ["--out", str(out), *TINY, *MLP, "--batch-size", "2000"]
+    _assert_one_line_exit_2(argv, capsys, "larger than the 1,438 training images", out)
+    assert list(tmp_path.iterdir()) == []
+    assert main(["--out", str(out), *TINY, *MLP]) == 0  # control: a run makes them
+    assert (out / records.RECORDS_FILE).exists() and (out / "checkpoints").is_dir()
 
 
 @pytest.mark.parametrize(
@@ -68,10 +85,25 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
         (["--checkpoint-every", "0"], "0 is not a positive integer"),
         (["--learning-rate", "-0.1"], "-0.1 is not positive"),
         (["--learning-rate", "fast"], "'fast' is not a number"),
+        (["--learning-rate", "inf"], "'inf' is not a finite number"),
+        (["--learning-rate", "nan"], "'nan' is not a finite number"),
+        (["--seed", "-1"], "-1 is not an integer >= 0"),
+        (["--seed", str(2**40)], f"{2**40} is not in 0..2147483647"),
+        (["--batch-size", "2000", *MLP], "batch 2000 is larger than the 1,438 training images"),
+        (["--batch-size", str(10**12)], "choose --batch-size 1438 or less"),
+        (["--dataset", "synthetic", "--batch-size", "4096", *MLP], "the 2,048 training images"),
+        (["--data-dir", "/nonexistent", *MLP], "--data-dir is read for mnist and fashion_mnist"),
     ],
 )
 def test_a_bad_number_is_one_line(tmp_path, capsys, argv, message):
     _assert_one_line_exit_2(["--out", str(tmp_path), *TINY, *argv], capsys, message, tmp_path)
+
+
+def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--out", str(out), *TINY, *MLP, "--dataset", "mnist", "--data-dir", str(idx_dir)]
+    _assert_one_line_exit_2([*argv, "--batch-size", "65"], capsys, "the 64 training images", out)
+    assert main([*argv, "--batch-size", "64", "--no-checkpoints"]) == 0  # control: it fits
 
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
@@ -110,6 +142,12 @@ def _label_count_mismatch(folder: Path) -> None:
     write_idx(folder / "train-labels-idx1-ubyte.gz", [1] * 63)
 
 
+def _label_out_of_range(folder: Path) -> None:
+    labels = [1] * 32
+    labels[5] = 200  # one damaged byte would train on an eleventh class: nan, or worse
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", labels)
+
+
 def _missing_file(folder: Path) -> None:
     (folder / "t10k-labels-idx1-ubyte.gz").unlink()
 
@@ -123,6 +161,10 @@ def _missing_file(folder: Path) -> None:
         (_wrong_count, "header says 65 = 65 bytes of data, file has 64"),
         (_label_count_mismatch, "64 images but 63 labels"),
         (_missing_file, "no t10k-labels-idx1-ubyte.gz"),
+        (
+            _label_out_of_range,
+            "t10k-labels-idx1-ubyte.gz: label 200 at index 5 is outside 0..9",
+        ),
     ],
 )
 def test_a_damaged_data_dir_is_one_line(idx_dir, tmp_path, capsys, damage, message):
@@ -144,6 +186,22 @@ def test_a_records_file_with_a_corrupt_line_warns_and_the_rest_loads(tmp_path, c
     assert len(warnings) == 1 and "records.jsonl:1: skipped a bad record" in warnings[0]
     assert "already recorded (ok): skipped" in err  # the good line loaded: not rerun
     assert path.read_text() == '{"run_id": "torn\n' + good  # and nothing was appended
+
+
+@pytest.mark.parametrize("bad", [b"[1, 2, 3]\n", b"null\n", b"\xff\xfe\n"])
+def test_a_line_that_is_not_a_record_object_is_skipped_by_the_run(tmp_path, capsys, bad):
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    path = tmp_path / records.RECORDS_FILE
+    damaged = bad + path.read_bytes()
+    path.write_bytes(damaged)
+    capsys.readouterr()
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "records.jsonl:1: skipped a bad record" in warnings[0]
+    assert "already recorded (ok): skipped" in err
+    assert path.read_bytes() == damaged  # kept as it was, nothing appended
 
 
 @pytest.mark.slow

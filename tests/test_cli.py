@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,21 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
         assert 0.0 <= record["test_accuracy"] <= 1.0
     table = capsys.readouterr().out
     assert "images/s" in table and "lenet5_keras" in table
+
+
+def test_by_default_records_go_to_the_users_own_ignored_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["--model", "mlp", "--width", "8", "--no-checkpoints", *TINY]
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # not results/
+    assert len(records.load(tmp_path / "runs" / records.RECORDS_FILE)) == 1
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "--no-index", f"{records.DEFAULT_OUT}/records.jsonl"],
+        cwd=Path(__file__).parent.parent,
+    )
+    if ignored.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert ignored.returncode == 0  # a user's runs never show up as changes to commit
 
 
 def test_one_workload_with_model_overrides(tmp_path):

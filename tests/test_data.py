@@ -97,8 +97,18 @@ def test_tfds_path_reads_mock_data():
 
 
 def test_tfds_offline_error_names_the_offline_alternatives(tmp_path, monkeypatch):
+    """An unprepared dataset goes as far as TFDS's download (every module it needs on
+    the way is a declared dependency), which fails here as it does offline."""
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network in tests")
+
+    for name in ("download", "download_and_extract"):
+        monkeypatch.setattr(tfds.download.DownloadManager, name, offline)
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
-    with pytest.raises(DataError, match=r"--data-dir DIR.*--dataset digits"):
+    with pytest.raises(
+        DataError, match=r"\(no network in tests\).*--data-dir DIR.*--dataset digits"
+    ):
         data.load("fashion_mnist", "test")
 
 
@@ -120,3 +130,11 @@ def test_batches_shuffle_per_epoch_and_pad_the_last_with_mask_zero():
     tail = list(data.batches(images, labels, 4, drop_remainder=False))
     assert len(tail) == 3 and tail[-1]["mask"].tolist() == [1, 1, 0, 0]
     assert sorted(np.concatenate([b["label"][b["mask"] > 0] for b in tail])) == list(range(10))
+
+
+def test_train_size_is_what_load_returns_without_reading_it(idx_dir):
+    assert data.train_size("digits") == len(data.load("digits", "train")[1]) == 1438
+    assert data.train_size("synthetic") == len(data.load("synthetic", "train")[1])
+    assert data.train_size("mnist", idx_dir) == len(data.load("mnist", "train", idx_dir)[1]) == 64
+    assert data.train_size("mnist") == data.train_size("fashion_mnist") == 60_000  # TFDS's
+    assert data.train_size("mnist", idx_dir / "absent") is None  # the loader says why

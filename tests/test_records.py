@@ -123,3 +123,41 @@ def test_measurement_fields_validate_and_round_trip(tmp_path):
 def test_mistyped_measurements_are_refused(change, message):
     with pytest.raises(records.RecordError, match=message):
         records.validate(_measured(**change))
+
+
+BAD_LINES = [
+    b"[1, 2, 3]\n",  # valid JSON, not an object
+    b"null\n",
+    b'"a string"\n',
+    b"\xff\xfe not utf-8\n",
+    b'{"run_id": "x", "status": "ok", "step_time_s": 5}\n',  # an object, not the schema
+    b'{"schema_version": 1, "run_id": "tor',  # torn, last in the file
+]
+
+
+@pytest.mark.parametrize("bad", BAD_LINES)
+def test_any_bad_line_is_kept_skipped_and_warned_about_once(tmp_path, bad):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("a"))
+    with open(path, "ab") as handle:
+        handle.write(bad)
+    records.append(path, _record("b"))
+    before = path.read_bytes()
+    with pytest.warns(UserWarning) as caught:
+        loaded = records.load(path)
+    assert [r["run_id"] for r in loaded] == ["a", "b"]
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "records.jsonl:2: skipped a bad record" in message and "\n" not in message
+    assert path.read_bytes() == before  # the bad line is kept for a person to look at
+
+
+def test_many_bad_lines_in_a_file_are_one_warning(tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b"".join(BAD_LINES[:4]))
+    records.append(path, _record("a"))
+    with pytest.warns(UserWarning) as caught:
+        assert [r["run_id"] for r in records.load(path)] == ["a"]
+    assert len(caught) == 1
+    expected = "skipped 4 bad records (lines 1, 2, 3, 4; line 1: an array, not an object)"
+    assert expected in str(caught[0].message)

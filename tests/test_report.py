@@ -1,6 +1,8 @@
 """The report on records written here: two fake machines (a CPU laptop and an H100
 box), a batch sweep ending in OOM, an error, and a model whose XLA count disagrees."""
 
+import subprocess
+
 import matplotlib.image
 import pytest
 
@@ -160,3 +162,45 @@ def test_cli_writes_into_out(results, tmp_path, capsys):
     assert (out / report.REPORT_FILE).exists()
     assert "8 records, 5 plots" in capsys.readouterr().out
     assert report.main([str(tmp_path / "absent")]) == 2
+
+
+@pytest.mark.parametrize("bad", [b"[1, 2, 3]\n", b"null\n", b"\xff not utf-8\n"])
+def test_cli_skips_a_line_that_is_not_a_record_object(results, tmp_path, capsys, bad):
+    path = results / "laptop" / records.RECORDS_FILE
+    path.write_bytes(bad + path.read_bytes())
+    assert report.main([str(path), "--out", str(tmp_path / "report")]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.err.splitlines()) == 1, captured.err  # the warning, one line
+    assert captured.err.startswith("warning: ")
+    assert "records.jsonl:1: skipped a bad record" in captured.err
+    assert "3 records" in captured.out
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """A folder nothing can be created in, root included (root ignores permissions)."""
+    folder = tmp_path / "immutable"
+    folder.mkdir()
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_cli_out_that_cannot_be_written_is_one_line(results, tmp_path, capsys, immutable):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    cases = (
+        (blocker, "a file, not a folder"),
+        (blocker / "sub", "a file, not a folder"),
+        (immutable, "Operation not permitted"),
+        (immutable / "sub", "Operation not permitted"),
+    )
+    for out, why in cases:
+        assert report.main([str(results / "laptop"), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: cannot write to --out")
+        assert why in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gpu", "immutable", "laptop"]
+    assert list(immutable.iterdir()) == []
+    assert report.main([str(results / "laptop"), "--out", str(tmp_path / "ok")]) == 0  # control

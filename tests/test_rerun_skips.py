@@ -1,0 +1,66 @@
+"""A rerun skips a workload already recorded on this machine, and only there: on a CPU
+the cell is the machine (another computer with the same host name measured another
+CPU); on an accelerator it is the chip (a notebook resuming on a fresh VM)."""
+
+import json
+import socket
+
+from experiments import records, sweep
+from experiments.run import main
+from jaxcnn import devices
+
+TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2"]
+TINY += ["--timing-steps", "2", "--batch-size", "16", "--no-progress", "--no-checkpoints"]
+
+
+def _rewrite_machine(path, machine):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in lines:
+        record["device"]["machine"] = machine
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+def test_a_record_from_this_machine_is_skipped_one_from_another_of_its_name_is_not(
+    tmp_path, capsys
+):
+    argv = ["--out", str(tmp_path), *TINY]
+    assert main(argv) == 0
+    path = tmp_path / records.RECORDS_FILE
+    (made,) = records.load(path)
+    assert made["device"]["machine"] == devices.machine_id()
+    assert made["device"]["host"] == socket.gethostname()
+    capsys.readouterr()
+    assert main(argv) == 0  # this machine's record: skipped
+    assert "already recorded (ok): skipped" in capsys.readouterr().err
+    assert len(records.load(path)) == 1
+    _rewrite_machine(path, "another-machine")  # same host name, same key
+    assert main(argv) == 0
+    assert "already recorded" not in capsys.readouterr().err
+    assert len(records.load(path)) == 2  # measured again, here
+
+
+def test_a_cpu_record_without_a_machine_never_counts_as_made_here(tmp_path, capsys):
+    argv = ["--out", str(tmp_path), *TINY]
+    assert main(argv) == 0
+    path = tmp_path / records.RECORDS_FILE
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    del lines[0]["device"]["machine"]  # as records made before machines were named
+    path.write_text(json.dumps(lines[0]) + "\n")
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "already recorded" not in capsys.readouterr().err
+
+
+def test_an_accelerator_record_counts_from_any_machine_with_the_chip():
+    tpu = {"platform": "tpu", "kind": "TPU v5 lite", "machine": "last-session-vm"}
+    cpu = {"platform": "cpu", "kind": "cpu", "machine": "last-session-vm"}
+    assert sweep.made_here({"device": tpu}, "this-vm")
+    assert not sweep.made_here({"device": cpu}, "this-vm")
+    assert sweep.made_here({"device": cpu}, "last-session-vm")
+
+
+def test_the_machine_id_is_stable_and_names_the_host_too(monkeypatch):
+    assert devices.machine_id() == devices.machine_id()
+    here = devices.machine_id()
+    monkeypatch.setattr(socket, "gethostname", lambda: "another-host")
+    assert devices.machine_id() != here

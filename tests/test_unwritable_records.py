@@ -1,0 +1,240 @@
+"""A computed result is never lost to a records file that cannot take it: the file is
+checked before any work, an append that fails leaves no partial line, and a record that
+could not be appended after the work is kept in the temp folder, said in one line, with
+exit code 1. Faults are real where they can be: a folder at the file's path, an
+immutable file (chattr +i), a full tmpfs; a patched os.write stands in where not."""
+
+import errno
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from experiments import records, sweep
+from experiments.run import main
+
+TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2"]
+TINY += ["--timing-steps", "2", "--batch-size", "16", "--no-progress", "--no-checkpoints"]
+
+
+def _record(run_id: str = "a") -> dict:
+    return {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": "skipped",
+        "message": "padding " * 600,  # 4.8 KB: more than a page, so more than any remainder
+        "workload": {"model": "mlp", "dataset": "digits", "batch_size": 8, "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+        "env": {"jax": "0"},
+    }
+
+
+def _fill(folder: Path) -> None:
+    """Write into `folder` until its disk is full (ENOSPC)."""
+    with open(folder / "filler", "ab", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x" * 1024)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+    with open(folder / "filler-tail", "ab", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x")
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs: a disk that really fills. Needs root (mount)."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def _immutable(path: Path) -> None:
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+
+
+@pytest.fixture
+def unfreeze():
+    frozen: list[Path] = []
+    yield frozen
+    for path in frozen:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def _kept(err: str) -> Path:
+    """The file the one-line error says the record was kept in."""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: could not append to "), err
+    kept = Path(last.split("the record is kept in ")[1].split(" (cat ")[0])
+    assert kept.exists()
+    return kept
+
+
+# --- records.append on its own: no partial line, whatever the write does -------------
+
+
+@pytest.mark.parametrize("fault", ["short", "enospc"])
+def test_a_failed_append_leaves_the_file_as_it_was(tmp_path, monkeypatch, fault):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("before"))
+    before = path.read_bytes()
+    real_write = os.write
+
+    def failing_write(fd, data):
+        if fault == "enospc":
+            real_write(fd, data[:100])  # what a disk that fills mid-write does
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data[: len(data) // 2])
+
+    monkeypatch.setattr(os, "write", failing_write)
+    with pytest.raises(OSError) as raised:
+        records.append(path, _record("lost"))
+    monkeypatch.undo()
+    assert raised.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before  # cut back: no partial line
+    records.append(path, _record("after"))  # and the next append is a line of its own
+    assert [r["run_id"] for r in records.load(path)] == ["before", "after"]
+
+
+def test_append_or_keep_keeps_the_record_and_says_where(tmp_path, monkeypatch):
+    path = tmp_path / "records.jsonl"
+    real_write = os.write
+
+    def failing_write(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", failing_write)
+    with pytest.raises(records.NotRecorded) as raised:
+        records.append_or_keep(path, _record("kept"))
+    message = str(raised.value)
+    assert f"could not append to {path} (No space left on device)" in message
+    kept = Path(message.split("the record is kept in ")[1].split(" (cat ")[0])
+    assert [r["run_id"] for r in records.load(kept)] == ["kept"]
+    assert "\n" not in message
+    kept.unlink()
+
+
+def test_a_real_full_disk_leaves_no_partial_line(small_disk):
+    path = small_disk / "records.jsonl"
+    records.append(path, _record("before"))
+    before = path.read_bytes()
+    _fill(small_disk)
+    with pytest.raises(OSError) as raised:
+        records.append(path, _record("lost"))
+    assert raised.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before
+
+
+# --- the command: checked before any work -------------------------------------------
+
+
+def _exit_2_before_work(argv, capsys, message) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert "devices:" not in err  # no workload started
+
+
+def test_a_folder_at_the_records_path_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / records.RECORDS_FILE).mkdir()
+    argv = ["--out", str(tmp_path), *TINY]
+    _exit_2_before_work(argv, capsys, "a folder, not a records file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [records.RECORDS_FILE]
+
+
+def test_an_immutable_records_file_is_a_usage_error(tmp_path, capsys, unfreeze):
+    path = tmp_path / records.RECORDS_FILE
+    path.write_bytes(b"")
+    _immutable(path)
+    unfreeze.append(path)
+    _exit_2_before_work(["--out", str(tmp_path), *TINY], capsys, "Operation not permitted")
+
+
+def test_a_full_disk_is_a_usage_error_before_any_work(small_disk, capsys):
+    _fill(small_disk)
+    out = small_disk / "out"
+    _exit_2_before_work(["--out", str(out), *TINY], capsys, "no space left on its disk")
+    assert not out.exists()
+
+
+# --- the command: the records file fails after the work -----------------------------
+
+
+def _break_after_the_work(monkeypatch, breaks) -> None:
+    """Run the workload for real, then break the records file before its append."""
+    real = sweep.run_workload
+
+    def run_then_break(*args, **kwargs):
+        record = real(*args, **kwargs)
+        breaks()
+        return record
+
+    monkeypatch.setattr(sweep, "run_workload", run_then_break)
+
+
+def _assert_kept_and_exit_1(argv, capsys) -> dict:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    kept = _kept(err)
+    (record,) = records.load(kept)
+    kept.unlink()
+    assert record["status"] == "ok" and record["step_time_s"]["median"] > 0
+    return record
+
+
+def test_a_disk_full_after_the_work_keeps_the_record(small_disk, monkeypatch, capsys):
+    path = small_disk / records.RECORDS_FILE
+    records.append(path, _record("before"))  # a page partly used: the write falls short
+    before = path.read_bytes()
+    _break_after_the_work(monkeypatch, lambda: _fill(small_disk))
+    _assert_kept_and_exit_1(["--out", str(small_disk), *TINY], capsys)
+    assert path.read_bytes() == before  # no partial line
+
+
+def test_a_folder_made_at_the_path_after_the_work_keeps_the_record(tmp_path, monkeypatch, capsys):
+    path = tmp_path / records.RECORDS_FILE
+    _break_after_the_work(monkeypatch, path.mkdir)
+    _assert_kept_and_exit_1(["--out", str(tmp_path), *TINY], capsys)
+
+
+def test_an_immutable_file_after_the_work_keeps_the_record(tmp_path, monkeypatch, capsys, unfreeze):
+    path = tmp_path / records.RECORDS_FILE
+    path.write_bytes(b"")
+
+    def freeze():
+        _immutable(path)
+        unfreeze.append(path)
+
+    _break_after_the_work(monkeypatch, freeze)
+    _assert_kept_and_exit_1(["--out", str(tmp_path), *TINY], capsys)
+    assert path.read_bytes() == b""
+
+
+def test_with_nowhere_to_keep_it_the_record_is_the_line_on_stderr(tmp_path, monkeypatch, capsys):
+    path = tmp_path / records.RECORDS_FILE
+    monkeypatch.setattr(records.tempfile, "mkstemp", _no_temp)
+    _break_after_the_work(monkeypatch, path.mkdir)
+    assert main(["--out", str(tmp_path), *TINY]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].endswith("the record is the JSON line above")
+    assert json.loads(lines[-2])["status"] == "ok"
+
+
+def _no_temp(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
