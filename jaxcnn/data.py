@@ -3,7 +3,7 @@
 Images stay uint8 until the train step scales them to [0, 1] on the device: a quarter
 of the bytes to move, and the whole of MNIST fits on any accelerator.
 
-    images, labels = jaxcnn.data.load("mnist", "train", data_dir="../shared/datasets/mnist")
+    images, labels = jaxcnn.data.load("mnist", "train", data_dir="path/to/mnist")
 """
 
 from __future__ import annotations
@@ -185,20 +185,55 @@ def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray,
     return images[..., None], labels.astype(np.int32)
 
 
+# Where TFDS fetches MNIST and its prepared datasets from; probed before a download so
+# that a machine without the network gets an error in seconds, not minutes of retries.
+TFDS_DOWNLOAD_PROBE = "https://storage.googleapis.com/"
+_PROBE_TIMEOUT_S = 5.0
+
+
+def _reachable(url: str, timeout: float = _PROBE_TIMEOUT_S) -> str | None:
+    """None if `url` answers (any HTTP status will do: the network is there), else why
+    not, in a few words. Goes through the user's proxy settings, as TFDS would."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
+    except urllib.error.HTTPError:
+        return None
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "reason", None) or e
+        return f"{url} is unreachable: {reason}"
+    return None
+
+
+def _tfds_error(name: str, reason: str) -> DataError:
+    return DataError(
+        f"{name} is not available through TFDS here ({reason[:160]}); pass --data-dir DIR "
+        "holding the original IDX .gz files (train-images-idx3-ubyte.gz and the other "
+        "three) or use --dataset digits, which needs no download"
+    )
+
+
 def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """Through `tfds.data_source` (ArrayRecord; reading needs no TensorFlow)."""
+    """Through `tfds.data_source` (ArrayRecord; reading needs no TensorFlow). A dataset
+    TFDS has not prepared yet is downloaded, which needs the network: checked first."""
     try:
         import tensorflow_datasets as tfds
 
-        source = tfds.data_source(name, split=split)
+        try:
+            source = tfds.data_source(name, split=split, download=False)
+        except (KeyError, AssertionError, FileNotFoundError):  # not prepared here yet
+            offline = _reachable(TFDS_DOWNLOAD_PROBE)
+            if offline:
+                raise _tfds_error(name, f"not prepared, and {offline}") from None
+            source = tfds.data_source(name, split=split)
         examples = [source[i] for i in range(len(source))]
+    except DataError:
+        raise
     except Exception as e:  # TFDS raises many types when offline or unprepared
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(
-            f"{name} is not available through TFDS here ({reason[:160]}); pass --data-dir DIR "
-            f"holding the original IDX .gz files (in this workplace ../shared/datasets/{name}) "
-            "or use --dataset digits, which needs no download"
-        ) from None
+        raise _tfds_error(name, reason) from None
     images = np.stack([np.asarray(ex["image"], np.uint8) for ex in examples])
     labels = np.asarray([ex["label"] for ex in examples], np.int32)
     return images.reshape(len(images), *images.shape[1:3], -1), labels

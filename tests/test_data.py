@@ -105,11 +105,45 @@ def test_tfds_offline_error_names_the_offline_alternatives(tmp_path, monkeypatch
 
     for name in ("download", "download_and_extract"):
         monkeypatch.setattr(tfds.download.DownloadManager, name, offline)
+    monkeypatch.setattr(data, "_reachable", lambda url: None)  # the probe says online
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
     with pytest.raises(
         DataError, match=r"\(no network in tests\).*--data-dir DIR.*--dataset digits"
     ):
         data.load("fashion_mnist", "test")
+
+
+def test_tfds_without_the_network_fails_before_any_download(tmp_path, monkeypatch):
+    """Offline, TFDS would retry its download for minutes: the probe answers first."""
+    tried = []
+    monkeypatch.setattr(tfds.download.DownloadManager, "download", lambda *a, **k: tried.append(a))
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+    probed = []
+
+    def unreachable(url):
+        probed.append(url)
+        return f"{url} is unreachable: Name or service not known"
+
+    monkeypatch.setattr(data, "_reachable", unreachable)
+    with pytest.raises(
+        DataError, match=r"not prepared, and https://\S+ is unreachable.*--data-dir"
+    ):
+        data.load("mnist", "train")
+    assert probed == [data.TFDS_DOWNLOAD_PROBE] and tried == []
+
+
+def test_the_reachability_probe_tells_a_dead_address_from_a_live_one():
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    try:  # any answer, a 501 here, means the network is there
+        assert data._reachable(f"http://127.0.0.1:{server.server_port}/", timeout=5) is None
+    finally:
+        server.server_close()
+    dead = data._reachable(f"http://127.0.0.1:{server.server_port}/", timeout=2)
+    assert dead.startswith(f"http://127.0.0.1:{server.server_port}/ is unreachable")
 
 
 def test_fit_to_shape_pads_centrally_and_refuses_what_cannot_fit():
