@@ -54,6 +54,26 @@ class CheckpointWarning(UserWarning):
     """A checkpoint could not be restored and an older one (or none) is used."""
 
 
+class CheckpointSaveError(RuntimeError):
+    """A checkpoint could not be written (a full disk, a folder that cannot be written).
+
+    Not an out-of-memory, whatever the storage layer calls it (TensorStore reports a
+    full disk as RESOURCE_EXHAUSTED): the message names the folder and its free space.
+    """
+
+
+def _free_space(directory: Path) -> str:
+    for folder in (directory, *directory.parents):  # the nearest folder that exists
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue
+        return (
+            f"{free / 1024:,.0f} KiB free" if free < 1024**3 else f"{free / 1024**3:,.1f} GiB free"
+        )
+    return "free space unknown"
+
+
 def _arrays(state: TrainState) -> dict[str, Any]:
     return {name: getattr(state, name) for name in STATE_FIELDS}
 
@@ -166,13 +186,20 @@ class Checkpoints:
             "extra": extra or {},
         }
         ocp = _ocp()
-        self._manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
-            ),
-            force=True,  # the caller decides when; Orbax's interval policy is not used
-        )
+        try:
+            self._manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,  # the caller decides when; Orbax's interval policy is not used
+            )
+        except Exception as error:
+            _quiet_closed_loop_callbacks()  # a failed save leaves the same noise
+            raise CheckpointSaveError(
+                f"could not save checkpoint {step} in {self.directory} "
+                f"({_free_space(self.directory)}): {_one_line(error)}"
+            ) from error
 
     def restore(self, like: TrainState) -> Restored | None:
         """The newest checkpoint that restores onto `like`'s structure, or None.

@@ -15,10 +15,15 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import records
+from experiments import measure, records
 from experiments.run import main
 from jaxcnn import data, models, parallel, train
-from jaxcnn.checkpoint import Checkpoints, CheckpointWarning, params_digest
+from jaxcnn.checkpoint import (
+    Checkpoints,
+    CheckpointSaveError,
+    CheckpointWarning,
+    params_digest,
+)
 from jaxcnn.loop import NonFiniteLoss, fit
 
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
@@ -208,3 +213,48 @@ def test_params_digest_sees_every_bit_dtype_and_shape():
     assert params_digest(flipped) != params_digest(params)
     assert params_digest({**params, "a": params["a"].reshape(3, 2)}) != params_digest(params)
     assert params_digest({**params, "b": np.zeros(2, np.float32)}) != params_digest(params)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A real 16 KiB tmpfs (root only): too small for one checkpoint of the mlp."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_disk):
+    argv = ["--out", str(tmp_path / "out"), "--checkpoint-dir", str(full_disk), *RUN]
+    argv[argv.index("--epochs") + 1] = "1"
+    assert main(argv) == 1
+    assert main(argv) == 1  # error is not final: the rerun tries again
+    first, second = records.load(tmp_path / "out" / "records.jsonl")
+    for record in (first, second):
+        assert record["status"] == "error"
+        assert record["message"].startswith("CheckpointSaveError: could not save checkpoint ")
+        assert f" in {full_disk}/" in record["message"] and "KiB free)" in record["message"]
+        assert "RESOURCE_EXHAUSTED" in record["message"]  # TensorStore's words, kept
+
+
+def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
+    """Always runs (no mount needed): the folder is replaced by a file after opening."""
+    directory = tmp_path / "ckpt"
+    with Checkpoints(directory) as ckpt:
+        shutil.rmtree(directory)
+        directory.write_text("not a folder")
+        with pytest.raises(CheckpointSaveError) as failed:
+            fit(_state(), *digits, batch_size=128, max_steps=5, checkpoints=ckpt)
+    message = str(failed.value)
+    assert (
+        message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message
+    )
+    assert measure.classify_failure(failed.value) == "error"
