@@ -11,9 +11,14 @@ into a temporary directory and renames it when complete, so a run killed mid-sav
 leaves no half checkpoint behind, only a temporary directory that is ignored.
 
 Restore reads onto host numpy arrays shaped like `like`, whatever placement wrote
-them; the caller puts the result where its placement wants it (`put_state`). A
-checkpoint that fails to restore (truncated, deleted files) is reported with a
-warning, moved aside into `corrupt/`, and the one before it is tried.
+them; the caller puts the result where its placement wants it (`put_state`). The meta
+holds the digest of the state saved (`params_digest` over every array), and a restored
+state must match it. A checkpoint that fails to restore (truncated, deleted files) or
+restores other bits than were saved (a flipped bit that still decodes) is reported with
+a warning, moved aside into `corrupt/`, and the one before it is tried.
+
+Temporary directories that a run killed mid-save left behind are removed before the
+manager opens, so no save of this run can meet them.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ class Restored(NamedTuple):
 
 class CheckpointWarning(UserWarning):
     """A checkpoint could not be restored and an older one (or none) is used."""
+
+
+class DigestMismatch(ValueError):
+    """A restored state is not the state that was saved."""
 
 
 class CheckpointSaveError(RuntimeError):
@@ -123,6 +132,22 @@ def _quiet_closed_loop_callbacks() -> None:
     sys.unraisablehook = hook
 
 
+TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
+
+
+def _remove_unfinished_saves(directory: Path) -> None:
+    """Delete what a run killed mid-save left: `<step>.orbax-checkpoint-tmp*` folders.
+
+    Orbax can do this itself, but in a background thread started when the manager
+    opens, which can still be deleting while this run writes a step of the same number.
+    Here it is finished before the manager exists. Process 0 alone deletes.
+    """
+    if jax.process_index() != 0 or not directory.is_dir():
+        return
+    for leftover in directory.glob(f"*{TMP_MARKER}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
@@ -148,11 +173,12 @@ class Checkpoints:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
+        _remove_unfinished_saves(self.directory)
         ocp = _ocp()
         options = ocp.CheckpointManagerOptions(
             enable_async_checkpointing=False,
             preservation_policy=ocp.checkpoint_managers.LatestN(keep),
-            cleanup_tmp_directories=True,  # leftovers of a run killed mid-save
+            cleanup_tmp_directories=True,  # already done, synchronously; kept as a backstop
             create=True,
         )
         self._manager = ocp.CheckpointManager(
@@ -184,6 +210,7 @@ class Checkpoints:
             "position": {"epoch": int(position.epoch), "index": int(position.index)},
             "history": history,
             "extra": extra or {},
+            "digest": params_digest(_arrays(state)),
         }
         ocp = _ocp()
         try:
@@ -220,6 +247,11 @@ class Checkpoints:
                 meta = restored.meta
                 position = Position(**meta["position"])
                 history, extra = list(meta["history"]), dict(meta.get("extra") or {})
+                digest = params_digest(restored.state)
+                if meta.get("digest", digest) != digest:  # older checkpoints carry none
+                    raise DigestMismatch(
+                        f"restored state has digest {digest[:12]}, saved {meta['digest'][:12]}"
+                    )
             except Exception as error:  # any unreadable checkpoint: fall back, say so
                 self._set_aside(step, error)
                 continue

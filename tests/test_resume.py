@@ -127,6 +127,55 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_params(tmp_path):
     assert len(resumed["history"]) == EPOCHS
 
 
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
+    """Killed while Orbax writes a step (its temporary folder, with the state item in
+    it, is on disk): the same command resumes and ends bit-identical."""
+    killed = tmp_path / "killed"
+    every_1 = ["--checkpoint-every", "1"]
+    left = []
+    for _ in range(5):  # the kill can land just after the rename that ends a save
+        run = subprocess.Popen(
+            [sys.executable, "-m", "experiments.run", "--out", str(killed), *RUN, *every_1],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            while run.poll() is None:
+                saving = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp/state*"))
+                if saving and _step_dirs(killed / "checkpoints"):
+                    os.kill(run.pid, signal.SIGKILL)
+                    break
+        finally:
+            run.wait(timeout=60)
+        assert run.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+        left = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
+        if left:
+            break
+    assert left, "no kill landed inside a save"
+
+    assert main(["--out", str(killed), *RUN, *every_1]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    (resumed,) = records.load(killed / "records.jsonl")
+    (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] >= 1
+    assert resumed["params_digest"] == whole["params_digest"]
+    assert not list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
+
+
+def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits, tmp_path):
+    """What a kill during the save of step 10 leaves; resumed at 5, step 10 is saved again."""
+    _fit(digits, "single", tmp_path, max_steps=10)
+    shutil.rmtree(tmp_path / "10")
+    unfinished = tmp_path / "10.orbax-checkpoint-tmp" / "state.orbax-checkpoint-tmp"
+    shutil.copytree(tmp_path / "5" / "state", unfinished)
+    (unfinished / "_sharding").unlink()  # cut short mid-write
+    with Checkpoints(tmp_path):
+        assert not unfinished.parent.exists()  # gone before any save can meet it
+    resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
+
+
 def test_same_seed_same_device_same_digest(tmp_path):
     short = ["--model", "mlp", "--width", "16", "--batch-size", "128", "--epochs", "1"]
     short += ["--timing-steps", "2", "--no-progress", "--no-checkpoints"]
@@ -180,6 +229,25 @@ def test_a_corrupt_checkpoint_is_reported_and_the_previous_one_used(digits, tmp_
         resumed = _fit(digits, "single", tmp_path)
     assert resumed == (*_whole("single")[:2], 15)
     assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["20"]
+
+
+def _flip_a_bit(step_dir: Path) -> None:
+    """One bit in the middle of the largest array file (float data Orbax stored as is)."""
+    files = sorted((step_dir / "state").rglob("d/*"), key=lambda f: f.stat().st_size)
+    data = bytearray(files[-1].read_bytes())
+    data[len(data) // 2] ^= 0x10
+    files[-1].write_bytes(bytes(data))
+
+
+def test_a_silently_damaged_checkpoint_is_caught_by_its_digest(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=10)
+    _flip_a_bit(tmp_path / "10")
+    # the flipped file still decodes: only the digest tells the state is not the saved one
+    warned = r"10 could not be restored \(DigestMismatch: restored state has digest .*using step 5"
+    with pytest.warns(CheckpointWarning, match=warned):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
+    assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["10"]
 
 
 def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):
