@@ -41,6 +41,7 @@ from experiments.workload import (
 )
 from jaxcnn import devices as devices_lib
 from jaxcnn import host_memory
+from jaxcnn.loop import Stopped, stop_requested
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
@@ -171,6 +172,8 @@ def run_sweep(
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
+        if stop_requested():  # asked to stop (SIGTERM) between workloads
+            raise Stopped(0, None)
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"

@@ -4,6 +4,7 @@ and the per-epoch metrics of the run that was never interrupted."""
 import contextlib
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 
 from experiments import measure, records
 from experiments.run import main
-from jaxcnn import data, models, parallel, train
+from jaxcnn import data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
     Checkpoints,
     CheckpointSaveError,
@@ -174,6 +175,63 @@ def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits,
         assert not unfinished.parent.exists()  # gone before any save can meet it
     resumed = _fit(digits, "single", tmp_path)
     assert resumed == (*_whole("single")[:2], 5)
+
+
+@pytest.mark.slow
+def test_sigterm_saves_at_the_next_step_and_the_rerun_resumes_bit_identically(tmp_path):
+    stopped = tmp_path / "stopped"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "--out", str(stopped), *RUN, *EVERY_5],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while not _step_dirs(stopped / "checkpoints") and run.poll() is None:
+            time.sleep(0.02)
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    last = stderr.strip().splitlines()[-1]
+    assert run.returncode == 143, stderr[-2000:]
+    found = re.fullmatch(
+        r"terminated \(SIGTERM\): stopped after (\d+) steps; checkpoint (\d+) holds them; "
+        r"records written so far are kept; the same command resumes",
+        last,
+    )
+    assert found and found[1] == found[2], last
+    assert not (stopped / "records.jsonl").exists()  # no record claims anything
+
+    assert main(["--out", str(stopped), *RUN, *EVERY_5]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    (resumed,) = records.load(stopped / "records.jsonl")
+    (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
+    assert resumed["status"] == "ok"
+    assert resumed["resumed_from_step"] == int(found[1])  # the step it stopped at
+    assert resumed["params_digest"] == whole["params_digest"]
+
+
+def test_stop_requested_saves_at_the_step_boundary(digits, tmp_path):
+    """The library side: fit saves where it stands and raises Stopped, once asked."""
+    loop.request_stop()
+    try:
+        with Checkpoints(tmp_path) as ckpt, pytest.raises(loop.Stopped) as stopped:
+            fit(
+                _state(), *digits, batch_size=128, max_steps=7, checkpoints=ckpt, checkpoint_every=5
+            )
+    finally:
+        loop.clear_stop()
+    assert (stopped.value.step, stopped.value.saved) == (0, None)  # nothing trained yet
+    _fit(digits, "single", tmp_path, max_steps=7)  # saves at 5 and 7 (end of max_steps)
+    loop.request_stop()
+    try:
+        with pytest.raises(loop.Stopped) as stopped:
+            _fit(digits, "single", tmp_path)
+    finally:
+        loop.clear_stop()
+    assert (stopped.value.step, stopped.value.saved) == (7, 7)  # resumed, then stopped
+    assert _fit(digits, "single", tmp_path) == (*_whole("single")[:2], 7)
 
 
 def test_same_seed_same_device_same_digest(tmp_path):
