@@ -23,11 +23,15 @@ manager opens, so no save of this run can meet them.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
 import shutil
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -69,6 +73,39 @@ class CheckpointSaveError(RuntimeError):
     Not an out-of-memory, whatever the storage layer calls it (TensorStore reports a
     full disk as RESOURCE_EXHAUSTED): the message names the folder and its free space.
     """
+
+
+class CheckpointInUse(RuntimeError):
+    """Another process holds this checkpoint folder (see `exclusive`)."""
+
+
+@contextlib.contextmanager
+def exclusive(directory: str | Path) -> Iterator[None]:
+    """Hold checkpoint folder `directory` for this process, or raise CheckpointInUse.
+
+    Two runs of one workload writing one folder would save and delete each other's
+    steps. The lock is an flock on `<directory>.lock` beside the folder (so deleting the
+    folder keeps it), which the kernel releases when the process dies, even by kill -9.
+    The file holds the owner's pid, for the message.
+    """
+    directory = Path(directory).absolute()
+    path = directory.parent / f"{directory.name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            raise CheckpointInUse(f"{directory} is in use by process {owner}") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _free_space(directory: Path) -> str:

@@ -234,6 +234,34 @@ def test_stop_requested_saves_at_the_step_boundary(digits, tmp_path):
     assert _fit(digits, "single", tmp_path) == (*_whole("single")[:2], 7)
 
 
+@pytest.mark.slow
+def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path):
+    command = [sys.executable, "-m", "experiments.run", "--out", str(tmp_path), *RUN, *EVERY_5]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while not _step_dirs(tmp_path / "checkpoints") and first.poll() is None:
+            time.sleep(0.02)
+        assert first.poll() is None, "the first run ended before the second started"
+        second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert first.poll() is None, "the first run ended while the second ran"
+        _, first_err = first.communicate(timeout=300)
+    finally:
+        first.kill()
+    assert first.returncode == 0 and second.returncode == 0, second.stderr[-2000:]
+    (skipped,) = [line for line in second.stderr.splitlines() if "skipped" in line]
+    assert re.fullmatch(
+        rf"    skipped: {tmp_path}/checkpoints/\w+ is in use by process {first.pid}; "
+        "rerun after it ends",
+        skipped,
+    ), skipped
+    assert "CheckpointWarning" not in first_err and "Traceback" not in first_err
+    (record,) = records.load(tmp_path / "records.jsonl")  # the first run's, alone
+    assert record["status"] == "ok" and record["resumed_from_step"] is None
+    # the lock died with its process: a third run finds the record, not a lock
+    assert main(["--out", str(tmp_path), *RUN, *EVERY_5]) == 0
+    assert len(records.load(tmp_path / "records.jsonl")) == 1
+
+
 def test_same_seed_same_device_same_digest(tmp_path):
     short = ["--model", "mlp", "--width", "16", "--batch-size", "128", "--epochs", "1"]
     short += ["--timing-steps", "2", "--no-progress", "--no-checkpoints"]
