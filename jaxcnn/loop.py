@@ -138,7 +138,9 @@ def fit(
     and at each epoch end. Losses are checked every `check_every` steps, at each
     checkpoint and at each epoch end (one transfer each, not one sync per step); the
     first non-finite one raises NonFiniteLoss naming its step. After a resume an
-    epoch's `train_time_s` covers only the part trained after it.
+    epoch's `train_time_s` covers only the part trained after it. After
+    `request_stop()` (a SIGTERM handler), the next step boundary saves and raises
+    `Stopped`.
     """
     placement = placement or place("single", jax.devices()[:1])
     if loop not in LOOPS:
