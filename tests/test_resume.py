@@ -242,8 +242,11 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
         while not _step_dirs(tmp_path / "checkpoints") and first.poll() is None:
             time.sleep(0.02)
         assert first.poll() is None, "the first run ended before the second started"
-        second = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        assert first.poll() is None, "the first run ended while the second ran"
+        first.send_signal(signal.SIGSTOP)  # frozen mid-training, holding its workload
+        try:
+            second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        finally:
+            first.send_signal(signal.SIGCONT)
         _, first_err = first.communicate(timeout=300)
     finally:
         first.kill()
