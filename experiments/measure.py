@@ -27,6 +27,7 @@ from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import host_memory, train
+from jaxcnn.checkpoint import CheckpointSaveError
 from jaxcnn.parallel import Placement
 
 
@@ -344,7 +345,10 @@ _OOM_MARKERS = ("resource_exhausted", "out of memory", "oom when allocating")
 def classify_failure(error: BaseException) -> str:
     """The status a failure gives its record: `oom` (XLA's RESOURCE_EXHAUSTED, an
     allocator's "out of memory"), `nan` (a non-finite loss caught by a check), else
-    `error` (compile errors included)."""
+    `error` (compile errors included). A checkpoint that could not be saved is an
+    `error` (retried on rerun) even though a full disk says RESOURCE_EXHAUSTED too."""
+    if isinstance(error, CheckpointSaveError) or "no space left on device" in str(error).lower():
+        return "error"
     text = f"{type(error).__name__}: {error}".lower()
     if isinstance(error, MemoryError) or any(m in text for m in _OOM_MARKERS):
         return "oom"

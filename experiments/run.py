@@ -10,7 +10,11 @@ Exit codes: 0 when every workload is `ok` (or `oom`/`nan`, which are findings, n
 failures); 1 when a workload ended in `error`, or a record could not be appended (it is
 then kept in the temp folder, and one line says where); 2 for a usage error (bad flag,
 absent device, missing data, a records file or folder that cannot be written), reported
-in one line before anything is written.
+in one line before anything is written; 143 after a SIGTERM (what cloud TPU VMs, Kaggle
+and Slurm send before stopping a job): training stops at the next step boundary (epoch
+boundary with --loop=device), saves a checkpoint there, says so in one line and exits.
+The stopped workload gets no record, as after Ctrl-C (exit 130): the same command
+resumes it from that checkpoint, to the same parameters bit for bit.
 
 Nothing lost, nothing twice. Each workload has a configuration key (a hash of the
 workload and the device platform/kind/count, stored in its record as `config_key`).
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -347,11 +352,31 @@ HEADERS = [
 ]
 
 
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what shells report for a job SIGTERM ended
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _stop_on_sigterm():
         warnings.showwarning = one_line_warning
         return _main(args)
+
+
+class _stop_on_sigterm:
+    """SIGTERM asks training to stop at a step boundary (jaxcnn.loop.request_stop)
+    instead of killing the process mid-step; the previous handler is put back after."""
+
+    def __enter__(self) -> None:
+        from jaxcnn import loop
+
+        loop.clear_stop()
+        self._previous = signal.signal(signal.SIGTERM, lambda *_: loop.request_stop())
+
+    def __exit__(self, *exc: object) -> None:
+        from jaxcnn import loop
+
+        signal.signal(signal.SIGTERM, self._previous)
+        loop.clear_stop()
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -359,6 +384,7 @@ def _main(args: argparse.Namespace) -> int:
     from jaxcnn import devices as devices_lib
     from jaxcnn import models
     from jaxcnn.errors import JaxcnnError
+    from jaxcnn.loop import Stopped
 
     try:
         host_memory.apply(args.host_memory, args.device, _loops(args))  # before JAX starts
@@ -384,6 +410,13 @@ def _main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept", file=sys.stderr)
         return 130
+    except Stopped as stopped:
+        print(
+            f"terminated (SIGTERM): {stopped}; records written so far are kept; "
+            "the same command resumes",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
 
 
 def raise_usage(message: str) -> NoReturn:

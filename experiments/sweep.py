@@ -10,6 +10,12 @@ written. The device's matmul ceiling is measured once, before the first workload
 runs. With many processes, all run the same workloads (process 0 decides) and only
 process 0 writes.
 
+One process per workload at a time: a workload's checkpoint folder is locked while it
+runs (`jaxcnn.checkpoint.exclusive`), and a second run of the same workload into the
+same checkpoint folder says so in one line and skips it, writing no record (it is not
+a result; the run holding it writes one). Without checkpoints nothing is shared but
+the records file, whose appends keep whole lines.
+
 Out of memory ends a group: workloads sharing an `oom_group` (a batch sweep, smallest
 first) after one that ran out of memory get `skipped` records naming it, since a larger
 batch of the same program would only fail again, slowly.
@@ -17,6 +23,7 @@ batch of the same program would only fail again, slowly.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 from collections.abc import Callable
@@ -42,7 +49,9 @@ from experiments.workload import (
 )
 from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
+from jaxcnn.checkpoint import CheckpointInUse, exclusive
 from jaxcnn.errors import UsageError
+from jaxcnn.loop import Stopped, stop_requested
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
@@ -206,6 +215,8 @@ def run_sweep(
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
+        if stop_requested():  # asked to stop (SIGTERM) between workloads
+            raise Stopped(0, None)
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"
@@ -227,24 +238,34 @@ def run_sweep(
             done.append(record)
             continue
         checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
-        if force and checkpoint_dir is not None and checkpoint_dir.exists():
-            shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
-        if ceiling is None:  # once per run, and only when something will be measured
-            ceiling = matmul_ceiling(first_local(devices))
-        record = run_workload(
-            w,
-            on,
-            _splits_for(w, cache, data_dir),
-            ceiling=ceiling,
-            progress=progress,
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_every=checkpoint_every,
-            keep_checkpoints=keep_checkpoints,
-        )
+        with contextlib.ExitStack() as held:
+            in_use = None
+            if checkpoint_dir is not None and writer:
+                try:
+                    held.enter_context(exclusive(checkpoint_dir))
+                except CheckpointInUse as error:
+                    in_use = str(error)
+            if agreed([in_use is not None])[0]:
+                print(f"    skipped: {in_use or 'in use'}; rerun after it ends", file=sys.stderr)
+                continue
+            if force and checkpoint_dir is not None and checkpoint_dir.exists():
+                shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
+            if ceiling is None:  # once per run, and only when something will be measured
+                ceiling = matmul_ceiling(first_local(devices))
+            record = run_workload(
+                w,
+                on,
+                _splits_for(w, cache, data_dir),
+                ceiling=ceiling,
+                progress=progress,
+                checkpoint_dir=checkpoint_dir,
+                checkpoint_every=checkpoint_every,
+                keep_checkpoints=keep_checkpoints,
+            )
+            if writer:  # under the lock: a run that starts next finds the record
+                records.append_or_keep(path, record)  # NotRecorded ends the sweep
         if w.oom_group and agreed([record["status"] == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
-        if writer:
-            records.append_or_keep(path, record)  # NotRecorded ends the sweep
         done.append(record)
         if on_record is not None:
             on_record(record)

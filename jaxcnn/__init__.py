@@ -30,6 +30,10 @@ from jaxcnn.train import (
     train_step,
 )
 
+# Importing does not start a JAX backend; this must happen before one starts, so that
+# pmap over many fake CPU devices cannot deadlock (see the function).
+devices.reserve_collective_threads()
+
 __version__ = "0.1.0"
 __all__ = [
     "DataError",

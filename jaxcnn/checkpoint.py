@@ -11,18 +11,27 @@ into a temporary directory and renames it when complete, so a run killed mid-sav
 leaves no half checkpoint behind, only a temporary directory that is ignored.
 
 Restore reads onto host numpy arrays shaped like `like`, whatever placement wrote
-them; the caller puts the result where its placement wants it (`put_state`). A
-checkpoint that fails to restore (truncated, deleted files) is reported with a
-warning, moved aside into `corrupt/`, and the one before it is tried.
+them; the caller puts the result where its placement wants it (`put_state`). The meta
+holds the digest of the state saved (`params_digest` over every array), and a restored
+state must match it. A checkpoint that fails to restore (truncated, deleted files) or
+restores other bits than were saved (a flipped bit that still decodes) is reported with
+a warning, moved aside into `corrupt/`, and the one before it is tried.
+
+Temporary directories that a run killed mid-save left behind are removed before the
+manager opens, so no save of this run can meet them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
 import shutil
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -52,6 +61,63 @@ class Restored(NamedTuple):
 
 class CheckpointWarning(UserWarning):
     """A checkpoint could not be restored and an older one (or none) is used."""
+
+
+class DigestMismatch(ValueError):
+    """A restored state is not the state that was saved."""
+
+
+class CheckpointSaveError(RuntimeError):
+    """A checkpoint could not be written (a full disk, a folder that cannot be written).
+
+    Not an out-of-memory, whatever the storage layer calls it (TensorStore reports a
+    full disk as RESOURCE_EXHAUSTED): the message names the folder and its free space.
+    """
+
+
+class CheckpointInUse(RuntimeError):
+    """Another process holds this checkpoint folder (see `exclusive`)."""
+
+
+@contextlib.contextmanager
+def exclusive(directory: str | Path) -> Iterator[None]:
+    """Hold checkpoint folder `directory` for this process, or raise CheckpointInUse.
+
+    Two runs of one workload writing one folder would save and delete each other's
+    steps. The lock is an flock on `<directory>.lock` beside the folder (so deleting the
+    folder keeps it), which the kernel releases when the process dies, even by kill -9.
+    The file holds the owner's pid, for the message.
+    """
+    directory = Path(directory).absolute()
+    path = directory.parent / f"{directory.name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            raise CheckpointInUse(f"{directory} is in use by process {owner}") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _free_space(directory: Path) -> str:
+    for folder in (directory, *directory.parents):  # the nearest folder that exists
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue
+        return (
+            f"{free / 1024:,.0f} KiB free" if free < 1024**3 else f"{free / 1024**3:,.1f} GiB free"
+        )
+    return "free space unknown"
 
 
 def _arrays(state: TrainState) -> dict[str, Any]:
@@ -103,6 +169,22 @@ def _quiet_closed_loop_callbacks() -> None:
     sys.unraisablehook = hook
 
 
+TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
+
+
+def _remove_unfinished_saves(directory: Path) -> None:
+    """Delete what a run killed mid-save left: `<step>.orbax-checkpoint-tmp*` folders.
+
+    Orbax can do this itself, but in a background thread started when the manager
+    opens, which can still be deleting while this run writes a step of the same number.
+    Here it is finished before the manager exists. Process 0 alone deletes.
+    """
+    if jax.process_index() != 0 or not directory.is_dir():
+        return
+    for leftover in directory.glob(f"*{TMP_MARKER}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
@@ -128,11 +210,12 @@ class Checkpoints:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
+        _remove_unfinished_saves(self.directory)
         ocp = _ocp()
         options = ocp.CheckpointManagerOptions(
             enable_async_checkpointing=False,
             preservation_policy=ocp.checkpoint_managers.LatestN(keep),
-            cleanup_tmp_directories=True,  # leftovers of a run killed mid-save
+            cleanup_tmp_directories=True,  # already done, synchronously; kept as a backstop
             create=True,
         )
         self._manager = ocp.CheckpointManager(
@@ -164,15 +247,26 @@ class Checkpoints:
             "position": {"epoch": int(position.epoch), "index": int(position.index)},
             "history": history,
             "extra": extra or {},
+            "digest": params_digest(_arrays(state)),
         }
         ocp = _ocp()
-        self._manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
-            ),
-            force=True,  # the caller decides when; Orbax's interval policy is not used
-        )
+        try:
+            self._manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,  # the caller decides when; Orbax's interval policy is not used
+            )
+        except Exception as error:
+            _quiet_closed_loop_callbacks()  # a failed save leaves the same noise
+            message = (
+                f"could not save checkpoint {step} in {self.directory} "
+                f"({_free_space(self.directory)}): {_one_line(error)}"
+            )
+            # Its half-written folder would keep the disk full for the rerun.
+            _remove_unfinished_saves(self.directory)
+            raise CheckpointSaveError(message) from error
 
     def restore(self, like: TrainState) -> Restored | None:
         """The newest checkpoint that restores onto `like`'s structure, or None.
@@ -193,6 +287,11 @@ class Checkpoints:
                 meta = restored.meta
                 position = Position(**meta["position"])
                 history, extra = list(meta["history"]), dict(meta.get("extra") or {})
+                digest = params_digest(restored.state)
+                if meta.get("digest", digest) != digest:  # older checkpoints carry none
+                    raise DigestMismatch(
+                        f"restored state has digest {digest[:12]}, saved {meta['digest'][:12]}"
+                    )
             except Exception as error:  # any unreadable checkpoint: fall back, say so
                 self._set_aside(step, error)
                 continue

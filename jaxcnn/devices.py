@@ -10,8 +10,10 @@ that quietly trains on the CPU is the failure this prevents.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import socket
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +191,39 @@ def matmul_precision(device: jax.Device, dtype: str = "float32") -> str | None:
     if device.platform == "gpu" and not exact and _ampere_or_newer(device):
         return "tf32"
     return "fp32"
+
+
+def _requested_cpu_devices(environ: MutableMapping[str, str]) -> int:
+    """How many CPU devices JAX will create, from the two settings that ask for more."""
+    counts = [1]
+    flag = re.search(r"--xla_force_host_platform_device_count=(\d+)", environ.get("XLA_FLAGS", ""))
+    if flag:
+        counts.append(int(flag.group(1)))
+    if environ.get("JAX_NUM_CPU_DEVICES", "").strip().isdigit():
+        counts.append(int(environ["JAX_NUM_CPU_DEVICES"]))
+    return max(counts)
+
+
+def reserve_collective_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
+    """Size XLA:CPU's thread pools for collectives over many CPU devices; call before
+    JAX starts its CPU backend. Returns the pool size asked for, or None if left alone.
+
+    XLA:CPU sizes both its pools (launches, and the intra-op workers that run a
+    program's thunks) to max(cores, devices). A pmap step over 8 devices on 2 cores
+    then has exactly 8 intra-op workers: when 7 replicas reach an all-reduce first, 7
+    workers block in its rendezvous, and the 8th replica's own parallel work needs
+    workers that are blocked or busy. Under load that ordering is common, nothing
+    moves, and XLA aborts the process after its 40 s rendezvous timeout. With twice as
+    many workers as devices, the replica that is late always finds free ones: load
+    makes the step slower, never stuck. XLA reads the pool size from NPROC; one set by
+    the user is kept.
+    """
+    devices = _requested_cpu_devices(environ)
+    if devices < 2 or "NPROC" in environ:
+        return None
+    threads = max(os.cpu_count() or 1, 2 * devices)
+    environ["NPROC"] = str(threads)
+    return threads
 
 
 # XLA compiler options for the train and eval steps, by platform (jaxcnn.parallel

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from typing import Any
 
@@ -41,6 +42,38 @@ def evaluate(
         step_metrics = placement.get_metrics(placement.eval_step(state, placement.put_batch(batch)))
         metrics.append(jax.block_until_ready(step_metrics) if in_order else step_metrics)
     return train.mean_metrics(metrics)
+
+
+_stop = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask `fit` to stop at its next step boundary (epoch boundary with loop="device"),
+    save a checkpoint there if it has `checkpoints`, and raise `Stopped`. Only sets a
+    flag, so a signal handler may call it (a SIGTERM before a preemption)."""
+    _stop.set()
+
+
+def stop_requested() -> bool:
+    return _stop.is_set()
+
+
+def clear_stop() -> None:
+    _stop.clear()
+
+
+class Stopped(BaseException):
+    """Training stopped because `request_stop` asked it to.
+
+    A BaseException, like KeyboardInterrupt: it is not a failure of the workload, so
+    handlers that turn exceptions into records let it through. `step` is the number of
+    steps trained; `saved` the checkpoint step that holds them (None: nothing saved).
+    """
+
+    def __init__(self, step: int, saved: int | None):
+        where = f"checkpoint {saved} holds them" if saved is not None else "no checkpoint"
+        super().__init__(f"stopped after {step} steps; {where}")
+        self.step, self.saved = step, saved
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -105,7 +138,9 @@ def fit(
     and at each epoch end. Losses are checked every `check_every` steps, at each
     checkpoint and at each epoch end (one transfer each, not one sync per step); the
     first non-finite one raises NonFiniteLoss naming its step. After a resume an
-    epoch's `train_time_s` covers only the part trained after it.
+    epoch's `train_time_s` covers only the part trained after it. After
+    `request_stop()` (a SIGTERM handler), the next step boundary saves and raises
+    `Stopped`.
     """
     placement = placement or place("single", jax.devices()[:1])
     if loop not in LOOPS:
@@ -160,10 +195,14 @@ def fit(
             fingerprint=fingerprint,
         )
 
+    saved = done if checkpoints is not None and done else None  # the step on disk
+
     def save(epoch_position: Position, epoch_metrics: list[Any]) -> None:
+        nonlocal saved
         epoch_metrics = [{k: float(v) for k, v in m.items()} for m in epoch_metrics]
         extra = {"done": done, "partial": epoch_metrics, "fingerprint": fingerprint}
         checkpoints.save(done, placement.get_state(state), epoch_position, history, extra)
+        saved = done
 
     with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
         for epoch in range(position.epoch, epochs):
@@ -177,6 +216,11 @@ def fit(
             for index, batch in enumerate(itertools.islice(stream, skip, None), skip + 1):
                 if done >= total:
                     break
+                if _stop.is_set():  # a step boundary: index - 1 batches of this epoch done
+                    checked = _fetch_checked(metrics, checked, first_step, epoch, history)
+                    if checkpoints is not None and saved != done and done > 0:
+                        save(Position(epoch, index - 1), metrics)
+                    raise Stopped(done, saved)
                 state, step_metrics = placement.train_step(state, placement.put_batch(batch))
                 metrics.append(placement.get_metrics(step_metrics))
                 done += 1
@@ -263,6 +307,8 @@ def _fit_on_device(
         for epoch in range(first_epoch, epochs_total):
             if done >= total:
                 break
+            if _stop.is_set():  # an epoch boundary: the epoch end was saved, if whole
+                raise Stopped(done, done if checkpoints is not None and done else None)
             steps = min(per_epoch, total - done)
             key = jax.random.fold_in(base, epoch)
             compile_s = None

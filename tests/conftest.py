@@ -17,6 +17,8 @@ import jax
 import numpy as np
 import pytest
 
+import jaxcnn  # noqa: F401  (sizes XLA:CPU's thread pools for 8 devices, before JAX starts)
+
 jax.config.update("jax_numpy_rank_promotion", "raise")
 # Start the backends now: main() run in-process then finds JAX started and leaves the
 # test process's allocator as it is (jaxcnn/host_memory.py), whatever test runs first.

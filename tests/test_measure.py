@@ -53,6 +53,15 @@ def test_time_steps_threads_the_state_and_time_eval_keeps_it():
         (MemoryError(), "oom"),
         (FloatingPointError("invalid value (nan) encountered in jit(train_step)"), "nan"),
         (RuntimeError("INTERNAL: ptxas exited with non-zero error code"), "error"),
+        # TensorStore's words for a full disk under an Orbax save: not an OOM
+        (
+            ValueError(
+                'RESOURCE_EXHAUSTED: Error writing "step/0" in OCDBT database at local'
+                ' file "/x/": Failed to write 1476955 bytes to file 17: No space left on'
+                " device [os_error_code='28']"
+            ),
+            "error",
+        ),
         (ValueError("conv shapes do not match"), "error"),
     ],
 )

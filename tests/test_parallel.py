@@ -17,7 +17,10 @@ placements differ by ~1e-3 from the first steps on: that measures noise, not pla
 from __future__ import annotations
 
 import functools
+import os
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -263,3 +266,58 @@ def test_get_state_is_one_logical_copy_that_puts_back(strategy):
     again = placement.put_state(logical)  # e.g. a restored checkpoint
     assert jax.tree.map(np.shape, again) == jax.tree.map(np.shape, placed)
     _assert_trees_close(jax.device_get(placement.get_state(again)), jax.device_get(logical))
+
+
+# The pmap loop (train steps, then padded eval steps) on 8 fake devices, run 3 times in
+# one process. A rendezvous that waits 10 s (XLA's default: 40 s) aborts it: nothing
+# in these steps takes a tenth of that, even on a saturated CPU, unless it is stuck.
+_PMAP_UNDER_LOAD = """
+import jaxcnn, jax
+from jaxcnn import data, models, parallel, train
+shape = models.input_shape("mnist_cnn")
+tx = train.make_optimizer("adam", 1e-3)
+state = jax.device_get(train.create_train_state(models.get("mnist_cnn"), tx, shape))
+splits = [data.load("digits", s) for s in ("train", "test")]
+splits = [(data.fit_to_shape(x, shape), y) for x, y in splits]
+placement = parallel.place("pmap", jax.devices())
+for _ in range(3):
+    jaxcnn.fit(state, *splits, batch_size=64, max_steps=6, placement=placement)
+print("threads", __import__("os").environ["NPROC"])
+"""
+_BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end: pass"
+
+
+def test_collective_threads_cover_twice_the_cpu_devices():
+    cores = os.cpu_count() or 1
+    flags = {"XLA_FLAGS": "--xla_dump_to=x --xla_force_host_platform_device_count=64"}
+    assert devices.reserve_collective_threads(flags) == max(cores, 128)
+    assert flags["NPROC"] == str(max(cores, 128))
+    env = {"JAX_NUM_CPU_DEVICES": "8"}
+    assert devices.reserve_collective_threads(env) == max(cores, 16)
+    assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "1"}) is None
+    kept = {"JAX_NUM_CPU_DEVICES": "8", "NPROC": "3"}  # the user's choice stays
+    assert devices.reserve_collective_threads(kept) is None and kept["NPROC"] == "3"
+
+
+@pytest.mark.slow
+def test_pmap_train_and_eval_survive_a_saturated_cpu():
+    """Every core busy twice over: the run gets slower, it must not deadlock (it did:
+    XLA:CPU had as many intra-op workers as devices; see devices.reserve_collective_threads)."""
+    busy = [
+        subprocess.Popen([sys.executable, "-c", _BUSY]) for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("NPROC", "JAX_NUM_CPU_DEVICES")}
+    env["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=8 "
+        "--xla_cpu_collective_call_terminate_timeout_seconds=10"
+    )
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _PMAP_UNDER_LOAD], env=env, capture_output=True, text=True
+        )
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"threads {max(os.cpu_count() or 1, 16)}" in run.stdout

@@ -4,6 +4,7 @@ and the per-epoch metrics of the run that was never interrupted."""
 import contextlib
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,10 +16,16 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import records
+from experiments import measure, records
 from experiments.run import main
-from jaxcnn import data, models, parallel, train
-from jaxcnn.checkpoint import Checkpoints, CheckpointWarning, params_digest
+from jaxcnn import data, loop, models, parallel, train
+from jaxcnn.checkpoint import (
+    TMP_MARKER,
+    Checkpoints,
+    CheckpointSaveError,
+    CheckpointWarning,
+    params_digest,
+)
 from jaxcnn.loop import NonFiniteLoss, fit
 
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
@@ -122,6 +129,143 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_params(tmp_path):
     assert len(resumed["history"]) == EPOCHS
 
 
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
+    """Killed while Orbax writes a step (its temporary folder, with the state item in
+    it, is on disk): the same command resumes and ends bit-identical."""
+    killed = tmp_path / "killed"
+    every_1 = ["--checkpoint-every", "1"]
+    left = []
+    for _ in range(5):  # the kill can land just after the rename that ends a save
+        run = subprocess.Popen(
+            [sys.executable, "-m", "experiments.run", "--out", str(killed), *RUN, *every_1],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            while run.poll() is None:
+                saving = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp/state*"))
+                if saving and _step_dirs(killed / "checkpoints"):
+                    os.kill(run.pid, signal.SIGKILL)
+                    break
+        finally:
+            run.wait(timeout=60)
+        assert run.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+        left = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
+        if left:
+            break
+    assert left, "no kill landed inside a save"
+
+    assert main(["--out", str(killed), *RUN, *every_1]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    (resumed,) = records.load(killed / "records.jsonl")
+    (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] >= 1
+    assert resumed["params_digest"] == whole["params_digest"]
+    assert not list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
+
+
+def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits, tmp_path):
+    """What a kill during the save of step 10 leaves; resumed at 5, step 10 is saved again."""
+    _fit(digits, "single", tmp_path, max_steps=10)
+    shutil.rmtree(tmp_path / "10")
+    unfinished = tmp_path / "10.orbax-checkpoint-tmp" / "state.orbax-checkpoint-tmp"
+    shutil.copytree(tmp_path / "5" / "state", unfinished)
+    (unfinished / "_sharding").unlink()  # cut short mid-write
+    with Checkpoints(tmp_path):
+        assert not unfinished.parent.exists()  # gone before any save can meet it
+    resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
+
+
+@pytest.mark.slow
+def test_sigterm_saves_at_the_next_step_and_the_rerun_resumes_bit_identically(tmp_path):
+    stopped = tmp_path / "stopped"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "--out", str(stopped), *RUN, *EVERY_5],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while not _step_dirs(stopped / "checkpoints") and run.poll() is None:
+            time.sleep(0.02)
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    last = stderr.strip().splitlines()[-1]
+    assert run.returncode == 143, stderr[-2000:]
+    found = re.fullmatch(
+        r"terminated \(SIGTERM\): stopped after (\d+) steps; checkpoint (\d+) holds them; "
+        r"records written so far are kept; the same command resumes",
+        last,
+    )
+    assert found and found[1] == found[2], last
+    assert not (stopped / "records.jsonl").exists()  # no record claims anything
+
+    assert main(["--out", str(stopped), *RUN, *EVERY_5]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    (resumed,) = records.load(stopped / "records.jsonl")
+    (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
+    assert resumed["status"] == "ok"
+    assert resumed["resumed_from_step"] == int(found[1])  # the step it stopped at
+    assert resumed["params_digest"] == whole["params_digest"]
+
+
+def test_stop_requested_saves_at_the_step_boundary(digits, tmp_path):
+    """The library side: fit saves where it stands and raises Stopped, once asked."""
+    loop.request_stop()
+    try:
+        with Checkpoints(tmp_path) as ckpt, pytest.raises(loop.Stopped) as stopped:
+            fit(
+                _state(), *digits, batch_size=128, max_steps=7, checkpoints=ckpt, checkpoint_every=5
+            )
+    finally:
+        loop.clear_stop()
+    assert (stopped.value.step, stopped.value.saved) == (0, None)  # nothing trained yet
+    _fit(digits, "single", tmp_path, max_steps=7)  # saves at 5 and 7 (end of max_steps)
+    loop.request_stop()
+    try:
+        with pytest.raises(loop.Stopped) as stopped:
+            _fit(digits, "single", tmp_path)
+    finally:
+        loop.clear_stop()
+    assert (stopped.value.step, stopped.value.saved) == (7, 7)  # resumed, then stopped
+    assert _fit(digits, "single", tmp_path) == (*_whole("single")[:2], 7)
+
+
+@pytest.mark.slow
+def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path):
+    command = [sys.executable, "-m", "experiments.run", "--out", str(tmp_path), *RUN, *EVERY_5]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while not _step_dirs(tmp_path / "checkpoints") and first.poll() is None:
+            time.sleep(0.02)
+        assert first.poll() is None, "the first run ended before the second started"
+        first.send_signal(signal.SIGSTOP)  # frozen mid-training, holding its workload
+        try:
+            second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        finally:
+            first.send_signal(signal.SIGCONT)
+        _, first_err = first.communicate(timeout=300)
+    finally:
+        first.kill()
+    assert first.returncode == 0 and second.returncode == 0, second.stderr[-2000:]
+    (skipped,) = [line for line in second.stderr.splitlines() if "skipped" in line]
+    assert re.fullmatch(
+        rf"    skipped: {tmp_path}/checkpoints/\w+ is in use by process {first.pid}; "
+        "rerun after it ends",
+        skipped,
+    ), skipped
+    assert "CheckpointWarning" not in first_err and "Traceback" not in first_err
+    (record,) = records.load(tmp_path / "records.jsonl")  # the first run's, alone
+    assert record["status"] == "ok" and record["resumed_from_step"] is None
+    # the lock died with its process: a third run finds the record, not a lock
+    assert main(["--out", str(tmp_path), *RUN, *EVERY_5]) == 0
+    assert len(records.load(tmp_path / "records.jsonl")) == 1
+
+
 def test_same_seed_same_device_same_digest(tmp_path):
     short = ["--model", "mlp", "--width", "16", "--batch-size", "128", "--epochs", "1"]
     short += ["--timing-steps", "2", "--no-progress", "--no-checkpoints"]
@@ -177,6 +321,25 @@ def test_a_corrupt_checkpoint_is_reported_and_the_previous_one_used(digits, tmp_
     assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["20"]
 
 
+def _flip_a_bit(step_dir: Path) -> None:
+    """One bit in the middle of the largest array file (float data Orbax stored as is)."""
+    files = sorted((step_dir / "state").rglob("d/*"), key=lambda f: f.stat().st_size)
+    data = bytearray(files[-1].read_bytes())
+    data[len(data) // 2] ^= 0x10
+    files[-1].write_bytes(bytes(data))
+
+
+def test_a_silently_damaged_checkpoint_is_caught_by_its_digest(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=10)
+    _flip_a_bit(tmp_path / "10")
+    # the flipped file still decodes: only the digest tells the state is not the saved one
+    warned = r"10 could not be restored \(DigestMismatch: restored state has digest .*using step 5"
+    with pytest.warns(CheckpointWarning, match=warned):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
+    assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["10"]
+
+
 def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):
     _fit(digits, "single", tmp_path, max_steps=5)
     _delete_data_files(tmp_path / "5")
@@ -208,3 +371,51 @@ def test_params_digest_sees_every_bit_dtype_and_shape():
     assert params_digest(flipped) != params_digest(params)
     assert params_digest({**params, "a": params["a"].reshape(3, 2)}) != params_digest(params)
     assert params_digest({**params, "b": np.zeros(2, np.float32)}) != params_digest(params)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A real 128 KiB tmpfs (root only): room enough to pass the free-space check made
+    before any work (records.MIN_FREE_BYTES), too small for one checkpoint of the mlp,
+    so the disk fills during the run."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_disk):
+    argv = ["--out", str(tmp_path / "out"), "--checkpoint-dir", str(full_disk), *RUN]
+    argv[argv.index("--epochs") + 1] = "1"
+    assert main(argv) == 1
+    assert not list(full_disk.rglob(f"*{TMP_MARKER}*"))  # the failed save cleaned up
+    assert main(argv) == 1  # error is not final: the rerun tries again
+    first, second = records.load(tmp_path / "out" / "records.jsonl")
+    for record in (first, second):
+        assert record["status"] == "error"
+        assert record["message"].startswith("CheckpointSaveError: could not save checkpoint ")
+        assert f" in {full_disk}/" in record["message"] and "KiB free)" in record["message"]
+        assert "RESOURCE_EXHAUSTED" in record["message"]  # TensorStore's words, kept
+
+
+def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
+    """Always runs (no mount needed): the folder is replaced by a file after opening."""
+    directory = tmp_path / "ckpt"
+    with Checkpoints(directory) as ckpt:
+        shutil.rmtree(directory)
+        directory.write_text("not a folder")
+        with pytest.raises(CheckpointSaveError) as failed:
+            fit(_state(), *digits, batch_size=128, max_steps=5, checkpoints=ckpt)
+    message = str(failed.value)
+    assert (
+        message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message
+    )
+    assert measure.classify_failure(failed.value) == "error"
