@@ -6,7 +6,8 @@ Schema (version 1). Required in every record:
               learning_rate, seed, strategy, precision, timing_steps,
               and from the studies (absent in older records; defaults in brackets):
               study (devices|crossover|batch|scaling|matmul|ensemble|precision|
-                     accuracy|bench|speedrun|default; null for a single --model run)
+                     accuracy|bench|speedrun|roofline|default; null for a single --model
+                     run)
                      [null],
               kind (train|matmul|ensemble) [train],
               num_devices (the first N devices; null = all the run resolved) [null],
