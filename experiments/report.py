@@ -29,6 +29,13 @@ from experiments.labels import device_label, model_label, workload_kind
 from experiments.report_bench import PLOT as BENCH_PLOT
 from experiments.report_bench import bench_block, bench_study
 from experiments.report_speedrun import speedrun_headline, speedrun_study
+from experiments.report_targets import (
+    not_compiled,
+    predicted_vs_measured,
+    seed_000_compiled,
+    seed_000_headline,
+    targets_section,
+)
 from experiments.tables import format_table, seconds, si
 
 Record = dict[str, Any]
@@ -158,7 +165,7 @@ def overview(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 
 def devices_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     rows, seen = [], set()
-    for r in latest(records):
+    for r in latest(not_compiled(records)):  # devices at hand, not compile targets
         key = (device_label(r), r["device"].get("host"))
         if key in seen:
             continue
@@ -223,7 +230,9 @@ def result_row(r: Record) -> list[Any]:
 
 
 def results_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    ordered = sorted(records, key=lambda r: (model_label(r), device_label(r), _sort_key(r)))
+    ordered = sorted(
+        not_compiled(records), key=lambda r: (model_label(r), device_label(r), _sort_key(r))
+    )
     table = format_table(RESULT_HEADERS, [result_row(r) for r in ordered], markdown=True)
     return "## Results\n\n" + table, []
 
@@ -231,7 +240,7 @@ def results_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 def flops_check(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Where XLA and the jaxpr disagree by more than FLOPS_MISMATCH, both counts side by
     side with the jaxpr count that skips padding and dilation taps."""
-    flagged = [r for r in latest(_ok(records)) if "differs" in flops_flag(r)]
+    flagged = [r for r in latest(_ok(not_compiled(records))) if "differs" in flops_flag(r)]
     if not flagged:
         return "", []
     rows = [
@@ -612,14 +621,33 @@ def _memory(record: Record) -> int | None:
     return _get(record, "memory", "total_bytes") if record["status"] == "ok" else None
 
 
-def _seed_000_rows(groups: dict[tuple, list[Record]]) -> list[list[str]]:
-    """Seed 000's observations next to what each device's compiled memory predicts."""
+def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> list[list[str]]:
+    """Seed 000's observations next to what compiled memory predicts for them: the seed
+    device's own compiler where a compile-only record for it exists, else each device's
+    here (XLA:CPU needs more memory than XLA:GPU for the same step)."""
     rows = []
+    answered = set()
+    for a in seed_000_compiled(records):
+        answered.add((a["reference"], a["batch"]))
+        r = a["record"]
+        rows.append(
+            [
+                a["reference"],
+                a["batch"],
+                "trained" if a["ran"] else "out of memory",
+                f"{model_label(r)} f32 compiled for {a['target']}, not run",
+                _gib(r["memory"]["total_bytes"]),
+                "fits" if a["fits"] else "does not fit",
+                "yes" if a["agrees"] else "no",
+            ]
+        )
     for (model, _, precision, device), rs in sorted(groups.items()):
         if rs[0]["workload"]["model"] != analysis.SEED_000_MODEL:
             continue  # the seed's batch sizes say nothing about another network
         by_batch = {_batch_size(r): r for r in rs}
         for reference, batch, ran in analysis.SEED_000_OBSERVED:
+            if (reference, batch) in answered:
+                continue
             r = by_batch.get(batch)
             total = None if r is None else _memory(r)
             if total is None:
@@ -672,7 +700,7 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             )
     headers = ["device", "model", "batch", "status", "images/s", "s/step", "compiled memory"]
     table = format_table([*headers, "allocator peak", *references], rows, markdown=True)
-    seed_rows = _seed_000_rows(groups)
+    seed_rows = _seed_000_rows(groups, records)
     seed = ""
     if seed_rows:
         headers = ["seed 000 device", "batch", "seed saw", "our record", "compiled memory"]
@@ -1065,6 +1093,8 @@ def headline(records: list[Record], report_link: str) -> str:
     )
     speedrun = speedrun_headline(records)
     speedrun = f"\n\n{speedrun}" if speedrun else ""
+    seed = seed_000_headline(records)
+    speedrun += f"\n\n{seed}" if seed else ""
     return format_table(headers, rows, markdown=True) + speedrun + "\n\n" + provenance
 
 
@@ -1079,6 +1109,8 @@ SECTIONS: list[Section] = [
     overview,
     devices_table,
     *STUDY_SECTIONS,
+    targets_section,
+    predicted_vs_measured,
     results_table,
     flops_check,
     speedup_over_cpu,
