@@ -124,13 +124,18 @@ def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record 
     )
 
 
-def _matrix(rows, order, batches, cell) -> str:
+def _chips(by_batch: dict[int, Record]) -> int:
+    return _target(next(iter(by_batch.values())), "chips") or 1
+
+
+def _matrix(rows, order, per_chip, cell) -> str:
+    """Rows: targets; columns: batch per chip (the global batch is that x chips)."""
     body = [
-        [name, precision, _target(next(iter(rows[(name, precision)].values())), "chips") or "-"]
-        + [cell(rows[(name, precision)].get(b)) for b in batches]
+        [name, precision, _chips(rows[(name, precision)])]
+        + [cell(rows[(name, precision)].get(b * _chips(rows[(name, precision)]))) for b in per_chip]
         for name, precision in order
     ]
-    return format_table(["target", "precision", "chips", *map(str, batches)], body, markdown=True)
+    return format_table(["target", "precision", "chips", *map(str, per_chip)], body, markdown=True)
 
 
 def _largest_table(rows, order) -> str:
@@ -219,6 +224,8 @@ def _plot(grouped, out: Path) -> Path:
                 va="bottom",
             )
         ax.set(xscale="log", yscale="log", xlabel="batch per chip", ylabel="GiB per chip")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
         if ticks:
             ax.set_xticks(sorted(ticks))
             ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -254,30 +261,31 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "roofline of the compiled step (its FLOPs at the datasheet peak for the precision "
         "its matmuls run in, its bytes at the datasheet bandwidth, the slower of the two), "
         "a lower bound on step time that no chip was timed against here; the section "
-        "after this one measures that method's error wherever a real run exists. Batches "
-        "are global (over all the target's chips); the memory tables show the doubling "
-        "sweep, the largest-batch table also the bisection between the last fit and the "
-        "first miss."
+        "after this one measures that method's error wherever a real run exists. The "
+        "tables by batch per chip show the doubling sweep (the global batch is the batch "
+        "per chip x chips); the largest-batch table, in global batches, also the "
+        "bisection between the last fit and the first miss."
     )
     parts = [title, intro]
     for model in sorted(grouped):
         rows = grouped[model]
         order = _row_order(rows)
-        batches = sorted(
+        per_chip = sorted(
             {
-                b
-                for (name, precision), by_batch in rows.items()
-                for b, r in by_batch.items()
-                if _is_doubling(b, _target(r, "chips") or 1)
+                b // _chips(by_batch)
+                for by_batch in rows.values()
+                for b in by_batch
+                if _is_doubling(b, _chips(by_batch))
             }
         )
         parts += [
             f"### {model}",
-            "Memory per chip (compiled), by global batch:",
-            _matrix(rows, order, batches, _memory_cell),
-            "Images/s (predicted: roofline at the datasheet figures), by global batch:",
-            _matrix(rows, order, batches, _predicted_images),
-            "Largest batch per target (compiled), and its images/s (predicted):",
+            "Memory per chip (compiled), by batch per chip:",
+            _matrix(rows, order, per_chip, _memory_cell),
+            "Images/s over all chips (predicted: roofline at the datasheet figures), by batch "
+            "per chip:",
+            _matrix(rows, order, per_chip, _predicted_images),
+            "Largest global batch per target (compiled), and its images/s (predicted):",
             _largest_table(rows, order),
         ]
     refused = _refusals(rs)

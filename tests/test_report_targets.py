@@ -144,21 +144,21 @@ def test_without_records_each_section_says_so_in_one_line(tmp_path):
 def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
     text, paths = targets_section(_targets_records(), tmp_path)
     assert "### catsdogs_cnn" in text
-    # Doubling batches only (24 and 28 are the bisection's); TPUs first.
-    header = "| target | precision | chips | 16 | 32 | 128 | 1024 |"
+    # Batch per chip, doubling only (24 and 28 are the bisection's); TPUs first.
+    header = "| target | precision | chips | 16 | 32 | 128 |"
     assert _lines(text, "| target | precision | chips | 16") == [header, header]
     assert _lines(text, "| tpu-v5e-8") == [
-        "| tpu-v5e-8 | f32 | 8 | - | - | 4 GiB | error |",  # memory (compiled)
-        "| tpu-v5e-8 | f32 | 8 | - | - | 32,000 | - |",  # images/s (predicted)
-        "| tpu-v5e-8 | f32 | 8 | 16 GiB | 128 | 4 GiB | - | - | 32,000 |",  # largest
+        "| tpu-v5e-8 | f32 | 8 | 4 GiB | - | error |",  # memory (compiled)
+        "| tpu-v5e-8 | f32 | 8 | 32,000 | - | - |",  # images/s (predicted)
+        "| tpu-v5e-8 | f32 | 8 | 16 GiB | 128 | 4 GiB | - | - | 32,000 |",  # largest, global
     ]
     assert _lines(text, "| gpu-mx150") == [
-        "| gpu-mx150 | f32 | 1 | 1.5 GiB | 2.5 GiB (over) | - | - |",
-        "| gpu-mx150 | f32 | 1 | 100 | - | - | - |",  # an oom has no predicted images/s
+        "| gpu-mx150 | f32 | 1 | 1.5 GiB | 2.5 GiB (over) | - |",
+        "| gpu-mx150 | f32 | 1 | 100 | - | - |",  # an oom has no predicted images/s
         "| gpu-mx150 | f32 | 1 | 2 GiB | 24 | 1.88 GiB | 28 | 2.12 GiB | 100 |",
     ]
-    assert "Memory per chip (compiled), by global batch:" in text
-    assert "Images/s (predicted: roofline at the datasheet figures), by global batch:" in text
+    assert "Memory per chip (compiled), by batch per chip:" in text
+    assert "Images/s over all chips (predicted: roofline at the datasheet figures)" in text
     assert "- tpu-v5e-8, catsdogs_cnn, batch 1024: XlaRuntimeError: INTERNAL" in text
     (path,) = paths
     assert path.read_bytes().startswith(PNG_SIGNATURE)
