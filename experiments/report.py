@@ -31,6 +31,7 @@ from experiments.report_bench import bench_block, bench_study
 from experiments.report_speedrun import speedrun_headline, speedrun_study
 from experiments.report_targets import (
     not_compiled,
+    predicted_crossover,
     predicted_vs_measured,
     seed_000_compiled,
     seed_000_headline,
@@ -597,6 +598,7 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         if verdicts:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
             parts.append(format_table(headers, verdicts, markdown=True))
+        parts.append(predicted_crossover(records, batch, precision, by_device))
     ax.set(xscale="log", yscale="log", xlabel="trainable parameters", ylabel="s / step (median)")
     ax.set_title("Step time vs trainable parameters (dotted: crossover)")
     ax.legend(fontsize="x-small")

@@ -512,3 +512,65 @@ def seed_000_headline(records: list[Record]) -> str:
         f"Seed 000's `{analysis.SEED_000_MODEL}` (f32), compiled for the seed's GPUs by "
         "XLA:GPU and not run: " + "; ".join(clauses) + "."
     )
+
+
+# --- Predicted columns for the studies measured here ---------------------------------------
+
+
+def predicted_crossover(
+    records: list[Record], batch: int, precision: str, measured: dict[str, list[Record]]
+) -> str:
+    """The crossover study's series (one model at one batch over widths, `measured` per
+    device at hand) against the targets compiled for the same widths: each target's
+    predicted s/step per width, and the width above which it is predicted faster than
+    each CPU measured here. "" without such compile-only records."""
+    params = {}  # the widths' trainable parameters, as the measured records count them
+    for rs in measured.values():
+        for r in rs:
+            params[_overrides(r)] = r["params"]["trainable"]
+    model = next(iter(measured.values()))[0]["workload"]["model"]
+    by_target: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in compiled(records):
+        w = r["workload"]
+        step = (r.get("prediction") or {}).get("step_time_s")
+        if (
+            (w["model"], w["batch_size"], w.get("precision", "f32")) == (model, batch, precision)
+            and _fits(r)
+            and step
+            and _overrides(r) in params
+        ):
+            by_target[target_name(r)][params[_overrides(r)]] = step
+    if not by_target:
+        return ""
+    targets = sorted(by_target)
+    sizes = sorted({p for steps in by_target.values() for p in steps})
+    rows = [[f"{p:,}", *[seconds(by_target[t].get(p)) for t in targets]] for p in sizes]
+    table = format_table(["params", *[f"{t} (predicted)" for t in targets]], rows, markdown=True)
+    verdicts = []
+    for device, rs in sorted(measured.items()):
+        if rs[0]["device"]["platform"] != "cpu":
+            continue
+        cpu = sorted((r["params"]["trainable"], r["step_time_s"]["median"]) for r in rs)
+        for t in targets:
+            point = analysis.crossover_point(cpu, sorted(by_target[t].items()))
+            ends = analysis.faster_at_ends(cpu, sorted(by_target[t].items()))
+            side = {"A": f"{device} (measured)", "B": f"{t} (predicted)", "tie": "neither"}
+            at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
+            verdicts.append([device, t, "none" if point is None else f"{point:,.0f}", at_ends])
+    text = (
+        "Predicted s/step on devices not at hand (the roofline of the step compiled for "
+        "each target, not run):\n\n" + table
+    )
+    if verdicts:
+        headers = [
+            "A (measured)",
+            "B (predicted)",
+            "B predicted faster above (params)",
+            "faster at smallest / largest",
+        ]
+        text += "\n\n" + format_table(headers, verdicts, markdown=True)
+    return text
+
+
+def _overrides(record: Record) -> tuple:
+    return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))

@@ -251,3 +251,24 @@ def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
     assert len(_lines(results, "| cpu")) == 1
     path, _ = report.write_report(rs, tmp_path / "out")
     assert "## Devices not at hand (compiled, not run)\n\nEach cell" in path.read_text()
+
+
+def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
+    params = {64: 55_050, 256: 269_322, 1024: 1_863_690}
+    rs = []
+    for width, cpu_ms in ((64, 1.0), (256, 4.0), (1024, 16.0)):
+        r = _record(f"x{width}", CPU, "mlp", 128, median=cpu_ms / 1e3, width=width)
+        r["workload"].update(study="crossover", dataset="synthetic")
+        r["params"]["trainable"] = params[width]
+        rs.append(r)
+        compiled = _compiled(H100_TARGET, "mlp", 128, "ok", 0.5, step=2e-3)
+        compiled["workload"]["model_overrides"] = {"width": width}
+        rs.append(compiled)
+    text, _ = report.crossover_study(rs, tmp_path)
+    assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted) |"]
+    assert _lines(text, "| 55,050 | 2 ms") == ["| 55,050 | 2 ms |"]
+    # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
+    crossing = (params[64] * params[256]) ** 0.5
+    assert _lines(text, "| cpu | gpu-h100") == [
+        f"| cpu | gpu-h100 | {crossing:,.0f} | cpu (measured) / gpu-h100 (predicted) |"
+    ]
