@@ -32,12 +32,13 @@ from experiments.report_speedrun import speedrun_headline, speedrun_study
 from experiments.report_targets import (
     not_compiled,
     predicted_crossover,
+    predicted_scaling,
     predicted_vs_measured,
     seed_000_compiled,
     seed_000_headline,
     targets_section,
 )
-from experiments.tables import format_table, seconds, si
+from experiments.tables import binary_bytes, format_table, seconds, si
 
 Record = dict[str, Any]
 Section = Callable[[list[Record], Path], tuple[str, list[Path]]]
@@ -462,14 +463,7 @@ def _images(record: Record) -> str:
     return f"{images:,.0f}" if images else "-"
 
 
-def _gib(value: float | None) -> str:
-    """Bytes in binary units, as the reference capacities are (GiB, MiB, KiB)."""
-    if value is None:
-        return "-"
-    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if value >= 2**shift:
-            return f"{value / 2**shift:.3g} {unit}"
-    return f"{value:.0f} B"
+_gib = binary_bytes
 
 
 def _workload_label(record: Record) -> str:
@@ -819,7 +813,8 @@ def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "images/s at N / (N x images/s on one). Strong scaling keeps the global batch: "
         "efficiency = speedup at N / N, the same ratio of throughputs."
     )
-    return _section("Study: scaling", intro, table, _image("scaling", path)), [path]
+    predicted = predicted_scaling(records, _ok(_study(records, "scaling")))
+    return _section("Study: scaling", intro, table, predicted, _image("scaling", path)), [path]
 
 
 def _matmul_n(record: Record) -> int:

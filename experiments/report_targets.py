@@ -21,7 +21,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from experiments import analysis
 from experiments.labels import device_label, model_label, workload_kind
-from experiments.tables import format_table, seconds, si
+from experiments.tables import binary_bytes, format_table, seconds, si
 
 Record = dict[str, Any]
 GIB = analysis.GIB
@@ -64,8 +64,7 @@ def _fits(record: Record) -> bool:
     return record["status"] == "ok" and record.get("fits") is not False
 
 
-def _gib(value: float | None) -> str:
-    return "-" if value is None else f"{value / GIB:.3g} GiB"
+_gib = binary_bytes
 
 
 def _predicted_images(record: Record | None) -> str:
@@ -574,3 +573,73 @@ def predicted_crossover(
 
 def _overrides(record: Record) -> tuple:
     return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
+
+
+def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
+    """The scaling study's workloads (each model, precision, and weak per-chip or
+    strong global batch that `measured` ran) on the compiled targets, grouped by chip
+    over chip counts: memory per chip (compiled), step time and images/s (predicted)
+    and the predicted efficiency against one chip of the same kind; collectives are in
+    the compiled step, counted as the target's compiler counts them. "" without
+    compile-only records of those workloads."""
+    wanted = set()
+    for r in measured:
+        w = r["workload"]
+        mode = w.get("scaling") or "weak"
+        size = w["batch_size"] // r["device"]["count"] if mode == "weak" else w["batch_size"]
+        wanted.add((mode, w["model"], _overrides(r), w.get("precision", "f32"), size))
+    groups: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    for r in compiled(records):
+        w = r["workload"]
+        chips = _target(r, "chips") or 1
+        for mode, size in (("weak", w["batch_size"] // chips), ("strong", w["batch_size"])):
+            key = (mode, w["model"], _overrides(r), w.get("precision", "f32"), size)
+            if key in wanted and (mode == "strong" or w["batch_size"] % chips == 0):
+                groups[(*key, _target(r, "chip"))][chips] = r
+    if not groups:
+        return ""
+    rows = []
+    for (mode, model, overrides, precision, _size, chip), by_chips in sorted(
+        groups.items(), key=lambda item: tuple(map(str, item[0]))
+    ):
+        images = {
+            n: r["prediction"]["images_per_s"]
+            for n, r in by_chips.items()
+            if _fits(r) and (r.get("prediction") or {}).get("images_per_s")
+        }
+        efficiency = analysis.scaling_efficiency(images)
+        name = model + "".join(f" {k}={v}" for k, v in overrides)
+        for n, r in sorted(by_chips.items()):
+            predicted = r.get("prediction") or {}
+            rows.append(
+                [
+                    mode,
+                    f"{name} {precision}",
+                    chip or "-",
+                    target_name(r),
+                    n,
+                    r["workload"]["batch_size"],
+                    _memory_cell(r),
+                    seconds(predicted.get("step_time_s")) if _fits(r) else "-",
+                    f"{images[n]:,.0f}" if n in images else "-",
+                    "-" if n not in efficiency else f"{100 * efficiency[n]:.3g}%",
+                ]
+            )
+    headers = [
+        "scaling",
+        "model",
+        "chip",
+        "target",
+        "chips",
+        "global batch",
+        "memory per chip (compiled)",
+        "s/step (predicted)",
+        "images/s (predicted)",
+        "efficiency (predicted)",
+    ]
+    return (
+        "The same workloads compiled for devices not at hand (sharded over each target's "
+        "chips, not run): memory per chip as compiled, step time and images/s as the "
+        "roofline predicts them, efficiency as above against one chip of the same kind:"
+        "\n\n" + format_table(headers, rows, markdown=True)
+    )

@@ -43,3 +43,13 @@ def seconds(value: float | None) -> str:
     if value >= 1e-3:
         return f"{value * 1e3:.3g} ms"
     return f"{value * 1e6:.3g} us"
+
+
+def binary_bytes(value: float | None) -> str:
+    """Bytes in binary units, as memory capacities are given (GiB, MiB, KiB)."""
+    if value is None:
+        return "-"
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if value >= 2**shift:
+            return f"{value / 2**shift:.3g} {unit}"
+    return f"{value:.0f} B"

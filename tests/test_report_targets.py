@@ -272,3 +272,25 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
     assert _lines(text, "| cpu | gpu-h100") == [
         f"| cpu | gpu-h100 | {crossing:,.0f} | cpu (measured) / gpu-h100 (predicted) |"
     ]
+
+
+def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path):
+    measured = _record("s1", CPU, "mlp", 128, median=0.05, width=1024)
+    measured["workload"].update(study="scaling", scaling="weak", dataset="synthetic")
+    v5e_1 = {**V5E_8, "name": "tpu-v5e-1", "chips": 1, "topology": "v5e:1x1"}
+    rs = [
+        measured,
+        _compiled(v5e_1, "mlp", 128, "ok", 0.25, step=1e-3),
+        _compiled(V5E_8, "mlp", 1024, "ok", 0.3, step=1.25e-3),
+        _compiled(V5E_8, "mlp", 512, "ok", 0.2, step=1e-3),  # 64 per chip: not the study's
+    ]
+    for r in rs[1:]:
+        r["workload"]["model_overrides"] = {"width": 1024}
+    text, _ = report.scaling_study(rs, tmp_path)
+    assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | 1 ms "
+        "| 128,000 | 100% |",
+        # 8 chips: 819,200 images/s predicted, 80% of 8 x one chip's 128,000
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-8 | 8 | 1024 | 307 MiB | 1.25 ms "
+        "| 819,200 | 80% |",
+    ]
