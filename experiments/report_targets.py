@@ -29,11 +29,16 @@ COMMAND = "python -m experiments.run --study=targets"
 PLOT = "targets_memory.png"
 
 
+def is_compiled(record: Record) -> bool:
+    """A compile-only record: compiled for a target, never run."""
+    return workload_kind(record) == "compile" or bool(record.get("compiled_not_run"))
+
+
 def compiled(records: list[Record]) -> list[Record]:
     """The compile-only records (compiled for a target, not run): the latest per cell."""
     chosen: dict[tuple, Record] = {}
     for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
-        if workload_kind(r) == "compile":
+        if is_compiled(r):
             w = r["workload"]
             key = (target_name(r), model_label(r), w["batch_size"], w.get("precision", "f32"))
             chosen[key] = r
@@ -42,7 +47,7 @@ def compiled(records: list[Record]) -> list[Record]:
 
 def not_compiled(records: list[Record]) -> list[Record]:
     """Every record but the compile-only ones: what ran on a device at hand."""
-    return [r for r in records if workload_kind(r) != "compile"]
+    return [r for r in records if not is_compiled(r)]
 
 
 def target_name(record: Record) -> str:
