@@ -474,8 +474,8 @@ def roofline(ctx: Context) -> list[Workload]:
     Command: python -m experiments.run --study=roofline --device=cpu --data-dir=DIR
     Sizes: the bench's. Smoke: the bench's smoke cells.
     Expected: CPU ~7 min on a quiet machine (the bench's step times: mlp at batch 512
-    is a third of it); smoke
-    ~10 s; GPU/TPU ~10 min, most of it compiling the large models (a guess).
+    is a third of it); smoke ~10 s; GPU/TPU ~10 min, most of it compiling the large
+    models (a guess).
     """
     from jaxcnn import formulation
 
