@@ -26,7 +26,7 @@ from experiments import turns
 from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import host_memory, train
+from jaxcnn import host_memory, roofline, train
 from jaxcnn.checkpoint import CheckpointSaveError
 from jaxcnn.parallel import Placement
 
@@ -251,6 +251,181 @@ def _matmul_tflops(device: jax.Device, dtype: str, n: int, reps: int) -> float:
     matmul = jax.jit(jnp.matmul).lower(a, b).compile()
     seconds = time_calls(lambda: matmul(a, b), steps=reps, warmup=1)["median"]
     return 2 * n**3 / seconds / 1e12
+
+
+# --- The device's memory bandwidth ---------------------------------------------------
+
+# Bytes per array of the bandwidth measurement: far beyond any last-level cache of the
+# chips in devices.py (a 32 MiB L3 here, 50 MiB L2 on H100, 128 MiB CMEM on TPU v4) and
+# small enough for a 2 GB GPU; one call takes ~20 ms on a 2-core CPU.
+BANDWIDTH_BYTES = 2**28
+
+
+def measure_bandwidth(
+    device: jax.Device, size_bytes: int = BANDWIDTH_BYTES, *, reps: int = 10
+) -> dict[str, Any]:
+    """The device's memory bandwidth in bytes/s: `x + 1` over a float32 array of
+    `size_bytes`, in place (the input donated, as the train step donates its state), so
+    each call reads and writes `size_bytes` and allocates nothing. An out-of-place copy
+    would time the allocator too: on a CPU, fresh pages cost more than the copy.
+
+    Compile excluded, two warm-up calls, `reps` calls each timed alone after
+    `block_until_ready`: {bytes_per_s (median), p10, p90, n, size_bytes}.
+    """
+    n = size_bytes // 4
+    with jax.default_device(device):
+        x = jnp.zeros((n,), jnp.float32)
+    add_one = jax.jit(lambda a: a + 1.0, donate_argnums=0).lower(x).compile()
+    carry = [x]
+
+    def call() -> Any:
+        carry[0] = add_one(carry[0])
+        return carry[0]
+
+    per_call = np.asarray(_seconds(call, repeats=reps, warmup=2))
+    rates = summarize(2 * n * 4 / per_call)
+    del carry[0]
+    return {
+        "bytes_per_s": rates["median"],
+        "p10": rates["p10"],
+        "p90": rates["p90"],
+        "n": rates["n"],
+        "size_bytes": n * 4,
+    }
+
+
+# --- A predicted step time: the roofline of the compiled step ---------------------------
+
+
+def step_cost(compiled: Any, jaxpr_flops_per_chip: float | None = None) -> dict[str, Any]:
+    """The record's `cost`: the compiler's cost analysis of one compiled step, per chip:
+    {flops, bytes_accessed, optimal_seconds, flops_source}. Where XLA gives no FLOPs
+    (XLA:GPU gives no analysis at all), `jaxpr_flops_per_chip` stands in and
+    `flops_source` says "jaxpr"; a count XLA could not make (-1) is null."""
+    try:
+        analysis = compiled.cost_analysis()
+    except Exception:  # some backends raise instead of returning nothing
+        analysis = None
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else None
+    analysis = analysis if isinstance(analysis, dict) else {}
+
+    def count(key: str) -> float | None:
+        value = analysis.get(key)
+        if value is None or not np.isfinite(float(value)) or float(value) < 0:
+            return None
+        return float(value)
+
+    flops, source = count("flops"), "xla"
+    if flops is None and jaxpr_flops_per_chip is not None:
+        flops, source = float(jaxpr_flops_per_chip), "jaxpr"
+    optimal = analysis.get("optimal_seconds")  # TPU only; negative for large programs
+    return {
+        "flops": flops,
+        "bytes_accessed": count("bytes accessed"),
+        "optimal_seconds": None if optimal is None else float(optimal),
+        "flops_source": source if flops is not None else None,
+    }
+
+
+def prediction(
+    cost: dict[str, Any],
+    batch_size: int,
+    *,
+    peak_tflops: float | None,
+    peak_source: str | None,
+    peak_precision: str | None,
+    bandwidth_bytes_per_s: float | None,
+    bandwidth_source: str | None,
+) -> dict[str, Any] | None:
+    """The record's `prediction` of one step from its per-chip `cost` (`step_cost`) and
+    one chip's peak TFLOP/s and bandwidth: the roofline (jaxcnn.roofline.predict), the
+    images/s it implies for the global `batch_size`, and where each rate came from
+    (source "vendor" or "measured"; precision: what the matmuls run in). The compiler's
+    own estimate (TPU's optimal_seconds) rides beside it where positive. None when
+    neither side can be computed."""
+    peak = None if peak_tflops is None else peak_tflops * 1e12
+    roof = roofline.predict(
+        cost.get("flops"), cost.get("bytes_accessed"), peak, bandwidth_bytes_per_s
+    )
+    if roof is None:
+        return None
+    optimal = cost.get("optimal_seconds")
+    return {
+        "step_time_s": roof["seconds"],
+        "compute_s": roof["compute_s"],
+        "memory_s": roof["memory_s"],
+        "bound": roof["bound"],
+        "images_per_s": batch_size / roof["seconds"] if roof["seconds"] > 0 else None,
+        "peak_tflops_used": peak_tflops if roof["compute_s"] is not None else None,
+        "peak_source": peak_source if roof["compute_s"] is not None else None,
+        "peak_precision": peak_precision,
+        "bandwidth_bytes_per_s": bandwidth_bytes_per_s if roof["memory_s"] is not None else None,
+        "bandwidth_source": bandwidth_source if roof["memory_s"] is not None else None,
+        "flops_source": cost.get("flops_source"),
+        "compiler_estimate_s": optimal if optimal is not None and optimal > 0 else None,
+        "method": "roofline",
+    }
+
+
+def _vendor_bandwidth(device_kind: str) -> float | None:
+    # The chip table's bandwidth arrives with the targets table; until then, none.
+    lookup = getattr(devices_lib, "vendor_bandwidth", None)
+    return lookup(device_kind) if lookup is not None else None
+
+
+def predictions(
+    cost: dict[str, Any],
+    batch_size: int,
+    device: jax.Device,
+    dtype: str,
+    ceiling: dict[str, dict[str, Any]] | None = None,
+    bandwidth: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A measured record's {"prediction", "prediction_vendor"} for a step of `dtype` on
+    `device`'s chip. `prediction` uses what this run measured (the matmul ceiling for
+    `dtype`, the memory bandwidth) and the vendor's figure where it measured nothing;
+    `prediction_vendor` uses the vendor's figures alone (null for a chip the table does
+    not know, a CPU): what a compile-only run predicts for the same chip."""
+    precision = devices_lib.matmul_precision(device, dtype)
+    vendor_peak = (
+        devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
+    )
+    vendor_bandwidth = _vendor_bandwidth(device.device_kind)
+    measured_peak = ((ceiling or {}).get(dtype) or {}).get("tflops")
+    measured_bandwidth = (bandwidth or {}).get("bytes_per_s")
+
+    def chosen(measured: float | None, vendor: float | None) -> tuple[float | None, str | None]:
+        if measured:
+            return measured, "measured"
+        return (vendor, "vendor") if vendor else (None, None)
+
+    peak, peak_source = chosen(measured_peak, vendor_peak)
+    rate, rate_source = chosen(measured_bandwidth, vendor_bandwidth)
+    both = {"peak_precision": precision}
+    vendor = None
+    if vendor_peak or vendor_bandwidth:
+        vendor = prediction(
+            cost,
+            batch_size,
+            peak_tflops=vendor_peak,
+            peak_source="vendor",
+            bandwidth_bytes_per_s=vendor_bandwidth,
+            bandwidth_source="vendor",
+            **both,
+        )
+    return {
+        "prediction": prediction(
+            cost,
+            batch_size,
+            peak_tflops=peak,
+            peak_source=peak_source,
+            bandwidth_bytes_per_s=rate,
+            bandwidth_source=rate_source,
+            **both,
+        ),
+        "prediction_vendor": vendor,
+    }
 
 
 # --- FLOP/s, MFU, memory, failures: record fields ------------------------------------

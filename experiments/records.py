@@ -6,7 +6,8 @@ Schema (version 1). Required in every record:
               learning_rate, seed, strategy, precision, timing_steps,
               and from the studies (absent in older records; defaults in brackets):
               study (devices|crossover|batch|scaling|matmul|ensemble|precision|
-                     accuracy|bench|speedrun|default; null for a single --model run)
+                     accuracy|bench|speedrun|roofline|default; null for a single --model
+                     run)
                      [null],
               kind (train|matmul|ensemble) [train],
               num_devices (the first N devices; null = all the run resolved) [null],
@@ -76,6 +77,23 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
             one: GPU/TPU; peak since the process started)}   null where unavailable
     matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, precision}}
                                            measured once per run on the first device
+    bandwidth {bytes_per_s, p10, p90, n, size_bytes}
+                                           memory bandwidth measured once per run on the
+                                           first device (an in-place x + 1 of size_bytes:
+                                           read and written), null where not measured
+    cost {flops, bytes_accessed, optimal_seconds, flops_source}
+                                           the compiled train step's cost analysis, per
+                                           device; flops from the jaxpr where XLA has none
+    prediction {step_time_s, compute_s, memory_s, bound (compute|memory), images_per_s,
+                peak_tflops_used, peak_source, peak_precision, bandwidth_bytes_per_s,
+                bandwidth_source (measured|vendor), flops_source (xla|jaxpr),
+                compiler_estimate_s, method (roofline)}
+                                           the step's roofline from cost: this run's
+                                           measured ceiling and bandwidth, the vendor's
+                                           where none was measured; a prediction, never a
+                                           measurement (measured / predicted: its error)
+    prediction_vendor {...}                the same from the vendor's figures alone; null
+                                           for a chip without them (a CPU)
 Kind "matmul" (workload model "matmul", dataset "none", batch_size = n, the matrix
 side; precision f32|bf16), when ok:
     matmul {n, dtype, flops (= 2 n^3), tflops}, step_time_s, compile_time_s {train, eval
@@ -245,6 +263,47 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         )
     },
     "eval_step_time_s": {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)},
+    "bandwidth": {
+        "bytes_per_s": _NUMBER,
+        "p10": _NUMBER,
+        "p90": _NUMBER,
+        "n": (int,),
+        "size_bytes": (int,),
+    },
+    "cost": {
+        "flops": _NUMBER,
+        "bytes_accessed": _NUMBER,
+        "optimal_seconds": _NUMBER,
+        "flops_source": (str,),
+    },
+    **{
+        name: {
+            **{
+                key: _NUMBER
+                for key in (
+                    "step_time_s",
+                    "compute_s",
+                    "memory_s",
+                    "images_per_s",
+                    "peak_tflops_used",
+                    "bandwidth_bytes_per_s",
+                    "compiler_estimate_s",
+                )
+            },
+            **{
+                key: (str,)
+                for key in (
+                    "bound",
+                    "peak_source",
+                    "peak_precision",
+                    "bandwidth_source",
+                    "flops_source",
+                    "method",
+                )
+            },
+        }
+        for name in ("prediction", "prediction_vendor")
+    },
     "throughput": {
         "median": _NUMBER,
         "p10": _NUMBER,

@@ -30,7 +30,16 @@ from experiments.labels import device_label, model_label, workload_kind
 from experiments.report_bench import PLOT as BENCH_PLOT
 from experiments.report_bench import bench_block, bench_study
 from experiments.report_speedrun import speedrun_headline, speedrun_study
-from experiments.tables import format_table, one_line_warning, seconds, si
+from experiments.report_targets import (
+    not_compiled,
+    predicted_crossover,
+    predicted_scaling,
+    predicted_vs_measured,
+    seed_000_compiled,
+    seed_000_headline,
+    targets_section,
+)
+from experiments.tables import binary_bytes, format_table, one_line_warning, seconds, si
 
 Record = dict[str, Any]
 Section = Callable[[list[Record], Path], tuple[str, list[Path]]]
@@ -159,7 +168,7 @@ def overview(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 
 def devices_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     rows, seen = [], set()
-    for r in latest(records):
+    for r in latest(not_compiled(records)):  # devices at hand, not compile targets
         key = (device_label(r), r["device"].get("host"))
         if key in seen:
             continue
@@ -224,7 +233,9 @@ def result_row(r: Record) -> list[Any]:
 
 
 def results_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    ordered = sorted(records, key=lambda r: (model_label(r), device_label(r), _sort_key(r)))
+    ordered = sorted(
+        not_compiled(records), key=lambda r: (model_label(r), device_label(r), _sort_key(r))
+    )
     table = format_table(RESULT_HEADERS, [result_row(r) for r in ordered], markdown=True)
     return "## Results\n\n" + table, []
 
@@ -232,7 +243,7 @@ def results_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 def flops_check(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Where XLA and the jaxpr disagree by more than FLOPS_MISMATCH, both counts side by
     side with the jaxpr count that skips padding and dilation taps."""
-    flagged = [r for r in latest(_ok(records)) if "differs" in flops_flag(r)]
+    flagged = [r for r in latest(_ok(not_compiled(records))) if "differs" in flops_flag(r)]
     if not flagged:
         return "", []
     rows = [
@@ -453,14 +464,7 @@ def _images(record: Record) -> str:
     return f"{images:,.0f}" if images else "-"
 
 
-def _gib(value: float | None) -> str:
-    """Bytes in binary units, as the reference capacities are (GiB, MiB, KiB)."""
-    if value is None:
-        return "-"
-    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if value >= 2**shift:
-            return f"{value / 2**shift:.3g} {unit}"
-    return f"{value:.0f} B"
+_gib = binary_bytes
 
 
 def _workload_label(record: Record) -> str:
@@ -589,6 +593,7 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         if verdicts:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
             parts.append(format_table(headers, verdicts, markdown=True))
+        parts.append(predicted_crossover(records, batch, precision, by_device))
     ax.set(xscale="log", yscale="log", xlabel="trainable parameters", ylabel="s / step (median)")
     ax.set_title("Step time vs trainable parameters (dotted: crossover)")
     ax.legend(fontsize="x-small")
@@ -613,14 +618,33 @@ def _memory(record: Record) -> int | None:
     return _get(record, "memory", "total_bytes") if record["status"] == "ok" else None
 
 
-def _seed_000_rows(groups: dict[tuple, list[Record]]) -> list[list[str]]:
-    """Seed 000's observations next to what each device's compiled memory predicts."""
+def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> list[list[str]]:
+    """Seed 000's observations next to what compiled memory predicts for them: the seed
+    device's own compiler where a compile-only record for it exists, else each device's
+    here (XLA:CPU needs more memory than XLA:GPU for the same step)."""
     rows = []
+    answered = set()
+    for a in seed_000_compiled(records):
+        answered.add((a["reference"], a["batch"]))
+        r = a["record"]
+        rows.append(
+            [
+                a["reference"],
+                a["batch"],
+                "trained" if a["ran"] else "out of memory",
+                f"{model_label(r)} f32 compiled for {a['target']}, not run",
+                _gib(r["memory"]["total_bytes"]),
+                "fits" if a["fits"] else "does not fit",
+                "yes" if a["agrees"] else "no",
+            ]
+        )
     for (model, _, precision, device), rs in sorted(groups.items()):
         if rs[0]["workload"]["model"] != analysis.SEED_000_MODEL:
             continue  # the seed's batch sizes say nothing about another network
         by_batch = {_batch_size(r): r for r in rs}
         for reference, batch, ran in analysis.SEED_000_OBSERVED:
+            if (reference, batch) in answered:
+                continue
             r = by_batch.get(batch)
             total = None if r is None else _memory(r)
             if total is None:
@@ -673,7 +697,7 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             )
     headers = ["device", "model", "batch", "status", "images/s", "s/step", "compiled memory"]
     table = format_table([*headers, "allocator peak", *references], rows, markdown=True)
-    seed_rows = _seed_000_rows(groups)
+    seed_rows = _seed_000_rows(groups, records)
     seed = ""
     if seed_rows:
         headers = ["seed 000 device", "batch", "seed saw", "our record", "compiled memory"]
@@ -790,7 +814,8 @@ def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "images/s at N / (N x images/s on one). Strong scaling keeps the global batch: "
         "efficiency = speedup at N / N, the same ratio of throughputs."
     )
-    return _section("Study: scaling", intro, table, _image("scaling", path)), [path]
+    predicted = predicted_scaling(records, _ok(_study(records, "scaling")))
+    return _section("Study: scaling", intro, table, predicted, _image("scaling", path)), [path]
 
 
 def _matmul_n(record: Record) -> int:
@@ -1066,6 +1091,8 @@ def headline(records: list[Record], report_link: str) -> str:
     )
     speedrun = speedrun_headline(records)
     speedrun = f"\n\n{speedrun}" if speedrun else ""
+    seed = seed_000_headline(records)
+    speedrun += f"\n\n{seed}" if seed else ""
     return format_table(headers, rows, markdown=True) + speedrun + "\n\n" + provenance
 
 
@@ -1080,6 +1107,8 @@ SECTIONS: list[Section] = [
     overview,
     devices_table,
     *STUDY_SECTIONS,
+    targets_section,
+    predicted_vs_measured,
     results_table,
     flops_check,
     speedup_over_cpu,

@@ -459,6 +459,37 @@ def bench(ctx: Context) -> list[Workload]:
     return small + large
 
 
+def roofline(ctx: Context) -> list[Workload]:
+    """How far is a measured step from its predicted (roofline) time? (issue 21)
+
+    The bench's cells (its models and batches) in the configurations the bench finds
+    fastest: the platform's formulation, in both loops, f32 (and bf16 on accelerators,
+    where it is the fast precision; on a CPU bf16 runs at half the f32 rate). Every
+    record carries its measured step time and, from the same run, the compiled step's
+    roofline prediction (`prediction`: this run's measured matmul ceiling and memory
+    bandwidth; on a chip with datasheet figures also `prediction_vendor`); the report
+    divides one by the other per cell. Its own study, so the bench's records stay as
+    they were measured.
+
+    Command: python -m experiments.run --study=roofline --device=cpu --data-dir=DIR
+    Sizes: the bench's. Smoke: the bench's smoke cells.
+    Expected: CPU ~7 min on a quiet machine (the bench's step times: mlp at batch 512
+    is a third of it); smoke ~10 s; GPU/TPU ~10 min, most of it compiling the large
+    models (a guess).
+    """
+    from jaxcnn import formulation
+
+    chosen = formulation.for_platform(ctx.platform).name
+    precisions = ("f32",) if ctx.cpu else ("f32", "bf16")
+    group = lambda w: w.oom_group and w.oom_group.replace("bench:", "roofline:", 1)  # noqa: E731
+    return [
+        dataclasses.replace(w, study="roofline", oom_group=group(w))
+        for w in bench(ctx)
+        if w.precision in precisions
+        and formulation.resolve(w.formulation, ctx.platform).name == chosen
+    ]
+
+
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;
 # a CPU runs f32 (bf16 is slower there: PERFORMANCE.md entry 8) at a batch it runs fast.
 # Peak learning rates per batch: from CPU runs (PERFORMANCE.md entry 17).
@@ -526,6 +557,7 @@ STUDIES: dict[str, Study] = {
     "accuracy": accuracy,
     "bench": bench,
     "speedrun": speedrun,
+    "roofline": roofline,
 }
 
 

@@ -6,9 +6,9 @@ Nothing lost, nothing twice: a workload whose configuration key already has a fi
 record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
 retried. Usage mistakes (an unknown model, a batch that does not split over the
 devices) and data that cannot be read raise JaxcnnError before anything is run or
-written. The device's matmul ceiling is measured once, before the first workload that
-runs. With many processes, all run the same workloads (process 0 decides) and only
-process 0 writes.
+written. The device's matmul ceiling and memory bandwidth are measured once, before the
+first workload that runs. With many processes, all run the same workloads (process 0
+decides) and only process 0 writes.
 
 One process per workload at a time: a workload's checkpoint folder is locked while it
 runs (`jaxcnn.checkpoint.exclusive`), and a second run of the same workload into the
@@ -98,6 +98,18 @@ def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
     found = ", ".join(f"{k} {si((v['tflops'] or 0) * 1e12, 'FLOP/s')}" for k, v in ceiling.items())
     print(f"matmul ceiling: {found}", file=sys.stderr)
     return ceiling
+
+
+def memory_bandwidth(device: jax.Device) -> dict[str, Any] | None:
+    """The device's measured memory bandwidth, for every record of this run (its
+    predicted step time); None when it cannot be measured."""
+    try:
+        bandwidth = measure.measure_bandwidth(device)
+    except Exception as e:  # context, like the ceiling: the workloads still run
+        print(f"memory bandwidth not measured: {e}".splitlines()[0], file=sys.stderr)
+        return None
+    print(f"memory bandwidth: {si(bandwidth['bytes_per_s'], 'B/s')}", file=sys.stderr)
+    return bandwidth
 
 
 def agreed(flags: list[bool]) -> list[bool]:
@@ -210,7 +222,7 @@ def run_sweep(
     done: list[dict[str, Any]] = []
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
-    ceiling = None
+    ceiling = bandwidth = None
     print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
@@ -252,11 +264,13 @@ def run_sweep(
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
                 ceiling = matmul_ceiling(first_local(devices))
+                bandwidth = memory_bandwidth(first_local(devices))
             record = run_workload(
                 w,
                 on,
                 _splits_for(w, cache, data_dir),
                 ceiling=ceiling,
+                bandwidth=bandwidth,
                 progress=progress,
                 checkpoint_dir=checkpoint_dir,
                 checkpoint_every=checkpoint_every,

@@ -50,3 +50,13 @@ def one_line_warning(message, category, filename, lineno, file=None, line=None) 
     """For warnings.showwarning in the CLIs: a warning (a skipped bad record, a corrupt
     checkpoint) as one line, without the source line Python adds."""
     print(f"warning: {message}", file=file or sys.stderr)
+
+
+def binary_bytes(value: float | None) -> str:
+    """Bytes in binary units, as memory capacities are given (GiB, MiB, KiB)."""
+    if value is None:
+        return "-"
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if value >= 2**shift:
+            return f"{value / 2**shift:.3g} {unit}"
+    return f"{value:.0f} B"

@@ -290,9 +290,11 @@ def run_workload(
     checkpoint_every: int | None = None,
     keep_checkpoints: int = 2,
     ceiling: dict[str, dict[str, Any]] | None = None,
+    bandwidth: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compile, time and (epochs > 0) train `workload` on `devices` (already the ones it
-    runs on); the record says how it went. `splits` is None for a matmul.
+    runs on); the record says how it went. `splits` is None for a matmul. `ceiling` and
+    `bandwidth` (measured once per run) enter its MFU and its predicted step time.
 
     Mistakes in what was asked (JaxcnnError) propagate; any failure while running
     becomes an `error` (or `oom`) record with a one-line message, so a sweep goes on. A
@@ -314,6 +316,7 @@ def run_workload(
             checkpoint_every=checkpoint_every,
             keep_checkpoints=keep_checkpoints,
             ceiling=ceiling,
+            bandwidth=bandwidth,
         )
 
 
@@ -410,6 +413,7 @@ def _run_train(
     checkpoint_every: int | None,
     keep_checkpoints: int,
     ceiling: dict[str, dict[str, Any]] | None,
+    bandwidth: dict[str, Any] | None,
 ) -> dict[str, Any]:
     record = new_record(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
@@ -434,6 +438,7 @@ def _run_train(
         dataset = None
         if workload.loop == "device":
             dataset = placement.put_dataset({"image": train_split[0], "label": train_split[1]})
+        dtype = jnp.dtype(PRECISIONS[workload.precision]).name
         placed, compiled, step_time, eval_time, measured = _compile_and_measure(
             placement,
             abstract,
@@ -441,10 +446,20 @@ def _run_train(
             first,
             workload,
             devices,
-            dtype=jnp.dtype(PRECISIONS[workload.precision]).name,
+            dtype=dtype,
             ceiling=ceiling,
             keep_state=training,
             dataset=dataset,
+        )
+        # The roofline of the compiled train step (the step a device loop repeats), in
+        # the record that also times it: the pair measures the prediction's error.
+        cost = measure.step_cost(
+            compiled["compiled"]["train"], measured["flops"]["per_step"] / len(devices)
+        )
+        measured.update(
+            cost=cost,
+            bandwidth=bandwidth,
+            **measure.predictions(cost, workload.batch_size, devices[0], dtype, ceiling, bandwidth),
         )
         if dataset is not None:  # already on the device: fit does not transfer it again
             train_split = (dataset["image"], dataset["label"])

@@ -150,7 +150,10 @@ def test_an_ok_record_carries_every_measurement():
         timing_steps=3,
     )
     ceiling = measure.measure_matmul_peak(jax.devices()[0], sizes=(16,), reps=1)
-    record = run_workload(workload, jax.devices()[:1], load_splits(workload), ceiling=ceiling)
+    bandwidth = measure.measure_bandwidth(jax.devices()[0], 2**20, reps=2)
+    record = run_workload(
+        workload, jax.devices()[:1], load_splits(workload), ceiling=ceiling, bandwidth=bandwidth
+    )
     assert record["status"] == "ok", record["message"]
     records.validate(record)
     assert record["flops"]["per_step"] > 0
@@ -161,3 +164,148 @@ def test_an_ok_record_carries_every_measurement():
     assert record["memory"]["temp_bytes"] is not None
     _ordered(record["eval_step_time_s"], 3)
     assert record["matmul_ceiling"] == ceiling
+    assert record["bandwidth"] == bandwidth
+    # The compiled step's roofline, from this run's measured figures (a CPU has no
+    # vendor figures): the prediction the record's own step time is compared with.
+    cost = record["cost"]
+    assert cost["flops"] == record["flops"]["xla_per_device"]
+    assert cost["bytes_accessed"] > 0 and cost["flops_source"] == "xla"
+    predicted = record["prediction"]
+    compute_s = cost["flops"] / (ceiling["float32"]["tflops"] * 1e12)
+    memory_s = cost["bytes_accessed"] / bandwidth["bytes_per_s"]
+    assert predicted["compute_s"] == pytest.approx(compute_s)
+    assert predicted["memory_s"] == pytest.approx(memory_s)
+    assert predicted["step_time_s"] == max(compute_s, memory_s)
+    assert predicted["images_per_s"] == pytest.approx(8 / predicted["step_time_s"])
+    assert (predicted["peak_source"], predicted["bandwidth_source"]) == ("measured", "measured")
+    assert predicted["peak_precision"] == "fp32"
+    assert record["prediction_vendor"] is None
+
+
+def test_bandwidth_is_bytes_read_and_written_per_second():
+    measured = measure.measure_bandwidth(jax.devices()[0], 2**20 + 3, reps=3)
+    assert measured["size_bytes"] == 2**20  # whole float32 elements
+    assert measured["n"] == 3
+    assert 0 < measured["p10"] <= measured["bytes_per_s"] <= measured["p90"]
+
+
+class _Compiled:
+    def __init__(self, analysis):
+        self.analysis = analysis
+
+    def cost_analysis(self):
+        if isinstance(self.analysis, Exception):
+            raise self.analysis
+        return self.analysis
+
+
+def test_step_cost_reads_the_compiled_analysis():
+    a, b = jnp.ones((8, 16)), jnp.ones((16, 4))
+    compiled = jax.jit(jnp.dot).lower(a, b).compile()
+    # 2 x 8 x 16 x 4 FLOPs; bytes: both inputs read, the output written, f32.
+    assert measure.step_cost(compiled, 7.0) == {
+        "flops": 1024.0,
+        "bytes_accessed": (8 * 16 + 16 * 4 + 8 * 4) * 4.0,
+        "optimal_seconds": None,
+        "flops_source": "xla",
+    }
+
+
+@pytest.mark.parametrize(
+    "analysis", [None, [], {}, {"flops": -1.0}, NotImplementedError("no cost analysis")]
+)
+def test_step_cost_falls_back_to_the_jaxpr_count(analysis):
+    cost = measure.step_cost(_Compiled(analysis), 5000.0)
+    assert (cost["flops"], cost["flops_source"], cost["bytes_accessed"]) == (5000.0, "jaxpr", None)
+    assert measure.step_cost(_Compiled(analysis))["flops_source"] is None
+
+
+def test_step_cost_keeps_the_tpu_estimate_and_drops_uncounted_bytes():
+    analysis = [{"flops": 10.0, "bytes accessed": -1.0, "optimal_seconds": -2.5}]
+    assert measure.step_cost(_Compiled(analysis)) == {
+        "flops": 10.0,
+        "bytes_accessed": None,
+        "optimal_seconds": -2.5,
+        "flops_source": "xla",
+    }
+
+
+_COST = {"flops": 2e9, "bytes_accessed": 1e9, "optimal_seconds": None, "flops_source": "xla"}
+
+
+def _predict(cost=_COST, **rates):
+    given = {
+        "peak_tflops": 1.0,
+        "peak_source": "measured",
+        "peak_precision": "fp32",
+        "bandwidth_bytes_per_s": 1e11,
+        "bandwidth_source": "measured",
+        **rates,
+    }
+    return measure.prediction(cost, 128, **given)
+
+
+def test_prediction_is_the_roofline_of_the_cost():
+    assert _predict() == {
+        "step_time_s": 1e-2,  # 1e9 bytes at 1e11 B/s: memory bound (compute: 2e-3 s)
+        "compute_s": 2e-3,
+        "memory_s": 1e-2,
+        "bound": "memory",
+        "images_per_s": 12800.0,
+        "peak_tflops_used": 1.0,
+        "peak_source": "measured",
+        "peak_precision": "fp32",
+        "bandwidth_bytes_per_s": 1e11,
+        "bandwidth_source": "measured",
+        "flops_source": "xla",
+        "compiler_estimate_s": None,
+        "method": "roofline",
+    }
+    faster_memory = _predict(bandwidth_bytes_per_s=1e13)
+    assert (faster_memory["bound"], faster_memory["step_time_s"]) == ("compute", 2e-3)
+
+
+def test_prediction_without_a_side_names_no_source_for_it():
+    compute_only = _predict(bandwidth_bytes_per_s=None, bandwidth_source=None)
+    assert compute_only["step_time_s"] == 2e-3
+    assert (compute_only["memory_s"], compute_only["bandwidth_source"]) == (None, None)
+    no_bytes = _predict({**_COST, "bytes_accessed": None})
+    assert no_bytes["bandwidth_bytes_per_s"] is None and no_bytes["bound"] == "compute"
+    assert _predict(peak_tflops=None, bandwidth_bytes_per_s=None) is None
+
+
+@pytest.mark.parametrize(("optimal", "kept"), [(3e-3, 3e-3), (-4.0, None), (0.0, None)])
+def test_prediction_keeps_only_a_positive_compiler_estimate(optimal, kept):
+    assert _predict({**_COST, "optimal_seconds": optimal})["compiler_estimate_s"] == kept
+
+
+@dataclasses.dataclass
+class _Chip:
+    platform: str = "gpu"
+    device_kind: str = "NVIDIA A100-SXM4-40GB"
+    compute_capability: str = "8.0"
+
+
+def test_predictions_prefer_measured_figures_and_keep_the_vendors_apart(monkeypatch):
+    monkeypatch.setattr(measure.devices_lib, "vendor_bandwidth", lambda kind: 1.5e12, raising=False)
+    ceiling = {"float32": {"tflops": 100.0}}
+    both = measure.predictions(_COST, 128, _Chip(), "float32", ceiling, None)
+    measured, vendor = both["prediction"], both["prediction_vendor"]
+    # f32 matmuls run as TF32 on an A100: the vendor's TF32 peak, 156 TFLOP/s.
+    assert (measured["peak_tflops_used"], measured["peak_source"]) == (100.0, "measured")
+    assert (measured["bandwidth_bytes_per_s"], measured["bandwidth_source"]) == (1.5e12, "vendor")
+    assert (vendor["peak_tflops_used"], vendor["peak_source"]) == (156.0, "vendor")
+    assert vendor["step_time_s"] == pytest.approx(max(2e9 / 156e12, 1e9 / 1.5e12))
+    assert measured["peak_precision"] == vendor["peak_precision"] == "tf32"
+
+
+def test_a_cpu_is_predicted_from_measured_figures_only():
+    cpu = jax.devices("cpu")[0]
+    bandwidth = {"bytes_per_s": 1e10}
+    both = measure.predictions(_COST, 128, cpu, "float32", {"float32": {"tflops": 0.1}}, bandwidth)
+    assert both["prediction_vendor"] is None
+    assert both["prediction"]["step_time_s"] == pytest.approx(max(2e9 / 1e11, 1e9 / 1e10))
+    assert measure.predictions(_COST, 128, cpu, "float32") == {
+        "prediction": None,
+        "prediction_vendor": None,
+    }

@@ -143,6 +143,19 @@ def _check_speedrun(found: list[dict]) -> None:
     assert found[0]["params_digest"] != found[1]["params_digest"]  # two seeds, two runs
 
 
+def _check_roofline(found: list[dict]) -> None:
+    assert sorted((r["formulation"]["name"], r["loop"]) for r in found) == [
+        ("cpu", "device"),
+        ("cpu", "step"),
+    ]
+    for r in found:  # measured and predicted from the same run, the CPU's own figures
+        predicted = r["prediction"]
+        assert (predicted["peak_source"], predicted["bandwidth_source"]) == ("measured",) * 2
+        assert predicted["bandwidth_bytes_per_s"] == r["bandwidth"]["bytes_per_s"]
+        assert predicted["peak_tflops_used"] == r["matmul_ceiling"]["float32"]["tflops"]
+        assert predicted["step_time_s"] > 0 and r["prediction_vendor"] is None
+
+
 CHECKS = {
     "devices": _check_devices,
     "crossover": _check_crossover,
@@ -154,6 +167,7 @@ CHECKS = {
     "accuracy": _check_accuracy,
     "bench": _check_bench,
     "speedrun": _check_speedrun,
+    "roofline": _check_roofline,
 }
 
 

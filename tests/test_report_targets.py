@@ -1,0 +1,296 @@
+"""The report's sections for devices not at hand and for predictions, on records written
+here in the compile-record contract's format with known numbers: exact table rows,
+compiled and predicted figures never in one column, seed 000's answer generated."""
+
+import itertools
+
+from test_report import CPU, H100, PNG_SIGNATURE, _record
+
+from experiments import report, report_targets
+from experiments.report_targets import (
+    predicted_vs_measured,
+    seed_000_headline,
+    targets_section,
+)
+
+GIB = 2**30
+_ids = itertools.count()
+
+MX150 = {
+    "name": "gpu-mx150",
+    "platform": "gpu",
+    "chip": "MX150",
+    "chips": 1,
+    "topology": None,
+    "memory_per_chip_bytes": 2 * GIB,
+    "bandwidth_bytes_per_s": 48e9,
+    "peak_tflops": {"fp32": 1.1},
+}
+V5E_8 = {
+    "name": "tpu-v5e-8",
+    "platform": "tpu",
+    "chip": "TPU v5e",
+    "chips": 8,
+    "topology": "v5e:2x4",
+    "memory_per_chip_bytes": 16 * GIB,
+    "bandwidth_bytes_per_s": 819e9,
+    "peak_tflops": {"bf16": 197.0},
+}
+H100_TARGET = {
+    "name": "gpu-h100",
+    "platform": "gpu",
+    "chip": "H100 SXM",
+    "chips": 1,
+    "topology": None,
+    "memory_per_chip_bytes": 80 * GIB,
+    "bandwidth_bytes_per_s": 3.35e12,
+    "peak_tflops": {"tf32": 495.0},
+}
+
+
+def _prediction(step, batch, source="vendor", bound="compute"):
+    return {
+        "step_time_s": step,
+        "compute_s": step,
+        "memory_s": step / 2,
+        "bound": bound,
+        "images_per_s": batch / step,
+        "peak_tflops_used": 1.1,
+        "peak_source": source,
+        "peak_precision": "fp32",
+        "bandwidth_bytes_per_s": 48e9,
+        "bandwidth_source": source,
+        "flops_source": "jaxpr",
+        "compiler_estimate_s": None,
+        "method": "roofline",
+    }
+
+
+def _compiled(target, model, batch, status, total_gib, step=None, precision="f32", **extra):
+    """A compile-only record as the targets runner writes it."""
+    total = None if total_gib is None else int(total_gib * GIB)
+    record = {
+        "schema_version": 1,
+        "run_id": f"compile{next(_ids)}",
+        "config_key": f"key{next(_ids)}",
+        "status": status,
+        "message": extra.pop("message", None),
+        "compiled_not_run": True,
+        "workload": {
+            "model": model,
+            "model_overrides": {},
+            "dataset": "synthetic",
+            "batch_size": batch,
+            "strategy": "sharded" if target["chips"] > 1 else "single",
+            "precision": precision,
+            "kind": "compile",
+            "target": target["name"],
+            "study": "targets",
+        },
+        "target": target,
+        "device": {
+            "platform": target["platform"],
+            "kind": target["chip"],
+            "count": target["chips"],
+            "process_count": 1,
+            "host": "vm",
+        },
+        "env": {"jax": "0.10.2", "utc_time": "2026-11-22T13:00:00+00:00", "host": "vm"},
+        "memory": {"total_bytes": total},
+        "fits": None if total is None else total <= target["memory_per_chip_bytes"],
+        "prediction": None if step is None else _prediction(step, batch),
+    }
+    record.update(extra)
+    return record
+
+
+def _targets_records():
+    return [
+        _compiled(MX150, "catsdogs_cnn", 16, "ok", 1.5, step=0.16),
+        _compiled(MX150, "catsdogs_cnn", 24, "ok", 1.875, step=0.24),
+        _compiled(MX150, "catsdogs_cnn", 28, "oom", 2.125, step=0.28),
+        _compiled(MX150, "catsdogs_cnn", 32, "oom", 2.5, step=0.32),
+        _compiled(V5E_8, "catsdogs_cnn", 128, "ok", 4.0, step=0.004),
+        _compiled(
+            V5E_8,
+            "catsdogs_cnn",
+            1024,
+            "error",
+            None,
+            message="XlaRuntimeError: INTERNAL: the compiler gave up",
+        ),
+    ]
+
+
+def _lines(text, start):
+    return [line for line in text.splitlines() if line.startswith(start)]
+
+
+def test_without_records_each_section_says_so_in_one_line(tmp_path):
+    measured = [_record("c1", CPU, "mlp", 128)]
+    assert targets_section(measured, tmp_path) == (
+        "## Devices not at hand (compiled, not run)\n\nNo compile-only records yet "
+        "(`python -m experiments.run --study=targets` writes them).",
+        [],
+    )
+    assert predicted_vs_measured(measured, tmp_path) == (
+        "## Predicted vs measured step time\n\nNo measured record carries a prediction yet "
+        "(`python -m experiments.run --study=roofline` writes them).",
+        [],
+    )
+    assert seed_000_headline(measured) == ""
+
+
+def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
+    text, paths = targets_section(_targets_records(), tmp_path)
+    assert "### catsdogs_cnn" in text
+    # Batch per chip, doubling only (24 and 28 are the bisection's); TPUs first.
+    header = "| target | precision | chips | 16 | 32 | 128 |"
+    assert _lines(text, "| target | precision | chips | 16") == [header, header]
+    assert _lines(text, "| tpu-v5e-8") == [
+        "| tpu-v5e-8 | f32 | 8 | 4 GiB | - | error |",  # memory (compiled)
+        "| tpu-v5e-8 | f32 | 8 | 32,000 | - | - |",  # images/s (predicted)
+        "| tpu-v5e-8 | f32 | 8 | 16 GiB | 128 | 4 GiB | - | - | 32,000 |",  # largest, global
+    ]
+    assert _lines(text, "| gpu-mx150") == [
+        "| gpu-mx150 | f32 | 1 | 1.5 GiB | 2.5 GiB (over) | - |",
+        "| gpu-mx150 | f32 | 1 | 100 | - | - |",  # an oom has no predicted images/s
+        "| gpu-mx150 | f32 | 1 | 2 GiB | 24 | 1.88 GiB | 28 | 2.12 GiB | 100 |",
+    ]
+    assert "Memory per chip (compiled), by batch per chip:" in text
+    assert "Images/s over all chips (predicted: roofline at the datasheet figures)" in text
+    assert "- tpu-v5e-8, catsdogs_cnn, batch 1024: XlaRuntimeError: INTERNAL" in text
+    (path,) = paths
+    assert path.read_bytes().startswith(PNG_SIGNATURE)
+    assert f"]({path.name})" in text
+
+
+def test_largest_fitting_batch_and_the_first_miss():
+    by_batch = {r["workload"]["batch_size"]: r for r in _targets_records()[:4]}
+    best, over = report_targets.largest_fitting(by_batch)
+    assert (best["workload"]["batch_size"], over["workload"]["batch_size"]) == (24, 28)
+    assert report_targets.largest_fitting({32: by_batch[32]}) == (None, by_batch[32])
+
+
+def _measured(run_id, device, batch, median, prediction, vendor=None, **workload):
+    record = _record(run_id, device, "mnist_cnn", batch, median=median)
+    record["workload"].update(study="roofline", **workload)
+    record.update(prediction=prediction, prediction_vendor=vendor)
+    return record
+
+
+def test_predicted_vs_measured_per_device_with_the_ratio(tmp_path):
+    cpu_prediction = _prediction(0.02, 128, source="measured", bound="memory")
+    cpu_prediction.update(peak_tflops_used=0.15, bandwidth_bytes_per_s=1.5e10)
+    gpu_prediction = _prediction(0.0005, 128, source="measured")
+    gpu_vendor = _prediction(0.0004, 128)
+    rs = [
+        _measured("c1", CPU, 128, 0.05, cpu_prediction),
+        _measured("g1", H100, 128, 0.001, gpu_prediction, gpu_vendor),
+        _measured("c2", CPU, 32, 0.01, None),  # no prediction: not shown
+        # what a compile for the same chip predicted for the same workload
+        _compiled(H100_TARGET, "mnist_cnn", 128, "ok", 1.0, step=0.00025),
+    ]
+    rs[-1]["workload"]["dataset"] = "digits"
+    text, paths = predicted_vs_measured(rs, tmp_path)
+    assert paths == []
+    assert "### cpu" in text and "### gpu NVIDIA H100 80GB HBM3" in text
+    assert _lines(text, "| study | model") == [
+        "| study | model | batch | precision | measured s/step [p10-p90] | predicted s/step "
+        "| measured / predicted | bound (predicted) | predicted from |",
+        "| study | model | batch | precision | measured s/step [p10-p90] | predicted s/step "
+        "| measured / predicted | bound (predicted) | predicted from "
+        "| predicted s/step, datasheet | measured / predicted, datasheet "
+        "| predicted s/step, target compile | measured / predicted, target compile |",
+    ]
+    assert _lines(text, "| roofline") == [
+        "| roofline | mnist_cnn | 128 | f32 | 50 ms [45 ms-60 ms] | 20 ms | 2.50 | memory "
+        "| 150 GFLOP/s fp32 measured, 15 GB/s measured |",
+        "| roofline | mnist_cnn | 128 | f32 | 1 ms [900 us-1.2 ms] | 500 us | 2.00 | compute "
+        "| 1.1 TFLOP/s fp32 measured, 48 GB/s measured | 400 us | 2.50 | 250 us | 4.00 |",
+    ]
+    assert "measured / predicted: median 2.5, range 2.5-2.5 over 1 record(s)." in text
+
+
+def test_seed_000_answered_from_the_mx150_compiles(tmp_path):
+    rs = _targets_records()
+    assert seed_000_headline(rs) == (
+        "Seed 000's `catsdogs_cnn` (f32), compiled for the seed's GPUs by XLA:GPU and not "
+        "run: batch 16 needs 1.5 GiB on `gpu-mx150`, which fits in its 2 GiB (the seed: "
+        "trained; agrees); batch 32 needs 2.5 GiB on `gpu-mx150`, which does not fit in "
+        "its 2 GiB (the seed: ran out of memory; agrees)."
+    )
+    measured = [_record("c1", CPU, "mlp", 128, width=64)]
+    assert seed_000_headline(rs) in report.headline(measured + rs, "REPORT.md")
+
+
+def test_batch_study_takes_the_target_compiler_for_seed_000(tmp_path):
+    # XLA:CPU says batch 16 needs 2.5 GiB (over the MX150's 2): the CPU's own compiler
+    # disagrees with the seed; the MX150 target's answers in its place.
+    cpu = _record("b16", CPU, "catsdogs_cnn", 16, median=0.5)
+    cpu["workload"].update(study="batch", dataset="synthetic")
+    cpu["memory"]["total_bytes"] = int(2.5 * GIB)
+    text, _ = report.batch_study([cpu], tmp_path)
+    (alone,) = _lines(text, "| MX150 2 GB | 16")
+    assert alone.endswith("| 2.5 GiB | does not fit | no |")
+    text, _ = report.batch_study([cpu, *_targets_records()], tmp_path)
+    assert _lines(text, "| MX150 2 GB") == [
+        "| MX150 2 GB | 16 | trained | catsdogs_cnn f32 compiled for gpu-mx150, not run "
+        "| 1.5 GiB | fits | yes |",
+        "| MX150 2 GB | 32 | out of memory | catsdogs_cnn f32 compiled for gpu-mx150, not run "
+        "| 2.5 GiB | does not fit | yes |",
+    ]
+
+
+def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
+    rs = [_record("c1", CPU, "mlp", 128, width=64), *_targets_records()]
+    results, _ = report.results_table(rs, tmp_path)
+    devices, _ = report.devices_table(rs, tmp_path)
+    for text in (results, devices):
+        assert "TPU v5e" not in text and "MX150" not in text
+    assert len(_lines(results, "| cpu")) == 1
+    path, _ = report.write_report(rs, tmp_path / "out")
+    assert "## Devices not at hand (compiled, not run)\n\nEach cell" in path.read_text()
+
+
+def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
+    params = {64: 55_050, 256: 269_322, 1024: 1_863_690}
+    rs = []
+    for width, cpu_ms in ((64, 1.0), (256, 4.0), (1024, 16.0)):
+        r = _record(f"x{width}", CPU, "mlp", 128, median=cpu_ms / 1e3, width=width)
+        r["workload"].update(study="crossover", dataset="synthetic")
+        r["params"]["trainable"] = params[width]
+        rs.append(r)
+        compiled = _compiled(H100_TARGET, "mlp", 128, "ok", 0.5, step=2e-3)
+        compiled["workload"]["model_overrides"] = {"width": width}
+        rs.append(compiled)
+    text, _ = report.crossover_study(rs, tmp_path)
+    assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted) |"]
+    assert _lines(text, "| 55,050 | 2 ms") == ["| 55,050 | 2 ms |"]
+    # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
+    crossing = (params[64] * params[256]) ** 0.5
+    assert _lines(text, "| cpu | gpu-h100") == [
+        f"| cpu | gpu-h100 | {crossing:,.0f} | cpu (measured) / gpu-h100 (predicted) |"
+    ]
+
+
+def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path):
+    measured = _record("s1", CPU, "mlp", 128, median=0.05, width=1024)
+    measured["workload"].update(study="scaling", scaling="weak", dataset="synthetic")
+    v5e_1 = {**V5E_8, "name": "tpu-v5e-1", "chips": 1, "topology": "v5e:1x1"}
+    rs = [
+        measured,
+        _compiled(v5e_1, "mlp", 128, "ok", 0.25, step=1e-3),
+        _compiled(V5E_8, "mlp", 1024, "ok", 0.3, step=1.25e-3),
+        _compiled(V5E_8, "mlp", 512, "ok", 0.2, step=1e-3),  # 64 per chip: not the study's
+    ]
+    for r in rs[1:]:
+        r["workload"]["model_overrides"] = {"width": 1024}
+    text, _ = report.scaling_study(rs, tmp_path)
+    assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | 1 ms "
+        "| 128,000 | 100% |",
+        # 8 chips: 819,200 images/s predicted, 80% of 8 x one chip's 128,000
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-8 | 8 | 1024 | 307 MiB | 1.25 ms "
+        "| 819,200 | 80% |",
+    ]
