@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxcnn import compat
 from jaxcnn.train import TrainState
 
 STATE_FIELDS = ("step", "params", "batch_stats", "opt_state", "rng")
@@ -128,14 +129,13 @@ class Checkpoints:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
-        ocp = _ocp()
-        options = ocp.CheckpointManagerOptions(
+        options = compat.checkpoint_manager_options(
+            keep,
             enable_async_checkpointing=False,
-            preservation_policy=ocp.checkpoint_managers.LatestN(keep),
             cleanup_tmp_directories=True,  # leftovers of a run killed mid-save
             create=True,
         )
-        self._manager = ocp.CheckpointManager(
+        self._manager = _ocp().CheckpointManager(
             self.directory, item_names=("state", "meta"), options=options
         )
 
