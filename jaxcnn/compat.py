@@ -1,34 +1,26 @@
-"""The one place where jaxcnn meets APIs that differ between the JAX releases it supports.
+"""The one place where jaxcnn meets APIs that differ between the releases it supports.
 
-The supported range is in pyproject.toml; CI runs the suite at both ends of it
-(.ci/run: the oldest JAX with .ci/constraints-oldest.txt, the newest on Python 3.12).
-Convention for everything version-dependent (shard_map, pmap, jax.ffi, the compile-only
-topologies API for TPU/GPU targets, Orbax's checkpoint API, ...):
+The supported range is in pyproject.toml; CI runs the whole suite at both ends of it
+(.ci/run: the lower bound with .ci/constraints-oldest.txt, and the newest JAX on
+Python 3.12). Convention for everything version-dependent (Orbax's checkpoint API;
+the compile-only topologies API, `jax.experimental.topologies`, for TPU/GPU targets;
+whatever a new release moves):
 
 - it gets one small function here, and the rest of the code calls that function;
-  nowhere else tests `hasattr(jax, ...)`, imports `jax.experimental` for an API that
-  has a public home in newer releases, or compares `jax.__version__`;
+  nowhere else tests `hasattr(jax, ...)`/`hasattr(ocp, ...)`, imports an experimental
+  module for an API that has a public home, or compares `__version__` strings;
 - each function picks by feature (is the new name there?), never by version string,
   so a release that moves an API back or forward needs no edit;
-- each is tested (tests/test_compat.py), and CI runs those tests at both ends.
+- each is tested (tests/test_compat.py), every branch, and CI runs those tests at
+  both ends.
+
+Needing no shim in the supported range (JAX 0.8 and newer): `jax.shard_map` (public
+since 0.7), `jax.pmap` (implemented on shard_map since 0.8) and `jax.ffi`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import jax
-
-
-def shard_map(f: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """`jax.shard_map` (public since JAX 0.7); on older JAX, its experimental original,
-    which takes the same `mesh`, `in_specs` and `out_specs` keywords."""
-    if hasattr(jax, "shard_map"):
-        return jax.shard_map(f, **kwargs)
-    from jax.experimental.shard_map import shard_map as experimental_shard_map
-
-    return experimental_shard_map(f, **kwargs)
 
 
 def checkpoint_manager_options(keep: int, **kwargs: Any) -> Any:

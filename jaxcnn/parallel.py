@@ -44,8 +44,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcnn import compat, epochs, train
 from jaxcnn import devices as devices_lib
+from jaxcnn import epochs, train
 from jaxcnn.errors import UsageError
 
 STRATEGIES = ("single", "pmap", "sharded")
@@ -189,7 +189,7 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         state, metrics = epochs.train_epoch(state, dataset, order, step=replica_step)
         return jax.tree.map(lambda x: x[None], (state, metrics))
 
-    epoch = compat.shard_map(
+    epoch = jax.shard_map(
         replica_epoch,
         mesh=mesh,
         in_specs=(P(PMAP_AXIS), P(), P(None, PMAP_AXIS)),

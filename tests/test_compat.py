@@ -6,32 +6,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax.sharding import Mesh
-from jax.sharding import PartitionSpec as P
+import pytest
 
 from jaxcnn import compat
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_shard_map_runs_the_body_per_shard_with_its_collectives():
-    mesh = Mesh(np.array(jax.devices()[:4]), ("data",))
-
-    def body(x):  # each shard: its rows, plus the sum over all shards
-        return x + jax.lax.psum(jnp.sum(x), "data")
-
-    mapped = compat.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data"))
-    x = jnp.arange(8.0)
-    np.testing.assert_array_equal(jax.jit(mapped)(x), np.arange(8.0) + 28.0)
-
-
-def test_checkpoint_manager_options_keep_the_latest_n_and_pass_the_rest(tmp_path):
+@pytest.mark.parametrize("orbax_api", ["this", "older"])
+def test_checkpoint_manager_options_keep_the_latest_n_and_pass_the_rest(
+    tmp_path, monkeypatch, orbax_api
+):
     import orbax.checkpoint as ocp
 
+    if orbax_api == "older":  # as Orbax before preservation policies: max_to_keep
+        monkeypatch.delattr(ocp, "checkpoint_managers", raising=False)
     options = compat.checkpoint_manager_options(2, enable_async_checkpointing=False)
+    if orbax_api == "older":
+        assert options.max_to_keep == 2
     assert options.enable_async_checkpointing is False
     with ocp.CheckpointManager(tmp_path, options=options) as manager:
         for step in range(4):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from jaxcnn import compat, flops, models, train
+from jaxcnn import flops, models, train
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -122,7 +122,7 @@ def test_pmap_and_shard_map_count_the_global_work():
     pmapped = jax.pmap(lambda x, y: x @ y, in_axes=(0, None), devices=devices)
     assert flops.count_flops(pmapped, a, b) == 2 * 2 * 3 * 5 * 7
     mesh = jax.sharding.Mesh(np.array(devices), ("data",))
-    mapped = compat.shard_map(
+    mapped = jax.shard_map(
         lambda x, y: x @ y, mesh=mesh, in_specs=(P("data"), P()), out_specs=P("data")
     )
     assert flops.count_flops(mapped, jnp.ones((6, 5)), b) == 2 * 6 * 5 * 7
