@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxcnn import compat
 from jaxcnn.train import TrainState
 
 STATE_FIELDS = ("step", "params", "batch_stats", "opt_state", "rng")
@@ -211,14 +212,13 @@ class Checkpoints:
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
         _remove_unfinished_saves(self.directory)
-        ocp = _ocp()
-        options = ocp.CheckpointManagerOptions(
+        options = compat.checkpoint_manager_options(
+            keep,
             enable_async_checkpointing=False,
-            preservation_policy=ocp.checkpoint_managers.LatestN(keep),
             cleanup_tmp_directories=True,  # already done, synchronously; kept as a backstop
             create=True,
         )
-        self._manager = ocp.CheckpointManager(
+        self._manager = _ocp().CheckpointManager(
             self.directory, item_names=("state", "meta"), options=options
         )
 

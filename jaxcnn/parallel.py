@@ -138,15 +138,6 @@ def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     )
 
 
-def _shard_map(f: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """`jax.shard_map`, or on a JAX too old to have it, its experimental original."""
-    if hasattr(jax, "shard_map"):
-        return jax.shard_map(f, **kwargs)
-    from jax.experimental.shard_map import shard_map
-
-    return shard_map(f, **kwargs)
-
-
 def _first_replica(tree: Any) -> Any:
     # Metrics are equal on every replica (psum'd), so this process's replica 0 is them;
     # addressable_data works on every host, where x[0] may need another host's device.
@@ -198,7 +189,7 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         state, metrics = epochs.train_epoch(state, dataset, order, step=replica_step)
         return jax.tree.map(lambda x: x[None], (state, metrics))
 
-    epoch = _shard_map(
+    epoch = jax.shard_map(
         replica_epoch,
         mesh=mesh,
         in_specs=(P(PMAP_AXIS), P(), P(None, PMAP_AXIS)),

@@ -10,9 +10,11 @@ parameters cell, as papermill does, and installs the local checkout offline.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import jax
@@ -97,6 +99,49 @@ def test_install_command_pins_the_runtime_jax_and_handles_both_sources(tmp_path)
         ns["pip_install_command"](make_notebook.PLACEHOLDER_URL, "main", constraints)
     with pytest.raises(ValueError, match="neither a folder"):
         ns["pip_install_command"](str(tmp_path / "missing"), "main", constraints)
+
+
+def _newest_jax() -> str:
+    """The jax release pip would install on this Python (asks the package index)."""
+    return _pip_report([sys.executable, "-m", "pip", "install", "--no-deps", "jax"])["jax"]
+
+
+def _oldest_jax_pins() -> list[str]:
+    """The jax-family pins CI's oldest end installs with (.ci/constraints-oldest.txt)."""
+    lines = (REPO / ".ci" / "constraints-oldest.txt").read_text().splitlines()
+    return [line.split("#")[0].strip() for line in lines if re.match(r"jax(lib)?==", line)]
+
+
+def _pip_report(command: list) -> dict[str, str]:
+    """What `command` (a pip install) would install, resolved but not installed:
+    {normalized name: version}."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.json"
+        extra = ["--dry-run", "--ignore-installed", "--quiet", "--report", str(report)]
+        subprocess.run(command + extra, check=True, stdout=subprocess.DEVNULL)
+        installs = json.loads(report.read_text())["install"]
+    return {
+        re.sub(r"[-_.]+", "-", i["metadata"]["name"]).lower(): i["metadata"]["version"]
+        for i in installs
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("end", ["oldest", "newest"])
+def test_install_cell_resolves_with_a_runtime_jax_at_either_end_of_the_range(tmp_path, end):
+    """The install cell's own pins and pip command, as on a runtime whose jax is the
+    oldest CI tests or the newest release for this Python: pip finds versions of every
+    other dependency and keeps that jax (asks the package index, installs nothing)."""
+    ns = _install_namespace()
+    pins = _oldest_jax_pins() if end == "oldest" else [f"jax=={_newest_jax()}"]
+    assert pins and pins[0].startswith("jax==")
+    constraints = tmp_path / "jax-constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
+    resolved = _pip_report(ns["pip_install_command"](str(REPO), "", constraints))
+    assert "jaxcnn" in resolved and "flax" in resolved
+    for pin in pins:
+        name, version = pin.split("==")
+        assert resolved[name] == version
 
 
 @pytest.mark.slow
