@@ -1,4 +1,4 @@
-"""The studies: one function per question the seeds (../shared/seeds/) ask.
+"""The studies: one function per question the seeds (the five documents, 000-004, the project grew from) ask.
 
     python -m experiments.run --study=NAME [--device=auto|cpu|gpu|tpu] [--data-dir=DIR]
     python -m experiments.run --study=all   # every study below, one after another
@@ -13,7 +13,7 @@ steps): it checks that the study runs and writes valid records, nothing more.
 Platform-dependent sizes live here and only here: the models and the train step never
 look at the platform. Every workload carries `study=NAME`, which the report keys its
 sections on. Real MNIST/Fashion-MNIST come from --data-dir (a folder of IDX files, or
-a folder with `mnist/` and `fashion_mnist/` in it, such as ../shared/datasets) or
+a folder with `mnist/` and `fashion_mnist/` in it, such as DATASETS in the README) or
 TFDS; a study that needs them without either stops with exit code 2 before any work.
 
 Expected run times are for the whole study; "CPU" means this 2-core machine, the

@@ -163,7 +163,7 @@ def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Devic
 
 def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
     """`data_dir` itself, or its `dataset` subfolder when it has one: one --data-dir
-    (e.g. ../shared/datasets) serves a study that reads MNIST and Fashion-MNIST."""
+    (a folder holding mnist/ and fashion_mnist/) serves a study that reads MNIST and Fashion-MNIST."""
     if data_dir is not None and (Path(data_dir) / dataset).is_dir():
         return str(Path(data_dir) / dataset)
     return data_dir
