@@ -14,7 +14,7 @@ whatever a new release moves):
 - each is tested (tests/test_compat.py), every branch, and CI runs those tests at
   both ends.
 
-Needing no shim in the supported range (JAX 0.8 and newer): `jax.shard_map` (public
+Needing no shim in the supported range (JAX 0.9.2 and newer): `jax.shard_map` (public
 since 0.7), `jax.pmap` (implemented on shard_map since 0.8) and `jax.ffi`.
 """
 
