@@ -84,6 +84,9 @@ class Workload:
     # The learning rate over the run (jaxcnn.train.learning_rate_schedule): constant,
     # or onecycle, which peaks at learning_rate and spans the run's training steps.
     schedule: str = "constant"
+    # kind "compile": the targets table's name (jaxcnn/targets.py) it is compiled for,
+    # not run (experiments/compile_only.py).
+    target: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

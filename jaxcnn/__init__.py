@@ -17,6 +17,7 @@ from jaxcnn import (
     host_memory,
     models,
     parallel,
+    targets,
 )
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
@@ -29,6 +30,8 @@ from jaxcnn.train import (
     mean_metrics,
     train_step,
 )
+
+targets.prepare_environment()  # before any JAX backend starts
 
 __version__ = "0.1.0"
 __all__ = [
@@ -53,5 +56,6 @@ __all__ = [
     "models",
     "parallel",
     "place",
+    "targets",
     "train_step",
 ]

@@ -1,0 +1,246 @@
+"""Compile-only workloads: the placed train step, eval step and whole-epoch program
+compiled for a target not at hand (jaxcnn/targets.py), and the record of what its
+compiler says: whether it compiles, whether it fits the chip's memory, how much memory
+per device by part, the compiler's FLOPs and bytes, and a roofline prediction of the
+step time (labelled predicted: nothing here ran).
+
+    record = run_target(Workload(model="resnet50", batch_size=1024, kind="compile",
+                                 target="tpu-v5e-8", strategy="sharded"))
+
+The model, the step and the placement are the ones a real run uses (workload.build_module,
+jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract: the train state from
+jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from experiments import measure
+from experiments.workload import PRECISIONS, Workload, build_module, new_record
+from jaxcnn import devices as devices_lib
+from jaxcnn import flops as flops_lib
+from jaxcnn import models, roofline, targets, train
+from jaxcnn.errors import UsageError
+from jaxcnn.parallel import check_batch_size, input_shardings, place
+
+PROGRAMS = ("train", "eval", "epoch")
+EPOCH_STEPS = 2  # the whole-epoch program is compiled for this many steps of its scan
+
+
+def check(workload: Workload) -> targets.Target:
+    """The workload's target; a usage error for anything wrong, before any work."""
+    if workload.kind != "compile" or workload.target is None:
+        raise UsageError("a compile-only workload needs kind 'compile' and a target")
+    target = targets.get(workload.target)
+    targets.require_compiler(target)
+    models.get(workload.model, **workload.module_overrides())
+    check_batch_size(workload.batch_size, target.devices)
+    if workload.strategy == "single" and target.devices > 1:
+        raise UsageError(
+            f"{target.name} has {target.devices} devices: use --strategy=sharded to "
+            "spread the batch over them (single would use one of them)"
+        )
+    if workload.strategy not in ("single", "sharded"):
+        input_shardings(workload.strategy, [])  # pmap, or an unknown name: a usage error
+    return target
+
+
+def abstract_state(workload: Workload, devices: list[jax.Device]) -> train.TrainState:
+    """The train state as shapes: what create_train_state would make, without making it."""
+    module = build_module(workload, devices)
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    tx = train.make_optimizer(
+        workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
+    )
+    return jax.eval_shape(lambda: train.create_train_state(module, tx, shape, workload.seed))
+
+
+def abstract_batch(workload: Workload, rows: int) -> dict[str, jax.ShapeDtypeStruct]:
+    """A batch of `rows` as data.batches gives it: uint8 images, int32 labels, a mask."""
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    return {
+        "image": jax.ShapeDtypeStruct((rows, *shape), jnp.uint8),
+        "label": jax.ShapeDtypeStruct((rows,), jnp.int32),
+        "mask": jax.ShapeDtypeStruct((rows,), jnp.float32),
+    }
+
+
+def _placed(tree: Any, sharding: Any) -> Any:
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
+
+
+def _timed_compile(fn: Any, *args: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    return compiled, time.perf_counter() - started
+
+
+def cost(compiled: Any) -> dict[str, float | None] | None:
+    """The record's `cost`: the compiler's flops, bytes accessed and (TPU) optimal
+    seconds for one device; None where the backend gives no cost analysis (XLA:GPU)."""
+    analysis = flops_lib.cost_analysis(compiled)
+    if analysis is None:
+        return None
+
+    def number(key: str) -> float | None:
+        value = analysis.get(key)
+        return None if value is None else float(value)
+
+    return {
+        "flops": flops_lib.xla_flops(compiled),
+        "bytes_accessed": number("bytes accessed"),
+        "optimal_seconds": number("optimal_seconds"),
+    }
+
+
+def prediction(
+    target: targets.Target,
+    device: jax.Device,
+    dtype: str,
+    batch_size: int,
+    compiler: dict[str, Any] | None,
+    jaxpr_flops_per_device: float,
+) -> dict[str, Any] | None:
+    """The contract's `prediction` block for one device of `target`: a roofline on the
+    vendor's peak (for the precision the matmuls run in) and bandwidth per device."""
+    precision = devices_lib.matmul_precision(device, dtype)
+    peak = devices_lib.vendor_peak_tflops(target.kind, precision) if precision else None
+    bandwidth = devices_lib.vendor_bandwidth(target.kind)
+    per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
+    peak_device = None if peak is None else peak * 1e12 / per
+    bandwidth_device = None if bandwidth is None else bandwidth / per
+    xla_flops = (compiler or {}).get("flops")
+    flops, source = (xla_flops, "xla") if xla_flops else (jaxpr_flops_per_device, "jaxpr")
+    bytes_accessed = (compiler or {}).get("bytes_accessed")
+    found = roofline.predict(flops, bytes_accessed, peak_device, bandwidth_device)
+    if found is None:
+        return None
+    estimate = (compiler or {}).get("optimal_seconds")
+    return {
+        "step_time_s": found["seconds"],
+        "compute_s": found["compute_s"],
+        "memory_s": found["memory_s"],
+        "bound": found["bound"],
+        "images_per_s": batch_size / found["seconds"],
+        "peak_tflops_used": None if peak_device is None else peak_device / 1e12,
+        "peak_source": "vendor",
+        "peak_precision": precision,
+        "bandwidth_bytes_per_s": bandwidth_device,
+        "bandwidth_source": "vendor",
+        "flops_source": source,
+        "bytes_source": None if bytes_accessed is None else "xla",
+        "compiler_estimate_s": estimate if estimate is not None and estimate > 0 else None,
+        "method": "roofline",
+    }
+
+
+def run_target(
+    workload: Workload,
+    programs: tuple[str, ...] = PROGRAMS,
+    *,
+    on_compiled: Callable[[str, float], None] | None = None,
+) -> dict[str, Any]:
+    """Compile `workload`'s `programs` for its target: the record, whatever happens
+    (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
+    memory; error: the compiler refused, with its one-line reason)."""
+    target = check(workload)
+    devices = list(targets.abstract_devices(target))
+    record = new_record(workload, devices)
+    record.update(
+        compiled_not_run=True,
+        target=targets.describe(target),
+        compile_time_s={p: None for p in PROGRAMS},
+    )
+    record["env"].update(targets.compiler_versions())
+    placement = place(workload.strategy, devices)
+    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+    compiled: dict[str, Any] = {}
+    try:
+        shapes = abstract_state(workload, devices)
+        host_batch = abstract_batch(workload, workload.batch_size)
+        state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
+        inputs = {"train": (state, batch), "eval": (state, batch)}
+        if "epoch" in programs:
+            rows = workload.batch_size * EPOCH_STEPS
+            dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
+            order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
+            inputs["epoch"] = (
+                state,
+                _placed(dataset, state_sharding),
+                _placed(order, state_sharding),
+            )
+        functions = {
+            "train": placement.train_step,
+            "eval": placement.eval_step,
+            "epoch": placement.train_epoch,
+        }
+        for name in programs:
+            compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
+            record["compile_time_s"][name] = seconds
+            if on_compiled is not None:
+                on_compiled(name, seconds)
+    except Exception as error:
+        record["status"] = measure.classify_failure(error)
+        text = str(error).strip().splitlines()
+        record["message"] = f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+        return record
+    train_compiled = compiled["train"]
+    memory = measure.memory(train_compiled)
+    for key in ("peak_bytes_in_use", "bytes_limit"):  # a runtime's: there is none
+        memory.pop(key, None)
+    limit = record["target"]["memory_per_device_bytes"]
+    fits = (
+        memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
+    )
+    compiler = cost(train_compiled)
+    dtype = jnp.dtype(PRECISIONS[workload.precision]).name
+    train_count = flops_lib.count(train.train_step, shapes, host_batch)
+    forward = flops_lib.count(train.eval_step, shapes, host_batch).total
+    record.update(
+        status="ok" if fits else "oom",
+        message=None if fits else _too_big(memory["total_bytes"], limit),
+        params=dict(
+            zip(
+                ("trainable", "non_trainable"),
+                models.param_counts(workload.model, **workload.model_overrides),
+                strict=True,
+            )
+        ),
+        memory=memory,
+        fits=fits,
+        cost=compiler,
+        flops=measure.flops_field(
+            train_count.total,
+            forward,
+            workload.batch_size,
+            None if compiler is None else compiler["flops"],
+            len(devices),
+        ),
+        prediction=prediction(
+            target,
+            devices[0],
+            dtype,
+            workload.batch_size,
+            compiler,
+            train_count.total / len(devices),
+        ),
+    )
+    if "epoch" in compiled:
+        record["epoch_memory"] = {
+            k: v
+            for k, v in measure.memory(compiled["epoch"]).items()
+            if k not in ("peak_bytes_in_use", "bytes_limit")
+        }
+    return record
+
+
+def _too_big(total: int | None, limit: int | None) -> str:
+    if total is None or limit is None:
+        return "memory unknown: the compiler gave no memory analysis"
+    return f"needs {total / 2**30:.2f} GiB per device, the target has {limit / 2**30:.2f} GiB"
