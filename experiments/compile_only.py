@@ -194,7 +194,7 @@ def run_target(
     memory = measure.memory(train_compiled)
     for key in ("peak_bytes_in_use", "bytes_limit"):  # a runtime's: there is none
         memory.pop(key, None)
-    limit = record["target"]["memory_per_device_bytes"]
+    limit = record["target"]["usable_bytes_per_device"]
     fits = (
         memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
     )
@@ -243,4 +243,86 @@ def run_target(
 def _too_big(total: int | None, limit: int | None) -> str:
     if total is None or limit is None:
         return "memory unknown: the compiler gave no memory analysis"
-    return f"needs {total / 2**30:.2f} GiB per device, the target has {limit / 2**30:.2f} GiB"
+    return (
+        f"needs {total / 2**30:.2f} GiB per device; JAX can use {limit / 2**30:.2f} GiB of "
+        "the target's memory"
+    )
+
+
+# --- Cells and the batch search ------------------------------------------------------
+
+
+def recorded_runner(
+    path: Any, *, force: bool = False, on_record: Callable[[dict[str, Any]], None] | None = None
+) -> Callable[[Workload], dict[str, Any]]:
+    """`run(workload) -> record` that compiles a cell not yet recorded in `path` (ok or
+    oom there: taken as is, unless `force`) and appends its record: a study killed
+    midway and rerun compiles only what is missing."""
+    from experiments import records, sweep
+    from experiments.workload import config_key
+
+    found, _ = sweep.recorded(path)
+
+    def run(workload: Workload) -> dict[str, Any]:
+        target = check(workload)
+        device = devices_lib.describe(list(targets.abstract_devices(target)))
+        key = config_key(workload, device)
+        if key in found and not force:
+            record = found[key]
+        else:
+            record = run_target(workload, programs=("train",) if workload.study else PROGRAMS)
+            records.append(path, record)
+            found[key] = record
+        if on_record is not None:
+            on_record(record)
+        return record
+
+    return run
+
+
+def batch_search(
+    make: Callable[[int], Workload],
+    run: Callable[[Workload], dict[str, Any]],
+    *,
+    start: int,
+    step: int,
+    cap: int,
+) -> list[dict[str, Any]]:
+    """Records of the batches tried to find the largest that fits: from `start`,
+    doubling while it fits (halving while it does not), up to `cap`, then bisecting
+    between the last fit and the first miss down to `step` or a sixteenth of the fit
+    (each compile costs seconds to minutes). Stops at a compiler error."""
+    tried: dict[int, dict[str, Any]] = {}
+
+    def fits(batch: int) -> bool | None:
+        tried[batch] = run(make(batch))
+        status = tried[batch]["status"]
+        return None if status not in ("ok", "oom") else status == "ok"
+
+    fit, miss = None, None
+    batch = start
+    while step <= batch <= cap:
+        ok = fits(batch)
+        if ok is None:
+            return list(tried.values())
+        if ok:
+            fit = batch
+            if miss is not None:
+                break
+            batch *= 2
+        else:
+            miss = batch
+            if fit is not None:
+                break
+            batch //= 2
+    if fit is None or miss is None:
+        return list(tried.values())
+    while miss - fit > max(step, fit // 16):
+        mid = (fit + miss) // 2 // step * step
+        if mid in (fit, miss):
+            break
+        ok = fits(mid)
+        if ok is None:
+            break
+        fit, miss = (mid, miss) if ok else (fit, mid)
+    return list(tried.values())

@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.studies import COMPILE_STUDIES
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.tables import format_table, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
@@ -111,11 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="single (default; one device) | pmap (one replica per device) | "
         "sharded (jit over a data mesh)",
     )
+    p.add_argument(
+        "--target",
+        help="compile for a device not at hand instead of running (e.g. tpu-v5e-8, gpu-t4; "
+        "jaxcnn/targets.py lists them): compiles?, fits?, memory per chip, predicted time",
+    )
     p.add_argument("--model", help="a registered model; omit to run --study")
     p.add_argument(
         "--study",
         default="default",
-        help=f"one of {', '.join([*STUDIES, ALL])} (default: default)",
+        help=f"one of {', '.join([*STUDIES, ALL, *COMPILE_STUDIES])} (default: default)",
     )
     p.add_argument(
         "--smoke",
@@ -349,6 +355,10 @@ def _main(args: argparse.Namespace) -> int:
     from jaxcnn.errors import JaxcnnError
 
     try:
+        if args.target is not None or args.study in COMPILE_STUDIES:
+            from experiments import run_targets  # compiled for devices not at hand
+
+            return run_targets.run(args)
         host_memory.apply(args.host_memory, args.device, _loops(args))  # before JAX starts
         # before any other JAX call; afterwards jax.devices() is every process's devices
         from jaxcnn import distributed

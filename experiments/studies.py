@@ -532,3 +532,71 @@ STUDIES: dict[str, Study] = {
 def workloads(names: list[str], ctx: Context) -> list[Workload]:
     """Every workload of the named studies, in order."""
     return [w for name in names for w in STUDIES[name](ctx)]
+
+
+# --- Compiled, not run: devices not at hand ---------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetCell:
+    """One model x target x precision of the targets study: its batches are searched
+    (experiments/compile_only.batch_search), so it is not a fixed list of workloads."""
+
+    model: str
+    target: str
+    precision: str
+    strategy: str
+    start: int  # the first global batch tried
+    step: int  # batches are multiples of this (the target's devices)
+    cap: int  # the largest global batch tried
+
+
+IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
+PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
+
+
+def targets(smoke: bool = False) -> list[TargetCell]:
+    """Would it fit, and how fast, on a chip I do not have? (seeds 000 and 002)
+
+    Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
+    TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
+    bf16: the largest batch whose train step fits the chip's memory, doubling from 16
+    per device and bisecting, each batch one compile-only record. GPU targets and small
+    models first (seconds per compile here), big models on big slices last (minutes).
+
+    Command: python -m experiments.run --study=targets   (needs .[targets])
+    Smoke: mnist_cnn on tpu-v5e-1 and gpu-t4, f32, batch 16 to 32.
+    Expected: hours on this 2-core CPU (resnet50/vgg16 TPU compiles take minutes each).
+    """
+    from jaxcnn import models
+    from jaxcnn import targets as targets_lib
+
+    if smoke:
+        chosen = [targets_lib.get("gpu-t4"), targets_lib.get("tpu-v5e-1")]
+        return [TargetCell("mnist_cnn", t.name, "f32", "single", 16, 1, 32) for t in chosen]
+    table = list(targets_lib.TARGETS.values())
+    by_cost = sorted(table, key=lambda t: (t.devices > 8, t.platform == "tpu", t.devices))
+    names = sorted(models.names(), key=lambda m: sum(models.param_counts(m)))
+    cells = []
+    for target in by_cost:
+        for model in names:
+            if target.devices > 8 and model not in IMAGENET_MODELS:
+                continue
+            for precision in ("f32", "bf16"):
+                n = target.devices
+                strategy = "single" if n == 1 else "sharded"
+                cells.append(
+                    TargetCell(
+                        model,
+                        target.name,
+                        precision,
+                        strategy,
+                        PER_DEVICE_START * n,
+                        n,
+                        PER_DEVICE_CAP * n,
+                    )
+                )
+    return cells
+
+
+COMPILE_STUDIES = {"targets": targets}

@@ -116,12 +116,20 @@ def spec_memory_bytes(spec: str) -> int:
 
 # --- What each target's figures are, per JAX device -----------------------------------
 
+# The share of a chip's memory a JAX program can have by default. On a GPU, JAX
+# preallocates 75% of the memory at its first operation (XLA_PYTHON_CLIENT_MEM_FRACTION,
+# JAX's "GPU memory allocation" page); the rest is the CUDA context's and other
+# processes'. A TPU's HBM is the program's.
+USABLE_FRACTION = {"gpu": 0.75, "tpu": 1.0}
+
 
 def describe(target: Target) -> dict[str, Any]:
-    """The record's `target` field: per chip as the vendor gives it, and per device
-    (what the compiler's memory analysis is per) where a chip is several devices."""
+    """The record's `target` field: per chip as the vendor gives it, per device (what
+    the compiler's memory analysis is per) where a chip is several devices, and what a
+    JAX program may use of it by default (what `fits` compares with)."""
     kind = target.kind
     memory = devices_lib.vendor_memory_bytes(kind)
+    per_device = None if memory is None else memory // target.devices_per_chip
     peaks = {
         p: devices_lib.vendor_peak_tflops(kind, p)
         for p in ("fp32", "tf32", "bf16", "fp16")
@@ -136,7 +144,11 @@ def describe(target: Target) -> dict[str, Any]:
         "topology": target.topology,
         "gpu_spec": target.spec,
         "memory_per_chip_bytes": memory,
-        "memory_per_device_bytes": None if memory is None else memory // target.devices_per_chip,
+        "memory_per_device_bytes": per_device,
+        "usable_fraction": USABLE_FRACTION[target.platform],
+        "usable_bytes_per_device": (
+            None if per_device is None else int(per_device * USABLE_FRACTION[target.platform])
+        ),
         "bandwidth_bytes_per_s": devices_lib.vendor_bandwidth(kind),
         "peak_tflops": peaks,
     }
