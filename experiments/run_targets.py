@@ -66,7 +66,9 @@ def workload(args: argparse.Namespace, target: targets.Target) -> Workload:
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 2**30:.2f} GiB"
+    if n is None:
+        return "?"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def describe(record: dict[str, Any]) -> str:
