@@ -280,6 +280,40 @@ def recorded_runner(
     return run
 
 
+def _memory(record: dict[str, Any]) -> tuple[int, int] | None:
+    """(bytes the step needs per device, bytes JAX can use there), where known."""
+    total = (record.get("memory") or {}).get("total_bytes")
+    usable = (record.get("target") or {}).get("usable_bytes_per_device")
+    return None if total is None or usable is None else (total, usable)
+
+
+def _extrapolated(a: tuple[int, dict], b: tuple[int, dict], step: int, cap: int) -> int | None:
+    """The batch where a line through two (batch, memory) points reaches the usable
+    memory, a multiple of `step` at most `cap`: memory grows about linearly with the
+    batch (activations), so the next compile can aim there instead of doubling."""
+    ma, mb = _memory(a[1]), _memory(b[1])
+    if ma is None or mb is None or mb[0] <= ma[0]:
+        return None
+    slope = (mb[0] - ma[0]) / (b[0] - a[0])
+    guess = int(b[0] + (mb[1] - mb[0]) / slope) // step * step
+    return min(max(guess, b[0] + step), cap)
+
+
+def _next_up(tried: dict[int, dict[str, Any]], batch: int, step: int, cap: int) -> int:
+    """The next batch up after `batch` fit: double; after two fits, the extrapolated
+    batch; after that one fits too, a sixteenth more (the line is usually just short);
+    if that fits as well, the line was off: double again."""
+    fitted = sorted(b for b in tried if tried[b]["status"] == "ok")
+    if len(fitted) == 2:
+        a, b = fitted
+        guess = _extrapolated((a, tried[a]), (b, tried[b]), step, cap)
+        if guess is not None:
+            return guess
+    if len(fitted) == 3:
+        return batch + max(step, batch // 16 // step * step)
+    return batch * 2
+
+
 def batch_search(
     make: Callable[[int], Workload],
     run: Callable[[Workload], dict[str, Any]],
@@ -288,10 +322,12 @@ def batch_search(
     step: int,
     cap: int,
 ) -> list[dict[str, Any]]:
-    """Records of the batches tried to find the largest that fits: from `start`,
-    doubling while it fits (halving while it does not), up to `cap`, then bisecting
-    between the last fit and the first miss down to `step` or a sixteenth of the fit
-    (each compile costs seconds to minutes). Stops at a compiler error."""
+    """Records of the batches tried to find the largest that fits (each compile costs
+    seconds to minutes here, so few are tried): `start`, halving while it does not fit;
+    else twice `start`, then the batch where memory, extrapolated linearly from the
+    last two, reaches what JAX can use (or doubling where it cannot be extrapolated),
+    up to `cap`; then bisecting between the last fit and the first miss down to `step`
+    or a sixteenth of the fit. Every answer is a real compile. Stops at a compiler error."""
     tried: dict[int, dict[str, Any]] = {}
 
     def fits(batch: int) -> bool | None:
@@ -307,9 +343,9 @@ def batch_search(
             return list(tried.values())
         if ok:
             fit = batch
-            if miss is not None:
+            if miss is not None or batch == cap:
                 break
-            batch *= 2
+            batch = min(_next_up(tried, batch, step, cap), cap)
         else:
             miss = batch
             if fit is not None:

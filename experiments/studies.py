@@ -552,6 +552,9 @@ class TargetCell:
 
 
 IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
+# The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
+# lenet5_keras and mlp); the rest by size.
+TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
 PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
 
 
@@ -561,8 +564,10 @@ def targets(smoke: bool = False) -> list[TargetCell]:
     Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
     TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
     bf16: the largest batch whose train step fits the chip's memory, doubling from 16
-    per device and bisecting, each batch one compile-only record. GPU targets and small
-    models first (seconds per compile here), big models on big slices last (minutes).
+    per device, then aiming where memory extrapolated from the last two reaches the
+    chip's, then bisecting (compile_only.batch_search), each batch one compile-only
+    record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+    costs more); within each, the seeds' models first.
 
     Command: python -m experiments.run --study=targets   (needs .[targets])
     Smoke: mnist_cnn on tpu-v5e-1 and gpu-t4, f32, batch 16 to 32.
@@ -574,28 +579,25 @@ def targets(smoke: bool = False) -> list[TargetCell]:
     if smoke:
         chosen = [targets_lib.get("gpu-t4"), targets_lib.get("tpu-v5e-1")]
         return [TargetCell("mnist_cnn", t.name, "f32", "single", 16, 1, 32) for t in chosen]
+
+    def tier(t: targets_lib.Target) -> int:  # GPUs, one TPU chip, one TPU host, slices
+        return 0 if t.platform == "gpu" else 1 if t.devices == 1 else 2 if t.devices <= 8 else 3
+
     table = list(targets_lib.TARGETS.values())
-    by_cost = sorted(table, key=lambda t: (t.devices > 8, t.platform == "tpu", t.devices))
-    names = sorted(models.names(), key=lambda m: sum(models.param_counts(m)))
+    first = [m for m in TARGETS_FIRST if m in models.names()]
+    rest = sorted(set(models.names()) - set(first), key=lambda m: sum(models.param_counts(m)))
+    names = first + rest
     cells = []
-    for target in by_cost:
+    for level in range(4):
         for model in names:
-            if target.devices > 8 and model not in IMAGENET_MODELS:
+            if level == 3 and model not in IMAGENET_MODELS:
                 continue
-            for precision in ("f32", "bf16"):
-                n = target.devices
-                strategy = "single" if n == 1 else "sharded"
-                cells.append(
-                    TargetCell(
-                        model,
-                        target.name,
-                        precision,
-                        strategy,
-                        PER_DEVICE_START * n,
-                        n,
-                        PER_DEVICE_CAP * n,
-                    )
-                )
+            for target in (t for t in table if tier(t) == level):
+                for precision in ("f32", "bf16"):
+                    n = target.devices
+                    strategy = "single" if n == 1 else "sharded"
+                    start, cap = PER_DEVICE_START * n, PER_DEVICE_CAP * n
+                    cells.append(TargetCell(model, target.name, precision, strategy, start, n, cap))
     return cells
 
 
