@@ -1,5 +1,6 @@
 """The command line's compile-only half: `--target=NAME` (one workload) and
-`--study=targets` (the batch search over every model and target), compiled for devices
+`--study=targets` (the batch search over every model and target; with --target or
+--model, that one's cells), compiled for devices
 not at hand (experiments/compile_only.py) and told in words. Nothing here runs a step.
 
     python -m experiments.run --target=tpu-v5e-8 --model=resnet50 --batch-size=1024
@@ -20,7 +21,7 @@ from experiments import compile_only, records
 from experiments.studies import COMPILE_STUDIES
 from experiments.tables import seconds, si
 from experiments.workload import Workload
-from jaxcnn import targets
+from jaxcnn import models, targets
 from jaxcnn.errors import UsageError
 
 # Flags that mean "run here", which a compile-only command does not do.
@@ -35,13 +36,11 @@ def _check_flags(args: argparse.Namespace) -> None:
     given = [f"--{f.replace('_', '-')}" for f in _RUN_FLAGS if getattr(args, f) is not None]
     if given:
         raise UsageError(f"{', '.join(given)} cannot go with a compile-only run (nothing runs)")
-    if args.target is not None:
-        if args.study != "default":
-            raise UsageError("--target compiles one --model; --study=targets compiles them all")
-        if args.model is None:
-            raise UsageError("--target needs --model=NAME (and --batch-size)")
-    elif args.model is not None or args.batch_size is not None:
-        raise UsageError(f"--study={args.study} sets its own models and batches")
+    if args.study in COMPILE_STUDIES:
+        if args.batch_size is not None:
+            raise UsageError(f"--study={args.study} searches its own batches")
+    elif args.model is None:
+        raise UsageError("--target needs --model=NAME (and --batch-size)")
 
 
 def workload(args: argparse.Namespace, target: targets.Target) -> Workload:
@@ -134,13 +133,18 @@ def run(args: argparse.Namespace) -> int:
     """--target or --study=targets: usage errors first, then compile and tell."""
     _check_flags(args)
     out = Path(args.out)
-    if args.target is not None:
+    if args.study not in COMPILE_STUDIES:
         target = targets.get(args.target)
         w = workload(args, target)
         compile_only.check(w)
         cells = None
     else:
         cells = COMPILE_STUDIES[args.study](args.smoke)
+        if args.target is not None:  # the study's cells for one target
+            cells = [c for c in cells if c.target == targets.get(args.target).name]
+        if args.model is not None:  # ... or one model
+            models.spec(args.model)  # an unknown name: a usage error naming the known
+            cells = [c for c in cells if c.model == args.model]
         for name in {c.target for c in cells}:
             targets.require_compiler(targets.get(name))
     out.mkdir(parents=True, exist_ok=True)
