@@ -115,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--target",
         help="compile for a device not at hand instead of running (e.g. tpu-v5e-8, gpu-t4; "
-        "jaxcnn/targets.py lists them): compiles?, fits?, memory per chip, predicted time",
+        "jaxcnn/targets.py lists them; here: this machine's chips): compiles?, fits?, "
+        "memory per chip, predicted time",
     )
     p.add_argument("--model", help="a registered model; omit to run --study")
     p.add_argument(

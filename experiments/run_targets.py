@@ -28,6 +28,22 @@ from jaxcnn.errors import UsageError
 _RUN_FLAGS = ("num_devices", "coordinator", "num_processes", "process_id", "epochs", "steps")
 
 
+HERE = "here"  # --target=here: the target that is this machine's chips
+
+
+def _here() -> targets.Target:
+    import jax
+
+    found = jax.devices()
+    target = targets.matching(found[0].device_kind, len(found))
+    if target is None:
+        raise UsageError(
+            f"no target is this machine's {len(found)} x {found[0].device_kind}: "
+            f"jaxcnn/targets.py has {', '.join(targets.TARGETS)}"
+        )
+    return target
+
+
 def _check_flags(args: argparse.Namespace) -> None:
     if args.device != "auto":
         raise UsageError(
@@ -134,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     out = Path(args.out)
     if args.study not in COMPILE_STUDIES:
-        target = targets.get(args.target)
+        target = _here() if args.target == HERE else targets.get(args.target)
         w = workload(args, target)
         compile_only.check(w)
         cells = None

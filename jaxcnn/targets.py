@@ -99,6 +99,15 @@ def get(name: str) -> Target:
     return TARGETS[name]
 
 
+def matching(device_kind: str, count: int) -> Target | None:
+    """The target that is `count` devices of kind `device_kind` (a runtime's own chips,
+    to pair its measured records with their prediction), else one of them (Kaggle's two
+    T4s: gpu-t4, what the one-device workloads ran on), or None."""
+    chip = devices_lib.chip_name(device_kind)
+    found = [t for t in TARGETS.values() if t.chip == chip and t.devices in (count, 1)]
+    return max(found, key=lambda t: t.devices == count, default=None)
+
+
 def _spec_kind(spec: str | None) -> str:
     for line in (SPECS / str(spec)).read_text().splitlines():
         if line.startswith("device_description_str:"):

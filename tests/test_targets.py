@@ -250,3 +250,16 @@ def test_auto_still_resolves_the_cpu_quietly_with_the_extra_installed():
     )
     assert run.returncode == 0 and "CpuDevice" in run.stdout
     assert run.stderr == ""
+
+
+def test_a_runtime_finds_the_target_that_is_its_chips():
+    assert targets.matching("TPU v5 lite", 8).name == "tpu-v5e-8"  # Kaggle's v5e-8
+    assert targets.matching("TPU v5 lite", 1).name == "tpu-v5e-1"  # Colab's v5e-1
+    assert targets.matching("Tesla T4", 2).name == "gpu-t4"  # Kaggle's two T4s: one of them
+    assert targets.matching("cpu", 1) is None
+
+
+def test_target_here_on_a_cpu_is_a_usage_error(tmp_path, capsys):
+    code = main(["--target=here", "--model=mlp", f"--out={tmp_path}"])
+    assert code == 2
+    assert "no target is this machine's 8 x cpu" in capsys.readouterr().err
