@@ -237,9 +237,10 @@ def prepare_environment() -> None:
     """Settings the compilers need, made before any JAX backend starts (jaxcnn's import
     calls this). Only where no accelerator is here, so a real TPU or GPU is untouched:
 
-    - libtpu skips asking for a TPU VM's metadata server (there is none) and may be
-      loaded by several processes at once (pytest-xdist, two studies): its lockfile
-      guards the chips, and there are none to guard.
+    - libtpu skips asking for a TPU VM's metadata server (there is none), is told this
+      host's name (it would log an error looking for it), and may be loaded by several
+      processes at once (pytest-xdist, two studies): its lockfile guards the chips, and
+      there are none to guard.
     - with a compiler installed, JAX would also try to start TPU and CUDA backends and
       log their failures at length before settling on the CPU; it is told the CPU is
       all there is. Compiling for targets does not need those backends.
@@ -248,6 +249,7 @@ def prepare_environment() -> None:
         return
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")  # else libtpu logs an error
     if not (_installed("libtpu") or _installed("jax_plugins.xla_cuda12")):
         return
     if jax.config.jax_platforms is None:  # JAX_PLATFORMS, where set, is the user's
