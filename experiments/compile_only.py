@@ -189,6 +189,8 @@ def run_target(
         record["status"] = measure.classify_failure(error)
         text = str(error).strip().splitlines()
         record["message"] = f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+        if record["status"] == "oom":  # the compiler itself found it too big for the chip
+            record["fits"] = False
         return record
     train_compiled = compiled["train"]
     memory = measure.memory(train_compiled)
