@@ -218,20 +218,53 @@ def test_seed_000_batch_16_fits_the_mx150_and_32_does_not():
     assert fits["memory"]["total_bytes"] <= usable < too_big["memory"]["total_bytes"]
 
 
-@needs_targets
-def test_batch_search_finds_the_largest_fit_by_doubling_then_bisecting():
-    budget = {}
+def _fake_compiler(limit: int, with_memory: bool = True):
+    """A compiler whose step needs 1 MB + 100 kB per image, on a chip that fits `limit`."""
+    tried: list[int] = []
 
-    def run(w: Workload) -> dict:  # a fake compiler: fits up to batch 100
-        budget[w.batch_size] = True
-        return {"status": "ok" if w.batch_size <= 100 else "oom"}
+    def run(w: Workload) -> dict:
+        tried.append(w.batch_size)
+        need = 10**6 + 10**5 * w.batch_size
+        usable = 10**6 + 10**5 * limit
+        record = {"status": "ok" if need <= usable else "oom"}
+        if with_memory:
+            record.update(memory={"total_bytes": need}, target={"usable_bytes_per_device": usable})
+        return record
 
-    tried = compile_only.batch_search(
-        lambda b: compile_workload("gpu-t4", batch=b), run, start=16, step=1, cap=4096
+    return run, tried
+
+
+def _search(run, start=16, step=1, cap=4096):
+    return compile_only.batch_search(
+        lambda b: compile_workload("gpu-t4", batch=b), run, start=start, step=step, cap=cap
     )
-    assert list(budget)[:4] == [16, 32, 64, 128]  # doubling to the first miss
-    fits = [b for b in budget if b <= 100]
-    assert max(fits) >= 100 - 100 // 16 and len(tried) == len(budget)
+
+
+def test_batch_search_aims_where_memory_reaches_the_chip():
+    run, tried = _fake_compiler(100)
+    found = _search(run)
+    # 16 and 32 fit; the line through them reaches the chip at 100, which fits; a
+    # sixteenth more does not: the largest batch in four compiles.
+    assert tried == [16, 32, 100, 106] and len(found) == 4
+    assert max(b for b, r in zip(tried, found, strict=True) if r["status"] == "ok") == 100
+
+
+def test_batch_search_doubles_and_bisects_without_memory_figures():
+    run, tried = _fake_compiler(100, with_memory=False)
+    found = _search(run)
+    assert tried[:3] == [16, 32, 64]  # doubling while it fits
+    fits = [b for b, r in zip(tried, found, strict=True) if r["status"] == "ok"]
+    misses = [b for b, r in zip(tried, found, strict=True) if r["status"] == "oom"]
+    assert max(fits) <= 100 < min(misses) and min(misses) - max(fits) <= max(fits) // 16
+
+
+def test_batch_search_halves_when_the_start_does_not_fit_and_stops_at_the_cap():
+    run, tried = _fake_compiler(5)
+    _search(run)
+    assert tried[:3] == [16, 8, 4] and 5 in tried and 6 not in tried[:3]
+    run, tried = _fake_compiler(10**6)
+    _search(run, cap=4096)
+    assert tried[-1] == 4096 and max(tried) == 4096
 
 
 @needs_targets
