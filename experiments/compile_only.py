@@ -187,6 +187,8 @@ def run_target(
                 on_compiled(name, seconds)
     except Exception as error:
         record["status"] = measure.classify_failure(error)
+        if "shared memory" in str(error).lower():  # a kernel's on-chip limit, not HBM
+            record["status"] = "error"
         text = str(error).strip().splitlines()
         record["message"] = f"{type(error).__name__}: {text[0] if text else ''}"[:300]
         if record["status"] == "oom":  # the compiler itself found it too big for the chip

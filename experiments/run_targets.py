@@ -121,7 +121,13 @@ def describe(record: dict[str, Any]) -> str:
         lines.append(
             f"  compiler's count per device per step: {si(cost['flops'], 'FLOP')}, "
             f"{si(cost['bytes_accessed'], 'B')} accessed"
-            + (f"; its own time estimate {seconds(estimate)}" if estimate else "")
+            + (
+                f"; its own time estimate {seconds(estimate)}"
+                if estimate and estimate > 0
+                else "; its own time estimate is not positive (not used)"
+                if estimate is not None
+                else ""
+            )
         )
     else:
         lines.append(
