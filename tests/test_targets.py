@@ -296,3 +296,14 @@ def test_target_here_on_a_cpu_is_a_usage_error(tmp_path, capsys):
     code = main(["--target=here", "--model=mlp", f"--out={tmp_path}"])
     assert code == 2
     assert "no target is this machine's 8 x cpu" in capsys.readouterr().err
+
+
+@needs_targets
+@pytest.mark.parametrize("name", [t.name for t in targets.TARGETS.values() if t.platform == "gpu"])
+def test_every_gpu_spec_compiles_the_step(name):
+    r = _valid(compile_only.run_target(compile_workload(name), ("train",)))
+    if name == "gpu-k80":  # CUDA 12's ptxas has no Kepler (sm_37): the compiler refuses
+        assert r["status"] == "error" and "ptxas" in r["message"]
+    else:  # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
+        assert r["status"] == "ok", r["message"]
+        assert r["device"]["kind"] == targets.get(name).kind
