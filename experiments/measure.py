@@ -302,13 +302,7 @@ def step_cost(compiled: Any, jaxpr_flops_per_chip: float | None = None) -> dict[
     {flops, bytes_accessed, optimal_seconds, flops_source}. Where XLA gives no FLOPs
     (XLA:GPU gives no analysis at all), `jaxpr_flops_per_chip` stands in and
     `flops_source` says "jaxpr"; a count XLA could not make (-1) is null."""
-    try:
-        analysis = compiled.cost_analysis()
-    except Exception:  # some backends raise instead of returning nothing
-        analysis = None
-    if isinstance(analysis, (list, tuple)):
-        analysis = analysis[0] if analysis else None
-    analysis = analysis if isinstance(analysis, dict) else {}
+    analysis = flops_lib.cost_analysis(compiled) or {}
 
     def count(key: str) -> float | None:
         value = analysis.get(key)
@@ -363,15 +357,10 @@ def prediction(
         "bandwidth_bytes_per_s": bandwidth_bytes_per_s if roof["memory_s"] is not None else None,
         "bandwidth_source": bandwidth_source if roof["memory_s"] is not None else None,
         "flops_source": cost.get("flops_source"),
+        "bytes_source": "xla" if roof["memory_s"] is not None else None,
         "compiler_estimate_s": optimal if optimal is not None and optimal > 0 else None,
         "method": "roofline",
     }
-
-
-def _vendor_bandwidth(device_kind: str) -> float | None:
-    # The chip table's bandwidth arrives with the targets table; until then, none.
-    lookup = getattr(devices_lib, "vendor_bandwidth", None)
-    return lookup(device_kind) if lookup is not None else None
 
 
 def predictions(
@@ -391,7 +380,7 @@ def predictions(
     vendor_peak = (
         devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
     )
-    vendor_bandwidth = _vendor_bandwidth(device.device_kind)
+    vendor_bandwidth = devices_lib.vendor_bandwidth(device.device_kind)
     measured_peak = ((ceiling or {}).get(dtype) or {}).get("tflops")
     measured_bandwidth = (bandwidth or {}).get("bytes_per_s")
 

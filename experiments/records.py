@@ -124,6 +124,14 @@ process computing at a time; workload.study "bench"), when ok:
                                            pair) and what it ran}
     session {id, pass, passes}             the driver's run and its pass over the plan
     (not ok: paired {jax, peer: {configuration, host_memory}}, what was asked)
+Kind "compile" (experiments/compile_only.py: compiled for workload.target, a device not
+at hand, never run; compiled_not_run true): target {name, platform, chip, chips, devices,
+topology, gpu_spec, memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
+peak_tflops}, compile_time_s {train, eval, epoch}, memory (per device, the train step),
+fits, cost {flops, bytes_accessed, optimal_seconds} (null on XLA:GPU), flops, prediction
+(a roofline, always labelled predicted), epoch_memory; env gains libtpu and
+jax_cuda12_plugin. Status ok: compiled and fits; oom: does not fit (or the compiler ran
+out of memory); error: the compiler refused.
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message`.
@@ -167,7 +175,7 @@ _REQUIRED = {
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy")
 _REQUIRED_DEVICE = ("platform", "kind", "count", "process_count")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
-KINDS = ("train", "matmul", "ensemble", "peer", "paired")
+KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
 # What an ok record must carry, by workload kind (a matmul has no images).
 _REQUIRED_OK_BY_KIND = {
     "train": _REQUIRED_OK,
@@ -175,6 +183,7 @@ _REQUIRED_OK_BY_KIND = {
     "ensemble": (*_REQUIRED_OK, "ensemble"),
     "peer": (*_REQUIRED_OK, "throughput"),
     "paired": ("paired",),
+    "compile": ("params", "compile_time_s", "memory", "target"),
 }
 _REQUIRED_SECTION = {
     "matmul": ("n", "dtype", "flops", "tflops"),

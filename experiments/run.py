@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments.records import DEFAULT_OUT
+from experiments.studies import COMPILE_STUDIES
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.tables import format_table, one_line_warning, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
@@ -129,11 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="single (default; one device) | pmap (one replica per device) | "
         "sharded (jit over a data mesh)",
     )
+    p.add_argument(
+        "--target",
+        help="compile for a device not at hand instead of running (e.g. tpu-v5e-8, gpu-t4; "
+        "jaxcnn/targets.py lists them; here: this machine's chips): compiles?, fits?, "
+        "memory per chip, predicted time",
+    )
     p.add_argument("--model", help="a registered model; omit to run --study")
     p.add_argument(
         "--study",
         default="default",
-        help=f"one of {', '.join([*STUDIES, ALL])} (default: default)",
+        help=f"one of {', '.join([*STUDIES, ALL, *COMPILE_STUDIES])} (default: default)",
     )
     p.add_argument(
         "--smoke",
@@ -387,6 +394,10 @@ def _main(args: argparse.Namespace) -> int:
     from jaxcnn.loop import Stopped
 
     try:
+        if args.target is not None or args.study in COMPILE_STUDIES:
+            from experiments import run_targets  # compiled for devices not at hand
+
+            return run_targets.run(args)
         host_memory.apply(args.host_memory, args.device, _loops(args))  # before JAX starts
         # before any other JAX call; afterwards jax.devices() is every process's devices
         from jaxcnn import distributed

@@ -1,4 +1,5 @@
-"""The studies: one function per question the seeds (the five documents, 000-004, the project grew from) ask.
+"""The studies: one function per question the seeds ask (the five documents, 000-004,
+the project grew from).
 
     python -m experiments.run --study=NAME [--device=auto|cpu|gpu|tpu] [--data-dir=DIR]
     python -m experiments.run --study=all   # every study below, one after another
@@ -564,3 +565,73 @@ STUDIES: dict[str, Study] = {
 def workloads(names: list[str], ctx: Context) -> list[Workload]:
     """Every workload of the named studies, in order."""
     return [w for name in names for w in STUDIES[name](ctx)]
+
+
+# --- Compiled, not run: devices not at hand ---------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetCell:
+    """One model x target x precision of the targets study: its batches are searched
+    (experiments/compile_only.batch_search), so it is not a fixed list of workloads."""
+
+    model: str
+    target: str
+    precision: str
+    strategy: str
+    start: int  # the first global batch tried
+    step: int  # batches are multiples of this (the target's devices)
+    cap: int  # the largest global batch tried
+
+
+IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
+# The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
+# lenet5_keras and mlp); the rest by size.
+TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
+PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
+
+
+def targets(smoke: bool = False) -> list[TargetCell]:
+    """Would it fit, and how fast, on a chip I do not have? (seeds 000 and 002)
+
+    Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
+    TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
+    bf16: the largest batch whose train step fits the chip's memory, doubling from 16
+    per device, then aiming where memory extrapolated from the last two reaches the
+    chip's, then bisecting (compile_only.batch_search), each batch one compile-only
+    record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+    costs more); within each, the seeds' models first.
+
+    Command: python -m experiments.run --study=targets   (needs .[targets])
+    Smoke: mnist_cnn on tpu-v5e-1 and gpu-t4, f32, batch 16 to 32.
+    Expected: hours on this 2-core CPU (resnet50/vgg16 TPU compiles take minutes each).
+    """
+    from jaxcnn import models
+    from jaxcnn import targets as targets_lib
+
+    if smoke:
+        chosen = [targets_lib.get("gpu-t4"), targets_lib.get("tpu-v5e-1")]
+        return [TargetCell("mnist_cnn", t.name, "f32", "single", 16, 1, 32) for t in chosen]
+
+    def tier(t: targets_lib.Target) -> int:  # GPUs, one TPU chip, one TPU host, slices
+        return 0 if t.platform == "gpu" else 1 if t.devices == 1 else 2 if t.devices <= 8 else 3
+
+    table = list(targets_lib.TARGETS.values())
+    first = [m for m in TARGETS_FIRST if m in models.names()]
+    rest = sorted(set(models.names()) - set(first), key=lambda m: sum(models.param_counts(m)))
+    names = first + rest
+    cells = []
+    for level in range(4):
+        for model in names:
+            if level == 3 and model not in IMAGENET_MODELS:
+                continue
+            for target in (t for t in table if tier(t) == level):
+                for precision in ("f32", "bf16"):
+                    n = target.devices
+                    strategy = "single" if n == 1 else "sharded"
+                    start, cap = PER_DEVICE_START * n, PER_DEVICE_CAP * n
+                    cells.append(TargetCell(model, target.name, precision, strategy, start, n, cap))
+    return cells
+
+
+COMPILE_STUDIES = {"targets": targets}

@@ -84,6 +84,9 @@ class Workload:
     # The learning rate over the run (jaxcnn.train.learning_rate_schedule): constant,
     # or onecycle, which peaks at learning_rate and spans the run's training steps.
     schedule: str = "constant"
+    # kind "compile": the targets table's name (jaxcnn/targets.py) it is compiled for,
+    # not run (experiments/compile_only.py).
+    target: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -163,7 +166,8 @@ def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Devic
 
 def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
     """`data_dir` itself, or its `dataset` subfolder when it has one: one --data-dir
-    (a folder holding mnist/ and fashion_mnist/) serves a study that reads MNIST and Fashion-MNIST."""
+    (a folder holding mnist/ and fashion_mnist/) serves a study that reads MNIST and
+    Fashion-MNIST."""
     if data_dir is not None and (Path(data_dir) / dataset).is_dir():
         return str(Path(data_dir) / dataset)
     return data_dir

@@ -17,6 +17,7 @@ from jaxcnn import (
     host_memory,
     models,
     parallel,
+    targets,
 )
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
@@ -33,6 +34,7 @@ from jaxcnn.train import (
 # Importing does not start a JAX backend; this must happen before one starts, so that
 # pmap over many fake CPU devices cannot deadlock (see the function).
 devices.reserve_collective_threads()
+targets.prepare_environment()  # before any JAX backend starts
 
 __version__ = "0.1.0"
 __all__ = [
@@ -57,5 +59,6 @@ __all__ = [
     "models",
     "parallel",
     "place",
+    "targets",
     "train_step",
 ]

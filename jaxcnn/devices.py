@@ -15,7 +15,7 @@ import re
 import socket
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -100,38 +100,111 @@ def machine_id() -> str:
 
 # --- Peak FLOP/s: vendor figures, and the precision a default matmul runs in ---------
 #
-# Dense (no structured sparsity) peak TFLOP/s per chip, from the vendors' datasheets.
-# Every device-specific number lives in this table; MFU is only ever computed against
-# an entry here (or a matmul measured on the device, in experiments/measure.py).
-# Patterns are case-insensitive regexes searched in `device_kind`, most specific first.
-_PEAK_TFLOPS: tuple[tuple[str, str, dict[str, float]], ...] = (
+# Dense (no structured sparsity) peak TFLOP/s per chip, memory per chip and memory
+# bandwidth per chip, from the vendors' datasheets. Every device-specific number lives in
+# this table; MFU and predictions are only ever computed against an entry here (or a
+# matmul measured on the device, in experiments/measure.py). Patterns are
+# case-insensitive regexes searched in `device_kind`, most specific first.
+GiB = 2**30
+GB = 10**9
+
+
+class Chip(NamedTuple):
+    name: str
+    pattern: str
+    peak_tflops: dict[str, float]
+    memory_bytes: int | None  # per chip
+    bandwidth: float | None  # memory bandwidth per chip, bytes/s
+
+
+_PEAK_TFLOPS: tuple[Chip, ...] = (
     # Google Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v2, v3, v4,
-    # v5e, v5p, v6e): bf16 peak per chip. JAX names v5e "TPU v5 lite", v6e "TPU v6 lite".
-    ("TPU v2", r"tpu v2", {"bf16": 45.0}),
-    ("TPU v3", r"tpu v3", {"bf16": 123.0}),
-    ("TPU v4", r"tpu v4", {"bf16": 275.0}),
-    ("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}),
-    ("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}),
-    ("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}),
-    # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units.
-    ("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}),
-    # Tesla P100 datasheet: PCIe fp32 9.3 / fp16 18.7; SXM2 10.6 / 21.2.
-    ("P100 PCIe", r"p100.*pcie", {"fp32": 9.3, "fp16": 18.7}),
-    ("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}),
-    # Tesla V100 datasheet: SXM2 fp32 15.7 / fp16 tensor 125; PCIe 14 / 112.
-    ("V100 PCIe", r"v100.*pcie", {"fp32": 14.0, "fp16": 112.0}),
-    ("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}),
-    # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312.
-    ("A100", r"a100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}),
-    # L4 datasheet: fp32 30.3, tf32 60, bf16/fp16 121 (half the "with sparsity" figures).
-    ("L4", r"\bl4\b", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}),
-    # H100 datasheet, halving the sparsity figures: PCIe fp32 51, tf32 378, bf16 756;
-    # NVL fp32 60, tf32 417.5, bf16 835; SXM fp32 67, tf32 495, bf16 989.
-    ("H100 PCIe", r"h100.*pcie", {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}),
-    ("H100 NVL", r"h100.*nvl", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.0, "fp16": 835.0}),
-    ("H100 SXM", r"h100", {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0}),
-    # H200 datasheet: the H100 SXM's compute with more and faster memory.
-    ("H200", r"h200", {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0}),
+    # v5e, v5p, v6e): bf16 peak, HBM capacity and bandwidth per chip (v2 16 GiB 600 GBps,
+    # v3 32 GiB 900 GBps, v4 32 GiB 1200 GBps, v5e 16 GB 819 GBps, v5p 95 GB 2765 GBps,
+    # v6e 32 GB 1640 GBps). JAX names v5e "TPU v5 lite", v6e "TPU v6 lite". A v2/v3 chip
+    # (and a v4 chip in libtpu's compile-only topologies) is two JAX devices, one per core:
+    # jaxcnn/targets.py divides by its cores per chip.
+    Chip("TPU v2", r"tpu v2", {"bf16": 45.0}, 16 * GiB, 600 * GB),
+    Chip("TPU v3", r"tpu v3", {"bf16": 123.0}, 32 * GiB, 900 * GB),
+    Chip("TPU v4", r"tpu v4", {"bf16": 275.0}, 32 * GiB, 1200 * GB),
+    Chip("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}, 16 * GB, 819 * GB),
+    Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB),
+    Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB),
+    # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
+    # 16 GB GDDR6 at 320 GB/s.
+    Chip("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}, 16 * GiB, 320 * GB),
+    # Tesla P100 datasheet: PCIe fp32 9.3 / fp16 18.7, 16 GB at 732 GB/s; SXM2 10.6 /
+    # 21.2, 16 GB at 732 GB/s.
+    Chip("P100 PCIe", r"p100.*pcie", {"fp32": 9.3, "fp16": 18.7}, 16 * GiB, 732 * GB),
+    Chip("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}, 16 * GiB, 732 * GB),
+    # Tesla V100 datasheet: SXM2 fp32 15.7 / fp16 tensor 125; PCIe 14 / 112; 16 or 32 GB
+    # HBM2 at 900 GB/s (the 16 GB card here, as Colab and Kaggle lent it).
+    Chip("V100 PCIe", r"v100.*pcie", {"fp32": 14.0, "fp16": 112.0}, 16 * GiB, 900 * GB),
+    Chip("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}, 16 * GiB, 900 * GB),
+    # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312; 40 GB
+    # HBM2 at 1555 GB/s (the 80 GB card: 2039 GB/s).
+    Chip(
+        "A100",  # one chip name: the same compute, more memory
+        r"a100.*80",
+        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+        80 * GiB,
+        2039 * GB,
+    ),
+    Chip(
+        "A100",
+        r"a100",
+        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+        40 * GiB,
+        1555 * GB,
+    ),
+    # L4 datasheet: fp32 30.3, tf32 60, bf16/fp16 121 (half the "with sparsity" figures);
+    # 24 GB GDDR6 at 300 GB/s.
+    Chip(
+        "L4",
+        r"\bl4\b",
+        {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0},
+        24 * GiB,
+        300 * GB,
+    ),
+    # H100 datasheet, halving the sparsity figures: PCIe fp32 51, tf32 378, bf16 756
+    # (80 GB, 2.0 TB/s); NVL fp32 60, tf32 417.5, bf16 835 (94 GB, 3.9 TB/s); SXM fp32 67,
+    # tf32 495, bf16 989 (80 GB HBM3, 3.35 TB/s).
+    Chip(
+        "H100 PCIe",
+        r"h100.*pcie",
+        {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0},
+        80 * GiB,
+        2000 * GB,
+    ),
+    Chip(
+        "H100 NVL",
+        r"h100.*nvl",
+        {"fp32": 60.0, "tf32": 417.5, "bf16": 835.0, "fp16": 835.0},
+        94 * GiB,
+        3900 * GB,
+    ),
+    Chip(
+        "H100 SXM",
+        r"h100",
+        {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
+        80 * GiB,
+        3350 * GB,
+    ),
+    # H200 datasheet: the H100 SXM's compute with 141 GB of HBM3e at 4.8 TB/s.
+    Chip(
+        "H200",
+        r"h200",
+        {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
+        141 * GB,
+        4800 * GB,
+    ),
+    # Tesla K80 datasheet: per board 8.73 TFLOP/s fp32 (boost), 24 GB GDDR5 at 480 GB/s,
+    # two GK210 GPUs; JAX sees each GPU as a device, so half of each here.
+    Chip("K80", r"\bk80\b", {"fp32": 4.37}, 12 * GiB, 240 * GB),
+    # GeForce MX150 (GP108, the 1D10 variant): 384 CUDA cores at up to 1532 MHz boost
+    # (2 x 384 x 1.532 GHz = 1.18 TFLOP/s fp32), 2 GB GDDR5 on a 64-bit bus at 6 Gbps
+    # (48 GB/s): NVIDIA's product page and notebookcheck's spec sheet.
+    Chip("MX150", r"\bmx150\b", {"fp32": 1.18}, 2 * GiB, 48 * GB),
 )
 
 # Square matmul sizes for the measured ceiling: large enough to fill the chip, small
@@ -146,28 +219,42 @@ def _normalized(kind: str) -> str:
 def chip_name(device_kind: str) -> str | None:
     """The peak table's name for a `device_kind` ("NVIDIA H100 80GB HBM3" -> "H100 SXM"),
     or None for a chip it does not know (a CPU)."""
+    chip = _chip(device_kind)
+    return chip.name if chip else None
+
+
+def _chip(device_kind: str) -> Chip | None:
     kind = _normalized(device_kind)
-    for name, pattern, _ in _PEAK_TFLOPS:
-        if re.search(pattern, kind):
-            return name
-    return None
+    return next((c for c in _PEAK_TFLOPS if re.search(c.pattern, kind)), None)
 
 
 def vendor_peak_tflops(device_kind: str, precision: str) -> float | None:
     """The vendor's dense peak TFLOP/s for one chip at `precision` (fp32, tf32, bf16,
     fp16), or None where the chip or that precision is not in the table."""
-    name = chip_name(device_kind)
-    peaks = next((p for n, _, p in _PEAK_TFLOPS if n == name), {})
-    return peaks.get(precision)
+    chip = _chip(device_kind)
+    return chip.peak_tflops.get(precision) if chip else None
+
+
+def vendor_bandwidth(device_kind: str) -> float | None:
+    """The vendor's memory bandwidth of one chip in bytes/s, or None for a chip the
+    table does not know."""
+    chip = _chip(device_kind)
+    return chip.bandwidth if chip else None
+
+
+def vendor_memory_bytes(device_kind: str) -> int | None:
+    """The vendor's memory per chip in bytes, or None for a chip the table does not
+    know."""
+    chip = _chip(device_kind)
+    return chip.memory_bytes if chip else None
 
 
 def _ampere_or_newer(device: jax.Device) -> bool:
     capability = getattr(device, "compute_capability", None)
     if capability:
         return int(str(capability).split(".")[0]) >= 8
-    name = chip_name(device.device_kind)
-    peaks = next((p for n, _, p in _PEAK_TFLOPS if n == name), {})
-    return "tf32" in peaks  # tf32 units arrived with Ampere
+    chip = _chip(device.device_kind)
+    return chip is not None and "tf32" in chip.peak_tflops  # tf32 units arrived with Ampere
 
 
 def matmul_precision(device: jax.Device, dtype: str = "float32") -> str | None:

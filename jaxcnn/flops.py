@@ -212,6 +212,20 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     return count(fn, *args, **kwargs).total
 
 
+def cost_analysis(compiled: Any) -> dict[str, Any] | None:
+    """`compiled.cost_analysis()` as one dict, or None where XLA gives none (XLA:GPU).
+
+    Current JAX returns a dict, older JAX a list with one dict per program; some
+    backends raise or return None or an empty result."""
+    try:
+        analysis = compiled.cost_analysis()
+    except Exception:  # some backends raise instead of returning nothing
+        return None
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else None
+    return analysis if isinstance(analysis, dict) and analysis else None
+
+
 def xla_flops(compiled: Any) -> float | None:
     """`compiled.cost_analysis()["flops"]`, or None where XLA gives none.
 
@@ -219,15 +233,8 @@ def xla_flops(compiled: Any) -> float | None:
     backends return None, an empty result or -1. For a program over many devices the
     number is per device (per SPMD partition or pmap replica), not global.
     """
-    try:
-        analysis = compiled.cost_analysis()
-    except Exception:  # some backends raise instead of returning nothing
-        return None
-    if isinstance(analysis, (list, tuple)):
-        analysis = analysis[0] if analysis else None
-    if not isinstance(analysis, dict):
-        return None
-    flops = analysis.get("flops")
+    analysis = cost_analysis(compiled)
+    flops = None if analysis is None else analysis.get("flops")
     if flops is None or not math.isfinite(float(flops)) or float(flops) < 0:
         return None
     return float(flops)

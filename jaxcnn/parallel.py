@@ -245,6 +245,25 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     )
 
 
+def input_shardings(strategy: str, devices: Sequence[jax.Device]) -> tuple[Any, Any]:
+    """(the state's sharding, a batch's) as `strategy` places them on `devices`: what
+    its steps are lowered against where no arrays can be put, such as compile-only
+    devices (jaxcnn.targets). The whole-epoch program takes its dataset and order with
+    the state's sharding. pmap has none: jax.pmap compiles only for devices at hand."""
+    if strategy == "pmap":
+        raise UsageError(
+            "strategy pmap compiles only for devices at hand (jax.pmap cannot lower for "
+            "compile-only devices): use --strategy=sharded, the same data parallelism"
+        )
+    if strategy == "single":
+        one = jax.sharding.SingleDeviceSharding(devices[0])
+        return one, one
+    if strategy == "sharded":
+        mesh = Mesh(np.array(devices), (DATA_AXIS,))
+        return NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_AXIS))
+    raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+
+
 def place(
     strategy: str,
     devices: Sequence[jax.Device],

@@ -258,6 +258,7 @@ def test_prediction_is_the_roofline_of_the_cost():
         "bandwidth_bytes_per_s": 1e11,
         "bandwidth_source": "measured",
         "flops_source": "xla",
+        "bytes_source": "xla",
         "compiler_estimate_s": None,
         "method": "roofline",
     }
@@ -269,6 +270,7 @@ def test_prediction_without_a_side_names_no_source_for_it():
     compute_only = _predict(bandwidth_bytes_per_s=None, bandwidth_source=None)
     assert compute_only["step_time_s"] == 2e-3
     assert (compute_only["memory_s"], compute_only["bandwidth_source"]) == (None, None)
+    assert compute_only["bytes_source"] is None
     no_bytes = _predict({**_COST, "bytes_accessed": None})
     assert no_bytes["bandwidth_bytes_per_s"] is None and no_bytes["bound"] == "compute"
     assert _predict(peak_tflops=None, bandwidth_bytes_per_s=None) is None

@@ -1,0 +1,335 @@
+"""Compile-only workloads: the placed train step, eval step and whole-epoch program
+compiled for a target not at hand (jaxcnn/targets.py), and the record of what its
+compiler says: whether it compiles, whether it fits the chip's memory, how much memory
+per device by part, the compiler's FLOPs and bytes, and a roofline prediction of the
+step time (labelled predicted: nothing here ran).
+
+    record = run_target(Workload(model="resnet50", batch_size=1024, kind="compile",
+                                 target="tpu-v5e-8", strategy="sharded"))
+
+The model, the step and the placement are the ones a real run uses (workload.build_module,
+jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract: the train state from
+jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from experiments import measure
+from experiments.workload import PRECISIONS, Workload, build_module, new_record
+from jaxcnn import devices as devices_lib
+from jaxcnn import flops as flops_lib
+from jaxcnn import models, targets, train
+from jaxcnn.errors import UsageError
+from jaxcnn.parallel import check_batch_size, input_shardings, place
+
+PROGRAMS = ("train", "eval", "epoch")
+EPOCH_STEPS = 2  # the whole-epoch program is compiled for this many steps of its scan
+
+
+def check(workload: Workload) -> targets.Target:
+    """The workload's target; a usage error for anything wrong, before any work."""
+    if workload.kind != "compile" or workload.target is None:
+        raise UsageError("a compile-only workload needs kind 'compile' and a target")
+    target = targets.get(workload.target)
+    targets.require_compiler(target)
+    models.get(workload.model, **workload.module_overrides())
+    check_batch_size(workload.batch_size, target.devices)
+    if workload.strategy == "single" and target.devices > 1:
+        raise UsageError(
+            f"{target.name} has {target.devices} devices: use --strategy=sharded to "
+            "spread the batch over them (single would use one of them)"
+        )
+    if workload.strategy not in ("single", "sharded"):
+        input_shardings(workload.strategy, [])  # pmap, or an unknown name: a usage error
+    return target
+
+
+def abstract_state(workload: Workload, devices: list[jax.Device]) -> train.TrainState:
+    """The train state as shapes: what create_train_state would make, without making it."""
+    module = build_module(workload, devices)
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    tx = train.make_optimizer(
+        workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
+    )
+    return jax.eval_shape(lambda: train.create_train_state(module, tx, shape, workload.seed))
+
+
+def abstract_batch(workload: Workload, rows: int) -> dict[str, jax.ShapeDtypeStruct]:
+    """A batch of `rows` as data.batches gives it: uint8 images, int32 labels, a mask."""
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    return {
+        "image": jax.ShapeDtypeStruct((rows, *shape), jnp.uint8),
+        "label": jax.ShapeDtypeStruct((rows,), jnp.int32),
+        "mask": jax.ShapeDtypeStruct((rows,), jnp.float32),
+    }
+
+
+def _placed(tree: Any, sharding: Any) -> Any:
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
+
+
+def _timed_compile(fn: Any, *args: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    return compiled, time.perf_counter() - started
+
+
+def prediction(
+    target: targets.Target,
+    device: jax.Device,
+    dtype: str,
+    batch_size: int,
+    cost: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The contract's `prediction` block for one device of `target`: the roofline of
+    measure.prediction on the vendor's peak (for the precision the matmuls run in) and
+    bandwidth, each device's share of its chip."""
+    precision = devices_lib.matmul_precision(device, dtype)
+    peak = devices_lib.vendor_peak_tflops(target.kind, precision) if precision else None
+    bandwidth = devices_lib.vendor_bandwidth(target.kind)
+    per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
+    return measure.prediction(
+        cost,
+        batch_size,
+        peak_tflops=None if peak is None else peak / per,
+        peak_source="vendor",
+        peak_precision=precision,
+        bandwidth_bytes_per_s=None if bandwidth is None else bandwidth / per,
+        bandwidth_source="vendor",
+    )
+
+
+def run_target(
+    workload: Workload,
+    programs: tuple[str, ...] = PROGRAMS,
+    *,
+    on_compiled: Callable[[str, float], None] | None = None,
+) -> dict[str, Any]:
+    """Compile `workload`'s `programs` for its target: the record, whatever happens
+    (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
+    memory; error: the compiler refused, with its one-line reason)."""
+    target = check(workload)
+    devices = list(targets.abstract_devices(target))
+    record = new_record(workload, devices)
+    record.update(
+        compiled_not_run=True,
+        target=targets.describe(target),
+        compile_time_s={p: None for p in PROGRAMS},
+    )
+    record["env"].update(targets.compiler_versions())
+    placement = place(workload.strategy, devices)
+    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+    compiled: dict[str, Any] = {}
+    try:
+        shapes = abstract_state(workload, devices)
+        host_batch = abstract_batch(workload, workload.batch_size)
+        state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
+        inputs = {"train": (state, batch), "eval": (state, batch)}
+        if "epoch" in programs:
+            rows = workload.batch_size * EPOCH_STEPS
+            dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
+            order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
+            inputs["epoch"] = (
+                state,
+                _placed(dataset, state_sharding),
+                _placed(order, state_sharding),
+            )
+        functions = {
+            "train": placement.train_step,
+            "eval": placement.eval_step,
+            "epoch": placement.train_epoch,
+        }
+        for name in programs:
+            compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
+            record["compile_time_s"][name] = seconds
+            if on_compiled is not None:
+                on_compiled(name, seconds)
+    except Exception as error:
+        record["status"] = measure.classify_failure(error)
+        if "shared memory" in str(error).lower():  # a kernel's on-chip limit, not HBM
+            record["status"] = "error"
+        text = str(error).strip().splitlines()
+        record["message"] = f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+        if record["status"] == "oom":  # the compiler itself found it too big for the chip
+            record["fits"] = False
+        return record
+    train_compiled = compiled["train"]
+    memory = measure.memory(train_compiled)
+    for key in ("peak_bytes_in_use", "bytes_limit"):  # a runtime's: there is none
+        memory.pop(key, None)
+    limit = record["target"]["usable_bytes_per_device"]
+    fits = (
+        memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
+    )
+    dtype = jnp.dtype(PRECISIONS[workload.precision]).name
+    train_count = flops_lib.count(train.train_step, shapes, host_batch)
+    forward = flops_lib.count(train.eval_step, shapes, host_batch).total
+    # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
+    compiler = measure.step_cost(train_compiled, train_count.total / len(devices))
+    xla_flops = compiler["flops"] if compiler["flops_source"] == "xla" else None
+    record.update(
+        status="ok" if fits else "oom",
+        message=None if fits else _too_big(memory["total_bytes"], limit),
+        params=dict(
+            zip(
+                ("trainable", "non_trainable"),
+                models.param_counts(workload.model, **workload.model_overrides),
+                strict=True,
+            )
+        ),
+        memory=memory,
+        fits=fits,
+        cost=compiler,
+        flops=measure.flops_field(
+            train_count.total,
+            forward,
+            workload.batch_size,
+            xla_flops,
+            len(devices),
+        ),
+        prediction=prediction(
+            target,
+            devices[0],
+            dtype,
+            workload.batch_size,
+            compiler,
+        ),
+    )
+    if "epoch" in compiled:
+        record["epoch_memory"] = {
+            k: v
+            for k, v in measure.memory(compiled["epoch"]).items()
+            if k not in ("peak_bytes_in_use", "bytes_limit")
+        }
+    return record
+
+
+def _too_big(total: int | None, limit: int | None) -> str:
+    if total is None or limit is None:
+        return "memory unknown: the compiler gave no memory analysis"
+    return (
+        f"needs {total / 2**30:.2f} GiB per device; JAX can use {limit / 2**30:.2f} GiB of "
+        "the target's memory"
+    )
+
+
+# --- Cells and the batch search ------------------------------------------------------
+
+
+def recorded_runner(
+    path: Any, *, force: bool = False, on_record: Callable[[dict[str, Any]], None] | None = None
+) -> Callable[[Workload], dict[str, Any]]:
+    """`run(workload) -> record` that compiles a cell not yet recorded in `path` (ok or
+    oom there: taken as is, unless `force`) and appends its record: a study killed
+    midway and rerun compiles only what is missing."""
+    from experiments import records, sweep
+    from experiments.workload import config_key
+
+    found, _ = sweep.recorded(path)
+
+    def run(workload: Workload) -> dict[str, Any]:
+        target = check(workload)
+        device = devices_lib.describe(list(targets.abstract_devices(target)))
+        key = config_key(workload, device)
+        if key in found and not force:
+            record = found[key]
+        else:
+            record = run_target(workload, programs=("train",) if workload.study else PROGRAMS)
+            records.append(path, record)
+            found[key] = record
+        if on_record is not None:
+            on_record(record)
+        return record
+
+    return run
+
+
+def _memory(record: dict[str, Any]) -> tuple[int, int] | None:
+    """(bytes the step needs per device, bytes JAX can use there), where known."""
+    total = (record.get("memory") or {}).get("total_bytes")
+    usable = (record.get("target") or {}).get("usable_bytes_per_device")
+    return None if total is None or usable is None else (total, usable)
+
+
+def _extrapolated(a: tuple[int, dict], b: tuple[int, dict], step: int, cap: int) -> int | None:
+    """The batch where a line through two (batch, memory) points reaches the usable
+    memory, a multiple of `step` at most `cap`: memory grows about linearly with the
+    batch (activations), so the next compile can aim there instead of doubling."""
+    ma, mb = _memory(a[1]), _memory(b[1])
+    if ma is None or mb is None or mb[0] <= ma[0]:
+        return None
+    slope = (mb[0] - ma[0]) / (b[0] - a[0])
+    guess = int(b[0] + (mb[1] - mb[0]) / slope) // step * step
+    return min(max(guess, b[0] + step), cap)
+
+
+def _next_up(tried: dict[int, dict[str, Any]], batch: int, step: int, cap: int) -> int:
+    """The next batch up after `batch` fit: double; after two fits, the extrapolated
+    batch; after that one fits too, a sixteenth more (the line is usually just short);
+    if that fits as well, the line was off: double again."""
+    fitted = sorted(b for b in tried if tried[b]["status"] == "ok")
+    if len(fitted) == 2:
+        a, b = fitted
+        guess = _extrapolated((a, tried[a]), (b, tried[b]), step, cap)
+        if guess is not None:
+            return guess
+    if len(fitted) == 3:
+        return batch + max(step, batch // 16 // step * step)
+    return batch * 2
+
+
+def batch_search(
+    make: Callable[[int], Workload],
+    run: Callable[[Workload], dict[str, Any]],
+    *,
+    start: int,
+    step: int,
+    cap: int,
+) -> list[dict[str, Any]]:
+    """Records of the batches tried to find the largest that fits (each compile costs
+    seconds to minutes here, so few are tried): `start`, halving while it does not fit;
+    else twice `start`, then the batch where memory, extrapolated linearly from the
+    last two, reaches what JAX can use (or doubling where it cannot be extrapolated),
+    up to `cap`; then bisecting between the last fit and the first miss down to `step`
+    or a sixteenth of the fit. Every answer is a real compile. Stops at a compiler error."""
+    tried: dict[int, dict[str, Any]] = {}
+
+    def fits(batch: int) -> bool | None:
+        tried[batch] = run(make(batch))
+        status = tried[batch]["status"]
+        return None if status not in ("ok", "oom") else status == "ok"
+
+    fit, miss = None, None
+    batch = start
+    while step <= batch <= cap:
+        ok = fits(batch)
+        if ok is None:
+            return list(tried.values())
+        if ok:
+            fit = batch
+            if miss is not None or batch == cap:
+                break
+            batch = min(_next_up(tried, batch, step, cap), cap)
+        else:
+            miss = batch
+            if fit is not None:
+                break
+            batch //= 2
+    if fit is None or miss is None:
+        return list(tried.values())
+    while miss - fit > max(step, fit // 16):
+        mid = (fit + miss) // 2 // step * step
+        if mid in (fit, miss):
+            break
+        ok = fits(mid)
+        if ok is None:
+            break
+        fit, miss = (mid, miss) if ok else (fit, mid)
+    return list(tried.values())

@@ -1,0 +1,203 @@
+"""The command line's compile-only half: `--target=NAME` (one workload) and
+`--study=targets` (the batch search over every model and target; with --target or
+--model, that one's cells), compiled for devices
+not at hand (experiments/compile_only.py) and told in words. Nothing here runs a step.
+
+    python -m experiments.run --target=tpu-v5e-8 --model=resnet50 --batch-size=1024
+
+Exit codes as experiments.run: 0 when every cell compiled (fits or not), 1 when the
+compiler refused one, 2 for a usage error (an unknown target, a missing compiler, with
+the install command) before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from experiments import compile_only, records
+from experiments.studies import COMPILE_STUDIES
+from experiments.tables import seconds, si
+from experiments.workload import Workload
+from jaxcnn import models, targets
+from jaxcnn.errors import UsageError
+
+# Flags that mean "run here", which a compile-only command does not do.
+_RUN_FLAGS = ("num_devices", "coordinator", "num_processes", "process_id", "epochs", "steps")
+
+
+HERE = "here"  # --target=here: the target that is this machine's chips
+
+
+def _here() -> targets.Target:
+    import jax
+
+    found = jax.devices()
+    target = targets.matching(found[0].device_kind, len(found))
+    if target is None:
+        raise UsageError(
+            f"no target is this machine's {len(found)} x {found[0].device_kind}: "
+            f"jaxcnn/targets.py has {', '.join(targets.TARGETS)}"
+        )
+    return target
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.device != "auto":
+        raise UsageError(
+            "--target compiles for a device not at hand, --device runs on one here: give one"
+        )
+    given = [f"--{f.replace('_', '-')}" for f in _RUN_FLAGS if getattr(args, f) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot go with a compile-only run (nothing runs)")
+    if args.study in COMPILE_STUDIES:
+        if args.batch_size is not None:
+            raise UsageError(f"--study={args.study} searches its own batches")
+    elif args.model is None:
+        raise UsageError("--target needs --model=NAME (and --batch-size)")
+
+
+def workload(args: argparse.Namespace, target: targets.Target) -> Workload:
+    """The workload of `--target`: `single` (the default) on a many-device target means
+    the batch spread over all its devices, as `sharded` does."""
+    strategy = "sharded" if args.strategy == "single" and target.devices > 1 else args.strategy
+    return Workload(
+        model=args.model,
+        model_overrides={"width": args.width} if args.width else {},
+        dataset="synthetic",
+        batch_size=args.batch_size or 64,
+        epochs=0,
+        optimizer=args.optimizer,
+        learning_rate=args.learning_rate,
+        seed=args.seed,
+        strategy=strategy,
+        precision=args.precision,
+        formulation=args.formulation,
+        kind="compile",
+        target=target.name,
+    )
+
+
+def _gib(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def describe(record: dict[str, Any]) -> str:
+    """What a compile-only record says, in words, predictions labelled as such."""
+    w, t = record["workload"], record["target"]
+    where = t["topology"] or t["gpu_spec"]
+    per = w["batch_size"] // t["devices"]
+    lines = [
+        f"{t['name']} ({t['chips']} x {t['chip']}, {t['devices']} device(s), {where}; "
+        f"{w['strategy']}): {w['model']}, batch {w['batch_size']} ({per} per device), "
+        f"{w['precision']}"
+    ]
+    times = ", ".join(
+        f"{k} {seconds(v)}" for k, v in (record.get("compile_time_s") or {}).items() if v
+    )
+    if record["status"] == "error" or not record.get("memory"):
+        lines.append(f"  compiles: no ({record['status']}): {record['message']}")
+        return "\n".join(lines)
+    lines.append(f"  compiles: yes (compiler time here: {times})")
+    m = record["memory"]
+    parts = (
+        f"arguments {_gib(m['argument_bytes'])}, outputs {_gib(m['output_bytes'])}, "
+        f"temporaries {_gib(m['temp_bytes'])}, code {_gib(m['generated_code_bytes'])}, "
+        f"aliased (counted once) {_gib(m['alias_bytes'])}"
+    )
+    verdict = "yes" if record["fits"] else "NO"
+    lines.append(
+        f"  fits: {verdict}: {_gib(m['total_bytes'])} per device of the "
+        f"{_gib(t['usable_bytes_per_device'])} JAX can use "
+        f"({t['usable_fraction']:.0%} of {_gib(t['memory_per_device_bytes'])}) ({parts})"
+    )
+    cost = record.get("cost")
+    if cost:
+        estimate = cost.get("optimal_seconds")
+        lines.append(
+            f"  compiler's count per device per step: {si(cost['flops'], 'FLOP')}, "
+            f"{si(cost['bytes_accessed'], 'B')} accessed"
+            + (
+                f"; its own time estimate {seconds(estimate)}"
+                if estimate and estimate > 0
+                else "; its own time estimate is not positive (not used)"
+                if estimate is not None
+                else ""
+            )
+        )
+    else:
+        lines.append(
+            "  compiler's count: none (XLA:GPU gives no cost analysis): FLOPs from the "
+            f"jaxpr, {si(record['flops']['per_step'] / t['devices'], 'FLOP')} per device"
+        )
+    p = record.get("prediction")
+    if p:
+        side = "memory" if p["bound"] == "memory" else "compute"
+        basis = f"vendor peak {p['peak_tflops_used']} TFLOP/s {p['peak_precision']}"
+        if p["bandwidth_bytes_per_s"] and p["memory_s"] is not None:
+            basis += f", {si(p['bandwidth_bytes_per_s'], 'B/s')}"
+        elif p["memory_s"] is None:
+            basis += "; bytes unknown, so compute only"
+        lines.append(
+            f"  PREDICTED (roofline, {basis}): step {seconds(p['step_time_s'])} "
+            f"({side}-bound), {p['images_per_s']:,.0f} images/s"
+        )
+    else:
+        lines.append("  predicted: none (no vendor peak for this precision on this chip)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """--target or --study=targets: usage errors first, then compile and tell."""
+    _check_flags(args)
+    out = Path(args.out)
+    if args.study not in COMPILE_STUDIES:
+        target = _here() if args.target == HERE else targets.get(args.target)
+        w = workload(args, target)
+        compile_only.check(w)
+        cells = None
+    else:
+        cells = COMPILE_STUDIES[args.study](args.smoke)
+        if args.target is not None:  # the study's cells for one target
+            cells = [c for c in cells if c.target == targets.get(args.target).name]
+        if args.model is not None:  # ... or one model
+            models.spec(args.model)  # an unknown name: a usage error naming the known
+            cells = [c for c in cells if c.model == args.model]
+        for name in {c.target for c in cells}:
+            targets.require_compiler(targets.get(name))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / records.RECORDS_FILE
+    said = lambda r: print(describe(r), flush=True)  # noqa: E731
+    runner = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    if cells is None:
+        done = [runner(w)]
+    else:
+        done = []
+        for i, cell in enumerate(cells, 1):
+            print(
+                f"[{i}/{len(cells)}] {cell.model} on {cell.target}, {cell.precision}",
+                file=sys.stderr,
+            )
+
+            def make(batch: int, cell=cell) -> Workload:
+                return Workload(
+                    model=cell.model,
+                    dataset="synthetic",
+                    batch_size=batch,
+                    epochs=0,
+                    strategy=cell.strategy,
+                    precision=cell.precision,
+                    kind="compile",
+                    target=cell.target,
+                    study="targets",
+                )
+
+            done += compile_only.batch_search(
+                make, runner, start=cell.start, step=cell.step, cap=cell.cap
+            )
+    print(f"records in {path}")
+    return 1 if any(r["status"] == "error" for r in done) else 0

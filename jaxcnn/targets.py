@@ -1,0 +1,259 @@
+"""Devices not at hand: TPU slices and NVIDIA GPUs the real compilers can target here.
+
+    target = targets.get("tpu-v5e-8")
+    devices = targets.abstract_devices(target)   # 8 compile-only "TPU v5 lite" devices
+    placement = jaxcnn.place("sharded", devices) # the same placements as on real chips
+
+`libtpu` (PyPI) compiles for TPU topologies by name, and the CUDA plugin compiles for
+an NVIDIA chip described by an XLA:GPU target config (jaxcnn/gpu_specs/*.txtpb), both on
+a machine with neither: `pip install -e ".[targets]"`. The devices they give cannot hold
+arrays or run anything; a step lowered against ShapeDtypeStructs on them compiles with
+the chip's own compiler, whose memory and cost analyses say whether it fits and what it
+costs. Memory, bandwidth and peaks per chip come from the chip table in jaxcnn/devices.py.
+
+Adding a target is one entry in TARGETS (and, for a GPU not listed, one spec file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from jaxcnn import devices as devices_lib
+from jaxcnn.errors import UsageError
+
+INSTALL = 'pip install -e ".[targets]"'
+SPECS = Path(__file__).parent / "gpu_specs"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    platform: str  # tpu | gpu
+    chip: str  # the chip table's name (jaxcnn.devices)
+    chips: int
+    topology: str | None = None  # TPU: libtpu's topology name
+    spec: str | None = None  # GPU: the target config file in jaxcnn/gpu_specs
+    # JAX devices per chip in the compile-only topology: 2 where each core is a device
+    # (v2, v3, and v4, which libtpu's compile-only topologies give without megacore).
+    devices_per_chip: int = 1
+
+    @property
+    def devices(self) -> int:
+        return self.chips * self.devices_per_chip
+
+    @property
+    def kind(self) -> str:
+        """A device_kind the chip table knows this chip by."""
+        return self.chip if self.platform == "tpu" else _spec_kind(self.spec)
+
+
+def _tpu(name: str, chip: str, chips: int, topology: str, per_chip: int = 1) -> Target:
+    return Target(name, "tpu", chip, chips, topology=topology, devices_per_chip=per_chip)
+
+
+def _gpu(name: str, chip: str, spec: str) -> Target:
+    return Target(name, "gpu", chip, 1, spec=spec)
+
+
+# Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
+# and v6e (tpu-v5e-8: 8 chips).
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        _tpu("tpu-v2-8", "TPU v2", 4, "v2:2x2", per_chip=2),
+        _tpu("tpu-v3-8", "TPU v3", 4, "v3:2x2", per_chip=2),
+        _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", per_chip=2),
+        _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", per_chip=2),
+        _tpu("tpu-v5e-1", "TPU v5e", 1, "v5e:1x1"),
+        _tpu("tpu-v5e-8", "TPU v5e", 8, "v5e:2x4"),
+        _tpu("tpu-v5e-16", "TPU v5e", 16, "v5e:4x4"),
+        _tpu("tpu-v5e-64", "TPU v5e", 64, "v5e:8x8"),
+        _tpu("tpu-v5p-8", "TPU v5p", 4, "v5p:2x2x1"),
+        _tpu("tpu-v6e-1", "TPU v6e", 1, "v6e:1x1"),
+        _tpu("tpu-v6e-8", "TPU v6e", 8, "v6e:2x4"),
+        _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
+        _gpu("gpu-mx150", "MX150", "mx150.txtpb"),
+        _gpu("gpu-k80", "K80", "k80.txtpb"),
+        _gpu("gpu-p100", "P100 PCIe", "p100.txtpb"),
+        _gpu("gpu-t4", "T4", "t4.txtpb"),
+        _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
+        _gpu("gpu-a100", "A100", "a100.txtpb"),
+        _gpu("gpu-l4", "L4", "l4.txtpb"),
+        _gpu("gpu-h100", "H100 SXM", "h100.txtpb"),
+    )
+}
+
+
+def get(name: str) -> Target:
+    """The target called `name`; a usage error naming the known ones otherwise."""
+    if name not in TARGETS:
+        raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
+    return TARGETS[name]
+
+
+def matching(device_kind: str, count: int) -> Target | None:
+    """The target that is `count` devices of kind `device_kind` (a runtime's own chips,
+    to pair its measured records with their prediction), else one of them (Kaggle's two
+    T4s: gpu-t4, what the one-device workloads ran on), or None."""
+    chip = devices_lib.chip_name(device_kind)
+    found = [t for t in TARGETS.values() if t.chip == chip and t.devices in (count, 1)]
+    return max(found, key=lambda t: t.devices == count, default=None)
+
+
+def _spec_kind(spec: str | None) -> str:
+    for line in (SPECS / str(spec)).read_text().splitlines():
+        if line.startswith("device_description_str:"):
+            return line.split(":", 1)[1].strip().strip('"')
+    raise ValueError(f"{spec} has no device_description_str")
+
+
+def spec_memory_bytes(spec: str) -> int:
+    """The device memory a GPU spec file tells the compiler the chip has."""
+    for line in (SPECS / spec).read_text().splitlines():
+        if line.strip().startswith("device_memory_size:"):
+            return int(line.split(":", 1)[1])
+    raise ValueError(f"{spec} has no device_memory_size")
+
+
+# --- What each target's figures are, per JAX device -----------------------------------
+
+# The share of a chip's memory a JAX program can have by default. On a GPU, JAX
+# preallocates 75% of the memory at its first operation (XLA_PYTHON_CLIENT_MEM_FRACTION,
+# JAX's "GPU memory allocation" page); the rest is the CUDA context's and other
+# processes'. A TPU's HBM is the program's.
+USABLE_FRACTION = {"gpu": 0.75, "tpu": 1.0}
+
+
+def describe(target: Target) -> dict[str, Any]:
+    """The record's `target` field: per chip as the vendor gives it, per device (what
+    the compiler's memory analysis is per) where a chip is several devices, and what a
+    JAX program may use of it by default (what `fits` compares with)."""
+    kind = target.kind
+    memory = devices_lib.vendor_memory_bytes(kind)
+    per_device = None if memory is None else memory // target.devices_per_chip
+    peaks = {
+        p: devices_lib.vendor_peak_tflops(kind, p)
+        for p in ("fp32", "tf32", "bf16", "fp16")
+        if devices_lib.vendor_peak_tflops(kind, p) is not None
+    }
+    return {
+        "name": target.name,
+        "platform": target.platform,
+        "chip": target.chip,
+        "chips": target.chips,
+        "devices": target.devices,
+        "topology": target.topology,
+        "gpu_spec": target.spec,
+        "memory_per_chip_bytes": memory,
+        "memory_per_device_bytes": per_device,
+        "usable_fraction": USABLE_FRACTION[target.platform],
+        "usable_bytes_per_device": (
+            None if per_device is None else int(per_device * USABLE_FRACTION[target.platform])
+        ),
+        "bandwidth_bytes_per_s": devices_lib.vendor_bandwidth(kind),
+        "peak_tflops": peaks,
+    }
+
+
+# --- The compilers ---------------------------------------------------------------------
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_compiler(target: Target) -> None:
+    """A usage error naming the install command when `target`'s compiler is missing."""
+    needs = {"tpu": ("libtpu", "libtpu"), "gpu": ("jax_plugins.xla_cuda12", "the CUDA plugin")}
+    module, what = needs[target.platform]
+    if not _installed(module):
+        raise UsageError(f"compiling for {target.name} needs {what}, not installed: {INSTALL}")
+
+
+def compiler_versions() -> dict[str, str | None]:
+    """The installed compiler packages' versions (records' env), None where absent."""
+    found = {}
+    for key, dist in (("libtpu", "libtpu"), ("jax_cuda12_plugin", "jax-cuda12-plugin")):
+        try:
+            found[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            found[key] = None
+    return found
+
+
+@functools.cache
+def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
+    """`target`'s compile-only devices, from its compiler. The one call here that
+    depends on JAX's version (jax.experimental.topologies)."""
+    require_compiler(target)
+    from jax.experimental import topologies
+
+    if target.platform == "tpu":
+        # A one-chip slice is smaller than libtpu's default host (2x2x1): say so.
+        kwargs = {"chips_per_host_bounds": [1, 1, 1]} if target.chips == 1 else {}
+        topology = topologies.get_topology_desc(target.topology, "tpu", **kwargs)
+    else:
+        config = (SPECS / str(target.spec)).read_text()
+        topology = topologies.get_topology_desc(
+            platform="cuda", target_config=config, topology="1x1x1"
+        )
+    return tuple(topology.devices)
+
+
+# --- Before any backend starts ---------------------------------------------------------
+
+
+def _pci_vendors() -> set[str]:
+    root = Path("/sys/bus/pci/devices")
+    try:
+        return {(d / "vendor").read_text().strip().lower() for d in root.iterdir()}
+    except OSError:
+        return set()
+
+
+_GOOGLE, _NVIDIA, _AMD = "0x1ae0", "0x10de", "0x1002"
+
+
+def _accelerators_here() -> bool:
+    """Whether this machine shows any TPU or GPU hardware (PCI vendors, device nodes)."""
+    nodes = ("/dev/accel0", "/dev/vfio/0", "/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")
+    if any(os.path.exists(n) for n in nodes):
+        return True
+    return bool(_pci_vendors() & {_GOOGLE, _NVIDIA, _AMD})
+
+
+def prepare_environment() -> None:
+    """Settings the compilers need, made before any JAX backend starts (jaxcnn's import
+    calls this). Only where no accelerator is here, so a real TPU or GPU is untouched:
+
+    - libtpu skips asking for a TPU VM's metadata server (there is none), is told this
+      host's name (it would log an error looking for it), and may be loaded by several
+      processes at once (pytest-xdist, two studies): its lockfile guards the chips, and
+      there are none to guard.
+    - with a compiler installed, JAX would also try to start TPU and CUDA backends and
+      log their failures at length before settling on the CPU; it is told the CPU is
+      all there is. Compiling for targets does not need those backends.
+    """
+    if _accelerators_here():
+        return
+    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")  # else libtpu logs an error
+    if not (_installed("libtpu") or _installed("jax_plugins.xla_cuda12")):
+        return
+    if jax.config.jax_platforms is None:  # JAX_PLATFORMS, where set, is the user's
+        try:
+            jax.config.update("jax_platforms", "cpu")
+        except RuntimeError:  # a backend already started: too late, and harmless
+            pass

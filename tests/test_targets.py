@@ -1,0 +1,310 @@
+"""Devices not at hand: the real TPU and GPU compilers, on this CPU-only machine.
+
+Compile tests need the [targets] extra (libtpu, the CUDA plugin, ptxas) and skip, saying
+so, where it is not installed; the table, the CLI's usage errors and the missing-compiler
+exit run everywhere. Models are tiny (compiles take seconds here, not minutes); the
+seed-000 pair compiles the seed's own catsdogs_cnn (slow, still in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from experiments import compile_only, records
+from experiments.run import main
+from experiments.workload import Workload
+from jaxcnn import devices, targets
+from jaxcnn.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+HAVE_TARGETS = targets._installed("libtpu") and targets._installed("jax_plugins.xla_cuda12")
+needs_targets = pytest.mark.skipif(
+    not HAVE_TARGETS,
+    reason=f"the [targets] extra (libtpu, the CUDA plugin) is not installed: {targets.INSTALL}",
+)
+TINY_MLP = {"width": 8}
+
+
+def compile_workload(target: str, model: str = "mlp", batch: int = 16, **kw) -> Workload:
+    overrides = kw.pop("model_overrides", TINY_MLP if model == "mlp" else {})
+    strategy = "sharded" if targets.get(target).devices > 1 else "single"
+    return Workload(
+        model=model,
+        model_overrides=overrides,
+        dataset="synthetic",
+        batch_size=batch,
+        epochs=0,
+        strategy=kw.pop("strategy", strategy),
+        kind="compile",
+        target=target,
+        **kw,
+    )
+
+
+# --- The table: runs everywhere ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", list(targets.TARGETS.values()), ids=lambda t: t.name)
+def test_every_target_has_its_chip_figures(target):
+    described = targets.describe(target)
+    assert devices.chip_name(target.kind) == target.chip
+    assert described["memory_per_chip_bytes"] > 0
+    assert described["bandwidth_bytes_per_s"] > 0
+    assert described["peak_tflops"]
+    if target.platform == "gpu":  # what the compiler is told is what fits compares with
+        assert targets.spec_memory_bytes(target.spec) == described["memory_per_chip_bytes"]
+
+
+def test_unknown_target_exits_2_naming_the_known_ones(tmp_path, capsys):
+    code = main(["--target=tpu-v9-8", "--model=mnist_cnn", f"--out={tmp_path}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("error: unknown target 'tpu-v9-8': choose one of tpu-v2-8, ")
+    assert all(name in err for name in targets.TARGETS)
+    assert len(err.splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_target_with_device_is_a_usage_error(tmp_path, capsys):
+    code = main(["--target=gpu-t4", "--device=cpu", "--model=mlp", f"--out={tmp_path}"])
+    assert code == 2
+    assert "give one" in capsys.readouterr().err
+
+
+# A sitecustomize that makes the compilers' packages absent, as on a machine without the
+# extra: importing or finding them raises ModuleNotFoundError, exactly what Python does
+# for a package that is not installed, whatever this venv holds.
+_HIDE = """
+import sys
+HIDDEN = {hidden!r}
+
+class _Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN or name in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Absent())
+"""
+
+
+def _run_hidden(tmp_path: Path, hidden: list[str], *args: str) -> subprocess.CompletedProcess:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(textwrap.dedent(_HIDE.format(hidden=hidden)))
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
+    out = tmp_path / "out"
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.run", *args, f"--out={out}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("target", "hidden", "what"),
+    [
+        ("tpu-v5e-1", ["libtpu"], "needs libtpu"),
+        ("gpu-t4", ["jax_plugins.xla_cuda12", "jax_cuda12_plugin"], "needs the CUDA plugin"),
+    ],
+)
+def test_missing_compiler_is_one_line_naming_the_install(tmp_path, target, hidden, what):
+    run = _run_hidden(tmp_path, hidden, f"--target={target}", "--model=mlp", "--width=8")
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, run.stderr
+    assert lines[-1] == (
+        f"error: compiling for {target} {what}, not installed: {targets.INSTALL}"
+    ), run.stderr
+    assert not (tmp_path / "out").exists()  # before any work or write
+
+
+@needs_targets
+def test_compilers_present_where_the_extra_is(tmp_path):
+    # The positive control of the test above: unhidden, the same check passes.
+    for name in ("tpu-v5e-1", "gpu-t4"):
+        targets.require_compiler(targets.get(name))
+
+
+def test_pmap_cannot_compile_for_a_target():
+    with pytest.raises(UsageError, match="pmap compiles only for devices at hand.*sharded"):
+        compile_only.check(compile_workload("gpu-t4", strategy="pmap"))
+
+
+# --- Real compilers (the [targets] extra) -----------------------------------------------
+
+
+def _valid(record: dict) -> dict:
+    records.validate(record)
+    assert record["compiled_not_run"] is True
+    assert record["workload"]["kind"] == "compile"
+    return record
+
+
+@needs_targets
+def test_step_eval_and_epoch_compile_for_one_tpu_chip():
+    r = _valid(compile_only.run_target(compile_workload("tpu-v5e-1")))
+    assert r["status"] == "ok" and r["fits"] is True, r["message"]
+    assert r["device"]["platform"] == "tpu" and r["device"]["kind"] == "TPU v5 lite"
+    assert r["device"]["count"] == 1
+    assert all(r["compile_time_s"][p] > 0 for p in ("train", "eval", "epoch"))
+    assert r["memory"]["total_bytes"] > 0 and r["epoch_memory"]["total_bytes"] > 0
+    assert r["cost"]["flops"] > 0 and r["cost"]["bytes_accessed"] > 0
+    p = r["prediction"]
+    assert p["flops_source"] == "xla" and p["peak_precision"] == "bf16"
+    assert p["step_time_s"] == max(p["compute_s"], p["memory_s"])
+    assert p["images_per_s"] == 16 / p["step_time_s"]
+    assert r["env"]["libtpu"]
+
+
+@needs_targets
+def test_eight_tpu_chips_under_sharded_split_the_batch():
+    one = compile_only.run_target(compile_workload("tpu-v5e-1", batch=64), ("train",))
+    eight = _valid(compile_only.run_target(compile_workload("tpu-v5e-8", batch=64)))
+    assert eight["status"] == "ok", eight["message"]
+    assert eight["device"]["count"] == 8 and eight["workload"]["strategy"] == "sharded"
+    assert all(eight["compile_time_s"][p] > 0 for p in ("train", "eval", "epoch"))
+    # Each chip computes its eighth of the batch: fewer FLOPs per device than one chip
+    # doing all of it (the compiler counts one device's share).
+    assert eight["cost"]["flops"] < one["cost"]["flops"]
+    # The jaxpr count is global and the same program: equal for both.
+    assert eight["flops"]["per_step"] == one["flops"]["per_step"]
+
+
+@needs_targets
+def test_step_eval_and_epoch_compile_for_a_gpu_with_convolutions():
+    r = _valid(compile_only.run_target(compile_workload("gpu-t4", model="mnist_cnn")))
+    assert r["status"] == "ok", r["message"]
+    assert r["device"]["platform"] == "gpu" and r["device"]["kind"] == "Tesla T4"
+    assert all(r["compile_time_s"][p] > 0 for p in ("train", "eval", "epoch"))
+    assert r["cost"]["flops_source"] == "jaxpr"  # XLA:GPU gives no cost analysis:
+    assert r["cost"]["bytes_accessed"] is None and r["flops"]["xla_per_device"] is None
+    p = r["prediction"]  # so the FLOPs are the jaxpr's and the bytes unknown
+    assert p["flops_source"] == "jaxpr" and p["bytes_source"] is None
+    assert p["memory_s"] is None and p["bound"] == "compute" and p["peak_precision"] == "fp32"
+    assert p["compute_s"] == pytest.approx(r["flops"]["per_step"] / 8.1e12)
+
+
+@needs_targets
+def test_memory_grows_with_the_batch():
+    totals = [
+        compile_only.run_target(compile_workload("gpu-t4", batch=b), ("train",))["memory"][
+            "total_bytes"
+        ]
+        for b in (16, 256)
+    ]
+    assert totals[0] < totals[1]
+
+
+@needs_targets
+@pytest.mark.slow
+def test_seed_000_batch_16_fits_the_mx150_and_32_does_not():
+    def run(batch: int) -> dict:
+        w = compile_workload("gpu-mx150", model="catsdogs_cnn", batch=batch)
+        return _valid(compile_only.run_target(w, ("train",)))
+
+    fits, too_big = run(16), run(32)
+    assert fits["status"] == "ok" and fits["fits"] is True
+    assert too_big["status"] == "oom" and too_big["fits"] is False
+    assert too_big["message"].startswith("needs ")
+    usable = too_big["target"]["usable_bytes_per_device"]
+    assert fits["memory"]["total_bytes"] <= usable < too_big["memory"]["total_bytes"]
+
+
+def _fake_compiler(limit: int, with_memory: bool = True):
+    """A compiler whose step needs 1 MB + 100 kB per image, on a chip that fits `limit`."""
+    tried: list[int] = []
+
+    def run(w: Workload) -> dict:
+        tried.append(w.batch_size)
+        need = 10**6 + 10**5 * w.batch_size
+        usable = 10**6 + 10**5 * limit
+        record = {"status": "ok" if need <= usable else "oom"}
+        if with_memory:
+            record.update(memory={"total_bytes": need}, target={"usable_bytes_per_device": usable})
+        return record
+
+    return run, tried
+
+
+def _search(run, start=16, step=1, cap=4096):
+    return compile_only.batch_search(
+        lambda b: compile_workload("gpu-t4", batch=b), run, start=start, step=step, cap=cap
+    )
+
+
+def test_batch_search_aims_where_memory_reaches_the_chip():
+    run, tried = _fake_compiler(100)
+    found = _search(run)
+    # 16 and 32 fit; the line through them reaches the chip at 100, which fits; a
+    # sixteenth more does not: the largest batch in four compiles.
+    assert tried == [16, 32, 100, 106] and len(found) == 4
+    assert max(b for b, r in zip(tried, found, strict=True) if r["status"] == "ok") == 100
+
+
+def test_batch_search_doubles_and_bisects_without_memory_figures():
+    run, tried = _fake_compiler(100, with_memory=False)
+    found = _search(run)
+    assert tried[:3] == [16, 32, 64]  # doubling while it fits
+    fits = [b for b, r in zip(tried, found, strict=True) if r["status"] == "ok"]
+    misses = [b for b, r in zip(tried, found, strict=True) if r["status"] == "oom"]
+    assert max(fits) <= 100 < min(misses) and min(misses) - max(fits) <= max(fits) // 16
+
+
+def test_batch_search_halves_when_the_start_does_not_fit_and_stops_at_the_cap():
+    run, tried = _fake_compiler(5)
+    _search(run)
+    assert tried[:3] == [16, 8, 4] and 5 in tried and 6 not in tried[:3]
+    run, tried = _fake_compiler(10**6)
+    _search(run, cap=4096)
+    assert tried[-1] == 4096 and max(tried) == 4096
+
+
+@needs_targets
+@pytest.mark.slow
+def test_auto_still_resolves_the_cpu_quietly_with_the_extra_installed():
+    if targets._accelerators_here():
+        pytest.skip("this machine has an accelerator: auto would rightly pick it")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS",)}
+    run = subprocess.run(
+        [sys.executable, "-c", "import jaxcnn, jax; print(jax.devices())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and "CpuDevice" in run.stdout
+    assert run.stderr == ""
+
+
+def test_a_runtime_finds_the_target_that_is_its_chips():
+    assert targets.matching("TPU v5 lite", 8).name == "tpu-v5e-8"  # Kaggle's v5e-8
+    assert targets.matching("TPU v5 lite", 1).name == "tpu-v5e-1"  # Colab's v5e-1
+    assert targets.matching("Tesla T4", 2).name == "gpu-t4"  # Kaggle's two T4s: one of them
+    assert targets.matching("cpu", 1) is None
+
+
+def test_target_here_on_a_cpu_is_a_usage_error(tmp_path, capsys):
+    code = main(["--target=here", "--model=mlp", f"--out={tmp_path}"])
+    assert code == 2
+    assert "no target is this machine's 8 x cpu" in capsys.readouterr().err
+
+
+@needs_targets
+@pytest.mark.parametrize("name", [t.name for t in targets.TARGETS.values() if t.platform == "gpu"])
+def test_every_gpu_spec_compiles_the_step(name):
+    r = _valid(compile_only.run_target(compile_workload(name), ("train",)))
+    if name == "gpu-k80":  # CUDA 12's ptxas has no Kepler (sm_37): the compiler refuses
+        assert r["status"] == "error" and "ptxas" in r["message"]
+    else:  # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
+        assert r["status"] == "ok", r["message"]
+        assert r["device"]["kind"] == targets.get(name).kind
