@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from experiments import analysis
 from experiments.labels import device_label, model_label, workload_kind
@@ -196,7 +196,6 @@ def _plot(grouped, out: Path) -> Path:
         rows = grouped[model]
         colors: dict[str, Any] = {}
         capacities: dict[float, list[str]] = defaultdict(list)
-        ticks = set()
         for name, precision in _row_order(rows):
             by_batch = rows[(name, precision)]
             first = next(iter(by_batch.values()))
@@ -204,7 +203,6 @@ def _plot(grouped, out: Path) -> Path:
             points = sorted((b // chips, _total(r) / GIB) for b, r in by_batch.items() if _total(r))
             if not points:
                 continue
-            ticks.update(p for p, _ in points)
             style = "-" if precision == "f32" else "--"
             line = ax.plot(
                 *zip(*points, strict=True),
@@ -228,13 +226,14 @@ def _plot(grouped, out: Path) -> Path:
                 va="bottom",
             )
         ax.set(xscale="log", yscale="log", xlabel="batch per chip", ylabel="GiB per chip")
-        ax.yaxis.set_major_formatter(ScalarFormatter())
+        # Powers of two on x (the batches a bisection finds would crowd the axis) and
+        # plain numbers on y, small ones included.
+        ax.xaxis.set_major_locator(LogLocator(base=2))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        if ticks:
-            ax.set_xticks(sorted(ticks))
-            ax.xaxis.set_major_formatter(ScalarFormatter())
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.tick_params(axis="x", labelsize=7, rotation=45)
+        ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax.set_title(f"{model}: memory per chip (compiled, not run)", fontsize=9)
         ax.legend(fontsize=5, ncol=2)
     for ax in list(axes.flat)[len(models) :]:
