@@ -504,11 +504,15 @@ def seed_000_headline(records: list[Record]) -> str:
     clauses = []
     for a in answers:
         capacity = _target(a["record"], "memory_per_chip_bytes")
+        usable = _target(a["record"], "usable_bytes_per_device")
+        room = f"its {_gib(capacity)}"
+        if usable and capacity and usable < capacity:  # a GPU: JAX preallocates a share
+            room = f"the {_gib(usable)} JAX can use of {room}"
         verdict = "fits in" if a["fits"] else "does not fit in"
         seed = "trained" if a["ran"] else "ran out of memory"
         clauses.append(
             f"batch {a['batch']} needs {_gib(_total(a['record']))} on `{a['target']}`, "
-            f"which {verdict} its {_gib(capacity)} (the seed: {seed}; "
+            f"which {verdict} {room} (the seed: {seed}; "
             f"{'agrees' if a['agrees'] else 'disagrees'})"
         )
     return (

@@ -224,6 +224,16 @@ def test_seed_000_answered_from_the_mx150_compiles(tmp_path):
     assert seed_000_headline(rs) in report.headline(measured + rs, "REPORT.md")
 
 
+def test_seed_000_names_the_memory_jax_can_use_where_it_is_less_than_the_chip_has():
+    rs = _targets_records()
+    for r in rs:
+        if r["target"]["name"] == "gpu-mx150":
+            r["target"] = {**r["target"], "usable_bytes_per_device": int(1.5 * 2**30)}
+    assert "does not fit in the 1.5 GiB JAX can use of its 2 GiB (the seed: ran out" in (
+        seed_000_headline(rs)
+    )
+
+
 def test_batch_study_takes_the_target_compiler_for_seed_000(tmp_path):
     # XLA:CPU says batch 16 needs 2.5 GiB (over the MX150's 2): the CPU's own compiler
     # disagrees with the seed; the MX150 target's answers in its place.
