@@ -403,7 +403,9 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
         assert record["status"] == "error"
         assert record["message"].startswith("CheckpointSaveError: could not save checkpoint ")
         assert f" in {full_disk}/" in record["message"] and "KiB free)" in record["message"]
-        assert "RESOURCE_EXHAUSTED" in record["message"]  # TensorStore's words, kept
+        # The cause in the writer's own words: TensorStore's, or the OS's where the disk
+        # fills on a write Orbax makes itself (which one depends on where it fills).
+        assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record["message"])
 
 
 def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
