@@ -38,7 +38,8 @@ def check(workload: Workload) -> targets.Target:
     if workload.kind != "compile" or workload.target is None:
         raise UsageError("a compile-only workload needs kind 'compile' and a target")
     target = targets.get(workload.target)
-    targets.require_compiler(target)
+    # What was asked is checked before what is installed: a wrong request stays wrong
+    # whatever the install, and its error is the one worth reading first.
     models.get(workload.model, **workload.module_overrides())
     check_batch_size(workload.batch_size, target.devices)
     if workload.strategy == "single" and target.devices > 1:
@@ -48,6 +49,7 @@ def check(workload: Workload) -> targets.Target:
         )
     if workload.strategy not in ("single", "sharded"):
         input_shardings(workload.strategy, [])  # pmap, or an unknown name: a usage error
+    targets.require_compiler(target)
     return target
 
 
