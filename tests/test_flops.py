@@ -2,6 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import Analysed
 from jax.sharding import PartitionSpec as P
 
 from jaxcnn import flops, models, train
@@ -182,18 +183,6 @@ def test_xla_flops_reads_cost_analysis():
     assert got is None or got == pytest.approx(2 * m * n * k, rel=0.01)
 
 
-class _Analysed:
-    """Stands in for a jax Compiled whose cost_analysis returns `analysis`."""
-
-    def __init__(self, analysis):
-        self.analysis = analysis
-
-    def cost_analysis(self):
-        if isinstance(self.analysis, Exception):
-            raise self.analysis
-        return self.analysis
-
-
 @pytest.mark.parametrize(
     ("analysis", "expected"),
     [
@@ -207,4 +196,4 @@ class _Analysed:
     ],
 )
 def test_xla_flops_is_none_where_xla_gives_nothing(analysis, expected):
-    assert flops.xla_flops(_Analysed(analysis)) == expected
+    assert flops.xla_flops(Analysed(analysis)) == expected

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import Analysed
 
 from experiments import measure, records
 from experiments.workload import Workload, load_splits, run_workload
@@ -189,16 +190,6 @@ def test_bandwidth_is_bytes_read_and_written_per_second():
     assert 0 < measured["p10"] <= measured["bytes_per_s"] <= measured["p90"]
 
 
-class _Compiled:
-    def __init__(self, analysis):
-        self.analysis = analysis
-
-    def cost_analysis(self):
-        if isinstance(self.analysis, Exception):
-            raise self.analysis
-        return self.analysis
-
-
 def test_step_cost_reads_the_compiled_analysis():
     a, b = jnp.ones((8, 16)), jnp.ones((16, 4))
     compiled = jax.jit(jnp.dot).lower(a, b).compile()
@@ -215,14 +206,14 @@ def test_step_cost_reads_the_compiled_analysis():
     "analysis", [None, [], {}, {"flops": -1.0}, NotImplementedError("no cost analysis")]
 )
 def test_step_cost_falls_back_to_the_jaxpr_count(analysis):
-    cost = measure.step_cost(_Compiled(analysis), 5000.0)
+    cost = measure.step_cost(Analysed(analysis), 5000.0)
     assert (cost["flops"], cost["flops_source"], cost["bytes_accessed"]) == (5000.0, "jaxpr", None)
-    assert measure.step_cost(_Compiled(analysis))["flops_source"] is None
+    assert measure.step_cost(Analysed(analysis))["flops_source"] is None
 
 
 def test_step_cost_keeps_the_tpu_estimate_and_drops_uncounted_bytes():
     analysis = [{"flops": 10.0, "bytes accessed": -1.0, "optimal_seconds": -2.5}]
-    assert measure.step_cost(_Compiled(analysis)) == {
+    assert measure.step_cost(Analysed(analysis)) == {
         "flops": 10.0,
         "bytes_accessed": None,
         "optimal_seconds": -2.5,
