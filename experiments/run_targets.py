@@ -13,12 +13,13 @@ the install command) before any work.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
 
 from experiments import compile_only, records
-from experiments.studies import COMPILE_STUDIES
+from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
 from jaxcnn import models, targets
@@ -151,6 +152,25 @@ def describe(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cell_title(cell: TargetCell) -> str:
+    return f"{cell.model} on {cell.target}, {cell.precision}"
+
+
+def _cell_workload(cell: TargetCell, batch: int) -> Workload:
+    """The compile-only workload of the targets study's `cell` at global batch `batch`."""
+    return Workload(
+        model=cell.model,
+        dataset="synthetic",
+        batch_size=batch,
+        epochs=0,
+        strategy=cell.strategy,
+        precision=cell.precision,
+        kind="compile",
+        target=cell.target,
+        study="targets",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """--target or --study=targets: usage errors first, then compile and tell."""
     _check_flags(args)
@@ -177,25 +197,15 @@ def run(args: argparse.Namespace) -> int:
         done = [runner(w)]
     else:
         done = []
+        # Every cell's first batch before any cell's search: a study stopped early (each
+        # compile costs seconds to minutes here) still says something of every model on
+        # every target. The search then starts from the batch already recorded.
         for i, cell in enumerate(cells, 1):
-            print(
-                f"[{i}/{len(cells)}] {cell.model} on {cell.target}, {cell.precision}",
-                file=sys.stderr,
-            )
-
-            def make(batch: int, cell=cell) -> Workload:
-                return Workload(
-                    model=cell.model,
-                    dataset="synthetic",
-                    batch_size=batch,
-                    epochs=0,
-                    strategy=cell.strategy,
-                    precision=cell.precision,
-                    kind="compile",
-                    target=cell.target,
-                    study="targets",
-                )
-
+            print(f"[first batches {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
+            done.append(runner(_cell_workload(cell, cell.start)))
+        for i, cell in enumerate(cells, 1):
+            print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
+            make = functools.partial(_cell_workload, cell)
             done += compile_only.batch_search(
                 make, runner, start=cell.start, step=cell.step, cap=cell.cap
             )
