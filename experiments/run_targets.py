@@ -13,6 +13,7 @@ the install command) before any work.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import sys
 from pathlib import Path
@@ -152,6 +153,17 @@ def describe(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _breadth_first(cells: list[TargetCell]) -> list[TargetCell]:
+    """The first batches' order: f32 before bf16, and every chip's smallest target before
+    a second target of any chip (tpu-v5e-1 before tpu-v5e-8), each group in the study's
+    order: a pass stopped early has put each model on as many chips as it could."""
+    repeat, seen = {}, collections.Counter()
+    for t in sorted(targets.TARGETS.values(), key=lambda t: t.devices):
+        repeat[t.name] = seen[t.chip]
+        seen[t.chip] += 1
+    return sorted(cells, key=lambda c: (c.precision != "f32", repeat[c.target]))
+
+
 def _cell_title(cell: TargetCell) -> str:
     return f"{cell.model} on {cell.target}, {cell.precision}"
 
@@ -200,8 +212,9 @@ def run(args: argparse.Namespace) -> int:
         # Every cell's first batch before any cell's search: a study stopped early (each
         # compile costs seconds to minutes here) still says something of every model on
         # every target. The search then starts from the batch already recorded.
-        for i, cell in enumerate(cells, 1):
-            print(f"[first batches {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
+        first = _breadth_first(cells)
+        for i, cell in enumerate(first, 1):
+            print(f"[first batches {i}/{len(first)}] {_cell_title(cell)}", file=sys.stderr)
             done.append(runner(_cell_workload(cell, cell.start)))
         for i, cell in enumerate(cells, 1):
             print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)

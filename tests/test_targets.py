@@ -308,3 +308,20 @@ def test_every_gpu_spec_compiles_the_step(name):
     else:  # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
         assert r["status"] == "ok", r["message"]
         assert r["device"]["kind"] == targets.get(name).kind
+
+
+def test_first_batches_go_breadth_first_over_chips_and_precisions():
+    from experiments.run_targets import _breadth_first
+    from experiments.studies import targets as targets_study
+
+    cells = targets_study()
+    first = _breadth_first(cells)
+    assert sorted(first, key=cells.index) == cells  # the same cells, reordered
+    precisions = [c.precision for c in first]
+    assert precisions == sorted(precisions, key=lambda p: p != "f32")  # every f32 first
+    f32 = [c.target for c in first if c.precision == "f32"]
+    last = {name: i for i, name in enumerate(f32)}
+    # every chip's smallest target for every model before any chip's second target
+    smallest = ("tpu-v2-8", "tpu-v3-8", "tpu-v4-8", "tpu-v5e-1", "tpu-v5p-8", "tpu-v6e-1")
+    seconds = ("tpu-v5e-8", "tpu-v6e-8", "tpu-v4-32", "tpu-v5e-16", "tpu-v6e-64")
+    assert max(last[n] for n in smallest) < min(f32.index(n) for n in seconds)
