@@ -18,9 +18,10 @@ this host, each under the host memory policy it was fastest with. Both sides wri
 own full records to OUT (env.turns names the pair; the bench table leaves them out), and
 this driver one record of kind "paired" with every round's images/s and the ratios.
 
-The other side can be JAX itself (`--peer=jax:cpu:step:retain`): issue 8 asks whether the
-epoch as one compiled loop beats per-step dispatch, and a question about 10% needs the
-two loops measured in turns just as much (PERFORMANCE.md, entry 18):
+The other side can be JAX itself (`--peer=jax:cpu:step:retain`): whether the epoch as one
+compiled loop beats per-step dispatch is a question about 10%, and needs the two loops
+measured in turns just as much (docs/performance-log.md, "The compiled epoch against
+per-step dispatch, measured in turns"):
 
     python -m benchmarks.paired --jax=cpu:device:retain --peer=jax:cpu:step:retain
 

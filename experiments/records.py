@@ -26,7 +26,8 @@ Schema (version 1). Required in every record:
             machine id and the host name (devices.machine_id); since reruns skip a CPU
             cell only when it was recorded on this machine; absent in older records]},
     env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
-In records made since issue 8 (absent before: read as loop step, formulation xla):
+Since the loop and formulation became choices (absent before: read as loop step,
+formulation xla):
     loop                                   step | device, as run
     formulation {name, conv, pool}         how convolutions and pools were computed
                                            (jaxcnn.formulation; name xla|cpu)

@@ -20,7 +20,7 @@ from experiments.stats import summarize
 from experiments.tables import format_table
 
 Record = dict[str, Any]
-GOAL = 1.5  # issue 8: JAX's best f32 figure over the fastest peer's
+GOAL = 1.5  # the CPU goal: JAX's best f32 figure at this multiple of the fastest peer's
 
 
 def configuration(record: Record) -> str:
@@ -489,8 +489,8 @@ LOOPS_INTRO = (
 MATRIX_INTRO = (
     "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
     "measured in turns as above: the epoch as one compiled loop (`device`) against one "
-    "compiled step per batch dispatched from Python (`step`), which issue 8 asks the "
-    "first to beat, and each loop under the two host memory policies (`retain`, "
+    "compiled step per batch dispatched from Python (`step`), which the first is meant "
+    "to beat, and each loop under the two host memory policies (`retain`, "
     "`system`). A column per pair, `first / second`: the ratio of their timed blocks, "
     "round by round, median [p10-p90] over the latest session's passes; `(faster)` / "
     "`(slower)` where its whole p10-p90 lies above / below 1, nothing where the rounds "
@@ -540,7 +540,7 @@ INTRO = (
     "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
     "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
-    f"peer's (the issue's goal is {GOAL}). Where a configuration was measured under "
+    f"peer's (the goal is {GOAL}). Where a configuration was measured under "
     "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
     "the faster one's latest record, marked `(system)` where glibc's defaults beat "
     "`retain` (the default for the CPU's step loop). Where the paired driver measured "
@@ -558,7 +558,7 @@ PLOT = "study_bench.png"
 
 
 def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    """Issue 8: the fastest train step on each device, against PyTorch and Keras."""
+    """The fastest train step on each device, against PyTorch and Keras."""
     table = bench_table(records)
     if not table:
         return "", []
@@ -568,7 +568,7 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     path = _plot(groups, configs, peers, out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
     text = (
-        f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
+        f"## Study: bench\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
         f"{_paired_part(records)}{_host_memory_part(records)}"
     )
     return text, [path] if path else []

@@ -6,7 +6,7 @@ the project grew from).
     python -m experiments.run --study=NAME --smoke --device=cpu   # seconds, for tests
 
 A study is `(Context) -> list[Workload]`: what to run given the devices at hand. Sizes
-are the issue's ("full") on accelerators; where the full size would take hours on a
+are the full ones on accelerators; where the full size would take hours on a
 CPU, the study picks a smaller one and its docstring says which. `--smoke` shrinks any
 study to seconds on a CPU (digits instead of MNIST, tiny models, a few steps, 3 timed
 steps): it checks that the study runs and writes valid records, nothing more.
@@ -385,7 +385,7 @@ BENCH_BATCHES_LARGE_MODELS = (32, 128, 512)
 
 
 def bench(ctx: Context) -> list[Workload]:
-    """How fast is the train step, and which choice makes it so? (issue 8)
+    """How fast is the train step, and which choice makes it so?
 
     `lenet5_keras`, `mnist_cnn` and `mlp` n=4096 at batch 32, 128 and 512 (and 2048
     and 8192 on accelerators, where the best batch is larger), timing only
@@ -395,7 +395,7 @@ def bench(ctx: Context) -> list[Workload]:
     CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
     and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
     platform's formulation in both loops. The report sets the CPU figures beside the
-    PyTorch peer's (benchmarks/peers.py) and the issue's peer table. Both loops run in
+    PyTorch and Keras peers' (benchmarks/peers.py). Both loops run in
     one process, so on a CPU `--host-memory=auto` gives both `retain` (the step loop's
     choice, jaxcnn/host_memory.py); `--host-memory=system` measures the other policy.
 
@@ -461,7 +461,7 @@ def bench(ctx: Context) -> list[Workload]:
 
 
 def roofline(ctx: Context) -> list[Workload]:
-    """How far is a measured step from its predicted (roofline) time? (issue 21)
+    """How far is a measured step from its predicted (roofline) time?
 
     The bench's cells (its models and batches) in the configurations the bench finds
     fastest: the platform's formulation, in both loops, f32 (and bf16 on accelerators,
@@ -492,8 +492,9 @@ def roofline(ctx: Context) -> list[Workload]:
 
 
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;
-# a CPU runs f32 (bf16 is slower there: PERFORMANCE.md entry 8) at a batch it runs fast.
-# Peak learning rates per batch: from CPU runs (PERFORMANCE.md entry 17).
+# a CPU runs f32 (XLA:CPU runs bf16 no faster than f32 and pays the conversions:
+# docs/performance-log.md, "bf16 compute") at a batch it runs fast. Peak learning rates
+# per batch: from CPU runs (docs/performance-log.md, "The speedrun recipe").
 SPEEDRUN_CPU = {"precision": "f32", "batches": {128: 1e-2}, "budgets": (1, 2), "seeds": 3}
 SPEEDRUN_ACCELERATOR = {
     "precision": "bf16",
@@ -504,7 +505,7 @@ SPEEDRUN_ACCELERATOR = {
 
 
 def speedrun(ctx: Context) -> list[Workload]:
-    """How fast does a device train mnist_cnn to 99% test accuracy? (issue 8)
+    """How fast does a device train mnist_cnn to 99% test accuracy?
 
     The recipe: the training set resident on the device and each epoch one compiled
     loop (`loop=device`), Adam on a one-cycle schedule that spans the run and peaks at
@@ -514,7 +515,8 @@ def speedrun(ctx: Context) -> list[Workload]:
     budget's seeds (mean final test accuracy on the real test split, median training
     time with compile and evaluation excluded) and names the fastest budget whose mean
     reaches 99%. The learning rates were chosen on this repository's CPU runs
-    (PERFORMANCE.md entry 17), accuracy being a property of the recipe, not the chip.
+    (docs/performance-log.md, "The speedrun recipe"), accuracy being a property of the
+    recipe, not the chip.
 
     Command: python -m experiments.run --study=speedrun --device=gpu --data-dir=DIR
     Sizes: accelerators: batch 512, 1024 and 2048, 2-5 epochs, 3 seeds; CPU: batch

@@ -317,7 +317,8 @@ def reserve_collective_threads(environ: MutableMapping[str, str] = os.environ) -
 # passes them to jax.jit; records name them). XLA:CPU's copy insertion, without its
 # region analysis, copies a donated parameter that an in-place update overwrites while
 # the step still reads it (the 4096x4096 kernel of `mlp`, every step); with it, the
-# reads are ordered before the update and the copy goes (PERFORMANCE.md, entry 22).
+# reads are ordered before the update and the copy goes (docs/performance-log.md,
+# "XLA:CPU's copy insertion with region analysis").
 _COMPILER_OPTIONS: dict[str, dict[str, Any]] = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
 }
