@@ -23,7 +23,7 @@ from experiments import compile_only, records
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
-from jaxcnn import models, targets
+from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
 
 # Flags that mean "run here", which a compile-only command does not do.
@@ -153,6 +153,14 @@ def describe(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class StoppedBetweenCompiles(loop.Stopped):
+    """A SIGTERM stopped the compiles; nothing is checkpointed (each record is whole)."""
+
+    def __init__(self, compiled: int) -> None:
+        BaseException.__init__(self, f"stopped between compiles, after {compiled} compile(s)")
+        self.step, self.saved = 0, None
+
+
 def _breadth_first(cells: list[TargetCell]) -> list[TargetCell]:
     """The first batches' order: f32 before bf16, and every chip's smallest target before
     a second target of any chip (tpu-v5e-1 before tpu-v5e-8), each group in the study's
@@ -204,7 +212,19 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     said = lambda r: print(describe(r), flush=True)  # noqa: E731
-    runner = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    compile_cell = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    compiled = 0
+
+    def runner(w: Workload) -> dict[str, Any]:
+        # SIGTERM (experiments.run asks every loop to stop) ends the study between
+        # compiles, as it ends training between steps: what is recorded stays, a rerun
+        # goes on from there.
+        nonlocal compiled
+        if loop.stop_requested():
+            raise StoppedBetweenCompiles(compiled)
+        compiled += 1
+        return compile_cell(w)
+
     if cells is None:
         done = [runner(w)]
     else:
