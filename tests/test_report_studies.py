@@ -317,9 +317,11 @@ def test_devices_section(rendered):
 
 def test_crossover_section(rendered):
     section = _section(rendered[0], "Study: crossover")
-    cpu = [(_params(w), ms / 1e3) for w, ms in zip(WIDTHS, CPU_MS, strict=True)]
-    gpu = [(_params(w), ms / 1e3) for w, ms in zip(WIDTHS, GPU_MS, strict=True)]
-    expected = analysis.crossover_point(cpu, gpu)
+    # The CPU's step takes 2 ms at width 128 and 4 ms at 512, the GPU's 3 ms at both:
+    # log(t_gpu / t_cpu) goes from log 1.5 to log 0.75, so in log-log space the
+    # crossing lies log2(1.5) of the way from 128's parameter count to 512's.
+    assert (CPU_MS[1:3], GPU_MS[1:3], WIDTHS[1:3]) == ((2.0, 4.0), (3.0, 3.0), (128, 512))
+    expected = _params(128) * (_params(512) / _params(128)) ** math.log2(1.5)
     assert _params(128) < expected < _params(512)
     assert f"{expected:,.0f}" in section
     assert "cpu / gpu NVIDIA H100 80GB HBM3" in section  # CPU faster small, GPU large

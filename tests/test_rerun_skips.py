@@ -49,6 +49,7 @@ def test_a_cpu_record_without_a_machine_never_counts_as_made_here(tmp_path, caps
     capsys.readouterr()
     assert main(argv) == 0
     assert "already recorded" not in capsys.readouterr().err
+    assert len(records.load(path)) == 2  # measured again, here
 
 
 def test_an_accelerator_record_counts_from_any_machine_with_the_chip():
