@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments import records
+from experiments import measure, records
 from experiments.run import main
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
@@ -298,6 +298,18 @@ def test_collective_threads_cover_twice_the_cpu_devices():
     assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "1"}) is None
     kept = {"JAX_NUM_CPU_DEVICES": "8", "NPROC": "3"}  # the user's choice stays
     assert devices.reserve_collective_threads(kept) is None and kept["NPROC"] == "3"
+    assert devices.cpu_threads(kept) == {"NPROC": "3", "set_by": "user"}
+    assert devices.cpu_threads({}) is None  # XLA sizes its pools itself
+
+
+def test_records_say_what_sized_the_cpu_threads(monkeypatch):
+    monkeypatch.delenv("NPROC", raising=False)
+    monkeypatch.setattr(devices, "_reserved_threads", None)
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    threads = devices.reserve_collective_threads()  # what `import jaxcnn` does
+    assert measure.environment()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
+    monkeypatch.setenv("NPROC", "3")
+    assert measure.environment()["cpu_threads"] == {"NPROC": "3", "set_by": "user"}
 
 
 # Many independent pmap programs, each with an all-reduce, all in flight at once: the
