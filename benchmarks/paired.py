@@ -455,7 +455,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--passes", type=int, default=3, help="passes over the pairs (default 3)")
     p.add_argument("--data-dir", help="MNIST's IDX files, for the JAX side (as the bench)")
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=records.DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
+        "--out=results adds to the records this repository commits)",
+    )
     args = p.parse_args(argv)
     args.models = _list(args.models, MODELS, "model")
     if args.passes < 1:

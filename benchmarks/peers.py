@@ -581,7 +581,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="host allocator, as the JAX bench's on CPU: retain (default; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=records.DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
+        "--out=results adds to the records this repository commits)",
+    )
     args = p.parse_args(argv)
     args.models = _names(args.models, MODELS, "model")
     args.batch_sizes = _batches(args.batch_sizes)

@@ -194,6 +194,7 @@ def environment() -> dict[str, Any]:
         "host": socket.gethostname(),
         "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host_memory": host_memory.current(),
+        "cpu_threads": devices_lib.cpu_threads(),  # NPROC: jaxcnn's reserve or the user's
     }
     paired = turns.describe()  # a side of benchmarks/paired.py: its blocks took turns
     if paired:

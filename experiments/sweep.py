@@ -51,7 +51,7 @@ from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, exclusive
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import Stopped, stop_requested
+from jaxcnn.loop import Stopped, stop_agreed
 
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 
@@ -227,8 +227,9 @@ def run_sweep(
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
-        if stop_requested():  # asked to stop (SIGTERM) between workloads
-            raise Stopped(0, None)
+        asked = stop_agreed()  # asked to stop (SIGTERM) between workloads, on any process
+        if asked:
+            raise Stopped(0, None, asked)
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -27,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments import records
+from experiments import measure, records
 from experiments.run import main
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
@@ -322,6 +323,63 @@ def test_collective_threads_cover_twice_the_cpu_devices():
     assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "1"}) is None
     kept = {"JAX_NUM_CPU_DEVICES": "8", "NPROC": "3"}  # the user's choice stays
     assert devices.reserve_collective_threads(kept) is None and kept["NPROC"] == "3"
+    assert devices.cpu_threads(kept) == {"NPROC": "3", "set_by": "user"}
+    assert devices.cpu_threads({}) is None  # XLA sizes its pools itself
+
+
+def test_records_say_what_sized_the_cpu_threads(monkeypatch):
+    monkeypatch.delenv("NPROC", raising=False)
+    monkeypatch.setattr(devices, "_reserved_threads", None)
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    threads = devices.reserve_collective_threads()  # what `import jaxcnn` does
+    assert measure.environment()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
+    monkeypatch.setenv("NPROC", "3")
+    assert measure.environment()["cpu_threads"] == {"NPROC": "3", "set_by": "user"}
+
+
+# Many independent pmap programs, each with an all-reduce, all in flight at once: the
+# shape of `loop.evaluate`'s eval steps (nothing orders one after another). With as
+# many XLA:CPU workers as devices, replicas of several programs waiting in their
+# rendezvous hold every worker and the last replica of the oldest one never runs: a
+# 5 s rendezvous timeout aborts the process. On 2 cores loaded by other jobs this
+# aborted 5 times of 5 with 8 workers and completed 5 times of 5 with jaxcnn's 16.
+_COLLECTIVES_IN_FLIGHT = """
+import os, jaxcnn, jax, jax.numpy as jnp
+f = jax.pmap(lambda x: jax.lax.psum(jnp.tanh(x @ x).sum(0), "i"), axis_name="i")
+x = jnp.ones((jax.device_count(), 256, 256))
+jax.block_until_ready([f(x + k) for k in range(200)])
+print("threads", os.environ["NPROC"])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reserved", [True, False])
+def test_collectives_in_flight_deadlock_only_without_the_reserved_threads(reserved):
+    """The deadlock for real, bounded by XLA's own rendezvous timeout: it aborts with
+    workers = devices (NPROC=8, a user's NPROC is kept; XLA's own choice on up to 8
+    cores), and completes with the workers jaxcnn reserves."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NPROC", "JAX_NUM_CPU_DEVICES")}
+    env["JAX_PLATFORMS"] = "cpu"
+    env["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=8 "
+        "--xla_cpu_collective_call_warn_stuck_timeout_seconds=2 "
+        "--xla_cpu_collective_call_terminate_timeout_seconds=5"
+    )
+    if not reserved:
+        env["NPROC"] = "8"
+    run = subprocess.run(
+        [sys.executable, "-c", _COLLECTIVES_IN_FLIGHT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    if reserved:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert f"threads {max(os.cpu_count() or 1, 16)}" in run.stdout
+    else:  # the positive control: stuck in a rendezvous, then XLA's abort
+        assert run.returncode == -signal.SIGABRT, (run.returncode, run.stderr[-2000:])
+        assert "Expected 8 threads to join the rendezvous" in run.stderr
 
 
 @pytest.mark.slow
