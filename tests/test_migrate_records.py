@@ -191,3 +191,13 @@ def test_checkpoint_folders_follow_their_records_to_the_new_key(old_file, capsys
 def test_a_missing_file_is_one_line_and_exit_2(tmp_path, capsys):
     assert migrate_records.main([str(tmp_path / "nope.jsonl")]) == 2
     assert capsys.readouterr().err == f"no such file or folder: {tmp_path / 'nope.jsonl'}\n"
+
+
+def test_the_fields_filled_in_are_the_workload_defaults_but_the_formulation():
+    """What schema 1 left out meant the default of its day: Workload's defaults, but
+    for the formulation (before it existed, XLA's convolutions ran; auto means the
+    platform's own today)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Workload)}
+    added = migrate_records.ADDED_WORKLOAD_FIELDS
+    assert {k: defaults[k] for k in added} == {**added, "formulation": "auto"}
+    assert set(defaults) == set(BASE) | set(added)  # a new field needs its migration
