@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -43,11 +42,9 @@ import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
-from benchmarks.peers import git_commit
 from experiments import records, report_bench, turns
 from experiments.stats import summarize
 
@@ -316,15 +313,6 @@ def side_record(out: Path, pair: str, side: str) -> dict[str, Any] | None:
     return found[-1] if found else None
 
 
-def environment() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "git_commit": git_commit(),
-        "host": socket.gethostname(),
-        "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
 def paired_record(
     pair: str,
     model: str,
@@ -359,7 +347,7 @@ def paired_record(
         "device": jax_record.get("device")
         or {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
             "host": socket.gethostname()},
-        "env": environment(),
+        "env": records.environment(packages=()),
         "session": session,
     }  # fmt: skip
     if error:  # what was asked, so that the report finds the failure's cell

@@ -3,8 +3,8 @@
     done, skipped = run_sweep(workloads, jax.devices(), Path("runs"))
 
 Nothing lost, nothing twice: a workload whose configuration key already has a final
-record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
-retried. Usage mistakes (an unknown model, a batch that does not split over the
+record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force` (records.recorded);
+an `error` is retried. Usage mistakes (an unknown model, a batch that does not split over the
 devices) and data that cannot be read raise JaxcnnError before anything is run or
 written. The device's matmul ceiling and memory bandwidth are measured once, before the
 first workload that runs. With many processes, all run the same workloads (process 0
@@ -39,10 +39,9 @@ from experiments.workload import (
     Split,
     Workload,
     check,
-    config_key,
     devices_for,
     load_splits,
-    new_record,
+    record_for,
     run_workload,
     split_key,
     train_examples,
@@ -52,39 +51,6 @@ from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, exclusive
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import Stopped, stop_agreed
-
-FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
-
-
-def recorded(path: Path, machine: str | None = None) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """(the last final record per config key, the keys with a `skipped` record) already
-    in `path`; a bad line is skipped with a warning by records.load. With `machine`
-    (devices.machine_id()), only the records that count as made here (`made_here`)."""
-    if not path.exists():
-        return {}, set()
-    found, skips = {}, set()
-    for record in records.load(path):
-        key = record.get("config_key")
-        if not isinstance(key, str) or (machine and not made_here(record, machine)):
-            continue
-        if record["status"] in FINAL_STATUSES:
-            found[key] = record
-        elif record["status"] == "skipped":
-            skips.add(key)
-    return found, skips
-
-
-def made_here(record: dict[str, Any], machine: str) -> bool:
-    """Whether a record with a config key of this run's measured what this run would.
-    An accelerator's key names its chip, so a record from any machine with that chip
-    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
-    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
-    host names repeat ("localhost", a committed record's VM name): only a record from
-    this very machine (device.machine) counts, and one without it never does."""
-    device = record["device"]
-    if device.get("kind") != device.get("platform"):
-        return True
-    return device.get("machine") == machine
 
 
 def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
@@ -175,7 +141,7 @@ def _splits_for(
 
 
 def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) -> dict:
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     record.update(status="skipped", message=reason)
     return record
 
@@ -214,9 +180,12 @@ def run_sweep(
     check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
     path = out / records.RECORDS_FILE
-    found, skips = recorded(path, devices_lib.machine_id())
+    found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
-    keys = [config_key(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)]
+    keys = [
+        records.config_key(w.describe(), devices_lib.describe(d))
+        for w, d in zip(workloads, used, strict=True)
+    ]
     skip = agreed([key in found and not force for key in keys])
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []

@@ -17,11 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
-import json
 import time
-import traceback
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +28,7 @@ import numpy as np
 import optax
 
 from experiments import measure, records
-from jaxcnn import data, epochs, models, train
+from jaxcnn import data, epochs, host_memory, models, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import formulation as formulation_lib
 from jaxcnn.checkpoint import Checkpoints, params_digest
@@ -63,8 +59,8 @@ class Workload:
     strategy: str = "single"
     precision: str = "f32"  # compute dtype; params and optimizer state stay f32
     timing_steps: int = 20
-    # Added by the studies; a field at its default is left out of the config key, so
-    # records made before these fields existed keep their keys.
+    # Added by the studies (schema 1 records left them out at their defaults;
+    # experiments/migrate_records.py writes them in).
     study: str | None = None  # the study that made it; None for a single --model run
     kind: str = "train"  # train | matmul | ensemble
     num_devices: int | None = None  # the first N devices the sweep has; None = all
@@ -79,7 +75,7 @@ class Workload:
     # set on the device and each epoch one compiled loop (jaxcnn.epochs).
     loop: str = "step"
     # How convolutions and pools are computed (jaxcnn.formulation): auto = the
-    # platform's default; the record names the one used, the config key includes it.
+    # platform's default; the record names the one used, the config key what was asked.
     formulation: str = "auto"
     # The learning rate over the run (jaxcnn.train.learning_rate_schedule): constant,
     # or onecycle, which peaks at learning_rate and spans the run's training steps.
@@ -217,63 +213,20 @@ def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split,
     return fitted(train_split), None if test_split is None else fitted(test_split)
 
 
-_FIRST_ADDED = [f.name for f in dataclasses.fields(Workload)].index("study")
-
-
-def config_key(workload: Workload, device: dict[str, Any]) -> str:
-    """A stable hash of what a record measures: the workload and the device platform,
-    kind and count (not the time). Equal keys mean "the same cell"; a rerun skips cells
-    already recorded, and checkpoints live under this name.
-
-    An accelerator's kind names its chip ("TPU v5 lite"), so records from two hosts with
-    the same chip are one cell. JAX names every CPU just "cpu": there the host stands in
-    for the chip, so a record committed from one computer is not taken for another's."""
-    described = workload.describe()
-    added = {f.name: f.default for f in dataclasses.fields(Workload)[_FIRST_ADDED:]}
-    keyed = {k: v for k, v in described.items() if k not in added or v != added[k]}
-    keyed.pop("oom_group", None)
-    # The formulation that runs, not the name asked for: auto and cpu on a CPU are one
-    # cell; xla is left out, so records from before formulations existed keep their keys.
-    keyed.pop("formulation", None)
-    chosen = formulation_lib.resolve(workload.formulation, device["platform"]).name
-    if workload.kind != "matmul" and chosen != "xla":
-        keyed["formulation"] = chosen
-    identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
-    if device["kind"] == device["platform"] and "host" in device:
-        identity["host"] = device["host"]
-    what = {"workload": keyed, "device": identity}
-    text = json.dumps(what, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def new_record(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
+def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
+    """The skeleton record (records.new_record) of `workload` on `devices`: the devices
+    described, and the formulation and compiler options it runs with there."""
     device = devices_lib.describe(devices)
-    return {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": uuid.uuid4().hex,
-        "config_key": config_key(workload, device),
-        "status": "error",
-        "message": None,
-        "workload": workload.describe(),
-        "device": device,
-        "env": measure.environment(),
-        "loop": workload.loop,
-        "formulation": formulation_for(workload, device["platform"]).describe(),
-        "compiler_options": compiler_options(workload.strategy, device["platform"]),
-    }
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
-
-
-def _failure(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
-    """A failing workload is data, not the end of a sweep: oom is a finding, else error."""
-    record["status"] = measure.classify_failure(error)
-    record["message"] = _one_line(error)
-    record["traceback_tail"] = traceback.format_exc().splitlines()[-3:]
-    return record
+    return records.new_record(
+        workload.describe(),
+        device,
+        records.environment(
+            host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
+        ),
+        loop=workload.loop,
+        formulation=formulation_for(workload, device["platform"]).describe(),
+        compiler_options=compiler_options(workload.strategy, device["platform"]),
+    )
 
 
 def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
@@ -419,7 +372,7 @@ def _run_train(
     ceiling: dict[str, dict[str, Any]] | None,
     bandwidth: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
     module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
@@ -499,7 +452,7 @@ def _run_train(
         )
         return record
     except Exception as error:
-        return _failure(record, error)
+        return records.failed(record, error)
     last = history[-1] if history else {}
     record.update(
         status="ok",
@@ -529,7 +482,7 @@ def _run_matmul(
     workload: Workload, devices: list[jax.Device], ceiling: dict[str, dict[str, Any]] | None
 ) -> dict[str, Any]:
     """One jitted (n, n) @ (n, n) in the workload's dtype on one device: 2 n^3 FLOPs."""
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     n, device = workload.batch_size, devices[0]
     dtype = jnp.dtype(PRECISIONS[workload.precision])
     try:
@@ -548,7 +501,7 @@ def _run_matmul(
     except JaxcnnError:
         raise
     except Exception as error:  # an n that does not fit is an `oom` record
-        return _failure(record, error)
+        return records.failed(record, error)
     record.update(
         status="ok",
         matmul={"n": n, "dtype": dtype.name, "flops": 2 * n**3, "tflops": achieved},
@@ -701,7 +654,7 @@ def _run_ensemble(
     ceiling: dict[str, dict[str, Any]] | None,
 ) -> dict[str, Any]:
     """K models on one device: vmap'd together in one step, or one after another."""
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     k, vmapped = workload.ensemble_size, workload.ensemble_mode == "vmap"
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     train_split, test_split = splits
@@ -786,7 +739,7 @@ def _run_ensemble(
         )
         return record
     except Exception as error:
-        return _failure(record, error)
+        return records.failed(record, error)
     accuracies = [t["accuracy"] for t in tested] if tested else [None] * k
     record.update(
         status="ok",

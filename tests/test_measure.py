@@ -45,31 +45,6 @@ def test_time_steps_threads_the_state_and_time_eval_keeps_it():
     assert not state.is_deleted()
 
 
-@pytest.mark.parametrize(
-    ("error", "status"),
-    [
-        (jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 9 GB"), "oom"),
-        (RuntimeError("RESOURCE_EXHAUSTED: Out of memory"), "oom"),
-        (RuntimeError("CUDA_ERROR_OUT_OF_MEMORY: out of memory"), "oom"),
-        (MemoryError(), "oom"),
-        (FloatingPointError("invalid value (nan) encountered in jit(train_step)"), "nan"),
-        (RuntimeError("INTERNAL: ptxas exited with non-zero error code"), "error"),
-        # TensorStore's words for a full disk under an Orbax save: not an OOM
-        (
-            ValueError(
-                'RESOURCE_EXHAUSTED: Error writing "step/0" in OCDBT database at local'
-                ' file "/x/": Failed to write 1476955 bytes to file 17: No space left on'
-                " device [os_error_code='28']"
-            ),
-            "error",
-        ),
-        (ValueError("conv shapes do not match"), "error"),
-    ],
-)
-def test_failures_are_classified(error, status):
-    assert measure.classify_failure(error) == status
-
-
 def test_memory_reads_the_compiled_analysis():
     x = jnp.ones((16, 16))
     compiled = jax.jit(lambda a: a @ a).lower(x).compile()

@@ -7,6 +7,7 @@ import itertools
 import sys
 
 import pytest
+from conftest import complete_record
 from test_report_bench import _bench, _under
 
 from benchmarks import paired
@@ -149,9 +150,10 @@ def test_a_paired_record_without_its_ratio_is_rejected():
                      "strategy": "single"},
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
         "env": {}, "paired": {"rounds": [], "jax": {}, "peer": {}},
+        "message": None,
     }  # fmt: skip
     with pytest.raises(records.RecordError, match="paired lacks ratio"):
-        records.validate(record)
+        records.validate(complete_record(record))
 
 
 def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras graph", **extra):
@@ -177,7 +179,7 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras 
             for r in ratios
         ]
         record["paired"] = {"rounds": rounds, "ratio": summarize(ratios), **sides}
-    return records.validate(record)
+    return records.validate(complete_record(record))
 
 
 def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_commit():

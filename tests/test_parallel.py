@@ -28,8 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments import measure, records
+from experiments import records
 from experiments.run import main
+from experiments.workload import Workload, record_for
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import fit
@@ -332,9 +333,10 @@ def test_records_say_what_sized_the_cpu_threads(monkeypatch):
     monkeypatch.setattr(devices, "_reserved_threads", None)
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
     threads = devices.reserve_collective_threads()  # what `import jaxcnn` does
-    assert measure.environment()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
+    env = lambda: record_for(Workload(model="mlp"), jax.devices()[:1])["env"]  # noqa: E731
+    assert env()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
     monkeypatch.setenv("NPROC", "3")
-    assert measure.environment()["cpu_threads"] == {"NPROC": "3", "set_by": "user"}
+    assert env()["cpu_threads"] == {"NPROC": "3", "set_by": "user"}
 
 
 # Many independent pmap programs, each with an all-reduce, all in flight at once: the

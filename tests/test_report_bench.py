@@ -3,6 +3,7 @@ numbers, the ratio to the fastest peer and the f32 matmul bound computed from th
 PERFORMANCE.md's generated block rewritten in place."""
 
 import pytest
+from conftest import complete_record
 
 from experiments import records, report, report_bench
 
@@ -46,7 +47,7 @@ def _bench(run_id, rate, *, batch=128, framework=None, mode=None, formulation="c
             flops={"per_step": 2_000_000 * batch, "per_image": 2_000_000.0},
             matmul_ceiling={"float32": {"tflops": 0.2}},
         )
-    return records.validate(record)
+    return records.validate(complete_record(record))
 
 
 @pytest.fixture

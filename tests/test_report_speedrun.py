@@ -4,6 +4,7 @@ device and the H100 goal."""
 
 import itertools
 
+from conftest import complete_record
 from test_report import CPU, H100, PNG_SIGNATURE
 
 from experiments import report
@@ -59,7 +60,7 @@ def _record(device, seed, acc, time, status="ok", utc="2026-11-21T19:00:00+00:00
             train_time_s=time,
         )
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 def _cpu_budgets():

@@ -4,9 +4,10 @@ compiled and predicted figures never in one column, seed 000's answer generated.
 
 import itertools
 
+from conftest import complete_record
 from test_report import CPU, H100, PNG_SIGNATURE, _record
 
-from experiments import report, report_targets
+from experiments import records, report, report_targets
 from experiments.report_targets import (
     predicted_vs_measured,
     seed_000_headline,
@@ -70,7 +71,7 @@ def _compiled(target, model, batch, status, total_gib, step=None, precision="f32
     """A compile-only record as the targets runner writes it."""
     total = None if total_gib is None else int(total_gib * GIB)
     record = {
-        "schema_version": 1,
+        "schema_version": records.SCHEMA_VERSION,
         "run_id": f"compile{next(_ids)}",
         "config_key": f"key{next(_ids)}",
         "status": status,
@@ -101,7 +102,7 @@ def _compiled(target, model, batch, status, total_gib, step=None, precision="f32
         "prediction": None if step is None else _prediction(step, batch),
     }
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 def _targets_records():

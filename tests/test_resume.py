@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import measure, records
+from experiments import records
 from experiments.run import main
 from jaxcnn import data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
@@ -500,4 +500,4 @@ def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
     assert (
         message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message
     )
-    assert measure.classify_failure(failed.value) == "error"
+    assert records.classify_failure(failed.value) == "error"

@@ -3,7 +3,6 @@ records that validate, with the kinds and counts each study promises; a batch sw
 stops at its first real out-of-memory failure; bad study requests are one-line exit 2
 errors before any work."""
 
-import dataclasses
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from experiments import records, run, studies, sweep
 from experiments.run import main
-from experiments.workload import Workload, config_key, dataset_dir
+from experiments.workload import Workload, dataset_dir
 
 SMOKE = ["--smoke", "--device", "cpu", "--no-progress", "--no-checkpoints"]
 
@@ -309,39 +308,3 @@ def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
     assert dataset_dir(str(tmp_path), "fashion_mnist") == str(tmp_path / "fashion_mnist")
     assert dataset_dir(str(tmp_path), "mnist") == str(tmp_path)  # the IDX files themselves
     assert dataset_dir(None, "mnist") is None
-
-
-def test_cpu_config_keys_name_the_host_and_accelerator_keys_the_chip():
-    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
-    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
-    here, there = ({**cpu, "host": h} for h in ("laptop", "ci-runner"))
-    assert config_key(workload, here) != config_key(workload, there)
-    assert config_key(workload, here) == config_key(workload, {**here, "host": "laptop"})
-    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    assert config_key(workload, {**gpu, "host": "a"}) == config_key(workload, {**gpu, "host": "b"})
-
-
-def test_records_made_before_the_study_fields_keep_their_config_keys():
-    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
-    device = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    # The key its records had before the study fields existed (the hash of its
-    # description then), pinned: fields added since, left at their defaults, keep it.
-    assert config_key(workload, device) == "cdf74cb920c49061"
-    assert config_key(dataclasses.replace(workload, study="devices"), device) != config_key(
-        workload, device
-    )
-    assert config_key(dataclasses.replace(workload, schedule="onecycle"), device) != config_key(
-        workload, device
-    )
-
-
-def test_the_formulation_that_runs_is_in_the_key_and_xla_keeps_old_keys():
-    workload = Workload(model="mnist_cnn", dataset="mnist")
-    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "vm"}
-    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    key = lambda device, **changes: config_key(dataclasses.replace(workload, **changes), device)  # noqa: E731
-    # On a CPU auto runs the cpu formulation: one cell with "cpu", another than xla's
-    assert key(cpu) == key(cpu, formulation="cpu") != key(cpu, formulation="xla")
-    # On a GPU auto is xla: the same cell as before formulations existed
-    assert key(gpu) == key(gpu, formulation="xla") != key(gpu, formulation="cpu")
-    assert key(gpu, loop="device") != key(gpu)
