@@ -4,6 +4,8 @@ stops at its first real out-of-memory failure; bad study requests are one-line e
 errors before any work."""
 
 import dataclasses
+import subprocess
+import sys
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -346,3 +348,33 @@ def test_the_formulation_that_runs_is_in_the_key_and_xla_keeps_old_keys():
     # On a GPU auto is xla: the same cell as before formulations existed
     assert key(gpu) == key(gpu, formulation="xla") != key(gpu, formulation="cpu")
     assert key(gpu, loop="device") != key(gpu)
+
+
+HEAVY = ("jax", "matplotlib.pyplot")
+# A JAX-free stand-in for the Workload dataclass, the one import of experiments.workload.
+STAND_IN = (
+    "import sys, types\n"
+    "sys.modules['experiments.workload'] = types.ModuleType('experiments.workload')\n"
+    "sys.modules['experiments.workload'].Workload = object\n"
+)
+
+
+def _heavy_after(code: str) -> list[str]:
+    """Which of HEAVY a fresh interpreter holds after running `code`."""
+    probe = f"import sys\n{code}\nprint(*[m for m in {HEAVY!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_listing_the_studies_starts_no_jax_and_no_matplotlib():
+    # The probe sees what it looks for (the positive controls), with the stand-in too.
+    assert _heavy_after("import jax, matplotlib.pyplot") == list(HEAVY)
+    plot = "from experiments.studies import _common\n_common.pyplot()"
+    assert _heavy_after(STAND_IN + plot) == ["matplotlib.pyplot"]
+    # The studies, their report sections and the report's walker import neither.
+    assert _heavy_after(STAND_IN + "import experiments.studies, experiments.report") == []
+    if "jax" in _heavy_after("import experiments.workload"):
+        pytest.xfail("experiments/workload.py imports JAX until its Workload is JAX-free")
+    listed = "import experiments.studies as s\nassert 'devices' in s.STUDIES"
+    assert _heavy_after(listed) == []
