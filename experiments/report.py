@@ -28,12 +28,12 @@ from experiments.tables import one_line_warning
 
 REPORT_FILE = "REPORT.md"
 
-# The default study's sections plot the records outside the named studies: they close
-# the report, after the tables over every record.
-NAMED = [study for study in REGISTRY.values() if study.name != "default"]
+# The studies' sections in the registry's order, between the cross-study ones; the
+# default study's, which plot the records outside the named studies, close the report
+# after the tables over every record.
 SECTIONS: list[Section] = [
     *overview.LEADING,
-    *[section for study in NAMED for section in study.sections],
+    *[s for study in REGISTRY.values() if study.name != "default" for s in study.sections],
     *overview.TRAILING,
     *REGISTRY["default"].sections,
 ]

@@ -377,8 +377,9 @@ def test_precision_and_accuracy_sections(rendered):
 
 def test_sections_render_nothing_without_their_records(tmp_path):
     others = [_record("old", CPU, None)]  # an older record: no study
-    # The measured studies' sections; the targets and roofline sections say in words
-    # that their records are missing, the default study's plot records of no study.
+    # The sections of the studies measured here; the targets and roofline sections
+    # say in words that their records are missing, and the default study's plot
+    # records of no study, such as `others`.
     measured = [name for name in studies.STUDIES if name != "roofline"]
     for section in [s for name in measured for s in studies.REGISTRY[name].sections]:
         assert section([], tmp_path) == ("", [])

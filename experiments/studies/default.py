@@ -1,8 +1,8 @@
 """The default study: what `python -m experiments.run` runs with no --model or --study.
 
 Three of the seeds' models (`mnist_cnn`, `lenet5_keras`, `mlp` n=512) with the
-command's own settings (--dataset, --epochs, --batch-size, ...; the default is the
-embedded `digits` data, 5 epochs, batch 64), one workload each: the quickstart, offline.
+command's own settings (--dataset, --epochs, --batch-size, ...; by default the
+embedded `digits` data), one workload each: the quickstart, offline.
 Its report sections plot the train records outside the named studies (these, single
 --model runs, and records older than the studies): step time vs parameters, speedup
 over the CPU, throughput vs batch, MFU, and accuracy and loss per epoch.
