@@ -29,8 +29,6 @@ Importing this package starts no JAX and no matplotlib: the CLI lists the studie
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from experiments.studies import (
     accuracy,
     batch,
@@ -48,9 +46,6 @@ from experiments.studies import (
 )
 from experiments.studies.base import Context, Study
 from experiments.studies.targets import TargetCell
-
-if TYPE_CHECKING:
-    from experiments.workload import Workload
 
 __all__ = ["COMPILE_STUDIES", "REGISTRY", "STUDIES", "Context", "Study", "TargetCell"]
 
@@ -79,8 +74,3 @@ REGISTRY: dict[str, Study] = {
 STUDIES = {name: s.workloads for name, s in REGISTRY.items() if s.workloads is not None}
 # The studies compiled for devices not at hand, never run.
 COMPILE_STUDIES = {name: s.cells for name, s in REGISTRY.items() if s.cells is not None}
-
-
-def workloads(names: list[str], ctx: Context) -> list[Workload]:
-    """Every workload of the named studies, in order."""
-    return [w for name in names for w in STUDIES[name](ctx)]
