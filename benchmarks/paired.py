@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from experiments import records, report_bench, turns
+from experiments import records, turns
 from experiments.stats import summarize
+from experiments.studies import bench as bench_study
 
 PROG = "python -m benchmarks.paired"
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ class Config:
         return self.side == "jax" or self.jax_peer
 
     @property
-    def configuration(self) -> str:  # as report_bench.configuration names it
+    def configuration(self) -> str:  # as bench_study.configuration names it
         if self.runs_jax:
             return f"jax {self.first} {self.second} f32"
         return f"{self.first} {self.second}"
@@ -125,7 +126,7 @@ def choose(
     bench: list[dict[str, Any]], model: str, batch: int, jax: str, peer: str, host: str
 ) -> tuple[Config, Config]:
     """The pair to measure: named, or the bench table's best JAX f32 and fastest peer."""
-    best, fastest = report_bench.fastest_pair(bench, table_name(model), batch, host)
+    best, fastest = bench_study.fastest_pair(bench, table_name(model), batch, host)
     chosen = []
     for side, text, record in (("jax", jax, best), ("peer", peer, fastest)):
         if text not in ("best", "fastest"):
@@ -364,8 +365,8 @@ def paired_record(
         **{  # what each side's own record says it ran
             name: {
                 "run_id": sides[name]["run_id"],
-                "configuration": report_bench.configuration(sides[name]),
-                "host_memory": report_bench.host_memory_policy(sides[name]),
+                "configuration": bench_study.configuration(sides[name]),
+                "host_memory": bench_study.host_memory_policy(sides[name]),
                 "throughput": sides[name].get("throughput"),
             }
             for name in ("jax", "peer")

@@ -8,7 +8,7 @@ from conftest import complete_record
 from test_report import CPU, H100, PNG_SIGNATURE
 
 from experiments import report
-from experiments.report_speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
+from experiments.studies.speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
 
 CPU_MODEL = "mnist_cnn [cpu formulation, device loop]"
 _keys = itertools.count()

@@ -206,20 +206,21 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         for w in study(smoke):
             assert w.study == name and w.dataset in ("digits", "synthetic", "none")
             assert w.timing_steps == 3 and w.epochs <= 2
-    assert [w.model_overrides["width"] for w in studies.crossover(cpu)] == [
+    assert [w.model_overrides["width"] for w in studies.crossover.workloads(cpu)] == [
         32 * 2**i for i in range(9)
     ]
-    assert [w.batch_size for w in studies.batch(gpu)] == [8, 16, 32, 64, 128, 256, 512]
-    assert [w.batch_size for w in studies.matmul(gpu)][:6] == [256, 512, 1024, 2048, 4096, 8192]
-    assert max(w.batch_size for w in studies.matmul(cpu)) == 4096
-    assert {w.matmul_precision for w in studies.precision(gpu)} == {"default", "highest"}
-    assert {w.matmul_precision for w in studies.precision(cpu)} == {"default"}
-    assert {w.ensemble_size for w in studies.ensemble(cpu)} == {1, 4, 16}
-    assert sorted({w.num_devices for w in studies.scaling(gpu)}) == [1, 2, 4]
-    assert studies.device_counts(6) == [1, 2, 4, 6]
-    assert {w.dataset for w in studies.accuracy(cpu)} == {"mnist", "fashion_mnist"}
+    assert [w.batch_size for w in studies.batch.workloads(gpu)] == [8, 16, 32, 64, 128, 256, 512]
+    matmul_sizes = [w.batch_size for w in studies.matmul.workloads(gpu)]
+    assert matmul_sizes[:6] == [256, 512, 1024, 2048, 4096, 8192]
+    assert max(w.batch_size for w in studies.matmul.workloads(cpu)) == 4096
+    assert {w.matmul_precision for w in studies.precision.workloads(gpu)} == {"default", "highest"}
+    assert {w.matmul_precision for w in studies.precision.workloads(cpu)} == {"default"}
+    assert {w.ensemble_size for w in studies.ensemble.workloads(cpu)} == {1, 4, 16}
+    assert sorted({w.num_devices for w in studies.scaling.workloads(gpu)}) == [1, 2, 4]
+    assert studies.scaling.device_counts(6) == [1, 2, 4, 6]
+    assert {w.dataset for w in studies.accuracy.workloads(cpu)} == {"mnist", "fashion_mnist"}
     for context, precision in ((cpu, "f32"), (gpu, "bf16")):
-        found = studies.speedrun(context)
+        found = studies.speedrun.workloads(context)
         assert {(w.model, w.dataset, w.precision) for w in found} == {
             ("mnist_cnn", "mnist", precision)
         }
@@ -227,12 +228,12 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         # every budget of every batch over the same seeds
         seeds = Counter((w.batch_size, w.epochs) for w in found)
         assert len(set(seeds.values())) == 1 and min(seeds.values()) >= 3
-    assert {w.batch_size for w in studies.speedrun(gpu)} == {512, 1024, 2048}
-    cpu_bench, gpu_bench = studies.bench(cpu), studies.bench(gpu)
+    assert {w.batch_size for w in studies.speedrun.workloads(gpu)} == {512, 1024, 2048}
+    cpu_bench, gpu_bench = studies.bench.workloads(cpu), studies.bench.workloads(gpu)
     assert {w.model for w in cpu_bench} == {"lenet5_keras", "mnist_cnn", "mlp"}
     assert max(w.batch_size for w in cpu_bench) == 512
-    assert {w.model for w in gpu_bench} == {m for m, _ in studies.BENCH_MODELS} | set(
-        studies.BENCH_MODELS_ACCELERATOR
+    assert {w.model for w in gpu_bench} == {m for m, _ in studies.bench.BENCH_MODELS} | set(
+        studies.bench.BENCH_MODELS_ACCELERATOR
     )
     # the zoo's large models: each (model, precision) one OOM group, batches ascending
     groups = defaultdict(list)
@@ -240,7 +241,7 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         if w.oom_group:
             assert w.dataset == "synthetic" and w.loop == "step"
             groups[w.oom_group].append(w.batch_size)
-    assert len(groups) == 2 * len(studies.BENCH_MODELS_ACCELERATOR)
+    assert len(groups) == 2 * len(studies.bench.BENCH_MODELS_ACCELERATOR)
     assert all(sizes == sorted(sizes) for sizes in groups.values())
 
 
