@@ -524,7 +524,7 @@ def _paired_part(records: list[Record], detail: bool = True) -> str:
 
 
 HOST_MEMORY_INTRO = (
-    "The host allocator (`--host-memory`, jaxcnn/host_memory.py): images/s with "
+    "The host allocator (`--set host_memory`, jaxcnn/host_memory.py): images/s with "
     "`retain` over images/s with glibc's defaults (`system`), the latest record of "
     "each, per f32 configuration; in brackets, the minor page faults per timed step "
     "under `system` / `retain`. The peers ran under each policy too "
@@ -541,7 +541,7 @@ INTRO = (
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
     "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
     f"peer's (the issue's goal is {GOAL}). Where a configuration was measured under "
-    "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
+    "both host memory policies (`--set host_memory`, jaxcnn/host_memory.py), its cell is "
     "the faster one's latest record, marked `(system)` where glibc's defaults beat "
     "`retain` (the default for the CPU's step loop). Where the paired driver measured "
     "the cell (below), `(paired R)` gives its ratio in turns, the verdict: the two "

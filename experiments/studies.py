@@ -396,8 +396,8 @@ def bench(ctx: Context) -> list[Workload]:
     and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
     platform's formulation in both loops. The report sets the CPU figures beside the
     PyTorch peer's (benchmarks/peers.py) and the issue's peer table. Both loops run in
-    one process, so on a CPU `--host-memory=auto` gives both `retain` (the step loop's
-    choice, jaxcnn/host_memory.py); `--host-memory=system` measures the other policy.
+    one process, so on a CPU `--set host_memory=auto` gives both `retain` (the step loop's
+    choice, jaxcnn/host_memory.py); `--set host_memory=system` measures the other policy.
 
     On accelerators also `catsdogs_cnn`, `resnet18`, `resnet50` and `vgg16` on synthetic
     images at batch 32, 128 and 512, per-step dispatch in f32 and bf16; a batch that

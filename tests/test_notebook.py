@@ -31,7 +31,7 @@ import make_notebook  # noqa: E402  (colab/ is a folder of scripts, not a packag
 
 # Small enough for the suite: the --smoke flag where the CLI has it, else tiny flags.
 HAS_SMOKE = "--smoke" in run_cli.build_parser().format_help()
-TINY = ["--epochs", "1", "--steps", "3", "--timing-steps", "3", "--no-progress"]
+TINY = ["--epochs", "1", "--set", "steps=3", "--set", "timing_steps=3", "--set", "progress=false"]
 # The three-model default study while it exists, else the studies' device comparison.
 STUDY = "default" if "default" in getattr(run_cli, "STUDIES", {"default": None}) else "devices"
 
