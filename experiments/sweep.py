@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from experiments import measure, records
+from experiments.labels import device_name
 from experiments.tables import si
 from experiments.workload import (
     Split,
@@ -223,7 +224,10 @@ def run_sweep(
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
     ceiling = bandwidth = None
-    print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
+    described = devices_lib.describe(devices)
+    processes = described["process_count"]
+    across = f" across {processes} processes" if processes > 1 else ""
+    print(f"devices: {device_name(described)}{across}", file=sys.stderr)
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
@@ -263,6 +267,7 @@ def run_sweep(
             if force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
+                measure.phase("measuring the device's matmul ceiling and memory bandwidth")
                 ceiling = matmul_ceiling(first_local(devices))
                 bandwidth = memory_bandwidth(first_local(devices))
             record = run_workload(

@@ -23,8 +23,11 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
         assert record["step_time_s"]["n"] == 3
         assert record["history"][0]["steps"] == 3
         assert 0.0 <= record["test_accuracy"] <= 1.0
-    table = capsys.readouterr().out
-    assert "images/s" in table and "lenet5_keras" in table
+    captured = capsys.readouterr()
+    assert "images/s" in captured.out and "lenet5_keras" in captured.out
+    # the device in words, and a line as each silent stretch begins
+    assert "devices: cpu\n" in captured.err
+    assert captured.err.count("compiling the train and eval steps...") == 3
 
 
 def test_by_default_records_go_to_the_users_own_ignored_folder(tmp_path, monkeypatch):
