@@ -201,6 +201,7 @@ SUMMARY_HEADERS = [
     "test acc",
     "status",
 ]
+NAME_COLUMNS = 2  # study and model read left-aligned, the rest right-aligned
 MEASURED_FROM = SUMMARY_HEADERS.index("FLOPs/step")  # the cells said once a record is made
 
 

@@ -365,7 +365,8 @@ def _run(options: argparse.Namespace) -> int:
     failed = 1 if any(r["status"] == "error" for r in done) else 0
     if jax.process_index() != 0:
         return failed
-    print(format_table(cli_plan.SUMMARY_HEADERS, [cli_plan.summary_row(r) for r in done]))
+    rows = [cli_plan.summary_row(r) for r in done]
+    print(format_table(cli_plan.SUMMARY_HEADERS, rows, left=cli_plan.NAME_COLUMNS))
     print(f"\n{len(done) - skipped} record(s) appended to {out / records.RECORDS_FILE}")
     if skipped:
         print(f"{skipped} workload(s) already recorded were skipped (--force reruns them)")
