@@ -184,7 +184,8 @@ def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) 
 def _title(workload: Workload) -> str:
     if workload.kind == "matmul":
         return f"matmul {workload.batch_size}^2 {workload.precision}"
-    what = f"{workload.model} on {workload.dataset}, batch {workload.batch_size}"
+    overrides = "".join(f" {k}={v}" for k, v in workload.model_overrides.items())
+    what = f"{workload.model}{overrides} on {workload.dataset}, batch {workload.batch_size}"
     if workload.kind == "ensemble":
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
     if workload.strategy != "single" or workload.num_devices not in (None, 1):

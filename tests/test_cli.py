@@ -27,6 +27,7 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
     assert "images/s" in captured.out and "lenet5_keras" in captured.out
     # the device in words, and a line as each silent stretch begins
     assert "devices: cpu\n" in captured.err
+    assert "[3/3] default: mlp width=512 on digits, batch 16" in captured.err
     assert captured.err.count("compiling the train and eval steps...") == 3
 
 
