@@ -146,19 +146,19 @@ def jax_command(
 ) -> list[str]:
     command = [python, "-m", "experiments.run", "--device=cpu", f"--model={model}"]
     if model == "mlp":
-        command.append(f"--width={MLP_WIDTH}")
+        command += ["--set", f"width={MLP_WIDTH}"]
     command += [
         f"--batch-size={batch}",
         "--epochs=0",
-        f"--formulation={config.first}",
-        f"--loop={config.second}",
-        "--precision=f32",
-        f"--host-memory={config.host_memory}",
+        *("--set", f"formulation={config.first}"),
+        *("--set", f"loop={config.second}"),
+        *("--set", "precision=f32"),
+        *("--set", f"host_memory={config.host_memory}"),
         f"--dataset={config.dataset}",
-        f"--timing-steps={STEPS}",
-        "--no-checkpoints",
+        *("--set", f"timing_steps={STEPS}"),
+        *("--set", "checkpoints=false"),
         "--force",
-        "--no-progress",
+        *("--set", "progress=false"),
         f"--out={out}",
     ]
     return command + ([f"--data-dir={data_dir}"] if data_dir else [])

@@ -260,7 +260,7 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the child's prints arrive as ma
 errored = []
 for study in STUDIES:
     command = [sys.executable, "-m", "experiments.run", f"--device={DEVICE}",
-               f"--study={study}", "--out", OUT, "--checkpoint-dir", OUT / "checkpoints"]
+               f"--study={study}", "--out", OUT]  # checkpoints: OUT/checkpoints
     if SMOKE:
         command.append("--smoke")
     if DATA_DIR:

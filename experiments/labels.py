@@ -15,7 +15,11 @@ def workload_kind(record: Record) -> str:
 
 def device_label(record: Record) -> str:
     """A device as the report names it: cpu, gpu NVIDIA H100 80GB HBM3, tpu TPU v5 lite x8."""
-    d = record["device"]
+    return device_name(record["device"])
+
+
+def device_name(d: dict[str, Any]) -> str:
+    """device_label of a record's `device` field (jaxcnn.devices.describe)."""
     kind = "" if d["kind"] == d["platform"] else f" {d['kind']}"
     count = f" x{d['count']}" if d["count"] > 1 else ""
     return f"{d['platform']}{kind}{count}"

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+<<<<<<< HEAD
+=======
+import platform
+import socket
+import subprocess
+import sys
+>>>>>>> cli
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,9 +32,16 @@ from jaxcnn import roofline, train
 from jaxcnn.parallel import Placement
 
 
+def phase(what: str) -> None:
+    """One line on stderr as a long silent stretch (compiling, timing) begins, under the
+    sweep's line naming the workload."""
+    print(f"    {what}...", file=sys.stderr, flush=True)
+
+
 def compile_placement(placement: Placement, state: Any, batch: Any) -> tuple[Placement, dict]:
     """AOT-compile the placement's steps for these shapes: (placement using the
     compiled executables, {"train": seconds, "eval": seconds, "compiled": {...}})."""
+    phase("compiling the train and eval steps")
     seconds: dict[str, float] = {}
     compiled: dict[str, Any] = {}
     for name, fn in (("train", placement.train_step), ("eval", placement.eval_step)):
@@ -113,6 +127,8 @@ def time_step_loop(
     """(seconds per step, each call timed alone; with `images_per_step`, images/s of
     blocks of `steps` calls dispatched back to back, as `time_blocks`). One chain of
     donated states throughout: one copy of the state in memory, as in training."""
+    blocks = f", then {THROUGHPUT_REPEATS} blocks of {steps}" if images_per_step else ""
+    phase(f"timing the step: {steps} calls one by one{blocks}")
     carry = [state]
 
     def call() -> Any:
@@ -135,6 +151,7 @@ def time_epoch_loop(
 ) -> tuple[dict, dict]:
     """(seconds per step, images/s) of a compiled `epoch(state, dataset, order)` that
     runs order.shape[0] steps in one call: `time_blocks` of it. Consumes the state."""
+    phase(f"timing the epoch loop: {THROUGHPUT_REPEATS} calls of {order.shape[0]} steps")
     carry = [state]
 
     def block() -> Any:
@@ -148,6 +165,7 @@ def compile_epoch(
     placement: Placement, state: Any, dataset: Any, order: jax.Array
 ) -> tuple[Any, float]:
     """(the placement's whole-epoch loop compiled for these shapes, seconds taken)."""
+    phase("compiling the whole-epoch loop")
     started = time.perf_counter()
     compiled = placement.train_epoch.lower(state, dataset, order).compile()
     return compiled, time.perf_counter() - started

@@ -20,17 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from experiments import compile_only, records
+from experiments.cli_options import HERE
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
 from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
-
-# Flags that mean "run here", which a compile-only command does not do.
-_RUN_FLAGS = ("num_devices", "coordinator", "num_processes", "process_id", "epochs", "steps")
-
-
-HERE = "here"  # --target=here: the target that is this machine's chips
 
 
 def _here() -> targets.Target:
@@ -44,21 +39,6 @@ def _here() -> targets.Target:
             f"jaxcnn/targets.py has {', '.join(targets.TARGETS)}"
         )
     return target
-
-
-def _check_flags(args: argparse.Namespace) -> None:
-    if args.device != "auto":
-        raise UsageError(
-            "--target compiles for a device not at hand, --device runs on one here: give one"
-        )
-    given = [f"--{f.replace('_', '-')}" for f in _RUN_FLAGS if getattr(args, f) is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)} cannot go with a compile-only run (nothing runs)")
-    if args.study in COMPILE_STUDIES:
-        if args.batch_size is not None:
-            raise UsageError(f"--study={args.study} searches its own batches")
-    elif args.model is None:
-        raise UsageError("--target needs --model=NAME (and --batch-size)")
 
 
 def workload(args: argparse.Namespace, target: targets.Target) -> Workload:
@@ -192,8 +172,8 @@ def _cell_workload(cell: TargetCell, batch: int) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    """--target or --study=targets: usage errors first, then compile and tell."""
-    _check_flags(args)
+    """--target or --study=targets (options already checked by
+    experiments.cli_plan.check): what is installed first, then compile and tell."""
     out = Path(args.out)
     if args.study not in COMPILE_STUDIES:
         target = _here() if args.target == HERE else targets.get(args.target)

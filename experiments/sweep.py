@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from experiments import measure, records
+from experiments.labels import device_name
 from experiments.tables import si
 from experiments.workload import (
     Split,
@@ -149,7 +150,8 @@ def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) 
 def _title(workload: Workload) -> str:
     if workload.kind == "matmul":
         return f"matmul {workload.batch_size}^2 {workload.precision}"
-    what = f"{workload.model} on {workload.dataset}, batch {workload.batch_size}"
+    overrides = "".join(f" {k}={v}" for k, v in workload.model_overrides.items())
+    what = f"{workload.model}{overrides} on {workload.dataset}, batch {workload.batch_size}"
     if workload.kind == "ensemble":
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
     if workload.strategy != "single" or workload.num_devices not in (None, 1):
@@ -192,7 +194,10 @@ def run_sweep(
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
     ceiling = bandwidth = None
-    print(f"devices: {devices_lib.describe(devices)}", file=sys.stderr)
+    described = devices_lib.describe(devices)
+    processes = described["process_count"]
+    across = f" across {processes} processes" if processes > 1 else ""
+    print(f"devices: {device_name(described)}{across}", file=sys.stderr)
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
@@ -233,6 +238,7 @@ def run_sweep(
             if force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
+                measure.phase("measuring the device's matmul ceiling and memory bandwidth")
                 ceiling = matmul_ceiling(first_local(devices))
                 bandwidth = memory_bandwidth(first_local(devices))
             record = run_workload(

@@ -7,8 +7,13 @@ from collections.abc import Sequence
 
 
 def format_table(
-    headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bool = False
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    markdown: bool = False,
+    left: int = 1,
 ) -> str:
+    """Rows under their headers; as plain text, the first `left` columns (names)
+    left-aligned and the rest (numbers) right-aligned."""
     cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     if markdown:
         lines = ["| " + " | ".join(row) + " |" for row in cells]
@@ -17,7 +22,7 @@ def format_table(
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
         "  ".join(
-            c.rjust(w) if i else c.ljust(w)
+            c.ljust(w) if i < left else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         )
         for row in cells

@@ -388,6 +388,7 @@ def _run_train(
     training = workload.epochs > 0
     history: list[dict[str, Any]] = []
     try:
+        measure.phase("initialising the parameters and optimizer state")
         fresh = train.create_train_state(module, tx, shape, workload.seed)
         abstract = _shapes(fresh)  # FLOPs are counted on shapes, before any placement
         state = placement.put_state(fresh)

@@ -35,7 +35,7 @@ def parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"--coordinator must be HOST:PORT (e.g. 10.0.0.1:1234), got {address!r}")
+        raise UsageError(f"coordinator must be HOST:PORT (e.g. 10.0.0.1:1234), got {address!r}")
     return host, int(port)
 
 
@@ -76,7 +76,7 @@ def _wait_reachable(host: str, port: int, timeout_s: float) -> None:
             reason = last.strerror if last and last.strerror else last
             raise UsageError(
                 f"coordinator {host}:{port} not reachable within {timeout_s:g} s ({reason}); "
-                "start process 0 first or check --coordinator"
+                "start process 0 first or check the coordinator address"
             )
         time.sleep(_RETRY_S)
 
@@ -103,16 +103,16 @@ def initialize(
     """
     if coordinator is None:
         if num_processes is not None or process_id is not None:
-            raise UsageError("--num-processes and --process-id need --coordinator=HOST:PORT")
+            raise UsageError("num_processes and process_id need coordinator=HOST:PORT")
         return False
     if timeout_s <= 0:
         raise UsageError(f"the coordinator timeout must be positive, got {timeout_s}")
     if coordinator != AUTO:
         if num_processes is None or process_id is None:
-            raise UsageError("--coordinator=HOST:PORT needs --num-processes and --process-id")
+            raise UsageError("coordinator=HOST:PORT needs num_processes and process_id")
         if num_processes < 1 or not 0 <= process_id < num_processes:
             raise UsageError(
-                f"--process-id must be in 0..{num_processes - 1} for --num-processes="
+                f"process_id must be in 0..{num_processes - 1} for num_processes="
                 f"{num_processes}, got {process_id}"
             )
         host, port = parse_address(coordinator)

@@ -13,9 +13,9 @@ from conftest import write_idx
 from experiments import records
 from experiments.run import main
 
-TINY = ["--epochs", "1", "--steps", "2", "--timing-steps", "2", "--batch-size", "16"]
-TINY += ["--no-progress"]
-MLP = ["--model", "mlp", "--width", "8"]
+TINY = ["--epochs", "1", "--set", "steps=2", "--set", "timing_steps=2", "--batch-size", "16"]
+TINY += ["--set", "progress=false"]
+MLP = ["--model", "mlp", "--set", "width=8"]
 
 
 def _tree(folder: Path) -> list[tuple[str, bool, int]] | None:
@@ -57,17 +57,27 @@ def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
         (["--model", "lenet6"], "unknown model 'lenet6'"),
         (["--dataset", "cifar"], "unknown dataset 'cifar'"),
         (["--study", "everything"], "unknown study 'everything': choose one of default"),
-        (["--precision", "f8"], "unknown precision 'f8'"),
-        (["--optimizer", "lbfgs", *MLP], "unknown optimizer 'lbfgs'"),
+        (["--set", "precision=f8"], "unknown precision 'f8'"),
+        (["--timing-steps", "5"], "--timing-steps is now --set timing_steps=VALUE"),
+        (["--set", "optimizer=lbfgs", *MLP], "unknown optimizer 'lbfgs'"),
         (["--num-devices", "9"], "only 8 cpu device(s)"),
         (["--data-dir", "/nonexistent", "--dataset", "mnist", *MLP], "does not exist"),
         (["--summary"], "--summary needs --model"),
-        (["--no-checkpoints", "--checkpoint-every", "5"], "cannot go with --no-checkpoints"),
-        (["--formulation", "winograd", *MLP], "unknown formulation 'winograd'"),
-        (["--loop", "async", *MLP], "unknown loop 'async': choose one of step, device"),
-        (["--host-memory", "huge", *MLP], "invalid choice: 'huge'"),
-        (["--study", "bench", "--loop", "device"], "--loop, --timing-steps cannot go with"),
-        (["--schedule", "cosine", *MLP], "unknown schedule 'cosine': choose one of constant"),
+        (
+            ["--set", "checkpoints=false", "--set", "checkpoint_every=5"],
+            "cannot go with --set checkpoints=false",
+        ),
+        (["--set", "formulation=winograd", *MLP], "unknown formulation 'winograd'"),
+        (["--set", "loop=async", *MLP], "unknown loop 'async': choose one of step, device"),
+        (["--set", "host_memory=huge", *MLP], "unknown host memory policy 'huge'"),
+        (
+            ["--study", "bench", "--set", "loop=device"],
+            "--set loop, --set timing_steps cannot go with",
+        ),
+        (["--set", "schedule=cosine", *MLP], "unknown schedule 'cosine': choose one of constant"),
+        (["--set", "timing-steps=5", *MLP], "unknown setting 'timing-steps': did you mean"),
+        (["--set", "timing_steps", *MLP], "'timing_steps' is not NAME=VALUE"),
+        (["--set", "checkpoints=no", *MLP], "'no' is not true or false"),
     ],
 )
 def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
@@ -80,15 +90,15 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
         (["--batch-size", "0"], "0 is not a positive integer"),
         (["--batch-size", "x"], "'x' is not an integer"),
         (["--epochs", "-1"], "-1 is not an integer >= 0"),
-        (["--steps", "1.5"], "'1.5' is not an integer"),
+        (["--set", "steps=1.5"], "'1.5' is not an integer"),
         (["--num-devices", "0"], "0 is not a positive integer"),
-        (["--checkpoint-every", "0"], "0 is not a positive integer"),
-        (["--learning-rate", "-0.1"], "-0.1 is not positive"),
-        (["--learning-rate", "fast"], "'fast' is not a number"),
-        (["--learning-rate", "inf"], "'inf' is not a finite number"),
-        (["--learning-rate", "nan"], "'nan' is not a finite number"),
-        (["--seed", "-1"], "-1 is not an integer >= 0"),
-        (["--seed", str(2**40)], f"{2**40} is not in 0..2147483647"),
+        (["--set", "checkpoint_every=0"], "0 is not a positive integer"),
+        (["--set", "learning_rate=-0.1"], "-0.1 is not positive"),
+        (["--set", "learning_rate=fast"], "'fast' is not a number"),
+        (["--set", "learning_rate=inf"], "'inf' is not a finite number"),
+        (["--set", "learning_rate=nan"], "'nan' is not a finite number"),
+        (["--set", "seed=-1"], "-1 is not an integer >= 0"),
+        (["--set", f"seed={2**40}"], f"{2**40} is not in 0..2147483647"),
         (["--batch-size", "2000", *MLP], "batch 2000 is larger than the 1,438 training images"),
         (["--batch-size", str(10**12)], "choose --batch-size 1438 or less"),
         (["--dataset", "synthetic", "--batch-size", "4096", *MLP], "the 2,048 training images"),
@@ -103,7 +113,8 @@ def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_pat
     out = tmp_path / "out"
     argv = ["--out", str(out), *TINY, *MLP, "--dataset", "mnist", "--data-dir", str(idx_dir)]
     _assert_one_line_exit_2([*argv, "--batch-size", "65"], capsys, "the 64 training images", out)
-    assert main([*argv, "--batch-size", "64", "--no-checkpoints"]) == 0  # control: it fits
+    fits = [*argv, "--batch-size", "64", "--set", "checkpoints=false"]
+    assert main(fits) == 0  # control: it fits
 
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
@@ -117,8 +128,8 @@ def test_an_unwritable_out_or_checkpoint_dir(tmp_path, capsys):
     blocker.write_text("not a folder")
     argv = ["--out", str(blocker / "results"), *TINY, *MLP]
     _assert_one_line_exit_2(argv, capsys, "cannot write to --out", tmp_path)
-    argv = ["--out", str(tmp_path), "--checkpoint-dir", str(blocker / "ckpt"), *TINY, *MLP]
-    _assert_one_line_exit_2(argv, capsys, "cannot write to --checkpoint-dir", tmp_path)
+    argv = ["--out", str(tmp_path), "--set", f"checkpoint_dir={blocker / 'ckpt'}", *TINY, *MLP]
+    _assert_one_line_exit_2(argv, capsys, "cannot write to --set checkpoint_dir", tmp_path)
 
 
 def _bad_gzip(folder: Path) -> None:
@@ -175,12 +186,12 @@ def test_a_damaged_data_dir_is_one_line(idx_dir, tmp_path, capsys, damage, messa
 
 
 def test_a_records_file_with_a_corrupt_line_warns_and_the_rest_loads(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--set", "checkpoints=false"]) == 0
     path = tmp_path / records.RECORDS_FILE
     good = path.read_text()
     path.write_text('{"run_id": "torn\n' + good)  # a bad first line, then the good one
     capsys.readouterr()
-    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--set", "checkpoints=false"]) == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "records.jsonl:1: skipped a bad record" in warnings[0]
@@ -190,12 +201,12 @@ def test_a_records_file_with_a_corrupt_line_warns_and_the_rest_loads(tmp_path, c
 
 @pytest.mark.parametrize("bad", [b"[1, 2, 3]\n", b"null\n", b"\xff\xfe\n"])
 def test_a_line_that_is_not_a_record_object_is_skipped_by_the_run(tmp_path, capsys, bad):
-    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--set", "checkpoints=false"]) == 0
     path = tmp_path / records.RECORDS_FILE
     damaged = bad + path.read_bytes()
     path.write_bytes(damaged)
     capsys.readouterr()
-    assert main(["--out", str(tmp_path), *TINY, *MLP, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path), *TINY, *MLP, "--set", "checkpoints=false"]) == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]

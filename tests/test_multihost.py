@@ -101,13 +101,13 @@ def test_two_processes_train_like_one_process_with_four_devices(tmp_path):
 def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
     coordinator = f"127.0.0.1:{_free_port()}"
     args = [
-        *("--model", "mlp", "--width", "8", "--strategy", "pmap", "--batch-size", "16"),
-        *("--loop", loop),
-        *("--epochs", "1", "--steps", "2", "--timing-steps", "2", "--no-progress"),
-        *("--out", str(tmp_path), "--coordinator", coordinator, "--num-processes", "2"),
+        *("--model", "mlp", "--set", "width=8", "--strategy", "pmap", "--batch-size", "16"),
+        *("--set", f"loop={loop}", "--epochs", "1", "--set", "steps=2"),
+        *("--set", "timing_steps=2", "--set", "progress=false", "--out", str(tmp_path)),
+        *("--set", f"coordinator={coordinator}", "--set", "num_processes=2"),
     ]
     command = [sys.executable, "-m", "experiments.run", *args]
-    outputs = _run_processes([[*command, "--process-id", i] for i in ("0", "1")])
+    outputs = _run_processes([[*command, "--set", f"process_id={i}"] for i in ("0", "1")])
     assert "1 record(s) appended" in outputs[0]
     assert "record(s) appended" not in outputs[1]  # process 1 prints no table, writes nothing
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
@@ -163,8 +163,8 @@ def test_sigterm_to_one_process_stops_all_at_one_step_and_the_rerun_resumes(tmp_
 
 
 def test_unreachable_coordinator_exits_2_in_one_line(tmp_path, capsys):
-    argv = ["--out", str(tmp_path), "--coordinator", "127.0.0.1:1", "--num-processes", "2"]
-    argv += ["--process-id", "1", "--coordinator-timeout", "1"]
+    argv = ["--out", str(tmp_path), "--set", "coordinator=127.0.0.1:1"]
+    argv += ["--set", "num_processes=2", "--set", "process_id=1", "--set", "coordinator_timeout=1"]
     assert main(argv) == 2  # checked before JAX is called: this process's JAX is untouched
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
@@ -172,18 +172,18 @@ def test_unreachable_coordinator_exits_2_in_one_line(tmp_path, capsys):
     assert not (tmp_path / records.RECORDS_FILE).exists()
 
 
+TWO = ["--set", "num_processes=2"]
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--coordinator", "nonsense"], "needs --num-processes and --process-id"),
-        (["--num-processes", "2", "--process-id", "0"], "need --coordinator=HOST:PORT"),
+        (["--set", "coordinator=nonsense"], "needs num_processes and process_id"),
+        ([*TWO, "--set", "process_id=0"], "need coordinator=HOST:PORT"),
+        (["--set", "coordinator=nohostport", *TWO, "--set", "process_id=1"], "must be HOST:PORT"),
         (
-            ["--coordinator", "nohostport", "--num-processes", "2", "--process-id", "1"],
-            "must be HOST:PORT",
-        ),
-        (
-            ["--coordinator", "127.0.0.1:5", "--num-processes", "2", "--process-id", "2"],
-            "--process-id must be in 0..1",
+            ["--set", "coordinator=127.0.0.1:5", *TWO, "--set", "process_id=2"],
+            "process_id must be in 0..1",
         ),
     ],
 )

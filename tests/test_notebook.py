@@ -139,8 +139,7 @@ def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
     out = str(tmp_path)
     commands = _commands("run", OUT=tmp_path, STUDIES=["all", "default"], SMOKE=True)
     assert commands == [
-        [sys.executable, *run, "--device=tpu", f"--study={study}", "--out", out,
-         "--checkpoint-dir", str(tmp_path / "checkpoints"), "--smoke"]
+        [sys.executable, *run, "--device=tpu", f"--study={study}", "--out", out, "--smoke"]
         for study in ("all", "default")
     ]  # fmt: skip
     (plain,) = _commands("run", OUT=tmp_path)

@@ -23,10 +23,11 @@ CONFIGS = (
 
 def _jax_side(config, out, *extra):
     return [
-        sys.executable, "-m", "experiments.run", "--device=cpu", "--model=mlp", "--width=8",
-        "--batch-size=16", "--epochs=0", f"--loop={config.second}", "--dataset=digits",
-        "--timing-steps=3", "--host-memory=system", "--no-checkpoints", "--force",
-        "--no-progress", f"--out={out}", *extra,
+        sys.executable, "-m", "experiments.run", "--device=cpu", "--model=mlp",
+        "--set", "width=8", "--batch-size=16", "--epochs=0", "--set", f"loop={config.second}",
+        "--dataset=digits", "--set", "timing_steps=3", "--set", "host_memory=system",
+        "--set", "checkpoints=false", "--force", "--set", "progress=false", f"--out={out}",
+        *extra,
     ]  # fmt: skip
 
 
@@ -109,7 +110,7 @@ def test_a_jax_peer_runs_experiments_run_and_needs_no_peers_venv(tmp_path):
     peer = paired.parse_config("peer", args.peer)
     command = paired.side_command(args, peer, "mlp", 32, str(tmp_path))
     assert command[:3] == [args.jax_python, "-m", "experiments.run"]
-    assert {"--loop=step", "--host-memory=system", "--width=4096", "--data-dir=d"} <= set(command)
+    assert {"loop=step", "host_memory=system", "width=4096", "--data-dir=d"} <= set(command)
 
 
 def test_side_records_stay_out_of_the_bench_table():

@@ -251,7 +251,8 @@ def test_indivisible_batch_names_valid_sizes(batch_size, num_devices, hint):
         parallel.check_batch_size(batch_size, num_devices)
 
 
-CLI_TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2", "--no-progress"]
+CLI_TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
+CLI_TINY += ["--set", "progress=false"]
 
 
 @pytest.mark.parametrize(
@@ -274,7 +275,7 @@ def test_cli_placement_errors_exit_2_in_one_line(tmp_path, capsys, argv, message
 
 def test_cli_pmap_on_eight_devices_records_them(tmp_path):
     argv = ["--out", str(tmp_path), *CLI_TINY, "--strategy", "pmap", "--batch-size", "16"]
-    assert main([*argv, "--timing-steps", "2"]) == 0
+    assert main([*argv, "--set", "timing_steps=2"]) == 0
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
     assert record["status"] == "ok", record.get("message")
     assert record["workload"]["strategy"] == "pmap"

@@ -9,8 +9,9 @@ from experiments import records
 from experiments.run import main
 from jaxcnn import devices
 
-TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2"]
-TINY += ["--timing-steps", "2", "--batch-size", "16", "--no-progress", "--no-checkpoints"]
+TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
+TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
+TINY += ["--set", "checkpoints=false"]
 
 
 def _rewrite_machine(path, machine):

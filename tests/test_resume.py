@@ -31,11 +31,11 @@ from jaxcnn.loop import NonFiniteLoss, fit
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
 # (one synchronous Orbax save each) to kill the run while it trains, and quick.
 RUN = [
-    "--model", "mlp", "--width", "16", "--dataset", "digits", "--batch-size", "64",
-    "--epochs", "4", "--timing-steps", "2", "--no-progress",
+    "--model", "mlp", "--set", "width=16", "--dataset", "digits", "--batch-size", "64",
+    "--epochs", "4", "--set", "timing_steps=2", "--set", "progress=false",
 ]  # fmt: skip
 EPOCHS, STEPS_PER_EPOCH = 4, 22
-EVERY_5 = ["--checkpoint-every", "5"]
+EVERY_5 = ["--set", "checkpoint_every=5"]
 
 
 def _without_times(history):
@@ -118,7 +118,7 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_params(tmp_path):
     assert not (killed / "records.jsonl").exists()
 
     assert main(["--out", str(killed), *RUN, *EVERY_5]) == 0  # the same command resumes
-    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(killed / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
     assert 5 <= resumed["resumed_from_step"] < EPOCHS * STEPS_PER_EPOCH
@@ -134,7 +134,7 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
     """Killed while Orbax writes a step (its temporary folder, with the state item in
     it, is on disk): the same command resumes and ends bit-identical."""
     killed = tmp_path / "killed"
-    every_1 = ["--checkpoint-every", "1"]
+    every_1 = ["--set", "checkpoint_every=1"]
     left = []
     for _ in range(5):  # the kill can land just after the rename that ends a save
         run = subprocess.Popen(
@@ -157,7 +157,7 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
     assert left, "no kill landed inside a save"
 
     assert main(["--out", str(killed), *RUN, *every_1]) == 0
-    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(killed / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] >= 1
@@ -285,7 +285,7 @@ def test_sigterm_saves_at_the_next_step_and_the_rerun_resumes_bit_identically(tm
     assert not (stopped / "records.jsonl").exists()  # no record claims anything
 
     assert main(["--out", str(stopped), *RUN, *EVERY_5]) == 0
-    assert main(["--out", str(tmp_path / "whole"), *RUN, "--no-checkpoints"]) == 0
+    assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(stopped / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
     assert resumed["status"] == "ok"
@@ -347,8 +347,8 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
 
 
 def test_same_seed_same_device_same_digest(tmp_path):
-    short = ["--model", "mlp", "--width", "16", "--batch-size", "128", "--epochs", "1"]
-    short += ["--timing-steps", "2", "--no-progress", "--no-checkpoints"]
+    short = ["--model", "mlp", "--set", "width=16", "--batch-size", "128", "--epochs", "1"]
+    short += ["--set", "timing_steps=2", "--set", "progress=false", "--set", "checkpoints=false"]
     assert main(["--out", str(tmp_path / "a"), *short]) == 0
     assert main(["--out", str(tmp_path / "b"), *short]) == 0
     (a,), (b,) = (records.load(tmp_path / name) for name in "ab")
@@ -473,7 +473,7 @@ def full_disk(tmp_path):
 
 @pytest.mark.slow
 def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_disk):
-    argv = ["--out", str(tmp_path / "out"), "--checkpoint-dir", str(full_disk), *RUN]
+    argv = ["--out", str(tmp_path / "out"), "--set", f"checkpoint_dir={full_disk}", *RUN]
     argv[argv.index("--epochs") + 1] = "1"
     assert main(argv) == 1
     assert not list(full_disk.rglob(f"*{TMP_MARKER}*"))  # the failed save cleaned up

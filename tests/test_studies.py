@@ -14,7 +14,7 @@ from experiments import records, run, studies, sweep
 from experiments.run import main
 from experiments.workload import Workload, dataset_dir
 
-SMOKE = ["--smoke", "--device", "cpu", "--no-progress", "--no-checkpoints"]
+SMOKE = ["--smoke", "--device", "cpu", "--set", "progress=false", "--set", "checkpoints=false"]
 
 
 def _load(out: Path) -> list[dict]:
@@ -282,12 +282,12 @@ def test_an_unknown_study_lists_the_choices(tmp_path, capsys):
 def test_a_study_sets_its_own_sizes(tmp_path, capsys):
     assert main(["--study", "devices", "--epochs", "2", "--out", str(tmp_path)]) == 2
     assert "--epochs cannot go with --study=devices" in capsys.readouterr().err
-    assert main(["--study", "all", "--precision", "bf16", "--out", str(tmp_path)]) == 2
-    assert "--precision cannot go with --study=all" in capsys.readouterr().err
-    argv = ["--study", "speedrun", "--schedule", "onecycle", "--learning-rate", "0.1"]
-    assert main([*argv, "--seed", "3", "--out", str(tmp_path)]) == 2
+    assert main(["--study", "all", "--set", "precision=bf16", "--out", str(tmp_path)]) == 2
+    assert "--set precision cannot go with --study=all" in capsys.readouterr().err
+    argv = ["--study", "speedrun", "--set", "schedule=onecycle", "--set", "learning_rate=0.1"]
+    assert main([*argv, "--set", "seed=3", "--out", str(tmp_path)]) == 2
     assert (
-        "--schedule, --learning-rate, --seed cannot go with --study=speedrun"
+        "--set schedule, --set learning_rate, --set seed cannot go with --study=speedrun"
         in capsys.readouterr().err
     )
     assert not (tmp_path / records.RECORDS_FILE).exists()

@@ -12,26 +12,26 @@ import warnings
 
 import pytest
 
-from experiments import records, run
+from experiments import cli_plan, records
 from experiments.run import main
 
 # A study of three small MLPs, registered the way a study module registers one: the
 # default study's CNNs would spend these tests' time compiling.
 TINY_STUDY = (("mlp", {"width": 8}), ("mlp", {"width": 16}), ("mlp", {"width": 32}))
-TINY = ["--study", "tiny", "--epochs", "1", "--timing-steps", "2", "--batch-size", "16"]
-TINY += ["--no-progress"]
+TINY = ["--study", "tiny", "--epochs", "1", "--set", "timing_steps=2", "--batch-size", "16"]
+TINY += ["--set", "progress=false"]
 # Adam's first step moves every weight by about the learning rate: at 1e30 the next
 # forward pass overflows, so every workload's loss is NaN at step 2.
-DIVERGING = [*TINY, "--steps", "8", "--learning-rate", "1e30"]
+DIVERGING = [*TINY, "--set", "steps=8", "--set", "learning_rate=1e30"]
 _MAIN_WITH_TINY = (
-    "import sys; from experiments import run; "
-    f"run.STUDIES['tiny'] = {TINY_STUDY!r}; sys.exit(run.main(sys.argv[1:]))"
+    "import sys; from experiments import cli_plan, run; "
+    f"cli_plan.STUDIES['tiny'] = {TINY_STUDY!r}; sys.exit(run.main(sys.argv[1:]))"
 )
 
 
 @pytest.fixture(autouse=True)
 def tiny_study(monkeypatch):
-    monkeypatch.setitem(run.STUDIES, "tiny", TINY_STUDY)
+    monkeypatch.setitem(cli_plan.STUDIES, "tiny", TINY_STUDY)
 
 
 def _lines(path) -> list[dict]:
@@ -66,7 +66,7 @@ def test_diverging_workloads_are_recorded_and_the_sweep_goes_on(tmp_path, capsys
 @pytest.mark.slow
 def test_a_study_killed_midway_and_rerun_ends_with_one_record_per_workload(tmp_path):
     path = tmp_path / "records.jsonl"
-    argv = ["--out", str(tmp_path), *TINY, "--steps", "40", "--checkpoint-every", "4"]
+    argv = ["--out", str(tmp_path), *TINY, "--set", "steps=40", "--set", "checkpoint_every=4"]
     study = subprocess.Popen(
         [sys.executable, "-c", _MAIN_WITH_TINY, *argv],
         stdout=subprocess.DEVNULL,

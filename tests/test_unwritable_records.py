@@ -16,8 +16,9 @@ from conftest import complete_record
 from experiments import records, sweep
 from experiments.run import main
 
-TINY = ["--model", "mlp", "--width", "8", "--epochs", "1", "--steps", "2"]
-TINY += ["--timing-steps", "2", "--batch-size", "16", "--no-progress", "--no-checkpoints"]
+TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
+TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
+TINY += ["--set", "checkpoints=false"]
 
 
 def _record(run_id: str = "a") -> dict:

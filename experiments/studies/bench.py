@@ -9,8 +9,8 @@ CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
 and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
 platform's formulation in both loops. The report sets the CPU figures beside the
 PyTorch and Keras peers' (benchmarks/peers.py). Both loops run in
-one process, so on a CPU `--host-memory=auto` gives both `retain` (the step loop's
-choice, jaxcnn/host_memory.py); `--host-memory=system` measures the other policy.
+one process, so on a CPU `--set host_memory=auto` gives both `retain` (the step loop's
+choice, jaxcnn/host_memory.py); `--set host_memory=system` measures the other policy.
 
 On accelerators also `catsdogs_cnn`, `resnet18`, `resnet50` and `vgg16` on synthetic
 images at batch 32, 128 and 512, per-step dispatch in f32 and bf16; a batch that
@@ -369,7 +369,7 @@ def host_memory_table(records: list[Record]) -> str:
 
 
 HOST_MEMORY_INTRO = (
-    "The host allocator (`--host-memory`, jaxcnn/host_memory.py): images/s with "
+    "The host allocator (`--set host_memory`, jaxcnn/host_memory.py): images/s with "
     "`retain` over images/s with glibc's defaults (`system`), the latest record of "
     "each, per f32 configuration; in brackets, the minor page faults per timed step "
     "under `system` / `retain`. The peers ran under each policy too "
@@ -384,7 +384,7 @@ INTRO = (
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
     "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
     f"peer's (the goal is {GOAL}). Where a configuration was measured under "
-    "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
+    "both host memory policies (`--set host_memory`, jaxcnn/host_memory.py), its cell is "
     "the faster one's latest record, marked `(system)` where glibc's defaults beat "
     "`retain` (the default for the CPU's step loop). Where the paired driver measured "
     "the cell (below), `(paired R)` gives its ratio in turns, the verdict: the two "

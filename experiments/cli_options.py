@@ -1,0 +1,290 @@
+"""What the command line accepts, as plain data: the names it offers, how a value is
+read, and its less common options (`--set KEY=VALUE`). Nothing here imports JAX, so
+`--help` and a mistyped value are answered at once; the library still checks every
+value it is given, and tests/test_cli.py keeps each list of names below equal to the
+library's own (jaxcnn.models.names(), jaxcnn.data.DATASETS, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# The library's names (jaxcnn imports JAX, so they are copied, and tested equal).
+DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
+MODELS = (  # jaxcnn.models.names()
+    "catsdogs_cnn",
+    "lenet5",
+    "lenet5_keras",
+    "mlp",
+    "mnist_cnn",
+    "resnet18",
+    "resnet50",
+    "resnet_tiny",
+    "vgg16",
+    "vgg_tiny",
+)
+DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")  # jaxcnn.data.DATASETS
+STRATEGIES = ("single", "pmap", "sharded")  # jaxcnn.parallel.STRATEGIES
+OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
+SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
+PRECISIONS = ("f32", "bf16")  # experiments.workload.PRECISIONS
+LOOPS = ("step", "device")  # jaxcnn.loop.LOOPS
+FORMULATIONS = ("auto", "xla", "cpu")  # jaxcnn.formulation.NAMES
+HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICIES
+TARGETS = (  # jaxcnn.targets.TARGETS
+    "tpu-v2-8",
+    "tpu-v3-8",
+    "tpu-v4-8",
+    "tpu-v4-32",
+    "tpu-v5e-1",
+    "tpu-v5e-8",
+    "tpu-v5e-16",
+    "tpu-v5e-64",
+    "tpu-v5p-8",
+    "tpu-v6e-1",
+    "tpu-v6e-8",
+    "tpu-v6e-64",
+    "gpu-mx150",
+    "gpu-k80",
+    "gpu-p100",
+    "gpu-t4",
+    "gpu-v100",
+    "gpu-a100",
+    "gpu-l4",
+    "gpu-h100",
+)
+HERE = "here"  # --target=here: the target that is this machine's chips
+
+
+def integer(text: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise argparse.ArgumentTypeError(f"{value} is not {what}")
+    if maximum is not None and value > maximum:
+        raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return integer(text, 1)
+
+
+def count(text: str) -> int:
+    return integer(text, 0)
+
+
+def seed(text: str) -> int:
+    # JAX's keys take 32 bits; an ensemble adds its member index, so 31 leave room.
+    return integer(text, 0, 2**31 - 1)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
+def boolean(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    return text == "true"
+
+
+def choice(what: str, names: Callable[[], Sequence[str]]) -> Callable[[str], str]:
+    """A reader of one of `names()` (read when a value is checked, so a study registered
+    after the parser was built counts), in the library's words for an unknown name."""
+
+    def read(text: str) -> str:
+        if text not in names():
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {text!r}: choose one of {', '.join(names())}"
+            )
+        return text
+
+    return read
+
+
+def text(value: str) -> str:
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """An option given as `--set NAME=VALUE`: read by `read`, `default` when not given."""
+
+    read: Callable[[str], Any]
+    default: Any
+    metavar: str  # what VALUE is, in --help-all
+    help: str
+    group: str
+
+
+def _names(*names: str) -> Callable[[], Sequence[str]]:
+    return lambda: names
+
+
+# The less common options, by the group --help-all lists them under. A name is the
+# attribute the parsed arguments carry, as for a flag.
+SETTINGS: dict[str, Setting] = {
+    "width": Setting(
+        positive_int,
+        None,
+        "N",
+        "hidden width of --model=mlp (default: the model's own)",
+        "training",
+    ),
+    "steps": Setting(
+        positive_int,
+        None,
+        "N",
+        "stop after this many training steps in all (default: whole epochs; --smoke: 3)",
+        "training",
+    ),
+    "optimizer": Setting(
+        choice("optimizer", _names(*OPTIMIZERS)),
+        "adam",
+        "NAME",
+        "adam | sgd (default: adam)",
+        "training",
+    ),
+    "learning_rate": Setting(
+        positive_float, 1e-3, "X", "the learning rate; onecycle's peak (default: 0.001)", "training"
+    ),
+    "schedule": Setting(
+        choice("schedule", _names(*SCHEDULES)),
+        "constant",
+        "NAME",
+        "constant | onecycle: up to learning_rate over the first quarter of the run, then "
+        "down to 0 (default: constant)",
+        "training",
+    ),
+    "precision": Setting(
+        choice("precision", _names(*PRECISIONS)),
+        "f32",
+        "NAME",
+        "f32 | bf16 compute; parameters stay f32 (default: f32)",
+        "training",
+    ),
+    "seed": Setting(seed, 0, "N", "0..2**31-1 (default: 0)", "training"),
+    "loop": Setting(
+        choice("loop", _names(*LOOPS)),
+        "step",
+        "NAME",
+        "step: one compiled step per batch | device: whole epochs as one compiled loop on "
+        "the device (default: step)",
+        "training",
+    ),
+    "formulation": Setting(
+        choice("formulation", _names(*FORMULATIONS)),
+        "auto",
+        "NAME",
+        "how convolutions are computed: auto (the platform's fastest) | xla | cpu (default: auto)",
+        "training",
+    ),
+    "timing_steps": Setting(
+        positive_int,
+        20,
+        "N",
+        "steps timed one by one for the step-time median (default: 20; --smoke: 3)",
+        "measurement",
+    ),
+    "host_memory": Setting(
+        choice("host memory policy", _names(*HOST_MEMORY_POLICIES)),
+        "auto",
+        "NAME",
+        "host allocator: auto (retain where the step loop runs on a CPU, else system) | "
+        "retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults) "
+        "(default: auto)",
+        "measurement",
+    ),
+    "checkpoints": Setting(
+        boolean,
+        True,
+        "true|false",
+        "false: no checkpoints and no resume, for timing sweeps (default: true)",
+        "checkpoints",
+    ),
+    "checkpoint_dir": Setting(
+        text,
+        None,
+        "DIR",
+        "root of the per-workload checkpoints (default: OUT/checkpoints)",
+        "checkpoints",
+    ),
+    "checkpoint_every": Setting(
+        positive_int,
+        None,
+        "N",
+        "also checkpoint every N steps (default: at each epoch end only)",
+        "checkpoints",
+    ),
+    "keep_checkpoints": Setting(
+        positive_int, 2, "N", "checkpoints kept per workload (default: 2)", "checkpoints"
+    ),
+    "coordinator": Setting(
+        text,
+        None,
+        "HOST:PORT",
+        "HOST:PORT of process 0, or auto (TPU pods, Slurm, Open MPI)",
+        "many hosts",
+    ),
+    "num_processes": Setting(positive_int, None, "N", "processes in all", "many hosts"),
+    "process_id": Setting(integer, None, "N", "this process, 0..num_processes-1", "many hosts"),
+    "coordinator_timeout": Setting(
+        positive_float,
+        300.0,
+        "SECONDS",
+        "seconds to wait for the coordinator and the other processes (default: 300)",
+        "many hosts",
+    ),
+    "progress": Setting(
+        boolean, True, "true|false", "progress bars while training (default: true)", "output"
+    ),
+}
+GROUP_NOTES = {
+    "many hosts": "run the same command on every host, each with its own process_id; "
+    "process 0 writes the records",
+}
+
+
+def read_setting(assignment: str) -> tuple[str, Any]:
+    """`NAME=VALUE` -> (NAME, VALUE read by its Setting); ArgumentTypeError otherwise."""
+    name, equals, value = assignment.partition("=")
+    if not equals:
+        raise argparse.ArgumentTypeError(f"{assignment!r} is not NAME=VALUE")
+    if name not in SETTINGS:
+        close = difflib.get_close_matches(name.replace("-", "_"), SETTINGS, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise argparse.ArgumentTypeError(
+            f"unknown setting {name!r}: {hint}choose one of {', '.join(SETTINGS)}"
+        )
+    return name, SETTINGS[name].read(value)
+
+
+def spelled(name: str) -> str:
+    """How a user gives option `name`: `--batch-size`, or `--set loop` for a setting."""
+    return f"--set {name}" if name in SETTINGS else f"--{name.replace('_', '-')}"
+
+
+def as_setting(flag: str) -> str | None:
+    """How a flag that became a setting is given now (`--timing-steps` ->
+    `--set timing_steps=VALUE`, `--no-checkpoints` -> `--set checkpoints=false`), else None."""
+    name = flag.split("=")[0].removeprefix("--").replace("-", "_")
+    if name.startswith("no_") and name[3:] in SETTINGS:
+        return f"--set {name[3:]}=false"
+    return f"--set {name}=VALUE" if name in SETTINGS else None

@@ -1,0 +1,247 @@
+"""What a command line runs, worked out from its parsed options by small functions, so
+that experiments/run.py only parses and calls: the checks of options that cannot go
+together (made before JAX starts), the loops the command will run (known before JAX
+starts, as the host memory policy must be), its workloads, the devices it keeps, its
+checkpoint folder, and the rows of the table it prints at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from experiments.cli_options import spelled
+from experiments.labels import device_label
+from experiments.studies import COMPILE_STUDIES, Context
+from experiments.studies import STUDIES as NAMED_STUDIES
+from experiments.studies.default import DEFAULT_STUDY
+from experiments.tables import seconds, si
+from experiments.workload import Workload
+
+# --study NAME: a tuple of (model, overrides) runs with the command's options (--epochs,
+# --batch-size, ...); a function of a studies.Context sets its own sizes.
+STUDIES: dict[str, Any] = {"default": DEFAULT_STUDY, **NAMED_STUDIES}
+ALL = "all"  # every function study, in STUDIES order
+DEFAULT_EPOCHS = 5
+DEFAULT_BATCH = 64
+# --smoke on a study that takes the command's options (default): seconds, not minutes
+SMOKE_FLAGS = {"epochs": 1, "steps": 3, "batch_size": 32, "timing_steps": 3}
+# options that a function study sets itself: giving one with it is a usage error
+STUDY_SETS = ("batch_size", "epochs", "steps", "width", "model")
+# options a function study fixes too: giving one away from its default is a usage error
+STUDY_FIXED = (
+    "dataset",
+    "strategy",
+    "precision",
+    "loop",
+    "formulation",
+    "schedule",
+    "optimizer",
+    "learning_rate",
+    "seed",
+    "timing_steps",
+)
+# options that mean "run here", which a compile-only command does not do
+RUN_HERE = ("num_devices", "coordinator", "num_processes", "process_id", "epochs", "steps")
+
+Options = argparse.Namespace
+D = TypeVar("D")
+
+
+class OptionError(ValueError):
+    """Options that cannot go together: a usage error, found before JAX starts."""
+
+
+def study_choices() -> list[str]:
+    """What --study takes: the studies, `all`, and the compile-only studies."""
+    return [*STUDIES, ALL, *COMPILE_STUDIES]
+
+
+def study_names(name: str) -> list[str]:
+    """The studies --study=`name` runs (`all`: every function study)."""
+    if name == ALL:
+        return [n for n, study in STUDIES.items() if callable(study)]
+    return [name]
+
+
+def compile_only(options: Options) -> bool:
+    """Whether the command compiles for devices not at hand instead of running."""
+    return options.target is not None or options.study in COMPILE_STUDIES
+
+
+def takes_flags(options: Options) -> bool:
+    """Whether the command's workloads take its options (--model, or a study of models)
+    rather than a function study's own sizes."""
+    if options.model is not None:
+        return True
+    return not (options.study == ALL or callable(STUDIES.get(options.study)))
+
+
+def check(options: Options, defaults: Mapping[str, Any]) -> None:
+    """Every usage error that the options alone show, as OptionError; `defaults` are
+    the options' values when not given."""
+    if compile_only(options):
+        _check_compile_only(options)
+        return
+    if options.summary and not options.model:
+        raise OptionError("--summary needs --model=NAME")
+    if not options.checkpoints and (options.checkpoint_every or options.checkpoint_dir):
+        raise OptionError(
+            "--set checkpoint_every/--set checkpoint_dir cannot go with --set checkpoints=false"
+        )
+    if not takes_flags(options):
+        given = [spelled(f) for f in STUDY_SETS if getattr(options, f) is not None]
+        given += [spelled(f) for f in STUDY_FIXED if getattr(options, f) != defaults[f]]
+        if given:
+            raise OptionError(
+                f"{', '.join(given)} cannot go with --study={options.study}: the study "
+                "sets its own sizes (see experiments/studies/; --smoke shrinks them)"
+            )
+
+
+def _check_compile_only(options: Options) -> None:
+    if options.device != "auto":
+        raise OptionError(
+            "--target compiles for a device not at hand, --device runs on one here: give one"
+        )
+    given = [spelled(f) for f in RUN_HERE if getattr(options, f) is not None]
+    if given:
+        raise OptionError(f"{', '.join(given)} cannot go with a compile-only run (nothing runs)")
+    if options.study in COMPILE_STUDIES:
+        if options.batch_size is not None:
+            raise OptionError(f"--study={options.study} searches its own batches")
+    elif options.model is None:
+        raise OptionError("--target needs --model=NAME (and --batch-size)")
+
+
+def loops(options: Options) -> set[str]:
+    """The loops (`step`, `device`) the command will run, known before JAX starts, as the
+    host memory policy must be. A study's loops do not depend on the platform."""
+    if options.model is not None:
+        return {options.loop}
+    names = study_names(options.study)
+    found = {options.loop for name in names if not callable(STUDIES[name])}
+    context = Context(smoke=options.smoke)
+    return found | {
+        w.loop for name in names if callable(STUDIES[name]) for w in STUDIES[name](context)
+    }
+
+
+def workloads(options: Options, platform: str, num_devices: int) -> list[Workload]:
+    """The workloads of --model, or of --study on `num_devices` devices of `platform`."""
+    smoke = SMOKE_FLAGS if options.smoke else {}
+    epochs = options.epochs
+    common = {
+        "dataset": options.dataset,
+        "batch_size": options.batch_size or smoke.get("batch_size", DEFAULT_BATCH),
+        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if epochs is None else epochs,
+        "steps": options.steps or smoke.get("steps"),
+        "optimizer": options.optimizer,
+        "learning_rate": options.learning_rate,
+        "seed": options.seed,
+        "strategy": options.strategy,
+        "precision": options.precision,
+        "timing_steps": smoke.get("timing_steps", options.timing_steps),
+        "loop": options.loop,
+        "formulation": options.formulation,
+        "schedule": options.schedule,
+    }
+    if options.model is not None:
+        return [Workload(model=options.model, model_overrides=model_overrides(options), **common)]
+    found: list[Workload] = []
+    for name in study_names(options.study):
+        study = STUDIES[name]
+        if callable(study):
+            found.extend(study(Context(platform, num_devices, smoke=options.smoke)))
+        else:
+            study_name = name if name == "default" else None
+            found.extend(
+                Workload(model=m, model_overrides=o, study=study_name, **common) for m, o in study
+            )
+    return found
+
+
+def model_overrides(options: Options) -> dict[str, Any]:
+    return {"width": options.width} if options.width else {}
+
+
+def devices_kept(options: Options, devices: Sequence[D]) -> list[D]:
+    """The devices the command runs on: one, unless a placement that spreads (or a
+    count) is asked for or a study picks its own."""
+    if takes_flags(options) and options.strategy == "single" and options.num_devices is None:
+        return list(devices[:1])
+    return list(devices)
+
+
+def checkpoint_root(options: Options) -> Path | None:
+    """The root of the per-workload checkpoint folders; None without checkpoints."""
+    if not options.checkpoints:
+        return None
+    if options.checkpoint_dir:
+        return Path(options.checkpoint_dir)
+    return Path(options.out) / "checkpoints"
+
+
+SUMMARY_HEADERS = [
+    "study",
+    "model",
+    "precision",
+    "loop",
+    "device",
+    "batch",
+    "FLOPs/step",
+    "step time [p10-p90]",
+    "images/s",
+    "test acc",
+    "status",
+]
+NAME_COLUMNS = 2  # study and model read left-aligned, the rest right-aligned
+MEASURED_FROM = SUMMARY_HEADERS.index("FLOPs/step")  # the cells said once a record is made
+
+
+def model_cell(workload: Mapping[str, Any]) -> str:
+    """The model as the table names it, with what else sets its row apart."""
+    w = workload
+    model = w["model"] + "".join(f" {k}={v}" for k, v in w["model_overrides"].items())
+    if w.get("kind") == "matmul":
+        precision = w.get("matmul_precision", "default")
+        model = "matmul" + (f" ({precision})" if precision != "default" else "")
+    elif w.get("kind") == "ensemble":
+        model += f" x{w['ensemble_size']} {w['ensemble_mode']}"
+    if w.get("strategy", "single") != "single":
+        model += f" [{w['strategy']}{' ' + w['scaling'] if w.get('scaling') else ''}]"
+    if w.get("formulation", "auto") != "auto":
+        model += f" formulation={w['formulation']}"
+    if w.get("seed"):
+        model += f" seed={w['seed']}"
+    return model
+
+
+def summary_row(record: Mapping[str, Any]) -> list[Any]:
+    """One record as a row of the table under SUMMARY_HEADERS."""
+    w = record["workload"]
+    step = record.get("step_time_s") or {}
+    spread = f" [{seconds(step['p10'])}-{seconds(step['p90'])}]" if step else ""
+    acc = record.get("test_accuracy")
+    status = record["status"]
+    return [
+        w.get("study") or "-",
+        model_cell(w),
+        w["precision"],
+        "-" if w.get("kind") == "matmul" else w.get("loop", "step"),
+        device_label(record),
+        w["batch_size"],
+        si((record.get("flops") or {}).get("per_step")),
+        (seconds(step.get("median")) + spread) if step else "-",
+        f"{record['images_per_s']:,.0f}" if record.get("images_per_s") else "-",
+        f"{acc:.4f}" if acc is not None else "-",
+        status if status == "ok" else f"{status}: {record['message']}",
+    ]
+
+
+def measured_line(record: Mapping[str, Any]) -> str:
+    """What a record measured, in one line, said as soon as it is made."""
+    cells = zip(SUMMARY_HEADERS[MEASURED_FROM:], summary_row(record)[MEASURED_FROM:], strict=True)
+    return "  ".join(f"{h}: {c}" for h, c in cells)
