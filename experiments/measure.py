@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-<<<<<<< HEAD
-=======
-import platform
-import socket
-import subprocess
 import sys
->>>>>>> cli
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
