@@ -34,19 +34,10 @@ import jax
 import numpy as np
 
 from experiments import measure, records
+from experiments.prepare import Split, check, devices_for, load_splits, split_key, train_examples
+from experiments.runners import run_workload
 from experiments.tables import si
-from experiments.workload import (
-    Split,
-    Workload,
-    check,
-    config_key,
-    devices_for,
-    load_splits,
-    new_record,
-    run_workload,
-    split_key,
-    train_examples,
-)
+from experiments.workload import Workload, config_key, new_record
 from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, exclusive
