@@ -18,9 +18,10 @@ this host, each under the host memory policy it was fastest with. Both sides wri
 own full records to OUT (env.turns names the pair; the bench table leaves them out), and
 this driver one record of kind "paired" with every round's images/s and the ratios.
 
-The other side can be JAX itself (`--peer=jax:cpu:step:retain`): issue 8 asks whether the
-epoch as one compiled loop beats per-step dispatch, and a question about 10% needs the
-two loops measured in turns just as much (PERFORMANCE.md, entry 18):
+The other side can be JAX itself (`--peer=jax:cpu:step:retain`): whether the epoch as one
+compiled loop beats per-step dispatch is a question about 10%, and needs the two loops
+measured in turns just as much (docs/performance-log.md, "The compiled epoch against
+per-step dispatch, measured in turns"):
 
     python -m benchmarks.paired --jax=cpu:device:retain --peer=jax:cpu:step:retain
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -42,13 +42,12 @@ import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
-from benchmarks.peers import git_commit
-from experiments import records, report_bench, turns
+from experiments import records, turns
 from experiments.stats import summarize
+from experiments.studies import bench as bench_study
 
 PROG = "python -m benchmarks.paired"
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +79,7 @@ class Config:
         return self.side == "jax" or self.jax_peer
 
     @property
-    def configuration(self) -> str:  # as report_bench.configuration names it
+    def configuration(self) -> str:  # as bench_study.configuration names it
         if self.runs_jax:
             return f"jax {self.first} {self.second} f32"
         return f"{self.first} {self.second}"
@@ -127,7 +126,7 @@ def choose(
     bench: list[dict[str, Any]], model: str, batch: int, jax: str, peer: str, host: str
 ) -> tuple[Config, Config]:
     """The pair to measure: named, or the bench table's best JAX f32 and fastest peer."""
-    best, fastest = report_bench.fastest_pair(bench, table_name(model), batch, host)
+    best, fastest = bench_study.fastest_pair(bench, table_name(model), batch, host)
     chosen = []
     for side, text, record in (("jax", jax, best), ("peer", peer, fastest)):
         if text not in ("best", "fastest"):
@@ -315,15 +314,6 @@ def side_record(out: Path, pair: str, side: str) -> dict[str, Any] | None:
     return found[-1] if found else None
 
 
-def environment() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "git_commit": git_commit(),
-        "host": socket.gethostname(),
-        "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
 def paired_record(
     pair: str,
     model: str,
@@ -358,7 +348,7 @@ def paired_record(
         "device": jax_record.get("device")
         or {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
             "host": socket.gethostname()},
-        "env": environment(),
+        "env": records.environment(packages=()),
         "session": session,
     }  # fmt: skip
     if error:  # what was asked, so that the report finds the failure's cell
@@ -375,8 +365,8 @@ def paired_record(
         **{  # what each side's own record says it ran
             name: {
                 "run_id": sides[name]["run_id"],
-                "configuration": report_bench.configuration(sides[name]),
-                "host_memory": report_bench.host_memory_policy(sides[name]),
+                "configuration": bench_study.configuration(sides[name]),
+                "host_memory": bench_study.host_memory_policy(sides[name]),
                 "throughput": sides[name].get("throughput"),
             }
             for name in ("jax", "peer")
@@ -454,7 +444,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--passes", type=int, default=3, help="passes over the pairs (default 3)")
     p.add_argument("--data-dir", help="MNIST's IDX files, for the JAX side (as the bench)")
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=records.DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
+        "--out=results adds to the records this repository commits)",
+    )
     args = p.parse_args(argv)
     args.models = _list(args.models, MODELS, "model")
     if args.passes < 1:

@@ -21,19 +21,13 @@ been fetched to the host. Per repeat: K*batch/seconds images/s; median, p10, p90
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
-import json
 import math
 import os
-import platform
 import socket
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -379,31 +373,18 @@ def load_host_memory() -> ModuleType:
 HOST_MEMORY = load_host_memory()
 
 
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=REPO
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
-
-
 def environment(
     framework_env: dict[str, Any], threads: int | None, host_memory: dict[str, Any]
 ) -> dict[str, Any]:
-    """The `env` field, less utc_time (set per record): versions, commit, host, threads."""
-    return {
-        "python": platform.python_version(),
-        "git_commit": git_commit(),
-        "host": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
+    """The `env` field (utc_time set again per record): versions, commit, host, threads."""
+    return records.environment(
+        packages=(),
+        cpu_count=os.cpu_count(),
         **framework_env,
-        "threads_requested": threads,  # --threads; None: the framework's default
-        "host_memory": host_memory,  # jaxcnn/host_memory.py: what --host-memory set
-        "env_vars": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
-        **({"turns": paired} if (paired := turns.describe()) else {}),  # benchmarks/paired
-    }
+        threads_requested=threads,  # --threads; None: the framework's default
+        host_memory=host_memory,  # jaxcnn/host_memory.py: what --host-memory set
+        env_vars={k: os.environ[k] for k in ENV_VARS if k in os.environ},
+    )
 
 
 def workload_of(framework: str, name: str, batch: int, mode: str, steps: int) -> dict:
@@ -437,52 +418,17 @@ def device_of() -> dict[str, Any]:
     }
 
 
-def config_key(workload: dict[str, Any], device: dict[str, Any]) -> str:
-    """sha256 (16 hex) of the workload and the device identity. As in
-    experiments.workload.config_key, a CPU's kind is just "cpu", so the host stands in
-    for the chip."""
-    identity = {k: device[k] for k in ("platform", "kind", "count", "process_count", "host")}
-    text = json.dumps({"workload": workload, "device": identity}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
-
-
-def status_of(error: BaseException) -> str:
-    """The records' failure statuses: nan, oom or error."""
-    if isinstance(error, FloatingPointError):
-        return "nan"
-    text = str(error)
-    if isinstance(error, MemoryError) or "RESOURCE_EXHAUSTED" in text or "out of memory" in text:
-        return "oom"
-    return "error"
-
-
 def run_one(
     framework: Framework, env: dict[str, Any], name: str, batch: int, mode: str, args: Any
 ) -> dict[str, Any]:
     """One workload's record, ok or not: a failure is data, the run goes on."""
     workload = workload_of(framework.name, name, batch, mode, args.steps)
     device = device_of()
-    record: dict[str, Any] = {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": uuid.uuid4().hex,
-        "config_key": config_key(workload, device),
-        "status": "error",
-        "message": None,
-        "workload": workload,
-        "device": device,
-        "env": {**env, "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-    }
+    record = records.new_record(workload, device, {**env, "utc_time": records.utc_now()})
     try:
         record.update(framework.measure(name, batch, mode, args.steps, args.repeats))
     except Exception as e:  # any one workload's failure becomes its record
-        record["status"] = status_of(e)
-        record["message"] = one_line(e)
-        return record
+        return records.failed(record, e)
     record["status"] = "ok"
     record["images_per_s"] = record["throughput"]["median"]
     return record
@@ -581,7 +527,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="host allocator, as the JAX bench's on CPU: retain (default; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
-    p.add_argument("--out", default="results", help="folder for records.jsonl (default results/)")
+    p.add_argument(
+        "--out",
+        default=records.DEFAULT_OUT,
+        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
+        "--out=results adds to the records this repository commits)",
+    )
     args = p.parse_args(argv)
     args.models = _names(args.models, MODELS, "model")
     args.batch_sizes = _batches(args.batch_sizes)

@@ -21,9 +21,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import measure
-from experiments.prepare import build_module, check_precision
-from experiments.workload import Workload, _one_line, new_record
+from experiments import measure, records
+from experiments.prepare import build_module, check_precision, record_for
+from experiments.workload import Workload
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import models, targets, train
@@ -121,7 +121,7 @@ def run_target(
     memory; error: the compiler refused, with its one-line reason)."""
     target = check(workload)
     devices = list(targets.abstract_devices(target))
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     record.update(
         compiled_not_run=True,
         target=targets.describe(target),
@@ -156,10 +156,7 @@ def run_target(
             if on_compiled is not None:
                 on_compiled(name, seconds)
     except Exception as error:
-        record["status"] = measure.classify_failure(error)
-        if "shared memory" in str(error).lower():  # a kernel's on-chip limit, not HBM
-            record["status"] = "error"
-        record["message"] = _one_line(error)
+        records.failed(record, error)
         if record["status"] == "oom":  # the compiler itself found it too big for the chip
             record["fits"] = False
         return record
@@ -232,15 +229,12 @@ def recorded_runner(
     """`run(workload) -> record` that compiles a cell not yet recorded in `path` (ok or
     oom there: taken as is, unless `force`) and appends its record: a study killed
     midway and rerun compiles only what is missing."""
-    from experiments import records, sweep
-    from experiments.workload import config_key
-
-    found, _ = sweep.recorded(path)
+    found, _ = records.recorded(path)
 
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)
         device = devices_lib.describe(list(targets.abstract_devices(target)))
-        key = config_key(workload, device)
+        key = records.config_key(workload.describe(), device)
         if key in found and not force:
             record = found[key]
         else:

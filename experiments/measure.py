@@ -9,25 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import platform
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import turns
+from experiments import records, turns
 from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import host_memory, roofline, train
-from jaxcnn.checkpoint import CheckpointSaveError
+from jaxcnn import roofline, train
 from jaxcnn.parallel import Placement
 
 
@@ -181,43 +175,6 @@ def time_eval(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int
     return time_calls(lambda: step(state, batch), steps=steps, warmup=warmup)
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def environment() -> dict[str, Any]:
-    """Versions, commit, host and time: the `env` field of every record."""
-    import flax
-    import jaxlib
-    import optax
-
-    env = {
-        "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
-        "flax": flax.__version__,
-        "optax": optax.__version__,
-        "python": platform.python_version(),
-        "git_commit": _git_commit(),
-        "host": socket.gethostname(),
-        "utc_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host_memory": host_memory.current(),
-    }
-    paired = turns.describe()  # a side of benchmarks/paired.py: its blocks took turns
-    if paired:
-        env["turns"] = paired
-    return env
-
-
 # --- The device's matmul ceiling ------------------------------------------------------
 
 
@@ -244,7 +201,7 @@ def measure_matmul_peak(
                 step_time = time_matmul(device, dtype, n, steps=reps, warmup=1)[2]
                 by_size[str(n)] = 2 * n**3 / step_time["median"] / 1e12
             except Exception as error:  # an OOM at the largest size is not the end
-                if classify_failure(error) != "oom":
+                if records.classify_failure(error) != "oom":
                     raise
                 by_size[str(n)] = None
         timed = {n: t for n, t in by_size.items() if t is not None}
@@ -507,25 +464,6 @@ def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | N
 
 def _int_or_none(value: Any) -> int | None:
     return None if value is None or int(value) < 0 else int(value)
-
-
-_OOM_MARKERS = ("resource_exhausted", "out of memory", "oom when allocating")
-
-
-def classify_failure(error: BaseException) -> str:
-    """The status a failure gives its record: `oom` (XLA's RESOURCE_EXHAUSTED, an
-    allocator's "out of memory"), `nan` (a non-finite loss caught by a check), else
-    `error` (compile errors included). A checkpoint that could not be saved is an
-    `error` (retried on rerun) even though a full disk says RESOURCE_EXHAUSTED too."""
-    if isinstance(error, CheckpointSaveError) or "no space left on device" in str(error).lower():
-        return "error"
-    text = f"{type(error).__name__}: {error}".lower()
-    if isinstance(error, MemoryError) or any(m in text for m in _OOM_MARKERS):
-        return "oom"
-    name = type(error).__name__.lower()
-    if isinstance(error, FloatingPointError) or "nan" in name or "nonfinite" in name:
-        return "nan"
-    return "error"
 
 
 def step_fields(

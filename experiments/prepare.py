@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import records
 from experiments.workload import (
     ENSEMBLE_MODES,
     KINDS,
@@ -22,11 +23,12 @@ from experiments.workload import (
     Workload,
     dataset_dir,
 )
-from jaxcnn import data, models, train
+from jaxcnn import data, host_memory, models, train
+from jaxcnn import devices as devices_lib
 from jaxcnn import formulation as formulation_lib
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import LOOPS
-from jaxcnn.parallel import check_batch_size, place
+from jaxcnn.parallel import check_batch_size, compiler_options, place
 
 Split = tuple[np.ndarray, np.ndarray]
 
@@ -91,6 +93,22 @@ def build_module(workload: Workload, devices: list[jax.Device]) -> Any:
     if isinstance(overrides.get("dtype"), str):  # a Workload names its dtype
         overrides["dtype"] = getattr(jnp, overrides["dtype"])
     return models.get(workload.model, **overrides, formulation=chosen)
+
+
+def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
+    """The skeleton record (records.new_record) of `workload` on `devices`: the devices
+    described, and the formulation and compiler options it runs with there."""
+    device = devices_lib.describe(devices)
+    return records.new_record(
+        workload.describe(),
+        device,
+        records.environment(
+            host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
+        ),
+        loop=workload.loop,
+        formulation=formulation_for(workload, device["platform"]).describe(),
+        compiler_options=compiler_options(workload.strategy, device["platform"]),
+    )
 
 
 def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Device]:

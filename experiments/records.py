@@ -1,35 +1,46 @@
-"""Records: one JSON line per workload, whatever happened to it.
+"""Records: one JSON line per workload, whatever happened to it. This module is the
+one place a record is made, checked, keyed, skipped, written and read; it imports no
+JAX (benchmarks/peers.py runs without it), so what needs a device takes the device's
+description (`jaxcnn.devices.describe`) as a plain dict.
 
-Schema (version 1). Required in every record:
-    schema_version, run_id, status (ok|oom|nan|error|skipped), message,
-    workload {model, model_overrides, dataset, batch_size, epochs, steps, optimizer,
-              learning_rate, seed, strategy, precision, timing_steps,
-              and from the studies (absent in older records; defaults in brackets):
+Schema (version 2: every field written, none defaulted by readers; records of
+version 1 are skipped by `load` with one line naming `python -m
+experiments.migrate_records`). Required in every record:
+    schema_version, run_id, status (ok|oom|nan|error|skipped), message (null when ok),
+    config_key (every kind but paired: `config_key` of workload and device),
+    workload {model, dataset, batch_size, strategy, kind, study, and for the kinds a
+              experiments.workload.Workload describes (train|matmul|ensemble|compile)
+              all of its fields (WORKLOAD_FIELDS):
+              model_overrides, epochs, steps, optimizer, learning_rate, seed,
+              precision, timing_steps,
               study (devices|crossover|batch|scaling|matmul|ensemble|precision|
-                     accuracy|bench|speedrun|roofline|default; null for a single --model
-                     run)
-                     [null],
-              kind (train|matmul|ensemble) [train],
-              num_devices (the first N devices; null = all the run resolved) [null],
+                     accuracy|bench|speedrun|roofline|targets|default; null for a single
+                     --model run),
+              kind (train|matmul|ensemble|peer|paired|compile),
+              num_devices (the first N devices; null = all the run resolved),
               scaling (null|weak|strong: per-device batch fixed | global batch fixed),
-              ensemble_size [1], ensemble_mode (null|vmap|sequential),
-              matmul_precision (default|highest: GPU TF32 on | off) [default],
-              oom_group (the sweep skips the rest of a group after an oom) [null],
-              loop (step|device: per-step dispatch | whole epochs as one compiled
-                    loop) [step],
-              formulation (auto|xla|cpu: what was asked; see the top-level field)
-                    [auto],
+              ensemble_size, ensemble_mode (null|vmap|sequential),
+              matmul_precision (default|highest: GPU TF32 on | off),
+              oom_group (the sweep skips the rest of a group after an oom),
+              loop (step|device: per-step dispatch | whole epochs as one compiled loop),
+              formulation (auto|xla|cpu: what was asked; see the top-level field),
               schedule (constant|onecycle: the learning rate over the run; onecycle
-                    peaks at learning_rate) [constant]}
+                    peaks at learning_rate),
+              target (kind compile: the target compiled for; else null)}
               epochs == 0 means timing only: no training, history [], test_accuracy null.
-    device {platform, kind, count, process_count, host[, machine: a hash of the OS
-            machine id and the host name (devices.machine_id); since reruns skip a CPU
-            cell only when it was recorded on this machine; absent in older records]},
-    env {jax, jaxlib, flax, optax, python, git_commit, host, utc_time}
-In records made since issue 8 (absent before: read as loop step, formulation xla):
+    device {platform, kind, count, process_count, host, and for those kinds machine (a
+            hash of the OS machine id and the host name, devices.machine_id: reruns
+            skip a CPU cell only when it was recorded on this machine; null where it was
+            not recorded)},
+    env {python, git_commit, host, utc_time; for those kinds also jax, jaxlib, flax,
+         optax and host_memory (the policy, jaxcnn.host_memory; null where it was not
+         recorded)}
+For those kinds also:
     loop                                   step | device, as run
     formulation {name, conv, pool}         how convolutions and pools were computed
                                            (jaxcnn.formulation; name xla|cpu)
+    compiler_options {option: value}       the XLA options the steps compiled with;
+                                           null where they were not recorded
 Present when status is ok (null or absent otherwise), for kind "train" (the default):
     params {trainable, non_trainable}
     compile_time_s {train, eval[, epoch]}  lower + compile, apart from step time; epoch:
@@ -134,8 +145,13 @@ jax_cuda12_plugin. Status ok: compiled and fits; oom: does not fit (or the compi
 out of memory); error: the compiler refused.
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
-error (anything else, compile errors included), with a one-line `message`.
-Unknown keys are kept, never rejected; the fields above are type-checked when present.
+error (anything else, compile errors included), with a one-line `message` and the
+traceback's last lines (`traceback_tail`): `failed` is the one rule.
+Unknown keys are kept, never rejected; the measurements above are type-checked when
+present.
+
+A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
+is final (ok, nan, oom) in the same config key; an `error` is retried.
 
 Appends are one os.write of a whole line under an exclusive lock, so a crash or a
 second writer never leaves half a line, and a write that fails (a full disk) is cut
@@ -148,17 +164,29 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
+import importlib.metadata
 import json
 import math
 import os
+import platform
+import socket
+import subprocess
 import sys
 import tempfile
+import traceback
+import uuid
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from experiments import turns  # the standard library only
+
+SCHEMA_VERSION = 2
+# What turns a records file of an older schema into this one (experiments/migrate_records.py).
+MIGRATE_COMMAND = "python -m experiments.migrate_records"
 STATUSES = ("ok", "oom", "nan", "error", "skipped")
 RECORDS_FILE = "records.jsonl"
 # A user's runs go to a folder of their own (git-ignored), not into the records this
@@ -172,10 +200,47 @@ _REQUIRED = {
     "device": dict,
     "env": dict,
 }
-_REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy")
-_REQUIRED_DEVICE = ("platform", "kind", "count", "process_count")
+_REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
+_REQUIRED_DEVICE = ("platform", "kind", "count", "process_count", "host")
+_REQUIRED_ENV = ("python", "git_commit", "host", "utc_time")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
+# The kinds an experiments.workload.Workload describes; their records carry all of its
+# fields (tests/test_records.py keeps this list and the dataclass equal).
+WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
+WORKLOAD_FIELDS = (
+    "model",
+    "model_overrides",
+    "dataset",
+    "batch_size",
+    "epochs",
+    "steps",
+    "optimizer",
+    "learning_rate",
+    "seed",
+    "strategy",
+    "precision",
+    "timing_steps",
+    "study",
+    "kind",
+    "num_devices",
+    "scaling",
+    "ensemble_size",
+    "ensemble_mode",
+    "matmul_precision",
+    "oom_group",
+    "loop",
+    "formulation",
+    "schedule",
+    "target",
+)
+# What else a record of those kinds carries, in every status: where it ran and how.
+_REQUIRED_BY_WORKLOAD = {
+    "top": ("config_key", "loop", "formulation", "compiler_options"),
+    "device": ("machine",),
+    "env": ("jax", "jaxlib", "flax", "optax", "host_memory"),
+}
+FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
 # What an ok record must carry, by workload kind (a matmul has no images).
 _REQUIRED_OK_BY_KIND = {
     "train": _REQUIRED_OK,
@@ -201,22 +266,41 @@ class NotRecorded(RuntimeError):
     kept instead (or that it is on stderr) and how to add it back."""
 
 
+class OldSchema(RecordError):
+    """A record of an earlier schema version: `MIGRATE_COMMAND` rewrites its file once."""
+
+
 def validate(record: dict[str, Any]) -> dict[str, Any]:
-    """Return `record` if it follows the schema; raise RecordError naming what is wrong."""
+    """Return `record` if it follows the schema; raise RecordError naming what is wrong
+    (OldSchema for a record of an earlier version)."""
     for key, kind in _REQUIRED.items():
         if not isinstance(record.get(key), kind):
             raise RecordError(f"field {key!r} missing or not {kind.__name__}")
-    if record["schema_version"] != SCHEMA_VERSION:
-        raise RecordError(f"schema_version {record['schema_version']} is not {SCHEMA_VERSION}")
+    version = record["schema_version"]
+    if version < SCHEMA_VERSION:
+        raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"schema_version {version} is not {SCHEMA_VERSION}")
     if record["status"] not in STATUSES:
         raise RecordError(f"status {record['status']!r} is not one of {STATUSES}")
-    for section, keys in (("workload", _REQUIRED_WORKLOAD), ("device", _REQUIRED_DEVICE)):
-        missing = [k for k in keys if k not in record[section]]
-        if missing:
-            raise RecordError(f"{section} lacks {', '.join(missing)}")
-    kind = record["workload"].get("kind") or "train"  # older records have no kind
+    if "message" not in record:
+        raise RecordError("field 'message' missing")
+    kind = record["workload"].get("kind")
     if kind not in KINDS:
         raise RecordError(f"workload.kind {kind!r} is not one of {KINDS}")
+    workload_keys = WORKLOAD_FIELDS if kind in WORKLOAD_KINDS else _REQUIRED_WORKLOAD
+    required = {"workload": workload_keys, "device": _REQUIRED_DEVICE, "env": _REQUIRED_ENV}
+    if kind in WORKLOAD_KINDS:
+        for section in ("device", "env"):
+            required[section] = (*required[section], *_REQUIRED_BY_WORKLOAD[section])
+        required[""] = _REQUIRED_BY_WORKLOAD["top"]
+    elif kind == "peer":
+        required[""] = ("config_key",)
+        required["workload"] = (*workload_keys, "framework", "mode")
+    for section, keys in required.items():
+        missing = [k for k in keys if k not in (record[section] if section else record)]
+        if missing:
+            raise RecordError(f"{section or 'record'} lacks {', '.join(missing)}")
     if record["status"] == "ok":
         missing = [k for k in _REQUIRED_OK_BY_KIND[kind] if record.get(k) is None]
         if missing:
@@ -361,6 +445,170 @@ def _check_measurements(record: dict[str, Any]) -> None:
                 raise RecordError(f"matmul_ceiling.{dtype}.tflops is not a number")
 
 
+# --- Construction ----------------------------------------------------------------------
+
+
+def config_key(workload: dict[str, Any], device: dict[str, Any]) -> str:
+    """The cell a record measures, as 16 hex digits: a sha256 of the whole described
+    workload (every field, as asked) and the device's identity (platform, kind, count,
+    process count), not the time. Equal keys mean "the same cell": a rerun skips cells
+    already recorded, and checkpoints live under this name. Stable across releases: a
+    test pins one key.
+
+    An accelerator's kind names its chip ("TPU v5 lite"), so records from two hosts with
+    the same chip are one cell. JAX names every CPU just "cpu": there the host stands in
+    for the chip, so a record committed from one computer is not taken for another's."""
+    identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
+    if device["kind"] == device["platform"]:
+        identity["host"] = device["host"]
+    text = json.dumps({"workload": workload, "device": identity}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def new_record(
+    workload: dict[str, Any], device: dict[str, Any], env: dict[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """The skeleton of a record before its workload runs: status `error` until an
+    outcome replaces it (so a run that dies midway still says so), keyed by
+    `config_key`. `workload` is the described workload (Workload.describe()), `device`
+    the devices' description (jaxcnn.devices.describe), `env` from `environment`;
+    `fields` are the kind's own (loop, formulation, compiler_options)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": uuid.uuid4().hex,
+        "config_key": config_key(workload, device),
+        "status": "error",
+        "message": None,
+        "workload": workload,
+        "device": device,
+        "env": env,
+        **fields,
+    }
+
+
+JAX_PACKAGES = ("jax", "jaxlib", "flax", "optax")
+
+
+def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[str, Any]:
+    """The `env` field of a record made now: Python, the installed `packages`' versions
+    (read from their metadata: nothing is imported), the commit, host and time, the
+    paired run this process is a side of (benchmarks/paired.py), and `fields`."""
+    env = {
+        "python": platform.python_version(),
+        **{name: _version(name) for name in packages},
+        "git_commit": git_commit(),
+        "host": socket.gethostname(),
+        "utc_time": utc_now(),
+        **fields,
+    }
+    paired = turns.describe()  # a side of benchmarks/paired.py: its blocks took turns
+    if paired:
+        env["turns"] = paired
+    return env
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def utc_now() -> str:
+    """This moment as a record's `env.utc_time`."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit() -> str | None:
+    """The commit of this checkout, None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as a record's `message`: its type and first non-blank line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+_OOM_MARKERS = ("resource_exhausted", "out of memory", "oom when allocating")
+
+
+def classify_failure(error: BaseException) -> str:
+    """The status a failure gives its record: `oom` (XLA's RESOURCE_EXHAUSTED, an
+    allocator's "out of memory"), `nan` (a non-finite loss caught by a check), else
+    `error` (compile errors included). A checkpoint that could not be saved is an
+    `error` (retried on rerun) even though a full disk says RESOURCE_EXHAUSTED too, and
+    so is a kernel that wants more on-chip shared memory than the chip has (not the
+    device's memory: a smaller batch would not help)."""
+    # jaxcnn.checkpoint.CheckpointSaveError, by name: importing it would import JAX.
+    saving = any(c.__name__ == "CheckpointSaveError" for c in type(error).__mro__)
+    text = f"{type(error).__name__}: {error}".lower()
+    if saving or "no space left on device" in text or "shared memory" in text:
+        return "error"
+    if isinstance(error, MemoryError) or any(m in text for m in _OOM_MARKERS):
+        return "oom"
+    name = type(error).__name__.lower()
+    if isinstance(error, FloatingPointError) or "nan" in name or "nonfinite" in name:
+        return "nan"
+    return "error"
+
+
+def failed(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
+    """`record` updated with how `error` ended its workload: status by
+    `classify_failure`, a one-line message and the traceback's last three lines. A
+    failing workload is data, not the end of a sweep."""
+    record["status"] = classify_failure(error)
+    record["message"] = one_line(error)
+    record["traceback_tail"] = traceback.format_exception(error)[-3:]
+    return record
+
+
+# --- What a rerun skips ---------------------------------------------------------------
+
+
+def recorded(
+    path: str | os.PathLike, machine: str | None = None
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """(the last final record per config key, the keys with a `skipped` record) already
+    in `path` (none if it does not exist). With `machine` (devices.machine_id()), only
+    the records that count as made here (`made_here`)."""
+    if not Path(path).exists():
+        return {}, set()
+    found, skips = {}, set()
+    for record in load(path):
+        key = record.get("config_key")
+        if key is None or (machine and not made_here(record, machine)):
+            continue
+        if record["status"] in FINAL_STATUSES:
+            found[key] = record
+        elif record["status"] == "skipped":
+            skips.add(key)
+    return found, skips
+
+
+def made_here(record: dict[str, Any], machine: str) -> bool:
+    """Whether a record with a config key of this run's measured what this run would.
+    An accelerator's key names its chip, so a record from any machine with that chip
+    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
+    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
+    host names repeat ("localhost", a committed record's VM name): only a record from
+    this very machine (device.machine) counts, and one whose machine is null never does."""
+    device = record["device"]
+    if device["kind"] != device["platform"]:
+        return True
+    return device.get("machine") == machine
+
+
 def _json_safe(value: Any) -> Any:
     """NaN and inf become null: JSON has no spelling for them."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -386,9 +634,8 @@ def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
     line = encode(record)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _locked(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # a writer died mid-line: keep its fragment off our line
@@ -404,6 +651,19 @@ def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
                 os.ftruncate(fd, size)
             raise
     finally:
+        os.close(fd)
+
+
+def _locked(path: Path) -> int:
+    """`path` opened for appending under an exclusive lock, the file that is at `path`
+    once the lock is held: a file replaced while we waited (experiments.migrate_records
+    renames a new one over it) is opened again, so no line goes to the old one."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
         os.close(fd)
 
 
@@ -487,20 +747,32 @@ def took_turns(record: dict[str, Any]) -> bool:
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     """Every valid record in these files or folders (searched for *.jsonl), de-duplicated
     by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
-    the schema) are kept in the file and skipped, with one warning per file naming them."""
+    the schema) are kept in the file and skipped, with one warning per file naming them;
+    records of an earlier schema version too, with one warning per file naming the
+    command that migrates them (`MIGRATE_COMMAND`)."""
     records: dict[str, dict[str, Any]] = {}
     for file in _files(paths):
         bad: list[tuple[int, str]] = []
+        old = 0
         with open(file, "rb") as handle:
             for number, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
                 try:
                     record = _parse(raw)
+                except OldSchema:
+                    old += 1
+                    continue
                 except (ValueError, TypeError, AttributeError, KeyError) as e:
                     bad.append((number, str(e).splitlines()[0][:120] if str(e) else repr(e)))
                     continue
                 records.setdefault(record["run_id"], record)
+        if old:
+            warnings.warn(
+                f"{file}: skipped {old} record(s) of an earlier schema version; "
+                f"{MIGRATE_COMMAND} {file} rewrites them (nothing is deleted)",
+                stacklevel=2,
+            )
         if bad:
             warnings.warn(_bad_lines(file, bad), stacklevel=2)
     return list(records.values())

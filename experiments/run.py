@@ -44,14 +44,10 @@ from typing import Any, NoReturn
 from experiments.records import DEFAULT_OUT
 from experiments.studies import COMPILE_STUDIES
 from experiments.studies import STUDIES as NAMED_STUDIES
+from experiments.studies.default import DEFAULT_STUDY
 from experiments.tables import format_table, one_line_warning, seconds, si
 from jaxcnn import host_memory  # imports no JAX backend: applied in _main before one starts
 
-DEFAULT_STUDY = (
-    ("mnist_cnn", {}),
-    ("lenet5_keras", {}),
-    ("mlp", {"width": 512}),
-)
 # --study NAME: a tuple of (model, overrides) runs with the command's flags (--epochs,
 # --batch-size, ...); a function of a studies.Context sets its own sizes.
 STUDIES: dict[str, Any] = {"default": DEFAULT_STUDY, **NAMED_STUDIES}

@@ -13,6 +13,7 @@ the install command) before any work.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from experiments import compile_only, records
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
-from jaxcnn import models, targets
+from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
 
 # Flags that mean "run here", which a compile-only command does not do.
@@ -152,6 +153,25 @@ def describe(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class StoppedBetweenCompiles(loop.Stopped):
+    """A SIGTERM stopped the compiles; nothing is checkpointed (each record is whole)."""
+
+    def __init__(self, compiled: int) -> None:
+        BaseException.__init__(self, f"stopped between compiles, after {compiled} compile(s)")
+        self.step, self.saved = 0, None
+
+
+def _breadth_first(cells: list[TargetCell]) -> list[TargetCell]:
+    """The first batches' order: f32 before bf16, and every chip's smallest target before
+    a second target of any chip (tpu-v5e-1 before tpu-v5e-8), each group in the study's
+    order: a pass stopped early has put each model on as many chips as it could."""
+    repeat, seen = {}, collections.Counter()
+    for t in sorted(targets.TARGETS.values(), key=lambda t: t.devices):
+        repeat[t.name] = seen[t.chip]
+        seen[t.chip] += 1
+    return sorted(cells, key=lambda c: (c.precision != "f32", repeat[c.target]))
+
+
 def _cell_title(cell: TargetCell) -> str:
     return f"{cell.model} on {cell.target}, {cell.precision}"
 
@@ -192,7 +212,19 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     said = lambda r: print(describe(r), flush=True)  # noqa: E731
-    runner = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    compile_cell = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    compiled = 0
+
+    def runner(w: Workload) -> dict[str, Any]:
+        # SIGTERM (experiments.run asks every loop to stop) ends the study between
+        # compiles, as it ends training between steps: what is recorded stays, a rerun
+        # goes on from there.
+        nonlocal compiled
+        if loop.stop_requested():
+            raise StoppedBetweenCompiles(compiled)
+        compiled += 1
+        return compile_cell(w)
+
     if cells is None:
         done = [runner(w)]
     else:
@@ -200,8 +232,9 @@ def run(args: argparse.Namespace) -> int:
         # Every cell's first batch before any cell's search: a study stopped early (each
         # compile costs seconds to minutes here) still says something of every model on
         # every target. The search then starts from the batch already recorded.
-        for i, cell in enumerate(cells, 1):
-            print(f"[first batches {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
+        first = _breadth_first(cells)
+        for i, cell in enumerate(first, 1):
+            print(f"[first batches {i}/{len(first)}] {_cell_title(cell)}", file=sys.stderr)
             done.append(runner(_cell_workload(cell, cell.start)))
         for i, cell in enumerate(cells, 1):
             print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)

@@ -3,8 +3,8 @@
     done, skipped = run_sweep(workloads, jax.devices(), Path("runs"))
 
 Nothing lost, nothing twice: a workload whose configuration key already has a final
-record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force`; an `error` is
-retried. Usage mistakes (an unknown model, a batch that does not split over the
+record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force` (records.recorded);
+an `error` is retried. Usage mistakes (an unknown model, a batch that does not split over the
 devices) and data that cannot be read raise JaxcnnError before anything is run or
 written. The device's matmul ceiling and memory bandwidth are measured once, before the
 first workload that runs. With many processes, all run the same workloads (process 0
@@ -34,48 +34,23 @@ import jax
 import numpy as np
 
 from experiments import measure, records
-from experiments.prepare import Split, check, devices_for, load_splits, split_key, train_examples
+from experiments.prepare import (
+    Split,
+    check,
+    devices_for,
+    load_splits,
+    record_for,
+    split_key,
+    train_examples,
+)
 from experiments.runners import run_workload
 from experiments.tables import si
-from experiments.workload import Workload, config_key, new_record
+from experiments.workload import Workload
 from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, exclusive
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import Stopped, stop_requested
-
-FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
-
-
-def recorded(path: Path, machine: str | None = None) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """(the last final record per config key, the keys with a `skipped` record) already
-    in `path`; a bad line is skipped with a warning by records.load. With `machine`
-    (devices.machine_id()), only the records that count as made here (`made_here`)."""
-    if not path.exists():
-        return {}, set()
-    found, skips = {}, set()
-    for record in records.load(path):
-        key = record.get("config_key")
-        if not isinstance(key, str) or (machine and not made_here(record, machine)):
-            continue
-        if record["status"] in FINAL_STATUSES:
-            found[key] = record
-        elif record["status"] == "skipped":
-            skips.add(key)
-    return found, skips
-
-
-def made_here(record: dict[str, Any], machine: str) -> bool:
-    """Whether a record with a config key of this run's measured what this run would.
-    An accelerator's key names its chip, so a record from any machine with that chip
-    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
-    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
-    host names repeat ("localhost", a committed record's VM name): only a record from
-    this very machine (device.machine) counts, and one without it never does."""
-    device = record["device"]
-    if device.get("kind") != device.get("platform"):
-        return True
-    return device.get("machine") == machine
+from jaxcnn.loop import Stopped, stop_agreed
 
 
 def matmul_ceiling(device: jax.Device) -> dict[str, Any]:
@@ -166,7 +141,7 @@ def _splits_for(
 
 
 def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) -> dict:
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     record.update(status="skipped", message=reason)
     return record
 
@@ -205,9 +180,12 @@ def run_sweep(
     check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
     path = out / records.RECORDS_FILE
-    found, skips = recorded(path, devices_lib.machine_id())
+    found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
-    keys = [config_key(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)]
+    keys = [
+        records.config_key(w.describe(), devices_lib.describe(d))
+        for w, d in zip(workloads, used, strict=True)
+    ]
     skip = agreed([key in found and not force for key in keys])
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []
@@ -218,8 +196,9 @@ def run_sweep(
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
-        if stop_requested():  # asked to stop (SIGTERM) between workloads
-            raise Stopped(0, None)
+        asked = stop_agreed()  # asked to stop (SIGTERM) between workloads, on any process
+        if asked:
+            raise Stopped(0, None, asked)
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"

@@ -19,10 +19,6 @@ Four kinds of workload share one record schema:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +44,8 @@ class Workload:
     strategy: str = "single"
     precision: str = "f32"  # compute dtype; params and optimizer state stay f32
     timing_steps: int = 20
-    # Added by the studies; a field at its default is left out of the config key, so
-    # records made before these fields existed keep their keys.
+    # Added by the studies (schema 1 records left them out at their defaults;
+    # experiments/migrate_records.py writes them in).
     study: str | None = None  # the study that made it; None for a single --model run
     kind: str = "train"  # train | matmul | ensemble
     num_devices: int | None = None  # the first N devices the sweep has; None = all
@@ -64,7 +60,7 @@ class Workload:
     # set on the device and each epoch one compiled loop (jaxcnn.epochs).
     loop: str = "step"
     # How convolutions and pools are computed (jaxcnn.formulation): auto = the
-    # platform's default; the record names the one used, the config key includes it.
+    # platform's default; the record names the one used, the config key what was asked.
     formulation: str = "auto"
     # The learning rate over the run (jaxcnn.train.learning_rate_schedule): constant,
     # or onecycle, which peaks at learning_rate and spans the run's training steps.
@@ -97,72 +93,3 @@ def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
     if data_dir is not None and (Path(data_dir) / dataset).is_dir():
         return str(Path(data_dir) / dataset)
     return data_dir
-
-
-_FIRST_ADDED = [f.name for f in dataclasses.fields(Workload)].index("study")
-
-
-def config_key(workload: Workload, device: dict[str, Any]) -> str:
-    """A stable hash of what a record measures: the workload and the device platform,
-    kind and count (not the time). Equal keys mean "the same cell"; a rerun skips cells
-    already recorded, and checkpoints live under this name.
-
-    An accelerator's kind names its chip ("TPU v5 lite"), so records from two hosts with
-    the same chip are one cell. JAX names every CPU just "cpu": there the host stands in
-    for the chip, so a record committed from one computer is not taken for another's."""
-    from jaxcnn import formulation as formulation_lib  # JAX: imported when a key is made
-
-    described = workload.describe()
-    added = {f.name: f.default for f in dataclasses.fields(Workload)[_FIRST_ADDED:]}
-    keyed = {k: v for k, v in described.items() if k not in added or v != added[k]}
-    keyed.pop("oom_group", None)
-    # The formulation that runs, not the name asked for: auto and cpu on a CPU are one
-    # cell; xla is left out, so records from before formulations existed keep their keys.
-    keyed.pop("formulation", None)
-    chosen = formulation_lib.resolve(workload.formulation, device["platform"]).name
-    if workload.kind != "matmul" and chosen != "xla":
-        keyed["formulation"] = chosen
-    identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
-    if device["kind"] == device["platform"] and "host" in device:
-        identity["host"] = device["host"]
-    what = {"workload": keyed, "device": identity}
-    text = json.dumps(what, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def new_record(workload: Workload, devices: list[Any]) -> dict[str, Any]:
-    # JAX-side modules, imported when a record is made: importing a Workload imports no JAX
-    from experiments import measure, records
-    from experiments.prepare import formulation_for
-    from jaxcnn import devices as devices_lib
-    from jaxcnn.parallel import compiler_options
-
-    device = devices_lib.describe(devices)
-    return {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": uuid.uuid4().hex,
-        "config_key": config_key(workload, device),
-        "status": "error",
-        "message": None,
-        "workload": workload.describe(),
-        "device": device,
-        "env": measure.environment(),
-        "loop": workload.loop,
-        "formulation": formulation_for(workload, device["platform"]).describe(),
-        "compiler_options": compiler_options(workload.strategy, device["platform"]),
-    }
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
-
-
-def _failure(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
-    """A failing workload is data, not the end of a sweep: oom is a finding, else error."""
-    from experiments import measure
-
-    record["status"] = measure.classify_failure(error)
-    record["message"] = _one_line(error)
-    record["traceback_tail"] = traceback.format_exc().splitlines()[-3:]
-    return record

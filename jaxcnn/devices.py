@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import socket
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -291,6 +291,9 @@ def _requested_cpu_devices(environ: MutableMapping[str, str]) -> int:
     return max(counts)
 
 
+_reserved_threads: int | None = None  # the NPROC reserve_collective_threads set, if any
+
+
 def reserve_collective_threads(environ: MutableMapping[str, str] = os.environ) -> int | None:
     """Size XLA:CPU's thread pools for collectives over many CPU devices; call before
     JAX starts its CPU backend. Returns the pool size asked for, or None if left alone.
@@ -308,16 +311,30 @@ def reserve_collective_threads(environ: MutableMapping[str, str] = os.environ) -
     devices = _requested_cpu_devices(environ)
     if devices < 2 or "NPROC" in environ:
         return None
+    global _reserved_threads
     threads = max(os.cpu_count() or 1, 2 * devices)
     environ["NPROC"] = str(threads)
+    if environ is os.environ:  # this process's pools, as records report them
+        _reserved_threads = threads
     return threads
+
+
+def cpu_threads(environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
+    """What sized XLA:CPU's thread pools in this process, for records (step times on fake CPU
+    devices depend on it): {"NPROC": value, "set_by": "jaxcnn" (reserve_collective_threads)
+    or "user"}; None where NPROC is unset and XLA picked max(cores, devices) itself."""
+    value = environ.get("NPROC")
+    if value is None:
+        return None
+    return {"NPROC": value, "set_by": "jaxcnn" if value == str(_reserved_threads) else "user"}
 
 
 # XLA compiler options for the train and eval steps, by platform (jaxcnn.parallel
 # passes them to jax.jit; records name them). XLA:CPU's copy insertion, without its
 # region analysis, copies a donated parameter that an in-place update overwrites while
 # the step still reads it (the 4096x4096 kernel of `mlp`, every step); with it, the
-# reads are ordered before the update and the copy goes (PERFORMANCE.md, entry 22).
+# reads are ordered before the update and the copy goes (docs/performance-log.md,
+# "XLA:CPU's copy insertion with region analysis").
 _COMPILER_OPTIONS: dict[str, dict[str, Any]] = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
 }

@@ -21,6 +21,7 @@ import socket
 import time
 
 import jax
+import numpy as np
 
 from jaxcnn.errors import UsageError
 
@@ -120,6 +121,11 @@ def initialize(
         else:
             _wait_reachable(host, port, timeout_s)
     _use_cpu_collectives()
+    # JAX's preemption service would catch SIGTERM in C++, out of reach of the Python
+    # handler that stops training at a step boundary (experiments.run), and its sync
+    # point counts calls that Orbax also makes with checkpoint steps. Stopping is agreed
+    # by jaxcnn.loop.stop_agreed instead.
+    jax.config.update("jax_enable_preemption_service", False)
     try:
         jax.distributed.initialize(
             coordinator_address=None if coordinator == AUTO else coordinator,
@@ -131,3 +137,18 @@ def initialize(
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"jax.distributed.initialize failed: {first}") from None
     return True
+
+
+def processes_with(flag: bool) -> list[int]:
+    """The indices of the processes whose `flag` is true: the same list on every process.
+
+    With many processes this is a collective, so every process must call it at the same
+    point of the same sequence of steps, and with no step in flight whose collectives
+    could pair up with it in another order (after a sync to the host).
+    """
+    if jax.process_count() == 1:
+        return [0] if flag else []
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.array([flag], bool)).reshape(-1)
+    return [int(i) for i in np.flatnonzero(flags)]

@@ -13,7 +13,7 @@ f32 rounding; the tests check forward and gradients against each other):
   and `reduce_window` (weight-gradient convs, select-and-scatter) far slower than
   matmuls and slices, and slower still inside a compiled loop (jax-ml/jax#12868).
   Matmuls go to the CPU's tuned GEMM; the slices' gradients are pads and adds.
-  PERFORMANCE.md has the measurements.
+  PERFORMANCE.md has the measurements, docs/performance-log.md what was tried.
 
 Nothing here looks at the platform except `for_platform`, and the model and step
 code never do: `models.get` passes the choice in, and every record names it.

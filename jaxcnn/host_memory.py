@@ -27,10 +27,10 @@ steps one by one on the CPU, as far as that can be known before JAX starts
 else `system`. A process that runs only whole epochs as one compiled loop (`loop=device`)
 gets `system`: the loop allocates its temporary buffers once per call, so keeping freed
 memory saves it nothing, and one shared arena cost it time when measured in turns
-(PERFORMANCE.md, entries 18 and 19). The step loop's `retain` is a trade: far ahead
-where glibc maps the step's buffer afresh, behind for small steps whose buffers glibc
-already reuses; which one a step is, is known only once it is compiled, too late to
-set the arenas (entry 19).
+(docs/performance-log.md, "The host memory policy follows the loop"). The step loop's
+`retain` is a trade: far ahead where glibc maps the step's buffer afresh, behind for
+small steps whose buffers glibc already reuses; which one a step is, is known only once
+it is compiled, too late to set the arenas.
 
 Order matters: a thread keeps the arena it first allocated from, so this must run
 before JAX starts its CPU client (the first computation or `jax.devices()`). Called

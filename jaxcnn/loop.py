@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxcnn import data, epochs, train
+from jaxcnn import data, distributed, epochs, train
 from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import Placement, place
@@ -54,12 +54,29 @@ def request_stop() -> None:
     _stop.set()
 
 
+def clear_stop() -> None:
+    _stop.clear()
+
+
 def stop_requested() -> bool:
+    """Whether `request_stop` was called in this process (nothing is agreed with others:
+    for work that each process does alone, such as compiling for a target)."""
     return _stop.is_set()
 
 
-def clear_stop() -> None:
-    _stop.clear()
+def stop_agreed(synced: bool = True) -> list[int]:
+    """The processes that asked to stop here (empty: go on), the same on every process.
+
+    One process stops at any step boundary after `request_stop`. With many processes
+    (jax.distributed) a SIGTERM reaches only the one it was sent to, and one that stops
+    alone leaves the others waiting in a collective: so they agree, by a collective,
+    at the boundaries where the host has synced anyway (`synced`: a loss check, a
+    checkpoint, an epoch's start), and all stop when any was asked. Every process must
+    call this at the same boundaries.
+    """
+    if jax.process_count() == 1:
+        return [0] if stop_requested() else []
+    return distributed.processes_with(stop_requested()) if synced else []
 
 
 class Stopped(BaseException):
@@ -70,10 +87,13 @@ class Stopped(BaseException):
     steps trained; `saved` the checkpoint step that holds them (None: nothing saved).
     """
 
-    def __init__(self, step: int, saved: int | None):
+    def __init__(self, step: int, saved: int | None, asked_by: list[int] | None = None):
         where = f"checkpoint {saved} holds them" if saved is not None else "no checkpoint"
-        super().__init__(f"stopped after {step} steps; {where}")
-        self.step, self.saved = step, saved
+        by = ""
+        if asked_by and jax.process_count() > 1:  # the others stopped with it, unasked
+            by = f" as process {', '.join(map(str, asked_by))} of {jax.process_count()} asked"
+        super().__init__(f"stopped after {step} steps{by}; {where}")
+        self.step, self.saved, self.asked_by = step, saved, asked_by
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -140,7 +160,8 @@ def fit(
     first non-finite one raises NonFiniteLoss naming its step. After a resume an
     epoch's `train_time_s` covers only the part trained after it. After
     `request_stop()` (a SIGTERM handler), the next step boundary saves and raises
-    `Stopped`.
+    `Stopped`; with many processes, the next one where the loop syncs (`stop_agreed`),
+    on every process at once.
     """
     placement = placement or place("single", jax.devices()[:1])
     if loop not in LOOPS:
@@ -212,14 +233,16 @@ def fit(
             checked, first_step = len(metrics), done - len(metrics) + 1
             started = time.perf_counter()
             stream = data.batches(images, labels, batch_size, seed=seed, epoch=epoch)
+            synced = True  # an epoch starts after a sync: the last one's end, or a resume
             for index, batch in enumerate(itertools.islice(stream, skip, None), skip + 1):
                 if done >= total:
                     break
-                if _stop.is_set():  # a step boundary: index - 1 batches of this epoch done
+                asked = stop_agreed(synced)
+                if asked:  # a step boundary: index - 1 batches of this epoch done
                     checked = _fetch_checked(metrics, checked, first_step, epoch, history)
                     if checkpoints is not None and saved != done and done > 0:
                         save(Position(epoch, index - 1), metrics)
-                    raise Stopped(done, saved)
+                    raise Stopped(done, saved, asked)
                 state, step_metrics = placement.train_step(state, placement.put_batch(batch))
                 metrics.append(placement.get_metrics(step_metrics))
                 done += 1
@@ -236,6 +259,7 @@ def fit(
                     checked = _fetch_checked(metrics, checked, first_step, epoch, history)
                 if mid_save:
                     save(Position(epoch, index), metrics)
+                synced = mid_save or done % check_every == 0
             jax.block_until_ready(state)
             _fetch_checked(metrics, checked, first_step, epoch, history)
             whole = len(metrics) == per_epoch  # metrics hold the whole epoch, resumed or not
@@ -360,8 +384,9 @@ def _fit_on_device(
         for epoch in range(first_epoch, epochs_total):
             if done >= total:
                 break
-            if _stop.is_set():  # an epoch boundary: the epoch end was saved, if whole
-                raise Stopped(done, done if checkpoints is not None and done else None)
+            asked = stop_agreed()  # an epoch boundary: the epoch end was saved, if whole
+            if asked:
+                raise Stopped(done, done if checkpoints is not None and done else None, asked)
             steps = min(per_epoch, total - done)
             key = jax.random.fold_in(base, epoch)
             compile_s = None

@@ -5,6 +5,8 @@ either loop; a bad coordinator is a one-line usage error, not a hang or a C++ ab
 from __future__ import annotations
 
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -33,14 +35,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run_processes(commands: list[list[str]], devices_each: int = 2) -> list[str]:
-    """Start every command at once with its own fake CPU devices; kill all of them if
-    any outlives the timeout. Returns their outputs; each must exit 0."""
+def _start(commands: list[list[str]], devices_each: int = 2) -> list[subprocess.Popen]:
+    """Start every command at once, each with its own fake CPU devices."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices_each)}
-    procs = [
+    return [
         subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for cmd in commands
     ]
+
+
+def _outputs(procs: list[subprocess.Popen]) -> list[str]:
+    """Their outputs once all have ended; all are killed if any outlives the timeout."""
     deadline = time.monotonic() + TIMEOUT_S
     outputs = []
     try:
@@ -56,6 +61,13 @@ def _run_processes(commands: list[list[str]], devices_each: int = 2) -> list[str
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    return outputs
+
+
+def _run_processes(commands: list[list[str]], devices_each: int = 2) -> list[str]:
+    """Run every command at once (`_start`); returns their outputs; each must exit 0."""
+    procs = _start(commands, devices_each)
+    outputs = _outputs(procs)
     for i, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
         assert proc.returncode == 0, f"process {i} exited {proc.returncode}:\n{out[-3000:]}"
     return outputs
@@ -102,6 +114,52 @@ def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
     assert record["status"] == "ok", record.get("message")
     assert record["device"]["count"] == 4 and record["device"]["process_count"] == 2
     assert record["loop"] == loop  # pmap's compiled epoch spans both processes too
+
+
+def _cli(out: Path, *extra: str) -> list[list[str]]:
+    """The same experiments.run command for process 0 and process 1 of a fresh coordinator:
+    2 x 2 fake devices, pmap, 1 epoch of 22 steps of digits."""
+    args = [
+        *("--model", "mlp", "--width", "16", "--dataset", "digits", "--batch-size", "64"),
+        *("--strategy", "pmap", "--epochs", "1", "--timing-steps", "2", "--no-progress"),
+        *("--out", str(out), "--coordinator", f"127.0.0.1:{_free_port()}"),
+        *("--num-processes", "2", *extra),
+    ]
+    return [[sys.executable, "-m", "experiments.run", *args, "--process-id", i] for i in "01"]
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_process_stops_all_at_one_step_and_the_rerun_resumes(tmp_path):
+    """A SIGTERM reaches one process of a jax.distributed run (process 1 here, so process
+    0, which writes, learns it from the other): both save one checkpoint at the same
+    step boundary and exit 143 in one line; the same commands resume bit-identically."""
+    stopped, every_5 = tmp_path / "stopped", ("--checkpoint-every", "5")
+    procs = _start(_cli(stopped, *every_5))
+    try:
+        steps = stopped / "checkpoints"
+        while not [p for p in steps.glob("*/*") if p.name.isdigit()] and procs[1].poll() is None:
+            time.sleep(0.02)
+        procs[1].send_signal(signal.SIGTERM)
+    finally:
+        outputs = _outputs(procs)
+    ends = [out.strip().splitlines()[-1] for out in outputs]
+    assert [p.returncode for p in procs] == [143, 143], "\n".join(o[-2000:] for o in outputs)
+    pattern = (
+        r"terminated \(SIGTERM\): stopped after (\d+) steps as process 1 of 2 asked; "
+        r"checkpoint (\d+) holds them; records written so far are kept; the same command resumes"
+    )
+    found = [re.fullmatch(pattern, end) for end in ends]
+    assert all(found), ends
+    assert found[0].groups() == found[1].groups() and found[0][1] == found[0][2], ends
+    assert not (stopped / records.RECORDS_FILE).exists()  # no record claims anything
+
+    _run_processes(_cli(stopped, *every_5))  # the same commands resume
+    _run_processes(_cli(tmp_path / "whole", "--no-checkpoints"))
+    (resumed,) = records.load(stopped / records.RECORDS_FILE)
+    (whole,) = records.load(tmp_path / "whole" / records.RECORDS_FILE)
+    assert resumed["status"] == "ok", resumed.get("message")
+    assert resumed["resumed_from_step"] == int(found[0][1])  # the step both stopped at
+    assert resumed["params_digest"] == whole["params_digest"]
 
 
 def test_unreachable_coordinator_exits_2_in_one_line(tmp_path, capsys):

@@ -10,6 +10,7 @@ parameters cell, as papermill does, and installs the local checkout offline.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -29,11 +30,9 @@ NOTEBOOK = REPO / "colab" / "jaxcnn_study.ipynb"
 sys.path.insert(0, str(REPO / "colab"))
 import make_notebook  # noqa: E402  (colab/ is a folder of scripts, not a package)
 
-# Small enough for the suite: the --smoke flag where the CLI has it, else tiny flags.
-HAS_SMOKE = "--smoke" in run_cli.build_parser().format_help()
-TINY = ["--epochs", "1", "--steps", "3", "--timing-steps", "3", "--no-progress"]
-# The three-model default study while it exists, else the studies' device comparison.
-STUDY = "default" if "default" in getattr(run_cli, "STUDIES", {"default": None}) else "devices"
+# The three-model default study at toy size (--smoke): small enough for the suite.
+STUDY = "default"
+STUDY_MODELS = ["lenet5_keras", "mlp", "mnist_cnn"]
 
 
 def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookNode]:
@@ -99,6 +98,62 @@ def test_install_command_pins_the_runtime_jax_and_handles_both_sources(tmp_path)
         ns["pip_install_command"](make_notebook.PLACEHOLDER_URL, "main", constraints)
     with pytest.raises(ValueError, match="neither a folder"):
         ns["pip_install_command"](str(tmp_path / "missing"), "main", constraints)
+
+
+def test_runtime_can_build_follows_setuptools_and_wheel():
+    """pyproject.toml asks for setuptools >= 68; before 70.1 it builds wheels only with
+    `wheel` installed: then pip needs an index for build tools."""
+    ns = _install_namespace()
+    for setuptools, wheel, expected in [
+        ((70, 1), None, True),
+        ((80, 0), None, True),
+        ((70, 0), None, False),
+        ((70, 0), (0, 45), True),
+        ((68, 0), (0, 45), True),
+        ((67, 8), (0, 45), False),
+        (None, (0, 45), False),
+    ]:
+        versions = {"setuptools": setuptools, "wheel": wheel}
+        ns["_version"] = versions.get
+        assert ns["runtime_can_build"]() is expected, versions
+
+
+def _commands(tag: str, **parameters) -> list[list[str]]:
+    """The commands the `tag` cell runs (nothing runs): the parameters cell's defaults,
+    then `parameters`."""
+    commands = []
+
+    def run_live(command, env=None):
+        commands.append([str(part) for part in command])
+        return 0
+
+    namespace = {"os": os, "sys": sys, "re": re, "Path": Path}
+    exec(cell_source("parameters"), namespace)
+    namespace.update(parameters, run_live=run_live)
+    exec(cell_source(tag), namespace)
+    return commands
+
+
+def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
+    run = ["-m", "experiments.run"]
+    out = str(tmp_path)
+    commands = _commands("run", OUT=tmp_path, STUDIES=["all", "default"], SMOKE=True)
+    assert commands == [
+        [sys.executable, *run, "--device=tpu", f"--study={study}", "--out", out,
+         "--checkpoint-dir", str(tmp_path / "checkpoints"), "--smoke"]
+        for study in ("all", "default")
+    ]  # fmt: skip
+    (plain,) = _commands("run", OUT=tmp_path)
+    assert plain == commands[0][:-1]  # SMOKE is off by default: no --smoke
+    predict = _commands("predict", OUT=tmp_path, ENV={})
+    assert predict == [
+        [sys.executable, *run, "--target=here", f"--model={model}", "--batch-size=128",
+         "--out", out]
+        for model in ("mnist_cnn", "lenet5_keras")
+    ]  # fmt: skip
+    parser = run_cli.build_parser()
+    for command in [*commands, plain, *predict]:
+        parser.parse_args(command[3:])  # an unknown flag exits 2
 
 
 def _newest_jax() -> str:
@@ -213,8 +268,7 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
         SOURCE=str(REPO),
         DEVICE="cpu",
         STUDIES=[STUDY],
-        SMOKE=HAS_SMOKE,
-        EXTRA_ARGS=[] if HAS_SMOKE else TINY,
+        SMOKE=True,
         OUT=str(out),
         INSTALL=True,
         PIP_ARGS=OFFLINE,
@@ -238,7 +292,8 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     assert f"jax=={jax.__version__}" in install_text  # the pin it kept
 
     records = records_lib.load(out / "records.jsonl")
-    assert records and all(r["status"] == "ok" for r in records)
+    assert sorted(r["workload"]["model"] for r in records) == STUDY_MODELS
+    assert all(r["status"] == "ok" for r in records)
     assert {r["device"]["platform"] for r in records} == {"cpu"}
     assert (out / "REPORT.md").is_file()
     (report,) = tagged(notebook, "report")

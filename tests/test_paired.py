@@ -7,11 +7,13 @@ import itertools
 import sys
 
 import pytest
+from conftest import complete_record
 from test_report_bench import _bench, _under
 
 from benchmarks import paired
-from experiments import records, report_bench, turns
+from experiments import records, studies, turns
 from experiments.stats import summarize
+from experiments.studies import bench_paired
 
 CONFIGS = (
     paired.Config("jax", "cpu", "step", "system", "digits"),
@@ -58,8 +60,8 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
         rates = [one[name]["images_per_s"] for one in rounds]
         assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
         assert own["throughput"]["n"] == paired.ROUNDS
-    assert report_bench.paired_table(saved) == ""  # JAX against JAX: not a peer's row
-    row = report_bench.paired_table(saved, jax_versus_jax=True).splitlines()[2]
+    assert bench_paired.paired_table(saved) == ""  # JAX against JAX: not a peer's row
+    row = bench_paired.paired_table(saved, jax_versus_jax=True).splitlines()[2]
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) |" in row
 
 
@@ -73,7 +75,7 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert "nope" in record["message"]
     assert not (tmp_path / "mlp-16-peer.log").exists()  # the peer side never started
     assert records.load(out) == [record]
-    row = report_bench.paired_table([record], jax_versus_jax=True).splitlines()[2]
+    row = bench_paired.paired_table([record], jax_versus_jax=True).splitlines()[2]
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) | error |" in row
 
 
@@ -114,7 +116,7 @@ def test_side_records_stay_out_of_the_bench_table():
     side = _under(_bench("t", 9000.0, framework="torch", mode="eager"), "retain", "2026-01-03")
     side["env"]["turns"] = {"pair": "p", "side": "peer"}
     alone = _under(_bench("a", 3000.0, framework="torch", mode="eager"), "retain", "2026-01-02")
-    assert report_bench.bench_records([side, alone]) == [alone]
+    assert studies.bench.bench_records([side, alone]) == [alone]
 
 
 @pytest.mark.parametrize(
@@ -149,9 +151,10 @@ def test_a_paired_record_without_its_ratio_is_rejected():
                      "strategy": "single"},
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
         "env": {}, "paired": {"rounds": [], "jax": {}, "peer": {}},
+        "message": None,
     }  # fmt: skip
     with pytest.raises(records.RecordError, match="paired lacks ratio"):
-        records.validate(record)
+        records.validate(complete_record(record))
 
 
 def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras graph", **extra):
@@ -177,7 +180,7 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras 
             for r in ratios
         ]
         record["paired"] = {"rounds": rounds, "ratio": summarize(ratios), **sides}
-    return records.validate(record)
+    return records.validate(complete_record(record))
 
 
 def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_commit():
@@ -191,7 +194,7 @@ def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_
         _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00", **now),
         _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error", **now),
     ]
-    table = report_bench.paired_table(rows)
+    table = bench_paired.paired_table(rows)
     assert len(table.splitlines()) == 3  # one row per cell, whichever sides were paired
     cells = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
     assert cells[3:5] == ["jax cpu device f32 (retain)", "keras graph (system)"]
@@ -208,8 +211,8 @@ def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_
 def test_jax_against_jax_has_its_own_table_and_verdict(ratios, verdict):
     step = "jax cpu step f32"
     rows = [_paired("a", "s", 1, ratios, "2026-01-02T00:00:00", peer=step)]
-    assert report_bench.paired_table(rows) == ""
-    table = report_bench.paired_table(rows, jax_versus_jax=True)
+    assert bench_paired.paired_table(rows) == ""
+    table = bench_paired.paired_table(rows, jax_versus_jax=True)
     header, _, row = table.splitlines()
     assert "first / second, per round" in header and "goal" not in table
     cells = [c.strip() for c in row.split("|")[1:-1]]
@@ -225,7 +228,7 @@ def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
         _paired("c", "s3", 1, [], "2026-01-04T00:00:00", status="error", peer=step),
         _paired("d", "s4", 1, [3.0], "2026-01-05T00:00:00"),  # a peer framework: not here
     ]
-    header, _, row = report_bench.jax_pairs_matrix(rows).splitlines()
+    header, _, row = bench_paired.jax_pairs_matrix(rows).splitlines()
     columns = [c.strip() for c in header.split("|")[1:-1]]
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert columns == [
@@ -233,18 +236,18 @@ def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
         "device (retain) / step (system)",
     ]  # fmt: skip
     assert cells == ["laptop", "mnist_cnn", "128", "0.80 [0.72-0.88] (slower)", "error"]
-    assert report_bench.jax_pairs_matrix(rows[3:]) == ""
+    assert bench_paired.jax_pairs_matrix(rows[3:]) == ""
 
 
 def test_the_bench_table_takes_its_verdict_from_the_pairing_where_there_is_one():
     # Unpaired, days apart, JAX looks 1.6x the peer; in turns it was 0.8x.
     rows = [_bench("j", 4800.0), _bench("p", 3000.0, framework="keras", mode="graph")]
-    assert "| 1.60 (goal met) |" in report_bench.bench_table(rows)
+    assert "| 1.60 (goal met) |" in studies.bench.bench_table(rows)
     rows.append(_paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"))
-    table = report_bench.bench_table(rows)
+    table = studies.bench.bench_table(rows)
     assert "| 1.60 (paired 0.80) |" in table and "goal met" not in table
     rows.append(_paired("b", "t", 1, [1.5, 1.6, 1.7], "2026-01-03T00:00:00"))
-    assert "| 1.60 (paired 1.60 goal met) |" in report_bench.bench_table(rows)
+    assert "| 1.60 (paired 1.60 goal met) |" in studies.bench.bench_table(rows)
 
 
 def test_the_matrix_names_the_commits_its_sessions_measured():
@@ -254,6 +257,6 @@ def test_the_matrix_names_the_commits_its_sessions_measured():
         _paired("b", "s2", 1, [0.9], "2026-01-03T00:00:00", peer=device, commit="bbbbbbb222"),
         _paired("c", "s3", 1, [1.0], "2026-01-04T00:00:00", peer=step, commit="ccccccc333"),
     ]  # s3 replaces s1: the same pair measured again
-    part = report_bench._paired_part(rows, detail=False)
+    part = bench_paired.paired_part(rows, detail=False)
     assert "measured commits bbbbbbb (1 pair), ccccccc (1 pair)." in part
     assert "aaaaaaa" not in part and "results/REPORT.md" in part

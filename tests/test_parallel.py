@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -28,7 +29,9 @@ import numpy as np
 import pytest
 
 from experiments import records
+from experiments.prepare import record_for
 from experiments.run import main
+from experiments.workload import Workload
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import fit
@@ -152,23 +155,48 @@ def test_step_is_traced_once_and_compiles_ahead_of_time(strategy):
     assert len(traces) == 1  # lower() reuses the trace; nothing traced again
 
 
-@pytest.mark.parametrize("strategy", ["single", "sharded"])
-def test_jit_placements_compile_with_the_platforms_xla_options(strategy):
-    placement = parallel.place(strategy, jax.devices())
-    assert placement.compiler_options == devices.compiler_options("cpu")
-    assert placement.compiler_options["xla_cpu_copy_insertion_use_region_analysis"] is True
+# mlp's hidden kernel (4096x4096 at full width): the parameter whose copy the CPU's
+# compiler options exist to remove (jaxcnn/devices.py, _COMPILER_OPTIONS).
+HIDDEN_KERNEL = "state.params['Dense_1']['kernel']"
+# An entry parameter of a compiled program, named by the JAX path XLA keeps in its
+# metadata: the path survives XLA renaming the buffer (a partitioned program calls its
+# parameters %param.N, where a one-device one says %state_params__Dense_1____kernel__).
+_ENTRY_PARAMETER = re.compile(
+    r'^\s*(%[^\s=]+) = [^\n]*? parameter\(\d+\)[^\n]*?op_name="(state\.params[^"]*)"', re.M
+)
+_COPY = re.compile(r"\bcopy\((%[^\s,)]+)\)")
 
 
-def test_single_step_does_not_copy_a_donated_parameter():
-    # With the CPU's options, copy insertion's region analysis orders the step's reads
-    # of the donated hidden kernel before Adam's in-place update, so the kernel is not
-    # copied first (a plain jax.jit of the same step copies it, on jax 0.10).
-    placement = parallel.place("single", jax.devices())
+def _copied_parameters(placement: parallel.Placement) -> set[str]:
+    """The model parameters (JAX paths) that `placement`'s compiled mlp step copies."""
     state, shape = _new_state("mlp")
     state = placement.put_state(state)
-    (batch,) = [placement.put_batch(b) for b in _batches(shape, steps=1)]
-    compiled = placement.train_step.lower(state, batch).compile().as_text()
-    assert re.findall(r"copy\(%state_params\w*kernel", compiled) == []
+    batch = placement.put_batch(_batches(shape, steps=1)[0])
+    hlo = placement.train_step.lower(state, batch).compile().as_text()
+    entry = hlo[hlo.index("\nENTRY ") :].replace("\\'", "'")
+    parameters = dict(_ENTRY_PARAMETER.findall(entry))
+    return {parameters[operand] for operand in _COPY.findall(entry) if operand in parameters}
+
+
+@pytest.mark.parametrize("strategy", ["single", "sharded"])
+def test_cpu_steps_compile_with_the_options_that_drop_the_kernel_copy(strategy, monkeypatch):
+    """The CPU's options reach the compiler: with them, copy insertion's region analysis
+    orders the step's reads of the donated hidden kernel before Adam's in-place update,
+    so the compiled step does not copy it first; the same placement built with no options
+    does (on jax 0.10), which also shows that the search finds a copy when there is one
+    (should a later XLA drop that copy by itself, the control fails: the options may then
+    be needless). One device: over 8, the partitioned mlp step copies no parameter either way."""
+    one = jax.devices()[:1]
+    placement = parallel.place(strategy, one)
+    # What its records name as the options it compiled with.
+    assert placement.compiler_options == {"xla_cpu_copy_insertion_use_region_analysis": True}
+    with_options = _copied_parameters(placement)
+
+    monkeypatch.setattr(devices, "compiler_options", lambda platform: {})
+    without = parallel.place(strategy, one)
+    assert without.compiler_options == {}
+    assert HIDDEN_KERNEL in _copied_parameters(without)  # positive control
+    assert with_options == set()
 
 
 def test_pmap_placements_say_they_compile_without_options():
@@ -297,6 +325,64 @@ def test_collective_threads_cover_twice_the_cpu_devices():
     assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "1"}) is None
     kept = {"JAX_NUM_CPU_DEVICES": "8", "NPROC": "3"}  # the user's choice stays
     assert devices.reserve_collective_threads(kept) is None and kept["NPROC"] == "3"
+    assert devices.cpu_threads(kept) == {"NPROC": "3", "set_by": "user"}
+    assert devices.cpu_threads({}) is None  # XLA sizes its pools itself
+
+
+def test_records_say_what_sized_the_cpu_threads(monkeypatch):
+    monkeypatch.delenv("NPROC", raising=False)
+    monkeypatch.setattr(devices, "_reserved_threads", None)
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    threads = devices.reserve_collective_threads()  # what `import jaxcnn` does
+    env = lambda: record_for(Workload(model="mlp"), jax.devices()[:1])["env"]  # noqa: E731
+    assert env()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
+    monkeypatch.setenv("NPROC", "3")
+    assert env()["cpu_threads"] == {"NPROC": "3", "set_by": "user"}
+
+
+# Many independent pmap programs, each with an all-reduce, all in flight at once: the
+# shape of `loop.evaluate`'s eval steps (nothing orders one after another). With as
+# many XLA:CPU workers as devices, replicas of several programs waiting in their
+# rendezvous hold every worker and the last replica of the oldest one never runs: a
+# 5 s rendezvous timeout aborts the process. On 2 cores loaded by other jobs this
+# aborted 5 times of 5 with 8 workers and completed 5 times of 5 with jaxcnn's 16.
+_COLLECTIVES_IN_FLIGHT = """
+import os, jaxcnn, jax, jax.numpy as jnp
+f = jax.pmap(lambda x: jax.lax.psum(jnp.tanh(x @ x).sum(0), "i"), axis_name="i")
+x = jnp.ones((jax.device_count(), 256, 256))
+jax.block_until_ready([f(x + k) for k in range(200)])
+print("threads", os.environ["NPROC"])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reserved", [True, False])
+def test_collectives_in_flight_deadlock_only_without_the_reserved_threads(reserved):
+    """The deadlock for real, bounded by XLA's own rendezvous timeout: it aborts with
+    workers = devices (NPROC=8, a user's NPROC is kept; XLA's own choice on up to 8
+    cores), and completes with the workers jaxcnn reserves."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NPROC", "JAX_NUM_CPU_DEVICES")}
+    env["JAX_PLATFORMS"] = "cpu"
+    env["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=8 "
+        "--xla_cpu_collective_call_warn_stuck_timeout_seconds=2 "
+        "--xla_cpu_collective_call_terminate_timeout_seconds=5"
+    )
+    if not reserved:
+        env["NPROC"] = "8"
+    run = subprocess.run(
+        [sys.executable, "-c", _COLLECTIVES_IN_FLIGHT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    if reserved:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert f"threads {max(os.cpu_count() or 1, 16)}" in run.stdout
+    else:  # the positive control: stuck in a rendezvous, then XLA's abort
+        assert run.returncode == -signal.SIGABRT, (run.returncode, run.stderr[-2000:])
+        assert "Expected 8 threads to join the rendezvous" in run.stderr
 
 
 @pytest.mark.slow

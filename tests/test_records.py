@@ -1,9 +1,20 @@
+import dataclasses
+import fcntl
 import json
 import math
+import os
+import subprocess
+import sys
+import threading
 
+import jax
 import pytest
+from conftest import complete_record
 
 from experiments import records
+from experiments.workload import Workload
+from jaxcnn.checkpoint import CheckpointSaveError
+from jaxcnn.loop import NonFiniteLoss
 
 
 def _record(run_id="a", status="ok", **extra):
@@ -24,7 +35,7 @@ def _record(run_id="a", status="ok", **extra):
             images_per_s=80.0,
         )
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 def test_append_then_load_round_trips(tmp_path):
@@ -165,3 +176,216 @@ def test_many_bad_lines_in_a_file_are_one_warning(tmp_path):
     assert len(caught) == 1
     expected = "skipped 4 bad records (lines 1, 2, 3, 4; line 1: an array, not an object)"
     assert expected in str(caught[0].message)
+
+
+# --- construction: one rule for keys, outcomes and the environment ---------------------
+
+CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
+
+
+def test_the_config_key_of_a_fixed_cell_never_changes():
+    """Checkpoint folders and rerun skips are found by this key: a change here strands
+    every user's checkpoints, and needs a migration (experiments/migrate_records.py)."""
+    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
+    device = {**CPU, "machine": "abc"}  # the machine is not part of the cell
+    assert records.config_key(workload.describe(), device) == "d7c091b3949542a0"
+    assert records.config_key(workload.describe(), CPU) == "d7c091b3949542a0"
+
+
+def test_every_workload_field_is_in_the_schema_and_the_key():
+    """The schema lists every field of Workload, and changing any one of them makes
+    another cell (a field left out of the key would merge two measurements)."""
+    names = [f.name for f in dataclasses.fields(Workload)]
+    assert tuple(names) == records.WORKLOAD_FIELDS
+    base = Workload()
+    changed = {
+        "model": "mlp",
+        "model_overrides": {"width": 8},
+        "dataset": "mnist",
+        "batch_size": 64,
+        "epochs": 2,
+        "steps": 10,
+        "optimizer": "sgd",
+        "learning_rate": 0.1,
+        "seed": 1,
+        "strategy": "sharded",
+        "precision": "bf16",
+        "timing_steps": 5,
+        "study": "devices",
+        "kind": "matmul",
+        "num_devices": 2,
+        "scaling": "weak",
+        "ensemble_size": 4,
+        "ensemble_mode": "vmap",
+        "matmul_precision": "highest",
+        "oom_group": "batch",
+        "loop": "device",
+        "formulation": "cpu",
+        "schedule": "onecycle",
+        "target": "v5e-8",
+    }
+    assert set(changed) == set(names)
+    key = records.config_key(base.describe(), CPU)
+    assert records.config_key(Workload().describe(), dict(CPU)) == key  # equal cells
+    for name, value in changed.items():
+        other = dataclasses.replace(base, **{name: value})
+        assert records.config_key(other.describe(), CPU) != key, name
+
+
+def test_a_cpu_key_names_the_host_and_an_accelerator_key_the_chip():
+    workload = Workload().describe()
+    assert records.config_key(workload, CPU) != records.config_key(workload, {**CPU, "host": "b"})
+    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
+    assert records.config_key(workload, {**gpu, "host": "a"}) == records.config_key(
+        workload, {**gpu, "host": "b"}
+    )
+    assert records.config_key(workload, {**gpu, "host": "a"}) != records.config_key(
+        workload, {**gpu, "count": 2, "host": "a"}
+    )
+
+
+def test_a_new_record_is_an_error_until_its_outcome_and_carries_its_key():
+    workload = Workload().describe()
+    env = records.environment(host_memory=None)
+    record = records.new_record(workload, CPU, env, loop="step")
+    assert record["status"] == "error" and record["message"] is None
+    assert record["schema_version"] == records.SCHEMA_VERSION
+    assert record["config_key"] == records.config_key(workload, CPU)
+    assert record["loop"] == "step"
+    assert env["jax"] == jax.__version__ and env["host_memory"] is None
+    assert records.new_record(workload, CPU, env)["run_id"] != record["run_id"]
+
+
+def test_the_environment_is_read_without_importing_jax():
+    code = (
+        "import sys; from experiments import records; env = records.environment(); "
+        "assert 'jax' not in sys.modules, 'jax imported'; print(env['jax'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == jax.__version__
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 9 GB"), "oom"),
+        (RuntimeError("RESOURCE_EXHAUSTED: Out of memory"), "oom"),
+        (RuntimeError("CUDA_ERROR_OUT_OF_MEMORY: out of memory"), "oom"),
+        (MemoryError(), "oom"),
+        (FloatingPointError("invalid value (nan) encountered in jit(train_step)"), "nan"),
+        (RuntimeError("INTERNAL: ptxas exited with non-zero error code"), "error"),
+        # TensorStore's words for a full disk under an Orbax save: not an OOM
+        (
+            ValueError(
+                'RESOURCE_EXHAUSTED: Error writing "step/0" in OCDBT database at local'
+                ' file "/x/": Failed to write 1476955 bytes to file 17: No space left on'
+                " device [os_error_code='28']"
+            ),
+            "error",
+        ),
+        (ValueError("conv shapes do not match"), "error"),
+        # a kernel's on-chip limit, not the device's memory: a smaller batch would not help
+        (RuntimeError("RESOURCE_EXHAUSTED: requires 300 KB of shared memory, 228 KB"), "error"),
+        (CheckpointSaveError("could not save checkpoint 5 (RESOURCE_EXHAUSTED)"), "error"),
+        (NonFiniteLoss(3, 1, float("nan"), []), "nan"),
+    ],
+)
+def test_failures_are_classified(error, status):
+    assert records.classify_failure(error) == status
+
+
+def test_a_failure_becomes_its_record_in_one_line():
+    record = {"status": "error", "message": None}
+    try:
+        raise RuntimeError("\n  RESOURCE_EXHAUSTED: Out of memory allocating 9 GB  \nmore")
+    except RuntimeError as error:
+        records.failed(record, error)
+    assert record["status"] == "oom"
+    assert record["message"] == "RuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 9 GB"
+    assert "RESOURCE_EXHAUSTED" in record["traceback_tail"][-1]
+
+
+# --- schema 1 is migrated, not read --------------------------------------------------
+
+
+def test_a_record_of_schema_1_is_skipped_with_one_line_naming_the_migration(tmp_path):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("new"))
+    old = {**_record("old"), "schema_version": 1}
+    lines = path.read_text() + json.dumps(old) + "\n" + json.dumps({**old, "run_id": "o2"}) + "\n"
+    path.write_text(lines)
+    with pytest.warns(UserWarning) as warned:
+        loaded = records.load(path)
+    assert [r["run_id"] for r in loaded] == ["new"]
+    (warning,) = warned
+    assert str(warning.message) == (
+        f"{path}: skipped 2 record(s) of an earlier schema version; "
+        f"python -m experiments.migrate_records {path} rewrites them (nothing is deleted)"
+    )
+    assert path.read_text() == lines  # nothing deleted
+
+
+def test_a_record_without_a_field_schema_2_requires_is_refused():
+    record = _record()
+    del record["workload"]["loop"]
+    with pytest.raises(records.RecordError, match="workload lacks loop"):
+        records.validate(record)
+    record = _record()
+    del record["device"]["machine"]
+    with pytest.raises(records.RecordError, match="device lacks machine"):
+        records.validate(record)
+    records.validate(_record())  # the positive control
+
+
+# --- what a rerun skips -------------------------------------------------------------
+
+
+def test_only_final_records_made_here_are_skipped(tmp_path):
+    path = tmp_path / "records.jsonl"
+    here = {**CPU, "machine": "this"}
+    for run_id, status, key, device in [
+        ("a", "ok", "k1", here),
+        ("b", "error", "k2", here),  # retried
+        ("c", "skipped", "k3", here),
+        ("d", "oom", "k4", {**CPU, "machine": "other"}),  # another computer's CPU
+        ("e", "nan", "k5", {**CPU, "machine": None}),  # machine not recorded
+    ]:
+        message = None if status == "ok" else status
+        records.append(
+            path, _record(run_id, status, config_key=key, device=device, message=message)
+        )
+    found, skips = records.recorded(path, "this")
+    assert sorted(found) == ["k1"] and skips == {"k3"}
+    found, _ = records.recorded(path)  # every machine's (compile-only targets)
+    assert sorted(found) == ["k1", "k4", "k5"]
+    assert records.recorded(tmp_path / "absent.jsonl") == ({}, set())
+
+
+def test_an_accelerator_record_counts_from_any_machine_with_the_chip():
+    tpu = {"platform": "tpu", "kind": "TPU v5 lite", "machine": "last-session-vm"}
+    cpu = {"platform": "cpu", "kind": "cpu", "machine": "last-session-vm"}
+    assert records.made_here({"device": tpu}, "this-vm")
+    assert not records.made_here({"device": cpu}, "this-vm")
+    assert records.made_here({"device": cpu}, "last-session-vm")
+
+
+def test_an_append_waiting_on_a_replaced_file_goes_to_the_new_one(tmp_path):
+    """The migration renames a new file over the records file under the append lock:
+    an append that waited for the lock must not write into the file renamed away."""
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("first"))
+    held = os.open(path, os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    writer = threading.Thread(target=records.append, args=(path, _record("waited")))
+    writer.start()
+    writer.join(0.2)
+    assert writer.is_alive()  # blocked on the lock
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(path.read_bytes())
+    os.replace(replacement, path)
+    os.close(held)  # releases the lock
+    writer.join()
+    assert [r["run_id"] for r in records.load(path)] == ["first", "waited"]

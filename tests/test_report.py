@@ -5,6 +5,7 @@ import subprocess
 
 import matplotlib.image
 import pytest
+from conftest import complete_record
 
 from experiments import records, report
 
@@ -72,7 +73,7 @@ def _record(run_id, device, model, batch, status="ok", median=0.1, width=None, *
             test_accuracy=0.875,
         )
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 @pytest.fixture

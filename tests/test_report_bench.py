@@ -3,8 +3,9 @@ numbers, the ratio to the fastest peer and the f32 matmul bound computed from th
 PERFORMANCE.md's generated block rewritten in place."""
 
 import pytest
+from conftest import complete_record
 
-from experiments import records, report, report_bench
+from experiments import records, report, studies
 
 CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
 
@@ -46,7 +47,7 @@ def _bench(run_id, rate, *, batch=128, framework=None, mode=None, formulation="c
             flops={"per_step": 2_000_000 * batch, "per_image": 2_000_000.0},
             matmul_ceiling={"float32": {"tflops": 0.2}},
         )
-    return records.validate(record)
+    return records.validate(complete_record(record))
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def bench():
 
 
 def test_bench_table_sets_configurations_beside_peers_and_the_bound(bench):
-    table = report_bench.bench_table(bench)
+    table = studies.bench.bench_table(bench)
     header, _, row = table.splitlines()
     for column in ("jax cpu device f32", "jax xla step f32", "torch eager", "keras graph"):
         assert column in header
@@ -76,7 +77,7 @@ def test_bench_table_sets_configurations_beside_peers_and_the_bound(bench):
 
 def test_below_the_goal_there_is_no_claim(bench):
     bench[1] = _bench("b", 4400.0)
-    row = report_bench.bench_table(bench).splitlines()[2]
+    row = studies.bench.bench_table(bench).splitlines()[2]
     assert "| 1.47 |" in row and "goal met" not in row
 
 
@@ -127,12 +128,12 @@ def test_the_host_memory_table_sets_each_policys_latest_side_by_side():
         _under(_bench("b1", 1.0, loop="step", precision="bf16"), "system", "2026-01-01"),
         _under(_bench("b2", 9.0, loop="step", precision="bf16"), "retain", "2026-01-03"),
     ]
-    table = report_bench.host_memory_table(rows)
+    table = studies.bench.host_memory_table(rows)
     header, _, row = table.splitlines()
     assert header.split("|")[4:] == [" jax cpu step f32 ", ""]  # no bf16, no unpaired peer
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells == ["laptop", "mnist_cnn", "128", "2.00 (70,000 / 2)"]  # 3000 / 1500
-    assert report_bench.host_memory_table(rows[:3]) == ""  # no retain record: no table
+    assert studies.bench.host_memory_table(rows[:3]) == ""  # no retain record: no table
 
 
 def test_each_cell_is_its_configurations_faster_policy_marked_when_not_the_default():
@@ -143,7 +144,7 @@ def test_each_cell_is_its_configurations_faster_policy_marked_when_not_the_defau
         _under(_bench("ps", 2500.0, framework="keras", mode="graph"), "system", "2026-01-04"),
     ]
     older = _under(_bench("o", 9000.0, loop="step"), None, "2026-01-01T00:00:00")  # unnamed
-    row = report_bench.bench_table([older, *rows]).splitlines()[2]
+    row = studies.bench.bench_table([older, *rows]).splitlines()[2]
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[3:5] == ["4,000 [3,600-4,400]", "2,500 [2,250-2,750] (system)"]
     assert cells[5:8] == ["cpu step f32", "keras graph (system)", "1.60 (goal met)"]
@@ -158,9 +159,9 @@ def test_each_models_best_batch_is_its_fastest_jax_figure_over_batches_and_preci
         _bench("h", 30000.0, batch=512, framework="torch", mode="eager"),  # peers never
         _bench("i", 11000.0, batch=2048, precision="bf16"),
     ]
-    (line,) = report_bench.best_batches(found)
+    (line,) = studies.bench.best_batches(found)
     assert line == (
         "cpu (laptop) mnist_cnn: 12,000 [10,800-13,200] images/s at batch 512 (jax cpu device f32)"
     )
-    assert line in report_bench.bench_study(found, tmp_path)[0]
-    assert report_bench.best_batches([]) == []
+    assert line in studies.bench.bench_study(found, tmp_path)[0]
+    assert studies.bench.best_batches([]) == []

@@ -1,13 +1,14 @@
 """The speedrun study's report section, on records written here with known numbers:
 seeds pooled per configuration, reruns replaced, failures counted, the verdict per
-device and issue 8's H100 goal."""
+device and the H100 goal."""
 
 import itertools
 
+from conftest import complete_record
 from test_report import CPU, H100, PNG_SIGNATURE
 
 from experiments import report
-from experiments.report_speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
+from experiments.studies.speedrun import GOAL_SECONDS, fastest_to_target, speedrun_study
 
 CPU_MODEL = "mnist_cnn [cpu formulation, device loop]"
 _keys = itertools.count()
@@ -59,7 +60,7 @@ def _record(device, seed, acc, time, status="ok", utc="2026-11-21T19:00:00+00:00
             train_time_s=time,
         )
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 def _cpu_budgets():
@@ -102,7 +103,7 @@ def test_verdict_picks_the_fastest_budget_that_reaches_the_target_over_seeds():
 
 def test_table_rows_and_verdict_line(tmp_path):
     text, paths = speedrun_study(_cpu_budgets(), tmp_path)
-    assert text.startswith("## Study: speedrun (issue 8)")
+    assert text.startswith("## Study: speedrun\n")
     rows = _rows(text)
     # Sorted by median training time: 1 epoch (6 s), 3 epochs (8 s), 2 epochs (11 s).
     assert [row.split(" | ")[7] for row in rows] == ["1", "3", "2"]
@@ -161,7 +162,7 @@ def test_h100_goal_met_and_not_met(tmp_path):
     text, _ = speedrun_study(fast + _cpu_budgets(), tmp_path)
     assert fastest_to_target(fast)["gpu NVIDIA H100 80GB HBM3"]["time_median"] == 0.4
     assert (
-        f"Issue 8's goal: 99% in under {GOAL_SECONDS:g} s of training time on one H100: "
+        f"The H100 goal: 99% in under {GOAL_SECONDS:g} s of training time on one H100: "
         "met on gpu NVIDIA H100 80GB HBM3 (400 ms)."
     ) in text
     assert "- cpu: 99% reached in 11 s" in text  # the CPU keeps its own verdict

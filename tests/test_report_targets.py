@@ -4,14 +4,16 @@ compiled and predicted figures never in one column, seed 000's answer generated.
 
 import itertools
 
+from conftest import complete_record
 from test_report import CPU, H100, PNG_SIGNATURE, _record
 
-from experiments import report, report_targets
-from experiments.report_targets import (
-    predicted_vs_measured,
-    seed_000_headline,
-    targets_section,
-)
+from experiments import records, report
+from experiments.studies.batch import batch_study
+from experiments.studies.crossover import crossover_study
+from experiments.studies.overview import devices_table, results_table
+from experiments.studies.roofline import predicted_vs_measured
+from experiments.studies.scaling import scaling_study
+from experiments.studies.targets import largest_fitting, seed_000_headline, targets_section
 
 GIB = 2**30
 _ids = itertools.count()
@@ -70,7 +72,7 @@ def _compiled(target, model, batch, status, total_gib, step=None, precision="f32
     """A compile-only record as the targets runner writes it."""
     total = None if total_gib is None else int(total_gib * GIB)
     record = {
-        "schema_version": 1,
+        "schema_version": records.SCHEMA_VERSION,
         "run_id": f"compile{next(_ids)}",
         "config_key": f"key{next(_ids)}",
         "status": status,
@@ -101,7 +103,7 @@ def _compiled(target, model, batch, status, total_gib, step=None, precision="f32
         "prediction": None if step is None else _prediction(step, batch),
     }
     record.update(extra)
-    return record
+    return complete_record(record)
 
 
 def _targets_records():
@@ -167,9 +169,9 @@ def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
 
 def test_largest_fitting_batch_and_the_first_miss():
     by_batch = {r["workload"]["batch_size"]: r for r in _targets_records()[:4]}
-    best, over = report_targets.largest_fitting(by_batch)
+    best, over = largest_fitting(by_batch)
     assert (best["workload"]["batch_size"], over["workload"]["batch_size"]) == (24, 28)
-    assert report_targets.largest_fitting({32: by_batch[32]}) == (None, by_batch[32])
+    assert largest_fitting({32: by_batch[32]}) == (None, by_batch[32])
 
 
 def _measured(run_id, device, batch, median, prediction, vendor=None, **workload):
@@ -240,10 +242,10 @@ def test_batch_study_takes_the_target_compiler_for_seed_000(tmp_path):
     cpu = _record("b16", CPU, "catsdogs_cnn", 16, median=0.5)
     cpu["workload"].update(study="batch", dataset="synthetic")
     cpu["memory"]["total_bytes"] = int(2.5 * GIB)
-    text, _ = report.batch_study([cpu], tmp_path)
+    text, _ = batch_study([cpu], tmp_path)
     (alone,) = _lines(text, "| MX150 2 GB | 16")
     assert alone.endswith("| 2.5 GiB | does not fit | no |")
-    text, _ = report.batch_study([cpu, *_targets_records()], tmp_path)
+    text, _ = batch_study([cpu, *_targets_records()], tmp_path)
     assert _lines(text, "| MX150 2 GB") == [
         "| MX150 2 GB | 16 | trained | catsdogs_cnn f32 compiled for gpu-mx150, not run "
         "| 1.5 GiB | fits | yes |",
@@ -254,8 +256,8 @@ def test_batch_study_takes_the_target_compiler_for_seed_000(tmp_path):
 
 def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
     rs = [_record("c1", CPU, "mlp", 128, width=64), *_targets_records()]
-    results, _ = report.results_table(rs, tmp_path)
-    devices, _ = report.devices_table(rs, tmp_path)
+    results, _ = results_table(rs, tmp_path)
+    devices, _ = devices_table(rs, tmp_path)
     for text in (results, devices):
         assert "TPU v5e" not in text and "MX150" not in text
     assert len(_lines(results, "| cpu")) == 1
@@ -274,7 +276,7 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
         compiled = _compiled(H100_TARGET, "mlp", 128, "ok", 0.5, step=2e-3)
         compiled["workload"]["model_overrides"] = {"width": width}
         rs.append(compiled)
-    text, _ = report.crossover_study(rs, tmp_path)
+    text, _ = crossover_study(rs, tmp_path)
     assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted) |"]
     assert _lines(text, "| 55,050 | 2 ms") == ["| 55,050 | 2 ms |"]
     # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
@@ -296,7 +298,7 @@ def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_
     ]
     for r in rs[1:]:
         r["workload"]["model_overrides"] = {"width": 1024}
-    text, _ = report.scaling_study(rs, tmp_path)
+    text, _ = scaling_study(rs, tmp_path)
     assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
         "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | 1 ms "
         "| 128,000 | 100% |",

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import measure, records
+from experiments import records
 from experiments.run import main
 from jaxcnn import data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
@@ -163,6 +163,86 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] >= 1
     assert resumed["params_digest"] == whole["params_digest"]
     assert not list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
+
+
+# experiments.run with Orbax's temporary paths instrumented: the save of checkpoint
+# STEP calls create() on the step's folder, then on its two items (meta, state), then
+# finalize() on the items and on the step's folder (6 calls; the items' bytes are
+# written between the creates and the finalizes). The process ends with os._exit, as
+# a kill would, before or after call N.
+_KILLED_INSIDE_A_SAVE = """
+import os, sys
+from orbax.checkpoint._src.path import atomicity
+step, nth, when, *argv = sys.argv[1:]
+calls = 0
+def wrap(cls, name):
+    original = getattr(cls, name)
+    async def wrapped(self, *args, **kwargs):
+        global calls
+        ours = f"/{step}.orbax-checkpoint-tmp" in str(self.get())
+        calls += ours
+        number = calls if ours else 0  # the items' calls overlap: count each at its start
+        if number == int(nth) and when == "before":
+            os._exit(9)
+        result = await original(self, *args, **kwargs)
+        if number == int(nth) and when == "after":
+            os._exit(9)
+        return result
+    setattr(cls, name, wrapped)
+for cls in (atomicity.AtomicRenameTemporaryPath, atomicity.CommitFileTemporaryPath):
+    for name in ("create", "finalize"):
+        wrap(cls, name)
+from experiments.run import main
+sys.exit(main(argv))
+"""
+ONE_EPOCH = [*RUN[: RUN.index("--epochs")], "--epochs", "1", *RUN[RUN.index("--epochs") + 2 :]]
+
+
+@functools.cache
+def _whole_digest() -> str:
+    """The digest of ONE_EPOCH run without checkpoints."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        assert main(["--out", out, *ONE_EPOCH, "--no-checkpoints"]) == 0
+        (record,) = records.load(Path(out) / records.RECORDS_FILE)
+    return record["params_digest"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "when,nth,left",
+    [
+        ("before", 1, None),  # nothing of step 10 on disk yet
+        ("after", 1, "10.orbax-checkpoint-tmp"),  # the step's folder, empty
+        ("after", 3, "10.orbax-checkpoint-tmp/state.orbax-checkpoint-tmp"),  # items' folders
+        ("before", 4, "10.orbax-checkpoint-tmp/state.orbax-checkpoint-tmp"),  # items written
+        ("before", 5, "10.orbax-checkpoint-tmp/meta"),  # one item final, not the other
+        ("before", 6, "10.orbax-checkpoint-tmp/state"),  # both final, the step not yet
+        ("after", 6, "10"),  # the step final: the resume starts from it
+    ],
+)
+def test_a_run_killed_at_each_phase_of_a_save_resumes_bit_identically(tmp_path, when, nth, left):
+    """Killed at a chosen point of the save of checkpoint 10 (of 5, 10, 15, 20, 22): the
+    same command resumes from checkpoint 5 (10 once final), with the digest of a run
+    never interrupted, and no temporary folder is left."""
+    command = ["--out", str(tmp_path), *ONE_EPOCH, *EVERY_5]
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_INSIDE_A_SAVE, "10", str(nth), when, *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == 9, killed.stderr[-2000:]  # os._exit(9): killed, as asked
+    (workload,) = [p for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()]
+    if left is not None:
+        assert (workload / left).exists(), sorted(p.name for p in workload.iterdir())
+    assert main(command) == 0
+    (resumed,) = records.load(tmp_path / records.RECORDS_FILE)
+    assert resumed["status"] == "ok", resumed.get("message")
+    assert resumed["resumed_from_step"] == (10 if left == "10" else 5)
+    assert resumed["params_digest"] == _whole_digest()
+    assert not list(workload.glob(f"*{TMP_MARKER}*"))
 
 
 def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits, tmp_path):
@@ -420,4 +500,4 @@ def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
     assert (
         message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message
     )
-    assert measure.classify_failure(failed.value) == "error"
+    assert records.classify_failure(failed.value) == "error"

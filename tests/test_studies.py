@@ -3,9 +3,6 @@ records that validate, with the kinds and counts each study promises; a batch sw
 stops at its first real out-of-memory failure; bad study requests are one-line exit 2
 errors before any work."""
 
-import dataclasses
-import hashlib
-import json
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -15,7 +12,7 @@ import pytest
 
 from experiments import records, run, studies, sweep
 from experiments.run import main
-from experiments.workload import Workload, config_key, dataset_dir
+from experiments.workload import Workload, dataset_dir
 
 SMOKE = ["--smoke", "--device", "cpu", "--no-progress", "--no-checkpoints"]
 
@@ -209,20 +206,21 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         for w in study(smoke):
             assert w.study == name and w.dataset in ("digits", "synthetic", "none")
             assert w.timing_steps == 3 and w.epochs <= 2
-    assert [w.model_overrides["width"] for w in studies.crossover(cpu)] == [
+    assert [w.model_overrides["width"] for w in studies.crossover.workloads(cpu)] == [
         32 * 2**i for i in range(9)
     ]
-    assert [w.batch_size for w in studies.batch(gpu)] == [8, 16, 32, 64, 128, 256, 512]
-    assert [w.batch_size for w in studies.matmul(gpu)][:6] == [256, 512, 1024, 2048, 4096, 8192]
-    assert max(w.batch_size for w in studies.matmul(cpu)) == 4096
-    assert {w.matmul_precision for w in studies.precision(gpu)} == {"default", "highest"}
-    assert {w.matmul_precision for w in studies.precision(cpu)} == {"default"}
-    assert {w.ensemble_size for w in studies.ensemble(cpu)} == {1, 4, 16}
-    assert sorted({w.num_devices for w in studies.scaling(gpu)}) == [1, 2, 4]
-    assert studies.device_counts(6) == [1, 2, 4, 6]
-    assert {w.dataset for w in studies.accuracy(cpu)} == {"mnist", "fashion_mnist"}
+    assert [w.batch_size for w in studies.batch.workloads(gpu)] == [8, 16, 32, 64, 128, 256, 512]
+    matmul_sizes = [w.batch_size for w in studies.matmul.workloads(gpu)]
+    assert matmul_sizes[:6] == [256, 512, 1024, 2048, 4096, 8192]
+    assert max(w.batch_size for w in studies.matmul.workloads(cpu)) == 4096
+    assert {w.matmul_precision for w in studies.precision.workloads(gpu)} == {"default", "highest"}
+    assert {w.matmul_precision for w in studies.precision.workloads(cpu)} == {"default"}
+    assert {w.ensemble_size for w in studies.ensemble.workloads(cpu)} == {1, 4, 16}
+    assert sorted({w.num_devices for w in studies.scaling.workloads(gpu)}) == [1, 2, 4]
+    assert studies.scaling.device_counts(6) == [1, 2, 4, 6]
+    assert {w.dataset for w in studies.accuracy.workloads(cpu)} == {"mnist", "fashion_mnist"}
     for context, precision in ((cpu, "f32"), (gpu, "bf16")):
-        found = studies.speedrun(context)
+        found = studies.speedrun.workloads(context)
         assert {(w.model, w.dataset, w.precision) for w in found} == {
             ("mnist_cnn", "mnist", precision)
         }
@@ -230,12 +228,12 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         # every budget of every batch over the same seeds
         seeds = Counter((w.batch_size, w.epochs) for w in found)
         assert len(set(seeds.values())) == 1 and min(seeds.values()) >= 3
-    assert {w.batch_size for w in studies.speedrun(gpu)} == {512, 1024, 2048}
-    cpu_bench, gpu_bench = studies.bench(cpu), studies.bench(gpu)
+    assert {w.batch_size for w in studies.speedrun.workloads(gpu)} == {512, 1024, 2048}
+    cpu_bench, gpu_bench = studies.bench.workloads(cpu), studies.bench.workloads(gpu)
     assert {w.model for w in cpu_bench} == {"lenet5_keras", "mnist_cnn", "mlp"}
     assert max(w.batch_size for w in cpu_bench) == 512
-    assert {w.model for w in gpu_bench} == {m for m, _ in studies.BENCH_MODELS} | set(
-        studies.BENCH_MODELS_ACCELERATOR
+    assert {w.model for w in gpu_bench} == {m for m, _ in studies.bench.BENCH_MODELS} | set(
+        studies.bench.BENCH_MODELS_ACCELERATOR
     )
     # the zoo's large models: each (model, precision) one OOM group, batches ascending
     groups = defaultdict(list)
@@ -243,7 +241,7 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
         if w.oom_group:
             assert w.dataset == "synthetic" and w.loop == "step"
             groups[w.oom_group].append(w.batch_size)
-    assert len(groups) == 2 * len(studies.BENCH_MODELS_ACCELERATOR)
+    assert len(groups) == 2 * len(studies.bench.BENCH_MODELS_ACCELERATOR)
     assert all(sizes == sorted(sizes) for sizes in groups.values())
 
 
@@ -311,45 +309,3 @@ def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
     assert dataset_dir(str(tmp_path), "fashion_mnist") == str(tmp_path / "fashion_mnist")
     assert dataset_dir(str(tmp_path), "mnist") == str(tmp_path)  # the IDX files themselves
     assert dataset_dir(None, "mnist") is None
-
-
-def test_cpu_config_keys_name_the_host_and_accelerator_keys_the_chip():
-    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
-    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
-    here, there = ({**cpu, "host": h} for h in ("laptop", "ci-runner"))
-    assert config_key(workload, here) != config_key(workload, there)
-    assert config_key(workload, here) == config_key(workload, {**here, "host": "laptop"})
-    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    assert config_key(workload, {**gpu, "host": "a"}) == config_key(workload, {**gpu, "host": "b"})
-
-
-def test_records_made_before_the_study_fields_keep_their_config_keys():
-    workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
-    device = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    old_fields = {
-        f.name: getattr(workload, f.name)
-        for f in dataclasses.fields(Workload)
-        if f.name not in ("study", "kind", "num_devices", "scaling", "ensemble_size")
-        and f.name not in ("ensemble_mode", "matmul_precision", "oom_group")
-        and f.name not in ("loop", "formulation", "schedule", "target")
-    }
-    text = json.dumps({"workload": old_fields, "device": device}, sort_keys=True, default=str)
-    assert config_key(workload, device) == hashlib.sha256(text.encode()).hexdigest()[:16]
-    assert config_key(dataclasses.replace(workload, study="devices"), device) != config_key(
-        workload, device
-    )
-    assert config_key(dataclasses.replace(workload, schedule="onecycle"), device) != config_key(
-        workload, device
-    )
-
-
-def test_the_formulation_that_runs_is_in_the_key_and_xla_keeps_old_keys():
-    workload = Workload(model="mnist_cnn", dataset="mnist")
-    cpu = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "vm"}
-    gpu = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1, "process_count": 1}
-    key = lambda device, **changes: config_key(dataclasses.replace(workload, **changes), device)  # noqa: E731
-    # On a CPU auto runs the cpu formulation: one cell with "cpu", another than xla's
-    assert key(cpu) == key(cpu, formulation="cpu") != key(cpu, formulation="xla")
-    # On a GPU auto is xla: the same cell as before formulations existed
-    assert key(gpu) == key(gpu, formulation="xla") != key(gpu, formulation="cpu")
-    assert key(gpu, loop="device") != key(gpu)

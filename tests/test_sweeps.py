@@ -95,9 +95,11 @@ for i in range(int(sys.argv[3])):
     records.append(sys.argv[1], {
         "schema_version": records.SCHEMA_VERSION, "run_id": f"{sys.argv[2]}-{i}",
         "status": "error", "message": "x" * 20000,  # lines far beyond one page
-        "workload": {"model": "m", "dataset": "d", "batch_size": 1, "strategy": "single"},
-        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
-        "env": {},
+        "workload": {"model": "m", "dataset": "d", "batch_size": 1, "strategy": "single",
+                     "kind": "paired", "study": None},  # the kind that needs fewest fields
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
+                   "host": "h"},
+        "env": {"python": "3", "git_commit": None, "host": "h", "utc_time": "t"},
     })
 """
 

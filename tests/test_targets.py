@@ -308,3 +308,51 @@ def test_every_gpu_spec_compiles_the_step(name):
     else:  # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
         assert r["status"] == "ok", r["message"]
         assert r["device"]["kind"] == targets.get(name).kind
+
+
+def test_first_batches_go_breadth_first_over_chips_and_precisions():
+    from experiments.run_targets import _breadth_first
+    from experiments.studies import targets as targets_study
+
+    cells = targets_study()
+    first = _breadth_first(cells)
+    assert sorted(first, key=cells.index) == cells  # the same cells, reordered
+    precisions = [c.precision for c in first]
+    assert precisions == sorted(precisions, key=lambda p: p != "f32")  # every f32 first
+    f32 = [c.target for c in first if c.precision == "f32"]
+    last = {name: i for i, name in enumerate(f32)}
+    # every chip's smallest target for every model before any chip's second target
+    smallest = ("tpu-v2-8", "tpu-v3-8", "tpu-v4-8", "tpu-v5e-1", "tpu-v5p-8", "tpu-v6e-1")
+    seconds = ("tpu-v5e-8", "tpu-v6e-8", "tpu-v4-32", "tpu-v5e-16", "tpu-v6e-64")
+    assert max(last[n] for n in smallest) < min(f32.index(n) for n in seconds)
+
+
+@needs_targets
+@pytest.mark.slow
+def test_sigterm_stops_the_targets_study_between_compiles_and_a_rerun_finishes_it(tmp_path):
+    import json
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "experiments.run", "--study=targets", "--smoke"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(
+        [*command, f"--out={out}"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    )
+    path = out / "records.jsonl"
+    deadline = time.monotonic() + 240
+    while not (path.exists() and path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first compile's record: the study is between or in compiles
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=240)
+    assert run.returncode == 143, err
+    assert "terminated (SIGTERM): stopped between compiles, after" in err.strip().splitlines()[-1]
+    recorded = [json.loads(line) for line in path.read_text().splitlines()]
+    assert 1 <= len(recorded) < 4  # stopped before the smoke study's 4 compiles
+    rerun = subprocess.run(
+        [*command, f"--out={out}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    keys = [json.loads(line)["config_key"] for line in path.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 4  # the rest compiled, nothing twice

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import complete_record
 
 from experiments import records, sweep
 from experiments.run import main
@@ -20,15 +21,22 @@ TINY += ["--timing-steps", "2", "--batch-size", "16", "--no-progress", "--no-che
 
 
 def _record(run_id: str = "a") -> dict:
-    return {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": run_id,
-        "status": "skipped",
-        "message": "padding " * 600,  # 4.8 KB: more than a page, so more than any remainder
-        "workload": {"model": "mlp", "dataset": "digits", "batch_size": 8, "strategy": "single"},
-        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
-        "env": {"jax": "0"},
-    }
+    return complete_record(
+        {
+            "schema_version": records.SCHEMA_VERSION,
+            "run_id": run_id,
+            "status": "skipped",
+            "message": "padding " * 600,  # 4.8 KB: more than a page, so more than any remainder
+            "workload": {
+                "model": "mlp",
+                "dataset": "digits",
+                "batch_size": 8,
+                "strategy": "single",
+            },
+            "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+            "env": {"jax": "0"},
+        }
+    )
 
 
 def _fill(folder: Path) -> None:

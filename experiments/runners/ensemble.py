@@ -15,10 +15,10 @@ import numpy as np
 import optax
 
 from experiments import measure
-from experiments.prepare import build_module
+from experiments.prepare import build_module, record_for
 from experiments.runners.interface import Record, RunContext, recorded
 from experiments.runners.train import Timer, compile_and_measure, shapes, step_timer
-from experiments.workload import Workload, new_record
+from experiments.workload import Workload
 from jaxcnn import data, models, train
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import place
@@ -146,7 +146,7 @@ def _scaled_fields(
 def run_ensemble(workload: Workload, context: RunContext) -> Record:
     """K models on one device: vmap'd together in one step, or one after another."""
     devices = context.devices[:1]
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     k, vmapped = workload.ensemble_size, workload.ensemble_mode == "vmap"
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     train_split, test_split = context.splits

@@ -9,8 +9,9 @@ from typing import Any
 
 import jax
 
+from experiments import records
 from experiments.prepare import Split
-from experiments.workload import Workload, _failure
+from experiments.workload import Workload
 from jaxcnn.errors import JaxcnnError
 from jaxcnn.loop import NonFiniteLoss
 
@@ -54,6 +55,6 @@ def recorded(record: Record, measure: Callable[[Record], dict[str, Any]]) -> Rec
         )
         return record
     except Exception as error:
-        return _failure(record, error)
+        return records.failed(record, error)
     record.update({"status": "ok", **fields})
     return record

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from experiments import measure
+from experiments.prepare import record_for
 from experiments.runners.interface import Record, RunContext, recorded
-from experiments.workload import Workload, new_record
+from experiments.workload import Workload
 
 
 def run_matmul(workload: Workload, context: RunContext) -> Record:
     devices = context.devices[:1]
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     n, dtype = workload.batch_size, workload.compute_dtype
 
     def timed(record: Record) -> dict[str, Any]:  # an n that does not fit is an `oom` record

@@ -9,9 +9,9 @@ from typing import Any
 import jax
 
 from experiments import measure
-from experiments.prepare import build_module, training_steps
+from experiments.prepare import build_module, record_for, training_steps
 from experiments.runners.interface import Record, RunContext, recorded
-from experiments.workload import Workload, new_record
+from experiments.workload import Workload
 from jaxcnn import data, epochs, models, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.loop import fit
@@ -105,7 +105,7 @@ def compile_and_measure(
 
 def run_train(workload: Workload, context: RunContext) -> Record:
     devices = context.devices
-    record = new_record(workload, devices)
+    record = record_for(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
     module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)

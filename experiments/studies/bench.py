@@ -1,26 +1,112 @@
-"""The bench study's report section: images/s of the train step per model, batch and
-configuration (formulation x loop x precision), beside the peer frameworks measured on
-the same machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows.
+"""How fast is the train step, and which choice makes it so?
 
-Every figure is read from records: `throughput` (median of timed blocks, p10-p90) for
-JAX and peers alike, `matmul_ceiling` and `flops.per_image` for the bound.
+`lenet5_keras`, `mnist_cnn` and `mlp` n=4096 at batch 32, 128 and 512 (and 2048
+and 8192 on accelerators, where the best batch is larger), timing only
+(compile, then 7 timed blocks of 20 steps; images/s is their median, the record's
+`throughput`) on MNIST (real images: the device loop reads a new batch each step).
+Per model and batch: XLA's own convolutions and the platform's formulation (on a
+CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
+and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
+platform's formulation in both loops. The report sets the CPU figures beside the
+PyTorch and Keras peers' (benchmarks/peers.py). Both loops run in
+one process, so on a CPU `--host-memory=auto` gives both `retain` (the step loop's
+choice, jaxcnn/host_memory.py); `--host-memory=system` measures the other policy.
+
+On accelerators also `catsdogs_cnn`, `resnet18`, `resnet50` and `vgg16` on synthetic
+images at batch 32, 128 and 512, per-step dispatch in f32 and bf16; a batch that
+runs out of memory ends its model and precision's sweep (the rest `skipped`). The
+report names each model's fastest figure and its batch.
+
+Command: python -m experiments.run --study=bench --device=cpu --data-dir=DIR
+Sizes: full everywhere. Smoke: `mlp` n=8 only, digits, batch 32, 3 steps per block
+(the formulations' convolutions are checked by tests/test_formulation.py).
+Expected: CPU ~30 min (XLA's convolutions in a compiled loop are the slow cells);
+smoke ~20 s; GPU/TPU ~15 min, most of it compiling the large models (a guess).
+
+The report section sets images/s of the train step per model, batch and configuration
+(formulation x loop x precision) beside the peer frameworks measured on the same
+machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows: every
+figure read from records (`throughput`, the median of timed blocks, p10-p90, for JAX
+and peers alike; `matmul_ceiling` and `flops.per_image` for the bound). The paired-run
+tables are experiments/studies/bench_paired.py's.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
 from experiments.records import took_turns
-from experiments.stats import summarize
+from experiments.studies._common import _ok, pyplot
+from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.tables import format_table
+from experiments.workload import Workload
 
-Record = dict[str, Any]
-GOAL = 1.5  # issue 8: JAX's best f32 figure over the fastest peer's
+BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
+BENCH_BATCHES = (32, 128, 512)
+# An accelerator's best batch for these models lies far above a CPU's.
+BENCH_BATCHES_ACCELERATOR = (*BENCH_BATCHES, 2048, 8192)
+BENCH_TIMING_STEPS = 20
+# Accelerators also time every other model of the zoo at its own input size (synthetic
+# images), per-step dispatch in f32 and bf16, up to the first batch that does not fit.
+BENCH_MODELS_ACCELERATOR = ("catsdogs_cnn", "resnet18", "resnet50", "vgg16")
+BENCH_BATCHES_LARGE_MODELS = (32, 128, 512)
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    from jaxcnn import formulation
+
+    platform_choice = formulation.for_platform(ctx.platform).name
+    formulations = ("xla",) if platform_choice == "xla" else ("xla", platform_choice)
+    cells = [(f, loop, "f32") for f in formulations for loop in ("step", "device")]
+    cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
+    chosen_models = BENCH_MODELS
+    batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
+    common = {"timing_steps": BENCH_TIMING_STEPS}
+    if ctx.smoke:
+        chosen_models, batches, common = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
+    small = [
+        Workload(
+            model=model,
+            model_overrides=overrides,
+            dataset=dataset_for(ctx),
+            batch_size=size,
+            epochs=0,
+            precision=precision,
+            study="bench",
+            num_devices=1,
+            loop=loop,
+            formulation=chosen,
+            **common,
+        )
+        for model, overrides in chosen_models
+        for size in batches
+        for chosen, loop, precision in cells
+    ]
+    if ctx.cpu or ctx.smoke:
+        return small
+    large = [
+        Workload(
+            model=model,
+            dataset="synthetic",
+            batch_size=size,
+            epochs=0,
+            precision=precision,
+            study="bench",
+            num_devices=1,
+            oom_group=f"bench:{model}:{precision}",
+            **common,
+        )
+        for model in BENCH_MODELS_ACCELERATOR
+        for precision in ("f32", "bf16")
+        for size in BENCH_BATCHES_LARGE_MODELS
+    ]
+    return small + large
+
+
+GOAL = 1.5  # the CPU goal: JAX's best f32 figure at this multiple of the fastest peer's
 
 
 def configuration(record: Record) -> str:
@@ -48,15 +134,11 @@ def _when(record: Record) -> str:
     return str(record["env"].get("utc_time") or "")
 
 
-def _ok(session: list[Record]) -> list[Record]:
-    return [r for r in session if r["status"] == "ok"]
-
-
 def _rate(record: Record) -> float:
     return float(record["throughput"]["median"])
 
 
-def _cell(record: Record | None) -> str:
+def _rate_cell(record: Record | None) -> str:
     if record is None:
         return "-"
     if record["status"] != "ok":
@@ -156,6 +238,15 @@ def _named(record: Record | None, cells: dict[str, list[Record]]) -> str:
     return configuration(record).removeprefix("jax ") + _policy_note(record, cells)
 
 
+def _paired() -> Any:
+    """The paired-run tables (bench_paired.py): imported where the bench section uses
+    them, in a module of their own so that the paired-run machinery can leave the core
+    path in one move."""
+    from experiments.studies import bench_paired
+
+    return bench_paired
+
+
 def bench_table(records: list[Record]) -> str:
     """The bench records as one markdown table, "" when there are none."""
     groups = _groups(records)
@@ -163,7 +254,7 @@ def bench_table(records: list[Record]) -> str:
         return ""
     configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
-    paired = paired_ratios(records)
+    paired = _paired().paired_ratios(records)
     rows = []
     for (platform, machine, model, batch), cells in groups.items():
         jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
@@ -184,8 +275,14 @@ def bench_table(records: list[Record]) -> str:
                 f"{platform} ({machine})",
                 model,
                 batch,
-                *[_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells) for c in configs],
-                *[_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells) for c in peers],
+                *[
+                    _rate_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells)
+                    for c in configs
+                ],
+                *[
+                    _rate_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells)
+                    for c in peers
+                ],
                 _named(jax_best, cells),
                 _named(peer_best, cells),
                 ratio,
@@ -219,7 +316,7 @@ def best_batches(records: list[Record]) -> list[str]:
             if record is not None and (held is None or _rate(record) > _rate(held)):
                 best[(platform, machine, model)] = record
     return [
-        f"{platform} ({machine}) {model}: {_cell(r)} images/s at batch "
+        f"{platform} ({machine}) {model}: {_rate_cell(r)} images/s at batch "
         f"{r['workload']['batch_size']} ({configuration(r)})"
         for (platform, machine, model), r in sorted(best.items())
     ]
@@ -271,258 +368,6 @@ def host_memory_table(records: list[Record]) -> str:
     return format_table(["machine", "model", "batch", *configs], rows, markdown=True)
 
 
-def _side(side: dict[str, Any]) -> str:
-    """`jax cpu device f32 (retain)`: a paired side's configuration and host memory."""
-    return f"{side['configuration']} ({side['host_memory']})"
-
-
-def _spread(summary: dict[str, Any], digits: str = ",.0f") -> str:
-    return f"{summary['median']:{digits}} [{summary['p10']:{digits}}-{summary['p90']:{digits}}]"
-
-
-def _session(record: Record) -> str:
-    """The run of benchmarks/paired.py a paired record came from (older: its own)."""
-    return (record.get("session") or {}).get("id") or record["run_id"]
-
-
-def _jax_versus_jax(record: Record) -> bool:
-    """A pair whose peer role JAX itself played (another loop or formulation)."""
-    peer = (record.get("paired") or {}).get("peer") or {}
-    return str(peer.get("configuration", "")).startswith("jax ")
-
-
-def _sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[list[Record]]]:
-    """(machine, model, batch, first side, second side) -> its sessions of
-    benchmarks/paired.py, oldest first, each its paired records; pairs against a peer
-    framework or (`jax_versus_jax`) against another JAX configuration."""
-    cells: dict[tuple, dict[str, list[Record]]] = defaultdict(dict)
-    for r in sorted(records, key=_when):
-        w = r["workload"]
-        if w.get("kind") != "paired" or w.get("study") != "bench":
-            continue
-        if _jax_versus_jax(r) != jax_versus_jax:
-            continue
-        sides = r.get("paired") or {}
-        names = tuple(_side(sides[s]) if s in sides else "-" for s in ("jax", "peer"))
-        key = (_machine(r), _model(r), w["batch_size"], *names)
-        cells[key].setdefault(_session(r), []).append(r)
-    return {key: list(found.values()) for key, found in sorted(cells.items())}
-
-
-def _latest_sessions(records: list[Record], jax_versus_jax: bool) -> dict[tuple, list[Record]]:
-    """(machine, model, batch, first side, second side) -> its latest session's records."""
-    return {key: found[-1] for key, found in _sessions(records, jax_versus_jax).items()}
-
-
-def _peer_sessions(records: list[Record]) -> dict[tuple, list[list[Record]]]:
-    """(machine, model, batch) -> its sessions of JAX against a peer framework, oldest
-    first, whatever the two sides were (the best JAX configuration and the fastest peer
-    change as the code and the records do)."""
-    cells: dict[tuple, list[list[Record]]] = defaultdict(list)
-    for key, found in _sessions(records, jax_versus_jax=False).items():
-        cells[key[:3]].extend(found)
-    return {
-        key: sorted(found, key=lambda session: _when(session[-1]))
-        for key, found in sorted(cells.items())
-    }
-
-
-def paired_ratios(records: list[Record]) -> dict[tuple, float]:
-    """(machine, model, batch) -> the median ratio per round of its latest session of
-    JAX against a peer framework, measured in turns (the paired table's)."""
-    ratios = {}
-    for key, sessions in _peer_sessions(records).items():
-        ok = _ok(sessions[-1])
-        if ok:
-            ratios[key] = _pooled_rounds(ok)[1]["median"]
-    return ratios
-
-
-def _commit(record: Record) -> str:
-    return str(record["env"].get("git_commit") or "")[:7]
-
-
-def _pooled_rounds(ok: list[Record]) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """Each side's images/s over every round of `ok`'s passes, and their ratio round by
-    round, summarized."""
-    rounds = [one for r in ok for one in r["paired"]["rounds"]]
-    rates = {s: [one[s]["images_per_s"] for one in rounds] for s in ("jax", "peer")}
-    return rates, summarize([j / p for j, p in zip(rates["jax"], rates["peer"], strict=True)])
-
-
-def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
-    """The paired records (benchmarks/paired.py), each session's passes' rounds pooled:
-    each side's images/s, the ratio of the blocks round by round, and each pass's median
-    ratio, and the commit it measured; "" when there are none. JAX against a peer
-    framework: a row per machine, model and batch, its latest session, and the latest
-    one that measured an earlier commit (its pooled ratio and commit: what the changes
-    between did, both measured in turns). Or (`jax_versus_jax`) against another JAX
-    configuration: a row per pair of configurations, the verdict `(faster)` /
-    `(slower)` when the ratio's whole p10-p90 lies above / below 1."""
-    if jax_versus_jax:
-        cells = {key: [session] for key, session in _latest_sessions(records, True).items()}
-    else:
-        cells = _peer_sessions(records)
-    rows = []
-    for key, sessions in cells.items():
-        session = sessions[-1]
-        ok = _ok(session)
-        sides = session[-1].get("paired") or {}
-        names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
-        measured = _commit(session[-1])
-        commit = measured or "-"
-        before = [] if jax_versus_jax else [_before(sessions[:-1], measured)]
-        if not ok:
-            status = session[-1]["status"]
-            rows.append([*key[:3], *names, status, "-", "-", "-", "-", commit, *before])
-            continue
-        rates, ratio = _pooled_rounds(ok)
-        passes = ", ".join(f"{r['paired']['ratio']['median']:.2f}" for r in ok)
-        failed = len(session) - len(ok)
-        rows.append(
-            [
-                *key[:3],
-                *names,
-                _spread(summarize(rates["jax"])),
-                _spread(summarize(rates["peer"])),
-                _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax),
-                passes + (f" ({failed} failed)" if failed else ""),
-                ratio["n"],
-                commit,
-                *before,
-            ]
-        )
-    if not rows:
-        return ""
-    if jax_versus_jax:
-        headers = ["machine", "model", "batch", "first", "second", "first img/s"]
-        headers += ["second img/s", "first / second, per round", "per pass", "rounds"]
-        headers += ["commit"]
-    else:
-        headers = ["machine", "model", "batch", "jax", "peer", "jax img/s", "peer img/s"]
-        headers += ["jax / peer, per round", "per pass", "rounds", "commit", "earlier commit"]
-    return format_table(headers, rows, markdown=True)
-
-
-def _before(earlier: list[list[Record]], commit_now: str) -> str:
-    """The latest of `earlier` sessions that measured another commit than `commit_now`
-    (a session re-measuring the same code is no "before"): its pooled ratio per round
-    and its commit."""
-    for session in reversed(earlier):
-        ok = _ok(session)
-        if ok and (not commit_now or _commit(ok[-1]) != commit_now):
-            commit = _commit(ok[-1])
-            return f"{_pooled_rounds(ok)[1]['median']:.2f}" + (f" ({commit})" if commit else "")
-    return "-"
-
-
-LOOP_WORD = 2  # in `configuration`'s `jax FORMULATION LOOP PRECISION`
-
-
-def _pair_label(first: str, second: str) -> str:
-    """`device (system) / step (retain)`: two JAX sides by what tells them apart, the
-    loop and the host memory policy always named, the other words they share dropped."""
-    a, b = first.split(), second.split()
-    if len(a) != len(b) or len(a) <= LOOP_WORD:
-        return f"{first} / {second}"
-    keep = [i for i in range(len(a)) if a[i] != b[i] or i in (LOOP_WORD, len(a) - 1)]
-    return f"{' '.join(a[i] for i in keep)} / {' '.join(b[i] for i in keep)}"
-
-
-def jax_pairs_matrix(records: list[Record]) -> str:
-    """JAX against JAX at a glance: a row per machine, model and batch, a column per
-    pair of configurations, each cell the latest session's ratio per round, median
-    [p10-p90], with its verdict; "" when there are none."""
-    cells: dict[tuple, dict[str, str]] = defaultdict(dict)
-    for (machine, model, batch, first, second), session in _latest_sessions(
-        records, jax_versus_jax=True
-    ).items():
-        ok = _ok(session)
-        if ok:
-            _, ratio = _pooled_rounds(ok)
-            cell = _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax=True)
-        else:
-            cell = session[-1]["status"]
-        cells[(machine, model, batch)][_pair_label(first, second)] = cell
-    if not cells:
-        return ""
-    columns = sorted({label for row in cells.values() for label in row})
-    rows = [[*key, *(row.get(c, "-") for c in columns)] for key, row in sorted(cells.items())]
-    return format_table(["machine", "model", "batch", *columns], rows, markdown=True)
-
-
-def _paired_verdict(ratio: dict[str, Any], jax_versus_jax: bool) -> str:
-    if not jax_versus_jax:
-        return " (goal met)" if ratio["median"] >= GOAL else ""
-    if ratio["p10"] > 1:
-        return " (faster)"
-    return " (slower)" if ratio["p90"] < 1 else ""
-
-
-PAIRED_INTRO = (
-    "Paired (`python -m benchmarks.paired`): the cell's best JAX f32 configuration and "
-    "its fastest peer, each under its faster host memory policy, re-measured in turns: "
-    "each side, in its own process, compiles and warms up alone, then their turns "
-    "alternate, one process computing at a time, the side that goes first swapping "
-    "every round; a turn is one untimed block (the other process just had the cores "
-    "and caches) and one timed block. `jax / peer, per round`: the ratio of the two "
-    "timed blocks of each round, median [p10-p90] over all rounds of the latest "
-    "session's passes, so that drift that moves both blocks of a round alike does not "
-    "enter it; `per pass`: each pass's median ratio, new processes each pass (this "
-    "VM's speed moves between processes by more than within one); `(goal met)` where "
-    f"the median reaches {GOAL}. Images/s: each side's timed blocks, median [p10-p90]. "
-    "`earlier commit`: the median ratio per round of the cell's latest session that "
-    "measured an earlier commit, and that commit, so a change's effect is read from "
-    "two measurements in turns, not from two sessions' images/s (its sides may "
-    "differ: each session pairs the best JAX configuration and the fastest peer the "
-    "records named then)."
-)
-
-
-LOOPS_INTRO = (
-    "The same pairs one by one: each side's images/s (its timed blocks, median "
-    "[p10-p90]), `first / second, per round` as in the matrix, and each pass's median "
-    "ratio (new processes each pass)."
-)
-
-
-MATRIX_INTRO = (
-    "JAX against JAX (`python -m benchmarks.paired --peer=jax:FORMULATION:LOOP:POLICY`), "
-    "measured in turns as above: the epoch as one compiled loop (`device`) against one "
-    "compiled step per batch dispatched from Python (`step`), which issue 8 asks the "
-    "first to beat, and each loop under the two host memory policies (`retain`, "
-    "`system`). A column per pair, `first / second`: the ratio of their timed blocks, "
-    "round by round, median [p10-p90] over the latest session's passes; `(faster)` / "
-    "`(slower)` where its whole p10-p90 lies above / below 1, nothing where the rounds "
-    "go both ways."
-)
-
-
-def _paired_part(records: list[Record], detail: bool = True) -> str:
-    """The paired tables: JAX against its peers, then JAX against JAX as a matrix and,
-    with `detail`, pair by pair with each side's images/s and each pass."""
-    parts = []
-    table = paired_table(records)
-    parts.append(f"\n\n{PAIRED_INTRO}\n\n{table}" if table else "")
-    matrix = jax_pairs_matrix(records)
-    parts.append(f"\n\n{MATRIX_INTRO}\n\n{matrix}" if matrix else "")
-    if matrix:
-        commits = Counter(
-            _commit(session[-1]) or "-" for session in _latest_sessions(records, True).values()
-        )
-        measured = ", ".join(
-            f"{c} ({n} pair{'s' if n > 1 else ''})" for c, n in sorted(commits.items())
-        )
-        parts.append(f"\n\nThe matrix's sessions measured commits {measured}.")
-    if matrix and not detail:
-        parts.append(
-            " Pair by pair, with each side's images/s, each pass and its commit: results/REPORT.md."
-        )
-    table = paired_table(records, jax_versus_jax=True) if detail else ""
-    parts.append(f"\n\n{LOOPS_INTRO}\n\n{table}" if table else "")
-    return "".join(parts)
-
-
 HOST_MEMORY_INTRO = (
     "The host allocator (`--host-memory`, jaxcnn/host_memory.py): images/s with "
     "`retain` over images/s with glibc's defaults (`system`), the latest record of "
@@ -530,8 +375,6 @@ HOST_MEMORY_INTRO = (
     "under `system` / `retain`. The peers ran under each policy too "
     "(`benchmarks/peers.py --host-memory`)."
 )
-
-
 INTRO = (
     "Images/s of the train step (Adam, timing only), the median of timed blocks of "
     "steps [p10-p90]. `jax FORMULATION LOOP PRECISION`: `xla` = XLA's own "
@@ -540,7 +383,7 @@ INTRO = (
     "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
     "`keras graph|xla`. `best f32 / peer`: the best JAX f32 figure over the fastest "
-    f"peer's (the issue's goal is {GOAL}). Where a configuration was measured under "
+    f"peer's (the goal is {GOAL}). Where a configuration was measured under "
     "both host memory policies (`--host-memory`, jaxcnn/host_memory.py), its cell is "
     "the faster one's latest record, marked `(system)` where glibc's defaults beat "
     "`retain` (the default for the CPU's step loop). Where the paired driver measured "
@@ -558,18 +401,18 @@ PLOT = "study_bench.png"
 
 
 def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    """Issue 8: the fastest train step on each device, against PyTorch and Keras."""
+    """The fastest train step on each device, against PyTorch and Keras."""
     table = bench_table(records)
     if not table:
         return "", []
     groups = _groups(records)
     configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
-    path = _plot(groups, configs, peers, out / PLOT)
+    path = _bench_plot(groups, configs, peers, out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
     text = (
-        f"## Study: bench (issue 8)\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
-        f"{_paired_part(records)}{_host_memory_part(records)}"
+        f"## Study: bench\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
+        f"{_paired().paired_part(records)}{_host_memory_part(records)}"
     )
     return text, [path] if path else []
 
@@ -593,12 +436,17 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    paired = _paired_part(records, detail=False)  # pair by pair: results/REPORT.md
+    paired = _paired().paired_part(records, detail=False)  # pair by pair: results/REPORT.md
     best = _best_part(records)
     return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
 
 
-def _plot(groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path) -> Path | None:
+def _bench_plot(
+    groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path
+) -> Path | None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plt = pyplot()
     series: dict[tuple, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for (platform, machine, model, batch), cells in groups.items():
         for name in cells:
@@ -629,3 +477,6 @@ def _plot(groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Pa
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+STUDY = Study("bench", workloads=workloads, sections=(bench_study,))

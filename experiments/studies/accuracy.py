@@ -1,0 +1,114 @@
+"""Same model, same accuracy on every device?
+
+Seed 000 (Fig. 14): accuracy and loss per epoch. `mnist_cnn` on MNIST and on
+Fashion-MNIST, batch 128: per-epoch train/test loss and accuracy; the report
+overlays the devices' curves.
+
+Command: python -m experiments.run --study=accuracy --device=gpu --data-dir=DIR
+Sizes: 10 epochs on accelerators; CPU: 5 epochs. Smoke: `mlp` n=8 on digits only
+(it stands in for both datasets, so one workload), 2 epochs (44 steps each) at
+batch 32.
+Expected: CPU ~8 min; smoke ~5 s; GPU/TPU ~2 min (a guess).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from experiments.labels import device_label, model_label
+from experiments.studies._common import _acc, _image, _ok, _save, _section, _study, accuracy, pyplot
+from experiments.studies.base import TINY_MLP, Context, Record, Study
+from experiments.tables import format_table
+from experiments.workload import Workload
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    if ctx.smoke:
+        return [
+            Workload(
+                model="mlp",
+                model_overrides=TINY_MLP,
+                dataset="digits",
+                batch_size=32,
+                epochs=2,
+                timing_steps=3,
+                study="accuracy",
+                num_devices=1,
+            )
+        ]
+    epochs = 5 if ctx.cpu else 10
+    return [
+        Workload(
+            model="mnist_cnn",
+            dataset=name,
+            batch_size=128,
+            epochs=epochs,
+            timing_steps=20,
+            study="accuracy",
+            num_devices=1,
+        )
+        for name in ("mnist", "fashion_mnist")
+    ]
+
+
+def accuracy_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 000 Fig. 14: per-epoch loss and accuracy, devices overlaid, per dataset."""
+    from matplotlib.ticker import MaxNLocator
+
+    plt = pyplot()
+
+    by_dataset: dict[str, list[Record]] = defaultdict(list)
+    for r in _ok(_study(records, "accuracy")):
+        if r.get("history") and accuracy(r) is not None:
+            by_dataset[r["workload"]["dataset"]].append(r)
+    if not by_dataset:
+        return "", []
+    rows, notes = [], []
+    datasets = sorted(by_dataset)
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(11, 4 * len(datasets)), squeeze=False)
+    for (acc_ax, loss_ax), dataset in zip(axes, datasets, strict=True):
+        rs = sorted(by_dataset[dataset], key=lambda r: (model_label(r), device_label(r)))
+        for r in rs:
+            history = r["history"]
+            last = history[-1]
+            label = f"{model_label(r)} on {device_label(r)}"
+            rows.append(
+                [
+                    dataset,
+                    model_label(r),
+                    device_label(r),
+                    len(history),
+                    _acc(last.get("train_accuracy")),
+                    _acc(last.get("test_accuracy")),
+                    _acc(last.get("test_loss")),
+                ]
+            )
+            epochs = [e["epoch"] for e in history]
+            color = acc_ax.plot(
+                epochs, [e.get("train_accuracy") for e in history], marker="o", label=label
+            )[0].get_color()
+            acc_ax.plot(epochs, [e.get("test_accuracy") for e in history], "--", color=color)
+            loss_ax.plot(epochs, [e.get("train_loss") for e in history], marker="o", color=color)
+            loss_ax.plot(epochs, [e.get("test_loss") for e in history], "--", color=color)
+        finals = [r["test_accuracy"] for r in rs]
+        if len(finals) > 1:
+            notes.append(
+                f"{dataset}: final test accuracy spans {min(finals):.4f}-{max(finals):.4f} "
+                f"over {len(finals)} records (a spread of {max(finals) - min(finals):.4f})."
+            )
+        for ax in (acc_ax, loss_ax):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("epoch")
+        acc_ax.set(ylabel="accuracy (train solid, test dashed)", title=dataset)
+        loss_ax.set(ylabel="loss (train solid, test dashed)", title=dataset)
+        acc_ax.legend(fontsize="x-small")
+    path = _save(fig, out / "study_accuracy.png")
+    headers = ["dataset", "model", "device", "epochs", "train acc", "test acc", "test loss"]
+    table = format_table(headers, rows, markdown=True)
+    intro = "Per-epoch loss and accuracy of the same model on every device (seed 000 Fig. 14)."
+    return _section("Study: accuracy", intro, table, "\n".join(notes), _image("acc", path)), [path]
+
+
+STUDY = Study("accuracy", workloads=workloads, sections=(accuracy_study,))

@@ -1,0 +1,69 @@
+"""What every study module builds on: the Context a study sizes its workloads by, the
+Study record the registry holds, and the --smoke sizes several studies share.
+
+A study's workloads are `(Context) -> list[Workload]`: what to run given the devices at
+hand. Platform-dependent sizes live in the study modules and only there: the models and
+the train step never look at the platform.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
+    from experiments.studies.targets import TargetCell
+    from experiments.workload import Workload
+
+Record = dict[str, Any]
+# A report section: (records, out_dir) -> (markdown, [png paths]); "" when it has nothing.
+Section = Callable[[list[Record], Path], tuple[str, list[Path]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a study may depend on: the platform, how many devices, --smoke."""
+
+    platform: str = "cpu"  # cpu | gpu | tpu
+    num_devices: int = 1
+    smoke: bool = False
+
+    @property
+    def cpu(self) -> bool:
+        return self.platform == "cpu"
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """One question: what it runs and what the report says about it.
+
+    `workloads` sizes the runs on the devices at hand; `cells`, for a study compiled
+    for devices not at hand, its (model, target, precision) batch searches; neither,
+    for the default study, whose models take the command's flags. `sections` are its
+    parts of REPORT.md, `headline` its lines in the README's generated block."""
+
+    name: str
+    workloads: Callable[[Context], list[Workload]] | None = None
+    cells: Callable[[bool], list[TargetCell]] | None = None
+    sections: tuple[Section, ...] = ()
+    headline: Callable[[list[Record]], str] | None = None
+
+
+# --smoke: every study in seconds on a CPU.
+SMOKE_TIMING = {"timing_steps": 3}
+SMOKE_TRAIN = {"dataset": "digits", "batch_size": 32, "epochs": 1, "steps": 3, **SMOKE_TIMING}
+# catsdogs_cnn with its layer structure kept (5 blocks, pools 2,2,2,3,3, BatchNorm,
+# dropout) but 4 channels, 8 dense units and 96x96 inputs: compiles and steps in a second.
+SMOKE_CATSDOGS = {
+    "widths": ((4,), (4,), (4,), (4,), (4,)),
+    "dense_width": 8,
+    "input_size": 96,
+}
+TINY_MLP = {"width": 8}
+
+
+def dataset_for(ctx: Context, name: str = "mnist") -> str:
+    """The real dataset `name`, or the embedded digits under --smoke."""
+    return "digits" if ctx.smoke else name

@@ -1,0 +1,177 @@
+"""When does the accelerator beat the CPU?
+
+Seed 002: a dense net on MNIST, time vs trainable parameters; the GPU is slower
+for small nets. `mlp` 784-n-n-10 (dropout 0.2) for n = 32, 64, ..., 8192 (n=4096
+is 20,037,642 params), batch 128, timing only (compile + 20 timed steps, no
+training) on synthetic 28x28 data: step time vs params per device. The report finds
+the crossover from two devices' records.
+
+Command: python -m experiments.run --study=crossover --device=gpu
+Sizes: full everywhere. Smoke: n = 8, 32, batch 16.
+Expected: CPU ~40 s (n=8192 is ~74M params, 0.45 s/step); smoke ~3 s;
+GPU/TPU < 1 min (a guess).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from experiments import analysis
+from experiments.labels import device_label
+from experiments.studies._common import (
+    _get,
+    _image,
+    _median_step,
+    _ok,
+    _overrides,
+    _save,
+    _section,
+    _study,
+    pyplot,
+)
+from experiments.studies.base import Context, Record, Study
+from experiments.studies.targets import compiled, fits_chip, target_name
+from experiments.tables import format_table, seconds
+from experiments.workload import Workload
+
+CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    widths, batch, timing = CROSSOVER_WIDTHS, 128, 20
+    if ctx.smoke:
+        widths, batch, timing = (8, 32), 16, 3
+    return [
+        Workload(
+            model="mlp",
+            model_overrides={"width": n},
+            dataset="synthetic",
+            batch_size=batch,
+            epochs=0,
+            timing_steps=timing,
+            study="crossover",
+            num_devices=1,
+        )
+        for n in widths
+    ]
+
+
+def _crossover_series(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
+    """{(model, dataset, batch, precision): {device: records over widths}}."""
+    series: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
+    for r in _ok(_study(records, "crossover")):
+        if _get(r, "params", "trainable"):
+            w = r["workload"]
+            key = (w["model"], w.get("dataset"), w["batch_size"], w.get("precision", "f32"))
+            series[key][device_label(r)].append(r)
+    return series
+
+
+def _points(rs: list[Record]) -> list[analysis.Point]:
+    return sorted((r["params"]["trainable"], _median_step(r)) for r in rs)
+
+
+def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 002: step time vs trainable parameters, and where the accelerator wins."""
+    plt = pyplot()
+
+    series = _crossover_series(records)
+    if not series:
+        return "", []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    parts = []
+    for (model, dataset, batch, precision), by_device in sorted(series.items()):
+        name = f"{model}, {dataset}, batch {batch}, {precision}"
+        for device, rs in sorted(by_device.items()):
+            points = _points(rs)
+            ax.plot(*zip(*points, strict=True), marker="o", label=f"{device}: {name}")
+        devices = sorted(by_device)
+        params = sorted({p for rs in by_device.values() for p, _ in _points(rs)})
+        steps = {d: dict(_points(rs)) for d, rs in by_device.items()}
+        rows = [[f"{p:,}", *[seconds(steps[d].get(p)) for d in devices]] for p in params]
+        parts.append(f"{name}:\n\n" + format_table(["params", *devices], rows, markdown=True))
+        cpus = [d for d in devices if by_device[d][0]["device"]["platform"] == "cpu"]
+        verdicts = []
+        for a in cpus:
+            for b in (d for d in devices if d not in cpus):
+                point = analysis.crossover_point(_points(by_device[a]), _points(by_device[b]))
+                ends = analysis.faster_at_ends(_points(by_device[a]), _points(by_device[b]))
+                side = {"A": a, "B": b, "tie": "neither"}
+                at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
+                verdicts.append([a, b, "none" if point is None else f"{point:,.0f}", at_ends])
+                if point is not None:
+                    ax.axvline(point, color="gray", linestyle=":", linewidth=1)
+        if verdicts:
+            headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
+            parts.append(format_table(headers, verdicts, markdown=True))
+        parts.append(predicted_crossover(records, batch, precision, by_device))
+    ax.set(xscale="log", yscale="log", xlabel="trainable parameters", ylabel="s / step (median)")
+    ax.set_title("Step time vs trainable parameters (dotted: crossover)")
+    ax.legend(fontsize="x-small")
+    path = _save(fig, out / "study_crossover.png")
+    intro = (
+        "Step time vs trainable parameters per device (seed 002). The crossover is where "
+        "the accelerator's step time drops below the CPU's for good: log-log linear "
+        "interpolation between the two bracketing widths both devices measured."
+    )
+    return _section("Study: crossover", intro, *parts, _image("crossover", path)), [path]
+
+
+def predicted_crossover(
+    records: list[Record], batch: int, precision: str, measured: dict[str, list[Record]]
+) -> str:
+    """The crossover study's series (one model at one batch over widths, `measured` per
+    device at hand) against the targets compiled for the same widths: each target's
+    predicted s/step per width, and the width above which it is predicted faster than
+    each CPU measured here. "" without such compile-only records."""
+    params = {}  # the widths' trainable parameters, as the measured records count them
+    for rs in measured.values():
+        for r in rs:
+            params[_overrides(r)] = r["params"]["trainable"]
+    model = next(iter(measured.values()))[0]["workload"]["model"]
+    by_target: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in compiled(records):
+        w = r["workload"]
+        step = (r.get("prediction") or {}).get("step_time_s")
+        if (
+            (w["model"], w["batch_size"], w.get("precision", "f32")) == (model, batch, precision)
+            and fits_chip(r)
+            and step
+            and _overrides(r) in params
+        ):
+            by_target[target_name(r)][params[_overrides(r)]] = step
+    if not by_target:
+        return ""
+    targets = sorted(by_target)
+    sizes = sorted({p for steps in by_target.values() for p in steps})
+    rows = [[f"{p:,}", *[seconds(by_target[t].get(p)) for t in targets]] for p in sizes]
+    table = format_table(["params", *[f"{t} (predicted)" for t in targets]], rows, markdown=True)
+    verdicts = []
+    for device, rs in sorted(measured.items()):
+        if rs[0]["device"]["platform"] != "cpu":
+            continue
+        cpu = sorted((r["params"]["trainable"], r["step_time_s"]["median"]) for r in rs)
+        for t in targets:
+            point = analysis.crossover_point(cpu, sorted(by_target[t].items()))
+            ends = analysis.faster_at_ends(cpu, sorted(by_target[t].items()))
+            side = {"A": f"{device} (measured)", "B": f"{t} (predicted)", "tie": "neither"}
+            at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
+            verdicts.append([device, t, "none" if point is None else f"{point:,.0f}", at_ends])
+    text = (
+        "Predicted s/step on devices not at hand (the roofline of the step compiled for "
+        "each target, not run):\n\n" + table
+    )
+    if verdicts:
+        headers = [
+            "A (measured)",
+            "B (predicted)",
+            "B predicted faster above (params)",
+            "faster at smallest / largest",
+        ]
+        text += "\n\n" + format_table(headers, verdicts, markdown=True)
+    return text
+
+
+STUDY = Study("crossover", workloads=workloads, sections=(crossover_study,))

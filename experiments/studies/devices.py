@@ -1,0 +1,122 @@
+"""How much faster is the accelerator than the CPU for the MNIST CNN?
+
+Seed 001: 0.35-1.05 s/batch on a CPU vs 0.018 s/batch on a K80; seed 003: 5 epochs
+on a CPU vs a T4. `mnist_cnn` and `lenet5_keras` on MNIST, batch 128, 5 epochs, on
+one device: s/step, s/epoch, test accuracy; the report divides each accelerator's
+step time by the CPU record's.
+
+Command: python -m experiments.run --study=devices --device=gpu --data-dir=DIR
+Sizes: full everywhere (the CPU runs it in minutes).
+Expected: CPU ~5 min (mnist_cnn ~45 s/epoch, lenet5_keras ~7 s/epoch);
+smoke ~5 s; GPU/TPU ~1 min (a guess).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from experiments.labels import device_label
+from experiments.studies._common import (
+    _acc,
+    _cell,
+    _image,
+    _images,
+    _median_step,
+    _ok,
+    _save,
+    _section,
+    _status,
+    _step,
+    _study,
+    _workload_key,
+    _workload_label,
+    accuracy,
+    pyplot,
+)
+from experiments.studies.base import SMOKE_TRAIN, Context, Record, Study, dataset_for
+from experiments.tables import format_table, seconds
+from experiments.workload import Workload
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    common = {"dataset": dataset_for(ctx), "batch_size": 128, "epochs": 5, "timing_steps": 20}
+    if ctx.smoke:
+        common = SMOKE_TRAIN
+    return [
+        Workload(model=m, study="devices", num_devices=1, **common)
+        for m in ("mnist_cnn", "lenet5_keras")
+    ]
+
+
+def _is_cpu(record: Record) -> bool:
+    return record["device"]["platform"] == "cpu"
+
+
+def _epoch_seconds(record: Record) -> float | None:
+    """Median training seconds per epoch from the history (compile excluded)."""
+    times = [e["train_time_s"] for e in record.get("history") or [] if e.get("train_time_s")]
+    return statistics.median(times) if times else None
+
+
+def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 001/003: the same model, dataset and batch on every device."""
+    plt = pyplot()
+
+    rs = sorted(_study(records, "devices"), key=_workload_key)
+    if not rs:
+        return "", []
+    rows = [
+        [
+            _workload_label(r),
+            device_label(r),
+            _step(r),
+            seconds(_epoch_seconds(r)) if r["status"] == "ok" else "-",
+            _images(r),
+            _acc(accuracy(r)),
+            _status(r),
+        ]
+        for r in rs
+    ]
+    headers = ["workload", "device", "s/step [p10-p90]", "s/epoch", "images/s", "test acc"]
+    table = format_table([*headers, "status"], rows, markdown=True)
+    ok = _ok(rs)
+    cpu = {_cell(r): r for r in ok if _is_cpu(r)}
+    speedup_rows = []
+    for r in ok:
+        base = cpu.get(_cell(r))
+        if base is None or _is_cpu(r):
+            continue
+        epoch, base_epoch = _epoch_seconds(r), _epoch_seconds(base)
+        speedup_rows.append(
+            [
+                _workload_label(r),
+                device_label(r),
+                f"{_median_step(base) / _median_step(r):.1f}x",
+                f"{base_epoch / epoch:.1f}x" if epoch and base_epoch else "-",
+            ]
+        )
+    speedups = ""
+    if speedup_rows:
+        headers = ["workload", "device", "speedup per step", "speedup per epoch"]
+        speedups = "Speedup over the CPU record of the same workload:\n\n" + format_table(
+            headers, speedup_rows, markdown=True
+        )
+    if not ok:
+        return _section("Study: devices", table, speedups), []
+    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
+    names = [f"{_workload_label(r)}\n{device_label(r)}" for r in ok]
+    medians = [_median_step(r) for r in ok]
+    low = [_median_step(r) - r["step_time_s"]["p10"] for r in ok]
+    high = [r["step_time_s"]["p90"] - _median_step(r) for r in ok]
+    ax.barh(names, medians, xerr=[low, high], capsize=3)
+    ax.set(xscale="log", xlabel="s / step (median, p10-p90)")
+    ax.tick_params(axis="y", labelsize="small")
+    ax.invert_yaxis()
+    path = _save(fig, out / "study_devices.png")
+    intro = "Same model, dataset and batch on every device (seeds 001 and 003)."
+    return _section("Study: devices", intro, table, speedups, _image("devices", path)), [path]
+
+
+STUDY = Study("devices", workloads=workloads, sections=(devices_study,))

@@ -1,0 +1,134 @@
+"""Training parallelism: ensembles and hyperparameter searches.
+
+Seed 004: many independent runs at once. K = 1, 4, 16 `lenet5_keras` models on
+MNIST, each with its own seed (seed+i) and learning rate (log-spaced lr/10..3 lr),
+batch 128: trained together in one step (jax.vmap of the one train step over
+stacked states, on one device) vs K runs one after another with the plain step.
+Records images/s of all K models and each model's test accuracy.
+
+Command: python -m experiments.run --study=ensemble --device=gpu --data-dir=DIR
+Sizes: 3 epochs on accelerators; CPU: 1 epoch (K=16 sequential alone is ~2 min
+an epoch here). Smoke: `mlp` n=8 on digits, K = 1, 2, 3 steps.
+Expected: CPU ~8 min; smoke ~10 s; GPU/TPU ~2 min (a guess).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from experiments import analysis
+from experiments.labels import device_label, model_label
+from experiments.studies._common import (
+    _count_ticks,
+    _get,
+    _image,
+    _images,
+    _median_step,
+    _ok,
+    _save,
+    _section,
+    _status,
+    _step,
+    _study,
+    pyplot,
+)
+from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.tables import format_table
+from experiments.workload import Workload
+
+ENSEMBLE_SIZES = (1, 4, 16)
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    common = {
+        "model": "lenet5_keras",
+        "dataset": dataset_for(ctx),
+        "batch_size": 128,
+        "epochs": 1 if ctx.cpu else 3,
+        "timing_steps": 20,
+    }
+    sizes = ENSEMBLE_SIZES
+    if ctx.smoke:
+        common = {"model": "mlp", "model_overrides": TINY_MLP, **SMOKE_TRAIN}
+        sizes = (1, 2)
+    return [
+        Workload(
+            **common,
+            study="ensemble",
+            kind="ensemble",
+            ensemble_size=k,
+            ensemble_mode=mode,
+            num_devices=1,
+        )
+        for k in sizes
+        for mode in ("vmap", "sequential")
+    ]
+
+
+def _ensemble(record: Record) -> tuple[int, str]:
+    e = record.get("ensemble") or {}
+    w = record["workload"]
+    return e.get("k") or w.get("ensemble_size") or 1, e.get("mode") or w.get("ensemble_mode") or "-"
+
+
+def ensemble_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 004: K models in one vmapped step vs K steps one after another."""
+    plt = pyplot()
+
+    rs = _study(records, "ensemble", kind="ensemble")
+    if not rs:
+        return "", []
+    ok = _ok(rs)
+    by_key = {(device_label(r), model_label(r), *_ensemble(r)): r for r in ok}
+    rows = []
+    for r in sorted(rs, key=lambda r: (device_label(r), model_label(r), _ensemble(r))):
+        k, mode = _ensemble(r)
+        sequential = by_key.get((device_label(r), model_label(r), k, "sequential"))
+        speedup = "-"
+        if mode == "vmap" and sequential and r["status"] == "ok":
+            speedup = f"{_median_step(sequential) / _median_step(r):.2f}x"
+        synthetic = r["workload"].get("dataset") == "synthetic"  # no accuracy to show
+        per_model = [] if synthetic else _get(r, "ensemble", "test_accuracy") or []
+        summary = analysis.mean_spread(per_model)
+        rows.append(
+            [
+                device_label(r),
+                model_label(r),
+                k,
+                mode,
+                _step(r),
+                _images(r),
+                speedup,
+                "-" if summary is None else f"{summary[0]:.4f} ± {summary[1]:.4f}",
+                "-" if summary is None else f"{summary[2]:.4f}-{summary[3]:.4f}",
+                _status(r),
+            ]
+        )
+    headers = ["device", "model", "K", "mode", "s/step (all K)", "images/s", "vmap speedup"]
+    table = format_table(
+        [*headers, "test acc mean ± sd", "test acc min-max", "status"], rows, markdown=True
+    )
+    if not ok:
+        return _section("Study: ensembles", table), []
+    curves: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for (device, model, k, mode), r in by_key.items():
+        curves[f"{model} {mode} on {device}"].append((k, r["images_per_s"]))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, points in sorted(curves.items()):
+        ax.plot(*zip(*sorted(points), strict=True), marker="o", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="models trained at once (K)", ylabel="images / s")
+    _count_ticks(ax, [k for _, _, k, _ in by_key])
+    ax.set_title("Ensembles: one vmapped step vs K sequential steps")
+    ax.legend(fontsize="x-small")
+    path = _save(fig, out / "study_ensemble.png")
+    intro = (
+        "K models with different seeds and learning rates (seed 004). images/s counts the "
+        "images all K models process; the vmap speedup is sequential s/step over vmap "
+        "s/step at the same K."
+    )
+    return _section("Study: ensembles", intro, table, _image("ensemble", path)), [path]
+
+
+STUDY = Study("ensemble", workloads=workloads, sections=(ensemble_study,))

@@ -1,0 +1,121 @@
+"""How close does the device get to its peak?
+
+Seed 004: a matmul kernel 5x faster on a K20X than on a 6-core i7. Square matmuls
+n = 256, 512, ..., 8192 in f32 and bf16, one jitted call timed 20 times: TFLOP/s
+vs n, against the vendor's peak for the precision they run in. On a GPU f32 is
+also run with matmul precision "highest" (true fp32 instead of TF32).
+
+Command: python -m experiments.run --study=matmul --device=gpu
+Sizes: full on accelerators. CPU: n up to 4096 (n=8192 is 1.1 TFLOP a call, ~5 s
+here, 2 min per dtype for 22 calls). Smoke: n = 16, 32.
+Expected: CPU ~40 s (n=2048 takes ~85 ms in f32, ~105 ms in bf16); smoke ~2 s;
+GPU/TPU < 1 min (a guess).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from experiments.labels import device_label
+from experiments.studies._common import (
+    _batch_size,
+    _count_ticks,
+    _get,
+    _image,
+    _ok,
+    _pct,
+    _save,
+    _section,
+    _step,
+    _study,
+    pyplot,
+)
+from experiments.studies.base import Context, Record, Study
+from experiments.tables import format_table
+from experiments.workload import Workload
+
+MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+MATMUL_SIZES_CPU = (256, 512, 1024, 2048, 4096)
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    sizes, timing = (MATMUL_SIZES_CPU if ctx.cpu else MATMUL_SIZES), 20
+    if ctx.smoke:
+        sizes, timing = (16, 32), 3
+    variants = [("f32", "default"), ("bf16", "default")]
+    if ctx.platform == "gpu":
+        variants.append(("f32", "highest"))
+    return [
+        Workload(
+            model="matmul",
+            dataset="none",
+            batch_size=n,
+            epochs=0,
+            precision=precision,
+            matmul_precision=matmul_precision,
+            timing_steps=timing,
+            study="matmul",
+            kind="matmul",
+            num_devices=1,
+        )
+        for precision, matmul_precision in variants
+        for n in sizes
+    ]
+
+
+def _matmul_n(record: Record) -> int:
+    return _get(record, "matmul", "n") or _batch_size(record)
+
+
+def matmul_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 004: square matmul TFLOP/s vs size and dtype, against the vendor peak."""
+    plt = pyplot()
+
+    groups: dict[tuple, list[Record]] = defaultdict(list)
+    for r in _ok(_study(records, "matmul", kind="matmul")):
+        if _get(r, "matmul", "tflops") is not None:
+            dtype = _get(r, "matmul", "dtype") or r["workload"].get("precision")
+            key = (device_label(r), dtype, r["workload"].get("matmul_precision") or "default")
+            groups[key].append(r)
+    if not groups:
+        return "", []
+    rows = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (device, dtype, precision), rs in sorted(groups.items()):
+        rs.sort(key=_matmul_n)
+        label = f"{device} {dtype}" + ("" if precision == "default" else f" ({precision})")
+        line = ax.plot(
+            [_matmul_n(r) for r in rs], [r["matmul"]["tflops"] for r in rs], marker="o", label=label
+        )[0]
+        peak = _get(rs[0], "mfu", "vendor_peak_tflops")
+        if peak:
+            vendor = _get(rs[0], "mfu", "vendor_precision")
+            ax.axhline(peak, color=line.get_color(), linestyle="--", linewidth=1)
+            ax.annotate(f"{vendor} peak", (0, peak), xycoords=("axes fraction", "data"), fontsize=7)
+        for r in rs:
+            rows.append(
+                [
+                    device,
+                    dtype,
+                    precision,
+                    _matmul_n(r),
+                    _step(r),
+                    f"{r['matmul']['tflops']:.4g}",
+                    f"{peak:g} {_get(r, 'mfu', 'vendor_precision')}" if peak else "-",
+                    _pct(r["matmul"]["tflops"] / peak) if peak else "-",
+                ]
+            )
+    ax.set(xscale="log", yscale="log", xlabel="n (n x n @ n x n)", ylabel="TFLOP/s")
+    _count_ticks(ax, [_matmul_n(r) for rs in groups.values() for r in rs])
+    ax.set_title("Matmul throughput (dashed: vendor peak where known)")
+    ax.legend(fontsize="x-small")
+    path = _save(fig, out / "study_matmul.png")
+    headers = ["device", "dtype", "matmul precision", "n", "s/matmul", "TFLOP/s"]
+    table = format_table([*headers, "vendor peak", "of peak"], rows, markdown=True)
+    intro = "Square matmuls, 2 n^3 FLOPs each, per dtype and device (seed 004)."
+    return _section("Study: matmul", intro, table, _image("matmul", path)), [path]
+
+
+STUDY = Study("matmul", workloads=workloads, sections=(matmul_study,))

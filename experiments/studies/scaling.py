@@ -1,0 +1,220 @@
+"""Does data parallelism scale?
+
+Seed 001's multi-GPU recipe: replicate the model, split the batch, average the
+gradients, update. `mnist_cnn` and `mlp` (n=1024) under `pmap` and `sharded` on
+1, 2, 4, ... devices (all there are), timing only on synthetic data: weak scaling
+(128 per device, global batch 128 x N) and strong scaling (global batch 128 x the
+largest N, split over N): throughput and efficiency vs 1 device.
+
+Command: python -m experiments.run --study=scaling --device=tpu  (a v5e-8 has 8)
+Sizes: full everywhere; a CPU has one device, so N=1 only (fake CPU devices share
+the same cores and would measure nothing). Smoke: `mlp` n=8 only, N = 1 and all
+(8 fake devices in tests), 8 per device.
+Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from experiments import analysis
+from experiments.labels import model_label
+from experiments.studies._common import (
+    _batch_size,
+    _count_ticks,
+    _image,
+    _images,
+    _ok,
+    _overrides,
+    _pct,
+    _save,
+    _section,
+    _step,
+    _study,
+    pyplot,
+)
+from experiments.studies.base import TINY_MLP, Context, Record, Study
+from experiments.studies.targets import compiled, fits_chip, memory_cell, target_field, target_name
+from experiments.tables import format_table, seconds
+from experiments.workload import Workload
+
+
+def device_counts(available: int) -> list[int]:
+    """1, 2, 4, ... up to `available`, and `available` itself if not a power of two."""
+    counts = [2**i for i in range(available.bit_length()) if 2**i <= available]
+    return counts + ([available] if counts[-1] != available else [])
+
+
+SCALING_PER_DEVICE_BATCH = 128
+
+
+def workloads(ctx: Context) -> list[Workload]:
+    """The workloads for `ctx`, sized as the module docstring says."""
+    per_device, chosen = SCALING_PER_DEVICE_BATCH, ("mnist_cnn", "mlp")
+    counts = device_counts(ctx.num_devices)
+    timing = 20
+    if ctx.smoke:
+        per_device, chosen, timing = 8, ("mlp",), 3
+        counts = sorted({1, ctx.num_devices})
+    overrides = {"mnist_cnn": {}, "mlp": TINY_MLP if ctx.smoke else {"width": 1024}}
+    strong_batch = per_device * max(counts)
+    workloads = []
+    for model in chosen:
+        for strategy in ("pmap", "sharded"):
+            for mode in ("weak", "strong"):
+                for n in counts:
+                    workloads.append(
+                        Workload(
+                            model=model,
+                            model_overrides=overrides[model],
+                            dataset="synthetic",
+                            batch_size=per_device * n if mode == "weak" else strong_batch,
+                            epochs=0,
+                            timing_steps=timing,
+                            strategy=strategy,
+                            study="scaling",
+                            num_devices=n,
+                            scaling=mode,
+                        )
+                    )
+    return workloads
+
+
+def chip_label(record: Record) -> str:
+    """A device without its count: the scaling study's curves run over the count."""
+    d = record["device"]
+    return d["platform"] if d["kind"] == d["platform"] else f"{d['platform']} {d['kind']}"
+
+
+def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Seed 001: data parallelism over 1..N devices, weak and strong."""
+    plt = pyplot()
+
+    groups: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    for r in _ok(_study(records, "scaling")):
+        w = r["workload"]
+        key = (w.get("scaling") or "-", model_label(r), w["strategy"], chip_label(r))
+        groups[key][r["device"]["count"]] = r
+    if not groups:
+        return "", []
+    rows = []
+    modes = sorted({key[0] for key in groups})
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4.5), squeeze=False)
+    for (mode, model, strategy, chip), by_count in sorted(groups.items()):
+        throughput = {n: r["images_per_s"] for n, r in by_count.items()}
+        efficiency = analysis.scaling_efficiency(throughput)
+        for n, r in sorted(by_count.items()):
+            rows.append(
+                [
+                    mode,
+                    model,
+                    strategy,
+                    chip,
+                    n,
+                    _batch_size(r),
+                    _step(r),
+                    _images(r),
+                    _pct(efficiency.get(n)),
+                ]
+            )
+        ax = axes[0][modes.index(mode)]
+        counts = sorted(throughput)
+        line = ax.plot(
+            counts,
+            [throughput[n] for n in counts],
+            marker="o",
+            label=f"{model} {strategy} on {chip}",
+        )[0]
+        if 1 in throughput:  # perfect scaling from the one-device point
+            ideal = [n * throughput[1] for n in counts]
+            ax.plot(counts, ideal, linestyle="--", color=line.get_color(), linewidth=1)
+    for mode, row in zip(modes, axes[0], strict=True):
+        row.set(xscale="log", yscale="log", xlabel="devices", ylabel="images / s")
+        _count_ticks(row, [n for key, by in groups.items() if key[0] == mode for n in by])
+        row.set_title(f"{mode} scaling (dashed: N x one device)")
+        row.legend(fontsize="x-small")
+    path = _save(fig, out / "study_scaling.png")
+    headers = ["scaling", "model", "strategy", "device", "N", "global batch", "s/step"]
+    table = format_table([*headers, "images/s", "efficiency"], rows, markdown=True)
+    intro = (
+        "Throughput over N devices (seed 001's recipe: replicate, split the batch, "
+        "average gradients). Weak scaling keeps the per-device batch: efficiency = "
+        "images/s at N / (N x images/s on one). Strong scaling keeps the global batch: "
+        "efficiency = speedup at N / N, the same ratio of throughputs."
+    )
+    predicted = predicted_scaling(records, _ok(_study(records, "scaling")))
+    return _section("Study: scaling", intro, table, predicted, _image("scaling", path)), [path]
+
+
+def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
+    """The scaling study's workloads (each model, precision, and weak per-chip or
+    strong global batch that `measured` ran) on the compiled targets, grouped by chip
+    over chip counts: memory per chip (compiled), step time and images/s (predicted)
+    and the predicted efficiency against one chip of the same kind; collectives are in
+    the compiled step, counted as the target's compiler counts them. "" without
+    compile-only records of those workloads."""
+    wanted = set()
+    for r in measured:
+        w = r["workload"]
+        mode = w.get("scaling") or "weak"
+        size = w["batch_size"] // r["device"]["count"] if mode == "weak" else w["batch_size"]
+        wanted.add((mode, w["model"], _overrides(r), w.get("precision", "f32"), size))
+    groups: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    for r in compiled(records):
+        w = r["workload"]
+        chips = target_field(r, "chips") or 1
+        for mode, size in (("weak", w["batch_size"] // chips), ("strong", w["batch_size"])):
+            key = (mode, w["model"], _overrides(r), w.get("precision", "f32"), size)
+            if key in wanted and (mode == "strong" or w["batch_size"] % chips == 0):
+                groups[(*key, target_field(r, "chip"))][chips] = r
+    if not groups:
+        return ""
+    rows = []
+    for (mode, model, overrides, precision, _size, chip), by_chips in sorted(
+        groups.items(), key=lambda item: tuple(map(str, item[0]))
+    ):
+        images = {
+            n: r["prediction"]["images_per_s"]
+            for n, r in by_chips.items()
+            if fits_chip(r) and (r.get("prediction") or {}).get("images_per_s")
+        }
+        efficiency = analysis.scaling_efficiency(images)
+        name = model + "".join(f" {k}={v}" for k, v in overrides)
+        for n, r in sorted(by_chips.items()):
+            predicted = r.get("prediction") or {}
+            rows.append(
+                [
+                    mode,
+                    f"{name} {precision}",
+                    chip or "-",
+                    target_name(r),
+                    n,
+                    r["workload"]["batch_size"],
+                    memory_cell(r),
+                    seconds(predicted.get("step_time_s")) if fits_chip(r) else "-",
+                    f"{images[n]:,.0f}" if n in images else "-",
+                    "-" if n not in efficiency else f"{100 * efficiency[n]:.3g}%",
+                ]
+            )
+    headers = [
+        "scaling",
+        "model",
+        "chip",
+        "target",
+        "chips",
+        "global batch",
+        "memory per chip (compiled)",
+        "s/step (predicted)",
+        "images/s (predicted)",
+        "efficiency (predicted)",
+    ]
+    return (
+        "The same workloads compiled for devices not at hand (sharded over each target's "
+        "chips, not run): memory per chip as compiled, step time and images/s as the "
+        "roofline predicts them, efficiency as above against one chip of the same kind:"
+        "\n\n" + format_table(headers, rows, markdown=True)
+    )
+
+
+STUDY = Study("scaling", workloads=workloads, sections=(scaling_study,))

@@ -1,0 +1,430 @@
+"""Would it fit, and how fast, on a chip I do not have? (seeds 000 and 002)
+
+Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
+TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
+bf16: the largest batch whose train step fits the chip's memory, doubling from 16
+per device, then aiming where memory extrapolated from the last two reaches the
+chip's, then bisecting (compile_only.batch_search), each batch one compile-only
+record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+costs more); within each, the seeds' models first.
+
+Command: python -m experiments.run --study=targets   (needs .[targets])
+Smoke: mnist_cnn on tpu-v5e-1 and gpu-t4, f32, batch 16 to 32.
+Expected: hours on this 2-core CPU (resnet50/vgg16 TPU compiles take minutes each).
+
+The report's section for devices not at hand: what the real TPU and GPU compilers say
+about chips this machine does not have (compile-only records: memory per chip, whether
+it fits, a predicted images/s), and seed 000's answer from those compilers (a README
+line). Three kinds of figure, never in one column: *compiled* (the compiler's memory
+analysis of the step, and whether it fits the target's memory), *predicted* (a
+roofline of the compiled step at a chip's peak FLOP/s and memory bandwidth) and
+*measured* (a step timed on a device at hand). Every heading says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from experiments import analysis
+from experiments.labels import model_label, workload_kind
+from experiments.studies._common import _gib, pyplot
+from experiments.studies.base import Record, Study
+from experiments.tables import format_table
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetCell:
+    """One model x target x precision of the targets study: its batches are searched
+    (experiments/compile_only.batch_search), so it is not a fixed list of workloads."""
+
+    model: str
+    target: str
+    precision: str
+    strategy: str
+    start: int  # the first global batch tried
+    step: int  # batches are multiples of this (the target's devices)
+    cap: int  # the largest global batch tried
+
+
+IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
+# The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
+# lenet5_keras and mlp); the rest by size.
+TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
+PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
+
+
+def cells(smoke: bool = False) -> list[TargetCell]:
+    """The cells to compile, sized as the module docstring says."""
+    from jaxcnn import models
+    from jaxcnn import targets as targets_lib
+
+    if smoke:
+        chosen = [targets_lib.get("gpu-t4"), targets_lib.get("tpu-v5e-1")]
+        return [TargetCell("mnist_cnn", t.name, "f32", "single", 16, 1, 32) for t in chosen]
+
+    def tier(t: targets_lib.Target) -> int:  # GPUs, one TPU chip, one TPU host, slices
+        return 0 if t.platform == "gpu" else 1 if t.devices == 1 else 2 if t.devices <= 8 else 3
+
+    table = list(targets_lib.TARGETS.values())
+    first = [m for m in TARGETS_FIRST if m in models.names()]
+    rest = sorted(set(models.names()) - set(first), key=lambda m: sum(models.param_counts(m)))
+    names = first + rest
+    cells = []
+    for level in range(4):
+        for model in names:
+            if level == 3 and model not in IMAGENET_MODELS:
+                continue
+            for target in (t for t in table if tier(t) == level):
+                for precision in ("f32", "bf16"):
+                    n = target.devices
+                    strategy = "single" if n == 1 else "sharded"
+                    start, cap = PER_DEVICE_START * n, PER_DEVICE_CAP * n
+                    cells.append(TargetCell(model, target.name, precision, strategy, start, n, cap))
+    return cells
+
+
+GIB = analysis.GIB
+COMMAND = "python -m experiments.run --study=targets"
+PLOT = "targets_memory.png"
+
+
+def is_compiled(record: Record) -> bool:
+    """A compile-only record: compiled for a target, never run."""
+    return workload_kind(record) == "compile" or bool(record.get("compiled_not_run"))
+
+
+def compiled(records: list[Record]) -> list[Record]:
+    """The compile-only records (compiled for a target, not run): the latest per cell."""
+    chosen: dict[tuple, Record] = {}
+    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
+        if is_compiled(r):
+            w = r["workload"]
+            key = (target_name(r), model_label(r), w["batch_size"], w.get("precision", "f32"))
+            chosen[key] = r
+    return list(chosen.values())
+
+
+def not_compiled(records: list[Record]) -> list[Record]:
+    """Every record but the compile-only ones: what ran on a device at hand."""
+    return [r for r in records if not is_compiled(r)]
+
+
+def target_name(record: Record) -> str:
+    return (record.get("target") or {}).get("name") or record["workload"].get("target") or "-"
+
+
+def target_field(record: Record, key: str) -> Any:
+    return (record.get("target") or {}).get(key)
+
+
+def _total(record: Record) -> int | None:
+    """Compiled memory per chip, where the compiler answered (ok and oom alike)."""
+    if record["status"] not in ("ok", "oom"):
+        return None
+    return (record.get("memory") or {}).get("total_bytes")
+
+
+def fits_chip(record: Record) -> bool:
+    return record["status"] == "ok" and record.get("fits") is not False
+
+
+def _predicted_images(record: Record | None) -> str:
+    images = ((record or {}).get("prediction") or {}).get("images_per_s")
+    return "-" if images is None or record is None or not fits_chip(record) else f"{images:,.0f}"
+
+
+def memory_cell(record: Record | None) -> str:
+    if record is None:
+        return "-"
+    total = _total(record)
+    if record["status"] == "ok" and total is not None:
+        return _gib(total)
+    if record["status"] == "oom" and total is not None:
+        return f"{_gib(total)} (over)"
+    return record["status"]
+
+
+def _is_doubling(batch: int, chips: int) -> bool:
+    """A batch of the doubling sweep (per chip a power of two), not a bisection step."""
+    per_chip = batch // max(chips, 1)
+    return per_chip > 0 and batch % max(chips, 1) == 0 and per_chip & (per_chip - 1) == 0
+
+
+def _by_model(rs: list[Record]) -> dict[str, dict[tuple[str, str], dict[int, Record]]]:
+    """model -> (target, precision) -> global batch -> record."""
+    grouped: dict[str, dict[tuple[str, str], dict[int, Record]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for r in rs:
+        w = r["workload"]
+        grouped[model_label(r)][(target_name(r), w.get("precision", "f32"))][w["batch_size"]] = r
+    return grouped
+
+
+def _row_order(rows: dict[tuple[str, str], dict[int, Record]]) -> list[tuple[str, str]]:
+    # TPUs, then GPUs, then anything else; within each, by name, then f32 before bf16.
+    def key(item: tuple[str, str]) -> tuple:
+        name, precision = item
+        first = next(iter(rows[item].values()))
+        platform = target_field(first, "platform") or ""
+        return ({"tpu": 0, "gpu": 1}.get(platform, 2), name, precision != "f32", precision)
+
+    return sorted(rows, key=key)
+
+
+def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record | None]:
+    """(the record of the largest batch that fits, the smallest batch above it that
+    does not), from one target and precision's records."""
+    fit = [b for b, r in by_batch.items() if fits_chip(r)]
+    best = max(fit, default=None)
+    over = [b for b, r in by_batch.items() if r["status"] == "oom" and (best is None or b > best)]
+    return (
+        by_batch[best] if best is not None else None,
+        by_batch[min(over)] if over else None,
+    )
+
+
+def _chips(by_batch: dict[int, Record]) -> int:
+    return target_field(next(iter(by_batch.values())), "chips") or 1
+
+
+def _matrix(rows, order, per_chip, cell) -> str:
+    """Rows: targets; columns: batch per chip (the global batch is that x chips)."""
+    body = [
+        [name, precision, _chips(rows[(name, precision)])]
+        + [cell(rows[(name, precision)].get(b * _chips(rows[(name, precision)]))) for b in per_chip]
+        for name, precision in order
+    ]
+    return format_table(["target", "precision", "chips", *map(str, per_chip)], body, markdown=True)
+
+
+def _largest_table(rows, order) -> str:
+    body = []
+    for name, precision in order:
+        by_batch = rows[(name, precision)]
+        first = next(iter(by_batch.values()))
+        best, over = largest_fitting(by_batch)
+        body.append(
+            [
+                name,
+                precision,
+                target_field(first, "chips") or "-",
+                _gib(target_field(first, "memory_per_chip_bytes")),
+                "none" if best is None else best["workload"]["batch_size"],
+                _gib(_total(best)) if best else "-",
+                "-" if over is None else over["workload"]["batch_size"],
+                _gib(_total(over)) if over else "-",
+                _predicted_images(best),
+            ]
+        )
+    headers = [
+        "target",
+        "precision",
+        "chips",
+        "memory per chip (datasheet)",
+        "largest batch that fits (compiled)",
+        "its memory per chip (compiled)",
+        "smallest batch over (compiled)",
+        "its memory per chip (compiled)",
+        "images/s at the largest (predicted)",
+    ]
+    return format_table(headers, body, markdown=True)
+
+
+def _refusals(rs: list[Record]) -> str:
+    failed = sorted(
+        (target_name(r), model_label(r), r["workload"]["batch_size"], r.get("message") or "")
+        for r in rs
+        if r["status"] == "error"
+    )
+    if not failed:
+        return ""
+    lines = [f"- {t}, {m}, batch {b}: {msg[:160]}" for t, m, b, msg in failed]
+    return "The compiler refused:\n\n" + "\n".join(lines)
+
+
+def _memory_plot(grouped, out: Path) -> Path:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plt = pyplot()
+    models = sorted(grouped)
+    cols = min(2, len(models))
+    rows_n = (len(models) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(6.5 * cols, 4.8 * rows_n), squeeze=False)
+    for ax, model in zip(axes.flat, models, strict=False):
+        rows = grouped[model]
+        colors: dict[str, Any] = {}
+        capacities: dict[float, list[str]] = defaultdict(list)
+        for name, precision in _row_order(rows):
+            by_batch = rows[(name, precision)]
+            first = next(iter(by_batch.values()))
+            chips = target_field(first, "chips") or 1
+            points = sorted((b // chips, _total(r) / GIB) for b, r in by_batch.items() if _total(r))
+            if not points:
+                continue
+            style = "-" if precision == "f32" else "--"
+            line = ax.plot(
+                *zip(*points, strict=True),
+                style,
+                marker="o",
+                markersize=3,
+                color=colors.get(name),
+                label=f"{name} {precision}",
+            )[0]
+            colors.setdefault(name, line.get_color())
+            capacity = target_field(first, "memory_per_chip_bytes")
+            if capacity and name not in capacities[capacity / GIB]:
+                capacities[capacity / GIB].append(name)
+        for gib, names in sorted(capacities.items()):
+            ax.axhline(gib, color="gray", linestyle=":", linewidth=1)
+            ax.annotate(
+                ", ".join(names) + f" ({gib:.3g} GiB)",
+                (0.01, gib),
+                xycoords=("axes fraction", "data"),
+                fontsize=6,
+                va="bottom",
+            )
+        ax.set(xscale="log", yscale="log", xlabel="batch per chip", ylabel="GiB per chip")
+        # Powers of two on x (the batches a bisection finds would crowd the axis) and
+        # plain numbers on y, small ones included.
+        ax.xaxis.set_major_locator(LogLocator(base=2))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=7, rotation=45)
+        ax.set_title(f"{model}: memory per chip (compiled, not run)", fontsize=9)
+        ax.legend(fontsize=5, ncol=2)
+    for ax in list(axes.flat)[len(models) :]:
+        ax.set_visible(False)
+    path = out / PLOT
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Per model: compiled memory per chip and fit, and predicted images/s, per target
+    and batch; the largest batch that fits each target; memory against batch, plotted
+    with each target's memory as a line."""
+    title = "## Devices not at hand (compiled, not run)"
+    rs = compiled(records)
+    if not rs:
+        return f"{title}\n\nNo compile-only records yet (`{COMMAND}` writes them).", []
+    grouped = _by_model(rs)
+    intro = (
+        "Each cell is the train step compiled by the target's own compiler (libtpu for "
+        "TPUs, XLA:GPU with the chip's target config for NVIDIA GPUs) on this machine, "
+        "placed over the target's chips, and never run. *Compiled*: the compiler's "
+        "memory analysis per chip (arguments, outputs and temporaries), and whether it "
+        "fits the chip's datasheet memory; `(over)`: compiled, but more than the chip has; "
+        "`error`: the compiler refused (listed below). *Predicted*: images/s from a "
+        "roofline of the compiled step (its FLOPs at the datasheet peak for the precision "
+        "its matmuls run in, its bytes at the datasheet bandwidth, the slower of the two), "
+        "a lower bound on step time that no chip was timed against here; the section "
+        "after this one measures that method's error wherever a real run exists. The "
+        "tables by batch per chip show the doubling sweep (the global batch is the batch "
+        "per chip x chips); the largest-batch table, in global batches, also the "
+        "bisection between the last fit and the first miss."
+    )
+    parts = [title, intro]
+    for model in sorted(grouped):
+        rows = grouped[model]
+        order = _row_order(rows)
+        per_chip = sorted(
+            {
+                b // _chips(by_batch)
+                for by_batch in rows.values()
+                for b in by_batch
+                if _is_doubling(b, _chips(by_batch))
+            }
+        )
+        parts += [
+            f"### {model}",
+            "Memory per chip (compiled), by batch per chip:",
+            _matrix(rows, order, per_chip, memory_cell),
+            "Images/s over all chips (predicted: roofline at the datasheet figures), by batch "
+            "per chip:",
+            _matrix(rows, order, per_chip, _predicted_images),
+            "Largest global batch per target (compiled), and its images/s (predicted):",
+            _largest_table(rows, order),
+        ]
+    refused = _refusals(rs)
+    if refused:
+        parts.append(refused)
+    path = _memory_plot(grouped, out)
+    parts.append(
+        "Memory per chip (compiled) against batch per chip; dotted lines: each target's "
+        "memory per chip (datasheet); solid f32, dashed bf16.\n\n"
+        f"![memory per chip per target]({path.name})"
+    )
+    return "\n\n".join(parts), [path]
+
+
+# Seed 000's devices (analysis.SEED_000_OBSERVED) as the targets table names them.
+SEED_000_TARGETS = {"MX150 2 GB": "gpu-mx150", "T4 16 GB": "gpu-t4"}
+
+
+def seed_000_compiled(records: list[Record]) -> list[dict[str, Any]]:
+    """What the seed saw beside what its device's own compiler says, for each of the
+    seed's observations with a compile-only record of the seed's model (f32):
+    [{reference, target, batch, ran, record, fits, agrees}]."""
+    found = {
+        (target_name(r), r["workload"]["batch_size"]): r
+        for r in compiled(records)
+        if r["workload"]["model"] == analysis.SEED_000_MODEL
+        and not r["workload"].get("model_overrides")
+        and r["workload"].get("precision", "f32") == "f32"
+        and r["status"] in ("ok", "oom")
+    }
+    answers = []
+    for reference, batch, ran in analysis.SEED_000_OBSERVED:
+        target = SEED_000_TARGETS.get(reference)
+        r = found.get((target, batch))
+        if r is None or _total(r) is None:
+            continue
+        fits = fits_chip(r)
+        answers.append(
+            {
+                "reference": reference,
+                "target": target,
+                "batch": batch,
+                "ran": ran,
+                "record": r,
+                "fits": fits,
+                "agrees": fits == ran,
+            }
+        )
+    return answers
+
+
+def seed_000_headline(records: list[Record]) -> str:
+    """The README's seed-000 sentence, from compile-only records; "" without them."""
+    answers = seed_000_compiled(records)
+    if not answers:
+        return ""
+    clauses = []
+    for a in answers:
+        capacity = target_field(a["record"], "memory_per_chip_bytes")
+        usable = target_field(a["record"], "usable_bytes_per_device")
+        room = f"its {_gib(capacity)}"
+        if usable and capacity and usable < capacity:  # a GPU: JAX preallocates a share
+            room = f"the {_gib(usable)} JAX can use of {room}"
+        verdict = "fits in" if a["fits"] else "does not fit in"
+        seed = "trained" if a["ran"] else "ran out of memory"
+        clauses.append(
+            f"batch {a['batch']} needs {_gib(_total(a['record']))} on `{a['target']}`, "
+            f"which {verdict} {room} (the seed: {seed}; "
+            f"{'agrees' if a['agrees'] else 'disagrees'})"
+        )
+    return (
+        f"Seed 000's `{analysis.SEED_000_MODEL}` (f32), compiled for the seed's GPUs by "
+        "XLA:GPU and not run: " + "; ".join(clauses) + "."
+    )
+
+
+STUDY = Study("targets", cells=cells, sections=(targets_section,), headline=seed_000_headline)
