@@ -7,7 +7,7 @@ step time (labelled predicted: nothing here ran).
     record = run_target(Workload(model="resnet50", batch_size=1024, kind="compile",
                                  target="tpu-v5e-8", strategy="sharded"))
 
-The model, the step and the placement are the ones a real run uses (workload.build_module,
+The model, the step and the placement are the ones a real run uses (prepare.build_module,
 jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract: the train state from
 jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
 """
@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 
 from experiments import measure, records
-from experiments.workload import PRECISIONS, Workload, build_module, record_for
+from experiments.prepare import build_module, check_precision, record_for
+from experiments.workload import Workload
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import models, targets, train
@@ -40,6 +41,7 @@ def check(workload: Workload) -> targets.Target:
     target = targets.get(workload.target)
     # What was asked is checked before what is installed: a wrong request stays wrong
     # whatever the install, and its error is the one worth reading first.
+    check_precision(workload)
     models.get(workload.model, **workload.module_overrides())
     check_batch_size(workload.batch_size, target.devices)
     if workload.strategy == "single" and target.devices > 1:
@@ -166,7 +168,7 @@ def run_target(
     fits = (
         memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
     )
-    dtype = jnp.dtype(PRECISIONS[workload.precision]).name
+    dtype = workload.compute_dtype
     train_count = flops_lib.count(train.train_step, shapes, host_batch)
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.

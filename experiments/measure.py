@@ -165,6 +165,23 @@ def compile_epoch(
     return compiled, time.perf_counter() - started
 
 
+def time_matmul(
+    device: jax.Device, dtype: str, n: int, *, steps: int, warmup: int = 2, seed: int = 0
+) -> tuple[Any, float, dict]:
+    """One jitted (n, n) @ (n, n) in `dtype` on `device`: (the compiled matmul, its
+    compile seconds, seconds per call, each call timed alone after `warmup`)."""
+    # Host-made inputs: random numbers made on the device would cost a compile per shape.
+    rng = np.random.default_rng(seed)
+    a, b = (
+        jax.device_put(rng.standard_normal((n, n), np.float32).astype(jnp.dtype(dtype)), device)
+        for _ in range(2)
+    )
+    started = time.perf_counter()
+    compiled = jax.jit(jnp.matmul).lower(a, b).compile()
+    compile_s = time.perf_counter() - started
+    return compiled, compile_s, time_calls(lambda: compiled(a, b), steps=steps, warmup=warmup)
+
+
 def time_eval(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
     """Seconds per call of `step(state, batch) -> metrics` (the state is not consumed)."""
     return time_calls(lambda: step(state, batch), steps=steps, warmup=warmup)
@@ -193,7 +210,8 @@ def measure_matmul_peak(
         by_size: dict[str, float | None] = {}
         for n in sizes:
             try:
-                by_size[str(n)] = _matmul_tflops(device, dtype, n, reps)
+                step_time = time_matmul(device, dtype, n, steps=reps, warmup=1)[2]
+                by_size[str(n)] = 2 * n**3 / step_time["median"] / 1e12
             except Exception as error:  # an OOM at the largest size is not the end
                 if records.classify_failure(error) != "oom":
                     raise
@@ -208,18 +226,6 @@ def measure_matmul_peak(
             "precision": devices_lib.matmul_precision(device, dtype),
         }
     return result
-
-
-def _matmul_tflops(device: jax.Device, dtype: str, n: int, reps: int) -> float:
-    # Host-made inputs: random numbers made on the device would cost a compile per shape.
-    rng = np.random.default_rng(0)
-    a, b = (
-        jax.device_put(rng.standard_normal((n, n), np.float32).astype(jnp.dtype(dtype)), device)
-        for _ in range(2)
-    )
-    matmul = jax.jit(jnp.matmul).lower(a, b).compile()
-    seconds = time_calls(lambda: matmul(a, b), steps=reps, warmup=1)["median"]
-    return 2 * n**3 / seconds / 1e12
 
 
 # --- The device's memory bandwidth ---------------------------------------------------

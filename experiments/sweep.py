@@ -35,18 +35,18 @@ import numpy as np
 
 from experiments import measure, records
 from experiments.labels import device_name
-from experiments.tables import si
-from experiments.workload import (
+from experiments.prepare import (
     Split,
-    Workload,
     check,
     devices_for,
     load_splits,
     record_for,
-    run_workload,
     split_key,
     train_examples,
 )
+from experiments.runners import run_workload
+from experiments.tables import si
+from experiments.workload import Workload
 from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, exclusive

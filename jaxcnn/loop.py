@@ -220,9 +220,8 @@ def fit(
 
     def save(epoch_position: Position, epoch_metrics: list[Any]) -> None:
         nonlocal saved
-        epoch_metrics = [{k: float(v) for k, v in m.items()} for m in epoch_metrics]
-        extra = {"done": done, "partial": epoch_metrics, "fingerprint": fingerprint}
-        checkpoints.save(done, placement.get_state(state), epoch_position, history, extra)
+        state_now = placement.get_state(state)
+        _save(checkpoints, done, state_now, epoch_position, history, epoch_metrics, fingerprint)
         saved = done
 
     with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
@@ -263,38 +262,92 @@ def fit(
                 synced = mid_save or done % check_every == 0
             jax.block_until_ready(state)
             _fetch_checked(metrics, checked, first_step, epoch, history)
-            trained = train.mean_metrics(metrics)
-            entry: dict[str, Any] = {
-                "epoch": epoch + 1,
-                "steps": len(metrics),
-                "train_loss": trained["loss"],
-                "train_accuracy": trained["accuracy"],
-                "train_time_s": time.perf_counter() - started,
-            }
-            _evaluate_into(entry, state, test_data, batch_size, placement)
-            history.append(entry)
-            if checkpoints is not None:
-                if len(metrics) == per_epoch:  # metrics hold the whole epoch, resumed or not
-                    save(Position(epoch + 1, 0), [])
-                else:  # max_steps stopped mid-epoch: a longer resumed run finishes it
-                    save(Position(epoch, len(metrics)), metrics)
-            bar.set_postfix(
-                epoch=epoch + 1,
-                loss=f"{entry['train_loss']:.4f}",
-                acc=f"{entry.get('test_accuracy', entry['train_accuracy']):.4f}",
+            whole = len(metrics) == per_epoch  # metrics hold the whole epoch, resumed or not
+            _end_epoch(
+                epoch,
+                metrics,
+                started,
+                state,
+                history,
+                bar,
+                test_data=test_data,
+                batch_size=batch_size,
+                placement=placement,
+                checkpoints=checkpoints,
+                done=done,
+                fingerprint=fingerprint,
+                # max_steps stopped mid-epoch: a longer resumed run finishes it
+                position=Position(epoch + 1, 0) if whole else Position(epoch, len(metrics)),
+                partial=[] if whole else metrics,
             )
+            saved = done if checkpoints is not None else saved
     return state, history
 
 
-def _evaluate_into(entry: dict[str, Any], state, test_data, batch_size: int, placement) -> None:
+def _save(
+    checkpoints: Checkpoints,
+    done: int,
+    state: train.TrainState,
+    position: Position,
+    history: list[dict[str, Any]],
+    partial: list[Any],
+    fingerprint: dict[str, Any],
+) -> None:
+    """A checkpoint of the (unplaced) `state` after `done` steps, at `position`; `partial`
+    holds the metrics of the steps of the epoch it cuts, where a resume's mean starts."""
+    partial = [{k: float(v) for k, v in m.items()} for m in partial]
+    extra = {"done": done, "partial": partial, "fingerprint": fingerprint}
+    checkpoints.save(done, state, position, history, extra)
+
+
+def _end_epoch(
+    epoch: int,
+    metrics: list[Any],
+    started: float,
+    state: train.TrainState,
+    history: list[dict[str, Any]],
+    bar: Any,
+    *,
+    test_data: Arrays | None,
+    batch_size: int,
+    placement: Placement,
+    checkpoints: Checkpoints | None,
+    done: int,
+    fingerprint: dict[str, Any],
+    position: Position,
+    partial: list[Any],
+    compile_s: float | None = None,
+) -> None:
+    """An epoch's end, the same in both loops: its history entry (the train metrics and
+    time since `started`, then the test split evaluated), the checkpoint at `position`
+    with that history (where `checkpoints`), the progress bar's postfix."""
+    trained = train.mean_metrics(metrics)
+    entry: dict[str, Any] = {
+        "epoch": epoch + 1,
+        "steps": len(metrics),
+        "train_loss": trained["loss"],
+        "train_accuracy": trained["accuracy"],
+        "train_time_s": time.perf_counter() - started,
+    }
+    if compile_s is not None:
+        entry["compile_time_s"] = compile_s
     if test_data is not None:
-        started = time.perf_counter()
+        evaluated = time.perf_counter()
         tested = evaluate(state, test_data, batch_size, placement)
         entry.update(
             test_loss=tested["loss"],
             test_accuracy=tested["accuracy"],
-            eval_time_s=time.perf_counter() - started,
+            eval_time_s=time.perf_counter() - evaluated,
         )
+    history.append(entry)
+    if checkpoints is not None:
+        unplaced = placement.get_state(state)
+        _save(checkpoints, done, unplaced, position, history, partial, fingerprint)
+    bar.set_postfix(
+        epoch=epoch + 1,
+        loss=f"{entry['train_loss']:.4f}",
+        acc=f"{entry.get('test_accuracy', entry['train_accuracy']):.4f}",
+    )
 
 
 def _fit_on_device(
@@ -353,22 +406,22 @@ def _fit_on_device(
             _fetch_checked(metrics, 0, done + 1, epoch, history)
             done += steps
             bar.update(steps)
-            trained = train.mean_metrics(metrics)
-            entry: dict[str, Any] = {
-                "epoch": epoch + 1,
-                "steps": steps,
-                "train_loss": trained["loss"],
-                "train_accuracy": trained["accuracy"],
-                "train_time_s": time.perf_counter() - started,
-            }
-            if compile_s is not None:
-                entry["compile_time_s"] = compile_s
-            _evaluate_into(entry, state, test_data, batch_size, placement)
-            history.append(entry)
-            if checkpoints is not None and steps == per_epoch:
-                extra = {"done": done, "partial": [], "fingerprint": fingerprint}
-                checkpoints.save(
-                    done, placement.get_state(state), Position(epoch + 1, 0), history, extra
-                )
-            bar.set_postfix(epoch=epoch + 1, loss=f"{entry['train_loss']:.4f}")
+            _end_epoch(
+                epoch,
+                metrics,
+                started,
+                state,
+                history,
+                bar,
+                test_data=test_data,
+                batch_size=batch_size,
+                placement=placement,
+                # an epoch max_steps cut short is not saved: a device epoch has no resume point
+                checkpoints=checkpoints if steps == per_epoch else None,
+                done=done,
+                fingerprint=fingerprint,
+                position=Position(epoch + 1, 0),
+                partial=[],
+                compile_s=compile_s,
+            )
     return state, history

@@ -159,12 +159,6 @@ def test_help_and_usage_errors_are_answered_and_the_control_imports_jax(imports)
     assert imports["jax_after"]  # the control imported JAX, and the check saw it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="experiments.cli_plan imports experiments.studies, which imports "
-    "experiments.workload, which imports jax: until workload.py holds only the Workload "
-    "dataclass and studies/__init__ imports no JAX",
-)
 def test_help_and_usage_errors_are_answered_without_importing_jax(imports):
     assert not imports["jax_before"]
 

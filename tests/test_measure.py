@@ -10,7 +10,9 @@ import pytest
 from conftest import Analysed
 
 from experiments import measure, records
-from experiments.workload import Workload, load_splits, run_workload
+from experiments.prepare import load_splits
+from experiments.runners import run_workload
+from experiments.workload import Workload
 from jaxcnn import models, train
 
 

@@ -29,8 +29,9 @@ import numpy as np
 import pytest
 
 from experiments import records
+from experiments.prepare import record_for
 from experiments.run import main
-from experiments.workload import Workload, record_for
+from experiments.workload import Workload
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import fit

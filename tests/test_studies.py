@@ -3,6 +3,8 @@ records that validate, with the kinds and counts each study promises; a batch sw
 stops at its first real out-of-memory failure; bad study requests are one-line exit 2
 errors before any work."""
 
+import subprocess
+import sys
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -309,3 +311,24 @@ def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
     assert dataset_dir(str(tmp_path), "fashion_mnist") == str(tmp_path / "fashion_mnist")
     assert dataset_dir(str(tmp_path), "mnist") == str(tmp_path)  # the IDX files themselves
     assert dataset_dir(None, "mnist") is None
+
+
+HEAVY = ("jax", "matplotlib.pyplot")
+
+
+def _heavy_after(code: str) -> list[str]:
+    """Which of HEAVY a fresh interpreter holds after running `code`."""
+    probe = f"import sys\n{code}\nprint(*[m for m in {HEAVY!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_listing_the_studies_starts_no_jax_and_no_matplotlib():
+    # The probe sees what it looks for (the positive controls).
+    assert _heavy_after("import jax, matplotlib.pyplot") == list(HEAVY)
+    plot = "from experiments.studies import _common\n_common.pyplot()"
+    assert _heavy_after(plot) == ["matplotlib.pyplot"]
+    # The studies, their report sections and the report's walker import neither.
+    listed = "import experiments.studies as s, experiments.report\nassert 'devices' in s.STUDIES"
+    assert _heavy_after(listed) == []

@@ -312,9 +312,9 @@ def test_every_gpu_spec_compiles_the_step(name):
 
 def test_first_batches_go_breadth_first_over_chips_and_precisions():
     from experiments.run_targets import _breadth_first
-    from experiments.studies import targets as targets_study
+    from experiments.studies.targets import cells as targets_cells
 
-    cells = targets_study()
+    cells = targets_cells()
     first = _breadth_first(cells)
     assert sorted(first, key=cells.index) == cells  # the same cells, reordered
     precisions = [c.precision for c in first]

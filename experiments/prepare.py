@@ -1,0 +1,172 @@
+"""What a workload needs from JAX before it runs: the check of what was asked, the
+devices it runs on, its Flax module, its compute dtype and its data.
+
+The Workload itself (experiments/workload.py) is plain data and imports no JAX; the
+runners (experiments/runners/) and the sweep take these helpers from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments import records
+from experiments.workload import (
+    ENSEMBLE_MODES,
+    KINDS,
+    MATMUL_PRECISIONS,
+    PRECISIONS,
+    SCALINGS,
+    Workload,
+    dataset_dir,
+)
+from jaxcnn import data, host_memory, models, train
+from jaxcnn import devices as devices_lib
+from jaxcnn import formulation as formulation_lib
+from jaxcnn.errors import UsageError
+from jaxcnn.loop import LOOPS
+from jaxcnn.parallel import check_batch_size, compiler_options, place
+
+Split = tuple[np.ndarray, np.ndarray]
+
+
+def check_precision(workload: Workload) -> None:
+    if workload.precision not in PRECISIONS:
+        raise UsageError(
+            f"unknown precision {workload.precision!r}: choose one of {', '.join(PRECISIONS)}"
+        )
+
+
+def check(workload: Workload, devices: list[jax.Device]) -> None:
+    """Raise UsageError for anything wrong in what was asked, before any work: unknown
+    names, a batch that does not split over the workload's devices, too few devices."""
+    if workload.kind not in KINDS:
+        raise UsageError(f"unknown workload kind {workload.kind!r}: choose one of {KINDS}")
+    if workload.matmul_precision not in MATMUL_PRECISIONS:
+        raise UsageError(
+            f"unknown matmul precision {workload.matmul_precision!r}: "
+            f"choose one of {', '.join(MATMUL_PRECISIONS)}"
+        )
+    if workload.scaling not in SCALINGS:
+        raise UsageError(f"unknown scaling {workload.scaling!r}: weak, strong or None")
+    if workload.epochs < 0 or workload.timing_steps < 1 or workload.batch_size < 1:
+        raise UsageError("epochs must be >= 0, timing_steps and batch_size >= 1")
+    used = devices_for(workload, devices)
+    formulation_lib.resolve(workload.formulation, used[0].platform)
+    if workload.loop not in LOOPS:
+        raise UsageError(f"unknown loop {workload.loop!r}: choose one of {', '.join(LOOPS)}")
+    if workload.loop == "device" and workload.kind != "train":
+        raise UsageError("loop device runs train workloads only (not matmul or ensemble)")
+    check_precision(workload)
+    if workload.kind == "matmul":
+        return
+    models.get(workload.model, **workload.module_overrides())
+    train.make_optimizer(
+        workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
+    )
+    if workload.kind == "ensemble" and workload.schedule != "constant":
+        raise UsageError("an ensemble trains at a constant learning rate (schedule constant)")
+    if workload.kind == "ensemble":
+        if workload.ensemble_mode not in ENSEMBLE_MODES:
+            raise UsageError(
+                f"ensemble mode {workload.ensemble_mode!r}: choose one of {ENSEMBLE_MODES}"
+            )
+        if workload.ensemble_size < 1 or workload.strategy != "single":
+            raise UsageError("an ensemble needs ensemble_size >= 1 and strategy single")
+    check_batch_size(workload.batch_size, len(used))
+    place(workload.strategy, used)  # an unknown strategy, a process without a device
+
+
+def formulation_for(workload: Workload, platform: str) -> formulation_lib.Formulation:
+    """The formulation `workload` runs with on `platform`."""
+    return formulation_lib.resolve(workload.formulation, platform)
+
+
+def build_module(workload: Workload, devices: list[jax.Device]) -> Any:
+    """The workload's Flax module, convolutions formulated for the devices' platform and
+    computed in its precision's dtype."""
+    chosen = formulation_for(workload, devices[0].platform)
+    overrides = workload.module_overrides()
+    if isinstance(overrides.get("dtype"), str):  # a Workload names its dtype
+        overrides["dtype"] = getattr(jnp, overrides["dtype"])
+    return models.get(workload.model, **overrides, formulation=chosen)
+
+
+def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
+    """The skeleton record (records.new_record) of `workload` on `devices`: the devices
+    described, and the formulation and compiler options it runs with there."""
+    device = devices_lib.describe(devices)
+    return records.new_record(
+        workload.describe(),
+        device,
+        records.environment(
+            host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
+        ),
+        loop=workload.loop,
+        formulation=formulation_for(workload, device["platform"]).describe(),
+        compiler_options=compiler_options(workload.strategy, device["platform"]),
+    )
+
+
+def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Device]:
+    """The devices `workload` runs on: the first `num_devices` of `devices`, else all."""
+    if workload.num_devices is None:
+        return list(devices)
+    if not 1 <= workload.num_devices <= len(devices):
+        raise UsageError(
+            f"workload wants {workload.num_devices} device(s) but {len(devices)} are present"
+        )
+    return list(devices[: workload.num_devices])
+
+
+def split_key(workload: Workload) -> tuple[Any, ...]:
+    """Workloads with equal keys read the same arrays."""
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    count = _synthetic_count(workload) if _timing_only_synthetic(workload) else None
+    return workload.dataset, shape, count, workload.seed if workload.dataset == "synthetic" else 0
+
+
+def _timing_only_synthetic(workload: Workload) -> bool:
+    # Timing reads one batch: random images beyond it would only cost memory.
+    return workload.dataset == "synthetic" and workload.epochs == 0
+
+
+def _synthetic_count(workload: Workload) -> int:
+    # The step loop times one batch again and again; the epoch loop reads a new batch
+    # at every step, so it gets as many as it times.
+    steps = workload.timing_steps if workload.loop == "device" else 1
+    return workload.batch_size * steps
+
+
+def train_examples(workload: Workload, data_dir: str | None = None) -> int | None:
+    """How many training images `workload` reads, known without reading them (an IDX
+    file's header); None where that cannot be known cheaply (the loader then says why)."""
+    if _timing_only_synthetic(workload):
+        return _synthetic_count(workload)
+    return data.train_size(workload.dataset, dataset_dir(data_dir, workload.dataset))
+
+
+def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split, Split | None]:
+    """(train, test) arrays fitted to the model's input; test is None for synthetic data,
+    whose accuracy would mean nothing."""
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    classes = models.spec(workload.model).num_outputs
+    kwargs = {"shape": shape, "num_classes": max(classes, 2), "seed": workload.seed}
+    if _timing_only_synthetic(workload):
+        kwargs["num_examples"] = _synthetic_count(workload)
+    data_dir = dataset_dir(data_dir, workload.dataset)
+    train_split = data.load(workload.dataset, "train", data_dir, **kwargs)
+    test_split = None
+    if workload.dataset != "synthetic":
+        test_split = data.load(workload.dataset, "test", data_dir, **kwargs)
+    fitted = lambda s: (data.fit_to_shape(s[0], shape), s[1])  # noqa: E731
+    return fitted(train_split), None if test_split is None else fitted(test_split)
+
+
+def training_steps(workload: Workload, num_examples: int) -> int:
+    """The optimizer steps `fit` will take: full epochs, capped by `steps`."""
+    total = workload.epochs * data.steps_per_epoch(num_examples, workload.batch_size)
+    return total if workload.steps is None else min(workload.steps, total)

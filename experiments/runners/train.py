@@ -1,0 +1,217 @@
+"""Kind `train`: the placed train step compiled, timed, then trained with `fit`
+(`epochs == 0`: timing only, no training, no history)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from experiments import measure
+from experiments.prepare import build_module, record_for, training_steps
+from experiments.runners.interface import Record, RunContext, recorded
+from experiments.workload import Workload
+from jaxcnn import data, epochs, models, train
+from jaxcnn.checkpoint import Checkpoints, params_digest
+from jaxcnn.loop import fit
+from jaxcnn.parallel import Placement, check_batch_size, place
+
+# (placed, state, batch) -> (train step time, eval step time, images/s or None,
+# compile seconds of any further program it compiled)
+Timer = Callable[[Placement, Any, Any], tuple[dict, dict, dict | None, dict[str, float]]]
+
+
+def shapes(tree: Any) -> Any:
+    """`tree` as shapes and dtypes: what FLOPs are counted on (taken before timing
+    consumes the arrays)."""
+    return jax.eval_shape(lambda t: t, tree)
+
+
+def step_timer(workload: Workload, *, keep_state: bool) -> Timer:
+    """The step loop's timer: (train step time, eval step time, images/s of blocks of
+    steps; the last only for kind train). With `keep_state` the train steps run on a
+    copy (training follows); else on the state itself, evaluated first, so a
+    timing-only run holds one copy of the state, as training would (the batch study's
+    memory)."""
+
+    def timer(placed: Placement, state: Any, batch: Any) -> tuple:
+        steps = workload.timing_steps
+        images = workload.batch_size if workload.kind == "train" else None
+        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps)
+        timed = measure.copy_tree(state) if keep_state else state
+        step_time, throughput = measure.time_step_loop(
+            placed.train_step, timed, batch, steps=steps, images_per_step=images
+        )
+        return step_time, eval_time, throughput, {}
+
+    return timer
+
+
+def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
+    """The device loop's timer: the compiled epoch loop itself, `timing_steps` steps (at
+    most one epoch) per call; its compile seconds come back as "epoch"."""
+
+    def timer(placed: Placement, state: Any, batch: Any) -> tuple:
+        num_examples = len(dataset["label"])
+        key = jax.random.key(workload.seed)
+        order = epochs.epoch_order(key, num_examples, workload.batch_size)
+        order = order[: workload.timing_steps]  # a timing block: the first steps of an epoch
+        epoch, seconds = measure.compile_epoch(placed, state, dataset, order)
+        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=workload.timing_steps)
+        timed = measure.copy_tree(state) if keep_state else state
+        step_time, throughput = measure.time_epoch_loop(
+            epoch, timed, dataset, order, images_per_step=workload.batch_size
+        )
+        return step_time, eval_time, throughput, {"epoch": seconds}
+
+    return timer
+
+
+def compile_and_measure(
+    placement: Placement,
+    abstract: Any,
+    state: Any,
+    first: dict[str, Any],
+    devices: list[jax.Device],
+    *,
+    timer: Timer,
+    dtype: str,
+    ceiling: dict[str, dict[str, Any]] | None,
+    **flop_fns: Any,
+) -> tuple[Placement, dict, dict, dict, dict[str, Any]]:
+    """Compile the placed steps on the first batch, time them with `timer`, and derive
+    FLOPs, MFU and memory: (placed, compile times, step time, eval step time, measured
+    fields). `abstract` is the state's shapes before placement (pmap adds a replica
+    axis); `flop_fns` replace the steps FLOPs are counted on (measure.step_fields)."""
+    batch = placement.put_batch(first)
+    placed, compiled = measure.compile_placement(placement, state, batch)
+    step_time, eval_time, throughput, more = timer(placed, state, batch)
+    compiled.update(more)
+    measured = measure.step_fields(
+        abstract,
+        first,
+        compiled["compiled"]["train"],
+        devices,
+        step_time,
+        dtype=dtype,
+        ceiling=ceiling,
+        **flop_fns,
+    )
+    if throughput is not None:
+        measured["throughput"] = throughput
+    return placed, compiled, step_time, eval_time, measured
+
+
+def run_train(workload: Workload, context: RunContext) -> Record:
+    devices = context.devices
+    record = record_for(workload, devices)
+    check_batch_size(workload.batch_size, len(devices))
+    module = build_module(workload, devices)
+    shape = models.input_shape(workload.model, **workload.model_overrides)
+    trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
+    train_split, test_split = context.splits
+    tx = train.make_optimizer(
+        workload.optimizer,
+        workload.learning_rate,
+        schedule=workload.schedule,
+        total_steps=max(1, training_steps(workload, len(train_split[1]))),
+    )
+    placement = place(workload.strategy, devices)
+    training = workload.epochs > 0
+    dtype = workload.compute_dtype
+
+    def measured_and_trained(record: Record) -> dict[str, Any]:
+        measure.phase("initialising the parameters and optimizer state")
+        fresh = train.create_train_state(module, tx, shape, workload.seed)
+        abstract = shapes(fresh)  # FLOPs are counted on shapes, before any placement
+        state = placement.put_state(fresh)
+        first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
+        timer = step_timer(workload, keep_state=training)
+        fit_split = train_split
+        if workload.loop == "device":
+            dataset = placement.put_dataset({"image": train_split[0], "label": train_split[1]})
+            timer = epoch_timer(workload, dataset, keep_state=training)
+            fit_split = (dataset["image"], dataset["label"])  # fit does not transfer it again
+        placed, compiled, step_time, eval_time, measured = compile_and_measure(
+            placement,
+            abstract,
+            state,
+            first,
+            devices,
+            timer=timer,
+            dtype=dtype,
+            ceiling=context.ceiling,
+        )
+        # The roofline of the compiled train step (the step a device loop repeats), in
+        # the record that also times it: the pair measures the prediction's error.
+        cost = measure.step_cost(
+            compiled["compiled"]["train"], measured["flops"]["per_step"] / len(devices)
+        )
+        measured.update(
+            cost=cost,
+            bandwidth=context.bandwidth,
+            **measure.predictions(
+                cost, workload.batch_size, devices[0], dtype, context.ceiling, context.bandwidth
+            ),
+        )
+        history: list[dict[str, Any]] = []
+        if training:
+            state, history = _fit(workload, context, record, state, placed, fit_split, test_split)
+        last = history[-1] if history else {}
+        return dict(
+            params={"trainable": trainable, "non_trainable": non_trainable},
+            compile_time_s={
+                "train": compiled["train"],
+                "eval": compiled["eval"],
+                **({"epoch": compiled["epoch"]} if "epoch" in compiled else {}),
+            },
+            step_time_s=step_time,
+            eval_step_time_s=eval_time,
+            images_per_s=workload.batch_size / step_time["median"],
+            matmul_ceiling=context.ceiling,
+            **measured,
+            history=history,
+            test_accuracy=last.get("test_accuracy"),
+            test_loss=last.get("test_loss"),
+            train_time_s=sum(e["train_time_s"] for e in history),
+        )
+
+    return recorded(record, measured_and_trained)
+
+
+def _fit(
+    workload: Workload,
+    context: RunContext,
+    record: Record,
+    state: Any,
+    placed: Placement,
+    train_split: Any,
+    test_split: Any,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """`fit`, resumed from and saving to the context's checkpoints; the record learns the
+    step it resumed from (even if training then fails) and the trained params' digest."""
+    checkpoints = None
+    if context.checkpoint_dir:
+        checkpoints = Checkpoints(context.checkpoint_dir, keep=context.keep_checkpoints)
+    try:
+        state, history = fit(
+            state,
+            train_split,
+            test_split,
+            epochs=workload.epochs,
+            batch_size=workload.batch_size,
+            seed=workload.seed,
+            max_steps=workload.steps,
+            placement=placed,
+            progress=context.progress,
+            checkpoints=checkpoints,
+            checkpoint_every=context.checkpoint_every,
+            loop=workload.loop,
+        )
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+            record["resumed_from_step"] = checkpoints.restored_step
+    record["params_digest"] = params_digest(placed.get_state(state).params)
+    return state, history
