@@ -120,12 +120,13 @@ def _cli(out: Path, *extra: str) -> list[list[str]]:
     """The same experiments.run command for process 0 and process 1 of a fresh coordinator:
     2 x 2 fake devices, pmap, 1 epoch of 22 steps of digits."""
     args = [
-        *("--model", "mlp", "--width", "16", "--dataset", "digits", "--batch-size", "64"),
-        *("--strategy", "pmap", "--epochs", "1", "--timing-steps", "2", "--no-progress"),
-        *("--out", str(out), "--coordinator", f"127.0.0.1:{_free_port()}"),
-        *("--num-processes", "2", *extra),
+        *("--model", "mlp", "--set", "width=16", "--dataset", "digits", "--batch-size", "64"),
+        *("--strategy", "pmap", "--epochs", "1", "--set", "timing_steps=2"),
+        *("--set", "progress=false", "--out", str(out)),
+        *("--set", f"coordinator=127.0.0.1:{_free_port()}", "--set", "num_processes=2", *extra),
     ]
-    return [[sys.executable, "-m", "experiments.run", *args, "--process-id", i] for i in "01"]
+    run = [sys.executable, "-m", "experiments.run", *args]
+    return [[*run, "--set", f"process_id={i}"] for i in "01"]
 
 
 @pytest.mark.slow
@@ -133,7 +134,7 @@ def test_sigterm_to_one_process_stops_all_at_one_step_and_the_rerun_resumes(tmp_
     """A SIGTERM reaches one process of a jax.distributed run (process 1 here, so process
     0, which writes, learns it from the other): both save one checkpoint at the same
     step boundary and exit 143 in one line; the same commands resume bit-identically."""
-    stopped, every_5 = tmp_path / "stopped", ("--checkpoint-every", "5")
+    stopped, every_5 = tmp_path / "stopped", ("--set", "checkpoint_every=5")
     procs = _start(_cli(stopped, *every_5))
     try:
         steps = stopped / "checkpoints"
@@ -154,7 +155,7 @@ def test_sigterm_to_one_process_stops_all_at_one_step_and_the_rerun_resumes(tmp_
     assert not (stopped / records.RECORDS_FILE).exists()  # no record claims anything
 
     _run_processes(_cli(stopped, *every_5))  # the same commands resume
-    _run_processes(_cli(tmp_path / "whole", "--no-checkpoints"))
+    _run_processes(_cli(tmp_path / "whole", "--set", "checkpoints=false"))
     (resumed,) = records.load(stopped / records.RECORDS_FILE)
     (whole,) = records.load(tmp_path / "whole" / records.RECORDS_FILE)
     assert resumed["status"] == "ok", resumed.get("message")

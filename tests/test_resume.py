@@ -204,7 +204,7 @@ def _whole_digest() -> str:
     import tempfile
 
     with tempfile.TemporaryDirectory() as out:
-        assert main(["--out", out, *ONE_EPOCH, "--no-checkpoints"]) == 0
+        assert main(["--out", out, *ONE_EPOCH, "--set", "checkpoints=false"]) == 0
         (record,) = records.load(Path(out) / records.RECORDS_FILE)
     return record["params_digest"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from experiments import records, run, studies, sweep
+from experiments import cli_plan, records, studies, sweep
 from experiments.run import main
 from experiments.workload import Workload, dataset_dir
 
@@ -194,8 +194,8 @@ def test_every_study_runs_under_smoke_and_writes_valid_records(name, tmp_path, c
 
 def test_all_means_every_study_but_the_default():
     assert set(CHECKS) == set(studies.STUDIES)
-    assert run._study_names("all") == list(studies.STUDIES)
-    assert "default" in run.STUDIES and "default" not in run._study_names("all")
+    assert cli_plan.study_names("all") == list(studies.STUDIES)
+    assert "default" in cli_plan.STUDIES and "default" not in cli_plan.study_names("all")
 
 
 def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
