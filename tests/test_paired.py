@@ -4,6 +4,7 @@ record agrees with each side's own record; a side that fails is an error record,
 the pair to measure is the bench table's own."""
 
 import itertools
+import subprocess
 import sys
 
 import pytest
@@ -263,3 +264,35 @@ def test_the_matrix_names_the_commits_its_sessions_measured():
     part = report_paired.paired_part(rows, detail=False)
     assert "measured commits bbbbbbb (1 pair), ccccccc (1 pair)." in part
     assert "aaaaaaa" not in part and "results/REPORT.md" in part
+
+
+def test_without_benchmarks_the_bench_section_has_no_paired_part(monkeypatch, tmp_path):
+    rows = [
+        _bench("j", 4800.0),
+        _bench("p", 3000.0, framework="keras", mode="graph"),
+        _paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"),
+    ]
+    text = studies.bench.bench_study(rows, tmp_path)[0]
+    assert "| 1.60 (paired 0.80) |" in text and report_paired.PAIRED_INTRO in text
+    monkeypatch.setitem(sys.modules, "benchmarks", None)  # jaxcnn without its repository
+    text = studies.bench.bench_study(rows, tmp_path)[0]
+    assert "| 1.60 (goal met) |" in text and "Paired" not in text
+
+
+def _benchmarks_after(code: str) -> list[str]:
+    """The benchmarks modules a fresh interpreter holds after running `code`."""
+    probe = (
+        f"import sys\n{code}\nprint(*sorted(m for m in sys.modules if m.startswith('benchmarks')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.slow
+def test_the_core_imports_no_benchmarks_module_until_the_bench_section_asks():
+    core = "import jaxcnn, experiments.measure, experiments.records, experiments.report"
+    core += ", experiments.run, experiments.studies"
+    assert _benchmarks_after(core) == []
+    asked = "from experiments.studies import bench\nbench._paired()"  # the positive control
+    assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.report_paired"]
