@@ -6,17 +6,19 @@ configuration's), re-measured in turns, one paired record per model and batch.
 Why: on this VM the CPU's speed drifts within minutes by more than many of the effects
 the bench compares, and the bench times JAX and the peers minutes apart, in separate
 runs. Here both run at once, each in its own process and environment: the JAX side is
-`python -m experiments.run --model=...` (the project's venv), the peer side
-`python -m benchmarks.peers` (the peers' venv). Each compiles and warms up alone; then
-their timed blocks alternate, one process computing while the other waits on a pipe
-(experiments/turns.py), and the side that goes first swaps every round. The ratio is
-taken round by round, from two blocks adjacent in time.
+`python -m experiments.run --model=...` (the project's venv, launched through
+benchmarks/turns.py), the peer side `python -m benchmarks.peers` (the peers' venv).
+Each compiles and warms up alone; then their timed blocks alternate, one process
+computing while the other waits on a pipe (benchmarks/turns.py), and the side that goes
+first swaps every round. The ratio is taken round by round, from two blocks adjacent in
+time.
 
 Default pairs: the bench table's own (`--jax=best --peer=fastest`): for each model and
 batch, the best JAX f32 configuration and the fastest peer among OUT's bench records on
-this host, each under the host memory policy it was fastest with. Both sides write their
-own full records to OUT (env.turns names the pair; the bench table leaves them out), and
-this driver one record of kind "paired" with every round's images/s and the ratios.
+this host, each under the host memory policy it was fastest with. Each side writes its
+own full record into a folder of its own; this driver appends them to OUT with env.turns
+naming the pair (the bench table leaves them out), then one record of kind "paired" with
+every round's images/s and the ratios.
 
 The other side can be JAX itself (`--peer=jax:cpu:step:retain`): whether the epoch as one
 compiled loop beats per-step dispatch is a question about 10%, and needs the two loops
@@ -40,12 +42,13 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from experiments import records, turns
+from benchmarks import turns
+from experiments import records
 from experiments.stats import summarize
 from experiments.studies import bench as bench_study
 
@@ -144,7 +147,9 @@ def choose(
 def jax_command(
     python: str, config: Config, model: str, batch: int, data_dir: str | None, out: str
 ) -> list[str]:
-    command = [python, "-m", "experiments.run", "--device=cpu", f"--model={model}"]
+    """`python -m experiments.run` of one workload, its timed blocks taking turns."""
+    command = [python, "-m", "benchmarks.turns", "experiments.run", "--device=cpu"]
+    command.append(f"--model={model}")
     if model == "mlp":
         command += ["--set", f"width={MLP_WIDTH}"]
     command += [
@@ -305,13 +310,16 @@ def run_pair(jax: Side, peer: Side, rounds: int = ROUNDS) -> list[dict[str, Any]
         peer.stop()
 
 
-def side_record(out: Path, pair: str, side: str) -> dict[str, Any] | None:
-    """The record a side wrote for this pair."""
-    path = out / records.RECORDS_FILE
-    wanted = {"pair": pair, "side": side}
+def adopt_records(folder: Path, out: Path, pair: str, side: str) -> dict[str, Any] | None:
+    """Append the records a side wrote into its own `folder` to OUT, each with
+    `env.turns` naming the pair and the side (which keeps them out of every table but
+    the paired one); the last of them, or None."""
+    path = folder / records.RECORDS_FILE
     saved = records.load(path) if path.exists() else []
-    found = [r for r in saved if r["env"].get("turns") == wanted]
-    return found[-1] if found else None
+    for record in saved:
+        record["env"]["turns"] = {"pair": pair, "side": side}
+        records.append(out / records.RECORDS_FILE, record)
+    return saved[-1] if saved else None
 
 
 def paired_record(
@@ -379,27 +387,30 @@ def measure_pair(
     model: str,
     batch: int,
     configs: tuple[Config, Config],
-    commands: tuple[list[str], list[str]],
+    command: Callable[[Config, Path], list[str]],
     out: Path,
     logs: Path,
     session: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run one pair and append its paired record to OUT; the record."""
+    """Run one pair, `command(config, folder)` running a side that writes its records
+    into `folder` (one of its own, under `logs`); append the sides' records to OUT
+    (`adopt_records`), then the paired record; the paired record."""
     pair = uuid.uuid4().hex
     session = session or {"id": pair, "pass": 1, "passes": 1}
+    folders = {c.side: logs / f"{model}-{batch}-{c.side}-{session['pass']}" for c in configs}
     sides = [
-        Side(name, command, pair, logs / f"{model}-{batch}-{name}-{session['pass']}.log")
-        for name, command in zip(("jax", "peer"), commands, strict=True)
+        Side(c.side, command(c, folders[c.side]), pair, logs / f"{folders[c.side].name}.log")
+        for c in configs
     ]
     rounds, error = None, None
     try:
         rounds = run_pair(*sides)
     except SideFailed as failed:
         error = str(failed)
-    written = {side.name: side_record(out, pair, side.name) for side in sides}
+    written = {s.name: adopt_records(folders[s.name], out, pair, s.name) for s in sides}
     if error is None and None in written.values():
         missing = [name for name, r in written.items() if r is None]
-        error = f"no record from the {' and '.join(missing)} side in {out}"
+        error = f"no record from the {' and '.join(missing)} side in {logs}"
     if error is None:
         failed = [r for r in written.values() if r["status"] != "ok"]
         if failed:
@@ -495,10 +506,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({peer_config.host_memory})",
             flush=True,
         )
-        commands = tuple(side_command(args, c, model, batch, str(out)) for c in configs)
+
+        def command(config: Config, folder: Path, model=model, batch=batch) -> list[str]:
+            return side_command(args, config, model, batch, str(folder))
+
         where = {"id": session, "pass": number, "passes": args.passes}
         try:
-            record = measure_pair(model, batch, configs, commands, out, logs, where)
+            record = measure_pair(model, batch, configs, command, out, logs, where)
         except KeyboardInterrupt:  # both sides are stopped; what was recorded stays
             print(f"interrupted: the pairs before this one are in {out}", file=sys.stderr)
             return 130

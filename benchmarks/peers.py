@@ -6,9 +6,9 @@ timed by the same rules, one record per (framework, model, batch, mode).
 
 Optional and never run in CI. Run it from a separate virtualenv that has no JAX (see
 benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure, only
-experiments.records (standard library only) to append the records to DIR/records.jsonl
-(and experiments.turns, standard library too: how blocks take turns under benchmarks/paired.py),
-with workload kind "peer", workload.framework "torch" | "keras" and workload.mode.
+experiments.records (standard library only) to append the records to DIR/records.jsonl,
+with workload kind "peer", workload.framework "torch" | "keras" and workload.mode (and
+benchmarks.turns, standard library too: how blocks take turns under benchmarks/paired.py).
 
 Rules, the same for every framework and as the JAX side: K batches of random uint8 images
 and int labels made once in memory as the framework's tensors; the first step timed alone
@@ -34,7 +34,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from experiments import records, turns  # the standard library only: no jax
+from benchmarks import turns  # the standard library only: no jax
+from experiments import records  # the standard library only: no jax
 from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"

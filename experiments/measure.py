@@ -8,7 +8,6 @@ p10/p90 and n. Timing runs on a copy of the state so training is not disturbed.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import records, turns
+from experiments import records
 from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
@@ -79,6 +78,12 @@ def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: in
 
 THROUGHPUT_REPEATS = 7  # timed blocks per throughput figure: the median of 7
 
+# How `time_blocks` runs its timed blocks: `pace(block, repeats, images)` -> the seconds
+# of each of `repeats` calls of `block()`, which times one block of `images` images.
+# None: back to back. A side of a paired run (benchmarks/turns.py) sets it, so that
+# each block waits for its turn with another process.
+pace: Callable[[Callable[[], float], int, int], list[float]] | None = None
+
 
 def time_blocks(
     run_block: Callable[[], Any],
@@ -92,11 +97,17 @@ def time_blocks(
     which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
     clock is read once per block, after its results are ready. Warm-up blocks first.
     Images/s also carries the host's minor page faults per step over all the blocks.
-    In a paired run (experiments/turns.py) each timed block waits for its turn."""
+    `pace`, where set, runs the timed blocks (each waiting for its turn)."""
     _seconds(run_block, repeats=warmup, warmup=0)
     faults = minor_page_faults()
-    one_block = functools.partial(_seconds, run_block, repeats=1, warmup=0)
-    seconds = turns.timed_blocks(lambda: one_block()[0], repeats, steps * images_per_step)
+
+    def one_block() -> float:
+        return _seconds(run_block, repeats=1, warmup=0)[0]
+
+    if pace is None:
+        seconds = [one_block() for _ in range(repeats)]
+    else:
+        seconds = pace(one_block, repeats, steps * images_per_step)
     per_step = np.asarray(seconds) / steps
     faults_per_step = (minor_page_faults() - faults) / (repeats * steps)
     return (

@@ -34,7 +34,8 @@ experiments.migrate_records`). Required in every record:
             not recorded)},
     env {python, git_commit, host, utc_time; for those kinds also jax, jaxlib, flax,
          optax and host_memory (the policy, jaxcnn.host_memory; null where it was not
-         recorded)}
+         recorded); a side of a paired run also turns {pair, side}, which
+         benchmarks/paired.py adds (`took_turns`)}
 For those kinds also:
     loop                                   step | device, as run
     formulation {name, conv, pool}         how convolutions and pools were computed
@@ -181,8 +182,6 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from experiments import turns  # the standard library only
 
 SCHEMA_VERSION = 2
 # What turns a records file of an older schema into this one (experiments/migrate_records.py).
@@ -491,9 +490,9 @@ JAX_PACKAGES = ("jax", "jaxlib", "flax", "optax")
 
 def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[str, Any]:
     """The `env` field of a record made now: Python, the installed `packages`' versions
-    (read from their metadata: nothing is imported), the commit, host and time, the
-    paired run this process is a side of (benchmarks/paired.py), and `fields`."""
-    env = {
+    (read from their metadata: nothing is imported), the commit, host and time, and
+    `fields`."""
+    return {
         "python": platform.python_version(),
         **{name: _version(name) for name in packages},
         "git_commit": git_commit(),
@@ -501,10 +500,6 @@ def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[s
         "utc_time": utc_now(),
         **fields,
     }
-    paired = turns.describe()  # a side of benchmarks/paired.py: its blocks took turns
-    if paired:
-        env["turns"] = paired
-    return env
 
 
 def _version(package: str) -> str | None:
@@ -738,9 +733,9 @@ def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def took_turns(record: dict[str, Any]) -> bool:
-    """A side of a paired run (`env.turns`, benchmarks/paired.py): its blocks took turns
-    with another process's, so it is the evidence behind a paired record, not a figure
-    of its own; every table but the paired one leaves it out."""
+    """A side of a paired run (`env.turns`, added by benchmarks/paired.py): its blocks
+    took turns with another process's, so it is the evidence behind a paired record,
+    not a figure of its own; every table but the paired one leaves it out."""
     return bool(record["env"].get("turns"))
 
 

@@ -39,6 +39,30 @@ def test_time_calls_excludes_warmup_and_times_each_call():
     assert len(calls) == 7
 
 
+def test_time_blocks_hands_its_timed_blocks_to_the_pace_hook(monkeypatch):
+    calls = []
+
+    def run_block():
+        calls.append(1)
+        return jnp.ones(3)
+
+    seconds = measure.time_blocks(run_block, steps=4, images_per_step=8, repeats=3)[0]
+    assert len(calls) == 1 + 3 and seconds["n"] == 3  # unset: warm-up, then back to back
+    asked = []
+
+    def pace(block, repeats, images):  # what benchmarks/turns.py installs in a paired side
+        asked.append((repeats, images, [block() for _ in range(repeats)]))
+        return [2.0] * repeats
+
+    monkeypatch.setattr(measure, "pace", pace)
+    calls.clear()
+    per_step, images_per_s = measure.time_blocks(run_block, steps=4, images_per_step=8, repeats=3)
+    ((repeats, images, timed),) = asked
+    assert (repeats, images) == (3, 32) and len(calls) == 1 + 3  # its blocks were run_block's
+    assert all(s > 0 for s in timed)  # each call of `block` timed one block
+    assert per_step["median"] == 0.5 and images_per_s["median"] == 16.0  # pace's seconds count
+
+
 def test_time_steps_threads_the_state_and_time_eval_keeps_it():
     step = jax.jit(lambda s, b: (s + b, {"loss": jnp.sum(s)}), donate_argnums=0)
     _ordered(measure.time_steps(step, jnp.zeros(4), jnp.ones(4), steps=3, warmup=1), 3)

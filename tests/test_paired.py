@@ -4,16 +4,16 @@ record agrees with each side's own record; a side that fails is an error record,
 the pair to measure is the bench table's own."""
 
 import itertools
+import subprocess
 import sys
 
 import pytest
 from conftest import complete_record
 from test_report_bench import _bench, _under
 
-from benchmarks import paired
-from experiments import records, studies, turns
+from benchmarks import paired, report_paired, turns
+from experiments import records, studies
 from experiments.stats import summarize
-from experiments.studies import bench_paired
 
 CONFIGS = (
     paired.Config("jax", "cpu", "step", "system", "digits"),
@@ -23,19 +23,18 @@ CONFIGS = (
 
 def _jax_side(config, out, *extra):
     return [
-        sys.executable, "-m", "experiments.run", "--device=cpu", "--model=mlp",
-        "--set", "width=8", "--batch-size=16", "--epochs=0", "--set", f"loop={config.second}",
-        "--dataset=digits", "--set", "timing_steps=3", "--set", "host_memory=system",
-        "--set", "checkpoints=false", "--force", "--set", "progress=false", f"--out={out}",
-        *extra,
+        sys.executable, "-m", "benchmarks.turns", "experiments.run", "--device=cpu",
+        "--model=mlp", "--set", "width=8", "--batch-size=16", "--epochs=0",
+        "--set", f"loop={config.second}", "--dataset=digits", "--set", "timing_steps=3",
+        "--set", "host_memory=system", "--set", "checkpoints=false", "--force",
+        "--set", "progress=false", f"--out={out}", *extra,
     ]  # fmt: skip
 
 
 @pytest.mark.slow
 def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
     out = tmp_path / "results"
-    commands = tuple(_jax_side(c, out) for c in CONFIGS)
-    record = paired.measure_pair("mlp", 16, CONFIGS, commands, out, tmp_path)
+    record = paired.measure_pair("mlp", 16, CONFIGS, _jax_side, out, tmp_path)
     assert record["status"] == "ok", record["message"]
     rounds = record["paired"]["rounds"]
     assert len(rounds) == paired.ROUNDS
@@ -61,22 +60,26 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
         rates = [one[name]["images_per_s"] for one in rounds]
         assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
         assert own["throughput"]["n"] == paired.ROUNDS
-    assert bench_paired.paired_table(saved) == ""  # JAX against JAX: not a peer's row
-    row = bench_paired.paired_table(saved, jax_versus_jax=True).splitlines()[2]
+    assert report_paired.paired_table(saved) == ""  # JAX against JAX: not a peer's row
+    row = report_paired.paired_table(saved, jax_versus_jax=True).splitlines()[2]
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) |" in row
 
 
 @pytest.mark.slow
 def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     out = tmp_path / "results"
-    commands = (_jax_side(CONFIGS[0], out, "--dataset=nope"), _jax_side(CONFIGS[1], out))
-    record = paired.measure_pair("mlp", 16, CONFIGS, commands, out, tmp_path)
+
+    def command(config, folder):
+        return _jax_side(config, folder, *(["--dataset=nope"] if config.side == "jax" else []))
+
+    record = paired.measure_pair("mlp", 16, CONFIGS, command, out, tmp_path)
     assert record["status"] == "error"
     assert record["message"].startswith("jax side stopped: exit code 2: ")
     assert "nope" in record["message"]
-    assert not (tmp_path / "mlp-16-peer.log").exists()  # the peer side never started
+    assert (tmp_path / "mlp-16-jax-1.log").exists()  # the positive control
+    assert not (tmp_path / "mlp-16-peer-1.log").exists()  # the peer side never started
     assert records.load(out) == [record]
-    row = bench_paired.paired_table([record], jax_versus_jax=True).splitlines()[2]
+    row = report_paired.paired_table([record], jax_versus_jax=True).splitlines()[2]
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) | error |" in row
 
 
@@ -109,7 +112,7 @@ def test_a_jax_peer_runs_experiments_run_and_needs_no_peers_venv(tmp_path):
     args = paired.parse([*argv, "--peer-python", "/nowhere/python", "--out", str(tmp_path)])
     peer = paired.parse_config("peer", args.peer)
     command = paired.side_command(args, peer, "mlp", 32, str(tmp_path))
-    assert command[:3] == [args.jax_python, "-m", "experiments.run"]
+    assert command[:4] == [args.jax_python, "-m", "benchmarks.turns", "experiments.run"]
     assert {"loop=step", "host_memory=system", "width=4096", "--data-dir=d"} <= set(command)
 
 
@@ -138,7 +141,7 @@ def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, messa
 
 def test_turns_are_off_unless_a_driver_set_them(monkeypatch):
     monkeypatch.delenv(turns.ENV_VAR, raising=False)
-    assert turns.describe() is None
+    assert turns.from_env() is None
     assert turns.timed_blocks(lambda: 0.5, 3, 10) == [0.5, 0.5, 0.5]
     monkeypatch.setenv(turns.ENV_VAR, "{not json")
     with pytest.raises(ValueError, match="is not what benchmarks/paired.py sets"):
@@ -195,7 +198,7 @@ def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_
         _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00", **now),
         _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error", **now),
     ]
-    table = bench_paired.paired_table(rows)
+    table = report_paired.paired_table(rows)
     assert len(table.splitlines()) == 3  # one row per cell, whichever sides were paired
     cells = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
     assert cells[3:5] == ["jax cpu device f32 (retain)", "keras graph (system)"]
@@ -212,8 +215,8 @@ def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_
 def test_jax_against_jax_has_its_own_table_and_verdict(ratios, verdict):
     step = "jax cpu step f32"
     rows = [_paired("a", "s", 1, ratios, "2026-01-02T00:00:00", peer=step)]
-    assert bench_paired.paired_table(rows) == ""
-    table = bench_paired.paired_table(rows, jax_versus_jax=True)
+    assert report_paired.paired_table(rows) == ""
+    table = report_paired.paired_table(rows, jax_versus_jax=True)
     header, _, row = table.splitlines()
     assert "first / second, per round" in header and "goal" not in table
     cells = [c.strip() for c in row.split("|")[1:-1]]
@@ -229,7 +232,7 @@ def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
         _paired("c", "s3", 1, [], "2026-01-04T00:00:00", status="error", peer=step),
         _paired("d", "s4", 1, [3.0], "2026-01-05T00:00:00"),  # a peer framework: not here
     ]
-    header, _, row = bench_paired.jax_pairs_matrix(rows).splitlines()
+    header, _, row = report_paired.jax_pairs_matrix(rows).splitlines()
     columns = [c.strip() for c in header.split("|")[1:-1]]
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert columns == [
@@ -237,7 +240,7 @@ def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
         "device (retain) / step (system)",
     ]  # fmt: skip
     assert cells == ["laptop", "mnist_cnn", "128", "0.80 [0.72-0.88] (slower)", "error"]
-    assert bench_paired.jax_pairs_matrix(rows[3:]) == ""
+    assert report_paired.jax_pairs_matrix(rows[3:]) == ""
 
 
 def test_the_bench_table_takes_its_verdict_from_the_pairing_where_there_is_one():
@@ -258,6 +261,38 @@ def test_the_matrix_names_the_commits_its_sessions_measured():
         _paired("b", "s2", 1, [0.9], "2026-01-03T00:00:00", peer=device, commit="bbbbbbb222"),
         _paired("c", "s3", 1, [1.0], "2026-01-04T00:00:00", peer=step, commit="ccccccc333"),
     ]  # s3 replaces s1: the same pair measured again
-    part = bench_paired.paired_part(rows, detail=False)
+    part = report_paired.paired_part(rows, detail=False)
     assert "measured commits bbbbbbb (1 pair), ccccccc (1 pair)." in part
     assert "aaaaaaa" not in part and "results/REPORT.md" in part
+
+
+def test_without_benchmarks_the_bench_section_has_no_paired_part(monkeypatch, tmp_path):
+    rows = [
+        _bench("j", 4800.0),
+        _bench("p", 3000.0, framework="keras", mode="graph"),
+        _paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"),
+    ]
+    text = studies.bench.bench_study(rows, tmp_path)[0]
+    assert "| 1.60 (paired 0.80) |" in text and report_paired.PAIRED_INTRO in text
+    monkeypatch.setitem(sys.modules, "benchmarks", None)  # jaxcnn without its repository
+    text = studies.bench.bench_study(rows, tmp_path)[0]
+    assert "| 1.60 (goal met) |" in text and "Paired" not in text
+
+
+def _benchmarks_after(code: str) -> list[str]:
+    """The benchmarks modules a fresh interpreter holds after running `code`."""
+    probe = (
+        f"import sys\n{code}\nprint(*sorted(m for m in sys.modules if m.startswith('benchmarks')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.slow
+def test_the_core_imports_no_benchmarks_module_until_the_bench_section_asks():
+    core = "import jaxcnn, experiments.measure, experiments.records, experiments.report"
+    core += ", experiments.run, experiments.studies"
+    assert _benchmarks_after(core) == []
+    asked = "from experiments.studies import bench\nbench._paired()"  # the positive control
+    assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.report_paired"]

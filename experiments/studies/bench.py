@@ -28,7 +28,7 @@ The report section sets images/s of the train step per model, batch and configur
 machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows: every
 figure read from records (`throughput`, the median of timed blocks, p10-p90, for JAX
 and peers alike; `matmul_ceiling` and `flops.per_image` for the bound). The paired-run
-tables are experiments/studies/bench_paired.py's.
+tables are benchmarks/report_paired.py's, shown where benchmarks/ is importable.
 """
 
 from __future__ import annotations
@@ -239,12 +239,21 @@ def _named(record: Record | None, cells: dict[str, list[Record]]) -> str:
 
 
 def _paired() -> Any:
-    """The paired-run tables (bench_paired.py): imported where the bench section uses
-    them, in a module of their own so that the paired-run machinery can leave the core
-    path in one move."""
-    from experiments.studies import bench_paired
+    """benchmarks/report_paired.py, the tables of `python -m benchmarks.paired`'s records,
+    or None where benchmarks/ is not importable (jaxcnn installed without its
+    repository): the one place the bench section reaches benchmarks/."""
+    try:
+        from benchmarks import report_paired
+    except ModuleNotFoundError as e:
+        if e.name not in ("benchmarks", "benchmarks.report_paired"):
+            raise  # a module the tables need is missing: a bug to see, not to hide
+        return None
+    return report_paired
 
-    return bench_paired
+
+def _paired_part(records: list[Record], detail: bool = True) -> str:
+    tables = _paired()
+    return tables.paired_part(records, detail) if tables else ""
 
 
 def bench_table(records: list[Record]) -> str:
@@ -254,7 +263,8 @@ def bench_table(records: list[Record]) -> str:
         return ""
     configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
     peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
-    paired = _paired().paired_ratios(records)
+    tables = _paired()
+    paired = tables.paired_ratios(records) if tables else {}
     rows = []
     for (platform, machine, model, batch), cells in groups.items():
         jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
@@ -412,7 +422,7 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     image = f"\n\n![bench]({path.name})" if path else ""
     text = (
         f"## Study: bench\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
-        f"{_paired().paired_part(records)}{_host_memory_part(records)}"
+        f"{_paired_part(records)}{_host_memory_part(records)}"
     )
     return text, [path] if path else []
 
@@ -436,7 +446,7 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    paired = _paired().paired_part(records, detail=False)  # pair by pair: results/REPORT.md
+    paired = _paired_part(records, detail=False)  # pair by pair: results/REPORT.md
     best = _best_part(records)
     return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
 

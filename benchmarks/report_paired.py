@@ -1,8 +1,8 @@
 """The bench study's paired-run tables: records of `python -m benchmarks.paired`, where
 the best JAX configuration of a cell and its fastest peer (or two JAX configurations)
-are re-measured in turns (experiments/turns.py). The bench section reaches them through
-`paired_ratios` (the bench table's `(paired R)`) and `paired_part` (the tables); they
-live apart so that the paired-run machinery can leave the core path in one move.
+are re-measured in turns (benchmarks/turns.py). The bench section
+(experiments/studies/bench.py) reaches them where benchmarks/ is importable, through
+`paired_ratios` (the bench table's `(paired R)`) and `paired_part` (the tables).
 """
 
 from __future__ import annotations

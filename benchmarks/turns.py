@@ -1,5 +1,5 @@
 """Timed blocks taken in turns with another process: the side of a paired measurement
-(benchmarks/paired.py) that runs inside a JAX bench workload or a peer framework's.
+(benchmarks/paired.py), inside a JAX bench workload or a peer framework's.
 
 On this VM the CPU's speed drifts by more than many of the effects compared, within
 minutes; two frameworks measured one after the other can differ by the drift alone. A
@@ -7,8 +7,13 @@ paired run starts both, lets each compile and warm up alone, then alternates the
 timed blocks, one process computing at a time, so every JAX block has a peer block
 beside it in time. The driver hands the turn over through two pipes per side, named
 in the environment variable `JAXCNN_TURNS` (JSON: go and done file descriptors, the
-pair's id and this side's name). Unset, everything here is a no-op and blocks run back
-to back, as always.
+pair's id and this side's name). Unset, `timed_blocks` runs the blocks back to back,
+as always.
+
+The peers call `timed_blocks` themselves. The JAX side is the study's own command,
+launched through this module (`python -m benchmarks.turns experiments.run ARGS...`),
+which installs `timed_blocks` as experiments.measure's one hook, `measure.pace`: the
+study's code knows nothing of pairs.
 
 Standard library only: the peers run without JAX.
 """
@@ -17,11 +22,14 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ENV_VAR = "JAXCNN_TURNS"
+DRIVER = "benchmarks/paired.py"
 
 
 class Turns:
@@ -30,10 +38,6 @@ class Turns:
 
     def __init__(self, go: int, done: int, pair: str, side: str) -> None:
         self.go, self.done, self.pair, self.side = go, done, pair, side
-
-    def describe(self) -> dict[str, str]:
-        """What a record's `env.turns` says: which pair and which side it was."""
-        return {"pair": self.pair, "side": self.side}
 
     def pause(self, message: dict[str, Any]) -> None:
         """Tell the driver `message` (this process is idle now), then wait for the turn."""
@@ -61,13 +65,7 @@ def from_env() -> Turns | None:
         spec = json.loads(text)
         return Turns(int(spec["go"]), int(spec["done"]), str(spec["pair"]), str(spec["side"]))
     except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{ENV_VAR}={text!r} is not what benchmarks/paired.py sets: {e}") from e
-
-
-def describe() -> dict[str, str] | None:
-    """`env.turns` of a record made now: None outside a paired run."""
-    turns = from_env()
-    return turns.describe() if turns else None
+        raise ValueError(f"{ENV_VAR}={text!r} is not what {DRIVER} sets: {e}") from e
 
 
 def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[float]:
@@ -90,3 +88,25 @@ def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[
         end = time.monotonic()
         turns.pause({"images_per_s": images / seconds[-1], "start": start, "end": end})
     return seconds
+
+
+def main(argv: Sequence[str]) -> None:
+    """Run `python -m MODULE ARGS...` (argv: MODULE ARGS...) in this process, its timed
+    blocks (experiments.measure.time_blocks) taking turns: the JAX side of a pair."""
+    if not argv:
+        print(
+            f"usage: python -m benchmarks.turns MODULE [ARGS...] (run by {DRIVER})", file=sys.stderr
+        )
+        sys.exit(2)
+    # Imports JAX (the JAX side only, never the peers) but starts no backend: the module's
+    # host memory policy still comes before JAX's first computation, as it must.
+    from experiments import measure
+
+    measure.pace = timed_blocks
+    module, *args = argv
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
