@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from experiments import measure, records
 from experiments.prepare import build_module, check_precision, record_for
+from experiments.runners.interface import recorded
 from experiments.workload import Workload
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
@@ -128,87 +129,82 @@ def run_target(
         compile_time_s={p: None for p in PROGRAMS},
     )
     record["env"].update(targets.compiler_versions())
+    record = recorded(
+        record, lambda record: _compiled(workload, target, devices, programs, record, on_compiled)
+    )
+    if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
+        record["fits"] = False
+    return record
+
+
+def _compiled(
+    workload: Workload,
+    target: targets.Target,
+    devices: list[jax.Device],
+    programs: tuple[str, ...],
+    record: dict[str, Any],
+    on_compiled: Callable[[str, float], None] | None,
+) -> dict[str, Any]:
+    """The record's fields once `programs` compiled for `devices`; their compile times go
+    into `record` as each ends, so a later failure keeps them."""
     placement = place(workload.strategy, devices)
     state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+    shapes = abstract_state(workload, devices)
+    host_batch = abstract_batch(workload, workload.batch_size)
+    state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
+    inputs = {"train": (state, batch), "eval": (state, batch)}
+    if "epoch" in programs:
+        rows = workload.batch_size * EPOCH_STEPS
+        dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
+        order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
+        inputs["epoch"] = (state, _placed(dataset, state_sharding), _placed(order, state_sharding))
+    functions = {
+        "train": placement.train_step,
+        "eval": placement.eval_step,
+        "epoch": placement.train_epoch,
+    }
     compiled: dict[str, Any] = {}
-    try:
-        shapes = abstract_state(workload, devices)
-        host_batch = abstract_batch(workload, workload.batch_size)
-        state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
-        inputs = {"train": (state, batch), "eval": (state, batch)}
-        if "epoch" in programs:
-            rows = workload.batch_size * EPOCH_STEPS
-            dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
-            order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
-            inputs["epoch"] = (
-                state,
-                _placed(dataset, state_sharding),
-                _placed(order, state_sharding),
-            )
-        functions = {
-            "train": placement.train_step,
-            "eval": placement.eval_step,
-            "epoch": placement.train_epoch,
-        }
-        for name in programs:
-            compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
-            record["compile_time_s"][name] = seconds
-            if on_compiled is not None:
-                on_compiled(name, seconds)
-    except Exception as error:
-        records.failed(record, error)
-        if record["status"] == "oom":  # the compiler itself found it too big for the chip
-            record["fits"] = False
-        return record
-    train_compiled = compiled["train"]
-    memory = measure.memory(train_compiled)
-    for key in ("peak_bytes_in_use", "bytes_limit"):  # a runtime's: there is none
-        memory.pop(key, None)
+    for name in programs:
+        compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
+        record["compile_time_s"][name] = seconds
+        if on_compiled is not None:
+            on_compiled(name, seconds)
+    memory = _analysed(compiled["train"])
     limit = record["target"]["usable_bytes_per_device"]
     fits = (
         memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
     )
-    dtype = workload.compute_dtype
     train_count = flops_lib.count(train.train_step, shapes, host_batch)
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
-    compiler = measure.step_cost(train_compiled, train_count.total / len(devices))
+    compiler = measure.step_cost(compiled["train"], train_count.total / len(devices))
     xla_flops = compiler["flops"] if compiler["flops_source"] == "xla" else None
-    record.update(
+    trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
+    fields = dict(
         status="ok" if fits else "oom",
         message=None if fits else _too_big(memory["total_bytes"], limit),
-        params=dict(
-            zip(
-                ("trainable", "non_trainable"),
-                models.param_counts(workload.model, **workload.model_overrides),
-                strict=True,
-            )
-        ),
+        params={"trainable": trainable, "non_trainable": non_trainable},
         memory=memory,
         fits=fits,
         cost=compiler,
         flops=measure.flops_field(
-            train_count.total,
-            forward,
-            workload.batch_size,
-            xla_flops,
-            len(devices),
+            train_count.total, forward, workload.batch_size, xla_flops, len(devices)
         ),
         prediction=prediction(
-            target,
-            devices[0],
-            dtype,
-            workload.batch_size,
-            compiler,
+            target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),
     )
     if "epoch" in compiled:
-        record["epoch_memory"] = {
-            k: v
-            for k, v in measure.memory(compiled["epoch"]).items()
-            if k not in ("peak_bytes_in_use", "bytes_limit")
-        }
-    return record
+        fields["epoch_memory"] = _analysed(compiled["epoch"])
+    return fields
+
+
+def _analysed(compiled: Any) -> dict[str, Any]:
+    """The compiler's memory analysis: no runtime figures, nothing ran."""
+    memory = measure.memory(compiled)
+    for key in ("peak_bytes_in_use", "bytes_limit"):
+        memory.pop(key, None)
+    return memory
 
 
 def _too_big(total: int | None, limit: int | None) -> str:

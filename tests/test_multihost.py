@@ -97,7 +97,7 @@ def test_two_processes_train_like_one_process_with_four_devices(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("loop", ["step", "device"])
+@pytest.mark.parametrize("loop", ["step", pytest.param("device", marks=pytest.mark.every_jax)])
 def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
     coordinator = f"127.0.0.1:{_free_port()}"
     args = [

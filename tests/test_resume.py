@@ -144,7 +144,10 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
         )
         try:
             while run.poll() is None:
-                saving = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp/state*"))
+                try:
+                    saving = list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp/state*"))
+                except FileNotFoundError:  # Orbax renamed the folder while glob listed it
+                    continue
                 if saving and _step_dirs(killed / "checkpoints"):
                     os.kill(run.pid, signal.SIGKILL)
                     break
@@ -259,6 +262,7 @@ def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits,
 
 
 @pytest.mark.slow
+@pytest.mark.every_jax
 def test_sigterm_saves_at_the_next_step_and_the_rerun_resumes_bit_identically(tmp_path):
     stopped = tmp_path / "stopped"
     run = subprocess.Popen(
