@@ -169,7 +169,7 @@ def _compiled(
         record["compile_time_s"][name] = seconds
         if on_compiled is not None:
             on_compiled(name, seconds)
-    memory = _analysed(compiled["train"])
+    memory = measure.memory(compiled["train"])
     limit = record["target"]["usable_bytes_per_device"]
     fits = (
         memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
@@ -195,16 +195,8 @@ def _compiled(
         ),
     )
     if "epoch" in compiled:
-        fields["epoch_memory"] = _analysed(compiled["epoch"])
+        fields["epoch_memory"] = measure.memory(compiled["epoch"])
     return fields
-
-
-def _analysed(compiled: Any) -> dict[str, Any]:
-    """The compiler's memory analysis: no runtime figures, nothing ran."""
-    memory = measure.memory(compiled)
-    for key in ("peak_bytes_in_use", "bytes_limit"):
-        memory.pop(key, None)
-    return memory
 
 
 def _too_big(total: int | None, limit: int | None) -> str:

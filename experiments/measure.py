@@ -461,8 +461,10 @@ _MEMORY_FIELDS = {
 
 
 def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | None]:
-    """The record's `memory`: XLA's compiled memory analysis (per device) and, where the
-    runtime keeps one (GPU, TPU), the allocator's peak since the process started."""
+    """The record's `memory`: XLA's compiled memory analysis (per device) and, for a
+    `device` the program runs on, the allocator's peak since the process started and its
+    limit (None where the runtime keeps none, as on CPU). Without a device (compiled,
+    not run) there are no runtime figures and no keys for them."""
     try:
         stats = compiled.memory_analysis()
     except Exception:  # not implemented on some backends
@@ -476,8 +478,10 @@ def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | N
         if None not in parts
         else None
     )
+    if device is None:
+        return fields
     try:
-        device_stats = (device.memory_stats() if device is not None else None) or {}
+        device_stats = device.memory_stats() or {}
     except Exception:  # CPU raises or returns None
         device_stats = {}
     fields["peak_bytes_in_use"] = _int_or_none(device_stats.get("peak_bytes_in_use"))
