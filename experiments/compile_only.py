@@ -14,20 +14,23 @@ jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
 
 from __future__ import annotations
 
+import importlib.metadata
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from experiments import measure, records
+from experiments.isolated import ChildDied
 from experiments.prepare import build_module, check_precision, record_for
 from experiments.runners.interface import recorded
 from experiments.workload import Workload
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import models, targets, train
+from jaxcnn import loop, models, targets, train
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import check_batch_size, input_shardings, place
 
@@ -120,6 +123,17 @@ def run_target(
     """Compile `workload`'s `programs` for its target: the record, whatever happens
     (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
     memory; error: the compiler refused, with its one-line reason)."""
+    target, devices, record = _new_record(workload)
+    record = recorded(
+        record, lambda record: _compiled(workload, target, devices, programs, record, on_compiled)
+    )
+    if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
+        record["fits"] = False
+    return record
+
+
+def _new_record(workload: Workload) -> tuple[targets.Target, list[jax.Device], dict[str, Any]]:
+    """The target, its abstract devices, and the record before anything compiled."""
     target = check(workload)
     devices = list(targets.abstract_devices(target))
     record = record_for(workload, devices)
@@ -129,11 +143,13 @@ def run_target(
         compile_time_s={p: None for p in PROGRAMS},
     )
     record["env"].update(targets.compiler_versions())
-    record = recorded(
-        record, lambda record: _compiled(workload, target, devices, programs, record, on_compiled)
-    )
-    if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
-        record["fits"] = False
+    return target, devices, record
+
+
+def crashed(workload: Workload, died: ChildDied) -> dict[str, Any]:
+    """The `error` record of a compile whose process died (a compiler's own crash)."""
+    _, _, record = _new_record(workload)
+    record.update(status="error", message=f"the compiler crashed: {died}")
     return record
 
 
@@ -211,24 +227,48 @@ def _too_big(total: int | None, limit: int | None) -> str:
 # --- Cells and the batch search ------------------------------------------------------
 
 
+def _same_compiler(record: dict[str, Any]) -> bool:
+    versions = {"jaxlib": importlib.metadata.version("jaxlib"), **targets.compiler_versions()}
+    return all(record["env"].get(k) == v for k, v in versions.items())
+
+
 def recorded_runner(
-    path: Any, *, force: bool = False, on_record: Callable[[dict[str, Any]], None] | None = None
+    path: Any,
+    compile_cell: Callable[..., dict[str, Any]],
+    *,
+    force: bool = False,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> Callable[[Workload], dict[str, Any]]:
-    """`run(workload) -> record` that compiles a cell not yet recorded in `path` (ok or
-    oom there: taken as is, unless `force`) and appends its record: a study killed
-    midway and rerun compiles only what is missing."""
+    """`run(workload) -> record` that compiles a cell not yet recorded in `path` and
+    appends its record: a study killed midway and rerun compiles only what is missing.
+    Taken as is from `path` (unless `force`): ok and oom records, and errors (the
+    compiler's refusals and crashes) from the same jaxlib and libtpu or plugin; a new
+    compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
+    a compiler that kills its process there becomes an `error` record (`crashed`), and
+    the study goes on (unless a stop was asked for: that death is no finding)."""
     found, _ = records.recorded(path)
+    refused = {
+        r["config_key"]: r
+        for r in (records.load(path) if Path(path).exists() else [])
+        if r.get("compiled_not_run") and r["status"] == "error" and _same_compiler(r)
+    }
 
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)
         device = devices_lib.describe(list(targets.abstract_devices(target)))
         key = records.config_key(workload.describe(), device)
-        if key in found and not force:
-            record = found[key]
+        if not force and (key in found or key in refused):
+            record = found.get(key) or refused[key]
         else:
-            record = run_target(workload, programs=("train",) if workload.study else PROGRAMS)
+            programs = ("train",) if workload.study else PROGRAMS
+            try:
+                record = compile_cell(workload, programs=programs)
+            except ChildDied as died:
+                if loop.stop_requested():
+                    raise
+                record = crashed(workload, died)
             records.append(path, record)
-            found[key] = record
+            (found if record["status"] in records.FINAL_STATUSES else refused)[key] = record
         if on_record is not None:
             on_record(record)
         return record

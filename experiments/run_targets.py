@@ -16,11 +16,13 @@ import argparse
 import collections
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from experiments import compile_only, records
 from experiments.cli_options import HERE
+from experiments.isolated import ChildDied, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
@@ -133,6 +135,11 @@ def describe(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# Compiles run in a child process: a compiler that crashes (libtpu 0.0.42.1's SIGSEGV on
+# one resnet18 cell) costs that cell an `error` record, not the study.
+COMPILER = "experiments.compile_only:run_target"
+
+
 class StoppedBetweenCompiles(loop.Stopped):
     """A SIGTERM stopped the compiles; nothing is checkpointed (each record is whole)."""
 
@@ -177,10 +184,11 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.study not in COMPILE_STUDIES:
         target = _here() if args.target == HERE else targets.get(args.target)
-        w = workload(args, target)
-        compile_only.check(w)
+        single = workload(args, target)
+        compile_only.check(single)
         cells = None
     else:
+        single = None
         cells = COMPILE_STUDIES[args.study](args.smoke)
         if args.target is not None:  # the study's cells for one target
             cells = [c for c in cells if c.target == targets.get(args.target).name]
@@ -192,7 +200,22 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     said = lambda r: print(describe(r), flush=True)  # noqa: E731
-    compile_cell = compile_only.recorded_runner(path, force=args.force, on_record=said)
+    with InChild(COMPILER) as in_child:
+        compile_cell = compile_only.recorded_runner(
+            path, in_child, force=args.force, on_record=said
+        )
+        done = _compile_all(cells, single, compile_cell)
+    print(f"records in {path}")
+    return 1 if any(r["status"] == "error" for r in done) else 0
+
+
+def _compile_all(
+    cells: list[TargetCell] | None,
+    workload: Workload | None,
+    compile_cell: Callable[[Workload], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The records of `workload`, or of the study's `cells` (first batches, then each
+    cell's batch search)."""
     compiled = 0
 
     def runner(w: Workload) -> dict[str, Any]:
@@ -202,11 +225,15 @@ def run(args: argparse.Namespace) -> int:
         nonlocal compiled
         if loop.stop_requested():
             raise StoppedBetweenCompiles(compiled)
+        try:
+            record = compile_cell(w)
+        except ChildDied:  # killed by the stop asked for, mid-compile: nothing to record
+            raise StoppedBetweenCompiles(compiled) from None
         compiled += 1
-        return compile_cell(w)
+        return record
 
     if cells is None:
-        done = [runner(w)]
+        done = [runner(workload)]
     else:
         done = []
         # Every cell's first batch before any cell's search: a study stopped early (each
@@ -222,5 +249,4 @@ def run(args: argparse.Namespace) -> int:
             done += compile_only.batch_search(
                 make, runner, start=cell.start, step=cell.step, cap=cell.cap
             )
-    print(f"records in {path}")
-    return 1 if any(r["status"] == "error" for r in done) else 0
+    return done

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from experiments import compile_only, records
+from experiments.isolated import ChildDied, InChild
 from experiments.run import main
 from experiments.workload import Workload
 from jaxcnn import devices, targets
@@ -266,6 +267,50 @@ def test_batch_search_halves_when_the_start_does_not_fit_and_stops_at_the_cap():
     run, tried = _fake_compiler(10**6)
     _search(run, cap=4096)
     assert tried[-1] == 4096 and max(tried) == 4096
+
+
+# --- A compiler that kills its process -------------------------------------------------
+
+
+def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
+    with InChild("compile_crash:pid_or_crash") as pid_or_crash:
+        first = pid_or_crash(False)
+        assert first != os.getpid() and pid_or_crash(False) == first  # one child, kept
+        with pytest.raises(ChildDied) as died:
+            pid_or_crash(True)
+        assert died.value.signal == "SIGSEGV" and "died (signal SIGSEGV)" in str(died.value)
+        assert pid_or_crash(False) not in (first, os.getpid())  # a new child
+    with InChild("operator:truediv") as divide, pytest.raises(ZeroDivisionError):
+        divide(1, 0)  # an exception is the call's, not a death
+
+
+@needs_targets
+def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_again(tmp_path):
+    from compile_crash import CRASHING_BATCH
+
+    path = tmp_path / "records.jsonl"
+    crashing, fine = (compile_workload("gpu-t4", batch=b) for b in (CRASHING_BATCH, 16))
+    with InChild("compile_crash:run_target") as in_child:
+        run = compile_only.recorded_runner(path, in_child)
+        crashed = _valid(run(crashing))
+        assert run(fine)["status"] == "ok"  # the study goes on, in a new child
+    assert crashed["status"] == "error" and crashed["target"]["name"] == "gpu-t4"
+    assert crashed["message"].startswith("the compiler crashed: the process doing it died")
+    assert "SIGSEGV" in crashed["message"]
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+    def must_not_compile(workload, programs):
+        raise AssertionError(f"compiled {workload.batch_size} again")
+
+    rerun = compile_only.recorded_runner(path, must_not_compile)
+    assert rerun(crashing)["run_id"] == crashed["run_id"]  # the same compiler: kept
+    asked = []
+    again = lambda w, programs: asked.append(w.batch_size) or crashed  # noqa: E731
+    compile_only.recorded_runner(path, again, force=True)(crashing)
+    older = {**crashed, "env": {**crashed["env"], "jaxlib": "0.0.1"}, "run_id": "older"}
+    records.append(tmp_path / "older.jsonl", older)
+    compile_only.recorded_runner(tmp_path / "older.jsonl", again)(crashing)
+    assert asked == [CRASHING_BATCH, CRASHING_BATCH]  # forced; another compiler's refusal
 
 
 @needs_targets
