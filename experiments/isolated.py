@@ -22,6 +22,8 @@ from typing import Any
 
 from experiments.records import one_line
 
+READY = "ready"
+
 
 class ChildDied(Exception):
     """The child process died during a call: `exitcode` is -N for signal N."""
@@ -45,6 +47,7 @@ def _serve(connection: Any, function_path: str) -> None:
     faulthandler.enable()  # a native crash prints the Python stack that led to it
     module, name = function_path.split(":")
     function = getattr(importlib.import_module(module), name)
+    connection.send(READY)
     while True:
         try:
             args, kwargs = connection.recv()
@@ -79,6 +82,19 @@ class InChild:
         )
         self._process.start()
         theirs.close()
+        # A child that dies before it is ready (an import failing, a script that spawns
+        # without the `if __name__ == "__main__"` guard) is a broken setup, not a death
+        # during a call: it is raised as such, never recorded as a finding.
+        try:
+            ready = self._connection.recv()
+        except EOFError:
+            ready = None
+        if ready != READY:
+            self.close()
+            raise RuntimeError(
+                f"the child process for {self.function_path} ended before it was ready "
+                "(its error is above)"
+            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._process is None:
@@ -97,11 +113,12 @@ class InChild:
 
     def close(self) -> None:
         """End the child (at once, mid-call or not)."""
-        if self._process is not None:
+        process, self._process = self._process, None
+        if process is not None:
             self._connection.close()
-            self._process.kill()
-            self._process.join()
-            self._process = None
+            if process.is_alive():
+                process.kill()
+            process.join()
 
     def __enter__(self) -> InChild:
         return self

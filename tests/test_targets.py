@@ -282,6 +282,9 @@ def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
         assert pid_or_crash(False) not in (first, os.getpid())  # a new child
     with InChild("operator:truediv") as divide, pytest.raises(ZeroDivisionError):
         divide(1, 0)  # an exception is the call's, not a death
+    with InChild("compile_crash:no_such_function") as broken, pytest.raises(RuntimeError) as e:
+        broken()  # a child that cannot start is a broken setup, not a death to record
+    assert "ended before it was ready" in str(e.value)
 
 
 @needs_targets
