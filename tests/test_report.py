@@ -132,6 +132,51 @@ def test_report_holds_the_records_numbers(results, tmp_path):
     assert "lenet5" in check and "mlp" not in check
 
 
+def _peer(run_id, device, framework, mode, median):
+    record = {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": "ok",
+        "workload": {
+            "kind": "peer",
+            "framework": framework,
+            "mode": mode,
+            "study": "bench",
+            "model": "mlp",
+            "model_overrides": {"width": 4096},
+            "dataset": "synthetic",
+            "batch_size": 128,
+            "strategy": "single",
+            "precision": "f32",
+        },
+        "device": device,
+        "env": {"utc_time": "2025-01-02T00:00:00+00:00"},
+        "step_time_s": {"median": median, "p10": median, "p90": median, "n": 7},
+    }
+    return complete_record(record)
+
+
+def _speedup_row(loaded, tmp_path):
+    text = report.write_report(loaded, tmp_path)[0].read_text()
+    section = text.split("## Speedup over CPU")[1].split("\n## ")[0]
+    return next(line for line in section.splitlines() if "4096" in line and "b128" in line)
+
+
+def test_speedups_are_also_over_the_fastest_cpu_figure_of_any_framework(results, tmp_path):
+    loaded = records.load(results)
+    # Without peers, JAX's own CPU record is the fastest CPU figure: both ratios agree.
+    alone = _speedup_row(loaded, tmp_path / "alone")
+    assert alone.count(f"{0.2291 / 0.00123:.1f}x") == 2 and "(jax xla step f32)" in alone
+    peers = [
+        _peer("p1", CPU, "keras", "graph", 0.15),
+        _peer("p2", CPU, "torch", "eager", 0.30),  # slower than JAX: not the baseline
+        _peer("p3", {**CPU, "host": "elsewhere"}, "torch", "compile", 0.01),  # not this CPU
+    ]
+    row = _speedup_row(loaded + peers, tmp_path / "peers")
+    assert f"| {0.2291 / 0.00123:.1f}x |" in row  # over the CPU record of the workload
+    assert f"| {0.15 / 0.00123:.1f}x (keras graph) |" in row  # over the fastest CPU
+
+
 def test_report_plots_are_valid_pngs(results, tmp_path):
     path, pngs = report.write_report(records.load(results), tmp_path / "out")
     names = {p.name for p in pngs}

@@ -225,6 +225,47 @@ def fastest_pair(
     return None, None
 
 
+def _same_step(record: Record) -> tuple:
+    """What a step's time depends on: model, its overrides, batch, precision (not the
+    data: a step's time does not depend on the pixels, synthetic or MNIST)."""
+    w = record["workload"]
+    overrides = tuple(sorted((w.get("model_overrides") or {}).items()))
+    return w["model"], overrides, w["batch_size"], w.get("precision", "f32")
+
+
+def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
+    """The fastest median s/step any framework reached for `cpu`'s step on its machine
+    (JAX in any loop or formulation, and the peers of benchmarks/peers.py), with what
+    produced it (`keras graph`, `jax cpu device f32`): the baseline that keeps an
+    accelerator's speedup from being inflated by a slow CPU figure. At worst `cpu`'s."""
+    found = [
+        (r["step_time_s"]["median"], configuration(r))
+        for r in _ok(records)
+        if r["device"]["platform"] == "cpu"
+        and _machine(r) == _machine(cpu)
+        and r["workload"].get("kind", "train") in ("train", "peer")
+        and (r.get("step_time_s") or {}).get("median")
+        and _same_step(r) == _same_step(cpu)
+    ]
+    return min([(cpu["step_time_s"]["median"], configuration(cpu)), *found])
+
+
+def speedups(records: list[Record], cpu: Record, other: Record) -> tuple[str, str]:
+    """`other`'s speedup per step over the `cpu` record it pairs with, and over the
+    fastest CPU figure of any framework for the same step (naming it)."""
+    step = other["step_time_s"]["median"]
+    fastest, by = fastest_cpu_step(records, cpu)
+    return f"{cpu['step_time_s']['median'] / step:.1f}x", f"{fastest / step:.1f}x ({by})"
+
+
+FASTEST_CPU_NOTE = (
+    "*over fastest CPU*: against the fastest s/step any framework reached for the same "
+    "step (model, batch, precision) on that CPU machine, JAX in any configuration or a "
+    "peer (PyTorch, Keras: benchmarks/peers.py), named in brackets; it is the fair "
+    "ratio where JAX's own CPU figure is not the fastest."
+)
+
+
 def _policy_note(record: Record | None, cells: dict[str, list[Record]]) -> str:
     """` (system)` where glibc's defaults beat `retain` for this configuration."""
     if record is None or len(cells.get(configuration(record)) or []) < 2:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from experiments import analysis
 from experiments.labels import device_label
+from experiments.studies import bench
 from experiments.studies._common import (
     _get,
     _image,
@@ -106,6 +107,7 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         if verdicts:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
             parts.append(format_table(headers, verdicts, markdown=True))
+            parts.append(_speedups(records, by_device, cpus))
         parts.append(predicted_crossover(records, batch, precision, by_device))
     ax.set(xscale="log", yscale="log", xlabel="trainable parameters", ylabel="s / step (median)")
     ax.set_title("Step time vs trainable parameters (dotted: crossover)")
@@ -117,6 +119,23 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "interpolation between the two bracketing widths both devices measured."
     )
     return _section("Study: crossover", intro, *parts, _image("crossover", path)), [path]
+
+
+def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: list[str]) -> str:
+    """Per width, each accelerator's speedup per step over each CPU measured, and over
+    the fastest CPU figure of any framework for that step."""
+    rows = []
+    for a in cpus:
+        base = {r["params"]["trainable"]: r for r in by_device[a]}
+        for b in (d for d in sorted(by_device) if d not in cpus):
+            for r in sorted(by_device[b], key=lambda r: r["params"]["trainable"]):
+                cpu = base.get(r["params"]["trainable"])
+                if cpu is not None:
+                    rows.append(
+                        [f"{r['params']['trainable']:,}", a, b, *bench.speedups(records, cpu, r)]
+                    )
+    headers = ["params", "A (CPU)", "B", "B speedup over A", "over fastest CPU"]
+    return f"{bench.FASTEST_CPU_NOTE}\n\n" + format_table(headers, rows, markdown=True)
 
 
 def predicted_crossover(

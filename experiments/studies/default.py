@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from experiments.labels import device_label, model_label
+from experiments.studies import bench
 from experiments.studies._common import (
     _batch_size,
     _cell,
@@ -56,7 +57,7 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
                 device_label(r),
                 seconds(base["step_time_s"]["median"]),
                 seconds(r["step_time_s"]["median"]),
-                f"{speedup:.1f}x",
+                *bench.speedups(records, base, r),
             ]
         )
         bars.append((label, device_label(r), speedup))
@@ -69,9 +70,11 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
     ax.set(xscale="log", xlabel="speedup over CPU (CPU s/step / device s/step)")
     ax.invert_yaxis()
     path = _save(fig, out / "speedup_over_cpu.png")
-    headers = ["workload", "device", "CPU s/step", "device s/step", "speedup"]
+    headers = ["workload", "device", "CPU s/step", "device s/step", "speedup", "over fastest CPU"]
     table = format_table(headers, rows, markdown=True)
-    return f"## Speedup over CPU\n\n{table}\n\n{_image('speedup', path)}", [path]
+    note = "*speedup*: over the CPU record of the same workload (the plot's)."
+    text = f"{note} {bench.FASTEST_CPU_NOTE}\n\n{table}"
+    return f"## Speedup over CPU\n\n{text}\n\n{_image('speedup', path)}", [path]
 
 
 def step_time_vs_params(records: list[Record], out: Path) -> tuple[str, list[Path]]:

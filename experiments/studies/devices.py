@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 from experiments.labels import device_label
+from experiments.studies import bench
 from experiments.studies._common import (
     _acc,
     _cell,
@@ -93,15 +94,23 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             [
                 _workload_label(r),
                 device_label(r),
-                f"{_median_step(base) / _median_step(r):.1f}x",
+                *bench.speedups(records, base, r),
                 f"{base_epoch / epoch:.1f}x" if epoch and base_epoch else "-",
             ]
         )
     speedups = ""
     if speedup_rows:
-        headers = ["workload", "device", "speedup per step", "speedup per epoch"]
-        speedups = "Speedup over the CPU record of the same workload:\n\n" + format_table(
-            headers, speedup_rows, markdown=True
+        headers = [
+            "workload",
+            "device",
+            "speedup per step",
+            "per step, over fastest CPU",
+            "speedup per epoch",
+        ]
+        speedups = (
+            "Speedup over the CPU record of the same workload, and per step over the "
+            f"fastest CPU figure for it. {bench.FASTEST_CPU_NOTE}\n\n"
+            + format_table(headers, speedup_rows, markdown=True)
         )
     if not ok:
         return _section("Study: devices", table, speedups), []
