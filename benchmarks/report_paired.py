@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from experiments.stats import summarize
-from experiments.studies._common import _ok
+from experiments.studies._common import only_ok
 from experiments.studies.base import Record
 from experiments.studies.bench import GOAL, _machine, _model, _when
 from experiments.tables import format_table
@@ -78,7 +78,7 @@ def paired_ratios(records: list[Record]) -> dict[tuple, float]:
     JAX against a peer framework, measured in turns (the paired table's)."""
     ratios = {}
     for key, sessions in _peer_sessions(records).items():
-        ok = _ok(sessions[-1])
+        ok = only_ok(sessions[-1])
         if ok:
             ratios[key] = _pooled_rounds(ok)[1]["median"]
     return ratios
@@ -112,7 +112,7 @@ def paired_table(records: list[Record], jax_versus_jax: bool = False) -> str:
     rows = []
     for key, sessions in cells.items():
         session = sessions[-1]
-        ok = _ok(session)
+        ok = only_ok(session)
         sides = session[-1].get("paired") or {}
         names = [_side(sides[s]) if s in sides else "-" for s in ("jax", "peer")]
         measured = _commit(session[-1])
@@ -155,7 +155,7 @@ def _before(earlier: list[list[Record]], commit_now: str) -> str:
     (a session re-measuring the same code is no "before"): its pooled ratio per round
     and its commit."""
     for session in reversed(earlier):
-        ok = _ok(session)
+        ok = only_ok(session)
         if ok and (not commit_now or _commit(ok[-1]) != commit_now):
             commit = _commit(ok[-1])
             return f"{_pooled_rounds(ok)[1]['median']:.2f}" + (f" ({commit})" if commit else "")
@@ -183,7 +183,7 @@ def jax_pairs_matrix(records: list[Record]) -> str:
     for (machine, model, batch, first, second), session in _latest_sessions(
         records, jax_versus_jax=True
     ).items():
-        ok = _ok(session)
+        ok = only_ok(session)
         if ok:
             _, ratio = _pooled_rounds(ok)
             cell = _spread(ratio, ".2f") + _paired_verdict(ratio, jax_versus_jax=True)

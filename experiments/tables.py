@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 
 def format_table(
@@ -29,6 +30,17 @@ def format_table(
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    return format_table(headers, rows, markdown=True)
+
+
+def columns_table(items: Iterable[Any], columns: Mapping[str, Callable[[Any], object]]) -> str:
+    """A markdown table with a row per item: each column is its header and how it reads
+    an item."""
+    rows = [[read(item) for read in columns.values()] for item in items]
+    return markdown_table(list(columns), rows)
 
 
 def si(value: float | None, unit: str = "", digits: int = 3) -> str:

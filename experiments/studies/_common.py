@@ -6,12 +6,13 @@ that listing the studies stays fast).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
 from experiments.labels import device_label, model_label, workload_kind
 from experiments.studies.base import Record
-from experiments.tables import binary_bytes, seconds
+from experiments.tables import seconds
 
 
 def pyplot() -> Any:
@@ -24,7 +25,10 @@ def pyplot() -> Any:
     return plt
 
 
-def _cell(record: Record) -> tuple:
+# --- which records --------------------------------------------------------------------
+
+
+def cell(record: Record) -> tuple:
     """What a record measures, without the device: records with equal cells compare.
     The study fields are None in records older than the studies, so those still pair."""
     w = record["workload"]
@@ -47,19 +51,81 @@ def _cell(record: Record) -> tuple:
     )
 
 
-def _sort_key(record: Record) -> tuple:
+def sort_key(record: Record) -> tuple:
     """The cell, orderable although fields may be None in some records and set in others."""
-    return tuple((value is not None, value) for value in _cell(record))
+    return tuple((value is not None, value) for value in cell(record))
 
 
-def _study_of(record: Record) -> str | None:
+def study_of(record: Record) -> str | None:
     return record["workload"].get("study")
+
+
+def only_ok(records: list[Record]) -> list[Record]:
+    return [r for r in records if r["status"] == "ok"]
+
+
+def is_cpu(record: Record) -> bool:
+    return record["device"]["platform"] == "cpu"
+
+
+def when(record: Record) -> str:
+    """The record's UTC time, for sorting ("" when it has none: oldest)."""
+    return str(record["env"].get("utc_time") or "")
+
+
+def latest_by(records: list[Record], key: Callable[[Record], Hashable]) -> list[Record]:
+    """The most recent record per key, so reruns replace rather than double a figure."""
+    return list({key(r): r for r in sorted(records, key=when)}.values())
+
+
+def latest(records: list[Record]) -> list[Record]:
+    """One record per (device, cell)."""
+    return latest_by(records, lambda r: (device_label(r), cell(r)))
 
 
 def generic(records: list[Record]) -> list[Record]:
     """Train records outside the named studies (single --model runs, older records):
     what the generic plots show; each study's records get that study's section."""
-    return [r for r in records if _study_of(r) in (None, "default") and workload_kind(r) == "train"]
+    return [r for r in records if study_of(r) in (None, "default") and workload_kind(r) == "train"]
+
+
+def in_study(records: list[Record], name: str, kind: str = "train") -> list[Record]:
+    """The latest record per cell of study `name` and workload kind `kind`."""
+    return [r for r in latest(records) if study_of(r) == name and workload_kind(r) == kind]
+
+
+def cpu_pairs(records: list[Record]) -> list[tuple[Record, Record]]:
+    """(the CPU record of the same cell, the record) for each record off the CPU that
+    has one: what a speedup over the CPU divides."""
+    cpu = {cell(r): r for r in records if is_cpu(r)}
+    return [(cpu[cell(r)], r) for r in records if not is_cpu(r) and cell(r) in cpu]
+
+
+def hosts(records: list[Record]) -> list[str]:
+    return sorted({str(r["device"].get("host") or r["env"].get("host")) for r in records})
+
+
+# --- a record's values ----------------------------------------------------------------
+
+
+def field(record: Record, *path: str) -> Any:
+    """record[path[0]][path[1]]..., None where a level is missing."""
+    value: Any = record
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def batch_size(record: Record) -> int:
+    return record["workload"]["batch_size"]
+
+
+def precision_of(record: Record) -> str:
+    return record["workload"].get("precision", "f32")
+
+
+def median_step(record: Record) -> float:
+    return record["step_time_s"]["median"]
 
 
 def accuracy(record: Record) -> float | None:
@@ -69,96 +135,94 @@ def accuracy(record: Record) -> float | None:
     return record.get("test_accuracy")
 
 
-def _ok(records: list[Record]) -> list[Record]:
-    return [r for r in records if r["status"] == "ok"]
+def overrides(record: Record) -> tuple:
+    return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
 
 
-def latest(records: list[Record]) -> list[Record]:
-    """One record per (device, cell): the most recent, so reruns do not double points."""
-    chosen: dict[tuple, Record] = {}
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
-        chosen[(device_label(r), _cell(r))] = r
-    return list(chosen.values())
+def workload_label(record: Record) -> str:
+    w = record["workload"]
+    return f"{model_label(record)}, {w.get('dataset')}, batch {w['batch_size']}"
 
 
-def _batch_size(record: Record) -> int:
-    return record["workload"]["batch_size"]
+def workload_key(record: Record) -> tuple:
+    """Orders workloads by model, dataset, then batch as a number (64 before 128)."""
+    w = record["workload"]
+    return model_label(record), str(w.get("dataset")), w["batch_size"], device_label(record)
 
 
-def _get(record: Record, *path: str) -> Any:
-    value: Any = record
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
+# --- table cells ----------------------------------------------------------------------
 
 
-def _pct(value: float | None) -> str:
+def fmt_pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.3g}%"
 
 
-def _step(record: Record) -> str:
+def fmt_acc(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def fmt_test_acc(record: Record) -> str:
+    return fmt_acc(accuracy(record))
+
+
+def fmt_step(record: Record) -> str:
     step = record.get("step_time_s")
     if not step:
         return "-"
     return f"{seconds(step['median'])} [{seconds(step['p10'])}-{seconds(step['p90'])}]"
 
 
-def _status(record: Record) -> str:
+def fmt_images(record: Record) -> str:
+    images = record.get("images_per_s")
+    return f"{images:,.0f}" if images else "-"
+
+
+def fmt_status(record: Record) -> str:
     if record["status"] == "ok":
         return "ok"
     message = (record.get("message") or "").replace("|", "/")
     return f"{record['status']}: {message[:80]}"
 
 
-def _study(records: list[Record], name: str, kind: str = "train") -> list[Record]:
-    """The latest record per cell of study `name` and workload kind `kind`."""
-    return [r for r in latest(records) if _study_of(r) == name and workload_kind(r) == kind]
+# --- sections and plots ---------------------------------------------------------------
 
 
-def _median_step(record: Record) -> float:
-    return record["step_time_s"]["median"]
-
-
-def _acc(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
-def _images(record: Record) -> str:
-    images = record.get("images_per_s")
-    return f"{images:,.0f}" if images else "-"
-
-
-_gib = binary_bytes
-
-
-def _workload_label(record: Record) -> str:
-    w = record["workload"]
-    return f"{model_label(record)}, {w.get('dataset')}, batch {w['batch_size']}"
-
-
-def _workload_key(record: Record) -> tuple:
-    """Orders workloads by model, dataset, then batch as a number (64 before 128)."""
-    w = record["workload"]
-    return model_label(record), str(w.get("dataset")), w["batch_size"], device_label(record)
-
-
-def _section(title: str, *parts: str) -> str:
+def section(title: str, *parts: str) -> str:
+    """A `## title` section of the parts that are not empty."""
     return "\n\n".join([f"## {title}", *[p for p in parts if p]])
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save(fig: Any, path: Path, **savefig: Any) -> Path:
     plt = pyplot()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, **{"dpi": 100, **savefig})
     plt.close(fig)
     return path
 
 
-def _image(title: str, path: Path) -> str:
+def image(title: str, path: Path) -> str:
     return f"![{title}]({path.name})"
 
 
-def _count_ticks(ax: Any, values: Any) -> None:
+def log_axes(
+    ax: Any,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    ticks: Any = None,
+    legend: str | None = "x-small",
+) -> None:
+    """Log-log axes with their labels, and ticks at the measured counts where given."""
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    if ticks is not None:
+        count_ticks(ax, ticks)
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend(fontsize=legend)
+
+
+def count_ticks(ax: Any, values: Any) -> None:
     """Ticks at the measured counts (batch sizes, devices, K, n) on a log x axis, written
     as plain integers: a few points per decade get no useful ticks of their own."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
@@ -168,5 +232,34 @@ def _count_ticks(ax: Any, values: Any) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _overrides(record: Record) -> tuple:
-    return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
+def epoch_ticks(*axes: Any) -> None:
+    """Whole epochs only on the x axis."""
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def throughput_curve(ax: Any, records: list[Record], label: str, note_ooms: bool = False) -> Any:
+    """images/s over batch size of the ok records, and each OOM's batch as an x on the
+    floor of the curve (an OOM has no throughput), `OOM` written above it where
+    `note_ooms`; the curve's line."""
+    ok = sorted((r for r in records if r["status"] == "ok"), key=batch_size)
+    xs, ys = [batch_size(r) for r in ok], [r["images_per_s"] for r in ok]
+    line = ax.plot(xs, ys, marker="o", label=label)[0]
+    ooms = [batch_size(r) for r in records if r["status"] == "oom"]
+    if ooms:
+        floor = min(ys, default=1.0)
+        above = {"zorder": 3} if note_ooms else {}
+        ax.scatter(ooms, [floor] * len(ooms), marker="x", s=80, color=line.get_color(), **above)
+        for b in ooms if note_ooms else ():
+            ax.annotate("OOM", (b, floor), textcoords="offset points", xytext=(0, 6), ha="center")
+    return line
+
+
+def capacity_lines(ax: Any, labels: dict[float, str], fontsize: float, **text: Any) -> None:
+    """A dotted line at each memory capacity (GiB), labelled with the devices that have it."""
+    for capacity, label in labels.items():
+        ax.axhline(capacity, color="gray", linestyle=":", linewidth=1)
+        where = ("axes fraction", "data")
+        ax.annotate(label, (0.01, capacity), xycoords=where, fontsize=fontsize, **text)

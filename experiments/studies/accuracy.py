@@ -17,9 +17,19 @@ from collections import defaultdict
 from pathlib import Path
 
 from experiments.labels import device_label, model_label
-from experiments.studies._common import _acc, _image, _ok, _save, _section, _study, accuracy, pyplot
+from experiments.studies._common import (
+    accuracy,
+    epoch_ticks,
+    fmt_acc,
+    image,
+    in_study,
+    only_ok,
+    pyplot,
+    save,
+    section,
+)
 from experiments.studies.base import TINY_MLP, Context, Record, Study
-from experiments.tables import format_table
+from experiments.tables import markdown_table
 from experiments.workload import Workload
 
 
@@ -55,37 +65,26 @@ def workloads(ctx: Context) -> list[Workload]:
 
 def accuracy_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 000 Fig. 14: per-epoch loss and accuracy, devices overlaid, per dataset."""
-    from matplotlib.ticker import MaxNLocator
-
-    plt = pyplot()
-
     by_dataset: dict[str, list[Record]] = defaultdict(list)
-    for r in _ok(_study(records, "accuracy")):
+    for r in only_ok(in_study(records, "accuracy")):
         if r.get("history") and accuracy(r) is not None:
             by_dataset[r["workload"]["dataset"]].append(r)
     if not by_dataset:
         return "", []
     rows, notes = [], []
     datasets = sorted(by_dataset)
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(11, 4 * len(datasets)), squeeze=False)
+    fig, axes = pyplot().subplots(len(datasets), 2, figsize=(11, 4 * len(datasets)), squeeze=False)
     for (acc_ax, loss_ax), dataset in zip(axes, datasets, strict=True):
         rs = sorted(by_dataset[dataset], key=lambda r: (model_label(r), device_label(r)))
         for r in rs:
             history = r["history"]
             last = history[-1]
-            label = f"{model_label(r)} on {device_label(r)}"
             rows.append(
-                [
-                    dataset,
-                    model_label(r),
-                    device_label(r),
-                    len(history),
-                    _acc(last.get("train_accuracy")),
-                    _acc(last.get("test_accuracy")),
-                    _acc(last.get("test_loss")),
-                ]
+                [dataset, model_label(r), device_label(r), len(history)]
+                + [fmt_acc(last.get(k)) for k in ("train_accuracy", "test_accuracy", "test_loss")]
             )
             epochs = [e["epoch"] for e in history]
+            label = f"{model_label(r)} on {device_label(r)}"
             color = acc_ax.plot(
                 epochs, [e.get("train_accuracy") for e in history], marker="o", label=label
             )[0].get_color()
@@ -98,17 +97,15 @@ def accuracy_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 f"{dataset}: final test accuracy spans {min(finals):.4f}-{max(finals):.4f} "
                 f"over {len(finals)} records (a spread of {max(finals) - min(finals):.4f})."
             )
-        for ax in (acc_ax, loss_ax):
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("epoch")
-        acc_ax.set(ylabel="accuracy (train solid, test dashed)", title=dataset)
-        loss_ax.set(ylabel="loss (train solid, test dashed)", title=dataset)
+        epoch_ticks(acc_ax, loss_ax)
+        acc_ax.set(xlabel="epoch", ylabel="accuracy (train solid, test dashed)", title=dataset)
+        loss_ax.set(xlabel="epoch", ylabel="loss (train solid, test dashed)", title=dataset)
         acc_ax.legend(fontsize="x-small")
-    path = _save(fig, out / "study_accuracy.png")
+    path = save(fig, out / "study_accuracy.png")
     headers = ["dataset", "model", "device", "epochs", "train acc", "test acc", "test loss"]
-    table = format_table(headers, rows, markdown=True)
+    table = markdown_table(headers, rows)
     intro = "Per-epoch loss and accuracy of the same model on every device (seed 000 Fig. 14)."
-    return _section("Study: accuracy", intro, table, "\n".join(notes), _image("acc", path)), [path]
+    return section("Study: accuracy", intro, table, "\n".join(notes), image("acc", path)), [path]
 
 
 STUDY = Study("accuracy", workloads=workloads, sections=(accuracy_study,))

@@ -25,22 +25,24 @@ from pathlib import Path
 from experiments import analysis
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
-    _batch_size,
-    _count_ticks,
-    _get,
-    _gib,
-    _image,
-    _images,
-    _save,
-    _section,
-    _status,
-    _step,
-    _study,
+    batch_size,
+    capacity_lines,
+    field,
+    fmt_images,
+    fmt_status,
+    fmt_step,
+    image,
+    in_study,
+    log_axes,
     pyplot,
+    save,
+    section,
+    throughput_curve,
 )
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Record, Study
 from experiments.studies.targets import seed_000_compiled
-from experiments.tables import format_table
+from experiments.tables import binary_bytes as gib
+from experiments.tables import markdown_table
 from experiments.workload import Workload
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
@@ -72,14 +74,18 @@ def workloads(ctx: Context) -> list[Workload]:
 
 def _batch_groups(records: list[Record]) -> dict[tuple, list[Record]]:
     groups: dict[tuple, list[Record]] = defaultdict(list)
-    for r in _study(records, "batch"):
+    for r in in_study(records, "batch"):
         w = r["workload"]
         groups[(model_label(r), w.get("dataset"), w.get("precision"), device_label(r))].append(r)
-    return {k: sorted(v, key=_batch_size) for k, v in groups.items()}
+    return {k: sorted(v, key=batch_size) for k, v in groups.items()}
 
 
 def _memory(record: Record) -> int | None:
-    return _get(record, "memory", "total_bytes") if record["status"] == "ok" else None
+    return field(record, "memory", "total_bytes") if record["status"] == "ok" else None
+
+
+def _fits(fits: bool) -> str:
+    return "fits" if fits else "does not fit"
 
 
 def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> list[list[str]]:
@@ -97,15 +103,15 @@ def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> 
                 a["batch"],
                 "trained" if a["ran"] else "out of memory",
                 f"{model_label(r)} f32 compiled for {a['target']}, not run",
-                _gib(r["memory"]["total_bytes"]),
-                "fits" if a["fits"] else "does not fit",
+                gib(r["memory"]["total_bytes"]),
+                _fits(a["fits"]),
                 "yes" if a["agrees"] else "no",
             ]
         )
     for (model, _, precision, device), rs in sorted(groups.items()):
         if rs[0]["workload"]["model"] != analysis.SEED_000_MODEL:
             continue  # the seed's batch sizes say nothing about another network
-        by_batch = {_batch_size(r): r for r in rs}
+        by_batch = {batch_size(r): r for r in rs}
         for reference, batch, ran in analysis.SEED_000_OBSERVED:
             if (reference, batch) in answered:
                 continue
@@ -116,17 +122,14 @@ def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> 
                 agrees = "-"
             else:
                 fits = analysis.fits_on(total)[reference]
-                predicted, agrees = (
-                    ("fits" if fits else "does not fit"),
-                    ("yes" if fits == ran else "no"),
-                )
+                predicted, agrees = _fits(fits), ("yes" if fits == ran else "no")
             rows.append(
                 [
                     reference,
                     batch,
                     "trained" if ran else "out of memory",
                     f"{model} {precision} on {device}",
-                    _gib(total),
+                    gib(total),
                     predicted,
                     agrees,
                 ]
@@ -136,8 +139,6 @@ def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> 
 
 def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 000: throughput and compiled memory per batch size, OOM recorded."""
-    plt = pyplot()
-
     groups = _batch_groups(records)
     if not groups:
         return "", []
@@ -148,60 +149,34 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             total = _memory(r)
             fits = analysis.fits_on(total) if total is not None else {}
             marks = [("yes" if fits[n] else "no") if fits else "-" for n in references]
-            rows.append(
-                [
-                    device,
-                    f"{model} {precision}",
-                    _batch_size(r),
-                    _status(r),
-                    _images(r),
-                    _step(r),
-                    _gib(total),
-                    _gib(_get(r, "memory", "peak_bytes_in_use")),
-                    *marks,
-                ]
-            )
+            peak = gib(field(r, "memory", "peak_bytes_in_use"))
+            row = [device, f"{model} {precision}", batch_size(r), fmt_status(r), fmt_images(r)]
+            rows.append([*row, fmt_step(r), gib(total), peak, *marks])
     headers = ["device", "model", "batch", "status", "images/s", "s/step", "compiled memory"]
-    table = format_table([*headers, "allocator peak", *references], rows, markdown=True)
+    table = markdown_table([*headers, "allocator peak", *references], rows)
     seed_rows = _seed_000_rows(groups, records)
     seed = ""
     if seed_rows:
         headers = ["seed 000 device", "batch", "seed saw", "our record", "compiled memory"]
         seed = "What seed 000 saw, and what our compiled memory predicts for it:\n\n" + (
-            format_table([*headers, "predicts", "agrees"], seed_rows, markdown=True)
+            markdown_table([*headers, "predicts", "agrees"], seed_rows)
         )
-    fig, (speed_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
-    for label, rs in sorted(groups.items()):
-        name = f"{label[0]} {label[2]} on {label[3]}"
-        ok = [r for r in rs if r["status"] == "ok"]
-        line = speed_ax.plot(
-            [_batch_size(r) for r in ok], [r["images_per_s"] for r in ok], marker="o", label=name
-        )[0]
-        ooms = [_batch_size(r) for r in rs if r["status"] == "oom"]
-        if ooms:  # no throughput for an OOM: an x on the floor of the curve
-            floor = min((r["images_per_s"] for r in ok), default=1.0)
-            speed_ax.scatter(ooms, [floor] * len(ooms), marker="x", s=80, color=line.get_color())
-        sized = [(_batch_size(r), _memory(r) / analysis.GIB) for r in ok if _memory(r)]
+    fig, (speed_ax, memory_ax) = pyplot().subplots(1, 2, figsize=(11, 4.5))
+    for (model, _, precision, device), rs in sorted(groups.items()):
+        line = throughput_curve(speed_ax, rs, f"{model} {precision} on {device}")
+        sized = [(batch_size(r), _memory(r) / analysis.GIB) for r in rs if _memory(r)]
         if sized:
             memory_ax.plot(*zip(*sized, strict=True), marker="o", color=line.get_color())
-    by_capacity: dict[int, list[str]] = defaultdict(list)
+    by_capacity: dict[float, list[str]] = defaultdict(list)
     for name, capacity in analysis.REFERENCE_MEMORY_BYTES.items():
-        by_capacity[capacity].append(name)
-    for capacity, names in by_capacity.items():  # one line per capacity, all its names
-        gib = capacity / analysis.GIB
-        memory_ax.axhline(gib, color="gray", linestyle=":", linewidth=1)
-        memory_ax.annotate(
-            ", ".join(names), (0.01, gib), xycoords=("axes fraction", "data"), fontsize=7
-        )
-    batches = [_batch_size(r) for rs in groups.values() for r in rs]
-    speed_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="images / s")
-    speed_ax.set_title("Throughput (x = out of memory)")
-    speed_ax.legend(fontsize="x-small")
-    memory_ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="GiB")
-    for ax in (speed_ax, memory_ax):
-        _count_ticks(ax, batches)
-    memory_ax.set_title("XLA compiled memory per device vs reference capacities")
-    path = _save(fig, out / "study_batch.png")
+        by_capacity[capacity / analysis.GIB].append(name)
+    capacity_lines(memory_ax, {c: ", ".join(n) for c, n in by_capacity.items()}, fontsize=7)
+    batches = [batch_size(r) for rs in groups.values() for r in rs]
+    title = "Throughput (x = out of memory)"
+    log_axes(speed_ax, "batch size", "images / s", title, batches)
+    title = "XLA compiled memory per device vs reference capacities"
+    log_axes(memory_ax, "batch size", "GiB", title, batches, legend=None)
+    path = save(fig, out / "study_batch.png")
     synthetic = {rs[0]["workload"]["model"] for key, rs in groups.items() if key[1] == "synthetic"}
     if analysis.SEED_000_MODEL in synthetic:
         data_note = (
@@ -217,13 +192,8 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "capacity (datasheet figures); compiled memory is a lower bound of what a "
         "framework needs, so 'no' is firm and 'yes' is optimistic."
     )
-    return _section(
-        "Study: batch size and memory",
-        intro,
-        table,
-        seed,
-        _image("batch", path),
-    ), [path]
+    parts = (intro, table, seed, image("batch", path))
+    return section("Study: batch size and memory", *parts), [path]
 
 
 STUDY = Study("batch", workloads=workloads, sections=(batch_study,))

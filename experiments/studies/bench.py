@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.records import took_turns
-from experiments.studies._common import _ok, pyplot
+from experiments.studies._common import latest_by, only_ok, pyplot, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
-from experiments.tables import format_table
+from experiments.tables import markdown_table
 from experiments.workload import Workload
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
@@ -129,9 +129,7 @@ def _machine(record: Record) -> str:
     return d.get("host") or record["env"].get("host") or d["kind"]
 
 
-def _when(record: Record) -> str:
-    """The record's UTC time, for sorting ("" when it has none: oldest)."""
-    return str(record["env"].get("utc_time") or "")
+_when = when  # the name benchmarks/report_paired.py imports
 
 
 def _rate(record: Record) -> float:
@@ -164,22 +162,22 @@ def host_memory_policy(record: Record) -> str:
 def bench_records(records: list[Record]) -> list[Record]:
     """The latest ok-or-not record per (machine, model, batch, configuration, host
     memory policy)."""
-    chosen: dict[tuple, Record] = {}
-    for r in sorted(records, key=_when):
+
+    def key(r: Record) -> tuple:
         w = r["workload"]
-        if w.get("study") != "bench" or ("throughput" not in r and r["status"] == "ok"):
-            continue
-        if w.get("kind") == "paired" or took_turns(r):
-            continue  # blocks taken in turns (benchmarks/paired.py): the paired table's
-        key = (
-            r["device"]["platform"],
-            _machine(r),
-            _model(r),
-            w["batch_size"],
-            configuration(r),
-            host_memory_policy(r),
-        )
-        chosen[key] = r
+        platform, policy = r["device"]["platform"], host_memory_policy(r)
+        return platform, _machine(r), _model(r), w["batch_size"], configuration(r), policy
+
+    ours = [
+        r
+        for r in records
+        if r["workload"].get("study") == "bench"
+        and ("throughput" in r or r["status"] != "ok")
+        # blocks taken in turns (benchmarks/paired.py) are the paired table's
+        and r["workload"].get("kind") != "paired"
+        and not took_turns(r)
+    ]
+    chosen = {key(r): r for r in latest_by(ours, key)}
     # Records from before the policy was recorded are glibc's defaults on another day:
     # a configuration measured since under a named policy leaves them out.
     named = {key[:-1] for key, r in chosen.items() if r["env"].get("host_memory")}
@@ -199,7 +197,7 @@ def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
 def _shown(cells: dict[str, list[Record]], config: str) -> Record | None:
     """A configuration's figure: its faster host memory policy's record (ok first)."""
     records = cells.get(config) or []
-    ok = _ok(records)
+    ok = only_ok(records)
     return max(ok, key=_rate) if ok else (records[0] if records else None)
 
 
@@ -240,7 +238,7 @@ def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
     accelerator's speedup from being inflated by a slow CPU figure. At worst `cpu`'s."""
     found = [
         (r["step_time_s"]["median"], configuration(r))
-        for r in _ok(records)
+        for r in only_ok(records)
         if r["device"]["platform"] == "cpu"
         and _machine(r) == _machine(cpu)
         and r["workload"].get("kind", "train") in ("train", "peer")
@@ -292,9 +290,12 @@ def _paired() -> Any:
     return report_paired
 
 
-def _paired_part(records: list[Record], detail: bool = True) -> str:
-    tables = _paired()
-    return tables.paired_part(records, detail) if tables else ""
+def _configs(groups: dict[tuple, dict[str, list[Record]]]) -> list[str]:
+    """Every configuration in the groups: JAX's, then the peers'."""
+    names = {c for cells in groups.values() for c in cells}
+    return sorted(c for c in names if c.startswith("jax")) + sorted(
+        c for c in names if not c.startswith("jax")
+    )
 
 
 def bench_table(records: list[Record]) -> str:
@@ -302,8 +303,7 @@ def bench_table(records: list[Record]) -> str:
     groups = _groups(records)
     if not groups:
         return ""
-    configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
-    peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
+    configs = _configs(groups)
     tables = _paired()
     paired = tables.paired_ratios(records) if tables else {}
     rows = []
@@ -321,19 +321,13 @@ def bench_table(records: list[Record]) -> str:
                 ratio = f"{value:.2f} (paired {in_turns:.2f}{met})"
             if bound:
                 need = f"{GOAL * _rate(peer_best) / bound:.2f}"
+        shown = [_shown(cells, c) for c in configs]
         rows.append(
             [
                 f"{platform} ({machine})",
                 model,
                 batch,
-                *[
-                    _rate_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells)
-                    for c in configs
-                ],
-                *[
-                    _rate_cell(_shown(cells, c)) + _policy_note(_shown(cells, c), cells)
-                    for c in peers
-                ],
+                *[_rate_cell(r) + _policy_note(r, cells) for r in shown],
                 _named(jax_best, cells),
                 _named(peer_best, cells),
                 ratio,
@@ -341,19 +335,9 @@ def bench_table(records: list[Record]) -> str:
                 need,
             ]
         )
-    headers = [
-        "device",
-        "model",
-        "batch",
-        *configs,
-        *peers,
-        "best jax f32",
-        "fastest peer",
-        "best f32 / peer",
-        "f32 matmul bound",
-        "goal / bound",
-    ]
-    return format_table(headers, rows, markdown=True)
+    headers = ["device", "model", "batch", *configs, "best jax f32", "fastest peer"]
+    headers += ["best f32 / peer", "f32 matmul bound", "goal / bound"]
+    return markdown_table(headers, rows)
 
 
 def best_batches(records: list[Record]) -> list[str]:
@@ -373,14 +357,6 @@ def best_batches(records: list[Record]) -> list[str]:
     ]
 
 
-def _best_part(records: list[Record]) -> str:
-    lines = best_batches(records)
-    if not lines:
-        return ""
-    items = "\n".join(f"- {line}" for line in lines)
-    return f"\n\nEach model's fastest JAX figure over the batches measured:\n\n{items}"
-
-
 POLICIES = ("system", "retain")
 
 
@@ -388,18 +364,22 @@ def host_memory_table(records: list[Record]) -> str:
     """Images/s under `retain` over images/s under `system` (jaxcnn/host_memory.py), per
     f32 configuration: the latest ok record of each policy, where both exist among the
     records that name their policy."""
+    ours = [
+        r
+        for r in records
+        if r["workload"].get("study") == "bench"
+        and r["status"] == "ok"
+        and "throughput" in r
+        and not took_turns(r)
+        and r["workload"].get("precision", "f32") == "f32"
+        # records from before the policy was recorded ran on other days
+        and r["env"].get("host_memory")
+    ]
     latest: dict[tuple, dict[str, Record]] = defaultdict(dict)
-    for r in sorted(records, key=_when):
-        w = r["workload"]
-        if w.get("study") != "bench" or r["status"] != "ok" or "throughput" not in r:
-            continue
-        if took_turns(r):
-            continue
-        if w.get("precision", "f32") != "f32" or not r["env"].get("host_memory"):
-            continue  # records from before the policy was recorded ran on other days
-        key = (_machine(r), _model(r), w["batch_size"], configuration(r))
+    for r in sorted(ours, key=when):
+        key = (_machine(r), _model(r), r["workload"]["batch_size"], configuration(r))
         latest[key][host_memory_policy(r)] = r
-    pairs = {k: v for k, v in latest.items() if {"system", "retain"} <= v.keys()}
+    pairs = {k: v for k, v in latest.items() if set(POLICIES) <= v.keys()}
     if not pairs:
         return ""
     configs = sorted({config for *_, config in pairs}, key=lambda c: (not c.startswith("jax"), c))
@@ -416,7 +396,7 @@ def host_memory_table(records: list[Record]) -> str:
             shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
             cells.append(f"{ratio:.2f} ({shown[0]} / {shown[1]})")
         rows.append([machine, model, batch, *cells])
-    return format_table(["machine", "model", "batch", *configs], rows, markdown=True)
+    return markdown_table(["machine", "model", "batch", *configs], rows)
 
 
 HOST_MEMORY_INTRO = (
@@ -451,26 +431,28 @@ INTRO = (
 PLOT = "study_bench.png"
 
 
+def _after_table(records: list[Record], detail: bool = True) -> tuple[str, str]:
+    """(each model's fastest figure, then the paired and host memory tables): what
+    follows the bench table in REPORT.md and PERFORMANCE.md."""
+    lines = "\n".join(f"- {line}" for line in best_batches(records))
+    best = f"\n\nEach model's fastest JAX figure over the batches measured:\n\n{lines}"
+    tables = _paired()
+    paired = tables.paired_part(records, detail) if tables else ""
+    host_memory = host_memory_table(records)
+    if host_memory:
+        paired += f"\n\n{HOST_MEMORY_INTRO}\n\n{host_memory}"
+    return best if lines else "", paired
+
+
 def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """The fastest train step on each device, against PyTorch and Keras."""
     table = bench_table(records)
     if not table:
         return "", []
-    groups = _groups(records)
-    configs = sorted({c for cells in groups.values() for c in cells if c.startswith("jax")})
-    peers = sorted({c for cells in groups.values() for c in cells if not c.startswith("jax")})
-    path = _bench_plot(groups, configs, peers, out / PLOT)
+    path = _bench_plot(_groups(records), out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
-    text = (
-        f"## Study: bench\n\n{INTRO}\n\n{table}{_best_part(records)}{image}"
-        f"{_paired_part(records)}{_host_memory_part(records)}"
-    )
-    return text, [path] if path else []
-
-
-def _host_memory_part(records: list[Record]) -> str:
-    table = host_memory_table(records)
-    return f"\n\n{HOST_MEMORY_INTRO}\n\n{table}" if table else ""
+    best, rest = _after_table(records)
+    return f"## Study: bench\n\n{INTRO}\n\n{table}{best}{image}{rest}", [path] if path else []
 
 
 def bench_block(records: list[Record], image: str | None) -> str:
@@ -487,17 +469,13 @@ def bench_block(records: list[Record], image: str | None) -> str:
         "--performance PERFORMANCE.md`."
     )
     plot = f"\n\n![bench]({image})" if image else ""
-    paired = _paired_part(records, detail=False)  # pair by pair: results/REPORT.md
-    best = _best_part(records)
-    return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{paired}{_host_memory_part(records)}"
+    best, rest = _after_table(records, detail=False)  # pair by pair: results/REPORT.md
+    return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{rest}"
 
 
-def _bench_plot(
-    groups: dict[tuple, dict[str, list[Record]]], configs, peers, path: Path
-) -> Path | None:
+def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Path | None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plt = pyplot()
     series: dict[tuple, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for (platform, machine, model, batch), cells in groups.items():
         for name in cells:
@@ -506,11 +484,13 @@ def _bench_plot(
                 series[(platform, machine, model)][name].append((batch, _rate(r)))
     if not series:
         return None
-    fig, axes = plt.subplots(1, len(series), figsize=(5 * len(series), 4.2), squeeze=False)
+    size = (5 * len(series), 4.2)
+    fig, axes = pyplot().subplots(1, len(series), figsize=size, squeeze=False)
+    configs = _configs(groups)
     for ax, ((platform, machine, model), lines) in zip(
         axes[0], sorted(series.items()), strict=True
     ):
-        for name in [*configs, *peers]:
+        for name in configs:
             points = sorted(lines.get(name, []))
             if points:
                 style = "--" if not name.startswith("jax") else "-"
@@ -524,10 +504,7 @@ def _bench_plot(
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(f"{model} on {platform} ({machine})", fontsize="small")
         ax.legend(fontsize="xx-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=110)
 
 
 STUDY = Study("bench", workloads=workloads, sections=(bench_study,))

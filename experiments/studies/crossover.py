@@ -21,19 +21,21 @@ from experiments import analysis
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
-    _get,
-    _image,
-    _median_step,
-    _ok,
-    _overrides,
-    _save,
-    _section,
-    _study,
+    field,
+    image,
+    in_study,
+    is_cpu,
+    log_axes,
+    median_step,
+    only_ok,
+    overrides,
     pyplot,
+    save,
+    section,
 )
 from experiments.studies.base import Context, Record, Study
 from experiments.studies.targets import compiled, fits_chip, target_name
-from experiments.tables import format_table, seconds
+from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
@@ -62,8 +64,8 @@ def workloads(ctx: Context) -> list[Workload]:
 def _crossover_series(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
     """{(model, dataset, batch, precision): {device: records over widths}}."""
     series: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
-    for r in _ok(_study(records, "crossover")):
-        if _get(r, "params", "trainable"):
+    for r in only_ok(in_study(records, "crossover")):
+        if field(r, "params", "trainable"):
             w = r["workload"]
             key = (w["model"], w.get("dataset"), w["batch_size"], w.get("precision", "f32"))
             series[key][device_label(r)].append(r)
@@ -71,54 +73,66 @@ def _crossover_series(records: list[Record]) -> dict[tuple, dict[str, list[Recor
 
 
 def _points(rs: list[Record]) -> list[analysis.Point]:
-    return sorted((r["params"]["trainable"], _median_step(r)) for r in rs)
+    return sorted((r["params"]["trainable"], median_step(r)) for r in rs)
+
+
+def _by_params(table: dict[str, dict[int, float]], names: list[str]) -> list[list[str]]:
+    """A row per parameter count: its s/step under each name."""
+    params = sorted({p for steps in table.values() for p in steps})
+    return [[f"{p:,}", *[seconds(table[n].get(p)) for n in names]] for p in params]
+
+
+def _verdict(
+    a: list[analysis.Point],
+    b: list[analysis.Point],
+    names: tuple[str, str],
+    sides: tuple[str, str],
+) -> tuple[list[str], float | None]:
+    """(the table row for A against B, the crossover point if there is one)."""
+    point = analysis.crossover_point(a, b)
+    ends = analysis.faster_at_ends(a, b)
+    side = {"A": sides[0], "B": sides[1], "tie": "neither"}
+    at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
+    return [*names, "none" if point is None else f"{point:,.0f}", at_ends], point
 
 
 def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 002: step time vs trainable parameters, and where the accelerator wins."""
-    plt = pyplot()
-
     series = _crossover_series(records)
     if not series:
         return "", []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     parts = []
     for (model, dataset, batch, precision), by_device in sorted(series.items()):
         name = f"{model}, {dataset}, batch {batch}, {precision}"
-        for device, rs in sorted(by_device.items()):
-            points = _points(rs)
-            ax.plot(*zip(*points, strict=True), marker="o", label=f"{device}: {name}")
+        points = {d: _points(rs) for d, rs in by_device.items()}
         devices = sorted(by_device)
-        params = sorted({p for rs in by_device.values() for p, _ in _points(rs)})
-        steps = {d: dict(_points(rs)) for d, rs in by_device.items()}
-        rows = [[f"{p:,}", *[seconds(steps[d].get(p)) for d in devices]] for p in params]
-        parts.append(f"{name}:\n\n" + format_table(["params", *devices], rows, markdown=True))
-        cpus = [d for d in devices if by_device[d][0]["device"]["platform"] == "cpu"]
+        for device in devices:
+            ax.plot(*zip(*points[device], strict=True), marker="o", label=f"{device}: {name}")
+        rows = _by_params({d: dict(p) for d, p in points.items()}, devices)
+        parts.append(f"{name}:\n\n" + markdown_table(["params", *devices], rows))
+        cpus = [d for d in devices if is_cpu(by_device[d][0])]
         verdicts = []
         for a in cpus:
             for b in (d for d in devices if d not in cpus):
-                point = analysis.crossover_point(_points(by_device[a]), _points(by_device[b]))
-                ends = analysis.faster_at_ends(_points(by_device[a]), _points(by_device[b]))
-                side = {"A": a, "B": b, "tie": "neither"}
-                at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
-                verdicts.append([a, b, "none" if point is None else f"{point:,.0f}", at_ends])
+                row, point = _verdict(points[a], points[b], (a, b), (a, b))
+                verdicts.append(row)
                 if point is not None:
                     ax.axvline(point, color="gray", linestyle=":", linewidth=1)
         if verdicts:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
-            parts.append(format_table(headers, verdicts, markdown=True))
+            parts.append(markdown_table(headers, verdicts))
             parts.append(_speedups(records, by_device, cpus))
         parts.append(predicted_crossover(records, batch, precision, by_device))
-    ax.set(xscale="log", yscale="log", xlabel="trainable parameters", ylabel="s / step (median)")
-    ax.set_title("Step time vs trainable parameters (dotted: crossover)")
-    ax.legend(fontsize="x-small")
-    path = _save(fig, out / "study_crossover.png")
+    title = "Step time vs trainable parameters (dotted: crossover)"
+    log_axes(ax, "trainable parameters", "s / step (median)", title)
+    path = save(fig, out / "study_crossover.png")
     intro = (
         "Step time vs trainable parameters per device (seed 002). The crossover is where "
         "the accelerator's step time drops below the CPU's for good: log-log linear "
         "interpolation between the two bracketing widths both devices measured."
     )
-    return _section("Study: crossover", intro, *parts, _image("crossover", path)), [path]
+    return section("Study: crossover", intro, *parts, image("crossover", path)), [path]
 
 
 def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: list[str]) -> str:
@@ -131,11 +145,10 @@ def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: l
             for r in sorted(by_device[b], key=lambda r: r["params"]["trainable"]):
                 cpu = base.get(r["params"]["trainable"])
                 if cpu is not None:
-                    rows.append(
-                        [f"{r['params']['trainable']:,}", a, b, *bench.speedups(records, cpu, r)]
-                    )
+                    speedups = bench.speedups(records, cpu, r)
+                    rows.append([f"{r['params']['trainable']:,}", a, b, *speedups])
     headers = ["params", "A (CPU)", "B", "B speedup over A", "over fastest CPU"]
-    return f"{bench.FASTEST_CPU_NOTE}\n\n" + format_table(headers, rows, markdown=True)
+    return f"{bench.FASTEST_CPU_NOTE}\n\n" + markdown_table(headers, rows)
 
 
 def predicted_crossover(
@@ -145,10 +158,8 @@ def predicted_crossover(
     device at hand) against the targets compiled for the same widths: each target's
     predicted s/step per width, and the width above which it is predicted faster than
     each CPU measured here. "" without such compile-only records."""
-    params = {}  # the widths' trainable parameters, as the measured records count them
-    for rs in measured.values():
-        for r in rs:
-            params[_overrides(r)] = r["params"]["trainable"]
+    # The widths' trainable parameters, as the measured records count them.
+    params = {overrides(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
     model = next(iter(measured.values()))[0]["workload"]["model"]
     by_target: dict[str, dict[int, float]] = defaultdict(dict)
     for r in compiled(records):
@@ -158,38 +169,32 @@ def predicted_crossover(
             (w["model"], w["batch_size"], w.get("precision", "f32")) == (model, batch, precision)
             and fits_chip(r)
             and step
-            and _overrides(r) in params
+            and overrides(r) in params
         ):
-            by_target[target_name(r)][params[_overrides(r)]] = step
+            by_target[target_name(r)][params[overrides(r)]] = step
     if not by_target:
         return ""
     targets = sorted(by_target)
-    sizes = sorted({p for steps in by_target.values() for p in steps})
-    rows = [[f"{p:,}", *[seconds(by_target[t].get(p)) for t in targets]] for p in sizes]
-    table = format_table(["params", *[f"{t} (predicted)" for t in targets]], rows, markdown=True)
-    verdicts = []
-    for device, rs in sorted(measured.items()):
-        if rs[0]["device"]["platform"] != "cpu":
-            continue
-        cpu = sorted((r["params"]["trainable"], r["step_time_s"]["median"]) for r in rs)
-        for t in targets:
-            point = analysis.crossover_point(cpu, sorted(by_target[t].items()))
-            ends = analysis.faster_at_ends(cpu, sorted(by_target[t].items()))
-            side = {"A": f"{device} (measured)", "B": f"{t} (predicted)", "tie": "neither"}
-            at_ends = "-" if ends is None else f"{side[ends[0]]} / {side[ends[1]]}"
-            verdicts.append([device, t, "none" if point is None else f"{point:,.0f}", at_ends])
+    headers = ["params", *[f"{t} (predicted)" for t in targets]]
     text = (
         "Predicted s/step on devices not at hand (the roofline of the step compiled for "
-        "each target, not run):\n\n" + table
+        "each target, not run):\n\n" + markdown_table(headers, _by_params(by_target, targets))
     )
+    verdicts = [
+        _verdict(
+            _points(rs),
+            sorted(by_target[t].items()),
+            (device, t),
+            (f"{device} (measured)", f"{t} (predicted)"),
+        )[0]
+        for device, rs in sorted(measured.items())
+        if is_cpu(rs[0])
+        for t in targets
+    ]
     if verdicts:
-        headers = [
-            "A (measured)",
-            "B (predicted)",
-            "B predicted faster above (params)",
-            "faster at smallest / largest",
-        ]
-        text += "\n\n" + format_table(headers, verdicts, markdown=True)
+        headers = ["A (measured)", "B (predicted)", "B predicted faster above (params)"]
+        headers.append("faster at smallest / largest")
+        text += "\n\n" + markdown_table(headers, verdicts)
     return text
 
 

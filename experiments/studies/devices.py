@@ -19,24 +19,23 @@ from pathlib import Path
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
-    _acc,
-    _cell,
-    _image,
-    _images,
-    _median_step,
-    _ok,
-    _save,
-    _section,
-    _status,
-    _step,
-    _study,
-    _workload_key,
-    _workload_label,
-    accuracy,
+    cpu_pairs,
+    fmt_images,
+    fmt_status,
+    fmt_step,
+    fmt_test_acc,
+    image,
+    in_study,
+    median_step,
+    only_ok,
     pyplot,
+    save,
+    section,
+    workload_key,
+    workload_label,
 )
 from experiments.studies.base import SMOKE_TRAIN, Context, Record, Study, dataset_for
-from experiments.tables import format_table, seconds
+from experiments.tables import columns_table, markdown_table, seconds
 from experiments.workload import Workload
 
 
@@ -51,81 +50,64 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
-def _is_cpu(record: Record) -> bool:
-    return record["device"]["platform"] == "cpu"
-
-
 def _epoch_seconds(record: Record) -> float | None:
     """Median training seconds per epoch from the history (compile excluded)."""
     times = [e["train_time_s"] for e in record.get("history") or [] if e.get("train_time_s")]
     return statistics.median(times) if times else None
 
 
+COLUMNS = {
+    "workload": workload_label,
+    "device": device_label,
+    "s/step [p10-p90]": fmt_step,
+    "s/epoch": lambda r: seconds(_epoch_seconds(r)) if r["status"] == "ok" else "-",
+    "images/s": fmt_images,
+    "test acc": fmt_test_acc,
+    "status": fmt_status,
+}
+SPEEDUP_HEADERS = [
+    "workload",
+    "device",
+    "speedup per step",
+    "per step, over fastest CPU",
+    "speedup per epoch",
+]
+
+
+def _speedup_row(records: list[Record], base: Record, r: Record) -> list[str]:
+    epoch, base_epoch = _epoch_seconds(r), _epoch_seconds(base)
+    per_epoch = f"{base_epoch / epoch:.1f}x" if epoch and base_epoch else "-"
+    return [workload_label(r), device_label(r), *bench.speedups(records, base, r), per_epoch]
+
+
 def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 001/003: the same model, dataset and batch on every device."""
-    plt = pyplot()
-
-    rs = sorted(_study(records, "devices"), key=_workload_key)
+    rs = sorted(in_study(records, "devices"), key=workload_key)
     if not rs:
         return "", []
-    rows = [
-        [
-            _workload_label(r),
-            device_label(r),
-            _step(r),
-            seconds(_epoch_seconds(r)) if r["status"] == "ok" else "-",
-            _images(r),
-            _acc(accuracy(r)),
-            _status(r),
-        ]
-        for r in rs
-    ]
-    headers = ["workload", "device", "s/step [p10-p90]", "s/epoch", "images/s", "test acc"]
-    table = format_table([*headers, "status"], rows, markdown=True)
-    ok = _ok(rs)
-    cpu = {_cell(r): r for r in ok if _is_cpu(r)}
-    speedup_rows = []
-    for r in ok:
-        base = cpu.get(_cell(r))
-        if base is None or _is_cpu(r):
-            continue
-        epoch, base_epoch = _epoch_seconds(r), _epoch_seconds(base)
-        speedup_rows.append(
-            [
-                _workload_label(r),
-                device_label(r),
-                *bench.speedups(records, base, r),
-                f"{base_epoch / epoch:.1f}x" if epoch and base_epoch else "-",
-            ]
-        )
+    table = columns_table(rs, COLUMNS)
+    ok = only_ok(rs)
     speedups = ""
-    if speedup_rows:
-        headers = [
-            "workload",
-            "device",
-            "speedup per step",
-            "per step, over fastest CPU",
-            "speedup per epoch",
-        ]
+    if pairs := cpu_pairs(ok):
         speedups = (
             "Speedup over the CPU record of the same workload, and per step over the "
             f"fastest CPU figure for it. {bench.FASTEST_CPU_NOTE}\n\n"
-            + format_table(headers, speedup_rows, markdown=True)
+            + markdown_table(SPEEDUP_HEADERS, [_speedup_row(records, *p) for p in pairs])
         )
     if not ok:
-        return _section("Study: devices", table, speedups), []
-    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
-    names = [f"{_workload_label(r)}\n{device_label(r)}" for r in ok]
-    medians = [_median_step(r) for r in ok]
-    low = [_median_step(r) - r["step_time_s"]["p10"] for r in ok]
-    high = [r["step_time_s"]["p90"] - _median_step(r) for r in ok]
+        return section("Study: devices", table, speedups), []
+    fig, ax = pyplot().subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
+    names = [f"{workload_label(r)}\n{device_label(r)}" for r in ok]
+    medians = [median_step(r) for r in ok]
+    low = [median_step(r) - r["step_time_s"]["p10"] for r in ok]
+    high = [r["step_time_s"]["p90"] - median_step(r) for r in ok]
     ax.barh(names, medians, xerr=[low, high], capsize=3)
     ax.set(xscale="log", xlabel="s / step (median, p10-p90)")
     ax.tick_params(axis="y", labelsize="small")
     ax.invert_yaxis()
-    path = _save(fig, out / "study_devices.png")
+    path = save(fig, out / "study_devices.png")
     intro = "Same model, dataset and batch on every device (seeds 001 and 003)."
-    return _section("Study: devices", intro, table, speedups, _image("devices", path)), [path]
+    return section("Study: devices", intro, table, speedups, image("devices", path)), [path]
 
 
 STUDY = Study("devices", workloads=workloads, sections=(devices_study,))

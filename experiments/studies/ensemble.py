@@ -20,21 +20,21 @@ from pathlib import Path
 from experiments import analysis
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
-    _count_ticks,
-    _get,
-    _image,
-    _images,
-    _median_step,
-    _ok,
-    _save,
-    _section,
-    _status,
-    _step,
-    _study,
+    field,
+    fmt_images,
+    fmt_status,
+    fmt_step,
+    image,
+    in_study,
+    log_axes,
+    median_step,
+    only_ok,
     pyplot,
+    save,
+    section,
 )
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
-from experiments.tables import format_table
+from experiments.tables import markdown_table
 from experiments.workload import Workload
 
 ENSEMBLE_SIZES = (1, 4, 16)
@@ -75,12 +75,10 @@ def _ensemble(record: Record) -> tuple[int, str]:
 
 def ensemble_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 004: K models in one vmapped step vs K steps one after another."""
-    plt = pyplot()
-
-    rs = _study(records, "ensemble", kind="ensemble")
+    rs = in_study(records, "ensemble", kind="ensemble")
     if not rs:
         return "", []
-    ok = _ok(rs)
+    ok = only_ok(rs)
     by_key = {(device_label(r), model_label(r), *_ensemble(r)): r for r in ok}
     rows = []
     for r in sorted(rs, key=lambda r: (device_label(r), model_label(r), _ensemble(r))):
@@ -88,47 +86,35 @@ def ensemble_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         sequential = by_key.get((device_label(r), model_label(r), k, "sequential"))
         speedup = "-"
         if mode == "vmap" and sequential and r["status"] == "ok":
-            speedup = f"{_median_step(sequential) / _median_step(r):.2f}x"
+            speedup = f"{median_step(sequential) / median_step(r):.2f}x"
         synthetic = r["workload"].get("dataset") == "synthetic"  # no accuracy to show
-        per_model = [] if synthetic else _get(r, "ensemble", "test_accuracy") or []
-        summary = analysis.mean_spread(per_model)
-        rows.append(
-            [
-                device_label(r),
-                model_label(r),
-                k,
-                mode,
-                _step(r),
-                _images(r),
-                speedup,
-                "-" if summary is None else f"{summary[0]:.4f} ± {summary[1]:.4f}",
-                "-" if summary is None else f"{summary[2]:.4f}-{summary[3]:.4f}",
-                _status(r),
-            ]
-        )
+        per_model = [] if synthetic else field(r, "ensemble", "test_accuracy") or []
+        mean = spread = "-"
+        if (summary := analysis.mean_spread(per_model)) is not None:
+            mean = f"{summary[0]:.4f} ± {summary[1]:.4f}"
+            spread = f"{summary[2]:.4f}-{summary[3]:.4f}"
+        row = [device_label(r), model_label(r), k, mode, fmt_step(r), fmt_images(r), speedup]
+        rows.append([*row, mean, spread, fmt_status(r)])
     headers = ["device", "model", "K", "mode", "s/step (all K)", "images/s", "vmap speedup"]
-    table = format_table(
-        [*headers, "test acc mean ± sd", "test acc min-max", "status"], rows, markdown=True
-    )
+    headers += ["test acc mean ± sd", "test acc min-max", "status"]
+    table = markdown_table(headers, rows)
     if not ok:
-        return _section("Study: ensembles", table), []
+        return section("Study: ensembles", table), []
     curves: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for (device, model, k, mode), r in by_key.items():
         curves[f"{model} {mode} on {device}"].append((k, r["images_per_s"]))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for label, points in sorted(curves.items()):
         ax.plot(*zip(*sorted(points), strict=True), marker="o", label=label)
-    ax.set(xscale="log", yscale="log", xlabel="models trained at once (K)", ylabel="images / s")
-    _count_ticks(ax, [k for _, _, k, _ in by_key])
-    ax.set_title("Ensembles: one vmapped step vs K sequential steps")
-    ax.legend(fontsize="x-small")
-    path = _save(fig, out / "study_ensemble.png")
+    title = "Ensembles: one vmapped step vs K sequential steps"
+    log_axes(ax, "models trained at once (K)", "images / s", title, [k for _, _, k, _ in by_key])
+    path = save(fig, out / "study_ensemble.png")
     intro = (
         "K models with different seeds and learning rates (seed 004). images/s counts the "
         "images all K models process; the vmap speedup is sequential s/step over vmap "
         "s/step at the same K."
     )
-    return _section("Study: ensembles", intro, table, _image("ensemble", path)), [path]
+    return section("Study: ensembles", intro, table, image("ensemble", path)), [path]
 
 
 STUDY = Study("ensemble", workloads=workloads, sections=(ensemble_study,))

@@ -19,20 +19,20 @@ from pathlib import Path
 
 from experiments.labels import device_label
 from experiments.studies._common import (
-    _batch_size,
-    _count_ticks,
-    _get,
-    _image,
-    _ok,
-    _pct,
-    _save,
-    _section,
-    _step,
-    _study,
+    batch_size,
+    field,
+    fmt_pct,
+    fmt_step,
+    image,
+    in_study,
+    log_axes,
+    only_ok,
     pyplot,
+    save,
+    section,
 )
 from experiments.studies.base import Context, Record, Study
-from experiments.tables import format_table
+from experiments.tables import markdown_table
 from experiments.workload import Workload
 
 MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
@@ -66,56 +66,43 @@ def workloads(ctx: Context) -> list[Workload]:
 
 
 def _matmul_n(record: Record) -> int:
-    return _get(record, "matmul", "n") or _batch_size(record)
+    return field(record, "matmul", "n") or batch_size(record)
 
 
 def matmul_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 004: square matmul TFLOP/s vs size and dtype, against the vendor peak."""
-    plt = pyplot()
-
     groups: dict[tuple, list[Record]] = defaultdict(list)
-    for r in _ok(_study(records, "matmul", kind="matmul")):
-        if _get(r, "matmul", "tflops") is not None:
-            dtype = _get(r, "matmul", "dtype") or r["workload"].get("precision")
+    for r in only_ok(in_study(records, "matmul", kind="matmul")):
+        if field(r, "matmul", "tflops") is not None:
+            dtype = field(r, "matmul", "dtype") or r["workload"].get("precision")
             key = (device_label(r), dtype, r["workload"].get("matmul_precision") or "default")
             groups[key].append(r)
     if not groups:
         return "", []
     rows = []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for (device, dtype, precision), rs in sorted(groups.items()):
         rs.sort(key=_matmul_n)
         label = f"{device} {dtype}" + ("" if precision == "default" else f" ({precision})")
-        line = ax.plot(
-            [_matmul_n(r) for r in rs], [r["matmul"]["tflops"] for r in rs], marker="o", label=label
-        )[0]
-        peak = _get(rs[0], "mfu", "vendor_peak_tflops")
+        tflops = [r["matmul"]["tflops"] for r in rs]
+        line = ax.plot([_matmul_n(r) for r in rs], tflops, marker="o", label=label)[0]
+        peak = field(rs[0], "mfu", "vendor_peak_tflops")
         if peak:
-            vendor = _get(rs[0], "mfu", "vendor_precision")
+            vendor = field(rs[0], "mfu", "vendor_precision")
             ax.axhline(peak, color=line.get_color(), linestyle="--", linewidth=1)
             ax.annotate(f"{vendor} peak", (0, peak), xycoords=("axes fraction", "data"), fontsize=7)
-        for r in rs:
-            rows.append(
-                [
-                    device,
-                    dtype,
-                    precision,
-                    _matmul_n(r),
-                    _step(r),
-                    f"{r['matmul']['tflops']:.4g}",
-                    f"{peak:g} {_get(r, 'mfu', 'vendor_precision')}" if peak else "-",
-                    _pct(r["matmul"]["tflops"] / peak) if peak else "-",
-                ]
-            )
-    ax.set(xscale="log", yscale="log", xlabel="n (n x n @ n x n)", ylabel="TFLOP/s")
-    _count_ticks(ax, [_matmul_n(r) for rs in groups.values() for r in rs])
-    ax.set_title("Matmul throughput (dashed: vendor peak where known)")
-    ax.legend(fontsize="x-small")
-    path = _save(fig, out / "study_matmul.png")
+        for r, rate in zip(rs, tflops, strict=True):
+            vendor_peak = f"{peak:g} {field(r, 'mfu', 'vendor_precision')}" if peak else "-"
+            row = [device, dtype, precision, _matmul_n(r), fmt_step(r), f"{rate:.4g}"]
+            rows.append([*row, vendor_peak, fmt_pct(rate / peak) if peak else "-"])
+    ticks = [_matmul_n(r) for rs in groups.values() for r in rs]
+    title = "Matmul throughput (dashed: vendor peak where known)"
+    log_axes(ax, "n (n x n @ n x n)", "TFLOP/s", title, ticks)
+    path = save(fig, out / "study_matmul.png")
     headers = ["device", "dtype", "matmul precision", "n", "s/matmul", "TFLOP/s"]
-    table = format_table([*headers, "vendor peak", "of peak"], rows, markdown=True)
+    table = markdown_table([*headers, "vendor peak", "of peak"], rows)
     intro = "Square matmuls, 2 n^3 FLOPs each, per dtype and device (seed 004)."
-    return _section("Study: matmul", intro, table, _image("matmul", path)), [path]
+    return section("Study: matmul", intro, table, image("matmul", path)), [path]
 
 
 STUDY = Study("matmul", workloads=workloads, sections=(matmul_study,))

@@ -18,23 +18,24 @@ from pathlib import Path
 
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
-    _acc,
-    _image,
-    _images,
-    _median_step,
-    _ok,
-    _save,
-    _section,
-    _status,
-    _step,
-    _study,
-    _workload_key,
-    _workload_label,
     accuracy,
+    epoch_ticks,
+    fmt_images,
+    fmt_status,
+    fmt_step,
+    fmt_test_acc,
+    image,
+    in_study,
+    median_step,
+    only_ok,
     pyplot,
+    save,
+    section,
+    workload_key,
+    workload_label,
 )
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
-from experiments.tables import format_table
+from experiments.tables import columns_table
 from experiments.workload import Workload
 
 
@@ -64,39 +65,36 @@ def _variant(record: Record) -> str:
     return w.get("precision", "f32") + (f", matmul {matmul}" if matmul else "")
 
 
+COLUMNS = {
+    "device": device_label,
+    "workload": workload_label,
+    "precision": _variant,
+    "s/step [p10-p90]": fmt_step,
+    "images/s": fmt_images,
+    "test acc": fmt_test_acc,
+    "test loss": lambda r: (
+        f"{r['test_loss']:.4f}" if accuracy(r) is not None and r.get("test_loss") else "-"
+    ),
+    "status": fmt_status,
+}
+
+
 def precision_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Same accuracy in f32 and bf16 (and with TF32 on and off)?"""
-    from matplotlib.ticker import MaxNLocator
-
-    plt = pyplot()
-
     rs = sorted(
-        _study(records, "precision"),
-        key=lambda r: (device_label(r), _workload_key(r), _variant(r)),
+        in_study(records, "precision"),
+        key=lambda r: (device_label(r), workload_key(r), _variant(r)),
     )
     if not rs:
         return "", []
-    rows = [
-        [
-            device_label(r),
-            _workload_label(r),
-            _variant(r),
-            _step(r),
-            _images(r),
-            _acc(accuracy(r)),
-            f"{r['test_loss']:.4f}" if accuracy(r) is not None and r.get("test_loss") else "-",
-            _status(r),
-        ]
-        for r in rs
-    ]
-    headers = ["device", "workload", "precision", "s/step [p10-p90]", "images/s", "test acc"]
-    table = format_table([*headers, "test loss", "status"], rows, markdown=True)
-    ok = _ok(rs)
+    table = columns_table(rs, COLUMNS)
+    ok = only_ok(rs)
     if not ok:
-        return _section("Study: precision", table), []
-    fig, (step_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 0.8 + max(3.5, 0.45 * len(ok))))
+        return section("Study: precision", table), []
+    height = 0.8 + max(3.5, 0.45 * len(ok))
+    fig, (step_ax, acc_ax) = pyplot().subplots(1, 2, figsize=(11, height))
     names = [f"{device_label(r)}\n{model_label(r)} {_variant(r)}" for r in ok]
-    step_ax.barh(names, [_median_step(r) for r in ok])
+    step_ax.barh(names, [median_step(r) for r in ok])
     step_ax.set(xscale="log", xlabel="s / step (median)")
     step_ax.tick_params(axis="y", labelsize="x-small")
     step_ax.invert_yaxis()
@@ -105,16 +103,16 @@ def precision_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         if accuracy(r) is not None and history:
             epochs = [e["epoch"] for e in history]
             acc_ax.plot(epochs, [e.get("test_accuracy") for e in history], marker="o", label=name)
-    acc_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    epoch_ticks(acc_ax)
     acc_ax.set(xlabel="epoch", ylabel="test accuracy")
     if acc_ax.lines:
         acc_ax.legend(fontsize="x-small")
-    path = _save(fig, out / "study_precision.png")
+    path = save(fig, out / "study_precision.png")
     intro = (
         "Compute dtype f32 vs bf16 (parameters and optimizer state stay f32), and f32 "
         "matmuls at JAX's default precision vs highest where recorded."
     )
-    return _section("Study: precision", intro, table, _image("precision", path)), [path]
+    return section("Study: precision", intro, table, image("precision", path)), [path]
 
 
 STUDY = Study("precision", workloads=workloads, sections=(precision_study,))

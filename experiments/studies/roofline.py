@@ -26,9 +26,18 @@ from typing import Any
 
 from experiments.labels import device_label, model_label
 from experiments.studies import bench
+from experiments.studies._common import (
+    batch_size,
+    fmt_step,
+    latest_by,
+    median_step,
+    overrides,
+    precision_of,
+    study_of,
+)
 from experiments.studies.base import Context, Record, Study
 from experiments.studies.targets import compiled, not_compiled, target_field
-from experiments.tables import format_table, seconds, si
+from experiments.tables import markdown_table, seconds, si
 from experiments.workload import Workload
 
 
@@ -51,7 +60,14 @@ def _ratio(record: Record, predicted: dict[str, Any] | None) -> float | None:
     step = (predicted or {}).get("step_time_s")
     if not step or record["status"] != "ok":
         return None
-    return record["step_time_s"]["median"] / step
+    return median_step(record) / step
+
+
+def _versus(record: Record, predicted: dict[str, Any] | None) -> list[str]:
+    """[predicted s/step, measured / predicted] for one prediction of `record`."""
+    ratio = _ratio(record, predicted)
+    step = seconds((predicted or {}).get("step_time_s"))
+    return [step, "-" if ratio is None else f"{ratio:.2f}"]
 
 
 def _rates(predicted: dict[str, Any]) -> str:
@@ -68,42 +84,49 @@ def _rates(predicted: dict[str, Any]) -> str:
 
 
 def _chip_key(record: Record) -> tuple:
-    w = record["workload"]
-    overrides = tuple(sorted((w.get("model_overrides") or {}).items()))
-    return w["model"], overrides, w["batch_size"], w.get("precision", "f32")
+    return record["workload"]["model"], overrides(record), batch_size(record), precision_of(record)
 
 
-def _compile_pairs(records: list[Record]) -> dict[tuple, Record]:
-    """(chip, chips, workload) -> the compile-only record that predicts it."""
-    pairs = {}
-    for r in compiled(records):
-        if r["status"] == "ok" and (r.get("prediction") or {}).get("step_time_s"):
-            pairs[(target_field(r, "chip"), target_field(r, "chips"), *_chip_key(r))] = r
-    return pairs
-
-
-def _measured_chip(record: Record) -> tuple:
-    return ((record.get("mfu") or {}).get("chip"), record["device"]["count"], *_chip_key(record))
-
-
-def _ratio_spread(values: list[float]) -> str:
-    if not values:
-        return ""
-    return (
-        f"median {statistics.median(values):.3g}, range {min(values):.3g}-{max(values):.3g} "
-        f"over {len(values)} record(s)"
-    )
+def _has_prediction(record: Record) -> bool:
+    return record["status"] == "ok" and bool((record.get("prediction") or {}).get("step_time_s"))
 
 
 def predicted_measured(records: list[Record]) -> list[Record]:
     """The latest ok measured record per device and cell that carries a prediction."""
-    chosen: dict[tuple, Record] = {}
-    for r in sorted(not_compiled(records), key=lambda r: str(r["env"].get("utc_time") or "")):
-        if r["status"] == "ok" and (r.get("prediction") or {}).get("step_time_s"):
-            w = r["workload"]
-            key = (device_label(r), w.get("study"), model_label(r), *_chip_key(r), w["strategy"])
-            chosen[key] = r
-    return list(chosen.values())
+    return latest_by(
+        [r for r in not_compiled(records) if _has_prediction(r)],
+        lambda r: (
+            device_label(r),
+            study_of(r),
+            model_label(r),
+            *_chip_key(r),
+            r["workload"]["strategy"],
+        ),
+    )
+
+
+INTRO = (
+    "Every measured record with a prediction: the step time measured on the device "
+    "(median of the record's timed steps, p10-p90) beside the step time predicted "
+    "for it by a roofline of the same compiled step, computed in the same run "
+    "(`predicted`: from that run's measured matmul ceiling for the step's dtype and "
+    "its measured memory bandwidth; `predicted, datasheet`: from the vendor's figures, "
+    "where the chip has them; `predicted, target compile`: the compile-only record of "
+    "the same workload for the same chip and chip count). `measured / predicted` is "
+    "the method's error: at least 1 where the roofline is a true lower bound; the "
+    "bound names the side (compute or memory) that sets the prediction."
+)
+HEADERS = [
+    "study",
+    "model",
+    "batch",
+    "precision",
+    "measured s/step [p10-p90]",
+    "predicted s/step",
+    "measured / predicted",
+    "bound (predicted)",
+    "predicted from",
+]
 
 
 def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -116,85 +139,57 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             "(`python -m experiments.run --study=roofline` writes them).",
             [],
         )
-    pairs = _compile_pairs(records)
+    # (chip, chips, workload) -> the compile-only record that predicts it
+    pairs = {
+        (target_field(r, "chip"), target_field(r, "chips"), *_chip_key(r)): r
+        for r in compiled(records)
+        if _has_prediction(r)
+    }
     by_device: dict[str, list[Record]] = defaultdict(list)
     for r in rs:
         by_device[device_label(r)].append(r)
-    intro = (
-        "Every measured record with a prediction: the step time measured on the device "
-        "(median of the record's timed steps, p10-p90) beside the step time predicted "
-        "for it by a roofline of the same compiled step, computed in the same run "
-        "(`predicted`: from that run's measured matmul ceiling for the step's dtype and "
-        "its measured memory bandwidth; `predicted, datasheet`: from the vendor's figures, "
-        "where the chip has them; `predicted, target compile`: the compile-only record of "
-        "the same workload for the same chip and chip count). `measured / predicted` is "
-        "the method's error: at least 1 where the roofline is a true lower bound; the "
-        "bound names the side (compute or memory) that sets the prediction."
-    )
-    parts = [title, intro]
+    parts = [title, INTRO]
     for device in sorted(by_device):
         group = sorted(
             by_device[device],
-            key=lambda r: (
-                str(r["workload"].get("study")),
-                model_label(r),
-                r["workload"]["batch_size"],
-                r["workload"].get("precision", "f32"),
-            ),
+            key=lambda r: (str(study_of(r)), model_label(r), batch_size(r), precision_of(r)),
         )
         vendor = any(r.get("prediction_vendor") for r in group)
-        paired = {id(r): pairs.get(_measured_chip(r)) for r in group}
+        paired = {
+            id(r): pairs.get(
+                ((r.get("mfu") or {}).get("chip"), r["device"]["count"], *_chip_key(r))
+            )
+            for r in group
+        }
         target = any(paired.values())
-        rows, ratios = [], []
+        rows = []
         for r in group:
             predicted = r["prediction"]
-            ratio = _ratio(r, predicted)
-            ratios.append(ratio)
-            step = r["step_time_s"]
-            row = [
-                r["workload"].get("study") or "-",
-                model_label(r),
-                r["workload"]["batch_size"],
-                r["workload"].get("precision", "f32"),
-                f"{seconds(step['median'])} [{seconds(step['p10'])}-{seconds(step['p90'])}]",
-                seconds(predicted["step_time_s"]),
-                f"{ratio:.2f}",
-                predicted.get("bound") or "-",
-                _rates(predicted),
-            ]
+            row = [study_of(r) or "-", model_label(r), batch_size(r), precision_of(r), fmt_step(r)]
+            row += _versus(r, predicted)
+            row += [predicted.get("bound") or "-", _rates(predicted)]
             if vendor:
-                other = r.get("prediction_vendor")
-                other_ratio = _ratio(r, other)
-                row += [
-                    seconds((other or {}).get("step_time_s")),
-                    "-" if other_ratio is None else f"{other_ratio:.2f}",
-                ]
+                row += _versus(r, r.get("prediction_vendor"))
             if target:
-                pair = paired[id(r)]
-                pair_prediction = (pair or {}).get("prediction")
-                pair_ratio = _ratio(r, pair_prediction)
-                row += [
-                    seconds((pair_prediction or {}).get("step_time_s")),
-                    "-" if pair_ratio is None else f"{pair_ratio:.2f}",
-                ]
+                row += _versus(r, (paired[id(r)] or {}).get("prediction"))
             rows.append(row)
-        headers = [
-            "study",
-            "model",
-            "batch",
-            "precision",
-            "measured s/step [p10-p90]",
-            "predicted s/step",
-            "measured / predicted",
-            "bound (predicted)",
-            "predicted from",
-        ]
+        headers = list(HEADERS)
         if vendor:
             headers += ["predicted s/step, datasheet", "measured / predicted, datasheet"]
         if target:
             headers += ["predicted s/step, target compile", "measured / predicted, target compile"]
-        summary = f"measured / predicted: {_ratio_spread([x for x in ratios if x is not None])}."
-        parts += [f"### {device}", format_table(headers, rows, markdown=True), summary]
+        ratios = [x for r in group if (x := _ratio(r, r["prediction"])) is not None]
+        spread = ""
+        if ratios:
+            spread = (
+                f"median {statistics.median(ratios):.3g}, range {min(ratios):.3g}-"
+                f"{max(ratios):.3g} over {len(ratios)} record(s)"
+            )
+        parts += [
+            f"### {device}",
+            markdown_table(headers, rows),
+            f"measured / predicted: {spread}.",
+        ]
     return "\n\n".join(parts), []
 
 

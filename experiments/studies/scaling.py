@@ -21,22 +21,22 @@ from pathlib import Path
 from experiments import analysis
 from experiments.labels import model_label
 from experiments.studies._common import (
-    _batch_size,
-    _count_ticks,
-    _image,
-    _images,
-    _ok,
-    _overrides,
-    _pct,
-    _save,
-    _section,
-    _step,
-    _study,
+    batch_size,
+    fmt_images,
+    fmt_pct,
+    fmt_step,
+    image,
+    in_study,
+    log_axes,
+    only_ok,
+    overrides,
     pyplot,
+    save,
+    section,
 )
 from experiments.studies.base import TINY_MLP, Context, Record, Study
 from experiments.studies.targets import compiled, fits_chip, memory_cell, target_field, target_name
-from experiments.tables import format_table, seconds
+from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
 
 
@@ -89,10 +89,9 @@ def chip_label(record: Record) -> str:
 
 def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Seed 001: data parallelism over 1..N devices, weak and strong."""
-    plt = pyplot()
-
+    measured = only_ok(in_study(records, "scaling"))
     groups: dict[tuple, dict[int, Record]] = defaultdict(dict)
-    for r in _ok(_study(records, "scaling")):
+    for r in measured:
         w = r["workload"]
         key = (w.get("scaling") or "-", model_label(r), w["strategy"], chip_label(r))
         groups[key][r["device"]["count"]] = r
@@ -100,51 +99,48 @@ def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         return "", []
     rows = []
     modes = sorted({key[0] for key in groups})
-    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4.5), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(modes), figsize=(5.5 * len(modes), 4.5), squeeze=False)
     for (mode, model, strategy, chip), by_count in sorted(groups.items()):
         throughput = {n: r["images_per_s"] for n, r in by_count.items()}
         efficiency = analysis.scaling_efficiency(throughput)
         for n, r in sorted(by_count.items()):
-            rows.append(
-                [
-                    mode,
-                    model,
-                    strategy,
-                    chip,
-                    n,
-                    _batch_size(r),
-                    _step(r),
-                    _images(r),
-                    _pct(efficiency.get(n)),
-                ]
-            )
+            row = [mode, model, strategy, chip, n, batch_size(r), fmt_step(r), fmt_images(r)]
+            rows.append([*row, fmt_pct(efficiency.get(n))])
         ax = axes[0][modes.index(mode)]
         counts = sorted(throughput)
-        line = ax.plot(
-            counts,
-            [throughput[n] for n in counts],
-            marker="o",
-            label=f"{model} {strategy} on {chip}",
-        )[0]
+        label = f"{model} {strategy} on {chip}"
+        line = ax.plot(counts, [throughput[n] for n in counts], marker="o", label=label)[0]
         if 1 in throughput:  # perfect scaling from the one-device point
             ideal = [n * throughput[1] for n in counts]
             ax.plot(counts, ideal, linestyle="--", color=line.get_color(), linewidth=1)
-    for mode, row in zip(modes, axes[0], strict=True):
-        row.set(xscale="log", yscale="log", xlabel="devices", ylabel="images / s")
-        _count_ticks(row, [n for key, by in groups.items() if key[0] == mode for n in by])
-        row.set_title(f"{mode} scaling (dashed: N x one device)")
-        row.legend(fontsize="x-small")
-    path = _save(fig, out / "study_scaling.png")
+    for mode, ax in zip(modes, axes[0], strict=True):
+        counts = [n for key, by in groups.items() if key[0] == mode for n in by]
+        log_axes(ax, "devices", "images / s", f"{mode} scaling (dashed: N x one device)", counts)
+    path = save(fig, out / "study_scaling.png")
     headers = ["scaling", "model", "strategy", "device", "N", "global batch", "s/step"]
-    table = format_table([*headers, "images/s", "efficiency"], rows, markdown=True)
+    table = markdown_table([*headers, "images/s", "efficiency"], rows)
     intro = (
         "Throughput over N devices (seed 001's recipe: replicate, split the batch, "
         "average gradients). Weak scaling keeps the per-device batch: efficiency = "
         "images/s at N / (N x images/s on one). Strong scaling keeps the global batch: "
         "efficiency = speedup at N / N, the same ratio of throughputs."
     )
-    predicted = predicted_scaling(records, _ok(_study(records, "scaling")))
-    return _section("Study: scaling", intro, table, predicted, _image("scaling", path)), [path]
+    predicted = predicted_scaling(records, measured)
+    return section("Study: scaling", intro, table, predicted, image("scaling", path)), [path]
+
+
+PREDICTED_HEADERS = [
+    "scaling",
+    "model",
+    "chip",
+    "target",
+    "chips",
+    "global batch",
+    "memory per chip (compiled)",
+    "s/step (predicted)",
+    "images/s (predicted)",
+    "efficiency (predicted)",
+]
 
 
 def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
@@ -159,19 +155,19 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
         w = r["workload"]
         mode = w.get("scaling") or "weak"
         size = w["batch_size"] // r["device"]["count"] if mode == "weak" else w["batch_size"]
-        wanted.add((mode, w["model"], _overrides(r), w.get("precision", "f32"), size))
+        wanted.add((mode, w["model"], overrides(r), w.get("precision", "f32"), size))
     groups: dict[tuple, dict[int, Record]] = defaultdict(dict)
     for r in compiled(records):
         w = r["workload"]
         chips = target_field(r, "chips") or 1
         for mode, size in (("weak", w["batch_size"] // chips), ("strong", w["batch_size"])):
-            key = (mode, w["model"], _overrides(r), w.get("precision", "f32"), size)
+            key = (mode, w["model"], overrides(r), w.get("precision", "f32"), size)
             if key in wanted and (mode == "strong" or w["batch_size"] % chips == 0):
                 groups[(*key, target_field(r, "chip"))][chips] = r
     if not groups:
         return ""
     rows = []
-    for (mode, model, overrides, precision, _size, chip), by_chips in sorted(
+    for (mode, model, changed, precision, _size, chip), by_chips in sorted(
         groups.items(), key=lambda item: tuple(map(str, item[0]))
     ):
         images = {
@@ -180,9 +176,9 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
             if fits_chip(r) and (r.get("prediction") or {}).get("images_per_s")
         }
         efficiency = analysis.scaling_efficiency(images)
-        name = model + "".join(f" {k}={v}" for k, v in overrides)
+        name = model + "".join(f" {k}={v}" for k, v in changed)
         for n, r in sorted(by_chips.items()):
-            predicted = r.get("prediction") or {}
+            step = (r.get("prediction") or {}).get("step_time_s")
             rows.append(
                 [
                     mode,
@@ -190,30 +186,18 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
                     chip or "-",
                     target_name(r),
                     n,
-                    r["workload"]["batch_size"],
+                    batch_size(r),
                     memory_cell(r),
-                    seconds(predicted.get("step_time_s")) if fits_chip(r) else "-",
+                    seconds(step) if fits_chip(r) else "-",
                     f"{images[n]:,.0f}" if n in images else "-",
-                    "-" if n not in efficiency else f"{100 * efficiency[n]:.3g}%",
+                    fmt_pct(efficiency.get(n)),
                 ]
             )
-    headers = [
-        "scaling",
-        "model",
-        "chip",
-        "target",
-        "chips",
-        "global batch",
-        "memory per chip (compiled)",
-        "s/step (predicted)",
-        "images/s (predicted)",
-        "efficiency (predicted)",
-    ]
     return (
         "The same workloads compiled for devices not at hand (sharded over each target's "
         "chips, not run): memory per chip as compiled, step time and images/s as the "
         "roofline predicts them, efficiency as above against one chip of the same kind:"
-        "\n\n" + format_table(headers, rows, markdown=True)
+        "\n\n" + markdown_table(PREDICTED_HEADERS, rows)
     )
 
 

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.labels import device_label, model_label, workload_kind
-from experiments.studies._common import pyplot
+from experiments.studies._common import latest_by, pyplot, save
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
-from experiments.tables import format_table, seconds
+from experiments.tables import columns_table, seconds
 from experiments.workload import Workload
 
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;
@@ -99,15 +99,6 @@ def _in_study(record: Record) -> bool:
 
 def _usable(record: Record) -> bool:
     return record["status"] == "ok" and record.get("test_accuracy") is not None
-
-
-def _latest_per_key(records: list[Record]) -> list[Record]:
-    """The latest record per config_key (workload + device), so a rerun replaces a run
-    rather than adding a seed, and an OOM that later ran ok no longer counts as failed."""
-    chosen: dict[str, Record] = {}
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
-        chosen[r.get("config_key") or r["run_id"]] = r
-    return list(chosen.values())
 
 
 def _workload_id(record: Record) -> str:
@@ -197,7 +188,11 @@ def speedrun_groups(records: list[Record]) -> list[Summary]:
     """One summary per configuration (device, model, dataset, precision, batch, lr,
     schedule, epochs), seeds pooled, sorted by device then median training time;
     [] when no speedrun record is usable."""
-    ours = _latest_per_key([r for r in records if _in_study(r)])
+    # The latest record per config_key (workload + device), so a rerun replaces a run
+    # rather than adding a seed, and an OOM that later ran ok no longer counts as failed.
+    ours = latest_by(
+        [r for r in records if _in_study(r)], lambda r: r.get("config_key") or r["run_id"]
+    )
     ok = [r for r in ours if _usable(r)]
     if not ok:
         return []
@@ -254,31 +249,23 @@ def _lr(value: float) -> str:
     return f"{value:g}"
 
 
-def speedrun_table(summaries: list[Summary]) -> str:
-    rows = [
-        [
-            s["device"],
-            s["model"],
-            s["dataset"],
-            s["precision"],
-            s["batch_size"],
-            _lr(s["learning_rate"]),
-            s["schedule"],
-            s["epochs"],
-            s["seeds"],
-            _accuracy(s),
-            f"{s['reached']}/{s['seeds']}",
-            _time(s),
-            seconds(s["compile_median"]),
-            _images_median(s),
-            s["failed"],
-        ]
-        for s in summaries
-    ]
-    headers = ["device", "model", "dataset", "precision", "batch", "lr", "schedule"]
-    headers += ["epochs", "seeds", "test accuracy", f">= {TARGET:.0%}", "training time"]
-    headers += ["compile", "training images/s", "failed"]
-    return format_table(headers, rows, markdown=True)
+TABLE_COLUMNS = {
+    "device": lambda s: s["device"],
+    "model": lambda s: s["model"],
+    "dataset": lambda s: s["dataset"],
+    "precision": lambda s: s["precision"],
+    "batch": lambda s: s["batch_size"],
+    "lr": lambda s: _lr(s["learning_rate"]),
+    "schedule": lambda s: s["schedule"],
+    "epochs": lambda s: s["epochs"],
+    "seeds": lambda s: s["seeds"],
+    "test accuracy": _accuracy,
+    f">= {TARGET:.0%}": lambda s: f"{s['reached']}/{s['seeds']}",
+    "training time": _time,
+    "compile": lambda s: seconds(s["compile_median"]),
+    "training images/s": _images_median,
+    "failed": lambda s: s["failed"],
+}
 
 
 def _configuration(s: Summary) -> str:
@@ -351,8 +338,7 @@ def _verdict_items(records: list[Record], summaries: list[Summary]) -> str:
 def _speedrun_plot(summaries: list[Summary], path: Path) -> Path:
     from matplotlib.ticker import FuncFormatter
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = pyplot().subplots(figsize=(8, 5))
     devices = sorted({s["device"] for s in summaries if s["seeds"]})
     colors = {d: f"C{i}" for i, d in enumerate(devices)}
     for s in summaries:
@@ -380,10 +366,7 @@ def _speedrun_plot(summaries: list[Summary], path: Path) -> Path:
     )
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.5, not 10^-1
     ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save(fig, path, bbox_inches="tight")
 
 
 INTRO = (
@@ -408,7 +391,7 @@ def speedrun_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     parts = [
         "## Study: speedrun",
         INTRO,
-        speedrun_table(summaries),
+        columns_table(summaries, TABLE_COLUMNS),
         _verdict_items(records, summaries),
         f"![speedrun]({path.name})",
     ]

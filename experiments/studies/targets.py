@@ -30,9 +30,17 @@ from typing import Any
 
 from experiments import analysis
 from experiments.labels import model_label, workload_kind
-from experiments.studies._common import _gib, pyplot
+from experiments.studies._common import (
+    batch_size,
+    capacity_lines,
+    latest_by,
+    precision_of,
+    pyplot,
+    save,
+)
 from experiments.studies.base import Record, Study
-from experiments.tables import format_table
+from experiments.tables import binary_bytes as gib
+from experiments.tables import markdown_table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,13 +106,10 @@ def is_compiled(record: Record) -> bool:
 
 def compiled(records: list[Record]) -> list[Record]:
     """The compile-only records (compiled for a target, not run): the latest per cell."""
-    chosen: dict[tuple, Record] = {}
-    for r in sorted(records, key=lambda r: str(r["env"].get("utc_time") or "")):
-        if is_compiled(r):
-            w = r["workload"]
-            key = (target_name(r), model_label(r), w["batch_size"], w.get("precision", "f32"))
-            chosen[key] = r
-    return list(chosen.values())
+    return latest_by(
+        [r for r in records if is_compiled(r)],
+        lambda r: (target_name(r), model_label(r), batch_size(r), precision_of(r)),
+    )
 
 
 def not_compiled(records: list[Record]) -> list[Record]:
@@ -120,9 +125,9 @@ def target_field(record: Record, key: str) -> Any:
     return (record.get("target") or {}).get(key)
 
 
-def _total(record: Record) -> int | None:
+def _total(record: Record | None) -> int | None:
     """Compiled memory per chip, where the compiler answered (ok and oom alike)."""
-    if record["status"] not in ("ok", "oom"):
+    if record is None or record["status"] not in ("ok", "oom"):
         return None
     return (record.get("memory") or {}).get("total_bytes")
 
@@ -141,9 +146,9 @@ def memory_cell(record: Record | None) -> str:
         return "-"
     total = _total(record)
     if record["status"] == "ok" and total is not None:
-        return _gib(total)
+        return gib(total)
     if record["status"] == "oom" and total is not None:
-        return f"{_gib(total)} (over)"
+        return f"{gib(total)} (over)"
     return record["status"]
 
 
@@ -153,14 +158,14 @@ def _is_doubling(batch: int, chips: int) -> bool:
     return per_chip > 0 and batch % max(chips, 1) == 0 and per_chip & (per_chip - 1) == 0
 
 
-def _by_model(rs: list[Record]) -> dict[str, dict[tuple[str, str], dict[int, Record]]]:
-    """model -> (target, precision) -> global batch -> record."""
-    grouped: dict[str, dict[tuple[str, str], dict[int, Record]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
+# model -> (target, precision) -> global batch -> record
+ByModel = dict[str, dict[tuple[str, str], dict[int, Record]]]
+
+
+def _by_model(rs: list[Record]) -> ByModel:
+    grouped: ByModel = defaultdict(lambda: defaultdict(dict))
     for r in rs:
-        w = r["workload"]
-        grouped[model_label(r)][(target_name(r), w.get("precision", "f32"))][w["batch_size"]] = r
+        grouped[model_label(r)][(target_name(r), precision_of(r))][batch_size(r)] = r
     return grouped
 
 
@@ -168,8 +173,7 @@ def _row_order(rows: dict[tuple[str, str], dict[int, Record]]) -> list[tuple[str
     # TPUs, then GPUs, then anything else; within each, by name, then f32 before bf16.
     def key(item: tuple[str, str]) -> tuple:
         name, precision = item
-        first = next(iter(rows[item].values()))
-        platform = target_field(first, "platform") or ""
+        platform = target_field(_first(rows[item]), "platform") or ""
         return ({"tpu": 0, "gpu": 1}.get(platform, 2), name, precision != "f32", precision)
 
     return sorted(rows, key=key)
@@ -187,56 +191,61 @@ def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record 
     )
 
 
+def _first(by_batch: dict[int, Record]) -> Record:
+    return next(iter(by_batch.values()))
+
+
 def _chips(by_batch: dict[int, Record]) -> int:
-    return target_field(next(iter(by_batch.values())), "chips") or 1
+    return target_field(_first(by_batch), "chips") or 1
 
 
 def _matrix(rows, order, per_chip, cell) -> str:
     """Rows: targets; columns: batch per chip (the global batch is that x chips)."""
-    body = [
-        [name, precision, _chips(rows[(name, precision)])]
-        + [cell(rows[(name, precision)].get(b * _chips(rows[(name, precision)]))) for b in per_chip]
-        for name, precision in order
-    ]
-    return format_table(["target", "precision", "chips", *map(str, per_chip)], body, markdown=True)
+    body = []
+    for name, precision in order:
+        by_batch = rows[(name, precision)]
+        chips = _chips(by_batch)
+        body.append([name, precision, chips, *[cell(by_batch.get(b * chips)) for b in per_chip]])
+    return markdown_table(["target", "precision", "chips", *map(str, per_chip)], body)
+
+
+LARGEST_HEADERS = [
+    "target",
+    "precision",
+    "chips",
+    "memory per chip (datasheet)",
+    "largest batch that fits (compiled)",
+    "its memory per chip (compiled)",
+    "smallest batch over (compiled)",
+    "its memory per chip (compiled)",
+    "images/s at the largest (predicted)",
+]
 
 
 def _largest_table(rows, order) -> str:
     body = []
     for name, precision in order:
-        by_batch = rows[(name, precision)]
-        first = next(iter(by_batch.values()))
-        best, over = largest_fitting(by_batch)
+        first = _first(rows[(name, precision)])
+        best, over = largest_fitting(rows[(name, precision)])
         body.append(
             [
                 name,
                 precision,
                 target_field(first, "chips") or "-",
-                _gib(target_field(first, "memory_per_chip_bytes")),
-                "none" if best is None else best["workload"]["batch_size"],
-                _gib(_total(best)) if best else "-",
-                "-" if over is None else over["workload"]["batch_size"],
-                _gib(_total(over)) if over else "-",
+                gib(target_field(first, "memory_per_chip_bytes")),
+                "none" if best is None else batch_size(best),
+                gib(_total(best)),
+                "-" if over is None else batch_size(over),
+                gib(_total(over)),
                 _predicted_images(best),
             ]
         )
-    headers = [
-        "target",
-        "precision",
-        "chips",
-        "memory per chip (datasheet)",
-        "largest batch that fits (compiled)",
-        "its memory per chip (compiled)",
-        "smallest batch over (compiled)",
-        "its memory per chip (compiled)",
-        "images/s at the largest (predicted)",
-    ]
-    return format_table(headers, body, markdown=True)
+    return markdown_table(LARGEST_HEADERS, body)
 
 
 def _refusals(rs: list[Record]) -> str:
     failed = sorted(
-        (target_name(r), model_label(r), r["workload"]["batch_size"], r.get("message") or "")
+        (target_name(r), model_label(r), batch_size(r), r.get("message") or "")
         for r in rs
         if r["status"] == "error"
     )
@@ -246,65 +255,69 @@ def _refusals(rs: list[Record]) -> str:
     return "The compiler refused:\n\n" + "\n".join(lines)
 
 
-def _memory_plot(grouped, out: Path) -> Path:
+def _memory_plot(grouped: ByModel, out: Path) -> Path:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plt = pyplot()
     models = sorted(grouped)
     cols = min(2, len(models))
     rows_n = (len(models) + cols - 1) // cols
-    fig, axes = plt.subplots(rows_n, cols, figsize=(6.5 * cols, 4.8 * rows_n), squeeze=False)
+    size = (6.5 * cols, 4.8 * rows_n)
+    fig, axes = pyplot().subplots(rows_n, cols, figsize=size, squeeze=False)
     for ax, model in zip(axes.flat, models, strict=False):
         rows = grouped[model]
         colors: dict[str, Any] = {}
         capacities: dict[float, list[str]] = defaultdict(list)
         for name, precision in _row_order(rows):
             by_batch = rows[(name, precision)]
-            first = next(iter(by_batch.values()))
-            chips = target_field(first, "chips") or 1
+            chips = _chips(by_batch)
             points = sorted((b // chips, _total(r) / GIB) for b, r in by_batch.items() if _total(r))
             if not points:
                 continue
-            style = "-" if precision == "f32" else "--"
             line = ax.plot(
                 *zip(*points, strict=True),
-                style,
+                "-" if precision == "f32" else "--",
                 marker="o",
                 markersize=3,
                 color=colors.get(name),
                 label=f"{name} {precision}",
             )[0]
             colors.setdefault(name, line.get_color())
-            capacity = target_field(first, "memory_per_chip_bytes")
+            capacity = target_field(_first(by_batch), "memory_per_chip_bytes")
             if capacity and name not in capacities[capacity / GIB]:
                 capacities[capacity / GIB].append(name)
-        for gib, names in sorted(capacities.items()):
-            ax.axhline(gib, color="gray", linestyle=":", linewidth=1)
-            ax.annotate(
-                ", ".join(names) + f" ({gib:.3g} GiB)",
-                (0.01, gib),
-                xycoords=("axes fraction", "data"),
-                fontsize=6,
-                va="bottom",
-            )
+        labels = {c: ", ".join(n) + f" ({c:.3g} GiB)" for c, n in sorted(capacities.items())}
+        capacity_lines(ax, labels, fontsize=6, va="bottom")
         ax.set(xscale="log", yscale="log", xlabel="batch per chip", ylabel="GiB per chip")
         # Powers of two on x (the batches a bisection finds would crowd the axis) and
         # plain numbers on y, small ones included.
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
         ax.xaxis.set_major_locator(LogLocator(base=2))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(plain)
+            axis.set_minor_formatter(NullFormatter())
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax.set_title(f"{model}: memory per chip (compiled, not run)", fontsize=9)
         ax.legend(fontsize=5, ncol=2)
     for ax in list(axes.flat)[len(models) :]:
         ax.set_visible(False)
-    path = out / PLOT
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, out / PLOT)
+
+
+INTRO = (
+    "Each cell is the train step compiled by the target's own compiler (libtpu for "
+    "TPUs, XLA:GPU with the chip's target config for NVIDIA GPUs) on this machine, "
+    "placed over the target's chips, and never run. *Compiled*: the compiler's "
+    "memory analysis per chip (arguments, outputs and temporaries), and whether it "
+    "fits the chip's datasheet memory; `(over)`: compiled, but more than the chip has; "
+    "`error`: the compiler refused (listed below). *Predicted*: images/s from a "
+    "roofline of the compiled step (its FLOPs at the datasheet peak for the precision "
+    "its matmuls run in, its bytes at the datasheet bandwidth, the slower of the two), "
+    "a lower bound on step time that no chip was timed against here; the section "
+    "after this one measures that method's error wherever a real run exists. The "
+    "tables by batch per chip show the doubling sweep (the global batch is the batch "
+    "per chip x chips); the largest-batch table, in global batches, also the "
+    "bisection between the last fit and the first miss."
+)
 
 
 def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -316,22 +329,7 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if not rs:
         return f"{title}\n\nNo compile-only records yet (`{COMMAND}` writes them).", []
     grouped = _by_model(rs)
-    intro = (
-        "Each cell is the train step compiled by the target's own compiler (libtpu for "
-        "TPUs, XLA:GPU with the chip's target config for NVIDIA GPUs) on this machine, "
-        "placed over the target's chips, and never run. *Compiled*: the compiler's "
-        "memory analysis per chip (arguments, outputs and temporaries), and whether it "
-        "fits the chip's datasheet memory; `(over)`: compiled, but more than the chip has; "
-        "`error`: the compiler refused (listed below). *Predicted*: images/s from a "
-        "roofline of the compiled step (its FLOPs at the datasheet peak for the precision "
-        "its matmuls run in, its bytes at the datasheet bandwidth, the slower of the two), "
-        "a lower bound on step time that no chip was timed against here; the section "
-        "after this one measures that method's error wherever a real run exists. The "
-        "tables by batch per chip show the doubling sweep (the global batch is the batch "
-        "per chip x chips); the largest-batch table, in global batches, also the "
-        "bisection between the last fit and the first miss."
-    )
-    parts = [title, intro]
+    parts = [title, INTRO]
     for model in sorted(grouped):
         rows = grouped[model]
         order = _row_order(rows)
@@ -374,11 +372,11 @@ def seed_000_compiled(records: list[Record]) -> list[dict[str, Any]]:
     seed's observations with a compile-only record of the seed's model (f32):
     [{reference, target, batch, ran, record, fits, agrees}]."""
     found = {
-        (target_name(r), r["workload"]["batch_size"]): r
+        (target_name(r), batch_size(r)): r
         for r in compiled(records)
         if r["workload"]["model"] == analysis.SEED_000_MODEL
         and not r["workload"].get("model_overrides")
-        and r["workload"].get("precision", "f32") == "f32"
+        and precision_of(r) == "f32"
         and r["status"] in ("ok", "oom")
     }
     answers = []
@@ -411,13 +409,13 @@ def seed_000_headline(records: list[Record]) -> str:
     for a in answers:
         capacity = target_field(a["record"], "memory_per_chip_bytes")
         usable = target_field(a["record"], "usable_bytes_per_device")
-        room = f"its {_gib(capacity)}"
+        room = f"its {gib(capacity)}"
         if usable and capacity and usable < capacity:  # a GPU: JAX preallocates a share
-            room = f"the {_gib(usable)} JAX can use of {room}"
+            room = f"the {gib(usable)} JAX can use of {room}"
         verdict = "fits in" if a["fits"] else "does not fit in"
         seed = "trained" if a["ran"] else "ran out of memory"
         clauses.append(
-            f"batch {a['batch']} needs {_gib(_total(a['record']))} on `{a['target']}`, "
+            f"batch {a['batch']} needs {gib(_total(a['record']))} on `{a['target']}`, "
             f"which {verdict} {room} (the seed: {seed}; "
             f"{'agrees' if a['agrees'] else 'disagrees'})"
         )
