@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         options = parse_args(argv)
     except SystemExit as done:  # --help, or a usage error already said in one line
         return done.code if isinstance(done.code, int) else 0
+    # This process picks its host memory policy from its loops (_main); importing jaxcnn
+    # would otherwise apply the step loop's (jaxcnn/host_memory.py, ENV_POLICY).
+    os.environ["JAXCNN_HOST_MEMORY"] = "manual"
     with warnings.catch_warnings(), _stop_on_sigterm():
         warnings.showwarning = one_line_warning
         return _main(options)

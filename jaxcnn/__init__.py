@@ -35,6 +35,9 @@ from jaxcnn.train import (
 # pmap over many fake CPU devices cannot deadlock (see the function).
 devices.reserve_collective_threads()
 targets.prepare_environment()  # before any JAX backend starts
+# The host allocator's policy for per-step dispatch, which a user would not know to ask
+# for; $JAXCNN_HOST_MEMORY changes it (see the module).
+host_memory.apply_default()
 
 __version__ = "0.1.0"
 __all__ = [

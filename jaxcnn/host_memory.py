@@ -36,6 +36,13 @@ Order matters: a thread keeps the arena it first allocated from, so this must ru
 before JAX starts its CPU client (the first computation or `jax.devices()`). Called
 later it changes nothing and says so in what it returns. This module imports no JAX,
 so the JAX-free peer benchmarks apply the same policy to PyTorch and Keras.
+
+A library user gets the fast path without asking: `import jaxcnn` runs
+`apply_default()`, which applies the policy $JAXCNN_HOST_MEMORY names for the step
+loop, `auto` when it is unset (JAX has not started at import, so it takes effect).
+`system` keeps glibc's defaults; `manual` sets nothing, for a program that calls
+`apply` itself once it knows its loops (experiments.run sets it before importing
+jaxcnn).
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ _MALLOPT_PARAM = {"M_ARENA_MAX": -8, "M_MMAP_MAX": -4, "M_TRIM_THRESHOLD": -1}  
 TPU_PACKAGES = ("libtpu", "libtpu_nightly")
 
 _current: dict[str, Any] = {"policy": "system", "applied": False, "reason": "not asked"}
+ENV_POLICY = "JAXCNN_HOST_MEMORY"
+MANUAL = "manual"  # $JAXCNN_HOST_MEMORY: the program calls `apply` itself
 
 
 def _will_run_on_cpu(device: str) -> bool:
@@ -124,6 +133,20 @@ def apply(
             "settings": dict(RETAIN),
         }
     return current()
+
+
+def apply_default() -> dict[str, Any]:
+    """`apply` the policy $JAXCNN_HOST_MEMORY names (`auto` when unset) for the step
+    loop, or nothing where it says `manual`; what is in effect."""
+    policy = os.environ.get(ENV_POLICY) or "auto"
+    if policy == MANUAL:
+        return current()
+    if policy not in POLICIES:
+        raise ValueError(
+            f"${ENV_POLICY}={policy!r} is not a host memory policy: "
+            f"choose one of {', '.join((*POLICIES, MANUAL))}"
+        )
+    return apply(policy)
 
 
 # Set before the process started, these change the allocator whatever `apply` does.

@@ -9,6 +9,8 @@ import os
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_NUM_CPU_DEVICES"] = "8"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The test process keeps glibc's allocator: importing jaxcnn sets no policy here.
+os.environ["JAXCNN_HOST_MEMORY"] = "manual"
 
 import gzip
 from pathlib import Path

@@ -3,6 +3,7 @@ before JAX starts, and that it does what it is for: an execution with a large te
 buffer stops faulting fresh pages in each time it runs."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -128,3 +129,59 @@ def test_retain_reuses_a_freed_buffer_where_glibc_maps_it_afresh():
     # retain: the first execution grows the heap; the rest reuse it
     assert retain["faults"][0] > pages // 2, retain["faults"]
     assert all(f < pages // 100 for f in retain["faults"][1:]), retain["faults"]
+
+
+# A library user's script: no host_memory call of its own.
+LIBRARY_USER = textwrap.dedent(
+    """
+    import json, sys
+    import jaxcnn
+    from jaxcnn import host_memory, models
+    jaxcnn.create_train_state(
+        models.get("mlp", width=8), jaxcnn.make_optimizer("adam"), models.input_shape("mlp")
+    )
+    print(json.dumps(host_memory.current()))
+    """
+)
+
+
+def _library_user(policy_env: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != host_memory.ENV_POLICY}
+    env["JAX_PLATFORMS"] = "cpu"
+    if policy_env is not None:
+        env[host_memory.ENV_POLICY] = policy_env
+    return subprocess.run(
+        [sys.executable, "-c", LIBRARY_USER],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "policy_env,policy,reason",
+    [
+        (None, "retain", "asked: auto"),  # the README's path gets the fast one
+        ("system", "system", "asked: system"),  # the way out
+        ("manual", "system", "not asked"),  # the program calls apply itself
+    ],
+)
+def test_importing_jaxcnn_sets_the_policy_a_library_user_did_not_ask_for(
+    policy_env, policy, reason
+):
+    run = _library_user(policy_env)
+    assert run.returncode == 0, run.stderr
+    state = json.loads(run.stdout.strip().splitlines()[-1])
+    assert state["policy"] == policy
+    assert reason in state["reason"]
+
+
+@pytest.mark.slow
+def test_a_bad_policy_in_the_environment_names_the_variable_and_the_choices():
+    run = _library_user("huge")
+    assert run.returncode != 0
+    assert "$JAXCNN_HOST_MEMORY='huge' is not a host memory policy: choose one of auto" in (
+        run.stderr
+    )
