@@ -13,7 +13,13 @@ from experiments.studies.crossover import crossover_study
 from experiments.studies.overview import devices_table, results_table
 from experiments.studies.roofline import predicted_vs_measured
 from experiments.studies.scaling import scaling_study
-from experiments.studies.targets import largest_fitting, seed_000_headline, targets_section
+from experiments.studies.targets import (
+    PER_DEVICE_CAP,
+    largest_cell,
+    largest_fitting,
+    seed_000_headline,
+    targets_section,
+)
 
 GIB = 2**30
 _ids = itertools.count()
@@ -152,7 +158,9 @@ def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
     assert _lines(text, "| tpu-v5e-8") == [
         "| tpu-v5e-8 | f32 | 8 | 4 GiB | - | error |",  # memory (compiled)
         "| tpu-v5e-8 | f32 | 8 | 32,000 | - | - |",  # images/s (predicted)
-        "| tpu-v5e-8 | f32 | 8 | 16 GiB | 128 | 4 GiB | - | - | 32,000 |",  # largest, global
+        # largest, global: unknown above 128, where the compiler refused 1024
+        "| tpu-v5e-8 | f32 | 8 | 16 GiB | >= 128 (the compiler refused 1024) | 4 GiB | - | - "
+        "| 32,000 |",
     ]
     assert _lines(text, "| gpu-mx150") == [
         "| gpu-mx150 | f32 | 1 | 1.5 GiB | 2.5 GiB (over) | - |",
@@ -171,7 +179,21 @@ def test_largest_fitting_batch_and_the_first_miss():
     by_batch = {r["workload"]["batch_size"]: r for r in _targets_records()[:4]}
     best, over = largest_fitting(by_batch)
     assert (best["workload"]["batch_size"], over["workload"]["batch_size"]) == (24, 28)
+    assert largest_cell(by_batch, best, over) == "24"
     assert largest_fitting({32: by_batch[32]}) == (None, by_batch[32])
+    assert largest_cell({32: by_batch[32]}, None, by_batch[32]) == "none"
+
+
+def test_a_search_not_run_to_its_end_gives_no_largest_batch_only_a_lower_bound():
+    # Nothing above 24 compiled: 24 fits, whether 28 would is unknown.
+    by_batch = {r["workload"]["batch_size"]: r for r in _targets_records()[:2]}
+    best, over = largest_fitting(by_batch)
+    assert over is None
+    assert largest_cell(by_batch, best, over) == ">= 24 (not searched above)"
+    at_cap = _compiled(MX150, "catsdogs_cnn", PER_DEVICE_CAP, "ok", 1.0, step=1.0)
+    assert largest_cell({PER_DEVICE_CAP: at_cap}, at_cap, None) == (
+        f">= {PER_DEVICE_CAP} (the study's cap)"
+    )
 
 
 def _measured(run_id, device, batch, median, prediction, vendor=None, **workload):

@@ -222,6 +222,25 @@ LARGEST_HEADERS = [
 ]
 
 
+def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record | None) -> str:
+    """The largest batch that fits, as far as the compiles tried show it: `>= N` where
+    no batch above N was found not to fit (the compiler refused the next one, the
+    search was stopped, or N is its cap)."""
+    if best is None:
+        return "none"
+    if over is not None:
+        return str(batch_size(best))
+    refused = [b for b, r in by_batch.items() if b > batch_size(best) and r["status"] == "error"]
+    devices = target_field(best, "devices") or 1
+    if refused:
+        why = f"the compiler refused {min(refused)}"
+    elif batch_size(best) >= PER_DEVICE_CAP * devices:
+        why = "the study's cap"
+    else:
+        why = "not searched above"
+    return f">= {batch_size(best)} ({why})"
+
+
 def _largest_table(rows, order) -> str:
     body = []
     for name, precision in order:
@@ -233,7 +252,7 @@ def _largest_table(rows, order) -> str:
                 precision,
                 target_field(first, "chips") or "-",
                 gib(target_field(first, "memory_per_chip_bytes")),
-                "none" if best is None else batch_size(best),
+                largest_cell(rows[(name, precision)], best, over),
                 gib(_total(best)),
                 "-" if over is None else batch_size(over),
                 gib(_total(over)),
@@ -316,7 +335,8 @@ INTRO = (
     "after this one measures that method's error wherever a real run exists. The "
     "tables by batch per chip show the doubling sweep (the global batch is the batch "
     "per chip x chips); the largest-batch table, in global batches, also the "
-    "bisection between the last fit and the first miss."
+    "bisection between the last fit and the first miss, and `>= N` where no batch above "
+    "N was compiled (a search not run to its end: the largest that fits is unknown)."
 )
 
 
