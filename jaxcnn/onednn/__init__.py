@@ -1,0 +1,236 @@
+"""Prototype: a 2-D convolution on XLA:CPU computed by oneDNN, called through XLA's FFI.
+
+    from jaxcnn import onednn
+    y = onednn.conv(x, kernel, strides=(1, 1), padding="SAME")   # NHWC x, HWIO kernel
+
+Forward, input gradient and weight gradient are three oneDNN primitives (conv.cc), each
+an FFI target; `conv` is a `jax.custom_vjp` whose backward calls the two gradient
+kernels. f32 only, no dilation, no groups. `conv_general_dilated` has lax's signature
+(what flax.linen.Conv passes) and sends anything else to lax unchanged.
+
+The shared library is compiled on first use (g++, a few seconds) into
+~/.cache/jaxcnn/onednn-<hash>/ against oneDNN from `pip install onednn-devel-cpu-gomp`
+(the headers land in <venv>/include, libdnnl.so in <venv>/lib) or from the folder in
+$DNNLROOT. JAXCNN_ONEDNN_LAYOUT (read when the library loads) picks the memory layouts:
+`plain` runs oneDNN on nhwc/hwio directly (on AVX2 it then uses im2col + GEMM), `any`
+lets it choose blocked layouts (its direct convolution kernels) and reorders on every
+call, `auto` (default) times both the first time a shape is seen and keeps the faster.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxcnn.errors import UsageError
+
+_SOURCE = Path(__file__).with_name("conv.cc")
+_INSTALL = "pip install onednn-devel-cpu-gomp"
+_TARGETS = {
+    "fwd": "JaxcnnOnednnConvFwd",
+    "bwd_data": "JaxcnnOnednnConvBwdData",
+    "bwd_weights": "JaxcnnOnednnConvBwdWeights",
+}
+
+
+def _onednn_prefix() -> Path:
+    """The folder with include/oneapi/dnnl/dnnl.hpp and lib/libdnnl.so."""
+    candidates = [os.environ.get("DNNLROOT"), sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
+    for prefix in filter(None, candidates):
+        root = Path(prefix)
+        header = root / "include" / "oneapi" / "dnnl" / "dnnl.hpp"
+        libs = [root / "lib" / "libdnnl.so", root / "lib" / "x86_64-linux-gnu" / "libdnnl.so"]
+        if header.exists() and any(lib.exists() for lib in libs):
+            return root
+    raise UsageError(
+        f"oneDNN headers/library not found (looked in $DNNLROOT and {sys.prefix}): "
+        f"run `{sys.executable} -m {_INSTALL}`"
+    )
+
+
+def _library_dir(prefix: Path) -> Path:
+    plain = prefix / "lib"
+    return plain if (plain / "libdnnl.so").exists() else prefix / "lib" / "x86_64-linux-gnu"
+
+
+def _build() -> Path:
+    prefix = _onednn_prefix()
+    libdir = _library_dir(prefix)
+    compiler = os.environ.get("CXX", "g++")
+    if shutil.which(compiler) is None:
+        raise UsageError(
+            f"no C++ compiler {compiler!r} to build the oneDNN convolution: install g++"
+        )
+    source = _SOURCE.read_bytes()
+    digest = hashlib.sha256(
+        source + str(prefix).encode() + jax.ffi.include_dir().encode() + jax.__version__.encode()
+    ).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "jaxcnn"
+    target = cache / f"onednn-{digest}" / "libjaxcnn_onednn.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
+        partial = Path(tmp.name)
+    command = [
+        compiler,
+        "-O2",
+        "-std=c++17",
+        "-shared",
+        "-fPIC",
+        f"-I{jax.ffi.include_dir()}",
+        f"-I{prefix / 'include'}",
+        str(_SOURCE),
+        "-o",
+        str(partial),
+        f"-L{libdir}",
+        "-ldnnl",
+        f"-Wl,-rpath,{libdir}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise UsageError(
+            f"building the oneDNN convolution failed ({' '.join(command)}):\n{done.stderr[-4000:]}"
+        )
+    partial.replace(target)  # atomic: a concurrent build just overwrites the same file
+    return target
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    """Build (once per source), load, and register the three FFI targets."""
+    lib = ctypes.CDLL(str(_build()))
+    for name, symbol in _TARGETS.items():
+        jax.ffi.register_ffi_target(
+            f"jaxcnn_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu"
+        )
+    lib.JaxcnnOnednnDescribe.restype = ctypes.c_char_p
+    return lib
+
+
+def describe() -> str:
+    """The primitives built so far, with the implementation oneDNN chose for each."""
+    return _library().JaxcnnOnednnDescribe().decode()
+
+
+def resolve_padding(
+    input_hw: Sequence[int],
+    kernel_hw: Sequence[int],
+    strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """`SAME` / `VALID` / explicit pairs -> ((top, bottom), (left, right)), as lax does."""
+    if isinstance(padding, str):
+        padding = lax.padtype_to_pads(tuple(input_hw), tuple(kernel_hw), tuple(strides), padding)
+    (top, bottom), (left, right) = padding
+    return (int(top), int(bottom)), (int(left), int(right))
+
+
+def _attributes(strides, padding) -> dict[str, np.int64]:
+    (top, bottom), (left, right) = padding
+    values = {"sh": strides[0], "sw": strides[1], "pt": top, "pb": bottom, "pl": left, "pr": right}
+    return {key: np.int64(value) for key, value in values.items()}
+
+
+def _call(kind: str, out_shape: tuple[int, ...], a, b, strides, padding) -> jax.Array:
+    _library()
+    return jax.ffi.ffi_call(
+        f"jaxcnn_onednn_conv_{kind}", jax.ShapeDtypeStruct(out_shape, jnp.float32)
+    )(a, b, **_attributes(strides, padding))
+
+
+def _output_hw(x_shape, k_shape, strides, padding) -> tuple[int, int]:
+    (top, bottom), (left, right) = padding
+    out_h = (x_shape[1] + top + bottom - k_shape[0]) // strides[0] + 1
+    out_w = (x_shape[2] + left + right - k_shape[1]) // strides[1] + 1
+    return out_h, out_w
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _conv(x: jax.Array, kernel: jax.Array, strides, padding) -> jax.Array:
+    out_h, out_w = _output_hw(x.shape, kernel.shape, strides, padding)
+    return _call("fwd", (x.shape[0], out_h, out_w, kernel.shape[3]), x, kernel, strides, padding)
+
+
+def _conv_fwd(x, kernel, strides, padding):
+    return _conv(x, kernel, strides, padding), (x, kernel)
+
+
+def _conv_bwd(strides, padding, residuals, g):
+    x, kernel = residuals
+    g = g.astype(jnp.float32)
+    dx = _call("bwd_data", x.shape, g, kernel, strides, padding)
+    dw = _call("bwd_weights", kernel.shape, x, g, strides, padding)
+    return dx, dw
+
+
+_conv.defvjp(_conv_fwd, _conv_bwd)
+
+
+def conv(
+    x: jax.Array,
+    kernel: jax.Array,
+    strides: Sequence[int] = (1, 1),
+    padding: str | Sequence[tuple[int, int]] = "VALID",
+) -> jax.Array:
+    """2-D convolution of NHWC `x` with an HWIO `kernel` (f32), by oneDNN."""
+    if x.ndim != 4 or kernel.ndim != 4 or x.shape[3] != kernel.shape[2]:
+        raise UsageError(f"need NHWC x and HWIO kernel, got {x.shape} and {kernel.shape}")
+    if x.dtype != jnp.float32 or kernel.dtype != jnp.float32:
+        raise UsageError(f"the oneDNN convolution is f32 only, got {x.dtype} and {kernel.dtype}")
+    strides = tuple(int(s) for s in strides)
+    pads = resolve_padding(x.shape[1:3], kernel.shape[:2], strides, padding)
+    return _conv(x, kernel, strides, pads)
+
+
+_NHWC = lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+def conv_general_dilated(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+):
+    """`lax.conv_general_dilated` (same signature, what flax.linen.Conv calls): oneDNN for
+    f32 2-D NHWC/HWIO convolutions without dilation or groups, lax for anything else."""
+    ones = lambda v: v is None or all(int(d) == 1 for d in v)  # noqa: E731
+    simple = (
+        lhs.ndim == 4
+        and lhs.dtype == jnp.float32
+        and rhs.dtype == jnp.float32
+        and preferred_element_type in (None, jnp.float32)
+        and feature_group_count == 1
+        and batch_group_count == 1
+        and ones(lhs_dilation)
+        and ones(rhs_dilation)
+        and lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers) == _NHWC
+    )
+    if not simple:
+        return lax.conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+            dimension_numbers, feature_group_count, batch_group_count, precision,
+            preferred_element_type,
+        )  # fmt: skip
+    return conv(lhs, rhs, window_strides, padding)
