@@ -46,18 +46,23 @@ _TARGETS = {
 }
 
 
+# Where a system package (apt's libdnnl-dev) puts oneDNN, looked in after the venv.
+_SYSTEM_PREFIXES = ("/usr/local", "/usr")
+
+
 def _onednn_prefix() -> Path:
     """The folder with include/oneapi/dnnl/dnnl.hpp and lib/libdnnl.so."""
-    candidates = [os.environ.get("DNNLROOT"), sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
-    for prefix in filter(None, candidates):
+    candidates = [os.environ.get("DNNLROOT"), sys.prefix, sys.base_prefix, *_SYSTEM_PREFIXES]
+    candidates = list(dict.fromkeys(filter(None, candidates)))
+    for prefix in candidates:
         root = Path(prefix)
         header = root / "include" / "oneapi" / "dnnl" / "dnnl.hpp"
         libs = [root / "lib" / "libdnnl.so", root / "lib" / "x86_64-linux-gnu" / "libdnnl.so"]
         if header.exists() and any(lib.exists() for lib in libs):
             return root
     raise UsageError(
-        f"oneDNN headers/library not found (looked in $DNNLROOT and {sys.prefix}): "
-        f"run `{sys.executable} -m {_INSTALL}`"
+        f"oneDNN headers/library not found (looked in {', '.join(candidates)}; "
+        f"$DNNLROOT may name another folder): run `{sys.executable} -m {_INSTALL}`"
     )
 
 
