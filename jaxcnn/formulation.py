@@ -32,7 +32,7 @@ from jax import lax
 
 from jaxcnn.errors import UsageError
 
-CONVS = ("xla", "patches")
+CONVS = ("xla", "patches", "onednn")
 POOLS = ("xla", "slices")
 
 
@@ -41,7 +41,7 @@ class Formulation:
     """Which program computes a convolution (`conv`) and a pool (`pool`)."""
 
     name: str = "xla"
-    conv: str = "xla"  # xla | patches
+    conv: str = "xla"  # xla | patches | onednn
     pool: str = "xla"  # xla | slices
 
     def describe(self) -> dict[str, str]:
@@ -166,7 +166,14 @@ def patches_conv(
 
 def conv_function(formulation: Formulation):
     """What `flax.linen.Conv(conv_general_dilated=...)` should call."""
-    return patches_conv if formulation.conv == "patches" else lax.conv_general_dilated
+    if formulation.conv == "patches":
+        return patches_conv
+    if formulation.conv == "onednn":
+        # Imported here: oneDNN is optional, and its library is built on first use.
+        from jaxcnn import onednn
+
+        return onednn.conv_general_dilated
+    return lax.conv_general_dilated
 
 
 # --- pooling ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from jaxcnn import onednn
+from jaxcnn import formulation, models, onednn, train
 from jaxcnn.errors import UsageError
 
 NHWC = ("NHWC", "HWIO", "NHWC")
@@ -120,3 +120,27 @@ def test_onednn_conv_rejects_what_it_cannot_compute():
         onednn.conv(jnp.ones((1, 8, 8, 1), jnp.bfloat16), jnp.ones((3, 3, 1, 2), jnp.bfloat16))
     with pytest.raises(UsageError, match="NHWC"):
         onednn.conv(jnp.ones((1, 8, 8, 3)), jnp.ones((3, 3, 1, 2)))
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", ["mnist_cnn", "lenet5_keras"])
+def test_a_model_with_onednn_convs_has_xla_s_loss_and_gradients(name):
+    # The `onednn` conv value of a Formulation: flax's Conv calls jaxcnn.onednn.
+    chosen = formulation.Formulation("onednn", conv="onednn", pool="slices")
+    shape = models.input_shape(name)
+    plain = models.get(name, formulation="xla")
+    fast = models.get(name, formulation=chosen)
+    state = train.create_train_state(plain, train.make_optimizer(), shape)
+    x = jnp.asarray(np.random.default_rng(2).random((4, *shape)), jnp.float32)
+    labels = jnp.arange(4) % 2
+
+    def loss(params, module):
+        logits = module.apply({"params": params}, x, train=True)
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(4), labels])
+
+    value_a, grads_a = jax.value_and_grad(loss)(state.params, plain)
+    value_b, grads_b = jax.jit(jax.value_and_grad(lambda p: loss(p, fast)))(state.params)
+    np.testing.assert_allclose(value_b, value_a, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(grads_a), jax.tree.leaves(grads_b), strict=True):
+        scale = float(jnp.max(jnp.abs(a))) or 1.0
+        np.testing.assert_allclose(b / scale, a / scale, atol=1e-4)
