@@ -15,6 +15,9 @@ f32 rounding; the tests check forward and gradients against each other):
   Matmuls go to the CPU's tuned GEMM; the slices' gradients are pads and adds.
   PERFORMANCE.md has the measurements, docs/performance-log.md what was tried.
 
+A Formulation may also name `conv="onednn"`: jaxcnn.onednn's convolutions, oneDNN's
+kernels called through XLA's FFI (optional: `pip install onednn-devel-cpu-gomp`).
+
 Nothing here looks at the platform except `for_platform`, and the model and step
 code never do: `models.get` passes the choice in, and every record names it.
 """
