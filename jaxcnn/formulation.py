@@ -15,6 +15,9 @@ f32 rounding; the tests check forward and gradients against each other):
   Matmuls go to the CPU's tuned GEMM; the slices' gradients are pads and adds.
   PERFORMANCE.md has the measurements, docs/performance-log.md what was tried.
 
+A Formulation may also name `conv="onednn"`: jaxcnn.onednn's convolutions, oneDNN's
+kernels called through XLA's FFI (optional: `pip install onednn-devel-cpu-gomp`).
+
 Nothing here looks at the platform except `for_platform`, and the model and step
 code never do: `models.get` passes the choice in, and every record names it.
 """
@@ -32,7 +35,7 @@ from jax import lax
 
 from jaxcnn.errors import UsageError
 
-CONVS = ("xla", "patches")
+CONVS = ("xla", "patches", "onednn")
 POOLS = ("xla", "slices")
 
 
@@ -41,7 +44,7 @@ class Formulation:
     """Which program computes a convolution (`conv`) and a pool (`pool`)."""
 
     name: str = "xla"
-    conv: str = "xla"  # xla | patches
+    conv: str = "xla"  # xla | patches | onednn
     pool: str = "xla"  # xla | slices
 
     def describe(self) -> dict[str, str]:
@@ -166,7 +169,14 @@ def patches_conv(
 
 def conv_function(formulation: Formulation):
     """What `flax.linen.Conv(conv_general_dilated=...)` should call."""
-    return patches_conv if formulation.conv == "patches" else lax.conv_general_dilated
+    if formulation.conv == "patches":
+        return patches_conv
+    if formulation.conv == "onednn":
+        # Imported here: oneDNN is optional, and its library is built on first use.
+        from jaxcnn import onednn
+
+        return onednn.conv_general_dilated
+    return lax.conv_general_dilated
 
 
 # --- pooling ----------------------------------------------------------------------------

@@ -10,11 +10,20 @@ kernels. f32 only, no dilation, no groups. `conv_general_dilated` has lax's sign
 
 The shared library is compiled on first use (g++, a few seconds) into
 ~/.cache/jaxcnn/onednn-<hash>/ against oneDNN from `pip install onednn-devel-cpu-gomp`
-(the headers land in <venv>/include, libdnnl.so in <venv>/lib) or from the folder in
-$DNNLROOT. JAXCNN_ONEDNN_LAYOUT (read when the library loads) picks the memory layouts:
-`plain` runs oneDNN on nhwc/hwio directly (on AVX2 it then uses im2col + GEMM), `any`
-lets it choose blocked layouts (its direct convolution kernels) and reorders on every
-call, `auto` (default) times both the first time a shape is seen and keeps the faster.
+(oneDNN 3.2 built with OpenMP: headers in <venv>/include, libdnnl.so in <venv>/lib;
+about 39 MB to download) or from the folder in $DNNLROOT. The newer `onednn-devel`
+wheels depend on Intel's SYCL and OpenCL runtimes, which a CPU convolution has no use
+for. JAXCNN_ONEDNN_LAYOUT (read when the library loads) picks the memory layouts:
+`plain` runs oneDNN on nhwc/hwio directly (on an AVX-512 Zen 4: brgconv forward, im2col
++ GEMM for both gradients), `any` lets it choose blocked layouts (its direct
+convolution kernels) and reorders on every call, `auto` (default) times both the first
+time a shape is seen and keeps the faster.
+
+Threads: oneDNN runs its own OpenMP team beside XLA's thread pool, so OMP_NUM_THREADS
+(read when the library loads) sets its threads and nothing else. On a 2-core machine
+with another process busy on one core, 1 was faster than OpenMP's default of 2 (train
+steps 0.63-0.71 of the `cpu` formulation's time beside it, against 0.72-1.16 with 2;
+OMP_WAIT_POLICY=passive did not close the gap).
 """
 
 from __future__ import annotations
@@ -46,18 +55,23 @@ _TARGETS = {
 }
 
 
+# Where a system package (apt's libdnnl-dev) puts oneDNN, looked in after the venv.
+_SYSTEM_PREFIXES = ("/usr/local", "/usr")
+
+
 def _onednn_prefix() -> Path:
     """The folder with include/oneapi/dnnl/dnnl.hpp and lib/libdnnl.so."""
-    candidates = [os.environ.get("DNNLROOT"), sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
-    for prefix in filter(None, candidates):
+    candidates = [os.environ.get("DNNLROOT"), sys.prefix, sys.base_prefix, *_SYSTEM_PREFIXES]
+    candidates = list(dict.fromkeys(filter(None, candidates)))
+    for prefix in candidates:
         root = Path(prefix)
         header = root / "include" / "oneapi" / "dnnl" / "dnnl.hpp"
         libs = [root / "lib" / "libdnnl.so", root / "lib" / "x86_64-linux-gnu" / "libdnnl.so"]
         if header.exists() and any(lib.exists() for lib in libs):
             return root
     raise UsageError(
-        f"oneDNN headers/library not found (looked in $DNNLROOT and {sys.prefix}): "
-        f"run `{sys.executable} -m {_INSTALL}`"
+        f"oneDNN headers/library not found (looked in {', '.join(candidates)}; "
+        f"$DNNLROOT may name another folder): run `{sys.executable} -m {_INSTALL}`"
     )
 
 

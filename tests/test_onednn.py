@@ -1,0 +1,146 @@
+"""The oneDNN convolution (jaxcnn.onednn) computes what XLA's own convolution computes:
+outputs and both gradients equal within f32 rounding, for the padding, stride and
+channel cases the models use, and tells how to install oneDNN when it is missing.
+
+oneDNN is optional (`pip install onednn-devel-cpu-gomp`): without it, or without a C++
+compiler to build the FFI library, only the missing-install test runs."""
+
+import shutil
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from jaxcnn import formulation, models, onednn, train
+from jaxcnn.errors import UsageError
+
+NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _unavailable() -> str | None:
+    """Why the oneDNN tests cannot run here, or None."""
+    try:
+        onednn._onednn_prefix()
+    except UsageError:
+        return f"oneDNN is not installed (`{onednn._INSTALL}`)"
+    if shutil.which("g++") is None:
+        return "no g++ to build the oneDNN FFI library"
+    return None
+
+
+needs_onednn = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+
+
+def test_missing_onednn_is_a_usage_error_naming_the_install(tmp_path, monkeypatch):
+    # A venv without the package, no system copy, $DNNLROOT naming an empty folder.
+    monkeypatch.setenv("DNNLROOT", str(tmp_path))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path))
+    monkeypatch.setattr(onednn, "_SYSTEM_PREFIXES", ())
+    onednn._library.cache_clear()  # an earlier test may have built and loaded it
+    try:
+        with pytest.raises(UsageError, match="pip install onednn-devel-cpu-gomp"):
+            onednn.conv(jnp.ones((1, 8, 8, 1)), jnp.ones((3, 3, 1, 2)))
+    finally:
+        onednn._library.cache_clear()  # the next caller loads the real library again
+
+
+def _conv_both(x, kernel, strides, padding):
+    dn = lax.conv_dimension_numbers(x.shape, kernel.shape, NHWC)
+
+    def run(conv):
+        def loss(x, kernel):
+            out = conv(x, kernel, strides, padding, dimension_numbers=dn)
+            return jnp.sum(jnp.sin(out)), out
+
+        (_, out), grads = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(x, kernel)
+        return out, grads
+
+    return run(lax.conv_general_dilated), run(onednn.conv_general_dilated)
+
+
+@needs_onednn
+@pytest.mark.parametrize(
+    ("shape", "kernel", "strides", "padding"),
+    [
+        ((1, 28, 28, 1), (5, 5, 1, 6), (1, 1), "SAME"),  # one input channel
+        ((1, 28, 28, 1), (5, 5, 1, 6), (1, 1), "VALID"),
+        ((2, 28, 28, 1), (3, 3, 1, 32), (1, 1), "VALID"),  # mnist_cnn's first layer
+        ((2, 13, 13, 32), (3, 3, 32, 64), (1, 1), "VALID"),  # and its second
+        ((3, 14, 14, 6), (3, 3, 6, 16), (2, 2), "SAME"),  # strided, padded
+        ((3, 14, 14, 6), (3, 3, 6, 16), (2, 2), "VALID"),  # strided, last column unused
+        ((2, 15, 15, 1), (3, 3, 1, 4), (2, 2), "SAME"),  # one channel, odd size, strided
+        ((2, 17, 17, 3), (7, 7, 3, 8), (2, 2), "SAME"),  # ResNet stem: odd size, stride 2
+        ((2, 9, 9, 8), (1, 1, 8, 16), (2, 2), "SAME"),  # a 1x1 projection shortcut
+        ((2, 10, 10, 4), (3, 3, 4, 4), (1, 1), ((2, 0), (1, 1))),  # explicit, uneven pads
+    ],
+)
+def test_onednn_conv_equals_xla_conv_with_gradients(shape, kernel, strides, padding):
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
+    w = jnp.asarray(rng.standard_normal(kernel) * 0.1, jnp.float32)
+    (out_a, grads_a), (out_b, grads_b) = _conv_both(x, w, strides, padding)
+    assert out_a.shape == out_b.shape
+    np.testing.assert_allclose(out_b, out_a, rtol=1e-4, atol=1e-5)
+    for a, b in zip(grads_a, grads_b, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+
+
+@needs_onednn
+def test_onednn_conv_under_jit_and_with_the_library_s_own_signature():
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.standard_normal((4, 12, 12, 3)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((3, 3, 3, 5)), jnp.float32)
+    got = jax.jit(lambda x, w: onednn.conv(x, w, (1, 1), "SAME"))(x, w)
+    want = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NHWC)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@needs_onednn
+def test_onednn_conv_hands_what_it_does_not_handle_to_xla():
+    x = jnp.ones((1, 8, 8, 4))
+    w = jnp.ones((3, 3, 2, 4))  # two feature groups
+    dn = lax.conv_dimension_numbers(x.shape, w.shape, NHWC)
+    got = onednn.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=dn, feature_group_count=2
+    )
+    want = lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=dn, feature_group_count=2
+    )
+    np.testing.assert_array_equal(got, want)
+
+
+def test_onednn_conv_rejects_what_it_cannot_compute():
+    # Checked before anything is built: these need no oneDNN.
+    with pytest.raises(UsageError, match="f32 only"):
+        onednn.conv(jnp.ones((1, 8, 8, 1), jnp.bfloat16), jnp.ones((3, 3, 1, 2), jnp.bfloat16))
+    with pytest.raises(UsageError, match="NHWC"):
+        onednn.conv(jnp.ones((1, 8, 8, 3)), jnp.ones((3, 3, 1, 2)))
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", ["mnist_cnn", "lenet5_keras"])
+def test_a_model_with_onednn_convs_has_xla_s_loss_and_gradients(name):
+    # The `onednn` conv value of a Formulation: flax's Conv calls jaxcnn.onednn.
+    chosen = formulation.Formulation("onednn", conv="onednn", pool="slices")
+    shape = models.input_shape(name)
+    plain = models.get(name, formulation="xla")
+    fast = models.get(name, formulation=chosen)
+    state = train.create_train_state(plain, train.make_optimizer(), shape)
+    x = jnp.asarray(np.random.default_rng(2).random((4, *shape)), jnp.float32)
+    labels = jnp.arange(4) % 2
+
+    def loss(params, module):
+        logits = module.apply({"params": params}, x, train=True)
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(4), labels])
+
+    value_a, grads_a = jax.value_and_grad(loss)(state.params, plain)
+    value_b, grads_b = jax.jit(jax.value_and_grad(lambda p: loss(p, fast)))(state.params)
+    np.testing.assert_allclose(value_b, value_a, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(grads_a), jax.tree.leaves(grads_b), strict=True):
+        scale = float(jnp.max(jnp.abs(a))) or 1.0
+        np.testing.assert_allclose(b / scale, a / scale, atol=1e-4)
