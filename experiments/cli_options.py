@@ -34,7 +34,7 @@ OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
 SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
 PRECISIONS = ("f32", "bf16")  # experiments.workload.PRECISIONS
 LOOPS = ("step", "device")  # jaxcnn.loop.LOOPS
-FORMULATIONS = ("auto", "xla", "cpu")  # jaxcnn.formulation.NAMES
+FORMULATIONS = ("auto", "xla", "cpu", "onednn")  # jaxcnn.formulation.NAMES
 HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICIES
 TARGETS = (  # jaxcnn.targets.TARGETS
     "tpu-v2-8",
@@ -193,7 +193,8 @@ SETTINGS: dict[str, Setting] = {
         choice("formulation", _names(*FORMULATIONS)),
         "auto",
         "NAME",
-        "how convolutions are computed: auto (the platform's fastest) | xla | cpu (default: auto)",
+        "how convolutions are computed: auto (the platform's fastest) | xla | cpu | onednn "
+        "(oneDNN's kernels on a CPU: pip install -e '.[onednn]') (default: auto)",
         "training",
     ),
     "timing_steps": Setting(

@@ -15,8 +15,10 @@ f32 rounding; the tests check forward and gradients against each other):
   Matmuls go to the CPU's tuned GEMM; the slices' gradients are pads and adds.
   PERFORMANCE.md has the measurements, docs/performance-log.md what was tried.
 
-A Formulation may also name `conv="onednn"`: jaxcnn.onednn's convolutions, oneDNN's
-kernels called through XLA's FFI (optional: `pip install onednn-devel-cpu-gomp`).
+- `onednn` (XLA:CPU, optional: `pip install -e ".[onednn]"`): convolutions computed by
+  oneDNN's kernels (the library behind TensorFlow's CPU convolutions) through XLA's
+  FFI (jaxcnn.onednn), forward and both gradients; pools as `cpu`'s. f32 only: other
+  dtypes get XLA's convolution.
 
 Nothing here looks at the platform except `for_platform`, and the model and step
 code never do: `models.get` passes the choice in, and every record names it.
@@ -54,6 +56,7 @@ class Formulation:
 FORMULATIONS = {
     "xla": Formulation("xla", "xla", "xla"),
     "cpu": Formulation("cpu", "patches", "slices"),
+    "onednn": Formulation("onednn", "onednn", "slices"),
 }
 # The platform default: a platform not named here gets XLA's own convolutions.
 PLATFORM_DEFAULTS = {"cpu": "cpu"}
@@ -73,7 +76,12 @@ def resolve(name: str | Formulation | None, platform: str | None = None) -> Form
         return for_platform(platform or jax.default_backend())
     if name not in FORMULATIONS:
         raise UsageError(f"unknown formulation {name!r}: choose one of {', '.join(NAMES)}")
-    return FORMULATIONS[name]
+    chosen = FORMULATIONS[name]
+    if chosen.conv == "onednn":
+        from jaxcnn import onednn  # optional, and built on first use: ask for it now
+
+        onednn.ensure()
+    return chosen
 
 
 # --- convolution ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from test_bad_input import TINY, _assert_one_line_exit_2
 
 from jaxcnn import formulation, models, onednn, train
 from jaxcnn.errors import UsageError
@@ -34,18 +35,31 @@ def _unavailable() -> str | None:
 needs_onednn = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
 
 
-def test_missing_onednn_is_a_usage_error_naming_the_install(tmp_path, monkeypatch):
-    # A venv without the package, no system copy, $DNNLROOT naming an empty folder.
-    monkeypatch.setenv("DNNLROOT", str(tmp_path))
-    monkeypatch.setattr(sys, "prefix", str(tmp_path))
-    monkeypatch.setattr(sys, "base_prefix", str(tmp_path))
+@pytest.fixture
+def without_onednn(tmp_path, monkeypatch):
+    """A venv without the package, no system copy, $DNNLROOT naming an empty folder."""
+    empty = tmp_path / "no-onednn"
+    empty.mkdir()
+    monkeypatch.setenv("DNNLROOT", str(empty))
+    monkeypatch.setattr(sys, "prefix", str(empty))
+    monkeypatch.setattr(sys, "base_prefix", str(empty))
     monkeypatch.setattr(onednn, "_SYSTEM_PREFIXES", ())
     onednn._library.cache_clear()  # an earlier test may have built and loaded it
-    try:
-        with pytest.raises(UsageError, match="pip install onednn-devel-cpu-gomp"):
-            onednn.conv(jnp.ones((1, 8, 8, 1)), jnp.ones((3, 3, 1, 2)))
-    finally:
-        onednn._library.cache_clear()  # the next caller loads the real library again
+    yield
+    onednn._library.cache_clear()  # the next caller loads the real library again
+
+
+def test_missing_onednn_is_a_usage_error_naming_the_install(without_onednn):
+    with pytest.raises(UsageError, match="pip install onednn-devel-cpu-gomp"):
+        onednn.conv(jnp.ones((1, 8, 8, 1)), jnp.ones((3, 3, 1, 2)))
+
+
+def test_the_onednn_formulation_without_onednn_is_one_line_exit_2_before_any_work(
+    without_onednn, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    argv = ["--out", str(out), *TINY, "--model", "mnist_cnn", "--set", "formulation=onednn"]
+    _assert_one_line_exit_2(argv, capsys, "pip install onednn-devel-cpu-gomp", out)
 
 
 def _conv_both(x, kernel, strides, padding):

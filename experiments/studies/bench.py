@@ -106,7 +106,9 @@ def workloads(ctx: Context) -> list[Workload]:
     return small + large
 
 
-GOAL = 1.5  # the CPU goal: JAX's best f32 figure at this multiple of the fastest peer's
+# The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
+# that no speedup over the CPU in the study is inflated by a slow CPU baseline.
+GOAL = 1.0
 
 
 def configuration(record: Record) -> str:

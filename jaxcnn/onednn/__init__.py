@@ -136,6 +136,12 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
+def ensure() -> None:
+    """Build and load the kernels now, so that a missing oneDNN or compiler is a
+    UsageError naming the fix before any work, not a failure inside a trace."""
+    _library()
+
+
 def describe() -> str:
     """The primitives built so far, with the implementation oneDNN chose for each."""
     return _library().JaxcnnOnednnDescribe().decode()
