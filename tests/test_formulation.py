@@ -16,7 +16,8 @@ XLA, CPU = formulation.FORMULATIONS["xla"], formulation.FORMULATIONS["cpu"]
 NHWC = ("NHWC", "HWIO", "NHWC")
 
 
-def _conv_both(x, kernel, strides, padding):
+def conv_both(x, kernel, strides, padding, other=formulation.patches_conv):
+    """(output, (dx, dkernel)) of XLA's convolution and of `other`, for one loss."""
     dn = lax.conv_dimension_numbers(x.shape, kernel.shape, NHWC)
 
     def run(conv):
@@ -27,7 +28,7 @@ def _conv_both(x, kernel, strides, padding):
         (_, out), grads = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(x, kernel)
         return out, grads
 
-    return run(lax.conv_general_dilated), run(formulation.patches_conv)
+    return run(lax.conv_general_dilated), run(other)
 
 
 @pytest.mark.parametrize(
@@ -47,7 +48,7 @@ def test_patches_conv_equals_xla_conv_with_gradients(shape, kernel, strides, pad
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
     w = jnp.asarray(rng.standard_normal(kernel) * 0.1, jnp.float32)
-    (out_a, grads_a), (out_b, grads_b) = _conv_both(x, w, strides, padding)
+    (out_a, grads_a), (out_b, grads_b) = conv_both(x, w, strides, padding)
     assert out_a.shape == out_b.shape
     np.testing.assert_allclose(out_b, out_a, rtol=1e-5, atol=1e-5)
     for a, b in zip(grads_a, grads_b, strict=True):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from jax import lax
 from test_bad_input import TINY, _assert_one_line_exit_2
+from test_formulation import conv_both
 
 from jaxcnn import formulation, models, onednn, train
 from jaxcnn.errors import UsageError
@@ -62,20 +63,6 @@ def test_the_onednn_formulation_without_onednn_is_one_line_exit_2_before_any_wor
     _assert_one_line_exit_2(argv, capsys, "pip install onednn-devel-cpu-gomp", out)
 
 
-def _conv_both(x, kernel, strides, padding):
-    dn = lax.conv_dimension_numbers(x.shape, kernel.shape, NHWC)
-
-    def run(conv):
-        def loss(x, kernel):
-            out = conv(x, kernel, strides, padding, dimension_numbers=dn)
-            return jnp.sum(jnp.sin(out)), out
-
-        (_, out), grads = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(x, kernel)
-        return out, grads
-
-    return run(lax.conv_general_dilated), run(onednn.conv_general_dilated)
-
-
 @needs_onednn
 @pytest.mark.parametrize(
     ("shape", "kernel", "strides", "padding"),
@@ -96,7 +83,9 @@ def test_onednn_conv_equals_xla_conv_with_gradients(shape, kernel, strides, padd
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
     w = jnp.asarray(rng.standard_normal(kernel) * 0.1, jnp.float32)
-    (out_a, grads_a), (out_b, grads_b) = _conv_both(x, w, strides, padding)
+    (out_a, grads_a), (out_b, grads_b) = conv_both(
+        x, w, strides, padding, onednn.conv_general_dilated
+    )
     assert out_a.shape == out_b.shape
     np.testing.assert_allclose(out_b, out_a, rtol=1e-4, atol=1e-5)
     for a, b in zip(grads_a, grads_b, strict=True):
@@ -139,8 +128,9 @@ def test_onednn_conv_rejects_what_it_cannot_compute():
 @needs_onednn
 @pytest.mark.parametrize("name", ["mnist_cnn", "lenet5_keras"])
 def test_a_model_with_onednn_convs_has_xla_s_loss_and_gradients(name):
-    # The `onednn` conv value of a Formulation: flax's Conv calls jaxcnn.onednn.
-    chosen = formulation.Formulation("onednn", conv="onednn", pool="slices")
+    # The `onednn` formulation, as --set formulation=onednn resolves it.
+    chosen = formulation.resolve("onednn")
+    assert chosen.describe() == {"name": "onednn", "conv": "onednn", "pool": "slices"}
     shape = models.input_shape(name)
     plain = models.get(name, formulation="xla")
     fast = models.get(name, formulation=chosen)
