@@ -2,8 +2,8 @@
 outputs and both gradients equal within f32 rounding, for the padding, stride and
 channel cases the models use, and tells how to install oneDNN when it is missing.
 
-oneDNN is optional (`pip install onednn-devel-cpu-gomp`): without it, or without a C++
-compiler to build the FFI library, only the missing-install test runs."""
+oneDNN is optional (`pip install -e ".[onednn]"`): without it, or without a C++
+compiler to build the FFI library, only the tests of its absence run."""
 
 import shutil
 import sys

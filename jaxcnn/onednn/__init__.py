@@ -1,4 +1,5 @@
-"""Prototype: a 2-D convolution on XLA:CPU computed by oneDNN, called through XLA's FFI.
+"""A 2-D convolution on XLA:CPU computed by oneDNN, called through XLA's FFI: the
+`onednn` formulation's convolution (jaxcnn/formulation.py).
 
     from jaxcnn import onednn
     y = onednn.conv(x, kernel, strides=(1, 1), padding="SAME")   # NHWC x, HWIO kernel
@@ -20,10 +21,10 @@ convolution kernels) and reorders on every call, `auto` (default) times both the
 time a shape is seen and keeps the faster.
 
 Threads: oneDNN runs its own OpenMP team beside XLA's thread pool, so OMP_NUM_THREADS
-(read when the library loads) sets its threads and nothing else. On a 2-core machine
-with another process busy on one core, 1 was faster than OpenMP's default of 2 (train
-steps 0.63-0.71 of the `cpu` formulation's time beside it, against 0.72-1.16 with 2;
-OMP_WAIT_POLICY=passive did not close the gap).
+(read when the library loads) sets its threads and nothing else. None is forced: on a
+quiet 2-core machine OpenMP's default (one per core) was the faster for `mnist_cnn`;
+with another process busy on one core, one thread was (scratch A/B runs,
+docs/performance-log.md, entry 23).
 """
 
 from __future__ import annotations
