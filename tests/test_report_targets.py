@@ -182,6 +182,8 @@ def test_largest_fitting_batch_and_the_first_miss():
     assert largest_cell(by_batch, best, over) == "24"
     assert largest_fitting({32: by_batch[32]}) == (None, by_batch[32])
     assert largest_cell({32: by_batch[32]}, None, by_batch[32]) == "none"
+    refused = _targets_records()[5]  # the only record of its cell: the compiler refused
+    assert largest_cell({1024: refused}, None, None) == "unknown (the compiler refused 1024)"
 
 
 def test_a_search_not_run_to_its_end_gives_no_largest_batch_only_a_lower_bound():

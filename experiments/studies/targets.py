@@ -226,11 +226,16 @@ def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record 
     """The largest batch that fits, as far as the compiles tried show it: `>= N` where
     no batch above N was found not to fit (the compiler refused the next one, the
     search was stopped, or N is its cap)."""
-    if best is None:
-        return "none"
+    floor = 0 if best is None else batch_size(best)
+    refused = [b for b, r in by_batch.items() if b > floor and r["status"] == "error"]
+    if best is None:  # nothing fits, or nothing compiled to say
+        return (
+            "none"
+            if over is not None or not refused
+            else f"unknown (the compiler refused {min(refused)})"
+        )
     if over is not None:
         return str(batch_size(best))
-    refused = [b for b, r in by_batch.items() if b > batch_size(best) and r["status"] == "error"]
     devices = target_field(best, "devices") or 1
     if refused:
         why = f"the compiler refused {min(refused)}"
