@@ -94,6 +94,27 @@ def _ones(values: Sequence[int] | None) -> bool:
     return values is None or all(v == 1 for v in values)
 
 
+def plain_2d_conv(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    lhs_dilation: Sequence[int] | None,
+    rhs_dilation: Sequence[int] | None,
+    dimension_numbers: Any,
+    feature_group_count: int,
+    batch_group_count: int,
+) -> bool:
+    """Whether a `lax.conv_general_dilated` call is the 2-D NHWC/HWIO convolution without
+    dilation or groups that the `cpu` and `onednn` formulations compute themselves."""
+    return (
+        lhs.ndim == 4
+        and feature_group_count == 1
+        and batch_group_count == 1
+        and _ones(lhs_dilation)
+        and _ones(rhs_dilation)
+        and lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers) == _NHWC
+    )
+
+
 def patches_conv(
     lhs: jax.Array,
     rhs: jax.Array,
@@ -109,14 +130,10 @@ def patches_conv(
 ) -> jax.Array:
     """`lax.conv_general_dilated` (same signature) as patches @ kernel for 2-D NHWC/HWIO
     convolutions without dilation or groups; anything else goes to lax unchanged."""
-    simple = (
-        lhs.ndim == 4
-        and feature_group_count == 1
-        and batch_group_count == 1
-        and _ones(lhs_dilation)
-        and _ones(rhs_dilation)
-        and lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers) == _NHWC
-    )
+    simple = plain_2d_conv(
+        lhs, rhs, lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+        batch_group_count,
+    )  # fmt: skip
     if not simple:
         return lax.conv_general_dilated(
             lhs,

@@ -23,8 +23,8 @@ time a shape is seen and keeps the faster.
 Threads: oneDNN runs its own OpenMP team beside XLA's thread pool, so OMP_NUM_THREADS
 (read when the library loads) sets its threads and nothing else. None is forced: on a
 quiet 2-core machine OpenMP's default (one per core) was the faster for `mnist_cnn`;
-with another process busy on one core, one thread was (scratch A/B runs,
-docs/performance-log.md, entry 23).
+with another process busy on one core, one thread was (scratch A/B runs: the
+performance log's "oneDNN's convolutions through XLA's FFI").
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import numpy as np
 from jax import lax
 
 from jaxcnn.errors import UsageError
+from jaxcnn.formulation import plain_2d_conv
 
 _SOURCE = Path(__file__).with_name("conv.cc")
 _INSTALL = "pip install onednn-devel-cpu-gomp"
@@ -218,9 +219,6 @@ def conv(
     return _conv(x, kernel, strides, pads)
 
 
-_NHWC = lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
-
-
 def conv_general_dilated(
     lhs,
     rhs,
@@ -236,18 +234,15 @@ def conv_general_dilated(
 ):
     """`lax.conv_general_dilated` (same signature, what flax.linen.Conv calls): oneDNN for
     f32 2-D NHWC/HWIO convolutions without dilation or groups, lax for anything else."""
-    ones = lambda v: v is None or all(int(d) == 1 for d in v)  # noqa: E731
     simple = (
-        lhs.ndim == 4
-        and lhs.dtype == jnp.float32
+        lhs.dtype == jnp.float32
         and rhs.dtype == jnp.float32
         and preferred_element_type in (None, jnp.float32)
-        and feature_group_count == 1
-        and batch_group_count == 1
-        and ones(lhs_dilation)
-        and ones(rhs_dilation)
-        and lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers) == _NHWC
-    )
+        and plain_2d_conv(
+            lhs, rhs, lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+            batch_group_count,
+        )
+    )  # fmt: skip
     if not simple:
         return lax.conv_general_dilated(
             lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
