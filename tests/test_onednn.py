@@ -63,6 +63,15 @@ def test_the_onednn_formulation_without_onednn_is_one_line_exit_2_before_any_wor
     _assert_one_line_exit_2(argv, capsys, "pip install onednn-devel-cpu-gomp", out)
 
 
+@pytest.fixture
+def layout(request):
+    """oneDNN's layout mode for the test (each mode builds its own primitives), then the
+    default again."""
+    onednn.set_layout(request.param)
+    yield request.param
+    onednn.set_layout("auto")
+
+
 @needs_onednn
 @pytest.mark.parametrize(
     ("shape", "kernel", "strides", "padding"),
@@ -79,7 +88,8 @@ def test_the_onednn_formulation_without_onednn_is_one_line_exit_2_before_any_wor
         ((2, 10, 10, 4), (3, 3, 4, 4), (1, 1), ((2, 0), (1, 1))),  # explicit, uneven pads
     ],
 )
-def test_onednn_conv_equals_xla_conv_with_gradients(shape, kernel, strides, padding):
+@pytest.mark.parametrize("layout", ["plain", "any", "mixed", "auto"], indirect=True)
+def test_onednn_conv_equals_xla_conv_with_gradients(shape, kernel, strides, padding, layout):
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
     w = jnp.asarray(rng.standard_normal(kernel) * 0.1, jnp.float32)
@@ -91,6 +101,10 @@ def test_onednn_conv_equals_xla_conv_with_gradients(shape, kernel, strides, padd
     for a, b in zip(grads_a, grads_b, strict=True):
         assert a.shape == b.shape
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+    built = onednn.describe().splitlines()
+    assert {line.split()[0] for line in built if f" {layout} impl=" in line} == {
+        "fwd", "bwd_data", "bwd_weights"
+    }  # fmt: skip
 
 
 @needs_onednn
@@ -115,6 +129,11 @@ def test_onednn_conv_hands_what_it_does_not_handle_to_xla():
         x, w, (1, 1), "SAME", dimension_numbers=dn, feature_group_count=2
     )
     np.testing.assert_array_equal(got, want)
+
+
+def test_an_unknown_onednn_layout_is_a_usage_error():
+    with pytest.raises(UsageError, match="choose from plain, any, auto, mixed"):
+        onednn.set_layout("blocked")
 
 
 def test_onednn_conv_rejects_what_it_cannot_compute():

@@ -14,11 +14,13 @@ The shared library is compiled on first use (g++, a few seconds) into
 (oneDNN 3.2 built with OpenMP: headers in <venv>/include, libdnnl.so in <venv>/lib;
 about 39 MB to download) or from the folder in $DNNLROOT. The newer `onednn-devel`
 wheels depend on Intel's SYCL and OpenCL runtimes, which a CPU convolution has no use
-for. JAXCNN_ONEDNN_LAYOUT (read when the library loads) picks the memory layouts:
-`plain` runs oneDNN on nhwc/hwio directly (on an AVX-512 Zen 4: brgconv forward, im2col
-+ GEMM for both gradients), `any` lets it choose blocked layouts (its direct
-convolution kernels) and reorders on every call, `auto` (default) times both the first
-time a shape is seen and keeps the faster.
+for. JAXCNN_ONEDNN_LAYOUT (read when the library loads) or `set_layout` picks the
+memory layouts: `plain` runs oneDNN on nhwc/hwio directly (on an AVX-512 Zen 4: brgconv
+forward, im2col + GEMM for both gradients), `any` lets it choose blocked layouts for
+everything (its direct convolution kernels) and reorders on every call, `mixed` keeps
+the activations nhwc and lets it choose the weights' layout (what TensorFlow asks
+oneDNN for: brgemm and direct kernels on nhwc, only the weights reordered), `auto`
+(default) times the three the first time a shape is seen and keeps the fastest.
 
 Threads: oneDNN runs its own OpenMP team beside XLA's thread pool, so OMP_NUM_THREADS
 (read when the library loads) sets its threads and nothing else. None is forced: on a
@@ -135,7 +137,18 @@ def _library() -> ctypes.CDLL:
             f"jaxcnn_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu"
         )
     lib.JaxcnnOnednnDescribe.restype = ctypes.c_char_p
+    lib.JaxcnnOnednnSetLayout.argtypes = [ctypes.c_int]
     return lib
+
+
+LAYOUTS = {"plain": 0, "any": 1, "auto": 2, "mixed": 3}  # conv.cc's `Layout`
+
+
+def set_layout(name: str) -> None:
+    """The layout mode for primitives built from now on (each mode caches its own)."""
+    if name not in LAYOUTS:
+        raise UsageError(f"unknown oneDNN layout {name!r}: choose from {', '.join(LAYOUTS)}")
+    _library().JaxcnnOnednnSetLayout(LAYOUTS[name])
 
 
 def ensure() -> None:

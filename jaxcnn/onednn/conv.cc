@@ -11,12 +11,15 @@
 // buffers in dnnl::memory objects and executes. The scratchpad is user-managed and
 // allocated per call, so concurrent calls from XLA's threads are safe.
 //
-// Layout mode (JAXCNN_ONEDNN_LAYOUT, or JaxcnnOnednnSetLayoutAny): plain (0) asks oneDNN
-// for a primitive on the layouts XLA hands us (nhwc / hwio; on AVX2 oneDNN 3.2 answers
-// with im2col + its sgemm, "gemm:jit"); any (1) lets the primitive pick (a blocked
-// layout such as nChw8c, the direct "jit:avx2" kernels) and reorders to and from it on
-// every call; auto (2, the default) builds both the first time a shape is seen, times
-// each on dummy data, and keeps the faster.
+// Layout mode (JAXCNN_ONEDNN_LAYOUT, or JaxcnnOnednnSetLayout): plain (0) asks oneDNN
+// for a primitive on the layouts XLA hands us (nhwc / hwio; oneDNN 3.2 answers with
+// im2col + its sgemm, "gemm:jit", for both gradients); any (1) lets the primitive pick
+// every layout (blocked, such as nChw16c: the direct "jit" kernels) and reorders
+// activations and weights to and from it on every call; mixed (3) keeps the activations
+// nhwc and lets the primitive pick the weights' layout, as TensorFlow asks oneDNN (brgemm
+// and direct kernels on nhwc; only the small weights reordered); auto (2, the default)
+// builds all three the first time a shape is seen, times each on dummy data, and keeps
+// the fastest.
 
 #include <algorithm>
 #include <chrono>
@@ -42,12 +45,14 @@ using dt = dnnl::memory::data_type;
 namespace {
 
 enum Kind : int { kFwd = 0, kBwdData = 1, kBwdWeights = 2 };
+enum Layout : int { kPlain = 0, kAny = 1, kAuto = 2, kMixed = 3 };
+const char* const kLayoutNames[] = {"plain", "any", "auto", "mixed"};
 
 struct Key {
-  int kind, layout_any;
+  int kind, layout;
   int64_t n, h, w, c, kh, kw, o, oh, ow, sh, sw, pt, pb, pl, pr;
   auto tie() const {
-    return std::tie(kind, layout_any, n, h, w, c, kh, kw, o, oh, ow, sh, sw, pt, pb, pl,
+    return std::tie(kind, layout, n, h, w, c, kh, kw, o, oh, ow, sh, sw, pt, pb, pl,
                     pr);
   }
   bool operator<(const Key& other) const { return tie() < other.tie(); }
@@ -78,11 +83,10 @@ dnnl::engine& Engine() {
 
 std::mutex cache_mutex;
 std::map<Key, std::shared_ptr<Entry>> cache;
-// 0: plain (nhwc/hwio), 1: any (+ reorders), 2: auto (time both once per shape).
-int layout_any = [] {
+Layout layout = [] {
   const char* env = std::getenv("JAXCNN_ONEDNN_LAYOUT");
   std::string mode = env == nullptr ? "auto" : env;
-  return mode == "plain" ? 0 : mode == "any" ? 1 : 2;
+  return mode == "plain" ? kPlain : mode == "any" ? kAny : mode == "mixed" ? kMixed : kAuto;
 }();
 
 Operand MakeOperand(const memory::desc& user, const memory::desc& prim, bool input) {
@@ -112,9 +116,10 @@ std::shared_ptr<Entry> Build(const Key& k) {
   memory::desc src_user(src_dims, dt::f32, tag::nhwc);
   memory::desc wei_user(wei_dims, dt::f32, tag::hwio);
   memory::desc dst_user(dst_dims, dt::f32, tag::nhwc);
-  memory::desc src_q = k.layout_any ? memory::desc(src_dims, dt::f32, tag::any) : src_user;
-  memory::desc wei_q = k.layout_any ? memory::desc(wei_dims, dt::f32, tag::any) : wei_user;
-  memory::desc dst_q = k.layout_any ? memory::desc(dst_dims, dt::f32, tag::any) : dst_user;
+  const bool act_any = k.layout == kAny, wei_any = k.layout != kPlain;
+  memory::desc src_q = act_any ? memory::desc(src_dims, dt::f32, tag::any) : src_user;
+  memory::desc wei_q = wei_any ? memory::desc(wei_dims, dt::f32, tag::any) : wei_user;
+  memory::desc dst_q = act_any ? memory::desc(dst_dims, dt::f32, tag::any) : dst_user;
 
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -217,19 +222,21 @@ double TimeEntry(const Entry& e) {
   return times[1];
 }
 
-// Layout mode 2 (auto): build the primitive on plain layouts and the one on `any`
-// layouts (with its reorders), time both once, keep the faster.
+// Layout mode auto: build the primitive in each of the other modes (with its reorders),
+// time each once, keep the fastest.
 std::shared_ptr<Entry> BuildAuto(Key k) {
-  k.layout_any = 0;
-  auto plain = Build(k);
-  k.layout_any = 1;
-  auto any = Build(k);
-  double t_plain = TimeEntry(*plain), t_any = TimeEntry(*any);
-  auto& best = t_any < t_plain ? any : plain;
-  std::ostringstream note;
-  note << best->impl << (best == any ? " (any" : " (plain") << ", auto: plain "
-       << t_plain * 1e3 << " ms, any " << t_any * 1e3 << " ms)";
-  best->impl = note.str();
+  std::shared_ptr<Entry> best;
+  int best_mode = kPlain;
+  double best_t = 0;
+  std::ostringstream times;
+  for (int mode : {kPlain, kAny, kMixed}) {
+    k.layout = mode;
+    auto e = Build(k);
+    double t = TimeEntry(*e);
+    times << " " << kLayoutNames[mode] << " " << t * 1e3 << " ms";
+    if (!best || t < best_t) best = e, best_t = t, best_mode = mode;
+  }
+  best->impl += std::string(" (") + kLayoutNames[best_mode] + ", auto:" + times.str() + ")";
   return best;
 }
 
@@ -237,7 +244,7 @@ std::shared_ptr<Entry> Lookup(const Key& k) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto it = cache.find(k);
   if (it != cache.end()) return it->second;
-  auto e = k.layout_any == 2 ? BuildAuto(k) : Build(k);
+  auto e = k.layout == kAuto ? BuildAuto(k) : Build(k);
   cache.emplace(k, e);
   return e;
 }
@@ -248,7 +255,7 @@ ffi::Error Run(int kind, ffi::Buffer<ffi::F32, 4> in_a, ffi::Buffer<ffi::F32, 4>
   auto da = in_a.dimensions(), db = in_b.dimensions(), dout = out->dimensions();
   Key k{};
   k.kind = kind;
-  k.layout_any = layout_any;
+  k.layout = layout;
   k.sh = sh, k.sw = sw, k.pt = pt, k.pb = pb, k.pl = pl, k.pr = pr;
   if (kind == kFwd) {  // x (N,H,W,C), w (KH,KW,C,O) -> y (N,OH,OW,O)
     k.n = da[0], k.h = da[1], k.w = da[2], k.c = da[3];
@@ -316,7 +323,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxcnnOnednnConvBwdData, BwdData, JAXCNN_BIND);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxcnnOnednnConvBwdWeights, BwdWeights, JAXCNN_BIND);
 
 // Helpers for Python (ctypes), not FFI handlers.
-extern "C" void JaxcnnOnednnSetLayoutAny(int mode) { layout_any = mode; }
+extern "C" void JaxcnnOnednnSetLayout(int mode) { layout = static_cast<Layout>(mode); }
 
 // One line per cached primitive: kind, shapes, the implementation oneDNN chose, and
 // whether operands are reordered. The string lives until the next call.
@@ -329,7 +336,7 @@ extern "C" const char* JaxcnnOnednnDescribe() {
     out << names[k.kind] << " x=" << k.n << "x" << k.h << "x" << k.w << "x" << k.c
         << " w=" << k.kh << "x" << k.kw << "x" << k.c << "x" << k.o << " s=" << k.sh << ","
         << k.sw << " p=" << k.pt << "," << k.pb << "," << k.pl << "," << k.pr
-        << (k.layout_any == 2 ? " auto" : k.layout_any ? " any" : " plain") << " impl=" << e->impl
+        << " " << kLayoutNames[k.layout] << " impl=" << e->impl
         << " reorders=" << e->a.reorder << e->b.reorder << e->out.reorder << "\n";
   }
   text = out.str();
