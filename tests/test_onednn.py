@@ -69,7 +69,7 @@ def layout(request):
     default again."""
     onednn.set_layout(request.param)
     yield request.param
-    onednn.set_layout("auto")
+    onednn.set_layout("mixed")  # the default
 
 
 @needs_onednn
@@ -118,6 +118,28 @@ def test_onednn_conv_under_jit_and_with_the_library_s_own_signature():
 
 
 @needs_onednn
+def test_onednn_conv_under_vmap_equals_xla_s_with_gradients():
+    # An ensemble vmaps the train step over its members' parameters.
+    rng = np.random.default_rng(2)
+    x = jnp.asarray(rng.standard_normal((3, 2, 10, 10, 4)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((3, 3, 3, 4, 5)) * 0.1, jnp.float32)
+
+    def loss(conv):
+        return lambda x, w: jnp.sum(jnp.tanh(conv(x, w)))
+
+    def xla(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NHWC)
+
+    def ours(x, w):
+        return onednn.conv(x, w, (1, 1), "SAME")
+
+    want = jax.vmap(jax.value_and_grad(loss(xla), argnums=(0, 1)))(x, w)
+    got = jax.vmap(jax.value_and_grad(loss(ours), argnums=(0, 1)))(x, w)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+
+
+@needs_onednn
 def test_onednn_conv_hands_what_it_does_not_handle_to_xla():
     x = jnp.ones((1, 8, 8, 4))
     w = jnp.ones((3, 3, 2, 4))  # two feature groups
@@ -134,6 +156,18 @@ def test_onednn_conv_hands_what_it_does_not_handle_to_xla():
 def test_an_unknown_onednn_layout_is_a_usage_error():
     with pytest.raises(UsageError, match="choose from plain, any, auto, mixed"):
         onednn.set_layout("blocked")
+
+
+@needs_onednn
+def test_an_unknown_layout_in_the_environment_is_a_usage_error(monkeypatch):
+    monkeypatch.setenv("JAXCNN_ONEDNN_LAYOUT", "blocked")
+    onednn._library.cache_clear()
+    try:
+        with pytest.raises(UsageError, match="JAXCNN_ONEDNN_LAYOUT='blocked'.*plain, any"):
+            onednn.ensure()
+    finally:
+        monkeypatch.delenv("JAXCNN_ONEDNN_LAYOUT")
+        onednn._library.cache_clear()
 
 
 def test_onednn_conv_rejects_what_it_cannot_compute():

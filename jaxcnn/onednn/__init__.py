@@ -18,9 +18,12 @@ for. JAXCNN_ONEDNN_LAYOUT (read when the library loads) or `set_layout` picks th
 memory layouts: `plain` runs oneDNN on nhwc/hwio directly (on an AVX-512 Zen 4: brgconv
 forward, im2col + GEMM for both gradients), `any` lets it choose blocked layouts for
 everything (its direct convolution kernels) and reorders on every call, `mixed` keeps
-the activations nhwc and lets it choose the weights' layout (what TensorFlow asks
-oneDNN for: brgemm and direct kernels on nhwc, only the weights reordered), `auto`
-(default) times the three the first time a shape is seen and keeps the fastest.
+the activations nhwc and lets it choose the weights' layout (the default, and what
+TensorFlow asks oneDNN for: brgemm and direct kernels on nhwc, only the weights
+reordered; on this project's AVX-512 machine the fastest of the three for every
+primitive of mnist_cnn, see the performance log), `auto` times the three the first time
+a shape is seen and keeps the fastest (its choice rests on timings, so two processes
+may compute a step with different kernels: not the default).
 
 Threads: oneDNN runs its own OpenMP team beside XLA's thread pool, so OMP_NUM_THREADS
 (read when the library loads) sets its threads and nothing else. None is forced: on a
@@ -138,6 +141,13 @@ def _library() -> ctypes.CDLL:
         )
     lib.JaxcnnOnednnDescribe.restype = ctypes.c_char_p
     lib.JaxcnnOnednnSetLayout.argtypes = [ctypes.c_int]
+    layout = os.environ.get("JAXCNN_ONEDNN_LAYOUT", "mixed")
+    if layout not in LAYOUTS:
+        raise UsageError(
+            f"JAXCNN_ONEDNN_LAYOUT={layout!r} is not a oneDNN layout: choose from "
+            f"{', '.join(LAYOUTS)}"
+        )
+    lib.JaxcnnOnednnSetLayout(LAYOUTS[layout])
     return lib
 
 
@@ -183,8 +193,12 @@ def _attributes(strides, padding) -> dict[str, np.int64]:
 
 def _call(kind: str, out_shape: tuple[int, ...], a, b, strides, padding) -> jax.Array:
     _library()
+    # Under vmap (an ensemble of models) the kernels run once per member: they take one
+    # batch of images and one kernel, not a stack of them.
     return jax.ffi.ffi_call(
-        f"jaxcnn_onednn_conv_{kind}", jax.ShapeDtypeStruct(out_shape, jnp.float32)
+        f"jaxcnn_onednn_conv_{kind}",
+        jax.ShapeDtypeStruct(out_shape, jnp.float32),
+        vmap_method="sequential",
     )(a, b, **_attributes(strides, padding))
 
 

@@ -11,20 +11,20 @@
 // buffers in dnnl::memory objects and executes. The scratchpad is user-managed and
 // allocated per call, so concurrent calls from XLA's threads are safe.
 //
-// Layout mode (JAXCNN_ONEDNN_LAYOUT, or JaxcnnOnednnSetLayout): plain (0) asks oneDNN
+// Layout mode (JaxcnnOnednnSetLayout): plain (0) asks oneDNN
 // for a primitive on the layouts XLA hands us (nhwc / hwio; oneDNN 3.2 answers with
 // im2col + its sgemm, "gemm:jit", for both gradients); any (1) lets the primitive pick
 // every layout (blocked, such as nChw16c: the direct "jit" kernels) and reorders
-// activations and weights to and from it on every call; mixed (3) keeps the activations
-// nhwc and lets the primitive pick the weights' layout, as TensorFlow asks oneDNN (brgemm
-// and direct kernels on nhwc; only the small weights reordered); auto (2, the default)
-// builds all three the first time a shape is seen, times each on dummy data, and keeps
-// the fastest.
+// activations and weights to and from it on every call; mixed (3, the default) keeps
+// the activations nhwc and lets the primitive pick the weights' layout, as TensorFlow
+// asks oneDNN (brgemm and direct kernels on nhwc; only the small weights reordered);
+// auto (2) builds all three the first time a shape is seen, times each on dummy data,
+// and keeps the fastest. The default is a fixed mode, not auto, so that the same
+// program computes the same numbers in every process: auto's choice rests on timings.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,11 +83,7 @@ dnnl::engine& Engine() {
 
 std::mutex cache_mutex;
 std::map<Key, std::shared_ptr<Entry>> cache;
-Layout layout = [] {
-  const char* env = std::getenv("JAXCNN_ONEDNN_LAYOUT");
-  std::string mode = env == nullptr ? "auto" : env;
-  return mode == "plain" ? kPlain : mode == "any" ? kAny : mode == "mixed" ? kMixed : kAuto;
-}();
+Layout layout = kMixed;  // jaxcnn.onednn sets it from JAXCNN_ONEDNN_LAYOUT on load
 
 Operand MakeOperand(const memory::desc& user, const memory::desc& prim, bool input) {
   Operand op;
