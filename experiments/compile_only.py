@@ -168,28 +168,24 @@ def _compiled(
     shapes = abstract_state(workload, devices)
     host_batch = abstract_batch(workload, workload.batch_size)
     state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
-    inputs = {"train": (state, batch), "eval": (state, batch)}
+    calls = {
+        "train": (placement.train_step, state, batch),
+        "eval": (placement.eval_step, state, batch),
+    }
     if "epoch" in programs:
         rows = workload.batch_size * EPOCH_STEPS
         dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
         order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
-        inputs["epoch"] = (state, _placed(dataset, state_sharding), _placed(order, state_sharding))
-    functions = {
-        "train": placement.train_step,
-        "eval": placement.eval_step,
-        "epoch": placement.train_epoch,
-    }
+        calls["epoch"] = (placement.train_epoch, state, *_placed((dataset, order), state_sharding))
     compiled: dict[str, Any] = {}
     for name in programs:
-        compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
+        compiled[name], seconds = _timed_compile(*calls[name])
         record["compile_time_s"][name] = seconds
         if on_compiled is not None:
             on_compiled(name, seconds)
     memory = measure.memory(compiled["train"])
-    limit = record["target"]["usable_bytes_per_device"]
-    fits = (
-        memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
-    )
+    total, limit = memory["total_bytes"], record["target"]["usable_bytes_per_device"]
+    fits = total is not None and limit is not None and total <= limit
     train_count = flops_lib.count(train.train_step, shapes, host_batch)
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
@@ -198,7 +194,7 @@ def _compiled(
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     fields = dict(
         status="ok" if fits else "oom",
-        message=None if fits else _too_big(memory["total_bytes"], limit),
+        message=None if fits else _too_big(total, limit),
         params={"trainable": trainable, "non_trainable": non_trainable},
         memory=memory,
         fits=fits,
