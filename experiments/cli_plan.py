@@ -128,11 +128,10 @@ def loops(options: Options) -> set[str]:
 def workloads(options: Options, platform: str, num_devices: int) -> list[Workload]:
     """The workloads of --model, or of --study on `num_devices` devices of `platform`."""
     smoke = SMOKE_FLAGS if options.smoke else {}
-    epochs = options.epochs
     common = {
         "dataset": options.dataset,
         "batch_size": options.batch_size or smoke.get("batch_size", DEFAULT_BATCH),
-        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if epochs is None else epochs,
+        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if options.epochs is None else options.epochs,
         "steps": options.steps or smoke.get("steps"),
         "optimizer": options.optimizer,
         "learning_rate": options.learning_rate,
