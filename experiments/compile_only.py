@@ -114,19 +114,12 @@ def prediction(
     )
 
 
-def run_target(
-    workload: Workload,
-    programs: tuple[str, ...] = PROGRAMS,
-    *,
-    on_compiled: Callable[[str, float], None] | None = None,
-) -> dict[str, Any]:
+def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
     """Compile `workload`'s `programs` for its target: the record, whatever happens
     (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
     memory; error: the compiler refused, with its one-line reason)."""
     target, devices, record = _new_record(workload)
-    record = recorded(
-        record, lambda record: _compiled(workload, target, devices, programs, record, on_compiled)
-    )
+    record = recorded(record, lambda record: _compiled(workload, target, devices, programs, record))
     if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
         record["fits"] = False
     return record
@@ -159,7 +152,6 @@ def _compiled(
     devices: list[jax.Device],
     programs: tuple[str, ...],
     record: dict[str, Any],
-    on_compiled: Callable[[str, float], None] | None,
 ) -> dict[str, Any]:
     """The record's fields once `programs` compiled for `devices`; their compile times go
     into `record` as each ends, so a later failure keeps them."""
@@ -179,10 +171,7 @@ def _compiled(
         calls["epoch"] = (placement.train_epoch, state, *_placed((dataset, order), state_sharding))
     compiled: dict[str, Any] = {}
     for name in programs:
-        compiled[name], seconds = _timed_compile(*calls[name])
-        record["compile_time_s"][name] = seconds
-        if on_compiled is not None:
-            on_compiled(name, seconds)
+        compiled[name], record["compile_time_s"][name] = _timed_compile(*calls[name])
     memory = measure.memory(compiled["train"])
     total, limit = memory["total_bytes"], record["target"]["usable_bytes_per_device"]
     fits = total is not None and limit is not None and total <= limit
