@@ -332,9 +332,7 @@ def batch_search(
             if fit is not None:
                 break
             batch //= 2
-    if fit is None or miss is None:
-        return list(tried.values())
-    while miss - fit > max(step, fit // 16):
+    while fit is not None and miss is not None and miss - fit > max(step, fit // 16):
         mid = (fit + miss) // 2 // step * step
         if mid in (fit, miss):
             break

@@ -122,7 +122,6 @@ def describe(record: dict[str, Any]) -> str:
         )
     p = record.get("prediction")
     if p:
-        side = "memory" if p["bound"] == "memory" else "compute"
         basis = f"vendor peak {p['peak_tflops_used']} TFLOP/s {p['peak_precision']}"
         if p["bandwidth_bytes_per_s"] and p["memory_s"] is not None:
             basis += f", {si(p['bandwidth_bytes_per_s'], 'B/s')}"
@@ -130,7 +129,7 @@ def describe(record: dict[str, Any]) -> str:
             basis += "; bytes unknown, so compute only"
         lines.append(
             f"  PREDICTED (roofline, {basis}): step {seconds(p['step_time_s'])} "
-            f"({side}-bound), {p['images_per_s']:,.0f} images/s"
+            f"({p['bound']}-bound), {p['images_per_s']:,.0f} images/s"
         )
     else:
         lines.append("  predicted: none (no vendor peak for this precision on this chip)")
