@@ -233,6 +233,7 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
         ),
     },
 }
+# every setting by its name, in the order of the groups
 SETTINGS = {name: setting for group in SETTING_GROUPS.values() for name, setting in group.items()}
 GROUP_NOTES = {
     "many hosts": "run the same command on every host, each with its own process_id; "
