@@ -105,22 +105,19 @@ def boolean(text: str) -> bool:
     return text == "true"
 
 
-def choice(what: str, names: Callable[[], Sequence[str]]) -> Callable[[str], str]:
-    """A reader of one of `names()` (read when a value is checked, so a study registered
-    after the parser was built counts), in the library's words for an unknown name."""
+def choice(what: str, names: Sequence[str] | Callable[[], Sequence[str]]) -> Callable[[str], str]:
+    """A reader of one of `names`, or of `names()` (read when a value is checked, so a study
+    registered after the parser was built counts), in the library's words for an unknown name."""
 
     def read(text: str) -> str:
-        if text not in names():
+        known = names() if callable(names) else names
+        if text not in known:
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {text!r}: choose one of {', '.join(names())}"
+                f"unknown {what} {text!r}: choose one of {', '.join(known)}"
             )
         return text
 
     return read
-
-
-def text(value: str) -> str:
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,132 +128,113 @@ class Setting:
     default: Any
     metavar: str  # what VALUE is, in --help-all
     help: str
-    group: str
-
-
-def _names(*names: str) -> Callable[[], Sequence[str]]:
-    return lambda: names
 
 
 # The less common options, by the group --help-all lists them under. A name is the
 # attribute the parsed arguments carry, as for a flag.
-SETTINGS: dict[str, Setting] = {
-    "width": Setting(
-        positive_int,
-        None,
-        "N",
-        "hidden width of --model=mlp (default: the model's own)",
-        "training",
-    ),
-    "steps": Setting(
-        positive_int,
-        None,
-        "N",
-        "stop after this many training steps in all (default: whole epochs; --smoke: 3)",
-        "training",
-    ),
-    "optimizer": Setting(
-        choice("optimizer", _names(*OPTIMIZERS)),
-        "adam",
-        "NAME",
-        "adam | sgd (default: adam)",
-        "training",
-    ),
-    "learning_rate": Setting(
-        positive_float, 1e-3, "X", "the learning rate; onecycle's peak (default: 0.001)", "training"
-    ),
-    "schedule": Setting(
-        choice("schedule", _names(*SCHEDULES)),
-        "constant",
-        "NAME",
-        "constant | onecycle: up to learning_rate over the first quarter of the run, then "
-        "down to 0 (default: constant)",
-        "training",
-    ),
-    "precision": Setting(
-        choice("precision", _names(*PRECISIONS)),
-        "f32",
-        "NAME",
-        "f32 | bf16 compute; parameters stay f32 (default: f32)",
-        "training",
-    ),
-    "seed": Setting(seed, 0, "N", "0..2**31-1 (default: 0)", "training"),
-    "loop": Setting(
-        choice("loop", _names(*LOOPS)),
-        "step",
-        "NAME",
-        "step: one compiled step per batch | device: whole epochs as one compiled loop on "
-        "the device (default: step)",
-        "training",
-    ),
-    "formulation": Setting(
-        choice("formulation", _names(*FORMULATIONS)),
-        "auto",
-        "NAME",
-        "how convolutions are computed: auto (the platform's fastest) | xla | cpu | onednn "
-        "(oneDNN's kernels on a CPU: pip install -e '.[onednn]') (default: auto)",
-        "training",
-    ),
-    "timing_steps": Setting(
-        positive_int,
-        20,
-        "N",
-        "steps timed one by one for the step-time median (default: 20; --smoke: 3)",
-        "measurement",
-    ),
-    "host_memory": Setting(
-        choice("host memory policy", _names(*HOST_MEMORY_POLICIES)),
-        "auto",
-        "NAME",
-        "host allocator: auto (retain where the step loop runs on a CPU, else system) | "
-        "retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults) "
-        "(default: auto)",
-        "measurement",
-    ),
-    "checkpoints": Setting(
-        boolean,
-        True,
-        "true|false",
-        "false: no checkpoints and no resume, for timing sweeps (default: true)",
-        "checkpoints",
-    ),
-    "checkpoint_dir": Setting(
-        text,
-        None,
-        "DIR",
-        "root of the per-workload checkpoints (default: OUT/checkpoints)",
-        "checkpoints",
-    ),
-    "checkpoint_every": Setting(
-        positive_int,
-        None,
-        "N",
-        "also checkpoint every N steps (default: at each epoch end only)",
-        "checkpoints",
-    ),
-    "keep_checkpoints": Setting(
-        positive_int, 2, "N", "checkpoints kept per workload (default: 2)", "checkpoints"
-    ),
-    "coordinator": Setting(
-        text,
-        None,
-        "HOST:PORT",
-        "HOST:PORT of process 0, or auto (TPU pods, Slurm, Open MPI)",
-        "many hosts",
-    ),
-    "num_processes": Setting(positive_int, None, "N", "processes in all", "many hosts"),
-    "process_id": Setting(integer, None, "N", "this process, 0..num_processes-1", "many hosts"),
-    "coordinator_timeout": Setting(
-        positive_float,
-        300.0,
-        "SECONDS",
-        "seconds to wait for the coordinator and the other processes (default: 300)",
-        "many hosts",
-    ),
-    "progress": Setting(
-        boolean, True, "true|false", "progress bars while training (default: true)", "output"
-    ),
+SETTING_GROUPS: dict[str, dict[str, Setting]] = {
+    "training": {
+        "width": Setting(
+            positive_int, None, "N", "hidden width of --model=mlp (default: the model's own)"
+        ),
+        "steps": Setting(
+            positive_int,
+            None,
+            "N",
+            "stop after this many training steps in all (default: whole epochs; --smoke: 3)",
+        ),
+        "optimizer": Setting(
+            choice("optimizer", OPTIMIZERS), "adam", "NAME", "adam | sgd (default: adam)"
+        ),
+        "learning_rate": Setting(
+            positive_float, 1e-3, "X", "the learning rate; onecycle's peak (default: 0.001)"
+        ),
+        "schedule": Setting(
+            choice("schedule", SCHEDULES),
+            "constant",
+            "NAME",
+            "constant | onecycle: up to learning_rate over the first quarter of the run, then "
+            "down to 0 (default: constant)",
+        ),
+        "precision": Setting(
+            choice("precision", PRECISIONS),
+            "f32",
+            "NAME",
+            "f32 | bf16 compute; parameters stay f32 (default: f32)",
+        ),
+        "seed": Setting(seed, 0, "N", "0..2**31-1 (default: 0)"),
+        "loop": Setting(
+            choice("loop", LOOPS),
+            "step",
+            "NAME",
+            "step: one compiled step per batch | device: whole epochs as one compiled loop on "
+            "the device (default: step)",
+        ),
+        "formulation": Setting(
+            choice("formulation", FORMULATIONS),
+            "auto",
+            "NAME",
+            "how convolutions are computed: auto (the platform's fastest) | xla | cpu | onednn "
+            "(oneDNN's kernels on a CPU: pip install -e '.[onednn]') (default: auto)",
+        ),
+    },
+    "measurement": {
+        "timing_steps": Setting(
+            positive_int,
+            20,
+            "N",
+            "steps timed one by one for the step-time median (default: 20; --smoke: 3)",
+        ),
+        "host_memory": Setting(
+            choice("host memory policy", HOST_MEMORY_POLICIES),
+            "auto",
+            "NAME",
+            "host allocator: auto (retain where the step loop runs on a CPU, else system) | "
+            "retain (reuse freed memory; jaxcnn/host_memory.py) | system (glibc's defaults) "
+            "(default: auto)",
+        ),
+    },
+    "checkpoints": {
+        "checkpoints": Setting(
+            boolean,
+            True,
+            "true|false",
+            "false: no checkpoints and no resume, for timing sweeps (default: true)",
+        ),
+        "checkpoint_dir": Setting(
+            str, None, "DIR", "root of the per-workload checkpoints (default: OUT/checkpoints)"
+        ),
+        "checkpoint_every": Setting(
+            positive_int,
+            None,
+            "N",
+            "also checkpoint every N steps (default: at each epoch end only)",
+        ),
+        "keep_checkpoints": Setting(
+            positive_int, 2, "N", "checkpoints kept per workload (default: 2)"
+        ),
+    },
+    "many hosts": {
+        "coordinator": Setting(
+            str, None, "HOST:PORT", "HOST:PORT of process 0, or auto (TPU pods, Slurm, Open MPI)"
+        ),
+        "num_processes": Setting(positive_int, None, "N", "processes in all"),
+        "process_id": Setting(integer, None, "N", "this process, 0..num_processes-1"),
+        "coordinator_timeout": Setting(
+            positive_float,
+            300.0,
+            "SECONDS",
+            "seconds to wait for the coordinator and the other processes (default: 300)",
+        ),
+    },
+    "output": {
+        "progress": Setting(
+            boolean, True, "true|false", "progress bars while training (default: true)"
+        ),
+    },
 }
+# every setting by its name, in the order of the groups
+SETTINGS = {name: setting for group in SETTING_GROUPS.values() for name, setting in group.items()}
 GROUP_NOTES = {
     "many hosts": "run the same command on every host, each with its own process_id; "
     "process 0 writes the records",

@@ -119,24 +119,19 @@ def _check_compile_only(options: Options) -> None:
 def loops(options: Options) -> set[str]:
     """The loops (`step`, `device`) the command will run, known before JAX starts, as the
     host memory policy must be. A study's loops do not depend on the platform."""
-    if options.model is not None:
+    if takes_flags(options):
         return {options.loop}
-    names = study_names(options.study)
-    found = {options.loop for name in names if not callable(STUDIES[name])}
     context = Context(smoke=options.smoke)
-    return found | {
-        w.loop for name in names if callable(STUDIES[name]) for w in STUDIES[name](context)
-    }
+    return {w.loop for name in study_names(options.study) for w in STUDIES[name](context)}
 
 
 def workloads(options: Options, platform: str, num_devices: int) -> list[Workload]:
     """The workloads of --model, or of --study on `num_devices` devices of `platform`."""
     smoke = SMOKE_FLAGS if options.smoke else {}
-    epochs = options.epochs
     common = {
         "dataset": options.dataset,
         "batch_size": options.batch_size or smoke.get("batch_size", DEFAULT_BATCH),
-        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if epochs is None else epochs,
+        "epochs": smoke.get("epochs", DEFAULT_EPOCHS) if options.epochs is None else options.epochs,
         "steps": options.steps or smoke.get("steps"),
         "optimizer": options.optimizer,
         "learning_rate": options.learning_rate,
@@ -150,17 +145,14 @@ def workloads(options: Options, platform: str, num_devices: int) -> list[Workloa
     }
     if options.model is not None:
         return [Workload(model=options.model, model_overrides=model_overrides(options), **common)]
-    found: list[Workload] = []
-    for name in study_names(options.study):
-        study = STUDIES[name]
-        if callable(study):
-            found.extend(study(Context(platform, num_devices, smoke=options.smoke)))
-        else:
-            study_name = name if name == "default" else None
-            found.extend(
-                Workload(model=m, model_overrides=o, study=study_name, **common) for m, o in study
-            )
-    return found
+    if takes_flags(options):  # a study of models, each run with the command's options
+        study = options.study if options.study == "default" else None
+        return [
+            Workload(model=m, model_overrides=o, study=study, **common)
+            for m, o in STUDIES[options.study]
+        ]
+    context = Context(platform, num_devices, smoke=options.smoke)
+    return [w for name in study_names(options.study) for w in STUDIES[name](context)]
 
 
 def model_overrides(options: Options) -> dict[str, Any]:
@@ -179,9 +171,7 @@ def checkpoint_root(options: Options) -> Path | None:
     """The root of the per-workload checkpoint folders; None without checkpoints."""
     if not options.checkpoints:
         return None
-    if options.checkpoint_dir:
-        return Path(options.checkpoint_dir)
-    return Path(options.out) / "checkpoints"
+    return Path(options.checkpoint_dir or Path(options.out) / "checkpoints")
 
 
 SUMMARY_HEADERS = [

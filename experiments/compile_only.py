@@ -114,19 +114,12 @@ def prediction(
     )
 
 
-def run_target(
-    workload: Workload,
-    programs: tuple[str, ...] = PROGRAMS,
-    *,
-    on_compiled: Callable[[str, float], None] | None = None,
-) -> dict[str, Any]:
+def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
     """Compile `workload`'s `programs` for its target: the record, whatever happens
     (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
     memory; error: the compiler refused, with its one-line reason)."""
     target, devices, record = _new_record(workload)
-    record = recorded(
-        record, lambda record: _compiled(workload, target, devices, programs, record, on_compiled)
-    )
+    record = recorded(record, lambda record: _compiled(workload, target, devices, programs, record))
     if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
         record["fits"] = False
     return record
@@ -159,7 +152,6 @@ def _compiled(
     devices: list[jax.Device],
     programs: tuple[str, ...],
     record: dict[str, Any],
-    on_compiled: Callable[[str, float], None] | None,
 ) -> dict[str, Any]:
     """The record's fields once `programs` compiled for `devices`; their compile times go
     into `record` as each ends, so a later failure keeps them."""
@@ -168,28 +160,21 @@ def _compiled(
     shapes = abstract_state(workload, devices)
     host_batch = abstract_batch(workload, workload.batch_size)
     state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
-    inputs = {"train": (state, batch), "eval": (state, batch)}
+    calls = {
+        "train": (placement.train_step, state, batch),
+        "eval": (placement.eval_step, state, batch),
+    }
     if "epoch" in programs:
         rows = workload.batch_size * EPOCH_STEPS
         dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
         order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
-        inputs["epoch"] = (state, _placed(dataset, state_sharding), _placed(order, state_sharding))
-    functions = {
-        "train": placement.train_step,
-        "eval": placement.eval_step,
-        "epoch": placement.train_epoch,
-    }
+        calls["epoch"] = (placement.train_epoch, state, *_placed((dataset, order), state_sharding))
     compiled: dict[str, Any] = {}
     for name in programs:
-        compiled[name], seconds = _timed_compile(functions[name], *inputs[name])
-        record["compile_time_s"][name] = seconds
-        if on_compiled is not None:
-            on_compiled(name, seconds)
+        compiled[name], record["compile_time_s"][name] = _timed_compile(*calls[name])
     memory = measure.memory(compiled["train"])
-    limit = record["target"]["usable_bytes_per_device"]
-    fits = (
-        memory["total_bytes"] is not None and limit is not None and memory["total_bytes"] <= limit
-    )
+    total, limit = memory["total_bytes"], record["target"]["usable_bytes_per_device"]
+    fits = total is not None and limit is not None and total <= limit
     train_count = flops_lib.count(train.train_step, shapes, host_batch)
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
@@ -198,7 +183,7 @@ def _compiled(
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     fields = dict(
         status="ok" if fits else "oom",
-        message=None if fits else _too_big(memory["total_bytes"], limit),
+        message=None if fits else _too_big(total, limit),
         params={"trainable": trainable, "non_trainable": non_trainable},
         memory=memory,
         fits=fits,
@@ -347,9 +332,7 @@ def batch_search(
             if fit is not None:
                 break
             batch //= 2
-    if fit is None or miss is None:
-        return list(tried.values())
-    while miss - fit > max(step, fit // 16):
+    while fit is not None and miss is not None and miss - fit > max(step, fit // 16):
         mid = (fit + miss) // 2 // step * step
         if mid in (fit, miss):
             break

@@ -30,9 +30,7 @@ class ChildDied(Exception):
 
     def __init__(self, exitcode: int | None) -> None:
         self.exitcode = exitcode
-        self.signal = (
-            signal.Signals(-exitcode).name if exitcode is not None and exitcode < 0 else None
-        )
+        self.signal = signal.Signals(-exitcode).name if (exitcode or 0) < 0 else None
         how = f"signal {self.signal}" if self.signal else f"exit status {exitcode}"
         if self.signal == "SIGKILL":
             how += ": the kernel's out-of-memory killer, or a kill -9"

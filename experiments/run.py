@@ -24,6 +24,7 @@ from experiments.cli_options import (
     GROUP_NOTES,
     HERE,
     MODELS,
+    SETTING_GROUPS,
     SETTINGS,
     STRATEGIES,
     TARGETS,
@@ -100,21 +101,18 @@ class _HelpAll(argparse.Action):
 def settings_help(width: int = 88) -> str:
     """The less common options, by group, as --help-all lists them."""
     lines = ["less common options, as --set NAME=VALUE:"]
-    for group in dict.fromkeys(s.group for s in SETTINGS.values()):
+    for group, settings in SETTING_GROUPS.items():
         lines.append(f"\n  {group}:")
-        note = GROUP_NOTES.get(group)
-        if note:
-            lines += textwrap.wrap(note, width, initial_indent="    ", subsequent_indent="    ")
-        for name, setting in SETTINGS.items():
-            if setting.group != group:
-                continue
+        note = GROUP_NOTES.get(group, "")
+        lines += textwrap.wrap(note, width, initial_indent="    ", subsequent_indent="    ")
+        for name, setting in settings.items():
             head = f"    {name}={setting.metavar}"
-            body = textwrap.wrap(setting.help, width - 32)
-            if len(head) > 30:
+            if len(head) > 30:  # a name too long for the column: its help starts below
                 lines.append(head)
                 head = ""
-            lines.append(f"{head:<32}{body[0]}")
-            lines += [" " * 32 + rest for rest in body[1:]]
+            lines += textwrap.wrap(
+                setting.help, width, initial_indent=f"{head:<32}", subsequent_indent=" " * 32
+            )
     return "\n".join(lines)
 
 
@@ -130,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         metavar="NAME",
-        type=choice("model", lambda: MODELS),
+        type=choice("model", MODELS),
         help=f"run this one model instead of a study: {', '.join(MODELS)}",
     )
     run.add_argument(
@@ -152,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         metavar="NAME",
         default="auto",
-        type=choice("device", lambda: DEVICES),
+        type=choice("device", DEVICES),
         help="auto | cpu | gpu | tpu (default: auto, the accelerator JAX finds, else the CPU)",
     )
     where.add_argument(
@@ -165,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategy",
         metavar="NAME",
         default="single",
-        type=choice("strategy", lambda: STRATEGIES),
+        type=choice("strategy", STRATEGIES),
         help="single: one device | pmap: one replica per device | sharded: jit over a data "
         "mesh (default: single). Several CPU devices: JAX_NUM_CPU_DEVICES=8 in the "
         "environment",
@@ -173,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--target",
         metavar="NAME",
-        type=choice("target", lambda: (*TARGETS, HERE)),
+        type=choice("target", (*TARGETS, HERE)),
         help="compile for a device not at hand instead of running, and say whether it "
         f"compiles and fits, and its predicted time: {', '.join(TARGETS)}, or {HERE} "
         "(this machine's chips)",
@@ -183,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset",
         metavar="NAME",
         default="digits",
-        type=choice("dataset", lambda: DATASETS),
+        type=choice("dataset", DATASETS),
         help=f"{' | '.join(DATASETS)} (default: digits, embedded)",
     )
     data.add_argument(
@@ -301,12 +299,9 @@ def _main(options: argparse.Namespace) -> int:
             print(models.summary(options.model, **cli_plan.model_overrides(options)))
             return 0
         return _run(options)
-    except JaxcnnError as e:
+    except (JaxcnnError, records.NotRecorded) as e:  # NotRecorded: after the work, the record kept
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except records.NotRecorded as e:  # after the work: exit 1, the record kept
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 1 if isinstance(e, records.NotRecorded) else 2
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept", file=sys.stderr)
         return 130

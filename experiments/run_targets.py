@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments import compile_only, records
+from experiments import cli_plan, compile_only, records
 from experiments.cli_options import HERE
 from experiments.isolated import ChildDied, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
@@ -47,21 +47,23 @@ def workload(args: argparse.Namespace, target: targets.Target) -> Workload:
     """The workload of `--target`: `single` (the default) on a many-device target means
     the batch spread over all its devices, as `sharded` does."""
     strategy = "sharded" if args.strategy == "single" and target.devices > 1 else args.strategy
-    return Workload(
+    return _compile_workload(
         model=args.model,
-        model_overrides={"width": args.width} if args.width else {},
-        dataset="synthetic",
-        batch_size=args.batch_size or 64,
-        epochs=0,
+        model_overrides=cli_plan.model_overrides(args),
+        batch_size=args.batch_size or cli_plan.DEFAULT_BATCH,
         optimizer=args.optimizer,
         learning_rate=args.learning_rate,
         seed=args.seed,
         strategy=strategy,
         precision=args.precision,
         formulation=args.formulation,
-        kind="compile",
         target=target.name,
     )
+
+
+def _compile_workload(**fields: Any) -> Workload:
+    """A workload compiled, not run: no data read, no epoch trained."""
+    return Workload(dataset="synthetic", epochs=0, kind="compile", **fields)
 
 
 def _gib(n: int | None) -> str:
@@ -120,7 +122,6 @@ def describe(record: dict[str, Any]) -> str:
         )
     p = record.get("prediction")
     if p:
-        side = "memory" if p["bound"] == "memory" else "compute"
         basis = f"vendor peak {p['peak_tflops_used']} TFLOP/s {p['peak_precision']}"
         if p["bandwidth_bytes_per_s"] and p["memory_s"] is not None:
             basis += f", {si(p['bandwidth_bytes_per_s'], 'B/s')}"
@@ -128,7 +129,7 @@ def describe(record: dict[str, Any]) -> str:
             basis += "; bytes unknown, so compute only"
         lines.append(
             f"  PREDICTED (roofline, {basis}): step {seconds(p['step_time_s'])} "
-            f"({side}-bound), {p['images_per_s']:,.0f} images/s"
+            f"({p['bound']}-bound), {p['images_per_s']:,.0f} images/s"
         )
     else:
         lines.append("  predicted: none (no vendor peak for this precision on this chip)")
@@ -165,14 +166,11 @@ def _cell_title(cell: TargetCell) -> str:
 
 def _cell_workload(cell: TargetCell, batch: int) -> Workload:
     """The compile-only workload of the targets study's `cell` at global batch `batch`."""
-    return Workload(
+    return _compile_workload(
         model=cell.model,
-        dataset="synthetic",
         batch_size=batch,
-        epochs=0,
         strategy=cell.strategy,
         precision=cell.precision,
-        kind="compile",
         target=cell.target,
         study="targets",
     )
@@ -182,46 +180,46 @@ def run(args: argparse.Namespace) -> int:
     """--target or --study=targets (options already checked by
     experiments.cli_plan.check): what is installed first, then compile and tell."""
     out = Path(args.out)
-    if args.study not in COMPILE_STUDIES:
-        target = _here() if args.target == HERE else targets.get(args.target)
-        single = workload(args, target)
-        compile_only.check(single)
-        cells = None
+    if args.study in COMPILE_STUDIES:
+        cells, single = _study_cells(args), None
     else:
-        single = None
-        cells = COMPILE_STUDIES[args.study](args.smoke)
-        if args.target is not None:  # the study's cells for one target
-            cells = [c for c in cells if c.target == targets.get(args.target).name]
-        if args.model is not None:  # ... or one model
-            models.spec(args.model)  # an unknown name: a usage error naming the known
-            cells = [c for c in cells if c.model == args.model]
-        for name in {c.target for c in cells}:
-            targets.require_compiler(targets.get(name))
+        target = _here() if args.target == HERE else targets.get(args.target)
+        cells, single = None, workload(args, target)
+        compile_only.check(single)
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     said = lambda r: print(describe(r), flush=True)  # noqa: E731
     with InChild(COMPILER) as in_child:
-        compile_cell = compile_only.recorded_runner(
-            path, in_child, force=args.force, on_record=said
-        )
-        done = _compile_all(cells, single, compile_cell)
+        recorded = compile_only.recorded_runner(path, in_child, force=args.force, on_record=said)
+        compile_cell = _stopping_between(recorded)
+        done = [compile_cell(single)] if cells is None else _compile_study(cells, compile_cell)
     print(f"records in {path}")
     return 1 if any(r["status"] == "error" for r in done) else 0
 
 
-def _compile_all(
-    cells: list[TargetCell] | None,
-    workload: Workload | None,
+def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
+    """The compile-only study's cells (with --target or --model, that one's), each
+    target's compiler checked installed."""
+    cells = COMPILE_STUDIES[args.study](args.smoke)
+    if args.target is not None:  # the study's cells for one target
+        cells = [c for c in cells if c.target == targets.get(args.target).name]
+    if args.model is not None:  # ... or one model
+        models.spec(args.model)  # an unknown name: a usage error naming the known
+        cells = [c for c in cells if c.model == args.model]
+    for name in {c.target for c in cells}:
+        targets.require_compiler(targets.get(name))
+    return cells
+
+
+def _stopping_between(
     compile_cell: Callable[[Workload], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """The records of `workload`, or of the study's `cells` (first batches, then each
-    cell's batch search)."""
+) -> Callable[[Workload], dict[str, Any]]:
+    """`compile_cell`, stopped between compiles by a SIGTERM (experiments.run asks every
+    loop to stop), as training stops between steps: what is recorded stays, a rerun goes
+    on from there."""
     compiled = 0
 
     def runner(w: Workload) -> dict[str, Any]:
-        # SIGTERM (experiments.run asks every loop to stop) ends the study between
-        # compiles, as it ends training between steps: what is recorded stays, a rerun
-        # goes on from there.
         nonlocal compiled
         if loop.stop_requested():
             raise StoppedBetweenCompiles(compiled)
@@ -232,21 +230,25 @@ def _compile_all(
         compiled += 1
         return record
 
-    if cells is None:
-        done = [runner(workload)]
-    else:
-        done = []
-        # Every cell's first batch before any cell's search: a study stopped early (each
-        # compile costs seconds to minutes here) still says something of every model on
-        # every target. The search then starts from the batch already recorded.
-        first = _breadth_first(cells)
-        for i, cell in enumerate(first, 1):
-            print(f"[first batches {i}/{len(first)}] {_cell_title(cell)}", file=sys.stderr)
-            done.append(runner(_cell_workload(cell, cell.start)))
-        for i, cell in enumerate(cells, 1):
-            print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
-            make = functools.partial(_cell_workload, cell)
-            done += compile_only.batch_search(
-                make, runner, start=cell.start, step=cell.step, cap=cell.cap
-            )
+    return runner
+
+
+def _compile_study(
+    cells: list[TargetCell], runner: Callable[[Workload], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The records of the study's `cells`: every cell's first batch before any cell's
+    search, so a study stopped early (each compile costs seconds to minutes here) still
+    says something of every model on every target; the search then starts from the
+    batch already recorded."""
+    done = []
+    first = _breadth_first(cells)
+    for i, cell in enumerate(first, 1):
+        print(f"[first batches {i}/{len(first)}] {_cell_title(cell)}", file=sys.stderr)
+        done.append(runner(_cell_workload(cell, cell.start)))
+    for i, cell in enumerate(cells, 1):
+        print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
+        make = functools.partial(_cell_workload, cell)
+        done += compile_only.batch_search(
+            make, runner, start=cell.start, step=cell.step, cap=cell.cap
+        )
     return done
