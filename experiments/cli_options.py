@@ -174,8 +174,9 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
             choice("formulation", FORMULATIONS),
             "auto",
             "NAME",
-            "how convolutions are computed: auto (the platform's fastest) | xla | cpu | onednn "
-            "(oneDNN's kernels on a CPU: pip install -e '.[onednn]') (default: auto)",
+            "how convolutions are computed: auto (the platform's fastest that needs no "
+            "install; cpu on a CPU) | xla | cpu | onednn (oneDNN's kernels on a CPU, the "
+            "fastest there: pip install -e '.[onednn]') (default: auto)",
         ),
     },
     "measurement": {
