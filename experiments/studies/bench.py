@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.records import took_turns
-from experiments.studies._common import latest_by, only_ok, pyplot, save, when
+from experiments.studies._common import latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.tables import markdown_table
 from experiments.workload import Workload
@@ -64,19 +64,17 @@ def workloads(ctx: Context) -> list[Workload]:
     cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
-    common = {"timing_steps": BENCH_TIMING_STEPS}
+    timing = {"timing_steps": BENCH_TIMING_STEPS}
     if ctx.smoke:
-        chosen_models, batches, common = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
+        chosen_models, batches, timing = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
+    common = {"epochs": 0, "study": "bench", "num_devices": 1, **timing}
     small = [
         Workload(
             model=model,
             model_overrides=overrides,
             dataset=dataset_for(ctx),
             batch_size=size,
-            epochs=0,
             precision=precision,
-            study="bench",
-            num_devices=1,
             loop=loop,
             formulation=chosen,
             **common,
@@ -92,10 +90,7 @@ def workloads(ctx: Context) -> list[Workload]:
             model=model,
             dataset="synthetic",
             batch_size=size,
-            epochs=0,
             precision=precision,
-            study="bench",
-            num_devices=1,
             oom_group=f"bench:{model}:{precision}",
             **common,
         )
@@ -161,6 +156,18 @@ def host_memory_policy(record: Record) -> str:
     return (record["env"].get("host_memory") or {}).get("policy", "system")
 
 
+def _own(records: list[Record]) -> list[Record]:
+    """The bench study's records but the paired driver's: its pairs, and the blocks
+    taken in turns behind them (benchmarks/paired.py), are the paired table's."""
+    return [
+        r
+        for r in records
+        if r["workload"].get("study") == "bench"
+        and r["workload"].get("kind") != "paired"
+        and not took_turns(r)
+    ]
+
+
 def bench_records(records: list[Record]) -> list[Record]:
     """The latest ok-or-not record per (machine, model, batch, configuration, host
     memory policy)."""
@@ -170,15 +177,7 @@ def bench_records(records: list[Record]) -> list[Record]:
         platform, policy = r["device"]["platform"], host_memory_policy(r)
         return platform, _machine(r), _model(r), w["batch_size"], configuration(r), policy
 
-    ours = [
-        r
-        for r in records
-        if r["workload"].get("study") == "bench"
-        and ("throughput" in r or r["status"] != "ok")
-        # blocks taken in turns (benchmarks/paired.py) are the paired table's
-        and r["workload"].get("kind") != "paired"
-        and not took_turns(r)
-    ]
+    ours = [r for r in _own(records) if "throughput" in r or r["status"] != "ok"]
     chosen = {key(r): r for r in latest_by(ours, key)}
     # Records from before the policy was recorded are glibc's defaults on another day:
     # a configuration measured since under a named policy leaves them out.
@@ -225,14 +224,6 @@ def fastest_pair(
     return None, None
 
 
-def _same_step(record: Record) -> tuple:
-    """What a step's time depends on: model, its overrides, batch, precision (not the
-    data: a step's time does not depend on the pixels, synthetic or MNIST)."""
-    w = record["workload"]
-    overrides = tuple(sorted((w.get("model_overrides") or {}).items()))
-    return w["model"], overrides, w["batch_size"], w.get("precision", "f32")
-
-
 def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
     """The fastest median s/step any framework reached for `cpu`'s step on its machine
     (JAX in any loop or formulation, and the peers of benchmarks/peers.py), with what
@@ -245,7 +236,7 @@ def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
         and _machine(r) == _machine(cpu)
         and r["workload"].get("kind", "train") in ("train", "peer")
         and (r.get("step_time_s") or {}).get("median")
-        and _same_step(r) == _same_step(cpu)
+        and same_step(r) == same_step(cpu)
     ]
     return min([(cpu["step_time_s"]["median"], configuration(cpu)), *found])
 
@@ -292,12 +283,14 @@ def _paired() -> Any:
     return report_paired
 
 
+def _jax_first(config: str) -> tuple[bool, str]:
+    """Orders configurations JAX's first, then the peers', each by name."""
+    return not config.startswith("jax"), config
+
+
 def _configs(groups: dict[tuple, dict[str, list[Record]]]) -> list[str]:
     """Every configuration in the groups: JAX's, then the peers'."""
-    names = {c for cells in groups.values() for c in cells}
-    return sorted(c for c in names if c.startswith("jax")) + sorted(
-        c for c in names if not c.startswith("jax")
-    )
+    return sorted({c for cells in groups.values() for c in cells}, key=_jax_first)
 
 
 def bench_table(records: list[Record]) -> str:
@@ -368,11 +361,8 @@ def host_memory_table(records: list[Record]) -> str:
     records that name their policy."""
     ours = [
         r
-        for r in records
-        if r["workload"].get("study") == "bench"
-        and r["status"] == "ok"
-        and "throughput" in r
-        and not took_turns(r)
+        for r in only_ok(_own(records))
+        if "throughput" in r
         and r["workload"].get("precision", "f32") == "f32"
         # records from before the policy was recorded ran on other days
         and r["env"].get("host_memory")
@@ -384,7 +374,7 @@ def host_memory_table(records: list[Record]) -> str:
     pairs = {k: v for k, v in latest.items() if set(POLICIES) <= v.keys()}
     if not pairs:
         return ""
-    configs = sorted({config for *_, config in pairs}, key=lambda c: (not c.startswith("jax"), c))
+    configs = sorted({config for *_, config in pairs}, key=_jax_first)
     rows = []
     for machine, model, batch in sorted({k[:3] for k in pairs}):
         cells = []

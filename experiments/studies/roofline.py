@@ -31,8 +31,8 @@ from experiments.studies._common import (
     fmt_step,
     latest_by,
     median_step,
-    overrides,
     precision_of,
+    same_step,
     study_of,
 )
 from experiments.studies.base import Context, Record, Study
@@ -83,10 +83,6 @@ def _rates(predicted: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def _chip_key(record: Record) -> tuple:
-    return record["workload"]["model"], overrides(record), batch_size(record), precision_of(record)
-
-
 def _has_prediction(record: Record) -> bool:
     return record["status"] == "ok" and bool((record.get("prediction") or {}).get("step_time_s"))
 
@@ -99,7 +95,7 @@ def predicted_measured(records: list[Record]) -> list[Record]:
             device_label(r),
             study_of(r),
             model_label(r),
-            *_chip_key(r),
+            *same_step(r),
             r["workload"]["strategy"],
         ),
     )
@@ -141,7 +137,7 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
         )
     # (chip, chips, workload) -> the compile-only record that predicts it
     pairs = {
-        (target_field(r, "chip"), target_field(r, "chips"), *_chip_key(r)): r
+        (target_field(r, "chip"), target_field(r, "chips"), *same_step(r)): r
         for r in compiled(records)
         if _has_prediction(r)
     }
@@ -157,7 +153,7 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
         vendor = any(r.get("prediction_vendor") for r in group)
         paired = {
             id(r): pairs.get(
-                ((r.get("mfu") or {}).get("chip"), r["device"]["count"], *_chip_key(r))
+                ((r.get("mfu") or {}).get("chip"), r["device"]["count"], *same_step(r))
             )
             for r in group
         }
