@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.records import took_turns
-from experiments.studies._common import latest_by, only_ok, pyplot, same_step, save, when
+from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.tables import markdown_table
 from experiments.workload import Workload
@@ -142,13 +142,11 @@ def _rate_cell(record: Record | None) -> str:
     return f"{t['median']:,.0f} [{t['p10']:,.0f}-{t['p90']:,.0f}]"
 
 
-def _bound(record: Record) -> float | None:
+def _bound(record: Record | None) -> float | None:
     """Images/s if every FLOP of the step ran at the run's best measured f32 matmul rate."""
-    ceiling = ((record.get("matmul_ceiling") or {}).get("float32") or {}).get("tflops")
-    per_image = (record.get("flops") or {}).get("per_image")
-    if not ceiling or not per_image:
-        return None
-    return ceiling * 1e12 / per_image
+    ceiling = field(record, "matmul_ceiling", "float32", "tflops")
+    per_image = field(record, "flops", "per_image")
+    return ceiling * 1e12 / per_image if ceiling and per_image else None
 
 
 def host_memory_policy(record: Record) -> str:
@@ -235,7 +233,7 @@ def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
         if r["device"]["platform"] == "cpu"
         and _machine(r) == _machine(cpu)
         and r["workload"].get("kind", "train") in ("train", "peer")
-        and (r.get("step_time_s") or {}).get("median")
+        and field(r, "step_time_s", "median")
         and same_step(r) == same_step(cpu)
     ]
     return min([(cpu["step_time_s"]["median"], configuration(cpu)), *found])
@@ -305,7 +303,7 @@ def bench_table(records: list[Record]) -> str:
     for (platform, machine, model, batch), cells in groups.items():
         jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
         ratio = need = "-"
-        bound = _bound(jax_best) if jax_best is not None else None
+        bound = _bound(jax_best)
         if jax_best is not None and peer_best is not None:
             value = _rate(jax_best) / _rate(peer_best)
             in_turns = paired.get((machine, model, batch))
@@ -375,20 +373,20 @@ def host_memory_table(records: list[Record]) -> str:
     if not pairs:
         return ""
     configs = sorted({config for *_, config in pairs}, key=_jax_first)
-    rows = []
-    for machine, model, batch in sorted({k[:3] for k in pairs}):
-        cells = []
-        for config in configs:
-            pair = pairs.get((machine, model, batch, config))
-            if pair is None:
-                cells.append("-")
-                continue
-            ratio = _rate(pair["retain"]) / _rate(pair["system"])
-            faults = [pair[p]["throughput"].get("minor_faults_per_step") for p in POLICIES]
-            shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
-            cells.append(f"{ratio:.2f} ({shown[0]} / {shown[1]})")
-        rows.append([machine, model, batch, *cells])
+    rows = [
+        [*cell, *[_policy_ratio(pairs.get((*cell, config))) for config in configs]]
+        for cell in sorted({k[:3] for k in pairs})
+    ]
     return markdown_table(["machine", "model", "batch", *configs], rows)
+
+
+def _policy_ratio(pair: dict[str, Record] | None) -> str:
+    """`retain` over `system` images/s, the minor page faults per step of each in brackets."""
+    if pair is None:
+        return "-"
+    faults = [pair[p]["throughput"].get("minor_faults_per_step") for p in POLICIES]
+    shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
+    return f"{_rate(pair['retain']) / _rate(pair['system']):.2f} ({shown[0]} / {shown[1]})"
 
 
 HOST_MEMORY_INTRO = (

@@ -144,12 +144,10 @@ def _predicted_images(record: Record | None) -> str:
 def memory_cell(record: Record | None) -> str:
     if record is None:
         return "-"
-    total = _total(record)
-    if record["status"] == "ok" and total is not None:
-        return gib(total)
-    if record["status"] == "oom" and total is not None:
-        return f"{gib(total)} (over)"
-    return record["status"]
+    total = _total(record)  # None unless the compiler answered: ok or oom
+    if total is None:
+        return record["status"]
+    return gib(total) + (" (over)" if record["status"] == "oom" else "")
 
 
 def _is_doubling(batch: int, chips: int) -> bool:
@@ -185,10 +183,7 @@ def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record 
     fit = [b for b, r in by_batch.items() if fits_chip(r)]
     best = max(fit, default=None)
     over = [b for b, r in by_batch.items() if r["status"] == "oom" and (best is None or b > best)]
-    return (
-        by_batch[best] if best is not None else None,
-        by_batch[min(over)] if over else None,
-    )
+    return by_batch.get(best), by_batch[min(over)] if over else None
 
 
 def _first(by_batch: dict[int, Record]) -> Record:
