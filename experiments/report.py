@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 from experiments import analysis
@@ -58,14 +57,12 @@ def headline(records: list[Record], report_link: str) -> str:
     return overview.headline_table(records) + studies + "\n\n" + provenance
 
 
-def write_report(
-    records: list[Record], out: str | os.PathLike, sections: Sequence[Section] = tuple(SECTIONS)
-) -> tuple[Path, list[Path]]:
+def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, list[Path]]:
     """Write REPORT.md and the sections' PNGs into `out`; (report path, png paths)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     parts, pngs = ["# jaxcnn: measured results"], []
-    for section in sections:
+    for section in SECTIONS:
         markdown, paths = section(records, out)
         if markdown:
             parts.append(markdown)
