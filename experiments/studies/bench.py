@@ -336,13 +336,11 @@ def bench_table(records: list[Record]) -> str:
 def best_batches(records: list[Record]) -> list[str]:
     """Per device and model, the JAX configuration and batch with the most images/s:
     `gpu (box) mnist_cnn: 1,234 [1,200-1,250] images/s at batch 2048 (jax xla device bf16)`."""
-    best: dict[tuple, Record] = {}
+    found: dict[tuple, list[Record]] = defaultdict(list)
     for (platform, machine, model, _), cells in _groups(records).items():
-        for precision in ("f32", "bf16"):
-            record = _best(cells, peer=False, precision=precision)
-            held = best.get((platform, machine, model))
-            if record is not None and (held is None or _rate(record) > _rate(held)):
-                best[(platform, machine, model)] = record
+        found[(platform, machine, model)] += [_best(cells, False, p) for p in ("f32", "bf16")]
+    # the first of equal figures: the smaller batch, f32 before bf16
+    best = {k: max(filter(None, rs), key=_rate) for k, rs in found.items() if any(rs)}
     return [
         f"{platform} ({machine}) {model}: {_rate_cell(r)} images/s at batch "
         f"{r['workload']['batch_size']} ({configuration(r)})"

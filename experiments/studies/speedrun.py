@@ -234,17 +234,13 @@ def _images_median(s: Summary) -> str:
     return "-" if rate is None else f"{rate:,.0f}"
 
 
-def _lr(value: float) -> str:
-    return f"{value:g}"
-
-
 TABLE_COLUMNS = {
     "device": lambda s: s["device"],
     "model": lambda s: s["model"],
     "dataset": lambda s: s["dataset"],
     "precision": lambda s: s["precision"],
     "batch": lambda s: s["batch_size"],
-    "lr": lambda s: _lr(s["learning_rate"]),
+    "lr": lambda s: f"{s['learning_rate']:g}",
     "schedule": lambda s: s["schedule"],
     "epochs": lambda s: s["epochs"],
     "seeds": lambda s: s["seeds"],
@@ -260,7 +256,7 @@ TABLE_COLUMNS = {
 def _configuration(s: Summary) -> str:
     """`mnist_cnn [...] on mnist, f32, batch 128, 2 epochs, onecycle to lr 0.01`."""
     epochs = f"{s['epochs']} epoch{'s' if s['epochs'] != 1 else ''}"
-    lr = _lr(s["learning_rate"])
+    lr = f"{s['learning_rate']:g}"
     # onecycle peaks at the learning rate; a constant schedule holds it.
     schedule = f"onecycle to lr {lr}" if s["schedule"] == "onecycle" else f"{s['schedule']} lr {lr}"
     what = f"{s['model']} on {s['dataset']}, {s['precision']}, batch {s['batch_size']}"
