@@ -216,10 +216,8 @@ def fastest_pair(
     """(the best JAX f32 record, the fastest peer's) of the CPU bench table's cell for
     `model` (`mlp 4096`, as the table names it) at `batch` on `machine`: the two figures
     its `best f32 / peer` divides, and what benchmarks/paired.py re-measures in turns."""
-    for (platform, host, name, size), cells in _groups(records).items():
-        if (platform, host, name, size) == ("cpu", machine, model, batch):
-            return _best(cells, peer=False), _best(cells, peer=True)
-    return None, None
+    cells = _groups(records).get(("cpu", machine, model, batch))
+    return (None, None) if cells is None else (_best(cells, False), _best(cells, True))
 
 
 def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
