@@ -183,7 +183,7 @@ def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record 
     fit = [b for b, r in by_batch.items() if fits_chip(r)]
     best = max(fit, default=None)
     over = [b for b, r in by_batch.items() if r["status"] == "oom" and (best is None or b > best)]
-    return by_batch.get(best), by_batch[min(over)] if over else None
+    return by_batch.get(best), (by_batch[min(over)] if over else None)
 
 
 def _first(by_batch: dict[int, Record]) -> Record:
