@@ -43,11 +43,9 @@ SEED_000_OBSERVED: tuple[tuple[str, int, bool], ...] = (
 )
 
 
-def fits_on(
-    total_bytes: int, capacities: dict[str, int] = REFERENCE_MEMORY_BYTES
-) -> dict[str, bool]:
+def fits_on(total_bytes: int) -> dict[str, bool]:
     """{reference device: compiled memory <= its capacity} for one step's memory."""
-    return {name: total_bytes <= capacity for name, capacity in capacities.items()}
+    return {name: total_bytes <= capacity for name, capacity in REFERENCE_MEMORY_BYTES.items()}
 
 
 def _common(points_a: Sequence[Point], points_b: Sequence[Point]) -> list[tuple[float, ...]]:

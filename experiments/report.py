@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 from experiments import analysis
@@ -58,21 +57,12 @@ def headline(records: list[Record], report_link: str) -> str:
     return overview.headline_table(records) + studies + "\n\n" + provenance
 
 
-def update_readme(readme: Path, records: list[Record], report: Path) -> None:
-    """Rewrite the README's generated block in place; the rest stays byte-identical."""
-    text = readme.read_bytes().decode("utf-8")
-    link = Path(os.path.relpath(report, readme.resolve().parent)).as_posix()
-    readme.write_bytes(analysis.replace_block(text, headline(records, link)).encode("utf-8"))
-
-
-def write_report(
-    records: list[Record], out: str | os.PathLike, sections: Sequence[Section] = tuple(SECTIONS)
-) -> tuple[Path, list[Path]]:
+def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, list[Path]]:
     """Write REPORT.md and the sections' PNGs into `out`; (report path, png paths)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     parts, pngs = ["# jaxcnn: measured results"], []
-    for section in sections:
+    for section in SECTIONS:
         markdown, paths = section(records, out)
         if markdown:
             parts.append(markdown)
@@ -88,13 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
-def _writable_folder(out: Path) -> str | None:
-    """Why REPORT.md and the plots could not be written into `out`, or None."""
-    try:
-        records_lib.check_writable_folder(out)
-    except OSError as e:
-        return f"cannot write to --out {out}: {e.strerror or e}"
-    return None
+def _error(message: str) -> int:
+    """Print `message` as the CLI's one error line; exit code 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def _main(argv: list[str] | None) -> int:
@@ -117,62 +104,60 @@ def _main(argv: list[str] | None) -> int:
         if given and not Path(given).is_file():
             missing.append(given)
     if missing:
-        print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    if args.readme and not _has_markers(Path(args.readme)):
-        print(
-            f"error: {args.readme} has no generated block: add a line {analysis.README_START} "
-            f"and, below it, a line {analysis.README_END} where the results table goes",
-            file=sys.stderr,
-        )
-        return 2
-    if args.performance and not _has_markers(Path(args.performance), BENCH_START, BENCH_END):
-        print(
-            f"error: {args.performance} has no generated block: add a line {BENCH_START} "
-            f"and, below it, a line {BENCH_END} where the bench table goes",
-            file=sys.stderr,
-        )
-        return 2
+        return _error(f"no such file or folder: {', '.join(missing)}")
+    for given, (start, end, what) in zip((args.readme, args.performance), BLOCKS, strict=True):
+        if given and not _has_markers(Path(given), start, end):
+            return _error(
+                f"{given} has no generated block: add a line {start} "
+                f"and, below it, a line {end} where the {what} goes"
+            )
     first = Path(args.paths[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else first.parent)
-    unwritable = _writable_folder(out)
-    if unwritable:
-        print(f"error: {unwritable}", file=sys.stderr)
-        return 2
+    try:
+        records_lib.check_writable_folder(out)
+    except OSError as e:
+        return _error(f"cannot write to --out {out}: {e.strerror or e}")
     records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
     if not records:
-        print(f"error: no records found in {', '.join(args.paths)}", file=sys.stderr)
-        return 2
+        return _error(f"no records found in {', '.join(args.paths)}")
     report, pngs = write_report(records, out)
     print(f"{report} ({len(records)} records, {len(pngs)} plots)")
     if args.readme:
-        update_readme(Path(args.readme), records, report)
+        readme = Path(args.readme)
+        rewrite_block(readme, headline(records, _link(report, readme)))
         print(f"{args.readme}: headline table rewritten")
     if args.performance:
-        update_performance(Path(args.performance), records, out)
+        notes, plot = Path(args.performance), out / BENCH_PLOT
+        image = _link(plot, notes) if plot.exists() else None
+        rewrite_block(notes, bench_block(records, image), BENCH_START, BENCH_END)
         print(f"{args.performance}: bench table rewritten")
     return 0
 
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
+# The generated blocks of --readme and --performance: their markers, and what goes there.
+BLOCKS = (
+    (analysis.README_START, analysis.README_END, "results table"),
+    (BENCH_START, BENCH_END, "bench table"),
+)
 
 
-def update_performance(notes: Path, records: list[Record], out: Path) -> None:
-    """Rewrite the notes' generated bench block in place; the rest stays byte-identical."""
+def _link(target: Path, notes: Path) -> str:
+    """`target` as a relative link from the folder `notes` lies in."""
+    return Path(os.path.relpath(target, notes.resolve().parent)).as_posix()
+
+
+def rewrite_block(
+    notes: Path, block: str, start: str = analysis.README_START, end: str = analysis.README_END
+) -> None:
+    """Rewrite the notes' generated block in place; the rest stays byte-identical."""
     text = notes.read_bytes().decode("utf-8")
-    plot = out / BENCH_PLOT
-    image = (
-        Path(os.path.relpath(plot, notes.resolve().parent)).as_posix() if plot.exists() else None
-    )
-    block = bench_block(records, image)
-    notes.write_bytes(analysis.replace_block(text, block, BENCH_START, BENCH_END).encode("utf-8"))
+    notes.write_bytes(analysis.replace_block(text, block, start, end).encode("utf-8"))
 
 
-def _has_markers(
-    readme: Path, start: str = analysis.README_START, end: str = analysis.README_END
-) -> bool:
+def _has_markers(notes: Path, start: str, end: str) -> bool:
     try:
-        analysis.replace_block(readme.read_bytes().decode("utf-8"), "", start, end)
+        analysis.replace_block(notes.read_bytes().decode("utf-8"), "", start, end)
     except analysis.MissingMarkers:
         return False
     return True

@@ -139,6 +139,12 @@ def overrides(record: Record) -> tuple:
     return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
 
 
+def same_step(record: Record) -> tuple:
+    """What a step's time depends on: model, its overrides, batch, precision (not the
+    data: a step's time does not depend on the pixels, synthetic or MNIST)."""
+    return record["workload"]["model"], overrides(record), batch_size(record), precision_of(record)
+
+
 def workload_label(record: Record) -> str:
     w = record["workload"]
     return f"{model_label(record)}, {w.get('dataset')}, batch {w['batch_size']}"

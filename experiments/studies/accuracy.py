@@ -35,31 +35,21 @@ from experiments.workload import Workload
 
 def workloads(ctx: Context) -> list[Workload]:
     """The workloads for `ctx`, sized as the module docstring says."""
-    if ctx.smoke:
-        return [
-            Workload(
-                model="mlp",
-                model_overrides=TINY_MLP,
-                dataset="digits",
-                batch_size=32,
-                epochs=2,
-                timing_steps=3,
-                study="accuracy",
-                num_devices=1,
-            )
-        ]
-    epochs = 5 if ctx.cpu else 10
+    runs = [("mnist_cnn", {}, name) for name in ("mnist", "fashion_mnist")]
+    common = {"batch_size": 128, "epochs": 5 if ctx.cpu else 10, "timing_steps": 20}
+    if ctx.smoke:  # digits stands in for both datasets: one workload
+        runs = [("mlp", TINY_MLP, "digits")]
+        common = {"batch_size": 32, "epochs": 2, "timing_steps": 3}
     return [
         Workload(
-            model="mnist_cnn",
-            dataset=name,
-            batch_size=128,
-            epochs=epochs,
-            timing_steps=20,
+            model=model,
+            model_overrides=overrides,
+            dataset=dataset,
             study="accuracy",
             num_devices=1,
+            **common,
         )
-        for name in ("mnist", "fashion_mnist")
+        for model, overrides, dataset in runs
     ]
 
 

@@ -40,7 +40,7 @@ from experiments.studies._common import (
     throughput_curve,
 )
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Record, Study
-from experiments.studies.targets import seed_000_compiled
+from experiments.studies.targets import fits_chip, seed_000_compiled
 from experiments.tables import binary_bytes as gib
 from experiments.tables import markdown_table
 from experiments.workload import Workload
@@ -94,18 +94,17 @@ def _seed_000_rows(groups: dict[tuple, list[Record]], records: list[Record]) -> 
     here (XLA:CPU needs more memory than XLA:GPU for the same step)."""
     rows = []
     answered = set()
-    for a in seed_000_compiled(records):
-        answered.add((a["reference"], a["batch"]))
-        r = a["record"]
+    for reference, target, batch, ran, r in seed_000_compiled(records):
+        answered.add((reference, batch))
         rows.append(
             [
-                a["reference"],
-                a["batch"],
-                "trained" if a["ran"] else "out of memory",
-                f"{model_label(r)} f32 compiled for {a['target']}, not run",
+                reference,
+                batch,
+                "trained" if ran else "out of memory",
+                f"{model_label(r)} f32 compiled for {target}, not run",
                 gib(r["memory"]["total_bytes"]),
-                _fits(a["fits"]),
-                "yes" if a["agrees"] else "no",
+                _fits(fits_chip(r)),
+                "yes" if fits_chip(r) == ran else "no",
             ]
         )
     for (model, _, precision, device), rs in sorted(groups.items()):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.records import took_turns
-from experiments.studies._common import latest_by, only_ok, pyplot, save, when
+from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.tables import markdown_table
 from experiments.workload import Workload
@@ -64,19 +64,17 @@ def workloads(ctx: Context) -> list[Workload]:
     cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
-    common = {"timing_steps": BENCH_TIMING_STEPS}
+    timing = {"timing_steps": BENCH_TIMING_STEPS}
     if ctx.smoke:
-        chosen_models, batches, common = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
+        chosen_models, batches, timing = (("mlp", TINY_MLP),), (32,), SMOKE_TIMING
+    common = {"epochs": 0, "study": "bench", "num_devices": 1, **timing}
     small = [
         Workload(
             model=model,
             model_overrides=overrides,
             dataset=dataset_for(ctx),
             batch_size=size,
-            epochs=0,
             precision=precision,
-            study="bench",
-            num_devices=1,
             loop=loop,
             formulation=chosen,
             **common,
@@ -92,10 +90,7 @@ def workloads(ctx: Context) -> list[Workload]:
             model=model,
             dataset="synthetic",
             batch_size=size,
-            epochs=0,
             precision=precision,
-            study="bench",
-            num_devices=1,
             oom_group=f"bench:{model}:{precision}",
             **common,
         )
@@ -147,18 +142,28 @@ def _rate_cell(record: Record | None) -> str:
     return f"{t['median']:,.0f} [{t['p10']:,.0f}-{t['p90']:,.0f}]"
 
 
-def _bound(record: Record) -> float | None:
+def _bound(record: Record | None) -> float | None:
     """Images/s if every FLOP of the step ran at the run's best measured f32 matmul rate."""
-    ceiling = ((record.get("matmul_ceiling") or {}).get("float32") or {}).get("tflops")
-    per_image = (record.get("flops") or {}).get("per_image")
-    if not ceiling or not per_image:
-        return None
-    return ceiling * 1e12 / per_image
+    ceiling = field(record, "matmul_ceiling", "float32", "tflops")
+    per_image = field(record, "flops", "per_image")
+    return ceiling * 1e12 / per_image if ceiling and per_image else None
 
 
 def host_memory_policy(record: Record) -> str:
     """The host allocator policy a record ran under (records before it existed: system)."""
     return (record["env"].get("host_memory") or {}).get("policy", "system")
+
+
+def _own(records: list[Record]) -> list[Record]:
+    """The bench study's records but the paired driver's: its pairs, and the blocks
+    taken in turns behind them (benchmarks/paired.py), are the paired table's."""
+    return [
+        r
+        for r in records
+        if r["workload"].get("study") == "bench"
+        and r["workload"].get("kind") != "paired"
+        and not took_turns(r)
+    ]
 
 
 def bench_records(records: list[Record]) -> list[Record]:
@@ -170,15 +175,7 @@ def bench_records(records: list[Record]) -> list[Record]:
         platform, policy = r["device"]["platform"], host_memory_policy(r)
         return platform, _machine(r), _model(r), w["batch_size"], configuration(r), policy
 
-    ours = [
-        r
-        for r in records
-        if r["workload"].get("study") == "bench"
-        and ("throughput" in r or r["status"] != "ok")
-        # blocks taken in turns (benchmarks/paired.py) are the paired table's
-        and r["workload"].get("kind") != "paired"
-        and not took_turns(r)
-    ]
+    ours = [r for r in _own(records) if "throughput" in r or r["status"] != "ok"]
     chosen = {key(r): r for r in latest_by(ours, key)}
     # Records from before the policy was recorded are glibc's defaults on another day:
     # a configuration measured since under a named policy leaves them out.
@@ -219,18 +216,8 @@ def fastest_pair(
     """(the best JAX f32 record, the fastest peer's) of the CPU bench table's cell for
     `model` (`mlp 4096`, as the table names it) at `batch` on `machine`: the two figures
     its `best f32 / peer` divides, and what benchmarks/paired.py re-measures in turns."""
-    for (platform, host, name, size), cells in _groups(records).items():
-        if (platform, host, name, size) == ("cpu", machine, model, batch):
-            return _best(cells, peer=False), _best(cells, peer=True)
-    return None, None
-
-
-def _same_step(record: Record) -> tuple:
-    """What a step's time depends on: model, its overrides, batch, precision (not the
-    data: a step's time does not depend on the pixels, synthetic or MNIST)."""
-    w = record["workload"]
-    overrides = tuple(sorted((w.get("model_overrides") or {}).items()))
-    return w["model"], overrides, w["batch_size"], w.get("precision", "f32")
+    cells = _groups(records).get(("cpu", machine, model, batch))
+    return (None, None) if cells is None else (_best(cells, False), _best(cells, True))
 
 
 def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
@@ -244,8 +231,8 @@ def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
         if r["device"]["platform"] == "cpu"
         and _machine(r) == _machine(cpu)
         and r["workload"].get("kind", "train") in ("train", "peer")
-        and (r.get("step_time_s") or {}).get("median")
-        and _same_step(r) == _same_step(cpu)
+        and field(r, "step_time_s", "median")
+        and same_step(r) == same_step(cpu)
     ]
     return min([(cpu["step_time_s"]["median"], configuration(cpu)), *found])
 
@@ -292,12 +279,14 @@ def _paired() -> Any:
     return report_paired
 
 
+def _jax_first(config: str) -> tuple[bool, str]:
+    """Orders configurations JAX's first, then the peers', each by name."""
+    return not config.startswith("jax"), config
+
+
 def _configs(groups: dict[tuple, dict[str, list[Record]]]) -> list[str]:
     """Every configuration in the groups: JAX's, then the peers'."""
-    names = {c for cells in groups.values() for c in cells}
-    return sorted(c for c in names if c.startswith("jax")) + sorted(
-        c for c in names if not c.startswith("jax")
-    )
+    return sorted({c for cells in groups.values() for c in cells}, key=_jax_first)
 
 
 def bench_table(records: list[Record]) -> str:
@@ -312,7 +301,7 @@ def bench_table(records: list[Record]) -> str:
     for (platform, machine, model, batch), cells in groups.items():
         jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
         ratio = need = "-"
-        bound = _bound(jax_best) if jax_best is not None else None
+        bound = _bound(jax_best)
         if jax_best is not None and peer_best is not None:
             value = _rate(jax_best) / _rate(peer_best)
             in_turns = paired.get((machine, model, batch))
@@ -345,13 +334,11 @@ def bench_table(records: list[Record]) -> str:
 def best_batches(records: list[Record]) -> list[str]:
     """Per device and model, the JAX configuration and batch with the most images/s:
     `gpu (box) mnist_cnn: 1,234 [1,200-1,250] images/s at batch 2048 (jax xla device bf16)`."""
-    best: dict[tuple, Record] = {}
+    found: dict[tuple, list[Record]] = defaultdict(list)
     for (platform, machine, model, _), cells in _groups(records).items():
-        for precision in ("f32", "bf16"):
-            record = _best(cells, peer=False, precision=precision)
-            held = best.get((platform, machine, model))
-            if record is not None and (held is None or _rate(record) > _rate(held)):
-                best[(platform, machine, model)] = record
+        found[(platform, machine, model)] += [_best(cells, False, p) for p in ("f32", "bf16")]
+    # the first of equal figures: the smaller batch, f32 before bf16
+    best = {k: max(filter(None, rs), key=_rate) for k, rs in found.items() if any(rs)}
     return [
         f"{platform} ({machine}) {model}: {_rate_cell(r)} images/s at batch "
         f"{r['workload']['batch_size']} ({configuration(r)})"
@@ -368,11 +355,8 @@ def host_memory_table(records: list[Record]) -> str:
     records that name their policy."""
     ours = [
         r
-        for r in records
-        if r["workload"].get("study") == "bench"
-        and r["status"] == "ok"
-        and "throughput" in r
-        and not took_turns(r)
+        for r in only_ok(_own(records))
+        if "throughput" in r
         and r["workload"].get("precision", "f32") == "f32"
         # records from before the policy was recorded ran on other days
         and r["env"].get("host_memory")
@@ -384,21 +368,21 @@ def host_memory_table(records: list[Record]) -> str:
     pairs = {k: v for k, v in latest.items() if set(POLICIES) <= v.keys()}
     if not pairs:
         return ""
-    configs = sorted({config for *_, config in pairs}, key=lambda c: (not c.startswith("jax"), c))
-    rows = []
-    for machine, model, batch in sorted({k[:3] for k in pairs}):
-        cells = []
-        for config in configs:
-            pair = pairs.get((machine, model, batch, config))
-            if pair is None:
-                cells.append("-")
-                continue
-            ratio = _rate(pair["retain"]) / _rate(pair["system"])
-            faults = [pair[p]["throughput"].get("minor_faults_per_step") for p in POLICIES]
-            shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
-            cells.append(f"{ratio:.2f} ({shown[0]} / {shown[1]})")
-        rows.append([machine, model, batch, *cells])
+    configs = sorted({config for *_, config in pairs}, key=_jax_first)
+    rows = [
+        [*cell, *[_policy_ratio(pairs.get((*cell, config))) for config in configs]]
+        for cell in sorted({k[:3] for k in pairs})
+    ]
     return markdown_table(["machine", "model", "batch", *configs], rows)
+
+
+def _policy_ratio(pair: dict[str, Record] | None) -> str:
+    """`retain` over `system` images/s, the minor page faults per step of each in brackets."""
+    if pair is None:
+        return "-"
+    faults = [pair[p]["throughput"].get("minor_faults_per_step") for p in POLICIES]
+    shown = ["-" if f is None else f"{f:,.0f}" for f in faults]
+    return f"{_rate(pair['retain']) / _rate(pair['system']):.2f} ({shown[0]} / {shown[1]})"
 
 
 HOST_MEMORY_INTRO = (

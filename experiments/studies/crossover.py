@@ -28,8 +28,8 @@ from experiments.studies._common import (
     log_axes,
     median_step,
     only_ok,
-    overrides,
     pyplot,
+    same_step,
     save,
     section,
 )
@@ -123,7 +123,7 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
             parts.append(markdown_table(headers, verdicts))
             parts.append(_speedups(records, by_device, cpus))
-        parts.append(predicted_crossover(records, batch, precision, by_device))
+        parts.append(predicted_crossover(records, by_device))
     title = "Step time vs trainable parameters (dotted: crossover)"
     log_axes(ax, "trainable parameters", "s / step (median)", title)
     path = save(fig, out / "study_crossover.png")
@@ -151,27 +151,19 @@ def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: l
     return f"{bench.FASTEST_CPU_NOTE}\n\n" + markdown_table(headers, rows)
 
 
-def predicted_crossover(
-    records: list[Record], batch: int, precision: str, measured: dict[str, list[Record]]
-) -> str:
+def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]) -> str:
     """The crossover study's series (one model at one batch over widths, `measured` per
     device at hand) against the targets compiled for the same widths: each target's
     predicted s/step per width, and the width above which it is predicted faster than
     each CPU measured here. "" without such compile-only records."""
-    # The widths' trainable parameters, as the measured records count them.
-    params = {overrides(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
-    model = next(iter(measured.values()))[0]["workload"]["model"]
+    # The widths' trainable parameters, as the measured records count them, by their step
+    # (one model, batch and precision: the series').
+    params = {same_step(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
     by_target: dict[str, dict[int, float]] = defaultdict(dict)
     for r in compiled(records):
-        w = r["workload"]
-        step = (r.get("prediction") or {}).get("step_time_s")
-        if (
-            (w["model"], w["batch_size"], w.get("precision", "f32")) == (model, batch, precision)
-            and fits_chip(r)
-            and step
-            and overrides(r) in params
-        ):
-            by_target[target_name(r)][params[overrides(r)]] = step
+        step = field(r, "prediction", "step_time_s")
+        if fits_chip(r) and step and same_step(r) in params:
+            by_target[target_name(r)][params[same_step(r)]] = step
     if not by_target:
         return ""
     targets = sorted(by_target)

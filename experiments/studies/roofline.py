@@ -28,11 +28,12 @@ from experiments.labels import device_label, model_label
 from experiments.studies import bench
 from experiments.studies._common import (
     batch_size,
+    field,
     fmt_step,
     latest_by,
     median_step,
-    overrides,
     precision_of,
+    same_step,
     study_of,
 )
 from experiments.studies.base import Context, Record, Study
@@ -83,10 +84,6 @@ def _rates(predicted: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def _chip_key(record: Record) -> tuple:
-    return record["workload"]["model"], overrides(record), batch_size(record), precision_of(record)
-
-
 def _has_prediction(record: Record) -> bool:
     return record["status"] == "ok" and bool((record.get("prediction") or {}).get("step_time_s"))
 
@@ -99,7 +96,7 @@ def predicted_measured(records: list[Record]) -> list[Record]:
             device_label(r),
             study_of(r),
             model_label(r),
-            *_chip_key(r),
+            *same_step(r),
             r["workload"]["strategy"],
         ),
     )
@@ -139,9 +136,9 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             "(`python -m experiments.run --study=roofline` writes them).",
             [],
         )
-    # (chip, chips, workload) -> the compile-only record that predicts it
-    pairs = {
-        (target_field(r, "chip"), target_field(r, "chips"), *_chip_key(r)): r
+    # (chip, chips, workload) -> the prediction of its compile-only record
+    compiled_predictions = {
+        (target_field(r, "chip"), target_field(r, "chips"), *same_step(r)): r["prediction"]
         for r in compiled(records)
         if _has_prediction(r)
     }
@@ -154,30 +151,26 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             by_device[device],
             key=lambda r: (str(study_of(r)), model_label(r), batch_size(r), precision_of(r)),
         )
-        vendor = any(r.get("prediction_vendor") for r in group)
-        paired = {
-            id(r): pairs.get(
-                ((r.get("mfu") or {}).get("chip"), r["device"]["count"], *_chip_key(r))
-            )
-            for r in group
+        # Where a record of the device has one: the prediction from the chip's datasheet,
+        # and the compile-only record's for the same chip, chip count and workload.
+        others = {
+            "datasheet": [r.get("prediction_vendor") for r in group],
+            "target compile": [
+                compiled_predictions.get(
+                    (field(r, "mfu", "chip"), r["device"]["count"], *same_step(r))
+                )
+                for r in group
+            ],
         }
-        target = any(paired.values())
+        others = {name: found for name, found in others.items() if any(found)}
         rows = []
-        for r in group:
+        for i, r in enumerate(group):
             predicted = r["prediction"]
             row = [study_of(r) or "-", model_label(r), batch_size(r), precision_of(r), fmt_step(r)]
-            row += _versus(r, predicted)
-            row += [predicted.get("bound") or "-", _rates(predicted)]
-            if vendor:
-                row += _versus(r, r.get("prediction_vendor"))
-            if target:
-                row += _versus(r, (paired[id(r)] or {}).get("prediction"))
-            rows.append(row)
-        headers = list(HEADERS)
-        if vendor:
-            headers += ["predicted s/step, datasheet", "measured / predicted, datasheet"]
-        if target:
-            headers += ["predicted s/step, target compile", "measured / predicted, target compile"]
+            row += [*_versus(r, predicted), predicted.get("bound") or "-", _rates(predicted)]
+            rows.append(row + [cell for found in others.values() for cell in _versus(r, found[i])])
+        columns = ("predicted s/step", "measured / predicted")
+        headers = HEADERS + [f"{column}, {name}" for name in others for column in columns]
         ratios = [x for r in group if (x := _ratio(r, r["prediction"])) is not None]
         spread = ""
         if ratios:

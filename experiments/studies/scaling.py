@@ -59,26 +59,24 @@ def workloads(ctx: Context) -> list[Workload]:
         counts = sorted({1, ctx.num_devices})
     overrides = {"mnist_cnn": {}, "mlp": TINY_MLP if ctx.smoke else {"width": 1024}}
     strong_batch = per_device * max(counts)
-    workloads = []
-    for model in chosen:
-        for strategy in ("pmap", "sharded"):
-            for mode in ("weak", "strong"):
-                for n in counts:
-                    workloads.append(
-                        Workload(
-                            model=model,
-                            model_overrides=overrides[model],
-                            dataset="synthetic",
-                            batch_size=per_device * n if mode == "weak" else strong_batch,
-                            epochs=0,
-                            timing_steps=timing,
-                            strategy=strategy,
-                            study="scaling",
-                            num_devices=n,
-                            scaling=mode,
-                        )
-                    )
-    return workloads
+    return [
+        Workload(
+            model=model,
+            model_overrides=overrides[model],
+            dataset="synthetic",
+            batch_size=per_device * n if mode == "weak" else strong_batch,
+            epochs=0,
+            timing_steps=timing,
+            strategy=strategy,
+            study="scaling",
+            num_devices=n,
+            scaling=mode,
+        )
+        for model in chosen
+        for strategy in ("pmap", "sharded")
+        for mode in ("weak", "strong")
+        for n in counts
+    ]
 
 
 def chip_label(record: Record) -> str:

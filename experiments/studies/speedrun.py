@@ -108,21 +108,22 @@ def _workload_id(record: Record) -> str:
     return device_label(record) + json.dumps(w, sort_keys=True, default=str)
 
 
-def _group_key(record: Record, labels: dict[str, str]) -> tuple:
+def _configuration_of(record: Record, labels: dict[str, str]) -> dict[str, Any]:
+    """What a summary pools its seeds over: the workload but its seed, on its device."""
     w = record["workload"]
     # A failed record carries no formulation or loop, so model_label would name it
     # differently from its configuration's ok seeds: it borrows their label.
     model = labels.get(_workload_id(record)) or model_label(record)
-    return (
-        device_label(record),
-        model,
-        w["dataset"],
-        w.get("precision", "f32"),
-        w["batch_size"],
-        float(w.get("learning_rate", DEFAULT_LR)),
-        w.get("schedule") or DEFAULT_SCHEDULE,
-        w["epochs"],
-    )
+    return {
+        "device": device_label(record),
+        "model": model,
+        "dataset": w["dataset"],
+        "precision": w.get("precision", "f32"),
+        "batch_size": w["batch_size"],
+        "learning_rate": float(w.get("learning_rate", DEFAULT_LR)),
+        "schedule": w.get("schedule") or DEFAULT_SCHEDULE,
+        "epochs": w["epochs"],
+    }
 
 
 def _train_time(record: Record) -> float:
@@ -153,31 +154,18 @@ def _is_one_h100(record: Record) -> bool:
     return "H100" in record["device"]["kind"] and record["device"]["count"] == 1
 
 
-def _summary(key: tuple, ok: list[Record], failed: list[Record]) -> Summary:
-    device, model, dataset, precision, batch, lr, schedule, epochs = key
+def _summary(configuration: dict[str, Any], ok: list[Record], failed: list[Record]) -> Summary:
     accuracies = [float(r["test_accuracy"]) for r in ok]
     times = [_train_time(r) for r in ok]
     return {
-        "device": device,
-        "model": model,
-        "dataset": dataset,
-        "precision": precision,
-        "batch_size": batch,
-        "learning_rate": lr,
-        "schedule": schedule,
-        "epochs": epochs,
+        **configuration,
         "seeds": len(ok),
         "failed": len(failed),
-        "records": ok,
         "accuracies": accuracies,
         "accuracy_mean": statistics.fmean(accuracies) if ok else None,
-        "accuracy_min": min(accuracies, default=None),
-        "accuracy_max": max(accuracies, default=None),
         "reached": sum(a >= TARGET for a in accuracies),
         "times": times,
         "time_median": _median(times),
-        "time_min": min(times, default=None),
-        "time_max": max(times, default=None),
         "compile_median": _median([_compile(r) for r in ok]),
         "images_per_s_median": _median([_images_per_s(r) for r in ok]),
         "h100": any(_is_one_h100(r) for r in [*ok, *failed]),
@@ -200,13 +188,13 @@ def speedrun_groups(records: list[Record]) -> list[Summary]:
     grouped: dict[tuple, list[Record]] = defaultdict(list)
     failed: dict[tuple, list[Record]] = defaultdict(list)
     for r in ours:
-        key = _group_key(r, labels)
+        key = tuple(_configuration_of(r, labels).items())
         if _usable(r):
             grouped[key].append(r)
         elif r["status"] != "ok":
             failed[key].append(r)
     keys = {*grouped, *failed}
-    summaries = [_summary(k, grouped.get(k, []), failed.get(k, [])) for k in keys]
+    summaries = [_summary(dict(k), grouped.get(k, []), failed.get(k, [])) for k in keys]
     inf = float("inf")
     return sorted(
         summaries,
@@ -230,13 +218,14 @@ def fastest_to_target(records: list[Record], target: float = TARGET) -> dict[str
 def _accuracy(s: Summary) -> str:
     if not s["seeds"]:
         return "-"
-    return f"{s['accuracy_mean']:.4f} [{s['accuracy_min']:.4f}-{s['accuracy_max']:.4f}]"
+    low, high = min(s["accuracies"]), max(s["accuracies"])
+    return f"{s['accuracy_mean']:.4f} [{low:.4f}-{high:.4f}]"
 
 
 def _time(s: Summary) -> str:
     if not s["seeds"]:
         return "-"
-    spread = f"{seconds(s['time_min'])}-{seconds(s['time_max'])}"
+    spread = f"{seconds(min(s['times']))}-{seconds(max(s['times']))}"
     return f"{seconds(s['time_median'])} [{spread}]"
 
 
@@ -245,17 +234,13 @@ def _images_median(s: Summary) -> str:
     return "-" if rate is None else f"{rate:,.0f}"
 
 
-def _lr(value: float) -> str:
-    return f"{value:g}"
-
-
 TABLE_COLUMNS = {
     "device": lambda s: s["device"],
     "model": lambda s: s["model"],
     "dataset": lambda s: s["dataset"],
     "precision": lambda s: s["precision"],
     "batch": lambda s: s["batch_size"],
-    "lr": lambda s: _lr(s["learning_rate"]),
+    "lr": lambda s: f"{s['learning_rate']:g}",
     "schedule": lambda s: s["schedule"],
     "epochs": lambda s: s["epochs"],
     "seeds": lambda s: s["seeds"],
@@ -271,7 +256,7 @@ TABLE_COLUMNS = {
 def _configuration(s: Summary) -> str:
     """`mnist_cnn [...] on mnist, f32, batch 128, 2 epochs, onecycle to lr 0.01`."""
     epochs = f"{s['epochs']} epoch{'s' if s['epochs'] != 1 else ''}"
-    lr = _lr(s["learning_rate"])
+    lr = f"{s['learning_rate']:g}"
     # onecycle peaks at the learning rate; a constant schedule holds it.
     schedule = f"onecycle to lr {lr}" if s["schedule"] == "onecycle" else f"{s['schedule']} lr {lr}"
     what = f"{s['model']} on {s['dataset']}, {s['precision']}, batch {s['batch_size']}"
@@ -312,10 +297,9 @@ def goal_line(summaries: list[Summary], winners: dict[str, Summary]) -> str:
         won = winners.get(device)
         if won is None:
             parts.append(f"not met on {device} (no configuration reached {TARGET:.0%})")
-        elif won["time_median"] < GOAL_SECONDS:
-            parts.append(f"met on {device} ({seconds(won['time_median'])})")
         else:
-            parts.append(f"not met on {device} ({seconds(won['time_median'])})")
+            met = "met" if won["time_median"] < GOAL_SECONDS else "not met"
+            parts.append(f"{met} on {device} ({seconds(won['time_median'])})")
     return f"{goal}: {'; '.join(parts)}."
 
 

@@ -144,12 +144,10 @@ def _predicted_images(record: Record | None) -> str:
 def memory_cell(record: Record | None) -> str:
     if record is None:
         return "-"
-    total = _total(record)
-    if record["status"] == "ok" and total is not None:
-        return gib(total)
-    if record["status"] == "oom" and total is not None:
-        return f"{gib(total)} (over)"
-    return record["status"]
+    total = _total(record)  # None unless the compiler answered: ok or oom
+    if total is None:
+        return record["status"]
+    return gib(total) + (" (over)" if record["status"] == "oom" else "")
 
 
 def _is_doubling(batch: int, chips: int) -> bool:
@@ -185,10 +183,7 @@ def largest_fitting(by_batch: dict[int, Record]) -> tuple[Record | None, Record 
     fit = [b for b, r in by_batch.items() if fits_chip(r)]
     best = max(fit, default=None)
     over = [b for b, r in by_batch.items() if r["status"] == "oom" and (best is None or b > best)]
-    return (
-        by_batch[best] if best is not None else None,
-        by_batch[min(over)] if over else None,
-    )
+    return by_batch.get(best), (by_batch[min(over)] if over else None)
 
 
 def _first(by_batch: dict[int, Record]) -> Record:
@@ -392,10 +387,10 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 SEED_000_TARGETS = {"MX150 2 GB": "gpu-mx150", "T4 16 GB": "gpu-t4"}
 
 
-def seed_000_compiled(records: list[Record]) -> list[dict[str, Any]]:
+def seed_000_compiled(records: list[Record]) -> list[tuple[str, str, int, bool, Record]]:
     """What the seed saw beside what its device's own compiler says, for each of the
     seed's observations with a compile-only record of the seed's model (f32):
-    [{reference, target, batch, ran, record, fits, agrees}]."""
+    [(reference device, target, batch, whether the seed trained it, the record)]."""
     found = {
         (target_name(r), batch_size(r)): r
         for r in compiled(records)
@@ -404,25 +399,11 @@ def seed_000_compiled(records: list[Record]) -> list[dict[str, Any]]:
         and precision_of(r) == "f32"
         and r["status"] in ("ok", "oom")
     }
-    answers = []
-    for reference, batch, ran in analysis.SEED_000_OBSERVED:
-        target = SEED_000_TARGETS.get(reference)
-        r = found.get((target, batch))
-        if r is None or _total(r) is None:
-            continue
-        fits = fits_chip(r)
-        answers.append(
-            {
-                "reference": reference,
-                "target": target,
-                "batch": batch,
-                "ran": ran,
-                "record": r,
-                "fits": fits,
-                "agrees": fits == ran,
-            }
-        )
-    return answers
+    return [
+        (reference, SEED_000_TARGETS[reference], batch, ran, r)
+        for reference, batch, ran in analysis.SEED_000_OBSERVED
+        if _total(r := found.get((SEED_000_TARGETS.get(reference), batch))) is not None
+    ]
 
 
 def seed_000_headline(records: list[Record]) -> str:
@@ -431,18 +412,18 @@ def seed_000_headline(records: list[Record]) -> str:
     if not answers:
         return ""
     clauses = []
-    for a in answers:
-        capacity = target_field(a["record"], "memory_per_chip_bytes")
-        usable = target_field(a["record"], "usable_bytes_per_device")
+    for _, target, batch, ran, r in answers:
+        capacity = target_field(r, "memory_per_chip_bytes")
+        usable = target_field(r, "usable_bytes_per_device")
         room = f"its {gib(capacity)}"
         if usable and capacity and usable < capacity:  # a GPU: JAX preallocates a share
             room = f"the {gib(usable)} JAX can use of {room}"
-        verdict = "fits in" if a["fits"] else "does not fit in"
-        seed = "trained" if a["ran"] else "ran out of memory"
+        verdict = "fits in" if fits_chip(r) else "does not fit in"
+        seed = "trained" if ran else "ran out of memory"
         clauses.append(
-            f"batch {a['batch']} needs {gib(_total(a['record']))} on `{a['target']}`, "
+            f"batch {batch} needs {gib(_total(r))} on `{target}`, "
             f"which {verdict} {room} (the seed: {seed}; "
-            f"{'agrees' if a['agrees'] else 'disagrees'})"
+            f"{'agrees' if fits_chip(r) == ran else 'disagrees'})"
         )
     return (
         f"Seed 000's `{analysis.SEED_000_MODEL}` (f32), compiled for the seed's GPUs by "
