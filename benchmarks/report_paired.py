@@ -206,8 +206,9 @@ def _paired_verdict(ratio: dict[str, Any], jax_versus_jax: bool) -> str:
 
 
 PAIRED_INTRO = (
-    "Paired (`python -m benchmarks.paired`): the cell's best JAX f32 configuration and "
-    "its fastest peer, each under its faster host memory policy, re-measured in turns: "
+    "Paired (`python -m benchmarks.paired`): the cell's best JAX f32 configuration (the "
+    "bench table's, or one named with `--jax`, such as `onednn`) and its fastest peer, "
+    "each under its faster host memory policy, re-measured in turns: "
     "each side, in its own process, compiles and warms up alone, then their turns "
     "alternate, one process computing at a time, the side that goes first swapping "
     "every round; a turn is one untimed block (the other process just had the cores "

@@ -395,7 +395,9 @@ HOST_MEMORY_INTRO = (
 INTRO = (
     "Images/s of the train step (Adam, timing only), the median of timed blocks of "
     "steps [p10-p90]. `jax FORMULATION LOOP PRECISION`: `xla` = XLA's own "
-    "convolutions and pools, `cpu` = patches + matmul (jaxcnn.formulation); `step` = "
+    "convolutions and pools, `cpu` = patches + matmul, `onednn` = oneDNN's "
+    "convolution kernels through XLA's FFI, an optional install, timed by the paired "
+    "driver only (jaxcnn.formulation); `step` = "
     "one compiled step per batch dispatched ahead from Python, `device` = the epoch "
     "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "
