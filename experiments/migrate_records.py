@@ -111,9 +111,7 @@ class Migrated:
             f"{records.SCHEMA_VERSION}, {self.already} already"
         )
         if self.kept_bad:
-            lines = ", ".join(map(str, self.kept_bad[:10])) + (
-                ", ..." if len(self.kept_bad) > 10 else ""
-            )
+            lines = records.line_numbers(self.kept_bad)
             text += f", {len(self.kept_bad)} line(s) kept as they were (lines {lines})"
         text += f"; {len(self.renamed)} checkpoint folder(s) renamed to their new keys"
         if orphans:
@@ -221,9 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    for given in map(Path, args.paths):
-        for path in sorted(given.rglob("*.jsonl")) if given.is_dir() else [given]:
-            print(migrate_file(path, args.checkpoint_dir))
+    for path in records.records_files(args.paths):
+        print(migrate_file(path, args.checkpoint_dir))
     return 0
 
 

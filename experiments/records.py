@@ -163,6 +163,7 @@ UTF-8) is kept, skipped with one warning per file, and the rest still loads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -182,6 +183,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from experiments.workload import Workload
 
 SCHEMA_VERSION = 2
 # What turns a records file of an older schema into this one (experiments/migrate_records.py).
@@ -205,34 +208,9 @@ _REQUIRED_ENV = ("python", "git_commit", "host", "utc_time")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
 # The kinds an experiments.workload.Workload describes; their records carry all of its
-# fields (tests/test_records.py keeps this list and the dataclass equal).
+# fields.
 WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
-WORKLOAD_FIELDS = (
-    "model",
-    "model_overrides",
-    "dataset",
-    "batch_size",
-    "epochs",
-    "steps",
-    "optimizer",
-    "learning_rate",
-    "seed",
-    "strategy",
-    "precision",
-    "timing_steps",
-    "study",
-    "kind",
-    "num_devices",
-    "scaling",
-    "ensemble_size",
-    "ensemble_mode",
-    "matmul_precision",
-    "oom_group",
-    "loop",
-    "formulation",
-    "schedule",
-    "target",
-)
+WORKLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(Workload))
 # What else a record of those kinds carries, in every status: where it ran and how.
 _REQUIRED_BY_WORKLOAD = {
     "top": ("config_key", "loop", "formulation", "compiler_options"),
@@ -319,6 +297,7 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
 
 
 _NUMBER = (int, float)
+_SUMMARY = {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)}  # stats.summarize
 # Optional measurement fields: each key's allowed types when present (None always is).
 _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
     "flops": {
@@ -354,7 +333,7 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
             "bytes_limit",
         )
     },
-    "eval_step_time_s": {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)},
+    "eval_step_time_s": _SUMMARY,
     "bandwidth": {
         "bytes_per_s": _NUMBER,
         "p10": _NUMBER,
@@ -396,14 +375,7 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         }
         for name in ("prediction", "prediction_vendor")
     },
-    "throughput": {
-        "median": _NUMBER,
-        "p10": _NUMBER,
-        "p90": _NUMBER,
-        "n": (int,),
-        "steps": (int,),
-        "minor_faults_per_step": _NUMBER,
-    },
+    "throughput": {**_SUMMARY, "steps": (int,), "minor_faults_per_step": _NUMBER},
     "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
 }
 
@@ -725,7 +697,8 @@ def _keep_elsewhere(record: dict[str, Any], name: str) -> Path | None:
     return Path(kept)
 
 
-def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """These files, and every *.jsonl under these folders (sorted)."""
     found: list[Path] = []
     for path in map(Path, paths):
         found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
@@ -746,7 +719,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     records of an earlier schema version too, with one warning per file naming the
     command that migrates them (`MIGRATE_COMMAND`)."""
     records: dict[str, dict[str, Any]] = {}
-    for file in _files(paths):
+    for file in records_files(paths):
         bad: list[tuple[int, str]] = []
         old = 0
         with open(file, "rb") as handle:
@@ -791,8 +764,13 @@ def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
     (first, reason), *rest = bad
     if not rest:
         return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
-    numbers = ", ".join(str(n) for n, _ in bad[:10]) + (", ..." if len(bad) > 10 else "")
+    numbers = line_numbers([n for n, _ in bad])
     return (
         f"{file}: skipped {len(bad)} bad records (lines {numbers}; line {first}: {reason}); "
         "the lines are kept"
     )
+
+
+def line_numbers(numbers: Sequence[int]) -> str:
+    """Line numbers as a message lists them: the first ten, then "..." if there are more."""
+    return ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
