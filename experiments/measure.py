@@ -125,6 +125,18 @@ def time_blocks(
     )
 
 
+def _threaded(fn: Callable[..., Any], state: Any, *args: Any) -> Callable[[], Any]:
+    """A call of `fn(state, *args) -> (state, metrics)` that passes on the state each
+    call returns to the next (the state passed in is consumed, donated)."""
+    carry = [state]
+
+    def call() -> Any:
+        carry[0], metrics = fn(carry[0], *args)
+        return carry[0], metrics
+
+    return call
+
+
 def time_step_loop(
     step: Any,
     state: Any,
@@ -139,11 +151,7 @@ def time_step_loop(
     donated states throughout: one copy of the state in memory, as in training."""
     blocks = f", then {THROUGHPUT_REPEATS} blocks of {steps}" if images_per_step else ""
     phase(f"timing the step: {steps} calls one by one{blocks}")
-    carry = [state]
-
-    def call() -> Any:
-        carry[0], metrics = step(carry[0], batch)
-        return carry[0], metrics
+    call = _threaded(step, state, batch)
 
     def block() -> Any:
         for _ in range(steps):
@@ -162,12 +170,7 @@ def time_epoch_loop(
     """(seconds per step, images/s) of a compiled `epoch(state, dataset, order)` that
     runs order.shape[0] steps in one call: `time_blocks` of it. Consumes the state."""
     phase(f"timing the epoch loop: {THROUGHPUT_REPEATS} calls of {order.shape[0]} steps")
-    carry = [state]
-
-    def block() -> Any:
-        carry[0], metrics = epoch(carry[0], dataset, order)
-        return carry[0], metrics
-
+    block = _threaded(epoch, state, dataset, order)
     return time_blocks(block, steps=int(order.shape[0]), images_per_step=images_per_step)
 
 

@@ -151,12 +151,12 @@ def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split,
     if _timing_only_synthetic(workload):
         kwargs["num_examples"] = _synthetic_count(workload)
     data_dir = dataset_dir(data_dir, workload.dataset)
-    train_split = data.load(workload.dataset, "train", data_dir, **kwargs)
-    test_split = None
-    if workload.dataset != "synthetic":
-        test_split = data.load(workload.dataset, "test", data_dir, **kwargs)
-    fitted = lambda s: (data.fit_to_shape(s[0], shape), s[1])  # noqa: E731
-    return fitted(train_split), None if test_split is None else fitted(test_split)
+
+    def fitted(split: str) -> Split:
+        images, labels = data.load(workload.dataset, split, data_dir, **kwargs)
+        return data.fit_to_shape(images, shape), labels
+
+    return fitted("train"), None if workload.dataset == "synthetic" else fitted("test")
 
 
 def training_steps(workload: Workload, num_examples: int) -> int:

@@ -298,6 +298,31 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
 
 _NUMBER = (int, float)
 _SUMMARY = {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)}  # stats.summarize
+_PREDICTION = {
+    **{
+        key: _NUMBER
+        for key in (
+            "step_time_s",
+            "compute_s",
+            "memory_s",
+            "images_per_s",
+            "peak_tflops_used",
+            "bandwidth_bytes_per_s",
+            "compiler_estimate_s",
+        )
+    },
+    **{
+        key: (str,)
+        for key in (
+            "bound",
+            "peak_source",
+            "peak_precision",
+            "bandwidth_source",
+            "flops_source",
+            "method",
+        )
+    },
+}
 # Optional measurement fields: each key's allowed types when present (None always is).
 _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
     "flops": {
@@ -347,36 +372,11 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         "optimal_seconds": _NUMBER,
         "flops_source": (str,),
     },
-    **{
-        name: {
-            **{
-                key: _NUMBER
-                for key in (
-                    "step_time_s",
-                    "compute_s",
-                    "memory_s",
-                    "images_per_s",
-                    "peak_tflops_used",
-                    "bandwidth_bytes_per_s",
-                    "compiler_estimate_s",
-                )
-            },
-            **{
-                key: (str,)
-                for key in (
-                    "bound",
-                    "peak_source",
-                    "peak_precision",
-                    "bandwidth_source",
-                    "flops_source",
-                    "method",
-                )
-            },
-        }
-        for name in ("prediction", "prediction_vendor")
-    },
+    "prediction": _PREDICTION,
+    "prediction_vendor": _PREDICTION,
     "throughput": {**_SUMMARY, "steps": (int,), "minor_faults_per_step": _NUMBER},
     "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
+    "compiler_options": {},  # the XLA options the steps compiled with: any values
 }
 
 
@@ -400,9 +400,6 @@ def _check_measurements(record: dict[str, Any]) -> None:
             if value is not None and not _is(value, kinds):
                 expected = " or ".join(k.__name__ for k in kinds)
                 raise RecordError(f"{field}.{key} is {type(value).__name__}, not {expected}")
-    options = record.get("compiler_options")  # the XLA options the steps compiled with
-    if options is not None and not isinstance(options, dict):
-        raise RecordError("compiler_options is not an object")
     achieved = record.get("achieved_tflops")
     if achieved is not None and not _is(achieved, _NUMBER):
         raise RecordError("achieved_tflops is not a number")

@@ -151,60 +151,52 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
 
     def measured_and_trained(record: Record) -> dict[str, Any]:
         stacked, seeds, rates = _ensemble_members(workload, devices)
-        history: list[dict[str, Any]] = []
-        tested: list[dict[str, float]] = []  # each model's test loss and accuracy
         if vmapped:
             placement = place("single", devices, ensemble_train_step, ensemble_eval_step)
             placement = dataclasses.replace(placement, get_metrics=_mean_over_models)
-            state = placement.put_state(stacked)
+            states = [placement.put_state(stacked)]
             timer = step_timer(workload, keep_state=training)
-            placed, _, fields = compile_and_measure(
-                workload,
-                placement,
-                shapes(state),
-                state,
-                train_split,
-                devices,
-                timer,
-                ceiling,
-                train_fn=ensemble_train_step,
-                eval_fn=ensemble_eval_step,
-            )
-            if training:
-                state, history = fit(state, train_split, None, placement=placed, **fit_args)
-                if test_split is not None:  # each model alone, as the sequential ones
-                    one = place("single", devices)
-                    tested = [
-                        evaluate(member, test_split, workload.batch_size, one)
-                        for member in _unstacked(state, k)
-                    ]
+            flop_fns = {"train_fn": ensemble_train_step, "eval_fn": ensemble_eval_step}
         else:
             # The plain single-device step, compiled once: the learning rate is state,
             # so one executable serves all K runs.
             placement = place("single", devices)
             states = [placement.put_state(m) for m in _unstacked(stacked, k)]
-            del stacked
             timer = _sequential_timer(states, workload.timing_steps)
-            placed, _, single = compile_and_measure(
-                workload,
-                placement,
-                shapes(states[0]),
-                states[0],
-                train_split,
-                devices,
-                timer,
-                ceiling,
-            )
-            fields = _scaled_fields(single, k, devices, workload.compute_dtype, ceiling)
+            flop_fns = {}
+        del stacked
+        placed, _, fields = compile_and_measure(
+            workload,
+            placement,
+            shapes(states[0]),
+            states[0],
+            train_split,
+            devices,
+            timer,
+            ceiling,
+            **flop_fns,
+        )
+        if not vmapped:  # K steps per measured step
+            fields = _scaled_fields(fields, k, devices, workload.compute_dtype, ceiling)
+        history: list[dict[str, Any]] = []
+        tested: list[dict[str, float]] = []  # each model's test loss and accuracy
+        if training and vmapped:
+            state, history = fit(states[0], train_split, None, placement=placed, **fit_args)
+            if test_split is not None:  # each model alone, as the sequential ones
+                one = place("single", devices)
+                tested = [
+                    evaluate(member, test_split, workload.batch_size, one)
+                    for member in _unstacked(state, k)
+                ]
+        elif training:
             histories = []
-            if training:
-                for member in states:
-                    trained, member_history = fit(
-                        member, train_split, None, placement=placed, **fit_args
-                    )
-                    histories.append(member_history)
-                    if test_split is not None:
-                        tested.append(evaluate(trained, test_split, workload.batch_size, placed))
+            for member in states:
+                trained, member_history = fit(
+                    member, train_split, None, placement=placed, **fit_args
+                )
+                histories.append(member_history)
+                if test_split is not None:
+                    tested.append(evaluate(trained, test_split, workload.batch_size, placed))
             history = _merged(histories)
         accuracies = [t["accuracy"] for t in tested] if tested else [None] * k
         losses = [t["loss"] for t in tested] if tested else [None] * k
