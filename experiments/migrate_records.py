@@ -127,9 +127,7 @@ def _migrated_line(raw: bytes, done: Migrated, number: int) -> bytes:
     if not raw.strip():
         return raw
     try:
-        record = json.loads(raw.decode("utf-8"))
-        if not isinstance(record, dict):
-            raise records.RecordError("not an object")
+        record = records.parse_line(raw)
         migrated = migrate_record(record)
     except (ValueError, TypeError, AttributeError, KeyError):
         done.kept_bad.append(number)

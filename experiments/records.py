@@ -724,7 +724,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 if not raw.strip():
                     continue
                 try:
-                    record = _parse(raw)
+                    record = validate(parse_line(raw))
                 except OldSchema:
                     old += 1
                     continue
@@ -747,13 +747,13 @@ _JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a num
 _JSON_NAMES.update({bool: "true or false", type(None): "null"})
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    """One line of a records file as a valid record; ValueError (or a TypeError from a
-    field of the wrong type) says why not."""
+def parse_line(raw: bytes) -> dict[str, Any]:
+    """One line of a records file as a JSON object, not yet validated; ValueError says
+    why it is none."""
     value = json.loads(raw.decode("utf-8"))
     if not isinstance(value, dict):
         raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
-    return validate(value)
+    return value
 
 
 def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
