@@ -29,9 +29,9 @@ run starts over from its first step when it is run again (the count is printed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import fcntl
-import json
 import os
 import sys
 import tempfile
@@ -177,12 +177,8 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
 def _records_of(path: Path) -> list[dict[str, Any]]:
     found = []
     for raw in path.read_bytes().splitlines():
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            found.append(record)
+        with contextlib.suppress(ValueError):  # not a JSON object: no record to match
+            found.append(records.parse_line(raw))
     return found
 
 
