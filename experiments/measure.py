@@ -38,13 +38,18 @@ def compile_placement(placement: Placement, state: Any, batch: Any) -> tuple[Pla
     seconds: dict[str, float] = {}
     compiled: dict[str, Any] = {}
     for name, fn in (("train", placement.train_step), ("eval", placement.eval_step)):
-        started = time.perf_counter()
-        compiled[name] = fn.lower(state, batch).compile()
-        seconds[name] = time.perf_counter() - started
+        compiled[name], seconds[name] = timed_compile(fn, state, batch)
     placed = dataclasses.replace(
         placement, train_step=compiled["train"], eval_step=compiled["eval"]
     )
     return placed, {**seconds, "compiled": compiled}
+
+
+def timed_compile(fn: Any, *args: Any) -> tuple[Any, float]:
+    """(`fn` lowered for `args` and compiled, the seconds that took)."""
+    started = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    return compiled, time.perf_counter() - started
 
 
 def copy_tree(tree: Any) -> Any:
@@ -120,6 +125,18 @@ def time_blocks(
     )
 
 
+def _threaded(fn: Callable[..., Any], state: Any, *args: Any) -> Callable[[], Any]:
+    """A call of `fn(state, *args) -> (state, metrics)` that passes on the state each
+    call returns to the next (the state passed in is consumed, donated)."""
+    carry = [state]
+
+    def call() -> Any:
+        carry[0], metrics = fn(carry[0], *args)
+        return carry[0], metrics
+
+    return call
+
+
 def time_step_loop(
     step: Any,
     state: Any,
@@ -134,11 +151,7 @@ def time_step_loop(
     donated states throughout: one copy of the state in memory, as in training."""
     blocks = f", then {THROUGHPUT_REPEATS} blocks of {steps}" if images_per_step else ""
     phase(f"timing the step: {steps} calls one by one{blocks}")
-    carry = [state]
-
-    def call() -> Any:
-        carry[0], metrics = step(carry[0], batch)
-        return carry[0], metrics
+    call = _threaded(step, state, batch)
 
     def block() -> Any:
         for _ in range(steps):
@@ -157,12 +170,7 @@ def time_epoch_loop(
     """(seconds per step, images/s) of a compiled `epoch(state, dataset, order)` that
     runs order.shape[0] steps in one call: `time_blocks` of it. Consumes the state."""
     phase(f"timing the epoch loop: {THROUGHPUT_REPEATS} calls of {order.shape[0]} steps")
-    carry = [state]
-
-    def block() -> Any:
-        carry[0], metrics = epoch(carry[0], dataset, order)
-        return carry[0], metrics
-
+    block = _threaded(epoch, state, dataset, order)
     return time_blocks(block, steps=int(order.shape[0]), images_per_step=images_per_step)
 
 
@@ -171,9 +179,7 @@ def compile_epoch(
 ) -> tuple[Any, float]:
     """(the placement's whole-epoch loop compiled for these shapes, seconds taken)."""
     phase("compiling the whole-epoch loop")
-    started = time.perf_counter()
-    compiled = placement.train_epoch.lower(state, dataset, order).compile()
-    return compiled, time.perf_counter() - started
+    return timed_compile(placement.train_epoch, state, dataset, order)
 
 
 def time_matmul(
@@ -187,9 +193,7 @@ def time_matmul(
         jax.device_put(rng.standard_normal((n, n), np.float32).astype(jnp.dtype(dtype)), device)
         for _ in range(2)
     )
-    started = time.perf_counter()
-    compiled = jax.jit(jnp.matmul).lower(a, b).compile()
-    compile_s = time.perf_counter() - started
+    compiled, compile_s = timed_compile(jax.jit(jnp.matmul), a, b)
     return compiled, compile_s, time_calls(lambda: compiled(a, b), steps=steps, warmup=warmup)
 
 
@@ -271,13 +275,7 @@ def measure_bandwidth(
     per_call = np.asarray(_seconds(call, repeats=reps, warmup=2))
     rates = summarize(2 * n * 4 / per_call)
     del carry[0]
-    return {
-        "bytes_per_s": rates["median"],
-        "p10": rates["p10"],
-        "p90": rates["p90"],
-        "n": rates["n"],
-        "size_bytes": n * 4,
-    }
+    return {"bytes_per_s": rates.pop("median"), **rates, "size_bytes": n * 4}
 
 
 # --- A predicted step time: the roofline of the compiled step ---------------------------
@@ -375,31 +373,23 @@ def predictions(
             return measured, "measured"
         return (vendor, "vendor") if vendor else (None, None)
 
-    peak, peak_source = chosen(measured_peak, vendor_peak)
-    rate, rate_source = chosen(measured_bandwidth, vendor_bandwidth)
-    both = {"peak_precision": precision}
-    vendor = None
-    if vendor_peak or vendor_bandwidth:
-        vendor = prediction(
+    def roof(peak: tuple, rate: tuple) -> dict[str, Any] | None:
+        return prediction(
             cost,
             batch_size,
-            peak_tflops=vendor_peak,
-            peak_source="vendor",
-            bandwidth_bytes_per_s=vendor_bandwidth,
-            bandwidth_source="vendor",
-            **both,
+            peak_tflops=peak[0],
+            peak_source=peak[1],
+            peak_precision=precision,
+            bandwidth_bytes_per_s=rate[0],
+            bandwidth_source=rate[1],
         )
+
+    vendor = (vendor_peak, "vendor"), (vendor_bandwidth, "vendor")
     return {
-        "prediction": prediction(
-            cost,
-            batch_size,
-            peak_tflops=peak,
-            peak_source=peak_source,
-            bandwidth_bytes_per_s=rate,
-            bandwidth_source=rate_source,
-            **both,
+        "prediction": roof(
+            chosen(measured_peak, vendor_peak), chosen(measured_bandwidth, vendor_bandwidth)
         ),
-        "prediction_vendor": vendor,
+        "prediction_vendor": roof(*vendor) if vendor_peak or vendor_bandwidth else None,
     }
 
 

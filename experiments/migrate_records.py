@@ -29,9 +29,9 @@ run starts over from its first step when it is run again (the count is printed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import fcntl
-import json
 import os
 import sys
 import tempfile
@@ -111,9 +111,7 @@ class Migrated:
             f"{records.SCHEMA_VERSION}, {self.already} already"
         )
         if self.kept_bad:
-            lines = ", ".join(map(str, self.kept_bad[:10])) + (
-                ", ..." if len(self.kept_bad) > 10 else ""
-            )
+            lines = records.line_numbers(self.kept_bad)
             text += f", {len(self.kept_bad)} line(s) kept as they were (lines {lines})"
         text += f"; {len(self.renamed)} checkpoint folder(s) renamed to their new keys"
         if orphans:
@@ -129,9 +127,7 @@ def _migrated_line(raw: bytes, done: Migrated, number: int) -> bytes:
     if not raw.strip():
         return raw
     try:
-        record = json.loads(raw.decode("utf-8"))
-        if not isinstance(record, dict):
-            raise records.RecordError("not an object")
+        record = records.parse_line(raw)
         migrated = migrate_record(record)
     except (ValueError, TypeError, AttributeError, KeyError):
         done.kept_bad.append(number)
@@ -181,12 +177,8 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
 def _records_of(path: Path) -> list[dict[str, Any]]:
     found = []
     for raw in path.read_bytes().splitlines():
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            found.append(record)
+        with contextlib.suppress(ValueError):  # not a JSON object: no record to match
+            found.append(records.parse_line(raw))
     return found
 
 
@@ -221,9 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    for given in map(Path, args.paths):
-        for path in sorted(given.rglob("*.jsonl")) if given.is_dir() else [given]:
-            print(migrate_file(path, args.checkpoint_dir))
+    for path in records.records_files(args.paths):
+        print(migrate_file(path, args.checkpoint_dir))
     return 0
 
 

@@ -7,6 +7,7 @@ runners (experiments/runners/) and the sweep take these helpers from here.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import jax
@@ -33,11 +34,13 @@ from jaxcnn.parallel import check_batch_size, compiler_options, place
 Split = tuple[np.ndarray, np.ndarray]
 
 
+def _check_choice(what: str, value: Any, choices: Collection[str]) -> None:
+    if value not in choices:
+        raise UsageError(f"unknown {what} {value!r}: choose one of {', '.join(choices)}")
+
+
 def check_precision(workload: Workload) -> None:
-    if workload.precision not in PRECISIONS:
-        raise UsageError(
-            f"unknown precision {workload.precision!r}: choose one of {', '.join(PRECISIONS)}"
-        )
+    _check_choice("precision", workload.precision, PRECISIONS)
 
 
 def check(workload: Workload, devices: list[jax.Device]) -> None:
@@ -45,19 +48,14 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     names, a batch that does not split over the workload's devices, too few devices."""
     if workload.kind not in KINDS:
         raise UsageError(f"unknown workload kind {workload.kind!r}: choose one of {KINDS}")
-    if workload.matmul_precision not in MATMUL_PRECISIONS:
-        raise UsageError(
-            f"unknown matmul precision {workload.matmul_precision!r}: "
-            f"choose one of {', '.join(MATMUL_PRECISIONS)}"
-        )
+    _check_choice("matmul precision", workload.matmul_precision, MATMUL_PRECISIONS)
     if workload.scaling not in SCALINGS:
         raise UsageError(f"unknown scaling {workload.scaling!r}: weak, strong or None")
     if workload.epochs < 0 or workload.timing_steps < 1 or workload.batch_size < 1:
         raise UsageError("epochs must be >= 0, timing_steps and batch_size >= 1")
     used = devices_for(workload, devices)
     formulation_lib.resolve(workload.formulation, used[0].platform)
-    if workload.loop not in LOOPS:
-        raise UsageError(f"unknown loop {workload.loop!r}: choose one of {', '.join(LOOPS)}")
+    _check_choice("loop", workload.loop, LOOPS)
     if workload.loop == "device" and workload.kind != "train":
         raise UsageError("loop device runs train workloads only (not matmul or ensemble)")
     check_precision(workload)
@@ -67,9 +65,9 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     train.make_optimizer(
         workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
     )
-    if workload.kind == "ensemble" and workload.schedule != "constant":
-        raise UsageError("an ensemble trains at a constant learning rate (schedule constant)")
     if workload.kind == "ensemble":
+        if workload.schedule != "constant":
+            raise UsageError("an ensemble trains at a constant learning rate (schedule constant)")
         if workload.ensemble_mode not in ENSEMBLE_MODES:
             raise UsageError(
                 f"ensemble mode {workload.ensemble_mode!r}: choose one of {ENSEMBLE_MODES}"
@@ -80,15 +78,10 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     place(workload.strategy, used)  # an unknown strategy, a process without a device
 
 
-def formulation_for(workload: Workload, platform: str) -> formulation_lib.Formulation:
-    """The formulation `workload` runs with on `platform`."""
-    return formulation_lib.resolve(workload.formulation, platform)
-
-
 def build_module(workload: Workload, devices: list[jax.Device]) -> Any:
     """The workload's Flax module, convolutions formulated for the devices' platform and
     computed in its precision's dtype."""
-    chosen = formulation_for(workload, devices[0].platform)
+    chosen = formulation_lib.resolve(workload.formulation, devices[0].platform)
     overrides = workload.module_overrides()
     if isinstance(overrides.get("dtype"), str):  # a Workload names its dtype
         overrides["dtype"] = getattr(jnp, overrides["dtype"])
@@ -106,7 +99,7 @@ def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
             host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
         ),
         loop=workload.loop,
-        formulation=formulation_for(workload, device["platform"]).describe(),
+        formulation=formulation_lib.resolve(workload.formulation, device["platform"]).describe(),
         compiler_options=compiler_options(workload.strategy, device["platform"]),
     )
 
@@ -158,12 +151,12 @@ def load_splits(workload: Workload, data_dir: str | None = None) -> tuple[Split,
     if _timing_only_synthetic(workload):
         kwargs["num_examples"] = _synthetic_count(workload)
     data_dir = dataset_dir(data_dir, workload.dataset)
-    train_split = data.load(workload.dataset, "train", data_dir, **kwargs)
-    test_split = None
-    if workload.dataset != "synthetic":
-        test_split = data.load(workload.dataset, "test", data_dir, **kwargs)
-    fitted = lambda s: (data.fit_to_shape(s[0], shape), s[1])  # noqa: E731
-    return fitted(train_split), None if test_split is None else fitted(test_split)
+
+    def fitted(split: str) -> Split:
+        images, labels = data.load(workload.dataset, split, data_dir, **kwargs)
+        return data.fit_to_shape(images, shape), labels
+
+    return fitted("train"), None if workload.dataset == "synthetic" else fitted("test")
 
 
 def training_steps(workload: Workload, num_examples: int) -> int:

@@ -163,6 +163,7 @@ UTF-8) is kept, skipped with one warning per file, and the rest still loads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -182,6 +183,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from experiments.workload import Workload
 
 SCHEMA_VERSION = 2
 # What turns a records file of an older schema into this one (experiments/migrate_records.py).
@@ -205,34 +208,9 @@ _REQUIRED_ENV = ("python", "git_commit", "host", "utc_time")
 _REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
 # The kinds an experiments.workload.Workload describes; their records carry all of its
-# fields (tests/test_records.py keeps this list and the dataclass equal).
+# fields.
 WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
-WORKLOAD_FIELDS = (
-    "model",
-    "model_overrides",
-    "dataset",
-    "batch_size",
-    "epochs",
-    "steps",
-    "optimizer",
-    "learning_rate",
-    "seed",
-    "strategy",
-    "precision",
-    "timing_steps",
-    "study",
-    "kind",
-    "num_devices",
-    "scaling",
-    "ensemble_size",
-    "ensemble_mode",
-    "matmul_precision",
-    "oom_group",
-    "loop",
-    "formulation",
-    "schedule",
-    "target",
-)
+WORKLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(Workload))
 # What else a record of those kinds carries, in every status: where it ran and how.
 _REQUIRED_BY_WORKLOAD = {
     "top": ("config_key", "loop", "formulation", "compiler_options"),
@@ -319,6 +297,32 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
 
 
 _NUMBER = (int, float)
+_SUMMARY = {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)}  # stats.summarize
+_PREDICTION = {
+    **{
+        key: _NUMBER
+        for key in (
+            "step_time_s",
+            "compute_s",
+            "memory_s",
+            "images_per_s",
+            "peak_tflops_used",
+            "bandwidth_bytes_per_s",
+            "compiler_estimate_s",
+        )
+    },
+    **{
+        key: (str,)
+        for key in (
+            "bound",
+            "peak_source",
+            "peak_precision",
+            "bandwidth_source",
+            "flops_source",
+            "method",
+        )
+    },
+}
 # Optional measurement fields: each key's allowed types when present (None always is).
 _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
     "flops": {
@@ -354,7 +358,7 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
             "bytes_limit",
         )
     },
-    "eval_step_time_s": {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)},
+    "eval_step_time_s": _SUMMARY,
     "bandwidth": {
         "bytes_per_s": _NUMBER,
         "p10": _NUMBER,
@@ -368,43 +372,11 @@ _MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
         "optimal_seconds": _NUMBER,
         "flops_source": (str,),
     },
-    **{
-        name: {
-            **{
-                key: _NUMBER
-                for key in (
-                    "step_time_s",
-                    "compute_s",
-                    "memory_s",
-                    "images_per_s",
-                    "peak_tflops_used",
-                    "bandwidth_bytes_per_s",
-                    "compiler_estimate_s",
-                )
-            },
-            **{
-                key: (str,)
-                for key in (
-                    "bound",
-                    "peak_source",
-                    "peak_precision",
-                    "bandwidth_source",
-                    "flops_source",
-                    "method",
-                )
-            },
-        }
-        for name in ("prediction", "prediction_vendor")
-    },
-    "throughput": {
-        "median": _NUMBER,
-        "p10": _NUMBER,
-        "p90": _NUMBER,
-        "n": (int,),
-        "steps": (int,),
-        "minor_faults_per_step": _NUMBER,
-    },
+    "prediction": _PREDICTION,
+    "prediction_vendor": _PREDICTION,
+    "throughput": {**_SUMMARY, "steps": (int,), "minor_faults_per_step": _NUMBER},
     "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
+    "compiler_options": {},  # the XLA options the steps compiled with: any values
 }
 
 
@@ -428,9 +400,6 @@ def _check_measurements(record: dict[str, Any]) -> None:
             if value is not None and not _is(value, kinds):
                 expected = " or ".join(k.__name__ for k in kinds)
                 raise RecordError(f"{field}.{key} is {type(value).__name__}, not {expected}")
-    options = record.get("compiler_options")  # the XLA options the steps compiled with
-    if options is not None and not isinstance(options, dict):
-        raise RecordError("compiler_options is not an object")
     achieved = record.get("achieved_tflops")
     if achieved is not None and not _is(achieved, _NUMBER):
         raise RecordError("achieved_tflops is not a number")
@@ -725,7 +694,8 @@ def _keep_elsewhere(record: dict[str, Any], name: str) -> Path | None:
     return Path(kept)
 
 
-def _files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """These files, and every *.jsonl under these folders (sorted)."""
     found: list[Path] = []
     for path in map(Path, paths):
         found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
@@ -746,7 +716,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     records of an earlier schema version too, with one warning per file naming the
     command that migrates them (`MIGRATE_COMMAND`)."""
     records: dict[str, dict[str, Any]] = {}
-    for file in _files(paths):
+    for file in records_files(paths):
         bad: list[tuple[int, str]] = []
         old = 0
         with open(file, "rb") as handle:
@@ -754,7 +724,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 if not raw.strip():
                     continue
                 try:
-                    record = _parse(raw)
+                    record = validate(parse_line(raw))
                 except OldSchema:
                     old += 1
                     continue
@@ -777,13 +747,13 @@ _JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a num
 _JSON_NAMES.update({bool: "true or false", type(None): "null"})
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    """One line of a records file as a valid record; ValueError (or a TypeError from a
-    field of the wrong type) says why not."""
+def parse_line(raw: bytes) -> dict[str, Any]:
+    """One line of a records file as a JSON object, not yet validated; ValueError says
+    why it is none."""
     value = json.loads(raw.decode("utf-8"))
     if not isinstance(value, dict):
         raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
-    return validate(value)
+    return value
 
 
 def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
@@ -791,8 +761,13 @@ def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
     (first, reason), *rest = bad
     if not rest:
         return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
-    numbers = ", ".join(str(n) for n, _ in bad[:10]) + (", ..." if len(bad) > 10 else "")
+    numbers = line_numbers([n for n, _ in bad])
     return (
         f"{file}: skipped {len(bad)} bad records (lines {numbers}; line {first}: {reason}); "
         "the lines are kept"
     )
+
+
+def line_numbers(numbers: Sequence[int]) -> str:
+    """Line numbers as a message lists them: the first ten, then "..." if there are more."""
+    return ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")

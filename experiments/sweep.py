@@ -141,12 +141,6 @@ def _splits_for(
     return cache.get(split_key(workload)) or load_splits(workload, data_dir)
 
 
-def _skipped_record(workload: Workload, devices: list[jax.Device], reason: str) -> dict:
-    record = record_for(workload, devices)
-    record.update(status="skipped", message=reason)
-    return record
-
-
 def _title(workload: Workload) -> str:
     if workload.kind == "matmul":
         return f"matmul {workload.batch_size}^2 {workload.precision}"
@@ -217,7 +211,8 @@ def run_sweep(
         if w.oom_group in stopped:
             reason = stopped[w.oom_group]
             print(f"    not run: {reason}", file=sys.stderr)
-            record = _skipped_record(w, on, reason)
+            record = record_for(w, on)
+            record.update(status="skipped", message=reason)
             if key in skips and not force:  # a rerun: that skip is already written
                 already += 1
             elif writer:

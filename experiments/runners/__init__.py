@@ -16,7 +16,6 @@ Mistakes in what was asked (JaxcnnError) propagate.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -57,28 +56,14 @@ def run_workload(
     workload: Workload,
     devices: list[jax.Device],
     splits: tuple[Split, Split | None] | None,
-    *,
-    progress: bool = False,
-    checkpoint_dir: str | Path | None = None,
-    checkpoint_every: int | None = None,
-    keep_checkpoints: int = 2,
-    ceiling: dict[str, dict[str, Any]] | None = None,
-    bandwidth: dict[str, Any] | None = None,
+    **options: Any,
 ) -> Record:
     """Compile, time and (epochs > 0) train `workload` on `devices` (already the ones it
-    runs on) with its kind's runner; the record says how it went (RunContext says what
-    each argument is for). A loss that turns NaN/inf stops training and makes a `nan`
-    record naming the step; any other failure while running an `error` (or `oom`)
-    record with a one-line message, so a sweep goes on."""
-    context = RunContext(
-        devices=list(devices),
-        splits=splits,
-        progress=progress,
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        keep_checkpoints=keep_checkpoints,
-        ceiling=ceiling,
-        bandwidth=bandwidth,
-    )
+    runs on) with its kind's runner; `options` are RunContext's others (progress,
+    checkpoints, ceiling, bandwidth: it says what each is for), and the record says how
+    it went. A loss that turns NaN/inf stops training and makes a `nan` record naming
+    the step; any other failure while running an `error` (or `oom`) record with a
+    one-line message, so a sweep goes on."""
+    context = RunContext(devices=list(devices), splits=splits, **options)
     with _matmul_precision(workload):
         return RUNNERS[workload.kind](workload, context)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -19,7 +18,7 @@ from experiments.prepare import build_module, record_for
 from experiments.runners.interface import Record, RunContext, recorded
 from experiments.runners.train import Timer, compile_and_measure, shapes, step_timer
 from experiments.workload import Workload
-from jaxcnn import data, models, train
+from jaxcnn import models, train
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import place
 
@@ -41,9 +40,8 @@ def ensemble_train_step(state: train.TrainState, batch: Any, axis_name: str | No
 
 def ensemble_eval_step(state: train.TrainState, batch: Any, axis_name: str | None = None):
     """`train.eval_step` for K stacked states: per-model metrics with a leading K axis."""
-    return jax.vmap(functools.partial(train.eval_step, axis_name=axis_name), in_axes=(0, None))(
-        state, batch
-    )
+    step = functools.partial(train.eval_step, axis_name=axis_name)
+    return jax.vmap(step, in_axes=(0, None))(state, batch)
 
 
 def _mean_over_models(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -94,29 +92,21 @@ def _merged(histories: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return merged
 
 
-def _sequential_calls(step: Callable, states: list[Any], batch: Any) -> Callable[[], Any]:
-    """One timed call = every model's step, one after another, each waited for: K
-    separate runs, summed (states are consumed: pass copies)."""
-
-    def call() -> Any:
-        for i, state in enumerate(states):
-            states[i], metrics = step(state, batch)
-            jax.block_until_ready(metrics)
-        return states[-1]
-
-    return call
-
-
 def _sequential_timer(states: list[Any], steps: int) -> Timer:
-    """K models' steps one after another per timed call (on copies), then one model's
-    eval step."""
+    """K models' steps one after another per timed call (on copies: the steps consume
+    them), each waited for: K separate runs, summed; then one model's eval step."""
 
     def timer(placed: Any, state: Any, batch: Any) -> tuple:
         copies = [measure.copy_tree(s) for s in states]
-        step_time = measure.time_calls(
-            _sequential_calls(placed.train_step, copies, batch), steps=steps
-        )
-        del copies
+
+        def call() -> Any:
+            for i, copy in enumerate(copies):
+                copies[i], metrics = placed.train_step(copy, batch)
+                jax.block_until_ready(metrics)
+            return copies[-1]
+
+        step_time = measure.time_calls(call, steps=steps)
+        copies.clear()  # free them before the eval step is timed
         eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps)
         return step_time, eval_time, None, {}
 
@@ -126,7 +116,6 @@ def _sequential_timer(states: list[Any], steps: int) -> Timer:
 def _scaled_fields(
     measured: dict[str, Any],
     k: int,
-    step_time: dict[str, Any],
     devices: list[jax.Device],
     dtype: str,
     ceiling: dict[str, dict[str, Any]] | None,
@@ -138,7 +127,7 @@ def _scaled_fields(
             flops[key] = flops[key] * k
     flops["by_primitive"] = {p: v * k for p, v in (flops.get("by_primitive") or {}).items()}
     achieved, mfu = measure.utilization(
-        flops["per_step"], step_time["median"], devices, dtype, ceiling
+        flops["per_step"], measured["step_time_s"]["median"], devices, dtype, ceiling
     )
     return {**measured, "flops": flops, "achieved_tflops": achieved, "mfu": mfu}
 
@@ -150,7 +139,7 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
     k, vmapped = workload.ensemble_size, workload.ensemble_mode == "vmap"
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     train_split, test_split = context.splits
-    dtype, ceiling = workload.compute_dtype, context.ceiling
+    ceiling = context.ceiling
     training = workload.epochs > 0
     fit_args = {
         "epochs": workload.epochs,
@@ -162,61 +151,55 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
 
     def measured_and_trained(record: Record) -> dict[str, Any]:
         stacked, seeds, rates = _ensemble_members(workload, devices)
-        first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
-        tested: list[dict[str, float]] = []  # each model's test loss and accuracy
         if vmapped:
             placement = place("single", devices, ensemble_train_step, ensemble_eval_step)
             placement = dataclasses.replace(placement, get_metrics=_mean_over_models)
-            state = placement.put_state(stacked)
-            placed, compiled, step_time, eval_time, measured = compile_and_measure(
-                placement,
-                shapes(state),
-                state,
-                first,
-                devices,
-                timer=step_timer(workload, keep_state=training),
-                dtype=dtype,
-                ceiling=ceiling,
-                train_fn=ensemble_train_step,
-                eval_fn=ensemble_eval_step,
-            )
-            history: list[dict[str, Any]] = []
-            if training:
-                state, history = fit(state, train_split, None, placement=placed, **fit_args)
-                if test_split is not None:  # each model alone, as the sequential ones
-                    one = place("single", devices)
-                    tested = [
-                        evaluate(member, test_split, workload.batch_size, one)
-                        for member in _unstacked(state, k)
-                    ]
+            states = [placement.put_state(stacked)]
+            timer = step_timer(workload, keep_state=training)
+            flop_fns = {"train_fn": ensemble_train_step, "eval_fn": ensemble_eval_step}
         else:
             # The plain single-device step, compiled once: the learning rate is state,
             # so one executable serves all K runs.
             placement = place("single", devices)
             states = [placement.put_state(m) for m in _unstacked(stacked, k)]
-            del stacked
-            placed, compiled, step_time, eval_time, single = compile_and_measure(
-                placement,
-                shapes(states[0]),
-                states[0],
-                first,
-                devices,
-                timer=_sequential_timer(states, workload.timing_steps),
-                dtype=dtype,
-                ceiling=ceiling,
-            )
-            measured = _scaled_fields(single, k, step_time, devices, dtype, ceiling)
+            timer = _sequential_timer(states, workload.timing_steps)
+            flop_fns = {}
+        del stacked
+        placed, _, fields = compile_and_measure(
+            workload,
+            placement,
+            shapes(states[0]),
+            states[0],
+            train_split,
+            devices,
+            timer,
+            ceiling,
+            **flop_fns,
+        )
+        if not vmapped:  # K steps per measured step
+            fields = _scaled_fields(fields, k, devices, workload.compute_dtype, ceiling)
+        history: list[dict[str, Any]] = []
+        tested: list[dict[str, float]] = []  # each model's test loss and accuracy
+        if training and vmapped:
+            state, history = fit(states[0], train_split, None, placement=placed, **fit_args)
+            if test_split is not None:  # each model alone, as the sequential ones
+                one = place("single", devices)
+                tested = [
+                    evaluate(member, test_split, workload.batch_size, one)
+                    for member in _unstacked(state, k)
+                ]
+        elif training:
             histories = []
-            if training:
-                for member in states:
-                    trained, member_history = fit(
-                        member, train_split, None, placement=placed, **fit_args
-                    )
-                    histories.append(member_history)
-                    if test_split is not None:
-                        tested.append(evaluate(trained, test_split, workload.batch_size, placed))
-            history = _merged(histories) if histories else []
+            for member in states:
+                trained, member_history = fit(
+                    member, train_split, None, placement=placed, **fit_args
+                )
+                histories.append(member_history)
+                if test_split is not None:
+                    tested.append(evaluate(trained, test_split, workload.batch_size, placed))
+            history = _merged(histories)
         accuracies = [t["accuracy"] for t in tested] if tested else [None] * k
+        losses = [t["loss"] for t in tested] if tested else [None] * k
         return dict(
             ensemble={
                 "k": k,
@@ -224,18 +207,14 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
                 "seeds": seeds,
                 "learning_rates": rates,
                 "test_accuracy": accuracies,
-                "test_loss": [t["loss"] for t in tested] if tested else [None] * k,
+                "test_loss": losses,
             },
             params={"trainable": trainable, "non_trainable": non_trainable},
-            compile_time_s={"train": compiled["train"], "eval": compiled["eval"]},
-            step_time_s=step_time,
-            eval_step_time_s=eval_time,
-            images_per_s=k * workload.batch_size / step_time["median"],
-            matmul_ceiling=ceiling,
-            **measured,
+            images_per_s=k * workload.batch_size / fields["step_time_s"]["median"],
+            **fields,
             history=history,
             test_accuracy=float(np.mean(accuracies)) if tested else None,
-            test_loss=float(np.mean([t["loss"] for t in tested])) if tested else None,
+            test_loss=float(np.mean(losses)) if tested else None,
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 

@@ -9,7 +9,7 @@ from typing import Any
 import jax
 
 from experiments import measure
-from experiments.prepare import build_module, record_for, training_steps
+from experiments.prepare import Split, build_module, record_for, training_steps
 from experiments.runners.interface import Record, RunContext, recorded
 from experiments.workload import Workload
 from jaxcnn import data, epochs, models, train
@@ -69,38 +69,46 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
 
 
 def compile_and_measure(
+    workload: Workload,
     placement: Placement,
     abstract: Any,
     state: Any,
-    first: dict[str, Any],
+    train_split: Split,
     devices: list[jax.Device],
-    *,
     timer: Timer,
-    dtype: str,
     ceiling: dict[str, dict[str, Any]] | None,
     **flop_fns: Any,
-) -> tuple[Placement, dict, dict, dict, dict[str, Any]]:
-    """Compile the placed steps on the first batch, time them with `timer`, and derive
-    FLOPs, MFU and memory: (placed, compile times, step time, eval step time, measured
-    fields). `abstract` is the state's shapes before placement (pmap adds a replica
-    axis); `flop_fns` replace the steps FLOPs are counted on (measure.step_fields)."""
+) -> tuple[Placement, Any, dict[str, Any]]:
+    """Compile the placed steps on the first batch of `train_split`, time them with
+    `timer`, and derive FLOPs, MFU and memory: (placed, the compiled train step, the
+    record's compile_time_s, step_time_s, eval_step_time_s, matmul_ceiling, flops,
+    achieved_tflops, mfu, memory and, where timed, throughput). `abstract` is the
+    state's shapes before placement (pmap adds a replica axis); `flop_fns` replace the
+    steps FLOPs are counted on (measure.step_fields)."""
+    first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
     batch = placement.put_batch(first)
     placed, compiled = measure.compile_placement(placement, state, batch)
     step_time, eval_time, throughput, more = timer(placed, state, batch)
-    compiled.update(more)
+    train_step = compiled.pop("compiled")["train"]
     measured = measure.step_fields(
         abstract,
         first,
-        compiled["compiled"]["train"],
+        train_step,
         devices,
         step_time,
-        dtype=dtype,
+        dtype=workload.compute_dtype,
         ceiling=ceiling,
         **flop_fns,
     )
     if throughput is not None:
         measured["throughput"] = throughput
-    return placed, compiled, step_time, eval_time, measured
+    measured.update(
+        compile_time_s={**compiled, **more},
+        step_time_s=step_time,
+        eval_step_time_s=eval_time,
+        matmul_ceiling=ceiling,
+    )
+    return placed, train_step, measured
 
 
 def run_train(workload: Workload, context: RunContext) -> Record:
@@ -119,41 +127,31 @@ def run_train(workload: Workload, context: RunContext) -> Record:
     )
     placement = place(workload.strategy, devices)
     training = workload.epochs > 0
-    dtype = workload.compute_dtype
 
     def measured_and_trained(record: Record) -> dict[str, Any]:
         measure.phase("initialising the parameters and optimizer state")
         fresh = train.create_train_state(module, tx, shape, workload.seed)
         abstract = shapes(fresh)  # FLOPs are counted on shapes, before any placement
         state = placement.put_state(fresh)
-        first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
         timer = step_timer(workload, keep_state=training)
         fit_split = train_split
         if workload.loop == "device":
             dataset = placement.put_dataset({"image": train_split[0], "label": train_split[1]})
             timer = epoch_timer(workload, dataset, keep_state=training)
             fit_split = (dataset["image"], dataset["label"])  # fit does not transfer it again
-        placed, compiled, step_time, eval_time, measured = compile_and_measure(
-            placement,
-            abstract,
-            state,
-            first,
-            devices,
-            timer=timer,
-            dtype=dtype,
-            ceiling=context.ceiling,
+        placed, train_step, fields = compile_and_measure(
+            workload, placement, abstract, state, train_split, devices, timer, context.ceiling
         )
         # The roofline of the compiled train step (the step a device loop repeats), in
         # the record that also times it: the pair measures the prediction's error.
-        cost = measure.step_cost(
-            compiled["compiled"]["train"], measured["flops"]["per_step"] / len(devices)
-        )
-        measured.update(
-            cost=cost,
-            bandwidth=context.bandwidth,
-            **measure.predictions(
-                cost, workload.batch_size, devices[0], dtype, context.ceiling, context.bandwidth
-            ),
+        cost = measure.step_cost(train_step, fields["flops"]["per_step"] / len(devices))
+        predicted = measure.predictions(
+            cost,
+            workload.batch_size,
+            devices[0],
+            workload.compute_dtype,
+            context.ceiling,
+            context.bandwidth,
         )
         history: list[dict[str, Any]] = []
         if training:
@@ -161,16 +159,11 @@ def run_train(workload: Workload, context: RunContext) -> Record:
         last = history[-1] if history else {}
         return dict(
             params={"trainable": trainable, "non_trainable": non_trainable},
-            compile_time_s={
-                "train": compiled["train"],
-                "eval": compiled["eval"],
-                **({"epoch": compiled["epoch"]} if "epoch" in compiled else {}),
-            },
-            step_time_s=step_time,
-            eval_step_time_s=eval_time,
-            images_per_s=workload.batch_size / step_time["median"],
-            matmul_ceiling=context.ceiling,
-            **measured,
+            images_per_s=workload.batch_size / fields["step_time_s"]["median"],
+            **fields,
+            cost=cost,
+            bandwidth=context.bandwidth,
+            **predicted,
             history=history,
             test_accuracy=last.get("test_accuracy"),
             test_loss=last.get("test_loss"),
