@@ -15,7 +15,6 @@ jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
 from __future__ import annotations
 
 import importlib.metadata
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,12 +80,6 @@ def abstract_batch(workload: Workload, rows: int) -> dict[str, jax.ShapeDtypeStr
 
 def _placed(tree: Any, sharding: Any) -> Any:
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
-
-
-def _timed_compile(fn: Any, *args: Any) -> tuple[Any, float]:
-    started = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    return compiled, time.perf_counter() - started
 
 
 def prediction(
@@ -171,7 +164,7 @@ def _compiled(
         calls["epoch"] = (placement.train_epoch, state, *_placed((dataset, order), state_sharding))
     compiled: dict[str, Any] = {}
     for name in programs:
-        compiled[name], record["compile_time_s"][name] = _timed_compile(*calls[name])
+        compiled[name], record["compile_time_s"][name] = measure.timed_compile(*calls[name])
     memory = measure.memory(compiled["train"])
     total, limit = memory["total_bytes"], record["target"]["usable_bytes_per_device"]
     fits = total is not None and limit is not None and total <= limit
