@@ -50,6 +50,17 @@ def without_onednn(tmp_path, monkeypatch):
     onednn._library.cache_clear()  # the next caller loads the real library again
 
 
+def test_available_says_whether_the_kernels_can_be_built(without_onednn):
+    assert not onednn.available()
+
+
+@needs_onednn
+def test_available_where_they_can(monkeypatch):  # the positive control of the one above
+    assert onednn.available()
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    assert not onednn.available()
+
+
 def test_missing_onednn_is_a_usage_error_naming_the_install(without_onednn):
     with pytest.raises(UsageError, match="pip install onednn-devel-cpu-gomp"):
         onednn.conv(jnp.ones((1, 8, 8, 1)), jnp.ones((3, 3, 1, 2)))

@@ -247,6 +247,30 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
     assert all(sizes == sorted(sizes) for sizes in groups.values())
 
 
+@pytest.mark.parametrize("installed", [False, True])
+def test_the_cpu_bench_times_onednn_for_the_convolutional_models_where_it_can_run(
+    installed, monkeypatch
+):
+    from jaxcnn import onednn
+
+    monkeypatch.setattr(onednn, "available", lambda: installed)
+    found = Counter(
+        (w.model, w.formulation, w.loop, w.precision)
+        for w in studies.bench.workloads(studies.Context(platform="cpu"))
+    )
+    batches = len(studies.bench.BENCH_BATCHES)
+    base = {(f, loop, "f32") for f in ("xla", "cpu") for loop in ("step", "device")}
+    base |= {("cpu", loop, "bf16") for loop in ("step", "device")}
+    with_onednn = base | {("onednn", loop, "f32") for loop in ("step", "device")}
+    for model in ("lenet5_keras", "mnist_cnn", "mlp"):
+        cells = {key[1:] for key in found if key[0] == model}
+        assert cells == (with_onednn if installed and model != "mlp" else base)
+    assert set(found.values()) == {batches}  # each cell at every batch, once
+    # never on an accelerator, nor in the smoke run
+    for context in (studies.Context(platform="gpu"), studies.Context(platform="cpu", smoke=True)):
+        assert all(w.formulation != "onednn" for w in studies.bench.workloads(context))
+
+
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
     # A 2^23-square f32 matrix is 256 TiB: allocating it fails for real (beyond any
     # address space), and the sweep classifies the failure as `oom` like a GPU's

@@ -7,7 +7,9 @@ and 8192 on accelerators, where the best batch is larger), timing only
 Per model and batch: XLA's own convolutions and the platform's formulation (on a
 CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
 and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
-platform's formulation in both loops. The report sets the CPU figures beside the
+platform's formulation in both loops; on a CPU where oneDNN is installed (the
+`[onednn]` extra, and a g++), also the `onednn` formulation in f32, both loops, for
+the two convolutional models. The report sets the CPU figures beside the
 PyTorch and Keras peers' (benchmarks/peers.py). Both loops run in
 one process, so on a CPU `--set host_memory=auto` gives both `retain` (the step loop's
 choice, jaxcnn/host_memory.py); `--set host_memory=system` measures the other policy.
@@ -48,6 +50,9 @@ BENCH_BATCHES = (32, 128, 512)
 # An accelerator's best batch for these models lies far above a CPU's.
 BENCH_BATCHES_ACCELERATOR = (*BENCH_BATCHES, 2048, 8192)
 BENCH_TIMING_STEPS = 20
+# oneDNN's convolutions (on a CPU where they can be built) for the convolutional models;
+# mlp has no convolution, so its `onednn` program is its `cpu` one.
+ONEDNN_MODELS = ("lenet5_keras", "mnist_cnn")
 # Accelerators also time every other model of the zoo at its own input size (synthetic
 # images), per-step dispatch in f32 and bf16, up to the first batch that does not fit.
 BENCH_MODELS_ACCELERATOR = ("catsdogs_cnn", "resnet18", "resnet50", "vgg16")
@@ -56,12 +61,15 @@ BENCH_BATCHES_LARGE_MODELS = (32, 128, 512)
 
 def workloads(ctx: Context) -> list[Workload]:
     """The workloads for `ctx`, sized as the module docstring says."""
-    from jaxcnn import formulation
+    from jaxcnn import formulation, onednn
 
     platform_choice = formulation.for_platform(ctx.platform).name
     formulations = ("xla",) if platform_choice == "xla" else ("xla", platform_choice)
     cells = [(f, loop, "f32") for f in formulations for loop in ("step", "device")]
     cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
+    extra = [("onednn", loop, "f32") for loop in ("step", "device")]
+    if not ctx.cpu or ctx.smoke or not onednn.available():
+        extra = []
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
     timing = {"timing_steps": BENCH_TIMING_STEPS}
@@ -81,7 +89,7 @@ def workloads(ctx: Context) -> list[Workload]:
         )
         for model, overrides in chosen_models
         for size in batches
-        for chosen, loop, precision in cells
+        for chosen, loop, precision in cells + (extra if model in ONEDNN_MODELS else [])
     ]
     if ctx.cpu or ctx.smoke:
         return small
@@ -396,8 +404,8 @@ INTRO = (
     "Images/s of the train step (Adam, timing only), the median of timed blocks of "
     "steps [p10-p90]. `jax FORMULATION LOOP PRECISION`: `xla` = XLA's own "
     "convolutions and pools, `cpu` = patches + matmul, `onednn` = oneDNN's "
-    "convolution kernels through XLA's FFI, an optional install, timed by the paired "
-    "driver only (jaxcnn.formulation); `step` = "
+    "convolution kernels through XLA's FFI, an optional install (jaxcnn.formulation); "
+    "`step` = "
     "one compiled step per batch dispatched ahead from Python, `device` = the epoch "
     "as one compiled loop over device-resident data. Peers (benchmarks/peers.py, "
     "same machine, same architecture, batch and timing rules): `torch eager|compile`, "

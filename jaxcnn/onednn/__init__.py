@@ -82,6 +82,16 @@ def _onednn_prefix() -> Path:
     )
 
 
+def available() -> bool:
+    """Whether the kernels can be built here (oneDNN found, a C++ compiler on PATH),
+    without building them."""
+    try:
+        _onednn_prefix()
+    except UsageError:
+        return False
+    return shutil.which(os.environ.get("CXX", "g++")) is not None
+
+
 def _library_dir(prefix: Path) -> Path:
     plain = prefix / "lib"
     return plain if (plain / "libdnnl.so").exists() else prefix / "lib" / "x86_64-linux-gnu"
