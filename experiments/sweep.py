@@ -152,6 +152,10 @@ def _title(workload: Workload) -> str:
         what += f", {workload.strategy} x{workload.num_devices or 'all'}"
     if workload.precision != "f32":
         what += f", {workload.precision}"
+    if workload.formulation != "auto":  # a study's cells differ by these alone
+        what += f", {workload.formulation} formulation"
+    if workload.loop != "step":
+        what += f", {workload.loop} loop"
     what += f", {workload.epochs} epoch(s)" if workload.epochs else ", timing only"
     return what + (f", seed {workload.seed}" if workload.seed else "")
 

@@ -15,6 +15,8 @@ What is counted is what the program says, densely:
   `FlopCount.in_bounds` is the same count without those zero taps: the useful work.
   The two differ most where a kernel is large next to its output (LeNet-5's C5 maps
   5x5 to 1x1, so its input gradient is a 5x5 conv over a 1x1 map padded by 4).
+- jaxcnn.onednn's kernels (`ffi_call`s the jaxpr cannot look into): forward, input
+  gradient and weight gradient each as the forward convolution's count, in bounds too.
 
 Nested jaxprs are walked: jit/pjit, custom_jvp/custom_vjp, remat, scan (body x
 length), while (body and condition once, the trip count being unknown: flagged),
@@ -34,6 +36,8 @@ import jax
 
 DOT = "dot_general"
 CONV = "conv_general_dilated"
+FFI = "ffi_call"
+ONEDNN_CONV = "jaxcnn_onednn_conv_"  # jaxcnn.onednn's FFI targets: fwd, bwd_data, bwd_weights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +127,20 @@ def _eqn_flops(eqn: Any) -> tuple[int, int]:
         lhs, rhs, out = _shape(eqn.invars[0]), _shape(eqn.invars[1]), _shape(eqn.outvars[0])
         dense = conv_flops(rhs, out, eqn.params["dimension_numbers"].rhs_spec)
         return dense, conv_flops_in_bounds(lhs, rhs, out, eqn.params)
+    if name == FFI and str(eqn.params.get("target_name", "")).startswith(ONEDNN_CONV):
+        flops = _onednn_conv_flops(eqn)
+        return flops, flops
     return 0, 0
+
+
+def _onednn_conv_flops(eqn: Any) -> int:
+    """One of jaxcnn.onednn's three kernels: each computes the forward convolution's
+    multiply-accumulates, 2 x N*OH*OW*O x KH*KW*C (padding taps included)."""
+    kind = str(eqn.params["target_name"])[len(ONEDNN_CONV) :]
+    a, b, out = _shape(eqn.invars[0]), _shape(eqn.invars[1]), _shape(eqn.outvars[0])
+    # fwd (x, w) -> y; bwd_data (dy, w) -> dx; bwd_weights (x, dy) -> dw
+    y, kernel = {"fwd": (out, b), "bwd_data": (a, b), "bwd_weights": (b, out)}[kind]
+    return conv_flops(kernel, y, (3, 2, 0, 1))  # HWIO
 
 
 def _open(jaxpr: Any) -> Any:

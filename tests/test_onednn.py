@@ -16,7 +16,7 @@ from jax import lax
 from test_bad_input import TINY, _assert_one_line_exit_2
 from test_formulation import conv_both
 
-from jaxcnn import formulation, models, onednn, train
+from jaxcnn import flops, formulation, models, onednn, train
 from jaxcnn.errors import UsageError
 
 NHWC = ("NHWC", "HWIO", "NHWC")
@@ -212,3 +212,25 @@ def test_a_model_with_onednn_convs_has_xla_s_loss_and_gradients(name):
     for a, b in zip(jax.tree.leaves(grads_a), jax.tree.leaves(grads_b), strict=True):
         scale = float(jnp.max(jnp.abs(a))) or 1.0
         np.testing.assert_allclose(b / scale, a / scale, atol=1e-4)
+
+
+@needs_onednn
+def test_the_flop_count_sees_the_onednn_kernels():
+    # Each of the three kernels does the forward convolution's multiply-accumulates.
+    x, w = jnp.ones((2, 13, 13, 32)), jnp.ones((3, 3, 32, 64))
+    forward = 2 * (2 * 11 * 11 * 64) * (3 * 3 * 32)
+
+    def loss(x, w):
+        return jnp.sum(onednn.conv(x, w, (1, 1), "VALID"))
+
+    assert flops.count(loss, x, w).total == forward
+    assert flops.count(jax.grad(loss, argnums=(0, 1)), x, w).total == 3 * forward
+    # a whole model's forward pass: the same count as with XLA's convolutions
+    shape = models.input_shape("mnist_cnn")
+    images = jnp.ones((4, *shape))
+    counts = []
+    for name in ("xla", "onednn"):
+        model = models.get("mnist_cnn", formulation=name)
+        params = model.init(jax.random.key(0), images)
+        counts.append(flops.count(model.apply, params, images).total)
+    assert counts[0] == counts[1] > 0

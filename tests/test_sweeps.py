@@ -117,3 +117,19 @@ def test_concurrent_writers_never_interleave_partial_lines(tmp_path):
         loaded = records.load(path)
     assert len(path.read_text().splitlines()) == 300
     assert {r["run_id"] for r in loaded} == {f"{n}-{i}" for n in "ab" for i in range(150)}
+
+
+def test_the_progress_title_tells_a_study_s_cells_apart():
+    from experiments import studies
+    from experiments.sweep import _title
+    from experiments.workload import Workload
+
+    cells = studies.bench.workloads(studies.Context(platform="cpu"))
+    titles = [_title(w) for w in cells]
+    assert len(set(titles)) == len(titles)
+    assert _title(Workload(model="mnist_cnn", epochs=0)) == (
+        "mnist_cnn on digits, batch 128, timing only"
+    )
+    assert _title(Workload(model="mnist_cnn", epochs=0, formulation="cpu", loop="device")) == (
+        "mnist_cnn on digits, batch 128, cpu formulation, device loop, timing only"
+    )
