@@ -34,10 +34,11 @@ from typing import Any
 
 import jax
 
+from jaxcnn.onednn import TARGET_PREFIX
+
 DOT = "dot_general"
 CONV = "conv_general_dilated"
 FFI = "ffi_call"
-ONEDNN_CONV = "jaxcnn_onednn_conv_"  # jaxcnn.onednn's FFI targets: fwd, bwd_data, bwd_weights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _eqn_flops(eqn: Any) -> tuple[int, int]:
         lhs, rhs, out = _shape(eqn.invars[0]), _shape(eqn.invars[1]), _shape(eqn.outvars[0])
         dense = conv_flops(rhs, out, eqn.params["dimension_numbers"].rhs_spec)
         return dense, conv_flops_in_bounds(lhs, rhs, out, eqn.params)
-    if name == FFI and str(eqn.params.get("target_name", "")).startswith(ONEDNN_CONV):
+    if name == FFI and str(eqn.params.get("target_name", "")).startswith(TARGET_PREFIX):
         flops = _onednn_conv_flops(eqn)
         return flops, flops
     return 0, 0
@@ -136,7 +137,7 @@ def _eqn_flops(eqn: Any) -> tuple[int, int]:
 def _onednn_conv_flops(eqn: Any) -> int:
     """One of jaxcnn.onednn's three kernels: each computes the forward convolution's
     multiply-accumulates, 2 x N*OH*OW*O x KH*KW*C (padding taps included)."""
-    kind = str(eqn.params["target_name"])[len(ONEDNN_CONV) :]
+    kind = str(eqn.params["target_name"])[len(TARGET_PREFIX) :]
     a, b, out = _shape(eqn.invars[0]), _shape(eqn.invars[1]), _shape(eqn.outvars[0])
     # fwd (x, w) -> y; bwd_data (dy, w) -> dx; bwd_weights (x, dy) -> dw
     y, kernel = {"fwd": (out, b), "bwd_data": (a, b), "bwd_weights": (b, out)}[kind]

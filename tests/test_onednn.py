@@ -165,20 +165,33 @@ def test_onednn_conv_hands_what_it_does_not_handle_to_xla():
 
 
 def test_an_unknown_onednn_layout_is_a_usage_error():
-    with pytest.raises(UsageError, match="choose from plain, any, auto, mixed"):
+    with pytest.raises(UsageError, match="'blocked' is not a oneDNN layout: choose from plain"):
         onednn.set_layout("blocked")
 
 
-@needs_onednn
-def test_an_unknown_layout_in_the_environment_is_a_usage_error(monkeypatch):
+@pytest.fixture
+def bad_layout_env(monkeypatch):
+    """$JAXCNN_ONEDNN_LAYOUT naming no layout, read afresh; the default loaded again after."""
     monkeypatch.setenv("JAXCNN_ONEDNN_LAYOUT", "blocked")
     onednn._library.cache_clear()
-    try:
-        with pytest.raises(UsageError, match="JAXCNN_ONEDNN_LAYOUT='blocked'.*plain, any"):
-            onednn.ensure()
-    finally:
-        monkeypatch.delenv("JAXCNN_ONEDNN_LAYOUT")
-        onednn._library.cache_clear()
+    yield
+    monkeypatch.delenv("JAXCNN_ONEDNN_LAYOUT")
+    onednn._library.cache_clear()
+
+
+@needs_onednn
+def test_an_unknown_layout_in_the_environment_is_a_usage_error(bad_layout_env):
+    with pytest.raises(UsageError, match="JAXCNN_ONEDNN_LAYOUT='blocked'.*plain, any"):
+        onednn.ensure()
+
+
+@needs_onednn
+def test_an_unknown_layout_in_the_environment_is_one_line_exit_2_before_any_work(
+    bad_layout_env, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    argv = ["--out", str(out), *TINY, "--model", "mnist_cnn", "--set", "formulation=onednn"]
+    _assert_one_line_exit_2(argv, capsys, "JAXCNN_ONEDNN_LAYOUT='blocked'", out)
 
 
 def test_onednn_conv_rejects_what_it_cannot_compute():

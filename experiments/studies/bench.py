@@ -67,9 +67,8 @@ def workloads(ctx: Context) -> list[Workload]:
     formulations = ("xla",) if platform_choice == "xla" else ("xla", platform_choice)
     cells = [(f, loop, "f32") for f in formulations for loop in ("step", "device")]
     cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
-    extra = [("onednn", loop, "f32") for loop in ("step", "device")]
-    if not ctx.cpu or ctx.smoke or not onednn.available():
-        extra = []
+    with_onednn = ctx.cpu and not ctx.smoke and onednn.available()
+    extra = [("onednn", loop, "f32") for loop in ("step", "device")] if with_onednn else []
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
     timing = {"timing_steps": BENCH_TIMING_STEPS}

@@ -55,6 +55,9 @@ from jaxcnn.formulation import plain_2d_conv
 
 _SOURCE = Path(__file__).with_name("conv.cc")
 _INSTALL = "pip install onednn-devel-cpu-gomp"
+# The FFI targets' names: TARGET_PREFIX + fwd | bwd_data | bwd_weights (jaxcnn.flops
+# counts the calls by it).
+TARGET_PREFIX = "jaxcnn_onednn_conv_"
 _TARGETS = {
     "fwd": "JaxcnnOnednnConvFwd",
     "bwd_data": "JaxcnnOnednnConvBwdData",
@@ -147,28 +150,28 @@ def _library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(_build()))
     for name, symbol in _TARGETS.items():
         jax.ffi.register_ffi_target(
-            f"jaxcnn_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu"
+            TARGET_PREFIX + name, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu"
         )
     lib.JaxcnnOnednnDescribe.restype = ctypes.c_char_p
     lib.JaxcnnOnednnSetLayout.argtypes = [ctypes.c_int]
     layout = os.environ.get("JAXCNN_ONEDNN_LAYOUT", "mixed")
-    if layout not in LAYOUTS:
-        raise UsageError(
-            f"JAXCNN_ONEDNN_LAYOUT={layout!r} is not a oneDNN layout: choose from "
-            f"{', '.join(LAYOUTS)}"
-        )
-    lib.JaxcnnOnednnSetLayout(LAYOUTS[layout])
+    lib.JaxcnnOnednnSetLayout(_layout_code(layout, f"JAXCNN_ONEDNN_LAYOUT={layout!r}"))
     return lib
 
 
 LAYOUTS = {"plain": 0, "any": 1, "auto": 2, "mixed": 3}  # conv.cc's `Layout`
 
 
+def _layout_code(name: str, given: str) -> int:
+    if name not in LAYOUTS:
+        raise UsageError(f"{given} is not a oneDNN layout: choose from {', '.join(LAYOUTS)}")
+    return LAYOUTS[name]
+
+
 def set_layout(name: str) -> None:
     """The layout mode for primitives built from now on (each mode caches its own)."""
-    if name not in LAYOUTS:
-        raise UsageError(f"unknown oneDNN layout {name!r}: choose from {', '.join(LAYOUTS)}")
-    _library().JaxcnnOnednnSetLayout(LAYOUTS[name])
+    code = _layout_code(name, repr(name))
+    _library().JaxcnnOnednnSetLayout(code)
 
 
 def ensure() -> None:
@@ -206,7 +209,7 @@ def _call(kind: str, out_shape: tuple[int, ...], a, b, strides, padding) -> jax.
     # Under vmap (an ensemble of models) the kernels run once per member: they take one
     # batch of images and one kernel, not a stack of them.
     return jax.ffi.ffi_call(
-        f"jaxcnn_onednn_conv_{kind}",
+        TARGET_PREFIX + kind,
         jax.ShapeDtypeStruct(out_shape, jnp.float32),
         vmap_method="sequential",
     )(a, b, **_attributes(strides, padding))
