@@ -254,8 +254,9 @@ def fit_to_shape(images: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return np.pad(images, ((0, 0), (top, th - h - top), (left, tw - w - left), (0, 0)))
 
 
-def epoch_order(num_examples: int, seed: int, epoch: int) -> np.ndarray:
-    """The example order of one epoch: a fresh permutation per (seed, epoch)."""
+def host_epoch_order(num_examples: int, seed: int, epoch: int) -> np.ndarray:
+    """The example order of one epoch of the host loop: a fresh permutation per (seed,
+    epoch), drawn by numpy; the compiled epoch draws its own (`epochs.device_epoch_order`)."""
     return np.random.default_rng([seed, epoch]).permutation(num_examples)
 
 
@@ -274,7 +275,7 @@ def batches(
     has mask 0, so every batch has one shape and the step compiles once.
     """
     n = len(labels)
-    order = epoch_order(n, seed, epoch) if seed is not None else np.arange(n)
+    order = host_epoch_order(n, seed, epoch) if seed is not None else np.arange(n)
     stop = n - n % batch_size if drop_remainder else n
     for start in range(0, stop, batch_size):
         index = order[start : start + batch_size]

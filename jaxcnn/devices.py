@@ -340,7 +340,7 @@ _COMPILER_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def compiler_options(platform: str) -> dict[str, Any]:
+def platform_compiler_options(platform: str) -> dict[str, Any]:
     """The XLA compiler options a step is compiled with on `platform` (a copy)."""
     return dict(_COMPILER_OPTIONS.get(platform, {}))
 

@@ -1,9 +1,9 @@
 """Whole epochs on the device: the dataset resident in device memory, shuffled there,
 and an epoch run as ONE compiled loop (`lax.scan`) of the one train step.
 
-    order = epoch_order(key, num_examples, batch_size)        # (steps, batch) indices
+    order = device_epoch_order(key, num_examples, batch_size)  # (steps, batch) indices
     epoch = jax.jit(train_epoch, donate_argnums=0)
-    state, metrics = epoch(state, dataset, order)              # metrics: a row per step
+    state, metrics = epoch(state, dataset, order)  # metrics: a row per step
 
 Per-step dispatch (`loop.fit`) pays a host round trip per step, which small models on
 fast chips notice; the compiled epoch pays one per epoch. An epoch is a fresh random
@@ -31,11 +31,12 @@ Dataset = dict[str, jax.Array]  # {"image": (N, H, W, C), "label": (N,)}
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "batch_size", "shuffle"))
-def epoch_order(
+def device_epoch_order(
     key: jax.Array, num_examples: int, batch_size: int, shuffle: bool = True
 ) -> jax.Array:
     """(steps, batch_size) example indices: a permutation (or, without `shuffle`, the
-    stored order) cut into full batches."""
+    stored order) cut into full batches, drawn on the device from `key`; not the order
+    the host loop's `data.host_epoch_order` draws from a seed."""
     steps = steps_per_epoch(num_examples, batch_size)
     order = jax.random.permutation(key, num_examples) if shuffle else jnp.arange(num_examples)
     return order[: steps * batch_size].reshape(steps, batch_size)

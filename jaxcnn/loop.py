@@ -19,8 +19,9 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxcnn import data, distributed, epochs, train
+from jaxcnn import data, distributed, train
 from jaxcnn.checkpoint import Checkpoints, Position
+from jaxcnn.epochs import device_epoch_order
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import Placement, place
 
@@ -376,9 +377,9 @@ def _fit_on_device(
     # Compiled apart, so train_time_s is training only; the shuffle is part of training
     # (the step loop's shuffles on the host inside its clock too).
     started = time.perf_counter()
-    shuffle = epochs.epoch_order.lower(base, len(labels), batch_size).compile()
+    shuffle = device_epoch_order.lower(base, len(labels), batch_size).compile()
     shuffle_s = time.perf_counter() - started
-    shuffled = jax.eval_shape(lambda key: epochs.epoch_order(key, len(labels), batch_size), base)
+    shuffled = jax.eval_shape(lambda key: device_epoch_order(key, len(labels), batch_size), base)
     compiled: dict[int, Any] = {}
     with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
         for epoch in range(first_epoch, epochs_total):

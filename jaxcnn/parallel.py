@@ -21,7 +21,7 @@ where its strategy wants them and bring them back. Strategies:
 - `sharded`: jit with `NamedSharding` on a 1-D ("data",) mesh: state replicated,
   batch split along its first axis, `axis_name=None`; XLA inserts the collectives.
 
-Every jit here compiles with the platform's XLA options (`devices.compiler_options`);
+Every jit here compiles with the platform's XLA options (`devices.platform_compiler_options`);
 `jax.pmap` takes none, so a pmap placement compiles without them, its epoch too, and
 says so in `compiler_options`.
 
@@ -115,7 +115,7 @@ def _put_everywhere(tree: Any, sharding: NamedSharding) -> Any:
 
 def compiler_options(strategy: str, platform: str) -> dict[str, Any]:
     """The XLA options a `strategy` placement on `platform` compiles its steps with."""
-    return {} if strategy == "pmap" else devices_lib.compiler_options(platform)
+    return {} if strategy == "pmap" else devices_lib.platform_compiler_options(platform)
 
 
 def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:

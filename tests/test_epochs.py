@@ -37,19 +37,19 @@ def _close(a, b, atol=1e-5):
 
 
 def test_an_epoch_order_is_a_permutation_cut_into_full_batches():
-    order = np.asarray(epochs.epoch_order(jax.random.key(0), 103, 10))
+    order = np.asarray(epochs.device_epoch_order(jax.random.key(0), 103, 10))
     assert order.shape == (10, 10)  # 103 // 10 full batches, the remainder dropped
     assert len(set(order.ravel())) == 100 and order.max() < 103
-    again = np.asarray(epochs.epoch_order(jax.random.key(1), 103, 10))
+    again = np.asarray(epochs.device_epoch_order(jax.random.key(1), 103, 10))
     assert not np.array_equal(order, again)  # each epoch its own order
-    plain = np.asarray(epochs.epoch_order(jax.random.key(0), 103, 10, shuffle=False))
+    plain = np.asarray(epochs.device_epoch_order(jax.random.key(0), 103, 10, shuffle=False))
     np.testing.assert_array_equal(plain.ravel(), np.arange(100))
 
 
 def test_the_compiled_epoch_trains_what_the_step_loop_trains():
     placement = parallel.place("single", jax.devices()[:1])
     dataset = placement.put_dataset(_dataset())
-    order = epochs.epoch_order(jax.random.key(3), 200, 32)
+    order = epochs.device_epoch_order(jax.random.key(3), 200, 32)
     state = _state()
     by_epoch, metrics = placement.train_epoch(jax.tree.map(jnp.copy, state), dataset, order)
     by_step, step = state, jax.jit(train.train_step)
@@ -64,7 +64,7 @@ def test_the_compiled_epoch_trains_what_the_step_loop_trains():
 
 
 def test_sharded_and_pmap_epochs_on_eight_devices_equal_one_device():
-    order = epochs.epoch_order(jax.random.key(4), 200, 64)
+    order = epochs.device_epoch_order(jax.random.key(4), 200, 64)
     results, losses = [], []
     for strategy, count in (("single", 1), ("sharded", 8), ("pmap", 8)):
         placement = parallel.place(strategy, jax.devices()[:count])
@@ -83,7 +83,7 @@ def test_sharded_and_pmap_epochs_on_eight_devices_equal_one_device():
 def test_pmap_epoch_averages_batchnorm_statistics_as_its_step_loop_does():
     """The replicas' BatchNorm statistics are averaged over the global batch inside the
     compiled epoch too (the step's axis name reaches it): same state as pmap's step loop."""
-    order = epochs.epoch_order(jax.random.key(5), 64, 16)
+    order = epochs.device_epoch_order(jax.random.key(5), 64, 16)
     placement = parallel.place("pmap", jax.devices()[:4])
     rng = np.random.default_rng(1)
     dataset = {

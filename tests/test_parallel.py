@@ -192,7 +192,7 @@ def test_cpu_steps_compile_with_the_options_that_drop_the_kernel_copy(strategy, 
     assert placement.compiler_options == {"xla_cpu_copy_insertion_use_region_analysis": True}
     with_options = _copied_parameters(placement)
 
-    monkeypatch.setattr(devices, "compiler_options", lambda platform: {})
+    monkeypatch.setattr(devices, "platform_compiler_options", lambda platform: {})
     without = parallel.place(strategy, one)
     assert without.compiler_options == {}
     assert HIDDEN_KERNEL in _copied_parameters(without)  # positive control
@@ -201,7 +201,7 @@ def test_cpu_steps_compile_with_the_options_that_drop_the_kernel_copy(strategy, 
 
 def test_pmap_placements_say_they_compile_without_options():
     assert parallel.place("pmap", jax.devices()).compiler_options == {}
-    assert devices.compiler_options("gpu") == {}
+    assert devices.platform_compiler_options("gpu") == {}
 
 
 def test_put_state_is_idempotent():

@@ -55,7 +55,7 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
     def timer(placed: Placement, state: Any, batch: Any) -> tuple:
         num_examples = len(dataset["label"])
         key = jax.random.key(workload.seed)
-        order = epochs.epoch_order(key, num_examples, workload.batch_size)
+        order = epochs.device_epoch_order(key, num_examples, workload.batch_size)
         order = order[: workload.timing_steps]  # a timing block: the first steps of an epoch
         epoch, seconds = measure.compile_epoch(placed, state, dataset, order)
         eval_time = measure.time_eval(placed.eval_step, state, batch, steps=workload.timing_steps)
