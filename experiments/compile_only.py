@@ -224,10 +224,11 @@ def recorded_runner(
     compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
     a compiler that kills its process there becomes an `error` record (`crashed`), and
     the study goes on (unless a stop was asked for: that death is no finding)."""
-    found, _ = records.recorded(path)
+    loaded = records.load(path) if Path(path).exists() else []
+    found, _ = records.recorded_among(loaded)
     refused = {
         r["config_key"]: r
-        for r in (records.load(path) if Path(path).exists() else [])
+        for r in loaded
         if r.get("compiled_not_run") and r["status"] == "error" and _same_compiler(r)
     }
 

@@ -546,10 +546,15 @@ def recorded(
     """(the last final record per config key, the keys with a `skipped` record) already
     in `path` (none if it does not exist). With `machine` (devices.machine_id()), only
     the records that count as made here (`made_here`)."""
-    if not Path(path).exists():
-        return {}, set()
+    return recorded_among(load(path) if Path(path).exists() else [], machine)
+
+
+def recorded_among(
+    loaded: Iterable[dict[str, Any]], machine: str | None = None
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """`recorded` of records already loaded."""
     found, skips = {}, set()
-    for record in load(path):
+    for record in loaded:
         key = record.get("config_key")
         if key is None or (machine and not made_here(record, machine)):
             continue

@@ -44,7 +44,7 @@ from experiments.prepare import (
     split_key,
     train_examples,
 )
-from experiments.runners import run_workload
+from experiments.runners import RunContext, run_workload
 from experiments.tables import si
 from experiments.workload import Workload
 from jaxcnn import data, host_memory
@@ -240,10 +240,9 @@ def run_sweep(
                 measure.phase("measuring the device's matmul ceiling and memory bandwidth")
                 ceiling = matmul_ceiling(first_local(devices))
                 bandwidth = memory_bandwidth(first_local(devices))
-            record = run_workload(
-                w,
-                on,
-                _splits_for(w, cache, data_dir),
+            context = RunContext(
+                devices=on,
+                splits=_splits_for(w, cache, data_dir),
                 ceiling=ceiling,
                 bandwidth=bandwidth,
                 progress=progress,
@@ -251,6 +250,7 @@ def run_sweep(
                 checkpoint_every=checkpoint_every,
                 keep_checkpoints=keep_checkpoints,
             )
+            record = run_workload(w, context)
             if writer:  # under the lock: a run that starts next finds the record
                 records.append_or_keep(path, record)  # NotRecorded ends the sweep
         if w.oom_group and agreed([record["status"] == "oom"])[0]:

@@ -37,7 +37,10 @@ devices.reserve_collective_threads()
 targets.prepare_environment()  # before any JAX backend starts
 # The host allocator's policy for per-step dispatch, which a user would not know to ask
 # for; $JAXCNN_HOST_MEMORY changes it (see the module).
-host_memory.apply_default()
+try:
+    host_memory.apply_default()
+except ValueError as e:  # host_memory raises no UsageError: peers load it without JAX
+    raise UsageError(str(e)) from None
 
 __version__ = "0.1.0"
 __all__ = [

@@ -182,6 +182,8 @@ def test_importing_jaxcnn_sets_the_policy_a_library_user_did_not_ask_for(
 def test_a_bad_policy_in_the_environment_names_the_variable_and_the_choices():
     run = _library_user("huge")
     assert run.returncode != 0
-    assert "$JAXCNN_HOST_MEMORY='huge' is not a host memory policy: choose one of auto" in (
-        run.stderr
+    # a UsageError, what a library user catches (JaxcnnError) for a mistake they can fix
+    assert (
+        "jaxcnn.errors.UsageError: $JAXCNN_HOST_MEMORY='huge' is not a host memory policy: "
+        "choose one of auto" in run.stderr
     )

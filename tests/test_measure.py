@@ -11,7 +11,7 @@ from conftest import Analysed
 
 from experiments import measure, records
 from experiments.prepare import load_splits
-from experiments.runners import run_workload
+from experiments.runners import RunContext, run_workload
 from experiments.workload import Workload
 from jaxcnn import models, train
 
@@ -156,9 +156,10 @@ def test_an_ok_record_carries_every_measurement():
     )
     ceiling = measure.measure_matmul_peak(jax.devices()[0], sizes=(16,), reps=1)
     bandwidth = measure.measure_bandwidth(jax.devices()[0], 2**20, reps=2)
-    record = run_workload(
-        workload, jax.devices()[:1], load_splits(workload), ceiling=ceiling, bandwidth=bandwidth
+    context = RunContext(
+        jax.devices()[:1], load_splits(workload), ceiling=ceiling, bandwidth=bandwidth
     )
+    record = run_workload(workload, context)
     assert record["status"] == "ok", record["message"]
     records.validate(record)
     assert record["flops"]["per_step"] > 0

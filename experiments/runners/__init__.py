@@ -2,10 +2,10 @@
 
     record = RUNNERS[workload.kind](workload, RunContext(devices, splits, ...))
 
-or `run_workload`, which also sets the matmul precision around it. Every runner returns
-the workload's record whatever happens while it runs; `interface.recorded` is the one
-place an outcome (ok, a NaN loss, out of memory, any other failure) becomes that record.
-Mistakes in what was asked (JaxcnnError) propagate.
+or `run_workload(workload, context)`, which also sets the matmul precision around it.
+Every runner returns the workload's record whatever happens while it runs;
+`interface.recorded` is the one place an outcome (ok, a NaN loss, out of memory, any
+other failure) becomes that record. Mistakes in what was asked (JaxcnnError) propagate.
 
 - `train` (runners/train.py): the placed train step compiled, timed, then trained.
 - `matmul` (runners/matmul.py): one square matmul timed, the device's ceiling.
@@ -16,12 +16,10 @@ Mistakes in what was asked (JaxcnnError) propagate.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 import jax
 
 from experiments import compile_only
-from experiments.prepare import Split
 from experiments.runners.ensemble import run_ensemble
 from experiments.runners.interface import Record, RunContext, Runner, recorded
 from experiments.runners.matmul import run_matmul
@@ -52,18 +50,11 @@ def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
     return jax.default_matmul_precision(workload.matmul_precision)
 
 
-def run_workload(
-    workload: Workload,
-    devices: list[jax.Device],
-    splits: tuple[Split, Split | None] | None,
-    **options: Any,
-) -> Record:
-    """Compile, time and (epochs > 0) train `workload` on `devices` (already the ones it
-    runs on) with its kind's runner; `options` are RunContext's others (progress,
-    checkpoints, ceiling, bandwidth: it says what each is for), and the record says how
-    it went. A loss that turns NaN/inf stops training and makes a `nan` record naming
-    the step; any other failure while running an `error` (or `oom`) record with a
-    one-line message, so a sweep goes on."""
-    context = RunContext(devices=list(devices), splits=splits, **options)
+def run_workload(workload: Workload, context: RunContext) -> Record:
+    """Compile, time and (epochs > 0) train `workload` with its kind's runner, in
+    `context` (its devices already the ones it runs on; RunContext says what else), and
+    the record says how it went. A loss that turns NaN/inf stops training and makes a
+    `nan` record naming the step; any other failure while running an `error` (or `oom`)
+    record with a one-line message, so a sweep goes on."""
     with _matmul_precision(workload):
         return RUNNERS[workload.kind](workload, context)
