@@ -30,7 +30,8 @@ def pyplot() -> Any:
 
 def cell(record: Record) -> tuple:
     """What a record measures, without the device: records with equal cells compare.
-    The study fields are None in records older than the studies, so those still pair."""
+    Peer and paired records (benchmarks/) carry fewer workload fields: the ones they
+    lack read as the defaults, so a peer's cell differs from JAX's by its framework."""
     w = record["workload"]
     return (
         model_label(record),
@@ -41,10 +42,10 @@ def cell(record: Record) -> tuple:
         w.get("study"),
         workload_kind(record),
         w.get("scaling"),
-        w.get("ensemble_size") or 1,  # older records have none: one model
+        w.get("ensemble_size") or 1,  # one model
         w.get("ensemble_mode"),
         w.get("matmul_precision") or "default",
-        record.get("loop") or "step",  # older records: per-step dispatch, XLA's convs
+        record.get("loop") or "step",
         (record.get("formulation") or {}).get("name", "xla"),
         w.get("framework"),  # peer records: another framework's figure
         w.get("mode"),
@@ -84,7 +85,7 @@ def latest(records: list[Record]) -> list[Record]:
 
 
 def generic(records: list[Record]) -> list[Record]:
-    """Train records outside the named studies (single --model runs, older records):
+    """Train records outside the named studies (single --model runs, the default study):
     what the generic plots show; each study's records get that study's section."""
     return [r for r in records if study_of(r) in (None, "default") and workload_kind(r) == "train"]
 

@@ -3,9 +3,9 @@
 Three of the seeds' models (`mnist_cnn`, `lenet5_keras`, `mlp` n=512) with the
 command's own settings (--dataset, --epochs, --batch-size, ...; by default the
 embedded `digits` data), one workload each: the quickstart, offline.
-Its report sections plot the train records outside the named studies (these, single
---model runs, and records older than the studies): step time vs parameters, speedup
-over the CPU, throughput vs batch, MFU, and accuracy and loss per epoch.
+Its report sections plot the train records outside the named studies (these, and
+single --model runs): step time vs parameters, speedup over the CPU, throughput vs
+batch, MFU, and accuracy and loss per epoch.
 
 Command: python -m experiments.run [--device=auto|cpu|gpu|tpu] [--out=DIR]
 Expected: well under three minutes on a 2-core CPU; --smoke: seconds.
