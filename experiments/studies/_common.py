@@ -42,7 +42,7 @@ def cell(record: Record) -> tuple:
         w.get("study"),
         workload_kind(record),
         w.get("scaling"),
-        w.get("ensemble_size") or 1,  # one model
+        w.get("ensemble_size") or 1,  # None: one model
         w.get("ensemble_mode"),
         w.get("matmul_precision") or "default",
         record.get("loop") or "step",
