@@ -75,12 +75,6 @@ def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> 
     return summarize(_seconds(call, repeats=steps, warmup=warmup))
 
 
-def time_steps(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
-    """Seconds per call of `step(state, batch) -> (state, metrics)`, each call timed
-    alone; the state passed in is consumed (donated)."""
-    return time_step_loop(step, state, batch, steps=steps, warmup=warmup)[0]
-
-
 THROUGHPUT_REPEATS = 7  # timed blocks per throughput figure: the median of 7
 
 # How `time_blocks` runs its timed blocks: `pace(block, repeats, images)` -> the seconds

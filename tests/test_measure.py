@@ -63,9 +63,10 @@ def test_time_blocks_hands_its_timed_blocks_to_the_pace_hook(monkeypatch):
     assert per_step["median"] == 0.5 and images_per_s["median"] == 16.0  # pace's seconds count
 
 
-def test_time_steps_threads_the_state_and_time_eval_keeps_it():
+def test_time_step_loop_threads_the_state_and_time_eval_keeps_it():
     step = jax.jit(lambda s, b: (s + b, {"loss": jnp.sum(s)}), donate_argnums=0)
-    _ordered(measure.time_steps(step, jnp.zeros(4), jnp.ones(4), steps=3, warmup=1), 3)
+    per_step, _ = measure.time_step_loop(step, jnp.zeros(4), jnp.ones(4), steps=3, warmup=1)
+    _ordered(per_step, 3)
     state = jnp.zeros(4)
     _ordered(measure.time_eval(jax.jit(lambda s, b: s @ b), state, jnp.ones(4), steps=2), 2)
     assert not state.is_deleted()
