@@ -246,7 +246,7 @@ def recorded_runner(
                 if loop.stop_requested():
                     raise
                 record = crashed(workload, died)
-            records.append(path, record)
+            records.append_or_keep(path, record)  # NotRecorded: kept, and said where
             (found if record["status"] in records.FINAL_STATUSES else refused)[key] = record
         if on_record is not None:
             on_record(record)

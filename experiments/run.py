@@ -285,6 +285,7 @@ def _main(options: argparse.Namespace) -> int:
         if cli_plan.compile_only(options):
             from experiments import run_targets  # compiled for devices not at hand
 
+            _check_writable(Path(options.out) / records.RECORDS_FILE, "--out")
             return run_targets.run(options)
         # before JAX starts; then, before any other JAX call, the processes meet, and
         # afterwards jax.devices() is every process's devices
