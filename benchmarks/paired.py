@@ -45,25 +45,29 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from benchmarks import turns
+from benchmarks.command_line import (
+    MLP_WIDTH,
+    MODELS,
+    Parser,
+    UsageError,
+    add_common,
+    batch_sizes,
+    names,
+    records_path,
+)
 from experiments import records
 from experiments.stats import summarize
 from experiments.studies import bench as bench_study
 
 PROG = "python -m benchmarks.paired"
 REPO = Path(__file__).resolve().parents[1]
-MODELS = ("lenet5_keras", "mnist_cnn", "mlp")
-MLP_WIDTH = 4096  # the bench's and the peers' mlp
 ROUNDS = 7  # experiments.measure.THROUGHPUT_REPEATS: the JAX side's timed blocks
 STEPS = 20  # steps per block, as the bench (BENCH_TIMING_STEPS) and the peers' default
 POLICIES = ("retain", "system")
 PEER_PYTHON = ".peers-venv/bin/python"  # where benchmarks/README.md sets it up
-
-
-class UsageError(ValueError):
-    """A bad command line or a pair that cannot be chosen: one line, exit code 2."""
 
 
 @dataclass(frozen=True)
@@ -310,16 +314,14 @@ def run_pair(jax: Side, peer: Side, rounds: int = ROUNDS) -> list[dict[str, Any]
         peer.stop()
 
 
-def adopt_records(folder: Path, out: Path, pair: str, side: str) -> dict[str, Any] | None:
-    """Append the records a side wrote into its own `folder` to OUT, each with
-    `env.turns` naming the pair and the side (which keeps them out of every table but
-    the paired one); the last of them, or None."""
+def side_records(folder: Path, pair: str, side: str) -> list[dict[str, Any]]:
+    """The records a side wrote into its own `folder`, each with `env.turns` naming the
+    pair and the side (which keeps them out of every table but the paired one)."""
     path = folder / records.RECORDS_FILE
     saved = records.load(path) if path.exists() else []
     for record in saved:
         record["env"]["turns"] = {"pair": pair, "side": side}
-        records.append(out / records.RECORDS_FILE, record)
-    return saved[-1] if saved else None
+    return saved
 
 
 def paired_record(
@@ -394,7 +396,8 @@ def measure_pair(
 ) -> dict[str, Any]:
     """Run one pair, `command(config, folder)` running a side that writes its records
     into `folder` (one of its own, under `logs`); append the sides' records to OUT
-    (`adopt_records`), then the paired record; the paired record."""
+    (`side_records`), then the paired record, all kept elsewhere if OUT cannot take them
+    (records.NotRecorded says where); the paired record."""
     pair = uuid.uuid4().hex
     session = session or {"id": pair, "pass": 1, "passes": 1}
     folders = {c.side: logs / f"{model}-{batch}-{c.side}-{session['pass']}" for c in configs}
@@ -407,7 +410,8 @@ def measure_pair(
         rounds = run_pair(*sides)
     except SideFailed as failed:
         error = str(failed)
-    written = {s.name: adopt_records(folders[s.name], out, pair, s.name) for s in sides}
+    adopted = {s.name: side_records(folders[s.name], pair, s.name) for s in sides}
+    written = {name: saved[-1] if saved else None for name, saved in adopted.items()}
     if error is None and None in written.values():
         missing = [name for name, r in written.items() if r is None]
         error = f"no record from the {' and '.join(missing)} side in {logs}"
@@ -416,30 +420,17 @@ def measure_pair(
         if failed:
             error = f"{failed[0]['status']}: {failed[0].get('message')}"
     record = paired_record(pair, model, batch, configs, rounds, written, error, session)
-    records.append(out / records.RECORDS_FILE, record)
+    sides_records = [r for saved in adopted.values() for r in saved]
+    records.append_or_keep(out / records.RECORDS_FILE, *sides_records, record)
     return record
 
 
 # --- Command line -------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not a usage dump
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _list(text: str, allowed: Sequence[str] | None, what: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if allowed is not None and n not in allowed]
-    if bad or not names:
-        raise UsageError(f"unknown {what} {', '.join(bad) or repr(text)}; one of {allowed}")
-    return names
-
-
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0].split("]: ", 1)[-1].strip())
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated (default all)")
-    p.add_argument("--batch-sizes", default="32,128,512", help="comma-separated")
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0].split("]: ", 1)[-1].strip())
+    add_common(p)
     p.add_argument(
         "--jax", default="best", help="best (the bench table's best f32, default) or "
         "FORMULATION:LOOP:POLICY, e.g. cpu:device:retain"
@@ -455,20 +446,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--passes", type=int, default=3, help="passes over the pairs (default 3)")
     p.add_argument("--data-dir", help="MNIST's IDX files, for the JAX side (as the bench)")
-    p.add_argument(
-        "--out",
-        default=records.DEFAULT_OUT,
-        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
-        "--out=results adds to the records this repository commits)",
-    )
     args = p.parse_args(argv)
-    args.models = _list(args.models, MODELS, "model")
+    args.models = names(args.models, MODELS, "model")
+    args.batch_sizes = batch_sizes(args.batch_sizes)
     if args.passes < 1:
         raise UsageError(f"--passes {args.passes}: must be >= 1")
-    try:
-        args.batch_sizes = [int(b) for b in _list(args.batch_sizes, None, "batch size")]
-    except ValueError:
-        raise UsageError(f"--batch-sizes {args.batch_sizes!r} is not a list of integers") from None
     needed = ("jax_python",) if names_jax_peer(args.peer) else ("jax_python", "peer_python")
     for name in needed:
         if not Path(getattr(args, name)).exists():
@@ -483,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(argv)
         out = Path(args.out)
-        path = out / records.RECORDS_FILE
+        path = records_path(args.out)
         bench = records.load(path) if path.exists() else []
         host = socket.gethostname()
         plan = [
@@ -516,6 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:  # both sides are stopped; what was recorded stays
             print(f"interrupted: the pairs before this one are in {out}", file=sys.stderr)
             return 130
+        except records.NotRecorded as e:  # kept elsewhere: the next pair would fare no better
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
         if record["status"] != "ok":
             failures += 1
             print(f"  {record['status']}: {record['message']}", flush=True)

@@ -8,7 +8,8 @@ Optional and never run in CI. Run it from a separate virtualenv that has no JAX 
 benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure, only
 experiments.records (standard library only) to append the records to DIR/records.jsonl,
 with workload kind "peer", workload.framework "torch" | "keras" and workload.mode (and
-benchmarks.turns, standard library too: how blocks take turns under benchmarks/paired.py).
+benchmarks.turns, standard library too: how blocks take turns under benchmarks/paired.py;
+benchmarks.command_line: the command line paired.py reads alike).
 
 Rules, the same for every framework and as the JAX side: K batches of random uint8 images
 and int labels made once in memory as the framework's tensors; the first step timed alone
@@ -30,23 +31,31 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from benchmarks import turns  # the standard library only: no jax
+from benchmarks.command_line import (  # the standard library only: no jax
+    MLP_WIDTH,
+    MODELS,
+    Parser,
+    UsageError,
+    add_common,
+    batch_sizes,
+    names,
+    records_path,
+)
 from experiments import records  # the standard library only: no jax
 from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"
 REPO = Path(__file__).resolve().parents[1]
 REQUIREMENTS = "benchmarks/requirements-peers.txt"
-MODELS = ("lenet5_keras", "mnist_cnn", "mlp")
 # The Flax models' exact parameter counts (jaxcnn/models/small.py): a mismatch means the
 # frameworks would not be timing the same network.
 EXPECTED_PARAMS = {"lenet5_keras": 81_194, "mnist_cnn": 225_034, "mlp": 20_037_642}
 IMAGE_SIZE = {"lenet5_keras": (32, 32), "mnist_cnn": (28, 28), "mlp": (28, 28)}  # 1 channel
-MLP_WIDTH = 4096
 DROPOUT = 0.2
 NUM_CLASSES = 10
 LEARNING_RATE = 1e-3
@@ -66,10 +75,6 @@ ENV_VARS = (
 )
 
 Batches = list[tuple[Any, Any]]
-
-
-class UsageError(ValueError):
-    """A bad command line: one line on stderr, exit code 2."""
 
 
 class NotInstalled(RuntimeError):
@@ -449,36 +454,12 @@ def line_of(record: dict[str, Any]) -> str:
 # --- Command line -------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not a usage dump
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _names(text: str, allowed: Sequence[str], what: str) -> list[str]:
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        bad = ", ".join(unknown) or repr(text)
-        raise UsageError(f"unknown {what} {bad}; one of {', '.join(allowed)}")
-    return names
-
-
-def _batches(text: str) -> list[int]:
-    try:
-        sizes = [int(n) for n in text.split(",") if n.strip()]
-    except ValueError:
-        raise UsageError(f"--batch-sizes {text!r} is not a list of integers") from None
-    if not sizes or min(sizes) < 1:
-        raise UsageError(f"--batch-sizes {text!r}: each batch size must be >= 1")
-    return sizes
-
-
 def _plan(frameworks: str | None, modes: str | None) -> dict[str, list[str]]:
     """{framework: its modes to run}, from --frameworks and --modes. Neither: every
     installed framework, all its modes; --modes alone: the frameworks they belong to."""
-    wanted = _names(modes, list(OWNER), "mode") if modes else None
+    wanted = names(modes, list(OWNER), "mode") if modes else None
     if frameworks:
-        chosen = _names(frameworks, list(FRAMEWORKS), "framework")
+        chosen = names(frameworks, list(FRAMEWORKS), "framework")
     elif wanted:
         chosen = [f for f in FRAMEWORKS if any(OWNER[m] == f for m in wanted)]
     else:
@@ -501,7 +482,7 @@ def _plan(frameworks: str | None, modes: str | None) -> dict[str, list[str]]:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         description="The JAX bench study's models and train step in PyTorch and Keras 3 "
         "(TensorFlow) on the CPU.",
@@ -510,8 +491,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--frameworks", help="torch, keras or both (default: those installed; with --modes, "
         "the frameworks of those modes)"
     )  # fmt: skip
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated (default all)")
-    p.add_argument("--batch-sizes", default="32,128,512", help="comma-separated")
+    add_common(p)
     p.add_argument(
         "--modes", help="of torch: eager, compile; of keras: graph, xla (default: all of each)"
     )
@@ -528,15 +508,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="host allocator, as the JAX bench's on CPU: retain (default; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
     )
-    p.add_argument(
-        "--out",
-        default=records.DEFAULT_OUT,
-        help=f"folder for records.jsonl (default {records.DEFAULT_OUT}/, git-ignored; "
-        "--out=results adds to the records this repository commits)",
-    )
     args = p.parse_args(argv)
-    args.models = _names(args.models, MODELS, "model")
-    args.batch_sizes = _batches(args.batch_sizes)
+    args.models = names(args.models, MODELS, "model")
+    args.batch_sizes = batch_sizes(args.batch_sizes)
+    args.records = records_path(args.out)
     if args.steps < 1:
         raise UsageError(f"--steps {args.steps}: must be >= 1")
     if args.repeats < MIN_REPEATS:
@@ -559,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, NotInstalled) as e:
         print(f"{PROG}: error: {e}" if isinstance(e, UsageError) else str(e), file=sys.stderr)
         return 2
-    path = Path(args.out) / records.RECORDS_FILE
+    path = args.records
     # before any framework is imported: threads keep the arena they first allocate from
     host_memory = HOST_MEMORY.apply(args.host_memory, "cpu")
     for name, modes in args.plan.items():  # torch first, then keras: each imported in turn
@@ -575,9 +550,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for mode in modes:
                     record = run_one(framework, env, model, batch, mode, args)
                     try:
-                        records.append(path, record)
+                        records.append_or_keep(path, record)
                     except records.RecordError as e:
                         print(f"records.append rejected the record: {e}", file=sys.stderr)
+                        return 1
+                    except records.NotRecorded as e:  # kept elsewhere, and said where
+                        print(f"{PROG}: error: {e}", file=sys.stderr)
                         return 1
                     print(line_of(record), flush=True)
     return 0

@@ -673,27 +673,34 @@ def check_writable_folder(folder: str | os.PathLike) -> None:
         raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
 
 
-def append_or_keep(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """`append`, and if that fails, keep the record where it can be recovered (a new
-    file in the temp folder; if even that fails, the JSON line on stderr) and raise
-    NotRecorded saying where: a measurement is never lost to a full disk."""
-    try:
-        append(path, record)
-    except OSError as e:
-        why = f"could not append to {path} ({e.strerror or e})"
-        kept = _keep_elsewhere(record, Path(path).name)
-        if kept is None:
-            print(encode(record).decode(), end="", file=sys.stderr)
-            raise NotRecorded(f"{why}: the record is the JSON line above") from None
-        raise NotRecorded(f"{why}: the record is kept in {kept} (cat {kept} >> {path})") from None
+def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:
+    """`append` each record of `batch` in turn, and if one fails, keep it and the rest
+    where they can be recovered (a new file in the temp folder; if even that fails, the
+    JSON lines on stderr) and raise NotRecorded saying where: a measurement is never
+    lost to a full disk."""
+    for done, record in enumerate(batch):
+        try:
+            append(path, record)
+        except OSError as e:
+            rest = batch[done:]
+            why = f"could not append to {path} ({e.strerror or e})"
+            kept = _keep_elsewhere(rest, Path(path).name)
+            one = len(rest) == 1
+            if kept is None:
+                print("".join(encode(r).decode() for r in rest), end="", file=sys.stderr)
+                above = "the record is the JSON line" if one else "the records are the JSON lines"
+                raise NotRecorded(f"{why}: {above} above") from None
+            which = "the record is" if one else f"the {len(rest)} records not appended are"
+            raise NotRecorded(f"{why}: {which} kept in {kept} (cat {kept} >> {path})") from None
 
 
-def _keep_elsewhere(record: dict[str, Any], name: str) -> Path | None:
+def _keep_elsewhere(batch: Sequence[dict[str, Any]], name: str) -> Path | None:
     stem = name.removesuffix(".jsonl")
     try:
         fd, kept = tempfile.mkstemp(prefix=f"jaxcnn-unrecorded-{stem}-", suffix=".jsonl")
         os.close(fd)
-        append(kept, record)
+        for record in batch:
+            append(kept, record)
     except OSError:
         return None
     return Path(kept)

@@ -83,6 +83,18 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert "| jax cpu step f32 (system) | jax cpu device f32 (system) | error |" in row
 
 
+def test_a_pair_its_out_cannot_take_is_kept_and_said(tmp_path):
+    out = tmp_path / "results"
+    (out / records.RECORDS_FILE).mkdir(parents=True)  # made after the driver checked it
+    stops = lambda config, folder: [sys.executable, "-c", "raise SystemExit(3)"]  # noqa: E731
+    with pytest.raises(records.NotRecorded) as raised:
+        paired.measure_pair("mlp", 16, CONFIGS, stops, out, tmp_path)
+    kept = raised.value.args[0].split("the record is kept in ")[1].split(" (cat ")[0]
+    (record,) = records.load(kept)
+    assert record["workload"]["kind"] == "paired" and record["status"] == "error"
+    assert record["message"].startswith("jax side stopped: exit code 3")
+
+
 def test_the_default_pair_is_the_bench_tables_own():
     bench = [
         _under(_bench("j1", 4000.0, loop="step"), "retain", "2026-01-03"),
@@ -130,6 +142,8 @@ def test_side_records_stay_out_of_the_bench_table():
         (["--batch-sizes", "a"], "is not a list of integers"),
         (["--peer-python", "/nowhere/python"], "set up the peers' venv"),
         (["--passes", "0"], "--passes 0: must be >= 1"),
+        (["--batch-sizes", "32,0"], "each batch size must be >= 1"),
+        (["--out", "/dev/null/results"], "cannot write to --out /dev/null"),
     ],
 )
 def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, message):

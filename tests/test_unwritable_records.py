@@ -14,7 +14,9 @@ import pytest
 from conftest import complete_record
 
 from experiments import records, sweep
+from experiments.isolated import InChild
 from experiments.run import main
+from jaxcnn import targets
 
 TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
 TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
@@ -138,6 +140,27 @@ def test_append_or_keep_keeps_the_record_and_says_where(tmp_path, monkeypatch):
     kept.unlink()
 
 
+def test_of_a_batch_what_was_not_appended_is_kept_together(tmp_path, monkeypatch):
+    path = tmp_path / "records.jsonl"
+    real_append = records.append
+
+    def append_one_then_fail(target, record):
+        if Path(target) == path and path.exists():
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_append(target, record)
+
+    monkeypatch.setattr(records, "append", append_one_then_fail)
+    batch = [_record("side-a"), _record("side-b"), _record("pair")]
+    with pytest.raises(records.NotRecorded) as raised:
+        records.append_or_keep(path, *batch)
+    message = str(raised.value)
+    assert "the 2 records not appended are kept in " in message
+    kept = Path(message.split("kept in ")[1].split(" (cat ")[0])
+    assert [r["run_id"] for r in records.load(path)] == ["side-a"]
+    assert [r["run_id"] for r in records.load(kept)] == ["side-b", "pair"]
+    kept.unlink()
+
+
 def test_a_real_full_disk_leaves_no_partial_line(small_disk):
     path = small_disk / "records.jsonl"
     records.append(path, _record("before"))
@@ -247,3 +270,36 @@ def test_with_nowhere_to_keep_it_the_record_is_the_line_on_stderr(tmp_path, monk
 
 def _no_temp(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
+
+
+# --- the compile-only half (--target): the same promises --------------------------
+
+COMPILE = ["--target=tpu-v5e-1", "--model=mlp", "--set", "width=8", "--batch-size=8"]
+
+
+def test_an_unwritable_out_is_a_usage_error_before_anything_compiles(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = blocker / "results"
+    _exit_2_before_work(["--out", str(out), *COMPILE], capsys, "cannot write to --out")
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
+
+
+@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+def test_a_compiled_record_its_file_cannot_take_is_kept(tmp_path, monkeypatch, capsys):
+    path = tmp_path / records.RECORDS_FILE
+    real = InChild.__call__
+
+    def compile_then_break(self, *args, **kwargs):
+        record = real(self, *args, **kwargs)
+        path.mkdir()
+        return record
+
+    monkeypatch.setattr(InChild, "__call__", compile_then_break)
+    assert main(["--out", str(tmp_path), *COMPILE]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    kept = _kept(err)
+    (record,) = records.load(kept)
+    kept.unlink()
+    assert record["status"] == "ok" and record["target"]["name"] == "tpu-v5e-1"
