@@ -1,7 +1,8 @@
 """What the two benchmark commands (peers.py and paired.py) take alike from a command
-line: the bench's models, one-line usage errors (exit code 2), comma-separated lists,
-and `--out`, checked writable before any work as experiments.run checks it. The
-standard library and experiments.records only: the peers' venv has no JAX.
+line: the bench's models, usage errors (one line, exit code 2, as every command's
+`experiments.cli_options.OneLineParser`), comma-separated lists, and `--out`, checked
+writable before any work as experiments.run checks it. The standard library and
+experiments.records only: the peers' venv has no JAX.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from experiments import records
 
@@ -19,13 +19,6 @@ MLP_WIDTH = 4096  # the bench's mlp
 
 class UsageError(ValueError):
     """A bad command line (or a pair that cannot be chosen): one line, exit code 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with its errors in one line, not a usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def names(text: str, allowed: Sequence[str], what: str) -> list[str]:

@@ -51,7 +51,6 @@ from benchmarks import turns
 from benchmarks.command_line import (
     MLP_WIDTH,
     MODELS,
-    Parser,
     UsageError,
     add_common,
     batch_sizes,
@@ -59,6 +58,7 @@ from benchmarks.command_line import (
     records_path,
 )
 from experiments import records
+from experiments.cli_options import OneLineParser  # JAX-free
 from experiments.stats import summarize
 from experiments.studies import bench as bench_study
 
@@ -429,7 +429,7 @@ def measure_pair(
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0].split("]: ", 1)[-1].strip())
+    p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0].split("]: ", 1)[-1].strip())
     add_common(p)
     p.add_argument(
         "--jax", default="best", help="best (the bench table's best f32, default) or "

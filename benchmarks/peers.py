@@ -39,7 +39,6 @@ from benchmarks import turns  # the standard library only: no jax
 from benchmarks.command_line import (  # the standard library only: no jax
     MLP_WIDTH,
     MODELS,
-    Parser,
     UsageError,
     add_common,
     batch_sizes,
@@ -47,6 +46,7 @@ from benchmarks.command_line import (  # the standard library only: no jax
     records_path,
 )
 from experiments import records  # the standard library only: no jax
+from experiments.cli_options import OneLineParser  # JAX-free
 from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"
@@ -482,7 +482,7 @@ def _plan(frameworks: str | None, modes: str | None) -> dict[str, list[str]]:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = Parser(
+    p = OneLineParser(
         prog=PROG,
         description="The JAX bench study's models and train step in PyTorch and Keras 3 "
         "(TensorFlow) on the CPU.",

@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 # The library's names (jaxcnn imports JAX, so they are copied, and tested equal).
 DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
@@ -59,6 +59,14 @@ TARGETS = (  # jaxcnn.targets.TARGETS
     "gpu-h100",
 )
 HERE = "here"  # --target=here: the target that is this machine's chips
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with a usage error in one line (exit code 2), not a usage dump: every
+    command of the project parses with it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def integer(text: str, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -28,7 +28,6 @@ run starts over from its first step when it is run again (the count is printed).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import fcntl
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import records
+from experiments.cli_options import OneLineParser
 
 # The workload fields the studies added after the first records, as schema 1 left them
 # out: at these values (experiments.workload.Workload's defaults, but for formulation:
@@ -199,7 +199,7 @@ def _replace(path: Path, content: bytes) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m experiments.migrate_records",
         description="Rewrite records files of schema 1 as schema 2 (once; safe to rerun).",
     )

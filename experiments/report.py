@@ -11,7 +11,6 @@ its `STUDY.sections`); the README block is the overview's table and each study's
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from experiments import analysis
 from experiments import records as records_lib
+from experiments.cli_options import OneLineParser
 from experiments.studies import REGISTRY, overview
 from experiments.studies._common import hosts
 from experiments.studies.base import Record, Section
@@ -85,7 +85,7 @@ def _error(message: str) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.report", description=__doc__)
+    p = OneLineParser(prog="python -m experiments.report", description=__doc__)
     p.add_argument("paths", nargs="+", help="records.jsonl files or folders of them")
     p.add_argument("--out", help="folder for REPORT.md and PNGs (default: the first folder)")
     p.add_argument(

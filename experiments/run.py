@@ -28,6 +28,7 @@ from experiments.cli_options import (
     SETTINGS,
     STRATEGIES,
     TARGETS,
+    OneLineParser,
     as_setting,
     choice,
     count,
@@ -68,13 +69,13 @@ less common options: --set NAME=VALUE (repeatable), e.g. --set timing_steps=50
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not a usage dump
+class _Parser(OneLineParser):
+    def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments:"):  # a flag that became a setting?
             moved = [(a.split("=")[0], as_setting(a)) for a in message.split()[2:]]
             said = [f"{flag} is now {setting}" for flag, setting in moved if setting]
             message += f" ({'; '.join(said)})" if said else ""
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        super().error(message)
 
 
 class _Set(argparse.Action):

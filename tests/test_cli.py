@@ -227,3 +227,19 @@ def test_the_final_table_tells_every_workload_of_every_study_apart():
     assert {"study", "precision", "loop"} <= set(headers)
     study = [row[headers.index("study")] for row in rows]
     assert study[0] == "devices" and study[-1] == "roofline"
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["experiments.run", "experiments.report", "experiments.migrate_records", "benchmarks.peers"],
+)
+def test_every_command_says_a_usage_error_in_one_line(module, capsys):
+    main_of = __import__(module, fromlist=["main"]).main
+    try:
+        code = main_of(["--bogus"])
+    except SystemExit as exited:
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"python -m {module}: error: ") and err.count("\n") == 1
+    assert err.endswith(" (see --help)\n")
