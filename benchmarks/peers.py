@@ -5,11 +5,13 @@ three models and train step in PyTorch (modes eager, compile) and in Keras 3 on 
 timed by the same rules, one record per (framework, model, batch, mode).
 
 Optional and never run in CI. Run it from a separate virtualenv that has no JAX (see
-benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure, only
-experiments.records (standard library only) to append the records to DIR/records.jsonl,
-with workload kind "peer", workload.framework "torch" | "keras" and workload.mode (and
-benchmarks.turns, standard library too: how blocks take turns under benchmarks/paired.py;
-benchmarks.command_line: the command line paired.py reads alike).
+benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure. It
+appends the records to DIR/records.jsonl with experiments.records (standard library
+only), with workload kind "peer", workload.framework "torch" | "keras" and
+workload.mode. Its other imports of this repository are standard library too:
+experiments.cli_options (the one-line parser), benchmarks.command_line (the command
+line paired.py reads alike) and benchmarks.turns (how blocks take turns under
+benchmarks/paired.py).
 
 Rules, the same for every framework and as the JAX side: K batches of random uint8 images
 and int labels made once in memory as the framework's tensors; the first step timed alone
