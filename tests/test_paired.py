@@ -6,6 +6,7 @@ the pair to measure is the bench table's own."""
 import itertools
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import complete_record
@@ -93,6 +94,7 @@ def test_a_pair_its_out_cannot_take_is_kept_and_said(tmp_path):
     (record,) = records.load(kept)
     assert record["workload"]["kind"] == "paired" and record["status"] == "error"
     assert record["message"].startswith("jax side stopped: exit code 3")
+    Path(kept).unlink()
 
 
 def test_the_default_pair_is_the_bench_tables_own():

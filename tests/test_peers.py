@@ -1,6 +1,6 @@
 """benchmarks/peers.py's command line, in the JAX venv (the peers' frameworks are not
-installed in CI): each mistake is one line and exit code 2 before any framework is
-imported, and the command line reads as paired.py's (benchmarks/command_line.py)."""
+installed in CI): each mistake is one line and exit code 2, and nothing is written;
+the command line reads as paired.py's (benchmarks/command_line.py)."""
 
 import pytest
 
