@@ -449,6 +449,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.models = names(args.models, MODELS, "model")
     args.batch_sizes = batch_sizes(args.batch_sizes)
+    args.records = records_path(args.out)
     if args.passes < 1:
         raise UsageError(f"--passes {args.passes}: must be >= 1")
     needed = ("jax_python",) if names_jax_peer(args.peer) else ("jax_python", "peer_python")
@@ -465,8 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(argv)
         out = Path(args.out)
-        path = records_path(args.out)
-        bench = records.load(path) if path.exists() else []
+        bench = records.load(args.records) if args.records.exists() else []
         host = socket.gethostname()
         plan = [
             (model, batch, choose(bench, model, batch, args.jax, args.peer, host))
