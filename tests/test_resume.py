@@ -459,13 +459,15 @@ def test_params_digest_sees_every_bit_dtype_and_shape():
 
 @pytest.fixture
 def full_disk(tmp_path):
-    """A real 128 KiB tmpfs (root only): room enough to pass the free-space check made
-    before any work (records.MIN_FREE_BYTES), too small for one checkpoint of the mlp,
-    so the disk fills during the run."""
+    """A real 64 KiB tmpfs (root only): room enough to pass the free-space check made
+    before any work (records.MIN_FREE_BYTES), and about half of what one checkpoint of
+    the mlp takes (16 to 18 files of a page or more, one of about 55 KiB), so the disk
+    fills during the run. At 128 KiB the checkpoint fitted on some runs: the number of
+    files and the size of the data file vary from run to run."""
     mount = tmp_path / "small"
     mount.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
