@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import sys
@@ -149,12 +150,13 @@ def params_digest(params: Any) -> str:
 
 
 def _quiet_closed_loop_callbacks() -> None:
-    """Hide the benign noise a failed Orbax restore leaves behind.
+    """Hide the benign noise a failed Orbax restore or save leaves behind.
 
-    When one array fails to read, Orbax closes its asyncio loop while TensorStore reads
-    of other arrays are still in flight; their completion callbacks then raise
-    "Event loop is closed", which Python prints as unraisable tracebacks. Exactly those
-    are dropped; every other unraisable exception reaches the previous hook.
+    When one array fails to read or write, Orbax closes its asyncio loop while
+    TensorStore operations on other arrays are still in flight; their completion
+    callbacks then raise "Event loop is closed", which Python prints as unraisable
+    tracebacks, during the call that fails. Exactly those are dropped; every other
+    unraisable exception reaches the previous hook.
     """
     previous = sys.unraisablehook
     if getattr(previous, "quiet_closed_loop", False):
@@ -168,6 +170,33 @@ def _quiet_closed_loop_callbacks() -> None:
 
     hook.quiet_closed_loop = True
     sys.unraisablehook = hook
+
+
+@contextlib.contextmanager
+def _writer_thread_tracebacks_held() -> Iterator[None]:
+    """Hold back the tracebacks Orbax's writer threads log while the block runs.
+
+    A save that fails (a full disk) has each of its writer threads log the same error
+    with a traceback, to absl at ERROR, before the save raises it; the caller then
+    says it in one line (CheckpointSaveError). So on an error the held records are
+    dropped; if the block ends without one, they are logged as they came.
+    """
+    logger = logging.getLogger("absl")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.exc_info and record.levelno >= logging.ERROR:
+            held.append(record)
+            return False
+        return True
+
+    logger.addFilter(hold)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hold)
+    for record in held:  # reached only when the block raised nothing
+        logger.handle(record)
 
 
 TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
@@ -211,6 +240,7 @@ class Checkpoints:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
+        _quiet_closed_loop_callbacks()  # installed before the first call that could fail
         _remove_unfinished_saves(self.directory)
         options = compat.checkpoint_manager_options(
             keep,
@@ -251,15 +281,16 @@ class Checkpoints:
         }
         ocp = _ocp()
         try:
-            self._manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(_arrays(state)), meta=ocp.args.JsonSave(meta)
-                ),
-                force=True,  # the caller decides when; Orbax's interval policy is not used
-            )
+            with _writer_thread_tracebacks_held():
+                self._manager.save(
+                    step,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(_arrays(state)),
+                        meta=ocp.args.JsonSave(meta),
+                    ),
+                    force=True,  # the caller decides when; Orbax's interval policy is unused
+                )
         except Exception as error:
-            _quiet_closed_loop_callbacks()  # a failed save leaves the same noise
             message = (
                 f"could not save checkpoint {step} in {self.directory} "
                 f"({_free_space(self.directory)}): {_one_line(error)}"
@@ -301,7 +332,6 @@ class Checkpoints:
         return None
 
     def _set_aside(self, step: int, error: BaseException) -> None:
-        _quiet_closed_loop_callbacks()
         older = [s for s in self.steps() if s < step]
         fallback = f"using step {older[-1]}" if older else "no older checkpoint, starting over"
         warnings.warn(

@@ -483,7 +483,15 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
     argv[argv.index("--epochs") + 1] = "1"
     assert main(argv) == 1
     assert not list(full_disk.rglob(f"*{TMP_MARKER}*"))  # the failed save cleaned up
-    assert main(argv) == 1  # error is not final: the rerun tries again
+    # The error is not final: the rerun tries again. It runs as a user runs it, where
+    # Orbax's writer threads and TensorStore's callbacks print to the real stderr.
+    rerun = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *argv], capture_output=True, text=True
+    )
+    assert rerun.returncode == 1
+    (said,) = [line for line in rerun.stderr.splitlines() if "CheckpointSaveError" in line]
+    assert "status: error: CheckpointSaveError: could not save checkpoint" in said
+    assert "Traceback" not in rerun.stderr and "ERROR:absl" not in rerun.stderr
     first, second = records.load(tmp_path / "out" / "records.jsonl")
     for record in (first, second):
         assert record["status"] == "error"
