@@ -40,6 +40,7 @@ import jax
 import numpy as np
 
 from jaxcnn import compat
+from jaxcnn.errors import absl_logs_held
 from jaxcnn.train import TrainState
 
 STATE_FIELDS = ("step", "params", "batch_stats", "opt_state", "rng")
@@ -172,33 +173,6 @@ def _quiet_closed_loop_callbacks() -> None:
     sys.unraisablehook = hook
 
 
-@contextlib.contextmanager
-def _writer_thread_tracebacks_held() -> Iterator[None]:
-    """Hold back the tracebacks Orbax's writer threads log while the block runs.
-
-    A save that fails (a full disk) has each of its writer threads log the same error
-    with a traceback, to absl at ERROR, before the save raises it; the caller then
-    says it in one line (CheckpointSaveError). So on an error the held records are
-    dropped; if the block ends without one, they are logged as they came.
-    """
-    logger = logging.getLogger("absl")
-    held: list[logging.LogRecord] = []
-
-    def hold(record: logging.LogRecord) -> bool:
-        if record.exc_info and record.levelno >= logging.ERROR:
-            held.append(record)
-            return False
-        return True
-
-    logger.addFilter(hold)
-    try:
-        yield
-    finally:
-        logger.removeFilter(hold)
-    for record in held:  # reached only when the block raised nothing
-        logger.handle(record)
-
-
 TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
 
 
@@ -281,7 +255,8 @@ class Checkpoints:
         }
         ocp = _ocp()
         try:
-            with _writer_thread_tracebacks_held():
+            # Each writer thread logs the failure with a traceback before save raises it.
+            with absl_logs_held(logging.ERROR):
                 self._manager.save(
                     step,
                     args=ocp.args.Composite(

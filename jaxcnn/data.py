@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxcnn.errors import DataError, UsageError
+from jaxcnn.errors import DataError, UsageError, absl_logs_held
 
 DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
 SPLITS = ("train", "test")
@@ -222,7 +222,9 @@ def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
         import tensorflow_datasets as tfds
 
         try:
-            source = tfds.data_source(name, split=split, download=False)
+            # Not prepared: TFDS warns of the missing files, and what follows says it.
+            with absl_logs_held():
+                source = tfds.data_source(name, split=split, download=False)
         except (KeyError, AssertionError, FileNotFoundError):  # not prepared here yet
             offline = _reachable(TFDS_DOWNLOAD_PROBE)
             if offline:

@@ -1,8 +1,16 @@
-"""The errors jaxcnn raises for things a user can fix.
+"""The errors jaxcnn raises for things a user can fix, said once.
 
 The CLI turns each into one line on stderr and exit code 2; library users catch them
-by class. Anything else escaping the library is a bug.
+by class. Anything else escaping the library is a bug. Where a library underneath logs
+the same failure first (absl's log, with tracebacks), `absl_logs_held` keeps that from
+reaching the user ahead of jaxcnn's own line.
 """
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
 
 
 class JaxcnnError(Exception):
@@ -15,3 +23,26 @@ class UsageError(JaxcnnError, ValueError):
 
 class DataError(JaxcnnError):
     """A dataset that cannot be found, read or trusted."""
+
+
+@contextlib.contextmanager
+def absl_logs_held(level: int = logging.WARNING) -> Iterator[None]:
+    """Hold back what absl logs at `level` or above while the block runs: dropped if the
+    block raises (the caller says that failure itself, in one line), logged as they came
+    if it does not. TFDS and Orbax log to absl, Orbax's writer threads included."""
+    logger = logging.getLogger("absl")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno >= level:
+            held.append(record)
+            return False
+        return True
+
+    logger.addFilter(hold)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hold)
+    for record in held:  # reached only when the block raised nothing
+        logger.handle(record)

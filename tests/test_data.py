@@ -1,4 +1,5 @@
 import gzip
+import logging
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import tensorflow_datasets as tfds
 from conftest import write_idx
 
 from jaxcnn import data
-from jaxcnn.errors import DataError, UsageError
+from jaxcnn.errors import DataError, UsageError, absl_logs_held
 
 
 def test_idx_split_reads_what_was_written(idx_dir):
@@ -113,8 +114,9 @@ def test_tfds_offline_error_names_the_offline_alternatives(tmp_path, monkeypatch
         data.load("fashion_mnist", "test")
 
 
-def test_tfds_without_the_network_fails_before_any_download(tmp_path, monkeypatch):
-    """Offline, TFDS would retry its download for minutes: the probe answers first."""
+def test_tfds_without_the_network_fails_before_any_download(tmp_path, monkeypatch, caplog):
+    """Offline, TFDS would retry its download for minutes: the probe answers first. The
+    error is the one line said: TFDS's warning about the missing files is held back."""
     tried = []
     monkeypatch.setattr(tfds.download.DownloadManager, "download", lambda *a, **k: tried.append(a))
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
@@ -130,6 +132,20 @@ def test_tfds_without_the_network_fails_before_any_download(tmp_path, monkeypatc
     ):
         data.load("mnist", "train")
     assert probed == [data.TFDS_DOWNLOAD_PROBE] and tried == []
+    assert [r for r in caplog.records if r.name == "absl"] == []
+
+
+def test_absl_logs_are_held_and_dropped_only_when_the_block_raises(caplog):
+    caplog.set_level(logging.INFO, logger="absl")
+    absl = logging.getLogger("absl")
+    with pytest.raises(DataError), absl_logs_held():
+        absl.warning("dropped")
+        absl.info("below the level: passes")
+        raise DataError("said once, here")
+    with absl_logs_held():
+        absl.warning("held, then logged")
+        assert "held, then logged" not in caplog.messages
+    assert caplog.messages == ["below the level: passes", "held, then logged"]
 
 
 def test_the_reachability_probe_tells_a_dead_address_from_a_live_one():
