@@ -30,7 +30,9 @@ def absl_logs_held(level: int = logging.WARNING) -> Iterator[None]:
     """Hold back what absl logs at `level` or above while the block runs: dropped if the
     block raises (the caller says that failure itself, in one line), logged as they came
     if it does not. TFDS and Orbax log to absl, Orbax's writer threads included."""
-    logger = logging.getLogger("absl")
+    from absl import logging as absl_logging  # so "absl" is absl's logger, made by absl
+
+    logger = absl_logging.get_absl_logger()
     held: list[logging.LogRecord] = []
 
     def hold(record: logging.LogRecord) -> bool:
