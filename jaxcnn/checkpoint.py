@@ -150,15 +150,24 @@ def params_digest(params: Any) -> str:
     return digest.hexdigest()
 
 
-def _quiet_closed_loop_callbacks() -> None:
-    """Hide the benign noise a failed Orbax restore or save leaves behind.
+TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
+
+
+def _quiet_failed_operation_aftermath() -> None:
+    """Hide the benign noise a failed Orbax save or restore leaves behind, which it
+    reports itself (CheckpointSaveError, CheckpointWarning). Installed once per process.
 
     When one array fails to read or write, Orbax closes its asyncio loop while
-    TensorStore operations on other arrays are still in flight; their completion
-    callbacks then raise "Event loop is closed", which Python prints as unraisable
-    tracebacks, during the call that fails. Exactly those are dropped; every other
-    unraisable exception reaches the previous hook.
+    TensorStore operations on other arrays are still in flight:
+    - their completion callbacks raise "Event loop is closed", which Python prints as
+      unraisable tracebacks during the call that fails: exactly those are dropped, and
+      every other unraisable exception reaches the previous hook;
+    - futures of a failed save that nothing awaits any more are logged by asyncio
+      ("exception was never retrieved", with a traceback) whenever they are collected,
+      possibly much later: those whose error names an Orbax temporary folder, which
+      the failed save removed, are dropped.
     """
+    logging.getLogger("asyncio").addFilter(_not_a_failed_save_left_unretrieved)  # once
     previous = sys.unraisablehook
     if getattr(previous, "quiet_closed_loop", False):
         return
@@ -173,7 +182,9 @@ def _quiet_closed_loop_callbacks() -> None:
     sys.unraisablehook = hook
 
 
-TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
+def _not_a_failed_save_left_unretrieved(record: logging.LogRecord) -> bool:
+    error = record.exc_info[1] if record.exc_info else None
+    return not ("never retrieved" in record.getMessage() and TMP_MARKER in str(error))
 
 
 def _remove_unfinished_saves(directory: Path) -> None:
@@ -214,7 +225,7 @@ class Checkpoints:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
         self.restored_step: int | None = None
-        _quiet_closed_loop_callbacks()  # installed before the first call that could fail
+        _quiet_failed_operation_aftermath()  # before the first call that could fail
         _remove_unfinished_saves(self.directory)
         options = compat.checkpoint_manager_options(
             keep,

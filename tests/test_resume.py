@@ -1,8 +1,10 @@
 """Checkpoints and resume: a run killed anywhere ends with the parameters, bit for bit,
 and the per-epoch metrics of the run that was never interrupted."""
 
+import asyncio
 import contextlib
 import functools
+import gc
 import os
 import re
 import shutil
@@ -500,6 +502,26 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
         # The cause in the writer's own words: TensorStore's, or the OS's where the disk
         # fills on a write Orbax makes itself (which one depends on where it fills).
         assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record["message"])
+
+
+def test_a_failed_saves_unretrieved_futures_are_not_logged_but_others_are(tmp_path, caplog):
+    """What asyncio logs when it collects a future whose exception nobody retrieved:
+    dropped for a write into an Orbax temporary folder (a failed save, already an
+    error), logged for anything else."""
+
+    def collected_unretrieved(message: str) -> None:
+        loop = asyncio.new_event_loop()
+        future = loop.create_future()
+        future.set_exception(ValueError(message))
+        loop.close()
+        del future
+        gc.collect()
+
+    Checkpoints(tmp_path).close()
+    collected_unretrieved(f'RESOURCE_EXHAUSTED: Error writing "a/0" in {tmp_path}/5{TMP_MARKER}/')
+    collected_unretrieved("an error of the user's own")
+    (logged,) = [r for r in caplog.records if r.name == "asyncio"]
+    assert "never retrieved" in logged.getMessage() and "own" in str(logged.exc_info[1])
 
 
 def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
