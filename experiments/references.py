@@ -1,0 +1,186 @@
+"""Published training measurements, and published per-kernel fixed costs, as data.
+
+`published_references.json` holds one row per published training measurement (a vendor's
+table row, a framework example's README, a seed's log line) that predictions are checked
+against; `published_overheads.json` holds published launch and dispatch costs per kernel.
+Every row names its source and quotes the line its number came from; numbers derived from
+a published figure (a total over N chips, a wall time over many steps) say how in `notes`.
+`load()` and `load_overheads()` validate every row and say the first problem in one line
+that names the row. How rows are chosen and added: docs/references.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jaxcnn import devices, models
+from jaxcnn.errors import DataError
+
+REFERENCES_PATH = Path(__file__).with_name("published_references.json")
+OVERHEADS_PATH = Path(__file__).with_name("published_overheads.json")
+
+PRECISIONS = ("fp32", "tf32", "amp", "bf16")  # as published; amp is fp16 mixed precision
+PLATFORMS = ("gpu", "tpu", "cpu")
+# Chips a published run used that jaxcnn.devices' table does not hold (it has no CPUs).
+CHIPS_NOT_IN_TABLE = frozenset({"x86 CPU"})
+# A row giving both a step time and a throughput must agree with its batch this closely:
+# published figures are rounded (Keras prints "2s/step"), a typo is not.
+_CONSISTENCY = 0.02
+
+_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
+_URL = re.compile(r"https?://\S+")
+_SOURCE = re.compile(rf"{_URL.pattern}|seed \d{{3}}")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One published training measurement of one model on one kind of chip."""
+
+    id: str
+    chip: str  # a name in jaxcnn.devices' chip table, or one of CHIPS_NOT_IN_TABLE
+    chips: int  # how many chips the published run used
+    model: str  # the jaxcnn model it corresponds to
+    model_notes: str  # how the published network differs from jaxcnn's
+    image_size: int
+    precision: str  # one of PRECISIONS
+    batch_per_chip: int | None  # None where the source does not say
+    images_per_s_per_chip: float | None
+    step_time_s: float | None  # only where the source gives a step time
+    framework: str
+    source_url: str  # an http(s) URL, or "seed NNN"
+    quote: str  # the sentence or table row the number was taken from, verbatim
+    notes: str  # caveats: input pipeline, XLA, what the number includes
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """One published fixed cost per launched kernel (or per dispatched op)."""
+
+    platform: str  # one of PLATFORMS
+    what: str  # what was measured, on what
+    seconds: float
+    source_url: str
+    quote: str
+    notes: str
+
+
+Row = TypeVar("Row", Reference, Overhead)
+
+
+def load(path: Path = REFERENCES_PATH) -> list[Reference]:
+    """Every published measurement in `path`, validated; DataError names the first bad row."""
+    rows = [_parsed(Reference, raw, i, path.name) for i, raw in enumerate(_rows(path))]
+    for row in rows:
+        _check_reference(row, path.name)
+    _check_unique([row.id for row in rows], path.name)
+    return rows
+
+
+def load_overheads(path: Path = OVERHEADS_PATH) -> list[Overhead]:
+    """Every published per-kernel fixed cost in `path`, validated."""
+    rows = [_parsed(Overhead, raw, i, path.name) for i, raw in enumerate(_rows(path))]
+    for i, row in enumerate(rows):
+        where = f"{path.name}: row {i} ({row.platform}, {row.what[:40]!r})"
+        if row.platform not in PLATFORMS:
+            raise DataError(f"{where}: platform must be one of {', '.join(PLATFORMS)}")
+        if not _URL.fullmatch(row.source_url):
+            raise DataError(f"{where}: source_url must be an http(s) URL")
+    return rows
+
+
+def _rows(path: Path) -> list[Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise DataError(f"cannot read {path}: {err.strerror or err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(data, list):
+        raise DataError(f"{path} must hold a JSON list of rows, not a {type(data).__name__}")
+    return data
+
+
+def _name(raw: Any, index: int) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"]:
+        return f"row {raw['id']!r}"
+    return f"row {index}"
+
+
+def _parsed(cls: type[Row], raw: Any, index: int, file: str) -> Row:
+    """`raw` as a `cls`, with every field present, known and of its declared type, every
+    string non-empty and every number positive."""
+    where = f"{file}: {_name(raw, index)}"
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: each row must be a JSON object")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(raw) - set(names))
+    if unknown:
+        raise DataError(f"{where}: unknown field(s) {', '.join(unknown)}; fields: {names}")
+    missing = [name for name in names if name not in raw]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {', '.join(missing)}")
+    values = {name: _value(raw[name], hints[name], f"{where}: {name}") for name in names}
+    return cls(**values)
+
+
+def _value(value: Any, hint: Any, where: str) -> Any:
+    allowed = typing.get_args(hint) or (hint,)
+    if value is None:
+        if type(None) in allowed:
+            return None
+        raise DataError(f"{where} must not be null")
+    if str in allowed:
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(f"{where} must be a non-empty string")
+        return value
+    kind = "whole number" if int in allowed else "number"
+    # JSON true is an int to Python, and no count or rate
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{where} must be a positive {kind}, not {value!r}")
+    if int in allowed and not isinstance(value, int):
+        raise DataError(f"{where} must be a whole number, not {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise DataError(f"{where} must be a positive {kind}, not {value!r}")
+    return float(value) if float in allowed else value
+
+
+def _check_reference(row: Reference, file: str) -> None:
+    where = f"{file}: row {row.id!r}"
+    if not _ID.fullmatch(row.id):
+        raise DataError(f"{where}: id must be a slug of a-z, 0-9 and '-'")
+    if devices.chip_name(row.chip) != row.chip and row.chip not in CHIPS_NOT_IN_TABLE:
+        raise DataError(
+            f"{where}: chip {row.chip!r} is neither a name in jaxcnn.devices' chip table nor "
+            f"in references.CHIPS_NOT_IN_TABLE"
+        )
+    if row.model not in models.names():
+        raise DataError(f"{where}: model {row.model!r} is not a jaxcnn model: {models.names()}")
+    if row.precision not in PRECISIONS:
+        raise DataError(f"{where}: precision must be one of {', '.join(PRECISIONS)}")
+    if not _SOURCE.fullmatch(row.source_url):
+        raise DataError(f"{where}: source_url must be an http(s) URL or 'seed NNN'")
+    if row.images_per_s_per_chip is None and row.step_time_s is None:
+        raise DataError(f"{where}: give images_per_s_per_chip, step_time_s, or both")
+    if None not in (row.batch_per_chip, row.images_per_s_per_chip, row.step_time_s):
+        implied = row.images_per_s_per_chip * row.step_time_s / row.batch_per_chip
+        if abs(implied - 1) > _CONSISTENCY:
+            raise DataError(
+                f"{where}: images_per_s_per_chip x step_time_s is {implied:.2f} x "
+                f"batch_per_chip; the three must agree"
+            )
+
+
+def _check_unique(ids: list[str], file: str) -> None:
+    seen: set[str] = set()
+    for rid in ids:
+        if rid in seen:
+            raise DataError(f"{file}: row {rid!r} appears twice; ids must be unique")
+        seen.add(rid)

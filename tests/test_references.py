@@ -1,0 +1,155 @@
+"""The committed reference set loads, and a bad row is refused in one line naming it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import references
+from jaxcnn.errors import DataError
+
+REPO = Path(__file__).resolve().parents[1]
+# The reference set's own files: what this data set puts in front of a user.
+REFERENCE_SET_FILES = (
+    references.REFERENCES_PATH,
+    references.OVERHEADS_PATH,
+    REPO / "experiments" / "references.py",
+    REPO / "docs" / "references.md",
+)
+# Spelled in pieces so that this file does not contain what it looks for.
+MACHINE_ONLY_PATHS = (".." + "/shared", "/work" + "/shared")
+
+
+def _valid_row() -> dict:
+    """A copy of a committed row that has a batch, a throughput and a step time."""
+    row = next(r for r in references.load() if r.id == "seed000-mx150-catsdogs")
+    return dataclasses.asdict(row)
+
+
+def _load_one(tmp_path: Path, row: dict) -> list[references.Reference]:
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps([row]))
+    return references.load(path)
+
+
+def _refused(tmp_path: Path, row: dict) -> str:
+    with pytest.raises(DataError) as caught:
+        _load_one(tmp_path, row)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_every_committed_reference_loads():
+    rows = references.load()
+    assert len(rows) >= 15
+    assert len({r.id for r in rows}) == len(rows)
+    assert {"resnet50", "catsdogs_cnn", "mnist_cnn"} <= {r.model for r in rows}
+    assert {"A100", "V100 SXM2", "TPU v3", "T4", "MX150", "K80"} <= {r.chip for r in rows}
+
+
+def test_every_committed_overhead_loads():
+    rows = references.load_overheads()
+    assert rows and all(r.seconds < 1e-3 for r in rows)  # per kernel: microseconds
+
+
+def test_a_valid_row_loads(tmp_path):
+    row = _valid_row()
+    (loaded,) = _load_one(tmp_path, row)
+    assert loaded.id == row["id"] and loaded.step_time_s == row["step_time_s"]
+
+
+def test_a_row_without_its_quote_is_refused_by_id(tmp_path):
+    row = _valid_row()
+    del row["quote"]
+    message = _refused(tmp_path, row)
+    assert "'seed000-mx150-catsdogs'" in message and "quote" in message
+
+
+def test_an_empty_quote_is_refused(tmp_path):
+    message = _refused(tmp_path, _valid_row() | {"quote": "  "})
+    assert "'seed000-mx150-catsdogs'" in message and "quote" in message
+
+
+def test_a_negative_throughput_is_refused_by_id(tmp_path):
+    message = _refused(tmp_path, _valid_row() | {"images_per_s_per_chip": -30.1})
+    assert "'seed000-mx150-catsdogs'" in message and "images_per_s_per_chip" in message
+
+
+def test_an_unknown_field_is_refused_by_id(tmp_path):
+    message = _refused(tmp_path, _valid_row() | {"images_per_sec": 30.1})
+    assert "'seed000-mx150-catsdogs'" in message and "images_per_sec" in message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("chip", "Z9000", "chip"),
+        ("model", "resnet51", "model"),
+        ("precision", "fp16", "precision"),
+        ("source_url", "see the README", "source_url"),
+        ("batch_per_chip", 16.5, "whole number"),
+        ("chips", True, "chips"),
+        ("image_size", None, "image_size"),
+        ("id", "Seed 000", "slug"),
+    ],
+)
+def test_a_bad_value_is_refused_in_one_line(tmp_path, field, value, said):
+    message = _refused(tmp_path, _valid_row() | {field: value})
+    assert said in message
+
+
+def test_a_chip_outside_the_table_loads_only_when_listed(tmp_path):
+    assert "x86 CPU" in references.CHIPS_NOT_IN_TABLE
+    assert _load_one(tmp_path, _valid_row() | {"chip": "x86 CPU"})
+    assert "chip" in _refused(tmp_path, _valid_row() | {"chip": "x87 CPU"})
+
+
+def test_a_row_needs_a_throughput_or_a_step_time(tmp_path):
+    row = _valid_row() | {"images_per_s_per_chip": None, "step_time_s": None}
+    assert "step_time_s" in _refused(tmp_path, row)
+    assert _load_one(tmp_path, row | {"step_time_s": 0.532})  # either one is enough
+
+
+def test_a_throughput_that_disagrees_with_its_step_time_is_refused(tmp_path):
+    message = _refused(tmp_path, _valid_row() | {"images_per_s_per_chip": 301.0})
+    assert "must agree" in message
+
+
+def test_a_repeated_id_is_refused(tmp_path):
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps([_valid_row(), _valid_row()]))
+    with pytest.raises(DataError, match="appears twice"):
+        references.load(path)
+
+
+def test_a_file_that_is_not_a_list_is_refused(tmp_path):
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps(_valid_row()))
+    with pytest.raises(DataError, match="JSON list"):
+        references.load(path)
+
+
+def test_an_overhead_on_an_unknown_platform_is_refused(tmp_path):
+    row = dataclasses.asdict(references.load_overheads()[0])
+    path = tmp_path / "overheads.json"
+    path.write_text(json.dumps([row]))
+    assert references.load_overheads(path)
+    path.write_text(json.dumps([row | {"platform": "fpga"}]))
+    with pytest.raises(DataError, match="platform"):
+        references.load_overheads(path)
+
+
+def _mentions_machine_only_path(path: Path) -> bool:
+    text = path.read_text(encoding="utf-8")
+    return any(needle in text for needle in MACHINE_ONLY_PATHS)
+
+
+def test_no_reference_set_file_points_at_this_machines_shared_folder(tmp_path):
+    leaky = tmp_path / "leaky.md"
+    leaky.write_text("copied from " + MACHINE_ONLY_PATHS[0] + "/seeds")
+    assert _mentions_machine_only_path(leaky)  # positive control: the check can fire
+    assert not [p for p in REFERENCE_SET_FILES if _mentions_machine_only_path(p)]
