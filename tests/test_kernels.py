@@ -1,0 +1,644 @@
+"""jaxcnn.kernels: the launched kernels of a compiled program and their modelled time.
+
+Hand-written HLO with known answers, then real compiled programs: four stored under
+tests/data/ (mnist_cnn at batch 128, compiled here by `python tests/test_kernels.py
+--write-fixtures`: the train step and the two-step epoch program for gpu-t4, the epoch
+program for tpu-v5e-1, the sharded train step for tpu-v5e-8; the debug sections of the
+text, which name this machine's paths, are left out), and programs compiled live for
+the CPU and, where the [targets] extra is installed, for gpu-t4.
+"""
+
+# ruff: noqa: E501 (HLO instructions are long lines, kept whole as the compiler prints them)
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxcnn import kernels as K
+
+DATA = Path(__file__).resolve().parent / "data"
+MNIST_PARAMS = 225_034  # mnist_cnn's trainable parameters (models.param_counts; checked below)
+BATCH = 128
+
+
+def module(*computations: str, header: str = "HloModule m") -> str:
+    return "\n\n".join([header, *computations]) + "\n"
+
+
+def one(text: str) -> K.Kernel:
+    (kernel,) = K.kernels(text)
+    return kernel
+
+
+def stored(name: str) -> str:
+    return gzip.decompress((DATA / f"{name}.hlo.gz").read_bytes()).decode()
+
+
+# --- Hand-written programs ------------------------------------------------------------
+
+GEMM_FUSION = module(
+    """%gemm_computation (p0: bf16[64,256], p1: bf16[256,32]) -> f32[64,32] {
+  %p0 = bf16[64,256]{1,0} parameter(0)
+  %p1 = bf16[256,32]{1,0} parameter(1)
+  ROOT %dot.1 = f32[64,32]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}""",
+    """ENTRY %main (a: bf16[64,256], b: bf16[256,32]) -> f32[64,32] {
+  %a = bf16[64,256]{1,0} parameter(0)
+  %b = bf16[256,32]{1,0} parameter(1)
+  ROOT %gemm_fusion = f32[64,32]{1,0} fusion(%a, %b), kind=kCustom, calls=%gemm_computation, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+}""",
+)
+
+
+def test_a_gemm_fusion_is_2mnk_flops_and_reads_its_operands_writes_its_result():
+    k = one(GEMM_FUSION)
+    assert (k.name, k.kind, k.dtype, k.count) == ("gemm_fusion", "gemm", "bf16", 1)
+    assert k.flops == 2 * 64 * 32 * 256
+    assert k.bytes == 64 * 256 * 2 + 256 * 32 * 2 + 64 * 32 * 4
+    assert k.collective_bytes == 0 and k.note == ""
+
+
+def test_a_batched_split_k_gemm_counts_every_batch():
+    # XLA:GPU's split-K form of a 128x1600 @ 1600x128 dot (from the a100 program).
+    text = module(
+        """%g (p0: f32[128,16,100], p1: f32[16,100,128]) -> f32[16,128,128] {
+  %p0 = f32[128,16,100]{2,1,0} parameter(0)
+  %p1 = f32[16,100,128]{2,1,0} parameter(1)
+  ROOT %dot.3 = f32[16,128,128]{2,1,0} dot(%p0, %p1), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}""",
+        """ENTRY %main (a: f32[128,16,100], b: f32[16,100,128]) -> f32[16,128,128] {
+  %a = f32[128,16,100]{2,1,0} parameter(0)
+  %b = f32[16,100,128]{2,1,0} parameter(1)
+  ROOT %gemm_fusion_dot.2 = f32[16,128,128]{2,1,0} fusion(%a, %b), kind=kCustom, calls=%g
+}""",
+    )
+    assert one(text).flops == 2 * 128 * 128 * 1600
+
+
+def test_a_cublas_call_is_a_gemm_and_its_workspace_is_not_traffic():
+    text = module(
+        """ENTRY %main (x: f32[128,128], w: f32[128,10]) -> (f32[128,10], s8[4194304]) {
+  %x = f32[128,128]{1,0} parameter(0)
+  %w = f32[128,10]{1,0} parameter(1)
+  ROOT %cublas-lt-matmul.3 = (f32[128,10]{1,0}, s8[4194304]{0}) custom-call(%x, %w), custom_call_target="__cublas$lt$matmul", backend_config={"operation_queue_id":"0","gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}
+}"""
+    )
+    k = one(text)
+    assert (k.kind, k.dtype) == ("gemm", "f32")
+    assert k.flops == 2 * 128 * 10 * 128
+    assert k.bytes == (128 * 128 + 128 * 10 + 128 * 10) * 4  # not the 4 MiB workspace
+
+
+def cudnn(target: str, operands: str, result: str, params: str) -> str:
+    return module(
+        f"""ENTRY %main ({params}) -> ({result}, u8[0]) {{
+  %x = f32[8,3,32,32]{{3,2,1,0}} parameter(0)
+  %w = f32[16,3,3,3]{{3,2,1,0}} parameter(1)
+  %dy = f32[8,16,16,16]{{3,2,1,0}} parameter(2)
+  ROOT %conv = ({result}{{3,2,1,0}}, u8[0]{{0}}) custom-call({operands}), window={{size=3x3 stride=2x2 pad=1_1x1_1}}, dim_labels=bf01_oi01->bf01, custom_call_target="{target}", backend_config={{"cudnn_conv_backend_config":{{"activation_mode":"kNone"}}}}
+}}"""
+    )
+
+
+CONV_PARAMS = "x: f32[8,3,32,32], w: f32[16,3,3,3], dy: f32[8,16,16,16]"
+
+
+@pytest.mark.parametrize(
+    "target, operands, result",
+    [
+        ("__cudnn$convForward", "%x, %w", "f32[8,16,16,16]"),
+        ("__cudnn$convBackwardInput", "%dy, %w", "f32[8,3,32,32]"),
+        ("__cudnn$convBackwardFilter", "%x, %dy", "f32[16,3,3,3]"),
+    ],
+)
+def test_each_cudnn_pass_is_the_forward_convolutions_flops(target, operands, result):
+    # 3x3 stride 2 over 8x3x32x32 into 16 features: 8*16*16*16 outputs, 3*3*3 taps each.
+    k = one(cudnn(target, operands, result, CONV_PARAMS))
+    assert (k.kind, k.dtype) == ("conv", "f32")
+    assert k.flops == 2 * (8 * 16 * 16 * 16) * (3 * 3 * 3)
+    x, w, dy = 8 * 3 * 32 * 32 * 4, 16 * 27 * 4, 8 * 16 * 16 * 16 * 4
+    assert k.bytes == x + w + dy  # two of them read, the third written; u8[0] scratch
+
+
+def test_a_tpu_convolution_fusion_counts_its_convolution_in_its_input_type():
+    text = module(
+        """%fused_computation.10 (param_0: bf16[8,32,32,3], param_1: bf16[3,3,3,16]) -> f32[8,32,32,16] {
+  %param_0 = bf16[8,32,32,3]{3,2,1,0:T(8,128)(2,1)} parameter(0)
+  %param_1 = bf16[3,3,3,16]{3,2,1,0:T(8,128)(2,1)} parameter(1)
+  %convolution.1 = f32[8,32,32,16]{3,2,1,0:T(8,128)} convolution(%param_0, %param_1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %constant.2 = f32[]{:T(128)} constant(0)
+  %broadcast.3 = f32[8,32,32,16]{3,2,1,0:T(8,128)} broadcast(%constant.2), dimensions={}
+  ROOT %maximum.4 = f32[8,32,32,16]{3,2,1,0:T(8,128)} maximum(%convolution.1, %broadcast.3)
+}""",
+        """ENTRY %main (x: bf16[8,32,32,3], w: bf16[3,3,3,16]) -> f32[8,32,32,16] {
+  %x = bf16[8,32,32,3]{3,2,1,0:T(8,128)(2,1)} parameter(0)
+  %w = bf16[3,3,3,16]{3,2,1,0:T(8,128)(2,1)} parameter(1)
+  ROOT %convolution_maximum_fusion = f32[8,32,32,16]{3,2,1,0:T(8,128)S(1)} fusion(%x, %w), kind=kOutput, calls=%fused_computation.10
+}""",
+    )
+    k = one(text)
+    assert (k.kind, k.dtype) == ("conv", "bf16")
+    assert k.flops == 2 * (8 * 32 * 32 * 16) * (3 * 3) * 3
+    assert k.bytes == 8 * 32 * 32 * 3 * 2 + 27 * 16 * 2 + 8 * 32 * 32 * 16 * 4
+
+
+def test_jaxcnns_onednn_calls_are_the_forward_convolutions_flops():
+    from jaxcnn import onednn
+
+    assert onednn.TARGET_PREFIX == K.ONEDNN_TARGET_PREFIX
+    calls = {"fwd": ("%x, %w", "f32[8,26,26,32]"), "bwd_data": ("%dy, %w", "f32[8,28,28,1]")}
+    calls["bwd_weights"] = ("%x, %dy", "f32[3,3,1,32]")
+    for kind, (operands, result) in calls.items():
+        text = module(
+            f"""ENTRY %main (x: f32[8,28,28,1], w: f32[3,3,1,32], dy: f32[8,26,26,32]) -> {result} {{
+  %x = f32[8,28,28,1]{{3,2,1,0}} parameter(0)
+  %w = f32[3,3,1,32]{{3,2,1,0}} parameter(1)
+  %dy = f32[8,26,26,32]{{3,2,1,0}} parameter(2)
+  ROOT %ffi_call.1 = {result}{{3,2,1,0}} custom-call({operands}), custom_call_target="jaxcnn_onednn_conv_{kind}", api_version=API_VERSION_TYPED_FFI, backend_config={{pb = 0 : i64, pl = 0 : i64, sh = 1 : i64}}
+}}"""
+        )
+        k = one(text)
+        assert (k.kind, k.flops, k.note) == ("conv", 2 * (8 * 26 * 26 * 32) * 9 * 1, ""), kind
+
+
+def test_an_unknown_custom_call_counts_no_flops_and_says_so():
+    text = module(
+        """ENTRY %main (x: f32[100]) -> f32[100] {
+  %x = f32[100]{0} parameter(0)
+  ROOT %custom-call.1 = f32[100]{0} custom-call(%x), custom_call_target="SomeVendorKernel"
+}"""
+    )
+    k = one(text)
+    assert (k.kind, k.flops, k.bytes) == ("custom", 0, 800)
+    assert "SomeVendorKernel" in k.note and "flops unknown" in k.note
+
+
+def trip_config(trips: int | None) -> str:
+    return "" if trips is None else f', backend_config={{"known_trip_count":{{"n":"{trips}"}}}}'
+
+
+def body_and_cond(name: str, inner_trips: int | None = None) -> list[str]:
+    """A loop over (counter, f32[1024]) whose body runs one fusion, then (given
+    `inner_trips`) the loop `inner`."""
+    tail = "  ROOT %out = (s32[], f32[1024]{0}) tuple(%i, %f)"
+    if inner_trips is not None:
+        tail = f"""  %t.in = (s32[], f32[1024]{{0}}) tuple(%i, %f)
+  %w.in = (s32[], f32[1024]{{0}}) while(%t.in), condition=%inner_cond, body=%inner_body{trip_config(inner_trips)}
+  %f2 = f32[1024]{{0}} get-tuple-element(%w.in), index=1
+  ROOT %out = (s32[], f32[1024]{{0}}) tuple(%i, %f2)"""
+    return [
+        f"""%{name}_body (p: (s32[], f32[1024])) -> (s32[], f32[1024]) {{
+  %p = (s32[], f32[1024]{{0}}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[1024]{{0}} get-tuple-element(%p), index=1
+  %f = f32[1024]{{0}} fusion(%x), kind=kLoop, calls=%double
+{tail}
+}}""",
+        f"""%{name}_cond (p: (s32[], f32[1024])) -> pred[] {{
+  %p = (s32[], f32[1024]{{0}}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  ROOT %lt = pred[] fusion(%i), kind=kLoop, calls=%less
+}}""",
+    ]
+
+
+HELPERS = [
+    """%double (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  ROOT %add = f32[1024]{0} add(%x, %x)
+}""",
+    """%less (i: s32[]) -> pred[] {
+  %i = s32[] parameter(0)
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}""",
+]
+
+
+def loop_program(outer_trips: int, nested: bool) -> str:
+    inner = body_and_cond("inner") if nested else []
+    outer = body_and_cond("outer", inner_trips=5 if nested else None)
+    entry = f"""ENTRY %main (x: f32[1024]) -> f32[1024] {{
+  %x = f32[1024]{{0}} parameter(0)
+  %zero = s32[] constant(0)
+  %t = (s32[], f32[1024]{{0}}) tuple(%zero, %x)
+  %w = (s32[], f32[1024]{{0}}) while(%t), condition=%outer_cond, body=%outer_body{trip_config(outer_trips)}
+  ROOT %r = f32[1024]{{0}} get-tuple-element(%w), index=1
+}}"""
+    return module(*HELPERS, *inner, *outer, entry)
+
+
+def counts(ks: list[K.Kernel]) -> list[tuple[str, int]]:
+    return [(k.name, k.count) for k in ks]
+
+
+def test_a_loop_runs_its_body_trip_count_times_and_its_condition_once_more():
+    ks = K.kernels(loop_program(7, nested=False))
+    assert counts(ks) == [("lt", 8), ("f", 7)]
+    assert all(k.note == "" for k in ks)
+    assert K.totals(ks)["bytes"] == 8 * (4 + 1) + 7 * (4096 + 4096)
+
+
+def test_nested_loops_multiply_their_trip_counts():
+    ks = K.kernels(loop_program(3, nested=True))
+    # outer condition 3+1; outer body's fusion 3; inner condition (5+1)*3; inner body 5*3
+    assert counts(ks) == [("lt", 4), ("f", 3), ("lt", 18), ("f", 15)]
+
+
+def inferred_loop(step: int) -> str:
+    """A loop with no backend trip count: i from 2 while i < 7, by `step`."""
+    return module(
+        *HELPERS,
+        f"""%b (p: (s32[], f32[1024])) -> (s32[], f32[1024]) {{
+  %p = (s32[], f32[1024]{{0}}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[1024]{{0}} get-tuple-element(%p), index=1
+  %f = f32[1024]{{0}} fusion(%x), kind=kLoop, calls=%double
+  %step = s32[] constant({step})
+  %next = s32[] add(%i, %step)
+  ROOT %out = (s32[], f32[1024]{{0}}) tuple(%next, %f)
+}}""",
+        """%c (p: (s32[], f32[1024])) -> pred[] {
+  %p = (s32[], f32[1024]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %n = s32[] constant(7)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}""",
+        """ENTRY %main (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  %two = s32[] constant(2)
+  %start = s32[] copy(%two)
+  %t = (s32[], f32[1024]{0}) tuple(%start, %x)
+  %w = (s32[], f32[1024]{0}) while(%t), condition=%c, body=%b
+  ROOT %r = f32[1024]{0} get-tuple-element(%w), index=1
+}""",
+    )
+
+
+def test_a_loop_without_a_backend_trip_count_reads_it_from_its_counter():
+    ks = K.kernels(inferred_loop(step=1))
+    assert counts(ks) == [("start", 1), ("lt", 6), ("f", 5), ("next", 5)]
+    assert all(k.note == "" for k in ks)
+
+
+def test_a_loop_whose_count_cannot_be_read_runs_once_and_says_so():
+    ks = K.kernels(inferred_loop(step=2))  # not a step of one: not inferred
+    assert counts(ks) == [("start", 1), ("lt", 2), ("f", 1), ("next", 1)]
+    assert all("trip count unknown" in k.note for k in ks[1:]) and ks[0].note == ""
+
+
+def test_a_conditional_runs_its_costliest_branch_and_a_call_its_computation():
+    text = module(
+        *HELPERS,
+        """%cheap (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  ROOT %copy.1 = f32[1024]{0} copy(%x)
+}""",
+        """%dear (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  %a = f32[1024]{0} fusion(%x), kind=kLoop, calls=%double
+  ROOT %b = f32[1024]{0} fusion(%a), kind=kLoop, calls=%double
+}""",
+        """%command_buffer (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  ROOT %c = f32[1024]{0} fusion(%x), kind=kLoop, calls=%double
+}""",
+        """ENTRY %main (i: s32[], x: f32[1024]) -> f32[1024] {
+  %i = s32[] parameter(0)
+  %x = f32[1024]{0} parameter(1)
+  %cond = f32[1024]{0} conditional(%i, %x, %x), branch_computations={%cheap, %dear}
+  ROOT %call = f32[1024]{0} call(%cond), to_apply=%command_buffer
+}""",
+    )
+    assert counts(K.kernels(text)) == [("a", 1), ("b", 1), ("c", 1)]
+
+
+def collective(op: str, groups: str, operand: str = "f32[1000]", result: str = "f32[1000]") -> str:
+    done = f"\n  ROOT %d = {result}{{0}} {op}-done(%s)" if op.endswith("start") else ""
+    op_name = op.removesuffix("-start")
+    start = f"{op_name}-start" if done else op
+    root = "" if done else "ROOT "
+    return module(
+        *HELPERS,
+        f"""ENTRY %main (x: {operand}) -> {result} {{
+  %x = {operand}{{0}} parameter(0)
+  {root}%s = {result}{{0}} {start}(%x), channel_id=1, replica_groups={groups}, use_global_device_ids=true, to_apply=%double{done}
+}}""",
+        header="HloModule m, num_partitions=8",
+    )
+
+
+@pytest.mark.parametrize(
+    "groups", ["{{0,1,2,3},{4,5,6,7}}", "[2,4]<=[8]", "mesh['x'=2,'y'=4] {'y'}"]
+)
+def test_an_all_reduce_moves_the_ring_figure_of_its_operand(groups):
+    k = one(collective("all-reduce", groups))
+    assert (k.kind, k.flops, k.count, k.note) == ("collective", 0, 1, "")
+    assert k.collective_bytes == 2 * (4 - 1) / 4 * 4000
+    assert k.bytes == 4000 + 4000
+
+
+def test_an_async_collective_pair_is_one_kernel():
+    k = one(collective("all-reduce-start", "{{0,1,2,3},{4,5,6,7}}"))
+    assert (k.name, k.collective_bytes) == ("s", 1.5 * 4000)
+
+
+def test_an_all_gather_moves_the_other_shards_and_an_empty_group_is_every_device():
+    k = one(collective("all-gather", "{}", operand="f32[250]", result="f32[2000]"))
+    assert k.collective_bytes == (8 - 1) * 1000  # 8 partitions, each shard 1000 bytes
+    assert k.bytes == 1000 + 8000
+
+
+def test_instructions_that_launch_nothing_are_no_kernels():
+    nothing = """  %p = f32[1024]{0} parameter(0)
+  %c = f32[] constant(1)
+  %b = f32[32,32]{1,0} bitcast(%p)
+  %t = (f32[1024]{0}, f32[]) tuple(%p, %c)
+  %g = f32[1024]{0} get-tuple-element(%t), index=0
+  %cs = (f32[1024]{0:S(1)}, f32[1024]{0}, u32[]) copy-start(%g)
+  %cd = f32[1024]{0:S(1)} copy-done(%cs)
+  %id = u32[] partition-id()
+  %tok = token[] after-all()
+  %alloc = f32[2]{0:S(1)} custom-call(), custom_call_target="AllocateBuffer\""""
+
+    def program(extra: str) -> str:
+        entry = f"ENTRY %main (p: f32[1024]) -> f32[1024] {{\n{nothing}\n{extra}\n}}"
+        return module(entry)
+
+    assert K.kernels(program("  ROOT %r = f32[1024]{0} bitcast(%cd)")) == []
+    # The positive control: the same program with one copy launches exactly that copy.
+    assert counts(K.kernels(program("  ROOT %r = f32[1024]{0} copy(%cd)"))) == [("r", 1)]
+
+
+def test_the_module_needs_no_jax(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)  # any `import jax` now fails
+    spec = importlib.util.spec_from_file_location("kernels_alone", K.__file__)
+    alone = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "kernels_alone", alone)  # dataclasses look it up
+    spec.loader.exec_module(alone)
+    assert alone.kernels(GEMM_FUSION)[0].flops == 2 * 64 * 32 * 256
+
+
+def test_text_without_an_entry_computation_is_one_clear_error():
+    with pytest.raises(ValueError, match="no ENTRY computation.*compiled.as_text"):
+        K.kernels("HloModule m\n")
+
+
+# --- The model ------------------------------------------------------------------------
+
+COSTS = K.KernelCosts(
+    peak_flops_per_s={"f32": 1e12, "bf16": 4e12},
+    bytes_per_s=1e11,
+    compute_efficiency=0.5,
+    memory_efficiency=0.8,
+    kernel_overhead_s=1e-6,
+    interconnect_bytes_per_s=1e9,
+)
+
+
+def kernel(kind="fusion", flops=0.0, nbytes=0.0, dtype=None, count=1, moved=0.0) -> K.Kernel:
+    return K.Kernel("k", kind, flops, nbytes, dtype, count, moved)
+
+
+def test_a_compute_bound_kernel_takes_its_flops_at_the_efficient_peak_plus_a_launch():
+    t = K.step_time([kernel("gemm", 1e9, 1e6, "f32")], COSTS)
+    # compute 1e9 / (1e12 * 0.5) = 2 ms; memory 1e6 / (1e11 * 0.8) = 12.5 us
+    assert t["seconds"] == pytest.approx(2e-3 + 1e-6)
+    assert t["compute_s"] == pytest.approx(2e-3) and t["memory_s"] == pytest.approx(12.5e-6)
+    assert t["bound_by"] == {"compute": 1, "memory": 0, "overhead": 0, "collective": 0}
+
+
+def test_the_peak_is_the_one_for_the_kernels_input_type():
+    t = K.step_time([kernel("conv", 1e9, 1e6, "bf16")], COSTS)
+    assert t["seconds"] == pytest.approx(1e9 / (4e12 * 0.5) + 1e-6)
+
+
+def test_a_memory_bound_kernel_takes_its_bytes_at_the_efficient_bandwidth():
+    t = K.step_time([kernel(nbytes=8e7, count=3)], COSTS)
+    assert t["seconds"] == pytest.approx(3 * (8e7 / (1e11 * 0.8) + 1e-6))  # 3 x 1.001 ms
+    assert t["kernels"] == 3 and t["overhead_s"] == pytest.approx(3e-6)
+    assert t["bound_by"] == {"compute": 0, "memory": 3, "overhead": 0, "collective": 0}
+
+
+def test_a_tiny_kernel_costs_its_launch():
+    t = K.step_time([kernel(nbytes=8), kernel("gemm", 1000, 8, "f32")], COSTS)
+    assert t["seconds"] == pytest.approx(2e-6 + 8 / 8e10 + 1000 / 5e11)
+    assert t["bound_by"] == {"compute": 0, "memory": 0, "overhead": 2, "collective": 0}
+
+
+def test_a_collective_adds_its_bytes_over_the_interconnect():
+    t = K.step_time([kernel("collective", 0, 8000, moved=6000)], COSTS)
+    assert t["seconds"] == pytest.approx(8000 / 8e10 + 1e-6 + 6000 / 1e9)
+    assert t["collective_s"] == pytest.approx(6e-6) and t["bound_by"]["collective"] == 1
+
+
+def test_missing_constants_are_one_clear_error_each():
+    with pytest.raises(ValueError, match="computes in s8.*peak_flops_per_s"):
+        K.step_time([kernel("gemm", 1e6, 10, "s8")], COSTS)
+    alone = dataclasses.replace(COSTS, interconnect_bytes_per_s=None)
+    with pytest.raises(ValueError, match="interconnect_bytes_per_s"):
+        K.step_time([kernel("collective", 0, 10, moved=5)], alone)
+    with pytest.raises(ValueError, match="compute_efficiency"):
+        dataclasses.replace(COSTS, compute_efficiency=1.5)
+
+
+# --- Real compiled programs -----------------------------------------------------------
+
+
+def test_the_gpu_t4_train_step_is_the_kernels_counted_by_hand():
+    ks = K.kernels(stored("gpu-t4_mnist_train"))
+    by_kind: dict[str, int] = {}
+    for k in ks:
+        by_kind[k.kind] = by_kind.get(k.kind, 0) + k.count
+    # Counted in the text's ENTRY: 43 fusions (30 kLoop, 13 kInput), 6 __cublas$lt$matmul,
+    # 5 __cudnn$conv* (2 forward, 2 filter gradients, 1 input gradient), 4 copies.
+    assert by_kind == {"fusion": 43, "gemm": 6, "conv": 5, "copy": 4}
+    assert len(ks) == 58 and all(k.count == 1 and k.note == "" for k in ks)
+    # Dense_0 forward: [128,1600] @ [1600,128] + bias [128] -> [128,128], f32.
+    dense = next(k for k in ks if k.name == "cublas-lt-matmul.2")
+    assert dense.flops == 2 * 128 * 128 * 1600
+    assert dense.bytes == (128 * 1600 + 1600 * 128 + 128 + 128 * 128) * 4
+
+
+def test_the_gpu_epoch_program_is_the_step_twice_and_reads_only_its_batch():
+    step = K.totals(K.kernels(stored("gpu-t4_mnist_train")))
+    ks = K.kernels(stored("gpu-t4_mnist_epoch"))  # a two-step scan: known_trip_count 2
+    assert K.totals(ks)["flops"] == 2 * step["flops"]
+    assert {k.count for k in ks} == {1, 2, 3}  # outside, body, condition (2 + 1)
+    # The batch is gathered from the dataset's 256 images: read 128 of them (u8), the
+    # order's row of 128 indices (s32), the step (s32); write 128 f32 images.
+    gather = next(k for k in ks if k.name == "loop_multiply_fusion")
+    assert gather.count == 2
+    assert gather.bytes == BATCH * 784 + BATCH * 4 + 4 + BATCH * 784 * 4
+
+
+def test_the_tpu_epoch_loop_count_is_read_from_its_counter():
+    ks = K.kernels(stored("tpu-v5e-1_mnist_epoch"))  # libtpu gives no known_trip_count
+    # Nothing unknown: not the count, nor the FLOPs (TPU's gather index helpers are
+    # custom calls inside fusions, computing no dots).
+    assert all(k.note == "" for k in ks)
+    assert max(k.count for k in ks) == 3
+    # Two steps of the TPU train step (its 2,197,291,008 FLOPs: jaxcnn.flops' dense
+    # count, XLA:TPU computing the input gradient as a padded convolution).
+    assert K.totals(ks)["flops"] == 2 * 2_197_291_008
+
+
+def test_the_sharded_tpu_step_all_reduces_the_gradients_over_eight_chips():
+    ks = K.kernels(stored("tpu-v5e-8_mnist_train"))
+    collectives = [k for k in ks if k.kind == "collective"]
+    # One all-reduce of a scalar (the batch's count), one of the gradients and two
+    # scalars; replica groups given as mesh['axis_0'=8] {'axis_0'}.
+    operand_bytes = 4 + 4 * (MNIST_PARAMS + 2)
+    assert len(collectives) == 2 and all(k.note == "" for k in collectives)
+    assert sum(k.collective_bytes for k in collectives) == 2 * 7 / 8 * operand_bytes
+    assert K.totals(ks)["flops"] == 2_197_291_008 / 8  # each chip's eighth of the batch
+
+
+def test_a_summary_is_json_and_gives_back_the_same_kernels_and_time():
+    ks = K.kernels(stored("tpu-v5e-8_mnist_train")) + K.kernels(stored("gpu-t4_mnist_epoch"))
+    rows = K.summarize(ks)
+    assert json.loads(json.dumps(rows)) == rows
+    assert len(rows) < len(ks)  # identical kernels merged
+    back = K.from_summary(rows)
+    assert K.summarize(back) == rows
+    assert K.totals(back) == K.totals(ks)
+    costs = dataclasses.replace(COSTS, peak_flops_per_s={"f32": 8e12, "bf16": 65e12})
+    time, time_back = K.step_time(ks, costs), K.step_time(back, costs)
+    assert time_back.pop("bound_by") == time.pop("bound_by")
+    assert time_back == pytest.approx(time)  # summed in another order
+    noted = K.from_summary([[2, "custom", 0, 800, None, 0, "custom call X: flops unknown"]])
+    assert noted[0].note == "custom call X: flops unknown" and noted[0].count == 2
+
+
+def test_a_summary_row_of_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown kernel kind 'kernal'"):
+        K.from_summary([[1, "kernal", 0, 8, None, 0]])
+
+
+# --- Compiled here --------------------------------------------------------------------
+
+
+def compiled_text(target: str | None, program: str = "train", strategy: str = "single") -> str:
+    """`compiled.as_text()` of mnist_cnn's placed train step (or two-step epoch program)
+    at batch 128, for `target` (None: this machine's CPU), as compile_only builds it."""
+    import jax
+    import jax.numpy as jnp
+
+    from experiments import compile_only
+    from experiments.workload import Workload
+    from jaxcnn import targets
+    from jaxcnn.parallel import input_shardings, place
+
+    if target is None:
+        workload, devices = Workload(batch_size=BATCH), jax.devices("cpu")[:1]
+    else:
+        workload = Workload(batch_size=BATCH, kind="compile", target=target, strategy=strategy)
+        devices = list(targets.abstract_devices(compile_only.check(workload)))
+    placement = place(workload.strategy, devices)
+    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+
+    def placed(tree, sharding):
+        return jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree
+        )
+
+    state = placed(compile_only.abstract_state(workload, devices), state_sharding)
+    if program == "train":
+        batch = placed(compile_only.abstract_batch(workload, BATCH), batch_sharding)
+        return placement.train_step.lower(state, batch).compile().as_text()
+    steps = compile_only.EPOCH_STEPS
+    dataset = compile_only.abstract_batch(workload, BATCH * steps)
+    dataset = {k: v for k, v in dataset.items() if k != "mask"}
+    order = jax.ShapeDtypeStruct((steps, BATCH), jnp.int32)
+    dataset, order = placed((dataset, order), state_sharding)
+    return placement.train_epoch.lower(state, dataset, order).compile().as_text()
+
+
+def jaxpr_flops(target: str | None):
+    import jax
+
+    from experiments import compile_only
+    from experiments.workload import Workload
+    from jaxcnn import flops, targets, train
+
+    workload = Workload(batch_size=BATCH, kind="compile" if target else "train", target=target)
+    devices = (
+        list(targets.abstract_devices(compile_only.check(workload)))
+        if target
+        else jax.devices("cpu")[:1]
+    )
+    shapes = compile_only.abstract_state(workload, devices)
+    return flops.count(train.train_step, shapes, compile_only.abstract_batch(workload, BATCH))
+
+
+def lower_bound_bytes() -> int:
+    """Adam's step reads and writes the parameters and both moments (f32), and reads
+    the batch (uint8 images, int32 labels, f32 mask): no program moves less."""
+    from jaxcnn import models
+
+    assert models.param_counts("mnist_cnn") == (MNIST_PARAMS, 0)
+    return 2 * 3 * 4 * MNIST_PARAMS + BATCH * (28 * 28 + 4 + 4)
+
+
+def test_the_cpu_train_steps_kernels_do_the_jaxprs_flops():
+    ks = K.kernels(compiled_text(None))
+    # XLA:CPU runs the CPU formulation's convolutions as dots (im2col), which the jaxpr
+    # already has: the same dots, the same FLOPs, to the unit.
+    assert K.totals(ks)["flops"] == jaxpr_flops(None).total
+    assert K.totals(ks)["bytes"] >= lower_bound_bytes()
+    assert {k.kind for k in ks} <= {"fusion", "gemm", "copy", "other"}
+
+
+HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
+needs_targets = pytest.mark.skipif(
+    not HAVE_TARGETS, reason="the [targets] extra (libtpu, the CUDA plugin) is not installed"
+)
+
+
+@needs_targets
+def test_the_gpu_train_steps_kernels_do_the_jaxprs_in_bounds_flops():
+    ks = K.kernels(compiled_text("gpu-t4"))
+    count = jaxpr_flops("gpu-t4")
+    # cuDNN's input-gradient call does the forward convolution's multiply-adds; the
+    # jaxpr's transposed convolution also counts the taps on its padding (Conv_1's
+    # gradient over 11x11 maps padded by 2). So the kernels do the in-bounds count.
+    assert K.totals(ks)["flops"] == count.in_bounds < count.total
+    assert K.totals(ks)["bytes"] >= lower_bound_bytes()
+    assert sum(k.count for k in ks) == 58  # as the stored program of this version
+
+
+def write_fixtures() -> None:
+    """Compile the stored programs again (the debug sections left out)."""
+    sections = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+    programs = {
+        "gpu-t4_mnist_train": ("gpu-t4", "train", "single"),
+        "gpu-t4_mnist_epoch": ("gpu-t4", "epoch", "single"),
+        "tpu-v5e-1_mnist_epoch": ("tpu-v5e-1", "epoch", "single"),
+        "tpu-v5e-8_mnist_train": ("tpu-v5e-8", "train", "sharded"),
+    }
+    DATA.mkdir(exist_ok=True)
+    for name, (target, program, strategy) in programs.items():
+        kept, skipping = [], False
+        for line in compiled_text(target, program, strategy).splitlines():
+            if line in sections:
+                skipping = True
+            elif skipping and not line.strip():
+                skipping = False
+                continue
+            if not skipping:
+                kept.append(line)
+        text = "\n".join(kept) + "\n"
+        (DATA / f"{name}.hlo.gz").write_bytes(gzip.compress(text.encode(), 9, mtime=0))
+        print(f"{name}: {len(K.kernels(text))} kernels")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write-fixtures"]:
+        sys.exit("usage: python tests/test_kernels.py --write-fixtures")
+    write_fixtures()
