@@ -57,6 +57,9 @@ class Reference:
     source_url: str  # an http(s) URL, or "seed NNN"
     quote: str  # the sentence or table row the number was taken from, verbatim
     notes: str  # caveats: input pipeline, XLA, what the number includes
+    # Why the fit must not use it (predicted and shown, never fitted), or None: a
+    # measure of more than the step (an input pipeline, a whole run's wall time).
+    held_out: str | None
 
 
 @dataclass(frozen=True)
