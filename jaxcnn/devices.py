@@ -115,21 +115,31 @@ class Chip(NamedTuple):
     peak_tflops: dict[str, float]
     memory_bytes: int | None  # per chip
     bandwidth: float | None  # memory bandwidth per chip, bytes/s
+    # What one chip's collectives move per second: a TPU pod's published all-reduce
+    # bandwidth over its chips, where Google gives one, else half the bidirectional ICI
+    # figure per chip (the two agree on v5e: 51.2 TB/s over 256 chips, 400 GB/s
+    # bidirectional). None where no figure is published: collectives then count as
+    # memory traffic alone.
+    interconnect: float | None = None
 
 
 _PEAK_TFLOPS: tuple[Chip, ...] = (
     # Google Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v2, v3, v4,
     # v5e, v5p, v6e): bf16 peak, HBM capacity and bandwidth per chip (v2 16 GiB 600 GBps,
     # v3 32 GiB 900 GBps, v4 32 GiB 1200 GBps, v5e 16 GB 819 GBps, v5p 95 GB 2765 GBps,
-    # v6e 32 GB 1640 GBps). JAX names v5e "TPU v5 lite", v6e "TPU v6 lite". A v2/v3 chip
+    # v6e 32 GB 1640 GBps). JAX names v5e "TPU v5 lite", v6e "TPU v6 lite". Interconnect:
+    # the same pages' "All-reduce bandwidth per Pod" over the pod's chips (v3 340 TB/s,
+    # 1024 chips; v4 1.1 PB/s, 4096; v5e 51.2 TB/s, 256; v6e 102.4 TB/s, 256) and, for
+    # v5p, which gives none, half its "Bidirectional ICI bandwidth per chip" of 1200 GBps;
+    # v2's page gives neither. A v2/v3 chip
     # (and a v4 chip in libtpu's compile-only topologies) is two JAX devices, one per core:
     # jaxcnn/targets.py divides by its cores per chip.
     Chip("TPU v2", r"tpu v2", {"bf16": 45.0}, 16 * GiB, 600 * GB),
-    Chip("TPU v3", r"tpu v3", {"bf16": 123.0}, 32 * GiB, 900 * GB),
-    Chip("TPU v4", r"tpu v4", {"bf16": 275.0}, 32 * GiB, 1200 * GB),
-    Chip("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}, 16 * GB, 819 * GB),
-    Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB),
-    Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB),
+    Chip("TPU v3", r"tpu v3", {"bf16": 123.0}, 32 * GiB, 900 * GB, 340e12 / 1024),
+    Chip("TPU v4", r"tpu v4", {"bf16": 275.0}, 32 * GiB, 1200 * GB, 1.1e15 / 4096),
+    Chip("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}, 16 * GB, 819 * GB, 51.2e12 / 256),
+    Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB, 1200 * GB / 2),
+    Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
     # 16 GB GDDR6 at 320 GB/s.
     Chip("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}, 16 * GiB, 320 * GB),
@@ -240,6 +250,13 @@ def vendor_bandwidth(device_kind: str) -> float | None:
     table does not know."""
     chip = _chip(device_kind)
     return chip.bandwidth if chip else None
+
+
+def vendor_interconnect(device_kind: str) -> float | None:
+    """What one chip's collectives move per second (the table's `interconnect`), or None
+    where no figure is published or the chip is unknown."""
+    chip = _chip(device_kind)
+    return chip.interconnect if chip else None
 
 
 def vendor_memory_bytes(device_kind: str) -> int | None:
