@@ -34,7 +34,7 @@ import fcntl
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,16 +149,7 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
     beside the file); the one line that says what was done."""
     path = Path(path)
     done = Migrated(path)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # appends wait; they reopen the renamed file
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            old = handle.readlines()
-        new = [_migrated_line(raw, done, n) for n, raw in enumerate(old, 1)]
-        if new != old:
-            _replace(path, b"".join(new))
-    finally:
-        os.close(fd)
+    rewrite_lines(path, lambda raw, number: _migrated_line(raw, done, number))
     checkpoints = Path(checkpoint_dir) if checkpoint_dir else path.parent / "checkpoints"
     renamed = {}
     for old_key, new_key in done.renamed.items():
@@ -174,6 +165,22 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
     return done.summary(orphans)
 
 
+def rewrite_lines(path: Path, rewrite: Callable[[bytes, int], bytes]) -> bool:
+    """Rewrite each line of the records file `path` (`rewrite(raw line, its number)`),
+    under the lock appends take, atomically and only if a line changed: whether one did."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # appends wait; they reopen the renamed file
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            old = handle.readlines()
+        new = [rewrite(raw, n) for n, raw in enumerate(old, 1)]
+        if new != old:
+            write_atomically(path, b"".join(new))
+    finally:
+        os.close(fd)
+    return new != old
+
+
 def _records_of(path: Path) -> list[dict[str, Any]]:
     found = []
     for raw in path.read_bytes().splitlines():
@@ -182,7 +189,7 @@ def _records_of(path: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _replace(path: Path, content: bytes) -> None:
+def write_atomically(path: Path, content: bytes) -> None:
     """`path` holds `content` now, whole or not at all: a temporary file beside it,
     flushed to disk, renamed over it (the file's permissions kept)."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
