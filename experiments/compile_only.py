@@ -30,6 +30,7 @@ from experiments.workload import Workload
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import loop, models, targets, train
+from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import check_batch_size, input_shardings, place
 
@@ -82,6 +83,30 @@ def _placed(tree: Any, sharding: Any) -> Any:
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
 
 
+def _epoch_inputs(workload: Workload, steps: int, sharding: Any) -> tuple[Any, Any]:
+    """The whole-epoch program's abstract (dataset, order) for `steps` steps."""
+    rows = workload.batch_size * steps
+    dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
+    order = jax.ShapeDtypeStruct((steps, workload.batch_size), jnp.int32)
+    return _placed((dataset, order), sharding)
+
+
+def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, int]:
+    """(the program a run of `workload` times, compiled for `devices` against abstract
+    inputs, how many steps one run of it takes): the placed train step, or with the
+    device loop the whole-epoch program of EPOCH_STEPS steps."""
+    placement = place(workload.strategy, devices)
+    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+    state = _placed(abstract_state(workload, devices), state_sharding)
+    if workload.loop == "device":
+        epoch = placement.train_epoch.lower(
+            state, *_epoch_inputs(workload, EPOCH_STEPS, state_sharding)
+        )
+        return epoch.compile(), EPOCH_STEPS
+    batch = _placed(abstract_batch(workload, workload.batch_size), batch_sharding)
+    return placement.train_step.lower(state, batch).compile(), 1
+
+
 def prediction(
     target: targets.Target,
     device: jax.Device,
@@ -89,14 +114,14 @@ def prediction(
     batch_size: int,
     cost: dict[str, Any],
 ) -> dict[str, Any] | None:
-    """The contract's `prediction` block for one device of `target`: the roofline of
+    """The record's `prediction_bound` for one device of `target`: the roofline of
     measure.prediction on the vendor's peak (for the precision the matmuls run in) and
-    bandwidth, each device's share of its chip."""
+    bandwidth, each device's share of its chip; a lower bound on the step's time."""
     precision = devices_lib.matmul_precision(device, dtype)
     peak = devices_lib.vendor_peak_tflops(target.kind, precision) if precision else None
     bandwidth = devices_lib.vendor_bandwidth(target.kind)
     per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
-    return measure.prediction(
+    bound = measure.prediction(
         cost,
         batch_size,
         peak_tflops=None if peak is None else peak / per,
@@ -105,6 +130,7 @@ def prediction(
         bandwidth_bytes_per_s=None if bandwidth is None else bandwidth / per,
         bandwidth_source="vendor",
     )
+    return None if bound is None else {**bound, "method": prediction_lib.BOUND_METHOD}
 
 
 def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
@@ -158,10 +184,8 @@ def _compiled(
         "eval": (placement.eval_step, state, batch),
     }
     if "epoch" in programs:
-        rows = workload.batch_size * EPOCH_STEPS
-        dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
-        order = jax.ShapeDtypeStruct((EPOCH_STEPS, workload.batch_size), jnp.int32)
-        calls["epoch"] = (placement.train_epoch, state, *_placed((dataset, order), state_sharding))
+        epoch_inputs = _epoch_inputs(workload, EPOCH_STEPS, state_sharding)
+        calls["epoch"] = (placement.train_epoch, state, *epoch_inputs)
     compiled: dict[str, Any] = {}
     for name in programs:
         compiled[name], record["compile_time_s"][name] = measure.timed_compile(*calls[name])
@@ -174,6 +198,7 @@ def _compiled(
     compiler = measure.step_cost(compiled["train"], train_count.total / len(devices))
     xla_flops = compiler["flops"] if compiler["flops_source"] == "xla" else None
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
+    kernels = measure.step_kernels(compiled["train"])
     fields = dict(
         status="ok" if fits else "oom",
         message=None if fits else _too_big(total, limit),
@@ -184,7 +209,12 @@ def _compiled(
         flops=measure.flops_field(
             train_count.total, forward, workload.batch_size, xla_flops, len(devices)
         ),
-        prediction=prediction(
+        kernels=kernels,
+        kernels_source={"program": "train_step", "steps": 1},
+        prediction=measure.kernel_prediction(
+            kernels, workload.batch_size, devices[0], devices_per_chip=target.devices_per_chip
+        ),
+        prediction_bound=prediction(
             target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),
     )

@@ -21,6 +21,8 @@ from experiments import records
 from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
+from jaxcnn import kernels as kernels_lib
+from jaxcnn import prediction as prediction_lib
 from jaxcnn import roofline, train
 from jaxcnn.parallel import Placement
 
@@ -385,6 +387,41 @@ def predictions(
         ),
         "prediction_vendor": roof(*vendor) if vendor_peak or vendor_bandwidth else None,
     }
+
+
+def bounds(predicted: dict[str, Any]) -> dict[str, Any]:
+    """The roofline blocks of `predictions`, named for what they are beside the per-kernel
+    prediction: `prediction_bound` and `prediction_vendor_bound`, method "roofline bound"."""
+    return {
+        f"{name}_bound": None if block is None else {**block, "method": prediction_lib.BOUND_METHOD}
+        for name, block in predicted.items()
+    }
+
+
+def step_kernels(compiled: Any) -> list[list]:
+    """The record's `kernels`: the compiled step's kernels (jaxcnn.kernels), summarized."""
+    return kernels_lib.summarize(kernels_lib.kernels(compiled.as_text()))
+
+
+def kernel_prediction(
+    summary: list[list],
+    batch_size: int,
+    device: jax.Device,
+    ceiling: dict[str, dict[str, Any]] | None = None,
+    bandwidth: dict[str, Any] | None = None,
+    devices_per_chip: int = 1,
+    steps: int = 1,
+) -> dict[str, Any] | None:
+    """The record's per-kernel `prediction` of one step of the program `summary` (of
+    `steps` steps) on `device`: at the vendor's rates where the chip table knows the chip (what a
+    compile-only record of the same chip predicts), else at the rates this run measured
+    (a CPU's matmul ceiling and memory bandwidth)."""
+    rates = prediction_lib.vendor_rates(device, devices_per_chip)
+    if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
+        rates = prediction_lib.measured_rates(ceiling, bandwidth)
+    return prediction_lib.predict(
+        kernels_lib.from_summary(summary), rates, device.platform, batch_size, steps=steps
+    )
 
 
 # --- FLOP/s, MFU, memory, failures: record fields ------------------------------------

@@ -14,6 +14,7 @@ from experiments.prepare import load_splits
 from experiments.runners import RunContext, run_workload
 from experiments.workload import Workload
 from jaxcnn import models, train
+from jaxcnn import prediction as prediction_lib
 
 
 def _ordered(summary, n):
@@ -173,20 +174,30 @@ def test_an_ok_record_carries_every_measurement():
     assert record["matmul_ceiling"] == ceiling
     assert record["bandwidth"] == bandwidth
     # The compiled step's roofline, from this run's measured figures (a CPU has no
-    # vendor figures): the prediction the record's own step time is compared with.
+    # vendor figures): the lower bound the record's own step time is compared with.
     cost = record["cost"]
     assert cost["flops"] == record["flops"]["xla_per_device"]
     assert cost["bytes_accessed"] > 0 and cost["flops_source"] == "xla"
-    predicted = record["prediction"]
+    bound = record["prediction_bound"]
     compute_s = cost["flops"] / (ceiling["float32"]["tflops"] * 1e12)
     memory_s = cost["bytes_accessed"] / bandwidth["bytes_per_s"]
-    assert predicted["compute_s"] == pytest.approx(compute_s)
-    assert predicted["memory_s"] == pytest.approx(memory_s)
-    assert predicted["step_time_s"] == max(compute_s, memory_s)
+    assert bound["compute_s"] == pytest.approx(compute_s)
+    assert bound["memory_s"] == pytest.approx(memory_s)
+    assert bound["step_time_s"] == max(compute_s, memory_s)
+    assert bound["images_per_s"] == pytest.approx(8 / bound["step_time_s"])
+    assert (bound["peak_source"], bound["bandwidth_source"]) == ("measured", "measured")
+    assert bound["peak_precision"] == "fp32" and bound["method"] == "roofline bound"
+    assert record["prediction_vendor_bound"] is None
+    # The prediction: the kernels of the step it timed, priced at this run's rates by the
+    # committed constants; never faster than its launches, and never below the bound.
+    assert record["kernels_source"] == {"program": "train_step", "steps": 1}
+    launched = sum(row[0] for row in record["kernels"])
+    predicted = record["prediction"]
+    assert predicted["method"] == "per-kernel" and predicted["rates_source"] == "measured"
+    assert predicted["kernels"] == launched
+    cpu = prediction_lib.family_constants("cpu")
+    assert predicted["step_time_s"] >= launched * cpu["kernel_overhead_s"]
     assert predicted["images_per_s"] == pytest.approx(8 / predicted["step_time_s"])
-    assert (predicted["peak_source"], predicted["bandwidth_source"]) == ("measured", "measured")
-    assert predicted["peak_precision"] == "fp32"
-    assert record["prediction_vendor"] is None
 
 
 def test_bandwidth_is_bytes_read_and_written_per_second():

@@ -108,7 +108,7 @@ def _sequential_timer(states: list[Any], steps: int) -> Timer:
         step_time = measure.time_calls(call, steps=steps)
         copies.clear()  # free them before the eval step is timed
         eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps)
-        return step_time, eval_time, None, {}
+        return step_time, eval_time, None, {}, None
 
     return timer
 
@@ -129,7 +129,8 @@ def _scaled_fields(
     achieved, mfu = measure.utilization(
         flops["per_step"], measured["step_time_s"]["median"], devices, dtype, ceiling
     )
-    return {**measured, "flops": flops, "achieved_tflops": achieved, "mfu": mfu}
+    kernels = [[row[0] * k, *row[1:]] for row in measured["kernels"]]  # each launched K times
+    return {**measured, "flops": flops, "achieved_tflops": achieved, "mfu": mfu, "kernels": kernels}
 
 
 def run_ensemble(workload: Workload, context: RunContext) -> Record:

@@ -18,8 +18,11 @@ from jaxcnn.loop import fit
 from jaxcnn.parallel import Placement, check_batch_size, place
 
 # (placed, state, batch) -> (train step time, eval step time, images/s or None,
-# compile seconds of any further program it compiled)
-Timer = Callable[[Placement, Any, Any], tuple[dict, dict, dict | None, dict[str, float]]]
+# compile seconds of any further program it compiled, the program it timed and its
+# steps per run where that is not the train step)
+Timer = Callable[
+    [Placement, Any, Any], tuple[dict, dict, dict | None, dict[str, float], tuple | None]
+]
 
 
 def shapes(tree: Any) -> Any:
@@ -43,7 +46,7 @@ def step_timer(workload: Workload, *, keep_state: bool) -> Timer:
         step_time, throughput = measure.time_step_loop(
             placed.train_step, timed, batch, steps=steps, images_per_step=images
         )
-        return step_time, eval_time, throughput, {}
+        return step_time, eval_time, throughput, {}, None
 
     return timer
 
@@ -63,7 +66,7 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
         step_time, throughput = measure.time_epoch_loop(
             epoch, timed, dataset, order, images_per_step=workload.batch_size
         )
-        return step_time, eval_time, throughput, {"epoch": seconds}
+        return step_time, eval_time, throughput, {"epoch": seconds}, (epoch, len(order))
 
     return timer
 
@@ -88,7 +91,7 @@ def compile_and_measure(
     first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
     batch = placement.put_batch(first)
     placed, compiled = measure.compile_placement(placement, state, batch)
-    step_time, eval_time, throughput, more = timer(placed, state, batch)
+    step_time, eval_time, throughput, more, timed = timer(placed, state, batch)
     train_step = compiled.pop("compiled")["train"]
     measured = measure.step_fields(
         abstract,
@@ -108,6 +111,13 @@ def compile_and_measure(
         eval_step_time_s=eval_time,
         matmul_ceiling=ceiling,
     )
+    # The kernels of the program the step times came from: the predictions' input.
+    program, steps = timed or (train_step, 1)
+    measured["kernels"] = measure.step_kernels(program)
+    measured["kernels_source"] = {
+        "program": "train_step" if timed is None else "epoch",
+        "steps": steps,
+    }
     return placed, train_step, measured
 
 
@@ -142,16 +152,27 @@ def run_train(workload: Workload, context: RunContext) -> Record:
         placed, train_step, fields = compile_and_measure(
             workload, placement, abstract, state, train_split, devices, timer, context.ceiling
         )
-        # The roofline of the compiled train step (the step a device loop repeats), in
-        # the record that also times it: the pair measures the prediction's error.
+        # The compiled train step's predictions (the step a device loop repeats), in the
+        # record that also times it: each pair measures a prediction's error. The
+        # per-kernel model is the prediction; the whole-program roofline its lower bound.
         cost = measure.step_cost(train_step, fields["flops"]["per_step"] / len(devices))
-        predicted = measure.predictions(
-            cost,
+        bounds = measure.bounds(
+            measure.predictions(
+                cost,
+                workload.batch_size,
+                devices[0],
+                workload.compute_dtype,
+                context.ceiling,
+                context.bandwidth,
+            )
+        )
+        predicted = measure.kernel_prediction(
+            fields["kernels"],
             workload.batch_size,
             devices[0],
-            workload.compute_dtype,
             context.ceiling,
             context.bandwidth,
+            steps=fields["kernels_source"]["steps"],
         )
         history: list[dict[str, Any]] = []
         if training:
@@ -163,7 +184,8 @@ def run_train(workload: Workload, context: RunContext) -> Record:
             **fields,
             cost=cost,
             bandwidth=context.bandwidth,
-            **predicted,
+            prediction=predicted,
+            **bounds,
             history=history,
             test_accuracy=last.get("test_accuracy"),
             test_loss=last.get("test_loss"),
