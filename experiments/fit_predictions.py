@@ -1,0 +1,354 @@
+"""python -m experiments.fit_predictions RECORDS... [--write]: fit the per-kernel model's
+constants (jaxcnn/prediction_constants.json) and say how far its predictions can be
+trusted.
+
+One procedure, for every platform alike:
+
+1. Observations. Each pairs the kernels of one compiled step (a record's `kernels`, read
+   from the optimized program by jaxcnn.kernels) with a step time measured on a real
+   chip:
+   - every measured record carrying kernels (this CPU's runs; a notebook's or a lent
+     GPU's runs, merged in), priced at the rates that run measured on its own device
+     (matmul ceiling, memory bandwidth), or the vendor's where it measured none;
+   - every published reference (experiments/published_references.json) that a
+     compile-only record matches (the same chip, model, precision and batch per chip),
+     priced at the vendor's rates; the published images/s per chip gives the step time.
+   References whose caveats make them no measure of the step alone (an input pipeline
+   that dominates, another framework's model) are `held_out`: predicted and reported,
+   never fitted.
+2. Constants. Per platform (cpu, gpu, tpu) three numbers: the fraction of peak FLOP/s
+   real dot and convolution kernels reach, the fraction of memory bandwidth kernels
+   reach, and a fixed cost per launched kernel. They minimize the sum of squared
+   log(predicted / measured) over the platform's fitted observations (so 2x too slow
+   and 2x too fast weigh alike). Where a platform has no fitted observation, or too
+   few to pin a constant, the constant is `FIXED` below with its reason.
+3. Error. Each fitted observation is predicted again by constants fitted without it
+   (leave-one-out): the median and worst |predicted / measured - 1| of those are the
+   platform's error band, stored beside its constants and shown with every prediction.
+
+Without --write it prints the fit and changes nothing; with it, the constants file is
+rewritten (atomically) under a new version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import statistics
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from experiments import predictions, records, references
+from experiments.cli_options import OneLineParser
+from experiments.migrate_records import write_atomically
+from jaxcnn import devices, prediction, targets
+from jaxcnn import kernels as kernels_lib
+
+PARAMETERS = ("compute_efficiency", "memory_efficiency", "kernel_overhead_s")
+BOUNDS = {
+    "compute_efficiency": (0.01, 1.0),
+    "memory_efficiency": (0.01, 1.0),
+    "kernel_overhead_s": (1e-8, 1e-3),
+}
+# Constants not fitted, with the reason. A GPU kernel's fixed cost is not pinned by
+# ResNet-50-sized references (their kernels take milliseconds), so it is the published
+# launch latency; a TPU's the same, until references of small models exist.
+FIXED: dict[str, dict[str, tuple[float, str]]] = {}
+# Where a platform has no observation at all: a starting point, said to be one.
+PRIOR = {"compute_efficiency": 0.5, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    label: str  # what it is, in a table
+    platform: str  # cpu | gpu | tpu
+    kernels: tuple[kernels_lib.Kernel, ...]
+    rates: dict[str, Any]
+    batch_per_device: int
+    measured_s: float  # one run of the kernels' program (one step, or a loop of several)
+    source: str  # "record <run_id>" | "reference <id>"
+    held_out: str | None = None  # why it is predicted but not fitted
+
+
+# --- Observations ----------------------------------------------------------------------
+
+
+def measured_observations(loaded: Sequence[dict[str, Any]]) -> list[Observation]:
+    """The measured records (status ok, a step time) that carry their step's kernels."""
+    found = []
+    for r in loaded:
+        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
+            continue
+        step = (r.get("step_time_s") or {}).get("median")
+        if not step:
+            continue
+        platform = r["device"]["platform"]
+        rates = predictions.rates_of(r)
+        w = r["workload"]
+        found.append(
+            Observation(
+                label=_workload_label(r),
+                platform=platform,
+                kernels=tuple(kernels_lib.from_summary(r["kernels"])),
+                rates=rates,
+                batch_per_device=w["batch_size"] // max(1, r["device"].get("count") or 1),
+                measured_s=step * (r.get("kernels_source") or {}).get("steps", 1),
+                source=f"record {r['run_id']}",
+            )
+        )
+    return found
+
+
+def _workload_label(r: dict[str, Any]) -> str:
+    w = r["workload"]
+    width = (w.get("model_overrides") or {}).get("width")
+    model = w["model"] + (f" n={width}" if width else "")
+    formulation = (r.get("formulation") or {}).get("name") or w.get("formulation")
+    return (
+        f"{r['device'].get('kind') or r['device']['platform']}: {model}, batch "
+        f"{w['batch_size']}, {w['precision']}, {formulation}, {r.get('loop') or w['loop']} loop"
+    )
+
+
+def reference_observations(
+    refs: Sequence[references.Reference], loaded: Sequence[dict[str, Any]]
+) -> tuple[list[Observation], list[tuple[references.Reference, str]]]:
+    """(observations of the references a compile record matches, [(reference, why it has
+    none)])."""
+    found, missing = [], []
+    for ref in refs:
+        if ref.precision not in predictions.PRECISIONS:
+            missing.append((ref, f"precision {ref.precision} has no jaxcnn counterpart"))
+            continue
+        if ref.model is None:
+            missing.append((ref, "no jaxcnn model corresponds to it"))
+            continue
+        if predictions.PRECISIONS[ref.precision] == "bf16" and not devices.vendor_peak_tflops(
+            ref.chip, "bf16"
+        ):
+            missing.append((ref, f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"))
+            continue
+        r = predictions.match_reference(ref, loaded)
+        if r is None:
+            missing.append(
+                (ref, "no compile record with kernels: " + predictions.compile_command(ref))
+            )
+            continue
+        target = targets.get(r["target"]["name"])
+        device = predictions.device_of(r)
+        per_device = ref.batch_per_chip // target.devices_per_chip
+        seconds_per_step = ref.batch_per_chip / ref.images_per_s_per_chip
+        found.append(
+            Observation(
+                label=f"{ref.chip}: {ref.model}, batch {ref.batch_per_chip}/chip, "
+                f"{ref.precision} ({ref.framework})",
+                platform=target.platform,
+                kernels=tuple(kernels_lib.from_summary(r["kernels"])),
+                rates=prediction.vendor_rates(device, target.devices_per_chip),
+                batch_per_device=per_device,
+                measured_s=seconds_per_step,
+                source=f"reference {ref.id}",
+                held_out=ref.held_out,
+            )
+        )
+    return found, missing
+
+
+# --- The model, vectorized over each observation's kernels -----------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Terms:
+    """One observation's kernels as arrays at efficiency 1: seconds of arithmetic and of
+    memory traffic per kernel, launches, and the collectives' seconds."""
+
+    compute: np.ndarray
+    memory: np.ndarray
+    counts: np.ndarray
+    collective_s: float
+
+    def seconds(self, ce: float, me: float, overhead: float) -> float:
+        per = np.maximum(self.compute / ce, self.memory / me) + overhead
+        return float(np.dot(per, self.counts)) + self.collective_s
+
+
+def _terms(obs: Observation) -> _Terms:
+    unit = prediction.costs(
+        obs.rates, {"compute_efficiency": 1, "memory_efficiency": 1, "kernel_overhead_s": 0}
+    )
+    if unit is None:
+        raise ValueError(f"{obs.label}: its chip has no f32 peak or no bandwidth")
+    compute, memory, counts, collective = [], [], [], 0.0
+    for k in obs.kernels:
+        peak = unit.peak_flops_per_s.get(k.dtype or "f32", unit.peak_flops_per_s["f32"])
+        compute.append(k.flops / peak)
+        memory.append(k.bytes / unit.bytes_per_s)
+        counts.append(k.count)
+        if k.collective_bytes and unit.interconnect_bytes_per_s:
+            collective += k.count * k.collective_bytes / unit.interconnect_bytes_per_s
+    return _Terms(np.array(compute), np.array(memory), np.array(counts, float), collective)
+
+
+def _fit(
+    terms: Sequence[_Terms], measured: Sequence[float], fixed: dict[str, float]
+) -> dict[str, float]:
+    """The constants minimizing the squared log error over `terms`, the `fixed` ones held."""
+    from scipy.optimize import minimize
+
+    free = [p for p in PARAMETERS if p not in fixed]
+    logs = np.log(np.asarray(measured))
+
+    def constants(x: np.ndarray) -> dict[str, float]:
+        values = dict(fixed)
+        values.update({p: float(math.exp(v)) for p, v in zip(free, x, strict=True)})
+        return values
+
+    def loss(x: np.ndarray) -> float:
+        c = constants(x)
+        predicted = [t.seconds(*(c[p] for p in PARAMETERS)) for t in terms]
+        return float(np.sum((np.log(predicted) - logs) ** 2))
+
+    bounds = [tuple(math.log(b) for b in BOUNDS[p]) for p in free]
+    best = None
+    for start in _starts(free):
+        result = minimize(loss, np.log(start), method="L-BFGS-B", bounds=bounds)
+        if best is None or result.fun < best.fun:
+            best = result
+    return constants(best.x) if best is not None else dict(fixed)
+
+
+def _starts(free: Sequence[str]) -> list[list[float]]:
+    """A few starting points over the bounds: the fit is not convex (a max per kernel)."""
+    grid = {
+        "compute_efficiency": (0.1, 0.5),
+        "memory_efficiency": (0.1, 0.6),
+        "kernel_overhead_s": (2e-6, 3e-5),
+    }
+    starts: list[list[float]] = [[]]
+    for p in free:
+        starts = [[*s, v] for s in starts for v in grid[p]]
+    return starts
+
+
+def _error(predicted: float, measured: float) -> float:
+    return abs(predicted / measured - 1)
+
+
+def fit_platform(platform: str, observations: Sequence[Observation]) -> dict[str, Any]:
+    """One platform's constants, its fitted and held-out observations, and the error
+    band: leave-one-out over the fitted ones."""
+    fitted = [o for o in observations if o.held_out is None]
+    fixed = {name: value for name, (value, _) in FIXED.get(platform, {}).items()}
+    if len(fitted) <= len(PARAMETERS) - len(fixed):
+        constants = {**PRIOR, **fixed}
+        basis = "assumed: too few observations to fit"
+        loo: list[float] = []
+    else:
+        terms = [_terms(o) for o in fitted]
+        measured = [o.measured_s for o in fitted]
+        constants = _fit(terms, measured, fixed)
+        basis = "fitted"
+        loo = []
+        for i in range(len(fitted)):
+            rest = [t for j, t in enumerate(terms) if j != i]
+            c = _fit(rest, [m for j, m in enumerate(measured) if j != i], fixed)
+            loo.append(_error(terms[i].seconds(*(c[p] for p in PARAMETERS)), measured[i]))
+    rows = []
+    for o in observations:
+        predicted = _terms(o).seconds(*(constants[p] for p in PARAMETERS))
+        rows.append(
+            {
+                "label": o.label,
+                "source": o.source,
+                "measured_s": o.measured_s,
+                "predicted_s": predicted,
+                "held_out": o.held_out,
+            }
+        )
+    worst = max(range(len(loo)), key=loo.__getitem__) if loo else None
+    return {
+        **{p: constants[p] for p in PARAMETERS},
+        "basis": basis,
+        "fixed": {n: {"value": v, "why": why} for n, (v, why) in FIXED.get(platform, {}).items()},
+        "error": None
+        if not loo
+        else {
+            "median": statistics.median(loo),
+            "worst": loo[worst],
+            "worst_label": fitted[worst].label,
+            "observations": len(loo),
+            "basis": "leave-one-out |predicted / measured - 1|",
+        },
+        "observations": rows,
+    }
+
+
+def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) -> dict[str, Any]:
+    """The constants file's content: every platform's fit, and the references no compile
+    record matches yet (with the command that would make one)."""
+    measured = measured_observations(loaded)
+    matched, missing = reference_observations(refs, loaded)
+    by_platform: dict[str, list[Observation]] = {"cpu": [], "gpu": [], "tpu": []}
+    for o in measured + matched:
+        by_platform.setdefault(o.platform, []).append(o)
+    families = {p: fit_platform(p, obs) for p, obs in sorted(by_platform.items())}
+    digest = hashlib.sha256(
+        json.dumps(
+            {p: {k: f[k] for k in PARAMETERS} for p, f in families.items()}, sort_keys=True
+        ).encode()
+    ).hexdigest()[:8]
+    return {
+        "version": f"{records.utc_now()[:10]}.{digest}",
+        "procedure": "experiments/fit_predictions.py",
+        "families": families,
+        "unmatched_references": [{"id": r.id, "why": why} for r, why in missing],
+    }
+
+
+# --- The command -------------------------------------------------------------------------
+
+
+def summary(result: dict[str, Any]) -> str:
+    lines = [f"constants version {result['version']}"]
+    for platform, f in result["families"].items():
+        error = f["error"]
+        band = (
+            f"leave-one-out error median {error['median']:.0%}, worst {error['worst']:.0%} "
+            f"({error['worst_label']}) over {error['observations']}"
+            if error
+            else "no error band (not fitted)"
+        )
+        lines.append(
+            f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
+            f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel "
+            f"({f['basis']}); {band}"
+        )
+    for m in result["unmatched_references"]:
+        lines.append(f"unmatched reference {m['id']}: {m['why']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog="python -m experiments.fit_predictions", description=__doc__)
+    parser.add_argument("paths", nargs="+", metavar="RECORDS", help="records files or folders")
+    parser.add_argument(
+        "--write", action="store_true", help=f"rewrite {prediction.CONSTANTS_FILE.name}"
+    )
+    args = parser.parse_args(argv)
+    loaded = records.load(*args.paths)
+    result = fit(loaded, references.load())
+    print(summary(result))
+    if args.write:
+        text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+        write_atomically(prediction.CONSTANTS_FILE, text.encode())
+        print(f"wrote {prediction.CONSTANTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The prediction a record is shown with, and the tables that say how far predictions can
+be trusted. Pure functions of records, the published references and the constants file:
+no JAX device, no compile.
+
+A record that carries its step's kernels (`kernels`, jaxcnn.kernels) is predicted with
+the current constants, so every record is priced by the same model and a refit moves
+them all at once; one without (made before records carried kernels) keeps the roofline
+it was written with, labelled as the lower bound it is.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from jaxcnn import devices as devices_lib
+from jaxcnn import kernels as kernels_lib
+from jaxcnn import prediction as prediction_lib
+from jaxcnn import targets
+
+Record = dict[str, Any]
+
+
+def device_of(record: Record) -> Any:
+    """A stand-in for the record's device (a target's for a compile-only record): what
+    jaxcnn.devices needs to name the precision its matmuls ran in."""
+    target = record.get("target") or {}
+    device = record["device"]
+    return SimpleNamespace(
+        platform=device["platform"],
+        device_kind=device.get("kind") or "",
+        compute_capability=device.get("compute_capability"),
+        devices_per_chip=_devices_per_chip(target),
+    )
+
+
+def _devices_per_chip(target: dict[str, Any]) -> int:
+    name = target.get("name")
+    if name in targets.TARGETS:
+        return targets.TARGETS[name].devices_per_chip
+    chips, count = target.get("chips"), target.get("devices")
+    return count // chips if chips and count else 1
+
+
+def rates_of(record: Record) -> dict[str, Any]:
+    """The rates a record's step is priced at: the vendor's where the chip table knows
+    the chip (what a compile-only record of it uses), else what the run measured."""
+    device = device_of(record)
+    rates = prediction_lib.vendor_rates(device, device.devices_per_chip)
+    if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
+        rates = prediction_lib.measured_rates(record.get("matmul_ceiling"), record.get("bandwidth"))
+    return rates
+
+
+def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The prediction to show for `record`: per-kernel with the current constants where
+    it carries kernels, else the block it was written with (a roofline: a lower bound),
+    its method saying which."""
+    if record.get("kernels"):
+        return prediction_lib.predict(
+            kernels_lib.from_summary(record["kernels"]),
+            rates_of(record),
+            record["device"]["platform"],
+            record["workload"]["batch_size"],
+            steps=(record.get("kernels_source") or {}).get("steps", 1),
+            table=table,
+        )
+    block = record.get("prediction")
+    if not block:
+        return None
+    if block.get("method") in (None, "roofline"):
+        block = {**block, "method": prediction_lib.BOUND_METHOD}
+    return block
+
+
+def label(block: dict[str, Any] | None) -> str:
+    """How a prediction is named beside its figure: its method, and for the per-kernel
+    model its constants' version and leave-one-out error band."""
+    if not block:
+        return "no prediction"
+    if block.get("method") != prediction_lib.METHOD:
+        return "predicted: roofline bound (a lower bound, no error band)"
+    band = block.get("error_band") or {}
+    error = (
+        f", leave-one-out error median {band['median']:.0%}, worst {band['worst']:.0%}"
+        if band.get("median") is not None
+        else ", no error band (constants not fitted)"
+    )
+    return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
+
+
+def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Every measured ok record carrying kernels: its measured and predicted step time
+    (one device's step) and their ratio."""
+    rows = []
+    for r in records:
+        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
+            continue
+        measured = (r.get("step_time_s") or {}).get("median")
+        block = of(r)
+        if not measured or not block:
+            continue
+        rows.append(
+            {
+                "record": r,
+                "measured_s": measured,
+                "predicted_s": block["step_time_s"],
+                "ratio": block["step_time_s"] / measured,
+            }
+        )
+    return rows
+
+
+def error_summary(ratios: Sequence[float]) -> dict[str, float] | None:
+    """{"median", "worst"} of |predicted / measured - 1| over `ratios`, or None."""
+    errors = [abs(x - 1) for x in ratios]
+    if not errors:
+        return None
+    return {"median": statistics.median(errors), "worst": max(errors), "n": len(errors)}
+
+
+# --- Published references and the compile records they are predicted from -------------
+
+PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16": "bf16"}
+
+
+def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest compile-only record with kernels of `ref`'s chip, model, precision and
+    batch per chip (on a one-chip target where one exists), or None."""
+    precision = PRECISIONS.get(ref.precision)
+    if precision == "bf16" and devices_lib.vendor_peak_tflops(ref.chip, "bf16") is None:
+        return None  # jaxcnn's reduced precision is bf16, which this chip has no units for
+    found = []
+    for r in loaded:
+        t = r.get("target") or {}
+        w = r["workload"]
+        if not (r.get("compiled_not_run") and r.get("kernels") and r["status"] in ("ok", "oom")):
+            continue
+        if t.get("chip") != ref.chip or w["model"] != ref.model or w["precision"] != precision:
+            continue
+        if w["batch_size"] != ref.batch_per_chip * t["chips"]:
+            continue
+        found.append(r)
+    return max(found, key=lambda r: (-r["target"]["chips"], r["env"]["utc_time"]), default=None)
+
+
+def compile_command(ref: Any) -> str:
+    """The command that makes the compile record `ref` is matched with."""
+    target = min(
+        (t for t in targets.TARGETS.values() if t.chip == ref.chip),
+        key=lambda t: t.chips,
+        default=None,
+    )
+    if target is None:
+        return f"(no target for chip {ref.chip} in jaxcnn/targets.py)"
+    precision = PRECISIONS.get(ref.precision, "f32")
+    strategy = " --strategy=sharded" if target.devices > 1 else ""
+    return (
+        f"python -m experiments.run --target={target.name} --model={ref.model} "
+        f"--batch-size={ref.batch_per_chip * target.chips}{strategy} --set precision={precision} "
+        "--out=results"
+    )
+
+
+def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per published reference: its compile record's per-kernel prediction of images/s
+    per chip beside the published figure ({"reference", "record", "predicted",
+    "ratio"}: predicted / published), or why it has none ({"why"})."""
+    rows = []
+    for ref in refs:
+        row: dict[str, Any] = {"reference": ref, "record": None, "predicted": None, "ratio": None}
+        record = None
+        if ref.batch_per_chip is None or ref.images_per_s_per_chip is None:
+            row["why"] = "the source gives no batch or no throughput"
+        elif ref.precision not in PRECISIONS:
+            row["why"] = f"precision {ref.precision} has no jaxcnn counterpart"
+        elif PRECISIONS[ref.precision] == "bf16" and not devices_lib.vendor_peak_tflops(
+            ref.chip, "bf16"
+        ):
+            row["why"] = f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"
+        else:
+            record = match_reference(ref, records)
+            if record is None:
+                row["why"] = f"not compiled yet: {compile_command(ref)}"
+        block = of(record) if record else None
+        if block and block.get("images_per_s"):
+            row.update(
+                record=record,
+                block=block,
+                predicted=block["images_per_s"] / record["target"]["chips"],
+            )
+            row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
+        elif record is not None:
+            row["why"] = "its compile record has no per-kernel prediction"
+        rows.append(row)
+    return rows

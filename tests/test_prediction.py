@@ -1,0 +1,212 @@
+"""The per-kernel prediction: a chip's rates, the fitted constants, and the fit itself.
+
+The kernel reader (jaxcnn.kernels) has its own tests; here kernels are written by hand
+so every expected time is computed in the test from the constants it sets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from experiments import fit_predictions, predictions
+from jaxcnn import prediction
+from jaxcnn.kernels import Kernel
+
+A100 = SimpleNamespace(
+    platform="gpu", device_kind="NVIDIA A100-SXM4-40GB", compute_capability="8.0"
+)
+T4 = SimpleNamespace(platform="gpu", device_kind="Tesla T4", compute_capability="7.5")
+V3 = SimpleNamespace(platform="tpu", device_kind="TPU v3", compute_capability=None)
+
+TABLE = {
+    "version": "test",
+    "families": {
+        "gpu": {
+            "compute_efficiency": 0.5,
+            "memory_efficiency": 0.8,
+            "kernel_overhead_s": 4e-6,
+            "error": {"median": 0.1, "worst": 0.3},
+        }
+    },
+}
+
+
+def _gemm(flops: float, nbytes: float, count: int = 1, dtype: str = "f32") -> Kernel:
+    return Kernel("gemm", "gemm", flops, nbytes, dtype, count)
+
+
+def test_vendor_rates_price_f32_at_the_precision_its_matmuls_run_in():
+    # A100: f32 matmuls run as TF32 (156 TFLOP/s); T4 has no TF32: fp32 (8.1).
+    assert prediction.vendor_rates(A100)["peak_flops_per_s"]["f32"] == pytest.approx(156e12)
+    assert prediction.vendor_rates(A100)["peak_flops_per_s"]["bf16"] == pytest.approx(312e12)
+    assert prediction.vendor_rates(T4)["peak_flops_per_s"]["f32"] == pytest.approx(8.1e12)
+    assert prediction.vendor_rates(A100)["bytes_per_s"] == pytest.approx(1555e9)
+
+
+def test_a_chip_of_two_devices_gives_each_half_its_rates():
+    one, half = prediction.vendor_rates(V3), prediction.vendor_rates(V3, devices_per_chip=2)
+    assert half["peak_flops_per_s"]["f32"] == pytest.approx(one["peak_flops_per_s"]["f32"] / 2)
+    assert half["bytes_per_s"] == pytest.approx(one["bytes_per_s"] / 2)
+
+
+def test_measured_rates_come_from_the_run_and_say_so():
+    rates = prediction.measured_rates(
+        {"float32": {"tflops": 0.2}, "bfloat16": {"tflops": None}}, {"bytes_per_s": 1e10}
+    )
+    assert rates == {
+        "peak_flops_per_s": {"f32": pytest.approx(2e11)},
+        "bytes_per_s": 1e10,
+        "interconnect_bytes_per_s": None,
+        "source": "measured",
+    }
+
+
+def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_launch():
+    rates = prediction.vendor_rates(A100)
+    compute_bound = _gemm(flops=156e12 * 1e-3, nbytes=1e6)  # 1 ms at peak, 2 ms at 0.5
+    memory_bound = _gemm(flops=0, nbytes=1555e9 * 1e-3, count=3)  # 1 ms at bw, 1.25 at 0.8
+    block = prediction.predict([compute_bound, memory_bound], rates, "gpu", 64, table=TABLE)
+    expected = (2e-3 + 4e-6) + 3 * (1.25e-3 + 4e-6)
+    assert block["step_time_s"] == pytest.approx(expected)
+    assert block["images_per_s"] == pytest.approx(64 / expected)
+    assert block["kernels"] == 4
+    assert block["method"] == "per-kernel" and block["constants_version"] == "test"
+    assert block["error_band"] == {"median": 0.1, "worst": 0.3}
+
+
+def test_a_step_is_never_faster_than_its_launches():
+    # Tiny kernels: nothing but the fixed cost of launching each.
+    tiny = [_gemm(flops=10, nbytes=10, count=58)]
+    block = prediction.predict(tiny, prediction.vendor_rates(A100), "gpu", 128, table=TABLE)
+    assert block["step_time_s"] >= 58 * 4e-6
+
+
+def test_bf16_kernels_run_at_the_bf16_peak_and_a_chip_without_one_at_f32s():
+    flops = 1e12
+    a100 = prediction.predict(
+        [_gemm(flops, 0, dtype="bf16")], prediction.vendor_rates(A100), "gpu", 1, table=TABLE
+    )
+    t4 = prediction.predict(
+        [_gemm(flops, 0, dtype="bf16")], prediction.vendor_rates(T4), "gpu", 1, table=TABLE
+    )
+    assert a100["compute_s"] == pytest.approx(flops / (312e12 * 0.5))
+    assert t4["compute_s"] == pytest.approx(flops / (8.1e12 * 0.5))  # no bf16 units on a T4
+
+
+def test_no_prediction_for_a_platform_without_constants_or_a_chip_without_rates():
+    k = [_gemm(1e9, 1e6)]
+    assert prediction.predict(k, prediction.vendor_rates(A100), "tpu", 1, table=TABLE) is None
+    unknown = SimpleNamespace(platform="gpu", device_kind="NVIDIA L40S", compute_capability=None)
+    assert prediction.predict(k, prediction.vendor_rates(unknown), "gpu", 1, table=TABLE) is None
+
+
+def test_the_committed_constants_have_every_platform_and_a_version():
+    table = prediction.constants()
+    assert set(table["families"]) >= {"cpu", "gpu", "tpu"}
+    for family in table["families"].values():
+        assert 0 < family["compute_efficiency"] <= 1 and 0 < family["memory_efficiency"] <= 1
+        assert family["kernel_overhead_s"] >= 0
+    assert table["version"]
+
+
+# --- The report's reading of a record ---------------------------------------------------
+
+
+def test_a_record_without_kernels_shows_its_roofline_as_a_bound():
+    record = {
+        "device": {"platform": "gpu", "kind": "Tesla T4"},
+        "workload": {"batch_size": 8},
+        "prediction": {"step_time_s": 1e-5, "method": "roofline"},
+    }
+    block = predictions.of(record)
+    assert block["method"] == "roofline bound"
+    assert "lower bound" in predictions.label(block)
+
+
+def test_a_record_with_kernels_is_priced_by_the_current_constants():
+    record = {
+        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB"},
+        "workload": {"batch_size": 8},
+        "kernels": [[2, "gemm", 156e12 * 1e-3, 0, "f32", 0]],
+        "prediction": {"step_time_s": 1.0, "method": "per-kernel", "constants_version": "old"},
+    }
+    block = predictions.of(record, table=TABLE)
+    assert block["constants_version"] == "test"
+    assert block["step_time_s"] == pytest.approx(2 * (2e-3 + 4e-6))
+
+
+# --- The fit --------------------------------------------------------------------------
+
+
+def _observation(flops: float, nbytes: float, count: int, truth: dict, i: int):
+    rates = prediction.vendor_rates(A100)
+    k = (_gemm(flops, nbytes, count),)
+    costs = prediction.costs(rates, truth)
+    from jaxcnn import kernels
+
+    seconds = kernels.step_time(list(k), costs)["seconds"]
+    return fit_predictions.Observation(f"cell {i}", "gpu", k, rates, 1, seconds, f"test {i}")
+
+
+def test_the_fit_recovers_the_constants_that_made_its_observations():
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    cells = [
+        (1e12, 1e6, 1),
+        (1e9, 1e9, 1),
+        (1e6, 1e4, 50),
+        (5e11, 5e8, 3),
+        (1e8, 1e3, 400),
+        (2e12, 1e7, 1),
+        (1e7, 3e9, 2),
+    ]
+    obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
+    fitted = fit_predictions.fit_platform("gpu", obs)
+    for name, value in truth.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02)
+    assert fitted["error"]["median"] < 0.02 and fitted["error"]["observations"] == len(cells)
+
+
+def test_held_out_observations_are_predicted_but_not_fitted():
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
+    wild = fit_predictions.Observation(
+        "wild",
+        "gpu",
+        obs[0].kernels,
+        obs[0].rates,
+        1,
+        obs[0].measured_s * 10,
+        "test wild",
+        held_out="a caveat",
+    )
+    fitted = fit_predictions.fit_platform("gpu", [*obs, wild])
+    assert fitted["compute_efficiency"] == pytest.approx(0.4, rel=0.02)  # untouched by it
+    row = next(r for r in fitted["observations"] if r["label"] == "wild")
+    assert row["held_out"] == "a caveat" and row["predicted_s"] == pytest.approx(
+        obs[0].measured_s, rel=0.02
+    )
+
+
+def test_a_platform_with_too_few_observations_says_its_constants_are_assumed():
+    fitted = fit_predictions.fit_platform("tpu", [])
+    assert fitted["basis"].startswith("assumed") and fitted["error"] is None
+    assert not math.isnan(fitted["compute_efficiency"])
+
+
+def test_the_fit_is_reproducible_from_the_committed_references_and_records():
+    # The committed constants are what the procedure gives on the committed inputs.
+    from pathlib import Path
+
+    from experiments import records, references
+
+    results = Path(__file__).parent.parent / "results"
+    again = fit_predictions.fit(records.load(results), references.load())
+    committed = json.loads(prediction.CONSTANTS_FILE.read_text())
+    for platform, family in committed["families"].items():
+        for name in fit_predictions.PARAMETERS:
+            assert again["families"][platform][name] == pytest.approx(family[name], rel=1e-3)
