@@ -38,3 +38,17 @@ def model_label(record: Record) -> str:
     if record.get("loop") == "device":
         ran.append("device loop")
     return label + (f" [{', '.join(ran)}]" if ran else "")
+
+
+CPU_NOT_RECORDED = "CPU (model not recorded)"
+
+
+def cpu_label(record: Record) -> str:
+    """The record's CPU as the report groups CPU figures: its model and the vector
+    extensions that set its speed (`env.cpu`), or CPU_NOT_RECORDED for records made
+    before it was recorded."""
+    cpu = record.get("env", {}).get("cpu") or {}
+    if not cpu.get("model"):
+        return CPU_NOT_RECORDED
+    extensions = ", ".join(cpu.get("extensions") or []) or "no AVX2"
+    return f"{cpu['model']} ({extensions})"

@@ -1,12 +1,15 @@
 """python -m experiments.report RESULTS... [--out DIR] [--readme README.md]: records ->
-REPORT.md + PNG plots, and the README's generated headline table.
+REPORT.md (the answers), report/*.md (the details) + PNG plots, and the README's
+generated block.
 
 Every number in the report and every point in a plot is read from a record; nothing
-is typed by hand. The report walks sections, each a function
-`(records, out_dir) -> (markdown, [png paths])`: the cross-study ones
-(experiments/studies/overview.py) and each study's own (experiments/studies/NAME.py,
-its `STUDY.sections`); the README block is the overview's table and each study's
-`STUDY.headline`, the PERFORMANCE.md block the bench study's.
+is typed by hand. REPORT.md answers each study's question in the seeds' order (each
+study's `STUDY.answer`), linking its details page report/NAME.md (its
+`STUDY.sections`, and `STUDY.pages` where it has more); report/records.md holds the
+cross-study tables (experiments/studies/overview.py) and the plots of the records
+outside the studies. Sections are functions `(records, out_dir) -> (markdown, [png
+paths])`. The README block is the answers' headline (overview.headline_table and each
+study's `STUDY.headline`), the PERFORMANCE.md block the bench study's.
 """
 
 from __future__ import annotations
@@ -19,24 +22,18 @@ from pathlib import Path
 from experiments import analysis
 from experiments import records as records_lib
 from experiments.cli_options import OneLineParser
-from experiments.studies import REGISTRY, overview
-from experiments.studies._common import hosts
+from experiments.studies import ANSWER_ORDER, REGISTRY, overview
+from experiments.studies._common import PAGES, details, hosts
 from experiments.studies.base import Record, Section
 from experiments.studies.bench import PLOT as BENCH_PLOT
 from experiments.studies.bench import bench_block
 from experiments.tables import one_line_warning
 
 REPORT_FILE = "REPORT.md"
-
-# The studies' sections in the registry's order, between the cross-study ones; the
-# default study's, which plot the records outside the named studies, close the report
-# after the tables over every record.
-SECTIONS: list[Section] = [
-    *overview.LEADING,
-    *[s for study in REGISTRY.values() if study.name != "default" for s in study.sections],
-    *overview.TRAILING,
-    *REGISTRY["default"].sections,
-]
+RECORDS_PAGE = "records"
+# report/records.md: the tables over every record, then the plots of the records
+# outside the named studies (the default study's).
+RECORDS_SECTIONS: list[Section] = [*overview.DETAILS, *REGISTRY["default"].sections]
 
 
 # --- README headline ------------------------------------------------------------------
@@ -58,18 +55,47 @@ def headline(records: list[Record], report_link: str) -> str:
 
 
 def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, list[Path]]:
-    """Write REPORT.md and the sections' PNGs into `out`; (report path, png paths)."""
+    """Write REPORT.md, its details pages (report/*.md) and the PNGs into `out`;
+    (REPORT.md's path, png paths)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    parts, pngs = ["# jaxcnn: measured results"], []
-    for section in SECTIONS:
+    (out / PAGES).mkdir(parents=True, exist_ok=True)
+    parts, pngs = [overview.answers_intro(records)], []
+    for name in ANSWER_ORDER:
+        study = REGISTRY[name]
+        answer, paths = study.answer(records, out) if study.answer else ("", [])
+        if not answer:
+            answer = f"No records yet: `python -m experiments.run --study={name}` writes them."
+        parts.append(f"## {study.question}\n\n{answer}\n\n{details(name)}")
+        pngs.extend(paths)
+    pages = {study.name: study.sections for study in REGISTRY.values() if study.name != "default"}
+    for name, sections in [*pages.items(), (RECORDS_PAGE, RECORDS_SECTIONS)]:
+        pngs.extend(_write_page(out, name, sections, records))
+    for study in REGISTRY.values():
+        for name, markdown in (study.pages(records) if study.pages else {}).items():
+            _write(out / PAGES / f"{name}.md", markdown)
+    report = out / REPORT_FILE
+    _write(report, "\n\n".join(parts))
+    return report, pngs
+
+
+def _write_page(out: Path, name: str, sections: list | tuple, records: list[Record]) -> list[Path]:
+    """report/NAME.md from `sections`, its plots (written into `out`) linked from there."""
+    parts, pngs = [f"# {name}", f"Back to the [answers](../{REPORT_FILE})."], []
+    for section in sections:
         markdown, paths = section(records, out)
+        for path in paths:  # plots lie beside REPORT.md, one folder up from the page
+            markdown = markdown.replace(f"]({path.name})", f"](../{path.name})")
         if markdown:
             parts.append(markdown)
         pngs.extend(paths)
-    report = out / REPORT_FILE
-    report.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
-    return report, pngs
+    if len(parts) == 2:
+        parts.append("No records for this page yet.")
+    _write(out / PAGES / f"{name}.md", "\n\n".join(parts))
+    return pngs
+
+
+def _write(path: Path, markdown: str) -> None:
+    path.write_text(markdown + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from experiments.labels import cpu_label
 from experiments.records import took_turns
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
@@ -502,4 +503,38 @@ def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Pat
     return save(fig, path, dpi=110)
 
 
-STUDY = Study("bench", workloads=workloads, sections=(bench_study,))
+def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Per cell: the best JAX f32 figure over the fastest peer's, measured, on each CPU
+    (the verdict depends on the CPU's vector extensions)."""
+    rows = []
+    for (platform, machine, model, batch), cells in _groups(records).items():
+        ours, peer = _best(cells, False), _best(cells, True)
+        if ours and peer:
+            rows.append(
+                [
+                    cpu_label(ours) if platform == "cpu" else machine,
+                    model,
+                    batch,
+                    f"{_rate(ours):,.0f} ({configuration(ours)})",
+                    f"{_rate(peer):,.0f} ({configuration(peer)})",
+                    f"{_rate(ours) / _rate(peer):.2f}",
+                ]
+            )
+    if not rows:
+        return "", []
+    headers = ["CPU (measured on)", "model", "batch", "best JAX f32 images/s"]
+    table = markdown_table([*headers, "fastest peer images/s", "JAX / peer"], rows)
+    text = (
+        f"The train step's images/s against PyTorch and Keras on the same machine (goal: "
+        f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured:"
+    )
+    return f"{text}\n\n{table}", []
+
+
+STUDY = Study(
+    "bench",
+    workloads=workloads,
+    sections=(bench_study,),
+    question="How fast is the train step, and how does it compare with PyTorch and Keras?",
+    answer=bench_answer,
+)
