@@ -54,6 +54,13 @@ def headline(records: list[Record], report_link: str) -> str:
     return overview.headline_table(records) + studies + "\n\n" + provenance
 
 
+def without_smoke(records: list[Record], include_smoke: bool = False) -> list[Record]:
+    """The records a report shows: --smoke runs' left out, unless asked for or unless
+    nothing else is there (then the report's first line says what they are)."""
+    kept = [r for r in records if include_smoke or not overview.is_smoke(r)]
+    return kept or records
+
+
 def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, list[Path]]:
     """Write REPORT.md, its details pages (report/*.md) and the PNGs into `out`;
     (REPORT.md's path, png paths)."""
@@ -124,6 +131,11 @@ def _main(argv: list[str] | None) -> int:
         help=f"also rewrite the bench table between {BENCH_START} and {BENCH_END} in this "
         "file (PERFORMANCE.md)",
     )
+    p.add_argument(
+        "--include-smoke",
+        action="store_true",
+        help="also report records of --smoke runs (left out by default where others exist)",
+    )
     args = p.parse_args(argv)
     missing = [path for path in args.paths if not Path(path).exists()]
     for given in (args.readme, args.performance):
@@ -146,6 +158,7 @@ def _main(argv: list[str] | None) -> int:
     records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
     if not records:
         return _error(f"no records found in {', '.join(args.paths)}")
+    records = without_smoke(records, args.include_smoke)
     report, pngs = write_report(records, out)
     print(f"{report} ({len(records)} records, {len(pngs)} plots)")
     if args.readme:

@@ -4,7 +4,7 @@ same bytes from the same records."""
 
 from conftest import complete_record
 
-from experiments import records, report
+from experiments import host_cpu, records, report
 from experiments.studies import ANSWER_ORDER, REGISTRY
 
 CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
@@ -30,6 +30,8 @@ def _record(run_id, **extra):
         "step_time_s": {"median": 0.085, "p10": 0.08, "p90": 0.12, "n": 20},
         "images_per_s": 1505.0,
         "test_accuracy": 0.9883,
+        "params": {"trainable": 100, "non_trainable": 0},
+        "compile_time_s": {"train": 1.0, "eval": 0.5},
     }
     record.update(extra)
     return complete_record(record)
@@ -77,3 +79,51 @@ def test_the_same_records_give_the_same_pages_byte_for_byte(tmp_path):
     assert len(pages) > 10
     for page in pages:
         assert (first / page).read_bytes() == (second / page).read_bytes(), page
+
+
+def _smoke(run_id):
+    record = _record(run_id, env={"utc_time": "2026-01-02T00:00:00+00:00", "smoke": True})
+    record["workload"].update(dataset="digits", batch_size=32)
+    record["test_accuracy"] = 0.1504
+    return record
+
+
+def test_smoke_records_are_left_out_unless_asked_for(tmp_path):
+    folder = tmp_path / "runs"
+    for r in (_record("real"), _smoke("smoke")):
+        records.append(folder / "records.jsonl", r)
+    assert report.main([str(folder), "--out", str(tmp_path / "a")]) == 0
+    text = (tmp_path / "a" / "REPORT.md").read_text()
+    assert "0.9883" in text and "0.1504" not in text  # positive control beside the absence
+    assert report.main([str(folder), "--out", str(tmp_path / "b"), "--include-smoke"]) == 0
+    assert "0.1504" in (tmp_path / "b" / "REPORT.md").read_text()
+
+
+def test_a_report_of_smoke_records_only_says_so_in_its_first_line(tmp_path):
+    path, _ = report.write_report(report.without_smoke([_smoke("s")]), tmp_path)
+    first = path.read_text().splitlines()[0]
+    assert first == "# jaxcnn: smoke records only, which answer none of the questions"
+
+
+def test_smoke_runs_mark_their_records_and_keep_their_config_key(monkeypatch):
+    workload = {"model": "mnist_cnn", "batch_size": 32}
+    plain = records.new_record(workload, CPU, records.environment())
+    monkeypatch.setenv(records.SMOKE_ENV, "1")
+    smoke = records.new_record(workload, CPU, records.environment())
+    assert smoke["env"]["smoke"] is True and "smoke" not in plain["env"]
+    assert smoke["config_key"] == plain["config_key"]
+
+
+def test_records_name_the_cpu_and_its_vector_extensions():
+    cpuinfo = (
+        "processor\t: 0\nmodel name\t: AMD EPYC 9B14\n"
+        "flags\t\t: fpu sse2 avx avx2 avx512f avx512bw\n\nprocessor\t: 1\n"
+    )
+    assert host_cpu.describe(cpuinfo) == {
+        "model": "AMD EPYC 9B14",
+        "extensions": ["AVX2", "AVX-512"],
+    }
+    amx = cpuinfo.replace("avx512bw", "avx512bw amx_tile")
+    assert host_cpu.describe(amx)["extensions"] == ["AVX2", "AVX-512", "AMX"]
+    # This machine's own record names a CPU model.
+    assert records.environment()["cpu"]["model"]

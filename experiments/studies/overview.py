@@ -86,10 +86,12 @@ def prediction_error_line(records: list[Record]) -> str | None:
 def answers_intro(records: list[Record]) -> str:
     """REPORT.md's title and first lines: what the records are, what measured them, and
     how its figures are labelled."""
-    smoke = smoke_note(records)
+    smoke = bool(records) and all(is_smoke(r) for r in records)
     lines = [
-        "# jaxcnn: what the records answer",
-        *([smoke] if smoke else []),
+        "# jaxcnn: smoke records only, which answer none of the questions"
+        if smoke
+        else "# jaxcnn: what the records answer",
+        *([SMOKE_NOTE] if smoke else []),
         counts_line(records),
         machines_line(records),
         "Every figure says whether it was *measured* (on which device) or *predicted* "
@@ -102,14 +104,15 @@ def answers_intro(records: list[Record]) -> str:
     return "\n\n".join(lines)
 
 
-def smoke_note(records: list[Record]) -> str:
-    """The first line of a report made only of --smoke records ("" otherwise)."""
-    if records and all(r.get("smoke") for r in records):
-        return (
-            "**Smoke records only** (`--smoke`: tiny sizes, a few steps): they show the "
-            "studies run, and answer none of the questions."
-        )
-    return ""
+SMOKE_NOTE = (
+    "`--smoke` runs use tiny sizes and a few steps: they show that the studies run and "
+    "write valid records, and their figures are no finding."
+)
+
+
+def is_smoke(record: Record) -> bool:
+    """Made by a `--smoke` run (records.SMOKE_ENV)."""
+    return bool(record["env"].get("smoke"))
 
 
 def method_note(records: list[Record], out: Path) -> tuple[str, list[Path]]:
