@@ -4,7 +4,7 @@ same bytes from the same records."""
 
 from conftest import complete_record
 
-from experiments import host_cpu, records, report
+from experiments import host_cpu, labels, records, report
 from experiments.studies import ANSWER_ORDER, REGISTRY
 
 CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
@@ -127,3 +127,59 @@ def test_records_name_the_cpu_and_its_vector_extensions():
     assert host_cpu.describe(amx)["extensions"] == ["AVX2", "AVX-512", "AMX"]
     # This machine's own record names a CPU model.
     assert records.environment()["cpu"]["model"]
+
+
+def test_an_override_that_restates_the_default_names_the_same_model():
+    import dataclasses
+
+    from jaxcnn import models
+
+    for model, defaults in labels.DEFAULTS.items():
+        fields = {f.name: f.default for f in dataclasses.fields(type(models.get(model)))}
+        assert {k: fields[k] for k in defaults} == defaults
+    plain = _record("p")
+    plain["workload"].update(model="mlp")
+    restated = _record("r")
+    restated["workload"].update(model="mlp", model_overrides={"width": 512})
+    wider = _record("w")
+    wider["workload"].update(model="mlp", model_overrides={"width": 4096})
+    assert labels.model_label(restated) == labels.model_label(plain) == "mlp"
+    assert labels.model_label(wider) == "mlp width=4096"
+
+
+def _captured(monkeypatch, module):
+    """The figures a section saves, kept open to look at."""
+    figures = []
+
+    def keep(fig, path, **_):
+        figures.append(fig)
+        fig.savefig(path)
+        return path
+
+    monkeypatch.setattr(module, "save", keep)
+    return figures
+
+
+def _generic(run_id, model, params, batch=128, mfu=None):
+    r = _record(run_id, mfu=mfu or {"vs_vendor": None, "vs_measured": 0.1})
+    r["workload"].update(model=model, study=None, batch_size=batch)
+    r["params"] = {"trainable": params, "non_trainable": 0}
+    return r
+
+
+def test_plots_draw_what_their_legends_and_axes_say(monkeypatch, tmp_path):
+    from experiments.studies import default, devices
+
+    figures = _captured(monkeypatch, default)
+    rs = [_generic("a", "mnist_cnn", 225_034), _generic("b", "lenet5_keras", 82_000)]
+    default.step_time_vs_params(rs, tmp_path)
+    (ax,) = figures[-1].axes
+    # Two models: two marked, named points, not one line joining them.
+    assert sorted(t.get_text() for t in ax.texts) == ["lenet5_keras", "mnist_cnn"]
+    assert all(line.get_linestyle() == "None" for line in ax.lines if len(line.get_xdata()) > 1)
+    default.mfu_per_device(rs, tmp_path)
+    (ax,) = figures[-1].axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["vs measured matmul"]
+    figures = _captured(monkeypatch, devices)
+    devices.devices_study([_record("d")], tmp_path)
+    assert figures[-1].axes[0].get_xscale() == "linear"  # bars: lengths compare
