@@ -183,3 +183,14 @@ def test_plots_draw_what_their_legends_and_axes_say(monkeypatch, tmp_path):
     figures = _captured(monkeypatch, devices)
     devices.devices_study([_record("d")], tmp_path)
     assert figures[-1].axes[0].get_xscale() == "linear"  # bars: lengths compare
+
+
+def test_readme_rows_name_formulation_and_loop_where_they_would_look_alike():
+    xla = _record("x")
+    cpu = _record("c", formulation={"name": "cpu"}, loop="step")
+    block = report.headline([xla, cpu], "results/REPORT.md")
+    rows = [line for line in block.splitlines() if line.startswith("| cpu |")]
+    assert len(rows) == 2
+    assert "| mnist_cnn | xla formulation, step loop |" in rows[0] + rows[1]
+    assert "| mnist_cnn | cpu formulation, step loop |" in rows[0] + rows[1]
+    assert "What this machine is: `laptop`: CPU (model not recorded)." in block

@@ -210,9 +210,17 @@ def headline_records(records: list[Record]) -> list[Record]:
     return []
 
 
+def how_run(record: Record) -> str:
+    """`cpu formulation, step loop`: named on every row, the default's too, so that two
+    rows of one model never look alike."""
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    return f"{formulation} formulation, {record.get('loop') or 'step'} loop"
+
+
 HEADLINE_COLUMNS = {
-    "device": device_label,
-    "model": model_label,
+    "device (measured)": device_label,
+    "model": lambda r: model_label({**r, "formulation": None, "loop": None}),
+    "how it ran": how_run,
     "dataset": lambda r: r["workload"].get("dataset"),
     "batch": batch_size,
     "s/step [p10-p90]": fmt_step,
