@@ -41,8 +41,10 @@ from typing import Any
 
 from experiments.labels import cpu_label
 from experiments.records import took_turns
+from experiments.studies import bench_cells
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.studies.bench_cells import GOAL
 from experiments.tables import markdown_table
 from experiments.workload import Workload
 
@@ -109,11 +111,6 @@ def workloads(ctx: Context) -> list[Workload]:
     return small + large
 
 
-# The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
-# that no speedup over the CPU in the study is inflated by a slow CPU baseline.
-GOAL = 1.0
-
-
 def configuration(record: Record) -> str:
     """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
     w = record["workload"]
@@ -123,18 +120,7 @@ def configuration(record: Record) -> str:
     return f"jax {name} {record.get('loop') or 'step'} {w.get('precision', 'f32')}"
 
 
-def _model(record: Record) -> str:
-    w = record["workload"]
-    width = (w.get("model_overrides") or {}).get("width")
-    return w["model"] + (f" {width}" if width else "")
-
-
-def _machine(record: Record) -> str:
-    d = record["device"]
-    return d.get("host") or record["env"].get("host") or d["kind"]
-
-
-_when = when  # the name benchmarks/report_paired.py imports
+_model, _machine = bench_cells.model_name, bench_cells.machine
 
 
 def _rate(record: Record) -> float:
