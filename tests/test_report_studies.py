@@ -228,26 +228,6 @@ def test_crossover_is_the_last_one_and_uses_common_sizes_only():
     assert analysis.crossover_point(a, b) == pytest.approx(10**4.5)
 
 
-def test_fits_on_compares_with_each_reference_capacity():
-    assert analysis.fits_on(1 * GIB) == dict.fromkeys(analysis.REFERENCE_MEMORY_BYTES, True)
-    assert analysis.fits_on(2 * GIB)["MX150 2 GB"] is True  # exactly full still fits
-    assert analysis.fits_on(3 * GIB) == {
-        "MX150 2 GB": False,
-        "K80 12 GB": True,
-        "T4 16 GB": True,
-        "TPU v5e 16 GB": True,
-        "H100 80 GB": True,
-    }
-    assert analysis.fits_on(13 * GIB) == {
-        "MX150 2 GB": False,
-        "K80 12 GB": False,
-        "T4 16 GB": True,
-        "TPU v5e 16 GB": True,
-        "H100 80 GB": True,
-    }
-    assert not any(analysis.fits_on(81 * GIB).values())
-
-
 def test_scaling_efficiency_and_spread():
     assert analysis.scaling_efficiency({1: 100.0, 2: 180.0, 4: 300.0}) == {
         1: 1.0,
