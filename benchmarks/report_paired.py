@@ -12,8 +12,11 @@ from typing import Any
 
 from experiments.stats import summarize
 from experiments.studies._common import only_ok
+from experiments.studies._common import when as _when
 from experiments.studies.base import Record
-from experiments.studies.bench import GOAL, _machine, _model, _when
+from experiments.studies.bench_cells import GOAL
+from experiments.studies.bench_cells import machine as _machine
+from experiments.studies.bench_cells import model_name as _model
 from experiments.tables import format_table
 
 

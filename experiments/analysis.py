@@ -14,23 +14,6 @@ Point = tuple[float, float]  # (trainable parameters, seconds per step)
 
 GIB = 2**30
 
-# Device memory capacity per chip from the vendors' specifications (GB there means
-# GiB): GeForce MX150 2 GB GDDR5 (nvidia.com geforce mx150 specifications; the seed's
-# GT-1030/MX150 notes say 2 GB too), Tesla K80 24 GB per board = 12 GB per GPU (K80
-# datasheet), T4 16 GB GDDR6 (T4 datasheet), TPU v5e 16 GB HBM2 per chip
-# (cloud.google.com/tpu/docs/v5e), H100 80 GB HBM3 (H100 datasheet, SXM and PCIe).
-# These are capacities, not what a program may use: the runtime keeps some (CUDA
-# context, ECC on T4/K80, XLA's reserve), and XLA's compiled memory of a step is a
-# lower bound of what a framework needs (no allocator fragmentation, no input
-# pipeline). So "does not fit" is firm; "fits" is optimistic.
-REFERENCE_MEMORY_BYTES: dict[str, int] = {
-    "MX150 2 GB": 2 * GIB,
-    "K80 12 GB": 12 * GIB,
-    "T4 16 GB": 16 * GIB,
-    "TPU v5e 16 GB": 16 * GIB,
-    "H100 80 GB": 80 * GIB,
-}
-
 # What seed 000 (cats-vs-dogs CNN, 256x256x3, Keras on TensorFlow) observed, as the
 # seed reports it: batch 16 trained on a 2 GB MX150 (Fig. 9), batch 32 failed there
 # with "Resource exhausted: OOM when allocating tensor with shape[32,128,64,64]"
@@ -41,11 +24,6 @@ SEED_000_OBSERVED: tuple[tuple[str, int, bool], ...] = (
     ("MX150 2 GB", 32, False),
     ("T4 16 GB", 128, True),
 )
-
-
-def fits_on(total_bytes: int) -> dict[str, bool]:
-    """{reference device: compiled memory <= its capacity} for one step's memory."""
-    return {name: total_bytes <= capacity for name, capacity in REFERENCE_MEMORY_BYTES.items()}
 
 
 def _common(points_a: Sequence[Point], points_b: Sequence[Point]) -> list[tuple[float, ...]]:

@@ -25,11 +25,19 @@ def device_name(d: dict[str, Any]) -> str:
     return f"{d['platform']}{kind}{count}"
 
 
+# The overrides that restate a model's own default (jaxcnn/models: mlp's width is 512),
+# so `mlp width=512` and `mlp` are one model in the report; tests/test_report_answers.py
+# checks these against the models.
+DEFAULTS: dict[str, dict[str, Any]] = {"mlp": {"width": 512}}
+
+
 def model_label(record: Record) -> str:
     """`mnist_cnn`, `mlp width=4096`, `mnist_cnn [cpu formulation, device loop]`: the
     model, and how it was run where that is not XLA's own ops dispatched per step."""
     w = record["workload"]
-    overrides = w.get("model_overrides") or {}
+    defaults = DEFAULTS.get(w["model"], {})
+    given = (w.get("model_overrides") or {}).items()
+    overrides = {k: v for k, v in given if k not in defaults or defaults[k] != v}
     label = w["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
     ran = []
     formulation = (record.get("formulation") or {}).get("name", "xla")
@@ -38,3 +46,17 @@ def model_label(record: Record) -> str:
     if record.get("loop") == "device":
         ran.append("device loop")
     return label + (f" [{', '.join(ran)}]" if ran else "")
+
+
+CPU_NOT_RECORDED = "CPU (model not recorded)"
+
+
+def cpu_label(record: Record) -> str:
+    """The record's CPU as the report groups CPU figures: its model and the vector
+    extensions that set its speed (`env.cpu`), or CPU_NOT_RECORDED for records made
+    before it was recorded."""
+    cpu = record.get("env", {}).get("cpu") or {}
+    if not cpu.get("model"):
+        return CPU_NOT_RECORDED
+    extensions = ", ".join(cpu.get("extensions") or []) or "no AVX2"
+    return f"{cpu['model']} ({extensions})"

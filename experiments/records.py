@@ -184,6 +184,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from experiments import host_cpu
 from experiments.workload import Workload
 
 SCHEMA_VERSION = 2
@@ -455,6 +456,9 @@ def new_record(
 
 
 JAX_PACKAGES = ("jax", "jaxlib", "flax", "optax")
+# Set by `--smoke` for the run and its subprocesses: their records say `env.smoke`, so
+# a report leaves them out (the workload, and so the config key, is unchanged).
+SMOKE_ENV = "JAXCNN_SMOKE"
 
 
 def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[str, Any]:
@@ -467,6 +471,8 @@ def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[s
         "git_commit": git_commit(),
         "host": socket.gethostname(),
         "utc_time": utc_now(),
+        "cpu": host_cpu.describe(),
+        **({"smoke": True} if os.environ.get(SMOKE_ENV) else {}),
         **fields,
     }
 

@@ -282,6 +282,9 @@ def _main(options: argparse.Namespace) -> int:
     from jaxcnn.errors import JaxcnnError
     from jaxcnn.loop import Stopped
 
+    if options.smoke:  # every record of this run, subprocesses' too, says it is a smoke one
+        os.environ[records.SMOKE_ENV] = "1"
+
     try:
         if cli_plan.compile_only(options):
             from experiments import run_targets  # compiled for devices not at hand

@@ -95,3 +95,10 @@ def complete_record(record: dict) -> dict:
     if kind != "paired":
         record.setdefault("config_key", records.config_key(workload, record["device"]))
     return record
+
+
+def report_text(report_path):
+    """REPORT.md and every details page beside it (report/*.md), as one text: what a
+    reader finds one click from the answers."""
+    pages = sorted((report_path.parent / "report").glob("*.md"))
+    return "\n\n".join([report_path.read_text(), *(p.read_text() for p in pages)])

@@ -5,7 +5,7 @@ import subprocess
 
 import matplotlib.image
 import pytest
-from conftest import complete_record
+from conftest import complete_record, report_text
 
 from experiments import records, report
 
@@ -109,7 +109,7 @@ def test_report_holds_the_records_numbers(results, tmp_path):
     loaded = records.load(results)
     assert len(loaded) == 8
     path, _ = report.write_report(loaded, tmp_path / "out")
-    text = path.read_text()
+    text = report_text(path)
     # Step times, throughput, FLOPs, MFU and accuracy, as the records have them.
     for expected in (
         "229 ms [206 ms-275 ms]",  # c1 median/p10/p90
@@ -157,7 +157,7 @@ def _peer(run_id, device, framework, mode, median):
 
 
 def _speedup_row(loaded, tmp_path):
-    text = report.write_report(loaded, tmp_path)[0].read_text()
+    text = report_text(report.write_report(loaded, tmp_path)[0])
     section = text.split("## Speedup over CPU")[1].split("\n## ")[0]
     return next(line for line in section.splitlines() if "4096" in line and "b128" in line)
 
@@ -187,19 +187,19 @@ def test_report_plots_are_valid_pngs(results, tmp_path):
         "mfu_per_device.png",
         "curves_per_epoch.png",
     }
-    text = path.read_text()
+    text = report_text(path)
     for png in pngs:
         assert png.read_bytes()[:8] == PNG_SIGNATURE
         height, width, _ = matplotlib.image.imread(png).shape
         assert height > 100 and width > 100
-        assert f"({png.name})" in text
+        assert f"{png.name})" in text  # linked: from REPORT.md, or ../ from a details page
 
 
 def test_sections_without_data_are_left_out(tmp_path):
     only_error = [_record("e", CPU, "mlp", 8, status="error", message="boom")]
     path, pngs = report.write_report(only_error, tmp_path)
     assert pngs == []
-    assert "error: boom" in path.read_text()
+    assert "error: boom" in report_text(path)
 
 
 def test_cli_writes_into_out(results, tmp_path, capsys):

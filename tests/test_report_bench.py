@@ -3,7 +3,7 @@ numbers, the ratio to the fastest peer and the f32 matmul bound computed from th
 PERFORMANCE.md's generated block rewritten in place."""
 
 import pytest
-from conftest import complete_record
+from conftest import complete_record, report_text
 
 from experiments import records, report, studies
 
@@ -96,7 +96,7 @@ def test_performance_notes_block_is_rewritten_in_place(bench, tmp_path, capsys):
     assert "torch eager" in text and "at commit(s) abcdef1" in text
     assert "![bench](results/study_bench.png)" in text
     assert (folder / "study_bench.png").read_bytes().startswith(b"\x89PNG")
-    assert "## Study: bench" in (folder / "REPORT.md").read_text()
+    assert "## Study: bench" in report_text(folder / "REPORT.md")
 
 
 def test_performance_file_without_markers_is_exit_2(bench, tmp_path, capsys):

@@ -44,10 +44,17 @@ from experiments.studies import (
     speedrun,
     targets,
 )
-from experiments.studies.base import Context, Study
-from experiments.studies.targets import TargetCell
+from experiments.studies.base import Context, Study, TargetCell
 
-__all__ = ["COMPILE_STUDIES", "REGISTRY", "STUDIES", "Context", "Study", "TargetCell"]
+__all__ = [
+    "ANSWER_ORDER",
+    "COMPILE_STUDIES",
+    "REGISTRY",
+    "STUDIES",
+    "Context",
+    "Study",
+    "TargetCell",
+]
 
 # Every study by name, in the order the report shows their sections (and `--study=all`
 # runs them): the default study, whose sections plot the records outside the named
@@ -70,6 +77,22 @@ REGISTRY: dict[str, Study] = {
         default,
     )
 }
+# The order REPORT.md answers the questions in: the seeds' (000-004), then the
+# questions the project added.
+ANSWER_ORDER = (
+    "batch",  # 000
+    "accuracy",  # 000
+    "devices",  # 001, 003
+    "scaling",  # 001
+    "crossover",  # 002
+    "matmul",  # 004
+    "ensemble",  # 004
+    "targets",  # 000, 002: the chips not at hand
+    "precision",
+    "bench",
+    "speedrun",
+    "roofline",
+)
 # The studies that run on the devices at hand and size their own workloads.
 STUDIES = {name: s.workloads for name, s in REGISTRY.items() if s.workloads is not None}
 # The studies compiled for devices not at hand, never run.

@@ -194,6 +194,28 @@ def fmt_status(record: Record) -> str:
 # --- sections and plots ---------------------------------------------------------------
 
 
+PAGES = "report"  # the details pages' folder, beside REPORT.md
+
+
+def details(page: str) -> str:
+    """The answer's link to its details page (report/PAGE.md)."""
+    return f"Details: [{PAGES}/{page}.md]({PAGES}/{page}.md)."
+
+
+def no_accelerator(study: str) -> str:
+    """What a real run would add where a question has no GPU or TPU record, and how."""
+    return (
+        f"No GPU or TPU record yet: `python -m experiments.run --study={study} "
+        "--device=gpu` (or `colab/jaxcnn_study.ipynb` on a Colab T4 or TPU v5e) would "
+        "measure it."
+    )
+
+
+def on_accelerator(record: Record) -> bool:
+    """Ran on a GPU or TPU at hand (compile-only records never ran)."""
+    return record["device"]["platform"] != "cpu" and not record.get("compiled_not_run")
+
+
 def section(title: str, *parts: str) -> str:
     """A `## title` section of the parts that are not empty."""
     return "\n\n".join([f"## {title}", *[p for p in parts if p]])

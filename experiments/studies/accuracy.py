@@ -23,6 +23,8 @@ from experiments.studies._common import (
     fmt_acc,
     image,
     in_study,
+    no_accelerator,
+    on_accelerator,
     only_ok,
     pyplot,
     save,
@@ -98,4 +100,31 @@ def accuracy_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return section("Study: accuracy", intro, table, "\n".join(notes), image("acc", path)), [path]
 
 
-STUDY = Study("accuracy", workloads=workloads, sections=(accuracy_study,))
+def accuracy_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The final test accuracy per dataset, model and device, measured."""
+    rs = [r for r in only_ok(in_study(records, "accuracy")) if accuracy(r) is not None]
+    if not rs:
+        return "", []
+    rows = [
+        [
+            r["workload"]["dataset"],
+            model_label(r),
+            device_label(r),
+            len(r.get("history") or []),
+            fmt_acc(accuracy(r)),
+        ]
+        for r in sorted(rs, key=lambda r: (r["workload"]["dataset"], model_label(r)))
+    ]
+    text = "Final test accuracy after the epochs shown, measured on each device:"
+    table = markdown_table(["dataset", "model", "device (measured)", "epochs", "test acc"], rows)
+    note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("accuracy")
+    return "\n\n".join(p for p in (text, table, note) if p), []
+
+
+STUDY = Study(
+    "accuracy",
+    workloads=workloads,
+    sections=(accuracy_study,),
+    question="Same model, same per-epoch accuracy on every device? (seed 000)",
+    answer=accuracy_answer,
+)

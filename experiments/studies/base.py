@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
-    from experiments.studies.targets import TargetCell
     from experiments.workload import Workload
 
 Record = dict[str, Any]
@@ -36,19 +35,39 @@ class Context:
 
 
 @dataclasses.dataclass(frozen=True)
+class TargetCell:
+    """One model x target x precision of the targets study: its batches are searched
+    (experiments/compile_only.batch_search), so it is not a fixed list of workloads."""
+
+    model: str
+    target: str
+    precision: str
+    strategy: str
+    start: int  # the first global batch tried
+    step: int  # batches are multiples of this (the target's devices)
+    cap: int  # the largest global batch tried
+
+
+@dataclasses.dataclass(frozen=True)
 class Study:
     """One question: what it runs and what the report says about it.
 
     `workloads` sizes the runs on the devices at hand; `cells`, for a study compiled
     for devices not at hand, its (model, target, precision) batch searches; neither,
-    for the default study, whose models take the command's flags. `sections` are its
-    parts of REPORT.md, `headline` its lines in the README's generated block."""
+    for the default study, whose models take the command's flags. `question` is the
+    question it answers as REPORT.md heads it, `answer` its short answer there (a
+    paragraph in numbers, a small table, at most one plot), `sections` its details page
+    (report/NAME.md), `headline` its lines in the README's generated block."""
 
     name: str
     workloads: Callable[[Context], list[Workload]] | None = None
     cells: Callable[[bool], list[TargetCell]] | None = None
     sections: tuple[Section, ...] = ()
     headline: Callable[[list[Record]], str] | None = None
+    question: str = ""
+    answer: Section | None = None
+    # pages of their own beside the details page: {name: markdown}, report/NAME.md
+    pages: Callable[[list[Record]], dict[str, str]] | None = None
 
 
 # --smoke: every study in seconds on a CPU.

@@ -39,9 +39,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from experiments.labels import cpu_label
 from experiments.records import took_turns
+from experiments.studies import bench_cells
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.studies.bench_cells import GOAL
 from experiments.tables import markdown_table
 from experiments.workload import Workload
 
@@ -108,11 +111,6 @@ def workloads(ctx: Context) -> list[Workload]:
     return small + large
 
 
-# The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
-# that no speedup over the CPU in the study is inflated by a slow CPU baseline.
-GOAL = 1.0
-
-
 def configuration(record: Record) -> str:
     """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
     w = record["workload"]
@@ -122,18 +120,7 @@ def configuration(record: Record) -> str:
     return f"jax {name} {record.get('loop') or 'step'} {w.get('precision', 'f32')}"
 
 
-def _model(record: Record) -> str:
-    w = record["workload"]
-    width = (w.get("model_overrides") or {}).get("width")
-    return w["model"] + (f" {width}" if width else "")
-
-
-def _machine(record: Record) -> str:
-    d = record["device"]
-    return d.get("host") or record["env"].get("host") or d["kind"]
-
-
-_when = when  # the name benchmarks/report_paired.py imports
+_model, _machine = bench_cells.model_name, bench_cells.machine
 
 
 def _rate(record: Record) -> float:
@@ -502,4 +489,38 @@ def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Pat
     return save(fig, path, dpi=110)
 
 
-STUDY = Study("bench", workloads=workloads, sections=(bench_study,))
+def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Per cell: the best JAX f32 figure over the fastest peer's, measured, on each CPU
+    (the verdict depends on the CPU's vector extensions)."""
+    rows = []
+    for (platform, machine, model, batch), cells in _groups(records).items():
+        ours, peer = _best(cells, False), _best(cells, True)
+        if ours and peer:
+            rows.append(
+                [
+                    cpu_label(ours) if platform == "cpu" else machine,
+                    model,
+                    batch,
+                    f"{_rate(ours):,.0f} ({configuration(ours)})",
+                    f"{_rate(peer):,.0f} ({configuration(peer)})",
+                    f"{_rate(ours) / _rate(peer):.2f}",
+                ]
+            )
+    if not rows:
+        return "", []
+    headers = ["CPU (measured on)", "model", "batch", "best JAX f32 images/s"]
+    table = markdown_table([*headers, "fastest peer images/s", "JAX / peer"], rows)
+    text = (
+        f"The train step's images/s against PyTorch and Keras on the same machine (goal: "
+        f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured:"
+    )
+    return f"{text}\n\n{table}", []
+
+
+STUDY = Study(
+    "bench",
+    workloads=workloads,
+    sections=(bench_study,),
+    question="How fast is the train step, and how does it compare with PyTorch and Keras?",
+    answer=bench_answer,
+)

@@ -27,6 +27,8 @@ from experiments.studies._common import (
     is_cpu,
     log_axes,
     median_step,
+    no_accelerator,
+    on_accelerator,
     only_ok,
     pyplot,
     same_step,
@@ -190,4 +192,29 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
     return text
 
 
-STUDY = Study("crossover", workloads=workloads, sections=(crossover_study,))
+def crossover_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Where an accelerator's step drops below the CPU's, measured; else the CPU's
+    range over model size."""
+    series = _crossover_series(records)
+    if not series:
+        return "", []
+    lines = []
+    for (model, dataset, batch, precision), by_device in sorted(series.items()):
+        for device, rs in sorted(by_device.items()):
+            (p0, t0), (p1, t1) = _points(rs)[0], _points(rs)[-1]
+            lines.append(
+                f"- {model}, {dataset}, batch {batch}, {precision}, measured on {device}: "
+                f"{seconds(t0)}/step at {p0:,} params to {seconds(t1)} at {p1:,}"
+            )
+    measured = any(on_accelerator(r) for d in series.values() for rs in d.values() for r in rs)
+    note = "" if measured else no_accelerator("crossover")
+    return "\n\n".join(p for p in ("\n".join(lines), note) if p), []
+
+
+STUDY = Study(
+    "crossover",
+    workloads=workloads,
+    sections=(crossover_study,),
+    question="When does the accelerator beat the CPU, by trainable parameters? (seed 002)",
+    answer=crossover_answer,
+)

@@ -32,6 +32,7 @@ from experiments.studies._common import (
     pyplot,
     save,
     throughput_curve,
+    workload_label,
 )
 from experiments.studies.base import Record, Study
 from experiments.tables import markdown_table, seconds
@@ -61,7 +62,7 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
     fig, ax = pyplot().subplots(figsize=(7, 0.5 + 0.45 * len(pairs)))
     ax.barh([f"{w}\n{d}" for w, d, *_ in rows], [median_step(b) / median_step(r) for b, r in pairs])
     ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set(xscale="log", xlabel="speedup over CPU (CPU s/step / device s/step)")
+    ax.set(xlabel="speedup over CPU (CPU s/step / device s/step)")  # bars: linear
     ax.invert_yaxis()
     path = save(fig, out / "speedup_over_cpu.png")
     headers = ["workload", "device", "CPU s/step", "device s/step", "speedup", "over fastest CPU"]
@@ -71,24 +72,27 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
 
 
 def step_time_vs_params(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    series: dict[str, list[tuple[int, dict]]] = defaultdict(list)
+    series: dict[str, list[tuple[int, dict, str]]] = defaultdict(list)
     for r in latest(only_ok(generic(records))):
         trainable = field(r, "params", "trainable")
         if trainable:
-            # One curve per device and batch: the seed's plot holds the batch fixed.
+            # One series per device and batch (the seed's plot holds the batch fixed);
+            # its points are different models, so they are marked and named, not joined.
             series[f"{device_label(r)}, batch {batch_size(r)}"].append(
-                (trainable, r["step_time_s"])
+                (trainable, r["step_time_s"], model_label(r))
             )
     if not series:
         return "", []
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for label, points in sorted(series.items()):
-        points.sort(key=lambda p: p[0])
-        y = [s["median"] for _, s in points]
-        low = [s["median"] - s["p10"] for _, s in points]
-        high = [s["p90"] - s["median"] for _, s in points]
-        x = [p for p, _ in points]
-        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=label)
+        points.sort(key=lambda p: (p[0], p[2]))
+        y = [s["median"] for _, s, _ in points]
+        low = [s["median"] - s["p10"] for _, s, _ in points]
+        high = [s["p90"] - s["median"] for _, s, _ in points]
+        x = [p for p, _, _ in points]
+        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, linestyle="none", label=label)
+        for px, py, (_, _, model) in zip(x, y, points, strict=True):
+            ax.annotate(model, (px, py), textcoords="offset points", xytext=(4, 4), fontsize=7)
     title = "Step time vs model size (median, p10-p90)"
     log_axes(ax, "trainable parameters", "s / step", title, legend="small")
     path = save(fig, out / "step_time_vs_params.png")
@@ -129,7 +133,16 @@ def mfu_per_device(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         return "", []
     fig, ax = pyplot().subplots(figsize=(7, 0.8 + 0.5 * len(bars)))
     ys, height = range(len(bars)), 0.4
-    parts = ((-1, "vs_vendor", "vendor peak"), (1, "vs_measured", "measured matmul"))
+    parts = [
+        (shift, key, label)
+        for shift, key, label in (
+            (-1, "vs_vendor", "vendor peak"),
+            (1, "vs_measured", "measured matmul"),
+        )
+        if any(m.get(key) is not None for _, m in bars)  # a legend entry only for bars drawn
+    ]
+    if len(parts) == 1:
+        parts = [(0, parts[0][1], parts[0][2])]
     for shift, key, label in parts:
         share = [100 * (m.get(key) or 0) for _, m in bars]
         ax.barh([y + shift * height / 2 for y in ys], share, height, label=f"vs {label}")
@@ -143,7 +156,7 @@ def mfu_per_device(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 
 def curves_per_epoch(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     curves = [
-        (f"{model_label(r)} on {device_label(r)}", r["history"])
+        (f"{workload_label(r)} on {device_label(r)}", r["history"])
         for r in latest(only_ok(generic(records)))
         if r.get("history") and r["workload"].get("dataset") != "synthetic"
     ]

@@ -27,14 +27,24 @@ from experiments.studies._common import (
     image,
     in_study,
     median_step,
+    no_accelerator,
     only_ok,
     pyplot,
+    same_step,
     save,
     section,
     workload_key,
     workload_label,
 )
 from experiments.studies.base import SMOKE_TRAIN, Context, Record, Study, dataset_for
+from experiments.studies.targets import (
+    compiled,
+    fits_chip,
+    prediction,
+    prediction_method,
+    target_field,
+    target_name,
+)
 from experiments.tables import columns_table, markdown_table, seconds
 from experiments.workload import Workload
 
@@ -102,7 +112,7 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     low = [median_step(r) - r["step_time_s"]["p10"] for r in ok]
     high = [r["step_time_s"]["p90"] - median_step(r) for r in ok]
     ax.barh(names, medians, xerr=[low, high], capsize=3)
-    ax.set(xscale="log", xlabel="s / step (median, p10-p90)")
+    ax.set(xlabel="s / step (median, p10-p90)")  # bars: a linear axis, lengths compare
     ax.tick_params(axis="y", labelsize="small")
     ax.invert_yaxis()
     path = save(fig, out / "study_devices.png")
@@ -110,4 +120,71 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return section("Study: devices", intro, table, speedups, image("devices", path)), [path]
 
 
-STUDY = Study("devices", workloads=workloads, sections=(devices_study,))
+ANSWER_COLUMNS = {
+    "workload": workload_label,
+    "device (measured)": device_label,
+    "s/step [p10-p90]": fmt_step,
+    "images/s": fmt_images,
+    "test acc": fmt_test_acc,
+}
+
+
+def _predicted_for(records: list[Record], measured: Record) -> list[str]:
+    """The same step (model, batch, precision) compiled for one-chip targets: each
+    target's predicted images/s, and its ratio to the measured figure."""
+    found = []
+    for r in compiled(records):
+        if same_step(r) == same_step(measured) and fits_chip(r) and target_field(r, "chips") == 1:
+            images = prediction(r).get("images_per_s")
+            if images and measured.get("images_per_s"):
+                ratio = images / measured["images_per_s"]
+                found.append(f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x)")
+    return sorted(found)
+
+
+def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Each device's measured step beside the CPU's, and where no accelerator ran, what
+    the targets' compiles predict for the same step."""
+    rs = sorted(only_ok(in_study(records, "devices")), key=workload_key)
+    if not rs:
+        return "", []
+    parts = [columns_table(rs, ANSWER_COLUMNS)]
+    pairs = cpu_pairs(rs)
+    if pairs:
+        parts.insert(
+            0,
+            "Speedup per step over the CPU, measured: "
+            + "; ".join(
+                f"{workload_label(r)} on {device_label(r)} "
+                f"{median_step(base) / median_step(r):.1f}x"
+                for base, r in pairs
+            )
+            + ".",
+        )
+    else:
+        predicted = [
+            f"{workload_label(r)}: " + ", ".join(found)
+            for r in rs
+            if (found := _predicted_for(records, r))
+        ]
+        method = prediction_method(next(iter(compiled(records)), None))
+        lines = (
+            [
+                f"Predicted images/s for the same step ({method}, compiled, never run) and its "
+                "ratio to the CPU's measured figure:",
+                "\n".join(f"- {p}" for p in predicted),
+            ]
+            if predicted
+            else []
+        )
+        parts += [*lines, no_accelerator("devices")]
+    return "\n\n".join(parts), []
+
+
+STUDY = Study(
+    "devices",
+    workloads=workloads,
+    sections=(devices_study,),
+    question="How much faster is the accelerator than the CPU for the MNIST CNN? (seeds 001, 003)",
+    answer=devices_answer,
+)

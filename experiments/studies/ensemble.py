@@ -28,6 +28,8 @@ from experiments.studies._common import (
     in_study,
     log_axes,
     median_step,
+    no_accelerator,
+    on_accelerator,
     only_ok,
     pyplot,
     save,
@@ -117,4 +119,31 @@ def ensemble_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return section("Study: ensembles", intro, table, image("ensemble", path)), [path]
 
 
-STUDY = Study("ensemble", workloads=workloads, sections=(ensemble_study,))
+def ensemble_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The vmap speedup over K sequential steps at each K, measured."""
+    ok = only_ok(in_study(records, "ensemble", kind="ensemble"))
+    by_key = {(device_label(r), model_label(r), *_ensemble(r)): r for r in ok}
+    lines = [
+        f"K={k}: {median_step(seq) / median_step(r):.2f}x"
+        for (device, model, k, mode), r in sorted(by_key.items())
+        if mode == "vmap" and (seq := by_key.get((device, model, k, "sequential")))
+    ]
+    if not lines:
+        return "", []
+    devices = ", ".join(sorted({d for d, *_ in by_key}))
+    models = ", ".join(sorted({m for _, m, *_ in by_key}))
+    text = (
+        f"{models}, K models in one vmapped step over K steps one after another "
+        f"(sequential s/step over vmap s/step), measured on {devices}: {'; '.join(lines)}."
+    )
+    note = "" if any(on_accelerator(r) for r in ok) else no_accelerator("ensemble")
+    return "\n\n".join(p for p in (text, note) if p), []
+
+
+STUDY = Study(
+    "ensemble",
+    workloads=workloads,
+    sections=(ensemble_study,),
+    question="K models trained at once with `jax.vmap` vs one after another (seed 004)",
+    answer=ensemble_answer,
+)

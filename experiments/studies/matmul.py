@@ -26,13 +26,16 @@ from experiments.studies._common import (
     image,
     in_study,
     log_axes,
+    no_accelerator,
+    on_accelerator,
     only_ok,
+    precision_of,
     pyplot,
     save,
     section,
 )
 from experiments.studies.base import Context, Record, Study
-from experiments.tables import markdown_table
+from experiments.tables import markdown_table, si
 from experiments.workload import Workload
 
 MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
@@ -93,16 +96,50 @@ def matmul_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             ax.annotate(f"{vendor} peak", (0, peak), xycoords=("axes fraction", "data"), fontsize=7)
         for r, rate in zip(rs, tflops, strict=True):
             vendor_peak = f"{peak:g} {field(r, 'mfu', 'vendor_precision')}" if peak else "-"
-            row = [device, dtype, precision, _matmul_n(r), fmt_step(r), f"{rate:.4g}"]
+            row = [device, dtype, precision, _matmul_n(r), fmt_step(r), _rate(rate)]
             rows.append([*row, vendor_peak, fmt_pct(rate / peak) if peak else "-"])
     ticks = [_matmul_n(r) for rs in groups.values() for r in rs]
     title = "Matmul throughput (dashed: vendor peak where known)"
     log_axes(ax, "n (n x n @ n x n)", "TFLOP/s", title, ticks)
     path = save(fig, out / "study_matmul.png")
-    headers = ["device", "dtype", "matmul precision", "n", "s/matmul", "TFLOP/s"]
+    headers = ["device", "dtype", "matmul precision", "n", "s/matmul", "rate"]
     table = markdown_table([*headers, "vendor peak", "of peak"], rows)
     intro = "Square matmuls, 2 n^3 FLOPs each, per dtype and device (seed 004)."
     return section("Study: matmul", intro, table, image("matmul", path)), [path]
 
 
-STUDY = Study("matmul", workloads=workloads, sections=(matmul_study,))
+def matmul_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The fastest square matmul per device and dtype, measured, against the peak."""
+    best: dict[tuple[str, str], Record] = {}
+    for r in only_ok(in_study(records, "matmul", kind="matmul")):
+        if field(r, "matmul", "tflops") is not None:
+            key = (device_label(r), field(r, "matmul", "dtype") or precision_of(r))
+            if key not in best or r["matmul"]["tflops"] > best[key]["matmul"]["tflops"]:
+                best[key] = r
+    if not best:
+        return "", []
+    rows = [
+        [device, dtype, _matmul_n(r), _rate(r["matmul"]["tflops"]), fmt_pct(_of_peak(r))]
+        for (device, dtype), r in sorted(best.items())
+    ]
+    table = markdown_table(["device (measured)", "dtype", "n", "rate", "of vendor peak"], rows)
+    note = "" if any(on_accelerator(r) for r in best.values()) else no_accelerator("matmul")
+    return "\n\n".join(p for p in (table, note) if p), []
+
+
+def _rate(tflops: float) -> str:
+    return si(tflops * 1e12, "FLOP/s")
+
+
+def _of_peak(record: Record) -> float | None:
+    peak = field(record, "mfu", "vendor_peak_tflops")
+    return record["matmul"]["tflops"] / peak if peak else None
+
+
+STUDY = Study(
+    "matmul",
+    workloads=workloads,
+    sections=(matmul_study,),
+    question="How close does the device get to its peak FLOP/s? (seed 004)",
+    answer=matmul_answer,
+)

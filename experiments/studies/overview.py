@@ -5,11 +5,12 @@ where there is one, else the records outside the named studies).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
-from experiments.labels import device_label, model_label, workload_kind
+from experiments.labels import cpu_label, device_label, model_label, workload_kind
 from experiments.studies._common import (
+    PAGES,
     batch_size,
     field,
     fmt_images,
@@ -19,6 +20,7 @@ from experiments.studies._common import (
     fmt_test_acc,
     generic,
     hosts,
+    is_cpu,
     latest,
     only_ok,
     precision_of,
@@ -42,20 +44,79 @@ def flops_flag(record: Record) -> str:
     return f"{ratio:.2f}{flag}"
 
 
-def overview(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+METHOD = (
+    "Step times are medians over steps timed one by one after `block_until_ready`, "
+    "warm-up and compile excluded, with [p10-p90]. FLOPs are counted from the jaxpr "
+    "(dot_general and conv, 2 per multiply-accumulate); XLA/jaxpr is XLA's own count "
+    "over it. MFU is achieved TFLOP/s over the vendor peak for the precision the "
+    "matmuls run in, and over a matmul measured on the same device in the same run."
+)
+
+
+def counts_line(records: list[Record]) -> str:
+    """What the records are: measured on devices at hand, or compiled and never run."""
+    ran = not_compiled(records)
+    platforms = ", ".join(sorted({r["device"]["platform"] for r in ran})) or "none"
     by_status = Counter(r["status"] for r in records)
-    machines = hosts(records)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
     return (
-        f"{len(records)} record(s) from {len(machines)} machine(s) ({', '.join(machines)}): "
-        f"{statuses}.\n\n"
-        "Step times are medians over steps timed one by one after `block_until_ready`, "
-        "warm-up and compile excluded, with [p10-p90]. FLOPs are counted from the jaxpr "
-        "(dot_general and conv, 2 per multiply-accumulate); XLA/jaxpr is XLA's own count "
-        "over it. MFU is achieved TFLOP/s over the vendor peak for the precision the "
-        "matmuls run in, and over a matmul measured on the same device in the same run.",
-        [],
+        f"{len(records)} record(s) from {len(hosts(records))} machine(s): {len(ran)} measured "
+        f"on devices at hand ({platforms}), {len(records) - len(ran)} compiled for devices "
+        f"not at hand and never run; {statuses}."
     )
+
+
+def machines_line(records: list[Record]) -> str:
+    """What this machine is: each host that measured, its devices and, for CPU
+    figures, the CPU model and vector extensions they depend on."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for r in not_compiled(records):
+        host = str(r["device"].get("host") or r["env"].get("host"))
+        seen[host].add(cpu_label(r) if is_cpu(r) else device_label(r))
+    machines = "; ".join(f"`{h}`: {', '.join(sorted(d))}" for h, d in sorted(seen.items()))
+    return f"What this machine is: {machines or 'no device measured'}."
+
+
+def prediction_error_line(records: list[Record]) -> str | None:
+    """The prediction model's error band, where predicted figures are shown: None until
+    the per-kernel prediction's comparison with published figures exists."""
+    return None
+
+
+def answers_intro(records: list[Record]) -> str:
+    """REPORT.md's title and first lines: what the records are, what measured them, and
+    how its figures are labelled."""
+    smoke = bool(records) and all(is_smoke(r) for r in records)
+    lines = [
+        "# jaxcnn: smoke records only, which answer none of the questions"
+        if smoke
+        else "# jaxcnn: what the records answer",
+        *([SMOKE_NOTE] if smoke else []),
+        counts_line(records),
+        machines_line(records),
+        "Every figure says whether it was *measured* (on which device) or *predicted* "
+        "(by which method); *compiled* figures are the target's own compiler's memory "
+        "analysis of a step never run. Each answer links its details; every record's row: "
+        f"[{PAGES}/records.md]({PAGES}/records.md).",
+    ]
+    if error := prediction_error_line(records):
+        lines.append(error)
+    return "\n\n".join(lines)
+
+
+SMOKE_NOTE = (
+    "`--smoke` runs use tiny sizes and a few steps: they show that the studies run and "
+    "write valid records, and their figures are no finding."
+)
+
+
+def is_smoke(record: Record) -> bool:
+    """Made by a `--smoke` run (records.SMOKE_ENV)."""
+    return bool(record["env"].get("smoke"))
+
+
+def method_note(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    return f"## How the figures are made\n\n{METHOD}", []
 
 
 def _measured_matmul(record: Record) -> str:
@@ -149,9 +210,17 @@ def headline_records(records: list[Record]) -> list[Record]:
     return []
 
 
+def how_run(record: Record) -> str:
+    """`cpu formulation, step loop`: named on every row, the default's too, so that two
+    rows of one model never look alike."""
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    return f"{formulation} formulation, {record.get('loop') or 'step'} loop"
+
+
 HEADLINE_COLUMNS = {
-    "device": device_label,
-    "model": model_label,
+    "device (measured)": device_label,
+    "model": lambda r: model_label({**r, "formulation": None, "loop": None}),
+    "how it ran": how_run,
     "dataset": lambda r: r["workload"].get("dataset"),
     "batch": batch_size,
     "s/step [p10-p90]": fmt_step,
@@ -165,7 +234,5 @@ def headline_table(records: list[Record]) -> str:
     return columns_table(headline_records(records), HEADLINE_COLUMNS)
 
 
-# The cross-study sections before the studies' own, and the tables over every record
-# after them.
-LEADING: tuple[Section, ...] = (overview, devices_table)
-TRAILING: tuple[Section, ...] = (results_table, flops_check)
+# report/records.md: the tables over every record.
+DETAILS: tuple[Section, ...] = (method_note, devices_table, results_table, flops_check)

@@ -27,6 +27,8 @@ from experiments.studies._common import (
     image,
     in_study,
     median_step,
+    no_accelerator,
+    on_accelerator,
     only_ok,
     pyplot,
     save,
@@ -95,7 +97,7 @@ def precision_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     fig, (step_ax, acc_ax) = pyplot().subplots(1, 2, figsize=(11, height))
     names = [f"{device_label(r)}\n{model_label(r)} {_variant(r)}" for r in ok]
     step_ax.barh(names, [median_step(r) for r in ok])
-    step_ax.set(xscale="log", xlabel="s / step (median)")
+    step_ax.set(xlabel="s / step (median)")  # bars: a linear axis, lengths compare
     step_ax.tick_params(axis="y", labelsize="x-small")
     step_ax.invert_yaxis()
     for r, name in zip(ok, names, strict=True):
@@ -115,4 +117,22 @@ def precision_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return section("Study: precision", intro, table, image("precision", path)), [path]
 
 
-STUDY = Study("precision", workloads=workloads, sections=(precision_study,))
+def precision_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Speed and accuracy per precision, measured."""
+    rs = sorted(
+        only_ok(in_study(records, "precision")), key=lambda r: (device_label(r), _variant(r))
+    )
+    if not rs:
+        return "", []
+    columns = {k: COLUMNS[k] for k in ("device", "workload", "precision", "images/s", "test acc")}
+    note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("precision")
+    return "\n\n".join(p for p in (columns_table(rs, columns), note) if p), []
+
+
+STUDY = Study(
+    "precision",
+    workloads=workloads,
+    sections=(precision_study,),
+    question="Same accuracy, and what speed, in f32 and bf16?",
+    answer=precision_answer,
+)

@@ -37,7 +37,13 @@ from experiments.studies._common import (
     study_of,
 )
 from experiments.studies.base import Context, Record, Study
-from experiments.studies.targets import compiled, not_compiled, target_field
+from experiments.studies.targets import (
+    compiled,
+    not_compiled,
+    prediction,
+    prediction_method,
+    target_field,
+)
 from experiments.tables import markdown_table, seconds, si
 from experiments.workload import Workload
 
@@ -85,7 +91,7 @@ def _rates(predicted: dict[str, Any]) -> str:
 
 
 def _has_prediction(record: Record) -> bool:
-    return record["status"] == "ok" and bool((record.get("prediction") or {}).get("step_time_s"))
+    return record["status"] == "ok" and bool(prediction(record).get("step_time_s"))
 
 
 def predicted_measured(records: list[Record]) -> list[Record]:
@@ -138,7 +144,7 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
         )
     # (chip, chips, workload) -> the prediction of its compile-only record
     compiled_predictions = {
-        (target_field(r, "chip"), target_field(r, "chips"), *same_step(r)): r["prediction"]
+        (target_field(r, "chip"), target_field(r, "chips"), *same_step(r)): prediction(r)
         for r in compiled(records)
         if _has_prediction(r)
     }
@@ -165,13 +171,13 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
         others = {name: found for name, found in others.items() if any(found)}
         rows = []
         for i, r in enumerate(group):
-            predicted = r["prediction"]
+            predicted = prediction(r)
             row = [study_of(r) or "-", model_label(r), batch_size(r), precision_of(r), fmt_step(r)]
             row += [*_versus(r, predicted), predicted.get("bound") or "-", _rates(predicted)]
             rows.append(row + [cell for found in others.values() for cell in _versus(r, found[i])])
         columns = ("predicted s/step", "measured / predicted")
         headers = HEADERS + [f"{column}, {name}" for name in others for column in columns]
-        ratios = [x for r in group if (x := _ratio(r, r["prediction"])) is not None]
+        ratios = [x for r in group if (x := _ratio(r, prediction(r))) is not None]
         spread = ""
         if ratios:
             spread = (
@@ -186,4 +192,27 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
     return "\n\n".join(parts), []
 
 
-STUDY = Study("roofline", workloads=workloads, sections=(predicted_vs_measured,))
+def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Per device and prediction method: measured over predicted step time."""
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in predicted_measured(records):
+        if (x := _ratio(r, prediction(r))) is not None:
+            ratios[(device_label(r), prediction_method(r))].append(x)
+    if not ratios:
+        return "", []
+    rows = [
+        [device, method, len(xs), f"{statistics.median(xs):.3g}", f"{min(xs):.3g}-{max(xs):.3g}"]
+        for (device, method), xs in sorted(ratios.items())
+    ]
+    headers = ["device (measured)", "predicted by", "records", "median", "range"]
+    text = "Measured step time over the step time predicted for it in the same run:"
+    return f"{text}\n\n{markdown_table(headers, rows)}", []
+
+
+STUDY = Study(
+    "roofline",
+    workloads=workloads,
+    sections=(predicted_vs_measured,),
+    question="How far is each measured step from its predicted time?",
+    answer=roofline_answer,
+)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from experiments import analysis
-from experiments.labels import model_label
+from experiments.labels import device_label, model_label
 from experiments.studies._common import (
     batch_size,
     fmt_images,
@@ -28,6 +28,8 @@ from experiments.studies._common import (
     image,
     in_study,
     log_axes,
+    no_accelerator,
+    on_accelerator,
     only_ok,
     overrides,
     pyplot,
@@ -35,7 +37,14 @@ from experiments.studies._common import (
     section,
 )
 from experiments.studies.base import TINY_MLP, Context, Record, Study
-from experiments.studies.targets import compiled, fits_chip, memory_cell, target_field, target_name
+from experiments.studies.targets import (
+    compiled,
+    fits_chip,
+    memory_cell,
+    prediction,
+    target_field,
+    target_name,
+)
 from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
 
@@ -169,14 +178,14 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
         groups.items(), key=lambda item: tuple(map(str, item[0]))
     ):
         images = {
-            n: r["prediction"]["images_per_s"]
+            n: prediction(r)["images_per_s"]
             for n, r in by_chips.items()
-            if fits_chip(r) and (r.get("prediction") or {}).get("images_per_s")
+            if fits_chip(r) and prediction(r).get("images_per_s")
         }
         efficiency = analysis.scaling_efficiency(images)
         name = model + "".join(f" {k}={v}" for k, v in changed)
         for n, r in sorted(by_chips.items()):
-            step = (r.get("prediction") or {}).get("step_time_s")
+            step = prediction(r).get("step_time_s")
             rows.append(
                 [
                     mode,
@@ -199,4 +208,31 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
     )
 
 
-STUDY = Study("scaling", workloads=workloads, sections=(scaling_study,))
+def scaling_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """How many devices were measured, and the predicted figures' place."""
+    rs = only_ok(in_study(records, "scaling"))
+    if not rs:
+        return "", []
+    counts = sorted({r["device"]["count"] for r in rs})
+    devices = ", ".join(sorted({device_label(r) for r in rs}))
+    text = (
+        f"Measured on {devices}: {', '.join(map(str, counts))} device(s), so "
+        + (
+            "nothing to scale over here."
+            if counts == [1]
+            else f"efficiency up to {max(counts)} devices on the details page."
+        )
+        + " The same steps compiled for multi-chip TPU slices (memory per chip, compiled; "
+        "images/s, predicted) are on the details page."
+    )
+    note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("scaling")
+    return "\n\n".join(p for p in (text, note) if p), []
+
+
+STUDY = Study(
+    "scaling",
+    workloads=workloads,
+    sections=(scaling_study,),
+    question="Does data parallelism (pmap, sharded) scale over devices? (seed 001)",
+    answer=scaling_answer,
+)

@@ -265,9 +265,11 @@ def _configuration(s: Summary) -> str:
 
 def _reached(s: Summary) -> str:
     return (
-        f"{s['device']}: {TARGET:.0%} reached in {seconds(s['time_median'])} of training "
-        f"(median of {s['seeds']} seeds; mean test accuracy {_accuracy(s)}, "
-        f"{s['reached']} of {s['seeds']} seeds at {TARGET:.0%} or above; {_configuration(s)})"
+        f"{s['device']}: {TARGET:.0%} reached in {seconds(s['time_median'])} of training, "
+        f"the median over {s['seeds']} seeds whose mean final test accuracy, {_accuracy(s)}, "
+        f"is at or above {TARGET:.0%} (the rule: a configuration reaches it by its seeds' mean, "
+        f"over at least {MIN_SEEDS} seeds; {s['reached']} of {s['seeds']} seeds reached it on "
+        f"their own; {_configuration(s)})"
     )
 
 
@@ -382,6 +384,17 @@ def speedrun_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "\n\n".join(parts), [path]
 
 
+def speedrun_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Each device's verdict and the H100 goal."""
+    summaries = speedrun_groups(records)
+    return (_verdict_items(records, summaries) if summaries else ""), []
+
+
 STUDY = Study(
-    "speedrun", workloads=workloads, sections=(speedrun_study,), headline=speedrun_headline
+    "speedrun",
+    workloads=workloads,
+    sections=(speedrun_study,),
+    headline=speedrun_headline,
+    question="How fast does the device train `mnist_cnn` to 99% test accuracy on real MNIST?",
+    answer=speedrun_answer,
 )

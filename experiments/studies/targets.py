@@ -23,7 +23,7 @@ roofline of the compiled step at a chip's peak FLOP/s and memory bandwidth) and
 
 from __future__ import annotations
 
-import dataclasses
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 from experiments import analysis
 from experiments.labels import model_label, workload_kind
 from experiments.studies._common import (
+    PAGES,
     batch_size,
     capacity_lines,
     latest_by,
@@ -38,24 +39,9 @@ from experiments.studies._common import (
     pyplot,
     save,
 )
-from experiments.studies.base import Record, Study
+from experiments.studies.base import Record, Study, TargetCell
 from experiments.tables import binary_bytes as gib
 from experiments.tables import markdown_table
-
-
-@dataclasses.dataclass(frozen=True)
-class TargetCell:
-    """One model x target x precision of the targets study: its batches are searched
-    (experiments/compile_only.batch_search), so it is not a fixed list of workloads."""
-
-    model: str
-    target: str
-    precision: str
-    strategy: str
-    start: int  # the first global batch tried
-    step: int  # batches are multiples of this (the target's devices)
-    cap: int  # the largest global batch tried
-
 
 IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
 # The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
@@ -133,11 +119,24 @@ def _total(record: Record | None) -> int | None:
 
 
 def fits_chip(record: Record) -> bool:
+    """The target's own compiler's verdict: compiled, and within the memory JAX can use
+    of the chip (the record's `fits`, against `target.usable_bytes_per_device`)."""
     return record["status"] == "ok" and record.get("fits") is not False
 
 
+def prediction(record: Record | None) -> dict[str, Any]:
+    """The record's prediction of its step ({} without one): the one place a report
+    reads `record["prediction"]`, whatever method made it."""
+    return dict((record or {}).get("prediction") or {})
+
+
+def prediction_method(record: Record | None) -> str:
+    """How the record's prediction was made, as its figures are labelled."""
+    return str(prediction(record).get("method") or "roofline")
+
+
 def _predicted_images(record: Record | None) -> str:
-    images = ((record or {}).get("prediction") or {}).get("images_per_s")
+    images = prediction(record).get("images_per_s")
     return "-" if images is None or record is None or not fits_chip(record) else f"{images:,.0f}"
 
 
@@ -236,8 +235,11 @@ def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record 
         why = f"the compiler refused {min(refused)}"
     elif batch_size(best) >= PER_DEVICE_CAP * devices:
         why = "the study's cap"
-    else:
-        why = "not searched above"
+    else:  # the search's next compile was never recorded: the run was stopped
+        why = (
+            f"the search was stopped before its next compile; `{COMMAND} "
+            f"--target={target_name(best)} --model={best['workload']['model']}` finishes it"
+        )
     return f">= {batch_size(best)} ({why})"
 
 
@@ -262,16 +264,28 @@ def _largest_table(rows, order) -> str:
     return markdown_table(LARGEST_HEADERS, body)
 
 
-def _refusals(rs: list[Record]) -> str:
-    failed = sorted(
-        (target_name(r), model_label(r), batch_size(r), r.get("message") or "")
-        for r in rs
-        if r["status"] == "error"
-    )
-    if not failed:
-        return ""
-    lines = [f"- {t}, {m}, batch {b}: {msg[:160]}" for t, m, b, msg in failed]
-    return "The compiler refused:\n\n" + "\n".join(lines)
+def without_paths(message: str) -> str:
+    """A compiler's message without this machine's file paths (`/.../bin/ptxas` ->
+    `ptxas`): what it says, not where it was installed here."""
+    return re.sub(r"(?<![\w.])/(?:[^\s/:]+/)+([^\s/:]+)", r"\1", message)
+
+
+def refusals(rs: list[Record]) -> str:
+    """Each refusal once: per target and message, the models, batches and precisions it
+    refused."""
+    refused: dict[tuple[str, str], set[tuple[str, int, str]]] = defaultdict(set)
+    for r in rs:
+        if r["status"] == "error":
+            message = without_paths(r.get("message") or "")[:160]
+            refused[(target_name(r), message)].add((model_label(r), batch_size(r), precision_of(r)))
+    lines = []
+    for (target, message), cells in sorted(refused.items()):
+        by_model: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for model, batch, precision in sorted(cells):
+            by_model[(model, batch)].append(precision)
+        which = ", ".join(f"{m} batch {b} ({' and '.join(p)})" for (m, b), p in by_model.items())
+        lines.append(f"- {target}: {message} ({which})")
+    return "The compiler refused:\n\n" + "\n".join(lines) if lines else ""
 
 
 def _memory_plot(grouped: ByModel, out: Path) -> Path:
@@ -340,47 +354,111 @@ INTRO = (
 )
 
 
+def _per_chip_batches(rows: dict[tuple[str, str], dict[int, Record]]) -> list[int]:
+    return sorted(
+        {
+            b // _chips(by_batch)
+            for by_batch in rows.values()
+            for b in by_batch
+            if _is_doubling(b, _chips(by_batch))
+        }
+    )
+
+
+def model_page(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> str:
+    """One model's page: memory per chip and predicted images/s by batch per chip, and
+    the largest batch per target."""
+    order, per_chip = _row_order(rows), _per_chip_batches(rows)
+    method = prediction_method(_first(next(iter(rows.values()))))
+    return "\n\n".join(
+        [
+            f"# {model} on devices not at hand (compiled, not run)",
+            f"Back to [all targets](targets.md). {INTRO}",
+            "Memory per chip (compiled), by batch per chip:",
+            _matrix(rows, order, per_chip, memory_cell),
+            f"Images/s over all chips (predicted: {method}), by batch per chip:",
+            _matrix(rows, order, per_chip, _predicted_images),
+            f"Largest global batch per target (compiled), and its images/s (predicted: {method}):",
+            _largest_table(rows, order),
+        ]
+    )
+
+
+def model_pages(records: list[Record]) -> dict[str, str]:
+    """{page name: markdown}: one page per model compiled for targets."""
+    grouped = _by_model(compiled(records))
+    return {f"targets-{_slug(m)}": model_page(m, grouped[m]) for m in sorted(grouped)}
+
+
+def _slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-")
+
+
 def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    """Per model: compiled memory per chip and fit, and predicted images/s, per target
-    and batch; the largest batch that fits each target; memory against batch, plotted
-    with each target's memory as a line."""
+    """The details page: a link per model's page, each refusal once, memory against
+    batch plotted with each target's memory as a line."""
     title = "## Devices not at hand (compiled, not run)"
     rs = compiled(records)
     if not rs:
         return f"{title}\n\nNo compile-only records yet (`{COMMAND}` writes them).", []
     grouped = _by_model(rs)
-    parts = [title, INTRO]
-    for model in sorted(grouped):
-        rows = grouped[model]
-        order = _row_order(rows)
-        per_chip = sorted(
-            {
-                b // _chips(by_batch)
-                for by_batch in rows.values()
-                for b in by_batch
-                if _is_doubling(b, _chips(by_batch))
-            }
-        )
-        parts += [
-            f"### {model}",
-            "Memory per chip (compiled), by batch per chip:",
-            _matrix(rows, order, per_chip, memory_cell),
-            "Images/s over all chips (predicted: roofline at the datasheet figures), by batch "
-            "per chip:",
-            _matrix(rows, order, per_chip, _predicted_images),
-            "Largest global batch per target (compiled), and its images/s (predicted):",
-            _largest_table(rows, order),
-        ]
-    refused = _refusals(rs)
-    if refused:
-        parts.append(refused)
+    links = ", ".join(f"[{m}](targets-{_slug(m)}.md)" for m in sorted(grouped))
+    parts = [title, INTRO, f"Per model: {links}.", refusals(rs)]
     path = _memory_plot(grouped, out)
     parts.append(
         "Memory per chip (compiled) against batch per chip; dotted lines: each target's "
         "memory per chip (datasheet); solid f32, dashed bf16.\n\n"
         f"![memory per chip per target]({path.name})"
     )
-    return "\n\n".join(parts), [path]
+    return "\n\n".join(p for p in parts if p), [path]
+
+
+def _summary_cell(by_batch: dict[int, Record] | None) -> str:
+    if not by_batch:
+        return "-"
+    best, over = largest_fitting(by_batch)
+    largest = largest_cell(by_batch, best, over).split(" (")[0]
+    if best is None:
+        return largest
+    return f"{largest} / {gib(_total(best))} / {_predicted_images(best)}"
+
+
+def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The answers page: model x one-chip target, f32: the largest batch that fits
+    (compiled), its memory per chip (compiled) and images/s (predicted)."""
+    rs = [r for r in compiled(records) if (target_field(r, "chips") or 1) == 1]
+    if not rs:
+        return f"No compile-only records yet: `{COMMAND}` writes them.", []
+    grouped = _by_model(rs)
+    names = sorted({n for rows in grouped.values() for n, _ in rows})
+    names.sort(key=lambda n: (n.startswith("tpu"), n))  # GPUs, then TPUs
+    body = [
+        [f"[{m}]({PAGES}/targets-{_slug(m)}.md)"]
+        + [_summary_cell(grouped[m].get((n, "f32"))) for n in names]
+        for m in sorted(grouped)
+    ]
+    stopped = sum(
+        "stopped" in largest_cell(by_batch, *largest_fitting(by_batch))
+        for rows in grouped.values()
+        for (_, precision), by_batch in rows.items()
+        if precision == "f32"
+    )
+    method = prediction_method(rs[0])
+    text = (
+        "The train step compiled by each target's own compiler (libtpu, XLA:GPU) on this "
+        "machine and never run; each cell: the largest batch that fits in the memory JAX "
+        "can use of one chip (compiled) / its memory (compiled) / images/s "
+        f"(predicted: {method}); f32, one chip (multi-chip slices and bf16 on each "
+        "model's page)."
+    )
+    table = markdown_table(["model", *names], body)
+    unfinished = (
+        f"{stopped} of these searches were stopped before their next compile (`>= N`, no "
+        f"batch above N compiled); `{COMMAND} --target=TARGET --model=MODEL` finishes one."
+        if stopped
+        else ""
+    )
+    return "\n\n".join(p for p in (text, table, unfinished) if p), []
 
 
 # Seed 000's devices (analysis.SEED_000_OBSERVED) as the targets table names them.
@@ -431,4 +509,12 @@ def seed_000_headline(records: list[Record]) -> str:
     )
 
 
-STUDY = Study("targets", cells=cells, sections=(targets_section,), headline=seed_000_headline)
+STUDY = Study(
+    "targets",
+    cells=cells,
+    sections=(targets_section,),
+    headline=seed_000_headline,
+    question="Would it fit, and how fast, on a chip not at hand? (seeds 000, 002)",
+    answer=targets_answer,
+    pages=model_pages,
+)

@@ -50,8 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxcnn.conv_shapes import plain_2d_conv
 from jaxcnn.errors import UsageError
-from jaxcnn.formulation import plain_2d_conv
 
 _SOURCE = Path(__file__).with_name("conv.cc")
 _INSTALL = "pip install onednn-devel-cpu-gomp"
