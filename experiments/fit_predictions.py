@@ -46,8 +46,8 @@ import numpy as np
 from experiments import predictions, records, references
 from experiments.cli_options import OneLineParser
 from experiments.migrate_records import write_atomically
-from jaxcnn import devices, prediction, targets
 from jaxcnn import kernels as kernels_lib
+from jaxcnn import prediction, targets
 
 PARAMETERS = ("compute_efficiency", "memory_efficiency", "kernel_overhead_s")
 BOUNDS = {
@@ -128,9 +128,7 @@ def reference_observations(
         if ref.model is None:
             missing.append((ref, "no jaxcnn model corresponds to it"))
             continue
-        if predictions.PRECISIONS[ref.precision] == "bf16" and not devices.vendor_peak_tflops(
-            ref.chip, "bf16"
-        ):
+        if predictions.PRECISIONS[ref.precision] == "bf16" and not predictions.has_bf16(ref.chip):
             missing.append((ref, f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"))
             continue
         r = predictions.match_reference(ref, loaded)

@@ -6,6 +6,9 @@ A record that carries its step's kernels (`kernels`, jaxcnn.kernels) is predicte
 the current constants, so every record is priced by the same model and a refit moves
 them all at once; one without (made before records carried kernels) keeps the roofline
 it was written with, labelled as the lower bound it is.
+
+Importing it starts no JAX (the report's study modules import it, and `jaxcnn` imports
+JAX): the library is imported where a record is priced.
 """
 
 from __future__ import annotations
@@ -15,12 +18,8 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from jaxcnn import devices as devices_lib
-from jaxcnn import kernels as kernels_lib
-from jaxcnn import prediction as prediction_lib
-from jaxcnn import targets
-
 Record = dict[str, Any]
+METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.prediction's names
 
 
 def device_of(record: Record) -> Any:
@@ -37,6 +36,8 @@ def device_of(record: Record) -> Any:
 
 
 def _devices_per_chip(target: dict[str, Any]) -> int:
+    from jaxcnn import targets
+
     name = target.get("name")
     if name in targets.TARGETS:
         return targets.TARGETS[name].devices_per_chip
@@ -47,6 +48,8 @@ def _devices_per_chip(target: dict[str, Any]) -> int:
 def rates_of(record: Record) -> dict[str, Any]:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured."""
+    from jaxcnn import prediction as prediction_lib
+
     device = device_of(record)
     rates = prediction_lib.vendor_rates(device, device.devices_per_chip)
     if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
@@ -59,6 +62,9 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     it carries kernels, else the block it was written with (a roofline: a lower bound),
     its method saying which."""
     if record.get("kernels"):
+        from jaxcnn import kernels as kernels_lib
+        from jaxcnn import prediction as prediction_lib
+
         return prediction_lib.predict(
             kernels_lib.from_summary(record["kernels"]),
             rates_of(record),
@@ -71,7 +77,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     if not block:
         return None
     if block.get("method") in (None, "roofline"):
-        block = {**block, "method": prediction_lib.BOUND_METHOD}
+        block = {**block, "method": BOUND_METHOD}
     return block
 
 
@@ -80,7 +86,7 @@ def label(block: dict[str, Any] | None) -> str:
     model its constants' version and leave-one-out error band."""
     if not block:
         return "no prediction"
-    if block.get("method") != prediction_lib.METHOD:
+    if block.get("method") != METHOD:
         return "predicted: roofline bound (a lower bound, no error band)"
     band = block.get("error_band") or {}
     error = (
@@ -130,7 +136,7 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
     """The newest compile-only record with kernels of `ref`'s chip, model, precision and
     batch per chip (on a one-chip target where one exists), or None."""
     precision = PRECISIONS.get(ref.precision)
-    if precision == "bf16" and devices_lib.vendor_peak_tflops(ref.chip, "bf16") is None:
+    if precision == "bf16" and not has_bf16(ref.chip):
         return None  # jaxcnn's reduced precision is bf16, which this chip has no units for
     found = []
     for r in loaded:
@@ -146,8 +152,17 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
     return max(found, key=lambda r: (-r["target"]["chips"], r["env"]["utc_time"]), default=None)
 
 
+def has_bf16(chip: str) -> bool:
+    """Whether `chip` (a chip table name) has bf16 matmul units."""
+    from jaxcnn import devices
+
+    return devices.vendor_peak_tflops(chip, "bf16") is not None
+
+
 def compile_command(ref: Any) -> str:
     """The command that makes the compile record `ref` is matched with."""
+    from jaxcnn import targets
+
     target = min(
         (t for t in targets.TARGETS.values() if t.chip == ref.chip),
         key=lambda t: t.chips,
@@ -176,9 +191,7 @@ def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dic
             row["why"] = "the source gives no batch or no throughput"
         elif ref.precision not in PRECISIONS:
             row["why"] = f"precision {ref.precision} has no jaxcnn counterpart"
-        elif PRECISIONS[ref.precision] == "bf16" and not devices_lib.vendor_peak_tflops(
-            ref.chip, "bf16"
-        ):
+        elif PRECISIONS[ref.precision] == "bf16" and not has_bf16(ref.chip):
             row["why"] = f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"
         else:
             record = match_reference(ref, records)
@@ -196,3 +209,40 @@ def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dic
             row["why"] = "its compile record has no per-kernel prediction"
         rows.append(row)
     return rows
+
+
+def constants_table() -> dict[str, Any]:
+    """The committed constants file (jaxcnn/prediction_constants.json), read without
+    importing jaxcnn (which starts JAX)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("jaxcnn")
+    folder = Path(next(iter(spec.submodule_search_locations or [])))
+    return json.loads((folder / "prediction_constants.json").read_text())
+
+
+_PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
+
+
+def error_line(table: dict[str, Any] | None = None) -> str:
+    """One line: the per-kernel model's version and its leave-one-out error per platform
+    (what every predicted figure's band is), or that a platform's constants are assumed."""
+    table = table or constants_table()
+    parts = []
+    for platform, family in sorted(table["families"].items()):
+        error = family.get("error")
+        where = _PLATFORM_WORDS.get(platform, platform)
+        if error:
+            parts.append(
+                f"{where}: median error {error['median']:.0%}, worst {error['worst']:.0%} "
+                f"over {error['observations']} measured steps"
+            )
+        else:
+            parts.append(f"{where}: constants assumed, no error band (nothing to fit yet)")
+    return (
+        f"Predicted figures come from the per-kernel model (constants {table['version']}; "
+        "docs/predictions.md), its error measured leave-one-out against published and "
+        f"measured step times: {'; '.join(parts)}."
+    )

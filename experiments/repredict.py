@@ -1,6 +1,7 @@
-"""python -m experiments.repredict RECORDS_FILE: give the measured CPU records made before
-records carried their step's kernels the kernels of that step, by compiling it again
-here, so the per-kernel model predicts them and its error on this CPU is measured.
+"""python -m experiments.repredict RECORDS_FILE: give the measured CPU records that carry
+a roofline prediction (made before records carried their step's kernels) the kernels of
+that step, by compiling it again here, so the per-kernel model predicts them too and its
+error on this CPU is measured on the same records the roofline's was.
 
 What is compiled is the record's own workload (its model, batch, precision, strategy and
 device count, and the formulation it ran with, not the one `auto` would pick today),
@@ -38,6 +39,8 @@ def needs_kernels(record: dict[str, Any]) -> str | None:
         return "not an ok train record"
     if record["device"]["platform"] != "cpu":
         return "not a CPU record"
+    if not record.get("prediction"):
+        return "made before records carried a prediction"
     if record["workload"].get("strategy") == "pmap":
         return "pmap compiles only with arrays at hand"
     versions = {p: importlib.metadata.version(p) for p in ("jax", "jaxlib")}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments import cli_plan, compile_only, records
+from experiments import cli_plan, compile_only, predictions, records
 from experiments.cli_options import HERE
 from experiments.isolated import ChildDied, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
@@ -120,19 +120,31 @@ def describe(record: dict[str, Any]) -> str:
             "  compiler's count: none (XLA:GPU gives no cost analysis): FLOPs from the "
             f"jaxpr, {si(record['flops']['per_step'] / t['devices'], 'FLOP')} per device"
         )
-    p = record.get("prediction")
-    if p:
-        basis = f"vendor peak {p['peak_tflops_used']} TFLOP/s {p['peak_precision']}"
-        if p["bandwidth_bytes_per_s"] and p["memory_s"] is not None:
-            basis += f", {si(p['bandwidth_bytes_per_s'], 'B/s')}"
-        elif p["memory_s"] is None:
-            basis += "; bytes unknown, so compute only"
-        lines.append(
-            f"  PREDICTED (roofline, {basis}): step {seconds(p['step_time_s'])} "
-            f"({p['bound']}-bound), {p['images_per_s']:,.0f} images/s"
+    p = predictions.of(record)
+    if p and p.get("method") == "per-kernel":
+        parts = ", ".join(
+            f"{name} {seconds(p[key])}"
+            for name, key in (
+                ("compute", "compute_s"),
+                ("memory", "memory_s"),
+                ("launches", "overhead_s"),
+            )
         )
-    else:
-        lines.append("  predicted: none (no vendor peak for this precision on this chip)")
+        lines.append(
+            f"  PREDICTED (per-kernel model, {p['kernels']:,.0f} kernels: {parts}): step "
+            f"{seconds(p['step_time_s'])}, {p['images_per_s']:,.0f} images/s"
+        )
+        lines.append(f"    {predictions.label(p)}")
+    bound = record.get("prediction_bound")
+    if p and p.get("method") != "per-kernel":  # a record made before kernels were read
+        bound, p = p, None
+    if bound:
+        lines.append(
+            f"  lower bound (whole-program roofline at the vendor's peak): step "
+            f"{seconds(bound['step_time_s'])}, {bound['images_per_s']:,.0f} images/s"
+        )
+    if not p and not bound:
+        lines.append("  predicted: none (no vendor figures for this chip)")
     return "\n".join(lines)
 
 

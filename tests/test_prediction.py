@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -210,3 +211,57 @@ def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     for platform, family in committed["families"].items():
         for name in fit_predictions.PARAMETERS:
             assert again["families"][platform][name] == pytest.approx(family[name], rel=1e-3)
+
+
+# --- The defects of the whole-program roofline, on real compiled programs ---------------
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _program(name: str) -> list[Kernel]:
+    import gzip
+
+    from jaxcnn import kernels
+
+    return kernels.kernels(gzip.decompress((DATA / f"{name}.hlo.gz").read_bytes()).decode())
+
+
+def test_a_gpu_prediction_prices_memory_traffic_and_launches_not_flops_alone():
+    # The roofline of a deviceless XLA:GPU compile had no bytes (no cost analysis) and
+    # priced mnist_cnn's step at its FLOPs over the T4's peak alone.
+    ks = _program("gpu-t4_mnist_train")
+    block = prediction.predict(ks, prediction.vendor_rates(T4), "gpu", 128, table=TABLE)
+    flops = sum(k.flops * k.count for k in ks)
+    flops_only = flops / 8.1e12
+    assert block["memory_s"] > 0 and block["overhead_s"] == pytest.approx(58 * 4e-6)
+    assert block["kernels"] == 58
+    assert block["step_time_s"] > 2 * flops_only
+
+
+def test_a_small_models_step_is_priced_by_its_launches():
+    # mnist_cnn on a T4: 58 kernels; the roofline said 9 M images/s on an A100 (1.8 us a
+    # step), less than the launches of its kernels take.
+    ks = _program("gpu-t4_mnist_train")
+    block = prediction.predict(ks, prediction.vendor_rates(A100), "gpu", 128, table=TABLE)
+    assert block["step_time_s"] >= 58 * TABLE["families"]["gpu"]["kernel_overhead_s"]
+    assert block["images_per_s"] < 128 / (58 * 4e-6)
+
+
+@pytest.mark.slow
+def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
+    # Seed 002's question needs this: at small batches a GPU step is launches and
+    # memory traffic, so 8x the batch costs far less than 8x the time; the roofline
+    # (FLOPs over peak) grew exactly with the batch.
+    from experiments import compile_only
+    from experiments.workload import Workload
+    from jaxcnn import kernels, targets
+
+    devices = list(targets.abstract_devices(targets.get("gpu-t4")))
+    times = {}
+    for batch in (16, 128):
+        workload = Workload(model="mnist_cnn", batch_size=batch, kind="compile", target="gpu-t4")
+        program, _ = compile_only.step_program(workload, devices)
+        ks = kernels.kernels(program.as_text())
+        block = prediction.predict(ks, prediction.vendor_rates(T4), "gpu", batch, table=TABLE)
+        times[batch] = block["step_time_s"]
+    assert 1 < times[128] / times[16] < 0.75 * 8

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from experiments import predictions
 from experiments.labels import cpu_label, device_label, model_label, workload_kind
 from experiments.studies._common import (
     PAGES,
@@ -78,9 +79,11 @@ def machines_line(records: list[Record]) -> str:
 
 
 def prediction_error_line(records: list[Record]) -> str | None:
-    """The prediction model's error band, where predicted figures are shown: None until
-    the per-kernel prediction's comparison with published figures exists."""
-    return None
+    """The prediction model's error band, where predicted figures are shown (None where
+    no record is predicted)."""
+    if not any(r.get("compiled_not_run") or r.get("prediction") for r in records):
+        return None
+    return predictions.error_line()
 
 
 def answers_intro(records: list[Record]) -> str:

@@ -1,13 +1,20 @@
-"""How far is a measured step from its predicted (roofline) time?
+"""How far can a predicted step time be trusted?
+
+Every accelerator figure the study gives without a real run is a prediction of the
+per-kernel model (docs/predictions.md). This study measures its error two ways: against
+published training measurements of the same programs (the report's first table), and
+against the steps this study times on the devices at hand, each record carrying its own
+per-kernel prediction and the whole-program roofline bound (the second).
 
 The bench's cells (its models and batches) in the configurations the bench finds
 fastest: the platform's formulation, in both loops, f32 (and bf16 on accelerators,
 where it is the fast precision; on a CPU bf16 runs at half the f32 rate). Every
-record carries its measured step time and, from the same run, the compiled step's
-roofline prediction (`prediction`: this run's measured matmul ceiling and memory
-bandwidth; on a chip with datasheet figures also `prediction_vendor`); the report
-divides one by the other per cell. Its own study, so the bench's records stay as
-they were measured.
+record carries its measured step time and, from the same run, the kernels of the program
+it timed with their per-kernel `prediction` (at the chip's datasheet rates, or on a CPU
+this run's measured matmul ceiling and bandwidth) and the roofline `prediction_bound`;
+the report divides one by the other per cell. Its own study, so the bench's records stay
+as they were measured. On a GPU this one command gives the measured column
+(docs/predictions.md).
 
 Command: python -m experiments.run --study=roofline --device=cpu --data-dir=DIR
 Sizes: the bench's. Smoke: the bench's smoke cells.
@@ -19,11 +26,11 @@ models (a guess).
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from experiments import predictions
 from experiments.labels import device_label, model_label
 from experiments.studies import bench
 from experiments.studies._common import (
@@ -38,13 +45,11 @@ from experiments.studies._common import (
 )
 from experiments.studies.base import Context, Record, Study
 from experiments.studies.targets import (
-    compiled,
     not_compiled,
     prediction,
     prediction_method,
-    target_field,
 )
-from experiments.tables import markdown_table, seconds, si
+from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
 
 
@@ -64,30 +69,18 @@ def workloads(ctx: Context) -> list[Workload]:
 
 
 def _ratio(record: Record, predicted: dict[str, Any] | None) -> float | None:
+    """predicted / measured step time (|ratio - 1| is the prediction's error)."""
     step = (predicted or {}).get("step_time_s")
     if not step or record["status"] != "ok":
         return None
-    return median_step(record) / step
+    return step / median_step(record)
 
 
 def _versus(record: Record, predicted: dict[str, Any] | None) -> list[str]:
-    """[predicted s/step, measured / predicted] for one prediction of `record`."""
+    """[predicted s/step, predicted / measured] for one prediction of `record`."""
     ratio = _ratio(record, predicted)
     step = seconds((predicted or {}).get("step_time_s"))
     return [step, "-" if ratio is None else f"{ratio:.2f}"]
-
-
-def _rates(predicted: dict[str, Any]) -> str:
-    peak, rate = predicted.get("peak_tflops_used"), predicted.get("bandwidth_bytes_per_s")
-    parts = []
-    if peak:
-        parts.append(
-            f"{si(peak * 1e12, 'FLOP/s')} {predicted.get('peak_precision') or ''} "
-            f"{predicted.get('peak_source')}".replace("  ", " ")
-        )
-    if rate:
-        parts.append(f"{si(rate, 'B/s')} {predicted.get('bandwidth_source')}")
-    return ", ".join(parts) or "-"
 
 
 def _has_prediction(record: Record) -> bool:
@@ -95,9 +88,13 @@ def _has_prediction(record: Record) -> bool:
 
 
 def predicted_measured(records: list[Record]) -> list[Record]:
-    """The latest ok measured record per device and cell that carries a prediction."""
+    """The latest ok measured train record per device and cell that carries a prediction."""
     return latest_by(
-        [r for r in not_compiled(records) if _has_prediction(r)],
+        [
+            r
+            for r in not_compiled(records)
+            if r["workload"].get("kind", "train") == "train" and _has_prediction(r)
+        ],
         lambda r: (
             device_label(r),
             study_of(r),
@@ -109,27 +106,34 @@ def predicted_measured(records: list[Record]) -> list[Record]:
 
 
 INTRO = (
-    "Every measured record with a prediction: the step time measured on the device "
-    "(median of the record's timed steps, p10-p90) beside the step time predicted "
-    "for it by a roofline of the same compiled step, computed in the same run "
-    "(`predicted`: from that run's measured matmul ceiling for the step's dtype and "
-    "its measured memory bandwidth; `predicted, datasheet`: from the vendor's figures, "
-    "where the chip has them; `predicted, target compile`: the compile-only record of "
-    "the same workload for the same chip and chip count). `measured / predicted` is "
-    "the method's error: at least 1 where the roofline is a true lower bound; the "
-    "bound names the side (compute or memory) that sets the prediction."
+    "Every measured step that carries a prediction, beside it: the step time measured on "
+    "the device (median of the record's timed steps, p10-p90), the per-kernel model's "
+    "prediction of the same compiled program (docs/predictions.md; a record made before "
+    "records carried kernels has only the roofline, labelled *roofline bound*), and the "
+    "whole-program roofline, a lower bound. `predicted / measured` is each one's error: "
+    "below 1 it predicted too fast."
 )
 HEADERS = [
     "study",
     "model",
     "batch",
     "precision",
+    "formulation, loop",
     "measured s/step [p10-p90]",
     "predicted s/step",
-    "measured / predicted",
-    "bound (predicted)",
-    "predicted from",
+    "predicted / measured",
+    "predicted by",
+    "roofline bound s/step",
+    "bound / measured",
 ]
+
+
+def _bound(record: Record) -> dict[str, Any] | None:
+    """The record's whole-program roofline: its own field, or on a record made before
+    records carried kernels, the prediction it was written with."""
+    if record.get("prediction_bound"):
+        return record["prediction_bound"]
+    return None if record.get("kernels") else record.get("prediction")
 
 
 def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -142,12 +146,6 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             "(`python -m experiments.run --study=roofline` writes them).",
             [],
         )
-    # (chip, chips, workload) -> the prediction of its compile-only record
-    compiled_predictions = {
-        (target_field(r, "chip"), target_field(r, "chips"), *same_step(r)): prediction(r)
-        for r in compiled(records)
-        if _has_prediction(r)
-    }
     by_device: dict[str, list[Record]] = defaultdict(list)
     for r in rs:
         by_device[device_label(r)].append(r)
@@ -157,62 +155,138 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             by_device[device],
             key=lambda r: (str(study_of(r)), model_label(r), batch_size(r), precision_of(r)),
         )
-        # Where a record of the device has one: the prediction from the chip's datasheet,
-        # and the compile-only record's for the same chip, chip count and workload.
-        others = {
-            "datasheet": [r.get("prediction_vendor") for r in group],
-            "target compile": [
-                compiled_predictions.get(
-                    (field(r, "mfu", "chip"), r["device"]["count"], *same_step(r))
-                )
-                for r in group
-            ],
-        }
-        others = {name: found for name, found in others.items() if any(found)}
         rows = []
-        for i, r in enumerate(group):
+        for r in group:
             predicted = prediction(r)
-            row = [study_of(r) or "-", model_label(r), batch_size(r), precision_of(r), fmt_step(r)]
-            row += [*_versus(r, predicted), predicted.get("bound") or "-", _rates(predicted)]
-            rows.append(row + [cell for found in others.values() for cell in _versus(r, found[i])])
-        columns = ("predicted s/step", "measured / predicted")
-        headers = HEADERS + [f"{column}, {name}" for name in others for column in columns]
-        ratios = [x for r in group if (x := _ratio(r, prediction(r))) is not None]
-        spread = ""
-        if ratios:
-            spread = (
-                f"median {statistics.median(ratios):.3g}, range {min(ratios):.3g}-"
-                f"{max(ratios):.3g} over {len(ratios)} record(s)"
-            )
-        parts += [
-            f"### {device}",
-            markdown_table(headers, rows),
-            f"measured / predicted: {spread}.",
-        ]
+            how = f"{field(r, 'formulation', 'name') or '-'}, {r.get('loop') or '-'}"
+            cell = [study_of(r) or "-", model_label(r), batch_size(r), precision_of(r), how]
+            measured = [fmt_step(r), *_versus(r, predicted), prediction_method(r)]
+            rows.append([*cell, *measured, *_versus(r, _bound(r))])
+        summary = predictions.error_summary(
+            [
+                x
+                for r in group
+                if prediction_method(r) == "per-kernel"
+                and (x := _ratio(r, prediction(r))) is not None
+            ]
+        )
+        spread = (
+            f"per-kernel model: median error {summary['median']:.0%}, worst "
+            f"{summary['worst']:.0%} over {summary['n']} record(s)."
+            if summary
+            else "No record of this device carries kernels yet: roofline bounds only."
+        )
+        parts += [f"### {device}", markdown_table(HEADERS, rows), spread]
     return "\n\n".join(parts), []
 
 
-def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    """Per device and prediction method: measured over predicted step time."""
-    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in predicted_measured(records):
-        if (x := _ratio(r, prediction(r))) is not None:
-            ratios[(device_label(r), prediction_method(r))].append(x)
-    if not ratios:
-        return "", []
-    rows = [
-        [device, method, len(xs), f"{statistics.median(xs):.3g}", f"{min(xs):.3g}-{max(xs):.3g}"]
-        for (device, method), xs in sorted(ratios.items())
+PUBLISHED_INTRO = (
+    "Every published training measurement in `experiments/published_references.json` "
+    "(docs/references.md) beside the per-kernel model's prediction for the same chip, "
+    "model, precision and batch per chip, from a compile-only record of that program. "
+    "*Fitted* rows set the constants (their error band is leave-one-out, in the line "
+    "above the table); *held out* rows measure more than the step and are shown, never "
+    "fitted."
+)
+
+
+def versus_published(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Per published reference: predicted and published images/s per chip."""
+    from experiments import references
+
+    rows = []
+    for row in predictions.versus_published(records, references.load()):
+        ref = row["reference"]
+        published = ref.images_per_s_per_chip
+        rows.append(
+            [
+                f"[{ref.id}]({ref.source_url})" if ref.source_url.startswith("http") else ref.id,
+                ref.chip,
+                ref.model,
+                ref.precision,
+                ref.batch_per_chip or "-",
+                "-" if published is None else f"{published:,.1f}",
+                "-" if row["predicted"] is None else f"{row['predicted']:,.1f}",
+                "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
+                f"held out: {ref.held_out}" if ref.held_out else "fitted",
+                row.get("why") or "",
+            ]
+        )
+    headers = [
+        "reference",
+        "chip",
+        "model",
+        "precision (published)",
+        "batch per chip",
+        "published images/s per chip",
+        "predicted images/s per chip",
+        "predicted / published",
+        "use",
+        "not predicted because",
     ]
-    headers = ["device (measured)", "predicted by", "records", "median", "range"]
-    text = "Measured step time over the step time predicted for it in the same run:"
-    return f"{text}\n\n{markdown_table(headers, rows)}", []
+    title = "## Predictions vs published measurements"
+    line = predictions.error_line()
+    return "\n\n".join([title, PUBLISHED_INTRO, line, markdown_table(headers, rows)]), []
+
+
+def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The per-kernel model's error: on published references and on measured steps."""
+    from experiments import references
+
+    lines = [predictions.error_line()]
+    published = [
+        row for row in predictions.versus_published(records, references.load()) if row["ratio"]
+    ]
+    for use, rows in (
+        ("fitted", [r for r in published if not r["reference"].held_out]),
+        ("held out", [r for r in published if r["reference"].held_out]),
+    ):
+        summary = predictions.error_summary([r["ratio"] for r in rows])
+        if summary:
+            worst = max(rows, key=lambda r: abs(r["ratio"] - 1))["reference"]
+            lines.append(
+                f"Published references, {use} ({summary['n']}): predicted / published "
+                f"median error {summary['median']:.0%}, worst {summary['worst']:.0%} "
+                f"({worst.id}, {worst.chip} {worst.model})."
+            )
+    measured: dict[str, list[float]] = defaultdict(list)
+    for r in predicted_measured(records):
+        if prediction_method(r) == "per-kernel" and (x := _ratio(r, prediction(r))):
+            measured[device_label(r)].append(x)
+    for device, ratios in sorted(measured.items()):
+        summary = predictions.error_summary(ratios)
+        lines.append(
+            f"Measured on {device} ({summary['n']} steps): predicted / measured median error "
+            f"{summary['median']:.0%}, worst {summary['worst']:.0%} (in-sample)."
+        )
+    return "\n\n".join(lines), []
+
+
+def roofline_headline(records: list[Record]) -> str:
+    """The README's line: how far predicted figures are from published ones."""
+    from experiments import references
+
+    published = [
+        row
+        for row in predictions.versus_published(records, references.load())
+        if row["ratio"] and not row["reference"].held_out
+    ]
+    summary = predictions.error_summary([row["ratio"] for row in published])
+    if not summary:
+        return "Predictions (per-kernel model): no published reference is compiled yet."
+    return (
+        f"Predictions (per-kernel model, for chips not at hand): against {summary['n']} "
+        f"published measurements, median error {summary['median']:.0%}, worst "
+        f"{summary['worst']:.0%}; every reference and this CPU's measured steps: "
+        "[results/report/roofline.md](results/report/roofline.md)"
+    )
 
 
 STUDY = Study(
     "roofline",
     workloads=workloads,
-    sections=(predicted_vs_measured,),
-    question="How far is each measured step from its predicted time?",
+    sections=(versus_published, predicted_vs_measured),
+    question="How far can a predicted step time be trusted?",
     answer=roofline_answer,
+    headline=roofline_headline,
 )

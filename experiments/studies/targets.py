@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from experiments import analysis
+from experiments import analysis, predictions
 from experiments.labels import model_label, workload_kind
 from experiments.studies._common import (
     PAGES,
@@ -126,13 +126,14 @@ def fits_chip(record: Record) -> bool:
 
 def prediction(record: Record | None) -> dict[str, Any]:
     """The record's prediction of its step ({} without one): the one place a report
-    reads `record["prediction"]`, whatever method made it."""
-    return dict((record or {}).get("prediction") or {})
+    reads one. Per-kernel with the current constants where the record carries its
+    step's kernels, else the roofline it was written with (experiments.predictions)."""
+    return dict((predictions.of(record) if record else None) or {})
 
 
 def prediction_method(record: Record | None) -> str:
     """How the record's prediction was made, as its figures are labelled."""
-    return str(prediction(record).get("method") or "roofline")
+    return str(prediction(record).get("method") or "roofline bound")
 
 
 def _predicted_images(record: Record | None) -> str:
