@@ -137,7 +137,18 @@ def accuracy(record: Record) -> float | None:
 
 
 def overrides(record: Record) -> tuple:
-    return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
+    """The model overrides as a key: JSON gives a nested override (catsdogs' `widths`)
+    back as lists, which cannot key a dict, so each value is made a tuple."""
+    given = record["workload"].get("model_overrides") or {}
+    return tuple(sorted((k, _hashable(v)) for k, v in given.items()))
+
+
+def _hashable(value: Any) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def same_step(record: Record) -> tuple:
