@@ -173,6 +173,7 @@ import math
 import os
 import platform
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -646,11 +647,36 @@ def check_writable(path: str | os.PathLike) -> None:
     `path`: a folder or an unwritable file there, an immutable file, a parent that is
     a file or read-only, a full disk. Creates nothing and changes nothing."""
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "a folder, not a records file", str(path))
+    check_regular(path)
     if path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # EPERM if immutable
     check_writable_folder(path.parent)
+
+
+# What a records path is when it is not a regular file, by its stat mode.
+_SPECIAL_FILES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular(path: str | os.PathLike) -> None:
+    """Raise OSError if something other than a regular file is at `path` (a folder, a
+    FIFO, a device, a socket): opening a FIFO blocks until another process opens its
+    other end, and reading /dev/zero never ends, so a records path is checked before
+    it is opened. Nothing at `path` is fine (the first append creates it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a regular file")
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    raise OSError(code, f"{what}, not a records file", str(path))
 
 
 def check_writable_folder(folder: str | os.PathLike) -> None:
@@ -707,10 +733,16 @@ def _keep_elsewhere(batch: Sequence[dict[str, Any]], name: str) -> Path | None:
 
 
 def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """These files, and every *.jsonl under these folders (sorted)."""
+    """These files, and every *.jsonl file under these folders (sorted); OSError
+    (`check_regular`) if one is a FIFO, a device or a socket: it is never opened."""
     found: list[Path] = []
     for path in map(Path, paths):
-        found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob("*.jsonl")) if not p.is_dir())
+        else:
+            found.append(path)
+    for file in found:
+        check_regular(file)
     return found
 
 
@@ -726,7 +758,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
     the schema) are kept in the file and skipped, with one warning per file naming them;
     records of an earlier schema version too, with one warning per file naming the
-    command that migrates them (`MIGRATE_COMMAND`)."""
+    command that migrates them (`MIGRATE_COMMAND`). OSError if a path is a FIFO, a
+    device or a socket (`records_files`)."""
     records: dict[str, dict[str, Any]] = {}
     for file in records_files(paths):
         bad: list[tuple[int, str]] = []

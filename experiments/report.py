@@ -105,6 +105,10 @@ def _main(argv: list[str] | None) -> int:
             missing.append(given)
     if missing:
         return _error(f"no such file or folder: {', '.join(missing)}")
+    try:  # a FIFO would block the load forever, /dev/zero fill the memory
+        records_lib.records_files(args.paths)
+    except OSError as e:
+        return _error(f"cannot read records from {e.filename}: {e.strerror}")
     for given, (start, end, what) in zip((args.readme, args.performance), BLOCKS, strict=True):
         if given and not _has_markers(Path(given), start, end):
             return _error(
