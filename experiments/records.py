@@ -699,6 +699,29 @@ def check_writable_folder(folder: str | os.PathLike) -> None:
         raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
 
 
+def write_whole(path: str | os.PathLike, content: bytes) -> None:
+    """`path` holds `content` now, whole or not at all: written to a temporary file
+    beside it, flushed to disk and renamed over it, so a kill or a full disk midway
+    leaves the old file as it was, and no temporary file. A file's permissions are kept
+    (a new one gets the umask's); a link is followed, and its target replaced."""
+    path = Path(os.path.realpath(path))
+    temporary = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException as e:
+        temporary.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+        raise
+
+
 def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:
     """`append` each record of `batch` in turn, and if one fails, keep it and the rest
     where they can be recovered (a new file in the temp folder; if even that fails, the

@@ -11,6 +11,7 @@ its `STUDY.sections`); the README block is the overview's table and each study's
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import warnings
@@ -68,7 +69,7 @@ def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, l
             parts.append(markdown)
         pngs.extend(paths)
     report = out / REPORT_FILE
-    report.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    records_lib.write_whole(report, ("\n\n".join(parts) + "\n").encode("utf-8"))
     return report, pngs
 
 
@@ -124,6 +125,17 @@ def _main(argv: list[str] | None) -> int:
     records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
     if not records:
         return _error(f"no records found in {', '.join(args.paths)}")
+    try:
+        _write(records, out, args)
+    except OSError as e:  # a full disk: each file is whole, the old one or the new
+        where, why = e.filename or out, e.strerror or e
+        print(f"error: could not write {where} ({why}); the file is as it was", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write(records: list[Record], out: Path, args: argparse.Namespace) -> None:
+    """The report, and the blocks of --readme and --performance, each written whole."""
     report, pngs = write_report(records, out)
     print(f"{report} ({len(records)} records, {len(pngs)} plots)")
     if args.readme:
@@ -135,7 +147,6 @@ def _main(argv: list[str] | None) -> int:
         image = _link(plot, notes) if plot.exists() else None
         rewrite_block(notes, bench_block(records, image), BENCH_START, BENCH_END)
         print(f"{args.performance}: bench table rewritten")
-    return 0
 
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -154,9 +165,10 @@ def _link(target: Path, notes: Path) -> str:
 def rewrite_block(
     notes: Path, block: str, start: str = analysis.README_START, end: str = analysis.README_END
 ) -> None:
-    """Rewrite the notes' generated block in place; the rest stays byte-identical."""
+    """Rewrite the notes' generated block; the rest stays byte-identical, and the file
+    is whole at every moment (`records.write_whole`)."""
     text = notes.read_bytes().decode("utf-8")
-    notes.write_bytes(analysis.replace_block(text, block, start, end).encode("utf-8"))
+    records_lib.write_whole(notes, analysis.replace_block(text, block, start, end).encode("utf-8"))
 
 
 def _has_markers(notes: Path, start: str, end: str) -> bool:

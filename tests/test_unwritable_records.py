@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import complete_record
+from conftest import fill_disk as _fill
 
 from experiments import records, sweep
 from experiments.isolated import InChild
@@ -41,36 +42,6 @@ def _record(run_id: str = "a") -> dict:
             "env": {"jax": "0"},
         }
     )
-
-
-def _fill(folder: Path) -> None:
-    """Write into `folder` until its disk is full (ENOSPC)."""
-    with open(folder / "filler", "ab", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"x" * 1024)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-    with open(folder / "filler-tail", "ab", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"x")
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 64 KiB tmpfs: a disk that really fills. Needs root (mount)."""
-    folder = tmp_path / "small-disk"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
-    yield folder
-    subprocess.run(["umount", str(folder)], check=True)
 
 
 def _immutable(path: Path) -> None:

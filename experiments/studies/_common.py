@@ -6,10 +6,12 @@ that listing the studies stays fast).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from experiments import records
 from experiments.labels import device_label, model_label, workload_kind
 from experiments.studies.base import Record
 from experiments.tables import seconds
@@ -211,10 +213,14 @@ def section(title: str, *parts: str) -> str:
 
 
 def save(fig: Any, path: Path, **savefig: Any) -> Path:
+    """`fig` as the image `path` names (its suffix), the old file kept whole until the
+    new one is (`records.write_whole`)."""
     plt = pyplot()
     fig.tight_layout()
-    fig.savefig(path, **{"dpi": 100, **savefig})
+    image = io.BytesIO()
+    fig.savefig(image, **{"dpi": 100, "format": path.suffix.lstrip("."), **savefig})
     plt.close(fig)
+    records.write_whole(path, image.getvalue())
     return path
 
 
