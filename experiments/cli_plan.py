@@ -8,6 +8,7 @@ checkpoint folder, and the rows of the table it prints at the end.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -82,6 +83,7 @@ def takes_flags(options: Options) -> bool:
 def check(options: Options, defaults: Mapping[str, Any]) -> None:
     """Every usage error that the options alone show, as OptionError; `defaults` are
     the options' values when not given."""
+    check_environment(os.environ)
     if compile_only(options):
         _check_compile_only(options)
         return
@@ -99,6 +101,25 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
                 f"{', '.join(given)} cannot go with --study={options.study}: the study "
                 "sets its own sizes (see experiments/studies/; --smoke shrinks them)"
             )
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """OptionError for a JAX setting in the environment that would end `import jax` in
+    a traceback. (JAX_PLATFORMS is checked where JAX starts the platforms it names,
+    jaxcnn.devices.resolve: which names it knows depends on the plugins installed.)"""
+    count = environ.get("JAX_NUM_CPU_DEVICES", "").strip()
+    if count and not _whole_number(count, at_least=1):
+        raise OptionError(
+            f"JAX_NUM_CPU_DEVICES={count} in the environment is not a number of CPU devices: "
+            "set it to a whole number of at least 1 (JAX_NUM_CPU_DEVICES=8) or unset it"
+        )
+
+
+def _whole_number(text: str, at_least: int) -> bool:
+    try:
+        return int(text) >= at_least
+    except ValueError:
+        return False
 
 
 def _check_compile_only(options: Options) -> None:

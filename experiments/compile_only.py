@@ -159,10 +159,24 @@ def _new_record(workload: Workload) -> tuple[targets.Target, list[jax.Device], d
 
 
 def crashed(workload: Workload, died: ChildDied) -> dict[str, Any]:
-    """The `error` record of a compile whose process died (a compiler's own crash)."""
+    """The `error` record of a compile whose process died: a compiler's own crash, or a
+    kill from outside (`ChildDied.from_outside`), which a rerun tries again."""
     _, _, record = _new_record(workload)
-    record.update(status="error", message=f"the compiler crashed: {died}")
+    if died.from_outside:
+        message = f"killed by signal {died.signal} while compiling, twice: {died}; {RETRIED}"
+    else:
+        message = f"the compiler crashed: {died}"
+    record.update(status="error", message=message)
     return record
+
+
+RETRIED = "no finding about the compiler, a rerun compiles it again"
+
+
+def _killed_from_outside(record: dict[str, Any]) -> bool:
+    """An `error` record of a compile killed from outside (records of earlier releases
+    said "the compiler crashed" of it too): a rerun compiles it again."""
+    return "signal SIGKILL" in (record["message"] or "")
 
 
 def _compiled(
@@ -253,14 +267,29 @@ def recorded_runner(
     compiler's refusals and crashes) from the same jaxlib and libtpu or plugin; a new
     compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
     a compiler that kills its process there becomes an `error` record (`crashed`), and
-    the study goes on (unless a stop was asked for: that death is no finding)."""
+    the study goes on (unless a stop was asked for: that death is no finding). A child
+    killed from outside (the out-of-memory killer, a kill -9) is asked once more, and
+    its record, if killed again, is not taken as the compiler's refusal on rerun."""
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {
         r["config_key"]: r
         for r in loaded
-        if r.get("compiled_not_run") and r["status"] == "error" and _same_compiler(r)
+        if r.get("compiled_not_run")
+        and r["status"] == "error"
+        and _same_compiler(r)
+        and not _killed_from_outside(r)
     }
+
+    def compiled(workload: Workload, programs: tuple[str, ...], retries: int = 1) -> dict:
+        try:
+            return compile_cell(workload, programs=programs)
+        except ChildDied as died:
+            if loop.stop_requested():
+                raise
+            if died.from_outside and retries:  # in a new child
+                return compiled(workload, programs, retries - 1)
+            return crashed(workload, died)
 
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)
@@ -269,13 +298,7 @@ def recorded_runner(
         if not force and (key in found or key in refused):
             record = found.get(key) or refused[key]
         else:
-            programs = ("train",) if workload.study else PROGRAMS
-            try:
-                record = compile_cell(workload, programs=programs)
-            except ChildDied as died:
-                if loop.stop_requested():
-                    raise
-                record = crashed(workload, died)
+            record = compiled(workload, ("train",) if workload.study else PROGRAMS)
             records.append_or_keep(path, record)  # NotRecorded: kept, and said where
             (found if record["status"] in records.FINAL_STATUSES else refused)[key] = record
         if on_record is not None:

@@ -45,7 +45,6 @@ import numpy as np
 
 from experiments import predictions, records, references
 from experiments.cli_options import OneLineParser
-from experiments.migrate_records import write_atomically
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction, targets
 
@@ -343,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary(result))
     if args.write:
         text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-        write_atomically(prediction.CONSTANTS_FILE, text.encode())
+        records.write_whole(prediction.CONSTANTS_FILE, text.encode())
         print(f"wrote {prediction.CONSTANTS_FILE}")
     return 0
 

@@ -36,6 +36,13 @@ class ChildDied(Exception):
             how += ": the kernel's out-of-memory killer, or a kill -9"
         super().__init__(f"the process doing it died ({how})")
 
+    @property
+    def from_outside(self) -> bool:
+        """Killed by another process (SIGKILL: the out-of-memory killer, a kill -9),
+        not by a crash of its own code (SIGSEGV, SIGABRT, ...): no finding about what
+        it was doing, so worth doing again."""
+        return self.signal == "SIGKILL"
+
 
 def _serve(connection: Any, function_path: str) -> None:
     """The child: call the function with each (args, kwargs) received, send back

@@ -33,7 +33,6 @@ import copy
 import fcntl
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,7 +174,7 @@ def rewrite_lines(path: Path, rewrite: Callable[[bytes, int], bytes]) -> bool:
             old = handle.readlines()
         new = [rewrite(raw, n) for n, raw in enumerate(old, 1)]
         if new != old:
-            write_atomically(path, b"".join(new))
+            records.write_whole(path, b"".join(new))
     finally:
         os.close(fd)
     return new != old
@@ -187,22 +186,6 @@ def _records_of(path: Path) -> list[dict[str, Any]]:
         with contextlib.suppress(ValueError):  # not a JSON object: no record to match
             found.append(records.parse_line(raw))
     return found
-
-
-def write_atomically(path: Path, content: bytes) -> None:
-    """`path` holds `content` now, whole or not at all: a temporary file beside it,
-    flushed to disk, renamed over it (the file's permissions kept)."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -96,15 +96,30 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
     cost {flops, bytes_accessed, optimal_seconds, flops_source}
                                            the compiled train step's cost analysis, per
                                            device; flops from the jaxpr where XLA has none
-    prediction {step_time_s, compute_s, memory_s, bound (compute|memory), images_per_s,
-                peak_tflops_used, peak_source, peak_precision, bandwidth_bytes_per_s,
-                bandwidth_source (measured|vendor), flops_source (xla|jaxpr),
-                compiler_estimate_s, method (roofline)}
-                                           the step's roofline from cost: this run's
-                                           measured ceiling and bandwidth, the vendor's
-                                           where none was measured; a prediction, never a
-                                           measurement (measured / predicted: its error)
-    prediction_vendor {...}                the same from the vendor's figures alone; null
+    kernels [[count, kind, flops, bytes, dtype, collective_bytes(, note)]]
+                                           the kernels of the program the step times came
+                                           from (jaxcnn.kernels.summarize of its optimized
+                                           HLO): the predictions' input
+    kernels_source {program (train_step|epoch), steps, recompiled, jax}
+                                           which program, and how many steps one run of it
+                                           takes; `recompiled` where experiments.repredict
+                                           compiled it again for an older record
+    prediction {method (per-kernel), constants_version, step_time_s, images_per_s,
+                compute_s, memory_s, overhead_s, collective_s, kernels, rates_source
+                (vendor|measured), error_band {median, worst}}
+                                           the per-kernel model's step time of those
+                                           kernels (jaxcnn.prediction) at the vendor's
+                                           rates, or on a CPU this run's measured matmul
+                                           ceiling and bandwidth; a prediction, never a
+                                           measurement. Older records: the roofline below
+                                           (method roofline), shown as a bound
+    prediction_bound {step_time_s, compute_s, memory_s, bound (compute|memory),
+                images_per_s, peak_tflops_used, peak_source, peak_precision,
+                bandwidth_bytes_per_s, bandwidth_source (measured|vendor), flops_source
+                (xla|jaxpr), compiler_estimate_s, method (roofline bound)}
+                                           the step's whole-program roofline from cost: a
+                                           lower bound, not a prediction
+    prediction_vendor_bound {...}          the same from the vendor's figures alone; null
                                            for a chip without them (a CPU)
 Kind "matmul" (workload model "matmul", dataset "none", batch_size = n, the matrix
 side; precision f32|bf16), when ok:
@@ -140,16 +155,18 @@ Kind "compile" (experiments/compile_only.py: compiled for workload.target, a dev
 at hand, never run; compiled_not_run true): target {name, platform, chip, chips, devices,
 topology, gpu_spec, memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
 peak_tflops}, compile_time_s {train, eval, epoch}, memory (per device, the train step),
-fits, cost {flops, bytes_accessed, optimal_seconds} (null on XLA:GPU), flops, prediction
-(a roofline, always labelled predicted), epoch_memory; env gains libtpu and
+fits, cost {flops, bytes_accessed, optimal_seconds} (null on XLA:GPU), flops, kernels,
+kernels_source, prediction (per-kernel) and prediction_bound (the roofline), always
+labelled predicted, epoch_memory; env gains libtpu and
 jax_cuda12_plugin. Status ok: compiled and fits; oom: does not fit (or the compiler ran
 out of memory); error: the compiler refused.
 Status skipped: not run, `message` says why (a smaller batch of its group ran out of
 memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
 error (anything else, compile errors included), with a one-line `message` and the
 traceback's last lines (`traceback_tail`): `failed` is the one rule.
-Unknown keys are kept, never rejected; the measurements above are type-checked when
-present.
+Unknown keys are kept, never rejected; every field above that a reader uses is
+type-checked when present (`TYPES`, one table; `load` skips a record that fails it, and
+`json_schema` publishes it as docs/records.schema.json).
 
 A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
 is final (ok, nan, oom) in the same config key; an `error` is retried.
@@ -173,16 +190,18 @@ import math
 import os
 import platform
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import traceback
+import typing
 import uuid
 import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from experiments import host_cpu
 from experiments.workload import Workload
@@ -293,15 +312,33 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
         step = record.get("step_time_s", {"median": None, "p10": None, "p90": None, "n": 0})
         if not all(k in step for k in ("median", "p10", "p90", "n")):
             raise RecordError("step_time_s needs median, p10, p90 and n")
-    _check_measurements(record)
+    _check_types(record)
     return record
 
 
+# --- Types: every field a reader uses, checked when a record is loaded ----------------
+#
+# A type is a tuple of Python types (a value of one of them), a dict (an object, each
+# of whose keys that is present has the type given: unknown keys are kept, never
+# rejected), a one-item list (an array whose every item has that type), or Maybe(type)
+# (that, or null). Which fields must be present is the tables above (`validate`); this
+# says what a present one may hold. `json_schema` writes the same as a JSON Schema.
+
+
+class Maybe(NamedTuple):
+    """A field that may be null."""
+
+    kind: Any
+
+
 _NUMBER = (int, float)
-_SUMMARY = {"median": _NUMBER, "p10": _NUMBER, "p90": _NUMBER, "n": (int,)}  # stats.summarize
+_INT, _STR, _BOOL = (int,), (str,), (bool,)
+NUMBER, INT, STR = Maybe(_NUMBER), Maybe(_INT), Maybe(_STR)  # measured: null where none
+OBJECT, ARRAY = Maybe((dict,)), Maybe((list,))
+_SUMMARY = {"median": NUMBER, "p10": NUMBER, "p90": NUMBER, "n": INT}  # stats.summarize
 _PREDICTION = {
     **{
-        key: _NUMBER
+        key: NUMBER
         for key in (
             "step_time_s",
             "compute_s",
@@ -310,10 +347,13 @@ _PREDICTION = {
             "peak_tflops_used",
             "bandwidth_bytes_per_s",
             "compiler_estimate_s",
+            "overhead_s",
+            "collective_s",
+            "kernels",
         )
     },
     **{
-        key: (str,)
+        key: STR
         for key in (
             "bound",
             "peak_source",
@@ -321,64 +361,166 @@ _PREDICTION = {
             "bandwidth_source",
             "flops_source",
             "method",
+            "constants_version",
+            "rates_source",
         )
     },
+    "error_band": Maybe({"median": NUMBER, "worst": NUMBER}),
 }
-# Optional measurement fields: each key's allowed types when present (None always is).
-_MEASURED: dict[str, dict[str, tuple[type, ...]]] = {
-    "flops": {
-        "per_step": (int,),
-        "per_step_in_bounds": (int,),
-        "per_image": _NUMBER,
-        "forward_per_image": _NUMBER,
-        "xla_per_device": _NUMBER,
-        "xla_per_step": _NUMBER,
-        "xla_vs_jaxpr": _NUMBER,
-        "by_primitive": (dict,),
-        "unknown_trip_count": (bool,),
-    },
-    "mfu": {
-        "chip": (str,),
-        "vendor_precision": (str,),
-        "vendor_peak_tflops": _NUMBER,
-        "vs_vendor": _NUMBER,
-        "measured_dtype": (str,),
-        "measured_ceiling_tflops": _NUMBER,
-        "vs_measured": _NUMBER,
-    },
-    "memory": {
-        key: (int,)
+_JSON_OF_PYTHON = {str: _STR, int: _INT, float: _NUMBER, bool: _BOOL, dict: (dict,)}
+
+
+def _workload_types() -> dict[str, Any]:
+    """The workload's fields as experiments.workload.Workload types them."""
+    types: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(Workload).items():
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        plain = typing.get_origin(hint) or hint
+        if type(None) in typing.get_args(hint):
+            types[name] = Maybe(_JSON_OF_PYTHON[typing.get_origin(args[0]) or args[0]])
+        else:
+            types[name] = _JSON_OF_PYTHON[plain]
+    return types
+
+
+_HISTORY_ENTRY = {
+    "epoch": _INT,
+    "steps": INT,
+    **{
+        key: NUMBER
         for key in (
-            "argument_bytes",
-            "output_bytes",
-            "alias_bytes",
-            "temp_bytes",
-            "generated_code_bytes",
-            "total_bytes",
-            "peak_bytes_in_use",
-            "bytes_limit",
+            "train_loss",
+            "train_accuracy",
+            "train_time_s",
+            "test_loss",
+            "test_accuracy",
+            "eval_time_s",
+            "compile_time_s",
         )
     },
-    "eval_step_time_s": _SUMMARY,
-    "bandwidth": {
-        "bytes_per_s": _NUMBER,
-        "p10": _NUMBER,
-        "p90": _NUMBER,
-        "n": (int,),
-        "size_bytes": (int,),
-    },
-    "cost": {
-        "flops": _NUMBER,
-        "bytes_accessed": _NUMBER,
-        "optimal_seconds": _NUMBER,
-        "flops_source": (str,),
-    },
-    "prediction": _PREDICTION,
-    "prediction_vendor": _PREDICTION,
-    "throughput": {**_SUMMARY, "steps": (int,), "minor_faults_per_step": _NUMBER},
-    "formulation": {"name": (str,), "conv": (str,), "pool": (str,)},
-    "compiler_options": {},  # the XLA options the steps compiled with: any values
 }
+TYPES: dict[str, Any] = {
+    "schema_version": _INT,
+    "run_id": _STR,
+    "status": _STR,
+    "message": STR,
+    "config_key": _STR,
+    "workload": {**_workload_types(), "framework": STR, "mode": STR},
+    "device": {
+        "platform": _STR,
+        "kind": _STR,
+        "count": _INT,
+        "process_count": _INT,
+        "host": STR,
+        "machine": STR,
+    },
+    "env": {
+        **{key: STR for key in ("python", "git_commit", "host", "utc_time")},
+        **{key: STR for key in ("jax", "jaxlib", "flax", "optax")},
+        "host_memory": OBJECT,
+        "turns": OBJECT,
+    },
+    "loop": STR,
+    "formulation": Maybe({"name": STR, "conv": STR, "pool": STR}),
+    "compiler_options": OBJECT,  # the XLA options the steps compiled with: any values
+    "params": Maybe({"trainable": INT, "non_trainable": INT}),
+    "compile_time_s": Maybe({"train": NUMBER, "eval": NUMBER, "epoch": NUMBER}),
+    "step_time_s": Maybe(_SUMMARY),
+    "eval_step_time_s": Maybe(_SUMMARY),
+    "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
+    "images_per_s": NUMBER,
+    "history": Maybe([_HISTORY_ENTRY]),
+    "test_accuracy": NUMBER,
+    "test_loss": NUMBER,
+    "train_time_s": NUMBER,
+    "achieved_tflops": NUMBER,
+    "flops": Maybe(
+        {
+            "per_step": INT,
+            "per_step_in_bounds": INT,
+            "per_image": NUMBER,
+            "forward_per_image": NUMBER,
+            "xla_per_device": NUMBER,
+            "xla_per_step": NUMBER,
+            "xla_vs_jaxpr": NUMBER,
+            "by_primitive": OBJECT,
+            "unknown_trip_count": Maybe(_BOOL),
+        }
+    ),
+    "mfu": Maybe(
+        {
+            "chip": STR,
+            "vendor_precision": STR,
+            "vendor_peak_tflops": NUMBER,
+            "vs_vendor": NUMBER,
+            "measured_dtype": STR,
+            "measured_ceiling_tflops": NUMBER,
+            "vs_measured": NUMBER,
+        }
+    ),
+    "memory": Maybe(
+        {
+            key: INT
+            for key in (
+                "argument_bytes",
+                "output_bytes",
+                "alias_bytes",
+                "temp_bytes",
+                "generated_code_bytes",
+                "total_bytes",
+                "peak_bytes_in_use",
+                "bytes_limit",
+            )
+        }
+    ),
+    "bandwidth": Maybe(
+        {"bytes_per_s": NUMBER, "p10": NUMBER, "p90": NUMBER, "n": INT, "size_bytes": INT}
+    ),
+    "cost": Maybe(
+        {"flops": NUMBER, "bytes_accessed": NUMBER, "optimal_seconds": NUMBER, "flops_source": STR}
+    ),
+    "prediction": Maybe(_PREDICTION),
+    "prediction_vendor": Maybe(_PREDICTION),
+    "prediction_bound": Maybe(_PREDICTION),
+    "prediction_vendor_bound": Maybe(_PREDICTION),
+    "kernels": Maybe([ARRAY]),  # jaxcnn.kernels.summarize rows
+    "kernels_source": Maybe({"program": STR, "steps": INT, "recompiled": STR, "jax": STR}),
+    "matmul_ceiling": Maybe({}),  # {dtype: {tflops, ...}}: checked in `_check_types`
+    "matmul": Maybe({"n": INT, "dtype": STR, "flops": NUMBER, "tflops": NUMBER}),
+    "ensemble": Maybe(
+        {
+            "k": INT,
+            "mode": STR,
+            "seeds": Maybe([INT]),
+            "learning_rates": Maybe([NUMBER]),
+            "test_accuracy": Maybe([NUMBER]),
+            "test_loss": Maybe([NUMBER]),
+        }
+    ),
+    "paired": Maybe({"rounds": ARRAY, "ratio": Maybe(_SUMMARY), "jax": OBJECT, "peer": OBJECT}),
+    "compiled_not_run": Maybe(_BOOL),
+    "fits": Maybe(_BOOL),
+    "target": Maybe(
+        {
+            "name": STR,
+            "platform": STR,
+            "chip": STR,
+            "chips": INT,
+            "devices": INT,
+            "memory_per_chip_bytes": INT,
+            "memory_per_device_bytes": INT,
+            "usable_bytes_per_device": INT,
+            "bandwidth_bytes_per_s": NUMBER,
+            "peak_tflops": OBJECT,
+        }
+    ),
+    "epoch_memory": OBJECT,
+    "nan_step": INT,
+    "params_digest": STR,
+    "resumed_from_step": INT,
+    "traceback_tail": ARRAY,
+}
+_MATMUL_CEILING_ENTRY = {"tflops": NUMBER, "size": INT, "reps": INT, "precision": STR}
 
 
 def _is(value: Any, kinds: tuple[type, ...]) -> bool:
@@ -388,30 +530,116 @@ def _is(value: Any, kinds: tuple[type, ...]) -> bool:
     return isinstance(value, kinds)
 
 
-def _check_measurements(record: dict[str, Any]) -> None:
-    """Type-check the optional measurement fields that are present (null is allowed)."""
-    for field, keys in _MEASURED.items():
-        section = record.get(field)
-        if section is None:
-            continue
-        if not isinstance(section, dict):
-            raise RecordError(f"{field} is not an object")
-        for key, kinds in keys.items():
-            value = section.get(key)
-            if value is not None and not _is(value, kinds):
-                expected = " or ".join(k.__name__ for k in kinds)
-                raise RecordError(f"{field}.{key} is {type(value).__name__}, not {expected}")
-    achieved = record.get("achieved_tflops")
-    if achieved is not None and not _is(achieved, _NUMBER):
-        raise RecordError("achieved_tflops is not a number")
-    ceiling = record.get("matmul_ceiling")
-    if ceiling is not None:
-        if not isinstance(ceiling, dict) or not all(isinstance(v, dict) for v in ceiling.values()):
-            raise RecordError("matmul_ceiling is not {dtype: {tflops, size, ...}}")
-        for dtype, measured in ceiling.items():
-            tflops = measured.get("tflops")
-            if tflops is not None and not _is(tflops, _NUMBER):
-                raise RecordError(f"matmul_ceiling.{dtype}.tflops is not a number")
+def _type_name(kind: Any) -> str:
+    """A type as the JSON it describes: "a number or null", "an object", ..."""
+    if isinstance(kind, Maybe):
+        return f"{_type_name(kind.kind)} or null"
+    if isinstance(kind, dict):
+        return "an object"
+    if isinstance(kind, list):
+        return "an array"
+    if set(kind) == {int, float}:
+        return "a number"
+    return " or ".join(_TYPE_NAMES[k] for k in kind)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+_TYPE_NAMES.update({dict: "an object", list: "an array"})
+
+
+def check_types(value: Any, kind: Any, where: str) -> None:
+    """RecordError naming the first field of `value` (called `where`) that is not of
+    `kind` (a type of `TYPES`)."""
+    declared = kind
+    if isinstance(kind, Maybe):
+        if value is None:
+            return
+        kind = kind.kind
+    wrong = RecordError(f"{where} is {_value_name(value)}, not {_type_name(declared)}")
+    if isinstance(kind, dict):
+        if not isinstance(value, dict):
+            raise wrong
+        for key, inner in kind.items():
+            if key in value:
+                check_types(value[key], inner, f"{where}.{key}" if where else key)
+    elif isinstance(kind, list):
+        if not isinstance(value, list):
+            raise wrong
+        for number, item in enumerate(value):
+            check_types(item, kind[0], f"{where}[{number}]")
+    elif not _is(value, kind):
+        raise wrong
+
+
+def _value_name(value: Any) -> str:
+    return "an object" if isinstance(value, dict) else _JSON_NAMES.get(type(value), "a value")
+
+
+def _check_types(record: dict[str, Any]) -> None:
+    """Every field of `TYPES` that `record` has, of its type."""
+    check_types(record, TYPES, "")
+    for dtype, measured in (record.get("matmul_ceiling") or {}).items():
+        check_types(measured, _MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
+
+
+_JSON_SCHEMA_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
+_JSON_SCHEMA_TYPES.update({dict: "object", list: "array", type(None): "null"})
+
+
+def _schema_of(kind: Any) -> dict[str, Any]:
+    if isinstance(kind, Maybe):
+        inner = _schema_of(kind.kind)
+        if set(inner) != {"type"}:
+            return {"anyOf": [inner, {"type": "null"}]}
+        return {"type": [*_as_list(inner["type"]), "null"]}
+    if isinstance(kind, dict):
+        properties = {key: _schema_of(inner) for key, inner in kind.items()}
+        return {"type": "object", **({"properties": properties} if properties else {})}
+    if isinstance(kind, list):
+        return {"type": "array", "items": _schema_of(kind[0])}
+    names = list(dict.fromkeys(_JSON_SCHEMA_TYPES[k] for k in kind))
+    names = ["number"] if names == ["integer", "number"] else names
+    return {"type": names[0] if len(names) == 1 else names}
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+# The JSON Schema published for users who merge records made elsewhere (a notebook's):
+# `python -m experiments.records` writes it; a test checks it is current.
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "records.schema.json"
+
+
+def schema_text() -> str:
+    """`json_schema()` as SCHEMA_FILE holds it."""
+    return json.dumps(json_schema(), indent=2) + "\n"
+
+
+def json_schema() -> dict[str, Any]:
+    """The records' schema as a JSON Schema (draft 2020-12): what `load` checks of
+    every record (the fields all records have, and the type of each field a reader
+    uses); the fields required by kind and status are this module's docstring."""
+    schema = _schema_of(TYPES)
+    schema["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
+    schema["properties"]["status"] = {"enum": list(STATUSES)}
+    schema["properties"]["workload"]["properties"]["kind"] = {"enum": list(KINDS)}
+    schema["required"] = [*_REQUIRED, "message"]
+    for section, keys in (
+        ("workload", _REQUIRED_WORKLOAD),
+        ("device", _REQUIRED_DEVICE),
+        ("env", _REQUIRED_ENV),
+    ):
+        schema["properties"][section]["required"] = list(keys)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"A jaxcnn record, schema version {SCHEMA_VERSION} (one line of records.jsonl)",
+        "description": (
+            "Generated by experiments.records.json_schema(); unknown keys are allowed. "
+            "What each field means: docs/records.md and experiments/records.py."
+        ),
+        **schema,
+    }
 
 
 # --- Construction ----------------------------------------------------------------------
@@ -652,11 +880,36 @@ def check_writable(path: str | os.PathLike) -> None:
     `path`: a folder or an unwritable file there, an immutable file, a parent that is
     a file or read-only, a full disk. Creates nothing and changes nothing."""
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "a folder, not a records file", str(path))
+    check_regular(path)
     if path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # EPERM if immutable
     check_writable_folder(path.parent)
+
+
+# What a records path is when it is not a regular file, by its stat mode.
+_SPECIAL_FILES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular(path: str | os.PathLike) -> None:
+    """Raise OSError if something other than a regular file is at `path` (a folder, a
+    FIFO, a device, a socket): opening a FIFO blocks until another process opens its
+    other end, and reading /dev/zero never ends, so a records path is checked before
+    it is opened. Nothing at `path` is fine (the first append creates it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a regular file")
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    raise OSError(code, f"{what}, not a records file", str(path))
 
 
 def check_writable_folder(folder: str | os.PathLike) -> None:
@@ -677,6 +930,29 @@ def check_writable_folder(folder: str | os.PathLike) -> None:
     free = disk.f_bavail * disk.f_frsize
     if free < MIN_FREE_BYTES:
         raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
+
+
+def write_whole(path: str | os.PathLike, content: bytes) -> None:
+    """`path` holds `content` now, whole or not at all: written to a temporary file
+    beside it, flushed to disk and renamed over it, so a kill or a full disk midway
+    leaves the old file as it was, and no temporary file. A file's permissions are kept
+    (a new one gets the umask's); a link is followed, and its target replaced."""
+    path = Path(os.path.realpath(path))
+    temporary = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException as e:
+        temporary.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+        raise
 
 
 def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:
@@ -713,10 +989,16 @@ def _keep_elsewhere(batch: Sequence[dict[str, Any]], name: str) -> Path | None:
 
 
 def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """These files, and every *.jsonl under these folders (sorted)."""
+    """These files, and every *.jsonl file under these folders (sorted); OSError
+    (`check_regular`) if one is a FIFO, a device or a socket: it is never opened."""
     found: list[Path] = []
     for path in map(Path, paths):
-        found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob("*.jsonl")) if not p.is_dir())
+        else:
+            found.append(path)
+    for file in found:
+        check_regular(file)
     return found
 
 
@@ -732,7 +1014,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
     the schema) are kept in the file and skipped, with one warning per file naming them;
     records of an earlier schema version too, with one warning per file naming the
-    command that migrates them (`MIGRATE_COMMAND`)."""
+    command that migrates them (`MIGRATE_COMMAND`). OSError if a path is a FIFO, a
+    device or a socket (`records_files`)."""
     records: dict[str, dict[str, Any]] = {}
     for file in records_files(paths):
         bad: list[tuple[int, str]] = []
@@ -789,3 +1072,8 @@ def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
 def line_numbers(numbers: Sequence[int]) -> str:
     """Line numbers as a message lists them: the first ten, then "..." if there are more."""
     return ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+
+
+if __name__ == "__main__":
+    write_whole(SCHEMA_FILE, schema_text().encode())
+    print(f"{SCHEMA_FILE} written")

@@ -14,6 +14,7 @@ study's `STUDY.headline`), the PERFORMANCE.md block the bench study's.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import warnings
@@ -80,9 +81,9 @@ def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, l
         pngs.extend(_write_page(out, name, sections, records))
     for study in REGISTRY.values():
         for name, markdown in (study.pages(records) if study.pages else {}).items():
-            _write(out / PAGES / f"{name}.md", markdown)
+            _write_markdown(out / PAGES / f"{name}.md", markdown)
     report = out / REPORT_FILE
-    _write(report, "\n\n".join(parts))
+    _write_markdown(report, "\n\n".join(parts))
     return report, pngs
 
 
@@ -98,12 +99,13 @@ def _write_page(out: Path, name: str, sections: list | tuple, records: list[Reco
         pngs.extend(paths)
     if len(parts) == 2:
         parts.append("No records for this page yet.")
-    _write(out / PAGES / f"{name}.md", "\n\n".join(parts))
+    _write_markdown(out / PAGES / f"{name}.md", "\n\n".join(parts))
     return pngs
 
 
-def _write(path: Path, markdown: str) -> None:
-    path.write_text(markdown + "\n", encoding="utf-8")
+def _write_markdown(path: Path, markdown: str) -> None:
+    """A page, written whole: the old one or the new, never a torn one."""
+    records_lib.write_whole(path, (markdown + "\n").encode("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +146,10 @@ def _main(argv: list[str] | None) -> int:
             missing.append(given)
     if missing:
         return _error(f"no such file or folder: {', '.join(missing)}")
+    try:  # a FIFO would block the load forever, /dev/zero fill the memory
+        records_lib.records_files(args.paths)
+    except OSError as e:
+        return _error(f"cannot read records from {e.filename}: {e.strerror}")
     for given, (start, end, what) in zip((args.readme, args.performance), BLOCKS, strict=True):
         if given and not _has_markers(Path(given), start, end):
             return _error(
@@ -160,6 +166,17 @@ def _main(argv: list[str] | None) -> int:
     if not records:
         return _error(f"no records found in {', '.join(args.paths)}")
     records = without_smoke(records, args.include_smoke)
+    try:
+        _write(records, out, args)
+    except OSError as e:  # a full disk: each file is whole, the old one or the new
+        where, why = e.filename or out, e.strerror or e
+        print(f"error: could not write {where} ({why}); the file is as it was", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write(records: list[Record], out: Path, args: argparse.Namespace) -> None:
+    """The report, and the blocks of --readme and --performance, each written whole."""
     report, pngs = write_report(records, out)
     print(f"{report} ({len(records)} records, {len(pngs)} plots)")
     if args.readme:
@@ -171,7 +188,6 @@ def _main(argv: list[str] | None) -> int:
         image = _link(plot, notes) if plot.exists() else None
         rewrite_block(notes, bench_block(records, image), BENCH_START, BENCH_END)
         print(f"{args.performance}: bench table rewritten")
-    return 0
 
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -190,9 +206,10 @@ def _link(target: Path, notes: Path) -> str:
 def rewrite_block(
     notes: Path, block: str, start: str = analysis.README_START, end: str = analysis.README_END
 ) -> None:
-    """Rewrite the notes' generated block in place; the rest stays byte-identical."""
+    """Rewrite the notes' generated block; the rest stays byte-identical, and the file
+    is whole at every moment (`records.write_whole`)."""
     text = notes.read_bytes().decode("utf-8")
-    notes.write_bytes(analysis.replace_block(text, block, start, end).encode("utf-8"))
+    records_lib.write_whole(notes, analysis.replace_block(text, block, start, end).encode("utf-8"))
 
 
 def _has_markers(notes: Path, start: str, end: str) -> bool:

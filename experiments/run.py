@@ -288,7 +288,9 @@ def _main(options: argparse.Namespace) -> int:
     try:
         if cli_plan.compile_only(options):
             from experiments import run_targets  # compiled for devices not at hand
+            from jaxcnn import devices as devices_lib
 
+            devices_lib.check_platforms_start()  # the compiler runs on this host's CPU
             _check_writable(Path(options.out) / records.RECORDS_FILE, "--out")
             return run_targets.run(options)
         # before JAX starts; then, before any other JAX call, the processes meet, and

@@ -9,11 +9,14 @@ that quietly trains on the CPU is the failure this prevents.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import socket
-from collections.abc import Mapping, MutableMapping
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +48,14 @@ def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.De
     """
     if device not in DEVICE_CHOICES:
         raise UsageError(f"unknown device {device!r}: choose one of {', '.join(DEVICE_CHOICES)}")
+    check_platforms_start()
+    named = os.environ.get("JAX_PLATFORMS", "").strip()
+    if named and device != "auto" and device not in _named_platforms(named):
+        present = ", ".join(available_platforms()) or "none"
+        raise UsageError(
+            f"--device={device} asked for, but JAX_PLATFORMS={named} in the environment "
+            f"leaves it out (present: {present}); unset JAX_PLATFORMS or add {device} to it"
+        )
     devices = list(jax.devices()) if device == "auto" else _platform_devices(device)
     if not devices:
         present = ", ".join(available_platforms()) or "none"
@@ -62,6 +73,64 @@ def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.De
             )
         devices = devices[:num_devices]
     return devices
+
+
+# JAX_PLATFORMS's names of the platforms --device names.
+_PLATFORM_ALIASES = {"cuda": "gpu", "rocm": "gpu"}
+
+
+def _named_platforms(named: str) -> set[str]:
+    """The --device platforms a JAX_PLATFORMS value lets JAX start."""
+    names = {name.strip().lower() for name in named.split(",")}
+    return {_PLATFORM_ALIASES.get(name, name) for name in names}
+
+
+def check_platforms_start() -> None:
+    """UsageError naming JAX_PLATFORMS, where the environment sets it, if JAX cannot
+    start the platforms it names (one not here, a name JAX does not know): JAX would
+    raise at its first device query, from wherever that is."""
+    named = os.environ.get("JAX_PLATFORMS", "").strip()
+    if not named:
+        return
+    try:
+        with _start_log_held():
+            jax.devices()
+    # RuntimeError: a backend that failed to start; AssertionError: JAX skips a named
+    # `cuda` without an NVIDIA GPU, then asserts that some backend started.
+    except (RuntimeError, AssertionError) as e:
+        raise UsageError(_platforms_failed(named, e)) from None
+
+
+def _platforms_failed(named: str, error: Exception) -> str:
+    """The one line for a JAX_PLATFORMS whose platforms JAX could not start."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    # JAX's own advice ("set JAX_PLATFORMS=''") is the fix the line ends with.
+    reason = (lines[0] if lines else "no such device").split(" (set JAX_PLATFORMS")[0]
+    return (
+        f"JAX_PLATFORMS={named} in the environment, but JAX could not start it here "
+        f"({reason.rstrip('.')}); unset JAX_PLATFORMS to let JAX find the devices here"
+    )
+
+
+@contextlib.contextmanager
+def _start_log_held() -> Iterator[None]:
+    """Hold what native code writes to stderr (fd 2) while JAX starts the backends a
+    user named: libtpu logs its search for a TPU that is not here before JAX raises,
+    and the one line `_platforms_failed` says why. Given back when the start succeeds."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        started = False
+        try:
+            yield
+            started = True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if started:
+                held.seek(0)
+                os.write(2, held.read())
 
 
 def describe(devices: list[jax.Device]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The test process keeps glibc's allocator: importing jaxcnn sets no policy here.
 os.environ["JAXCNN_HOST_MEMORY"] = "manual"
 
+import errno
 import gzip
+import subprocess
 from pathlib import Path
 
 import jax
@@ -102,3 +104,33 @@ def report_text(report_path):
     reader finds one click from the answers."""
     pages = sorted((report_path.parent / "report").glob("*.md"))
     return "\n\n".join([report_path.read_text(), *(p.read_text() for p in pages)])
+
+
+def fill_disk(folder: Path) -> None:
+    """Write into `folder` until its disk is full (ENOSPC)."""
+    with open(folder / "filler", "ab", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x" * 1024)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+    with open(folder / "filler-tail", "ab", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x")
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs: a disk that really fills. Needs root (mount)."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)

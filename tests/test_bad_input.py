@@ -3,6 +3,7 @@ nothing written half (no records file, no checkpoint). Bad --coordinator address
 tested with the multi-host placements."""
 
 import gzip
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import write_idx
 
-from experiments import records
+from experiments import cli_plan, records
 from experiments.run import main
+from jaxcnn import targets
 
 TINY = ["--epochs", "1", "--set", "steps=2", "--set", "timing_steps=2", "--batch-size", "16"]
 TINY += ["--set", "progress=false"]
@@ -237,3 +239,41 @@ def test_no_traceback_reaches_a_user_of_the_command(idx_dir, tmp_path, argv, mes
     assert "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and message in run.stderr
     assert not (tmp_path / "out" / records.RECORDS_FILE).exists()
+
+
+# --- JAX's own settings in the environment --------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(targets._accelerators_here(), reason="a TPU or GPU here starts for them")
+@pytest.mark.parametrize(
+    "environ,argv,message",
+    [
+        ({"JAX_PLATFORMS": "tpu"}, [], "JAX_PLATFORMS=tpu in the environment, but JAX could"),
+        ({"JAX_PLATFORMS": "bogus"}, [], "JAX_PLATFORMS=bogus in the environment, but JAX"),
+        ({"JAX_PLATFORMS": "tpu"}, ["--device=cpu"], "JAX_PLATFORMS=tpu in the environment"),
+        ({"JAX_NUM_CPU_DEVICES": "abc"}, [], "JAX_NUM_CPU_DEVICES=abc in the environment is"),
+        ({"JAX_PLATFORMS": "tpu"}, ["--target=tpu-v5e-1", "--batch-size=8"], "JAX_PLATFORMS=tpu"),
+    ],
+)
+def test_a_jax_setting_in_the_environment_is_named_in_one_line(tmp_path, environ, argv, message):
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "--out", str(out), *MLP, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **environ},
+    )
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and message in run.stderr, run.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("count", ["abc", "0", "2.5"])
+def test_jax_num_cpu_devices_that_jax_cannot_take_is_an_option_error(count):
+    with pytest.raises(cli_plan.OptionError, match=f"JAX_NUM_CPU_DEVICES={count} in the"):
+        cli_plan.check_environment({"JAX_NUM_CPU_DEVICES": count})
+    for fine in ({"JAX_NUM_CPU_DEVICES": "8"}, {}):  # positive controls
+        cli_plan.check_environment(fine)

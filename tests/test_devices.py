@@ -16,6 +16,15 @@ def test_absent_platform_names_what_is_present(absent):
         devices.resolve(absent)
 
 
+def test_a_platform_jax_platforms_leaves_out_names_the_variable(monkeypatch):
+    # conftest sets JAX_PLATFORMS=cpu: JAX is never asked to look for a GPU
+    with pytest.raises(UsageError, match="--device=gpu.*JAX_PLATFORMS=cpu in the environment"):
+        devices.resolve("gpu")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu,cuda")  # a positive control: gpu is named
+    with pytest.raises(UsageError, match="JAX sees no GPU here"):
+        devices.resolve("gpu")
+
+
 def test_unknown_device_lists_choices():
     with pytest.raises(UsageError, match="unknown device 'quantum'.*auto, cpu, gpu, tpu"):
         devices.resolve("quantum")

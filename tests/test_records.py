@@ -3,9 +3,11 @@ import fcntl
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import jax
 import pytest
@@ -131,13 +133,90 @@ def test_measurement_fields_validate_and_round_trip(tmp_path):
         ({"prediction": {"step_time_s": "soon"}}, "prediction.step_time_s"),
         ({"prediction_vendor": {"bound": 1}}, "prediction_vendor.bound"),
         ({"cost": {"flops_source": 3}}, "cost.flops_source"),
-        ({"memory": [1, 2]}, "memory is not an object"),
-        ({"compiler_options": "region analysis"}, "compiler_options is not an object"),
+        ({"memory": [1, 2]}, "memory is an array, not an object"),
+        ({"compiler_options": "region analysis"}, "compiler_options is a string, not an object"),
     ],
 )
 def test_mistyped_measurements_are_refused(change, message):
     with pytest.raises(records.RecordError, match=message):
         records.validate(_measured(**change))
+
+
+# Valid JSON, the schema's fields all there, one of a wrong type: each a field a reader
+# uses (the report's tables, the rerun's skip), which would end it in a TypeError.
+MISTYPED = [
+    ({"device": {"count": "2"}}, "device.count is a string, not an integer"),
+    ({"device": {"process_count": None}}, "device.process_count is null, not an integer"),
+    ({"config_key": ["a", "b"]}, "config_key is an array, not a string"),
+    ({"history": "none"}, "history is a string, not an array"),
+    ({"history": [{"epoch": 1, "train_loss": "0.5"}]}, "history[0].train_loss is a string"),
+    ({"workload": {"batch_size": "64"}}, "workload.batch_size is a string, not an integer"),
+    ({"workload": {"model_overrides": [1]}}, "workload.model_overrides is an array"),
+    ({"workload": {"study": 3}}, "workload.study is a number, not a string or null"),
+    ({"env": {"utc_time": 5}}, "env.utc_time is a number, not a string or null"),
+    ({"step_time_s": {"median": "fast"}}, "step_time_s.median is a string, not a number"),
+    ({"params": {"trainable": 1.5}}, "params.trainable is a number, not an integer"),
+    ({"test_accuracy": "high"}, "test_accuracy is a string, not a number or null"),
+    ({"images_per_s": True}, "images_per_s is true or false, not a number or null"),
+    ({"target": {"usable_bytes_per_device": "16G"}}, "target.usable_bytes_per_device is"),
+    ({"ensemble": {"seeds": [0, "1"]}}, "ensemble.seeds[1] is a string, not an integer"),
+]
+
+
+def _mistyped(change: dict) -> dict:
+    """A valid record with `change` merged in (a section's keys into that section)."""
+    record = _record(history=[{"epoch": 1, "steps": 2, "train_loss": 0.5}])
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(record.get(key), dict):
+            record[key] = {**record[key], **value}
+        else:
+            record[key] = value
+    return record
+
+
+@pytest.mark.parametrize(("change", "message"), MISTYPED)
+def test_a_mistyped_field_a_reader_uses_is_refused_naming_it(change, message):
+    records.validate(_mistyped({}))  # a positive control: the record without the change
+    with pytest.raises(records.RecordError, match=re.escape(message)):
+        records.validate(_mistyped(change))
+
+
+def test_mistyped_records_are_kept_skipped_and_warned_about_once_with_their_lines(tmp_path):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("good"))
+    lines = [
+        json.dumps(_mistyped(change) | {"run_id": f"bad{i}"})
+        for i, (change, _) in enumerate(MISTYPED)
+    ]
+    with open(path, "a") as handle:
+        handle.write("\n".join(lines) + "\n")
+    before = path.read_bytes()
+    with pytest.warns(UserWarning) as caught:
+        assert [r["run_id"] for r in records.load(path)] == ["good"]
+    assert len(caught) == 1
+    said = str(caught[0].message)
+    assert f"{path}: skipped {len(MISTYPED)} bad records (lines 2, 3, 4," in said
+    assert "line 2: device.count is a string, not an integer" in said
+    assert path.read_bytes() == before
+
+
+def test_every_committed_record_loads_and_follows_the_published_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    path = records.SCHEMA_FILE.parent.parent / "results" / records.RECORDS_FILE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not one line skipped
+        loaded = records.load(path)
+    assert len(loaded) >= 1958
+    validator = jsonschema.Draft202012Validator(json.loads(records.SCHEMA_FILE.read_text()))
+    assert all(validator.is_valid(record) for record in loaded)
+    for change, _ in MISTYPED[:4]:  # a positive control: what load refuses, it refuses
+        assert not validator.is_valid(_mistyped(change))
+
+
+def test_the_published_schema_is_current():
+    assert records.SCHEMA_FILE.read_text() == records.schema_text(), (
+        "docs/records.schema.json is stale: python -m experiments.records rewrites it"
+    )
 
 
 BAD_LINES = [
@@ -389,3 +468,15 @@ def test_an_append_waiting_on_a_replaced_file_goes_to_the_new_one(tmp_path):
     os.close(held)  # releases the lock
     writer.join()
     assert [r["run_id"] for r in records.load(path)] == ["first", "waited"]
+
+
+def test_the_report_skips_a_mistyped_record_in_one_line_instead_of_a_traceback(tmp_path, capsys):
+    from experiments import report
+
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("good"))
+    with open(path, "a") as handle:  # a count that is a string: `count > 1` in the labels
+        handle.write(json.dumps(_mistyped({"device": {"count": "2"}}) | {"run_id": "bad"}) + "\n")
+    assert report.main([str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}:2: skipped a bad record (device.count" in err, err

@@ -408,3 +408,19 @@ def test_cli_rewrites_only_the_readme_block(tmp_path, capsys):
     assert report.main([str(results), "--readme", str(bare)]) == 2
     assert "<!-- results:start -->" in capsys.readouterr().err
     assert bare.read_text() == "# no markers\n"
+
+
+def test_report_keys_cells_by_nested_overrides_read_from_json(tmp_path):
+    """A model override that is nested (the batch study's smoke catsdogs `widths`)
+    comes back from JSON as lists; the report keys cells by their overrides, and
+    still renders both records."""
+    results = tmp_path / "records.jsonl"
+    nested = {"widths": ((4,), (4,)), "dense_width": 8}
+    prediction = {"step_time_s": 0.001, "bound": "memory", "method": "roofline"}
+    for i, batch in enumerate((2, 4)):
+        record = _record(f"b{i}", CPU, "batch", "catsdogs_cnn", batch, overrides=nested)
+        records.append(results, record | {"prediction": prediction})
+    loaded = records.load(results)
+    assert loaded[0]["workload"]["model_overrides"]["widths"] == [[4], [4]]
+    path, _ = report.write_report(loaded, tmp_path)
+    assert path.read_text().count("catsdogs_cnn dense_width=8 widths=[[4], [4]]") >= 2

@@ -317,6 +317,56 @@ def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_
 
 
 @needs_targets
+@pytest.mark.parametrize("kills", [1, 2])
+def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
+    tmp_path, monkeypatch, kills
+):
+    from compile_crash import KILLS_FILE
+
+    path, left = tmp_path / "records.jsonl", tmp_path / "kills"
+    left.write_text(str(kills))
+    monkeypatch.setenv(KILLS_FILE, str(left))  # the compile children die of a real SIGKILL
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:run_target") as in_child:
+        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+    assert left.read_text() == "0"  # killed as many times as asked
+    if kills == 1:  # killed once, compiled in a new child: as if never killed
+        assert record["status"] == "ok"
+        assert [r["status"] for r in records.load(path)] == ["ok"]
+        return
+    assert record["status"] == "error"
+    assert record["message"].startswith("killed by signal SIGKILL while compiling, twice")
+    assert "crashed" not in record["message"] and "a rerun compiles it again" in record["message"]
+    with InChild("compile_crash:run_target") as in_child:  # no finding: the rerun compiles
+        rerun = compile_only.recorded_runner(path, in_child)(cell)
+    assert rerun["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+
+@needs_targets
+def test_an_older_record_of_a_compile_killed_from_outside_is_compiled_again(tmp_path):
+    """Records of earlier releases called a SIGKILL "the compiler crashed" too; the
+    signal, not those words, says it was no finding."""
+    path = tmp_path / "records.jsonl"
+    cell = compile_workload("gpu-t4", batch=40)
+    record = compile_only.crashed(cell, ChildDied(-9))
+    said = "the compiler crashed: the process doing it died (signal SIGKILL: ...)"
+    records.append(path, {**record, "message": said})
+    segv = compile_only.crashed(compile_workload("gpu-t4", batch=16), ChildDied(-11))
+    records.append(path, segv)  # a positive control: a real crash is not asked again
+    asked = []
+
+    def again(workload, programs):
+        asked.append(workload.batch_size)
+        return compile_only.crashed(workload, ChildDied(-11))
+
+    run = compile_only.recorded_runner(path, again)
+    run(cell)
+    run(compile_workload("gpu-t4", batch=16))
+    assert asked == [40]
+
+
+@needs_targets
 @pytest.mark.slow
 def test_auto_still_resolves_the_cpu_quietly_with_the_extra_installed():
     if targets._accelerators_here():

@@ -8,10 +8,12 @@ import errno
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import complete_record
+from conftest import fill_disk as _fill
 
 from experiments import records, sweep
 from experiments.isolated import InChild
@@ -40,36 +42,6 @@ def _record(run_id: str = "a") -> dict:
             "env": {"jax": "0"},
         }
     )
-
-
-def _fill(folder: Path) -> None:
-    """Write into `folder` until its disk is full (ENOSPC)."""
-    with open(folder / "filler", "ab", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"x" * 1024)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-    with open(folder / "filler-tail", "ab", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"x")
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 64 KiB tmpfs: a disk that really fills. Needs root (mount)."""
-    folder = tmp_path / "small-disk"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
-    yield folder
-    subprocess.run(["umount", str(folder)], check=True)
 
 
 def _immutable(path: Path) -> None:
@@ -202,6 +174,59 @@ def test_a_full_disk_is_a_usage_error_before_any_work(small_disk, capsys):
     out = small_disk / "out"
     _exit_2_before_work(["--out", str(out), *TINY], capsys, "no space left on its disk")
     assert not out.exists()
+
+
+def _special_file(path: Path, kind: str) -> str:
+    """Make `path` a FIFO (opening it blocks until a writer comes) or a link to
+    /dev/zero (reading it never ends); what the refusal calls it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO, not a records file"
+    path.symlink_to("/dev/zero")
+    return "a character device, not a records file"
+
+
+def _refused(command: list[str], message: str) -> None:
+    """`command` exits 2 with `message` as its one line, well before the timeout a hang
+    would reach."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_records_path_that_is_no_regular_file_is_refused_by_the_run(tmp_path, kind):
+    path = tmp_path / records.RECORDS_FILE
+    message = _special_file(path, kind)
+    _refused([sys.executable, "-m", "experiments.run", "--out", str(tmp_path), *TINY], message)
+    assert [p.name for p in tmp_path.iterdir()] == [records.RECORDS_FILE]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_records_path_that_is_no_regular_file_is_refused_by_the_report(tmp_path, kind):
+    given = tmp_path / "given.jsonl"
+    message = _special_file(given, kind)
+    report = [sys.executable, "-m", "experiments.report", "--out", str(tmp_path / "report")]
+    _refused([*report, str(given)], message)
+    found = tmp_path / "folder"
+    found.mkdir()
+    records.append(found / "good.jsonl", _record())
+    _special_file(found / "other.jsonl", kind)  # found in a folder: refused alike
+    _refused([*report, str(found)], message)
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_special_file_is_refused_before_it_is_opened(tmp_path, kind):
+    message = _special_file(tmp_path / "records.jsonl", kind)
+    with pytest.raises(OSError, match=message):
+        records.records_files([tmp_path])
+    records.append(tmp_path / "a.jsonl", _record())  # a positive control: a file loads
+    (tmp_path / "records.jsonl").unlink()
+    assert [r["run_id"] for r in records.load(tmp_path)] == ["a"]
 
 
 # --- the command: the records file fails after the work -----------------------------

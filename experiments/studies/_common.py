@@ -6,10 +6,12 @@ that listing the studies stays fast).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from experiments import records
 from experiments.labels import device_label, model_label, workload_kind
 from experiments.studies.base import Record
 from experiments.tables import seconds
@@ -137,7 +139,18 @@ def accuracy(record: Record) -> float | None:
 
 
 def overrides(record: Record) -> tuple:
-    return tuple(sorted((record["workload"].get("model_overrides") or {}).items()))
+    """The model overrides as a key: JSON gives a nested override (catsdogs' `widths`)
+    back as lists, which cannot key a dict, so each value is made a tuple."""
+    given = record["workload"].get("model_overrides") or {}
+    return tuple(sorted((k, _hashable(v)) for k, v in given.items()))
+
+
+def _hashable(value: Any) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def same_step(record: Record) -> tuple:
@@ -222,10 +235,14 @@ def section(title: str, *parts: str) -> str:
 
 
 def save(fig: Any, path: Path, **savefig: Any) -> Path:
+    """`fig` as the image `path` names (its suffix), the old file kept whole until the
+    new one is (`records.write_whole`)."""
     plt = pyplot()
     fig.tight_layout()
-    fig.savefig(path, **{"dpi": 100, **savefig})
+    image = io.BytesIO()
+    fig.savefig(image, **{"dpi": 100, "format": path.suffix.lstrip("."), **savefig})
     plt.close(fig)
+    records.write_whole(path, image.getvalue())
     return path
 
 
