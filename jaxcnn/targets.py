@@ -27,6 +27,7 @@ from typing import Any
 import jax
 
 from jaxcnn import devices as devices_lib
+from jaxcnn import host_memory
 from jaxcnn.errors import UsageError
 
 INSTALL = 'pip install -e ".[targets]"'
@@ -214,23 +215,9 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
 # --- Before any backend starts ---------------------------------------------------------
 
 
-def _pci_vendors() -> set[str]:
-    root = Path("/sys/bus/pci/devices")
-    try:
-        return {(d / "vendor").read_text().strip().lower() for d in root.iterdir()}
-    except OSError:
-        return set()
-
-
-_GOOGLE, _NVIDIA, _AMD = "0x1ae0", "0x10de", "0x1002"
-
-
 def _accelerators_here() -> bool:
-    """Whether this machine shows any TPU or GPU hardware (PCI vendors, device nodes)."""
-    nodes = ("/dev/accel0", "/dev/vfio/0", "/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")
-    if any(os.path.exists(n) for n in nodes):
-        return True
-    return bool(_pci_vendors() & {_GOOGLE, _NVIDIA, _AMD})
+    """Whether this machine shows any TPU or GPU hardware JAX could use."""
+    return bool(host_memory.accelerators_here())
 
 
 def prepare_environment() -> None:
