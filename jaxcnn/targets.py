@@ -225,9 +225,9 @@ def prepare_environment() -> None:
     calls this). Only where no accelerator is here, so a real TPU or GPU is untouched:
 
     - libtpu skips asking for a TPU VM's metadata server (there is none), is told this
-      host's name (it would log an error looking for it), and may be loaded by several
-      processes at once (pytest-xdist, two studies): its lockfile guards the chips, and
-      there are none to guard.
+      host's name and bounds (it would print a warning looking for each), and may be
+      loaded by several processes at once (pytest-xdist, two studies): its lockfile
+      guards the chips, and there are none to guard.
     - with a compiler installed, JAX would also try to start TPU and CUDA backends and
       log their failures at length before settling on the CPU; it is told the CPU is
       all there is. Compiling for targets does not need those backends.
@@ -237,6 +237,10 @@ def prepare_environment() -> None:
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")  # else libtpu logs an error
+    # One host's bounds: else libtpu, finding no accelerator type, prints a warning to
+    # stderr in every process that compiles for a TPU. Compile-only topologies are the
+    # same with it (their devices, coordinates and compiled programs alike).
+    os.environ.setdefault("TPU_HOST_BOUNDS", "1,1,1")
     if not (_installed("libtpu") or _installed("jax_plugins.xla_cuda12")):
         return
     if jax.config.jax_platforms is None:  # JAX_PLATFORMS, where set, is the user's

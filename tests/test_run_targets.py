@@ -2,6 +2,10 @@
 experiments.run_targets.describe, on records as the compilers make them."""
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +98,34 @@ def test_a_rerun_of_a_target_compile_says_it_answered_from_the_records(tmp_path,
     again = capsys.readouterr().out
     assert "compiler time here" in first and "compiled nothing now" not in first
     assert "compiled nothing now" in again and "compiler time here" not in again
+
+
+BARE_TPU_TOPOLOGY = (
+    "from jax.experimental import topologies; "
+    "topologies.get_topology_desc('v5e:1x1', 'tpu', chips_per_host_bounds=[1, 1, 1])"
+)
+LIBTPU_WARNING = "could not determine TPU accelerator type"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+def test_a_tpu_target_compile_prints_nothing_of_libtpus_to_stderr(tmp_path):
+    if targets._accelerators_here():
+        pytest.skip("a machine with an accelerator: libtpu's settings are left alone")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPU_")}
+    bare = subprocess.run(
+        [sys.executable, "-c", BARE_TPU_TOPOLOGY], capture_output=True, text=True, env=env
+    )
+    assert LIBTPU_WARNING in bare.stderr  # control: libtpu on its own says it
+    argv = ["--target=tpu-v5e-1", "--model=mlp", "--set", "width=8", "--batch-size=16"]
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *argv, f"--out={tmp_path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "compiles: yes" in run.stdout
+    assert LIBTPU_WARNING not in run.stderr, run.stderr
