@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for batch in args.batch_sizes
         ]
     except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 2
     logs = Path(tempfile.mkdtemp(prefix="jaxcnn-paired-"))
     failures, session = 0, uuid.uuid4().hex
@@ -499,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"interrupted: the pairs before this one are in {out}", file=sys.stderr)
             return 130
         except records.NotRecorded as e:  # kept elsewhere: the next pair would fare no better
-            print(f"{PROG}: error: {e}", file=sys.stderr)
+            print(f"error: {e}", file=sys.stderr)
             return 1
         if record["status"] != "ok":
             failures += 1

@@ -534,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(argv)
     except (UsageError, NotInstalled) as e:
-        print(f"{PROG}: error: {e}" if isinstance(e, UsageError) else str(e), file=sys.stderr)
+        print(f"error: {e}" if isinstance(e, UsageError) else str(e), file=sys.stderr)
         return 2
     path = args.records
     # before any framework is imported: threads keep the arena they first allocate from
@@ -557,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"records.append rejected the record: {e}", file=sys.stderr)
                         return 1
                     except records.NotRecorded as e:  # kept elsewhere, and said where
-                        print(f"{PROG}: error: {e}", file=sys.stderr)
+                        print(f"error: {e}", file=sys.stderr)
                         return 1
                     print(line_of(record), flush=True)
     return 0

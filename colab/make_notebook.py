@@ -11,6 +11,7 @@ tests find cells by tag rather than by position.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,28 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 NOTEBOOK = Path(__file__).with_name("jaxcnn_study.ipynb")
 PLACEHOLDER_URL = "https://github.com/OWNER/jaxcnn"
+# Where this repository is published: the one place to say it. The notebook installs
+# from it by default and the README's Colab link opens the notebook there
+# (tests/test_notebook.py checks the link is this one). Still the placeholder: the
+# install cell then asks for SOURCE, and the link opens nothing until OWNER is set.
+REPOSITORY = PLACEHOLDER_URL
+BRANCH = "main"
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def colab_url(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """The link that opens the notebook of `repository` (a GitHub URL) in Colab."""
+    path = repository.removeprefix("https://github.com/").removesuffix(".git")
+    return f"https://colab.research.google.com/github/{path}/blob/{branch}/colab/{NOTEBOOK.name}"
+
+
+def jax_lower_bound(pyproject: Path = PYPROJECT) -> str:
+    """The oldest jax jaxcnn supports: pyproject.toml's `jax>=X` dependency."""
+    found = re.search(r'^\s*"jax>=([0-9.]+)"', pyproject.read_text(), re.MULTILINE)
+    if found is None:
+        raise ValueError(f"{pyproject} has no jax>= dependency")
+    return found.group(1)
+
 
 INTRO = f"""\
 # jaxcnn study on a free TPU (or GPU)
@@ -40,15 +63,17 @@ Then set `DEVICE` below to `"tpu"` or `"gpu"` to match. If JAX does not see that
 accelerator, the device check stops the notebook and says what it sees instead (a TPU
 runtime silently training on the CPU is the failure it prevents).
 
-**Before the first run, edit `SOURCE`**: it defaults to the placeholder
-`{PLACEHOLDER_URL}`; put the repository's real git URL there (and a branch, tag or
-commit in `REF`), or the path of a checkout already on this machine (for example one
-you cloned to `/content/jaxcnn` or attached to Kaggle as a dataset).
+**`SOURCE`** is where jaxcnn is installed from: `{REPOSITORY}` (if that still
+says `OWNER`, put the repository's real git URL there), a branch, tag or commit in
+`REF`, or the path of a checkout already on this machine (for example one you cloned
+to `/content/jaxcnn` or attached to Kaggle as a dataset).
 
-**Run time.** `SMOKE = True` runs every study at toy size and takes minutes, most of it
-installing and compiling; use it to check the setup. Full studies take from minutes to
-much longer depending on the study and the chip: each study's docstring (in
-`experiments/`) says what it runs and at what size. A run that is interrupted (a Colab
+**Run time.** The defaults run the seeds' two headline questions at full size, in
+minutes on a free TPU or T4: `devices` (how much faster the accelerator trains the
+MNIST CNN than a CPU) and `matmul` (how close it gets to its peak FLOP/s).
+`STUDIES = ["all"]` runs every study (hours on a free tier); `SMOKE = True` runs the
+studies asked for at toy size, to check the setup. Each study's docstring (in
+`experiments/studies/`) says what it runs and at what size. A run that is interrupted (a Colab
 disconnect) resumes where it stopped when rerun with the same `OUT`: finished workloads
 are skipped and training restarts from its last checkpoint. On Colab, set
 `MOUNT_DRIVE = True` so `OUT` lives on Google Drive and survives the runtime; on Kaggle,
@@ -57,12 +82,12 @@ are skipped and training restarts from its last checkpoint. On Colab, set
 
 PARAMETERS = f"""\
 # Parameters (papermill-style: this cell is tagged `parameters`).
-# EDIT SOURCE: the placeholder below is not a real repository.
-SOURCE = "{PLACEHOLDER_URL}"  # git URL, or a local path to a jaxcnn checkout
-REF = "main"  # branch, tag or commit of a git SOURCE (ignored for a local path)
+SOURCE = "{REPOSITORY}"  # git URL, or a local path to a jaxcnn checkout
+REF = "{BRANCH}"  # branch, tag or commit of a git SOURCE (ignored for a local path)
 DEVICE = "tpu"  # "tpu", "gpu" or "cpu": must match the runtime's accelerator
-STUDIES = ["all"]  # study names for `python -m experiments.run --study=...`
-SMOKE = False  # True: every study at toy size, to check the setup in minutes
+# The seeds' headline questions, minutes on a free TPU or T4; ["all"]: every study (hours)
+STUDIES = ["devices", "matmul"]
+SMOKE = False  # True: the studies at toy size, to check the setup in minutes
 OUT = None  # results folder; None: Drive on Colab if mounted, /kaggle/working on Kaggle
 DATA_DIR = None  # folder with the MNIST/Fashion-MNIST IDX .gz files, if you have one
 INSTALL = True  # False: use the jaxcnn already installed in this runtime
@@ -185,6 +210,22 @@ def run_live(command, env=None):
     return proc.wait()
 
 
+JAX_LOWER_BOUND = "@JAX_LOWER_BOUND@"  # pyproject.toml's jax>=; no upper bound
+
+
+def check_runtime_jax(version):
+    """A one-line error if the runtime's jax (None: none yet) is older than jaxcnn
+    supports: pip could not install jaxcnn beside it without replacing it."""
+    release = lambda v: tuple(int(part) for part in re.findall(r"\d+", v)[:3])  # noqa: E731
+    if version is not None and release(version) < release(JAX_LOWER_BOUND):
+        raise RuntimeError(
+            f"this runtime's jax {version} is older than jaxcnn supports (jax>="
+            f"{JAX_LOWER_BOUND}, no upper bound): pick a newer runtime version, or upgrade "
+            "jax for this accelerator (pip install -U 'jax[tpu]' or 'jax[cuda12]') and "
+            "restart the runtime"
+        )
+
+
 def installed(names=("jaxcnn", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint")):
     versions = {}
     for name in names:
@@ -197,6 +238,7 @@ def installed(names=("jaxcnn", "jax", "jaxlib", "flax", "optax", "orbax-checkpoi
 
 if INSTALL:
     before = installed()
+    check_runtime_jax(before["jax"])  # before pip, whose own refusal would not say why
     constraints = jax_constraints()
     constraints_file = Path(tempfile.mkdtemp()) / "jax-constraints.txt"
     constraints_file.write_text("\n".join(constraints) + "\n")
@@ -326,7 +368,7 @@ CELLS = [
     ("intro", "markdown", INTRO),
     ("parameters", "code", PARAMETERS),
     ("where", "code", WHERE),
-    ("install", "code", INSTALL_CELL),
+    ("install", "code", INSTALL_CELL.replace("@JAX_LOWER_BOUND@", jax_lower_bound())),
     ("device-check", "code", DEVICE_CHECK),
     ("run", "code", RUN),
     ("predict", "code", PREDICT),

@@ -66,7 +66,8 @@ class OneLineParser(argparse.ArgumentParser):
     command of the project parses with it."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        # "error: ", as every other usage error the commands say after parsing
+        self.exit(2, f"error: {message} (see --help)\n")
 
 
 def integer(text: str, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -113,6 +114,17 @@ def boolean(text: str) -> bool:
     return text == "true"
 
 
+def unknown_name(what: str, name: str, known: Sequence[str]) -> str:
+    """The one line for a name not among `known`, with the closest known one if any:
+    every name the commands take (models, studies, targets, datasets, settings...) is
+    looked up through this."""
+    close = difflib.get_close_matches(name.replace("-", "_"), known, n=1) or (
+        difflib.get_close_matches(name, known, n=1)
+    )
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown {what} {name!r}: {hint}choose one of {', '.join(known)}"
+
+
 def choice(what: str, names: Sequence[str] | Callable[[], Sequence[str]]) -> Callable[[str], str]:
     """A reader of one of `names`, or of `names()` (read when a value is checked, so a study
     registered after the parser was built counts), in the library's words for an unknown name."""
@@ -120,9 +132,7 @@ def choice(what: str, names: Sequence[str] | Callable[[], Sequence[str]]) -> Cal
     def read(text: str) -> str:
         known = names() if callable(names) else names
         if text not in known:
-            raise argparse.ArgumentTypeError(
-                f"unknown {what} {text!r}: choose one of {', '.join(known)}"
-            )
+            raise argparse.ArgumentTypeError(unknown_name(what, text, known))
         return text
 
     return read
@@ -256,11 +266,7 @@ def read_setting(assignment: str) -> tuple[str, Any]:
     if not equals:
         raise argparse.ArgumentTypeError(f"{assignment!r} is not NAME=VALUE")
     if name not in SETTINGS:
-        close = difflib.get_close_matches(name.replace("-", "_"), SETTINGS, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        raise argparse.ArgumentTypeError(
-            f"unknown setting {name!r}: {hint}choose one of {', '.join(SETTINGS)}"
-        )
+        raise argparse.ArgumentTypeError(unknown_name("setting", name, list(SETTINGS)))
     return name, SETTINGS[name].read(value)
 
 

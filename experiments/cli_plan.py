@@ -87,6 +87,11 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
     if compile_only(options):
         _check_compile_only(options)
         return
+    if options.model is not None and options.study != defaults["study"]:
+        raise OptionError(
+            f"--model={options.model} and --study={options.study} cannot go together: "
+            "--model runs that one model, --study the study's own workloads; give one"
+        )
     if options.summary and not options.model:
         raise OptionError("--summary needs --model=NAME")
     if not options.checkpoints and (options.checkpoint_every or options.checkpoint_dir):

@@ -291,7 +291,7 @@ def _main(options: argparse.Namespace) -> int:
             from jaxcnn import devices as devices_lib
 
             devices_lib.check_platforms_start()  # the compiler runs on this host's CPU
-            _check_writable(Path(options.out) / records.RECORDS_FILE, "--out")
+            _check_writable(Path(options.out) / records.RECORDS_FILE, "--out", options.out)
             return run_targets.run(options)
         # before JAX starts; then, before any other JAX call, the processes meet, and
         # afterwards jax.devices() is every process's devices
@@ -321,17 +321,21 @@ def _main(options: argparse.Namespace) -> int:
         return EXIT_TERMINATED
 
 
-def _check_writable(path: Path, option: str, folder: bool = False) -> None:
-    """A usage error if `path` (the records file, or a folder) could not be written;
-    creates nothing, so a usage error found later leaves the disk as it was."""
+def _check_writable(path: Path, option: str, given: str | Path, folder: bool = False) -> None:
+    """A usage error naming `option` and the path the user `given` for it, if `path`
+    (the records file, or a folder) could not be written; creates nothing, so a usage
+    error found later leaves the disk as it was."""
     from experiments import records
     from jaxcnn.errors import UsageError
 
     try:
         (records.check_writable_folder if folder else records.check_writable)(path)
     except OSError as e:
-        message = f"cannot write to {option} {e.filename or path}: {e.strerror or e}"
-        raise UsageError(message) from None
+        # The path in the way (a file where a folder must be), not a probe that failed
+        # to be made, which does not exist and the user never named.
+        culprit = e.filename and Path(e.filename).exists() and Path(e.filename) != Path(given)
+        where = f" ({e.filename})" if culprit else ""
+        raise UsageError(f"cannot write to {option} {given}: {e.strerror or e}{where}") from None
 
 
 def _print_done(record: dict[str, Any]) -> None:
@@ -351,10 +355,12 @@ def _run(options: argparse.Namespace) -> int:
     workloads = cli_plan.workloads(options, devices[0].platform, len(devices))
     sweep.check_all(workloads, devices, options.data_dir)  # every usage error before any work
     out = Path(options.out)
-    _check_writable(out / records.RECORDS_FILE, "--out")
+    _check_writable(out / records.RECORDS_FILE, "--out", options.out)
     checkpoint_root = cli_plan.checkpoint_root(options)
     if checkpoint_root is not None:
-        _check_writable(checkpoint_root, spelled("checkpoint_dir"), folder=True)
+        option = spelled("checkpoint_dir") if options.checkpoint_dir else "--out"
+        given = options.checkpoint_dir or options.out
+        _check_writable(checkpoint_root, option, given, folder=True)
     done, skipped = sweep.run_sweep(
         workloads,
         devices,

@@ -72,8 +72,9 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def describe(record: dict[str, Any]) -> str:
-    """What a compile-only record says, in words, predictions labelled as such."""
+def describe(record: dict[str, Any], recorded: bool = False) -> str:
+    """What a compile-only record says, in words, predictions labelled as such;
+    `recorded`: taken from the records file, not compiled by this command."""
     w, t = record["workload"], record["target"]
     where = t["topology"] or t["gpu_spec"]
     per = w["batch_size"] // t["devices"]
@@ -88,7 +89,14 @@ def describe(record: dict[str, Any]) -> str:
     if record["status"] == "error" or not record.get("memory"):
         lines.append(f"  compiles: no ({record['status']}): {record['message']}")
         return "\n".join(lines)
-    lines.append(f"  compiles: yes (compiler time here: {times})")
+    if recorded:
+        when = (record.get("env") or {}).get("utc_time") or "an earlier run"
+        lines.append(
+            f"  compiles: yes (recorded {when}, compiled nothing now: --force compiles "
+            f"again; compiler time then: {times})"
+        )
+    else:
+        lines.append(f"  compiles: yes (compiler time here: {times})")
     m = record["memory"]
     parts = (
         f"arguments {_gib(m['argument_bytes'])}, outputs {_gib(m['output_bytes'])}, "
@@ -104,9 +112,14 @@ def describe(record: dict[str, Any]) -> str:
     cost = record.get("cost")
     if cost:
         estimate = cost.get("optimal_seconds")
+        accessed = cost.get("bytes_accessed")
         lines.append(
             f"  compiler's count per device per step: {si(cost['flops'], 'FLOP')}, "
-            f"{si(cost['bytes_accessed'], 'B')} accessed"
+            + (
+                f"{si(accessed, 'B')} accessed"
+                if accessed is not None
+                else "bytes accessed not given by this compiler"
+            )
             + (
                 f"; its own time estimate {seconds(estimate)}"
                 if estimate and estimate > 0
@@ -139,8 +152,14 @@ def describe(record: dict[str, Any]) -> str:
     if p and p.get("method") != "per-kernel":  # a record made before kernels were read
         bound, p = p, None
     if bound:
+        peak = bound.get("peak_precision")
+        note = (
+            f"; f32 matmuls run as {peak} at JAX's default precision"
+            if w["precision"] == "f32" and peak not in (None, "fp32")
+            else ""
+        )
         lines.append(
-            f"  lower bound (whole-program roofline at the vendor's peak): step "
+            f"  lower bound (whole-program roofline at the vendor's peak{note}): step "
             f"{seconds(bound['step_time_s'])}, {bound['images_per_s']:,.0f} images/s"
         )
     if not p and not bound:
@@ -200,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         compile_only.check(single)
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
-    said = lambda r: print(describe(r), flush=True)  # noqa: E731
+    before = {r.get("run_id") for r in records.load(path)} if path.exists() else set()
+    said = lambda r: print(describe(r, recorded=r.get("run_id") in before), flush=True)  # noqa: E731
     with InChild(COMPILER) as in_child:
         recorded = compile_only.recorded_runner(path, in_child, force=args.force, on_record=said)
         compile_cell = _stopping_between(recorded)

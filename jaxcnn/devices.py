@@ -67,9 +67,15 @@ def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.De
         if num_devices < 1:
             raise UsageError(f"--num-devices must be a positive integer, got {num_devices}")
         if num_devices > len(devices):
+            more = (
+                f"; for {num_devices} CPU devices set JAX_NUM_CPU_DEVICES={num_devices} in "
+                "the environment (docs/placements.md)"
+                if devices[0].platform == "cpu"
+                else ""
+            )
             raise UsageError(
                 f"--num-devices={num_devices} but only {len(devices)} "
-                f"{devices[0].platform} device(s) are present"
+                f"{devices[0].platform} device(s) are present{more}"
             )
         devices = devices[:num_devices]
     return devices

@@ -22,10 +22,13 @@ resident memory settling at a few buffers above the largest). Records carry the 
 faults per timed step, so a run where this happened shows it.
 
 `system` leaves glibc's defaults. `auto` is `retain` where the process will dispatch
-steps one by one on the CPU, as far as that can be known before JAX starts
-(`--device=cpu`; `auto` with no accelerator plugin installed, or JAX_PLATFORMS=cpu),
-else `system`. A process that runs only whole epochs as one compiled loop (`loop=device`)
-gets `system`: the loop allocates its temporary buffers once per call, so keeping freed
+steps one by one on the CPU, else `system`. Where the steps run is known before JAX
+starts the way JAX itself finds out (`expected_platform`): `--device` or JAX_PLATFORMS
+where given, else the CPU unless an installed backend (libtpu, a PJRT plugin) has its
+hardware here. A compiler installed for devices not at hand (the `[targets]` extra) on
+a machine with no TPU or GPU leaves the step on the CPU, and on the fast path. A
+process that runs only whole epochs as one compiled loop (`loop=device`) gets
+`system`: the loop allocates its temporary buffers once per call, so keeping freed
 memory saves it nothing, and one shared arena cost it time when measured in turns
 (docs/performance-log.md, "The host memory policy follows the loop"). The step loop's
 `retain` is a trade: far ahead where glibc maps the step's buffer afresh, behind for
@@ -55,31 +58,95 @@ import os
 import platform
 import sys
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 POLICIES = ("auto", "retain", "system")
 RETAIN = {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}
 _MALLOPT_PARAM = {"M_ARENA_MAX": -8, "M_MMAP_MAX": -4, "M_TRIM_THRESHOLD": -1}  # malloc.h
-# Besides the PJRT plugins (entry points in group "jax_plugins": CUDA, ROCm), the
-# package that makes JAX's default backend a TPU.
-TPU_PACKAGES = ("libtpu", "libtpu_nightly")
 
 _current: dict[str, Any] = {"policy": "system", "applied": False, "reason": "not asked"}
 ENV_POLICY = "JAXCNN_HOST_MEMORY"
 MANUAL = "manual"  # $JAXCNN_HOST_MEMORY: the program calls `apply` itself
 
+# --- Where the steps will run, known before JAX starts ------------------------------------
 
-def _will_run_on_cpu(device: str) -> bool:
-    if device == "cpu":
-        return True
-    if device != "auto":
+# What JAX looks for before it starts a backend (jax._src.hardware_utils, xla_bridge):
+# the CUDA backend starts only where one of NVIDIA's driver files exists, and libtpu
+# finds TPU chips as device files or as Google PCI devices of these ids (Google's vendor
+# id alone is also its network card's, on every cloud VM). ROCm's GPUs are served
+# through AMD's kernel driver.
+SYSTEM_ROOT = Path("/")
+_DEVICE_FILES = {
+    "nvidia": ("dev/nvidia0", "dev/nvidiactl", "dev/dxg"),  # dxg: WSL2
+    "tpu": ("dev/accel0", "dev/vfio/0"),
+    "amd": ("dev/kfd",),
+}
+_GOOGLE_PCI_VENDOR = "0x1ae0"
+_TPU_PCI_DEVICES = ("0x0027", "0x0056", "0x005e", "0x0062", "0x0063", "0x006f", "0x0076")
+# The hardware each installed backend runs on: libtpu (the package that makes JAX's
+# default backend a TPU) and the PJRT plugins (entry points in group "jax_plugins"),
+# known by the words their names contain.
+TPU_PACKAGES = ("libtpu", "libtpu_nightly")
+_PLUGIN_HARDWARE = {"cuda": "nvidia", "rocm": "amd", "tpu": "tpu"}
+
+
+def _tpu_on_pci(root: Path) -> bool:
+    try:
+        devices = list((root / "sys/bus/pci/devices").iterdir())
+    except OSError:
         return False
+    for device in devices:
+        try:
+            vendor, chip = ((device / f).read_text().strip().lower() for f in ("vendor", "device"))
+        except OSError:
+            continue
+        if vendor == _GOOGLE_PCI_VENDOR and chip in _TPU_PCI_DEVICES:
+            return True
+    return False
+
+
+def accelerators_here(root: Path = SYSTEM_ROOT) -> set[str]:
+    """The accelerator hardware JAX could use on this machine (`tpu`, `nvidia`, `amd`),
+    from its device files and PCI devices under `root`; starts nothing."""
+    found = {
+        kind for kind, files in _DEVICE_FILES.items() if any((root / f).exists() for f in files)
+    }
+    return found | ({"tpu"} if _tpu_on_pci(root) else set())
+
+
+def installed_backends() -> dict[str, str | None]:
+    """Each installed accelerator backend (libtpu's package, each PJRT plugin's entry
+    point) and the hardware it runs on (as `accelerators_here` names it); None where
+    its name does not say."""
+    found: dict[str, str | None] = {}
+    for name in TPU_PACKAGES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found[name] = "tpu"
+        except (ImportError, ValueError):
+            continue
+    for plugin in importlib.metadata.entry_points(group="jax_plugins"):
+        words = [w for w in _PLUGIN_HARDWARE if w in plugin.name.lower()]
+        found[plugin.name] = _PLUGIN_HARDWARE[words[0]] if words else None
+    return found
+
+
+def expected_platform(device: str = "auto") -> str:
+    """Where JAX will run the steps, as far as that can be known before it starts: the
+    `--device` asked for; for `auto`, the first of JAX_PLATFORMS where set, else `cpu`
+    unless an installed backend finds its hardware here (the backend's name then; an
+    installed plugin whose hardware its name does not say is taken to find it)."""
+    if device != "auto":
+        return device
     platforms = os.environ.get("JAX_PLATFORMS", "")
     if platforms:
-        return platforms.split(",")[0].strip() == "cpu"
-    if importlib.metadata.entry_points(group="jax_plugins"):
-        return False
-    return not any(importlib.util.find_spec(name) for name in TPU_PACKAGES)
+        return platforms.split(",")[0].strip()
+    here = accelerators_here(SYSTEM_ROOT)
+    for name, hardware in installed_backends().items():
+        if hardware is None or hardware in here:
+            return name
+    return "cpu"
 
 
 def resolve(policy: str, device: str = "auto", loops: Collection[str] = ("step",)) -> str:
@@ -92,7 +159,16 @@ def resolve(policy: str, device: str = "auto", loops: Collection[str] = ("step",
         )
     if policy != "auto":
         return policy
-    return "retain" if "step" in loops and _will_run_on_cpu(device) else "system"
+    return "retain" if "step" in loops and expected_platform(device) == "cpu" else "system"
+
+
+def _why(policy: str, device: str, loops: Collection[str]) -> str:
+    """What `auto` was decided from, for the record."""
+    if policy != "auto":
+        return f"asked: {policy}"
+    if "step" not in loops:
+        return "asked: auto; whole epochs as one compiled loop"
+    return f"asked: auto; steps on {expected_platform(device)}"
 
 
 def _jax_started() -> bool:
@@ -112,7 +188,7 @@ def apply(
     if _current["applied"]:  # a thread keeps its arena: the first policy that took stays
         return current()
     if chosen == "system":
-        _current = {"policy": "system", "applied": False, "reason": f"asked: {policy}"}
+        _current = {"policy": "system", "applied": False, "reason": _why(policy, device, loops)}
     elif sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
         _current = {"policy": "system", "applied": False, "reason": "not glibc on Linux"}
     elif _jax_started():
@@ -129,7 +205,9 @@ def apply(
         _current = {
             "policy": "partial" if failed else "retain",
             "applied": not failed,
-            "reason": f"mallopt refused {', '.join(failed)}" if failed else f"asked: {policy}",
+            "reason": (
+                f"mallopt refused {', '.join(failed)}" if failed else _why(policy, device, loops)
+            ),
             "settings": dict(RETAIN),
         }
     return current()

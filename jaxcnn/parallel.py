@@ -3,7 +3,11 @@
     placement = place("pmap", jax.devices())
     state = placement.put_state(state)
     state, metrics = placement.train_step(state, placement.put_batch(batch))
-    loss = placement.get_metrics(metrics)["loss"]
+    loss = placement.get_metrics(metrics)["loss"]  # pmap: one copy per replica until then
+
+`batch` is a dict {"image": (B, H, W, C), "label": (B,)} of host arrays (what
+`jaxcnn.data.batches` yields); under `pmap` and `sharded` its B must divide over the
+devices (a UsageError naming sizes that do, otherwise).
 
 A `Placement` is the compiled step plus the functions that move state and batches to
 where its strategy wants them and bring them back. Strategies:
@@ -83,6 +87,12 @@ def check_batch_size(batch_size: int, num_devices: int) -> None:
             f"batch size {batch_size} does not divide over {num_devices} devices: use a "
             f"multiple of {num_devices} (e.g. {' or '.join(map(str, options))})"
         )
+
+
+def _check_batch(batch: dict[str, Any], num_devices: int) -> None:
+    """`check_batch_size` for a host batch's leading axis, before it is split."""
+    for x in jax.tree.leaves(batch):
+        check_batch_size(int(np.shape(x)[0]), num_devices)
 
 
 def _check_processes(strategy: str, devices: Sequence[jax.Device]) -> None:
@@ -176,6 +186,7 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         return jax.tree.map(replicate, state)
 
     def put_batch(batch: dict[str, Any]) -> dict[str, Any]:
+        _check_batch(batch, n)
         split = lambda x: _put(np.reshape(x, (n, -1, *np.shape(x)[1:])), stacked)  # noqa: E731
         return jax.tree.map(split, batch)
 
@@ -210,6 +221,11 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     )
 
 
+def _put_split(batch: dict[str, Any], n: int, sharding: NamedSharding) -> dict[str, Any]:
+    _check_batch(batch, n)
+    return jax.tree.map(lambda x: _put(x, sharding), batch)
+
+
 def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
     mesh = Mesh(np.array(devices), (DATA_AXIS,))
     replicated = NamedSharding(mesh, P())
@@ -229,7 +245,7 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
         ),
         eval_step=jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
         put_state=functools.partial(_put_everywhere, sharding=replicated),
-        put_batch=lambda batch: jax.tree.map(lambda x: _put(x, split), batch),
+        put_batch=functools.partial(_put_split, n=len(devices), sharding=split),
         get_state=lambda state: state,  # replicated: already one logical copy
         get_metrics=lambda metrics: metrics,
         # The dataset is replicated (every device gathers its rows of each batch from

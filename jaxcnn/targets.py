@@ -27,6 +27,7 @@ from typing import Any
 import jax
 
 from jaxcnn import devices as devices_lib
+from jaxcnn import host_memory
 from jaxcnn.errors import UsageError
 
 INSTALL = 'pip install -e ".[targets]"'
@@ -214,23 +215,9 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
 # --- Before any backend starts ---------------------------------------------------------
 
 
-def _pci_vendors() -> set[str]:
-    root = Path("/sys/bus/pci/devices")
-    try:
-        return {(d / "vendor").read_text().strip().lower() for d in root.iterdir()}
-    except OSError:
-        return set()
-
-
-_GOOGLE, _NVIDIA, _AMD = "0x1ae0", "0x10de", "0x1002"
-
-
 def _accelerators_here() -> bool:
-    """Whether this machine shows any TPU or GPU hardware (PCI vendors, device nodes)."""
-    nodes = ("/dev/accel0", "/dev/vfio/0", "/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")
-    if any(os.path.exists(n) for n in nodes):
-        return True
-    return bool(_pci_vendors() & {_GOOGLE, _NVIDIA, _AMD})
+    """Whether this machine shows any TPU or GPU hardware JAX could use."""
+    return bool(host_memory.accelerators_here())
 
 
 def prepare_environment() -> None:
@@ -238,9 +225,9 @@ def prepare_environment() -> None:
     calls this). Only where no accelerator is here, so a real TPU or GPU is untouched:
 
     - libtpu skips asking for a TPU VM's metadata server (there is none), is told this
-      host's name (it would log an error looking for it), and may be loaded by several
-      processes at once (pytest-xdist, two studies): its lockfile guards the chips, and
-      there are none to guard.
+      host's name and bounds (it would print a warning looking for each), and may be
+      loaded by several processes at once (pytest-xdist, two studies): its lockfile
+      guards the chips, and there are none to guard.
     - with a compiler installed, JAX would also try to start TPU and CUDA backends and
       log their failures at length before settling on the CPU; it is told the CPU is
       all there is. Compiling for targets does not need those backends.
@@ -250,6 +237,10 @@ def prepare_environment() -> None:
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")  # else libtpu logs an error
+    # One host's bounds: else libtpu, finding no accelerator type, prints a warning to
+    # stderr in every process that compiles for a TPU. Compile-only topologies are the
+    # same with it (their devices, coordinates and compiled programs alike).
+    os.environ.setdefault("TPU_HOST_BOUNDS", "1,1,1")
     if not (_installed("libtpu") or _installed("jax_plugins.xla_cuda12")):
         return
     if jax.config.jax_platforms is None:  # JAX_PLATFORMS, where set, is the user's

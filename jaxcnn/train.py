@@ -144,7 +144,9 @@ def _variables(state: TrainState, params: Any) -> dict[str, Any]:
 
 
 def train_step(state: TrainState, batch: Batch, axis_name: str | None = None):
-    """One optimizer step on `batch` {"image", "label"[, "mask"]}: (new state, metrics)."""
+    """One optimizer step on `batch`: (new state, metrics). `batch` is a dict {"image":
+    (B, H, W, C), "label": (B,)[, "mask": (B,)]}, what `jaxcnn.data.batches` yields from
+    the (images, labels) pair `jaxcnn.data.load` returns."""
     images, labels = _scaled(batch["image"]), batch["label"]
     mask = batch.get("mask", jnp.ones(labels.shape, jnp.float32))
     rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)

@@ -62,7 +62,6 @@ def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
         (["--set", "precision=f8"], "unknown precision 'f8'"),
         (["--timing-steps", "5"], "--timing-steps is now --set timing_steps=VALUE"),
         (["--set", "optimizer=lbfgs", *MLP], "unknown optimizer 'lbfgs'"),
-        (["--num-devices", "9"], "only 8 cpu device(s)"),
         (["--data-dir", "/nonexistent", "--dataset", "mnist", *MLP], "does not exist"),
         (["--summary"], "--summary needs --model"),
         (
@@ -80,6 +79,18 @@ def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
         (["--set", "timing-steps=5", *MLP], "unknown setting 'timing-steps': did you mean"),
         (["--set", "timing_steps", *MLP], "'timing_steps' is not NAME=VALUE"),
         (["--set", "checkpoints=no", *MLP], "'no' is not true or false"),
+        (["--model", "mnistcnn"], "unknown model 'mnistcnn': did you mean mnist_cnn? choose"),
+        (["--study", "matmull"], "unknown study 'matmull': did you mean matmul? choose"),
+        (["--dataset", "fashion-mnist"], "did you mean fashion_mnist? choose one of digits"),
+        (["--target", "tpu-v5e-9", *MLP], "unknown target 'tpu-v5e-9': did you mean tpu-v5e-"),
+        (
+            ["--model", "mlp", "--study", "matmul"],
+            "--model=mlp and --study=matmul cannot go together",
+        ),
+        (
+            ["--num-devices", "9"],
+            "only 8 cpu device(s) are present; for 9 CPU devices set JAX_NUM_CPU_DEVICES=9",
+        ),
     ],
 )
 def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
@@ -123,6 +134,21 @@ def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
     argv = ["--out", str(tmp_path), *TINY, *MLP, "--strategy", "pmap", "--num-devices", "8"]
     argv += ["--batch-size", "12"]
     _assert_one_line_exit_2(argv, capsys, "does not divide over 8 devices", tmp_path)
+
+
+def test_a_folder_that_cannot_hold_files_is_named_as_given(tmp_path, capsys):
+    # /proc takes no new files, and says so when one is made there
+    argv = ["--out", "/proc/jaxcnn-out", *TINY, *MLP]
+    _assert_one_line_exit_2(argv, capsys, "cannot write to --out /proc/jaxcnn-out: ", tmp_path)
+    assert main(["--out", str(tmp_path / "out"), *TINY, *MLP]) == 0  # control: a folder that can
+
+
+def test_every_usage_error_begins_the_same_way(tmp_path, capsys):
+    parsed = ["--out", str(tmp_path), "--model", "lenet6"]  # refused by the parser
+    found = ["--out", str(tmp_path), *MLP, "--device", "tpu"]  # refused once JAX has looked
+    for argv in (parsed, found):
+        assert main(argv) == 2
+        assert capsys.readouterr().err.startswith("error: "), argv
 
 
 def test_an_unwritable_out_or_checkpoint_dir(tmp_path, capsys):

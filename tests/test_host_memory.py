@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import pytest
@@ -45,6 +46,72 @@ def test_auto_on_a_cpu_follows_the_loops_the_process_runs(policy, loops, expecte
 def test_auto_follows_jax_platforms(monkeypatch, platforms, expected):
     monkeypatch.setenv("JAX_PLATFORMS", platforms)
     assert host_memory.resolve("auto", "auto") == expected
+
+
+# An environment with the `[targets]` extra's kind of packages and no accelerator: libtpu
+# and a CUDA PJRT plugin importable (fakes that register no backend), the machine's
+# device files and PCI devices under `root`.
+def fake_compilers(site: Path) -> Path:
+    """`site`, a folder that makes libtpu and a CUDA plugin installed when on the path."""
+    (site / "libtpu").mkdir(parents=True)
+    (site / "libtpu" / "__init__.py").write_text("")
+    (site / "fake_cuda_plugin.py").write_text("def initialize():\n    pass\n")
+    dist = site / "fake_cuda_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-cuda-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[jax_plugins]\nxla_cuda12_fake = fake_cuda_plugin\n")
+    return site
+
+
+@pytest.fixture
+def compilers_installed(tmp_path, monkeypatch) -> Path:
+    """Compilers installed, JAX_PLATFORMS unset; returns the machine's root, bare."""
+    monkeypatch.syspath_prepend(str(fake_compilers(tmp_path / "site")))
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setattr(host_memory, "SYSTEM_ROOT", root)
+    return root
+
+
+def test_compilers_installed_without_their_hardware_leave_the_steps_on_the_cpu(
+    compilers_installed,
+):
+    assert {"libtpu": "tpu", "xla_cuda12_fake": "nvidia"}.items() <= (
+        host_memory.installed_backends().items()
+    )
+    assert host_memory.expected_platform("auto") == "cpu"
+    assert host_memory.resolve("auto", "auto") == "retain"
+
+
+def _pci_device(root: Path, address: str, vendor: str, device: str) -> None:
+    folder = root / "sys/bus/pci/devices" / address
+    folder.mkdir(parents=True)
+    (folder / "vendor").write_text(vendor + "\n")
+    (folder / "device").write_text(device + "\n")
+
+
+@pytest.mark.parametrize(
+    "hardware,platform",
+    [
+        ({"dev/nvidia0": None}, "xla_cuda12_fake"),  # an NVIDIA driver: the plugin starts
+        ({"pci": ("0x1ae0", "0x0063")}, "libtpu"),  # a TPU v5e chip
+        ({"pci": ("0x1ae0", "0x0042")}, "cpu"),  # Google's network card, on every cloud VM
+        ({"pci": ("0x8086", "0x1237")}, "cpu"),
+    ],
+)
+def test_an_installed_backend_takes_the_steps_only_where_its_hardware_is(
+    compilers_installed, hardware, platform
+):
+    root = compilers_installed
+    for name, ids in hardware.items():
+        if name == "pci":
+            _pci_device(root, "0000:00:04.0", *ids)
+        else:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text("")
+    assert host_memory.expected_platform("auto") == platform
+    assert host_memory.resolve("auto", "auto") == ("retain" if platform == "cpu" else "system")
 
 
 def test_an_unknown_policy_names_the_choices():
@@ -187,3 +254,34 @@ def test_a_bad_policy_in_the_environment_names_the_variable_and_the_choices():
         "jaxcnn.errors.UsageError: $JAXCNN_HOST_MEMORY='huge' is not a host memory policy: "
         "choose one of auto" in run.stderr
     )
+
+
+SMALL_RUN = ["--model", "mlp", "--set", "width=8", "--epochs", "0", "--batch-size", "16"]
+SMALL_RUN += ["--set", "timing_steps=2", "--set", "progress=false", "--set", "checkpoints=false"]
+
+
+@pytest.mark.slow
+def test_the_command_takes_the_fast_path_on_a_cpu_with_compilers_installed(tmp_path):
+    # As a user's shell has it after `pip install -e ".[targets]"` on a machine with no
+    # TPU or GPU: no JAX_PLATFORMS, no policy asked for, libtpu and a plugin importable.
+    repo = Path(__file__).parent.parent
+    site = fake_compilers(tmp_path / "site")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", host_memory.ENV_POLICY)
+    }
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(repo)])
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "--out", str(tmp_path / "out"), *SMALL_RUN],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    (record,) = [json.loads(line) for line in (tmp_path / "out" / "records.jsonl").open()]
+    if record["device"]["platform"] != "cpu":
+        pytest.skip("this machine has an accelerator, and the step rightly ran on it")
+    assert record["env"]["host_memory"]["policy"] == "retain"
+    assert record["env"]["host_memory"]["reason"] == "asked: auto; steps on cpu"
+    assert "host memory: retain (asked: auto; steps on cpu)" in run.stderr

@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -11,6 +14,7 @@ EXACT_COUNTS = [
     ("lenet5_keras", {}, 81_194, 0),  # seed 002
     ("mnist_cnn", {}, 225_034, 0),  # VALID padding (Keras default)
     ("mnist_cnn", {"padding": "SAME"}, 421_642, 0),
+    ("mlp", {}, 669_706, 0),  # width 512
     ("mlp", {"width": 4096}, 20_037_642, 0),  # seed 002
     ("catsdogs_cnn", {}, 21_455_521, 8_192),  # seed 000: 21,463,713 in all
     ("vgg16", {}, 138_357_544, 0),
@@ -76,3 +80,31 @@ def test_summary_is_a_keras_like_table_in_call_order():
         "Trainable params: 81,194",
         "Non-trainable params: 0",
     ]
+
+
+REPO = Path(__file__).parent.parent
+
+
+def test_every_count_docs_models_gives_is_the_models_as_built():
+    rows = [r for r in (REPO / "docs/models.md").read_text().splitlines() if r.startswith("| `")]
+    checked = 0
+    for row in rows:
+        first, *_, last = row.strip("|").split("|")
+        names = re.findall(r"`(\w+)`", first)
+        numbers = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]{3,}", last)]
+        if not numbers:  # the shrunk test models: no count given
+            continue
+        if len(numbers) == len(names):  # `a` / `b`: each one's trainable count
+            said = {n: c for n, c in zip(names, numbers, strict=True)}
+            built = {n: models.param_counts(n)[0] for n in names}
+        else:  # one model: trainable + non-trainable
+            said, built = {names[0]: tuple(numbers)}, {names[0]: models.param_counts(names[0])}
+        assert said == built, row
+        checked += len(names)
+    assert checked == 8  # every model but the two shrunk ones
+
+
+def test_the_readme_names_every_model():
+    text = (REPO / "README.md").read_text()
+    sentence = text[text.index("The models\n(") : text.index("parameter counts: [docs/models.md]")]
+    assert set(re.findall(r"`(\w+)`", sentence)) == set(models.names())

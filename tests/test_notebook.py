@@ -142,7 +142,7 @@ def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
         [sys.executable, *run, "--device=tpu", f"--study={study}", "--out", out, "--smoke"]
         for study in ("all", "default")
     ]  # fmt: skip
-    (plain,) = _commands("run", OUT=tmp_path)
+    (plain,) = _commands("run", OUT=tmp_path, STUDIES=["all"])
     assert plain == commands[0][:-1]  # SMOKE is off by default: no --smoke
     predict = _commands("predict", OUT=tmp_path, ENV={})
     assert predict == [
@@ -153,6 +153,42 @@ def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
     parser = run_cli.build_parser()
     for command in [*commands, plain, *predict]:
         parser.parse_args(command[3:])  # an unknown flag exits 2
+
+
+def test_the_defaults_run_the_headline_studies_and_all_is_one_parameter_away(tmp_path):
+    commands = _commands("run", OUT=tmp_path)
+    assert [c[4] for c in commands] == ["--study=devices", "--study=matmul"]
+    assert all("--smoke" not in c for c in commands)  # full size: the answers, not a check
+    assert 'STUDIES = ["all"]' not in cell_source("parameters")
+    assert '["all"]: every study' in cell_source("parameters")  # the comment says how
+    (every,) = _commands("run", OUT=tmp_path, STUDIES=["all"])
+    run_cli.build_parser().parse_args(every[3:])
+
+
+def test_the_readme_opens_the_notebook_where_the_repository_is():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\[Open in Colab\]\(([^)]+)\)", readme)
+    assert links == [make_notebook.colab_url()]
+    assert f'SOURCE = "{make_notebook.REPOSITORY}"' in cell_source("parameters")
+    placeholder = make_notebook.REPOSITORY == make_notebook.PLACEHOLDER_URL
+    assert ("replace `OWNER`" in readme) is placeholder  # a hint while there is no owner
+
+
+def test_a_runtime_jax_older_than_supported_is_one_line_naming_both():
+    ns = _install_namespace()
+    lower = re.search(r'"jax>=([0-9.]+)"', (REPO / "pyproject.toml").read_text()).group(1)
+    assert ns["JAX_LOWER_BOUND"] == lower
+    with pytest.raises(RuntimeError) as refused:
+        ns["check_runtime_jax"]("0.4.30")
+    message = str(refused.value)
+    assert message.startswith(
+        f"this runtime's jax 0.4.30 is older than jaxcnn supports (jax>={lower}"
+    )
+    assert "\n" not in message
+    for supported in (lower, jax.__version__, None):  # control: the range's own, and none yet
+        ns["check_runtime_jax"](supported)
+    install = cell_source("install")
+    assert install.index('check_runtime_jax(before["jax"])') < install.index("run_live(command)")
 
 
 def _newest_jax() -> str:

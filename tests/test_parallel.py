@@ -252,6 +252,20 @@ def test_indivisible_batch_names_valid_sizes(batch_size, num_devices, hint):
         parallel.check_batch_size(batch_size, num_devices)
 
 
+@pytest.mark.parametrize("strategy", ["pmap", "sharded"])
+@pytest.mark.parametrize("num_devices", [3, 4])
+def test_a_library_batch_that_does_not_divide_is_the_clis_one_line(strategy, num_devices):
+    placement = parallel.place(strategy, jax.devices()[:num_devices])
+    batch = {"image": np.zeros((31, 28, 28, 1), np.uint8), "label": np.zeros(31, np.int32)}
+    lower = 31 - 31 % num_devices
+    with pytest.raises(UsageError) as raised:
+        placement.put_batch(batch)
+    assert str(raised.value) == (
+        f"batch size 31 does not divide over {num_devices} devices: use a multiple of "
+        f"{num_devices} (e.g. {lower} or {lower + num_devices})"
+    )
+
+
 CLI_TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
 CLI_TINY += ["--set", "progress=false"]
 

@@ -537,3 +537,33 @@ def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
         message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message
     )
     assert records.classify_failure(failed.value) == "error"
+
+
+@pytest.mark.slow
+def test_a_resumed_run_takes_the_step_timing_of_the_stopped_one(tmp_path, monkeypatch):
+    from experiments import measure
+
+    timed = []
+    real_time_step_loop = measure.time_step_loop
+
+    def counted(*args, **kwargs):
+        timed.append(1)
+        return real_time_step_loop(*args, **kwargs)
+
+    monkeypatch.setattr(measure, "time_step_loop", counted)
+    real_save = Checkpoints.save
+
+    def save_then_stop(self, *args, **kwargs):  # as a SIGTERM right after the first save
+        real_save(self, *args, **kwargs)
+        loop.request_stop()
+
+    monkeypatch.setattr(Checkpoints, "save", save_then_stop)
+    argv = ["--out", str(tmp_path), *RUN, *EVERY_5, "--epochs", "1"]
+    assert main(argv) == 143 and len(timed) == 1
+    monkeypatch.setattr(Checkpoints, "save", real_save)
+    assert main(argv) == 0
+    assert len(timed) == 1  # the resumed run timed nothing
+    (record,) = records.load(tmp_path / "records.jsonl")
+    assert record["status"] == "ok" and record["resumed_from_step"] == 5
+    assert record["step_time_s"]["median"] > 0
+    assert main([*argv, "--force"]) == 0 and len(timed) == 2  # control: from scratch, timed

@@ -1,5 +1,6 @@
 import itertools
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -177,3 +178,21 @@ def test_fit_on_digits_reaches_90_percent():
     assert history[-1]["steps"] == 1438 // 32
     assert history[-1]["test_accuracy"] >= 0.90
     assert history[-1]["train_loss"] < history[0]["train_loss"]
+
+
+def readme_python(heading: str) -> str:
+    """The first ```python block after `heading` in the README."""
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", text[text.index(heading) :], re.S)
+    assert block, f"no python block after {heading!r}"
+    return block.group(1)
+
+
+@pytest.mark.slow
+def test_the_readmes_library_snippet_runs_as_written_step_by_step_too():
+    namespace: dict = {}
+    exec(readme_python("## As a library"), namespace)
+    state, metrics = namespace["state"], namespace["metrics"]  # the step-by-step loop ran
+    steps_per_epoch = data.steps_per_epoch(len(data.load("digits", "train")[1]), 32)
+    assert int(state.step) == 4 * steps_per_epoch  # 3 epochs of fit, then one by steps
+    assert np.isfinite(float(metrics["loss"]))

@@ -1,9 +1,17 @@
 """Kind `train`: the placed train step compiled, timed, then trained with `fit`
-(`epochs == 0`: timing only, no training, no history)."""
+(`epochs == 0`: timing only, no training, no history).
+
+With checkpoints, the step timing is kept beside them (TIMING_FILE) before training
+starts: a run stopped midway and resumed on the same host takes those times, measured
+on the same compiled step, instead of timing it again before it trains the rest.
+"""
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -69,6 +77,34 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
         return step_time, eval_time, throughput, {"epoch": seconds}, (epoch, len(order))
 
     return timer
+
+
+TIMING_FILE = "timing.json"  # in the workload's checkpoint folder
+
+
+def kept_timing(timer: Timer, checkpoint_dir: str | Path | None) -> Timer:
+    """`timer`, whose result is kept in `checkpoint_dir` and taken from there by a later
+    run of the same workload on the same host (a resume: the folder is the workload's,
+    and --force deletes it) instead of timing again."""
+    if checkpoint_dir is None:
+        return timer
+    path = Path(checkpoint_dir) / TIMING_FILE
+    host = socket.gethostname()
+
+    def timed_once(placed: Placement, state: Any, batch: Any) -> tuple:
+        try:
+            kept = json.loads(path.read_text())
+        except (OSError, ValueError):
+            kept = None
+        if kept and kept.get("host") == host:
+            measure.phase("taking the step timing kept from before the stop, not timing again")
+            return tuple(kept["timing"])
+        timing = timer(placed, state, batch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"host": host, "timing": timing}))
+        return timing
+
+    return timed_once
 
 
 def compile_and_measure(
@@ -149,6 +185,8 @@ def run_train(workload: Workload, context: RunContext) -> Record:
             dataset = placement.put_dataset({"image": train_split[0], "label": train_split[1]})
             timer = epoch_timer(workload, dataset, keep_state=training)
             fit_split = (dataset["image"], dataset["label"])  # fit does not transfer it again
+        if training:
+            timer = kept_timing(timer, context.checkpoint_dir)
         placed, train_step, fields = compile_and_measure(
             workload, placement, abstract, state, train_split, devices, timer, context.ceiling
         )

@@ -1,0 +1,131 @@
+"""What a compile-only command prints for a record: the words of
+experiments.run_targets.describe, on records as the compilers make them."""
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import run_targets
+from experiments.run import main
+from jaxcnn import targets
+
+# A record of the targets study as libtpu made it (mnist_cnn, batch 16, f32, tpu-v5e-1).
+TPU_F32 = {
+    "compile_time_s": {"epoch": None, "eval": None, "train": 44.69},
+    "compiled_not_run": True,
+    "cost": {"bytes_accessed": 94670848.0, "flops": 259077904.0, "optimal_seconds": 1.28e-4},
+    "env": {"utc_time": "2026-11-22T13:30:36+00:00"},
+    "fits": True,
+    "flops": {"per_step": 274661376},
+    "memory": {
+        "alias_bytes": 2946048,
+        "argument_bytes": 3004416,
+        "generated_code_bytes": 1715712,
+        "output_bytes": 2948096,
+        "temp_bytes": 0,
+        "total_bytes": 4722176,
+    },
+    "message": None,
+    "prediction": {
+        "bandwidth_bytes_per_s": 819e9,
+        "bound": "memory",
+        "images_per_s": 138416.4,
+        "memory_s": 1.156e-4,
+        "peak_precision": "bf16",
+        "peak_tflops_used": 197.0,
+        "step_time_s": 1.156e-4,
+    },
+    "run_id": "9742dd1b1b684cdaba4b1612a95d418c",
+    "status": "ok",
+    "target": {
+        "chip": "TPU v5e",
+        "chips": 1,
+        "devices": 1,
+        "gpu_spec": None,
+        "memory_per_device_bytes": 16000000000,
+        "name": "tpu-v5e-1",
+        "topology": "v5e:1x1",
+        "usable_bytes_per_device": 16000000000,
+        "usable_fraction": 1.0,
+    },
+    "workload": {"batch_size": 16, "model": "mnist_cnn", "precision": "f32", "strategy": "single"},
+}
+
+
+def _with(**changes) -> dict:
+    record = copy.deepcopy(TPU_F32)
+    for path, value in changes.items():
+        section, key = path.split("__")
+        record[section][key] = value
+    return record
+
+
+def test_an_f32_prediction_from_a_bf16_peak_says_why():
+    said = run_targets.describe(TPU_F32)
+    assert "vendor peak 197.0 TFLOP/s bf16 (f32 matmuls run as bf16 at JAX's default" in said
+    bf16 = run_targets.describe(_with(workload__precision="bf16"))
+    assert "vendor peak 197.0 TFLOP/s bf16, " in bf16 and "f32 matmuls" not in bf16  # control
+
+
+def test_a_compiler_that_gives_no_bytes_says_so_in_words():
+    said = run_targets.describe(_with(cost__bytes_accessed=None))
+    assert "259 MFLOP, bytes accessed not given by this compiler" in said
+    assert "- accessed" not in said
+    assert "94.7 MB accessed" in run_targets.describe(TPU_F32)  # control: given, said
+
+
+def test_a_record_taken_from_the_file_says_nothing_was_compiled_now():
+    fresh, recorded = run_targets.describe(TPU_F32), run_targets.describe(TPU_F32, recorded=True)
+    assert "compiler time here: train 44.7 s" in fresh and "compiled nothing now" not in fresh
+    assert "compiler time here" not in recorded
+    assert "recorded 2026-11-22T13:30:36+00:00, compiled nothing now: --force compiles" in recorded
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not targets._installed("jax_plugins.xla_cuda12"), reason="the CUDA plugin: [targets]"
+)
+def test_a_rerun_of_a_target_compile_says_it_answered_from_the_records(tmp_path, capsys):
+    argv = ["--target=gpu-t4", "--model=mlp", "--set", "width=8", "--batch-size=16"]
+    argv += [f"--out={tmp_path}"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv) == 0
+    again = capsys.readouterr().out
+    assert "compiler time here" in first and "compiled nothing now" not in first
+    assert "compiled nothing now" in again and "compiler time here" not in again
+
+
+BARE_TPU_TOPOLOGY = (
+    "from jax.experimental import topologies; "
+    "topologies.get_topology_desc('v5e:1x1', 'tpu', chips_per_host_bounds=[1, 1, 1])"
+)
+LIBTPU_WARNING = "could not determine TPU accelerator type"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+def test_a_tpu_target_compile_prints_nothing_of_libtpus_to_stderr(tmp_path):
+    if targets._accelerators_here():
+        pytest.skip("a machine with an accelerator: libtpu's settings are left alone")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPU_")}
+    bare = subprocess.run(
+        [sys.executable, "-c", BARE_TPU_TOPOLOGY], capture_output=True, text=True, env=env
+    )
+    assert LIBTPU_WARNING in bare.stderr  # control: libtpu on its own says it
+    argv = ["--target=tpu-v5e-1", "--model=mlp", "--set", "width=8", "--batch-size=16"]
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *argv, f"--out={tmp_path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "compiles: yes" in run.stdout
+    assert LIBTPU_WARNING not in run.stderr, run.stderr
