@@ -39,6 +39,7 @@ import math
 import statistics
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -330,14 +331,58 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
+    """Compile, one after another in a child process each, the program of every
+    reference no compile record matches yet, appending each record to `path` (the
+    compile-only runner's rules: a crash is an `error` record, a rerun skips what is
+    recorded); how many were compiled."""
+    from experiments import compile_only, run_targets
+    from experiments.isolated import InChild
+
+    wanted = []
+    for ref in references.load():
+        workload = predictions.reference_workload(ref)
+        if workload is None or ref.images_per_s_per_chip is None:
+            continue
+        if predictions.PRECISIONS[ref.precision] == "bf16" and not predictions.has_bf16(ref.chip):
+            continue
+        if predictions.match_reference(ref, loaded) is None and workload not in wanted:
+            wanted.append(workload)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with InChild(run_targets.COMPILER) as in_child:
+        run = compile_only.recorded_runner(
+            path, in_child, on_record=lambda r: print(run_targets.describe(r), flush=True)
+        )
+        for i, workload in enumerate(wanted, 1):
+            print(
+                f"[{i}/{len(wanted)}] {workload.model} on {workload.target}, batch "
+                f"{workload.batch_size}, {workload.precision}",
+                file=sys.stderr,
+                flush=True,
+            )
+            run(workload)
+    return len(wanted)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m experiments.fit_predictions", description=__doc__)
     parser.add_argument("paths", nargs="+", metavar="RECORDS", help="records files or folders")
     parser.add_argument(
         "--write", action="store_true", help=f"rewrite {prediction.CONSTANTS_FILE.name}"
     )
+    parser.add_argument(
+        "--compile-missing",
+        metavar="DIR",
+        help="first compile the programs of the references no compile record matches "
+        "(each a compile-only record appended to DIR/records.jsonl; minutes each)",
+    )
     args = parser.parse_args(argv)
     loaded = records.load(*args.paths)
+    if args.compile_missing:
+        out = Path(args.compile_missing) / records.RECORDS_FILE
+        records.check_writable(out)
+        if compile_missing(loaded, out):
+            loaded = records.load(*args.paths, out)
     result = fit(loaded, references.load())
     print(summary(result))
     if args.write:

@@ -159,8 +159,11 @@ def has_bf16(chip: str) -> bool:
     return devices.vendor_peak_tflops(chip, "bf16") is not None
 
 
-def compile_command(ref: Any) -> str:
-    """The command that makes the compile record `ref` is matched with."""
+def reference_workload(ref: Any) -> Any:
+    """The compile-only workload whose program `ref` is predicted from: its model,
+    precision and batch per chip on the smallest target of its chip (study
+    "references": only the train step is compiled), or None where no target has it."""
+    from experiments.workload import Workload
     from jaxcnn import targets
 
     target = min(
@@ -168,15 +171,26 @@ def compile_command(ref: Any) -> str:
         key=lambda t: t.chips,
         default=None,
     )
-    if target is None:
-        return f"(no target for chip {ref.chip} in jaxcnn/targets.py)"
-    precision = PRECISIONS.get(ref.precision, "f32")
-    strategy = " --strategy=sharded" if target.devices > 1 else ""
-    return (
-        f"python -m experiments.run --target={target.name} --model={ref.model} "
-        f"--batch-size={ref.batch_per_chip * target.chips}{strategy} --set precision={precision} "
-        "--out=results"
+    if target is None or ref.batch_per_chip is None or ref.precision not in PRECISIONS:
+        return None
+    return Workload(
+        model=ref.model,
+        dataset="synthetic",
+        epochs=0,
+        kind="compile",
+        study="references",
+        batch_size=ref.batch_per_chip * target.chips,
+        precision=PRECISIONS[ref.precision],
+        strategy="sharded" if target.devices > 1 else "single",
+        target=target.name,
     )
+
+
+def compile_command(ref: Any) -> str:
+    """What makes the compile record `ref` is matched with."""
+    if reference_workload(ref) is None:
+        return f"(no target for chip {ref.chip} in jaxcnn/targets.py)"
+    return "python -m experiments.fit_predictions results/ --compile-missing results"
 
 
 def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dict[str, Any]]:

@@ -265,3 +265,90 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
         block = prediction.predict(ks, prediction.vendor_rates(T4), "gpu", batch, table=TABLE)
         times[batch] = block["step_time_s"]
     assert 1 < times[128] / times[16] < 0.75 * 8
+
+
+# --- Published references, matched to compile records ---------------------------------
+
+
+def _reference(**fields):
+    from experiments.references import Reference
+
+    row = dict(
+        id="ref-a100",
+        chip="A100",
+        chips=1,
+        model="resnet50",
+        model_notes="the same network",
+        image_size=224,
+        precision="tf32",
+        batch_per_chip=256,
+        images_per_s_per_chip=1000.0,
+        step_time_s=None,
+        framework="test",
+        source_url="https://example.org",
+        quote="a row",
+        notes="",
+        held_out=None,
+    )
+    row.update(fields)
+    return Reference(**row)
+
+
+def _compile_record(batch: int, precision: str = "f32", seconds: float = 0.2) -> dict:
+    # One kernel whose compute at the A100's TF32 peak x 0.5 takes `seconds`.
+    flops = seconds * 156e12 * 0.5
+    return {
+        "compiled_not_run": True,
+        "status": "ok",
+        "kernels": [[1, "conv", flops, 0, "f32", 0]],
+        "kernels_source": {"program": "train_step", "steps": 1},
+        "target": {"name": "gpu-a100", "chip": "A100", "chips": 1, "devices": 1},
+        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB", "count": 1},
+        "workload": {"model": "resnet50", "precision": precision, "batch_size": batch},
+        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+    }
+
+
+def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeypatch):
+    monkeypatch.setattr(prediction, "constants", lambda path=None: TABLE)
+    records = [_compile_record(128), _compile_record(256), _compile_record(256, "bf16")]
+    [row] = predictions.versus_published(records, [_reference()])
+    assert row["record"] is records[1]  # same chip, model, precision, batch per chip
+    expected = 256 / (0.2 + 4e-6)
+    assert row["predicted"] == pytest.approx(expected)
+    assert row["ratio"] == pytest.approx(expected / 1000.0)
+
+
+def test_a_reference_without_a_program_says_why_and_how_to_compile_it():
+    amp_on_v100 = _reference(id="v100-amp", chip="V100 SXM2", precision="amp")
+    missing = _reference(batch_per_chip=512)
+    rows = predictions.versus_published([_compile_record(256)], [amp_on_v100, missing])
+    assert "bf16, which a V100 SXM2 lacks" in rows[0]["why"]
+    assert "--compile-missing" in rows[1]["why"] and rows[1]["predicted"] is None
+
+
+def test_the_reference_workload_is_the_chips_smallest_target_at_its_batch_per_chip():
+    v3 = predictions.reference_workload(
+        _reference(chip="TPU v3", precision="bf16", batch_per_chip=64)
+    )
+    assert (v3.target, v3.batch_size, v3.strategy, v3.precision) == (
+        "tpu-v3-8",
+        256,
+        "sharded",
+        "bf16",
+    )
+    assert v3.study == "references" and v3.kind == "compile"
+
+
+def test_the_error_line_names_the_constants_and_each_platforms_band():
+    line = predictions.error_line(
+        {
+            "version": "v1",
+            "families": {
+                "gpu": {"error": {"median": 0.12, "worst": 0.4, "observations": 9}},
+                "tpu": {"error": None},
+            },
+        }
+    )
+    assert "constants v1" in line and "GPUs: median error 12%, worst 40% over 9" in line
+    assert "TPUs: constants assumed, no error band" in line
