@@ -21,7 +21,7 @@ One procedure, for every platform alike:
    reach, and a fixed cost per launched kernel. They minimize the sum of squared
    log(predicted / measured) over the platform's fitted observations (so 2x too slow
    and 2x too fast weigh alike). Where a platform has no fitted observation, or too
-   few to pin a constant, the constant is `FIXED` below with its reason.
+   few to pin a constant, it is held (`fixed_constants`) with its reason.
 3. Error. Each fitted observation is predicted again by constants fitted without it
    (leave-one-out): the median and worst |predicted / measured - 1| of those are the
    platform's error band, stored beside its constants and shown with every prediction.
@@ -55,10 +55,31 @@ BOUNDS = {
     "memory_efficiency": (0.01, 1.0),
     "kernel_overhead_s": (1e-8, 1e-3),
 }
-# Constants not fitted, with the reason. A GPU kernel's fixed cost is not pinned by
-# ResNet-50-sized references (their kernels take milliseconds), so it is the published
-# launch latency; a TPU's the same, until references of small models exist.
-FIXED: dict[str, dict[str, tuple[float, str]]] = {}
+# The published per-kernel cost the accelerators' fixed cost is held at: what a small
+# kernel costs launched one after another, its own run included (experiments/
+# published_overheads.json).
+LAUNCH_SOURCE = "https://cuda.juliagpu.org/dev/usage/graphs/"
+
+
+def fixed_constants() -> dict[str, dict[str, tuple[float, str]]]:
+    """Per platform, the constants not fitted: (value, why). The references are
+    ResNet-50-sized programs whose kernels take milliseconds, so they cannot pin a
+    kernel's fixed cost of microseconds: on a GPU it is the published one; a TPU has no
+    published figure, and takes the GPU's, said to be an assumption. The CPU's is fitted
+    to this machine's measured steps, which are small models."""
+    launch = next(o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE)
+    published = f"published: {launch.what} ({launch.source_url})"
+    return {
+        "gpu": {"kernel_overhead_s": (launch.seconds, published)},
+        "tpu": {
+            "kernel_overhead_s": (
+                launch.seconds,
+                f"assumed: no published per-op cost for a TPU; a GPU's ({published})",
+            )
+        },
+    }
+
+
 # Where a platform has no observation at all: a starting point, said to be one.
 PRIOR = {"compute_efficiency": 0.5, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
 
@@ -237,11 +258,16 @@ def _error(predicted: float, measured: float) -> float:
     return abs(predicted / measured - 1)
 
 
-def fit_platform(platform: str, observations: Sequence[Observation]) -> dict[str, Any]:
-    """One platform's constants, its fitted and held-out observations, and the error
-    band: leave-one-out over the fitted ones."""
+def fit_platform(
+    platform: str,
+    observations: Sequence[Observation],
+    held: dict[str, tuple[float, str]] | None = None,
+) -> dict[str, Any]:
+    """One platform's constants (those in `held` held at their value), its fitted and
+    held-out observations, and the error band: leave-one-out over the fitted ones."""
+    held = held or {}
     fitted = [o for o in observations if o.held_out is None]
-    fixed = {name: value for name, (value, _) in FIXED.get(platform, {}).items()}
+    fixed = {name: value for name, (value, _) in held.items()}
     if len(fitted) <= len(PARAMETERS) - len(fixed):
         constants = {**PRIOR, **fixed}
         basis = "assumed: too few observations to fit"
@@ -272,7 +298,7 @@ def fit_platform(platform: str, observations: Sequence[Observation]) -> dict[str
     return {
         **{p: constants[p] for p in PARAMETERS},
         "basis": basis,
-        "fixed": {n: {"value": v, "why": why} for n, (v, why) in FIXED.get(platform, {}).items()},
+        "fixed": {n: {"value": v, "why": why} for n, (v, why) in held.items()},
         "error": None
         if not loo
         else {
@@ -294,7 +320,8 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
     by_platform: dict[str, list[Observation]] = {"cpu": [], "gpu": [], "tpu": []}
     for o in measured + matched:
         by_platform.setdefault(o.platform, []).append(o)
-    families = {p: fit_platform(p, obs) for p, obs in sorted(by_platform.items())}
+    fixed = fixed_constants()
+    families = {p: fit_platform(p, obs, fixed.get(p)) for p, obs in sorted(by_platform.items())}
     digest = hashlib.sha256(
         json.dumps(
             {p: {k: f[k] for k in PARAMETERS} for p, f in families.items()}, sort_keys=True

@@ -352,3 +352,17 @@ def test_the_error_line_names_the_constants_and_each_platforms_band():
     )
     assert "constants v1" in line and "GPUs: median error 12%, worst 40% over 9" in line
     assert "TPUs: constants assumed, no error band" in line
+
+
+def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
+    from experiments import references
+
+    held = fit_predictions.fixed_constants()
+    published = {o.seconds for o in references.load_overheads()}
+    assert held["gpu"]["kernel_overhead_s"][0] in published
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
+    fitted = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (1e-6, "held")})
+    assert fitted["kernel_overhead_s"] == 1e-6
+    assert fitted["fixed"] == {"kernel_overhead_s": {"value": 1e-6, "why": "held"}}
