@@ -34,9 +34,16 @@ from experiments.studies._common import (
     same_step,
     save,
     section,
+    when,
 )
 from experiments.studies.base import Context, Record, Study
-from experiments.studies.targets import compiled, fits_chip, target_name
+from experiments.studies.targets import (
+    compiled,
+    fits_chip,
+    prediction,
+    prediction_method,
+    target_name,
+)
 from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
 
@@ -162,17 +169,20 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
     # (one model, batch and precision: the series').
     params = {same_step(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
     by_target: dict[str, dict[int, float]] = defaultdict(dict)
-    for r in compiled(records):
-        step = field(r, "prediction", "step_time_s")
+    methods: dict[str, str] = {}
+    for r in sorted(compiled(records), key=when):  # a newer compile of a cell wins
+        step = prediction(r).get("step_time_s")
         if fits_chip(r) and step and same_step(r) in params:
             by_target[target_name(r)][params[same_step(r)]] = step
+            methods[target_name(r)] = prediction_method(r)
     if not by_target:
         return ""
     targets = sorted(by_target)
-    headers = ["params", *[f"{t} (predicted)" for t in targets]]
+    headers = ["params", *[f"{t} (predicted: {methods[t]})" for t in targets]]
     text = (
-        "Predicted s/step on devices not at hand (the roofline of the step compiled for "
-        "each target, not run):\n\n" + markdown_table(headers, _by_params(by_target, targets))
+        "Predicted s/step on devices not at hand (the step compiled for each target, not "
+        "run; a roofline bound is a lower bound, not a prediction):\n\n"
+        + markdown_table(headers, _by_params(by_target, targets))
     )
     verdicts = [
         _verdict(
