@@ -423,4 +423,4 @@ def test_report_keys_cells_by_nested_overrides_read_from_json(tmp_path):
     loaded = records.load(results)
     assert loaded[0]["workload"]["model_overrides"]["widths"] == [[4], [4]]
     path, _ = report.write_report(loaded, tmp_path)
-    assert path.read_text().count("catsdogs_cnn dense_width=8 widths=[[4], [4]]") >= 2
+    assert report_text(path).count("catsdogs_cnn dense_width=8 widths=[[4], [4]]") >= 2

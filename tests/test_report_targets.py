@@ -170,7 +170,7 @@ def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
         "| gpu-mx150 | f32 | 1 | 2 GiB | 24 | 1.88 GiB | 28 | 2.12 GiB | 100 |",
     ]
     assert "Memory per chip (compiled), by batch per chip:" in text
-    assert "Images/s over all chips (predicted: roofline), by batch per chip:" in text
+    assert "Images/s over all chips (predicted: roofline bound), by batch per chip:" in text
     assert "- tpu-v5e-8: XlaRuntimeError: INTERNAL: the compiler gave up" in details
     (path,) = paths
     assert path.read_bytes().startswith(PNG_SIGNATURE)
@@ -229,37 +229,47 @@ def _measured(run_id, device, batch, median, prediction, vendor=None, **workload
     return record
 
 
-def test_predicted_vs_measured_per_device_with_the_ratio(tmp_path):
-    cpu_prediction = _prediction(0.02, 128, source="measured", bound="memory")
-    cpu_prediction.update(peak_tflops_used=0.15, bandwidth_bytes_per_s=1.5e10)
-    gpu_prediction = _prediction(0.0005, 128, source="measured")
-    gpu_vendor = _prediction(0.0004, 128)
+def test_predicted_vs_measured_per_device_with_the_ratio(tmp_path, monkeypatch):
+    from jaxcnn import prediction as prediction_lib
+
+    table = {
+        "version": "t1",
+        "families": {
+            "gpu": {
+                "compute_efficiency": 0.5,
+                "memory_efficiency": 1.0,
+                "kernel_overhead_s": 0.0,
+                "error": {"median": 0.1, "worst": 0.2},
+            }
+        },
+    }
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    old = _prediction(0.02, 128, source="measured", bound="memory")  # made before kernels
+    # An H100 record with kernels: one f32 conv that takes 400 us at 495 TFLOP/s x 0.5.
+    with_kernels = _measured("g1", H100, 128, 0.001, None)
+    with_kernels.update(
+        kernels=[[1, "conv", 400e-6 * 495e12 * 0.5, 0, "f32", 0]],
+        kernels_source={"program": "train_step", "steps": 1},
+        prediction_bound=_prediction(0.00025, 128) | {"method": "roofline bound"},
+    )
     rs = [
-        _measured("c1", CPU, 128, 0.05, cpu_prediction),
-        _measured("g1", H100, 128, 0.001, gpu_prediction, gpu_vendor),
+        _measured("c1", CPU, 128, 0.05, old),
+        with_kernels,
         _measured("c2", CPU, 32, 0.01, None),  # no prediction: not shown
-        # what a compile for the same chip predicted for the same workload
-        _compiled(H100_TARGET, "mnist_cnn", 128, "ok", 1.0, step=0.00025),
     ]
-    rs[-1]["workload"]["dataset"] = "digits"
     text, paths = predicted_vs_measured(rs, tmp_path)
     assert paths == []
     assert "### cpu" in text and "### gpu NVIDIA H100 80GB HBM3" in text
-    assert _lines(text, "| study | model") == [
-        "| study | model | batch | precision | measured s/step [p10-p90] | predicted s/step "
-        "| measured / predicted | bound (predicted) | predicted from |",
-        "| study | model | batch | precision | measured s/step [p10-p90] | predicted s/step "
-        "| measured / predicted | bound (predicted) | predicted from "
-        "| predicted s/step, datasheet | measured / predicted, datasheet "
-        "| predicted s/step, target compile | measured / predicted, target compile |",
-    ]
     assert _lines(text, "| roofline") == [
-        "| roofline | mnist_cnn | 128 | f32 | 50 ms [45 ms-60 ms] | 20 ms | 2.50 | memory "
-        "| 150 GFLOP/s fp32 measured, 15 GB/s measured |",
-        "| roofline | mnist_cnn | 128 | f32 | 1 ms [900 us-1.2 ms] | 500 us | 2.00 | compute "
-        "| 1.1 TFLOP/s fp32 measured, 48 GB/s measured | 400 us | 2.50 | 250 us | 4.00 |",
+        # the old record: its roofline, shown as the bound it is, in both columns
+        "| roofline | mnist_cnn | 128 | f32 | xla, step | 50 ms [45 ms-60 ms] | 20 ms | 0.40 "
+        "| roofline bound | 20 ms | 0.40 |",
+        # with kernels: priced by the current constants, the bound beside it
+        "| roofline | mnist_cnn | 128 | f32 | xla, step | 1 ms [900 us-1.2 ms] | 400 us | 0.40 "
+        "| per-kernel | 250 us | 0.25 |",
     ]
-    assert "measured / predicted: median 2.5, range 2.5-2.5 over 1 record(s)." in text
+    assert "per-kernel model: median error 60%, worst 60% over 1 record(s)." in text
+    assert "No record of this device carries kernels yet: roofline bounds only." in text
 
 
 def test_seed_000_answered_from_the_mx150_compiles(tmp_path):
@@ -295,7 +305,7 @@ def test_seed_000_is_judged_by_the_seed_gpus_own_compiler_only(tmp_path):
     assert alone == "| MX150 2 GB | 16 | trained | gpu-mx150: not compiled | - | - | - | - | - |"
     text, _ = batch_answer([cpu, *_targets_records()], tmp_path)
     assert _lines(text, "| MX150 2 GB") == [
-        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | - | 160 ms (roofline) |",
+        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | - | 160 ms (roofline bound) |",
         "| MX150 2 GB | 32 | out of memory | gpu-mx150 | 2.5 GiB | does not fit | yes | - | - |",
     ]
 
@@ -338,7 +348,9 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
         compiled["workload"]["model_overrides"] = {"width": width}
         rs.append(compiled)
     text, _ = crossover_study(rs, tmp_path)
-    assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted) |"]
+    assert _lines(text, "| params | gpu-h100") == [
+        "| params | gpu-h100 (predicted: roofline bound) |"
+    ]
     assert _lines(text, "| 55,050 | 2 ms") == ["| 55,050 | 2 ms |"]
     # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
     crossing = (params[64] * params[256]) ** 0.5
