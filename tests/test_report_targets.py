@@ -305,7 +305,8 @@ def test_seed_000_is_judged_by_the_seed_gpus_own_compiler_only(tmp_path):
     assert alone == "| MX150 2 GB | 16 | trained | gpu-mx150: not compiled | - | - | - | - | - |"
     text, _ = batch_answer([cpu, *_targets_records()], tmp_path)
     assert _lines(text, "| MX150 2 GB") == [
-        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | - | 160 ms (roofline bound) |",
+        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | - "
+        "| 160 ms (roofline bound) |",
         "| MX150 2 GB | 32 | out of memory | gpu-mx150 | 2.5 GiB | does not fit | yes | - | - |",
     ]
 
