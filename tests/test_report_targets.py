@@ -302,10 +302,13 @@ def test_seed_000_is_judged_by_the_seed_gpus_own_compiler_only(tmp_path):
     cpu["memory"]["total_bytes"] = int(2.5 * GIB)
     text, _ = batch_answer([cpu], tmp_path)
     (alone,) = _lines(text, "| MX150 2 GB | 16")
-    assert alone == "| MX150 2 GB | 16 | trained | gpu-mx150: not compiled | - | - | - | - | - |"
+    # the seed's own s/step, from its published reference row
+    assert alone == (
+        "| MX150 2 GB | 16 | trained | gpu-mx150: not compiled | - | - | - | 532 ms | - |"
+    )
     text, _ = batch_answer([cpu, *_targets_records()], tmp_path)
     assert _lines(text, "| MX150 2 GB") == [
-        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | - "
+        "| MX150 2 GB | 16 | trained | gpu-mx150 | 1.5 GiB | fits | yes | 532 ms "
         "| 160 ms (roofline bound) |",
         "| MX150 2 GB | 32 | out of memory | gpu-mx150 | 2.5 GiB | does not fit | yes | - | - |",
     ]
@@ -322,7 +325,7 @@ def test_seed_000_t4_row_shows_the_t4_compile_beside_the_seeds_step_time(tmp_pat
     (row,) = _lines(text, "| T4 16 GB")
     assert row == (
         "| T4 16 GB | 128 | trained | gpu-t4 (batch 165: 128 not compiled) | 9.5 GiB | fits "
-        "| yes | 2.4 s | - |"
+        "| yes | 2.41 s | - |"
     )
 
 

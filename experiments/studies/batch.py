@@ -91,9 +91,21 @@ def _memory(record: Record) -> int | None:
     return field(record, "memory", "total_bytes") if record["status"] == "ok" else None
 
 
-# What seed 000 reports beside its observations (analysis.SEED_000_OBSERVED): its
-# step time on the T4, as the seed gives it.
-SEED_000_STEP_S = {("T4 16 GB", 128): 2.4}
+
+def _seed_000_step(target: str, batch: int) -> float | None:
+    """Seed 000's own s/step of its model on that target's chip at that batch, as the
+    published references hold it (experiments/published_references.json), or None."""
+    from experiments import references
+    from jaxcnn import targets
+
+    chip = targets.TARGETS[target].chip
+    for ref in references.load():
+        if ref.source_url == "seed 000" and ref.chip == chip and ref.batch_per_chip == batch:
+            if ref.step_time_s:
+                return ref.step_time_s
+            return batch / ref.images_per_s_per_chip if ref.images_per_s_per_chip else None
+    return None
+
 SEED_HEADERS = [
     "seed 000 device",
     "batch",
@@ -127,7 +139,7 @@ def _seed_000_rows(records: list[Record]) -> list[list[str]]:
             larger = sorted(b for b, x in found.items() if b > batch and fits_chip(x))
             r = found[larger[0]] if larger else None
             note = f" (batch {batch_size(r)}: {batch} not compiled)" if r else ""
-        seed_step = SEED_000_STEP_S.get((reference, batch))
+        seed_step = _seed_000_step(target, batch)
         row = [reference, batch, "trained" if ran else "out of memory"]
         if r is None:
             rows.append([*row, f"{target}: not compiled", "-", "-", "-", seconds(seed_step), "-"])
