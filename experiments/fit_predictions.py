@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import statistics
@@ -143,6 +144,9 @@ def reference_observations(
     none)])."""
     found, missing = [], []
     for ref in refs:
+        if ref.batch_per_chip is None or ref.images_per_s_per_chip is None:
+            missing.append((ref, "the source gives no batch or no throughput"))
+            continue
         if ref.precision not in predictions.PRECISIONS:
             missing.append((ref, f"precision {ref.precision} has no jaxcnn counterpart"))
             continue
@@ -213,45 +217,77 @@ def _terms(obs: Observation) -> _Terms:
     return _Terms(np.array(compute), np.array(memory), np.array(counts, float), collective)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Stack:
+    """Many observations' kernels in one set of arrays (each kernel's observation in
+    `owner`), so one evaluation of the model prices them all at once."""
+
+    compute: np.ndarray
+    memory: np.ndarray
+    counts: np.ndarray
+    owner: np.ndarray
+    collective_s: np.ndarray  # per observation
+
+    @classmethod
+    def of(cls, terms: Sequence[_Terms]) -> _Stack:
+        owner = np.concatenate([np.full(len(t.counts), i) for i, t in enumerate(terms)])
+        return cls(
+            np.concatenate([t.compute for t in terms]),
+            np.concatenate([t.memory for t in terms]),
+            np.concatenate([t.counts for t in terms]),
+            owner.astype(int),
+            np.array([t.collective_s for t in terms]),
+        )
+
+    def seconds(self, ce: float, me: float, overhead: float) -> np.ndarray:
+        per = (np.maximum(self.compute / ce, self.memory / me) + overhead) * self.counts
+        return np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
+
+
 def _fit(
-    terms: Sequence[_Terms], measured: Sequence[float], fixed: dict[str, float]
+    stack: _Stack,
+    measured: np.ndarray,
+    fixed: dict[str, float],
+    weights: np.ndarray | None = None,
+    start: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """The constants minimizing the squared log error over `terms`, the `fixed` ones held."""
+    """The constants minimizing the squared log error over the stacked observations
+    (`weights` 0 leaves one out), the `fixed` ones held; from `start`, else from the
+    best point of a coarse grid over the bounds (the loss is not convex: a max per
+    kernel)."""
     from scipy.optimize import minimize
 
     free = [p for p in PARAMETERS if p not in fixed]
-    logs = np.log(np.asarray(measured))
+    logs = np.log(measured)
+    weights = np.ones_like(logs) if weights is None else weights
 
-    def constants(x: np.ndarray) -> dict[str, float]:
+    def constants(x: Sequence[float]) -> dict[str, float]:
         values = dict(fixed)
         values.update({p: float(math.exp(v)) for p, v in zip(free, x, strict=True)})
         return values
 
-    def loss(x: np.ndarray) -> float:
+    def loss(x: Sequence[float]) -> float:
         c = constants(x)
-        predicted = [t.seconds(*(c[p] for p in PARAMETERS)) for t in terms]
-        return float(np.sum((np.log(predicted) - logs) ** 2))
+        predicted = stack.seconds(*(c[p] for p in PARAMETERS))
+        return float(np.sum(weights * (np.log(predicted) - logs) ** 2))
 
+    if not free:
+        return dict(fixed)
+    if start is None:
+        grid = [[*g] for g in itertools.product(*(_GRID[p] for p in free))]
+        x0 = np.log(min(grid, key=lambda g: loss(np.log(g))))
+    else:
+        x0 = np.log([start[p] for p in free])
     bounds = [tuple(math.log(b) for b in BOUNDS[p]) for p in free]
-    best = None
-    for start in _starts(free):
-        result = minimize(loss, np.log(start), method="L-BFGS-B", bounds=bounds)
-        if best is None or result.fun < best.fun:
-            best = result
-    return constants(best.x) if best is not None else dict(fixed)
+    return constants(minimize(loss, x0, method="L-BFGS-B", bounds=bounds).x)
 
 
-def _starts(free: Sequence[str]) -> list[list[float]]:
-    """A few starting points over the bounds: the fit is not convex (a max per kernel)."""
-    grid = {
-        "compute_efficiency": (0.1, 0.5),
-        "memory_efficiency": (0.1, 0.6),
-        "kernel_overhead_s": (2e-6, 3e-5),
-    }
-    starts: list[list[float]] = [[]]
-    for p in free:
-        starts = [[*s, v] for s in starts for v in grid[p]]
-    return starts
+# The coarse grid a fit starts from, per constant, within BOUNDS.
+_GRID = {
+    "compute_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
+    "memory_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
+    "kernel_overhead_s": (1e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4),
+}
 
 
 def _error(predicted: float, measured: float) -> float:
@@ -273,15 +309,17 @@ def fit_platform(
         basis = "assumed: too few observations to fit"
         loo: list[float] = []
     else:
-        terms = [_terms(o) for o in fitted]
-        measured = [o.measured_s for o in fitted]
-        constants = _fit(terms, measured, fixed)
+        stack = _Stack.of([_terms(o) for o in fitted])
+        measured = np.array([o.measured_s for o in fitted])
+        constants = _fit(stack, measured, fixed)
         basis = "fitted"
         loo = []
         for i in range(len(fitted)):
-            rest = [t for j, t in enumerate(terms) if j != i]
-            c = _fit(rest, [m for j, m in enumerate(measured) if j != i], fixed)
-            loo.append(_error(terms[i].seconds(*(c[p] for p in PARAMETERS)), measured[i]))
+            weights = np.ones(len(fitted))
+            weights[i] = 0.0
+            c = _fit(stack, measured, fixed, weights, start=constants)
+            predicted = stack.seconds(*(c[p] for p in PARAMETERS))[i]
+            loo.append(_error(predicted, measured[i]))
     rows = []
     for o in observations:
         predicted = _terms(o).seconds(*(constants[p] for p in PARAMETERS))
