@@ -59,16 +59,16 @@ def digits():
 
 
 @functools.cache
-def _host_state(learning_rate=1e-3):
+def _host_state(learning_rate=1e-3, width=16):
     """One initial state on the host, reused: each fit places a fresh copy of it (the
     step donates what it is given), and one optimizer object keeps the jit cache warm."""
     tx = train.make_optimizer("adam", learning_rate)
-    state = train.create_train_state(models.get("mlp", width=16), tx, models.input_shape("mlp"))
-    return jax.device_get(state)
+    model = models.get("mlp", width=width)
+    return jax.device_get(train.create_train_state(model, tx, models.input_shape("mlp")))
 
 
-def _state(learning_rate=1e-3):
-    return _host_state(learning_rate)
+def _state(learning_rate=1e-3, width=16):
+    return _host_state(learning_rate, width)
 
 
 def _placement(strategy):
@@ -76,13 +76,13 @@ def _placement(strategy):
     return parallel.place(strategy, jax.devices()[:count])
 
 
-def _fit(digits, strategy="single", directory=None, **kwargs):
-    """(params digest, history, checkpoint step restored from) of a 2-epoch run:
-    11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
+def _fit(digits, strategy="single", directory=None, width=16, **kwargs):
+    """(params digest, history, checkpoint step restored from) of a 2-epoch run of mlp
+    `width`: 11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
     placement = _placement(strategy)
     with Checkpoints(directory, keep=3) if directory else contextlib.nullcontext() as ckpt:
         state, history = fit(
-            _state(),
+            _state(width=width),
             *digits,
             epochs=2,
             batch_size=128,
@@ -419,11 +419,64 @@ def test_a_silently_damaged_checkpoint_is_caught_by_its_digest(digits, tmp_path)
     _fit(digits, "single", tmp_path, max_steps=10)
     _flip_a_bit(tmp_path / "10")
     # the flipped file still decodes: only the digest tells the state is not the saved one
-    warned = r"10 could not be restored \(DigestMismatch: restored state has digest .*using step 5"
+    warned = r"10 could not be restored \(DigestMismatch: its content has digest .*using step 5"
     with pytest.warns(CheckpointWarning, match=warned):
         resumed = _fit(digits, "single", tmp_path)
     assert resumed == (*_whole("single")[:2], 5)
     assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["10"]
+
+
+@pytest.mark.parametrize("max_steps", [None, 10], ids=["final", "mid-run"])
+def test_a_checkpoint_of_other_shapes_is_set_aside_in_one_warning(digits, tmp_path, max_steps):
+    """mlp width 512's real checkpoints, found by a width-16 run (a model whose code
+    changed under the same folder): neither resumed as its own nor a crash."""
+    _fit(digits, "single", tmp_path, width=512, max_steps=max_steps)
+    steps = Checkpoints(tmp_path).steps()
+    assert steps == ([15, 20, 22] if max_steps is None else [5, 10])
+    with pytest.warns(CheckpointWarning) as warned:
+        resumed = _fit(digits, "single", tmp_path)
+    (warning,) = [w for w in warned if w.category is CheckpointWarning]
+    listed = ", ".join(map(str, reversed(steps)))
+    assert str(warning.message) == (
+        f"checkpoints {tmp_path}/{listed} could not be restored (LayoutMismatch: another "
+        "model: ['params']['Dense_0']['bias'] is float32[512] in the checkpoint, "
+        "float32[16] here); no older checkpoint, starting over"
+    )
+    assert resumed == (*_whole("single")[:2], None)  # the width-16 run's own result
+    assert sorted(int(p.name.split("-")[0]) for p in (tmp_path / "corrupt").iterdir()) == steps
+
+
+def _change_a_digit(step_dir: Path, field: bytes) -> None:
+    """One byte of the meta's JSON, changed so that it still parses: the first digit
+    after `field`."""
+    meta = step_dir / "meta" / "metadata"
+    text = bytearray(meta.read_bytes())
+    at = text.index(field) + len(field)
+    while not chr(text[at]).isdigit():
+        at += 1
+    text[at] = ord("7") if text[at] != ord("7") else ord("3")
+    meta.write_bytes(bytes(text))
+
+
+@pytest.mark.parametrize(
+    "field", [b'"test_accuracy": 0.', b'"index": ', b'"content_digest": "'], ids=str
+)
+def test_a_changed_byte_in_the_meta_is_caught_by_the_digest(digits, tmp_path, field):
+    _fit(digits, "single", tmp_path, max_steps=11)  # saved at 5, 10, 11 (an epoch's end)
+    _change_a_digit(tmp_path / "11", field)
+    warned = r"checkpoint .*/11 could not be restored \(DigestMismatch: .*; using step 10"
+    with pytest.warns(CheckpointWarning, match=warned):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 10)
+
+
+def test_a_checkpoint_without_its_digest_is_not_trusted(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=10)
+    meta = tmp_path / "10" / "meta" / "metadata"
+    meta.write_bytes(meta.read_bytes().replace(b'"content_digest"', b'"content_digesT"'))
+    with pytest.warns(CheckpointWarning, match=r"/10 could not be restored.*no digest"):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
 
 
 def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):
