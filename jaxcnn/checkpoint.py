@@ -203,7 +203,7 @@ def check_folder(directory: str | Path) -> None:
         where = "" if existing == directory else f" (in the path of {directory})"
         raise UsageError(
             f"checkpoint folder {existing} is a file, not a folder{where}: move or delete "
-            "it, or give another checkpoint folder"
+            "it, or choose another checkpoint folder"
         )
 
 

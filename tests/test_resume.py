@@ -28,6 +28,7 @@ from jaxcnn.checkpoint import (
     CheckpointWarning,
     params_digest,
 )
+from jaxcnn.errors import UsageError
 from jaxcnn.loop import NonFiniteLoss, fit
 
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
@@ -350,6 +351,44 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
     # the lock died with its process: a third run finds the record, not a lock
     assert main(["--out", str(tmp_path), *RUN, *EVERY_5]) == 0
     assert len(records.load(tmp_path / "records.jsonl")) == 1
+
+
+def _checkpoint_folder(out: Path, command: list[str]) -> Path:
+    """Where `experiments.run --out OUT *command` checkpoints its one workload."""
+    from experiments import cli_plan
+    from experiments.run import parse_args
+    from jaxcnn import devices
+
+    options = parse_args(["--out", str(out), *command])
+    (workload,) = cli_plan.workloads(options, "cpu", 1)
+    key = records.config_key(workload.describe(), devices.describe(jax.devices()[:1]))
+    return cli_plan.checkpoint_root(options) / key
+
+
+def test_a_checkpoint_folder_that_is_a_file_is_a_usage_error_before_any_work(tmp_path, capfd):
+    folder = _checkpoint_folder(tmp_path, RUN)
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+    for _ in range(2):  # the first run, and its rerun
+        assert main(["--out", str(tmp_path), *RUN]) == 2
+        err = capfd.readouterr().err
+        assert err.strip().splitlines()[-1] == (
+            f"error: checkpoint folder {folder} is a file, not a folder: move or delete it, "
+            "or choose another checkpoint folder"
+        )
+        assert "compiling" not in err and "Traceback" not in err  # before any work
+    assert not (tmp_path / "records.jsonl").exists()
+    assert folder.read_text() == "not a folder"
+    folder.unlink()  # the positive control: the same command, the folder gone, runs
+    assert main(["--out", str(tmp_path), *RUN]) == 0
+    assert folder.is_dir()
+
+
+def test_checkpoints_in_a_folder_that_is_a_file_are_refused_before_any_save(tmp_path):
+    (tmp_path / "file").write_text("")
+    for inside in ("file", "file/run"):
+        with pytest.raises(UsageError, match=rf"folder {tmp_path}/file is a file, not a folder"):
+            Checkpoints(tmp_path / inside)
 
 
 def test_same_seed_same_device_same_digest(tmp_path):
