@@ -177,6 +177,11 @@ def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray,
         raise DataError(
             f"{data_dir}: {len(images)} images but {len(labels)} labels in the {split} split"
         )
+    if len(labels) == 0:  # a test accuracy over no image is nan, not a measurement
+        raise DataError(
+            f"{data_dir}: the {split} split has no images ({image_stem} holds none); "
+            "download the files again"
+        )
     if len(labels) and labels.max() >= IDX_CLASSES:
         bad = int(np.argmax(labels >= IDX_CLASSES))
         raise DataError(
