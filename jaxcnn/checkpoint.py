@@ -162,28 +162,27 @@ def params_digest(params: Any) -> str:
     return digest.hexdigest()
 
 
-def layout(arrays: Any) -> dict[str, str]:
+def _layout(arrays: Any) -> dict[str, str]:
     """Each leaf's path -> its dtype and shape, as `float32[784,16]`."""
-    return {
-        jax.tree_util.keystr(
-            path
-        ): f"{np.dtype(leaf.dtype).name}[{','.join(map(str, np.shape(leaf)))}]"
-        for path, leaf in jax.tree_util.tree_flatten_with_path(arrays)[0]
-    }
+
+    def spelled(leaf: Any) -> str:
+        return f"{np.dtype(leaf.dtype).name}[{','.join(map(str, np.shape(leaf)))}]"
+
+    flat = jax.tree_util.tree_flatten_with_path(arrays)[0]
+    return {jax.tree_util.keystr(path): spelled(leaf) for path, leaf in flat}
 
 
 def _layout_difference(saved: dict[str, str], here: dict[str, str]) -> str | None:
     """None when equal, else the first difference (the parameters' first), in a few words."""
-    for path in sorted(
-        saved.keys() | here.keys(), key=lambda p: (not p.startswith("['params']"), p)
-    ):
+    params_first = lambda path: (not path.startswith("['params']"), path)  # noqa: E731
+    for path in sorted(saved.keys() | here.keys(), key=params_first):
         if saved.get(path) != here.get(path):
             there, now = saved.get(path, "absent"), here.get(path, "absent")
             return f"{path} is {there} in the checkpoint, {now} here"
     return None
 
 
-def content_digest(arrays: Any, meta: dict[str, Any]) -> str:
+def _content_digest(arrays: Any, meta: dict[str, Any]) -> str:
     """sha256 over a checkpoint's whole content: its arrays (`params_digest`) and its
     meta as JSON (keys sorted: the same text after a JSON round trip)."""
     digest = hashlib.sha256(params_digest(arrays).encode())
@@ -321,10 +320,10 @@ class Checkpoints:
             "position": {"epoch": int(position.epoch), "index": int(position.index)},
             "history": history,
             "extra": extra or {},
-            "layout": layout(arrays),
+            "layout": _layout(arrays),
         }
         meta = json.loads(json.dumps(meta))  # as it will be read back: the digest's input
-        meta[DIGEST_KEY] = content_digest(arrays, meta)
+        meta[DIGEST_KEY] = _content_digest(arrays, meta)
         ocp = _ocp()
         try:
             # Each writer thread logs the failure with a traceback before save raises it.
@@ -385,12 +384,12 @@ class Checkpoints:
         saved = meta.pop(DIGEST_KEY, None)
         if saved is None:
             raise DigestMismatch("it has no digest (written by an older jaxcnn, or damaged)")
-        difference = _layout_difference(meta.get("layout") or {}, layout(target))
+        difference = _layout_difference(meta.get("layout") or {}, _layout(target))
         if difference is None:  # Orbax keeps the stored shapes, whatever the target's
-            difference = _layout_difference(layout(restored.state), layout(target))
+            difference = _layout_difference(_layout(restored.state), _layout(target))
         if difference is not None:
             raise LayoutMismatch(f"another model: {difference}")
-        digest = content_digest(restored.state, meta)
+        digest = _content_digest(restored.state, meta)
         if digest != saved:
             raise DigestMismatch(f"its content has digest {digest[:12]}, saved {saved[:12]}")
         position = Position(**meta["position"])
