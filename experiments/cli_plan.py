@@ -46,6 +46,8 @@ STUDY_FIXED = (
 )
 # options that mean "run here", which a compile-only command does not do
 RUN_HERE = ("num_devices", "coordinator", "num_processes", "process_id", "epochs", "steps")
+# options that choose the data, which a compile-only command never reads
+READS_DATA = ("dataset", "data_dir")
 
 Options = argparse.Namespace
 D = TypeVar("D")
@@ -85,7 +87,7 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
     the options' values when not given."""
     check_environment(os.environ)
     if compile_only(options):
-        _check_compile_only(options)
+        _check_compile_only(options, defaults)
         return
     if options.model is not None and options.study != defaults["study"]:
         raise OptionError(
@@ -127,7 +129,7 @@ def _whole_number(text: str, at_least: int) -> bool:
         return False
 
 
-def _check_compile_only(options: Options) -> None:
+def _check_compile_only(options: Options, defaults: Mapping[str, Any]) -> None:
     if options.device != "auto":
         raise OptionError(
             "--target compiles for a device not at hand, --device runs on one here: give one"
@@ -135,6 +137,13 @@ def _check_compile_only(options: Options) -> None:
     given = [spelled(f) for f in RUN_HERE if getattr(options, f) is not None]
     if given:
         raise OptionError(f"{', '.join(given)} cannot go with a compile-only run (nothing runs)")
+    # Said, not ignored: the record would name a dataset that shaped nothing in it.
+    data = [spelled(f) for f in READS_DATA if getattr(options, f) != defaults[f]]
+    if data:
+        raise OptionError(
+            f"{', '.join(data)} cannot go with a compile-only run: it compiles for the "
+            "model's input shape and reads no data"
+        )
     if options.study in COMPILE_STUDIES:
         if options.batch_size is not None:
             raise OptionError(f"--study={options.study} searches its own batches")

@@ -3,6 +3,9 @@
 Compile time is lower + compile, measured apart. Step time is per step, the clock
 read only after `block_until_ready`, warm-up steps excluded, reported as median with
 p10/p90 and n. Timing runs on a copy of the state so training is not disturbed.
+
+A SIGTERM (jaxcnn.loop.request_stop) stops timing at the next call, warm-up included,
+as it stops training at the next step: StoppedWhileTiming, the clock read outside.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from experiments.stats import minor_page_faults, summarize
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
+from jaxcnn import loop, roofline, train
 from jaxcnn import prediction as prediction_lib
-from jaxcnn import roofline, train
 from jaxcnn.parallel import Placement
 
 
@@ -59,22 +62,56 @@ def copy_tree(tree: Any) -> Any:
     return jax.tree.map(lambda x: jax.device_put(x, x.sharding, may_alias=False), tree)
 
 
-def _seconds(call: Callable[[], Any], *, repeats: int, warmup: int) -> list[float]:
+class StoppedWhileTiming(loop.Stopped):
+    """Timing stopped because `loop.request_stop` asked it to (a SIGTERM): nothing of
+    the workload is recorded, its checkpoints are as they were, a rerun times it again."""
+
+    def __init__(self, done: int, planned: int, asked_by: list[int]) -> None:
+        BaseException.__init__(
+            self,
+            f"stopped while timing a step, after {done:,} of {planned:,} calls "
+            "(this workload is not recorded)",
+        )
+        self.step, self.saved, self.asked_by = 0, None, asked_by
+        self.done, self.planned = done, planned
+
+
+def _stop_if_asked(done: int, planned: int, agreed: bool) -> None:
+    """Raise StoppedWhileTiming if a stop was asked for (`loop.stop_agreed`): `done` of
+    `planned` calls made. `agreed`: every process makes these calls, and the host has
+    synced, so with many processes they agree here (one collective); else one process
+    alone stops, and many never do here (one that stopped alone would leave the others
+    waiting in a step's collective)."""
+    asked = loop.stop_agreed(agreed)
+    if asked:
+        raise StoppedWhileTiming(done, planned, asked)
+
+
+def _seconds(
+    call: Callable[[], Any], *, repeats: int, warmup: int, agreed: bool = False
+) -> list[float]:
     """Seconds of each of `repeats` calls, the clock read after the call's results are
-    ready; `warmup` calls first, untimed (compile caches, allocator, autotuning)."""
-    for _ in range(warmup):
+    ready; `warmup` calls first, untimed (compile caches, allocator, autotuning). A stop
+    asked for is honoured before each call, outside the clock (`_stop_if_asked`)."""
+    planned = warmup + repeats
+    for done in range(warmup):
+        _stop_if_asked(done, planned, agreed)
         jax.block_until_ready(call())
     samples = []
-    for _ in range(repeats):
+    for done in range(warmup, planned):
+        _stop_if_asked(done, planned, agreed)
         started = time.perf_counter()
         jax.block_until_ready(call())
         samples.append(time.perf_counter() - started)
     return samples
 
 
-def time_calls(call: Callable[[], Any], *, steps: int = 20, warmup: int = 2) -> dict:
-    """Seconds per `call()`, each timed alone, `warmup` calls first."""
-    return summarize(_seconds(call, repeats=steps, warmup=warmup))
+def time_calls(
+    call: Callable[[], Any], *, steps: int = 20, warmup: int = 2, agreed: bool = False
+) -> dict:
+    """Seconds per `call()`, each timed alone, `warmup` calls first. `agreed`: every
+    process makes the same calls (a step across them; see `_stop_if_asked`)."""
+    return summarize(_seconds(call, repeats=steps, warmup=warmup, agreed=agreed))
 
 
 THROUGHPUT_REPEATS = 7  # timed blocks per throughput figure: the median of 7
@@ -93,17 +130,19 @@ def time_blocks(
     images_per_step: int,
     repeats: int = THROUGHPUT_REPEATS,
     warmup: int = 1,
+    agreed: bool = False,
 ) -> tuple[dict, dict]:
     """(seconds per step, images/s), each over `repeats` timed calls of `run_block()`,
     which runs `steps` steps back to back (dispatched ahead, or one compiled loop); the
     clock is read once per block, after its results are ready. Warm-up blocks first.
     Images/s also carries the host's minor page faults per step over all the blocks.
-    `pace`, where set, runs the timed blocks (each waiting for its turn)."""
-    _seconds(run_block, repeats=warmup, warmup=0)
+    `pace`, where set, runs the timed blocks (each waiting for its turn). `agreed` as
+    `time_calls`: a stop is honoured between blocks."""
+    _seconds(run_block, repeats=warmup, warmup=0, agreed=agreed)
     faults = minor_page_faults()
 
     def one_block() -> float:
-        return _seconds(run_block, repeats=1, warmup=0)[0]
+        return _seconds(run_block, repeats=1, warmup=0, agreed=agreed)[0]
 
     if pace is None:
         seconds = [one_block() for _ in range(repeats)]
@@ -141,33 +180,46 @@ def time_step_loop(
     steps: int = 20,
     warmup: int = 2,
     images_per_step: int | None = None,
+    agreed: bool = False,
 ) -> tuple[dict, dict | None]:
     """(seconds per step, each call timed alone; with `images_per_step`, images/s of
     blocks of `steps` calls dispatched back to back, as `time_blocks`). One chain of
-    donated states throughout: one copy of the state in memory, as in training."""
+    donated states throughout: one copy of the state in memory, as in training. A stop
+    asked for is honoured at the next step, within a block too (`agreed`: as
+    `time_calls`, between calls and blocks; within a block one process alone stops)."""
     blocks = f", then {THROUGHPUT_REPEATS} blocks of {steps}" if images_per_step else ""
     phase(f"timing the step: {steps} calls one by one{blocks}")
     call = _threaded(step, state, batch)
 
     def block() -> Any:
-        for _ in range(steps):
+        for done in range(steps):
+            _stop_if_asked(done, steps, agreed=False)  # a flag read: the steps in flight
             out = call()
         return out
 
-    per_call = time_calls(call, steps=steps, warmup=warmup)
+    per_call = time_calls(call, steps=steps, warmup=warmup, agreed=agreed)
     if images_per_step is None:
         return per_call, None
-    return per_call, time_blocks(block, steps=steps, images_per_step=images_per_step)[1]
+    throughput = time_blocks(block, steps=steps, images_per_step=images_per_step, agreed=agreed)
+    return per_call, throughput[1]
 
 
 def time_epoch_loop(
-    epoch: Any, state: Any, dataset: Any, order: jax.Array, *, images_per_step: int
+    epoch: Any,
+    state: Any,
+    dataset: Any,
+    order: jax.Array,
+    *,
+    images_per_step: int,
+    agreed: bool = False,
 ) -> tuple[dict, dict]:
     """(seconds per step, images/s) of a compiled `epoch(state, dataset, order)` that
-    runs order.shape[0] steps in one call: `time_blocks` of it. Consumes the state."""
+    runs order.shape[0] steps in one call: `time_blocks` of it (stopped between calls).
+    Consumes the state."""
     phase(f"timing the epoch loop: {THROUGHPUT_REPEATS} calls of {order.shape[0]} steps")
     block = _threaded(epoch, state, dataset, order)
-    return time_blocks(block, steps=int(order.shape[0]), images_per_step=images_per_step)
+    steps = int(order.shape[0])
+    return time_blocks(block, steps=steps, images_per_step=images_per_step, agreed=agreed)
 
 
 def compile_epoch(
@@ -193,9 +245,12 @@ def time_matmul(
     return compiled, compile_s, time_calls(lambda: compiled(a, b), steps=steps, warmup=warmup)
 
 
-def time_eval(step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2) -> dict:
+def time_eval(
+    step: Any, state: Any, batch: Any, *, steps: int = 20, warmup: int = 2, agreed: bool = False
+) -> dict:
     """Seconds per call of `step(state, batch) -> metrics` (the state is not consumed)."""
-    return time_calls(lambda: step(state, batch), steps=steps, warmup=warmup)
+    phase(f"timing the eval step: {steps} calls one by one")
+    return time_calls(lambda: step(state, batch), steps=steps, warmup=warmup, agreed=agreed)
 
 
 # --- The device's matmul ceiling ------------------------------------------------------

@@ -49,7 +49,7 @@ from experiments.tables import si
 from experiments.workload import Workload
 from jaxcnn import data, host_memory
 from jaxcnn import devices as devices_lib
-from jaxcnn.checkpoint import CheckpointInUse, exclusive
+from jaxcnn.checkpoint import CheckpointInUse, check_folder, exclusive
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import Stopped, stop_agreed
 
@@ -187,6 +187,10 @@ def run_sweep(
         for w, d in zip(workloads, used, strict=True)
     ]
     skip = agreed([key in found and not force for key in keys])
+    if checkpoint_root is not None:  # Orbax would find a file there at its first save
+        for key, skipped in zip(keys, skip, strict=True):
+            if not skipped:
+                check_folder(checkpoint_root / key)
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []
     already = 0

@@ -11,11 +11,16 @@ into a temporary directory and renames it when complete, so a run killed mid-sav
 leaves no half checkpoint behind, only a temporary directory that is ignored.
 
 Restore reads onto host numpy arrays shaped like `like`, whatever placement wrote
-them; the caller puts the result where its placement wants it (`put_state`). The meta
-holds the digest of the state saved (`params_digest` over every array), and a restored
-state must match it. A checkpoint that fails to restore (truncated, deleted files) or
-restores other bits than were saved (a flipped bit that still decodes) is reported with
-a warning, moved aside into `corrupt/`, and the one before it is tried.
+them; the caller puts the result where its placement wants it (`put_state`). A
+checkpoint is trusted only when
+- every array's shape and dtype are those of `like` (the meta lists them: Orbax casts
+  to the target's dtype and keeps the stored shape, so a model whose code changed under
+  the same folder would otherwise resume another model's weights), and
+- its whole content, every array and the meta, matches the digest saved in the meta.
+A checkpoint that fails to restore (truncated, deleted files), is of another shape, or
+restores other bits than were saved (a flipped bit that still decodes, in the arrays or
+the meta) is moved aside into `corrupt/` and the one before it is tried; one warning
+says which were set aside and why.
 
 Temporary directories that a run killed mid-save left behind are removed before the
 manager opens, so no save of this run can meet them.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -40,11 +46,12 @@ import jax
 import numpy as np
 
 from jaxcnn import compat
-from jaxcnn.errors import absl_logs_held
+from jaxcnn.errors import UsageError, absl_logs_held
 from jaxcnn.train import TrainState
 
 STATE_FIELDS = ("step", "params", "batch_stats", "opt_state", "rng")
 CORRUPT_DIR = "corrupt"
+DIGEST_KEY = "content_digest"  # in the meta: over the arrays and the rest of the meta
 
 
 class Position(NamedTuple):
@@ -67,7 +74,12 @@ class CheckpointWarning(UserWarning):
 
 
 class DigestMismatch(ValueError):
-    """A restored state is not the state that was saved."""
+    """A restored checkpoint (its state or its meta) is not what was saved."""
+
+
+class LayoutMismatch(ValueError):
+    """A checkpoint's arrays are not of the shapes and dtypes of the state it would
+    restore into: the checkpoint of another model, or of this model's older code."""
 
 
 class CheckpointSaveError(RuntimeError):
@@ -150,6 +162,50 @@ def params_digest(params: Any) -> str:
     return digest.hexdigest()
 
 
+def _layout(arrays: Any) -> dict[str, str]:
+    """Each leaf's path -> its dtype and shape, as `float32[784,16]`."""
+
+    def spelled(leaf: Any) -> str:
+        return f"{np.dtype(leaf.dtype).name}[{','.join(map(str, np.shape(leaf)))}]"
+
+    flat = jax.tree_util.tree_flatten_with_path(arrays)[0]
+    return {jax.tree_util.keystr(path): spelled(leaf) for path, leaf in flat}
+
+
+def _layout_difference(saved: dict[str, str], here: dict[str, str]) -> str | None:
+    """None when equal, else the first difference (the parameters' first), in a few words."""
+    params_first = lambda path: (not path.startswith("['params']"), path)  # noqa: E731
+    for path in sorted(saved.keys() | here.keys(), key=params_first):
+        if saved.get(path) != here.get(path):
+            there, now = saved.get(path, "absent"), here.get(path, "absent")
+            return f"{path} is {there} in the checkpoint, {now} here"
+    return None
+
+
+def _content_digest(arrays: Any, meta: dict[str, Any]) -> str:
+    """sha256 over a checkpoint's whole content: its arrays (`params_digest`) and its
+    meta as JSON (keys sorted: the same text after a JSON round trip)."""
+    digest = hashlib.sha256(params_digest(arrays).encode())
+    digest.update(json.dumps(meta, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def check_folder(directory: str | Path) -> None:
+    """Raise UsageError if `directory` could not be a checkpoint folder: it, or the
+    nearest of its parents that exists, is not a folder. Checked before any training,
+    since Orbax would find it only at the first save, an epoch later."""
+    directory = Path(directory).absolute()
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == directory else f" (in the path of {directory})"
+        raise UsageError(
+            f"checkpoint folder {existing} is a file, not a folder{where}: move or delete "
+            "it, or choose another checkpoint folder"
+        )
+
+
 TMP_MARKER = ".orbax-checkpoint-tmp"  # Orbax names a step's directory so until it is final
 
 
@@ -224,6 +280,7 @@ class Checkpoints:
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.directory = Path(directory).absolute()
+        check_folder(self.directory)
         self.restored_step: int | None = None
         _quiet_failed_operation_aftermath()  # before the first call that could fail
         _remove_unfinished_saves(self.directory)
@@ -258,12 +315,15 @@ class Checkpoints:
         extra: dict[str, Any] | None = None,
     ) -> None:
         """Write checkpoint `step`: `state` as placed (one logical copy) and its meta."""
+        arrays = _arrays(state)
         meta = {
             "position": {"epoch": int(position.epoch), "index": int(position.index)},
             "history": history,
             "extra": extra or {},
-            "digest": params_digest(_arrays(state)),
+            "layout": _layout(arrays),
         }
+        meta = json.loads(json.dumps(meta))  # as it will be read back: the digest's input
+        meta[DIGEST_KEY] = _content_digest(arrays, meta)
         ocp = _ocp()
         try:
             # Each writer thread logs the failure with a traceback before save raises it.
@@ -286,48 +346,73 @@ class Checkpoints:
             raise CheckpointSaveError(message) from error
 
     def restore(self, like: TrainState) -> Restored | None:
-        """The newest checkpoint that restores onto `like`'s structure, or None.
+        """The newest checkpoint that restores onto `like`, or None.
 
-        Each one that fails is reported (CheckpointWarning) and moved into `corrupt/`,
-        so it is neither tried again nor in the way of a later save of the same step.
+        Each one that fails (unreadable, of other shapes or dtypes than `like`'s, or
+        not matching its digest) is moved into `corrupt/`, so it is neither tried again
+        nor in the way of a later save of the same step; one CheckpointWarning says
+        which and why, and what is used instead.
         """
-        ocp = _ocp()
         target = jax.tree.map(lambda x: np.zeros(np.shape(x), x.dtype), _arrays(like))
+        set_aside: list[tuple[int, BaseException]] = []
+        found = None
         for step in reversed(self.steps()):
             try:
-                restored = self._manager.restore(
-                    step,
-                    args=ocp.args.Composite(
-                        state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()
-                    ),
-                )
-                meta = restored.meta
-                position = Position(**meta["position"])
-                history, extra = list(meta["history"]), dict(meta.get("extra") or {})
-                digest = params_digest(restored.state)
-                if meta.get("digest", digest) != digest:  # older checkpoints carry none
-                    raise DigestMismatch(
-                        f"restored state has digest {digest[:12]}, saved {meta['digest'][:12]}"
-                    )
-            except Exception as error:  # any unreadable checkpoint: fall back, say so
-                self._set_aside(step, error)
+                found = self._restore_checked(step, target)
+            except Exception as error:  # any checkpoint not to be trusted: fall back
+                set_aside.append((step, error))
                 continue
-            self.restored_step = step
-            state = like.replace(**restored.state)
-            return Restored(step, state, position, history, extra)
-        return None
+            break
+        if set_aside:
+            self._set_aside(set_aside, found)
+        if found is None:
+            return None
+        self.restored_step = found.step
+        return found._replace(state=like.replace(**found.state))
 
-    def _set_aside(self, step: int, error: BaseException) -> None:
-        older = [s for s in self.steps() if s < step]
-        fallback = f"using step {older[-1]}" if older else "no older checkpoint, starting over"
-        warnings.warn(
-            f"checkpoint {self.directory / str(step)} could not be restored "
-            f"({_one_line(error)}); {fallback}",
-            CheckpointWarning,
-            stacklevel=3,
+    def _restore_checked(self, step: int, target: dict[str, Any]) -> Restored:
+        """Checkpoint `step` onto `target`'s arrays (`state` still a dict of them), or
+        the reason it is not to be trusted, raised."""
+        ocp = _ocp()
+        restored = self._manager.restore(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()
+            ),
         )
+        meta = dict(restored.meta)
+        saved = meta.pop(DIGEST_KEY, None)
+        if saved is None:
+            raise DigestMismatch("it has no digest (written by an older jaxcnn, or damaged)")
+        difference = _layout_difference(meta.get("layout") or {}, _layout(target))
+        if difference is None:  # Orbax keeps the stored shapes, whatever the target's
+            difference = _layout_difference(_layout(restored.state), _layout(target))
+        if difference is not None:
+            raise LayoutMismatch(f"another model: {difference}")
+        digest = _content_digest(restored.state, meta)
+        if digest != saved:
+            raise DigestMismatch(f"its content has digest {digest[:12]}, saved {saved[:12]}")
+        position = Position(**meta["position"])
+        history, extra = list(meta["history"]), dict(meta.get("extra") or {})
+        return Restored(step, restored.state, position, history, extra)
+
+    def _set_aside(self, failed: list[tuple[int, BaseException]], used: Restored | None) -> None:
+        """Move the `failed` checkpoints into `corrupt/`; one warning names them, why
+        (once, where they failed alike: the checkpoints of another model) and what is
+        used instead."""
+        fallback = f"using step {used.step}" if used else "no older checkpoint, starting over"
+        reasons: dict[str, list[int]] = {}
+        for step, error in failed:
+            reasons.setdefault(_one_line(error), []).append(step)
+        said = "; ".join(
+            f"{'checkpoint' if len(steps) == 1 else 'checkpoints'} "
+            f"{self.directory / ', '.join(map(str, steps))} could not be restored ({why})"
+            for why, steps in reasons.items()
+        )
+        warnings.warn(f"{said}; {fallback}", CheckpointWarning, stacklevel=3)
         if jax.process_index() == 0:
-            aside = self.directory / CORRUPT_DIR / f"{step}-{int(time.time())}"
-            aside.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(self.directory / str(step)), aside)
+            for step, _ in failed:
+                aside = self.directory / CORRUPT_DIR / f"{step}-{int(time.time())}"
+                aside.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(self.directory / str(step)), aside)
         self._manager.reload()

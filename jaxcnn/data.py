@@ -13,6 +13,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -176,6 +177,11 @@ def read_idx_split(data_dir: str | os.PathLike, split: str) -> tuple[np.ndarray,
         raise DataError(
             f"{data_dir}: {len(images)} images but {len(labels)} labels in the {split} split"
         )
+    if len(labels) == 0:  # a test accuracy over no image is nan, not a measurement
+        raise DataError(
+            f"{data_dir}: the {split} split has no images ({image_stem} holds none); "
+            "download the files again"
+        )
     if len(labels) and labels.max() >= IDX_CLASSES:
         bad = int(np.argmax(labels >= IDX_CLASSES))
         raise DataError(
@@ -239,6 +245,36 @@ def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     images = np.stack([np.asarray(ex["image"], np.uint8) for ex in examples])
     labels = np.asarray([ex["label"] for ex in examples], np.int32)
     return images.reshape(len(images), *images.shape[1:3], -1), labels
+
+
+def check_split(name: str, images: Any, labels: Any, num_classes: int) -> None:
+    """Raise UsageError, in one line naming the fix, unless `images` and `labels` are a
+    split a model of `num_classes` classes can train or be tested on: as many labels as
+    images, at least one, integer labels in 0..num_classes-1 (a binary model, with one
+    output: 0..1). Arrays may be numpy or jax (a replicated dataset: its local copy)."""
+    if len(images) != len(labels):
+        raise UsageError(
+            f"{name} has {len(images)} images but {len(labels)} labels: give one label per image"
+        )
+    if len(labels) == 0:
+        raise UsageError(f"{name} has no images: give at least one")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise UsageError(
+            f"{name} labels are {labels.dtype}, not class indices: give integer labels "
+            "(labels.astype(np.int32) where they are whole numbers)"
+        )
+    if getattr(labels, "is_fully_addressable", True) is False:
+        labels = labels.addressable_data(0)  # replicated on every device: the local copy
+    labels = np.asarray(labels)
+    classes = max(num_classes, 2)  # one output: a binary model, labels 0 and 1
+    outside = np.flatnonzero((labels < 0) | (labels >= classes))
+    if len(outside):
+        at = int(outside[0])
+        raise UsageError(
+            f"{name} label {int(labels[at])} at index {at} is outside 0..{classes - 1}, "
+            f"the model's {classes} classes: fix the labels, or make the model with as many "
+            "classes as they have"
+        )
 
 
 def fit_to_shape(images: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:

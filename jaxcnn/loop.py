@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
+import re
 import threading
 import time
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -122,6 +125,59 @@ def _fetch_checked(metrics: list[Any], checked: int, first_step: int, epoch: int
     return len(metrics)
 
 
+def _check_inputs(
+    state: train.TrainState,
+    train_data: Arrays,
+    test_data: Arrays | None,
+    epochs: int,
+    batch_size: int,
+    max_steps: int | None,
+) -> None:
+    """UsageError, in one line naming the fix, for what `fit` cannot train on: counts
+    out of range, and data the model does not take (data.check_split; images of a shape
+    the model's layers do not fit, found by tracing it once, without running it)."""
+    counts = (("batch_size", batch_size, 1), ("epochs", epochs, 0), ("max_steps", max_steps, 0))
+    for name, value, least in counts:
+        if name == "max_steps" and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            raise UsageError(f"{name} must be a whole number of at least {least}, got {value!r}")
+    outputs: dict[tuple, int] = {}  # per image shape: tracing a big model takes a while
+    for name, split in (("train_data", train_data), ("test_data", test_data)):
+        if split is None:
+            continue
+        images, labels = split
+        shape = (tuple(images.shape[1:]), images.dtype)
+        if shape not in outputs:
+            outputs[shape] = _model_outputs(state, name, images)
+        data.check_split(name, images, labels, outputs[shape])
+
+
+def _model_outputs(state: train.TrainState, name: str, images: Any) -> int:
+    """The number of outputs (classes) of `state`'s model on one image of `images`, or
+    UsageError if its layers do not take images of that shape."""
+    copies = 1 if jnp.ndim(state.step) == 1 else 0  # pmap's copies: a leading replica axis
+    variables = {"params": state.params}
+    if state.batch_stats:
+        variables["batch_stats"] = state.batch_stats
+    abstract = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(np.shape(x)[copies:], x.dtype), variables
+    )
+    example = jax.ShapeDtypeStruct((1, *images.shape[1:]), images.dtype)
+    try:
+        logits = jax.eval_shape(lambda v, x: state.apply_fn(v, x, train=False), abstract, example)
+    except Exception as error:  # flax and lax name the layer: kept, in one line
+        first = (str(error).strip().splitlines() or [""])[0]
+        why = re.sub(r"\s*\(https?://[^)]*\)", "", first)[:200]  # flax's link to its docs
+        shape = "x".join(map(str, images.shape[1:]))
+        raise UsageError(
+            f"the model does not take {name} images of shape {shape} "
+            f"({type(error).__name__}: {why}): give images of the shape its state was "
+            "created for (create_train_state's input_shape)"
+        ) from None
+    return int(logits.shape[-1])
+
+
 def _fingerprint(num_examples: int, batch_size: int, seed: int) -> dict[str, int]:
     """What must match for a checkpoint's data position to mean the same batches."""
     return {"num_examples": num_examples, "batch_size": batch_size, "seed": seed}
@@ -167,6 +223,7 @@ def fit(
     placement = placement or place("single", jax.devices()[:1])
     if loop not in LOOPS:
         raise UsageError(f"unknown loop {loop!r}: choose one of {', '.join(LOOPS)}")
+    _check_inputs(state, train_data, test_data, epochs, batch_size, max_steps)
     images, labels = train_data
     per_epoch = data.steps_per_epoch(len(labels), batch_size)
     if per_epoch == 0:

@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write_idx
 
 from experiments import cli_plan, records
-from experiments.run import main
+from experiments.run import main, parse_args
 from jaxcnn import targets
 
 TINY = ["--epochs", "1", "--set", "steps=2", "--set", "timing_steps=2", "--batch-size", "16"]
@@ -160,6 +161,17 @@ def test_an_unwritable_out_or_checkpoint_dir(tmp_path, capsys):
     _assert_one_line_exit_2(argv, capsys, "cannot write to --set checkpoint_dir", tmp_path)
 
 
+@pytest.mark.parametrize(
+    "data,given",
+    [(["--dataset", "mnist"], "--dataset"), (["--data-dir", "."], "--data-dir")],
+)
+def test_a_compile_only_run_does_not_ignore_the_data_it_is_given(tmp_path, capsys, data, given):
+    target = ["--target", "tpu-v5e-1", "--model", "mlp", "--out", str(tmp_path)]
+    message = f"{given} cannot go with a compile-only run: it compiles for the model's input"
+    _assert_one_line_exit_2([*target, *data], capsys, message, tmp_path)
+    assert parse_args(target).target == "tpu-v5e-1"  # the control: no data given, no error
+
+
 def _bad_gzip(folder: Path) -> None:
     (folder / "train-images-idx3-ubyte.gz").write_bytes(b"this is not gzip at all")
 
@@ -191,6 +203,12 @@ def _missing_file(folder: Path) -> None:
     (folder / "t10k-labels-idx1-ubyte.gz").unlink()
 
 
+def _empty_test_split(folder: Path) -> None:
+    """Well-formed IDX files holding no image: a test accuracy would be nan."""
+    write_idx(folder / "t10k-images-idx3-ubyte.gz", np.zeros((0, 28, 28), np.uint8))
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", np.zeros(0, np.uint8))
+
+
 @pytest.mark.parametrize(
     "damage,message",
     [
@@ -200,6 +218,7 @@ def _missing_file(folder: Path) -> None:
         (_wrong_count, "header says 65 = 65 bytes of data, file has 64"),
         (_label_count_mismatch, "64 images but 63 labels"),
         (_missing_file, "no t10k-labels-idx1-ubyte.gz"),
+        (_empty_test_split, "the test split has no images"),
         (
             _label_out_of_range,
             "t10k-labels-idx1-ubyte.gz: label 200 at index 5 is outside 0..9",

@@ -2,6 +2,10 @@
 assertions: structure, counts and ordering only."""
 
 import dataclasses
+import re
+import signal
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +17,7 @@ from experiments import measure, records
 from experiments.prepare import load_splits
 from experiments.runners import RunContext, run_workload
 from experiments.workload import Workload
-from jaxcnn import models, train
+from jaxcnn import loop, models, train
 from jaxcnn import prediction as prediction_lib
 
 
@@ -319,3 +323,80 @@ def test_a_cpu_is_predicted_from_measured_figures_only():
         "prediction": None,
         "prediction_vendor": None,
     }
+
+
+def _counted_step(stop_at: int | None):
+    """A train step that counts its calls and, at call `stop_at`, asks to stop (what the
+    SIGTERM handler of experiments.run does)."""
+    calls = []
+
+    def step(state, batch):
+        calls.append(1)
+        if len(calls) == stop_at:
+            loop.request_stop()
+        return state + batch, {"loss": jnp.sum(state)}
+
+    return step, calls
+
+
+@pytest.mark.parametrize("stop_at", [None, 1, 4, 7, 20])
+def test_timing_stops_at_the_next_step_once_asked(stop_at):
+    """3 steps timed: 2 warm-up and 3 calls one by one, then 1 + 7 blocks of 3 steps
+    (29 calls); asked at call `stop_at` (one by one, in a warm-up block, in a timed
+    block), no call after it is made. None: the control, every call made."""
+    step, calls = _counted_step(stop_at)
+    try:
+        if stop_at is None:
+            measure.time_step_loop(step, jnp.zeros(2), jnp.ones(2), steps=3, images_per_step=1)
+        else:
+            with pytest.raises(measure.StoppedWhileTiming, match="stopped while timing a step"):
+                measure.time_step_loop(step, jnp.zeros(2), jnp.ones(2), steps=3, images_per_step=1)
+    finally:
+        loop.clear_stop()
+    assert len(calls) == (stop_at or 29)
+
+
+def test_eval_timing_stops_before_its_first_call_once_asked():
+    calls = []
+    loop.request_stop()
+    try:
+        with pytest.raises(measure.StoppedWhileTiming, match=r"after 0 of 7 calls"):
+            measure.time_eval(lambda s, b: calls.append(1) or s, jnp.zeros(2), None, steps=5)
+    finally:
+        loop.clear_stop()
+    assert calls == []
+
+
+@pytest.mark.slow
+def test_a_sigterm_while_timing_stops_the_run_before_its_timing_is_done(tmp_path):
+    """A real SIGTERM to a real run timing a million steps: exit 143 at the next call,
+    the calls it made counted in its last line, nothing recorded."""
+    command = [
+        sys.executable, "-m", "experiments.run", "--out", str(tmp_path), "--model", "mlp",
+        "--set", "width=8", "--batch-size", "16", "--epochs", "1",
+        "--set", f"timing_steps={10**6}", "--set", "progress=false",
+    ]  # fmt: skip
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        said = []
+        for line in run.stderr:  # until it says it is timing
+            said.append(line)
+            if "timing the" in line:
+                run.send_signal(signal.SIGTERM)
+                break
+        said.append(run.communicate(timeout=300)[1])  # a guard against a hang, not a clock
+    finally:
+        run.kill()
+    stderr = "".join(said)
+    assert run.returncode == 143, stderr[-2000:]
+    found = re.fullmatch(
+        r"terminated \(SIGTERM\): stopped while timing a step, after ([\d,]+) of ([\d,]+) "
+        r"calls \(this workload is not recorded\); records written so far are kept; "
+        "the same command resumes",
+        stderr.strip().splitlines()[-1],
+    )
+    assert found, stderr[-2000:]
+    done, planned = (int(n.replace(",", "")) for n in found.groups())
+    assert planned >= 10**6 and done < planned
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "records.jsonl").exists()

@@ -28,6 +28,7 @@ from jaxcnn.checkpoint import (
     CheckpointWarning,
     params_digest,
 )
+from jaxcnn.errors import UsageError
 from jaxcnn.loop import NonFiniteLoss, fit
 
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
@@ -59,16 +60,16 @@ def digits():
 
 
 @functools.cache
-def _host_state(learning_rate=1e-3):
+def _host_state(learning_rate=1e-3, width=16):
     """One initial state on the host, reused: each fit places a fresh copy of it (the
     step donates what it is given), and one optimizer object keeps the jit cache warm."""
     tx = train.make_optimizer("adam", learning_rate)
-    state = train.create_train_state(models.get("mlp", width=16), tx, models.input_shape("mlp"))
-    return jax.device_get(state)
+    model = models.get("mlp", width=width)
+    return jax.device_get(train.create_train_state(model, tx, models.input_shape("mlp")))
 
 
-def _state(learning_rate=1e-3):
-    return _host_state(learning_rate)
+def _state(learning_rate=1e-3, width=16):
+    return _host_state(learning_rate, width)
 
 
 def _placement(strategy):
@@ -76,13 +77,13 @@ def _placement(strategy):
     return parallel.place(strategy, jax.devices()[:count])
 
 
-def _fit(digits, strategy="single", directory=None, **kwargs):
-    """(params digest, history, checkpoint step restored from) of a 2-epoch run:
-    11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
+def _fit(digits, strategy="single", directory=None, width=16, **kwargs):
+    """(params digest, history, checkpoint step restored from) of a 2-epoch run of mlp
+    `width`: 11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
     placement = _placement(strategy)
     with Checkpoints(directory, keep=3) if directory else contextlib.nullcontext() as ckpt:
         state, history = fit(
-            _state(),
+            _state(width=width),
             *digits,
             epochs=2,
             batch_size=128,
@@ -352,6 +353,44 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
     assert len(records.load(tmp_path / "records.jsonl")) == 1
 
 
+def _checkpoint_folder(out: Path, command: list[str]) -> Path:
+    """Where `experiments.run --out OUT *command` checkpoints its one workload."""
+    from experiments import cli_plan
+    from experiments.run import parse_args
+    from jaxcnn import devices
+
+    options = parse_args(["--out", str(out), *command])
+    (workload,) = cli_plan.workloads(options, "cpu", 1)
+    key = records.config_key(workload.describe(), devices.describe(jax.devices()[:1]))
+    return cli_plan.checkpoint_root(options) / key
+
+
+def test_a_checkpoint_folder_that_is_a_file_is_a_usage_error_before_any_work(tmp_path, capfd):
+    folder = _checkpoint_folder(tmp_path, RUN)
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+    for _ in range(2):  # the first run, and its rerun
+        assert main(["--out", str(tmp_path), *RUN]) == 2
+        err = capfd.readouterr().err
+        assert err.strip().splitlines()[-1] == (
+            f"error: checkpoint folder {folder} is a file, not a folder: move or delete it, "
+            "or choose another checkpoint folder"
+        )
+        assert "compiling" not in err and "Traceback" not in err  # before any work
+    assert not (tmp_path / "records.jsonl").exists()
+    assert folder.read_text() == "not a folder"
+    folder.unlink()  # the positive control: the same command, the folder gone, runs
+    assert main(["--out", str(tmp_path), *RUN]) == 0
+    assert folder.is_dir()
+
+
+def test_checkpoints_in_a_folder_that_is_a_file_are_refused_before_any_save(tmp_path):
+    (tmp_path / "file").write_text("")
+    for inside in ("file", "file/run"):
+        with pytest.raises(UsageError, match=rf"folder {tmp_path}/file is a file, not a folder"):
+            Checkpoints(tmp_path / inside)
+
+
 def test_same_seed_same_device_same_digest(tmp_path):
     short = ["--model", "mlp", "--set", "width=16", "--batch-size", "128", "--epochs", "1"]
     short += ["--set", "timing_steps=2", "--set", "progress=false", "--set", "checkpoints=false"]
@@ -419,11 +458,64 @@ def test_a_silently_damaged_checkpoint_is_caught_by_its_digest(digits, tmp_path)
     _fit(digits, "single", tmp_path, max_steps=10)
     _flip_a_bit(tmp_path / "10")
     # the flipped file still decodes: only the digest tells the state is not the saved one
-    warned = r"10 could not be restored \(DigestMismatch: restored state has digest .*using step 5"
+    warned = r"10 could not be restored \(DigestMismatch: its content has digest .*using step 5"
     with pytest.warns(CheckpointWarning, match=warned):
         resumed = _fit(digits, "single", tmp_path)
     assert resumed == (*_whole("single")[:2], 5)
     assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["10"]
+
+
+@pytest.mark.parametrize("max_steps", [None, 10], ids=["final", "mid-run"])
+def test_a_checkpoint_of_other_shapes_is_set_aside_in_one_warning(digits, tmp_path, max_steps):
+    """mlp width 512's real checkpoints, found by a width-16 run (a model whose code
+    changed under the same folder): neither resumed as its own nor a crash."""
+    _fit(digits, "single", tmp_path, width=512, max_steps=max_steps)
+    steps = Checkpoints(tmp_path).steps()
+    assert steps == ([15, 20, 22] if max_steps is None else [5, 10])
+    with pytest.warns(CheckpointWarning) as warned:
+        resumed = _fit(digits, "single", tmp_path)
+    (warning,) = [w for w in warned if w.category is CheckpointWarning]
+    listed = ", ".join(map(str, reversed(steps)))
+    assert str(warning.message) == (
+        f"checkpoints {tmp_path}/{listed} could not be restored (LayoutMismatch: another "
+        "model: ['params']['Dense_0']['bias'] is float32[512] in the checkpoint, "
+        "float32[16] here); no older checkpoint, starting over"
+    )
+    assert resumed == (*_whole("single")[:2], None)  # the width-16 run's own result
+    assert sorted(int(p.name.split("-")[0]) for p in (tmp_path / "corrupt").iterdir()) == steps
+
+
+def _change_a_digit(step_dir: Path, field: bytes) -> None:
+    """One byte of the meta's JSON, changed so that it still parses: the first digit
+    after `field`."""
+    meta = step_dir / "meta" / "metadata"
+    text = bytearray(meta.read_bytes())
+    at = text.index(field) + len(field)
+    while not chr(text[at]).isdigit():
+        at += 1
+    text[at] = ord("7") if text[at] != ord("7") else ord("3")
+    meta.write_bytes(bytes(text))
+
+
+@pytest.mark.parametrize(
+    "field", [b'"test_accuracy": 0.', b'"index": ', b'"content_digest": "'], ids=str
+)
+def test_a_changed_byte_in_the_meta_is_caught_by_the_digest(digits, tmp_path, field):
+    _fit(digits, "single", tmp_path, max_steps=11)  # saved at 5, 10, 11 (an epoch's end)
+    _change_a_digit(tmp_path / "11", field)
+    warned = r"checkpoint .*/11 could not be restored \(DigestMismatch: .*; using step 10"
+    with pytest.warns(CheckpointWarning, match=warned):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 10)
+
+
+def test_a_checkpoint_without_its_digest_is_not_trusted(digits, tmp_path):
+    _fit(digits, "single", tmp_path, max_steps=10)
+    meta = tmp_path / "10" / "meta" / "metadata"
+    meta.write_bytes(meta.read_bytes().replace(b'"content_digest"', b'"content_digesT"'))
+    with pytest.warns(CheckpointWarning, match=r"/10 could not be restored.*no digest"):
+        resumed = _fit(digits, "single", tmp_path)
+    assert resumed == (*_whole("single")[:2], 5)
 
 
 def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):

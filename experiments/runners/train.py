@@ -49,10 +49,11 @@ def step_timer(workload: Workload, *, keep_state: bool) -> Timer:
     def timer(placed: Placement, state: Any, batch: Any) -> tuple:
         steps = workload.timing_steps
         images = workload.batch_size if workload.kind == "train" else None
-        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps)
+        # every process times the same steps: a SIGTERM to one stops all (agreed)
+        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=steps, agreed=True)
         timed = measure.copy_tree(state) if keep_state else state
         step_time, throughput = measure.time_step_loop(
-            placed.train_step, timed, batch, steps=steps, images_per_step=images
+            placed.train_step, timed, batch, steps=steps, images_per_step=images, agreed=True
         )
         return step_time, eval_time, throughput, {}, None
 
@@ -69,10 +70,12 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
         order = epochs.device_epoch_order(key, num_examples, workload.batch_size)
         order = order[: workload.timing_steps]  # a timing block: the first steps of an epoch
         epoch, seconds = measure.compile_epoch(placed, state, dataset, order)
-        eval_time = measure.time_eval(placed.eval_step, state, batch, steps=workload.timing_steps)
+        eval_time = measure.time_eval(
+            placed.eval_step, state, batch, steps=workload.timing_steps, agreed=True
+        )
         timed = measure.copy_tree(state) if keep_state else state
         step_time, throughput = measure.time_epoch_loop(
-            epoch, timed, dataset, order, images_per_step=workload.batch_size
+            epoch, timed, dataset, order, images_per_step=workload.batch_size, agreed=True
         )
         return step_time, eval_time, throughput, {"epoch": seconds}, (epoch, len(order))
 

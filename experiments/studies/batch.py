@@ -91,7 +91,6 @@ def _memory(record: Record) -> int | None:
     return field(record, "memory", "total_bytes") if record["status"] == "ok" else None
 
 
-
 def _seed_000_step(target: str, batch: int) -> float | None:
     """Seed 000's own s/step of its model on that target's chip at that batch, as the
     published references hold it (experiments/published_references.json), or None."""
@@ -105,6 +104,7 @@ def _seed_000_step(target: str, batch: int) -> float | None:
                 return ref.step_time_s
             return batch / ref.images_per_s_per_chip if ref.images_per_s_per_chip else None
     return None
+
 
 SEED_HEADERS = [
     "seed 000 device",
