@@ -42,8 +42,14 @@ class Target:
     chips: int
     topology: str | None = None  # TPU: libtpu's topology name
     spec: str | None = None  # GPU: the target config file in jaxcnn/gpu_specs
-    # JAX devices per chip in the compile-only topology: 2 where each core is a device
-    # (v2, v3, and v4, which libtpu's compile-only topologies give without megacore).
+    # TPU: libtpu's chip config, where the chip runs in a mode its compile-only default
+    # is not sure to give: "megacore", one JAX device driving both TensorCores of a v4
+    # or v5p chip, as these chips run on Cloud TPU (without it, v4 compiles for two
+    # one-core devices per chip).
+    chip_config: str | None = None
+    # JAX devices per chip, as the chip runs: 2 on v2 and v3, whose two cores are two
+    # devices; 1 elsewhere (megacore v4 and v5p, one-core v5e and v6e, GPUs).
+    # abstract_devices checks the compiler gives chips x this.
     devices_per_chip: int = 1
 
     @property
@@ -56,8 +62,12 @@ class Target:
         return self.chip if self.platform == "tpu" else _spec_kind(self.spec)
 
 
-def _tpu(name: str, chip: str, chips: int, topology: str, per_chip: int = 1) -> Target:
-    return Target(name, "tpu", chip, chips, topology=topology, devices_per_chip=per_chip)
+def _tpu(
+    name: str, chip: str, chips: int, topology: str, per_chip: int = 1, config: str | None = None
+) -> Target:
+    return Target(
+        name, "tpu", chip, chips, topology=topology, chip_config=config, devices_per_chip=per_chip
+    )
 
 
 def _gpu(name: str, chip: str, spec: str) -> Target:
@@ -71,13 +81,13 @@ TARGETS: dict[str, Target] = {
     for t in (
         _tpu("tpu-v2-8", "TPU v2", 4, "v2:2x2", per_chip=2),
         _tpu("tpu-v3-8", "TPU v3", 4, "v3:2x2", per_chip=2),
-        _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", per_chip=2),
-        _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", per_chip=2),
+        _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", config="megacore"),
+        _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", config="megacore"),
         _tpu("tpu-v5e-1", "TPU v5e", 1, "v5e:1x1"),
         _tpu("tpu-v5e-8", "TPU v5e", 8, "v5e:2x4"),
         _tpu("tpu-v5e-16", "TPU v5e", 16, "v5e:4x4"),
         _tpu("tpu-v5e-64", "TPU v5e", 64, "v5e:8x8"),
-        _tpu("tpu-v5p-8", "TPU v5p", 4, "v5p:2x2x1"),
+        _tpu("tpu-v5p-8", "TPU v5p", 4, "v5p:2x2x1", config="megacore"),
         _tpu("tpu-v6e-1", "TPU v6e", 1, "v6e:1x1"),
         _tpu("tpu-v6e-8", "TPU v6e", 8, "v6e:2x4"),
         _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
@@ -152,6 +162,7 @@ def describe(target: Target) -> dict[str, Any]:
         "chips": target.chips,
         "devices": target.devices,
         "topology": target.topology,
+        "chip_config": target.chip_config,
         "gpu_spec": target.spec,
         "memory_per_chip_bytes": memory,
         "memory_per_device_bytes": per_device,
@@ -201,15 +212,29 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     from jax.experimental import topologies
 
     if target.platform == "tpu":
-        # A one-chip slice is smaller than libtpu's default host (2x2x1): say so.
-        kwargs = {"chips_per_host_bounds": [1, 1, 1]} if target.chips == 1 else {}
-        topology = topologies.get_topology_desc(target.topology, "tpu", **kwargs)
+        topology = topologies.get_topology_desc(target.topology, "tpu", **_tpu_options(target))
     else:
         config = (SPECS / str(target.spec)).read_text()
         topology = topologies.get_topology_desc(
             platform="cuda", target_config=config, topology="1x1x1"
         )
-    return tuple(topology.devices)
+    devices = tuple(topology.devices)
+    if len(devices) != target.devices:  # every per-chip figure would be off by the ratio
+        raise RuntimeError(
+            f"{target.name}: the compiler gives {len(devices)} devices, the target table says "
+            f"{target.chips} chips x {target.devices_per_chip}: fix its entry in TARGETS"
+        )
+    return devices
+
+
+def _tpu_options(target: Target) -> dict[str, Any]:
+    """libtpu's topology options for `target` beyond its topology name."""
+    options: dict[str, Any] = {}
+    if target.chips == 1:  # a one-chip slice is smaller than libtpu's default host (2x2x1)
+        options["chips_per_host_bounds"] = [1, 1, 1]
+    if target.chip_config is not None:
+        options["chip_config_name"] = target.chip_config
+    return options
 
 
 # --- Before any backend starts ---------------------------------------------------------
