@@ -383,3 +383,15 @@ def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_
         "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-8 | 8 | 1024 | 307 MiB | 1.25 ms "
         "| 819,200 | 80% |",
     ]
+
+
+def test_a_compile_of_a_targets_old_topology_is_left_out_and_said(tmp_path):
+    # tpu-v4-8 was two devices per chip (8) before it compiled as 4 megacore devices.
+    v4 = {**V5E_8, "name": "tpu-v4-8", "chip": "TPU v4", "chips": 4}
+    old = _compiled({**v4, "devices": 8}, "mnist_cnn", 128, "ok", 1.0, step=0.01)
+    new = _compiled({**v4, "devices": 4}, "mnist_cnn", 256, "ok", 1.0, step=0.01)
+    from experiments.studies.targets import compiled, superseded_line
+
+    assert compiled([old, new]) == [new]  # the positive control: the new one stays
+    assert superseded_line([old, new]).startswith("Left out: 1 compile record(s) of tpu-v4-8")
+    assert superseded_line([new]) == ""

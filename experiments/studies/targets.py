@@ -91,11 +91,24 @@ def is_compiled(record: Record) -> bool:
 
 
 def compiled(records: list[Record]) -> list[Record]:
-    """The compile-only records (compiled for a target, not run): the latest per cell."""
+    """The compile-only records (compiled for a target, not run) of each target as it
+    is compiled now: the latest per cell. A record of a target whose devices have since
+    changed (v4 compiled as two devices per chip before it was compiled as one megacore
+    device, as it runs) is another program, and left out (`superseded`)."""
     return latest_by(
-        [r for r in records if is_compiled(r)],
+        [r for r in records if is_compiled(r) and not superseded(r)],
         lambda r: (target_name(r), model_label(r), batch_size(r), precision_of(r)),
     )
+
+
+def superseded(record: Record) -> bool:
+    """Whether a compile-only record's target had another device count than the
+    target of that name has now."""
+    from jaxcnn import targets
+
+    target = targets.TARGETS.get(target_name(record))
+    devices = target_field(record, "devices")
+    return target is not None and devices is not None and devices != target.devices
 
 
 def not_compiled(records: list[Record]) -> list[Record]:
@@ -404,7 +417,7 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         return f"{title}\n\nNo compile-only records yet (`{COMMAND}` writes them).", []
     grouped = _by_model(rs)
     links = ", ".join(f"[{m}](targets-{_slug(m)}.md)" for m in sorted(grouped))
-    parts = [title, INTRO, f"Per model: {links}.", refusals(rs)]
+    parts = [title, INTRO, f"Per model: {links}.", refusals(rs), superseded_line(records)]
     path = _memory_plot(grouped, out)
     parts.append(
         "Memory per chip (compiled) against batch per chip; dotted lines: each target's "
@@ -412,6 +425,20 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         f"![memory per chip per target]({path.name})"
     )
     return "\n\n".join(p for p in parts if p), [path]
+
+
+def superseded_line(records: list[Record]) -> str:
+    """What the tables leave out as another program than the target compiles now."""
+    old = [r for r in records if is_compiled(r) and superseded(r)]
+    if not old:
+        return ""
+    names = sorted({target_name(r) for r in old})
+    return (
+        f"Left out: {len(old)} compile record(s) of {', '.join(names)} made when the "
+        "target had another device count per chip (v4 compiled as two one-core devices "
+        "per chip, before it was compiled as the one megacore device it runs as); "
+        f"`{COMMAND} --target=NAME` compiles them again."
+    )
 
 
 def _summary_cell(by_batch: dict[int, Record] | None) -> str:
