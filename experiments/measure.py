@@ -474,9 +474,14 @@ def kernel_prediction(
     rates = prediction_lib.vendor_rates(device, devices_per_chip)
     if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
         rates = prediction_lib.measured_rates(ceiling, bandwidth)
-    return prediction_lib.predict(
-        kernels_lib.from_summary(summary), rates, device.platform, batch_size, steps=steps
-    )
+    try:
+        return prediction_lib.predict(
+            kernels_lib.from_summary(summary), rates, device.platform, batch_size, steps=steps
+        )
+    except ValueError as error:  # a kernel the model cannot price: no prediction, and
+        # the measurement it would sit beside is kept all the same
+        print(f"no prediction: {error}", file=sys.stderr)
+        return None
 
 
 # --- FLOP/s, MFU, memory, failures: record fields ------------------------------------

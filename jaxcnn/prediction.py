@@ -116,7 +116,9 @@ def costs(
         compute_efficiency=float(efficiencies["compute_efficiency"]),
         memory_efficiency=float(efficiencies["memory_efficiency"]),
         kernel_overhead_s=float(efficiencies["kernel_overhead_s"]),
-        interconnect_bytes_per_s=rates.get("interconnect_bytes_per_s"),
+        # Where no interconnect figure is published (a CPU's devices share its memory; a
+        # TPU v2), a collective moves its bytes at the memory's rate.
+        interconnect_bytes_per_s=rates.get("interconnect_bytes_per_s") or rates["bytes_per_s"],
     )
 
 

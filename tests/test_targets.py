@@ -161,10 +161,15 @@ def test_step_eval_and_epoch_compile_for_one_tpu_chip():
     assert all(r["compile_time_s"][p] > 0 for p in ("train", "eval", "epoch"))
     assert r["memory"]["total_bytes"] > 0 and r["epoch_memory"]["total_bytes"] > 0
     assert r["cost"]["flops"] > 0 and r["cost"]["bytes_accessed"] > 0
-    p = r["prediction"]
+    p = r["prediction_bound"]  # the whole-program roofline, the bound beside it
     assert p["flops_source"] == "xla" and p["peak_precision"] == "bf16"
     assert p["step_time_s"] == max(p["compute_s"], p["memory_s"])
     assert p["images_per_s"] == 16 / p["step_time_s"]
+    assert p["method"] == "roofline bound"
+    # The prediction: the compiled step's own kernels, never faster than the bound
+    kernel = r["prediction"]
+    assert kernel["method"] == "per-kernel" and kernel["kernels"] == sum(k[0] for k in r["kernels"])
+    assert kernel["step_time_s"] >= p["step_time_s"]
     assert r["env"]["libtpu"]
 
 
@@ -190,10 +195,12 @@ def test_step_eval_and_epoch_compile_for_a_gpu_with_convolutions():
     assert all(r["compile_time_s"][p] > 0 for p in ("train", "eval", "epoch"))
     assert r["cost"]["flops_source"] == "jaxpr"  # XLA:GPU gives no cost analysis:
     assert r["cost"]["bytes_accessed"] is None and r["flops"]["xla_per_device"] is None
-    p = r["prediction"]  # so the FLOPs are the jaxpr's and the bytes unknown
+    p = r["prediction_bound"]  # so the bound's FLOPs are the jaxpr's and its bytes unknown
     assert p["flops_source"] == "jaxpr" and p["bytes_source"] is None
     assert p["memory_s"] is None and p["bound"] == "compute" and p["peak_precision"] == "fp32"
     assert p["compute_s"] == pytest.approx(r["flops"]["per_step"] / 8.1e12)
+    # ... while the per-kernel prediction reads the bytes of every kernel
+    assert r["prediction"]["memory_s"] > 0 and r["prediction"]["overhead_s"] > 0
 
 
 @needs_targets
