@@ -34,6 +34,7 @@ from typing import Any
 
 import jax
 
+from jaxcnn.kernels import in_bounds_taps
 from jaxcnn.onednn import TARGET_PREFIX
 
 DOT = "dot_general"
@@ -77,20 +78,6 @@ def conv_flops(rhs_shape: Sequence[int], out_shape: Sequence[int], rhs_spec: Seq
     return 2 * math.prod(out_shape) * window * rhs_shape[rhs_spec[1]]
 
 
-def _in_bounds_taps(
-    size: int, kernel: int, out: int, stride: int, pad_lo: int, lhs_dil: int, rhs_dil: int
-) -> int:
-    """Kernel taps, summed over one spatial dimension's outputs, that land on a real
-    input element: not on padding, not on a hole an lhs dilation inserted."""
-    dilated = (size - 1) * lhs_dil + 1
-    taps = 0
-    for o in range(out):
-        for k in range(kernel):
-            at = o * stride + k * rhs_dil - pad_lo
-            taps += 0 <= at < dilated and at % lhs_dil == 0
-    return taps
-
-
 def conv_flops_in_bounds(
     lhs_shape: Sequence[int], rhs_shape: Sequence[int], out_shape: Sequence[int], params: dict
 ) -> int:
@@ -100,7 +87,7 @@ def conv_flops_in_bounds(
     lhs_spatial, rhs_spatial, out_spatial = dims.lhs_spec[2:], dims.rhs_spec[2:], dims.out_spec[2:]
     taps = 1
     for i in range(len(lhs_spatial)):
-        taps *= _in_bounds_taps(
+        taps *= in_bounds_taps(
             lhs_shape[lhs_spatial[i]],
             rhs_shape[rhs_spatial[i]],
             out_shape[out_spatial[i]],

@@ -27,8 +27,9 @@ runs as one unit of work on the device:
 Per kernel, per execution:
 
 - flops: 2 x multiply-accumulates of its dots and convolutions (inside a fusion too):
-  2*M*N*K for a dot, 2 x output elements x kernel window x kernel input features for a
-  convolution (padding taps included, as jaxcnn.flops counts them). Elementwise ops,
+  2*M*N*K for a dot; for a convolution, 2 x its multiply-adds on real input: the taps
+  that fall on padding or on an lhs dilation's holes are not counted (jaxcnn.flops'
+  in-bounds count; what cuDNN and the TPU's convolution units do). Elementwise ops,
   reductions and pooling are not counted. A custom call whose target is none of the
   above gets 0 and says so in `note`.
 - bytes: every operand read once and every result written once, from the element types
@@ -373,6 +374,62 @@ def _conv_flops(output: _Array, kernel: _Array, kernel_labels: str) -> float:
     return 2.0 * output.elements * window * kernel.dims[kernel_labels.index("i")]
 
 
+def in_bounds_taps(
+    size: int, kernel: int, out: int, stride: int, pad_lo: int, lhs_dil: int, rhs_dil: int
+) -> int:
+    """Kernel taps, summed over one spatial dimension's outputs, that land on a real
+    input element: not on padding, not on a hole an lhs dilation inserted."""
+    dilated = (size - 1) * lhs_dil + 1
+    taps = 0
+    for o in range(out):
+        for k in range(kernel):
+            at = o * stride + k * rhs_dil - pad_lo
+            taps += 0 <= at < dilated and at % lhs_dil == 0
+    return taps
+
+
+def _window(text: str | None) -> dict[str, list[int]]:
+    """`window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=2x2}` as lists per spatial
+    dimension (a pad as its low side)."""
+    fields = {}
+    for part in (text or "").strip("{}").split():
+        key, _, value = part.partition("=")
+        fields[key] = [int(v.split("_")[0]) for v in value.split("x")]
+    return fields
+
+
+def _in_bounds_conv_flops(
+    lhs: _Array, kernel: _Array, out: _Array, dim_labels: str, window: dict[str, list[int]]
+) -> float | None:
+    """2 x multiply-adds that meet real input (padding taps and lhs-dilation holes
+    skipped), as cuDNN and the TPU's convolution units do them: a gradient that XLA writes
+    as a convolution padded far beyond its input (a 1x1 kernel's input gradient, its
+    roles swapped, over a 56x56 window padded by 55) costs its real work, not its
+    window's. None where the labels or the window cannot be read."""
+    try:
+        lhs_labels, rest = dim_labels.split("_", 1)
+        kernel_labels, out_labels = rest.split("->")
+        sizes = window["size"]
+        spatial = len(sizes)
+        taps, out_spatial = 1, 1
+        for d in range(spatial):
+            label = str(d)
+            n_out = out.dims[out_labels.index(label)]
+            out_spatial *= n_out
+            taps *= in_bounds_taps(
+                lhs.dims[lhs_labels.index(label)],
+                kernel.dims[kernel_labels.index(label)],
+                n_out,
+                window.get("stride", [1] * spatial)[d],
+                window.get("pad", [0] * spatial)[d],
+                window.get("lhs_dilate", [1] * spatial)[d],
+                window.get("rhs_dilate", [1] * spatial)[d],
+            )
+        return 2.0 * out.elements / out_spatial * taps * kernel.dims[kernel_labels.index("i")]
+    except (ValueError, IndexError, KeyError):
+        return None
+
+
 def _kernel_labels(dim_labels: str) -> str:
     """'b01f_01io->b01f' -> '01io'."""
     return dim_labels.split("->")[0].split("_", 1)[1]
@@ -414,8 +471,12 @@ def _convolution_work(comp: _Computation, instruction: _Instruction) -> _Work:
     kernel, out = _first(comp.operand_arrays(instruction, 1)), _first(instruction.arrays)
     if lhs is None or kernel is None or out is None:
         return _Work(kind="conv", note=f"{instruction.name}: operand shapes unknown, 0 flops")
-    labels = _kernel_labels(instruction.attributes.get("dim_labels", "_01io->"))
-    return _Work(_conv_flops(out, kernel, labels), lhs.dtype, "conv")
+    dim_labels = instruction.attributes.get("dim_labels", "_01io->")
+    window = _window(instruction.attributes.get("window"))
+    flops = _in_bounds_conv_flops(lhs, kernel, out, dim_labels, window) if window else None
+    if flops is None:
+        flops = _conv_flops(out, kernel, _kernel_labels(dim_labels))
+    return _Work(flops, lhs.dtype, "conv")
 
 
 def _cudnn_work(comp: _Computation, instruction: _Instruction, target: str) -> _Work:

@@ -144,8 +144,30 @@ def test_a_tpu_convolution_fusion_counts_its_convolution_in_its_input_type():
     )
     k = one(text)
     assert (k.kind, k.dtype) == ("conv", "bf16")
-    assert k.flops == 2 * (8 * 32 * 32 * 16) * (3 * 3) * 3
+    # The taps on real input only: per spatial dimension, 32 outputs x 3 taps less the
+    # two that fall on the padding (the first output's first, the last one's last).
+    assert k.flops == 2 * (8 * 16) * (32 * 3 - 2) ** 2 * 3
     assert k.bytes == 8 * 32 * 32 * 3 * 2 + 27 * 16 * 2 + 8 * 32 * 32 * 16 * 4
+
+
+def test_a_gradient_written_as_a_far_padded_convolution_costs_its_real_work():
+    # libtpu writes a 1x1 convolution's input gradient with its roles swapped: the 1x1
+    # kernel as the input, the gradient as a 56x56 "kernel", padded by 55. Its window
+    # counted whole would be 56*56 taps per output; on real input there is one.
+    text = module(
+        """%fused_computation.7 (param_0: bf16[1,1,64,64], param_1: bf16[128,56,56,64]) -> bf16[128,56,56,64] {
+  %param_0 = bf16[1,1,64,64]{3,2,1,0} parameter(0)
+  %param_1 = bf16[128,56,56,64]{0,3,2,1} parameter(1)
+  ROOT %convolution.391 = bf16[128,56,56,64]{0,3,2,1} convolution(%param_0, %param_1), window={size=56x56 pad=55_55x55_55 rhs_reversal=1x1}, dim_labels=01bf_o01i->f01b
+}""",
+        """ENTRY %main (w: bf16[1,1,64,64], g: bf16[128,56,56,64]) -> bf16[128,56,56,64] {
+  %w = bf16[1,1,64,64]{3,2,1,0} parameter(0)
+  %g = bf16[128,56,56,64]{0,3,2,1} parameter(1)
+  ROOT %fusion.1346 = bf16[128,56,56,64]{0,3,2,1} fusion(%w, %g), kind=kOutput, calls=%fused_computation.7
+}""",
+    )
+    k = one(text)
+    assert k.flops == 2 * (128 * 56 * 56 * 64) * 64  # a 64-deep dot per output element
 
 
 def test_jaxcnns_onednn_calls_are_the_forward_convolutions_flops():
@@ -484,9 +506,10 @@ def test_the_tpu_epoch_loop_count_is_read_from_its_counter():
     # custom calls inside fusions, computing no dots).
     assert all(k.note == "" for k in ks)
     assert max(k.count for k in ks) == 3
-    # Two steps of the TPU train step (its 2,197,291,008 FLOPs: jaxcnn.flops' dense
-    # count, XLA:TPU computing the input gradient as a padded convolution).
-    assert K.totals(ks)["flops"] == 2 * 2_197_291_008
+    # Two steps of the TPU train step: jaxcnn.flops' in-bounds count (1,970,798,592, what
+    # cuDNN does on a GPU), not its dense one (2,197,291,008), which also counts the taps
+    # of the input gradient's padded convolution that fall on its padding.
+    assert K.totals(ks)["flops"] == 2 * 1_970_798_592
 
 
 def test_the_sharded_tpu_step_all_reduces_the_gradients_over_eight_chips():
@@ -497,7 +520,7 @@ def test_the_sharded_tpu_step_all_reduces_the_gradients_over_eight_chips():
     operand_bytes = 4 + 4 * (MNIST_PARAMS + 2)
     assert len(collectives) == 2 and all(k.note == "" for k in collectives)
     assert sum(k.collective_bytes for k in collectives) == 2 * 7 / 8 * operand_bytes
-    assert K.totals(ks)["flops"] == 2_197_291_008 / 8  # each chip's eighth of the batch
+    assert K.totals(ks)["flops"] == 1_970_798_592 / 8  # each chip's eighth of the batch
 
 
 def test_a_summary_is_json_and_gives_back_the_same_kernels_and_time():
