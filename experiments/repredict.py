@@ -31,9 +31,16 @@ from experiments.migrate_records import rewrite_lines
 from experiments.workload import Workload
 
 
-def needs_kernels(record: dict[str, Any]) -> str | None:
-    """Why `record` is not recompiled here, or None when it is."""
-    if record.get("kernels") or record.get("compiled_not_run"):
+def needs_kernels(record: dict[str, Any], again: str | None = None) -> str | None:
+    """Why `record` is not recompiled here, or None when it is. With `again` (a kernel
+    kind), a record this command gave kernels of that kind is compiled again: what to
+    do when jaxcnn.kernels changes how it reads that kind of kernel."""
+    redo = (
+        again is not None
+        and (record.get("kernels_source") or {}).get("recompiled")
+        and any(row[1] == again for row in record.get("kernels") or [])
+    )
+    if (record.get("kernels") and not redo) or record.get("compiled_not_run"):
         return "has kernels" if record.get("kernels") else "compile-only"
     if record.get("status") != "ok" or record["workload"].get("kind") != "train":
         return "not an ok train record"
@@ -67,8 +74,9 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     return kernels.summarize(kernels.kernels(program.as_text())), steps
 
 
-def repredict_file(path: str | Path) -> dict[str, int]:
-    """Add kernels to every record of `path` that needs them: counts by outcome."""
+def repredict_file(path: str | Path, again: str | None = None) -> dict[str, int]:
+    """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
+    by outcome."""
     counts: dict[str, int] = {}
     by_key: dict[str, tuple[list[list], int]] = {}  # one compile per configuration
 
@@ -78,7 +86,7 @@ def repredict_file(path: str | Path) -> dict[str, int]:
             records.validate(record)
         except (ValueError, TypeError, KeyError, AttributeError):
             return raw  # a bad line stays as it is, byte for byte
-        why = needs_kernels(record)
+        why = needs_kernels(record, again)
         if why is not None:
             counts[why] = counts.get(why, 0) + 1
             return raw
@@ -109,10 +117,17 @@ def _label(record: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m experiments.repredict", description=__doc__)
     parser.add_argument("path", metavar="RECORDS_FILE")
+    parser.add_argument(
+        "--again",
+        metavar="KIND",
+        choices=("gemm", "conv", "fusion", "copy", "collective", "custom", "other"),
+        help="also compile again the records this command gave kernels of this kind "
+        "(after jaxcnn.kernels changed how it reads them)",
+    )
     args = parser.parse_args(argv)
     if not Path(args.path).is_file():
         parser.error(f"{args.path} is not a records file")
-    counts = repredict_file(args.path)
+    counts = repredict_file(args.path, args.again)
     print(", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or "no records")
     return 0
 

@@ -1,0 +1,106 @@
+"""experiments.repredict: older measured CPU records get the kernels of the program they
+timed, compiled again here; nothing measured changes, and only what can be compiled the
+same way is touched."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import jax
+
+from experiments import measure, records, repredict
+from experiments.prepare import load_splits
+from experiments.runners import RunContext, run_workload
+from experiments.workload import Workload
+
+
+def _measured(loop: str = "step") -> dict:
+    """A real measured record of a tiny mlp, as a run writes it today."""
+    workload = Workload(
+        model="mlp",
+        model_overrides={"width": 8},
+        batch_size=8,
+        epochs=0,
+        timing_steps=2,
+        loop=loop,
+    )
+    device = jax.devices()[0]
+    context = RunContext(
+        jax.devices()[:1],
+        load_splits(workload),
+        ceiling=measure.measure_matmul_peak(device, sizes=(16,), reps=1),
+        bandwidth=measure.measure_bandwidth(device, 2**20, reps=2),
+    )
+    record = run_workload(workload, context)
+    assert record["status"] == "ok", record["message"]
+    return record
+
+
+def _as_before_kernels(record: dict) -> dict:
+    """The record as it was written before records carried kernels: its roofline was
+    its prediction."""
+    old = copy.deepcopy(record)
+    old["prediction"] = {**old.pop("prediction_bound"), "method": "roofline"}
+    for key in ("kernels", "kernels_source", "prediction_vendor_bound"):
+        old.pop(key, None)
+    return old
+
+
+def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_changes(tmp_path):
+    today = _measured()
+    old = _as_before_kernels(today)
+    never_predicted = {**copy.deepcopy(old), "run_id": "other"}
+    never_predicted.pop("prediction")  # older still: the positive control of the rule
+    path = tmp_path / "records.jsonl"
+    records.append(path, old)
+    records.append(path, never_predicted)
+    counts = repredict.repredict_file(path)
+    assert counts == {"recompiled": 1, "made before records carried a prediction": 1}
+    again, untouched = records.load(path)
+    # The same program compiled again: the kernels the run itself read.
+    assert again["kernels"] == today["kernels"]
+    assert again["kernels_source"]["program"] == "train_step"
+    assert again["kernels_source"]["steps"] == 1 and again["kernels_source"]["recompiled"]
+    # Measured values and the roofline it was written with are as they were.
+    for key in ("step_time_s", "matmul_ceiling", "bandwidth", "prediction", "flops"):
+        assert again[key] == old[key]
+    assert "kernels" not in untouched
+    assert repredict.repredict_file(path) == {  # a second pass changes nothing
+        "has kernels": 1,
+        "made before records carried a prediction": 1,
+    }
+
+
+def test_a_device_loop_record_gets_the_kernels_of_its_epoch_loop(tmp_path):
+    today = _measured(loop="device")
+    path = tmp_path / "records.jsonl"
+    records.append(path, _as_before_kernels(today))
+    repredict.repredict_file(path)
+    (again,) = records.load(path)
+    assert again["kernels_source"]["program"] == "epoch"
+    launched = sum(row[0] for row in again["kernels"]) / again["kernels_source"]["steps"]
+    step = sum(row[0] for row in today["kernels"]) / today["kernels_source"]["steps"]
+    # The same loop body per step, whatever the steps each program was compiled for.
+    assert abs(launched - step) <= 2
+
+
+def test_a_record_made_by_another_jax_is_left_alone(tmp_path):
+    old = _as_before_kernels(_measured())
+    old["env"]["jaxlib"] = "0.0.1"
+    path = tmp_path / "records.jsonl"
+    records.append(path, old)
+    before = path.read_bytes()
+    assert repredict.repredict_file(path) == {"made by another jax or jaxlib": 1}
+    assert path.read_bytes() == before
+
+
+def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
+    old = _as_before_kernels(_measured())
+    path = tmp_path / "records.jsonl"
+    records.append(path, old)
+    repredict.repredict_file(path)
+    kinds = {row[1] for row in json.loads(path.read_text())["kernels"]}
+    assert "gemm" in kinds
+    assert repredict.repredict_file(path, again="collective") == {"has kernels": 1}  # control
+    assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
