@@ -138,7 +138,8 @@ def _predicted_for(records: list[Record], measured: Record) -> list[str]:
             images = prediction(r).get("images_per_s")
             if images and measured.get("images_per_s"):
                 ratio = images / measured["images_per_s"]
-                found.append(f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x)")
+                bound = "" if prediction_method(r) == "per-kernel" else ", at most: a bound"
+                found.append(f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x{bound})")
     return sorted(found)
 
 
@@ -167,11 +168,12 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             for r in rs
             if (found := _predicted_for(records, r))
         ]
-        method = prediction_method(next(iter(compiled(records)), None))
         lines = (
             [
-                f"Predicted images/s for the same step ({method}, compiled, never run) and its "
-                "ratio to the CPU's measured figure:",
+                "Predicted images/s for the same step (the per-kernel model of the step "
+                "compiled for each chip, never run; a figure from a record made before "
+                "records carried kernels is a roofline bound, said so) and its ratio to the "
+                "CPU's measured figure:",
                 "\n".join(f"- {p}" for p in predicted),
             ]
             if predicted

@@ -171,8 +171,9 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
             ]
         )
         spread = (
-            f"per-kernel model: median error {summary['median']:.0%}, worst "
-            f"{summary['worst']:.0%} over {summary['n']} record(s)."
+            f"per-kernel model, over the rows above (the latest record of each cell): median "
+            f"error {summary['median']:.0%}, worst {summary['worst']:.0%} over "
+            f"{summary['n']} record(s)."
             if summary
             else "No record of this device carries kernels yet: roofline bounds only."
         )
@@ -250,14 +251,14 @@ def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 f"({worst.id}, {worst.chip} {worst.model})."
             )
     measured: dict[str, list[float]] = defaultdict(list)
-    for r in predicted_measured(records):
-        if prediction_method(r) == "per-kernel" and (x := _ratio(r, prediction(r))):
-            measured[device_label(r)].append(x)
+    for row in predictions.measured_vs_predicted(records):
+        measured[device_label(row["record"])].append(row["ratio"])
     for device, ratios in sorted(measured.items()):
         summary = predictions.error_summary(ratios)
         lines.append(
-            f"Measured on {device} ({summary['n']} steps): predicted / measured median error "
-            f"{summary['median']:.0%}, worst {summary['worst']:.0%} (in-sample)."
+            f"Every measured step on {device} that carries its kernels ({summary['n']}): "
+            f"predicted / measured median error {summary['median']:.0%}, worst "
+            f"{summary['worst']:.0%} (in-sample: these steps fitted the constants)."
         )
     return "\n\n".join(lines), []
 

@@ -150,8 +150,12 @@ def prediction_method(record: Record | None) -> str:
 
 
 def _predicted_images(record: Record | None) -> str:
+    """Predicted images/s; "<= N" where the record has only its roofline: a bound on
+    time is a ceiling on images/s, not a prediction."""
     images = prediction(record).get("images_per_s")
-    return "-" if images is None or record is None or not fits_chip(record) else f"{images:,.0f}"
+    if images is None or record is None or not fits_chip(record):
+        return "-"
+    return f"{images:,.0f}" if prediction_method(record) == "per-kernel" else f"<= {images:,.0f}"
 
 
 def memory_cell(record: Record | None) -> str:
@@ -454,7 +458,11 @@ def _summary_cell(by_batch: dict[int, Record] | None) -> str:
 def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """The answers page: model x one-chip target, f32: the largest batch that fits
     (compiled), its memory per chip (compiled) and images/s (predicted)."""
-    rs = [r for r in compiled(records) if (target_field(r, "chips") or 1) == 1]
+    rs = [
+        r
+        for r in compiled(records)
+        if (target_field(r, "chips") or 1) == 1 and not r["workload"].get("model_overrides")
+    ]  # each model as the registry defines it (other widths: the crossover's page)
     if not rs:
         return f"No compile-only records yet: `{COMMAND}` writes them.", []
     grouped = _by_model(rs)
@@ -471,13 +479,13 @@ def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         for (_, precision), by_batch in rows.items()
         if precision == "f32"
     )
-    method = prediction_method(rs[0])
     text = (
         "The train step compiled by each target's own compiler (libtpu, XLA:GPU) on this "
         "machine and never run; each cell: the largest batch that fits in the memory JAX "
-        "can use of one chip (compiled) / its memory (compiled) / images/s "
-        f"(predicted: {method}); f32, one chip (multi-chip slices and bf16 on each "
-        "model's page)."
+        "can use of one chip (compiled) / its memory (compiled) / images/s at that batch "
+        "(predicted by the per-kernel model; `<= N` where the record predates kernels and "
+        "has only the roofline, a ceiling on images/s, not a prediction); f32, one chip "
+        "(multi-chip slices and bf16 on each model's page)."
     )
     table = markdown_table(["model", *names], body)
     unfinished = (
