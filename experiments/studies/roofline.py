@@ -256,9 +256,11 @@ def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     for device, ratios in sorted(measured.items()):
         summary = predictions.error_summary(ratios)
         lines.append(
-            f"Every measured step on {device} that carries its kernels ({summary['n']}): "
-            f"predicted / measured median error {summary['median']:.0%}, worst "
-            f"{summary['worst']:.0%} (in-sample: these steps fitted the constants)."
+            f"Every measured step on {device} in this report that carries its kernels "
+            f"({summary['n']}; the bench's paired turns, which the fit also uses, are kept "
+            f"out of the report's tables): predicted / measured median error "
+            f"{summary['median']:.0%}, worst {summary['worst']:.0%} (in-sample: these steps "
+            "fitted the constants)."
         )
     return "\n\n".join(lines), []
 
