@@ -133,7 +133,8 @@ def _bound(record: Record) -> dict[str, Any] | None:
     records carried kernels, the prediction it was written with."""
     if record.get("prediction_bound"):
         return record["prediction_bound"]
-    return None if record.get("kernels") else record.get("prediction")
+    written = record.get("prediction") or {}
+    return written if written.get("method", "roofline") == "roofline" and written else None
 
 
 def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -209,7 +210,11 @@ def versus_published(records: list[Record], out: Path) -> tuple[str, list[Path]]
                 "-" if published is None else f"{published:,.1f}",
                 "-" if row["predicted"] is None else f"{row['predicted']:,.1f}",
                 "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
-                f"held out: {ref.held_out}" if ref.held_out else "fitted",
+                "-"
+                if row["predicted"] is None
+                else f"held out: {ref.held_out}"
+                if ref.held_out
+                else "fitted",
                 row.get("why") or "",
             ]
         )
