@@ -333,19 +333,25 @@ for model in ("mnist_cnn", "lenet5_keras"):
 """
 
 REPORT = r"""
-# The report: REPORT.md and its plots, made from the records alone. Each plot is shown
-# where the report links it (the notebook cannot follow those relative links).
+# The report, made from the records alone: the answers (REPORT.md), then the details page
+# of each study run here with its plots, each shown where the page links it (the
+# notebook cannot follow those relative links).
 from IPython.display import Image, Markdown, display
 
 if run_live([sys.executable, "-m", "experiments.report", OUT, "--out", OUT], ENV) != 0:
     raise RuntimeError("the report failed; see above")
 IMAGE_LINK = re.compile(r"^!\[[^\]]*\]\(([^)]+\.png)\)$", re.MULTILINE)
-report = (OUT / "REPORT.md").read_text(encoding="utf-8")
-for i, part in enumerate(IMAGE_LINK.split(report)):  # text, image, text, ..., text
-    if i % 2:
-        display(Image(filename=str(OUT / part)))
-    elif part.strip():
-        display(Markdown(part))
+pages_dir = OUT / "report"
+names = STUDIES if "all" not in STUDIES else sorted(p.stem for p in pages_dir.glob("*.md"))
+names = ["records" if name == "default" else name for name in names]  # its plots' page
+for page in [OUT / "REPORT.md", *(pages_dir / f"{name}.md" for name in names)]:
+    if not page.is_file():
+        continue
+    for i, part in enumerate(IMAGE_LINK.split(page.read_text(encoding="utf-8"))):
+        if i % 2:  # text, image, text, ..., text
+            display(Image(filename=str((page.parent / part).resolve())))
+        elif part.strip():
+            display(Markdown(part))
 """
 
 DOWNLOAD = r"""

@@ -148,11 +148,17 @@ def _check_roofline(found: list[dict]) -> None:
         ("cpu", "step"),
     ]
     for r in found:  # measured and predicted from the same run, the CPU's own figures
+        bound = r["prediction_bound"]
+        assert (bound["peak_source"], bound["bandwidth_source"]) == ("measured",) * 2
+        assert bound["bandwidth_bytes_per_s"] == r["bandwidth"]["bytes_per_s"]
+        assert bound["peak_tflops_used"] == r["matmul_ceiling"]["float32"]["tflops"]
+        assert bound["step_time_s"] > 0 and r["prediction_vendor_bound"] is None
+        # the per-kernel prediction of the program each loop timed, at the same rates
         predicted = r["prediction"]
-        assert (predicted["peak_source"], predicted["bandwidth_source"]) == ("measured",) * 2
-        assert predicted["bandwidth_bytes_per_s"] == r["bandwidth"]["bytes_per_s"]
-        assert predicted["peak_tflops_used"] == r["matmul_ceiling"]["float32"]["tflops"]
-        assert predicted["step_time_s"] > 0 and r["prediction_vendor"] is None
+        assert predicted["method"] == "per-kernel" and predicted["rates_source"] == "measured"
+        program = "epoch" if r["loop"] == "device" else "train_step"
+        assert r["kernels_source"]["program"] == program
+        assert predicted["step_time_s"] >= bound["step_time_s"]
 
 
 CHECKS = {

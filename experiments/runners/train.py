@@ -26,8 +26,9 @@ from jaxcnn.loop import fit
 from jaxcnn.parallel import Placement, check_batch_size, place
 
 # (placed, state, batch) -> (train step time, eval step time, images/s or None,
-# compile seconds of any further program it compiled, the program it timed and its
-# steps per run where that is not the train step)
+# compile seconds of any further program it compiled, and where the program it timed is
+# not the train step, that program's kernels (measure.step_kernels) and steps per run):
+# all JSON, so a resume can take it as kept (kept_timing)
 Timer = Callable[
     [Placement, Any, Any], tuple[dict, dict, dict | None, dict[str, float], tuple | None]
 ]
@@ -77,7 +78,8 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
         step_time, throughput = measure.time_epoch_loop(
             epoch, timed, dataset, order, images_per_step=workload.batch_size, agreed=True
         )
-        return step_time, eval_time, throughput, {"epoch": seconds}, (epoch, len(order))
+        timed = (measure.step_kernels(epoch), len(order))
+        return step_time, eval_time, throughput, {"epoch": seconds}, timed
 
     return timer
 
@@ -151,8 +153,8 @@ def compile_and_measure(
         matmul_ceiling=ceiling,
     )
     # The kernels of the program the step times came from: the predictions' input.
-    program, steps = timed or (train_step, 1)
-    measured["kernels"] = measure.step_kernels(program)
+    kernels, steps = timed or (measure.step_kernels(train_step), 1)
+    measured["kernels"] = kernels
     measured["kernels_source"] = {
         "program": "train_step" if timed is None else "epoch",
         "steps": steps,
