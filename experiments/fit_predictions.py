@@ -442,10 +442,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(each a compile-only record appended to DIR/records.jsonl; minutes each)",
     )
     args = parser.parse_args(argv)
+    missing = [path for path in args.paths if not Path(path).exists()]
+    if missing:
+        parser.error(f"no such file or folder: {', '.join(missing)}")
+    try:  # a FIFO would block the load forever
+        records.records_files(args.paths)
+    except OSError as e:
+        parser.error(f"cannot read records from {e.filename}: {e.strerror}")
+    out = Path(args.compile_missing or ".") / records.RECORDS_FILE
+    try:  # checked before compiling for minutes, not after
+        if args.compile_missing:
+            records.check_writable(out)
+    except OSError as e:
+        parser.error(f"cannot write to --compile-missing {args.compile_missing}: {e.strerror}")
     loaded = records.load(*args.paths)
     if args.compile_missing:
-        out = Path(args.compile_missing) / records.RECORDS_FILE
-        records.check_writable(out)
         if compile_missing(loaded, out):
             loaded = records.load(*args.paths, out)
     result = fit(loaded, references.load())

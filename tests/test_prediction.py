@@ -366,3 +366,34 @@ def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
     fitted = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (1e-6, "held")})
     assert fitted["kernel_overhead_s"] == 1e-6
     assert fitted["fixed"] == {"kernel_overhead_s": {"value": 1e-6, "why": "held"}}
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["/no/such/records"], "no such file or folder: /no/such/records"),
+        (["{tmp}", "--compile-missing", "/proc/nowhere"], "cannot write to --compile-missing"),
+        (["{fifo}"], "cannot read records from"),
+    ],
+)
+def test_the_fit_command_says_a_bad_input_in_one_line_before_any_work(tmp_path, capsys, argv, says):
+    import os
+
+    fifo = tmp_path / "records.jsonl"
+    os.mkfifo(fifo)  # would block a load forever: the positive control that it is checked
+    argv = [a.format(tmp=tmp_path / "empty", fifo=fifo) for a in argv]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        fit_predictions.main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
+
+
+def test_the_repredict_command_refuses_what_is_not_a_records_file(tmp_path, capsys):
+    from experiments import repredict
+
+    with pytest.raises(SystemExit) as stopped:
+        repredict.main([str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "is not a records file" in capsys.readouterr().err
