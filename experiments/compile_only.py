@@ -107,7 +107,7 @@ def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, in
     return placement.train_step.lower(state, batch).compile(), 1
 
 
-def prediction(
+def roofline_bound(
     target: targets.Target,
     device: jax.Device,
     dtype: str,
@@ -228,7 +228,7 @@ def _compiled(
         prediction=measure.kernel_prediction(
             kernels, workload.batch_size, devices[0], devices_per_chip=target.devices_per_chip
         ),
-        prediction_bound=prediction(
+        prediction_bound=roofline_bound(
             target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),
     )

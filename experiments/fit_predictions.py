@@ -144,17 +144,9 @@ def reference_observations(
     none)])."""
     found, missing = [], []
     for ref in refs:
-        if ref.batch_per_chip is None or ref.images_per_s_per_chip is None:
-            missing.append((ref, "the source gives no batch or no throughput"))
-            continue
-        if ref.precision not in predictions.PRECISIONS:
-            missing.append((ref, f"precision {ref.precision} has no jaxcnn counterpart"))
-            continue
-        if ref.model is None:
-            missing.append((ref, "no jaxcnn model corresponds to it"))
-            continue
-        if predictions.PRECISIONS[ref.precision] == "bf16" and not predictions.has_bf16(ref.chip):
-            missing.append((ref, f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"))
+        why = predictions.unpredictable(ref)
+        if why is not None:
+            missing.append((ref, why))
             continue
         r = predictions.match_reference(ref, loaded)
         if r is None:
@@ -407,9 +399,7 @@ def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
     wanted = []
     for ref in references.load():
         workload = predictions.reference_workload(ref)
-        if workload is None or ref.images_per_s_per_chip is None:
-            continue
-        if predictions.PRECISIONS[ref.precision] == "bf16" and not predictions.has_bf16(ref.chip):
+        if workload is None or predictions.unpredictable(ref) is not None:
             continue
         if predictions.match_reference(ref, loaded) is None and workload not in wanted:
             wanted.append(workload)

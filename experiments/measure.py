@@ -471,9 +471,7 @@ def kernel_prediction(
     `steps` steps) on `device`: at the vendor's rates where the chip table knows the chip (what a
     compile-only record of the same chip predicts), else at the rates this run measured
     (a CPU's matmul ceiling and memory bandwidth)."""
-    rates = prediction_lib.vendor_rates(device, devices_per_chip)
-    if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
-        rates = prediction_lib.measured_rates(ceiling, bandwidth)
+    rates = prediction_lib.rates(device, devices_per_chip, ceiling, bandwidth)
     try:
         return prediction_lib.predict(
             kernels_lib.from_summary(summary), rates, device.platform, batch_size, steps=steps

@@ -51,10 +51,9 @@ def rates_of(record: Record) -> dict[str, Any]:
     from jaxcnn import prediction as prediction_lib
 
     device = device_of(record)
-    rates = prediction_lib.vendor_rates(device, device.devices_per_chip)
-    if not rates["peak_flops_per_s"] or not rates["bytes_per_s"]:
-        rates = prediction_lib.measured_rates(record.get("matmul_ceiling"), record.get("bandwidth"))
-    return rates
+    return prediction_lib.rates(
+        device, device.devices_per_chip, record.get("matmul_ceiling"), record.get("bandwidth")
+    )
 
 
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -135,9 +134,9 @@ PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16
 def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest compile-only record with kernels of `ref`'s chip, model, precision and
     batch per chip (on a one-chip target where one exists), or None."""
-    precision = PRECISIONS.get(ref.precision)
-    if precision == "bf16" and not has_bf16(ref.chip):
-        return None  # jaxcnn's reduced precision is bf16, which this chip has no units for
+    if unpredictable(ref) is not None:
+        return None
+    precision = PRECISIONS[ref.precision]
     found = []
     for r in loaded:
         t = r.get("target") or {}
@@ -150,6 +149,17 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
             continue
         found.append(r)
     return max(found, key=lambda r: (-r["target"]["chips"], r["env"]["utc_time"]), default=None)
+
+
+def unpredictable(ref: Any) -> str | None:
+    """Why no jaxcnn program can stand for published reference `ref`, or None."""
+    if ref.batch_per_chip is None or ref.images_per_s_per_chip is None:
+        return "the source gives no batch or no throughput"
+    if ref.precision not in PRECISIONS:
+        return f"precision {ref.precision} has no jaxcnn counterpart"
+    if PRECISIONS[ref.precision] == "bf16" and not has_bf16(ref.chip):
+        return f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"
+    return None
 
 
 def has_bf16(chip: str) -> bool:
@@ -201,13 +211,8 @@ def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dic
     for ref in refs:
         row: dict[str, Any] = {"reference": ref, "record": None, "predicted": None, "ratio": None}
         record = None
-        if ref.batch_per_chip is None or ref.images_per_s_per_chip is None:
-            row["why"] = "the source gives no batch or no throughput"
-        elif ref.precision not in PRECISIONS:
-            row["why"] = f"precision {ref.precision} has no jaxcnn counterpart"
-        elif PRECISIONS[ref.precision] == "bf16" and not has_bf16(ref.chip):
-            row["why"] = f"jaxcnn's reduced precision is bf16, which a {ref.chip} lacks"
-        else:
+        row["why"] = unpredictable(ref)
+        if row["why"] is None:
             record = match_reference(ref, records)
             if record is None:
                 row["why"] = f"not compiled yet: {compile_command(ref)}"
