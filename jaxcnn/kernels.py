@@ -133,8 +133,9 @@ def _skip_string(text: str, start: int) -> int:
     return i + 1
 
 
-def _balanced_end(text: str, start: int) -> int:
-    """The index after the bracket that closes the one at `start` (strings skipped)."""
+def _scan(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth after it) of each character of `text` from
+    `start` outside quoted strings: the one walk both readers below make."""
     depth, i = 0, start
     while i < len(text):
         ch = text[i]
@@ -145,29 +146,23 @@ def _balanced_end(text: str, start: int) -> int:
             depth += 1
         elif ch in ")]}":
             depth -= 1
-            if depth == 0:
-                return i + 1
+        yield i, ch, depth
         i += 1
-    return len(text)
+
+
+def _balanced_end(text: str, start: int) -> int:
+    """The index after the bracket that closes the one at `start` (strings skipped)."""
+    return next((i + 1 for i, ch, depth in _scan(text, start) if depth == 0), len(text))
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """`text` split at the separators outside brackets and strings."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i = _skip_string(text, i)
-            continue
-        if ch in _OPENERS:
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-        i += 1
-    parts.append(text[start:])
+    parts, begin = [], 0
+    for i, ch, depth in _scan(text):
+        if ch == sep and depth == 0:
+            parts.append(text[begin:i])
+            begin = i + 1
+    parts.append(text[begin:])
     return [p.strip() for p in parts if p.strip()]
 
 

@@ -100,6 +100,21 @@ def measured_rates(
     }
 
 
+def rates(
+    device: Any,
+    devices_per_chip: int = 1,
+    ceiling: Mapping[str, Any] | None = None,
+    bandwidth: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The rates a step on `device` is priced at: the vendor's where the chip table knows
+    the chip (what a compile-only record of it uses), else what a run measured on it (a
+    CPU's matmul ceiling and bandwidth)."""
+    found = vendor_rates(device, devices_per_chip)
+    if found["peak_flops_per_s"] and found["bytes_per_s"]:
+        return found
+    return measured_rates(ceiling, bandwidth)
+
+
 def costs(
     rates: Mapping[str, Any], efficiencies: Mapping[str, Any]
 ) -> kernels_lib.KernelCosts | None:
