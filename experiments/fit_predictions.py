@@ -18,7 +18,9 @@ One procedure, for every platform alike:
    never fitted.
 2. Constants. Per platform (cpu, gpu, tpu) three numbers: the fraction of peak FLOP/s
    real dot and convolution kernels reach, the fraction of memory bandwidth kernels
-   reach, and a fixed cost per launched kernel. They minimize the sum of squared
+   reach, and a fixed cost per launched kernel; and where the platform's compiler
+   writes convolutions as plain loops (XLA:CPU, for layouts its library does not
+   take), a fourth: the fraction of peak those reach. They minimize the sum of squared
    log(predicted / measured) over the platform's fitted observations (so 2x too slow
    and 2x too fast weigh alike). Where a platform has no fitted observation, or too
    few to pin a constant, it is held (`fixed_constants`) with its reason.
@@ -50,12 +52,22 @@ from experiments.cli_options import OneLineParser
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction, targets
 
-PARAMETERS = ("compute_efficiency", "memory_efficiency", "kernel_overhead_s")
+PARAMETERS = (
+    "compute_efficiency",
+    "memory_efficiency",
+    "kernel_overhead_s",
+    "elemental_conv_efficiency",
+)
 BOUNDS = {
     "compute_efficiency": (0.01, 1.0),
     "memory_efficiency": (0.01, 1.0),
     "kernel_overhead_s": (1e-8, 1e-3),
+    "elemental_conv_efficiency": (1e-3, 1.0),
 }
+# Only XLA:CPU writes convolutions as loops (jaxcnn.kernels' `elemental_conv`): a
+# platform none of whose observations runs one has no such constant (None: its
+# convolutions are priced at compute_efficiency).
+ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
 # published_overheads.json).
@@ -82,7 +94,12 @@ def fixed_constants() -> dict[str, dict[str, tuple[float, str]]]:
 
 
 # Where a platform has no observation at all: a starting point, said to be one.
-PRIOR = {"compute_efficiency": 0.5, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+PRIOR = {
+    "compute_efficiency": 0.5,
+    "memory_efficiency": 0.7,
+    "kernel_overhead_s": 5e-6,
+    "elemental_conv_efficiency": None,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,9 +203,11 @@ class _Terms:
     memory: np.ndarray
     counts: np.ndarray
     collective_s: float
+    elemental: np.ndarray  # which kernels are elemental convolutions
 
-    def seconds(self, ce: float, me: float, overhead: float) -> float:
-        per = np.maximum(self.compute / ce, self.memory / me) + overhead
+    def seconds(self, ce: float, me: float, overhead: float, ece: float | None) -> float:
+        efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
+        per = np.maximum(self.compute / efficiency, self.memory / me) + overhead
         return float(np.dot(per, self.counts)) + self.collective_s
 
 
@@ -198,15 +217,22 @@ def _terms(obs: Observation) -> _Terms:
     )
     if unit is None:
         raise ValueError(f"{obs.label}: its chip has no f32 peak or no bandwidth")
-    compute, memory, counts, collective = [], [], [], 0.0
+    compute, memory, counts, collective, elemental = [], [], [], 0.0, []
     for k in obs.kernels:
+        elemental.append(k.kind == "elemental_conv")
         peak = unit.peak_flops_per_s.get(k.dtype or "f32", unit.peak_flops_per_s["f32"])
         compute.append(k.flops / peak)
         memory.append(k.bytes / unit.bytes_per_s)
         counts.append(k.count)
         if k.collective_bytes and unit.interconnect_bytes_per_s:
             collective += k.count * k.collective_bytes / unit.interconnect_bytes_per_s
-    return _Terms(np.array(compute), np.array(memory), np.array(counts, float), collective)
+    return _Terms(
+        np.array(compute),
+        np.array(memory),
+        np.array(counts, float),
+        collective,
+        np.array(elemental, bool),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +245,7 @@ class _Stack:
     counts: np.ndarray
     owner: np.ndarray
     collective_s: np.ndarray  # per observation
+    elemental: np.ndarray
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -229,10 +256,12 @@ class _Stack:
             np.concatenate([t.counts for t in terms]),
             owner.astype(int),
             np.array([t.collective_s for t in terms]),
+            np.concatenate([t.elemental for t in terms]),
         )
 
-    def seconds(self, ce: float, me: float, overhead: float) -> np.ndarray:
-        per = (np.maximum(self.compute / ce, self.memory / me) + overhead) * self.counts
+    def seconds(self, ce: float, me: float, overhead: float, ece: float | None) -> np.ndarray:
+        efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
+        per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
         return np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
 
 
@@ -279,6 +308,7 @@ _GRID = {
     "compute_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "memory_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "kernel_overhead_s": (1e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4),
+    "elemental_conv_efficiency": (0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
 }
 
 
@@ -295,7 +325,10 @@ def fit_platform(
     held-out observations, and the error band: leave-one-out over the fitted ones."""
     held = held or {}
     fitted = [o for o in observations if o.held_out is None]
-    fixed = {name: value for name, (value, _) in held.items()}
+    fixed: dict[str, float | None] = {name: value for name, (value, _) in held.items()}
+    for name, kind in ONLY_WHERE_SEEN.items():
+        if not any(k.kind == kind for o in fitted for k in o.kernels):
+            fixed.setdefault(name, None)
     if len(fitted) <= len(PARAMETERS) - len(fixed):
         constants = {**PRIOR, **fixed}
         basis = "assumed: too few observations to fit"
@@ -378,10 +411,12 @@ def summary(result: dict[str, Any]) -> str:
             if error
             else "no error band (not fitted)"
         )
+        elemental = f.get("elemental_conv_efficiency")
+        loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
-            f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel "
-            f"({f['basis']}); {band}"
+            f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"
+            f"{loops} ({f['basis']}); {band}"
         )
     for m in result["unmatched_references"]:
         lines.append(f"unmatched reference {m['id']}: {m['why']}")

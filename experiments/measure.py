@@ -454,8 +454,11 @@ def bounds(predicted: dict[str, Any]) -> dict[str, Any]:
 
 
 def step_kernels(compiled: Any) -> list[list]:
-    """The record's `kernels`: the compiled step's kernels (jaxcnn.kernels), summarized."""
-    return kernels_lib.summarize(kernels_lib.kernels(compiled.as_text()))
+    """The record's `kernels`: the compiled step's kernels (jaxcnn.kernels), summarized,
+    read as the platform's compiler wrote them (its devices say which)."""
+    shardings = jax.tree.leaves(compiled.input_shardings)
+    platform = next(iter(shardings[0].device_set)).platform if shardings else None
+    return kernels_lib.summarize(kernels_lib.kernels(compiled.as_text(), platform))
 
 
 def kernel_prediction(

@@ -29,6 +29,7 @@ from experiments import records
 from experiments.cli_options import OneLineParser
 from experiments.migrate_records import rewrite_lines
 from experiments.workload import Workload
+from jaxcnn.kernels import KINDS
 
 
 def needs_kernels(record: dict[str, Any], again: str | None = None) -> str | None:
@@ -63,7 +64,7 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     import jax
 
     from experiments.compile_only import step_program
-    from jaxcnn import kernels
+    from experiments.measure import step_kernels as read_kernels
 
     workload = Workload(**record["workload"])
     ran_with = (record.get("formulation") or {}).get("name")
@@ -71,7 +72,7 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
         workload = dataclasses.replace(workload, formulation=ran_with)
     devices = jax.devices("cpu")[: record["device"].get("count") or 1]
     program, steps = step_program(workload, devices)
-    return kernels.summarize(kernels.kernels(program.as_text())), steps
+    return read_kernels(program), steps
 
 
 def repredict_file(path: str | Path, again: str | None = None) -> dict[str, int]:
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--again",
         metavar="KIND",
-        choices=("gemm", "conv", "fusion", "copy", "collective", "custom", "other"),
+        choices=KINDS,
         help="also compile again the records this command gave kernels of this kind "
         "(after jaxcnn.kernels changed how it reads them)",
     )

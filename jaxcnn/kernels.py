@@ -26,6 +26,14 @@ runs as one unit of work on the device:
 
 Per kernel, per execution:
 
+- kind: `elemental_conv` is a convolution XLA:CPU writes element by element (its
+  elemental emitter's loop nest) because it is not in the one form its library path
+  takes (Eigen's, and YNNPACK's fusions): input batch-first and feature-last, kernel
+  spatial-input-output, output like the input, row-major layouts, f16 or f32, no
+  reversed window (XLA's `PotentiallyImplementedAsEigenConvolution` and
+  `CanUseEigenConvolution`). It runs far below the library's rate, so it is priced
+  apart; only `kernels(text, platform="cpu")` tells them apart, since a TPU runs any
+  such convolution on its matrix units.
 - flops: 2 x multiply-accumulates of its dots and convolutions (inside a fusion too):
   2*M*N*K for a dot; for a convolution, 2 x its multiply-adds on real input: the taps
   that fall on padding or on an lhs dilation's holes are not counted (jaxcnn.flops'
@@ -54,7 +62,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 
-KINDS = ("gemm", "conv", "fusion", "copy", "collective", "custom", "other")
+KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "custom", "other")
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
 ONEDNN_TARGET_PREFIX = "jaxcnn_onednn_conv_"
@@ -320,13 +328,14 @@ class _Module:
     computations: dict[str, _Computation]
     entry: str
     participants: int  # replica_count x num_partitions: an empty replica group's size
+    platform: str | None = None  # the compiler's: "cpu" reads XLA:CPU's convolutions
     work: dict[str, _Work] = dataclasses.field(default_factory=dict)  # by computation
 
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(")
 
 
-def _parse(hlo_text: str) -> _Module:
+def _parse(hlo_text: str, platform: str | None = None) -> _Module:
     computations: dict[str, _Computation] = {}
     entry, current = None, None
     participants = 1
@@ -355,7 +364,7 @@ def _parse(hlo_text: str) -> _Module:
             "no ENTRY computation in the HLO text: pass compiled.as_text() of a compiled "
             "program (jax.jit(f).lower(...).compile())"
         )
-    return _Module(computations, entry, participants)
+    return _Module(computations, entry, participants, platform)
 
 
 # --- FLOPs of one instruction ---------------------------------------------------------
@@ -444,11 +453,15 @@ class _Work:
 
     flops: float = 0.0
     dtype: str | None = None
-    kind: str | None = None  # "gemm" | "conv" | None
+    kind: str | None = None  # "gemm" | "conv" | "elemental_conv" | None
     note: str = ""
 
     def __add__(self, other: _Work) -> _Work:
-        kind = "conv" if "conv" in (self.kind, other.kind) else self.kind or other.kind
+        # A kernel is named by its slowest kind of work: elemental loops, then a library
+        # convolution, then a GEMM.
+        kinds = (self.kind, other.kind)
+        kind = next((k for k in ("elemental_conv", "conv") if k in kinds), None)
+        kind = kind or self.kind or other.kind
         notes = "; ".join(n for n in dict.fromkeys((self.note, other.note)) if n)
         return _Work(self.flops + other.flops, self.dtype or other.dtype, kind, notes)
 
@@ -461,7 +474,41 @@ def _dot_work(comp: _Computation, instruction: _Instruction) -> _Work:
     return _Work(2.0 * out.elements * k, lhs.dtype, "gemm")
 
 
-def _convolution_work(comp: _Computation, instruction: _Instruction) -> _Work:
+_LIBRARY_CONV_DTYPES = ("f16", "f32")
+
+
+def _row_major(type_text: str | None) -> bool:
+    """Whether an array's layout is row-major (`{3,2,1,0}`, or none written)."""
+    found = re.search(r"\]\{([^}]*)\}", type_text or "")
+    if found is None:
+        return True
+    minor_to_major = _ints(found.group(1).split(":")[0])
+    return minor_to_major == sorted(minor_to_major, reverse=True)
+
+
+def _xla_cpu_library_conv(comp: _Computation, instruction: _Instruction) -> bool:
+    """Whether XLA:CPU runs `instruction` (a convolution) in its library, else its
+    elemental emitter writes it as loops (the module docstring's conditions)."""
+    labels = instruction.attributes.get("dim_labels", "")
+    lhs_labels, _, rest = labels.partition("_")
+    kernel_labels, _, out_labels = rest.partition("->")
+    spatial = "".join(str(d) for d in range(len(lhs_labels) - 2))
+    window = _window(instruction.attributes.get("window"))
+    lhs = _first(comp.operand_arrays(instruction, 0))
+    operands = [comp.operand(instruction, i) for i in (0, 1)]
+    return (
+        1 <= len(spatial) <= 3
+        and lhs_labels == out_labels == f"b{spatial}f"
+        and kernel_labels == f"{spatial}io"
+        and not any(window.get("rhs_reversal", []))
+        and lhs is not None
+        and lhs.dtype in _LIBRARY_CONV_DTYPES
+        and all(_row_major(o.type if o else None) for o in operands)
+        and _row_major(instruction.type)
+    )
+
+
+def _convolution_work(module: _Module, comp: _Computation, instruction: _Instruction) -> _Work:
     lhs = _first(comp.operand_arrays(instruction, 0))
     kernel, out = _first(comp.operand_arrays(instruction, 1)), _first(instruction.arrays)
     if lhs is None or kernel is None or out is None:
@@ -471,7 +518,8 @@ def _convolution_work(comp: _Computation, instruction: _Instruction) -> _Work:
     flops = _in_bounds_conv_flops(lhs, kernel, out, dim_labels, window) if window else None
     if flops is None:
         flops = _conv_flops(out, kernel, _kernel_labels(dim_labels))
-    return _Work(flops, lhs.dtype, "conv")
+    elemental = module.platform == "cpu" and not _xla_cpu_library_conv(comp, instruction)
+    return _Work(flops, lhs.dtype, "elemental_conv" if elemental else "conv")
 
 
 def _cudnn_work(comp: _Computation, instruction: _Instruction, target: str) -> _Work:
@@ -532,7 +580,7 @@ def _instruction_work(module: _Module, comp: _Computation, instruction: _Instruc
     if instruction.opcode == "dot":
         return _dot_work(comp, instruction)
     if instruction.opcode == "convolution":
-        return _convolution_work(comp, instruction)
+        return _convolution_work(module, comp, instruction)
     if instruction.opcode == "custom-call":
         return _custom_call_work(comp, instruction)
     if instruction.opcode in ("fusion", "call"):  # a fusion's or library fusion's inside
@@ -765,10 +813,12 @@ def _weight(ks: Sequence[Kernel]) -> tuple[float, float]:
     return sum(k.flops * k.count for k in ks), sum(k.bytes * k.count for k in ks)
 
 
-def kernels(hlo_text: str) -> list[Kernel]:
+def kernels(hlo_text: str, platform: str | None = None) -> list[Kernel]:
     """The launched kernels of the ENTRY computation of `hlo_text` (compiled.as_text())
-    in program order; a loop's kernels once each, with its trip count in `count`."""
-    module = _parse(hlo_text)
+    in program order; a loop's kernels once each, with its trip count in `count`.
+    `platform` is the compiler's (jax's platform name): "cpu" tells XLA:CPU's library
+    convolutions from those it writes as loops."""
+    module = _parse(hlo_text, platform)
     return list(_expand(module, module.entry))
 
 
@@ -851,10 +901,13 @@ class KernelCosts:
     memory_efficiency: float  # fraction of bandwidth real kernels reach
     kernel_overhead_s: float  # fixed cost per launched kernel (launch and dispatch)
     interconnect_bytes_per_s: float | None = None
+    # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
+    # platform whose compiler writes no convolution as loops).
+    elemental_conv_efficiency: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("compute_efficiency", "memory_efficiency"):
-            if not 0 < getattr(self, name) <= 1:
+        for name in ("compute_efficiency", "memory_efficiency", "elemental_conv_efficiency"):
+            if getattr(self, name) is not None and not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"KernelCosts.{name} must be in (0, 1], not {getattr(self, name)}")
         if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
             raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
@@ -870,7 +923,10 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
                 f"kernel {k.name} computes in {k.dtype}: give KernelCosts.peak_flops_per_s "
                 f"a peak for it (it has {sorted(costs.peak_flops_per_s)})"
             )
-        compute = k.flops / (peak * costs.compute_efficiency)
+        efficiency = costs.compute_efficiency
+        if k.kind == "elemental_conv" and costs.elemental_conv_efficiency is not None:
+            efficiency = costs.elemental_conv_efficiency
+        compute = k.flops / (peak * efficiency)
     collective = 0.0
     if k.collective_bytes:
         if not costs.interconnect_bytes_per_s:

@@ -134,6 +134,7 @@ def costs(
         # Where no interconnect figure is published (a CPU's devices share its memory; a
         # TPU v2), a collective moves its bytes at the memory's rate.
         interconnect_bytes_per_s=rates.get("interconnect_bytes_per_s") or rates["bytes_per_s"],
+        elemental_conv_efficiency=efficiencies.get("elemental_conv_efficiency"),
     )
 
 

@@ -126,6 +126,83 @@ def test_each_cudnn_pass_is_the_forward_convolutions_flops(target, operands, res
     assert k.bytes == x + w + dy  # two of them read, the third written; u8[0] scratch
 
 
+def cpu_convolution(labels: str, kernel: str, operands: str, result: str, extra: str = "") -> str:
+    """One unfused convolution as XLA:CPU leaves it in a loop body (lines as it prints
+    them, from mnist_cnn's epoch program: a weight gradient)."""
+    return module(
+        f"""ENTRY %main (x: f32[128,13,13,32], dy: f32[128,11,11,64], w: {kernel}) -> {result} {{
+  %x = f32[128,13,13,32]{{3,2,1,0}} parameter(0)
+  %dy = f32[128,11,11,64]{{3,2,1,0}} parameter(1)
+  %w = {kernel} parameter(2)
+  ROOT %conv = {result} convolution({operands}), window={{size=11x11{extra}}}, dim_labels={labels}, backend_config={{"outer_dimension_partitions":["2"]}}
+}}"""
+    )
+
+
+# Conv_1's weight gradient as XLA:CPU wrote it inside the device loop's while body
+# (feature-first input: not a form its library takes), and the same work in the one
+# form it does take.
+ELEMENTAL = cpu_convolution(
+    "f01b_i01o->01bf", "f32[3,3,32,64]{3,2,1,0}", "%x, %dy", "f32[3,3,32,64]{3,2,1,0}"
+)
+LIBRARY = cpu_convolution(
+    "b01f_01io->b01f", "f32[11,11,32,64]{3,2,1,0}", "%x, %w", "f32[128,3,3,64]{3,2,1,0}"
+)
+
+
+def test_xla_cpu_writes_a_convolution_its_library_cannot_take_as_loops():
+    assert one(LIBRARY).kind == "conv"  # the positive control: the library's form
+    elemental = K.kernels(ELEMENTAL, platform="cpu")[0]
+    assert elemental.kind == "elemental_conv"
+    assert elemental.flops == 2 * (3 * 3 * 32 * 64) * (11 * 11 * 128)  # the work is the same
+    assert K.kernels(LIBRARY, platform="cpu")[0].kind == "conv"
+
+
+def test_only_xla_cpu_convolutions_are_told_apart():
+    # A TPU runs any convolution on its matrix units; an unnamed platform is not guessed.
+    assert one(ELEMENTAL).kind == "conv"
+    assert K.kernels(ELEMENTAL, platform="tpu")[0].kind == "conv"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("size=11x11}", "size=11x11 rhs_reversal=1x1}"),  # a reversed window
+        ("f32[11,11,32,64]{3,2,1,0}", "f32[11,11,32,64]{2,3,1,0}"),  # a column-major kernel
+        ("b01f_01io->b01f", "b01f_01oi->b01f"),  # the kernel's features swapped
+    ],
+)
+def test_each_condition_of_xla_cpus_library_path_is_read(change):
+    text = LIBRARY.replace(*change)
+    assert text != LIBRARY
+    assert K.kernels(text, platform="cpu")[0].kind == "elemental_conv"
+
+
+def test_an_elemental_convolution_runs_at_its_own_fraction_of_peak():
+    costs = dataclasses.replace(COSTS, elemental_conv_efficiency=0.01)
+    loops = kernel("elemental_conv", 1e9, 1e6, "f32")
+    assert K.step_time([loops], costs)["seconds"] == pytest.approx(1e9 / (1e12 * 0.01) + 1e-6)
+    library = kernel("conv", 1e9, 1e6, "f32")
+    assert K.step_time([library], costs)["seconds"] == pytest.approx(1e9 / (1e12 * 0.5) + 1e-6)
+    # Without its own constant (a platform that has none), it is priced as any other.
+    assert K.step_time([loops], COSTS)["seconds"] == pytest.approx(1e9 / (1e12 * 0.5) + 1e-6)
+
+
+def test_a_compiled_step_is_read_as_its_devices_platform_compiled_it():
+    import jax
+
+    from experiments import measure
+
+    class Compiled:  # what measure.step_kernels reads of a jax Compiled
+        input_shardings = (jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0]),)
+
+        def as_text(self) -> str:
+            return ELEMENTAL
+
+    (row,) = measure.step_kernels(Compiled())
+    assert row[1] == "elemental_conv"
+
+
 def test_a_tpu_convolution_fusion_counts_its_convolution_in_its_input_type():
     text = module(
         """%fused_computation.10 (param_0: bf16[8,32,32,3], param_1: bf16[3,3,3,16]) -> f32[8,32,32,16] {

@@ -171,6 +171,30 @@ def test_the_fit_recovers_the_constants_that_made_its_observations():
     assert fitted["error"]["median"] < 0.02 and fitted["error"]["observations"] == len(cells)
 
 
+def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
+    from jaxcnn import kernels
+
+    truth = {
+        "compute_efficiency": 0.4,
+        "memory_efficiency": 0.7,
+        "kernel_overhead_s": 5e-6,
+        "elemental_conv_efficiency": 0.02,
+    }
+    rates = prediction.vendor_rates(A100)
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = []
+    for i, (f, b, n) in enumerate(cells):
+        ks = (_gemm(f, b, n), kernels.Kernel("loops", "elemental_conv", f / 10, b, "f32", 1))
+        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
+        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+    fitted = fit_predictions.fit_platform("cpu", obs)
+    for name, value in truth.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02)
+    # Without such kernels the constant is not made up: the platform has none.
+    plain = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
+    assert fit_predictions.fit_platform("gpu", plain)["elemental_conv_efficiency"] is None
+
+
 def test_held_out_observations_are_predicted_but_not_fitted():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
@@ -210,7 +234,12 @@ def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     committed = json.loads(prediction.CONSTANTS_FILE.read_text())
     for platform, family in committed["families"].items():
         for name in fit_predictions.PARAMETERS:
-            assert again["families"][platform][name] == pytest.approx(family[name], rel=1e-3)
+            if family[name] is None:  # a constant the platform has none of
+                assert again["families"][platform][name] is None
+            else:
+                assert again["families"][platform][name] == pytest.approx(family[name], rel=1e-3)
+    assert committed["families"]["cpu"]["elemental_conv_efficiency"] is not None
+    assert committed["families"]["gpu"]["elemental_conv_efficiency"] is None
 
 
 # --- The defects of the whole-program roofline, on real compiled programs ---------------

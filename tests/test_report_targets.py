@@ -363,7 +363,9 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
     ]
 
 
-def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path):
+def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path, monkeypatch):
+    from jaxcnn import prediction as prediction_lib
+
     measured = _record("s1", CPU, "mlp", 128, median=0.05, width=1024)
     measured["workload"].update(study="scaling", scaling="weak", dataset="synthetic")
     v5e_1 = {**V5E_8, "name": "tpu-v5e-1", "chips": 1, "topology": "v5e:1x1"}
@@ -375,6 +377,27 @@ def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_
     ]
     for r in rs[1:]:
         r["workload"]["model_overrides"] = {"width": 1024}
+    # Records made before records carried kernels: their rooflines are bounds, and no
+    # efficiency is taken from two bounds.
+    text, _ = scaling_study(rs, tmp_path)
+    assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | >= 1 ms "
+        "| <= 128,000 | - |",
+        "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-8 | 8 | 1024 | 307 MiB | >= 1.25 ms "
+        "| <= 819,200 | - |",
+    ]
+    # With their kernels (one memory-bound kernel per device: 1 ms, and 1.25 ms on 8
+    # chips at the chip's 819 GB/s), per-kernel predictions and their efficiency.
+    table = {
+        "version": "t1",
+        "families": {
+            "tpu": {"compute_efficiency": 1.0, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
+        },
+    }
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    for r, step in ((rs[1], 1e-3), (rs[2], 1.25e-3)):
+        r["kernels"] = [[1, "fusion", 0, step * 819e9, None, 0]]
+        r["kernels_source"] = {"program": "train_step", "steps": 1}
     text, _ = scaling_study(rs, tmp_path)
     assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
         "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | 1 ms "
@@ -395,3 +418,42 @@ def test_a_compile_of_a_targets_old_topology_is_left_out_and_said(tmp_path):
     assert compiled([old, new]) == [new]  # the positive control: the new one stays
     assert superseded_line([old, new]).startswith("Left out: 1 compile record(s) of tpu-v4-8")
     assert superseded_line([new]) == ""
+
+
+def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path, monkeypatch):
+    from experiments import predictions
+    from experiments.studies.roofline import constants_section
+
+    error = {"median": 0.2, "worst": 1.2, "observations": 157, "worst_label": "cell x"}
+    table = {
+        "version": "v9",
+        "families": {
+            "cpu": {
+                "compute_efficiency": 1.0,
+                "memory_efficiency": 0.35,
+                "kernel_overhead_s": 1.65e-5,
+                "elemental_conv_efficiency": 0.014,
+                "basis": "fitted",
+                "fixed": {},
+                "error": error,
+            },
+            "tpu": {
+                "compute_efficiency": 0.5,
+                "memory_efficiency": 0.7,
+                "kernel_overhead_s": 5e-6,
+                "elemental_conv_efficiency": None,
+                "basis": "assumed: too few observations to fit",
+                "fixed": {},
+                "error": None,
+            },
+        },
+    }
+    monkeypatch.setattr(predictions, "constants_table", lambda: table)
+    text, _ = constants_section([], tmp_path)
+    assert "version v9" in text
+    assert _lines(text, "| cpu") == [
+        "| cpu | 1.000 (at 1) | 0.350 | 16.5 us | 0.014 | fitted | 157 | 20% | 120% | cell x |"
+    ]
+    assert _lines(text, "| tpu") == [
+        "| tpu | 0.500 | 0.700 | 5 us | - | assumed: too few observations to fit | 0 | - | - | - |"
+    ]

@@ -235,6 +235,63 @@ def versus_published(records: list[Record], out: Path) -> tuple[str, list[Path]]
     return "\n\n".join([title, PUBLISHED_INTRO, line, markdown_table(headers, rows)]), []
 
 
+CONSTANT_HEADERS = [
+    "platform",
+    "compute efficiency",
+    "memory efficiency",
+    "cost per kernel",
+    "loop-written convolutions",
+    "basis",
+    "fitted on",
+    "leave-one-out error: median",
+    "worst",
+    "worst cell",
+]
+
+
+def _fraction(value: float) -> str:
+    return f"{value:.3f}" + (" (at 1)" if value >= 0.9995 else "")
+
+
+def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """The model's constants as the committed file has them (fitted by
+    experiments/fit_predictions.py), each platform's basis and error band."""
+    table = predictions.constants_table()
+    rows = []
+    for platform, f in sorted(table["families"].items()):
+        error = f.get("error") or {}
+        held = ", ".join(f"{name}: {why['why']}" for name, why in (f.get("fixed") or {}).items())
+        loops = f.get("elemental_conv_efficiency")
+        rows.append(
+            [
+                platform,
+                _fraction(f["compute_efficiency"]),
+                _fraction(f["memory_efficiency"]),
+                seconds(f["kernel_overhead_s"]),
+                "-" if loops is None else f"{loops:.3f}",
+                f["basis"] + (f" (held: {held})" if held else ""),
+                error.get("observations", 0),
+                f"{error['median']:.0%}" if error else "-",
+                f"{error['worst']:.0%}" if error else "-",
+                error.get("worst_label", "-"),
+            ]
+        )
+    text = (
+        f"The per-kernel model's constants (`jaxcnn/prediction_constants.json`, version "
+        f"{table['version']}; `python -m experiments.fit_predictions results/ --write` "
+        "fits them): the fraction of the peak FLOP/s its dot and convolution kernels "
+        "reach, the fraction of memory bandwidth its kernels reach, a fixed cost per "
+        "launched kernel, and on the CPU the fraction of peak reached by the convolutions "
+        "XLA:CPU writes as plain loops (`-`: the platform runs none). `(at 1)`: the fit "
+        "pressed against the most a fraction can be, so the rate it is a fraction of is "
+        "below what the kernels reach (on a CPU, the matmul ceiling its run measured at "
+        "one size)."
+    )
+    return "\n\n".join(
+        ["## The model's constants", text, markdown_table(CONSTANT_HEADERS, rows)]
+    ), []
+
+
 def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """The per-kernel model's error: on published references and on measured steps."""
     from experiments import references
@@ -293,7 +350,7 @@ def roofline_headline(records: list[Record]) -> str:
 STUDY = Study(
     "roofline",
     workloads=workloads,
-    sections=(versus_published, predicted_vs_measured),
+    sections=(constants_section, versus_published, predicted_vs_measured),
     question="How far can a predicted step time be trusted?",
     answer=roofline_answer,
     headline=roofline_headline,

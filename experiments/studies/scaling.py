@@ -41,7 +41,9 @@ from experiments.studies.targets import (
     compiled,
     fits_chip,
     memory_cell,
+    predicted_images,
     prediction,
+    prediction_method,
     target_field,
     target_name,
 )
@@ -182,7 +184,9 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
             for n, r in by_chips.items()
             if fits_chip(r) and prediction(r).get("images_per_s")
         }
-        efficiency = analysis.scaling_efficiency(images)
+        # An efficiency divides two predictions; a roofline's bounds bound no ratio.
+        methods = {prediction_method(r) for n, r in by_chips.items() if n in images}
+        efficiency = analysis.scaling_efficiency(images) if methods == {"per-kernel"} else {}
         name = model + "".join(f" {k}={v}" for k, v in changed)
         for n, r in sorted(by_chips.items()):
             step = prediction(r).get("step_time_s")
@@ -195,17 +199,26 @@ def predicted_scaling(records: list[Record], measured: list[Record]) -> str:
                     n,
                     batch_size(r),
                     memory_cell(r),
-                    seconds(step) if fits_chip(r) else "-",
-                    f"{images[n]:,.0f}" if n in images else "-",
+                    _predicted_step(r, step),
+                    predicted_images(r),
                     fmt_pct(efficiency.get(n)),
                 ]
             )
     return (
         "The same workloads compiled for devices not at hand (sharded over each target's "
         "chips, not run): memory per chip as compiled, step time and images/s as the "
-        "roofline predicts them, efficiency as above against one chip of the same kind:"
+        "per-kernel model predicts them (`>=` / `<=`: a record made before records "
+        "carried kernels, its roofline a bound), efficiency as above against one chip of "
+        "the same kind, where both are predictions:"
         "\n\n" + markdown_table(PREDICTED_HEADERS, rows)
     )
+
+
+def _predicted_step(record: Record, step: float | None) -> str:
+    """A predicted s/step; `>= t` where it is a roofline's bound."""
+    if not fits_chip(record) or not step:
+        return "-"
+    return seconds(step) if prediction_method(record) == "per-kernel" else f">= {seconds(step)}"
 
 
 def scaling_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:

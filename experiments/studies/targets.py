@@ -16,9 +16,9 @@ The report's section for devices not at hand: what the real TPU and GPU compiler
 about chips this machine does not have (compile-only records: memory per chip, whether
 it fits, a predicted images/s), and seed 000's answer from those compilers (a README
 line). Three kinds of figure, never in one column: *compiled* (the compiler's memory
-analysis of the step, and whether it fits the target's memory), *predicted* (a
-roofline of the compiled step at a chip's peak FLOP/s and memory bandwidth) and
-*measured* (a step timed on a device at hand). Every heading says which.
+analysis of the step, and whether it fits the target's memory), *predicted* (the
+per-kernel model of the compiled step: docs/predictions.md) and *measured* (a step
+timed on a device at hand). Every heading says which.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def prediction_method(record: Record | None) -> str:
     return str(prediction(record).get("method") or "roofline bound")
 
 
-def _predicted_images(record: Record | None) -> str:
+def predicted_images(record: Record | None) -> str:
     """Predicted images/s; "<= N" where the record has only its roofline: a bound on
     time is a ceiling on images/s, not a prediction."""
     images = prediction(record).get("images_per_s")
@@ -276,7 +276,7 @@ def _largest_table(rows, order) -> str:
                 gib(_total(best)),
                 "-" if over is None else batch_size(over),
                 gib(_total(over)),
-                _predicted_images(best),
+                predicted_images(best),
             ]
         )
     return markdown_table(LARGEST_HEADERS, body)
@@ -360,11 +360,12 @@ INTRO = (
     "placed over the target's chips, and never run. *Compiled*: the compiler's "
     "memory analysis per chip (arguments, outputs and temporaries), and whether it "
     "fits the chip's datasheet memory; `(over)`: compiled, but more than the chip has; "
-    "`error`: the compiler refused (listed below). *Predicted*: images/s from a "
-    "roofline of the compiled step (its FLOPs at the datasheet peak for the precision "
-    "its matmuls run in, its bytes at the datasheet bandwidth, the slower of the two), "
-    "a lower bound on step time that no chip was timed against here; the section "
-    "after this one measures that method's error wherever a real run exists. The "
+    "`error`: the compiler refused (listed below). *Predicted*: images/s from the "
+    "per-kernel model of the compiled step (each kernel the compiler emitted, priced at "
+    "the chip's datasheet peak and bandwidth with its platform's fitted efficiencies, "
+    "plus a fixed cost per launch; [roofline.md](roofline.md) measures its error); "
+    "`<= N`: a record compiled before records carried kernels, whose only figure is its "
+    "whole-program roofline, a ceiling on images/s. The "
     "tables by batch per chip show the doubling sweep (the global batch is the batch "
     "per chip x chips); the largest-batch table, in global batches, also the "
     "bisection between the last fit and the first miss, and `>= N` where no batch above "
@@ -395,7 +396,7 @@ def model_page(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> st
             "Memory per chip (compiled), by batch per chip:",
             _matrix(rows, order, per_chip, memory_cell),
             f"Images/s over all chips (predicted: {method}), by batch per chip:",
-            _matrix(rows, order, per_chip, _predicted_images),
+            _matrix(rows, order, per_chip, predicted_images),
             f"Largest global batch per target (compiled), and its images/s (predicted: {method}):",
             _largest_table(rows, order),
         ]
@@ -452,7 +453,7 @@ def _summary_cell(by_batch: dict[int, Record] | None) -> str:
     largest = largest_cell(by_batch, best, over).split(" (")[0]
     if best is None:
         return largest
-    return f"{largest} / {gib(_total(best))} / {_predicted_images(best)}"
+    return f"{largest} / {gib(_total(best))} / {predicted_images(best)}"
 
 
 def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
