@@ -64,6 +64,10 @@ BOUNDS = {
     "kernel_overhead_s": (1e-8, 1e-3),
     "elemental_conv_efficiency": (1e-3, 1.0),
 }
+# A platform priced at rates its own runs measured (a CPU: one f32 matmul's ceiling, not a
+# datasheet peak) may see its kernels pass that rate: the step's larger GEMMs run faster
+# than the one matmul did. Its compute efficiency, relative to that ceiling, may pass 1.
+MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
 # Only XLA:CPU writes convolutions as loops (jaxcnn.kernels' `elemental_conv`): a
 # platform none of whose observations runs one has no such constant (None: its
 # convolutions are priced at compute_efficiency).
@@ -271,6 +275,7 @@ def _fit(
     fixed: dict[str, float],
     weights: np.ndarray | None = None,
     start: dict[str, float] | None = None,
+    limits: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, float]:
     """The constants minimizing the squared log error over the stacked observations
     (`weights` 0 leaves one out), the `fixed` ones held; from `start`, else from the
@@ -299,7 +304,7 @@ def _fit(
         x0 = np.log(min(grid, key=lambda g: loss(np.log(g))))
     else:
         x0 = np.log([start[p] for p in free])
-    bounds = [tuple(math.log(b) for b in BOUNDS[p]) for p in free]
+    bounds = [tuple(math.log(b) for b in (limits or BOUNDS)[p]) for p in free]
     return constants(minimize(loss, x0, method="L-BFGS-B", bounds=bounds).x)
 
 
@@ -326,6 +331,9 @@ def fit_platform(
     held = held or {}
     fitted = [o for o in observations if o.held_out is None]
     fixed: dict[str, float | None] = {name: value for name, (value, _) in held.items()}
+    limits = dict(BOUNDS)
+    if fitted and all(o.rates.get("source") == "measured" for o in fitted):
+        limits.update(MEASURED_RATE_BOUNDS)
     for name, kind in ONLY_WHERE_SEEN.items():
         if not any(k.kind == kind for o in fitted for k in o.kernels):
             fixed.setdefault(name, None)
@@ -336,13 +344,13 @@ def fit_platform(
     else:
         stack = _Stack.of([_terms(o) for o in fitted])
         measured = np.array([o.measured_s for o in fitted])
-        constants = _fit(stack, measured, fixed)
+        constants = _fit(stack, measured, fixed, limits=limits)
         basis = "fitted"
         loo = []
         for i in range(len(fitted)):
             weights = np.ones(len(fitted))
             weights[i] = 0.0
-            c = _fit(stack, measured, fixed, weights, start=constants)
+            c = _fit(stack, measured, fixed, weights, start=constants, limits=limits)
             predicted = stack.seconds(*(c[p] for p in PARAMETERS))[i]
             loo.append(_error(predicted, measured[i]))
     rows = []
@@ -361,6 +369,9 @@ def fit_platform(
     return {
         **{p: constants[p] for p in PARAMETERS},
         "basis": basis,
+        # The range each fitted constant was searched in: one at an end of it is where
+        # the data would take it further.
+        "bounds": {p: list(limits[p]) for p in PARAMETERS if p not in fixed and loo},
         "fixed": {n: {"value": v, "why": why} for n, (v, why) in held.items()},
         "error": None
         if not loo

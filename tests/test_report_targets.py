@@ -434,6 +434,7 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
                 "kernel_overhead_s": 1.65e-5,
                 "elemental_conv_efficiency": 0.014,
                 "basis": "fitted",
+                "bounds": {"compute_efficiency": [0.01, 1.0], "memory_efficiency": [0.01, 1.0]},
                 "fixed": {},
                 "error": error,
             },
@@ -452,7 +453,8 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
     text, _ = constants_section([], tmp_path)
     assert "version v9" in text
     assert _lines(text, "| cpu") == [
-        "| cpu | 1.000 (at 1) | 0.350 | 16.5 us | 0.014 | fitted | 157 | 20% | 120% | cell x |"
+        "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | fitted | 157 | 20% | 120% "
+        "| cell x |"
     ]
     assert _lines(text, "| tpu") == [
         "| tpu | 0.500 | 0.700 | 5 us | - | assumed: too few observations to fit | 0 | - | - | - |"

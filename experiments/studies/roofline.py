@@ -249,8 +249,12 @@ CONSTANT_HEADERS = [
 ]
 
 
-def _fraction(value: float) -> str:
-    return f"{value:.3f}" + (" (at 1)" if value >= 0.9995 else "")
+def _fraction(family: dict[str, Any], name: str) -> str:
+    """A fitted fraction, marked where it sits at an end of the range it was fitted in."""
+    value = family[name]
+    ends = (family.get("bounds") or {}).get(name) or ()
+    at_end = any(abs(value / end - 1) < 1e-3 for end in ends)
+    return f"{value:.3f}" + (" (at its bound)" if at_end else "")
 
 
 def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -265,8 +269,8 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         rows.append(
             [
                 platform,
-                _fraction(f["compute_efficiency"]),
-                _fraction(f["memory_efficiency"]),
+                _fraction(f, "compute_efficiency"),
+                _fraction(f, "memory_efficiency"),
                 seconds(f["kernel_overhead_s"]),
                 "-" if loops is None else f"{loops:.3f}",
                 f["basis"] + (f" (held: {held})" if held else ""),
@@ -282,10 +286,12 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         "fits them): the fraction of the peak FLOP/s its dot and convolution kernels "
         "reach, the fraction of memory bandwidth its kernels reach, a fixed cost per "
         "launched kernel, and on the CPU the fraction of peak reached by the convolutions "
-        "XLA:CPU writes as plain loops (`-`: the platform runs none). `(at 1)`: the fit "
-        "pressed against the most a fraction can be, so the rate it is a fraction of is "
-        "below what the kernels reach (on a CPU, the matmul ceiling its run measured at "
-        "one size)."
+        "XLA:CPU writes as plain loops (`-`: the platform runs none). A fraction is of "
+        "the datasheet's rate on an accelerator, and on a CPU of what its own run "
+        "measured (one f32 matmul's ceiling, its memory bandwidth), which the step's "
+        "larger GEMMs may pass: above 1 there. `(at its bound)`: the fit pressed against "
+        "the end of the range it searched (1 against a datasheet): the data would take "
+        "it further."
     )
     return "\n\n".join(
         ["## The model's constants", text, markdown_table(CONSTANT_HEADERS, rows)]
