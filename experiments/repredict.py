@@ -1,13 +1,19 @@
-"""python -m experiments.repredict RECORDS_FILE: give the measured CPU records that carry
-a roofline prediction (made before records carried their step's kernels) the kernels of
-that step, by compiling it again here, so the per-kernel model predicts them too and its
-error on this CPU is measured on the same records the roofline's was.
+"""python -m experiments.repredict RECORDS_FILE [--target NAME]: give the records made
+before records carried their step's kernels those kernels, by compiling the step again
+here, so the per-kernel model predicts them too:
+
+- measured CPU records that carry a roofline prediction: the per-kernel model's error on
+  this CPU is then measured on the same records the roofline's was;
+- compile-only records (a target not at hand) that compiled: the targets tables then
+  show a per-kernel prediction where they showed a roofline's ceiling (`--target` takes
+  one target at a time: a TPU compile takes minutes).
 
 What is compiled is the record's own workload (its model, batch, precision, strategy and
 device count, and the formulation it ran with, not the one `auto` would pick today),
-placed on this machine's CPU devices against abstract inputs, with the jax and jaxlib
-the record names: a record made by another version is left alone (its program may
-differ), and so is one whose step cannot be compiled here (pmap needs real arrays).
+placed on this machine's CPU devices, or on the target's abstract devices, against
+abstract inputs, with the jax, jaxlib and target compiler (libtpu, the CUDA plugin) the
+record names: a record made by another version is left alone (its program may differ),
+and so is one whose step cannot be compiled here (pmap needs real arrays).
 Each rewritten record gains `kernels` (jaxcnn.kernels.summarize of the program it timed:
 the train step, or with the device loop the whole-epoch program) and `kernels_source`
 {"program", "steps" one run of it takes, "recompiled": when, "jax": version}; its measured
@@ -32,17 +38,24 @@ from experiments.workload import Workload
 from jaxcnn.kernels import KINDS
 
 
-def needs_kernels(record: dict[str, Any], again: str | None = None) -> str | None:
+def needs_kernels(
+    record: dict[str, Any], again: str | None = None, target: str | None = None
+) -> str | None:
     """Why `record` is not recompiled here, or None when it is. With `again` (a kernel
     kind), a record this command gave kernels of that kind is compiled again: what to
-    do when jaxcnn.kernels changes how it reads that kind of kernel."""
+    do when jaxcnn.kernels changes how it reads that kind of kernel. With `target`, only
+    compile-only records of that target are."""
     redo = (
         again is not None
         and (record.get("kernels_source") or {}).get("recompiled")
         and any(row[1] == again for row in record.get("kernels") or [])
     )
-    if (record.get("kernels") and not redo) or record.get("compiled_not_run"):
-        return "has kernels" if record.get("kernels") else "compile-only"
+    if record.get("kernels") and not redo:
+        return "has kernels"
+    if record.get("compiled_not_run"):
+        return _compile_only_reason(record, target)
+    if target is not None:
+        return "not a compile-only record of the target"
     if record.get("status") != "ok" or record["workload"].get("kind") != "train":
         return "not an ok train record"
     if record["device"]["platform"] != "cpu":
@@ -51,31 +64,67 @@ def needs_kernels(record: dict[str, Any], again: str | None = None) -> str | Non
         return "made before records carried a prediction"
     if record["workload"].get("strategy") == "pmap":
         return "pmap compiles only with arrays at hand"
-    versions = {p: importlib.metadata.version(p) for p in ("jax", "jaxlib")}
-    if any(record["env"].get(p) != v for p, v in versions.items()):
+    if not _same_versions(record, ("jax", "jaxlib")) or not record["env"].get("jax"):
         return "made by another jax or jaxlib"
     return None
 
 
+def _compile_only_reason(record: dict[str, Any], target: str | None) -> str | None:
+    from experiments.studies.targets import superseded, target_name
+
+    if target is not None and target_name(record) != target:
+        return "not a compile-only record of the target"
+    if record.get("status") not in ("ok", "oom") or not (record.get("memory") or {}).get(
+        "total_bytes"
+    ):
+        return "compile-only, and the compiler gave no program"
+    if superseded(record):
+        return "compile-only, for a target's former device count"
+    if not _same_versions(record, ("jax", "jaxlib", "libtpu", "jax_cuda12_plugin")):
+        return "made by another jax, jaxlib or target compiler"
+    return None
+
+
+def _same_versions(record: dict[str, Any], packages: Sequence[str]) -> bool:
+    """Whether each of `packages` the record names is the version installed here."""
+    for package in packages:
+        wanted = record["env"].get(package)
+        if wanted is None:
+            continue
+        try:
+            if importlib.metadata.version(package.replace("_", "-")) != wanted:
+                return False
+        except importlib.metadata.PackageNotFoundError:
+            return False
+    return True
+
+
 def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     """The program the record timed (its train step, or with the device loop its
-    whole-epoch program), compiled here for its CPU devices: (its kernel summary, the
-    steps one run of it takes)."""
+    whole-epoch program), compiled here for its CPU devices, or a compile-only record's
+    train step for its target's abstract devices: (its kernel summary, the steps one run
+    of it takes)."""
     import jax
 
-    from experiments.compile_only import step_program
+    from experiments.compile_only import check, step_program
     from experiments.measure import step_kernels as read_kernels
+    from jaxcnn import targets
 
     workload = Workload(**record["workload"])
     ran_with = (record.get("formulation") or {}).get("name")
     if ran_with:
         workload = dataclasses.replace(workload, formulation=ran_with)
-    devices = jax.devices("cpu")[: record["device"].get("count") or 1]
+    if record.get("compiled_not_run"):
+        devices = list(targets.abstract_devices(check(workload)))
+    else:
+        devices = jax.devices("cpu")[: record["device"].get("count") or 1]
     program, steps = step_program(workload, devices)
     return read_kernels(program), steps
 
 
-def repredict_file(path: str | Path, again: str | None = None) -> dict[str, int]:
+def repredict_file(
+    path: str | Path, again: str | None = None, target: str | None = None
+) -> dict[str, int]:
     """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
     by outcome."""
     counts: dict[str, int] = {}
@@ -87,7 +136,7 @@ def repredict_file(path: str | Path, again: str | None = None) -> dict[str, int]
             records.validate(record)
         except (ValueError, TypeError, KeyError, AttributeError):
             return raw  # a bad line stays as it is, byte for byte
-        why = needs_kernels(record, again)
+        why = needs_kernels(record, again, target)
         if why is not None:
             counts[why] = counts.get(why, 0) + 1
             return raw
@@ -125,10 +174,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also compile again the records this command gave kernels of this kind "
         "(after jaxcnn.kernels changed how it reads them)",
     )
+    parser.add_argument(
+        "--target",
+        metavar="NAME",
+        help="compile the compile-only records of this target (jaxcnn/targets.py), and only those",
+    )
     args = parser.parse_args(argv)
     if not Path(args.path).is_file():
         parser.error(f"{args.path} is not a records file")
-    counts = repredict_file(args.path, args.again)
+    if args.target is not None:
+        from jaxcnn import targets
+
+        if args.target not in targets.TARGETS:
+            parser.error(f"unknown target {args.target!r}: one of {', '.join(targets.TARGETS)}")
+    counts = repredict_file(args.path, args.again, args.target)
     print(", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or "no records")
     return 0
 

@@ -170,7 +170,7 @@ def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
         "| gpu-mx150 | f32 | 1 | 2 GiB | 24 | 1.88 GiB | 28 | 2.12 GiB | <= 100 |",
     ]
     assert "Memory per chip (compiled), by batch per chip:" in text
-    assert "Images/s over all chips (predicted: roofline bound), by batch per chip:" in text
+    assert "Images/s over all chips (predicted: per-kernel; `<= N`: a roofline" in text
     assert "- tpu-v5e-8: XlaRuntimeError: INTERNAL: the compiler gave up" in details
     (path,) = paths
     assert path.read_bytes().startswith(PNG_SIGNATURE)

@@ -5,9 +5,11 @@ same way is touched."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 
 import jax
+import pytest
 
 from experiments import measure, records, repredict
 from experiments.prepare import load_splits
@@ -104,3 +106,39 @@ def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
     assert "gemm" in kinds
     assert repredict.repredict_file(path, again="collective") == {"has kernels": 1}  # control
     assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
+
+
+HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_TARGETS, reason="the [targets] extra is not installed")
+def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_compiled(tmp_path):
+    from experiments.compile_only import run_target
+
+    workload = Workload(model="mnist_cnn", batch_size=16, kind="compile", target="gpu-t4")
+    today = run_target(workload, programs=("train",))
+    assert today["status"] == "ok", today["message"]
+    old = copy.deepcopy(today)
+    for key in ("kernels", "kernels_source", "prediction"):
+        old.pop(key)
+    other = {
+        **copy.deepcopy(old),
+        "run_id": "v5e",
+        "target": {**old["target"], "name": "tpu-v5e-1"},
+    }
+    refused = {**copy.deepcopy(old), "run_id": "refused", "status": "error", "memory": {}}
+    path = tmp_path / "records.jsonl"
+    for record in (old, other, refused):
+        records.append(path, record)
+    counts = repredict.repredict_file(path, target="gpu-t4")
+    assert counts == {
+        "recompiled": 1,
+        "not a compile-only record of the target": 1,
+        "compile-only, and the compiler gave no program": 1,
+    }
+    again, *_ = records.load(path)
+    assert again["kernels"] == today["kernels"]  # the same compiler, the same program
+    assert again["kernels_source"]["program"] == "train_step" and again["kernels_source"]["jax"]
+    for key in ("memory", "fits", "flops", "cost"):  # what the first compile said stays
+        assert again[key] == old[key]

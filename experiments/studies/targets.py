@@ -388,7 +388,7 @@ def model_page(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> st
     """One model's page: memory per chip and predicted images/s by batch per chip, and
     the largest batch per target."""
     order, per_chip = _row_order(rows), _per_chip_batches(rows)
-    method = prediction_method(_first(next(iter(rows.values()))))
+    method = "per-kernel; `<= N`: a roofline's ceiling, from a record that predates kernels"
     return "\n\n".join(
         [
             f"# {model} on devices not at hand (compiled, not run)",
