@@ -61,6 +61,7 @@ from experiments import records
 from experiments.cli_options import OneLineParser  # JAX-free
 from experiments.stats import summarize
 from experiments.studies import bench as bench_study
+from experiments.studies.bench_cells import machines_here
 
 PROG = "python -m benchmarks.paired"
 REPO = Path(__file__).resolve().parents[1]
@@ -130,10 +131,21 @@ def table_name(model: str) -> str:
 
 
 def choose(
-    bench: list[dict[str, Any]], model: str, batch: int, jax: str, peer: str, host: str
+    bench: list[dict[str, Any]],
+    model: str,
+    batch: int,
+    jax: str,
+    peer: str,
+    machines: Sequence[str],
 ) -> tuple[Config, Config]:
-    """The pair to measure: named, or the bench table's best JAX f32 and fastest peer."""
-    best, fastest = bench_study.fastest_pair(bench, table_name(model), batch, host)
+    """The pair to measure: named, or the bench table's best JAX f32 and fastest peer of
+    the first of `machines` (bench_cells.machines_here) that has the cell."""
+    best = fastest = None
+    for machine in machines:
+        best, fastest = bench_study.fastest_pair(bench, table_name(model), batch, machine)
+        if best is not None or fastest is not None:
+            break
+    host = machines[0]
     chosen = []
     for side, text, record in (("jax", jax, best), ("peer", peer, fastest)):
         if text not in ("best", "fastest"):
@@ -467,9 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse(argv)
         out = Path(args.out)
         bench = records.load(args.records) if args.records.exists() else []
-        host = socket.gethostname()
+        here = machines_here()
         plan = [
-            (model, batch, choose(bench, model, batch, args.jax, args.peer, host))
+            (model, batch, choose(bench, model, batch, args.jax, args.peer, here))
             for model in args.models
             for batch in args.batch_sizes
         ]

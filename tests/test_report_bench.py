@@ -133,7 +133,12 @@ def test_the_host_memory_table_sets_each_policys_latest_side_by_side():
     header, _, row = table.splitlines()
     assert header.split("|")[4:] == [" jax cpu step f32 ", ""]  # no bf16, no unpaired peer
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells == ["laptop", "mnist_cnn", "128", "2.00 (70,000 / 2)"]  # 3000 / 1500
+    assert cells == [
+        "laptop, CPU model not recorded",
+        "mnist_cnn",
+        "128",
+        "2.00 (70,000 / 2)",
+    ]  # 3000 / 1500
     assert studies.bench.host_memory_table(rows[:3]) == ""  # no retain record: no table
 
 
@@ -162,7 +167,44 @@ def test_each_models_best_batch_is_its_fastest_jax_figure_over_batches_and_preci
     ]
     (line,) = studies.bench.best_batches(found)
     assert line == (
-        "cpu (laptop) mnist_cnn: 12,000 [10,800-13,200] images/s at batch 512 (jax cpu device f32)"
+        "laptop, CPU model not recorded mnist_cnn: 12,000 [10,800-13,200] images/s at batch 512 "
+        "(jax cpu device f32)"
     )
     assert line in studies.bench.bench_study(found, tmp_path)[0]
     assert studies.bench.best_batches([]) == []
+
+
+def _on(record: dict, model: str | None, extensions: list[str]) -> dict:
+    record["env"]["cpu"] = {"model": model, "extensions": extensions}
+    return record
+
+
+def test_one_host_with_two_cpus_is_two_verdicts_each_naming_its_cpu():
+    # The same host name, two CPUs: on AVX-512 the peer is fast enough to win.
+    zen4 = [
+        _on(_bench("a", 4500.0), "AMD EPYC 9B14", ["avx2", "avx512f"]),
+        _on(
+            _bench("b", 7400.0, framework="keras", mode="graph"),
+            "AMD EPYC 9B14",
+            ["avx2", "avx512f"],
+        ),
+    ]
+    avx2 = [
+        _on(_bench("c", 4000.0), "Intel Xeon", ["avx2"]),
+        _on(_bench("d", 2300.0, framework="keras", mode="graph"), "Intel Xeon", ["avx2"]),
+    ]
+    table = studies.bench.bench_table(zen4 + avx2)
+    assert len(table.splitlines()) == 4  # two rows: one per CPU, never one merged cell
+    assert "| AMD EPYC 9B14 (avx2, avx512f) |" in table and "| Intel Xeon (avx2) |" in table
+    lines = studies.bench.verdicts(zen4 + avx2).splitlines()[2:]
+    assert lines == [
+        "- AMD EPYC 9B14 (avx2, avx512f): the goal is met in 0 of 1 cells (0 of them measured "
+        "in turns); short of it: mnist_cnn at 128 (0.61).",
+        "- Intel Xeon (avx2): the goal is met in 1 of 1 cells (0 of them measured in turns).",
+    ]
+    # Records made before the CPU was recorded keep their own group, so named.
+    assert studies.bench.verdicts([]) == ""
+    old = [_bench("e", 4500.0), _bench("f", 3000.0, framework="torch", mode="eager")]
+    assert "- laptop, CPU model not recorded: the goal is met in 1 of 1" in studies.bench.verdicts(
+        old
+    )

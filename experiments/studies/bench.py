@@ -39,7 +39,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from experiments.labels import cpu_label
 from experiments.records import took_turns
 from experiments.studies import bench_cells
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
@@ -177,6 +176,12 @@ def bench_records(records: list[Record]) -> list[Record]:
     return [r for key, r in chosen.items() if r["env"].get("host_memory") or key[:-1] not in named]
 
 
+def _where(platform: str, machine: str) -> str:
+    """A cell's device as the tables name it: a CPU by its model (bench_cells.machine),
+    an accelerator by platform and host."""
+    return machine if platform == "cpu" else f"{platform} ({machine})"
+
+
 def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
     """(platform, machine, model, batch) -> configuration -> its records, one per policy,
     `retain` (jaxcnn/host_memory.py) first."""
@@ -309,7 +314,7 @@ def bench_table(records: list[Record]) -> str:
         shown = [_shown(cells, c) for c in configs]
         rows.append(
             [
-                f"{platform} ({machine})",
+                _where(platform, machine),
                 model,
                 batch,
                 *[_rate_cell(r) + _policy_note(r, cells) for r in shown],
@@ -334,7 +339,7 @@ def best_batches(records: list[Record]) -> list[str]:
     # the first of equal figures: the smaller batch, f32 before bf16
     best = {k: max(filter(None, rs), key=_rate) for k, rs in found.items() if any(rs)}
     return [
-        f"{platform} ({machine}) {model}: {_rate_cell(r)} images/s at batch "
+        f"{_where(platform, machine)} {model}: {_rate_cell(r)} images/s at batch "
         f"{r['workload']['batch_size']} ({configuration(r)})"
         for (platform, machine, model), r in sorted(best.items())
     ]
@@ -426,6 +431,38 @@ def _after_table(records: list[Record], detail: bool = True) -> tuple[str, str]:
     return best if lines else "", paired
 
 
+def verdicts(records: list[Record]) -> str:
+    """Per CPU, in how many cells JAX's best f32 step meets the goal against the fastest
+    peer, by the ratio measured in turns where there is one: where the verdict holds."""
+    tables = _paired()
+    paired = tables.paired_ratios(records) if tables else {}
+    cells: dict[str, list[tuple[str, float, bool]]] = defaultdict(list)
+    for (platform, machine, model, batch), found in _groups(records).items():
+        ours, peer = _best(found, False), _best(found, True)
+        if platform != "cpu" or ours is None or peer is None:
+            continue
+        in_turns = paired.get((machine, model, batch))
+        ratio = _rate(ours) / _rate(peer) if in_turns is None else in_turns
+        cells[machine].append((f"{model} at {batch}", ratio, in_turns is not None))
+    lines = []
+    for machine, found in sorted(cells.items()):
+        short = [f"{cell} ({ratio:.2f})" for cell, ratio, _ in found if ratio < GOAL]
+        turns = sum(t for _, _, t in found)
+        lines.append(
+            f"- {machine}: the goal is met in {len(found) - len(short)} of {len(found)} "
+            f"cells ({turns} of them measured in turns)"
+            + (f"; short of it: {', '.join(short)}" if short else "")
+            + "."
+        )
+    if not lines:
+        return ""
+    return (
+        "On which CPUs the goal is met (a CPU named by its model and vector extensions, "
+        "on which the peers' speed turns): JAX's best f32 figure over the fastest "
+        "peer's, by the ratio in turns where the cell was paired:\n\n" + "\n".join(lines)
+    )
+
+
 def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """The fastest train step on each device, against PyTorch and Keras."""
     table = bench_table(records)
@@ -434,7 +471,9 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     path = _bench_plot(_groups(records), out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
     best, rest = _after_table(records)
-    return f"## Study: bench\n\n{INTRO}\n\n{table}{best}{image}{rest}", [path] if path else []
+    held = f"\n\n{verdicts(records)}" if verdicts(records) else ""
+    text = f"## Study: bench\n\n{INTRO}\n\n{table}{held}{best}{image}{rest}"
+    return text, [path] if path else []
 
 
 def bench_block(records: list[Record], image: str | None) -> str:
@@ -452,7 +491,8 @@ def bench_block(records: list[Record], image: str | None) -> str:
     )
     plot = f"\n\n![bench]({image})" if image else ""
     best, rest = _after_table(records, detail=False)  # pair by pair: results/REPORT.md
-    return f"{INTRO}\n\n{table}{best}\n\n{provenance}{plot}{rest}"
+    held = f"\n\n{verdicts(records)}" if verdicts(records) else ""
+    return f"{INTRO}\n\n{table}{held}{best}\n\n{provenance}{plot}{rest}"
 
 
 def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Path | None:
@@ -484,7 +524,7 @@ def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Pat
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(f"{model} on {platform} ({machine})", fontsize="small")
+        ax.set_title(f"{model} on {_where(platform, machine)}", fontsize="small")
         ax.legend(fontsize="xx-small")
     return save(fig, path, dpi=110)
 
@@ -492,18 +532,22 @@ def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Pat
 def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Per cell: the best JAX f32 figure over the fastest peer's, measured, on each CPU
     (the verdict depends on the CPU's vector extensions)."""
+    tables = _paired()
+    paired = tables.paired_ratios(records) if tables else {}
     rows = []
-    for (platform, machine, model, batch), cells in _groups(records).items():
+    for (_platform, machine, model, batch), cells in _groups(records).items():
         ours, peer = _best(cells, False), _best(cells, True)
         if ours and peer:
+            in_turns = paired.get((machine, model, batch))
+            turns = "" if in_turns is None else f" (in turns {in_turns:.2f})"
             rows.append(
                 [
-                    cpu_label(ours) if platform == "cpu" else machine,
+                    machine,
                     model,
                     batch,
                     f"{_rate(ours):,.0f} ({configuration(ours)})",
                     f"{_rate(peer):,.0f} ({configuration(peer)})",
-                    f"{_rate(ours) / _rate(peer):.2f}",
+                    f"{_rate(ours) / _rate(peer):.2f}{turns}",
                 ]
             )
     if not rows:
@@ -512,9 +556,12 @@ def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     table = markdown_table([*headers, "fastest peer images/s", "JAX / peer"], rows)
     text = (
         f"The train step's images/s against PyTorch and Keras on the same machine (goal: "
-        f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured:"
+        f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured, and where "
+        "the two were measured in turns (benchmarks/paired.py) that ratio, the verdict: "
+        "the two figures beside it may be days apart:"
     )
-    return f"{text}\n\n{table}", []
+    held = verdicts(records)
+    return "\n\n".join(p for p in (text, table, held) if p), []
 
 
 STUDY = Study(

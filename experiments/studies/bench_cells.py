@@ -4,6 +4,7 @@ and the paired runs' (benchmarks/report_paired.py), which imports nothing else o
 
 from __future__ import annotations
 
+from experiments.labels import CPU_NOT_RECORDED, cpu_label
 from experiments.studies.base import Record
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
@@ -19,6 +20,27 @@ def model_name(record: Record) -> str:
 
 
 def machine(record: Record) -> str:
-    """The host a figure was measured on (the chip where no host is recorded)."""
+    """What a figure was measured on: a CPU's model and vector extensions (which set the
+    verdict against the peers: one host name can be one of several CPUs), else the host
+    (the chip where no host is recorded)."""
     d = record["device"]
-    return d.get("host") or record["env"].get("host") or d["kind"]
+    host = d.get("host") or record["env"].get("host") or d["kind"]
+    if d.get("platform") != "cpu":
+        return host
+    label = cpu_label(record)
+    return f"{host}, CPU model not recorded" if label == CPU_NOT_RECORDED else label
+
+
+def machines_here(host: str | None = None) -> list[str]:
+    """How `machine` names a CPU figure made on this machine, in the order to look for
+    one: by this CPU (records that name it), then by this host (records made before the
+    CPU was recorded)."""
+    import socket
+
+    from experiments import host_cpu
+
+    device = {"platform": "cpu", "kind": "cpu", "host": host or socket.gethostname()}
+    return [
+        machine({"device": device, "env": {"cpu": host_cpu.describe()}}),
+        machine({"device": device, "env": {}}),
+    ]
