@@ -76,15 +76,20 @@ def _peer_sessions(records: list[Record]) -> dict[tuple, list[list[Record]]]:
     }
 
 
-def paired_ratios(records: list[Record]) -> dict[tuple, float]:
-    """(machine, model, batch) -> the median ratio per round of its latest session of
-    JAX against a peer framework, measured in turns (the paired table's)."""
-    ratios = {}
+def paired_summaries(records: list[Record]) -> dict[tuple, dict[str, Any]]:
+    """(machine, model, batch) -> the ratio per round of its latest session of JAX
+    against a peer framework, measured in turns, summarized (median, p10, p90, n)."""
+    found = {}
     for key, sessions in _peer_sessions(records).items():
         ok = only_ok(sessions[-1])
         if ok:
-            ratios[key] = _pooled_rounds(ok)[1]["median"]
-    return ratios
+            found[key] = _pooled_rounds(ok)[1]
+    return found
+
+
+def paired_ratios(records: list[Record]) -> dict[tuple, float]:
+    """(machine, model, batch) -> the median of `paired_summaries` (the paired table's)."""
+    return {key: summary["median"] for key, summary in paired_summaries(records).items()}
 
 
 def _commit(record: Record) -> str:

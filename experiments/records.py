@@ -87,7 +87,8 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
             total_bytes (XLA's compiled memory analysis, per device),
             peak_bytes_in_use, bytes_limit (the allocator's, where the runtime keeps
             one: GPU/TPU; peak since the process started)}   null where unavailable
-    matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, precision}}
+    matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, passes (each size's
+                   best pass kept; older records: one pass), precision}}
                                            measured once per run on the first device
     bandwidth {bytes_per_s, p10, p90, n, size_bytes}
                                            memory bandwidth measured once per run on the
@@ -520,7 +521,13 @@ TYPES: dict[str, Any] = {
     "resumed_from_step": INT,
     "traceback_tail": ARRAY,
 }
-_MATMUL_CEILING_ENTRY = {"tflops": NUMBER, "size": INT, "reps": INT, "precision": STR}
+_MATMUL_CEILING_ENTRY = {
+    "tflops": NUMBER,
+    "size": INT,
+    "reps": INT,
+    "passes": INT,
+    "precision": STR,
+}
 
 
 def _is(value: Any, kinds: tuple[type, ...]) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,29 +122,49 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     return read_kernels(program), steps
 
 
-def repredict_file(
-    path: str | Path, again: str | None = None, target: str | None = None
-) -> dict[str, int]:
-    """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
-    by outcome."""
-    counts: dict[str, int] = {}
-    by_key: dict[str, tuple[list[list], int]] = {}  # one compile per configuration
-
-    def rewrite(raw: bytes, number: int) -> bytes:
+def _records(raw_lines: list[bytes]) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
+    """Each line with its record, None for a line that is none (left as it is)."""
+    for raw in raw_lines:
         try:
             record = records.parse_line(raw)
             records.validate(record)
         except (ValueError, TypeError, KeyError, AttributeError):
-            return raw  # a bad line stays as it is, byte for byte
-        why = needs_kernels(record, again, target)
+            yield raw, None
+        else:
+            yield raw, record
+
+
+def repredict_file(
+    path: str | Path, again: str | None = None, target: str | None = None
+) -> dict[str, int]:
+    """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
+    by outcome. The compiles (minutes, an hour for a TPU target's records) run before
+    the file is locked; the rewrite under the lock appends take is then quick, so runs
+    appending to the same file meanwhile are not held up."""
+    counts: dict[str, int] = {}
+    by_key: dict[str, tuple[list[list], int]] = {}  # one compile per configuration
+    found: dict[str, tuple[list[list], int]] = {}  # run_id -> its program's kernels
+    for _, record in _records(Path(path).read_bytes().splitlines(keepends=True)):
+        why = "not a record" if record is None else needs_kernels(record, again, target)
         if why is not None:
             counts[why] = counts.get(why, 0) + 1
-            return raw
+            continue
         key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
         if key not in by_key:
             by_key[key] = step_kernels(record)
             print(f"compiled {_label(record)}", file=sys.stderr, flush=True)
-        record["kernels"], steps = by_key[key]
+        found[record["run_id"]] = by_key[key]
+    counts.pop("not a record", None)
+    if not found:
+        return counts
+
+    def rewrite(raw: bytes, number: int) -> bytes:
+        record = next(_records([raw]))[1]
+        if record is None or record.get("run_id") not in found:
+            return raw  # a bad line stays as it is, byte for byte
+        if needs_kernels(record, again, target) is not None:  # given kernels meanwhile
+            return raw
+        record["kernels"], steps = found[record["run_id"]]
         record["kernels_source"] = {
             "program": "epoch" if record.get("loop") == "device" else "train_step",
             "steps": steps,

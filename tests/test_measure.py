@@ -102,6 +102,27 @@ def test_matmul_peak_takes_the_best_size_per_dtype():
     assert ceiling["float32"]["precision"] == "fp32"
 
 
+def test_a_matmul_ceiling_keeps_each_sizes_best_pass_not_a_disturbed_first(monkeypatch):
+    # The first pass of a process at half speed (as a CPU measured f32 at 101 GFLOP/s,
+    # below its bf16, then 210 later): the ceiling is the second pass's.
+    calls = []
+
+    def timed(device, dtype, n, steps, warmup):
+        calls.append((dtype, n))
+        slow = len(calls) <= 4  # the first pass: two dtypes x two sizes
+        return None, None, {"median": (2.0 if slow else 1.0) * n**3 * 2 / 1e12}
+
+    monkeypatch.setattr(measure, "time_matmul", timed)
+    ceiling = measure.measure_matmul_peak(jax.devices()[0], sizes=(16, 32), reps=2)
+    assert len(calls) == 8  # two passes over both dtypes and sizes
+    for measured in ceiling.values():
+        assert measured["by_size"] == {"16": 1.0, "32": 1.0} and measured["tflops"] == 1.0
+        assert measured["passes"] == 2
+    calls.clear()  # the positive control: one disturbed pass alone keeps half the ceiling
+    one = measure.measure_matmul_peak(jax.devices()[0], sizes=(16,), reps=2, passes=1)
+    assert one["float32"]["tflops"] == 0.5
+
+
 def test_flops_field_scales_xla_per_device_to_global():
     field = measure.flops_field(1000, 400, 10, 300.0, count=4)
     assert field["per_image"] == 100

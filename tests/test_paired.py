@@ -324,3 +324,23 @@ def test_the_core_imports_no_benchmarks_module_until_the_bench_section_asks():
     assert _benchmarks_after(core) == []
     asked = "from experiments.studies import bench\nbench._paired()"  # the positive control
     assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.report_paired"]
+
+
+def test_the_verdict_per_cpu_reads_the_latest_pairing_and_its_spread():
+    # The bench cell mnist_cnn at 128 on laptop: unpaired 1.50 (goal met)...
+    bench = [_bench("j", 4500.0), _bench("p", 3000.0, framework="keras", mode="graph")]
+    verdict = studies.bench.verdicts
+    assert "met in 1 of 1 cells (0 of them measured in turns)." in verdict(bench)
+    # ...in turns below the goal: the pairing is the verdict.
+    short = _paired("a", "s1", 1, [0.8, 0.9, 0.95], "2026-01-02T00:00:00")
+    assert "met in 0 of 1 cells (1 of them measured in turns); short of it: mnist_cnn at " in (
+        verdict([*bench, short])
+    )
+    # A later session met the goal by its median, a tenth of its rounds below 1: said so.
+    close = _paired("b", "s2", 1, [0.8, 1.05, 1.1, 1.2, 1.3], "2026-01-03T00:00:00")
+    text = verdict([*bench, short, close])
+    assert "met in 1 of 1 cells" in text and "a tenth of its rounds or more below 1: " in text
+    firm = _paired("c", "s3", 1, [1.1, 1.2, 1.3], "2026-01-04T00:00:00")
+    assert verdict([*bench, short, close, firm]).endswith(
+        "met in 1 of 1 cells (1 of them measured in turns)."
+    )

@@ -340,9 +340,13 @@ def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
     assert "## Devices not at hand (compiled, not run)\n\nEach cell" in report_text(path)
 
 
-def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
+def test_crossover_gains_the_targets_predicted_step_times(tmp_path, monkeypatch):
+    from experiments import predictions
+    from experiments.studies.crossover import crossover_answer
+    from jaxcnn import prediction as prediction_lib
+
     params = {64: 55_050, 256: 269_322, 1024: 1_863_690}
-    rs = []
+    rs, targets = [], []
     for width, cpu_ms in ((64, 1.0), (256, 4.0), (1024, 16.0)):
         r = _record(f"x{width}", CPU, "mlp", 128, median=cpu_ms / 1e3, width=width)
         r["workload"].update(study="crossover", dataset="synthetic")
@@ -350,17 +354,38 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path):
         rs.append(r)
         compiled = _compiled(H100_TARGET, "mlp", 128, "ok", 0.5, step=2e-3)
         compiled["workload"]["model_overrides"] = {"width": width}
-        rs.append(compiled)
-    text, _ = crossover_study(rs, tmp_path)
+        targets.append(compiled)
+    # Roofline bounds alone (records made before kernels): shown, and no crossover read.
+    text, _ = crossover_study(rs + targets, tmp_path)
     assert _lines(text, "| params | gpu-h100") == [
         "| params | gpu-h100 (predicted: roofline bound) |"
     ]
     assert _lines(text, "| 55,050 | 2 ms") == ["| 55,050 | 2 ms |"]
+    assert _lines(text, "| cpu | gpu-h100") == []
+    answer, _ = crossover_answer(rs + targets, tmp_path)
+    assert "a roofline bound only, from which no crossover is read" in answer
+    # With their kernels (one memory-bound kernel of 2 ms at the chip's bandwidth), the
+    # per-kernel predictions give the crossover.
+    table = {
+        "version": "t1",
+        "families": {
+            "gpu": {"compute_efficiency": 1.0, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
+        },
+    }
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    for compiled in targets:
+        bandwidth = predictions.rates_of(compiled)["bytes_per_s"]
+        compiled["kernels"] = [[1, "fusion", 0, 2e-3 * bandwidth, None, 0]]
+        compiled["kernels_source"] = {"program": "train_step", "steps": 1}
+    text, _ = crossover_study(rs + targets, tmp_path)
+    assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted: per-kernel) |"]
     # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
     crossing = (params[64] * params[256]) ** 0.5
     assert _lines(text, "| cpu | gpu-h100") == [
         f"| cpu | gpu-h100 | {crossing:,.0f} | cpu (measured) / gpu-h100 (predicted) |"
     ]
+    answer, _ = crossover_answer(rs + targets, tmp_path)
+    assert f"predicted faster than cpu above {crossing:,.0f} params" in answer
 
 
 def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path, monkeypatch):

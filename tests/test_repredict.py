@@ -142,3 +142,31 @@ def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_c
     assert again["kernels_source"]["program"] == "train_step" and again["kernels_source"]["jax"]
     for key in ("memory", "fits", "flops", "cost"):  # what the first compile said stays
         assert again[key] == old[key]
+
+
+def test_the_file_is_not_locked_while_it_compiles_and_an_append_meanwhile_is_kept(
+    tmp_path, monkeypatch
+):
+    import fcntl
+    import os
+
+    old = _as_before_kernels(_measured())
+    path = tmp_path / "records.jsonl"
+    records.append(path, old)
+    appended = {**copy.deepcopy(old), "run_id": "appended meanwhile"}
+
+    def compile_while_a_run_appends(record):
+        fd = os.open(path, os.O_RDWR)
+        try:  # what an append takes: it must be free while compiling
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+        records.append(path, appended)
+        return [[1, "gemm", 2.0, 8.0, "f32", 0]], 1
+
+    monkeypatch.setattr(repredict, "step_kernels", compile_while_a_run_appends)
+    assert repredict.repredict_file(path) == {"recompiled": 1}
+    first, second = records.load(path)
+    assert first["kernels"] == [[1, "gemm", 2.0, 8.0, "f32", 0]]
+    assert second["run_id"] == "appended meanwhile" and "kernels" not in second

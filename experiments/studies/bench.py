@@ -435,23 +435,37 @@ def verdicts(records: list[Record]) -> str:
     """Per CPU, in how many cells JAX's best f32 step meets the goal against the fastest
     peer, by the ratio measured in turns where there is one: where the verdict holds."""
     tables = _paired()
-    paired = tables.paired_ratios(records) if tables else {}
-    cells: dict[str, list[tuple[str, float, bool]]] = defaultdict(list)
+    paired = tables.paired_summaries(records) if tables else {}
+    # machine -> [(cell, ratio, its rounds' p10 or None where not paired)]
+    cells: dict[str, list[tuple[str, float, float | None]]] = defaultdict(list)
     for (platform, machine, model, batch), found in _groups(records).items():
         ours, peer = _best(found, False), _best(found, True)
         if platform != "cpu" or ours is None or peer is None:
             continue
         in_turns = paired.get((machine, model, batch))
-        ratio = _rate(ours) / _rate(peer) if in_turns is None else in_turns
-        cells[machine].append((f"{model} at {batch}", ratio, in_turns is not None))
+        if in_turns is None:
+            cells[machine].append((f"{model} at {batch}", _rate(ours) / _rate(peer), None))
+        else:
+            cells[machine].append((f"{model} at {batch}", in_turns["median"], in_turns["p10"]))
     lines = []
     for machine, found in sorted(cells.items()):
         short = [f"{cell} ({ratio:.2f})" for cell, ratio, _ in found if ratio < GOAL]
-        turns = sum(t for _, _, t in found)
+        close = [
+            f"{cell} ({ratio:.2f}, p10 {p10:.2f})"
+            for cell, ratio, p10 in found
+            if ratio >= GOAL and p10 is not None and p10 < GOAL
+        ]
+        turns = sum(p10 is not None for _, _, p10 in found)
         lines.append(
             f"- {machine}: the goal is met in {len(found) - len(short)} of {len(found)} "
             f"cells ({turns} of them measured in turns)"
             + (f"; short of it: {', '.join(short)}" if short else "")
+            + (
+                "; met by the median, with a tenth of its rounds or more below 1: "
+                + ", ".join(close)
+                if close
+                else ""
+            )
             + "."
         )
     if not lines:

@@ -160,11 +160,11 @@ def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: l
     return f"{bench.FASTEST_CPU_NOTE}\n\n" + markdown_table(headers, rows)
 
 
-def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]) -> str:
-    """The crossover study's series (one model at one batch over widths, `measured` per
-    device at hand) against the targets compiled for the same widths: each target's
-    predicted s/step per width, and the width above which it is predicted faster than
-    each CPU measured here. "" without such compile-only records."""
+def _predicted_series(
+    records: list[Record], measured: dict[str, list[Record]]
+) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
+    """({target: {trainable params: predicted s/step}}, {target: how it was predicted})
+    for the widths of `measured` (one series' records per device at hand)."""
     # The widths' trainable parameters, as the measured records count them, by their step
     # (one model, batch and precision: the series').
     params = {same_step(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
@@ -175,6 +175,53 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
         if fits_chip(r) and step and same_step(r) in params:
             by_target[target_name(r)][params[same_step(r)]] = step
             methods[target_name(r)] = prediction_method(r)
+    return by_target, methods
+
+
+def _predicted_answer(records: list[Record], measured: dict[str, list[Record]]) -> list[str]:
+    """One line per target compiled for a series' widths: its predicted s/step over them
+    and where it is predicted to pass each CPU measured, or why nowhere."""
+    by_target, methods = _predicted_series(records, measured)
+    lines = []
+    for target, steps in sorted(by_target.items()):
+        ours = sorted(steps.items())
+        (p0, t0), (p1, t1) = ours[0], ours[-1]
+        line = (
+            f"- {target}, predicted ({methods[target]}; the step compiled for it, never run): "
+            f"{seconds(t0)}/step at {p0:,} params to {seconds(t1)} at {p1:,}"
+        )
+        if methods[target] != "per-kernel":
+            lines.append(line + "; a roofline bound only, from which no crossover is read")
+            continue
+        for device, rs in sorted(measured.items()):
+            if not is_cpu(rs[0]):
+                continue
+            point = analysis.crossover_point(_points(rs), ours)
+            ends = analysis.faster_at_ends(_points(rs), ours)
+            if point is not None:
+                line += f"; predicted faster than {device} above {point:,.0f} params"
+            elif ends == ("B", "B"):
+                line += (
+                    f"; predicted faster than {device} at the smallest width and the "
+                    "largest alike, so no crossover is predicted: the model prices the "
+                    "compiled step alone, not the host's "
+                    "per-step dispatch and input transfer, which is where seed 002's "
+                    "small networks lost (docs/predictions.md, what it does not model)"
+                )
+            elif ends == ("A", "A"):
+                line += f"; predicted slower than {device} at the smallest width and the largest"
+        lines.append(line)
+    return lines
+
+
+def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]) -> str:
+    """The crossover study's series (one model at one batch over widths, `measured` per
+    device at hand) against the targets compiled for the same widths: each target's
+    predicted s/step per width, and the width above which it is predicted faster than
+    each CPU measured here. "" without such compile-only records."""
+    # The widths' trainable parameters, as the measured records count them, by their step
+    # (one model, batch and precision: the series').
+    by_target, methods = _predicted_series(records, measured)
     if not by_target:
         return ""
     targets = sorted(by_target)
@@ -194,6 +241,7 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
         for device, rs in sorted(measured.items())
         if is_cpu(rs[0])
         for t in targets
+        if methods[t] == "per-kernel"  # a bound on one side bounds no crossover
     ]
     if verdicts:
         headers = ["A (measured)", "B (predicted)", "B predicted faster above (params)"]
@@ -216,6 +264,7 @@ def crossover_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]
                 f"- {model}, {dataset}, batch {batch}, {precision}, measured on {device}: "
                 f"{seconds(t0)}/step at {p0:,} params to {seconds(t1)} at {p1:,}"
             )
+        lines += _predicted_answer(records, by_device)
     measured = any(on_accelerator(r) for d in series.values() for rs in d.values() for r in rs)
     note = "" if measured else no_accelerator("crossover")
     return "\n\n".join(p for p in ("\n".join(lines), note) if p), []
