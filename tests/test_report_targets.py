@@ -340,10 +340,24 @@ def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
     assert "## Devices not at hand (compiled, not run)\n\nEach cell" in report_text(path)
 
 
-def test_crossover_gains_the_targets_predicted_step_times(tmp_path, monkeypatch):
+def _priced_by_one_memory_kernel(monkeypatch, platform: str, steps: list) -> None:
+    """Give each compile record of `steps` [(record, seconds)] one memory-bound kernel
+    that takes those seconds at its chip's bandwidth, under constants that price
+    memory at the full bandwidth and launches at nothing."""
     from experiments import predictions
-    from experiments.studies.crossover import crossover_answer
     from jaxcnn import prediction as prediction_lib
+
+    family = {"compute_efficiency": 1.0, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
+    table = {"version": "t1", "families": {platform: family}}
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    for record, seconds in steps:
+        bandwidth = predictions.rates_of(record)["bytes_per_s"]
+        record["kernels"] = [[1, "fusion", 0, seconds * bandwidth, None, 0]]
+        record["kernels_source"] = {"program": "train_step", "steps": 1}
+
+
+def test_crossover_gains_the_targets_predicted_step_times(tmp_path, monkeypatch):
+    from experiments.studies.crossover import crossover_answer
 
     params = {64: 55_050, 256: 269_322, 1024: 1_863_690}
     rs, targets = [], []
@@ -366,17 +380,7 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path, monkeypatch)
     assert "a roofline bound only, from which no crossover is read" in answer
     # With their kernels (one memory-bound kernel of 2 ms at the chip's bandwidth), the
     # per-kernel predictions give the crossover.
-    table = {
-        "version": "t1",
-        "families": {
-            "gpu": {"compute_efficiency": 1.0, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
-        },
-    }
-    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
-    for compiled in targets:
-        bandwidth = predictions.rates_of(compiled)["bytes_per_s"]
-        compiled["kernels"] = [[1, "fusion", 0, 2e-3 * bandwidth, None, 0]]
-        compiled["kernels_source"] = {"program": "train_step", "steps": 1}
+    _priced_by_one_memory_kernel(monkeypatch, "gpu", [(r, 2e-3) for r in targets])
     text, _ = crossover_study(rs + targets, tmp_path)
     assert _lines(text, "| params | gpu-h100") == ["| params | gpu-h100 (predicted: per-kernel) |"]
     # The CPU is 2x faster at 64 and 2x slower at 256: the log-log midpoint.
@@ -389,7 +393,6 @@ def test_crossover_gains_the_targets_predicted_step_times(tmp_path, monkeypatch)
 
 
 def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_path, monkeypatch):
-    from jaxcnn import prediction as prediction_lib
 
     measured = _record("s1", CPU, "mlp", 128, median=0.05, width=1024)
     measured["workload"].update(study="scaling", scaling="weak", dataset="synthetic")
@@ -413,16 +416,7 @@ def test_scaling_gains_per_chip_memory_and_predicted_steps_over_chip_counts(tmp_
     ]
     # With their kernels (one memory-bound kernel per device: 1 ms, and 1.25 ms on 8
     # chips at the chip's 819 GB/s), per-kernel predictions and their efficiency.
-    table = {
-        "version": "t1",
-        "families": {
-            "tpu": {"compute_efficiency": 1.0, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
-        },
-    }
-    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
-    for r, step in ((rs[1], 1e-3), (rs[2], 1.25e-3)):
-        r["kernels"] = [[1, "fusion", 0, step * 819e9, None, 0]]
-        r["kernels_source"] = {"program": "train_step", "steps": 1}
+    _priced_by_one_memory_kernel(monkeypatch, "tpu", [(rs[1], 1e-3), (rs[2], 1.25e-3)])
     text, _ = scaling_study(rs, tmp_path)
     assert _lines(text, "| weak | mlp width=1024 f32 | TPU v5e") == [
         "| weak | mlp width=1024 f32 | TPU v5e | tpu-v5e-1 | 1 | 128 | 256 MiB | 1 ms "

@@ -203,10 +203,10 @@ def _predicted_answer(records: list[Record], measured: dict[str, list[Record]]) 
             elif ends == ("B", "B"):
                 line += (
                     f"; predicted faster than {device} at the smallest width and the "
-                    "largest alike, so no crossover is predicted: the model prices the "
-                    "compiled step alone, not the host's "
-                    "per-step dispatch and input transfer, which is where seed 002's "
-                    "small networks lost (docs/predictions.md, what it does not model)"
+                    "largest alike, so no crossover is predicted; where seed 002 saw the "
+                    "GPU lose for small networks, the difference would lie in what the "
+                    "model leaves out, the host's per-step dispatch and input transfer "
+                    "(docs/predictions.md), which a real GPU run measures"
                 )
             elif ends == ("A", "A"):
                 line += f"; predicted slower than {device} at the smallest width and the largest"
