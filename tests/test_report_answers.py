@@ -68,6 +68,9 @@ def test_old_cpu_records_are_grouped_as_model_not_recorded(tmp_path):
     )
     text = report.write_report([named], tmp_path / "n")[0].read_text()
     assert "`laptop`: AMD EPYC 9B14 (AVX2, AVX-512)." in text
+    # Both on one host: the older records are said apart, not listed as a CPU.
+    text = report.write_report([_record("a"), named], tmp_path / "both")[0].read_text()
+    assert "`laptop`: AMD EPYC 9B14 (AVX2, AVX-512) (and older records that name no CPU)." in text
 
 
 def test_the_same_records_give_the_same_pages_byte_for_byte(tmp_path):

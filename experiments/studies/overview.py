@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from experiments import predictions
-from experiments.labels import cpu_label, device_label, model_label, workload_kind
+from experiments.labels import CPU_NOT_RECORDED, cpu_label, device_label, model_label, workload_kind
 from experiments.studies._common import (
     PAGES,
     batch_size,
@@ -74,8 +74,17 @@ def machines_line(records: list[Record]) -> str:
     for r in not_compiled(records):
         host = str(r["device"].get("host") or r["env"].get("host"))
         seen[host].add(cpu_label(r) if is_cpu(r) else device_label(r))
-    machines = "; ".join(f"`{h}`: {', '.join(sorted(d))}" for h, d in sorted(seen.items()))
+    machines = "; ".join(f"`{h}`: {_devices(d)}" for h, d in sorted(seen.items()))
     return f"What this machine is: {machines or 'no device measured'}."
+
+
+def _devices(labels: set[str]) -> str:
+    """A host's devices; records that name no CPU beside some that do are said apart,
+    not listed as a CPU of their own."""
+    named = sorted(labels - {CPU_NOT_RECORDED})
+    if not named or CPU_NOT_RECORDED not in labels:
+        return ", ".join(sorted(labels))
+    return ", ".join(named) + " (and older records that name no CPU)"
 
 
 def prediction_error_line(records: list[Record]) -> str | None:
