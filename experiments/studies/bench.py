@@ -485,7 +485,8 @@ def bench_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     path = _bench_plot(_groups(records), out / PLOT)
     image = f"\n\n![bench]({path.name})" if path else ""
     best, rest = _after_table(records)
-    held = f"\n\n{verdicts(records)}" if verdicts(records) else ""
+    held = verdicts(records)
+    held = f"\n\n{held}" if held else ""
     text = f"## Study: bench\n\n{INTRO}\n\n{table}{held}{best}{image}{rest}"
     return text, [path] if path else []
 
@@ -505,7 +506,8 @@ def bench_block(records: list[Record], image: str | None) -> str:
     )
     plot = f"\n\n![bench]({image})" if image else ""
     best, rest = _after_table(records, detail=False)  # pair by pair: results/REPORT.md
-    held = f"\n\n{verdicts(records)}" if verdicts(records) else ""
+    held = verdicts(records)
+    held = f"\n\n{held}" if held else ""
     return f"{INTRO}\n\n{table}{held}{best}\n\n{provenance}{plot}{rest}"
 
 
