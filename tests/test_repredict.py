@@ -170,3 +170,14 @@ def test_the_file_is_not_locked_while_it_compiles_and_an_append_meanwhile_is_kep
     first, second = records.load(path)
     assert first["kernels"] == [[1, "gemm", 2.0, 8.0, "f32", 0]]
     assert second["run_id"] == "appended meanwhile" and "kernels" not in second
+
+
+def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, capsys):
+    path = tmp_path / "records.jsonl"
+    path.write_text("")
+    with pytest.raises(SystemExit) as stopped:
+        repredict.main([str(path), "--target=tpu-v9"])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "unknown target 'tpu-v9'" in line and "gpu-t4" in line
+    assert path.read_text() == ""
