@@ -19,7 +19,8 @@ the train step, or with the device loop the whole-epoch program) and `kernels_so
 {"program", "steps" one run of it takes, "recompiled": when, "jax": version}; its measured
 values and its
 own roofline `prediction` are not touched. The file is rewritten atomically under the
-lock appends take, once: a record with kernels is skipped.
+lock appends take, every ten minutes and at the end (a stopped run keeps what it had
+compiled; a rerun skips a record with kernels).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,10 @@ from experiments.cli_options import OneLineParser
 from experiments.migrate_records import rewrite_lines
 from experiments.workload import Workload
 from jaxcnn.kernels import KINDS
+
+# How often a long repredict writes what it has compiled (a TPU target's records take
+# hours): a run stopped by anything the process cannot catch loses at most this much.
+SAVE_EVERY_S = 600.0
 
 
 def needs_kernels(
@@ -135,28 +141,52 @@ def _records(raw_lines: list[bytes]) -> Iterator[tuple[bytes, dict[str, Any] | N
 
 
 def repredict_file(
-    path: str | Path, again: str | None = None, target: str | None = None
+    path: str | Path,
+    again: str | None = None,
+    target: str | None = None,
+    save_every_s: float = SAVE_EVERY_S,
 ) -> dict[str, int]:
     """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
-    by outcome. The compiles (minutes, an hour for a TPU target's records) run before
-    the file is locked; the rewrite under the lock appends take is then quick, so runs
-    appending to the same file meanwhile are not held up."""
+    by outcome. The compiles (minutes each, hours for a TPU target's records) run
+    without the file's lock; what they found is written under it, quickly, every
+    `save_every_s` seconds and when the compiles end, whether they finished or were
+    stopped (Ctrl-C, a crash): a run cut short loses at most the compiles of the last
+    interval, and a rerun goes on with the records still without kernels."""
     counts: dict[str, int] = {}
     by_key: dict[str, tuple[list[list], int]] = {}  # one compile per configuration
     found: dict[str, tuple[list[list], int]] = {}  # run_id -> its program's kernels
-    for _, record in _records(Path(path).read_bytes().splitlines(keepends=True)):
-        why = "not a record" if record is None else needs_kernels(record, again, target)
-        if why is not None:
-            counts[why] = counts.get(why, 0) + 1
-            continue
-        key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
-        if key not in by_key:
-            by_key[key] = step_kernels(record)
-            print(f"compiled {_label(record)}", file=sys.stderr, flush=True)
-        found[record["run_id"]] = by_key[key]
+    saved_at = time.monotonic()
+    try:
+        for _, record in _records(Path(path).read_bytes().splitlines(keepends=True)):
+            why = "not a record" if record is None else needs_kernels(record, again, target)
+            if why is not None:
+                counts[why] = counts.get(why, 0) + 1
+                continue
+            key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
+            if key not in by_key:
+                by_key[key] = step_kernels(record)
+                print(f"compiled {_label(record)}", file=sys.stderr, flush=True)
+            found[record["run_id"]] = by_key[key]
+            if time.monotonic() - saved_at >= save_every_s:
+                _save(Path(path), found, again, target, counts)
+                found, saved_at = {}, time.monotonic()
+    finally:
+        _save(Path(path), found, again, target, counts)
     counts.pop("not a record", None)
+    return counts
+
+
+def _save(
+    path: Path,
+    found: dict[str, tuple[list[list], int]],
+    again: str | None,
+    target: str | None,
+    counts: dict[str, int],
+) -> None:
+    """Rewrite `path` under its lock with the kernels `found` (run_id -> kernels, steps),
+    counting each record given them in counts["recompiled"]."""
     if not found:
-        return counts
+        return
 
     def rewrite(raw: bytes, number: int) -> bytes:
         record = next(_records([raw]))[1]
@@ -175,8 +205,7 @@ def repredict_file(
         ending = b"\n" if raw.endswith(b"\n") else b""
         return records.encode(record).rstrip(b"\n") + ending
 
-    rewrite_lines(Path(path), rewrite)
-    return counts
+    rewrite_lines(path, rewrite)
 
 
 def _label(record: dict[str, Any]) -> str:

@@ -181,3 +181,59 @@ def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, c
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "unknown target 'tpu-v9'" in line and "gpu-t4" in line
     assert path.read_text() == ""
+
+
+def _two_old_records(tmp_path) -> tuple:
+    """A records file of two old records of different configurations (two compiles)."""
+    old = _as_before_kernels(_measured())
+    other = {**copy.deepcopy(old), "run_id": "other", "config_key": "another configuration"}
+    path = tmp_path / "records.jsonl"
+    records.append(path, old)
+    records.append(path, other)
+    return path, old["run_id"]
+
+
+KERNELS = [[1, "gemm", 2.0, 8.0, "f32", 0]]
+
+
+def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
+    tmp_path, monkeypatch
+):
+    path, first_id = _two_old_records(tmp_path)
+    compiled = []
+
+    def second_compile_interrupted(record):
+        if compiled:
+            raise KeyboardInterrupt  # Ctrl-C during the second compile
+        compiled.append(record["run_id"])
+        return KERNELS, 1
+
+    monkeypatch.setattr(repredict, "step_kernels", second_compile_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        repredict.repredict_file(path)
+    kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
+    assert kept == {first_id: KERNELS, "other": None}
+    monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
+    assert repredict.repredict_file(path) == {"has kernels": 1, "recompiled": 1}
+    assert all(r["kernels"] == KERNELS for r in records.load(path))
+
+
+def test_a_long_run_writes_what_it_compiled_as_it_goes(tmp_path, monkeypatch):
+    path, first_id = _two_old_records(tmp_path)
+    on_disk_at_second_compile = {}
+
+    def compile_and_look(record):
+        if record["run_id"] == "other":  # the first compile's kernels are on disk by now
+            on_disk_at_second_compile.update(
+                {r["run_id"]: r.get("kernels") for r in records.load(path)}
+            )
+        return KERNELS, 1
+
+    monkeypatch.setattr(repredict, "step_kernels", compile_and_look)
+    assert repredict.repredict_file(path, save_every_s=0) == {"recompiled": 2}
+    assert on_disk_at_second_compile == {first_id: KERNELS, "other": None}
+    # the control: with the default interval nothing is written before the end
+    path, first_id = _two_old_records(tmp_path / "control")
+    on_disk_at_second_compile.clear()
+    assert repredict.repredict_file(path) == {"recompiled": 2}
+    assert on_disk_at_second_compile == {first_id: None, "other": None}
