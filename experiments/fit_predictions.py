@@ -8,8 +8,9 @@ One procedure, for every platform alike:
    from the optimized program by jaxcnn.kernels) with a step time measured on a real
    chip:
    - every measured record carrying kernels (this CPU's runs; a notebook's or a lent
-     GPU's runs, merged in), priced at the rates that run measured on its own device
-     (matmul ceiling, memory bandwidth), or the vendor's where it measured none;
+     GPU's runs, merged in), priced at the vendor's rates where the chip table knows
+     the chip, else at what was measured on it: the best matmul ceiling any run on its
+     machine measured, and the run's own memory bandwidth;
    - every published reference (experiments/published_references.json) that a
      compile-only record matches (the same chip, model, precision and batch per chip),
      priced at the vendor's rates; the published images/s per chip gives the step time.
@@ -122,9 +123,11 @@ class Observation:
 
 
 def measured_observations(loaded: Sequence[dict[str, Any]]) -> list[Observation]:
-    """The measured records (status ok, a step time) that carry their step's kernels."""
+    """The measured records (status ok, a step time) that carry their step's kernels; a
+    CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
+    (predictions.with_machine_ceilings)."""
     found = []
-    for r in loaded:
+    for r in predictions.with_machine_ceilings(loaded):
         if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
             continue
         step = (r.get("step_time_s") or {}).get("median")

@@ -60,3 +60,15 @@ def cpu_label(record: Record) -> str:
         return CPU_NOT_RECORDED
     extensions = ", ".join(cpu.get("extensions") or []) or "no AVX2"
     return f"{cpu['model']} ({extensions})"
+
+
+def machine(record: Record) -> str:
+    """What a figure was measured on: a CPU's model and vector extensions (which set the
+    verdict against the peers: one host name can be one of several CPUs), else the host
+    (the chip where no host is recorded)."""
+    d = record["device"]
+    host = d.get("host") or record["env"].get("host") or d["kind"]
+    if d.get("platform") != "cpu":
+        return host
+    label = cpu_label(record)
+    return f"{host}, CPU model not recorded" if label == CPU_NOT_RECORDED else label

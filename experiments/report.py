@@ -20,7 +20,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from experiments import analysis
+from experiments import analysis, predictions
 from experiments import records as records_lib
 from experiments.cli_options import OneLineParser
 from experiments.studies import ANSWER_ORDER, REGISTRY, overview
@@ -162,7 +162,9 @@ def _main(argv: list[str] | None) -> int:
         records_lib.check_writable_folder(out)
     except OSError as e:
         return _error(f"cannot write to --out {out}: {e.strerror or e}")
-    records = [r for r in records_lib.load(*args.paths) if not records_lib.took_turns(r)]
+    # Priced before the paired turns are set aside: their ceilings are their machine's too.
+    loaded = predictions.with_machine_ceilings(records_lib.load(*args.paths))
+    records = [r for r in loaded if not records_lib.took_turns(r)]
     if not records:
         return _error(f"no records found in {', '.join(args.paths)}")
     records = without_smoke(records, args.include_smoke)

@@ -149,6 +149,37 @@ def test_a_record_with_kernels_is_priced_by_the_current_constants():
     assert block["step_time_s"] == pytest.approx(2 * (2e-3 + 4e-6))
 
 
+def _cpu_record(run_id: str, f32_tflops: float, cpu_model: str, **more) -> dict:
+    return {
+        "run_id": run_id,
+        "device": {"platform": "cpu", "kind": "cpu", "host": "vm"},
+        "env": {"host": "vm", "cpu": {"model": cpu_model, "extensions": ["AVX2"]}},
+        "workload": {"batch_size": 8},
+        "matmul_ceiling": {"float32": {"tflops": f32_tflops, "size": 1024}},
+        "bandwidth": {"bytes_per_s": 40e9},
+        **more,
+    }
+
+
+def test_a_measured_cpu_step_is_priced_at_the_best_ceiling_its_machine_measured():
+    disturbed = _cpu_record("disturbed", 0.1, "EPYC")
+    calm = _cpu_record("calm", 0.2, "EPYC")
+    elsewhere = _cpu_record("elsewhere", 0.1, "Xeon")  # the control: another CPU
+    compiled = {**_cpu_record("compiled", 0.1, "EPYC"), "compiled_not_run": True}
+    priced = {
+        r["run_id"]: r
+        for r in predictions.with_machine_ceilings([disturbed, calm, elsewhere, compiled])
+    }
+    assert predictions.rates_of(priced["disturbed"])["peak_flops_per_s"]["f32"] == 0.2e12
+    assert predictions.rates_of(priced["calm"])["peak_flops_per_s"]["f32"] == 0.2e12
+    assert predictions.rates_of(priced["elsewhere"])["peak_flops_per_s"]["f32"] == 0.1e12
+    assert predictions.MACHINE_CEILING not in priced["compiled"]
+    assert predictions.rates_of(priced["disturbed"])["bytes_per_s"] == 40e9  # its own
+    # the record keeps what it measured; without the machine's records, its own is used
+    assert disturbed["matmul_ceiling"]["float32"]["tflops"] == 0.1
+    assert predictions.rates_of(disturbed)["peak_flops_per_s"]["f32"] == 0.1e12
+
+
 # --- The fit --------------------------------------------------------------------------
 
 

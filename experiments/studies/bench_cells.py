@@ -4,7 +4,7 @@ and the paired runs' (benchmarks/report_paired.py), which imports nothing else o
 
 from __future__ import annotations
 
-from experiments.labels import CPU_NOT_RECORDED, cpu_label
+from experiments.labels import machine
 from experiments.studies.base import Record
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
@@ -17,18 +17,6 @@ def model_name(record: Record) -> str:
     w = record["workload"]
     width = (w.get("model_overrides") or {}).get("width")
     return w["model"] + (f" {width}" if width else "")
-
-
-def machine(record: Record) -> str:
-    """What a figure was measured on: a CPU's model and vector extensions (which set the
-    verdict against the peers: one host name can be one of several CPUs), else the host
-    (the chip where no host is recorded)."""
-    d = record["device"]
-    host = d.get("host") or record["env"].get("host") or d["kind"]
-    if d.get("platform") != "cpu":
-        return host
-    label = cpu_label(record)
-    return f"{host}, CPU model not recorded" if label == CPU_NOT_RECORDED else label
 
 
 def machines_here(host: str | None = None) -> list[str]:

@@ -11,7 +11,8 @@ fastest: the platform's formulation, in both loops, f32 (and bf16 on accelerator
 where it is the fast precision; on a CPU bf16 runs at half the f32 rate). Every
 record carries its measured step time and, from the same run, the kernels of the program
 it timed with their per-kernel `prediction` (at the chip's datasheet rates, or on a CPU
-this run's measured matmul ceiling and bandwidth) and the roofline `prediction_bound`;
+this run's measured matmul ceiling and bandwidth; the report prices a CPU step at the
+best ceiling its machine measured) and the roofline `prediction_bound`;
 the report divides one by the other per cell. Its own study, so the bench's records stay
 as they were measured. On a GPU this one command gives the measured column
 (docs/predictions.md).
@@ -109,7 +110,9 @@ INTRO = (
     "Every measured step that carries a prediction, beside it: the step time measured on "
     "the device (median of the record's timed steps, p10-p90), the per-kernel model's "
     "prediction of the same compiled program (docs/predictions.md; a record made before "
-    "records carried kernels has only the roofline, labelled *roofline bound*), and the "
+    "records carried kernels has only the roofline, labelled *roofline bound*; a CPU "
+    "step is priced at the best matmul ceiling any run on its machine measured, since a "
+    "ceiling measured at a busy moment is low), and the "
     "whole-program roofline, a lower bound. `predicted / measured` is each one's error: "
     "below 1 it predicted too fast."
 )
@@ -287,9 +290,10 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         "reach, the fraction of memory bandwidth its kernels reach, a fixed cost per "
         "launched kernel, and on the CPU the fraction of peak reached by the convolutions "
         "XLA:CPU writes as plain loops (`-`: the platform runs none). A fraction is of "
-        "the datasheet's rate on an accelerator, and on a CPU of what its own run "
-        "measured (one f32 matmul's ceiling, its memory bandwidth), which the step's "
-        "larger GEMMs may pass: above 1 there. `(at its bound)`: the fit pressed against "
+        "the datasheet's rate on an accelerator, and on a CPU of what was measured there "
+        "(the best f32 matmul ceiling any run on that machine measured, the run's own "
+        "memory bandwidth), which the step's larger GEMMs may pass: above 1 there. "
+        "`(at its bound)`: the fit pressed against "
         "the end of the range it searched (1 against a datasheet): the data would take "
         "it further."
     )
