@@ -348,7 +348,8 @@ def _memory_plot(grouped: ByModel, out: Path) -> Path:
             axis.set_minor_formatter(NullFormatter())
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax.set_title(f"{model}: memory per chip (compiled, not run)", fontsize=9)
-        ax.legend(fontsize=5, ncol=2)
+        if ax.get_legend_handles_labels()[0]:  # no record of the model gave its memory: no line
+            ax.legend(fontsize=5, ncol=2)
     for ax in list(axes.flat)[len(models) :]:
         ax.set_visible(False)
     return save(fig, out / PLOT)
