@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -236,9 +237,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.target not in targets.TARGETS:
             parser.error(f"unknown target {args.target!r}: one of {', '.join(targets.TARGETS)}")
-    counts = repredict_file(args.path, args.again, args.target)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        counts = repredict_file(args.path, args.again, args.target)
+    except (KeyboardInterrupt, Terminated) as stop:
+        print(
+            f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'Ctrl-C'}): what was "
+            "compiled is written; run the same command again to go on",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or "no records")
     return 0
+
+
+# What shells report for a job a signal ended (experiments.run's codes alike).
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+class Terminated(Exception):
+    """A SIGTERM (a scheduler, `kill`, a notebook's stop) stopped the compiles."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated  # unwinds through repredict_file, which writes what it compiled
 
 
 if __name__ == "__main__":

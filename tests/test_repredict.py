@@ -237,3 +237,25 @@ def test_a_long_run_writes_what_it_compiled_as_it_goes(tmp_path, monkeypatch):
     on_disk_at_second_compile.clear()
     assert repredict.repredict_file(path) == {"recompiled": 2}
     assert on_disk_at_second_compile == {first_id: None, "other": None}
+
+
+def test_a_sigterm_mid_compile_keeps_what_was_compiled_and_exits_143(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    path, first_id = _two_old_records(tmp_path)
+    compiled = []
+
+    def terminated_during_the_second(record):
+        if compiled:
+            os.kill(os.getpid(), signal.SIGTERM)  # a real signal, as a scheduler sends
+        compiled.append(record["run_id"])
+        return KERNELS, 1
+
+    monkeypatch.setattr(repredict, "step_kernels", terminated_during_the_second)
+    before = signal.getsignal(signal.SIGTERM)
+    assert repredict.main([str(path)]) == repredict.EXIT_TERMINATED
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
+    assert "run the same command again" in capsys.readouterr().err
+    kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
+    assert kept == {first_id: KERNELS, "other": None}
