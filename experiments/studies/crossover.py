@@ -219,8 +219,6 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
     device at hand) against the targets compiled for the same widths: each target's
     predicted s/step per width, and the width above which it is predicted faster than
     each CPU measured here. "" without such compile-only records."""
-    # The widths' trainable parameters, as the measured records count them, by their step
-    # (one model, batch and precision: the series').
     by_target, methods = _predicted_series(records, measured)
     if not by_target:
         return ""
