@@ -24,7 +24,10 @@ One procedure, for every platform alike:
    take), a fourth: the fraction of peak those reach. They minimize the sum of squared
    log(predicted / measured) over the platform's fitted observations (so 2x too slow
    and 2x too fast weigh alike). Where a platform has no fitted observation, or too
-   few to pin a constant, it is held (`fixed_constants`) with its reason.
+   few to pin a constant, it is held (`fixed_constants`) with its reason. A platform
+   with fitted published observations may have a fifth: the per-step cost of the loop
+   around a published run's step (LOOP), added to those observations only, and kept
+   only where the platform's leave-one-out median error is smaller with it.
 3. Error. Each fitted observation is predicted again by constants fitted without it
    (leave-one-out): the median and worst |predicted / measured - 1| of those are the
    platform's error band, stored beside its constants and shown with every prediction.
@@ -58,20 +61,30 @@ PARAMETERS = (
     "memory_efficiency",
     "kernel_overhead_s",
     "elemental_conv_efficiency",
+    "published_loop_step_s",
 )
 BOUNDS = {
     "compute_efficiency": (0.01, 1.0),
     "memory_efficiency": (0.01, 1.0),
     "kernel_overhead_s": (1e-8, 1e-3),
     "elemental_conv_efficiency": (1e-3, 1.0),
+    "published_loop_step_s": (1e-6, 0.2),
 }
+# A published figure is a whole training run's images over its wall time: each of its
+# steps also paid for what the run's loop did around it (its input pipeline, dispatch
+# across hosts, evaluation and compilation spread over the steps). That cost is fitted,
+# per platform, as one time per step added to the predicted step of every published
+# observation, never to jaxcnn's own step; it is kept only where it makes the platform's
+# leave-one-out error smaller (LOOP).
+LOOP = "published_loop_step_s"
 # A platform priced at rates its own runs measured (a CPU: one f32 matmul's ceiling, not a
 # datasheet peak) may see its kernels pass that rate: the step's larger GEMMs run faster
 # than the one matmul did. Its compute efficiency, relative to that ceiling, may pass 1.
 MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
 # Only XLA:CPU writes convolutions as loops (jaxcnn.kernels' `elemental_conv`): a
 # platform none of whose observations runs one has no such constant (None: its
-# convolutions are priced at compute_efficiency).
+# convolutions are priced at compute_efficiency). Likewise a platform with no fitted
+# published observation has no loop cost.
 ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
@@ -104,6 +117,7 @@ PRIOR = {
     "memory_efficiency": 0.7,
     "kernel_overhead_s": 5e-6,
     "elemental_conv_efficiency": None,
+    "published_loop_step_s": None,
 }
 
 
@@ -117,6 +131,7 @@ class Observation:
     measured_s: float  # one run of the kernels' program (one step, or a loop of several)
     source: str  # "record <run_id>" | "reference <id>"
     held_out: str | None = None  # why it is predicted but not fitted
+    published: bool = False  # a published run's rate: its loop's cost per step included
 
 
 # --- Observations ----------------------------------------------------------------------
@@ -193,6 +208,7 @@ def reference_observations(
                 measured_s=seconds_per_step,
                 source=f"reference {ref.id}",
                 held_out=ref.held_out,
+                published=True,
             )
         )
     return found, missing
@@ -211,11 +227,15 @@ class _Terms:
     counts: np.ndarray
     collective_s: float
     elemental: np.ndarray  # which kernels are elemental convolutions
+    published: bool
 
-    def seconds(self, ce: float, me: float, overhead: float, ece: float | None) -> float:
+    def seconds(
+        self, ce: float, me: float, overhead: float, ece: float | None, loop: float | None
+    ) -> float:
         efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
         per = np.maximum(self.compute / efficiency, self.memory / me) + overhead
-        return float(np.dot(per, self.counts)) + self.collective_s
+        around = (loop or 0.0) if self.published else 0.0
+        return float(np.dot(per, self.counts)) + self.collective_s + around
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -239,6 +259,7 @@ def _terms(obs: Observation) -> _Terms:
         np.array(counts, float),
         collective,
         np.array(elemental, bool),
+        obs.published,
     )
 
 
@@ -253,6 +274,7 @@ class _Stack:
     owner: np.ndarray
     collective_s: np.ndarray  # per observation
     elemental: np.ndarray
+    published: np.ndarray  # per observation: 1 where a published run's loop is included
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -264,18 +286,22 @@ class _Stack:
             owner.astype(int),
             np.array([t.collective_s for t in terms]),
             np.concatenate([t.elemental for t in terms]),
+            np.array([float(t.published) for t in terms]),
         )
 
-    def seconds(self, ce: float, me: float, overhead: float, ece: float | None) -> np.ndarray:
+    def seconds(
+        self, ce: float, me: float, overhead: float, ece: float | None, loop: float | None
+    ) -> np.ndarray:
         efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
         per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
-        return np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
+        steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
+        return steps + (loop or 0.0) * self.published
 
 
 def _fit(
     stack: _Stack,
     measured: np.ndarray,
-    fixed: dict[str, float],
+    fixed: dict[str, float | None],
     weights: np.ndarray | None = None,
     start: dict[str, float] | None = None,
     limits: dict[str, tuple[float, float]] | None = None,
@@ -317,7 +343,27 @@ _GRID = {
     "memory_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "kernel_overhead_s": (1e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4),
     "elemental_conv_efficiency": (0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+    "published_loop_step_s": (1e-4, 1e-3, 1e-2, 5e-2),
 }
+
+
+def _fit_and_leave_one_out(
+    stack: _Stack,
+    measured: np.ndarray,
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+) -> tuple[dict[str, float], list[float]]:
+    """The constants fitted to every observation, and each observation's error when
+    predicted by constants fitted without it."""
+    constants = _fit(stack, measured, fixed, limits=limits)
+    loo = []
+    for i in range(len(measured)):
+        weights = np.ones(len(measured))
+        weights[i] = 0.0
+        c = _fit(stack, measured, fixed, weights, start=constants, limits=limits)
+        predicted = stack.seconds(*(c[p] for p in PARAMETERS))[i]
+        loo.append(_error(predicted, measured[i]))
+    return constants, loo
 
 
 def _error(predicted: float, measured: float) -> float:
@@ -330,7 +376,9 @@ def fit_platform(
     held: dict[str, tuple[float, str]] | None = None,
 ) -> dict[str, Any]:
     """One platform's constants (those in `held` held at their value), its fitted and
-    held-out observations, and the error band: leave-one-out over the fitted ones."""
+    held-out observations, and the error band: leave-one-out over the fitted ones. The
+    published runs' loop cost (LOOP) is fitted where published observations are, and
+    kept only where its leave-one-out median error is smaller than without it."""
     held = held or {}
     fitted = [o for o in observations if o.held_out is None]
     fixed: dict[str, float | None] = {name: value for name, (value, _) in held.items()}
@@ -340,6 +388,9 @@ def fit_platform(
     for name, kind in ONLY_WHERE_SEEN.items():
         if not any(k.kind == kind for o in fitted for k in o.kernels):
             fixed.setdefault(name, None)
+    if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
+        fixed.setdefault(LOOP, None)
+    loop_choice = None
     if len(fitted) <= len(PARAMETERS) - len(fixed):
         constants = {**PRIOR, **fixed}
         basis = "assumed: too few observations to fit"
@@ -347,15 +398,20 @@ def fit_platform(
     else:
         stack = _Stack.of([_terms(o) for o in fitted])
         measured = np.array([o.measured_s for o in fitted])
-        constants = _fit(stack, measured, fixed, limits=limits)
+        constants, loo = _fit_and_leave_one_out(stack, measured, fixed, limits)
         basis = "fitted"
-        loo = []
-        for i in range(len(fitted)):
-            weights = np.ones(len(fitted))
-            weights[i] = 0.0
-            c = _fit(stack, measured, fixed, weights, start=constants, limits=limits)
-            predicted = stack.seconds(*(c[p] for p in PARAMETERS))[i]
-            loo.append(_error(predicted, measured[i]))
+        if LOOP not in fixed:
+            fixed_without = {**fixed, LOOP: None}
+            without, loo_without = _fit_and_leave_one_out(stack, measured, fixed_without, limits)
+            kept = bool(statistics.median(loo) < statistics.median(loo_without))
+            loop_choice = {
+                "kept": kept,
+                "fitted_s": constants[LOOP],
+                "leave_one_out_median_with": statistics.median(loo),
+                "leave_one_out_median_without": statistics.median(loo_without),
+            }
+            if not kept:
+                constants, loo, fixed = without, loo_without, fixed_without
     rows = []
     for o in observations:
         predicted = _terms(o).seconds(*(constants[p] for p in PARAMETERS))
@@ -376,6 +432,9 @@ def fit_platform(
         # the data would take it further.
         "bounds": {p: list(limits[p]) for p in PARAMETERS if p not in fixed and loo},
         "fixed": {n: {"value": v, "why": why} for n, (v, why) in held.items()},
+        # Whether the published runs' loop cost was fitted, and the errors that decided
+        # (None: the platform has no fitted published observation).
+        "loop_choice": loop_choice,
         "error": None
         if not loo
         else {
@@ -427,6 +486,8 @@ def summary(result: dict[str, Any]) -> str:
         )
         elemental = f.get("elemental_conv_efficiency")
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
+        if predictions.loop_words(f):
+            loops += f", published runs' loop {predictions.loop_words(f)}"
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

@@ -235,10 +235,17 @@ def compile_command(ref: Any) -> str:
     return "python -m experiments.fit_predictions results/ --compile-missing results"
 
 
-def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dict[str, Any]]:
+def versus_published(
+    records: Sequence[Record], refs: Sequence[Any], table: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Per published reference: its compile record's per-kernel prediction of images/s
     per chip beside the published figure ({"reference", "record", "predicted",
-    "ratio"}: predicted / published), or why it has none ({"why"})."""
+    "ratio"}: predicted / published), or why it has none ({"why"}). "predicted" adds,
+    to each step, the per-step cost of a published run's loop where the platform's fit
+    kept one ("loop_s"); "predicted_step" is the step alone."""
+    from jaxcnn import prediction as prediction_lib
+
+    table = table or prediction_lib.constants()
     rows = []
     for ref in refs:
         row: dict[str, Any] = {"reference": ref, "record": None, "predicted": None, "ratio": None}
@@ -248,12 +255,16 @@ def versus_published(records: Sequence[Record], refs: Sequence[Any]) -> list[dic
             record = match_reference(ref, records)
             if record is None:
                 row["why"] = f"not compiled yet: {compile_command(ref)}"
-        block = of(record) if record else None
+        block = of(record, table) if record else None
         if block and block.get("images_per_s"):
+            family = table["families"].get(record["device"]["platform"]) or {}
+            loop = family.get("published_loop_step_s") or 0.0
             row.update(
                 record=record,
                 block=block,
-                predicted=block["images_per_s"] / record["target"]["chips"],
+                predicted_step=block["images_per_s"] / record["target"]["chips"],
+                loop_s=loop,
+                predicted=ref.batch_per_chip / (block["step_time_s"] + loop),
             )
             row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
         elif record is not None:
@@ -272,6 +283,21 @@ def constants_table() -> dict[str, Any]:
     spec = importlib.util.find_spec("jaxcnn")
     folder = Path(next(iter(spec.submodule_search_locations or [])))
     return json.loads((folder / "prediction_constants.json").read_text())
+
+
+def loop_words(family: dict[str, Any]) -> str:
+    """What a family's fit made of the published runs' loop cost: fitted and kept, or
+    left out, with the errors that decided; "" where it has no published observation."""
+    choice = family.get("loop_choice")
+    if not choice:
+        return ""
+    errors = (
+        f"leave-one-out median error {choice['leave_one_out_median_with']:.0%} with it, "
+        f"{choice['leave_one_out_median_without']:.0%} without"
+    )
+    if choice["kept"]:
+        return f"{choice['fitted_s'] * 1e3:.1f} ms per step ({errors})"
+    return f"left out ({errors})"
 
 
 _PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}

@@ -268,6 +268,48 @@ def test_held_out_observations_are_predicted_but_not_fitted():
     )
 
 
+def _published(truth: dict, loop_s: float) -> list:
+    """Published observations of one GEMM at several batches (a batch scales its work),
+    each step plus `loop_s` of its run's loop."""
+    from jaxcnn import kernels
+
+    rates = prediction.vendor_rates(A100)
+    costs = prediction.costs(rates, truth)
+    obs = []
+    for i, batch in enumerate((16, 32, 64, 128, 256, 512, 1024)):
+        k = (_gemm(2e10 * batch, 4e7 * batch * (1 + i % 3), 40),)
+        seconds = kernels.step_time(list(k), costs)["seconds"] + loop_s
+        obs.append(
+            fit_predictions.Observation(
+                f"ref {i}", "gpu", k, rates, batch, seconds, f"reference {i}", published=True
+            )
+        )
+    return obs
+
+
+def test_a_published_runs_loop_cost_is_fitted_and_kept_where_the_figures_show_one():
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    fixed = {"kernel_overhead_s": (5e-6, "held")}
+    fitted = fit_predictions.fit_platform("gpu", _published(truth, 0.03), fixed)
+    assert fitted["loop_choice"]["kept"] is True
+    assert fitted["published_loop_step_s"] == pytest.approx(0.03, rel=0.02)
+    assert fitted["compute_efficiency"] == pytest.approx(0.4, rel=0.02)
+    assert fitted["error"]["median"] < 0.02
+    row = fitted["observations"][0]
+    assert row["predicted_s"] == pytest.approx(row["measured_s"], rel=0.02)  # loop included
+    # The control: figures with no such cost do not keep one.
+    plain = fit_predictions.fit_platform("gpu", _published(truth, 0.0), fixed)
+    assert plain["loop_choice"]["kept"] is False and plain["published_loop_step_s"] is None
+    assert plain["compute_efficiency"] == pytest.approx(0.4, rel=0.02)
+
+
+def test_measured_steps_are_never_given_a_published_runs_loop_cost():
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    measured = [dataclasses.replace(o, published=False) for o in _published(truth, 0.03)]
+    fitted = fit_predictions.fit_platform("gpu", measured)
+    assert fitted["published_loop_step_s"] is None and fitted["loop_choice"] is None
+
+
 def test_a_platform_with_too_few_observations_says_its_constants_are_assumed():
     fitted = fit_predictions.fit_platform("tpu", [])
     assert fitted["basis"].startswith("assumed") and fitted["error"] is None
@@ -397,6 +439,20 @@ def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeyp
     expected = 256 / (0.2 + 4e-6)
     assert row["predicted"] == pytest.approx(expected)
     assert row["ratio"] == pytest.approx(expected / 1000.0)
+
+
+def test_a_published_figure_is_predicted_with_the_loop_cost_its_platform_kept(monkeypatch):
+    gpu = {**TABLE["families"]["gpu"], "published_loop_step_s": 0.05}
+    monkeypatch.setattr(
+        prediction, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}}
+    )
+    [row] = predictions.versus_published([_compile_record(256)], [_reference()])
+    assert row["predicted"] == pytest.approx(256 / (0.2 + 4e-6 + 0.05))
+    assert row["predicted_step"] == pytest.approx(256 / (0.2 + 4e-6))  # the step alone
+    assert row["ratio"] == pytest.approx(row["predicted"] / 1000.0)
+    # A measured record's own prediction never includes it: it is the step.
+    block = predictions.of(_compile_record(256))
+    assert block["step_time_s"] == pytest.approx(0.2 + 4e-6)
 
 
 def test_a_reference_without_a_program_says_why_and_how_to_compile_it():

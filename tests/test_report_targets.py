@@ -466,15 +466,36 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
                 "fixed": {},
                 "error": None,
             },
+            "gpu": {
+                "compute_efficiency": 0.8,
+                "memory_efficiency": 0.6,
+                "kernel_overhead_s": 3e-6,
+                "elemental_conv_efficiency": None,
+                "published_loop_step_s": 0.026,
+                "loop_choice": {
+                    "kept": True,
+                    "fitted_s": 0.026,
+                    "leave_one_out_median_with": 0.11,
+                    "leave_one_out_median_without": 0.18,
+                },
+                "basis": "fitted",
+                "fixed": {},
+                "error": error,
+            },
         },
     }
     monkeypatch.setattr(predictions, "constants_table", lambda: table)
     text, _ = constants_section([], tmp_path)
     assert "version v9" in text
     assert _lines(text, "| cpu") == [
-        "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | fitted | 157 | 20% | 120% "
+        "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | - | fitted | 157 | 20% | 120% "
         "| cell x |"
     ]
     assert _lines(text, "| tpu") == [
-        "| tpu | 0.500 | 0.700 | 5 us | - | assumed: too few observations to fit | 0 | - | - | - |"
+        "| tpu | 0.500 | 0.700 | 5 us | - | - | assumed: too few observations to fit | 0 | - | - "
+        "| - |"
     ]
+    assert _lines(text, "| gpu")[0].startswith(
+        "| gpu | 0.800 | 0.600 | 3 us | - | 26.0 ms per step (leave-one-out "
+        "median error 11% with it, 18% without) | fitted |"
+    )
