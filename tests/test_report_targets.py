@@ -4,6 +4,7 @@ compiled and predicted figures never in one column, seed 000's answer generated.
 
 import itertools
 
+import pytest
 from conftest import complete_record, report_text
 from test_report import CPU, H100, PNG_SIGNATURE, _record
 
@@ -499,3 +500,25 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
         "| gpu | 0.800 | 0.600 | 3 us | - | 26.0 ms per step (leave-one-out "
         "median error 11% with it, 18% without) | fitted |"
     )
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_the_answer_says_where_published_figures_include_their_runs_loop(
+    tmp_path, monkeypatch, kept
+):
+    from experiments import predictions
+    from experiments.studies.roofline import roofline_answer
+
+    choice = {
+        "kept": kept,
+        "fitted_s": 0.026,
+        "leave_one_out_median_with": 0.11,
+        "leave_one_out_median_without": 0.18,
+    }
+    table = {"version": "v9", "families": {"tpu": {"error": None, "loop_choice": choice}}}
+    monkeypatch.setattr(predictions, "constants_table", lambda: table)
+    text, _ = roofline_answer([], tmp_path)
+    line = "On TPUs, a published figure is compared with the predicted step plus"
+    assert (line in text) is kept
+    if kept:
+        assert "26.0 ms per step (leave-one-out median error 11% with it, 18% without)" in text

@@ -333,6 +333,14 @@ def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 f"median error {summary['median']:.0%}, worst {summary['worst']:.0%} "
                 f"({worst.id}, {worst.chip} {worst.model})."
             )
+    for platform, family in sorted(predictions.constants_table()["families"].items()):
+        if (family.get("loop_choice") or {}).get("kept"):
+            lines.append(
+                f"On {platform.upper()}s, a published figure is compared with the predicted "
+                "step plus the per-step cost of the loop around a published run's step, "
+                f"{predictions.loop_words(family)}; the predicted steps of this report "
+                "leave it out (docs/predictions.md)."
+            )
     measured: dict[str, list[float]] = defaultdict(list)
     for row in predictions.measured_vs_predicted(records):
         measured[device_label(row["record"])].append(row["ratio"])
