@@ -560,10 +560,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if compile_missing(loaded, out):
             loaded = records.load(*args.paths, out)
     result = fit(loaded, references.load())
-    print(summary(result))
-    if args.write:
+    if args.write:  # before printing: a closed stdout (`| head`) must not lose the fit
         text = json.dumps(result, indent=1, sort_keys=True) + "\n"
         records.write_whole(prediction.CONSTANTS_FILE, text.encode())
+    print(summary(result))
+    if args.write:
         print(f"wrote {prediction.CONSTANTS_FILE}")
     return 0
 

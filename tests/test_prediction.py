@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -533,3 +534,25 @@ def test_the_repredict_command_refuses_what_is_not_a_records_file(tmp_path, caps
         repredict.main([str(tmp_path)])
     assert stopped.value.code == 2
     assert "is not a records file" in capsys.readouterr().err
+
+
+def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, monkeypatch):
+    # `fit_predictions results/ --write | head -1` closes stdout before the summary ends.
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    constants = tmp_path / "prediction_constants.json"
+    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    monkeypatch.setattr(
+        fit_predictions,
+        "fit",
+        lambda loaded, refs: {"version": "v", "families": {}, "unmatched_references": []},
+    )
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    (tmp_path / "records").mkdir()
+    with pytest.raises(BrokenPipeError):
+        fit_predictions.main([str(tmp_path / "records"), "--write"])
+    assert json.loads(constants.read_text())["version"] == "v"
