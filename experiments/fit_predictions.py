@@ -229,14 +229,6 @@ class _Terms:
     elemental: np.ndarray  # which kernels are elemental convolutions
     published: bool
 
-    def seconds(
-        self, ce: float, me: float, overhead: float, ece: float | None, loop: float | None
-    ) -> float:
-        efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
-        per = np.maximum(self.compute / efficiency, self.memory / me) + overhead
-        around = (loop or 0.0) if self.published else 0.0
-        return float(np.dot(per, self.counts)) + self.collective_s + around
-
 
 def _terms(obs: Observation) -> _Terms:
     unit = prediction.costs(
@@ -412,18 +404,18 @@ def fit_platform(
             }
             if not kept:
                 constants, loo, fixed = without, loo_without, fixed_without
-    rows = []
-    for o in observations:
-        predicted = _terms(o).seconds(*(constants[p] for p in PARAMETERS))
-        rows.append(
-            {
-                "label": o.label,
-                "source": o.source,
-                "measured_s": o.measured_s,
-                "predicted_s": predicted,
-                "held_out": o.held_out,
-            }
-        )
+    every = _Stack.of([_terms(o) for o in observations]) if observations else None
+    predicted = every.seconds(*(constants[p] for p in PARAMETERS)) if every else []
+    rows = [
+        {
+            "label": o.label,
+            "source": o.source,
+            "measured_s": o.measured_s,
+            "predicted_s": float(seconds),
+            "held_out": o.held_out,
+        }
+        for o, seconds in zip(observations, predicted, strict=True)
+    ]
     worst = max(range(len(loo)), key=loo.__getitem__) if loo else None
     return {
         **{p: constants[p] for p in PARAMETERS},
@@ -486,8 +478,8 @@ def summary(result: dict[str, Any]) -> str:
         )
         elemental = f.get("elemental_conv_efficiency")
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
-        if predictions.loop_words(f):
-            loops += f", published runs' loop {predictions.loop_words(f)}"
+        loop = predictions.loop_words(f)
+        loops += f", published runs' loop {loop}" if loop else ""
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

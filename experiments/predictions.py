@@ -242,7 +242,7 @@ def versus_published(
     per chip beside the published figure ({"reference", "record", "predicted",
     "ratio"}: predicted / published), or why it has none ({"why"}). "predicted" adds,
     to each step, the per-step cost of a published run's loop where the platform's fit
-    kept one ("loop_s"); "predicted_step" is the step alone."""
+    kept one; "predicted_step" is the step alone."""
     from jaxcnn import prediction as prediction_lib
 
     table = table or prediction_lib.constants()
@@ -263,7 +263,6 @@ def versus_published(
                 record=record,
                 block=block,
                 predicted_step=block["images_per_s"] / record["target"]["chips"],
-                loop_s=loop,
                 predicted=ref.batch_per_chip / (block["step_time_s"] + loop),
             )
             row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
