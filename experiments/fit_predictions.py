@@ -92,23 +92,54 @@ ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 LAUNCH_SOURCE = "https://cuda.juliagpu.org/dev/usage/graphs/"
 
 
-def fixed_constants() -> dict[str, dict[str, tuple[float, str]]]:
-    """Per platform, the constants not fitted: (value, why). The references are
-    ResNet-50-sized programs whose kernels take milliseconds, so they cannot pin a
-    kernel's fixed cost of microseconds: on a GPU it is the published one; a TPU has no
-    published figure, and takes the GPU's, said to be an assumption. The CPU's is fitted
-    to this machine's measured steps, which are small models."""
+def fixed_constants(
+    loaded: Sequence[dict[str, Any]] = (),
+) -> dict[str, dict[str, tuple[float, str]]]:
+    """Per platform, the constants not fitted: (value, why). The published references are
+    ResNet-50-sized programs whose kernels take milliseconds, so they cannot pin a fixed
+    cost per kernel of microseconds (a fit trades it for the published runs' loop cost):
+    - on a GPU it is the published cost of a CUDA launch;
+    - a platform with no published figure whose compiler estimates its own programs'
+      time (libtpu: `compiler_estimate_s` in the compile records among `loaded`) is held
+      at the fixed cost per op that compiler's estimates imply (`compiler_op_cost`): a
+      TPU does not launch its ops one by one from a host, so no CUDA figure applies;
+    - the CPU's is fitted to this machine's measured steps, which are small models."""
     launch = next(o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE)
     published = f"published: {launch.what} ({launch.source_url})"
-    return {
-        "gpu": {"kernel_overhead_s": (launch.seconds, published)},
-        "tpu": {
-            "kernel_overhead_s": (
-                launch.seconds,
-                f"assumed: no published per-op cost for a TPU; a GPU's ({published})",
-            )
-        },
-    }
+    held = {"gpu": {"kernel_overhead_s": (launch.seconds, published)}}
+    for platform, (seconds, programs) in compiler_op_cost(loaded).items():
+        held.setdefault(platform, {})["kernel_overhead_s"] = (
+            seconds,
+            f"the compiler's own cost model: the median, over {programs} small programs "
+            "compiled for it, of (its estimate of the program's time - the program's "
+            "kernels at their full peak and bandwidth) / its ops; no published figure",
+        )
+    return held
+
+
+def compiler_op_cost(loaded: Sequence[dict[str, Any]]) -> dict[str, tuple[float, int]]:
+    """Per platform whose compiler estimates a compiled program's time (a compile record's
+    `compiler_estimate_s`, from the compiler's cost analysis), the fixed cost per op that
+    estimate implies for the small programs (jaxcnn.prediction.regime) compiled for it:
+    the median of (estimate - the kernels at full peak and bandwidth, no fixed cost) /
+    kernels, never below 0; and over how many programs. That compiler also counts what
+    the kernel model does not (a TPU pads small arrays to its tiles), which lands here."""
+    unit = {"compute_efficiency": 1, "memory_efficiency": 1, "kernel_overhead_s": 0}
+    implied: dict[str, list[float]] = {}
+    for r in loaded:
+        estimate = (r.get("prediction_bound") or {}).get("compiler_estimate_s")
+        if not (r.get("compiled_not_run") and r.get("kernels") and estimate):
+            continue
+        ks = kernels_lib.from_summary(r["kernels"])
+        steps = (r.get("kernels_source") or {}).get("steps", 1)
+        per_device = r["workload"]["batch_size"] // max(1, r["device"].get("count") or 1)
+        costs = prediction.costs(predictions.rates_of(r), unit)
+        if costs is None or prediction.regime(ks, per_device * steps) != "small":
+            continue
+        timed = kernels_lib.step_time(ks, costs)
+        extra = (estimate * steps - timed["seconds"]) / max(1, timed["kernels"])
+        implied.setdefault(r["device"]["platform"], []).append(max(0.0, extra))
+    return {p: (statistics.median(xs), len(xs)) for p, xs in sorted(implied.items())}
 
 
 # Where a platform has no observation at all: a starting point, said to be one.
@@ -132,15 +163,31 @@ class Observation:
     source: str  # "record <run_id>" | "reference <id>"
     held_out: str | None = None  # why it is predicted but not fitted
     published: bool = False  # a published run's rate: its loop's cost per step included
+    # What the error splits group by: the chip it ran on, and the compiled program it
+    # times (observations of one program are twins: a split holds them out together).
+    # Empty: the observation is its own group.
+    chip: str = ""
+    program: str = ""
+    steps: int = 1  # steps one run of the kernels' program takes
+    # The host's side of one run of the program (jaxcnn.prediction.host_side x steps):
+    # known, not fitted, and part of the step every split's error is measured on.
+    host_s: float = 0.0
+
+    @property
+    def regime(self) -> str:
+        return prediction.regime(list(self.kernels), self.batch_per_device * self.steps)
 
 
 # --- Observations ----------------------------------------------------------------------
 
 
-def measured_observations(loaded: Sequence[dict[str, Any]]) -> list[Observation]:
+def measured_observations(
+    loaded: Sequence[dict[str, Any]], host: dict[str, Any] | None = None
+) -> list[Observation]:
     """The measured records (status ok, a step time) that carry their step's kernels; a
     CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
-    (predictions.with_machine_ceilings)."""
+    (predictions.with_machine_ceilings), each with its host side (predictions.host_of,
+    the dispatch `host` gives where the record measured none)."""
     found = []
     for r in predictions.with_machine_ceilings(loaded):
         if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
@@ -151,15 +198,22 @@ def measured_observations(loaded: Sequence[dict[str, Any]]) -> list[Observation]
         platform = r["device"]["platform"]
         rates = predictions.rates_of(r)
         w = r["workload"]
+        steps = (r.get("kernels_source") or {}).get("steps", 1)
+        label = _workload_label(r)
+        side = predictions.host_of(r, {"host": host or {}})
         found.append(
             Observation(
-                label=_workload_label(r),
+                label=label,
                 platform=platform,
                 kernels=tuple(kernels_lib.from_summary(r["kernels"])),
                 rates=rates,
                 batch_per_device=w["batch_size"] // max(1, r["device"].get("count") or 1),
-                measured_s=step * (r.get("kernels_source") or {}).get("steps", 1),
+                measured_s=step * steps,
                 source=f"record {r['run_id']}",
+                chip=predictions.chip_of(r),
+                program=label,
+                steps=steps,
+                host_s=(side or {}).get("host_s", 0.0) * steps,
             )
         )
     return found
@@ -177,10 +231,12 @@ def _workload_label(r: dict[str, Any]) -> str:
 
 
 def reference_observations(
-    refs: Sequence[references.Reference], loaded: Sequence[dict[str, Any]]
+    refs: Sequence[references.Reference],
+    loaded: Sequence[dict[str, Any]],
+    host: dict[str, Any] | None = None,
 ) -> tuple[list[Observation], list[tuple[references.Reference, str]]]:
     """(observations of the references a compile record matches, [(reference, why it has
-    none)])."""
+    none)]), each with the host side of jaxcnn's step on its chip (`host`'s dispatch)."""
     found, missing = [], []
     for ref in refs:
         why = predictions.unpredictable(ref)
@@ -209,6 +265,9 @@ def reference_observations(
                 source=f"reference {ref.id}",
                 held_out=ref.held_out,
                 published=True,
+                chip=ref.chip,
+                program=f"record {r['run_id']}",
+                host_s=(predictions.host_of(r, {"host": host or {}}) or {}).get("host_s", 0.0),
             )
         )
     return found, missing
@@ -228,6 +287,7 @@ class _Terms:
     collective_s: float
     elemental: np.ndarray  # which kernels are elemental convolutions
     published: bool
+    host_s: float
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -252,6 +312,7 @@ def _terms(obs: Observation) -> _Terms:
         collective,
         np.array(elemental, bool),
         obs.published,
+        obs.host_s,
     )
 
 
@@ -267,6 +328,7 @@ class _Stack:
     collective_s: np.ndarray  # per observation
     elemental: np.ndarray
     published: np.ndarray  # per observation: 1 where a published run's loop is included
+    host_s: np.ndarray  # per observation: its host side, known
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -279,6 +341,7 @@ class _Stack:
             np.array([t.collective_s for t in terms]),
             np.concatenate([t.elemental for t in terms]),
             np.array([float(t.published) for t in terms]),
+            np.array([t.host_s for t in terms]),
         )
 
     def seconds(
@@ -287,7 +350,7 @@ class _Stack:
         efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
         per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
-        return steps + (loop or 0.0) * self.published
+        return steps + self.host_s + (loop or 0.0) * self.published
 
 
 def _fit(
@@ -362,6 +425,111 @@ def _error(predicted: float, measured: float) -> float:
     return abs(predicted / measured - 1)
 
 
+# The claim a platform's error band backs, and the split that tests it. A GPU or TPU
+# prediction is for a chip the data may not hold: each chip's observations are predicted
+# by constants fitted without any of them. This CPU's predictions are for programs not
+# measured on it: each program's observations (its twins: the same program measured
+# again) are predicted by constants fitted without them.
+SPLITS = {"cpu": "program", "gpu": "chip", "tpu": "chip"}
+_SPLIT_WORDS = {
+    "chip": "leave one chip out",
+    "program": "leave one program out",
+}
+
+
+def _group(obs: Observation, split: str) -> str:
+    return (obs.chip if split == "chip" else obs.program) or obs.label
+
+
+def split_errors(
+    stack: _Stack,
+    fitted: Sequence[Observation],
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+    split: str,
+) -> tuple[list[tuple[int, float]], list[str]]:
+    """Out-of-sample errors of the step as shown (a published run's loop cost left
+    out, as the report's predicted steps leave it out): for each group of `split`, its
+    observations predicted by constants fitted afresh (from the coarse grid, not from the
+    fit that saw them) without the group. ([(index in fitted, error)], the groups that
+    could not be tested: too few observations left to fit.)"""
+    measured = np.array([o.measured_s for o in fitted])
+    groups = list(dict.fromkeys(_group(o, split) for o in fitted))
+    free = len(PARAMETERS) - len(fixed)
+    errors, untested = [], []
+    for group in groups:
+        weights = np.array([0.0 if _group(o, split) == group else 1.0 for o in fitted])
+        if weights.sum() <= free:
+            untested.append(group)
+            continue
+        c = _fit(stack, measured, fixed, weights, limits=limits)
+        step = stack.seconds(*(c[p] for p in PARAMETERS[:-1]), None)
+        errors += [(i, _error(step[i], measured[i])) for i in np.flatnonzero(weights == 0)]
+    return errors, untested
+
+
+def _band(errors: Sequence[tuple[int, float]], fitted: Sequence[Observation]) -> dict | None:
+    """{"median", "worst", "worst_label", "observations", "groups"} of `errors`."""
+    if not errors:
+        return None
+    worst_index, worst = max(errors, key=lambda e: e[1])
+    return {
+        "median": statistics.median(e for _, e in errors),
+        "worst": worst,
+        "worst_label": fitted[worst_index].label,
+        "observations": len(errors),
+    }
+
+
+def _split_block(
+    stack: _Stack,
+    fitted: Sequence[Observation],
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+    split: str,
+) -> dict[str, Any] | None:
+    errors, untested = split_errors(stack, fitted, fixed, limits, split)
+    overall = _band(errors, fitted)
+    if overall is None:
+        return {"untested_groups": untested, "regimes": dict.fromkeys(prediction.REGIMES)}
+    return {
+        **overall,
+        "untested_groups": untested,
+        "regimes": {
+            name: _band([e for e in errors if fitted[e[0]].regime == name], fitted)
+            for name in prediction.REGIMES
+        },
+    }
+
+
+def error_block(
+    stack: _Stack,
+    fitted: Sequence[Observation],
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+    platform: str,
+) -> dict[str, Any] | None:
+    """The platform's error bands: `split_errors` by each split, over all its fitted
+    observations and per regime (None for a regime it has none of: no prediction of that
+    regime is shown with a band). A prediction for a chip in `chips` is shown with the
+    program split's band, any other with the chip split's (jaxcnn.prediction.error_band).
+    The top-level median, worst and observations are the platform's headline split's
+    (SPLITS)."""
+    splits = {split: _split_block(stack, fitted, fixed, limits, split) for split in _SPLIT_WORDS}
+    headline = SPLITS.get(platform, "program")
+    if not splits[headline].get("observations"):
+        return None
+    return {
+        **{k: splits[headline][k] for k in ("median", "worst", "worst_label", "observations")},
+        "split": headline,
+        "basis": "each held-out group's observations predicted by constants refitted from "
+        "scratch without it: |predicted step / measured - 1|, the step as the report "
+        "shows it (a published run's loop cost left out)",
+        "chips": sorted({o.chip for o in fitted if o.chip}),
+        "splits": splits,
+    }
+
+
 def fit_platform(
     platform: str,
     observations: Sequence[Observation],
@@ -387,6 +555,7 @@ def fit_platform(
         constants = {**PRIOR, **fixed}
         basis = "assumed: too few observations to fit"
         loo: list[float] = []
+        stack = None
     else:
         stack = _Stack.of([_terms(o) for o in fitted])
         measured = np.array([o.measured_s for o in fitted])
@@ -404,6 +573,7 @@ def fit_platform(
             }
             if not kept:
                 constants, loo, fixed = without, loo_without, fixed_without
+    error = error_block(stack, fitted, fixed, limits, platform) if loo else None
     every = _Stack.of([_terms(o) for o in observations]) if observations else None
     predicted = every.seconds(*(constants[p] for p in PARAMETERS)) if every else []
     rows = [
@@ -416,7 +586,6 @@ def fit_platform(
         }
         for o, seconds in zip(observations, predicted, strict=True)
     ]
-    worst = max(range(len(loo)), key=loo.__getitem__) if loo else None
     return {
         **{p: constants[p] for p in PARAMETERS},
         "basis": basis,
@@ -427,15 +596,7 @@ def fit_platform(
         # Whether the published runs' loop cost was fitted, and the errors that decided
         # (None: the platform has no fitted published observation).
         "loop_choice": loop_choice,
-        "error": None
-        if not loo
-        else {
-            "median": statistics.median(loo),
-            "worst": loo[worst],
-            "worst_label": fitted[worst].label,
-            "observations": len(loo),
-            "basis": "leave-one-out |predicted / measured - 1|",
-        },
+        "error": error,
         "observations": rows,
     }
 
@@ -443,12 +604,13 @@ def fit_platform(
 def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) -> dict[str, Any]:
     """The constants file's content: every platform's fit, and the references no compile
     record matches yet (with the command that would make one)."""
-    measured = measured_observations(loaded)
-    matched, missing = reference_observations(refs, loaded)
+    host = host_constants(loaded)
+    measured = measured_observations(loaded, host)
+    matched, missing = reference_observations(refs, loaded, host)
     by_platform: dict[str, list[Observation]] = {"cpu": [], "gpu": [], "tpu": []}
     for o in measured + matched:
         by_platform.setdefault(o.platform, []).append(o)
-    fixed = fixed_constants()
+    fixed = fixed_constants(loaded)
     families = {p: fit_platform(p, obs, fixed.get(p)) for p, obs in sorted(by_platform.items())}
     digest = hashlib.sha256(
         json.dumps(
@@ -459,7 +621,27 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
         "version": f"{records.utc_now()[:10]}.{digest}",
         "procedure": "experiments/fit_predictions.py",
         "families": families,
+        "host": host,
         "unmatched_references": [{"id": r.id, "why": why} for r, why in missing],
+    }
+
+
+def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The host's side of a step as this project's runs measured it (records'
+    `dispatch_s`: a call of the placed step doing no work), per placement: the median of
+    the records' medians, and how many records. The figure every step predicted for a
+    chip not at hand is given, said to be measured here, on this JAX's CPU runtime."""
+    found: dict[str, list[float]] = {}
+    for r in loaded:
+        median = (r.get("dispatch_s") or {}).get("median")
+        if median and not r.get("compiled_not_run"):
+            found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
+    return {
+        "dispatch_s": {s: statistics.median(xs) for s, xs in sorted(found.items())},
+        "records": {s: len(xs) for s, xs in sorted(found.items())},
+        "basis": "measured here: records' dispatch_s (a call of the placed step doing no "
+        "work, on the step's arguments), the median per placement, on the JAX and CPU "
+        "that ran them; a GPU's or TPU's runtime may add its own",
     }
 
 
@@ -469,13 +651,7 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
 def summary(result: dict[str, Any]) -> str:
     lines = [f"constants version {result['version']}"]
     for platform, f in result["families"].items():
-        error = f["error"]
-        band = (
-            f"leave-one-out error median {error['median']:.0%}, worst {error['worst']:.0%} "
-            f"({error['worst_label']}) over {error['observations']}"
-            if error
-            else "no error band (not fitted)"
-        )
+        band = "; ".join(predictions.band_words(f["error"], split) for split in _SPLIT_WORDS)
         elemental = f.get("elemental_conv_efficiency")
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
         loop = predictions.loop_words(f)

@@ -172,6 +172,34 @@ def _threaded(fn: Callable[..., Any], state: Any, *args: Any) -> Callable[[], An
     return call
 
 
+DISPATCH_CALLS = 50
+
+
+def _no_work(state: Any, batch: Any, axis_name: str | None = None) -> tuple[Any, dict]:
+    """A step that does nothing: the state back as it came (donated, so aliased, not
+    copied), a loss of 0."""
+    del batch, axis_name
+    return state, {"loss": jnp.zeros((), jnp.float32)}
+
+
+def time_dispatch(
+    strategy: str, devices: Sequence[jax.Device], abstract_state: Any, batch: Any
+) -> dict:
+    """Seconds per call of a jitted step that does no work, placed as the real one
+    (`strategy` over `devices`), on a state of the real one's leaves (each a scalar: a
+    donated state is aliased, never copied, so its sizes cost nothing) and the real
+    placed `batch`: the host's round trip of one step (dispatch, argument handling, the
+    wait for its results) without the step's kernels. The host side of a predicted
+    step (jaxcnn.prediction.host_side) is this figure."""
+    from jaxcnn.parallel import place
+
+    phase(f"timing the host's side of a step: {DISPATCH_CALLS} calls of a step doing nothing")
+    empty = place(strategy, devices, step=_no_work)
+    proxy = jax.tree.map(lambda x: np.zeros((), x.dtype), abstract_state)
+    call = _threaded(empty.train_step, empty.put_state(proxy), batch)
+    return time_calls(call, steps=DISPATCH_CALLS, warmup=3, agreed=True)
+
+
 def time_step_loop(
     step: Any,
     state: Any,

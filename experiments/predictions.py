@@ -45,6 +45,19 @@ def _devices_per_chip(target: dict[str, Any]) -> int:
     return count // chips if chips and count else 1
 
 
+def chip_of(record: Record) -> str:
+    """What an error split calls the chip a record's step ran (or was compiled) on: the
+    chip table's name for an accelerator, and for a CPU its machine (a CPU model and its
+    vector extensions, experiments.labels.machine), which no datasheet describes."""
+    from experiments import labels
+    from jaxcnn import devices as devices_lib
+
+    if record["device"]["platform"] == "cpu":
+        return labels.machine(record)
+    kind = record["device"].get("kind") or ""
+    return devices_lib.chip_name(kind) or kind
+
+
 def rates_of(record: Record) -> dict[str, Any]:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
@@ -88,20 +101,65 @@ def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
     return [{**r, MACHINE_CEILING: best[machine(r)]} if measured_cpu(r) else r for r in records]
 
 
+def batch_bytes(record: Record) -> int | None:
+    """The bytes of one device's share of a step's batch as jaxcnn.data.batches gives it
+    (uint8 images, int32 labels, an f32 mask), or None for a model this jaxcnn lacks."""
+    import math
+
+    from jaxcnn import models
+
+    w = record["workload"]
+    try:
+        shape = models.input_shape(w["model"], **(w.get("model_overrides") or {}))
+    except (KeyError, TypeError, ValueError):
+        return None
+    rows = w["batch_size"] // max(1, record["device"].get("count") or 1)
+    return rows * (math.prod(shape) + 4 + 4)
+
+
+def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The host side of `record`'s step (jaxcnn.prediction.host_side): its dispatch the
+    record's own measured `dispatch_s` where it has one, else what this project's runs
+    measured for its placement (the constants file's `host`); its batch over its chip's
+    host link; its loop. None where the batch's size is unknown."""
+    from jaxcnn import prediction as prediction_lib
+
+    table = table or constants_table()
+    nbytes = batch_bytes(record)
+    if nbytes is None:
+        return None
+    w = record["workload"]
+    own = (record.get("dispatch_s") or {}).get("median")
+    measured = ((table.get("host") or {}).get("dispatch_s") or {}).get(w.get("strategy"))
+    return prediction_lib.host_side(
+        dispatch_s=own if own is not None else measured,
+        batch_bytes=nbytes,
+        host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
+        loop=record.get("loop") or w.get("loop") or "step",
+        steps=(record.get("kernels_source") or {}).get("steps", 1),
+        platform=record["device"]["platform"],
+    )
+
+
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The prediction to show for `record`: per-kernel with the current constants where
-    it carries kernels, else the block it was written with (a roofline: a lower bound),
-    its method saying which."""
+    it carries kernels (the device's kernels and the host's side of the step, each kept
+    apart), else the block it was written with (a roofline: a lower bound), its method
+    saying which."""
     if record.get("kernels"):
         from jaxcnn import kernels as kernels_lib
         from jaxcnn import prediction as prediction_lib
 
+        table = table or prediction_lib.constants()
         return prediction_lib.predict(
             kernels_lib.from_summary(record["kernels"]),
             rates_of(record),
             record["device"]["platform"],
             record["workload"]["batch_size"],
             steps=(record.get("kernels_source") or {}).get("steps", 1),
+            devices=record["device"].get("count") or 1,
+            chip=chip_of(record),
+            host=host_of(record, table),
             table=table,
         )
     block = record.get("prediction")
@@ -120,10 +178,11 @@ def label(block: dict[str, Any] | None) -> str:
     if block.get("method") != METHOD:
         return "predicted: roofline bound (a lower bound, no error band)"
     band = block.get("error_band") or {}
+    split = SPLIT_WORDS.get(band.get("split"), "out of sample")
     error = (
-        f", leave-one-out error median {band['median']:.0%}, worst {band['worst']:.0%}"
+        f", {split} error median {band['median']:.0%}, worst {band['worst']:.0%}"
         if band.get("median") is not None
-        else ", no error band (constants not fitted)"
+        else f", unvalidated: no {block.get('regime') or ''} program measured on this platform"
     )
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
@@ -284,6 +343,18 @@ def constants_table() -> dict[str, Any]:
     return json.loads((folder / "prediction_constants.json").read_text())
 
 
+def fitted_records(table: dict[str, Any] | None = None) -> set[str]:
+    """The run ids of the measured records the constants were fitted to (their
+    observations' sources): a step among them is in-sample, any other is not."""
+    table = table or constants_table()
+    return {
+        row["source"].removeprefix("record ")
+        for family in table["families"].values()
+        for row in family.get("observations") or ()
+        if row.get("source", "").startswith("record ") and not row.get("held_out")
+    }
+
+
 def loop_words(family: dict[str, Any]) -> str:
     """What a family's fit made of the published runs' loop cost: fitted and kept, or
     left out, with the errors that decided; "" where it has no published observation."""
@@ -300,25 +371,48 @@ def loop_words(family: dict[str, Any]) -> str:
 
 
 _PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
+SPLIT_WORDS = {"chip": "leave one chip out", "program": "leave one program out"}
+REGIME_WORDS = {
+    "large": "large programs (ResNet-50-sized: 1 GFLOP or more per image)",
+    "small": "small programs (the seeds' models: under 1 GFLOP per image)",
+}
+
+
+def band_words(error: dict[str, Any] | None, split: str | None = None) -> str:
+    """A family's error band by `split` (default: its headline split) in words: per
+    regime the median and worst error over how many observations, or that the regime has
+    none (unvalidated)."""
+    if not error:
+        return "no error band (constants not fitted)"
+    split = split or error.get("split")
+    regimes = ((error.get("splits") or {}).get(split) or {}).get("regimes") or {}
+    parts = []
+    for regime, words in REGIME_WORDS.items():
+        band = regimes.get(regime)
+        if band:
+            parts.append(
+                f"{words}: median {band['median']:.0%}, worst {band['worst']:.0%} over "
+                f"{band['observations']}"
+            )
+        else:
+            parts.append(f"{words}: none measured, so unvalidated")
+    return f"{SPLIT_WORDS.get(split, 'out of sample')}: {'; '.join(parts)}"
 
 
 def error_line(table: dict[str, Any] | None = None) -> str:
-    """One line: the per-kernel model's version and its leave-one-out error per platform
-    (what every predicted figure's band is), or that a platform's constants are assumed."""
+    """One line: the per-kernel model's version and its out-of-sample error per platform
+    and regime (what a predicted figure's band is), or that constants are assumed."""
     table = table or constants_table()
     parts = []
     for platform, family in sorted(table["families"].items()):
-        error = family.get("error")
         where = _PLATFORM_WORDS.get(platform, platform)
-        if error:
-            parts.append(
-                f"{where}: median error {error['median']:.0%}, worst {error['worst']:.0%} "
-                f"over {error['observations']} measured steps"
-            )
+        if family.get("error"):
+            parts.append(f"{where}, {band_words(family['error'])}")
         else:
             parts.append(f"{where}: constants assumed, no error band (nothing to fit yet)")
     return (
         f"Predicted figures come from the per-kernel model (constants {table['version']}; "
-        "docs/predictions.md), its error measured leave-one-out against published and "
-        f"measured step times: {'; '.join(parts)}."
+        "docs/predictions.md); their error, measured on the predicted step against "
+        "published and measured step times with each held-out group refitted from "
+        f"scratch: {'; '.join(parts)}."
     )

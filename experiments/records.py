@@ -59,6 +59,10 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                                            the host's minor page faults per timed step
                                            (env.host_memory says why they matter)
     eval_step_time_s {median, p10, p90, n} one eval step on the same batch, timed alike
+    dispatch_s {median, p10, p90, n}       one call of the same placement's step doing no
+                                           work, on the same arguments, timed alike: the
+                                           host's round trip of a step (the host side of
+                                           a predicted step, jaxcnn.prediction.host_side)
     images_per_s                           batch_size / step_time_s.median
     history [{epoch, steps, train_loss, train_accuracy, train_time_s,
               test_loss, test_accuracy, eval_time_s[, compile_time_s: loop device, the
@@ -428,6 +432,7 @@ TYPES: dict[str, Any] = {
     "compile_time_s": Maybe({"train": NUMBER, "eval": NUMBER, "epoch": NUMBER}),
     "step_time_s": Maybe(_SUMMARY),
     "eval_step_time_s": Maybe(_SUMMARY),
+    "dispatch_s": Maybe(_SUMMARY),
     "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
     "images_per_s": NUMBER,
     "history": Maybe([_HISTORY_ENTRY]),

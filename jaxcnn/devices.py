@@ -196,7 +196,19 @@ class Chip(NamedTuple):
     # bidirectional). None where no figure is published: collectives then count as
     # memory traffic alone.
     interconnect: float | None = None
+    # The chip's link to its host, bytes/s one way: what a batch copied from host memory
+    # to the chip crosses each step (PCIe: its generation and lanes, from the vendor's
+    # datasheet, at the PCIe specification's rate per lane: 0.985 GB/s for Gen3, 1.969
+    # for Gen4, 3.938 for Gen5). None where no figure is published (a TPU's host link;
+    # a CPU, whose devices are host memory): the copy is then left out and said to be.
+    host_link: float | None = None
 
+
+# PCIe's rate per lane, one way, in bytes/s (the specification's transfer rate after its
+# line encoding: 8 GT/s x 128/130 bits for Gen3, doubling each generation).
+_GEN3 = 8e9 * 128 / 130 / 8
+_GEN4 = 2 * _GEN3
+_GEN5 = 4 * _GEN3
 
 _PEAK_TFLOPS: tuple[Chip, ...] = (
     # Google Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v2, v3, v4,
@@ -217,15 +229,35 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
     Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
     # 16 GB GDDR6 at 320 GB/s.
-    Chip("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}, 16 * GiB, 320 * GB),
+    # T4 datasheet: "System Interface: x16 PCIe Gen3".
+    Chip("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}, 16 * GiB, 320 * GB, None, 16 * _GEN3),
     # Tesla P100 datasheet: PCIe fp32 9.3 / fp16 18.7, 16 GB at 732 GB/s; SXM2 10.6 /
     # 21.2, 16 GB at 732 GB/s.
-    Chip("P100 PCIe", r"p100.*pcie", {"fp32": 9.3, "fp16": 18.7}, 16 * GiB, 732 * GB),
-    Chip("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}, 16 * GiB, 732 * GB),
+    # Both P100s reach their host over PCIe Gen3 x16 (the datasheet's "PCIe x16 Gen3";
+    # the SXM2 module's NVLink joins GPUs, not the host).
+    Chip(
+        "P100 PCIe",
+        r"p100.*pcie",
+        {"fp32": 9.3, "fp16": 18.7},
+        16 * GiB,
+        732 * GB,
+        None,
+        16 * _GEN3,
+    ),
+    Chip("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}, 16 * GiB, 732 * GB, None, 16 * _GEN3),
     # Tesla V100 datasheet: SXM2 fp32 15.7 / fp16 tensor 125; PCIe 14 / 112; 16 or 32 GB
     # HBM2 at 900 GB/s (the 16 GB card here, as Colab and Kaggle lent it).
-    Chip("V100 PCIe", r"v100.*pcie", {"fp32": 14.0, "fp16": 112.0}, 16 * GiB, 900 * GB),
-    Chip("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}, 16 * GiB, 900 * GB),
+    # Host link: "PCIe Gen3 32 GB/s" (both directions) on both forms.
+    Chip(
+        "V100 PCIe",
+        r"v100.*pcie",
+        {"fp32": 14.0, "fp16": 112.0},
+        16 * GiB,
+        900 * GB,
+        None,
+        16 * _GEN3,
+    ),
+    Chip("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}, 16 * GiB, 900 * GB, None, 16 * _GEN3),
     # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312; 40 GB
     # HBM2 at 1555 GB/s (the 80 GB card: 2039 GB/s).
     Chip(
@@ -234,6 +266,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
         80 * GiB,
         2039 * GB,
+        None,
+        16 * _GEN4,  # the datasheet's "PCIe Gen4: 64 GB/s" (both directions)
     ),
     Chip(
         "A100",
@@ -241,6 +275,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
         40 * GiB,
         1555 * GB,
+        None,
+        16 * _GEN4,
     ),
     # L4 datasheet: fp32 30.3, tf32 60, bf16/fp16 121 (half the "with sparsity" figures);
     # 24 GB GDDR6 at 300 GB/s.
@@ -250,6 +286,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0},
         24 * GiB,
         300 * GB,
+        None,
+        16 * _GEN4,  # L4 datasheet: "PCIe Gen4 x16 64GB/s"
     ),
     # H100 datasheet, halving the sparsity figures: PCIe fp32 51, tf32 378, bf16 756
     # (80 GB, 2.0 TB/s); NVL fp32 60, tf32 417.5, bf16 835 (94 GB, 3.9 TB/s); SXM fp32 67,
@@ -260,6 +298,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0},
         80 * GiB,
         2000 * GB,
+        None,
+        16 * _GEN5,  # H100/H200 datasheets: "PCIe Gen5: 128GB/s" (both directions)
     ),
     Chip(
         "H100 NVL",
@@ -267,6 +307,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 60.0, "tf32": 417.5, "bf16": 835.0, "fp16": 835.0},
         94 * GiB,
         3900 * GB,
+        None,
+        16 * _GEN5,
     ),
     Chip(
         "H100 SXM",
@@ -274,6 +316,8 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
         80 * GiB,
         3350 * GB,
+        None,
+        16 * _GEN5,
     ),
     # H200 datasheet: the H100 SXM's compute with 141 GB of HBM3e at 4.8 TB/s.
     Chip(
@@ -282,14 +326,19 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
         141 * GB,
         4800 * GB,
+        None,
+        16 * _GEN5,
     ),
     # Tesla K80 datasheet: per board 8.73 TFLOP/s fp32 (boost), 24 GB GDDR5 at 480 GB/s,
     # two GK210 GPUs; JAX sees each GPU as a device, so half of each here.
-    Chip("K80", r"\bk80\b", {"fp32": 4.37}, 12 * GiB, 240 * GB),
+    # Its two GPUs share the board's one PCIe Gen3 x16 link to the host (a PCIe switch
+    # on the board): half each when both copy at once, the whole link when one does.
+    Chip("K80", r"\bk80\b", {"fp32": 4.37}, 12 * GiB, 240 * GB, None, 16 * _GEN3),
     # GeForce MX150 (GP108, the 1D10 variant): 384 CUDA cores at up to 1532 MHz boost
     # (2 x 384 x 1.532 GHz = 1.18 TFLOP/s fp32), 2 GB GDDR5 on a 64-bit bus at 6 Gbps
     # (48 GB/s): NVIDIA's product page and notebookcheck's spec sheet.
-    Chip("MX150", r"\bmx150\b", {"fp32": 1.18}, 2 * GiB, 48 * GB),
+    # Its host link: PCIe 3.0 x4 (notebookcheck's spec sheet: "PCIe 3.0 x4").
+    Chip("MX150", r"\bmx150\b", {"fp32": 1.18}, 2 * GiB, 48 * GB, None, 4 * _GEN3),
 )
 
 # Square matmul sizes for the measured ceiling: large enough to fill the chip, small
@@ -332,6 +381,13 @@ def vendor_interconnect(device_kind: str) -> float | None:
     where no figure is published or the chip is unknown."""
     chip = _chip(device_kind)
     return chip.interconnect if chip else None
+
+
+def vendor_host_link(device_kind: str) -> float | None:
+    """The bytes/s one way over the chip's link to its host (the table's `host_link`), or
+    None where no figure is published or the chip is unknown."""
+    chip = _chip(device_kind)
+    return chip.host_link if chip else None
 
 
 def vendor_memory_bytes(device_kind: str) -> int | None:

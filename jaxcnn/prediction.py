@@ -78,6 +78,7 @@ def vendor_rates(device: Any, devices_per_chip: int = 1) -> dict[str, Any]:
         "peak_flops_per_s": peaks,
         "bytes_per_s": None if bandwidth is None else bandwidth / devices_per_chip,
         "interconnect_bytes_per_s": None if interconnect is None else interconnect,
+        "host_link_bytes_per_s": devices_lib.vendor_host_link(kind),
         "source": "vendor",
     }
 
@@ -138,6 +139,44 @@ def costs(
     )
 
 
+def host_side(
+    *,
+    dispatch_s: float | None,
+    batch_bytes: int,
+    host_link_bytes_per_s: float | None,
+    loop: str = "step",
+    steps: int = 1,
+    platform: str = "gpu",
+) -> dict[str, Any]:
+    """What the host adds to each step of a loop (`loop` "step": one jitted call per step,
+    each with its batch; "device": one call runs `steps` steps on a dataset placed once):
+
+    - dispatch: one jitted call's host round trip (`dispatch_s`: measured here, a call of
+      the step's arguments that does no work), per call, so `steps` share it;
+    - transfer: the batch's bytes over the chip's link to its host, in the step loop
+      only (the device loop's dataset crosses once, before training); none on a CPU,
+      whose device memory is the host's.
+
+    {"dispatch_s", "transfer_s", "host_s", "left_out": [what no figure exists for]}: a
+    part without a figure counts 0 and is named in `left_out`."""
+    left_out = []
+    if dispatch_s is None:
+        left_out.append("dispatch (not measured for this placement)")
+    dispatch = (dispatch_s or 0.0) / max(1, steps)
+    transfer = 0.0
+    if loop == "step" and platform != "cpu":
+        if host_link_bytes_per_s:
+            transfer = batch_bytes / host_link_bytes_per_s
+        else:
+            left_out.append("the batch's copy to the chip (no published host-link figure)")
+    return {
+        "dispatch_s": dispatch,
+        "transfer_s": transfer,
+        "host_s": dispatch + transfer,
+        "left_out": left_out,
+    }
+
+
 def predict(
     ks: list[kernels_lib.Kernel],
     rates: Mapping[str, Any],
@@ -145,12 +184,21 @@ def predict(
     batch_size: int,
     *,
     steps: int = 1,
+    devices: int = 1,
+    chip: str | None = None,
+    host: Mapping[str, Any] | None = None,
     table: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """A record's per-kernel `prediction` block of one step on one device: `ks` are the
     kernels of a program of `steps` steps (a train step, or a whole-epoch loop) priced at
     `rates` with `platform`'s fitted constants, the sums divided by `steps`. None where
-    the rates cannot price a kernel or the platform has no constants."""
+    the rates cannot price a kernel or the platform has no constants. `batch_size` is
+    the step's global batch, `devices` the devices it is split over (the kernels are one
+    device's), `chip` what it runs on (the chip table's name; a CPU's machine): its error
+    band is the one measured on programs of the same regime by the split its claim
+    needs (`error_band`). With `host` (`host_side`), the step is the device's kernels
+    plus the host's part, each kept apart (`device_s`, `host_s`); without, the kernels
+    alone, as the fit's published observations are."""
     table = table or constants()
     try:
         family = family_constants(platform, table)
@@ -160,19 +208,66 @@ def predict(
     if priced is None or not ks:
         return None
     timed = kernels_lib.step_time(ks, priced)
-    seconds = timed["seconds"] / steps
+    device_s = timed["seconds"] / steps
     per_step = {part: timed[part] / steps for part in _PARTS}
-    error = family.get("error")
+    kind = regime(ks, batch_size // max(1, devices) * steps)
+    host_parts = {}
+    if host is not None:
+        host_parts = {
+            "device_s": device_s,
+            **{k: host[k] for k in ("host_s", "dispatch_s", "transfer_s")},
+            "host_left_out": list(host.get("left_out") or []),
+        }
+    seconds = device_s + (host["host_s"] if host is not None else 0.0)
     return {
         "method": METHOD,
         "constants_version": str(table["version"]),
         "step_time_s": seconds,
         "images_per_s": batch_size / seconds if seconds > 0 else None,
         **per_step,
+        **host_parts,
         "kernels": timed["kernels"] / steps,
         "rates_source": rates.get("source"),
-        "error_band": None if not error else {k: error[k] for k in ("median", "worst")},
+        "regime": kind,
+        "error_band": error_band(family, kind, chip),
     }
 
 
 _PARTS = ("compute_s", "memory_s", "overhead_s", "collective_s")
+
+# A program's regime, by the arithmetic of its train step per image: "large" programs
+# (ResNet-50 at 224 pixels does ~12 GFLOP per image) spend their step in a few long
+# kernels, "small" ones (the seeds' MNIST models do ~1-40 MFLOP per image) in launches
+# and copies. The published measurements behind the accelerators' error bands are all
+# large, so a band measured on one regime is never shown beside the other.
+LARGE_FLOPS_PER_IMAGE = 1e9
+REGIMES = ("large", "small")
+
+
+def regime(ks: list[kernels_lib.Kernel], images: int) -> str:
+    """ "large" or "small": the FLOPs of one run of the program `ks` per image it trains
+    (`images`: the batch per device times the steps one run takes), against
+    LARGE_FLOPS_PER_IMAGE."""
+    flops = sum(k.flops * k.count for k in ks)
+    return "large" if flops / max(1, images) >= LARGE_FLOPS_PER_IMAGE else "small"
+
+
+def error_band(
+    family: Mapping[str, Any], regime_name: str, chip: str | None = None
+) -> dict[str, Any] | None:
+    """The error band a prediction of `regime_name` on `chip` is shown with: measured by
+    the split that matches its claim, leave one program out on a chip the fit has
+    observations of, leave one chip out on any other; over the family's observations of
+    that regime ({"median", "worst", "observations", "split"}). None where that split has
+    none of that regime: the prediction is then unvalidated."""
+    error = family.get("error") or {}
+    split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
+    band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
+    if not band:
+        return None
+    return {
+        "median": band["median"],
+        "worst": band["worst"],
+        "observations": band["observations"],
+        "split": split,
+    }

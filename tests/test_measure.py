@@ -77,6 +77,31 @@ def test_time_step_loop_threads_the_state_and_time_eval_keeps_it():
     assert not state.is_deleted()
 
 
+@pytest.mark.parametrize("strategy", ["single", "sharded", "pmap"])
+def test_dispatch_is_timed_on_a_step_that_does_nothing_and_leaves_the_real_state(strategy):
+    import jaxcnn
+
+    devices = jax.devices()[: 1 if strategy == "single" else 2]
+    model = models.get("mlp", width=8)
+    state = jaxcnn.create_train_state(model, train.make_optimizer("adam"), (4, 4, 1))
+    placement = jaxcnn.place(strategy, devices)
+    placed = placement.put_state(state)
+    host = {
+        "image": np.zeros((4, 4, 4, 1), np.uint8),
+        "label": np.zeros(4, np.int32),
+        "mask": np.ones(4, np.float32),
+    }
+    batch = placement.put_batch(host)
+    timed = measure.time_dispatch(strategy, devices, jax.eval_shape(lambda: state), batch)
+    _ordered(timed, measure.DISPATCH_CALLS)
+    # Neither the state nor the batch it was given is consumed: the timed calls ran on a
+    # stand-in of the state's leaves.
+    assert not any(x.is_deleted() for x in jax.tree.leaves(placed))
+    assert not any(x.is_deleted() for x in jax.tree.leaves(batch))
+    placement.train_step(placed, batch)  # the positive control: the real step donates
+    assert all(x.is_deleted() for x in jax.tree.leaves(placed.params))
+
+
 def test_memory_reads_the_compiled_analysis():
     x = jnp.ones((16, 16))
     compiled = jax.jit(lambda a: a @ a).lower(x).compile()
@@ -196,6 +221,7 @@ def test_an_ok_record_carries_every_measurement():
     assert record["mfu"]["vs_measured"] is not None
     assert record["memory"]["temp_bytes"] is not None
     _ordered(record["eval_step_time_s"], 3)
+    _ordered(record["dispatch_s"], measure.DISPATCH_CALLS)  # the host's side of a step
     assert record["matmul_ceiling"] == ceiling
     assert record["bandwidth"] == bandwidth
     # The compiled step's roofline, from this run's measured figures (a CPU has no

@@ -19,6 +19,11 @@ from experiments import fit_predictions, predictions
 from jaxcnn import prediction
 from jaxcnn.kernels import Kernel
 
+
+def _band(median: float, worst: float, n: int) -> dict:
+    return {"median": median, "worst": worst, "observations": n}
+
+
 A100 = SimpleNamespace(
     platform="gpu", device_kind="NVIDIA A100-SXM4-40GB", compute_capability="8.0"
 )
@@ -32,7 +37,14 @@ TABLE = {
             "compute_efficiency": 0.5,
             "memory_efficiency": 0.8,
             "kernel_overhead_s": 4e-6,
-            "error": {"median": 0.1, "worst": 0.3},
+            "error": {
+                "split": "chip",
+                "chips": ["A100"],
+                "splits": {
+                    "chip": {"regimes": {"large": _band(0.2, 0.5, 2), "small": None}},
+                    "program": {"regimes": {"large": _band(0.1, 0.3, 6), "small": None}},
+                },
+            },
         }
     },
 }
@@ -78,7 +90,28 @@ def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_laun
     assert block["images_per_s"] == pytest.approx(64 / expected)
     assert block["kernels"] == 4
     assert block["method"] == "per-kernel" and block["constants_version"] == "test"
-    assert block["error_band"] == {"median": 0.1, "worst": 0.3}
+    # 2.4 GFLOP per image: a large program. A100 is not named: the band of a chip the
+    # fit held out (leave one chip out).
+    assert block["regime"] == "large"
+    assert block["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip"}
+
+
+def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim():
+    big = [_gemm(flops=2e9 * 64, nbytes=1e6)]  # 2 GFLOP per image at batch 64: large
+    rates = prediction.vendor_rates(A100)
+    seen = prediction.predict(big, rates, "gpu", 64, chip="A100", table=TABLE)
+    unseen = prediction.predict(big, rates, "gpu", 64, chip="T4", table=TABLE)
+    assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program"}
+    assert unseen["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip"}
+    # A small program (the control: the same chips) has no band: no small program was
+    # measured, so it is unvalidated rather than shown with the large programs' band.
+    small = [_gemm(flops=1e6 * 64, nbytes=1e6)]
+    block = prediction.predict(small, rates, "gpu", 64, chip="A100", table=TABLE)
+    assert block["regime"] == "small" and block["error_band"] is None
+    assert "unvalidated" in predictions.label(block)
+    # the regime is per image on one device: the same kernels over 8 devices' batch
+    spread = prediction.predict(big, rates, "gpu", 8 * 64, devices=8, chip="A100", table=TABLE)
+    assert spread["regime"] == "large"
 
 
 def test_a_step_is_never_faster_than_its_launches():
@@ -437,7 +470,9 @@ def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeyp
     records = [_compile_record(128), _compile_record(256), _compile_record(256, "bf16")]
     [row] = predictions.versus_published(records, [_reference()])
     assert row["record"] is records[1]  # same chip, model, precision, batch per chip
-    expected = 256 / (0.2 + 4e-6)
+    host = predictions.host_of(records[1], TABLE)["host_s"]
+    assert host > 0  # the batch's copy over the A100's PCIe Gen4 x16
+    expected = 256 / (0.2 + 4e-6 + host)
     assert row["predicted"] == pytest.approx(expected)
     assert row["ratio"] == pytest.approx(expected / 1000.0)
 
@@ -448,12 +483,13 @@ def test_a_published_figure_is_predicted_with_the_loop_cost_its_platform_kept(mo
         prediction, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}}
     )
     [row] = predictions.versus_published([_compile_record(256)], [_reference()])
-    assert row["predicted"] == pytest.approx(256 / (0.2 + 4e-6 + 0.05))
-    assert row["predicted_step"] == pytest.approx(256 / (0.2 + 4e-6))  # the step alone
+    step = 0.2 + 4e-6 + predictions.host_of(_compile_record(256), TABLE)["host_s"]
+    assert row["predicted"] == pytest.approx(256 / (step + 0.05))
+    assert row["predicted_step"] == pytest.approx(256 / step)  # the step alone
     assert row["ratio"] == pytest.approx(row["predicted"] / 1000.0)
-    # A measured record's own prediction never includes it: it is the step.
+    # A record's own prediction never includes it: it is the step.
     block = predictions.of(_compile_record(256))
-    assert block["step_time_s"] == pytest.approx(0.2 + 4e-6)
+    assert block["step_time_s"] == pytest.approx(step)
 
 
 def test_a_reference_without_a_program_says_why_and_how_to_compile_it():
@@ -482,13 +518,66 @@ def test_the_error_line_names_the_constants_and_each_platforms_band():
         {
             "version": "v1",
             "families": {
-                "gpu": {"error": {"median": 0.12, "worst": 0.4, "observations": 9}},
+                "gpu": {
+                    "error": {
+                        "split": "chip",
+                        "splits": {
+                            "chip": {"regimes": {"large": _band(0.12, 0.4, 9), "small": None}}
+                        },
+                    }
+                },
                 "tpu": {"error": None},
             },
         }
     )
-    assert "constants v1" in line and "GPUs: median error 12%, worst 40% over 9" in line
+    assert "constants v1" in line
+    assert "GPUs, leave one chip out: large programs" in line
+    assert "median 12%, worst 40% over 9; small programs" in line
+    assert "none measured, so unvalidated" in line  # the small programs: no band
     assert "TPUs: constants assumed, no error band" in line
+
+
+def _host(**more) -> dict:
+    args = dict(dispatch_s=40e-6, batch_bytes=1_000_000, host_link_bytes_per_s=10e9)
+    return prediction.host_side(**{**args, **more})
+
+
+def test_the_step_loop_pays_dispatch_and_the_batchs_copy_every_step():
+    step = _host()
+    assert step["dispatch_s"] == pytest.approx(40e-6)
+    assert step["transfer_s"] == pytest.approx(1e-4)  # 1 MB over 10 GB/s
+    assert step["host_s"] == pytest.approx(140e-6) and step["left_out"] == []
+    assert _host(batch_bytes=2_000_000)["transfer_s"] == pytest.approx(2e-4)  # twice
+
+
+def test_the_device_loop_pays_one_dispatch_per_call_and_no_copy_per_step():
+    loop = _host(loop="device", steps=100)
+    assert loop["dispatch_s"] == pytest.approx(40e-6 / 100)
+    assert loop["transfer_s"] == 0.0 and loop["left_out"] == []
+
+
+def test_a_host_part_without_a_figure_is_left_out_and_named():
+    unknown = _host(dispatch_s=None, host_link_bytes_per_s=None)
+    assert unknown["host_s"] == 0.0
+    assert len(unknown["left_out"]) == 2
+    # a CPU's device memory is the host's: nothing to copy, nothing left out
+    assert _host(host_link_bytes_per_s=None, platform="cpu")["left_out"] == []
+
+
+def test_a_predicted_step_is_its_kernels_plus_its_host_side_each_kept_apart():
+    rates = prediction.vendor_rates(A100)
+    kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]  # 1.25 ms at 0.8 of the bandwidth
+    alone = prediction.predict(kernels, rates, "gpu", 64, table=TABLE)
+    whole = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    assert whole["device_s"] == pytest.approx(alone["step_time_s"])
+    assert whole["step_time_s"] == pytest.approx(alone["step_time_s"] + 140e-6)
+    assert whole["host_s"] == pytest.approx(140e-6) and "host_s" not in alone
+
+
+def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
+    assert prediction.vendor_rates(T4)["host_link_bytes_per_s"] == pytest.approx(15.75e9, 1e-3)
+    assert prediction.vendor_rates(A100)["host_link_bytes_per_s"] == pytest.approx(31.5e9, 1e-3)
+    assert prediction.vendor_rates(V3)["host_link_bytes_per_s"] is None  # none published
 
 
 def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
@@ -556,3 +645,63 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
     with pytest.raises(BrokenPipeError):
         fit_predictions.main([str(tmp_path / "records"), "--write"])
     assert json.loads(constants.read_text())["version"] == "v"
+
+
+def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
+    from jaxcnn import kernels
+
+    rates = prediction.vendor_rates(A100)
+    seen = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    other = {**seen, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = []
+    for chip, truth, chosen in (("A", seen, cells), ("B", other, cells[:1] + cells[3:4])):
+        for i, (f, b, n) in enumerate(chosen):
+            k = (_gemm(f, b, n),)
+            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
+            obs.append(
+                fit_predictions.Observation(
+                    f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
+                )
+            )
+    fixed = {"elemental_conv_efficiency": None, fit_predictions.LOOP: None}
+    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
+    limits = dict(fit_predictions.BOUNDS)
+    by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
+    assert untested == ["A"]  # without A, B's two rows cannot pin three constants
+    assert {obs[i].chip for i, _ in by_chip} == {"B"}
+    for i, error in by_chip:
+        if obs[i].chip == "B":  # priced as chip A's data say: 4x too fast where compute-bound
+            k = list(obs[i].kernels)
+            as_a = kernels.step_time(k, prediction.costs(rates, seen))["seconds"]
+            assert error == pytest.approx(abs(as_a / obs[i].measured_s - 1), rel=0.02)
+            assert error > 0.5
+    # The control: held out one at a time, each B row is priced by a fit that saw the other.
+    by_program, _ = fit_predictions.split_errors(stack, obs, fixed, limits, "program")
+    b_rows = [i for i, o in enumerate(obs) if o.chip == "B"]
+    chip_errors, program_errors = dict(by_chip), dict(by_program)
+    assert sum(program_errors[i] for i in b_rows) < sum(chip_errors[i] for i in b_rows)
+
+
+def test_a_compilers_own_estimate_gives_the_fixed_cost_per_op_it_implies():
+    # Two small programs compiled for a TPU: 10 ops each, the compiler's estimate 1 us
+    # per op above the kernels at the chip's full rates (memory-bound: 1 MB each).
+    rates = prediction.vendor_rates(V3)
+    full = 10 * 1e6 / rates["bytes_per_s"]
+    record = {
+        "compiled_not_run": True,
+        "status": "ok",
+        "kernels": [[10, "fusion", 0, 1e6, "f32", 0]],
+        "kernels_source": {"program": "train_step", "steps": 1},
+        "device": {"platform": "tpu", "kind": "TPU v3", "count": 1},
+        "target": {"name": "tpu-v3-1", "chips": 1, "devices": 1},
+        "workload": {"model": "mlp", "batch_size": 128},
+        "prediction_bound": {"compiler_estimate_s": full + 10e-6},
+    }
+    none = {**record, "prediction_bound": {}}  # the control: no estimate, no figure
+    cost = fit_predictions.compiler_op_cost([record, record, none])
+    assert cost["tpu"][0] == pytest.approx(1e-6) and cost["tpu"][1] == 2
+    assert fit_predictions.compiler_op_cost([none]) == {}
+    held = fit_predictions.fixed_constants([record])
+    assert held["tpu"]["kernel_overhead_s"][0] == pytest.approx(1e-6)
+    assert "compiler's own cost model" in held["tpu"]["kernel_overhead_s"][1]

@@ -265,8 +265,10 @@ def test_predicted_vs_measured_per_device_with_the_ratio(tmp_path, monkeypatch):
         # the old record: its roofline, shown as the bound it is, in both columns
         "| roofline | mnist_cnn | 128 | f32 | xla, step | 50 ms [45 ms-60 ms] | 20 ms | 0.40 "
         "| roofline bound | 20 ms | 0.40 |",
-        # with kernels: priced by the current constants, the bound beside it
-        "| roofline | mnist_cnn | 128 | f32 | xla, step | 1 ms [900 us-1.2 ms] | 400 us | 0.40 "
+        # with kernels: priced by the current constants, the bound beside it; the step is
+        # its kernels and its host side, the batch's copy over the H100's PCIe Gen5 x16
+        # (128 x 792 bytes at 63 GB/s: 1.6 us)
+        "| roofline | mnist_cnn | 128 | f32 | xla, step | 1 ms [900 us-1.2 ms] | 402 us | 0.40 "
         "| per-kernel | 250 us | 0.25 |",
     ]
     assert "median error 60%, worst 60% over 1 record(s)." in text
@@ -343,8 +345,8 @@ def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
 
 def _priced_by_one_memory_kernel(monkeypatch, platform: str, steps: list) -> None:
     """Give each compile record of `steps` [(record, seconds)] one memory-bound kernel
-    that takes those seconds at its chip's bandwidth, under constants that price
-    memory at the full bandwidth and launches at nothing."""
+    that, with the step's host side, takes those seconds at its chip's bandwidth, under
+    constants that price memory at the full bandwidth and launches at nothing."""
     from experiments import predictions
     from jaxcnn import prediction as prediction_lib
 
@@ -353,7 +355,8 @@ def _priced_by_one_memory_kernel(monkeypatch, platform: str, steps: list) -> Non
     monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
     for record, seconds in steps:
         bandwidth = predictions.rates_of(record)["bytes_per_s"]
-        record["kernels"] = [[1, "fusion", 0, seconds * bandwidth, None, 0]]
+        device = seconds - predictions.host_of(record, table)["host_s"]
+        record["kernels"] = [[1, "fusion", 0, device * bandwidth, None, 0]]
         record["kernels_source"] = {"program": "train_step", "steps": 1}
 
 
@@ -444,7 +447,13 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
     from experiments import predictions
     from experiments.studies.roofline import constants_section
 
-    error = {"median": 0.2, "worst": 1.2, "observations": 157, "worst_label": "cell x"}
+    band = {"median": 0.2, "worst": 1.2, "observations": 157}
+    error = {
+        "splits": {
+            "chip": {"regimes": {"large": None, "small": None}, "untested_groups": ["vm"]},
+            "program": {"regimes": {"large": None, "small": band}},
+        }
+    }
     table = {
         "version": "v9",
         "families": {
@@ -489,12 +498,12 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
     text, _ = constants_section([], tmp_path)
     assert "version v9" in text
     assert _lines(text, "| cpu") == [
-        "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | - | fitted | 157 | 20% | 120% "
-        "| cell x |"
+        "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | - | fitted | 0 "
+        "| - / -; not testable (too few left to refit): vm | - / 20%, 120% (157) |"
     ]
     assert _lines(text, "| tpu") == [
-        "| tpu | 0.500 | 0.700 | 5 us | - | - | assumed: too few observations to fit | 0 | - | - "
-        "| - |"
+        "| tpu | 0.500 | 0.700 | 5 us | - | - | assumed: too few observations to fit | 0 "
+        "| - / - | - / - |"
     ]
     assert _lines(text, "| gpu")[0].startswith(
         "| gpu | 0.800 | 0.600 | 3 us | - | 26.0 ms per step (leave-one-out "
@@ -522,3 +531,30 @@ def test_the_answer_says_where_published_figures_include_their_runs_loop(
     assert (line in text) is kept
     if kept:
         assert "26.0 ms per step (leave-one-out median error 11% with it, 18% without)" in text
+
+
+def test_a_measured_step_is_called_in_sample_only_where_the_constants_were_fitted_to_it(
+    tmp_path, monkeypatch
+):
+    from experiments import predictions
+    from experiments.studies.roofline import roofline_answer
+    from jaxcnn import prediction as prediction_lib
+
+    family = {"compute_efficiency": 0.5, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
+    fitted = {"source": "record g1", "held_out": None}
+    table = {"version": "t1", "families": {"gpu": {**family, "observations": [fitted]}}}
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    monkeypatch.setattr(predictions, "constants_table", lambda: table)
+    rs = []
+    for run_id in ("g1", "g2"):  # g1 fitted the constants, g2 (a user's new run) did not
+        r = _measured(run_id, H100, 128, 0.001, None)
+        r.update(
+            kernels=[[1, "conv", 400e-6 * 495e12 * 0.5, 0, "f32", 0]],
+            kernels_source={"program": "train_step", "steps": 1},
+        )
+        rs.append(r)
+    text, _ = roofline_answer(rs, tmp_path)
+    assert "(1; in-sample: the constants were fitted to these steps)" in text
+    assert "(1; out of sample: steps the constants were not fitted to)" in text
+    text, _ = roofline_answer(rs[1:], tmp_path)
+    assert "in-sample" not in text

@@ -132,6 +132,7 @@ def compile_and_measure(
     first = next(data.batches(*train_split, workload.batch_size, seed=workload.seed))
     batch = placement.put_batch(first)
     placed, compiled = measure.compile_placement(placement, state, batch)
+    dispatch = measure.time_dispatch(workload.strategy, devices, abstract, batch)
     step_time, eval_time, throughput, more, timed = timer(placed, state, batch)
     train_step = compiled.pop("compiled")["train"]
     measured = measure.step_fields(
@@ -150,6 +151,7 @@ def compile_and_measure(
         compile_time_s={**compiled, **more},
         step_time_s=step_time,
         eval_step_time_s=eval_time,
+        dispatch_s=dispatch,
         matmul_ceiling=ceiling,
     )
     # The kernels of the program the step times came from: the predictions' input.

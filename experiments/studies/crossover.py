@@ -162,33 +162,51 @@ def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: l
 
 def _predicted_series(
     records: list[Record], measured: dict[str, list[Record]]
-) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
-    """({target: {trainable params: predicted s/step}}, {target: how it was predicted})
-    for the widths of `measured` (one series' records per device at hand)."""
+) -> tuple[dict[str, dict[int, float]], dict[str, str], dict[str, dict[int, dict]]]:
+    """({target: {trainable params: predicted s/step}}, {target: how it was predicted},
+    {target: {trainable params: the prediction}}) for the widths of `measured` (one
+    series' records per device at hand)."""
     # The widths' trainable parameters, as the measured records count them, by their step
     # (one model, batch and precision: the series').
     params = {same_step(r): r["params"]["trainable"] for rs in measured.values() for r in rs}
     by_target: dict[str, dict[int, float]] = defaultdict(dict)
+    blocks: dict[str, dict[int, dict]] = defaultdict(dict)
     methods: dict[str, str] = {}
     for r in sorted(compiled(records), key=when):  # a newer compile of a cell wins
-        step = prediction(r).get("step_time_s")
+        block = prediction(r)
+        step = block.get("step_time_s")
         if fits_chip(r) and step and same_step(r) in params:
             by_target[target_name(r)][params[same_step(r)]] = step
+            blocks[target_name(r)][params[same_step(r)]] = block
             methods[target_name(r)] = prediction_method(r)
-    return by_target, methods
+    return by_target, methods, blocks
+
+
+def host_words(block: dict) -> str:
+    """The host's side of a predicted step in words: its total, its dispatch and the
+    batch's copy, and what no figure exists for."""
+    if "host_s" not in block:
+        return "the kernels alone (no host side: a roofline bound)"
+    left = block.get("host_left_out") or []
+    words = (
+        f"{seconds(block['host_s'])} of it the host's (dispatch {seconds(block['dispatch_s'])}, "
+        f"the batch's copy {seconds(block['transfer_s'])})"
+    )
+    return words + (f"; left out: {', '.join(left)}" if left else "")
 
 
 def _predicted_answer(records: list[Record], measured: dict[str, list[Record]]) -> list[str]:
     """One line per target compiled for a series' widths: its predicted s/step over them
     and where it is predicted to pass each CPU measured, or why nowhere."""
-    by_target, methods = _predicted_series(records, measured)
+    by_target, methods, blocks = _predicted_series(records, measured)
     lines = []
     for target, steps in sorted(by_target.items()):
         ours = sorted(steps.items())
         (p0, t0), (p1, t1) = ours[0], ours[-1]
         line = (
             f"- {target}, predicted ({methods[target]}; the step compiled for it, never run): "
-            f"{seconds(t0)}/step at {p0:,} params to {seconds(t1)} at {p1:,}"
+            f"{seconds(t0)}/step at {p0:,} params ({host_words(blocks[target][p0])}) to "
+            f"{seconds(t1)} at {p1:,}"
         )
         if methods[target] != "per-kernel":
             lines.append(line + "; a roofline bound only, from which no crossover is read")
@@ -203,10 +221,11 @@ def _predicted_answer(records: list[Record], measured: dict[str, list[Record]]) 
             elif ends == ("B", "B"):
                 line += (
                     f"; predicted faster than {device} at the smallest width and the "
-                    "largest alike, so no crossover is predicted; where seed 002 saw the "
-                    "GPU lose for small networks, the difference would lie in what the "
-                    "model leaves out, the host's per-step dispatch and input transfer "
-                    "(docs/predictions.md), which a real GPU run measures"
+                    "largest alike, so no crossover is predicted for jaxcnn's step, "
+                    "host side included; where seed 002 saw the GPU lose for small "
+                    "networks, its framework spent more per step on the host than "
+                    "jaxcnn's jitted step is predicted to (published small-model epochs: "
+                    "the roofline page's held-out rows)"
                 )
             elif ends == ("A", "A"):
                 line += f"; predicted slower than {device} at the smallest width and the largest"
@@ -219,14 +238,16 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
     device at hand) against the targets compiled for the same widths: each target's
     predicted s/step per width, and the width above which it is predicted faster than
     each CPU measured here. "" without such compile-only records."""
-    by_target, methods = _predicted_series(records, measured)
+    by_target, methods, _ = _predicted_series(records, measured)
     if not by_target:
         return ""
     targets = sorted(by_target)
     headers = ["params", *[f"{t} (predicted: {methods[t]})" for t in targets]]
     text = (
         "Predicted s/step on devices not at hand (the step compiled for each target, not "
-        "run; a roofline bound is a lower bound, not a prediction):\n\n"
+        "run: its kernels and the host's side of each step, a jitted call's dispatch as "
+        "measured here and the batch's copy over the chip's host link; a roofline bound "
+        "is a lower bound, not a prediction):\n\n"
         + markdown_table(headers, _by_params(by_target, targets))
     )
     verdicts = [

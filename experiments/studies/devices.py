@@ -171,7 +171,9 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         lines = (
             [
                 "Predicted images/s for the same step (the per-kernel model of the step "
-                "compiled for each chip, never run; a figure from a record made before "
+                "compiled for each chip, never run: its kernels plus the host's side of "
+                "each step, dispatch as measured here and the batch's copy over the "
+                "chip's host link; a figure from a record made before "
                 "records carried kernels is a roofline bound, said so) and its ratio to the "
                 "CPU's measured figure:",
                 "\n".join(f"- {p}" for p in predicted),
