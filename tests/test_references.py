@@ -47,8 +47,10 @@ def test_every_committed_reference_loads():
     rows = references.load()
     assert len(rows) >= 15
     assert len({r.id for r in rows}) == len(rows)
-    assert {"resnet50", "catsdogs_cnn", "mnist_cnn"} <= {r.model for r in rows}
-    assert {"A100", "V100 SXM2", "TPU v3", "T4", "MX150", "K80"} <= {r.chip for r in rows}
+    assert {"resnet50", "catsdogs_cnn", "mnist_cnn", "mlp", "lenet5"} <= {r.model for r in rows}
+    assert {"A100", "V100 SXM2", "TPU v3", "T4", "MX150", "K80", "P100 PCIe"} <= {
+        r.chip for r in rows
+    }
 
 
 def test_every_committed_overhead_loads():
