@@ -332,8 +332,8 @@ def compile_for(
     if unknown or "train" not in programs:
         raise UsageError(f"programs {list(programs)}: 'train' and any of {', '.join(PROGRAMS[1:])}")
     found = check(target, placement, batch_size)
+    flops = _traced_flops(step, checked_state, checked_batch)  # before the compiler starts
     devices = list(targets.abstract_devices(found))
-    flops = _traced_flops(step, checked_state, checked_batch)
     usable = targets.describe(found)["usable_bytes_per_device"]
     done: dict[str, Any] = {}
     seconds: dict[str, float] = {}
