@@ -8,6 +8,9 @@ installed; the usage errors run everywhere.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -134,6 +137,21 @@ def test_a_users_own_step_function_compiles_sharded_over_eight_chips():
     # The compiler counts one chip's share: an eighth of the batch's work, and more
     # than nothing (the gradient's all-reduce adds a little).
     assert 0 < r.xla_flops_per_device < r.flops / 4
+
+
+@needs_targets
+@pytest.mark.slow
+def test_the_readmes_own_model_snippet_runs_as_written(capsys):
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    start = text.index("Your own model on a chip you do not have")
+    snippet = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+    namespace: dict = {}
+    exec(snippet, namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in printed] == [["tpu-v5e-1", "True"], ["gpu-t4", "True"]]
+    r = namespace["r"]
+    assert r.target == "gpu-t4" and r.batch_size == 256
+    assert r.prediction["method"] == "per-kernel"
 
 
 # --- What is wrong with what was asked: one line, before the compiler -------------------
