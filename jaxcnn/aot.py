@@ -217,8 +217,8 @@ def check(target_name: str, placement: str, batch_size: int) -> targets.Target:
     parallel.check_batch_size(batch_size, target.devices)
     if placement == "single" and target.devices > 1:
         raise UsageError(
-            f"{target.name} has {target.devices} devices: use --strategy=sharded to "
-            "spread the batch over them (single would use one of them)"
+            f"{target.name} has {target.devices} devices: place the step 'sharded' "
+            "(--strategy=sharded) to spread the batch over them (single would use one)"
         )
     if placement == "pmap":
         parallel.input_shardings(placement, [])  # a usage error naming sharded
@@ -330,7 +330,9 @@ def compile_for(
     checked_batch, batch_size = _checked_batch(batch, step)
     unknown = [p for p in programs if p not in PROGRAMS]
     if unknown or "train" not in programs:
-        raise UsageError(f"programs {list(programs)}: 'train' and any of {', '.join(PROGRAMS[1:])}")
+        raise UsageError(
+            f"programs {list(programs)}: give 'train', and any of {', '.join(PROGRAMS[1:])}"
+        )
     found = check(target, placement, batch_size)
     flops = _traced_flops(step, checked_state, checked_batch)  # before the compiler starts
     devices = list(targets.abstract_devices(found))
@@ -363,7 +365,7 @@ def compile_for(
         compile_seconds=seconds,
         executables=done,
     )
-    if refused is not None or "train" not in done:
+    if refused is not None:
         first = next((line for line in str(refused).splitlines() if line.strip()), "")
         return CompiledStep(
             compiled=False,
@@ -378,13 +380,14 @@ def compile_for(
         )
     train_step = done["train"]
     needs = memory(train_step)
-    fits = needs.total_bytes is not None and usable is not None and needs.total_bytes <= usable
+    known = needs.total_bytes is not None and usable is not None
+    fits = known and needs.total_bytes <= usable
     ks = kernels(train_step)
     return CompiledStep(
         compiled=True,
         message=None if fits else _too_big(needs.total_bytes, usable),
         memory=needs,
-        fits=fits if needs.total_bytes is not None and usable is not None else None,
+        fits=fits if known else None,
         xla_flops_per_device=flops_lib.xla_flops(train_step),
         prediction=_predicted(ks, batch_size, devices[0], found.devices_per_chip),
         kernels=tuple(ks),

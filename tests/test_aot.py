@@ -188,7 +188,7 @@ BATCH = aot.abstract_batch(16, SHAPE)
             "leading sizes ['16', '8']",
         ),
         ("tpu-v5e-8", None, aot.abstract_batch(12, SHAPE), {"placement": "sharded"}, "12 does"),
-        ("tpu-v5e-8", None, BATCH, {}, "tpu-v5e-8 has 8 devices: use --strategy=sharded"),
+        ("tpu-v5e-8", None, BATCH, {}, "tpu-v5e-8 has 8 devices: place the step 'sharded'"),
         ("gpu-t4", None, BATCH, {"placement": "pmap"}, "pmap compiles only for devices at"),
         ("gpu-t4", None, BATCH, {"placement": "shard"}, "unknown placement 'shard'"),
         ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "the step cannot be traced"),
