@@ -1,15 +1,17 @@
 """Compile-only workloads: the placed train step, eval step and whole-epoch program
 compiled for a target not at hand (jaxcnn/targets.py), and the record of what its
 compiler says: whether it compiles, whether it fits the chip's memory, how much memory
-per device by part, the compiler's FLOPs and bytes, and a roofline prediction of the
-step time (labelled predicted: nothing here ran).
+per device by part, the compiler's FLOPs and bytes, the step's kernels and their
+per-kernel prediction of the step time, and the roofline bound beside it (labelled
+predicted: nothing here ran).
 
     record = run_target(Workload(model="resnet50", batch_size=1024, kind="compile",
                                  target="tpu-v5e-8", strategy="sharded"))
 
 The model, the step and the placement are the ones a real run uses (prepare.build_module,
-jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract: the train state from
-jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
+jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract. The compile itself is
+the library's, jaxcnn.aot.compile_for, what a user calls for a model of their own: this
+module turns a workload into its arguments and its result into a record.
 """
 
 from __future__ import annotations
