@@ -1,110 +1,89 @@
 """Compile-only workloads: the placed train step, eval step and whole-epoch program
 compiled for a target not at hand (jaxcnn/targets.py), and the record of what its
 compiler says: whether it compiles, whether it fits the chip's memory, how much memory
-per device by part, the compiler's FLOPs and bytes, and a roofline prediction of the
-step time (labelled predicted: nothing here ran).
+per device by part, the compiler's FLOPs and bytes, the step's kernels and their
+per-kernel prediction of the step time, and the roofline bound beside it (labelled
+predicted: nothing here ran).
 
     record = run_target(Workload(model="resnet50", batch_size=1024, kind="compile",
                                  target="tpu-v5e-8", strategy="sharded"))
 
 The model, the step and the placement are the ones a real run uses (prepare.build_module,
-jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract: the train state from
-jax.eval_shape and ShapeDtypeStructs carrying the placement's shardings.
+jaxcnn.train, jaxcnn.parallel.place); only the inputs are abstract. The compile itself is
+the library's, jaxcnn.aot.compile_for, what a user calls for a model of their own: this
+module turns a workload into its arguments and its result into a record.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from experiments import measure, records
 from experiments.isolated import ChildDied
 from experiments.prepare import build_module, check_precision, record_for
 from experiments.runners.interface import recorded
 from experiments.workload import Workload
+from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import loop, models, targets, train
+from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import UsageError
-from jaxcnn.parallel import check_batch_size, input_shardings, place
 
-PROGRAMS = ("train", "eval", "epoch")
-EPOCH_STEPS = 2  # the whole-epoch program is compiled for this many steps of its scan
+PROGRAMS = aot.PROGRAMS
+EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
 
 
 def check(workload: Workload) -> targets.Target:
     """The workload's target; a usage error for anything wrong, before any work."""
     if workload.kind != "compile" or workload.target is None:
         raise UsageError("a compile-only workload needs kind 'compile' and a target")
-    target = targets.get(workload.target)
+    targets.get(workload.target)
     # What was asked is checked before what is installed: a wrong request stays wrong
     # whatever the install, and its error is the one worth reading first.
     check_precision(workload)
     models.get(workload.model, **workload.module_overrides())
-    check_batch_size(workload.batch_size, target.devices)
-    if workload.strategy == "single" and target.devices > 1:
-        raise UsageError(
-            f"{target.name} has {target.devices} devices: use --strategy=sharded to "
-            "spread the batch over them (single would use one of them)"
-        )
-    if workload.strategy not in ("single", "sharded"):
-        input_shardings(workload.strategy, [])  # pmap, or an unknown name: a usage error
-    targets.require_compiler(target)
-    return target
+    return aot.check(workload.target, workload.strategy, workload.batch_size)
 
 
 def abstract_state(workload: Workload, devices: list[jax.Device]) -> train.TrainState:
     """The train state as shapes: what create_train_state would make, without making it."""
-    module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
     tx = train.make_optimizer(
         workload.optimizer, workload.learning_rate, schedule=workload.schedule, total_steps=1
     )
-    return jax.eval_shape(lambda: train.create_train_state(module, tx, shape, workload.seed))
+    return aot.abstract_state(build_module(workload, devices), tx, shape, workload.seed)
 
 
 def abstract_batch(workload: Workload, rows: int) -> dict[str, jax.ShapeDtypeStruct]:
     """A batch of `rows` as data.batches gives it: uint8 images, int32 labels, a mask."""
-    shape = models.input_shape(workload.model, **workload.model_overrides)
-    return {
-        "image": jax.ShapeDtypeStruct((rows, *shape), jnp.uint8),
-        "label": jax.ShapeDtypeStruct((rows,), jnp.int32),
-        "mask": jax.ShapeDtypeStruct((rows,), jnp.float32),
-    }
+    return aot.abstract_batch(rows, models.input_shape(workload.model, **workload.model_overrides))
 
 
-def _placed(tree: Any, sharding: Any) -> Any:
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
-
-
-def _epoch_inputs(workload: Workload, steps: int, sharding: Any) -> tuple[Any, Any]:
-    """The whole-epoch program's abstract (dataset, order) for `steps` steps."""
-    rows = workload.batch_size * steps
-    dataset = {k: v for k, v in abstract_batch(workload, rows).items() if k != "mask"}
-    order = jax.ShapeDtypeStruct((steps, workload.batch_size), jnp.int32)
-    return _placed((dataset, order), sharding)
-
-
-def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, int]:
+def step_program(
+    workload: Workload, devices: list[jax.Device], where: str | None = None
+) -> tuple[Any, int]:
     """(the program a run of `workload` times, compiled for `devices` against abstract
     inputs, how many steps one run of it takes): the placed train step, or with the
-    device loop the whole-epoch program of EPOCH_STEPS steps."""
-    placement = place(workload.strategy, devices)
-    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
-    state = _placed(abstract_state(workload, devices), state_sharding)
-    if workload.loop == "device":
-        epoch = placement.train_epoch.lower(
-            state, *_epoch_inputs(workload, EPOCH_STEPS, state_sharding)
-        )
-        return epoch.compile(), EPOCH_STEPS
-    batch = _placed(abstract_batch(workload, workload.batch_size), batch_sharding)
-    return placement.train_step.lower(state, batch).compile(), 1
+    device loop the whole-epoch program of EPOCH_STEPS steps. `where` names the devices
+    in the progress lines (a target's name; their platform by default)."""
+    program = "epoch" if workload.loop == "device" else "train"
+    ((_, compiled, _),) = aot.compiled_programs(
+        devices,
+        abstract_state(workload, devices),
+        abstract_batch(workload, workload.batch_size),
+        placement=workload.strategy,
+        programs=(program,),
+        where=where,
+        progress=measure.progress,
+    )
+    return compiled, EPOCH_STEPS if program == "epoch" else 1
 
 
 def roofline_bound(
@@ -186,48 +165,40 @@ def _compiled(
     programs: tuple[str, ...],
     record: dict[str, Any],
 ) -> dict[str, Any]:
-    """The record's fields once `programs` compiled for `devices`; their compile times go
-    into `record` as each ends, so a later failure keeps them."""
-    placement = place(workload.strategy, devices)
-    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
+    """The record's fields once `programs` compiled for `devices` (jaxcnn.aot.compile_for);
+    their compile times go into `record` as each ends, so a later failure keeps them."""
     shapes = abstract_state(workload, devices)
     host_batch = abstract_batch(workload, workload.batch_size)
-    state, batch = _placed(shapes, state_sharding), _placed(host_batch, batch_sharding)
-    calls = {
-        "train": (placement.train_step, state, batch),
-        "eval": (placement.eval_step, state, batch),
-    }
-    if "epoch" in programs:
-        epoch_inputs = _epoch_inputs(workload, EPOCH_STEPS, state_sharding)
-        calls["epoch"] = (placement.train_epoch, state, *epoch_inputs)
-    compiled: dict[str, Any] = {}
-    for name in programs:
-        compiled[name], record["compile_time_s"][name] = measure.timed_compile(*calls[name])
-    memory = measure.memory(compiled["train"])
-    total, limit = memory["total_bytes"], record["target"]["usable_bytes_per_device"]
-    fits = total is not None and limit is not None and total <= limit
-    train_count = flops_lib.count(train.train_step, shapes, host_batch)
+    result = aot.compile_for(
+        target.name,
+        shapes,
+        host_batch,
+        placement=workload.strategy,
+        programs=programs,
+        progress=measure.progress,
+    )
+    record["compile_time_s"].update(result.compile_seconds)
+    if result.error is not None:  # the compiler's refusal, recorded as raised (oom, error)
+        raise result.error
+    compiled = result.executables
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
-    compiler = measure.step_cost(compiled["train"], train_count.total / len(devices))
+    compiler = measure.step_cost(compiled["train"], result.flops / len(devices))
     xla_flops = compiler["flops"] if compiler["flops_source"] == "xla" else None
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
-    kernels = measure.step_kernels(compiled["train"])
     fields = dict(
-        status="ok" if fits else "oom",
-        message=None if fits else _too_big(total, limit),
+        status="ok" if result.fits else "oom",
+        message=result.message,
         params={"trainable": trainable, "non_trainable": non_trainable},
-        memory=memory,
-        fits=fits,
+        memory=dataclasses.asdict(result.memory),
+        fits=bool(result.fits),
         cost=compiler,
         flops=measure.flops_field(
-            train_count.total, forward, workload.batch_size, xla_flops, len(devices)
+            result.flops, forward, workload.batch_size, xla_flops, len(devices)
         ),
-        kernels=kernels,
+        kernels=kernels_lib.summarize(result.kernels),
         kernels_source={"program": "train_step", "steps": 1},
-        prediction=measure.kernel_prediction(
-            kernels, workload.batch_size, devices[0], devices_per_chip=target.devices_per_chip
-        ),
+        prediction=result.prediction,
         prediction_bound=roofline_bound(
             target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),
@@ -235,15 +206,6 @@ def _compiled(
     if "epoch" in compiled:
         fields["epoch_memory"] = measure.memory(compiled["epoch"])
     return fields
-
-
-def _too_big(total: int | None, limit: int | None) -> str:
-    if total is None or limit is None:
-        return "memory unknown: the compiler gave no memory analysis"
-    return (
-        f"needs {total / 2**30:.2f} GiB per device; JAX can use {limit / 2**30:.2f} GiB of "
-        "the target's memory"
-    )
 
 
 # --- Cells and the batch search ------------------------------------------------------

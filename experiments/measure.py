@@ -22,10 +22,10 @@ import numpy as np
 
 from experiments import records
 from experiments.stats import minor_page_faults, summarize
+from jaxcnn import aot, loop, roofline, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
-from jaxcnn import loop, roofline, train
 from jaxcnn import prediction as prediction_lib
 from jaxcnn.parallel import Placement
 
@@ -33,7 +33,13 @@ from jaxcnn.parallel import Placement
 def phase(what: str) -> None:
     """One line on stderr as a long silent stretch (compiling, timing) begins, under the
     sweep's line naming the workload."""
-    print(f"    {what}...", file=sys.stderr, flush=True)
+    progress(f"{what}...")
+
+
+def progress(line: str) -> None:
+    """One progress line on stderr, under the line naming the workload (what
+    jaxcnn.aot's `progress` callback is given here)."""
+    print(f"    {line}", file=sys.stderr, flush=True)
 
 
 def compile_placement(placement: Placement, state: Any, batch: Any) -> tuple[Placement, dict]:
@@ -495,11 +501,9 @@ def bounds(predicted: dict[str, Any]) -> dict[str, Any]:
 
 
 def step_kernels(compiled: Any) -> list[list]:
-    """The record's `kernels`: the compiled step's kernels (jaxcnn.kernels), summarized,
-    read as the platform's compiler wrote them (its devices say which)."""
-    shardings = jax.tree.leaves(compiled.input_shardings)
-    platform = next(iter(shardings[0].device_set)).platform if shardings else None
-    return kernels_lib.summarize(kernels_lib.kernels(compiled.as_text(), platform))
+    """The record's `kernels`: the compiled step's kernels (jaxcnn.aot.kernels),
+    summarized."""
+    return kernels_lib.summarize(aot.kernels(compiled))
 
 
 def kernel_prediction(
@@ -574,33 +578,12 @@ def utilization(
     }
 
 
-_MEMORY_FIELDS = {
-    "argument_bytes": "argument_size_in_bytes",
-    "output_bytes": "output_size_in_bytes",
-    "alias_bytes": "alias_size_in_bytes",
-    "temp_bytes": "temp_size_in_bytes",
-    "generated_code_bytes": "generated_code_size_in_bytes",
-}
-
-
 def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | None]:
-    """The record's `memory`: XLA's compiled memory analysis (per device) and, for a
-    `device` the program runs on, the allocator's peak since the process started and its
-    limit (None where the runtime keeps none, as on CPU). Without a device (compiled,
-    not run) there are no runtime figures and no keys for them."""
-    try:
-        stats = compiled.memory_analysis()
-    except Exception:  # not implemented on some backends
-        stats = None
-    if isinstance(stats, (list, tuple)):
-        stats = stats[0] if stats else None
-    fields = {key: _int_or_none(getattr(stats, attr, None)) for key, attr in _MEMORY_FIELDS.items()}
-    parts = [fields[k] for k in ("argument_bytes", "output_bytes", "temp_bytes")]
-    fields["total_bytes"] = (
-        sum(parts) + (fields["generated_code_bytes"] or 0) - (fields["alias_bytes"] or 0)
-        if None not in parts
-        else None
-    )
+    """The record's `memory`: XLA's compiled memory analysis (per device, jaxcnn.aot.memory)
+    and, for a `device` the program runs on, the allocator's peak since the process
+    started and its limit (None where the runtime keeps none, as on CPU). Without a
+    device (compiled, not run) there are no runtime figures and no keys for them."""
+    fields: dict[str, int | None] = dataclasses.asdict(aot.memory(compiled))
     if device is None:
         return fields
     try:

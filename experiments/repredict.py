@@ -122,10 +122,12 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     if ran_with:
         workload = dataclasses.replace(workload, formulation=ran_with)
     if record.get("compiled_not_run"):
-        devices = list(targets.abstract_devices(check(workload)))
+        target = check(workload)
+        devices, where = list(targets.abstract_devices(target)), target.name
     else:
         devices = jax.devices("cpu")[: record["device"].get("count") or 1]
-    program, steps = step_program(workload, devices)
+        where = f"this CPU ({len(devices)} device(s))"
+    program, steps = step_program(workload, devices, where)
     return read_kernels(program), steps
 
 

@@ -5,9 +5,11 @@ model = jaxcnn.models.get("mnist_cnn")
 state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
+on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
 """
 
 from jaxcnn import (
+    aot,
     data,
     devices,
     distributed,
@@ -19,6 +21,7 @@ from jaxcnn import (
     parallel,
     targets,
 )
+from jaxcnn.aot import CompiledStep, compile_for
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
 from jaxcnn.loop import evaluate, fit
 from jaxcnn.parallel import Placement, place
@@ -44,11 +47,14 @@ except ValueError as e:  # host_memory raises no UsageError: peers load it witho
 
 __version__ = "0.1.0"
 __all__ = [
+    "CompiledStep",
     "DataError",
     "JaxcnnError",
     "Placement",
     "TrainState",
     "UsageError",
+    "aot",
+    "compile_for",
     "create_train_state",
     "data",
     "devices",

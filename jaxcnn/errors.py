@@ -9,8 +9,9 @@ reaching the user ahead of jaxcnn's own line.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 
 class JaxcnnError(Exception):
@@ -23,6 +24,16 @@ class UsageError(JaxcnnError, ValueError):
 
 class DataError(JaxcnnError):
     """A dataset that cannot be found, read or trusted."""
+
+
+def unknown_name(what: str, name: str, known: Sequence[str]) -> str:
+    """The one line for a name not among `known`, with the closest known one if any (the
+    command line's twin, experiments.cli_options.unknown_name, stays free of JAX)."""
+    close = difflib.get_close_matches(name.replace("-", "_"), known, n=1) or (
+        difflib.get_close_matches(name, known, n=1)
+    )
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown {what} {name!r}: {hint}choose one of {', '.join(known)}"
 
 
 @contextlib.contextmanager

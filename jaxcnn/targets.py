@@ -28,7 +28,7 @@ import jax
 
 from jaxcnn import devices as devices_lib
 from jaxcnn import host_memory
-from jaxcnn.errors import UsageError
+from jaxcnn.errors import UsageError, unknown_name
 
 INSTALL = 'pip install -e ".[targets]"'
 SPECS = Path(__file__).parent / "gpu_specs"
@@ -106,7 +106,7 @@ TARGETS: dict[str, Target] = {
 def get(name: str) -> Target:
     """The target called `name`; a usage error naming the known ones otherwise."""
     if name not in TARGETS:
-        raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
+        raise UsageError(unknown_name("target", name, list(TARGETS)))
     return TARGETS[name]
 
 

@@ -630,36 +630,21 @@ def compiled_text(target: str | None, program: str = "train", strategy: str = "s
     """`compiled.as_text()` of mnist_cnn's placed train step (or two-step epoch program)
     at batch 128, for `target` (None: this machine's CPU), as compile_only builds it."""
     import jax
-    import jax.numpy as jnp
 
     from experiments import compile_only
     from experiments.workload import Workload
     from jaxcnn import targets
-    from jaxcnn.parallel import input_shardings, place
 
+    loop = "device" if program == "epoch" else "step"
     if target is None:
-        workload, devices = Workload(batch_size=BATCH), jax.devices("cpu")[:1]
+        workload, devices = Workload(batch_size=BATCH, loop=loop), jax.devices("cpu")[:1]
     else:
-        workload = Workload(batch_size=BATCH, kind="compile", target=target, strategy=strategy)
-        devices = list(targets.abstract_devices(compile_only.check(workload)))
-    placement = place(workload.strategy, devices)
-    state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
-
-    def placed(tree, sharding):
-        return jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree
+        workload = Workload(
+            batch_size=BATCH, kind="compile", target=target, strategy=strategy, loop=loop
         )
-
-    state = placed(compile_only.abstract_state(workload, devices), state_sharding)
-    if program == "train":
-        batch = placed(compile_only.abstract_batch(workload, BATCH), batch_sharding)
-        return placement.train_step.lower(state, batch).compile().as_text()
-    steps = compile_only.EPOCH_STEPS
-    dataset = compile_only.abstract_batch(workload, BATCH * steps)
-    dataset = {k: v for k, v in dataset.items() if k != "mask"}
-    order = jax.ShapeDtypeStruct((steps, BATCH), jnp.int32)
-    dataset, order = placed((dataset, order), state_sharding)
-    return placement.train_epoch.lower(state, dataset, order).compile().as_text()
+        devices = list(targets.abstract_devices(compile_only.check(workload)))
+    compiled, _ = compile_only.step_program(workload, devices)
+    return compiled.as_text()
 
 
 def jaxpr_flops(target: str | None):

@@ -49,7 +49,9 @@ def _as_before_kernels(record: dict) -> dict:
     return old
 
 
-def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_changes(tmp_path):
+def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_changes(
+    tmp_path, capsys
+):
     today = _measured()
     old = _as_before_kernels(today)
     never_predicted = {**copy.deepcopy(old), "run_id": "other"}
@@ -57,8 +59,12 @@ def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_chan
     path = tmp_path / "records.jsonl"
     records.append(path, old)
     records.append(path, never_predicted)
+    capsys.readouterr()
     counts = repredict.repredict_file(path)
     assert counts == {"recompiled": 1, "made before records carried a prediction": 1}
+    said = capsys.readouterr().err  # the compile says what it compiles before it starts
+    assert "compiling the train step for this CPU (1 device(s))...\n" in said
+    assert "compiled the train step for this CPU (1 device(s)) in " in said
     again, untouched = records.load(path)
     # The same program compiled again: the kernels the run itself read.
     assert again["kernels"] == today["kernels"]

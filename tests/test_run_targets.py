@@ -3,6 +3,7 @@ experiments.run_targets.describe, on records as the compilers make them."""
 
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,15 +90,21 @@ def test_a_record_taken_from_the_file_says_nothing_was_compiled_now():
 @pytest.mark.skipif(
     not targets._installed("jax_plugins.xla_cuda12"), reason="the CUDA plugin: [targets]"
 )
-def test_a_rerun_of_a_target_compile_says_it_answered_from_the_records(tmp_path, capsys):
+def test_a_rerun_of_a_target_compile_says_it_answered_from_the_records(tmp_path, capfd):
+    # capfd: the compiles run in a child process, which writes its progress to the fd.
     argv = ["--target=gpu-t4", "--model=mlp", "--set", "width=8", "--batch-size=16"]
     argv += [f"--out={tmp_path}"]
     assert main(argv) == 0
-    first = capsys.readouterr().out
+    first = capfd.readouterr()
     assert main(argv) == 0
-    again = capsys.readouterr().out
-    assert "compiler time here" in first and "compiled nothing now" not in first
-    assert "compiled nothing now" in again and "compiler time here" not in again
+    again = capfd.readouterr()
+    assert "compiler time here" in first.out and "compiled nothing now" not in first.out
+    assert "compiled nothing now" in again.out and "compiler time here" not in again.out
+    # Each compile says what it compiles for which target as it starts, and its time.
+    for program in ("train step", "eval step", "whole-epoch program"):
+        assert f"compiling the {program} for gpu-t4...\n" in first.err
+        assert re.search(f"compiled the {program} for gpu-t4 in [0-9.]+ s\n", first.err)
+    assert "compiling" not in again.err  # nothing compiled the second time
 
 
 BARE_TPU_TOPOLOGY = (

@@ -1,0 +1,216 @@
+"""jaxcnn.compile_for: a model defined here, in no registry, compiled for a TPU and a GPU
+not at hand, and every mistake in what is asked refused in one line before the compiler
+is touched.
+
+Compiles need the [targets] extra (libtpu, the CUDA plugin) and skip where it is not
+installed; the usage errors run everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxcnn
+from jaxcnn import aot, flops, targets, train
+from jaxcnn.errors import UsageError
+
+HAVE_TARGETS = targets._installed("libtpu") and targets._installed("jax_plugins.xla_cuda12")
+needs_targets = pytest.mark.skipif(
+    not HAVE_TARGETS,
+    reason=f"the [targets] extra (libtpu, the CUDA plugin) is not installed: {targets.INSTALL}",
+)
+SHAPE = (16, 16, 3)
+
+
+class TinyCNN(nn.Module):
+    """A user's own CNN: one convolution, a pool, a dense layer."""
+
+    @nn.compact
+    def __call__(self, x, train: bool = False, axis_name=None):
+        x = nn.relu(nn.Conv(8, (3, 3))(x))
+        x = nn.max_pool(x, (2, 2), strides=(2, 2))
+        return nn.Dense(10)(x.reshape((x.shape[0], -1)))
+
+
+class WideMLP(nn.Module):
+    """Two billion parameters: with Adam's two moments, more than a TPU v5e's 16 GiB."""
+
+    @nn.compact
+    def __call__(self, x, train: bool = False, axis_name=None):
+        return nn.Dense(10)(nn.Dense(2**21)(x.reshape((x.shape[0], -1))))
+
+
+def _state(model: nn.Module | None = None):
+    return aot.abstract_state(model or TinyCNN(), jaxcnn.make_optimizer("adam"), SHAPE)
+
+
+def _compile(target: str, batch: int, model: nn.Module | None = None) -> aot.CompiledStep:
+    lines: list[str] = []
+    result = jaxcnn.compile_for(
+        target, _state(model), aot.abstract_batch(batch, SHAPE), progress=lines.append
+    )
+    assert lines[0] == f"compiling the train step for {target}..."
+    if result.compiled:
+        assert lines[1].startswith(f"compiled the train step for {target} in ")
+    return result
+
+
+@needs_targets
+@pytest.mark.parametrize("target", ["tpu-v5e-1", "gpu-t4"])
+def test_a_users_own_cnn_compiles_for_a_tpu_and_a_gpu(target):
+    small, large = _compile(target, 32), _compile(target, 256)
+    for r in (small, large):
+        assert r.compiled and r.fits is True and r.message is None
+        assert (r.target, r.placement, r.devices) == (target, "single", 1)
+        assert r.usable_bytes == targets.describe(targets.get(target))["usable_bytes_per_device"]
+        m = r.memory
+        assert (
+            m.total_bytes
+            == (m.argument_bytes + m.output_bytes + m.temp_bytes + m.generated_code_bytes)
+            - m.alias_bytes
+        )
+        assert 0 < m.total_bytes <= r.usable_bytes
+        # The FLOPs are jaxcnn's own count of the same step on the same shapes.
+        batch = aot.abstract_batch(r.batch_size, SHAPE)
+        assert r.flops == flops.count(train.train_step, _state(), batch).total
+        # The prediction is the per-kernel model's, of the kernels returned with it.
+        p = r.prediction
+        assert p["method"] == "per-kernel" and p["step_time_s"] > 0
+        assert p["kernels"] == sum(k.count for k in r.kernels)
+        assert p["error_band"]["median"] > 0
+        assert list(r.compile_seconds) == ["train"] and set(r.executables) == {"train"}
+    assert small.batch_size == 32 and large.batch_size == 256
+    assert large.flops == 8 * small.flops
+    assert large.memory.total_bytes > small.memory.total_bytes  # activations grow
+    assert large.prediction["step_time_s"] > small.prediction["step_time_s"]
+    if target.startswith("tpu"):
+        assert small.xla_flops_per_device > 0
+    else:
+        assert small.xla_flops_per_device is None  # XLA:GPU gives no cost analysis
+
+
+@needs_targets
+def test_the_fit_flips_where_the_step_outgrows_a_small_gpus_usable_memory():
+    # An MX150 has 2 GiB, of which JAX may use 75%: XLA:GPU compiles the step however
+    # large it is, and the fit is that rule's.
+    fits, too_big = _compile("gpu-mx150", 64), _compile("gpu-mx150", 65536)
+    assert fits.compiled and fits.fits is True
+    assert too_big.compiled and too_big.fits is False
+    assert fits.memory.total_bytes <= fits.usable_bytes < too_big.memory.total_bytes
+    assert fits.usable_bytes == int(0.75 * 2 * 2**30)
+    assert too_big.message.startswith("needs ") and "JAX can use 1.50 GiB" in too_big.message
+
+
+@needs_targets
+def test_a_step_too_big_for_the_tpu_is_the_compilers_refusal_not_an_exception():
+    r = _compile("tpu-v5e-1", 8, WideMLP())
+    assert r.compiled is False and r.fits is False
+    assert r.message.startswith("RESOURCE_EXHAUSTED") and r.memory is None
+    assert r.error is not None and r.prediction is None and r.kernels == ()
+    assert r.flops > 0  # counted before the compile
+
+
+@needs_targets
+def test_a_users_own_step_function_compiles_sharded_over_eight_chips():
+    def sgd_step(state, batch, axis_name=None):
+        def loss(params):
+            logits = state.apply_fn({"params": params}, batch["x"])
+            return jnp.mean((logits - batch["y"]) ** 2)
+
+        grads = jax.grad(loss)(state.params)
+        params = jax.tree.map(lambda p, g: p - 0.1 * g, state.params, grads)
+        return state.replace(params=params), {}
+
+    batch = {
+        "x": jax.ShapeDtypeStruct((64, *SHAPE), jnp.float32),
+        "y": jax.ShapeDtypeStruct((64, 10), jnp.float32),
+    }
+    r = jaxcnn.compile_for("tpu-v5e-8", _state(), batch, placement="sharded", step=sgd_step)
+    assert r.compiled and r.fits is True and r.devices == 8
+    assert r.flops == flops.count(sgd_step, _state(), batch).total
+    # The compiler counts one chip's share: an eighth of the batch's work, and more
+    # than nothing (the gradient's all-reduce adds a little).
+    assert 0 < r.xla_flops_per_device < r.flops / 4
+
+
+@needs_targets
+@pytest.mark.slow
+def test_the_readmes_own_model_snippet_runs_as_written(capsys):
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    start = text.index("Your own model on a chip you do not have")
+    snippet = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+    namespace: dict = {}
+    exec(snippet, namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in printed] == [["tpu-v5e-1", "True"], ["gpu-t4", "True"]]
+    r = namespace["r"]
+    assert r.target == "gpu-t4" and r.batch_size == 256
+    assert r.prediction["method"] == "per-kernel"
+
+
+# --- What is wrong with what was asked: one line, before the compiler -------------------
+
+
+@pytest.fixture
+def no_compiler(monkeypatch):
+    """The compiler's devices refused: a usage error must come before them (and found
+    whether or not the compilers are installed here)."""
+
+    def refused(target):
+        raise AssertionError("the compiler was reached")
+
+    monkeypatch.setattr(targets, "abstract_devices", refused)
+    monkeypatch.setattr(targets, "require_compiler", lambda target: None)
+
+
+BATCH = aot.abstract_batch(16, SHAPE)
+
+
+@pytest.mark.parametrize(
+    ("target", "state", "batch", "kw", "said"),
+    [
+        ("tpu-v5e-9", None, BATCH, {}, "unknown target 'tpu-v5e-9': did you mean tpu-v5e-"),
+        ("gpu-t4", TinyCNN(), BATCH, {}, "the state is a TinyCNN, not a jaxcnn TrainState:"),
+        ("gpu-t4", "a str leaf", BATCH, {}, "state.params['Dense_0']['bias'] is a str, not"),
+        ("gpu-t4", None, (BATCH["image"],), {}, "the batch is a tuple, not a dict"),
+        ("gpu-t4", None, {"images": BATCH["image"]}, {}, "the batch has keys 'images': train"),
+        (
+            "gpu-t4",
+            None,
+            {**BATCH, "label": jax.ShapeDtypeStruct((8,), jnp.int32)},
+            {},
+            "leading sizes ['16', '8']",
+        ),
+        ("tpu-v5e-8", None, aot.abstract_batch(12, SHAPE), {"placement": "sharded"}, "12 does"),
+        ("tpu-v5e-8", None, BATCH, {}, "tpu-v5e-8 has 8 devices: place the step 'sharded'"),
+        ("gpu-t4", None, BATCH, {"placement": "pmap"}, "pmap compiles only for devices at"),
+        ("gpu-t4", None, BATCH, {"placement": "shard"}, "unknown placement 'shard'"),
+        ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "the step cannot be traced"),
+    ],
+)
+def test_a_mistake_is_one_usage_error_before_the_compiler(
+    no_compiler, target, state, batch, kw, said
+):
+    if state is None:
+        state = _state()
+    elif state == "a str leaf":  # a leaf that has no shape
+        state = _state()
+        params = {**state.params, "Dense_0": {**state.params["Dense_0"], "bias": "zeros"}}
+        state = state.replace(params=params)
+    with pytest.raises(UsageError) as raised:
+        jaxcnn.compile_for(target, state, batch, **kw)
+    assert said in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_usage_checks_pass_a_good_request_on_to_the_compiler(no_compiler):
+    # The positive control of the test above: the same call, nothing wrong, gets as far
+    # as the compiler's devices.
+    with pytest.raises(AssertionError, match="the compiler was reached"):
+        jaxcnn.compile_for("gpu-t4", _state(), BATCH)
