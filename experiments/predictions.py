@@ -130,7 +130,7 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = ((table.get("host") or {}).get("dispatch_s") or {}).get(w.get("strategy"))
+    measured = prediction_lib.measured_dispatch(w.get("strategy") or "single", table)
     return prediction_lib.host_side(
         dispatch_s=own if own is not None else measured,
         batch_bytes=nbytes,

@@ -19,6 +19,7 @@ constants' version and their error band, never a measurement. Nothing here print
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxcnn import flops as flops_lib
@@ -389,19 +391,41 @@ def compile_for(
         memory=needs,
         fits=fits if known else None,
         xla_flops_per_device=flops_lib.xla_flops(train_step),
-        prediction=_predicted(ks, batch_size, devices[0], found.devices_per_chip),
+        prediction=_predicted(ks, checked_batch, devices, found, placement),
         kernels=tuple(ks),
         **common,
     )
 
 
 def _predicted(
-    ks: list[kernels_lib.Kernel], batch_size: int, device: jax.Device, devices_per_chip: int
+    ks: list[kernels_lib.Kernel],
+    batch: Mapping[str, Any],
+    devices: Sequence[jax.Device],
+    target: targets.Target,
+    placement: str,
 ) -> dict[str, Any] | None:
-    """The per-kernel model's prediction of one step on `device` at its chip's vendor
-    rates; None where a kernel cannot be priced."""
-    rates = prediction_lib.rates(device, devices_per_chip)
+    """The per-kernel model's prediction of one step on one of `devices` at its chip's
+    vendor rates, with the host's side of a step loop (the dispatch this project
+    measured for `placement`, one device's share of `batch` over the chip's host link);
+    None where a kernel cannot be priced."""
+    rates = prediction_lib.rates(devices[0], target.devices_per_chip)
+    nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
+    host = prediction_lib.host_side(
+        dispatch_s=prediction_lib.measured_dispatch(placement),
+        batch_bytes=nbytes // len(devices),
+        host_link_bytes_per_s=rates.get("host_link_bytes_per_s"),
+        platform=target.platform,
+    )
+    rows = next(iter(batch.values())).shape[0]
     try:
-        return prediction_lib.predict(ks, rates, device.platform, batch_size)
+        return prediction_lib.predict(
+            ks,
+            rates,
+            devices[0].platform,
+            rows,
+            devices=len(devices),
+            chip=target.chip,
+            host=host,
+        )
     except ValueError:
         return None

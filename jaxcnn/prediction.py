@@ -139,6 +139,14 @@ def costs(
     )
 
 
+def measured_dispatch(placement: str, table: Mapping[str, Any] | None = None) -> float | None:
+    """The host's round trip of one step placed `placement` (single, pmap, sharded) as
+    this project's runs measured it (the constants file's `host`: the median of the
+    records' `dispatch_s`), or None where no run measured that placement."""
+    host = (table or constants()).get("host") or {}
+    return (host.get("dispatch_s") or {}).get(placement)
+
+
 def host_side(
     *,
     dispatch_s: float | None,
