@@ -558,3 +558,24 @@ def test_a_measured_step_is_called_in_sample_only_where_the_constants_were_fitte
     assert "(1; out of sample: steps the constants were not fitted to)" in text
     text, _ = roofline_answer(rs[1:], tmp_path)
     assert "in-sample" not in text
+
+
+def test_the_devices_answer_divides_by_this_run_and_by_the_fastest_cpu_figure(
+    tmp_path, monkeypatch
+):
+    from experiments.studies.devices import devices_answer
+
+    slow = _record("d1", CPU, "mnist_cnn", 128, median=0.08)
+    slow["workload"].update(study="devices", dataset="mnist")
+    fast = _record("b1", CPU, "mnist_cnn", 128, median=0.02)  # the bench's best loop
+    fast["workload"].update(study="bench", dataset="synthetic", loop="device")
+    fast["loop"] = "device"
+    target = _compiled(H100_TARGET, "mnist_cnn", 128, "ok", 1.0, step=2e-3)
+    _priced_by_one_memory_kernel(monkeypatch, "gpu", [(target, 2e-3)])
+    answer, _ = devices_answer([slow, fast, target], tmp_path)
+    # 64,000 images/s predicted: 40x the devices run's 1,600, 10x the fastest 6,400
+    assert "gpu-h100 64,000 (40x this run, 10x the fastest CPU figure)" in answer
+    assert "the fastest CPU figure for the step: 20 ms/step, jax" in answer
+    # The control: with no faster CPU figure, both ratios are this run's.
+    answer, _ = devices_answer([slow, target], tmp_path)
+    assert "gpu-h100 64,000 (40x this run, 40x the fastest CPU figure)" in answer

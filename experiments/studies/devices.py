@@ -131,7 +131,10 @@ ANSWER_COLUMNS = {
 
 def _predicted_for(records: list[Record], measured: Record) -> list[str]:
     """The same step (model, batch, precision) compiled for one-chip targets: each
-    target's predicted images/s, and its ratio to the measured figure."""
+    target's predicted images/s, its ratio to the measured figure, and its ratio to the
+    fastest CPU figure for the same step on that machine (bench.fastest_cpu_step)."""
+    fastest, by = bench.fastest_cpu_step(records, measured)
+    best_images = measured["workload"]["batch_size"] / fastest
     found = []
     for r in compiled(records):
         if same_step(r) == same_step(measured) and fits_chip(r) and target_field(r, "chips") == 1:
@@ -139,8 +142,12 @@ def _predicted_for(records: list[Record], measured: Record) -> list[str]:
             if images and measured.get("images_per_s"):
                 ratio = images / measured["images_per_s"]
                 bound = "" if prediction_method(r) == "per-kernel" else ", at most: a bound"
-                found.append(f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x{bound})")
-    return sorted(found)
+                found.append(
+                    f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x this run, "
+                    f"{images / best_images:,.0f}x the fastest CPU figure{bound})"
+                )
+    fastest_words = f"the fastest CPU figure for the step: {seconds(fastest)}/step, {by}"
+    return [*sorted(found), fastest_words] if found else []
 
 
 def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -154,17 +161,18 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if pairs:
         parts.insert(
             0,
-            "Speedup per step over the CPU, measured: "
+            "Speedup per step over the CPU, measured (over the CPU run of the same "
+            "workload; over the fastest CPU figure for the same step): "
             + "; ".join(
                 f"{workload_label(r)} on {device_label(r)} "
-                f"{median_step(base) / median_step(r):.1f}x"
+                + " ".join(bench.speedups(records, base, r))
                 for base, r in pairs
             )
             + ".",
         )
     else:
         predicted = [
-            f"{workload_label(r)}: " + ", ".join(found)
+            f"{workload_label(r)}: " + ", ".join(found[:-1]) + f" ({found[-1]})"
             for r in rs
             if (found := _predicted_for(records, r))
         ]
@@ -174,8 +182,10 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 "compiled for each chip, never run: its kernels plus the host's side of "
                 "each step, dispatch as measured here and the batch's copy over the "
                 "chip's host link; a figure from a record made before "
-                "records carried kernels is a roofline bound, said so) and its ratio to the "
-                "CPU's measured figure:",
+                "records carried kernels is a roofline bound, said so), its ratio to this "
+                "CPU run's measured figure, and to the fastest figure any configuration or "
+                "framework reached for the same step on this CPU (the fair ratio where "
+                "this run is not the CPU at its best):",
                 "\n".join(f"- {p}" for p in predicted),
             ]
             if predicted
