@@ -469,7 +469,7 @@ def split_errors(
 
 
 def _band(errors: Sequence[tuple[int, float]], fitted: Sequence[Observation]) -> dict | None:
-    """{"median", "worst", "worst_label", "observations", "groups"} of `errors`."""
+    """{"median", "worst", "worst_label", "observations"} of `errors`, or None."""
     if not errors:
         return None
     worst_index, worst = max(errors, key=lambda e: e[1])
@@ -487,7 +487,9 @@ def _split_block(
     fixed: dict[str, float | None],
     limits: dict[str, tuple[float, float]],
     split: str,
-) -> dict[str, Any] | None:
+) -> dict[str, Any]:
+    """One split's errors: over every fitted observation, per regime, and the groups it
+    could not hold out."""
     errors, untested = split_errors(stack, fitted, fixed, limits, split)
     overall = _band(errors, fitted)
     if overall is None:
