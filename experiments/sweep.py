@@ -190,7 +190,7 @@ def run_sweep(
     if checkpoint_root is not None:  # Orbax would find a file there at its first save
         for key, skipped in zip(keys, skip, strict=True):
             if not skipped:
-                check_folder(checkpoint_root / key)
+                check_folder(records.key_folder(checkpoint_root, key))
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []
     already = 0
@@ -227,7 +227,9 @@ def run_sweep(
                 records.append_or_keep(path, record)
             done.append(record)
             continue
-        checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
+        checkpoint_dir = (
+            None if checkpoint_root is None else records.key_folder(checkpoint_root, key)
+        )
         with contextlib.ExitStack() as held:
             in_use = None
             if checkpoint_dir is not None and writer:
