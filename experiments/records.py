@@ -790,6 +790,32 @@ def classify_failure(error: BaseException) -> str:
     return "error"
 
 
+# What an operating system says when the machine, not the program, failed a step: a
+# folder missing, full or read-only (a compiler's temporary files: ptxas writes its
+# input and output under TMPDIR), a file that cannot be opened, no file handles left.
+_MACHINE_FAULTS = (
+    "no space left on device",
+    "disk quota exceeded",
+    "read-only file system",
+    "no such file or directory",
+    "permission denied",
+    "too many open files",
+    "could not open",
+    "unable to open",
+    "cannot open",
+    "failed to create temp",
+    "[errno ",
+)
+
+
+def machine_fault(message: str) -> bool:
+    """Whether a failure's message (`one_line`) names a fault of the machine (a missing
+    temporary folder, a full disk; _MACHINE_FAULTS), not a verdict on the program: a
+    rerun does it again instead of keeping it as a finding."""
+    text = message.lower()
+    return any(marker in text for marker in _MACHINE_FAULTS)
+
+
 def failed(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
     """`record` updated with how `error` ended its workload: status by
     `classify_failure`, a one-line message and the traceback's last three lines. A
