@@ -23,7 +23,13 @@ Checkpoints are kept in folders named by config key (OUT/checkpoints/<key>). A f
 whose old key a migrated record names is renamed to the new key (in DIR, by default the
 `checkpoints` folder beside the records file), so those runs still resume. A folder of a
 run that was stopped before it wrote any record cannot be matched to its new key: that
-run starts over from its first step when it is run again (the count is printed).
+run starts over from its first step when it is run again (the count is printed). A
+record's key is text from a file: one that is not 16 hex digits (`../../x`, an absolute
+path) names no folder, and nothing is moved for it (`records.key_folder`).
+
+A path that is no regular file (a FIFO, a device), or a records file that cannot be
+rewritten (immutable, a read-only folder), is one line and exit 2 before any file is
+changed.
 """
 
 from __future__ import annotations
