@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import jax
 
 from experiments import measure, records
-from experiments.isolated import ChildDied
+from experiments.isolated import CRASH_SIGNALS, ChildDied
 from experiments.prepare import build_module, check_precision, record_for
 from experiments.runners.interface import recorded
 from experiments.workload import Workload
@@ -120,6 +121,8 @@ def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict
     record = recorded(record, lambda record: _compiled(workload, target, devices, programs, record))
     if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
         record["fits"] = False
+    if record["status"] == "error" and records.machine_fault(record["message"] or ""):
+        record["message"] += f"; the machine failed, not the compiler: {RETRIED}"
     return record
 
 
@@ -152,10 +155,17 @@ def crashed(workload: Workload, died: ChildDied) -> dict[str, Any]:
 RETRIED = "no finding about the compiler, a rerun compiles it again"
 
 
-def _killed_from_outside(record: dict[str, Any]) -> bool:
-    """An `error` record of a compile killed from outside (records of earlier releases
-    said "the compiler crashed" of it too): a rerun compiles it again."""
-    return "signal SIGKILL" in (record["message"] or "")
+def no_finding(record: dict[str, Any]) -> bool:
+    """Whether an `error` record of a compile says nothing about the compiler, so that a
+    rerun compiles it again: its process was killed by a signal from outside (records of
+    earlier releases said "the compiler crashed" of a SIGKILL or SIGTERM too), or the
+    machine failed it (`records.machine_fault`: a missing temporary folder, a full
+    disk). The compiler's verdict is final only when it refused the program itself."""
+    message = record["message"] or ""
+    died = re.search(r"\bsignal (SIG[A-Z0-9]+)", message)
+    if died:
+        return died.group(1) not in CRASH_SIGNALS
+    return records.machine_fault(message)
 
 
 def _compiled(
@@ -230,8 +240,9 @@ def recorded_runner(
     compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
     a compiler that kills its process there becomes an `error` record (`crashed`), and
     the study goes on (unless a stop was asked for: that death is no finding). A child
-    killed from outside (the out-of-memory killer, a kill -9) is asked once more, and
-    its record, if killed again, is not taken as the compiler's refusal on rerun."""
+    killed from outside (the out-of-memory killer, a kill -9, a SIGTERM) is asked once
+    more, and its record, if killed again, is not taken as the compiler's refusal on
+    rerun; nor is a compile the machine failed (`no_finding`)."""
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {
@@ -240,7 +251,7 @@ def recorded_runner(
         if r.get("compiled_not_run")
         and r["status"] == "error"
         and _same_compiler(r)
-        and not _killed_from_outside(r)
+        and not no_finding(r)
     }
 
     def compiled(workload: Workload, programs: tuple[str, ...], retries: int = 1) -> dict:

@@ -33,7 +33,9 @@ One procedure, for every platform alike:
    platform's error band, stored beside its constants and shown with every prediction.
 
 Without --write it prints the fit and changes nothing; with it, the constants file is
-rewritten (atomically) under a new version.
+rewritten (atomically) under a new version. A platform with fewer observations than its
+fit needs keeps its committed constants (one line says so): --write never resets a
+platform fitted before to the priors, and writes nothing where no platform was fitted.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ def compiler_op_cost(loaded: Sequence[dict[str, Any]]) -> dict[str, tuple[float,
 
 
 # Where a platform has no observation at all: a starting point, said to be one.
+TOO_FEW = "assumed: too few observations to fit"
 PRIOR = {
     "compute_efficiency": 0.5,
     "memory_efficiency": 0.7,
@@ -555,7 +558,7 @@ def fit_platform(
     loop_choice = None
     if len(fitted) <= len(PARAMETERS) - len(fixed):
         constants = {**PRIOR, **fixed}
-        basis = "assumed: too few observations to fit"
+        basis = TOO_FEW
         loo: list[float] = []
         stack = None
     else:
@@ -614,18 +617,45 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
         by_platform.setdefault(o.platform, []).append(o)
     fixed = fixed_constants(loaded)
     families = {p: fit_platform(p, obs, fixed.get(p)) for p, obs in sorted(by_platform.items())}
-    digest = hashlib.sha256(
-        json.dumps(
-            {p: {k: f[k] for k in PARAMETERS} for p, f in families.items()}, sort_keys=True
-        ).encode()
-    ).hexdigest()[:8]
     return {
-        "version": f"{records.utc_now()[:10]}.{digest}",
+        "version": _version(families),
         "procedure": "experiments/fit_predictions.py",
         "families": families,
         "host": host,
         "unmatched_references": [{"id": r.id, "why": why} for r, why in missing],
     }
+
+
+def _version(families: dict[str, dict[str, Any]]) -> str:
+    """Today's date and a digest of every platform's constants."""
+    digest = hashlib.sha256(
+        json.dumps(
+            {p: {k: f[k] for k in PARAMETERS} for p, f in families.items()}, sort_keys=True
+        ).encode()
+    ).hexdigest()[:8]
+    return f"{records.utc_now()[:10]}.{digest}"
+
+
+def keep_committed(
+    result: dict[str, Any], committed: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """`result` with each platform that had too few observations to fit (TOO_FEW) given
+    its `committed` constants instead of the priors, where it has some; and one line for
+    each platform kept so. What --write writes: a folder of few records never resets a
+    platform fitted before."""
+    families = dict(result["families"])
+    said = []
+    for platform, family in result["families"].items():
+        before = (committed.get("families") or {}).get(platform)
+        if family["basis"] != TOO_FEW or not isinstance(before, dict):
+            continue
+        families[platform] = before
+        count = sum(1 for o in family["observations"] if o["held_out"] is None)
+        said.append(
+            f"{platform}: {count} observation(s) to fit, fewer than its constants need: "
+            f"its committed constants kept ({committed.get('version')})"
+        )
+    return {**result, "families": families, "version": _version(families)}, said
 
 
 def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -730,12 +760,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         if compile_missing(loaded, out):
             loaded = records.load(*args.paths, out)
     result = fit(loaded, references.load())
-    if args.write:  # before printing: a closed stdout (`| head`) must not lose the fit
-        text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-        records.write_whole(prediction.CONSTANTS_FILE, text.encode())
+    if not args.write:
+        print(summary(result))
+        return 0
+    if not any(f["basis"] != TOO_FEW for f in result["families"].values()):
+        print(
+            f"no platform has the observations for a fit: {prediction.CONSTANTS_FILE} "
+            "left as it was",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        committed = prediction.constants()
+    except (OSError, ValueError):  # none yet, or unreadable: nothing to keep
+        committed = {}
+    result, kept = keep_committed(result, committed)
+    # Before printing: a closed stdout (`| head`) must not lose the fit.
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    records.write_whole(prediction.CONSTANTS_FILE, text.encode())
     print(summary(result))
-    if args.write:
-        print(f"wrote {prediction.CONSTANTS_FILE}")
+    for line in kept:
+        print(line)
+    print(f"wrote {prediction.CONSTANTS_FILE}")
     return 0
 
 

@@ -23,6 +23,10 @@ from typing import Any
 from experiments.records import one_line
 
 READY = "ready"
+# The signals a process raises on itself when its own code fails: a native crash, the
+# compiler's own verdict on what it was compiling. Any other signal (SIGKILL from the
+# out-of-memory killer, a SIGTERM, a SIGHUP, ...) was sent from outside.
+CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"})
 
 
 class ChildDied(Exception):
@@ -38,10 +42,10 @@ class ChildDied(Exception):
 
     @property
     def from_outside(self) -> bool:
-        """Killed by another process (SIGKILL: the out-of-memory killer, a kill -9),
-        not by a crash of its own code (SIGSEGV, SIGABRT, ...): no finding about what
-        it was doing, so worth doing again."""
-        return self.signal == "SIGKILL"
+        """Killed by a signal from another process (SIGKILL: the out-of-memory killer, a
+        kill -9; SIGTERM, SIGHUP, ...), not by a crash of its own code (CRASH_SIGNALS:
+        SIGSEGV, SIGABRT, ...): no finding about what it was doing, so worth doing again."""
+        return self.signal is not None and self.signal not in CRASH_SIGNALS
 
 
 def _serve(connection: Any, function_path: str) -> None:

@@ -23,7 +23,13 @@ Checkpoints are kept in folders named by config key (OUT/checkpoints/<key>). A f
 whose old key a migrated record names is renamed to the new key (in DIR, by default the
 `checkpoints` folder beside the records file), so those runs still resume. A folder of a
 run that was stopped before it wrote any record cannot be matched to its new key: that
-run starts over from its first step when it is run again (the count is printed).
+run starts over from its first step when it is run again (the count is printed). A
+record's key is text from a file: one that is not 16 hex digits (`../../x`, an absolute
+path) names no folder, and nothing is moved for it (`records.key_folder`).
+
+A path that is no regular file (a FIFO, a device), or a records file that cannot be
+rewritten (immutable, a read-only folder), is one line and exit 2 before any file is
+changed.
 """
 
 from __future__ import annotations
@@ -103,6 +109,7 @@ class Migrated:
     already: int = 0
     kept_bad: list[int] = field(default_factory=list)  # line numbers left as they were
     renamed: dict[str, str] = field(default_factory=dict)  # checkpoint folder: old -> new
+    not_keys: set[str] = field(default_factory=set)  # old keys that name no folder
 
     def summary(self, orphans: int) -> str:
         text = (
@@ -113,6 +120,11 @@ class Migrated:
             lines = records.line_numbers(self.kept_bad)
             text += f", {len(self.kept_bad)} line(s) kept as they were (lines {lines})"
         text += f"; {len(self.renamed)} checkpoint folder(s) renamed to their new keys"
+        if self.not_keys:
+            text += (
+                f"; {len(self.not_keys)} old key(s) not of 16 hex digits name no "
+                "checkpoint folder: nothing moved for them"
+            )
         if orphans:
             text += (
                 f"; {orphans} checkpoint folder(s) of runs with no record keep their old "
@@ -137,7 +149,10 @@ def _migrated_line(raw: bytes, done: Migrated, number: int) -> bytes:
     done.migrated += 1
     old_key, new_key = record.get("config_key"), migrated.get("config_key")
     if isinstance(old_key, str) and new_key and old_key != new_key:
-        done.renamed.setdefault(old_key, new_key)
+        if records.is_config_key(old_key):
+            done.renamed.setdefault(old_key, new_key)
+        else:  # a path from a record's text ("../../x") could climb out of the folder
+            done.not_keys.add(old_key)
     ending = b"\n" if raw.endswith(b"\n") else b""
     return records.encode(migrated).rstrip(b"\n") + ending
 
@@ -152,7 +167,8 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
     checkpoints = Path(checkpoint_dir) if checkpoint_dir else path.parent / "checkpoints"
     renamed = {}
     for old_key, new_key in done.renamed.items():
-        source, target = checkpoints / old_key, checkpoints / new_key
+        source = records.key_folder(checkpoints, old_key)
+        target = records.key_folder(checkpoints, new_key)
         if source.is_dir() and not target.exists():
             source.rename(target)
             renamed[old_key] = new_key
@@ -203,8 +219,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    for path in records.records_files(args.paths):
-        print(migrate_file(path, args.checkpoint_dir))
+    try:  # each file is rewritten in place: a FIFO, a device or a read-only one refused
+        files = records.records_files(args.paths)
+        for path in files:
+            records.check_writable(path)
+    except OSError as e:
+        print(f"cannot migrate {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    for path in files:
+        try:
+            print(migrate_file(path, args.checkpoint_dir))
+        except OSError as e:
+            print(f"could not migrate {e.filename or path}: {e.strerror or e}", file=sys.stderr)
+            return 1
     return 0
 
 

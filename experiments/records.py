@@ -674,6 +674,28 @@ def config_key(workload: dict[str, Any], device: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def is_config_key(value: object) -> bool:
+    """Whether `value` is what `config_key` makes: 16 lowercase hex digits."""
+    return (
+        isinstance(value, str) and len(value) == 16 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def key_folder(root: str | os.PathLike, key: object) -> Path:
+    """The folder under `root` named by the config key `key` (a workload's checkpoints).
+    The one way a path is made from a key, which may come from a record's text (records
+    merged from other machines are an intended input): ValueError unless `key` is a
+    config key, so no `..`, separator or absolute path in it can climb out of `root`,
+    and unless the folder, `root` resolved, is a child of it."""
+    if not is_config_key(key):
+        raise ValueError(f"{key!r} is not a config key (16 hex digits)")
+    base = Path(root).resolve()
+    folder = base / key
+    if folder.parent != base:
+        raise ValueError(f"{key!r} names no folder inside {root}")
+    return Path(root) / key
+
+
 def new_record(
     workload: dict[str, Any], device: dict[str, Any], env: dict[str, Any], **fields: Any
 ) -> dict[str, Any]:
@@ -771,6 +793,32 @@ def classify_failure(error: BaseException) -> str:
     if isinstance(error, FloatingPointError) or "nan" in name or "nonfinite" in name:
         return "nan"
     return "error"
+
+
+# What an operating system says when the machine, not the program, failed a step: a
+# folder missing, full or read-only (a compiler's temporary files: ptxas writes its
+# input and output under TMPDIR), a file that cannot be opened, no file handles left.
+_MACHINE_FAULTS = (
+    "no space left on device",
+    "disk quota exceeded",
+    "read-only file system",
+    "no such file or directory",
+    "permission denied",
+    "too many open files",
+    "could not open",
+    "unable to open",
+    "cannot open",
+    "failed to create temp",
+    "[errno ",
+)
+
+
+def machine_fault(message: str) -> bool:
+    """Whether a failure's message (`one_line`) names a fault of the machine (a missing
+    temporary folder, a full disk; _MACHINE_FAULTS), not a verdict on the program: a
+    rerun does it again instead of keeping it as a finding."""
+    text = message.lower()
+    return any(marker in text for marker in _MACHINE_FAULTS)
 
 
 def failed(record: dict[str, Any], error: BaseException) -> dict[str, Any]:

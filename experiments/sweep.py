@@ -10,11 +10,13 @@ written. The device's matmul ceiling and memory bandwidth are measured once, bef
 first workload that runs. With many processes, all run the same workloads (process 0
 decides) and only process 0 writes.
 
-One process per workload at a time: a workload's checkpoint folder is locked while it
-runs (`jaxcnn.checkpoint.exclusive`), and a second run of the same workload into the
-same checkpoint folder says so in one line and skips it, writing no record (it is not
-a result; the run holding it writes one). Without checkpoints nothing is shared but
-the records file, whose appends keep whole lines.
+One process per workload at a time: a workload's checkpoint folder (without
+checkpoints, OUT/.locks/<key>) is locked while it runs (`jaxcnn.checkpoint.exclusive`),
+and a second run of the same workload into the same folder says so in one line and
+skips it, writing no record (it is not a result; the run holding it writes one). The
+lock covers the whole check-then-append: once it is held, the records file is read
+again, so a workload another run recorded after this one started is skipped, not
+measured and recorded twice.
 
 Out of memory ends a group: workloads sharing an `oom_group` (a batch sweep, smallest
 first) after one that ran out of memory get `skipped` records naming it, since a larger
@@ -160,6 +162,22 @@ def _title(workload: Workload) -> str:
     return what + (f", seed {workload.seed}" if workload.seed else "")
 
 
+LOCKS = ".locks"
+
+
+def recorded_meanwhile(path: Path, key: str) -> dict[str, Any] | None:
+    """The final record of `key` made on this machine in the records file `path`, if
+    another run wrote one since this one read the file (checked under the workload's
+    lock). The file is searched for the key's text first: it is read as records only
+    where the key appears in it."""
+    try:
+        if key.encode() not in path.read_bytes():
+            return None
+    except FileNotFoundError:
+        return None
+    return records.recorded(path, devices_lib.machine_id())[0].get(key)
+
+
 def run_sweep(
     workloads: list[Workload],
     devices: list[jax.Device],
@@ -190,8 +208,9 @@ def run_sweep(
     if checkpoint_root is not None:  # Orbax would find a file there at its first save
         for key, skipped in zip(keys, skip, strict=True):
             if not skipped:
-                check_folder(checkpoint_root / key)
+                check_folder(records.key_folder(checkpoint_root, key))
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
+    locks = out / LOCKS  # where a workload without a checkpoint folder is locked
     done: list[dict[str, Any]] = []
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
@@ -227,16 +246,29 @@ def run_sweep(
                 records.append_or_keep(path, record)
             done.append(record)
             continue
-        checkpoint_dir = None if checkpoint_root is None else checkpoint_root / key
+        checkpoint_dir = (
+            None if checkpoint_root is None else records.key_folder(checkpoint_root, key)
+        )
         with contextlib.ExitStack() as held:
-            in_use = None
-            if checkpoint_dir is not None and writer:
+            in_use = late = None
+            if writer:
                 try:
-                    held.enter_context(exclusive(checkpoint_dir))
+                    held.enter_context(exclusive(checkpoint_dir or records.key_folder(locks, key)))
                 except CheckpointInUse as error:
                     in_use = str(error)
             if agreed([in_use is not None])[0]:
                 print(f"    skipped: {in_use or 'in use'}; rerun after it ends", file=sys.stderr)
+                continue
+            if writer and not force:
+                late = recorded_meanwhile(path, key)
+            if agreed([late is not None])[0]:
+                status = late["status"] if late else "by process 0"
+                print(f"    recorded meanwhile by another run ({status}): skipped", file=sys.stderr)
+                if late is not None:
+                    done.append(late)
+                    if w.oom_group and status == "oom":
+                        stopped[w.oom_group] = _oom_reason(w)
+                already += 1
                 continue
             if force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed

@@ -54,7 +54,7 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
     [
         ("experiments.studies._common", "experiments.studies.targets"),
         ("experiments.studies.base", "experiments.studies.targets"),
-        ("experiments.studies.bench", "benchmarks.report_paired"),
+        ("experiments.studies.bench", "experiments.studies.bench_paired"),
         ("jaxcnn.formulation", "jaxcnn.onednn"),
     ],
 )

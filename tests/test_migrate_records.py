@@ -4,7 +4,11 @@ and checkpoint folders follow their records' new keys."""
 
 import contextlib
 import dataclasses
+import hashlib
 import json
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -41,11 +45,16 @@ OLD_ENV = {"jax": "0.4.1", "jaxlib": "0.4.1", "flax": "0.8", "optax": "0.1", "py
 OLD_ENV |= {"git_commit": "abc", "host": "laptop", "utc_time": "2025-01-01T00:00:00+00:00"}
 
 
+def _old_key(run_id):
+    """A schema 1 record's key: 16 hex digits, as records.config_key made them then."""
+    return hashlib.sha256(f"old-{run_id}".encode()).hexdigest()[:16]
+
+
 def _v1(run_id, workload, **fields):
     return {
         "schema_version": 1,
         "run_id": run_id,
-        "config_key": f"old-{run_id}",
+        "config_key": _old_key(run_id),
         "status": "ok",
         "message": None,
         "workload": workload,
@@ -175,7 +184,7 @@ def test_a_second_run_changes_nothing_and_v2_lines_stay_byte_for_byte(old_file, 
 
 def test_checkpoint_folders_follow_their_records_to_the_new_key(old_file, capsys):
     checkpoints = old_file.parent / "checkpoints"
-    (checkpoints / "old-first" / "5").mkdir(parents=True)
+    (checkpoints / _old_key("first") / "5").mkdir(parents=True)
     (checkpoints / "a-run-that-never-wrote-a-record").mkdir()
     migrate_records.main([str(old_file)])
     out = capsys.readouterr().out
@@ -201,3 +210,65 @@ def test_the_fields_filled_in_are_the_workload_defaults_but_the_formulation():
     added = migrate_records.ADDED_WORKLOAD_FIELDS
     assert {k: defaults[k] for k in added} == {**added, "formulation": "auto"}
     assert set(defaults) == set(BASE) | set(added)  # a new field needs its migration
+
+
+def test_a_key_that_climbs_out_of_the_checkpoints_moves_nothing(old_file, capsys):
+    """A record's config key is text from a file (records are merged from other
+    machines): one of `../../victim` or an absolute path names no checkpoint folder,
+    and the folder it points at stays where it is."""
+    victim = old_file.parent / "victim"
+    (victim / "keep").mkdir(parents=True)
+    absolute = old_file.parent / "absolute"
+    absolute.mkdir()
+    checkpoints = old_file.parent / "out" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    lines = old_file.read_text().splitlines(keepends=True)
+    climbing = _v1("climbing", dict(BASE)) | {"config_key": "../../victim"}
+    rooted = _v1("rooted", dict(BASE)) | {"config_key": str(absolute)}
+    lines += [json.dumps(climbing) + "\n", json.dumps(rooted) + "\n"]
+    old_file.write_text("".join(lines))
+    assert migrate_records.main([str(old_file), "--checkpoint-dir", str(checkpoints)]) == 0
+    out = capsys.readouterr().out
+    assert "7 record(s) migrated" in out
+    assert "2 old key(s) not of 16 hex digits name no checkpoint folder" in out
+    assert (victim / "keep").is_dir() and absolute.is_dir()
+    assert list(checkpoints.iterdir()) == []
+    migrated = _by_id(old_file)  # the records themselves are migrated all the same
+    assert records.is_config_key(migrated["climbing"]["config_key"])
+
+
+@pytest.mark.parametrize("key", ["../../victim", "/etc", "0123456789abcde/", "", None, 7])
+def test_a_path_is_made_only_from_a_config_key(tmp_path, key):
+    with pytest.raises(ValueError, match="is not a config key"):
+        records.key_folder(tmp_path, key)
+    assert records.key_folder(tmp_path, "0123456789abcdef") == tmp_path / "0123456789abcdef"
+
+
+def _one_line(argv, code, message):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.migrate_records", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == code, done.stderr
+    assert len(done.stderr.strip().splitlines()) == (1 if message else 0), done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_a_fifo_a_device_or_a_read_only_file_is_one_line(old_file, tmp_path):
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    _one_line([str(fifo)], 2, "a FIFO, not a records file")  # never opened: no hang
+    _one_line(["/dev/zero"], 2, "a character device, not a records file")
+    before = old_file.read_bytes()
+    if subprocess.run(["chattr", "+i", str(old_file)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+    try:
+        _one_line([str(old_file)], 2, f"cannot migrate {old_file}: Operation not permitted")
+    finally:
+        subprocess.run(["chattr", "-i", str(old_file)], check=True)
+    assert old_file.read_bytes() == before
+    fifo.unlink()
+    _one_line([str(old_file)], 0, "")  # a positive control: the same file, writable

@@ -12,10 +12,11 @@ import pytest
 from conftest import complete_record
 from test_report_bench import _bench, _under
 
-from benchmarks import paired, report_paired, turns
+from benchmarks import paired, turns
 from experiments import records, studies
 from experiments.stats import summarize
 from experiments.studies import bench_cells
+from experiments.studies import bench_paired as report_paired
 
 CONFIGS = (
     paired.Config("jax", "cpu", "step", "system", "digits"),
@@ -294,17 +295,41 @@ def test_the_matrix_names_the_commits_its_sessions_measured():
     assert "aaaaaaa" not in part and "results/REPORT.md" in part
 
 
-def test_without_benchmarks_the_bench_section_has_no_paired_part(monkeypatch, tmp_path):
+@pytest.mark.slow
+def test_the_bench_verdict_is_the_same_from_any_folder_with_the_installed_packages(tmp_path):
+    """Run from outside the repository, as `pip install -e .` installs it: jaxcnn and
+    experiments importable, benchmarks/ not. The pairing still decides the verdict."""
     rows = [
         _bench("j", 4800.0),
         _bench("p", 3000.0, framework="keras", mode="graph"),
         _paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"),
     ]
-    text = studies.bench.bench_study(rows, tmp_path)[0]
-    assert "| 1.60 (paired 0.80) |" in text and report_paired.PAIRED_INTRO in text
-    monkeypatch.setitem(sys.modules, "benchmarks", None)  # jaxcnn without its repository
-    text = studies.bench.bench_study(rows, tmp_path)[0]
-    assert "| 1.60 (goal met) |" in text and "Paired" not in text
+    path = tmp_path / "records.jsonl"
+    for row in rows:
+        records.append(path, row)
+    installed = tmp_path / "installed"  # the packages pyproject.toml installs, and no more
+    installed.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    for package in ("jaxcnn", "experiments"):
+        (installed / package).symlink_to(root / package)
+    probe = (
+        "import sys\nfrom experiments import records\nfrom experiments.studies import bench\n"
+        f"rows = records.load({str(path)!r})\n"
+        "print(bench.bench_table(rows)); print(bench.verdicts(rows))\n"
+        "print('benchmarks imported:', 'benchmarks' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| 1.60 (paired 0.80) |" in done.stdout
+    assert "the goal is met in 0 of 1 cells (1 of them measured in turns)" in done.stdout
+    assert "benchmarks imported: False" in done.stdout
 
 
 def _benchmarks_after(code: str) -> list[str]:
@@ -318,12 +343,12 @@ def _benchmarks_after(code: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_core_imports_no_benchmarks_module_until_the_bench_section_asks():
+def test_the_core_imports_no_benchmarks_module():
     core = "import jaxcnn, experiments.measure, experiments.records, experiments.report"
-    core += ", experiments.run, experiments.studies"
+    core += ", experiments.run, experiments.studies, experiments.studies.bench"
     assert _benchmarks_after(core) == []
-    asked = "from experiments.studies import bench\nbench._paired()"  # the positive control
-    assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.report_paired"]
+    asked = "import benchmarks.turns"  # the positive control: the probe sees one
+    assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.turns"]
 
 
 def test_the_verdict_per_cpu_reads_the_latest_pairing_and_its_spread():

@@ -635,16 +635,20 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
 
     constants = tmp_path / "prediction_constants.json"
     monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
+    gpu = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (5e-6, "held")})
     monkeypatch.setattr(
         fit_predictions,
         "fit",
-        lambda loaded, refs: {"version": "v", "families": {}, "unmatched_references": []},
+        lambda loaded, refs: {"version": "v", "families": {"gpu": gpu}, "unmatched_references": []},
     )
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     (tmp_path / "records").mkdir()
     with pytest.raises(BrokenPipeError):
         fit_predictions.main([str(tmp_path / "records"), "--write"])
-    assert json.loads(constants.read_text())["version"] == "v"
+    assert json.loads(constants.read_text())["families"]["gpu"] == gpu
 
 
 def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
@@ -705,3 +709,48 @@ def test_a_compilers_own_estimate_gives_the_fixed_cost_per_op_it_implies():
     held = fit_predictions.fixed_constants([record])
     assert held["tpu"]["kernel_overhead_s"][0] == pytest.approx(1e-6)
     assert "compiler's own cost model" in held["tpu"]["kernel_overhead_s"][1]
+
+
+def _measured_cpu_records(folder, count: int):
+    """The first `count` measured CPU records carrying kernels in results/, as a
+    records folder: real observations for the CPU's fit, none for a GPU's or TPU's."""
+    kept = []
+    results = Path(__file__).resolve().parent.parent / "results" / "records.jsonl"
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        measured = r["status"] == "ok" and r.get("kernels") and not r.get("compiled_not_run")
+        if measured and r["device"]["platform"] == "cpu" and len(kept) < count:
+            kept.append(line + "\n")
+    folder.mkdir()
+    (folder / "records.jsonl").write_text("".join(kept))
+    return str(folder)
+
+
+def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
+    tmp_path, monkeypatch, capsys
+):
+    committed = json.loads(prediction.CONSTANTS_FILE.read_text())
+    constants = tmp_path / "prediction_constants.json"
+    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    before = constants.read_bytes()
+    (tmp_path / "empty").mkdir()
+    for folder in (str(tmp_path / "empty"), _measured_cpu_records(tmp_path / "two", 2)):
+        assert fit_predictions.main([folder, "--write"]) == 1  # no platform can be fitted
+        assert constants.read_bytes() == before
+        err = capsys.readouterr().err
+        assert err == f"no platform has the observations for a fit: {constants} left as it was\n"
+    # Eight CPU records fit the CPU's constants; the GPU and TPU have none: kept.
+    assert fit_predictions.main([_measured_cpu_records(tmp_path / "eight", 8), "--write"]) == 0
+    written = json.loads(constants.read_text())
+    for platform in ("gpu", "tpu"):
+        assert written["families"][platform] == committed["families"][platform]
+        assert written["families"][platform]["basis"] == "fitted"
+    assert written["families"]["cpu"]["basis"] == "fitted"
+    assert written["families"]["cpu"]["error"]["observations"] == 8
+    out = capsys.readouterr().out.splitlines()
+    for platform in ("gpu", "tpu"):
+        assert (
+            f"{platform}: 0 observation(s) to fit, fewer than its constants need: its "
+            f"committed constants kept ({committed['version']})"
+        ) in out

@@ -4,6 +4,10 @@ CPU); on an accelerator it is the chip (a notebook resuming on a fresh VM)."""
 
 import json
 import socket
+import subprocess
+import sys
+
+import pytest
 
 from experiments import records
 from experiments.run import main
@@ -59,3 +63,34 @@ def test_the_machine_id_is_stable_and_names_the_host_too(monkeypatch):
     here = devices.machine_id()
     monkeypatch.setattr(socket, "gethostname", lambda: "another-host")
     assert devices.machine_id() != here
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("checkpoints", [True, False], ids=["checkpoints", "no-checkpoints"])
+def test_a_workload_another_run_records_meanwhile_is_recorded_once(
+    tmp_path, monkeypatch, capsys, checkpoints
+):
+    """Two runs of one workload into one --out: this one reads the records, then a real
+    second run (another process) measures and records the workload before this one
+    reaches it. Under the workload's lock this run reads the records again and skips it."""
+    from experiments import sweep
+
+    argv = ["--out", str(tmp_path), *TINY]
+    if checkpoints:
+        argv = argv[: argv.index("checkpoints=false") - 1]
+    other = [sys.executable, "-m", "experiments.run", *argv]
+    real_stop_agreed, ran = sweep.stop_agreed, []
+
+    def other_run_first():  # between this run's first read and the workload's lock
+        if not ran:
+            done = subprocess.run(other, capture_output=True, text=True, timeout=300)
+            ran.append(done)
+            assert done.returncode == 0, done.stderr
+        return real_stop_agreed()
+
+    monkeypatch.setattr(sweep, "stop_agreed", other_run_first)
+    assert main(argv) == 0
+    assert len(ran) == 1
+    (record,) = records.load(tmp_path / records.RECORDS_FILE)
+    assert record["status"] == "ok"
+    assert "recorded meanwhile by another run (ok): skipped" in capsys.readouterr().err

@@ -5,10 +5,12 @@ import asyncio
 import contextlib
 import functools
 import gc
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -659,3 +661,89 @@ def test_a_resumed_run_takes_the_step_timing_of_the_stopped_one(tmp_path, monkey
     assert record["status"] == "ok" and record["resumed_from_step"] == 5
     assert record["step_time_s"]["median"] > 0
     assert main([*argv, "--force"]) == 0 and len(timed) == 2  # control: from scratch, timed
+
+
+def _count_timings(monkeypatch) -> list:
+    """Each call that times the step loop, appended to the list returned."""
+    from experiments import measure
+
+    timed = []
+    real_time_step_loop = measure.time_step_loop
+
+    def counted(*args, **kwargs):
+        timed.append(1)
+        return real_time_step_loop(*args, **kwargs)
+
+    monkeypatch.setattr(measure, "time_step_loop", counted)
+    return timed
+
+
+def _stopped_after_the_first_save(monkeypatch, argv) -> Path:
+    """Run `argv` as a SIGTERM right after its first checkpoint leaves it (exit 143):
+    the workload's checkpoint folder, holding that checkpoint and the kept timing."""
+    real_save = Checkpoints.save
+
+    def save_then_stop(self, *args, **kwargs):
+        real_save(self, *args, **kwargs)
+        loop.request_stop()
+
+    monkeypatch.setattr(Checkpoints, "save", save_then_stop)
+    out = Path(argv[argv.index("--out") + 1])
+    folders = lambda: {p for p in (out / "checkpoints").glob("*") if p.is_dir()}  # noqa: E731
+    before = folders() if (out / "checkpoints").is_dir() else set()
+    assert main(argv) == 143
+    monkeypatch.setattr(Checkpoints, "save", real_save)
+    (folder,) = folders() - before
+    assert (folder / "timing.json").is_file()
+    return folder
+
+
+@pytest.mark.slow
+def test_the_timing_kept_for_another_program_is_set_aside_with_its_checkpoints(
+    tmp_path, monkeypatch, capfd
+):
+    """A model whose code changed under the same config key: mlp width 512's real
+    checkpoints and kept timing, found in a width-16 run's folder. Both are set aside;
+    the record's step time is the width-16 step's own, timed again."""
+    timed = _count_timings(monkeypatch)
+    assert RUN[2:4] == ["--set", "width=16"]
+    run = RUN[:2] + RUN[4:]
+    argv = ["--out", str(tmp_path), *run, *EVERY_5, "--epochs", "1"]
+    wide = _stopped_after_the_first_save(monkeypatch, [*argv, "--set", "width=512"])
+    narrow = _stopped_after_the_first_save(monkeypatch, [*argv, "--set", "width=16"])
+    assert len(timed) == 2
+    shutil.rmtree(narrow)
+    wide.rename(narrow)
+    capfd.readouterr()
+    assert main([*argv, "--set", "width=16"]) == 0
+    err = capfd.readouterr().err
+    assert "could not be restored (LayoutMismatch: another model" in err
+    assert len(timed) == 3  # timed again, not taken from width 512's file
+    assert f"{narrow / 'timing.json'} timed another program or host: set aside" in err
+    (aside,) = (narrow / "corrupt").glob("timing-*.json")
+    assert json.loads(aside.read_text())["timing"][0]["n"] == 2
+    (record,) = records.load(tmp_path / "records.jsonl")
+    assert record["status"] == "ok" and record["resumed_from_step"] is None
+    kept = json.loads((narrow / "timing.json").read_text())
+    assert record["step_time_s"] == kept["timing"][0]  # the width-16 step's own timing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content", ['{"host": "%s", "timing": [1, 2]}', "[]", "not json"])
+def test_a_kept_timing_of_the_wrong_shape_is_timed_again_in_one_line(
+    tmp_path, monkeypatch, capfd, content
+):
+    timed = _count_timings(monkeypatch)
+    argv = ["--out", str(tmp_path), *RUN, *EVERY_5, "--epochs", "1"]
+    folder = _stopped_after_the_first_save(monkeypatch, argv)
+    kept = folder / "timing.json"
+    kept.write_text(content.replace("%s", socket.gethostname()))
+    capfd.readouterr()
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert len(timed) == 2
+    (line,) = [line for line in err.splitlines() if str(kept) in line]
+    assert "is not a kept timing" in line and line.endswith("timing the step again")
+    (record,) = records.load(tmp_path / "records.jsonl")
+    assert record["status"] == "ok" and record["resumed_from_step"] == 5
+    assert json.loads(kept.read_text())["timing"][0] == record["step_time_s"]  # rewritten

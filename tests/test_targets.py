@@ -529,3 +529,67 @@ def test_sigterm_stops_the_targets_study_between_compiles_and_a_rerun_finishes_i
     assert rerun.returncode == 0, rerun.stderr
     keys = [json.loads(line)["config_key"] for line in path.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 4  # the rest compiled, nothing twice
+
+
+@needs_targets
+def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, monkeypatch):
+    """A SIGTERM to the compile child (not to the study) says nothing about the
+    compiler: asked again in a new child, and if killed again, recorded as what it was
+    and compiled again on rerun."""
+    from compile_crash import KILL_SIGNAL, KILLS_FILE
+
+    path, left = tmp_path / "records.jsonl", tmp_path / "kills"
+    left.write_text("2")
+    monkeypatch.setenv(KILLS_FILE, str(left))
+    monkeypatch.setenv(KILL_SIGNAL, "SIGTERM")  # a real SIGTERM to each compile child
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:run_target") as in_child:
+        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+    assert left.read_text() == "0"
+    assert record["status"] == "error"
+    assert record["message"].startswith("killed by signal SIGTERM while compiling, twice")
+    assert "crashed" not in record["message"] and "a rerun compiles it again" in record["message"]
+    with InChild("compile_crash:run_target") as in_child:
+        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+
+@needs_targets
+def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
+    tmp_path, monkeypatch
+):
+    from compile_crash import WRITES_TEMPORARY
+
+    path, missing = tmp_path / "records.jsonl", tmp_path / "no-such-tmp"
+    monkeypatch.setenv(WRITES_TEMPORARY, "1")
+    monkeypatch.setenv("TMPDIR", str(missing))  # the compile child's temporary folder
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:run_target") as in_child:
+        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+    assert record["status"] == "error"
+    assert record["message"].startswith("FileNotFoundError: [Errno 2] No such file or directory")
+    assert record["message"].endswith(
+        "; the machine failed, not the compiler: no finding about the compiler, a rerun "
+        "compiles it again"
+    )
+    missing.mkdir()  # the machine mended: the rerun compiles, and it compiles
+    with InChild("compile_crash:run_target") as in_child:
+        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+
+@pytest.mark.parametrize(
+    ("message", "again"),
+    [
+        ("the compiler crashed: the process doing it died (signal SIGTERM)", True),
+        ("the compiler crashed: the process doing it died (signal SIGHUP)", True),
+        ("INTERNAL: ptxas fatal: Could not open output file '/tmp/x/y.cubin'", True),
+        ("XlaRuntimeError: INTERNAL: write failed: No space left on device", True),
+        ("the compiler crashed: the process doing it died (signal SIGSEGV)", False),
+        ("the compiler crashed: the process doing it died (signal SIGABRT)", False),
+        ("JaxRuntimeError: UNIMPLEMENTED: ptxas too old", False),
+    ],
+)
+def test_only_the_compilers_own_refusal_is_kept_as_its_verdict(message, again):
+    record = {"status": "error", "message": message}
+    assert compile_only.no_finding(record) is again

@@ -30,17 +30,16 @@ The report section sets images/s of the train step per model, batch and configur
 machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows: every
 figure read from records (`throughput`, the median of timed blocks, p10-p90, for JAX
 and peers alike; `matmul_ceiling` and `flops.per_image` for the bound). The paired-run
-tables are benchmarks/report_paired.py's, shown where benchmarks/ is importable.
+tables are bench_paired.py's.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from experiments.records import took_turns
-from experiments.studies import bench_cells
+from experiments.studies import bench_cells, bench_paired
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.studies.bench_cells import GOAL
@@ -265,19 +264,6 @@ def _named(record: Record | None, cells: dict[str, list[Record]]) -> str:
     return configuration(record).removeprefix("jax ") + _policy_note(record, cells)
 
 
-def _paired() -> Any:
-    """benchmarks/report_paired.py, the tables of `python -m benchmarks.paired`'s records,
-    or None where benchmarks/ is not importable (jaxcnn installed without its
-    repository): the one place the bench section reaches benchmarks/."""
-    try:
-        from benchmarks import report_paired
-    except ModuleNotFoundError as e:
-        if e.name not in ("benchmarks", "benchmarks.report_paired"):
-            raise  # a module the tables need is missing: a bug to see, not to hide
-        return None
-    return report_paired
-
-
 def _jax_first(config: str) -> tuple[bool, str]:
     """Orders configurations JAX's first, then the peers', each by name."""
     return not config.startswith("jax"), config
@@ -294,8 +280,7 @@ def bench_table(records: list[Record]) -> str:
     if not groups:
         return ""
     configs = _configs(groups)
-    tables = _paired()
-    paired = tables.paired_ratios(records) if tables else {}
+    paired = bench_paired.paired_ratios(records)
     rows = []
     for (platform, machine, model, batch), cells in groups.items():
         jax_best, peer_best = _best(cells, peer=False), _best(cells, peer=True)
@@ -423,8 +408,7 @@ def _after_table(records: list[Record], detail: bool = True) -> tuple[str, str]:
     follows the bench table in REPORT.md and PERFORMANCE.md."""
     lines = "\n".join(f"- {line}" for line in best_batches(records))
     best = f"\n\nEach model's fastest JAX figure over the batches measured:\n\n{lines}"
-    tables = _paired()
-    paired = tables.paired_part(records, detail) if tables else ""
+    paired = bench_paired.paired_part(records, detail)
     host_memory = host_memory_table(records)
     if host_memory:
         paired += f"\n\n{HOST_MEMORY_INTRO}\n\n{host_memory}"
@@ -434,8 +418,7 @@ def _after_table(records: list[Record], detail: bool = True) -> tuple[str, str]:
 def verdicts(records: list[Record]) -> str:
     """Per CPU, in how many cells JAX's best f32 step meets the goal against the fastest
     peer, by the ratio measured in turns where there is one: where the verdict holds."""
-    tables = _paired()
-    paired = tables.paired_summaries(records) if tables else {}
+    paired = bench_paired.paired_summaries(records)
     # machine -> [(cell, ratio, its rounds' p10 or None where not paired)]
     cells: dict[str, list[tuple[str, float, float | None]]] = defaultdict(list)
     for (platform, machine, model, batch), found in _groups(records).items():
@@ -548,8 +531,7 @@ def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Pat
 def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Per cell: the best JAX f32 figure over the fastest peer's, measured, on each CPU
     (the verdict depends on the CPU's vector extensions)."""
-    tables = _paired()
-    paired = tables.paired_ratios(records) if tables else {}
+    paired = bench_paired.paired_ratios(records)
     rows = []
     for (_platform, machine, model, batch), cells in _groups(records).items():
         ours, peer = _best(cells, False), _best(cells, True)

@@ -1,6 +1,6 @@
 """How the bench names its cells: the machine and model of a figure, and the goal its
 ratio is read against. Shared by the bench study's tables (experiments/studies/bench.py)
-and the paired runs' (benchmarks/report_paired.py), which imports nothing else of it."""
+and the paired runs' (bench_paired.py), which imports nothing else of it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """The bench study's paired-run tables: records of `python -m benchmarks.paired`, where
 the best JAX configuration of a cell and its fastest peer (or two JAX configurations)
 are re-measured in turns (benchmarks/turns.py). The bench section
-(experiments/studies/bench.py) reaches them where benchmarks/ is importable, through
-`paired_ratios` (the bench table's `(paired R)`) and `paired_part` (the tables).
+(experiments/studies/bench.py) reads them through `paired_ratios` (the bench table's
+`(paired R)`) and `paired_part` (the tables). They live in the study package, not in
+benchmarks/, which is no installed package: the report's verdict must not depend on
+the folder it is run from.
 """
 
 from __future__ import annotations
