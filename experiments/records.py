@@ -184,6 +184,7 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import glob
 import hashlib
 import importlib.metadata
 import json
@@ -1060,6 +1061,20 @@ def write_whole(path: str | os.PathLike, content: bytes) -> None:
         if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
             raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
+
+
+def remove_leftovers(path: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that a `write_whole` of `path` cut short by a kill
+    (SIGKILL, the out-of-memory killer: no chance to clean up) left beside it, and
+    return them. Only for a caller holding the lock every rewrite of `path` takes: a
+    temporary file then belongs to no rewrite in progress."""
+    path = Path(os.path.realpath(path))
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
+    candidates = path.parent.glob(f".{glob.escape(path.name)}.*.tmp")
+    left = [p for p in candidates if pattern.fullmatch(p.name)]
+    for stale in left:
+        stale.unlink(missing_ok=True)
+    return left
 
 
 def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:
