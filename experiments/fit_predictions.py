@@ -55,6 +55,7 @@ from experiments import predictions, records, references
 from experiments.cli_options import OneLineParser
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction, targets
+from jaxcnn.errors import DataError
 
 PARAMETERS = (
     "compute_efficiency",
@@ -98,7 +99,12 @@ def fixed_constants() -> dict[str, dict[str, tuple[float, str]]]:
     kernel's fixed cost of microseconds: on a GPU it is the published one; a TPU has no
     published figure, and takes the GPU's, said to be an assumption. The CPU's is fitted
     to this machine's measured steps, which are small models."""
-    launch = next(o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE)
+    launch = next((o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE), None)
+    if launch is None:
+        raise DataError(
+            f"{references.OVERHEADS_PATH.name} has no row from {LAUNCH_SOURCE}: the fit takes "
+            "a GPU's per-kernel cost from it"
+        )
     published = f"published: {launch.what} ({launch.source_url})"
     return {
         "gpu": {"kernel_overhead_s": (launch.seconds, published)},
@@ -547,11 +553,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             records.check_writable(out)
     except OSError as e:
         parser.error(f"cannot write to --compile-missing {args.compile_missing}: {e.strerror}")
+    try:  # read once, before any compile: a bad row is its one line, not a traceback
+        refs = references.load()
+        fixed_constants()
+    except DataError as e:
+        parser.error(str(e))
     loaded = records.load(*args.paths)
     if args.compile_missing:
         if compile_missing(loaded, out):
             loaded = records.load(*args.paths, out)
-    result = fit(loaded, references.load())
+    result = fit(loaded, refs)
     if args.write:  # before printing: a closed stdout (`| head`) must not lose the fit
         text = json.dumps(result, indent=1, sort_keys=True) + "\n"
         records.write_whole(prediction.CONSTANTS_FILE, text.encode())
