@@ -329,6 +329,9 @@ def _divisors(record: dict[str, Any], kind: str) -> Iterator[tuple[str, Any]]:
         yield "step_time_s.median", record["step_time_s"]["median"]
     if record.get("kernels_source"):
         yield "kernels_source.steps", record["kernels_source"].get("steps")
+    for key in ("chips", "devices"):
+        if key in (record.get("target") or {}):
+            yield f"target.{key}", record["target"][key]
     for number, one in enumerate((record.get("paired") or {}).get("rounds") or []):
         for side in ("jax", "peer"):
             rate = (one.get(side) or {}).get("images_per_s")
@@ -544,17 +547,17 @@ TYPES: dict[str, Any] = {
     "session": Maybe({"id": STR, "pass": INT, "passes": INT}),  # a paired run's passes
     "compiled_not_run": Maybe(_BOOL),
     "fits": Maybe(_BOOL),
-    "target": Maybe(
+    "target": Maybe(  # always known: the target table's (jaxcnn.targets)
         {
-            "name": STR,
-            "platform": STR,
-            "chip": STR,
-            "chips": INT,
-            "devices": INT,
-            "memory_per_chip_bytes": INT,
-            "memory_per_device_bytes": INT,
-            "usable_bytes_per_device": INT,
-            "bandwidth_bytes_per_s": NUMBER,
+            "name": _STR,
+            "platform": _STR,
+            "chip": _STR,
+            "chips": _INT,
+            "devices": _INT,
+            "memory_per_chip_bytes": _INT,
+            "memory_per_device_bytes": _INT,
+            "usable_bytes_per_device": _INT,
+            "bandwidth_bytes_per_s": _NUMBER,
             "peak_tflops": OBJECT,
         }
     ),
