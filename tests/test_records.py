@@ -175,6 +175,8 @@ MISTYPED = [
     ({"env": {"cpu": {"extensions": ["AVX2", True]}}}, "env.cpu.extensions[1] is true or"),
     ({"env": {"host_memory": {"policy": ["a"]}}}, "env.host_memory.policy is an array"),
     ({"paired": {"rounds": [{"jax": {"images_per_s": 0}}]}}, "paired.rounds[0].jax.images_per_s"),
+    ({"target": {"chips": None}}, "target.chips is null, not an integer"),
+    ({"target": {"devices": 0}}, "target.devices is a number, not a positive number"),
 ]
 
 
