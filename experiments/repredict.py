@@ -298,13 +298,27 @@ def check_room(path: Path) -> None:
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-class Terminated(Exception):
-    """A SIGTERM (a scheduler, `kill`, a notebook's stop) stopped the compiles."""
+class Terminated(BaseException):
+    """A SIGTERM (a scheduler, `kill`, a notebook's stop) stopped the compiles: a stop,
+    like KeyboardInterrupt, not an error, so no `except Exception` (a record that cannot
+    be compiled) takes it for one."""
 
 
 def _terminated(signum: int, frame: Any) -> None:
     raise Terminated  # unwinds through repredict_file, which writes what it compiled
 
 
+def exit_now(code: int) -> None:
+    """Exit with `code` once what was compiled is written (`main` returns only then),
+    without the interpreter's teardown where a signal stopped a compile: JAX's exit
+    handlers then run beside the compile the signal cut short, and the process could
+    crash there (exit 139) after a correct write."""
+    if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import jax
 import pytest
@@ -324,3 +325,32 @@ def test_a_rewrite_killed_midway_leaves_a_copy_the_next_one_removes(tmp_path, mo
     monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
     assert repredict.main([str(path)]) == 0
     assert not left.exists() and unrelated.exists()
+
+
+@pytest.mark.slow
+def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp_path):
+    import signal
+    import sys
+
+    old = _as_before_kernels(_measured())
+    model = tmp_path / "model.jsonl"
+    for width in (8, 16, 32, 64, 128, 256):  # six configurations: six compiles
+        record = copy.deepcopy(old) | {"run_id": f"w{width}", "config_key": f"w{width}"}
+        record["workload"]["model_overrides"] = {"width": width}
+        records.append(model, record)
+    env = {**os.environ, "PYTHONPATH": str(Path(repredict.__file__).parent.parent)}
+    for attempt in range(3):  # the crash at exit came in most tries, not all
+        path = tmp_path / f"try{attempt}.jsonl"
+        path.write_bytes(model.read_bytes())
+        command = [sys.executable, "-m", "experiments.repredict", str(path)]
+        child = subprocess.Popen(command, stderr=subprocess.PIPE, env=env, text=True)
+        said = [child.stderr.readline()]
+        while sum(line.startswith("compiled") for line in said) < 2 and said[-1]:
+            said.append(child.stderr.readline())  # w8's kernels are kept by now
+        child.send_signal(signal.SIGTERM if attempt % 2 == 0 else signal.SIGINT)
+        said.append(child.stderr.read())
+        child.wait(timeout=300)
+        expected = repredict.EXIT_TERMINATED if attempt % 2 == 0 else repredict.EXIT_INTERRUPTED
+        assert child.returncode == expected, "".join(said)
+        kept = [r["run_id"] for r in records.load(path) if r.get("kernels")]
+        assert "w8" in kept and len(kept) < 6, "".join(said)
