@@ -145,6 +145,13 @@ def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_pat
     assert main(fits) == 0  # control: it fits
 
 
+def test_an_out_folder_whose_name_is_too_long_is_one_line(tmp_path, capsys):
+    out = tmp_path / ("x" * 300)  # over the 255 bytes a file name may have
+    argv = ["--out", str(out), *TINY, *MLP]
+    message = f"cannot write to --out {out}: File name too long"
+    _assert_one_line_exit_2(argv, capsys, message, tmp_path)  # nothing made in its parent
+
+
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):
     argv = ["--out", str(tmp_path), *TINY, *MLP, "--strategy", "pmap", "--num-devices", "8"]
     argv += ["--batch-size", "12"]
