@@ -57,6 +57,7 @@ from experiments import predictions, records, references
 from experiments.cli_options import OneLineParser
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction, targets
+from jaxcnn.errors import DataError
 
 PARAMETERS = (
     "compute_efficiency",
@@ -106,7 +107,12 @@ def fixed_constants(
       at the fixed cost per op that compiler's estimates imply (`compiler_op_cost`): a
       TPU does not launch its ops one by one from a host, so no CUDA figure applies;
     - the CPU's is fitted to this machine's measured steps, which are small models."""
-    launch = next(o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE)
+    launch = next((o for o in references.load_overheads() if o.source_url == LAUNCH_SOURCE), None)
+    if launch is None:
+        raise DataError(
+            f"{references.OVERHEADS_PATH.name} has no row from {LAUNCH_SOURCE}: the fit takes "
+            "a GPU's per-kernel cost from it"
+        )
     published = f"published: {launch.what} ({launch.source_url})"
     held = {"gpu": {"kernel_overhead_s": (launch.seconds, published)}}
     for platform, (seconds, programs) in compiler_op_cost(loaded).items():
@@ -755,11 +761,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             records.check_writable(out)
     except OSError as e:
         parser.error(f"cannot write to --compile-missing {args.compile_missing}: {e.strerror}")
+    try:  # read once, before any compile: a bad row is its one line, not a traceback
+        refs = references.load()
+        fixed_constants(())
+    except DataError as e:
+        parser.error(str(e))
     loaded = records.load(*args.paths)
     if args.compile_missing:
         if compile_missing(loaded, out):
             loaded = records.load(*args.paths, out)
-    result = fit(loaded, references.load())
+    result = fit(loaded, refs)
     if not args.write:
         print(summary(result))
         return 0

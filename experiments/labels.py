@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from experiments.tables import markdown_text
+
 Record = dict[str, Any]
 
 
@@ -22,7 +24,7 @@ def device_name(d: dict[str, Any]) -> str:
     """device_label of a record's `device` field (jaxcnn.devices.describe)."""
     kind = "" if d["kind"] == d["platform"] else f" {d['kind']}"
     count = f" x{d['count']}" if d["count"] > 1 else ""
-    return f"{d['platform']}{kind}{count}"
+    return markdown_text(f"{d['platform']}{kind}{count}")
 
 
 # The overrides that restate a model's own default (jaxcnn/models: mlp's width is 512),
@@ -45,7 +47,7 @@ def model_label(record: Record) -> str:
         ran.append(f"{formulation} formulation")
     if record.get("loop") == "device":
         ran.append("device loop")
-    return label + (f" [{', '.join(ran)}]" if ran else "")
+    return markdown_text(label) + (f" [{', '.join(ran)}]" if ran else "")
 
 
 CPU_NOT_RECORDED = "CPU (model not recorded)"
@@ -59,7 +61,7 @@ def cpu_label(record: Record) -> str:
     if not cpu.get("model"):
         return CPU_NOT_RECORDED
     extensions = ", ".join(cpu.get("extensions") or []) or "no AVX2"
-    return f"{cpu['model']} ({extensions})"
+    return markdown_text(f"{cpu['model']} ({extensions})")
 
 
 def machine(record: Record) -> str:
@@ -69,6 +71,8 @@ def machine(record: Record) -> str:
     d = record["device"]
     host = d.get("host") or record["env"].get("host") or d["kind"]
     if d.get("platform") != "cpu":
-        return host
+        return markdown_text(host)
     label = cpu_label(record)
-    return f"{host}, CPU model not recorded" if label == CPU_NOT_RECORDED else label
+    if label == CPU_NOT_RECORDED:
+        return f"{markdown_text(host)}, CPU model not recorded"
+    return label

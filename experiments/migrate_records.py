@@ -186,6 +186,7 @@ def rewrite_lines(path: Path, rewrite: Callable[[bytes, int], bytes]) -> bool:
     fd = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # appends wait; they reopen the renamed file
+        records.remove_leftovers(path)  # a killed rewrite's copy, tens of MB
         with os.fdopen(os.dup(fd), "rb") as handle:
             old = handle.readlines()
         new = [rewrite(raw, n) for n, raw in enumerate(old, 1)]

@@ -188,12 +188,14 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import glob
 import hashlib
 import importlib.metadata
 import json
 import math
 import os
 import platform
+import re
 import socket
 import stat
 import subprocess
@@ -203,7 +205,7 @@ import traceback
 import typing
 import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -318,7 +320,26 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
         if not all(k in step for k in ("median", "p10", "p90", "n")):
             raise RecordError("step_time_s needs median, p10, p90 and n")
     _check_types(record)
+    for where, value in _divisors(record, kind):
+        if not (_is(value, _NUMBER) and value > 0):
+            raise RecordError(f"{where} is {_value_name(value)}, not a positive number")
     return record
+
+
+def _divisors(record: dict[str, Any], kind: str) -> Iterator[tuple[str, Any]]:
+    """(where, value) of each value a reader divides by: an ok record's step time, the
+    steps its kernels' program takes, each side's rate in a paired round."""
+    if record["status"] == "ok" and "step_time_s" in _REQUIRED_OK_BY_KIND[kind]:
+        yield "step_time_s.median", record["step_time_s"]["median"]
+    if record.get("kernels_source"):
+        yield "kernels_source.steps", record["kernels_source"].get("steps")
+    for key in ("chips", "devices"):
+        if key in (record.get("target") or {}):
+            yield f"target.{key}", record["target"][key]
+    for number, one in enumerate((record.get("paired") or {}).get("rounds") or []):
+        for side in ("jax", "peer"):
+            rate = (one.get(side) or {}).get("images_per_s")
+            yield f"paired.rounds[{number}].{side}.images_per_s", rate
 
 
 # --- Types: every field a reader uses, checked when a record is loaded ----------------
@@ -326,14 +347,27 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
 # A type is a tuple of Python types (a value of one of them), a dict (an object, each
 # of whose keys that is present has the type given: unknown keys are kept, never
 # rejected), a one-item list (an array whose every item has that type), or Maybe(type)
-# (that, or null). Which fields must be present is the tables above (`validate`); this
-# says what a present one may hold. `json_schema` writes the same as a JSON Schema.
+# (that, or null), or a Row (an array of fixed positions). Which fields must be present
+# is the tables above (`validate`); this says what a present one may hold.
+# `json_schema` writes the same as a JSON Schema. Beyond their types, every number is
+# finite, at most NUMBER_LIMIT and not negative (but those in SIGNED), a summary's
+# p10 <= median <= p90, and each value a reader divides by positive (`_divisors`): so a
+# record the reader returns never makes a report or a fit divide by null or zero,
+# format a NaN, or sort a list against a number.
 
 
 class Maybe(NamedTuple):
     """A field that may be null."""
 
     kind: Any
+
+
+class Row(NamedTuple):
+    """An array of fixed positions, each of its own type; the last `optional` may be
+    left out."""
+
+    items: tuple[Any, ...]
+    optional: int = 0
 
 
 _NUMBER = (int, float)
@@ -373,6 +407,9 @@ _PREDICTION = {
     "error_band": Maybe({"median": NUMBER, "worst": NUMBER}),
 }
 _JSON_OF_PYTHON = {str: _STR, int: _INT, float: _NUMBER, bool: _BOOL, dict: (dict,)}
+# jaxcnn.kernels.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
+_KERNEL_ROW = Row((_INT, _STR, _NUMBER, _NUMBER, STR, _NUMBER, _STR), optional=1)
+_SIDE = {"images_per_s": _NUMBER, "start": NUMBER, "end": NUMBER}  # one side of a paired round
 
 
 def _workload_types() -> dict[str, Any]:
@@ -422,8 +459,9 @@ TYPES: dict[str, Any] = {
     "env": {
         **{key: STR for key in ("python", "git_commit", "host", "utc_time")},
         **{key: STR for key in ("jax", "jaxlib", "flax", "optax")},
-        "host_memory": OBJECT,
+        "host_memory": Maybe({"applied": Maybe(_BOOL), "policy": STR, "reason": STR}),
         "turns": OBJECT,
+        "cpu": Maybe({"model": STR, "extensions": Maybe([_STR])}),
     },
     "loop": STR,
     "formulation": Maybe({"name": STR, "conv": STR, "pool": STR}),
@@ -489,8 +527,8 @@ TYPES: dict[str, Any] = {
     "prediction_vendor": Maybe(_PREDICTION),
     "prediction_bound": Maybe(_PREDICTION),
     "prediction_vendor_bound": Maybe(_PREDICTION),
-    "kernels": Maybe([ARRAY]),  # jaxcnn.kernels.summarize rows
-    "kernels_source": Maybe({"program": STR, "steps": INT, "recompiled": STR, "jax": STR}),
+    "kernels": Maybe([_KERNEL_ROW]),
+    "kernels_source": Maybe({"program": STR, "steps": _INT, "recompiled": STR, "jax": STR}),
     "matmul_ceiling": Maybe({}),  # {dtype: {tflops, ...}}: checked in `_check_types`
     "matmul": Maybe({"n": INT, "dtype": STR, "flops": NUMBER, "tflops": NUMBER}),
     "ensemble": Maybe(
@@ -503,20 +541,28 @@ TYPES: dict[str, Any] = {
             "test_loss": Maybe([NUMBER]),
         }
     ),
-    "paired": Maybe({"rounds": ARRAY, "ratio": Maybe(_SUMMARY), "jax": OBJECT, "peer": OBJECT}),
+    "paired": Maybe(
+        {
+            "rounds": Maybe([{"jax": _SIDE, "peer": _SIDE, "first": STR}]),
+            "ratio": Maybe(_SUMMARY),
+            "jax": OBJECT,
+            "peer": OBJECT,
+        }
+    ),
+    "session": Maybe({"id": STR, "pass": INT, "passes": INT}),  # a paired run's passes
     "compiled_not_run": Maybe(_BOOL),
     "fits": Maybe(_BOOL),
-    "target": Maybe(
+    "target": Maybe(  # always known: the target table's (jaxcnn.targets)
         {
-            "name": STR,
-            "platform": STR,
-            "chip": STR,
-            "chips": INT,
-            "devices": INT,
-            "memory_per_chip_bytes": INT,
-            "memory_per_device_bytes": INT,
-            "usable_bytes_per_device": INT,
-            "bandwidth_bytes_per_s": NUMBER,
+            "name": _STR,
+            "platform": _STR,
+            "chip": _STR,
+            "chips": _INT,
+            "devices": _INT,
+            "memory_per_chip_bytes": _INT,
+            "memory_per_device_bytes": _INT,
+            "usable_bytes_per_device": _INT,
+            "bandwidth_bytes_per_s": _NUMBER,
             "peak_tflops": OBJECT,
         }
     ),
@@ -548,7 +594,7 @@ def _type_name(kind: Any) -> str:
         return f"{_type_name(kind.kind)} or null"
     if isinstance(kind, dict):
         return "an object"
-    if isinstance(kind, list):
+    if isinstance(kind, list | Row):
         return "an array"
     if set(kind) == {int, float}:
         return "a number"
@@ -567,20 +613,74 @@ def check_types(value: Any, kind: Any, where: str) -> None:
         if value is None:
             return
         kind = kind.kind
-    wrong = RecordError(f"{where} is {_value_name(value)}, not {_type_name(declared)}")
     if isinstance(kind, dict):
         if not isinstance(value, dict):
-            raise wrong
+            raise _wrong(value, declared, where)
         for key, inner in kind.items():
-            if key in value:
+            if key in value and not _plainly(value[key], inner):
                 check_types(value[key], inner, f"{where}.{key}" if where else key)
     elif isinstance(kind, list):
         if not isinstance(value, list):
-            raise wrong
+            raise _wrong(value, declared, where)
         for number, item in enumerate(value):
-            check_types(item, kind[0], f"{where}[{number}]")
+            if not _plainly(item, kind[0]):
+                check_types(item, kind[0], f"{where}[{number}]")
+    elif isinstance(kind, Row):
+        least, most = len(kind.items) - kind.optional, len(kind.items)
+        if not isinstance(value, list):
+            raise _wrong(value, declared, where)
+        if not least <= len(value) <= most:
+            raise RecordError(f"{where} has {len(value)} items, not {least} to {most}")
+        for number, (item, inner) in enumerate(zip(value, kind.items, strict=False)):
+            if not _plainly(item, inner):
+                check_types(item, inner, f"{where}[{number}]")
     elif not _is(value, kind):
-        raise wrong
+        raise _wrong(value, declared, where)
+    elif type(value) in (int, float) and not 0 <= value <= NUMBER_LIMIT:
+        _check_number(value, where)
+    if isinstance(value, dict) and "p10" in value and "median" in value and "p90" in value:
+        _check_summary(value, where)
+
+
+def _plainly(value: Any, kind: Any) -> bool:
+    """Whether `value` is plainly of `kind` (null where it may be; a string, an object
+    or an array where that is all `kind` says; a number from 0 to NUMBER_LIMIT), known
+    without the path `check_types` would name: most of a record's values are, and a
+    record has thousands (its kernels)."""
+    if type(kind) is Maybe:
+        if value is None:
+            return True
+        kind = kind.kind
+    if type(kind) is not tuple or type(value) not in kind:
+        return False
+    return type(value) not in (int, float) or 0 <= value <= NUMBER_LIMIT
+
+
+def _wrong(value: Any, kind: Any, where: str) -> RecordError:
+    return RecordError(f"{where} is {_value_name(value)}, not {_type_name(kind)}")
+
+
+# The largest magnitude a record's number may have: beyond any count, size or time, and
+# far below where a float's arithmetic overflows to inf (a 400-digit integer, 1e308).
+NUMBER_LIMIT = 2**63
+# The numbers a record holds that may be negative (XLA's -1: "no estimate"); every other
+# is a count, a size, a time, a rate or a fraction.
+SIGNED = frozenset({"cost.optimal_seconds"})
+
+
+def _check_number(value: float, where: str) -> None:
+    """RecordError unless `value` is finite, within NUMBER_LIMIT, and not negative."""
+    if not -NUMBER_LIMIT <= value <= NUMBER_LIMIT:  # NaN fails both comparisons
+        raise RecordError(f"{where} is {value!r:.40}, not a finite number below 2**63")
+    if value < 0 and re.sub(r"\[\d+\]", "[]", where) not in SIGNED:
+        raise RecordError(f"{where} is {value!r}, a negative number")
+
+
+def _check_summary(summary: dict[str, Any], where: str) -> None:
+    """A summary of samples (experiments.stats.summarize) in order: p10 <= median <= p90."""
+    values = [summary["p10"], summary["median"], summary["p90"]]
+    if None not in values and not values[0] <= values[1] <= values[2]:
+        raise RecordError(f"{where} has p10, median, p90 {values}, not in that order")
 
 
 def _value_name(value: Any) -> str:
@@ -609,6 +709,10 @@ def _schema_of(kind: Any) -> dict[str, Any]:
         return {"type": "object", **({"properties": properties} if properties else {})}
     if isinstance(kind, list):
         return {"type": "array", "items": _schema_of(kind[0])}
+    if isinstance(kind, Row):
+        items = [_schema_of(inner) for inner in kind.items]
+        least = len(items) - kind.optional
+        return {"type": "array", "prefixItems": items, "minItems": least, "items": False}
     names = list(dict.fromkeys(_JSON_SCHEMA_TYPES[k] for k in kind))
     names = ["number"] if names == ["integer", "number"] else names
     return {"type": names[0] if len(names) == 1 else names}
@@ -885,7 +989,7 @@ def _json_safe(value: Any) -> Any:
 
 def encode(record: dict[str, Any]) -> bytes:
     """`record` validated, as the one JSON line that `append` writes."""
-    return (json.dumps(_json_safe(validate(record)), sort_keys=True) + "\n").encode()
+    return (json.dumps(validate(_json_safe(record)), sort_keys=True) + "\n").encode()
 
 
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
@@ -1013,6 +1117,20 @@ def write_whole(path: str | os.PathLike, content: bytes) -> None:
         if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
             raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
+
+
+def remove_leftovers(path: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that a `write_whole` of `path` cut short by a kill
+    (SIGKILL, the out-of-memory killer: no chance to clean up) left beside it, and
+    return them. Only for a caller holding the lock every rewrite of `path` takes: a
+    temporary file then belongs to no rewrite in progress."""
+    path = Path(os.path.realpath(path))
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
+    candidates = path.parent.glob(f".{glob.escape(path.name)}.*.tmp")
+    left = [p for p in candidates if pattern.fullmatch(p.name)]
+    for stale in left:
+        stale.unlink(missing_ok=True)
+    return left
 
 
 def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:

@@ -12,8 +12,8 @@ that names the row. How rows are chosen and added: docs/references.md.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import math
 import re
 import typing
 from dataclasses import dataclass
@@ -34,6 +34,8 @@ CHIPS_NOT_IN_TABLE = frozenset({"x86 CPU"})
 # published figures are rounded (Keras prints "2s/step"), a typo is not.
 _CONSISTENCY = 0.02
 
+# Beyond any published count or rate, and where a float's arithmetic would overflow.
+_LIMIT = 2**63
 _ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _URL = re.compile(r"https?://\S+")
 _SOURCE = re.compile(rf"{_URL.pattern}|seed \d{{3}}")
@@ -77,17 +79,34 @@ class Overhead:
 Row = TypeVar("Row", Reference, Overhead)
 
 
-def load(path: Path = REFERENCES_PATH) -> list[Reference]:
-    """Every published measurement in `path`, validated; DataError names the first bad row."""
+def load(path: Path | None = None) -> list[Reference]:
+    """Every published measurement in `path` (REFERENCES_PATH), validated; DataError
+    names the first bad row. Read once per content: the report's sections each ask."""
+    return list(_load(*_version(path or REFERENCES_PATH)))
+
+
+def _version(path: Path) -> tuple[Path, int, int]:
+    """`path` with what tells its content apart (modification time, size); (path, -1, -1)
+    where it cannot be read (then `_rows` says why)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return path, -1, -1
+    return path, info.st_mtime_ns, info.st_size
+
+
+@functools.cache
+def _load(path: Path, mtime_ns: int, size: int) -> tuple[Reference, ...]:
     rows = [_parsed(Reference, raw, i, path.name) for i, raw in enumerate(_rows(path))]
     for row in rows:
         _check_reference(row, path.name)
     _check_unique([row.id for row in rows], path.name)
-    return rows
+    return tuple(rows)
 
 
-def load_overheads(path: Path = OVERHEADS_PATH) -> list[Overhead]:
-    """Every published per-kernel fixed cost in `path`, validated."""
+def load_overheads(path: Path | None = None) -> list[Overhead]:
+    """Every published per-kernel fixed cost in `path` (OVERHEADS_PATH), validated."""
+    path = path or OVERHEADS_PATH
     rows = [_parsed(Overhead, raw, i, path.name) for i, raw in enumerate(_rows(path))]
     for i, row in enumerate(rows):
         where = f"{path.name}: row {i} ({row.platform}, {row.what[:40]!r})"
@@ -150,8 +169,8 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         raise DataError(f"{where} must be a positive {kind}, not {value!r}")
     if int in allowed and not isinstance(value, int):
         raise DataError(f"{where} must be a whole number, not {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise DataError(f"{where} must be a positive {kind}, not {value!r}")
+    if not -_LIMIT < value < _LIMIT or value <= 0:  # not NaN, inf, nor 400 digits
+        raise DataError(f"{where} must be a positive {kind}, not {value!r:.40}")
     return float(value) if float in allowed else value
 
 

@@ -20,13 +20,20 @@ the train step, or with the device loop the whole-epoch program) and `kernels_so
 values and its
 own roofline `prediction` are not touched. The file is rewritten atomically under the
 lock appends take, every ten minutes and at the end (a stopped run keeps what it had
-compiled; a rerun skips a record with kernels).
+compiled; a rerun skips a record with kernels). Before any compile, the file is checked
+to be rewritable (not immutable, its folder writable, room on its disk for a copy): one
+line and exit 2 if not. A record whose step cannot be compiled here (a model this
+jaxcnn does not have) is one line, and the records after it are compiled all the same;
+the exit code is then 1. A copy that a killed rewrite left beside the file is removed by
+the next rewrite.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib.metadata
+import os
 import signal
 import sys
 import time
@@ -167,8 +174,10 @@ def repredict_file(
                 continue
             key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
             if key not in by_key:
-                by_key[key] = step_kernels(record)
-                print(f"compiled {_label(record)}", file=sys.stderr, flush=True)
+                by_key[key] = _compiled(record)
+            if by_key[key] is None:
+                counts[COULD_NOT_COMPILE] = counts.get(COULD_NOT_COMPILE, 0) + 1
+                continue
             found[record["run_id"]] = by_key[key]
             if time.monotonic() - saved_at >= save_every_s:
                 _save(Path(path), found, again, target, counts)
@@ -177,6 +186,23 @@ def repredict_file(
         _save(Path(path), found, again, target, counts)
     counts.pop("not a record", None)
     return counts
+
+
+# The count of records whose step could not be compiled here (an unknown model, a
+# workload this jaxcnn refuses): each said in one line, the others compiled all the same.
+COULD_NOT_COMPILE = "could not compile"
+
+
+def _compiled(record: dict[str, Any]) -> tuple[list[list], int] | None:
+    """`step_kernels(record)`, or None (said in one line) if this jaxcnn cannot compile
+    its step: one such record does not stop the records after it."""
+    try:
+        kernels = step_kernels(record)
+    except Exception as e:  # whatever the compile raised, it is this record's alone
+        print(f"skipped {_label(record)}: {records.one_line(e)}", file=sys.stderr, flush=True)
+        return None
+    print(f"compiled {_label(record)}", file=sys.stderr, flush=True)
+    return kernels
 
 
 def _save(
@@ -239,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.target not in targets.TARGETS:
             parser.error(f"unknown target {args.target!r}: one of {', '.join(targets.TARGETS)}")
+    try:  # before the compiles (hours for a target), not after them
+        records.check_writable(args.path)
+        check_room(Path(args.path))
+    except OSError as e:
+        parser.error(f"cannot rewrite {args.path}: {e.strerror or e}")
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         counts = repredict_file(args.path, args.again, args.target)
@@ -252,20 +283,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or "no records")
-    return 0
+    return 1 if counts.get(COULD_NOT_COMPILE) else 0
+
+
+def check_room(path: Path) -> None:
+    """OSError (ENOSPC) unless the disk `path` lies on has room for its rewrite: a copy
+    of it beside it (`records.write_whole`), and a margin."""
+    size = path.stat().st_size
+    disk = os.statvfs(path.parent)
+    free = disk.f_bavail * disk.f_frsize
+    if free < size + records.MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, f"{free} bytes free on its disk; its rewrite needs {size}")
 
 
 # What shells report for a job a signal ended (experiments.run's codes alike).
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-class Terminated(Exception):
-    """A SIGTERM (a scheduler, `kill`, a notebook's stop) stopped the compiles."""
+class Terminated(BaseException):
+    """A SIGTERM (a scheduler, `kill`, a notebook's stop) stopped the compiles: a stop,
+    like KeyboardInterrupt, not an error, so no `except Exception` (a record that cannot
+    be compiled) takes it for one."""
 
 
 def _terminated(signum: int, frame: Any) -> None:
     raise Terminated  # unwinds through repredict_file, which writes what it compiled
 
 
+def exit_now(code: int) -> None:
+    """Exit with `code` once what was compiled is written (`main` returns only then),
+    without the interpreter's teardown where a signal stopped a compile: JAX's exit
+    handlers then run beside the compile the signal cut short, and the process could
+    crash there (exit 139) after a correct write."""
+    if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

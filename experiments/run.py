@@ -332,8 +332,9 @@ def _check_writable(path: Path, option: str, given: str | Path, folder: bool = F
         (records.check_writable_folder if folder else records.check_writable)(path)
     except OSError as e:
         # The path in the way (a file where a folder must be), not a probe that failed
-        # to be made, which does not exist and the user never named.
-        culprit = e.filename and Path(e.filename).exists() and Path(e.filename) != Path(given)
+        # to be made, which does not exist and the user never named. os.path.exists, not
+        # Path.exists: a name too long to look up is "not there", not a second error.
+        culprit = e.filename and os.path.exists(e.filename) and Path(e.filename) != Path(given)
         where = f" ({e.filename})" if culprit else ""
         raise UsageError(f"cannot write to {option} {given}: {e.strerror or e}{where}") from None
 

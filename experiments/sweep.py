@@ -26,6 +26,8 @@ batch of the same program would only fail again, slowly.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -49,7 +51,7 @@ from experiments.prepare import (
 from experiments.runners import RunContext, run_workload
 from experiments.tables import si
 from experiments.workload import Workload
-from jaxcnn import data, host_memory
+from jaxcnn import data, host_memory, models
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, check_folder, exclusive
 from jaxcnn.errors import UsageError
@@ -119,6 +121,36 @@ def check_all(
                 f"batch {workload.batch_size} is larger than the {size:,} training images "
                 f"of {workload.dataset}: choose --batch-size {size} or less"
             )
+        if size is not None:
+            check_sizes(workload, size)
+
+
+# The train state's step counter is an int32 (optax's schedules count in it too).
+MAX_STEPS = 2**31 - 1
+
+
+def check_sizes(workload: Workload, size: int) -> None:
+    """UsageError, before anything is allocated or compiled, where `workload` (of `size`
+    training images) could not run at all: its images would not fit in this machine's
+    memory, or its training steps would overflow the step counter."""
+    image_bytes = math.prod(models.input_shape(workload.model, **workload.model_overrides))
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if size * image_bytes > memory:
+        fits = max(1, memory // image_bytes)
+        raise UsageError(
+            f"{size:,} images of {workload.dataset} ({si(size * image_bytes, 'B')}) do not fit "
+            f"in this machine's {si(memory, 'B')} of memory: choose --batch-size "
+            f"{min(fits, workload.batch_size)} or less"
+        )
+    steps = workload.epochs * -(-size // workload.batch_size)
+    if workload.steps is not None:
+        steps = min(steps, workload.steps)
+    if steps > MAX_STEPS:
+        raise UsageError(
+            f"{workload.epochs:,} epochs of {-(-size // workload.batch_size):,} steps are "
+            f"{steps:,} steps, more than the step counter's {MAX_STEPS:,}: choose fewer "
+            "--epochs or --set steps"
+        )
 
 
 def _needs_data(workload: Workload) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -16,7 +17,8 @@ def format_table(
     """Rows under their headers; as plain text, the first `left` columns (names)
     left-aligned and the rest (numbers) right-aligned."""
     cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    if markdown:
+    if markdown:  # a cell may hold a record's string: a model, a host, a message
+        cells = [[markdown_text(c) for c in row] for row in cells]
         lines = ["| " + " | ".join(row) + " |" for row in cells]
         lines.insert(1, "|" + "|".join("---" for _ in headers) + "|")
         return "\n".join(lines)
@@ -30,6 +32,22 @@ def format_table(
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# What a string from a record must not carry into Markdown: a line break (a new line
+# could start a heading or end a table), a pipe not yet escaped (a table's cell
+# separator), and the start of an HTML tag (nothing from a record is emitted as HTML).
+_LINE_BREAK = re.compile(r"[\r\n]+")
+_PIPE = re.compile(r"(?<!\\)\|")
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def markdown_text(text: object) -> str:
+    """`text` from a record (a model, a host, a message) made safe in a Markdown table
+    cell, heading or sentence: one line, its pipes escaped, no HTML tag. Rendered, it
+    reads as the record says; text without those characters (every figure the report
+    makes, `<= 8`, `>= 16`) is unchanged, and so is text already made safe."""
+    return _TAG.sub("&lt;", _PIPE.sub(r"\|", _LINE_BREAK.sub(" ", str(text))))
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

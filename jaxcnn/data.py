@@ -9,6 +9,7 @@ of the bytes to move, and the whole of MNIST fits on any accelerator.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import zlib
 from collections.abc import Iterator
@@ -118,38 +119,64 @@ def _digits(split: str) -> tuple[np.ndarray, np.ndarray]:
 def read_idx(path: str | os.PathLike) -> np.ndarray:
     """One IDX file (gzip or raw): uint8 images [N, rows, cols] or labels [N].
 
-    Checks the magic number and that the payload is exactly as long as the header says.
+    Checks the magic number and that the payload is exactly as long as the header says,
+    before reading it: an uncompressed file by its size, a gzip file by reading no more
+    than the header claims, so a header claiming a billion images is one line, not
+    gigabytes of memory first.
     """
     path = Path(path)
     try:
-        raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+        with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as handle:
+            raw = handle.read(16)
+            header, dims = _idx_header(path, raw)
+            expected = math.prod(dims)  # Python's integers: numpy's product wraps at 2**63
+            if path.suffix == ".gz":
+                raw += _read_at_most(handle, header + expected - len(raw))
+                found = len(raw) - header
+            else:
+                found = os.fstat(handle.fileno()).st_size - header
+                if found == expected:
+                    raw += handle.read()
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except (OSError, EOFError, zlib.error) as e:
         raise DataError(f"{path}: not a readable gzip file ({e}); download it again") from None
-    if len(raw) < 8:
-        raise DataError(f"{path}: {len(raw)} bytes is too short for an IDX header")
-    magic = int.from_bytes(raw[:4], "big")
-    if magic == _IMAGE_MAGIC:
-        if len(raw) < 16:
-            raise DataError(f"{path}: truncated IDX image header")
-        dims = [int.from_bytes(raw[i : i + 4], "big") for i in (4, 8, 12)]
-        header = 16
-    elif magic == _LABEL_MAGIC:
-        dims = [int.from_bytes(raw[4:8], "big")]
-        header = 8
-    else:
-        raise DataError(
-            f"{path}: bad IDX magic {magic:#010x} (expected {_IMAGE_MAGIC:#010x} for images "
-            f"or {_LABEL_MAGIC:#010x} for labels)"
-        )
-    expected = int(np.prod(dims))
-    if len(raw) - header != expected:
+    if found != expected:
         raise DataError(
             f"{path}: header says {'x'.join(map(str, dims))} = {expected} bytes of data, "
-            f"file has {len(raw) - header}"
+            f"file has {found}"
         )
     return np.frombuffer(raw, np.uint8, offset=header).reshape(dims)
+
+
+def _idx_header(path: Path, head: bytes) -> tuple[int, list[int]]:
+    """(the header's length, the dimensions it gives) of an IDX file starting `head`."""
+    if len(head) < 8:
+        raise DataError(f"{path}: {len(head)} bytes is too short for an IDX header")
+    magic = int.from_bytes(head[:4], "big")
+    if magic == _IMAGE_MAGIC:
+        if len(head) < 16:
+            raise DataError(f"{path}: truncated IDX image header")
+        return 16, [int.from_bytes(head[i : i + 4], "big") for i in (4, 8, 12)]
+    if magic == _LABEL_MAGIC:
+        return 8, [int.from_bytes(head[4:8], "big")]
+    raise DataError(
+        f"{path}: bad IDX magic {magic:#010x} (expected {_IMAGE_MAGIC:#010x} for images "
+        f"or {_LABEL_MAGIC:#010x} for labels)"
+    )
+
+
+def _read_at_most(handle: Any, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of `handle` (one more than a header claims shows the file
+    is longer than it says), in chunks: never more memory than the file really holds."""
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = handle.read(min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _find_idx(data_dir: Path, stem: str) -> Path:

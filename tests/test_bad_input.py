@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from conftest import write_idx
 
-from experiments import cli_plan, records
+from experiments import cli_plan, records, sweep
 from experiments.run import main, parse_args
+from experiments.workload import Workload
 from jaxcnn import targets
 
 TINY = ["--epochs", "1", "--set", "steps=2", "--set", "timing_steps=2", "--batch-size", "16"]
@@ -117,10 +118,23 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
         (["--batch-size", str(10**12)], "choose --batch-size 1438 or less"),
         (["--dataset", "synthetic", "--batch-size", "4096", *MLP], "the 2,048 training images"),
         (["--data-dir", "/nonexistent", *MLP], "--data-dir is read for mnist and fashion_mnist"),
+        pytest.param(
+            ["--dataset", "synthetic", "--epochs", "0", "--batch-size", str(10**12), *MLP],
+            "do not fit in this machine's",
+            id="synthetic-batch-of-10**12",
+        ),
     ],
 )
 def test_a_bad_number_is_one_line(tmp_path, capsys, argv, message):
     _assert_one_line_exit_2(["--out", str(tmp_path), *TINY, *argv], capsys, message, tmp_path)
+
+
+def test_more_training_steps_than_the_step_counter_holds_is_one_line(tmp_path, capsys):
+    argv = ["--out", str(tmp_path), *MLP, "--batch-size", "16", "--set", "schedule=onecycle"]
+    message = "90 steps are 9,000,000,000,000 steps, more than the step counter's 2,147,483,647"
+    _assert_one_line_exit_2([*argv, "--epochs", str(10**11)], capsys, message, tmp_path)
+    # the control: as many epochs, capped by --set steps, are run (compiled, here)
+    assert sweep.check_sizes(Workload(model="mlp", epochs=10**11, steps=2), 1438) is None
 
 
 def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_path, capsys):
@@ -129,6 +143,13 @@ def test_a_batch_larger_than_an_idx_training_set_names_its_size(idx_dir, tmp_pat
     _assert_one_line_exit_2([*argv, "--batch-size", "65"], capsys, "the 64 training images", out)
     fits = [*argv, "--batch-size", "64", "--set", "checkpoints=false"]
     assert main(fits) == 0  # control: it fits
+
+
+def test_an_out_folder_whose_name_is_too_long_is_one_line(tmp_path, capsys):
+    out = tmp_path / ("x" * 300)  # over the 255 bytes a file name may have
+    argv = ["--out", str(out), *TINY, *MLP]
+    message = f"cannot write to --out {out}: File name too long"
+    _assert_one_line_exit_2(argv, capsys, message, tmp_path)  # nothing made in its parent
 
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, capsys):

@@ -53,6 +53,31 @@ def test_wrong_count_is_a_data_error(tmp_path):
         data.read_idx(path)
 
 
+def test_dims_whose_product_wraps_around_are_a_data_error(tmp_path):
+    path = tmp_path / "images-idx3-ubyte"  # 2**22 x 2**21 x 2**21 is 2**64: 0 in int64
+    path.write_bytes(b"".join(n.to_bytes(4, "big") for n in (2051, 2**22, 2**21, 2**21)))
+    with pytest.raises(DataError, match="4194304x2097152x2097152 = 18446744073709551616 bytes"):
+        data.read_idx(path)
+
+
+@pytest.mark.parametrize("name", ["images-idx3-ubyte.gz", "images-idx3-ubyte"])
+def test_a_header_claiming_a_billion_images_is_refused_reading_only_the_file(tmp_path, name):
+    import tracemalloc
+
+    path = write_idx(tmp_path / name, np.zeros((100, 28, 28)), count=10**9)
+    if not name.endswith(".gz"):  # 200 MB of it, sparse: no disk spent either
+        with open(path, "r+b") as handle:
+            handle.truncate(200 * 2**20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match="1000000000x28x28 = 784000000000 bytes of data, file"):
+            data.read_idx(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**23  # not the file's 200 MB, nor the 784 GB its header claims
+
+
 def test_images_and_labels_must_agree(idx_dir):
     write_idx(idx_dir / "t10k-labels-idx1-ubyte.gz", np.zeros(31))
     with pytest.raises(DataError, match="32 images but 31 labels"):

@@ -160,6 +160,23 @@ MISTYPED = [
     ({"images_per_s": True}, "images_per_s is true or false, not a number or null"),
     ({"target": {"usable_bytes_per_device": "16G"}}, "target.usable_bytes_per_device is"),
     ({"ensemble": {"seeds": [0, "1"]}}, "ensemble.seeds[1] is a string, not an integer"),
+    # Of the right type, but what a reader divides, formats or sorts by cannot be.
+    ({"step_time_s": {"median": None}}, "step_time_s.median is null, not a positive number"),
+    ({"step_time_s": {"median": 0, "p10": 0}}, "step_time_s.median is a number, not a positive"),
+    ({"step_time_s": {"p90": -0.5}}, "step_time_s.p90 is -0.5, a negative number"),
+    ({"step_time_s": {"p10": 0.2}}, "step_time_s has p10, median, p90 [0.2, 0.1, 0.12], not"),
+    ({"test_accuracy": math.nan}, "test_accuracy is nan, not a finite number"),
+    ({"images_per_s": math.inf}, "images_per_s is inf, not a finite number"),
+    ({"flops": {"per_step": 10**400}}, "flops.per_step is 1000000000000000000000000000000000"),
+    ({"kernels": [[1, "fusion", 2, 3, None]]}, "kernels[0] has 5 items, not 6 to 7"),
+    ({"kernels": [[[1], "fusion", 2, 3, None, 0]]}, "kernels[0][0] is an array, not an integer"),
+    ({"kernels": [None]}, "kernels[0] is null, not an array"),
+    ({"kernels_source": {"steps": None}}, "kernels_source.steps is null, not an integer"),
+    ({"env": {"cpu": {"extensions": ["AVX2", True]}}}, "env.cpu.extensions[1] is true or"),
+    ({"env": {"host_memory": {"policy": ["a"]}}}, "env.host_memory.policy is an array"),
+    ({"paired": {"rounds": [{"jax": {"images_per_s": 0}}]}}, "paired.rounds[0].jax.images_per_s"),
+    ({"target": {"chips": None}}, "target.chips is null, not an integer"),
+    ({"target": {"devices": 0}}, "target.devices is a number, not a positive number"),
 ]
 
 

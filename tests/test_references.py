@@ -97,6 +97,12 @@ def test_an_unknown_field_is_refused_by_id(tmp_path):
         ("chips", True, "chips"),
         ("image_size", None, "image_size"),
         ("id", "Seed 000", "slug"),
+        pytest.param(
+            "chips", 10**400, "row 'seed000-mx150-catsdogs': chips must be", id="chips-401-digits"
+        ),
+        pytest.param(
+            "images_per_s_per_chip", 10**400, "must be a positive number", id="rate-401-digits"
+        ),
     ],
 )
 def test_a_bad_value_is_refused_in_one_line(tmp_path, field, value, said):
@@ -155,3 +161,54 @@ def test_no_reference_set_file_points_at_this_machines_shared_folder(tmp_path):
     leaky.write_text("copied from " + MACHINE_ONLY_PATHS[0] + "/seeds")
     assert _mentions_machine_only_path(leaky)  # positive control: the check can fire
     assert not [p for p in REFERENCE_SET_FILES if _mentions_machine_only_path(p)]
+
+
+def _bad_references(tmp_path: Path, monkeypatch) -> str:
+    """The committed references with one row's count a 401-digit integer, in place of
+    the committed file; the line its loader says."""
+    rows = json.loads(references.REFERENCES_PATH.read_text())
+    rows[3]["chips"] = 10**400
+    path = tmp_path / "published_references.json"
+    path.write_text(json.dumps(rows))
+    monkeypatch.setattr(references, "REFERENCES_PATH", path)
+    with pytest.raises(DataError) as caught:
+        references.load()
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("command", ["report", "fit_predictions"])
+def test_a_bad_row_reaches_the_report_and_the_fit_as_the_loaders_one_line(
+    tmp_path, monkeypatch, capsys, command
+):
+    import importlib
+
+    main = importlib.import_module(f"experiments.{command}").main
+    records_file = REPO / "results" / "records.jsonl"
+    said = _bad_references(tmp_path, monkeypatch)
+    code = None
+    try:
+        code = main(
+            [str(records_file), "--out", str(tmp_path)]
+            if command == "report"
+            else [str(records_file)]
+        )
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines() == [err.strip().splitlines()[-1]], err
+    assert said in err and "Traceback" not in err
+    assert not (tmp_path / "REPORT.md").exists()
+
+
+def test_an_overheads_file_without_the_launch_cost_is_one_line_from_the_fit(
+    tmp_path, monkeypatch, capsys
+):
+    from experiments import fit_predictions
+
+    path = tmp_path / "published_overheads.json"
+    path.write_text("[]")
+    monkeypatch.setattr(references, "OVERHEADS_PATH", path)
+    with pytest.raises(SystemExit) as stop:
+        fit_predictions.main([str(REPO / "results" / "records.jsonl")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "published_overheads.json has no row from" in err, err

@@ -1,7 +1,9 @@
 """The report on records written here: two fake machines (a CPU laptop and an H100
 box), a batch sweep ending in OOM, an error, and a model whose XLA count disagrees."""
 
+import re
 import subprocess
+from pathlib import Path
 
 import matplotlib.image
 import pytest
@@ -250,3 +252,45 @@ def test_cli_out_that_cannot_be_written_is_one_line(results, tmp_path, capsys, i
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gpu", "immutable", "laptop"]
     assert list(immutable.iterdir()) == []
     assert report.main([str(results / "laptop"), "--out", str(tmp_path / "ok")]) == 0  # control
+
+
+REPO = Path(__file__).resolve().parent.parent
+MARKUP = "evil|<script>alert(1)</script>\n# injected"
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def test_record_strings_cannot_break_a_table_add_a_heading_or_pass_html(tmp_path):
+    import json
+    import random
+
+    committed = [
+        json.loads(line)
+        for line in (REPO / "results" / records.RECORDS_FILE).read_text().splitlines()
+    ]
+    chosen = [r for r in committed if not r["env"].get("turns")]
+    chosen = random.Random(0).sample(chosen, 60)  # train, compile, peer, paired, ...
+    chosen += [r for r in committed if r["status"] == "error"][:3]
+    for r in chosen:  # every string a report shows of a record: model, host, message
+        r["workload"]["model"] = MARKUP
+        r["device"]["host"] = r["env"]["host"] = r["device"]["kind"] = MARKUP
+        r["message"] = MARKUP if r["message"] else None
+        if r.get("target"):
+            r["target"]["name"] = MARKUP
+        if r["env"].get("cpu"):
+            r["env"]["cpu"]["model"] = MARKUP
+    path = tmp_path / records.RECORDS_FILE
+    path.write_text("".join(json.dumps(r) + "\n" for r in chosen))
+    assert report.main([str(path), "--out", str(tmp_path)]) == 0
+    pages = [tmp_path / report.REPORT_FILE, *sorted((tmp_path / "report").glob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    assert "&lt;script>" in text  # the records are shown, escaped
+    assert "<script>" not in text and "\n# injected" not in text
+    for page in pages:
+        lines = page.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if line.startswith("|") and lines[number - 1].startswith("|"):
+                header = next(i for i in range(number, -1, -1) if not lines[i - 1].startswith("|"))
+                assert _unescaped_pipes(line) == _unescaped_pipes(lines[header]), (page, line)

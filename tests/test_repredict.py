@@ -7,6 +7,9 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import jax
 import pytest
@@ -265,3 +268,95 @@ def test_a_sigterm_mid_compile_keeps_what_was_compiled_and_exits_143(tmp_path, m
     assert "run the same command again" in capsys.readouterr().err
     kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
     assert kept == {first_id: KERNELS, "other": None}
+
+
+def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_kernels(
+    tmp_path, capsys
+):
+    old = _as_before_kernels(_measured())
+    unknown = {**copy.deepcopy(old), "run_id": "unknown", "config_key": "an unknown model"}
+    unknown["workload"]["model"] = "no_such_model"  # merged from a newer jaxcnn, say
+    path = tmp_path / "records.jsonl"
+    records.append(path, unknown)
+    records.append(path, old)
+    assert repredict.main([str(path)]) == 1  # really compiled: the record after it too
+    err = capsys.readouterr().err
+    skipped = [line for line in err.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 1 and "no_such_model" in skipped[0], err
+    assert "Traceback" not in err
+    kept = {r["run_id"]: bool(r.get("kernels")) for r in records.load(path)}
+    assert kept == {"unknown": False, old["run_id"]: True}
+
+
+def test_a_records_file_it_cannot_rewrite_is_one_line_and_exit_2_before_any_compile(
+    tmp_path, monkeypatch, capsys
+):
+    path, _ = _two_old_records(tmp_path)
+    compiled = []
+    monkeypatch.setattr(repredict, "step_kernels", lambda r: compiled.append(r) or (KERNELS, 1))
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            repredict.main([str(path)])
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+    assert stop.value.code == 2 and compiled == []
+    assert f"cannot rewrite {path}: Operation not permitted" in capsys.readouterr().err
+    assert repredict.main([str(path)]) == 0 and len(compiled) == 2  # the control
+
+
+def test_a_disk_without_room_for_the_rewrite_is_one_line_before_any_compile(
+    tmp_path, small_disk, monkeypatch, capsys
+):
+    path, _ = _two_old_records(tmp_path)
+    on_small = small_disk / records.RECORDS_FILE
+    on_small.write_bytes(path.read_bytes())
+    filler = small_disk / "filler"
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    filler.write_bytes(b"x" * (free - on_small.stat().st_size))  # a copy no longer fits
+    monkeypatch.setattr(repredict, "step_kernels", lambda r: pytest.fail("compiled"))
+    with pytest.raises(SystemExit) as stop:
+        repredict.main([str(on_small)])
+    assert stop.value.code == 2
+    assert f"cannot rewrite {on_small}: " in capsys.readouterr().err
+
+
+def test_a_rewrite_killed_midway_leaves_a_copy_the_next_one_removes(tmp_path, monkeypatch):
+    path, _ = _two_old_records(tmp_path)
+    left = tmp_path / f".{path.name}.0123abcd.tmp"  # what a SIGKILL in write_whole leaves
+    left.write_bytes(path.read_bytes())
+    unrelated = tmp_path / f".{path.name}.notours.tmp"
+    unrelated.write_bytes(b"")
+    monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
+    assert repredict.main([str(path)]) == 0
+    assert not left.exists() and unrelated.exists()
+
+
+@pytest.mark.slow
+def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp_path):
+    import signal
+    import sys
+
+    old = _as_before_kernels(_measured())
+    model = tmp_path / "model.jsonl"
+    for width in (8, 16, 32, 64, 128, 256):  # six configurations: six compiles
+        record = copy.deepcopy(old) | {"run_id": f"w{width}", "config_key": f"w{width}"}
+        record["workload"]["model_overrides"] = {"width": width}
+        records.append(model, record)
+    env = {**os.environ, "PYTHONPATH": str(Path(repredict.__file__).parent.parent)}
+    for attempt in range(3):  # the crash at exit came in most tries, not all
+        path = tmp_path / f"try{attempt}.jsonl"
+        path.write_bytes(model.read_bytes())
+        command = [sys.executable, "-m", "experiments.repredict", str(path)]
+        child = subprocess.Popen(command, stderr=subprocess.PIPE, env=env, text=True)
+        said = [child.stderr.readline()]
+        while sum(line.startswith("compiled") for line in said) < 2 and said[-1]:
+            said.append(child.stderr.readline())  # w8's kernels are kept by now
+        child.send_signal(signal.SIGTERM if attempt % 2 == 0 else signal.SIGINT)
+        said.append(child.stderr.read())
+        child.wait(timeout=300)
+        expected = repredict.EXIT_TERMINATED if attempt % 2 == 0 else repredict.EXIT_INTERRUPTED
+        assert child.returncode == expected, "".join(said)
+        kept = [r["run_id"] for r in records.load(path) if r.get("kernels")]
+        assert "w8" in kept and len(kept) < 6, "".join(said)

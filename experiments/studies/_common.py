@@ -14,7 +14,7 @@ from typing import Any
 from experiments import records
 from experiments.labels import device_label, model_label, workload_kind
 from experiments.studies.base import Record
-from experiments.tables import seconds
+from experiments.tables import markdown_text, seconds
 
 
 def pyplot() -> Any:
@@ -200,8 +200,7 @@ def fmt_images(record: Record) -> str:
 def fmt_status(record: Record) -> str:
     if record["status"] == "ok":
         return "ok"
-    message = (record.get("message") or "").replace("|", "/")
-    return f"{record['status']}: {message[:80]}"
+    return f"{record['status']}: {markdown_text((record.get('message') or '')[:80])}"
 
 
 # --- sections and plots ---------------------------------------------------------------

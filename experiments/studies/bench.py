@@ -43,7 +43,7 @@ from experiments.studies import bench_cells, bench_paired
 from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.studies.bench_cells import GOAL
-from experiments.tables import markdown_table
+from experiments.tables import markdown_table, markdown_text
 from experiments.workload import Workload
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
@@ -113,7 +113,7 @@ def configuration(record: Record) -> str:
     """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
     w = record["workload"]
     if w.get("kind") == "peer":
-        return f"{w.get('framework')} {w.get('mode')}"
+        return markdown_text(f"{w.get('framework')} {w.get('mode')}")
     name = (record.get("formulation") or {}).get("name", "xla")
     return f"jax {name} {record.get('loop') or 'step'} {w.get('precision', 'f32')}"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from experiments.labels import machine
 from experiments.studies.base import Record
+from experiments.tables import markdown_text
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
 # that no speedup over the CPU in the study is inflated by a slow CPU baseline.
@@ -16,7 +17,7 @@ def model_name(record: Record) -> str:
     """`mnist_cnn`, `mlp 4096`: the bench's model column."""
     w = record["workload"]
     width = (w.get("model_overrides") or {}).get("width")
-    return w["model"] + (f" {width}" if width else "")
+    return markdown_text(w["model"]) + (f" {width}" if width else "")
 
 
 def machines_here(host: str | None = None) -> list[str]:

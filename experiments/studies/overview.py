@@ -31,7 +31,7 @@ from experiments.studies._common import (
 )
 from experiments.studies.base import Record, Section
 from experiments.studies.targets import not_compiled
-from experiments.tables import columns_table, si
+from experiments.tables import columns_table, markdown_text, si
 
 FLOPS_MISMATCH = 0.10  # flag |XLA / jaxpr - 1| above this
 
@@ -74,7 +74,7 @@ def machines_line(records: list[Record]) -> str:
     for r in not_compiled(records):
         host = str(r["device"].get("host") or r["env"].get("host"))
         seen[host].add(cpu_label(r) if is_cpu(r) else device_label(r))
-    machines = "; ".join(f"`{h}`: {_devices(d)}" for h, d in sorted(seen.items()))
+    machines = "; ".join(f"`{markdown_text(h)}`: {_devices(d)}" for h, d in sorted(seen.items()))
     return f"What this machine is: {machines or 'no device measured'}."
 
 

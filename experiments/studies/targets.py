@@ -41,7 +41,7 @@ from experiments.studies._common import (
 )
 from experiments.studies.base import Record, Study, TargetCell
 from experiments.tables import binary_bytes as gib
-from experiments.tables import markdown_table
+from experiments.tables import markdown_table, markdown_text
 
 IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
 # The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
@@ -117,7 +117,9 @@ def not_compiled(records: list[Record]) -> list[Record]:
 
 
 def target_name(record: Record) -> str:
-    return (record.get("target") or {}).get("name") or record["workload"].get("target") or "-"
+    """The record's target as the report shows it (a real target's name is unchanged)."""
+    name = (record.get("target") or {}).get("name") or record["workload"].get("target")
+    return markdown_text(name or "-")
 
 
 def target_field(record: Record, key: str) -> Any:
@@ -256,7 +258,8 @@ def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record 
     else:  # the search's next compile was never recorded: the run was stopped
         why = (
             f"the search was stopped before its next compile; `{COMMAND} "
-            f"--target={target_name(best)} --model={best['workload']['model']}` finishes it"
+            f"--target={target_name(best)} --model={markdown_text(best['workload']['model'])}` "
+            "finishes it"
         )
     return f">= {batch_size(best)} ({why})"
 
@@ -294,7 +297,7 @@ def refusals(rs: list[Record]) -> str:
     refused: dict[tuple[str, str], set[tuple[str, int, str]]] = defaultdict(set)
     for r in rs:
         if r["status"] == "error":
-            message = without_paths(r.get("message") or "")[:160]
+            message = markdown_text(without_paths(r.get("message") or "")[:160])
             refused[(target_name(r), message)].add((model_label(r), batch_size(r), precision_of(r)))
     lines = []
     for (target, message), cells in sorted(refused.items()):
