@@ -95,7 +95,7 @@ def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, in
     """(the program a run of `workload` times, compiled for `devices` against abstract
     inputs, how many steps one run of it takes): the placed train step, or with the
     device loop the whole-epoch program of EPOCH_STEPS steps."""
-    placement = place(workload.strategy, devices)
+    placement = _placement(workload, devices)
     state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
     state = _placed(abstract_state(workload, devices), state_sharding)
     if workload.loop == "device":
@@ -105,6 +105,14 @@ def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, in
         return epoch.compile(), EPOCH_STEPS
     batch = _placed(abstract_batch(workload, workload.batch_size), batch_sharding)
     return placement.train_step.lower(state, batch).compile(), 1
+
+
+def _placement(workload: Workload, devices: list[jax.Device]) -> Any:
+    """`workload`'s placement on `devices`, with its target's own XLA options where it
+    is compiled for one."""
+    target = targets.get(workload.target) if workload.target is not None else None
+    options = {} if target is None else targets.compiler_options(target)
+    return place(workload.strategy, devices, options=options)
 
 
 def roofline_bound(
@@ -152,6 +160,7 @@ def _new_record(workload: Workload) -> tuple[targets.Target, list[jax.Device], d
     record.update(
         compiled_not_run=True,
         target=targets.describe(target),
+        compiler_options={**record["compiler_options"], **targets.compiler_options(target)},
         compile_time_s={p: None for p in PROGRAMS},
     )
     record["env"].update(targets.compiler_versions())
@@ -188,7 +197,7 @@ def _compiled(
 ) -> dict[str, Any]:
     """The record's fields once `programs` compiled for `devices`; their compile times go
     into `record` as each ends, so a later failure keeps them."""
-    placement = place(workload.strategy, devices)
+    placement = place(workload.strategy, devices, options=targets.compiler_options(target))
     state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
     shapes = abstract_state(workload, devices)
     host_batch = abstract_batch(workload, workload.batch_size)
@@ -250,8 +259,14 @@ def _too_big(total: int | None, limit: int | None) -> str:
 
 
 def _same_compiler(record: dict[str, Any]) -> bool:
+    """Whether `record` was compiled by the compiler its target has here: the same
+    packages, and the same CUDA toolkit where its target names one."""
     versions = {"jaxlib": importlib.metadata.version("jaxlib"), **targets.compiler_versions()}
-    return all(record["env"].get(k) == v for k, v in versions.items())
+    target = targets.TARGETS.get((record.get("target") or {}).get("name"))
+    toolkit = None if target is None else targets.describe(target)["cuda_toolkit"]
+    return all(record["env"].get(k) == v for k, v in versions.items()) and (
+        (record.get("target") or {}).get("cuda_toolkit") == toolkit
+    )
 
 
 def recorded_runner(
