@@ -100,7 +100,7 @@ class CudaToolkit:
         return (self.cuda_dir / "bin" / "ptxas").is_file()
 
 
-# CUDA 12's ptxas has no Kepler: `ptxas fatal : Value 'sm_37' is not defined for option
+# CUDA 12's ptxas has no Kepler: `ptxas fatal   : Value 'sm_37' is not defined for option
 # 'gpu-name'` (XLA then says "ptxas too old" and, with no driver here, refuses). CUDA
 # 11.8's is the last to assemble sm_35/sm_37 (deprecated there; CUDA 12.0 removed them),
 # and assembles the PTX XLA's LLVM emits for sm_37. Its wheel is 19.5 MB (46 MB unpacked).
