@@ -32,7 +32,7 @@ from jaxcnn import flops as flops_lib
 from jaxcnn import loop, models, targets, train
 from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import UsageError
-from jaxcnn.parallel import check_batch_size, input_shardings, place
+from jaxcnn.parallel import Placement, check_batch_size, input_shardings, place
 
 PROGRAMS = ("train", "eval", "epoch")
 EPOCH_STEPS = 2  # the whole-epoch program is compiled for this many steps of its scan
@@ -107,7 +107,7 @@ def step_program(workload: Workload, devices: list[jax.Device]) -> tuple[Any, in
     return placement.train_step.lower(state, batch).compile(), 1
 
 
-def _placement(workload: Workload, devices: list[jax.Device]) -> Any:
+def _placement(workload: Workload, devices: list[jax.Device]) -> Placement:
     """`workload`'s placement on `devices`, with its target's own XLA options where it
     is compiled for one."""
     target = targets.get(workload.target) if workload.target is not None else None
@@ -197,7 +197,7 @@ def _compiled(
 ) -> dict[str, Any]:
     """The record's fields once `programs` compiled for `devices`; their compile times go
     into `record` as each ends, so a later failure keeps them."""
-    placement = place(workload.strategy, devices, options=targets.compiler_options(target))
+    placement = _placement(workload, devices)
     state_sharding, batch_sharding = input_shardings(workload.strategy, devices)
     shapes = abstract_state(workload, devices)
     host_batch = abstract_batch(workload, workload.batch_size)
@@ -262,11 +262,11 @@ def _same_compiler(record: dict[str, Any]) -> bool:
     """Whether `record` was compiled by the compiler its target has here: the same
     packages, and the same CUDA toolkit where its target names one."""
     versions = {"jaxlib": importlib.metadata.version("jaxlib"), **targets.compiler_versions()}
-    target = targets.TARGETS.get((record.get("target") or {}).get("name"))
-    toolkit = None if target is None else targets.describe(target)["cuda_toolkit"]
-    return all(record["env"].get(k) == v for k, v in versions.items()) and (
-        (record.get("target") or {}).get("cuda_toolkit") == toolkit
-    )
+    described = record.get("target") or {}
+    target = targets.TARGETS.get(described.get("name"))
+    toolkit = target.toolkit.requirement if target and target.toolkit else None
+    same_packages = all(record["env"].get(k) == v for k, v in versions.items())
+    return same_packages and described.get("cuda_toolkit") == toolkit
 
 
 def recorded_runner(

@@ -11,6 +11,9 @@ arrays or run anything; a step lowered against ShapeDtypeStructs on them compile
 the chip's own compiler, whose memory and cost analyses say whether it fits and what it
 costs. Memory, bandwidth and peaks per chip come from the chip table in jaxcnn/devices.py.
 
+A GPU whose machine code the plugin's ptxas (CUDA 12) no longer makes, the K80, names
+a CUDA toolkit of its own (`CudaToolkit`, installed apart), used for its compiles only.
+
 Adding a target is one entry in TARGETS (and, for a GPU not listed, one spec file).
 """
 
