@@ -83,8 +83,17 @@ def step_program(
         programs=(program,),
         where=where,
         progress=measure.progress,
+        options=_target_options(workload),
     )
     return compiled, EPOCH_STEPS if program == "epoch" else 1
+
+
+def _target_options(workload: Workload) -> dict[str, Any]:
+    """The XLA options of the target `workload` is compiled for, beyond its platform's
+    own (jaxcnn.targets.compiler_options); none for devices at hand."""
+    if workload.target is None:
+        return {}
+    return targets.compiler_options(targets.get(workload.target))
 
 
 def roofline_bound(
@@ -134,6 +143,7 @@ def _new_record(workload: Workload) -> tuple[targets.Target, list[jax.Device], d
     record.update(
         compiled_not_run=True,
         target=targets.describe(target),
+        compiler_options={**record["compiler_options"], **targets.compiler_options(target)},
         compile_time_s={p: None for p in PROGRAMS},
     )
     record["env"].update(targets.compiler_versions())
@@ -222,8 +232,14 @@ def _compiled(
 
 
 def _same_compiler(record: dict[str, Any]) -> bool:
+    """Whether `record` was compiled by the compiler its target has here: the same
+    packages, and the same CUDA toolkit where its target names one."""
     versions = {"jaxlib": importlib.metadata.version("jaxlib"), **targets.compiler_versions()}
-    return all(record["env"].get(k) == v for k, v in versions.items())
+    described = record.get("target") or {}
+    target = targets.TARGETS.get(described.get("name"))
+    toolkit = target.toolkit.requirement if target and target.toolkit else None
+    same_packages = all(record["env"].get(k) == v for k, v in versions.items())
+    return same_packages and described.get("cuda_toolkit") == toolkit
 
 
 def recorded_runner(

@@ -158,7 +158,8 @@ process computing at a time; workload.study "bench"), when ok:
     (not ok: paired {jax, peer: {configuration, host_memory}}, what was asked)
 Kind "compile" (experiments/compile_only.py: compiled for workload.target, a device not
 at hand, never run; compiled_not_run true): target {name, platform, chip, chips, devices,
-topology, gpu_spec, memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
+topology, chip_config, gpu_spec, cuda_toolkit (a GPU compiled with its own CUDA toolkit: the
+wheel), memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
 peak_tflops}, compile_time_s {train, eval, epoch}, memory (per device, the train step),
 fits, cost {flops, bytes_accessed, optimal_seconds} (null on XLA:GPU), flops, kernels,
 kernels_source, prediction (per-kernel) and prediction_bound (the roofline), always

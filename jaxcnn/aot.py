@@ -258,13 +258,15 @@ def compiled_programs(
     evaluate: Callable[..., Any] = train.eval_step,
     where: str | None = None,
     progress: Progress | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[str, Any, float]]:
     """(name, compiled, seconds) of each of `programs` as it compiles: `placement` of
     `step` and `evaluate` on `devices` (a target's compile-only ones, or devices at
     hand), lowered against `state` and `batch` as shapes. The one place jaxcnn compiles
     a program ahead of time. `progress` gets a line before and after each compile,
-    naming the program and `where` (the devices' platform by default)."""
-    placed = parallel.place(placement, devices, step, evaluate)
+    naming the program and `where` (the devices' platform by default). `options`: XLA
+    options beyond the platform's own (a target's, jaxcnn.targets.compiler_options)."""
+    placed = parallel.place(placement, devices, step, evaluate, options=options)
     state_sharding, batch_sharding = parallel.input_shardings(placement, devices)
     state = _placed(state, state_sharding)
     calls = {
@@ -353,6 +355,7 @@ def compile_for(
             evaluate=evaluate,
             where=found.name,
             progress=progress,
+            options=targets.compiler_options(found),
         ):
             done[name], seconds[name] = compiled, took
     except jax.errors.JaxRuntimeError as error:  # the compiler's refusal: an answer

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -128,10 +128,10 @@ def compiler_options(strategy: str, platform: str) -> dict[str, Any]:
     return {} if strategy == "pmap" else devices_lib.platform_compiler_options(platform)
 
 
-def _single(devices: Sequence[jax.Device], step, evaluate) -> Placement:
+def _single(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) -> Placement:
     device = devices[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
-    options = compiler_options("single", device.platform)
+    options = {**compiler_options("single", device.platform), **extra}
     jit = functools.partial(jax.jit, compiler_options=options)
     return Placement(
         strategy="single",
@@ -167,7 +167,9 @@ def _unreplicate(tree: Any, mesh: Mesh) -> Any:
     return jax.tree.map(one, tree)
 
 
-def _pmap(devices: Sequence[jax.Device], step, evaluate) -> Placement:
+def _pmap(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) -> Placement:
+    if extra:
+        raise UsageError(f"pmap compiles with no XLA options: {', '.join(extra)} cannot apply")
     mesh = Mesh(np.array(devices), (PMAP_AXIS,))
     stacked = NamedSharding(mesh, P(PMAP_AXIS))  # what pmap itself returns
     local = [d for d in devices if d.process_index == jax.process_index()]
@@ -226,11 +228,11 @@ def _put_split(batch: dict[str, Any], n: int, sharding: NamedSharding) -> dict[s
     return jax.tree.map(lambda x: _put(x, sharding), batch)
 
 
-def _sharded(devices: Sequence[jax.Device], step, evaluate) -> Placement:
+def _sharded(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) -> Placement:
     mesh = Mesh(np.array(devices), (DATA_AXIS,))
     replicated = NamedSharding(mesh, P())
     split = NamedSharding(mesh, P(DATA_AXIS))
-    options = compiler_options("sharded", devices[0].platform)
+    options = {**compiler_options("sharded", devices[0].platform), **extra}
     jit = functools.partial(jax.jit, compiler_options=options)
     # Explicit out_shardings keep the state replicated: left to itself, sharding
     # propagation may hand back parameters split over devices.
@@ -285,8 +287,12 @@ def place(
     devices: Sequence[jax.Device],
     step: Callable[..., Any] = train.train_step,
     evaluate: Callable[..., Any] = train.eval_step,
+    *,
+    options: Mapping[str, Any] | None = None,
 ) -> Placement:
     """Place `step` and `evaluate` (functions of (state, batch, axis_name)) on `devices`.
+    `options`: XLA options beyond the platform's own (a compile-only target's own,
+    `jaxcnn.targets.compiler_options`), for this placement's jit calls only.
 
     With many processes, `devices` is the global list (`jax.devices()`), the same on
     every process.
@@ -298,4 +304,4 @@ def place(
     if not devices:
         raise UsageError(f"strategy {strategy} needs at least one device")
     _check_processes(strategy, devices[:1] if strategy == "single" else devices)
-    return builders[strategy](devices, step, evaluate)
+    return builders[strategy](devices, step, evaluate, dict(options or {}))

@@ -11,6 +11,9 @@ arrays or run anything; a step lowered against ShapeDtypeStructs on them compile
 the chip's own compiler, whose memory and cost analyses say whether it fits and what it
 costs. Memory, bandwidth and peaks per chip come from the chip table in jaxcnn/devices.py.
 
+A GPU whose machine code the plugin's ptxas (CUDA 12) no longer makes, the K80, names
+a CUDA toolkit of its own (`CudaToolkit`, installed apart), used for its compiles only.
+
 Adding a target is one entry in TARGETS (and, for a GPU not listed, one spec file).
 """
 
@@ -21,6 +24,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +55,9 @@ class Target:
     # devices; 1 elsewhere (megacore v4 and v5p, one-core v5e and v6e, GPUs).
     # abstract_devices checks the compiler gives chips x this.
     devices_per_chip: int = 1
+    # GPU: a CUDA toolkit other than the CUDA plugin's own, for a chip whose ptxas that
+    # toolkit no longer has (CudaToolkit below); None: the plugin's.
+    toolkit: CudaToolkit | None = None
 
     @property
     def devices(self) -> int:
@@ -62,6 +69,47 @@ class Target:
         return self.chip if self.platform == "tpu" else _spec_kind(self.spec)
 
 
+@dataclasses.dataclass(frozen=True)
+class CudaToolkit:
+    """A CUDA toolkit's ptxas and libdevice, from NVIDIA's pip wheel, installed apart
+    from the environment's own: every nvidia-cuda-nvcc-cuXX wheel unpacks into the same
+    nvidia/cuda_nvcc folder, so one environment holds only one of them, and the CUDA
+    plugin's (CUDA 12) is the one jax finds. A target that names a toolkit compiles
+    with `xla_gpu_cuda_data_dir` set to it (XLA takes ptxas from its bin/ first), in
+    that target's jit calls only."""
+
+    package: str
+    version: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+    @property
+    def root(self) -> Path:
+        """Where it is installed: beside the environment that compiles, one folder each."""
+        return Path(sys.prefix) / "jaxcnn-toolkits" / f"{self.package}-{self.version}"
+
+    @property
+    def cuda_dir(self) -> Path:
+        """The folder XLA reads as a CUDA install: bin/ptxas, nvvm/libdevice."""
+        return self.root / "nvidia" / "cuda_nvcc"
+
+    @property
+    def install(self) -> str:
+        return f"pip install --no-deps --target={self.root} {self.requirement}"
+
+    def installed(self) -> bool:
+        return (self.cuda_dir / "bin" / "ptxas").is_file()
+
+
+# CUDA 12's ptxas has no Kepler: `ptxas fatal   : Value 'sm_37' is not defined for option
+# 'gpu-name'` (XLA then says "ptxas too old" and, with no driver here, refuses). CUDA
+# 11.8's is the last to assemble sm_35/sm_37 (deprecated there; CUDA 12.0 removed them),
+# and assembles the PTX XLA's LLVM emits for sm_37. Its wheel is 19.5 MB (46 MB unpacked).
+KEPLER_TOOLKIT = CudaToolkit("nvidia-cuda-nvcc-cu11", "11.8.89")
+
+
 def _tpu(
     name: str, chip: str, chips: int, topology: str, per_chip: int = 1, config: str | None = None
 ) -> Target:
@@ -70,8 +118,8 @@ def _tpu(
     )
 
 
-def _gpu(name: str, chip: str, spec: str) -> Target:
-    return Target(name, "gpu", chip, 1, spec=spec)
+def _gpu(name: str, chip: str, spec: str, toolkit: CudaToolkit | None = None) -> Target:
+    return Target(name, "gpu", chip, 1, spec=spec, toolkit=toolkit)
 
 
 # Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
@@ -92,7 +140,7 @@ TARGETS: dict[str, Target] = {
         _tpu("tpu-v6e-8", "TPU v6e", 8, "v6e:2x4"),
         _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
         _gpu("gpu-mx150", "MX150", "mx150.txtpb"),
-        _gpu("gpu-k80", "K80", "k80.txtpb"),
+        _gpu("gpu-k80", "K80", "k80.txtpb", toolkit=KEPLER_TOOLKIT),
         _gpu("gpu-p100", "P100 PCIe", "p100.txtpb"),
         _gpu("gpu-t4", "T4", "t4.txtpb"),
         _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
@@ -164,6 +212,7 @@ def describe(target: Target) -> dict[str, Any]:
         "topology": target.topology,
         "chip_config": target.chip_config,
         "gpu_spec": target.spec,
+        "cuda_toolkit": None if target.toolkit is None else target.toolkit.requirement,
         "memory_per_chip_bytes": memory,
         "memory_per_device_bytes": per_device,
         "usable_fraction": USABLE_FRACTION[target.platform],
@@ -191,6 +240,20 @@ def require_compiler(target: Target) -> None:
     module, what = needs[target.platform]
     if not _installed(module):
         raise UsageError(f"compiling for {target.name} needs {what}, not installed: {INSTALL}")
+    toolkit = target.toolkit
+    if toolkit is not None and not toolkit.installed():
+        raise UsageError(
+            f"compiling for {target.name} needs the ptxas of {toolkit.requirement} (the "
+            f"CUDA plugin's has no {target.chip}), not installed: {toolkit.install}"
+        )
+
+
+def compiler_options(target: Target) -> dict[str, Any]:
+    """The XLA options `target`'s steps compile with beyond their platform's own: its
+    own CUDA toolkit, where it has one."""
+    if target.toolkit is None:
+        return {}
+    return {"xla_gpu_cuda_data_dir": str(target.toolkit.cuda_dir)}
 
 
 def compiler_versions() -> dict[str, str | None]:

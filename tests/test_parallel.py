@@ -204,6 +204,34 @@ def test_pmap_placements_say_they_compile_without_options():
     assert devices.platform_compiler_options("gpu") == {}
 
 
+@pytest.mark.parametrize("strategy", ["single", "sharded"])
+def test_a_placements_own_options_join_the_platforms(strategy):
+    # A compile-only target's own options (jaxcnn.targets.compiler_options) go to this
+    # placement's jit calls beside the platform's, and no other placement's.
+    own = {"xla_cpu_enable_fast_math": False}
+    placement = parallel.place(strategy, jax.devices()[:1], options=own)
+    assert placement.compiler_options == {**devices.platform_compiler_options("cpu"), **own}
+    assert parallel.place(strategy, jax.devices()[:1]).compiler_options == (
+        devices.platform_compiler_options("cpu")
+    )
+    # They reach the compiler: one it does not know stops this placement's compile.
+    unknown = parallel.place(strategy, jax.devices()[:1], options={"xla_no_such_option": 1})
+    state, shape = _new_state("mlp", {"width": 8})
+    batch = _batches(shape, steps=1)[0]
+
+    def compile_step(p: parallel.Placement) -> None:
+        p.train_step.lower(p.put_state(state), p.put_batch(batch)).compile()
+
+    compile_step(placement)  # the positive control: the same step, known options
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        compile_step(unknown)
+
+
+def test_pmap_refuses_options_it_cannot_apply():
+    with pytest.raises(UsageError, match="no XLA options: xla_gpu_cuda_data_dir cannot apply"):
+        parallel.place("pmap", jax.devices(), options={"xla_gpu_cuda_data_dir": "/x"})
+
+
 def test_put_state_is_idempotent():
     state, _ = _new_state("mlp")
     for strategy in parallel.STRATEGIES:

@@ -475,12 +475,85 @@ def test_target_here_on_a_cpu_is_a_usage_error(tmp_path, capsys):
 @needs_targets
 @pytest.mark.parametrize("name", [t.name for t in targets.TARGETS.values() if t.platform == "gpu"])
 def test_every_gpu_spec_compiles_the_step(name):
+    toolkit = targets.get(name).toolkit
+    if toolkit is not None and not toolkit.installed():
+        pytest.skip(f"{name} compiles with {toolkit.requirement}, not installed: {toolkit.install}")
     r = _valid(compile_only.run_target(compile_workload(name), ("train",)))
-    if name == "gpu-k80":  # CUDA 12's ptxas has no Kepler (sm_37): the compiler refuses
-        assert r["status"] == "error" and "ptxas" in r["message"]
-    else:  # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
-        assert r["status"] == "ok", r["message"]
-        assert r["device"]["kind"] == targets.get(name).kind
+    # a spec missing a field XLA:GPU needs refuses every kernel (e.g. shared memory)
+    assert r["status"] == "ok", r["message"]
+    assert r["device"]["kind"] == targets.get(name).kind
+
+
+# --- The K80: CUDA 11.8's ptxas, for that target only -----------------------------------
+
+KEPLER = targets.KEPLER_TOOLKIT
+needs_kepler = pytest.mark.skipif(
+    not (HAVE_TARGETS and KEPLER.installed()),
+    reason=f"gpu-k80 compiles with {KEPLER.requirement}, not installed: {KEPLER.install}",
+)
+
+
+def test_only_the_k80_compiles_with_a_cuda_toolkit_of_its_own():
+    own = {t.name: targets.compiler_options(t) for t in targets.TARGETS.values()}
+    assert {name for name, options in own.items() if options} == {"gpu-k80"}
+    assert own["gpu-k80"] == {"xla_gpu_cuda_data_dir": str(KEPLER.cuda_dir)}
+    assert KEPLER.requirement == "nvidia-cuda-nvcc-cu11==11.8.89"  # the last with sm_37
+    assert targets.describe(targets.get("gpu-k80"))["cuda_toolkit"] == KEPLER.requirement
+    assert targets.describe(targets.get("gpu-t4"))["cuda_toolkit"] is None
+
+
+@needs_targets
+def test_a_missing_toolkit_exits_2_naming_its_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))  # where it is looked for
+    code = main(["--target=gpu-k80", "--model=mlp", "--set", "width=8", f"--out={tmp_path}/o"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    root = tmp_path / "env" / "jaxcnn-toolkits" / "nvidia-cuda-nvcc-cu11-11.8.89"
+    assert err == (
+        "error: compiling for gpu-k80 needs the ptxas of nvidia-cuda-nvcc-cu11==11.8.89 (the "
+        "CUDA plugin's has no K80), not installed: pip install --no-deps "
+        f"--target={root} nvidia-cuda-nvcc-cu11==11.8.89"
+    )
+    assert not (tmp_path / "o").exists()  # before any work or write
+
+
+@needs_kepler
+def test_the_k80_compiles_with_its_toolkit_and_not_without():
+    r = _valid(compile_only.run_target(compile_workload("gpu-k80"), ("train",)))
+    assert r["status"] == "ok", r["message"]
+    assert r["device"]["kind"] == "Tesla K80" and r["kernels"]
+    assert r["target"]["cuda_toolkit"] == KEPLER.requirement
+    assert r["compiler_options"] == {"xla_gpu_cuda_data_dir": str(KEPLER.cuda_dir)}
+    # The positive control: the same target with the CUDA plugin's own ptxas (CUDA 12)
+    plugin_only = dataclasses.replace(targets.get("gpu-k80"), toolkit=None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(targets.TARGETS, "gpu-k80", plugin_only)
+        r = _valid(compile_only.run_target(compile_workload("gpu-k80"), ("train",)))
+    assert r["status"] == "error" and "ptxas too old" in r["message"], r["message"]
+    assert r["target"]["cuda_toolkit"] is None and r["compiler_options"] == {}
+
+
+@needs_kepler
+@pytest.mark.parametrize("toolkit", [None, KEPLER.requirement])
+def test_a_k80_refusal_by_another_toolkit_is_compiled_again(tmp_path, toolkit):
+    # A K80 error recorded before the target had its toolkit (the plugin's ptxas refused
+    # sm_37) is no finding about the compiler it has now; one by the same toolkit is kept.
+    workload = compile_workload("gpu-k80")
+    _, _, old = compile_only._new_record(workload)
+    old.update(status="error", message="ptxas too old")
+    old["target"]["cuda_toolkit"] = toolkit
+    path = tmp_path / records.RECORDS_FILE
+    records.append(path, old)
+    asked = []
+
+    def compile_cell(w, programs):
+        asked.append(w)
+        _, _, new = compile_only._new_record(w)
+        return {**new, "message": "compiled again"}
+
+    record = compile_only.recorded_runner(path, compile_cell)(workload)
+    assert len(asked) == (1 if toolkit is None else 0)
+    assert record["message"] == ("compiled again" if toolkit is None else "ptxas too old")
 
 
 def test_first_batches_go_breadth_first_over_chips_and_precisions():
