@@ -640,7 +640,14 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     with InChild("compile_crash:run_target") as in_child:
         record = _valid(compile_only.recorded_runner(path, in_child)(cell))
     assert record["status"] == "error"
-    assert record["message"].startswith("FileNotFoundError: [Errno 2] No such file or directory")
+    # whichever meets the missing folder first: the child's own temporary file, or ptxas
+    # writing its output there ("Could not open output file")
+    assert record["message"].startswith(
+        ("FileNotFoundError: [Errno 2] No such file or directory", "JaxRuntimeError: INTERNAL")
+    )
+    assert "No such file or directory" in record["message"] or (
+        "Could not open output" in record["message"]
+    )
     assert record["message"].endswith(
         "; the machine failed, not the compiler: no finding about the compiler, a rerun "
         "compiles it again"
