@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 
 
@@ -23,6 +24,14 @@ class UsageError(JaxcnnError, ValueError):
 
 class DataError(JaxcnnError):
     """A dataset that cannot be found, read or trusted."""
+
+
+def first_line(error: BaseException, limit: int = 200) -> str:
+    """`error` as `Type: its first line`, without flax's link to its docs: what a
+    UsageError quotes of the failure underneath it."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    first = re.sub(r"\s*\(https?://[^)]*\)", "", first)
+    return f"{type(error).__name__}: {first[:limit]}"
 
 
 @contextlib.contextmanager
