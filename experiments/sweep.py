@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 from experiments import measure, records
-from experiments.labels import device_name
+from experiments.labels import device_name, model_with_overrides
 from experiments.prepare import (
     Split,
     check,
@@ -141,15 +141,17 @@ def _splits_for(
     return cache.get(split_key(workload)) or load_splits(workload, data_dir)
 
 
-def _title(workload: Workload) -> str:
+def _title(workload: Workload, num_devices: int = 1) -> str:
+    """The progress line's name for `workload`, run on `num_devices` devices; the model
+    named as the final table and the report name it."""
     if workload.kind == "matmul":
-        return f"matmul {workload.batch_size}^2 {workload.precision}"
-    overrides = "".join(f" {k}={v}" for k, v in workload.model_overrides.items())
-    what = f"{workload.model}{overrides} on {workload.dataset}, batch {workload.batch_size}"
+        return f"matmul {workload.batch_size}x{workload.batch_size} {workload.precision}"
+    model = model_with_overrides(workload.describe())
+    what = f"{model} on {workload.dataset}, batch {workload.batch_size}"
     if workload.kind == "ensemble":
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
-    if workload.strategy != "single" or workload.num_devices not in (None, 1):
-        what += f", {workload.strategy} x{workload.num_devices or 'all'}"
+    if workload.strategy != "single" or num_devices != 1:
+        what += f", {workload.strategy} x{num_devices}"
     if workload.precision != "f32":
         what += f", {workload.precision}"
     if workload.formulation != "auto":  # a study's cells differ by these alone
@@ -206,7 +208,7 @@ def run_sweep(
         asked = stop_agreed()  # asked to stop (SIGTERM) between workloads, on any process
         if asked:
             raise Stopped(0, None, asked)
-        print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
+        print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w, len(on))}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"
             print(f"    already recorded ({status}): skipped", file=sys.stderr)

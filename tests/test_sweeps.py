@@ -133,3 +133,17 @@ def test_the_progress_title_tells_a_study_s_cells_apart():
     assert _title(Workload(model="mnist_cnn", epochs=0, formulation="cpu", loop="device")) == (
         "mnist_cnn on digits, batch 128, cpu formulation, device loop, timing only"
     )
+
+
+def test_the_progress_title_counts_the_devices_and_names_models_as_the_table_does():
+    from experiments.sweep import _title
+    from experiments.workload import Workload
+
+    pmap = Workload(model="mnist_cnn", epochs=0, strategy="pmap")  # num_devices None: all
+    assert _title(pmap, 8) == "mnist_cnn on digits, batch 128, pmap x8, timing only"
+    mlp = Workload(model="mlp", model_overrides={"width": 512}, epochs=1)
+    assert _title(mlp) == "mlp on digits, batch 128, 1 epoch(s)"
+    wide = Workload(model="mlp", model_overrides={"width": 8}, epochs=1)
+    assert _title(wide) == "mlp width=8 on digits, batch 128, 1 epoch(s)"
+    matmul = Workload(model="matmul", kind="matmul", batch_size=4096, epochs=0)
+    assert _title(matmul) == "matmul 4096x4096 f32"
