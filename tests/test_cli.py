@@ -271,3 +271,17 @@ def test_the_final_table_gives_a_matmul_its_side_and_rate_and_mlp_one_name():
     assert cli_plan.model_cell(default) == cli_plan.model_cell(named) == "mlp"
     assert cli_plan.model_cell(wide) == "mlp width=4096"  # positive control
 
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--modle=mlp"], "--modle=mlp (did you mean --model?)"),
+        (["--mod=mlp"], "--mod=mlp (did you mean --model?)"),  # a prefix is not taken
+        (["--strat", "pmap"], "--strat pmap (did you mean --strategy?)"),
+        (["--bogus"], "--bogus"),  # nothing alike: no guess
+    ],
+)
+def test_a_misspelled_or_shortened_flag_is_refused_with_the_closest_name(argv, said, capsys):
+    assert run_module.main(argv) == 2
+    assert capsys.readouterr().err == f"error: unrecognized arguments: {said} (see --help)\n"
+    assert run_module.parse_args(["--model=mlp"]).model == "mlp"  # positive control
