@@ -24,7 +24,9 @@ batch of the same program would only fail again, slowly.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +79,36 @@ def memory_bandwidth(device: jax.Device) -> dict[str, Any] | None:
         return None
     print(f"memory bandwidth: {si(bandwidth['bytes_per_s'], 'B/s')}", file=sys.stderr)
     return bandwidth
+
+
+CEILING_FILE = "ceiling.json"  # in the workload's checkpoint folder, beside its timing
+
+
+def keep_ceiling(
+    checkpoint_dir: Path, device: dict[str, Any], ceiling: Any, bandwidth: Any
+) -> None:
+    """Keep this run's ceiling and bandwidth in the workload's checkpoint folder, for a
+    run that resumes the workload after a stop (`kept_ceiling`)."""
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    kept = {"host": socket.gethostname(), "device": device}
+    kept.update(ceiling=ceiling, bandwidth=bandwidth)
+    (checkpoint_dir / CEILING_FILE).write_text(json.dumps(kept))
+
+
+def kept_ceiling(checkpoint_dir: Path | None, device: dict[str, Any]) -> tuple[Any, Any] | None:
+    """(ceiling, bandwidth) that a stopped run measured on this host's `device` before
+    it began the workload whose checkpoint folder this is; None where there is none
+    (--force deletes the folder first, so a forced run measures again)."""
+    if checkpoint_dir is None:
+        return None
+    try:
+        kept = json.loads((checkpoint_dir / CEILING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    same_device = kept.get("device") == json.loads(json.dumps(device))  # as it was written
+    if kept.get("host") != socket.gethostname() or not same_device:
+        return None
+    return kept.get("ceiling"), kept.get("bandwidth")
 
 
 def agreed(flags: list[bool]) -> list[bool]:
@@ -243,9 +275,19 @@ def run_sweep(
             if force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
-                measure.phase("measuring the device's matmul ceiling and memory bandwidth")
-                ceiling = matmul_ceiling(first_local(devices))
-                bandwidth = memory_bandwidth(first_local(devices))
+                kept = kept_ceiling(checkpoint_dir, described)
+                if kept is not None:
+                    measure.phase(
+                        "taking the matmul ceiling and memory bandwidth measured before "
+                        "the stop, not measuring again"
+                    )
+                    ceiling, bandwidth = kept
+                else:
+                    measure.phase("measuring the device's matmul ceiling and memory bandwidth")
+                    ceiling = matmul_ceiling(first_local(devices))
+                    bandwidth = memory_bandwidth(first_local(devices))
+            if checkpoint_dir is not None and writer:
+                keep_ceiling(checkpoint_dir, described, ceiling, bandwidth)
             context = RunContext(
                 devices=on,
                 splits=_splits_for(w, cache, data_dir),
