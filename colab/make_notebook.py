@@ -70,7 +70,10 @@ to `/content/jaxcnn` or attached to Kaggle as a dataset).
 
 **Run time.** The defaults run the seeds' two headline questions at full size, in
 minutes on a free TPU or T4: `devices` (how much faster the accelerator trains the
-MNIST CNN than a CPU) and `matmul` (how close it gets to its peak FLOP/s).
+MNIST CNN than a CPU) and `matmul` (how close it gets to its peak FLOP/s). `devices`
+then runs again on the runtime's own host CPU (`CPU_STUDIES`), so the speedup is
+measured on one machine; that CPU half takes longer than the accelerator's (see
+`colab/README.md`), and `CPU_STUDIES = []` skips it.
 `STUDIES = ["all"]` runs every study (hours on a free tier); `SMOKE = True` runs the
 studies asked for at toy size, to check the setup. Each study's docstring (in
 `experiments/studies/`) says what it runs and at what size. A run that is interrupted (a Colab
@@ -88,6 +91,9 @@ DEVICE = "tpu"  # "tpu", "gpu" or "cpu": must match the runtime's accelerator
 # The seeds' headline questions, minutes on a free TPU or T4; ["all"]: every study (hours)
 STUDIES = ["devices", "matmul"]
 SMOKE = False  # True: the studies at toy size, to check the setup in minutes
+# These studies also run on this runtime's own host CPU (--device=cpu), so the records
+# hold the accelerator and the CPU of one machine: the seeds' speedup, measured here.
+CPU_STUDIES = ["devices"]  # []: the accelerator alone
 OUT = None  # results folder; None: Drive on Colab if mounted, /kaggle/working on Kaggle
 DATA_DIR = None  # folder with the MNIST/Fashion-MNIST IDX .gz files, if you have one
 INSTALL = True  # False: use the jaxcnn already installed in this runtime
@@ -299,20 +305,26 @@ RUN = r"""
 # 2: a usage error (unknown study, absent device, missing data); nothing ran: stop.
 # Rerunning with the same OUT skips what is recorded and resumes from checkpoints.
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the child's prints arrive as made
+# Then CPU_STUDIES on the host CPU beside the accelerator, the same workloads; its
+# process sees the CPU alone (JAX_PLATFORMS=cpu), so it neither opens the TPU nor
+# reserves the GPU's memory.
+runs = [(study, DEVICE) for study in STUDIES]
+if DEVICE != "cpu":
+    runs += [(s, "cpu") for s in CPU_STUDIES if s in STUDIES or "all" in STUDIES]
 errored = []
-for study in STUDIES:
-    command = [sys.executable, "-m", "experiments.run", f"--device={DEVICE}",
+for study, device in runs:
+    command = [sys.executable, "-m", "experiments.run", f"--device={device}",
                f"--study={study}", "--out", OUT]  # checkpoints: OUT/checkpoints
     if SMOKE:
         command.append("--smoke")
     if DATA_DIR:
         command += ["--data-dir", DATA_DIR]
     command += list(EXTRA_ARGS)
-    code = run_live(command, ENV)
+    code = run_live(command, ENV if device == DEVICE else {**ENV, "JAX_PLATFORMS": "cpu"})
     if code == 1:
-        errored.append(study)
+        errored.append(f"{study} on {device}")
     elif code != 0:
-        raise RuntimeError(f"study {study!r} stopped with exit code {code}; see above")
+        raise RuntimeError(f"study {study!r} on {device} stopped (exit code {code}); see above")
 if errored:
     print(f"\nsome workloads of {errored} ended in `error`: their records say why")
 print("\nrecords:", OUT / "records.jsonl")

@@ -65,9 +65,27 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with a usage error in one line (exit code 2), not a usage dump: every
     command of the project parses with it."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # A prefix of an option is refused, not taken for it: `--mod` is no `--model`
+        # (the hint names it), and a new option can never change what an old line meant.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            hints = [h for h in map(self.hint_for, message.split()[2:]) if h]
+            message += f" ({'; '.join(hints)})" if hints else ""
         # "error: ", as every other usage error the commands say after parsing
         self.exit(2, f"error: {message} (see --help)\n")
+
+    def hint_for(self, argument: str) -> str | None:
+        """What an unrecognized `argument` may have meant: the closest option's name."""
+        flag = argument.split("=")[0]
+        if not flag.startswith("--"):
+            return None
+        known = [o[2:] for o in self._option_string_actions if o.startswith("--")]
+        close = difflib.get_close_matches(flag[2:], known, n=1)  # not alike by "--" alone
+        return f"did you mean --{close[0]}?" if close else None
 
 
 def integer(text: str, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from experiments.cli_options import spelled
-from experiments.labels import device_label
+from experiments.labels import device_label, model_with_overrides
 from experiments.studies import COMPILE_STUDIES, Context
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.studies.default import DEFAULT_STUDY
@@ -219,6 +219,7 @@ SUMMARY_HEADERS = [
     "FLOPs/step",
     "step time [p10-p90]",
     "images/s",
+    "FLOP/s",
     "test acc",
     "status",
 ]
@@ -229,10 +230,11 @@ MEASURED_FROM = SUMMARY_HEADERS.index("FLOPs/step")  # the cells said once a rec
 def model_cell(workload: Mapping[str, Any]) -> str:
     """The model as the table names it, with what else sets its row apart."""
     w = workload
-    model = w["model"] + "".join(f" {k}={v}" for k, v in w["model_overrides"].items())
-    if w.get("kind") == "matmul":
+    model = model_with_overrides(w)
+    if w.get("kind") == "matmul":  # its batch_size is the matrices' side
         precision = w.get("matmul_precision", "default")
-        model = "matmul" + (f" ({precision})" if precision != "default" else "")
+        side = f" {w['batch_size']}x{w['batch_size']}"
+        model = "matmul" + side + (f" ({precision})" if precision != "default" else "")
     elif w.get("kind") == "ensemble":
         model += f" x{w['ensemble_size']} {w['ensemble_mode']}"
     if w.get("strategy", "single") != "single":
@@ -251,16 +253,19 @@ def summary_row(record: Mapping[str, Any]) -> list[Any]:
     spread = f" [{seconds(step['p10'])}-{seconds(step['p90'])}]" if step else ""
     acc = record.get("test_accuracy")
     status = record["status"]
+    matmul = w.get("kind") == "matmul"
+    rate = record.get("achieved_tflops")
     return [
         w.get("study") or "-",
         model_cell(w),
         w["precision"],
-        "-" if w.get("kind") == "matmul" else w.get("loop", "step"),
+        "-" if matmul else w.get("loop", "step"),
         device_label(record),
-        w["batch_size"],
+        "-" if matmul else w["batch_size"],
         si((record.get("flops") or {}).get("per_step")),
         (seconds(step.get("median")) + spread) if step else "-",
         f"{record['images_per_s']:,.0f}" if record.get("images_per_s") else "-",
+        si(rate * 1e12) if rate else "-",
         f"{acc:.4f}" if acc is not None else "-",
         status if status == "ok" else f"{status}: {record['message']}",
     ]

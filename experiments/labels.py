@@ -33,14 +33,19 @@ def device_name(d: dict[str, Any]) -> str:
 DEFAULTS: dict[str, dict[str, Any]] = {"mlp": {"width": 512}}
 
 
+def model_with_overrides(workload: dict[str, Any]) -> str:
+    """`mlp width=4096`: the model and the overrides that are not its own defaults."""
+    defaults = DEFAULTS.get(workload["model"], {})
+    given = (workload.get("model_overrides") or {}).items()
+    overrides = {k: v for k, v in given if k not in defaults or defaults[k] != v}
+    return workload["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+
+
 def model_label(record: Record) -> str:
     """`mnist_cnn`, `mlp width=4096`, `mnist_cnn [cpu formulation, device loop]`: the
     model, and how it was run where that is not XLA's own ops dispatched per step."""
     w = record["workload"]
-    defaults = DEFAULTS.get(w["model"], {})
-    given = (w.get("model_overrides") or {}).items()
-    overrides = {k: v for k, v in given if k not in defaults or defaults[k] != v}
-    label = w["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    label = model_with_overrides(w)
     ran = []
     formulation = (record.get("formulation") or {}).get("name", "xla")
     if formulation != "xla" and workload_kind(record) != "matmul":

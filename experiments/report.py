@@ -64,9 +64,19 @@ def without_smoke(records: list[Record], include_smoke: bool = False) -> list[Re
     return kept or records
 
 
-def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, list[Path]]:
+def smoke_note(left_out: list[Record]) -> str:
+    """What the report says of the --smoke records it left out ("" for none)."""
+    if not left_out:
+        return ""
+    return f"{len(left_out)} --smoke record(s) left out: --include-smoke reports them"
+
+
+def write_report(
+    records: list[Record], out: str | os.PathLike, left_out: list[Record] = ()
+) -> tuple[Path, list[Path]]:
     """Write REPORT.md, its details pages (report/*.md) and the PNGs into `out`;
-    (REPORT.md's path, png paths)."""
+    (REPORT.md's path, png paths). `left_out`: the --smoke records `without_smoke`
+    set aside, which a study with no records of its own names."""
     out = Path(out)
     (out / PAGES).mkdir(parents=True, exist_ok=True)
     parts, pngs = [overview.answers_intro(records)], []
@@ -75,6 +85,9 @@ def write_report(records: list[Record], out: str | os.PathLike) -> tuple[Path, l
         answer, paths = study.answer(records, out) if study.answer else ("", [])
         if not answer:
             answer = f"No records yet: `python -m experiments.run --study={name}` writes them."
+            smoke = [r for r in left_out if r["workload"].get("study") == name]
+            if smoke:
+                answer += f" ({smoke_note(smoke)}.)"
         parts.append(f"## {study.question}\n\n{answer}\n\n{details(name)}")
         pngs.extend(paths)
     pages = {study.name: study.sections for study in REGISTRY.values() if study.name != "default"}
@@ -172,9 +185,11 @@ def _main(argv: list[str] | None) -> int:
     records = [r for r in loaded if not records_lib.took_turns(r)]
     if not records:
         return _error(f"no records found in {', '.join(args.paths)}")
-    records = without_smoke(records, args.include_smoke)
+    kept = without_smoke(records, args.include_smoke)
+    shown = {id(r) for r in kept}
+    left_out = [r for r in records if id(r) not in shown]
     try:
-        _write(records, out, args)
+        _write(kept, out, args, left_out)
     except OSError as e:  # a full disk: each file is whole, the old one or the new
         where, why = e.filename or out, e.strerror or e
         print(f"error: could not write {where} ({why}); the file is as it was", file=sys.stderr)
@@ -182,10 +197,13 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _write(records: list[Record], out: Path, args: argparse.Namespace) -> None:
+def _write(
+    records: list[Record], out: Path, args: argparse.Namespace, left_out: list[Record]
+) -> None:
     """The report, and the blocks of --readme and --performance, each written whole."""
-    report, pngs = write_report(records, out)
-    print(f"{report} ({len(records)} records, {len(pngs)} plots)")
+    report, pngs = write_report(records, out, left_out)
+    smoke = f"; {smoke_note(left_out)}" if left_out else ""
+    print(f"{report} ({len(records)} records, {len(pngs)} plots{smoke})")
     if args.readme:
         readme = Path(args.readme)
         rewrite_block(readme, headline(records, _link(report, readme)))

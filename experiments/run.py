@@ -15,7 +15,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from experiments import cli_plan
 from experiments.cli_options import (
@@ -70,12 +70,11 @@ less common options: --set NAME=VALUE (repeatable), e.g. --set timing_steps=50
 
 
 class _Parser(OneLineParser):
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments:"):  # a flag that became a setting?
-            moved = [(a.split("=")[0], as_setting(a)) for a in message.split()[2:]]
-            said = [f"{flag} is now {setting}" for flag, setting in moved if setting]
-            message += f" ({'; '.join(said)})" if said else ""
-        super().error(message)
+    def hint_for(self, argument: str) -> str | None:
+        setting = as_setting(argument)  # a flag that became a setting?
+        if setting:
+            return f"{argument.split('=')[0]} is now {setting}"
+        return super().hint_for(argument)
 
 
 class _Set(argparse.Action):

@@ -24,6 +24,7 @@ from experiments import cli_plan, compile_only, predictions, records
 from experiments.cli_options import HERE
 from experiments.isolated import ChildDied, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
+from experiments.studies import targets as targets_study
 from experiments.tables import seconds, si
 from experiments.workload import Workload
 from jaxcnn import loop, models, targets
@@ -220,13 +221,29 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     before = {r.get("run_id") for r in records.load(path)} if path.exists() else set()
-    said = lambda r: print(describe(r, recorded=r.get("run_id") in before), flush=True)  # noqa: E731
     with InChild(COMPILER) as in_child:
-        recorded = compile_only.recorded_runner(path, in_child, force=args.force, on_record=said)
+        recorded = compile_only.recorded_runner(
+            path, in_child, force=args.force, on_record=_teller(before)
+        )
         compile_cell = _stopping_between(recorded)
         done = [compile_cell(single)] if cells is None else _compile_study(cells, compile_cell)
     print(f"records in {path}")
     return 1 if any(r["status"] == "error" for r in done) else 0
+
+
+def _teller(before: set[Any]) -> Callable[[dict[str, Any]], None]:
+    """Prints each record once (`describe`): the batch search starts from the batch the
+    first pass recorded, which it is handed again."""
+    told: set[Any] = set()
+
+    def tell(record: dict[str, Any]) -> None:
+        run_id = record.get("run_id")
+        if run_id in told:
+            return
+        told.add(run_id)
+        print(describe(record, recorded=run_id in before), flush=True)
+
+    return tell
 
 
 def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
@@ -280,7 +297,18 @@ def _compile_study(
     for i, cell in enumerate(cells, 1):
         print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
         make = functools.partial(_cell_workload, cell)
-        done += compile_only.batch_search(
+        searched = compile_only.batch_search(
             make, runner, start=cell.start, step=cell.step, cap=cell.cap
         )
+        print(largest_line(cell, searched), flush=True)
+        done += searched
     return done
+
+
+def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
+    """The batch search's answer for `cell`, as the report's table of largest batches
+    words it."""
+    by_batch = {r["workload"]["batch_size"]: r for r in searched}
+    best, over = targets_study.largest_fitting(by_batch)
+    answer = targets_study.largest_cell(by_batch, best, over)
+    return f"largest batch that fits, {_cell_title(cell)}: {answer}"

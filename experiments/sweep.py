@@ -26,9 +26,11 @@ batch of the same program would only fail again, slowly.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +40,7 @@ import jax
 import numpy as np
 
 from experiments import measure, records
-from experiments.labels import device_name
+from experiments.labels import device_name, model_with_overrides
 from experiments.prepare import (
     Split,
     check,
@@ -81,6 +83,36 @@ def memory_bandwidth(device: jax.Device) -> dict[str, Any] | None:
         return None
     print(f"memory bandwidth: {si(bandwidth['bytes_per_s'], 'B/s')}", file=sys.stderr)
     return bandwidth
+
+
+CEILING_FILE = "ceiling.json"  # in the workload's checkpoint folder, beside its timing
+
+
+def keep_ceiling(
+    checkpoint_dir: Path, device: dict[str, Any], ceiling: Any, bandwidth: Any
+) -> None:
+    """Keep this run's ceiling and bandwidth in the workload's checkpoint folder, for a
+    run that resumes the workload after a stop (`kept_ceiling`)."""
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    kept = {"host": socket.gethostname(), "device": device}
+    kept.update(ceiling=ceiling, bandwidth=bandwidth)
+    (checkpoint_dir / CEILING_FILE).write_text(json.dumps(kept))
+
+
+def kept_ceiling(checkpoint_dir: Path | None, device: dict[str, Any]) -> tuple[Any, Any] | None:
+    """(ceiling, bandwidth) that a stopped run measured on this host's `device` before
+    it began the workload whose checkpoint folder this is; None where there is none
+    (--force deletes the folder first, so a forced run measures again)."""
+    if checkpoint_dir is None:
+        return None
+    try:
+        kept = json.loads((checkpoint_dir / CEILING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    same_device = kept.get("device") == json.loads(json.dumps(device))  # as it was written
+    if kept.get("host") != socket.gethostname() or not same_device:
+        return None
+    return kept.get("ceiling"), kept.get("bandwidth")
 
 
 def agreed(flags: list[bool]) -> list[bool]:
@@ -175,15 +207,17 @@ def _splits_for(
     return cache.get(split_key(workload)) or load_splits(workload, data_dir)
 
 
-def _title(workload: Workload) -> str:
+def _title(workload: Workload, num_devices: int = 1) -> str:
+    """The progress line's name for `workload`, run on `num_devices` devices; the model
+    named as the final table and the report name it."""
     if workload.kind == "matmul":
-        return f"matmul {workload.batch_size}^2 {workload.precision}"
-    overrides = "".join(f" {k}={v}" for k, v in workload.model_overrides.items())
-    what = f"{workload.model}{overrides} on {workload.dataset}, batch {workload.batch_size}"
+        return f"matmul {workload.batch_size}x{workload.batch_size} {workload.precision}"
+    model = model_with_overrides(workload.describe())
+    what = f"{model} on {workload.dataset}, batch {workload.batch_size}"
     if workload.kind == "ensemble":
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
-    if workload.strategy != "single" or workload.num_devices not in (None, 1):
-        what += f", {workload.strategy} x{workload.num_devices or 'all'}"
+    if workload.strategy != "single" or num_devices != 1:
+        what += f", {workload.strategy} x{num_devices}"
     if workload.precision != "f32":
         what += f", {workload.precision}"
     if workload.formulation != "auto":  # a study's cells differ by these alone
@@ -257,7 +291,7 @@ def run_sweep(
         asked = stop_agreed()  # asked to stop (SIGTERM) between workloads, on any process
         if asked:
             raise Stopped(0, None, asked)
-        print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w)}", file=sys.stderr)
+        print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w, len(on))}", file=sys.stderr)
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"
             print(f"    already recorded ({status}): skipped", file=sys.stderr)
@@ -305,9 +339,19 @@ def run_sweep(
             if force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
-                measure.phase("measuring the device's matmul ceiling and memory bandwidth")
-                ceiling = matmul_ceiling(first_local(devices))
-                bandwidth = memory_bandwidth(first_local(devices))
+                kept = kept_ceiling(checkpoint_dir, described)
+                if kept is not None:
+                    measure.phase(
+                        "taking the matmul ceiling and memory bandwidth measured before "
+                        "the stop, not measuring again"
+                    )
+                    ceiling, bandwidth = kept
+                else:
+                    measure.phase("measuring the device's matmul ceiling and memory bandwidth")
+                    ceiling = matmul_ceiling(first_local(devices))
+                    bandwidth = memory_bandwidth(first_local(devices))
+            if checkpoint_dir is not None and writer:
+                keep_ceiling(checkpoint_dir, described, ceiling, bandwidth)
             context = RunContext(
                 devices=on,
                 splits=_splits_for(w, cache, data_dir),

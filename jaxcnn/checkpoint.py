@@ -101,26 +101,43 @@ def exclusive(directory: str | Path) -> Iterator[None]:
     Two runs of one workload writing one folder would save and delete each other's
     steps. The lock is an flock on `<directory>.lock` beside the folder (so deleting the
     folder keeps it), which the kernel releases when the process dies, even by kill -9.
-    The file holds the owner's pid, for the message.
+    The file holds the owner's pid, for the message, and is removed when the folder is
+    released: a lock taken on a file that its owner removed meanwhile is let go and the
+    new file's taken instead, so two processes never both hold one folder.
     """
     directory = Path(directory).absolute()
     path = directory.parent / f"{directory.name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
+    while True:
+        handle = open(path, "a+")  # held across the yield, closed below
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             owner = handle.read().strip() or "unknown"
+            handle.close()
             raise CheckpointInUse(f"{directory} is in use by process {owner}") from None
+        if _is_at(handle, path):
+            break
+        handle.close()  # its owner removed that file after this process opened it
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")
         handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # while still held: no one can take the old file
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _is_at(handle: Any, path: Path) -> bool:
+    """Whether the open file `handle` is still the file at `path`."""
+    try:
+        return os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _free_space(directory: Path) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
+import re
 from collections.abc import Iterator, Sequence
 
 
@@ -34,6 +35,14 @@ def unknown_name(what: str, name: str, known: Sequence[str]) -> str:
     )
     hint = f"did you mean {close[0]}? " if close else ""
     return f"unknown {what} {name!r}: {hint}choose one of {', '.join(known)}"
+
+
+def first_line(error: BaseException, limit: int = 200) -> str:
+    """`error` as `Type: its first line`, without flax's link to its docs: what a
+    UsageError quotes of the failure underneath it."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    first = re.sub(r"\s*\(https?://[^)]*\)", "", first)
+    return f"{type(error).__name__}: {first[:limit]}"
 
 
 @contextlib.contextmanager

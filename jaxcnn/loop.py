@@ -12,13 +12,11 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import re
 import threading
 import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -149,33 +147,8 @@ def _check_inputs(
         images, labels = split
         shape = (tuple(images.shape[1:]), images.dtype)
         if shape not in outputs:
-            outputs[shape] = _model_outputs(state, name, images)
+            outputs[shape] = train.model_outputs(state, name, images)
         data.check_split(name, images, labels, outputs[shape])
-
-
-def _model_outputs(state: train.TrainState, name: str, images: Any) -> int:
-    """The number of outputs (classes) of `state`'s model on one image of `images`, or
-    UsageError if its layers do not take images of that shape."""
-    copies = 1 if jnp.ndim(state.step) == 1 else 0  # pmap's copies: a leading replica axis
-    variables = {"params": state.params}
-    if state.batch_stats:
-        variables["batch_stats"] = state.batch_stats
-    abstract = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(np.shape(x)[copies:], x.dtype), variables
-    )
-    example = jax.ShapeDtypeStruct((1, *images.shape[1:]), images.dtype)
-    try:
-        logits = jax.eval_shape(lambda v, x: state.apply_fn(v, x, train=False), abstract, example)
-    except Exception as error:  # flax and lax name the layer: kept, in one line
-        first = (str(error).strip().splitlines() or [""])[0]
-        why = re.sub(r"\s*\(https?://[^)]*\)", "", first)[:200]  # flax's link to its docs
-        shape = "x".join(map(str, images.shape[1:]))
-        raise UsageError(
-            f"the model does not take {name} images of shape {shape} "
-            f"({type(error).__name__}: {why}): give images of the shape its state was "
-            "created for (create_train_state's input_shape)"
-        ) from None
-    return int(logits.shape[-1])
 
 
 def _fingerprint(num_examples: int, batch_size: int, seed: int) -> dict[str, int]:

@@ -95,6 +95,89 @@ def _check_batch(batch: dict[str, Any], num_devices: int) -> None:
         check_batch_size(int(np.shape(x)[0]), num_devices)
 
 
+STEP_DOC = """(state, batch) -> (new state, metrics), compiled for this placement.
+
+The step donates `state`: XLA writes the new state into its memory, so the arrays of the
+state given are deleted once the step runs (on one device, so are those of the state
+`put_state` was given, which it returns as they are). Use the state the step returns;
+keep a copy from before with `jax.tree.map(jnp.copy, state)`. A donated state given
+again, and under pmap a state or batch not placed by `put_state`/`put_batch`, is a
+UsageError naming the fix, raised before the step runs.
+"""
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    """`x`'s shape; the attribute where it has one (np.shape costs microseconds more)."""
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def _check_not_donated(state: Any) -> None:
+    """UsageError for a state whose arrays an earlier step took (donation deletes them
+    all, its step counter included, which is the one array looked at here)."""
+    is_deleted = getattr(getattr(state, "step", None), "is_deleted", None)  # duck-typed:
+    if is_deleted is not None and is_deleted():  # isinstance(x, jax.Array) costs microseconds
+        raise UsageError(
+            "this state was given to an earlier train step, which reused its memory "
+            "(the step donates its state): use the state each step returns, "
+            "state, metrics = placement.train_step(state, batch)"
+        )
+
+
+def _check_replicated(state: Any, copies: int) -> None:
+    """Under pmap the state has one copy per device, stacked on a leading axis."""
+    step = getattr(state, "step", None)
+    if step is not None and _shape(step)[:1] != (copies,):
+        raise UsageError(
+            f"under pmap the step takes one copy of the state per device ({copies}): "
+            "place it first, state = placement.put_state(state)"
+        )
+
+
+def _check_split(batch: Any, copies: int) -> None:
+    """Under pmap every array of a batch is split over the devices on a leading axis."""
+    for x in jax.tree.leaves(batch):
+        if _shape(x)[:1] != (copies,):
+            raise UsageError(
+                f"under pmap a batch is split over the {copies} devices: give the step "
+                "placement.put_batch(batch), not the host batch"
+            )
+
+
+def _checked_step(compiled: Any, copies: int | None = None) -> Callable[..., Any]:
+    """`compiled` (state, batch) -> (state, metrics) behind the checks of `STEP_DOC`:
+    the donation check in front of the call (one attribute read), and under pmap the
+    state's and batch's leading axes looked at only once pmap has refused them (it
+    does before running anything), so a step that runs pays nothing for them."""
+
+    def step(state: Any, batch: Any) -> Any:
+        _check_not_donated(state)
+        if copies is None:
+            return compiled(state, batch)
+        try:
+            return compiled(state, batch)
+        except (IndexError, ValueError, TypeError):
+            _check_replicated(state, copies)
+            _check_split(batch, copies)
+            raise
+
+    step.__doc__ = STEP_DOC
+    step.lower = compiled.lower  # what measuring and compile-only lower
+    return step
+
+
+def _checked_epoch(compiled: Any) -> Callable[..., Any]:
+    """`compiled` (state, dataset, order) -> (state, metrics) behind the donation check."""
+
+    def epoch(state: Any, dataset: Any, order: Any) -> Any:
+        _check_not_donated(state)
+        return compiled(state, dataset, order)
+
+    epoch.__doc__ = "(state, dataset, order) -> (new state, per-step metrics); donates state."
+    epoch.lower = compiled.lower
+    return epoch
+
+
 def _check_processes(strategy: str, devices: Sequence[jax.Device]) -> None:
     """Every process runs the same program, so each must own some of the devices."""
     owned = {d.process_index for d in devices}
@@ -128,6 +211,16 @@ def compiler_options(strategy: str, platform: str) -> dict[str, Any]:
     return {} if strategy == "pmap" else devices_lib.platform_compiler_options(platform)
 
 
+def _put_state(put: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`put` for a state, refusing one an earlier step donated."""
+
+    def put_state(state: Any) -> Any:
+        _check_not_donated(state)
+        return put(state)
+
+    return put_state
+
+
 def _single(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) -> Placement:
     device = devices[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
@@ -136,13 +229,15 @@ def _single(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]
     return Placement(
         strategy="single",
         devices=(device,),
-        train_step=jit(step, donate_argnums=0),
+        train_step=_checked_step(jit(step, donate_argnums=0)),
         eval_step=jit(evaluate),
-        put_state=put,
+        put_state=_put_state(put),
         put_batch=put,
         get_state=lambda state: state,
         get_metrics=lambda metrics: metrics,
-        train_epoch=jit(functools.partial(epochs.train_epoch, step=step), donate_argnums=0),
+        train_epoch=_checked_epoch(
+            jit(functools.partial(epochs.train_epoch, step=step), donate_argnums=0)
+        ),
         put_dataset=put,
         compiler_options=options,
     )
@@ -183,6 +278,7 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) 
         return jax.make_array_from_single_device_arrays((n, *x.shape[1:]), stacked, shards)
 
     def put_state(state: train.TrainState) -> train.TrainState:
+        _check_not_donated(state)
         if jnp.ndim(state.step) == 1:  # the logical step is a scalar: already replicated
             return state
         return jax.tree.map(replicate, state)
@@ -211,13 +307,13 @@ def _pmap(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any]) 
     return Placement(
         strategy="pmap",
         devices=tuple(devices),
-        train_step=pmapped(replica_step, donate_argnums=0),
+        train_step=_checked_step(pmapped(replica_step, donate_argnums=0), copies=n),
         eval_step=pmapped(functools.partial(evaluate, axis_name=PMAP_AXIS)),
         put_state=put_state,
         put_batch=put_batch,
         get_state=lambda state: _unreplicate(state, mesh),
         get_metrics=_first_replica,
-        train_epoch=jax.jit(epoch, donate_argnums=0),  # as the step: no options
+        train_epoch=_checked_epoch(jax.jit(epoch, donate_argnums=0)),  # as the step: no options
         put_dataset=functools.partial(_put_everywhere, sharding=NamedSharding(mesh, P())),
         compiler_options=compiler_options("pmap", devices[0].platform),
     )
@@ -239,24 +335,28 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any
     return Placement(
         strategy="sharded",
         devices=tuple(devices),
-        train_step=jit(
-            step,
-            in_shardings=(replicated, split),
-            out_shardings=(replicated, replicated),
-            donate_argnums=0,
+        train_step=_checked_step(
+            jit(
+                step,
+                in_shardings=(replicated, split),
+                out_shardings=(replicated, replicated),
+                donate_argnums=0,
+            )
         ),
         eval_step=jit(evaluate, in_shardings=(replicated, split), out_shardings=replicated),
-        put_state=functools.partial(_put_everywhere, sharding=replicated),
+        put_state=_put_state(functools.partial(_put_everywhere, sharding=replicated)),
         put_batch=functools.partial(_put_split, n=len(devices), sharding=split),
         get_state=lambda state: state,  # replicated: already one logical copy
         get_metrics=lambda metrics: metrics,
         # The dataset is replicated (every device gathers its rows of each batch from
         # its own copy: no data moves between devices during the epoch).
-        train_epoch=jit(
-            functools.partial(epochs.train_epoch, step=step, batch_sharding=split),
-            in_shardings=(replicated, replicated, replicated),
-            out_shardings=(replicated, replicated),
-            donate_argnums=0,
+        train_epoch=_checked_epoch(
+            jit(
+                functools.partial(epochs.train_epoch, step=step, batch_sharding=split),
+                in_shardings=(replicated, replicated, replicated),
+                out_shardings=(replicated, replicated),
+                donate_argnums=0,
+            )
         ),
         put_dataset=functools.partial(_put_everywhere, sharding=replicated),
         compiler_options=options,

@@ -9,16 +9,18 @@ replicas explicitly. That averaging point is the whole of data parallelism.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import numbers
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
-from jaxcnn.errors import UsageError
+from jaxcnn.errors import UsageError, first_line
 
 Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
@@ -77,19 +79,45 @@ def make_optimizer(
     raise UsageError(f"unknown optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
 
 
+def _input_shape(input_shape: Any) -> tuple[int, ...]:
+    """`input_shape` as a tuple, or UsageError if it is not one example's shape."""
+    dims = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else None
+    if not dims or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in dims
+    ):
+        raise UsageError(
+            f"input_shape must be one example's shape in positive whole numbers, without "
+            f"the batch axis, e.g. (28, 28, 1), got {input_shape!r}"
+        )
+    return tuple(int(d) for d in dims)
+
+
 def create_train_state(
     model: nn.Module,
     tx: optax.GradientTransformation,
     input_shape: tuple[int, ...],
     seed: int = 0,
 ) -> TrainState:
-    """Initialise `model` on one example of `input_shape` (no batch axis)."""
+    """Initialise `model` on one example of `input_shape` (no batch axis; images are
+    (height, width, channels)). A shape the model's layers cannot take is a UsageError,
+    found by tracing its initialisation, before anything is computed."""
+    shape = _input_shape(input_shape)
     init_key, dropout_key, step_key = jax.random.split(jax.random.key(seed), 3)
-    variables = jax.jit(
+    init = jax.jit(
         lambda: model.init(
-            {"params": init_key, "dropout": dropout_key}, jnp.zeros((1, *input_shape)), train=False
+            {"params": init_key, "dropout": dropout_key}, jnp.zeros((1, *shape)), train=False
         )
-    )()
+    )
+    try:
+        traced = init.trace()
+    except Exception as error:  # flax and lax name the layer: kept, in one line
+        hint = f" (e.g. {(*shape, 1)} for one channel)" if len(shape) == 2 else ""
+        raise UsageError(
+            f"the model does not take inputs of shape {shape} ({first_line(error)}): "
+            f"input_shape is one example's shape without the batch axis, images as "
+            f"(height, width, channels){hint}"
+        ) from None
+    variables = traced.lower().compile()()
     params = variables["params"]
     return TrainState(
         step=jnp.zeros((), jnp.int32),
@@ -100,6 +128,50 @@ def create_train_state(
         apply_fn=model.apply,
         tx=tx,
     )
+
+
+def check_batch(batch: Any, step: str = "train_step", axis_name: str | None = None) -> None:
+    """UsageError unless `batch` is the dict a step takes (a Python check: under jit it
+    runs once, when the step is traced)."""
+    if isinstance(batch, Mapping) and "image" in batch and "label" in batch:
+        shape = np.shape(batch["label"])
+        if len(shape) == 1:
+            return
+        fix = (
+            "under pmap give the step placement.put_batch(batch), which splits it over the devices"
+            if axis_name is not None
+            else "one label per image"
+        )
+        raise UsageError(f"{step} takes labels of shape (B,), got shape {shape}: {fix}")
+    got = f"a dict of {sorted(batch)}" if isinstance(batch, Mapping) else type(batch).__name__
+    raise UsageError(
+        f"{step} takes a batch dict {{'image': (B, H, W, C), 'label': (B,)}}, got {got}: "
+        "make batches from data.load's (images, labels) with "
+        "jaxcnn.data.batches(images, labels, batch_size)"
+    )
+
+
+def model_outputs(state: TrainState, name: str, images: Any) -> int:
+    """The number of outputs (classes) of `state`'s model on one image of `images`, or
+    UsageError if its layers do not take images of that shape (traced, not run)."""
+    copies = 1 if jnp.ndim(state.step) == 1 else 0  # pmap's copies: a leading replica axis
+    variables = {"params": state.params}
+    if state.batch_stats:
+        variables["batch_stats"] = state.batch_stats
+    abstract = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(np.shape(x)[copies:], x.dtype), variables
+    )
+    example = jax.ShapeDtypeStruct((1, *images.shape[1:]), images.dtype)
+    try:
+        logits = jax.eval_shape(lambda v, x: state.apply_fn(v, x, train=False), abstract, example)
+    except Exception as error:  # flax and lax name the layer: kept, in one line
+        shape = "x".join(map(str, images.shape[1:]))
+        raise UsageError(
+            f"the model does not take {name} images of shape {shape} ({first_line(error)}): "
+            "give images of the shape its state was created for (create_train_state's "
+            "input_shape)"
+        ) from None
+    return int(logits.shape[-1])
 
 
 def _scaled(images: jax.Array) -> jax.Array:
@@ -146,7 +218,9 @@ def _variables(state: TrainState, params: Any) -> dict[str, Any]:
 def train_step(state: TrainState, batch: Batch, axis_name: str | None = None):
     """One optimizer step on `batch`: (new state, metrics). `batch` is a dict {"image":
     (B, H, W, C), "label": (B,)[, "mask": (B,)]}, what `jaxcnn.data.batches` yields from
-    the (images, labels) pair `jaxcnn.data.load` returns."""
+    the (images, labels) pair `jaxcnn.data.load` returns; anything else, or images the
+    model does not take, is a UsageError raised while the step is traced."""
+    check_batch(batch, "train_step", axis_name)
     images, labels = _scaled(batch["image"]), batch["label"]
     mask = batch.get("mask", jnp.ones(labels.shape, jnp.float32))
     rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
@@ -166,7 +240,13 @@ def train_step(state: TrainState, batch: Batch, axis_name: str | None = None):
         local_loss = jnp.sum(losses * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return local_loss, (losses, correct, updates)
 
-    (_, (losses, correct, updates)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    try:
+        (_, (losses, correct, updates)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            state.params
+        )
+    except Exception:  # while tracing: say so if the images are what the model cannot take
+        model_outputs(state, "batch", batch["image"])
+        raise
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
     opt_updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
@@ -181,9 +261,17 @@ def train_step(state: TrainState, batch: Batch, axis_name: str | None = None):
 
 def eval_step(state: TrainState, batch: Batch, axis_name: str | None = None) -> Metrics:
     """Loss and accuracy on `batch` in inference mode (running BatchNorm stats, no dropout)."""
-    logits = state.apply_fn(
-        _variables(state, state.params), _scaled(batch["image"]), train=False, axis_name=axis_name
-    )
+    check_batch(batch, "eval_step", axis_name)
+    try:
+        logits = state.apply_fn(
+            _variables(state, state.params),
+            _scaled(batch["image"]),
+            train=False,
+            axis_name=axis_name,
+        )
+    except Exception:  # while tracing: say so if the images are what the model cannot take
+        model_outputs(state, "batch", batch["image"])
+        raise
     labels = batch["label"]
     mask = batch.get("mask", jnp.ones(labels.shape, jnp.float32))
     losses, correct = _per_example(logits, labels)

@@ -28,7 +28,7 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
     assert "images/s" in captured.out and "lenet5_keras" in captured.out
     # the device in words, and a line as each silent stretch begins
     assert "devices: cpu\n" in captured.err
-    assert "[3/3] default: mlp width=512 on digits, batch 16" in captured.err
+    assert "[3/3] default: mlp on digits, batch 16" in captured.err
     assert captured.err.count("compiling the train and eval steps...") == 3
 
 
@@ -243,3 +243,45 @@ def test_every_command_says_a_usage_error_in_one_line(module, capsys):
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1
     assert err.endswith(" (see --help)\n")
+
+
+def test_the_final_table_gives_a_matmul_its_side_and_rate_and_mlp_one_name():
+    device = {"platform": "cpu", "kind": "cpu", "count": 1}
+    matmul = {
+        "workload": {
+            "model": "matmul",
+            "model_overrides": {},
+            "kind": "matmul",
+            "batch_size": 4096,
+            "precision": "f32",
+            "study": "matmul",
+        },
+        "device": device,
+        "status": "ok",
+        "flops": {"per_step": 2 * 4096**3},
+        "step_time_s": {"median": 0.5, "p10": 0.4, "p90": 0.6},
+        "achieved_tflops": 0.275,
+    }
+    row = dict(zip(cli_plan.SUMMARY_HEADERS, cli_plan.summary_row(matmul), strict=True))
+    assert (row["model"], row["batch"], row["FLOP/s"]) == ("matmul 4096x4096", "-", "275 G")
+    w = {"model": "mlp", "batch_size": 128, "precision": "f32", "study": "devices"}
+    default = {**w, "model_overrides": {"width": 512}}  # what the default study gives
+    named = {**w, "model_overrides": {}}  # what --model=mlp gives
+    wide = {**w, "model_overrides": {"width": 4096}}
+    assert cli_plan.model_cell(default) == cli_plan.model_cell(named) == "mlp"
+    assert cli_plan.model_cell(wide) == "mlp width=4096"  # positive control
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--modle=mlp"], "--modle=mlp (did you mean --model?)"),
+        (["--mod=mlp"], "--mod=mlp (did you mean --model?)"),  # a prefix is not taken
+        (["--strat", "pmap"], "--strat pmap (did you mean --strategy?)"),
+        (["--bogus"], "--bogus"),  # nothing alike: no guess
+    ],
+)
+def test_a_misspelled_or_shortened_flag_is_refused_with_the_closest_name(argv, said, capsys):
+    assert run_module.main(argv) == 2
+    assert capsys.readouterr().err == f"error: unrecognized arguments: {said} (see --help)\n"
+    assert run_module.parse_args(["--model=mlp"]).model == "mlp"  # positive control

@@ -118,13 +118,15 @@ def test_runtime_can_build_follows_setuptools_and_wheel():
         assert ns["runtime_can_build"]() is expected, versions
 
 
-def _commands(tag: str, **parameters) -> list[list[str]]:
+def _commands(tag: str, envs: list | None = None, **parameters) -> list[list[str]]:
     """The commands the `tag` cell runs (nothing runs): the parameters cell's defaults,
-    then `parameters`."""
+    then `parameters`; each command's environment appended to `envs`."""
     commands = []
 
     def run_live(command, env=None):
         commands.append([str(part) for part in command])
+        if envs is not None:
+            envs.append(env)
         return 0
 
     namespace = {"os": os, "sys": sys, "re": re, "Path": Path}
@@ -137,12 +139,14 @@ def _commands(tag: str, **parameters) -> list[list[str]]:
 def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
     run = ["-m", "experiments.run"]
     out = str(tmp_path)
-    commands = _commands("run", OUT=tmp_path, STUDIES=["all", "default"], SMOKE=True)
+    commands = _commands(
+        "run", OUT=tmp_path, STUDIES=["all", "default"], SMOKE=True, CPU_STUDIES=[]
+    )
     assert commands == [
         [sys.executable, *run, "--device=tpu", f"--study={study}", "--out", out, "--smoke"]
         for study in ("all", "default")
     ]  # fmt: skip
-    (plain,) = _commands("run", OUT=tmp_path, STUDIES=["all"])
+    (plain,) = _commands("run", OUT=tmp_path, STUDIES=["all"], CPU_STUDIES=[])
     assert plain == commands[0][:-1]  # SMOKE is off by default: no --smoke
     predict = _commands("predict", OUT=tmp_path, ENV={})
     assert predict == [
@@ -155,13 +159,31 @@ def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
         parser.parse_args(command[3:])  # an unknown flag exits 2
 
 
-def test_the_defaults_run_the_headline_studies_and_all_is_one_parameter_away(tmp_path):
-    commands = _commands("run", OUT=tmp_path)
-    assert [c[4] for c in commands] == ["--study=devices", "--study=matmul"]
+def test_the_defaults_run_the_headline_studies_and_all_is_one_parameter_away(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAX_PLATFORMS")  # a runtime's environment: JAX picks its backend
+    envs = []
+    commands = _commands("run", envs, OUT=tmp_path)
+    # On the accelerator, then the devices study again on the runtime's own CPU: the
+    # seeds' speedup from one machine's records.
+    assert [c[3:5] for c in commands] == [
+        ["--device=tpu", "--study=devices"],
+        ["--device=tpu", "--study=matmul"],
+        ["--device=cpu", "--study=devices"],
+    ]
+    assert envs[0] == envs[1] and "JAX_PLATFORMS" not in envs[0]
+    assert envs[2] == {**envs[0], "JAX_PLATFORMS": "cpu"}
     assert all("--smoke" not in c for c in commands)  # full size: the answers, not a check
+    on_cpu = _commands("run", OUT=tmp_path, DEVICE="cpu")  # a CPU runtime: once is enough
+    assert [c[3:5] for c in on_cpu] == [["--device=cpu", "--study=devices"],
+                                        ["--device=cpu", "--study=matmul"]]  # fmt: skip
+    alone = _commands("run", OUT=tmp_path, CPU_STUDIES=[])
+    assert [c[3] for c in alone] == ["--device=tpu", "--device=tpu"]
+    for command in commands:
+        run_cli.build_parser().parse_args(command[3:])
     assert 'STUDIES = ["all"]' not in cell_source("parameters")
     assert '["all"]: every study' in cell_source("parameters")  # the comment says how
-    (every,) = _commands("run", OUT=tmp_path, STUDIES=["all"])
+    every, on_cpu_too = _commands("run", OUT=tmp_path, STUDIES=["all"])
+    assert on_cpu_too[3:5] == ["--device=cpu", "--study=devices"]
     run_cli.build_parser().parse_args(every[3:])
 
 

@@ -197,3 +197,27 @@ def test_readme_rows_name_formulation_and_loop_where_they_would_look_alike():
     assert "| mnist_cnn | xla formulation, step loop |" in rows[0] + rows[1]
     assert "| mnist_cnn | cpu formulation, step loop |" in rows[0] + rows[1]
     assert "What this machine is: `laptop`: CPU (model not recorded)." in block
+
+
+def test_the_report_counts_the_smoke_records_it_left_out_and_says_how_to_include_them(
+    tmp_path, capsys
+):
+    folder = tmp_path / "runs"
+    real = _record("real")
+    real["workload"]["study"] = "batch"
+    for r in (real, _smoke("s1"), _smoke("s2")):
+        records.append(folder / "records.jsonl", r)
+    assert report.main([str(folder), "--out", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    assert "(1 records, " in printed
+    assert printed.endswith(" plots; 2 --smoke record(s) left out: --include-smoke reports them)\n")
+    text = (tmp_path / "a" / "REPORT.md").read_text()
+    devices = text.split(f"## {REGISTRY['devices'].question}")[1].split("\n## ")[0]
+    assert devices.strip().startswith(
+        "No records yet: `python -m experiments.run --study=devices` writes them. "
+        "(2 --smoke record(s) left out: --include-smoke reports them.)"
+    )
+    # Positive control: with them included, nothing is said to be left out.
+    assert report.main([str(folder), "--out", str(tmp_path / "b"), "--include-smoke"]) == 0
+    assert "(3 records, " in capsys.readouterr().out
+    assert "left out" not in (tmp_path / "b" / "REPORT.md").read_text()

@@ -747,3 +747,28 @@ def test_a_kept_timing_of_the_wrong_shape_is_timed_again_in_one_line(
     (record,) = records.load(tmp_path / "records.jsonl")
     assert record["status"] == "ok" and record["resumed_from_step"] == 5
     assert json.loads(kept.read_text())["timing"][0] == record["step_time_s"]  # rewritten
+
+
+def test_a_released_checkpoint_folder_leaves_no_lock_and_a_held_one_is_refused(tmp_path):
+    from jaxcnn.checkpoint import CheckpointInUse, _is_at, exclusive
+
+    folder = tmp_path / "checkpoints" / "key"
+    lock = tmp_path / "checkpoints" / "key.lock"
+    with exclusive(folder):
+        assert lock.read_text() == f"{os.getpid()}\n"
+        with pytest.raises(CheckpointInUse, match=f"is in use by process {os.getpid()}$"):
+            with exclusive(folder):  # flock is per open file: refused within one process too
+                pass
+        assert lock.exists()  # the refused attempt left the holder's lock alone
+    assert not lock.exists()
+    with exclusive(folder):  # free again
+        pass
+    # A process that opened the lock file just before its holder removed it must not
+    # take that file: it no longer is the lock.
+    lock.write_text("")
+    with open(lock, "a+") as stale:
+        lock.unlink()
+        lock.write_text("")
+        assert not _is_at(stale, lock)
+    with open(lock, "a+") as current:
+        assert _is_at(current, lock)

@@ -136,3 +136,38 @@ def test_a_tpu_target_compile_prints_nothing_of_libtpus_to_stderr(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "compiles: yes" in run.stdout
     assert LIBTPU_WARNING not in run.stderr, run.stderr
+
+
+def test_a_study_tells_each_record_once_and_names_each_cells_largest_batch(capsys):
+    """The batch search starts from the batch the first pass compiled, which the records
+    hand it again: told once. Each cell ends with its largest batch that fits."""
+    from experiments.studies import TargetCell
+
+    cells = [
+        TargetCell("mnist_cnn", "tpu-v5e-1", "f32", "single", start=16, step=1, cap=4096),
+        TargetCell("lenet5", "tpu-v5e-1", "f32", "single", start=16, step=1, cap=4096),
+    ]
+    limit = {"mnist_cnn": 40, "lenet5": 10}
+    recorded: dict = {}
+    tell = run_targets._teller(before=set())
+
+    def runner(workload):  # recorded_runner's contract: a cell compiled once, then read back
+        key = (workload.model, workload.batch_size)
+        if key not in recorded:
+            ok = workload.batch_size <= limit[workload.model]
+            record = _with(workload__batch_size=workload.batch_size)
+            record.update(status="ok" if ok else "oom", run_id=f"{key}", fits=ok)
+            record["workload"]["model"] = workload.model
+            recorded[key] = record
+        tell(recorded[key])
+        return recorded[key]
+
+    done = run_targets._compile_study(cells, runner)
+    out = capsys.readouterr().out
+    blocks = [line for line in out.splitlines() if line.startswith("tpu-v5e-1 (")]
+    assert len(blocks) == len(recorded) < len(done)  # the first batches were handed twice
+    largest = [line for line in out.splitlines() if line.startswith("largest batch")]
+    assert largest == [
+        "largest batch that fits, mnist_cnn on tpu-v5e-1, f32: 40",
+        "largest batch that fits, lenet5 on tpu-v5e-1, f32: 10",
+    ]

@@ -133,3 +133,54 @@ def test_the_progress_title_tells_a_study_s_cells_apart():
     assert _title(Workload(model="mnist_cnn", epochs=0, formulation="cpu", loop="device")) == (
         "mnist_cnn on digits, batch 128, cpu formulation, device loop, timing only"
     )
+
+
+def test_the_progress_title_counts_the_devices_and_names_models_as_the_table_does():
+    from experiments.sweep import _title
+    from experiments.workload import Workload
+
+    pmap = Workload(model="mnist_cnn", epochs=0, strategy="pmap")  # num_devices None: all
+    assert _title(pmap, 8) == "mnist_cnn on digits, batch 128, pmap x8, timing only"
+    mlp = Workload(model="mlp", model_overrides={"width": 512}, epochs=1)
+    assert _title(mlp) == "mlp on digits, batch 128, 1 epoch(s)"
+    wide = Workload(model="mlp", model_overrides={"width": 8}, epochs=1)
+    assert _title(wide) == "mlp width=8 on digits, batch 128, 1 epoch(s)"
+    matmul = Workload(model="matmul", kind="matmul", batch_size=4096, epochs=0)
+    assert _title(matmul) == "matmul 4096x4096 f32"
+
+
+def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path, monkeypatch):
+    """The first run stops inside its workload; the rerun resumes that workload and
+    takes the ceiling the first measured instead of measuring again."""
+    import jax
+
+    from experiments import sweep
+    from experiments.workload import Workload
+    from jaxcnn import loop
+
+    measured, contexts = [], []
+
+    def ceiling(device):
+        measured.append(device)
+        return {"float32": {"tflops": 1.5 + len(measured)}}
+
+    monkeypatch.setattr(sweep, "matmul_ceiling", ceiling)
+    monkeypatch.setattr(sweep, "memory_bandwidth", lambda device: {"bytes_per_s": 7e9})
+
+    def stopped(workload, context):
+        contexts.append(context)
+        raise loop.Stopped(3, 3)
+
+    w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
+    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    monkeypatch.setattr(sweep, "run_workload", stopped)
+    with pytest.raises(loop.Stopped):
+        sweep.run_sweep([w], jax.devices()[:1], **run)
+    with pytest.raises(loop.Stopped):  # resumed, and stopped again
+        sweep.run_sweep([w], jax.devices()[:1], **run)
+    assert len(measured) == 1  # the rerun measured nothing
+    assert contexts[1].ceiling == contexts[0].ceiling == {"float32": {"tflops": 2.5}}
+    assert contexts[1].bandwidth == {"bytes_per_s": 7e9}
+    with pytest.raises(loop.Stopped):  # positive control: --force starts over, measuring
+        sweep.run_sweep([w], jax.devices()[:1], force=True, **run)
+    assert len(measured) == 2 and contexts[2].ceiling == {"float32": {"tflops": 3.5}}
