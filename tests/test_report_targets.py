@@ -579,3 +579,30 @@ def test_the_devices_answer_divides_by_this_run_and_by_the_fastest_cpu_figure(
     # The control: with no faster CPU figure, both ratios are this run's.
     answer, _ = devices_answer([slow, target], tmp_path)
     assert "gpu-h100 64,000 (40x this run, 40x the fastest CPU figure)" in answer
+
+
+def test_a_measured_accelerator_speedup_is_shown_beside_the_models_prediction_of_it(
+    tmp_path, monkeypatch
+):
+    from experiments.studies.devices import devices_answer
+    from jaxcnn import prediction as prediction_lib
+
+    family = {"compute_efficiency": 0.5, "memory_efficiency": 1.0, "kernel_overhead_s": 0.0}
+    table = {"version": "t1", "families": {"gpu": family}}
+    monkeypatch.setattr(prediction_lib, "constants", lambda path=None: table)
+    cpu = _record("c1", CPU, "mnist_cnn", 128, median=0.05)
+    gpu = _record("g1", H100, "mnist_cnn", 128, median=0.001)  # one machine's GPU: 50x
+    for r in (cpu, gpu):
+        r["workload"].update(study="devices", dataset="mnist")
+    answer, _ = devices_answer([cpu, gpu], tmp_path)
+    assert "on gpu NVIDIA H100 80GB HBM3: measured 50.0x over this CPU run, 50.0x over" in answer
+    assert "predicted" not in answer.split("predicted for the accelerator's step:")[1]
+    # With its kernels: one conv taking 1.25 ms at the H100's TF32 peak x 0.5, the batch's
+    # copy beside it; the model's speedup and its error on this very step.
+    gpu.update(
+        kernels=[[1, "conv", 1.25e-3 * 495e12 * 0.5, 0, "f32", 0]],
+        kernels_source={"program": "train_step", "steps": 1},
+    )
+    answer, _ = devices_answer([cpu, gpu], tmp_path)
+    # 1.25 ms and the copy (1.6 us): 39.9x, 25% slower than measured
+    assert ", predicted 39.9x (the predicted step +25% off the measured one; predicted: " in answer

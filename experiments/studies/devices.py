@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from experiments import predictions
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
@@ -150,6 +151,28 @@ def _predicted_for(records: list[Record], measured: Record) -> list[str]:
     return [*sorted(found), fastest_words] if found else []
 
 
+def _measured_speedups(records: list[Record], cpu: Record, measured: Record) -> str:
+    """ "Nx over this CPU run, Mx over the fastest CPU figure (what reached it)"."""
+    over_run, over_fastest = bench.speedups(records, cpu, measured)
+    ratio, _, by = over_fastest.partition(" ")
+    return f"{over_run} over this CPU run, {ratio} over the fastest CPU figure {by}".rstrip()
+
+
+def _predicted_speedup(cpu: Record, measured: Record) -> str:
+    """ ", predicted Nx (predicted / measured step - 1: E%)" for an accelerator's measured
+    record that carries its step's kernels: the model's figure beside the measured one,
+    and its error on this very step; "" where it has no per-kernel prediction."""
+    block = prediction(measured)
+    step = block.get("step_time_s")
+    if prediction_method(measured) != "per-kernel" or not step:
+        return ""
+    error = step / median_step(measured) - 1
+    return (
+        f", predicted {median_step(cpu) / step:.1f}x (the predicted step {error:+.0%} off "
+        f"the measured one; {predictions.label(block)})"
+    )
+
+
 def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """Each device's measured step beside the CPU's, and where no accelerator ran, what
     the targets' compiles predict for the same step."""
@@ -161,11 +184,14 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if pairs:
         parts.insert(
             0,
-            "Speedup per step over the CPU, measured (over the CPU run of the same "
-            "workload; over the fastest CPU figure for the same step): "
+            "Speedup per step over the CPU, measured on one machine (over the CPU run of "
+            "the same workload, and over the fastest figure any configuration or framework "
+            "reached for the same step on that CPU), and what the per-kernel model "
+            "predicted for the accelerator's step: "
             + "; ".join(
-                f"{workload_label(r)} on {device_label(r)} "
-                + " ".join(bench.speedups(records, base, r))
+                f"{workload_label(r)} on {device_label(r)}: measured "
+                + _measured_speedups(records, base, r)
+                + _predicted_speedup(base, r)
                 for base, r in pairs
             )
             + ".",
