@@ -109,7 +109,7 @@ def create_train_state(
         )
     )
     try:
-        traced = init.trace()
+        init.trace()
     except Exception as error:  # flax and lax name the layer: kept, in one line
         hint = f" (e.g. {(*shape, 1)} for one channel)" if len(shape) == 2 else ""
         raise UsageError(
@@ -117,7 +117,7 @@ def create_train_state(
             f"input_shape is one example's shape without the batch axis, images as "
             f"(height, width, channels){hint}"
         ) from None
-    variables = traced.lower().compile()()
+    variables = init()  # traced above: the shape is known to fit
     params = variables["params"]
     return TrainState(
         step=jnp.zeros((), jnp.int32),

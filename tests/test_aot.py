@@ -201,7 +201,7 @@ BATCH = aot.abstract_batch(16, SHAPE)
         ("tpu-v5e-8", None, BATCH, {}, "tpu-v5e-8 has 8 devices: place the step 'sharded'"),
         ("gpu-t4", None, BATCH, {"placement": "pmap"}, "pmap compiles only for devices at"),
         ("gpu-t4", None, BATCH, {"placement": "shard"}, "unknown placement 'shard'"),
-        ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "the step cannot be traced"),
+        ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "does not take batch images"),
     ],
 )
 def test_a_mistake_is_one_usage_error_before_the_compiler(
