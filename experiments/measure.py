@@ -199,7 +199,7 @@ def time_dispatch(
     step (jaxcnn.prediction.host_side) is this figure."""
     from jaxcnn.parallel import place
 
-    phase(f"timing the host's side of a step: {DISPATCH_CALLS} calls of a step doing nothing")
+    phase(f"measuring the host's side of a step: {DISPATCH_CALLS} calls of one doing nothing")
     empty = place(strategy, devices, step=_no_work)
     proxy = jax.tree.map(lambda x: np.zeros((), x.dtype), abstract_state)
     call = _threaded(empty.train_step, empty.put_state(proxy), batch)

@@ -661,8 +661,9 @@ def _wrong(value: Any, kind: Any, where: str) -> RecordError:
     return RecordError(f"{where} is {_value_name(value)}, not {_type_name(kind)}")
 
 
-# The largest magnitude a record's number may have: beyond any count, size or time, and
-# far below where a float's arithmetic overflows to inf (a 400-digit integer, 1e308).
+# The largest magnitude a record's integer may have: beyond any count, size or time (a
+# 400-digit integer overflows where a reader makes it a float). A float need only be
+# finite: a learning rate of 1e30 is how a diverging run is asked for.
 NUMBER_LIMIT = 2**63
 # The numbers a record holds that may be negative (XLA's -1: "no estimate"); every other
 # is a count, a size, a time, a rate or a fraction.
@@ -670,8 +671,10 @@ SIGNED = frozenset({"cost.optimal_seconds"})
 
 
 def _check_number(value: float, where: str) -> None:
-    """RecordError unless `value` is finite, within NUMBER_LIMIT, and not negative."""
-    if not -NUMBER_LIMIT <= value <= NUMBER_LIMIT:  # NaN fails both comparisons
+    """RecordError unless `value` is finite (an integer: within NUMBER_LIMIT), and not
+    negative."""
+    finite = math.isfinite(value) if type(value) is float else abs(value) <= NUMBER_LIMIT
+    if not finite:
         raise RecordError(f"{where} is {value!r:.40}, not a finite number below 2**63")
     if value < 0 and re.sub(r"\[\d+\]", "[]", where) not in SIGNED:
         raise RecordError(f"{where} is {value!r}, a negative number")

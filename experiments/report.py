@@ -20,7 +20,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from experiments import analysis, predictions, references
+from experiments import analysis, predictions
 from experiments import records as records_lib
 from experiments.cli_options import OneLineParser
 from experiments.studies import ANSWER_ORDER, REGISTRY, overview
@@ -29,7 +29,6 @@ from experiments.studies.base import Record, Section
 from experiments.studies.bench import PLOT as BENCH_PLOT
 from experiments.studies.bench import bench_block
 from experiments.tables import one_line_warning
-from jaxcnn.errors import DataError
 
 REPORT_FILE = "REPORT.md"
 RECORDS_PAGE = "records"
@@ -176,6 +175,9 @@ def _main(argv: list[str] | None) -> int:
         records_lib.check_writable_folder(out)
     except OSError as e:
         return _error(f"cannot write to --out {out}: {e.strerror or e}")
+    from experiments import references  # imports jaxcnn (JAX): not at import time
+    from jaxcnn.errors import DataError
+
     try:  # read once here, by every section after: a bad row is its one line
         references.load()
     except DataError as e:
