@@ -440,10 +440,6 @@ def _error(predicted: float, measured: float) -> float:
 # measured on it: each program's observations (its twins: the same program measured
 # again) are predicted by constants fitted without them.
 SPLITS = {"cpu": "program", "gpu": "chip", "tpu": "chip"}
-_SPLIT_WORDS = {
-    "chip": "leave one chip out",
-    "program": "leave one program out",
-}
 
 
 def _group(obs: Observation, split: str) -> str:
@@ -526,7 +522,10 @@ def error_block(
     program split's band, any other with the chip split's (jaxcnn.prediction.error_band).
     The top-level median, worst and observations are the platform's headline split's
     (SPLITS)."""
-    splits = {split: _split_block(stack, fitted, fixed, limits, split) for split in _SPLIT_WORDS}
+    splits = {
+        split: _split_block(stack, fitted, fixed, limits, split)
+        for split in predictions.SPLIT_WORDS
+    }
     headline = SPLITS.get(platform, "program")
     if not splits[headline].get("observations"):
         return None
@@ -689,7 +688,9 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def summary(result: dict[str, Any]) -> str:
     lines = [f"constants version {result['version']}"]
     for platform, f in result["families"].items():
-        band = "; ".join(predictions.band_words(f["error"], split) for split in _SPLIT_WORDS)
+        band = "; ".join(
+            predictions.band_words(f["error"], split) for split in predictions.SPLIT_WORDS
+        )
         elemental = f.get("elemental_conv_efficiency")
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
         loop = predictions.loop_words(f)
