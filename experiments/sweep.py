@@ -166,13 +166,18 @@ def check_sizes(workload: Workload, size: int) -> None:
     training images) could not run at all: its images would not fit in this machine's
     memory, or its training steps would overflow the step counter."""
     image_bytes = math.prod(models.input_shape(workload.model, **workload.model_overrides))
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    memory = available_memory()
     if size * image_bytes > memory:
         fits = max(1, memory // image_bytes)
+        # Synthetic images are made per batch, so a smaller batch fits; a dataset is read whole.
+        fix = (
+            f"choose --batch-size {min(fits, workload.batch_size)} or less"
+            if workload.dataset == "synthetic"
+            else "free memory, or run where more is available"
+        )
         raise UsageError(
             f"{size:,} images of {workload.dataset} ({si(size * image_bytes, 'B')}) do not fit "
-            f"in this machine's {si(memory, 'B')} of memory: choose --batch-size "
-            f"{min(fits, workload.batch_size)} or less"
+            f"in the {si(memory, 'B')} of memory this machine has available now: {fix}"
         )
     steps = workload.epochs * -(-size // workload.batch_size)
     if workload.steps is not None:
@@ -183,6 +188,20 @@ def check_sizes(workload: Workload, size: int) -> None:
             f"{steps:,} steps, more than the step counter's {MAX_STEPS:,}: choose fewer "
             "--epochs or --set steps"
         )
+
+
+def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """Bytes this machine can give a new allocation without swapping: Linux's
+    MemAvailable (free memory plus what the page cache would give back), where the
+    kernel says it; else the physical memory (an upper bound that refuses less)."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == "MemAvailable" and value.split()[1:] == ["kB"]:
+                return int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _needs_data(workload: Workload) -> bool:

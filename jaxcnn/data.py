@@ -66,7 +66,9 @@ def load(
 def train_size(name: str, data_dir: str | os.PathLike | None = None) -> int | None:
     """The number of training images `load(name, "train", data_dir)` returns, without
     reading them: fixed for digits, synthetic (by default) and TFDS's MNIST and
-    Fashion-MNIST; an IDX labels file's header. None where it cannot be told cheaply."""
+    Fashion-MNIST; the IDX files' headers, where both headers agree and each file's
+    length bears its header out. None where it cannot be told cheaply (the loader then
+    reads the files and says what is wrong)."""
     if name == "digits":
         return _DIGITS_COUNT - round(_DIGITS_COUNT * _DIGITS_TEST_FRACTION)
     if name == "synthetic":
@@ -75,15 +77,33 @@ def train_size(name: str, data_dir: str | os.PathLike | None = None) -> int | No
         return None
     if data_dir is None:
         return _TFDS_TRAIN
-    try:
-        path = _find_idx(Path(data_dir), _IDX_FILES["train"][1])
-        with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as handle:
-            header = handle.read(8)
+    image_stem, label_stem = _IDX_FILES["train"]
+    try:  # a header alone is a claim: the count is trusted only where both files bear it out
+        images = _idx_count_checked(_find_idx(Path(data_dir), image_stem))
+        labels = _idx_count_checked(_find_idx(Path(data_dir), label_stem))
     except (DataError, OSError, EOFError, zlib.error):
         return None
-    if len(header) < 8 or int.from_bytes(header[:4], "big") != _LABEL_MAGIC:
-        return None
-    return int.from_bytes(header[4:8], "big")
+    return labels if labels is not None and labels == images else None
+
+
+def _idx_count_checked(path: Path) -> int | None:
+    """The count an IDX file's header gives, if the file's length agrees with its whole
+    header (its data size read from the gzip trailer, not by decompressing); else None."""
+    with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as handle:
+        head = handle.read(16)
+    header, dims = _idx_header(path, head)
+    expected = header + int(np.prod(dims, dtype=np.uint64))
+    return dims[0] if _data_length(path) == expected else None
+
+
+def _data_length(path: Path) -> int:
+    """The uncompressed length of `path`: a gzip file's ISIZE trailer (its length mod 2**32,
+    exact for any IDX file JAX could hold), a plain file's size."""
+    if path.suffix != ".gz":
+        return path.stat().st_size
+    with open(path, "rb") as handle:
+        handle.seek(-4, os.SEEK_END)
+        return int.from_bytes(handle.read(4), "little")
 
 
 def synthetic(

@@ -120,7 +120,7 @@ def test_a_bad_name_or_device_is_one_line(tmp_path, capsys, argv, message):
         (["--data-dir", "/nonexistent", *MLP], "--data-dir is read for mnist and fashion_mnist"),
         pytest.param(
             ["--dataset", "synthetic", "--epochs", "0", "--batch-size", str(10**12), *MLP],
-            "do not fit in this machine's",
+            "of memory this machine has available now",
             id="synthetic-batch-of-10**12",
         ),
     ],
@@ -343,3 +343,31 @@ def test_jax_num_cpu_devices_that_jax_cannot_take_is_an_option_error(count):
         cli_plan.check_environment({"JAX_NUM_CPU_DEVICES": count})
     for fine in ({"JAX_NUM_CPU_DEVICES": "8"}, {}):  # positive controls
         cli_plan.check_environment(fine)
+
+
+def test_available_memory_is_the_kernels_memavailable(tmp_path):
+    from experiments import sweep
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n")
+    assert sweep.available_memory(meminfo) == 2048 * 1024
+    meminfo.write_text("MemTotal:       24000000 kB\n")  # an old kernel: physical memory
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert sweep.available_memory(meminfo) == physical
+    assert sweep.available_memory(tmp_path / "absent") == physical
+
+
+def test_images_beyond_the_memory_available_now_are_refused(monkeypatch):
+    from experiments import sweep
+    from experiments.workload import Workload
+    from jaxcnn.errors import UsageError
+
+    workload = Workload(model="mlp", dataset="mnist", batch_size=128, epochs=1)
+    monkeypatch.setattr(sweep, "available_memory", lambda: 60_000 * 784)
+    sweep.check_sizes(workload, 60_000)  # positive control: exactly fits
+    monkeypatch.setattr(sweep, "available_memory", lambda: 1000 * 784)
+    with pytest.raises(UsageError, match="available now: free memory, or run where more"):
+        sweep.check_sizes(workload, 60_000)
+    synthetic = Workload(model="mlp", dataset="synthetic", batch_size=4096, epochs=0)
+    with pytest.raises(UsageError, match="available now: choose --batch-size 1000 or less"):
+        sweep.check_sizes(synthetic, 4096)

@@ -213,3 +213,31 @@ def test_train_size_is_what_load_returns_without_reading_it(idx_dir):
     assert data.train_size("mnist", idx_dir) == len(data.load("mnist", "train", idx_dir)[1]) == 64
     assert data.train_size("mnist") == data.train_size("fashion_mnist") == 60_000  # TFDS's
     assert data.train_size("mnist", idx_dir / "absent") is None  # the loader says why
+
+
+def _rewrite_count(path, count: int) -> None:
+    """`path`'s IDX header claims `count` items; its data is left as it was."""
+    raw = bytearray(gzip.decompress(path.read_bytes()))
+    raw[4:8] = count.to_bytes(4, "big")
+    path.write_bytes(gzip.compress(bytes(raw)))
+
+
+@pytest.mark.parametrize("stem", ["train-labels-idx1-ubyte", "train-images-idx3-ubyte"])
+def test_train_size_does_not_trust_a_header_its_file_contradicts(idx_dir, stem):
+    # Before any work, the run sizes its steps from this count: a header claiming four
+    # billion images over a 64-image file must not become a usage error about steps.
+    _rewrite_count(idx_dir / f"{stem}.gz", 4_000_000_000)
+    assert data.train_size("mnist", idx_dir) is None
+    with pytest.raises(DataError, match="header says"):
+        data.load("mnist", "train", idx_dir)
+
+
+def test_train_size_reads_plain_idx_files_and_refuses_two_counts(idx_dir):
+    for path in idx_dir.glob("*.gz"):  # the same files uncompressed: the same count
+        path.with_suffix("").write_bytes(gzip.decompress(path.read_bytes()))
+        path.unlink()
+    assert data.train_size("mnist", idx_dir) == 64
+    labels = idx_dir / "train-labels-idx1-ubyte"
+    raw = labels.read_bytes()  # a consistent labels file of 63: two counts, no answer
+    labels.write_bytes(raw[:4] + (63).to_bytes(4, "big") + raw[8:-1])
+    assert data.train_size("mnist", idx_dir) is None
