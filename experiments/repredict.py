@@ -191,6 +191,9 @@ def repredict_file(
 # The count of records whose step could not be compiled here (an unknown model, a
 # workload this jaxcnn refuses): each said in one line, the others compiled all the same.
 COULD_NOT_COMPILE = "could not compile"
+# Records another run (a second repredict on the same file) gave kernels while this one
+# compiled them: left as that run wrote them.
+GIVEN_MEANWHILE = "given kernels by another run meanwhile"
 
 
 def _compiled(record: dict[str, Any]) -> tuple[list[list], int] | None:
@@ -221,7 +224,8 @@ def _save(
         record = next(_records([raw]))[1]
         if record is None or record.get("run_id") not in found:
             return raw  # a bad line stays as it is, byte for byte
-        if needs_kernels(record, again, target) is not None:  # given kernels meanwhile
+        if needs_kernels(record, again, target) is not None:
+            counts[GIVEN_MEANWHILE] = counts.get(GIVEN_MEANWHILE, 0) + 1
             return raw
         record["kernels"], steps = found[record["run_id"]]
         record["kernels_source"] = {
@@ -282,7 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or "no records")
+    print(
+        ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or f"no records in {args.path}"
+    )
     return 1 if counts.get(COULD_NOT_COMPILE) else 0
 
 

@@ -227,6 +227,24 @@ def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
     assert all(r["kernels"] == KERNELS for r in records.load(path))
 
 
+def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monkeypatch, capsys):
+    path, _ = _two_old_records(tmp_path)
+    real_main = repredict.main
+
+    def compile_while_another_run_finishes(record):
+        # The second run starts, compiles and writes everything while the first compiles.
+        monkeypatch.setattr(repredict, "step_kernels", lambda r: (KERNELS, 1))
+        assert real_main([str(path)]) == 0
+        return KERNELS, 1
+
+    monkeypatch.setattr(repredict, "step_kernels", compile_while_another_run_finishes)
+    assert repredict.main([str(path)]) == 0
+    inner, outer = capsys.readouterr().out.splitlines()
+    assert inner == "2 recompiled"
+    assert outer == "2 given kernels by another run meanwhile"
+    assert all(r["kernels"] == KERNELS for r in records.load(path))
+
+
 def test_a_long_run_writes_what_it_compiled_as_it_goes(tmp_path, monkeypatch):
     path, first_id = _two_old_records(tmp_path)
     on_disk_at_second_compile = {}
