@@ -64,6 +64,7 @@ PARAMETERS = (
     "memory_efficiency",
     "kernel_overhead_s",
     "elemental_conv_efficiency",
+    prediction.VECTOR_EFFICIENCY,
     "published_loop_step_s",
 )
 BOUNDS = {
@@ -71,6 +72,7 @@ BOUNDS = {
     "memory_efficiency": (0.01, 1.0),
     "kernel_overhead_s": (1e-8, 1e-3),
     "elemental_conv_efficiency": (1e-3, 1.0),
+    prediction.VECTOR_EFFICIENCY: (0.01, 1.0),
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
@@ -89,6 +91,10 @@ MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
 # convolutions are priced at compute_efficiency). Likewise a platform with no fitted
 # published observation has no loop cost.
 ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
+# A GPU's fp32 pipes and its tensor cores are different units (jaxcnn.prediction.UNITS):
+# where a platform's observations run dots or convolutions on both, each unit gets its
+# own fraction of its own peak (compute_efficiency: the matrix units'), fitted per
+# platform; a platform none of whose observations computes on vector units has none.
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
 # published_overheads.json).
@@ -157,6 +163,7 @@ PRIOR = {
     "memory_efficiency": 0.7,
     "kernel_overhead_s": 5e-6,
     "elemental_conv_efficiency": None,
+    prediction.VECTOR_EFFICIENCY: None,
     "published_loop_step_s": None,
 }
 
@@ -297,6 +304,7 @@ class _Terms:
     elemental: np.ndarray  # which kernels are elemental convolutions
     published: bool
     host_s: float
+    vector: np.ndarray  # which kernels compute on vector units (a GPU's fp32 pipes)
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -305,9 +313,11 @@ def _terms(obs: Observation) -> _Terms:
     )
     if unit is None:
         raise ValueError(f"{obs.label}: its chip has no f32 peak or no bandwidth")
-    compute, memory, counts, collective, elemental = [], [], [], 0.0, []
+    compute, memory, counts, collective, elemental, vector = [], [], [], 0.0, [], []
+    on_vector = prediction.vector_dtypes(obs.rates)
     for k in obs.kernels:
         elemental.append(k.kind == "elemental_conv")
+        vector.append(bool(k.flops) and (k.dtype or "f32") in on_vector)
         peak = unit.peak_flops_per_s.get(k.dtype or "f32", unit.peak_flops_per_s["f32"])
         compute.append(k.flops / peak)
         memory.append(k.bytes / unit.bytes_per_s)
@@ -322,6 +332,7 @@ def _terms(obs: Observation) -> _Terms:
         np.array(elemental, bool),
         obs.published,
         obs.host_s,
+        np.array(vector, bool),
     )
 
 
@@ -338,6 +349,7 @@ class _Stack:
     elemental: np.ndarray
     published: np.ndarray  # per observation: 1 where a published run's loop is included
     host_s: np.ndarray  # per observation: its host side, known
+    vector: np.ndarray  # per kernel: computes on vector units
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -351,12 +363,20 @@ class _Stack:
             np.concatenate([t.elemental for t in terms]),
             np.array([float(t.published) for t in terms]),
             np.array([t.host_s for t in terms]),
+            np.concatenate([t.vector for t in terms]),
         )
 
     def seconds(
-        self, ce: float, me: float, overhead: float, ece: float | None, loop: float | None
+        self,
+        ce: float,
+        me: float,
+        overhead: float,
+        ece: float | None,
+        vce: float | None,
+        loop: float | None,
     ) -> np.ndarray:
-        efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
+        efficiency = np.where(self.vector, ce if vce is None else vce, ce)
+        efficiency = np.where(self.elemental, efficiency if ece is None else ece, efficiency)
         per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
         return steps + self.host_s + (loop or 0.0) * self.published
@@ -407,6 +427,7 @@ _GRID = {
     "memory_efficiency": (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "kernel_overhead_s": (1e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4),
     "elemental_conv_efficiency": (0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+    prediction.VECTOR_EFFICIENCY: (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "published_loop_step_s": (1e-4, 1e-3, 1e-2, 5e-2),
 }
 
@@ -457,14 +478,24 @@ def split_errors(
     out, as the report's predicted steps leave it out): for each group of `split`, its
     observations predicted by constants fitted afresh (from the coarse grid, not from the
     fit that saw them) without the group. ([(index in fitted, error)], the groups that
-    could not be tested: too few observations left to fit.)"""
+    could not be tested: too few observations left to fit, or the group computes on a
+    unit with its own efficiency that no other group computes on, so nothing left tells
+    that efficiency.)"""
     measured = np.array([o.measured_s for o in fitted])
     groups = list(dict.fromkeys(_group(o, split) for o in fitted))
     free = len(PARAMETERS) - len(fixed)
+    # Per unit with its own efficiency, which observations compute on it: only the other
+    # groups' kernels on a unit can tell its efficiency (none left: not testable).
+    vector = stack.vector if prediction.VECTOR_EFFICIENCY not in fixed else stack.vector & False
+    on_unit = [
+        np.bincount(stack.owner, kernels, len(fitted)) > 0
+        for kernels in (vector, (stack.compute > 0) & ~vector)
+    ]
     errors, untested = [], []
     for group in groups:
         weights = np.array([0.0 if _group(o, split) == group else 1.0 for o in fitted])
-        if weights.sum() <= free:
+        unseen_unit = any(on[weights == 0].any() and not on[weights > 0].any() for on in on_unit)
+        if weights.sum() <= free or unseen_unit:
             untested.append(group)
             continue
         c = _fit(stack, measured, fixed, weights, limits=limits)
@@ -540,6 +571,39 @@ def error_block(
     }
 
 
+def choose_units(
+    stack: _Stack,
+    fitted: Sequence[Observation],
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+    platform: str,
+) -> dict[str, Any]:
+    """Whether the vector units' own efficiency (jaxcnn.prediction.UNITS) earns its place:
+    the platform's headline split (SPLITS) measured with it and with one efficiency for
+    every unit, the published runs' loop left out of both. Kept only where it tests every
+    group the shared efficiency tests (a chip whose units no other chip has cannot be
+    predicted by it) and its median error is smaller: as few constants as the data
+    supports."""
+    split = SPLITS.get(platform, "program")
+    base = {**fixed, LOOP: None}
+    outcome = {}
+    for name, held in (("with", base), ("without", {**base, prediction.VECTOR_EFFICIENCY: None})):
+        errors, untested = split_errors(stack, fitted, held, limits, split)
+        outcome[name] = {
+            "median": statistics.median(e for _, e in errors) if errors else None,
+            "observations": len(errors),
+            "untested_groups": untested,
+        }
+    with_, without = outcome["with"], outcome["without"]
+    kept = bool(
+        with_["median"] is not None
+        and without["median"] is not None
+        and set(with_["untested_groups"]) <= set(without["untested_groups"])
+        and with_["median"] < without["median"]
+    )
+    return {"kept": kept, "split": split, **outcome}
+
+
 def fit_platform(
     platform: str,
     observations: Sequence[Observation],
@@ -558,9 +622,11 @@ def fit_platform(
     for name, kind in ONLY_WHERE_SEEN.items():
         if not any(k.kind == kind for o in fitted for k in o.kernels):
             fixed.setdefault(name, None)
+    if not any(_terms(o).vector.any() for o in fitted):
+        fixed.setdefault(prediction.VECTOR_EFFICIENCY, None)
     if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
         fixed.setdefault(LOOP, None)
-    loop_choice = None
+    loop_choice = unit_choice = None
     if len(fitted) <= len(PARAMETERS) - len(fixed):
         constants = {**PRIOR, **fixed}
         basis = TOO_FEW
@@ -569,6 +635,10 @@ def fit_platform(
     else:
         stack = _Stack.of([_terms(o) for o in fitted])
         measured = np.array([o.measured_s for o in fitted])
+        if prediction.VECTOR_EFFICIENCY not in fixed:
+            unit_choice = choose_units(stack, fitted, fixed, limits, platform)
+            if not unit_choice["kept"]:
+                fixed[prediction.VECTOR_EFFICIENCY] = None
         constants, loo = _fit_and_leave_one_out(stack, measured, fixed, limits)
         basis = "fitted"
         if LOOP not in fixed:
@@ -606,6 +676,9 @@ def fit_platform(
         # Whether the published runs' loop cost was fitted, and the errors that decided
         # (None: the platform has no fitted published observation).
         "loop_choice": loop_choice,
+        # Whether its vector units got their own efficiency, and the errors that decided
+        # (None: no fitted observation computes on both kinds of unit).
+        "unit_choice": unit_choice,
         "error": error,
         "observations": rows,
     }
@@ -695,6 +768,8 @@ def summary(result: dict[str, Any]) -> str:
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"
         loop = predictions.loop_words(f)
         loops += f", published runs' loop {loop}" if loop else ""
+        units = predictions.unit_words(f)
+        loops += f", vector units' own efficiency {units}" if units else ""
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

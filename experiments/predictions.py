@@ -370,6 +370,30 @@ def loop_words(family: dict[str, Any]) -> str:
     return f"left out ({errors})"
 
 
+def unit_words(family: dict[str, Any]) -> str:
+    """What a family's fit made of its vector units' own efficiency (a GPU's fp32 pipes
+    beside its tensor cores): kept, or one efficiency for every unit, with the errors of
+    the split that decided; "" where no fitted observation computes on both kinds."""
+    choice = family.get("unit_choice")
+    if not choice:
+        return ""
+
+    def said(side: dict[str, Any]) -> str:
+        untested = side["untested_groups"]
+        median = "no error" if side["median"] is None else f"median {side['median']:.0%}"
+        return f"{median} over {side['observations']}" + (
+            f", {', '.join(untested)} untested" if untested else ""
+        )
+
+    errors = (
+        f"{SPLIT_WORDS[choice['split']]} {said(choice['with'])} with it, "
+        f"{said(choice['without'])} without"
+    )
+    if choice["kept"]:
+        return f"{family['vector_efficiency']:.3f} of their peak ({errors})"
+    return f"not kept, one efficiency for every unit ({errors})"
+
+
 _PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
 SPLIT_WORDS = {"chip": "leave one chip out", "program": "leave one program out"}
 REGIME_WORDS = {

@@ -907,11 +907,21 @@ class KernelCosts:
     # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
     # platform whose compiler writes no convolution as loops).
     elemental_conv_efficiency: float | None = None
+    # Per dot/conv input type whose arithmetic runs on other units than the rest (a GPU's
+    # fp32 pipes beside its tensor cores), the fraction of that unit's peak its kernels
+    # reach; a type not here: compute_efficiency.
+    compute_efficiency_by_dtype: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("compute_efficiency", "memory_efficiency", "elemental_conv_efficiency"):
             if getattr(self, name) is not None and not 0 < getattr(self, name):
                 raise ValueError(f"KernelCosts.{name} must be above 0, not {getattr(self, name)}")
+        for dtype, value in self.compute_efficiency_by_dtype.items():
+            if not 0 < value:
+                raise ValueError(
+                    f"KernelCosts.compute_efficiency_by_dtype[{dtype!r}] must be above 0, "
+                    f"not {value}"
+                )
         if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
             raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
 
@@ -926,7 +936,7 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
                 f"kernel {k.name} computes in {k.dtype}: give KernelCosts.peak_flops_per_s "
                 f"a peak for it (it has {sorted(costs.peak_flops_per_s)})"
             )
-        efficiency = costs.compute_efficiency
+        efficiency = costs.compute_efficiency_by_dtype.get(k.dtype, costs.compute_efficiency)
         if k.kind == "elemental_conv" and costs.elemental_conv_efficiency is not None:
             efficiency = costs.elemental_conv_efficiency
         compute = k.flops / (peak * efficiency)

@@ -66,21 +66,62 @@ def vendor_rates(device: Any, devices_per_chip: int = 1) -> dict[str, Any]:
     "interconnect_bytes_per_s", "source": "vendor"}. A dtype whose matmuls run in a
     precision the table has no peak for is left out (jaxcnn.kernels then uses f32's)."""
     kind = device.device_kind
-    peaks = {}
+    peaks, units = {}, {}
     for short, name in _DTYPES.items():
         precision = devices_lib.matmul_precision(device, name)
         peak = devices_lib.vendor_peak_tflops(kind, precision) if precision else None
         if peak:
             peaks[short] = peak * 1e12 / devices_per_chip
+            units[short] = unit(device.platform, precision, kind)
     bandwidth = devices_lib.vendor_bandwidth(kind)
     interconnect = devices_lib.vendor_interconnect(kind)
     return {
         "peak_flops_per_s": peaks,
+        "units": units,
         "bytes_per_s": None if bandwidth is None else bandwidth / devices_per_chip,
         "interconnect_bytes_per_s": None if interconnect is None else interconnect,
         "host_link_bytes_per_s": devices_lib.vendor_host_link(kind),
         "source": "vendor",
     }
+
+
+# The arithmetic units a dot or convolution can run on, each with its own peak and its
+# own fraction of it that real kernels reach: "matrix" (a GPU's tensor cores, a TPU's
+# matrix units) and "vector" (a GPU's fp32 pipes). A chip's fraction of one says nothing
+# of the other's: cuDNN's fp32 convolutions on a V100 keep its fp32 pipes busy, while the
+# same step's TF32 convolutions on an A100 reach a small part of its tensor cores' peak.
+UNITS = ("matrix", "vector")
+# Where a unit's own fraction is kept in a family's constants (None where no fitted
+# observation ran on it); "matrix" is compute_efficiency.
+VECTOR_EFFICIENCY = "vector_efficiency"
+
+
+def unit(platform: str, precision: str, device_kind: str) -> str:
+    """The unit a matmul of `precision` (jaxcnn.devices.matmul_precision's name) runs on
+    on a chip of `platform`: a TPU's are all matrix units; on a GPU fp32 runs on the fp32
+    pipes, TF32 and bf16 only exist on tensor cores, and fp16 runs on tensor cores where
+    the chip has them: tensor cores give fp16 at least 4x the fp32 peak (Volta and Turing
+    8x, Ada 4x), Pascal's packed fp16 on its fp32 pipes 2x."""
+    if platform != "gpu":
+        return "matrix"
+    if precision == "fp32":
+        return "vector"
+    if precision == "fp16":
+        fp16 = devices_lib.vendor_peak_tflops(device_kind, "fp16") or 0.0
+        fp32 = devices_lib.vendor_peak_tflops(device_kind, "fp32") or 0.0
+        return "matrix" if fp16 >= 4 * fp32 else "vector"
+    return "matrix"
+
+
+def vector_dtypes(rates: Mapping[str, Any]) -> frozenset[str]:
+    """The dot/conv input types `rates` price on vector units (`unit`); a type the chip
+    has no peak of its own for runs as f32 does, on f32's units. None for rates that say
+    nothing of units (a CPU's measured ones)."""
+    units = dict(rates.get("units") or {})
+    if "f32" in units:
+        for short in _DTYPES:
+            units.setdefault(short, units["f32"])
+    return frozenset(short for short, kind in units.items() if kind == "vector")
 
 
 def measured_rates(
@@ -120,12 +161,16 @@ def costs(
     rates: Mapping[str, Any], efficiencies: Mapping[str, Any]
 ) -> kernels_lib.KernelCosts | None:
     """The kernel model's costs from a chip's rates and a family's efficiencies; None
-    where the chip has no f32 peak or no bandwidth (nothing can be predicted)."""
+    where the chip has no f32 peak or no bandwidth (nothing can be predicted). A dtype
+    whose rates say it runs on vector units is priced at the family's
+    `vector_efficiency` where it has one (else, like the rest, `compute_efficiency`)."""
     peaks = dict(rates.get("peak_flops_per_s") or {})
     if "f32" not in peaks or not rates.get("bytes_per_s"):
         return None
     for short in _DTYPES:
         peaks.setdefault(short, peaks["f32"])  # no faster units for it: f32's rate
+    vector = efficiencies.get(VECTOR_EFFICIENCY)
+    by_dtype = {short: float(vector) for short in vector_dtypes(rates)} if vector else {}
     return kernels_lib.KernelCosts(
         peak_flops_per_s=peaks,
         bytes_per_s=float(rates["bytes_per_s"]),
@@ -136,6 +181,7 @@ def costs(
         # TPU v2), a collective moves its bytes at the memory's rate.
         interconnect_bytes_per_s=rates.get("interconnect_bytes_per_s") or rates["bytes_per_s"],
         elemental_conv_efficiency=efficiencies.get("elemental_conv_efficiency"),
+        compute_efficiency_by_dtype=by_dtype,
     )
 
 

@@ -754,3 +754,137 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
             f"{platform}: 0 observation(s) to fit, fewer than its constants need: its "
             f"committed constants kept ({committed['version']})"
         ) in out
+
+
+# --- One efficiency per kind of arithmetic unit ------------------------------------------
+
+V100 = SimpleNamespace(platform="gpu", device_kind="Tesla V100-SXM2-16GB", compute_capability="7.0")
+P100 = SimpleNamespace(platform="gpu", device_kind="Tesla P100-PCIE-16GB", compute_capability="6.0")
+UNITS = {
+    "compute_efficiency": 0.5,
+    "memory_efficiency": 0.8,
+    "kernel_overhead_s": 0.0,
+    "vector_efficiency": 0.8,
+}
+
+
+def _compute_s(device: SimpleNamespace, dtype: str, family: dict) -> float:
+    from jaxcnn import kernels
+
+    costs = prediction.costs(prediction.vendor_rates(device), family)
+    return kernels.step_time([_gemm(1e12, 1.0, dtype=dtype)], costs)["seconds"]
+
+
+def test_a_gpus_fp32_pipes_and_tensor_cores_each_reach_their_own_fraction_of_peak():
+    # fp32 on a V100 runs on its fp32 pipes (15.7 TFLOP/s), at their own fraction.
+    assert _compute_s(V100, "f32", UNITS) == pytest.approx(1e12 / (15.7e12 * 0.8), rel=1e-12)
+    # f32 on an A100 runs as TF32 on tensor cores (156), bf16 on them too (312).
+    assert _compute_s(A100, "f32", UNITS) == pytest.approx(1e12 / (156e12 * 0.5), rel=1e-12)
+    assert _compute_s(A100, "bf16", UNITS) == pytest.approx(1e12 / (312e12 * 0.5), rel=1e-12)
+    # A V100 has no bf16 units: bf16 runs at f32's peak, on f32's pipes.
+    assert _compute_s(V100, "bf16", UNITS) == pytest.approx(1e12 / (15.7e12 * 0.8), rel=1e-12)
+    # fp16: a V100's tensor cores (125, 8x its fp32); a P100's packed half on its fp32
+    # pipes (18.7, 2x).
+    assert _compute_s(V100, "f16", UNITS) == pytest.approx(1e12 / (125e12 * 0.5), rel=1e-12)
+    assert _compute_s(P100, "f16", UNITS) == pytest.approx(1e12 / (18.7e12 * 0.8), rel=1e-12)
+    # A family without a vector efficiency prices every unit at compute_efficiency.
+    shared = {k: v for k, v in UNITS.items() if k != "vector_efficiency"}
+    assert _compute_s(V100, "f32", shared) == pytest.approx(1e12 / (15.7e12 * 0.5), rel=1e-12)
+
+
+def test_the_unit_of_each_precision():
+    assert prediction.unit("gpu", "fp32", "Tesla V100-SXM2-16GB") == "vector"
+    assert prediction.unit("gpu", "tf32", "NVIDIA L4") == "matrix"  # tf32 only 2x fp32 there
+    assert prediction.unit("gpu", "fp16", "Tesla T4") == "matrix"
+    assert prediction.unit("gpu", "fp16", "Tesla P100-PCIE-16GB") == "vector"
+    assert prediction.unit("tpu", "bf16", "TPU v3") == "matrix"
+    assert prediction.vendor_rates(T4)["units"] == {"f32": "vector", "f16": "matrix"}
+    # Rates a CPU run measured say nothing of units: every kernel at compute_efficiency.
+    assert prediction.vector_dtypes(prediction.measured_rates({}, {})) == frozenset()
+
+
+def _unit_observations(chips: dict, cells=None) -> list:
+    """Observations of hand-built gemms on each chip in `chips` ({name: (device,
+    truth)}), timed by the per-unit model with that chip's own constants."""
+    from jaxcnn import kernels
+
+    cells = cells or [
+        (1e12, 1e6, 1),
+        (1e9, 1e9, 1),
+        (1e6, 1e4, 50),
+        (5e11, 5e8, 3),
+        (1e8, 1e3, 400),
+    ]
+    obs = []
+    for chip, (device, truth) in chips.items():
+        rates = prediction.vendor_rates(device)
+        for i, (f, b, n) in enumerate(cells):
+            k = (_gemm(f, b, n),)
+            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
+            obs.append(
+                fit_predictions.Observation(
+                    f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip, program=f"{chip}{i}"
+                )
+            )
+    return obs
+
+
+TRUTH = {
+    "compute_efficiency": 0.3,
+    "memory_efficiency": 0.7,
+    "kernel_overhead_s": 5e-6,
+    "vector_efficiency": 0.8,
+}
+
+
+H100 = SimpleNamespace(
+    platform="gpu", device_kind="NVIDIA H100 80GB HBM3", compute_capability="9.0"
+)
+
+
+def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_them():
+    chips = {"A": (A100, TRUTH), "H": (H100, TRUTH), "V": (V100, TRUTH), "T": (T4, TRUTH)}
+    fitted = fit_predictions.fit_platform("gpu", _unit_observations(chips))
+    choice = fitted["unit_choice"]
+    assert choice["kept"] is True and choice["with"]["untested_groups"] == []
+    assert choice["with"]["median"] < 0.01 < choice["without"]["median"]
+    for name, value in TRUTH.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02)
+    # With one chip of each kind of unit, a held-out chip has no other to take its
+    # units' efficiency from: neither can be tested with it, and the fit keeps one
+    # efficiency for every unit, which both can.
+    fitted = fit_predictions.fit_platform(
+        "gpu", _unit_observations({"A": chips["A"], "V": chips["V"]})
+    )
+    assert fitted["unit_choice"]["kept"] is False
+    assert fitted["unit_choice"]["with"]["untested_groups"] == ["A", "V"]
+    assert fitted["unit_choice"]["without"]["untested_groups"] == []
+    assert fitted["vector_efficiency"] is None
+
+
+def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
+    from jaxcnn import kernels
+
+    slow = {**TRUTH, "vector_efficiency": 0.2}  # B's fp32 pipes reach far less than C's
+    chips = {"A": (A100, TRUTH), "H": (H100, TRUTH), "B": (V100, slow), "C": (T4, TRUTH)}
+    obs = _unit_observations(chips)
+    fixed = {"elemental_conv_efficiency": None, fit_predictions.LOOP: None}
+    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
+    limits = dict(fit_predictions.BOUNDS)
+    by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
+    assert untested == [] and len(by_chip) == len(obs)
+    errors = dict(by_chip)
+    # Held out, B is priced as C's vector units (and A's and H's the rest) say, C as B's:
+    # constants that never saw the held-out chip's rows, so 4x off where compute-bound.
+    for chip, priced_as in (("B", TRUTH), ("C", slow)):
+        rows = [i for i, o in enumerate(obs) if o.chip == chip]
+        for i in rows:
+            k = list(obs[i].kernels)
+            as_others = kernels.step_time(k, prediction.costs(obs[i].rates, priced_as))["seconds"]
+            assert errors[i] == pytest.approx(abs(as_others / obs[i].measured_s - 1), abs=0.02)
+        assert max(errors[i] for i in rows) > 0.5
+    # The one matrix chip left without another: untested, never priced from nothing.
+    alone = [o for o in obs if o.chip != "H"]
+    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in alone])
+    by_chip, untested = fit_predictions.split_errors(stack, alone, fixed, limits, "chip")
+    assert untested == ["A"] and {alone[i].chip for i, _ in by_chip} == {"B", "C"}

@@ -53,6 +53,35 @@ def test_every_committed_reference_loads():
     }
 
 
+def test_resnet50_on_gpus_is_fitted_on_three_chips_and_each_new_row_says_its_batch():
+    rows = {r.id: r for r in references.load()}
+    fitted = {
+        r.chip
+        for r in rows.values()
+        if r.model == "resnet50" and r.held_out is None and not r.chip.startswith("TPU")
+    }
+    # A chip held out by leave one chip out must leave two others to refit from.
+    assert fitted == {"A100", "V100 SXM2", "H100 SXM"}
+    h100 = rows["lambda-pyt-h100-sxm-tf32"]
+    assert (h100.precision, h100.batch_per_chip, h100.images_per_s_per_chip) == (
+        "tf32",
+        640,
+        1753.83,
+    )
+    assert "1753.83 images/s" in h100.quote and "/a8e6d619986c479ef0112cfd015f8a26b95e2759/" in (
+        h100.source_url
+    )
+    # Rows that run another program than jaxcnn's are shown, never fitted, and say why.
+    for held in (
+        "lambda-pyt-h100-sxm-amp-nchw",
+        "lambda-pyt-a100-amp-nchw",
+        "lambda-pyt-a100-tf32",
+        "tf-cnn-k80-fp32-b64",
+        "tf-cnn-k80-fp32-b32",
+    ):
+        assert rows[held].held_out and rows[held].batch_per_chip
+
+
 def test_every_committed_overhead_loads():
     rows = references.load_overheads()
     assert rows and all(r.seconds < 1e-3 for r in rows)  # per kernel: microseconds

@@ -511,6 +511,42 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
     )
 
 
+def test_the_constants_section_says_whether_vector_units_got_their_own_efficiency(
+    tmp_path, monkeypatch
+):
+    from experiments import predictions
+    from experiments.studies.roofline import constants_section
+
+    side = {"median": 0.41, "observations": 7, "untested_groups": ["V100 SXM2"]}
+    gpu = {
+        "compute_efficiency": 0.8,
+        "memory_efficiency": 0.6,
+        "kernel_overhead_s": 3e-6,
+        "vector_efficiency": None,
+        "unit_choice": {
+            "kept": False,
+            "split": "chip",
+            "with": side,
+            "without": {"median": 0.2, "observations": 13, "untested_groups": []},
+        },
+        "basis": "fitted",
+        "fixed": {},
+        "error": None,
+    }
+    table = {"version": "v9", "families": {"gpu": gpu}}
+    monkeypatch.setattr(predictions, "constants_table", lambda: table)
+    text, _ = constants_section([], tmp_path)
+    assert (
+        "| fitted; vector units' own efficiency: not kept, one efficiency for every unit "
+        "(leave one chip out median 41% over 7, V100 SXM2 untested with it, median 20% over "
+        "13 without) |"
+    ) in _lines(text, "| gpu")[0]
+    kept = {**gpu, "vector_efficiency": 0.7, "unit_choice": {**gpu["unit_choice"], "kept": True}}
+    table["families"]["gpu"] = kept
+    text, _ = constants_section([], tmp_path)
+    assert "vector units' own efficiency: 0.700 of their peak (leave one chip out" in text
+
+
 @pytest.mark.parametrize("kept", [True, False])
 def test_the_answer_says_where_published_figures_include_their_runs_loop(
     tmp_path, monkeypatch, kept

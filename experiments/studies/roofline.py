@@ -306,6 +306,7 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         error = f.get("error") or {}
         held = ", ".join(f"{name}: {why['why']}" for name, why in (f.get("fixed") or {}).items())
         loops = f.get("elemental_conv_efficiency")
+        units = predictions.unit_words(f)
         rows.append(
             [
                 platform,
@@ -314,7 +315,9 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
                 seconds(f["kernel_overhead_s"]),
                 "-" if loops is None else f"{loops:.3f}",
                 predictions.loop_words(f) or "-",
-                f["basis"] + (f" (held: {held})" if held else ""),
+                f["basis"]
+                + (f" (held: {held})" if held else "")
+                + (f"; vector units' own efficiency: {units}" if units else ""),
                 len(f.get("observations") or ()),
                 _split_cell(error, "chip"),
                 _split_cell(error, "program"),
