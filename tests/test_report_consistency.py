@@ -208,3 +208,20 @@ def test_every_records_row_says_how_it_ran_and_paired_runs_show_their_figures(tm
         "| 2026-11-24 | cpu | lenet5_keras | 128 | f32 | jax onednn device f32 | torch compile "
         "| 2,000 [1,900-2,100] | 1,600 [1,900-2,100] | 1.25 [1.10-1.40] | 2/3 | ok |"
     ) in paired
+
+
+def test_open_searches_say_why_in_the_cell_and_in_the_one_line_that_counts_them(tmp_path):
+    from experiments.studies.targets import PER_DEVICE_CAP, targets_answer
+
+    stopped = _compiled(MX150_USABLE, "catsdogs_cnn", 16, "ok", 1.0, step=0.5, fits=True)
+    capped = _compiled(MX150_USABLE, "lenet5", PER_DEVICE_CAP, "ok", 1.0, step=0.5, fits=True)
+    text, _ = targets_answer([stopped, capped], tmp_path)
+    assert "| >= 16 (stopped) / 1 GiB /" in text
+    assert f"| >= {PER_DEVICE_CAP} (cap) / 1 GiB /" in text
+    assert (
+        "`>= N`: the largest batch that fits is at least N, no batch above N having been "
+        "found not to fit, in 2 of these searches: 1 (stopped): the search stopped before "
+        f"its next compile; 1 (cap): the search reached the study's cap of {PER_DEVICE_CAP:,} "
+        "per device;"
+    ) in text
+    assert "searches were stopped" not in text  # the count of one kind beside all the cells

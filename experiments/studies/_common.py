@@ -192,7 +192,7 @@ def epochs_run(record: Record) -> int | None:
 
 def fmt_test_acc(record: Record) -> str:
     """The final test accuracy with the epochs it is after, so that two runs of one
-    workload at different lengths never read as one figure: `0.9883 after 5 epochs`."""
+    workload at different lengths never read as one figure: `ACC after N epochs`."""
     acc = accuracy(record)
     epochs = epochs_run(record)
     if acc is None or not epochs:
