@@ -27,7 +27,7 @@ SEED_000_OBSERVED: tuple[tuple[str, int, bool], ...] = (
 
 
 def _common(points_a: Sequence[Point], points_b: Sequence[Point]) -> list[tuple[float, ...]]:
-    """(params, seconds on A, seconds on B) at the sizes both devices measured."""
+    """(params, seconds on A, seconds on B) at the sizes both sides have a figure for."""
     b = dict(points_b)
     return sorted((p, t, b[p]) for p, t in points_a if p in b and t > 0 and b[p] > 0)
 
@@ -35,8 +35,9 @@ def _common(points_a: Sequence[Point], points_b: Sequence[Point]) -> list[tuple[
 def crossover_point(points_a: Sequence[Point], points_b: Sequence[Point]) -> float | None:
     """Trainable parameters at which device B's step time drops below device A's.
 
-    Points are (params, s/step) at the sizes both measured. Step time is compared in
-    log-log space and interpolated linearly there between the two bracketing sizes:
+    Points are (params, s/step) at the sizes both sides have (measured or predicted).
+    Step time is compared in log-log space and interpolated linearly there between the
+    two bracketing sizes:
     with d = log(t_B / t_A), the crossing is where d goes from >= 0 to < 0. The last
     such crossing is returned, so that B is faster at every measured size above it
     (noise near the crossing can make d change sign more than once). None when B is

@@ -762,7 +762,8 @@ def summary(result: dict[str, Any]) -> str:
     lines = [f"constants version {result['version']}"]
     for platform, f in result["families"].items():
         band = "; ".join(
-            predictions.band_words(f["error"], split) for split in predictions.SPLIT_WORDS
+            predictions.band_words(f["error"], split, predictions.observed_as(f))
+            for split in predictions.SPLIT_WORDS
         )
         elemental = f.get("elemental_conv_efficiency")
         loops = "" if elemental is None else f", convolutions as loops {elemental:.3f} of peak"

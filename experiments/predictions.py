@@ -5,7 +5,8 @@ no JAX device, no compile.
 A record that carries its step's kernels (`kernels`, jaxcnn.kernels) is predicted with
 the current constants, so every record is priced by the same model and a refit moves
 them all at once; one without (made before records carried kernels) keeps the roofline
-it was written with, labelled as the lower bound it is.
+it was written with, labelled as the roofline bound it is (BOUND_WORDS: a bound only
+under its assumptions).
 
 Importing it starts no JAX (the report's study modules import it, and `jaxcnn` imports
 JAX): the library is imported where a record is priced.
@@ -20,6 +21,17 @@ from typing import Any
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.prediction's names
+
+# What the whole-program roofline is, in the one wording every page uses: a bound on the
+# step only as far as its assumptions hold, which a fused kernel can break.
+BOUND_WORDS = (
+    f"the {BOUND_METHOD} (the whole-program roofline: the step's FLOPs at the matmul "
+    "ceiling or datasheet peak, or its bytes as XLA's cost analysis counts them at the "
+    "memory bandwidth, whichever takes longer) is a lower bound only under those "
+    "assumptions: a measured step beats it where the compiler's fused kernels are not "
+    "priced as it assumes (on XLA:CPU: bytes that stay in cache, GEMMs past the measured "
+    "ceiling); it is not a prediction and has no error band"
+)
 
 
 def device_of(record: Record) -> Any:
@@ -144,7 +156,7 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The prediction to show for `record`: per-kernel with the current constants where
     it carries kernels (the device's kernels and the host's side of the step, each kept
-    apart), else the block it was written with (a roofline: a lower bound), its method
+    apart), else the block it was written with (a roofline: BOUND_WORDS), its method
     saying which."""
     if record.get("kernels"):
         from jaxcnn import kernels as kernels_lib
@@ -176,13 +188,13 @@ def label(block: dict[str, Any] | None) -> str:
     if not block:
         return "no prediction"
     if block.get("method") != METHOD:
-        return "predicted: roofline bound (a lower bound, no error band)"
+        return f"predicted: {BOUND_METHOD} (not a prediction, no error band)"
     band = block.get("error_band") or {}
     split = SPLIT_WORDS.get(band.get("split"), "out of sample")
     error = (
         f", {split} error median {band['median']:.0%}, worst {band['worst']:.0%}"
         if band.get("median") is not None
-        else f", unvalidated: no {block.get('regime') or ''} program measured on this platform"
+        else f", unvalidated: no {block.get('regime') or ''} program observed on this platform"
     )
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
@@ -402,10 +414,37 @@ REGIME_WORDS = {
 }
 
 
-def band_words(error: dict[str, Any] | None, split: str | None = None) -> str:
+# What an error band is measured over: a step jaxcnn timed on a device at hand is
+# *measured*; a whole-run figure someone else published is *published*. Never one word
+# for both.
+MEASURED_NOUN = "steps measured here"
+PUBLISHED_NOUN = "published figures"
+SINGULAR = {MEASURED_NOUN: "step measured here", PUBLISHED_NOUN: "published figure"}
+
+
+def observed_as(family: dict[str, Any] | None) -> str:
+    """What a family's error observations are (MEASURED_NOUN, PUBLISHED_NOUN, or both
+    counted): from the sources of the observations its fit used."""
+    sources = [
+        str(o.get("source", ""))
+        for o in (family or {}).get("observations") or ()
+        if not o.get("held_out")
+    ]
+    measured = sum(src.startswith("record ") for src in sources)
+    published = len(sources) - measured
+    if measured and published:
+        return f"observations ({measured} {MEASURED_NOUN}, {published} {PUBLISHED_NOUN})"
+    if measured or published:
+        return MEASURED_NOUN if measured else PUBLISHED_NOUN
+    return "observations"  # a table whose observations are not listed: not named
+
+
+def band_words(
+    error: dict[str, Any] | None, split: str | None = None, noun: str = "observations"
+) -> str:
     """A family's error band by `split` (default: its headline split) in words: per
-    regime the median and worst error over how many observations, or that the regime has
-    none (unvalidated)."""
+    regime the median and worst error over how many observations (`noun`: what they
+    are, `observed_as`), or that the regime has none (unvalidated)."""
     if not error:
         return "no error band (constants not fitted)"
     split = split or error.get("split")
@@ -414,12 +453,13 @@ def band_words(error: dict[str, Any] | None, split: str | None = None) -> str:
     for regime, words in REGIME_WORDS.items():
         band = regimes.get(regime)
         if band:
+            n = band["observations"]
             parts.append(
                 f"{words}: median {band['median']:.0%}, worst {band['worst']:.0%} over "
-                f"{band['observations']}"
+                f"{n} {SINGULAR.get(noun, noun) if n == 1 else noun}"
             )
         else:
-            parts.append(f"{words}: none measured, so unvalidated")
+            parts.append(f"{words}: none observed, so unvalidated")
     return f"{SPLIT_WORDS.get(split, 'out of sample')}: {'; '.join(parts)}"
 
 
@@ -431,12 +471,13 @@ def error_line(table: dict[str, Any] | None = None) -> str:
     for platform, family in sorted(table["families"].items()):
         where = _PLATFORM_WORDS.get(platform, platform)
         if family.get("error"):
-            parts.append(f"{where}, {band_words(family['error'])}")
+            parts.append(f"{where}, {band_words(family['error'], noun=observed_as(family))}")
         else:
             parts.append(f"{where}: constants assumed, no error band (nothing to fit yet)")
     return (
         f"Predicted figures come from the per-kernel model (constants {table['version']}; "
-        "docs/predictions.md); their error, measured on the predicted step against "
-        "published and measured step times with each held-out group refitted from "
-        f"scratch: {'; '.join(parts)}."
+        "docs/predictions.md); their error, the predicted step against each "
+        f"observation ({MEASURED_NOUN}: a step jaxcnn timed on a device at hand; "
+        f"{PUBLISHED_NOUN}: a whole run someone else timed), each held-out group "
+        f"predicted by constants refitted from scratch without it: {'; '.join(parts)}."
     )

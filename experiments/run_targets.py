@@ -160,7 +160,7 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
             else ""
         )
         lines.append(
-            f"  lower bound (whole-program roofline at the vendor's peak{note}): step "
+            f"  roofline bound (whole-program roofline at the vendor's peak{note}): step "
             f"{seconds(bound['step_time_s'])}, {bound['images_per_s']:,.0f} images/s"
         )
     if not p and not bound:

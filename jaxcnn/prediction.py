@@ -18,7 +18,8 @@ Three kinds of number meet here, each from one place:
 
 The result is a prediction, never a measurement: every block says its method, the
 constants' version and their error band, and whatever shows it labels it predicted.
-The whole-program roofline (jaxcnn.roofline) stays what it is, a lower bound.
+The whole-program roofline (jaxcnn.roofline) stays what it is, the roofline bound:
+a lower bound only under its assumptions (which a fused kernel can beat), not a prediction.
 """
 
 from __future__ import annotations

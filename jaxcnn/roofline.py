@@ -3,11 +3,13 @@ chip's peak and its memory traffic at the chip's bandwidth.
 
     predict(flops=2.1e9, bytes_accessed=3.0e8, peak_flops_per_s=197e12, bytes_per_s=819e9)
 
-It is a lower bound on a step, not a measurement: it ignores launch and dispatch
-overheads, imperfect overlap of compute with memory traffic and every kernel's distance
-from the peak. Whatever shows it is labelled as predicted, and its error is measured
-against a real run wherever one exists (`measured / predicted`, at least 1 for a true
-bound).
+It is the roofline bound, not a measurement: a lower bound on a step only under its
+assumptions (every FLOP at the peak, every byte XLA's cost analysis counts moved at the
+bandwidth). It ignores launch and dispatch overheads, imperfect overlap of compute with
+memory traffic and every kernel's distance from the peak, which make it low; a fused
+kernel that keeps bytes in cache, or a GEMM past a measured ceiling, beats it. Whatever
+shows it is labelled as predicted, and its error is measured against a real run wherever
+one exists (`measured / predicted`, at least 1 where the bound holds).
 """
 
 from __future__ import annotations

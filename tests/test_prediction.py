@@ -168,7 +168,7 @@ def test_a_record_without_kernels_shows_its_roofline_as_a_bound():
     }
     block = predictions.of(record)
     assert block["method"] == "roofline bound"
-    assert "lower bound" in predictions.label(block)
+    assert predictions.label(block) == "predicted: roofline bound (not a prediction, no error band)"
 
 
 def test_a_record_with_kernels_is_priced_by_the_current_constants():
@@ -532,8 +532,8 @@ def test_the_error_line_names_the_constants_and_each_platforms_band():
     )
     assert "constants v1" in line
     assert "GPUs, leave one chip out: large programs" in line
-    assert "median 12%, worst 40% over 9; small programs" in line
-    assert "none measured, so unvalidated" in line  # the small programs: no band
+    assert "median 12%, worst 40% over 9 observations; small programs" in line
+    assert "none observed, so unvalidated" in line  # the small programs: no band
     assert "TPUs: constants assumed, no error band" in line
 
 

@@ -74,7 +74,7 @@ def _cpu_budgets():
 
 
 def _rows(text):
-    return [line for line in text.splitlines() if line.startswith("| cpu")]
+    return [line for line in text.splitlines() if line.startswith("| cpu |")]
 
 
 def test_no_speedrun_records_give_no_section(tmp_path):
@@ -141,6 +141,12 @@ def test_reruns_keep_the_latest_and_failures_are_counted(tmp_path):
     (row,) = _rows(text)
     assert "| 3 | 0.9920 [0.9900-0.9940] | 3/3 | 12 s [10 s-14 s] |" in row
     assert row.endswith("| 1 |")  # the oom, under the ok seeds' model label
+    # The runs the rerun replaced are listed with their dates, not dropped in silence.
+    (earlier,) = [line for line in text.splitlines() if line.startswith("| cpu: ")]
+    assert earlier.endswith(
+        "| 2026-11-20 00:00 UTC | 1 | 0.9500 [0.9500-0.9500] | 30 s [30 s-30 s] "
+        "| 2026-11-21 10:00 UTC |"
+    )
     won = fastest_to_target(records)["cpu"]
     assert won["failed"] == 1 and won["seeds"] == 3 and won["time_median"] == 12
 

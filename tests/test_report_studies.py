@@ -312,6 +312,9 @@ def test_crossover_section(rendered):
     assert f"{_params(2048):,}" in section
     ratio = f"{CPU_MS[3] / GPU_MS[3]:.1f}x"  # at 2048, over the CPU and its fastest figure
     assert f"| {ratio} | {ratio} (jax xla step f32) |" in section
+    # A side may be predicted: the intro calls neither side measured unless it was.
+    assert "both devices measured" not in section
+    assert "both sides have a figure for (each side labelled: *measured*" in section
 
 
 def test_batch_section_judges_no_chip_by_memory_another_compiler_gave(rendered):

@@ -162,13 +162,13 @@ def test_targets_tables_keep_compiled_and_predicted_apart(tmp_path):
         "| tpu-v5e-8 | f32 | 8 | 4 GiB | - | error |",  # memory (compiled)
         "| tpu-v5e-8 | f32 | 8 | <= 32,000 | - | - |",  # images/s (a roofline: a ceiling)
         # largest, global: unknown above 128, where the compiler refused 1024
-        "| tpu-v5e-8 | f32 | 8 | 16 GiB | >= 128 (the compiler refused 1024) | 4 GiB | - | - "
-        "| <= 32,000 |",
+        "| tpu-v5e-8 | f32 | 8 | 16 GiB | - | >= 128 (refused: the compiler refused 1024) "
+        "| 4 GiB | - | - | <= 32,000 |",
     ]
     assert _lines(text, "| gpu-mx150") == [
         "| gpu-mx150 | f32 | 1 | 1.5 GiB | 2.5 GiB (over) | - |",
         "| gpu-mx150 | f32 | 1 | <= 100 | - | - |",  # an oom has no predicted images/s
-        "| gpu-mx150 | f32 | 1 | 2 GiB | 24 | 1.88 GiB | 28 | 2.12 GiB | <= 100 |",
+        "| gpu-mx150 | f32 | 1 | 2 GiB | - | 24 | 1.88 GiB | 28 | 2.12 GiB | <= 100 |",
     ]
     assert "Memory per chip (compiled), by batch per chip:" in text
     assert "Images/s over all chips (predicted: per-kernel; `<= N`: a roofline" in text
@@ -214,12 +214,12 @@ def test_a_search_not_run_to_its_end_gives_no_largest_batch_only_a_lower_bound()
     best, over = largest_fitting(by_batch)
     assert over is None
     assert largest_cell(by_batch, best, over) == (
-        ">= 24 (the search was stopped before its next compile; `python -m experiments.run "
+        ">= 24 (stopped: stopped before its next compile; `python -m experiments.run "
         "--study=targets --target=gpu-mx150 --model=catsdogs_cnn` finishes it)"
     )
     at_cap = _compiled(MX150, "catsdogs_cnn", PER_DEVICE_CAP, "ok", 1.0, step=1.0)
     assert largest_cell({PER_DEVICE_CAP: at_cap}, at_cap, None) == (
-        f">= {PER_DEVICE_CAP} (the study's cap)"
+        f">= {PER_DEVICE_CAP} (cap: reached the study's cap of {PER_DEVICE_CAP:,} per device)"
     )
 
 
@@ -271,8 +271,11 @@ def test_predicted_vs_measured_per_device_with_the_ratio(tmp_path, monkeypatch):
         "| roofline | mnist_cnn | 128 | f32 | xla, step | 1 ms [900 us-1.2 ms] | 402 us | 0.40 "
         "| per-kernel | 250 us | 0.25 |",
     ]
-    assert "median error 60%, worst 60% over 1 record(s)." in text
+    assert "The per-kernel model over the 1 steps in the table above" in text
+    assert "median error 60%, worst 60%." in text
     assert "No record of this device carries kernels yet: roofline bounds only." in text
+    # the roofline bound beaten by no step here: no sentence claims one was
+    assert "beat it" not in text
 
 
 def test_seed_000_answered_from_the_mx150_compiles(tmp_path):
@@ -338,7 +341,7 @@ def test_compiled_records_stay_out_of_the_measured_tables(tmp_path):
     devices, _ = devices_table(rs, tmp_path)
     for text in (results, devices):
         assert "TPU v5e" not in text and "MX150" not in text
-    assert len(_lines(results, "| cpu")) == 1
+    assert len([line for line in results.splitlines() if "| cpu |" in line]) == 1
     path, _ = report.write_report(rs, tmp_path / "out")
     assert "## Devices not at hand (compiled, not run)\n\nEach cell" in report_text(path)
 
@@ -499,7 +502,7 @@ def test_the_constants_section_shows_each_platforms_constants_as_fitted(tmp_path
     assert "version v9" in text
     assert _lines(text, "| cpu") == [
         "| cpu | 1.000 (at its bound) | 0.350 | 16.5 us | 0.014 | - | fitted | 0 "
-        "| - / -; not testable (too few left to refit): vm | - / 20%, 120% (157) |"
+        "| - / -; not testable (too few left to refit): vm | - / 20%, 120% (157 observations) |"
     ]
     assert _lines(text, "| tpu") == [
         "| tpu | 0.500 | 0.700 | 5 us | - | - | assumed: too few observations to fit | 0 "
@@ -590,10 +593,13 @@ def test_a_measured_step_is_called_in_sample_only_where_the_constants_were_fitte
         )
         rs.append(r)
     text, _ = roofline_answer(rs, tmp_path)
-    assert "(1; in-sample: the constants were fitted to these steps)" in text
-    assert "(1; out of sample: steps the constants were not fitted to)" in text
-    text, _ = roofline_answer(rs[1:], tmp_path)
+    # One figure per claim: the answer gives the out-of-sample step alone, its population
+    # named in its sentence; the step the constants were fitted to adds no second figure.
+    assert "Over the 1 steps measured here on gpu NVIDIA H100 80GB HBM3 that carry" in text
+    assert "that the constants were not fitted to (out of sample)" in text
     assert "in-sample" not in text
+    text, _ = roofline_answer(rs[:1], tmp_path)
+    assert "Over the" not in text  # the control: only fitted steps, no such line
 
 
 def test_the_devices_answer_divides_by_this_run_and_by_the_fastest_cpu_figure(

@@ -69,7 +69,7 @@ def test_an_f32_prediction_from_a_bf16_peak_says_why():
     said = run_targets.describe(TPU_F32)
     assert "f32 matmuls run as bf16 at JAX's default precision)" in said
     bf16 = run_targets.describe(_with(workload__precision="bf16"))
-    assert "lower bound" in bf16 and "f32 matmuls" not in bf16  # the positive control
+    assert "roofline bound" in bf16 and "f32 matmuls" not in bf16  # the positive control
 
 
 def test_a_compiler_that_gives_no_bytes_says_so_in_words():

@@ -181,8 +181,23 @@ def fmt_acc(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def epochs_run(record: Record) -> int | None:
+    """The epochs the record's final accuracy is after: its history's last epoch (a run
+    stopped early trained fewer than it asked for), else the epochs it asked for."""
+    history = record.get("history") or []
+    if history and history[-1].get("epoch") is not None:
+        return int(history[-1]["epoch"])
+    return record["workload"].get("epochs")
+
+
 def fmt_test_acc(record: Record) -> str:
-    return fmt_acc(accuracy(record))
+    """The final test accuracy with the epochs it is after, so that two runs of one
+    workload at different lengths never read as one figure: `ACC after N epochs`."""
+    acc = accuracy(record)
+    epochs = epochs_run(record)
+    if acc is None or not epochs:
+        return fmt_acc(acc)
+    return f"{fmt_acc(acc)} after {epochs} epoch{'s' if epochs != 1 else ''}"
 
 
 def fmt_step(record: Record) -> str:

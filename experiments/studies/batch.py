@@ -46,7 +46,9 @@ from experiments.studies.targets import (
     fits_chip,
     prediction,
     prediction_method,
+    rests_on_the_rule,
     target_name,
+    usable_memory_rule,
 )
 from experiments.tables import binary_bytes as gib
 from experiments.tables import markdown_table, seconds
@@ -177,9 +179,11 @@ def batch_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     parts.append(
         "Seed 000 trained `catsdogs_cnn` at batch 16 and ran out of memory at 32 on a 2 GB "
         "MX150, and trained it at 128 on a T4. The train step compiled for those GPUs by "
-        "XLA:GPU (never run), against the memory JAX can use of each (75% of the chip):"
+        f"XLA:GPU (never run); {usable_memory_rule()}:"
     )
     parts.append(markdown_table(SEED_HEADERS, rows))
+    if turning := rests_on_the_rule(records, state_rule=False):
+        parts.append(turning)
     return "\n\n".join(parts), []
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from experiments import analysis
+from experiments import analysis, predictions
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
@@ -139,7 +139,9 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     intro = (
         "Step time vs trainable parameters per device (seed 002). The crossover is where "
         "the accelerator's step time drops below the CPU's for good: log-log linear "
-        "interpolation between the two bracketing widths both devices measured."
+        "interpolation between the two bracketing widths both sides have a figure for "
+        "(each side labelled: *measured*, a step timed on a device at hand, or "
+        "*predicted*, the step compiled for a chip not at hand)."
     )
     return section("Study: crossover", intro, *parts, image("crossover", path)), [path]
 
@@ -246,9 +248,8 @@ def predicted_crossover(records: list[Record], measured: dict[str, list[Record]]
     text = (
         "Predicted s/step on devices not at hand (the step compiled for each target, not "
         "run: its kernels and the host's side of each step, a jitted call's dispatch as "
-        "measured here and the batch's copy over the chip's host link; a roofline bound "
-        "is a lower bound, not a prediction):\n\n"
-        + markdown_table(headers, _by_params(by_target, targets))
+        f"measured here and the batch's copy over the chip's host link; "
+        f"{predictions.BOUND_WORDS}):\n\n" + markdown_table(headers, _by_params(by_target, targets))
     )
     verdicts = [
         _verdict(

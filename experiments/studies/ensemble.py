@@ -20,6 +20,7 @@ from pathlib import Path
 from experiments import analysis
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
+    epochs_run,
     field,
     fmt_images,
     fmt_status,
@@ -93,7 +94,10 @@ def ensemble_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         per_model = [] if synthetic else field(r, "ensemble", "test_accuracy") or []
         mean = spread = "-"
         if (summary := analysis.mean_spread(per_model)) is not None:
-            mean = f"{summary[0]:.4f} ± {summary[1]:.4f}"
+            epochs = epochs_run(r)
+            mean = f"{summary[0]:.4f} ± {summary[1]:.4f}" + (
+                f" after {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
+            )
             spread = f"{summary[2]:.4f}-{summary[3]:.4f}"
         row = [device_label(r), model_label(r), k, mode, fmt_step(r), fmt_images(r), speedup]
         rows.append([*row, mean, spread, fmt_status(r)])

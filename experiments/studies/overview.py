@@ -6,6 +6,7 @@ where there is one, else the records outside the named studies).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from experiments import predictions
@@ -27,6 +28,7 @@ from experiments.studies._common import (
     precision_of,
     sort_key,
     study_of,
+    when,
     workload_key,
 )
 from experiments.studies.base import Record, Section
@@ -163,9 +165,41 @@ def devices_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "## Devices\n\n" + columns_table(first.values(), DEVICE_COLUMNS), []
 
 
+def framework(record: Record) -> str:
+    """What produced the record's figure: `jax`, or a peer's framework and mode."""
+    w = record["workload"]
+    if w.get("kind") == "peer":
+        return markdown_text(f"{w.get('framework')} {w.get('mode')}")
+    return "jax"
+
+
+def _jax_only(value: str) -> Callable[[Record], str]:
+    """A column that describes a JAX run (formulation, loop): "-" for a peer's."""
+
+    def cell(record: Record) -> str:
+        if record["workload"].get("kind") == "peer":
+            return "-"
+        if value == "formulation":
+            return str((record.get("formulation") or {}).get("name") or "xla")
+        return str(record.get("loop") or "step")
+
+    return cell
+
+
+def run_date(record: Record) -> str:
+    """The record's UTC date."""
+    return str(record["env"].get("utc_time") or "-")[:10]
+
+
 RESULT_COLUMNS = {
+    "date": run_date,
+    "study": lambda r: study_of(r) or "-",
     "device": device_label,
-    "model": model_label,
+    "model": lambda r: model_label({**r, "formulation": None, "loop": None}),
+    "framework": framework,
+    "formulation": _jax_only("formulation"),
+    "loop": _jax_only("loop"),
+    "K": lambda r: r["workload"].get("ensemble_size") or 1,
     "batch": batch_size,
     "precision": precision_of,
     "step time [p10-p90]": fmt_step,
@@ -181,10 +215,55 @@ RESULT_COLUMNS = {
 
 
 def results_table(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    ordered = sorted(
-        not_compiled(records), key=lambda r: (model_label(r), device_label(r), sort_key(r))
+    """Every record measured on a device at hand, one row each: a step's figures, with
+    what tells two runs of one workload apart (when, which study, how it ran, K); the
+    paired runs, which time two configurations in turns and have no step of their own,
+    in a table of their figures."""
+    measured = [r for r in not_compiled(records) if workload_kind(r) != "paired"]
+    ordered = sorted(measured, key=lambda r: (model_label(r), device_label(r), sort_key(r)))
+    text = "## Results\n\n" + columns_table(ordered, RESULT_COLUMNS)
+    paired = sorted(
+        (r for r in not_compiled(records) if workload_kind(r) == "paired"),
+        key=lambda r: (model_label(r), batch_size(r), when(r)),
     )
-    return "## Results\n\n" + columns_table(ordered, RESULT_COLUMNS), []
+    if paired:
+        text += (
+            "\n\n## Paired runs\n\nTwo configurations measured in turns on one machine "
+            "(benchmarks/paired.py), one record per pass: each side's images/s, median "
+            "[p10-p90] over its timed blocks, and their ratio per round.\n\n"
+            + columns_table(paired, PAIRED_COLUMNS)
+        )
+    return text, []
+
+
+def _side(record: Record, side: str) -> dict:
+    return (record.get("paired") or {}).get(side) or {}
+
+
+def _spread(summary: dict | None, fmt: str) -> str:
+    if not summary or summary.get("median") is None:
+        return "-"
+    return (
+        f"{summary['median']:{fmt}} [{summary.get('p10', 0):{fmt}}-{summary.get('p90', 0):{fmt}}]"
+    )
+
+
+PAIRED_COLUMNS = {
+    "date": run_date,
+    "device": device_label,
+    "model": model_label,
+    "batch": batch_size,
+    "precision": precision_of,
+    "JAX side": lambda r: markdown_text(str(_side(r, "jax").get("configuration") or "-")),
+    "peer side": lambda r: markdown_text(str(_side(r, "peer").get("configuration") or "-")),
+    "JAX images/s": lambda r: _spread(_side(r, "jax").get("throughput"), ",.0f"),
+    "peer images/s": lambda r: _spread(_side(r, "peer").get("throughput"), ",.0f"),
+    "JAX / peer": lambda r: _spread((r.get("paired") or {}).get("ratio"), ".2f"),
+    "pass": lambda r: (
+        f"{r['session'].get('pass')}/{r['session'].get('passes')}" if r.get("session") else "-"
+    ),
+    "status": fmt_status,
+}
 
 
 def flops_check(records: list[Record], out: Path) -> tuple[str, list[Path]]:

@@ -112,9 +112,10 @@ INTRO = (
     "prediction of the same compiled program (docs/predictions.md; a record made before "
     "records carried kernels has only the roofline, labelled *roofline bound*; a CPU "
     "step is priced at the best matmul ceiling any run on its machine measured, since a "
-    "ceiling measured at a busy moment is low), and the "
-    "whole-program roofline, a lower bound. `predicted / measured` is each one's error: "
-    "below 1 it predicted too fast."
+    "ceiling measured at a busy moment is low), and, beside them, "
+    f"{predictions.BOUND_WORDS}. "
+    "`predicted / measured` is each one's error: below 1 it predicted too fast; "
+    "`bound / measured` above 1 is a measured step that beat the bound."
 )
 HEADERS = [
     "study",
@@ -154,6 +155,7 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
     for r in rs:
         by_device[device_label(r)].append(r)
     parts = [title, INTRO]
+    fitted = predictions.fitted_records()
     for device in sorted(by_device):
         group = sorted(
             by_device[device],
@@ -174,13 +176,24 @@ def predicted_vs_measured(records: list[Record], out: Path) -> tuple[str, list[P
                 and (x := _ratio(r, prediction(r))) is not None
             ]
         )
+        kernel_rows = [r for r in group if prediction_method(r) == "per-kernel"]
+        seen = sum(r.get("run_id") in fitted for r in kernel_rows)
         spread = (
-            f"per-kernel model, over the rows above (the latest record of each cell): median "
-            f"error {summary['median']:.0%}, worst {summary['worst']:.0%} over "
-            f"{summary['n']} record(s)."
+            f"The per-kernel model over the {summary['n']} steps in the table above "
+            f"predicted by it (the latest record of each cell, measured on {device}; "
+            f"{seen} of them among the steps the constants were fitted to, so this is not "
+            f"the error band): median error {summary['median']:.0%}, worst "
+            f"{summary['worst']:.0%}."
             if summary
-            else "No record of this device carries kernels yet: roofline bounds only."
+            else f"No record of this device carries kernels yet: {predictions.BOUND_METHOD}s only."
         )
+        bounds = [x for r in group if (x := _ratio(r, _bound(r))) is not None]
+        if beaten := sum(x > 1 for x in bounds):
+            spread += (
+                f" The {predictions.BOUND_METHOD}: {beaten} of these {len(bounds)} measured "
+                f"steps beat it (`bound / measured` up to {max(bounds):.2f}), where its "
+                "assumptions do not hold."
+            )
         parts += [f"### {device}", markdown_table(HEADERS, rows), spread]
     return "\n\n".join(parts), []
 
@@ -275,14 +288,17 @@ CONSTANT_HEADERS = [
 ]
 
 
-def _split_cell(error: dict[str, Any], split: str) -> str:
-    """One split's error per regime, "median, worst (n)" each, "-" for none measured."""
+def _split_cell(error: dict[str, Any], split: str, noun: str) -> str:
+    """One split's error per regime, "median, worst (n `noun`)" each, "-" for none
+    observed."""
     regimes = (((error.get("splits") or {}).get(split)) or {}).get("regimes") or {}
     cells = []
     for name in ("large", "small"):
         band = regimes.get(name)
         cells.append(
-            f"{band['median']:.0%}, {band['worst']:.0%} ({band['observations']})" if band else "-"
+            f"{band['median']:.0%}, {band['worst']:.0%} ({band['observations']} {noun})"
+            if band
+            else "-"
         )
     untested = (((error.get("splits") or {}).get(split)) or {}).get("untested_groups") or []
     held = f"; not testable (too few left to refit): {', '.join(untested)}" if untested else ""
@@ -319,8 +335,8 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
                 + (f" (held: {held})" if held else "")
                 + (f"; vector units' own efficiency: {units}" if units else ""),
                 len(f.get("observations") or ()),
-                _split_cell(error, "chip"),
-                _split_cell(error, "program"),
+                _split_cell(error, "chip", predictions.observed_as(f)),
+                _split_cell(error, "program", predictions.observed_as(f)),
             ]
         )
     text = (
@@ -344,7 +360,7 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         "scratch without any of them (the band of a chip the data does not hold), *leave "
         "one program out* each program's (the band of a chip it holds), each for large "
         "programs (1 GFLOP or more per image, ResNet-50) and small ones (the seeds' "
-        "models) apart: `-`, none measured, and a prediction of that kind is shown "
+        "models) apart: `-`, none observed, and a prediction of that kind is shown "
         "unvalidated."
     )
     return "\n\n".join(
@@ -361,16 +377,23 @@ def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         row for row in predictions.versus_published(records, references.load()) if row["ratio"]
     ]
     for use, rows in (
-        ("fitted", [r for r in published if not r["reference"].held_out]),
-        ("held out", [r for r in published if r["reference"].held_out]),
+        (
+            "the constants were fitted to (in-sample: how well the fit matches them, not "
+            "the error band above)",
+            [r for r in published if not r["reference"].held_out],
+        ),
+        (
+            "held out of the fit (they time more than the step)",
+            [r for r in published if r["reference"].held_out],
+        ),
     ):
         summary = predictions.error_summary([r["ratio"] for r in rows])
         if summary:
             worst = max(rows, key=lambda r: abs(r["ratio"] - 1))["reference"]
             lines.append(
-                f"Published references, {use} ({summary['n']}): predicted / published "
-                f"median error {summary['median']:.0%}, worst {summary['worst']:.0%} "
-                f"({worst.id}, {worst.chip} {worst.model})."
+                f"Over the {summary['n']} {predictions.PUBLISHED_NOUN} {use}: predicted / "
+                f"published median error {summary['median']:.0%}, worst "
+                f"{summary['worst']:.0%} ({worst.id}, {worst.chip} {worst.model})."
             )
     for platform, family in sorted(predictions.constants_table()["families"].items()):
         if (family.get("loop_choice") or {}).get("kept"):
@@ -380,22 +403,21 @@ def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 f"{predictions.loop_words(family)}; the predicted steps of this report "
                 "leave it out (docs/predictions.md)."
             )
+    # One figure per claim: how far a prediction can be trusted is the out-of-sample
+    # error, above; steps the constants were fitted to add no second figure here (the
+    # details page gives theirs, its population named).
     fitted = predictions.fitted_records()
-    measured: dict[tuple[str, bool], list[float]] = defaultdict(list)
+    unseen: dict[str, list[float]] = defaultdict(list)
     for row in predictions.measured_vs_predicted(records):
-        seen = row["record"].get("run_id") in fitted
-        measured[(device_label(row["record"]), seen)].append(row["ratio"])
-    for (device, seen), ratios in sorted(measured.items()):
+        if row["record"].get("run_id") not in fitted:
+            unseen[device_label(row["record"])].append(row["ratio"])
+    for device, ratios in sorted(unseen.items()):
         summary = predictions.error_summary(ratios)
-        sample = (
-            "in-sample: the constants were fitted to these steps"
-            if seen
-            else "out of sample: steps the constants were not fitted to"
-        )
         lines.append(
-            f"Measured steps on {device} in this report that carry their kernels "
-            f"({summary['n']}; {sample}): predicted / measured median error "
-            f"{summary['median']:.0%}, worst {summary['worst']:.0%}."
+            f"Over the {summary['n']} {predictions.MEASURED_NOUN} on {device} that carry "
+            "their kernels and that the constants were not fitted to (out of sample): "
+            f"predicted / measured median error {summary['median']:.0%}, worst "
+            f"{summary['worst']:.0%}."
         )
     return "\n\n".join(lines), []
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.labels import device_label, model_label, workload_kind
-from experiments.studies._common import latest_by, pyplot, save
+from experiments.studies._common import latest_by, pyplot, save, when
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.tables import columns_table, seconds
 from experiments.workload import Workload
@@ -202,6 +202,63 @@ def speedrun_groups(records: list[Record]) -> list[Summary]:
     )
 
 
+def _run_of(rs: list[Record]) -> str:
+    """When a set of runs ran: its first record's UTC time, to the minute."""
+    first = min((when(r) for r in rs), default="")
+    return first[:16].replace("T", " ") + " UTC" if first else "an unrecorded date"
+
+
+def superseded_sets(records: list[Record]) -> list[dict[str, Any]]:
+    """The earlier sets of the same runs that a rerun replaced, which the table leaves
+    out (it pools each workload's latest record): per configuration and set (the n-th
+    latest record of each of its workloads), its seeds pooled as `speedrun_groups`
+    pools them, when it ran, and when the set that replaced it ran. Oldest first."""
+    ours = sorted((r for r in records if _in_study(r)), key=when)
+    runs: dict[str, list[Record]] = defaultdict(list)
+    for r in ours:
+        runs[r.get("config_key") or r["run_id"]].append(r)
+    labels = {_workload_id(r): model_label(r) for r in ours if _usable(r)}
+    sets: dict[tuple[tuple, int], list[Record]] = defaultdict(list)
+    for rs in runs.values():
+        for age, r in enumerate(reversed(rs)):  # 0: the latest, the one the table shows
+            sets[(tuple(_configuration_of(r, labels).items()), age)].append(r)
+    out = []
+    for (key, age), rs in sets.items():
+        if age == 0:
+            continue
+        ok = [r for r in rs if _usable(r)]
+        failed = [r for r in rs if r["status"] != "ok"]
+        summary = _summary(dict(key), ok, failed)
+        summary.update(run_of=_run_of(rs), superseded_by=_run_of(sets[(key, age - 1)]))
+        out.append(summary)
+    return sorted(out, key=lambda s: (s["device"], str(s["model"]), s["epochs"], s["run_of"]))
+
+
+SUPERSEDED_COLUMNS = {
+    "configuration": lambda s: s["configuration"],
+    "run of": lambda s: s["run_of"],
+    "seeds": lambda s: s["seeds"],
+    "test accuracy": lambda s: _accuracy(s),
+    "training time": lambda s: _time(s),
+    "superseded by the run of": lambda s: s["superseded_by"],
+}
+
+
+def superseded_table(records: list[Record]) -> str:
+    """The earlier sets, listed with their dates; "" where no run was repeated."""
+    rows = [
+        {**s, "configuration": f"{s['device']}: {_configuration(s)}"}
+        for s in superseded_sets(records)
+    ]
+    if not rows:
+        return ""
+    return (
+        "Earlier sets of the same runs, each superseded by a later run of the same "
+        "workloads (the table above pools each workload's latest run; these are left out "
+        "of it and of the verdict):\n\n" + columns_table(rows, SUPERSEDED_COLUMNS)
+    )
+
+
 def fastest_to_target(records: list[Record], target: float = TARGET) -> dict[str, Summary]:
     """Device label -> the configuration with the lowest median training time among
     those whose mean test accuracy reaches `target` over at least MIN_SEEDS seeds."""
@@ -358,13 +415,14 @@ def _speedrun_plot(summaries: list[Summary], path: Path) -> Path:
 INTRO = (
     f"How fast each device trains a model to {TARGET:.0%} test accuracy. Each row is one "
     "configuration (precision, batch, epoch budget, learning rate, schedule spanning "
-    "the budget), its seeds pooled: test accuracy is the final test accuracy on the "
-    "real test split, mean [min-max] over seeds; training time is the fit's epochs' "
-    "train time, median [min-max] over seeds, compile and evaluation excluded (the "
-    "epoch's compile time is its own column). `failed`: runs of the configuration that "
-    f"ended out of memory, in NaN or in an error. A device's verdict is its fastest "
-    f"configuration by median training time whose mean reaches {TARGET:.0%} over at "
-    f"least {MIN_SEEDS} seeds."
+    "the budget), its seeds pooled, each seed's latest run (earlier sets of the same "
+    "runs are listed after the verdict, with their dates): test accuracy is the final "
+    "test accuracy on the real test split, mean [min-max] over seeds; training time is "
+    "the fit's epochs' train time, median [min-max] over seeds, compile and evaluation "
+    "excluded (the epoch's compile time is its own column). `failed`: runs of the "
+    "configuration that ended out of memory, in NaN or in an error. A device's verdict "
+    "is its fastest configuration by median training time whose mean reaches "
+    f"{TARGET:.0%} over at least {MIN_SEEDS} seeds."
 )
 
 
@@ -379,9 +437,10 @@ def speedrun_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         INTRO,
         columns_table(summaries, TABLE_COLUMNS),
         _verdict_items(records, summaries),
+        superseded_table(records),
         f"![speedrun]({path.name})",
     ]
-    return "\n\n".join(parts), [path]
+    return "\n\n".join(p for p in parts if p), [path]
 
 
 def speedrun_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:

@@ -24,7 +24,7 @@ timed on a device at hand). Every heading says which.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +135,37 @@ def _total(record: Record | None) -> int | None:
 
 def fits_chip(record: Record) -> bool:
     """The target's own compiler's verdict: compiled, and within the memory JAX can use
-    of the chip (the record's `fits`, against `target.usable_bytes_per_device`)."""
+    of the chip (the record's `fits`, against `target.usable_bytes_per_device`): the rule
+    `usable_memory_rule` states."""
     return record["status"] == "ok" and record.get("fits") is not False
+
+
+# JAX's page on GPU memory, where the 75% default is stated: the one source every page's
+# statement of the rule cites.
+JAX_GPU_MEMORY_PAGE = "https://docs.jax.dev/en/latest/gpu_memory_allocation.html"
+
+
+def usable_fractions() -> dict[str, float]:
+    """{platform: the share of a chip's datasheet memory a JAX program may use}: the
+    library's constant (jaxcnn.targets.USABLE_FRACTION), which `fits` was judged by."""
+    from jaxcnn import targets as targets_lib
+
+    return dict(targets_lib.USABLE_FRACTION)
+
+
+def usable_memory_rule() -> str:
+    """What "fits" means, in the words every page that judges a fit uses: the one
+    statement of the usable-memory rule and why it is what it is."""
+    share = usable_fractions()
+    return (
+        "a step *fits* a chip when its compiled memory per chip is at most the memory "
+        f"JAX can use of it: {share['gpu']:.0%} of a GPU's datasheet memory (JAX "
+        f"preallocates {share['gpu']:.0%} of a GPU's memory at its first operation by "
+        "default, `XLA_PYTHON_CLIENT_MEM_FRACTION`; the rest is the CUDA context's: "
+        f"[JAX's GPU memory page]({JAX_GPU_MEMORY_PAGE})), and {share['tpu']:.0%} of a "
+        "TPU's (JAX's documentation states that default for GPUs only and names no share "
+        "for a TPU, whose own compiler refuses a program larger than its HBM)"
+    )
 
 
 def prediction(record: Record | None) -> dict[str, Any]:
@@ -148,7 +177,7 @@ def prediction(record: Record | None) -> dict[str, Any]:
 
 def prediction_method(record: Record | None) -> str:
     """How the record's prediction was made, as its figures are labelled."""
-    return str(prediction(record).get("method") or "roofline bound")
+    return str(prediction(record).get("method") or predictions.BOUND_METHOD)
 
 
 def predicted_images(record: Record | None) -> str:
@@ -228,6 +257,7 @@ LARGEST_HEADERS = [
     "precision",
     "chips",
     "memory per chip (datasheet)",
+    "memory JAX can use per device (what fits is judged by)",
     "largest batch that fits (compiled)",
     "its memory per chip (compiled)",
     "smallest batch over (compiled)",
@@ -236,10 +266,32 @@ LARGEST_HEADERS = [
 ]
 
 
+# Why a search's largest fitting batch is only a floor (`>= N`): the short word a
+# summary cell carries, and what it means, in the one wording every page uses.
+OPEN_ENDS = {
+    "stopped": "stopped before its next compile",
+    "cap": f"reached the study's cap of {PER_DEVICE_CAP:,} per device",
+    "refused": "met the compiler's refusal of the next batch",
+}
+
+
+def open_end(by_batch: dict[int, Record], best: Record | None) -> str | None:
+    """Why no batch above `best` was found not to fit (an OPEN_ENDS key), or None where
+    one was (or nothing fits)."""
+    if best is None or any(
+        r["status"] == "oom" and b > batch_size(best) for b, r in by_batch.items()
+    ):
+        return None
+    if any(b > batch_size(best) and r["status"] == "error" for b, r in by_batch.items()):
+        return "refused"
+    devices = target_field(best, "devices") or 1
+    return "cap" if batch_size(best) >= PER_DEVICE_CAP * devices else "stopped"
+
+
 def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record | None) -> str:
     """The largest batch that fits, as far as the compiles tried show it: `>= N` where
-    no batch above N was found not to fit (the compiler refused the next one, the
-    search was stopped, or N is its cap)."""
+    no batch above N was found not to fit (OPEN_ENDS: the compiler refused the next one,
+    the search was stopped, or N is its cap)."""
     floor = 0 if best is None else batch_size(best)
     refused = [b for b, r in by_batch.items() if b > floor and r["status"] == "error"]
     if best is None:  # nothing fits, or nothing compiled to say
@@ -248,20 +300,16 @@ def largest_cell(by_batch: dict[int, Record], best: Record | None, over: Record 
             if over is not None or not refused
             else f"unknown (the compiler refused {min(refused)})"
         )
-    if over is not None:
+    why = open_end(by_batch, best)
+    if over is not None or why is None:
         return str(batch_size(best))
-    devices = target_field(best, "devices") or 1
-    if refused:
-        why = f"the compiler refused {min(refused)}"
-    elif batch_size(best) >= PER_DEVICE_CAP * devices:
-        why = "the study's cap"
-    else:  # the search's next compile was never recorded: the run was stopped
-        why = (
-            f"the search was stopped before its next compile; `{COMMAND} "
-            f"--target={target_name(best)} --model={markdown_text(best['workload']['model'])}` "
-            "finishes it"
-        )
-    return f">= {batch_size(best)} ({why})"
+    words = OPEN_ENDS[why]
+    if why == "refused":
+        words = f"the compiler refused {min(refused)}"
+    elif why == "stopped":
+        model = markdown_text(best["workload"]["model"])
+        words += f"; `{COMMAND} --target={target_name(best)} --model={model}` finishes it"
+    return f">= {batch_size(best)} ({why}: {words})"
 
 
 def _largest_table(rows, order) -> str:
@@ -275,6 +323,7 @@ def _largest_table(rows, order) -> str:
                 precision,
                 target_field(first, "chips") or "-",
                 gib(target_field(first, "memory_per_chip_bytes")),
+                gib(target_field(first, "usable_bytes_per_device")),
                 largest_cell(rows[(name, precision)], best, over),
                 gib(_total(best)),
                 "-" if over is None else batch_size(over),
@@ -358,23 +407,28 @@ def _memory_plot(grouped: ByModel, out: Path) -> Path:
     return save(fig, out / PLOT)
 
 
-INTRO = (
-    "Each cell is the train step compiled by the target's own compiler (libtpu for "
-    "TPUs, XLA:GPU with the chip's target config for NVIDIA GPUs) on this machine, "
-    "placed over the target's chips, and never run. *Compiled*: the compiler's "
-    "memory analysis per chip (arguments, outputs and temporaries), and whether it "
-    "fits the chip's datasheet memory; `(over)`: compiled, but more than the chip has; "
-    "`error`: the compiler refused (listed below). *Predicted*: images/s from the "
-    "per-kernel model of the compiled step (each kernel the compiler emitted, priced at "
-    "the chip's datasheet peak and bandwidth with its platform's fitted efficiencies, "
-    "plus a fixed cost per launch; [roofline.md](roofline.md) measures its error); "
-    "`<= N`: a record compiled before records carried kernels, whose only figure is its "
-    "whole-program roofline, a ceiling on images/s. The "
-    "tables by batch per chip show the doubling sweep (the global batch is the batch "
-    "per chip x chips); the largest-batch table, in global batches, also the "
-    "bisection between the last fit and the first miss, and `>= N` where no batch above "
-    "N was compiled (a search not run to its end: the largest that fits is unknown)."
-)
+def intro() -> str:
+    """What every targets page's cells are, the usable-memory rule among them."""
+    return (
+        "Each cell is the train step compiled by the target's own compiler (libtpu for "
+        "TPUs, XLA:GPU with the chip's target config for NVIDIA GPUs) on this machine, "
+        "placed over the target's chips, and never run. *Compiled*: the compiler's "
+        "memory analysis per chip (arguments, outputs and temporaries), and whether it "
+        f"fits: {usable_memory_rule()}; `(over)`: compiled, but more than the memory JAX "
+        "can use of the chip; "
+        "`error`: the compiler refused (listed below). *Predicted*: images/s from the "
+        "per-kernel model of the compiled step (each kernel the compiler emitted, priced at "
+        "the chip's datasheet peak and bandwidth with its platform's fitted efficiencies, "
+        "plus a fixed cost per launch; [roofline.md](roofline.md) measures its error); "
+        "`<= N`: a record compiled before records carried kernels, whose only figure is its "
+        f"{predictions.BOUND_METHOD}, a ceiling on images/s as far as the bound holds. The "
+        "tables by batch per chip show the doubling sweep (the global batch is the batch "
+        "per chip x chips); the largest-batch table, in global batches, also the "
+        "bisection between the last fit and the first miss, and `>= N` where no batch above "
+        "N was found not to fit, with why: (stopped) the search "
+        f"{OPEN_ENDS['stopped']}, (cap) it {OPEN_ENDS['cap']}, (refused) it "
+        f"{OPEN_ENDS['refused']}."
+    )
 
 
 def _per_chip_batches(rows: dict[tuple[str, str], dict[int, Record]]) -> list[int]:
@@ -396,7 +450,7 @@ def model_page(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> st
     return "\n\n".join(
         [
             f"# {model} on devices not at hand (compiled, not run)",
-            f"Back to [all targets](targets.md). {INTRO}",
+            f"Back to [all targets](targets.md). {intro()}",
             "Memory per chip (compiled), by batch per chip:",
             _matrix(rows, order, per_chip, memory_cell),
             f"Images/s over all chips (predicted: {method}), by batch per chip:",
@@ -426,7 +480,7 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         return f"{title}\n\nNo compile-only records yet (`{COMMAND}` writes them).", []
     grouped = _by_model(rs)
     links = ", ".join(f"[{m}](targets-{_slug(m)}.md)" for m in sorted(grouped))
-    parts = [title, INTRO, f"Per model: {links}.", refusals(rs), superseded_line(records)]
+    parts = [title, intro(), f"Per model: {links}.", refusals(rs), superseded_line(records)]
     path = _memory_plot(grouped, out)
     parts.append(
         "Memory per chip (compiled) against batch per chip; dotted lines: each target's "
@@ -457,6 +511,8 @@ def _summary_cell(by_batch: dict[int, Record] | None) -> str:
     largest = largest_cell(by_batch, best, over).split(" (")[0]
     if best is None:
         return largest
+    if why := open_end(by_batch, best):
+        largest += f" ({why})"
     return f"{largest} / {gib(_total(best))} / {predicted_images(best)}"
 
 
@@ -478,8 +534,8 @@ def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         + [_summary_cell(grouped[m].get((n, "f32"))) for n in names]
         for m in sorted(grouped)
     ]
-    stopped = sum(
-        "stopped" in largest_cell(by_batch, *largest_fitting(by_batch))
+    ends = Counter(
+        open_end(by_batch, largest_fitting(by_batch)[0])
         for rows in grouped.values()
         for (_, precision), by_batch in rows.items()
         if precision == "f32"
@@ -489,17 +545,31 @@ def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "machine and never run; each cell: the largest batch that fits in the memory JAX "
         "can use of one chip (compiled) / its memory (compiled) / images/s at that batch "
         "(predicted by the per-kernel model; `<= N` where the record predates kernels and "
-        "has only the roofline, a ceiling on images/s, not a prediction); f32, one chip "
+        f"has only its {predictions.BOUND_METHOD}, a ceiling on images/s as far as the bound "
+        "holds, not a prediction); f32, one chip "
         "(multi-chip slices and bf16 on each model's page)."
     )
     table = markdown_table(["model", *names], body)
-    unfinished = (
-        f"{stopped} of these searches were stopped before their next compile (`>= N`, no "
-        f"batch above N compiled); `{COMMAND} --target=TARGET --model=MODEL` finishes one."
-        if stopped
+    unfinished = open_ends_line(ends)
+    return "\n\n".join(p for p in (text, table, unfinished) if p), []
+
+
+def open_ends_line(ends: Counter) -> str:
+    """What the `>= N` cells of a table are, counted by why (OPEN_ENDS); "" with none."""
+    counted = [(ends[why], why, words) for why, words in OPEN_ENDS.items() if ends[why]]
+    if not counted:
+        return ""
+    parts = "; ".join(f"{n} ({why}): the search {words}" for n, why, words in counted)
+    finish = (
+        f"; `{COMMAND} --target=TARGET --model=MODEL` finishes a stopped one"
+        if ends["stopped"]
         else ""
     )
-    return "\n\n".join(p for p in (text, table, unfinished) if p), []
+    total = sum(n for n, _, _ in counted)
+    return (
+        f"`>= N`: the largest batch that fits is at least N, no batch above N having been "
+        f"found not to fit, in {total} of these searches: {parts}{finish}."
+    )
 
 
 # Seed 000's devices (analysis.SEED_000_OBSERVED) as the targets table names them.
@@ -544,9 +614,36 @@ def seed_000_headline(records: list[Record]) -> str:
             f"which {verdict} {room} (the seed: {seed}; "
             f"{'agrees' if fits_chip(r) == ran else 'disagrees'})"
         )
-    return (
+    text = (
         f"Seed 000's `{analysis.SEED_000_MODEL}` (f32), compiled for the seed's GPUs by "
         "XLA:GPU and not run: " + "; ".join(clauses) + "."
+    )
+    return " ".join(p for p in (text, rests_on_the_rule(records)) if p)
+
+
+def rests_on_the_rule(records: list[Record], state_rule: bool = True) -> str:
+    """Where a seed-000 verdict turns on the usable-memory rule (the step is within the
+    datasheet memory but over what JAX can use), that sentence, the rule stated in it
+    unless `state_rule` is False (said just before); "" where none does."""
+    turning = [
+        (target, batch, r)
+        for _, target, batch, _, r in seed_000_compiled(records)
+        if (usable := target_field(r, "usable_bytes_per_device"))
+        and (capacity := target_field(r, "memory_per_device_bytes"))
+        and usable < _total(r) <= capacity
+    ]
+    if not turning:
+        return ""
+    cases = "; ".join(
+        f"batch {batch} on `{target}` needs {gib(_total(r))}, within the chip's "
+        f"{gib(target_field(r, 'memory_per_chip_bytes'))} datasheet memory but over the "
+        f"{gib(target_field(r, 'usable_bytes_per_device'))} JAX can use of it"
+        for target, batch, r in turning
+    )
+    rule = f" ({usable_memory_rule()})" if state_rule else ""
+    return (
+        f"The verdict rests on the usable-memory rule: {cases}, so against the datasheet "
+        f"it would fit; the rule{rule} is what agrees with the seed."
     )
 
 
