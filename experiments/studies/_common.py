@@ -6,6 +6,7 @@ that listing the studies stays fast).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -57,6 +58,13 @@ def cell(record: Record) -> tuple:
 def sort_key(record: Record) -> tuple:
     """The cell, orderable although fields may be None in some records and set in others."""
     return tuple((value is not None, value) for value in cell(record))
+
+
+def ran_as(record: Record) -> str:
+    """How a step ran: its formulation and loop (`xla formulation, step loop`), what
+    sets a CPU's step time beside the workload."""
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    return f"{formulation} formulation, {record.get('loop') or 'step'} loop"
 
 
 def study_of(record: Record) -> str | None:
@@ -308,3 +316,59 @@ def capacity_lines(ax: Any, labels: dict[float, str], fontsize: float, **text: A
         ax.axhline(capacity, color="gray", linestyle=":", linewidth=1)
         where = ("axes fraction", "data")
         ax.annotate(label, (0.01, capacity), xycoords=where, fontsize=fontsize, **text)
+
+
+# --- curves: what a plot draws, as data a test can read --------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+    """One series a plot draws: its legend label, its (x, y) points in x order, and
+    whether it is a prediction (dashed) or a measurement (solid). A curve of one point
+    is a marker: there is nothing to join."""
+
+    label: str
+    points: tuple[tuple[float, float], ...]
+    predicted: bool = False
+
+    @property
+    def xs(self) -> list[float]:
+        return [x for x, _ in self.points]
+
+    @property
+    def ys(self) -> list[float]:
+        return [y for _, y in self.points]
+
+
+PREDICTED_STYLE = "--"
+MEASURED_STYLE = "-"
+
+
+def curve(label: str, points: Any, predicted: bool = False) -> Curve:
+    """A Curve of `points` sorted by x; a predicted curve's label says so."""
+    if predicted and "predicted" not in label:
+        label += ", predicted"
+    return Curve(label, tuple(sorted((float(x), float(y)) for x, y in points)), predicted)
+
+
+def draw_curve(ax: Any, c: Curve, **style: Any) -> Any:
+    """`c` on `ax`: dashed where predicted, solid where measured, a marker alone where it
+    has one point; its line (for its colour)."""
+    linestyle = "none" if len(c.points) < 2 else PREDICTED_STYLE if c.predicted else MEASURED_STYLE
+    marker = "s" if c.predicted else "o"
+    options = {"marker": marker, "linestyle": linestyle, "label": c.label, **style}
+    if c.predicted:
+        options.setdefault("markerfacecolor", "none")  # hollow: not a measurement
+    return ax.plot(c.xs, c.ys, **options)[0]
+
+
+def legend_below(ax: Any, columns: int = 2, fontsize: str = "small") -> None:
+    """The legend under the axes, off the data."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=columns,
+            fontsize=fontsize,
+            frameon=False,
+        )
