@@ -285,6 +285,15 @@ def count_ticks(ax: Any, values: Any) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def plain_log_y(ax: Any) -> None:
+    """A log y axis ticked 1, 2, 5 per decade in plain numbers (12,000, not 1.2 x 10^4)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def epoch_ticks(*axes: Any) -> None:
     """Whole epochs only on the x axis."""
     from matplotlib.ticker import MaxNLocator
