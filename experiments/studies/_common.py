@@ -71,6 +71,26 @@ def study_of(record: Record) -> str | None:
     return record["workload"].get("study")
 
 
+def run_series(record: Record) -> tuple:
+    """What the points of one plotted line share: one study's records of a model on one
+    device and host, on the same data, precision, placement, formulation and loop. A
+    record outside the named studies (a single --model run) is a run of its own and is
+    joined to no other: two such runs at two batch sizes are two commands, not a sweep."""
+    w = record["workload"]
+    study = study_of(record)
+    host = record["device"].get("host") or record["env"].get("host")
+    return (
+        ("run", record["run_id"]) if study is None else ("study", study),
+        model_label(record),
+        device_label(record),
+        host,
+        w.get("dataset"),
+        precision_of(record),
+        w["strategy"],
+        ran_as(record),
+    )
+
+
 def only_ok(records: list[Record]) -> list[Record]:
     return [r for r in records if r["status"] == "ok"]
 
