@@ -118,8 +118,8 @@ def throughput_series(records: list[Record]) -> dict[str, list[Record]]:
         first = rs[0]
         who = f"{model_label(first)} on {device_label(first)}, {precision_of(first)}"
         if key[0][0] == "run":
-            day = when(first)[:16].replace("T", " ")
-            series[f"{who}, a run of its own ({day})"] = rs
+            label = f"{who}, a run of its own ({when(first)[:19].replace('T', ' ')})"
+            series[label if label not in series else f"{label}, {first['run_id']}"] = rs
         else:
             series[f"{who}, {study_of(first)} study"] = rs
     return dict(sorted(series.items()))

@@ -1,0 +1,187 @@
+"""What each report plot draws, read from hand-made records: the series a plot's pure
+function returns (labels, points, measured or predicted) and the artists of the figure
+it draws from them (dashed predictions, dotted crossings and ideals)."""
+
+import pytest
+from test_report import CPU, _record
+from test_report_targets import H100_TARGET, V5E_8, _compiled, _priced_by_one_memory_kernel
+
+from experiments.studies import crossover, default, scaling
+
+PARAMS = {64: 55_050, 256: 269_322, 1024: 1_863_690}
+
+
+def _crossover_records(cpu_ms, target_ms=None, formulation="xla"):
+    """The crossover study's CPU records at three widths, and the H100's compile records
+    of the same widths (step `target_ms` each) where given."""
+    rs, targets = [], []
+    for width, ms in zip(PARAMS, cpu_ms, strict=True):
+        r = _record(f"x{width}{formulation}", CPU, "mlp", 128, median=ms / 1e3, width=width)
+        r["workload"].update(study="crossover", dataset="synthetic")
+        r["params"]["trainable"] = PARAMS[width]
+        r["formulation"] = {"name": formulation}
+        rs.append(r)
+        if target_ms is not None:
+            c = _compiled(H100_TARGET, "mlp", 128, "ok", 0.5, step=target_ms / 1e3)
+            c["workload"]["model_overrides"] = {"width": width}
+            targets.append(c)
+    return rs, targets
+
+
+def _lines_by_label(ax):
+    return {
+        line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")
+    }
+
+
+def test_crossover_plot_draws_the_predicted_curve_dashed_and_marks_the_crossing(monkeypatch):
+    rs, targets = _crossover_records((1.0, 4.0, 16.0), target_ms=2.0)
+    _priced_by_one_memory_kernel(monkeypatch, "gpu", [(t, 2e-3) for t in targets])
+    curves, crossings = crossover.crossover_curves(rs + targets)
+    cpu_label = "cpu (xla formulation, step loop), measured"
+    assert [(c.label, c.predicted) for c in curves] == [
+        (cpu_label, False),
+        ("gpu-h100, predicted", True),
+    ]
+    assert curves[0].points == tuple(
+        (float(PARAMS[w]), ms / 1e3) for w, ms in zip(PARAMS, (1.0, 4.0, 16.0), strict=True)
+    )
+    assert curves[1].ys == pytest.approx([2e-3] * 3)
+    # The CPU is 2x faster at 64 and 2x slower at 256: the crossing is their log midpoint.
+    crossing = (PARAMS[64] * PARAMS[256]) ** 0.5
+    assert [(c.slower, c.faster) for c in crossings] == [(cpu_label, "gpu-h100, predicted")]
+    assert crossings[0].at == pytest.approx(crossing)
+    fig = crossover.crossover_figure(curves, crossings)
+    ax = fig.axes[0]
+    lines = _lines_by_label(ax)
+    assert lines[cpu_label].get_linestyle() == "-"
+    assert lines["gpu-h100, predicted"].get_linestyle() == "--"
+    assert len(lines["gpu-h100, predicted"].get_xdata()) == 3
+    dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert [line.get_xdata()[0] for line in dotted] == pytest.approx([crossing])
+    caption = crossover.crossover_caption(curves, crossings)
+    assert f"gpu-h100, predicted is faster than {cpu_label} above {crossing:,.0f} params" in caption
+
+
+def test_crossover_plot_says_why_there_is_no_crossing_and_keeps_formulations_apart(monkeypatch):
+    xla, _ = _crossover_records((1.0, 4.0, 16.0))
+    cpu, targets = _crossover_records((2.0, 5.0, 20.0), target_ms=0.5, formulation="cpu")
+    _priced_by_one_memory_kernel(monkeypatch, "gpu", [(t, 5e-4) for t in targets])
+    curves, crossings = crossover.crossover_curves(xla + cpu + targets)
+    # Two formulations: two measured curves of three points each, not one zigzag of six.
+    measured = [c for c in curves if not c.predicted]
+    assert [(c.label, len(c.points)) for c in measured] == [
+        ("cpu (cpu formulation, step loop), measured", 3),
+        ("cpu (xla formulation, step loop), measured", 3),
+    ]
+    assert [c.at for c in crossings] == [None, None]
+    caption = crossover.crossover_caption(curves, crossings)
+    assert (
+        "no crossing: gpu-h100, predicted is faster at every width than "
+        "cpu (xla formulation, step loop), measured" in caption
+    )
+    ax = crossover.crossover_figure(curves, crossings).axes[0]
+    assert not [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+
+
+def test_crossover_plot_leaves_a_roofline_bound_out():
+    rs, targets = _crossover_records((1.0, 4.0, 16.0), target_ms=2.0)  # no kernels
+    curves, crossings = crossover.crossover_curves(rs + targets)
+    assert [c.predicted for c in curves] == [False] and crossings == []
+    assert "no accelerator curve" in crossover.crossover_caption(curves, crossings)
+
+
+def _scaling_records():
+    measured = _record("s1", CPU, "mlp", 128, median=0.05, width=1024)
+    measured["workload"].update(study="scaling", scaling="weak", dataset="synthetic")
+    v5e_1 = {**V5E_8, "name": "tpu-v5e-1", "chips": 1, "topology": "v5e:1x1"}
+    v5e_16 = {**V5E_8, "name": "tpu-v5e-16", "chips": 16, "topology": "v5e:4x4"}
+    compiled = [
+        _compiled(v5e_1, "mlp", 16, "ok", 0.25, step=1e-3),
+        _compiled(V5E_8, "mlp", 128, "ok", 0.3, step=1.25e-3),
+        _compiled(v5e_16, "mlp", 256, "ok", 0.3, step=1.25e-3),
+        _compiled(V5E_8, "mlp", 256, "ok", 0.3, step=2e-3),  # 32 per chip: one count only
+    ]
+    for r in compiled:
+        r["workload"]["model_overrides"] = {"width": 1024}
+    return measured, compiled
+
+
+def test_scaling_plot_draws_predicted_curves_over_chip_counts_with_their_ideal(monkeypatch):
+    measured, compiled = _scaling_records()
+    steps = [(compiled[0], 1e-3), (compiled[1], 1.25e-3), (compiled[2], 1.25e-3)]
+    _priced_by_one_memory_kernel(monkeypatch, "tpu", [*steps, (compiled[3], 2e-3)])
+    panels = scaling.scaling_curves([measured, *compiled])
+    assert list(panels) == ["mlp width=1024"]
+    curves = panels["mlp width=1024"]
+    assert [(c.label, c.predicted) for c in curves] == [
+        ("cpu single, 128/device, measured", False),
+        ("TPU v5e, 16/chip, predicted", True),
+    ]
+    assert curves[0].points == ((1.0, 128 / 0.05),)
+    predicted = curves[1]
+    assert predicted.xs == [1, 8, 16]
+    assert predicted.ys == pytest.approx([16 / 1e-3, 128 / 1.25e-3, 256 / 1.25e-3])
+    ax = scaling.scaling_figure(panels).axes[0]
+    lines = _lines_by_label(ax)
+    assert lines["TPU v5e, 16/chip, predicted"].get_linestyle() == "--"
+    assert lines["cpu single, 128/device, measured"].get_linestyle() == "None"  # one point
+    ideal = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert len(ideal) == 1
+    assert list(ideal[0].get_ydata()) == pytest.approx([16e3, 8 * 16e3, 16 * 16e3])
+    caption = scaling.scaling_caption(panels, multi_gpu=False)
+    assert "mlp width=1024 on TPU v5e: 80% of ideal at 16 chips against 1 (predicted)" in caption
+    assert "no multi-GPU target compiled yet" in caption
+
+
+def test_scaling_plot_compares_device_sides_where_one_count_lacks_the_hosts(monkeypatch):
+    measured, compiled = _scaling_records()
+    steps = [(compiled[0], 1e-3), (compiled[1], 1.25e-3), (compiled[2], 1.25e-3)]
+    _priced_by_one_memory_kernel(monkeypatch, "tpu", steps)
+    from experiments.studies import targets
+
+    real = targets.prediction
+
+    def one_chip_has_a_host_side(record):
+        block = real(record)
+        if record["target"]["chips"] == 1:  # 0.5 ms of dispatch on top of its kernels
+            step = block["step_time_s"] + 5e-4
+            block.update(step_time_s=step, images_per_s=16 / step, host_s=5e-4)
+            block["host_left_out"] = []
+        else:
+            block["host_left_out"] = ["dispatch (not measured for this placement)"]
+        return block
+
+    monkeypatch.setattr(scaling, "prediction", one_chip_has_a_host_side)
+    curve = scaling.scaling_curves([measured, *compiled])["mlp width=1024"][1]
+    assert curve.label == "TPU v5e, 16/chip (device side only), predicted"
+    assert curve.ys == pytest.approx([16 / 1e-3, 128 / 1.25e-3, 256 / 1.25e-3])
+
+
+def _default(run_id, batch, study=None, formulation="xla"):
+    r = _record(run_id, CPU, "mnist_cnn", batch, median=batch / 1000)
+    r["workload"]["study"] = study
+    r["formulation"] = {"name": formulation}
+    return r
+
+
+def test_throughput_plot_joins_no_two_unrelated_runs(tmp_path):
+    # Two single --model runs at two batches: two points, no line between them.
+    series = default.throughput_series([_default("a1", 64), _default("a22", 128)])
+    assert [len(rs) for rs in series.values()] == [1, 1]
+    assert all("a run of its own" in label for label in series)
+    # A positive control: the default study's two batches, run the same way, are one line;
+    # the same study run with another formulation is another line.
+    rs = [
+        _default("d1", 64, "default"),
+        _default("d22", 128, "default"),
+        _default("d333", 128, "default", formulation="cpu"),
+    ]
+    series = default.throughput_series(rs)
+    assert {label: [r["workload"]["batch_size"] for r in v] for label, v in series.items()} == {
+        "mnist_cnn on cpu, f32, default study": [64, 128],
+        "mnist_cnn [cpu formulation] on cpu, f32, default study": [128],
+    }
+    text, paths = default.throughput_vs_batch(rs, tmp_path)
+    assert paths == [tmp_path / "images_per_s_vs_batch.png"]
+    assert "a single --model run is a point of its own" in text
