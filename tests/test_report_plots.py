@@ -185,3 +185,44 @@ def test_throughput_plot_joins_no_two_unrelated_runs(tmp_path):
     text, paths = default.throughput_vs_batch(rs, tmp_path)
     assert paths == [tmp_path / "images_per_s_vs_batch.png"]
     assert "a single --model run is a point of its own" in text
+
+
+def _precision(run_id, precision, acc, epochs=1):
+    r = _record(run_id, CPU, "mnist_cnn", 128, median=0.09)
+    r["workload"].update(study="precision", dataset="mnist", precision=precision, epochs=epochs)
+    r["test_accuracy"] = acc
+    r["history"] = [
+        {"epoch": e + 1, "test_accuracy": acc - 0.01 * (epochs - e - 1)} for e in range(epochs)
+    ]
+    return r
+
+
+def test_precision_plot_shows_one_epochs_test_error_from_zero_with_its_spread():
+    from experiments.studies import precision
+
+    rs = [_precision("p1", "f32", 0.9837), _precision("p22", "bf16", 0.9853)]
+    bars = precision.test_error_bars(rs)
+    assert [(name, round(error, 4)) for name, error, _ in bars] == [
+        ("cpu: mnist_cnn f32, matmul default", 0.0163),
+        ("cpu: mnist_cnn bf16, matmul default", 0.0147),
+    ]
+    # +-1.96 sqrt(p (1 - p) / 10,000): MNIST's test images
+    assert [half for _, _, half in bars] == pytest.approx(
+        [1.96 * (0.0163 * 0.9837 / 10_000) ** 0.5, 1.96 * (0.0147 * 0.9853 / 10_000) ** 0.5]
+    )
+    acc_ax = precision.precision_figure(rs).axes[1]
+    assert acc_ax.get_xlim()[0] == 0  # bars from 0: no stretched 0.0016 range
+    assert [p.get_x() for p in acc_ax.patches] == [0, 0]
+    assert [p.get_width() for p in acc_ax.patches] == pytest.approx([1.63, 1.47])
+    assert acc_ax.get_legend() is None and not acc_ax.get_lines()
+    assert "epoch" not in acc_ax.get_xlabel()
+
+
+def test_precision_plot_draws_several_epochs_per_epoch_with_the_legend_off_the_data():
+    from experiments.studies import precision
+
+    rs = [_precision("p1", "f32", 0.99, epochs=3), _precision("p22", "bf16", 0.98, epochs=3)]
+    acc_ax = precision.precision_figure(rs).axes[1]
+    assert [list(line.get_xdata()) for line in acc_ax.get_lines()] == [[1, 2, 3], [1, 2, 3]]
+    anchor = acc_ax.get_legend().get_bbox_to_anchor().transformed(acc_ax.transAxes.inverted())
+    assert anchor.y1 < 0  # under the axes
