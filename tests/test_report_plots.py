@@ -226,3 +226,47 @@ def test_precision_plot_draws_several_epochs_per_epoch_with_the_legend_off_the_d
     assert [list(line.get_xdata()) for line in acc_ax.get_lines()] == [[1, 2, 3], [1, 2, 3]]
     anchor = acc_ax.get_legend().get_bbox_to_anchor().transformed(acc_ax.transAxes.inverted())
     assert anchor.y1 < 0  # under the axes
+
+
+def test_bench_plot_is_a_grid_a_row_per_machine_a_column_per_model_one_legend():
+    from test_report_bench import _bench, _on
+
+    from experiments.studies import bench
+
+    rs = []
+    for cpu, extensions in (("AMD EPYC", ["avx2"]), ("Intel Xeon", ["avx2"])):
+        for model in ("mnist_cnn", "lenet5_keras", "mlp"):
+            for batch, rate in ((32, 1000.0), (128, 2000.0)):
+                for r in (
+                    _bench(f"{cpu}{model}{batch}", rate, batch=batch),
+                    _bench(f"{cpu}{model}{batch}t", rate / 2, batch=batch, framework="torch",
+                           mode="eager"),
+                ):  # fmt: skip
+                    r["workload"]["model"] = model
+                    rs.append(_on(r, cpu, extensions))
+    groups = bench._groups(rs)
+    panels = bench.bench_panels(groups)
+    assert len(panels) == 6
+    key = ("cpu", "AMD EPYC (avx2)", "mlp")
+    assert panels[key] == {
+        "jax cpu device f32": [(32, 1000.0), (128, 2000.0)],
+        "torch eager": [(32, 500.0), (128, 1000.0)],
+    }
+    fig = bench.bench_figure(panels, bench._configs(groups))
+    grid = fig.axes[0].get_gridspec()
+    assert (grid.nrows, grid.ncols) == (2, 3)  # not a 1 x 6 strip
+    width, height = fig.get_size_inches() * 100
+    assert width <= 1400 and height <= 1000
+    assert [ax.get_legend() for ax in fig.axes] == [None] * 6 and len(fig.legends) == 1
+    styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()}
+    assert styles == {"jax cpu device f32": "-", "torch eager": "--"}
+    one_colour = {
+        name: {
+            str(line.get_color())
+            for ax in fig.axes
+            for line in ax.get_lines()
+            if line.get_label() == name
+        }
+        for name in styles
+    }
+    assert all(len(c) == 1 for c in one_colour.values())  # one colour per configuration

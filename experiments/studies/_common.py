@@ -265,7 +265,8 @@ def save(fig: Any, path: Path, **savefig: Any) -> Path:
     """`fig` as the image `path` names (its suffix), the old file kept whole until the
     new one is (`records.write_whole`)."""
     plt = pyplot()
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure laid out its own way keeps it
+        fig.tight_layout()
     image = io.BytesIO()
     fig.savefig(image, **{"dpi": 100, "format": path.suffix.lstrip("."), **savefig})
     plt.close(fig)
