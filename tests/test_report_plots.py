@@ -270,3 +270,47 @@ def test_bench_plot_is_a_grid_a_row_per_machine_a_column_per_model_one_legend():
         for name in styles
     }
     assert all(len(c) == 1 for c in one_colour.values())  # one colour per configuration
+
+
+def test_targets_memory_is_one_plot_per_model_linked_from_its_page_with_the_usable_line(tmp_path):
+    from test_report_targets import MX150
+
+    from experiments.studies import targets
+
+    v5e_1 = {**V5E_8, "name": "tpu-v5e-1", "chips": 1, "topology": "v5e:1x1"}
+    rs = [
+        _compiled(MX150, "catsdogs_cnn", 16, "ok", 1.0),
+        _compiled(MX150, "catsdogs_cnn", 32, "oom", 1.75),
+        _compiled(MX150, "catsdogs_cnn", 16, "ok", 0.75, precision="bf16"),
+        _compiled(v5e_1, "catsdogs_cnn", 16, "ok", 1.0),
+        _compiled(v5e_1, "catsdogs_cnn", 32, "ok", 2.0),
+        _compiled(v5e_1, "mnist_cnn", 16, "ok", 0.5),  # one batch: nothing over batch to draw
+    ]
+    for r in rs:  # the records of older runs carry no usable memory: the same rule fills it
+        r["target"] = {k: v for k, v in r["target"].items() if k != "usable_bytes_per_device"}
+    grouped = targets._by_model(targets.compiled(rs))
+    panels = targets.memory_lines(grouped["catsdogs_cnn"])
+    assert list(panels) == ["GPU", "TPU"]
+    assert [(x.target, x.precision, x.points, x.usable) for x in panels["GPU"]] == [
+        ("gpu-mx150", "f32", ((16, 1.0), (32, 1.75)), 1.5),  # 75% of the MX150's 2 GiB
+        ("gpu-mx150", "bf16", ((16, 0.75),), 1.5),
+    ]
+    assert [x.usable for x in panels["TPU"]] == [16.0]  # a TPU's whole HBM
+    fig = targets.memory_figure("catsdogs_cnn", panels)
+    gpu_ax = fig.axes[0]
+    usable = [line for line in gpu_ax.get_lines() if line.get_linestyle() == ":"]
+    assert [list(line.get_ydata()) for line in usable] == [[1.5, 1.5]]
+    styles = [line.get_linestyle() for line in gpu_ax.get_lines() if line not in usable]
+    assert styles == ["-", "--"]
+    legend = gpu_ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["gpu-mx150 (usable 1.5 GiB)"]
+    box = legend.get_bbox_to_anchor().transformed(gpu_ax.transAxes.inverted())
+    assert box.x0 > 1  # beside the axes, off the data
+    _, paths = targets.targets_section(rs, tmp_path)
+    assert [p.name for p in paths] == ["targets_memory_catsdogs_cnn.png"]
+    pages = targets.model_pages(rs)
+    assert (
+        "![catsdogs_cnn: memory per chip per target](../targets_memory_catsdogs_cnn.png)"
+        in (pages["targets-catsdogs_cnn"])
+    )
+    assert "targets_memory" not in pages["targets-mnist_cnn"]

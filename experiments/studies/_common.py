@@ -340,14 +340,6 @@ def throughput_curve(ax: Any, records: list[Record], label: str, note_ooms: bool
     return line
 
 
-def capacity_lines(ax: Any, labels: dict[float, str], fontsize: float, **text: Any) -> None:
-    """A dotted line at each memory capacity (GiB), labelled with the devices that have it."""
-    for capacity, label in labels.items():
-        ax.axhline(capacity, color="gray", linestyle=":", linewidth=1)
-        where = ("axes fraction", "data")
-        ax.annotate(label, (0.01, capacity), xycoords=where, fontsize=fontsize, **text)
-
-
 # --- curves: what a plot draws, as data a test can read --------------------------------
 
 
