@@ -314,3 +314,13 @@ def test_targets_memory_is_one_plot_per_model_linked_from_its_page_with_the_usab
         in (pages["targets-catsdogs_cnn"])
     )
     assert "targets_memory" not in pages["targets-mnist_cnn"]
+
+
+def test_precision_section_says_what_its_bars_and_whiskers_are(tmp_path):
+    from experiments.studies import precision
+
+    rs = [_precision("p1", "f32", 0.9837), _precision("p22", "bf16", 0.9853)]
+    text, paths = precision.precision_study(rs, tmp_path)
+    assert paths == [tmp_path / "study_precision.png"]
+    assert "Left: ms/step, median, whiskers p10-p90. Right: test error after the run's one" in text
+    assert "95% binomial interval of an error rate measured on that many test images" in text

@@ -101,12 +101,12 @@ def precision_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "Compute dtype f32 vs bf16 (parameters and optimizer state stay f32), and f32 "
         "matmuls at JAX's default precision vs highest where recorded."
     )
-    caption = "Left: s/step, median, whiskers p10-p90. Right: " + (
+    caption = "Left: ms/step, median, whiskers p10-p90. Right: " + (
         "test accuracy per epoch."
         if _per_epoch(ok)
         else "test error after the run's one epoch, from 0; whiskers: the 95% binomial "
-        "interval over the test set's images, the spread a second run's test draw "
-        "alone could give (differences inside it are not differences)."
+        "interval of an error rate measured on that many test images (a difference "
+        "inside it is within sampling noise)."
     )
     plot = f"{image('precision', path)}\n\n{caption}"
     return section("Study: precision", intro, table, plot), [path]
