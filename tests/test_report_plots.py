@@ -38,10 +38,10 @@ def test_crossover_plot_draws_the_predicted_curve_dashed_and_marks_the_crossing(
     rs, targets = _crossover_records((1.0, 4.0, 16.0), target_ms=2.0)
     _priced_by_one_memory_kernel(monkeypatch, "gpu", [(t, 2e-3) for t in targets])
     curves, crossings = crossover.crossover_curves(rs + targets)
-    cpu_label = "cpu (xla formulation, step loop), measured"
+    cpu_label = "cpu measured (xla formulation, step loop)"
     assert [(c.label, c.predicted) for c in curves] == [
         (cpu_label, False),
-        ("gpu-h100, predicted", True),
+        ("gpu-h100 predicted", True),
     ]
     assert curves[0].points == tuple(
         (float(PARAMS[w]), ms / 1e3) for w, ms in zip(PARAMS, (1.0, 4.0, 16.0), strict=True)
@@ -49,18 +49,18 @@ def test_crossover_plot_draws_the_predicted_curve_dashed_and_marks_the_crossing(
     assert curves[1].ys == pytest.approx([2e-3] * 3)
     # The CPU is 2x faster at 64 and 2x slower at 256: the crossing is their log midpoint.
     crossing = (PARAMS[64] * PARAMS[256]) ** 0.5
-    assert [(c.slower, c.faster) for c in crossings] == [(cpu_label, "gpu-h100, predicted")]
+    assert [(c.slower, c.faster) for c in crossings] == [(cpu_label, "gpu-h100 predicted")]
     assert crossings[0].at == pytest.approx(crossing)
     fig = crossover.crossover_figure(curves, crossings)
     ax = fig.axes[0]
     lines = _lines_by_label(ax)
     assert lines[cpu_label].get_linestyle() == "-"
-    assert lines["gpu-h100, predicted"].get_linestyle() == "--"
-    assert len(lines["gpu-h100, predicted"].get_xdata()) == 3
+    assert lines["gpu-h100 predicted"].get_linestyle() == "--"
+    assert len(lines["gpu-h100 predicted"].get_xdata()) == 3
     dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
     assert [line.get_xdata()[0] for line in dotted] == pytest.approx([crossing])
     caption = crossover.crossover_caption(curves, crossings)
-    assert f"gpu-h100, predicted is faster than {cpu_label} above {crossing:,.0f} params" in caption
+    assert f"gpu-h100 predicted is faster than {cpu_label} above {crossing:,.0f} params" in caption
 
 
 def test_crossover_plot_says_why_there_is_no_crossing_and_keeps_formulations_apart(monkeypatch):
@@ -71,14 +71,14 @@ def test_crossover_plot_says_why_there_is_no_crossing_and_keeps_formulations_apa
     # Two formulations: two measured curves of three points each, not one zigzag of six.
     measured = [c for c in curves if not c.predicted]
     assert [(c.label, len(c.points)) for c in measured] == [
-        ("cpu (cpu formulation, step loop), measured", 3),
-        ("cpu (xla formulation, step loop), measured", 3),
+        ("cpu measured (cpu formulation, step loop)", 3),
+        ("cpu measured (xla formulation, step loop)", 3),
     ]
     assert [c.at for c in crossings] == [None, None]
     caption = crossover.crossover_caption(curves, crossings)
     assert (
-        "no crossing: gpu-h100, predicted is faster at every width than "
-        "cpu (xla formulation, step loop), measured" in caption
+        "no crossing: gpu-h100 predicted is faster at every width than "
+        "cpu measured (xla formulation, step loop)" in caption
     )
     ax = crossover.crossover_figure(curves, crossings).axes[0]
     assert not [line for line in ax.get_lines() if line.get_linestyle() == ":"]

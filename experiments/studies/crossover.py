@@ -173,12 +173,12 @@ def crossover_curves(records: list[Record]) -> tuple[list[Curve], list[Crossing]
             for r in rs:
                 by_run[ran_as(r)].append(r)
             for run, runs in sorted(by_run.items()):
-                c = curve(f"{device} ({run}), measured{suffix}", _points(runs))
+                c = curve(f"{device} measured ({run}){suffix}", _points(runs))
                 (cpus if is_cpu(runs[0]) else others).append(c)
         by_target, methods, _ = _predicted_series(records, by_device)
         for target, steps in sorted(by_target.items()):
             if methods[target] == "per-kernel":
-                others.append(curve(f"{target}{suffix}", steps.items(), predicted=True))
+                others.append(curve(f"{target} predicted{suffix}", steps.items(), True))
         curves += cpus + others
         crossings += [_crossing(a, b) for a in cpus for b in others]
     return curves, crossings
