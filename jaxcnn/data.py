@@ -31,7 +31,7 @@ IDX_CLASSES = 10  # MNIST and Fashion-MNIST: labels 0..9
 _DIGITS_TEST_FRACTION = 0.2
 _DIGITS_COUNT = 1797  # scikit-learn's load_digits
 FILE_DATASETS = ("mnist", "fashion_mnist")  # read from --data-dir's IDX files, or TFDS
-_TFDS_TRAIN = 60_000  # both: 60,000 train and 10,000 test images
+_TFDS_TRAIN, _TFDS_TEST = 60_000, 10_000  # both: 60,000 train and 10,000 test images
 SYNTHETIC_TRAIN, SYNTHETIC_TEST = 2048, 512
 
 
@@ -104,6 +104,17 @@ def _data_length(path: Path) -> int:
     with open(path, "rb") as handle:
         handle.seek(-4, os.SEEK_END)
         return int.from_bytes(handle.read(4), "little")
+
+
+def test_size(name: str) -> int | None:
+    """The number of test images `load(name, "test")` returns for a dataset's standard
+    split (MNIST's and Fashion-MNIST's 10,000, digits' fixed 359, synthetic's default):
+    what an accuracy measured on it is a share of. None for an unknown name."""
+    if name == "digits":
+        return round(_DIGITS_COUNT * _DIGITS_TEST_FRACTION)
+    if name == "synthetic":
+        return SYNTHETIC_TEST
+    return _TFDS_TEST if name in FILE_DATASETS else None
 
 
 def synthetic(

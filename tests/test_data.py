@@ -207,6 +207,13 @@ def test_batches_shuffle_per_epoch_and_pad_the_last_with_mask_zero():
     assert sorted(np.concatenate([b["label"][b["mask"] > 0] for b in tail])) == list(range(10))
 
 
+def test_test_size_is_the_standard_test_split():
+    assert data.test_size("digits") == len(data.load("digits", "test")[1]) == 359
+    assert data.test_size("synthetic") == len(data.load("synthetic", "test")[1])
+    assert data.test_size("mnist") == data.test_size("fashion_mnist") == 10_000
+    assert data.test_size("imagenet") is None
+
+
 def test_train_size_is_what_load_returns_without_reading_it(idx_dir):
     assert data.train_size("digits") == len(data.load("digits", "train")[1]) == 1438
     assert data.train_size("synthetic") == len(data.load("synthetic", "train")[1])

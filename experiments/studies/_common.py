@@ -6,6 +6,7 @@ that listing the studies stays fast).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -59,8 +60,35 @@ def sort_key(record: Record) -> tuple:
     return tuple((value is not None, value) for value in cell(record))
 
 
+def ran_as(record: Record) -> str:
+    """How a step ran: its formulation and loop (`xla formulation, step loop`), what
+    sets a CPU's step time beside the workload."""
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    return f"{formulation} formulation, {record.get('loop') or 'step'} loop"
+
+
 def study_of(record: Record) -> str | None:
     return record["workload"].get("study")
+
+
+def run_series(record: Record) -> tuple:
+    """What the points of one plotted line share: one study's records of a model on one
+    device and host, on the same data, precision, placement, formulation and loop. A
+    record outside the named studies (a single --model run) is a run of its own and is
+    joined to no other: two such runs at two batch sizes are two commands, not a sweep."""
+    w = record["workload"]
+    study = study_of(record)
+    host = record["device"].get("host") or record["env"].get("host")
+    return (
+        ("run", record["run_id"]) if study is None else ("study", study),
+        model_label(record),
+        device_label(record),
+        host,
+        w.get("dataset"),
+        precision_of(record),
+        w["strategy"],
+        ran_as(record),
+    )
 
 
 def only_ok(records: list[Record]) -> list[Record]:
@@ -252,7 +280,8 @@ def save(fig: Any, path: Path, **savefig: Any) -> Path:
     """`fig` as the image `path` names (its suffix), the old file kept whole until the
     new one is (`records.write_whole`)."""
     plt = pyplot()
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure laid out its own way keeps it
+        fig.tight_layout()
     image = io.BytesIO()
     fig.savefig(image, **{"dpi": 100, "format": path.suffix.lstrip("."), **savefig})
     plt.close(fig)
@@ -292,6 +321,15 @@ def count_ticks(ax: Any, values: Any) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def plain_log_y(ax: Any) -> None:
+    """A log y axis ticked 1, 2, 5 per decade in plain numbers (12,000, not 1.2 x 10^4)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def epoch_ticks(*axes: Any) -> None:
     """Whole epochs only on the x axis."""
     from matplotlib.ticker import MaxNLocator
@@ -317,9 +355,57 @@ def throughput_curve(ax: Any, records: list[Record], label: str, note_ooms: bool
     return line
 
 
-def capacity_lines(ax: Any, labels: dict[float, str], fontsize: float, **text: Any) -> None:
-    """A dotted line at each memory capacity (GiB), labelled with the devices that have it."""
-    for capacity, label in labels.items():
-        ax.axhline(capacity, color="gray", linestyle=":", linewidth=1)
-        where = ("axes fraction", "data")
-        ax.annotate(label, (0.01, capacity), xycoords=where, fontsize=fontsize, **text)
+# --- curves: what a plot draws, as data a test can read --------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+    """One series a plot draws: its legend label, its (x, y) points in x order, and
+    whether it is a prediction (dashed) or a measurement (solid). A curve of one point
+    is a marker: there is nothing to join."""
+
+    label: str
+    points: tuple[tuple[float, float], ...]
+    predicted: bool = False
+
+    @property
+    def xs(self) -> list[float]:
+        return [x for x, _ in self.points]
+
+    @property
+    def ys(self) -> list[float]:
+        return [y for _, y in self.points]
+
+
+PREDICTED_STYLE = "--"
+MEASURED_STYLE = "-"
+
+
+def curve(label: str, points: Any, predicted: bool = False) -> Curve:
+    """A Curve of `points` sorted by x; a predicted curve's label says so."""
+    if predicted and "predicted" not in label:
+        label += ", predicted"
+    return Curve(label, tuple(sorted((float(x), float(y)) for x, y in points)), predicted)
+
+
+def draw_curve(ax: Any, c: Curve, **style: Any) -> Any:
+    """`c` on `ax`: dashed where predicted, solid where measured, a marker alone where it
+    has one point; its line (for its colour)."""
+    linestyle = "none" if len(c.points) < 2 else PREDICTED_STYLE if c.predicted else MEASURED_STYLE
+    marker = "s" if c.predicted else "o"
+    options = {"marker": marker, "linestyle": linestyle, "label": c.label, **style}
+    if c.predicted:
+        options.setdefault("markerfacecolor", "none")  # hollow: not a measurement
+    return ax.plot(c.xs, c.ys, **options)[0]
+
+
+def legend_below(ax: Any, columns: int = 2, fontsize: str = "small") -> None:
+    """The legend under the axes, off the data."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=columns,
+            fontsize=fontsize,
+            frameon=False,
+        )

@@ -37,10 +37,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from experiments.records import took_turns
 from experiments.studies import bench_cells, bench_paired
-from experiments.studies._common import field, latest_by, only_ok, pyplot, same_step, save, when
+from experiments.studies._common import (
+    field,
+    latest_by,
+    only_ok,
+    plain_log_y,
+    pyplot,
+    same_step,
+    save,
+    when,
+)
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
 from experiments.studies.bench_cells import GOAL
 from experiments.tables import markdown_table, markdown_text
@@ -494,38 +504,80 @@ def bench_block(records: list[Record], image: str | None) -> str:
     return f"{INTRO}\n\n{table}{held}{best}\n\n{provenance}{plot}{rest}"
 
 
-def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Path | None:
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+Panels = dict[tuple[str, str, str], dict[str, list[tuple[int, float]]]]
 
-    series: dict[tuple, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+
+def bench_panels(groups: dict[tuple, dict[str, list[Record]]]) -> Panels:
+    """{(platform, machine, model): {configuration: [(batch, images/s)]}}: the bench
+    plot's panels, each configuration's shown figure (`_shown`) over batches."""
+    panels: Panels = defaultdict(lambda: defaultdict(list))
     for (platform, machine, model, batch), cells in groups.items():
         for name in cells:
             r = _shown(cells, name)
-            if r["status"] == "ok":
-                series[(platform, machine, model)][name].append((batch, _rate(r)))
-    if not series:
-        return None
-    size = (5 * len(series), 4.2)
-    fig, axes = pyplot().subplots(1, len(series), figsize=size, squeeze=False)
-    configs = _configs(groups)
-    for ax, ((platform, machine, model), lines) in zip(
-        axes[0], sorted(series.items()), strict=True
-    ):
+            if r is not None and r["status"] == "ok":
+                panels[(platform, machine, model)][name].append((batch, _rate(r)))
+    return {k: {n: sorted(v) for n, v in lines.items()} for k, lines in sorted(panels.items())}
+
+
+def bench_figure(panels: Panels, configs: list[str]) -> Any:
+    """A small multiple readable at page width: a row per machine, a column per model,
+    one colour per configuration across every panel (JAX solid, peers dashed), and one
+    legend under the grid."""
+    from matplotlib.ticker import NullFormatter
+
+    machines = sorted({(platform, machine) for platform, machine, _ in panels})
+    models = sorted({model for _, _, model in panels})
+    fig, axes = pyplot().subplots(
+        len(machines),
+        len(models),
+        figsize=(4.2 * len(models), 3.2 * len(machines) + 1.4),
+        squeeze=False,
+        layout="constrained",  # room for the legend outside the grid
+    )
+    palette = pyplot().get_cmap("tab20").colors
+    colours = {name: palette[i % len(palette)] for i, name in enumerate(configs)}
+    for (platform, machine, model), lines in panels.items():
+        ax = axes[machines.index((platform, machine))][models.index(model)]
         for name in configs:
-            points = sorted(lines.get(name, []))
+            points = lines.get(name)
             if points:
-                style = "--" if not name.startswith("jax") else "-"
-                ax.plot(*zip(*points, strict=True), style, marker="o", label=name)
-        ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="images/s")
+                style = "-" if name.startswith("jax") else "--"
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, style, marker="o", markersize=3, color=colours[name], label=name)
+        ax.set(xscale="log", yscale="log")
         batches = sorted({b for points in lines.values() for b, _ in points})
         ax.set_xticks(batches, [str(b) for b in batches])  # the measured sizes only
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        plain_log_y(ax)
+        ax.tick_params(labelsize="small")
         ax.set_title(f"{model} on {_where(platform, machine)}", fontsize="small")
-        ax.legend(fontsize="xx-small")
-    return save(fig, path, dpi=110)
+    for ax in axes[-1]:
+        ax.set_xlabel("batch")
+    for row in axes:
+        row[0].set_ylabel("images/s")
+    for ax in axes.flat:
+        if not ax.get_lines():
+            ax.set_visible(False)
+    handles = {}
+    for ax in axes.flat:
+        for line in ax.get_lines():
+            handles.setdefault(line.get_label(), line)
+    fig.legend(
+        [handles[n] for n in configs if n in handles],
+        [n for n in configs if n in handles],
+        loc="outside lower center",
+        ncol=4,
+        fontsize="small",
+        frameon=False,
+    )
+    return fig
+
+
+def _bench_plot(groups: dict[tuple, dict[str, list[Record]]], path: Path) -> Path | None:
+    panels = bench_panels(groups)
+    if not panels:
+        return None
+    return save(bench_figure(panels, _configs(groups)), path, dpi=100)
 
 
 def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:

@@ -14,23 +14,30 @@ GPU/TPU < 1 min (a guess).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from experiments import analysis, predictions
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
+    Curve,
+    curve,
+    draw_curve,
     field,
     image,
     in_study,
     is_cpu,
+    legend_below,
     log_axes,
     median_step,
     no_accelerator,
     on_accelerator,
     only_ok,
     pyplot,
+    ran_as,
     same_step,
     save,
     section,
@@ -110,32 +117,26 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     series = _crossover_series(records)
     if not series:
         return "", []
-    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     parts = []
     for (model, dataset, batch, precision), by_device in sorted(series.items()):
         name = f"{model}, {dataset}, batch {batch}, {precision}"
         points = {d: _points(rs) for d, rs in by_device.items()}
         devices = sorted(by_device)
-        for device in devices:
-            ax.plot(*zip(*points[device], strict=True), marker="o", label=f"{device}: {name}")
         rows = _by_params({d: dict(p) for d, p in points.items()}, devices)
         parts.append(f"{name}:\n\n" + markdown_table(["params", *devices], rows))
         cpus = [d for d in devices if is_cpu(by_device[d][0])]
-        verdicts = []
-        for a in cpus:
-            for b in (d for d in devices if d not in cpus):
-                row, point = _verdict(points[a], points[b], (a, b), (a, b))
-                verdicts.append(row)
-                if point is not None:
-                    ax.axvline(point, color="gray", linestyle=":", linewidth=1)
+        verdicts = [
+            _verdict(points[a], points[b], (a, b), (a, b))[0]
+            for a in cpus
+            for b in (d for d in devices if d not in cpus)
+        ]
         if verdicts:
             headers = ["A", "B", "B faster above (params)", "faster at smallest / largest"]
             parts.append(markdown_table(headers, verdicts))
             parts.append(_speedups(records, by_device, cpus))
         parts.append(predicted_crossover(records, by_device))
-    title = "Step time vs trainable parameters (dotted: crossover)"
-    log_axes(ax, "trainable parameters", "s / step (median)", title)
-    path = save(fig, out / "study_crossover.png")
+    curves, crossings = crossover_curves(records)
+    path = save(crossover_figure(curves, crossings), out / "study_crossover.png")
     intro = (
         "Step time vs trainable parameters per device (seed 002). The crossover is where "
         "the accelerator's step time drops below the CPU's for good: log-log linear "
@@ -143,7 +144,99 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "(each side labelled: *measured*, a step timed on a device at hand, or "
         "*predicted*, the step compiled for a chip not at hand)."
     )
-    return section("Study: crossover", intro, *parts, image("crossover", path)), [path]
+    plot = f"{image('crossover', path)}\n\n{crossover_caption(curves, crossings)}"
+    return section("Study: crossover", intro, *parts, plot), [path]
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossing:
+    """Where curve `faster` passes curve `slower` (a CPU's, measured) for good, in
+    trainable parameters; `at` None where it does not, and `why` says why."""
+
+    slower: str
+    faster: str
+    at: float | None
+    why: str = ""
+
+
+def crossover_curves(records: list[Record]) -> tuple[list[Curve], list[Crossing]]:
+    """What the crossover plot draws: each device's measured step time over trainable
+    parameters (one curve per way it ran: formulation and loop), each target's predicted
+    one (per-kernel model of the same widths' steps compiled for it; a roofline bound is
+    no prediction and is left out), and each CPU curve's crossing with every other."""
+    curves: list[Curve] = []
+    crossings: list[Crossing] = []
+    series = _crossover_series(records)
+    for key, by_device in sorted(series.items()):
+        suffix = "" if len(series) == 1 else f" ({', '.join(map(str, key))})"
+        cpus, others = [], []
+        for device, rs in sorted(by_device.items()):
+            by_run: dict[str, list[Record]] = defaultdict(list)
+            for r in rs:
+                by_run[ran_as(r)].append(r)
+            for run, runs in sorted(by_run.items()):
+                c = curve(f"{device} measured ({run}){suffix}", _points(runs))
+                (cpus if is_cpu(runs[0]) else others).append(c)
+        by_target, methods, _ = _predicted_series(records, by_device)
+        for target, steps in sorted(by_target.items()):
+            if methods[target] == "per-kernel":
+                others.append(curve(f"{target} predicted{suffix}", steps.items(), True))
+        curves += cpus + others
+        crossings += [_crossing(a, b) for a in cpus for b in others]
+    return curves, crossings
+
+
+def _crossing(cpu: Curve, other: Curve) -> Crossing:
+    """Where `other` passes the CPU's curve for good, or why it does not."""
+    at = analysis.crossover_point(cpu.points, other.points)
+    if at is not None:
+        return Crossing(cpu.label, other.label, at)
+    ends = analysis.faster_at_ends(cpu.points, other.points)
+    why = {
+        None: "has no width in common with",
+        ("B", "B"): "is faster at every width than",
+        ("A", "A"): "is slower at every width than",
+    }.get(ends, "is faster at the smallest width only than")
+    return Crossing(cpu.label, other.label, None, why)
+
+
+def crossover_figure(curves: list[Curve], crossings: list[Crossing]) -> Any:
+    """The measured curves solid, the predicted dashed, each crossing a dotted line."""
+    fig, ax = pyplot().subplots(figsize=(8, 6))
+    for c in curves:
+        draw_curve(ax, c)
+    for crossing in crossings:
+        if crossing.at is not None:
+            ax.axvline(crossing.at, color="gray", linestyle=":", linewidth=1)
+            ax.annotate(
+                f"crossing: {crossing.at:,.0f}",
+                (crossing.at, 0.02),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                fontsize="x-small",
+                ha="right",
+            )
+    title = "Step time vs trainable parameters (solid: measured, dashed: predicted)"
+    log_axes(ax, "trainable parameters", "s / step (median)", title, legend=None)
+    legend_below(ax, columns=1)
+    return fig
+
+
+def crossover_caption(curves: list[Curve], crossings: list[Crossing]) -> str:
+    """The plot's line: what solid and dashed are, and each crossing or why there is none."""
+    said = [
+        f"{c.faster} is faster than {c.slower} above {c.at:,.0f} params"
+        if c.at is not None
+        else f"no crossing: {c.faster} {c.why} {c.slower}"
+        for c in crossings
+    ]
+    if not crossings:
+        said = ["no accelerator curve, measured or predicted, to cross the CPU's"]
+    return (
+        "Solid: measured; dashed, hollow squares: predicted (the per-kernel model of the "
+        "step compiled for the target, never run); dotted: a crossing. "
+        + f"Crossings: {'; '.join(said)}."
+    )
 
 
 def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: list[str]) -> str:

@@ -26,12 +26,18 @@ from experiments.studies._common import (
     generic,
     image,
     latest,
+    legend_below,
     log_axes,
     median_step,
     only_ok,
+    plain_log_y,
+    precision_of,
     pyplot,
+    run_series,
     save,
+    study_of,
     throughput_curve,
+    when,
     workload_label,
 )
 from experiments.studies.base import Record, Study
@@ -99,27 +105,45 @@ def step_time_vs_params(records: list[Record], out: Path) -> tuple[str, list[Pat
     return "## Step time vs trainable parameters\n\n" + image("step time", path), [path]
 
 
-def throughput_vs_batch(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    groups: dict[str, list[Record]] = defaultdict(list)
+def throughput_series(records: list[Record]) -> dict[str, list[Record]]:
+    """{label: records} of the throughput plot, one line each: the ok and OOM records
+    outside the named studies, grouped by `run_series` (points of unrelated runs are
+    never joined: each such run is a line of one point)."""
+    groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in latest(generic(records)):
         if r["status"] in ("ok", "oom"):
-            groups[f"{model_label(r)} on {device_label(r)}"].append(r)
-    # A curve needs two batch sizes, or an OOM to show.
-    groups = {
-        k: v
-        for k, v in groups.items()
-        if len({batch_size(r) for r in v}) > 1 or any(r["status"] == "oom" for r in v)
-    }
-    if not groups:
+            groups[run_series(r)].append(r)
+    series = {}
+    for key, rs in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
+        first = rs[0]
+        who = f"{model_label(first)} on {device_label(first)}, {precision_of(first)}"
+        if key[0][0] == "run":
+            label = f"{who}, a run of its own ({when(first)[:19].replace('T', ' ')})"
+            series[label if label not in series else f"{label}, {first['run_id']}"] = rs
+        else:
+            series[f"{who}, {study_of(first)} study"] = rs
+    return dict(sorted(series.items()))
+
+
+def throughput_vs_batch(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    series = throughput_series(records)
+    batches = {batch_size(r) for rs in series.values() for r in rs}
+    oom = any(r["status"] == "oom" for rs in series.values() for r in rs)
+    if len(batches) < 2 and not oom:  # nothing over batch to show
         return "", []
-    fig, ax = pyplot().subplots(figsize=(7, 4.5))
-    for label, rs in sorted(groups.items()):
+    fig, ax = pyplot().subplots(figsize=(8, 5.5))
+    for label, rs in series.items():
         throughput_curve(ax, rs, label, note_ooms=True)
-    oom = any(r["status"] == "oom" for rs in groups.values() for r in rs)
     title = "Throughput vs batch size" + (" (x = out of memory)" if oom else "")
-    log_axes(ax, "batch size", "images / s", title, legend="small")
+    log_axes(ax, "batch size", "images / s", title, sorted(batches), legend=None)
+    plain_log_y(ax)
+    legend_below(ax, columns=1)
     path = save(fig, out / "images_per_s_vs_batch.png")
-    return "## Throughput vs batch size\n\n" + image("throughput", path), [path]
+    caption = (
+        "Lines join the batches of one study's sweep only (same host, precision, "
+        "formulation and loop); a single --model run is a point of its own."
+    )
+    return f"## Throughput vs batch size\n\n{image('throughput', path)}\n\n{caption}", [path]
 
 
 def mfu_per_device(records: list[Record], out: Path) -> tuple[str, list[Path]]:

@@ -15,23 +15,31 @@ Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from experiments import analysis
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
+    Curve,
     batch_size,
+    curve,
+    draw_curve,
     fmt_images,
     fmt_pct,
     fmt_step,
     image,
     in_study,
+    legend_below,
     log_axes,
     no_accelerator,
     on_accelerator,
     only_ok,
     overrides,
+    plain_log_y,
+    precision_of,
     pyplot,
     save,
     section,
@@ -107,25 +115,14 @@ def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if not groups:
         return "", []
     rows = []
-    modes = sorted({key[0] for key in groups})
-    fig, axes = pyplot().subplots(1, len(modes), figsize=(5.5 * len(modes), 4.5), squeeze=False)
     for (mode, model, strategy, chip), by_count in sorted(groups.items()):
         throughput = {n: r["images_per_s"] for n, r in by_count.items()}
         efficiency = analysis.scaling_efficiency(throughput)
         for n, r in sorted(by_count.items()):
             row = [mode, model, strategy, chip, n, batch_size(r), fmt_step(r), fmt_images(r)]
             rows.append([*row, fmt_pct(efficiency.get(n))])
-        ax = axes[0][modes.index(mode)]
-        counts = sorted(throughput)
-        label = f"{model} {strategy} on {chip}"
-        line = ax.plot(counts, [throughput[n] for n in counts], marker="o", label=label)[0]
-        if 1 in throughput:  # perfect scaling from the one-device point
-            ideal = [n * throughput[1] for n in counts]
-            ax.plot(counts, ideal, linestyle="--", color=line.get_color(), linewidth=1)
-    for mode, ax in zip(modes, axes[0], strict=True):
-        counts = [n for key, by in groups.items() if key[0] == mode for n in by]
-        log_axes(ax, "devices", "images / s", f"{mode} scaling (dashed: N x one device)", counts)
-    path = save(fig, out / "study_scaling.png")
+    panels = scaling_curves(records)
+    path = save(scaling_figure(panels), out / "study_scaling.png")
     headers = ["scaling", "model", "strategy", "device", "N", "global batch", "s/step"]
     table = markdown_table([*headers, "images/s", "efficiency"], rows)
     intro = (
@@ -135,7 +132,149 @@ def scaling_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "efficiency = speedup at N / N, the same ratio of throughputs."
     )
     predicted = predicted_scaling(records, measured)
-    return section("Study: scaling", intro, table, predicted, image("scaling", path)), [path]
+    multi_gpu = any(
+        target_field(r, "platform") == "gpu" and (target_field(r, "chips") or 1) > 1
+        for r in compiled(records)
+    )
+    plot = f"{image('scaling', path)}\n\n{scaling_caption(panels, multi_gpu)}"
+    return section("Study: scaling", intro, table, predicted, plot), [path]
+
+
+def scaling_curves(records: list[Record]) -> dict[str, list[Curve]]:
+    """{model: curves}: what the scaling plot draws, weak scaling (the batch per chip
+    held). Per chip, the images/s the per-kernel model predicts over the chip counts
+    its targets were compiled for (f32, at the batch per chip compiled for the most
+    counts; a chip compiled for one count only draws no curve), and per strategy the
+    images/s this study measured over the devices at hand."""
+    found: dict[tuple[str, str, int], dict[int, Record]] = defaultdict(dict)
+    for r in compiled(records):
+        chips = target_field(r, "chips") or 1
+        per_kernel = prediction_method(r) == "per-kernel"
+        if fits_chip(r) and per_kernel and prediction(r).get("images_per_s"):
+            if precision_of(r) == "f32" and batch_size(r) % chips == 0:
+                key = (model_label(r), str(target_field(r, "chip")), batch_size(r) // chips)
+                found[key][chips] = r
+    best: dict[tuple[str, str], tuple[int, dict[int, Record]]] = {}
+    for (model, chip, per_chip), by_chips in sorted(found.items()):
+        if len(by_chips) > len(best.get((model, chip), (0, {}))[1]):
+            best[(model, chip)] = (per_chip, by_chips)  # ties: the smaller batch per chip
+    panels: dict[str, list[Curve]] = defaultdict(list)
+    for (model, chip), (per_chip, by_chips) in sorted(best.items()):
+        if len(by_chips) > 1:
+            panels[model].append(_predicted_curve(f"{chip}, {per_chip}/chip", by_chips))
+    for model, measured in _measured_weak(records).items():
+        if model in panels or any(len(c.points) > 1 for c in measured):
+            panels[model] = measured + panels[model]
+        else:  # a point per strategy on one device: one panel for all such models
+            panels[MEASURED_HERE] += [
+                dataclasses.replace(c, label=f"{model}: {c.label}") for c in measured
+            ]
+    return dict(panels)
+
+
+MEASURED_HERE = "measured here, no multi-chip prediction"
+
+
+DEVICE_SIDE = "device side only"
+
+
+def _predicted_curve(label: str, by_chips: dict[int, Record]) -> Curve:
+    """Predicted images/s over chip counts; where the points' host sides leave out
+    different parts (a placement whose dispatch no run measured has none), each point's
+    device side alone, so that no point gains by what its prediction lacks."""
+    blocks = {n: prediction(r) for n, r in by_chips.items()}
+    left_out = {tuple(b.get("host_left_out") or ()) for b in blocks.values()}
+    if len(left_out) == 1 or not all(b.get("device_s") for b in blocks.values()):
+        return curve(label, [(n, b["images_per_s"]) for n, b in blocks.items()], predicted=True)
+    points = [(n, batch_size(by_chips[n]) / b["device_s"]) for n, b in blocks.items()]
+    return curve(f"{label} ({DEVICE_SIDE})", points, predicted=True)
+
+
+def _measured_weak(records: list[Record]) -> dict[str, list[Curve]]:
+    """{model: curves}: images/s this study measured over device counts, weak scaling,
+    per strategy and device."""
+    groups: dict[tuple, dict[int, float]] = defaultdict(dict)
+    for r in only_ok(in_study(records, "scaling")):
+        if (r["workload"].get("scaling") or "weak") == "weak":
+            n = r["device"]["count"]
+            per_device = batch_size(r) // n
+            key = (model_label(r), chip_label(r), r["workload"]["strategy"], per_device)
+            groups[key][n] = r["images_per_s"]
+    curves: dict[str, list[Curve]] = defaultdict(list)
+    for (model, chip, strategy, per_device), by_count in sorted(groups.items()):
+        label = f"{chip} {strategy}, {per_device}/device, measured"
+        curves[model].append(curve(label, by_count.items()))
+    return curves
+
+
+def ideal(c: Curve) -> Curve:
+    """Perfect scaling from a curve's fewest devices: N/N0 x its images/s there."""
+    n0, y0 = c.points[0]
+    return curve(f"{c.label}: ideal", [(n, y0 * n / n0) for n in c.xs], c.predicted)
+
+
+def scaling_figure(panels: dict[str, list[Curve]]) -> Any:
+    """One panel per model, images/s over chips, log-log: predicted dashed, measured
+    solid, each curve's ideal scaling dotted in its colour."""
+    names = sorted(panels, key=lambda m: (m != MEASURED_HERE, m))
+    cols = min(3, max(len(names), 1))
+    rows_n = max(1, -(-len(names) // cols))
+    fig, axes = pyplot().subplots(rows_n, cols, figsize=(4.4 * cols, 3.6 * rows_n), squeeze=False)
+    for ax, model in zip(axes.flat, names, strict=False):
+        counts = []
+        for c in panels[model]:
+            line = draw_curve(ax, c)
+            counts += c.xs
+            if len(c.points) > 1:
+                i = ideal(c)
+                ax.plot(i.xs, i.ys, linestyle=":", color=line.get_color(), linewidth=1)
+        log_axes(ax, "chips (devices)", "images / s", model, counts, legend=None)
+        plain_log_y(ax)
+        if any(len(c.points) > 1 for c in panels[model]):
+            ax.legend(fontsize="x-small", loc="upper left")  # rising curves leave it empty
+        else:  # points at one count sit mid-panel: the legend goes under the axes
+            legend_below(ax, columns=1, fontsize="x-small")
+    for ax in list(axes.flat)[len(names) :]:
+        ax.set_visible(False)
+    if not names:
+        axes[0][0].set_title("no measured or predicted scaling")
+    fig.suptitle(
+        "Weak scaling, f32: images/s over chips (dashed: predicted; solid or a dot: "
+        "measured; dotted: ideal, N x the fewest chips' images/s)",
+        fontsize="medium",
+    )
+    return fig
+
+
+def scaling_caption(panels: dict[str, list[Curve]], multi_gpu: bool) -> str:
+    """The plot's line: what is drawn, each curve's efficiency at its most chips, and
+    whether any multi-GPU target was compiled (`multi_gpu`)."""
+    said = []
+    for model, curves in sorted(panels.items()):
+        for c in curves:
+            if len(c.points) > 1:
+                (n0, y0), (n1, y1) = c.points[0], c.points[-1]
+                kind = "predicted" if c.predicted else "measured"
+                share = y1 / (y0 * n1 / n0)
+                said.append(
+                    f"{model} on {c.label.split(',')[0]}: {share:.0%} of ideal at "
+                    f"{n1:g} chips against {n0:g} ({kind})"
+                )
+    one = "; ".join(said) if said else "no curve of two chip counts or more"
+    return (
+        "Weak scaling (the batch per chip held), f32; predicted: the per-kernel model of "
+        "the step compiled for each slice (collectives as its compiler emitted them), "
+        "never run"
+        + ("" if multi_gpu else "; no multi-GPU target compiled yet, so no GPU curve")
+        + (
+            f"; {DEVICE_SIDE}: the kernels' time alone, where one chip count's prediction "
+            "has a host side the other's lacks (no run measured the sharded placement's "
+            "dispatch)"
+            if any(DEVICE_SIDE in c.label for cs in panels.values() for c in cs)
+            else ""
+        )
+        + f". {one}."
+    )
 
 
 PREDICTED_HEADERS = [

@@ -23,6 +23,7 @@ timed on a device at hand). Every heading says which.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -33,8 +34,8 @@ from experiments.labels import model_label, workload_kind
 from experiments.studies._common import (
     PAGES,
     batch_size,
-    capacity_lines,
     latest_by,
+    plain_log_y,
     precision_of,
     pyplot,
     save,
@@ -82,7 +83,6 @@ def cells(smoke: bool = False) -> list[TargetCell]:
 
 GIB = analysis.GIB
 COMMAND = "python -m experiments.run --study=targets"
-PLOT = "targets_memory.png"
 
 
 def is_compiled(record: Record) -> bool:
@@ -358,53 +358,111 @@ def refusals(rs: list[Record]) -> str:
     return "The compiler refused:\n\n" + "\n".join(lines) if lines else ""
 
 
-def _memory_plot(grouped: ByModel, out: Path) -> Path:
+def usable_gib(record: Record) -> float | None:
+    """The memory a JAX program can use of one of the record's chips, in GiB: the
+    record's `usable_bytes_per_device` (what its `fits` was judged against), else the
+    same rule applied to its datasheet memory (jaxcnn.targets.USABLE_FRACTION)."""
+    from jaxcnn.targets import USABLE_FRACTION
+
+    usable = target_field(record, "usable_bytes_per_device")
+    if usable is None:
+        memory = target_field(record, "memory_per_chip_bytes")
+        fraction = USABLE_FRACTION.get(str(target_field(record, "platform")))
+        usable = None if memory is None or fraction is None else memory * fraction
+    return None if usable is None else usable / GIB
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryLine:
+    """One target and precision on a model's memory plot: compiled GiB per chip over
+    batch per chip, and the GiB a program can use of that chip."""
+
+    target: str
+    precision: str
+    points: tuple[tuple[int, float], ...]
+    usable: float | None
+
+
+def memory_lines(rows: dict[tuple[str, str], dict[int, Record]]) -> dict[str, list[MemoryLine]]:
+    """{"GPU" | "TPU": lines} of one model's memory plot, from the records whose
+    compiler gave a memory (ok or over)."""
+    panels: dict[str, list[MemoryLine]] = defaultdict(list)
+    for name, precision in _row_order(rows):
+        by_batch = rows[(name, precision)]
+        chips = _chips(by_batch)
+        points = tuple(
+            sorted((b // chips, _total(r) / GIB) for b, r in by_batch.items() if _total(r))
+        )
+        if points:
+            first = _first(by_batch)
+            platform = str(target_field(first, "platform") or "other").upper()
+            panels[platform].append(MemoryLine(name, precision, points, usable_gib(first)))
+    return dict(sorted(panels.items(), key=lambda item: item[0] != "GPU"))
+
+
+def has_memory_plot(rows: dict[tuple[str, str], dict[int, Record]]) -> bool:
+    """Whether a model's compiles draw a memory curve: some target and precision gave a
+    memory at two batches or more (a single batch has nothing over batch to show)."""
+    return any(len(line.points) > 1 for lines in memory_lines(rows).values() for line in lines)
+
+
+def memory_plot_name(model: str) -> str:
+    return f"targets_memory_{_slug(model)}.png"
+
+
+def memory_figure(model: str, panels: dict[str, list[MemoryLine]]) -> Any:
+    """A panel per platform: each target in its own colour (f32 solid, bf16 dashed), its
+    usable memory a dotted line in that colour, one legend entry per target beside the
+    axes."""
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    models = sorted(grouped)
-    cols = min(2, len(models))
-    rows_n = (len(models) + cols - 1) // cols
-    size = (6.5 * cols, 4.8 * rows_n)
-    fig, axes = pyplot().subplots(rows_n, cols, figsize=size, squeeze=False)
-    for ax, model in zip(axes.flat, models, strict=False):
-        rows = grouped[model]
-        colors: dict[str, Any] = {}
-        capacities: dict[float, list[str]] = defaultdict(list)
-        for name, precision in _row_order(rows):
-            by_batch = rows[(name, precision)]
-            chips = _chips(by_batch)
-            points = sorted((b // chips, _total(r) / GIB) for b, r in by_batch.items() if _total(r))
-            if not points:
-                continue
-            line = ax.plot(
-                *zip(*points, strict=True),
-                "-" if precision == "f32" else "--",
-                marker="o",
-                markersize=3,
-                color=colors.get(name),
-                label=f"{name} {precision}",
-            )[0]
-            colors.setdefault(name, line.get_color())
-            capacity = target_field(_first(by_batch), "memory_per_chip_bytes")
-            if capacity and name not in capacities[capacity / GIB]:
-                capacities[capacity / GIB].append(name)
-        labels = {c: ", ".join(n) + f" ({c:.3g} GiB)" for c, n in sorted(capacities.items())}
-        capacity_lines(ax, labels, fontsize=6, va="bottom")
+    fig, axes = pyplot().subplots(
+        len(panels), 1, figsize=(10, 4.2 * len(panels)), squeeze=False, layout="constrained"
+    )
+    for ax, (platform, lines) in zip(axes[:, 0], panels.items(), strict=True):
+        targets = list(dict.fromkeys(line.target for line in lines))
+        palette = pyplot().get_cmap("tab10" if len(targets) <= 10 else "tab20").colors
+        colours = {t: palette[i % len(palette)] for i, t in enumerate(targets)}
+        usable: dict[str, float | None] = {}
+        for line in lines:
+            style = "-" if line.precision == "f32" else "--"
+            xs, ys = zip(*line.points, strict=True)
+            ax.plot(xs, ys, style, marker="o", markersize=3, color=colours[line.target])
+            usable.setdefault(line.target, line.usable)
+        for target, gib_ in usable.items():
+            if gib_:
+                ax.axhline(gib_, color=colours[target], linestyle=":", linewidth=1.2)
+        handles = [Line2D([], [], color=colours[t], marker="o", markersize=3) for t in targets]
+        names = [t + ("" if not usable[t] else f" (usable {usable[t]:.3g} GiB)") for t in targets]
+        ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
         ax.set(xscale="log", yscale="log", xlabel="batch per chip", ylabel="GiB per chip")
-        # Powers of two on x (the batches a bisection finds would crowd the axis) and
-        # plain numbers on y, small ones included.
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
         ax.xaxis.set_major_locator(LogLocator(base=2))
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(plain)
-            axis.set_minor_formatter(NullFormatter())
-        ax.tick_params(axis="x", labelsize=7, rotation=45)
-        ax.set_title(f"{model}: memory per chip (compiled, not run)", fontsize=9)
-        if ax.get_legend_handles_labels()[0]:  # no record of the model gave its memory: no line
-            ax.legend(fontsize=5, ncol=2)
-    for ax in list(axes.flat)[len(models) :]:
-        ax.set_visible(False)
-    return save(fig, out / PLOT)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        plain_log_y(ax)
+        ax.set_title(
+            f"{model} on {platform}s, compiled: solid f32, dashed bf16, dotted usable memory",
+            fontsize="medium",
+        )
+    return fig
+
+
+def memory_plots(grouped: ByModel, out: Path) -> list[Path]:
+    """One memory plot per model whose compiles draw a memory curve."""
+    paths = []
+    for model in sorted(grouped):
+        if has_memory_plot(grouped[model]):
+            figure = memory_figure(model, memory_lines(grouped[model]))
+            paths.append(save(figure, out / memory_plot_name(model)))
+    return paths
+
+
+MEMORY_CAPTION = (
+    "Memory per chip (compiled) against batch per chip; dotted lines: the memory a JAX "
+    "program can use of each target's chip (a GPU's default preallocation, 75% of it; "
+    "a TPU's whole HBM), what a batch's fit is judged against; solid f32, dashed bf16."
+)
 
 
 def intro() -> str:
@@ -457,8 +515,18 @@ def model_page(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> st
             _matrix(rows, order, per_chip, predicted_images),
             f"Largest global batch per target (compiled), and its images/s (predicted: {method}):",
             _largest_table(rows, order),
+            _memory_image(model, rows),
         ]
     )
+
+
+def _memory_image(model: str, rows: dict[tuple[str, str], dict[int, Record]]) -> str:
+    """The model's memory plot as its page links it (the plots lie beside REPORT.md), with
+    its caption; "" where its compiles draw no curve, so no plot was drawn."""
+    if not has_memory_plot(rows):
+        return ""
+    name = memory_plot_name(model)
+    return f"![{model}: memory per chip per target](../{name})\n\n{MEMORY_CAPTION}"
 
 
 def model_pages(records: list[Record]) -> dict[str, str]:
@@ -481,13 +549,10 @@ def targets_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     grouped = _by_model(rs)
     links = ", ".join(f"[{m}](targets-{_slug(m)}.md)" for m in sorted(grouped))
     parts = [title, intro(), f"Per model: {links}.", refusals(rs), superseded_line(records)]
-    path = _memory_plot(grouped, out)
-    parts.append(
-        "Memory per chip (compiled) against batch per chip; dotted lines: each target's "
-        "memory per chip (datasheet); solid f32, dashed bf16.\n\n"
-        f"![memory per chip per target]({path.name})"
-    )
-    return "\n\n".join(p for p in parts if p), [path]
+    paths = memory_plots(grouped, out)
+    if paths:
+        parts.append("Memory per chip against batch per chip: a plot on each model's page.")
+    return "\n\n".join(p for p in parts if p), paths
 
 
 def superseded_line(records: list[Record]) -> str:
