@@ -1,0 +1,153 @@
+"""Cloud prices load and are checked like the published references; an epoch's predicted
+cost is steps x step x price / 3600; a target without a price says so; the verdict picks
+the cheaper and the faster of two targets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import references
+from experiments.studies import devices
+from jaxcnn.errors import DataError
+
+
+def _price(chip: str, usd_per_hour: float, chips: int = 1) -> references.Price:
+    return references.Price(
+        id=f"test-{chip.lower().replace(' ', '-')}",
+        chip=chip,
+        chips=chips,
+        usd_per_hour=usd_per_hour,
+        host_included=False,
+        offering="a test offering",
+        provider="a test provider",
+        region="test-region1",
+        date="2026-01-02",
+        date_kind="retrieved",
+        source_url="https://example.com/prices",
+        quote=f"row,{usd_per_hour}",
+        notes="made up for a test",
+    )
+
+
+def _compiled(target: str, chip: str, step_s: float, model: str = "mnist_cnn") -> dict:
+    """A compile-only record of `model` at the cost batch on a one-chip GPU target whose
+    per-kernel prediction is `step_s`, unvalidated (no error band)."""
+    batch = devices.COST_BATCH
+    return {
+        "workload": {
+            "model": model,
+            "batch_size": batch,
+            "precision": "f32",
+            "kind": "compile",
+            "study": "targets",
+            "target": target,
+        },
+        "status": "ok",
+        "fits": True,
+        "compiled_not_run": True,
+        "target": {"name": target, "chip": chip, "chips": 1, "devices": 1, "platform": "gpu"},
+        "device": {"platform": "gpu", "kind": chip, "count": 1},
+        "env": {"utc_time": "2026-11-25T00:00:00Z"},
+        "prediction": {
+            "method": "per-kernel",
+            "step_time_s": step_s,
+            "images_per_s": batch / step_s,
+            "error_band": None,
+            "host_left_out": [],
+        },
+    }
+
+
+def _write(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def _refused(tmp_path: Path, rows: list[dict]) -> str:
+    with pytest.raises(DataError) as caught:
+        references.load_prices(_write(tmp_path, rows))
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def _committed_row() -> dict:
+    row = next(p for p in references.load_prices() if p.chip == "T4")
+    return dataclasses.asdict(row)
+
+
+def test_the_committed_prices_load_one_per_chip():
+    prices = references.load_prices()
+    assert {"T4", "A100", "H100 SXM", "TPU v5e", "TPU v6e"} <= {p.chip for p in prices}
+    assert len({p.chip for p in prices}) == len(prices)
+    v5e = next(p for p in prices if p.chip == "TPU v5e")
+    assert v5e.usd_per_chip_hour == v5e.usd_per_hour / v5e.chips
+
+
+def test_a_good_row_loads_from_its_own_file(tmp_path):  # the control for the refusals
+    assert [p.chip for p in references.load_prices(_write(tmp_path, [_committed_row()]))] == ["T4"]
+
+
+def test_a_price_not_in_its_quote_is_refused_naming_the_row_and_the_file(tmp_path):
+    row = {**_committed_row(), "usd_per_hour": 0.53}  # a typo of the quoted 0.35
+    message = _refused(tmp_path, [row])
+    assert message.startswith(f"prices.json: row {row['id']!r}: usd_per_hour 0.53")
+
+
+def test_a_bad_field_is_refused_in_one_line(tmp_path):
+    row = _committed_row()
+    assert "host_included must be true or false" in _refused(
+        tmp_path, [{**row, "host_included": "no"}]
+    )
+    assert "date must be a YYYY-MM-DD date" in _refused(tmp_path, [{**row, "date": "25/11/2026"}])
+    assert "not a name in jaxcnn.devices' chip table" in _refused(tmp_path, [{**row, "chip": "T5"}])
+    second = {**row, "id": "another-t4"}
+    assert "prices chip 'T4' again" in _refused(tmp_path, [row, second])
+
+
+def test_an_epoch_costs_its_steps_times_the_step_times_the_price():
+    record = _compiled("gpu-t4", "T4", step_s=0.002)
+    [cost] = devices.epoch_costs([record], [_price("T4", 0.36)])
+    assert cost.steps == 60_000 // 128 == 468
+    assert cost.usd == 468 * 0.002 * 0.36 / 3600
+    assert cost.usd == pytest.approx(9.36e-5, rel=1e-12)
+
+
+def test_a_slice_pays_for_all_its_chips():
+    price = _price("TPU v5e", 9.6, chips=8)  # a price quoted for 8 chips
+    assert price.usd_per_chip_hour == 1.2
+    assert devices.epoch_cost_usd(468, 0.001, price.usd_per_chip_hour * 4) == (
+        468 * 0.001 * 4.8 / 3600
+    )
+
+
+def test_a_target_without_a_price_says_so_and_one_with_a_price_gets_its_cost():
+    records = [_compiled("gpu-t4", "T4", 0.002), _compiled("gpu-l4", "L4", 0.001)]
+    text = devices.costs_section(records, [_price("T4", 0.36)])
+    row = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| gpu")}
+    assert "no public price found" in row["| gpu-l4"]
+    assert "no public price found" not in row["| gpu-t4"]
+    assert devices.fmt_usd(468 * 0.002 * 0.36 / 3600) in row["| gpu-t4"]
+    assert "No public price found for gpu-l4." in text
+
+
+def test_the_verdict_picks_the_cheaper_and_the_faster_of_two_targets():
+    # the L4 runs the step twice as fast, the T4 costs less per epoch
+    records = [_compiled("gpu-t4", "T4", 0.002), _compiled("gpu-l4", "L4", 0.001)]
+    prices = [_price("T4", 0.36), _price("L4", 1.0)]
+    winners = devices.per_dollar_winners(records, prices)["mnist_cnn"]
+    assert winners.cheapest is not None and winners.cheapest.target == "gpu-t4"
+    assert winners.fastest.target == "gpu-l4"
+    sentence = devices.verdict_sentence(records, prices)
+    assert "mnist_cnn fastest per chip on gpu-l4 (GPU, 128,000 images/s per chip" in sentence
+    assert "cheapest on gpu-t4 (GPU, $0.0000936 per epoch; unvalidated)" in sentence
+
+
+def test_with_no_price_at_all_nothing_is_cheapest():
+    records = [_compiled("gpu-t4", "T4", 0.002)]
+    assert devices.per_dollar_winners(records, [])["mnist_cnn"].cheapest is None
