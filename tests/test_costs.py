@@ -151,3 +151,11 @@ def test_the_verdict_picks_the_cheaper_and_the_faster_of_two_targets():
 def test_with_no_price_at_all_nothing_is_cheapest():
     records = [_compiled("gpu-t4", "T4", 0.002)]
     assert devices.per_dollar_winners(records, [])["mnist_cnn"].cheapest is None
+
+
+def test_docs_list_every_price_with_its_quote_and_source():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "references.md").read_text()
+    for price in references.load_prices():
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{price.id}` |"))
+        assert f"{price.usd_per_hour!r} for {price.chips} chip(s)" in row
+        assert f"`{price.quote}`" in row and price.source_url in row and price.date in row
