@@ -310,8 +310,9 @@ def epoch_costs(records: list[Record], prices: Sequence[Price] | None = None) ->
             continue
         if w["batch_size"] != COST_BATCH or w["precision"] != COST_PRECISION:
             continue
-        step = prediction(r).get("step_time_s")
-        if not fits_chip(r) or prediction_method(r) != predictions.METHOD or not step:
+        block = prediction(r)
+        step = block.get("step_time_s")
+        if not fits_chip(r) or block.get("method") != predictions.METHOD or not step:
             continue
         found.append(
             EpochCost(
@@ -321,7 +322,7 @@ def epoch_costs(records: list[Record], prices: Sequence[Price] | None = None) ->
                 chips=target_field(r, "chips") or 1,
                 steps=data.steps_per_epoch(train_images(w["model"]), COST_BATCH),
                 step_s=step,
-                block=prediction(r),
+                block=block,
                 price=by_chip.get(target_field(r, "chip")),
             )
         )
