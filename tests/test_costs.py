@@ -159,3 +159,14 @@ def test_docs_list_every_price_with_its_quote_and_source():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{price.id}` |"))
         assert f"{price.usd_per_hour!r} for {price.chips} chip(s)" in row
         assert f"`{price.quote}`" in row and price.source_url in row and price.date in row
+
+
+def test_a_winner_whose_prediction_leaves_out_host_work_says_so():
+    fast = _compiled("gpu-l4", "L4", 0.001)
+    fast["prediction"]["host_left_out"] = ["dispatch (not measured for this placement)"]
+    records = [_compiled("gpu-t4", "T4", 0.002), fast]
+    sentence = devices.verdict_sentence(records, [_price("T4", 0.36), _price("L4", 1.0)])
+    assert "gpu-l4 (GPU, 128,000 images/s per chip; unvalidated; host side partly left out)" in (
+        sentence
+    )
+    assert "gpu-t4 (GPU, $0.0000936 per epoch; unvalidated)" in sentence

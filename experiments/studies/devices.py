@@ -385,7 +385,8 @@ def fmt_price(usd: float) -> str:
 
 
 def _winner_words(cost: EpochCost, figure: str) -> str:
-    return f"{cost.target} ({cost.platform.upper()}, {figure}; {band_note(cost.block)})"
+    partial = "; host side partly left out" if cost.block.get("host_left_out") else ""
+    return f"{cost.target} ({cost.platform.upper()}, {figure}; {band_note(cost.block)}{partial})"
 
 
 def verdict_sentence(records: list[Record], prices: Sequence[Price] | None = None) -> str:
