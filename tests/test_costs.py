@@ -15,13 +15,15 @@ from experiments.studies import devices
 from jaxcnn.errors import DataError
 
 
-def _price(chip: str, usd_per_hour: float, chips: int = 1) -> references.Price:
+def _price(
+    chip: str | None, usd_per_hour: float, chips: int = 1, host: str | None = None
+) -> references.Price:
     return references.Price(
-        id=f"test-{chip.lower().replace(' ', '-')}",
+        id=f"test-{(chip or 'host').lower().replace(' ', '-')}",
         chip=chip,
         chips=chips,
         usd_per_hour=usd_per_hour,
-        host_included=False,
+        host=host,
         offering="a test offering",
         provider="a test provider",
         region="test-region1",
@@ -77,7 +79,7 @@ def _refused(tmp_path: Path, rows: list[dict]) -> str:
 
 
 def _committed_row() -> dict:
-    row = next(p for p in references.load_prices() if p.chip == "T4")
+    row = next(p for p in references.load_prices() if p.chip == "L4")  # its host included
     return dataclasses.asdict(row)
 
 
@@ -86,28 +88,33 @@ def test_the_committed_prices_load_one_per_chip():
     assert {"T4", "A100", "H100 SXM", "TPU v5e", "TPU v6e"} <= {p.chip for p in prices}
     assert len({p.chip for p in prices}) == len(prices)
     v5e = next(p for p in prices if p.chip == "TPU v5e")
-    assert v5e.usd_per_chip_hour == v5e.usd_per_hour / v5e.chips
+    assert references.chip_prices(prices)["TPU v5e"].usd_per_chip_hour == v5e.usd_per_hour / 8
+    t4 = references.chip_prices(prices)["T4"]  # priced alone: its N1 host VM on top
+    assert t4.host is not None and t4.usd_per_chip_hour == t4.price.usd_per_hour + (
+        t4.host.usd_per_hour
+    )
 
 
 def test_a_good_row_loads_from_its_own_file(tmp_path):  # the control for the refusals
-    assert [p.chip for p in references.load_prices(_write(tmp_path, [_committed_row()]))] == ["T4"]
+    assert [p.chip for p in references.load_prices(_write(tmp_path, [_committed_row()]))] == ["L4"]
 
 
 def test_a_price_not_in_its_quote_is_refused_naming_the_row_and_the_file(tmp_path):
-    row = {**_committed_row(), "usd_per_hour": 0.53}  # a typo of the quoted 0.35
+    row = {**_committed_row(), "usd_per_hour": 0.53}  # not the quoted 0.706832255
     message = _refused(tmp_path, [row])
     assert message.startswith(f"prices.json: row {row['id']!r}: usd_per_hour 0.53")
 
 
 def test_a_bad_field_is_refused_in_one_line(tmp_path):
     row = _committed_row()
-    assert "host_included must be true or false" in _refused(
-        tmp_path, [{**row, "host_included": "no"}]
+    assert "chips must be a positive whole number" in _refused(tmp_path, [{**row, "chips": 0}])
+    assert "host 'no-such-vm' is not the id of a host VM's row here" in _refused(
+        tmp_path, [{**row, "host": "no-such-vm"}]
     )
     assert "date must be a YYYY-MM-DD date" in _refused(tmp_path, [{**row, "date": "25/11/2026"}])
     assert "not a name in jaxcnn.devices' chip table" in _refused(tmp_path, [{**row, "chip": "T5"}])
-    second = {**row, "id": "another-t4"}
-    assert "prices chip 'T4' again" in _refused(tmp_path, [row, second])
+    second = {**row, "id": "another-l4"}
+    assert "prices chip 'L4' again" in _refused(tmp_path, [row, second])
 
 
 def test_an_epoch_costs_its_steps_times_the_step_times_the_price():
@@ -118,9 +125,17 @@ def test_an_epoch_costs_its_steps_times_the_step_times_the_price():
     assert cost.usd == pytest.approx(9.36e-5, rel=1e-12)
 
 
+def test_a_chip_priced_alone_pays_for_its_host_vm_too():
+    host = _price(None, 0.19)
+    record = _compiled("gpu-t4", "T4", step_s=0.002)
+    [cost] = devices.epoch_costs([record], [_price("T4", 0.35, host=host.id), host])
+    assert cost.usd_per_hour == (0.35 + 0.19) / 1
+    assert cost.usd == 468 * 0.002 * ((0.35 + 0.19) / 1) / 3600
+
+
 def test_a_slice_pays_for_all_its_chips():
-    price = _price("TPU v5e", 9.6, chips=8)  # a price quoted for 8 chips
-    assert price.usd_per_chip_hour == 1.2
+    price = references.chip_prices([_price("TPU v5e", 9.6, chips=8)])["TPU v5e"]
+    assert price.usd_per_chip_hour == 1.2  # a price quoted for 8 chips
     assert devices.epoch_cost_usd(468, 0.001, price.usd_per_chip_hour * 4) == (
         468 * 0.001 * 4.8 / 3600
     )
@@ -157,7 +172,7 @@ def test_docs_list_every_price_with_its_quote_and_source():
     page = (Path(__file__).resolve().parents[1] / "docs" / "references.md").read_text()
     for price in references.load_prices():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{price.id}` |"))
-        assert f"{price.usd_per_hour!r} for {price.chips} chip(s)" in row
+        assert f"{price.usd_per_hour!r}" in row
         assert f"`{price.quote}`" in row and price.source_url in row and price.date in row
 
 

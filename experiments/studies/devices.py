@@ -55,7 +55,7 @@ from experiments.tables import columns_table, markdown_table, seconds
 from experiments.workload import Workload
 
 if TYPE_CHECKING:  # references imports jaxcnn (JAX): only when a cost is priced
-    from experiments.references import Price
+    from experiments.references import ChipPrice, Price
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -271,7 +271,7 @@ class EpochCost:
     steps: int  # jaxcnn.data.steps_per_epoch of the model's training set at COST_BATCH
     step_s: float  # predicted: the device's kernels and the host's side of one step
     block: dict[str, Any]  # the prediction the step comes from (its band, what it left out)
-    price: Price | None  # the chip's price; None: no public price found
+    price: ChipPrice | None  # the chip's price, its host included; None: no public price
 
     @property
     def epoch_s(self) -> float:
@@ -283,7 +283,7 @@ class EpochCost:
 
     @property
     def usd_per_hour(self) -> float | None:
-        """The target's hourly price: all its chips at the chip's price."""
+        """The target's hourly price: all its chips at the chip's price, host included."""
         return None if self.price is None else self.price.usd_per_chip_hour * self.chips
 
     @property
@@ -296,13 +296,10 @@ def epoch_costs(records: list[Record], prices: Sequence[Price] | None = None) ->
     """Every seed model's epoch on every target its step was compiled for at COST_BATCH
     in f32, fits and has a per-kernel prediction, priced where `prices`
     (experiments/cloud_prices.json by default) has the target's chip."""
+    from experiments import references
     from jaxcnn import data
 
-    if prices is None:
-        from experiments import references
-
-        prices = references.load_prices()
-    by_chip = {p.chip: p for p in prices}
+    by_chip = references.chip_prices(prices)
     found = []
     for r in compiled(records):
         w = r["workload"]
@@ -429,11 +426,11 @@ COST_HEADERS = [
 def _cost_row(cost: EpochCost, marks: dict[tuple[str, ...], str]) -> list[str]:
     left_out = tuple(cost.block.get("host_left_out") or ())
     hourly = cost.usd_per_hour
-    price = (
-        "no public price found"
-        if cost.price is None or hourly is None
-        else f"{fmt_price(hourly)} (`{cost.price.id}`)"
-    )
+    if cost.price is None or hourly is None:
+        price = "no public price found"
+    else:
+        ids = [f"`{p.id}`" for p in (cost.price.price, cost.price.host) if p is not None]
+        price = f"{fmt_price(hourly)} ({' + '.join(ids)})"
     return [
         cost.target,
         str(cost.chips),
@@ -448,13 +445,16 @@ def _cost_row(cost: EpochCost, marks: dict[tuple[str, ...], str]) -> list[str]:
 
 
 def _price_line(price: Price) -> str:
-    host = "its host VM included" if price.host_included else "the chip alone, its host VM extra"
-    per_chip = "" if price.chips == 1 else f", {fmt_price(price.usd_per_chip_hour)} per chip-hour"
+    if price.chip is None:
+        covers = "a host VM, paid on top of the chips priced alone that name it"
+    else:
+        host = f"plus host VM `{price.host}`" if price.host else "its host VM included"
+        covers = f"for {price.chips} chip(s), {host}"
     when = "stated by the source" if price.date_kind == "stated" else "retrieved"
     return (
         f"- `{price.id}`: {price.provider} {price.offering}, {price.region}: "
-        f"{fmt_price(price.usd_per_hour)} per hour for {price.chips} chip(s){per_chip}, {host}; "
-        f"{when} {price.date}; [source]({price.source_url}), quoted: `{price.quote}`"
+        f"{fmt_price(price.usd_per_hour)} per hour {covers}; {when} {price.date}; "
+        f"[source]({price.source_url}), quoted: `{price.quote}`"
     )
 
 
@@ -463,7 +463,7 @@ def _uncompiled(costs: list[EpochCost], prices: Sequence[Price]) -> list[str]:
     that compiles each."""
     from jaxcnn import targets as targets_lib
 
-    priced = {p.chip for p in prices}
+    priced = {p.chip for p in prices if p.chip is not None}
     smallest: dict[str, str] = {}
     for t in sorted(targets_lib.TARGETS.values(), key=lambda t: -t.chips):
         if t.chip in priced:
@@ -495,7 +495,8 @@ def costs_section(records: list[Record], prices: Sequence[Price] | None = None) 
         f"batch {COST_BATCH}, {COST_PRECISION}, on every target whose compile of that step "
         "fits: steps per epoch x the predicted step (the per-kernel model of the compiled "
         "step, the host's side of each step included; nothing here ran), at the chip's "
-        "on-demand list price per chip-hour times the target's chips. A many-chip target "
+        "on-demand list price per chip-hour, its host VM included (a GPU priced alone pays "
+        "for the VM it attaches to as well), times the target's chips. A many-chip target "
         "splits the batch over its chips and is paid for all of them.",
     ]
     for model in COST_MODELS:
