@@ -377,8 +377,9 @@ def fmt_usd(usd: float | None) -> str:
 
 
 def fmt_price(usd: float) -> str:
-    """A published price as its source gives it, to four significant figures."""
-    return f"${usd:,.4g}"
+    """A price in dollars and cents ($8.00, $0.54), or to four significant figures where
+    cents do not say it ($3.673, $0.7068)."""
+    return f"${usd:,.2f}" if round(usd, 2) == usd else f"${usd:,.4g}"
 
 
 def _winner_words(cost: EpochCost, figure: str) -> str:
