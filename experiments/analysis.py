@@ -19,6 +19,9 @@ GIB = 2**30
 # with "Resource exhausted: OOM when allocating tensor with shape[32,128,64,64]"
 # (Fig. 11), batch 128 trained on a 16 GB T4. Claims to test, not measurements.
 SEED_000_MODEL = "catsdogs_cnn"  # the seed's network, with its 21,463,713 parameters
+# Seed 000's training set: "1250/1250" steps of batch 16 per epoch in its MX150 log
+# (experiments/published_references.json, row seed000-mx150-catsdogs): 20,000 images.
+SEED_000_TRAIN_IMAGES = 20_000
 SEED_000_OBSERVED: tuple[tuple[str, int, bool], ...] = (
     ("MX150 2 GB", 16, True),
     ("MX150 2 GB", 32, False),

@@ -1,21 +1,26 @@
-"""Published training measurements, and published per-kernel fixed costs, as data.
+"""Published training measurements, published per-kernel fixed costs, and published cloud
+prices, as data.
 
 `published_references.json` holds one row per published training measurement (a vendor's
 table row, a framework example's README, a seed's log line) that predictions are checked
-against; `published_overheads.json` holds published launch and dispatch costs per kernel.
-Every row names its source and quotes the line its number came from; numbers derived from
-a published figure (a total over N chips, a wall time over many steps) say how in `notes`.
-`load()` and `load_overheads()` validate every row and say the first problem in one line
-that names the row. How rows are chosen and added: docs/references.md.
+against; `published_overheads.json` holds published launch and dispatch costs per kernel;
+`cloud_prices.json` one on-demand list price per chip (and the host VM a chip priced
+alone needs), what an epoch's predicted cost is priced at. Every row names its source
+and quotes the line its number came from; numbers derived from a published figure (a
+total over N chips, a wall time over many steps) say how in `notes`. `load()`,
+`load_overheads()` and `load_prices()` validate every row and say the first problem in
+one line that names the row. How rows are chosen and added: docs/references.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
 import json
 import re
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +30,7 @@ from jaxcnn.errors import DataError
 
 REFERENCES_PATH = Path(__file__).with_name("published_references.json")
 OVERHEADS_PATH = Path(__file__).with_name("published_overheads.json")
+PRICES_PATH = Path(__file__).with_name("cloud_prices.json")
 
 PRECISIONS = ("fp32", "tf32", "amp", "bf16")  # as published; amp is fp16 mixed precision
 PLATFORMS = ("gpu", "tpu", "cpu")
@@ -39,6 +45,9 @@ _LIMIT = 2**63
 _ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _URL = re.compile(r"https?://\S+")
 _SOURCE = re.compile(rf"{_URL.pattern}|seed \d{{3}}")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# What a price row's date is: the date its source states, or the day it was read there.
+DATE_KINDS = ("stated", "retrieved")
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,43 @@ class Overhead:
     notes: str
 
 
-Row = TypeVar("Row", Reference, Overhead)
+@dataclass(frozen=True)
+class Price:
+    """One published on-demand list price of renting `chips` chips of one kind for an hour,
+    or (`chip` None) of the host VM a chip priced alone is attached to."""
+
+    id: str
+    chip: str | None  # a name in jaxcnn.devices' chip table; None: a host VM's row
+    chips: int  # how many chips the quoted price covers (a TPU slice, a multi-GPU VM)
+    usd_per_hour: float  # the quoted figure, for all `chips` together
+    # A chip priced alone (a GPU attached to a VM billed apart): the id of the host VM's
+    # row, whose price is paid on top; None where the price includes its host already.
+    host: str | None
+    offering: str  # what is rented: the VM or accelerator type
+    provider: str
+    region: str
+    date: str  # YYYY-MM-DD
+    date_kind: str  # one of DATE_KINDS
+    source_url: str
+    quote: str  # the row the figure was read from, verbatim
+    notes: str
+
+
+@dataclass(frozen=True)
+class ChipPrice:
+    """What one chip costs an hour: its price row and, for a chip priced alone, the row of
+    the host VM it needs, one per `price.chips` chips."""
+
+    price: Price
+    host: Price | None
+
+    @property
+    def usd_per_chip_hour(self) -> float:
+        host = self.host.usd_per_hour if self.host else 0.0
+        return (self.price.usd_per_hour + host) / self.price.chips
+
+
+Row = TypeVar("Row", Reference, Overhead, Price)
 
 
 def load(path: Path | None = None) -> list[Reference]:
@@ -115,6 +160,70 @@ def load_overheads(path: Path | None = None) -> list[Overhead]:
         if not _URL.fullmatch(row.source_url):
             raise DataError(f"{where}: source_url must be an http(s) URL")
     return rows
+
+
+def load_prices(path: Path | None = None) -> list[Price]:
+    """Every cloud price in `path` (PRICES_PATH), validated: one price per chip, and every
+    host a chip names a host VM's row; DataError names the first bad row. Read once per
+    content, like `load`."""
+    return list(_load_prices(*_version(path or PRICES_PATH)))
+
+
+def chip_prices(prices: Sequence[Price] | None = None) -> dict[str, ChipPrice]:
+    """{chip: what it costs an hour, its host included} from `prices` (load_prices())."""
+    prices = load_prices() if prices is None else prices
+    by_id = {p.id: p for p in prices}
+    return {
+        p.chip: ChipPrice(p, by_id.get(p.host) if p.host else None)
+        for p in prices
+        if p.chip is not None
+    }
+
+
+@functools.cache
+def _load_prices(path: Path, mtime_ns: int, size: int) -> tuple[Price, ...]:
+    rows = [_parsed(Price, raw, i, path.name) for i, raw in enumerate(_rows(path))]
+    for row in rows:
+        _check_price(row, path.name)
+    _check_unique([row.id for row in rows], path.name)
+    hosts = {row.id for row in rows if row.chip is None}
+    seen: dict[str, str] = {}
+    for row in rows:
+        where = f"{path.name}: row {row.id!r}"
+        if row.chip is None and row.host is not None:
+            raise DataError(f"{where}: a host VM's row (no chip) names no host")
+        if row.host is not None and row.host not in hosts:
+            raise DataError(f"{where}: host {row.host!r} is not the id of a host VM's row here")
+        if row.chip is None:
+            continue
+        if row.chip in seen:
+            raise DataError(
+                f"{where} prices chip {row.chip!r} again (row {seen[row.chip]!r} does): one "
+                "price per chip, so every cost has one rate"
+            )
+        seen[row.chip] = row.id
+    return tuple(rows)
+
+
+def _check_price(row: Price, file: str) -> None:
+    where = f"{file}: row {row.id!r}"
+    if not _ID.fullmatch(row.id):
+        raise DataError(f"{where}: id must be a slug of a-z, 0-9 and '-'")
+    if row.chip is not None and devices.chip_name(row.chip) != row.chip:
+        raise DataError(f"{where}: chip {row.chip!r} is not a name in jaxcnn.devices' chip table")
+    if not _URL.fullmatch(row.source_url):
+        raise DataError(f"{where}: source_url must be an http(s) URL")
+    if row.date_kind not in DATE_KINDS:
+        raise DataError(f"{where}: date_kind must be one of {', '.join(DATE_KINDS)}")
+    try:
+        datetime.date.fromisoformat(row.date)
+    except ValueError:
+        raise DataError(f"{where}: date must be a YYYY-MM-DD date, not {row.date!r}") from None
+    if not any(float(n) == row.usd_per_hour for n in _NUMBER.findall(row.quote)):
+        raise DataError(
+            f"{where}: usd_per_hour {row.usd_per_hour!r} is not a figure of its quote; give "
+            "the quoted price (a per-chip price is usd_per_hour / chips)"
+        )
 
 
 def _rows(path: Path) -> list[Any]:
@@ -159,6 +268,10 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         if type(None) in allowed:
             return None
         raise DataError(f"{where} must not be null")
+    if bool in allowed:
+        if not isinstance(value, bool):
+            raise DataError(f"{where} must be true or false, not {value!r:.40}")
+        return value
     if str in allowed:
         if not isinstance(value, str) or not value.strip():
             raise DataError(f"{where} must be a non-empty string")

@@ -13,10 +13,15 @@ smoke ~5 s; GPU/TPU ~1 min (a guess).
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from experiments import predictions
+from experiments import analysis, predictions
 from experiments.labels import device_label
 from experiments.studies import bench
 from experiments.studies._common import (
@@ -48,6 +53,9 @@ from experiments.studies.targets import (
 )
 from experiments.tables import columns_table, markdown_table, seconds
 from experiments.workload import Workload
+
+if TYPE_CHECKING:  # references imports jaxcnn (JAX): only when a cost is priced
+    from experiments.references import ChipPrice, Price
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -92,10 +100,12 @@ def _speedup_row(records: list[Record], base: Record, r: Record) -> list[str]:
 
 
 def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
-    """Seed 001/003: the same model, dataset and batch on every device."""
+    """Seed 001/003: the same model, dataset and batch on every device; seed 002: what
+    an epoch costs on each priced chip, and which chip wins."""
     rs = sorted(in_study(records, "devices"), key=workload_key)
+    costs = costs_section(records)
     if not rs:
-        return "", []
+        return (section("Study: devices", costs), []) if costs else ("", [])
     table = columns_table(rs, COLUMNS)
     ok = only_ok(rs)
     speedups = ""
@@ -106,7 +116,7 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             + markdown_table(SPEEDUP_HEADERS, [_speedup_row(records, *p) for p in pairs])
         )
     if not ok:
-        return section("Study: devices", table, speedups), []
+        return section("Study: devices", table, speedups, costs), []
     fig, ax = pyplot().subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
     names = [f"{workload_label(r)}\n{device_label(r)}" for r in ok]
     medians = [median_step(r) for r in ok]
@@ -118,7 +128,8 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     ax.invert_yaxis()
     path = save(fig, out / "study_devices.png")
     intro = "Same model, dataset and batch on every device (seeds 001 and 003)."
-    return section("Study: devices", intro, table, speedups, image("devices", path)), [path]
+    parts = (intro, table, speedups, image("devices", path), costs)
+    return section("Study: devices", *parts), [path]
 
 
 ANSWER_COLUMNS = {
@@ -218,7 +229,301 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             else []
         )
         parts += [*lines, no_accelerator("devices")]
+    if verdict := verdict_sentence(records):
+        parts.append(f"TPU vs GPU per chip and per dollar (seed 002): {verdict}")
     return "\n\n".join(parts), []
+
+
+# --- What an epoch costs, predicted, and the TPU-vs-GPU verdict (seed 002) -----------
+
+COST_MODELS = ("mnist_cnn", "lenet5_keras", "mlp", "catsdogs_cnn")  # the seeds' models
+# One batch on every target, the seeds' own: the devices study's (seeds 001 and 003),
+# seed 000's T4 run, and the Keras MNIST examples seed 002's MLP follows. An epoch is
+# then the same training everywhere, on one chip or spread over a slice's chips.
+COST_BATCH = 128
+COST_PRECISION = "f32"
+COST_COMMAND = "python -m experiments.run --target={target} --model={model} --batch-size=128"
+
+
+def train_images(model: str) -> int:
+    """One epoch's training images for a seed model on its seed's dataset: seed 000's
+    cats-vs-dogs set for its CNN, MNIST's training set (60,000) for the others."""
+    if model == analysis.SEED_000_MODEL:
+        return analysis.SEED_000_TRAIN_IMAGES
+    from jaxcnn import data
+
+    return int(data.train_size("mnist") or 0)
+
+
+def epoch_cost_usd(steps: int, step_s: float, usd_per_hour: float) -> float:
+    """What `steps` steps of `step_s` seconds each cost at `usd_per_hour`."""
+    return steps * step_s * usd_per_hour / 3600
+
+
+@dataclass(frozen=True)
+class EpochCost:
+    """One seed model's epoch on one target, predicted (never run), and its price."""
+
+    model: str
+    target: str
+    platform: str
+    chips: int
+    steps: int  # jaxcnn.data.steps_per_epoch of the model's training set at COST_BATCH
+    step_s: float  # predicted: the device's kernels and the host's side of one step
+    block: dict[str, Any]  # the prediction the step comes from (its band, what it left out)
+    price: ChipPrice | None  # the chip's price, its host included; None: no public price
+
+    @property
+    def epoch_s(self) -> float:
+        return self.steps * self.step_s
+
+    @property
+    def images_per_s_per_chip(self) -> float:
+        return COST_BATCH / self.step_s / self.chips
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """The target's hourly price: all its chips at the chip's price, host included."""
+        return None if self.price is None else self.price.usd_per_chip_hour * self.chips
+
+    @property
+    def usd(self) -> float | None:
+        hourly = self.usd_per_hour
+        return None if hourly is None else epoch_cost_usd(self.steps, self.step_s, hourly)
+
+
+def epoch_costs(records: list[Record], prices: Sequence[Price] | None = None) -> list[EpochCost]:
+    """Every seed model's epoch on every target its step was compiled for at COST_BATCH
+    in f32, fits and has a per-kernel prediction, priced where `prices`
+    (experiments/cloud_prices.json by default) has the target's chip."""
+    from experiments import references
+    from jaxcnn import data
+
+    by_chip = references.chip_prices(prices)
+    found = []
+    for r in compiled(records):
+        w = r["workload"]
+        if w["model"] not in COST_MODELS or w.get("model_overrides"):
+            continue
+        if w["batch_size"] != COST_BATCH or w["precision"] != COST_PRECISION:
+            continue
+        block = prediction(r)
+        step = block.get("step_time_s")
+        if not fits_chip(r) or block.get("method") != predictions.METHOD or not step:
+            continue
+        found.append(
+            EpochCost(
+                model=w["model"],
+                target=target_name(r),
+                platform=target_field(r, "platform") or r["device"]["platform"],
+                chips=target_field(r, "chips") or 1,
+                steps=data.steps_per_epoch(train_images(w["model"]), COST_BATCH),
+                step_s=step,
+                block=block,
+                price=by_chip.get(target_field(r, "chip")),
+            )
+        )
+    return sorted(found, key=lambda c: (COST_MODELS.index(c.model), c.platform, c.target))
+
+
+@dataclass(frozen=True)
+class Winners:
+    """Per seed model: the target predicted fastest per chip (most images/s per chip),
+    and the one predicted cheapest per epoch among the priced (None: none priced)."""
+
+    model: str
+    fastest: EpochCost
+    cheapest: EpochCost | None
+
+
+def per_dollar_winners(
+    records: list[Record], prices: Sequence[Price] | None = None
+) -> dict[str, Winners]:
+    """{seed model: its Winners} over `epoch_costs`, for the models compiled at all."""
+    by_model: dict[str, list[EpochCost]] = defaultdict(list)
+    for c in epoch_costs(records, prices):
+        by_model[c.model].append(c)
+    return {
+        model: Winners(
+            model,
+            fastest=max(rows, key=lambda c: c.images_per_s_per_chip),
+            cheapest=min((c for c in rows if c.usd is not None), key=_usd, default=None),
+        )
+        for model, rows in by_model.items()
+    }
+
+
+def _usd(cost: EpochCost) -> float:
+    return cost.usd if cost.usd is not None else math.inf
+
+
+def band_note(block: dict[str, Any]) -> str:
+    """A prediction's error band in a few words, or "unvalidated" where the fit has no
+    observation of its regime (jaxcnn.prediction.error_band): never a borrowed band."""
+    band = block.get("error_band")
+    if not band:
+        return "unvalidated"
+    split = predictions.SPLIT_WORDS.get(band.get("split"), "out of sample")
+    return f"error median {band['median']:.0%}, worst {band['worst']:.0%} ({split})"
+
+
+def fmt_usd(usd: float | None) -> str:
+    """Dollars to three significant figures ($0.0000936, $1.23), "-" for none."""
+    if usd is None:
+        return "-"
+    if usd <= 0:
+        return "$0"
+    return f"${usd:,.{max(2, 2 - math.floor(math.log10(usd)))}f}"
+
+
+def fmt_price(usd: float) -> str:
+    """A price in dollars and cents ($8.00, $0.54), or to four significant figures where
+    cents do not say it ($3.673, $0.7068)."""
+    return f"${usd:,.2f}" if round(usd, 2) == usd else f"${usd:,.4g}"
+
+
+def _winner_words(cost: EpochCost, figure: str) -> str:
+    partial = "; host side partly left out" if cost.block.get("host_left_out") else ""
+    return f"{cost.target} ({cost.platform.upper()}, {figure}; {band_note(cost.block)}{partial})"
+
+
+def verdict_sentence(records: list[Record], prices: Sequence[Price] | None = None) -> str:
+    """One sentence: per seed model, the target predicted fastest per chip and the one
+    predicted cheapest per epoch, each with its band; "" where nothing is compiled at
+    COST_BATCH."""
+    winners = per_dollar_winners(records, prices)
+    if not winners:
+        return ""
+    parts = []
+    for model in COST_MODELS:
+        if (w := winners.get(model)) is None:
+            continue
+        fast = _winner_words(w.fastest, f"{w.fastest.images_per_s_per_chip:,.0f} images/s per chip")
+        cheap = (
+            "no priced target"
+            if w.cheapest is None
+            else _winner_words(w.cheapest, f"{fmt_usd(w.cheapest.usd)} per epoch")
+        )
+        parts.append(f"{model} fastest per chip on {fast}, cheapest on {cheap}")
+    return (
+        f"predicted by the per-kernel model at batch {COST_BATCH}, {COST_PRECISION}, never "
+        f"run: {'; '.join(parts)} (on-demand list prices, per chip-hour: docs/references.md)."
+    )
+
+
+COST_HEADERS = [
+    "target",
+    "chips",
+    "steps per epoch",
+    "s/step (predicted)",
+    "s/epoch (predicted)",
+    "images/s per chip (predicted)",
+    "price per hour (its chips)",
+    "cost per epoch (predicted)",
+    "error band",
+]
+
+
+def _cost_row(cost: EpochCost, marks: dict[tuple[str, ...], str]) -> list[str]:
+    left_out = tuple(cost.block.get("host_left_out") or ())
+    hourly = cost.usd_per_hour
+    if cost.price is None or hourly is None:
+        price = "no public price found"
+    else:
+        ids = [f"`{p.id}`" for p in (cost.price.price, cost.price.host) if p is not None]
+        price = f"{fmt_price(hourly)} ({' + '.join(ids)})"
+    return [
+        cost.target,
+        str(cost.chips),
+        f"{cost.steps:,}",
+        seconds(cost.step_s) + marks.get(left_out, ""),
+        seconds(cost.epoch_s),
+        f"{cost.images_per_s_per_chip:,.0f}",
+        price,
+        fmt_usd(cost.usd),
+        band_note(cost.block),
+    ]
+
+
+def _price_line(price: Price) -> str:
+    if price.chip is None:
+        covers = "a host VM, paid on top of the chips priced alone that name it"
+    else:
+        host = f"plus host VM `{price.host}`" if price.host else "its host VM included"
+        covers = f"for {price.chips} chip(s), {host}"
+    when = "stated by the source" if price.date_kind == "stated" else "retrieved"
+    return (
+        f"- `{price.id}`: {price.provider} {price.offering}, {price.region}: "
+        f"{fmt_price(price.usd_per_hour)} per hour {covers}; {when} {price.date}; "
+        f"[source]({price.source_url}), quoted: `{price.quote}`"
+    )
+
+
+def _uncompiled(costs: list[EpochCost], prices: Sequence[Price]) -> list[str]:
+    """Per seed model, the priced chips' smallest targets with no cost row: the command
+    that compiles each."""
+    from jaxcnn import targets as targets_lib
+
+    priced = {p.chip for p in prices if p.chip is not None}
+    smallest: dict[str, str] = {}
+    for t in sorted(targets_lib.TARGETS.values(), key=lambda t: -t.chips):
+        if t.chip in priced:
+            smallest[t.chip] = t.name
+    done = {(c.model, c.target) for c in costs}
+    return [
+        f"{model} on {', '.join(names)}"
+        for model in COST_MODELS
+        if (names := [n for n in sorted(smallest.values()) if (model, n) not in done])
+    ]
+
+
+def costs_section(records: list[Record], prices: Sequence[Price] | None = None) -> str:
+    """The details page's costs: per seed model, each target's predicted epoch and its
+    cost at the chip's price, the verdict, and every price with its source."""
+    if prices is None:
+        from experiments import references
+
+        prices = references.load_prices()
+    costs = epoch_costs(records, prices)
+    if not costs:
+        return ""
+    reasons = sorted({tuple(c.block.get("host_left_out") or ()) for c in costs} - {()})
+    marks = {r: f" ({chr(ord('a') + i)})" for i, r in enumerate(reasons)}
+    parts = [
+        "### What one epoch costs, predicted (seed 002: TPU vs GPU, per chip and per dollar)",
+        f"One epoch of each seed model on its seed's dataset (MNIST's 60,000 training images; "
+        f"seed 000's {analysis.SEED_000_TRAIN_IMAGES:,} for `{analysis.SEED_000_MODEL}`) at "
+        f"batch {COST_BATCH}, {COST_PRECISION}, on every target whose compile of that step "
+        "fits: steps per epoch x the predicted step (the per-kernel model of the compiled "
+        "step, the host's side of each step included; nothing here ran), at the chip's "
+        "on-demand list price per chip-hour, its host VM included (a GPU priced alone pays "
+        "for the VM it attaches to as well), times the target's chips. A many-chip target "
+        "splits the batch over its chips and is paid for all of them.",
+    ]
+    for model in COST_MODELS:
+        rows = [c for c in costs if c.model == model]
+        if rows:
+            table = markdown_table(COST_HEADERS, [_cost_row(c, marks) for c in rows])
+            parts += [f"`{model}`:", table]
+    if verdict := verdict_sentence(records, prices):
+        parts.append(f"Verdict, {verdict}")
+    parts += [
+        f"{marks[r].strip()}: the prediction leaves out part of the host's side: {'; '.join(r)}."
+        for r in reasons
+    ]
+    if missing := _uncompiled(costs, prices):
+        parts.append(
+            f"Not compiled at batch {COST_BATCH} yet, so no cost: {'; '.join(missing)} "
+            f"(`{COST_COMMAND.format(target='TARGET', model='MODEL')}`)."
+        )
+    unpriced = sorted({c.target for c in costs if c.price is None})
+    if unpriced:
+        parts.append(f"No public price found for {', '.join(unpriced)}.")
+    parts.append(
+        "Prices (on-demand, USD; docs/references.md lists them with their quoted rows):\n\n"
+        + "\n".join(_price_line(p) for p in prices)
+    )
+    return "\n\n".join(parts)
 
 
 STUDY = Study(
