@@ -156,8 +156,8 @@ def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: l
                 if cpu is not None:
                     speedups = bench.speedups(records, cpu, r)
                     rows.append([f"{r['params']['trainable']:,}", a, b, *speedups])
-    headers = ["params", "A (CPU)", "B", "B speedup over A", "over fastest CPU"]
-    return f"{bench.FASTEST_CPU_NOTE}\n\n" + markdown_table(headers, rows)
+    headers = ["params", "A (CPU)", "B", "B over A like for like", "over the CPU at its best"]
+    return f"{bench.RATIOS_NOTE}\n\n" + markdown_table(headers, rows)
 
 
 def _predicted_series(
