@@ -116,6 +116,7 @@ def first_screen(records: list[Record]) -> str:
         if (study := REGISTRY[name]).summary
         for row in study.summary(records)
     ]
+    rows.sort(key=lambda row: row[0][:3])  # by the first seed that asks; stable within
     return "## The seeds' questions, answered\n\n" + markdown_table(FIRST_SCREEN_HEADERS, rows)
 
 

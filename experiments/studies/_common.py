@@ -308,6 +308,11 @@ def not_measured(study: str, platform: str | None = None) -> str:
     return f"no records yet: `python -m experiments.run --study={study}{device}` measures it"
 
 
+def on_accelerator_command(study: str) -> str:
+    """A first-screen note where only the CPU measured: the command for a GPU's run."""
+    return f"no GPU or TPU run yet: `python -m experiments.run --study={study} --device=gpu`"
+
+
 def measured_on(rs: list[Record]) -> str:
     """ "measured on cpu (AMD EPYC (AVX2))": where a first-screen number was measured."""
     labels = sorted({device_label(r) for r in rs})

@@ -23,14 +23,17 @@ from experiments.studies._common import (
     fmt_acc,
     image,
     in_study,
+    measured_on,
     no_accelerator,
+    not_measured,
     on_accelerator,
+    on_accelerator_command,
     only_ok,
     pyplot,
     save,
     section,
 )
-from experiments.studies.base import TINY_MLP, Context, Record, Study
+from experiments.studies.base import TINY_MLP, Context, Record, Study, Summary
 from experiments.tables import markdown_table
 from experiments.workload import Workload
 
@@ -121,10 +124,34 @@ def accuracy_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "\n\n".join(p for p in (text, table, note) if p), []
 
 
+def accuracy_summary(records: list[Record]) -> list[Summary]:
+    """Seed 000: the same model's accuracy on every device, after the epochs it ran."""
+    question = "Does the same model reach the same accuracy on every device?"
+    rs = [r for r in only_ok(in_study(records, "accuracy")) if accuracy(r) is not None]
+    if not rs:
+        return [Summary("000", question, not_measured("accuracy"), "-", "accuracy.md")]
+    by_run: dict[tuple, list[Record]] = defaultdict(list)
+    for r in rs:
+        by_run[(r["workload"]["dataset"], model_label(r))].append(r)
+    said = []
+    for (dataset, model), runs in sorted(by_run.items()):
+        each = ", ".join(
+            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {len(r.get('history') or [])} "
+            "epochs"
+            for r in sorted(runs, key=device_label)
+        )
+        said.append(f"{model} on {dataset}: {each}")
+    answer = "; ".join(said)
+    if not any(on_accelerator(r) for r in rs):
+        answer += f"; {on_accelerator_command('accuracy')}"
+    return [Summary("000", question, answer, measured_on(rs), "accuracy.md")]
+
+
 STUDY = Study(
     "accuracy",
     workloads=workloads,
     sections=(accuracy_study,),
     question="Same model, same per-epoch accuracy on every device? (seed 000)",
     answer=accuracy_answer,
+    summary=accuracy_summary,
 )

@@ -289,7 +289,9 @@ def _speed_summary(records: list[Record]) -> Summary:
         own = _seed_000_step(target, batch)
         if own and ref is not None:
             than = "faster" if own < step else "slower"
-            seed.append(f"{seconds(own)}/step on the {reference.split(' ')[0]}, {than}")
+            seed.append(
+                f"{seconds(own)}/step on the {ref.chip}, {than} than the {seconds(step)} predicted"
+            )
             held = ref.held_out
     if not parts:
         command = SEED_000_COMMAND.format(SEED_000_TARGETS["T4 16 GB"])
@@ -300,8 +302,7 @@ def _speed_summary(records: list[Record]) -> Summary:
     )
     if seed:
         answer += (
-            f"; seed 000's own figures ({'; '.join(seed)} than predicted) are whole Keras "
-            f"epochs, not the step alone ({held}: [roofline](report/roofline.md))"
+            f"; seed 000's own figures ({'; '.join(seed)}): {held} ([roofline](report/roofline.md))"
         )
     source = "; ".join(f"{t} {predictions.band_label(b, platform)}" for t, b, platform in blocks)
     return Summary("000", question, answer, f"{source}; CPU {measured_on([best])}", "batch.md")

@@ -39,7 +39,7 @@ from experiments.studies._common import (
     pyplot,
     save,
 )
-from experiments.studies.base import Record, Study, TargetCell
+from experiments.studies.base import Record, Study, Summary, TargetCell
 from experiments.tables import binary_bytes as gib
 from experiments.tables import markdown_table, markdown_text
 
@@ -550,6 +550,59 @@ def seed_000_headline(records: list[Record]) -> str:
     )
 
 
+def _best_per_platform(rs: list[Record]) -> dict[str, Record]:
+    """The one-chip target with the most predicted images/s per platform, each at its
+    best batch compiled that fits (per-kernel predictions only)."""
+    best: dict[str, Record] = {}
+    for r in rs:
+        if not fits_chip(r) or target_field(r, "chips") != 1:
+            continue
+        if prediction_method(r) != "per-kernel" or not prediction(r).get("images_per_s"):
+            continue
+        platform = r["device"]["platform"]
+        if platform not in best or _images(r) > _images(best[platform]):
+            best[platform] = r
+    return best
+
+
+def _images(record: Record) -> float:
+    return float(prediction(record)["images_per_s"])
+
+
+def targets_summary(records: list[Record]) -> list[Summary]:
+    """Seed 002: TPU or GPU, which wins per chip for the seeds' models (f32, one chip,
+    each at its best batch compiled). Per dollar is a separate question (prices)."""
+    question = "TPU or GPU: which is faster per chip for these models?"
+    parts, sources = [], set()
+    for model in TARGETS_FIRST:
+        rs = [
+            r
+            for r in compiled(records)
+            if r["workload"]["model"] == model
+            and not r["workload"].get("model_overrides")
+            and precision_of(r) == "f32"
+        ]
+        best = _best_per_platform(rs)
+        if "gpu" not in best or "tpu" not in best:
+            continue
+        gpu, tpu = best["gpu"], best["tpu"]
+        winner, loser = (tpu, gpu) if _images(tpu) > _images(gpu) else (gpu, tpu)
+        parts.append(
+            f"{model}: {target_name(winner)} {_images(winner):,.0f} images/s (batch "
+            f"{batch_size(winner)}) over {target_name(loser)} {_images(loser):,.0f} "
+            f"(batch {batch_size(loser)}), {_images(winner) / _images(loser):.1f}x"
+        )
+        for r in (gpu, tpu):
+            platform = r["device"]["platform"]
+            sources.add(f"{platform.upper()}s {predictions.band_label(prediction(r), platform)}")
+    if not parts:
+        command = "python -m experiments.run --study=targets"
+        return [Summary("002", question, f"no compiles yet: `{command}`", "-", "targets.md")]
+    answer = "per chip, f32, each at its best batch compiled: " + "; ".join(parts)
+    answer += "; per dollar: not in this report yet"
+    return [Summary("002", question, answer, "; ".join(sorted(sources)), "targets.md")]
+
+
 STUDY = Study(
     "targets",
     cells=cells,
@@ -558,4 +611,5 @@ STUDY = Study(
     question="Would it fit, and how fast, on a chip not at hand? (seeds 000, 002)",
     answer=targets_answer,
     pages=model_pages,
+    summary=targets_summary,
 )
