@@ -124,6 +124,11 @@ def accuracy_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "\n\n".join(p for p in (text, table, note) if p), []
 
 
+def _epochs(record: Record) -> int:
+    """The epochs a record trained: its history's, else its workload's."""
+    return len(record.get("history") or []) or record["workload"].get("epochs") or 0
+
+
 def accuracy_summary(records: list[Record]) -> list[Summary]:
     """Seed 000: the same model's accuracy on every device, after the epochs it ran."""
     question = "Does the same model reach the same accuracy on every device?"
@@ -136,7 +141,7 @@ def accuracy_summary(records: list[Record]) -> list[Summary]:
     said = []
     for (dataset, model), runs in sorted(by_run.items()):
         each = ", ".join(
-            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {len(r.get('history') or [])} "
+            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {_epochs(r)} "
             "epochs"
             for r in sorted(runs, key=device_label)
         )
