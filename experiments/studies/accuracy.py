@@ -141,8 +141,7 @@ def accuracy_summary(records: list[Record]) -> list[Summary]:
     said = []
     for (dataset, model), runs in sorted(by_run.items()):
         each = ", ".join(
-            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {_epochs(r)} "
-            "epochs"
+            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {_epochs(r)} epochs"
             for r in sorted(runs, key=device_label)
         )
         said.append(f"{model} on {dataset}: {each}")

@@ -148,7 +148,7 @@ def crossover_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
 
 def _speedups(records: list[Record], by_device: dict[str, list[Record]], cpus: list[str]) -> str:
     """Per width, each accelerator's speedup per step over each CPU measured, and over
-    the fastest CPU figure of any framework for that step."""
+    the CPU at its best for that step (bench.RATIOS_NOTE)."""
     rows = []
     for a in cpus:
         base = {r["params"]["trainable"]: r for r in by_device[a]}
