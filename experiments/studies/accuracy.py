@@ -30,6 +30,7 @@ from experiments.studies._common import (
     on_accelerator_command,
     only_ok,
     pyplot,
+    run_label,
     save,
     section,
 )
@@ -114,12 +115,14 @@ def accuracy_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             model_label(r),
             device_label(r),
             len(r.get("history") or []),
+            run_label(r).partition(", ")[2],
             fmt_acc(accuracy(r)),
         ]
         for r in sorted(rs, key=lambda r: (r["workload"]["dataset"], model_label(r)))
     ]
     text = "Final test accuracy after the epochs shown, measured on each device:"
-    table = markdown_table(["dataset", "model", "device (measured)", "epochs", "test acc"], rows)
+    headers = ["dataset", "model", "device (measured)", "epochs", "loop, formulation"]
+    table = markdown_table([*headers, "test acc"], rows)
     note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("accuracy")
     return "\n\n".join(p for p in (text, table, note) if p), []
 

@@ -190,7 +190,8 @@ def batch_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     parts.append(
         "Seed 000 trained `catsdogs_cnn` at batch 16 and ran out of memory at 32 on a 2 GB "
         "MX150, and trained it at 128 on a T4. The train step compiled for those GPUs by "
-        "XLA:GPU (never run), against the memory JAX can use of each (75% of the chip):"
+        "XLA:GPU (never run; the xla formulation's step, as the step loop runs it), "
+        "against the memory JAX can use of each (75% of the chip):"
     )
     parts.append(markdown_table(SEED_HEADERS, rows))
     return "\n\n".join(parts), []

@@ -575,7 +575,8 @@ def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         f"The train step's images/s against PyTorch and Keras on the same machine (goal: "
         f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured, and where "
         "the two were measured in turns (benchmarks/paired.py) that ratio, the verdict: "
-        "the two figures beside it may be days apart:"
+        "the two figures beside it may be days apart; timed steps only (no epochs), each "
+        "JAX configuration named by its formulation, loop and precision:"
     )
     held = verdicts(records)
     return "\n\n".join(p for p in (text, table, held) if p), []

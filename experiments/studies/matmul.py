@@ -133,7 +133,9 @@ def matmul_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         [device, dtype, _matmul_n(r), _rate(r["matmul"]["tflops"]), fmt_pct(_of_peak(r))]
         for (device, dtype), r in sorted(best.items())
     ]
-    table = markdown_table(["device (measured)", "dtype", "n", "rate", "of vendor peak"], rows)
+    table = "One square matmul timed alone (no train step, no epochs):\n\n" + markdown_table(
+        ["device (measured)", "dtype", "n", "rate", "of vendor peak"], rows
+    )
     note = "" if any(on_accelerator(r) for r in best.values()) else no_accelerator("matmul")
     return "\n\n".join(p for p in (table, note) if p), []
 

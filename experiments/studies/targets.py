@@ -490,7 +490,8 @@ def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "can use of one chip (compiled) / its memory (compiled) / images/s at that batch "
         "(predicted by the per-kernel model; `<= N` where the record predates kernels and "
         "has only the roofline, a ceiling on images/s, not a prediction); f32, one chip "
-        "(multi-chip slices and bf16 on each model's page)."
+        "(multi-chip slices and bf16 on each model's page); one step of the xla "
+        "formulation in the step loop, no epochs run."
     )
     table = markdown_table(["model", *names], body)
     unfinished = (
