@@ -14,6 +14,7 @@ GPU/TPU < 1 min (a guess).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -153,16 +154,21 @@ def _predicted_of_peak(record: Record) -> tuple[float, str] | None:
     """A compiled one-chip step's predicted FLOP rate over its chip's peak, and the
     precision of that peak (the one f32 matmuls run in at JAX's default precision); None
     without a per-kernel prediction."""
+    from jaxcnn import devices as devices_lib
+
     block = prediction(record)
-    peaks = target_field(record, "peak_tflops") or {}
     flops = field(record, "flops", "per_step")
     step = block.get("step_time_s")
-    # The precision an f32 matmul runs in at JAX's default: TF32 where the chip has it,
-    # else f32, else bf16 passes (a TPU).
-    peak_name = next((p for p in ("tf32", "fp32", "bf16") if p in peaks), "bf16")
-    if prediction_method(record) != "per-kernel" or not (flops and step and peaks.get(peak_name)):
+    if prediction_method(record) != "per-kernel" or not (flops and step):
         return None
-    return flops / step / (peaks[peak_name] * 1e12), peak_name
+    # The precision an f32 matmul runs in at JAX's default: TF32 where the chip has it,
+    # else f32, else bf16 passes (a TPU); the peak from the one vendor table.
+    kind = str(record["device"]["kind"])
+    for name in ("tf32", "fp32", "bf16"):
+        if peak := devices_lib.vendor_peak_tflops(kind, name):
+            fraction = flops / step / (peak * 1e12)
+            return (fraction, name) if math.isfinite(fraction) else None
+    return None
 
 
 def matmul_summary(records: list[Record]) -> list[Summary]:
