@@ -151,7 +151,10 @@ def test_one_cpu_figure_per_workload_is_its_most_recent_run_and_ratios_divide_by
     pages = report_text(path)
     for utc, step in (("2026-01-01 00:00", "20 ms"), ("2026-01-02 00:00", "40 ms")):
         assert f"| {utc} |" in pages and f"| {step} [" in pages
-    assert "| 2026-01-03 00:00 | accuracy | 80 ms [72 ms-96 ms] | shown (most recent) |" in pages
+    shown = (
+        "| timed steps only, step loop, xla | 2026-01-03 00:00 | accuracy | 80 ms [72 ms-96 ms] |"
+    )
+    assert f"{shown} shown (most recent) |" in pages
 
 
 def test_every_study_that_answers_a_seed_question_has_a_summary():

@@ -273,6 +273,7 @@ def runs_table(records: list[Record], shown: list[Record]) -> str:
             rows.append(
                 [
                     workload_label(r),
+                    machine(r),
                     run_label(r),
                     when(r)[:16].replace("T", " "),
                     w.get("study") or "-",
@@ -282,8 +283,8 @@ def runs_table(records: list[Record], shown: list[Record]) -> str:
             )
     if not rows:
         return ""
-    headers = ["workload", "ran", "UTC", "study", "s/step [p10-p90]", "figure"]
-    return f"{CPU_FIGURE_RULE} Every run of these workloads on this CPU:\n\n" + markdown_table(
+    headers = ["workload", "CPU", "ran", "UTC", "study", "s/step [p10-p90]", "figure"]
+    return f"{CPU_FIGURE_RULE} Every run of these workloads, by CPU model:\n\n" + markdown_table(
         headers, rows
     )
 
@@ -295,7 +296,8 @@ def run_label(record: Record) -> str:
     if w.get("framework"):
         return f"{w['framework']} {w.get('mode')}, timed steps only"
     formulation = (record.get("formulation") or {}).get("name", "xla")
-    epochs = f"{w['epochs']} epochs" if w.get("epochs") else "timed steps only"
+    count = w.get("epochs") or 0
+    epochs = f"{count} epoch{'s' if count > 1 else ''}" if count else "timed steps only"
     return f"{epochs}, {record.get('loop') or 'step'} loop, {formulation}"
 
 

@@ -118,7 +118,9 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             f"fastest CPU figure for it. {bench.RATIOS_NOTE}\n\n"
             + markdown_table(SPEEDUP_HEADERS, [_speedup_row(records, *p) for p in pairs])
         )
-    runs = runs_table(records, [r for r in ok if is_cpu(r)])
+    cpu = [r for r in ok if is_cpu(r)]  # and the like-for-like figures the answer uses
+    same = [f for r in cpu if (f := same_program_on_cpu(records, r)) is not None]
+    runs = runs_table(records, [*cpu, *same])
     if not ok:
         return section("Study: devices", table, speedups), []
     fig, ax = pyplot().subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
