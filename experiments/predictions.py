@@ -199,6 +199,28 @@ def label(block: dict[str, Any] | None) -> str:
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
 
+def band_label(block: dict[str, Any] | None, platform: str | None = None) -> str:
+    """A predicted figure's label on the first screen: "predicted" with the error band
+    the prediction carries (its split, median and worst error and over how many
+    observations), or "unvalidated" where its regime has none on `platform`'s family."""
+    if not block:
+        return "no prediction"
+    if block.get("method") != METHOD:
+        return "predicted: a roofline bound (a lower bound on time, no error band)"
+    band = block.get("error_band") or {}
+    if band.get("median") is None:
+        where = _PLATFORM_WORDS.get(platform or "", "this platform")
+        regime = block.get("regime") or ""
+        return f"predicted, unvalidated (no {regime} program measured on {where})".replace(
+            "  ", " "
+        )
+    split = SPLIT_WORDS.get(band.get("split"), "out of sample")
+    return (
+        f"predicted (per-kernel model; {split}: error median {band['median']:.0%}, worst "
+        f"{band['worst']:.0%} over {band['observations']})"
+    )
+
+
 def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Every measured ok record carrying kernels: its measured and predicted step time
     (one device's step) and their ratio."""

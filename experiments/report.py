@@ -28,7 +28,7 @@ from experiments.studies._common import PAGES, details, hosts
 from experiments.studies.base import Record, Section
 from experiments.studies.bench import PLOT as BENCH_PLOT
 from experiments.studies.bench import bench_block
-from experiments.tables import one_line_warning
+from experiments.tables import markdown_table, one_line_warning
 
 REPORT_FILE = "REPORT.md"
 RECORDS_PAGE = "records"
@@ -78,7 +78,9 @@ def write_report(
     set aside, which a study with no records of its own names."""
     out = Path(out)
     (out / PAGES).mkdir(parents=True, exist_ok=True)
-    parts, pngs = [overview.answers_intro(records)], []
+    parts = [overview.answers_intro(records), first_screen(records)]
+    parts.append(overview.answers_notes(records))
+    pngs: list[Path] = []
     for name in ANSWER_ORDER:
         study = REGISTRY[name]
         answer, paths = study.answer(records, out) if study.answer else ("", [])
@@ -98,6 +100,24 @@ def write_report(
     report = out / REPORT_FILE
     _write_markdown(report, "\n\n".join(parts))
     return report, pngs
+
+
+FIRST_SCREEN_HEADERS = ["seed", "question", "answer", "how it is known", "details"]
+
+
+def first_screen(records: list[Record]) -> str:
+    """REPORT.md's first screen: one row per seed question, each study's own
+    (`STUDY.summary`), in the seeds' order: the answer in one sentence with its number,
+    whether it was measured (on what), compiled or predicted (with the prediction's
+    error band, or "unvalidated"), and its details page."""
+    rows = [
+        [row.seeds, row.question, row.answer, row.source, f"[{row.page}]({PAGES}/{row.page})"]
+        for name in ANSWER_ORDER
+        if (study := REGISTRY[name]).summary
+        for row in study.summary(records)
+    ]
+    rows.sort(key=lambda row: row[0][:3])  # by the first seed that asks; stable within
+    return "## The seeds' questions, answered\n\n" + markdown_table(FIRST_SCREEN_HEADERS, rows)
 
 
 def _write_page(out: Path, name: str, sections: list | tuple, records: list[Record]) -> list[Path]:

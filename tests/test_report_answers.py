@@ -47,7 +47,8 @@ def test_answers_page_asks_every_question_in_order_and_links_its_details(tmp_pat
     for name in ANSWER_ORDER:
         assert f"[report/{name}.md](report/{name}.md)" in text
         assert (tmp_path / "report" / f"{name}.md").is_file()
-    assert "| mnist_cnn, mnist, batch 128 | cpu | 85 ms [80 ms-120 ms] | 1,505 |" in text
+    row = "| mnist_cnn, mnist, batch 128 | cpu | xla, step loop | 85 ms [80 ms-120 ms] (2026-01-01)"
+    assert f"{row} | 1,505 | 0.9883 after " in text
 
 
 def test_title_claims_no_measurement_for_compile_only_records(tmp_path):

@@ -602,7 +602,7 @@ def test_a_measured_step_is_called_in_sample_only_where_the_constants_were_fitte
     assert "Over the" not in text  # the control: only fitted steps, no such line
 
 
-def test_the_devices_answer_divides_by_this_run_and_by_the_fastest_cpu_figure(
+def test_the_devices_answer_divides_by_the_same_program_and_by_the_cpu_at_its_best(
     tmp_path, monkeypatch
 ):
     from experiments.studies.devices import devices_answer
@@ -615,12 +615,12 @@ def test_the_devices_answer_divides_by_this_run_and_by_the_fastest_cpu_figure(
     target = _compiled(H100_TARGET, "mnist_cnn", 128, "ok", 1.0, step=2e-3)
     _priced_by_one_memory_kernel(monkeypatch, "gpu", [(target, 2e-3)])
     answer, _ = devices_answer([slow, fast, target], tmp_path)
-    # 64,000 images/s predicted: 40x the devices run's 1,600, 10x the fastest 6,400
-    assert "gpu-h100 64,000 (40x this run, 10x the fastest CPU figure)" in answer
-    assert "the fastest CPU figure for the step: 20 ms/step, jax" in answer
-    # The control: with no faster CPU figure, both ratios are this run's.
+    # 64,000 images/s predicted: 40x the same program's 1,600, 10x the CPU's best 6,400
+    assert "gpu-h100 64,000 (40x like for like, 10x the CPU at its best)" in answer
+    assert "at its best 20 ms/step (jax xla device f32)" in answer
+    # The control: with no faster CPU figure, both ratios are the same program's.
     answer, _ = devices_answer([slow, target], tmp_path)
-    assert "gpu-h100 64,000 (40x this run, 40x the fastest CPU figure)" in answer
+    assert "gpu-h100 64,000 (40x like for like, 40x the CPU at its best)" in answer
 
 
 def test_a_measured_accelerator_speedup_is_shown_beside_the_models_prediction_of_it(
@@ -637,7 +637,7 @@ def test_a_measured_accelerator_speedup_is_shown_beside_the_models_prediction_of
     for r in (cpu, gpu):
         r["workload"].update(study="devices", dataset="mnist")
     answer, _ = devices_answer([cpu, gpu], tmp_path)
-    assert "on gpu NVIDIA H100 80GB HBM3: measured 50.0x over this CPU run, 50.0x over" in answer
+    assert "on gpu NVIDIA H100 80GB HBM3: measured 50.0x like for like, 50.0x over" in answer
     assert "predicted" not in answer.split("predicted for the accelerator's step:")[1]
     # With its kernels: one conv taking 1.25 ms at the H100's TF32 peak x 0.5, the batch's
     # copy beside it; the model's speedup and its error on this very step.

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments import records
-from experiments.labels import device_label, model_label, workload_kind
+from experiments.labels import device_label, machine, model_label, workload_kind
 from experiments.studies.base import Record
-from experiments.tables import markdown_text, seconds
+from experiments.tables import markdown_table, markdown_text, seconds
 
 
 def pyplot() -> Any:
@@ -196,6 +196,159 @@ def workload_key(record: Record) -> tuple:
     """Orders workloads by model, dataset, then batch as a number (64 before 128)."""
     w = record["workload"]
     return model_label(record), str(w.get("dataset")), w["batch_size"], device_label(record)
+
+
+# --- one figure per quantity ----------------------------------------------------------
+
+CPU_FIGURE_RULE = (
+    "One figure per quantity: where several runs measured the same workload on a CPU, "
+    "the CPU figure is the most recent ok run of that exact workload (model, batch, "
+    "precision, formulation, loop, placement; a peer's framework and mode) on the same "
+    "CPU model; every ratio to the CPU divides by it, and the details pages list the "
+    "other runs with their dates."
+)
+
+
+def figure_key(record: Record) -> tuple:
+    """The exact workload a CPU figure measures, and the CPU model it ran on: what
+    `cpu_figure` picks one record of. The dataset is not in it (a step's time does not
+    depend on the pixels), nor the epochs (the step is timed apart from training)."""
+    w = record["workload"]
+    return (
+        machine(record),
+        workload_kind(record),
+        *same_step(record),
+        w["strategy"],
+        record["device"].get("count") or 1,
+        w.get("ensemble_size") or 1,
+        w.get("matmul_precision") or "default",
+        record.get("loop") or "step",
+        (record.get("formulation") or {}).get("name", "xla"),
+        w.get("framework"),
+        w.get("mode"),
+    )
+
+
+def _timed_cpu(record: Record) -> bool:
+    """An ok record measured on a CPU at hand with a step time: a CPU figure."""
+    return (
+        record["status"] == "ok"
+        and is_cpu(record)
+        and not record.get("compiled_not_run")
+        and not records.took_turns(record)
+        and field(record, "step_time_s", "median") is not None
+    )
+
+
+def cpu_runs(records: list[Record], record: Record) -> list[Record]:
+    """Every CPU figure of `record`'s exact workload on its CPU model, oldest first."""
+    key = figure_key(record)
+    return sorted((r for r in records if _timed_cpu(r) and figure_key(r) == key), key=when)
+
+
+def cpu_figure(records: list[Record], record: Record) -> Record:
+    """The one CPU figure for `record`'s workload (CPU_FIGURE_RULE): the most recent ok
+    run of that exact workload on the same CPU model; `record` itself where no run of
+    it is among `records`.
+
+    Why the most recent, and not the median of all runs: the runs of one workload span
+    changes to the library (the host allocator policy, XLA:CPU's thread pools, the
+    formulations' kernels), so an older run measured another program of the same
+    workload, and a median over versions is a figure no version of the code produces.
+    Each run is already a median over its timed steps, with its p10-p90 beside it; the
+    older runs stay on the details pages with their dates (`runs_table`), where a reader
+    sees the spread a median would hide."""
+    runs = cpu_runs(records, record)
+    return runs[-1] if runs else record
+
+
+def cpu_figures(records: list[Record]) -> list[Record]:
+    """One CPU figure per exact workload and CPU model (the rule's pick of each)."""
+    return latest_by([r for r in records if _timed_cpu(r)], figure_key)
+
+
+def same_program_on_cpu(records: list[Record], record: Record) -> Record | None:
+    """The like-for-like CPU figure for an accelerator's step: `record`'s step (model,
+    batch, precision) as the program the targets are compiled as, the xla formulation in
+    the step loop on one device, its one figure on the CPU model that ran it most
+    recently; None where no CPU ran that program."""
+    rs = [
+        r
+        for r in cpu_figures(records)
+        if same_step(r) == same_step(record)
+        and workload_kind(r) == "train"
+        and not r["workload"].get("framework")
+        and (r.get("formulation") or {}).get("name", "xla") == "xla"
+        and (r.get("loop") or "step") == "step"
+        and (r["device"].get("count") or 1) == 1
+    ]
+    return max(rs, key=when, default=None)
+
+
+def runs_table(records: list[Record], shown: list[Record]) -> str:
+    """Every CPU run of the workloads of `shown`, with its date and study, the one the
+    rule picks marked: the figures the answers do not show. "" where each workload ran
+    once."""
+    rows, seen = [], set()
+    for record in shown:
+        runs = cpu_runs(records, record)
+        if len(runs) < 2 or figure_key(record) in seen:
+            continue
+        seen.add(figure_key(record))
+        chosen = runs[-1]
+        for r in runs:
+            w = r["workload"]
+            rows.append(
+                [
+                    workload_label(r),
+                    machine(r),
+                    run_label(r),
+                    when(r)[:16].replace("T", " "),
+                    w.get("study") or "-",
+                    fmt_step(r),
+                    "shown (most recent)" if r is chosen else "-",
+                ]
+            )
+    if not rows:
+        return ""
+    headers = ["workload", "CPU", "ran", "UTC", "study", "s/step [p10-p90]", "figure"]
+    return f"{CPU_FIGURE_RULE} Every run of these workloads, by CPU model:\n\n" + markdown_table(
+        headers, rows
+    )
+
+
+def run_label(record: Record) -> str:
+    """What a figure ran: its epochs (0: timed steps only), loop and formulation, as
+    every answer's table states them."""
+    w = record["workload"]
+    if w.get("framework"):
+        return f"{w['framework']} {w.get('mode')}, timed steps only"
+    formulation = (record.get("formulation") or {}).get("name", "xla")
+    count = w.get("epochs") or 0
+    epochs = f"{count} epoch{'s' if count > 1 else ''}" if count else "timed steps only"
+    return f"{epochs}, {record.get('loop') or 'step'} loop, {formulation}"
+
+
+# --- the first screen -----------------------------------------------------------------
+
+
+def not_measured(study: str, platform: str | None = None) -> str:
+    """A first-screen answer where no record answers: the command that measures it."""
+    device = f" --device={platform}" if platform else ""
+    return f"no records yet: `python -m experiments.run --study={study}{device}` measures it"
+
+
+def on_accelerator_command(study: str) -> str:
+    """A first-screen note where only the CPU measured: the command for a GPU's run."""
+    return f"no GPU or TPU run yet: `python -m experiments.run --study={study} --device=gpu`"
+
+
+def measured_on(rs: list[Record]) -> str:
+    """ "measured on cpu (AMD EPYC (AVX2))": where a first-screen number was measured."""
+    labels = sorted({device_label(r) for r in rs})
+    machines = sorted({machine(r) for r in rs if is_cpu(r)})
+    where = f" ({'; '.join(machines)})" if machines else ""
+    return f"measured on {', '.join(labels)}{where}"
 
 
 # --- table cells ----------------------------------------------------------------------

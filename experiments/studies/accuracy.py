@@ -23,14 +23,18 @@ from experiments.studies._common import (
     fmt_acc,
     image,
     in_study,
+    measured_on,
     no_accelerator,
+    not_measured,
     on_accelerator,
+    on_accelerator_command,
     only_ok,
     pyplot,
+    run_label,
     save,
     section,
 )
-from experiments.studies.base import TINY_MLP, Context, Record, Study
+from experiments.studies.base import TINY_MLP, Context, Record, Study, Summary
 from experiments.tables import markdown_table
 from experiments.workload import Workload
 
@@ -111,14 +115,43 @@ def accuracy_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
             model_label(r),
             device_label(r),
             len(r.get("history") or []),
+            run_label(r).partition(", ")[2],
             fmt_acc(accuracy(r)),
         ]
         for r in sorted(rs, key=lambda r: (r["workload"]["dataset"], model_label(r)))
     ]
     text = "Final test accuracy after the epochs shown, measured on each device:"
-    table = markdown_table(["dataset", "model", "device (measured)", "epochs", "test acc"], rows)
+    headers = ["dataset", "model", "device (measured)", "epochs", "loop, formulation"]
+    table = markdown_table([*headers, "test acc"], rows)
     note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("accuracy")
     return "\n\n".join(p for p in (text, table, note) if p), []
+
+
+def _epochs(record: Record) -> int:
+    """The epochs a record trained: its history's, else its workload's."""
+    return len(record.get("history") or []) or record["workload"].get("epochs") or 0
+
+
+def accuracy_summary(records: list[Record]) -> list[Summary]:
+    """Seed 000: the same model's accuracy on every device, after the epochs it ran."""
+    question = "Does the same model reach the same accuracy on every device?"
+    rs = [r for r in only_ok(in_study(records, "accuracy")) if accuracy(r) is not None]
+    if not rs:
+        return [Summary("000", question, not_measured("accuracy"), "-", "accuracy.md")]
+    by_run: dict[tuple, list[Record]] = defaultdict(list)
+    for r in rs:
+        by_run[(r["workload"]["dataset"], model_label(r))].append(r)
+    said = []
+    for (dataset, model), runs in sorted(by_run.items()):
+        each = ", ".join(
+            f"{fmt_acc(accuracy(r))} on {device_label(r)} after {_epochs(r)} epochs"
+            for r in sorted(runs, key=device_label)
+        )
+        said.append(f"{model} on {dataset}: {each}")
+    answer = "; ".join(said)
+    if not any(on_accelerator(r) for r in rs):
+        answer += f"; {on_accelerator_command('accuracy')}"
+    return [Summary("000", question, answer, measured_on(rs), "accuracy.md")]
 
 
 STUDY = Study(
@@ -127,4 +160,5 @@ STUDY = Study(
     sections=(accuracy_study,),
     question="Same model, same per-epoch accuracy on every device? (seed 000)",
     answer=accuracy_answer,
+    summary=accuracy_summary,
 )

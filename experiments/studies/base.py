@@ -49,6 +49,20 @@ class TargetCell:
 
 
 @dataclasses.dataclass(frozen=True)
+class Summary:
+    """One row of REPORT.md's first screen: a seed's question answered in one sentence
+    with its number, how that number is known (measured on which device, compiled, or
+    predicted with the prediction's error band or "unvalidated"), and the page that
+    holds the details."""
+
+    seeds: str  # "000", "001, 003": the seed documents that ask it
+    question: str
+    answer: str  # one sentence with its number, or what command would measure it
+    source: str  # "measured on ...", "predicted (...)", "compiled (...)"; "-" for none
+    page: str  # report/PAGE.md, or another path under report/ ("roofline.md#...")
+
+
+@dataclasses.dataclass(frozen=True)
 class Study:
     """One question: what it runs and what the report says about it.
 
@@ -57,7 +71,9 @@ class Study:
     for the default study, whose models take the command's flags. `question` is the
     question it answers as REPORT.md heads it, `answer` its short answer there (a
     paragraph in numbers, a small table, at most one plot), `sections` its details page
-    (report/NAME.md), `headline` its lines in the README's generated block."""
+    (report/NAME.md), `headline` its lines in the README's generated block, `summary`
+    its rows of REPORT.md's first screen (one per seed question it answers, each
+    present whether or not records exist: without them, the row names the command)."""
 
     name: str
     workloads: Callable[[Context], list[Workload]] | None = None
@@ -68,6 +84,7 @@ class Study:
     answer: Section | None = None
     # pages of their own beside the details page: {name: markdown}, report/NAME.md
     pages: Callable[[list[Record]], dict[str, str]] | None = None
+    summary: Callable[[list[Record]], list[Summary]] | None = None
 
 
 # --smoke: every study in seconds on a CPU.

@@ -21,25 +21,30 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-from experiments import analysis
+from experiments import analysis, predictions
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
     batch_size,
+    cpu_figure,
     field,
     fmt_images,
     fmt_status,
     fmt_step,
     image,
     in_study,
+    is_cpu,
     log_axes,
+    measured_on,
+    not_measured,
     precision_of,
     pyplot,
     save,
     section,
     throughput_curve,
 )
-from experiments.studies.base import SMOKE_CATSDOGS, Context, Record, Study
+from experiments.studies.base import SMOKE_CATSDOGS, Context, Record, Study, Summary
 from experiments.studies.targets import (
     SEED_000_TARGETS,
     compiled,
@@ -93,19 +98,27 @@ def _memory(record: Record) -> int | None:
     return field(record, "memory", "total_bytes") if record["status"] == "ok" else None
 
 
-def _seed_000_step(target: str, batch: int) -> float | None:
-    """Seed 000's own s/step of its model on that target's chip at that batch, as the
-    published references hold it (experiments/published_references.json), or None."""
+def _seed_000_reference(target: str, batch: int) -> Any:
+    """Seed 000's own measurement of its model on that target's chip at that batch, as
+    the published references hold it (experiments/published_references.json), or None."""
     from experiments import references
     from jaxcnn import targets
 
     chip = targets.TARGETS[target].chip
     for ref in references.load():
         if ref.source_url == "seed 000" and ref.chip == chip and ref.batch_per_chip == batch:
-            if ref.step_time_s:
-                return ref.step_time_s
-            return batch / ref.images_per_s_per_chip if ref.images_per_s_per_chip else None
+            return ref
     return None
+
+
+def _seed_000_step(target: str, batch: int) -> float | None:
+    """Seed 000's own s/step of its model on that target's chip at that batch, or None."""
+    ref = _seed_000_reference(target, batch)
+    if ref is None:
+        return None
+    if ref.step_time_s:
+        return ref.step_time_s
+    return batch / ref.images_per_s_per_chip if ref.images_per_s_per_chip else None
 
 
 SEED_HEADERS = [
@@ -179,7 +192,8 @@ def batch_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     parts.append(
         "Seed 000 trained `catsdogs_cnn` at batch 16 and ran out of memory at 32 on a 2 GB "
         "MX150, and trained it at 128 on a T4. The train step compiled for those GPUs by "
-        f"XLA:GPU (never run); {usable_memory_rule()}:"
+        "XLA:GPU (never run; the xla formulation's step, as the step loop runs it); "
+        f"{usable_memory_rule()}:"
     )
     parts.append(markdown_table(SEED_HEADERS, rows))
     if turning := rests_on_the_rule(records, state_rule=False):
@@ -231,10 +245,95 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return section("Study: batch size and memory", *parts), [path]
 
 
+SEED_000_COMMAND = "python -m experiments.run --study=targets --target={} --model=catsdogs_cnn"
+
+
+def _compiled_seed_rows(records: list[Record]) -> list[list[str]]:
+    return [row for row in _seed_000_rows(records) if not row[3].endswith("not compiled")]
+
+
+def _oom_summary(records: list[Record]) -> Summary:
+    """Seed 000's OOM: what the seed GPUs' own compilers say of its batches."""
+    question = "Where does the cats-vs-dogs CNN run out of GPU memory?"
+    rows = _compiled_seed_rows(records)
+    if not rows:
+        command = SEED_000_COMMAND.format(SEED_000_TARGETS["MX150 2 GB"])
+        return Summary("000", question, f"no compile yet: `{command}`", "-", "batch.md")
+    said = "; ".join(f"{row[0]} batch {row[1]}: {row[5]} ({row[4]})" for row in rows)
+    agree = sum(row[6] == "yes" for row in rows)
+    answer = f"{said}: {agree} of {len(rows)} as seed 000 saw"
+    targets = ", ".join(sorted({row[3].split(" ")[0] for row in rows}))
+    source = f"compiled for {targets} by XLA:GPU (its memory analysis of the step, never run)"
+    return Summary("000", question, answer, source, "batch.md")
+
+
+def _speed_summary(records: list[Record]) -> Summary:
+    """Seed 000's GPUs against this CPU for its model: each GPU's predicted images/s at
+    the seed's batch over the CPU at its best (its fastest batch, each batch's one
+    figure), with the seed's own figures and why they differ."""
+    question = "How much faster are the MX150 and T4 than the CPU for that CNN?"
+    cpu = [cpu_figure(records, r) for r in in_study(records, "batch") if r["status"] == "ok"]
+    cpu = [r for r in cpu if is_cpu(r) and not r["workload"].get("model_overrides")]
+    if not cpu:
+        return Summary("000", question, not_measured("batch", "cpu"), "-", "batch.md")
+    best = max(cpu, key=lambda r: r["images_per_s"])
+    parts, blocks, seed = [], [], []
+    for reference, batch, ran in analysis.SEED_000_OBSERVED:
+        target = SEED_000_TARGETS[reference]
+        r = _seed_000_compile(records, target, batch) if ran else None
+        step = prediction(r).get("step_time_s") if r is not None and fits_chip(r) else None
+        if not step:
+            continue
+        images = batch / step
+        parts.append(
+            f"{target} {images:,.0f} images/s at batch {batch} "
+            f"({images / best['images_per_s']:,.0f}x)"
+        )
+        blocks.append((target, prediction(r), r["device"]["platform"]))
+        ref = _seed_000_reference(target, batch)
+        own = _seed_000_step(target, batch)
+        if own and ref is not None:
+            than = "faster" if own < step else "slower"
+            seed.append(
+                f"{seconds(own)}/step on the {ref.chip}, {than} than the {seconds(step)} predicted"
+            )
+            held = ref.held_out
+    if not parts:
+        command = SEED_000_COMMAND.format(SEED_000_TARGETS["T4 16 GB"])
+        return Summary("000", question, f"no compile yet: `{command}`", "-", "batch.md")
+    answer = (
+        f"Predicted {', '.join(parts)} over this CPU at its best "
+        f"({fmt_images(best)} images/s at batch {batch_size(best)})"
+    )
+    if seed:
+        answer += (
+            f"; seed 000's own figures ({'; '.join(seed)}): {held} ([roofline](report/roofline.md))"
+        )
+    source = "; ".join(f"{t} {predictions.band_label(b, platform)}" for t, b, platform in blocks)
+    return Summary("000", question, answer, f"{source}; CPU {measured_on([best])}", "batch.md")
+
+
+def _seed_000_compile(records: list[Record], target: str, batch: int) -> Record | None:
+    """The compile-only record of seed 000's model, f32, for `target` at `batch`."""
+    for r in compiled(records):
+        w = r["workload"]
+        if target_name(r) == target and batch_size(r) == batch and precision_of(r) == "f32":
+            if w["model"] == analysis.SEED_000_MODEL and not w.get("model_overrides"):
+                return r
+    return None
+
+
+def batch_summary(records: list[Record]) -> list[Summary]:
+    """Seed 000's two questions of its cats-vs-dogs CNN: where it runs out of memory,
+    and how much faster its GPUs are than the CPU."""
+    return [_oom_summary(records), _speed_summary(records)]
+
+
 STUDY = Study(
     "batch",
     workloads=workloads,
     sections=(batch_study,),
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
     answer=batch_answer,
+    summary=batch_summary,
 )

@@ -42,6 +42,8 @@ from typing import Any
 from experiments.records import took_turns
 from experiments.studies import bench_cells, bench_paired
 from experiments.studies._common import (
+    cpu_figure,
+    cpu_figures,
     field,
     latest_by,
     only_ok,
@@ -229,35 +231,44 @@ def fastest_pair(
 
 
 def fastest_cpu_step(records: list[Record], cpu: Record) -> tuple[float, str]:
-    """The fastest median s/step any framework reached for `cpu`'s step on its machine
-    (JAX in any loop or formulation, and the peers of benchmarks/peers.py), with what
-    produced it (`keras graph`, `jax cpu device f32`): the baseline that keeps an
-    accelerator's speedup from being inflated by a slow CPU figure. At worst `cpu`'s."""
+    """The fastest median s/step any configuration reached for `cpu`'s step on its
+    machine (JAX in any loop or formulation, and the peers of benchmarks/peers.py),
+    each configuration by its one figure (`_common.cpu_figure`: its most recent run, so
+    no lucky old run is picked), with what produced it (`keras graph`, `jax cpu device
+    f32`): the CPU at its best, the baseline that keeps an accelerator's speedup from
+    being inflated by a slow CPU figure. At worst `cpu`'s own figure."""
     found = [
         (r["step_time_s"]["median"], configuration(r))
-        for r in only_ok(records)
-        if r["device"]["platform"] == "cpu"
-        and _machine(r) == _machine(cpu)
+        for r in cpu_figures(records)
+        if _machine(r) == _machine(cpu)
         and r["workload"].get("kind", "train") in ("train", "peer")
-        and field(r, "step_time_s", "median")
         and same_step(r) == same_step(cpu)
     ]
-    return min([(cpu["step_time_s"]["median"], configuration(cpu)), *found])
+    own = cpu_figure(records, cpu)
+    return min([(own["step_time_s"]["median"], configuration(own)), *found])
 
 
 def speedups(records: list[Record], cpu: Record, other: Record) -> tuple[str, str]:
-    """`other`'s speedup per step over the `cpu` record it pairs with, and over the
-    fastest CPU figure of any framework for the same step (naming it)."""
+    """`other`'s speedup per step like for like (over the one CPU figure of `cpu`'s
+    workload, `_common.cpu_figure`) and over the CPU at its best (the fastest figure of
+    any configuration or framework for the same step, named): RATIOS_NOTE."""
     step = other["step_time_s"]["median"]
     fastest, by = fastest_cpu_step(records, cpu)
-    return f"{cpu['step_time_s']['median'] / step:.1f}x", f"{fastest / step:.1f}x ({by})"
+    like = cpu_figure(records, cpu)["step_time_s"]["median"]
+    return f"{like / step:.1f}x", f"{fastest / step:.1f}x ({by})"
 
 
-FASTEST_CPU_NOTE = (
-    "*over fastest CPU*: against the fastest s/step any framework reached for the same "
-    "step (model, batch, precision) on that CPU machine, JAX in any configuration or a "
-    "peer (PyTorch, Keras: benchmarks/peers.py), named in brackets; it is the fair "
-    "ratio where JAX's own CPU figure is not the fastest."
+# The two ratios to the CPU every answer gives, defined once.
+RATIOS_NOTE = (
+    "Two ratios to the CPU: *like for like*, over the CPU figure of the same program (for "
+    "an accelerator's run, the CPU run of the same JAX step, formulation and loop; for a "
+    "prediction, the step as the targets are compiled, xla formulation in the step loop); "
+    "and *over the CPU at its best*, over the fastest s/step "
+    "any configuration or framework reached for the same step (model, batch, precision) "
+    "on that CPU model, JAX in any formulation and loop or a peer (PyTorch, Keras: "
+    "benchmarks/peers.py), named in brackets. The second is the fair comparison, each "
+    "side at its best; the first says what the accelerator does for the same program. "
+    "Each CPU figure follows the one-figure rule."
 )
 
 
@@ -608,7 +619,8 @@ def bench_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         f"The train step's images/s against PyTorch and Keras on the same machine (goal: "
         f"JAX / peer >= {GOAL:g}); each side's fastest configuration, measured, and where "
         "the two were measured in turns (benchmarks/paired.py) that ratio, the verdict: "
-        "the two figures beside it may be days apart:"
+        "the two figures beside it may be days apart; timed steps only (no epochs), each "
+        "JAX configuration named by its formulation, loop and precision:"
     )
     held = verdicts(records)
     return "\n\n".join(p for p in (text, table, held) if p), []

@@ -20,6 +20,7 @@ from experiments.labels import device_label, model_label
 from experiments.studies import bench
 from experiments.studies._common import (
     batch_size,
+    cpu_figure,
     cpu_pairs,
     epoch_ticks,
     field,
@@ -59,7 +60,7 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
         [
             f"{model_label(r)} b{batch_size(r)}",
             device_label(r),
-            seconds(median_step(base)),
+            seconds(median_step(cpu_figure(records, base))),
             seconds(median_step(r)),
             *bench.speedups(records, base, r),
         ]
@@ -71,9 +72,8 @@ def speedup_over_cpu(records: list[Record], out: Path) -> tuple[str, list[Path]]
     ax.set(xlabel="speedup over CPU (CPU s/step / device s/step)")  # bars: linear
     ax.invert_yaxis()
     path = save(fig, out / "speedup_over_cpu.png")
-    headers = ["workload", "device", "CPU s/step", "device s/step", "speedup", "over fastest CPU"]
-    note = "*speedup*: over the CPU record of the same workload (the plot's)."
-    text = f"{note} {bench.FASTEST_CPU_NOTE}\n\n{markdown_table(headers, rows)}"
+    headers = ["workload", "device", "CPU s/step", "device s/step", "like for like"]
+    text = f"{bench.RATIOS_NOTE}\n\n{markdown_table([*headers, 'over the CPU at its best'], rows)}"
     return f"## Speedup over CPU\n\n{text}\n\n{image('speedup', path)}", [path]
 
 

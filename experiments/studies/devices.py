@@ -22,27 +22,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments import analysis, predictions
-from experiments.labels import device_label
+from experiments.labels import device_label, machine
 from experiments.studies import bench
 from experiments.studies._common import (
+    accuracy,
+    batch_size,
+    cpu_figure,
     cpu_pairs,
+    fmt_acc,
     fmt_images,
     fmt_status,
     fmt_step,
     fmt_test_acc,
     image,
     in_study,
+    is_cpu,
+    measured_on,
     median_step,
     no_accelerator,
+    not_measured,
+    on_accelerator,
     only_ok,
+    precision_of,
     pyplot,
+    run_label,
+    runs_table,
+    same_program_on_cpu,
     same_step,
     save,
     section,
+    when,
     workload_key,
     workload_label,
 )
-from experiments.studies.base import SMOKE_TRAIN, Context, Record, Study, dataset_for
+from experiments.studies.base import SMOKE_TRAIN, Context, Record, Study, Summary, dataset_for
 from experiments.studies.targets import (
     compiled,
     fits_chip,
@@ -87,8 +100,8 @@ COLUMNS = {
 SPEEDUP_HEADERS = [
     "workload",
     "device",
-    "speedup per step",
-    "per step, over fastest CPU",
+    "per step, like for like",
+    "per step, over the CPU at its best",
     "speedup per epoch",
 ]
 
@@ -112,9 +125,12 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if pairs := cpu_pairs(ok):
         speedups = (
             "Speedup over the CPU record of the same workload, and per step over the "
-            f"fastest CPU figure for it. {bench.FASTEST_CPU_NOTE}\n\n"
+            f"fastest CPU figure for it. {bench.RATIOS_NOTE}\n\n"
             + markdown_table(SPEEDUP_HEADERS, [_speedup_row(records, *p) for p in pairs])
         )
+    cpu = [r for r in ok if is_cpu(r)]  # and the like-for-like figures the answer uses
+    same = [f for r in cpu if (f := same_program_on_cpu(records, r)) is not None]
+    runs = runs_table(records, [*cpu, *same])
     if not ok:
         return section("Study: devices", table, speedups, costs), []
     fig, ax = pyplot().subplots(figsize=(7, 0.8 + 0.45 * len(ok)))
@@ -128,48 +144,118 @@ def devices_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     ax.invert_yaxis()
     path = save(fig, out / "study_devices.png")
     intro = "Same model, dataset and batch on every device (seeds 001 and 003)."
-    parts = (intro, table, speedups, image("devices", path), costs)
+    parts = (intro, table, speedups, runs, image("devices", path), costs)
     return section("Study: devices", *parts), [path]
 
 
-ANSWER_COLUMNS = {
-    "workload": workload_label,
-    "device (measured)": device_label,
-    "s/step [p10-p90]": fmt_step,
-    "images/s": fmt_images,
-    "test acc": fmt_test_acc,
-}
+def _answer_rows(records: list[Record], rs: list[Record]) -> list[list[str]]:
+    """Per devices-study record: its workload, device, formulation and loop, the one
+    CPU figure of that workload (`cpu_figure`, dated) or its own figure off the CPU, and
+    its test accuracy after the epochs it trained."""
+    rows = []
+    for r in rs:
+        figure = cpu_figure(records, r) if is_cpu(r) else r
+        formulation = (r.get("formulation") or {}).get("name", "xla")
+        acc = accuracy(r)
+        epochs = r["workload"].get("epochs") or 0
+        rows.append(
+            [
+                workload_label(r),
+                device_label(r),
+                f"{formulation}, {r.get('loop') or 'step'} loop",
+                f"{fmt_step(figure)} ({when(figure)[:10]})",
+                fmt_images(figure),
+                f"{fmt_acc(acc)} after {epochs} epochs" if acc is not None else "-",
+            ]
+        )
+    return rows
+
+
+ANSWER_HEADERS = [
+    "workload",
+    "device (measured)",
+    "formulation, loop",
+    "s/step [p10-p90] (one figure, its date)",
+    "images/s",
+    "test acc",
+]
+
+
+def versus_cpu(records: list[Record], measured: Record, target: str) -> dict | None:
+    """The one-chip target `target`'s prediction for `measured`'s step (model, batch,
+    precision) beside the CPU: {"images": predicted images/s, "like": its ratio to the
+    CPU figure of the same program (`same_program_on_cpu`), "best": its ratio to the CPU
+    at its best on that CPU model, "cpu": the like-for-like CPU record, "block": the
+    prediction, "record": the compile record}; None without a compile that fits."""
+    cpu = same_program_on_cpu(records, measured) or cpu_figure(records, measured)
+    fastest, _ = bench.fastest_cpu_step(records, cpu)
+    batch = measured["workload"]["batch_size"]
+    for r in compiled(records):
+        if target_name(r) != target or same_step(r) != same_step(measured):
+            continue
+        if not fits_chip(r) or target_field(r, "chips") != 1:
+            continue
+        block = prediction(r)
+        images = block.get("images_per_s")
+        if images:
+            return {
+                "images": images,
+                "like": images * median_step(cpu) / batch,
+                "best": images * fastest / batch,
+                "cpu": cpu,
+                "block": block,
+                "record": r,
+            }
+    return None
+
+
+def _one_chip_targets(records: list[Record], measured: Record) -> list[str]:
+    return sorted(
+        {
+            target_name(r)
+            for r in compiled(records)
+            if same_step(r) == same_step(measured) and target_field(r, "chips") == 1
+        }
+    )
 
 
 def _predicted_for(records: list[Record], measured: Record) -> list[str]:
     """The same step (model, batch, precision) compiled for one-chip targets: each
-    target's predicted images/s, its ratio to the measured figure, and its ratio to the
-    fastest CPU figure for the same step on that machine (bench.fastest_cpu_step)."""
-    fastest, by = bench.fastest_cpu_step(records, measured)
-    best_images = measured["workload"]["batch_size"] / fastest
+    target's predicted images/s and its two ratios to the CPU (bench.RATIOS_NOTE), then
+    the two CPU figures they divide by."""
     found = []
-    for r in compiled(records):
-        if same_step(r) == same_step(measured) and fits_chip(r) and target_field(r, "chips") == 1:
-            images = prediction(r).get("images_per_s")
-            if images and measured.get("images_per_s"):
-                ratio = images / measured["images_per_s"]
-                bound = "" if prediction_method(r) == "per-kernel" else ", at most: a bound"
-                found.append(
-                    f"{target_name(r)} {images:,.0f} ({ratio:,.0f}x this run, "
-                    f"{images / best_images:,.0f}x the fastest CPU figure{bound})"
-                )
-    fastest_words = f"the fastest CPU figure for the step: {seconds(fastest)}/step, {by}"
-    return [*sorted(found), fastest_words] if found else []
+    for target in _one_chip_targets(records, measured):
+        v = versus_cpu(records, measured, target)
+        if v is None:
+            continue
+        bound = "" if prediction_method(v["record"]) == "per-kernel" else ", at most: a bound"
+        found.append(
+            f"{target} {v['images']:,.0f} ({v['like']:,.0f}x like for like, "
+            f"{v['best']:,.0f}x the CPU at its best{bound})"
+        )
+    if not found:
+        return []
+    return [*found, _cpu_words(records, measured)]
+
+
+def _cpu_words(records: list[Record], measured: Record) -> str:
+    """The two CPU figures a prediction's ratios divide by, with their run and date."""
+    cpu = same_program_on_cpu(records, measured) or cpu_figure(records, measured)
+    fastest, by = bench.fastest_cpu_step(records, cpu)
+    return (
+        f"on {machine(cpu)}: like for like {seconds(median_step(cpu))}/step "
+        f"({run_label(cpu)}, {when(cpu)[:10]}), at its best {seconds(fastest)}/step ({by})"
+    )
 
 
 def _measured_speedups(records: list[Record], cpu: Record, measured: Record) -> str:
-    """ "Nx over this CPU run, Mx over the fastest CPU figure (what reached it)"."""
-    over_run, over_fastest = bench.speedups(records, cpu, measured)
+    """ "Nx like for like, Mx over the CPU at its best (what reached it)"."""
+    like, over_fastest = bench.speedups(records, cpu, measured)
     ratio, _, by = over_fastest.partition(" ")
-    return f"{over_run} over this CPU run, {ratio} over the fastest CPU figure {by}".rstrip()
+    return f"{like} like for like, {ratio} over the CPU at its best {by}".rstrip()
 
 
-def _predicted_speedup(cpu: Record, measured: Record) -> str:
+def _predicted_speedup(records: list[Record], cpu: Record, measured: Record) -> str:
     """ ", predicted Nx (predicted / measured step - 1: E%)" for an accelerator's measured
     record that carries its step's kernels: the model's figure beside the measured one,
     and its error on this very step; "" where it has no per-kernel prediction."""
@@ -178,8 +264,9 @@ def _predicted_speedup(cpu: Record, measured: Record) -> str:
     if prediction_method(measured) != "per-kernel" or not step:
         return ""
     error = step / median_step(measured) - 1
+    like = median_step(cpu_figure(records, cpu)) / step
     return (
-        f", predicted {median_step(cpu) / step:.1f}x (the predicted step {error:+.0%} off "
+        f", predicted {like:.1f}x (the predicted step {error:+.0%} off "
         f"the measured one; {predictions.label(block)})"
     )
 
@@ -190,27 +277,28 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     rs = sorted(only_ok(in_study(records, "devices")), key=workload_key)
     if not rs:
         return "", []
-    parts = [columns_table(rs, ANSWER_COLUMNS)]
+    parts = [markdown_table(ANSWER_HEADERS, _answer_rows(records, rs)), bench.RATIOS_NOTE]
     pairs = cpu_pairs(rs)
     if pairs:
         parts.insert(
             0,
-            "Speedup per step over the CPU, measured on one machine (over the CPU run of "
-            "the same workload, and over the fastest figure any configuration or framework "
-            "reached for the same step on that CPU), and what the per-kernel model "
-            "predicted for the accelerator's step: "
+            "Speedup per step over the CPU, measured on one machine, and what the "
+            "per-kernel model predicted for the accelerator's step: "
             + "; ".join(
                 f"{workload_label(r)} on {device_label(r)}: measured "
                 + _measured_speedups(records, base, r)
-                + _predicted_speedup(base, r)
+                + _predicted_speedup(records, base, r)
                 for base, r in pairs
             )
             + ".",
         )
     else:
+        steps = {same_step(r): r for r in rs}  # a formulation is the CPU's: one step
         predicted = [
-            f"{workload_label(r)}: " + ", ".join(found[:-1]) + f" ({found[-1]})"
-            for r in rs
+            f"{r['workload']['model']}, batch {batch_size(r)}, {precision_of(r)}: "
+            + ", ".join(found[:-1])
+            + f" ({found[-1]})"
+            for r in steps.values()
             if (found := _predicted_for(records, r))
         ]
         lines = (
@@ -219,10 +307,8 @@ def devices_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
                 "compiled for each chip, never run: its kernels plus the host's side of "
                 "each step, dispatch as measured here and the batch's copy over the "
                 "chip's host link; a figure from a record made before "
-                "records carried kernels is a roofline bound, said so), its ratio to this "
-                "CPU run's measured figure, and to the fastest figure any configuration or "
-                "framework reached for the same step on this CPU (the fair ratio where "
-                "this run is not the CPU at its best):",
+                "records carried kernels is a roofline bound, said so), and its two "
+                "ratios to the CPU:",
                 "\n".join(f"- {p}" for p in predicted),
             ]
             if predicted
@@ -526,10 +612,77 @@ def costs_section(records: list[Record], prices: Sequence[Price] | None = None) 
     return "\n\n".join(parts)
 
 
+SEED_GPU = "gpu-t4"  # seed 003's GPU (a Colab T4), and the one the question names
+SEED_001_GPU = "gpu-k80"  # seed 001's GPU
+
+
+def _seed_model_run(records: list[Record]) -> Record | None:
+    """The devices study's CPU run of `mnist_cnn` (its step is what the question asks
+    about; the CPU figures it is compared with are the rule's, `versus_cpu`)."""
+    rs = [r for r in only_ok(in_study(records, "devices")) if is_cpu(r)]
+    return max((r for r in rs if r["workload"]["model"] == "mnist_cnn"), key=when, default=None)
+
+
+def _versus_words(records: list[Record], run: Record, target: str) -> tuple[str, str]:
+    """(the answer, its source) for `target` against the CPU on `run`'s step: measured
+    where the target ran, else its prediction with its band."""
+    from jaxcnn import targets
+
+    chip = targets.TARGETS[target].chip
+    ran = [
+        r
+        for r in only_ok(records)
+        if on_accelerator(r) and chip in str(r["device"]["kind"]) and same_step(r) == same_step(run)
+    ]
+    step = f"{run['workload']['model']}, batch {batch_size(run)}, {precision_of(run)}"
+    if ran:  # measured on the chip itself: its figure, not the model's
+        r = max(ran, key=when)
+        like, best = bench.speedups(records, run, r)
+        answer = (
+            f"{step}: {device_label(r)} measured at {seconds(median_step(r))}/step, "
+            f"{best} over the CPU at its best, {like} like for like"
+        )
+        return answer, f"{measured_on([r])}; CPU {measured_on([cpu_figure(records, run)])}"
+    v = versus_cpu(records, run, target)
+    if v is None:
+        command = (
+            f"python -m experiments.run --study=targets --target={target} --model="
+            f"{run['workload']['model']}"
+        )
+        return f"no compile for {target} yet: `{command}` predicts it", "-"
+    answer = (
+        f"{step}: {target} predicted at {v['images']:,.0f} images/s, {v['best']:,.0f}x the "
+        f"CPU at its best, {v['like']:,.0f}x like for like ({_cpu_words(records, run)})"
+    )
+    platform = v["record"]["device"]["platform"]
+    return answer, (
+        f"{target} {predictions.band_label(v['block'], platform)}; CPU {measured_on([v['cpu']])}"
+    )
+
+
+def devices_summary(records: list[Record]) -> list[Summary]:
+    """Seeds 001/003: how much faster a GPU is than the CPU for the MNIST CNN (the T4),
+    and seed 001's own GPU, the K80."""
+    questions = (
+        ("001, 003", "How much faster is a GPU than the CPU for the MNIST CNN?", SEED_GPU),
+        ("001", "And on the seed's K80?", SEED_001_GPU),
+    )
+    run = _seed_model_run(records)
+    rows = []
+    for seeds, question, target in questions:
+        if run is None:
+            answer, source = not_measured("devices", "cpu"), "-"
+        else:
+            answer, source = _versus_words(records, run, target)
+        rows.append(Summary(seeds, question, answer, source, "devices.md"))
+    return rows
+
+
 STUDY = Study(
     "devices",
     workloads=workloads,
     sections=(devices_study,),
     question="How much faster is the accelerator than the CPU for the MNIST CNN? (seeds 001, 003)",
     answer=devices_answer,
+    summary=devices_summary,
 )

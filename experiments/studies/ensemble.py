@@ -28,15 +28,26 @@ from experiments.studies._common import (
     image,
     in_study,
     log_axes,
+    measured_on,
     median_step,
     no_accelerator,
+    not_measured,
     on_accelerator,
+    on_accelerator_command,
     only_ok,
     pyplot,
     save,
     section,
 )
-from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.studies.base import (
+    SMOKE_TRAIN,
+    TINY_MLP,
+    Context,
+    Record,
+    Study,
+    Summary,
+    dataset_for,
+)
 from experiments.tables import markdown_table
 from experiments.workload import Workload
 
@@ -144,10 +155,35 @@ def ensemble_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "\n\n".join(p for p in (text, note) if p), []
 
 
+def ensemble_summary(records: list[Record]) -> list[Summary]:
+    """Seed 004: K models in one vmapped step against K steps one after another."""
+    question = "Is training K models at once with `jax.vmap` faster than one after another?"
+    ok = only_ok(in_study(records, "ensemble", kind="ensemble"))
+    by_key = {(device_label(r), model_label(r), *_ensemble(r)): r for r in ok}
+    ratios = [
+        (device, model, k, median_step(seq) / median_step(r))
+        for (device, model, k, mode), r in sorted(by_key.items())
+        if mode == "vmap" and (seq := by_key.get((device, model, k, "sequential")))
+    ]
+    if not ratios:
+        return [Summary("004", question, not_measured("ensemble"), "-", "ensemble.md")]
+    device, model, k, ratio = max(ratios, key=lambda x: x[2])
+    each = ", ".join(f"K={k_}: {x:.2f}x" for d, m, k_, x in ratios if (d, m) == (device, model))
+    verdict = "faster" if ratio > 1 else "slower"
+    answer = (
+        f"{model}: at K={k} the vmapped step is {verdict} ({ratio:.2f}x the speed of K steps "
+        f"one after another; {each})"
+    )
+    if not any(on_accelerator(r) for r in ok):
+        answer += f"; {on_accelerator_command('ensemble')}"
+    return [Summary("004", question, answer, measured_on(ok), "ensemble.md")]
+
+
 STUDY = Study(
     "ensemble",
     workloads=workloads,
     sections=(ensemble_study,),
     question="K models trained at once with `jax.vmap` vs one after another (seed 004)",
     answer=ensemble_answer,
+    summary=ensemble_summary,
 )

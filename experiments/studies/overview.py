@@ -12,6 +12,7 @@ from pathlib import Path
 from experiments import predictions
 from experiments.labels import CPU_NOT_RECORDED, cpu_label, device_label, model_label, workload_kind
 from experiments.studies._common import (
+    CPU_FIGURE_RULE,
     PAGES,
     batch_size,
     field,
@@ -98,8 +99,8 @@ def prediction_error_line(records: list[Record]) -> str | None:
 
 
 def answers_intro(records: list[Record]) -> str:
-    """REPORT.md's title and first lines: what the records are, what measured them, and
-    how its figures are labelled."""
+    """REPORT.md's title and one line on what the records are: all that stands before
+    the first screen's answers."""
     smoke = bool(records) and all(is_smoke(r) for r in records)
     lines = [
         "# jaxcnn: smoke records only, which answer none of the questions"
@@ -107,11 +108,21 @@ def answers_intro(records: list[Record]) -> str:
         else "# jaxcnn: what the records answer",
         *([SMOKE_NOTE] if smoke else []),
         counts_line(records),
+    ]
+    return "\n\n".join(lines)
+
+
+def answers_notes(records: list[Record]) -> str:
+    """What follows the first screen: what measured the records, how figures are
+    labelled, the one-figure rule, and the prediction model's error bands."""
+    lines = [
+        "## How to read the answers",
         machines_line(records),
         "Every figure says whether it was *measured* (on which device) or *predicted* "
         "(by which method); *compiled* figures are the target's own compiler's memory "
         "analysis of a step never run. Each answer links its details; every record's row: "
         f"[{PAGES}/records.md]({PAGES}/records.md).",
+        CPU_FIGURE_RULE,
     ]
     if error := prediction_error_line(records):
         lines.append(error)

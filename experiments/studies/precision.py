@@ -34,6 +34,7 @@ from experiments.studies._common import (
     on_accelerator,
     only_ok,
     pyplot,
+    run_label,
     save,
     section,
     workload_key,
@@ -196,6 +197,7 @@ def precision_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]
     if not rs:
         return "", []
     columns = {k: COLUMNS[k] for k in ("device", "workload", "precision", "images/s", "test acc")}
+    columns = {**columns, "ran": run_label}
     note = "" if any(on_accelerator(r) for r in rs) else no_accelerator("precision")
     return "\n\n".join(p for p in (columns_table(rs, columns), note) if p), []
 

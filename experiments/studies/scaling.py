@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from experiments import analysis
+from experiments import analysis, predictions
 from experiments.labels import device_label, model_label
 from experiments.studies._common import (
     Curve,
@@ -34,6 +34,7 @@ from experiments.studies._common import (
     in_study,
     legend_below,
     log_axes,
+    measured_on,
     no_accelerator,
     on_accelerator,
     only_ok,
@@ -44,7 +45,7 @@ from experiments.studies._common import (
     save,
     section,
 )
-from experiments.studies.base import TINY_MLP, Context, Record, Study
+from experiments.studies.base import TINY_MLP, Context, Record, Study, Summary
 from experiments.studies.targets import (
     compiled,
     fits_chip,
@@ -381,10 +382,67 @@ def scaling_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     return "\n\n".join(p for p in (text, note) if p), []
 
 
+def _weak_series(records: list[Record]) -> dict[tuple, dict[int, Record]]:
+    """Compiled steps by (model, overrides, precision, chip, batch per chip) over chip
+    counts: weak scaling as the targets compile it, where one chip and more were both
+    compiled and predicted by the per-kernel model."""
+    series: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    for r in compiled(records):
+        chips = target_field(r, "chips") or 1
+        if not fits_chip(r) or prediction_method(r) != "per-kernel" or batch_size(r) % chips:
+            continue
+        key = (model_label(r), overrides(r), precision_of(r), target_field(r, "chip"))
+        series[(*key, batch_size(r) // chips)][chips] = r
+    return {k: v for k, v in series.items() if 1 in v and len(v) > 1}
+
+
+def scaling_summary(records: list[Record]) -> list[Summary]:
+    """Seeds 001/004: does data parallelism scale: measured where several devices ran,
+    else the weak scaling the compiled slices predict (the series over the most chips)."""
+    question = "Does data parallelism scale over devices (TPU slices, several GPUs)?"
+    rs = only_ok(in_study(records, "scaling"))
+    counts = sorted({r["device"]["count"] for r in rs})
+    parts, sources = [], []
+    if rs and max(counts) > 1:
+        parts.append(f"measured over {', '.join(map(str, counts))} devices: details page")
+        sources.append(measured_on(rs))
+    series = _weak_series(records)
+    if series:
+        key, by_chips = max(series.items(), key=lambda kv: (max(kv[1]), str(kv[0])))
+        model, _, precision, chip, per_chip = key
+        images = {n: prediction(r)["images_per_s"] for n, r in by_chips.items()}
+        efficiency = analysis.scaling_efficiency(images)
+        each = ", ".join(f"{efficiency[n]:.0%} at {n} chips" for n in sorted(images) if n > 1)
+        parts.append(
+            f"predicted: {model} {precision} at {per_chip} images per chip on {chip} slices "
+            f"reach {each} of linear scaling from one chip (weak scaling)"
+        )
+        largest = by_chips[max(by_chips)]
+        sources.append(
+            f"{target_name(largest)} "
+            + predictions.band_label(prediction(largest), largest["device"]["platform"])
+        )
+    gpus = any(
+        (target_field(r, "chips") or 1) > 1 and r["device"]["platform"] == "gpu"
+        for r in compiled(records)
+    )
+    if not gpus:
+        parts.append("no multi-GPU target compiled")
+    if not rs or max(counts) == 1:
+        parts.append(
+            f"measured here: {max(counts) if rs else 0} device(s), nothing to scale over "
+            "(`python -m experiments.run --study=scaling --device=gpu` on a host with several)"
+        )
+        if rs:
+            sources.append(measured_on(rs))
+    return [Summary("001, 004", question, "; ".join(parts), "; ".join(sources), "scaling.md")]
+
+
 STUDY = Study(
     "scaling",
     workloads=workloads,
     sections=(scaling_study,),
     question="Does data parallelism (pmap, sharded) scale over devices? (seed 001)",
     answer=scaling_answer,
+    summary=scaling_summary,
 )

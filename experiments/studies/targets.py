@@ -40,7 +40,7 @@ from experiments.studies._common import (
     pyplot,
     save,
 )
-from experiments.studies.base import Record, Study, TargetCell
+from experiments.studies.base import Record, Study, Summary, TargetCell
 from experiments.tables import binary_bytes as gib
 from experiments.tables import markdown_table, markdown_text
 
@@ -612,7 +612,8 @@ def targets_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
         "(predicted by the per-kernel model; `<= N` where the record predates kernels and "
         f"has only its {predictions.BOUND_METHOD}, a ceiling on images/s as far as the bound "
         "holds, not a prediction); f32, one chip "
-        "(multi-chip slices and bf16 on each model's page)."
+        "(multi-chip slices and bf16 on each model's page); one step of the xla "
+        "formulation in the step loop, no epochs run."
     )
     table = markdown_table(["model", *names], body)
     unfinished = open_ends_line(ends)
@@ -712,6 +713,79 @@ def rests_on_the_rule(records: list[Record], state_rule: bool = True) -> str:
     )
 
 
+def _best_per_platform(rs: list[Record]) -> dict[str, Record]:
+    """The one-chip target with the most predicted images/s per platform, each at its
+    best batch compiled that fits (per-kernel predictions only)."""
+    best: dict[str, Record] = {}
+    for r in rs:
+        if not fits_chip(r) or target_field(r, "chips") != 1:
+            continue
+        if prediction_method(r) != "per-kernel" or not prediction(r).get("images_per_s"):
+            continue
+        platform = r["device"]["platform"]
+        if platform not in best or _images(r) > _images(best[platform]):
+            best[platform] = r
+    return best
+
+
+def _images(record: Record) -> float:
+    return float(prediction(record)["images_per_s"])
+
+
+def targets_summary(records: list[Record]) -> list[Summary]:
+    """Seed 002: TPU or GPU, which wins per chip for the seeds' models (f32, one chip,
+    each at its best batch compiled). Per dollar is a separate question (prices)."""
+    question = "TPU or GPU: which is faster per chip for these models?"
+    parts, sources = [], set()
+    for model in TARGETS_FIRST:
+        rs = [
+            r
+            for r in compiled(records)
+            if r["workload"]["model"] == model
+            and not r["workload"].get("model_overrides")
+            and precision_of(r) == "f32"
+        ]
+        best = _best_per_platform(rs)
+        if "gpu" not in best or "tpu" not in best:
+            continue
+        gpu, tpu = best["gpu"], best["tpu"]
+        winner, loser = (tpu, gpu) if _images(tpu) > _images(gpu) else (gpu, tpu)
+        parts.append(
+            f"{model}: {target_name(winner)} {_images(winner):,.0f} images/s (batch "
+            f"{batch_size(winner)}) over {target_name(loser)} {_images(loser):,.0f} "
+            f"(batch {batch_size(loser)}), {_images(winner) / _images(loser):.1f}x"
+        )
+        for r in (gpu, tpu):
+            platform = r["device"]["platform"]
+            sources.add(f"{platform.upper()}s {predictions.band_label(prediction(r), platform)}")
+    if not parts:
+        command = "python -m experiments.run --study=targets"
+        return [Summary("002", question, f"no compiles yet: `{command}`", "-", "targets.md")]
+    answer = "per chip, f32, each at its best batch compiled: " + "; ".join(parts)
+    cheapest = _cheapest_epochs(records)
+    answer += f"; per dollar: {cheapest}" if cheapest else "; per dollar: no priced target compiled"
+    return [Summary("002", question, answer, "; ".join(sorted(sources)), "targets.md")]
+
+
+def _cheapest_epochs(records: list[Record]) -> str:
+    """Per seed model, the target whose epoch at the seeds' batch is predicted cheapest at
+    its on-demand price (the devices page's costs, experiments/cloud_prices.json)."""
+    from experiments.studies import devices  # it builds on this module's readers
+
+    parts = []
+    for model, w in devices.per_dollar_winners(records).items():
+        if w.cheapest is not None:
+            partial = ", host side partly left out" if w.cheapest.block.get("host_left_out") else ""
+            usd = devices.fmt_usd(w.cheapest.usd)
+            parts.append(f"{model} on {w.cheapest.target} ({usd} an epoch{partial})")
+    if not parts:
+        return ""
+    return (
+        f"cheapest epoch at batch {devices.COST_BATCH}: " + ", ".join(parts) + " (costs: "
+        "[devices.md](report/devices.md))"
+    )
+
+
 STUDY = Study(
     "targets",
     cells=cells,
@@ -720,4 +794,5 @@ STUDY = Study(
     question="Would it fit, and how fast, on a chip not at hand? (seeds 000, 002)",
     answer=targets_answer,
     pages=model_pages,
+    summary=targets_summary,
 )
