@@ -410,6 +410,13 @@ _PREDICTION = {
 _JSON_OF_PYTHON = {str: _STR, int: _INT, float: _NUMBER, bool: _BOOL, dict: (dict,)}
 # jaxcnn.kernels.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
 _KERNEL_ROW = Row((_INT, _STR, _NUMBER, _NUMBER, STR, _NUMBER, _STR), optional=1)
+# One side of a paired run as the report's paired table reads it.
+_PAIRED_SIDE = {
+    "run_id": STR,
+    "configuration": STR,
+    "host_memory": STR,
+    "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
+}
 _SIDE = {"images_per_s": _NUMBER, "start": NUMBER, "end": NUMBER}  # one side of a paired round
 
 
@@ -546,8 +553,8 @@ TYPES: dict[str, Any] = {
         {
             "rounds": Maybe([{"jax": _SIDE, "peer": _SIDE, "first": STR}]),
             "ratio": Maybe(_SUMMARY),
-            "jax": OBJECT,
-            "peer": OBJECT,
+            "jax": Maybe(_PAIRED_SIDE),
+            "peer": Maybe(_PAIRED_SIDE),
         }
     ),
     "session": Maybe({"id": STR, "pass": INT, "passes": INT}),  # a paired run's passes

@@ -252,11 +252,15 @@ def _side(record: Record, side: str) -> dict:
 
 
 def _spread(summary: dict | None, fmt: str) -> str:
+    """A median and its [p10-p90], each "-" where the record has none."""
     if not summary or summary.get("median") is None:
         return "-"
-    return (
-        f"{summary['median']:{fmt}} [{summary.get('p10', 0):{fmt}}-{summary.get('p90', 0):{fmt}}]"
-    )
+
+    def one(key: str) -> str:
+        value = summary.get(key)
+        return "-" if value is None else f"{value:{fmt}}"
+
+    return f"{one('median')} [{one('p10')}-{one('p90')}]"
 
 
 PAIRED_COLUMNS = {
