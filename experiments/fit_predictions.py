@@ -64,6 +64,8 @@ PARAMETERS = (
     "memory_efficiency",
     "kernel_overhead_s",
     "elemental_conv_efficiency",
+    "copy_overhead_s",
+    "library_overhead_s",
     "published_loop_step_s",
 )
 BOUNDS = {
@@ -71,6 +73,8 @@ BOUNDS = {
     "memory_efficiency": (0.01, 1.0),
     "kernel_overhead_s": (1e-8, 1e-3),
     "elemental_conv_efficiency": (1e-3, 1.0),
+    "copy_overhead_s": (1e-8, 1e-3),
+    "library_overhead_s": (1e-8, 1e-3),
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
@@ -89,6 +93,14 @@ MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
 # convolutions are priced at compute_efficiency). Likewise a platform with no fitted
 # published observation has no loop cost.
 ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
+# XLA:CPU runs a step's kernels as three kinds of work with their own fixed costs: a copy
+# (a memcpy), a generated loop (a fusion), a library call (a GEMM or convolution through
+# Eigen, oneDNN or YNNPACK; jaxcnn.kernels.LIBRARY_KINDS). One constant for all of them
+# prices the MLP's hundreds of tiny copies like its GEMMs. Only the CPU's observations
+# are its own measured steps of small models, which can tell the three apart; elsewhere
+# they are None (every kernel pays kernel_overhead_s).
+PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s")
+PER_KIND_PLATFORMS = ("cpu",)
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
 # published_overheads.json).
@@ -157,6 +169,8 @@ PRIOR = {
     "memory_efficiency": 0.7,
     "kernel_overhead_s": 5e-6,
     "elemental_conv_efficiency": None,
+    "copy_overhead_s": None,
+    "library_overhead_s": None,
     "published_loop_step_s": None,
 }
 
@@ -297,6 +311,8 @@ class _Terms:
     elemental: np.ndarray  # which kernels are elemental convolutions
     published: bool
     host_s: float
+    copies: np.ndarray  # which kernels are copies
+    library: np.ndarray  # which kernels are library calls (kernels_lib.LIBRARY_KINDS)
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -322,6 +338,8 @@ def _terms(obs: Observation) -> _Terms:
         np.array(elemental, bool),
         obs.published,
         obs.host_s,
+        np.array([k.kind == "copy" for k in obs.kernels], bool),
+        np.array([k.kind in kernels_lib.LIBRARY_KINDS for k in obs.kernels], bool),
     )
 
 
@@ -338,6 +356,8 @@ class _Stack:
     elemental: np.ndarray
     published: np.ndarray  # per observation: 1 where a published run's loop is included
     host_s: np.ndarray  # per observation: its host side, known
+    copies: np.ndarray
+    library: np.ndarray
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -351,13 +371,24 @@ class _Stack:
             np.concatenate([t.elemental for t in terms]),
             np.array([float(t.published) for t in terms]),
             np.array([t.host_s for t in terms]),
+            np.concatenate([t.copies for t in terms]),
+            np.concatenate([t.library for t in terms]),
         )
 
     def seconds(
-        self, ce: float, me: float, overhead: float, ece: float | None, loop: float | None
+        self,
+        ce: float,
+        me: float,
+        overhead: float,
+        ece: float | None,
+        copy: float | None,
+        library: float | None,
+        loop: float | None,
     ) -> np.ndarray:
         efficiency = np.where(self.elemental, ce if ece is None else ece, ce)
-        per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
+        fixed = np.where(self.copies, overhead if copy is None else copy, overhead)
+        fixed = np.where(self.library, overhead if library is None else library, fixed)
+        per = (np.maximum(self.compute / efficiency, self.memory / me) + fixed) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
         return steps + self.host_s + (loop or 0.0) * self.published
 
@@ -393,7 +424,11 @@ def _fit(
     if not free:
         return dict(fixed)
     if start is None:
-        grid = [[*g] for g in itertools.product(*(_GRID[p] for p in free))]
+        searched = [p for p in free if p not in _GRID_TIED]
+        grid = []
+        for point in itertools.product(*(_GRID[p] for p in searched)):
+            at = dict(zip(searched, point, strict=True))
+            grid.append([at[p] if p in at else _tied_start(p, at, fixed) for p in free])
         x0 = np.log(min(grid, key=lambda g: loss(np.log(g))))
     else:
         x0 = np.log([start[p] for p in free])
@@ -409,6 +444,17 @@ _GRID = {
     "elemental_conv_efficiency": (0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
     "published_loop_step_s": (1e-4, 1e-3, 1e-2, 5e-2),
 }
+# Constants the grid does not search: each starts where the one named is (a kind's fixed
+# cost starts at the common one, from which the descent separates it); a grid over them
+# too would multiply its points by 36.
+_GRID_TIED = dict.fromkeys(PER_KIND_OVERHEADS, "kernel_overhead_s")
+
+
+def _tied_start(name: str, at: dict[str, float], fixed: dict[str, float | None]) -> float:
+    """Where a constant the grid does not search starts: at its tied constant's grid
+    point, or held value, or prior."""
+    tie = _GRID_TIED[name]
+    return at.get(tie) or fixed.get(tie) or PRIOR[tie]
 
 
 def _fit_and_leave_one_out(
@@ -557,6 +603,9 @@ def fit_platform(
         limits.update(MEASURED_RATE_BOUNDS)
     for name, kind in ONLY_WHERE_SEEN.items():
         if not any(k.kind == kind for o in fitted for k in o.kernels):
+            fixed.setdefault(name, None)
+    if platform not in PER_KIND_PLATFORMS:
+        for name in PER_KIND_OVERHEADS:
             fixed.setdefault(name, None)
     if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
         fixed.setdefault(LOOP, None)

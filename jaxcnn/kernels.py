@@ -63,6 +63,9 @@ import re
 from collections.abc import Iterator, Sequence
 
 KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "custom", "other")
+# The kinds a CPU runs as calls into a library (Eigen, oneDNN, YNNPACK): each call sets up
+# its blocking and threads, a fixed cost far above a generated loop's or a copy's.
+LIBRARY_KINDS = ("gemm", "conv")
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
 ONEDNN_TARGET_PREFIX = "jaxcnn_onednn_conv_"
@@ -904,6 +907,11 @@ class KernelCosts:
     memory_efficiency: float
     kernel_overhead_s: float  # fixed cost per launched kernel (launch and dispatch)
     interconnect_bytes_per_s: float | None = None
+    # Where a platform's kernels of different kinds have different fixed costs (XLA:CPU
+    # runs a copy as a memcpy, a fusion as a generated loop, a GEMM or convolution as a
+    # library call): a copy's and a library call's own; None: kernel_overhead_s.
+    copy_overhead_s: float | None = None
+    library_overhead_s: float | None = None
     # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
     # platform whose compiler writes no convolution as loops).
     elemental_conv_efficiency: float | None = None
@@ -914,6 +922,17 @@ class KernelCosts:
                 raise ValueError(f"KernelCosts.{name} must be above 0, not {getattr(self, name)}")
         if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
             raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
+        for name in ("copy_overhead_s", "library_overhead_s"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                raise ValueError(f"KernelCosts.{name} must be >= 0, not {getattr(self, name)}")
+
+    def overhead_s(self, kind: str) -> float:
+        """The fixed cost of one kernel of `kind` (jaxcnn.kernels.KINDS)."""
+        if kind == "copy" and self.copy_overhead_s is not None:
+            return self.copy_overhead_s
+        if kind in LIBRARY_KINDS and self.library_overhead_s is not None:
+            return self.library_overhead_s
+        return self.kernel_overhead_s
 
 
 def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
@@ -941,7 +960,7 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
     return {
         "compute": compute,
         "memory": k.bytes / (costs.bytes_per_s * costs.memory_efficiency),
-        "overhead": costs.kernel_overhead_s,
+        "overhead": costs.overhead_s(k.kind),
         "collective": collective,
     }
 
