@@ -17,8 +17,10 @@ runs as one unit of work on the device:
 - `while` loops: the body's kernels, each counted its trip count times (backend_config's
   `known_trip_count`, else read from the loop's condition, init and step; unknown: once,
   with a note), the condition's kernels one time more; `call` (XLA:GPU's command
-  buffers too) and `async-start`: the kernels of the called computation; `conditional`:
-  its costliest branch;
+  buffers too) and `async-start`: the kernels of the called computation, except a call
+  XLA:CPU marks `xla_cpu_small_call` (a small computation, often a whole `while` loop such
+  as threefry's rounds, compiled as one function: one kernel, a `fusion`, as its trace
+  shows); `conditional`: its costliest branch;
 - not kernels: parameters, constants, tuples, get-tuple-element, bitcasts, the `-done`
   of an async pair, buffer allocations, and `copy-start`/`copy-done` (TPU's prefetches
   between HBM and on-chip memory: they run beside the kernels, and the bytes they move
@@ -721,6 +723,8 @@ def _kernel(module: _Module, comp: _Computation, instruction: _Instruction) -> K
         kind = work.kind
     elif opcode in ("fusion", "copy"):
         kind = opcode
+    elif opcode == "call":  # a small call: one generated function, like a fusion
+        kind = "fusion"
     else:
         kind = {"transpose": "copy", "custom-call": "custom"}.get(opcode, "other")
     return Kernel(instruction.name, kind, work.flops, nbytes, work.dtype, 1, 0.0, work.note)
@@ -803,13 +807,18 @@ def _expand(module: _Module, name: str) -> Iterator[Kernel]:
                 instruction.called("true_computation") + instruction.called("false_computation")
             )
             yield from max(([*_expand(module, b)] for b in branches), key=_weight, default=[])
-        elif opcode in ("call", "async-start"):
+        elif opcode in ("call", "async-start") and not _small_call(instruction):
             for sub in instruction.called("to_apply") + instruction.called("calls"):
                 yield from _expand(module, sub)
         else:
             kernel = _kernel(module, comp, instruction)
             if kernel is not None:
                 yield kernel
+
+
+def _small_call(instruction: _Instruction) -> bool:
+    """A call XLA:CPU compiles as one function (no thunk per instruction inside)."""
+    return 'xla_cpu_small_call="true"' in instruction.attributes.get("frontend_attributes", "")
 
 
 def _weight(ks: Sequence[Kernel]) -> tuple[float, float]:

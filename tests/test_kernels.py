@@ -729,3 +729,34 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write-fixtures"]:
         sys.exit("usage: python tests/test_kernels.py --write-fixtures")
     write_fixtures()
+
+
+def test_an_xla_cpu_small_call_is_one_kernel_not_its_loops_body_times_its_trips():
+    def program(attributes: str) -> str:
+        return module(
+            *HELPERS,
+            """%body (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %c = f32[4]{0} copy(%x)
+  ROOT %f = f32[4]{0} fusion(%c), kind=kLoop, calls=%double
+}""",
+            """%cond (x: f32[4]) -> pred[] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %t = pred[] constant(true)
+}""",
+            """%rounds (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %w = f32[4]{0} while(%x), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+}""",
+            f"""ENTRY %main (x: f32[4]) -> f32[4] {{
+  %x = f32[4]{{0}} parameter(0)
+  ROOT %call.2 = f32[4]{{0}} call(%x), to_apply=%rounds{attributes}
+}}""",
+        )
+
+    small = K.kernels(program(', frontend_attributes={xla_cpu_small_call="true"}'), "cpu")
+    assert [(k.name, k.kind, k.count, k.bytes) for k in small] == [("call.2", "fusion", 1, 32)]
+    # Positive control: an ordinary call runs its computation's kernels, the loop's
+    # body five times.
+    plain = K.kernels(program(""), "cpu")
+    assert counts(plain) == [("c", 5), ("f", 5)]
