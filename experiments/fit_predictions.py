@@ -103,7 +103,7 @@ PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s")
 PER_KIND_PLATFORMS = ("cpu",)
 # Their lower ends: what XLA:CPU's own trace (jax.profiler, one event per thunk) measured
 # a tiny copy and a tiny generated loop take on this machine (benchmarks/cpu_kernel_kinds.py:
-# the 10th percentile of each kind, about 0.3 us and 0.6 us): the MLP's steps alone cannot
+# the 10th percentile of each kind: about 0.3 us, and 0.4-0.8 us): the steps alone cannot
 # tell a copy's or a loop's cost from nothing, and a fit left free puts both at 10 ns.
 PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
