@@ -760,3 +760,26 @@ def test_an_xla_cpu_small_call_is_one_kernel_not_its_loops_body_times_its_trips(
     # body five times.
     plain = K.kernels(program(""), "cpu")
     assert counts(plain) == [("c", 5), ("f", 5)]
+
+
+def test_the_kernel_kinds_benchmark_groups_trace_events_by_the_kernel_of_the_same_name():
+    from benchmarks.cpu_kernel_kinds import by_kind
+
+    ks = [
+        K.Kernel("copy.1", "copy", 0, 32, None, 1),
+        K.Kernel("fusion.2", "fusion", 0, 8 << 20, None, 1),
+        K.Kernel("dot", "gemm", 1e6, 1e5, "f32", 1),
+        K.Kernel("copy.9", "copy", 0, 32, None, 5),  # inside a loop with no event
+    ]
+    events = [("copy.1", 400), ("copy.1", 600), ("fusion.2", 50_000), ("dot", 7_000)]
+    events += [("dot", 9_000), ("while.3", 1_000_000), ("ThunkExecutor::Execute", 10)]
+    found = by_kind(ks, events, steps=2)
+    assert found["groups"]["copy/tiny"] == {
+        "kernels_per_step": 1.0,
+        "us_per_step": 0.5,
+        "median_us": 0.5,
+        "p10_us": 0.4,
+    }
+    assert found["groups"]["fusion/big"]["us_per_step"] == 25.0
+    assert found["groups"]["gemm/small"]["kernels_per_step"] == 1.0
+    assert found["kernels_not_traced"] == {"copy": 1}
