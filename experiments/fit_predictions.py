@@ -65,6 +65,8 @@ PARAMETERS = (
     "kernel_overhead_s",
     "elemental_conv_efficiency",
     prediction.VECTOR_EFFICIENCY,
+    "copy_overhead_s",
+    "library_overhead_s",
     "published_loop_step_s",
 )
 BOUNDS = {
@@ -73,6 +75,8 @@ BOUNDS = {
     "kernel_overhead_s": (1e-8, 1e-3),
     "elemental_conv_efficiency": (1e-3, 1.0),
     prediction.VECTOR_EFFICIENCY: (0.01, 1.0),
+    "copy_overhead_s": (1e-8, 1e-3),
+    "library_overhead_s": (1e-8, 1e-3),
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
@@ -95,6 +99,19 @@ ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # where a platform's observations run dots or convolutions on both, each unit gets its
 # own fraction of its own peak (compute_efficiency: the matrix units'), fitted per
 # platform; a platform none of whose observations computes on vector units has none.
+# XLA:CPU runs a step's kernels as three kinds of work with their own fixed costs: a copy
+# (a memcpy), a generated loop (a fusion), a library call (a GEMM or convolution through
+# Eigen, oneDNN or YNNPACK; jaxcnn.kernels.LIBRARY_KINDS). One constant for all of them
+# prices the MLP's hundreds of tiny copies like its GEMMs. Only the CPU's observations
+# are its own measured steps of small models, which can tell the three apart; elsewhere
+# they are None (every kernel pays kernel_overhead_s).
+PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s")
+PER_KIND_PLATFORMS = ("cpu",)
+# Their lower ends: what XLA:CPU's own trace (jax.profiler, one event per thunk) measured
+# a tiny copy and a tiny generated loop take on this machine (benchmarks/cpu_kernel_kinds.py:
+# the 10th percentile of each kind: about 0.3 us, and 0.4-0.8 us): the steps alone cannot
+# tell a copy's or a loop's cost from nothing, and a fit left free puts both at 10 ns.
+PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
 # published_overheads.json).
@@ -164,6 +181,8 @@ PRIOR = {
     "kernel_overhead_s": 5e-6,
     "elemental_conv_efficiency": None,
     prediction.VECTOR_EFFICIENCY: None,
+    "copy_overhead_s": None,
+    "library_overhead_s": None,
     "published_loop_step_s": None,
 }
 
@@ -305,6 +324,8 @@ class _Terms:
     published: bool
     host_s: float
     vector: np.ndarray  # which kernels compute on vector units (a GPU's fp32 pipes)
+    copies: np.ndarray  # which kernels are copies
+    library: np.ndarray  # which kernels are library calls (kernels_lib.LIBRARY_KINDS)
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -333,6 +354,8 @@ def _terms(obs: Observation) -> _Terms:
         obs.published,
         obs.host_s,
         np.array(vector, bool),
+        np.array([k.kind == "copy" for k in obs.kernels], bool),
+        np.array([k.kind in kernels_lib.LIBRARY_KINDS for k in obs.kernels], bool),
     )
 
 
@@ -350,6 +373,8 @@ class _Stack:
     published: np.ndarray  # per observation: 1 where a published run's loop is included
     host_s: np.ndarray  # per observation: its host side, known
     vector: np.ndarray  # per kernel: computes on vector units
+    copies: np.ndarray
+    library: np.ndarray
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -364,6 +389,8 @@ class _Stack:
             np.array([float(t.published) for t in terms]),
             np.array([t.host_s for t in terms]),
             np.concatenate([t.vector for t in terms]),
+            np.concatenate([t.copies for t in terms]),
+            np.concatenate([t.library for t in terms]),
         )
 
     def seconds(
@@ -373,11 +400,15 @@ class _Stack:
         overhead: float,
         ece: float | None,
         vce: float | None,
+        copy: float | None,
+        library: float | None,
         loop: float | None,
     ) -> np.ndarray:
         efficiency = np.where(self.vector, ce if vce is None else vce, ce)
         efficiency = np.where(self.elemental, efficiency if ece is None else ece, efficiency)
-        per = (np.maximum(self.compute / efficiency, self.memory / me) + overhead) * self.counts
+        fixed = np.where(self.copies, overhead if copy is None else copy, overhead)
+        fixed = np.where(self.library, overhead if library is None else library, fixed)
+        per = (np.maximum(self.compute / efficiency, self.memory / me) + fixed) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
         return steps + self.host_s + (loop or 0.0) * self.published
 
@@ -413,7 +444,11 @@ def _fit(
     if not free:
         return dict(fixed)
     if start is None:
-        grid = [[*g] for g in itertools.product(*(_GRID[p] for p in free))]
+        searched = [p for p in free if p not in _GRID_TIED]
+        grid = []
+        for point in itertools.product(*(_GRID[p] for p in searched)):
+            at = dict(zip(searched, point, strict=True))
+            grid.append([at[p] if p in at else _tied_start(p, at, fixed) for p in free])
         x0 = np.log(min(grid, key=lambda g: loss(np.log(g))))
     else:
         x0 = np.log([start[p] for p in free])
@@ -430,6 +465,17 @@ _GRID = {
     prediction.VECTOR_EFFICIENCY: (0.03, 0.1, 0.2, 0.4, 0.7, 1.0),
     "published_loop_step_s": (1e-4, 1e-3, 1e-2, 5e-2),
 }
+# Constants the grid does not search: each starts where the one named is (a kind's fixed
+# cost starts at the common one, from which the descent separates it); a grid over them
+# too would multiply its points by 36.
+_GRID_TIED = dict.fromkeys(PER_KIND_OVERHEADS, "kernel_overhead_s")
+
+
+def _tied_start(name: str, at: dict[str, float], fixed: dict[str, float | None]) -> float:
+    """Where a constant the grid does not search starts: at its tied constant's grid
+    point, or held value, or prior."""
+    tie = _GRID_TIED[name]
+    return at.get(tie) or fixed.get(tie) or PRIOR[tie]
 
 
 def _fit_and_leave_one_out(
@@ -624,6 +670,16 @@ def fit_platform(
             fixed.setdefault(name, None)
     if not any(_terms(o).vector.any() for o in fitted):
         fixed.setdefault(prediction.VECTOR_EFFICIENCY, None)
+    if platform not in PER_KIND_PLATFORMS:
+        for name in PER_KIND_OVERHEADS:
+            fixed.setdefault(name, None)
+    else:
+        limits.update(PER_KIND_BOUNDS)
+        kinds = {k.kind for o in fitted for k in o.kernels}
+        if "copy" not in kinds:  # nothing to fit it to: not made up
+            fixed.setdefault("copy_overhead_s", None)
+        if not kinds & set(kernels_lib.LIBRARY_KINDS):
+            fixed.setdefault("library_overhead_s", None)
     if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
         fixed.setdefault(LOOP, None)
     loop_choice = unit_choice = None
@@ -771,6 +827,12 @@ def summary(result: dict[str, Any]) -> str:
         loops += f", published runs' loop {loop}" if loop else ""
         units = predictions.unit_words(f)
         loops += f", vector units' own efficiency {units}" if units else ""
+        kinds = [
+            f"{name.removesuffix('_overhead_s')} {f[name] * 1e6:.2f} us"
+            for name in PER_KIND_OVERHEADS
+            if f.get(name) is not None
+        ]
+        loops += f" (per kind: {', '.join(kinds)})" if kinds else ""
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

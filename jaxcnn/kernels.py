@@ -17,8 +17,10 @@ runs as one unit of work on the device:
 - `while` loops: the body's kernels, each counted its trip count times (backend_config's
   `known_trip_count`, else read from the loop's condition, init and step; unknown: once,
   with a note), the condition's kernels one time more; `call` (XLA:GPU's command
-  buffers too) and `async-start`: the kernels of the called computation; `conditional`:
-  its costliest branch;
+  buffers too) and `async-start`: the kernels of the called computation, except a call
+  XLA:CPU marks `xla_cpu_small_call` (a small computation, often a whole `while` loop such
+  as threefry's rounds, compiled as one function: one kernel, a `fusion`, as its trace
+  shows); `conditional`: its costliest branch;
 - not kernels: parameters, constants, tuples, get-tuple-element, bitcasts, the `-done`
   of an async pair, buffer allocations, and `copy-start`/`copy-done` (TPU's prefetches
   between HBM and on-chip memory: they run beside the kernels, and the bytes they move
@@ -63,6 +65,9 @@ import re
 from collections.abc import Iterator, Sequence
 
 KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "custom", "other")
+# The kinds a CPU runs as calls into a library (Eigen, oneDNN, YNNPACK): each call sets up
+# its blocking and threads, a fixed cost far above a generated loop's or a copy's.
+LIBRARY_KINDS = ("gemm", "conv")
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
 ONEDNN_TARGET_PREFIX = "jaxcnn_onednn_conv_"
@@ -718,6 +723,8 @@ def _kernel(module: _Module, comp: _Computation, instruction: _Instruction) -> K
         kind = work.kind
     elif opcode in ("fusion", "copy"):
         kind = opcode
+    elif opcode == "call":  # a small call: one generated function, like a fusion
+        kind = "fusion"
     else:
         kind = {"transpose": "copy", "custom-call": "custom"}.get(opcode, "other")
     return Kernel(instruction.name, kind, work.flops, nbytes, work.dtype, 1, 0.0, work.note)
@@ -800,13 +807,18 @@ def _expand(module: _Module, name: str) -> Iterator[Kernel]:
                 instruction.called("true_computation") + instruction.called("false_computation")
             )
             yield from max(([*_expand(module, b)] for b in branches), key=_weight, default=[])
-        elif opcode in ("call", "async-start"):
+        elif opcode in ("call", "async-start") and not _small_call(instruction):
             for sub in instruction.called("to_apply") + instruction.called("calls"):
                 yield from _expand(module, sub)
         else:
             kernel = _kernel(module, comp, instruction)
             if kernel is not None:
                 yield kernel
+
+
+def _small_call(instruction: _Instruction) -> bool:
+    """A call XLA:CPU compiles as one function (no thunk per instruction inside)."""
+    return 'xla_cpu_small_call="true"' in instruction.attributes.get("frontend_attributes", "")
 
 
 def _weight(ks: Sequence[Kernel]) -> tuple[float, float]:
@@ -904,6 +916,11 @@ class KernelCosts:
     memory_efficiency: float
     kernel_overhead_s: float  # fixed cost per launched kernel (launch and dispatch)
     interconnect_bytes_per_s: float | None = None
+    # Where a platform's kernels of different kinds have different fixed costs (XLA:CPU
+    # runs a copy as a memcpy, a fusion as a generated loop, a GEMM or convolution as a
+    # library call): a copy's and a library call's own; None: kernel_overhead_s.
+    copy_overhead_s: float | None = None
+    library_overhead_s: float | None = None
     # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
     # platform whose compiler writes no convolution as loops).
     elemental_conv_efficiency: float | None = None
@@ -924,6 +941,17 @@ class KernelCosts:
                 )
         if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
             raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
+        for name in ("copy_overhead_s", "library_overhead_s"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                raise ValueError(f"KernelCosts.{name} must be >= 0, not {getattr(self, name)}")
+
+    def overhead_s(self, kind: str) -> float:
+        """The fixed cost of one kernel of `kind` (jaxcnn.kernels.KINDS)."""
+        if kind == "copy" and self.copy_overhead_s is not None:
+            return self.copy_overhead_s
+        if kind in LIBRARY_KINDS and self.library_overhead_s is not None:
+            return self.library_overhead_s
+        return self.kernel_overhead_s
 
 
 def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
@@ -951,7 +979,7 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
     return {
         "compute": compute,
         "memory": k.bytes / (costs.bytes_per_s * costs.memory_efficiency),
-        "overhead": costs.kernel_overhead_s,
+        "overhead": costs.overhead_s(k.kind),
         "collective": collective,
     }
 

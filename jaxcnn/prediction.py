@@ -183,7 +183,13 @@ def costs(
         interconnect_bytes_per_s=rates.get("interconnect_bytes_per_s") or rates["bytes_per_s"],
         elemental_conv_efficiency=efficiencies.get("elemental_conv_efficiency"),
         compute_efficiency_by_dtype=by_dtype,
+        copy_overhead_s=_optional(efficiencies.get("copy_overhead_s")),
+        library_overhead_s=_optional(efficiencies.get("library_overhead_s")),
     )
+
+
+def _optional(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def measured_dispatch(placement: str, table: Mapping[str, Any] | None = None) -> float | None:

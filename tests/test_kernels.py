@@ -729,3 +729,57 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write-fixtures"]:
         sys.exit("usage: python tests/test_kernels.py --write-fixtures")
     write_fixtures()
+
+
+def test_an_xla_cpu_small_call_is_one_kernel_not_its_loops_body_times_its_trips():
+    def program(attributes: str) -> str:
+        return module(
+            *HELPERS,
+            """%body (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %c = f32[4]{0} copy(%x)
+  ROOT %f = f32[4]{0} fusion(%c), kind=kLoop, calls=%double
+}""",
+            """%cond (x: f32[4]) -> pred[] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %t = pred[] constant(true)
+}""",
+            """%rounds (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %w = f32[4]{0} while(%x), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+}""",
+            f"""ENTRY %main (x: f32[4]) -> f32[4] {{
+  %x = f32[4]{{0}} parameter(0)
+  ROOT %call.2 = f32[4]{{0}} call(%x), to_apply=%rounds{attributes}
+}}""",
+        )
+
+    small = K.kernels(program(', frontend_attributes={xla_cpu_small_call="true"}'), "cpu")
+    assert [(k.name, k.kind, k.count, k.bytes) for k in small] == [("call.2", "fusion", 1, 32)]
+    # Positive control: an ordinary call runs its computation's kernels, the loop's
+    # body five times.
+    plain = K.kernels(program(""), "cpu")
+    assert counts(plain) == [("c", 5), ("f", 5)]
+
+
+def test_the_kernel_kinds_benchmark_groups_trace_events_by_the_kernel_of_the_same_name():
+    from benchmarks.cpu_kernel_kinds import by_kind
+
+    ks = [
+        K.Kernel("copy.1", "copy", 0, 32, None, 1),
+        K.Kernel("fusion.2", "fusion", 0, 8 << 20, None, 1),
+        K.Kernel("dot", "gemm", 1e6, 1e5, "f32", 1),
+        K.Kernel("copy.9", "copy", 0, 32, None, 5),  # inside a loop with no event
+    ]
+    events = [("copy.1", 400), ("copy.1", 600), ("fusion.2", 50_000), ("dot", 7_000)]
+    events += [("dot", 9_000), ("while.3", 1_000_000), ("ThunkExecutor::Execute", 10)]
+    found = by_kind(ks, events, steps=2)
+    assert found["groups"]["copy/tiny"] == {
+        "kernels_per_step": 1.0,
+        "us_per_step": 0.5,
+        "median_us": 0.5,
+        "p10_us": 0.4,
+    }
+    assert found["groups"]["fusion/big"]["us_per_step"] == 25.0
+    assert found["groups"]["gemm/small"]["kernels_per_step"] == 1.0
+    assert found["kernels_not_traced"] == {"copy": 1}

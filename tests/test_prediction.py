@@ -255,7 +255,16 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
         "elemental_conv_efficiency": 0.02,
     }
     rates = prediction.vendor_rates(A100)
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    # A CPU's GEMMs are library calls with their own fixed cost: one more constant to fit.
+    cells = [
+        (1e12, 1e6, 1),
+        (1e9, 1e9, 1),
+        (1e6, 1e4, 50),
+        (5e11, 5e8, 3),
+        (1e8, 1e3, 400),
+        (2e12, 1e7, 1),
+        (1e7, 3e9, 2),
+    ]
     obs = []
     for i, (f, b, n) in enumerate(cells):
         ks = (_gemm(f, b, n), kernels.Kernel("loops", "elemental_conv", f / 10, b, "f32", 1))
@@ -668,7 +677,11 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
                     f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
                 )
             )
-    fixed = {"elemental_conv_efficiency": None, fit_predictions.LOOP: None}
+    fixed = {
+        "elemental_conv_efficiency": None,
+        fit_predictions.LOOP: None,
+        **dict.fromkeys(fit_predictions.PER_KIND_OVERHEADS),  # a GPU's: one fixed cost
+    }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
     by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
@@ -888,3 +901,88 @@ def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in alone])
     by_chip, untested = fit_predictions.split_errors(stack, alone, fixed, limits, "chip")
     assert untested == ["A"] and {alone[i].chip for i, _ in by_chip} == {"B", "C"}
+
+
+def _cpu_costs(**overheads: float) -> dict:
+    return {"compute_efficiency": 1.0, "memory_efficiency": 1.0, **overheads}
+
+
+def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own_fixed_cost():
+    from jaxcnn import kernels
+
+    rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
+    family = _cpu_costs(kernel_overhead_s=1e-6, copy_overhead_s=2e-7, library_overhead_s=8e-6)
+    ks = [
+        Kernel("copy", "copy", 0, 1e3, None, 100),  # 0.1 us of memory each
+        Kernel("fusion", "fusion", 0, 2e4, None, 10),  # 2 us
+        Kernel("transpose", "other", 0, 0, None, 3),
+        _gemm(flops=1e6, nbytes=1e3, count=4),  # 10 us of compute
+        Kernel("conv", "conv", 2e6, 1e3, "f32", 1),  # 20 us
+    ]
+    timed = kernels.step_time(ks, prediction.costs(rates, family))
+    overhead = 100 * 2e-7 + 10 * 1e-6 + 3 * 1e-6 + 4 * 8e-6 + 1 * 8e-6
+    assert timed["overhead_s"] == pytest.approx(overhead)
+    work = 100 * 1e-7 + 10 * 2e-6 + 4 * 1e-5 + 2e-5
+    assert timed["seconds"] == pytest.approx(work + overhead)
+    # A family without per-kind costs (a GPU's, a TPU's): every kernel pays the one.
+    plain = kernels.step_time(ks, prediction.costs(rates, _cpu_costs(kernel_overhead_s=1e-6)))
+    assert plain["overhead_s"] == pytest.approx(118 * 1e-6)
+
+
+def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one():
+    from jaxcnn import kernels
+
+    truth = {
+        "compute_efficiency": 0.8,
+        "memory_efficiency": 0.4,
+        "kernel_overhead_s": 1.5e-6,
+        "copy_overhead_s": 3e-7,
+        "library_overhead_s": 2e-5,
+    }
+    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    cells = [  # (gemms, their flops, fusions, their bytes, copies)
+        (8, 1e6, 100, 1e4, 200),
+        (8, 1e9, 40, 1e8, 20),
+        (2, 1e7, 300, 1e3, 10),
+        (20, 1e5, 10, 1e5, 400),
+        (5, 5e8, 60, 1e6, 100),
+        (1, 1e10, 5, 1e9, 5),
+        (12, 1e6, 150, 1e5, 50),
+        (3, 1e8, 80, 1e7, 300),
+    ]
+    obs = []
+    for i, (g, f, n, b, c) in enumerate(cells):
+        ks = (
+            _gemm(f, f / 100, g),
+            Kernel("loop", "fusion", 0, b, None, n),
+            Kernel("copy", "copy", 0, 64, None, c),
+        )
+        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
+        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+    fitted = fit_predictions.fit_platform("cpu", obs)
+    for name, value in truth.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02), name
+    assert fitted["error"]["median"] < 0.02
+    # The same observations on a GPU: one fixed cost per kernel, none per kind.
+    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    assert gpu["copy_overhead_s"] is None and gpu["library_overhead_s"] is None
+
+
+def test_a_kinds_fixed_cost_is_not_made_up_where_no_kernel_of_that_kind_ran():
+    truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = [
+        dataclasses.replace(_observation(f, b, n, truth, i), platform="cpu")
+        for i, (f, b, n) in enumerate(cells)
+    ]
+    fitted = fit_predictions.fit_platform("cpu", obs)
+    assert fitted["copy_overhead_s"] is None  # no copy ran
+    assert fitted["library_overhead_s"] == pytest.approx(5e-6, rel=0.02)
+
+
+def test_the_committed_cpu_constants_price_each_kind_apart_within_the_traced_lower_ends():
+    cpu = prediction.family_constants("cpu")
+    for name, (low, high) in fit_predictions.PER_KIND_BOUNDS.items():
+        assert low * (1 - 1e-9) <= cpu[name] <= high
+    assert cpu["library_overhead_s"] > cpu["kernel_overhead_s"] > cpu["copy_overhead_s"]
+    assert prediction.family_constants("gpu").get("copy_overhead_s") is None

@@ -313,6 +313,18 @@ def _fraction(family: dict[str, Any], name: str) -> str:
     return f"{value:.3f}" + (" (at its bound)" if at_end else "")
 
 
+def _fixed_costs(family: dict[str, Any]) -> str:
+    """A family's fixed cost per kernel, with its per-kind ones where it has them (a CPU:
+    a copy's and a library call's apart from a generated loop's)."""
+    kinds = [
+        f"{label} {seconds(family[name])}"
+        for name, label in (("copy_overhead_s", "copy"), ("library_overhead_s", "library call"))
+        if family.get(name) is not None
+    ]
+    text = seconds(family["kernel_overhead_s"])
+    return f"{text} ({', '.join(kinds)})" if kinds else text
+
+
 def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     """The model's constants as the committed file has them (fitted by
     experiments/fit_predictions.py), each platform's basis and error band."""
@@ -328,7 +340,7 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
                 platform,
                 _fraction(f, "compute_efficiency"),
                 _fraction(f, "memory_efficiency"),
-                seconds(f["kernel_overhead_s"]),
+                _fixed_costs(f),
                 "-" if loops is None else f"{loops:.3f}",
                 predictions.loop_words(f) or "-",
                 f["basis"]
@@ -344,9 +356,10 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         f"{table['version']}; `python -m experiments.fit_predictions results/ --write` "
         "fits them): the fraction of the peak FLOP/s its dot and convolution kernels "
         "reach, the fraction of memory bandwidth its kernels reach, a fixed cost per "
-        "launched kernel, and on the CPU the fraction of peak reached by the convolutions "
-        "XLA:CPU writes as plain loops (`-`: the platform runs none), and where the "
-        "platform has published references, the per-step cost of the loop around a "
+        "launched kernel (on the CPU, a generated loop's, with a copy's and a library "
+        "call's beside it in brackets), and on the CPU the fraction of peak reached by "
+        "the convolutions XLA:CPU writes as plain loops (`-`: the platform runs none), "
+        "and where the platform has published references, the per-step cost of the loop around a "
         "published run's step, added to those predictions alone and kept only where it "
         "lowers the leave-one-out error. A fraction is of "
         "the datasheet's rate on an accelerator, and on a CPU of what was measured there "
