@@ -324,3 +324,21 @@ def test_precision_section_says_what_its_bars_and_whiskers_are(tmp_path):
     assert paths == [tmp_path / "study_precision.png"]
     assert "Left: ms/step, median, whiskers p10-p90. Right: test error after the run's one" in text
     assert "95% binomial interval of an error rate measured on that many test images" in text
+
+
+def test_batch_plot_joins_a_batch_sweep_only_where_its_runs_share_host_and_placement():
+    from experiments.studies import batch
+
+    def run(run_id, size, host="a", strategy="single"):
+        r = _default(run_id, size, "batch")
+        r["device"]["host"], r["workload"]["strategy"] = host, strategy
+        return r
+
+    # Positive control: one host's sweep, run the same way, is one line.
+    same = batch._batch_groups([run("b1", 8), run("b22", 16)])
+    assert [[r["workload"]["batch_size"] for r in rs] for rs in same.values()] == [[8, 16]]
+    # Another machine's or another placement's run of the next batch is a line of its own.
+    apart = batch._batch_groups(
+        [run("b1", 8), run("b22", 16, host="b"), run("b3", 32, strategy="pmap")]
+    )
+    assert sorted(len(rs) for rs in apart.values()) == [1, 1, 1]

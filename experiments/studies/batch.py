@@ -40,6 +40,7 @@ from experiments.studies._common import (
     not_measured,
     precision_of,
     pyplot,
+    run_series,
     save,
     section,
     throughput_curve,
@@ -87,10 +88,14 @@ def workloads(ctx: Context) -> list[Workload]:
 
 
 def _batch_groups(records: list[Record]) -> dict[tuple, list[Record]]:
+    """The batch study's records by plotted line: one model, dataset, precision and
+    device, and what else one line's points must share (`run_series`: host, placement,
+    formulation, loop), so no line joins two unrelated runs."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in in_study(records, "batch"):
         w = r["workload"]
-        groups[(model_label(r), w.get("dataset"), w.get("precision"), device_label(r))].append(r)
+        key = (model_label(r), w.get("dataset"), w.get("precision"), device_label(r))
+        groups[(*key, tuple(map(str, run_series(r))))].append(r)
     return {k: sorted(v, key=batch_size) for k, v in groups.items()}
 
 
@@ -207,7 +212,7 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     if not groups:
         return "", []
     rows = []
-    for (model, _, precision, device), rs in sorted(groups.items()):
+    for (model, _, precision, device, _series), rs in sorted(groups.items()):
         for r in rs:
             peak = gib(field(r, "memory", "peak_bytes_in_use"))
             row = [device, f"{model} {precision}", batch_size(r), fmt_status(r), fmt_images(r)]
@@ -215,7 +220,7 @@ def batch_study(records: list[Record], out: Path) -> tuple[str, list[Path]]:
     headers = ["device", "model", "batch", "status", "images/s", "s/step", "compiled memory"]
     table = markdown_table([*headers, "allocator peak"], rows)
     fig, (speed_ax, memory_ax) = pyplot().subplots(1, 2, figsize=(11, 4.5))
-    for (model, _, precision, device), rs in sorted(groups.items()):
+    for (model, _, precision, device, _series), rs in sorted(groups.items()):
         line = throughput_curve(speed_ax, rs, f"{model} {precision} on {device}")
         sized = [(batch_size(r), _memory(r) / analysis.GIB) for r in rs if _memory(r)]
         if sized:
