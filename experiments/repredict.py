@@ -56,13 +56,17 @@ def needs_kernels(
     record: dict[str, Any], again: str | None = None, target: str | None = None
 ) -> str | None:
     """Why `record` is not recompiled here, or None when it is. With `again` (a kernel
-    kind), a record this command gave kernels of that kind is compiled again: what to
-    do when jaxcnn.kernels changes how it reads that kind of kernel. With `target`, only
-    compile-only records of that target are."""
+    kind), a record with kernels of that kind is compiled again: what to do when
+    jaxcnn.kernels changes how it reads that kind of kernel. That is every measured
+    record (its kernels read when it ran, or given by this command) and the compile-only
+    records this command gave kernels; a compile-only record's own kernels, read when a
+    target compiled it, are left (a target's compile takes minutes: `--target` first).
+    With `target`, only compile-only records of that target are."""
+    ours = (record.get("kernels_source") or {}).get("recompiled") or not record.get(
+        "compiled_not_run"
+    )
     redo = (
-        again is not None
-        and (record.get("kernels_source") or {}).get("recompiled")
-        and any(row[1] == again for row in record.get("kernels") or [])
+        again is not None and ours and any(row[1] == again for row in record.get("kernels") or [])
     )
     if record.get("kernels") and not redo:
         return "has kernels"

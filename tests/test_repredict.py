@@ -117,6 +117,21 @@ def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
     assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
 
 
+def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch):
+    # Kernels read when the run timed its step: the same program compiled again here is
+    # read by today's jaxcnn.kernels (a reader fixed since the run).
+    today = _measured()
+    assert today["kernels"] and not today.get("kernels_source", {}).get("recompiled")
+    path = tmp_path / "records.jsonl"
+    records.append(path, today)
+    assert repredict.repredict_file(path, again="collective") == {"has kernels": 1}  # control
+    monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
+    assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
+    (again,) = records.load(path)
+    assert again["kernels"] == KERNELS and again["kernels_source"]["recompiled"]
+    assert again["step_time_s"] == today["step_time_s"]  # nothing measured changes
+
+
 HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
 
 
