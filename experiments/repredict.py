@@ -1,6 +1,8 @@
-"""python -m experiments.repredict RECORDS_FILE [--target NAME]: give the records made
-before records carried their step's kernels those kernels, by compiling the step again
-here, so the per-kernel model predicts them too:
+"""python -m experiments.repredict RECORDS_FILE [--again KIND] [--target NAME]
+[--measured-only]: give the records made before records carried their step's kernels
+those kernels, by compiling the step again here, so the per-kernel model predicts them
+too (and, with --again, read again the kernels of a kind jaxcnn.kernels now reads
+differently):
 
 - measured CPU records that carry a roofline prediction: the per-kernel model's error on
   this CPU is then measured on the same records the roofline's was;
@@ -53,7 +55,10 @@ SAVE_EVERY_S = 600.0
 
 
 def needs_kernels(
-    record: dict[str, Any], again: str | None = None, target: str | None = None
+    record: dict[str, Any],
+    again: str | None = None,
+    target: str | None = None,
+    measured_only: bool = False,
 ) -> str | None:
     """Why `record` is not recompiled here, or None when it is. With `again` (a kernel
     kind), a record with kernels of that kind is compiled again: what to do when
@@ -61,7 +66,8 @@ def needs_kernels(
     record (its kernels read when it ran, or given by this command) and the compile-only
     records this command gave kernels; a compile-only record's own kernels, read when a
     target compiled it, are left (a target's compile takes minutes: `--target` first).
-    With `target`, only compile-only records of that target are."""
+    With `target`, only compile-only records of that target are; with `measured_only`,
+    only measured records (their programs compile here in seconds)."""
     ours = (record.get("kernels_source") or {}).get("recompiled") or not record.get(
         "compiled_not_run"
     )
@@ -71,6 +77,8 @@ def needs_kernels(
     if record.get("kernels") and not redo:
         return "has kernels"
     if record.get("compiled_not_run"):
+        if measured_only:
+            return "compile-only (--measured-only)"
         return _compile_only_reason(record, target)
     if target is not None:
         return "not a compile-only record of the target"
@@ -159,6 +167,7 @@ def repredict_file(
     again: str | None = None,
     target: str | None = None,
     save_every_s: float = SAVE_EVERY_S,
+    measured_only: bool = False,
 ) -> dict[str, int]:
     """Add kernels to every record of `path` that needs them (`needs_kernels`): counts
     by outcome. The compiles (minutes each, hours for a TPU target's records) run
@@ -172,7 +181,11 @@ def repredict_file(
     saved_at = time.monotonic()
     try:
         for _, record in _records(Path(path).read_bytes().splitlines(keepends=True)):
-            why = "not a record" if record is None else needs_kernels(record, again, target)
+            why = (
+                "not a record"
+                if record is None
+                else needs_kernels(record, again, target, measured_only)
+            )
             if why is not None:
                 counts[why] = counts.get(why, 0) + 1
                 continue
@@ -265,6 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME",
         help="compile the compile-only records of this target (jaxcnn/targets.py), and only those",
     )
+    parser.add_argument(
+        "--measured-only",
+        action="store_true",
+        help="only the records measured on this machine (their CPU programs compile in "
+        "seconds); compile-only records are left, whatever --again asks",
+    )
     args = parser.parse_args(argv)
     if not Path(args.path).is_file():
         parser.error(f"{args.path} is not a records file")
@@ -280,7 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"cannot rewrite {args.path}: {e.strerror or e}")
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        counts = repredict_file(args.path, args.again, args.target)
+        counts = repredict_file(
+            args.path, args.again, args.target, measured_only=args.measured_only
+        )
     except (KeyboardInterrupt, Terminated) as stop:
         print(
             f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'Ctrl-C'}): what was "

@@ -130,6 +130,12 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
     (again,) = records.load(path)
     assert again["kernels"] == KERNELS and again["kernels_source"]["recompiled"]
     assert again["step_time_s"] == today["step_time_s"]  # nothing measured changes
+    # --measured-only leaves a compile-only record this command gave kernels (a target's
+    # compile takes minutes), and still compiles the measured one.
+    target_record = {**copy.deepcopy(again), "run_id": "compiled", "compiled_not_run": True}
+    records.append(path, target_record)
+    counts = repredict.repredict_file(path, again="gemm", measured_only=True)
+    assert counts == {"recompiled": 1, "compile-only (--measured-only)": 1}
 
 
 HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
