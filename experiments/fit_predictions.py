@@ -67,6 +67,8 @@ PARAMETERS = (
     prediction.VECTOR_EFFICIENCY,
     "copy_overhead_s",
     "library_overhead_s",
+    "conv_overhead_s",
+    "cache_memory_efficiency",
     "published_loop_step_s",
 )
 BOUNDS = {
@@ -77,6 +79,10 @@ BOUNDS = {
     prediction.VECTOR_EFFICIENCY: (0.01, 1.0),
     "copy_overhead_s": (1e-8, 1e-3),
     "library_overhead_s": (1e-8, 1e-3),
+    "conv_overhead_s": (1e-8, 1e-3),
+    # Relative to the measured DRAM bandwidth: a cache is never slower than DRAM, and
+    # 50x leaves room for L2's rate on this CPU.
+    "cache_memory_efficiency": (1.0, 50.0),
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
@@ -105,12 +111,17 @@ ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # prices the MLP's hundreds of tiny copies like its GEMMs. Only the CPU's observations
 # are its own measured steps of small models, which can tell the three apart; elsewhere
 # they are None (every kernel pays kernel_overhead_s).
-PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s")
+PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s", "conv_overhead_s")
 PER_KIND_PLATFORMS = ("cpu",)
 # Their lower ends: what XLA:CPU's own trace (jax.profiler, one event per thunk) measured
 # a tiny copy and a tiny generated loop take on this machine (benchmarks/cpu_kernel_kinds.py:
 # the 10th percentile of each kind: about 0.3 us, and 0.4-0.8 us): the steps alone cannot
 # tell a copy's or a loop's cost from nothing, and a fit left free puts both at 10 ns.
+# A CPU kernel whose bytes per execution fit in a core's L2 (kernels_lib.CACHE_BYTES) runs
+# from cache, not at DRAM's rate: a second memory efficiency, CPU only (its observations
+# are small models, hundreds of kernels of a few KB); elsewhere None.
+CACHE_PLATFORMS = ("cpu",)
+CACHE = "cache_memory_efficiency"
 PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
@@ -183,6 +194,8 @@ PRIOR = {
     prediction.VECTOR_EFFICIENCY: None,
     "copy_overhead_s": None,
     "library_overhead_s": None,
+    "conv_overhead_s": None,
+    "cache_memory_efficiency": None,
     "published_loop_step_s": None,
 }
 
@@ -326,6 +339,8 @@ class _Terms:
     vector: np.ndarray  # which kernels compute on vector units (a GPU's fp32 pipes)
     copies: np.ndarray  # which kernels are copies
     library: np.ndarray  # which kernels are library calls (kernels_lib.LIBRARY_KINDS)
+    convs: np.ndarray  # which kernels are library convolutions
+    cached: np.ndarray  # which kernels' bytes per execution fit in cache
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -356,6 +371,8 @@ def _terms(obs: Observation) -> _Terms:
         np.array(vector, bool),
         np.array([k.kind == "copy" for k in obs.kernels], bool),
         np.array([k.kind in kernels_lib.LIBRARY_KINDS for k in obs.kernels], bool),
+        np.array([k.kind == "conv" for k in obs.kernels], bool),
+        np.array([k.bytes <= kernels_lib.CACHE_BYTES for k in obs.kernels], bool),
     )
 
 
@@ -375,6 +392,8 @@ class _Stack:
     vector: np.ndarray  # per kernel: computes on vector units
     copies: np.ndarray
     library: np.ndarray
+    convs: np.ndarray
+    cached: np.ndarray
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -391,6 +410,8 @@ class _Stack:
             np.concatenate([t.vector for t in terms]),
             np.concatenate([t.copies for t in terms]),
             np.concatenate([t.library for t in terms]),
+            np.concatenate([t.convs for t in terms]),
+            np.concatenate([t.cached for t in terms]),
         )
 
     def seconds(
@@ -402,13 +423,18 @@ class _Stack:
         vce: float | None,
         copy: float | None,
         library: float | None,
+        conv: float | None,
+        cache: float | None,
         loop: float | None,
     ) -> np.ndarray:
         efficiency = np.where(self.vector, ce if vce is None else vce, ce)
         efficiency = np.where(self.elemental, efficiency if ece is None else ece, efficiency)
         fixed = np.where(self.copies, overhead if copy is None else copy, overhead)
         fixed = np.where(self.library, overhead if library is None else library, fixed)
-        per = (np.maximum(self.compute / efficiency, self.memory / me) + fixed) * self.counts
+        if conv is not None:
+            fixed = np.where(self.convs, conv, fixed)
+        memory = np.where(self.cached, me if cache is None else cache, me)
+        per = (np.maximum(self.compute / efficiency, self.memory / memory) + fixed) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
         return steps + self.host_s + (loop or 0.0) * self.published
 
@@ -444,7 +470,7 @@ def _fit(
     if not free:
         return dict(fixed)
     if start is None:
-        searched = [p for p in free if p not in _GRID_TIED]
+        searched = [p for p in free if p not in _GRID_TIED and p not in _GRID_START]
         grid = []
         for point in itertools.product(*(_GRID[p] for p in searched)):
             at = dict(zip(searched, point, strict=True))
@@ -469,11 +495,16 @@ _GRID = {
 # cost starts at the common one, from which the descent separates it); a grid over them
 # too would multiply its points by 36.
 _GRID_TIED = dict.fromkeys(PER_KIND_OVERHEADS, "kernel_overhead_s")
+# The cache's efficiency starts at one point of its range (above DRAM's), from which the
+# descent moves it; a grid over it too would triple the grid.
+_GRID_START = {CACHE: 4.0}
 
 
 def _tied_start(name: str, at: dict[str, float], fixed: dict[str, float | None]) -> float:
     """Where a constant the grid does not search starts: at its tied constant's grid
     point, or held value, or prior."""
+    if name in _GRID_START:
+        return _GRID_START[name]
     tie = _GRID_TIED[name]
     return at.get(tie) or fixed.get(tie) or PRIOR[tie]
 
@@ -680,6 +711,12 @@ def fit_platform(
             fixed.setdefault("copy_overhead_s", None)
         if not kinds & set(kernels_lib.LIBRARY_KINDS):
             fixed.setdefault("library_overhead_s", None)
+        if "conv" not in kinds:
+            fixed.setdefault("conv_overhead_s", None)
+    if platform not in CACHE_PLATFORMS or not any(
+        k.bytes <= kernels_lib.CACHE_BYTES for o in fitted for k in o.kernels
+    ):
+        fixed.setdefault(CACHE, None)
     if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
         fixed.setdefault(LOOP, None)
     loop_choice = unit_choice = None
@@ -833,6 +870,12 @@ def summary(result: dict[str, Any]) -> str:
             if f.get(name) is not None
         ]
         loops += f" (per kind: {', '.join(kinds)})" if kinds else ""
+        cache = f.get(CACHE)
+        if cache is not None:
+            loops += (
+                f", kernels of at most {kernels_lib.CACHE_BYTES // 1024} KiB at {cache:.2f} x "
+                "the measured bandwidth"
+            )
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

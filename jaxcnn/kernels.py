@@ -68,6 +68,12 @@ KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "cust
 # The kinds a CPU runs as calls into a library (Eigen, oneDNN, YNNPACK): each call sets up
 # its blocking and threads, a fixed cost far above a generated loop's or a copy's.
 LIBRARY_KINDS = ("gemm", "conv")
+# A kernel whose bytes per execution fit in one core's L2 cache is not bound by DRAM's
+# bandwidth: what it reads was mostly just written by the kernel before it. This
+# machine's CPU (AMD EPYC, /sys/devices/system/cpu/cpu0/cache/index2) has 512 KiB of L2
+# per core; a platform that prices such kernels apart (KernelCosts.cache_memory_efficiency)
+# uses this threshold.
+CACHE_BYTES = 512 * 1024
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
 ONEDNN_TARGET_PREFIX = "jaxcnn_onednn_conv_"
@@ -921,6 +927,13 @@ class KernelCosts:
     # library call): a copy's and a library call's own; None: kernel_overhead_s.
     copy_overhead_s: float | None = None
     library_overhead_s: float | None = None
+    # A convolution's library call apart from a GEMM's (its setup, its blocking); None:
+    # library_overhead_s.
+    conv_overhead_s: float | None = None
+    # The fraction of bytes_per_s a kernel of at most cache_bytes per execution reaches
+    # (it runs from cache: may pass 1); None: memory_efficiency for every kernel.
+    cache_memory_efficiency: float | None = None
+    cache_bytes: float = CACHE_BYTES
     # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
     # platform whose compiler writes no convolution as loops).
     elemental_conv_efficiency: float | None = None
@@ -930,7 +943,12 @@ class KernelCosts:
     compute_efficiency_by_dtype: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("compute_efficiency", "memory_efficiency", "elemental_conv_efficiency"):
+        for name in (
+            "compute_efficiency",
+            "memory_efficiency",
+            "elemental_conv_efficiency",
+            "cache_memory_efficiency",
+        ):
             if getattr(self, name) is not None and not 0 < getattr(self, name):
                 raise ValueError(f"KernelCosts.{name} must be above 0, not {getattr(self, name)}")
         for dtype, value in self.compute_efficiency_by_dtype.items():
@@ -941,7 +959,7 @@ class KernelCosts:
                 )
         if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
             raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
-        for name in ("copy_overhead_s", "library_overhead_s"):
+        for name in ("copy_overhead_s", "library_overhead_s", "conv_overhead_s"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"KernelCosts.{name} must be >= 0, not {getattr(self, name)}")
 
@@ -949,9 +967,17 @@ class KernelCosts:
         """The fixed cost of one kernel of `kind` (jaxcnn.kernels.KINDS)."""
         if kind == "copy" and self.copy_overhead_s is not None:
             return self.copy_overhead_s
+        if kind == "conv" and self.conv_overhead_s is not None:
+            return self.conv_overhead_s
         if kind in LIBRARY_KINDS and self.library_overhead_s is not None:
             return self.library_overhead_s
         return self.kernel_overhead_s
+
+    def memory_efficiency_of(self, bytes_per_execution: float) -> float:
+        """The fraction of bytes_per_s a kernel moving `bytes_per_execution` reaches."""
+        if self.cache_memory_efficiency is not None and bytes_per_execution <= self.cache_bytes:
+            return self.cache_memory_efficiency
+        return self.memory_efficiency
 
 
 def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
@@ -978,7 +1004,7 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
         collective = k.collective_bytes / costs.interconnect_bytes_per_s
     return {
         "compute": compute,
-        "memory": k.bytes / (costs.bytes_per_s * costs.memory_efficiency),
+        "memory": k.bytes / (costs.bytes_per_s * costs.memory_efficiency_of(k.bytes)),
         "overhead": costs.overhead_s(k.kind),
         "collective": collective,
     }

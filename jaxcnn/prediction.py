@@ -185,6 +185,8 @@ def costs(
         compute_efficiency_by_dtype=by_dtype,
         copy_overhead_s=_optional(efficiencies.get("copy_overhead_s")),
         library_overhead_s=_optional(efficiencies.get("library_overhead_s")),
+        conv_overhead_s=_optional(efficiencies.get("conv_overhead_s")),
+        cache_memory_efficiency=_optional(efficiencies.get("cache_memory_efficiency")),
     )
 
 

@@ -549,6 +549,28 @@ def test_missing_constants_are_one_clear_error_each():
     assert dataclasses.replace(COSTS, compute_efficiency=1.5).compute_efficiency == 1.5
 
 
+def test_a_kernel_that_fits_in_cache_moves_its_bytes_at_the_caches_rate():
+    cached = dataclasses.replace(COSTS, cache_memory_efficiency=8.0)
+    small = kernel(nbytes=K.CACHE_BYTES, count=2)  # at the threshold: from cache
+    large = kernel(nbytes=K.CACHE_BYTES + 1)
+    t = K.step_time([small, large], cached)
+    in_cache = K.CACHE_BYTES / (1e11 * 8.0)
+    from_dram = (K.CACHE_BYTES + 1) / (1e11 * 0.8)
+    assert t["memory_s"] == pytest.approx(2 * in_cache + from_dram)
+    assert t["seconds"] == pytest.approx(2 * in_cache + from_dram + 3e-6)
+    # Without a cache efficiency (a GPU's, a TPU's), every kernel is priced at DRAM's.
+    plain = K.step_time([small, large], COSTS)
+    assert plain["memory_s"] == pytest.approx((3 * K.CACHE_BYTES + 1) / (1e11 * 0.8))
+
+
+def test_a_library_convolution_pays_its_own_fixed_cost_apart_from_a_gemm():
+    costs = dataclasses.replace(COSTS, library_overhead_s=5e-6, conv_overhead_s=2e-5)
+    ks = [kernel("gemm", 1, 1, "f32"), kernel("conv", 1, 1, "f32", count=2), kernel(nbytes=1)]
+    assert K.step_time(ks, costs)["overhead_s"] == pytest.approx(5e-6 + 2 * 2e-5 + 1e-6)
+    without = dataclasses.replace(costs, conv_overhead_s=None)
+    assert K.step_time(ks, without)["overhead_s"] == pytest.approx(3 * 5e-6 + 1e-6)
+
+
 # --- Real compiled programs -----------------------------------------------------------
 
 

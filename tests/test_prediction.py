@@ -280,7 +280,9 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
 
 def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
     truth = {"compute_efficiency": 1.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    # One cell more than the CPU's free constants (its cache efficiency among them).
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells.append((2e12, 1e7, 1))
     vendor = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     measured = [dataclasses.replace(o, rates={**o.rates, "source": "measured"}) for o in vendor]
     assert fit_predictions.fit_platform("cpu", measured)["compute_efficiency"] == pytest.approx(
@@ -681,6 +683,7 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
         "elemental_conv_efficiency": None,
         fit_predictions.LOOP: None,
         **dict.fromkeys(fit_predictions.PER_KIND_OVERHEADS),  # a GPU's: one fixed cost
+        fit_predictions.CACHE: None,  # and one memory efficiency
     }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
@@ -938,6 +941,7 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
         "kernel_overhead_s": 1.5e-6,
         "copy_overhead_s": 3e-7,
         "library_overhead_s": 2e-5,
+        "cache_memory_efficiency": 3.0,  # the fusions of at most CACHE_BYTES
     }
     rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
     cells = [  # (gemms, their flops, fusions, their bytes, copies)
@@ -949,6 +953,8 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
         (1, 1e10, 5, 1e9, 5),
         (12, 1e6, 150, 1e5, 50),
         (3, 1e8, 80, 1e7, 300),
+        (6, 3e7, 200, 5e4, 80),
+        (15, 2e9, 20, 2e6, 150),
     ]
     obs = []
     for i, (g, f, n, b, c) in enumerate(cells):
@@ -968,9 +974,62 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
     assert gpu["copy_overhead_s"] is None and gpu["library_overhead_s"] is None
 
 
+def test_a_family_prices_cache_resident_kernels_at_its_cache_efficiency():
+    from jaxcnn import kernels
+
+    rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
+    family = {**_cpu_costs(kernel_overhead_s=0.0), "memory_efficiency": 0.5}
+    ks = [Kernel("small", "fusion", 0, 3e4, None, 10), Kernel("big", "fusion", 0, 4e6, None, 1)]
+    cached = prediction.costs(rates, {**family, "cache_memory_efficiency": 6.0})
+    assert kernels.step_time(ks, cached)["seconds"] == pytest.approx(10 * 3e4 / 6e10 + 4e6 / 5e9)
+    plain = prediction.costs(rates, {**family, "cache_memory_efficiency": None})
+    assert kernels.step_time(ks, plain)["seconds"] == pytest.approx((3e5 + 4e6) / 5e9)
+
+
+def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
+    from jaxcnn import kernels
+
+    truth = {
+        "compute_efficiency": 0.8,
+        "memory_efficiency": 0.3,
+        "kernel_overhead_s": 1e-6,
+        "copy_overhead_s": 2e-7,
+        "library_overhead_s": 1e-5,
+        "cache_memory_efficiency": 5.0,
+    }
+    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    cells = [  # (gemms, their flops, small fusions, their bytes, large fusions' bytes)
+        (8, 1e6, 100, 2e5, 1e7),
+        (8, 1e9, 40, 4e5, 1e8),
+        (2, 1e7, 300, 1e5, 2e6),
+        (20, 1e5, 10, 3e5, 5e6),
+        (5, 5e8, 60, 5e5, 1e6),
+        (1, 1e10, 5, 2e5, 1e9),
+        (12, 1e6, 150, 4e5, 3e7),
+        (3, 1e8, 80, 1e5, 4e6),
+    ]
+    obs = []
+    for i, (g, f, n, small, large) in enumerate(cells):
+        ks = (
+            _gemm(f, 2e6, g),  # above the cache's size: at DRAM's rate
+            Kernel("small", "fusion", 0, small, None, n),
+            Kernel("large", "fusion", 0, large, None, 3),
+            Kernel("copy", "copy", 0, 64, None, 50),
+        )
+        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
+        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+    fitted = fit_predictions.fit_platform("cpu", obs)
+    for name, value in truth.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02), name
+    assert fitted["conv_overhead_s"] is None  # no library convolution ran
+    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    assert gpu["cache_memory_efficiency"] is None and gpu["conv_overhead_s"] is None
+
+
 def test_a_kinds_fixed_cost_is_not_made_up_where_no_kernel_of_that_kind_ran():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells.append((2e12, 1e7, 1))  # one more than the CPU's free constants (its cache's too)
     obs = [
         dataclasses.replace(_observation(f, b, n, truth, i), platform="cpu")
         for i, (f, b, n) in enumerate(cells)

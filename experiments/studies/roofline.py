@@ -52,6 +52,7 @@ from experiments.studies.targets import (
 )
 from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
+from jaxcnn import kernels
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -313,12 +314,26 @@ def _fraction(family: dict[str, Any], name: str) -> str:
     return f"{value:.3f}" + (" (at its bound)" if at_end else "")
 
 
+def _memory(family: dict[str, Any]) -> str:
+    """A family's memory efficiency, with its cache-resident kernels' where it has one (a
+    CPU: a kernel of at most kernels.CACHE_BYTES per execution runs from cache)."""
+    text = _fraction(family, "memory_efficiency")
+    if family.get("cache_memory_efficiency") is None:
+        return text
+    limit = kernels.CACHE_BYTES // 1024
+    return f"{text} (at most {limit} KiB: {_fraction(family, 'cache_memory_efficiency')})"
+
+
 def _fixed_costs(family: dict[str, Any]) -> str:
     """A family's fixed cost per kernel, with its per-kind ones where it has them (a CPU:
-    a copy's and a library call's apart from a generated loop's)."""
+    a copy's, a library call's and a library convolution's apart from a generated loop's)."""
     kinds = [
         f"{label} {seconds(family[name])}"
-        for name, label in (("copy_overhead_s", "copy"), ("library_overhead_s", "library call"))
+        for name, label in (
+            ("copy_overhead_s", "copy"),
+            ("library_overhead_s", "library call"),
+            ("conv_overhead_s", "library convolution"),
+        )
         if family.get(name) is not None
     ]
     text = seconds(family["kernel_overhead_s"])
@@ -339,7 +354,7 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
             [
                 platform,
                 _fraction(f, "compute_efficiency"),
-                _fraction(f, "memory_efficiency"),
+                _memory(f),
                 _fixed_costs(f),
                 "-" if loops is None else f"{loops:.3f}",
                 predictions.loop_words(f) or "-",
@@ -355,9 +370,11 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         f"The per-kernel model's constants (`jaxcnn/prediction_constants.json`, version "
         f"{table['version']}; `python -m experiments.fit_predictions results/ --write` "
         "fits them): the fraction of the peak FLOP/s its dot and convolution kernels "
-        "reach, the fraction of memory bandwidth its kernels reach, a fixed cost per "
-        "launched kernel (on the CPU, a generated loop's, with a copy's and a library "
-        "call's beside it in brackets), and on the CPU the fraction of peak reached by "
+        "reach, the fraction of memory bandwidth its kernels reach (on the CPU, with the "
+        "fraction a kernel small enough to run from one core's L2 reaches in brackets), a "
+        "fixed cost per launched kernel (on the CPU, a generated loop's, with a copy's, a "
+        "library call's and a library convolution's beside it in brackets), and on the CPU "
+        "the fraction of peak reached by "
         "the convolutions XLA:CPU writes as plain loops (`-`: the platform runs none), "
         "and where the platform has published references, the per-step cost of the loop around a "
         "published run's step, added to those predictions alone and kept only where it "
