@@ -52,7 +52,6 @@ from experiments.studies.targets import (
 )
 from experiments.tables import markdown_table, seconds
 from experiments.workload import Workload
-from jaxcnn import kernels
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -320,6 +319,8 @@ def _memory(family: dict[str, Any]) -> str:
     text = _fraction(family, "memory_efficiency")
     if family.get("cache_memory_efficiency") is None:
         return text
+    from jaxcnn import kernels  # JAX: only when a report is written, never to list studies
+
     limit = kernels.CACHE_BYTES // 1024
     return f"{text} (at most {limit} KiB: {_fraction(family, 'cache_memory_efficiency')})"
 
