@@ -1,13 +1,16 @@
-"""python -m benchmarks.cpu_kernel_kinds [--width N] [--batch B] [--steps S] --out FILE.json:
-what each kind of kernel costs on this CPU, measured by XLA:CPU's own trace.
+"""python -m benchmarks.cpu_kernel_kinds [--width N] [--batch B] [--steps S]
+[--dtype bfloat16] --out FILE.json: what each kind of kernel costs on this CPU, measured
+by XLA:CPU's own trace.
 
-The MLP's train step (jaxcnn's one step, Adam, f32) is compiled and run here; then
+The MLP's train step (jaxcnn's one step, Adam, f32 or the --dtype given) is compiled and
+run here; then
 `jax.profiler` traces S steps. XLA:CPU's runtime emits one trace event per thunk it runs,
 named after its HLO instruction, so each event is matched to the kernel jaxcnn.kernels
 reads from the same compiled program and grouped by the kernel's kind (copy, fusion,
-gemm: a library call) and size (tiny: under 4 KiB moved; small: under 1 MiB; big). The
-JSON written holds, per group: kernels per step, microseconds per step, and each event's
-median and 10th percentile, beside the step's untraced median. Events inside a thunk
+gemm: a library call; a fusion of a 16-bit float type apart, "fusion-bf16") and size
+(tiny: under 4 KiB moved; small: under 1 MiB; big). The JSON written holds, per group:
+kernels per step, microseconds per step, each event's median and 10th percentile, and the
+group's bytes over its time (GB/s), beside the step's untraced median. Events inside a thunk
 that XLA:CPU compiles as one function (a `call` marked `xla_cpu_small_call`) do not
 exist: those are listed apart (`kernels_not_traced`), by kind.
 
@@ -42,11 +45,15 @@ def by_kind(ks: Sequence[Any], events: Sequence[tuple[str, int]], steps: int) ->
     names, counted per kind."""
     named = {k.name: k for k in ks}
     durations: dict[str, list[float]] = collections.defaultdict(list)
+    moved: dict[str, float] = collections.defaultdict(float)
     seen = set()
     for name, ns in events:
         k = named.get(name)
         if k is not None:
-            durations[f"{k.kind}/{size_class(k.bytes)}"].append(ns / 1e3)
+            kind = f"{k.kind}-{k.dtype}" if k.kind == "fusion" and k.dtype else k.kind
+            key = f"{kind}/{size_class(k.bytes)}"
+            durations[key].append(ns / 1e3)
+            moved[key] += k.bytes
             seen.add(name)
     groups = {
         key: {
@@ -54,6 +61,7 @@ def by_kind(ks: Sequence[Any], events: Sequence[tuple[str, int]], steps: int) ->
             "us_per_step": sum(us) / steps,
             "median_us": statistics.median(us),
             "p10_us": sorted(us)[len(us) // 10],
+            "gb_per_s": moved[key] / sum(us) / 1e3 if sum(us) else None,
         }
         for key, us in sorted(durations.items())
     }
@@ -61,7 +69,7 @@ def by_kind(ks: Sequence[Any], events: Sequence[tuple[str, int]], steps: int) ->
     return {"groups": groups, "kernels_not_traced": dict(sorted(missing.items()))}
 
 
-def measure(width: int, batch: int, steps: int) -> dict[str, Any]:
+def measure(width: int, batch: int, steps: int, dtype: str = "float32") -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -69,7 +77,7 @@ def measure(width: int, batch: int, steps: int) -> dict[str, Any]:
     import jaxcnn
     from jaxcnn import kernels as kernels_lib
 
-    model = jaxcnn.models.get("mlp", width=width)
+    model = jaxcnn.models.get("mlp", width=width, dtype=jnp.dtype(dtype))
     state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
     data = {
         "image": jnp.zeros((batch, 28, 28, 1), jnp.uint8),
@@ -104,6 +112,7 @@ def measure(width: int, batch: int, steps: int) -> dict[str, Any]:
         "benchmark": "cpu_kernel_kinds",
         "model": "mlp",
         "width": width,
+        "dtype": dtype,
         "batch_size": batch,
         "steps_traced": steps,
         "jax": jax.__version__,
@@ -118,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     args = parser.parse_args(argv)
     if min(args.width, args.batch, args.steps) < 1:
@@ -125,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         parser.error(f"--out {out}: no such folder {out.parent}")
-    result = measure(args.width, args.batch, args.steps)
+    result = measure(args.width, args.batch, args.steps, args.dtype)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["groups"], indent=1))
     return 0

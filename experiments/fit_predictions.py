@@ -21,7 +21,10 @@ One procedure, for every platform alike:
    real dot and convolution kernels reach, the fraction of memory bandwidth kernels
    reach, and a fixed cost per launched kernel; and where the platform's compiler
    writes convolutions as plain loops (XLA:CPU, for layouts its library does not
-   take), a fourth: the fraction of peak those reach. They minimize the sum of squared
+   take), a fourth: the fraction of peak those reach. A CPU, whose observations are its
+   own steps, also prices apart what XLA:CPU's trace shows running at other rates: a
+   fixed cost per kind of kernel, cache-resident kernels' bandwidth, library calls'
+   bytes and 16-bit float fusions' bytes. They minimize the sum of squared
    log(predicted / measured) over the platform's fitted observations (so 2x too slow
    and 2x too fast weigh alike). Where a platform has no fitted observation, or too
    few to pin a constant, it is held (`fixed_constants`) with its reason. A platform
@@ -69,6 +72,8 @@ PARAMETERS = (
     "library_overhead_s",
     "conv_overhead_s",
     "cache_memory_efficiency",
+    "library_memory_efficiency",
+    "half_float_memory_efficiency",
     "published_loop_step_s",
 )
 BOUNDS = {
@@ -83,6 +88,8 @@ BOUNDS = {
     # Relative to the measured DRAM bandwidth: a cache is never slower than DRAM, and
     # 50x leaves room for L2's rate on this CPU.
     "cache_memory_efficiency": (1.0, 50.0),
+    "library_memory_efficiency": (0.01, 1.0),
+    "half_float_memory_efficiency": (0.01, 1.0),
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
@@ -122,6 +129,14 @@ PER_KIND_PLATFORMS = ("cpu",)
 # are small models, hundreds of kernels of a few KB); elsewhere None.
 CACHE_PLATFORMS = ("cpu",)
 CACHE = "cache_memory_efficiency"
+# XLA:CPU's own trace of a step (benchmarks/cpu_kernel_kinds.py) times each kernel: its
+# generated loops move their bytes near the measured bandwidth, its library calls far
+# below it (a GEMM packs its operands into blocks and reads them again), and its loops
+# over a 16-bit float type at about a fifth of their f32 twins' rate (each element
+# converted on its own). One memory efficiency for all three made the fit trade one for
+# another: a CPU's library calls and its 16-bit float fusions each get their own, fitted
+# only where its observations have such kernels; elsewhere None.
+OWN_RATE_KINDS = ("library_memory_efficiency", "half_float_memory_efficiency")
 PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
 # kernel costs launched one after another, its own run included (experiments/
@@ -196,6 +211,8 @@ PRIOR = {
     "library_overhead_s": None,
     "conv_overhead_s": None,
     "cache_memory_efficiency": None,
+    "library_memory_efficiency": None,
+    "half_float_memory_efficiency": None,
     "published_loop_step_s": None,
 }
 
@@ -341,6 +358,7 @@ class _Terms:
     library: np.ndarray  # which kernels are library calls (kernels_lib.LIBRARY_KINDS)
     convs: np.ndarray  # which kernels are library convolutions
     cached: np.ndarray  # which kernels' bytes per execution fit in cache
+    half: np.ndarray  # which kernels are fusions of a 16-bit float type
 
 
 def _terms(obs: Observation) -> _Terms:
@@ -373,7 +391,12 @@ def _terms(obs: Observation) -> _Terms:
         np.array([k.kind in kernels_lib.LIBRARY_KINDS for k in obs.kernels], bool),
         np.array([k.kind == "conv" for k in obs.kernels], bool),
         np.array([k.bytes <= kernels_lib.CACHE_BYTES for k in obs.kernels], bool),
+        np.array([_half_fusion(k) for k in obs.kernels], bool),
     )
+
+
+def _half_fusion(k: kernels_lib.Kernel) -> bool:
+    return k.kind == "fusion" and k.dtype in kernels_lib.HALF_FLOATS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,6 +417,7 @@ class _Stack:
     library: np.ndarray
     convs: np.ndarray
     cached: np.ndarray
+    half: np.ndarray
 
     @classmethod
     def of(cls, terms: Sequence[_Terms]) -> _Stack:
@@ -412,6 +436,7 @@ class _Stack:
             np.concatenate([t.library for t in terms]),
             np.concatenate([t.convs for t in terms]),
             np.concatenate([t.cached for t in terms]),
+            np.concatenate([t.half for t in terms]),
         )
 
     def seconds(
@@ -425,6 +450,8 @@ class _Stack:
         library: float | None,
         conv: float | None,
         cache: float | None,
+        library_memory: float | None,
+        half_memory: float | None,
         loop: float | None,
     ) -> np.ndarray:
         efficiency = np.where(self.vector, ce if vce is None else vce, ce)
@@ -434,6 +461,10 @@ class _Stack:
         if conv is not None:
             fixed = np.where(self.convs, conv, fixed)
         memory = np.where(self.cached, me if cache is None else cache, me)
+        if library_memory is not None:  # kernels_lib.KernelCosts.memory_efficiency_of
+            memory = np.where(self.library, library_memory, memory)
+        if half_memory is not None:
+            memory = np.where(self.half, half_memory, memory)
         per = (np.maximum(self.compute / efficiency, self.memory / memory) + fixed) * self.counts
         steps = np.bincount(self.owner, per, len(self.collective_s)) + self.collective_s
         return steps + self.host_s + (loop or 0.0) * self.published
@@ -494,7 +525,10 @@ _GRID = {
 # Constants the grid does not search: each starts where the one named is (a kind's fixed
 # cost starts at the common one, from which the descent separates it); a grid over them
 # too would multiply its points by 36.
-_GRID_TIED = dict.fromkeys(PER_KIND_OVERHEADS, "kernel_overhead_s")
+_GRID_TIED = {
+    **dict.fromkeys(PER_KIND_OVERHEADS, "kernel_overhead_s"),
+    **dict.fromkeys(OWN_RATE_KINDS, "memory_efficiency"),
+}
 # The cache's efficiency starts at one point of its range (above DRAM's), from which the
 # descent moves it; a grid over it too would triple the grid.
 _GRID_START = {CACHE: 4.0}
@@ -713,6 +747,13 @@ def fit_platform(
             fixed.setdefault("library_overhead_s", None)
         if "conv" not in kinds:
             fixed.setdefault("conv_overhead_s", None)
+    seen = {
+        "library_memory_efficiency": lambda k: k.kind in kernels_lib.LIBRARY_KINDS,
+        "half_float_memory_efficiency": _half_fusion,
+    }
+    for name, has in seen.items():
+        if platform not in PER_KIND_PLATFORMS or not any(has(k) for o in fitted for k in o.kernels):
+            fixed.setdefault(name, None)
     if platform not in CACHE_PLATFORMS or not any(
         k.bytes <= kernels_lib.CACHE_BYTES for o in fitted for k in o.kernels
     ):
@@ -876,6 +917,11 @@ def summary(result: dict[str, Any]) -> str:
                 f", kernels of at most {kernels_lib.CACHE_BYTES // 1024} KiB at {cache:.2f} x "
                 "the measured bandwidth"
             )
+        for name, label in zip(
+            OWN_RATE_KINDS, ("library calls", "16-bit float fusions"), strict=True
+        ):
+            if f.get(name) is not None:
+                loops += f", {label}' bytes at {f[name]:.3f} of it"
         lines.append(
             f"{platform}: compute efficiency {f['compute_efficiency']:.3f}, memory efficiency "
             f"{f['memory_efficiency']:.3f}, {f['kernel_overhead_s'] * 1e6:.2f} us per kernel"

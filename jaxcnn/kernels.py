@@ -74,6 +74,11 @@ LIBRARY_KINDS = ("gemm", "conv")
 # per core; a platform that prices such kernels apart (KernelCosts.cache_memory_efficiency)
 # uses this threshold.
 CACHE_BYTES = 512 * 1024
+# 16-bit float types. A fusion that reads, computes or writes one runs at its own rate on
+# a CPU: XLA:CPU converts each element to or from f32 (rounding on the way back) where
+# the CPU has no vector instructions for the type; on this machine's EPYC such loops
+# moved a fifth of what their f32 twins do (benchmarks/cpu_kernel_kinds.py's trace).
+HALF_FLOATS = ("bf16", "f16")
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
 ONEDNN_TARGET_PREFIX = "jaxcnn_onednn_conv_"
@@ -133,7 +138,9 @@ class Kernel:
     kind: str  # one of KINDS
     flops: float  # per execution; dots and convolutions only
     bytes: float  # per execution: operands read once, results written once
-    dtype: str | None  # element type the dot/conv inputs have; None when it has none
+    # The element type a dot/conv's inputs have; a fusion's: the 16-bit float type it
+    # reads, computes or writes, where it has one (HALF_FLOATS); else None.
+    dtype: str | None
     count: int  # executions per run of the program: product of enclosing trip counts
     collective_bytes: float = 0.0  # over the interconnect, per execution
     note: str = ""  # what the count could not know (an unknown trip count or target)
@@ -733,7 +740,30 @@ def _kernel(module: _Module, comp: _Computation, instruction: _Instruction) -> K
         kind = "fusion"
     else:
         kind = {"transpose": "copy", "custom-call": "custom"}.get(opcode, "other")
-    return Kernel(instruction.name, kind, work.flops, nbytes, work.dtype, 1, 0.0, work.note)
+    dtype = work.dtype
+    if kind == "fusion":
+        dtype = next(
+            filter(None, (_half_float(module, c) for c in instruction.called("calls"))),
+            None,
+        )
+    return Kernel(instruction.name, kind, work.flops, nbytes, dtype, 1, 0.0, work.note)
+
+
+def _half_float(module: _Module, name: str, seen: frozenset[str] = frozenset()) -> str | None:
+    """The 16-bit float type (HALF_FLOATS) an array in the computation `name`, or in a
+    computation it calls, has; None where none has one."""
+    comp = module.computations.get(name)
+    if comp is None or name in seen:
+        return None
+    for instruction in comp.instructions:
+        for array in instruction.arrays:
+            if array.dtype in HALF_FLOATS:
+                return array.dtype
+        for called in instruction.called("calls") + instruction.called("to_apply"):
+            found = _half_float(module, called, seen | {name})
+            if found:
+                return found
+    return None
 
 
 def _through_copies(comp: _Computation, name: str) -> _Instruction | None:
@@ -934,6 +964,14 @@ class KernelCosts:
     # (it runs from cache: may pass 1); None: memory_efficiency for every kernel.
     cache_memory_efficiency: float | None = None
     cache_bytes: float = CACHE_BYTES
+    # The fraction of bytes_per_s a library call's operands and results move at, whatever
+    # their size (a GEMM or convolution library packs its operands into blocks and reads
+    # them more than once; XLA:CPU's trace shows its calls far below the rate its loops
+    # reach); None: as any kernel of its size.
+    library_memory_efficiency: float | None = None
+    # The fraction of bytes_per_s a fusion of a 16-bit float type (HALF_FLOATS) reaches,
+    # whatever its size (where the platform converts each element); None: as any kernel.
+    half_float_memory_efficiency: float | None = None
     # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
     # platform whose compiler writes no convolution as loops).
     elemental_conv_efficiency: float | None = None
@@ -948,6 +986,8 @@ class KernelCosts:
             "memory_efficiency",
             "elemental_conv_efficiency",
             "cache_memory_efficiency",
+            "library_memory_efficiency",
+            "half_float_memory_efficiency",
         ):
             if getattr(self, name) is not None and not 0 < getattr(self, name):
                 raise ValueError(f"KernelCosts.{name} must be above 0, not {getattr(self, name)}")
@@ -973,8 +1013,17 @@ class KernelCosts:
             return self.library_overhead_s
         return self.kernel_overhead_s
 
-    def memory_efficiency_of(self, bytes_per_execution: float) -> float:
-        """The fraction of bytes_per_s a kernel moving `bytes_per_execution` reaches."""
+    def memory_efficiency_of(
+        self, bytes_per_execution: float, kind: str = "fusion", dtype: str | None = None
+    ) -> float:
+        """The fraction of bytes_per_s a kernel of `kind` (and, for a fusion, `dtype`)
+        moving `bytes_per_execution` reaches: a library call's or a 16-bit float fusion's
+        own where the platform has one, else the cache's for a kernel that fits in it,
+        else memory_efficiency."""
+        if kind in LIBRARY_KINDS and self.library_memory_efficiency is not None:
+            return self.library_memory_efficiency
+        if kind == "fusion" and dtype in HALF_FLOATS and self.half_float_memory_efficiency:
+            return self.half_float_memory_efficiency
         if self.cache_memory_efficiency is not None and bytes_per_execution <= self.cache_bytes:
             return self.cache_memory_efficiency
         return self.memory_efficiency
@@ -1004,7 +1053,8 @@ def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
         collective = k.collective_bytes / costs.interconnect_bytes_per_s
     return {
         "compute": compute,
-        "memory": k.bytes / (costs.bytes_per_s * costs.memory_efficiency_of(k.bytes)),
+        "memory": k.bytes
+        / (costs.bytes_per_s * costs.memory_efficiency_of(k.bytes, k.kind, k.dtype)),
         "overhead": costs.overhead_s(k.kind),
         "collective": collective,
     }

@@ -187,6 +187,8 @@ def costs(
         library_overhead_s=_optional(efficiencies.get("library_overhead_s")),
         conv_overhead_s=_optional(efficiencies.get("conv_overhead_s")),
         cache_memory_efficiency=_optional(efficiencies.get("cache_memory_efficiency")),
+        library_memory_efficiency=_optional(efficiencies.get("library_memory_efficiency")),
+        half_float_memory_efficiency=_optional(efficiencies.get("half_float_memory_efficiency")),
     )
 
 

@@ -563,6 +563,47 @@ def test_a_kernel_that_fits_in_cache_moves_its_bytes_at_the_caches_rate():
     assert plain["memory_s"] == pytest.approx((3 * K.CACHE_BYTES + 1) / (1e11 * 0.8))
 
 
+def test_library_calls_and_16_bit_float_fusions_move_their_bytes_at_their_own_rates():
+    costs = dataclasses.replace(
+        COSTS,
+        cache_memory_efficiency=8.0,
+        library_memory_efficiency=0.1,
+        half_float_memory_efficiency=0.2,
+    )
+    big = K.CACHE_BYTES * 4
+    gemm = kernel("gemm", 1, big, "f32")  # its bytes bound it: 1 FLOP
+    half = kernel("fusion", 0, big, "bf16")
+    small_half = kernel("fusion", 0, 1024, "bf16")  # its own rate, though it fits in cache
+    plain = kernel("fusion", 0, big)
+    rates = [K.step_time([k], costs)["memory_s"] * 1e11 / k.bytes for k in (gemm, half)]
+    assert rates == pytest.approx([1 / 0.1, 1 / 0.2])
+    assert K.step_time([small_half], costs)["memory_s"] == pytest.approx(1024 / (1e11 * 0.2))
+    # Positive control: an f32 fusion of the same size at the DRAM rate; and without the
+    # two (a GPU's, a TPU's costs), every kernel is priced by its size alone.
+    assert K.step_time([plain], costs)["memory_s"] == pytest.approx(big / (1e11 * 0.8))
+    alike = K.step_time([gemm, half, plain], COSTS)["memory_s"]
+    assert alike == pytest.approx(3 * big / (1e11 * 0.8))
+
+
+def test_a_fusion_of_a_16_bit_float_type_says_which_and_an_f32_one_none():
+    def program(dtype: str) -> str:
+        return module(
+            f"""%fused (p0: f32[256]) -> f32[256] {{
+  %p0 = f32[256]{{0}} parameter(0)
+  %c = {dtype}[256]{{0}} convert(%p0)
+  ROOT %back = f32[256]{{0}} convert(%c)
+}}""",
+            """ENTRY %main (a: f32[256]) -> f32[256] {
+  %a = f32[256]{0} parameter(0)
+  ROOT %convert_fusion = f32[256]{0} fusion(%a), kind=kLoop, calls=%fused
+}""",
+        )
+
+    assert (one(program("bf16")).kind, one(program("bf16")).dtype) == ("fusion", "bf16")
+    assert one(program("f16")).dtype == "f16"
+    assert one(program("f32")).dtype is None  # positive control: the same loop in f32
+
+
 def test_a_library_convolution_pays_its_own_fixed_cost_apart_from_a_gemm():
     costs = dataclasses.replace(COSTS, library_overhead_s=5e-6, conv_overhead_s=2e-5)
     ks = [kernel("gemm", 1, 1, "f32"), kernel("conv", 1, 1, "f32", count=2), kernel(nbytes=1)]
@@ -792,16 +833,23 @@ def test_the_kernel_kinds_benchmark_groups_trace_events_by_the_kernel_of_the_sam
         K.Kernel("fusion.2", "fusion", 0, 8 << 20, None, 1),
         K.Kernel("dot", "gemm", 1e6, 1e5, "f32", 1),
         K.Kernel("copy.9", "copy", 0, 32, None, 5),  # inside a loop with no event
+        K.Kernel("fusion.4", "fusion", 0, 8 << 20, "bf16", 1),
     ]
     events = [("copy.1", 400), ("copy.1", 600), ("fusion.2", 50_000), ("dot", 7_000)]
     events += [("dot", 9_000), ("while.3", 1_000_000), ("ThunkExecutor::Execute", 10)]
+    events += [("fusion.4", 250_000)]
     found = by_kind(ks, events, steps=2)
     assert found["groups"]["copy/tiny"] == {
         "kernels_per_step": 1.0,
         "us_per_step": 0.5,
         "median_us": 0.5,
         "p10_us": 0.4,
+        "gb_per_s": pytest.approx(64 / 1e-6 / 1e9),  # 64 bytes in 1 us
     }
     assert found["groups"]["fusion/big"]["us_per_step"] == 25.0
+    # A 16-bit float fusion is a group of its own, with its own rate: 5x slower here.
+    assert found["groups"]["fusion-bf16/big"]["us_per_step"] == 125.0
+    rates = (found["groups"][g]["gb_per_s"] for g in ("fusion/big", "fusion-bf16/big"))
+    assert pytest.approx(next(rates) / next(rates)) == 5.0
     assert found["groups"]["gemm/small"]["kernels_per_step"] == 1.0
     assert found["kernels_not_traced"] == {"copy": 1}

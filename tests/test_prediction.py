@@ -255,7 +255,8 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
         "elemental_conv_efficiency": 0.02,
     }
     rates = prediction.vendor_rates(A100)
-    # A CPU's GEMMs are library calls with their own fixed cost: one more constant to fit.
+    # A CPU's GEMMs are library calls with their own fixed cost and bytes' rate: two more
+    # constants to fit.
     cells = [
         (1e12, 1e6, 1),
         (1e9, 1e9, 1),
@@ -264,6 +265,7 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
         (1e8, 1e3, 400),
         (2e12, 1e7, 1),
         (1e7, 3e9, 2),
+        (3e8, 2e8, 5),
     ]
     obs = []
     for i, (f, b, n) in enumerate(cells):
@@ -280,9 +282,10 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
 
 def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
     truth = {"compute_efficiency": 1.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    # One cell more than the CPU's free constants (its cache efficiency among them).
+    # One cell more than the CPU's free constants (its cache's and its library calls' rates
+    # among them).
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
-    cells.append((2e12, 1e7, 1))
+    cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     vendor = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     measured = [dataclasses.replace(o, rates={**o.rates, "source": "measured"}) for o in vendor]
     assert fit_predictions.fit_platform("cpu", measured)["compute_efficiency"] == pytest.approx(
@@ -684,6 +687,7 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
         fit_predictions.LOOP: None,
         **dict.fromkeys(fit_predictions.PER_KIND_OVERHEADS),  # a GPU's: one fixed cost
         fit_predictions.CACHE: None,  # and one memory efficiency
+        **dict.fromkeys(fit_predictions.OWN_RATE_KINDS),
     }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
@@ -756,14 +760,14 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
         assert constants.read_bytes() == before
         err = capsys.readouterr().err
         assert err == f"no platform has the observations for a fit: {constants} left as it was\n"
-    # Eight CPU records fit the CPU's constants; the GPU and TPU have none: kept.
-    assert fit_predictions.main([_measured_cpu_records(tmp_path / "eight", 8), "--write"]) == 0
+    # Ten CPU records fit the CPU's constants; the GPU and TPU have none: kept.
+    assert fit_predictions.main([_measured_cpu_records(tmp_path / "ten", 10), "--write"]) == 0
     written = json.loads(constants.read_text())
     for platform in ("gpu", "tpu"):
         assert written["families"][platform] == committed["families"][platform]
         assert written["families"][platform]["basis"] == "fitted"
     assert written["families"]["cpu"]["basis"] == "fitted"
-    assert written["families"]["cpu"]["error"]["observations"] == 8
+    assert written["families"]["cpu"]["error"]["observations"] == 10
     out = capsys.readouterr().out.splitlines()
     for platform in ("gpu", "tpu"):
         assert (
@@ -884,7 +888,11 @@ def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
     slow = {**TRUTH, "vector_efficiency": 0.2}  # B's fp32 pipes reach far less than C's
     chips = {"A": (A100, TRUTH), "H": (H100, TRUTH), "B": (V100, slow), "C": (T4, TRUTH)}
     obs = _unit_observations(chips)
-    fixed = {"elemental_conv_efficiency": None, fit_predictions.LOOP: None}
+    fixed = {
+        "elemental_conv_efficiency": None,
+        fit_predictions.LOOP: None,
+        **dict.fromkeys(fit_predictions.OWN_RATE_KINDS),  # a GPU's: none
+    }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
     by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
@@ -1018,7 +1026,9 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
         )
         seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
         obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
-    fitted = fit_predictions.fit_platform("cpu", obs)
+    # The GEMMs' bytes at DRAM's rate, as the truth has them (held: not this test's).
+    held = {"library_memory_efficiency": (None, "the GEMMs' bytes at memory_efficiency")}
+    fitted = fit_predictions.fit_platform("cpu", obs, held)
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02), name
     assert fitted["conv_overhead_s"] is None  # no library convolution ran
@@ -1026,10 +1036,66 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
     assert gpu["cache_memory_efficiency"] is None and gpu["conv_overhead_s"] is None
 
 
+def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_neither():
+    from jaxcnn import kernels
+
+    truth = {
+        "compute_efficiency": 0.8,
+        "memory_efficiency": 0.9,
+        "kernel_overhead_s": 1e-6,
+        "library_overhead_s": 1e-5,
+        "library_memory_efficiency": 0.15,  # the GEMMs' bytes
+        "half_float_memory_efficiency": 0.2,  # the bf16 fusions'
+    }
+    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    cells = [  # (gemms, their flops, their bytes, f32 fusions' bytes, bf16 fusions' bytes)
+        (8, 1e6, 1e7, 1e7, 0),
+        (8, 1e9, 4e6, 1e8, 1e6),
+        (2, 1e7, 2e7, 2e6, 3e7),
+        (20, 1e5, 3e6, 5e6, 0),
+        (5, 5e8, 5e7, 1e6, 2e6),
+        (1, 1e10, 1e8, 1e9, 5e7),
+        (12, 1e6, 4e6, 3e7, 0),
+        (3, 1e8, 1e6, 4e6, 1e7),
+    ]
+
+    def observations(with_half: bool) -> list[fit_predictions.Observation]:
+        obs = []
+        for i, (g, f, b, plain, half) in enumerate(cells):
+            ks = [_gemm(f, b, g), Kernel("loop", "fusion", 0, plain, None, 3)]
+            if half and with_half:
+                ks.append(Kernel("half", "fusion", 0, half, "bf16", 2))
+            seconds = kernels.step_time(ks, prediction.costs(rates, truth))["seconds"]
+            obs.append(
+                fit_predictions.Observation(f"c{i}", "cpu", tuple(ks), rates, 1, seconds, "t")
+            )
+        return obs
+
+    obs = observations(with_half=True)
+    # The fixed costs held at the truth's (other tests fit them): this one is the rates'.
+    held = {
+        fit_predictions.CACHE: (None, "no kernel's bytes fit in cache"),
+        "kernel_overhead_s": (1e-6, "the truth's"),
+        "library_overhead_s": (1e-5, "the truth's"),
+    }
+    fitted = fit_predictions.fit_platform("cpu", obs, held)
+    for name, value in truth.items():
+        assert fitted[name] == pytest.approx(value, rel=0.02), name
+    # Without a bf16 fusion among the observations, nothing tells its rate: none, while
+    # the rest is fitted as before.
+    f32_only = fit_predictions.fit_platform("cpu", observations(with_half=False), held)
+    assert f32_only["half_float_memory_efficiency"] is None
+    assert f32_only["library_memory_efficiency"] == pytest.approx(0.15, rel=0.02)
+    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    assert gpu["library_memory_efficiency"] is None
+    assert gpu["half_float_memory_efficiency"] is None
+
+
 def test_a_kinds_fixed_cost_is_not_made_up_where_no_kernel_of_that_kind_ran():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
-    cells.append((2e12, 1e7, 1))  # one more than the CPU's free constants (its cache's too)
+    # One more than the CPU's free constants (its cache's and its library calls' rates too).
+    cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     obs = [
         dataclasses.replace(_observation(f, b, n, truth, i), platform="cpu")
         for i, (f, b, n) in enumerate(cells)

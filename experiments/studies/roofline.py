@@ -314,15 +314,23 @@ def _fraction(family: dict[str, Any], name: str) -> str:
 
 
 def _memory(family: dict[str, Any]) -> str:
-    """A family's memory efficiency, with its cache-resident kernels' where it has one (a
-    CPU: a kernel of at most kernels.CACHE_BYTES per execution runs from cache)."""
-    text = _fraction(family, "memory_efficiency")
-    if family.get("cache_memory_efficiency") is None:
-        return text
+    """A family's memory efficiency, with the ones of the kernels it prices apart where it
+    has them (a CPU: a kernel of at most kernels.CACHE_BYTES per execution runs from
+    cache; a library call's bytes and a 16-bit float fusion's move at their own rates)."""
     from jaxcnn import kernels  # JAX: only when a report is written, never to list studies
 
     limit = kernels.CACHE_BYTES // 1024
-    return f"{text} (at most {limit} KiB: {_fraction(family, 'cache_memory_efficiency')})"
+    apart = [
+        f"{label}: {_fraction(family, name)}"
+        for name, label in (
+            ("cache_memory_efficiency", f"at most {limit} KiB"),
+            ("library_memory_efficiency", "library calls"),
+            ("half_float_memory_efficiency", "16-bit float fusions"),
+        )
+        if family.get(name) is not None
+    ]
+    text = _fraction(family, "memory_efficiency")
+    return f"{text} ({'; '.join(apart)})" if apart else text
 
 
 def _fixed_costs(family: dict[str, Any]) -> str:
