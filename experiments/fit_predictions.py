@@ -585,13 +585,26 @@ def split_errors(
     limits: dict[str, tuple[float, float]],
     split: str,
 ) -> tuple[list[tuple[int, float]], list[str]]:
-    """Out-of-sample errors of the step as shown (a published run's loop cost left
-    out, as the report's predicted steps leave it out): for each group of `split`, its
-    observations predicted by constants fitted afresh (from the coarse grid, not from the
-    fit that saw them) without the group. ([(index in fitted, error)], the groups that
-    could not be tested: too few observations left to fit, or the group computes on a
-    unit with its own efficiency that no other group computes on, so nothing left tells
-    that efficiency.)"""
+    """Out-of-sample errors of the step as shown (`held_out_steps`): ([(index in fitted,
+    |predicted / measured - 1|)], the groups that could not be tested)."""
+    steps, untested = held_out_steps(stack, fitted, fixed, limits, split)
+    return [(i, _error(step, fitted[i].measured_s)) for i, step in steps.items()], untested
+
+
+def held_out_steps(
+    stack: _Stack,
+    fitted: Sequence[Observation],
+    fixed: dict[str, float | None],
+    limits: dict[str, tuple[float, float]],
+    split: str,
+) -> tuple[dict[int, float], list[str]]:
+    """Out-of-sample steps as shown (a published run's loop cost left out, as the
+    report's predicted steps leave it out): for each group of `split`, its observations
+    predicted by constants fitted afresh (from the coarse grid, not from the fit that saw
+    them) without the group. ({index in fitted: predicted step}, the groups that could
+    not be tested: too few observations left to fit, or the group computes on a unit with
+    its own efficiency that no other group computes on, so nothing left tells that
+    efficiency.)"""
     measured = np.array([o.measured_s for o in fitted])
     groups = list(dict.fromkeys(_group(o, split) for o in fitted))
     free = len(PARAMETERS) - len(fixed)
@@ -602,7 +615,7 @@ def split_errors(
         np.bincount(stack.owner, kernels, len(fitted)) > 0
         for kernels in (vector, (stack.compute > 0) & ~vector)
     ]
-    errors, untested = [], []
+    steps, untested = {}, []
     for group in groups:
         weights = np.array([0.0 if _group(o, split) == group else 1.0 for o in fitted])
         unseen_unit = any(on[weights == 0].any() and not on[weights > 0].any() for on in on_unit)
@@ -611,8 +624,8 @@ def split_errors(
             continue
         c = _fit(stack, measured, fixed, weights, limits=limits)
         step = stack.seconds(*(c[p] for p in PARAMETERS[:-1]), None)
-        errors += [(i, _error(step[i], measured[i])) for i in np.flatnonzero(weights == 0)]
-    return errors, untested
+        steps.update({int(i): float(step[i]) for i in np.flatnonzero(weights == 0)})
+    return steps, untested
 
 
 def _band(errors: Sequence[tuple[int, float]], fitted: Sequence[Observation]) -> dict | None:
@@ -628,6 +641,9 @@ def _band(errors: Sequence[tuple[int, float]], fitted: Sequence[Observation]) ->
     }
 
 
+HELD_OUT_STEPS = predictions.HELD_OUT_STEPS
+
+
 def _split_block(
     stack: _Stack,
     fitted: Sequence[Observation],
@@ -636,13 +652,20 @@ def _split_block(
     split: str,
 ) -> dict[str, Any]:
     """One split's errors: over every fitted observation, per regime, and the groups it
-    could not hold out."""
-    errors, untested = split_errors(stack, fitted, fixed, limits, split)
+    could not hold out; under HELD_OUT_STEPS, each held-out observation's predicted step
+    by index in `fitted` (fit_platform moves them to the observations' rows)."""
+    steps, untested = held_out_steps(stack, fitted, fixed, limits, split)
+    errors = [(i, _error(step, fitted[i].measured_s)) for i, step in steps.items()]
     overall = _band(errors, fitted)
     if overall is None:
-        return {"untested_groups": untested, "regimes": dict.fromkeys(prediction.REGIMES)}
+        return {
+            "untested_groups": untested,
+            "regimes": dict.fromkeys(prediction.REGIMES),
+            HELD_OUT_STEPS: steps,
+        }
     return {
         **overall,
+        HELD_OUT_STEPS: steps,
         "untested_groups": untested,
         "regimes": {
             name: _band([e for e in errors if fitted[e[0]].regime == name], fitted)
@@ -788,6 +811,13 @@ def fit_platform(
             if not kept:
                 constants, loo, fixed = without, loo_without, fixed_without
     error = error_block(stack, fitted, fixed, limits, platform) if loo else None
+    # Each fitted observation's step predicted by the constants each split fitted without
+    # its group (None: its group could not be held out), beside the in-sample one.
+    held_out = {
+        split: block.pop(HELD_OUT_STEPS, {})
+        for split, block in ((error or {}).get("splits") or {}).items()
+    }
+    index = {id(o): i for i, o in enumerate(fitted)}
     every = _Stack.of([_terms(o) for o in observations]) if observations else None
     predicted = every.seconds(*(constants[p] for p in PARAMETERS)) if every else []
     rows = [
@@ -797,6 +827,11 @@ def fit_platform(
             "measured_s": o.measured_s,
             "predicted_s": float(seconds),
             "held_out": o.held_out,
+            **(
+                {HELD_OUT_STEPS: {s: steps.get(index[id(o)]) for s, steps in held_out.items()}}
+                if id(o) in index and held_out
+                else {}
+            ),
         }
         for o, seconds in zip(observations, predicted, strict=True)
     ]

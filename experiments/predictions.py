@@ -430,6 +430,9 @@ def unit_words(family: dict[str, Any]) -> str:
 
 _PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
 SPLIT_WORDS = {"chip": "leave one chip out", "program": "leave one program out"}
+# Where a fitted observation's row in the constants file keeps its step as each split
+# predicted it, by constants fitted without its group: {split: seconds or None}.
+HELD_OUT_STEPS = "held_out_predicted_s"
 REGIME_WORDS = {
     "large": "large programs (ResNet-50-sized: 1 GFLOP or more per image)",
     "small": "small programs (the seeds' models: under 1 GFLOP per image)",

@@ -882,6 +882,35 @@ def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_th
     assert fitted["vector_efficiency"] is None
 
 
+def test_each_fitted_row_keeps_its_step_as_each_split_predicted_it_held_out():
+    from jaxcnn import kernels
+
+    rates = prediction.vendor_rates(A100)
+    seen = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+    other = {**seen, "compute_efficiency": 0.1}
+    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    obs = []
+    for chip, truth, chosen in (("A", seen, cells), ("B", other, cells[:1] + cells[3:4])):
+        for i, (f, b, n) in enumerate(chosen):
+            k = (_gemm(f, b, n),)
+            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
+            obs.append(
+                fit_predictions.Observation(
+                    f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
+                )
+            )
+    rows = fit_predictions.fit_platform("gpu", obs)["observations"]
+    for row, o in zip(rows, obs, strict=True):
+        held = row[fit_predictions.HELD_OUT_STEPS]
+        if o.chip == "A":  # B's two rows cannot pin three constants: A is not held out
+            assert held["chip"] is None
+        else:  # priced as chip A's rows say, by a fit that never saw B's
+            as_a = kernels.step_time(list(o.kernels), prediction.costs(rates, seen))["seconds"]
+            assert held["chip"] == pytest.approx(as_a, rel=0.02)
+            assert held["chip"] != pytest.approx(row["predicted_s"], rel=0.1)  # not in-sample
+        assert held["program"] is not None  # every program has others left to fit
+
+
 def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
     from jaxcnn import kernels
 

@@ -429,3 +429,33 @@ def test_report_keys_cells_by_nested_overrides_read_from_json(tmp_path):
     assert loaded[0]["workload"]["model_overrides"]["widths"] == [[4], [4]]
     path, _ = report.write_report(loaded, tmp_path)
     assert report_text(path).count("catsdogs_cnn dense_width=8 widths=[[4], [4]]") >= 2
+
+
+def test_the_held_out_table_groups_each_platforms_steps_by_model_and_the_mlp_by_width(
+    monkeypatch, tmp_path
+):
+    from experiments import predictions
+    from experiments.studies import roofline
+
+    def row(label: str, measured: float, held: float | None) -> dict:
+        return {"label": label, "measured_s": measured, "held_out_predicted_s": {"program": held}}
+
+    family = {
+        "error": {"split": "program"},
+        "observations": [
+            row("cpu: mlp n=32, batch 128, f32, cpu, step loop", 1.0, 1.2),
+            row("cpu: mlp n=32, batch 512, f32, cpu, step loop", 2.0, 2.2),
+            row("cpu: mlp n=1024, batch 128, f32, cpu, step loop", 1.0, 1.5),
+            row("cpu: mnist_cnn, batch 128, f32, cpu, step loop", 1.0, 0.9),
+            row("cpu: mnist_cnn, batch 32, f32, cpu, step loop", 1.0, None),  # not held out
+        ],
+    }
+    monkeypatch.setattr(predictions, "constants_table", lambda: {"families": {"cpu": family}})
+    text, _ = roofline.held_out_section([], tmp_path)
+    lines = [line for line in text.splitlines() if line.startswith("| cpu")]
+    assert lines == [
+        "| cpu | mlp | leave one program out | 3 | 1.20 [1.10-1.50] | yes |",
+        "| cpu | mlp, width 32 | leave one program out | 2 | 1.15 [1.10-1.20] | yes |",
+        "| cpu | mlp, width 1024 | leave one program out | 1 | 1.50 [1.50-1.50] | no |",
+        "| cpu | mnist_cnn | leave one program out | 1 | 0.90 [0.90-0.90] | yes |",
+    ]

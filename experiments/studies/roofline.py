@@ -27,6 +27,7 @@ models (a guess).
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -380,7 +381,8 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
         f"{table['version']}; `python -m experiments.fit_predictions results/ --write` "
         "fits them): the fraction of the peak FLOP/s its dot and convolution kernels "
         "reach, the fraction of memory bandwidth its kernels reach (on the CPU, with the "
-        "fraction a kernel small enough to run from one core's L2 reaches in brackets), a "
+        "fractions a kernel small enough to run from one core's L2 reaches, a library "
+        "call's bytes and a 16-bit float fusion's bytes move at, in brackets), a "
         "fixed cost per launched kernel (on the CPU, a generated loop's, with a copy's, a "
         "library call's and a library convolution's beside it in brackets), and on the CPU "
         "the fraction of peak reached by "
@@ -405,6 +407,60 @@ def constants_section(records: list[Record], out: Path) -> tuple[str, list[Path]
     return "\n\n".join(
         ["## The model's constants", text, markdown_table(CONSTANT_HEADERS, rows)]
     ), []
+
+
+HELD_OUT_HEADERS = [
+    "platform",
+    "model",
+    "split",
+    "steps",
+    "predicted / measured, held out: median [range]",
+    "median within 1.3x",
+]
+
+
+def _model_of(label: str) -> str:
+    """The model (with an MLP's width) an observation's label names ("<chip>: <model>,
+    batch ...": experiments/fit_predictions.py writes both kinds so)."""
+    return label.split(": ", 1)[-1].split(",")[0].split(" (")[0]
+
+
+def held_out_section(records: list[Record], out: Path) -> tuple[str, list[Path]]:
+    """Each model's fitted steps as its platform's headline split predicted them, by
+    constants fitted without the step's group: per model, and the MLP per width."""
+    table = predictions.constants_table()
+    rows = []
+    for platform, f in sorted(table["families"].items()):
+        split = (f.get("error") or {}).get("split")
+        groups: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for row in f.get("observations") or ():
+            step = (row.get(predictions.HELD_OUT_STEPS) or {}).get(split)
+            if step is None:
+                continue
+            model, _, width = _model_of(row["label"]).partition(" n=")
+            groups[(model, -1)].append(step / row["measured_s"])
+            if width:
+                groups[(model, int(width))].append(step / row["measured_s"])
+        for (model, width), ratios in sorted(groups.items()):
+            middle = statistics.median(ratios)
+            rows.append(
+                [
+                    platform,
+                    model if width < 0 else f"{model}, width {width}",
+                    predictions.SPLIT_WORDS.get(split, split),
+                    len(ratios),
+                    f"{middle:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]",
+                    "yes" if 1 / 1.3 <= middle <= 1.3 else "no",
+                ]
+            )
+    text = (
+        "Each fitted step predicted by constants fitted from scratch without its group (its "
+        "platform's headline split: a CPU's program, an accelerator's chip), over the "
+        "step measured or published: per model, and the MLP per width (every width the "
+        "crossover study runs), over every batch, precision, formulation and loop measured. "
+        "A step whose group could not be held out (too few others left to fit) is not here."
+    )
+    return "\n\n".join(["## Held out, per model", text, markdown_table(HELD_OUT_HEADERS, rows)]), []
 
 
 def roofline_answer(records: list[Record], out: Path) -> tuple[str, list[Path]]:
@@ -506,7 +562,7 @@ def roofline_headline(records: list[Record]) -> str:
 STUDY = Study(
     "roofline",
     workloads=workloads,
-    sections=(constants_section, versus_published, predicted_vs_measured),
+    sections=(constants_section, held_out_section, versus_published, predicted_vs_measured),
     question="How far can a predicted step time be trusted?",
     answer=roofline_answer,
     headline=roofline_headline,
