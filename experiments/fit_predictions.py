@@ -578,17 +578,9 @@ def _group(obs: Observation, split: str) -> str:
     return (obs.chip if split == "chip" else obs.program) or obs.label
 
 
-def split_errors(
-    stack: _Stack,
-    fitted: Sequence[Observation],
-    fixed: dict[str, float | None],
-    limits: dict[str, tuple[float, float]],
-    split: str,
-) -> tuple[list[tuple[int, float]], list[str]]:
-    """Out-of-sample errors of the step as shown (`held_out_steps`): ([(index in fitted,
-    |predicted / measured - 1|)], the groups that could not be tested)."""
-    steps, untested = held_out_steps(stack, fitted, fixed, limits, split)
-    return [(i, _error(step, fitted[i].measured_s)) for i, step in steps.items()], untested
+def errors_of(steps: dict[int, float], fitted: Sequence[Observation]) -> list[tuple[int, float]]:
+    """`held_out_steps`'s steps as [(index in fitted, |predicted / measured - 1|)]."""
+    return [(i, _error(step, fitted[i].measured_s)) for i, step in steps.items()]
 
 
 def held_out_steps(
@@ -655,7 +647,7 @@ def _split_block(
     could not hold out; under HELD_OUT_STEPS, each held-out observation's predicted step
     by index in `fitted` (fit_platform moves them to the observations' rows)."""
     steps, untested = held_out_steps(stack, fitted, fixed, limits, split)
-    errors = [(i, _error(step, fitted[i].measured_s)) for i, step in steps.items()]
+    errors = errors_of(steps, fitted)
     overall = _band(errors, fitted)
     if overall is None:
         return {
@@ -681,7 +673,7 @@ def error_block(
     limits: dict[str, tuple[float, float]],
     platform: str,
 ) -> dict[str, Any] | None:
-    """The platform's error bands: `split_errors` by each split, over all its fitted
+    """The platform's error bands: `held_out_steps` by each split, over all its fitted
     observations and per regime (None for a regime it has none of: no prediction of that
     regime is shown with a band). A prediction for a chip in `chips` is shown with the
     program split's band, any other with the chip split's (jaxcnn.prediction.error_band).
@@ -722,7 +714,8 @@ def choose_units(
     base = {**fixed, LOOP: None}
     outcome = {}
     for name, held in (("with", base), ("without", {**base, prediction.VECTOR_EFFICIENCY: None})):
-        errors, untested = split_errors(stack, fitted, held, limits, split)
+        steps, untested = held_out_steps(stack, fitted, held, limits, split)
+        errors = errors_of(steps, fitted)
         outcome[name] = {
             "median": statistics.median(e for _, e in errors) if errors else None,
             "observations": len(errors),

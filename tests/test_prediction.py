@@ -665,15 +665,23 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
     assert json.loads(constants.read_text())["families"]["gpu"] == gpu
 
 
-def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
+def _split_errors(stack, fitted, *rest):
+    steps, untested = fit_predictions.held_out_steps(stack, fitted, *rest)
+    return fit_predictions.errors_of(steps, fitted), untested
+
+
+# Chip A's five rows and chip B's two, B's matmul units reaching a quarter of A's.
+TWO_CHIPS_SEEN = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
+
+
+def _two_chips() -> list[fit_predictions.Observation]:
     from jaxcnn import kernels
 
     rates = prediction.vendor_rates(A100)
-    seen = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    other = {**seen, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
+    other = {**TWO_CHIPS_SEEN, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
     cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
     obs = []
-    for chip, truth, chosen in (("A", seen, cells), ("B", other, cells[:1] + cells[3:4])):
+    for chip, truth, chosen in (("A", TWO_CHIPS_SEEN, cells), ("B", other, cells[:1] + cells[3:4])):
         for i, (f, b, n) in enumerate(chosen):
             k = (_gemm(f, b, n),)
             seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
@@ -682,6 +690,15 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
                     f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
                 )
             )
+    return obs
+
+
+def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
+    from jaxcnn import kernels
+
+    rates = prediction.vendor_rates(A100)
+    seen = TWO_CHIPS_SEEN
+    obs = _two_chips()
     fixed = {
         "elemental_conv_efficiency": None,
         fit_predictions.LOOP: None,
@@ -691,7 +708,7 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
     }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
-    by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
+    by_chip, untested = _split_errors(stack, obs, fixed, limits, "chip")
     assert untested == ["A"]  # without A, B's two rows cannot pin three constants
     assert {obs[i].chip for i, _ in by_chip} == {"B"}
     for i, error in by_chip:
@@ -701,7 +718,7 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
             assert error == pytest.approx(abs(as_a / obs[i].measured_s - 1), rel=0.02)
             assert error > 0.5
     # The control: held out one at a time, each B row is priced by a fit that saw the other.
-    by_program, _ = fit_predictions.split_errors(stack, obs, fixed, limits, "program")
+    by_program, _ = _split_errors(stack, obs, fixed, limits, "program")
     b_rows = [i for i, o in enumerate(obs) if o.chip == "B"]
     chip_errors, program_errors = dict(by_chip), dict(by_program)
     assert sum(program_errors[i] for i in b_rows) < sum(chip_errors[i] for i in b_rows)
@@ -886,19 +903,8 @@ def test_each_fitted_row_keeps_its_step_as_each_split_predicted_it_held_out():
     from jaxcnn import kernels
 
     rates = prediction.vendor_rates(A100)
-    seen = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    other = {**seen, "compute_efficiency": 0.1}
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
-    obs = []
-    for chip, truth, chosen in (("A", seen, cells), ("B", other, cells[:1] + cells[3:4])):
-        for i, (f, b, n) in enumerate(chosen):
-            k = (_gemm(f, b, n),)
-            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
-            obs.append(
-                fit_predictions.Observation(
-                    f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
-                )
-            )
+    seen = TWO_CHIPS_SEEN
+    obs = _two_chips()
     rows = fit_predictions.fit_platform("gpu", obs)["observations"]
     for row, o in zip(rows, obs, strict=True):
         held = row[fit_predictions.HELD_OUT_STEPS]
@@ -924,7 +930,7 @@ def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
     }
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
     limits = dict(fit_predictions.BOUNDS)
-    by_chip, untested = fit_predictions.split_errors(stack, obs, fixed, limits, "chip")
+    by_chip, untested = _split_errors(stack, obs, fixed, limits, "chip")
     assert untested == [] and len(by_chip) == len(obs)
     errors = dict(by_chip)
     # Held out, B is priced as C's vector units (and A's and H's the rest) say, C as B's:
@@ -939,7 +945,7 @@ def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
     # The one matrix chip left without another: untested, never priced from nothing.
     alone = [o for o in obs if o.chip != "H"]
     stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in alone])
-    by_chip, untested = fit_predictions.split_errors(stack, alone, fixed, limits, "chip")
+    by_chip, untested = _split_errors(stack, alone, fixed, limits, "chip")
     assert untested == ["A"] and {alone[i].chip for i, _ in by_chip} == {"B", "C"}
 
 
