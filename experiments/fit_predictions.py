@@ -130,10 +130,10 @@ PER_KIND_PLATFORMS = ("cpu",)
 CACHE_PLATFORMS = ("cpu",)
 CACHE = "cache_memory_efficiency"
 # XLA:CPU's own trace of a step (benchmarks/cpu_kernel_kinds.py) times each kernel: its
-# generated loops move their bytes near the measured bandwidth, its library calls far
-# below it (a GEMM packs its operands into blocks and reads them again), and its loops
-# over a 16-bit float type at about a fifth of their f32 twins' rate (each element
-# converted on its own). One memory efficiency for all three made the fit trade one for
+# generated loops move their bytes at about half the measured bandwidth, its library
+# calls' bytes at a tenth of that (a GEMM packs its operands into blocks and reads them
+# again), and its loops over a 16-bit float type at an eighth of the f32 loops' rate
+# (each element converted on its own). One memory efficiency for all three made the fit trade one for
 # another: a CPU's library calls and its 16-bit float fusions each get their own, fitted
 # only where its observations have such kernels; elsewhere None.
 OWN_RATE_KINDS = ("library_memory_efficiency", "half_float_memory_efficiency")

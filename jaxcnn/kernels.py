@@ -77,7 +77,7 @@ CACHE_BYTES = 512 * 1024
 # 16-bit float types. A fusion that reads, computes or writes one runs at its own rate on
 # a CPU: XLA:CPU converts each element to or from f32 (rounding on the way back) where
 # the CPU has no vector instructions for the type; on this machine's EPYC such loops
-# moved a fifth of what their f32 twins do (benchmarks/cpu_kernel_kinds.py's trace).
+# moved an eighth of what the same step's f32 loops do (benchmarks/cpu_kernel_kinds.py).
 HALF_FLOATS = ("bf16", "f16")
 
 # jaxcnn.onednn.TARGET_PREFIX (that module imports JAX; tests check the two agree).
