@@ -133,9 +133,9 @@ CACHE = "cache_memory_efficiency"
 # generated loops move their bytes at about half the measured bandwidth, its library
 # calls' bytes at a tenth of that (a GEMM packs its operands into blocks and reads them
 # again), and its loops over a 16-bit float type at an eighth of the f32 loops' rate
-# (each element converted on its own). One memory efficiency for all three made the fit trade one for
-# another: a CPU's library calls and its 16-bit float fusions each get their own, fitted
-# only where its observations have such kernels; elsewhere None.
+# (each element converted on its own). One memory efficiency for all three made the fit
+# trade one for another: a CPU's library calls and its 16-bit float fusions each get
+# their own, fitted only where its observations have such kernels; elsewhere None.
 OWN_RATE_KINDS = ("library_memory_efficiency", "half_float_memory_efficiency")
 PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
 # The published per-kernel cost the accelerators' fixed cost is held at: what a small
