@@ -216,6 +216,12 @@ def test_a_measured_cpu_step_is_priced_at_the_best_ceiling_its_machine_measured(
 
 # --- The fit --------------------------------------------------------------------------
 
+# Hand-built GEMMs (FLOPs, bytes, launches) spanning compute-bound, memory-bound and
+# launch-bound steps: five pin a fit's three constants with room to hold each out;
+# MORE_CELLS for fits with more constants free.
+CELLS = ((1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400))
+MORE_CELLS = ((2e12, 1e7, 1), (1e7, 3e9, 2))
+
 
 def _observation(flops: float, nbytes: float, count: int, truth: dict, i: int):
     rates = prediction.vendor_rates(A100)
@@ -229,15 +235,7 @@ def _observation(flops: float, nbytes: float, count: int, truth: dict, i: int):
 
 def test_the_fit_recovers_the_constants_that_made_its_observations():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    cells = [
-        (1e12, 1e6, 1),
-        (1e9, 1e9, 1),
-        (1e6, 1e4, 50),
-        (5e11, 5e8, 3),
-        (1e8, 1e3, 400),
-        (2e12, 1e7, 1),
-        (1e7, 3e9, 2),
-    ]
+    cells = [*CELLS, *MORE_CELLS]
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     fitted = fit_predictions.fit_platform("gpu", obs)
     for name, value in truth.items():
@@ -257,16 +255,7 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
     rates = prediction.vendor_rates(A100)
     # A CPU's GEMMs are library calls with their own fixed cost and bytes' rate: two more
     # constants to fit.
-    cells = [
-        (1e12, 1e6, 1),
-        (1e9, 1e9, 1),
-        (1e6, 1e4, 50),
-        (5e11, 5e8, 3),
-        (1e8, 1e3, 400),
-        (2e12, 1e7, 1),
-        (1e7, 3e9, 2),
-        (3e8, 2e8, 5),
-    ]
+    cells = [*CELLS, *MORE_CELLS, (3e8, 2e8, 5)]
     obs = []
     for i, (f, b, n) in enumerate(cells):
         ks = (_gemm(f, b, n), kernels.Kernel("loops", "elemental_conv", f / 10, b, "f32", 1))
@@ -284,7 +273,7 @@ def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
     truth = {"compute_efficiency": 1.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     # One cell more than the CPU's free constants (its cache's and its library calls' rates
     # among them).
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     vendor = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     measured = [dataclasses.replace(o, rates={**o.rates, "source": "measured"}) for o in vendor]
@@ -296,7 +285,7 @@ def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
 
 def test_held_out_observations_are_predicted_but_not_fitted():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     wild = fit_predictions.Observation(
         "wild",
@@ -601,7 +590,7 @@ def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
     published = {o.seconds for o in references.load_overheads()}
     assert held["gpu"]["kernel_overhead_s"][0] in published
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     fitted = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (1e-6, "held")})
     assert fitted["kernel_overhead_s"] == 1e-6
@@ -650,7 +639,7 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
     constants = tmp_path / "prediction_constants.json"
     monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     gpu = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (5e-6, "held")})
     monkeypatch.setattr(
@@ -679,7 +668,7 @@ def _two_chips() -> list[fit_predictions.Observation]:
 
     rates = prediction.vendor_rates(A100)
     other = {**TWO_CHIPS_SEEN, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     obs = []
     for chip, truth, chosen in (("A", TWO_CHIPS_SEEN, cells), ("B", other, cells[:1] + cells[3:4])):
         for i, (f, b, n) in enumerate(chosen):
@@ -845,13 +834,7 @@ def _unit_observations(chips: dict, cells=None) -> list:
     truth)}), timed by the per-unit model with that chip's own constants."""
     from jaxcnn import kernels
 
-    cells = cells or [
-        (1e12, 1e6, 1),
-        (1e9, 1e9, 1),
-        (1e6, 1e4, 50),
-        (5e11, 5e8, 3),
-        (1e8, 1e3, 400),
-    ]
+    cells = cells or CELLS
     obs = []
     for chip, (device, truth) in chips.items():
         rates = prediction.vendor_rates(device)
@@ -1128,7 +1111,7 @@ def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_n
 
 def test_a_kinds_fixed_cost_is_not_made_up_where_no_kernel_of_that_kind_ran():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
-    cells = [(1e12, 1e6, 1), (1e9, 1e9, 1), (1e6, 1e4, 50), (5e11, 5e8, 3), (1e8, 1e3, 400)]
+    cells = list(CELLS)
     # One more than the CPU's free constants (its cache's and its library calls' rates too).
     cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     obs = [
