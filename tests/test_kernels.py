@@ -853,3 +853,19 @@ def test_the_kernel_kinds_benchmark_groups_trace_events_by_the_kernel_of_the_sam
     assert pytest.approx(next(rates) / next(rates)) == 5.0
     assert found["groups"]["gemm/small"]["kernels_per_step"] == 1.0
     assert found["kernels_not_traced"] == {"copy": 1}
+
+
+def test_the_kernel_kinds_benchmark_refuses_a_bad_flag_before_any_work(tmp_path, capsys):
+    from benchmarks.cpu_kernel_kinds import main
+
+    out = str(tmp_path / "out.json")
+    for argv, says in (
+        (["--dtype", "float16", "--out", out], "invalid choice: 'float16'"),
+        (["--width", "0", "--out", out], "take positive integers"),
+        (["--out", str(tmp_path / "no" / "out.json")], "no such folder"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
