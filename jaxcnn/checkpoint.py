@@ -29,6 +29,7 @@ manager opens, so no save of this run can meet them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -238,7 +239,9 @@ def _quiet_failed_operation_aftermath() -> None:
     - futures of a failed save that nothing awaits any more are logged by asyncio
       ("exception was never retrieved", with a traceback) whenever they are collected,
       possibly much later: those whose error names an Orbax temporary folder, which
-      the failed save removed, are dropped.
+      the failed save removed, are dropped, and so are those Orbax's own code raised for
+      a full disk (a write that runs out of room names no file; the failed save names
+      the folder and its free space).
     """
     logging.getLogger("asyncio").addFilter(_not_a_failed_save_left_unretrieved)  # once
     previous = sys.unraisablehook
@@ -257,7 +260,25 @@ def _quiet_failed_operation_aftermath() -> None:
 
 def _not_a_failed_save_left_unretrieved(record: logging.LogRecord) -> bool:
     error = record.exc_info[1] if record.exc_info else None
-    return not ("never retrieved" in record.getMessage() and TMP_MARKER in str(error))
+    if error is None or "never retrieved" not in record.getMessage():
+        return True
+    if TMP_MARKER in str(error):
+        return False
+    full = isinstance(error, OSError) and error.errno == errno.ENOSPC
+    return not (full and _raised_in_orbax(error))
+
+
+_ORBAX_CODE = f"{os.sep}orbax{os.sep}checkpoint{os.sep}"
+
+
+def _raised_in_orbax(error: BaseException) -> bool:
+    """Whether a frame of `error`'s traceback is Orbax checkpoint's own code."""
+    tb = error.__traceback__
+    while tb is not None:
+        if _ORBAX_CODE in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _remove_unfinished_saves(directory: Path) -> None:

@@ -3,6 +3,7 @@ and the per-epoch metrics of the run that was never interrupted."""
 
 import asyncio
 import contextlib
+import errno
 import functools
 import gc
 import json
@@ -603,19 +604,39 @@ def test_a_failed_saves_unretrieved_futures_are_not_logged_but_others_are(tmp_pa
     dropped for a write into an Orbax temporary folder (a failed save, already an
     error), logged for anything else."""
 
-    def collected_unretrieved(message: str) -> None:
+    def disk_full_raised_in(filename: str) -> OSError:
+        code = compile("raise OSError(errno.ENOSPC, 'No space left on device')", filename, "exec")
+        try:
+            exec(code, {"errno": errno})
+        except OSError as error:
+            return error
+        raise AssertionError("not raised")
+
+    def collected_unretrieved(error: BaseException) -> None:
         loop = asyncio.new_event_loop()
         future = loop.create_future()
-        future.set_exception(ValueError(message))
+        future.set_exception(error)
         loop.close()
         del future
         gc.collect()
 
     Checkpoints(tmp_path).close()
-    collected_unretrieved(f'RESOURCE_EXHAUSTED: Error writing "a/0" in {tmp_path}/5{TMP_MARKER}/')
-    collected_unretrieved("an error of the user's own")
-    (logged,) = [r for r in caplog.records if r.name == "asyncio"]
-    assert "never retrieved" in logged.getMessage() and "own" in str(logged.exc_info[1])
+    # An earlier test's unretrieved futures (a real full disk's, in the same worker) are
+    # collected first, so that only this test's are logged or dropped below.
+    gc.collect()
+    caplog.clear()
+    failed_write = f'RESOURCE_EXHAUSTED: Error writing "a/0" in {tmp_path}/5{TMP_MARKER}/'
+    collected_unretrieved(ValueError(failed_write))
+    orbax = os.path.join("site-packages", "orbax", "checkpoint", "_src", "path", "async_path.py")
+    collected_unretrieved(disk_full_raised_in(orbax))  # a full disk under a failed save
+    collected_unretrieved(ValueError("an error of the user's own"))
+    collected_unretrieved(disk_full_raised_in("users_own_writer.py"))  # not Orbax's: logged
+    logged = [r for r in caplog.records if r.name == "asyncio"]
+    assert [str(r.exc_info[1]) for r in logged] == [
+        "an error of the user's own",
+        "[Errno 28] No space left on device",
+    ]
+    assert all("never retrieved" in r.getMessage() for r in logged)
 
 
 def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
