@@ -1022,7 +1022,11 @@ class KernelCosts:
         else memory_efficiency."""
         if kind in LIBRARY_KINDS and self.library_memory_efficiency is not None:
             return self.library_memory_efficiency
-        if kind == "fusion" and dtype in HALF_FLOATS and self.half_float_memory_efficiency:
+        if (
+            kind == "fusion"
+            and dtype in HALF_FLOATS
+            and self.half_float_memory_efficiency is not None
+        ):
             return self.half_float_memory_efficiency
         if self.cache_memory_efficiency is not None and bytes_per_execution <= self.cache_bytes:
             return self.cache_memory_efficiency
