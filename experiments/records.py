@@ -1266,3 +1266,26 @@ def line_numbers(numbers: Sequence[int]) -> str:
 if __name__ == "__main__":
     write_whole(SCHEMA_FILE, schema_text().encode())
     print(f"{SCHEMA_FILE} written")
+
+
+def recorded_at(record: dict[str, Any]) -> datetime | None:
+    """When `record` was written, an aware UTC time; None where it has no readable time,
+    one without a zone, or one in the reader's future (a wrong clock must not outrank
+    every real record)."""
+    text = (record.get("env") or {}).get("utc_time")
+    try:
+        when = datetime.fromisoformat(str(text))
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    when = when.astimezone(timezone.utc)
+    return None if when > datetime.now(timezone.utc) else when
+
+
+_OLDEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def recorded_at_or_oldest(record: dict[str, Any]) -> datetime:
+    """recorded_at, with records of no readable time sorting first."""
+    return recorded_at(record) or _OLDEST

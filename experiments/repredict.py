@@ -96,9 +96,9 @@ def needs_kernels(
 
 
 def _compile_only_reason(record: dict[str, Any], target: str | None) -> str | None:
-    from experiments.studies.targets import superseded, target_name
+    from experiments.report.figures import device_of, superseded
 
-    if target is not None and target_name(record) != target:
+    if target is not None and device_of(record) != target:
         return "not a compile-only record of the target"
     if record.get("status") not in ("ok", "oom") or not (record.get("memory") or {}).get(
         "total_bytes"

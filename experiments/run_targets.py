@@ -24,7 +24,6 @@ from experiments import cli_plan, compile_only, predictions, records
 from experiments.cli_options import HERE
 from experiments.isolated import ChildDied, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
-from experiments.studies import targets as targets_study
 from experiments.tables import seconds, si
 from experiments.workload import Workload
 from jaxcnn import loop, models, targets
@@ -308,7 +307,14 @@ def _compile_study(
 def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
     """The batch search's answer for `cell`, as the report's table of largest batches
     words it."""
-    by_batch = {r["workload"]["batch_size"]: r for r in searched}
-    best, over = targets_study.largest_fitting(by_batch)
-    answer = targets_study.largest_cell(by_batch, best, over)
-    return f"largest batch that fits, {_cell_title(cell)}: {answer}"
+    from experiments.report import figures
+    from experiments.report.fmt import fmt
+
+    compiled = [r for r in searched if r.get("status") in ("ok", "oom")]
+    errors = [r for r in searched if r.get("status") == "error"]
+    found = figures.largest_batch(compiled, errors)
+    if not found:
+        return f"largest batch that fits, {_cell_title(cell)}: none"
+    r = found[0]
+    why = r["flag"] or r["note"]
+    return f"largest batch that fits, {_cell_title(cell)}: {fmt(r)} ({why})"

@@ -10,18 +10,69 @@ from pathlib import Path
 
 import pytest
 from conftest import complete_record
-from test_report_bench import _bench, _under
 
 from benchmarks import paired, turns
 from experiments import records, studies
+from experiments.report import figures
 from experiments.stats import summarize
 from experiments.studies import bench_cells
-from experiments.studies import bench_paired as report_paired
 
 CONFIGS = (
     paired.Config("jax", "cpu", "step", "system", "digits"),
     paired.Config("peer", "cpu", "device", "system", "digits", jax_peer=True),  # JAX as the peer
 )
+
+
+CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
+
+
+def _bench(run_id, rate, *, batch=128, framework=None, mode=None, formulation="cpu",
+           loop="device", precision="f32", status="ok"):  # fmt: skip
+    workload = {
+        "model": "mnist_cnn",
+        "model_overrides": {},
+        "dataset": "mnist",
+        "batch_size": batch,
+        "epochs": 0,
+        "strategy": "single",
+        "precision": precision,
+        "study": "bench",
+        "kind": "peer" if framework else "train",
+    }
+    record = {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "message": None if status == "ok" else "boom",
+        "workload": workload,
+        "device": CPU,
+        "env": {"host": "laptop", "utc_time": "2026-01-01T00:00:00", "git_commit": "abcdef123"},
+    }
+    if framework:
+        workload.update(framework=framework, mode=mode)
+    else:
+        record.update(loop=loop, formulation={"name": formulation, "conv": "-", "pool": "-"})
+    if status == "ok":
+        step = batch / rate
+        record.update(
+            params={"trainable": 1, "non_trainable": 0},
+            compile_time_s={"train": 1.0, "eval": None},
+            step_time_s={"median": step, "p10": step, "p90": step, "n": 7},
+            images_per_s=rate,
+            throughput={"median": rate, "p10": rate * 0.9, "p90": rate * 1.1, "n": 7, "steps": 20},
+            flops={"per_step": 2_000_000 * batch, "per_image": 2_000_000.0},
+            matmul_ceiling={"float32": {"tflops": 0.2}},
+        )
+    return records.validate(complete_record(record))
+
+
+def _under(record, policy, utc_time, faults=None):
+    record["env"] = {**record["env"], "utc_time": utc_time}
+    if policy is not None:
+        record["env"]["host_memory"] = {"policy": policy, "applied": policy == "retain"}
+    if faults is not None:
+        record["throughput"]["minor_faults_per_step"] = faults
+    return record
 
 
 def _jax_side(config, out, *extra):
@@ -63,9 +114,10 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
         rates = [one[name]["images_per_s"] for one in rounds]
         assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
         assert own["throughput"]["n"] == paired.ROUNDS
-    assert report_paired.paired_table(saved) == ""  # JAX against JAX: not a peer's row
-    row = report_paired.paired_table(saved, jax_versus_jax=True).splitlines()[2]
-    assert "| jax cpu step f32 (system) | jax cpu device f32 (system) |" in row
+    table = figures.build(saved, refs=[])
+    pair = table[table.selection == "paired"]
+    assert list(pair.extra) == ["jax cpu step f32 / jax cpu device f32 in turns"]
+    assert pair.value.iloc[0] == pytest.approx(record["paired"]["ratio"]["median"])
 
 
 @pytest.mark.slow
@@ -82,8 +134,8 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert (tmp_path / "mlp-16-jax-1.log").exists()  # the positive control
     assert not (tmp_path / "mlp-16-peer-1.log").exists()  # the peer side never started
     assert records.load(out) == [record]
-    row = report_paired.paired_table([record], jax_versus_jax=True).splitlines()[2]
-    assert "| jax cpu step f32 (system) | jax cpu device f32 (system) | error |" in row
+    assert record["status"] == "error"
+    assert not len(figures.build([record], refs=[]))  # an error stands for no figure
 
 
 def test_a_pair_its_out_cannot_take_is_kept_and_said(tmp_path):
@@ -210,128 +262,10 @@ def _paired(run_id, session, number, ratios, utc_time, status="ok", peer="keras 
     return records.validate(complete_record(record))
 
 
-def test_the_paired_table_pools_the_latest_sessions_passes_and_names_an_earlier_commit():
-    old_side = {"jax": "jax cpu step f32", "commit": "0123456789abcdef"}  # another best then
-    now = {"commit": "fedcba9876543210"}
-    rows = [
-        _paired("older", "s0", 1, [2.0] * 7, "2025-12-01T00:00:00"),
-        _paired("old", "s1", 1, [3.0] * 7, "2026-01-01T00:00:00", **old_side),
-        _paired("same", "s1b", 1, [4.0] * 7, "2026-01-01T12:00:00", **now),  # same code
-        _paired("a", "s2", 1, [0.5, 0.6, 0.7], "2026-01-02T00:00:00", **now),
-        _paired("b", "s2", 2, [0.9, 1.0, 1.1], "2026-01-02T00:10:00", **now),
-        _paired("c", "s2", 3, [], "2026-01-02T00:20:00", status="error", **now),
-    ]
-    table = report_paired.paired_table(rows)
-    assert len(table.splitlines()) == 3  # one row per cell, whichever sides were paired
-    cells = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
-    assert cells[3:5] == ["jax cpu device f32 (retain)", "keras graph (system)"]
-    assert cells[5] == "80 [55-105]"  # the six rounds of s2, not the 3.0s of s1
-    assert cells[6] == "100 [100-100]"
-    assert cells[7] == "0.80 [0.55-1.05]"
-    assert cells[8:] == ["0.60, 1.00 (1 failed)", "6", "fedcba9", "3.00 (0123456)"]
-
-
 @pytest.mark.parametrize(
     "ratios,verdict",
     [([1.1, 1.2, 1.3, 1.2], " (faster)"), ([0.8, 0.9, 0.85], " (slower)"), ([0.9, 1.2], "")],
 )
-def test_jax_against_jax_has_its_own_table_and_verdict(ratios, verdict):
-    step = "jax cpu step f32"
-    rows = [_paired("a", "s", 1, ratios, "2026-01-02T00:00:00", peer=step)]
-    assert report_paired.paired_table(rows) == ""
-    table = report_paired.paired_table(rows, jax_versus_jax=True)
-    header, _, row = table.splitlines()
-    assert "first / second, per round" in header and "goal" not in table
-    cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells[3:5] == ["jax cpu device f32 (retain)", f"{step} (system)"]
-    assert cells[7].endswith("]" + verdict)
-
-
-def test_jax_pairs_at_a_glance_one_row_per_cell_one_column_per_pair():
-    step, device = "jax cpu step f32", "jax cpu device f32"
-    rows = [
-        _paired("a", "s1", 1, [1.1, 1.2, 1.3], "2026-01-02T00:00:00", peer=step),
-        _paired("b", "s2", 1, [0.7, 0.8, 0.9], "2026-01-03T00:00:00", peer=device),
-        _paired("c", "s3", 1, [], "2026-01-04T00:00:00", status="error", peer=step),
-        _paired("d", "s4", 1, [3.0], "2026-01-05T00:00:00"),  # a peer framework: not here
-    ]
-    header, _, row = report_paired.jax_pairs_matrix(rows).splitlines()
-    columns = [c.strip() for c in header.split("|")[1:-1]]
-    cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert columns == [
-        "machine", "model", "batch", "device (retain) / device (system)",
-        "device (retain) / step (system)",
-    ]  # fmt: skip
-    assert cells == [
-        "laptop, CPU model not recorded",
-        "mnist_cnn",
-        "128",
-        "0.80 [0.72-0.88] (slower)",
-        "error",
-    ]
-    assert report_paired.jax_pairs_matrix(rows[3:]) == ""
-
-
-def test_the_bench_table_takes_its_verdict_from_the_pairing_where_there_is_one():
-    # Unpaired, days apart, JAX looks 1.6x the peer; in turns it was 0.8x.
-    rows = [_bench("j", 4800.0), _bench("p", 3000.0, framework="keras", mode="graph")]
-    assert "| 1.60 (goal met) |" in studies.bench.bench_table(rows)
-    rows.append(_paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"))
-    table = studies.bench.bench_table(rows)
-    assert "| 1.60 (paired 0.80) |" in table and "goal met" not in table
-    rows.append(_paired("b", "t", 1, [1.5, 1.6, 1.7], "2026-01-03T00:00:00"))
-    assert "| 1.60 (paired 1.60 goal met) |" in studies.bench.bench_table(rows)
-
-
-def test_the_matrix_names_the_commits_its_sessions_measured():
-    step, device = "jax cpu step f32", "jax cpu device f32"
-    rows = [
-        _paired("a", "s1", 1, [1.1], "2026-01-02T00:00:00", peer=step, commit="aaaaaaa111"),
-        _paired("b", "s2", 1, [0.9], "2026-01-03T00:00:00", peer=device, commit="bbbbbbb222"),
-        _paired("c", "s3", 1, [1.0], "2026-01-04T00:00:00", peer=step, commit="ccccccc333"),
-    ]  # s3 replaces s1: the same pair measured again
-    part = report_paired.paired_part(rows, detail=False)
-    assert "measured commits bbbbbbb (1 pair), ccccccc (1 pair)." in part
-    assert "aaaaaaa" not in part and "results/REPORT.md" in part
-
-
-@pytest.mark.slow
-def test_the_bench_verdict_is_the_same_from_any_folder_with_the_installed_packages(tmp_path):
-    """Run from outside the repository, as `pip install -e .` installs it: jaxcnn and
-    experiments importable, benchmarks/ not. The pairing still decides the verdict."""
-    rows = [
-        _bench("j", 4800.0),
-        _bench("p", 3000.0, framework="keras", mode="graph"),
-        _paired("a", "s", 1, [0.7, 0.8, 0.9], "2026-01-02T00:00:00"),
-    ]
-    path = tmp_path / "records.jsonl"
-    for row in rows:
-        records.append(path, row)
-    installed = tmp_path / "installed"  # the packages pyproject.toml installs, and no more
-    installed.mkdir()
-    root = Path(__file__).resolve().parent.parent
-    for package in ("jaxcnn", "experiments"):
-        (installed / package).symlink_to(root / package)
-    probe = (
-        "import sys\nfrom experiments import records\nfrom experiments.studies import bench\n"
-        f"rows = records.load({str(path)!r})\n"
-        "print(bench.bench_table(rows)); print(bench.verdicts(rows))\n"
-        "print('benchmarks imported:', 'benchmarks' in sys.modules)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(installed)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "| 1.60 (paired 0.80) |" in done.stdout
-    assert "the goal is met in 0 of 1 cells (1 of them measured in turns)" in done.stdout
-    assert "benchmarks imported: False" in done.stdout
-
-
 def _benchmarks_after(code: str) -> list[str]:
     """The benchmarks modules a fresh interpreter holds after running `code`."""
     probe = (
@@ -349,23 +283,3 @@ def test_the_core_imports_no_benchmarks_module():
     assert _benchmarks_after(core) == []
     asked = "import benchmarks.turns"  # the positive control: the probe sees one
     assert _benchmarks_after(asked) == ["benchmarks", "benchmarks.turns"]
-
-
-def test_the_verdict_per_cpu_reads_the_latest_pairing_and_its_spread():
-    # The bench cell mnist_cnn at 128 on laptop: unpaired 1.50 (goal met)...
-    bench = [_bench("j", 4500.0), _bench("p", 3000.0, framework="keras", mode="graph")]
-    verdict = studies.bench.verdicts
-    assert "met in 1 of 1 cells (0 of them measured in turns)." in verdict(bench)
-    # ...in turns below the goal: the pairing is the verdict.
-    short = _paired("a", "s1", 1, [0.8, 0.9, 0.95], "2026-01-02T00:00:00")
-    assert "met in 0 of 1 cells (1 of them measured in turns); short of it: mnist_cnn at " in (
-        verdict([*bench, short])
-    )
-    # A later session met the goal by its median, a tenth of its rounds below 1: said so.
-    close = _paired("b", "s2", 1, [0.8, 1.05, 1.1, 1.2, 1.3], "2026-01-03T00:00:00")
-    text = verdict([*bench, short, close])
-    assert "met in 1 of 1 cells" in text and "a tenth of its rounds or more below 1: " in text
-    firm = _paired("c", "s3", 1, [1.1, 1.2, 1.3], "2026-01-04T00:00:00")
-    assert verdict([*bench, short, close, firm]).endswith(
-        "met in 1 of 1 cells (1 of them measured in turns)."
-    )

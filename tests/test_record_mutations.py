@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import fit_predictions, predictions, records, references, report
-from experiments.studies import _common
-from experiments.studies.bench import bench_block
+from experiments import fit_predictions, records, references
+from experiments.report import figures, views
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / records.RECORDS_FILE
 # What a field is changed to: null, the wrong type, out of range, not finite, markup.
@@ -57,24 +56,19 @@ def _changed(record: dict, path: tuple, value) -> bytes:
 
 
 def _read_all(loaded: list[dict], out: Path) -> None:
-    """What the report and the fit read of `loaded`, as `report.main` and
-    `fit_predictions.main` read it."""
-    priced = predictions.with_machine_ceilings(loaded)
-    shown = report.without_smoke([r for r in priced if not records.took_turns(r)])
-    if shown:
-        report.write_report(shown, out)
-        report.headline(shown, "REPORT.md")
-        bench_block(shown, None)
+    """What the report and the fit read of `loaded`: the table of figures and every page
+    of it (the plots draw from the same table), and the fit's observations."""
+    table = figures.build(loaded)
+    views.first_screen(table)
+    views.bench_block(table, None)
+    for name in views.PAGE_SECTIONS:
+        views.page(name, table, {})
     fit_predictions.measured_observations(loaded)
 
 
 @pytest.fixture
 def quick_report(monkeypatch):
-    """The report's sections without drawing their plots or writing their pages (what
-    is read and computed is all still done): 600 reports in a minute."""
-    monkeypatch.setattr(_common.pyplot().Figure, "savefig", lambda *a, **k: None)
-    monkeypatch.setattr(_common.pyplot().Figure, "tight_layout", lambda *a, **k: None)
-    monkeypatch.setattr(report, "_write_markdown", lambda path, markdown: None)
+    """The published references read once, not per report."""
     loaded = references.load()
     monkeypatch.setattr(references, "load", lambda *a: loaded)
 

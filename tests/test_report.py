@@ -1,296 +1,294 @@
-"""The report on records written here: two fake machines (a CPU laptop and an H100
-box), a batch sweep ending in OOM, an error, and a model whose XLA count disagrees."""
+"""The report is views of one table of figures: a figure has one value (its KEY is
+unique), each selection rule picks what it says, every number on the first screen is a
+figure of the table, and the command writes the whole report or leaves the old one."""
 
 import re
-import subprocess
 from pathlib import Path
 
-import matplotlib.image
+import pandas as pd
 import pytest
-from conftest import complete_record, report_text
+from conftest import complete_record
 
-from experiments import records, report
+from experiments import records
+from experiments.report import answers, figures, views
+from experiments.report.fmt import fmt
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
-H100 = {
-    "platform": "gpu",
-    "kind": "NVIDIA H100 80GB HBM3",
-    "count": 1,
-    "process_count": 1,
-    "host": "gpubox",
-}
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
 
 
-def _record(run_id, device, model, batch, status="ok", median=0.1, width=None, **extra):
-    record = {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": run_id,
-        "status": status,
-        "message": extra.pop("message", None),
-        "workload": {
-            "model": model,
-            "model_overrides": {"width": width} if width else {},
-            "dataset": "digits",
-            "batch_size": batch,
-            "strategy": "single",
-            "precision": "f32",
-        },
-        "device": device,
-        "env": {"jax": "0.10.2", "utc_time": f"2025-01-01T00:00:{len(run_id):02d}+00:00"},
-    }
-    if status == "ok":
-        per_step = extra.pop("per_step", 3_000_000 * batch)
-        achieved = per_step / median / 1e12
-        record.update(
-            params={"trainable": extra.pop("params", 100_000), "non_trainable": 0},
-            compile_time_s={"train": 1.0, "eval": 0.5},
-            step_time_s={"median": median, "p10": median * 0.9, "p90": median * 1.2, "n": 20},
-            eval_step_time_s={"median": median / 3, "p10": median / 4, "p90": median / 2, "n": 20},
-            images_per_s=batch / median,
-            flops={
-                "per_step": per_step,
-                "per_image": per_step / batch,
-                "forward_per_image": per_step / batch / 3,
-                "xla_per_device": per_step * extra.get("ratio", 1.02),
-                "xla_per_step": per_step * extra.get("ratio", 1.02),
-                "xla_vs_jaxpr": extra.pop("ratio", 1.02),
+@pytest.fixture(scope="module")
+def table():
+    """The table of the committed records (built once: about ten seconds)."""
+    return figures.build(records.load(RESULTS / records.RECORDS_FILE))
+
+
+def _record(run_id, *, utc="2026-01-01T00:00:00+00:00", cpu="AMD EPYC", step=0.01, **workload):
+    return complete_record(
+        {
+            "schema_version": records.SCHEMA_VERSION,
+            "run_id": run_id,
+            "status": "ok",
+            "workload": {"model": "mnist_cnn", "dataset": "mnist", "batch_size": 128, **workload},
+            "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+            "env": {
+                "host": "laptop",
+                "utc_time": utc,
+                "cpu": {"model": cpu, "extensions": ["AVX2"]} if cpu else None,
             },
-            achieved_tflops=achieved,
-            mfu={
-                "chip": "H100 SXM" if device is H100 else None,
-                "vendor_precision": "tf32" if device is H100 else "fp32",
-                "vendor_peak_tflops": 495.0 if device is H100 else None,
-                "vs_vendor": achieved / 495.0 if device is H100 else None,
-                "measured_dtype": "float32",
-                "measured_ceiling_tflops": 400.0 if device is H100 else 0.15,
-                "vs_measured": achieved / (400.0 if device is H100 else 0.15),
-            },
-            memory={"argument_bytes": 1000, "temp_bytes": 10, "peak_bytes_in_use": None},
-            matmul_ceiling={"float32": {"tflops": 400.0 if device is H100 else 0.15}},
-            history=[
-                {"epoch": 1, "train_loss": 1.5, "train_accuracy": 0.6, "test_accuracy": 0.7},
-                {"epoch": 2, "train_loss": 0.5, "train_accuracy": 0.8, "test_accuracy": 0.875},
-            ],
-            test_accuracy=0.875,
-        )
-    record.update(extra)
-    return complete_record(record)
+            "params": {"trainable": 225034, "non_trainable": 0},
+            "step_time_s": {"median": step, "p10": step, "p90": step, "n": 20},
+            "compile_time_s": {"train": 1.0, "eval": 0.5},
+            "images_per_s": 128 / step,
+            "history": [],
+        }
+    )
 
 
-@pytest.fixture
-def results(tmp_path):
-    """Records from two machines, in two files, as if copied from each."""
-    cpu_file, gpu_file = tmp_path / "laptop" / "records.jsonl", tmp_path / "gpu" / "records.jsonl"
-    for r in (
-        _record("c1", CPU, "mlp", 128, median=0.2291, width=4096, params=20_037_642),
-        _record("c2", CPU, "mlp", 128, median=0.0042, width=64, params=55_050),
-        _record("c3", CPU, "lenet5", 128, median=0.0311, ratio=1.31, params=61_706),
-    ):
-        records.append(cpu_file, r)
-    for r in (
-        _record("g1", H100, "mlp", 128, median=0.00123, width=4096, params=20_037_642),
-        _record("g2", H100, "mlp", 128, median=0.00101, width=64, params=55_050),
-        _record("g3", H100, "mlp", 256, median=0.00151, width=4096, params=20_037_642),
-        _record(
-            "g4",
-            H100,
-            "mlp",
-            512,
-            status="oom",
-            width=4096,
-            message="XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 9 GB",
-        ),
-        _record("g5", H100, "lenet5", 128, status="error", message="ValueError: bad conv"),
-    ):
-        records.append(gpu_file, r)
+def _steps(rs):
+    t = figures.build(rs, refs=[])
+    return t[(t.quantity == "step_s") & (t.kind == "measured")]
+
+
+# --- the table ------------------------------------------------------------------------
+
+
+def test_the_committed_records_give_one_value_per_figure(table):
+    assert len(table) > 1000
+    assert figures.duplicates(table).empty
+    assert set(table.kind) <= set(figures.KINDS)
+    assert set(table.selection) <= set(figures.RULES)
+    # a duplicate is found where there is one (the positive control)
+    assert len(figures.duplicates(pd.concat([table.head(3), table.head(1)]))) == 2
+
+
+def test_the_newest_record_stands_for_a_workload_and_a_wrong_clock_never_outranks_it():
+    old = _record("old", step=0.03)
+    new = _record("new", utc="2026-02-01T00:00:00+00:00", step=0.02)
+    future = _record("future", utc="2099-01-01T00:00:00+00:00", step=0.5)
+    unknown = _record("unknown", utc="unknown", step=0.7)
+    steps = _steps([new, future, unknown, old])
+    assert list(steps.records) == ["new"] and list(steps.value) == [0.02]
+    assert list(_steps([old, unknown]).records) == ["old"]  # a readable time beats none
+
+
+def test_a_record_naming_no_cpu_yields_to_one_of_the_same_host_that_names_it():
+    named = _record("named", step=0.02)
+    unnamed = _record("unnamed", cpu=None, utc="2026-03-01T00:00:00+00:00", step=0.09)
+    assert list(_steps([named, unnamed]).records) == ["named"]
+    alone = _steps([unnamed])  # the positive control: alone, it stands, said as such
+    assert list(alone.device) == ["laptop, CPU model not recorded"]
+
+
+def test_a_step_time_and_an_accuracy_of_one_row_come_from_one_run():
+    trained = _record("trained", step=0.05, epochs=2)
+    trained["history"] = [
+        {"epoch": e, "test_accuracy": a, "train_time_s": 40.0 + e, "steps": 468}
+        for e, a in ((1, 0.98), (2, 0.99))
+    ]
+    trained["test_accuracy"] = 0.99
+    timed = _record("timed", utc="2026-02-01T00:00:00+00:00", step=0.04)  # newer, no epochs
+    t = figures.build([trained, timed], refs=[])
+    by = {q: set(t[t.quantity == q].records) for q in ("step_s", "test_accuracy", "epoch_s")}
+    assert by["step_s"] == {"timed"}
+    assert by["test_accuracy"] == {"trained"} and "trained" in by["epoch_s"]
+    epoch = t[(t.quantity == "epoch_s") & (t.selection == "newest-trained")].iloc[0]
+    assert (epoch.value, epoch.lo, epoch.hi, epoch.n) == (42.0 - 0.5, 41.0, 42.0, 2)
+
+
+def _compile(run_id, batch, status="ok", fits=True):
+    r = _record(run_id, model="catsdogs_cnn", kind="compile", target="gpu-t4", batch_size=batch)
+    r.update(status=status, compiled_not_run=True, fits=fits, memory={"total_bytes": batch * 2**26})
+    r["device"].update(platform="gpu", kind="Tesla T4")
+    r["target"] = {"name": "gpu-t4", "chips": 1, "devices": 1}
+    return r
+
+
+def test_the_largest_batch_is_a_number_only_where_the_search_found_the_boundary():
+    open_search = figures.build([_compile("a", 16), _compile("b", 32)], refs=[])
+    (found,) = open_search[open_search.quantity == "largest_batch"].to_dict("records")
+    assert found["value"] == 32 and found["flag"].startswith("open (>= 32)")
+    closed = figures.build(
+        [_compile("a", 16), _compile("b", 32), _compile("c", 64, "oom", fits=False)], refs=[]
+    )
+    (found,) = closed[closed.quantity == "largest_batch"].to_dict("records")
+    assert (found["value"], found["flag"], found["note"]) == (32, None, "64 does not fit")
+
+
+def _predicted(device, devices, batch, step):
+    w = {"model": "m", "batch": batch, "precision": "f32", "placement": "sharded",
+         "device": device, "devices": devices, "platform": "tpu"}  # fmt: skip
+    return figures.row("device_step_s", "predicted", step, w, "per-kernel")
+
+
+def test_a_predicted_scaling_above_ideal_is_flagged_and_a_real_one_is_not():
+    rows = [_predicted("tpu-v5e-1", 1, 16, 1.0), _predicted("tpu-v5e-8", 8, 128, 1.25)]
+    (ok,) = figures.scaling_rows(figures.frame(rows))
+    assert ok["value"] == pytest.approx(0.8) and ok["flag"] is None
+    rows[1] = _predicted("tpu-v5e-8", 8, 128, 0.9)
+    (above,) = figures.scaling_rows(figures.frame(rows))
+    assert above["value"] > 1 and above["flag"].startswith("above ideal")
+
+
+def test_one_error_metric_either_way_with_its_direction():
+    w = {"model": "m", "device": "d", "devices": 1}
+    actual = figures.row("step_s", "published", 2.0, w, "published")
+    fast = figures.row("step_s", "predicted", 1.0, w, "per-kernel")
+    slow = figures.row("step_s", "predicted", 4.0, w, "per-kernel")
+    a = figures.ratio("error_factor", fast, actual, "held-out")
+    b = figures.ratio("error_factor", slow, actual, "held-out")
+    assert (a["value"], a["note"]) == (2.0, "predicted faster")
+    assert (b["value"], b["note"]) == (2.0, "predicted slower")
+
+
+def test_a_band_is_shown_only_beside_the_quantity_it_was_measured_on():
+    bands = {("gpu", "chip", "large"): (1.2, 1.5, 13)}
+    block = {"error_band": {"split": "chip", "quantity": "device_step_s"}, "regime": "large"}
+    assert figures.band_of(block, "gpu", "device_step_s", bands)["band_median"] == 1.2
+    other = figures.band_of(block, "gpu", "loop_step_s", bands)
+    assert "band_median" not in other and other["band_quantity"].startswith("unvalidated")
+    assert figures.band_of({}, "gpu", "device_step_s", bands) == {"band_quantity": "unvalidated"}
+
+
+def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
+    def pair(run_id, utc, median):
+        r = complete_record(
+            {
+                "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": "ok",
+                "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
+                             "dataset": "mnist", "batch_size": 128, "strategy": "single"},
+                "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+                "env": {"host": "laptop", "utc_time": utc},
+                "paired": {"jax": {"configuration": "jax cpu device f32"},
+                           "peer": {"configuration": "keras graph"}, "rounds": [],
+                           "ratio": {"median": median, "p10": median, "p90": median, "n": 7}},
+            }
+        )  # fmt: skip
+        return r
+
+    t = figures.build(
+        [pair("a", "2026-01-01T00:00:00+00:00", 0.8), pair("b", "2026-01-02T00:00:00+00:00", 1.6)],
+        refs=[],
+    )
+    (r,) = t[t.selection == "paired"].to_dict("records")
+    assert (r["value"], r["records"], r["kind"]) == (1.6, "b", "measured")
+
+
+# --- the pages are views ---------------------------------------------------------------
+
+NUMBER = re.compile(
+    r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?: ?(?:ms|us|s|min|h|GiB|x|%|[kMGTP]?FLOP/s))(?![\w/])"
+)
+
+
+def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
+    text = views.first_screen(table)
+    shown = set(NUMBER.findall(text))
+    assert len(shown) > 20
+    written = {fmt(r) for r in table.to_dict("records")}
+    assert shown - written == set()
+    # the check can fail: a number typed into the page is caught
+    assert NUMBER.findall("took 123.4 ms") and "123.4 ms" not in written
+
+
+def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table):
+    text = views.first_screen(table, plot="report/seed_models.png")
+    lines = text.splitlines()
+    assert len(lines) <= 60 and len(text.split()) <= 800
+    assert lines[2].startswith("**") and "Nothing ran on a GPU or TPU" in lines[2]
+    found = answers.answers(table)
+    assert [a.number for a in found] == list(range(1, 16))
+    assert all(len(a.answer.split()) <= 26 for a in found), [a.answer for a in found]
+    ids = set(table.id)
+    assert all(set(a.ids) <= ids for a in found)  # each answer traces to rows of the CSV
+    assert "![" in text
+
+
+def test_the_readme_block_opens_with_the_reports_own_answers_table(table):
+    block = views.readme_block(table, "results/REPORT.md")
+    assert views.answers_table(table, "results/report") in block
+    assert views.answers_table(table, views.PAGES) in views.first_screen(table)
+
+
+def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
+    rs = [
+        _record(f"q{i}", model=m, dataset="digits", batch_size=32)
+        for i, m in enumerate(["mnist_cnn", "lenet5_keras", "mlp"])
+    ]
+    t = figures.build(rs, refs=[])
+    assert figures.duplicates(t).empty and len(t[t.quantity == "step_s"]) == 3
+    text = views.first_screen(t)
+    assert text.count("\n| ") >= 15  # every question has its row, answered or not
+
+
+# --- the command ------------------------------------------------------------------------
+
+
+def _folder(tmp_path):
+    path = tmp_path / "records.jsonl"
+    for r in (_record("a"), _record("b", model="lenet5_keras", step=0.005)):
+        records.append(path, r)
     return tmp_path
 
 
-def test_report_holds_the_records_numbers(results, tmp_path):
-    loaded = records.load(results)
-    assert len(loaded) == 8
-    path, _ = report.write_report(loaded, tmp_path / "out")
-    text = report_text(path)
-    # Step times, throughput, FLOPs, MFU and accuracy, as the records have them.
-    for expected in (
-        "229 ms [206 ms-275 ms]",  # c1 median/p10/p90
-        "1.23 ms",  # g1
-        f"{128 / 0.2291:,.0f}",  # images/s of c1
-        f"{128 / 0.00123:,.0f}",
-        "384 M",  # 3e6 x 128 FLOPs/step
-        f"{100 * (3e6 * 128 / 0.00123 / 1e12) / 495:.3g}%",  # MFU vs vendor of g1
-        "0.8750",
-        "NVIDIA H100 80GB HBM3",
-        "495 TFLOP/s tf32",
-        "oom: XlaRuntimeError: RESOURCE_EXHAUSTED",
-        "error: ValueError: bad conv",
-        "1.31 (differs >10%)",
-        f"{0.2291 / 0.00123:.1f}x",  # speedup of mlp 4096 on the H100 over the CPU
-        "2 machine(s)",
-    ):
-        assert expected in text, expected
-    check = text.split("## FLOPs check")[1].split("##")[0]
-    assert "lenet5" in check and "mlp" not in check
+def test_the_command_writes_the_report_the_table_and_the_pages(tmp_path, capsys):
+    from experiments import report
 
-
-def _peer(run_id, device, framework, mode, median):
-    record = {
-        "schema_version": records.SCHEMA_VERSION,
-        "run_id": run_id,
-        "status": "ok",
-        "workload": {
-            "kind": "peer",
-            "framework": framework,
-            "mode": mode,
-            "study": "bench",
-            "model": "mlp",
-            "model_overrides": {"width": 4096},
-            "dataset": "synthetic",
-            "batch_size": 128,
-            "strategy": "single",
-            "precision": "f32",
-        },
-        "device": device,
-        "env": {"utc_time": "2025-01-02T00:00:00+00:00"},
-        "step_time_s": {"median": median, "p10": median, "p90": median, "n": 7},
+    assert report.main([str(_folder(tmp_path))]) == 0
+    csv = pd.read_csv(tmp_path / views.PAGES / "figures.csv")
+    assert set(csv.records.dropna()) == {"a", "b"}
+    assert (tmp_path / "REPORT.md").read_text().startswith("# jaxcnn")
+    assert {p.name for p in (tmp_path / views.PAGES).glob("*.md")} == {
+        f"{n}.md" for n in views.PAGE_SECTIONS
     }
-    return complete_record(record)
+    assert capsys.readouterr().out.count("\n") == 1
 
 
-def _speedup_row(loaded, tmp_path):
-    text = report_text(report.write_report(loaded, tmp_path)[0])
-    section = text.split("## Speedup over CPU")[1].split("\n## ")[0]
-    return next(line for line in section.splitlines() if "4096" in line and "b128" in line)
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["nowhere"], "no such file or folder: nowhere"),
+        (["{folder}", "--readme", "{folder}/records.jsonl"], "has no generated block"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    from experiments import report
+
+    folder = _folder(tmp_path)
+    assert report.main([a.format(folder=folder) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
 
 
-def test_speedups_are_also_over_the_fastest_cpu_figure_of_any_framework(results, tmp_path):
-    loaded = records.load(results)
-    # Without peers, JAX's own CPU record is the fastest CPU figure: both ratios agree.
-    alone = _speedup_row(loaded, tmp_path / "alone")
-    assert alone.count(f"{0.2291 / 0.00123:.1f}x") == 2 and "(jax xla step f32)" in alone
-    peers = [
-        _peer("p1", CPU, "keras", "graph", 0.15),
-        _peer("p2", CPU, "torch", "eager", 0.30),  # slower than JAX: not the baseline
-        _peer("p3", {**CPU, "host": "elsewhere"}, "torch", "compile", 0.01),  # not this CPU
-    ]
-    row = _speedup_row(loaded + peers, tmp_path / "peers")
-    assert f"| {0.2291 / 0.00123:.1f}x |" in row  # over the CPU record of the workload
-    assert f"| {0.15 / 0.00123:.1f}x (keras graph) |" in row  # over the fastest CPU
+def test_a_failure_while_writing_leaves_the_old_report_whole(tmp_path, monkeypatch, capsys):
+    from experiments import report
+    from experiments.report import plots
+
+    folder = _folder(tmp_path)
+    assert report.main([str(folder)]) == 0
+    before = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
+
+    def full(*args):
+        raise OSError(28, "No space left on device", str(folder / "x.png"))
+
+    monkeypatch.setattr(plots, "draw", full)
+    assert report.main([str(folder)]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    after = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
+    assert after == before
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".report")] == []
 
 
-def test_report_plots_are_valid_pngs(results, tmp_path):
-    path, pngs = report.write_report(records.load(results), tmp_path / "out")
-    names = {p.name for p in pngs}
-    assert names == {
-        "step_time_vs_params.png",
-        "speedup_over_cpu.png",
-        "images_per_s_vs_batch.png",
-        "mfu_per_device.png",
-        "curves_per_epoch.png",
-    }
-    text = report_text(path)
-    for png in pngs:
-        assert png.read_bytes()[:8] == PNG_SIGNATURE
-        height, width, _ = matplotlib.image.imread(png).shape
-        assert height > 100 and width > 100
-        assert f"{png.name})" in text  # linked: from REPORT.md, or ../ from a details page
+@pytest.mark.slow
+def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
+    """results/REPORT.md, its pages and figures.csv are exactly what the command writes
+    from results/records.jsonl (the plots are drawn by the same table)."""
+    from experiments import report
 
-
-def test_sections_without_data_are_left_out(tmp_path):
-    only_error = [_record("e", CPU, "mlp", 8, status="error", message="boom")]
-    path, pngs = report.write_report(only_error, tmp_path)
-    assert pngs == []
-    assert "error: boom" in report_text(path)
-
-
-def test_cli_writes_into_out(results, tmp_path, capsys):
-    out = tmp_path / "report"
-    assert report.main([str(results / "laptop"), str(results / "gpu"), "--out", str(out)]) == 0
-    assert (out / report.REPORT_FILE).exists()
-    assert "8 records, 5 plots" in capsys.readouterr().out
-    assert report.main([str(tmp_path / "absent")]) == 2
-
-
-@pytest.mark.parametrize("bad", [b"[1, 2, 3]\n", b"null\n", b"\xff not utf-8\n"])
-def test_cli_skips_a_line_that_is_not_a_record_object(results, tmp_path, capsys, bad):
-    path = results / "laptop" / records.RECORDS_FILE
-    path.write_bytes(bad + path.read_bytes())
-    assert report.main([str(path), "--out", str(tmp_path / "report")]) == 0
-    captured = capsys.readouterr()
-    assert len(captured.err.splitlines()) == 1, captured.err  # the warning, one line
-    assert captured.err.startswith("warning: ")
-    assert "records.jsonl:1: skipped a bad record" in captured.err
-    assert "3 records" in captured.out
-
-
-@pytest.fixture
-def immutable(tmp_path):
-    """A folder nothing can be created in, root included (root ignores permissions)."""
-    folder = tmp_path / "immutable"
-    folder.mkdir()
-    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
-        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
-    yield folder
-    subprocess.run(["chattr", "-i", str(folder)], check=True)
-
-
-def test_cli_out_that_cannot_be_written_is_one_line(results, tmp_path, capsys, immutable):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    cases = (
-        (blocker, "a file, not a folder"),
-        (blocker / "sub", "a file, not a folder"),
-        (immutable, "Operation not permitted"),
-        (immutable / "sub", "Operation not permitted"),
-    )
-    for out, why in cases:
-        assert report.main([str(results / "laptop"), "--out", str(out)]) == 2
-        err = capsys.readouterr().err
-        assert len(err.splitlines()) == 1 and err.startswith("error: cannot write to --out")
-        assert why in err, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "gpu", "immutable", "laptop"]
-    assert list(immutable.iterdir()) == []
-    assert report.main([str(results / "laptop"), "--out", str(tmp_path / "ok")]) == 0  # control
-
-
-REPO = Path(__file__).resolve().parent.parent
-MARKUP = "evil|<script>alert(1)</script>\n# injected"
-
-
-def _unescaped_pipes(line: str) -> int:
-    return len(re.findall(r"(?<!\\)\|", line))
-
-
-def test_record_strings_cannot_break_a_table_add_a_heading_or_pass_html(tmp_path):
-    import json
-    import random
-
-    committed = [
-        json.loads(line)
-        for line in (REPO / "results" / records.RECORDS_FILE).read_text().splitlines()
-    ]
-    chosen = [r for r in committed if not r["env"].get("turns")]
-    chosen = random.Random(0).sample(chosen, 60)  # train, compile, peer, paired, ...
-    chosen += [r for r in committed if r["status"] == "error"][:3]
-    for r in chosen:  # every string a report shows of a record: model, host, message
-        r["workload"]["model"] = MARKUP
-        r["device"]["host"] = r["env"]["host"] = r["device"]["kind"] = MARKUP
-        r["message"] = MARKUP if r["message"] else None
-        if r.get("target"):
-            r["target"]["name"] = MARKUP
-        if r["env"].get("cpu"):
-            r["env"]["cpu"]["model"] = MARKUP
-    path = tmp_path / records.RECORDS_FILE
-    path.write_text("".join(json.dumps(r) + "\n" for r in chosen))
-    assert report.main([str(path), "--out", str(tmp_path)]) == 0
-    pages = [tmp_path / report.REPORT_FILE, *sorted((tmp_path / "report").glob("*.md"))]
-    text = "\n".join(page.read_text() for page in pages)
-    assert "&lt;script>" in text  # the records are shown, escaped
-    assert "<script>" not in text and "\n# injected" not in text
-    for page in pages:
-        lines = page.read_text().splitlines()
-        for number, line in enumerate(lines):
-            if line.startswith("|") and lines[number - 1].startswith("|"):
-                header = next(i for i in range(number, -1, -1) if not lines[i - 1].startswith("|"))
-                assert _unescaped_pipes(line) == _unescaped_pipes(lines[header]), (page, line)
+    (tmp_path / "records.jsonl").write_bytes((RESULTS / records.RECORDS_FILE).read_bytes())
+    assert report.main([str(tmp_path)]) == 0
+    assert (tmp_path / "REPORT.md").read_text() == (RESULTS / "REPORT.md").read_text()
+    for page in (RESULTS / views.PAGES).glob("*.md"):
+        assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name
+    committed = (RESULTS / views.PAGES / "figures.csv").read_text()
+    assert (tmp_path / views.PAGES / "figures.csv").read_text() == committed

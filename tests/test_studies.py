@@ -357,7 +357,7 @@ def _heavy_after(code: str) -> list[str]:
 def test_listing_the_studies_starts_no_jax_and_no_matplotlib():
     # The probe sees what it looks for (the positive controls).
     assert _heavy_after("import jax, matplotlib.pyplot") == list(HEAVY)
-    plot = "from experiments.studies import _common\n_common.pyplot()"
+    plot = "from experiments.report import plots\nplots.pyplot()"
     assert _heavy_after(plot) == ["matplotlib.pyplot"]
     # The studies, their report sections and the report's walker import neither.
     listed = "import experiments.studies as s, experiments.report\nassert 'devices' in s.STUDIES"

@@ -1,6 +1,7 @@
 """The studies: one module per question the seeds ask (the five documents, 000-004,
 the project grew from), each holding its question, seed, sizes, exact command and
-expected run time (its docstring), its workloads and its report sections.
+expected run time (its docstring) and its workloads; the report's views of their
+records are experiments/report/.
 
     python -m experiments.run --study=NAME [--device=auto|cpu|gpu|tpu] [--data-dir=DIR]
     python -m experiments.run --study=all   # every study that runs, one after another
@@ -15,7 +16,7 @@ more.
 
 Platform-dependent sizes live in the study modules and only there: the models and the
 train step never look at the platform. Every workload carries `study=NAME`, which the
-report keys its sections on. Real MNIST/Fashion-MNIST come from --data-dir (a folder of
+report can name. Real MNIST/Fashion-MNIST come from --data-dir (a folder of
 IDX files, or a folder with `mnist/` and `fashion_mnist/` in it, such as DATASETS in
 the README) or TFDS; a study that needs them without either stops with exit code 2
 before any work.
@@ -47,7 +48,6 @@ from experiments.studies import (
 from experiments.studies.base import Context, Study, TargetCell
 
 __all__ = [
-    "ANSWER_ORDER",
     "COMPILE_STUDIES",
     "REGISTRY",
     "STUDIES",
@@ -56,9 +56,7 @@ __all__ = [
     "TargetCell",
 ]
 
-# Every study by name, in the order the report shows their sections (and `--study=all`
-# runs them): the default study, whose sections plot the records outside the named
-# studies, last.
+# Every study by name, in the order `--study=all` runs them: the default study last.
 REGISTRY: dict[str, Study] = {
     module.STUDY.name: module.STUDY
     for module in (
@@ -77,22 +75,6 @@ REGISTRY: dict[str, Study] = {
         default,
     )
 }
-# The order REPORT.md answers the questions in: the seeds' (000-004), then the
-# questions the project added.
-ANSWER_ORDER = (
-    "batch",  # 000
-    "accuracy",  # 000
-    "devices",  # 001, 003
-    "scaling",  # 001
-    "crossover",  # 002
-    "matmul",  # 004
-    "ensemble",  # 004
-    "targets",  # 000, 002: the chips not at hand
-    "precision",
-    "bench",
-    "speedrun",
-    "roofline",
-)
 # The studies that run on the devices at hand and size their own workloads.
 STUDIES = {name: s.workloads for name, s in REGISTRY.items() if s.workloads is not None}
 # The studies compiled for devices not at hand, never run.

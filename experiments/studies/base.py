@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
     from experiments.workload import Workload
 
 Record = dict[str, Any]
-# A report section: (records, out_dir) -> (markdown, [png paths]); "" when it has nothing.
-Section = Callable[[list[Record], Path], tuple[str, list[Path]]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,42 +46,17 @@ class TargetCell:
 
 
 @dataclasses.dataclass(frozen=True)
-class Summary:
-    """One row of REPORT.md's first screen: a seed's question answered in one sentence
-    with its number, how that number is known (measured on which device, compiled, or
-    predicted with the prediction's error band or "unvalidated"), and the page that
-    holds the details."""
-
-    seeds: str  # "000", "001, 003": the seed documents that ask it
-    question: str
-    answer: str  # one sentence with its number, or what command would measure it
-    source: str  # "measured on ...", "predicted (...)", "compiled (...)"; "-" for none
-    page: str  # report/PAGE.md, or another path under report/ ("roofline.md#...")
-
-
-@dataclasses.dataclass(frozen=True)
 class Study:
-    """One question: what it runs and what the report says about it.
-
-    `workloads` sizes the runs on the devices at hand; `cells`, for a study compiled
-    for devices not at hand, its (model, target, precision) batch searches; neither,
-    for the default study, whose models take the command's flags. `question` is the
-    question it answers as REPORT.md heads it, `answer` its short answer there (a
-    paragraph in numbers, a small table, at most one plot), `sections` its details page
-    (report/NAME.md), `headline` its lines in the README's generated block, `summary`
-    its rows of REPORT.md's first screen (one per seed question it answers, each
-    present whether or not records exist: without them, the row names the command)."""
+    """One question: what it runs. `workloads` sizes the runs on the devices at hand;
+    `cells`, for a study compiled for devices not at hand, its (model, target, precision)
+    batch searches; neither, for the default study, whose models take the command's
+    flags. What the report says of it is a view of the table of figures
+    (experiments/report/)."""
 
     name: str
     workloads: Callable[[Context], list[Workload]] | None = None
     cells: Callable[[bool], list[TargetCell]] | None = None
-    sections: tuple[Section, ...] = ()
-    headline: Callable[[list[Record]], str] | None = None
     question: str = ""
-    answer: Section | None = None
-    # pages of their own beside the details page: {name: markdown}, report/NAME.md
-    pages: Callable[[list[Record]], dict[str, str]] | None = None
-    summary: Callable[[list[Record]], list[Summary]] | None = None
 
 
 # --smoke: every study in seconds on a CPU.

@@ -1,0 +1,5 @@
+import sys
+
+from experiments.report.cli import main
+
+sys.exit(main())

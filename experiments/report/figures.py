@@ -1,0 +1,1015 @@
+"""Records -> one table of figures: every number the report, the README block and the
+plots show is a row here, picked once by a named selection rule.
+
+One row per figure (`COLUMNS`): what it is (`quantity`, `unit`), how it is known (`kind`:
+measured on a device at hand, compiled by a target's own compiler, predicted by the
+per-kernel model, or published by someone else), the workload and device it belongs to,
+the rule that picked it (`selection`, one of `RULES`), the records it comes from, and for a
+prediction its error band, measured out of sample on the same quantity, or "unvalidated".
+A ratio is a row too, naming the ids of both sides. `KEY` is what makes a figure one
+figure: no two rows share it (tests/test_figures.py), so a quantity has one value on every
+page.
+
+Pure functions of the records, the published references and the constants file; JAX is
+imported only where a compiled program is priced (jaxcnn.prediction).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from experiments import labels, predictions
+from experiments.records import recorded_at_or_oldest
+
+Record = dict[str, Any]
+
+COLUMNS = [
+    "id",
+    "quantity",
+    "kind",
+    "value",
+    "unit",
+    "lo",
+    "hi",
+    "spread",
+    "n",
+    "model",
+    "params",
+    "dataset",
+    "batch",
+    "precision",
+    "formulation",
+    "loop",
+    "placement",
+    "framework",
+    "extra",
+    "platform",
+    "device",
+    "devices",
+    "selection",
+    "records",
+    "band_median",
+    "band_worst",
+    "band_n",
+    "band_split",
+    "band_quantity",
+    "flag",
+    "source",
+    "note",
+    "numerator",
+    "denominator",
+]
+# What makes a figure one figure: a (quantity, workload, device) key carries one value.
+KEY = [
+    "quantity",
+    "kind",
+    "model",
+    "dataset",
+    "batch",
+    "precision",
+    "formulation",
+    "loop",
+    "placement",
+    "framework",
+    "extra",
+    "device",
+    "devices",
+]
+KINDS = ("measured", "compiled", "predicted", "published")
+
+# Every selection rule a row may name, stated once: the pages print these words.
+RULES = {
+    "newest": "the newest ok record of exactly this workload on exactly this device "
+    "(records that name no CPU model stand in only where no record of the same host "
+    "names one)",
+    "newest-trained": "the newest ok record of this workload on this device that trained "
+    "whole epochs (its accuracy and epoch times; step times come from `newest`)",
+    "newest-compile": "the newest compile of exactly this workload for this target, by "
+    "the target's own compiler (a target whose device count has changed since is "
+    "another program, left out)",
+    "batch-search": "the largest batch that compiled within the memory JAX can use of the "
+    "chip; open (flagged) where no larger batch was found not to fit",
+    "per-kernel": "the per-kernel model's prediction of the newest compile of this "
+    "workload for this target, with the current constants",
+    "machine-best": "the highest matmul rate any run on this machine measured (a busy "
+    "moment only lowers it)",
+    "cpu-best": "the fastest step any configuration, formulation, loop or framework "
+    "reached for this step (model, batch, precision) on this machine",
+    "like-for-like": "the same program on both sides: the xla formulation in the step "
+    "loop on one device",
+    "equal-batch": "both chips at the same global batch and precision",
+    "seeds": "every seed of this configuration; the target counts as reached only where "
+    "every seed reached it",
+    "published": "as published, with its source and quoted row",
+    "epoch-from-step": "an epoch of the model's training set as the step times its "
+    "steps (evaluation apart), where no epoch was timed",
+    "paired": "the newest pairing of both configurations on this machine, run in "
+    "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
+    "held-out": "each group of observations predicted by constants refitted from scratch "
+    "without it; the factor max(predicted/actual, actual/predicted)",
+}
+UNITS = {
+    "step_s": "s",
+    "device_step_s": "s",
+    "loop_step_s": "s",
+    "epoch_s": "s",
+    "compile_s": "s",
+    "test_accuracy": "fraction",
+    "flops_per_s": "FLOP/s",
+    "peak_flops_per_s": "FLOP/s",
+    "mfu": "fraction",
+    "memory_bytes": "bytes",
+    "fits": "bool",
+    "largest_batch": "images",
+    "usd_per_epoch": "USD",
+    "speedup": "x",
+    "error_factor": "x",
+    "band": "x",
+    "scaling_efficiency": "fraction",
+    "time_to_target_s": "s",
+    "images_per_s": "images/s",
+    "host_s": "s",
+}
+
+
+# --- reading records -----------------------------------------------------------------
+
+
+def newest(records: Iterable[Record]) -> Record:
+    """The newest of `records` (by recorded_at; ties: the later in the file)."""
+    return max(enumerate(records), key=lambda pair: (recorded_at_or_oldest(pair[1]), pair[0]))[1]
+
+
+def kind_of(record: Record) -> str:
+    return labels.workload_kind(record)
+
+
+def is_compiled(record: Record) -> bool:
+    return kind_of(record) == "compile" or bool(record.get("compiled_not_run"))
+
+
+def device_of(record: Record) -> str:
+    """The device a figure belongs to: a CPU's model and vector extensions, an
+    accelerator's chip, a compile-only record's target name."""
+    if is_compiled(record):
+        return (record.get("target") or {}).get("name") or record["workload"].get("target") or "-"
+    return predictions.chip_of(record)
+
+
+def _names_no_cpu(record: Record) -> bool:
+    return record["device"]["platform"] == "cpu" and not (record["env"].get("cpu") or {}).get(
+        "model"
+    )
+
+
+def workload_of(record: Record) -> dict[str, Any]:
+    """A record's workload as the table keys it."""
+    w = record["workload"]
+    framework = w.get("framework") or "jax"
+    if w.get("mode"):
+        framework += f" {w['mode']}"
+    formulation = (record.get("formulation") or {}).get("name") or w.get("formulation") or "xla"
+    return {
+        "model": labels.model_with_overrides(w),
+        "dataset": w.get("dataset") or "-",
+        "batch": int(w["batch_size"]),
+        "precision": w.get("precision") or "f32",
+        "formulation": "-" if w.get("framework") else formulation,
+        "loop": "-" if w.get("framework") else (record.get("loop") or w.get("loop") or "step"),
+        "placement": w.get("strategy") or "single",
+        "framework": framework,
+        "platform": record["device"]["platform"],
+        "devices": int(record["device"].get("count") or 1),
+        "device": device_of(record),
+    }
+
+
+def _key(workload: dict[str, Any], extra: str = "-") -> tuple:
+    return (*(workload[k] for k in KEY[2:-3]), extra, workload["device"], workload["devices"])
+
+
+def select_newest(
+    records: Sequence[Record], extra: Callable[[Record], str] = lambda r: "-"
+) -> list[Record]:
+    """RULES["newest"] over `records`: one per workload (with `extra`) and device."""
+    groups: dict[tuple, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[_key(workload_of(r), extra(r))].append(r)
+    named = {
+        (k[:-2], r["device"].get("host") or r["env"].get("host"))
+        for k, rs in groups.items()
+        for r in rs
+        if not _names_no_cpu(r)
+    }
+    chosen = []
+    for k, rs in groups.items():
+        if all(_names_no_cpu(r) for r in rs) and any(
+            (k[:-2], r["device"].get("host") or r["env"].get("host")) in named for r in rs
+        ):
+            continue  # the same runs' host named its CPU elsewhere: not a second machine
+        chosen.append(newest(rs))
+    return chosen
+
+
+# --- rows ----------------------------------------------------------------------------
+
+
+def row(
+    quantity: str,
+    kind: str,
+    value: float | None,
+    workload: dict[str, Any],
+    selection: str,
+    records: Iterable[Record] = (),
+    **rest: Any,
+) -> dict[str, Any]:
+    """One figure. `workload`: workload_of's fields (or the same keys for a published
+    figure); `rest`: any other COLUMNS."""
+    assert kind in KINDS and selection in RULES, (kind, selection)
+    out = {c: None for c in COLUMNS}
+    out.update({k: workload.get(k) for k in (*KEY[2:], "platform", "params") if k in workload})
+    out.update(
+        quantity=quantity,
+        kind=kind,
+        value=number(value),
+        unit=UNITS[quantity],
+        selection=selection,
+        records=" ".join(r["run_id"] for r in records) or None,
+        extra=rest.pop("extra", workload.get("extra") or "-"),
+        **rest,
+    )
+    out["id"] = figure_id(out)
+    return out
+
+
+def number(value: Any) -> float | None:
+    """`value` as a finite float, or None (a record's number past a float's range, or
+    not finite, is no figure)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def figure_id(r: dict[str, Any]) -> str:
+    """A readable id unique per KEY."""
+    parts = [r[k] for k in KEY]
+    return "|".join("-" if p is None else str(p) for p in parts)
+
+
+def _params(record: Record) -> int | None:
+    p = (record.get("params") or {}).get("trainable")
+    return int(p) if p else None
+
+
+def _spread(summary: dict[str, Any] | None) -> dict[str, Any]:
+    s = summary or {}
+    return {"lo": s.get("p10"), "hi": s.get("p90"), "spread": "p10-p90", "n": s.get("n")}
+
+
+def _ok(records: Sequence[Record]) -> list[Record]:
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def _timed(r: Record) -> bool:
+    return (
+        not is_compiled(r)
+        and kind_of(r) in ("train", "peer", "ensemble")
+        and ((r.get("step_time_s") or {}).get("median") or 0) > 0
+    )
+
+
+def _ensemble_extra(r: Record) -> str:
+    if kind_of(r) != "ensemble":
+        return "-"
+    e = r.get("ensemble") or {}
+    w = r["workload"]
+    return (
+        f"K={e.get('k') or w.get('ensemble_size') or 1} {e.get('mode') or w.get('ensemble_mode')}"
+    )
+
+
+def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Step times (median over timed steps, p10-p90), FLOP/s and compile times of the
+    newest run of each workload on each device; accuracies and epoch times of the newest
+    run that trained whole epochs."""
+    out = []
+    for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
+        w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
+        step = r["step_time_s"]
+        out.append(row("step_s", "measured", step["median"], w, "newest", [r], **_spread(step)))
+        flops = number((r.get("flops") or {}).get("per_step"))
+        if flops and kind_of(r) == "train":
+            out.append(row("flops_per_s", "measured", flops / step["median"], w, "newest", [r]))
+        train_compile = (r.get("compile_time_s") or {}).get("train")
+        if train_compile:
+            out.append(row("compile_s", "measured", train_compile, w, "newest", [r]))
+    trained = [r for r in _ok(records) if _timed(r) and _epochs(r) and kind_of(r) == "train"]
+    for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
+        w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
+        if r.get("test_accuracy") is not None:
+            out.append(
+                row("test_accuracy", "measured", r["test_accuracy"], w, "newest-trained", [r])
+            )
+        times = [e["train_time_s"] for e in r.get("history") or [] if e.get("train_time_s")]
+        if times:
+            out.append(
+                row(
+                    "epoch_s",
+                    "measured",
+                    statistics.median(times),
+                    w,
+                    "newest-trained",
+                    [r],
+                    lo=min(times),
+                    hi=max(times),
+                    spread="min-max over epochs",
+                    n=len(times),
+                    note="training only, evaluation apart",
+                )
+            )
+    return out
+
+
+def _epochs(r: Record) -> int:
+    return len([e for e in r.get("history") or [] if e.get("test_accuracy") is not None])
+
+
+def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dict[str, Any]]:
+    """The matmul study's rate per size and dtype; per machine the best any run's
+    matmul ceiling measured (`machine-best`): the CPU's measured peak."""
+    out = []
+    mm = [r for r in _ok(records) if kind_of(r) == "matmul" and not is_compiled(r)]
+    for r in select_newest(
+        mm, lambda r: f"n={(r.get('matmul') or {}).get('n') or r['workload']['batch_size']}"
+    ):
+        n = (r.get("matmul") or {}).get("n") or r["workload"]["batch_size"]
+        w = {**workload_of(r), "extra": f"n={n}"}
+        tflops = number(r.get("achieved_tflops"))
+        if tflops:
+            out.append(row("flops_per_s", "measured", tflops * 1e12, w, "newest", [r]))
+    best: dict[tuple, tuple[float, Record]] = {}
+    for r in loaded:
+        if is_compiled(r) or r.get("status") != "ok":
+            continue
+        for dtype, entry in (r.get("matmul_ceiling") or {}).items():
+            tflops = number(entry.get("tflops")) if isinstance(entry, dict) else None
+            k = (device_of(r), r["device"]["platform"], dtype)
+            if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
+                best[k] = (tflops, r)
+    for (device, platform, dtype), (tflops, r) in sorted(best.items()):
+        w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
+        w["precision"] = {"float32": "f32", "bfloat16": "bf16"}.get(dtype, dtype)
+        out.append(row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r]))
+    return out
+
+
+def _pair(r: Record) -> str:
+    sides = r["paired"]
+    return f"{sides['jax']['configuration']} / {sides['peer']['configuration']} in turns"
+
+
+def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Paired bench runs (benchmarks/paired.py: both sides in alternating turns on one
+    machine): the first side's speed over the second's, the median over rounds of the
+    newest ok pairing of each pair of configurations on each machine."""
+    pairs = [
+        r for r in _ok(records) if kind_of(r) == "paired" and (r.get("paired") or {}).get("ratio")
+    ]
+    out = []
+    for r in select_newest(pairs, _pair):
+        ratio_ = r["paired"]["ratio"]
+        w = {
+            **workload_of(r),
+            "framework": "paired",
+            "formulation": "-",
+            "loop": "-",
+            "extra": _pair(r),
+        }
+        out.append(
+            row("speedup", "measured", ratio_["median"], w, "paired", [r], **_spread(ratio_))
+        )
+    return out
+
+
+# --- compiled and predicted ------------------------------------------------------------
+
+
+def superseded(record: Record) -> bool:
+    from jaxcnn import targets
+
+    target = targets.TARGETS.get(device_of(record))
+    devices = (record.get("target") or {}).get("devices")
+    return target is not None and devices is not None and devices != target.devices
+
+
+def compiled_records(records: Sequence[Record]) -> list[Record]:
+    """RULES["newest-compile"]: the newest compile per workload and target."""
+    rs = [
+        r
+        for r in records
+        if is_compiled(r) and r.get("status") in ("ok", "oom") and not superseded(r)
+    ]
+    return select_newest(rs)
+
+
+def fits(record: Record) -> bool:
+    """The target's own compiler's verdict against the memory JAX can use of the chip."""
+    return record["status"] == "ok" and record.get("fits") is not False
+
+
+def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per newest compile: its memory per device and whether it fits; per target,
+    model and precision, the largest batch that fits (batch-search)."""
+    out = []
+    chosen = compiled_records(records)
+    for r in chosen:
+        w = {**workload_of(r), "params": _params(r)}
+        total = (r.get("memory") or {}).get("total_bytes")
+        if total is not None:
+            out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
+        out.append(row("fits", "compiled", float(fits(r)), w, "newest-compile", [r]))
+    searches: dict[tuple, list[Record]] = defaultdict(list)
+    for r in chosen:
+        w = workload_of(r)
+        searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
+    errors = [r for r in records if is_compiled(r) and r.get("status") == "error"]
+    for rs in searches.values():
+        out.extend(largest_batch(rs, errors))
+    return out
+
+
+def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]]:
+    ok = [r for r in rs if fits(r)]
+    if not ok:
+        return []
+    best = max(ok, key=lambda r: r["workload"]["batch_size"])
+    b = best["workload"]["batch_size"]
+    over = [r for r in rs if not fits(r) and r["workload"]["batch_size"] > b]
+    w = {**workload_of(best), "batch": None, "dataset": "-", "params": _params(best)}
+    if over:
+        smallest = min(over, key=lambda r: r["workload"]["batch_size"])
+        return [
+            row(
+                "largest_batch",
+                "compiled",
+                b,
+                w,
+                "batch-search",
+                [best, smallest],
+                hi=smallest["workload"]["batch_size"],
+                note=f"{smallest['workload']['batch_size']} does not fit",
+            )
+        ]
+    refused = [
+        e
+        for e in errors
+        if device_of(e) == w["device"]
+        and labels.model_with_overrides(e["workload"]) == w["model"]
+        and e["workload"]["batch_size"] > b
+    ]
+    why = "the compiler refused a larger batch" if refused else "no larger batch compiled"
+    return [
+        row("largest_batch", "compiled", b, w, "batch-search", [best], flag=f"open (>= {b}): {why}")
+    ]
+
+
+def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
+    """{(platform, split, regime): (median, worst, n)} of the factor max(p/a, a/p) of
+    each fitted observation predicted held out (RULES["held-out"]), from the constants
+    file: the very quantity the fit observed (a device step)."""
+    out = {}
+    for platform, family in (table.get("families") or {}).items():
+        obs = family.get("observations") or []
+        for split in ("chip", "program"):
+            by_regime: dict[str, list[float]] = defaultdict(list)
+            for o in obs:
+                p = (o.get("held_out_predicted_s") or {}).get(split)
+                a = o.get("measured_s")
+                if p and a:
+                    by_regime[o.get("regime") or _regime_of(o)].append(max(p / a, a / p))
+            for regime, factors in by_regime.items():
+                out[(platform, split, regime)] = (
+                    statistics.median(factors),
+                    max(factors),
+                    len(factors),
+                )
+    return out
+
+
+def _regime_of(observation: dict[str, Any]) -> str:
+    return "large" if "resnet50" in str(observation.get("label")) else "small"
+
+
+def band_rows(bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
+    """Each held-out band as a row: per platform, split and regime."""
+    out = []
+    for (platform, split, regime), (median, worst, n) in sorted(bands.items()):
+        w = {"platform": platform, "device": platform, "devices": 1, "model": f"{regime} programs"}
+        out.append(
+            row(
+                "band",
+                "predicted",
+                median,
+                w,
+                "held-out",
+                lo=1.0,
+                hi=worst,
+                spread="median, worst",
+                n=n,
+                extra=f"leave one {split} out",
+                note=f"device step; {n} observations",
+            )
+        )
+    return out
+
+
+def band_of(
+    block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, tuple]
+) -> dict[str, Any]:
+    """A prediction's band columns: the held-out factor band of its regime and split,
+    only where it was measured on `quantity`; else the reason it has none."""
+    band = block.get("error_band") or {}
+    measured_on = band.get("quantity") or _fit_quantity(platform)
+    if not band or measured_on != quantity:
+        why = "unvalidated" if not band else f"unvalidated (band measured on {measured_on})"
+        return {"band_quantity": why}
+    found = bands.get((platform, band.get("split"), block.get("regime")))
+    if not found:
+        return {"band_quantity": "unvalidated"}
+    median, worst, n = found
+    return {
+        "band_median": median,
+        "band_worst": worst,
+        "band_n": n,
+        "band_split": f"leave one {band.get('split')} out",
+        "band_quantity": quantity,
+    }
+
+
+def _fit_quantity(platform: str) -> str:
+    """What the fit's observations on `platform` are: a device step, unless the fit
+    added a published loop's fixed cost to each (then the band is of that sum)."""
+    family = (predictions.constants_table().get("families") or {}).get(platform) or {}
+    return "device_step_s" if not family.get("published_loop_step_s") else "device_step_s + loop"
+
+
+def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
+    """Per newest compile that fits and carries its kernels: the predicted device step,
+    loop step and epoch where the model gives them, each with its own band."""
+    out = []
+    for r in compiled_records(records):
+        if not fits(r) or not r.get("kernels"):
+            continue
+        block = predictions.of(r) or {}
+        if block.get("method") != predictions.METHOD:
+            continue
+        w = {**workload_of(r), "params": _params(r)}
+        device_step = block.get("device_step_s") or block.get("device_s") or block["step_time_s"]
+        common = {"source": f"constants {block.get('constants_version')}"}
+        left_out = block.get("loop_left_out") or block.get("host_left_out") or []
+        for quantity, value in (
+            ("device_step_s", device_step),
+            ("loop_step_s", block.get("loop_step_s")),
+            ("epoch_s", block.get("epoch_s")),
+        ):
+            if not value:
+                continue
+            note = "; ".join(left_out) if quantity != "device_step_s" and left_out else None
+            band = band_of(block, w["platform"], quantity, bands)
+            out.append(
+                row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
+            )
+        flops = number((r.get("flops") or {}).get("per_step"))
+        peak = _vendor_peak(r)
+        if flops and peak:
+            per_device = flops / max(1, w["devices"])
+            out.append(
+                row(
+                    "mfu",
+                    "predicted",
+                    per_device / device_step / peak,
+                    w,
+                    "per-kernel",
+                    [r],
+                    **common,
+                )
+            )
+    return out
+
+
+def _vendor_peak(record: Record) -> float | None:
+    """The datasheet peak FLOP/s of one device of the record's target for its precision."""
+    target = record.get("target") or {}
+    peaks = target.get("peak_tflops") or {}
+    precision = (record.get("prediction") or {}).get("peak_precision")
+    value = number(peaks.get(precision)) if precision else None
+    if value is None and peaks:
+        value = max((v for v in map(number, peaks.values()) if v is not None), default=None)
+    chips, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
+    return number(value * 1e12 * chips / devices) if value else None
+
+
+# --- published -------------------------------------------------------------------------
+
+
+def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Each published measurement as a step time (where its batch is known), its
+    prediction from the compile of the same step, and their factor."""
+    out = []
+    loaded = [r for r in records if is_compiled(r)]
+    for v in predictions.versus_published(loaded, refs):
+        ref = v["reference"]
+        w = {
+            "model": ref.model,
+            "dataset": "-",
+            "batch": ref.batch_per_chip,
+            "precision": ref.precision,
+            "formulation": "-",
+            "loop": "-",
+            "placement": "single" if ref.chips == 1 else "data-parallel",
+            "framework": ref.framework,
+            "platform": _platform_of_chip(ref.chip),
+            "device": ref.chip,
+            "devices": ref.chips,
+            "extra": ref.id,
+        }
+        step = ref.step_time_s or (
+            ref.batch_per_chip / ref.images_per_s_per_chip
+            if ref.batch_per_chip and ref.images_per_s_per_chip
+            else None
+        )
+        if step is None:
+            continue
+        pub = row(
+            "step_s",
+            "published",
+            step,
+            w,
+            "published",
+            source=ref.source_url,
+            note=ref.quote,
+            flag=f"held out of every fit: {ref.held_out}" if ref.held_out else None,
+        )
+        out.append(pub)
+        if v.get("predicted"):
+            predicted_step = ref.batch_per_chip / v["predicted"]
+            pred = row(
+                "step_s",
+                "predicted",
+                predicted_step,
+                {**w, "framework": "jaxcnn"},
+                "per-kernel",
+                [v["record"]],
+                note="device step plus the platform's fitted published-loop cost",
+            )
+            out.append(pred)
+            out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
+    return out
+
+
+def _platform_of_chip(chip: str) -> str:
+    return "tpu" if chip.startswith("TPU") else ("cpu" if "CPU" in chip else "gpu")
+
+
+# --- ratios ----------------------------------------------------------------------------
+
+
+def ratio(
+    quantity: str, a: dict[str, Any], b: dict[str, Any], selection: str, **rest: Any
+) -> dict[str, Any]:
+    """A row comparing figure `a` with the baseline `b`, keyed by a's workload and device
+    (`extra` names the baseline), naming both ids: a speedup is b / a (how many times
+    less time `a` takes), an error factor max(a/b, b/a) with `note` saying which side is
+    the faster."""
+    value = b["value"] / a["value"]
+    if quantity == "error_factor":
+        rest.setdefault("note", "predicted faster" if value > 1 else "predicted slower")
+        value = max(value, 1 / value)
+    kind = "predicted" if "predicted" in (a["kind"], b["kind"]) else a["kind"]
+    workload = {k: a[k] for k in (*KEY[2:], "platform", "params")}
+    return row(
+        quantity,
+        kind,
+        value,
+        workload,
+        selection,
+        numerator=b["id"],
+        denominator=a["id"],
+        extra=rest.pop("extra", f"vs {b['device']}"),
+        **rest,
+    )
+
+
+def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each predicted one-device accelerator step against the same step (model, batch,
+    precision) on each CPU: like for like (the xla step loop on both sides) and against
+    the CPU at its best (cpu-best)."""
+    out = []
+    m = table[(table.quantity == "step_s") & (table.kind == "measured")]
+    cpu = m[(m.platform == "cpu") & (m.devices == 1) & (m.extra == "-")]
+    p_rows = table[
+        table.quantity.isin(["device_step_s", "loop_step_s"]) & (table.kind == "predicted")
+    ]
+    for _, p in p_rows[p_rows.devices == 1].iterrows():
+        same = cpu[(cpu.model == p.model) & (cpu.batch == p.batch) & (cpu.precision == p.precision)]
+        for device, on_cpu in same.groupby("device"):
+            like = on_cpu[
+                (on_cpu.formulation == "xla")
+                & (on_cpu.loop == "step")
+                & (on_cpu.framework == "jax")
+            ]
+            base = f"{p.quantity} vs {device}"
+            if len(like) == 1:
+                out.append(
+                    ratio(
+                        "speedup", p.to_dict(), like.iloc[0].to_dict(), "like-for-like", extra=base
+                    )
+                )
+            best = on_cpu.loc[on_cpu.value.idxmin()].to_dict()
+            out.append(ratio("speedup", p.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
+    return out
+
+
+# --- the seeds' own figures and derived comparisons ------------------------------------
+
+SEED_FIGURES = Path(__file__).resolve().parents[1] / "seed_figures.json"
+
+
+def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
+    """The seeds' figures that are not a step (an epoch, a claimed speedup), as published
+    rows citing the seed and its quoted line."""
+    out = []
+    for f in json.loads(path.read_text(encoding="utf-8")):
+        w = {
+            "model": f["model"],
+            "batch": f["batch"],
+            "platform": f["platform"],
+            "device": f["device"],
+            "devices": 1,
+            "framework": "seed " + f["seed"],
+            "extra": f["id"],
+        }
+        out.append(
+            row(
+                f["quantity"],
+                "published",
+                f["value"],
+                w,
+                "published",
+                source=f"seed {f['seed']}",
+                note=f"{f['quote']} ({f['note']})",
+            )
+        )
+    return out
+
+
+def epochs_from_steps(table: pd.DataFrame, records: Sequence[Record]) -> list[dict[str, Any]]:
+    """An epoch of a seed model's training set from a step time that has no epoch of its
+    own (a measured CPU step, a predicted loop step): the step times the epoch's steps,
+    evaluation left out (RULES["epoch-from-step"])."""
+    from jaxcnn import data
+
+    out = []
+    steps_rows = table[
+        ((table.quantity == "step_s") & (table.kind == "measured"))
+        | ((table.quantity == "loop_step_s") & (table.kind == "predicted"))
+    ]
+    for _, r in steps_rows[steps_rows.model.isin(list(TRAIN_IMAGES))].iterrows():
+        if r.devices != 1 or r.extra != "-":
+            continue
+        steps = data.steps_per_epoch(TRAIN_IMAGES[r.model], int(r.batch))
+        d = r.to_dict()
+        out.append(
+            row(
+                "epoch_s",
+                d["kind"],
+                d["value"] * steps,
+                {**d, "extra": f"{steps} steps of {d['quantity']}"},
+                "epoch-from-step",
+                numerator=d["id"],
+                note=f"{steps} steps of {d['batch']}, evaluation apart",
+                **{
+                    k: d[k]
+                    for k in ("band_median", "band_worst", "band_n", "band_split")
+                    if d["quantity"] == "loop_step_s"
+                },
+                band_quantity=("epoch from " + str(d["band_quantity"]))
+                if d["kind"] == "predicted"
+                else None,
+            )
+        )
+    return out
+
+
+# One epoch's training images of each seed model on its seed's dataset: seed 000's
+# 20,000 cats-vs-dogs training images for its CNN, MNIST's 60,000 for the others.
+TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_000, "mlp": 60_000}
+
+
+def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """K models in one vmapped step against K sequential steps of one model, per K."""
+    out = []
+    ens = table[
+        (table.quantity == "step_s") & (table.kind == "measured") & table.extra.str.startswith("K=")
+    ]
+    for _, v in ens[ens.extra.str.endswith("vmap")].iterrows():
+        k = v.extra.split()[0]
+        seq = ens[
+            (ens.model == v.model)
+            & (ens.device == v.device)
+            & (ens.batch == v.batch)
+            & (ens.extra == f"{k} sequential")
+        ]
+        if len(seq) == 1:
+            out.append(
+                ratio(
+                    "speedup",
+                    v.to_dict(),
+                    seq.iloc[0].to_dict(),
+                    "equal-batch",
+                    extra=f"{k} vmap vs sequential",
+                )
+            )
+    return out
+
+
+def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """What a kernel library is worth on a CPU: each formulation's step against the xla
+    formulation's of the same step, loop and device."""
+    out = []
+    m = table[
+        (table.quantity == "step_s")
+        & (table.kind == "measured")
+        & (table.framework == "jax")
+        & (table.extra == "-")
+    ]
+    xla = m[m.formulation == "xla"]
+    for _, r in m[m.formulation.isin(["onednn", "cpu"])].iterrows():
+        same = xla[
+            (xla.model == r.model)
+            & (xla.batch == r.batch)
+            & (xla.precision == r.precision)
+            & (xla.loop == r.loop)
+            & (xla.device == r.device)
+            & (xla.placement == r.placement)
+            & (xla.dataset == r.dataset)
+        ]
+        if len(same) == 1:
+            out.append(
+                ratio(
+                    "speedup",
+                    r.to_dict(),
+                    same.iloc[0].to_dict(),
+                    "like-for-like",
+                    extra="vs xla formulation",
+                )
+            )
+    return out
+
+
+def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """TPU against GPU per chip: each model's fastest one-chip TPU target against its
+    fastest one-chip GPU target, predicted device step at equal batch and precision."""
+    from jaxcnn import targets
+
+    out = []
+    p = table[(table.quantity == "device_step_s") & (table.kind == "predicted")]
+    one_chip = p[
+        p.device.map(lambda d: d in targets.TARGETS and targets.TARGETS[d].chips == 1).astype(bool)
+    ]
+    for _, g in one_chip.groupby(["model", "batch", "precision", "placement"]):
+        tpu, gpu = g[g.platform == "tpu"], g[g.platform == "gpu"]
+        if len(tpu) and len(gpu):
+            t, q = tpu.loc[tpu.value.idxmin()].to_dict(), gpu.loc[gpu.value.idxmin()].to_dict()
+            fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
+            extra = f"faster chip per chip, TPU vs GPU, over {slow['device']}"
+            out.append(ratio("speedup", fast, slow, "equal-batch", extra=extra))
+    return out
+
+
+def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Weak scaling predicted from compiles of the same per-device batch on 1 and on n
+    devices of one chip: efficiency = one device's step / n devices' step (1 is
+    ideal). A value above 1 cannot be true and is flagged."""
+    from jaxcnn import targets
+
+    out = []
+    p = table[(table.quantity == "device_step_s") & (table.kind == "predicted")].copy()
+    p["chip"] = [targets.TARGETS[d].chip if d in targets.TARGETS else d for d in p.device]
+    p["per_device"] = p.batch // p.devices
+    for _, g in p.groupby(["model", "precision", "chip", "per_device"]):
+        ones = g[g.devices == g.devices.min()]
+        if len(g) < 2 or len(ones) != 1:
+            continue
+        one = ones.iloc[0].to_dict()
+        for _, n in g[g.devices > one["devices"]].iterrows():
+            e = ratio(
+                "scaling_efficiency",
+                n.to_dict(),
+                one,
+                "equal-batch",
+                extra=f"weak scaling from {one['device']}",
+            )
+            e["value"] = one["value"] / n.value
+            if e["value"] > 1.0 + 1e-9:
+                e["flag"] = "above ideal: cannot be true (a bug in the prediction)"
+            out.append(e)
+    return out
+
+
+def cost_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Predicted cost of an epoch on each priced target: the predicted epoch times the
+    target's on-demand price per hour (its host VM included)."""
+    from experiments import references
+    from jaxcnn import targets
+
+    prices = references.chip_prices()
+    out = []
+    epochs = table[(table.quantity == "epoch_s") & (table.kind == "predicted")]
+    for _, e in epochs.iterrows():
+        t = targets.TARGETS.get(e.device)
+        price = prices.get(t.chip) if t else None
+        if price is None:
+            continue
+        usd = e.value / 3600 * price.usd_per_chip_hour * t.chips
+        d = e.to_dict()
+        out.append(
+            row(
+                "usd_per_epoch",
+                "predicted",
+                usd,
+                d,
+                d["selection"],
+                numerator=d["id"],
+                source=price.price.source_url,
+                note=f"{price.price.offering}, {price.price.provider} on-demand, "
+                f"{price.price.date}",
+            )
+        )
+    return out
+
+
+# --- the table -----------------------------------------------------------------------
+
+
+def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.DataFrame:
+    """Every figure of the `loaded` records (and of the published references), one row
+    each. A paired bench run's turns stand for no figure of their own, but their matmul
+    ceilings are their machine's."""
+    from experiments import records as records_lib
+    from experiments import references
+
+    refs = references.load() if refs is None else refs
+    records = [
+        r for r in predictions.with_machine_ceilings(loaded) if not records_lib.took_turns(r)
+    ]
+    bands = _bands(predictions.constants_table())
+    rows = [
+        *measured_rows(records),
+        *matmul_rows(records, loaded),
+        *paired_rows(loaded),
+        *compiled_rows(records),
+        *predicted_rows(records, bands),
+        *published_rows(refs, records),
+        *band_rows(bands),
+    ]
+    rows += seed_rows()
+    table = frame(rows)
+    rows += epochs_from_steps(table, records)
+    table = frame(rows)
+    for derive in (
+        cpu_speedups,
+        ensemble_speedups,
+        formulation_speedups,
+        chip_comparisons,
+        scaling_rows,
+        cost_rows,
+    ):
+        rows += derive(table)
+    return frame(rows)
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    for c in ("batch", "devices", "params", "n", "band_n"):
+        table[c] = table[c].astype("Int64")
+    return table.sort_values(KEY, na_position="first", kind="stable").reset_index(drop=True)
+
+
+def duplicates(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose KEY another row shares (none, in a correct table)."""
+    return table[table.duplicated(KEY, keep=False)]
+
+
+def fmt_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA

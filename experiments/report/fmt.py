@@ -1,0 +1,61 @@
+"""How a figure is written: one function per unit, so a value reads the same on every
+page (tests compare the pages' numbers with the table's, written by these)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.3g} h"
+    if value >= 60:
+        return f"{value / 60:.3g} min"
+    if value >= 1:
+        return f"{value:.3g} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} us"
+
+
+def value_text(value: Any, unit: str) -> str:
+    """`value` in `unit` as every page writes it ("-" for none)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    value = float(value)
+    if unit == "s":
+        return seconds(value)
+    if unit == "bytes":
+        return f"{value / 2**30:.3g} GiB"
+    if unit == "x":
+        return f"{value:.3g}x"
+    if unit == "USD":
+        return f"${value:.3g}"
+    if unit == "bool":
+        return "fits" if value else "does not fit"
+    if unit == "images":
+        return f"{value:,.0f}"
+    if unit in ("FLOP/s", "images/s"):
+        return _si(value, unit)
+    if unit == "fraction":
+        return (
+            f"{value:.4f}" if value > 0.5 and unit == "fraction" and value <= 1 else f"{value:.1%}"
+        )
+    return f"{value:.4g}"
+
+
+def fmt(row: dict[str, Any] | None) -> str:
+    """A table row's value with its unit; "-" for no row."""
+    if row is None:
+        return "-"
+    if row["quantity"] in ("mfu", "scaling_efficiency"):
+        return f"{float(row['value']):.1%}"
+    return value_text(row["value"], row["unit"])

@@ -1,0 +1,447 @@
+"""The report's pages as views of the table of figures: each page is a filter of the
+table, formatted; the first screen is the answers (answers.py). Nothing here reads a
+record or computes a figure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from experiments.report import answers as answers_lib
+from experiments.report.figures import RULES
+from experiments.report.fmt import fmt, value_text
+from experiments.tables import markdown_table
+
+REPORT_FILE = "REPORT.md"
+PAGES = "report"
+FIRST_PLOT = "seed_models.png"
+ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
+KNOWN = (
+    "**M** measured on a device at hand; **C** compiled by the target's own compiler, never "
+    "run; **P** predicted by the per-kernel model from that compiled program; **published** "
+    "someone else's figure, cited. A band is the factor max(predicted/actual, "
+    "actual/predicted), median and worst over n held-out observations of the same quantity "
+    "(each predicted by constants refitted without it); *unvalidated*: no such "
+    "observation exists for that quantity and regime."
+)
+
+
+def what_ran(table: pd.DataFrame) -> str:
+    """Line 2 of the first screen: what ran where, in bold."""
+    measured = table[table.kind == "measured"]
+    platforms = sorted(set(measured.platform.dropna()))
+    accelerators = [p for p in platforms if p != "cpu"]
+    cpu = answers_lib.reference_cpu(table) or "no CPU"
+    ran = (
+        f"Measured on {', '.join(p.upper() for p in accelerators)} and this project's CPUs"
+        if accelerators
+        else f"Measured on CPUs only (answers quote {cpu} unless they name another)"
+    )
+    return (
+        f"**{ran}. "
+        + (
+            ""
+            if accelerators
+            else "Nothing ran on a GPU or TPU: their figures are compiled by the real "
+            "compilers and predicted. "
+        )
+        + f"{len(table):,} figures in [figures.csv]({PAGES}/figures.csv).**"
+    )
+
+
+def answers_table(table: pd.DataFrame, link: str = PAGES) -> str:
+    """The first screen's table: one row per seed question."""
+    body = [
+        [
+            a.number,
+            a.seeds,
+            a.question,
+            a.answer,
+            a.known,
+            a.band,
+            f"[{a.page}]({link}/{a.page}.md)",
+        ]
+        for a in answers_lib.answers(table)
+    ]
+    return markdown_table(ANSWER_HEADERS, body)
+
+
+def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None) -> str:
+    parts = [
+        "# jaxcnn: what the records answer",
+        what_ran(table),
+        answers_table(table, link),
+        KNOWN,
+    ]
+    if plot:
+        parts.append(f"![Step time of the seeds' models per device]({plot})")
+    return "\n\n".join(parts)
+
+
+# --- detail pages: each a filter of the table ------------------------------------------
+
+COLUMNS = {
+    "model": "model",
+    "batch": "batch",
+    "precision": "precision",
+    "device": "device",
+    "kind": "kind",
+    "quantity": "quantity",
+    "value": "value",
+    "spread": "spread",
+    "how": "how it ran",
+    "selection": "rule",
+    "band": "band",
+    "flag": "flag",
+    "note": "note",
+}
+
+
+def _cell(r: dict, column: str) -> str:
+    if column == "value":
+        return fmt(r)
+    if column == "spread":
+        if pd.isna(r.get("lo")) or pd.isna(r.get("hi")):
+            return "-"
+        lo, hi = value_text(r["lo"], r["unit"]), value_text(r["hi"], r["unit"])
+        return f"{lo}-{hi} ({r['spread'] or 'range'})"
+    if column == "band":
+        return answers_lib.band_words(r)
+    if column == "how":
+        bits = [r.get("framework")]
+        if r.get("formulation") not in (None, "-"):
+            bits.append(f"{r['formulation']} formulation, {r['loop']} loop")
+        if r.get("placement") not in (None, "single"):
+            bits.append(r["placement"])
+        if r.get("extra") not in (None, "-"):
+            bits.append(str(r["extra"]))
+        return ", ".join(str(b) for b in bits if b and not pd.isna(b))
+    value = r.get(column)
+    return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def view(rows: pd.DataFrame, columns: list[str]) -> str:
+    """Rows of the table as a markdown table of `columns` (COLUMNS' keys)."""
+    if not len(rows):
+        return "No figures yet."
+    body = [[_cell(r, c) for c in columns] for r in rows.to_dict("records")]
+    return markdown_table([COLUMNS[c] for c in columns], body)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    select: Callable[[pd.DataFrame], pd.DataFrame]
+    columns: tuple[str, ...] = (
+        "model",
+        "batch",
+        "device",
+        "kind",
+        "quantity",
+        "value",
+        "spread",
+        "how",
+        "band",
+    )
+
+
+def _q(**where) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    return lambda t: answers_lib.rows(t, **where)
+
+
+SEED_MODELS = ["catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp"]
+
+
+def _seed_steps(t: pd.DataFrame) -> pd.DataFrame:
+    steps = t[t.quantity.isin(["step_s", "device_step_s", "loop_step_s", "epoch_s"])]
+    return steps[steps.model.isin(SEED_MODELS) & (steps.devices == 1)]
+
+
+def _extra(pattern: str, **where) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def select(t: pd.DataFrame) -> pd.DataFrame:
+        found = answers_lib.rows(t, **where)
+        return found[found.extra.astype(str).str.contains(pattern, regex=False)]
+
+    return select
+
+
+def _mlp(t: pd.DataFrame) -> pd.DataFrame:
+    c, g = answers_lib.crossover(t, answers_lib.reference_cpu(t))
+    return pd.concat([c, g])
+
+
+PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
+    "batch": (
+        "Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out",
+        [
+            Section(
+                "Compiled memory and the verdict per batch (the target's own compiler)",
+                lambda t: t[
+                    t.quantity.isin(["memory_bytes", "fits"]) & (t.model == "catsdogs_cnn")
+                ],
+                ("batch", "precision", "device", "quantity", "value", "how"),
+            ),
+            Section(
+                "Largest batch that fits",
+                _q(quantity="largest_batch", model="catsdogs_cnn"),
+                ("precision", "device", "value", "flag", "note"),
+            ),
+        ],
+    ),
+    "devices": (
+        "The seeds' models per device: steps, epochs, speedups",
+        [
+            Section(
+                "Steps and epochs (measured, predicted, published)",
+                _seed_steps,
+                (
+                    "model",
+                    "batch",
+                    "precision",
+                    "device",
+                    "kind",
+                    "quantity",
+                    "value",
+                    "spread",
+                    "how",
+                    "band",
+                ),
+            ),
+            Section(
+                "Speedups over the CPU (each predicted step over the same step on a CPU)",
+                lambda t: t[
+                    (t.quantity == "speedup")
+                    & t.selection.isin(["like-for-like", "cpu-best"])
+                    & t.model.isin(SEED_MODELS)
+                ],
+                ("model", "batch", "device", "value", "how", "selection", "band"),
+            ),
+            Section(
+                "Published figures of these models and our prediction of each",
+                lambda t: t[
+                    t.model.isin(SEED_MODELS)
+                    & ((t.kind == "published") | (t.quantity == "error_factor"))
+                ],
+                ("model", "batch", "device", "kind", "quantity", "value", "how", "note"),
+            ),
+        ],
+    ),
+    "accuracy": (
+        "Accuracy per device",
+        [
+            Section(
+                "Final test accuracy",
+                _q(quantity="test_accuracy"),
+                ("model", "batch", "precision", "device", "value", "how"),
+            )
+        ],
+    ),
+    "crossover": (
+        "Seed 002's MLP: step time against trainable parameters",
+        [
+            Section(
+                "MLP width sweep, batch 128",
+                _mlp,
+                ("model", "device", "kind", "quantity", "value", "spread", "band"),
+            )
+        ],
+    ),
+    "scaling": (
+        "Data parallelism: predicted weak scaling",
+        [
+            Section(
+                "Efficiency against one device of the same chip (1 is ideal)",
+                _q(quantity="scaling_efficiency"),
+                ("model", "batch", "precision", "device", "value", "how", "flag"),
+            )
+        ],
+    ),
+    "targets": (
+        "Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak",
+        [
+            Section(
+                "Largest batch that fits (compiled)",
+                _q(quantity="largest_batch"),
+                ("model", "precision", "device", "value", "flag"),
+            ),
+            Section(
+                "TPU or GPU: the faster chip at equal batch (predicted device step)",
+                _extra("faster chip per chip", quantity="speedup"),
+                ("model", "batch", "precision", "device", "value", "how"),
+            ),
+            Section(
+                "Cost of an epoch (predicted)",
+                _q(quantity="usd_per_epoch"),
+                ("model", "batch", "device", "value", "note"),
+            ),
+            Section(
+                "Fraction of the datasheet peak (predicted)",
+                _q(quantity="mfu"),
+                ("model", "batch", "precision", "device", "value"),
+            ),
+        ],
+    ),
+    "matmul": (
+        "FLOP/s reached",
+        [
+            Section(
+                "Matmul rate per size (measured)",
+                _q(quantity="flops_per_s", model="matmul"),
+                ("device", "precision", "value", "how"),
+            ),
+            Section(
+                "Each machine's best matmul rate (its measured peak)",
+                _q(quantity="peak_flops_per_s"),
+                ("device", "precision", "value", "selection"),
+            ),
+            Section(
+                "Train steps (measured)",
+                lambda t: t[(t.quantity == "flops_per_s") & (t.model != "matmul")],
+                ("model", "batch", "precision", "device", "value", "how"),
+            ),
+        ],
+    ),
+    "ensemble": (
+        "K models at once with vmap",
+        [
+            Section(
+                "vmap's speed over K sequential steps",
+                _extra("vmap vs sequential", quantity="speedup"),
+                ("model", "batch", "device", "value", "how"),
+            ),
+            Section(
+                "The steps",
+                lambda t: t[(t.quantity == "step_s") & t.extra.astype(str).str.startswith("K=")],
+                ("model", "batch", "device", "value", "spread", "how"),
+            ),
+        ],
+    ),
+    "bench": (
+        "The CPU step against PyTorch and Keras, and the kernel libraries",
+        [
+            Section(
+                "Step time per framework and formulation (measured)",
+                lambda t: t[
+                    (t.quantity == "step_s")
+                    & (t.kind == "measured")
+                    & (t.platform == "cpu")
+                    & (t.extra == "-")
+                ],
+                ("model", "batch", "precision", "device", "value", "spread", "how"),
+            ),
+            Section(
+                "Paired runs: the first configuration's speed over the second's, in turns",
+                _q(quantity="speedup", framework="paired"),
+                ("model", "batch", "precision", "device", "value", "spread", "how"),
+            ),
+            Section(
+                "Each formulation over the xla formulation",
+                _extra("vs xla formulation", quantity="speedup"),
+                ("model", "batch", "precision", "device", "value", "how"),
+            ),
+            Section(
+                "The seed's kernel-library claim",
+                _q(kind="published", quantity="speedup"),
+                ("model", "batch", "device", "value", "note"),
+            ),
+        ],
+    ),
+    "predictions": (
+        "How far predictions can be trusted",
+        [
+            Section(
+                "Error bands (held out, per platform and regime)",
+                _q(quantity="band"),
+                ("device", "value", "how", "note"),
+            ),
+            Section(
+                "Published figures against the prediction of the same step",
+                lambda t: t[
+                    (t.quantity == "error_factor")
+                    | ((t.kind == "published") & (t.quantity == "step_s"))
+                ],
+                ("model", "batch", "precision", "device", "kind", "value", "how", "note"),
+            ),
+        ],
+    ),
+}
+
+
+def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
+    title, sections = PAGE_SECTIONS[name]
+    parts = [
+        f"# {title}",
+        f"Back to the [answers](../{REPORT_FILE}). "
+        "Every row is a row of [figures.csv](figures.csv).",
+    ]
+    if name in plots:
+        parts.append(f"![{title}]({plots[name]})")
+    for s in sections:
+        parts.append(f"## {s.title}\n\n{view(s.select(table), list(s.columns))}")
+    rules = sorted({r for s in sections for r in s.select(table).selection.dropna()})
+    if rules:
+        parts.append(
+            "Rules that picked these figures:\n\n"
+            + "\n".join(f"- `{r}`: {RULES[r]}" for r in rules)
+        )
+    return "\n\n".join(parts)
+
+
+def readme_block(table: pd.DataFrame, report_link: str) -> str:
+    """The README's generated block: the same answers table as REPORT.md's."""
+    pages = report_link.rsplit("/", 1)[0] + "/" + PAGES if "/" in report_link else PAGES
+    return "\n\n".join(
+        [
+            what_ran(table).replace(f"]({PAGES}/", f"]({pages}/"),
+            answers_table(table, pages),
+            f"Full report: [{report_link}]({report_link}).",
+        ]
+    )
+
+
+BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras xla"]
+
+
+def bench_block(table: pd.DataFrame, image: str | None) -> str:
+    """PERFORMANCE.md's table: per bench cell on the reference CPU, the step of JAX (xla
+    step loop, and its best formulation) and of each peer."""
+    cpu = answers_lib.reference_cpu(table)
+    m = answers_lib.rows(
+        table, quantity="step_s", kind="measured", device=cpu, placement="single", extra="-"
+    )
+    peers = m[m.framework != "jax"]
+    body = []
+    for (model, batch, precision), g in peers.groupby(["model", "batch", "precision"]):
+        jax = m[
+            (m.framework == "jax")
+            & (m.model == model)
+            & (m.batch == batch)
+            & (m.precision == precision)
+        ]
+        cells = [model, batch, precision]
+        like = jax[(jax.formulation == "xla") & (jax.loop == "step")]
+        cells.append(fmt(like.iloc[0].to_dict()) if len(like) else "-")
+        best = jax.loc[jax.value.idxmin()].to_dict() if len(jax) else None
+        cells.append(f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-")
+        for fw in BENCH_FRAMEWORKS[1:]:
+            f = g[g.framework == fw]
+            cells.append(fmt(f.iloc[0].to_dict()) if len(f) else "-")
+        body.append(cells)
+    headers = [
+        "model",
+        "batch",
+        "precision",
+        "jax (xla, step loop)",
+        "jax at its best",
+        *BENCH_FRAMEWORKS[1:],
+    ]
+    parts = [
+        f"Step time on {cpu}, median over timed steps, the newest run of each cell "
+        "(`newest`): lower is faster.",
+        markdown_table(headers, body),
+    ]
+    if image:
+        parts.append(f"![bench]({image})")
+    return "\n\n".join(parts)
