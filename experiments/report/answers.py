@@ -258,6 +258,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Answer:
 
 def q_accuracy(t: pd.DataFrame) -> Answer:
     acc = rows(t, quantity="test_accuracy", kind="measured", model=MNIST_MODEL, precision="f32")
+    acc = acc[acc.extra.str.endswith(" epochs") & (acc.selection == "newest-trained")]
     by_platform = acc.groupby("platform")
     parts = [
         f"{p}: {fmt(g.iloc[-1].to_dict())} ({g.iloc[-1].extra}, {g.iloc[-1].dataset})"

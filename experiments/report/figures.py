@@ -313,13 +313,27 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         train_compile = (r.get("compile_time_s") or {}).get("train")
         if train_compile:
             out.append(row("compile_s", "measured", train_compile, w, "newest", [r]))
-    trained = [r for r in _ok(records) if _timed(r) and _epochs(r) and kind_of(r) == "train"]
+    trained = [
+        r
+        for r in _ok(records)
+        if _timed(r)
+        and _epochs(r)
+        and kind_of(r) == "train"
+        and r["workload"].get("study") != "speedrun"  # its seeds pool: speedrun_rows
+    ]
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
         w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
         if r.get("test_accuracy") is not None:
             out.append(
                 row("test_accuracy", "measured", r["test_accuracy"], w, "newest-trained", [r])
             )
+        n = _epochs(r)
+        for e in r.get("history") or []:
+            if e.get("test_accuracy") is not None and n >= MIN_CURVE_EPOCHS:
+                at = {**w, "extra": f"epoch {e.get('epoch')} of {n}"}
+                out.append(
+                    row("test_accuracy", "measured", e["test_accuracy"], at, "newest-trained", [r])
+                )
         times = [e["train_time_s"] for e in r.get("history") or [] if e.get("train_time_s")]
         if times:
             out.append(
@@ -338,6 +352,9 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 )
             )
     return out
+
+
+MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
 
 
 def _epochs(r: Record) -> int:
@@ -376,6 +393,55 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
 def _pair(r: Record) -> str:
     sides = r["paired"]
     return f"{sides['jax']['configuration']} / {sides['peer']['configuration']} in turns"
+
+
+TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
+
+
+def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per speedrun configuration (its workload less the seed) and device: the median
+    training time over its seeds (compile and evaluation excluded), flagged unless every
+    seed reached the target (RULES["seeds"]); and the seeds' final accuracies (lowest,
+    median, highest)."""
+    runs = [
+        r
+        for r in _ok(records)
+        if r["workload"].get("study") == "speedrun"
+        and r.get("test_accuracy") is not None
+        and (r["workload"].get("epochs") or 0) > 0
+    ]
+    newest = select_newest(runs, lambda r: f"seed {r['workload'].get('seed')}, {_recipe(r)}")
+    groups: dict[tuple, list[Record]] = defaultdict(list)
+    for r in newest:
+        groups[_key(workload_of(r), _recipe(r))].append(r)
+    out = []
+    for rs in groups.values():
+        w = {**workload_of(rs[0]), "params": _params(rs[0]), "extra": _recipe(rs[0])}
+        times = [number(r.get("train_time_s")) or 0.0 for r in rs]
+        acc = [float(r["test_accuracy"]) for r in rs]
+        below = sum(a < TARGET_ACCURACY for a in acc)
+        flag = f"{below} of {len(rs)} seeds below 99%" if below else None
+        spread = {"lo": min(times), "hi": max(times), "spread": "min-max over seeds", "n": len(rs)}
+        out.append(
+            row(
+                "time_to_target_s",
+                "measured",
+                statistics.median(times),
+                w,
+                "seeds",
+                rs,
+                flag=flag,
+                **spread,
+            )
+        )
+        accs = {"lo": min(acc), "hi": max(acc), "spread": "min-max over seeds", "n": len(rs)}
+        out.append(row("test_accuracy", "measured", statistics.median(acc), w, "seeds", rs, **accs))
+    return out
+
+
+def _recipe(r: Record) -> str:
+    w = r["workload"]
+    return f"speedrun {w.get('epochs')} epochs, lr {w.get('learning_rate')} {w.get('schedule')}"
 
 
 def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
@@ -978,6 +1044,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *measured_rows(records),
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
+        *speedrun_rows(records),
         *compiled_rows(records),
         *predicted_rows(records, bands),
         *published_rows(refs, records),

@@ -267,12 +267,41 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
+    """Test accuracy per epoch, one line per run (model, data, precision, device, how it
+    ran): the same model should reach the same accuracy on every device."""
+    curves = table[
+        (table.quantity == "test_accuracy") & table.extra.astype(str).str.startswith("epoch ")
+    ]
+    if not len(curves):
+        return None
+    curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))
+    plt = pyplot()
+    fig, axes = plt.subplots(1, curves.dataset.nunique(), figsize=(10, 4), squeeze=False)
+    for ax, (dataset, d) in zip(axes[0], curves.groupby("dataset"), strict=True):
+        for i, (_, g) in enumerate(d.groupby("records")):
+            g = g.sort_values("epoch")
+            first = g.iloc[0]
+            epochs = first.extra.split(" of ")[1]
+            label = (
+                f"{first.model}, batch {first.batch}, {first.precision}, {first.formulation}, "
+                f"{epochs} epochs ({first.device})"
+            )
+            ax.plot(g.epoch, g.value, "o-", color=f"C{i % 10}", label=label)
+        ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize="x-small")
+    axes[0][0].set_ylabel("test accuracy")
+    return _save(fig, path)
+
+
 PLOTS: dict[str, tuple[str, Callable[[pd.DataFrame, Path], Path | None]]] = {
     "first": ("seed_models.png", seed_models),
     "crossover": ("crossover.png", crossover),
     "batch": ("memory_catsdogs_cnn.png", memory),
     "scaling": ("scaling.png", scaling),
     "predictions": ("predictions.png", predictions),
+    "accuracy": ("accuracy.png", accuracy),
 }
 
 

@@ -130,6 +130,27 @@ def view(rows: pd.DataFrame, columns: list[str]) -> str:
     return markdown_table([COLUMNS[c] for c in columns], body)
 
 
+def _value(r: dict) -> str:
+    """A pivot cell: the figure, marked where its search is open or it is flagged."""
+    text = fmt(r)
+    if str(r.get("flag") or "").startswith("open"):
+        return f">= {text}"
+    return text + (" (!)" if r.get("flag") and not pd.isna(r.get("flag")) else "")
+
+
+def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
+    """Rows of the table as a matrix, `index` down and `column` across: one figure a
+    cell (two figures for one cell is a filter that picked badly: an error)."""
+    if not len(rows):
+        return "No figures yet."
+    if rows.duplicated([index, column]).any():
+        raise ValueError(f"two figures for one cell of {index} x {column}")
+    columns = sorted(set(rows[column]))
+    cells = {(r[index], r[column]): _value(r) for r in rows.to_dict("records")}
+    body = [[i, *(cells.get((i, c), "-") for c in columns)] for i in dict.fromkeys(rows[index])]
+    return markdown_table([index, *columns], body)
+
+
 @dataclass(frozen=True)
 class Section:
     title: str
@@ -145,6 +166,7 @@ class Section:
         "how",
         "band",
     )
+    pivot: tuple[str, str] | None = None  # (down, across): a matrix instead of a list
 
 
 def _q(**where) -> Callable[[pd.DataFrame], pd.DataFrame]:
@@ -157,6 +179,23 @@ SEED_MODELS = ["catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp"]
 def _seed_steps(t: pd.DataFrame) -> pd.DataFrame:
     steps = t[t.quantity.isin(["step_s", "device_step_s", "loop_step_s", "epoch_s"])]
     return steps[steps.model.isin(SEED_MODELS) & (steps.devices == 1)]
+
+
+def _one_chip(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[(rows.devices == 1) & (rows.placement == "single")]
+
+
+def _per_chip(t: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    rows = answers_lib.rows(t, quantity=quantity, kind="predicted", batch=128, precision="f32")
+    return _one_chip(rows[rows.model.isin(SEED_MODELS)])
+
+
+def _like_for_like(t: pd.DataFrame) -> pd.DataFrame:
+    rows = answers_lib.rows(t, quantity="speedup", selection="like-for-like", batch=128)
+    cpu = answers_lib.reference_cpu(t)
+    quantity = "loop_step_s" if rows.extra.str.startswith("loop_step_s").any() else "device_step_s"
+    rows = rows[rows.extra == f"{quantity} vs {cpu}"]
+    return _one_chip(rows[rows.model.isin(SEED_MODELS) & (rows.precision == "f32")])
 
 
 def _extra(pattern: str, **where) -> Callable[[pd.DataFrame], pd.DataFrame]:
@@ -194,29 +233,28 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         "The seeds' models per device: steps, epochs, speedups",
         [
             Section(
-                "Steps and epochs (measured, predicted, published)",
-                _seed_steps,
-                (
-                    "model",
-                    "batch",
-                    "precision",
-                    "device",
-                    "kind",
-                    "quantity",
-                    "value",
-                    "spread",
-                    "how",
-                    "band",
-                ),
+                "One train step at batch 128, f32, predicted: the chip's kernels (device step)",
+                lambda t: _per_chip(t, "device_step_s"),
+                pivot=("model", "device"),
             ),
             Section(
-                "Speedups over the CPU (each predicted step over the same step on a CPU)",
-                lambda t: t[
-                    (t.quantity == "speedup")
-                    & t.selection.isin(["like-for-like", "cpu-best"])
-                    & t.model.isin(SEED_MODELS)
+                "The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
+                lambda t: _per_chip(t, "loop_step_s"),
+                pivot=("model", "device"),
+            ),
+            Section(
+                "Over the CPU the answers quote, like for like (the same program on both sides)",
+                _like_for_like,
+                pivot=("model", "device"),
+            ),
+            Section(
+                "The CPU's own steps at batch 128 (measured)",
+                lambda t: _seed_steps(t)[
+                    (_seed_steps(t).kind == "measured")
+                    & (_seed_steps(t).batch == 128)
+                    & (_seed_steps(t).quantity == "step_s")
                 ],
-                ("model", "batch", "device", "value", "how", "selection", "band"),
+                ("model", "precision", "device", "quantity", "value", "spread", "how"),
             ),
             Section(
                 "Published figures of these models and our prediction of each",
@@ -233,7 +271,9 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         [
             Section(
                 "Final test accuracy",
-                _q(quantity="test_accuracy"),
+                lambda t: t[
+                    (t.quantity == "test_accuracy") & ~t.extra.astype(str).str.startswith("epoch ")
+                ],
                 ("model", "batch", "precision", "device", "value", "how"),
             )
         ],
@@ -262,9 +302,9 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         "Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak",
         [
             Section(
-                "Largest batch that fits (compiled)",
-                _q(quantity="largest_batch"),
-                ("model", "precision", "device", "value", "flag"),
+                "Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
+                lambda t: _one_chip(answers_lib.rows(t, quantity="largest_batch", precision="f32")),
+                pivot=("model", "device"),
             ),
             Section(
                 "TPU or GPU: the faster chip at equal batch (predicted device step)",
@@ -272,14 +312,18 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 ("model", "batch", "precision", "device", "value", "how"),
             ),
             Section(
-                "Cost of an epoch (predicted)",
-                _q(quantity="usd_per_epoch"),
-                ("model", "batch", "device", "value", "note"),
+                "Cost of an epoch at batch 128, f32 (predicted)",
+                lambda t: _one_chip(
+                    answers_lib.rows(t, quantity="usd_per_epoch", batch=128, precision="f32")
+                ),
+                pivot=("model", "device"),
             ),
             Section(
-                "Fraction of the datasheet peak (predicted)",
-                _q(quantity="mfu"),
-                ("model", "batch", "precision", "device", "value"),
+                "Fraction of the datasheet peak at batch 128, f32 (predicted)",
+                lambda t: _one_chip(
+                    answers_lib.rows(t, quantity="mfu", batch=128, precision="f32")
+                ),
+                pivot=("model", "device"),
             ),
         ],
     ),
@@ -315,6 +359,26 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 "The steps",
                 lambda t: t[(t.quantity == "step_s") & t.extra.astype(str).str.startswith("K=")],
                 ("model", "batch", "device", "value", "spread", "how"),
+            ),
+        ],
+    ),
+    "speedrun": (
+        "Time to 99% test accuracy on MNIST (mnist_cnn)",
+        [
+            Section(
+                "Median training time over seeds, and the seeds' accuracy",
+                lambda t: t[t.selection == "seeds"],
+                (
+                    "model",
+                    "batch",
+                    "precision",
+                    "device",
+                    "quantity",
+                    "value",
+                    "spread",
+                    "how",
+                    "flag",
+                ),
             ),
         ],
     ),
@@ -379,7 +443,9 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
     if name in plots:
         parts.append(f"![{title}]({plots[name]})")
     for s in sections:
-        parts.append(f"## {s.title}\n\n{view(s.select(table), list(s.columns))}")
+        rows = s.select(table)
+        shown = pivot(rows, *s.pivot) if s.pivot else view(rows, list(s.columns))
+        parts.append(f"## {s.title}\n\n{shown}")
     rules = sorted({r for s in sections for r in s.select(table).selection.dropna()})
     if rules:
         parts.append(
