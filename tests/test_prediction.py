@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import needs_extra
 
 from experiments import fit_predictions, predictions
 from jaxcnn import prediction
@@ -78,9 +79,7 @@ def _assert_recovered_where_identifiable(obs: list, truth: dict, fitted: dict) -
     observations resolve to 2% must be within 2%; one they resolve worse must be within
     its resolution (the linear bound, with room for the model's curvature)."""
     names = list(truth)
-    residual = _log_steps(obs, {p: fitted[p] for p in names}) - np.log(
-        [o.measured_s for o in obs]
-    )
+    residual = _log_steps(obs, {p: fitted[p] for p in names}) - np.log([o.measured_s for o in obs])
     assert np.abs(residual).max() < 0.01  # the optimum reproduces the steps
     at_truth = _log_steps(obs, truth)
     columns = []
@@ -448,6 +447,7 @@ def test_a_small_models_step_is_priced_by_its_launches():
 
 
 @pytest.mark.slow
+@needs_extra("targets")
 def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
     # Seed 002's question needs this: at small batches a GPU step is launches and
     # memory traffic, so 8x the batch costs far less than 8x the time; the roofline

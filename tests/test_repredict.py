@@ -5,7 +5,6 @@ same way is touched."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import jax
 import pytest
+from conftest import needs_extra
 
 from experiments import measure, records, repredict
 from experiments.prepare import load_splits
@@ -138,11 +138,8 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
     assert counts == {"recompiled": 1, "compile-only (--measured-only)": 1}
 
 
-HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_TARGETS, reason="the [targets] extra is not installed")
+@needs_extra("targets")
 def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_compiled(tmp_path):
     from experiments.compile_only import run_target
 

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import complete_record
+from conftest import complete_record, needs_extra
 from conftest import fill_disk as _fill
 
 from experiments import records, sweep
 from experiments.isolated import InChild
 from experiments.run import main
-from jaxcnn import targets
 
 TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
 TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
@@ -310,7 +309,7 @@ def test_an_unwritable_out_is_a_usage_error_before_anything_compiles(tmp_path, c
     assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
 
 
-@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+@needs_extra("targets")
 def test_a_compiled_record_its_file_cannot_take_is_kept(tmp_path, monkeypatch, capsys):
     path = tmp_path / records.RECORDS_FILE
     real = InChild.__call__
