@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import missing_extra, needs_extra
 
 from experiments import compile_only, records
 from experiments.isolated import ChildDied, InChild
@@ -25,11 +26,8 @@ from jaxcnn import devices, targets
 from jaxcnn.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-HAVE_TARGETS = targets._installed("libtpu") and targets._installed("jax_plugins.xla_cuda12")
-needs_targets = pytest.mark.skipif(
-    not HAVE_TARGETS,
-    reason=f"the [targets] extra (libtpu, the CUDA plugin) is not installed: {targets.INSTALL}",
-)
+HAVE_TARGETS = missing_extra("targets") is None
+needs_targets = needs_extra("targets")
 TINY_MLP = {"width": 8}
 
 
@@ -441,19 +439,24 @@ def test_an_older_record_of_a_compile_killed_from_outside_is_compiled_again(tmp_
 
 @needs_targets
 @pytest.mark.slow
-def test_auto_still_resolves_the_cpu_quietly_with_the_extra_installed():
+def test_a_program_asking_for_the_cpu_backend_only_starts_quietly_with_the_extra_installed():
+    # What experiments.run and its compile child ask for; a library import asks nothing
+    # (tests/test_import_side_effects.py).
     if targets._accelerators_here():
         pytest.skip("this machine has an accelerator: auto would rightly pick it")
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS",)}
+    script = (
+        "import jax; from jaxcnn import targets; print(targets.cpu_backend_only(), jax.devices())"
+    )
     run = subprocess.run(
-        [sys.executable, "-c", "import jaxcnn, jax; print(jax.devices())"],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert run.returncode == 0 and "CpuDevice" in run.stdout
+    assert run.returncode == 0 and run.stdout.startswith("True [CpuDevice")
     assert run.stderr == ""
 
 
