@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -382,7 +383,13 @@ def _run(options: argparse.Namespace) -> int:
     print(f"\n{len(done) - skipped} record(s) appended to {out / records.RECORDS_FILE}")
     if skipped:
         print(f"{skipped} workload(s) already recorded were skipped (--force reruns them)")
+    print(f"next, their report (REPORT.md and its plots in {out}): {report_command(out)}")
     return failed
+
+
+def report_command(out: Path) -> str:
+    """The command that writes the report of the records in `out`: a run's next step."""
+    return f"python -m experiments.report {shlex.quote(str(out).rstrip('/') + '/')}"
 
 
 if __name__ == "__main__":

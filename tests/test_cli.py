@@ -100,6 +100,8 @@ def test_module_entry_point_runs_as_a_user_would(tmp_path, loop, policy):
     )
     assert run.returncode == 0, run.stderr
     assert "1 record(s) appended" in run.stdout
+    # the last line names the next step, the report of those records
+    assert run.stdout.splitlines()[-1].endswith(f"python -m experiments.report {tmp_path}/")
     (record,) = records.load(tmp_path)
     assert record["status"] == "ok"
     assert record["workload"]["loop"] == loop
