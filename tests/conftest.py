@@ -14,7 +14,9 @@ import errno
 import gzip
 import importlib.util
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import jax
 import numpy as np
@@ -31,6 +33,8 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 # test process's allocator as it is (jaxcnn/host_memory.py), whatever test runs first.
 jax.devices()
 
+
+T = TypeVar("T")
 
 # What each optional extra brings, as the modules a test needs from it.
 EXTRA_MODULES = {
@@ -60,11 +64,13 @@ def _importable(module: str) -> bool:
         return False
 
 
-def needs_extra(extra: str) -> pytest.MarkDecorator:
-    """Skip the test where `extra` is not installed, with the install line as the reason
-    (`pytest -ra` lists them)."""
+def needs_extra(extra: str) -> Callable[[T], T]:
+    """Mark a test `extra` (CI's second step runs `-m extra` once the extras are
+    installed) and skip it where `extra` is not installed, with the install line as
+    the reason (`pytest -ra` lists them)."""
     reason = missing_extra(extra)
-    return pytest.mark.skipif(reason is not None, reason=reason or "")
+    skip = pytest.mark.skipif(reason is not None, reason=reason or "")
+    return lambda test: pytest.mark.extra(extra)(skip(test))
 
 
 def write_idx(path: Path, array: np.ndarray, magic: int | None = None, count: int | None = None):

@@ -393,6 +393,7 @@ def test_a_platform_with_too_few_observations_says_its_constants_are_assumed():
     assert not math.isnan(fitted["compute_efficiency"])
 
 
+@pytest.mark.slow
 def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     # The committed constants are what the procedure gives on the committed inputs.
     from pathlib import Path
@@ -999,6 +1000,7 @@ def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own
     assert plain["overhead_s"] == pytest.approx(118 * 1e-6)
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one():
     from jaxcnn import kernels
 
@@ -1052,6 +1054,7 @@ def test_a_family_prices_cache_resident_kernels_at_its_cache_efficiency():
     assert kernels.step_time(ks, plain)["seconds"] == pytest.approx((3e5 + 4e6) / 5e9)
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
     from jaxcnn import kernels
 
@@ -1093,6 +1096,7 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
     assert gpu["cache_memory_efficiency"] is None and gpu["conv_overhead_s"] is None
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_neither():
     from jaxcnn import kernels
 

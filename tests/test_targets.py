@@ -343,6 +343,7 @@ def test_a_v4_chip_compiles_as_one_device_doing_a_v3_chips_work():
 # --- A compiler that kills its process -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
     with InChild("compile_crash:pid_or_crash") as pid_or_crash:
         first = pid_or_crash(False)
@@ -358,6 +359,7 @@ def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
     assert "ended before it was ready" in str(e.value)
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_again(tmp_path):
     from compile_crash import CRASHING_BATCH
@@ -387,6 +389,7 @@ def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_
     assert asked == [CRASHING_BATCH, CRASHING_BATCH]  # forced; another compiler's refusal
 
 
+@pytest.mark.slow
 @needs_targets
 @pytest.mark.parametrize("kills", [1, 2])
 def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
@@ -490,10 +493,14 @@ def test_every_gpu_spec_compiles_the_step(name):
 # --- The K80: CUDA 11.8's ptxas, for that target only -----------------------------------
 
 KEPLER = targets.KEPLER_TOOLKIT
-needs_kepler = pytest.mark.skipif(
-    not (HAVE_TARGETS and KEPLER.installed()),
+_kepler_missing = pytest.mark.skipif(
+    not KEPLER.installed(),
     reason=f"gpu-k80 compiles with {KEPLER.requirement}, not installed: {KEPLER.install}",
 )
+
+
+def needs_kepler(test):
+    return needs_targets(_kepler_missing(test))
 
 
 def test_only_the_k80_compiles_with_a_cuda_toolkit_of_its_own():
@@ -607,6 +614,7 @@ def test_sigterm_stops_the_targets_study_between_compiles_and_a_rerun_finishes_i
     assert len(keys) == len(set(keys)) == 4  # the rest compiled, nothing twice
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, monkeypatch):
     """A SIGTERM to the compile child (not to the study) says nothing about the
@@ -630,6 +638,7 @@ def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, 
     assert [r["status"] for r in records.load(path)] == ["error", "ok"]
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     tmp_path, monkeypatch
