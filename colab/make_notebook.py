@@ -75,9 +75,9 @@ it to a git URL (a branch, tag or commit in `REF`) or a path.
 `devices` (how much faster the accelerator trains the
 MNIST CNN than a CPU) and `matmul` (how close it gets to its peak FLOP/s). `devices`
 then runs again on the runtime's own host CPU (`CPU_STUDIES`), so the speedup is
-measured on one machine. That CPU half is the long part: 19 min measured on 2 shared
-cores (a free runtime has 2 vCPUs; `colab/README.md` says how it was measured); the
-accelerator half is not yet timed on a free runtime. `CPU_STUDIES = []` skips it.
+measured on one machine. That CPU half is the long part (its measured time, and on
+what: `colab/README.md`); the accelerator half has not been timed on a free runtime
+yet. `CPU_STUDIES = []` skips it.
 `STUDIES = ["all"]` runs every study (hours on a free tier); `SMOKE = True` runs the
 studies asked for at toy size, to check the setup. Each study's docstring (in
 `experiments/studies/`) says what it runs and at what size. A run that is interrupted (a Colab
