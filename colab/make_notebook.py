@@ -27,6 +27,8 @@ PLACEHOLDER_URL = "https://github.com/OWNER/jaxcnn"
 REPOSITORY = PLACEHOLDER_URL
 BRANCH = "main"
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+# How a checkout becomes the archive the notebook's SOURCE = "auto" finds once uploaded.
+ARCHIVE_COMMAND = "git archive --format=zip -o jaxcnn.zip HEAD"
 
 
 def colab_url(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
@@ -63,41 +65,45 @@ Then set `DEVICE` below to `"tpu"` or `"gpu"` to match. If JAX does not see that
 accelerator, the device check stops the notebook and says what it sees instead (a TPU
 runtime silently training on the CPU is the failure it prevents).
 
-**`SOURCE`** is where jaxcnn is installed from: `{REPOSITORY}` (if that still
-says `OWNER`, put the repository's real git URL there), a branch, tag or commit in
-`REF`, or the path of a checkout already on this machine (for example one you cloned
-to `/content/jaxcnn` or attached to Kaggle as a dataset).
+**`SOURCE`** is where jaxcnn is installed from. Its default, `"auto"`, needs no
+edit: it finds jaxcnn on this runtime, a source archive or wheel you uploaded (make
+one in a checkout: `{ARCHIVE_COMMAND}`), or a checkout, in `/content` (Colab: drop the
+file in the *Files* pane) or in an attached Kaggle dataset (`/kaggle/input`). Or set
+it to a git URL (a branch, tag or commit in `REF`) or a path.
 
-**Run time.** The defaults run the seeds' two headline questions at full size, in
-minutes on a free TPU or T4: `devices` (how much faster the accelerator trains the
+**Run time.** The defaults run the seeds' two headline questions at full size:
+`devices` (how much faster the accelerator trains the
 MNIST CNN than a CPU) and `matmul` (how close it gets to its peak FLOP/s). `devices`
 then runs again on the runtime's own host CPU (`CPU_STUDIES`), so the speedup is
-measured on one machine; that CPU half takes longer than the accelerator's (see
-`colab/README.md`), and `CPU_STUDIES = []` skips it.
+measured on one machine. That CPU half is the long part (its measured time, and on
+what: `colab/README.md`); the accelerator half has not been timed on a free runtime
+yet. `CPU_STUDIES = []` skips it.
 `STUDIES = ["all"]` runs every study (hours on a free tier); `SMOKE = True` runs the
 studies asked for at toy size, to check the setup. Each study's docstring (in
 `experiments/studies/`) says what it runs and at what size. A run that is interrupted (a Colab
 disconnect) resumes where it stopped when rerun with the same `OUT`: finished workloads
-are skipped and training restarts from its last checkpoint. On Colab, set
-`MOUNT_DRIVE = True` so `OUT` lives on Google Drive and survives the runtime; on Kaggle,
-`/kaggle/working` is kept as the notebook's output when you save a version.
+are skipped and training restarts from its last checkpoint. On Colab, `OUT` is on
+Google Drive (`MOUNT_DRIVE = True`, the default, asks for permission once) and survives
+the runtime; on Kaggle, `/kaggle/working` is kept as the notebook's output when you
+save a version. The last cell packs the records, the report and its plots into one
+archive to download, and says where the records go in a checkout.
 """
 
 PARAMETERS = f"""\
 # Parameters (papermill-style: this cell is tagged `parameters`).
-SOURCE = "{REPOSITORY}"  # git URL, or a local path to a jaxcnn checkout
+SOURCE = "auto"  # auto: an uploaded jaxcnn archive/wheel/checkout; or a git URL or a path
 REF = "{BRANCH}"  # branch, tag or commit of a git SOURCE (ignored for a local path)
 DEVICE = "tpu"  # "tpu", "gpu" or "cpu": must match the runtime's accelerator
-# The seeds' headline questions, minutes on a free TPU or T4; ["all"]: every study (hours)
+# The seeds' headline questions; ["all"]: every study (hours on a free tier)
 STUDIES = ["devices", "matmul"]
-SMOKE = False  # True: the studies at toy size, to check the setup in minutes
+SMOKE = False  # True: the studies at toy size, to check the setup
 # These studies also run on this runtime's own host CPU (--device=cpu), so the records
 # hold the accelerator and the CPU of one machine: the seeds' speedup, measured here.
 CPU_STUDIES = ["devices"]  # []: the accelerator alone
 OUT = None  # results folder; None: Drive on Colab if mounted, /kaggle/working on Kaggle
 DATA_DIR = None  # folder with the MNIST/Fashion-MNIST IDX .gz files, if you have one
 INSTALL = True  # False: use the jaxcnn already installed in this runtime
-MOUNT_DRIVE = False  # Colab only: mount Google Drive (asks for permission) to keep OUT
+MOUNT_DRIVE = True  # Colab only: mount Google Drive (asks for permission) to keep OUT
 PIP_ARGS = []  # extra pip options, e.g. ["--no-index"] on a machine without network
 EXTRA_ARGS = []  # extra experiments.run flags, e.g. ["--num-devices", "1"]
 """
@@ -116,7 +122,10 @@ DRIVE = Path("/content/drive/MyDrive")
 if ON_COLAB and MOUNT_DRIVE and not DRIVE.is_dir():
     from google.colab import drive
 
-    drive.mount("/content/drive")
+    try:
+        drive.mount("/content/drive")
+    except Exception as e:  # permission refused, or no browser to ask in
+        print(f"Drive not mounted ({e}): results stay on this runtime")
 
 if OUT is None:
     if ON_COLAB and DRIVE.is_dir():
@@ -143,6 +152,7 @@ INSTALL_CELL = r'''
 import codecs
 import importlib
 import importlib.metadata as metadata
+import os
 import re
 import subprocess
 import tempfile
@@ -182,25 +192,76 @@ def runtime_can_build():
     return setuptools >= (70, 1) or _version("wheel") is not None
 
 
+# Where SOURCE = "auto" looks, in order: Colab's upload folder, Kaggle's attached
+# datasets, the notebook's own folder.
+UPLOAD_FOLDERS = (Path("/content"), Path("/kaggle/input"), Path.cwd())
+ARCHIVE_COMMAND = "@ARCHIVE_COMMAND@"
+
+
+def _is_checkout(folder):
+    pyproject = folder / "pyproject.toml"
+    return pyproject.is_file() and 'name = "jaxcnn"' in pyproject.read_text(errors="replace")
+
+
+def _folders(top, depth=2):
+    """`top` and the folders beneath it, `depth` levels down, nearest first."""
+    level = [top]
+    for _ in range(depth + 1):
+        yield from level
+        level = sorted(
+            c for f in level for c in f.iterdir() if c.is_dir() and os.access(c, os.R_OK)
+        )
+
+
+def find_source(folders=None):
+    """The jaxcnn put on this runtime: under each of `folders` (UPLOAD_FOLDERS), nearest
+    first (a Kaggle dataset is /kaggle/input/NAME/...), a checkout or the first wheel
+    (jaxcnn-*.whl) or source archive (jaxcnn*.zip, jaxcnn*.tar.gz) in a folder."""
+    for top in UPLOAD_FOLDERS if folders is None else folders:
+        if not top.is_dir():
+            continue
+        for folder in _folders(top):
+            if _is_checkout(folder):
+                return str(folder)
+            found = sorted(
+                path
+                for pattern in ("jaxcnn*.whl", "jaxcnn*.zip", "jaxcnn*.tar.gz")
+                for path in folder.glob(pattern)
+                if path.is_file()
+            )
+            if found:
+                return str(found[0])
+    raise ValueError(
+        "SOURCE='auto' found no jaxcnn on this runtime: upload a source archive (in a "
+        f"checkout: {ARCHIVE_COMMAND}) to /content (Colab: the Files pane) or attach it "
+        "as a Kaggle dataset, or set SOURCE to a git URL or a path (first cell)"
+    )
+
+
 def pip_install_command(source, ref, constraints_file, pip_args=()):
-    """The pip command that installs jaxcnn from a git URL or a local checkout."""
+    """The pip command that installs jaxcnn from a git URL, a local checkout, or a
+    wheel or source archive; SOURCE = "auto": the one `find_source` finds."""
     command = [sys.executable, "-m", "pip", "install", "-c", str(constraints_file)]
+    if source == "auto":
+        source = find_source()
     local = Path(source).expanduser()
-    if local.is_dir():
+    if local.is_file() and local.name.endswith((".whl", ".zip", ".tar.gz")):
+        command.append(str(local.resolve()))
+    elif local.is_dir():
         # Editable, so edits to the checkout take effect. When the runtime's setuptools
         # can build it (Colab's and Kaggle's can), build with that rather than in an
         # isolated environment fetched from an index: then it works offline.
         if runtime_can_build():
             command.append("--no-build-isolation")
         command += ["-e", str(local.resolve())]
-    elif "github.com/OWNER/" in source:
+    elif "github.com/OWNER/" in source:  # the README's placeholder, copied
         raise ValueError(f"SOURCE is still the placeholder {source!r}: set it to the "
                          "repository's git URL or a local checkout (first cell)")
     elif re.match(r"^(git\+)?(https?|ssh|git)://", source) or source.startswith("git@"):
         url = source if source.startswith("git+") else f"git+{source}"
         command.append(f"jaxcnn @ {url}@{ref}" if ref else f"jaxcnn @ {url}")
     else:
-        raise ValueError(f"SOURCE {source!r} is neither a folder here nor a git URL")
+        raise ValueError(f"SOURCE {source!r} is neither a folder or archive here nor a git URL")
     return command + list(pip_args)
 
 
@@ -367,26 +428,45 @@ for page in [OUT / "REPORT.md", *(pages_dir / f"{name}.md" for name in names)]:
 """
 
 DOWNLOAD = r"""
-# The records, to merge with other machines' (python -m experiments.report a/ b/ ...).
-records_file = OUT / "records.jsonl"
+# Everything this run made, in one archive to download: the records, REPORT.md, its
+# pages and plots (the checkpoints stay behind). In a checkout of jaxcnn the records
+# join the committed ones in a folder of their own under results/ (the report reads
+# every *.jsonl beneath the folders it is given).
+import zipfile
+
+archive = OUT / "jaxcnn_results.zip"
+kept = [p for p in sorted(OUT.rglob("*"))
+        if p.is_file() and p != archive and "checkpoints" not in p.relative_to(OUT).parts
+        and p.suffix in (".jsonl", ".md", ".png")]
+with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as packed:
+    for path in kept:
+        packed.write(path, path.relative_to(OUT))
+print(f"{archive}: {len(kept)} files (records.jsonl, REPORT.md, report/, plots)")
+print("In a checkout of jaxcnn: unzip it into a folder of its own under results/, e.g.\n"
+      "  mkdir -p results/colab && unzip jaxcnn_results.zip records.jsonl -d results/colab\n"
+      "  python -m experiments.report results/ --readme README.md")
 if ON_COLAB:
     try:
         from google.colab import files
 
-        files.download(str(records_file))
+        files.download(str(archive))
     except Exception as e:  # e.g. run headless, with no browser to download to
-        print(f"download not offered ({e}); the file is {records_file}")
+        print(f"download not offered ({e}); the file is {archive}")
 elif ON_KAGGLE:
-    print(f"{records_file} is in the notebook's Output (Save Version keeps it)")
-else:
-    print("records:", records_file)
+    print(f"{archive} is in the notebook's Output (Save Version keeps it)")
 """
 
 CELLS = [
     ("intro", "markdown", INTRO),
     ("parameters", "code", PARAMETERS),
     ("where", "code", WHERE),
-    ("install", "code", INSTALL_CELL.replace("@JAX_LOWER_BOUND@", jax_lower_bound())),
+    (
+        "install",
+        "code",
+        INSTALL_CELL.replace("@JAX_LOWER_BOUND@", jax_lower_bound()).replace(
+            "@ARCHIVE_COMMAND@", ARCHIVE_COMMAND
+        ),
+    ),
     ("device-check", "code", DEVICE_CHECK),
     ("run", "code", RUN),
     ("predict", "code", PREDICT),

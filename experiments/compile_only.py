@@ -126,6 +126,7 @@ def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict
     """Compile `workload`'s `programs` for its target: the record, whatever happens
     (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
     memory; error: the compiler refused, with its one-line reason)."""
+    targets.cpu_backend_only()  # this child computes on the CPU; it compiles for the target
     target, devices, record = _new_record(workload)
     record = recorded(record, lambda record: _compiled(workload, target, devices, programs, record))
     if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big

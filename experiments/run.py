@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -248,9 +249,6 @@ def main(argv: list[str] | None = None) -> int:
         options = parse_args(argv)
     except SystemExit as done:  # --help, or a usage error already said in one line
         return done.code if isinstance(done.code, int) else 0
-    # This process picks its host memory policy from its loops (_main); importing jaxcnn
-    # would otherwise apply the step loop's (jaxcnn/host_memory.py, ENV_POLICY).
-    os.environ["JAXCNN_HOST_MEMORY"] = "manual"
     with warnings.catch_warnings(), _stop_on_sigterm():
         warnings.showwarning = one_line_warning
         return _main(options)
@@ -276,14 +274,18 @@ class _stop_on_sigterm:
 def _main(options: argparse.Namespace) -> int:
     if sys.stderr.isatty():  # a log or a test reads a usage error below as its one line
         print("starting JAX...", file=sys.stderr, flush=True)
+    import jaxcnn
     from experiments import records
-    from jaxcnn import distributed, host_memory, models
+    from jaxcnn import distributed, models, targets
     from jaxcnn.errors import JaxcnnError
     from jaxcnn.loop import Stopped
 
     if options.smoke:  # every record of this run, subprocesses' too, says it is a smoke one
         os.environ[records.SMOKE_ENV] = "1"
 
+    # With the [targets] extra on a machine with no TPU or GPU, JAX would log the TPU
+    # and CUDA backends failing to start; this program runs on the CPU, or compiles there.
+    targets.cpu_backend_only()
     try:
         if cli_plan.compile_only(options):
             from experiments import run_targets  # compiled for devices not at hand
@@ -294,7 +296,7 @@ def _main(options: argparse.Namespace) -> int:
             return run_targets.run(options)
         # before JAX starts; then, before any other JAX call, the processes meet, and
         # afterwards jax.devices() is every process's devices
-        host_memory.apply(options.host_memory, options.device, cli_plan.loops(options))
+        jaxcnn.configure_host(options.host_memory, options.device, cli_plan.loops(options))
         distributed.initialize(
             options.coordinator,
             options.num_processes,
@@ -381,7 +383,13 @@ def _run(options: argparse.Namespace) -> int:
     print(f"\n{len(done) - skipped} record(s) appended to {out / records.RECORDS_FILE}")
     if skipped:
         print(f"{skipped} workload(s) already recorded were skipped (--force reruns them)")
+    print(f"next, their report (REPORT.md and its plots in {out}): {report_command(out)}")
     return failed
+
+
+def report_command(out: Path) -> str:
+    """The command that writes the report of the records in `out`: a run's next step."""
+    return f"python -m experiments.report {shlex.quote(str(out).rstrip('/') + '/')}"
 
 
 if __name__ == "__main__":

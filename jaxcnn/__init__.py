@@ -8,6 +8,9 @@ state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="de
 on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
 """
 
+from collections.abc import Collection
+from typing import Any
+
 from jaxcnn import (
     aot,
     data,
@@ -34,16 +37,30 @@ from jaxcnn.train import (
     train_step,
 )
 
-# Importing does not start a JAX backend; this must happen before one starts, so that
-# pmap over many fake CPU devices cannot deadlock (see the function).
-devices.reserve_collective_threads()
-targets.prepare_environment()  # before any JAX backend starts
-# The host allocator's policy for per-step dispatch, which a user would not know to ask
-# for; $JAXCNN_HOST_MEMORY changes it (see the module).
-try:
-    host_memory.apply_default()
-except ValueError as e:  # host_memory raises no UsageError: peers load it without JAX
-    raise UsageError(str(e)) from None
+
+def configure_host(
+    policy: str = "auto", device: str = "auto", loops: Collection[str] = ("step",)
+) -> dict[str, Any]:
+    """Set this process's host for jaxcnn's steps; call it once, before the first JAX
+    computation, if you want it: importing jaxcnn changes nothing of the process.
+
+    - The host allocator's policy (jaxcnn.host_memory: `auto` is `retain` where steps
+      are dispatched one by one on the CPU, which keeps freed memory instead of faulting
+      each step's buffers in afresh). Irreversible: glibc's `mallopt`, process-wide.
+    - XLA:CPU's thread pools sized for collectives over many CPU devices (NPROC), where
+      JAX_NUM_CPU_DEVICES or XLA_FLAGS ask for several: without it a pmap step over 8
+      fake devices on 2 cores can deadlock (jaxcnn.devices.reserve_collective_threads).
+
+    Returns what is now in effect: {"host_memory": jaxcnn.host_memory.current(),
+    "cpu_threads": the NPROC set, or None where left alone}. A policy not in
+    jaxcnn.host_memory.POLICIES is a UsageError."""
+    try:
+        host_memory.resolve(policy, device, loops)  # a bad policy, before anything changes
+    except ValueError as e:  # host_memory raises no UsageError: peers load it without JAX
+        raise UsageError(str(e)) from None
+    threads = devices.reserve_collective_threads()
+    return {"host_memory": host_memory.apply(policy, device, loops), "cpu_threads": threads}
+
 
 __version__ = "0.1.0"
 __all__ = [
@@ -55,6 +72,7 @@ __all__ = [
     "UsageError",
     "aot",
     "compile_for",
+    "configure_host",
     "create_train_state",
     "data",
     "devices",

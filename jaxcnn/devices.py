@@ -41,6 +41,26 @@ def available_platforms() -> list[str]:
     return [p for p in _PROBE_ORDER if _platform_devices(p)]
 
 
+# The JAX build each accelerator needs (pyproject.toml's extras), and a target the
+# compilers can build for without one (jaxcnn.targets.TARGETS).
+_ACCELERATOR_INSTALL = {
+    "gpu": ('pip install -e ".[cuda]"', "an NVIDIA GPU", "gpu-t4"),
+    "tpu": ('pip install -e ".[tpu]"', "a TPU VM", "tpu-v5e-1"),
+}
+
+
+def _accelerator_hint(device: str) -> str:
+    """What to do when `device` is a GPU or TPU JAX does not see: install JAX's build
+    for it where the chip is, or compile for one that is not here."""
+    if device not in _ACCELERATOR_INSTALL:
+        return ""
+    install, where, target = _ACCELERATOR_INSTALL[device]
+    return (
+        f": on {where}, install JAX's {device.upper()} build ({install}); without one, "
+        f"--target={target} (or another --target) compiles for it"
+    )
+
+
 def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.Device]:
     """The devices to run on: all of `device`'s platform, or its first `num_devices`.
 
@@ -61,7 +81,7 @@ def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.De
         present = ", ".join(available_platforms()) or "none"
         raise UsageError(
             f"--device={device} asked for, but JAX sees no {device.upper()} here "
-            f"(present: {present}); use --device=auto or one of those"
+            f"(present: {present}){_accelerator_hint(device)}; or use --device=auto"
         )
     if num_devices is not None:
         if num_devices < 1:

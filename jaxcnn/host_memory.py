@@ -40,12 +40,9 @@ before JAX starts its CPU client (the first computation or `jax.devices()`). Cal
 later it changes nothing and says so in what it returns. This module imports no JAX,
 so the JAX-free peer benchmarks apply the same policy to PyTorch and Keras.
 
-A library user gets the fast path without asking: `import jaxcnn` runs
-`apply_default()`, which applies the policy $JAXCNN_HOST_MEMORY names for the step
-loop, `auto` when it is unset (JAX has not started at import, so it takes effect).
-`system` keeps glibc's defaults; `manual` sets nothing, for a program that calls
-`apply` itself once it knows its loops (experiments.run sets it before importing
-jaxcnn).
+Nothing here runs on import: `jaxcnn.configure_host()` (or `apply`) sets the policy
+where a program asks for it; experiments.run asks, from the loops it will run, and
+says what took effect.
 """
 
 from __future__ import annotations
@@ -66,8 +63,6 @@ RETAIN = {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}
 _MALLOPT_PARAM = {"M_ARENA_MAX": -8, "M_MMAP_MAX": -4, "M_TRIM_THRESHOLD": -1}  # malloc.h
 
 _current: dict[str, Any] = {"policy": "system", "applied": False, "reason": "not asked"}
-ENV_POLICY = "JAXCNN_HOST_MEMORY"
-MANUAL = "manual"  # $JAXCNN_HOST_MEMORY: the program calls `apply` itself
 
 # --- Where the steps will run, known before JAX starts ------------------------------------
 
@@ -211,20 +206,6 @@ def apply(
             "settings": dict(RETAIN),
         }
     return current()
-
-
-def apply_default() -> dict[str, Any]:
-    """`apply` the policy $JAXCNN_HOST_MEMORY names (`auto` when unset) for the step
-    loop, or nothing where it says `manual`; what is in effect."""
-    policy = os.environ.get(ENV_POLICY) or "auto"
-    if policy == MANUAL:
-        return current()
-    if policy not in POLICIES:
-        raise ValueError(
-            f"${ENV_POLICY}={policy!r} is not a host memory policy: "
-            f"choose one of {', '.join((*POLICIES, MANUAL))}"
-        )
-    return apply(policy)
 
 
 # Set before the process started, these change the allocator whatever `apply` does.

@@ -275,6 +275,7 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     from jax.experimental import topologies
 
     if target.platform == "tpu":
+        prepare_libtpu()
         topology = topologies.get_topology_desc(target.topology, "tpu", **_tpu_options(target))
     else:
         config = (SPECS / str(target.spec)).read_text()
@@ -300,7 +301,7 @@ def _tpu_options(target: Target) -> dict[str, Any]:
     return options
 
 
-# --- Before any backend starts ---------------------------------------------------------
+# --- The compilers' environment, set where a compile or a program needs it ----------------
 
 
 def _accelerators_here() -> bool:
@@ -308,31 +309,44 @@ def _accelerators_here() -> bool:
     return bool(host_memory.accelerators_here())
 
 
-def prepare_environment() -> None:
-    """Settings the compilers need, made before any JAX backend starts (jaxcnn's import
-    calls this). Only where no accelerator is here, so a real TPU or GPU is untouched:
+def prepare_libtpu() -> dict[str, str]:
+    """Settings libtpu needs to compile for a TPU that is not here, made in this
+    process's environment where a TPU compile is about to load libtpu (libtpu reads them
+    as it loads); the ones set now, {} where an accelerator is here (a real TPU or GPU is
+    left untouched) or all were set already:
 
     - libtpu skips asking for a TPU VM's metadata server (there is none), is told this
       host's name and bounds (it would print a warning looking for each), and may be
       loaded by several processes at once (pytest-xdist, two studies): its lockfile
-      guards the chips, and there are none to guard.
-    - with a compiler installed, JAX would also try to start TPU and CUDA backends and
-      log their failures at length before settling on the CPU; it is told the CPU is
-      all there is. Compiling for targets does not need those backends.
+      guards the chips, and there are none to guard. One host's bounds: compile-only
+      topologies are the same with them (their devices, coordinates and programs alike).
     """
     if _accelerators_here():
-        return
-    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-    os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")  # else libtpu logs an error
-    # One host's bounds: else libtpu, finding no accelerator type, prints a warning to
-    # stderr in every process that compiles for a TPU. Compile-only topologies are the
-    # same with it (their devices, coordinates and compiled programs alike).
-    os.environ.setdefault("TPU_HOST_BOUNDS", "1,1,1")
+        return {}
+    wanted = {
+        "TPU_SKIP_MDS_QUERY": "1",
+        "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+        "TPU_WORKER_HOSTNAMES": "localhost",
+        "TPU_HOST_BOUNDS": "1,1,1",
+    }
+    added = {name: value for name, value in wanted.items() if name not in os.environ}
+    os.environ.update(added)
+    return added
+
+
+def cpu_backend_only() -> bool:
+    """For a program that compiles for targets or runs on this CPU (experiments.run, its
+    compile child), never for a library import: with a compiler installed (the
+    [targets] extra) and no TPU or GPU here, JAX would try to start the TPU and CUDA
+    backends and log their failures at length before settling on the CPU; it is told
+    the CPU is all there is. Whether it did: not where JAX_PLATFORMS (the user's) is
+    set, a backend already started, an accelerator is here, or no compiler installed."""
+    if _accelerators_here() or jax.config.jax_platforms is not None:
+        return False
     if not (_installed("libtpu") or _installed("jax_plugins.xla_cuda12")):
-        return
-    if jax.config.jax_platforms is None:  # JAX_PLATFORMS, where set, is the user's
-        try:
-            jax.config.update("jax_platforms", "cpu")
-        except RuntimeError:  # a backend already started: too late, and harmless
-            pass
+        return False
+    try:
+        jax.config.update("jax_platforms", "cpu")
+    except RuntimeError:  # a backend already started: too late, and harmless
+        return False
+    return True

@@ -9,24 +9,68 @@ import os
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_NUM_CPU_DEVICES"] = "8"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The test process keeps glibc's allocator: importing jaxcnn sets no policy here.
-os.environ["JAXCNN_HOST_MEMORY"] = "manual"
 
 import errno
 import gzip
+import importlib.util
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import jax
 import numpy as np
 import pytest
 
-import jaxcnn  # noqa: F401  (sizes XLA:CPU's thread pools for 8 devices, before JAX starts)
+from jaxcnn import devices
+
+# XLA:CPU's thread pools sized for collectives over 8 devices, before JAX starts (else a
+# pmap step can deadlock on 2 cores); the test process keeps glibc's allocator.
+devices.reserve_collective_threads()
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 # Start the backends now: main() run in-process then finds JAX started and leaves the
 # test process's allocator as it is (jaxcnn/host_memory.py), whatever test runs first.
 jax.devices()
+
+
+T = TypeVar("T")
+
+# What each optional extra brings, as the modules a test needs from it.
+EXTRA_MODULES = {
+    "targets": ("libtpu", "jax_plugins.xla_cuda12"),
+    "notebook": ("nbclient", "nbformat", "ipykernel"),
+}
+
+
+def missing_extra(extra: str) -> str | None:
+    """Why the `extra` (a pyproject.toml optional dependency) cannot serve a test here,
+    as the line that fixes it; None where it can."""
+    install = f'pip install -e ".[{extra}]"'
+    if extra == "onednn":
+        from jaxcnn import onednn
+
+        if onednn.available():
+            return None
+        return f"needs oneDNN and a g++: {install} (and a g++ on PATH)"
+    missing = [m for m in EXTRA_MODULES[extra] if not _importable(m)]
+    return f"needs the [{extra}] extra ({', '.join(missing)}): {install}" if missing else None
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing
+        return False
+
+
+def needs_extra(extra: str) -> Callable[[T], T]:
+    """Mark a test `extra` (CI's second step runs `-m extra` once the extras are
+    installed) and skip it where `extra` is not installed, with the install line as
+    the reason (`pytest -ra` lists them)."""
+    reason = missing_extra(extra)
+    skip = pytest.mark.skipif(reason is not None, reason=reason or "")
+    return lambda test: pytest.mark.extra(extra)(skip(test))
 
 
 def write_idx(path: Path, array: np.ndarray, magic: int | None = None, count: int | None = None):

@@ -16,16 +16,14 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import missing_extra, needs_extra
 
 import jaxcnn
 from jaxcnn import aot, flops, targets, train
 from jaxcnn.errors import UsageError
 
-HAVE_TARGETS = targets._installed("libtpu") and targets._installed("jax_plugins.xla_cuda12")
-needs_targets = pytest.mark.skipif(
-    not HAVE_TARGETS,
-    reason=f"the [targets] extra (libtpu, the CUDA plugin) is not installed: {targets.INSTALL}",
-)
+HAVE_TARGETS = missing_extra("targets") is None
+needs_targets = needs_extra("targets")
 SHAPE = (16, 16, 3)
 
 

@@ -21,8 +21,11 @@ def test_a_platform_jax_platforms_leaves_out_names_the_variable(monkeypatch):
     with pytest.raises(UsageError, match="--device=gpu.*JAX_PLATFORMS=cpu in the environment"):
         devices.resolve("gpu")
     monkeypatch.setenv("JAX_PLATFORMS", "cpu,cuda")  # a positive control: gpu is named
-    with pytest.raises(UsageError, match="JAX sees no GPU here"):
+    with pytest.raises(UsageError, match="JAX sees no GPU here") as refused:
         devices.resolve("gpu")
+    # the way to a GPU: its JAX build where one is, a compile for one where none is
+    assert 'install JAX\'s GPU build (pip install -e ".[cuda]")' in str(refused.value)
+    assert "--target=gpu-t4" in str(refused.value)
 
 
 def test_unknown_device_lists_choices():

@@ -115,7 +115,15 @@ MODELS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "overrides"), MODELS)
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        pytest.param(
+            *m, marks=[pytest.mark.slow] if m[0] in ("resnet_tiny", "catsdogs_cnn") else []
+        )
+        for m in MODELS
+    ],
+)
 def test_every_model_s_loss_and_gradients_match_across_formulations(name, overrides):
     shape = models.input_shape(name, **overrides)
     plain = models.get(name, formulation="xla", **overrides)

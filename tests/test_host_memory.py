@@ -198,12 +198,14 @@ def test_retain_reuses_a_freed_buffer_where_glibc_maps_it_afresh():
     assert all(f < pages // 100 for f in retain["faults"][1:]), retain["faults"]
 
 
-# A library user's script: no host_memory call of its own.
+# A library user's script: jaxcnn.configure_host(POLICY) where an argument names one.
 LIBRARY_USER = textwrap.dedent(
     """
     import json, sys
     import jaxcnn
     from jaxcnn import host_memory, models
+    if sys.argv[1:]:
+        jaxcnn.configure_host(sys.argv[1])
     jaxcnn.create_train_state(
         models.get("mlp", width=8), jaxcnn.make_optimizer("adam"), models.input_shape("mlp")
     )
@@ -212,13 +214,10 @@ LIBRARY_USER = textwrap.dedent(
 )
 
 
-def _library_user(policy_env: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != host_memory.ENV_POLICY}
-    env["JAX_PLATFORMS"] = "cpu"
-    if policy_env is not None:
-        env[host_memory.ENV_POLICY] = policy_env
+def _library_user(*policy: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
-        [sys.executable, "-c", LIBRARY_USER],
+        [sys.executable, "-c", LIBRARY_USER, *policy],
         capture_output=True,
         text=True,
         timeout=120,
@@ -228,32 +227,32 @@ def _library_user(policy_env: str | None) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "policy_env,policy,reason",
+    "asked,policy,reason",
     [
-        (None, "retain", "asked: auto"),  # the README's path gets the fast one
-        ("system", "system", "asked: system"),  # the way out
-        ("manual", "system", "not asked"),  # the program calls apply itself
+        ((), "system", "not asked"),  # importing jaxcnn sets nothing
+        (("auto",), "retain", "asked: auto"),  # asked for: the step loop's fast path
+        (("system",), "system", "asked: system"),
     ],
 )
-def test_importing_jaxcnn_sets_the_policy_a_library_user_did_not_ask_for(
-    policy_env, policy, reason
-):
-    run = _library_user(policy_env)
+def test_a_library_user_gets_the_host_policy_it_asks_for_and_none_it_did_not(asked, policy, reason):
+    run = _library_user(*asked)
     assert run.returncode == 0, run.stderr
     state = json.loads(run.stdout.strip().splitlines()[-1])
     assert state["policy"] == policy
     assert reason in state["reason"]
 
 
-@pytest.mark.slow
-def test_a_bad_policy_in_the_environment_names_the_variable_and_the_choices():
-    run = _library_user("huge")
-    assert run.returncode != 0
-    # a UsageError, what a library user catches (JaxcnnError) for a mistake they can fix
-    assert (
-        "jaxcnn.errors.UsageError: $JAXCNN_HOST_MEMORY='huge' is not a host memory policy: "
-        "choose one of auto" in run.stderr
-    )
+def test_a_bad_policy_names_the_choices_before_anything_changes(monkeypatch):
+    import jaxcnn
+    from jaxcnn import devices
+    from jaxcnn.errors import UsageError
+
+    monkeypatch.delenv("NPROC", raising=False)
+    before = host_memory.current()
+    with pytest.raises(UsageError, match="unknown host memory policy 'huge': choose one of auto"):
+        jaxcnn.configure_host("huge")
+    assert "NPROC" not in os.environ and host_memory.current() == before
+    assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "8"})  # would have set it
 
 
 SMALL_RUN = ["--model", "mlp", "--set", "width=8", "--epochs", "0", "--batch-size", "16"]
@@ -266,9 +265,7 @@ def test_the_command_takes_the_fast_path_on_a_cpu_with_compilers_installed(tmp_p
     # TPU or GPU: no JAX_PLATFORMS, no policy asked for, libtpu and a plugin importable.
     repo = Path(__file__).parent.parent
     site = fake_compilers(tmp_path / "site")
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", host_memory.ENV_POLICY)
-    }
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(repo)])
     run = subprocess.run(
         [sys.executable, "-m", "experiments.run", "--out", str(tmp_path / "out"), *SMALL_RUN],

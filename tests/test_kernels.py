@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_extra
 
 from jaxcnn import kernels as K
 
@@ -745,10 +746,7 @@ def test_the_cpu_train_steps_kernels_do_the_jaxprs_flops():
     assert {k.kind for k in ks} <= {"fusion", "gemm", "copy", "other"}
 
 
-HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
-needs_targets = pytest.mark.skipif(
-    not HAVE_TARGETS, reason="the [targets] extra (libtpu, the CUDA plugin) is not installed"
-)
+needs_targets = needs_extra("targets")
 
 
 @needs_targets

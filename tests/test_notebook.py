@@ -51,7 +51,7 @@ def test_notebook_is_valid_with_one_parameters_cell_and_no_outputs():
     code = [c for c in notebook.cells if c.cell_type == "code"]
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
     assert notebook.cells[0].cell_type == "markdown"
-    assert make_notebook.PLACEHOLDER_URL in notebook.cells[0].source
+    assert make_notebook.ARCHIVE_COMMAND in notebook.cells[0].source  # how to make SOURCE
 
 
 def test_committed_notebook_is_what_make_notebook_writes():
@@ -96,8 +96,59 @@ def test_install_command_pins_the_runtime_jax_and_handles_both_sources(tmp_path)
 
     with pytest.raises(ValueError, match="placeholder"):
         ns["pip_install_command"](make_notebook.PLACEHOLDER_URL, "main", constraints)
-    with pytest.raises(ValueError, match="neither a folder"):
+    with pytest.raises(ValueError, match="neither a folder or archive"):
         ns["pip_install_command"](str(tmp_path / "missing"), "main", constraints)
+    for name in ("jaxcnn-0.1.0-py3-none-any.whl", "jaxcnn.zip", "jaxcnn-0.1.0.tar.gz"):
+        (tmp_path / name).write_bytes(b"")
+        archive = ns["pip_install_command"](str(tmp_path / name), "main", constraints)
+        assert archive[6:] == [str(tmp_path / name)]
+
+
+def test_source_auto_finds_what_was_uploaded_or_says_how_to_make_it(tmp_path):
+    ns = _install_namespace()
+    content, kaggle = tmp_path / "content", tmp_path / "kaggle-input"
+    (content / "sample_data").mkdir(parents=True)  # what a Colab runtime holds
+    (kaggle / "other-dataset").mkdir(parents=True)
+    ns["UPLOAD_FOLDERS"] = (content, kaggle, tmp_path / "absent")
+    with pytest.raises(ValueError, match="found no jaxcnn") as nothing:
+        ns["find_source"](ns["UPLOAD_FOLDERS"])
+    assert make_notebook.ARCHIVE_COMMAND in str(nothing.value)  # the line says how
+    # A Kaggle dataset holding a checkout, two levels down
+    checkout = kaggle / "jaxcnn-source" / "jaxcnn-main"
+    checkout.mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "jaxcnn"\n')
+    assert ns["find_source"](ns["UPLOAD_FOLDERS"]) == str(checkout)
+    # An archive uploaded to Colab's folder comes first; pip installs that file
+    (content / "jaxcnn.zip").write_bytes(b"")
+    assert ns["find_source"](ns["UPLOAD_FOLDERS"]) == str(content / "jaxcnn.zip")
+    command = ns["pip_install_command"]("auto", "main", tmp_path / "c.txt")
+    assert command[6:] == [str(content / "jaxcnn.zip")]
+    assert 'SOURCE = "auto"' in cell_source("parameters")  # the default needs no edit
+
+
+def test_the_last_cell_packs_records_report_and_plots_and_says_where_they_go(tmp_path):
+    out = tmp_path / "out"
+    for name in ("records.jsonl", "REPORT.md", "report/devices.md", "plot.png",
+                 "checkpoints/run/state.json", "checkpoints/run/x.jsonl"):  # fmt: skip
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(name)
+    namespace = {"OUT": out, "ON_COLAB": False, "ON_KAGGLE": False}
+    exec(cell_source("download"), namespace)
+    import zipfile
+
+    with zipfile.ZipFile(out / "jaxcnn_results.zip") as packed:
+        assert sorted(packed.namelist()) == [
+            "REPORT.md", "plot.png", "records.jsonl", "report/devices.md"
+        ]  # fmt: skip
+        assert packed.read("records.jsonl") == b"records.jsonl"
+
+
+def test_results_default_to_persistent_storage():
+    # Drive on Colab (mounted by default, asking once); Kaggle's kept output folder
+    assert "MOUNT_DRIVE = True" in cell_source("parameters")
+    where = cell_source("where")
+    assert 'OUT = DRIVE / "jaxcnn_results"' in where
+    assert 'OUT = Path("/kaggle/working/jaxcnn_results")' in where
 
 
 def test_runtime_can_build_follows_setuptools_and_wheel():
@@ -190,10 +241,12 @@ def test_the_defaults_run_the_headline_studies_and_all_is_one_parameter_away(tmp
 def test_the_readme_opens_the_notebook_where_the_repository_is():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     links = re.findall(r"\[Open in Colab\]\(([^)]+)\)", readme)
-    assert links == [make_notebook.colab_url()]
-    assert f'SOURCE = "{make_notebook.REPOSITORY}"' in cell_source("parameters")
     placeholder = make_notebook.REPOSITORY == make_notebook.PLACEHOLDER_URL
-    assert ("replace `OWNER`" in readme) is placeholder  # a hint while there is no owner
+    # no link that opens nothing: while unpublished, the notebook is uploaded, with
+    # the archive its SOURCE = "auto" finds
+    assert links == ([] if placeholder else [make_notebook.colab_url()])
+    assert ("File > Upload notebook" in readme) is placeholder
+    assert make_notebook.ARCHIVE_COMMAND in readme
 
 
 def test_a_runtime_jax_older_than_supported_is_one_line_naming_both():
@@ -353,5 +406,6 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     assert all(r["status"] == "ok" for r in records)
     assert {r["device"]["platform"] for r in records} == {"cpu"}
     assert (out / "REPORT.md").is_file()
+    assert (out / "jaxcnn_results.zip").is_file()  # the last cell's archive
     (report,) = tagged(notebook, "report")
     assert outputs(report, "text/markdown") and outputs(report, "image/png")

@@ -5,13 +5,13 @@ channel cases the models use, and tells how to install oneDNN when it is missing
 oneDNN is optional (`pip install -e ".[onednn]"`): without it, or without a C++
 compiler to build the FFI library, only the tests of its absence run."""
 
-import shutil
 import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import needs_extra
 from jax import lax
 from test_bad_input import TINY, _assert_one_line_exit_2
 from test_formulation import conv_both
@@ -22,18 +22,7 @@ from jaxcnn.errors import UsageError
 NHWC = ("NHWC", "HWIO", "NHWC")
 
 
-def _unavailable() -> str | None:
-    """Why the oneDNN tests cannot run here, or None."""
-    try:
-        onednn._onednn_prefix()
-    except UsageError:
-        return f"oneDNN is not installed (`{onednn._INSTALL}`)"
-    if shutil.which("g++") is None:
-        return "no g++ to build the oneDNN FFI library"
-    return None
-
-
-needs_onednn = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+needs_onednn = needs_extra("onednn")
 
 
 @pytest.fixture

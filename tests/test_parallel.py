@@ -376,7 +376,7 @@ def test_records_say_what_sized_the_cpu_threads(monkeypatch):
     monkeypatch.delenv("NPROC", raising=False)
     monkeypatch.setattr(devices, "_reserved_threads", None)
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
-    threads = devices.reserve_collective_threads()  # what `import jaxcnn` does
+    threads = devices.reserve_collective_threads()  # what `jaxcnn.configure_host()` does
     env = lambda: record_for(Workload(model="mlp"), jax.devices()[:1])["env"]  # noqa: E731
     assert env()["cpu_threads"] == {"NPROC": str(threads), "set_by": "jaxcnn"}
     monkeypatch.setenv("NPROC", "3")
@@ -391,6 +391,7 @@ def test_records_say_what_sized_the_cpu_threads(monkeypatch):
 # aborted 5 times of 5 with 8 workers and completed 5 times of 5 with jaxcnn's 16.
 _COLLECTIVES_IN_FLIGHT = """
 import os, jaxcnn, jax, jax.numpy as jnp
+jaxcnn.configure_host()  # sizes the pools, before JAX starts
 f = jax.pmap(lambda x: jax.lax.psum(jnp.tanh(x @ x).sum(0), "i"), axis_name="i")
 x = jnp.ones((jax.device_count(), 256, 256))
 jax.block_until_ready([f(x + k) for k in range(200)])

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from conftest import needs_extra
 
 from experiments import fit_predictions, predictions
 from jaxcnn import prediction
@@ -52,6 +54,44 @@ TABLE = {
 
 def _gemm(flops: float, nbytes: float, count: int = 1, dtype: str = "f32") -> Kernel:
     return Kernel("gemm", "gemm", flops, nbytes, dtype, count)
+
+
+def _log_steps(obs: list, constants: dict) -> np.ndarray:
+    """Each observation's log step time as the per-kernel model prices it with `constants`."""
+    from jaxcnn import kernels
+
+    return np.log(
+        [
+            kernels.step_time(list(o.kernels), prediction.costs(o.rates, constants))["seconds"]
+            for o in obs
+        ]
+    )
+
+
+def _assert_recovered_where_identifiable(obs: list, truth: dict, fitted: dict) -> None:
+    """What a fit to observations the truth made exactly can promise, on any CPU.
+
+    The truth's loss is zero, so the fit must reproduce the observations; L-BFGS-B stops
+    at its gradient tolerance, not at zero, so a small residual remains. Each constant is
+    identifiable where the model's log step times, differentiated by the log constants at
+    the truth, have full rank; how far a constant can then be from the truth is that
+    residual through the pseudo-inverse of that Jacobian (to first order). A constant the
+    observations resolve to 2% must be within 2%; one they resolve worse must be within
+    its resolution (the linear bound, with room for the model's curvature)."""
+    names = list(truth)
+    residual = _log_steps(obs, {p: fitted[p] for p in names}) - np.log([o.measured_s for o in obs])
+    assert np.abs(residual).max() < 0.01  # the optimum reproduces the steps
+    at_truth = _log_steps(obs, truth)
+    columns = []
+    for name in names:
+        nudged = {**truth, name: truth[name] * math.exp(1e-6)}
+        columns.append((_log_steps(obs, nudged) - at_truth) / 1e-6)
+    jacobian = np.array(columns).T
+    assert np.linalg.matrix_rank(jacobian) == len(names)  # every constant identifiable
+    spread = np.linalg.norm(residual) * np.linalg.norm(np.linalg.pinv(jacobian), axis=1)
+    for name, resolution in zip(names, spread, strict=True):
+        off = abs(math.log(fitted[name] / truth[name]))
+        assert off <= max(0.02, 1.5 * resolution), (name, off, resolution)
 
 
 def test_vendor_rates_price_f32_at_the_precision_its_matmuls_run_in():
@@ -353,6 +393,7 @@ def test_a_platform_with_too_few_observations_says_its_constants_are_assumed():
     assert not math.isnan(fitted["compute_efficiency"])
 
 
+@pytest.mark.slow
 def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     # The committed constants are what the procedure gives on the committed inputs.
     from pathlib import Path
@@ -407,6 +448,7 @@ def test_a_small_models_step_is_priced_by_its_launches():
 
 
 @pytest.mark.slow
+@needs_extra("targets")
 def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
     # Seed 002's question needs this: at small batches a GPU step is launches and
     # memory traffic, so 8x the batch costs far less than 8x the time; the roofline
@@ -958,6 +1000,7 @@ def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own
     assert plain["overhead_s"] == pytest.approx(118 * 1e-6)
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one():
     from jaxcnn import kernels
 
@@ -992,8 +1035,7 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
         seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
         obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
     fitted = fit_predictions.fit_platform("cpu", obs)
-    for name, value in truth.items():
-        assert fitted[name] == pytest.approx(value, rel=0.02), name
+    _assert_recovered_where_identifiable(obs, truth, fitted)
     assert fitted["error"]["median"] < 0.02
     # The same observations on a GPU: one fixed cost per kernel, none per kind.
     gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
@@ -1012,6 +1054,7 @@ def test_a_family_prices_cache_resident_kernels_at_its_cache_efficiency():
     assert kernels.step_time(ks, plain)["seconds"] == pytest.approx((3e5 + 4e6) / 5e9)
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
     from jaxcnn import kernels
 
@@ -1047,13 +1090,13 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
     # The GEMMs' bytes at DRAM's rate, as the truth has them (held: not this test's).
     held = {"library_memory_efficiency": (None, "the GEMMs' bytes at memory_efficiency")}
     fitted = fit_predictions.fit_platform("cpu", obs, held)
-    for name, value in truth.items():
-        assert fitted[name] == pytest.approx(value, rel=0.02), name
+    _assert_recovered_where_identifiable(obs, truth, fitted)
     assert fitted["conv_overhead_s"] is None  # no library convolution ran
     gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
     assert gpu["cache_memory_efficiency"] is None and gpu["conv_overhead_s"] is None
 
 
+@pytest.mark.slow
 def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_neither():
     from jaxcnn import kernels
 

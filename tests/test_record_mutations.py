@@ -73,6 +73,7 @@ def quick_report(monkeypatch):
     monkeypatch.setattr(references, "load", lambda *a: loaded)
 
 
+@pytest.mark.slow
 def test_no_record_the_reader_lets_through_crashes_the_report_or_the_fit(tmp_path, quick_report):
     rng = random.Random(42)
     sample = _sample(rng)

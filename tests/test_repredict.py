@@ -5,7 +5,6 @@ same way is touched."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import jax
 import pytest
+from conftest import needs_extra
 
 from experiments import measure, records, repredict
 from experiments.prepare import load_splits
@@ -52,6 +52,7 @@ def _as_before_kernels(record: dict) -> dict:
     return old
 
 
+@pytest.mark.slow
 def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_changes(
     tmp_path, capsys
 ):
@@ -83,6 +84,7 @@ def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_chan
     }
 
 
+@pytest.mark.slow
 def test_a_device_loop_record_gets_the_kernels_of_its_epoch_loop(tmp_path):
     today = _measured(loop="device")
     path = tmp_path / "records.jsonl"
@@ -96,6 +98,7 @@ def test_a_device_loop_record_gets_the_kernels_of_its_epoch_loop(tmp_path):
     assert abs(launched - step) <= 2
 
 
+@pytest.mark.slow
 def test_a_record_made_by_another_jax_is_left_alone(tmp_path):
     old = _as_before_kernels(_measured())
     old["env"]["jaxlib"] = "0.0.1"
@@ -106,6 +109,7 @@ def test_a_record_made_by_another_jax_is_left_alone(tmp_path):
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
     old = _as_before_kernels(_measured())
     path = tmp_path / "records.jsonl"
@@ -117,6 +121,7 @@ def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
     assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
 
 
+@pytest.mark.slow
 def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch):
     # Kernels read when the run timed its step: the same program compiled again here is
     # read by today's jaxcnn.kernels (a reader fixed since the run).
@@ -138,11 +143,8 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
     assert counts == {"recompiled": 1, "compile-only (--measured-only)": 1}
 
 
-HAVE_TARGETS = all(importlib.util.find_spec(m) for m in ("libtpu", "jax_plugins.xla_cuda12"))
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_TARGETS, reason="the [targets] extra is not installed")
+@needs_extra("targets")
 def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_compiled(tmp_path):
     from experiments.compile_only import run_target
 
@@ -174,6 +176,7 @@ def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_c
         assert again[key] == old[key]
 
 
+@pytest.mark.slow
 def test_the_file_is_not_locked_while_it_compiles_and_an_append_meanwhile_is_kept(
     tmp_path, monkeypatch
 ):
@@ -226,6 +229,7 @@ def _two_old_records(tmp_path) -> tuple:
 KERNELS = [[1, "gemm", 2.0, 8.0, "f32", 0]]
 
 
+@pytest.mark.slow
 def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
     tmp_path, monkeypatch
 ):
@@ -248,6 +252,7 @@ def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
     assert all(r["kernels"] == KERNELS for r in records.load(path))
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monkeypatch, capsys):
     path, _ = _two_old_records(tmp_path)
     real_main = repredict.main
@@ -266,6 +271,7 @@ def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monke
     assert all(r["kernels"] == KERNELS for r in records.load(path))
 
 
+@pytest.mark.slow
 def test_a_long_run_writes_what_it_compiled_as_it_goes(tmp_path, monkeypatch):
     path, first_id = _two_old_records(tmp_path)
     on_disk_at_second_compile = {}

@@ -25,6 +25,7 @@ def _rewrite_machine(path, machine):
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
 
 
+@pytest.mark.slow
 def test_a_record_from_this_machine_is_skipped_one_from_another_of_its_name_is_not(
     tmp_path, capsys
 ):
@@ -44,6 +45,7 @@ def test_a_record_from_this_machine_is_skipped_one_from_another_of_its_name_is_n
     assert len(records.load(path)) == 2  # measured again, here
 
 
+@pytest.mark.slow
 def test_a_cpu_record_without_a_machine_never_counts_as_made_here(tmp_path, capsys):
     argv = ["--out", str(tmp_path), *TINY]
     assert main(argv) == 0

@@ -254,6 +254,7 @@ def test_a_run_killed_at_each_phase_of_a_save_resumes_bit_identically(tmp_path, 
     assert not list(workload.glob(f"*{TMP_MARKER}*"))
 
 
+@pytest.mark.slow
 def test_a_save_left_unfinished_is_removed_before_the_same_step_is_saved(digits, tmp_path):
     """What a kill during the save of step 10 leaves; resumed at 5, step 10 is saved again."""
     _fit(digits, "single", tmp_path, max_steps=10)
@@ -368,6 +369,7 @@ def _checkpoint_folder(out: Path, command: list[str]) -> Path:
     return cli_plan.checkpoint_root(options) / key
 
 
+@pytest.mark.slow
 def test_a_checkpoint_folder_that_is_a_file_is_a_usage_error_before_any_work(tmp_path, capfd):
     folder = _checkpoint_folder(tmp_path, RUN)
     folder.parent.mkdir(parents=True)
@@ -394,6 +396,7 @@ def test_checkpoints_in_a_folder_that_is_a_file_are_refused_before_any_save(tmp_
             Checkpoints(tmp_path / inside)
 
 
+@pytest.mark.slow
 def test_same_seed_same_device_same_digest(tmp_path):
     short = ["--model", "mlp", "--set", "width=16", "--batch-size", "128", "--epochs", "1"]
     short += ["--set", "timing_steps=2", "--set", "progress=false", "--set", "checkpoints=false"]
@@ -405,6 +408,7 @@ def test_same_seed_same_device_same_digest(tmp_path):
     assert not (tmp_path / "a" / "checkpoints").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", parallel.STRATEGIES)
 def test_resume_restores_onto_every_placement(digits, tmp_path, strategy):
     whole = _whole(strategy)
@@ -468,6 +472,7 @@ def test_a_silently_damaged_checkpoint_is_caught_by_its_digest(digits, tmp_path)
     assert [p.name.split("-")[0] for p in (tmp_path / "corrupt").iterdir()] == ["10"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_steps", [None, 10], ids=["final", "mid-run"])
 def test_a_checkpoint_of_other_shapes_is_set_aside_in_one_warning(digits, tmp_path, max_steps):
     """mlp width 512's real checkpoints, found by a width-16 run (a model whose code
@@ -535,6 +540,7 @@ def test_a_checkpoint_of_another_run_is_refused(digits, tmp_path):
         fit(_state(), *digits, batch_size=64, checkpoints=ckpt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check_every", [1, 50])
 def test_training_stops_at_the_first_non_finite_loss(digits, check_every):
     with pytest.raises(NonFiniteLoss) as stopped:
@@ -599,6 +605,7 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
         assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record["message"])
 
 
+@pytest.mark.slow
 def test_a_failed_saves_unretrieved_futures_are_not_logged_but_others_are(tmp_path, caplog):
     """What asyncio logs when it collects a future whose exception nobody retrieved:
     dropped for a write into an Orbax temporary folder (a failed save, already an

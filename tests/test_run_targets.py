@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_extra
 
 from experiments import run_targets
 from experiments.run import main
@@ -87,9 +88,7 @@ def test_a_record_taken_from_the_file_says_nothing_was_compiled_now():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not targets._installed("jax_plugins.xla_cuda12"), reason="the CUDA plugin: [targets]"
-)
+@needs_extra("targets")
 def test_a_rerun_of_a_target_compile_says_it_answered_from_the_records(tmp_path, capfd):
     # capfd: the compiles run in a child process, which writes its progress to the fd.
     argv = ["--target=gpu-t4", "--model=mlp", "--set", "width=8", "--batch-size=16"]
@@ -115,7 +114,7 @@ LIBTPU_WARNING = "could not determine TPU accelerator type"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+@needs_extra("targets")
 def test_a_tpu_target_compile_prints_nothing_of_libtpus_to_stderr(tmp_path):
     if targets._accelerators_here():
         pytest.skip("a machine with an accelerator: libtpu's settings are left alone")

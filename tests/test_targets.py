@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import missing_extra, needs_extra
 
 from experiments import compile_only, records
 from experiments.isolated import ChildDied, InChild
@@ -25,11 +26,8 @@ from jaxcnn import devices, targets
 from jaxcnn.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-HAVE_TARGETS = targets._installed("libtpu") and targets._installed("jax_plugins.xla_cuda12")
-needs_targets = pytest.mark.skipif(
-    not HAVE_TARGETS,
-    reason=f"the [targets] extra (libtpu, the CUDA plugin) is not installed: {targets.INSTALL}",
-)
+HAVE_TARGETS = missing_extra("targets") is None
+needs_targets = needs_extra("targets")
 TINY_MLP = {"width": 8}
 
 
@@ -345,6 +343,7 @@ def test_a_v4_chip_compiles_as_one_device_doing_a_v3_chips_work():
 # --- A compiler that kills its process -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
     with InChild("compile_crash:pid_or_crash") as pid_or_crash:
         first = pid_or_crash(False)
@@ -360,6 +359,7 @@ def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
     assert "ended before it was ready" in str(e.value)
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_again(tmp_path):
     from compile_crash import CRASHING_BATCH
@@ -389,6 +389,7 @@ def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_
     assert asked == [CRASHING_BATCH, CRASHING_BATCH]  # forced; another compiler's refusal
 
 
+@pytest.mark.slow
 @needs_targets
 @pytest.mark.parametrize("kills", [1, 2])
 def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
@@ -441,19 +442,24 @@ def test_an_older_record_of_a_compile_killed_from_outside_is_compiled_again(tmp_
 
 @needs_targets
 @pytest.mark.slow
-def test_auto_still_resolves_the_cpu_quietly_with_the_extra_installed():
+def test_a_program_asking_for_the_cpu_backend_only_starts_quietly_with_the_extra_installed():
+    # What experiments.run and its compile child ask for; a library import asks nothing
+    # (tests/test_import_side_effects.py).
     if targets._accelerators_here():
         pytest.skip("this machine has an accelerator: auto would rightly pick it")
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS",)}
+    script = (
+        "import jax; from jaxcnn import targets; print(targets.cpu_backend_only(), jax.devices())"
+    )
     run = subprocess.run(
-        [sys.executable, "-c", "import jaxcnn, jax; print(jax.devices())"],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert run.returncode == 0 and "CpuDevice" in run.stdout
+    assert run.returncode == 0 and run.stdout.startswith("True [CpuDevice")
     assert run.stderr == ""
 
 
@@ -487,10 +493,15 @@ def test_every_gpu_spec_compiles_the_step(name):
 # --- The K80: CUDA 11.8's ptxas, for that target only -----------------------------------
 
 KEPLER = targets.KEPLER_TOOLKIT
-needs_kepler = pytest.mark.skipif(
-    not (HAVE_TARGETS and KEPLER.installed()),
+_kepler_missing = pytest.mark.skipif(
+    not KEPLER.installed(),
     reason=f"gpu-k80 compiles with {KEPLER.requirement}, not installed: {KEPLER.install}",
 )
+
+
+def needs_kepler(test):
+    # pytest gives the first skipif that holds: without [targets], that install line
+    return _kepler_missing(needs_targets(test))
 
 
 def test_only_the_k80_compiles_with_a_cuda_toolkit_of_its_own():
@@ -604,6 +615,7 @@ def test_sigterm_stops_the_targets_study_between_compiles_and_a_rerun_finishes_i
     assert len(keys) == len(set(keys)) == 4  # the rest compiled, nothing twice
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, monkeypatch):
     """A SIGTERM to the compile child (not to the study) says nothing about the
@@ -627,6 +639,7 @@ def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, 
     assert [r["status"] for r in records.load(path)] == ["error", "ok"]
 
 
+@pytest.mark.slow
 @needs_targets
 def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     tmp_path, monkeypatch

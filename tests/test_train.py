@@ -35,7 +35,17 @@ def _state_and_batch(name, overrides, batch_size=4, seed=0):
     return state, {"image": jnp.asarray(images), "label": jnp.asarray(labels)}
 
 
-@pytest.mark.parametrize("name,overrides", FAMILIES, ids=[f[0] for f in FAMILIES])
+# The families whose steps take longest to compile here (BatchNorm, many layers): slow.
+HEAVY = ("catsdogs_cnn", "vgg_tiny", "resnet_tiny")
+
+
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        pytest.param(*f, id=f[0], marks=[pytest.mark.slow] if f[0] in HEAVY else [])
+        for f in FAMILIES
+    ],
+)
 def test_two_real_steps_change_every_param_and_keep_loss_finite(name, overrides):
     # Two steps: ResNet zero-initialises each block's last BatchNorm scale, so on the
     # first step no gradient reaches the layers before it (as in the Flax example).
@@ -52,6 +62,7 @@ def test_two_real_steps_change_every_param_and_keep_loss_finite(name, overrides)
     assert not unchanged, f"params not updated: {unchanged}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name,overrides", [f for f in FAMILIES if f[0] in ("catsdogs_cnn", "resnet_tiny")]
 )
@@ -111,7 +122,7 @@ def test_train_step_compiles_once_across_steps():
         traces.append(1)
         return train.train_step(state, batch)
 
-    state, batch = _state_and_batch("lenet5_keras", {})
+    state, batch = _state_and_batch("mlp", {"width": 8})  # any model: the smallest
     step = jax.jit(counted, donate_argnums=0)
     for _ in range(4):
         state, _ = step(state, batch)

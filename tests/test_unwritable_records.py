@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import complete_record
+from conftest import complete_record, needs_extra
 from conftest import fill_disk as _fill
 
 from experiments import records, sweep
 from experiments.isolated import InChild
 from experiments.run import main
-from jaxcnn import targets
 
 TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
 TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
@@ -255,6 +254,7 @@ def _assert_kept_and_exit_1(argv, capsys) -> dict:
     return record
 
 
+@pytest.mark.slow
 def test_a_disk_full_after_the_work_keeps_the_record(small_disk, monkeypatch, capsys):
     path = small_disk / records.RECORDS_FILE
     records.append(path, _record("before"))  # a page partly used: the write falls short
@@ -264,12 +264,14 @@ def test_a_disk_full_after_the_work_keeps_the_record(small_disk, monkeypatch, ca
     assert path.read_bytes() == before  # no partial line
 
 
+@pytest.mark.slow
 def test_a_folder_made_at_the_path_after_the_work_keeps_the_record(tmp_path, monkeypatch, capsys):
     path = tmp_path / records.RECORDS_FILE
     _break_after_the_work(monkeypatch, path.mkdir)
     _assert_kept_and_exit_1(["--out", str(tmp_path), *TINY], capsys)
 
 
+@pytest.mark.slow
 def test_an_immutable_file_after_the_work_keeps_the_record(tmp_path, monkeypatch, capsys, unfreeze):
     path = tmp_path / records.RECORDS_FILE
     path.write_bytes(b"")
@@ -283,6 +285,7 @@ def test_an_immutable_file_after_the_work_keeps_the_record(tmp_path, monkeypatch
     assert path.read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_with_nowhere_to_keep_it_the_record_is_the_line_on_stderr(tmp_path, monkeypatch, capsys):
     path = tmp_path / records.RECORDS_FILE
     monkeypatch.setattr(records.tempfile, "mkstemp", _no_temp)
@@ -310,7 +313,8 @@ def test_an_unwritable_out_is_a_usage_error_before_anything_compiles(tmp_path, c
     assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
 
 
-@pytest.mark.skipif(not targets._installed("libtpu"), reason="libtpu: the [targets] extra")
+@pytest.mark.slow
+@needs_extra("targets")
 def test_a_compiled_record_its_file_cannot_take_is_kept(tmp_path, monkeypatch, capsys):
     path = tmp_path / records.RECORDS_FILE
     real = InChild.__call__
