@@ -121,6 +121,22 @@ def test_two_t4s_compile_the_step_with_its_gradient_all_reduce():
     assert p["collective_s"] == pytest.approx(moved / devices.vendor_interconnect("Tesla T4"))
 
 
+@needs_cuda_plugin
+def test_the_scaling_targets_smoke_compiles_one_and_two_t4s_once_each(tmp_path, capsys):
+    from experiments.run import main
+
+    assert main(["--study=scaling_targets", "--smoke", f"--out={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    made = records.load(tmp_path / records.RECORDS_FILE)
+    assert sorted((r["target"]["name"], r["workload"]["batch_size"]) for r in made) == [
+        ("gpu-t4", 128),
+        ("gpu-t4x2", 256),
+    ]
+    assert {r["workload"]["study"] for r in made} == {"scaling_targets"}
+    assert "largest batch" not in out  # one batch per cell: nothing searched
+    assert "collectives (over the chip's link at 15.8 GB/s)" in out  # the two T4s' PCIe
+
+
 # --- Weak scaling never passes ideal ---------------------------------------------------
 
 
