@@ -55,8 +55,21 @@ TARGETS = (  # jaxcnn.targets.TARGETS
     "gpu-t4",
     "gpu-v100",
     "gpu-a100",
+    "gpu-a100-80gb",
     "gpu-l4",
     "gpu-h100",
+    "gpu-h100-pcie",
+    "gpu-t4x2",
+    "gpu-t4x4",
+    "gpu-v100x2",
+    "gpu-v100x4",
+    "gpu-v100x8",
+    "gpu-a100x2",
+    "gpu-a100x4",
+    "gpu-a100x8",
+    "gpu-h100x2",
+    "gpu-h100x4",
+    "gpu-h100x8",
 )
 HERE = "here"  # --target=here: the target that is this machine's chips
 

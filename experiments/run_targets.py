@@ -1,6 +1,7 @@
-"""The command line's compile-only half: `--target=NAME` (one workload) and
+"""The command line's compile-only half: `--target=NAME` (one workload),
 `--study=targets` (the batch search over every model and target; with --target or
---model, that one's cells), compiled for devices
+--model, that one's cells) and `--study=scaling_targets` (the data-parallel step on
+several GPUs of one host, one batch per GPU), compiled for devices
 not at hand (experiments/compile_only.py) and told in words. Nothing here runs a step.
 
     python -m experiments.run --target=tpu-v5e-8 --model=resnet50 --batch-size=1024
@@ -141,7 +142,9 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
                 ("compute", "compute_s"),
                 ("memory", "memory_s"),
                 ("launches", "overhead_s"),
+                (_collectives_over(record), "collective_s"),
             )
+            if key != "collective_s" or p[key]
         )
         lines.append(
             f"  PREDICTED (per-kernel model, {p['kernels']:,.0f} kernels: {parts}): step "
@@ -165,6 +168,14 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
     if not p and not bound:
         lines.append("  predicted: none (no vendor figures for this chip)")
     return "\n".join(lines)
+
+
+def _collectives_over(record: dict[str, Any]) -> str:
+    """What a step's collectives are priced over, as the chip table gives it."""
+    rate = predictions.rates_of(record).get("interconnect_bytes_per_s")
+    if not rate:
+        return "collectives (at the memory's rate: no interconnect figure)"
+    return f"collectives (over the chip's link at {si(rate, 'B/s')})"
 
 
 # Compiles run in a child process: a compiler that crashes (libtpu 0.0.42.1's SIGSEGV on
@@ -192,18 +203,21 @@ def _breadth_first(cells: list[TargetCell]) -> list[TargetCell]:
 
 
 def _cell_title(cell: TargetCell) -> str:
-    return f"{cell.model} on {cell.target}, {cell.precision}"
+    changed = "".join(f" {k}={v}" for k, v in cell.overrides)
+    return f"{cell.model}{changed} on {cell.target}, {cell.precision}"
 
 
-def _cell_workload(cell: TargetCell, batch: int) -> Workload:
-    """The compile-only workload of the targets study's `cell` at global batch `batch`."""
+def _cell_workload(study: str, cell: TargetCell, batch: int) -> Workload:
+    """The compile-only workload of compile study `study`'s `cell` at global batch
+    `batch`."""
     return _compile_workload(
         model=cell.model,
+        model_overrides=dict(cell.overrides),
         batch_size=batch,
         strategy=cell.strategy,
         precision=cell.precision,
         target=cell.target,
-        study="targets",
+        study=study,
     )
 
 
@@ -225,7 +239,11 @@ def run(args: argparse.Namespace) -> int:
             path, in_child, force=args.force, on_record=_teller(before)
         )
         compile_cell = _stopping_between(recorded)
-        done = [compile_cell(single)] if cells is None else _compile_study(cells, compile_cell)
+        done = (
+            [compile_cell(single)]
+            if cells is None
+            else _compile_study(cells, compile_cell, study=args.study)
+        )
     print(f"records in {path}")
     return 1 if any(r["status"] == "error" for r in done) else 0
 
@@ -282,20 +300,24 @@ def _stopping_between(
 
 
 def _compile_study(
-    cells: list[TargetCell], runner: Callable[[Workload], dict[str, Any]]
+    cells: list[TargetCell],
+    runner: Callable[[Workload], dict[str, Any]],
+    study: str = "targets",
 ) -> list[dict[str, Any]]:
     """The records of the study's `cells`: every cell's first batch before any cell's
     search, so a study stopped early (each compile costs seconds to minutes here) still
     says something of every model on every target; the search then starts from the
-    batch already recorded."""
+    batch already recorded (a cell that starts at its cap has one batch: no search).
+    Each record's workload names `study`, the compile study the cells are of."""
     done = []
     first = _breadth_first(cells)
     for i, cell in enumerate(first, 1):
         print(f"[first batches {i}/{len(first)}] {_cell_title(cell)}", file=sys.stderr)
-        done.append(runner(_cell_workload(cell, cell.start)))
-    for i, cell in enumerate(cells, 1):
-        print(f"[batch search {i}/{len(cells)}] {_cell_title(cell)}", file=sys.stderr)
-        make = functools.partial(_cell_workload, cell)
+        done.append(runner(_cell_workload(study, cell, cell.start)))
+    searched_cells = [c for c in cells if c.start != c.cap]  # the rest have one batch
+    for i, cell in enumerate(searched_cells, 1):
+        print(f"[batch search {i}/{len(searched_cells)}] {_cell_title(cell)}", file=sys.stderr)
+        make = functools.partial(_cell_workload, study, cell)
         searched = compile_only.batch_search(
             make, runner, start=cell.start, step=cell.step, cap=cell.cap
         )

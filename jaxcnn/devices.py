@@ -213,8 +213,10 @@ class Chip(NamedTuple):
     # What one chip's collectives move per second: a TPU pod's published all-reduce
     # bandwidth over its chips, where Google gives one, else half the bidirectional ICI
     # figure per chip (the two agree on v5e: 51.2 TB/s over 256 chips, 400 GB/s
-    # bidirectional). None where no figure is published: collectives then count as
-    # memory traffic alone.
+    # bidirectional). A GPU: half its NVLink total (NVIDIA quotes both directions),
+    # or, for a GPU without NVLink, its PCIe link one way (GPUs of one host then
+    # exchange gradients over PCIe). None where no figure is published: collectives
+    # then move their bytes at the memory's rate.
     interconnect: float | None = None
     # The chip's link to its host, bytes/s one way: what a batch copied from host memory
     # to the chip crosses each step (PCIe: its generation and lanes, from the vendor's
@@ -222,6 +224,8 @@ class Chip(NamedTuple):
     # for Gen4, 3.938 for Gen5). None where no figure is published (a TPU's host link;
     # a CPU, whose devices are host memory): the copy is then left out and said to be.
     host_link: float | None = None
+    # The board's thermal design power in watts, where the vendor's datasheet gives one.
+    tdp_watts: float | None = None
 
 
 # PCIe's rate per lane, one way, in bytes/s (the specification's transfer rate after its
@@ -249,8 +253,18 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
     Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
     # 16 GB GDDR6 at 320 GB/s.
-    # T4 datasheet: "System Interface: x16 PCIe Gen3".
-    Chip("T4", r"\bt4\b", {"fp32": 8.1, "fp16": 65.0}, 16 * GiB, 320 * GB, None, 16 * _GEN3),
+    # T4 datasheet: "System Interface: x16 PCIe Gen3"; "Max Power Consumption: 70 W".
+    # No NVLink: T4s of one host (Kaggle's two) all-reduce over PCIe.
+    Chip(
+        "T4",
+        r"\bt4\b",
+        {"fp32": 8.1, "fp16": 65.0},
+        16 * GiB,
+        320 * GB,
+        16 * _GEN3,
+        16 * _GEN3,
+        tdp_watts=70.0,
+    ),
     # Tesla P100 datasheet: PCIe fp32 9.3 / fp16 18.7, 16 GB at 732 GB/s; SXM2 10.6 /
     # 21.2, 16 GB at 732 GB/s.
     # Both P100s reach their host over PCIe Gen3 x16 (the datasheet's "PCIe x16 Gen3";
@@ -267,7 +281,12 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
     Chip("P100 SXM2", r"p100", {"fp32": 10.6, "fp16": 21.2}, 16 * GiB, 732 * GB, None, 16 * _GEN3),
     # Tesla V100 datasheet: SXM2 fp32 15.7 / fp16 tensor 125; PCIe 14 / 112; 16 or 32 GB
     # HBM2 at 900 GB/s (the 16 GB card here, as Colab and Kaggle lent it).
-    # Host link: "PCIe Gen3 32 GB/s" (both directions) on both forms.
+    # Host link: "PCIe Gen3 32 GB/s" (both directions) on both forms. The SXM2 module's
+    # NVLink: 6 links, "300 GB/s" both directions together (NVLink 2.0: 50 GB/s a link);
+    # Dell's DL reference guide for the V100-SXM2 lists "NVLink Uni-direction Bandwidth
+    # (GB/s) 150" (manualshelf.com/manual/dell/high-performance-computing-solution-
+    # resources/reference-guide-english/page-17.html), what one direction moves; its
+    # "TDP (Watts) 300".
     Chip(
         "V100 PCIe",
         r"v100.*pcie",
@@ -277,17 +296,33 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         None,
         16 * _GEN3,
     ),
-    Chip("V100 SXM2", r"v100", {"fp32": 15.7, "fp16": 125.0}, 16 * GiB, 900 * GB, None, 16 * _GEN3),
-    # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312; 40 GB
-    # HBM2 at 1555 GB/s (the 80 GB card: 2039 GB/s).
     Chip(
-        "A100",  # one chip name: the same compute, more memory
+        "V100 SXM2",
+        r"v100",
+        {"fp32": 15.7, "fp16": 125.0},
+        16 * GiB,
+        900 * GB,
+        150 * GB,
+        16 * _GEN3,
+        tdp_watts=300.0,
+    ),
+    # A100 datasheet (SXM4 and PCIe alike): fp32 19.5, tf32 156, bf16/fp16 312; 40 GB
+    # HBM2 at 1555 GB/s; the 80 GB SXM4 card: 80 GB HBM2e at 2039 GB/s, the same compute
+    # (a chip of its own here: its memory and bandwidth differ, and so does what fits).
+    # Host link: the datasheet's "PCIe Gen4: 64 GB/s" (both directions). SXM4's NVLink:
+    # "NVLink: 600 GB/s" (12 third-generation links, both directions together), 300 GB/s
+    # each way; "Max TDP Power 400W". The 80 GB SXM4 card: the same links and power
+    # (glennklockwood.com/garden/processors/A100: "300+300 GB/s NVLink (D2D)", "400 W
+    # maximum"; the 80 GB part: "2.039 GB/s" [sic, TB/s], "Everything else was the same").
+    Chip(
+        "A100 80GB",
         r"a100.*80",
         {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
         80 * GiB,
         2039 * GB,
-        None,
-        16 * _GEN4,  # the datasheet's "PCIe Gen4: 64 GB/s" (both directions)
+        300 * GB,
+        16 * _GEN4,
+        tdp_watts=400.0,
     ),
     Chip(
         "A100",
@@ -295,8 +330,9 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
         40 * GiB,
         1555 * GB,
-        None,
+        300 * GB,
         16 * _GEN4,
+        tdp_watts=400.0,
     ),
     # L4 datasheet: fp32 30.3, tf32 60, bf16/fp16 121 (half the "with sparsity" figures);
     # 24 GB GDDR6 at 300 GB/s.
@@ -311,7 +347,13 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
     ),
     # H100 datasheet, halving the sparsity figures: PCIe fp32 51, tf32 378, bf16 756
     # (80 GB, 2.0 TB/s); NVL fp32 60, tf32 417.5, bf16 835 (94 GB, 3.9 TB/s); SXM fp32 67,
-    # tf32 495, bf16 989 (80 GB HBM3, 3.35 TB/s).
+    # tf32 495, bf16 989 (80 GB HBM3, 3.35 TB/s). The datasheet's table, as HPC Tech
+    # copies it (archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html), SXM | PCIe:
+    # "SMs | 132 | 114", "GPU メモリ帯域幅 | 3,350 GB/sec | 2000 GB/sec", "TDP | 700 W |
+    # 300-350 W", "相互接続 | NVLink: 900GB/秒 PCIe Gen5: 128GB/秒 | NVLINK: 600GB/秒
+    # PCIe Gen5: 128GB/秒"; NVIDIA's H100 PCIe product brief (PB-11133-001): "maximum
+    # thermal design power (TDP) level of 350 W". The SXM's NVLink: 450 GB/s each way.
+    # The PCIe card's NVLink is a bridge joining two cards, not a host's GPUs: None.
     Chip(
         "H100 PCIe",
         r"h100.*pcie",
@@ -320,6 +362,7 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         2000 * GB,
         None,
         16 * _GEN5,  # H100/H200 datasheets: "PCIe Gen5: 128GB/s" (both directions)
+        tdp_watts=350.0,
     ),
     Chip(
         "H100 NVL",
@@ -336,8 +379,9 @@ _PEAK_TFLOPS: tuple[Chip, ...] = (
         {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
         80 * GiB,
         3350 * GB,
-        None,
+        900 * GB / 2,
         16 * _GEN5,
+        tdp_watts=700.0,
     ),
     # H200 datasheet: the H100 SXM's compute with 141 GB of HBM3e at 4.8 TB/s.
     Chip(

@@ -118,8 +118,16 @@ def _tpu(
     )
 
 
-def _gpu(name: str, chip: str, spec: str, toolkit: CudaToolkit | None = None) -> Target:
-    return Target(name, "gpu", chip, 1, spec=spec, toolkit=toolkit)
+def _gpu(
+    name: str, chip: str, spec: str, chips: int = 1, toolkit: CudaToolkit | None = None
+) -> Target:
+    return Target(name, "gpu", chip, chips, spec=spec, toolkit=toolkit)
+
+
+def _gpus(chip: str, spec: str, counts: tuple[int, ...], stem: str) -> tuple[Target, ...]:
+    """`counts` GPUs of one host, each count a target: the chip's one-GPU spec, given to
+    the compiler as a topology of that many devices (1 slice x 1 host x N devices)."""
+    return tuple(_gpu(f"{stem}x{n}", chip, spec, chips=n) for n in counts)
 
 
 # Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
@@ -145,8 +153,17 @@ TARGETS: dict[str, Target] = {
         _gpu("gpu-t4", "T4", "t4.txtpb"),
         _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
         _gpu("gpu-a100", "A100", "a100.txtpb"),
+        _gpu("gpu-a100-80gb", "A100 80GB", "a100_80gb.txtpb"),
         _gpu("gpu-l4", "L4", "l4.txtpb"),
         _gpu("gpu-h100", "H100 SXM", "h100.txtpb"),
+        _gpu("gpu-h100-pcie", "H100 PCIe", "h100_pcie.txtpb"),
+        # Data parallelism over the GPUs of one host (seed 001's recipe). Kaggle's free
+        # GPU runtime is 2 x T4, and a cloud VM takes up to 4; 8 x V100 / A100 / H100
+        # is one DGX-class host (NVLink between the GPUs: jaxcnn.devices' interconnect).
+        *_gpus("T4", "t4.txtpb", (2, 4), "gpu-t4"),
+        *_gpus("V100 SXM2", "v100.txtpb", (2, 4, 8), "gpu-v100"),
+        *_gpus("A100", "a100.txtpb", (2, 4, 8), "gpu-a100"),
+        *_gpus("H100 SXM", "h100.txtpb", (2, 4, 8), "gpu-h100"),
     )
 }
 
@@ -160,8 +177,9 @@ def get(name: str) -> Target:
 
 def matching(device_kind: str, count: int) -> Target | None:
     """The target that is `count` devices of kind `device_kind` (a runtime's own chips,
-    to pair its measured records with their prediction), else one of them (Kaggle's two
-    T4s: gpu-t4, what the one-device workloads ran on), or None."""
+    to pair its measured records with their prediction: Kaggle's two T4s are
+    gpu-t4x2), else one of them (the one-device target, what a one-device workload
+    runs on), or None."""
     chip = devices_lib.chip_name(device_kind)
     found = [t for t in TARGETS.values() if t.chip == chip and t.devices in (count, 1)]
     return max(found, key=lambda t: t.devices == count, default=None)
@@ -279,8 +297,9 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
         topology = topologies.get_topology_desc(target.topology, "tpu", **_tpu_options(target))
     else:
         config = (SPECS / str(target.spec)).read_text()
+        # slices x hosts x devices: the GPUs of one host, each the spec's chip
         topology = topologies.get_topology_desc(
-            platform="cuda", target_config=config, topology="1x1x1"
+            platform="cuda", target_config=config, topology=f"1x1x{target.chips}"
         )
     devices = tuple(topology.devices)
     if len(devices) != target.devices:  # every per-chip figure would be off by the ratio

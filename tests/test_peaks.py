@@ -31,7 +31,7 @@ class _Chip:
         ("Tesla V100-SXM2-16GB", "V100 SXM2", "fp16", 125.0),
         ("NVIDIA A100-SXM4-40GB", "A100", "tf32", 156.0),
         ("NVIDIA A100-SXM4-40GB", "A100", "bf16", 312.0),
-        ("nvidia a100 80gb pcie", "A100", "fp32", 19.5),
+        ("nvidia a100 80gb pcie", "A100 80GB", "fp32", 19.5),
         ("NVIDIA H100 80GB HBM3", "H100 SXM", "tf32", 495.0),
         ("NVIDIA H100 80GB HBM3", "H100 SXM", "bf16", 989.0),
         ("NVIDIA H200", "H200", "fp32", 67.0),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import references
+from experiments import predictions, references
 from jaxcnn.errors import DataError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +80,17 @@ def test_resnet50_on_gpus_is_fitted_on_three_chips_and_each_new_row_says_its_bat
         "tf-cnn-k80-fp32-b32",
     ):
         assert rows[held].held_out and rows[held].batch_per_chip
+
+
+def test_every_small_model_row_is_held_out_and_five_of_them_are_predictable():
+    """The small regime's rows are framework loops (Keras epochs, PyTorch loops, the
+    seeds' runs), never jaxcnn's step: none is fitted, so the small-model band can be
+    measured on them out of sample, and it needs five."""
+    small = [r for r in references.load() if r.model not in ("resnet50", "resnet18", "vgg16")]
+    assert all(r.held_out for r in small), [r.id for r in small if not r.held_out]
+    predictable = [r for r in small if predictions.unpredictable(r) is None]
+    assert len(predictable) >= 5
+    assert {"seed000-mx150-catsdogs", "seed000-t4-catsdogs"} <= {r.id for r in predictable}
 
 
 def test_every_committed_overhead_loads():

@@ -77,5 +77,10 @@ REGISTRY: dict[str, Study] = {
 }
 # The studies that run on the devices at hand and size their own workloads.
 STUDIES = {name: s.workloads for name, s in REGISTRY.items() if s.workloads is not None}
-# The studies compiled for devices not at hand, never run.
-COMPILE_STUDIES = {name: s.cells for name, s in REGISTRY.items() if s.cells is not None}
+# The studies compiled for devices not at hand, never run: the targets study's, and
+# the scaling study's steps on several GPUs of one host (its records are the scaling
+# page's compiled curves; the study that runs on devices at hand keeps its name).
+COMPILE_STUDIES = {
+    **{name: s.cells for name, s in REGISTRY.items() if s.cells is not None},
+    "scaling_targets": scaling.target_cells,
+}

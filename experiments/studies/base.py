@@ -43,6 +43,8 @@ class TargetCell:
     start: int  # the first global batch tried
     step: int  # batches are multiples of this (the target's devices)
     cap: int  # the largest global batch tried
+    # The model's overrides, as (field, value) pairs (mlp's width); none: its defaults.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

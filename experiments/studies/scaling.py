@@ -15,7 +15,7 @@ Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess
 
 from __future__ import annotations
 
-from experiments.studies.base import TINY_MLP, Context, Study
+from experiments.studies.base import TINY_MLP, Context, Study, TargetCell
 from experiments.workload import Workload
 
 
@@ -26,6 +26,53 @@ def device_counts(available: int) -> list[int]:
 
 
 SCALING_PER_DEVICE_BATCH = 128
+
+# Compiled, not run: the data-parallel step on the GPUs of one host (jaxcnn.targets:
+# 2 and 4 x T4, 2-8 x V100 / A100 / H100) and on one of each, at a fixed batch per GPU
+# (weak scaling), for `python -m experiments.run --study=scaling_targets`. The seeds'
+# models: the measured study's two (mnist_cnn, mlp n=1024, 128 per device, so the
+# compiled curves sit beside the measured ones), seed 002's widest mlp and LeNet-5,
+# and seed 000's cats-vs-dogs CNN at its batch of 16.
+TARGET_SCALING_MODELS: tuple[tuple[str, tuple[tuple[str, int], ...], int], ...] = (
+    ("mnist_cnn", (), SCALING_PER_DEVICE_BATCH),
+    ("mlp", (("width", 1024),), SCALING_PER_DEVICE_BATCH),
+    ("mlp", (("width", 4096),), SCALING_PER_DEVICE_BATCH),
+    ("lenet5_keras", (), SCALING_PER_DEVICE_BATCH),
+    ("catsdogs_cnn", (), 16),
+)
+TARGET_SCALING_CHIPS = ("T4", "V100 SXM2", "A100", "H100 SXM")
+
+
+def target_cells(smoke: bool = False) -> list[TargetCell]:
+    """The compiled weak-scaling cells: every model of TARGET_SCALING_MODELS on every
+    one-host GPU target of TARGET_SCALING_CHIPS (one GPU included: the curve's base),
+    f32, the batch fixed per GPU (a cell's search starts and ends at it: one compile
+    where it fits). Smoke: mnist_cnn on one and two T4s."""
+    from jaxcnn import targets as targets_lib
+
+    chosen = [
+        t
+        for t in targets_lib.TARGETS.values()
+        if t.platform == "gpu" and t.chip in TARGET_SCALING_CHIPS
+    ]
+    models = TARGET_SCALING_MODELS
+    if smoke:
+        chosen = [t for t in chosen if t.chip == "T4" and t.chips <= 2]
+        models = models[:1]
+    return [
+        TargetCell(
+            model,
+            t.name,
+            "f32",
+            "sharded" if t.devices > 1 else "single",
+            per_gpu * t.devices,
+            t.devices,
+            per_gpu * t.devices,
+            overrides,
+        )
+        for model, overrides, per_gpu in models
+        for t in sorted(chosen, key=lambda t: (TARGET_SCALING_CHIPS.index(t.chip), t.chips))
+    ]
 
 
 def workloads(ctx: Context) -> list[Workload]:

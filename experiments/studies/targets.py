@@ -1,6 +1,7 @@
 """Would it fit, and how fast, on a chip I do not have? (seeds 000 and 002)
 
-Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
+Every zoo model x every target of jaxcnn/targets.py up to 8 chips (one GPU each:
+several GPUs of one host are the scaling_targets study's), and the bigger
 TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
 bf16: the largest batch whose train step fits the chip's memory, doubling from 16
 per device, then aiming where memory extrapolated from the last two reaches the
@@ -48,7 +49,9 @@ def cells(smoke: bool = False) -> list[TargetCell]:
     def tier(t: targets_lib.Target) -> int:  # GPUs, one TPU chip, one TPU host, slices
         return 0 if t.platform == "gpu" else 1 if t.devices == 1 else 2 if t.devices <= 8 else 3
 
-    table = list(targets_lib.TARGETS.values())
+    # Several GPUs of one host hold one GPU's step each: their memory is the one GPU's,
+    # and their steps are the scaling_targets study's (experiments/studies/scaling.py).
+    table = [t for t in targets_lib.TARGETS.values() if t.platform == "tpu" or t.chips == 1]
     first = [m for m in TARGETS_FIRST if m in models.names()]
     rest = sorted(set(models.names()) - set(first), key=lambda m: sum(models.param_counts(m)))
     names = first + rest
