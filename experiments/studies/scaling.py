@@ -11,6 +11,9 @@ Sizes: full everywhere; a CPU has one device, so N=1 only (fake CPU devices shar
 the same cores and would measure nothing). Smoke: `mlp` n=8 only, N = 1 and all
 (8 fake devices in tests), 8 per device.
 Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess).
+
+Compiled for GPUs not at hand (1-8 of one host, `target_cells`): python -m
+experiments.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 cells).
 """
 
 from __future__ import annotations
