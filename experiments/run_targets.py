@@ -22,7 +22,7 @@ from typing import Any
 
 from experiments import cli_plan, compile_only, predictions, records
 from experiments.cli_options import HERE
-from experiments.isolated import ChildDied, InChild
+from experiments.isolated import ChildFailed, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.studies import targets as targets_study
 from experiments.tables import seconds, si
@@ -274,7 +274,7 @@ def _stopping_between(
             raise StoppedBetweenCompiles(compiled)
         try:
             record = compile_cell(w)
-        except ChildDied:  # killed by the stop asked for, mid-compile: nothing to record
+        except ChildFailed:  # killed by the stop asked for, mid-compile: nothing to record
             raise StoppedBetweenCompiles(compiled) from None
         compiled += 1
         return record
