@@ -293,7 +293,10 @@ def run_sweep(
     if checkpoint_root is not None:  # Orbax would find a file there at its first save
         for key, skipped in zip(keys, skip, strict=True):
             if not skipped:
-                check_folder(records.key_folder(checkpoint_root, key))
+                try:
+                    check_folder(records.key_folder(checkpoint_root, key))
+                except ValueError as refused:  # a symlink where a key's folder goes
+                    raise UsageError(str(refused)) from None
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     locks = out / LOCKS  # where a workload without a checkpoint folder is locked
     done: list[dict[str, Any]] = []

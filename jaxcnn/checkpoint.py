@@ -106,7 +106,7 @@ def exclusive(directory: str | Path) -> Iterator[None]:
     released: a lock taken on a file that its owner removed meanwhile is let go and the
     new file's taken instead, so two processes never both hold one folder.
     """
-    directory = Path(directory).absolute()
+    directory = Path(directory).resolve()  # beside the real folder, not beside a link to it
     path = directory.parent / f"{directory.name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -209,12 +209,26 @@ def _content_digest(arrays: Any, meta: dict[str, Any]) -> str:
 
 
 def check_folder(directory: str | Path) -> None:
-    """Raise UsageError if `directory` could not be a checkpoint folder: it, or the
-    nearest of its parents that exists, is not a folder. Checked before any training,
-    since Orbax would find it only at the first save, an epoch later."""
+    """Raise UsageError if `directory` could not be a checkpoint folder: its path is not
+    UTF-8 (TensorStore, which writes the arrays, takes no other), a symlink on it leads
+    nowhere, or it or the nearest of its parents that exists is not a folder. Checked
+    before any training, since Orbax would find it only at the first save, an epoch later."""
     directory = Path(directory).absolute()
+    try:
+        str(directory).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"checkpoint folder {os.fsencode(directory)!r} is not UTF-8, and TensorStore, "
+            "which writes checkpoints, takes UTF-8 paths only: choose a folder whose path is"
+        ) from None
     existing = directory
     while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():
+            raise UsageError(
+                f"checkpoint folder {directory} has {existing} on its path, a symlink to "
+                f"{os.readlink(existing)}, which does not exist: make that folder or "
+                "choose another checkpoint folder"
+            )
         existing = existing.parent
     if not existing.is_dir():
         where = "" if existing == directory else f" (in the path of {directory})"
