@@ -12,9 +12,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The test process keeps glibc's allocator: importing jaxcnn sets no policy here.
 os.environ["JAXCNN_HOST_MEMORY"] = "manual"
 
+import contextlib
 import errno
 import gzip
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
@@ -134,3 +136,15 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """`path` made immutable (chattr +i: refused even to root) while the block runs; the
+    test is skipped where that is not possible (not root, a filesystem without it)."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
