@@ -35,6 +35,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import resource
 import shutil
 import sys
 import time
@@ -151,6 +153,35 @@ def _free_space(directory: Path) -> str:
             f"{free / 1024:,.0f} KiB free" if free < 1024**3 else f"{free / 1024**3:,.1f} GiB free"
         )
     return "free space unknown"
+
+
+def _os_error_codes(error: BaseException) -> set[int]:
+    """The operating system's error numbers in `error` and the errors it came from:
+    an OSError's errno, and TensorStore's `[os_error_code='27']` (it raises ValueError
+    with the code in its text, a field of its status, not prose)."""
+    codes: set[int] = set()
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno is not None:
+            codes.add(error.errno)
+        codes.update(int(code) for code in re.findall(r"os_error_code='?(\d+)", str(error)))
+        error = error.__cause__ or error.__context__
+    return codes
+
+
+def _why_not_saved(directory: Path, error: BaseException) -> str:
+    """Why a save failed, in words that name the fix: a file past this process's
+    file-size limit is no matter of free space (EFBIG); otherwise the free space, and
+    the error's first line."""
+    if errno.EFBIG in _os_error_codes(error):
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        said = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,} bytes"
+        return (
+            f": a file would pass this process's file-size limit (ulimit -f: {said}): raise "
+            "it (ulimit -f unlimited)"
+        )
+    return f" ({_free_space(directory)}): {_one_line(error)}"
 
 
 def _arrays(state: TrainState) -> dict[str, Any]:
@@ -389,10 +420,8 @@ class Checkpoints:
                     force=True,  # the caller decides when; Orbax's interval policy is unused
                 )
         except Exception as error:
-            message = (
-                f"could not save checkpoint {step} in {self.directory} "
-                f"({_free_space(self.directory)}): {_one_line(error)}"
-            )
+            why = _why_not_saved(self.directory, error)
+            message = f"could not save checkpoint {step} in {self.directory}{why}"
             # Its half-written folder would keep the disk full for the rerun.
             _remove_unfinished_saves(self.directory)
             raise CheckpointSaveError(message) from error
