@@ -218,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         target = _here() if args.target == HERE else targets.get(args.target)
         cells, single = None, workload(args, target)
         compile_only.check(single)
+        targets.abstract_devices(target)  # its compiler loads, before anything is written
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     before = {r.get("run_id") for r in records.load(path)} if path.exists() else set()
@@ -255,8 +256,8 @@ def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
     if args.model is not None:  # ... or one model
         models.spec(args.model)  # an unknown name: a usage error naming the known
         cells = [c for c in cells if c.model == args.model]
-    for name in {c.target for c in cells}:
-        targets.require_compiler(targets.get(name))
+    for name in {c.target for c in cells}:  # each compiler installed and loads
+        targets.abstract_devices(targets.get(name))
     return cells
 
 

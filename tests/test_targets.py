@@ -727,6 +727,49 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     assert [r["status"] for r in records.load(path)] == ["error", "ok"]
 
 
+# Run as a child: JAX started on the CPU, then the address space capped 200 MiB above
+# what the process holds, then the CLI compiles for a TPU: libtpu (700 MB) cannot map.
+_CAPPED_RUN = """
+import resource, sys
+import jax
+from experiments.run import main
+jax.devices()
+with open("/proc/self/status") as status:
+    held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+if sys.argv[1] == "capped":
+    resource.setrlimit(resource.RLIMIT_AS, (held + 200 * 2**20, resource.RLIM_INFINITY))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@needs_targets
+@pytest.mark.slow
+def test_too_little_memory_to_load_libtpu_is_one_line_before_anything_is_written(tmp_path):
+    out = tmp_path / "out"
+    command = ["--target=tpu-v5e-1", "--model=mlp", "--set", "width=8", "--batch-size=8"]
+    capped = subprocess.run(
+        [sys.executable, "-c", _CAPPED_RUN, "capped", *command, f"--out={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert capped.returncode == 2, capped.stderr
+    (line,) = capped.stderr.strip().splitlines()
+    assert line.startswith("error: libtpu could not be loaded to compile for tpu-v5e-1 (")
+    assert "(ulimit -v): give it more memory (ulimit -v unlimited, or free memory)" in line
+    assert not out.exists()
+    free = subprocess.run(  # the positive control: the same, uncapped, compiles
+        [sys.executable, "-c", _CAPPED_RUN, "free", *command, f"--out={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert free.returncode == 0, free.stderr
+    assert [r["status"] for r in records.load(out / records.RECORDS_FILE)] == ["ok"]
+
+
 @pytest.mark.parametrize(
     ("record", "kept"),
     [
