@@ -421,6 +421,23 @@ def test_a_compile_child_that_crashes_is_a_machine_fault_asked_again_and_compile
 
 
 @needs_targets
+def test_a_compile_child_that_cannot_start_is_a_machine_fault_and_compiled_on_rerun(tmp_path):
+    path = tmp_path / "records.jsonl"
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:no_such_function") as broken:
+        record = _valid(compile_only.recorded_runner(path, broken)(cell))
+    assert record["status"] == "error" and record["failed_by"] == "machine"
+    assert record["message"] == (
+        "machine fault: compiling it twice, the child process for "
+        "compile_crash:no_such_function ended before it was ready (its error is above)"
+        + MACHINE_FAULT
+    )
+    with InChild("compile_crash:run_target") as in_child:  # the positive control
+        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+
+@needs_targets
 @pytest.mark.parametrize("kills", [1, 2])
 def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
     tmp_path, monkeypatch, kills
