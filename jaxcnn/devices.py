@@ -97,7 +97,7 @@ def check_platforms_start() -> None:
     start the platforms it names (one not here, a name JAX does not know): JAX would
     raise at its first device query, from wherever that is."""
     named = os.environ.get("JAX_PLATFORMS", "").strip()
-    if not named:
+    if not named or named in _STARTED:
         return
     try:
         with _start_log_held(named):
@@ -106,6 +106,12 @@ def check_platforms_start() -> None:
     # `cuda` without an NVIDIA GPU, then asserts that some backend started.
     except (RuntimeError, AssertionError) as e:
         raise UsageError(_platforms_failed(named, e)) from None
+    _STARTED.add(named)
+
+
+# The JAX_PLATFORMS values this process started: JAX starts its backends once, so a
+# later check needs no witness process (_start_log_held) again.
+_STARTED: set[str] = set()
 
 
 def _platforms_failed(named: str, error: Exception) -> str:
