@@ -86,6 +86,7 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
     """Every usage error that the options alone show, as OptionError; `defaults` are
     the options' values when not given."""
     check_environment(os.environ)
+    check_paths(options)
     if compile_only(options):
         _check_compile_only(options, defaults)
         return
@@ -108,6 +109,25 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
                 f"{', '.join(given)} cannot go with --study={options.study}: the study "
                 "sets its own sizes (see experiments/studies/; --smoke shrinks them)"
             )
+
+
+def check_paths(options: Options) -> None:
+    """OptionError for a folder option that names no usable path: empty (an unset
+    variable, `--out=$OUT`), or not UTF-8, which TensorStore refuses at the first
+    checkpoint save, an epoch in."""
+    for name in ("out", "checkpoint_dir"):
+        given = getattr(options, name, None)
+        if given is None:
+            continue
+        if not given.strip():
+            raise OptionError(f"{spelled(name)} is empty: give a folder")
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:
+            raise OptionError(
+                f"{spelled(name)} {os.fsencode(given)!r} is not UTF-8, and TensorStore, which "
+                "writes checkpoints, takes UTF-8 paths only: give a folder whose name is UTF-8"
+            ) from None
 
 
 def check_environment(environ: Mapping[str, str]) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,15 @@ from typing import Any
 import jax
 
 from experiments import measure, records
-from experiments.isolated import CRASH_SIGNALS, ChildDied
+from experiments.isolated import ChildFailed
 from experiments.prepare import build_module, check_precision, record_for
-from experiments.runners.interface import recorded
 from experiments.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction as prediction_lib
-from jaxcnn.errors import UsageError
+from jaxcnn.errors import JaxcnnError, UsageError
 
 PROGRAMS = aot.PROGRAMS
 EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
@@ -125,14 +123,29 @@ def roofline_bound(
 def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
     """Compile `workload`'s `programs` for its target: the record, whatever happens
     (ok: compiled and fits; oom: compiled, or refused by the compiler, for want of
-    memory; error: the compiler refused, with its one-line reason)."""
+    memory; error: the compiler refused, with its one-line reason, or the machine
+    failed the compile: `failed_by` says which, FAILED_BY)."""
     targets.cpu_backend_only()  # this child computes on the CPU; it compiles for the target
     target, devices, record = _new_record(workload)
-    record = recorded(record, lambda record: _compiled(workload, target, devices, programs, record))
-    if record["status"] == "oom" and "fits" not in record:  # the compiler found it too big
-        record["fits"] = False
-    if record["status"] == "error" and records.machine_fault(record["message"] or ""):
-        record["message"] += f"; the machine failed, not the compiler: {RETRIED}"
+    try:
+        fields = _compiled(workload, target, devices, programs, record)
+    except JaxcnnError:
+        raise
+    except CompilerRefused as refused:
+        records.failed(record, refused.error)
+        # The compiler's words, and only those, can be a verdict on the program; where
+        # they relay the operating system's (ptxas finding no TMPDIR, a full disk) the
+        # machine failed it. Misread, this costs one compile again, never a false finding.
+        if records.machine_fault(record["message"] or ""):
+            return machine_fault(record, record["message"])
+        record["failed_by"] = "compiler"
+        if record["status"] == "oom":  # the compiler found it too big
+            record["fits"] = False
+        return record
+    except Exception as error:  # host memory, a lost file, ...: no word of the compiler's
+        records.failed(record, error)
+        return machine_fault(record, record["message"])
+    record.update({"status": "ok", **fields})
     return record
 
 
@@ -151,32 +164,42 @@ def _new_record(workload: Workload) -> tuple[targets.Target, list[jax.Device], d
     return target, devices, record
 
 
-def crashed(workload: Workload, died: ChildDied) -> dict[str, Any]:
-    """The `error` record of a compile whose process died: a compiler's own crash, or a
-    kill from outside (`ChildDied.from_outside`), which a rerun tries again."""
-    _, _, record = _new_record(workload)
-    if died.from_outside:
-        message = f"killed by signal {died.signal} while compiling, twice: {died}; {RETRIED}"
-    else:
-        message = f"the compiler crashed: {died}"
-    record.update(status="error", message=message)
-    return record
+class CompilerRefused(Exception):
+    """The compiler's own refusal of a program, as jaxcnn.aot.compile_for returns it
+    (CompiledStep.error): the one failure of a compile that is a finding."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        super().__init__(str(error))
 
 
+# A compile `error` record's `failed_by`: the compiler refused the program (kept for the
+# same compiler, like an ok or oom record), or the machine failed the compile (a signal,
+# host memory, a file lost or unwritable, a child that could not start; compiled again
+# by the next run).
+FAILED_BY = ("compiler", "machine")
 RETRIED = "no finding about the compiler, a rerun compiles it again"
 
 
-def no_finding(record: dict[str, Any]) -> bool:
-    """Whether an `error` record of a compile says nothing about the compiler, so that a
-    rerun compiles it again: its process was killed by a signal from outside (records of
-    earlier releases said "the compiler crashed" of a SIGKILL or SIGTERM too), or the
-    machine failed it (`records.machine_fault`: a missing temporary folder, a full
-    disk). The compiler's verdict is final only when it refused the program itself."""
-    message = record["message"] or ""
-    died = re.search(r"\bsignal (SIG[A-Z0-9]+)", message)
-    if died:
-        return died.group(1) not in CRASH_SIGNALS
-    return records.machine_fault(message)
+def machine_fault(record: dict[str, Any], why: str) -> dict[str, Any]:
+    """`record` as the `error` of a compile the machine failed (`why`, one line)."""
+    record.update(status="error", failed_by="machine", message=f"machine fault: {why}; {RETRIED}")
+    return record
+
+
+def crashed(workload: Workload, failed: ChildFailed) -> dict[str, Any]:
+    """The `error` record of a compile whose child process died (whatever the signal)
+    or could not start, twice: a machine fault, which a rerun compiles again."""
+    _, _, record = _new_record(workload)
+    return machine_fault(record, f"compiling it twice, {failed}")
+
+
+def kept_refusal(record: dict[str, Any]) -> bool:
+    """Whether a compile record is the compiler's refusal, which a rerun keeps (for the
+    same compiler) instead of compiling again: an `error` whose `failed_by` says the
+    compiler. Records of earlier releases say nothing explicit, so they are compiled
+    again; their messages are not read for a verdict."""
+    return record["status"] == "error" and record.get("failed_by") == "compiler"
 
 
 def _compiled(
@@ -200,7 +223,7 @@ def _compiled(
     )
     record["compile_time_s"].update(result.compile_seconds)
     if result.error is not None:  # the compiler's refusal, recorded as raised (oom, error)
-        raise result.error
+        raise CompilerRefused(result.error)
     compiled = result.executables
     forward = flops_lib.count(train.eval_step, shapes, host_batch).total
     # Where the compiler counts no FLOPs (XLA:GPU), the jaxpr count per device stands in.
@@ -255,31 +278,28 @@ def recorded_runner(
     Taken as is from `path` (unless `force`): ok and oom records, and errors (the
     compiler's refusals and crashes) from the same jaxlib and libtpu or plugin; a new
     compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
-    a compiler that kills its process there becomes an `error` record (`crashed`), and
-    the study goes on (unless a stop was asked for: that death is no finding). A child
-    killed from outside (the out-of-memory killer, a kill -9, a SIGTERM) is asked once
-    more, and its record, if killed again, is not taken as the compiler's refusal on
-    rerun; nor is a compile the machine failed (`no_finding`)."""
+    a child that dies there (whatever the signal: a compiler's crash, host memory, a
+    kill) or cannot start is asked once more in a new child, then becomes a machine
+    fault's `error` record (`crashed`), and the study goes on (unless a stop was asked
+    for: that death is no finding). Only the compiler's own refusal (`kept_refusal`) is
+    taken as final; a machine fault is compiled again on rerun."""
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {
         r["config_key"]: r
         for r in loaded
-        if r.get("compiled_not_run")
-        and r["status"] == "error"
-        and _same_compiler(r)
-        and not no_finding(r)
+        if r.get("compiled_not_run") and kept_refusal(r) and _same_compiler(r)
     }
 
     def compiled(workload: Workload, programs: tuple[str, ...], retries: int = 1) -> dict:
         try:
             return compile_cell(workload, programs=programs)
-        except ChildDied as died:
+        except ChildFailed as failed:
             if loop.stop_requested():
                 raise
-            if died.from_outside and retries:  # in a new child
+            if retries:  # in a new child
                 return compiled(workload, programs, retries - 1)
-            return crashed(workload, died)
+            return crashed(workload, failed)
 
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)

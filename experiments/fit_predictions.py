@@ -48,8 +48,10 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import statistics
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -1007,6 +1009,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = [path for path in args.paths if not Path(path).exists()]
     if missing:
         parser.error(f"no such file or folder: {', '.join(missing)}")
+    if args.write:  # before any fit or compile: an immutable file, a read-only folder
+        try:
+            records.check_writable(prediction.CONSTANTS_FILE)
+        except OSError as e:
+            parser.error(
+                f"--write cannot replace {prediction.CONSTANTS_FILE}: {e.strerror or e}; make "
+                "it and its folder writable (chattr -i, chmod u+w), or leave out --write"
+            )
     try:  # a FIFO would block the load forever
         records.records_files(args.paths)
     except OSError as e:
@@ -1044,7 +1054,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     result, kept = keep_committed(result, committed)
     # Before printing: a closed stdout (`| head`) must not lose the fit.
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    records.write_whole(prediction.CONSTANTS_FILE, text.encode())
+    try:
+        records.write_whole(prediction.CONSTANTS_FILE, text.encode())
+    except OSError as e:  # since the check: the fit is kept, not lost
+        fd, kept_at = tempfile.mkstemp(prefix="prediction_constants-", suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        print(
+            f"error: could not replace {prediction.CONSTANTS_FILE} ({e.strerror or e}): left as "
+            f"it was; the fit is kept in {kept_at}: copy it there once the file is writable",
+            file=sys.stderr,
+        )
+        return 1
     print(summary(result))
     for line in kept:
         print(line)

@@ -2,14 +2,18 @@
 lives to record the death.
 
 A compiler is native code: libtpu 0.0.42.1 dies with SIGSEGV (a stack overflow in its
-own code) on one resnet18 cell of the targets study. Compiled in the study's process,
-that crash ends the study and leaves the cell without a record, so every rerun dies on
-it again. Compiled in a child, the crash is `ChildDied` naming the signal; the caller
-records it and goes on. One child serves call after call (JAX is imported once, not
-per compile) and a new one starts after a death.
+own code) on one resnet18 cell of the targets study, and a compile short of host memory
+aborts (`std::bad_alloc`, a failed thread start: SIGABRT). Compiled in the study's
+process, that death ends the study and leaves the cell without a record, so every rerun
+dies on it again. Compiled in a child, it is `ChildDied` naming the signal; the caller
+records it and goes on. One child serves call after call (JAX is imported once, not per
+compile) and a new one starts after a death.
 
     compile_cell = InChild("experiments.compile_only:run_target")
-    record = compile_cell(workload)   # ChildDied if the child died doing it
+    record = compile_cell(workload)   # ChildFailed if the child died or could not start
+
+A death says nothing about what the child was doing: whatever the signal, the machine
+failed the call (its memory, a kill from outside, a crash), never the callee's verdict.
 """
 
 from __future__ import annotations
@@ -23,13 +27,13 @@ from typing import Any
 from experiments.records import one_line
 
 READY = "ready"
-# The signals a process raises on itself when its own code fails: a native crash, the
-# compiler's own verdict on what it was compiling. Any other signal (SIGKILL from the
-# out-of-memory killer, a SIGTERM, a SIGHUP, ...) was sent from outside.
-CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"})
 
 
-class ChildDied(Exception):
+class ChildFailed(RuntimeError):
+    """The child process could not do the call: it died, or could not start."""
+
+
+class ChildDied(ChildFailed):
     """The child process died during a call: `exitcode` is -N for signal N."""
 
     def __init__(self, exitcode: int | None) -> None:
@@ -38,14 +42,9 @@ class ChildDied(Exception):
         how = f"signal {self.signal}" if self.signal else f"exit status {exitcode}"
         if self.signal == "SIGKILL":
             how += ": the kernel's out-of-memory killer, or a kill -9"
+        elif self.signal == "SIGABRT":
+            how += ": a native abort, as a failed allocation (std::bad_alloc) ends in"
         super().__init__(f"the process doing it died ({how})")
-
-    @property
-    def from_outside(self) -> bool:
-        """Killed by a signal from another process (SIGKILL: the out-of-memory killer, a
-        kill -9; SIGTERM, SIGHUP, ...), not by a crash of its own code (CRASH_SIGNALS:
-        SIGSEGV, SIGABRT, ...): no finding about what it was doing, so worth doing again."""
-        return self.signal is not None and self.signal not in CRASH_SIGNALS
 
 
 def _serve(connection: Any, function_path: str) -> None:
@@ -89,18 +88,24 @@ class InChild:
         self._process = context.Process(
             target=_serve, args=(theirs, self.function_path), daemon=True
         )
-        self._process.start()
-        theirs.close()
-        # A child that dies before it is ready (an import failing, a script that spawns
-        # without the `if __name__ == "__main__"` guard) is a broken setup, not a death
-        # during a call: it is raised as such, never recorded as a finding.
+        try:
+            self._process.start()
+        except OSError as error:  # no memory or process slot left to start it
+            self._process = None
+            self._connection.close()
+            raise ChildFailed(f"the child process could not start: {one_line(error)}") from None
+        finally:
+            theirs.close()
+        # A child that dies before it is ready (too little memory to import JAX, an
+        # import failing, a script that spawns without the `if __name__ == "__main__"`
+        # guard) did nothing of the call: ChildFailed, never a finding about it.
         try:
             ready = self._connection.recv()
         except EOFError:
             ready = None
         if ready != READY:
             self.close()
-            raise RuntimeError(
+            raise ChildFailed(
                 f"the child process for {self.function_path} ended before it was ready "
                 "(its error is above)"
             )

@@ -167,8 +167,11 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
     checkpoints = Path(checkpoint_dir) if checkpoint_dir else path.parent / "checkpoints"
     renamed = {}
     for old_key, new_key in done.renamed.items():
-        source = records.key_folder(checkpoints, old_key)
-        target = records.key_folder(checkpoints, new_key)
+        try:
+            source = records.key_folder(checkpoints, old_key)
+            target = records.key_folder(checkpoints, new_key)
+        except ValueError:  # a symlink where a key's folder goes: nothing followed, or moved
+            continue
         if source.is_dir() and not target.exists():
             source.rename(target)
             renamed[old_key] = new_key

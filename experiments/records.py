@@ -797,18 +797,25 @@ def is_config_key(value: object) -> bool:
 
 
 def key_folder(root: str | os.PathLike, key: object) -> Path:
-    """The folder under `root` named by the config key `key` (a workload's checkpoints).
-    The one way a path is made from a key, which may come from a record's text (records
-    merged from other machines are an intended input): ValueError unless `key` is a
-    config key, so no `..`, separator or absolute path in it can climb out of `root`,
-    and unless the folder, `root` resolved, is a child of it."""
+    """The real folder under `root` (resolved) named by the config key `key` (a
+    workload's checkpoints). The one way a path is made from a key, which may come from
+    a record's text (records merged from other machines are an intended input):
+    ValueError unless `key` is a config key, so no `..`, separator or absolute path in
+    it can climb out of `root`, and unless the folder is a child of `root`, not a
+    symlink: jaxcnn never makes one there, and one to another run's folder would have
+    this run set that run's checkpoints aside and write its own there."""
     if not is_config_key(key):
         raise ValueError(f"{key!r} is not a config key (16 hex digits)")
     base = Path(root).resolve()
     folder = base / key
     if folder.parent != base:
         raise ValueError(f"{key!r} names no folder inside {root}")
-    return Path(root) / key
+    if folder.is_symlink():
+        raise ValueError(
+            f"checkpoint folder {folder} is a symlink (to {os.readlink(folder)}), not a folder "
+            f"of its own in {base}: remove the link"
+        )
+    return folder
 
 
 def new_record(
@@ -1094,6 +1101,9 @@ def check_writable_folder(folder: str | os.PathLike) -> None:
     folder = Path(folder)
     existing = folder
     while not existing.exists():
+        if existing.is_symlink():  # mkdir would find it in the way, after the work
+            why = f"a symlink to {os.readlink(existing)}, which does not exist"
+            raise OSError(errno.ENOENT, why, str(existing))
         existing = existing.parent
     if not existing.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(existing))

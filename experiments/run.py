@@ -335,7 +335,7 @@ def _check_writable(path: Path, option: str, given: str | Path, folder: bool = F
         # The path in the way (a file where a folder must be), not a probe that failed
         # to be made, which does not exist and the user never named. os.path.exists, not
         # Path.exists: a name too long to look up is "not there", not a second error.
-        culprit = e.filename and os.path.exists(e.filename) and Path(e.filename) != Path(given)
+        culprit = e.filename and os.path.lexists(e.filename) and Path(e.filename) != Path(given)
         where = f" ({e.filename})" if culprit else ""
         raise UsageError(f"cannot write to {option} {given}: {e.strerror or e}{where}") from None
 
@@ -356,8 +356,8 @@ def _run(options: argparse.Namespace) -> int:
     devices = cli_plan.devices_kept(options, found)
     workloads = cli_plan.workloads(options, devices[0].platform, len(devices))
     sweep.check_all(workloads, devices, options.data_dir)  # every usage error before any work
-    out = Path(options.out)
-    _check_writable(out / records.RECORDS_FILE, "--out", options.out)
+    _check_writable(Path(options.out) / records.RECORDS_FILE, "--out", options.out)
+    out = Path(options.out).resolve()  # the real folder: the records' and the locks' place
     checkpoint_root = cli_plan.checkpoint_root(options)
     if checkpoint_root is not None:
         option = spelled("checkpoint_dir") if options.checkpoint_dir else "--out"

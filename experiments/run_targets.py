@@ -23,7 +23,7 @@ from typing import Any
 
 from experiments import cli_plan, compile_only, predictions, records
 from experiments.cli_options import HERE
-from experiments.isolated import ChildDied, InChild
+from experiments.isolated import ChildFailed, InChild
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from experiments.tables import seconds, si
 from experiments.workload import Workload
@@ -231,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         target = _here() if args.target == HERE else targets.get(args.target)
         cells, single = None, workload(args, target)
         compile_only.check(single)
+        targets.abstract_devices(target)  # its compiler loads, before anything is written
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
     before = {r.get("run_id") for r in records.load(path)} if path.exists() else set()
@@ -272,8 +273,8 @@ def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
     if args.model is not None:  # ... or one model
         models.spec(args.model)  # an unknown name: a usage error naming the known
         cells = [c for c in cells if c.model == args.model]
-    for name in {c.target for c in cells}:
-        targets.require_compiler(targets.get(name))
+    for name in {c.target for c in cells}:  # each compiler installed and loads
+        targets.abstract_devices(targets.get(name))
     return cells
 
 
@@ -291,7 +292,7 @@ def _stopping_between(
             raise StoppedBetweenCompiles(compiled)
         try:
             record = compile_cell(w)
-        except ChildDied:  # killed by the stop asked for, mid-compile: nothing to record
+        except ChildFailed:  # killed by the stop asked for, mid-compile: nothing to record
             raise StoppedBetweenCompiles(compiled) from None
         compiled += 1
         return record

@@ -290,12 +290,17 @@ def run_sweep(
         for w, d in zip(workloads, used, strict=True)
     ]
     skip = agreed([key in found and not force for key in keys])
-    if checkpoint_root is not None:  # Orbax would find a file there at its first save
-        for key, skipped in zip(keys, skip, strict=True):
-            if not skipped:
-                check_folder(records.key_folder(checkpoint_root, key))
-    writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     locks = out / LOCKS  # where a workload without a checkpoint folder is locked
+    for key, skipped in zip(keys, skip, strict=True):
+        if skipped:
+            continue
+        try:
+            folder = records.key_folder(checkpoint_root or locks, key)
+        except ValueError as refused:  # a symlink where a key's folder goes
+            raise UsageError(str(refused)) from None
+        if checkpoint_root is not None:  # Orbax would find a file there at its first save
+            check_folder(folder)
+    writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped

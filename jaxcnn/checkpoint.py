@@ -35,6 +35,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import resource
 import shutil
 import sys
 import time
@@ -106,7 +108,7 @@ def exclusive(directory: str | Path) -> Iterator[None]:
     released: a lock taken on a file that its owner removed meanwhile is let go and the
     new file's taken instead, so two processes never both hold one folder.
     """
-    directory = Path(directory).absolute()
+    directory = Path(directory).resolve()  # beside the real folder, not beside a link to it
     path = directory.parent / f"{directory.name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -151,6 +153,35 @@ def _free_space(directory: Path) -> str:
             f"{free / 1024:,.0f} KiB free" if free < 1024**3 else f"{free / 1024**3:,.1f} GiB free"
         )
     return "free space unknown"
+
+
+def _os_error_codes(error: BaseException) -> set[int]:
+    """The operating system's error numbers in `error` and the errors it came from:
+    an OSError's errno, and TensorStore's `[os_error_code='27']` (it raises ValueError
+    with the code in its text, a field of its status, not prose)."""
+    codes: set[int] = set()
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno is not None:
+            codes.add(error.errno)
+        codes.update(int(code) for code in re.findall(r"os_error_code='?(\d+)", str(error)))
+        error = error.__cause__ or error.__context__
+    return codes
+
+
+def _why_not_saved(directory: Path, error: BaseException) -> str:
+    """Why a save failed, in words that name the fix: a file past this process's
+    file-size limit is no matter of free space (EFBIG); otherwise the free space, and
+    the error's first line."""
+    if errno.EFBIG in _os_error_codes(error):
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        said = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,} bytes"
+        return (
+            f": a file would pass this process's file-size limit (ulimit -f: {said}): raise "
+            "it (ulimit -f unlimited)"
+        )
+    return f" ({_free_space(directory)}): {_one_line(error)}"
 
 
 def _arrays(state: TrainState) -> dict[str, Any]:
@@ -209,12 +240,26 @@ def _content_digest(arrays: Any, meta: dict[str, Any]) -> str:
 
 
 def check_folder(directory: str | Path) -> None:
-    """Raise UsageError if `directory` could not be a checkpoint folder: it, or the
-    nearest of its parents that exists, is not a folder. Checked before any training,
-    since Orbax would find it only at the first save, an epoch later."""
+    """Raise UsageError if `directory` could not be a checkpoint folder: its path is not
+    UTF-8 (TensorStore, which writes the arrays, takes no other), a symlink on it leads
+    nowhere, or it or the nearest of its parents that exists is not a folder. Checked
+    before any training, since Orbax would find it only at the first save, an epoch later."""
     directory = Path(directory).absolute()
+    try:
+        str(directory).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"checkpoint folder {os.fsencode(directory)!r} is not UTF-8, and TensorStore, "
+            "which writes checkpoints, takes UTF-8 paths only: choose a folder whose path is"
+        ) from None
     existing = directory
     while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():
+            raise UsageError(
+                f"checkpoint folder {directory} has {existing} on its path, a symlink to "
+                f"{os.readlink(existing)}, which does not exist: make that folder or "
+                "choose another checkpoint folder"
+            )
         existing = existing.parent
     if not existing.is_dir():
         where = "" if existing == directory else f" (in the path of {directory})"
@@ -375,10 +420,8 @@ class Checkpoints:
                     force=True,  # the caller decides when; Orbax's interval policy is unused
                 )
         except Exception as error:
-            message = (
-                f"could not save checkpoint {step} in {self.directory} "
-                f"({_free_space(self.directory)}): {_one_line(error)}"
-            )
+            why = _why_not_saved(self.directory, error)
+            message = f"could not save checkpoint {step} in {self.directory}{why}"
             # Its half-written folder would keep the disk full for the rerun.
             _remove_unfinished_saves(self.directory)
             raise CheckpointSaveError(message) from error

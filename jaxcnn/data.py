@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import numbers
 import os
 import zlib
 from collections.abc import Iterator
@@ -305,15 +306,51 @@ def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     return images.reshape(len(images), *images.shape[1:3], -1), labels
 
 
-def check_split(name: str, images: Any, labels: Any, num_classes: int) -> None:
-    """Raise UsageError, in one line naming the fix, unless `images` and `labels` are a
-    split a model of `num_classes` classes can train or be tested on: as many labels as
-    images, at least one, integer labels in 0..num_classes-1 (a binary model, with one
-    output: 0..1). Arrays may be numpy or jax (a replicated dataset: its local copy)."""
+def check_count(name: str, value: Any, least: int) -> None:
+    """UsageError unless `value` is a whole number (not a bool) of at least `least`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise UsageError(f"{name} must be a whole number of at least {least}, got {value!r}")
+
+
+def check_arrays(name: str, images: Any, labels: Any) -> None:
+    """Raise UsageError, in one line naming the fix, unless `images` and `labels` are
+    arrays (numpy or jax: a list has no dtype, and indexing it by a batch's rows fails)
+    with a batch axis, as many labels as images."""
+    for what, value, fix in (
+        ("images", images, "np.asarray(images)"),
+        ("labels", labels, "np.asarray(labels, np.int32)"),
+    ):
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            raise UsageError(
+                f"{name} {what} are a {type(value).__name__}, not an array: give {fix}"
+            )
+        if not value.shape:
+            raise UsageError(f"{name} {what} are a scalar: give one row per example")
     if len(images) != len(labels):
         raise UsageError(
             f"{name} has {len(images)} images but {len(labels)} labels: give one label per image"
         )
+
+
+def _unscaled_pixels(images: Any) -> bool:
+    """Whether float `images` hold whole numbers in 0..255 reaching above 1: pixels not
+    scaled to [0, 1]. Data scaled any other way (standardized, [-1, 1]) is never all
+    whole numbers, so it passes."""
+    if getattr(images, "is_fully_addressable", True) is False:
+        images = images.addressable_data(0)
+    low, high = float(images.min()), float(images.max())  # numpy's and jax's methods alike
+    return 1 < high <= 255 and low >= 0 and bool((images == images.round()).all())
+
+
+def check_split(name: str, images: Any, labels: Any, num_classes: int) -> None:
+    """Raise UsageError, in one line naming the fix, unless `images` and `labels` are a
+    split a model of `num_classes` classes can train or be tested on: arrays, as many
+    labels as images, at least one, integer labels in 0..num_classes-1 (a binary model,
+    with one output: 0..1), float images not holding unscaled pixels (whole numbers in
+    0..255: the steps scale integer images to [0, 1] and take float ones as scaled, so
+    these would train on values 255 times too large). Arrays may be numpy or jax (a
+    replicated dataset: its local copy)."""
+    check_arrays(name, images, labels)
     if len(labels) == 0:
         raise UsageError(f"{name} has no images: give at least one")
     if not np.issubdtype(labels.dtype, np.integer):
@@ -332,6 +369,12 @@ def check_split(name: str, images: Any, labels: Any, num_classes: int) -> None:
             f"{name} label {int(labels[at])} at index {at} is outside 0..{classes - 1}, "
             f"the model's {classes} classes: fix the labels, or make the model with as many "
             "classes as they have"
+        )
+    if np.issubdtype(images.dtype, np.floating) and _unscaled_pixels(images):
+        raise UsageError(
+            f"{name} images are {images.dtype} pixels in 0..255, not scaled to [0, 1]: give "
+            "them as uint8 (images.astype(np.uint8)), which jaxcnn scales itself, or scale "
+            "them (images / 255)"
         )
 
 
@@ -370,6 +413,8 @@ def batches(
     With drop_remainder=False the last batch is padded to full size and its padding
     has mask 0, so every batch has one shape and the step compiles once.
     """
+    check_arrays("data.batches", images, labels)
+    check_count("batch_size", batch_size, 1)
     n = len(labels)
     order = host_epoch_order(n, seed, epoch) if seed is not None else np.arange(n)
     stop = n - n % batch_size if drop_remainder else n

@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -116,15 +117,21 @@ def check_platforms_start() -> None:
     start the platforms it names (one not here, a name JAX does not know): JAX would
     raise at its first device query, from wherever that is."""
     named = os.environ.get("JAX_PLATFORMS", "").strip()
-    if not named:
+    if not named or named in _STARTED:
         return
     try:
-        with _start_log_held():
+        with _start_log_held(named):
             jax.devices()
     # RuntimeError: a backend that failed to start; AssertionError: JAX skips a named
     # `cuda` without an NVIDIA GPU, then asserts that some backend started.
     except (RuntimeError, AssertionError) as e:
         raise UsageError(_platforms_failed(named, e)) from None
+    _STARTED.add(named)
+
+
+# The JAX_PLATFORMS values this process started: JAX starts its backends once, so a
+# later check needs no witness process (_start_log_held) again.
+_STARTED: set[str] = set()
 
 
 def _platforms_failed(named: str, error: Exception) -> str:
@@ -138,14 +145,52 @@ def _platforms_failed(named: str, error: Exception) -> str:
     )
 
 
+# A witness of the start, in its own process: it waits for the word that the start
+# ended (argv[1], a pipe's read end); if the pipe closes without it, the process starting
+# JAX died inside (a native fatal error: absl's "F" line, then an abort), and the witness
+# says so in one line on the stderr both share, from the log held back (argv[2], the
+# file's descriptor): the fatal line (its absl prefix cut), else the last line written.
+_WITNESS = r"""
+import os, re, sys
+ended = os.read(int(sys.argv[1]), 1)
+if not ended:
+    held = os.pread(int(sys.argv[2]), 1 << 20, 0).decode(errors="replace").splitlines()
+    lines = [line.strip() for line in held if line.strip()]
+    fatal = [line for line in lines if re.match(r"F\d{4} ", line)]
+    said = (fatal or lines[-1:] or ["it wrote nothing"])[0]
+    said = re.sub(r"^[FEWI]\d{4} [\d:.]+\s+\d+ [^\]]*\] ", "", said)
+    sys.stderr.write(f"error: {sys.argv[3]}, but JAX died starting it: {said}\n")
+"""
+
+
 @contextlib.contextmanager
-def _start_log_held() -> Iterator[None]:
+def _start_log_held(named: str = "") -> Iterator[None]:
     """Hold what native code writes to stderr (fd 2) while JAX starts the backends a
-    user named: libtpu logs its search for a TPU that is not here before JAX raises,
-    and the one line `_platforms_failed` says why. Given back when the start succeeds."""
+    user named (`named`, JAX_PLATFORMS's value): libtpu logs its search for a TPU that
+    is not here before JAX raises, and the one line `_platforms_failed` says why. Given
+    back when the start succeeds. Where native code ends the process instead (a bad
+    XLA_FLAGS is a fatal error), a witness process (_WITNESS) prints the one line."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as held:
+        ended_read, ended_write = os.pipe()
+        # Its own session: a Ctrl-C to the terminal's process group does not reach it.
+        witness = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _WITNESS,
+                str(ended_read),
+                str(held.fileno()),
+                f"JAX_PLATFORMS={named} in the environment",
+            ],
+            pass_fds=(ended_read, held.fileno()),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        os.close(ended_read)
         os.dup2(held.fileno(), 2)
         started = False
         try:
@@ -154,6 +199,9 @@ def _start_log_held() -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+            os.write(ended_write, b"1")
+            os.close(ended_write)
+            witness.wait()
             if started:
                 held.seek(0)
                 os.write(2, held.read())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 import threading
 import time
 from typing import Any
@@ -138,13 +137,16 @@ def _check_inputs(
     for name, value, least in counts:
         if name == "max_steps" and value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-            raise UsageError(f"{name} must be a whole number of at least {least}, got {value!r}")
+        data.check_count(name, value, least)
+    model = getattr(state.apply_fn, "__self__", None)  # a module's bound apply
+    if model is not None:
+        train.check_module(model)
     outputs: dict[tuple, int] = {}  # per image shape: tracing a big model takes a while
     for name, split in (("train_data", train_data), ("test_data", test_data)):
         if split is None:
             continue
         images, labels = split
+        data.check_arrays(name, images, labels)
         shape = (tuple(images.shape[1:]), images.dtype)
         if shape not in outputs:
             outputs[shape] = train.model_outputs(state, name, images)

@@ -24,6 +24,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ import jax
 
 from jaxcnn import devices as devices_lib
 from jaxcnn import host_memory
-from jaxcnn.errors import UsageError, unknown_name
+from jaxcnn.errors import UsageError, first_line, unknown_name
 
 INSTALL = 'pip install -e ".[targets]"'
 SPECS = Path(__file__).parent / "gpu_specs"
@@ -292,15 +293,18 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     require_compiler(target)
     from jax.experimental import topologies
 
-    if target.platform == "tpu":
-        prepare_libtpu()
-        topology = topologies.get_topology_desc(target.topology, "tpu", **_tpu_options(target))
-    else:
-        config = (SPECS / str(target.spec)).read_text()
-        # slices x hosts x devices: the GPUs of one host, each the spec's chip
-        topology = topologies.get_topology_desc(
-            platform="cuda", target_config=config, topology=f"1x1x{target.chips}"
-        )
+    try:
+        if target.platform == "tpu":
+            prepare_libtpu()
+            topology = topologies.get_topology_desc(target.topology, "tpu", **_tpu_options(target))
+        else:
+            config = (SPECS / str(target.spec)).read_text()
+            # slices x hosts x devices: the GPUs of one host, each the spec's chip
+            topology = topologies.get_topology_desc(
+                platform="cuda", target_config=config, topology=f"1x1x{target.chips}"
+            )
+    except jax.errors.JaxRuntimeError as error:  # the compiler's library did not load
+        raise UsageError(_not_loaded(target, error)) from None
     devices = tuple(topology.devices)
     if len(devices) != target.devices:  # every per-chip figure would be off by the ratio
         raise RuntimeError(
@@ -308,6 +312,23 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
             f"{target.chips} chips x {target.devices_per_chip}: fix its entry in TARGETS"
         )
     return devices
+
+
+def _not_loaded(target: Target, error: BaseException) -> str:
+    """The one line for a compiler installed but not loaded: the loader's reason, and
+    this process's address-space limit where it has one (libtpu maps 700 MB), the
+    usual cause."""
+    what = "libtpu" if target.platform == "tpu" else "the CUDA plugin's compiler"
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    room = (
+        ""
+        if limit == resource.RLIM_INFINITY
+        else f"; this process may map {limit / 2**30:.1f} GiB in all (ulimit -v)"
+    )
+    return (
+        f"{what} could not be loaded to compile for {target.name} ({first_line(error)}){room}: "
+        f"give it more memory (ulimit -v unlimited, or free memory), or reinstall it: {INSTALL}"
+    )
 
 
 def _tpu_options(target: Target) -> dict[str, Any]:

@@ -9,6 +9,7 @@ replicas explicitly. That averaging point is the whole of data parallelism.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -92,6 +93,33 @@ def _input_shape(input_shape: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+# The keywords jaxcnn's steps call a model with: model(x, train=..., axis_name=...).
+CALLED_WITH = ("train", "axis_name")
+
+
+def check_module(model: Any) -> None:
+    """UsageError unless `model` is a Flax module that jaxcnn's steps can call as
+    `model(x, train=..., axis_name=...)`: a module whose __call__ lacks a keyword would
+    fail only inside the first step, with a TypeError from deep in the trace."""
+    if not isinstance(model, nn.Module):
+        raise UsageError(
+            f"the model is a {type(model).__name__}, not a flax.linen.Module: give a module, "
+            "e.g. jaxcnn.models.get('mnist_cnn')"
+        )
+    parameters = inspect.signature(model.__call__).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    names = {p.name for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    missing = [name for name in CALLED_WITH if name not in names]
+    if missing:
+        raise UsageError(
+            f"{type(model).__name__}.__call__ takes no {' or '.join(missing)}: jaxcnn's steps "
+            "call model(x, train=..., axis_name=...); add `train: bool = False, axis_name: "
+            "str | None = None` to its __call__ (axis_name is for BatchNorm across devices; "
+            "a model without BatchNorm can ignore both)"
+        )
+
+
 def create_train_state(
     model: nn.Module,
     tx: optax.GradientTransformation,
@@ -101,6 +129,7 @@ def create_train_state(
     """Initialise `model` on one example of `input_shape` (no batch axis; images are
     (height, width, channels)). A shape the model's layers cannot take is a UsageError,
     found by tracing its initialisation, before anything is computed."""
+    check_module(model)
     shape = _input_shape(input_shape)
     init_key, dropout_key, step_key = jax.random.split(jax.random.key(seed), 3)
     init = jax.jit(

@@ -10,11 +10,12 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_NUM_CPU_DEVICES"] = "8"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import contextlib
 import errno
 import gzip
 import importlib.util
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -178,3 +179,15 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """`path` made immutable (chattr +i: refused even to root) while the block runs; the
+    test is skipped where that is not possible (not root, a filesystem without it)."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)

@@ -337,6 +337,47 @@ def test_a_jax_setting_in_the_environment_is_named_in_one_line(tmp_path, environ
     assert not out.exists()
 
 
+@pytest.mark.slow
+def test_a_native_fatal_error_while_jax_starts_its_named_platforms_is_one_line(tmp_path):
+    """A bad XLA_FLAGS is a fatal error in native code, which ends the process while
+    JAX starts, with what it wrote held back (JAX_PLATFORMS set): the witness says it."""
+    out = tmp_path / "out"
+    environ = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_jaxcnn_no_such_flag=1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "--out", str(out), *MLP, *TINY],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **environ},
+    )
+    assert run.returncode != 0
+    assert run.stderr.strip() == (
+        "error: JAX_PLATFORMS=cpu in the environment, but JAX died starting it: Unknown flag "
+        "in XLA_FLAGS: --xla_jaxcnn_no_such_flag=1"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "ends,said",
+    [
+        ("os._exit(3)", "error: JAX_PLATFORMS=cpu in the environment, but JAX died starting it: b"),
+        ("os.kill(os.getpid(), signal.SIGKILL)", "error: JAX_PLATFORMS=cpu in the environment, "),
+        ("pass", "a\nb"),  # a positive control: the start went on, what it wrote is given back
+    ],
+)
+def test_what_native_code_writes_while_jax_starts_is_one_line_if_the_process_dies(ends, said):
+    code = (
+        "import os, signal\nfrom jaxcnn import devices\n"
+        "with devices._start_log_held('cpu'):\n"
+        f"    os.write(2, b'a\\nb\\n')\n    {ends}\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stderr.strip().startswith(said), run.stderr
+    assert len(run.stderr.strip().splitlines()) == (2 if ends == "pass" else 1)
+
+
 @pytest.mark.parametrize("count", ["abc", "0", "2.5"])
 def test_jax_num_cpu_devices_that_jax_cannot_take_is_an_option_error(count):
     with pytest.raises(cli_plan.OptionError, match=f"JAX_NUM_CPU_DEVICES={count} in the"):

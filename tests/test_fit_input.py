@@ -3,7 +3,9 @@ fix, raised before any step runs."""
 
 import dataclasses
 import functools
+import re
 
+import flax.linen as nn
 import jax
 import numpy as np
 import pytest
@@ -57,6 +59,14 @@ def _case(name):
         train_data = (images[:, 2:26:3, 2:26:3], labels)  # the digits' own 8x8 grid
     elif name == "empty test split":
         test = (test[0][:0], test[1][:0])
+    elif name == "labels as a list":
+        train_data = (images, labels.tolist())
+    elif name == "images as a list":
+        train_data = (images.tolist(), labels)
+    elif name == "float64 images in 0..255":
+        train_data = (images.astype(np.float64), labels)
+    elif name == "float32 test images in 0..255 on the device":
+        test = (jax.device_put(test[0].astype(np.float32)), test[1])
     else:
         keywords = {"batch_size=0": {"batch_size": 0}, "epochs=-1": {"epochs": -1}}[name]
     return train_data, test, keywords
@@ -73,6 +83,18 @@ def _case(name):
         ("8x8 images", "the model does not take train_data images of shape 8x8x1 ("),
         ("empty test split", "test_data has no images: give at least one"),
         ("batch_size=0", "batch_size must be a whole number of at least 1, got 0"),
+        ("labels as a list", "train_data labels are a list, not an array: give np.asarray("),
+        ("images as a list", "train_data images are a list, not an array: give np.asarray("),
+        (
+            "float64 images in 0..255",
+            "train_data images are float64 pixels in 0..255, not scaled to [0, 1]: give them "
+            "as uint8 (images.astype(np.uint8)), which jaxcnn scales itself, or scale them "
+            "(images / 255)",
+        ),
+        (
+            "float32 test images in 0..255 on the device",
+            "test_data images are float32 pixels in 0..255, not scaled to [0, 1]",
+        ),
         ("epochs=-1", "epochs must be a whole number of at least 0, got -1"),
     ],
 )
@@ -91,3 +113,88 @@ def test_fit_trains_on_what_it_is_given_when_it_is_right():
     train_data, test_data, _ = _case("batch_size=0")
     state, history = fit(_host_state(), train_data, test_data, batch_size=128, max_steps=2)
     assert int(state.step) == 2 and 0 <= history[0]["test_accuracy"] <= 1
+
+
+@pytest.mark.parametrize("scaled", ["/ 255", "standardized"])
+def test_fit_takes_float_images_scaled_any_way(scaled):
+    """The positive control of the unscaled-pixel refusal: float images scaled to [0, 1],
+    or standardized (above 1 in places, but not whole numbers), train."""
+    (images, labels), _ = _digits()
+    pixels = images.astype(np.float32)
+    floats = pixels / 255 if scaled == "/ 255" else (pixels - pixels.mean()) / pixels.std()
+    assert floats.max() > (0 if scaled == "/ 255" else 1)
+    state, _ = fit(_host_state(), (floats, labels), batch_size=128, max_steps=1)
+    assert int(state.step) == 1
+
+
+class _WithoutAxisName(nn.Module):
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        return nn.Dense(10)(x.reshape(x.shape[0], -1))
+
+
+class _WithoutEither(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(10)(x.reshape(x.shape[0], -1))
+
+
+class _WithKeywords(nn.Module):
+    @nn.compact
+    def __call__(self, x, **keywords):
+        return nn.Dense(10)(x.reshape(x.shape[0], -1))
+
+
+@pytest.mark.parametrize(
+    "module,missing",
+    [
+        (_WithoutAxisName, "axis_name"),
+        (_WithoutEither, "train or axis_name"),
+        (_WithKeywords, None),
+    ],
+)
+def test_a_module_that_the_steps_cannot_call_is_refused_by_name(module, missing):
+    tx = train.make_optimizer("adam", 1e-3)
+    if missing is None:  # the positive control: **keywords takes train and axis_name
+        state = train.create_train_state(module(), tx, (28, 28, 1))
+        (images, labels), _ = _digits()
+        assert int(fit(state, (images, labels), batch_size=128, max_steps=1)[0].step) == 1
+        return
+    with pytest.raises(UsageError) as refused:
+        train.create_train_state(module(), tx, (28, 28, 1))
+    assert str(refused.value).startswith(
+        f"{module.__name__}.__call__ takes no {missing}: jaxcnn's steps call "
+        "model(x, train=..., axis_name=...); add `train: bool = False, axis_name: "
+    )
+
+
+def test_a_state_made_by_hand_around_such_a_module_is_refused_by_fit_before_any_step():
+    good = _host_state()
+    state = good.replace(apply_fn=_WithoutAxisName().apply)
+    placement = dataclasses.replace(
+        parallel.place("single", jax.devices()[:1]), train_step=_no_step
+    )
+    with pytest.raises(UsageError, match="^_WithoutAxisName.__call__ takes no axis_name"):
+        fit(state, _digits()[0], placement=placement)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ("labels as a list", "data.batches labels are a list, not an array: give np.asarray("),
+        ("batch_size 0", "batch_size must be a whole number of at least 1, got 0"),
+        ("batch_size 2.0", "batch_size must be a whole number of at least 1, got 2.0"),
+        ("fewer labels", "data.batches has 1438 images but 1437 labels: give one label per"),
+    ],
+)
+def test_data_batches_refuses_what_it_cannot_batch(args, message):
+    (images, labels), _ = _digits()
+    given = {
+        "labels as a list": (images, labels.tolist(), 16),
+        "batch_size 0": (images, labels, 0),
+        "batch_size 2.0": (images, labels, 2.0),
+        "fewer labels": (images, labels[:-1], 16),
+    }[args]
+    with pytest.raises(UsageError, match=re.escape(message)):
+        next(data.batches(*given))
+    assert next(data.batches(images, labels, 16))["image"].shape[0] == 16  # control

@@ -6,16 +6,18 @@ so every expected time is computed in the test from the constants it sets.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import needs_extra
+from conftest import immutable, needs_extra
 
 from experiments import fit_predictions, predictions
 from jaxcnn import prediction
@@ -822,6 +824,62 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
             f"{platform}: 0 observation(s) to fit, fewer than its constants need: its "
             f"committed constants kept ({committed['version']})"
         ) in out
+
+
+def test_write_onto_an_immutable_constants_file_is_one_line_before_any_fit(
+    tmp_path, monkeypatch, capsys
+):
+    constants = tmp_path / "prediction_constants.json"
+    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    before = constants.read_bytes()
+    ten = _measured_cpu_records(tmp_path / "ten", 10)
+    monkeypatch.setattr(fit_predictions, "fit", _must_not_fit)
+    with immutable(constants), pytest.raises(SystemExit) as exited:
+        fit_predictions.main([ten, "--write"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [
+        f"error: --write cannot replace {constants}: Operation not permitted; make it and "
+        "its folder writable (chattr -i, chmod u+w), or leave out --write (see --help)"
+    ]
+    assert constants.read_bytes() == before
+
+
+def _must_not_fit(*_):
+    raise AssertionError("fitted before the constants file was checked")
+
+
+def test_a_constants_file_made_immutable_during_the_fit_keeps_the_fit(
+    tmp_path, monkeypatch, capsys
+):
+    """The file checked writable, then made immutable (chattr +i) before the write: the
+    fit is written beside, in the temporary folder, in one line saying where."""
+    constants = tmp_path / "prediction_constants.json"
+    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    before = constants.read_bytes()
+    ten = _measured_cpu_records(tmp_path / "ten", 10)
+    fitted = fit_predictions.fit
+
+    def fit_then_lock(*args):
+        result = fitted(*args)
+        stack.enter_context(immutable(constants))
+        return result
+
+    monkeypatch.setattr(fit_predictions, "fit", fit_then_lock)
+    with contextlib.ExitStack() as stack:
+        assert fit_predictions.main([ten, "--write"]) == 1
+        assert constants.read_bytes() == before
+    (kept,) = tmp_path.glob("prediction_constants-*.json")
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [
+        f"error: could not replace {constants} (Operation not permitted): left as it was; "
+        f"the fit is kept in {kept}: copy it there once the file is writable"
+    ]
+    assert json.loads(kept.read_text())["families"]["cpu"]["error"]["observations"] == 10
 
 
 # --- One efficiency per kind of arithmetic unit ------------------------------------------

@@ -359,9 +359,48 @@ def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
     assert "ended before it was ready" in str(e.value)
 
 
+MACHINE_FAULT = "; no finding about the compiler, a rerun compiles it again"
+
+
 @pytest.mark.slow
 @needs_targets
-def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_again(tmp_path):
+def test_the_compilers_own_refusal_is_a_finding_and_the_same_compiler_is_not_asked_again(
+    tmp_path,
+):
+    from compile_crash import REFUSED_BATCH
+
+    path = tmp_path / "records.jsonl"
+    refused_cell, fine = (compile_workload("gpu-t4", batch=b) for b in (REFUSED_BATCH, 16))
+    with InChild("compile_crash:run_target") as in_child:
+        run = compile_only.recorded_runner(path, in_child)
+        refused = _valid(run(refused_cell))
+        assert run(fine)["status"] == "ok"
+    assert refused["status"] == "error" and refused["failed_by"] == "compiler"
+    assert refused["message"].startswith("JaxRuntimeError: NOT_FOUND: No FFI handler")
+    assert "jaxcnn_test_no_such_kernel" in refused["message"]
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+    def must_not_compile(workload, programs):
+        raise AssertionError(f"compiled {workload.batch_size} again")
+
+    rerun = compile_only.recorded_runner(path, must_not_compile)
+    assert rerun(refused_cell)["run_id"] == refused["run_id"]  # the same compiler: kept
+    asked = []
+    again = lambda w, programs: asked.append(w.batch_size) or refused  # noqa: E731
+    compile_only.recorded_runner(path, again, force=True)(refused_cell)
+    older = {**refused, "env": {**refused["env"], "jaxlib": "0.0.1"}, "run_id": "older"}
+    records.append(tmp_path / "older.jsonl", older)
+    compile_only.recorded_runner(tmp_path / "older.jsonl", again)(refused_cell)
+    assert asked == [REFUSED_BATCH, REFUSED_BATCH]  # forced; another compiler's refusal
+
+
+@needs_targets
+def test_a_compile_child_that_crashes_is_a_machine_fault_asked_again_and_compiled_on_rerun(
+    tmp_path,
+):
+    """A SIGSEGV of the compile child (libtpu's own crash on one resnet18 cell) is a
+    death, not the compiler's word on the program: asked once more in a new child, then
+    recorded as a machine fault, and compiled again by the next run."""
     from compile_crash import CRASHING_BATCH
 
     path = tmp_path / "records.jsonl"
@@ -370,23 +409,32 @@ def test_a_compiler_crash_is_an_error_record_and_the_same_compiler_is_not_asked_
         run = compile_only.recorded_runner(path, in_child)
         crashed = _valid(run(crashing))
         assert run(fine)["status"] == "ok"  # the study goes on, in a new child
-    assert crashed["status"] == "error" and crashed["target"]["name"] == "gpu-t4"
-    assert crashed["message"].startswith("the compiler crashed: the process doing it died")
-    assert "SIGSEGV" in crashed["message"]
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
-
-    def must_not_compile(workload, programs):
-        raise AssertionError(f"compiled {workload.batch_size} again")
-
-    rerun = compile_only.recorded_runner(path, must_not_compile)
-    assert rerun(crashing)["run_id"] == crashed["run_id"]  # the same compiler: kept
+    assert crashed["status"] == "error" and crashed["failed_by"] == "machine"
+    assert crashed["message"] == (
+        "machine fault: compiling it twice, the process doing it died (signal SIGSEGV)"
+        + MACHINE_FAULT
+    )
     asked = []
     again = lambda w, programs: asked.append(w.batch_size) or crashed  # noqa: E731
-    compile_only.recorded_runner(path, again, force=True)(crashing)
-    older = {**crashed, "env": {**crashed["env"], "jaxlib": "0.0.1"}, "run_id": "older"}
-    records.append(tmp_path / "older.jsonl", older)
-    compile_only.recorded_runner(tmp_path / "older.jsonl", again)(crashing)
-    assert asked == [CRASHING_BATCH, CRASHING_BATCH]  # forced; another compiler's refusal
+    compile_only.recorded_runner(path, again)(crashing)
+    assert asked == [CRASHING_BATCH]  # the rerun compiles it again
+
+
+@needs_targets
+def test_a_compile_child_that_cannot_start_is_a_machine_fault_and_compiled_on_rerun(tmp_path):
+    path = tmp_path / "records.jsonl"
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:no_such_function") as broken:
+        record = _valid(compile_only.recorded_runner(path, broken)(cell))
+    assert record["status"] == "error" and record["failed_by"] == "machine"
+    assert record["message"] == (
+        "machine fault: compiling it twice, the child process for "
+        "compile_crash:no_such_function ended before it was ready (its error is above)"
+        + MACHINE_FAULT
+    )
+    with InChild("compile_crash:run_target") as in_child:  # the positive control
+        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
 
 
 @pytest.mark.slow
@@ -408,9 +456,11 @@ def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
         assert record["status"] == "ok"
         assert [r["status"] for r in records.load(path)] == ["ok"]
         return
-    assert record["status"] == "error"
-    assert record["message"].startswith("killed by signal SIGKILL while compiling, twice")
-    assert "crashed" not in record["message"] and "a rerun compiles it again" in record["message"]
+    assert record["status"] == "error" and record["failed_by"] == "machine"
+    assert record["message"].startswith(
+        "machine fault: compiling it twice, the process doing it died (signal SIGKILL: the "
+        "kernel's out-of-memory killer, or a kill -9)"
+    )
     with InChild("compile_crash:run_target") as in_child:  # no finding: the rerun compiles
         rerun = compile_only.recorded_runner(path, in_child)(cell)
     assert rerun["status"] == "ok"
@@ -418,16 +468,23 @@ def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
 
 
 @needs_targets
-def test_an_older_record_of_a_compile_killed_from_outside_is_compiled_again(tmp_path):
-    """Records of earlier releases called a SIGKILL "the compiler crashed" too; the
-    signal, not those words, says it was no finding."""
+def test_records_of_earlier_releases_are_compiled_again_whatever_their_message(tmp_path):
+    """Records of earlier releases said "the compiler crashed" of a SIGKILL, a SIGSEGV
+    and a SIGABRT (a compile short of host memory) alike, and carry no `failed_by`: none
+    is taken as the compiler's verdict. A positive control: a refusal that says
+    `failed_by: compiler` is kept."""
     path = tmp_path / "records.jsonl"
-    cell = compile_workload("gpu-t4", batch=40)
-    record = compile_only.crashed(cell, ChildDied(-9))
-    said = "the compiler crashed: the process doing it died (signal SIGKILL: ...)"
-    records.append(path, {**record, "message": said})
-    segv = compile_only.crashed(compile_workload("gpu-t4", batch=16), ChildDied(-11))
-    records.append(path, segv)  # a positive control: a real crash is not asked again
+    said = {
+        40: "the compiler crashed: the process doing it died (signal SIGKILL: ...)",
+        48: "the compiler crashed: the process doing it died (signal SIGABRT)",
+        56: "JaxRuntimeError: UNIMPLEMENTED: ptxas too old",
+    }
+    for batch, message in said.items():
+        record = compile_only.crashed(compile_workload("gpu-t4", batch=batch), ChildDied(-9))
+        del record["failed_by"]
+        records.append(path, {**record, "message": message})
+    kept = compile_only.crashed(compile_workload("gpu-t4", batch=16), ChildDied(-11))
+    records.append(path, {**kept, "failed_by": "compiler", "message": said[56]})
     asked = []
 
     def again(workload, programs):
@@ -435,9 +492,9 @@ def test_an_older_record_of_a_compile_killed_from_outside_is_compiled_again(tmp_
         return compile_only.crashed(workload, ChildDied(-11))
 
     run = compile_only.recorded_runner(path, again)
-    run(cell)
-    run(compile_workload("gpu-t4", batch=16))
-    assert asked == [40]
+    for batch in (*said, 16):
+        run(compile_workload("gpu-t4", batch=batch))
+    assert asked == [40, 48, 56]
 
 
 @needs_targets
@@ -554,7 +611,7 @@ def test_a_k80_refusal_by_another_toolkit_is_compiled_again(tmp_path, toolkit):
     # sm_37) is no finding about the compiler it has now; one by the same toolkit is kept.
     workload = compile_workload("gpu-k80")
     _, _, old = compile_only._new_record(workload)
-    old.update(status="error", message="ptxas too old")
+    old.update(status="error", failed_by="compiler", message="ptxas too old")
     old["target"]["cuda_toolkit"] = toolkit
     path = tmp_path / records.RECORDS_FILE
     records.append(path, old)
@@ -620,23 +677,52 @@ def test_sigterm_stops_the_targets_study_between_compiles_and_a_rerun_finishes_i
 
 @pytest.mark.slow
 @needs_targets
-def test_a_compile_killed_by_sigterm_is_no_finding_and_compiled_again(tmp_path, monkeypatch):
-    """A SIGTERM to the compile child (not to the study) says nothing about the
-    compiler: asked again in a new child, and if killed again, recorded as what it was
-    and compiled again on rerun."""
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGABRT"])
+def test_a_compile_child_killed_twice_is_a_machine_fault_and_compiled_again(
+    tmp_path, monkeypatch, signal_name
+):
+    """A real SIGTERM sent to the compile child (not to the study), or the child's own
+    abort (os.abort, as a std::bad_alloc ends): asked again in a new child, and if it
+    dies again, recorded as the machine fault it is and compiled again on rerun."""
     from compile_crash import KILL_SIGNAL, KILLS_FILE
 
     path, left = tmp_path / "records.jsonl", tmp_path / "kills"
     left.write_text("2")
     monkeypatch.setenv(KILLS_FILE, str(left))
-    monkeypatch.setenv(KILL_SIGNAL, "SIGTERM")  # a real SIGTERM to each compile child
+    monkeypatch.setenv(KILL_SIGNAL, signal_name)
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
         record = _valid(compile_only.recorded_runner(path, in_child)(cell))
     assert left.read_text() == "0"
-    assert record["status"] == "error"
-    assert record["message"].startswith("killed by signal SIGTERM while compiling, twice")
-    assert "crashed" not in record["message"] and "a rerun compiles it again" in record["message"]
+    assert record["status"] == "error" and record["failed_by"] == "machine"
+    assert record["message"].startswith(
+        f"machine fault: compiling it twice, the process doing it died (signal {signal_name}"
+    )
+    assert record["message"].endswith(MACHINE_FAULT)
+    with InChild("compile_crash:run_target") as in_child:
+        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
+    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+
+
+@needs_targets
+def test_a_compile_short_of_host_memory_is_a_machine_fault_never_a_finding(tmp_path, monkeypatch):
+    """The compile child given 20 MiB of address space beyond what it holds: XLA's
+    allocations fail for real (a std::bad_alloc, raised as MemoryError, or a thread it
+    cannot start, which aborts). Either way the record is a machine fault, never `oom`
+    (the target's memory was never asked about), and the rerun with memory compiles."""
+    from compile_crash import ADDRESS_SPACE_LEFT_MB
+
+    path = tmp_path / "records.jsonl"
+    monkeypatch.setenv(ADDRESS_SPACE_LEFT_MB, "20")
+    cell = compile_workload("gpu-t4", batch=16)
+    with InChild("compile_crash:run_target") as in_child:
+        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+    assert record["status"] == "error" and record["failed_by"] == "machine"
+    assert "fits" not in record
+    assert record["message"].startswith(
+        ("machine fault: MemoryError", "machine fault: compiling it twice, the process")
+    )
+    monkeypatch.delenv(ADDRESS_SPACE_LEFT_MB)
     with InChild("compile_crash:run_target") as in_child:
         assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
     assert [r["status"] for r in records.load(path)] == ["error", "ok"]
@@ -655,37 +741,77 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
         record = _valid(compile_only.recorded_runner(path, in_child)(cell))
-    assert record["status"] == "error"
+    assert record["status"] == "error" and record["failed_by"] == "machine"
     # whichever meets the missing folder first: the child's own temporary file, or ptxas
     # writing its output there ("Could not open output file")
     assert record["message"].startswith(
-        ("FileNotFoundError: [Errno 2] No such file or directory", "JaxRuntimeError: INTERNAL")
+        (
+            "machine fault: FileNotFoundError: [Errno 2] No such file or directory",
+            "machine fault: JaxRuntimeError: INTERNAL",
+        )
     )
     assert "No such file or directory" in record["message"] or (
         "Could not open output" in record["message"]
     )
-    assert record["message"].endswith(
-        "; the machine failed, not the compiler: no finding about the compiler, a rerun "
-        "compiles it again"
-    )
+    assert record["message"].endswith(MACHINE_FAULT)
     missing.mkdir()  # the machine mended: the rerun compiles, and it compiles
     with InChild("compile_crash:run_target") as in_child:
         assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
     assert [r["status"] for r in records.load(path)] == ["error", "ok"]
 
 
+# Run as a child: JAX started on the CPU, then the address space capped 200 MiB above
+# what the process holds, then the CLI compiles for a TPU: libtpu (700 MB) cannot map.
+_CAPPED_RUN = """
+import resource, sys
+import jax
+from experiments.run import main
+jax.devices()
+with open("/proc/self/status") as status:
+    held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+if sys.argv[1] == "capped":
+    resource.setrlimit(resource.RLIMIT_AS, (held + 200 * 2**20, resource.RLIM_INFINITY))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@needs_targets
+@pytest.mark.slow
+def test_too_little_memory_to_load_libtpu_is_one_line_before_anything_is_written(tmp_path):
+    out = tmp_path / "out"
+    command = ["--target=tpu-v5e-1", "--model=mlp", "--set", "width=8", "--batch-size=8"]
+    capped = subprocess.run(
+        [sys.executable, "-c", _CAPPED_RUN, "capped", *command, f"--out={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert capped.returncode == 2, capped.stderr
+    (line,) = capped.stderr.strip().splitlines()
+    assert line.startswith("error: libtpu could not be loaded to compile for tpu-v5e-1 (")
+    assert "(ulimit -v): give it more memory (ulimit -v unlimited, or free memory)" in line
+    assert not out.exists()
+    free = subprocess.run(  # the positive control: the same, uncapped, compiles
+        [sys.executable, "-c", _CAPPED_RUN, "free", *command, f"--out={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert free.returncode == 0, free.stderr
+    assert [r["status"] for r in records.load(out / records.RECORDS_FILE)] == ["ok"]
+
+
 @pytest.mark.parametrize(
-    ("message", "again"),
+    ("record", "kept"),
     [
-        ("the compiler crashed: the process doing it died (signal SIGTERM)", True),
-        ("the compiler crashed: the process doing it died (signal SIGHUP)", True),
-        ("INTERNAL: ptxas fatal: Could not open output file '/tmp/x/y.cubin'", True),
-        ("XlaRuntimeError: INTERNAL: write failed: No space left on device", True),
-        ("the compiler crashed: the process doing it died (signal SIGSEGV)", False),
-        ("the compiler crashed: the process doing it died (signal SIGABRT)", False),
-        ("JaxRuntimeError: UNIMPLEMENTED: ptxas too old", False),
+        ({"status": "error", "failed_by": "compiler", "message": "NOT_FOUND: ..."}, True),
+        ({"status": "error", "failed_by": "machine", "message": "NOT_FOUND: ..."}, False),
+        ({"status": "error", "message": "JaxRuntimeError: UNIMPLEMENTED: ptxas too old"}, False),
+        ({"status": "error", "failed_by": None, "message": None}, False),
+        ({"status": "ok", "failed_by": "compiler", "message": None}, False),
     ],
 )
-def test_only_the_compilers_own_refusal_is_kept_as_its_verdict(message, again):
-    record = {"status": "error", "message": message}
-    assert compile_only.no_finding(record) is again
+def test_only_an_explicit_refusal_of_the_compiler_is_kept_as_its_verdict(record, kept):
+    assert compile_only.kept_refusal(record) is kept
