@@ -244,6 +244,7 @@ def test_the_fit_recovers_the_constants_that_made_its_observations():
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02)
     assert fitted["error"]["median"] < 0.02 and fitted["error"]["observations"] == len(cells)
+    assert fitted["error"]["quantity"] == prediction.DEVICE_STEP  # what it was measured on
 
 
 def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
@@ -650,6 +651,46 @@ def test_a_prediction_without_a_host_is_its_device_step_alone():
     assert alone["step_time_s"] == alone["device_step_s"] == whole["device_step_s"]
     assert whole["step_time_s"] == whole["device_step_s"]  # step_time_s: the device step
     assert "loop_step_s" not in alone
+
+
+def _measured(run_id: str, model: str, batch: int, when: str, **more) -> dict:
+    return {
+        "run_id": run_id,
+        "status": "ok",
+        "workload": {"model": model, "batch_size": batch, "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1},
+        "env": {"utc_time": when},
+        "dispatch_s": {"median": 1e-4},
+        "host_loop": {**HOST_LOOP, "steps": int(when[-1])},
+        **more,
+    }
+
+
+def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():
+    loaded = [
+        _measured("new", "mlp", 32, "2026-11-25T00:00:02"),
+        _measured("old", "mlp", 32, "2026-11-25T00:00:01"),
+        _measured("other", "mlp", 128, "2026-11-25T00:00:03"),
+        _measured("compiled", "mlp", 32, "2026-11-25T00:00:09", compiled_not_run=True),
+    ]
+    host = fit_predictions.host_constants(loaded)
+    assert host["loop"][prediction.host_loop_key("mlp", 32)]["record"] == "new"
+    assert host["loop"][prediction.host_loop_key("mlp", 128)]["record"] == "other"
+    assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
+
+
+def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
+    from experiments import predictions as predictions_lib
+
+    table = {**TABLE, "host": {"loop": {prediction.host_loop_key("resnet50", 256): HOST_LOOP}}}
+    found = predictions_lib.host_of(_compile_record(256), table)
+    assert found["parts"] == host_loop.per_step(HOST_LOOP, found["steps_per_epoch"])
+    # No run measured this model at batch 128: its host parts have no figure.
+    assert set(predictions_lib.host_of(_compile_record(128), table)["parts"].values()) == {None}
+    # A record that measured its own host's loop is priced with it, not the table's.
+    own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
+    mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
+    assert mine["parts"]["batch"] == 1.0
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
