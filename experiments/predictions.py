@@ -157,6 +157,8 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
         platform=record["device"]["platform"],
         steps_per_epoch=steps_per_epoch(record),
+        loop=record.get("loop") or w.get("loop") or "step",
+        steps=(record.get("kernels_source") or {}).get("steps", 1),
     )
 
 
@@ -199,6 +201,10 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     return block
 
 
+DEVICE_STEP = "device_step"  # jaxcnn.prediction.DEVICE_STEP, read without starting JAX
+QUANTITY_WORDS = {DEVICE_STEP: "device step", "loop_step": "loop step"}
+
+
 def label(block: dict[str, Any] | None) -> str:
     """How a prediction is named beside its figure: its method, and for the per-kernel
     model its constants' version and leave-one-out error band."""
@@ -209,7 +215,8 @@ def label(block: dict[str, Any] | None) -> str:
     band = block.get("error_band") or {}
     split = SPLIT_WORDS.get(band.get("split"), "out of sample")
     error = (
-        f", {split} error median {band['median']:.0%}, worst {band['worst']:.0%}"
+        f", {split} error on the {QUANTITY_WORDS[band.get('quantity', DEVICE_STEP)]} median "
+        f"{band['median']:.0%}, worst {band['worst']:.0%}"
         if band.get("median") is not None
         else f", unvalidated: no {block.get('regime') or ''} program observed on this platform"
     )
@@ -239,8 +246,9 @@ def band_label(block: dict[str, Any] | None, platform: str | None = None) -> str
 
 
 def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Every measured ok record carrying kernels: its measured and predicted step time
-    (one device's step) and their ratio."""
+    """Every measured ok record carrying kernels: its measured step time (one device's
+    step, called alone) and the prediction of that (the device step plus what a step
+    called alone adds, as the fit prices it), and their ratio."""
     rows = []
     for r in records:
         if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
@@ -249,12 +257,13 @@ def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
         block = of(r)
         if not measured or not block:
             continue
+        predicted = block["device_step_s"] + (host_of(r) or {}).get("host_s", 0.0)
         rows.append(
             {
                 "record": r,
                 "measured_s": measured,
-                "predicted_s": block["step_time_s"],
-                "ratio": block["step_time_s"] / measured,
+                "predicted_s": predicted,
+                "ratio": predicted / measured,
             }
         )
     return rows

@@ -228,6 +228,8 @@ def host_side(
     host_link_bytes_per_s: float | None,
     platform: str = "gpu",
     steps_per_epoch: int | None = None,
+    loop: str = "step",
+    steps: int = 1,
 ) -> dict[str, Any]:
     """What the host adds around a step's kernels in jaxcnn's loops (`predict`'s `host`):
 
@@ -240,9 +242,10 @@ def host_side(
     - call_s: one call's round trip (`dispatch_s`: a call of the placed step doing no
       work, measured here), which the device loop pays once per epoch;
     - steps_per_epoch: the epoch's steps where the dataset's size is known;
-    - host_s: what a step called alone adds to its kernels, the call's round trip and
-      its batch's copy (each 0 where it has no figure): the host's part of a step timed
-      alone (a record's `step_time_s`), which the fit adds, known, to its observations."""
+    - host_s: what a step timed alone (a record's `step_time_s`) adds to its kernels:
+      in the step loop (`loop`) the call's round trip and the batch's copy, in the
+      device loop the call's round trip shared by the `steps` steps of one call (each
+      0 where it has no figure); the fit adds it, known, to its observations."""
     transfer = None
     if platform == "cpu":
         transfer = 0.0
@@ -258,7 +261,8 @@ def host_side(
         "transfer_s": transfer,
         "call_s": dispatch_s,
         "steps_per_epoch": steps_per_epoch,
-        "host_s": (dispatch_s or 0.0) + (transfer or 0.0),
+        "host_s": (dispatch_s or 0.0) / max(1, steps)
+        + ((transfer or 0.0) if loop == "step" else 0.0),
     }
 
 

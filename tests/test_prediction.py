@@ -583,8 +583,10 @@ def test_the_step_loop_copies_its_batch_every_step_and_a_cpu_copies_nothing():
     assert _host()["transfer_s"] == pytest.approx(1e-4)  # 1 MB over 10 GB/s
     assert _host(batch_bytes=2_000_000)["transfer_s"] == pytest.approx(2e-4)  # twice
     assert _host(host_link_bytes_per_s=None, platform="cpu")["transfer_s"] == 0.0
-    # What a step called alone adds (the fit's known part): the round trip and the copy.
+    # What a step called alone adds (the fit's known part): the round trip and the copy;
+    # in the device loop, one round trip per call of 100 steps and no copy.
     assert _host()["host_s"] == pytest.approx(140e-6)
+    assert _host(loop="device", steps=100)["host_s"] == pytest.approx(40e-6 / 100)
 
 
 def test_a_host_part_without_a_figure_is_left_out_and_named():
