@@ -269,6 +269,30 @@ def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
     return rows
 
 
+def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Every measured ok record whose run timed jaxcnn's own step loop (`host_loop`): the
+    loop step it measured and the loop step predicted for it, and their ratio. The
+    prediction takes the record's own host parts (measured, not predicted), so the
+    ratio tests the device step and how the loop combines the parts with it."""
+    rows = []
+    for r in records:
+        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
+            continue
+        measured = (r.get("host_loop") or {}).get("loop_step_s")
+        block = of(r)
+        if not measured or not block or block.get("loop_step_s") is None:
+            continue
+        rows.append(
+            {
+                "record": r,
+                "measured_s": measured,
+                "predicted_s": block["loop_step_s"],
+                "ratio": block["loop_step_s"] / measured,
+            }
+        )
+    return rows
+
+
 def error_summary(ratios: Sequence[float]) -> dict[str, float] | None:
     """{"median", "worst"} of |predicted / measured - 1| over `ratios`, or None."""
     errors = [abs(x - 1) for x in ratios]

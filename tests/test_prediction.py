@@ -695,6 +695,24 @@ def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
     assert mine["parts"]["batch"] == 1.0
 
 
+def test_a_run_that_timed_jaxcnns_loop_is_compared_on_the_loop_step(monkeypatch):
+    from experiments import predictions as predictions_lib
+
+    monkeypatch.setattr(prediction, "constants", lambda path=None: TABLE)
+
+    run = {
+        **_compile_record(64),
+        "compiled_not_run": False,
+        "workload": {"model": "mnist_cnn", "precision": "f32", "batch_size": 64},
+        "host_loop": {**HOST_LOOP, "loop_step_s": 0.5},
+    }
+    [row] = predictions_lib.loop_vs_predicted([run, {**run, "host_loop": None}])
+    block = predictions_lib.of(run, TABLE)
+    assert row["measured_s"] == 0.5 and row["predicted_s"] == block["loop_step_s"]
+    assert row["ratio"] == pytest.approx(block["loop_step_s"] / 0.5)
+    assert block["loop_left_out"] == []  # its own host's parts, the A100's link
+
+
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
     assert prediction.vendor_rates(T4)["host_link_bytes_per_s"] == pytest.approx(15.75e9, 1e-3)
     assert prediction.vendor_rates(A100)["host_link_bytes_per_s"] == pytest.approx(31.5e9, 1e-3)
