@@ -17,8 +17,9 @@ a variable per part when none is, nothing timed):
   kernels end (JAX dispatches asynchronously until something reads a value);
 - metrics: the step's metrics kept (`placement.get_metrics`, still on the device);
 - progress: the progress bar's update;
-- sync: the loop's own checks, and every `check_every` steps the metrics fetched to
-  the host and their losses checked (`jax.device_get`), the host's side of it only;
+- sync: the loop's own checks, and every `check_every` steps (and at an epoch's end)
+  the metrics fetched to the host and their losses checked (`jax.device_get`), the
+  host's side of it only; a checkpoint saved mid-epoch, where one falls due;
 - wait (apart, WAIT): at those syncs, the host waiting for the device to finish the
   steps queued so far; the device's time, not the host's, so no host part.
 
