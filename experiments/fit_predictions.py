@@ -926,8 +926,10 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if median:
             found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
         if r.get("host_loop") and r["device"]["platform"] == "cpu" and r.get("status") == "ok":
-            key = prediction.host_loop_key(r["workload"]["model"], r["workload"]["batch_size"])
-            loops[key] = {**r["host_loop"], "record": r["run_id"]}
+            loops[prediction.host_loop_key(r["workload"])] = {
+                **r["host_loop"],
+                "record": r["run_id"],
+            }
     return {
         "dispatch_s": {s: statistics.median(xs) for s, xs in sorted(found.items())},
         "records": {s: len(xs) for s, xs in sorted(found.items())},

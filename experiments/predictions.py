@@ -145,9 +145,7 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = record.get("host_loop") or prediction_lib.measured_host_loop(
-        w["model"], w["batch_size"], table
-    )
+    measured = record.get("host_loop") or prediction_lib.measured_host_loop(w, table)
     return prediction_lib.host_side(
         measured=measured,
         dispatch_s=own

@@ -206,18 +206,22 @@ def measured_dispatch(placement: str, table: Mapping[str, Any] | None = None) ->
 
 
 def measured_host_loop(
-    model: str, batch_size: int, table: Mapping[str, Any] | None = None
+    workload: Mapping[str, Any], table: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
-    """jaxcnn's step loop on this project's host for `model` at global `batch_size`: the
-    newest measured record's `host_loop` (the constants file's `host.loop`), or None
-    where no run measured that model and batch."""
+    """jaxcnn's step loop on this project's host for a workload's model (with its
+    overrides) at its global batch: the newest measured record's `host_loop` (the
+    constants file's `host.loop`), or None where no run measured that model and batch."""
     host = (table or constants()).get("host") or {}
-    return (host.get("loop") or {}).get(host_loop_key(model, batch_size))
+    return (host.get("loop") or {}).get(host_loop_key(workload))
 
 
-def host_loop_key(model: str, batch_size: int) -> str:
-    """Where the constants file keeps a model's and batch's measured host loop."""
-    return f"{model}, batch {batch_size}"
+def host_loop_key(workload: Mapping[str, Any]) -> str:
+    """Where the constants file keeps a workload's measured host loop: its model, the
+    overrides that make it another network (a width, an image size), its global batch
+    (what the host's parts depend on: the arrays gathered, the state's leaves)."""
+    overrides = workload.get("model_overrides") or {}
+    named = "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    return f"{workload['model']}{named}, batch {workload['batch_size']}"
 
 
 def host_side(

@@ -676,15 +676,20 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
         _measured("compiled", "mlp", 32, "2026-11-25T00:00:09", compiled_not_run=True),
     ]
     host = fit_predictions.host_constants(loaded)
-    assert host["loop"][prediction.host_loop_key("mlp", 32)]["record"] == "new"
-    assert host["loop"][prediction.host_loop_key("mlp", 128)]["record"] == "other"
+    assert host["loop"][prediction.host_loop_key(loaded[0]["workload"])]["record"] == "new"
+    assert host["loop"][prediction.host_loop_key(loaded[2]["workload"])]["record"] == "other"
     assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
+    # Another network under the same name (the MLP at another width) is its own entry.
+    wide = _measured("wide", "mlp", 32, "2026-11-25T00:00:04")
+    wide["workload"]["model_overrides"] = {"width": 4096}
+    assert len(fit_predictions.host_constants([*loaded, wide])["loop"]) == 3
 
 
 def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
     from experiments import predictions as predictions_lib
 
-    table = {**TABLE, "host": {"loop": {prediction.host_loop_key("resnet50", 256): HOST_LOOP}}}
+    key = prediction.host_loop_key(_compile_record(256)["workload"])
+    table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
     found = predictions_lib.host_of(_compile_record(256), table)
     assert found["parts"] == host_loop.per_step(HOST_LOOP, found["steps_per_epoch"])
     # No run measured this model at batch 128: its host parts have no figure.
