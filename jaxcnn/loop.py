@@ -169,7 +169,7 @@ def fit(
     progress: bool = False,
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int | None = None,
-    check_every: int = 50,
+    check_every: int = host_loop.CHECK_EVERY,
     loop: str = "step",
 ) -> tuple[train.TrainState, list[dict[str, Any]]]:
     """Train for `epochs` (or `max_steps` in all); returns the placed state and history.
