@@ -95,11 +95,17 @@ BOUNDS = {
     "published_loop_step_s": (1e-6, 0.2),
 }
 # A published figure is a whole training run's images over its wall time: each of its
-# steps also paid for what the run's loop did around it (its input pipeline, dispatch
-# across hosts, evaluation and compilation spread over the steps). That cost is fitted,
-# per platform, as one time per step added to the predicted step of every published
-# observation, never to jaxcnn's own step; it is kept only where it makes the platform's
-# leave-one-out error smaller (LOOP).
+# steps also paid for what that framework's loop did around it (its input pipeline,
+# dispatch across hosts, evaluation and compilation spread over the steps). That cost is
+# fitted, per platform, as one time per step added to the predicted step of every
+# published observation; it is kept only where it makes the platform's leave-one-out
+# error smaller (LOOP). It is another framework's loop, never jaxcnn's: no device step
+# and no loop step of jaxcnn's is charged it (jaxcnn's loop is measured: jaxcnn.host_loop).
+# The TPU's is fitted on the Flax and Haiku ImageNet examples' whole runs
+# (published_references.json), whose wall times include their tf.data pipeline (JPEG
+# decoding and augmentation on the TPU host's CPUs), per-epoch evaluation, checkpoints
+# and compilation: the input pipeline of another framework's example, at small batches
+# per chip most of its step.
 LOOP = "published_loop_step_s"
 # A platform priced at rates its own runs measured (a CPU: one f32 matmul's ceiling, not a
 # datasheet peak) may see its kernels pass that rate: the step's larger GEMMs run faster
@@ -691,9 +697,15 @@ def error_block(
     return {
         **{k: splits[headline][k] for k in ("median", "worst", "worst_label", "observations")},
         "split": headline,
+        # The quantity every band here was measured on: the predicted device step (plus
+        # a step called alone's known round trip and copy), never jaxcnn's loop step.
+        "quantity": prediction.DEVICE_STEP,
         "basis": "each held-out group's observations predicted by constants refitted from "
-        "scratch without it: |predicted step / measured - 1|, the step as the report "
-        "shows it (a published run's loop cost left out)",
+        "scratch without it: |predicted step / measured - 1|, the predicted step the "
+        "device step (its kernels, plus the round trip and batch copy of a step called "
+        "alone, known, not fitted), a published run's own loop cost left out, as the "
+        "device step is shown; measured against steps timed alone here and published "
+        "whole-run figures, whose own loop is in them",
         "chips": sorted({o.chip for o in fitted if o.chip}),
         "splits": splits,
     }
@@ -901,21 +913,34 @@ def keep_committed(
 
 
 def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The host's side of a step as this project's runs measured it (records'
-    `dispatch_s`: a call of the placed step doing no work), per placement: the median of
-    the records' medians, and how many records. The figure every step predicted for a
-    chip not at hand is given, said to be measured here, on this JAX's CPU runtime."""
+    """The host's side of a step as this project's runs measured it, given to every step
+    predicted for a chip not at hand, said to be measured here, on this JAX's CPU
+    runtime: per placement, one call's round trip (records' `dispatch_s`: a call of the
+    placed step doing no work), the median of the records' medians and how many; per
+    model and global batch (prediction.host_loop_key), jaxcnn's step loop on the host
+    (`loop`: the newest measured record's `host_loop`, its run id beside it)."""
     found: dict[str, list[float]] = {}
-    for r in loaded:
+    loops: dict[str, dict[str, Any]] = {}
+    for r in sorted(loaded, key=lambda r: r["env"]["utc_time"]):
+        if r.get("compiled_not_run"):
+            continue
         median = (r.get("dispatch_s") or {}).get("median")
-        if median and not r.get("compiled_not_run"):
+        if median:
             found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
+        if r.get("host_loop") and r["device"]["platform"] == "cpu" and r.get("status") == "ok":
+            loops[prediction.host_loop_key(r["workload"])] = {
+                **r["host_loop"],
+                "record": r["run_id"],
+            }
     return {
         "dispatch_s": {s: statistics.median(xs) for s, xs in sorted(found.items())},
         "records": {s: len(xs) for s, xs in sorted(found.items())},
+        "loop": dict(sorted(loops.items())),
         "basis": "measured here: records' dispatch_s (a call of the placed step doing no "
-        "work, on the step's arguments), the median per placement, on the JAX and CPU "
-        "that ran them; a GPU's or TPU's runtime may add its own",
+        "work, on the step's arguments), the median per placement, and the newest "
+        "record's host_loop (jaxcnn's step loop, its host parts timed by its own code) "
+        "per model and batch, on the JAX and CPU that ran them; a GPU's or TPU's "
+        "runtime may add its own",
     }
 
 

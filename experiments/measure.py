@@ -22,7 +22,7 @@ import numpy as np
 
 from experiments import records
 from experiments.stats import minor_page_faults, summarize
-from jaxcnn import aot, loop, roofline, train
+from jaxcnn import aot, data, host_loop, loop, roofline, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
@@ -204,6 +204,58 @@ def time_dispatch(
     proxy = jax.tree.map(lambda x: np.zeros((), x.dtype), abstract_state)
     call = _threaded(empty.train_step, empty.put_state(proxy), batch)
     return time_calls(call, steps=DISPATCH_CALLS, warmup=3, agreed=True)
+
+
+HOST_LOOP_WARMUP = 2  # steps of the loop run first, unrecorded: a first call's own costs
+
+
+def time_host_loop(
+    placement: Placement,
+    state: Any,
+    train_data: tuple[np.ndarray, np.ndarray],
+    *,
+    batch_size: int,
+    seed: int,
+    steps: int,
+) -> dict[str, Any]:
+    """The record's `host_loop`: `steps` steps of jaxcnn's own step loop (`loop.fit`,
+    loop="step", the placement's compiled steps, the real training split), after
+    HOST_LOOP_WARMUP unrecorded ones, with each step's host parts recorded
+    (jaxcnn.host_loop): per part a summary over the steps (stats.summarize plus `mean`:
+    a step's share of what only some steps pay, the epoch's shuffle, a sync), WAIT over
+    the syncs; `syncs` how many there were; `loop_step_s` the loop's own time per step
+    (every part and wait over the steps: the loop's clock, measured). Consumes `state`."""
+    per_epoch = data.steps_per_epoch(len(train_data[1]), batch_size)
+
+    def run(state: Any, count: int) -> Any:
+        return loop.fit(
+            state,
+            train_data,
+            epochs=-(-count // max(1, per_epoch)),
+            batch_size=batch_size,
+            seed=seed,
+            max_steps=count,
+            placement=placement,
+        )[0]
+
+    phase(f"timing jaxcnn's step loop on the host: {steps} steps of fit")
+    state = run(state, HOST_LOOP_WARMUP)
+    with host_loop.recording() as recorder:
+        run(state, steps)
+    samples = recorder.samples
+    parts = {
+        part: {**summarize(xs), "mean": float(np.mean(xs))} for part, xs in samples.items() if xs
+    }
+    spent = sum(sum(xs) for xs in samples.values())
+    return {
+        "loop": "step",
+        "steps": recorder.steps,
+        "steps_per_epoch": per_epoch,
+        "check_every": host_loop.CHECK_EVERY,
+        "syncs": len(samples[host_loop.WAIT]),
+        "parts": parts,
+        "loop_step_s": spent / recorder.steps if recorder.steps else None,
+    }
 
 
 def time_step_loop(

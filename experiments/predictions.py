@@ -130,10 +130,13 @@ def batch_bytes(record: Record) -> int | None:
 
 
 def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The host side of `record`'s step (jaxcnn.prediction.host_side): its dispatch the
-    record's own measured `dispatch_s` where it has one, else what this project's runs
-    measured for its placement (the constants file's `host`); its batch over its chip's
-    host link; its loop. None where the batch's size is unknown."""
+    """The host side of `record`'s step (jaxcnn.prediction.host_side): the step loop's
+    host parts as the record's own host measured them (its `host_loop`: this CPU's, or a
+    notebook's runtime CPU beside its accelerator), else as this project's runs measured
+    them for its model and batch (the constants file's `host.loop`); its batch over its
+    chip's host link; one call's round trip, the record's own `dispatch_s` where it has
+    one, else what this project's runs measured for its placement; its epoch's steps
+    where its dataset's size is known. None where the batch's size is unknown."""
     from jaxcnn import prediction as prediction_lib
 
     table = table or constants_table()
@@ -142,15 +145,29 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = prediction_lib.measured_dispatch(w.get("strategy") or "single", table)
+    measured = record.get("host_loop") or prediction_lib.measured_host_loop(w, table)
     return prediction_lib.host_side(
-        dispatch_s=own if own is not None else measured,
+        measured=measured,
+        dispatch_s=own
+        if own is not None
+        else prediction_lib.measured_dispatch(w.get("strategy") or "single", table),
         batch_bytes=nbytes,
         host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
+        platform=record["device"]["platform"],
+        steps_per_epoch=steps_per_epoch(record),
         loop=record.get("loop") or w.get("loop") or "step",
         steps=(record.get("kernels_source") or {}).get("steps", 1),
-        platform=record["device"]["platform"],
     )
+
+
+def steps_per_epoch(record: Record) -> int | None:
+    """The steps of one epoch of `record`'s workload (its dataset's training images over
+    its batch), or None where the dataset's size cannot be told without reading it."""
+    from jaxcnn import data
+
+    w = record["workload"]
+    size = data.train_size(w.get("dataset") or "")
+    return data.steps_per_epoch(size, w["batch_size"]) if size else None
 
 
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -182,6 +199,10 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     return block
 
 
+DEVICE_STEP = "device_step"  # jaxcnn.prediction.DEVICE_STEP, read without starting JAX
+QUANTITY_WORDS = {DEVICE_STEP: "device step", "loop_step": "loop step"}
+
+
 def label(block: dict[str, Any] | None) -> str:
     """How a prediction is named beside its figure: its method, and for the per-kernel
     model its constants' version and leave-one-out error band."""
@@ -192,7 +213,8 @@ def label(block: dict[str, Any] | None) -> str:
     band = block.get("error_band") or {}
     split = SPLIT_WORDS.get(band.get("split"), "out of sample")
     error = (
-        f", {split} error median {band['median']:.0%}, worst {band['worst']:.0%}"
+        f", {split} error on the {QUANTITY_WORDS[band.get('quantity', DEVICE_STEP)]} median "
+        f"{band['median']:.0%}, worst {band['worst']:.0%}"
         if band.get("median") is not None
         else f", unvalidated: no {block.get('regime') or ''} program observed on this platform"
     )
@@ -222,8 +244,9 @@ def band_label(block: dict[str, Any] | None, platform: str | None = None) -> str
 
 
 def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Every measured ok record carrying kernels: its measured and predicted step time
-    (one device's step) and their ratio."""
+    """Every measured ok record carrying kernels: its measured step time (one device's
+    step, called alone) and the prediction of that (the device step plus what a step
+    called alone adds, as the fit prices it), and their ratio."""
     rows = []
     for r in records:
         if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
@@ -232,12 +255,37 @@ def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
         block = of(r)
         if not measured or not block:
             continue
+        predicted = block["device_step_s"] + (host_of(r) or {}).get("host_s", 0.0)
         rows.append(
             {
                 "record": r,
                 "measured_s": measured,
-                "predicted_s": block["step_time_s"],
-                "ratio": block["step_time_s"] / measured,
+                "predicted_s": predicted,
+                "ratio": predicted / measured,
+            }
+        )
+    return rows
+
+
+def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Every measured ok record whose run timed jaxcnn's own step loop (`host_loop`): the
+    loop step it measured and the loop step predicted for it, and their ratio. The
+    prediction takes the record's own host parts (measured, not predicted), so the
+    ratio tests the device step and how the loop combines the parts with it."""
+    rows = []
+    for r in records:
+        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
+            continue
+        measured = (r.get("host_loop") or {}).get("loop_step_s")
+        block = of(r)
+        if not measured or not block or block.get("loop_step_s") is None:
+            continue
+        rows.append(
+            {
+                "record": r,
+                "measured_s": measured,
+                "predicted_s": block["loop_step_s"],
+                "ratio": block["loop_step_s"] / measured,
             }
         )
     return rows
@@ -335,7 +383,9 @@ def versus_published(
     per chip beside the published figure ({"reference", "record", "predicted",
     "ratio"}: predicted / published), or why it has none ({"why"}). "predicted" adds,
     to each step, the per-step cost of a published run's loop where the platform's fit
-    kept one; "predicted_step" is the step alone."""
+    kept one (another framework's, never jaxcnn's); "predicted_step" is the step alone
+    (as the fit prices it: the device step plus a call's round trip and its batch's
+    copy)."""
     from jaxcnn import prediction as prediction_lib
 
     table = table or prediction_lib.constants()
@@ -352,11 +402,14 @@ def versus_published(
         if block and block.get("images_per_s"):
             family = table["families"].get(record["device"]["platform"]) or {}
             loop = family.get("published_loop_step_s") or 0.0
+            # As the fit predicts a published observation: the device step and what a
+            # step called alone adds to it, plus the published run's own loop.
+            step = block["device_step_s"] + (host_of(record, table) or {}).get("host_s", 0.0)
             row.update(
                 record=record,
                 block=block,
-                predicted_step=block["images_per_s"] / record["target"]["chips"],
-                predicted=ref.batch_per_chip / (block["step_time_s"] + loop),
+                predicted_step=ref.batch_per_chip / step,
+                predicted=ref.batch_per_chip / (step + loop),
             )
             row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
         elif record is not None:

@@ -63,6 +63,16 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                                            work, on the same arguments, timed alike: the
                                            host's round trip of a step (the host side of
                                            a predicted step, jaxcnn.prediction.host_side)
+    host_loop {loop, steps, steps_per_epoch, check_every, syncs, parts, loop_step_s}
+                                           jaxcnn's own step loop (loop.fit) run for
+                                           timing_steps steps (after 2 unrecorded) on a
+                                           copy of the state, each
+                                           step's host parts timed by the loop's own code
+                                           (jaxcnn.host_loop): parts {batch, put, dispatch,
+                                           metrics, progress, sync: per step; wait: per
+                                           sync, the host waiting for the device} each
+                                           {median, p10, p90, n, mean} in seconds;
+                                           loop_step_s: its parts and waits over the steps
     images_per_s                           batch_size / step_time_s.median
     history [{epoch, steps, train_loss, train_accuracy, train_time_s,
               test_loss, test_accuracy, eval_time_s[, compile_time_s: loop device, the
@@ -479,6 +489,17 @@ TYPES: dict[str, Any] = {
     "step_time_s": Maybe(_SUMMARY),
     "eval_step_time_s": Maybe(_SUMMARY),
     "dispatch_s": Maybe(_SUMMARY),
+    "host_loop": Maybe(
+        {
+            "loop": STR,
+            **{key: INT for key in ("steps", "steps_per_epoch", "check_every", "syncs")},
+            "parts": {
+                part: Maybe({**_SUMMARY, "mean": NUMBER})
+                for part in ("batch", "put", "dispatch", "metrics", "progress", "sync", "wait")
+            },
+            "loop_step_s": NUMBER,
+        }
+    ),
     "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
     "images_per_s": NUMBER,
     "history": Maybe([_HISTORY_ENTRY]),

@@ -147,10 +147,17 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
             if key != "collective_s" or p[key]
         )
         lines.append(
-            f"  PREDICTED (per-kernel model, {p['kernels']:,.0f} kernels: {parts}): step "
-            f"{seconds(p['step_time_s'])}, {p['images_per_s']:,.0f} images/s"
+            f"  PREDICTED (per-kernel model, {p['kernels']:,.0f} kernels: {parts}): device "
+            f"step {seconds(p['device_step_s'])}, {p['images_per_s']:,.0f} images/s"
         )
         lines.append(f"    {predictions.label(p)}")
+        if p.get("loop_step_s") is not None:
+            left = ", ".join(p["loop_left_out"])
+            lines.append(
+                f"    jaxcnn's loop step {seconds(p['loop_step_s'])} ({p['loop_overlap']}, "
+                f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; "
+                "no error band: no loop step measured on this platform)"
+            )
     bound = record.get("prediction_bound")
     if p and p.get("method") != "per-kernel":  # a record made before kernels were read
         bound, p = p, None

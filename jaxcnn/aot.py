@@ -408,18 +408,19 @@ def _predicted(
     placement: str,
 ) -> dict[str, Any] | None:
     """The per-kernel model's prediction of one step on one of `devices` at its chip's
-    vendor rates, with the host's side of a step loop (the dispatch this project
-    measured for `placement`, one device's share of `batch` over the chip's host link);
-    None where a kernel cannot be priced."""
+    vendor rates, with the host's side of a step loop (one device's share of `batch`
+    over the chip's host link; the loop's host parts, which depend on the caller's own
+    loop and data, left out and named); None where a kernel cannot be priced."""
     rates = prediction_lib.rates(devices[0], target.devices_per_chip)
     nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
+    rows = next(iter(batch.values())).shape[0]
     host = prediction_lib.host_side(
+        measured=None,  # a library caller's loop, model and data: not measured here
         dispatch_s=prediction_lib.measured_dispatch(placement),
         batch_bytes=nbytes // len(devices),
         host_link_bytes_per_s=rates.get("host_link_bytes_per_s"),
         platform=target.platform,
     )
-    rows = next(iter(batch.values())).shape[0]
     try:
         return prediction_lib.predict(
             ks,

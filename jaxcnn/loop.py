@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxcnn import data, distributed, train
+from jaxcnn import data, distributed, host_loop, train
 from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.epochs import device_epoch_order
 from jaxcnn.errors import UsageError
@@ -171,7 +171,7 @@ def fit(
     progress: bool = False,
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int | None = None,
-    check_every: int = 50,
+    check_every: int = host_loop.CHECK_EVERY,
     loop: str = "step",
 ) -> tuple[train.TrainState, list[dict[str, Any]]]:
     """Train for `epochs` (or `max_steps` in all); returns the placed state and history.
@@ -257,6 +257,8 @@ def fit(
         _save(checkpoints, done, state_now, epoch_position, history, epoch_metrics, fingerprint)
         saved = done
 
+    # Each part of a step marked where host_loop is recording (else one check per part).
+    mark = host_loop.recorder()
     with tqdm(total=total, initial=done, disable=not progress, unit="step", leave=False) as bar:
         for epoch in range(position.epoch, epochs):
             if done >= total:
@@ -265,21 +267,34 @@ def fit(
             metrics: list[Any] = list(partial) if epoch == position.epoch else []
             checked, first_step = len(metrics), done - len(metrics) + 1
             started = time.perf_counter()
+            if mark:
+                mark.start()
             stream = data.batches(images, labels, batch_size, seed=seed, epoch=epoch)
             synced = True  # an epoch starts after a sync: the last one's end, or a resume
             for index, batch in enumerate(itertools.islice(stream, skip, None), skip + 1):
                 if done >= total:
                     break
+                if mark:
+                    mark("batch")
                 asked = stop_agreed(synced)
                 if asked:  # a step boundary: index - 1 batches of this epoch done
                     checked = _fetch_checked(metrics, checked, first_step, epoch, history)
                     if checkpoints is not None and saved != done and done > 0:
                         save(Position(epoch, index - 1), metrics)
                     raise Stopped(done, saved, asked)
-                state, step_metrics = placement.train_step(state, placement.put_batch(batch))
+                placed = placement.put_batch(batch)
+                if mark:
+                    mark("put")
+                state, step_metrics = placement.train_step(state, placed)
+                if mark:
+                    mark("dispatch")
                 metrics.append(placement.get_metrics(step_metrics))
                 done += 1
+                if mark:
+                    mark("metrics")
                 bar.update()
+                if mark:
+                    mark("progress")
                 # the epoch end saves anyway, after evaluation, with the epoch's history
                 mid_save = (
                     checkpoints is not None
@@ -289,12 +304,20 @@ def fit(
                     and done < total
                 )
                 if mid_save or done % check_every == 0:
+                    if mark:  # the wait for the device timed apart from the sync
+                        mark.wait(metrics[checked:])
                     checked = _fetch_checked(metrics, checked, first_step, epoch, history)
                 if mid_save:
                     save(Position(epoch, index), metrics)
                 synced = mid_save or done % check_every == 0
+                if mark:
+                    mark("sync")
+            if mark:
+                mark.wait(state)
             jax.block_until_ready(state)
             _fetch_checked(metrics, checked, first_step, epoch, history)
+            if mark:
+                mark("sync")
             whole = len(metrics) == per_epoch  # metrics hold the whole epoch, resumed or not
             _end_epoch(
                 epoch,

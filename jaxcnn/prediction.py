@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcnn import devices as devices_lib
+from jaxcnn import host_loop
 from jaxcnn import kernels as kernels_lib
 
 CONSTANTS_FILE = Path(__file__).with_name("prediction_constants.json")
@@ -210,41 +211,95 @@ def measured_dispatch(placement: str, table: Mapping[str, Any] | None = None) ->
     return own if own is None or single is None else max(own, single)
 
 
+def measured_host_loop(
+    workload: Mapping[str, Any], table: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """jaxcnn's step loop on this project's host for a workload's model (with its
+    overrides) at its global batch: the newest measured record's `host_loop` (the
+    constants file's `host.loop`), or None where no run measured that model and batch."""
+    host = (table or constants()).get("host") or {}
+    return (host.get("loop") or {}).get(host_loop_key(workload))
+
+
+def host_loop_key(workload: Mapping[str, Any]) -> str:
+    """Where the constants file keeps a workload's measured host loop: its model, the
+    overrides that make it another network (a width, an image size), its global batch
+    (what the host's parts depend on: the arrays gathered, the state's leaves)."""
+    overrides = workload.get("model_overrides") or {}
+    named = "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    return f"{workload['model']}{named}, batch {workload['batch_size']}"
+
+
 def host_side(
     *,
+    measured: Mapping[str, Any] | None,
     dispatch_s: float | None,
     batch_bytes: int,
     host_link_bytes_per_s: float | None,
+    platform: str = "gpu",
+    steps_per_epoch: int | None = None,
     loop: str = "step",
     steps: int = 1,
-    platform: str = "gpu",
 ) -> dict[str, Any]:
-    """What the host adds to each step of a loop (`loop` "step": one jitted call per step,
-    each with its batch; "device": one call runs `steps` steps on a dataset placed once):
+    """What the host adds around a step's kernels in jaxcnn's loops (`predict`'s `host`):
 
-    - dispatch: one jitted call's host round trip (`dispatch_s`: measured here, a call of
-      the step's arguments that does no work), per call, so `steps` share it;
-    - transfer: the batch's bytes over the chip's link to its host, in the step loop
-      only (the device loop's dataset crosses once, before training); none on a CPU,
-      whose device memory is the host's.
-
-    {"dispatch_s", "transfer_s", "host_s", "left_out": [what no figure exists for]}: a
-    part without a figure counts 0 and is named in `left_out`."""
-    left_out = []
-    if dispatch_s is None:
-        left_out.append("dispatch (not measured for this placement)")
-    dispatch = (dispatch_s or 0.0) / max(1, steps)
-    transfer = 0.0
-    if loop == "step" and platform != "cpu":
-        if host_link_bytes_per_s:
-            transfer = batch_bytes / host_link_bytes_per_s
-        else:
-            left_out.append("the batch's copy to the chip (no published host-link figure)")
+    - parts: the step loop's host parts per step (jaxcnn.host_loop.per_step of
+      `measured`, a record's `host_loop`: measured with the loop's own code on the host
+      that runs it), each None where nothing was measured;
+    - transfer_s: the batch's bytes over the chip's link to its host, once per step of
+      the step loop (the device loop's dataset crosses once, before training); 0 on a
+      CPU, whose device memory is the host's; None where no link figure is published;
+    - call_s: one call's round trip (`dispatch_s`: a call of the placed step doing no
+      work, measured here), which the device loop pays once per epoch;
+    - steps_per_epoch: the epoch's steps where the dataset's size is known;
+    - host_s: what a step timed alone (a record's `step_time_s`) adds to its kernels:
+      in the step loop (`loop`) the call's round trip and the batch's copy, in the
+      device loop the call's round trip shared by the `steps` steps of one call (each
+      0 where it has no figure); the fit adds it, known, to its observations."""
+    transfer = None
+    if platform == "cpu":
+        transfer = 0.0
+    elif host_link_bytes_per_s:
+        transfer = batch_bytes / host_link_bytes_per_s
+    parts = (
+        host_loop.per_step(measured, steps_per_epoch)
+        if measured
+        else dict.fromkeys(host_loop.PARTS)
+    )
     return {
-        "dispatch_s": dispatch,
+        "parts": parts,
         "transfer_s": transfer,
-        "host_s": dispatch + transfer,
-        "left_out": left_out,
+        "call_s": dispatch_s,
+        "steps_per_epoch": steps_per_epoch,
+        "host_s": (dispatch_s or 0.0) / max(1, steps)
+        + ((transfer or 0.0) if loop == "step" else 0.0),
+    }
+
+
+def loops(device_step_s: float, host: Mapping[str, Any], platform: str) -> dict[str, Any]:
+    """The loop step, the epoch and the device loop's step around a device step of
+    `device_step_s` with the host side `host` (`host_side`):
+
+    - loop_step_s (jaxcnn.host_loop.loop_step: the step loop's host parts and the
+      batch's copy, overlapped or serialised as the loop runs them), loop_parts,
+      loop_left_out, loop_overlap, loop_bound;
+    - epoch_s: an epoch's loop steps, where its steps are known; its evaluation is not
+      priced (no eval-step kernels are read) and is named in `epoch_left_out`;
+    - device_loop_step_s: a step of the device loop (a whole epoch as one lax.scan):
+      the device step plus its share of the epoch's one call (the call's round trip),
+      no copy; None where the epoch's steps or the call are unknown."""
+    loop = host_loop.loop_step(device_step_s, host["parts"], host["transfer_s"], platform=platform)
+    per_epoch = host.get("steps_per_epoch")
+    call = host.get("call_s")
+    return {
+        **loop,
+        "epoch_s": per_epoch * loop["loop_step_s"] if per_epoch else None,
+        "epoch_steps": per_epoch,
+        "epoch_left_out": ["evaluation (no eval-step kernels priced)"]
+        + ([] if per_epoch else ["the epoch's steps (the dataset's size is not known)"]),
+        "device_loop_step_s": (
+            device_step_s + call / per_epoch if per_epoch and call is not None else None
+        ),
     }
 
 
@@ -265,11 +320,14 @@ def predict(
     `rates` with `platform`'s fitted constants, the sums divided by `steps`. None where
     the rates cannot price a kernel or the platform has no constants. `batch_size` is
     the step's global batch, `devices` the devices it is split over (the kernels are one
-    device's), `chip` what it runs on (the chip table's name; a CPU's machine): its error
-    band is the one measured on programs of the same regime by the split its claim
-    needs (`error_band`). With `host` (`host_side`), the step is the device's kernels
-    plus the host's part, each kept apart (`device_s`, `host_s`); without, the kernels
-    alone, as the fit's published observations are."""
+    device's), `chip` what it runs on (the chip table's name; a CPU's machine).
+
+    Two predictions, labelled: `device_step_s`, the chip's kernels (and collectives) of
+    one step; and with `host` (`host_side`), `loop_step_s`, the step jaxcnn's step loop
+    makes of it on that chip with that host (`loops`: its parts, what is left out, the
+    epoch, the device loop's step). `step_time_s` is the device step, and `images_per_s`
+    the batch over it. Its error band (`error_band`) is the one measured on programs of
+    the same regime by the split its claim needs, on the quantity it names."""
     table = table or constants()
     try:
         family = family_constants(platform, table)
@@ -279,24 +337,17 @@ def predict(
     if priced is None or not ks:
         return None
     timed = kernels_lib.step_time(ks, priced)
-    device_s = timed["seconds"] / steps
+    device_step = timed["seconds"] / steps
     per_step = {part: timed[part] / steps for part in _PARTS}
     kind = regime(ks, batch_size // max(1, devices) * steps)
-    host_parts = {}
-    if host is not None:
-        host_parts = {
-            "device_s": device_s,
-            **{k: host[k] for k in ("host_s", "dispatch_s", "transfer_s")},
-            "host_left_out": list(host.get("left_out") or []),
-        }
-    seconds = device_s + (host["host_s"] if host is not None else 0.0)
     return {
         "method": METHOD,
         "constants_version": str(table["version"]),
-        "step_time_s": seconds,
-        "images_per_s": batch_size / seconds if seconds > 0 else None,
+        "device_step_s": device_step,
+        "step_time_s": device_step,
+        "images_per_s": batch_size / device_step if device_step > 0 else None,
         **per_step,
-        **host_parts,
+        **(loops(device_step, host, platform) if host is not None else {}),
         "kernels": timed["kernels"] / steps,
         "rates_source": rates.get("source"),
         "regime": kind,
@@ -323,14 +374,22 @@ def regime(ks: list[kernels_lib.Kernel], images: int) -> str:
     return "large" if flops / max(1, images) >= LARGE_FLOPS_PER_IMAGE else "small"
 
 
+# What an error band was measured on: the device step (a step's kernels against steps
+# measured alone, or against published figures), or jaxcnn's loop step. A band is only
+# shown beside the quantity it names. Constants fitted before bands named it measured
+# theirs on the device step.
+DEVICE_STEP, LOOP_STEP = "device_step", "loop_step"
+
+
 def error_band(
     family: Mapping[str, Any], regime_name: str, chip: str | None = None
 ) -> dict[str, Any] | None:
     """The error band a prediction of `regime_name` on `chip` is shown with: measured by
     the split that matches its claim, leave one program out on a chip the fit has
     observations of, leave one chip out on any other; over the family's observations of
-    that regime ({"median", "worst", "observations", "split"}). None where that split has
-    none of that regime: the prediction is then unvalidated."""
+    that regime ({"median", "worst", "observations", "split", "quantity": DEVICE_STEP or
+    LOOP_STEP}). None where that split has none of that regime: the prediction is then
+    unvalidated."""
     error = family.get("error") or {}
     split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
     band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
@@ -341,4 +400,5 @@ def error_band(
         "worst": band["worst"],
         "observations": band["observations"],
         "split": split,
+        "quantity": error.get("quantity", DEVICE_STEP),
     }

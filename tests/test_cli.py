@@ -22,6 +22,12 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
         assert record["device"] == {**record["device"], "platform": "cpu", "count": 1}
         assert record["step_time_s"]["n"] == 3
         assert record["history"][0]["steps"] == 3
+        # jaxcnn's own loop, its host parts per step and the one sync of its 3 steps
+        host = record["host_loop"]
+        assert (host["steps"], host["syncs"], host["parts"]["wait"]["n"]) == (3, 1, 1)
+        assert {k: v["n"] for k, v in host["parts"].items() if k != "wait"} == dict.fromkeys(
+            ("batch", "put", "dispatch", "metrics", "progress", "sync"), 3
+        )
         assert 0.0 <= record["test_accuracy"] <= 1.0
     captured = capsys.readouterr()
     assert "images/s" in captured.out and "lenet5_keras" in captured.out

@@ -20,7 +20,7 @@ import pytest
 from conftest import immutable, needs_extra
 
 from experiments import fit_predictions, predictions
-from jaxcnn import prediction
+from jaxcnn import host_loop, prediction
 from jaxcnn.kernels import Kernel
 
 
@@ -52,6 +52,9 @@ TABLE = {
         }
     },
 }
+
+
+DEVICE = prediction.DEVICE_STEP  # what the bands above were measured on (none says)
 
 
 def _gemm(flops: float, nbytes: float, count: int = 1, dtype: str = "f32") -> Kernel:
@@ -135,7 +138,7 @@ def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_laun
     # 2.4 GFLOP per image: a large program. A100 is not named: the band of a chip the
     # fit held out (leave one chip out).
     assert block["regime"] == "large"
-    assert block["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip"}
+    assert block["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip", "quantity": DEVICE}
 
 
 def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim():
@@ -143,8 +146,8 @@ def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim
     rates = prediction.vendor_rates(A100)
     seen = prediction.predict(big, rates, "gpu", 64, chip="A100", table=TABLE)
     unseen = prediction.predict(big, rates, "gpu", 64, chip="T4", table=TABLE)
-    assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program"}
-    assert unseen["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip"}
+    assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program", "quantity": DEVICE}
+    assert unseen["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip", "quantity": DEVICE}
     # A small program (the control: the same chips) has no band: no small program was
     # measured, so it is unvalidated rather than shown with the large programs' band.
     small = [_gemm(flops=1e6 * 64, nbytes=1e6)]
@@ -283,6 +286,7 @@ def test_the_fit_recovers_the_constants_that_made_its_observations():
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02)
     assert fitted["error"]["median"] < 0.02 and fitted["error"]["observations"] == len(cells)
+    assert fitted["error"]["quantity"] == prediction.DEVICE_STEP  # what it was measured on
 
 
 def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
@@ -534,9 +538,10 @@ def test_a_published_figure_is_predicted_with_the_loop_cost_its_platform_kept(mo
     assert row["predicted"] == pytest.approx(256 / (step + 0.05))
     assert row["predicted_step"] == pytest.approx(256 / step)  # the step alone
     assert row["ratio"] == pytest.approx(row["predicted"] / 1000.0)
-    # A record's own prediction never includes it: it is the step.
+    # A record's own prediction never includes it, in its device step or its loop step.
     block = predictions.of(_compile_record(256))
-    assert block["step_time_s"] == pytest.approx(step)
+    assert block["step_time_s"] == block["device_step_s"] == pytest.approx(0.2 + 4e-6)
+    assert block["loop_step_s"] < block["device_step_s"] + 0.05
 
 
 def test_a_reference_without_a_program_says_why_and_how_to_compile_it():
@@ -584,41 +589,177 @@ def test_the_error_line_names_the_constants_and_each_platforms_band():
     assert "TPUs: constants assumed, no error band" in line
 
 
+# A record's `host_loop` as the runner writes it: 20 steps, one sync (its fetch 2 ms on
+# top of the every-step checks' 1 us), the other parts' medians.
+HOST_LOOP = {
+    "steps": 20,
+    "check_every": 50,
+    "syncs": 1,
+    "parts": {
+        "batch": {"median": 50e-6, "mean": 60e-6, "n": 20},
+        "put": {"median": 100e-6, "mean": 120e-6, "n": 20},
+        "dispatch": {"median": 80e-6, "mean": 3e-3, "n": 20},  # some calls waited
+        "metrics": {"median": 2e-6, "mean": 2e-6, "n": 20},
+        "progress": {"median": 1e-6, "mean": 1e-6, "n": 20},
+        "sync": {"median": 1e-6, "mean": 1e-6 + 2e-3 / 20, "n": 20},
+        "wait": {"median": 0.5, "mean": 0.5, "n": 1},
+    },
+}
+
+
 def _host(**more) -> dict:
-    args = dict(dispatch_s=40e-6, batch_bytes=1_000_000, host_link_bytes_per_s=10e9)
+    args = dict(
+        measured=HOST_LOOP, dispatch_s=40e-6, batch_bytes=1_000_000, host_link_bytes_per_s=10e9
+    )
     return prediction.host_side(**{**args, **more})
 
 
-def test_the_step_loop_pays_dispatch_and_the_batchs_copy_every_step():
-    step = _host()
-    assert step["dispatch_s"] == pytest.approx(40e-6)
-    assert step["transfer_s"] == pytest.approx(1e-4)  # 1 MB over 10 GB/s
-    assert step["host_s"] == pytest.approx(140e-6) and step["left_out"] == []
+def test_the_host_parts_per_step_are_the_medians_and_a_sync_spread_over_its_steps():
+    parts = host_loop.per_step(HOST_LOOP)
+    assert parts["dispatch"] == pytest.approx(80e-6)  # not the mean: the waits are the device's
+    assert parts["sync"] == pytest.approx(1e-6 + 2e-3 / 50)  # one fetch per 50 steps
+    # An epoch shorter than 50 steps syncs at its end: once per epoch.
+    assert host_loop.per_step(HOST_LOOP, 10)["sync"] == pytest.approx(1e-6 + 2e-3 / 10)
+    assert host_loop.per_step({"parts": {}}) == dict.fromkeys(host_loop.PARTS)
+
+
+def test_the_step_loop_copies_its_batch_every_step_and_a_cpu_copies_nothing():
+    assert _host()["transfer_s"] == pytest.approx(1e-4)  # 1 MB over 10 GB/s
     assert _host(batch_bytes=2_000_000)["transfer_s"] == pytest.approx(2e-4)  # twice
-
-
-def test_the_device_loop_pays_one_dispatch_per_call_and_no_copy_per_step():
-    loop = _host(loop="device", steps=100)
-    assert loop["dispatch_s"] == pytest.approx(40e-6 / 100)
-    assert loop["transfer_s"] == 0.0 and loop["left_out"] == []
+    assert _host(host_link_bytes_per_s=None, platform="cpu")["transfer_s"] == 0.0
+    # What a step called alone adds (the fit's known part): the round trip and the copy;
+    # in the device loop, one round trip per call of 100 steps and no copy.
+    assert _host()["host_s"] == pytest.approx(140e-6)
+    assert _host(loop="device", steps=100)["host_s"] == pytest.approx(40e-6 / 100)
 
 
 def test_a_host_part_without_a_figure_is_left_out_and_named():
-    unknown = _host(dispatch_s=None, host_link_bytes_per_s=None)
-    assert unknown["host_s"] == 0.0
-    assert len(unknown["left_out"]) == 2
-    # a CPU's device memory is the host's: nothing to copy, nothing left out
-    assert _host(host_link_bytes_per_s=None, platform="cpu")["left_out"] == []
-
-
-def test_a_predicted_step_is_its_kernels_plus_its_host_side_each_kept_apart():
     rates = prediction.vendor_rates(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]  # 1.25 ms at 0.8 of the bandwidth
+    unknown = _host(measured=None, host_link_bytes_per_s=None)
+    block = prediction.predict(kernels, rates, "gpu", 64, host=unknown, table=TABLE)
+    assert block["loop_left_out"] == [*host_loop.PARTS, host_loop.TRANSFER]
+    assert block["loop_step_s"] == pytest.approx(block["device_step_s"])  # nothing added
+    # The control: measured parts and a published link leave nothing out.
+    known = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    assert known["loop_left_out"] == [] and known["loop_step_s"] > known["device_step_s"]
+
+
+@pytest.mark.parametrize("platform", ["gpu", "tpu", "cpu"])
+@pytest.mark.parametrize("device_step", [1e-6, 2.3e-4, 1e-3, 0.5])
+def test_the_loop_step_is_never_below_the_device_step(platform, device_step):
+    parts = host_loop.per_step(HOST_LOOP)
+    for transfer in (None, 0.0, 1e-4):
+        loop = host_loop.loop_step(device_step, parts, transfer, platform=platform)
+        assert loop["loop_step_s"] >= device_step
+
+
+def test_the_host_overlaps_an_accelerator_and_adds_to_a_cpus_kernels():
+    parts = dict.fromkeys(host_loop.PARTS, 0.0)
+    parts["batch"] = 1e-3  # the host's work: 1 ms a step
+    # Device-bound: the host's work hides under the kernels but for one step in 50.
+    slow = host_loop.loop_step(4e-3, parts, 0.0, platform="gpu")
+    assert slow["loop_step_s"] == pytest.approx(4e-3 + 1e-3 / 50)
+    assert (slow["loop_bound"], slow["loop_overlap"]) == ("device", "overlapped")
+    # Host-bound: the kernels hide under the host's work.
+    fast = host_loop.loop_step(1e-4, parts, 0.0, platform="tpu")
+    assert fast["loop_step_s"] == pytest.approx(1e-3 + 1e-4 / 50)
+    assert fast["loop_bound"] == "host"
+    # The batch's copy is the device's side: before its kernels, not under the host's.
+    copied = host_loop.loop_step(4e-3, parts, 1e-3, platform="gpu")
+    assert copied["loop_step_s"] == pytest.approx(5e-3 + 1e-3 / 50)
+    # A CPU runs the host's work and the kernels on the same cores: they add up.
+    cpu = host_loop.loop_step(4e-3, parts, None, platform="cpu")
+    assert cpu["loop_step_s"] == pytest.approx(5e-3) and cpu["loop_overlap"] == "serialised"
+    assert cpu["loop_parts"][host_loop.TRANSFER] == 0.0 and cpu["loop_left_out"] == []
+
+
+def test_an_epoch_is_its_loop_steps_and_the_device_loop_pays_one_call_per_epoch():
+    rates = prediction.vendor_rates(A100)
+    kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
+    block = prediction.predict(
+        kernels, rates, "gpu", 64, host=_host(steps_per_epoch=100), table=TABLE
+    )
+    assert block["epoch_s"] == pytest.approx(100 * block["loop_step_s"])
+    assert block["epoch_steps"] == 100
+    assert any("evaluation" in x for x in block["epoch_left_out"])
+    assert block["device_loop_step_s"] == pytest.approx(block["device_step_s"] + 40e-6 / 100)
+    # Where the dataset's size is unknown, neither is made up.
+    unknown = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    assert unknown["epoch_s"] is None and unknown["device_loop_step_s"] is None
+
+
+def test_a_prediction_without_a_host_is_its_device_step_alone():
+    rates = prediction.vendor_rates(A100)
+    kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
     alone = prediction.predict(kernels, rates, "gpu", 64, table=TABLE)
     whole = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
-    assert whole["device_s"] == pytest.approx(alone["step_time_s"])
-    assert whole["step_time_s"] == pytest.approx(alone["step_time_s"] + 140e-6)
-    assert whole["host_s"] == pytest.approx(140e-6) and "host_s" not in alone
+    assert alone["step_time_s"] == alone["device_step_s"] == whole["device_step_s"]
+    assert whole["step_time_s"] == whole["device_step_s"]  # step_time_s: the device step
+    assert "loop_step_s" not in alone
+
+
+def _measured(run_id: str, model: str, batch: int, when: str, **more) -> dict:
+    return {
+        "run_id": run_id,
+        "status": "ok",
+        "workload": {"model": model, "batch_size": batch, "strategy": "single"},
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1},
+        "env": {"utc_time": when},
+        "dispatch_s": {"median": 1e-4},
+        "host_loop": {**HOST_LOOP, "steps": int(when[-1])},
+        **more,
+    }
+
+
+def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():
+    loaded = [
+        _measured("new", "mlp", 32, "2026-11-25T00:00:02"),
+        _measured("old", "mlp", 32, "2026-11-25T00:00:01"),
+        _measured("other", "mlp", 128, "2026-11-25T00:00:03"),
+        _measured("compiled", "mlp", 32, "2026-11-25T00:00:09", compiled_not_run=True),
+    ]
+    host = fit_predictions.host_constants(loaded)
+    assert host["loop"][prediction.host_loop_key(loaded[0]["workload"])]["record"] == "new"
+    assert host["loop"][prediction.host_loop_key(loaded[2]["workload"])]["record"] == "other"
+    assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
+    # Another network under the same name (the MLP at another width) is its own entry.
+    wide = _measured("wide", "mlp", 32, "2026-11-25T00:00:04")
+    wide["workload"]["model_overrides"] = {"width": 4096}
+    assert len(fit_predictions.host_constants([*loaded, wide])["loop"]) == 3
+
+
+def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
+    from experiments import predictions as predictions_lib
+
+    key = prediction.host_loop_key(_compile_record(256)["workload"])
+    table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
+    found = predictions_lib.host_of(_compile_record(256), table)
+    assert found["parts"] == host_loop.per_step(HOST_LOOP, found["steps_per_epoch"])
+    # No run measured this model at batch 128: its host parts have no figure.
+    assert set(predictions_lib.host_of(_compile_record(128), table)["parts"].values()) == {None}
+    # A record that measured its own host's loop is priced with it, not the table's.
+    own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
+    mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
+    assert mine["parts"]["batch"] == 1.0
+
+
+def test_a_run_that_timed_jaxcnns_loop_is_compared_on_the_loop_step(monkeypatch):
+    from experiments import predictions as predictions_lib
+
+    monkeypatch.setattr(prediction, "constants", lambda path=None: TABLE)
+
+    run = {
+        **_compile_record(64),
+        "compiled_not_run": False,
+        "workload": {"model": "mnist_cnn", "precision": "f32", "batch_size": 64},
+        "host_loop": {**HOST_LOOP, "loop_step_s": 0.5},
+    }
+    [row] = predictions_lib.loop_vs_predicted([run, {**run, "host_loop": None}])
+    block = predictions_lib.of(run, TABLE)
+    assert row["measured_s"] == 0.5 and row["predicted_s"] == block["loop_step_s"]
+    assert row["ratio"] == pytest.approx(block["loop_step_s"] / 0.5)
+    assert block["loop_left_out"] == []  # its own host's parts, the A100's link
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():

@@ -215,6 +215,14 @@ def compile_and_measure(
     batch = placement.put_batch(first)
     placed, compiled = measure.compile_placement(placement, state, batch)
     dispatch = measure.time_dispatch(workload.strategy, devices, abstract, batch)
+    host = measure.time_host_loop(
+        placed,
+        measure.copy_tree(state),
+        train_split,
+        batch_size=workload.batch_size,
+        seed=workload.seed,
+        steps=workload.timing_steps,
+    )
     step_time, eval_time, throughput, more, timed = timer(placed, state, batch)
     train_step = compiled.pop("compiled")["train"]
     measured = measure.step_fields(
@@ -234,6 +242,7 @@ def compile_and_measure(
         step_time_s=step_time,
         eval_step_time_s=eval_time,
         dispatch_s=dispatch,
+        host_loop=host,
         matmul_ceiling=ceiling,
     )
     # The kernels of the program the step times came from: the predictions' input.
