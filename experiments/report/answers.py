@@ -83,7 +83,8 @@ def band_words(r: Row) -> str:
     if r is None or r["kind"] != "predicted":
         return "-"
     if pd.isna(r.get("band_median")):
-        return "unvalidated"
+        why = str(r.get("band_quantity") or "")
+        return why if why.startswith("unvalidated (") else "unvalidated"
     median, worst = r["band_median"], r["band_worst"]
     return f"x{median:.2f} median, x{worst:.2f} worst, n={r['band_n']} ({r['band_split']})"
 

@@ -357,6 +357,56 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
 
 
+HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
+
+
+def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """jaxcnn's own step loop on the host, per part and in all (the medians' sum), from
+    the newest run of each workload on each device that timed it (`host_loop`)."""
+    timed = [r for r in _ok(records) if isinstance(r.get("host_loop"), dict) and _timed(r)]
+    out = []
+    for r in select_newest(timed):
+        loop = r["host_loop"]
+        w = {**workload_of(r), "params": _params(r)}
+        medians = []
+        for part in HOST_PARTS:
+            summary = loop.get(part) if isinstance(loop.get(part), dict) else None
+            value = number((summary or {}).get("median"))
+            if value is None:
+                continue
+            medians.append(value)
+            out.append(
+                row(
+                    "host_s",
+                    "measured",
+                    value,
+                    {**w, "extra": part},
+                    "newest",
+                    [r],
+                    **_spread(summary),
+                )
+            )
+        if len(medians) == len(HOST_PARTS):
+            note = "the medians of " + ", ".join(HOST_PARTS) + " added"
+            out.append(
+                row(
+                    "host_s",
+                    "measured",
+                    sum(medians),
+                    {**w, "extra": "loop total"},
+                    "newest",
+                    [r],
+                    note=note,
+                )
+            )
+        own = number(loop.get("loop_step_s"))
+        if own:
+            out.append(
+                row("step_s", "measured", own, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
+            )
+    return out
+
+
 def _epochs(r: Record) -> int:
     return len([e for e in r.get("history") or [] if e.get("test_accuracy") is not None])
 
@@ -599,13 +649,18 @@ def band_rows(bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
     return out
 
 
+# The prediction's names for what a band was measured on, as the table's quantities.
+BAND_QUANTITIES = {"device_step": "device_step_s", "loop_step": "loop_step_s"}
+
+
 def band_of(
     block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, tuple]
 ) -> dict[str, Any]:
     """A prediction's band columns: the held-out factor band of its regime and split,
     only where it was measured on `quantity`; else the reason it has none."""
     band = block.get("error_band") or {}
-    measured_on = band.get("quantity") or _fit_quantity(platform)
+    measured_on = BAND_QUANTITIES.get(band.get("quantity"), band.get("quantity"))
+    measured_on = measured_on or _fit_quantity(platform)
     if not band or measured_on != quantity:
         why = "unvalidated" if not band else f"unvalidated (band measured on {measured_on})"
         return {"band_quantity": why}
@@ -630,8 +685,9 @@ def _fit_quantity(platform: str) -> str:
 
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
-    """Per newest compile that fits and carries its kernels: the predicted device step,
-    loop step and epoch where the model gives them, each with its own band."""
+    """Per newest compile that fits and carries its kernels: the predicted device step
+    and loop step, each with its own band. (An epoch is priced from the loop step over
+    the seed model's own training set: epochs_from_steps.)"""
     out = []
     for r in compiled_records(records):
         if not fits(r) or not r.get("kernels"):
@@ -640,17 +696,20 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         if block.get("method") != predictions.METHOD:
             continue
         w = {**workload_of(r), "params": _params(r)}
-        device_step = block.get("device_step_s") or block.get("device_s") or block["step_time_s"]
+        device_step = block.get("device_step_s") or block["step_time_s"]
         common = {"source": f"constants {block.get('constants_version')}"}
-        left_out = block.get("loop_left_out") or block.get("host_left_out") or []
+        left_out = block.get("loop_left_out") or []
         for quantity, value in (
             ("device_step_s", device_step),
             ("loop_step_s", block.get("loop_step_s")),
-            ("epoch_s", block.get("epoch_s")),
         ):
             if not value:
                 continue
-            note = "; ".join(left_out) if quantity != "device_step_s" and left_out else None
+            note = (
+                "left out: " + ", ".join(left_out)
+                if quantity != "device_step_s" and left_out
+                else None
+            )
             band = band_of(block, w["platform"], quantity, bands)
             out.append(
                 row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
@@ -863,7 +922,9 @@ def epochs_from_steps(table: pd.DataFrame, records: Sequence[Record]) -> list[di
                 {**d, "extra": f"{steps} steps of {d['quantity']}"},
                 "epoch-from-step",
                 numerator=d["id"],
-                note=f"{steps} steps of {d['batch']}, evaluation apart",
+                note="; ".join(
+                    n for n in (f"{steps} steps of {d['batch']}, evaluation apart", d["note"]) if n
+                ),
                 **{
                     k: d[k]
                     for k in ("band_median", "band_worst", "band_n", "band_split")
@@ -1019,7 +1080,7 @@ def cost_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
                 numerator=d["id"],
                 source=price.price.source_url,
                 note=f"{price.price.offering}, {price.price.provider} on-demand, "
-                f"{price.price.date}",
+                f"{price.price.date}; the epoch: {d['note']}",
             )
         )
     return out
@@ -1044,6 +1105,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *measured_rows(records),
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
+        *host_rows(records),
         *speedrun_rows(records),
         *compiled_rows(records),
         *predicted_rows(records, bands),
