@@ -296,9 +296,9 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(c):
         return Said("no predicted epoch on a priced target yet")
     r = c.loc[c.value.idxmin()].to_dict()
-    return Said(
-        f"cheapest mnist_cnn epoch: {r['device']} {fmt(r)}; no TDP cited: no FLOP/s per watt", [r]
-    )
+    partly = " (host side partly left out)" if "left out" in str(r["note"]) else ""
+    text = f"cheapest mnist_cnn epoch: {r['device']} {fmt(r)}{partly}; FLOP/s per watt not priced"
+    return Said(text, [r])
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
