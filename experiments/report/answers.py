@@ -201,13 +201,23 @@ def speedups(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | No
     return [one(s, selection="like-for-like", extra=base), one(s, extra=f"{base} at its best")]
 
 
+def small_band(t: pd.DataFrame, platform: str = "gpu") -> tuple[str | None, Row]:
+    """The band column of a small program's prediction: unvalidated on jaxcnn's own
+    step, with how far published small-program steps of other frameworks' loops lie."""
+    b = one(t, quantity="band", kind="published", device=platform, model="small programs")
+    if b is None:
+        return None, None
+    return f"unvalidated; published loops {fmt(b)} off (median, n={b['n']})", b
+
+
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
     like, best = speedups(t, "gpu-t4", MNIST_MODEL, 128, cpu)
     if not (p and like):
         return Said("not predicted yet", [p])
     text = f"T4 {fmt(p)}/step: {fmt(like)} the CPU like for like, {fmt(best)} its best (b128)"
-    return Said(text, [p, like, best])
+    band, b = small_band(t)
+    return Said(text, [p, like, best, b], band)
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -218,7 +228,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if keras is not None:
         off = f", {fmt(factor)} off our prediction" if factor else ""
         parts.append(f"Keras K80 row {fmt(keras)}{off}")
-    return Said("; ".join(parts), [p, seed, keras, factor])
+    band, b = small_band(t)
+    return Said("; ".join(parts), [p, seed, keras, factor, b], band)
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:

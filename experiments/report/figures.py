@@ -923,7 +923,9 @@ def epochs_from_steps(table: pd.DataFrame, records: Sequence[Record]) -> list[di
                 "epoch-from-step",
                 numerator=d["id"],
                 note="; ".join(
-                    n for n in (f"{steps} steps of {d['batch']}, evaluation apart", d["note"]) if n
+                    n
+                    for n in (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
+                    if isinstance(n, str)
                 ),
                 **{
                     k: d[k]
@@ -1054,6 +1056,30 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+SMALL_MODELS = ("mnist_cnn", "mlp", "lenet5", "lenet5_keras", "catsdogs_cnn")
+
+
+def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per platform and regime, the factor between each published step and our
+    prediction of it (every such row held out of the fit where it is a small program):
+    median and worst, and how many predictions were the faster."""
+    out = []
+    e = table[table.quantity == "error_factor"]
+    for (platform, small), g in e.groupby([e.platform, e.model.isin(SMALL_MODELS)]):
+        faster = int((g.note == "predicted faster").sum())
+        w = {"platform": platform, "device": platform, "devices": 1,
+             "model": "small programs" if small else "large programs"}  # fmt: skip
+        note = (
+            f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
+        )
+        out.append(
+            row("band", "published", statistics.median(g.value), w, "held-out", lo=1.0,
+                hi=g.value.max(), spread="median, worst", n=len(g), extra="against published",
+                note=note)
+        )  # fmt: skip
+    return out
+
+
 def cost_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Predicted cost of an epoch on each priced target: the predicted epoch times the
     target's on-demand price per hour (its host VM included)."""
@@ -1117,6 +1143,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     rows += epochs_from_steps(table, records)
     table = frame(rows)
     for derive in (
+        published_bands,
         cpu_speedups,
         ensemble_speedups,
         formulation_speedups,
