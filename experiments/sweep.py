@@ -44,6 +44,7 @@ from experiments.labels import device_name, model_with_overrides
 from experiments.prepare import (
     Split,
     check,
+    config_key_for,
     devices_for,
     load_splits,
     record_for,
@@ -286,8 +287,7 @@ def run_sweep(
     found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [
-        records.config_key(w.describe(), devices_lib.describe(d))
-        for w, d in zip(workloads, used, strict=True)
+        config_key_for(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)
     ]
     skip = agreed([key in found and not force for key in keys])
     if checkpoint_root is not None:  # Orbax would find a file there at its first save

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jax
 import pytest
+from conftest import rekeyed
 
 from experiments import measure, records, repredict
 from experiments.prepare import load_splits
@@ -216,7 +217,9 @@ def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, c
 def _two_old_records(tmp_path) -> tuple:
     """A records file of two old records of different configurations (two compiles)."""
     old = _as_before_kernels(_measured())
-    other = {**copy.deepcopy(old), "run_id": "other", "config_key": "another configuration"}
+    other = {**copy.deepcopy(old), "run_id": "other"}
+    other["workload"]["seed"] = 1  # another configuration: its own key
+    other = rekeyed(other)
     path = tmp_path / "records.jsonl"
     records.append(path, old)
     records.append(path, other)
@@ -313,8 +316,9 @@ def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_ker
     tmp_path, capsys
 ):
     old = _as_before_kernels(_measured())
-    unknown = {**copy.deepcopy(old), "run_id": "unknown", "config_key": "an unknown model"}
+    unknown = {**copy.deepcopy(old), "run_id": "unknown"}
     unknown["workload"]["model"] = "no_such_model"  # merged from a newer jaxcnn, say
+    unknown = rekeyed(unknown)
     path = tmp_path / "records.jsonl"
     records.append(path, unknown)
     records.append(path, old)
