@@ -24,6 +24,7 @@ from experiments.workload import (
     SCALINGS,
     Workload,
     dataset_dir,
+    out_of_bounds,
 )
 from jaxcnn import data, host_memory, models, train
 from jaxcnn import devices as devices_lib
@@ -49,6 +50,9 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     names, a batch that does not split over the workload's devices, too few devices."""
     if workload.kind not in KINDS:
         raise UsageError(f"unknown workload kind {workload.kind!r}: choose one of {KINDS}")
+    wrong = out_of_bounds(workload)
+    if wrong:
+        raise UsageError(wrong)
     _check_choice("matmul precision", workload.matmul_precision, MATMUL_PRECISIONS)
     if workload.scaling not in SCALINGS:
         raise UsageError(f"unknown scaling {workload.scaling!r}: weak, strong or None")

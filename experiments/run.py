@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from experiments import cli_plan
+from experiments import cli_options, cli_plan
 from experiments.cli_options import (
     DATASETS,
     DEVICES,
@@ -31,8 +31,6 @@ from experiments.cli_options import (
     OneLineParser,
     as_setting,
     choice,
-    count,
-    positive_int,
     read_setting,
     spelled,
 )
@@ -156,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--num-devices",
         metavar="N",
-        type=positive_int,
+        type=cli_options.devices,
         help="use the first N devices (default: 1 with --strategy=single, else all)",
     )
     where.add_argument(
@@ -194,14 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_argument(
         "--epochs",
         metavar="N",
-        type=count,
+        type=cli_options.epochs,
         help=f"0: compile and time only (default: {cli_plan.DEFAULT_EPOCHS}; --smoke: "
         f"{cli_plan.SMOKE_FLAGS['epochs']})",
     )
     training.add_argument(
         "--batch-size",
         metavar="N",
-        type=positive_int,
+        type=cli_options.batch_size,
         help=f"global batch (default: {cli_plan.DEFAULT_BATCH}; --smoke: "
         f"{cli_plan.SMOKE_FLAGS['batch_size']})",
     )

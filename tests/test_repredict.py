@@ -384,9 +384,9 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
     old = _as_before_kernels(_measured())
     model = tmp_path / "model.jsonl"
     for width in (8, 16, 32, 64, 128, 256):  # six configurations: six compiles
-        record = copy.deepcopy(old) | {"run_id": f"w{width}", "config_key": f"w{width}"}
+        record = copy.deepcopy(old) | {"run_id": f"w{width}"}
         record["workload"]["model_overrides"] = {"width": width}
-        records.append(model, record)
+        records.append(model, rekeyed(record))
     env = {**os.environ, "PYTHONPATH": str(Path(repredict.__file__).parent.parent)}
     for attempt in range(3):  # the crash at exit came in most tries, not all
         path = tmp_path / f"try{attempt}.jsonl"
