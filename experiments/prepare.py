@@ -123,9 +123,10 @@ def conditions(
     types (JAX_ENABLE_X64), a process-wide default matmul precision (one the workload
     does not set itself), XLA_FLAGS that may change code (`code_xla_flags`), JAX's GPU
     memory settings (MEMORY_ENV_VARS), allocator variables set before the process
-    started (jaxcnn.host_memory.ENV_VARS), and a host memory policy other than the
-    one `auto` picks for the workload's loop on `platform` (a compile times no step:
-    not for kind compile). Empty under the defaults, so those keys stay as they were."""
+    started (jaxcnn.host_memory.ENV_VARS), and a host memory policy asked for that
+    differs from the one `auto` picks for the workload's loop on `platform` (a compile
+    times no step: not for kind compile; where the asked policy could not take effect,
+    env.host_memory says so). Empty under the defaults, so those keys stay as they were."""
     found: dict[str, Any] = {}
     if jax.config.jax_enable_x64:
         found["x64"] = True
@@ -140,8 +141,10 @@ def conditions(
         found["jax_memory"] = memory
     if workload.kind != "compile":
         in_effect = host_memory.current()
-        if in_effect["policy"] != host_memory.resolve("auto", platform, (workload.loop,)):
-            found["host_memory"] = in_effect["policy"]
+        loops = (workload.loop,)
+        chosen = host_memory.resolve(in_effect.get("asked") or "auto", platform, loops)
+        if chosen != host_memory.resolve("auto", platform, loops):
+            found["host_memory"] = chosen
         if in_effect.get("env_vars"):
             found["allocator_env"] = in_effect["env_vars"]
     return found

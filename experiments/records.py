@@ -353,7 +353,7 @@ def _check_meaning(record: dict[str, Any]) -> None:
     """RecordError for a value of the right type that cannot be what it says: an
     accuracy outside [0, 1], a batch or a device count below 1, a step time faster than
     any chip could run the step's FLOPs (MAX_FLOPS_PER_S), a time that is not an ISO
-    8601 time with its UTC offset, a config_key that is not the hash of the workload,
+    8601 time, a config_key that is not the hash of the workload,
     device and conditions beside it."""
     for section, keys in _AT_LEAST_ONE.items():
         for key in keys:
@@ -370,7 +370,9 @@ def _check_meaning(record: dict[str, Any]) -> None:
     _check_rate(record)
     when = record["env"].get("utc_time")
     if when is not None and parse_time(when) is None:
-        raise RecordError(f"env.utc_time {when!r:.40} is not an ISO 8601 time with its UTC offset")
+        raise RecordError(
+            f"env.utc_time {when!r:.40} is not an ISO 8601 time (2026-11-25T14:00:00Z)"
+        )
     if "config_key" in record:
         expected = config_key(record["workload"], record["device"], record.get("conditions"))
         if record["config_key"] != expected:
@@ -408,16 +410,17 @@ def _check_rate(record: dict[str, Any]) -> None:
 
 
 def parse_time(text: object) -> datetime | None:
-    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO
-    8601 time with its offset (a time without one names no instant)."""
+    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO 8601
+    time. One without an offset is taken as UTC, as the field's name says (every writer
+    here gives the offset; a hand-made record may not)."""
     if not isinstance(text, str):
         return None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
         return None
-    if when.tzinfo is None or when.utcoffset() is None:
-        return None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc)
 
 
@@ -706,7 +709,7 @@ TYPES: dict[str, Any] = {
     "resumed_from_step": INT,
     "traceback_tail": ARRAY,
 }
-_MATMUL_CEILING_ENTRY = {
+MATMUL_CEILING_ENTRY = {
     "tflops": NUMBER,
     "size": INT,
     "reps": INT,
@@ -828,7 +831,7 @@ def _check_types(record: dict[str, Any]) -> None:
     """Every field of `TYPES` that `record` has, of its type."""
     check_types(record, TYPES, "")
     for dtype, measured in (record.get("matmul_ceiling") or {}).items():
-        check_types(measured, _MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
+        check_types(measured, MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
 
 
 _JSON_SCHEMA_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}

@@ -542,7 +542,7 @@ def test_conditions_change_the_key_and_none_keep_the_old_one():
         ("device.count", 0, "device.count"),
         ("eval_step_time_s", {"median": 0, "p10": 0, "p90": 0, "n": 3}, "eval_step_time_s"),
         ("env.utc_time", "unknown", "not an ISO 8601 time"),
-        ("env.utc_time", "2026-11-20T10:00:00", "not an ISO 8601 time"),  # no offset
+        ("env.utc_time", "20 Nov 2026", "not an ISO 8601 time"),
     ],
 )
 def test_a_typed_but_absurd_value_is_refused_naming_the_field(field, value, said):
@@ -572,6 +572,7 @@ def test_recorded_at_is_an_aware_utc_time_and_none_for_the_future_or_missing():
     assert at("2099-01-01T00:00:00+00:00") is None  # a wrong clock is never the newest
     assert at("2026-11-25T12:05:00+00:00") is not None  # within the clocks' skew
     assert at(None) is None and at("unknown") is None and records.recorded_at({}) is None
+    assert at("2026-11-25T11:00:00") == records.parse_time("2026-11-25T11:00:00Z")  # UTC
     # sorted by time, not text: "+02:00" at 13:30 is before "Z" 12:00's "2026-11-25T12"
     texts = ["2026-11-25T11:45:00+00:00", "2026-11-25T13:30:00+02:00"]
     assert max(texts, key=lambda t: at(t)) == texts[0] and max(texts) == texts[1]
