@@ -7,7 +7,10 @@ Schema (version 2: every field written, none defaulted by readers; records of
 version 1 are skipped by `load` with one line naming `python -m
 experiments.migrate_records`). Required in every record:
     schema_version, run_id, status (ok|oom|nan|error|skipped), message (null when ok),
-    config_key (every kind but paired: `config_key` of workload and device),
+    config_key (every kind but paired: `config_key` of workload, device and conditions;
+                checked on read),
+    conditions (absent: the defaults; else what differed from them, which the key
+                covers: experiments.prepare.conditions),
     workload {model, dataset, batch_size, strategy, kind, study, and for the kinds a
               experiments.workload.Workload describes (train|matmul|ensemble|compile)
               all of its fields (WORKLOAD_FIELDS):
@@ -172,7 +175,11 @@ error (anything else, compile errors included), with a one-line `message` and th
 traceback's last lines (`traceback_tail`): `failed` is the one rule.
 Unknown keys are kept, never rejected; every field above that a reader uses is
 type-checked when present (`TYPES`, one table; `load` skips a record that fails it, and
-`json_schema` publishes it as docs/records.schema.json).
+`json_schema` publishes it as docs/records.schema.json), and what it means is checked
+too (`_check_meaning`: accuracies in [0, 1], counts >= 1, a step time no chip could
+beat refused, times parsed, the key the hash of what it sits beside). Records are
+ordered by `recorded_at`, never by their time's text, and told apart by machine with
+`machine_id`.
 
 A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
 is final (ok, nan, oom) in the same config key; an `error` is retried.
