@@ -1393,7 +1393,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 stacklevel=2,
             )
         if bad:
-            warnings.warn(_bad_lines(file, bad), stacklevel=2)
+            warnings.warn(bad_lines(file, bad), stacklevel=2)
         if repeated:
             warnings.warn(
                 f"{file}: skipped {len(repeated)} record(s) whose run_id an earlier line "
@@ -1423,8 +1423,9 @@ def parse_line(raw: bytes) -> dict[str, Any]:
     return value
 
 
-def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
-    """One line for all of a file's bad lines: where they are and why the first is bad."""
+def bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
+    """One line for all of a file's bad lines ((line number, why) each): where they are
+    and why the first is bad."""
     (first, reason), *rest = bad
     if not rest:
         return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"

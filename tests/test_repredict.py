@@ -403,3 +403,28 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
         assert child.returncode == expected, "".join(said)
         kept = [r["run_id"] for r in records.load(path) if r.get("kernels")]
         assert "w8" in kept and len(kept) < 6, "".join(said)
+
+
+def test_records_whose_key_is_not_their_workloads_get_no_kernels_and_one_warning(
+    tmp_path, capsys, monkeypatch
+):
+    """Ten widths under one copied config_key: one compile would give one program's
+    kernels to all ten. Each is refused, named by its line in one warning, and left as
+    it is; nothing is compiled."""
+    old = _as_before_kernels(_measured())
+    path = tmp_path / "records.jsonl"
+    lines = []
+    for width in range(10, 20):
+        record = copy.deepcopy(old) | {"run_id": f"w{width}"}
+        record["workload"]["model_overrides"] = {"width": width}  # the key stays width 8's
+        lines.append(json.dumps(record) + "\n")
+    path.write_text("".join(lines))
+    compiled = []
+    monkeypatch.setattr(repredict, "_compiled", lambda record: compiled.append(record))
+    assert repredict.main([str(path)]) == 0
+    err = capsys.readouterr().err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert (
+        "skipped 10 bad records (lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10; line 1: config_key" in warning
+    )
+    assert compiled == [] and path.read_text() == "".join(lines)
