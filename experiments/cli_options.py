@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from experiments.workload import BOUNDS
+
 # The library's names (jaxcnn imports JAX, so they are copied, and tested equal).
 DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
 MODELS = (  # jaxcnn.models.names()
@@ -122,6 +124,29 @@ def count(text: str) -> int:
     return integer(text, 0)
 
 
+def bounded(name: str) -> Callable[[str], int]:
+    """A reader of workload field `name`'s integer, in its bounds
+    (experiments.workload.BOUNDS, which say what each protects against)."""
+    least, most, why = BOUNDS[name]
+
+    def read(text: str) -> int:
+        value = integer(text, least)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{value} is above {most:,} ({why})")
+        return value
+
+    return read
+
+
+timing_steps, epochs, steps = bounded("timing_steps"), bounded("epochs"), bounded("steps")
+batch_size, devices = bounded("batch_size"), bounded("num_devices")
+MAX_WIDTH = 2**16  # an mlp wider than this fills no memory usefully
+
+
+def width(text: str) -> int:
+    return integer(text, 1, MAX_WIDTH)
+
+
 def seed(text: str) -> int:
     # JAX's keys take 32 bits; an ensemble adds its member index, so 31 leave room.
     return integer(text, 0, 2**31 - 1)
@@ -184,10 +209,10 @@ class Setting:
 SETTING_GROUPS: dict[str, dict[str, Setting]] = {
     "training": {
         "width": Setting(
-            positive_int, None, "N", "hidden width of --model=mlp (default: the model's own)"
+            width, None, "N", "hidden width of --model=mlp (default: the model's own)"
         ),
         "steps": Setting(
-            positive_int,
+            steps,
             None,
             "N",
             "stop after this many training steps in all (default: whole epochs; --smoke: 3)",
@@ -230,7 +255,7 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
     },
     "measurement": {
         "timing_steps": Setting(
-            positive_int,
+            timing_steps,
             20,
             "N",
             "steps timed one by one for the step-time median (default: 20; --smoke: 3)",
@@ -268,7 +293,7 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
         "coordinator": Setting(
             str, None, "HOST:PORT", "HOST:PORT of process 0, or auto (TPU pods, Slurm, Open MPI)"
         ),
-        "num_processes": Setting(positive_int, None, "N", "processes in all"),
+        "num_processes": Setting(devices, None, "N", "processes in all"),
         "process_id": Setting(integer, None, "N", "this process, 0..num_processes-1"),
         "coordinator_timeout": Setting(
             positive_float,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -140,6 +141,21 @@ def check_environment(environ: Mapping[str, str]) -> None:
             f"JAX_NUM_CPU_DEVICES={count} in the environment is not a number of CPU devices: "
             "set it to a whole number of at least 1 (JAX_NUM_CPU_DEVICES=8) or unset it"
         )
+    flag = re.search(r"--xla_force_host_platform_device_count=(\S*)", environ.get("XLA_FLAGS", ""))
+    for name, value in (
+        ("JAX_NUM_CPU_DEVICES", count),
+        ("XLA_FLAGS=--xla_force_host_platform_device_count", flag.group(1) if flag else ""),
+    ):
+        if value and _whole_number(value, at_least=MAX_CPU_DEVICES + 1):
+            raise OptionError(
+                f"{name}={value} asks for more than {MAX_CPU_DEVICES} CPU devices, which JAX "
+                f"cannot start (it crashes without a word): set at most {MAX_CPU_DEVICES}"
+            )
+
+
+# The most CPU devices a run may ask JAX for: JAX starts this many in seconds, and
+# dies of a segmentation fault, saying nothing, at 100,000.
+MAX_CPU_DEVICES = 4096
 
 
 def _whole_number(text: str, at_least: int) -> bool:

@@ -26,7 +26,7 @@ import jax
 
 from experiments import measure, records
 from experiments.isolated import ChildFailed
-from experiments.prepare import build_module, check_precision, record_for
+from experiments.prepare import build_module, check_precision, config_key_for, record_for
 from experiments.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
@@ -304,7 +304,7 @@ def recorded_runner(
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)
         device = devices_lib.describe(list(targets.abstract_devices(target)))
-        key = records.config_key(workload.describe(), device)
+        key = config_key_for(workload, device)
         if not force and (key in found or key in refused):
             record = found.get(key) or refused[key]
         else:

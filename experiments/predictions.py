@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
+
+from experiments.records import recorded_at
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.prediction's names
@@ -321,7 +324,13 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
         if w["batch_size"] != ref.batch_per_chip * t["chips"]:
             continue
         found.append(r)
-    return max(found, key=lambda r: (-r["target"]["chips"], r["env"]["utc_time"]), default=None)
+    return max(found, key=lambda r: (-r["target"]["chips"], _when(r)), default=None)
+
+
+def _when(record: dict[str, Any]) -> datetime:
+    """When `record` was made, for picking the newest: a record without a time it can
+    be trusted for (records.recorded_at: none, or in the future) comes first."""
+    return recorded_at(record) or datetime.min.replace(tzinfo=timezone.utc)
 
 
 def unpredictable(ref: Any) -> str | None:

@@ -7,7 +7,8 @@ runners (experiments/runners/) and the sweep take these helpers from here.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import os
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import jax
@@ -23,6 +24,7 @@ from experiments.workload import (
     SCALINGS,
     Workload,
     dataset_dir,
+    out_of_bounds,
 )
 from jaxcnn import data, host_memory, models, train
 from jaxcnn import devices as devices_lib
@@ -48,6 +50,9 @@ def check(workload: Workload, devices: list[jax.Device]) -> None:
     names, a batch that does not split over the workload's devices, too few devices."""
     if workload.kind not in KINDS:
         raise UsageError(f"unknown workload kind {workload.kind!r}: choose one of {KINDS}")
+    wrong = out_of_bounds(workload)
+    if wrong:
+        raise UsageError(wrong)
     _check_choice("matmul precision", workload.matmul_precision, MATMUL_PRECISIONS)
     if workload.scaling not in SCALINGS:
         raise UsageError(f"unknown scaling {workload.scaling!r}: weak, strong or None")
@@ -88,9 +93,73 @@ def build_module(workload: Workload, devices: list[jax.Device]) -> Any:
     return models.get(workload.model, **overrides, formulation=chosen)
 
 
+# XLA flags that change no program a record times: where XLA writes its dumps, and the
+# CPU device count (the record's device.count says it, and the key covers that).
+NEUTRAL_XLA_FLAGS = ("--xla_dump_", "--xla_force_host_platform_device_count")
+# Environment variables that change what a run measures on a GPU: how much of its
+# memory JAX takes (an out-of-memory verdict is kept as final) and how.
+MEMORY_ENV_VARS = (
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+)
+
+
+def code_xla_flags(text: str) -> list[str]:
+    """The flags of an XLA_FLAGS value that may change the compiled code (all but
+    NEUTRAL_XLA_FLAGS), one per name (the last given wins, as in XLA), sorted."""
+    by_name: dict[str, str] = {}
+    for flag in text.split():
+        if not flag.startswith(NEUTRAL_XLA_FLAGS):
+            by_name[flag.split("=", 1)[0]] = flag
+    return sorted(by_name.values())
+
+
+def conditions(
+    workload: Workload, platform: str, environ: Mapping[str, str] = os.environ
+) -> dict[str, Any]:
+    """What this process measures `workload` on a `platform` device under that differs
+    from the defaults, so the record's key covers it (records.config_key): 64-bit
+    types (JAX_ENABLE_X64), a process-wide default matmul precision (one the workload
+    does not set itself), XLA_FLAGS that may change code (`code_xla_flags`), JAX's GPU
+    memory settings (MEMORY_ENV_VARS), allocator variables set before the process
+    started (jaxcnn.host_memory.ENV_VARS), and a host memory policy asked for that
+    differs from the one `auto` picks for the workload's loop on `platform` (a compile
+    times no step: not for kind compile; where the asked policy could not take effect,
+    env.host_memory says so). Empty under the defaults, so those keys stay as they were."""
+    found: dict[str, Any] = {}
+    if jax.config.jax_enable_x64:
+        found["x64"] = True
+    precision = jax.config.jax_default_matmul_precision
+    if precision is not None and workload.matmul_precision == "default":
+        found["default_matmul_precision"] = str(precision)
+    flags = code_xla_flags(environ.get("XLA_FLAGS", ""))
+    if flags:
+        found["xla_flags"] = flags
+    memory = {name: environ[name] for name in MEMORY_ENV_VARS if name in environ}
+    if memory:
+        found["jax_memory"] = memory
+    if workload.kind != "compile":
+        in_effect = host_memory.current()
+        loops = (workload.loop,)
+        chosen = host_memory.resolve(in_effect.get("asked") or "auto", platform, loops)
+        if chosen != host_memory.resolve("auto", platform, loops):
+            found["host_memory"] = chosen
+        if in_effect.get("env_vars"):
+            found["allocator_env"] = in_effect["env_vars"]
+    return found
+
+
+def config_key_for(workload: Workload, device: dict[str, Any]) -> str:
+    """The config key a record of `workload` on the described `device` gets here and
+    now (`record_for`'s): what a rerun looks up before it runs anything."""
+    return records.config_key(workload.describe(), device, conditions(workload, device["platform"]))
+
+
 def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
     """The skeleton record (records.new_record) of `workload` on `devices`: the devices
-    described, and the formulation and compiler options it runs with there."""
+    described, the conditions it runs under (`conditions`), and the formulation and
+    compiler options it runs with there."""
     device = devices_lib.describe(devices)
     return records.new_record(
         workload.describe(),
@@ -98,6 +167,7 @@ def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
         records.environment(
             host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
         ),
+        conditions(workload, device["platform"]),
         loop=workload.loop,
         formulation=formulation_lib.resolve(workload.formulation, device["platform"]).describe(),
         compiler_options=compiler_options(workload.strategy, device["platform"]),

@@ -7,7 +7,10 @@ Schema (version 2: every field written, none defaulted by readers; records of
 version 1 are skipped by `load` with one line naming `python -m
 experiments.migrate_records`). Required in every record:
     schema_version, run_id, status (ok|oom|nan|error|skipped), message (null when ok),
-    config_key (every kind but paired: `config_key` of workload and device),
+    config_key (every kind but paired: `config_key` of workload, device and conditions;
+                checked on read),
+    conditions (absent: the defaults; else what differed from them, which the key
+                covers: experiments.prepare.conditions),
     workload {model, dataset, batch_size, strategy, kind, study, and for the kinds a
               experiments.workload.Workload describes (train|matmul|ensemble|compile)
               all of its fields (WORKLOAD_FIELDS):
@@ -182,7 +185,11 @@ error (anything else, compile errors included), with a one-line `message` and th
 traceback's last lines (`traceback_tail`): `failed` is the one rule.
 Unknown keys are kept, never rejected; every field above that a reader uses is
 type-checked when present (`TYPES`, one table; `load` skips a record that fails it, and
-`json_schema` publishes it as docs/records.schema.json).
+`json_schema` publishes it as docs/records.schema.json), and what it means is checked
+too (`_check_meaning`: accuracies in [0, 1], counts >= 1, a step time no chip could
+beat refused, times parsed, the key the hash of what it sits beside). Records are
+ordered by `recorded_at`, never by their time's text, and told apart by machine with
+`machine_id`.
 
 A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
 is final (ok, nan, oom) in the same config key; an `error` is retried.
@@ -217,7 +224,7 @@ import typing
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -334,7 +341,143 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
     for where, value in _divisors(record, kind):
         if not (_is(value, _NUMBER) and value > 0):
             raise RecordError(f"{where} is {_value_name(value)}, not a positive number")
+    _check_meaning(record)
     return record
+
+
+# --- Meaning: what a record's values may be, beyond their types --------------------------
+#
+# The fastest chip's dense peak is about 1e16 FLOP/s (NVIDIA's B200 at FP4, 9 PFLOP/s);
+# a CPU device (JAX makes one of the whole host) stays below 1e15 (a two-socket
+# server's AMX units). A step time that implies more, for the step's own FLOPs, is no
+# measurement (a clock read before the work finished, a hand-edited record): ten times
+# the fastest, so no real record comes near it.
+MAX_FLOPS_PER_S = {"cpu": 1e15}
+MAX_FLOPS_PER_S_OTHER = 1e17
+# The fractions a record holds: accuracies in [0, 1].
+_ACCURACIES = ("test_accuracy",)
+_HISTORY_ACCURACIES = ("train_accuracy", "test_accuracy")
+# The summaries whose median is a time or a rate: positive where measured.
+_TIMED = ("step_time_s", "eval_step_time_s", "dispatch_s", "throughput")
+# The counts that are at least 1 where present (a batch of 0 images times nothing).
+_AT_LEAST_ONE = {
+    "workload": ("batch_size", "timing_steps", "ensemble_size", "num_devices"),
+    "device": ("count", "process_count"),
+}
+
+
+def _check_meaning(record: dict[str, Any]) -> None:
+    """RecordError for a value of the right type that cannot be what it says: an
+    accuracy outside [0, 1], a batch or a device count below 1, a step time faster than
+    any chip could run the step's FLOPs (MAX_FLOPS_PER_S), a time that is not an ISO
+    8601 time, a config_key that is not the hash of the workload,
+    device and conditions beside it."""
+    for section, keys in _AT_LEAST_ONE.items():
+        for key in keys:
+            value = record[section].get(key)
+            if value is not None and not (_is(value, _INT) and value >= 1):
+                raise RecordError(f"{section}.{key} is {value!r:.40}, not a whole number >= 1")
+    for where, value in _accuracies(record):
+        if value is not None and not 0 <= value <= 1:
+            raise RecordError(f"{where} is {value!r:.40}, not an accuracy in [0, 1]")
+    for key in _TIMED:
+        median = (record.get(key) or {}).get("median")
+        if median is not None and not median > 0:
+            raise RecordError(f"{key}.median is {median!r}, not a positive time or rate")
+    _check_rate(record)
+    when = record["env"].get("utc_time")
+    if when is not None and parse_time(when) is None:
+        raise RecordError(
+            f"env.utc_time {when!r:.40} is not an ISO 8601 time (2026-11-25T14:00:00Z)"
+        )
+    if "config_key" in record:
+        expected = config_key(record["workload"], record["device"], record.get("conditions"))
+        if record["config_key"] != expected:
+            raise RecordError(
+                f"config_key {record['config_key']!r:.24} is not the hash of its workload, "
+                f"device and conditions ({expected})"
+            )
+
+
+def _accuracies(record: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    for key in _ACCURACIES:
+        yield key, record.get(key)
+    for number, epoch in enumerate(record.get("history") or []):
+        for key in _HISTORY_ACCURACIES:
+            yield f"history[{number}].{key}", epoch.get(key)
+    for number, value in enumerate((record.get("ensemble") or {}).get("test_accuracy") or []):
+        yield f"ensemble.test_accuracy[{number}]", value
+
+
+def _check_rate(record: dict[str, Any]) -> None:
+    """RecordError if the step time implies a FLOP rate per device above the bound."""
+    step = (record.get("step_time_s") or {}).get("median")
+    flops = (record.get("flops") or {}).get("per_step") or (record.get("matmul") or {}).get("flops")
+    if record.get("compiled_not_run") or not step or not flops:
+        return
+    count = record["device"].get("count") or 1
+    bound = MAX_FLOPS_PER_S.get(record["device"]["platform"], MAX_FLOPS_PER_S_OTHER)
+    rate = flops / step / count
+    if rate > bound:
+        raise RecordError(
+            f"step_time_s.median {step:.3g} s for {flops:.3g} FLOPs on {count} device(s) is "
+            f"{rate:.3g} FLOP/s per device, above the {bound:.0e} any "
+            f"{record['device']['platform']} device reaches"
+        )
+
+
+def parse_time(text: object) -> datetime | None:
+    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO 8601
+    time. One without an offset is taken as UTC, as the field's name says (every writer
+    here gives the offset; a hand-made record may not)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)
+
+
+# A record up to this far ahead of the reader's clock is the writer's clock drifting,
+# not a time to come.
+CLOCK_SKEW = timedelta(minutes=10)
+
+
+def recorded_at(record: dict[str, Any], now: datetime | None = None) -> datetime | None:
+    """When `record` was made (its `env.utc_time`), an aware UTC datetime; None when
+    the time is missing, unparseable or in the future of `now` (default: this machine's
+    clock) by more than CLOCK_SKEW: a record from a machine whose clock said 2099 is
+    never "the newest". The one way to order records by time: never their text."""
+    when = parse_time((record.get("env") or {}).get("utc_time"))
+    if when is None or when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW:
+        return None
+    return when
+
+
+_OLDEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def recorded_at_or_oldest(record: dict[str, Any]) -> datetime:
+    """recorded_at, with records of no readable time sorting first."""
+    return recorded_at(record) or _OLDEST
+
+
+def machine_id(record: dict[str, Any]) -> str:
+    """The machine `record` was made on, the one way to tell two apart: its
+    `device.machine` (a hash of the OS machine id and the host name,
+    jaxcnn.devices.machine_id) where recorded; else, for older records and kinds that
+    do not record it, `host:<env.host>|<env.cpu.model>` (two VMs both named "vm" with
+    different CPUs stay two; with the same CPU model they cannot be told apart)."""
+    machine = (record.get("device") or {}).get("machine")
+    if machine:
+        return str(machine)
+    env = record.get("env") or {}
+    host = env.get("host") or (record.get("device") or {}).get("host") or "unknown host"
+    cpu = (env.get("cpu") or {}).get("model") or "unknown CPU"
+    return f"host:{host}|{cpu}"
 
 
 def _divisors(record: dict[str, Any], kind: str) -> Iterator[tuple[str, Any]]:
@@ -465,6 +608,7 @@ TYPES: dict[str, Any] = {
     "status": _STR,
     "message": STR,
     "config_key": _STR,
+    "conditions": OBJECT,  # experiments.prepare.conditions: what differs from the defaults
     "workload": {**_workload_types(), "framework": STR, "mode": STR},
     "device": {
         "platform": _STR,
@@ -601,7 +745,7 @@ TYPES: dict[str, Any] = {
     "resumed_from_step": INT,
     "traceback_tail": ARRAY,
 }
-_MATMUL_CEILING_ENTRY = {
+MATMUL_CEILING_ENTRY = {
     "tflops": NUMBER,
     "size": INT,
     "reps": INT,
@@ -723,7 +867,7 @@ def _check_types(record: dict[str, Any]) -> None:
     """Every field of `TYPES` that `record` has, of its type."""
     check_types(record, TYPES, "")
     for dtype, measured in (record.get("matmul_ceiling") or {}).items():
-        check_types(measured, _MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
+        check_types(measured, MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
 
 
 _JSON_SCHEMA_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
@@ -793,12 +937,19 @@ def json_schema() -> dict[str, Any]:
 # --- Construction ----------------------------------------------------------------------
 
 
-def config_key(workload: dict[str, Any], device: dict[str, Any]) -> str:
+def config_key(
+    workload: dict[str, Any],
+    device: dict[str, Any],
+    conditions: dict[str, Any] | None = None,
+) -> str:
     """The cell a record measures, as 16 hex digits: a sha256 of the whole described
-    workload (every field, as asked) and the device's identity (platform, kind, count,
-    process count), not the time. Equal keys mean "the same cell": a rerun skips cells
-    already recorded, and checkpoints live under this name. Stable across releases: a
-    test pins one key.
+    workload (every field, as asked), the device's identity (platform, kind, count,
+    process count) and the `conditions` it ran under that differ from the defaults
+    (experiments.prepare.conditions: x64, a default matmul precision, XLA flags, the
+    host memory policy), not the time. Equal keys mean "the same cell": a rerun skips
+    cells already recorded, and checkpoints live under this name. Stable across
+    releases: a test pins one key; a run under default conditions (none) keeps the key
+    records had before conditions were keyed.
 
     An accelerator's kind names its chip ("TPU v5 lite"), so records from two hosts with
     the same chip are one cell. JAX names every CPU just "cpu": there the host stands in
@@ -806,7 +957,10 @@ def config_key(workload: dict[str, Any], device: dict[str, Any]) -> str:
     identity = {k: device[k] for k in ("platform", "kind", "count", "process_count")}
     if device["kind"] == device["platform"]:
         identity["host"] = device["host"]
-    text = json.dumps({"workload": workload, "device": identity}, sort_keys=True, default=str)
+    keyed: dict[str, Any] = {"workload": workload, "device": identity}
+    if conditions:
+        keyed["conditions"] = conditions
+    text = json.dumps(keyed, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -840,22 +994,28 @@ def key_folder(root: str | os.PathLike, key: object) -> Path:
 
 
 def new_record(
-    workload: dict[str, Any], device: dict[str, Any], env: dict[str, Any], **fields: Any
+    workload: dict[str, Any],
+    device: dict[str, Any],
+    env: dict[str, Any],
+    conditions: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     """The skeleton of a record before its workload runs: status `error` until an
     outcome replaces it (so a run that dies midway still says so), keyed by
     `config_key`. `workload` is the described workload (Workload.describe()), `device`
-    the devices' description (jaxcnn.devices.describe), `env` from `environment`;
-    `fields` are the kind's own (loop, formulation, compiler_options)."""
+    the devices' description (jaxcnn.devices.describe), `env` from `environment`,
+    `conditions` those that differ from the defaults (kept in the record, whose key
+    covers them); `fields` are the kind's own (loop, formulation, compiler_options)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": uuid.uuid4().hex,
-        "config_key": config_key(workload, device),
+        "config_key": config_key(workload, device, conditions),
         "status": "error",
         "message": None,
         "workload": workload,
         "device": device,
         "env": env,
+        **({"conditions": conditions} if conditions else {}),
         **fields,
     }
 
@@ -1230,15 +1390,22 @@ def took_turns(record: dict[str, Any]) -> bool:
 
 
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
-    """Every valid record in these files or folders (searched for *.jsonl), de-duplicated
-    by run_id, in file order. Bad lines (torn, not JSON, not an object, not UTF-8, not
-    the schema) are kept in the file and skipped, with one warning per file naming them;
-    records of an earlier schema version too, with one warning per file naming the
-    command that migrates them (`MIGRATE_COMMAND`). OSError if a path is a FIFO, a
-    device or a socket (`records_files`)."""
+    """Every valid record in these files or folders (searched for *.jsonl), in file
+    order: the one reader of records (the report, the fit, a rerun's skips). Bad lines
+    (torn, not JSON, not an object, not UTF-8, not the schema or its meaning:
+    `validate`) are kept in the file and skipped, with one warning per file naming
+    them; records of an earlier schema version too, with one warning per file naming
+    the command that migrates them (`MIGRATE_COMMAND`). A run_id seen before keeps its
+    first record, with one warning per file naming the lines of the others; records
+    dated in the future of this machine's clock are kept, with one warning per file
+    (`recorded_at` gives them no time). A UTF-8 byte order mark is read as text. OSError
+    if a path is a FIFO, a device or a socket (`records_files`)."""
     records: dict[str, dict[str, Any]] = {}
+    now = datetime.now(timezone.utc)
     for file in records_files(paths):
         bad: list[tuple[int, str]] = []
+        repeated: list[int] = []
+        future: list[int] = []
         old = 0
         with open(file, "rb") as handle:
             for number, raw in enumerate(handle, 1):
@@ -1252,7 +1419,12 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 except (ValueError, TypeError, AttributeError, KeyError) as e:
                     bad.append((number, str(e).splitlines()[0][:120] if str(e) else repr(e)))
                     continue
-                records.setdefault(record["run_id"], record)
+                if record["run_id"] in records:
+                    repeated.append(number)
+                    continue
+                if record["env"].get("utc_time") and recorded_at(record, now) is None:
+                    future.append(number)
+                records[record["run_id"]] = record
         if old:
             warnings.warn(
                 f"{file}: skipped {old} record(s) of an earlier schema version; "
@@ -1260,7 +1432,19 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 stacklevel=2,
             )
         if bad:
-            warnings.warn(_bad_lines(file, bad), stacklevel=2)
+            warnings.warn(bad_lines(file, bad), stacklevel=2)
+        if repeated:
+            warnings.warn(
+                f"{file}: skipped {len(repeated)} record(s) whose run_id an earlier line "
+                f"has (lines {line_numbers(repeated)}): the first record of a run_id is kept",
+                stacklevel=2,
+            )
+        if future:
+            warnings.warn(
+                f"{file}: {len(future)} record(s) dated after this machine's clock (lines "
+                f"{line_numbers(future)}): kept, but never taken for the newest",
+                stacklevel=2,
+            )
     return list(records.values())
 
 
@@ -1271,14 +1455,16 @@ _JSON_NAMES.update({bool: "true or false", type(None): "null"})
 def parse_line(raw: bytes) -> dict[str, Any]:
     """One line of a records file as a JSON object, not yet validated; ValueError says
     why it is none."""
-    value = json.loads(raw.decode("utf-8"))
+    # utf-8-sig: a byte order mark (an editor's, at the file's start) is no part of the JSON
+    value = json.loads(raw.decode("utf-8-sig"))
     if not isinstance(value, dict):
         raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
     return value
 
 
-def _bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
-    """One line for all of a file's bad lines: where they are and why the first is bad."""
+def bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
+    """One line for all of a file's bad lines ((line number, why) each): where they are
+    and why the first is bad."""
     (first, reason), *rest = bad
     if not rest:
         return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
@@ -1297,26 +1483,3 @@ def line_numbers(numbers: Sequence[int]) -> str:
 if __name__ == "__main__":
     write_whole(SCHEMA_FILE, schema_text().encode())
     print(f"{SCHEMA_FILE} written")
-
-
-def recorded_at(record: dict[str, Any]) -> datetime | None:
-    """When `record` was written, an aware UTC time; None where it has no readable time,
-    one without a zone, or one in the reader's future (a wrong clock must not outrank
-    every real record)."""
-    text = (record.get("env") or {}).get("utc_time")
-    try:
-        when = datetime.fromisoformat(str(text))
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    when = when.astimezone(timezone.utc)
-    return None if when > datetime.now(timezone.utc) else when
-
-
-_OLDEST = datetime.min.replace(tzinfo=timezone.utc)
-
-
-def recorded_at_or_oldest(record: dict[str, Any]) -> datetime:
-    """recorded_at, with records of no readable time sorting first."""
-    return recorded_at(record) or _OLDEST

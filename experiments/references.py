@@ -19,6 +19,7 @@ import datetime
 import functools
 import json
 import re
+import stat
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -226,8 +227,21 @@ def _check_price(row: Price, file: str) -> None:
         )
 
 
+# The largest reference file read: the committed ones are tens of KB; a file far larger
+# (or a FIFO, a device that never ends) is no list of published rows.
+MAX_REFERENCE_BYTES = 16 * 2**20
+
+
 def _rows(path: Path) -> list[Any]:
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise DataError(f"{path} is not a regular file: give a JSON file of rows")
+        if info.st_size > MAX_REFERENCE_BYTES:
+            raise DataError(
+                f"{path} holds {info.st_size:,} bytes, above the {MAX_REFERENCE_BYTES:,} a "
+                "reference file may hold: it is not a list of published rows"
+            )
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise DataError(f"cannot read {path}: {err.strerror or err}") from None

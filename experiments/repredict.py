@@ -39,6 +39,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from typing import Any
 from experiments import records
 from experiments.cli_options import OneLineParser
 from experiments.migrate_records import rewrite_lines
+from experiments.tables import one_line_warning
 from experiments.workload import Workload
 from jaxcnn.kernels import KINDS
 
@@ -150,13 +152,19 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     return read_kernels(program), steps
 
 
-def _records(raw_lines: list[bytes]) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
-    """Each line with its record, None for a line that is none (left as it is)."""
-    for raw in raw_lines:
+def _records(
+    raw_lines: list[bytes], bad: list[tuple[int, str]] | None = None
+) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
+    """Each line with its record, None for a line that is none (left as it is; its
+    number and why appended to `bad`, blank lines and older schemas aside: the reader,
+    records.load, says the same of them)."""
+    for number, raw in enumerate(raw_lines, 1):
         try:
             record = records.parse_line(raw)
             records.validate(record)
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            if bad is not None and raw.strip() and not isinstance(e, records.OldSchema):
+                bad.append((number, (str(e).splitlines() or [repr(e)])[0][:120]))
             yield raw, None
         else:
             yield raw, record
@@ -179,8 +187,9 @@ def repredict_file(
     by_key: dict[str, tuple[list[list], int]] = {}  # one compile per configuration
     found: dict[str, tuple[list[list], int]] = {}  # run_id -> its program's kernels
     saved_at = time.monotonic()
+    bad: list[tuple[int, str]] = []
     try:
-        for _, record in _records(Path(path).read_bytes().splitlines(keepends=True)):
+        for _, record in _records(Path(path).read_bytes().splitlines(keepends=True), bad):
             why = (
                 "not a record"
                 if record is None
@@ -201,6 +210,8 @@ def repredict_file(
                 found, saved_at = {}, time.monotonic()
     finally:
         _save(Path(path), found, again, target, counts)
+        if bad:  # a record it cannot trust gets no kernels: said, with its line
+            warnings.warn(records.bad_lines(Path(path), bad), stacklevel=2)
     counts.pop("not a record", None)
     return counts
 
@@ -299,9 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"cannot rewrite {args.path}: {e.strerror or e}")
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        counts = repredict_file(
-            args.path, args.again, args.target, measured_only=args.measured_only
-        )
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line_warning  # a line it cannot trust: one line
+            counts = repredict_file(
+                args.path, args.again, args.target, measured_only=args.measured_only
+            )
     except (KeyboardInterrupt, Terminated) as stop:
         print(
             f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'Ctrl-C'}): what was "

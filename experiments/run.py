@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from experiments import cli_plan
+from experiments import cli_options, cli_plan
 from experiments.cli_options import (
     DATASETS,
     DEVICES,
@@ -32,8 +32,6 @@ from experiments.cli_options import (
     OneLineParser,
     as_setting,
     choice,
-    count,
-    positive_int,
     read_setting,
     spelled,
 )
@@ -53,9 +51,11 @@ exit codes:
        in the temp folder, and one line says where)
   2    a usage error (bad option, absent device, missing data, unwritable --out), said
        in one line before anything is written
-  130  Ctrl-C; 143 SIGTERM (what cloud TPU VMs, Kaggle and Slurm send): training stops
-       at the next step boundary (epoch boundary with loop=device) and checkpoints there.
-       The stopped workload gets no record; the same command resumes it.
+  129  SIGHUP (a closed terminal or SSH session), 130 Ctrl-C (SIGINT), 143 SIGTERM
+       (what cloud TPU VMs, Kaggle and Slurm send): training stops at the next step
+       boundary (epoch boundary with loop=device) and checkpoints there, and one line
+       says so. The stopped workload gets no record; the same command resumes it. A
+       second Ctrl-C stops at once, without the checkpoint.
 
 rerun, skip, resume:
   Each workload has a configuration key (a hash of the workload and the devices' platform,
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--num-devices",
         metavar="N",
-        type=positive_int,
+        type=cli_options.devices,
         help="use the first N devices (default: 1 with --strategy=single, else all)",
     )
     where.add_argument(
@@ -195,14 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_argument(
         "--epochs",
         metavar="N",
-        type=count,
+        type=cli_options.epochs,
         help=f"0: compile and time only (default: {cli_plan.DEFAULT_EPOCHS}; --smoke: "
         f"{cli_plan.SMOKE_FLAGS['epochs']})",
     )
     training.add_argument(
         "--batch-size",
         metavar="N",
-        type=positive_int,
+        type=cli_options.batch_size,
         help=f"global batch (default: {cli_plan.DEFAULT_BATCH}; --smoke: "
         f"{cli_plan.SMOKE_FLAGS['batch_size']})",
     )
@@ -242,6 +242,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM, what shells report for a job SIGTERM ended
+# The signals that stop a run at its next step boundary, checkpointed: a scheduler's or
+# a preemption's (SIGTERM), a closed terminal's (SIGHUP), Ctrl-C (SIGINT). Each ends the
+# run with 128 + its number, as a shell reports a job the signal ended.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,29 +253,51 @@ def main(argv: list[str] | None = None) -> int:
         options = parse_args(argv)
     except SystemExit as done:  # --help, or a usage error already said in one line
         return done.code if isinstance(done.code, int) else 0
-    with warnings.catch_warnings(), _stop_on_sigterm():
+    with warnings.catch_warnings(), _stop_on_signals() as received:
         warnings.showwarning = one_line_warning
-        return _main(options)
+        return _main(options, received)
 
 
-class _stop_on_sigterm:
-    """SIGTERM asks training to stop at a step boundary (jaxcnn.loop.request_stop)
-    instead of killing the process mid-step; the previous handler is put back after."""
+class _stop_on_signals:
+    """Each of STOP_SIGNALS asks training to stop at a step boundary
+    (jaxcnn.loop.request_stop) instead of killing the process mid-step; the signals
+    received are kept in the list `__enter__` returns (a second SIGINT raises
+    KeyboardInterrupt: a user who presses Ctrl-C twice does not wait). The previous
+    handlers are put back after."""
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> list[signal.Signals]:
         from jaxcnn import loop
 
         loop.clear_stop()
-        self._previous = signal.signal(signal.SIGTERM, lambda *_: loop.request_stop())
+        self.received: list[signal.Signals] = []
+        self._previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+        for number in STOP_SIGNALS:
+            signal.signal(number, self._stop)
+        return self.received
+
+    def _stop(self, number: int, frame: object) -> None:
+        from jaxcnn import loop
+
+        if number == signal.SIGINT and signal.SIGINT in self.received:
+            raise KeyboardInterrupt
+        self.received.append(signal.Signals(number))
+        loop.request_stop()
 
     def __exit__(self, *exc: object) -> None:
         from jaxcnn import loop
 
-        signal.signal(signal.SIGTERM, self._previous)
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)
         loop.clear_stop()
 
 
-def _main(options: argparse.Namespace) -> int:
+def stopped_by(received: list[signal.Signals]) -> signal.Signals:
+    """The signal that stopped a run: the first of those `received` (SIGTERM where the
+    stop was asked some other way, jaxcnn.loop.request_stop called in-process)."""
+    return received[0] if received else signal.SIGTERM
+
+
+def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
     if sys.stderr.isatty():  # a log or a test reads a usage error below as its one line
         print("starting JAX...", file=sys.stderr, flush=True)
     import jaxcnn
@@ -312,14 +338,15 @@ def _main(options: argparse.Namespace) -> int:
         return 1 if isinstance(e, records.NotRecorded) else 2
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
     except Stopped as stopped:
+        by = stopped_by(received)
         print(
-            f"terminated (SIGTERM): {stopped}; records written so far are kept; "
+            f"terminated ({by.name}): {stopped}; records written so far are kept; "
             "the same command resumes",
             file=sys.stderr,
         )
-        return EXIT_TERMINATED
+        return 128 + by
 
 
 def _check_writable(path: Path, option: str, given: str | Path, folder: bool = False) -> None:

@@ -26,7 +26,6 @@ batch of the same program would only fail again, slowly.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import shutil
@@ -39,11 +38,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments import measure, records
+from experiments import kept, measure, records
 from experiments.labels import device_name, model_with_overrides
 from experiments.prepare import (
     Split,
     check,
+    config_key_for,
     devices_for,
     load_splits,
     record_for,
@@ -85,34 +85,23 @@ def memory_bandwidth(device: jax.Device) -> dict[str, Any] | None:
     return bandwidth
 
 
-CEILING_FILE = "ceiling.json"  # in the workload's checkpoint folder, beside its timing
-
-
 def keep_ceiling(
     checkpoint_dir: Path, device: dict[str, Any], ceiling: Any, bandwidth: Any
 ) -> None:
-    """Keep this run's ceiling and bandwidth in the workload's checkpoint folder, for a
-    run that resumes the workload after a stop (`kept_ceiling`)."""
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    kept = {"host": socket.gethostname(), "device": device}
-    kept.update(ceiling=ceiling, bandwidth=bandwidth)
-    (checkpoint_dir / CEILING_FILE).write_text(json.dumps(kept))
+    """Keep this run's ceiling and bandwidth in the workload's checkpoint folder
+    (kept.CEILING), for a run that resumes the workload after a stop (`kept_ceiling`)."""
+    identity = {"host": socket.gethostname(), "device": device}
+    kept.CEILING.write(checkpoint_dir, identity, {"ceiling": ceiling, "bandwidth": bandwidth})
 
 
 def kept_ceiling(checkpoint_dir: Path | None, device: dict[str, Any]) -> tuple[Any, Any] | None:
     """(ceiling, bandwidth) that a stopped run measured on this host's `device` before
     it began the workload whose checkpoint folder this is; None where there is none
-    (--force deletes the folder first, so a forced run measures again)."""
-    if checkpoint_dir is None:
-        return None
-    try:
-        kept = json.loads((checkpoint_dir / CEILING_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    same_device = kept.get("device") == json.loads(json.dumps(device))  # as it was written
-    if kept.get("host") != socket.gethostname() or not same_device:
-        return None
-    return kept.get("ceiling"), kept.get("bandwidth")
+    (--force deletes the folder first, so a forced run measures again), or where the
+    file is damaged or another's (set aside, in one line)."""
+    identity = {"host": socket.gethostname(), "device": device}
+    found = kept.CEILING.read(checkpoint_dir, identity)
+    return None if found is None else (found["ceiling"], found["bandwidth"])
 
 
 def agreed(flags: list[bool]) -> list[bool]:
@@ -286,8 +275,7 @@ def run_sweep(
     found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [
-        records.config_key(w.describe(), devices_lib.describe(d))
-        for w, d in zip(workloads, used, strict=True)
+        config_key_for(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)
     ]
     skip = agreed([key in found and not force for key in keys])
     locks = out / LOCKS  # where a workload without a checkpoint folder is locked

@@ -28,6 +28,28 @@ KINDS = ("train", "matmul", "ensemble")  # run on devices at hand; "compile" is 
 SCALINGS = (None, "weak", "strong")
 ENSEMBLE_MODES = ("vmap", "sequential")
 MATMUL_PRECISIONS = ("default", "highest")
+# The bounds on a workload's sizes, (least, most, what the most protects against), each
+# checked before any work (the command line's readers, experiments.prepare.check). A
+# bound sits far beyond what a study asks, and below a run that would last for days.
+BOUNDS = {
+    "timing_steps": (1, 10_000, "each is timed alone; 10,000 steps of 1 s are about three hours"),
+    "epochs": (0, 10_000, "0 times only; no study trains for more"),
+    "steps": (1, 10**8, "at 1 ms a step, 10^8 steps are more than a day"),
+    "batch_size": (1, 2**20, "a million images a step: beyond any device's memory"),
+    "num_devices": (1, 8_192, "more devices than any machine or pod this runs on"),
+    "ensemble_size": (1, 1_024, "more models than one device holds"),
+}
+
+
+def out_of_bounds(workload: Workload) -> str | None:
+    """What is wrong with `workload`'s sizes (BOUNDS), in one line, or None."""
+    for name, (least, most, why) in BOUNDS.items():
+        value = getattr(workload, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            return f"{name} {value!r:.40} is not a whole number in {least}..{most:,} ({why})"
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

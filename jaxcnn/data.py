@@ -93,8 +93,8 @@ def _idx_count_checked(path: Path) -> int | None:
     with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as handle:
         head = handle.read(16)
     header, dims = _idx_header(path, head)
-    expected = header + int(np.prod(dims, dtype=np.uint64))
-    return dims[0] if _data_length(path) == expected else None
+    expected = header + math.prod(dims)
+    return dims[0] if expected <= MAX_IDX_BYTES and _data_length(path) == expected else None
 
 
 def _data_length(path: Path) -> int:
@@ -162,6 +162,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
             raw = handle.read(16)
             header, dims = _idx_header(path, raw)
             expected = math.prod(dims)  # Python's integers: numpy's product wraps at 2**63
+            _check_claim(path, header, dims, expected)
             if path.suffix == ".gz":
                 raw += _read_at_most(handle, header + expected - len(raw))
                 found = len(raw) - header
@@ -179,6 +180,30 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
             f"file has {found}"
         )
     return np.frombuffer(raw, np.uint8, offset=header).reshape(dims)
+
+
+# The most data an IDX file may claim: 4 GiB, a gzip trailer's range (so its length
+# field is exact below it); MNIST's largest file holds 47 MB.
+MAX_IDX_BYTES = 2**32 - 1
+
+
+def _check_claim(path: Path, header: int, dims: list[int], expected: int) -> None:
+    """DataError, before any of the body is read, if the header claims more than
+    MAX_IDX_BYTES or a length the file does not have (a gzip file's by its trailer):
+    a header claiming a billion images is one line, in constant memory."""
+    shape = "x".join(map(str, dims))
+    if header + expected > MAX_IDX_BYTES:
+        raise DataError(
+            f"{path}: header says {shape} = {expected:,} bytes of data, above the "
+            f"{MAX_IDX_BYTES:,} an IDX file may hold; the file is not an MNIST-format set"
+        )
+    length = _data_length(path)
+    if length != header + expected:
+        where = "its gzip trailer says" if path.suffix == ".gz" else "file has"
+        raise DataError(
+            f"{path}: header says {shape} = {expected} bytes of data, {where} "
+            f"{length - header}; download it again"
+        )
 
 
 def _idx_header(path: Path, head: bytes) -> tuple[int, list[int]]:

@@ -205,6 +205,7 @@ def apply(
             ),
             "settings": dict(RETAIN),
         }
+    _current["asked"] = policy  # what a record's key covers (experiments.prepare.conditions)
     return current()
 
 

@@ -144,6 +144,14 @@ def complete_record(record: dict) -> dict:
     return record
 
 
+def rekeyed(record: dict) -> dict:
+    """`record` with the config_key of its (changed) workload, device and conditions."""
+    from experiments import records
+
+    key = records.config_key(record["workload"], record["device"], record.get("conditions"))
+    return {**record, "config_key": key}
+
+
 def report_text(report_path):
     """REPORT.md and every details page beside it (report/*.md), as one text: what a
     reader finds one click from the answers."""

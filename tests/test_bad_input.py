@@ -4,6 +4,7 @@ tested with the multi-host placements."""
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,11 @@ def test_a_usage_error_leaves_a_new_out_folder_unmade(tmp_path, capsys):
             "--set loop, --set timing_steps cannot go with",
         ),
         (["--set", "schedule=cosine", *MLP], "unknown schedule 'cosine': choose one of constant"),
+        (["--set", f"timing_steps={10**14}", *MLP], f"{10**14} is above 10,000 (each is timed"),
+        (["--epochs", "100000", *MLP], "100000 is above 10,000"),
+        (["--batch-size", str(2**21), *MLP], "2097152 is above 1,048,576"),
+        (["--set", f"steps={10**9}", *MLP], "1000000000 is above 100,000,000"),
+        (["--num-devices", "100000", *MLP], "100000 is above 8,192"),
         (["--set", "timing-steps=5", *MLP], "unknown setting 'timing-steps': did you mean"),
         (["--set", "timing_steps", *MLP], "'timing_steps' is not NAME=VALUE"),
         (["--set", "checkpoints=no", *MLP], "'no' is not true or false"),
@@ -319,6 +325,13 @@ def test_no_traceback_reaches_a_user_of_the_command(idx_dir, tmp_path, argv, mes
         ({"JAX_PLATFORMS": "bogus"}, [], "JAX_PLATFORMS=bogus in the environment, but JAX"),
         ({"JAX_PLATFORMS": "tpu"}, ["--device=cpu"], "JAX_PLATFORMS=tpu in the environment"),
         ({"JAX_NUM_CPU_DEVICES": "abc"}, [], "JAX_NUM_CPU_DEVICES=abc in the environment is"),
+        # JAX itself dies of a segmentation fault, silently, at this count
+        ({"JAX_NUM_CPU_DEVICES": "100000"}, [], "JAX_NUM_CPU_DEVICES=100000 asks for more"),
+        (
+            {"XLA_FLAGS": "--xla_force_host_platform_device_count=100000"},
+            [],
+            "XLA_FLAGS=--xla_force_host_platform_device_count=100000 asks for more than 4096",
+        ),
         ({"JAX_PLATFORMS": "tpu"}, ["--target=tpu-v5e-1", "--batch-size=8"], "JAX_PLATFORMS=tpu"),
     ],
 )
@@ -384,6 +397,41 @@ def test_jax_num_cpu_devices_that_jax_cannot_take_is_an_option_error(count):
         cli_plan.check_environment({"JAX_NUM_CPU_DEVICES": count})
     for fine in ({"JAX_NUM_CPU_DEVICES": "8"}, {}):  # positive controls
         cli_plan.check_environment(fine)
+
+
+def test_a_cpu_device_count_above_the_bound_is_refused_before_jax_starts():
+    bound = cli_plan.MAX_CPU_DEVICES
+    for name, environ in [
+        ("JAX_NUM_CPU_DEVICES", {"JAX_NUM_CPU_DEVICES": str(bound + 1)}),
+        ("XLA_FLAGS", {"XLA_FLAGS": f"--xla_force_host_platform_device_count={bound + 1}"}),
+    ]:
+        with pytest.raises(cli_plan.OptionError, match=f"{name}=.* more than {bound} CPU"):
+            cli_plan.check_environment(environ)
+    cli_plan.check_environment({"JAX_NUM_CPU_DEVICES": str(bound)})  # the bound itself is fine
+    cli_plan.check_environment({"XLA_FLAGS": f"--xla_force_host_platform_device_count={bound}"})
+
+
+@pytest.mark.parametrize(
+    "change,said",
+    [
+        (
+            {"timing_steps": 10**14},
+            "timing_steps 100000000000000 is not a whole number in 1..10,000",
+        ),
+        ({"epochs": -1}, "epochs -1 is not a whole number in 0..10,000"),
+        ({"batch_size": 0}, "batch_size 0 is not"),
+        ({"ensemble_size": True}, "ensemble_size True is not"),
+    ],
+)
+def test_a_workload_out_of_its_bounds_is_a_usage_error_before_any_work(change, said):
+    import jax
+
+    from experiments import prepare
+    from jaxcnn.errors import UsageError
+
+    prepare.check(Workload(model="mlp"), jax.devices()[:1])  # positive control
+    with pytest.raises(UsageError, match=re.escape(said)):
+        prepare.check(Workload(model="mlp", **change), jax.devices()[:1])
 
 
 def test_available_memory_is_the_kernels_memavailable(tmp_path):

@@ -49,33 +49,59 @@ def test_bad_magic_is_a_data_error(tmp_path):
 
 def test_wrong_count_is_a_data_error(tmp_path):
     path = write_idx(tmp_path / "x.gz", np.zeros((3, 28, 28)), count=5)
-    with pytest.raises(DataError, match="5x28x28 = 3920 bytes of data, file has 2352"):
+    with pytest.raises(DataError, match="5x28x28 = 3920 bytes of data, its gzip trailer says 2352"):
         data.read_idx(path)
 
 
 def test_dims_whose_product_wraps_around_are_a_data_error(tmp_path):
     path = tmp_path / "images-idx3-ubyte"  # 2**22 x 2**21 x 2**21 is 2**64: 0 in int64
     path.write_bytes(b"".join(n.to_bytes(4, "big") for n in (2051, 2**22, 2**21, 2**21)))
-    with pytest.raises(DataError, match="4194304x2097152x2097152 = 18446744073709551616 bytes"):
+    with pytest.raises(
+        DataError, match="4194304x2097152x2097152 = 18,446,744,073,709,551,616 bytes"
+    ):
         data.read_idx(path)
+
+
+def _peak_bytes(read) -> int:
+    """The most memory Python allocated while `read()` ran (it raises DataError)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as refused:
+            read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak, str(refused.value)
 
 
 @pytest.mark.parametrize("name", ["images-idx3-ubyte.gz", "images-idx3-ubyte"])
 def test_a_header_claiming_a_billion_images_is_refused_reading_only_the_file(tmp_path, name):
-    import tracemalloc
-
     path = write_idx(tmp_path / name, np.zeros((100, 28, 28)), count=10**9)
     if not name.endswith(".gz"):  # 200 MB of it, sparse: no disk spent either
         with open(path, "r+b") as handle:
             handle.truncate(200 * 2**20)
-    tracemalloc.start()
-    try:
-        with pytest.raises(DataError, match="1000000000x28x28 = 784000000000 bytes of data, file"):
-            data.read_idx(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak, said = _peak_bytes(lambda: data.read_idx(path))
+    assert "1000000000x28x28 = 784,000,000,000 bytes of data, above the 4,294,967,295" in said
     assert peak < 2**23  # not the file's 200 MB, nor the 784 GB its header claims
+    assert data.train_size("mnist", tmp_path) is None  # its count is no claim to size by
+
+
+@pytest.mark.parametrize("trailer", ["true", "forged"])
+def test_a_gzip_whose_header_claims_more_than_it_holds_is_refused_in_constant_memory(
+    tmp_path, trailer
+):
+    path = write_idx(tmp_path / "images-idx3-ubyte.gz", np.ones((100, 28, 28)), count=10**6)
+    if trailer == "forged":  # the length field says what the header claims: read, then caught
+        raw = path.read_bytes()
+        path.write_bytes(raw[:-4] + (16 + 784 * 10**6).to_bytes(4, "little"))
+    peak, said = _peak_bytes(lambda: data.read_idx(path))
+    if trailer == "true":  # refused on the header and trailer alone
+        assert "1000000x28x28 = 784000000 bytes of data, its gzip trailer says 78400" in said
+    else:  # gzip finds the length field false at the data's end
+        assert "not a readable gzip file (Incorrect length of data produced)" in said
+    assert peak < 2**23  # not the 784 MB the header claims
 
 
 def test_images_and_labels_must_agree(idx_dir):

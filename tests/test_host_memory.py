@@ -189,6 +189,7 @@ def test_retain_reuses_a_freed_buffer_where_glibc_maps_it_afresh():
         "applied": True,
         "reason": "asked: retain",
         "settings": host_memory.RETAIN,
+        "asked": "retain",
     }
     pages = BUFFER_BYTES // 4096
     # glibc: every execution faults the whole buffer in again, page by page

@@ -16,7 +16,7 @@ from conftest import Analysed
 from experiments import measure, records
 from experiments.prepare import load_splits
 from experiments.runners import RunContext, run_workload
-from experiments.workload import Workload
+from experiments.workload import BOUNDS, Workload
 from jaxcnn import loop, models, train
 from jaxcnn import prediction as prediction_lib
 
@@ -416,12 +416,13 @@ def test_eval_timing_stops_before_its_first_call_once_asked():
 
 @pytest.mark.slow
 def test_a_sigterm_while_timing_stops_the_run_before_its_timing_is_done(tmp_path):
-    """A real SIGTERM to a real run timing a million steps: exit 143 at the next call,
-    the calls it made counted in its last line, nothing recorded."""
+    """A real SIGTERM to a real run timing the most steps a run may time: exit 143 at
+    the next call, the calls it made counted in its last line, nothing recorded."""
+    most = BOUNDS["timing_steps"][1]
     command = [
-        sys.executable, "-m", "experiments.run", "--out", str(tmp_path), "--model", "mlp",
-        "--set", "width=8", "--batch-size", "16", "--epochs", "1",
-        "--set", f"timing_steps={10**6}", "--set", "progress=false",
+        sys.executable, "-m", "experiments.run", "--out", str(tmp_path), "--model",
+        "mnist_cnn", "--batch-size", "64", "--epochs", "1",
+        "--set", f"timing_steps={most}", "--set", "progress=false",
     ]  # fmt: skip
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -444,6 +445,6 @@ def test_a_sigterm_while_timing_stops_the_run_before_its_timing_is_done(tmp_path
     )
     assert found, stderr[-2000:]
     done, planned = (int(n.replace(",", "")) for n in found.groups())
-    assert planned >= 10**6 and done < planned
+    assert planned >= most and done < planned
     assert "Traceback" not in stderr
     assert not (tmp_path / "records.jsonl").exists()

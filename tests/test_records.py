@@ -11,7 +11,7 @@ import warnings
 
 import jax
 import pytest
-from conftest import complete_record
+from conftest import complete_record, rekeyed
 
 from experiments import records
 from experiments.workload import Workload
@@ -81,7 +81,8 @@ def test_load_merges_files_and_drops_duplicate_run_ids(tmp_path):
     records.append(tmp_path / "m1" / "records.jsonl", _record("a"))
     records.append(tmp_path / "m2" / "records.jsonl", _record("a"))
     records.append(tmp_path / "m2" / "records.jsonl", _record("c"))
-    assert [r["run_id"] for r in records.load(tmp_path)] == ["a", "c"]
+    with pytest.warns(UserWarning, match=r"m2/records.jsonl: skipped 1 record\(s\) whose run_id"):
+        assert [r["run_id"] for r in records.load(tmp_path)] == ["a", "c"]
 
 
 def _measured(**changes):
@@ -442,21 +443,25 @@ def test_a_record_without_a_field_schema_2_requires_is_refused():
 def test_only_final_records_made_here_are_skipped(tmp_path):
     path = tmp_path / "records.jsonl"
     here = {**CPU, "machine": "this"}
-    for run_id, status, key, device in [
-        ("a", "ok", "k1", here),
-        ("b", "error", "k2", here),  # retried
-        ("c", "skipped", "k3", here),
-        ("d", "oom", "k4", {**CPU, "machine": "other"}),  # another computer's CPU
-        ("e", "nan", "k5", {**CPU, "machine": None}),  # machine not recorded
-    ]:
+    keys = {}
+    for seed, (run_id, status, device) in enumerate(
+        [
+            ("a", "ok", here),
+            ("b", "error", here),  # retried
+            ("c", "skipped", here),
+            ("d", "oom", {**CPU, "machine": "other"}),  # another computer's CPU
+            ("e", "nan", {**CPU, "machine": None}),  # machine not recorded
+        ]
+    ):
         message = None if status == "ok" else status
-        records.append(
-            path, _record(run_id, status, config_key=key, device=device, message=message)
-        )
+        record = _record(run_id, status, device=device, message=message)
+        record = rekeyed({**record, "workload": {**record["workload"], "seed": seed}})
+        keys[record["config_key"]] = run_id
+        records.append(path, record)
     found, skips = records.recorded(path, "this")
-    assert sorted(found) == ["k1"] and skips == {"k3"}
+    assert [keys[k] for k in found] == ["a"] and [keys[k] for k in skips] == ["c"]
     found, _ = records.recorded(path)  # every machine's (compile-only targets)
-    assert sorted(found) == ["k1", "k4", "k5"]
+    assert sorted(keys[k] for k in found) == ["a", "d", "e"]
     assert records.recorded(tmp_path / "absent.jsonl") == ({}, set())
 
 
@@ -497,3 +502,121 @@ def test_the_report_skips_a_mistyped_record_in_one_line_instead_of_a_traceback(t
     assert report.main([str(path)]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}:2: skipped a bad record (device.count" in err, err
+
+
+# --- Identity and meaning ---------------------------------------------------------------
+
+
+def _refusal(record: dict) -> str:
+    with pytest.raises(records.RecordError) as refused:
+        records.validate(record)
+    return str(refused.value)
+
+
+def test_a_config_key_that_is_not_the_hash_of_its_workload_is_refused():
+    record = _record()
+    assert records.validate(record) is record  # positive control: its own key passes
+    wider = {**record, "workload": {**record["workload"], "model_overrides": {"width": 64}}}
+    assert "is not the hash of its workload" in _refusal(wider)
+    assert records.validate(rekeyed(wider))["config_key"] != record["config_key"]
+
+
+def test_conditions_change_the_key_and_none_keep_the_old_one():
+    workload, device = _record()["workload"], _record()["device"]
+    plain = records.config_key(workload, device)
+    assert records.config_key(workload, device, {}) == plain  # old records keep their keys
+    x64 = records.config_key(workload, device, {"x64": True})
+    policy = records.config_key(workload, device, {"host_memory": "system"})
+    assert len({plain, x64, policy}) == 3
+    record = records.new_record(workload, device, {"jax": "0"}, {"x64": True})
+    assert record["conditions"] == {"x64": True} and record["config_key"] == x64
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("test_accuracy", 1e300, "not an accuracy in [0, 1]"),
+        ("history", [{"epoch": 1, "train_accuracy": 1.5}], "history[0].train_accuracy"),
+        ("workload.batch_size", 0, "workload.batch_size is 0, not a whole number >= 1"),
+        ("workload.timing_steps", 0, "workload.timing_steps"),
+        ("device.count", 0, "device.count"),
+        ("eval_step_time_s", {"median": 0, "p10": 0, "p90": 0, "n": 3}, "eval_step_time_s"),
+        ("env.utc_time", "unknown", "not an ISO 8601 time"),
+        ("env.utc_time", "20 Nov 2026", "not an ISO 8601 time"),
+    ],
+)
+def test_a_typed_but_absurd_value_is_refused_naming_the_field(field, value, said):
+    record = _record()
+    assert records.validate(record)  # positive control
+    section, _, key = field.rpartition(".")
+    (record[section] if section else record)[key] = value
+    assert said in _refusal(rekeyed(record))
+
+
+def test_a_step_faster_than_any_chip_could_run_its_flops_is_refused_with_the_bound():
+    record = _record(flops={"per_step": 14_000_000})  # the smallest committed step's FLOPs
+    assert records.validate(record)  # 0.1 s: 1.4e8 FLOP/s
+    record["step_time_s"] = {"median": 1e-9, "p10": 1e-9, "p90": 1e-9, "n": 20}
+    said = _refusal(record)
+    assert "1.4e+16 FLOP/s per device, above the 1e+15" in said, said
+
+
+def test_recorded_at_is_an_aware_utc_time_and_none_for_the_future_or_missing():
+    now = records.parse_time("2026-11-25T12:00:00+00:00")
+
+    def at(text):
+        return records.recorded_at({"env": {"utc_time": text}}, now=now)
+
+    assert at("2026-11-25T13:30:00+02:00") == records.parse_time("2026-11-25T11:30:00+00:00")
+    assert at("2026-11-25T13:30:00+02:00").tzinfo is not None
+    assert at("2099-01-01T00:00:00+00:00") is None  # a wrong clock is never the newest
+    assert at("2026-11-25T12:05:00+00:00") is not None  # within the clocks' skew
+    assert at(None) is None and at("unknown") is None and records.recorded_at({}) is None
+    assert at("2026-11-25T11:00:00") == records.parse_time("2026-11-25T11:00:00Z")  # UTC
+    # sorted by time, not text: "+02:00" at 13:30 is before "Z" 12:00's "2026-11-25T12"
+    texts = ["2026-11-25T11:45:00+00:00", "2026-11-25T13:30:00+02:00"]
+    assert max(texts, key=lambda t: at(t)) == texts[0] and max(texts) == texts[1]
+
+
+def test_machine_id_tells_two_vms_of_one_name_apart():
+    def made_on(machine, cpu):
+        record = _record()
+        record["device"] = {**record["device"], "machine": machine}
+        record["env"] = {**record["env"], "host": "vm", "cpu": {"model": cpu}}
+        return record
+
+    assert records.machine_id(made_on("3abda07c2c59983c", "AMD EPYC")) == "3abda07c2c59983c"
+    old_amd, old_intel = made_on(None, "AMD EPYC"), made_on(None, "Intel Xeon")
+    assert records.machine_id(old_amd) != records.machine_id(old_intel)
+    assert records.machine_id(old_amd) == "host:vm|AMD EPYC"
+
+
+def test_a_future_record_loads_with_one_warning_naming_its_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    records.append(path, _record("now", env={"jax": "0", "utc_time": records.utc_now()}))
+    records.append(path, _record("later", env={"jax": "0", "utc_time": "2099-01-01T00:00:00Z"}))
+    with pytest.warns(
+        UserWarning, match=r"1 record\(s\) dated after this machine's clock \(lines 2\)"
+    ):
+        loaded = records.load(path)
+    assert [r["run_id"] for r in loaded] == ["now", "later"]
+
+
+def test_a_repeated_run_id_keeps_the_first_and_names_the_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    for run_id, accuracy in [("a", 0.5), ("b", 0.6), ("a", 0.9)]:
+        records.append(path, _record(run_id, test_accuracy=accuracy))
+    with pytest.warns(UserWarning, match=r"skipped 1 record\(s\) whose run_id .*\(lines 3\)"):
+        loaded = records.load(path)
+    assert [(r["run_id"], r["test_accuracy"]) for r in loaded] == [("a", 0.5), ("b", 0.6)]
+
+
+def test_a_records_file_with_a_byte_order_mark_is_read_and_not_measured_again(tmp_path):
+    path = tmp_path / "records.jsonl"
+    record = _record("a")
+    path.write_bytes(b"\xef\xbb\xbf" + records.encode(record))  # as a Windows editor saves it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no bad line
+        assert [r["run_id"] for r in records.load(path)] == ["a"]
+    found, _ = records.recorded(path)
+    assert list(found) == [record["config_key"]]  # a rerun skips it: nothing appended

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,20 @@ def test_a_file_that_is_not_a_list_is_refused(tmp_path):
     path.write_text(json.dumps(_valid_row()))
     with pytest.raises(DataError, match="JSON list"):
         references.load(path)
+
+
+def test_a_reference_file_above_its_bound_or_not_a_file_is_refused_unread(tmp_path):
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps([_valid_row()]))
+    assert len(references.load(path)) == 1  # positive control
+    with open(path, "r+b") as handle:  # sparse: no disk spent, and never read
+        handle.truncate(references.MAX_REFERENCE_BYTES + 1)
+    with pytest.raises(DataError, match="16,777,217 bytes, above the 16,777,216"):
+        references.load(path)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opening it would wait for a writer for ever
+    with pytest.raises(DataError, match="is not a regular file"):
+        references.load(fifo)
 
 
 def test_an_overhead_on_an_unknown_platform_is_refused(tmp_path):

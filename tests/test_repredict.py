@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import needs_extra
+from conftest import needs_extra, rekeyed
 
 from experiments import measure, records, repredict
 from experiments.prepare import load_splits
@@ -219,7 +219,9 @@ def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, c
 def _two_old_records(tmp_path) -> tuple:
     """A records file of two old records of different configurations (two compiles)."""
     old = _as_before_kernels(_measured())
-    other = {**copy.deepcopy(old), "run_id": "other", "config_key": "another configuration"}
+    other = {**copy.deepcopy(old), "run_id": "other"}
+    other["workload"]["seed"] = 1  # another configuration: its own key
+    other = rekeyed(other)
     path = tmp_path / "records.jsonl"
     records.append(path, old)
     records.append(path, other)
@@ -319,8 +321,9 @@ def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_ker
     tmp_path, capsys
 ):
     old = _as_before_kernels(_measured())
-    unknown = {**copy.deepcopy(old), "run_id": "unknown", "config_key": "an unknown model"}
+    unknown = {**copy.deepcopy(old), "run_id": "unknown"}
     unknown["workload"]["model"] = "no_such_model"  # merged from a newer jaxcnn, say
+    unknown = rekeyed(unknown)
     path = tmp_path / "records.jsonl"
     records.append(path, unknown)
     records.append(path, old)
@@ -386,9 +389,9 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
     old = _as_before_kernels(_measured())
     model = tmp_path / "model.jsonl"
     for width in (8, 16, 32, 64, 128, 256):  # six configurations: six compiles
-        record = copy.deepcopy(old) | {"run_id": f"w{width}", "config_key": f"w{width}"}
+        record = copy.deepcopy(old) | {"run_id": f"w{width}"}
         record["workload"]["model_overrides"] = {"width": width}
-        records.append(model, record)
+        records.append(model, rekeyed(record))
     env = {**os.environ, "PYTHONPATH": str(Path(repredict.__file__).parent.parent)}
     for attempt in range(3):  # the crash at exit came in most tries, not all
         path = tmp_path / f"try{attempt}.jsonl"
@@ -405,3 +408,28 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
         assert child.returncode == expected, "".join(said)
         kept = [r["run_id"] for r in records.load(path) if r.get("kernels")]
         assert "w8" in kept and len(kept) < 6, "".join(said)
+
+
+def test_records_whose_key_is_not_their_workloads_get_no_kernels_and_one_warning(
+    tmp_path, capsys, monkeypatch
+):
+    """Ten widths under one copied config_key: one compile would give one program's
+    kernels to all ten. Each is refused, named by its line in one warning, and left as
+    it is; nothing is compiled."""
+    old = _as_before_kernels(_measured())
+    path = tmp_path / "records.jsonl"
+    lines = []
+    for width in range(10, 20):
+        record = copy.deepcopy(old) | {"run_id": f"w{width}"}
+        record["workload"]["model_overrides"] = {"width": width}  # the key stays width 8's
+        lines.append(json.dumps(record) + "\n")
+    path.write_text("".join(lines))
+    compiled = []
+    monkeypatch.setattr(repredict, "_compiled", lambda record: compiled.append(record))
+    assert repredict.main([str(path)]) == 0
+    err = capsys.readouterr().err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert (
+        "skipped 10 bad records (lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10; line 1: config_key" in warning
+    )
+    assert compiled == [] and path.read_text() == "".join(lines)

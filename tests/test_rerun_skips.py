@@ -3,6 +3,7 @@ the cell is the machine (another computer with the same host name measured anoth
 CPU); on an accelerator it is the chip (a notebook resuming on a fresh VM)."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -96,3 +97,53 @@ def test_a_workload_another_run_records_meanwhile_is_recorded_once(
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
     assert record["status"] == "ok"
     assert "recorded meanwhile by another run (ok): skipped" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_run_under_other_conditions_is_its_own_cell_not_a_skip(tmp_path, capsys):
+    """JAX_ENABLE_X64=1 measures another thing (other dtypes, another accuracy): its
+    record is not taken for the plain run's, nor the plain run's for it."""
+    argv = ["--out", str(tmp_path), *TINY]
+    x64 = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *argv],
+        env={**os.environ, "JAX_ENABLE_X64": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert x64.returncode == 0, x64.stderr[-2000:]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "already recorded" not in capsys.readouterr().err  # the x64 record is another cell
+    path = tmp_path / records.RECORDS_FILE
+    made = records.load(path)
+    assert [r.get("conditions") for r in made] == [{"x64": True}, None]
+    assert len({r["config_key"] for r in made}) == 2
+    assert main(argv) == 0  # positive control: the plain run's own record is skipped
+    assert "already recorded (ok): skipped" in capsys.readouterr().err
+    assert len(records.load(path)) == 2
+
+
+def test_conditions_name_only_what_differs_from_the_defaults(monkeypatch):
+    from experiments import prepare
+    from experiments.workload import Workload
+    from jaxcnn import host_memory
+
+    step = Workload(model="mlp")
+    monkeypatch.setattr(host_memory, "_current", {"policy": "retain", "asked": "auto"})
+    assert prepare.conditions(step, "cpu", {}) == {}  # the defaults: the key as before
+    neutral = "--xla_dump_to=/tmp/d --xla_force_host_platform_device_count=8"
+    assert prepare.conditions(step, "cpu", {"XLA_FLAGS": neutral}) == {}
+    flags = f"{neutral} --xla_cpu_use_thunk_runtime=false --xla_cpu_enable_fast_math=true"
+    assert prepare.conditions(step, "cpu", {"XLA_FLAGS": flags}) == {
+        "xla_flags": ["--xla_cpu_enable_fast_math=true", "--xla_cpu_use_thunk_runtime=false"]
+    }
+    memory = {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"}
+    assert prepare.conditions(step, "gpu", memory) == {"jax_memory": memory}
+    monkeypatch.setattr(host_memory, "_current", {"policy": "system", "asked": "system"})
+    assert prepare.conditions(step, "cpu", {}) == {"host_memory": "system"}
+    assert prepare.conditions(step, "gpu", {}) == {}  # auto picks system there too
+    device_loop = Workload(model="mlp", loop="device")
+    assert prepare.conditions(device_loop, "cpu", {}) == {}
+    compile_only = Workload(model="mlp", kind="compile", target="tpu-v5e-1")
+    assert prepare.conditions(compile_only, "tpu", {}) == {}

@@ -99,7 +99,7 @@ for i in range(int(sys.argv[3])):
                      "kind": "paired", "study": None},  # the kind that needs fewest fields
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
                    "host": "h"},
-        "env": {"python": "3", "git_commit": None, "host": "h", "utc_time": "t"},
+        "env": {"python": "3", "git_commit": None, "host": "h", "utc_time": "2026-11-25"},
     })
 """
 
@@ -184,3 +184,54 @@ def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path,
     with pytest.raises(loop.Stopped):  # positive control: --force starts over, measuring
         sweep.run_sweep([w], jax.devices()[:1], force=True, **run)
     assert len(measured) == 2 and contexts[2].ceiling == {"float32": {"tflops": 3.5}}
+
+
+@pytest.mark.parametrize(
+    "damage,said",
+    [
+        (b"\xff\xfe not UTF-8", "is not a kept matmul ceiling ('utf-8' codec can't decode"),
+        (b'{"host": "h", "device": {}, "content": {"ceiling": "fast"}}', "not of its shape"),
+        (None, "was kept for another host"),  # whole, but another machine's
+    ],
+)
+def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
+    tmp_path, monkeypatch, capsys, damage, said
+):
+    import json
+
+    import jax
+
+    from experiments import kept, sweep
+    from experiments.workload import Workload
+    from jaxcnn import loop
+
+    measured, contexts = [], []
+    monkeypatch.setattr(
+        sweep, "matmul_ceiling", lambda d: measured.append(d) or {"float32": {"tflops": 2.0}}
+    )
+    monkeypatch.setattr(sweep, "memory_bandwidth", lambda device: None)
+
+    def stopped(workload, context):
+        contexts.append(context)
+        raise loop.Stopped(3, 3)
+
+    monkeypatch.setattr(sweep, "run_workload", stopped)
+    w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
+    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    with pytest.raises(loop.Stopped):
+        sweep.run_sweep([w], jax.devices()[:1], **run)
+    (path,) = (tmp_path / "checkpoints").glob(f"*/{kept.CEILING.name}")
+    if damage is None:
+        whole = json.loads(path.read_text())
+        damage = json.dumps({**whole, "host": "another-vm"}).encode()
+    path.write_bytes(damage)
+    capsys.readouterr()
+    with pytest.raises(loop.Stopped):  # the workload runs: the file is no failure of it
+        sweep.run_sweep([w], jax.devices()[:1], **run)
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if str(path) in line]
+    assert said in line and "set aside as" in line, line
+    assert line.endswith("measuring the matmul ceiling and memory bandwidth again")
+    (aside,) = (path.parent / kept.CORRUPT_DIR).iterdir()
+    assert aside.read_bytes() == damage  # moved, not deleted
+    assert len(measured) == 2 and contexts[1].ceiling == {"float32": {"tflops": 2.0}}
+    assert json.loads(path.read_text())["content"]["ceiling"] == {"float32": {"tflops": 2.0}}

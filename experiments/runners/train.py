@@ -1,8 +1,8 @@
 """Kind `train`: the placed train step compiled, timed, then trained with `fit`
 (`epochs == 0`: timing only, no training, no history).
 
-With checkpoints, the step timing is kept beside them (TIMING_FILE) before training
-starts: a run stopped midway and resumed on the same host takes those times, measured
+With checkpoints, the step timing is kept beside them (experiments.kept.TIMING) before
+training starts: a run stopped midway and resumed on the same host takes those times, measured
 on the same compiled step, instead of timing it again before it trains the rest. The
 kept timing belongs to its program as a checkpoint belongs to its state's layout: it
 names the digest of the compiled steps it timed, and one of another program (a model
@@ -13,24 +13,20 @@ checkpoints set aside for the same reason, and the step timed again.
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 import socket
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from experiments import measure
+from experiments import kept, measure
 from experiments.prepare import Split, build_module, record_for, training_steps
 from experiments.runners.interface import Record, RunContext, recorded
 from experiments.workload import Workload
 from jaxcnn import data, epochs, models, train
-from jaxcnn.checkpoint import CORRUPT_DIR, Checkpoints, params_digest
+from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.loop import fit
 from jaxcnn.parallel import Placement, check_batch_size, place
 
@@ -93,9 +89,6 @@ def epoch_timer(workload: Workload, dataset: Any, *, keep_state: bool) -> Timer:
     return timer
 
 
-TIMING_FILE = "timing.json"  # in the workload's checkpoint folder
-
-
 # Where each op came from (file, line, function), which XLA writes into its program text:
 # not the program, and different for each call site that compiles the same one.
 _SOURCE_TABLES = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)\n(.+\n)*", re.M)
@@ -112,86 +105,25 @@ def program_digest(placed: Placement) -> str:
 
 
 def kept_timing(timer: Timer, checkpoint_dir: str | Path | None) -> Timer:
-    """`timer`, whose result is kept in `checkpoint_dir` and taken from there by a later
-    run of the same program on the same host (a resume: the folder is the workload's,
-    and --force deletes it) instead of timing again."""
+    """`timer`, whose result is kept in `checkpoint_dir` (kept.TIMING) and taken from
+    there by a later run of the same program on the same host (a resume: the folder is
+    the workload's, and --force deletes it) instead of timing again."""
     if checkpoint_dir is None:
         return timer
-    path = Path(checkpoint_dir) / TIMING_FILE
+    folder = Path(checkpoint_dir)
     host = socket.gethostname()
 
     def timed_once(placed: Placement, state: Any, batch: Any) -> tuple:
         identity = {"host": host, "program": program_digest(placed)}
-        kept = _kept(path, identity)
-        if kept is not None:
+        found = kept.TIMING.read(folder, identity)
+        if found is not None:
             measure.phase("taking the step timing kept from before the stop, not timing again")
-            return kept
+            return tuple(found)
         timing = timer(placed, state, batch)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**identity, "timing": timing}))
+        kept.TIMING.write(folder, identity, timing)
         return timing
 
     return timed_once
-
-
-def _kept(path: Path, identity: dict[str, str]) -> tuple | None:
-    """The timing kept at `path` for this program on this host, else None (time again):
-    a file of another program or host is set aside into `corrupt/`; one that is not a
-    kept timing (not JSON, or JSON of another shape) is ignored, and overwritten once
-    the step is timed. Either is said in one line naming the file."""
-    try:
-        kept = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        _say(f"{path} is not a kept timing ({e}): timing the step again")
-        return None
-    if not _is_timing_file(kept):
-        _say(f"{path} is not a kept timing (not of its shape): timing the step again")
-        return None
-    if any(kept.get(k) != v for k, v in identity.items()):
-        aside = path.parent / CORRUPT_DIR / f"timing-{int(time.time())}.json"
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        path.rename(aside)
-        _say(f"{path} timed another program or host: set aside as {aside}, timing the step again")
-        return None
-    return tuple(kept["timing"])
-
-
-def _say(line: str) -> None:
-    print(f"    {line}", file=sys.stderr, flush=True)
-
-
-def _is_summary(value: Any) -> bool:
-    """Whether `value` is a summary of timed samples (stats.summarize) a record can carry:
-    finite, non-negative times, a positive median, a count."""
-    if not isinstance(value, dict) or not isinstance(value.get("n"), int):
-        return False
-    times = [value.get(k) for k in ("median", "p10", "p90")]
-    numbers = all(
-        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0
-        for t in times
-    )
-    return numbers and times[0] > 0
-
-
-def _is_timing_file(kept: Any) -> bool:
-    """Whether `kept` is what `kept_timing` writes: {host, program, timing}, the timing a
-    Timer's five results (the step's and eval step's summaries, the throughput or null,
-    compile seconds, the timed program's kernels and steps or null)."""
-    if not isinstance(kept, dict) or not isinstance(kept.get("timing"), list):
-        return False
-    if len(kept["timing"]) != 5:
-        return False
-    step, eval_step, throughput, more, timed = kept["timing"]
-    return (
-        _is_summary(step)
-        and _is_summary(eval_step)
-        and (throughput is None or _is_summary(throughput))
-        and isinstance(more, dict)
-        and all(isinstance(v, (int, float)) for v in more.values())
-        and (timed is None or (isinstance(timed, list) and len(timed) == 2))
-    )
 
 
 def compile_and_measure(

@@ -1,0 +1,139 @@
+"""What a run keeps beside a workload's checkpoints for the run that resumes it: the
+step's timing (timing.json) and the device's measured matmul ceiling and memory
+bandwidth (ceiling.json). One type for both, `Kept`: each file is its identity's
+fields and the content, written whole (records.write_whole: a kill or a full disk midway leaves the
+old file), and read back only where it is of its shape and its identity is this run's.
+A file that is damaged (not UTF-8, not JSON, not of its shape) or another's (another
+program, host or device) is moved into the folder's `corrupt/`, said in one line naming
+it, and the thing it held is measured again: never a failure of the workload, and never
+a value taken on trust.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from experiments import records
+
+CORRUPT_DIR = "corrupt"  # jaxcnn.checkpoint.CORRUPT_DIR: where damaged checkpoints go too
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """A kind of file kept for a resume: its `name` in the workload's folder, `what` it
+    holds and what is done `instead` when it cannot be used (for the one line that says
+    so), and `is_content`, whether a value read back is of the shape written."""
+
+    name: str
+    what: str
+    instead: str
+    is_content: Callable[[Any], bool]
+    field: str = "content"  # the key the content is kept under, beside the identity
+
+    def read(self, folder: Path | None, identity: Mapping[str, Any]) -> Any | None:
+        """The content kept in `folder` under this `identity`, else None: nothing kept,
+        or a file set aside (`set_aside`) as damaged or another's."""
+        if folder is None:
+            return None
+        path = folder / self.name
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            return self.set_aside(path, f"is not a kept {self.what} ({_first_line(e)})")
+        if not (isinstance(kept, dict) and self.is_content(kept.get(self.field))):
+            return self.set_aside(path, f"is not a kept {self.what} (not of its shape)")
+        mismatched = [key for key, value in identity.items() if kept.get(key) != _as_read(value)]
+        if mismatched:
+            return self.set_aside(path, f"was kept for another {' and '.join(mismatched)}")
+        return kept[self.field]
+
+    def write(self, folder: Path, identity: Mapping[str, Any], content: Any) -> None:
+        """Keep `content` in `folder` under `identity`, whole or not at all."""
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({**identity, self.field: content})
+        records.write_whole(folder / self.name, text.encode())
+
+    def set_aside(self, path: Path, why: str) -> None:
+        """Move `path` into its folder's corrupt/ and say so in one line: None."""
+        aside = path.parent / CORRUPT_DIR / f"{path.stem}-{time.time_ns()}{path.suffix}"
+        try:
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(aside)
+            where = f"set aside as {aside}"
+        except OSError as e:  # a read-only folder: left where it is, overwritten if it can be
+            where = f"not set aside ({e.strerror or e})"
+        print(f"    {path} {why}: {where}, {self.instead}", file=sys.stderr, flush=True)
+        return None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).splitlines() or [type(error).__name__])[0][:120]
+
+
+def _as_read(value: Any) -> Any:
+    """`value` as JSON gives it back (tuples become lists): what a kept identity holds."""
+    return json.loads(json.dumps(value))
+
+
+def is_summary(value: Any) -> bool:
+    """Whether `value` is a summary of timed samples (stats.summarize) a record can carry:
+    finite, non-negative times, a positive median, a count."""
+    if not isinstance(value, dict) or not isinstance(value.get("n"), int):
+        return False
+    times = [value.get(k) for k in ("median", "p10", "p90")]
+    numbers = all(
+        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0
+        for t in times
+    )
+    return numbers and times[0] > 0
+
+
+def is_timing(timing: Any) -> bool:
+    """Whether `timing` is a Timer's five results (experiments.runners.train): the step's
+    and eval step's summaries, the throughput or null, compile seconds, the timed
+    program's kernels and steps or null."""
+    if not isinstance(timing, list) or len(timing) != 5:
+        return False
+    step, eval_step, throughput, more, timed = timing
+    return (
+        is_summary(step)
+        and is_summary(eval_step)
+        and (throughput is None or is_summary(throughput))
+        and isinstance(more, dict)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in more.values())
+        and (timed is None or (isinstance(timed, list) and len(timed) == 2))
+    )
+
+
+def is_ceiling(kept: Any) -> bool:
+    """Whether `kept` is {ceiling, bandwidth} as a record carries them (records.TYPES'
+    matmul_ceiling and bandwidth)."""
+    if not isinstance(kept, dict) or set(kept) != {"ceiling", "bandwidth"}:
+        return False
+    try:
+        records.check_types(kept["bandwidth"], records.TYPES["bandwidth"], "bandwidth")
+        if not isinstance(kept["ceiling"], dict):
+            return False
+        for dtype, measured in kept["ceiling"].items():
+            records.check_types(measured, records.MATMUL_CEILING_ENTRY, f"ceiling.{dtype}")
+    except records.RecordError:
+        return False
+    return True
+
+
+TIMING = Kept("timing.json", "timing", "timing the step again", is_timing, field="timing")
+CEILING = Kept(
+    "ceiling.json",
+    "matmul ceiling",
+    "measuring the matmul ceiling and memory bandwidth again",
+    is_ceiling,
+)
