@@ -278,22 +278,22 @@ def test_the_cpu_bench_times_onednn_for_the_convolutional_models_where_it_can_ru
 
 
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
-    # A 2^23-square f32 matrix is 256 TiB: allocating it fails for real (beyond any
-    # address space), and the sweep classifies the failure as `oom` like a GPU's
-    # RESOURCE_EXHAUSTED. The larger sizes of its group are then not tried.
+    # A 2^20-square f32 matrix (the largest batch a workload may ask) is 4 TiB:
+    # allocating it fails for real (far beyond this machine's memory), and the sweep
+    # classifies the failure as `oom` like a GPU's RESOURCE_EXHAUSTED. The larger sizes of its group are then not tried.
     def matmul(n: int, group: str | None = "g") -> Workload:
         return Workload(
             model="matmul", dataset="none", kind="matmul", batch_size=n, timing_steps=2,
             epochs=0, study="batch", num_devices=1, oom_group=group,
         )  # fmt: skip
 
-    workloads = [matmul(16), matmul(2**23), matmul(32), matmul(64), matmul(8, group=None)]
+    workloads = [matmul(16), matmul(2**20), matmul(32), matmul(64), matmul(8, group=None)]
     devices = jax.devices()[:1]
     done, already = sweep.run_sweep(workloads, devices, tmp_path)
     assert [r["status"] for r in done] == ["ok", "oom", "skipped", "skipped", "ok"]
     assert already == 0
     assert "Unable to allocate" in done[1]["message"]
-    assert "batch 8388608 ran out of memory" in done[2]["message"]
+    assert "batch 1048576 ran out of memory" in done[2]["message"]
     assert [r["status"] for r in _load(tmp_path)] == [r["status"] for r in done]
 
     # A rerun keeps the oom, so the group is still stopped; nothing is written twice.

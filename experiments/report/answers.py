@@ -75,7 +75,11 @@ def cpu_with(table: pd.DataFrame, cpu: str | None, **where: Any) -> str | None:
 
 def elsewhere(on: str | None, cpu: str | None) -> str:
     """ " (on X)" where an answer's CPU is not the reference CPU."""
-    return f" (on {on})" if on and on != cpu else ""
+    return (
+        f" (on {on.replace(', CPU model not recorded', ', unnamed CPU')})"
+        if on and on != cpu
+        else ""
+    )
 
 
 def band_words(r: Row) -> str:
@@ -174,9 +178,9 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
-    parts = [f"CPU b16 {fmt(c)}{elsewhere(on, cpu)} (seed ETA {fmt(s_cpu)})"]
+    parts = [f"CPU {fmt(c)}{elsewhere(on, cpu)} (seed's ETA {fmt(s_cpu)})"]
     parts.append(f"MX150 {fmt(mx)} (seed {fmt(s_mx)})")
-    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(s_t4)})")
+    parts.append(f"T4 {fmt(t4)} (seed {fmt(s_t4)})")
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
