@@ -280,7 +280,8 @@ def test_the_cpu_bench_times_onednn_for_the_convolutional_models_where_it_can_ru
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
     # A 2^20-square f32 matrix (the largest batch a workload may ask) is 4 TiB:
     # allocating it fails for real (far beyond this machine's memory), and the sweep
-    # classifies the failure as `oom` like a GPU's RESOURCE_EXHAUSTED. The larger sizes of its group are then not tried.
+    # classifies the failure as `oom` like a GPU's RESOURCE_EXHAUSTED. The larger sizes
+    # of its group are then not tried.
     def matmul(n: int, group: str | None = "g") -> Workload:
         return Workload(
             model="matmul", dataset="none", kind="matmul", batch_size=n, timing_steps=2,
