@@ -41,12 +41,21 @@ BOUNDS = {
 }
 
 
+# The largest matmul side: 2**24 squared f32 is 1 PiB, beyond any device (its allocation
+# fails at once), and its sizes stay far inside int64.
+MAX_MATMUL_SIDE = 2**24
+
+
 def out_of_bounds(workload: Workload) -> str | None:
-    """What is wrong with `workload`'s sizes (BOUNDS), in one line, or None."""
+    """What is wrong with `workload`'s sizes (BOUNDS), in one line, or None. A matmul's
+    batch_size is its matrix side: one too large for the device fails its allocation at
+    once, an `oom` finding (the batch study's): it is bounded by MAX_MATMUL_SIDE."""
     for name, (least, most, why) in BOUNDS.items():
         value = getattr(workload, name)
         if value is None:
             continue
+        if name == "batch_size" and workload.kind == "matmul":
+            most = MAX_MATMUL_SIDE
         if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
             return f"{name} {value!r:.40} is not a whole number in {least}..{most:,} ({why})"
     return None

@@ -460,3 +460,18 @@ def test_images_beyond_the_memory_available_now_are_refused(monkeypatch):
     synthetic = Workload(model="mlp", dataset="synthetic", batch_size=4096, epochs=0)
     with pytest.raises(UsageError, match="available now: choose --batch-size 1000 or less"):
         sweep.check_sizes(synthetic, 4096)
+
+
+def test_a_matmul_side_beyond_any_memory_is_an_oom_to_find_not_a_usage_error():
+    import jax
+
+    from experiments import prepare
+    from experiments.workload import MAX_MATMUL_SIDE
+    from jaxcnn.errors import UsageError
+
+    def matmul(n: int) -> Workload:
+        return Workload(model="matmul", dataset="none", kind="matmul", batch_size=n, epochs=0)
+
+    prepare.check(matmul(2**23), jax.devices()[:1])  # the batch study's real oom
+    with pytest.raises(UsageError, match="batch_size 16777217 is not a whole number"):
+        prepare.check(matmul(MAX_MATMUL_SIDE + 1), jax.devices()[:1])
