@@ -338,13 +338,10 @@ def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
     """The batch search's answer for `cell`, as the report's table of largest batches
     words it."""
     from experiments.report import figures
-    from experiments.report.fmt import fmt
 
-    compiled = [r for r in searched if r.get("status") in ("ok", "oom")]
-    errors = [r for r in searched if r.get("status") == "error"]
-    found = figures.largest_batch(compiled, errors)
-    if not found:
+    best, over = figures.largest_fit(searched)
+    if best is None:
         return f"largest batch that fits, {_cell_title(cell)}: none"
-    r = found[0]
-    why = r["flag"] or r["note"]
-    return f"largest batch that fits, {_cell_title(cell)}: {fmt(r)} ({why})"
+    batch = best["workload"]["batch_size"]
+    said = str(batch) if over is not None else f">= {batch} (no larger batch found not to fit)"
+    return f"largest batch that fits, {_cell_title(cell)}: {said}"

@@ -1,6 +1,6 @@
 """Cloud prices load and are checked like the published references; an epoch's predicted
-cost is steps x step x price / 3600; a target without a price says so; the verdict picks
-the cheaper and the faster of two targets."""
+cost is its time at the price of all the target's chips and their host; a target without
+a price gets no cost."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments import references
-from experiments.studies import devices
+from experiments.report import figures
 from jaxcnn.errors import DataError
 
 
@@ -35,33 +35,16 @@ def _price(
     )
 
 
-def _compiled(target: str, chip: str, step_s: float, model: str = "mnist_cnn") -> dict:
-    """A compile-only record of `model` at the cost batch on a one-chip GPU target whose
-    per-kernel prediction is `step_s`, unvalidated (no error band)."""
-    batch = devices.COST_BATCH
-    return {
-        "workload": {
-            "model": model,
-            "batch_size": batch,
-            "precision": "f32",
-            "kind": "compile",
-            "study": "targets",
-            "target": target,
-        },
-        "status": "ok",
-        "fits": True,
-        "compiled_not_run": True,
-        "target": {"name": target, "chip": chip, "chips": 1, "devices": 1, "platform": "gpu"},
-        "device": {"platform": "gpu", "kind": chip, "count": 1},
-        "env": {"utc_time": "2026-11-25T00:00:00Z"},
-        "prediction": {
-            "method": "per-kernel",
-            "step_time_s": step_s,
-            "images_per_s": batch / step_s,
-            "error_band": None,
-            "host_left_out": [],
-        },
-    }
+def _epoch(target: str, epoch_s: float, note: str | None = None) -> dict:
+    """A predicted epoch of mnist_cnn on `target`, as the table holds one."""
+    w = {"model": "mnist_cnn", "batch": 128, "precision": "f32", "placement": "single",
+         "device": target, "devices": 1, "platform": "gpu"}  # fmt: skip
+    return figures.row("epoch_s", "predicted", epoch_s, w, "epoch-from-step", note=note)
+
+
+def _costs(rows: list[dict], prices: list[references.Price]) -> dict[str, float]:
+    found = figures.cost_rows(figures.frame(rows), references.chip_prices(prices))
+    return {r["device"]: r["value"] for r in found}
 
 
 def _write(tmp_path: Path, rows: list[dict]) -> Path:
@@ -117,55 +100,26 @@ def test_a_bad_field_is_refused_in_one_line(tmp_path):
     assert "prices chip 'L4' again" in _refused(tmp_path, [row, second])
 
 
-def test_an_epoch_costs_its_steps_times_the_step_times_the_price():
-    record = _compiled("gpu-t4", "T4", step_s=0.002)
-    [cost] = devices.epoch_costs([record], [_price("T4", 0.36)])
-    assert cost.steps == 60_000 // 128 == 468
-    assert cost.usd == 468 * 0.002 * 0.36 / 3600
-    assert cost.usd == pytest.approx(9.36e-5, rel=1e-12)
+def test_an_epoch_costs_its_time_at_the_price_of_every_chip_and_its_host():
+    t4_host = _price(None, 0.5)
+    prices = [
+        _price("T4", 0.35, host=t4_host.id),  # priced alone: its host VM on top
+        t4_host,
+        _price("TPU v5e", 9.6, chips=8),  # a slice's price, for eight chips
+    ]
+    costs = _costs([_epoch("gpu-t4", 3600.0), _epoch("tpu-v5e-8", 1800.0)], prices)
+    assert costs["gpu-t4"] == pytest.approx(0.35 + 0.5)  # one hour of the chip and its VM
+    assert costs["tpu-v5e-8"] == pytest.approx(9.6 / 8 * 8 / 2)  # half an hour of 8 chips
 
 
-def test_a_chip_priced_alone_pays_for_its_host_vm_too():
-    host = _price(None, 0.19)
-    record = _compiled("gpu-t4", "T4", step_s=0.002)
-    [cost] = devices.epoch_costs([record], [_price("T4", 0.35, host=host.id), host])
-    assert cost.usd_per_hour == (0.35 + 0.19) / 1
-    assert cost.usd == 468 * 0.002 * ((0.35 + 0.19) / 1) / 3600
-
-
-def test_a_slice_pays_for_all_its_chips():
-    price = references.chip_prices([_price("TPU v5e", 9.6, chips=8)])["TPU v5e"]
-    assert price.usd_per_chip_hour == 1.2  # a price quoted for 8 chips
-    assert devices.epoch_cost_usd(468, 0.001, price.usd_per_chip_hour * 4) == (
-        468 * 0.001 * 4.8 / 3600
+def test_a_target_without_a_price_gets_no_cost_and_a_partial_epoch_says_so():
+    prices = [_price("T4", 1.0)]
+    found = figures.cost_rows(
+        figures.frame([_epoch("gpu-k80", 60.0), _epoch("gpu-t4", 36.0, note="left out: put")]),
+        references.chip_prices(prices),
     )
-
-
-def test_a_target_without_a_price_says_so_and_one_with_a_price_gets_its_cost():
-    records = [_compiled("gpu-t4", "T4", 0.002), _compiled("gpu-l4", "L4", 0.001)]
-    text = devices.costs_section(records, [_price("T4", 0.36)])
-    row = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| gpu")}
-    assert "no public price found" in row["| gpu-l4"]
-    assert "no public price found" not in row["| gpu-t4"]
-    assert devices.fmt_usd(468 * 0.002 * 0.36 / 3600) in row["| gpu-t4"]
-    assert "No public price found for gpu-l4." in text
-
-
-def test_the_verdict_picks_the_cheaper_and_the_faster_of_two_targets():
-    # the L4 runs the step twice as fast, the T4 costs less per epoch
-    records = [_compiled("gpu-t4", "T4", 0.002), _compiled("gpu-l4", "L4", 0.001)]
-    prices = [_price("T4", 0.36), _price("L4", 1.0)]
-    winners = devices.per_dollar_winners(records, prices)["mnist_cnn"]
-    assert winners.cheapest is not None and winners.cheapest.target == "gpu-t4"
-    assert winners.fastest.target == "gpu-l4"
-    sentence = devices.verdict_sentence(records, prices)
-    assert "mnist_cnn fastest per chip on gpu-l4 (GPU, 128,000 images/s per chip" in sentence
-    assert "cheapest on gpu-t4 (GPU, $0.0000936 per epoch; unvalidated)" in sentence
-
-
-def test_with_no_price_at_all_nothing_is_cheapest():
-    records = [_compiled("gpu-t4", "T4", 0.002)]
-    assert devices.per_dollar_winners(records, [])["mnist_cnn"].cheapest is None
+    assert [r["device"] for r in found] == ["gpu-t4"]  # the K80 has no public price
+    assert found[0]["value"] == pytest.approx(0.01) and "left out: put" in found[0]["note"]
 
 
 def test_docs_list_every_price_with_its_quote_and_source():
@@ -174,14 +128,3 @@ def test_docs_list_every_price_with_its_quote_and_source():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{price.id}` |"))
         assert f"{price.usd_per_hour!r}" in row
         assert f"`{price.quote}`" in row and price.source_url in row and price.date in row
-
-
-def test_a_winner_whose_prediction_leaves_out_host_work_says_so():
-    fast = _compiled("gpu-l4", "L4", 0.001)
-    fast["prediction"]["host_left_out"] = ["dispatch (not measured for this placement)"]
-    records = [_compiled("gpu-t4", "T4", 0.002), fast]
-    sentence = devices.verdict_sentence(records, [_price("T4", 0.36), _price("L4", 1.0)])
-    assert "gpu-l4 (GPU, 128,000 images/s per chip; unvalidated; host side partly left out)" in (
-        sentence
-    )
-    assert "gpu-t4 (GPU, $0.0000936 per epoch; unvalidated)" in sentence

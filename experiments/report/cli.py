@@ -43,6 +43,7 @@ def is_smoke(record: dict) -> bool:
 def write_report(table, out: Path) -> tuple[Path, int]:
     """REPORT.md and report/ (pages, plots, figures.csv) into `out`; (REPORT.md, plots)."""
     pages = out / views.PAGES
+    out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         drawn = plots.draw(table, staging)

@@ -564,16 +564,29 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]]:
+def largest_fit(rs: Sequence[Record]) -> tuple[Record | None, Record | None]:
+    """(the compile of the largest batch that fits, the smallest batch above it that
+    does not), from one search's compiles; (None, None) where nothing fits."""
     ok = [r for r in rs if fits(r)]
     if not ok:
-        return []
+        return None, None
     best = max(ok, key=lambda r: r["workload"]["batch_size"])
     b = best["workload"]["batch_size"]
-    over = [r for r in rs if not fits(r) and r["workload"]["batch_size"] > b]
+    over = [
+        r
+        for r in rs
+        if r.get("status") in ("ok", "oom") and not fits(r) and r["workload"]["batch_size"] > b
+    ]
+    return best, min(over, key=lambda r: r["workload"]["batch_size"], default=None)
+
+
+def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]]:
+    best, smallest = largest_fit(rs)
+    if best is None:
+        return []
+    b = best["workload"]["batch_size"]
     w = {**workload_of(best), "batch": None, "dataset": "-", "params": _params(best)}
-    if over:
-        smallest = min(over, key=lambda r: r["workload"]["batch_size"])
+    if smallest is not None:
         return [
             row(
                 "largest_batch",
@@ -1080,13 +1093,14 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def cost_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Predicted cost of an epoch on each priced target: the predicted epoch times the
-    target's on-demand price per hour (its host VM included)."""
+    target's on-demand price per hour, all its chips and their host VM included
+    (`prices`: references.chip_prices(), the committed prices by default)."""
     from experiments import references
     from jaxcnn import targets
 
-    prices = references.chip_prices()
+    prices = references.chip_prices() if prices is None else prices
     out = []
     epochs = table[(table.quantity == "epoch_s") & (table.kind == "predicted")]
     for _, e in epochs.iterrows():

@@ -19,12 +19,10 @@ PAGES = "report"
 FIRST_PLOT = "seed_models.png"
 ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 KNOWN = (
-    "**M** measured on a device at hand; **C** compiled by the target's own compiler, never "
-    "run; **P** predicted by the per-kernel model from that compiled program; **published** "
-    "someone else's figure, cited. A band is the factor max(predicted/actual, "
-    "actual/predicted), median and worst over n held-out observations of the same quantity "
-    "(each predicted by constants refitted without it); *unvalidated*: no such "
-    "observation exists for that quantity and regime."
+    "**M** measured here; **C** compiled by the target's own compiler, never run; **P** "
+    "predicted from that compiled program; **published**: someone else's, cited. A band is "
+    "the factor max(predicted/actual, actual/predicted), median and worst over n held-out "
+    "observations of the same quantity; *unvalidated*: none exists."
 )
 
 
