@@ -235,7 +235,7 @@ def test_the_command_writes_the_report_the_table_and_the_pages(tmp_path, capsys)
     from experiments import report
 
     assert report.main([str(_folder(tmp_path))]) == 0
-    csv = pd.read_csv(tmp_path / views.PAGES / "figures.csv")
+    csv = pd.read_csv(tmp_path / views.FIGURES)
     assert set(csv.records.dropna()) == {"a", "b"}
     assert (tmp_path / "REPORT.md").read_text().startswith("# jaxcnn")
     assert {p.name for p in (tmp_path / views.PAGES).glob("*.md")} == {
@@ -290,5 +290,5 @@ def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
     assert (tmp_path / "REPORT.md").read_text() == (RESULTS / "REPORT.md").read_text()
     for page in (RESULTS / views.PAGES).glob("*.md"):
         assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name
-    committed = (RESULTS / views.PAGES / "figures.csv").read_text()
-    assert (tmp_path / views.PAGES / "figures.csv").read_text() == committed
+    committed = (RESULTS / views.FIGURES).read_text()
+    assert (tmp_path / views.FIGURES).read_text() == committed

@@ -1,11 +1,11 @@
 """python -m experiments.report RESULTS... [--out DIR] [--readme README.md]
-[--performance PERFORMANCE.md]: records -> the table of figures (report/figures.csv)
+[--performance PERFORMANCE.md]: records -> the table of figures (figures.csv)
 -> REPORT.md, its pages and plots, and the README's and PERFORMANCE.md's generated
 blocks, each a view of that table.
 
-The pages, plots and figures.csv are written into a temporary folder and swapped in
-with one rename, then REPORT.md: a full disk leaves the old report or the new one,
-never a mix of both.
+The pages and plots are written into a temporary folder and swapped in with one
+rename, then figures.csv and REPORT.md, each whole: a full disk leaves the old report
+or the new one, never pages of both.
 """
 
 from __future__ import annotations
@@ -41,13 +41,12 @@ def is_smoke(record: dict) -> bool:
 
 
 def write_report(table, out: Path) -> tuple[Path, int]:
-    """REPORT.md and report/ (pages, plots, figures.csv) into `out`; (REPORT.md, plots)."""
+    """report/ (pages, plots), figures.csv and REPORT.md into `out`; (REPORT.md, plots)."""
     pages = out / views.PAGES
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         drawn = plots.draw(table, staging)
-        table.to_csv(staging / "figures.csv", index=False, lineterminator="\n")
         for name in views.PAGE_SECTIONS:
             _write_text(staging / f"{name}.md", views.page(name, table, drawn))
         old = out / f".report-old-{os.getpid()}"
@@ -57,6 +56,9 @@ def write_report(table, out: Path) -> tuple[Path, int]:
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    records_lib.write_whole(
+        out / views.FIGURES, table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    )
     first = drawn.get("first")
     report = out / views.REPORT_FILE
     _write_text(report, views.first_screen(table, views.PAGES, first and f"{views.PAGES}/{first}"))

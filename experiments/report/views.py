@@ -17,6 +17,7 @@ from experiments.tables import markdown_table
 REPORT_FILE = "REPORT.md"
 PAGES = "report"
 FIRST_PLOT = "seed_models.png"
+FIGURES = "figures.csv"  # the table, beside REPORT.md
 ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 KNOWN = (
     "**M** measured here; **C** compiled by the target's own compiler, never run; **P** "
@@ -45,7 +46,7 @@ def what_ran(table: pd.DataFrame) -> str:
             else "Nothing ran on a GPU or TPU: their figures are compiled by the real "
             "compilers and predicted. "
         )
-        + f"{len(table):,} figures in [figures.csv]({PAGES}/figures.csv).**"
+        + f"{len(table):,} figures in [{FIGURES}]({FIGURES}).**"
     )
 
 
@@ -436,7 +437,7 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
     parts = [
         f"# {title}",
         f"Back to the [answers](../{REPORT_FILE}). "
-        "Every row is a row of [figures.csv](figures.csv).",
+        f"Every row is a row of [{FIGURES}](../{FIGURES}).",
     ]
     if name in plots:
         parts.append(f"![{title}]({plots[name]})")
@@ -455,10 +456,11 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
 
 def readme_block(table: pd.DataFrame, report_link: str) -> str:
     """The README's generated block: the same answers table as REPORT.md's."""
-    pages = report_link.rsplit("/", 1)[0] + "/" + PAGES if "/" in report_link else PAGES
+    folder = report_link.rsplit("/", 1)[0] + "/" if "/" in report_link else ""
+    pages = folder + PAGES
     return "\n\n".join(
         [
-            what_ran(table).replace(f"]({PAGES}/", f"]({pages}/"),
+            what_ran(table).replace(f"]({FIGURES})", f"]({folder}{FIGURES})"),
             answers_table(table, pages),
             f"Full report: [{report_link}]({report_link}).",
         ]
