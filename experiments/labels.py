@@ -41,20 +41,6 @@ def model_with_overrides(workload: dict[str, Any]) -> str:
     return workload["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
 
 
-def model_label(record: Record) -> str:
-    """`mnist_cnn`, `mlp width=4096`, `mnist_cnn [cpu formulation, device loop]`: the
-    model, and how it was run where that is not XLA's own ops dispatched per step."""
-    w = record["workload"]
-    label = model_with_overrides(w)
-    ran = []
-    formulation = (record.get("formulation") or {}).get("name", "xla")
-    if formulation != "xla" and workload_kind(record) != "matmul":
-        ran.append(f"{formulation} formulation")
-    if record.get("loop") == "device":
-        ran.append("device loop")
-    return markdown_text(label) + (f" [{', '.join(ran)}]" if ran else "")
-
-
 CPU_NOT_RECORDED = "CPU (model not recorded)"
 
 

@@ -14,7 +14,6 @@ JAX): the library is imported where a record is priced.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from types import SimpleNamespace
@@ -224,52 +223,6 @@ def label(block: dict[str, Any] | None) -> str:
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
 
-def band_label(block: dict[str, Any] | None, platform: str | None = None) -> str:
-    """A predicted figure's label on the first screen: "predicted" with the error band
-    the prediction carries (its split, median and worst error and over how many
-    observations), or "unvalidated" where its regime has none on `platform`'s family."""
-    if not block:
-        return "no prediction"
-    if block.get("method") != METHOD:
-        return "predicted: a roofline bound (a lower bound on time, no error band)"
-    band = block.get("error_band") or {}
-    if band.get("median") is None:
-        where = _PLATFORM_WORDS.get(platform or "", "this platform")
-        regime = block.get("regime") or ""
-        return f"predicted, unvalidated (no {regime} program measured on {where})".replace(
-            "  ", " "
-        )
-    split = SPLIT_WORDS.get(band.get("split"), "out of sample")
-    return (
-        f"predicted (per-kernel model; {split}: error median {band['median']:.0%}, worst "
-        f"{band['worst']:.0%} over {band['observations']})"
-    )
-
-
-def measured_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Every measured ok record carrying kernels: its measured step time (one device's
-    step, called alone) and the prediction of that (the device step plus what a step
-    called alone adds, as the fit prices it), and their ratio."""
-    rows = []
-    for r in records:
-        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
-            continue
-        measured = (r.get("step_time_s") or {}).get("median")
-        block = of(r)
-        if not measured or not block:
-            continue
-        predicted = block["device_step_s"] + (host_of(r) or {}).get("host_s", 0.0)
-        rows.append(
-            {
-                "record": r,
-                "measured_s": measured,
-                "predicted_s": predicted,
-                "ratio": predicted / measured,
-            }
-        )
-    return rows
-
-
 def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Every measured ok record whose run timed jaxcnn's own step loop (`host_loop`): the
     loop step it measured and the loop step predicted for it, and their ratio. The
@@ -292,14 +245,6 @@ def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def error_summary(ratios: Sequence[float]) -> dict[str, float] | None:
-    """{"median", "worst"} of |predicted / measured - 1| over `ratios`, or None."""
-    errors = [abs(x - 1) for x in ratios]
-    if not errors:
-        return None
-    return {"median": statistics.median(errors), "worst": max(errors), "n": len(errors)}
 
 
 # --- Published references and the compile records they are predicted from -------------
@@ -437,18 +382,6 @@ def constants_table() -> dict[str, Any]:
     spec = importlib.util.find_spec("jaxcnn")
     folder = Path(next(iter(spec.submodule_search_locations or [])))
     return json.loads((folder / "prediction_constants.json").read_text())
-
-
-def fitted_records(table: dict[str, Any] | None = None) -> set[str]:
-    """The run ids of the measured records the constants were fitted to (their
-    observations' sources): a step among them is in-sample, any other is not."""
-    table = table or constants_table()
-    return {
-        row["source"].removeprefix("record ")
-        for family in table["families"].values()
-        for row in family.get("observations") or ()
-        if row.get("source", "").startswith("record ") and not row.get("held_out")
-    }
 
 
 def loop_words(family: dict[str, Any]) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 
 def format_table(
@@ -54,13 +53,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return format_table(headers, rows, markdown=True)
 
 
-def columns_table(items: Iterable[Any], columns: Mapping[str, Callable[[Any], object]]) -> str:
-    """A markdown table with a row per item: each column is its header and how it reads
-    an item."""
-    rows = [[read(item) for read in columns.values()] for item in items]
-    return markdown_table(list(columns), rows)
-
-
 def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     """1.23e9 -> '1.23 G'; None -> '-'."""
     if value is None:
@@ -85,13 +77,3 @@ def one_line_warning(message, category, filename, lineno, file=None, line=None) 
     """For warnings.showwarning in the CLIs: a warning (a skipped bad record, a corrupt
     checkpoint) as one line, without the source line Python adds."""
     print(f"warning: {message}", file=file or sys.stderr)
-
-
-def binary_bytes(value: float | None) -> str:
-    """Bytes in binary units, as memory capacities are given (GiB, MiB, KiB)."""
-    if value is None:
-        return "-"
-    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if value >= 2**shift:
-            return f"{value / 2**shift:.3g} {unit}"
-    return f"{value:.0f} B"
