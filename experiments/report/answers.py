@@ -66,7 +66,7 @@ def reference_cpu(table: pd.DataFrame) -> str | None:
 def cpu_with(table: pd.DataFrame, cpu: str | None, **where: Any) -> str | None:
     """`cpu` where it has rows matching `where`, else the CPU with the most such rows:
     an answer quotes the reference CPU where it can, and names another where not."""
-    found = rows(table, platform="cpu", **where)
+    found = rows(table, platform="cpu", **{"kind": "measured", **where})
     if cpu is not None and (found.device == cpu).any():
         return cpu
     counts = found.device.value_counts()
@@ -178,9 +178,11 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
-    parts = [f"CPU {fmt(c)}{elsewhere(on, cpu)} (seed's ETA {fmt(s_cpu)})"]
-    parts.append(f"MX150 {fmt(mx)} (seed {fmt(s_mx)})")
-    parts.append(f"T4 {fmt(t4)} (seed {fmt(s_t4)})")
+    parts = [
+        f"{name} {fmt(mine) if mine else 'none'} (seed{' ETA' if name == 'CPU' else ''} {fmt(s)})"
+        for name, mine, s in (("CPU", c, s_cpu), ("MX150", mx, s_mx), ("T4", t4, s_t4))
+    ]
+    parts[0] = parts[0].replace("CPU ", f"CPU{elsewhere(on, cpu)} ", 1)
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
@@ -228,7 +230,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-k80", MNIST_MODEL, 128)
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
-    parts = [f"K80 {fmt(p)}/step at b128", f"seed 001: {fmt(seed)}/batch"]
+    parts = [f"K80 {fmt(p)}/step at b128" if p else "K80 not predicted"]
+    parts.append(f"seed 001: {fmt(seed)}/batch")
     if keras is not None:
         off = f", {fmt(factor)} off our prediction" if factor else ""
         parts.append(f"Keras K80 row {fmt(keras)}{off}")
@@ -324,8 +327,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     e = e[e.extra == "5 epochs"] if (e.extra == "5 epochs").any() else e
     c = e.iloc[0].to_dict() if len(e) == 1 else None
     g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
-    ran = f"{c['extra'] if c else '-'}{elsewhere(on, cpu)}"
-    text = f"CPU {fmt(c)} an epoch ({ran}); T4 {fmt(g)} an epoch"
+    mine = f"CPU {fmt(c)} an epoch ({c['extra']}{elsewhere(on, cpu)})" if c else "no CPU epoch"
+    text = f"{mine}; T4 {fmt(g)} an epoch" if g else f"{mine}; T4 not predicted"
     return Said(text, [c, g])
 
 
