@@ -35,7 +35,11 @@ BOUNDS = {
     "timing_steps": (1, 10_000, "each is timed alone; 10,000 steps of 1 s are about three hours"),
     "epochs": (0, 10_000, "0 times only; no study trains for more"),
     "steps": (1, 10**8, "at 1 ms a step, 10^8 steps are more than a day"),
-    "batch_size": (1, 2**20, "a million images a step: beyond any device's memory"),
+    "batch_size": (
+        1,
+        2**26,
+        "no chip holds a train step of more: the largest compiled to fit is about 4 million",
+    ),
     "num_devices": (1, 8_192, "more devices than any machine or pod this runs on"),
     "ensemble_size": (1, 1_024, "more models than one device holds"),
 }
@@ -44,6 +48,9 @@ BOUNDS = {
 # The largest matmul side: 2**24 squared f32 is 1 PiB, beyond any device (its allocation
 # fails at once), and its sizes stay far inside int64.
 MAX_MATMUL_SIDE = 2**24
+# The largest batch a compile-only search may ask (experiments/compile_only.batch_search):
+# past 2**31 a batch's element count leaves int32, which the compilers index with.
+MAX_COMPILE_BATCH = 2**31 - 1
 
 
 def out_of_bounds(workload: Workload) -> str | None:
@@ -56,6 +63,8 @@ def out_of_bounds(workload: Workload) -> str | None:
             continue
         if name == "batch_size" and workload.kind == "matmul":
             most = MAX_MATMUL_SIDE
+        if name == "batch_size" and workload.kind == "compile":
+            most = MAX_COMPILE_BATCH
         if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
             return f"{name} {value!r:.40} is not a whole number in {least}..{most:,} ({why})"
     return None
