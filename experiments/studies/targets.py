@@ -48,7 +48,11 @@ IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
 # The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
 # lenet5_keras and mlp); the rest by size.
 TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
-PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
+# The search goes up until the first batch that does not fit; the cap only bounds what a
+# search may cost (2**26 / 16: at most 22 doublings from the start), far above where any
+# model's memory meets a chip's: at 2**26 images per device the MNIST input batch alone
+# (784 bytes an image) needs 49 GiB.
+PER_DEVICE_START, PER_DEVICE_CAP = 16, 2**26
 
 
 def cells(smoke: bool = False) -> list[TargetCell]:
