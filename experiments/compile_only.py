@@ -373,15 +373,22 @@ def batch_search(
 
     `cap` is a hard bound, not a stopping rule for a search still far below the chip: a
     search whose memory grows with the batch meets a miss long before it (the targets
-    study's cap, PER_DEVICE_CAP per device, is a bound on the compiles a search costs).
-    A search that reaches it, or meets a compiler error (its record says why, e.g. a
-    batch the compiler refuses), stops there with its largest fit as a floor."""
+    study's cap, PER_DEVICE_CAP per device, is a bound on the compiles a search costs);
+    one that reaches it stops there, its largest fit a floor. A batch the compiler
+    refuses (an `error` record: say an index past 2**31 elements) is an end the search
+    cannot pass, closed in on as a miss is, so the floor it leaves is stated with the
+    refusal just above it; a refusal before any fit, or an error that says nothing about
+    the compiler (`no_finding`: the machine failed it), stops the search.
+    """
     tried: dict[int, dict[str, Any]] = {}
 
     def fits(batch: int) -> bool | None:
-        tried[batch] = run(make(batch))
-        status = tried[batch]["status"]
-        return None if status not in ("ok", "oom") else status == "ok"
+        """Whether `batch` fits; None to stop the search (a refusal before any fit says
+        nothing of the batch, one the machine failed nothing of the compiler)."""
+        record = tried[batch] = run(make(batch))
+        if record["status"] != "error":
+            return record["status"] == "ok"
+        return None if fit is None or no_finding(record) else False
 
     fit, miss = None, None
     batch = start
