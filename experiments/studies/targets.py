@@ -2,10 +2,10 @@
 
 Every zoo model x every target of jaxcnn/targets.py up to 8 chips, and the bigger
 TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
-bf16: the largest batch whose train step fits the chip's memory, doubling from 16
-per device, then aiming where memory extrapolated from the last two reaches the
-chip's, then bisecting (compile_only.batch_search), each batch one compile-only
-record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+bf16: the largest batch whose train step fits the chip's memory, from 16 per device
+up to the first batch that does not fit, aiming where memory extrapolated from the
+last two fits reaches the chip's, then closing in between the last fit and the first
+miss to a sixteenth (compile_only.batch_search), each batch one compile-only record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
 costs more); within each, the seeds' models first.
 
 Command: python -m experiments.run --study=targets   (needs .[targets])
