@@ -5,7 +5,8 @@ TPU slices for the ImageNet models (global batch scaling with the chips), in f32
 bf16: the largest batch whose train step fits the chip's memory, from 16 per device
 up to the first batch that does not fit, aiming where memory extrapolated from the
 last two fits reaches the chip's, then closing in between the last fit and the first
-miss to a sixteenth (compile_only.batch_search), each batch one compile-only record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+miss to a sixteenth (compile_only.batch_search), each batch one compile-only record.
+GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
 costs more); within each, the seeds' models first.
 
 Command: python -m experiments.run --study=targets   (needs .[targets])
