@@ -325,31 +325,52 @@ def _memory(record: dict[str, Any]) -> tuple[int, int] | None:
     return None if total is None or usable is None else (total, usable)
 
 
-def _extrapolated(a: tuple[int, dict], b: tuple[int, dict], step: int, cap: int) -> int | None:
-    """The batch where a line through two (batch, memory) points reaches the usable
-    memory, a multiple of `step` at most `cap`: memory grows about linearly with the
-    batch (activations), so the next compile can aim there instead of doubling."""
+def _crossing(a: tuple[int, dict], b: tuple[int, dict]) -> float | None:
+    """The batch where the line through two (batch, record) points' memory reaches the
+    memory JAX can use: memory grows about linearly with the batch (activations). None
+    where a record has no memory figures or memory does not grow from `a` to `b`."""
     ma, mb = _memory(a[1]), _memory(b[1])
-    if ma is None or mb is None or mb[0] <= ma[0]:
+    if ma is None or mb is None or mb[0] <= ma[0] or b[0] == a[0]:
         return None
     slope = (mb[0] - ma[0]) / (b[0] - a[0])
-    guess = int(b[0] + (mb[1] - mb[0]) / slope) // step * step
-    return min(max(guess, b[0] + step), cap)
+    return b[0] + (mb[1] - mb[0]) / slope
+
+
+def tolerance(fit: int, step: int) -> int:
+    """How close a closed search's last fit and first miss are: a sixteenth of the fit
+    (a multiple of `step`), at least `step`."""
+    return max(step, fit // 16 // step * step)
 
 
 def _next_up(tried: dict[int, dict[str, Any]], batch: int, step: int, cap: int) -> int:
-    """The next batch up after `batch` fit: double; after two fits, the extrapolated
-    batch; after that one fits too, a sixteenth more (the line is usually just short);
-    if that fits as well, the line was off: double again."""
+    """The next batch up after `batch` fit (nothing above it found not to fit): where the
+    line through the two largest fits' memory reaches the chip's, at least a tolerance
+    above `batch` (the line is often just short); twice `batch` where it cannot be drawn
+    (one fit, no memory figures, memory not growing); never above `cap`."""
     fitted = sorted(b for b in tried if tried[b]["status"] == "ok")
-    if len(fitted) == 2:
-        a, b = fitted
-        guess = _extrapolated((a, tried[a]), (b, tried[b]), step, cap)
-        if guess is not None:
-            return guess
-    if len(fitted) == 3:
-        return batch + max(step, batch // 16 // step * step)
-    return batch * 2
+    guess = None
+    if len(fitted) >= 2:
+        a, b = fitted[-2:]
+        guess = _crossing((a, tried[a]), (b, tried[b]))
+    if guess is None:
+        return min(batch * 2, cap)
+    aimed = int(guess) // step * step
+    return min(max(aimed, batch + tolerance(batch, step)), cap)
+
+
+def _next_between(
+    tried: dict[int, dict[str, Any]], fit: int, miss: int, step: int, bisect: bool
+) -> int:
+    """The next batch between the largest fit and the smallest miss above it: where the
+    line through their memory reaches the chip's, kept a tolerance inside both ends (so
+    a line that is right closes the search in one more compile); the middle when
+    `bisect` or where no line can be drawn. A multiple of `step`."""
+    guess = None if bisect else _crossing((fit, tried[fit]), (miss, tried[miss]))
+    if guess is None:
+        return (fit + miss) // 2 // step * step
+    margin = tolerance(fit, step)
+    aimed = int(guess) // step * step
+    return max(fit + margin, min(aimed, miss - margin))
 
 
 def batch_search(
@@ -361,17 +382,34 @@ def batch_search(
     cap: int,
 ) -> list[dict[str, Any]]:
     """Records of the batches tried to find the largest that fits (each compile costs
-    seconds to minutes here, so few are tried): `start`, halving while it does not fit;
-    else twice `start`, then the batch where memory, extrapolated linearly from the
-    last two, reaches what JAX can use (or doubling where it cannot be extrapolated),
-    up to `cap`; then bisecting between the last fit and the first miss down to `step`
-    or a sixteenth of the fit. Every answer is a real compile. Stops at a compiler error."""
+    seconds to minutes here, so few are tried), every answer a real compile:
+
+    - `start`, halving while it does not fit;
+    - else up from the last fit until the first batch that does not fit: twice `start`,
+      then where memory on the line through the two largest fits reaches what JAX can
+      use (`_next_up`; doubling where no line can be drawn);
+    - then closing in between the last fit and that miss (`_next_between`): aimed along
+      the line through their memory, bisecting instead after an aim that did not halve
+      the gap, until they are at most `tolerance` apart.
+
+    `cap` is a hard bound, not a stopping rule for a search still far below the chip: a
+    search whose memory grows with the batch meets a miss long before it (the targets
+    study's cap, PER_DEVICE_CAP per device, is a bound on the compiles a search costs);
+    one that reaches it stops there, its largest fit a floor. A batch the compiler
+    refuses (an `error` record: say an index past 2**31 elements) is an end the search
+    cannot pass, closed in on as a miss is, so the floor it leaves is stated with the
+    refusal just above it; a refusal before any fit, or an error that says nothing about
+    the compiler (`no_finding`: the machine failed it), stops the search.
+    """
     tried: dict[int, dict[str, Any]] = {}
 
     def fits(batch: int) -> bool | None:
-        tried[batch] = run(make(batch))
-        status = tried[batch]["status"]
-        return None if status not in ("ok", "oom") else status == "ok"
+        """Whether `batch` fits; None to stop the search (a refusal before any fit says
+        nothing of the batch, one the machine failed nothing of the compiler)."""
+        record = tried[batch] = run(make(batch))
+        if record["status"] != "error":
+            return record["status"] == "ok"
+        return None if fit is None or no_finding(record) else False
 
     fit, miss = None, None
     batch = start
@@ -383,18 +421,21 @@ def batch_search(
             fit = batch
             if miss is not None or batch == cap:
                 break
-            batch = min(_next_up(tried, batch, step, cap), cap)
+            batch = _next_up(tried, batch, step, cap)
         else:
             miss = batch
             if fit is not None:
                 break
             batch //= 2
-    while fit is not None and miss is not None and miss - fit > max(step, fit // 16):
-        mid = (fit + miss) // 2 // step * step
-        if mid in (fit, miss):
+    bisect = False
+    while fit is not None and miss is not None and miss - fit > tolerance(fit, step):
+        gap = miss - fit
+        batch = _next_between(tried, fit, miss, step, bisect)
+        if batch in (fit, miss):
             break
-        ok = fits(mid)
+        ok = fits(batch)
         if ok is None:
             break
-        fit, miss = (mid, miss) if ok else (fit, mid)
+        fit, miss = (batch, miss) if ok else (fit, batch)
+        bisect = not bisect and miss - fit > gap // 2
     return list(tried.values())

@@ -227,15 +227,20 @@ def test_seed_000_batch_16_fits_the_mx150_and_32_does_not():
     assert fits["memory"]["total_bytes"] <= usable < too_big["memory"]["total_bytes"]
 
 
-def _fake_compiler(limit: int, with_memory: bool = True):
-    """A compiler whose step needs 1 MB + 100 kB per image, on a chip that fits `limit`."""
+def _fake_compiler(limit: int, with_memory: bool = True, refused_from: int | None = None):
+    """A compiler whose step needs 1 MB + 100 kB per image, on a chip that fits `limit`;
+    it refuses (an `error`, as for an index past 2**31 elements) every batch from
+    `refused_from` on."""
     tried: list[int] = []
 
     def run(w: Workload) -> dict:
         tried.append(w.batch_size)
+        if refused_from is not None and w.batch_size >= refused_from:
+            message = "INVALID_ARGUMENT: index overflow"
+            return {"status": "error", "workload": w.describe(), "message": message}
         need = 10**6 + 10**5 * w.batch_size
         usable = 10**6 + 10**5 * limit
-        record = {"status": "ok" if need <= usable else "oom"}
+        record = {"status": "ok" if need <= usable else "oom", "workload": w.describe()}
         if with_memory:
             record.update(memory={"total_bytes": need}, target={"usable_bytes_per_device": usable})
         return record
@@ -249,22 +254,28 @@ def _search(run, start=16, step=1, cap=4096):
     )
 
 
+def _ends(found: list[dict]) -> tuple[int, int]:
+    """(the largest batch that fit, the smallest above it that did not)."""
+    fit = max(r["workload"]["batch_size"] for r in found if r["status"] == "ok")
+    over = [r["workload"]["batch_size"] for r in found if r["status"] == "oom"]
+    return fit, min(b for b in over if b > fit)
+
+
 def test_batch_search_aims_where_memory_reaches_the_chip():
     run, tried = _fake_compiler(100)
     found = _search(run)
     # 16 and 32 fit; the line through them reaches the chip at 100, which fits; a
     # sixteenth more does not: the largest batch in four compiles.
     assert tried == [16, 32, 100, 106] and len(found) == 4
-    assert max(b for b, r in zip(tried, found, strict=True) if r["status"] == "ok") == 100
+    assert _ends(found) == (100, 106)
 
 
 def test_batch_search_doubles_and_bisects_without_memory_figures():
     run, tried = _fake_compiler(100, with_memory=False)
     found = _search(run)
     assert tried[:3] == [16, 32, 64]  # doubling while it fits
-    fits = [b for b, r in zip(tried, found, strict=True) if r["status"] == "ok"]
-    misses = [b for b, r in zip(tried, found, strict=True) if r["status"] == "oom"]
-    assert max(fits) <= 100 < min(misses) and min(misses) - max(fits) <= max(fits) // 16
+    fit, miss = _ends(found)
+    assert fit <= 100 < miss and miss - fit <= compile_only.tolerance(fit, 1)
 
 
 def test_batch_search_halves_when_the_start_does_not_fit_and_stops_at_the_cap():
@@ -274,6 +285,82 @@ def test_batch_search_halves_when_the_start_does_not_fit_and_stops_at_the_cap():
     run, tried = _fake_compiler(10**6)
     _search(run, cap=4096)
     assert tried[-1] == 4096 and max(tried) == 4096
+
+
+def test_the_studys_search_closes_far_above_the_old_cap():
+    # A chip that fits 50,000 images of a step whose memory is linear in the batch: the
+    # targets study's search goes past 8,192 (its old cap, which left such searches
+    # open) to a fit and a miss a tolerance apart, and the report's cell is a number.
+    from experiments.studies import targets as study
+
+    run, tried = _fake_compiler(50_000)
+    found = _search(run, start=study.PER_DEVICE_START, cap=study.PER_DEVICE_CAP)
+    fit, miss = _ends(found)
+    assert fit == 50_000 and miss - fit == compile_only.tolerance(fit, 1) == 3125
+    assert tried == [16, 32, 50_000, 53_125]
+    by_batch = {r["workload"]["batch_size"]: r for r in found}
+    best, over = study.largest_fitting(by_batch)
+    assert study.open_end(by_batch, best) is None
+    assert study.largest_cell(by_batch, best, over) == "50000"
+
+
+@pytest.mark.parametrize("curve", [1.0, 3.0], ids=["superlinear", "steeper"])
+def test_batch_search_closes_where_memory_is_not_a_line(curve):
+    # Memory superlinear in the batch: the line from small batches overshoots, and the
+    # search closes in from a miss far above the chip's limit, within its tolerance.
+    limit = 40_000
+    tried = []
+
+    def run(w: Workload) -> dict:
+        tried.append(b := w.batch_size)
+        need, usable = (int(10**6 + 10**4 * n + curve * n * n) for n in (b, limit))
+        return {
+            "status": "ok" if need <= usable else "oom",
+            "workload": w.describe(),
+            "memory": {"total_bytes": need},
+            "target": {"usable_bytes_per_device": usable},
+        }
+
+    found = _search(run, cap=2**26)
+    fit, miss = _ends(found)
+    assert fit <= limit < miss and miss - fit <= compile_only.tolerance(fit, 1)
+    assert len(tried) == len(set(tried))  # no batch compiled twice
+
+
+def test_a_batch_the_compiler_refuses_ends_the_search_open_and_says_so():
+    # Refused from 100,000 on (an index past 2**31 elements, say) on a chip that would
+    # fit 10**6: the search closes in on the refusal as on a miss, and the report's cell
+    # is a floor that names the refused batch just above it.
+    from experiments.studies import targets as study
+
+    run, _ = _fake_compiler(10**6, refused_from=100_000)
+    found = _search(run, cap=2**26)
+    by_batch = {r["workload"]["batch_size"]: r for r in found}
+    best, over = study.largest_fitting(by_batch)
+    fit = best["workload"]["batch_size"]
+    refused = min(b for b, r in by_batch.items() if r["status"] == "error")
+    assert over is None and fit < 100_000 <= refused
+    assert refused - fit <= compile_only.tolerance(fit, 1)
+    assert study.open_end(by_batch, best) == "refused"
+    assert study.largest_cell(by_batch, best, over) == (
+        f">= {fit} (refused: the compiler refused {refused})"
+    )
+
+
+def test_a_refusal_at_the_start_or_a_machine_fault_stops_the_search():
+    run, tried = _fake_compiler(100, refused_from=16)
+    _search(run)
+    assert tried == [16]  # refused before any fit: not halved through
+
+    def faulty(w: Workload) -> dict:
+        tried.append(w.batch_size)
+        if w.batch_size <= 32:
+            return {"status": "ok", "workload": w.describe()}
+        return {"status": "error", "message": "[Errno 28] No space left on device"}
+
+    tried.clear()
+    _search(faulty)
+    assert tried == [16, 32, 64]  # the machine failed 64: nothing to close in on
 
 
 # --- TPU chips as they run: one device per v4 and v5p chip --------------------------------

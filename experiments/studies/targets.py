@@ -3,10 +3,11 @@
 Every zoo model x every target of jaxcnn/targets.py up to 8 chips (one GPU each:
 several GPUs of one host are the scaling_targets study's), and the bigger
 TPU slices for the ImageNet models (global batch scaling with the chips), in f32 and
-bf16: the largest batch whose train step fits the chip's memory, doubling from 16
-per device, then aiming where memory extrapolated from the last two reaches the
-chip's, then bisecting (compile_only.batch_search), each batch one compile-only
-record. GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
+bf16: the largest batch whose train step fits the chip's memory, from 16 per device
+up to the first batch that does not fit, aiming where memory extrapolated from the
+last two fits reaches the chip's, then closing in between the last fit and the first
+miss to a sixteenth (compile_only.batch_search), each batch one compile-only record.
+GPUs first, then one TPU chip, one TPU host, bigger slices (each compile
 costs more); within each, the seeds' models first.
 
 Command: python -m experiments.run --study=targets   (needs .[targets])
@@ -32,9 +33,11 @@ IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
 # The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
 # lenet5_keras and mlp); the rest by size.
 TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
-
-
-PER_DEVICE_START, PER_DEVICE_CAP = 16, 8192
+# The search goes up until the first batch that does not fit; the cap only bounds what a
+# search may cost (2**26 / 16: at most 22 doublings from the start), far above where any
+# model's memory meets a chip's: at 2**26 images per device the MNIST input batch alone
+# (784 bytes an image) needs 49 GiB.
+PER_DEVICE_START, PER_DEVICE_CAP = 16, 2**26
 
 
 def cells(smoke: bool = False) -> list[TargetCell]:
