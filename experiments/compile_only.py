@@ -399,7 +399,7 @@ def batch_search(
     refuses (an `error` record: say an index past 2**31 elements) is an end the search
     cannot pass, closed in on as a miss is, so the floor it leaves is stated with the
     refusal just above it; a refusal before any fit, or an error that says nothing about
-    the compiler (`no_finding`: the machine failed it), stops the search.
+    the compiler (`failed_by` "machine"), stops the search.
     """
     tried: dict[int, dict[str, Any]] = {}
 
@@ -409,7 +409,7 @@ def batch_search(
         record = tried[batch] = run(make(batch))
         if record["status"] != "error":
             return record["status"] == "ok"
-        return None if fit is None or no_finding(record) else False
+        return None if fit is None or record.get("failed_by") != "compiler" else False
 
     fit, miss = None, None
     batch = start

@@ -96,7 +96,9 @@ RULES = {
     "the target's own compiler (a target whose device count has changed since is "
     "another program, left out)",
     "batch-search": "the largest batch that compiled within the memory JAX can use of the "
-    "chip; open (flagged) where no larger batch was found not to fit",
+    "chip, with the smallest found above it that does not (a sixteenth apart at most); open "
+    "(flagged) where no larger batch was found not to fit. A TPU's compiled memory does not "
+    "grow steadily with the batch: there it is the largest fit the search found",
     "per-kernel": "the per-kernel model's prediction of the newest compile of this "
     "workload for this target, with the current constants",
     "machine-best": "the highest matmul rate any run on this machine measured (a busy "
@@ -558,7 +560,7 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for r in chosen:
         w = workload_of(r)
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
-    errors = [r for r in records if is_compiled(r) and r.get("status") == "error"]
+    errors = [r for r in records if is_compiled(r) and r.get("failed_by") == "compiler"]
     for rs in searches.values():
         out.extend(largest_batch(rs, errors))
     return out
