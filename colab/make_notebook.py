@@ -416,15 +416,19 @@ if run_live([sys.executable, "-m", "experiments.report", OUT, "--out", OUT], ENV
 IMAGE_LINK = re.compile(r"^!\[[^\]]*\]\(([^)]+\.png)\)$", re.MULTILINE)
 pages_dir = OUT / "report"
 names = STUDIES if "all" not in STUDIES else sorted(p.stem for p in pages_dir.glob("*.md"))
-names = ["records" if name == "default" else name for name in names]  # its plots' page
+shown = set()
 for page in [OUT / "REPORT.md", *(pages_dir / f"{name}.md" for name in names)]:
     if not page.is_file():
         continue
     for i, part in enumerate(IMAGE_LINK.split(page.read_text(encoding="utf-8"))):
         if i % 2:  # text, image, text, ..., text
+            shown.add((page.parent / part).resolve())
             display(Image(filename=str((page.parent / part).resolve())))
         elif part.strip():
             display(Markdown(part))
+for plot in sorted(pages_dir.glob("*.png")):  # the plots of pages not shown above
+    if plot.resolve() not in shown:
+        display(Image(filename=str(plot)))
 """
 
 DOWNLOAD = r"""

@@ -343,7 +343,9 @@ def test_get_state_is_one_logical_copy_that_puts_back(strategy):
 # one process. A rendezvous that waits 10 s (XLA's default: 40 s) aborts it: nothing
 # in these steps takes a tenth of that, even on a saturated CPU, unless it is stuck.
 _PMAP_UNDER_LOAD = """
-import jaxcnn, jax
+import jaxcnn
+jaxcnn.configure_host(policy="system")  # the collective threads, before JAX starts
+import jax
 from jaxcnn import data, models, parallel, train
 shape = models.input_shape("mnist_cnn")
 tx = train.make_optimizer("adam", 1e-3)
