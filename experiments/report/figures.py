@@ -369,10 +369,11 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest(timed):
         loop = r["host_loop"]
+        parts = loop.get("parts") if isinstance(loop.get("parts"), dict) else {}
         w = {**workload_of(r), "params": _params(r)}
         medians = []
         for part in HOST_PARTS:
-            summary = loop.get(part) if isinstance(loop.get(part), dict) else None
+            summary = parts.get(part) if isinstance(parts.get(part), dict) else None
             value = number((summary or {}).get("median"))
             if value is None:
                 continue
