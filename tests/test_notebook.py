@@ -408,4 +408,7 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     assert (out / "REPORT.md").is_file()
     assert (out / "jaxcnn_results.zip").is_file()  # the last cell's archive
     (report,) = tagged(notebook, "report")
-    assert outputs(report, "text/markdown") and outputs(report, "image/png")
+    assert outputs(report, "text/markdown")
+    # every plot the report drew is shown (a plot needs three points along its axis, so a
+    # run this small may draw none)
+    assert len(outputs(report, "image/png")) == len(list((out / "report").glob("*.png")))
