@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import needs_extra
 
 from experiments import compile_only, predictions, records
 from experiments.studies import COMPILE_STUDIES
@@ -16,10 +17,7 @@ from jaxcnn import devices, kernels, models, targets
 from jaxcnn import prediction as prediction_lib
 
 ROOT = Path(__file__).resolve().parents[1]
-HAVE_CUDA_PLUGIN = targets._installed("jax_plugins.xla_cuda12")
-needs_cuda_plugin = pytest.mark.skipif(
-    not HAVE_CUDA_PLUGIN, reason=f"the CUDA plugin is not installed: {targets.INSTALL}"
-)
+needs_cuda_plugin = needs_extra("targets")  # the CUDA plugin compiles for the GPUs
 MULTI_GPU = [t for t in targets.TARGETS.values() if t.platform == "gpu" and t.chips > 1]
 
 
