@@ -296,6 +296,8 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         else f"T4 faster at every width from {int(r.params_cpu):,} params (MLP, b128)"
     )
     chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
+    if g.note.astype(str).str.contains("left out").any():
+        text += "; its loop steps leave out host parts unmeasured at most widths"
     return Said(text, chosen)
 
 
