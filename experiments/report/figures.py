@@ -673,10 +673,10 @@ def band_of(
     block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, tuple]
 ) -> dict[str, Any]:
     """A prediction's band columns: the held-out factor band of its regime and split,
-    only where it was measured on `quantity`; else the reason it has none."""
+    only where it was measured on `quantity` (the band names it); else the reason it
+    has none."""
     band = block.get("error_band") or {}
     measured_on = BAND_QUANTITIES.get(band.get("quantity"), band.get("quantity"))
-    measured_on = measured_on or _fit_quantity(platform)
     if not band or measured_on != quantity:
         why = "unvalidated" if not band else f"unvalidated (band measured on {measured_on})"
         return {"band_quantity": why}
@@ -691,13 +691,6 @@ def band_of(
         "band_split": f"leave one {band.get('split')} out",
         "band_quantity": quantity,
     }
-
-
-def _fit_quantity(platform: str) -> str:
-    """What the fit's observations on `platform` are: a device step, unless the fit
-    added a published loop's fixed cost to each (then the band is of that sum)."""
-    family = (predictions.constants_table().get("families") or {}).get(platform) or {}
-    return "device_step_s" if not family.get("published_loop_step_s") else "device_step_s + loop"
 
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
@@ -914,7 +907,7 @@ def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
     return out
 
 
-def epochs_from_steps(table: pd.DataFrame, records: Sequence[Record]) -> list[dict[str, Any]]:
+def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
     """An epoch of a seed model's training set from a step time that has no epoch of its
     own (a measured CPU step, a predicted loop step): the step times the epoch's steps,
     evaluation left out (RULES["epoch-from-step"])."""
@@ -1157,7 +1150,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     ]
     rows += seed_rows()
     table = frame(rows)
-    rows += epochs_from_steps(table, records)
+    rows += epochs_from_steps(table)
     table = frame(rows)
     for derive in (
         published_bands,
@@ -1182,7 +1175,3 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def duplicates(table: pd.DataFrame) -> pd.DataFrame:
     """The rows whose KEY another row shares (none, in a correct table)."""
     return table[table.duplicated(KEY, keep=False)]
-
-
-def fmt_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
