@@ -213,7 +213,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu") -> tuple[str | None, Row]
     b = one(t, quantity="band", kind="published", device=platform, model="small programs")
     if b is None:
         return None, None
-    return f"unvalidated; published loops {fmt(b)} off (median, n={b['n']})", b
+    return f"unvalidated; published loops, held out: {fmt(b)} off (median, n={b['n']})", b
 
 
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
