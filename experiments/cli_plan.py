@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from experiments.cli_options import spelled
 from experiments.labels import device_label, model_with_overrides
+from experiments.records import RECORDS_FILE
 from experiments.studies import COMPILE_STUDIES, Context
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.studies.default import DEFAULT_STUDY
@@ -113,15 +114,26 @@ def check(options: Options, defaults: Mapping[str, Any]) -> None:
 
 
 def check_paths(options: Options) -> None:
-    """OptionError for a folder option that names no usable path: empty (an unset
-    variable, `--out=$OUT`), or not UTF-8, which TensorStore refuses at the first
-    checkpoint save, an epoch in."""
-    for name in ("out", "checkpoint_dir"):
+    """OptionError for a path option that names no usable path: empty (an unset
+    variable, `--out=$OUT`); a control character in it (a newline splits every line
+    that names it, the report command printed at the end included); a folder not UTF-8,
+    which TensorStore refuses at the first checkpoint save, an epoch in; and, in --out,
+    a records file or checkpoints folder that is a symlink out of --out (followed, this
+    run's records or checkpoints would land in another folder than the one named)."""
+    for name in ("out", "checkpoint_dir", "data_dir"):
         given = getattr(options, name, None)
         if given is None:
             continue
         if not given.strip():
             raise OptionError(f"{spelled(name)} is empty: give a folder")
+        control = next((c for c in given if ord(c) < 32 or ord(c) == 127), None)
+        if control is not None:
+            raise OptionError(
+                f"{spelled(name)} {given!r} has a control character ({control!r}) in its "
+                "name: give a folder whose name has none"
+            )
+        if name == "data_dir":  # read only, never by TensorStore
+            continue
         try:
             given.encode("utf-8")
         except UnicodeEncodeError:
@@ -129,6 +141,34 @@ def check_paths(options: Options) -> None:
                 f"{spelled(name)} {os.fsencode(given)!r} is not UTF-8, and TensorStore, which "
                 "writes checkpoints, takes UTF-8 paths only: give a folder whose name is UTF-8"
             ) from None
+    if getattr(options, "out", None) is not None:
+        _check_links_stay_in(Path(options.out), getattr(options, "checkpoint_dir", None))
+
+
+CHECKPOINTS_FOLDER = "checkpoints"  # in --out, unless --set checkpoint_dir names one
+# What --out holds that a run writes through.
+_IN_OUT = (RECORDS_FILE, CHECKPOINTS_FOLDER)
+
+
+def _check_links_stay_in(out: Path, checkpoint_dir: str | None) -> None:
+    real_out = out.resolve()
+    for name in _IN_OUT:
+        if name == CHECKPOINTS_FOLDER and checkpoint_dir is not None:
+            continue  # --checkpoint-dir names its own folder: out/checkpoints is not used
+        path = out / name
+        if not path.is_symlink():
+            continue
+        target = path.resolve()
+        if target.parent == real_out:
+            continue  # a link to a sibling inside --out: still --out's
+        fix = (
+            f"give {spelled('checkpoint_dir')}={target} to keep checkpoints there"
+            if name == CHECKPOINTS_FOLDER
+            else f"give --out={target.parent} to write there"
+        )
+        raise OptionError(
+            f"{path} is a symlink to {target}, outside --out {out}: {fix}, or remove the link"
+        )
 
 
 def check_environment(environ: Mapping[str, str]) -> None:
@@ -242,7 +282,7 @@ def checkpoint_root(options: Options) -> Path | None:
     """The root of the per-workload checkpoint folders; None without checkpoints."""
     if not options.checkpoints:
         return None
-    return Path(options.checkpoint_dir or Path(options.out) / "checkpoints")
+    return Path(options.checkpoint_dir or Path(options.out) / CHECKPOINTS_FOLDER)
 
 
 SUMMARY_HEADERS = [

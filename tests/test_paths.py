@@ -1,7 +1,8 @@
 """Paths stay inside their root: a checkpoint key folder that is a symlink is refused
-(never followed into another run's folder), locks sit beside the real folder, and an
---out that names no usable folder (empty, not UTF-8, a symlink to nowhere) is one line
-and exit 2 before any work. Real symlinks, real runs."""
+(never followed into another run's folder), locks sit beside the real folder, a records
+file or checkpoints folder linked out of --out is refused, and a path option that names
+no usable folder (empty, not UTF-8, a control character, a symlink to nowhere) is one
+line and exit 2 before any work. Real symlinks, real runs."""
 
 import os
 from pathlib import Path
@@ -124,3 +125,49 @@ def test_a_library_checkpoint_folder_that_is_not_utf8_is_a_usage_error(tmp_path)
     with pytest.raises(UsageError, match="a symlink to .*gone, which does not exist"):
         Checkpoints(tmp_path / "dangling" / "run")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
+
+
+@pytest.mark.parametrize("name", [records.RECORDS_FILE, cli_plan.CHECKPOINTS_FOLDER])
+def test_a_records_file_or_checkpoints_folder_linked_out_of_out_is_refused_before_any_work(
+    tmp_path, capfd, name
+):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    target = elsewhere / name
+    if name == records.RECORDS_FILE:
+        target.write_text("")
+        fix = f"give --out={elsewhere} to write there"
+    else:
+        target.mkdir()
+        fix = f"give --set checkpoint_dir={target} to keep checkpoints there"
+    (out / name).symlink_to(target)
+    said = (
+        f"error: {out / name} is a symlink to {target}, outside --out {out}: {fix}, or "
+        "remove the link (see --help)"
+    )
+    _refused_before_any_work(str(out), said, capfd)
+    assert [p for p, _ in _tree(elsewhere)] == [name]  # nothing written through the link
+    assert target.read_text() == "" if target.is_file() else not any(target.iterdir())
+    # The positive control: a link that stays inside --out is --out's own.
+    (out / name).unlink()
+    target.rename(out / f"real-{name}")
+    (out / name).symlink_to(out / f"real-{name}")
+    assert main(["--out", str(out), *RUN]) == 0
+    if name == records.RECORDS_FILE:
+        assert len((out / f"real-{name}").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option", ["--out", "--data-dir"])
+def test_a_path_with_a_control_character_is_one_line_before_any_work(tmp_path, capfd, option):
+    given = str(tmp_path / "a\nb")
+    args = [option, given, *RUN] if option == "--out" else ["--out", str(tmp_path / "o"), *RUN]
+    if option == "--data-dir":
+        args += ["--dataset", "mnist", option, given]
+    assert main(args) == 2
+    err = capfd.readouterr().err.strip()
+    assert err.splitlines() == [
+        f"error: {option} {given!r} has a control character ('\\n') in its name: give a "
+        "folder whose name has none (see --help)"
+    ]
+    assert list(tmp_path.iterdir()) == []
