@@ -426,13 +426,33 @@ def device_of() -> dict[str, Any]:
     }
 
 
+DEFAULT_HOST_MEMORY = "retain"
+
+
+def conditions(env: dict[str, Any]) -> dict[str, Any]:
+    """What a peer's record was measured under that differs from the defaults, so its
+    key covers it (records.config_key), as a JAX record's conditions do: threads asked
+    for (--threads), a host allocator other than the default, thread and allocator
+    variables set in the environment. Empty under the defaults."""
+    found: dict[str, Any] = {}
+    if env.get("threads_requested") is not None:
+        found["threads"] = env["threads_requested"]
+    policy = (env.get("host_memory") or {}).get("policy")
+    if policy not in (None, DEFAULT_HOST_MEMORY):
+        found["host_memory"] = policy
+    if env.get("env_vars"):
+        found["env_vars"] = env["env_vars"]
+    return found
+
+
 def run_one(
     framework: Framework, env: dict[str, Any], name: str, batch: int, mode: str, args: Any
 ) -> dict[str, Any]:
     """One workload's record, ok or not: a failure is data, the run goes on."""
     workload = workload_of(framework.name, name, batch, mode, args.steps)
     device = device_of()
-    record = records.new_record(workload, device, {**env, "utc_time": records.utc_now()})
+    env = {**env, "utc_time": records.utc_now()}
+    record = records.new_record(workload, device, env, conditions(env))
     try:
         record.update(framework.measure(name, batch, mode, args.steps, args.repeats))
     except Exception as e:  # any one workload's failure becomes its record
@@ -506,7 +526,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--host-memory",
         choices=HOST_MEMORY.POLICIES,
-        default="retain",
+        default=DEFAULT_HOST_MEMORY,
         help="host allocator, as the JAX bench's on CPU: retain (default; "
         "jaxcnn/host_memory.py) | system (glibc's defaults)",
     )

@@ -33,3 +33,36 @@ def test_the_lists_keep_the_order_given_and_drop_repeats():
         "lenet5_keras",
     ]
     assert command_line.batch_sizes("512,32") == [512, 32]
+
+
+class _Unmeasured(peers.Framework):
+    name, module, modes, pip = "torch", "torch", ("eager",), "pip install torch"
+
+    def measure(self, *args):
+        raise RuntimeError("not measured here")
+
+
+def _record(threads, host_memory, env_vars):
+    env = peers.environment({}, threads, {"policy": host_memory}) | {"env_vars": env_vars}
+    args = type("Args", (), {"steps": 3, "repeats": 5})
+    return peers.run_one(_Unmeasured(), env, "mlp", 32, "eager", args)
+
+
+def test_a_peer_record_keys_the_conditions_it_was_measured_under():
+    plain = _record(None, peers.DEFAULT_HOST_MEMORY, {})
+    assert "conditions" not in plain  # the defaults: the key records had before
+    assert plain["config_key"] == records.config_key(plain["workload"], plain["device"])
+    others = [
+        _record(2, peers.DEFAULT_HOST_MEMORY, {}),
+        _record(None, "system", {}),
+        _record(None, peers.DEFAULT_HOST_MEMORY, {"OMP_NUM_THREADS": "1"}),
+    ]
+    assert [r["conditions"] for r in others] == [
+        {"threads": 2},
+        {"host_memory": "system"},
+        {"env_vars": {"OMP_NUM_THREADS": "1"}},
+    ]
+    keys = {plain["config_key"], *(r["config_key"] for r in others)}
+    assert len(keys) == 4
+    for r in (plain, *others):
+        records.validate(r)  # each key is the hash of its workload, device and conditions
