@@ -123,7 +123,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         g.value,
         "s--",
         color="C1",
-        label=f"T4, predicted {g.quantity.iloc[0].replace('_s', '')}",
+        label=f"T4, predicted {g.quantity.iloc[0].removesuffix('_s').replace('_', ' ')}",
     )
     _band(ax, g.params.astype(float), g.value.astype(float), g, "C1")
     ax.set_xscale("log")
