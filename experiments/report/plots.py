@@ -220,15 +220,19 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     from jaxcnn import targets
 
     s = s.assign(chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device])
-    for i, ((model, chip, precision, batch_per), g) in enumerate(
-        s.assign(per=s.batch // s.devices).groupby(["model", "chip", "precision", "per"])
+    # A colour per chip, a marker per model: seventeen curves stay told apart.
+    colour = {chip: f"C{i % 10}" for i, chip in enumerate(sorted(s.chip.unique()))}
+    marker = {m: "os^Dv"[i % 5] for i, m in enumerate(sorted(s.model.unique()))}
+    for (model, chip, precision, batch_per), g in s.assign(per=s.batch // s.devices).groupby(
+        ["model", "chip", "precision", "per"]
     ):
         g = g.sort_values("devices")
         ax.plot(
             [1, *g.devices],
             [1.0, *g.value],
-            "o--",
-            color=f"C{i % 10}",
+            linestyle="--",
+            marker=marker[model],
+            color=colour[chip],
             label=f"{model}, {chip}, {precision}, {batch_per}/device",
         )
         above = g[g.flag.notna()]
