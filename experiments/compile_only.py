@@ -34,6 +34,7 @@ from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import JaxcnnError, UsageError
+from jaxcnn.perf import chips
 
 PROGRAMS = aot.PROGRAMS
 EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
@@ -105,8 +106,8 @@ def roofline_bound(
     measure.prediction on the vendor's peak (for the precision the matmuls run in) and
     bandwidth, each device's share of its chip; a lower bound on the step's time."""
     precision = devices_lib.matmul_precision(device, dtype)
-    peak = devices_lib.vendor_peak_tflops(target.kind, precision) if precision else None
-    bandwidth = devices_lib.vendor_bandwidth(target.kind)
+    peak = chips.peak_tflops(target.kind, precision) if precision else None
+    bandwidth = chips.fact(target.kind, "bandwidth")
     per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
     bound = measure.prediction(
         cost,

@@ -28,6 +28,7 @@ from jaxcnn import flops as flops_lib
 from jaxcnn import kernels as kernels_lib
 from jaxcnn import prediction as prediction_lib
 from jaxcnn.parallel import Placement
+from jaxcnn.perf import chips
 
 
 def phase(what: str) -> None:
@@ -512,9 +513,9 @@ def predictions(
     not know, a CPU): what a compile-only run predicts for the same chip."""
     precision = devices_lib.matmul_precision(device, dtype)
     vendor_peak = (
-        devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
+        chips.peak_tflops(device.device_kind, precision) if precision else None
     )
-    vendor_bandwidth = devices_lib.vendor_bandwidth(device.device_kind)
+    vendor_bandwidth = chips.fact(device.device_kind, "bandwidth")
     measured_peak = ((ceiling or {}).get(dtype) or {}).get("tflops")
     measured_bandwidth = (bandwidth or {}).get("bytes_per_s")
 
@@ -617,10 +618,10 @@ def utilization(
     achieved = flops_per_step / step_seconds / 1e12
     device, count = devices[0], len(devices)
     precision = devices_lib.matmul_precision(device, dtype)
-    vendor = devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
+    vendor = chips.peak_tflops(device.device_kind, precision) if precision else None
     measured = ((ceiling or {}).get(dtype) or {}).get("tflops")
     return achieved, {
-        "chip": devices_lib.chip_name(device.device_kind),
+        "chip": chips.chip_name(device.device_kind),
         "vendor_precision": precision,
         "vendor_peak_tflops": vendor,
         "vs_vendor": achieved / (vendor * count) if vendor else None,

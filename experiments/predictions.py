@@ -64,12 +64,12 @@ def chip_of(record: Record) -> str:
     chip table's name for an accelerator, and for a CPU its machine (a CPU model and its
     vector extensions, experiments.labels.machine), which no datasheet describes."""
     from experiments import labels
-    from jaxcnn import devices as devices_lib
+    from jaxcnn.perf import chips
 
     if record["device"]["platform"] == "cpu":
         return labels.machine(record)
     kind = record["device"].get("kind") or ""
-    return devices_lib.chip_name(kind) or kind
+    return chips.chip_name(kind) or kind
 
 
 def rates_of(record: Record) -> dict[str, Any]:
@@ -291,9 +291,9 @@ def unpredictable(ref: Any) -> str | None:
 
 def has_bf16(chip: str) -> bool:
     """Whether `chip` (a chip table name) has bf16 matmul units."""
-    from jaxcnn import devices
+    from jaxcnn.perf import chips
 
-    return devices.vendor_peak_tflops(chip, "bf16") is not None
+    return chips.peak_tflops(chip, "bf16") is not None
 
 
 def reference_workload(ref: Any) -> Any:

@@ -33,6 +33,7 @@ from typing import Any
 from jaxcnn import devices as devices_lib
 from jaxcnn import host_loop
 from jaxcnn import kernels as kernels_lib
+from jaxcnn.perf import chips
 
 CONSTANTS_FILE = Path(__file__).with_name("prediction_constants.json")
 METHOD = "per-kernel"
@@ -71,18 +72,18 @@ def vendor_rates(device: Any, devices_per_chip: int = 1) -> dict[str, Any]:
     peaks, units = {}, {}
     for short, name in _DTYPES.items():
         precision = devices_lib.matmul_precision(device, name)
-        peak = devices_lib.vendor_peak_tflops(kind, precision) if precision else None
+        peak = chips.peak_tflops(kind, precision) if precision else None
         if peak:
             peaks[short] = peak * 1e12 / devices_per_chip
             units[short] = unit(device.platform, precision, kind)
-    bandwidth = devices_lib.vendor_bandwidth(kind)
-    interconnect = devices_lib.vendor_interconnect(kind)
+    bandwidth = chips.fact(kind, "bandwidth")
+    interconnect = chips.fact(kind, "interconnect")
     return {
         "peak_flops_per_s": peaks,
         "units": units,
         "bytes_per_s": None if bandwidth is None else bandwidth / devices_per_chip,
         "interconnect_bytes_per_s": None if interconnect is None else interconnect,
-        "host_link_bytes_per_s": devices_lib.vendor_host_link(kind),
+        "host_link_bytes_per_s": chips.fact(kind, "host_link"),
         "source": "vendor",
     }
 
@@ -109,8 +110,8 @@ def unit(platform: str, precision: str, device_kind: str) -> str:
     if precision == "fp32":
         return "vector"
     if precision == "fp16":
-        fp16 = devices_lib.vendor_peak_tflops(device_kind, "fp16") or 0.0
-        fp32 = devices_lib.vendor_peak_tflops(device_kind, "fp32") or 0.0
+        fp16 = chips.peak_tflops(device_kind, "fp16") or 0.0
+        fp32 = chips.peak_tflops(device_kind, "fp32") or 0.0
         return "matrix" if fp16 >= 4 * fp32 else "vector"
     return "matrix"
 

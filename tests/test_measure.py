@@ -348,7 +348,8 @@ class _Chip:
 
 
 def test_predictions_prefer_measured_figures_and_keep_the_vendors_apart(monkeypatch):
-    monkeypatch.setattr(measure.devices_lib, "vendor_bandwidth", lambda kind: 1.5e12, raising=False)
+    a100 = measure.chips.find("NVIDIA A100-SXM4-40GB")._replace(bandwidth=1.5e12)
+    monkeypatch.setattr(measure.chips, "find", lambda kind: a100)
     ceiling = {"float32": {"tflops": 100.0}}
     both = measure.predictions(_COST, 128, _Chip(), "float32", ceiling, None)
     measured, vendor = both["prediction"], both["prediction_vendor"]
