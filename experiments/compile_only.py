@@ -31,10 +31,8 @@ from experiments.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import kernels as kernels_lib
-from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import JaxcnnError, UsageError
-from jaxcnn.perf import chips
+from jaxcnn.perf import chips, hlo, predict
 
 PROGRAMS = aot.PROGRAMS
 EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
@@ -118,7 +116,7 @@ def roofline_bound(
         bandwidth_bytes_per_s=None if bandwidth is None else bandwidth / per,
         bandwidth_source="vendor",
     )
-    return None if bound is None else {**bound, "method": prediction_lib.BOUND_METHOD}
+    return None if bound is None else {**bound, "method": predict.BOUND_METHOD}
 
 
 def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
@@ -241,9 +239,9 @@ def _compiled(
         flops=measure.flops_field(
             result.flops, forward, workload.batch_size, xla_flops, len(devices)
         ),
-        kernels=kernels_lib.summarize(result.kernels),
+        kernels=hlo.summarize(result.kernels),
         kernels_source={"program": "train_step", "steps": 1},
-        prediction=result.prediction,
+        prediction=None if result.prediction is None else result.prediction.as_record(),
         prediction_bound=roofline_bound(
             target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),

@@ -2,7 +2,7 @@
 be trusted. Pure functions of records, the published references and the constants file:
 no JAX device, no compile.
 
-A record that carries its step's kernels (`kernels`, jaxcnn.kernels) is predicted with
+A record that carries its step's kernels (`kernels`, jaxcnn.perf.hlo) is predicted with
 the current constants, so every record is priced by the same model and a refit moves
 them all at once; one without (made before records carried kernels) keeps the roofline
 it was written with, labelled as the roofline bound it is (BOUND_WORDS: a bound only
@@ -22,7 +22,7 @@ from typing import Any
 from experiments.records import recorded_at
 
 Record = dict[str, Any]
-METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.prediction's names
+METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
 
 # What the whole-program roofline is, in the one wording every page uses: a bound on the
 # step only as far as its assumptions hold, which a fused kernel can break.
@@ -76,11 +76,11 @@ def rates_of(record: Record) -> dict[str, Any]:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
     machine's best matmul ceiling where `with_machine_ceilings` gave it one)."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import price
 
     device = device_of(record)
     ceiling = record.get(MACHINE_CEILING) or record.get("matmul_ceiling")
-    return prediction_lib.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
+    return price.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
 
 
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
@@ -132,14 +132,14 @@ def batch_bytes(record: Record) -> int | None:
 
 
 def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The host side of `record`'s step (jaxcnn.prediction.host_side): the step loop's
+    """The host side of `record`'s step (jaxcnn.perf.host.host_side): the step loop's
     host parts as the record's own host measured them (its `host_loop`: this CPU's, or a
     notebook's runtime CPU beside its accelerator), else as this project's runs measured
     them for its model and batch (the constants file's `host.loop`); its batch over its
     chip's host link; one call's round trip, the record's own `dispatch_s` where it has
     one, else what this project's runs measured for its placement; its epoch's steps
     where its dataset's size is known. None where the batch's size is unknown."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import host as host_lib
 
     table = table or constants_table()
     nbytes = batch_bytes(record)
@@ -147,12 +147,12 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = record.get("host_loop") or prediction_lib.measured_host_loop(w, table)
-    return prediction_lib.host_side(
+    measured = record.get("host_loop") or host_lib.measured_host_loop(w, table)
+    return host_lib.host_side(
         measured=measured,
         dispatch_s=own
         if own is not None
-        else prediction_lib.measured_dispatch(w.get("strategy") or "single", table),
+        else host_lib.measured_dispatch(w.get("strategy") or "single", table),
         batch_bytes=nbytes,
         host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
         platform=record["device"]["platform"],
@@ -178,12 +178,11 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     apart), else the block it was written with (a roofline: BOUND_WORDS), its method
     saying which."""
     if record.get("kernels"):
-        from jaxcnn import kernels as kernels_lib
-        from jaxcnn import prediction as prediction_lib
+        from jaxcnn.perf import hlo, predict
 
-        table = table or prediction_lib.constants()
-        return prediction_lib.predict(
-            kernels_lib.from_summary(record["kernels"]),
+        table = table or predict.constants()
+        found = predict.predict(
+            hlo.from_summary(record["kernels"]),
             rates_of(record),
             record["device"]["platform"],
             record["workload"]["batch_size"],
@@ -193,6 +192,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
             host=host_of(record, table),
             table=table,
         )
+        return None if found is None else found.as_record()
     block = record.get("prediction")
     if not block:
         return None
@@ -201,7 +201,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     return block
 
 
-DEVICE_STEP = "device_step"  # jaxcnn.prediction.DEVICE_STEP, read without starting JAX
+DEVICE_STEP = "device_step"  # jaxcnn.perf.predict.DEVICE_STEP, read without starting JAX
 QUANTITY_WORDS = {DEVICE_STEP: "device step", "loop_step": "loop step"}
 
 
@@ -340,9 +340,9 @@ def versus_published(
     kept one (another framework's, never jaxcnn's); "predicted_step" is the step alone
     (as the fit prices it: the device step plus a call's round trip and its batch's
     copy)."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import predict
 
-    table = table or prediction_lib.constants()
+    table = table or predict.constants()
     rows = []
     for ref in refs:
         row: dict[str, Any] = {"reference": ref, "record": None, "predicted": None, "ratio": None}
@@ -373,7 +373,7 @@ def versus_published(
 
 
 def constants_table() -> dict[str, Any]:
-    """The committed constants file (jaxcnn/prediction_constants.json), read without
+    """The committed constants file (jaxcnn/perf/constants.json), read without
     importing jaxcnn (which starts JAX)."""
     import importlib.util
     import json
@@ -381,7 +381,7 @@ def constants_table() -> dict[str, Any]:
 
     spec = importlib.util.find_spec("jaxcnn")
     folder = Path(next(iter(spec.submodule_search_locations or [])))
-    return json.loads((folder / "prediction_constants.json").read_text())
+    return json.loads((folder / "perf" / "constants.json").read_text())
 
 
 def loop_words(family: dict[str, Any]) -> str:

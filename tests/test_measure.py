@@ -18,7 +18,7 @@ from experiments.prepare import load_splits
 from experiments.runners import RunContext, run_workload
 from experiments.workload import BOUNDS, Workload
 from jaxcnn import loop, models, train
-from jaxcnn import prediction as prediction_lib
+from jaxcnn.perf import predict
 
 
 def _ordered(summary, n):
@@ -246,7 +246,7 @@ def test_an_ok_record_carries_every_measurement():
     predicted = record["prediction"]
     assert predicted["method"] == "per-kernel" and predicted["rates_source"] == "measured"
     assert predicted["kernels"] == launched
-    cpu = prediction_lib.family_constants("cpu")
+    cpu = predict.family_constants("cpu")
     assert predicted["step_time_s"] >= launched * cpu["kernel_overhead_s"]
     assert predicted["images_per_s"] == pytest.approx(8 / predicted["step_time_s"])
 

@@ -13,9 +13,10 @@ from conftest import needs_extra
 from experiments import compile_only, predictions, records
 from experiments.studies import COMPILE_STUDIES
 from experiments.workload import Workload
-from jaxcnn import kernels, models, targets
-from jaxcnn import prediction as prediction_lib
+from jaxcnn import models, targets
 from jaxcnn.perf import chips
+from jaxcnn.perf import hlo as kernels
+from jaxcnn.perf import host as host_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_cuda_plugin = needs_extra("targets")  # the CUDA plugin compiles for the GPUs
@@ -65,10 +66,10 @@ def test_a100_80gb_and_h100_pcie_are_chips_of_their_own():
 
 def test_a_placement_over_devices_dispatches_no_faster_than_one_device():
     table = {"host": {"dispatch_s": {"single": 150e-6, "sharded": 90e-6, "pmap": 200e-6}}}
-    assert prediction_lib.measured_dispatch("sharded", table) == 150e-6
-    assert prediction_lib.measured_dispatch("pmap", table) == 200e-6  # its own, slower
-    assert prediction_lib.measured_dispatch("single", table) == 150e-6
-    assert prediction_lib.measured_dispatch("sharded", {"host": {"dispatch_s": {}}}) is None
+    assert host_lib.measured_dispatch("sharded", table) == 150e-6
+    assert host_lib.measured_dispatch("pmap", table) == 200e-6  # its own, slower
+    assert host_lib.measured_dispatch("single", table) == 150e-6
+    assert host_lib.measured_dispatch("sharded", {"host": {"dispatch_s": {}}}) is None
 
 
 def test_the_scaling_targets_study_compiles_one_batch_per_gpu_on_every_count():

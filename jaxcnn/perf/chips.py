@@ -224,7 +224,6 @@ CHIPS: tuple[Chip, ...] = (
 )
 
 
-
 def _normalized(kind: str) -> str:
     return " ".join(kind.lower().replace("-", " ").replace("_", " ").split())
 
