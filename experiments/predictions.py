@@ -5,8 +5,8 @@ no JAX device, no compile.
 A record that carries its step's kernels (`kernels`, jaxcnn.perf.hlo) is predicted with
 the current constants, so every record is priced by the same model and a refit moves
 them all at once; one without (made before records carried kernels) keeps the roofline
-it was written with, labelled as the roofline bound it is (BOUND_WORDS: a bound only
-under its assumptions).
+it was written with, labelled as the roofline bound it is (a bound only under its
+assumptions, which a fused kernel can break).
 
 Importing it starts no JAX (the report's study modules import it, and `jaxcnn` imports
 JAX): the library is imported where a record is priced.
@@ -23,18 +23,6 @@ from experiments.records import recorded_at
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
-
-# What the whole-program roofline is, in the one wording every page uses: a bound on the
-# step only as far as its assumptions hold, which a fused kernel can break.
-BOUND_WORDS = (
-    f"the {BOUND_METHOD} (the whole-program roofline: the step's FLOPs at the matmul "
-    "ceiling or datasheet peak, or its bytes as XLA's cost analysis counts them at the "
-    "memory bandwidth, whichever takes longer) is a lower bound only under those "
-    "assumptions: a measured step beats it where the compiler's fused kernels are not "
-    "priced as it assumes (on XLA:CPU: bytes that stay in cache, GEMMs past the measured "
-    "ceiling); it is not a prediction and has no error band"
-)
-
 
 def device_of(record: Record) -> Any:
     """A stand-in for the record's device (a target's for a compile-only record): what
@@ -175,7 +163,7 @@ def steps_per_epoch(record: Record) -> int | None:
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The prediction to show for `record`: per-kernel with the current constants where
     it carries kernels (the device's kernels and the host's side of the step, each kept
-    apart), else the block it was written with (a roofline: BOUND_WORDS), its method
+    apart), else the block it was written with (a roofline bound), its method
     saying which."""
     if record.get("kernels"):
         from jaxcnn.perf import hlo, predict
@@ -222,32 +210,6 @@ def label(block: dict[str, Any] | None) -> str:
     )
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
-
-def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Every measured ok record whose run timed jaxcnn's own step loop (`host_loop`): the
-    loop step it measured and the loop step predicted for it, and their ratio. The
-    prediction takes the record's own host parts (measured, not predicted), so the
-    ratio tests the device step and how the loop combines the parts with it."""
-    rows = []
-    for r in records:
-        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
-            continue
-        measured = (r.get("host_loop") or {}).get("loop_step_s")
-        block = of(r)
-        if not measured or not block or block.get("loop_step_s") is None:
-            continue
-        rows.append(
-            {
-                "record": r,
-                "measured_s": measured,
-                "predicted_s": block["loop_step_s"],
-                "ratio": block["loop_step_s"] / measured,
-            }
-        )
-    return rows
-
-
-# --- Published references and the compile records they are predicted from -------------
 
 PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16": "bf16"}
 
@@ -423,7 +385,6 @@ def unit_words(family: dict[str, Any]) -> str:
     return f"not kept, one efficiency for every unit ({errors})"
 
 
-_PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
 SPLIT_WORDS = {"chip": "leave one chip out", "program": "leave one program out"}
 # Where a fitted observation's row in the constants file keeps its step as each split
 # predicted it, by constants fitted without its group: {split: seconds or None}.
@@ -481,23 +442,3 @@ def band_words(
         else:
             parts.append(f"{words}: none observed, so unvalidated")
     return f"{SPLIT_WORDS.get(split, 'out of sample')}: {'; '.join(parts)}"
-
-
-def error_line(table: dict[str, Any] | None = None) -> str:
-    """One line: the per-kernel model's version and its out-of-sample error per platform
-    and regime (what a predicted figure's band is), or that constants are assumed."""
-    table = table or constants_table()
-    parts = []
-    for platform, family in sorted(table["families"].items()):
-        where = _PLATFORM_WORDS.get(platform, platform)
-        if family.get("error"):
-            parts.append(f"{where}, {band_words(family['error'], noun=observed_as(family))}")
-        else:
-            parts.append(f"{where}: constants assumed, no error band (nothing to fit yet)")
-    return (
-        f"Predicted figures come from the per-kernel model (constants {table['version']}; "
-        "docs/predictions.md); their error, the predicted step against each "
-        f"observation ({MEASURED_NOUN}: a step jaxcnn timed on a device at hand; "
-        f"{PUBLISHED_NOUN}: a whole run someone else timed), each held-out group "
-        f"predicted by constants refitted from scratch without it: {'; '.join(parts)}."
-    )

@@ -558,32 +558,6 @@ def test_the_reference_workload_is_the_chips_smallest_target_at_its_batch_per_ch
     assert v3.study == "references" and v3.kind == "compile"
 
 
-def test_the_error_line_names_the_constants_and_each_platforms_band():
-    line = predictions.error_line(
-        {
-            "version": "v1",
-            "families": {
-                "gpu": {
-                    "error": {
-                        "split": "chip",
-                        "splits": {
-                            "chip": {"regimes": {"large": _band(0.12, 0.4, 9), "small": None}}
-                        },
-                    }
-                },
-                "tpu": {"error": None},
-            },
-        }
-    )
-    assert "constants v1" in line
-    assert "GPUs, leave one chip out: large programs" in line
-    assert "median 12%, worst 40% over 9 observations; small programs" in line
-    assert "none observed, so unvalidated" in line  # the small programs: no band
-    assert "TPUs: constants assumed, no error band" in line
-
-
-# A record's `host_loop` as the runner writes it: 20 steps, one sync (its fetch 2 ms on
-# top of the every-step checks' 1 us), the other parts' medians.
 HOST_LOOP = {
     "steps": 20,
     "check_every": 50,
@@ -733,24 +707,6 @@ def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
     own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
     mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
     assert mine["parts"]["batch"] == 1.0
-
-
-def test_a_run_that_timed_jaxcnns_loop_is_compared_on_the_loop_step(monkeypatch):
-    from experiments import predictions as predictions_lib
-
-    monkeypatch.setattr(predict, "constants", lambda path=None: TABLE)
-
-    run = {
-        **_compile_record(64),
-        "compiled_not_run": False,
-        "workload": {"model": "mnist_cnn", "precision": "f32", "batch_size": 64},
-        "host_loop": {**HOST_LOOP, "loop_step_s": 0.5},
-    }
-    [row] = predictions_lib.loop_vs_predicted([run, {**run, "host_loop": None}])
-    block = predictions_lib.of(run, TABLE)
-    assert row["measured_s"] == 0.5 and row["predicted_s"] == block["loop_step_s"]
-    assert row["ratio"] == pytest.approx(block["loop_step_s"] / 0.5)
-    assert block["loop_left_out"] == []  # its own host's parts, the A100's link
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():

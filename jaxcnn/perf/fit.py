@@ -74,11 +74,6 @@ LOOP = "published_loop_step_s"
 # datasheet peak) may see its kernels pass that rate: the step's larger GEMMs run faster
 # than the one matmul did. Its compute efficiency, relative to that ceiling, may pass 1.
 MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
-# Only XLA:CPU writes convolutions as loops (jaxcnn.perf.hlo's `elemental_conv`): a
-# platform none of whose observations runs one has no such constant (None: its
-# convolutions are priced at compute_efficiency). Likewise a platform with no fitted
-# published observation has no loop cost.
-ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # A GPU's fp32 pipes and its tensor cores are different units (jaxcnn.perf.price.UNITS):
 # where a platform's observations run dots or convolutions on both, each unit gets its
 # own fraction of its own peak (compute_efficiency: the matrix units'), fitted per
@@ -90,7 +85,6 @@ ONLY_WHERE_SEEN = {"elemental_conv_efficiency": "elemental_conv"}
 # are its own measured steps of small models, which can tell the three apart; elsewhere
 # they are None (every kernel pays kernel_overhead_s).
 PER_KIND_OVERHEADS = ("copy_overhead_s", "library_overhead_s", "conv_overhead_s")
-PER_KIND_PLATFORMS = ("cpu",)
 # Their lower ends: what XLA:CPU's own trace (jax.profiler, one event per thunk) measured
 # a tiny copy and a tiny generated loop take on this machine (benchmarks/cpu_kernel_kinds.py:
 # the 10th percentile of each kind: about 0.3 us, and 0.4-0.8 us): the steps alone cannot
@@ -98,7 +92,6 @@ PER_KIND_PLATFORMS = ("cpu",)
 # A CPU kernel whose bytes per execution fit in a core's L2 (price.CACHE_BYTES) runs
 # from cache, not at DRAM's rate: a second memory efficiency, CPU only (its observations
 # are small models, hundreds of kernels of a few KB); elsewhere None.
-CACHE_PLATFORMS = ("cpu",)
 CACHE = "cache_memory_efficiency"
 # XLA:CPU's own trace of a step (benchmarks/cpu_kernel_kinds.py) times each kernel: its
 # generated loops move their bytes at about half the measured bandwidth, its library
@@ -109,6 +102,21 @@ CACHE = "cache_memory_efficiency"
 # their own, fitted only where its observations have such kernels; elsewhere None.
 OWN_RATE_KINDS = ("library_memory_efficiency", "half_float_memory_efficiency")
 PER_KIND_BOUNDS = {"kernel_overhead_s": (3e-7, 1e-3), "copy_overhead_s": (1e-7, 1e-3)}
+CPU_ONLY = (*PER_KIND_OVERHEADS, CACHE, *OWN_RATE_KINDS)
+# Each optional constant is fitted only where the platform's fitted observations have
+# kernels it prices (the price.Programs mask named; only XLA:CPU writes convolutions as
+# loops, `elemental`), and a CPU_ONLY one only on a CPU; elsewhere None: those kernels
+# are priced by the general constant.
+WHERE_SEEN = {
+    "elemental_conv_efficiency": "elemental",
+    VECTOR: "vector",
+    "copy_overhead_s": "copies",
+    "library_overhead_s": "library",
+    "conv_overhead_s": "convs",
+    CACHE: "cached",
+    "library_memory_efficiency": "library",
+    "half_float_memory_efficiency": "half",
+}
 
 
 def compiler_op_cost(
@@ -173,10 +181,6 @@ class Observation:
     @property
     def regime(self) -> str:
         return predict.regime(list(self.kernels), self.batch_per_device * self.steps)
-
-
-def _half_fusion(k: hlo.Kernel) -> bool:
-    return k.kind == "fusion" and k.dtype in hlo.HALF_FLOATS
 
 
 def programs(observations: Sequence[Observation]) -> price.Programs:
@@ -472,34 +476,12 @@ def fit_platform(
     limits = dict(BOUNDS)
     if fitted and all(o.rates.get("source") == "measured" for o in fitted):
         limits.update(MEASURED_RATE_BOUNDS)
-    for name, kind in ONLY_WHERE_SEEN.items():
-        if not any(k.kind == kind for o in fitted for k in o.kernels):
-            fixed.setdefault(name, None)
-    if not programs(fitted).vector.any():
-        fixed.setdefault(VECTOR, None)
-    if platform not in PER_KIND_PLATFORMS:
-        for name in PER_KIND_OVERHEADS:
-            fixed.setdefault(name, None)
-    else:
+    if platform == "cpu":
         limits.update(PER_KIND_BOUNDS)
-        kinds = {k.kind for o in fitted for k in o.kernels}
-        if "copy" not in kinds:  # nothing to fit it to: not made up
-            fixed.setdefault("copy_overhead_s", None)
-        if not kinds & set(price.LIBRARY_KINDS):
-            fixed.setdefault("library_overhead_s", None)
-        if "conv" not in kinds:
-            fixed.setdefault("conv_overhead_s", None)
-    seen = {
-        "library_memory_efficiency": lambda k: k.kind in price.LIBRARY_KINDS,
-        "half_float_memory_efficiency": _half_fusion,
-    }
-    for name, has in seen.items():
-        if platform not in PER_KIND_PLATFORMS or not any(has(k) for o in fitted for k in o.kernels):
+    seen = programs(fitted)
+    for name, mask in WHERE_SEEN.items():  # nothing to fit it to: not made up
+        if (name in CPU_ONLY and platform != "cpu") or not getattr(seen, mask).any():
             fixed.setdefault(name, None)
-    if platform not in CACHE_PLATFORMS or not any(
-        k.bytes <= price.CACHE_BYTES for o in fitted for k in o.kernels
-    ):
-        fixed.setdefault(CACHE, None)
     if not any(o.published for o in fitted) or len(fitted) <= len(PARAMETERS) - len(fixed):
         fixed.setdefault(LOOP, None)
     loop_choice = unit_choice = None

@@ -47,10 +47,6 @@ def constants(path: str | None = None) -> dict[str, Any]:
     return json.loads(Path(path or CONSTANTS_FILE).read_text())
 
 
-def version() -> str:
-    return str(constants()["version"])
-
-
 def family_constants(platform: str, table: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One platform's constants (cpu, gpu or tpu); a KeyError names a platform the file
     has none for."""
