@@ -1294,3 +1294,40 @@ def test_the_committed_cpu_constants_price_each_kind_apart_within_the_traced_low
         assert low * (1 - 1e-9) <= cpu[name] <= high
     assert cpu["library_overhead_s"] > cpu["kernel_overhead_s"] > cpu["copy_overhead_s"]
     assert predict.family_constants("gpu").get("copy_overhead_s") is None
+
+
+def test_a_prediction_and_the_fits_loss_price_a_program_with_the_same_function():
+    # Every kind of kernel a constant prices apart, on a chip with vector units.
+    ks = (
+        _gemm(3e9, 4e6, 2),
+        Kernel("conv", "conv", 5e8, 7e5, "bf16", 3),
+        Kernel("loops", "elemental_conv", 1e7, 1e5, "f32", 1),
+        Kernel("copy", "copy", 0, 3e3, None, 5),
+        Kernel("half", "fusion", 0, 2e6, "bf16", 1),
+        Kernel("all-reduce", "collective", 0, 8e5, None, 1, 6e5),
+    )
+    family = {
+        **TABLE["families"]["gpu"],
+        "vector_efficiency": 0.3,
+        "elemental_conv_efficiency": 0.02,
+        "copy_overhead_s": 1e-6,
+        "library_overhead_s": 7e-6,
+        "conv_overhead_s": 9e-6,
+        "cache_memory_efficiency": 3.0,
+        "library_memory_efficiency": 0.2,
+        "half_float_memory_efficiency": 0.1,
+        "published_loop_step_s": 0.01,
+    }
+    c = price.Constants.of(family)
+    rates = price.vendor_rates(T4)
+    alone = price.step_time(ks, rates, c)["seconds"]
+    mine = fit_lib.Observation("run", "gpu", ks, rates, 32, 1.0, "record r", host_s=2e-4)
+    theirs = dataclasses.replace(mine, source="reference p", published=True)
+    stacked = price.seconds(fit_lib.programs([mine, theirs]), c)
+    # The fit prices each observation as a prediction does, to the last bit, plus what it
+    # knows of the step: the host side, and a published run's own loop.
+    assert stacked[0] == alone + 2e-4
+    assert stacked[1] == alone + 2e-4 + 0.01
+    # Control: the same program at other constants is priced otherwise.
+    other = price.Constants.of({**family, "conv_overhead_s": 9e-5})
+    assert price.step_time(ks, rates, other)["seconds"] > alone
