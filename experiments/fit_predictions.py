@@ -1,18 +1,13 @@
 """python -m experiments.fit_predictions RECORDS... [--write]: fit the per-kernel model's
 constants (jaxcnn/perf/constants.json) and say how far its predictions can be trusted.
 
-The fit is jaxcnn.perf.fit's (its procedure is described there); this command makes its
-observations from records and published references:
-- every measured record carrying kernels (this CPU's runs; a notebook's or a lent GPU's
-  runs, merged in), priced at the vendor's rates where the chip table knows the chip,
-  else at what was measured on it: the best matmul ceiling any run on its machine
-  measured, and the run's own memory bandwidth;
-- every published reference (experiments/published_references.json) that a compile-only
-  record matches (the same chip, model, precision and batch per chip), priced at the
-  vendor's rates; the published images/s per chip gives the step time.
-The constants not fitted (a GPU's published launch cost, a TPU compiler's own op cost)
-are held with their reason (`fixed_constants`); the host's measured side of a step
-(`host_constants`) is stored beside them.
+The procedure is jaxcnn.perf.fit's; this command gives it its observations: every
+measured record carrying kernels, priced at the chip table's rates where it knows the
+chip, else at what its machine's runs measured; and every published reference
+(experiments/published_references.json) a compile-only record of the same program
+matches, priced at the chip table's rates. It holds the constants no observation pins
+(`fixed_constants`) with their reason, and stores the host's measured side of a step
+(`host_constants`) beside them.
 
 Without --write it prints the fit and changes nothing; with it, the constants file is
 rewritten (atomically) under a new version. A platform with fewer observations than its

@@ -262,15 +262,7 @@ _OPCODE = re.compile(r"([a-z][\w\-$.]*)\(")
 
 def _type_end(text: str) -> int:
     """The end of the type that starts `text`: the first space outside brackets."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in _OPENERS:
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == " " and depth == 0:
-            return i
-    return len(text)
+    return next((i for i, ch, depth in _scan(text) if ch == " " and depth == 0), len(text))
 
 
 def _parse_instruction(line: str) -> _Instruction | None:
