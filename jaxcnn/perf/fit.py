@@ -140,20 +140,13 @@ def compiler_op_cost(
     return {p: (statistics.median(xs), len(xs)) for p, xs in sorted(implied.items())}
 
 
+# Where a platform has no observation at all: a starting point, said to be one.
 TOO_FEW = "assumed: too few observations to fit"
 PRIOR = {
+    **dict.fromkeys(PARAMETERS),  # an optional constant: None, not used
     "compute_efficiency": 0.5,
     "memory_efficiency": 0.7,
     "kernel_overhead_s": 5e-6,
-    "elemental_conv_efficiency": None,
-    VECTOR: None,
-    "copy_overhead_s": None,
-    "library_overhead_s": None,
-    "conv_overhead_s": None,
-    "cache_memory_efficiency": None,
-    "library_memory_efficiency": None,
-    "half_float_memory_efficiency": None,
-    "published_loop_step_s": None,
 }
 
 
