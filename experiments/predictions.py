@@ -24,6 +24,7 @@ from experiments.records import recorded_at
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
 
+
 def device_of(record: Record) -> Any:
     """A stand-in for the record's device (a target's for a compile-only record): what
     jaxcnn.devices needs to name the precision its matmuls ran in."""

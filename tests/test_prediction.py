@@ -523,9 +523,7 @@ def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeyp
 
 def test_a_published_figure_is_predicted_with_the_loop_cost_its_platform_kept(monkeypatch):
     gpu = {**TABLE["families"]["gpu"], "published_loop_step_s": 0.05}
-    monkeypatch.setattr(
-        predict, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}}
-    )
+    monkeypatch.setattr(predict, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}})
     [row] = predictions.versus_published([_compile_record(256)], [_reference()])
     step = 0.2 + 4e-6 + predictions.host_of(_compile_record(256), TABLE)["host_s"]
     assert row["predicted"] == pytest.approx(256 / (step + 0.05))
