@@ -5,7 +5,7 @@ by XLA:CPU's own trace.
 The MLP's train step (jaxcnn's one step, Adam, f32 or the --dtype given) is compiled and
 run here; then
 `jax.profiler` traces S steps. XLA:CPU's runtime emits one trace event per thunk it runs,
-named after its HLO instruction, so each event is matched to the kernel jaxcnn.kernels
+named after its HLO instruction, so each event is matched to the kernel jaxcnn.perf.hlo
 reads from the same compiled program and grouped by the kernel's kind (copy, fusion,
 gemm: a library call; a fusion of a 16-bit float type apart, "fusion-bf16") and size
 (tiny: under 4 KiB moved; small: under 1 MiB; big). The JSON written holds, per group:
@@ -41,7 +41,7 @@ def size_class(nbytes: float) -> str:
 
 def by_kind(ks: Sequence[Any], events: Sequence[tuple[str, int]], steps: int) -> dict[str, Any]:
     """Trace events (thunk name, duration ns) over `steps` steps grouped by the kind and
-    size of the kernel (jaxcnn.kernels.Kernel) of the same name; the kernels no event
+    size of the kernel (jaxcnn.perf.hlo.Kernel) of the same name; the kernels no event
     names, counted per kind."""
     named = {k.name: k for k in ks}
     durations: dict[str, list[float]] = collections.defaultdict(list)
@@ -75,7 +75,7 @@ def measure(width: int, batch: int, steps: int, dtype: str = "float32") -> dict[
     import numpy as np
 
     import jaxcnn
-    from jaxcnn import kernels as kernels_lib
+    from jaxcnn.perf import hlo
 
     model = jaxcnn.models.get("mlp", width=width, dtype=jnp.dtype(dtype))
     state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
@@ -84,7 +84,7 @@ def measure(width: int, batch: int, steps: int, dtype: str = "float32") -> dict[
         "label": jnp.zeros((batch,), jnp.int32),
     }
     compiled = jax.jit(jaxcnn.train_step, donate_argnums=0).lower(state, data).compile()
-    ks = kernels_lib.kernels(compiled.as_text(), platform="cpu")
+    ks = hlo.kernels(compiled.as_text(), platform="cpu")
     for _ in range(10):
         state, _ = compiled(state, data)
     jax.block_until_ready(state)

@@ -31,9 +31,8 @@ from experiments.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import kernels as kernels_lib
-from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import JaxcnnError, UsageError
+from jaxcnn.perf import chips, hlo, predict
 
 PROGRAMS = aot.PROGRAMS
 EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
@@ -105,8 +104,8 @@ def roofline_bound(
     measure.prediction on the vendor's peak (for the precision the matmuls run in) and
     bandwidth, each device's share of its chip; a lower bound on the step's time."""
     precision = devices_lib.matmul_precision(device, dtype)
-    peak = devices_lib.vendor_peak_tflops(target.kind, precision) if precision else None
-    bandwidth = devices_lib.vendor_bandwidth(target.kind)
+    peak = chips.peak_tflops(target.kind, precision) if precision else None
+    bandwidth = chips.fact(target.kind, "bandwidth")
     per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
     bound = measure.prediction(
         cost,
@@ -117,7 +116,7 @@ def roofline_bound(
         bandwidth_bytes_per_s=None if bandwidth is None else bandwidth / per,
         bandwidth_source="vendor",
     )
-    return None if bound is None else {**bound, "method": prediction_lib.BOUND_METHOD}
+    return None if bound is None else {**bound, "method": predict.BOUND_METHOD}
 
 
 def run_target(workload: Workload, programs: tuple[str, ...] = PROGRAMS) -> dict[str, Any]:
@@ -240,9 +239,9 @@ def _compiled(
         flops=measure.flops_field(
             result.flops, forward, workload.batch_size, xla_flops, len(devices)
         ),
-        kernels=kernels_lib.summarize(result.kernels),
+        kernels=hlo.summarize(result.kernels),
         kernels_source={"program": "train_step", "steps": 1},
-        prediction=result.prediction,
+        prediction=None if result.prediction is None else result.prediction.as_record(),
         prediction_bound=roofline_bound(
             target, devices[0], workload.compute_dtype, workload.batch_size, compiler
         ),

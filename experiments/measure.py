@@ -25,9 +25,8 @@ from experiments.stats import minor_page_faults, summarize
 from jaxcnn import aot, data, host_loop, loop, roofline, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
-from jaxcnn import kernels as kernels_lib
-from jaxcnn import prediction as prediction_lib
 from jaxcnn.parallel import Placement
+from jaxcnn.perf import chips, hlo, predict, price
 
 
 def phase(what: str) -> None:
@@ -196,7 +195,7 @@ def time_dispatch(
     donated state is aliased, never copied, so its sizes cost nothing) and the real
     placed `batch`: the host's round trip of one step (dispatch, argument handling, the
     wait for its results) without the step's kernels. The host side of a predicted
-    step (jaxcnn.prediction.host_side) is this figure."""
+    step (jaxcnn.perf.host.host_side) is this figure."""
     from jaxcnn.parallel import place
 
     phase(f"measuring the host's side of a step: {DISPATCH_CALLS} calls of one doing nothing")
@@ -511,10 +510,8 @@ def predictions(
     `prediction_vendor` uses the vendor's figures alone (null for a chip the table does
     not know, a CPU): what a compile-only run predicts for the same chip."""
     precision = devices_lib.matmul_precision(device, dtype)
-    vendor_peak = (
-        devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
-    )
-    vendor_bandwidth = devices_lib.vendor_bandwidth(device.device_kind)
+    vendor_peak = chips.peak_tflops(device.device_kind, precision) if precision else None
+    vendor_bandwidth = chips.fact(device.device_kind, "bandwidth")
     measured_peak = ((ceiling or {}).get(dtype) or {}).get("tflops")
     measured_bandwidth = (bandwidth or {}).get("bytes_per_s")
 
@@ -547,7 +544,7 @@ def bounds(predicted: dict[str, Any]) -> dict[str, Any]:
     """The roofline blocks of `predictions`, named for what they are beside the per-kernel
     prediction: `prediction_bound` and `prediction_vendor_bound`, method "roofline bound"."""
     return {
-        f"{name}_bound": None if block is None else {**block, "method": prediction_lib.BOUND_METHOD}
+        f"{name}_bound": None if block is None else {**block, "method": predict.BOUND_METHOD}
         for name, block in predicted.items()
     }
 
@@ -555,7 +552,7 @@ def bounds(predicted: dict[str, Any]) -> dict[str, Any]:
 def step_kernels(compiled: Any) -> list[list]:
     """The record's `kernels`: the compiled step's kernels (jaxcnn.aot.kernels),
     summarized."""
-    return kernels_lib.summarize(aot.kernels(compiled))
+    return hlo.summarize(aot.kernels(compiled))
 
 
 def kernel_prediction(
@@ -571,15 +568,16 @@ def kernel_prediction(
     `steps` steps) on `device`: at the vendor's rates where the chip table knows the chip (what a
     compile-only record of the same chip predicts), else at the rates this run measured
     (a CPU's matmul ceiling and memory bandwidth)."""
-    rates = prediction_lib.rates(device, devices_per_chip, ceiling, bandwidth)
+    rates = price.rates(device, devices_per_chip, ceiling, bandwidth)
     try:
-        return prediction_lib.predict(
-            kernels_lib.from_summary(summary), rates, device.platform, batch_size, steps=steps
+        found = predict.predict(
+            hlo.from_summary(summary), rates, device.platform, batch_size, steps=steps
         )
     except ValueError as error:  # a kernel the model cannot price: no prediction, and
         # the measurement it would sit beside is kept all the same
         print(f"no prediction: {error}", file=sys.stderr)
         return None
+    return None if found is None else found.as_record()
 
 
 # --- FLOP/s, MFU, memory, failures: record fields ------------------------------------
@@ -617,10 +615,10 @@ def utilization(
     achieved = flops_per_step / step_seconds / 1e12
     device, count = devices[0], len(devices)
     precision = devices_lib.matmul_precision(device, dtype)
-    vendor = devices_lib.vendor_peak_tflops(device.device_kind, precision) if precision else None
+    vendor = chips.peak_tflops(device.device_kind, precision) if precision else None
     measured = ((ceiling or {}).get(dtype) or {}).get("tflops")
     return achieved, {
-        "chip": devices_lib.chip_name(device.device_kind),
+        "chip": chips.chip_name(device.device_kind),
         "vendor_precision": precision,
         "vendor_peak_tflops": vendor,
         "vs_vendor": achieved / (vendor * count) if vendor else None,

@@ -2,11 +2,11 @@
 be trusted. Pure functions of records, the published references and the constants file:
 no JAX device, no compile.
 
-A record that carries its step's kernels (`kernels`, jaxcnn.kernels) is predicted with
+A record that carries its step's kernels (`kernels`, jaxcnn.perf.hlo) is predicted with
 the current constants, so every record is priced by the same model and a refit moves
 them all at once; one without (made before records carried kernels) keeps the roofline
-it was written with, labelled as the roofline bound it is (BOUND_WORDS: a bound only
-under its assumptions).
+it was written with, labelled as the roofline bound it is (a bound only under its
+assumptions, which a fused kernel can break).
 
 Importing it starts no JAX (the report's study modules import it, and `jaxcnn` imports
 JAX): the library is imported where a record is priced.
@@ -22,18 +22,7 @@ from typing import Any
 from experiments.records import recorded_at
 
 Record = dict[str, Any]
-METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.prediction's names
-
-# What the whole-program roofline is, in the one wording every page uses: a bound on the
-# step only as far as its assumptions hold, which a fused kernel can break.
-BOUND_WORDS = (
-    f"the {BOUND_METHOD} (the whole-program roofline: the step's FLOPs at the matmul "
-    "ceiling or datasheet peak, or its bytes as XLA's cost analysis counts them at the "
-    "memory bandwidth, whichever takes longer) is a lower bound only under those "
-    "assumptions: a measured step beats it where the compiler's fused kernels are not "
-    "priced as it assumes (on XLA:CPU: bytes that stay in cache, GEMMs past the measured "
-    "ceiling); it is not a prediction and has no error band"
-)
+METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
 
 
 def device_of(record: Record) -> Any:
@@ -64,23 +53,23 @@ def chip_of(record: Record) -> str:
     chip table's name for an accelerator, and for a CPU its machine (a CPU model and its
     vector extensions, experiments.labels.machine), which no datasheet describes."""
     from experiments import labels
-    from jaxcnn import devices as devices_lib
+    from jaxcnn.perf import chips
 
     if record["device"]["platform"] == "cpu":
         return labels.machine(record)
     kind = record["device"].get("kind") or ""
-    return devices_lib.chip_name(kind) or kind
+    return chips.chip_name(kind) or kind
 
 
 def rates_of(record: Record) -> dict[str, Any]:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
     machine's best matmul ceiling where `with_machine_ceilings` gave it one)."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import price
 
     device = device_of(record)
     ceiling = record.get(MACHINE_CEILING) or record.get("matmul_ceiling")
-    return prediction_lib.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
+    return price.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
 
 
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
@@ -132,14 +121,14 @@ def batch_bytes(record: Record) -> int | None:
 
 
 def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The host side of `record`'s step (jaxcnn.prediction.host_side): the step loop's
+    """The host side of `record`'s step (jaxcnn.perf.host.host_side): the step loop's
     host parts as the record's own host measured them (its `host_loop`: this CPU's, or a
     notebook's runtime CPU beside its accelerator), else as this project's runs measured
     them for its model and batch (the constants file's `host.loop`); its batch over its
     chip's host link; one call's round trip, the record's own `dispatch_s` where it has
     one, else what this project's runs measured for its placement; its epoch's steps
     where its dataset's size is known. None where the batch's size is unknown."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import host as host_lib
 
     table = table or constants_table()
     nbytes = batch_bytes(record)
@@ -147,12 +136,12 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = record.get("host_loop") or prediction_lib.measured_host_loop(w, table)
-    return prediction_lib.host_side(
+    measured = record.get("host_loop") or host_lib.measured_host_loop(w, table)
+    return host_lib.host_side(
         measured=measured,
         dispatch_s=own
         if own is not None
-        else prediction_lib.measured_dispatch(w.get("strategy") or "single", table),
+        else host_lib.measured_dispatch(w.get("strategy") or "single", table),
         batch_bytes=nbytes,
         host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
         platform=record["device"]["platform"],
@@ -175,15 +164,14 @@ def steps_per_epoch(record: Record) -> int | None:
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The prediction to show for `record`: per-kernel with the current constants where
     it carries kernels (the device's kernels and the host's side of the step, each kept
-    apart), else the block it was written with (a roofline: BOUND_WORDS), its method
+    apart), else the block it was written with (a roofline bound), its method
     saying which."""
     if record.get("kernels"):
-        from jaxcnn import kernels as kernels_lib
-        from jaxcnn import prediction as prediction_lib
+        from jaxcnn.perf import hlo, predict
 
-        table = table or prediction_lib.constants()
-        return prediction_lib.predict(
-            kernels_lib.from_summary(record["kernels"]),
+        table = table or predict.constants()
+        found = predict.predict(
+            hlo.from_summary(record["kernels"]),
             rates_of(record),
             record["device"]["platform"],
             record["workload"]["batch_size"],
@@ -193,6 +181,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
             host=host_of(record, table),
             table=table,
         )
+        return None if found is None else found.as_record()
     block = record.get("prediction")
     if not block:
         return None
@@ -201,7 +190,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     return block
 
 
-DEVICE_STEP = "device_step"  # jaxcnn.prediction.DEVICE_STEP, read without starting JAX
+DEVICE_STEP = "device_step"  # jaxcnn.perf.predict.DEVICE_STEP, read without starting JAX
 QUANTITY_WORDS = {DEVICE_STEP: "device step", "loop_step": "loop step"}
 
 
@@ -222,32 +211,6 @@ def label(block: dict[str, Any] | None) -> str:
     )
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
-
-def loop_vs_predicted(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Every measured ok record whose run timed jaxcnn's own step loop (`host_loop`): the
-    loop step it measured and the loop step predicted for it, and their ratio. The
-    prediction takes the record's own host parts (measured, not predicted), so the
-    ratio tests the device step and how the loop combines the parts with it."""
-    rows = []
-    for r in records:
-        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
-            continue
-        measured = (r.get("host_loop") or {}).get("loop_step_s")
-        block = of(r)
-        if not measured or not block or block.get("loop_step_s") is None:
-            continue
-        rows.append(
-            {
-                "record": r,
-                "measured_s": measured,
-                "predicted_s": block["loop_step_s"],
-                "ratio": block["loop_step_s"] / measured,
-            }
-        )
-    return rows
-
-
-# --- Published references and the compile records they are predicted from -------------
 
 PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16": "bf16"}
 
@@ -291,9 +254,9 @@ def unpredictable(ref: Any) -> str | None:
 
 def has_bf16(chip: str) -> bool:
     """Whether `chip` (a chip table name) has bf16 matmul units."""
-    from jaxcnn import devices
+    from jaxcnn.perf import chips
 
-    return devices.vendor_peak_tflops(chip, "bf16") is not None
+    return chips.peak_tflops(chip, "bf16") is not None
 
 
 def reference_workload(ref: Any) -> Any:
@@ -340,9 +303,9 @@ def versus_published(
     kept one (another framework's, never jaxcnn's); "predicted_step" is the step alone
     (as the fit prices it: the device step plus a call's round trip and its batch's
     copy)."""
-    from jaxcnn import prediction as prediction_lib
+    from jaxcnn.perf import predict
 
-    table = table or prediction_lib.constants()
+    table = table or predict.constants()
     rows = []
     for ref in refs:
         row: dict[str, Any] = {"reference": ref, "record": None, "predicted": None, "ratio": None}
@@ -373,7 +336,7 @@ def versus_published(
 
 
 def constants_table() -> dict[str, Any]:
-    """The committed constants file (jaxcnn/prediction_constants.json), read without
+    """The committed constants file (jaxcnn/perf/constants.json), read without
     importing jaxcnn (which starts JAX)."""
     import importlib.util
     import json
@@ -381,7 +344,7 @@ def constants_table() -> dict[str, Any]:
 
     spec = importlib.util.find_spec("jaxcnn")
     folder = Path(next(iter(spec.submodule_search_locations or [])))
-    return json.loads((folder / "prediction_constants.json").read_text())
+    return json.loads((folder / "perf" / "constants.json").read_text())
 
 
 def loop_words(family: dict[str, Any]) -> str:
@@ -423,7 +386,6 @@ def unit_words(family: dict[str, Any]) -> str:
     return f"not kept, one efficiency for every unit ({errors})"
 
 
-_PLATFORM_WORDS = {"gpu": "GPUs", "tpu": "TPUs", "cpu": "this project's CPU runs"}
 SPLIT_WORDS = {"chip": "leave one chip out", "program": "leave one program out"}
 # Where a fitted observation's row in the constants file keeps its step as each split
 # predicted it, by constants fitted without its group: {split: seconds or None}.
@@ -481,23 +443,3 @@ def band_words(
         else:
             parts.append(f"{words}: none observed, so unvalidated")
     return f"{SPLIT_WORDS.get(split, 'out of sample')}: {'; '.join(parts)}"
-
-
-def error_line(table: dict[str, Any] | None = None) -> str:
-    """One line: the per-kernel model's version and its out-of-sample error per platform
-    and regime (what a predicted figure's band is), or that constants are assumed."""
-    table = table or constants_table()
-    parts = []
-    for platform, family in sorted(table["families"].items()):
-        where = _PLATFORM_WORDS.get(platform, platform)
-        if family.get("error"):
-            parts.append(f"{where}, {band_words(family['error'], noun=observed_as(family))}")
-        else:
-            parts.append(f"{where}: constants assumed, no error band (nothing to fit yet)")
-    return (
-        f"Predicted figures come from the per-kernel model (constants {table['version']}; "
-        "docs/predictions.md); their error, the predicted step against each "
-        f"observation ({MEASURED_NOUN}: a step jaxcnn timed on a device at hand; "
-        f"{PUBLISHED_NOUN}: a whole run someone else timed), each held-out group "
-        f"predicted by constants refitted from scratch without it: {'; '.join(parts)}."
-    )

@@ -65,7 +65,7 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
     dispatch_s {median, p10, p90, n}       one call of the same placement's step doing no
                                            work, on the same arguments, timed alike: the
                                            host's round trip of a step (the host side of
-                                           a predicted step, jaxcnn.prediction.host_side)
+                                           a predicted step, jaxcnn.perf.host.host_side)
     host_loop {loop, steps, steps_per_epoch, check_every, syncs, parts, loop_step_s}
                                            jaxcnn's own step loop (loop.fit) run for
                                            timing_steps steps (after 2 unrecorded) on a
@@ -116,7 +116,7 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                                            device; flops from the jaxpr where XLA has none
     kernels [[count, kind, flops, bytes, dtype, collective_bytes(, note)]]
                                            the kernels of the program the step times came
-                                           from (jaxcnn.kernels.summarize of its optimized
+                                           from (jaxcnn.perf.hlo.summarize of its optimized
                                            HLO): the predictions' input
     kernels_source {program (train_step|epoch), steps, recompiled, jax}
                                            which program, and how many steps one run of it
@@ -126,7 +126,7 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                 compute_s, memory_s, overhead_s, collective_s, kernels, rates_source
                 (vendor|measured), error_band {median, worst}}
                                            the per-kernel model's step time of those
-                                           kernels (jaxcnn.prediction) at the vendor's
+                                           kernels (jaxcnn.perf.predict) at the vendor's
                                            rates, or on a CPU this run's measured matmul
                                            ceiling and bandwidth; a prediction, never a
                                            measurement. Older records: the roofline below
@@ -561,7 +561,7 @@ _PREDICTION = {
     "error_band": Maybe({"median": NUMBER, "worst": NUMBER}),
 }
 _JSON_OF_PYTHON = {str: _STR, int: _INT, float: _NUMBER, bool: _BOOL, dict: (dict,)}
-# jaxcnn.kernels.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
+# jaxcnn.perf.hlo.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
 _KERNEL_ROW = Row((_INT, _STR, _NUMBER, _NUMBER, STR, _NUMBER, _STR), optional=1)
 # One side of a paired run as the report's paired table reads it.
 _PAIRED_SIDE = {

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jaxcnn import devices, models
+from jaxcnn import models
 from jaxcnn.errors import DataError
+from jaxcnn.perf import chips
 
 REFERENCES_PATH = Path(__file__).with_name("published_references.json")
 OVERHEADS_PATH = Path(__file__).with_name("published_overheads.json")
@@ -210,7 +211,7 @@ def _check_price(row: Price, file: str) -> None:
     where = f"{file}: row {row.id!r}"
     if not _ID.fullmatch(row.id):
         raise DataError(f"{where}: id must be a slug of a-z, 0-9 and '-'")
-    if row.chip is not None and devices.chip_name(row.chip) != row.chip:
+    if row.chip is not None and chips.chip_name(row.chip) != row.chip:
         raise DataError(f"{where}: chip {row.chip!r} is not a name in jaxcnn.devices' chip table")
     if not _URL.fullmatch(row.source_url):
         raise DataError(f"{where}: source_url must be an http(s) URL")
@@ -305,7 +306,7 @@ def _check_reference(row: Reference, file: str) -> None:
     where = f"{file}: row {row.id!r}"
     if not _ID.fullmatch(row.id):
         raise DataError(f"{where}: id must be a slug of a-z, 0-9 and '-'")
-    if devices.chip_name(row.chip) != row.chip and row.chip not in CHIPS_NOT_IN_TABLE:
+    if chips.chip_name(row.chip) != row.chip and row.chip not in CHIPS_NOT_IN_TABLE:
         raise DataError(
             f"{where}: chip {row.chip!r} is neither a name in jaxcnn.devices' chip table nor "
             f"in references.CHIPS_NOT_IN_TABLE"

@@ -1,7 +1,7 @@
 """python -m experiments.repredict RECORDS_FILE [--again KIND] [--target NAME]
 [--measured-only]: give the records made before records carried their step's kernels
 those kernels, by compiling the step again here, so the per-kernel model predicts them
-too (and, with --again, read again the kernels of a kind jaxcnn.kernels now reads
+too (and, with --again, read again the kernels of a kind jaxcnn.perf.hlo now reads
 differently):
 
 - measured CPU records that carry a roofline prediction: the per-kernel model's error on
@@ -16,7 +16,7 @@ placed on this machine's CPU devices, or on the target's abstract devices, again
 abstract inputs, with the jax, jaxlib and target compiler (libtpu, the CUDA plugin) the
 record names: a record made by another version is left alone (its program may differ),
 and so is one whose step cannot be compiled here (pmap needs real arrays).
-Each rewritten record gains `kernels` (jaxcnn.kernels.summarize of the program it timed:
+Each rewritten record gains `kernels` (jaxcnn.perf.hlo.summarize of the program it timed:
 the train step, or with the device loop the whole-epoch program) and `kernels_source`
 {"program", "steps" one run of it takes, "recompiled": when, "jax": version}; its measured
 values and its
@@ -49,7 +49,7 @@ from experiments.cli_options import OneLineParser
 from experiments.migrate_records import rewrite_lines
 from experiments.tables import one_line_warning
 from experiments.workload import Workload
-from jaxcnn.kernels import KINDS
+from jaxcnn.perf.hlo import KINDS
 
 # How often a long repredict writes what it has compiled (a TPU target's records take
 # hours): a run stopped by anything the process cannot catch loses at most this much.
@@ -64,7 +64,7 @@ def needs_kernels(
 ) -> str | None:
     """Why `record` is not recompiled here, or None when it is. With `again` (a kernel
     kind), a record with kernels of that kind is compiled again: what to do when
-    jaxcnn.kernels changes how it reads that kind of kernel. That is every measured
+    jaxcnn.perf.hlo changes how it reads that kind of kernel. That is every measured
     record (its kernels read when it ran, or given by this command) and the compile-only
     records this command gave kernels; a compile-only record's own kernels, read when a
     target compiled it, are left (a target's compile takes minutes: `--target` first).
@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KIND",
         choices=KINDS,
         help="also compile again the records this command gave kernels of this kind "
-        "(after jaxcnn.kernels changed how it reads them)",
+        "(after jaxcnn.perf.hlo changed how it reads them)",
     )
     parser.add_argument(
         "--target",

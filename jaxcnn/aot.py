@@ -4,14 +4,14 @@ and what its compiler and the per-kernel model say of it.
     state = aot.abstract_state(MyCNN(), jaxcnn.make_optimizer("adam"), (32, 32, 3))
     batch = aot.abstract_batch(256, (32, 32, 3))
     result = jaxcnn.compile_for("tpu-v5e-1", state, batch)
-    result.fits, result.memory.total_bytes, result.prediction["step_time_s"]
+    result.fits, result.memory.total_bytes, result.prediction.device_step_s
 
 Nothing runs and no array is made: the state and batch are shapes and dtypes
 (jax.ShapeDtypeStruct, or arrays, whose shapes are taken), the devices are the target
 compiler's compile-only devices, and the step is placed as a real run places it
 (jaxcnn.parallel). What the compiler says (whether it compiles, memory per device by
 part, its cost analysis, its kernels) is the compiler's own; the step time is the
-per-kernel model's prediction (jaxcnn.prediction), labelled with its method, the
+per-kernel model's prediction (jaxcnn.perf.predict.Prediction), labelled with its method, the
 constants' version and their error band, never a measurement. Nothing here prints: a
 `progress` callback gets one line as each compile starts and ends.
 """
@@ -31,10 +31,11 @@ import numpy as np
 import optax
 
 from jaxcnn import flops as flops_lib
-from jaxcnn import kernels as kernels_lib
 from jaxcnn import parallel, targets, train
-from jaxcnn import prediction as prediction_lib
 from jaxcnn.errors import UsageError
+from jaxcnn.perf import hlo, price
+from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import predict as predict_lib
 
 # The programs a placement compiles: its train step, its eval step, and its whole-epoch
 # loop (jaxcnn.epochs), the last compiled for EPOCH_STEPS steps of its scan.
@@ -90,14 +91,14 @@ def memory(compiled: Any) -> Memory:
     return Memory(**parts, total_bytes=total)
 
 
-def kernels(compiled: Any) -> list[kernels_lib.Kernel]:
-    """`compiled`'s kernels (jaxcnn.kernels), kernels alike in all but name merged, the
+def kernels(compiled: Any) -> list[hlo.Kernel]:
+    """`compiled`'s kernels (jaxcnn.perf.hlo), kernels alike in all but name merged, the
     heaviest first (what a record's `kernels` summary holds), read as the platform's
     compiler wrote them (its devices say which)."""
     shardings = jax.tree.leaves(compiled.input_shardings)
     platform = next(iter(shardings[0].device_set)).platform if shardings else None
-    found = kernels_lib.kernels(compiled.as_text(), platform)
-    return kernels_lib.from_summary(kernels_lib.summarize(found))
+    found = hlo.kernels(compiled.as_text(), platform)
+    return hlo.from_summary(hlo.summarize(found))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,11 +121,11 @@ class CompiledStep:
     fits: bool | None
     flops: int  # one step's FLOPs counted from its jaxpr (jaxcnn.flops), all devices
     xla_flops_per_device: float | None  # the compiler's count; None where it gives none
-    # PREDICTED, not measured: jaxcnn.prediction.predict's block for one step on one
-    # device ("method", "step_time_s", "error_band", ...); None where the model cannot
-    # price the program (a chip without vendor figures, no constants for its platform).
-    prediction: dict[str, Any] | None
-    kernels: tuple[kernels_lib.Kernel, ...]  # the train step's, merged (`kernels`)
+    # PREDICTED, not measured: one step on one device (its device step, loop step,
+    # band or None: unvalidated; `as_record()` is a record's block); None where the model
+    # cannot price the program (a chip without vendor figures, no constants for it).
+    prediction: predict_lib.Prediction | None
+    kernels: tuple[hlo.Kernel, ...]  # the train step's, merged (`kernels`)
     compile_seconds: dict[str, float]  # per program compiled, in the order compiled
     # The compiler's refusal as raised (the first line of which is `message`), and the
     # compiled programs by name (jax.stages.Compiled: as_text(), cost_analysis(), ...).
@@ -401,28 +402,28 @@ def compile_for(
 
 
 def _predicted(
-    ks: list[kernels_lib.Kernel],
+    ks: list[hlo.Kernel],
     batch: Mapping[str, Any],
     devices: Sequence[jax.Device],
     target: targets.Target,
     placement: str,
-) -> dict[str, Any] | None:
+) -> predict_lib.Prediction | None:
     """The per-kernel model's prediction of one step on one of `devices` at its chip's
     vendor rates, with the host's side of a step loop (one device's share of `batch`
     over the chip's host link; the loop's host parts, which depend on the caller's own
     loop and data, left out and named); None where a kernel cannot be priced."""
-    rates = prediction_lib.rates(devices[0], target.devices_per_chip)
+    rates = price.rates(devices[0], target.devices_per_chip)
     nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
     rows = next(iter(batch.values())).shape[0]
-    host = prediction_lib.host_side(
+    host = host_lib.host_side(
         measured=None,  # a library caller's loop, model and data: not measured here
-        dispatch_s=prediction_lib.measured_dispatch(placement),
+        dispatch_s=host_lib.measured_dispatch(placement, predict_lib.constants()),
         batch_bytes=nbytes // len(devices),
         host_link_bytes_per_s=rates.get("host_link_bytes_per_s"),
         platform=target.platform,
     )
     try:
-        return prediction_lib.predict(
+        return predict_lib.predict(
             ks,
             rates,
             devices[0].platform,

@@ -34,8 +34,8 @@ from typing import Any
 
 import jax
 
-from jaxcnn.kernels import in_bounds_taps
 from jaxcnn.onednn import TARGET_PREFIX
+from jaxcnn.perf.hlo import in_bounds_taps
 
 DOT = "dot_general"
 CONV = "conv_general_dilated"

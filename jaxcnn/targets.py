@@ -31,9 +31,9 @@ from typing import Any
 
 import jax
 
-from jaxcnn import devices as devices_lib
 from jaxcnn import host_memory
 from jaxcnn.errors import UsageError, first_line, unknown_name
+from jaxcnn.perf import chips
 
 INSTALL = 'pip install -e ".[targets]"'
 SPECS = Path(__file__).parent / "gpu_specs"
@@ -181,7 +181,7 @@ def matching(device_kind: str, count: int) -> Target | None:
     to pair its measured records with their prediction: Kaggle's two T4s are
     gpu-t4x2), else one of them (the one-device target, what a one-device workload
     runs on), or None."""
-    chip = devices_lib.chip_name(device_kind)
+    chip = chips.chip_name(device_kind)
     found = [t for t in TARGETS.values() if t.chip == chip and t.devices in (count, 1)]
     return max(found, key=lambda t: t.devices == count, default=None)
 
@@ -215,12 +215,12 @@ def describe(target: Target) -> dict[str, Any]:
     the compiler's memory analysis is per) where a chip is several devices, and what a
     JAX program may use of it by default (what `fits` compares with)."""
     kind = target.kind
-    memory = devices_lib.vendor_memory_bytes(kind)
+    memory = chips.fact(kind, "memory_bytes")
     per_device = None if memory is None else memory // target.devices_per_chip
     peaks = {
-        p: devices_lib.vendor_peak_tflops(kind, p)
+        p: chips.peak_tflops(kind, p)
         for p in ("fp32", "tf32", "bf16", "fp16")
-        if devices_lib.vendor_peak_tflops(kind, p) is not None
+        if chips.peak_tflops(kind, p) is not None
     }
     return {
         "name": target.name,
@@ -238,7 +238,7 @@ def describe(target: Target) -> dict[str, Any]:
         "usable_bytes_per_device": (
             None if per_device is None else int(per_device * USABLE_FRACTION[target.platform])
         ),
-        "bandwidth_bytes_per_s": devices_lib.vendor_bandwidth(kind),
+        "bandwidth_bytes_per_s": chips.fact(kind, "bandwidth"),
         "peak_tflops": peaks,
     }
 

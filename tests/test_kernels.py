@@ -1,4 +1,5 @@
-"""jaxcnn.kernels: the launched kernels of a compiled program and their modelled time.
+"""jaxcnn.perf.hlo: the launched kernels of a compiled program; jaxcnn.perf.price: their
+modelled time.
 
 Hand-written HLO with known answers, then real compiled programs: four stored under
 tests/data/ (mnist_cnn at batch 128, compiled here by `python tests/test_kernels.py
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import needs_extra
 
-from jaxcnn import kernels as K
+from jaxcnn.perf import hlo as K
+from jaxcnn.perf import price
 
 DATA = Path(__file__).resolve().parent / "data"
 MNIST_PARAMS = 225_034  # mnist_cnn's trainable parameters (models.param_counts; checked below)
@@ -182,11 +184,17 @@ def test_each_condition_of_xla_cpus_library_path_is_read(change):
 def test_an_elemental_convolution_runs_at_its_own_fraction_of_peak():
     costs = dataclasses.replace(COSTS, elemental_conv_efficiency=0.01)
     loops = kernel("elemental_conv", 1e9, 1e6, "f32")
-    assert K.step_time([loops], costs)["seconds"] == pytest.approx(1e9 / (1e12 * 0.01) + 1e-6)
+    assert price.step_time([loops], RATES, costs)["seconds"] == pytest.approx(
+        1e9 / (1e12 * 0.01) + 1e-6
+    )
     library = kernel("conv", 1e9, 1e6, "f32")
-    assert K.step_time([library], costs)["seconds"] == pytest.approx(1e9 / (1e12 * 0.5) + 1e-6)
+    assert price.step_time([library], RATES, costs)["seconds"] == pytest.approx(
+        1e9 / (1e12 * 0.5) + 1e-6
+    )
     # Without its own constant (a platform that has none), it is priced as any other.
-    assert K.step_time([loops], COSTS)["seconds"] == pytest.approx(1e9 / (1e12 * 0.5) + 1e-6)
+    assert price.step_time([loops], RATES, COSTS)["seconds"] == pytest.approx(
+        1e9 / (1e12 * 0.5) + 1e-6
+    )
 
 
 def test_a_compiled_step_is_read_as_its_devices_platform_compiled_it():
@@ -492,14 +500,12 @@ def test_text_without_an_entry_computation_is_one_clear_error():
 
 # --- The model ------------------------------------------------------------------------
 
-COSTS = K.KernelCosts(
-    peak_flops_per_s={"f32": 1e12, "bf16": 4e12},
-    bytes_per_s=1e11,
-    compute_efficiency=0.5,
-    memory_efficiency=0.8,
-    kernel_overhead_s=1e-6,
-    interconnect_bytes_per_s=1e9,
-)
+RATES = {
+    "peak_flops_per_s": {"f32": 1e12, "bf16": 4e12},
+    "bytes_per_s": 1e11,
+    "interconnect_bytes_per_s": 1e9,
+}
+COSTS = price.Constants(compute_efficiency=0.5, memory_efficiency=0.8, kernel_overhead_s=1e-6)
 
 
 def kernel(kind="fusion", flops=0.0, nbytes=0.0, dtype=None, count=1, moved=0.0) -> K.Kernel:
@@ -507,7 +513,7 @@ def kernel(kind="fusion", flops=0.0, nbytes=0.0, dtype=None, count=1, moved=0.0)
 
 
 def test_a_compute_bound_kernel_takes_its_flops_at_the_efficient_peak_plus_a_launch():
-    t = K.step_time([kernel("gemm", 1e9, 1e6, "f32")], COSTS)
+    t = price.step_time([kernel("gemm", 1e9, 1e6, "f32")], RATES, COSTS)
     # compute 1e9 / (1e12 * 0.5) = 2 ms; memory 1e6 / (1e11 * 0.8) = 12.5 us
     assert t["seconds"] == pytest.approx(2e-3 + 1e-6)
     assert t["compute_s"] == pytest.approx(2e-3) and t["memory_s"] == pytest.approx(12.5e-6)
@@ -515,35 +521,40 @@ def test_a_compute_bound_kernel_takes_its_flops_at_the_efficient_peak_plus_a_lau
 
 
 def test_the_peak_is_the_one_for_the_kernels_input_type():
-    t = K.step_time([kernel("conv", 1e9, 1e6, "bf16")], COSTS)
+    t = price.step_time([kernel("conv", 1e9, 1e6, "bf16")], RATES, COSTS)
     assert t["seconds"] == pytest.approx(1e9 / (4e12 * 0.5) + 1e-6)
 
 
 def test_a_memory_bound_kernel_takes_its_bytes_at_the_efficient_bandwidth():
-    t = K.step_time([kernel(nbytes=8e7, count=3)], COSTS)
+    t = price.step_time([kernel(nbytes=8e7, count=3)], RATES, COSTS)
     assert t["seconds"] == pytest.approx(3 * (8e7 / (1e11 * 0.8) + 1e-6))  # 3 x 1.001 ms
     assert t["kernels"] == 3 and t["overhead_s"] == pytest.approx(3e-6)
     assert t["bound_by"] == {"compute": 0, "memory": 3, "overhead": 0, "collective": 0}
 
 
 def test_a_tiny_kernel_costs_its_launch():
-    t = K.step_time([kernel(nbytes=8), kernel("gemm", 1000, 8, "f32")], COSTS)
+    t = price.step_time([kernel(nbytes=8), kernel("gemm", 1000, 8, "f32")], RATES, COSTS)
     assert t["seconds"] == pytest.approx(2e-6 + 8 / 8e10 + 1000 / 5e11)
     assert t["bound_by"] == {"compute": 0, "memory": 0, "overhead": 2, "collective": 0}
 
 
 def test_a_collective_adds_its_bytes_over_the_interconnect():
-    t = K.step_time([kernel("collective", 0, 8000, moved=6000)], COSTS)
+    t = price.step_time([kernel("collective", 0, 8000, moved=6000)], RATES, COSTS)
     assert t["seconds"] == pytest.approx(8000 / 8e10 + 1e-6 + 6000 / 1e9)
     assert t["collective_s"] == pytest.approx(6e-6) and t["bound_by"]["collective"] == 1
 
 
-def test_missing_constants_are_one_clear_error_each():
-    with pytest.raises(ValueError, match="computes in s8.*peak_flops_per_s"):
-        K.step_time([kernel("gemm", 1e6, 10, "s8")], COSTS)
-    alone = dataclasses.replace(COSTS, interconnect_bytes_per_s=None)
-    with pytest.raises(ValueError, match="interconnect_bytes_per_s"):
-        K.step_time([kernel("collective", 0, 10, moved=5)], alone)
+def test_missing_rates_and_bad_constants_are_one_clear_error_each():
+    with pytest.raises(ValueError, match="computes in s8: its rates give no peak"):
+        price.step_time([kernel("gemm", 1e6, 10, "s8")], RATES, COSTS)
+    # bf16 on a chip with no bf16 peak runs on f32's units, at f32's peak.
+    f32_only = {**RATES, "peak_flops_per_s": {"f32": 1e12}}
+    bf16 = price.step_time([kernel("gemm", 1e9, 0, "bf16")], f32_only, COSTS)
+    assert bf16["compute_s"] == pytest.approx(1e9 / (1e12 * 0.5))
+    # No interconnect figure (a CPU's devices, a TPU v2): collectives at the memory's rate.
+    alone = {**RATES, "interconnect_bytes_per_s": None}
+    moved = price.step_time([kernel("collective", 0, 10, moved=5)], alone, COSTS)
+    assert moved["collective_s"] == pytest.approx(5 / 1e11)
     with pytest.raises(ValueError, match="compute_efficiency"):
         dataclasses.replace(COSTS, compute_efficiency=0)
     # Above 1 is a rate a run measured that the kernels pass, not an error.
@@ -552,16 +563,16 @@ def test_missing_constants_are_one_clear_error_each():
 
 def test_a_kernel_that_fits_in_cache_moves_its_bytes_at_the_caches_rate():
     cached = dataclasses.replace(COSTS, cache_memory_efficiency=8.0)
-    small = kernel(nbytes=K.CACHE_BYTES, count=2)  # at the threshold: from cache
-    large = kernel(nbytes=K.CACHE_BYTES + 1)
-    t = K.step_time([small, large], cached)
-    in_cache = K.CACHE_BYTES / (1e11 * 8.0)
-    from_dram = (K.CACHE_BYTES + 1) / (1e11 * 0.8)
+    small = kernel(nbytes=price.CACHE_BYTES, count=2)  # at the threshold: from cache
+    large = kernel(nbytes=price.CACHE_BYTES + 1)
+    t = price.step_time([small, large], RATES, cached)
+    in_cache = price.CACHE_BYTES / (1e11 * 8.0)
+    from_dram = (price.CACHE_BYTES + 1) / (1e11 * 0.8)
     assert t["memory_s"] == pytest.approx(2 * in_cache + from_dram)
     assert t["seconds"] == pytest.approx(2 * in_cache + from_dram + 3e-6)
     # Without a cache efficiency (a GPU's, a TPU's), every kernel is priced at DRAM's.
-    plain = K.step_time([small, large], COSTS)
-    assert plain["memory_s"] == pytest.approx((3 * K.CACHE_BYTES + 1) / (1e11 * 0.8))
+    plain = price.step_time([small, large], RATES, COSTS)
+    assert plain["memory_s"] == pytest.approx((3 * price.CACHE_BYTES + 1) / (1e11 * 0.8))
 
 
 def test_library_calls_and_16_bit_float_fusions_move_their_bytes_at_their_own_rates():
@@ -571,18 +582,20 @@ def test_library_calls_and_16_bit_float_fusions_move_their_bytes_at_their_own_ra
         library_memory_efficiency=0.1,
         half_float_memory_efficiency=0.2,
     )
-    big = K.CACHE_BYTES * 4
+    big = price.CACHE_BYTES * 4
     gemm = kernel("gemm", 1, big, "f32")  # its bytes bound it: 1 FLOP
     half = kernel("fusion", 0, big, "bf16")
     small_half = kernel("fusion", 0, 1024, "bf16")  # its own rate, though it fits in cache
     plain = kernel("fusion", 0, big)
-    rates = [K.step_time([k], costs)["memory_s"] * 1e11 / k.bytes for k in (gemm, half)]
+    rates = [price.step_time([k], RATES, costs)["memory_s"] * 1e11 / k.bytes for k in (gemm, half)]
     assert rates == pytest.approx([1 / 0.1, 1 / 0.2])
-    assert K.step_time([small_half], costs)["memory_s"] == pytest.approx(1024 / (1e11 * 0.2))
+    assert price.step_time([small_half], RATES, costs)["memory_s"] == pytest.approx(
+        1024 / (1e11 * 0.2)
+    )
     # Positive control: an f32 fusion of the same size at the DRAM rate; and without the
     # two (a GPU's, a TPU's costs), every kernel is priced by its size alone.
-    assert K.step_time([plain], costs)["memory_s"] == pytest.approx(big / (1e11 * 0.8))
-    alike = K.step_time([gemm, half, plain], COSTS)["memory_s"]
+    assert price.step_time([plain], RATES, costs)["memory_s"] == pytest.approx(big / (1e11 * 0.8))
+    alike = price.step_time([gemm, half, plain], RATES, COSTS)["memory_s"]
     assert alike == pytest.approx(3 * big / (1e11 * 0.8))
 
 
@@ -608,9 +621,9 @@ def test_a_fusion_of_a_16_bit_float_type_says_which_and_an_f32_one_none():
 def test_a_library_convolution_pays_its_own_fixed_cost_apart_from_a_gemm():
     costs = dataclasses.replace(COSTS, library_overhead_s=5e-6, conv_overhead_s=2e-5)
     ks = [kernel("gemm", 1, 1, "f32"), kernel("conv", 1, 1, "f32", count=2), kernel(nbytes=1)]
-    assert K.step_time(ks, costs)["overhead_s"] == pytest.approx(5e-6 + 2 * 2e-5 + 1e-6)
+    assert price.step_time(ks, RATES, costs)["overhead_s"] == pytest.approx(5e-6 + 2 * 2e-5 + 1e-6)
     without = dataclasses.replace(costs, conv_overhead_s=None)
-    assert K.step_time(ks, without)["overhead_s"] == pytest.approx(3 * 5e-6 + 1e-6)
+    assert price.step_time(ks, RATES, without)["overhead_s"] == pytest.approx(3 * 5e-6 + 1e-6)
 
 
 # --- Real compiled programs -----------------------------------------------------------
@@ -674,8 +687,8 @@ def test_a_summary_is_json_and_gives_back_the_same_kernels_and_time():
     back = K.from_summary(rows)
     assert K.summarize(back) == rows
     assert K.totals(back) == K.totals(ks)
-    costs = dataclasses.replace(COSTS, peak_flops_per_s={"f32": 8e12, "bf16": 65e12})
-    time, time_back = K.step_time(ks, costs), K.step_time(back, costs)
+    rates = {**RATES, "peak_flops_per_s": {"f32": 8e12, "bf16": 65e12}}
+    time, time_back = price.step_time(ks, rates, COSTS), price.step_time(back, rates, COSTS)
     assert time_back.pop("bound_by") == time.pop("bound_by")
     assert time_back == pytest.approx(time)  # summed in another order
     noted = K.from_summary([[2, "custom", 0, 800, None, 0, "custom call X: flops unknown"]])

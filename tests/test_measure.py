@@ -18,7 +18,7 @@ from experiments.prepare import load_splits
 from experiments.runners import RunContext, run_workload
 from experiments.workload import BOUNDS, Workload
 from jaxcnn import loop, models, train
-from jaxcnn import prediction as prediction_lib
+from jaxcnn.perf import predict
 
 
 def _ordered(summary, n):
@@ -246,7 +246,7 @@ def test_an_ok_record_carries_every_measurement():
     predicted = record["prediction"]
     assert predicted["method"] == "per-kernel" and predicted["rates_source"] == "measured"
     assert predicted["kernels"] == launched
-    cpu = prediction_lib.family_constants("cpu")
+    cpu = predict.family_constants("cpu")
     assert predicted["step_time_s"] >= launched * cpu["kernel_overhead_s"]
     assert predicted["images_per_s"] == pytest.approx(8 / predicted["step_time_s"])
 
@@ -348,7 +348,8 @@ class _Chip:
 
 
 def test_predictions_prefer_measured_figures_and_keep_the_vendors_apart(monkeypatch):
-    monkeypatch.setattr(measure.devices_lib, "vendor_bandwidth", lambda kind: 1.5e12, raising=False)
+    a100 = measure.chips.find("NVIDIA A100-SXM4-40GB")._replace(bandwidth=1.5e12)
+    monkeypatch.setattr(measure.chips, "find", lambda kind: a100)
     ceiling = {"float32": {"tflops": 100.0}}
     both = measure.predictions(_COST, 128, _Chip(), "float32", ceiling, None)
     measured, vendor = both["prediction"], both["prediction_vendor"]

@@ -13,8 +13,10 @@ from conftest import needs_extra
 from experiments import compile_only, predictions, records
 from experiments.studies import COMPILE_STUDIES
 from experiments.workload import Workload
-from jaxcnn import devices, kernels, models, targets
-from jaxcnn import prediction as prediction_lib
+from jaxcnn import models, targets
+from jaxcnn.perf import chips
+from jaxcnn.perf import hlo as kernels
+from jaxcnn.perf import host as host_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_cuda_plugin = needs_extra("targets")  # the CUDA plugin compiles for the GPUs
@@ -48,26 +50,26 @@ def test_a_runtimes_gpus_pair_with_the_target_of_as_many():
     ],
 )
 def test_the_multi_gpu_chips_price_collectives_over_their_link(kind, link):
-    assert devices.vendor_interconnect(kind) == pytest.approx(link)
+    assert chips.fact(kind, "interconnect") == pytest.approx(link)
 
 
 def test_a100_80gb_and_h100_pcie_are_chips_of_their_own():
-    assert devices.chip_name("NVIDIA A100-SXM4-80GB") == "A100 80GB"
-    assert devices.chip_name("NVIDIA A100-SXM4-40GB") == "A100"
-    assert devices.chip_name("NVIDIA H100 PCIe") == "H100 PCIe"
-    assert devices.vendor_bandwidth("NVIDIA A100-SXM4-80GB") == 2039e9
-    assert devices.vendor_bandwidth("NVIDIA H100 PCIe") == 2000e9
+    assert chips.chip_name("NVIDIA A100-SXM4-80GB") == "A100 80GB"
+    assert chips.chip_name("NVIDIA A100-SXM4-40GB") == "A100"
+    assert chips.chip_name("NVIDIA H100 PCIe") == "H100 PCIe"
+    assert chips.fact("NVIDIA A100-SXM4-80GB", "bandwidth") == 2039e9
+    assert chips.fact("NVIDIA H100 PCIe", "bandwidth") == 2000e9
     for name in ("gpu-a100-80gb", "gpu-h100-pcie"):
         target = targets.get(name)
-        assert devices.chip_name(target.kind) == target.chip
+        assert chips.chip_name(target.kind) == target.chip
 
 
 def test_a_placement_over_devices_dispatches_no_faster_than_one_device():
     table = {"host": {"dispatch_s": {"single": 150e-6, "sharded": 90e-6, "pmap": 200e-6}}}
-    assert prediction_lib.measured_dispatch("sharded", table) == 150e-6
-    assert prediction_lib.measured_dispatch("pmap", table) == 200e-6  # its own, slower
-    assert prediction_lib.measured_dispatch("single", table) == 150e-6
-    assert prediction_lib.measured_dispatch("sharded", {"host": {"dispatch_s": {}}}) is None
+    assert host_lib.measured_dispatch("sharded", table) == 150e-6
+    assert host_lib.measured_dispatch("pmap", table) == 200e-6  # its own, slower
+    assert host_lib.measured_dispatch("single", table) == 150e-6
+    assert host_lib.measured_dispatch("sharded", {"host": {"dispatch_s": {}}}) is None
 
 
 def test_the_scaling_targets_study_compiles_one_batch_per_gpu_on_every_count():
@@ -116,7 +118,7 @@ def test_two_t4s_compile_the_step_with_its_gradient_all_reduce():
     grads = _param_bytes("mlp", width=8)
     assert grads <= moved <= grads + 64
     p = predictions.of(r)
-    assert p["collective_s"] == pytest.approx(moved / devices.vendor_interconnect("Tesla T4"))
+    assert p["collective_s"] == pytest.approx(moved / chips.fact("Tesla T4", "interconnect"))
 
 
 @needs_cuda_plugin

@@ -6,6 +6,7 @@ import jax
 import pytest
 
 from jaxcnn import devices
+from jaxcnn.perf import chips
 
 
 @dataclasses.dataclass
@@ -38,16 +39,16 @@ class _Chip:
     ],
 )
 def test_vendor_peaks_match_device_kinds(kind, chip, precision, tflops):
-    assert devices.chip_name(kind) == chip
-    assert devices.vendor_peak_tflops(kind, precision) == tflops
+    assert chips.chip_name(kind) == chip
+    assert chips.peak_tflops(kind, precision) == tflops
 
 
 def test_unknown_chips_and_precisions_have_no_peak():
-    assert devices.chip_name("cpu") is None
-    assert devices.vendor_peak_tflops("cpu", "fp32") is None
-    assert devices.vendor_peak_tflops("Tesla T4", "tf32") is None  # Turing has no TF32
-    assert devices.vendor_peak_tflops("TPU v4", "fp32") is None
-    assert devices.chip_name("NVIDIA L40S") is None  # not an L4
+    assert chips.chip_name("cpu") is None
+    assert chips.peak_tflops("cpu", "fp32") is None
+    assert chips.peak_tflops("Tesla T4", "tf32") is None  # Turing has no TF32
+    assert chips.peak_tflops("TPU v4", "fp32") is None
+    assert chips.chip_name("NVIDIA L40S") is None  # not an L4
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The per-kernel prediction: a chip's rates, the fitted constants, and the fit itself.
 
-The kernel reader (jaxcnn.kernels) has its own tests; here kernels are written by hand
+The kernel reader (jaxcnn.perf.hlo) has its own tests; here kernels are written by hand
 so every expected time is computed in the test from the constants it sets.
 """
 
@@ -20,8 +20,17 @@ import pytest
 from conftest import immutable, needs_extra
 
 from experiments import fit_predictions, predictions
-from jaxcnn import host_loop, prediction
-from jaxcnn.kernels import Kernel
+from jaxcnn import host_loop
+from jaxcnn.perf import fit as fit_lib
+from jaxcnn.perf import hlo, predict, price
+from jaxcnn.perf import host as host_lib
+from jaxcnn.perf.hlo import Kernel
+
+
+def _predicted(*args, **kwargs) -> dict | None:
+    """predict.predict's Prediction as the record block it writes."""
+    found = predict.predict(*args, **kwargs)
+    return None if found is None else found.as_record()
 
 
 def _band(median: float, worst: float, n: int) -> dict:
@@ -54,7 +63,7 @@ TABLE = {
 }
 
 
-DEVICE = prediction.DEVICE_STEP  # what the bands above were measured on (none says)
+DEVICE = predict.DEVICE_STEP  # what the bands above were measured on (none says)
 
 
 def _gemm(flops: float, nbytes: float, count: int = 1, dtype: str = "f32") -> Kernel:
@@ -63,11 +72,9 @@ def _gemm(flops: float, nbytes: float, count: int = 1, dtype: str = "f32") -> Ke
 
 def _log_steps(obs: list, constants: dict) -> np.ndarray:
     """Each observation's log step time as the per-kernel model prices it with `constants`."""
-    from jaxcnn import kernels
-
     return np.log(
         [
-            kernels.step_time(list(o.kernels), prediction.costs(o.rates, constants))["seconds"]
+            price.step_time(list(o.kernels), o.rates, price.Constants.of(constants))["seconds"]
             for o in obs
         ]
     )
@@ -101,20 +108,20 @@ def _assert_recovered_where_identifiable(obs: list, truth: dict, fitted: dict) -
 
 def test_vendor_rates_price_f32_at_the_precision_its_matmuls_run_in():
     # A100: f32 matmuls run as TF32 (156 TFLOP/s); T4 has no TF32: fp32 (8.1).
-    assert prediction.vendor_rates(A100)["peak_flops_per_s"]["f32"] == pytest.approx(156e12)
-    assert prediction.vendor_rates(A100)["peak_flops_per_s"]["bf16"] == pytest.approx(312e12)
-    assert prediction.vendor_rates(T4)["peak_flops_per_s"]["f32"] == pytest.approx(8.1e12)
-    assert prediction.vendor_rates(A100)["bytes_per_s"] == pytest.approx(1555e9)
+    assert price.vendor_rates(A100)["peak_flops_per_s"]["f32"] == pytest.approx(156e12)
+    assert price.vendor_rates(A100)["peak_flops_per_s"]["bf16"] == pytest.approx(312e12)
+    assert price.vendor_rates(T4)["peak_flops_per_s"]["f32"] == pytest.approx(8.1e12)
+    assert price.vendor_rates(A100)["bytes_per_s"] == pytest.approx(1555e9)
 
 
 def test_a_chip_of_two_devices_gives_each_half_its_rates():
-    one, half = prediction.vendor_rates(V3), prediction.vendor_rates(V3, devices_per_chip=2)
+    one, half = price.vendor_rates(V3), price.vendor_rates(V3, devices_per_chip=2)
     assert half["peak_flops_per_s"]["f32"] == pytest.approx(one["peak_flops_per_s"]["f32"] / 2)
     assert half["bytes_per_s"] == pytest.approx(one["bytes_per_s"] / 2)
 
 
 def test_measured_rates_come_from_the_run_and_say_so():
-    rates = prediction.measured_rates(
+    rates = price.measured_rates(
         {"float32": {"tflops": 0.2}, "bfloat16": {"tflops": None}}, {"bytes_per_s": 1e10}
     )
     assert rates == {
@@ -126,10 +133,10 @@ def test_measured_rates_come_from_the_run_and_say_so():
 
 
 def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_launch():
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     compute_bound = _gemm(flops=156e12 * 1e-3, nbytes=1e6)  # 1 ms at peak, 2 ms at 0.5
     memory_bound = _gemm(flops=0, nbytes=1555e9 * 1e-3, count=3)  # 1 ms at bw, 1.25 at 0.8
-    block = prediction.predict([compute_bound, memory_bound], rates, "gpu", 64, table=TABLE)
+    block = _predicted([compute_bound, memory_bound], rates, "gpu", 64, table=TABLE)
     expected = (2e-3 + 4e-6) + 3 * (1.25e-3 + 4e-6)
     assert block["step_time_s"] == pytest.approx(expected)
     assert block["images_per_s"] == pytest.approx(64 / expected)
@@ -143,59 +150,53 @@ def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_laun
 
 def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim():
     big = [_gemm(flops=2e9 * 64, nbytes=1e6)]  # 2 GFLOP per image at batch 64: large
-    rates = prediction.vendor_rates(A100)
-    seen = prediction.predict(big, rates, "gpu", 64, chip="A100", table=TABLE)
-    unseen = prediction.predict(big, rates, "gpu", 64, chip="T4", table=TABLE)
+    rates = price.vendor_rates(A100)
+    seen = _predicted(big, rates, "gpu", 64, chip="A100", table=TABLE)
+    unseen = _predicted(big, rates, "gpu", 64, chip="T4", table=TABLE)
     assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program", "quantity": DEVICE}
     assert unseen["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip", "quantity": DEVICE}
     # A small program (the control: the same chips) has no band: no small program was
     # measured, so it is unvalidated rather than shown with the large programs' band.
     small = [_gemm(flops=1e6 * 64, nbytes=1e6)]
-    block = prediction.predict(small, rates, "gpu", 64, chip="A100", table=TABLE)
+    block = _predicted(small, rates, "gpu", 64, chip="A100", table=TABLE)
     assert block["regime"] == "small" and block["error_band"] is None
     assert "unvalidated" in predictions.label(block)
     # the regime is per image on one device: the same kernels over 8 devices' batch
-    spread = prediction.predict(big, rates, "gpu", 8 * 64, devices=8, chip="A100", table=TABLE)
+    spread = _predicted(big, rates, "gpu", 8 * 64, devices=8, chip="A100", table=TABLE)
     assert spread["regime"] == "large"
 
 
 def test_a_step_is_never_faster_than_its_launches():
     # Tiny kernels: nothing but the fixed cost of launching each.
     tiny = [_gemm(flops=10, nbytes=10, count=58)]
-    block = prediction.predict(tiny, prediction.vendor_rates(A100), "gpu", 128, table=TABLE)
+    block = _predicted(tiny, price.vendor_rates(A100), "gpu", 128, table=TABLE)
     assert block["step_time_s"] >= 58 * 4e-6
 
 
 def test_bf16_kernels_run_at_the_bf16_peak_and_a_chip_without_one_at_f32s():
     flops = 1e12
-    a100 = prediction.predict(
-        [_gemm(flops, 0, dtype="bf16")], prediction.vendor_rates(A100), "gpu", 1, table=TABLE
+    a100 = _predicted(
+        [_gemm(flops, 0, dtype="bf16")], price.vendor_rates(A100), "gpu", 1, table=TABLE
     )
-    t4 = prediction.predict(
-        [_gemm(flops, 0, dtype="bf16")], prediction.vendor_rates(T4), "gpu", 1, table=TABLE
-    )
+    t4 = _predicted([_gemm(flops, 0, dtype="bf16")], price.vendor_rates(T4), "gpu", 1, table=TABLE)
     assert a100["compute_s"] == pytest.approx(flops / (312e12 * 0.5))
     assert t4["compute_s"] == pytest.approx(flops / (8.1e12 * 0.5))  # no bf16 units on a T4
 
 
 def test_no_prediction_for_a_platform_without_constants_or_a_chip_without_rates():
     k = [_gemm(1e9, 1e6)]
-    assert prediction.predict(k, prediction.vendor_rates(A100), "tpu", 1, table=TABLE) is None
+    assert _predicted(k, price.vendor_rates(A100), "tpu", 1, table=TABLE) is None
     unknown = SimpleNamespace(platform="gpu", device_kind="NVIDIA L40S", compute_capability=None)
-    assert prediction.predict(k, prediction.vendor_rates(unknown), "gpu", 1, table=TABLE) is None
+    assert _predicted(k, price.vendor_rates(unknown), "gpu", 1, table=TABLE) is None
 
 
 def test_the_committed_constants_have_every_platform_and_a_version():
-    table = prediction.constants()
+    table = predict.constants()
     assert set(table["families"]) >= {"cpu", "gpu", "tpu"}
     for platform, family in table["families"].items():
         # Against a datasheet's rates at most 1; against a CPU's measured ceiling, which
-        # the step's larger GEMMs pass, up to fit_predictions.MEASURED_RATE_BOUNDS.
-        most = (
-            1
-            if platform != "cpu"
-            else fit_predictions.MEASURED_RATE_BOUNDS["compute_efficiency"][1]
-        )
+        # the step's larger GEMMs pass, up to fit_lib.MEASURED_RATE_BOUNDS.
+        most = 1 if platform != "cpu" else fit_lib.MEASURED_RATE_BOUNDS["compute_efficiency"][1]
         assert 0 < family["compute_efficiency"] <= most
         assert 0 < family["memory_efficiency"] <= 1
         assert family["kernel_overhead_s"] >= 0
@@ -269,50 +270,46 @@ MORE_CELLS = ((2e12, 1e7, 1), (1e7, 3e9, 2))
 
 
 def _observation(flops: float, nbytes: float, count: int, truth: dict, i: int):
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     k = (_gemm(flops, nbytes, count),)
-    costs = prediction.costs(rates, truth)
-    from jaxcnn import kernels
-
-    seconds = kernels.step_time(list(k), costs)["seconds"]
-    return fit_predictions.Observation(f"cell {i}", "gpu", k, rates, 1, seconds, f"test {i}")
+    costs = price.Constants.of(truth)
+    seconds = price.step_time(list(k), rates, costs)["seconds"]
+    return fit_lib.Observation(f"cell {i}", "gpu", k, rates, 1, seconds, f"test {i}")
 
 
 def test_the_fit_recovers_the_constants_that_made_its_observations():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = [*CELLS, *MORE_CELLS]
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    fitted = fit_predictions.fit_platform("gpu", obs)
+    fitted = fit_lib.fit_platform("gpu", obs)
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02)
     assert fitted["error"]["median"] < 0.02 and fitted["error"]["observations"] == len(cells)
-    assert fitted["error"]["quantity"] == prediction.DEVICE_STEP  # what it was measured on
+    assert fitted["error"]["quantity"] == predict.DEVICE_STEP  # what it was measured on
 
 
 def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
-    from jaxcnn import kernels
-
     truth = {
         "compute_efficiency": 0.4,
         "memory_efficiency": 0.7,
         "kernel_overhead_s": 5e-6,
         "elemental_conv_efficiency": 0.02,
     }
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     # A CPU's GEMMs are library calls with their own fixed cost and bytes' rate: two more
     # constants to fit.
     cells = [*CELLS, *MORE_CELLS, (3e8, 2e8, 5)]
     obs = []
     for i, (f, b, n) in enumerate(cells):
-        ks = (_gemm(f, b, n), kernels.Kernel("loops", "elemental_conv", f / 10, b, "f32", 1))
-        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
-        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
-    fitted = fit_predictions.fit_platform("cpu", obs)
+        ks = (_gemm(f, b, n), Kernel("loops", "elemental_conv", f / 10, b, "f32", 1))
+        seconds = price.step_time(list(ks), rates, price.Constants.of(truth))["seconds"]
+        obs.append(fit_lib.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+    fitted = fit_lib.fit_platform("cpu", obs)
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02)
     # Without such kernels the constant is not made up: the platform has none.
     plain = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    assert fit_predictions.fit_platform("gpu", plain)["elemental_conv_efficiency"] is None
+    assert fit_lib.fit_platform("gpu", plain)["elemental_conv_efficiency"] is None
 
 
 def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
@@ -323,17 +320,17 @@ def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
     cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     vendor = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
     measured = [dataclasses.replace(o, rates={**o.rates, "source": "measured"}) for o in vendor]
-    assert fit_predictions.fit_platform("cpu", measured)["compute_efficiency"] == pytest.approx(
+    assert fit_lib.fit_platform("cpu", measured)["compute_efficiency"] == pytest.approx(
         1.4, rel=0.02
     )
-    assert fit_predictions.fit_platform("gpu", vendor)["compute_efficiency"] <= 1.0
+    assert fit_lib.fit_platform("gpu", vendor)["compute_efficiency"] <= 1.0
 
 
 def test_held_out_observations_are_predicted_but_not_fitted():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    wild = fit_predictions.Observation(
+    wild = fit_lib.Observation(
         "wild",
         "gpu",
         obs[0].kernels,
@@ -343,7 +340,7 @@ def test_held_out_observations_are_predicted_but_not_fitted():
         "test wild",
         held_out="a caveat",
     )
-    fitted = fit_predictions.fit_platform("gpu", [*obs, wild])
+    fitted = fit_lib.fit_platform("gpu", [*obs, wild])
     assert fitted["compute_efficiency"] == pytest.approx(0.4, rel=0.02)  # untouched by it
     row = next(r for r in fitted["observations"] if r["label"] == "wild")
     assert row["held_out"] == "a caveat" and row["predicted_s"] == pytest.approx(
@@ -354,16 +351,14 @@ def test_held_out_observations_are_predicted_but_not_fitted():
 def _published(truth: dict, loop_s: float) -> list:
     """Published observations of one GEMM at several batches (a batch scales its work),
     each step plus `loop_s` of its run's loop."""
-    from jaxcnn import kernels
-
-    rates = prediction.vendor_rates(A100)
-    costs = prediction.costs(rates, truth)
+    rates = price.vendor_rates(A100)
+    costs = price.Constants.of(truth)
     obs = []
     for i, batch in enumerate((16, 32, 64, 128, 256, 512, 1024)):
         k = (_gemm(2e10 * batch, 4e7 * batch * (1 + i % 3), 40),)
-        seconds = kernels.step_time(list(k), costs)["seconds"] + loop_s
+        seconds = price.step_time(list(k), rates, costs)["seconds"] + loop_s
         obs.append(
-            fit_predictions.Observation(
+            fit_lib.Observation(
                 f"ref {i}", "gpu", k, rates, batch, seconds, f"reference {i}", published=True
             )
         )
@@ -373,7 +368,7 @@ def _published(truth: dict, loop_s: float) -> list:
 def test_a_published_runs_loop_cost_is_fitted_and_kept_where_the_figures_show_one():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     fixed = {"kernel_overhead_s": (5e-6, "held")}
-    fitted = fit_predictions.fit_platform("gpu", _published(truth, 0.03), fixed)
+    fitted = fit_lib.fit_platform("gpu", _published(truth, 0.03), fixed)
     assert fitted["loop_choice"]["kept"] is True
     assert fitted["published_loop_step_s"] == pytest.approx(0.03, rel=0.02)
     assert fitted["compute_efficiency"] == pytest.approx(0.4, rel=0.02)
@@ -381,7 +376,7 @@ def test_a_published_runs_loop_cost_is_fitted_and_kept_where_the_figures_show_on
     row = fitted["observations"][0]
     assert row["predicted_s"] == pytest.approx(row["measured_s"], rel=0.02)  # loop included
     # The control: figures with no such cost do not keep one.
-    plain = fit_predictions.fit_platform("gpu", _published(truth, 0.0), fixed)
+    plain = fit_lib.fit_platform("gpu", _published(truth, 0.0), fixed)
     assert plain["loop_choice"]["kept"] is False and plain["published_loop_step_s"] is None
     assert plain["compute_efficiency"] == pytest.approx(0.4, rel=0.02)
 
@@ -389,12 +384,12 @@ def test_a_published_runs_loop_cost_is_fitted_and_kept_where_the_figures_show_on
 def test_measured_steps_are_never_given_a_published_runs_loop_cost():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     measured = [dataclasses.replace(o, published=False) for o in _published(truth, 0.03)]
-    fitted = fit_predictions.fit_platform("gpu", measured)
+    fitted = fit_lib.fit_platform("gpu", measured)
     assert fitted["published_loop_step_s"] is None and fitted["loop_choice"] is None
 
 
 def test_a_platform_with_too_few_observations_says_its_constants_are_assumed():
-    fitted = fit_predictions.fit_platform("tpu", [])
+    fitted = fit_lib.fit_platform("tpu", [])
     assert fitted["basis"].startswith("assumed") and fitted["error"] is None
     assert not math.isnan(fitted["compute_efficiency"])
 
@@ -408,9 +403,9 @@ def test_the_fit_is_reproducible_from_the_committed_references_and_records():
 
     results = Path(__file__).parent.parent / "results"
     again = fit_predictions.fit(records.load(results), references.load())
-    committed = json.loads(prediction.CONSTANTS_FILE.read_text())
+    committed = json.loads(predict.CONSTANTS_FILE.read_text())
     for platform, family in committed["families"].items():
-        for name in fit_predictions.PARAMETERS:
+        for name in fit_lib.PARAMETERS:
             if family[name] is None:  # a constant the platform has none of
                 assert again["families"][platform][name] is None
             else:
@@ -427,16 +422,14 @@ DATA = Path(__file__).resolve().parent / "data"
 def _program(name: str) -> list[Kernel]:
     import gzip
 
-    from jaxcnn import kernels
-
-    return kernels.kernels(gzip.decompress((DATA / f"{name}.hlo.gz").read_bytes()).decode())
+    return hlo.kernels(gzip.decompress((DATA / f"{name}.hlo.gz").read_bytes()).decode())
 
 
 def test_a_gpu_prediction_prices_memory_traffic_and_launches_not_flops_alone():
     # The roofline of a deviceless XLA:GPU compile had no bytes (no cost analysis) and
     # priced mnist_cnn's step at its FLOPs over the T4's peak alone.
     ks = _program("gpu-t4_mnist_train")
-    block = prediction.predict(ks, prediction.vendor_rates(T4), "gpu", 128, table=TABLE)
+    block = _predicted(ks, price.vendor_rates(T4), "gpu", 128, table=TABLE)
     flops = sum(k.flops * k.count for k in ks)
     flops_only = flops / 8.1e12
     assert block["memory_s"] > 0 and block["overhead_s"] == pytest.approx(58 * 4e-6)
@@ -448,7 +441,7 @@ def test_a_small_models_step_is_priced_by_its_launches():
     # mnist_cnn on a T4: 58 kernels; the roofline said 9 M images/s on an A100 (1.8 us a
     # step), less than the launches of its kernels take.
     ks = _program("gpu-t4_mnist_train")
-    block = prediction.predict(ks, prediction.vendor_rates(A100), "gpu", 128, table=TABLE)
+    block = _predicted(ks, price.vendor_rates(A100), "gpu", 128, table=TABLE)
     assert block["step_time_s"] >= 58 * TABLE["families"]["gpu"]["kernel_overhead_s"]
     assert block["images_per_s"] < 128 / (58 * 4e-6)
 
@@ -461,15 +454,15 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
     # (FLOPs over peak) grew exactly with the batch.
     from experiments import compile_only
     from experiments.workload import Workload
-    from jaxcnn import kernels, targets
+    from jaxcnn import targets
 
     devices = list(targets.abstract_devices(targets.get("gpu-t4")))
     times = {}
     for batch in (16, 128):
         workload = Workload(model="mnist_cnn", batch_size=batch, kind="compile", target="gpu-t4")
         program, _ = compile_only.step_program(workload, devices)
-        ks = kernels.kernels(program.as_text())
-        block = prediction.predict(ks, prediction.vendor_rates(T4), "gpu", batch, table=TABLE)
+        ks = hlo.kernels(program.as_text())
+        block = _predicted(ks, price.vendor_rates(T4), "gpu", batch, table=TABLE)
         times[batch] = block["step_time_s"]
     assert 1 < times[128] / times[16] < 0.75 * 8
 
@@ -517,7 +510,7 @@ def _compile_record(batch: int, precision: str = "f32", seconds: float = 0.2) ->
 
 
 def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeypatch):
-    monkeypatch.setattr(prediction, "constants", lambda path=None: TABLE)
+    monkeypatch.setattr(predict, "constants", lambda path=None: TABLE)
     records = [_compile_record(128), _compile_record(256), _compile_record(256, "bf16")]
     [row] = predictions.versus_published(records, [_reference()])
     assert row["record"] is records[1]  # same chip, model, precision, batch per chip
@@ -530,9 +523,7 @@ def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeyp
 
 def test_a_published_figure_is_predicted_with_the_loop_cost_its_platform_kept(monkeypatch):
     gpu = {**TABLE["families"]["gpu"], "published_loop_step_s": 0.05}
-    monkeypatch.setattr(
-        prediction, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}}
-    )
+    monkeypatch.setattr(predict, "constants", lambda path=None: {**TABLE, "families": {"gpu": gpu}})
     [row] = predictions.versus_published([_compile_record(256)], [_reference()])
     step = 0.2 + 4e-6 + predictions.host_of(_compile_record(256), TABLE)["host_s"]
     assert row["predicted"] == pytest.approx(256 / (step + 0.05))
@@ -565,32 +556,6 @@ def test_the_reference_workload_is_the_chips_smallest_target_at_its_batch_per_ch
     assert v3.study == "references" and v3.kind == "compile"
 
 
-def test_the_error_line_names_the_constants_and_each_platforms_band():
-    line = predictions.error_line(
-        {
-            "version": "v1",
-            "families": {
-                "gpu": {
-                    "error": {
-                        "split": "chip",
-                        "splits": {
-                            "chip": {"regimes": {"large": _band(0.12, 0.4, 9), "small": None}}
-                        },
-                    }
-                },
-                "tpu": {"error": None},
-            },
-        }
-    )
-    assert "constants v1" in line
-    assert "GPUs, leave one chip out: large programs" in line
-    assert "median 12%, worst 40% over 9 observations; small programs" in line
-    assert "none observed, so unvalidated" in line  # the small programs: no band
-    assert "TPUs: constants assumed, no error band" in line
-
-
-# A record's `host_loop` as the runner writes it: 20 steps, one sync (its fetch 2 ms on
-# top of the every-step checks' 1 us), the other parts' medians.
 HOST_LOOP = {
     "steps": 20,
     "check_every": 50,
@@ -611,7 +576,7 @@ def _host(**more) -> dict:
     args = dict(
         measured=HOST_LOOP, dispatch_s=40e-6, batch_bytes=1_000_000, host_link_bytes_per_s=10e9
     )
-    return prediction.host_side(**{**args, **more})
+    return host_lib.host_side(**{**args, **more})
 
 
 def test_the_host_parts_per_step_are_the_medians_and_a_sync_spread_over_its_steps():
@@ -634,14 +599,14 @@ def test_the_step_loop_copies_its_batch_every_step_and_a_cpu_copies_nothing():
 
 
 def test_a_host_part_without_a_figure_is_left_out_and_named():
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]  # 1.25 ms at 0.8 of the bandwidth
     unknown = _host(measured=None, host_link_bytes_per_s=None)
-    block = prediction.predict(kernels, rates, "gpu", 64, host=unknown, table=TABLE)
+    block = _predicted(kernels, rates, "gpu", 64, host=unknown, table=TABLE)
     assert block["loop_left_out"] == [*host_loop.PARTS, host_loop.TRANSFER]
     assert block["loop_step_s"] == pytest.approx(block["device_step_s"])  # nothing added
     # The control: measured parts and a published link leave nothing out.
-    known = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    known = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
     assert known["loop_left_out"] == [] and known["loop_step_s"] > known["device_step_s"]
 
 
@@ -675,25 +640,23 @@ def test_the_host_overlaps_an_accelerator_and_adds_to_a_cpus_kernels():
 
 
 def test_an_epoch_is_its_loop_steps_and_the_device_loop_pays_one_call_per_epoch():
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
-    block = prediction.predict(
-        kernels, rates, "gpu", 64, host=_host(steps_per_epoch=100), table=TABLE
-    )
+    block = _predicted(kernels, rates, "gpu", 64, host=_host(steps_per_epoch=100), table=TABLE)
     assert block["epoch_s"] == pytest.approx(100 * block["loop_step_s"])
     assert block["epoch_steps"] == 100
     assert any("evaluation" in x for x in block["epoch_left_out"])
     assert block["device_loop_step_s"] == pytest.approx(block["device_step_s"] + 40e-6 / 100)
     # Where the dataset's size is unknown, neither is made up.
-    unknown = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    unknown = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
     assert unknown["epoch_s"] is None and unknown["device_loop_step_s"] is None
 
 
 def test_a_prediction_without_a_host_is_its_device_step_alone():
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
-    alone = prediction.predict(kernels, rates, "gpu", 64, table=TABLE)
-    whole = prediction.predict(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
+    alone = _predicted(kernels, rates, "gpu", 64, table=TABLE)
+    whole = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
     assert alone["step_time_s"] == alone["device_step_s"] == whole["device_step_s"]
     assert whole["step_time_s"] == whole["device_step_s"]  # step_time_s: the device step
     assert "loop_step_s" not in alone
@@ -720,8 +683,8 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
         _measured("compiled", "mlp", 32, "2026-11-25T00:00:09", compiled_not_run=True),
     ]
     host = fit_predictions.host_constants(loaded)
-    assert host["loop"][prediction.host_loop_key(loaded[0]["workload"])]["record"] == "new"
-    assert host["loop"][prediction.host_loop_key(loaded[2]["workload"])]["record"] == "other"
+    assert host["loop"][host_lib.host_loop_key(loaded[0]["workload"])]["record"] == "new"
+    assert host["loop"][host_lib.host_loop_key(loaded[2]["workload"])]["record"] == "other"
     assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
     # Another network under the same name (the MLP at another width) is its own entry.
     wide = _measured("wide", "mlp", 32, "2026-11-25T00:00:04")
@@ -732,7 +695,7 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
 def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
     from experiments import predictions as predictions_lib
 
-    key = prediction.host_loop_key(_compile_record(256)["workload"])
+    key = host_lib.host_loop_key(_compile_record(256)["workload"])
     table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
     found = predictions_lib.host_of(_compile_record(256), table)
     assert found["parts"] == host_loop.per_step(HOST_LOOP, found["steps_per_epoch"])
@@ -744,28 +707,10 @@ def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
     assert mine["parts"]["batch"] == 1.0
 
 
-def test_a_run_that_timed_jaxcnns_loop_is_compared_on_the_loop_step(monkeypatch):
-    from experiments import predictions as predictions_lib
-
-    monkeypatch.setattr(prediction, "constants", lambda path=None: TABLE)
-
-    run = {
-        **_compile_record(64),
-        "compiled_not_run": False,
-        "workload": {"model": "mnist_cnn", "precision": "f32", "batch_size": 64},
-        "host_loop": {**HOST_LOOP, "loop_step_s": 0.5},
-    }
-    [row] = predictions_lib.loop_vs_predicted([run, {**run, "host_loop": None}])
-    block = predictions_lib.of(run, TABLE)
-    assert row["measured_s"] == 0.5 and row["predicted_s"] == block["loop_step_s"]
-    assert row["ratio"] == pytest.approx(block["loop_step_s"] / 0.5)
-    assert block["loop_left_out"] == []  # its own host's parts, the A100's link
-
-
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
-    assert prediction.vendor_rates(T4)["host_link_bytes_per_s"] == pytest.approx(15.75e9, 1e-3)
-    assert prediction.vendor_rates(A100)["host_link_bytes_per_s"] == pytest.approx(31.5e9, 1e-3)
-    assert prediction.vendor_rates(V3)["host_link_bytes_per_s"] is None  # none published
+    assert price.vendor_rates(T4)["host_link_bytes_per_s"] == pytest.approx(15.75e9, 1e-3)
+    assert price.vendor_rates(A100)["host_link_bytes_per_s"] == pytest.approx(31.5e9, 1e-3)
+    assert price.vendor_rates(V3)["host_link_bytes_per_s"] is None  # none published
 
 
 def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
@@ -777,7 +722,7 @@ def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    fitted = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (1e-6, "held")})
+    fitted = fit_lib.fit_platform("gpu", obs, {"kernel_overhead_s": (1e-6, "held")})
     assert fitted["kernel_overhead_s"] == 1e-6
     assert fitted["fixed"] == {"kernel_overhead_s": {"value": 1e-6, "why": "held"}}
 
@@ -821,12 +766,12 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
         def write(self, text):
             raise BrokenPipeError(32, "Broken pipe")
 
-    constants = tmp_path / "prediction_constants.json"
-    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    constants = tmp_path / "constants.json"
+    monkeypatch.setattr(predict, "CONSTANTS_FILE", constants)
     truth = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
     cells = list(CELLS)
     obs = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    gpu = fit_predictions.fit_platform("gpu", obs, {"kernel_overhead_s": (5e-6, "held")})
+    gpu = fit_lib.fit_platform("gpu", obs, {"kernel_overhead_s": (5e-6, "held")})
     monkeypatch.setattr(
         fit_predictions,
         "fit",
@@ -840,55 +785,49 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
 
 
 def _split_errors(stack, fitted, *rest):
-    steps, untested = fit_predictions.held_out_steps(stack, fitted, *rest)
-    return fit_predictions.errors_of(steps, fitted), untested
+    steps, untested = fit_lib.held_out_steps(stack, fitted, *rest)
+    return fit_lib.errors_of(steps, fitted), untested
 
 
 # Chip A's five rows and chip B's two, B's matmul units reaching a quarter of A's.
 TWO_CHIPS_SEEN = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_overhead_s": 5e-6}
 
 
-def _two_chips() -> list[fit_predictions.Observation]:
-    from jaxcnn import kernels
-
-    rates = prediction.vendor_rates(A100)
+def _two_chips() -> list[fit_lib.Observation]:
+    rates = price.vendor_rates(A100)
     other = {**TWO_CHIPS_SEEN, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
     cells = list(CELLS)
     obs = []
     for chip, truth, chosen in (("A", TWO_CHIPS_SEEN, cells), ("B", other, cells[:1] + cells[3:4])):
         for i, (f, b, n) in enumerate(chosen):
             k = (_gemm(f, b, n),)
-            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
+            seconds = price.step_time(list(k), rates, price.Constants.of(truth))["seconds"]
             obs.append(
-                fit_predictions.Observation(
-                    f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip
-                )
+                fit_lib.Observation(f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip)
             )
     return obs
 
 
 def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
-    from jaxcnn import kernels
-
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     seen = TWO_CHIPS_SEEN
     obs = _two_chips()
     fixed = {
         "elemental_conv_efficiency": None,
-        fit_predictions.LOOP: None,
-        **dict.fromkeys(fit_predictions.PER_KIND_OVERHEADS),  # a GPU's: one fixed cost
-        fit_predictions.CACHE: None,  # and one memory efficiency
-        **dict.fromkeys(fit_predictions.OWN_RATE_KINDS),
+        fit_lib.LOOP: None,
+        **dict.fromkeys(fit_lib.PER_KIND_OVERHEADS),  # a GPU's: one fixed cost
+        fit_lib.CACHE: None,  # and one memory efficiency
+        **dict.fromkeys(fit_lib.OWN_RATE_KINDS),
     }
-    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
-    limits = dict(fit_predictions.BOUNDS)
+    stack = fit_lib.programs(obs)
+    limits = dict(fit_lib.BOUNDS)
     by_chip, untested = _split_errors(stack, obs, fixed, limits, "chip")
     assert untested == ["A"]  # without A, B's two rows cannot pin three constants
     assert {obs[i].chip for i, _ in by_chip} == {"B"}
     for i, error in by_chip:
         if obs[i].chip == "B":  # priced as chip A's data say: 4x too fast where compute-bound
             k = list(obs[i].kernels)
-            as_a = kernels.step_time(k, prediction.costs(rates, seen))["seconds"]
+            as_a = price.step_time(k, rates, price.Constants.of(seen))["seconds"]
             assert error == pytest.approx(abs(as_a / obs[i].measured_s - 1), rel=0.02)
             assert error > 0.5
     # The control: held out one at a time, each B row is priced by a fit that saw the other.
@@ -901,7 +840,7 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
 def test_a_compilers_own_estimate_gives_the_fixed_cost_per_op_it_implies():
     # Two small programs compiled for a TPU: 10 ops each, the compiler's estimate 1 us
     # per op above the kernels at the chip's full rates (memory-bound: 1 MB each).
-    rates = prediction.vendor_rates(V3)
+    rates = price.vendor_rates(V3)
     full = 10 * 1e6 / rates["bytes_per_s"]
     record = {
         "compiled_not_run": True,
@@ -940,10 +879,10 @@ def _measured_cpu_records(folder, count: int):
 def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
     tmp_path, monkeypatch, capsys
 ):
-    committed = json.loads(prediction.CONSTANTS_FILE.read_text())
-    constants = tmp_path / "prediction_constants.json"
-    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
-    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    committed = json.loads(predict.CONSTANTS_FILE.read_text())
+    constants = tmp_path / "constants.json"
+    constants.write_bytes(predict.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(predict, "CONSTANTS_FILE", constants)
     before = constants.read_bytes()
     (tmp_path / "empty").mkdir()
     for folder in (str(tmp_path / "empty"), _measured_cpu_records(tmp_path / "two", 2)):
@@ -970,9 +909,9 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
 def test_write_onto_an_immutable_constants_file_is_one_line_before_any_fit(
     tmp_path, monkeypatch, capsys
 ):
-    constants = tmp_path / "prediction_constants.json"
-    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
-    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    constants = tmp_path / "constants.json"
+    constants.write_bytes(predict.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(predict, "CONSTANTS_FILE", constants)
     before = constants.read_bytes()
     ten = _measured_cpu_records(tmp_path / "ten", 10)
     monkeypatch.setattr(fit_predictions, "fit", _must_not_fit)
@@ -996,9 +935,9 @@ def test_a_constants_file_made_immutable_during_the_fit_keeps_the_fit(
 ):
     """The file checked writable, then made immutable (chattr +i) before the write: the
     fit is written beside, in the temporary folder, in one line saying where."""
-    constants = tmp_path / "prediction_constants.json"
-    constants.write_bytes(prediction.CONSTANTS_FILE.read_bytes())
-    monkeypatch.setattr(prediction, "CONSTANTS_FILE", constants)
+    constants = tmp_path / "constants.json"
+    constants.write_bytes(predict.CONSTANTS_FILE.read_bytes())
+    monkeypatch.setattr(predict, "CONSTANTS_FILE", constants)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     before = constants.read_bytes()
@@ -1014,7 +953,7 @@ def test_a_constants_file_made_immutable_during_the_fit_keeps_the_fit(
     with contextlib.ExitStack() as stack:
         assert fit_predictions.main([ten, "--write"]) == 1
         assert constants.read_bytes() == before
-    (kept,) = tmp_path.glob("prediction_constants-*.json")
+    (kept,) = tmp_path.glob("constants-*.json")
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [
         f"error: could not replace {constants} (Operation not permitted): left as it was; "
@@ -1036,10 +975,10 @@ UNITS = {
 
 
 def _compute_s(device: SimpleNamespace, dtype: str, family: dict) -> float:
-    from jaxcnn import kernels
-
-    costs = prediction.costs(prediction.vendor_rates(device), family)
-    return kernels.step_time([_gemm(1e12, 1.0, dtype=dtype)], costs)["seconds"]
+    rates = price.vendor_rates(device)
+    return price.step_time([_gemm(1e12, 1.0, dtype=dtype)], rates, price.Constants.of(family))[
+        "seconds"
+    ]
 
 
 def test_a_gpus_fp32_pipes_and_tensor_cores_each_reach_their_own_fraction_of_peak():
@@ -1060,30 +999,28 @@ def test_a_gpus_fp32_pipes_and_tensor_cores_each_reach_their_own_fraction_of_pea
 
 
 def test_the_unit_of_each_precision():
-    assert prediction.unit("gpu", "fp32", "Tesla V100-SXM2-16GB") == "vector"
-    assert prediction.unit("gpu", "tf32", "NVIDIA L4") == "matrix"  # tf32 only 2x fp32 there
-    assert prediction.unit("gpu", "fp16", "Tesla T4") == "matrix"
-    assert prediction.unit("gpu", "fp16", "Tesla P100-PCIE-16GB") == "vector"
-    assert prediction.unit("tpu", "bf16", "TPU v3") == "matrix"
-    assert prediction.vendor_rates(T4)["units"] == {"f32": "vector", "f16": "matrix"}
+    assert price.unit("gpu", "fp32", "Tesla V100-SXM2-16GB") == "vector"
+    assert price.unit("gpu", "tf32", "NVIDIA L4") == "matrix"  # tf32 only 2x fp32 there
+    assert price.unit("gpu", "fp16", "Tesla T4") == "matrix"
+    assert price.unit("gpu", "fp16", "Tesla P100-PCIE-16GB") == "vector"
+    assert price.unit("tpu", "bf16", "TPU v3") == "matrix"
+    assert price.vendor_rates(T4)["units"] == {"f32": "vector", "f16": "matrix"}
     # Rates a CPU run measured say nothing of units: every kernel at compute_efficiency.
-    assert prediction.vector_dtypes(prediction.measured_rates({}, {})) == frozenset()
+    assert price.vector_dtypes(price.measured_rates({}, {})) == frozenset()
 
 
 def _unit_observations(chips: dict, cells=None) -> list:
     """Observations of hand-built gemms on each chip in `chips` ({name: (device,
     truth)}), timed by the per-unit model with that chip's own constants."""
-    from jaxcnn import kernels
-
     cells = cells or CELLS
     obs = []
     for chip, (device, truth) in chips.items():
-        rates = prediction.vendor_rates(device)
+        rates = price.vendor_rates(device)
         for i, (f, b, n) in enumerate(cells):
             k = (_gemm(f, b, n),)
-            seconds = kernels.step_time(list(k), prediction.costs(rates, truth))["seconds"]
+            seconds = price.step_time(list(k), rates, price.Constants.of(truth))["seconds"]
             obs.append(
-                fit_predictions.Observation(
+                fit_lib.Observation(
                     f"{chip}{i}", "gpu", k, rates, 1, seconds, "t", chip=chip, program=f"{chip}{i}"
                 )
             )
@@ -1105,7 +1042,7 @@ H100 = SimpleNamespace(
 
 def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_them():
     chips = {"A": (A100, TRUTH), "H": (H100, TRUTH), "V": (V100, TRUTH), "T": (T4, TRUTH)}
-    fitted = fit_predictions.fit_platform("gpu", _unit_observations(chips))
+    fitted = fit_lib.fit_platform("gpu", _unit_observations(chips))
     choice = fitted["unit_choice"]
     assert choice["kept"] is True and choice["with"]["untested_groups"] == []
     assert choice["with"]["median"] < 0.01 < choice["without"]["median"]
@@ -1114,9 +1051,7 @@ def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_th
     # With one chip of each kind of unit, a held-out chip has no other to take its
     # units' efficiency from: neither can be tested with it, and the fit keeps one
     # efficiency for every unit, which both can.
-    fitted = fit_predictions.fit_platform(
-        "gpu", _unit_observations({"A": chips["A"], "V": chips["V"]})
-    )
+    fitted = fit_lib.fit_platform("gpu", _unit_observations({"A": chips["A"], "V": chips["V"]}))
     assert fitted["unit_choice"]["kept"] is False
     assert fitted["unit_choice"]["with"]["untested_groups"] == ["A", "V"]
     assert fitted["unit_choice"]["without"]["untested_groups"] == []
@@ -1124,36 +1059,32 @@ def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_th
 
 
 def test_each_fitted_row_keeps_its_step_as_each_split_predicted_it_held_out():
-    from jaxcnn import kernels
-
-    rates = prediction.vendor_rates(A100)
+    rates = price.vendor_rates(A100)
     seen = TWO_CHIPS_SEEN
     obs = _two_chips()
-    rows = fit_predictions.fit_platform("gpu", obs)["observations"]
+    rows = fit_lib.fit_platform("gpu", obs)["observations"]
     for row, o in zip(rows, obs, strict=True):
-        held = row[fit_predictions.HELD_OUT_STEPS]
+        held = row[fit_lib.HELD_OUT_STEPS]
         if o.chip == "A":  # B's two rows cannot pin three constants: A is not held out
             assert held["chip"] is None
         else:  # priced as chip A's rows say, by a fit that never saw B's
-            as_a = kernels.step_time(list(o.kernels), prediction.costs(rates, seen))["seconds"]
+            as_a = price.step_time(list(o.kernels), rates, price.Constants.of(seen))["seconds"]
             assert held["chip"] == pytest.approx(as_a, rel=0.02)
             assert held["chip"] != pytest.approx(row["predicted_s"], rel=0.1)  # not in-sample
         assert held["program"] is not None  # every program has others left to fit
 
 
 def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
-    from jaxcnn import kernels
-
     slow = {**TRUTH, "vector_efficiency": 0.2}  # B's fp32 pipes reach far less than C's
     chips = {"A": (A100, TRUTH), "H": (H100, TRUTH), "B": (V100, slow), "C": (T4, TRUTH)}
     obs = _unit_observations(chips)
     fixed = {
         "elemental_conv_efficiency": None,
-        fit_predictions.LOOP: None,
-        **dict.fromkeys(fit_predictions.OWN_RATE_KINDS),  # a GPU's: none
+        fit_lib.LOOP: None,
+        **dict.fromkeys(fit_lib.OWN_RATE_KINDS),  # a GPU's: none
     }
-    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in obs])
-    limits = dict(fit_predictions.BOUNDS)
+    stack = fit_lib.programs(obs)
+    limits = dict(fit_lib.BOUNDS)
     by_chip, untested = _split_errors(stack, obs, fixed, limits, "chip")
     assert untested == [] and len(by_chip) == len(obs)
     errors = dict(by_chip)
@@ -1163,12 +1094,12 @@ def test_a_chip_held_out_is_priced_by_the_other_chips_units_alone():
         rows = [i for i, o in enumerate(obs) if o.chip == chip]
         for i in rows:
             k = list(obs[i].kernels)
-            as_others = kernels.step_time(k, prediction.costs(obs[i].rates, priced_as))["seconds"]
+            as_others = price.step_time(k, obs[i].rates, price.Constants.of(priced_as))["seconds"]
             assert errors[i] == pytest.approx(abs(as_others / obs[i].measured_s - 1), abs=0.02)
         assert max(errors[i] for i in rows) > 0.5
     # The one matrix chip left without another: untested, never priced from nothing.
     alone = [o for o in obs if o.chip != "H"]
-    stack = fit_predictions._Stack.of([fit_predictions._terms(o) for o in alone])
+    stack = fit_lib.programs(alone)
     by_chip, untested = _split_errors(stack, alone, fixed, limits, "chip")
     assert untested == ["A"] and {alone[i].chip for i, _ in by_chip} == {"B", "C"}
 
@@ -1178,8 +1109,6 @@ def _cpu_costs(**overheads: float) -> dict:
 
 
 def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own_fixed_cost():
-    from jaxcnn import kernels
-
     rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
     family = _cpu_costs(kernel_overhead_s=1e-6, copy_overhead_s=2e-7, library_overhead_s=8e-6)
     ks = [
@@ -1189,20 +1118,18 @@ def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own
         _gemm(flops=1e6, nbytes=1e3, count=4),  # 10 us of compute
         Kernel("conv", "conv", 2e6, 1e3, "f32", 1),  # 20 us
     ]
-    timed = kernels.step_time(ks, prediction.costs(rates, family))
+    timed = price.step_time(ks, rates, price.Constants.of(family))
     overhead = 100 * 2e-7 + 10 * 1e-6 + 3 * 1e-6 + 4 * 8e-6 + 1 * 8e-6
     assert timed["overhead_s"] == pytest.approx(overhead)
     work = 100 * 1e-7 + 10 * 2e-6 + 4 * 1e-5 + 2e-5
     assert timed["seconds"] == pytest.approx(work + overhead)
     # A family without per-kind costs (a GPU's, a TPU's): every kernel pays the one.
-    plain = kernels.step_time(ks, prediction.costs(rates, _cpu_costs(kernel_overhead_s=1e-6)))
+    plain = price.step_time(ks, rates, price.Constants.of(_cpu_costs(kernel_overhead_s=1e-6)))
     assert plain["overhead_s"] == pytest.approx(118 * 1e-6)
 
 
 @pytest.mark.slow
 def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one():
-    from jaxcnn import kernels
-
     truth = {
         "compute_efficiency": 0.8,
         "memory_efficiency": 0.4,
@@ -1231,32 +1158,30 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
             Kernel("loop", "fusion", 0, b, None, n),
             Kernel("copy", "copy", 0, 64, None, c),
         )
-        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
-        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
-    fitted = fit_predictions.fit_platform("cpu", obs)
+        seconds = price.step_time(list(ks), rates, price.Constants.of(truth))["seconds"]
+        obs.append(fit_lib.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+    fitted = fit_lib.fit_platform("cpu", obs)
     _assert_recovered_where_identifiable(obs, truth, fitted)
     assert fitted["error"]["median"] < 0.02
     # The same observations on a GPU: one fixed cost per kernel, none per kind.
-    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    gpu = fit_lib.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
     assert gpu["copy_overhead_s"] is None and gpu["library_overhead_s"] is None
 
 
 def test_a_family_prices_cache_resident_kernels_at_its_cache_efficiency():
-    from jaxcnn import kernels
-
     rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
     family = {**_cpu_costs(kernel_overhead_s=0.0), "memory_efficiency": 0.5}
     ks = [Kernel("small", "fusion", 0, 3e4, None, 10), Kernel("big", "fusion", 0, 4e6, None, 1)]
-    cached = prediction.costs(rates, {**family, "cache_memory_efficiency": 6.0})
-    assert kernels.step_time(ks, cached)["seconds"] == pytest.approx(10 * 3e4 / 6e10 + 4e6 / 5e9)
-    plain = prediction.costs(rates, {**family, "cache_memory_efficiency": None})
-    assert kernels.step_time(ks, plain)["seconds"] == pytest.approx((3e5 + 4e6) / 5e9)
+    cached = price.Constants.of({**family, "cache_memory_efficiency": 6.0})
+    assert price.step_time(ks, rates, cached)["seconds"] == pytest.approx(
+        10 * 3e4 / 6e10 + 4e6 / 5e9
+    )
+    plain = price.Constants.of({**family, "cache_memory_efficiency": None})
+    assert price.step_time(ks, rates, plain)["seconds"] == pytest.approx((3e5 + 4e6) / 5e9)
 
 
 @pytest.mark.slow
 def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
-    from jaxcnn import kernels
-
     truth = {
         "compute_efficiency": 0.8,
         "memory_efficiency": 0.3,
@@ -1284,21 +1209,19 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
             Kernel("large", "fusion", 0, large, None, 3),
             Kernel("copy", "copy", 0, 64, None, 50),
         )
-        seconds = kernels.step_time(list(ks), prediction.costs(rates, truth))["seconds"]
-        obs.append(fit_predictions.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
+        seconds = price.step_time(list(ks), rates, price.Constants.of(truth))["seconds"]
+        obs.append(fit_lib.Observation(f"c{i}", "cpu", ks, rates, 1, seconds, "t"))
     # The GEMMs' bytes at DRAM's rate, as the truth has them (held: not this test's).
     held = {"library_memory_efficiency": (None, "the GEMMs' bytes at memory_efficiency")}
-    fitted = fit_predictions.fit_platform("cpu", obs, held)
+    fitted = fit_lib.fit_platform("cpu", obs, held)
     _assert_recovered_where_identifiable(obs, truth, fitted)
     assert fitted["conv_overhead_s"] is None  # no library convolution ran
-    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    gpu = fit_lib.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
     assert gpu["cache_memory_efficiency"] is None and gpu["conv_overhead_s"] is None
 
 
 @pytest.mark.slow
 def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_neither():
-    from jaxcnn import kernels
-
     truth = {
         "compute_efficiency": 0.8,
         "memory_efficiency": 0.9,
@@ -1319,34 +1242,32 @@ def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_n
         (3, 1e8, 1e6, 4e6, 1e7),
     ]
 
-    def observations(with_half: bool) -> list[fit_predictions.Observation]:
+    def observations(with_half: bool) -> list[fit_lib.Observation]:
         obs = []
         for i, (g, f, b, plain, half) in enumerate(cells):
             ks = [_gemm(f, b, g), Kernel("loop", "fusion", 0, plain, None, 3)]
             if half and with_half:
                 ks.append(Kernel("half", "fusion", 0, half, "bf16", 2))
-            seconds = kernels.step_time(ks, prediction.costs(rates, truth))["seconds"]
-            obs.append(
-                fit_predictions.Observation(f"c{i}", "cpu", tuple(ks), rates, 1, seconds, "t")
-            )
+            seconds = price.step_time(ks, rates, price.Constants.of(truth))["seconds"]
+            obs.append(fit_lib.Observation(f"c{i}", "cpu", tuple(ks), rates, 1, seconds, "t"))
         return obs
 
     obs = observations(with_half=True)
     # The fixed costs held at the truth's (other tests fit them): this one is the rates'.
     held = {
-        fit_predictions.CACHE: (None, "no kernel's bytes fit in cache"),
+        fit_lib.CACHE: (None, "no kernel's bytes fit in cache"),
         "kernel_overhead_s": (1e-6, "the truth's"),
         "library_overhead_s": (1e-5, "the truth's"),
     }
-    fitted = fit_predictions.fit_platform("cpu", obs, held)
+    fitted = fit_lib.fit_platform("cpu", obs, held)
     for name, value in truth.items():
         assert fitted[name] == pytest.approx(value, rel=0.02), name
     # Without a bf16 fusion among the observations, nothing tells its rate: none, while
     # the rest is fitted as before.
-    f32_only = fit_predictions.fit_platform("cpu", observations(with_half=False), held)
+    f32_only = fit_lib.fit_platform("cpu", observations(with_half=False), held)
     assert f32_only["half_float_memory_efficiency"] is None
     assert f32_only["library_memory_efficiency"] == pytest.approx(0.15, rel=0.02)
-    gpu = fit_predictions.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
+    gpu = fit_lib.fit_platform("gpu", [dataclasses.replace(o, platform="gpu") for o in obs])
     assert gpu["library_memory_efficiency"] is None
     assert gpu["half_float_memory_efficiency"] is None
 
@@ -1360,14 +1281,51 @@ def test_a_kinds_fixed_cost_is_not_made_up_where_no_kernel_of_that_kind_ran():
         dataclasses.replace(_observation(f, b, n, truth, i), platform="cpu")
         for i, (f, b, n) in enumerate(cells)
     ]
-    fitted = fit_predictions.fit_platform("cpu", obs)
+    fitted = fit_lib.fit_platform("cpu", obs)
     assert fitted["copy_overhead_s"] is None  # no copy ran
     assert fitted["library_overhead_s"] == pytest.approx(5e-6, rel=0.02)
 
 
 def test_the_committed_cpu_constants_price_each_kind_apart_within_the_traced_lower_ends():
-    cpu = prediction.family_constants("cpu")
-    for name, (low, high) in fit_predictions.PER_KIND_BOUNDS.items():
+    cpu = predict.family_constants("cpu")
+    for name, (low, high) in fit_lib.PER_KIND_BOUNDS.items():
         assert low * (1 - 1e-9) <= cpu[name] <= high
     assert cpu["library_overhead_s"] > cpu["kernel_overhead_s"] > cpu["copy_overhead_s"]
-    assert prediction.family_constants("gpu").get("copy_overhead_s") is None
+    assert predict.family_constants("gpu").get("copy_overhead_s") is None
+
+
+def test_a_prediction_and_the_fits_loss_price_a_program_with_the_same_function():
+    # Every kind of kernel a constant prices apart, on a chip with vector units.
+    ks = (
+        _gemm(3e9, 4e6, 2),
+        Kernel("conv", "conv", 5e8, 7e5, "bf16", 3),
+        Kernel("loops", "elemental_conv", 1e7, 1e5, "f32", 1),
+        Kernel("copy", "copy", 0, 3e3, None, 5),
+        Kernel("half", "fusion", 0, 2e6, "bf16", 1),
+        Kernel("all-reduce", "collective", 0, 8e5, None, 1, 6e5),
+    )
+    family = {
+        **TABLE["families"]["gpu"],
+        "vector_efficiency": 0.3,
+        "elemental_conv_efficiency": 0.02,
+        "copy_overhead_s": 1e-6,
+        "library_overhead_s": 7e-6,
+        "conv_overhead_s": 9e-6,
+        "cache_memory_efficiency": 3.0,
+        "library_memory_efficiency": 0.2,
+        "half_float_memory_efficiency": 0.1,
+        "published_loop_step_s": 0.01,
+    }
+    c = price.Constants.of(family)
+    rates = price.vendor_rates(T4)
+    alone = price.step_time(ks, rates, c)["seconds"]
+    mine = fit_lib.Observation("run", "gpu", ks, rates, 32, 1.0, "record r", host_s=2e-4)
+    theirs = dataclasses.replace(mine, source="reference p", published=True)
+    stacked = price.seconds(fit_lib.programs([mine, theirs]), c)
+    # The fit prices each observation as a prediction does, to the last bit, plus what it
+    # knows of the step: the host side, and a published run's own loop.
+    assert stacked[0] == alone + 2e-4
+    assert stacked[1] == alone + 2e-4 + 0.01
+    # Control: the same program at other constants is priced otherwise.
+    other = price.Constants.of({**family, "conv_overhead_s": 9e-5})
+    assert price.step_time(ks, rates, other)["seconds"] > alone

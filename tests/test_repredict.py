@@ -124,7 +124,7 @@ def test_again_compiles_the_records_whose_kernels_of_a_kind_it_gave(tmp_path):
 @pytest.mark.slow
 def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch):
     # Kernels read when the run timed its step: the same program compiled again here is
-    # read by today's jaxcnn.kernels (a reader fixed since the run).
+    # read by today's jaxcnn.perf.hlo (a reader fixed since the run).
     today = _measured()
     assert today["kernels"] and not today.get("kernels_source", {}).get("recompiled")
     path = tmp_path / "records.jsonl"

@@ -23,8 +23,9 @@ from experiments.isolated import ChildDied, InChild
 from experiments.report import figures
 from experiments.run import main
 from experiments.workload import Workload
-from jaxcnn import devices, targets
+from jaxcnn import targets
 from jaxcnn.errors import UsageError
+from jaxcnn.perf import chips
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_TARGETS = missing_extra("targets") is None
@@ -54,7 +55,7 @@ def compile_workload(target: str, model: str = "mlp", batch: int = 16, **kw) -> 
 @pytest.mark.parametrize("target", list(targets.TARGETS.values()), ids=lambda t: t.name)
 def test_every_target_has_its_chip_figures(target):
     described = targets.describe(target)
-    assert devices.chip_name(target.kind) == target.chip
+    assert chips.chip_name(target.kind) == target.chip
     assert described["memory_per_chip_bytes"] > 0
     assert described["bandwidth_bytes_per_s"] > 0
     assert described["peak_tflops"]

@@ -11,7 +11,7 @@ figure: no two rows share it (tests/test_figures.py), so a quantity has one valu
 page.
 
 Pure functions of the records, the published references and the constants file; JAX is
-imported only where a compiled program is priced (jaxcnn.prediction).
+imported only where a compiled program is priced (jaxcnn.perf.predict).
 """
 
 from __future__ import annotations

@@ -200,11 +200,11 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
 
 
 def _usable_gib(target: str) -> float | None:
-    from jaxcnn import devices as devices_lib
     from jaxcnn import targets
+    from jaxcnn.perf import chips
 
     t = targets.TARGETS[target]
-    total = devices_lib.vendor_memory_bytes(t.kind)
+    total = chips.fact(t.kind, "memory_bytes")
     share = targets.USABLE_FRACTION.get(t.platform)
     return total * share / 2**30 / t.devices_per_chip if total and share else None
 

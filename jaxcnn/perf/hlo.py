@@ -1,8 +1,8 @@
-"""The kernels a compiled program launches, read from its optimized HLO, and a per-kernel
-model of its time.
+"""The kernels a compiled program launches, read from its optimized HLO: the one reader of
+a compiled program's work (jaxcnn.perf.price prices what it reads).
 
     ks = kernels(compiled.as_text())       # what the compiler says will run, in order
-    step_time(ks, costs)["seconds"]        # a prediction, to be labelled so wherever shown
+    totals(ks)["flops"]                    # the program's work, counted as below
 
 Pure functions over the text of `compiled.as_text()`: no JAX, no device, so stored
 programs can be read again. A kernel is an instruction of the ENTRY computation that
@@ -65,15 +65,6 @@ import re
 from collections.abc import Iterator, Sequence
 
 KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "custom", "other")
-# The kinds a CPU runs as calls into a library (Eigen, oneDNN, YNNPACK): each call sets up
-# its blocking and threads, a fixed cost far above a generated loop's or a copy's.
-LIBRARY_KINDS = ("gemm", "conv")
-# A kernel whose bytes per execution fit in one core's L2 cache is not bound by DRAM's
-# bandwidth: what it reads was mostly just written by the kernel before it. This
-# machine's CPU (AMD EPYC, /sys/devices/system/cpu/cpu0/cache/index2) has 512 KiB of L2
-# per core; a platform that prices such kernels apart (KernelCosts.cache_memory_efficiency)
-# uses this threshold.
-CACHE_BYTES = 512 * 1024
 # 16-bit float types. A fusion that reads, computes or writes one runs at its own rate on
 # a CPU: XLA:CPU converts each element to or from f32 (rounding on the way back) where
 # the CPU has no vector instructions for the type; on this machine's EPYC such loops
@@ -217,7 +208,7 @@ def _element_bytes(dtype: str) -> float:
         return 1
     if dtype.startswith("f4"):
         return 0.5
-    raise ValueError(f"unknown HLO element type {dtype!r}: add its size to jaxcnn/kernels.py")
+    raise ValueError(f"unknown HLO element type {dtype!r}: add its size to jaxcnn/perf/hlo.py")
 
 
 def _arrays(type_text: str) -> list[_Array]:
@@ -271,15 +262,7 @@ _OPCODE = re.compile(r"([a-z][\w\-$.]*)\(")
 
 def _type_end(text: str) -> int:
     """The end of the type that starts `text`: the first space outside brackets."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in _OPENERS:
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == " " and depth == 0:
-            return i
-    return len(text)
+    return next((i for i, ch, depth in _scan(text) if ch == " " and depth == 0), len(text))
 
 
 def _parse_instruction(line: str) -> _Instruction | None:
@@ -933,160 +916,3 @@ def from_summary(rows: Sequence[Sequence]) -> list[Kernel]:
             )
         )
     return ks
-
-
-# --- The model ------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class KernelCosts:
-    """What one device does: peaks and bandwidths (the chip table) and how far below
-    them real kernels run (fitted efficiencies)."""
-
-    peak_flops_per_s: dict[str, float]  # by the dot/conv inputs' element type
-    bytes_per_s: float
-    # The fraction of the priced rate real gemm/conv kernels reach, and of the priced
-    # bandwidth real kernels reach: below 1 against a datasheet; against a rate a run
-    # measured (a CPU's one-matmul ceiling), the step's kernels may pass it.
-    compute_efficiency: float
-    memory_efficiency: float
-    kernel_overhead_s: float  # fixed cost per launched kernel (launch and dispatch)
-    interconnect_bytes_per_s: float | None = None
-    # Where a platform's kernels of different kinds have different fixed costs (XLA:CPU
-    # runs a copy as a memcpy, a fusion as a generated loop, a GEMM or convolution as a
-    # library call): a copy's and a library call's own; None: kernel_overhead_s.
-    copy_overhead_s: float | None = None
-    library_overhead_s: float | None = None
-    # A convolution's library call apart from a GEMM's (its setup, its blocking); None:
-    # library_overhead_s.
-    conv_overhead_s: float | None = None
-    # The fraction of bytes_per_s a kernel of at most cache_bytes per execution reaches
-    # (it runs from cache: may pass 1); None: memory_efficiency for every kernel.
-    cache_memory_efficiency: float | None = None
-    cache_bytes: float = CACHE_BYTES
-    # The fraction of bytes_per_s a library call's operands and results move at, whatever
-    # their size (a GEMM or convolution library packs its operands into blocks and reads
-    # them more than once; XLA:CPU's trace shows its calls far below the rate its loops
-    # reach); None: as any kernel of its size.
-    library_memory_efficiency: float | None = None
-    # The fraction of bytes_per_s a fusion of a 16-bit float type (HALF_FLOATS) reaches,
-    # whatever its size (where the platform converts each element); None: as any kernel.
-    half_float_memory_efficiency: float | None = None
-    # The fraction of peak an `elemental_conv` reaches; None: compute_efficiency (a
-    # platform whose compiler writes no convolution as loops).
-    elemental_conv_efficiency: float | None = None
-    # Per dot/conv input type whose arithmetic runs on other units than the rest (a GPU's
-    # fp32 pipes beside its tensor cores), the fraction of that unit's peak its kernels
-    # reach; a type not here: compute_efficiency.
-    compute_efficiency_by_dtype: dict[str, float] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in (
-            "compute_efficiency",
-            "memory_efficiency",
-            "elemental_conv_efficiency",
-            "cache_memory_efficiency",
-            "library_memory_efficiency",
-            "half_float_memory_efficiency",
-        ):
-            if getattr(self, name) is not None and not 0 < getattr(self, name):
-                raise ValueError(f"KernelCosts.{name} must be above 0, not {getattr(self, name)}")
-        for dtype, value in self.compute_efficiency_by_dtype.items():
-            if not 0 < value:
-                raise ValueError(
-                    f"KernelCosts.compute_efficiency_by_dtype[{dtype!r}] must be above 0, "
-                    f"not {value}"
-                )
-        if self.bytes_per_s <= 0 or self.kernel_overhead_s < 0:
-            raise ValueError("KernelCosts needs bytes_per_s > 0 and kernel_overhead_s >= 0")
-        for name in ("copy_overhead_s", "library_overhead_s", "conv_overhead_s"):
-            if getattr(self, name) is not None and getattr(self, name) < 0:
-                raise ValueError(f"KernelCosts.{name} must be >= 0, not {getattr(self, name)}")
-
-    def overhead_s(self, kind: str) -> float:
-        """The fixed cost of one kernel of `kind` (jaxcnn.kernels.KINDS)."""
-        if kind == "copy" and self.copy_overhead_s is not None:
-            return self.copy_overhead_s
-        if kind == "conv" and self.conv_overhead_s is not None:
-            return self.conv_overhead_s
-        if kind in LIBRARY_KINDS and self.library_overhead_s is not None:
-            return self.library_overhead_s
-        return self.kernel_overhead_s
-
-    def memory_efficiency_of(
-        self, bytes_per_execution: float, kind: str = "fusion", dtype: str | None = None
-    ) -> float:
-        """The fraction of bytes_per_s a kernel of `kind` (and, for a fusion, `dtype`)
-        moving `bytes_per_execution` reaches: a library call's or a 16-bit float fusion's
-        own where the platform has one, else the cache's for a kernel that fits in it,
-        else memory_efficiency."""
-        if kind in LIBRARY_KINDS and self.library_memory_efficiency is not None:
-            return self.library_memory_efficiency
-        if (
-            kind == "fusion"
-            and dtype in HALF_FLOATS
-            and self.half_float_memory_efficiency is not None
-        ):
-            return self.half_float_memory_efficiency
-        if self.cache_memory_efficiency is not None and bytes_per_execution <= self.cache_bytes:
-            return self.cache_memory_efficiency
-        return self.memory_efficiency
-
-
-def _seconds(k: Kernel, costs: KernelCosts) -> dict[str, float]:
-    """One execution of `k`, by part: compute, memory, overhead, collective."""
-    compute = 0.0
-    if k.flops:
-        peak = costs.peak_flops_per_s.get(k.dtype) if k.dtype else None
-        if not peak:
-            raise ValueError(
-                f"kernel {k.name} computes in {k.dtype}: give KernelCosts.peak_flops_per_s "
-                f"a peak for it (it has {sorted(costs.peak_flops_per_s)})"
-            )
-        efficiency = costs.compute_efficiency_by_dtype.get(k.dtype, costs.compute_efficiency)
-        if k.kind == "elemental_conv" and costs.elemental_conv_efficiency is not None:
-            efficiency = costs.elemental_conv_efficiency
-        compute = k.flops / (peak * efficiency)
-    collective = 0.0
-    if k.collective_bytes:
-        if not costs.interconnect_bytes_per_s:
-            raise ValueError(
-                f"kernel {k.name} moves {k.collective_bytes:.0f} bytes between devices: "
-                "give KernelCosts.interconnect_bytes_per_s"
-            )
-        collective = k.collective_bytes / costs.interconnect_bytes_per_s
-    return {
-        "compute": compute,
-        "memory": k.bytes
-        / (costs.bytes_per_s * costs.memory_efficiency_of(k.bytes, k.kind, k.dtype)),
-        "overhead": costs.overhead_s(k.kind),
-        "collective": collective,
-    }
-
-
-def step_time(ks: Sequence[Kernel], costs: KernelCosts) -> dict:
-    """The predicted seconds of one run of the program: kernels one after another (one
-    stream), each the larger of its compute and memory times, plus the fixed cost of a
-    launch, plus its interconnect time. `compute_s`, `memory_s`, `overhead_s` and
-    `collective_s` are each part summed over every kernel (so `seconds` is at most their
-    sum); `bound_by` counts the kernels (times their counts) whose largest part is each."""
-    parts = {"compute": 0.0, "memory": 0.0, "overhead": 0.0, "collective": 0.0}
-    bound_by = dict.fromkeys(parts, 0)
-    seconds, launched = 0.0, 0
-    for k in ks:
-        one = _seconds(k, costs)
-        seconds += k.count * (
-            max(one["compute"], one["memory"]) + one["overhead"] + one["collective"]
-        )
-        for part, value in one.items():
-            parts[part] += k.count * value
-        bound_by[max(("compute", "memory", "collective", "overhead"), key=one.__getitem__)] += (
-            k.count
-        )
-        launched += k.count
-    return {
-        "seconds": seconds,
-        **{f"{part}_s": value for part, value in parts.items()},
-        "kernels": launched,
-        "bound_by": bound_by,
-    }

@@ -1,0 +1,190 @@
+"""A compiled step's predicted time: its kernels (jaxcnn.perf.hlo) priced (jaxcnn.perf.price)
+at one chip's rates with its platform's fitted constants, and the loop around them
+(jaxcnn.perf.host).
+
+    ks = hlo.kernels(compiled.as_text())
+    p = predict.predict(ks, price.rates(device), "gpu", batch_size=256)
+    p.device_step_s, p.loop_step_s, p.as_record()
+
+Three kinds of number meet here, each from one place:
+
+- what the program does, kernel by kernel (FLOPs, bytes, launches): the target's own
+  compiler, read by jaxcnn.perf.hlo;
+- what the chip can do (peak FLOP/s per precision, memory and interconnect bandwidth):
+  the chip table in jaxcnn.perf.chips, or what a run measured on the chip itself;
+- how far real kernels stay below those rates, and what each launch costs: the
+  platform's constants in `constants.json`, fitted by one procedure (jaxcnn.perf.fit,
+  run by `python -m experiments.fit_predictions`) on published measurements and this
+  project's own measured records, with the fit's out-of-sample error beside them.
+
+The result is a prediction, never a measurement: it says its method, the constants'
+version and their error band (None: unvalidated), and whatever shows it labels it
+predicted. The whole-program roofline (jaxcnn.roofline) stays what it is, the roofline
+bound: a lower bound only under its assumptions, not a prediction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import price
+from jaxcnn.perf.hlo import Kernel
+
+CONSTANTS_FILE = Path(__file__).with_name("constants.json")
+METHOD = "per-kernel"
+BOUND_METHOD = "roofline bound"
+
+
+@functools.cache
+def constants(path: str | None = None) -> dict[str, Any]:
+    """The fitted constants file: {"version", "families": {platform: {...}}, "host"}."""
+    return json.loads(Path(path or CONSTANTS_FILE).read_text())
+
+
+def family_constants(platform: str, table: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One platform's constants (cpu, gpu or tpu); a KeyError names a platform the file
+    has none for."""
+    families = (table or constants())["families"]
+    if platform not in families:
+        raise KeyError(f"no prediction constants for platform {platform!r}")
+    return families[platform]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """One step on one device, predicted. Two predictions, labelled: the device step (the
+    chip's kernels and collectives) and, where the host side is known, the loop step
+    (what jaxcnn's step loop makes of it on that chip with that host: `loop`, from
+    jaxcnn.perf.host.loops, with the epoch and the device loop's step)."""
+
+    method: str
+    constants_version: str
+    device_step_s: float
+    images_per_s: float | None
+    parts: dict[str, float]  # compute_s, memory_s, overhead_s, collective_s per step
+    kernels: float  # launched per step
+    rates_source: str | None  # "vendor" or "measured"
+    regime: str  # one of REGIMES
+    band: dict[str, Any] | None  # error_band's; None: unvalidated
+    loop: dict[str, Any] | None = None  # None: no host side known
+
+    @property
+    def loop_step_s(self) -> float | None:
+        return (self.loop or {}).get("loop_step_s")
+
+    @property
+    def epoch_s(self) -> float | None:
+        return (self.loop or {}).get("epoch_s")
+
+    def as_record(self) -> dict[str, Any]:
+        """A record's `prediction` block (docs/records.md)."""
+        return {
+            "method": self.method,
+            "constants_version": self.constants_version,
+            "device_step_s": self.device_step_s,
+            "step_time_s": self.device_step_s,
+            "images_per_s": self.images_per_s,
+            **self.parts,
+            **(self.loop or {}),
+            "kernels": self.kernels,
+            "rates_source": self.rates_source,
+            "regime": self.regime,
+            "error_band": self.band,
+        }
+
+
+def predict(
+    ks: Sequence[Kernel],
+    rates: Mapping[str, Any],
+    platform: str,
+    batch_size: int,
+    *,
+    steps: int = 1,
+    devices: int = 1,
+    chip: str | None = None,
+    host: Mapping[str, Any] | None = None,
+    table: Mapping[str, Any] | None = None,
+) -> Prediction | None:
+    """One step on one device: `ks` are the kernels of a program of `steps` steps (a
+    train step, or a whole-epoch loop) priced at `rates` with `platform`'s fitted
+    constants, the sums divided by `steps`. None where the rates cannot price a kernel or
+    the platform has no constants. `batch_size` is the step's global batch, `devices`
+    the devices it is split over (the kernels are one device's), `chip` what it runs on
+    (the chip table's name; a CPU's machine), `host` the host side
+    (jaxcnn.perf.host.host_side; None: no loop step). Its band (`error_band`) is the one
+    measured on programs of the same regime by the split its claim needs."""
+    table = table or constants()
+    try:
+        family = family_constants(platform, table)
+    except KeyError:
+        return None
+    if not price.can_price(rates) or not ks:
+        return None
+    timed = price.step_time(ks, rates, price.Constants.of(family))
+    device_step = timed["seconds"] / steps
+    kind = regime(ks, batch_size // max(1, devices) * steps)
+    return Prediction(
+        method=METHOD,
+        constants_version=str(table["version"]),
+        device_step_s=device_step,
+        images_per_s=batch_size / device_step if device_step > 0 else None,
+        parts={f"{part}_s": timed[f"{part}_s"] / steps for part in price.PARTS},
+        kernels=timed["kernels"] / steps,
+        rates_source=rates.get("source"),
+        regime=kind,
+        band=error_band(family, kind, chip),
+        loop=host_lib.loops(device_step, host, platform) if host is not None else None,
+    )
+
+
+# A program's regime, by the arithmetic of its train step per image: "large" programs
+# (ResNet-50 at 224 pixels does ~12 GFLOP per image) spend their step in a few long
+# kernels, "small" ones (the seeds' MNIST models do ~1-40 MFLOP per image) in launches
+# and copies. The published measurements behind the accelerators' error bands are all
+# large, so a band measured on one regime is never shown beside the other.
+LARGE_FLOPS_PER_IMAGE = 1e9
+REGIMES = ("large", "small")
+
+
+def regime(ks: Sequence[Kernel], images: int) -> str:
+    """ "large" or "small": the FLOPs of one run of the program `ks` per image it trains
+    (`images`: the batch per device times the steps one run takes), against
+    LARGE_FLOPS_PER_IMAGE."""
+    flops = sum(k.flops * k.count for k in ks)
+    return "large" if flops / max(1, images) >= LARGE_FLOPS_PER_IMAGE else "small"
+
+
+# What an error band was measured on: the device step (a step's kernels against steps
+# measured alone, or against published figures), or jaxcnn's loop step. A band is only
+# shown beside the quantity it names. Constants fitted before bands named it measured
+# theirs on the device step.
+DEVICE_STEP, LOOP_STEP = "device_step", "loop_step"
+
+
+def error_band(
+    family: Mapping[str, Any], regime_name: str, chip: str | None = None
+) -> dict[str, Any] | None:
+    """The error band a prediction of `regime_name` on `chip` is shown with: measured by
+    the split that matches its claim, leave one program out on a chip the fit has
+    observations of, leave one chip out on any other; over the family's observations of
+    that regime ({"median", "worst", "observations", "split", "quantity": DEVICE_STEP or
+    LOOP_STEP}). None where that split has none of that regime: the prediction is then
+    unvalidated."""
+    error = family.get("error") or {}
+    split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
+    band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
+    if not band:
+        return None
+    return {
+        "median": band["median"],
+        "worst": band["worst"],
+        "observations": band["observations"],
+        "split": split,
+        "quantity": error.get("quantity", DEVICE_STEP),
+    }
