@@ -226,7 +226,7 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     (`loop`: the newest measured record's `host_loop`, its run id beside it)."""
     found: dict[str, list[float]] = {}
     loops: dict[str, dict[str, Any]] = {}
-    for r in sorted(loaded, key=lambda r: r["env"]["utc_time"]):
+    for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
         if r.get("compiled_not_run"):
             continue
         median = (r.get("dispatch_s") or {}).get("median")

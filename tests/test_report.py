@@ -177,7 +177,8 @@ def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
 # --- the pages are views ---------------------------------------------------------------
 
 NUMBER = re.compile(
-    r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?: ?(?:ms|us|s|min|h|GiB|x|%|[kMGTP]?FLOP/s))(?![\w/])"
+    r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?"
+    r"(?: ?(?:ms|us|s|min|h|GiB|x|%|[kMGTP]?FLOP/s(?: per W)?))(?![\w/])"
 )
 
 
@@ -292,3 +293,54 @@ def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
         assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name
     committed = (RESULTS / views.FIGURES).read_text()
     assert (tmp_path / views.FIGURES).read_text() == committed
+
+
+def test_flops_per_watt_is_priced_over_a_published_tdp_only(table):
+    from jaxcnn.perf import chips
+
+    w = table[table.quantity == "flops_per_watt"]
+    assert len(w) and set(w.kind) == {"predicted"} and set(w.platform) == {"gpu"}
+    # On a T4 (fp32 on its fp32 pipes, one device per board) it is the fraction of peak
+    # times the peak over the board's 70 W.
+    mfu = table[table.quantity == "mfu"].set_index("records").value
+    t4 = w[(w.device == "gpu-t4") & (w.precision == "f32")]
+    peak = chips.peak_tflops("Tesla T4", "fp32") * 1e12
+    assert len(t4) > 3
+    for records_of, value in zip(t4.records, t4.value, strict=True):
+        assert value == pytest.approx(mfu[records_of] * peak / 70.0, rel=1e-9)
+    tpu = {"target": {"chips": 1, "devices": 1}, "device": {"kind": "TPU v5 lite"}}
+    assert figures._watts_per_device(tpu) is None  # Google publishes no TPU's TDP
+    gpu = {"target": {"chips": 1, "devices": 1}, "device": {"kind": "Tesla T4"}}
+    assert figures._watts_per_device(gpu) == 70.0  # the positive control
+
+
+@pytest.mark.parametrize(
+    "usd,text", [(6.45e-05, "$0.0000645"), (0.5, "$0.5"), (1.234, "$1.23"), (12345.6, "$12,345.60")]
+)
+def test_a_price_is_three_figures_and_never_an_exponent(usd, text):
+    from experiments.report.fmt import value_text
+
+    assert value_text(usd, "USD") == text
+
+
+@pytest.mark.parametrize(
+    "target,precision,peak",
+    [
+        ("gpu-t4", "f32", "fp32"),
+        ("gpu-a100", "f32", "tf32"),
+        ("gpu-a100", "bf16", "bf16"),
+        ("tpu-v5e-1", "f32", "bf16"),
+    ],
+)
+def test_a_fraction_of_peak_is_against_the_precision_the_matmuls_run_in(target, precision, peak):
+    from jaxcnn import targets
+    from jaxcnn.perf import chips
+
+    t = targets.TARGETS[target]
+    record = {
+        "workload": {"precision": precision},
+        "device": {"platform": t.platform, "kind": t.kind, "compute_capability": None},
+        "target": targets.describe(t),
+    }
+    expected = chips.peak_tflops(t.kind, peak) * 1e12 * t.chips / t.devices
+    assert figures._vendor_peak(record) == pytest.approx(expected)

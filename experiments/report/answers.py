@@ -317,8 +317,12 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("no predicted epoch on a priced target yet")
     r = c.loc[c.value.idxmin()].to_dict()
     partly = " (host side partly left out)" if "left out" in str(r["note"]) else ""
-    text = f"cheapest mnist_cnn epoch: {r['device']} {fmt(r)}{partly}; FLOP/s per watt not priced"
-    return Said(text, [r])
+    text = f"cheapest mnist_cnn epoch: {r['device']} {fmt(r)}{partly}"
+    w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
+    if not len(w):
+        return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r])
+    best = w.loc[w.value.idxmax()].to_dict()
+    return Said(f"{text}; most FLOP/s per TDP watt: {best['device']} {fmt(best)}", [r, best])
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -128,6 +128,7 @@ UNITS = {
     "flops_per_s": "FLOP/s",
     "peak_flops_per_s": "FLOP/s",
     "mfu": "fraction",
+    "flops_per_watt": "FLOP/s per W",
     "memory_bytes": "bytes",
     "fits": "bool",
     "largest_batch": "images",
@@ -725,30 +726,52 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
             )
         flops = number((r.get("flops") or {}).get("per_step"))
         peak = _vendor_peak(r)
-        if flops and peak:
-            per_device = flops / max(1, w["devices"])
+        per_device = flops / max(1, w["devices"]) if flops else None
+        if per_device and peak:
+            mfu = per_device / device_step / peak
+            out.append(row("mfu", "predicted", mfu, w, "per-kernel", [r], **common))
+        watts = _watts_per_device(r)
+        if per_device and watts:
+            per_watt = per_device / device_step / watts
+            note = "over the board's TDP (its datasheet's), not the power it draws"
             out.append(
                 row(
-                    "mfu",
+                    "flops_per_watt",
                     "predicted",
-                    per_device / device_step / peak,
+                    per_watt,
                     w,
                     "per-kernel",
                     [r],
+                    note=note,
                     **common,
                 )
             )
     return out
 
 
+def _watts_per_device(record: Record) -> float | None:
+    """One device's share of its chip's thermal design power (jaxcnn.perf.chips), where
+    the vendor publishes one (NVIDIA's datasheets do; Google gives no TPU's)."""
+    from jaxcnn.perf import chips
+
+    target = record.get("target") or {}
+    tdp = chips.fact((record.get("device") or {}).get("kind") or "", "tdp_watts")
+    chips_n, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
+    return tdp * chips_n / devices if tdp else None
+
+
 def _vendor_peak(record: Record) -> float | None:
-    """The datasheet peak FLOP/s of one device of the record's target for its precision."""
+    """The datasheet peak FLOP/s of one device of the record's target in the precision
+    its matmuls run in (jaxcnn.devices.matmul_precision: TF32 for f32 on an A100 at
+    JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
+    an f32 step against a GPU's fp16 tensor cores."""
+    from jaxcnn import devices as devices_lib
+
     target = record.get("target") or {}
     peaks = target.get("peak_tflops") or {}
-    precision = (record.get("prediction") or {}).get("peak_precision")
+    dtype = {"f32": "float32", "bf16": "bfloat16"}.get(record["workload"].get("precision"))
+    precision = dtype and devices_lib.matmul_precision(predictions.device_of(record), dtype)
     value = number(peaks.get(precision)) if precision else None
-    if value is None and peaks:
-        value = max((v for v in map(number, peaks.values()) if v is not None), default=None)
     chips, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
     return number(value * 1e12 * chips / devices) if value else None
 

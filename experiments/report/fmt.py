@@ -4,6 +4,7 @@ page (tests compare the pages' numbers with the table's, written by these)."""
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any
 
 
@@ -37,12 +38,14 @@ def value_text(value: Any, unit: str) -> str:
         return f"{value / 2**30:.3g} GiB"
     if unit == "x":
         return f"{value:.3g}x"
-    if unit == "USD":
-        return f"${value:.3g}"
+    if unit == "USD":  # three figures, never an exponent: $0.0000645, $1.23, $12,300
+        return f"${value:,.2f}" if value >= 100 else f"${Decimal(f'{value:.3g}'):f}"
     if unit == "bool":
         return "fits" if value else "does not fit"
     if unit == "images":
         return f"{value:,.0f}"
+    if unit == "FLOP/s per W":
+        return _si(value, "FLOP/s") + " per W"
     if unit in ("FLOP/s", "images/s"):
         return _si(value, unit)
     if unit == "fraction":

@@ -298,7 +298,8 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         ],
     ),
     "targets": (
-        "Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak",
+        "Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak, FLOP/s "
+        "per watt",
         [
             Section(
                 "Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
@@ -321,6 +322,14 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 "Fraction of the datasheet peak at batch 128, f32 (predicted)",
                 lambda t: _one_chip(
                     answers_lib.rows(t, quantity="mfu", batch=128, precision="f32")
+                ),
+                pivot=("model", "device"),
+            ),
+            Section(
+                "FLOP/s per watt of the board's TDP at batch 128, f32 (predicted; GPUs "
+                "only: no TPU's TDP is published)",
+                lambda t: _one_chip(
+                    answers_lib.rows(t, quantity="flops_per_watt", batch=128, precision="f32")
                 ),
                 pivot=("model", "device"),
             ),
