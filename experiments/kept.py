@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -86,15 +85,8 @@ def _as_read(value: Any) -> Any:
 
 def is_summary(value: Any) -> bool:
     """Whether `value` is a summary of timed samples (stats.summarize) a record can carry:
-    finite, non-negative times, a positive median, a count."""
-    if not isinstance(value, dict) or not isinstance(value.get("n"), int):
-        return False
-    times = [value.get(k) for k in ("median", "p10", "p90")]
-    numbers = all(
-        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0
-        for t in times
-    )
-    return numbers and times[0] > 0
+    finite, non-negative times in order, a positive median, a count."""
+    return records.conforms(records.Measured, value)
 
 
 def is_timing(timing: Any) -> bool:
@@ -115,19 +107,13 @@ def is_timing(timing: Any) -> bool:
 
 
 def is_ceiling(kept: Any) -> bool:
-    """Whether `kept` is {ceiling, bandwidth} as a record carries them (records.TYPES'
+    """Whether `kept` is {ceiling, bandwidth} as a record carries them (records.Record's
     matmul_ceiling and bandwidth)."""
-    if not isinstance(kept, dict) or set(kept) != {"ceiling", "bandwidth"}:
-        return False
-    try:
-        records.check_types(kept["bandwidth"], records.TYPES["bandwidth"], "bandwidth")
-        if not isinstance(kept["ceiling"], dict):
-            return False
-        for dtype, measured in kept["ceiling"].items():
-            records.check_types(measured, records.MATMUL_CEILING_ENTRY, f"ceiling.{dtype}")
-    except records.RecordError:
-        return False
-    return True
+    return (
+        isinstance(kept, dict)
+        and set(kept) == {"ceiling", "bandwidth"}
+        and records.conforms(records.Ceilings, kept)
+    )
 
 
 TIMING = Kept("timing.json", "timing", "timing the step again", is_timing, field="timing")
