@@ -292,15 +292,18 @@ class OldSchema(RecordError):
 
 def validate(record: dict[str, Any]) -> dict[str, Any]:
     """Return `record`, unchanged, if it follows the schema (`Record`, its types and
-    their meaning); raise RecordError naming the first field that does not (OldSchema
-    for a record of an earlier version)."""
+    their meaning); raise RecordError naming the first field of a wrong type or value,
+    else the first missing (OldSchema for a record of an earlier version)."""
     version = record.get("schema_version") if isinstance(record, dict) else None
-    if type(version) is int and version < SCHEMA_VERSION:
+    if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
     try:
         Record.model_validate(record)
     except pydantic.ValidationError as e:
-        raise RecordError(_problem(e.errors(include_url=False)[0])) from None
+        errors = e.errors(include_url=False)
+        # a field there but wrong says more than one left out beside it
+        first = next((error for error in errors if error["type"] != "missing"), errors[0])
+        raise RecordError(_problem(first)) from None
     return record
 
 
@@ -456,7 +459,11 @@ class Throughput(Timed):
 
 
 class HostPart(Summary):
-    mean: Number | None = None
+    """One host part of jaxcnn's step loop (jaxcnn.host_loop): the report reads its
+    median and mean as numbers."""
+
+    median: Number
+    mean: Number
 
 
 class HostParts(Part):
@@ -643,14 +650,18 @@ class PairedSide(Part):
     """What one side of a paired run ran, as the report's paired table reads it."""
 
     run_id: Str | None = None
-    configuration: Str | None = None
+    configuration: Str | None
     host_memory: Str | None = None
     throughput: Throughput | None = None
 
 
+class Ratio(Summary):
+    median: Number | None  # the report's paired table reads it: there, null or not
+
+
 class Paired(Part):
     rounds: list[Round] | None = None
-    ratio: Summary | None = None
+    ratio: Ratio | None = None
     jax: PairedSide | None = None
     peer: PairedSide | None = None
 
@@ -667,8 +678,8 @@ class Target(Part):
     name: Str = None
     platform: Str = None
     chip: Str = None
-    chips: PositiveCount = None
-    devices: PositiveCount = None
+    chips: PositiveCount  # the report divides by them
+    devices: PositiveCount
     memory_per_chip_bytes: Count = None
     memory_per_device_bytes: Count = None
     usable_bytes_per_device: Count = None
@@ -855,7 +866,9 @@ MAX_FLOPS_PER_S_OTHER = 1e17
 def _too_fast(record: dict[str, Any]) -> str | None:
     """Why the step time is no measurement: a FLOP rate per device above the bound."""
     step = (record.get("step_time_s") or {}).get("median")
-    flops = (record.get("flops") or {}).get("per_step") or (record.get("matmul") or {}).get("flops")
+    name, flops = "flops.per_step", (record.get("flops") or {}).get("per_step")
+    if not flops:
+        name, flops = "matmul.flops", (record.get("matmul") or {}).get("flops")
     if record.get("compiled_not_run") or not step or not flops:
         return None
     count = record["device"]["count"]
@@ -864,7 +877,7 @@ def _too_fast(record: dict[str, Any]) -> str | None:
     if rate <= bound:
         return None
     return (
-        f"step_time_s.median {step:.3g} s for {flops:.3g} FLOPs on {count} device(s) is "
+        f"step_time_s.median {step:.3g} s for {name} {flops:.3g} on {count} device(s) is "
         f"{rate:.3g} FLOP/s per device, above the {bound:.0e} any "
         f"{record['device']['platform']} device reaches"
     )
