@@ -466,14 +466,15 @@ class HostPart(Summary):
     mean: Number
 
 
-class HostParts(Part):
-    batch: HostPart | None = None
-    put: HostPart | None = None
-    dispatch: HostPart | None = None
-    metrics: HostPart | None = None
-    progress: HostPart | None = None
-    sync: HostPart | None = None
-    wait: HostPart | None = None
+def _part(name: str, kind: Any, keys: str = "", **others: Any) -> type[Part]:
+    """A part whose fields `keys` (split at spaces) are each of `kind` or null, and
+    `others` (name=type) each of its type or null; any of them may be absent."""
+    fields = {key: (kind | None, None) for key in keys.split()}
+    fields.update({key: (other | None, None) for key, other in others.items()})
+    return pydantic.create_model(name, __base__=Part, **fields)
+
+
+HostParts = _part("HostParts", HostPart, "batch put dispatch metrics progress sync wait")
 
 
 class HostLoop(Part):
@@ -498,55 +499,32 @@ class Epoch(Part):
     compile_time_s: Number | None = None
 
 
-class Flops(Part):
-    per_step: Count | None = None
-    per_step_in_bounds: Count | None = None
-    per_image: Number | None = None
-    forward_per_image: Number | None = None
-    xla_per_device: Number | None = None
-    xla_per_step: Number | None = None
-    xla_vs_jaxpr: Number | None = None
-    by_primitive: Object | None = None
-    unknown_trip_count: Bool | None = None
-
-
-class Mfu(Part):
-    chip: Str | None = None
-    vendor_precision: Str | None = None
-    vendor_peak_tflops: Number | None = None
-    vs_vendor: Number | None = None
-    measured_dtype: Str | None = None
-    measured_ceiling_tflops: Number | None = None
-    vs_measured: Number | None = None
-
-
-class Memory(Part):
-    argument_bytes: Count | None = None
-    output_bytes: Count | None = None
-    alias_bytes: Count | None = None
-    temp_bytes: Count | None = None
-    generated_code_bytes: Count | None = None
-    total_bytes: Count | None = None
-    peak_bytes_in_use: Count | None = None
-    bytes_limit: Count | None = None
-
-
-class Bandwidth(Part):
-    bytes_per_s: Number | None = None
-    p10: Number | None = None
-    p90: Number | None = None
-    n: Count | None = None
-    size_bytes: Count | None = None
-
-
-class CeilingEntry(Part):
-    """One dtype's best matmul rate measured in a run."""
-
-    tflops: Number | None = None
-    size: Count | None = None
-    reps: Count | None = None
-    passes: Count | None = None
-    precision: Str | None = None
+Flops = _part(
+    "Flops",
+    Number,
+    "per_image forward_per_image xla_per_device xla_per_step xla_vs_jaxpr",
+    per_step=Count,
+    per_step_in_bounds=Count,
+    by_primitive=Object,
+    unknown_trip_count=Bool,
+)
+Mfu = _part(
+    "Mfu",
+    Number,
+    "vendor_peak_tflops vs_vendor measured_ceiling_tflops vs_measured",
+    chip=Str,
+    vendor_precision=Str,
+    measured_dtype=Str,
+)
+Memory = _part(
+    "Memory",
+    Count,
+    "argument_bytes output_bytes alias_bytes temp_bytes generated_code_bytes total_bytes "
+    "peak_bytes_in_use bytes_limit",
+)
+Bandwidth = _part("Bandwidth", Number, "bytes_per_s p10 p90", n=Count, size_bytes=Count)
+# One dtype's best matmul rate measured in a run.
+CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Number, precision=Str)
 
 
 class Ceilings(Part):
@@ -557,41 +535,21 @@ class Ceilings(Part):
     bandwidth: Bandwidth | None
 
 
-class Cost(Part):
-    flops: Number | None = None
-    bytes_accessed: Number | None = None
-    optimal_seconds: Signed | None = None  # XLA's -1: no estimate
-    flops_source: Str | None = None
-
-
-class ErrorBand(Part):
-    median: Number | None = None
-    worst: Number | None = None
-
-
-class Prediction(Part):
-    """A predicted step (per-kernel, jaxcnn.prediction) or a roofline bound: never a
-    measurement."""
-
-    method: Str | None = None
-    step_time_s: Number | None = None
-    compute_s: Number | None = None
-    memory_s: Number | None = None
-    overhead_s: Number | None = None
-    collective_s: Number | None = None
-    images_per_s: Number | None = None
-    kernels: Number | None = None
-    peak_tflops_used: Number | None = None
-    bandwidth_bytes_per_s: Number | None = None
-    compiler_estimate_s: Number | None = None
-    bound: Str | None = None
-    peak_source: Str | None = None
-    peak_precision: Str | None = None
-    bandwidth_source: Str | None = None
-    flops_source: Str | None = None
-    constants_version: Str | None = None
-    rates_source: Str | None = None
-    error_band: ErrorBand | None = None
+# optimal_seconds: XLA's -1 is "no estimate"
+Cost = _part("Cost", Number, "flops bytes_accessed", optimal_seconds=Signed, flops_source=Str)
+# A predicted step (per-kernel, jaxcnn.prediction) or a roofline bound: never a measurement.
+Prediction = _part(
+    "Prediction",
+    Number,
+    "step_time_s compute_s memory_s overhead_s collective_s images_per_s kernels "
+    "peak_tflops_used bandwidth_bytes_per_s compiler_estimate_s",
+    **dict.fromkeys(
+        "method bound peak_source peak_precision bandwidth_source flops_source "
+        "constants_version rates_source".split(),
+        Str,
+    ),
+    error_band=_part("ErrorBand", Number, "median worst"),
+)
 
 
 def _row_length(row: Any) -> Any:
@@ -616,11 +574,7 @@ class KernelsSource(Part):
     jax: Str | None = None
 
 
-class Matmul(Part):
-    n: Count | None = None
-    dtype: Str | None = None
-    flops: Number | None = None
-    tflops: Number | None = None
+Matmul = _part("Matmul", Number, "flops tflops", n=Count, dtype=Str)
 
 
 class Ensemble(Part):
@@ -666,10 +620,7 @@ class Paired(Part):
     peer: PairedSide | None = None
 
 
-class Session(Part):
-    id: Str | None = None
-    pass_: Count | None = pydantic.Field(None, alias="pass")
-    passes: Count | None = None
+Session = _part("Session", Count, "pass passes", id=Str)  # a paired run's passes
 
 
 class Target(Part):
@@ -720,15 +671,10 @@ class Device(Part):
     machine: Str | None = None
 
 
-class HostMemory(Part):
-    applied: Bool | None = None
-    policy: Str | None = None
-    reason: Str | None = None
+HostMemory = _part("HostMemory", Str, "policy reason", applied=Bool)
 
 
-class Cpu(Part):
-    model: Str | None = None
-    extensions: list[Str] | None = None
+Cpu = _part("Cpu", Str, "model", extensions=list[Str])
 
 
 class Env(Part):
@@ -745,21 +691,9 @@ class Env(Part):
     cpu: Cpu | None = None
 
 
-class Formulation(Part):
-    name: Str | None = None
-    conv: Str | None = None
-    pool: Str | None = None
-
-
-class Params(Part):
-    trainable: Count | None = None
-    non_trainable: Count | None = None
-
-
-class CompileTimes(Part):
-    train: Number | None = None
-    eval: Number | None = None
-    epoch: Number | None = None
+Formulation = _part("Formulation", Str, "name conv pool")
+Params = _part("Params", Count, "trainable non_trainable")
+CompileTimes = _part("CompileTimes", Number, "train eval epoch")
 
 
 class Record(Part):
