@@ -365,6 +365,24 @@ def test_the_environment_is_read_without_importing_jax():
     assert done.stdout.strip() == jax.__version__
 
 
+def test_the_library_imports_neither_the_records_nor_their_schema_library():
+    """pydantic is the records' (experiments), not the library's: `import jaxcnn` takes
+    none of its import time."""
+    probe = (
+        "import sys, importlib; importlib.import_module(sys.argv[1]); "
+        "print(*[m for m in ('experiments.records', 'pydantic') if m in sys.modules])"
+    )
+
+    def loaded(module: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, module], capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    assert loaded("jaxcnn") == []
+    assert loaded("experiments.records") == ["experiments.records", "pydantic"]  # the probe sees
+
+
 @pytest.mark.parametrize(
     ("error", "status"),
     [
