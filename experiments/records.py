@@ -391,11 +391,31 @@ Bool = Annotated[bool, pydantic.Strict()]
 Object = dict[str, Any]
 Count = Annotated[int, pydantic.Strict(), pydantic.Field(ge=0, le=NUMBER_LIMIT)]
 AtLeastOne = Annotated[int, pydantic.Strict(), pydantic.Field(ge=1, le=NUMBER_LIMIT)]
-Signed = Annotated[float, pydantic.Strict(), pydantic.Field(allow_inf_nan=False)]
-Number = Annotated[Signed, pydantic.Field(ge=0)]  # a time, a rate, a size, a ratio
-Positive = Annotated[Signed, pydantic.Field(gt=0)]  # what a reader divides by
+
+
+def _integer_within_limit(value: Any) -> Any:
+    # an integer where a float may be is held to the integers' limit, before it is
+    # made a float (a 400-digit one cannot be)
+    if type(value) is int and abs(value) > NUMBER_LIMIT:
+        raise _meaning_error(f"is {value!r:.40}, not a finite number below 2**63")
+    return value
+
+
+def _finite(**limits: float) -> Any:
+    """A finite number within `limits` (pydantic.Field's ge, gt, le)."""
+    return Annotated[
+        float,
+        pydantic.Strict(),
+        pydantic.Field(allow_inf_nan=False, **limits),
+        pydantic.BeforeValidator(_integer_within_limit),
+    ]
+
+
+Signed = _finite()
+Number = _finite(ge=0)  # a time, a rate, a size, a ratio
+Positive = _finite(gt=0)  # what a reader divides by
+Accuracy = _finite(ge=0, le=1)
 PositiveCount = Annotated[Count, pydantic.Field(gt=0)]
-Accuracy = Annotated[Signed, pydantic.Field(ge=0, le=1)]
 
 
 def _meaning_error(why: str) -> PydanticCustomError:
@@ -856,11 +876,7 @@ def _problem(error: Mapping[str, Any]) -> str:
         return f"{_dotted(parent) or 'record'} lacks {last}"
     if kind == "meaning":
         return f"{where} {limits['why']}" if error["loc"] else limits["why"]
-    if (
-        kind == "finite_number"
-        or limits.get("le") == NUMBER_LIMIT
-        or (kind == "float_type" and type(value) is int)
-    ):
+    if kind == "finite_number" or limits.get("le") == NUMBER_LIMIT:
         return f"{where} is {value!r:.40}, not a finite number below 2**63"
     if kind == "greater_than_equal":
         least = limits["ge"]
