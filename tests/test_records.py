@@ -169,6 +169,7 @@ MISTYPED = [
     ({"test_accuracy": math.nan}, "test_accuracy is nan, not a finite number"),
     ({"images_per_s": math.inf}, "images_per_s is inf, not a finite number"),
     ({"flops": {"per_step": 10**400}}, "flops.per_step is 1000000000000000000000000000000000"),
+    ({"images_per_s": 2**70}, "images_per_s is 1180591620717411303424, not a finite number"),
     ({"kernels": [[1, "fusion", 2, 3, None]]}, "kernels[0] has 5 items, not 6 to 7"),
     ({"kernels": [[[1], "fusion", 2, 3, None, 0]]}, "kernels[0][0] is an array, not an integer"),
     ({"kernels": [None]}, "kernels[0] is null, not an array"),
