@@ -83,27 +83,21 @@ def _as_read(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def is_summary(value: Any) -> bool:
-    """Whether `value` is a summary of timed samples (stats.summarize) a record can carry:
-    finite, non-negative times in order, a positive median, a count."""
-    return records.conforms(records.Measured, value)
+# A Timer's five results (experiments.runners.train): the step's and eval step's
+# summaries, the throughput's or null, compile seconds by program, the timed program's
+# kernels and steps or null.
+_TIMING = tuple[
+    records.Measured,
+    records.Measured,
+    records.Measured | None,
+    dict[str, records.Number],
+    tuple[Any, Any] | None,
+]
 
 
 def is_timing(timing: Any) -> bool:
-    """Whether `timing` is a Timer's five results (experiments.runners.train): the step's
-    and eval step's summaries, the throughput or null, compile seconds, the timed
-    program's kernels and steps or null."""
-    if not isinstance(timing, list) or len(timing) != 5:
-        return False
-    step, eval_step, throughput, more, timed = timing
-    return (
-        is_summary(step)
-        and is_summary(eval_step)
-        and (throughput is None or is_summary(throughput))
-        and isinstance(more, dict)
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in more.values())
-        and (timed is None or (isinstance(timed, list) and len(timed) == 2))
-    )
+    """Whether `timing` is a Timer's five results as a record carries them (`_TIMING`)."""
+    return records.conforms(_TIMING, timing)
 
 
 def is_ceiling(kept: Any) -> bool:

@@ -207,6 +207,7 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import importlib.metadata
@@ -307,14 +308,19 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def conforms(model: type[pydantic.BaseModel], value: Any) -> bool:
-    """Whether `value` (a part of a record, or a side file holding one) is what `model`
-    describes."""
+def conforms(kind: Any, value: Any) -> bool:
+    """Whether `value` (a part of a record, or a side file holding parts) is of `kind`,
+    a type made of this module's (`Measured`, `tuple[Measured, Number]`, ...)."""
     try:
-        model.model_validate(value)
+        _adapter(kind).validate_python(value)
     except pydantic.ValidationError:
         return False
     return True
+
+
+@functools.cache
+def _adapter(kind: Any) -> pydantic.TypeAdapter:
+    return pydantic.TypeAdapter(kind)
 
 
 def parse_time(text: object) -> datetime | None:
