@@ -454,14 +454,8 @@ class Summary(Part):
     def _in_order(self) -> Summary:
         values = [self.p10, self.median, self.p90]
         if None not in values and not values[0] <= values[1] <= values[2]:
-            raw = [_as_given(v) for v in values]
-            raise _meaning_error(f"has p10, median, p90 {raw}, not in that order")
+            raise _meaning_error(f"has p10, median, p90 {values}, not in that order")
         return self
-
-
-def _as_given(value: float) -> float | int:
-    """A number as a record wrote it: 0, not the 0.0 validation made of it."""
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
 class Timed(Summary):
