@@ -6,8 +6,8 @@ timed by the same rules, one record per (framework, model, batch, mode).
 
 Optional and never run in CI. Run it from a separate virtualenv that has no JAX (see
 benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure. It
-appends the records to DIR/records.jsonl with experiments.records (standard library
-only), with workload kind "peer", workload.framework "torch" | "keras" and
+appends the records to DIR/records.jsonl with experiments.records (the standard library
+and pydantic), with workload kind "peer", workload.framework "torch" | "keras" and
 workload.mode. Its other imports of this repository are standard library too:
 experiments.cli_options (the one-line parser), benchmarks.command_line (the command
 line paired.py reads alike) and benchmarks.turns (how blocks take turns under
@@ -47,7 +47,7 @@ from benchmarks.command_line import (  # the standard library only: no jax
     names,
     records_path,
 )
-from experiments import records  # the standard library only: no jax
+from experiments import records  # the standard library and pydantic: no jax
 from experiments.cli_options import OneLineParser  # JAX-free
 from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -84,50 +83,31 @@ def _as_read(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def is_summary(value: Any) -> bool:
-    """Whether `value` is a summary of timed samples (stats.summarize) a record can carry:
-    finite, non-negative times, a positive median, a count."""
-    if not isinstance(value, dict) or not isinstance(value.get("n"), int):
-        return False
-    times = [value.get(k) for k in ("median", "p10", "p90")]
-    numbers = all(
-        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0
-        for t in times
-    )
-    return numbers and times[0] > 0
+# A Timer's five results (experiments.runners.train): the step's and eval step's
+# summaries, the throughput's or null, compile seconds by program, the timed program's
+# kernels and steps or null.
+_TIMING = tuple[
+    records.Measured,
+    records.Measured,
+    records.Measured | None,
+    dict[str, records.Number],
+    tuple[Any, Any] | None,
+]
 
 
 def is_timing(timing: Any) -> bool:
-    """Whether `timing` is a Timer's five results (experiments.runners.train): the step's
-    and eval step's summaries, the throughput or null, compile seconds, the timed
-    program's kernels and steps or null."""
-    if not isinstance(timing, list) or len(timing) != 5:
-        return False
-    step, eval_step, throughput, more, timed = timing
-    return (
-        is_summary(step)
-        and is_summary(eval_step)
-        and (throughput is None or is_summary(throughput))
-        and isinstance(more, dict)
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in more.values())
-        and (timed is None or (isinstance(timed, list) and len(timed) == 2))
-    )
+    """Whether `timing` is a Timer's five results as a record carries them (`_TIMING`)."""
+    return records.conforms(_TIMING, timing)
 
 
 def is_ceiling(kept: Any) -> bool:
-    """Whether `kept` is {ceiling, bandwidth} as a record carries them (records.TYPES'
+    """Whether `kept` is {ceiling, bandwidth} as a record carries them (records.Record's
     matmul_ceiling and bandwidth)."""
-    if not isinstance(kept, dict) or set(kept) != {"ceiling", "bandwidth"}:
-        return False
-    try:
-        records.check_types(kept["bandwidth"], records.TYPES["bandwidth"], "bandwidth")
-        if not isinstance(kept["ceiling"], dict):
-            return False
-        for dtype, measured in kept["ceiling"].items():
-            records.check_types(measured, records.MATMUL_CEILING_ENTRY, f"ceiling.{dtype}")
-    except records.RecordError:
-        return False
-    return True
+    return (
+        isinstance(kept, dict)
+        and set(kept) == {"ceiling", "bandwidth"}
+        and records.conforms(records.Ceilings, kept)
+    )
 
 
 TIMING = Kept("timing.json", "timing", "timing the step again", is_timing, field="timing")

@@ -34,7 +34,6 @@ changed.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import fcntl
 import os
@@ -176,7 +175,9 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
             source.rename(target)
             renamed[old_key] = new_key
     done.renamed = renamed
-    known = {r.get("config_key") for r in _records_of(path)}
+    with open(path, "rb") as handle:
+        lines = list(records.read_lines(handle))
+    known = {line.record.get("config_key") for line in lines if line.record}
     orphans = 0
     if checkpoints.is_dir():
         orphans = sum(1 for d in checkpoints.iterdir() if d.is_dir() and d.name not in known)
@@ -198,14 +199,6 @@ def rewrite_lines(path: Path, rewrite: Callable[[bytes, int], bytes]) -> bool:
     finally:
         os.close(fd)
     return new != old
-
-
-def _records_of(path: Path) -> list[dict[str, Any]]:
-    found = []
-    for raw in path.read_bytes().splitlines():
-        with contextlib.suppress(ValueError):  # not a JSON object: no record to match
-            found.append(records.parse_line(raw))
-    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -184,12 +184,13 @@ memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss no
 error (anything else, compile errors included), with a one-line `message` and the
 traceback's last lines (`traceback_tail`): `failed` is the one rule.
 Unknown keys are kept, never rejected; every field above that a reader uses is
-type-checked when present (`TYPES`, one table; `load` skips a record that fails it, and
-`json_schema` publishes it as docs/records.schema.json), and what it means is checked
-too (`_check_meaning`: accuracies in [0, 1], counts >= 1, a step time no chip could
-beat refused, times parsed, the key the hash of what it sits beside). Records are
-ordered by `recorded_at`, never by their time's text, and told apart by machine with
-`machine_id`.
+type-checked when present (`Record`, pydantic models; `load` skips a record that fails
+them, and `json_schema` publishes them as docs/records.schema.json), and what it means
+is checked too (accuracies in [0, 1], counts >= 1, times and sizes finite and not
+negative, a step time no chip could beat refused, times parsed, the fields its kind and
+status need, the key the hash of what it sits beside). Records stay plain dicts:
+`validate` hands back the dict it checked. Records are ordered by `recorded_at`, never
+by their time's text, and told apart by machine with `machine_id`.
 
 A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
 is final (ok, nan, oom) in the same config key; an `error` is retried.
@@ -206,6 +207,7 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import importlib.metadata
@@ -220,13 +222,17 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import types
 import typing
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
+
+import pydantic
+from pydantic_core import PydanticCustomError
 
 from experiments import host_cpu
 from experiments.workload import Workload
@@ -239,18 +245,7 @@ RECORDS_FILE = "records.jsonl"
 # A user's runs go to a folder of their own (git-ignored), not into the records this
 # repository commits (results/), which only `--out=results` adds to.
 DEFAULT_OUT = "runs"
-_REQUIRED = {
-    "schema_version": int,
-    "run_id": str,
-    "status": str,
-    "workload": dict,
-    "device": dict,
-    "env": dict,
-}
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
-_REQUIRED_DEVICE = ("platform", "kind", "count", "process_count", "host")
-_REQUIRED_ENV = ("python", "git_commit", "host", "utc_time")
-_REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
 # The kinds an experiments.workload.Workload describes; their records carry all of its
 # fields.
@@ -258,11 +253,14 @@ WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
 WORKLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(Workload))
 # What else a record of those kinds carries, in every status: where it ran and how.
 _REQUIRED_BY_WORKLOAD = {
-    "top": ("config_key", "loop", "formulation", "compiler_options"),
+    "": ("config_key", "loop", "formulation", "compiler_options"),
+    "workload": WORKLOAD_FIELDS,
     "device": ("machine",),
     "env": ("jax", "jaxlib", "flax", "optax", "host_memory"),
 }
+_REQUIRED_BY_PEER = {"": ("config_key",), "workload": ("framework", "mode")}
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
+_REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
 # What an ok record must carry, by workload kind (a matmul has no images).
 _REQUIRED_OK_BY_KIND = {
     "train": _REQUIRED_OK,
@@ -276,6 +274,7 @@ _REQUIRED_SECTION = {
     "matmul": ("n", "dtype", "flops", "tflops"),
     "ensemble": ("k", "mode", "seeds", "learning_rates", "test_accuracy"),
     "paired": ("rounds", "ratio", "jax", "peer"),
+    "step_time_s": ("median", "p10", "p90", "n"),
 }
 
 
@@ -293,137 +292,35 @@ class OldSchema(RecordError):
 
 
 def validate(record: dict[str, Any]) -> dict[str, Any]:
-    """Return `record` if it follows the schema; raise RecordError naming what is wrong
-    (OldSchema for a record of an earlier version)."""
-    for key, kind in _REQUIRED.items():
-        if not isinstance(record.get(key), kind):
-            raise RecordError(f"field {key!r} missing or not {kind.__name__}")
-    version = record["schema_version"]
-    if version < SCHEMA_VERSION:
+    """Return `record`, unchanged, if it follows the schema (`Record`, its types and
+    their meaning); raise RecordError naming the first field of a wrong type or value,
+    else the first missing (OldSchema for a record of an earlier version)."""
+    version = record.get("schema_version") if isinstance(record, dict) else None
+    if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
-    if version != SCHEMA_VERSION:
-        raise RecordError(f"schema_version {version} is not {SCHEMA_VERSION}")
-    if record["status"] not in STATUSES:
-        raise RecordError(f"status {record['status']!r} is not one of {STATUSES}")
-    if "message" not in record:
-        raise RecordError("field 'message' missing")
-    kind = record["workload"].get("kind")
-    if kind not in KINDS:
-        raise RecordError(f"workload.kind {kind!r} is not one of {KINDS}")
-    workload_keys = WORKLOAD_FIELDS if kind in WORKLOAD_KINDS else _REQUIRED_WORKLOAD
-    required = {"workload": workload_keys, "device": _REQUIRED_DEVICE, "env": _REQUIRED_ENV}
-    if kind in WORKLOAD_KINDS:
-        for section in ("device", "env"):
-            required[section] = (*required[section], *_REQUIRED_BY_WORKLOAD[section])
-        required[""] = _REQUIRED_BY_WORKLOAD["top"]
-    elif kind == "peer":
-        required[""] = ("config_key",)
-        required["workload"] = (*workload_keys, "framework", "mode")
-    for section, keys in required.items():
-        missing = [k for k in keys if k not in (record[section] if section else record)]
-        if missing:
-            raise RecordError(f"{section or 'record'} lacks {', '.join(missing)}")
-    if record["status"] == "ok":
-        missing = [k for k in _REQUIRED_OK_BY_KIND[kind] if record.get(k) is None]
-        if missing:
-            raise RecordError(f"ok {kind} record lacks {', '.join(missing)}")
-        for section, keys in _REQUIRED_SECTION.items():
-            if section in _REQUIRED_OK_BY_KIND[kind]:
-                if not isinstance(record[section], dict):
-                    raise RecordError(f"{section} is not an object")
-                absent = [k for k in keys if k not in record[section]]
-                if absent:
-                    raise RecordError(f"{section} lacks {', '.join(absent)}")
-        step = record.get("step_time_s", {"median": None, "p10": None, "p90": None, "n": 0})
-        if not all(k in step for k in ("median", "p10", "p90", "n")):
-            raise RecordError("step_time_s needs median, p10, p90 and n")
-    _check_types(record)
-    for where, value in _divisors(record, kind):
-        if not (_is(value, _NUMBER) and value > 0):
-            raise RecordError(f"{where} is {_value_name(value)}, not a positive number")
-    _check_meaning(record)
+    try:
+        Record.model_validate(record)
+    except pydantic.ValidationError as e:
+        errors = e.errors(include_url=False)
+        # a field there but wrong says more than one left out beside it
+        first = next((error for error in errors if error["type"] != "missing"), errors[0])
+        raise RecordError(_problem(first)) from None
     return record
 
 
-# --- Meaning: what a record's values may be, beyond their types --------------------------
-#
-# The fastest chip's dense peak is about 1e16 FLOP/s (NVIDIA's B200 at FP4, 9 PFLOP/s);
-# a CPU device (JAX makes one of the whole host) stays below 1e15 (a two-socket
-# server's AMX units). A step time that implies more, for the step's own FLOPs, is no
-# measurement (a clock read before the work finished, a hand-edited record): ten times
-# the fastest, so no real record comes near it.
-MAX_FLOPS_PER_S = {"cpu": 1e15}
-MAX_FLOPS_PER_S_OTHER = 1e17
-# The fractions a record holds: accuracies in [0, 1].
-_ACCURACIES = ("test_accuracy",)
-_HISTORY_ACCURACIES = ("train_accuracy", "test_accuracy")
-# The summaries whose median is a time or a rate: positive where measured.
-_TIMED = ("step_time_s", "eval_step_time_s", "dispatch_s", "throughput")
-# The counts that are at least 1 where present (a batch of 0 images times nothing).
-_AT_LEAST_ONE = {
-    "workload": ("batch_size", "timing_steps", "ensemble_size", "num_devices"),
-    "device": ("count", "process_count"),
-}
+def conforms(kind: Any, value: Any) -> bool:
+    """Whether `value` (a part of a record, or a side file holding parts) is of `kind`,
+    a type made of this module's (`Measured`, `tuple[Measured, Number]`, ...)."""
+    try:
+        _adapter(kind).validate_python(value)
+    except pydantic.ValidationError:
+        return False
+    return True
 
 
-def _check_meaning(record: dict[str, Any]) -> None:
-    """RecordError for a value of the right type that cannot be what it says: an
-    accuracy outside [0, 1], a batch or a device count below 1, a step time faster than
-    any chip could run the step's FLOPs (MAX_FLOPS_PER_S), a time that is not an ISO
-    8601 time, a config_key that is not the hash of the workload,
-    device and conditions beside it."""
-    for section, keys in _AT_LEAST_ONE.items():
-        for key in keys:
-            value = record[section].get(key)
-            if value is not None and not (_is(value, _INT) and value >= 1):
-                raise RecordError(f"{section}.{key} is {value!r:.40}, not a whole number >= 1")
-    for where, value in _accuracies(record):
-        if value is not None and not 0 <= value <= 1:
-            raise RecordError(f"{where} is {value!r:.40}, not an accuracy in [0, 1]")
-    for key in _TIMED:
-        median = (record.get(key) or {}).get("median")
-        if median is not None and not median > 0:
-            raise RecordError(f"{key}.median is {median!r}, not a positive time or rate")
-    _check_rate(record)
-    when = record["env"].get("utc_time")
-    if when is not None and parse_time(when) is None:
-        raise RecordError(
-            f"env.utc_time {when!r:.40} is not an ISO 8601 time (2026-11-25T14:00:00Z)"
-        )
-    if "config_key" in record:
-        expected = config_key(record["workload"], record["device"], record.get("conditions"))
-        if record["config_key"] != expected:
-            raise RecordError(
-                f"config_key {record['config_key']!r:.24} is not the hash of its workload, "
-                f"device and conditions ({expected})"
-            )
-
-
-def _accuracies(record: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    for key in _ACCURACIES:
-        yield key, record.get(key)
-    for number, epoch in enumerate(record.get("history") or []):
-        for key in _HISTORY_ACCURACIES:
-            yield f"history[{number}].{key}", epoch.get(key)
-    for number, value in enumerate((record.get("ensemble") or {}).get("test_accuracy") or []):
-        yield f"ensemble.test_accuracy[{number}]", value
-
-
-def _check_rate(record: dict[str, Any]) -> None:
-    """RecordError if the step time implies a FLOP rate per device above the bound."""
-    step = (record.get("step_time_s") or {}).get("median")
-    flops = (record.get("flops") or {}).get("per_step") or (record.get("matmul") or {}).get("flops")
-    if record.get("compiled_not_run") or not step or not flops:
-        return
-    count = record["device"].get("count") or 1
-    bound = MAX_FLOPS_PER_S.get(record["device"]["platform"], MAX_FLOPS_PER_S_OTHER)
-    rate = flops / step / count
-    if rate > bound:
-        raise RecordError(
-            f"step_time_s.median {step:.3g} s for {flops:.3g} FLOPs on {count} device(s) is "
-            f"{rate:.3g} FLOP/s per device, above the {bound:.0e} any "
-            f"{record['device']['platform']} device reaches"
-        )
+@functools.cache
+def _adapter(kind: Any) -> pydantic.TypeAdapter:
+    return pydantic.TypeAdapter(kind)
 
 
 def parse_time(text: object) -> datetime | None:
@@ -480,422 +377,554 @@ def machine_id(record: dict[str, Any]) -> str:
     return f"host:{host}|{cpu}"
 
 
-def _divisors(record: dict[str, Any], kind: str) -> Iterator[tuple[str, Any]]:
-    """(where, value) of each value a reader divides by: an ok record's step time, the
-    steps its kernels' program takes, each side's rate in a paired round."""
-    if record["status"] == "ok" and "step_time_s" in _REQUIRED_OK_BY_KIND[kind]:
-        yield "step_time_s.median", record["step_time_s"]["median"]
-    if record.get("kernels_source"):
-        yield "kernels_source.steps", record["kernels_source"].get("steps")
-    for key in ("chips", "devices"):
-        if key in (record.get("target") or {}):
-            yield f"target.{key}", record["target"][key]
-    for number, one in enumerate((record.get("paired") or {}).get("rounds") or []):
-        for side in ("jax", "peer"):
-            rate = (one.get(side) or {}).get("images_per_s")
-            yield f"paired.rounds[{number}].{side}.images_per_s", rate
-
-
-# --- Types: every field a reader uses, checked when a record is loaded ----------------
+# --- The schema: pydantic models of every field a reader uses -------------------------
 #
-# A type is a tuple of Python types (a value of one of them), a dict (an object, each
-# of whose keys that is present has the type given: unknown keys are kept, never
-# rejected), a one-item list (an array whose every item has that type), or Maybe(type)
-# (that, or null), or a Row (an array of fixed positions). Which fields must be present
-# is the tables above (`validate`); this says what a present one may hold.
-# `json_schema` writes the same as a JSON Schema. Beyond their types, every number is
-# finite, at most NUMBER_LIMIT and not negative (but those in SIGNED), a summary's
-# p10 <= median <= p90, and each value a reader divides by positive (`_divisors`): so a
-# record the reader returns never makes a report or a fit divide by null or zero,
-# format a NaN, or sort a list against a number.
-
-
-class Maybe(NamedTuple):
-    """A field that may be null."""
-
-    kind: Any
-
-
-class Row(NamedTuple):
-    """An array of fixed positions, each of its own type; the last `optional` may be
-    left out."""
-
-    items: tuple[Any, ...]
-    optional: int = 0
-
-
-_NUMBER = (int, float)
-_INT, _STR, _BOOL = (int,), (str,), (bool,)
-NUMBER, INT, STR = Maybe(_NUMBER), Maybe(_INT), Maybe(_STR)  # measured: null where none
-OBJECT, ARRAY = Maybe((dict,)), Maybe((list,))
-_SUMMARY = {"median": NUMBER, "p10": NUMBER, "p90": NUMBER, "n": INT}  # stats.summarize
-_PREDICTION = {
-    **{
-        key: NUMBER
-        for key in (
-            "step_time_s",
-            "compute_s",
-            "memory_s",
-            "images_per_s",
-            "peak_tflops_used",
-            "bandwidth_bytes_per_s",
-            "compiler_estimate_s",
-            "overhead_s",
-            "collective_s",
-            "kernels",
-        )
-    },
-    **{
-        key: STR
-        for key in (
-            "bound",
-            "peak_source",
-            "peak_precision",
-            "bandwidth_source",
-            "flops_source",
-            "method",
-            "constants_version",
-            "rates_source",
-        )
-    },
-    "error_band": Maybe({"median": NUMBER, "worst": NUMBER}),
-}
-_JSON_OF_PYTHON = {str: _STR, int: _INT, float: _NUMBER, bool: _BOOL, dict: (dict,)}
-# jaxcnn.perf.hlo.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
-_KERNEL_ROW = Row((_INT, _STR, _NUMBER, _NUMBER, STR, _NUMBER, _STR), optional=1)
-# One side of a paired run as the report's paired table reads it.
-_PAIRED_SIDE = {
-    "run_id": STR,
-    "configuration": STR,
-    "host_memory": STR,
-    "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
-}
-_SIDE = {"images_per_s": _NUMBER, "start": NUMBER, "end": NUMBER}  # one side of a paired round
-
-
-def _workload_types() -> dict[str, Any]:
-    """The workload's fields as experiments.workload.Workload types them."""
-    types: dict[str, Any] = {}
-    for name, hint in typing.get_type_hints(Workload).items():
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        plain = typing.get_origin(hint) or hint
-        if type(None) in typing.get_args(hint):
-            types[name] = Maybe(_JSON_OF_PYTHON[typing.get_origin(args[0]) or args[0]])
-        else:
-            types[name] = _JSON_OF_PYTHON[plain]
-    return types
-
-
-_HISTORY_ENTRY = {
-    "epoch": _INT,
-    "steps": INT,
-    **{
-        key: NUMBER
-        for key in (
-            "train_loss",
-            "train_accuracy",
-            "train_time_s",
-            "test_loss",
-            "test_accuracy",
-            "eval_time_s",
-            "compile_time_s",
-        )
-    },
-}
-TYPES: dict[str, Any] = {
-    "schema_version": _INT,
-    "run_id": _STR,
-    "status": _STR,
-    "message": STR,
-    "config_key": _STR,
-    "conditions": OBJECT,  # experiments.prepare.conditions: what differs from the defaults
-    "workload": {**_workload_types(), "framework": STR, "mode": STR},
-    "device": {
-        "platform": _STR,
-        "kind": _STR,
-        "count": _INT,
-        "process_count": _INT,
-        "host": STR,
-        "machine": STR,
-    },
-    "env": {
-        **{key: STR for key in ("python", "git_commit", "host", "utc_time")},
-        **{key: STR for key in ("jax", "jaxlib", "flax", "optax")},
-        "host_memory": Maybe({"applied": Maybe(_BOOL), "policy": STR, "reason": STR}),
-        "turns": OBJECT,
-        "cpu": Maybe({"model": STR, "extensions": Maybe([_STR])}),
-    },
-    "loop": STR,
-    "formulation": Maybe({"name": STR, "conv": STR, "pool": STR}),
-    "compiler_options": OBJECT,  # the XLA options the steps compiled with: any values
-    "params": Maybe({"trainable": INT, "non_trainable": INT}),
-    "compile_time_s": Maybe({"train": NUMBER, "eval": NUMBER, "epoch": NUMBER}),
-    "step_time_s": Maybe(_SUMMARY),
-    "eval_step_time_s": Maybe(_SUMMARY),
-    "dispatch_s": Maybe(_SUMMARY),
-    "host_loop": Maybe(
-        {
-            "loop": STR,
-            **{key: INT for key in ("steps", "steps_per_epoch", "check_every", "syncs")},
-            "parts": {
-                part: Maybe({**_SUMMARY, "mean": NUMBER})
-                for part in ("batch", "put", "dispatch", "metrics", "progress", "sync", "wait")
-            },
-            "loop_step_s": NUMBER,
-        }
-    ),
-    "throughput": Maybe({**_SUMMARY, "steps": INT, "minor_faults_per_step": NUMBER}),
-    "images_per_s": NUMBER,
-    "history": Maybe([_HISTORY_ENTRY]),
-    "test_accuracy": NUMBER,
-    "test_loss": NUMBER,
-    "train_time_s": NUMBER,
-    "achieved_tflops": NUMBER,
-    "flops": Maybe(
-        {
-            "per_step": INT,
-            "per_step_in_bounds": INT,
-            "per_image": NUMBER,
-            "forward_per_image": NUMBER,
-            "xla_per_device": NUMBER,
-            "xla_per_step": NUMBER,
-            "xla_vs_jaxpr": NUMBER,
-            "by_primitive": OBJECT,
-            "unknown_trip_count": Maybe(_BOOL),
-        }
-    ),
-    "mfu": Maybe(
-        {
-            "chip": STR,
-            "vendor_precision": STR,
-            "vendor_peak_tflops": NUMBER,
-            "vs_vendor": NUMBER,
-            "measured_dtype": STR,
-            "measured_ceiling_tflops": NUMBER,
-            "vs_measured": NUMBER,
-        }
-    ),
-    "memory": Maybe(
-        {
-            key: INT
-            for key in (
-                "argument_bytes",
-                "output_bytes",
-                "alias_bytes",
-                "temp_bytes",
-                "generated_code_bytes",
-                "total_bytes",
-                "peak_bytes_in_use",
-                "bytes_limit",
-            )
-        }
-    ),
-    "bandwidth": Maybe(
-        {"bytes_per_s": NUMBER, "p10": NUMBER, "p90": NUMBER, "n": INT, "size_bytes": INT}
-    ),
-    "cost": Maybe(
-        {"flops": NUMBER, "bytes_accessed": NUMBER, "optimal_seconds": NUMBER, "flops_source": STR}
-    ),
-    "prediction": Maybe(_PREDICTION),
-    "prediction_vendor": Maybe(_PREDICTION),
-    "prediction_bound": Maybe(_PREDICTION),
-    "prediction_vendor_bound": Maybe(_PREDICTION),
-    "kernels": Maybe([_KERNEL_ROW]),
-    "kernels_source": Maybe({"program": STR, "steps": _INT, "recompiled": STR, "jax": STR}),
-    "matmul_ceiling": Maybe({}),  # {dtype: {tflops, ...}}: checked in `_check_types`
-    "matmul": Maybe({"n": INT, "dtype": STR, "flops": NUMBER, "tflops": NUMBER}),
-    "ensemble": Maybe(
-        {
-            "k": INT,
-            "mode": STR,
-            "seeds": Maybe([INT]),
-            "learning_rates": Maybe([NUMBER]),
-            "test_accuracy": Maybe([NUMBER]),
-            "test_loss": Maybe([NUMBER]),
-        }
-    ),
-    "paired": Maybe(
-        {
-            "rounds": Maybe([{"jax": _SIDE, "peer": _SIDE, "first": STR}]),
-            "ratio": Maybe(_SUMMARY),
-            "jax": Maybe(_PAIRED_SIDE),
-            "peer": Maybe(_PAIRED_SIDE),
-        }
-    ),
-    "session": Maybe({"id": STR, "pass": INT, "passes": INT}),  # a paired run's passes
-    "compiled_not_run": Maybe(_BOOL),
-    "fits": Maybe(_BOOL),
-    "target": Maybe(  # always known: the target table's (jaxcnn.targets)
-        {
-            "name": _STR,
-            "platform": _STR,
-            "chip": _STR,
-            "chips": _INT,
-            "devices": _INT,
-            "memory_per_chip_bytes": _INT,
-            "memory_per_device_bytes": _INT,
-            "usable_bytes_per_device": _INT,
-            "bandwidth_bytes_per_s": _NUMBER,
-            "peak_tflops": OBJECT,
-        }
-    ),
-    "epoch_memory": OBJECT,
-    "nan_step": INT,
-    "params_digest": STR,
-    "resumed_from_step": INT,
-    "traceback_tail": ARRAY,
-}
-MATMUL_CEILING_ENTRY = {
-    "tflops": NUMBER,
-    "size": INT,
-    "reps": INT,
-    "passes": INT,
-    "precision": STR,
-}
-
-
-def _is(value: Any, kinds: tuple[type, ...]) -> bool:
-    # bool is an int in Python; a count or a byte size that is True is a bug.
-    if isinstance(value, bool) and bool not in kinds:
-        return False
-    return isinstance(value, kinds)
-
-
-def _type_name(kind: Any) -> str:
-    """A type as the JSON it describes: "a number or null", "an object", ..."""
-    if isinstance(kind, Maybe):
-        return f"{_type_name(kind.kind)} or null"
-    if isinstance(kind, dict):
-        return "an object"
-    if isinstance(kind, list | Row):
-        return "an array"
-    if set(kind) == {int, float}:
-        return "a number"
-    return " or ".join(_TYPE_NAMES[k] for k in kind)
-
-
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-_TYPE_NAMES.update({dict: "an object", list: "an array"})
-
-
-def check_types(value: Any, kind: Any, where: str) -> None:
-    """RecordError naming the first field of `value` (called `where`) that is not of
-    `kind` (a type of `TYPES`)."""
-    declared = kind
-    if isinstance(kind, Maybe):
-        if value is None:
-            return
-        kind = kind.kind
-    if isinstance(kind, dict):
-        if not isinstance(value, dict):
-            raise _wrong(value, declared, where)
-        for key, inner in kind.items():
-            if key in value and not _plainly(value[key], inner):
-                check_types(value[key], inner, f"{where}.{key}" if where else key)
-    elif isinstance(kind, list):
-        if not isinstance(value, list):
-            raise _wrong(value, declared, where)
-        for number, item in enumerate(value):
-            if not _plainly(item, kind[0]):
-                check_types(item, kind[0], f"{where}[{number}]")
-    elif isinstance(kind, Row):
-        least, most = len(kind.items) - kind.optional, len(kind.items)
-        if not isinstance(value, list):
-            raise _wrong(value, declared, where)
-        if not least <= len(value) <= most:
-            raise RecordError(f"{where} has {len(value)} items, not {least} to {most}")
-        for number, (item, inner) in enumerate(zip(value, kind.items, strict=False)):
-            if not _plainly(item, inner):
-                check_types(item, inner, f"{where}[{number}]")
-    elif not _is(value, kind):
-        raise _wrong(value, declared, where)
-    elif type(value) in (int, float) and not 0 <= value <= NUMBER_LIMIT:
-        _check_number(value, where)
-    if isinstance(value, dict) and "p10" in value and "median" in value and "p90" in value:
-        _check_summary(value, where)
-
-
-def _plainly(value: Any, kind: Any) -> bool:
-    """Whether `value` is plainly of `kind` (null where it may be; a string, an object
-    or an array where that is all `kind` says; a number from 0 to NUMBER_LIMIT), known
-    without the path `check_types` would name: most of a record's values are, and a
-    record has thousands (its kernels)."""
-    if type(kind) is Maybe:
-        if value is None:
-            return True
-        kind = kind.kind
-    if type(kind) is not tuple or type(value) not in kind:
-        return False
-    return type(value) not in (int, float) or 0 <= value <= NUMBER_LIMIT
-
-
-def _wrong(value: Any, kind: Any, where: str) -> RecordError:
-    return RecordError(f"{where} is {_value_name(value)}, not {_type_name(kind)}")
-
+# A record stays a plain dict: `validate` checks it against `Record` and hands the same
+# dict back. Unknown keys are kept, never rejected. A field with a default of None may
+# be absent (which fields a kind or a status needs is `Record._meaning`'s); one typed
+# `X | None` may be null. Types are strict (no "64" for 64, no true for 1). Every number
+# is finite and not negative (but `Signed`), an integer at most NUMBER_LIMIT, a summary's
+# p10 <= median <= p90, and each value a reader divides by positive: so a record the
+# reader returns never makes a report or a fit divide by null or zero, format a NaN, or
+# sort a list against a number.
 
 # The largest magnitude a record's integer may have: beyond any count, size or time (a
 # 400-digit integer overflows where a reader makes it a float). A float need only be
 # finite: a learning rate of 1e30 is how a diverging run is asked for.
 NUMBER_LIMIT = 2**63
-# The numbers a record holds that may be negative (XLA's -1: "no estimate"); every other
-# is a count, a size, a time, a rate or a fraction.
-SIGNED = frozenset({"cost.optimal_seconds"})
+Str = Annotated[str, pydantic.Strict()]
+Bool = Annotated[bool, pydantic.Strict()]
+Object = dict[str, Any]
+Count = Annotated[int, pydantic.Strict(), pydantic.Field(ge=0, le=NUMBER_LIMIT)]
+AtLeastOne = Annotated[int, pydantic.Strict(), pydantic.Field(ge=1, le=NUMBER_LIMIT)]
 
 
-def _check_number(value: float, where: str) -> None:
-    """RecordError unless `value` is finite (an integer: within NUMBER_LIMIT), and not
-    negative."""
-    finite = math.isfinite(value) if type(value) is float else abs(value) <= NUMBER_LIMIT
-    if not finite:
-        raise RecordError(f"{where} is {value!r:.40}, not a finite number below 2**63")
-    if value < 0 and re.sub(r"\[\d+\]", "[]", where) not in SIGNED:
-        raise RecordError(f"{where} is {value!r}, a negative number")
+def _integer_within_limit(value: Any) -> Any:
+    # an integer where a float may be is held to the integers' limit, before it is
+    # made a float (a 400-digit one cannot be)
+    if type(value) is int and abs(value) > NUMBER_LIMIT:
+        raise _meaning_error(f"is {value!r:.40}, not a finite number below 2**63")
+    return value
 
 
-def _check_summary(summary: dict[str, Any], where: str) -> None:
-    """A summary of samples (experiments.stats.summarize) in order: p10 <= median <= p90."""
-    values = [summary["p10"], summary["median"], summary["p90"]]
-    if None not in values and not values[0] <= values[1] <= values[2]:
-        raise RecordError(f"{where} has p10, median, p90 {values}, not in that order")
+def _finite(**limits: float) -> Any:
+    """A finite number within `limits` (pydantic.Field's ge, gt, le)."""
+    return Annotated[
+        float,
+        pydantic.Strict(),
+        pydantic.Field(allow_inf_nan=False, **limits),
+        pydantic.BeforeValidator(_integer_within_limit),
+    ]
 
 
-def _value_name(value: Any) -> str:
-    return "an object" if isinstance(value, dict) else _JSON_NAMES.get(type(value), "a value")
+Signed = _finite()
+Number = _finite(ge=0)  # a time, a rate, a size, a ratio
+Positive = _finite(gt=0)  # what a reader divides by
+Accuracy = _finite(ge=0, le=1)
+PositiveCount = Annotated[Count, pydantic.Field(gt=0)]
 
 
-def _check_types(record: dict[str, Any]) -> None:
-    """Every field of `TYPES` that `record` has, of its type."""
-    check_types(record, TYPES, "")
-    for dtype, measured in (record.get("matmul_ceiling") or {}).items():
-        check_types(measured, MATMUL_CEILING_ENTRY, f"matmul_ceiling.{dtype}")
+def _meaning_error(why: str) -> PydanticCustomError:
+    # the text goes in the context: a value's braces are no template's
+    return PydanticCustomError("meaning", "{why}", {"why": why})
 
 
-_JSON_SCHEMA_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
-_JSON_SCHEMA_TYPES.update({dict: "object", list: "array", type(None): "null"})
+def _iso_time(text: str) -> str:
+    if parse_time(text) is None:
+        raise _meaning_error(f"is {text!r:.40}, not an ISO 8601 time (2026-11-25T14:00:00Z)")
+    return text
 
 
-def _schema_of(kind: Any) -> dict[str, Any]:
-    if isinstance(kind, Maybe):
-        inner = _schema_of(kind.kind)
-        if set(inner) != {"type"}:
-            return {"anyOf": [inner, {"type": "null"}]}
-        return {"type": [*_as_list(inner["type"]), "null"]}
-    if isinstance(kind, dict):
-        properties = {key: _schema_of(inner) for key, inner in kind.items()}
-        return {"type": "object", **({"properties": properties} if properties else {})}
-    if isinstance(kind, list):
-        return {"type": "array", "items": _schema_of(kind[0])}
-    if isinstance(kind, Row):
-        items = [_schema_of(inner) for inner in kind.items]
-        least = len(items) - kind.optional
-        return {"type": "array", "prefixItems": items, "minItems": least, "items": False}
-    names = list(dict.fromkeys(_JSON_SCHEMA_TYPES[k] for k in kind))
-    names = ["number"] if names == ["integer", "number"] else names
-    return {"type": names[0] if len(names) == 1 else names}
+Time = Annotated[Str, pydantic.AfterValidator(_iso_time)]
 
 
-def _as_list(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else value
+class Part(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+
+class Summary(Part):
+    """Samples summarized (experiments.stats.summarize), in order."""
+
+    median: Number | None = None
+    p10: Number | None = None
+    p90: Number | None = None
+    n: Count | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _in_order(self) -> Summary:
+        values = [self.p10, self.median, self.p90]
+        if None not in values and not values[0] <= values[1] <= values[2]:
+            raise _meaning_error(f"has p10, median, p90 {values}, not in that order")
+        return self
+
+
+class Timed(Summary):
+    """A summary of times or rates: its median positive where measured."""
+
+    median: Positive | None = None
+
+
+class Measured(Timed):
+    """A summary of times measured, every figure there (experiments.kept's timing)."""
+
+    median: Positive
+    p10: Number
+    p90: Number
+    n: Count
+
+
+class Throughput(Timed):
+    steps: Count | None = None
+    minor_faults_per_step: Number | None = None
+
+
+class HostPart(Summary):
+    """One host part of jaxcnn's step loop (jaxcnn.host_loop): the report reads its
+    median and mean as numbers."""
+
+    median: Number
+    mean: Number
+
+
+def _part(name: str, kind: Any, keys: str = "", **others: Any) -> type[Part]:
+    """A part whose fields `keys` (split at spaces) are each of `kind` or null, and
+    `others` (name=type) each of its type or null; any of them may be absent."""
+    fields = {key: (kind | None, None) for key in keys.split()}
+    fields.update({key: (other | None, None) for key, other in others.items()})
+    return pydantic.create_model(name, __base__=Part, **fields)
+
+
+HostParts = _part("HostParts", HostPart, "batch put dispatch metrics progress sync wait")
+
+
+class HostLoop(Part):
+    loop: Str | None = None
+    steps: Count | None = None
+    steps_per_epoch: Count | None = None
+    check_every: Count | None = None
+    syncs: Count | None = None
+    parts: HostParts = None
+    loop_step_s: Number | None = None
+
+
+class Epoch(Part):
+    epoch: Count = None
+    steps: Count | None = None
+    train_loss: Number | None = None
+    train_accuracy: Accuracy | None = None
+    train_time_s: Number | None = None
+    test_loss: Number | None = None
+    test_accuracy: Accuracy | None = None
+    eval_time_s: Number | None = None
+    compile_time_s: Number | None = None
+
+
+Flops = _part(
+    "Flops",
+    Number,
+    "per_image forward_per_image xla_per_device xla_per_step xla_vs_jaxpr",
+    per_step=Count,
+    per_step_in_bounds=Count,
+    by_primitive=Object,
+    unknown_trip_count=Bool,
+)
+Mfu = _part(
+    "Mfu",
+    Number,
+    "vendor_peak_tflops vs_vendor measured_ceiling_tflops vs_measured",
+    chip=Str,
+    vendor_precision=Str,
+    measured_dtype=Str,
+)
+Memory = _part(
+    "Memory",
+    Count,
+    "argument_bytes output_bytes alias_bytes temp_bytes generated_code_bytes total_bytes "
+    "peak_bytes_in_use bytes_limit",
+)
+Bandwidth = _part("Bandwidth", Number, "bytes_per_s p10 p90", n=Count, size_bytes=Count)
+# One dtype's best matmul rate measured in a run.
+CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Number, precision=Str)
+
+
+class Ceilings(Part):
+    """What a run keeps of its matmul ceiling and bandwidth for the run that resumes it
+    (experiments.kept): as its records carry them."""
+
+    ceiling: dict[str, CeilingEntry]
+    bandwidth: Bandwidth | None
+
+
+# optimal_seconds: XLA's -1 is "no estimate"
+Cost = _part("Cost", Number, "flops bytes_accessed", optimal_seconds=Signed, flops_source=Str)
+# A predicted step (per-kernel, jaxcnn.perf.predict) or a roofline bound: never a measurement.
+Prediction = _part(
+    "Prediction",
+    Number,
+    "step_time_s compute_s memory_s overhead_s collective_s images_per_s kernels "
+    "peak_tflops_used bandwidth_bytes_per_s compiler_estimate_s",
+    **dict.fromkeys(
+        "method bound peak_source peak_precision bandwidth_source flops_source "
+        "constants_version rates_source".split(),
+        Str,
+    ),
+    error_band=_part("ErrorBand", Number, "median worst"),
+)
+
+
+def _row_length(row: Any) -> Any:
+    """A kernel row of 6 items validated as one of 7 (its note left out)."""
+    if isinstance(row, list | tuple) and not 6 <= len(row) <= 7:
+        raise _meaning_error(f"has {len(row)} items, not 6 to 7")
+    return [*row, ""] if isinstance(row, list | tuple) and len(row) == 6 else row
+
+
+# jaxcnn.perf.hlo.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
+KernelRow = Annotated[
+    tuple[Count, Str, Number, Number, Str | None, Number, Str],
+    pydantic.BeforeValidator(_row_length),
+    pydantic.Field(json_schema_extra={"minItems": 6}),
+]
+
+
+class KernelsSource(Part):
+    program: Str | None = None
+    steps: PositiveCount
+    recompiled: Str | None = None
+    jax: Str | None = None
+
+
+Matmul = _part("Matmul", Number, "flops tflops", n=Count, dtype=Str)
+
+
+class Ensemble(Part):
+    k: Count | None = None
+    mode: Str | None = None
+    seeds: list[Count | None] | None = None
+    learning_rates: list[Number | None] | None = None
+    test_accuracy: list[Accuracy | None] | None = None
+    test_loss: list[Number | None] | None = None
+
+
+class Side(Part):
+    """One side's block in a paired round."""
+
+    images_per_s: Positive
+    start: Number | None = None
+    end: Number | None = None
+
+
+class Round(Part):
+    first: Str | None = None
+    jax: Side
+    peer: Side
+
+
+class PairedSide(Part):
+    """What one side of a paired run ran, as the report's paired table reads it."""
+
+    run_id: Str | None = None
+    configuration: Str | None
+    host_memory: Str | None = None
+    throughput: Throughput | None = None
+
+
+class Ratio(Summary):
+    median: Number | None  # the report's paired table reads it: there, null or not
+
+
+class Paired(Part):
+    rounds: list[Round] | None = None
+    ratio: Ratio | None = None
+    jax: PairedSide | None = None
+    peer: PairedSide | None = None
+
+
+Session = _part("Session", Count, "pass passes", id=Str)  # a paired run's passes
+
+
+class Target(Part):
+    """The target a compile-only record was compiled for (jaxcnn.targets): always known."""
+
+    name: Str = None
+    platform: Str = None
+    chip: Str = None
+    chips: PositiveCount  # the report divides by them
+    devices: PositiveCount
+    memory_per_chip_bytes: Count = None
+    memory_per_device_bytes: Count = None
+    usable_bytes_per_device: Count = None
+    bandwidth_bytes_per_s: Number = None
+    peak_tflops: Object | None = None
+
+
+_JSON_TYPES = {str: Str, int: Count, float: Number, bool: Bool, dict: Object}
+
+
+def _workload_model() -> type[Part]:
+    """The workload as experiments.workload.Workload types its fields (the counts a step
+    needs at least one of), plus a peer's framework and mode."""
+    fields: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(Workload).items():
+        nullable = type(None) in typing.get_args(hint)
+        plain = next(a for a in typing.get_args(hint) if a is not type(None)) if nullable else hint
+        kind = _JSON_TYPES[typing.get_origin(plain) or plain]
+        if name in ("batch_size", "timing_steps", "ensemble_size", "num_devices"):
+            kind = AtLeastOne
+        kind = Literal[KINDS] if name == "kind" else kind
+        default = ... if name in _REQUIRED_WORKLOAD else None
+        fields[name] = (kind | None if nullable else kind, default)
+    return pydantic.create_model(
+        "Workload", __base__=Part, framework=(Str | None, None), mode=(Str | None, None), **fields
+    )
+
+
+WorkloadModel = _workload_model()
+
+
+class Device(Part):
+    platform: Str
+    kind: Str
+    count: AtLeastOne
+    process_count: AtLeastOne
+    host: Str | None
+    machine: Str | None = None
+
+
+HostMemory = _part("HostMemory", Str, "policy reason", applied=Bool)
+
+
+Cpu = _part("Cpu", Str, "model", extensions=list[Str])
+
+
+class Env(Part):
+    python: Str | None
+    git_commit: Str | None
+    host: Str | None
+    utc_time: Time | None
+    jax: Str | None = None
+    jaxlib: Str | None = None
+    flax: Str | None = None
+    optax: Str | None = None
+    host_memory: HostMemory | None = None
+    turns: Object | None = None
+    cpu: Cpu | None = None
+
+
+Formulation = _part("Formulation", Str, "name conv pool")
+Params = _part("Params", Count, "trainable non_trainable")
+CompileTimes = _part("CompileTimes", Number, "train eval epoch")
+
+
+class Record(Part):
+    """One line of records.jsonl: every field a reader uses (the module's docstring
+    says what each means)."""
+
+    schema_version: Literal[SCHEMA_VERSION]
+    run_id: Str
+    status: Literal[STATUSES]
+    message: Str | None
+    config_key: Str = None
+    conditions: Object | None = None  # experiments.prepare.conditions
+    workload: WorkloadModel
+    device: Device
+    env: Env
+    loop: Str | None = None
+    formulation: Formulation | None = None
+    compiler_options: Object | None = None  # the XLA options the steps compiled with
+    params: Params | None = None
+    compile_time_s: CompileTimes | None = None
+    step_time_s: Timed | None = None
+    eval_step_time_s: Timed | None = None
+    dispatch_s: Timed | None = None
+    host_loop: HostLoop | None = None
+    throughput: Throughput | None = None
+    images_per_s: Number | None = None
+    history: list[Epoch] | None = None
+    test_accuracy: Accuracy | None = None
+    test_loss: Number | None = None
+    train_time_s: Number | None = None
+    achieved_tflops: Number | None = None
+    flops: Flops | None = None
+    mfu: Mfu | None = None
+    memory: Memory | None = None
+    bandwidth: Bandwidth | None = None
+    cost: Cost | None = None
+    prediction: Prediction | None = None
+    prediction_vendor: Prediction | None = None
+    prediction_bound: Prediction | None = None
+    prediction_vendor_bound: Prediction | None = None
+    kernels: list[KernelRow] | None = None
+    kernels_source: KernelsSource | None = None
+    matmul_ceiling: dict[str, CeilingEntry] | None = None
+    matmul: Matmul | None = None
+    ensemble: Ensemble | None = None
+    paired: Paired | None = None
+    session: Session | None = None
+    compiled_not_run: Bool | None = None
+    fits: Bool | None = None
+    failed_by: Literal["compiler", "machine"] | None = None  # absent: made before it was
+    target: Target | None = None
+    epoch_memory: Object | None = None
+    nan_step: Count | None = None
+    params_digest: Str | None = None
+    resumed_from_step: Count | None = None
+    traceback_tail: list[Any] | None = None
+
+    @pydantic.model_validator(mode="wrap")
+    @classmethod
+    def _meaning(cls, record: Any, handler: Callable[[Any], Record]) -> Record:
+        """After the types, what the record's kind and status require of it, and what
+        no one field shows: the key is the hash of what it sits beside, and the step
+        time no faster than any chip could run the step's FLOPs."""
+        model = handler(record)
+        why = _missing(record) or _too_fast(record) or _wrong_key(record)
+        if why:
+            raise _meaning_error(why)
+        return model
+
+
+def _missing(record: dict[str, Any]) -> str | None:
+    """What `record`'s kind and status require that it lacks (or holds null)."""
+    kind = record["workload"]["kind"]
+    required = _REQUIRED_BY_WORKLOAD if kind in WORKLOAD_KINDS else {}
+    required = _REQUIRED_BY_PEER if kind == "peer" else required
+    for section, keys in required.items():
+        missing = [k for k in keys if k not in (record[section] if section else record)]
+        if missing:
+            return f"{section or 'record'} lacks {', '.join(missing)}"
+    if record["status"] != "ok":
+        return None
+    needed = _REQUIRED_OK_BY_KIND[kind]
+    missing = [k for k in needed if record.get(k) is None]
+    if missing:
+        return f"ok {kind} record lacks {', '.join(missing)}"
+    for section, keys in _REQUIRED_SECTION.items():
+        absent = [k for k in keys if section in needed and k not in record[section]]
+        if absent:
+            return f"{section} lacks {', '.join(absent)}"
+    if "step_time_s" in needed and record["step_time_s"]["median"] is None:
+        return "step_time_s.median is null, not a positive number"
+    return None
+
+
+# The fastest chip's dense peak is about 1e16 FLOP/s (NVIDIA's B200 at FP4, 9 PFLOP/s);
+# a CPU device (JAX makes one of the whole host) stays below 1e15 (a two-socket
+# server's AMX units). A step time that implies more, for the step's own FLOPs, is no
+# measurement (a clock read before the work finished, a hand-edited record): ten times
+# the fastest, so no real record comes near it.
+MAX_FLOPS_PER_S = {"cpu": 1e15}
+MAX_FLOPS_PER_S_OTHER = 1e17
+
+
+def _too_fast(record: dict[str, Any]) -> str | None:
+    """Why the step time is no measurement: a FLOP rate per device above the bound."""
+    step = (record.get("step_time_s") or {}).get("median")
+    name, flops = "flops.per_step", (record.get("flops") or {}).get("per_step")
+    if not flops:
+        name, flops = "matmul.flops", (record.get("matmul") or {}).get("flops")
+    if record.get("compiled_not_run") or not step or not flops:
+        return None
+    count = record["device"]["count"]
+    bound = MAX_FLOPS_PER_S.get(record["device"]["platform"], MAX_FLOPS_PER_S_OTHER)
+    rate = flops / step / count
+    if rate <= bound:
+        return None
+    return (
+        f"step_time_s.median {step:.3g} s for {name} {flops:.3g} on {count} device(s) is "
+        f"{rate:.3g} FLOP/s per device, above the {bound:.0e} any "
+        f"{record['device']['platform']} device reaches"
+    )
+
+
+def _wrong_key(record: dict[str, Any]) -> str | None:
+    if "config_key" not in record:
+        return None
+    expected = config_key(record["workload"], record["device"], record.get("conditions"))
+    if record["config_key"] == expected:
+        return None
+    return (
+        f"config_key {record['config_key']!r:.24} is not the hash of its workload, "
+        f"device and conditions ({expected})"
+    )
+
+
+# --- A validation error as one line naming the field ---------------------------------
+
+_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
+_JSON_NAMES.update({bool: "true or false", type(None): "null", dict: "an object"})
+_EXPECTED = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "list_type": "an array",
+    "tuple_type": "an array",
+}
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """One pydantic error as the line a reader is shown: "device.count is a string, not
+    an integer", "workload lacks loop", "test_accuracy is 2.0, not an accuracy in [0, 1]"."""
+    *parent, last = error["loc"] or ("record",)
+    where = _dotted(error["loc"]) or "record"
+    value, kind, limits = error.get("input"), error["type"], error.get("ctx") or {}
+    if kind == "missing":
+        return f"{_dotted(parent) or 'record'} lacks {last}"
+    if kind == "meaning":
+        return f"{where} {limits['why']}" if error["loc"] else limits["why"]
+    if kind == "finite_number" or limits.get("le") == NUMBER_LIMIT:
+        return f"{where} is {value!r:.40}, not a finite number below 2**63"
+    if kind == "greater_than_equal":
+        least = limits["ge"]
+        return f"{where} is {value!r:.40}, " + (
+            "a negative number" if least == 0 else f"not a whole number >= {least}"
+        )
+    if kind == "greater_than":
+        return f"{where} is {_JSON_NAMES.get(type(value), 'a value')}, not a positive number"
+    if kind == "less_than_equal":
+        return f"{where} is {value!r:.40}, not an accuracy in [0, 1]"
+    if kind == "literal_error":
+        return f"{where} {value!r:.40} is not one of {limits['expected']}"
+    expected = _EXPECTED.get(kind, error["msg"])
+    maybe = " or null" if _nullable(error["loc"]) else ""
+    return f"{where} is {_JSON_NAMES.get(type(value), 'a value')}, not {expected}{maybe}"
+
+
+def _dotted(loc: Sequence[str | int]) -> str:
+    """A location as a record's reader names it: history[0].train_loss."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def _nullable(loc: Sequence[str | int]) -> bool:
+    """Whether the field at `loc` may be null (to say so beside its type)."""
+    annotation: Any = Record
+    for part in loc:
+        annotation = _inner(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return False
+            annotation = field.annotation
+        elif typing.get_origin(annotation) in (list, tuple, dict):
+            args = typing.get_args(annotation)
+            annotation = args[-1] if typing.get_origin(annotation) is not tuple else args[part]
+        else:
+            return False
+    return type(None) in typing.get_args(annotation)
+
+
+def _inner(annotation: Any) -> Any:
+    """An annotation without its null and its constraints: Count | None -> int."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
 
 
 # The JSON Schema published for users who merge records made elsewhere (a notebook's):
@@ -909,29 +938,28 @@ def schema_text() -> str:
 
 
 def json_schema() -> dict[str, Any]:
-    """The records' schema as a JSON Schema (draft 2020-12): what `load` checks of
-    every record (the fields all records have, and the type of each field a reader
-    uses); the fields required by kind and status are this module's docstring."""
-    schema = _schema_of(TYPES)
-    schema["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
-    schema["properties"]["status"] = {"enum": list(STATUSES)}
-    schema["properties"]["workload"]["properties"]["kind"] = {"enum": list(KINDS)}
-    schema["required"] = [*_REQUIRED, "message"]
-    for section, keys in (
-        ("workload", _REQUIRED_WORKLOAD),
-        ("device", _REQUIRED_DEVICE),
-        ("env", _REQUIRED_ENV),
-    ):
-        schema["properties"][section]["required"] = list(keys)
+    """The records' schema as a JSON Schema (draft 2020-12), generated from `Record`:
+    the fields all records have, and the type and range of each field a reader uses;
+    the fields required by kind and status are this module's docstring."""
+    schema = _without_titles(Record.model_json_schema())
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"A jaxcnn record, schema version {SCHEMA_VERSION} (one line of records.jsonl)",
         "description": (
-            "Generated by experiments.records.json_schema(); unknown keys are allowed. "
+            "Generated from experiments.records.Record; unknown keys are allowed. "
             "What each field means: docs/records.md and experiments/records.py."
         ),
         **schema,
     }
+
+
+def _without_titles(schema: Any) -> Any:
+    """pydantic's generated titles ("Run Id") left out: each field is named by its key."""
+    if isinstance(schema, dict):
+        return {k: _without_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_without_titles(v) for v in schema]
+    return schema
 
 
 # --- Construction ----------------------------------------------------------------------
@@ -1391,15 +1419,16 @@ def took_turns(record: dict[str, Any]) -> bool:
 
 def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     """Every valid record in these files or folders (searched for *.jsonl), in file
-    order: the one reader of records (the report, the fit, a rerun's skips). Bad lines
-    (torn, not JSON, not an object, not UTF-8, not the schema or its meaning:
-    `validate`) are kept in the file and skipped, with one warning per file naming
-    them; records of an earlier schema version too, with one warning per file naming
-    the command that migrates them (`MIGRATE_COMMAND`). A run_id seen before keeps its
-    first record, with one warning per file naming the lines of the others; records
-    dated in the future of this machine's clock are kept, with one warning per file
-    (`recorded_at` gives them no time). A UTF-8 byte order mark is read as text. OSError
-    if a path is a FIFO, a device or a socket (`records_files`)."""
+    order: the one reader of records (the report, the fit, a rerun's skips; a rewrite of
+    a file's lines reads them with `read_lines`). Bad lines (torn, not JSON, not an
+    object, not UTF-8, not the schema or its meaning: `validate`) are kept in the file
+    and skipped, with one warning per file naming them; records of an earlier schema
+    version too, with one warning per file naming the command that migrates them
+    (`MIGRATE_COMMAND`). A run_id seen before keeps its first record, with one warning
+    per file naming the lines of the others; records dated in the future of this
+    machine's clock are kept, with one warning per file (`recorded_at` gives them no
+    time). A UTF-8 byte order mark is read as text. OSError if a path is a FIFO, a
+    device or a socket (`records_files`)."""
     records: dict[str, dict[str, Any]] = {}
     now = datetime.now(timezone.utc)
     for file in records_files(paths):
@@ -1408,22 +1437,18 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
         future: list[int] = []
         old = 0
         with open(file, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    record = validate(parse_line(raw))
-                except OldSchema:
-                    old += 1
-                    continue
-                except (ValueError, TypeError, AttributeError, KeyError) as e:
-                    bad.append((number, str(e).splitlines()[0][:120] if str(e) else repr(e)))
+            for line in read_lines(handle):
+                record = line.record
+                if line.why:
+                    bad.append((line.number, line.why))
+                old += line.old
+                if record is None:
                     continue
                 if record["run_id"] in records:
-                    repeated.append(number)
+                    repeated.append(line.number)
                     continue
-                if record["env"].get("utc_time") and recorded_at(record, now) is None:
-                    future.append(number)
+                if record["env"]["utc_time"] and recorded_at(record, now) is None:
+                    future.append(line.number)
                 records[record["run_id"]] = record
         if old:
             warnings.warn(
@@ -1448,8 +1473,30 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
     return list(records.values())
 
 
-_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
-_JSON_NAMES.update({bool: "true or false", type(None): "null"})
+class Line(NamedTuple):
+    """One line of a records file as `read_lines` reads it."""
+
+    number: int  # from 1
+    raw: bytes  # as it is in the file, its newline included
+    record: dict[str, Any] | None  # validated; None where the line holds none
+    why: str | None = None  # why a line that is not blank holds none (one line)
+    old: bool = False  # a record of an earlier schema version (no `why`: not bad)
+
+
+def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
+    """Each line of a records file with its record, validated, or why it has none:
+    what `load` reads, for a caller that rewrites the file line by line and so keeps
+    every line, a bad one byte for byte."""
+    for number, raw in enumerate(raw_lines, 1):
+        if not raw.strip():
+            yield Line(number, raw, None)
+            continue
+        try:
+            yield Line(number, raw, validate(parse_line(raw)))
+        except OldSchema:
+            yield Line(number, raw, None, old=True)
+        except ValueError as e:  # not JSON, not UTF-8, not a record (RecordError)
+            yield Line(number, raw, None, (str(e).splitlines() or [repr(e)])[0][:120])
 
 
 def parse_line(raw: bytes) -> dict[str, Any]:

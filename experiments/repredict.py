@@ -158,16 +158,10 @@ def _records(
     """Each line with its record, None for a line that is none (left as it is; its
     number and why appended to `bad`, blank lines and older schemas aside: the reader,
     records.load, says the same of them)."""
-    for number, raw in enumerate(raw_lines, 1):
-        try:
-            record = records.parse_line(raw)
-            records.validate(record)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            if bad is not None and raw.strip() and not isinstance(e, records.OldSchema):
-                bad.append((number, (str(e).splitlines() or [repr(e)])[0][:120]))
-            yield raw, None
-        else:
-            yield raw, record
+    for line in records.read_lines(raw_lines):
+        if bad is not None and line.why:
+            bad.append((line.number, line.why))
+        yield line.raw, line.record
 
 
 def repredict_file(

@@ -169,6 +169,7 @@ MISTYPED = [
     ({"test_accuracy": math.nan}, "test_accuracy is nan, not a finite number"),
     ({"images_per_s": math.inf}, "images_per_s is inf, not a finite number"),
     ({"flops": {"per_step": 10**400}}, "flops.per_step is 1000000000000000000000000000000000"),
+    ({"images_per_s": 2**70}, "images_per_s is 1180591620717411303424, not a finite number"),
     ({"kernels": [[1, "fusion", 2, 3, None]]}, "kernels[0] has 5 items, not 6 to 7"),
     ({"kernels": [[[1], "fusion", 2, 3, None, 0]]}, "kernels[0][0] is an array, not an integer"),
     ({"kernels": [None]}, "kernels[0] is null, not an array"),
@@ -363,6 +364,24 @@ def test_the_environment_is_read_without_importing_jax():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == jax.__version__
+
+
+def test_the_library_imports_neither_the_records_nor_their_schema_library():
+    """pydantic is the records' (experiments), not the library's: `import jaxcnn` takes
+    none of its import time."""
+    probe = (
+        "import sys, importlib; importlib.import_module(sys.argv[1]); "
+        "print(*[m for m in ('experiments.records', 'pydantic') if m in sys.modules])"
+    )
+
+    def loaded(module: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, module], capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    assert loaded("jaxcnn") == []
+    assert loaded("experiments.records") == ["experiments.records", "pydantic"]  # the probe sees
 
 
 @pytest.mark.parametrize(
