@@ -932,6 +932,14 @@ def _inner(annotation: Any) -> Any:
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "records.schema.json"
 
 
+def schema_generator() -> str:
+    """What wrote the schema: pydantic's output changes between its minor releases, so a
+    schema is compared with the one this pydantic writes only where the same wrote it."""
+    import pydantic
+
+    return "generated with pydantic " + ".".join(pydantic.VERSION.split(".")[:2])
+
+
 def schema_text() -> str:
     """`json_schema()` as SCHEMA_FILE holds it."""
     return json.dumps(json_schema(), indent=2) + "\n"
@@ -944,6 +952,7 @@ def json_schema() -> dict[str, Any]:
     schema = _without_titles(Record.model_json_schema())
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$comment": schema_generator(),
         "title": f"A jaxcnn record, schema version {SCHEMA_VERSION} (one line of records.jsonl)",
         "description": (
             "Generated from experiments.records.Record; unknown keys are allowed. "
