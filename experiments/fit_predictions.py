@@ -28,7 +28,7 @@ from typing import Any
 
 from experiments import predictions, records, references
 from experiments.cli_options import OneLineParser
-from jaxcnn import targets
+from jaxcnn import host_loop, targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
 from jaxcnn.perf import hlo, predict, price
@@ -223,7 +223,8 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     runtime: per placement, one call's round trip (records' `dispatch_s`: a call of the
     placed step doing no work), the median of the records' medians and how many; per
     model and global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
-    (`loop`: the newest measured record's `host_loop`, its run id beside it)."""
+    (`loop`: the newest measured record's `host_loop` that ran as a training run does,
+    jaxcnn.host_loop.like_training, its run id beside it)."""
     found: dict[str, list[float]] = {}
     loops: dict[str, dict[str, Any]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
@@ -232,7 +233,13 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
         median = (r.get("dispatch_s") or {}).get("median")
         if median:
             found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
-        if r.get("host_loop") and r["device"]["platform"] == "cpu" and r.get("status") == "ok":
+        measured = r.get("host_loop")
+        if (
+            measured
+            and host_loop.like_training(measured)
+            and r["device"]["platform"] == "cpu"
+            and r.get("status") == "ok"
+        ):
             loops[host_lib.host_loop_key(r["workload"])] = {
                 **r["host_loop"],
                 "record": r["run_id"],

@@ -118,6 +118,16 @@ def recording() -> Iterator[Recorder]:
         _recording.reset(token)
 
 
+def like_training(measured: Mapping[str, Any]) -> bool:
+    """Whether a record's `host_loop` ran the loop a training run makes: epochs of at
+    least `check_every` steps. A split of a batch or a few (a timing-only study's
+    synthetic data) ends an epoch, and syncs, every step or few: then the dispatch and
+    the sync hold the device's work (on this project's CPU, a dispatch many times the
+    same model's over MNIST-sized epochs), which no prediction may charge to the host."""
+    every = measured.get("check_every") or CHECK_EVERY
+    return (measured.get("steps_per_epoch") or 0) >= every
+
+
 def per_step(
     measured: Mapping[str, Any], steps_per_epoch: int | None = None
 ) -> dict[str, float | None]:
