@@ -290,10 +290,12 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("no MLP sweep on both sides yet")
     slower = both[both.value_gpu >= both.value_cpu]
     r = slower.iloc[-1] if len(slower) else both.iloc[0]
+    on = elsewhere(str(r.device_cpu), cpu).removeprefix(" (").removesuffix(")")
+    where = f"MLP, b128{', ' + on if on else ''}"
     text = (
-        f"T4 slower up to {int(r.params_cpu):,} params, faster above (MLP, b128)"
+        f"T4 slower up to {int(r.params_cpu):,} params, faster above ({where})"
         if len(slower)
-        else f"T4 faster at every width from {int(r.params_cpu):,} params (MLP, b128)"
+        else f"T4 faster at every width from {int(r.params_cpu):,} params ({where})"
     )
     chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
     if g.note.astype(str).str.contains("left out").any():
