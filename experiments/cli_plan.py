@@ -156,11 +156,16 @@ def _check_links_stay_in(out: Path, checkpoint_dir: str | None) -> None:
         if name == CHECKPOINTS_FOLDER and checkpoint_dir is not None:
             continue  # --checkpoint-dir names its own folder: out/checkpoints is not used
         path = out / name
-        if not path.is_symlink():
+        try:
+            if not path.is_symlink():
+                continue
+        except OSError:  # a name too long to look up: the writability check names it
             continue
         target = path.resolve()
         if target.parent == real_out:
             continue  # a link to a sibling inside --out: still --out's
+        if target.exists() and not (target.is_file() or target.is_dir()):
+            continue  # a device, a FIFO: records.check_regular names what it is
         fix = (
             f"give {spelled('checkpoint_dir')}={target} to keep checkpoints there"
             if name == CHECKPOINTS_FOLDER

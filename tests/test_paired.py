@@ -230,7 +230,8 @@ def test_a_paired_record_without_its_ratio_is_rejected():
         "workload": {"kind": "paired", "model": "m", "dataset": "d", "batch_size": 1,
                      "strategy": "single"},
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
-        "env": {}, "paired": {"rounds": [], "jax": {}, "peer": {}},
+        "env": {}, "paired": {"rounds": [], "jax": {"configuration": "jax"},
+                              "peer": {"configuration": "keras graph"}},
         "message": None,
     }  # fmt: skip
     with pytest.raises(records.RecordError, match="paired lacks ratio"):

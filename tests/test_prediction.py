@@ -558,6 +558,7 @@ def test_the_reference_workload_is_the_chips_smallest_target_at_its_batch_per_ch
 
 HOST_LOOP = {
     "steps": 20,
+    "steps_per_epoch": 468,  # MNIST at batch 128: epochs of a training run
     "check_every": 50,
     "syncs": 1,
     "parts": {
@@ -684,6 +685,11 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
     ]
     host = fit_predictions.host_constants(loaded)
     assert host["loop"][host_lib.host_loop_key(loaded[0]["workload"])]["record"] == "new"
+    # A newer loop whose epochs are one batch (a sync every step) is not the training loop.
+    one_batch = _measured("one batch", "mlp", 32, "2026-11-25T00:00:05")
+    one_batch["host_loop"]["steps_per_epoch"] = 1
+    kept = fit_predictions.host_constants([*loaded, one_batch])["loop"]
+    assert kept[host_lib.host_loop_key(loaded[0]["workload"])]["record"] == "new"
     assert host["loop"][host_lib.host_loop_key(loaded[2]["workload"])]["record"] == "other"
     assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
     # Another network under the same name (the MLP at another width) is its own entry.
