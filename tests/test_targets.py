@@ -848,6 +848,7 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
 _CAPPED_RUN = """
 import resource, sys
 import jax
+import jaxcnn, experiments.cli_plan  # what the run imports before libtpu, held before the cap
 from experiments.run import main
 jax.devices()
 with open("/proc/self/status") as status:
