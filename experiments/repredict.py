@@ -195,6 +195,7 @@ def repredict_file(
             key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
             if key not in by_key:
                 by_key[key] = _compiled(record)
+                _stop_if_asked()  # a signal whose exception a compile's callback swallowed
             if by_key[key] is None:
                 counts[COULD_NOT_COMPILE] = counts.get(COULD_NOT_COMPILE, 0) + 1
                 continue
@@ -302,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_room(Path(args.path))
     except OSError as e:
         parser.error(f"cannot rewrite {args.path}: {e.strerror or e}")
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    _received.clear()
+    previous = {number: signal.signal(number, _stop) for number in STOP_SIGNALS}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = one_line_warning  # a line it cannot trust: one line
@@ -317,7 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     print(
         ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) or f"no records in {args.path}"
     )
@@ -344,8 +347,25 @@ class Terminated(BaseException):
     be compiled) takes it for one."""
 
 
-def _terminated(signum: int, frame: Any) -> None:
-    raise Terminated  # unwinds through repredict_file, which writes what it compiled
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_received: list[int] = []  # the stop signals this command's run has received
+
+
+def _stopping(signum: int) -> BaseException:
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _stop(signum: int, frame: Any) -> None:
+    _received.append(signum)
+    raise _stopping(signum)  # unwinds through repredict_file, which writes what it compiled
+
+
+def _stop_if_asked() -> None:
+    """Raise the stop a signal asked for where its own exception was lost: raised inside
+    a callback the compiler runs (which prints it as ignored and goes on), it never
+    reached repredict_file."""
+    if _received:
+        raise _stopping(_received[0])
 
 
 def exit_now(code: int) -> None:
