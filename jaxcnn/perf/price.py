@@ -300,30 +300,39 @@ class Programs:
 PARTS = ("compute", "memory", "overhead", "collective")
 
 
+def _layered(general: float, *layers: tuple[np.ndarray, float | None]) -> np.ndarray:
+    """Per kernel, `general`, replaced in turn by each layer's value on its mask (a layer
+    whose value is None is the platform's having no such constant)."""
+    out = np.full(len(layers[0][0]), general, float)
+    for mask, value in layers:
+        if value is not None:
+            out = np.where(mask, value, out)
+    return out
+
+
 def kernel_seconds(p: Programs, c: Constants) -> dict[str, np.ndarray]:
     """One execution of each kernel, by part (PARTS): its FLOPs at its unit's efficiency,
     its bytes at the efficiency of its kind and size, its kind's fixed cost, its bytes
     over the interconnect. The one place a constant is applied."""
-    compute_eff = c.compute_efficiency
-    efficiency = np.where(
-        p.vector, compute_eff if c.vector_efficiency is None else c.vector_efficiency, compute_eff
+    # Each kind's own constant, where the platform has one, over the general one; a later
+    # layer wins over an earlier one where a kernel is of both kinds.
+    efficiency = _layered(
+        c.compute_efficiency,
+        (p.vector, c.vector_efficiency),
+        (p.elemental, c.elemental_conv_efficiency),
     )
-    if c.elemental_conv_efficiency is not None:
-        efficiency = np.where(p.elemental, c.elemental_conv_efficiency, efficiency)
-    memory = np.full(len(p.bytes), c.memory_efficiency)
-    if c.cache_memory_efficiency is not None:
-        memory = np.where(p.cached, c.cache_memory_efficiency, memory)
-    if c.library_memory_efficiency is not None:
-        memory = np.where(p.library, c.library_memory_efficiency, memory)
-    if c.half_float_memory_efficiency is not None:
-        memory = np.where(p.half, c.half_float_memory_efficiency, memory)
-    overhead = np.full(len(p.bytes), c.kernel_overhead_s)
-    if c.library_overhead_s is not None:
-        overhead = np.where(p.library, c.library_overhead_s, overhead)
-    if c.conv_overhead_s is not None:
-        overhead = np.where(p.convs, c.conv_overhead_s, overhead)
-    if c.copy_overhead_s is not None:
-        overhead = np.where(p.copies, c.copy_overhead_s, overhead)
+    memory = _layered(
+        c.memory_efficiency,
+        (p.cached, c.cache_memory_efficiency),
+        (p.library, c.library_memory_efficiency),
+        (p.half, c.half_float_memory_efficiency),
+    )
+    overhead = _layered(
+        c.kernel_overhead_s,
+        (p.library, c.library_overhead_s),
+        (p.convs, c.conv_overhead_s),
+        (p.copies, c.copy_overhead_s),
+    )
     return {
         "compute": p.flops / (p.peak * efficiency),
         "memory": p.bytes / (p.bytes_per_s * memory),
