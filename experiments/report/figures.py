@@ -749,15 +749,20 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
     return out
 
 
+def _per_device(record: Record, per_chip: float | None) -> float | None:
+    """One device's share of a figure of its target's chip (a v2/v3 TPU chip is two)."""
+    target = record.get("target") or {}
+    chips, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
+    return number(per_chip * chips / devices) if per_chip else None
+
+
 def _watts_per_device(record: Record) -> float | None:
     """One device's share of its chip's thermal design power (jaxcnn.perf.chips), where
     the vendor publishes one (NVIDIA's datasheets do; Google gives no TPU's)."""
     from jaxcnn.perf import chips
 
-    target = record.get("target") or {}
-    tdp = chips.fact((record.get("device") or {}).get("kind") or "", "tdp_watts")
-    chips_n, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
-    return tdp * chips_n / devices if tdp else None
+    kind = (record.get("device") or {}).get("kind") or ""
+    return _per_device(record, chips.fact(kind, "tdp_watts"))
 
 
 def _vendor_peak(record: Record) -> float | None:
@@ -766,14 +771,13 @@ def _vendor_peak(record: Record) -> float | None:
     JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
     an f32 step against a GPU's fp16 tensor cores."""
     from jaxcnn import devices as devices_lib
+    from jaxcnn.perf import price
 
-    target = record.get("target") or {}
-    peaks = target.get("peak_tflops") or {}
-    dtype = {"f32": "float32", "bf16": "bfloat16"}.get(record["workload"].get("precision"))
+    peaks = (record.get("target") or {}).get("peak_tflops") or {}
+    dtype = price.DTYPES.get(record["workload"].get("precision"))
     precision = dtype and devices_lib.matmul_precision(predictions.device_of(record), dtype)
-    value = number(peaks.get(precision)) if precision else None
-    chips, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
-    return number(value * 1e12 * chips / devices) if value else None
+    tflops = number(peaks.get(precision)) if precision else None
+    return _per_device(record, tflops * 1e12 if tflops else None)
 
 
 # --- published -------------------------------------------------------------------------
