@@ -29,7 +29,7 @@ class DataError(JaxcnnError):
 
 def unknown_name(what: str, name: str, known: Sequence[str]) -> str:
     """The one line for a name not among `known`, with the closest known one if any (the
-    command line's twin, experiments.cli_options.unknown_name, stays free of JAX)."""
+    command line's twin, experiments.cli.options.unknown_name, stays free of JAX)."""
     close = difflib.get_close_matches(name.replace("-", "_"), known, n=1) or (
         difflib.get_close_matches(name, known, n=1)
     )

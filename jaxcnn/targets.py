@@ -375,7 +375,7 @@ def prepare_libtpu() -> dict[str, str]:
 
 
 def cpu_backend_only() -> bool:
-    """For a program that compiles for targets or runs on this CPU (experiments.run, its
+    """For a program that compiles for targets or runs on this CPU (experiments.cli.run, its
     compile child), never for a library import: with a compiler installed (the
     [targets] extra) and no TPU or GPU here, JAX would try to start the TPU and CUDA
     backends and log their failures at length before settling on the CPU; it is told

@@ -63,3 +63,64 @@ def test_no_two_modules_import_each_other(first, second):
     assert _reaches(graph, second, first) is False or _reaches(graph, first, second) is False
     # positive control: the walk does find a chain that exists
     assert _reaches(graph, "experiments.studies.targets", "experiments.studies.base")
+
+
+# experiments/ in rooms, top floor first: an import may only point to a lower room (or
+# within its own). The two doors, `python -m experiments.run` and `python -m
+# experiments.report`, stand above every room; the library below them all.
+ROOMS = (
+    "experiments.cli",
+    "experiments.report",
+    "experiments.predict",
+    "experiments.harness",
+    "experiments.studies",
+    "experiments.records",
+    "jaxcnn",
+)
+DOORS = ("experiments.run", "experiments.report.__main__")
+
+
+def _room(module: str) -> int | None:
+    if module in DOORS:
+        return -1
+    floors = [i for i, room in enumerate(ROOMS) if module == room or module.startswith(room + ".")]
+    return floors[0] if floors else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a room to a room above it, as 'importer -> imported'."""
+    out = []
+    for module, imported in sorted(graph.items()):
+        floor = _room(module)
+        for other in sorted(imported):
+            other_floor = _room(other)
+            if floor is not None and other_floor is not None and other_floor < floor:
+                out.append(f"{module} -> {other}")
+    return out
+
+
+def test_every_experiments_module_is_in_a_room():
+    loose = [m for m in _graph() if m.startswith("experiments.") and _room(m) is None]
+    assert loose == [], f"modules outside the rooms {ROOMS}: {loose}"
+
+
+def test_no_import_runs_back_up_a_floor():
+    graph = _graph()
+    assert upward_imports(graph) == []
+    # positive control: a record-store import of the report is caught
+    graph["experiments.records.store"] = {
+        *graph["experiments.records.store"],
+        "experiments.report.figures",
+    }
+    assert upward_imports(graph) == ["experiments.records.store -> experiments.report.figures"]
+
+
+def test_the_library_imports_nothing_of_the_study():
+    graph = _graph()
+    assert [
+        f"{m} -> {d}"
+        for m in graph
+        if m.startswith("jaxcnn")
+        for d in graph[m]
+        if d.startswith(("experiments", "benchmarks"))
+    ] == []

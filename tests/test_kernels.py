@@ -200,7 +200,7 @@ def test_an_elemental_convolution_runs_at_its_own_fraction_of_peak():
 def test_a_compiled_step_is_read_as_its_devices_platform_compiled_it():
     import jax
 
-    from experiments import measure
+    from experiments.harness import measure
 
     class Compiled:  # what measure.step_kernels reads of a jax Compiled
         input_shardings = (jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0]),)
@@ -708,8 +708,8 @@ def compiled_text(target: str | None, program: str = "train", strategy: str = "s
     at batch 128, for `target` (None: this machine's CPU), as compile_only builds it."""
     import jax
 
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     loop = "device" if program == "epoch" else "step"
@@ -727,8 +727,8 @@ def compiled_text(target: str | None, program: str = "train", strategy: str = "s
 def jaxpr_flops(target: str | None):
     import jax
 
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import flops, targets, train
 
     workload = Workload(batch_size=BATCH, kind="compile" if target else "train", target=target)

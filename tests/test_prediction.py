@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 from conftest import immutable, needs_extra
 
-from experiments import fit_predictions, predictions
+from experiments.cli import fit as fit_cli
+from experiments.cli import repredict as repredict_cli
+from experiments.predict import observations as fit_predictions
+from experiments.predict import shown as predictions
 from jaxcnn import host_loop
 from jaxcnn.perf import fit as fit_lib
 from jaxcnn.perf import hlo, predict, price
@@ -399,7 +402,8 @@ def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     # The committed constants are what the procedure gives on the committed inputs.
     from pathlib import Path
 
-    from experiments import records, references
+    from experiments import records
+    from experiments.predict import references
 
     results = Path(__file__).parent.parent / "results"
     again = fit_predictions.fit(records.load(results), references.load())
@@ -452,8 +456,8 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
     # Seed 002's question needs this: at small batches a GPU step is launches and
     # memory traffic, so 8x the batch costs far less than 8x the time; the roofline
     # (FLOPs over peak) grew exactly with the batch.
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     devices = list(targets.abstract_devices(targets.get("gpu-t4")))
@@ -471,7 +475,7 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
 
 
 def _reference(**fields):
-    from experiments.references import Reference
+    from experiments.predict.references import Reference
 
     row = dict(
         id="ref-a100",
@@ -699,7 +703,7 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
 
 
 def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
-    from experiments import predictions as predictions_lib
+    from experiments.predict import shown as predictions_lib
 
     key = host_lib.host_loop_key(_compile_record(256)["workload"])
     table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
@@ -720,7 +724,7 @@ def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
 
 
 def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
-    from experiments import references
+    from experiments.predict import references
 
     held = fit_predictions.fixed_constants()
     published = {o.seconds for o in references.load_overheads()}
@@ -749,17 +753,16 @@ def test_the_fit_command_says_a_bad_input_in_one_line_before_any_work(tmp_path, 
     argv = [a.format(tmp=tmp_path / "empty", fifo=fifo) for a in argv]
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit) as stopped:
-        fit_predictions.main(argv)
+        fit_cli.main(argv)
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
 
 
 def test_the_repredict_command_refuses_what_is_not_a_records_file(tmp_path, capsys):
-    from experiments import repredict
 
     with pytest.raises(SystemExit) as stopped:
-        repredict.main([str(tmp_path)])
+        repredict_cli.main([str(tmp_path)])
     assert stopped.value.code == 2
     assert "is not a records file" in capsys.readouterr().err
 
@@ -786,7 +789,7 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     (tmp_path / "records").mkdir()
     with pytest.raises(BrokenPipeError):
-        fit_predictions.main([str(tmp_path / "records"), "--write"])
+        fit_cli.main([str(tmp_path / "records"), "--write"])
     assert json.loads(constants.read_text())["families"]["gpu"] == gpu
 
 
@@ -892,12 +895,12 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
     before = constants.read_bytes()
     (tmp_path / "empty").mkdir()
     for folder in (str(tmp_path / "empty"), _measured_cpu_records(tmp_path / "two", 2)):
-        assert fit_predictions.main([folder, "--write"]) == 1  # no platform can be fitted
+        assert fit_cli.main([folder, "--write"]) == 1  # no platform can be fitted
         assert constants.read_bytes() == before
         err = capsys.readouterr().err
         assert err == f"no platform has the observations for a fit: {constants} left as it was\n"
     # Ten CPU records fit the CPU's constants; the GPU and TPU have none: kept.
-    assert fit_predictions.main([_measured_cpu_records(tmp_path / "ten", 10), "--write"]) == 0
+    assert fit_cli.main([_measured_cpu_records(tmp_path / "ten", 10), "--write"]) == 0
     written = json.loads(constants.read_text())
     for platform in ("gpu", "tpu"):
         assert written["families"][platform] == committed["families"][platform]
@@ -922,7 +925,7 @@ def test_write_onto_an_immutable_constants_file_is_one_line_before_any_fit(
     ten = _measured_cpu_records(tmp_path / "ten", 10)
     monkeypatch.setattr(fit_predictions, "fit", _must_not_fit)
     with immutable(constants), pytest.raises(SystemExit) as exited:
-        fit_predictions.main([ten, "--write"])
+        fit_cli.main([ten, "--write"])
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [
@@ -957,7 +960,7 @@ def test_a_constants_file_made_immutable_during_the_fit_keeps_the_fit(
 
     monkeypatch.setattr(fit_predictions, "fit", fit_then_lock)
     with contextlib.ExitStack() as stack:
-        assert fit_predictions.main([ten, "--write"]) == 1
+        assert fit_cli.main([ten, "--write"]) == 1
         assert constants.read_bytes() == before
     (kept,) = tmp_path.glob("constants-*.json")
     err = capsys.readouterr().err.strip()

@@ -12,9 +12,11 @@ from pathlib import Path
 import jax
 import pytest
 
-from experiments import cli_plan, records, studies, sweep
-from experiments.run import main
-from experiments.workload import Workload, dataset_dir
+from experiments import records, studies
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main
+from experiments.harness import sweep
+from experiments.records.workload import Workload, dataset_dir
 
 SMOKE = ["--smoke", "--device", "cpu", "--set", "progress=false", "--set", "checkpoints=false"]
 

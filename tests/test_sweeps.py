@@ -12,8 +12,9 @@ import warnings
 
 import pytest
 
-from experiments import cli_plan, records
-from experiments.run import main
+from experiments import records
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main
 
 # A study of three small MLPs, registered the way a study module registers one: the
 # default study's CNNs would spend these tests' time compiling.
@@ -24,7 +25,7 @@ TINY += ["--set", "progress=false"]
 # forward pass overflows, so every workload's loss is NaN at step 2.
 DIVERGING = [*TINY, "--set", "steps=8", "--set", "learning_rate=1e30"]
 _MAIN_WITH_TINY = (
-    "import sys; from experiments import cli_plan, run; "
+    "import sys; from experiments.cli import plan as cli_plan, run; "
     f"cli_plan.STUDIES['tiny'] = {TINY_STUDY!r}; sys.exit(run.main(sys.argv[1:]))"
 )
 
@@ -121,8 +122,8 @@ def test_concurrent_writers_never_interleave_partial_lines(tmp_path):
 
 def test_the_progress_title_tells_a_study_s_cells_apart():
     from experiments import studies
-    from experiments.sweep import _title
-    from experiments.workload import Workload
+    from experiments.harness.sweep import _title
+    from experiments.records.workload import Workload
 
     cells = studies.bench.workloads(studies.Context(platform="cpu"))
     titles = [_title(w) for w in cells]
@@ -136,8 +137,8 @@ def test_the_progress_title_tells_a_study_s_cells_apart():
 
 
 def test_the_progress_title_counts_the_devices_and_names_models_as_the_table_does():
-    from experiments.sweep import _title
-    from experiments.workload import Workload
+    from experiments.harness.sweep import _title
+    from experiments.records.workload import Workload
 
     pmap = Workload(model="mnist_cnn", epochs=0, strategy="pmap")  # num_devices None: all
     assert _title(pmap, 8) == "mnist_cnn on digits, batch 128, pmap x8, timing only"
@@ -154,8 +155,8 @@ def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path,
     takes the ceiling the first measured instead of measuring again."""
     import jax
 
-    from experiments import sweep
-    from experiments.workload import Workload
+    from experiments.harness import sweep
+    from experiments.records.workload import Workload
     from jaxcnn import loop
 
     measured, contexts = [], []
@@ -201,8 +202,8 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
 
     import jax
 
-    from experiments import kept, sweep
-    from experiments.workload import Workload
+    from experiments.harness import kept, sweep
+    from experiments.records.workload import Workload
     from jaxcnn import loop
 
     measured, contexts = [], []

@@ -16,7 +16,7 @@ from typing import NamedTuple
 # Dense (no structured sparsity) peak TFLOP/s per chip, memory per chip and memory
 # bandwidth per chip, from the vendors' datasheets. Every device-specific number lives in
 # this table; MFU and predictions are only ever computed against an entry here (or a
-# matmul measured on the device, in experiments/measure.py). Patterns are
+# matmul measured on the device, in experiments/harness/measure.py). Patterns are
 # case-insensitive regexes searched in `device_kind`, most specific first.
 GiB = 2**30
 GB = 10**9

@@ -1,5 +1,5 @@
 """The fit of the pricing's constants (jaxcnn.perf.price.Constants) to observed steps, and
-how far its predictions can be trusted. `python -m experiments.fit_predictions` turns
+how far its predictions can be trusted. `python -m experiments.cli.fit` turns
 records and published references into Observations and writes the result into
 jaxcnn/perf/constants.json.
 

@@ -14,7 +14,7 @@ Three kinds of number meet here, each from one place:
   the chip table in jaxcnn.perf.chips, or what a run measured on the chip itself;
 - how far real kernels stay below those rates, and what each launch costs: the
   platform's constants in `constants.json`, fitted by one procedure (jaxcnn.perf.fit,
-  run by `python -m experiments.fit_predictions`) on published measurements and this
+  run by `python -m experiments.cli.fit`) on published measurements and this
   project's own measured records, with the fit's out-of-sample error beside them.
 
 The result is a prediction, never a measurement: it says its method, the constants'

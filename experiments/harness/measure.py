@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import records
-from experiments.stats import minor_page_faults, summarize
+from experiments.records.stats import minor_page_faults, summarize
 from jaxcnn import aot, data, host_loop, loop, roofline, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib

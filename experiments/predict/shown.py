@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from experiments.records import recorded_at
+from experiments.records.select import chip_of
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
@@ -48,19 +49,6 @@ def _devices_per_chip(target: dict[str, Any]) -> int:
     return count // chips if chips and count else 1
 
 
-def chip_of(record: Record) -> str:
-    """What an error split calls the chip a record's step ran (or was compiled) on: the
-    chip table's name for an accelerator, and for a CPU its machine (a CPU model and its
-    vector extensions, experiments.labels.machine), which no datasheet describes."""
-    from experiments import labels
-    from jaxcnn.perf import chips
-
-    if record["device"]["platform"] == "cpu":
-        return labels.machine(record)
-    kind = record["device"].get("kind") or ""
-    return chips.chip_name(kind) or kind
-
-
 def rates_of(record: Record) -> dict[str, Any]:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
@@ -75,7 +63,7 @@ def rates_of(record: Record) -> dict[str, Any]:
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
 # it: one bench run here measured 101 GFLOP/s in f32 on a CPU whose other runs reached
 # up to 218. Interference only ever lowers a peak, so a measured CPU step is priced at
-# the best ceiling any run on its machine (experiments.labels.machine) measured. Its own
+# the best ceiling any run on its machine (experiments.records.labels.machine) measured. Its own
 # stays in the record; the bandwidth, a median of ten copies, is the run's own.
 MACHINE_CEILING = "machine_matmul_ceiling"
 
@@ -85,7 +73,7 @@ def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
     MACHINE_CEILING: per dtype, the best ceiling its machine's runs among `records`
     measured (in memory only; never written). Give it every record loaded, before any
     filtering, so that the report and the fit price each step alike."""
-    from experiments.labels import machine
+    from experiments.records.labels import machine
 
     def measured_cpu(r: Record) -> bool:
         return (
@@ -263,7 +251,7 @@ def reference_workload(ref: Any) -> Any:
     """The compile-only workload whose program `ref` is predicted from: its model,
     precision and batch per chip on the smallest target of its chip (study
     "references": only the train step is compiled), or None where no target has it."""
-    from experiments.workload import Workload
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     target = min(
@@ -290,7 +278,7 @@ def compile_command(ref: Any) -> str:
     """What makes the compile record `ref` is matched with."""
     if reference_workload(ref) is None:
         return f"(no target for chip {ref.chip} in jaxcnn/targets.py)"
-    return "python -m experiments.fit_predictions results/ --compile-missing results"
+    return "python -m experiments.cli.fit results/ --compile-missing results"
 
 
 def versus_published(

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from experiments.workload import BOUNDS
+from experiments.records.workload import BOUNDS
 
 # The library's names (jaxcnn imports JAX, so they are copied, and tested equal).
 DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
@@ -34,7 +34,7 @@ DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")  # jaxcnn.data.DATA
 STRATEGIES = ("single", "pmap", "sharded")  # jaxcnn.parallel.STRATEGIES
 OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
 SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
-PRECISIONS = ("f32", "bf16")  # experiments.workload.PRECISIONS
+PRECISIONS = ("f32", "bf16")  # experiments.records.workload.PRECISIONS
 LOOPS = ("step", "device")  # jaxcnn.loop.LOOPS
 FORMULATIONS = ("auto", "xla", "cpu", "onednn")  # jaxcnn.formulation.NAMES
 HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICIES
@@ -126,7 +126,7 @@ def count(text: str) -> int:
 
 def bounded(name: str) -> Callable[[str], int]:
     """A reader of workload field `name`'s integer, in its bounds
-    (experiments.workload.BOUNDS, which say what each protects against)."""
+    (experiments.records.workload.BOUNDS, which say what each protects against)."""
     least, most, why = BOUNDS[name]
 
     def read(text: str) -> int:

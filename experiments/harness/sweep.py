@@ -38,9 +38,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments import kept, measure, records
-from experiments.labels import device_name, model_with_overrides
-from experiments.prepare import (
+from experiments import records
+from experiments.harness import kept, measure
+from experiments.harness.prepare import (
     Split,
     check,
     config_key_for,
@@ -50,9 +50,10 @@ from experiments.prepare import (
     split_key,
     train_examples,
 )
-from experiments.runners import RunContext, run_workload
-from experiments.tables import si
-from experiments.workload import Workload
+from experiments.harness.runners import RunContext, run_workload
+from experiments.records.labels import device_name, model_with_overrides
+from experiments.records.tables import si
+from experiments.records.workload import Workload
 from jaxcnn import data, host_memory, models
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, check_folder, exclusive

@@ -24,10 +24,11 @@ from typing import Any
 
 import jax
 
-from experiments import measure, records
-from experiments.isolated import ChildFailed
-from experiments.prepare import build_module, check_precision, config_key_for, record_for
-from experiments.workload import Workload
+from experiments import records
+from experiments.harness import measure
+from experiments.harness.isolated import ChildFailed
+from experiments.harness.prepare import build_module, check_precision, config_key_for, record_for
+from experiments.records.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
