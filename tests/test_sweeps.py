@@ -173,17 +173,17 @@ def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path,
         raise loop.Stopped(3, 3)
 
     w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
-    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    run = dict(checkpoint_root=tmp_path / "checkpoints")
     monkeypatch.setattr(sweep, "run_workload", stopped)
     with pytest.raises(loop.Stopped):
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     with pytest.raises(loop.Stopped):  # resumed, and stopped again
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     assert len(measured) == 1  # the rerun measured nothing
     assert contexts[1].ceiling == contexts[0].ceiling == {"float32": {"tflops": 2.5}}
     assert contexts[1].bandwidth == {"bytes_per_s": 7e9}
     with pytest.raises(loop.Stopped):  # positive control: --force starts over, measuring
-        sweep.run_sweep([w], jax.devices()[:1], force=True, **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, force=True, **run))
     assert len(measured) == 2 and contexts[2].ceiling == {"float32": {"tflops": 3.5}}
 
 
@@ -218,9 +218,9 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
 
     monkeypatch.setattr(sweep, "run_workload", stopped)
     w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
-    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    run = dict(checkpoint_root=tmp_path / "checkpoints")
     with pytest.raises(loop.Stopped):
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     (path,) = (tmp_path / "checkpoints").glob(f"*/{kept.CEILING.name}")
     if damage is None:
         whole = json.loads(path.read_text())
@@ -228,7 +228,7 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
     path.write_bytes(damage)
     capsys.readouterr()
     with pytest.raises(loop.Stopped):  # the workload runs: the file is no failure of it
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     (line,) = [line for line in capsys.readouterr().err.splitlines() if str(path) in line]
     assert said in line and "set aside as" in line, line
     assert line.endswith("measuring the matmul ceiling and memory bandwidth again")

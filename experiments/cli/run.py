@@ -395,14 +395,16 @@ def _run(options: argparse.Namespace) -> int:
     done, skipped = sweep.run_sweep(
         workloads,
         devices,
-        out,
-        data_dir=options.data_dir,
-        force=options.force,
-        progress=options.progress,
-        checkpoint_root=checkpoint_root,
-        checkpoint_every=options.checkpoint_every,
-        keep_checkpoints=options.keep_checkpoints,
-        on_record=_print_done,
+        sweep.SweepOptions(
+            out,
+            data_dir=options.data_dir,
+            force=options.force,
+            progress=options.progress,
+            checkpoint_root=checkpoint_root,
+            checkpoint_every=options.checkpoint_every,
+            keep_checkpoints=options.keep_checkpoints,
+            on_record=_print_done,
+        ),
     )
     failed = 1 if any(r["status"] == "error" for r in done) else 0
     if jax.process_index() != 0:
