@@ -6,36 +6,63 @@ state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28,
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
 on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
+
+Each public name is imported when first used: `import jaxcnn` loads no JAX or Flax.
 """
 
+from __future__ import annotations
+
+import importlib
 from collections.abc import Collection
 from typing import Any
 
-from jaxcnn import (
-    aot,
-    data,
-    devices,
-    distributed,
-    epochs,
-    flops,
-    formulation,
-    host_memory,
-    models,
-    parallel,
-    targets,
+# Each public name and the module it is read from, imported on first use (PEP 562):
+# `import jaxcnn` imports no JAX or Flax, and reading a name table (jaxcnn.models.names(),
+# jaxcnn.data.DATASETS, jaxcnn.perf.chips) imports only what that table needs.
+_SUBMODULES = (
+    "aot",
+    "data",
+    "devices",
+    "distributed",
+    "epochs",
+    "flops",
+    "formulation",
+    "host_memory",
+    "models",
+    "parallel",
+    "targets",
 )
-from jaxcnn.aot import CompiledStep, compile_for
-from jaxcnn.errors import DataError, JaxcnnError, UsageError
-from jaxcnn.loop import evaluate, fit
-from jaxcnn.parallel import Placement, place
-from jaxcnn.train import (
-    TrainState,
-    create_train_state,
-    eval_step,
-    make_optimizer,
-    mean_metrics,
-    train_step,
-)
+_NAMES = {
+    "CompiledStep": "aot",
+    "compile_for": "aot",
+    "DataError": "errors",
+    "JaxcnnError": "errors",
+    "UsageError": "errors",
+    "evaluate": "loop",
+    "fit": "loop",
+    "Placement": "parallel",
+    "place": "parallel",
+    "TrainState": "train",
+    "create_train_state": "train",
+    "eval_step": "train",
+    "make_optimizer": "train",
+    "mean_metrics": "train",
+    "train_step": "train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def configure_host(
@@ -54,6 +81,9 @@ def configure_host(
     Returns what is now in effect: {"host_memory": jaxcnn.host_memory.current(),
     "cpu_threads": the NPROC set, or None where left alone}. A policy not in
     jaxcnn.host_memory.POLICIES is a UsageError."""
+    from jaxcnn import devices, host_memory
+    from jaxcnn.errors import UsageError
+
     try:
         host_memory.resolve(policy, device, loops)  # a bad policy, before anything changes
     except ValueError as e:  # host_memory raises no UsageError: peers load it without JAX

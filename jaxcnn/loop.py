@@ -24,6 +24,7 @@ from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.epochs import device_epoch_order
 from jaxcnn.errors import UsageError
 from jaxcnn.parallel import Placement, place
+from jaxcnn.perf.host import CHECK_EVERY
 
 Arrays = tuple[np.ndarray, np.ndarray]
 LOOPS = ("step", "device")  # per-step dispatch from the host | whole epochs on device
@@ -171,7 +172,7 @@ def fit(
     progress: bool = False,
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int | None = None,
-    check_every: int = host_loop.CHECK_EVERY,
+    check_every: int = CHECK_EVERY,
     loop: str = "step",
 ) -> tuple[train.TrainState, list[dict[str, Any]]]:
     """Train for `epochs` (or `max_steps` in all); returns the placed state and history.

@@ -175,21 +175,9 @@ def test_help_and_usage_errors_are_answered_without_importing_jax(imports):
 
 def test_the_names_the_command_offers_are_the_librarys():
     from experiments.records import workload
-    from jaxcnn import (
-        data,
-        devices,
-        formulation,
-        host_memory,
-        loop,
-        models,
-        parallel,
-        targets,
-        train,
-    )
+    from jaxcnn import devices, formulation, host_memory, loop, parallel, train
 
     assert cli_options.DEVICES == devices.DEVICE_CHOICES
-    assert cli_options.MODELS == tuple(models.names())
-    assert cli_options.DATASETS == data.DATASETS
     assert cli_options.STRATEGIES == parallel.STRATEGIES
     assert cli_options.OPTIMIZERS == train.OPTIMIZERS
     assert cli_options.SCHEDULES == train.SCHEDULES
@@ -197,7 +185,6 @@ def test_the_names_the_command_offers_are_the_librarys():
     assert cli_options.LOOPS == loop.LOOPS
     assert cli_options.FORMULATIONS == formulation.NAMES
     assert cli_options.HOST_MEMORY_POLICIES == host_memory.POLICIES
-    assert cli_options.TARGETS == tuple(targets.TARGETS)
 
 
 def test_help_shows_the_common_options_with_their_choices_and_the_exit_codes():

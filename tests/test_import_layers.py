@@ -124,3 +124,53 @@ def test_the_library_imports_nothing_of_the_study():
         for d in graph[m]
         if d.startswith(("experiments", "benchmarks"))
     ] == []
+
+
+def _outside_imports(source: str, package: str, inside: str) -> set[str]:
+    """The jaxcnn modules outside `inside` that the module `package`.<name> with
+    `source` imports, at any place in it (lazy, annotation-only, relative ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package upwards
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names] if base == "jaxcnn" else [base]
+        else:
+            continue
+        found |= {
+            n
+            for n in names
+            if (n == "jaxcnn" or n.startswith("jaxcnn."))
+            and n != inside
+            and not n.startswith(inside + ".")
+        }
+    return found
+
+
+def test_perf_is_a_leaf_of_the_library():
+    perf = ROOT / "jaxcnn" / "perf"
+    files = sorted(perf.rglob("*.py"))
+    assert len(files) >= 9  # the checker saw the package
+    leaks = {
+        str(p.relative_to(ROOT)): _outside_imports(p.read_text(), "jaxcnn.perf", "jaxcnn.perf")
+        for p in files
+    }
+    assert {p: found for p, found in leaks.items() if found} == {}
+    # positive control: a module of perf that reaches into the rest of jaxcnn, each way
+    synthetic = (
+        "import jaxcnn.devices\n"
+        "from jaxcnn import host_loop\n"
+        "from jaxcnn.perf import chips\n"
+        "def f():\n"
+        "    from .. import targets\n"
+        "    from . import price\n"
+    )
+    assert _outside_imports(synthetic, "jaxcnn.perf", "jaxcnn.perf") == {
+        "jaxcnn.devices",
+        "jaxcnn.host_loop",
+        "jaxcnn.targets",
+    }

@@ -636,7 +636,7 @@ def test_every_gpu_spec_compiles_the_step(name):
 
 # --- The K80: CUDA 11.8's ptxas, for that target only -----------------------------------
 
-KEPLER = targets.KEPLER_TOOLKIT
+KEPLER = chips.KEPLER_TOOLKIT
 _kepler_missing = pytest.mark.skipif(
     not KEPLER.installed(),
     reason=f"gpu-k80 compiles with {KEPLER.requirement}, not installed: {KEPLER.install}",

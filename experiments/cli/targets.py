@@ -182,7 +182,7 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
 
 def _collectives_over(record: dict[str, Any]) -> str:
     """What a step's collectives are priced over, as the chip table gives it."""
-    rate = predictions.rates_of(record).get("interconnect_bytes_per_s")
+    rate = predictions.rates_of(record).interconnect_bytes_per_s
     if not rate:
         return "collectives (at the memory's rate: no interconnect figure)"
     return f"collectives (over the chip's link at {si(rate, 'B/s')})"

@@ -12,11 +12,12 @@ from typing import Any
 from experiments import records
 from experiments.predict import references
 from experiments.predict import shown as predictions
-from jaxcnn import host_loop, targets
+from jaxcnn import targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
 from jaxcnn.perf import hlo, price
 from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import rates as rates_lib
 from jaxcnn.perf.fit import (
     CACHE,
     OWN_RATE_KINDS,
@@ -165,7 +166,7 @@ def reference_observations(
                 f"{ref.precision} ({ref.framework})",
                 platform=target.platform,
                 kernels=tuple(hlo.from_summary(r["kernels"])),
-                rates=price.vendor_rates(device, target.devices_per_chip),
+                rates=rates_lib.of_device(device, target.devices_per_chip),
                 batch_per_device=per_device,
                 measured_s=seconds_per_step,
                 source=f"reference {ref.id}",
@@ -206,7 +207,7 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     placed step doing no work), the median of the records' medians and how many; per
     model and global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
     (`loop`: the newest measured record's `host_loop` that ran as a training run does,
-    jaxcnn.host_loop.like_training, its run id beside it)."""
+    jaxcnn.host_lib.like_training, its run id beside it)."""
     found: dict[str, list[float]] = {}
     loops: dict[str, dict[str, Any]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
@@ -218,7 +219,7 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
         measured = r.get("host_loop")
         if (
             measured
-            and host_loop.like_training(measured)
+            and host_lib.like_training(measured)
             and r["device"]["platform"] == "cpu"
             and r.get("status") == "ok"
         ):

@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.records import recorded_at
 from experiments.records.select import chip_of
+
+if TYPE_CHECKING:
+    from jaxcnn.perf.rates import Rates
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
@@ -28,7 +31,7 @@ METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's n
 
 def device_of(record: Record) -> Any:
     """A stand-in for the record's device (a target's for a compile-only record): what
-    jaxcnn.devices needs to name the precision its matmuls ran in."""
+    jaxcnn.perf.rates needs to name the precision its matmuls ran in."""
     target = record.get("target") or {}
     device = record["device"]
     return SimpleNamespace(
@@ -49,15 +52,15 @@ def _devices_per_chip(target: dict[str, Any]) -> int:
     return count // chips if chips and count else 1
 
 
-def rates_of(record: Record) -> dict[str, Any]:
+def rates_of(record: Record) -> Rates:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
     machine's best matmul ceiling where `with_machine_ceilings` gave it one)."""
-    from jaxcnn.perf import price
+    from jaxcnn.perf import rates
 
     device = device_of(record)
     ceiling = record.get(MACHINE_CEILING) or record.get("matmul_ceiling")
-    return price.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
+    return rates.pricing(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
 
 
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
@@ -131,7 +134,7 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         if own is not None
         else host_lib.measured_dispatch(w.get("strategy") or "single", table),
         batch_bytes=nbytes,
-        host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
+        host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
         platform=record["device"]["platform"],
         steps_per_epoch=steps_per_epoch(record),
         loop=record.get("loop") or w.get("loop") or "step",

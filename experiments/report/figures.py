@@ -730,15 +730,14 @@ def _watts_per_device(record: Record) -> float | None:
 
 def _vendor_peak(record: Record) -> float | None:
     """The datasheet peak FLOP/s of one device of the record's target in the precision
-    its matmuls run in (jaxcnn.devices.matmul_precision: TF32 for f32 on an A100 at
+    its matmuls run in (jaxcnn.perf.rates.matmul_precision: TF32 for f32 on an A100 at
     JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
     an f32 step against a GPU's fp16 tensor cores."""
-    from jaxcnn import devices as devices_lib
-    from jaxcnn.perf import price
+    from jaxcnn.perf import rates
 
     peaks = (record.get("target") or {}).get("peak_tflops") or {}
-    dtype = price.DTYPES.get(record["workload"].get("precision"))
-    precision = dtype and devices_lib.matmul_precision(predictions.device_of(record), dtype)
+    dtype = rates.DTYPES.get(record["workload"].get("precision"))
+    precision = dtype and rates.matmul_precision(predictions.device_of(record), dtype)
     tflops = number(peaks.get(precision)) if precision else None
     return _per_device(record, tflops * 1e12 if tflops else None)
 
