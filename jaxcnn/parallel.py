@@ -7,7 +7,8 @@
 
 `batch` is a dict {"image": (B, H, W, C), "label": (B,)} of host arrays (what
 `jaxcnn.data.batches` yields); under `pmap` and `sharded` its B must divide over the
-devices (a UsageError naming sizes that do, otherwise).
+devices, under `data_model` over its data axis (a UsageError naming sizes that do,
+otherwise).
 
 A `Placement` is the compiled step plus the functions that move state and batches to
 where its strategy wants them and bring them back. Strategies:
@@ -405,10 +406,14 @@ def parameter_spec(shape: Sequence[int], model_devices: int) -> P:
     return P()
 
 
-def _nothing_splits(params: Any, model_devices: int) -> str:
+def check_split(params: Any, model_devices: int) -> None:
+    """UsageError, naming why, unless the split rule splits some of `params` (arrays or
+    shapes) over `model_devices` devices."""
+    if any(splits(_shape(x), model_devices) for x in jax.tree.leaves(params)):
+        return
     widths = sorted({_shape(x)[-1] for x in jax.tree.leaves(params) if len(_shape(x)) >= 2})
     found = ", ".join(map(str, widths)) or "none: it has no kernel"
-    return (
+    raise UsageError(
         f"the split rule splits none of this model's parameters over {model_devices} model "
         f"devices: no kernel's output features ({found}) divide into {model_devices} slices "
         f"of at least {MIN_FEATURES_PER_DEVICE}; use strategy sharded, or fewer devices on "
@@ -422,12 +427,11 @@ def state_shardings(state: train.TrainState, mesh: Mesh) -> train.TrainState:
     copies of them (Adam's mu and nu, SGD's momentum) as their parameters, everything
     else replicated. A state of which the rule splits nothing is a UsageError saying why."""
     model_devices = mesh.shape[MODEL_AXIS]
+    check_split(state.params, model_devices)
     replicated = NamedSharding(mesh, P())
     params = jax.tree.map(
         lambda x: NamedSharding(mesh, parameter_spec(_shape(x), model_devices)), state.params
     )
-    if all(s.spec == P() for s in jax.tree.leaves(params)):
-        raise UsageError(_nothing_splits(state.params, model_devices))
     opt_state = optax.tree_utils.tree_map_params(
         state.tx,
         lambda _, sharding: sharding,
@@ -447,14 +451,20 @@ def state_shardings(state: train.TrainState, mesh: Mesh) -> train.TrainState:
 def mesh_shape(num_devices: int) -> tuple[int, int]:
     """data_model's (data, model) mesh on `num_devices`: the most balanced factorisation,
     the model axis the smaller factor (8 devices: 4 x 2; 16: 4 x 4; 6: 3 x 2)."""
-    model = max(d for d in range(1, math.isqrt(num_devices) + 1) if num_devices % d == 0)
+    data, model = _balanced(num_devices)
     if model < 2:
         raise UsageError(
             f"strategy data_model splits {num_devices} device(s) into data x model axes of "
             f"2 or more, and {num_devices} has no such factors: use strategy model, or give "
             f"mesh_shape=(1, {num_devices})"
         )
-    return num_devices // model, model
+    return data, model
+
+
+def _balanced(n: int) -> tuple[int, int]:
+    """(n // m, m) for the largest divisor m of `n` with m * m <= n."""
+    model = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    return n // model, model
 
 
 def _model_mesh(
@@ -469,14 +479,14 @@ def _model_mesh(
                 "mesh_shape is data_model's (data, model) mesh: strategy model puts every "
                 "device on the model axis"
             )
-        if n < 2:
-            raise UsageError("strategy model splits parameters over 2 devices or more, got 1")
+        mesh_axes(strategy, n)  # at least 2 devices
         return Mesh(np.array(devices), (MODEL_AXIS,))
     data, model = mesh_shape(n) if shape is None else shape
     if shape is not None and (data * model != n or data < 1 or model < 2):
+        balanced = _balanced(n)
         raise UsageError(
             f"mesh_shape {tuple(shape)} does not fit {n} devices: give (data, model) with "
-            f"data x model = {n} and model >= 2, e.g. {mesh_shape(n) if n >= 4 else (1, n)}"
+            f"data x model = {n} and model >= 2, e.g. {balanced if balanced[1] > 1 else (1, n)}"
         )
     return Mesh(np.array(devices).reshape(data, model), (DATA_AXIS, MODEL_AXIS))
 
@@ -594,11 +604,13 @@ def split_report(state: train.TrainState) -> Split:
     )
 
 
-def input_shardings(strategy: str, devices: Sequence[jax.Device]) -> tuple[Any, Any]:
-    """(the state's sharding, a batch's) as `strategy` places them on `devices`: what
-    its steps are lowered against where no arrays can be put, such as compile-only
-    devices (jaxcnn.targets). The whole-epoch program takes its dataset and order with
-    the state's sharding. pmap has none: jax.pmap compiles only for devices at hand."""
+def input_shardings(
+    strategy: str, devices: Sequence[jax.Device], state: Any
+) -> tuple[Any, Any, Any]:
+    """(the shardings of `state`, a tree like it; a batch's; the whole-epoch program's
+    dataset and order's) as `strategy` places them on `devices`: what its steps are
+    lowered against where no arrays can be put, such as compile-only devices
+    (jaxcnn.targets). pmap has none: jax.pmap compiles only for devices at hand."""
     if strategy == "pmap":
         raise UsageError(
             "strategy pmap compiles only for devices at hand (jax.pmap cannot lower for "
@@ -606,11 +618,36 @@ def input_shardings(strategy: str, devices: Sequence[jax.Device]) -> tuple[Any, 
         )
     if strategy == "single":
         one = jax.sharding.SingleDeviceSharding(devices[0])
-        return one, one
+        return jax.tree.map(lambda _: one, state), one, one
     if strategy == "sharded":
         mesh = Mesh(np.array(devices), (DATA_AXIS,))
-        return NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_AXIS))
+        replicated = NamedSharding(mesh, P())
+        return (
+            jax.tree.map(lambda _: replicated, state),
+            NamedSharding(mesh, P(DATA_AXIS)),
+            replicated,
+        )
+    if strategy in MODEL_STRATEGIES:
+        mesh = _model_mesh(strategy, devices, None)
+        replicated = NamedSharding(mesh, P())
+        split = NamedSharding(mesh, P(DATA_AXIS)) if strategy == "data_model" else replicated
+        return state_shardings(state, mesh), split, replicated
     raise UsageError(_unknown(strategy))
+
+
+def mesh_axes(strategy: str, num_devices: int) -> tuple[int, int]:
+    """(the ways `strategy` on `num_devices` devices splits a global batch, which must
+    divide by it; the ways it splits a kernel the rule picks): (1, 1) under single,
+    (n, 1) under pmap and sharded, (1, n) under model, data_model's `mesh_shape`."""
+    if strategy in ("pmap", "sharded"):
+        return num_devices, 1
+    if strategy == "model":
+        if num_devices < 2:
+            raise UsageError(
+                f"strategy model splits parameters over 2 devices or more, got {num_devices}"
+            )
+        return 1, num_devices
+    return mesh_shape(num_devices) if strategy == "data_model" else (1, 1)
 
 
 def _unknown(strategy: str) -> str:
