@@ -2,14 +2,14 @@
 CPU devices, for every registry model the split rule can split.
 
 Tolerance: that of tests/test_parallel.py, float32 atol = rtol = 1e-5 on params, batch
-stats, optimizer state and loss after 3 Adam steps. Splitting kernels on their output features leaves
-the forward pass's sums whole, but the backward pass sums each layer's input gradient
-over those features (per-device partial sums, then an all-reduce), and data_model also
-splits the batch's sums as sharded does: float32 additions run in another order, so the
-results agree to rounding, not bit for bit. Measured differences are at most ~6e-6
-(lenet5's first Dense kernel under data_model; sharded and pmap alone give it ~5e-6),
-most models' ~1e-6; a dropped gradient all-reduce is off by ~6e-3 (the positive control
-below)."""
+stats, optimizer state and loss after 3 Adam steps. Splitting kernels on their output
+features leaves the forward pass's sums whole, but the backward pass sums each layer's
+input gradient over those features (per-device partial sums, then an all-reduce), and
+data_model also splits the batch's sums as sharded does: float32 additions run in
+another order, so the results agree to rounding, not bit for bit. Measured differences
+are at most ~6e-6 (lenet5's first Dense kernel under data_model; sharded and pmap alone
+give it ~5e-6), most models' ~1e-6; a dropped gradient all-reduce is off by ~6e-3 (the
+positive control below)."""
 
 from __future__ import annotations
 
