@@ -36,7 +36,7 @@ def what_ran(table: pd.DataFrame) -> str:
     ran = (
         f"Measured on {', '.join(p.upper() for p in accelerators)} and this project's CPUs"
         if accelerators
-        else f"Measured on CPUs only (answers quote {cpu} unless they name another)"
+        else f"Measured on CPUs only; every CPU figure below is {cpu}'s (older CPUs': details)"
     )
     return (
         f"**{ran}. "
@@ -83,8 +83,13 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
 
 COLUMNS = {
     "model": "model",
+    "dataset": "dataset",
     "batch": "batch",
     "precision": "precision",
+    "devices": "devices",
+    "formulation": "formulation",
+    "loop": "loop",
+    "extra": "extra",
     "device": "device",
     "kind": "kind",
     "quantity": "quantity",
@@ -110,21 +115,50 @@ def _cell(r: dict, column: str) -> str:
         return answers_lib.band_words(r)
     if column == "how":
         bits = [r.get("framework")]
-        if r.get("formulation") not in (None, "-"):
+        if not _blank(r.get("formulation")):
             bits.append(f"{r['formulation']} formulation, {r['loop']} loop")
-        if r.get("placement") not in (None, "single"):
+        if not _blank(r.get("placement")) and r["placement"] != "single":
             bits.append(r["placement"])
-        if r.get("extra") not in (None, "-"):
+        if not _blank(r.get("extra")):
             bits.append(str(r["extra"]))
         return ", ".join(str(b) for b in bits if b and not pd.isna(b))
     value = r.get(column)
     return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
 
 
+def _blank(value: object) -> bool:
+    return value is None or value == "-" or (not isinstance(value, str) and pd.isna(value))
+
+
+# What a printed row is told apart by, beside its figure: the value-like columns are not.
+VALUE_COLUMNS = ("value", "spread", "band", "flag", "note")
+# The columns that tell rows apart, in the order one is added where a label repeats.
+DISTINGUISHING = ("dataset", "precision", "devices", "batch", "model", "device", "kind",
+                  "quantity", "selection", "formulation", "loop", "extra")  # fmt: skip
+
+
+def labelled(rows: pd.DataFrame, columns: list[str]) -> list[str]:
+    """`columns` with the columns added that tell apart rows whose printed label (every
+    column but the values) would otherwise be the same: no label is printed twice."""
+    columns, records = list(columns), rows.to_dict("records")
+    for extra in DISTINGUISHING:
+        labels = pd.Series(
+            ["|".join(_cell(r, c) for c in columns if c not in VALUE_COLUMNS) for r in records]
+        )
+        if labels.is_unique:
+            break
+        values = pd.Series([_cell(r, extra) for r in records])
+        if extra not in columns and (values.groupby(labels).nunique() > 1).any():
+            columns.insert(columns.index("value") if "value" in columns else len(columns), extra)
+    return columns
+
+
 def view(rows: pd.DataFrame, columns: list[str]) -> str:
-    """Rows of the table as a markdown table of `columns` (COLUMNS' keys)."""
+    """Rows of the table as a markdown table of `columns` (COLUMNS' keys), with the
+    columns that tell its rows apart (`labelled`)."""
     if not len(rows):
         return "No figures yet."
+    columns = labelled(rows, columns)
     body = [[_cell(r, c) for c in columns] for r in rows.to_dict("records")]
     return markdown_table([COLUMNS[c] for c in columns], body)
 
@@ -166,6 +200,7 @@ class Section:
         "band",
     )
     pivot: tuple[str, str] | None = None  # (down, across): a matrix instead of a list
+    verdict: Callable[[pd.DataFrame], str] | None = None  # said under the rows, from them
 
 
 def _q(**where) -> Callable[[pd.DataFrame], pd.DataFrame]:
@@ -208,6 +243,13 @@ def _extra(pattern: str, **where) -> Callable[[pd.DataFrame], pd.DataFrame]:
 def _mlp(t: pd.DataFrame) -> pd.DataFrame:
     c, g = answers_lib.crossover(t, answers_lib.reference_cpu(t))
     return pd.concat([c, g])
+
+
+def _mlp_verdict(t: pd.DataFrame) -> str:
+    text, _ = answers_lib.crossover_verdict(*answers_lib.crossover(t, answers_lib.reference_cpu(t)))
+    return (
+        f"{text or 'No verdict: no width on both sides.'} (the rule: {answers_lib.CROSSOVER_RULE})"
+    )
 
 
 PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
@@ -284,6 +326,7 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 "MLP width sweep, batch 128",
                 _mlp,
                 ("model", "device", "kind", "quantity", "value", "spread", "band"),
+                verdict=_mlp_verdict,
             )
         ],
     ),
@@ -307,7 +350,7 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 pivot=("model", "device"),
             ),
             Section(
-                "TPU or GPU: the faster chip at equal batch (predicted device step)",
+                "TPU or GPU: the faster chip at equal batch (predicted loop step, and device step)",
                 _extra("faster chip per chip", quantity="speedup"),
                 ("model", "batch", "precision", "device", "value", "how"),
             ),
@@ -454,6 +497,8 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
         rows = s.select(table)
         shown = pivot(rows, *s.pivot) if s.pivot else view(rows, list(s.columns))
         parts.append(f"## {s.title}\n\n{shown}")
+        if s.verdict:
+            parts.append(f"**Verdict**: {s.verdict(table)}")
     rules = sorted({r for s in sections for r in s.select(table).selection.dropna()})
     if rules:
         parts.append(
