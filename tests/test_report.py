@@ -297,8 +297,8 @@ def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
     assert (tmp_path / "REPORT.md").read_text() == (RESULTS / "REPORT.md").read_text()
     for page in (RESULTS / views.PAGES).glob("*.md"):
         assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name
-    committed = (RESULTS / views.FIGURES).read_text()
-    assert (tmp_path / views.FIGURES).read_text() == committed
+    for name in (views.FIGURES, views.FIGURES_SCHEMA):
+        assert (tmp_path / name).read_text() == (RESULTS / name).read_text(), name
 
 
 def test_flops_per_watt_is_priced_over_a_published_tdp_only(table):
@@ -479,3 +479,66 @@ def test_no_page_prints_one_label_with_two_values(table):
     )
     assert labels_printed_twice(bare) == ["mnist_cnn"] * (len(rows) - 1)
     assert labels_printed_twice(views.view(rows, ["model", "value"])) == []
+
+
+# --- figures.csv against its schema ----------------------------------------------------
+
+
+def schema_violations(frame: pd.DataFrame, schema: dict) -> list[str]:
+    """What in `frame` (read as strings, "" missing) breaks the table schema: the
+    columns, a required value missing, a value of the wrong type or not allowed, a
+    repeated primary key, a unit that is not its quantity's."""
+    fields = schema["fields"]
+    out = [] if list(frame.columns) == [f["name"] for f in fields] else ["the columns"]
+    for f in fields:
+        column = frame[f["name"]]
+        present, rule = column.dropna(), f["constraints"]
+        if rule["required"] and column.isna().any():
+            out.append(f"{f['name']}: missing")
+        if f["type"] in ("number", "integer"):
+            numbers = pd.to_numeric(present, errors="coerce")
+            if numbers.isna().any() or (f["type"] == "integer" and (numbers % 1 != 0).any()):
+                out.append(f"{f['name']}: not a {f['type']}")
+        if "enum" in rule and set(present) - {str(v) for v in rule["enum"]}:
+            out.append(f"{f['name']}: {sorted(set(present) - set(map(str, rule['enum'])))}")
+    if frame[schema["primaryKey"]].duplicated().any():
+        out.append("id: repeated")
+    units = fields[[f["name"] for f in fields].index("unit")]["unitOfQuantity"]
+    if (frame.unit != frame.quantity.map(units)).any():
+        out.append("unit: not its quantity's")
+    return out
+
+
+def test_figures_csv_meets_the_schema_the_report_writes_beside_it(tmp_path):
+    import json
+
+    schema = json.loads((RESULTS / views.FIGURES_SCHEMA).read_text())
+    assert schema == figures.table_schema()
+    csv = pd.read_csv(RESULTS / views.FIGURES, dtype=str, keep_default_na=False, na_values=[""])
+    assert schema_violations(csv, schema) == []
+    predicted = csv[csv.kind == "predicted"]  # each banded or saying it has none
+    assert (
+        predicted.band_median.notna().sum()
+        and (predicted.band_median.notna() | predicted.band_quantity.notna()).all()
+    )
+    # the positive control: a second spelling, a missing value and a wrong unit are caught
+    bad = csv.head(3).copy()
+    bad.loc[bad.index[0], "precision"] = "fp32"
+    bad.loc[bad.index[1], "kind"] = None
+    bad.loc[bad.index[2], "unit"] = "ms"
+    assert schema_violations(bad, schema) == [
+        "kind: missing",
+        "unit: ['ms']",
+        "precision: ['fp32']",
+        "unit: not its quantity's",
+    ]
+
+
+def test_the_docs_column_dictionary_is_the_code_s():
+    from experiments.cli import schema
+
+    text = schema.USAGE.read_text()
+    block = text.split(schema.COLUMNS_START)[1].split(schema.COLUMNS_END)[0]
+    assert block.strip() == figures.column_dictionary(), (
+        "docs/usage.md's column dictionary is stale: python -m experiments.cli.schema"
+    )

@@ -76,7 +76,7 @@ def band_words(r: Row) -> str:
         return "-"
     if pd.isna(r.get("band_median")):
         why = str(r.get("band_quantity") or "")
-        return why if why.startswith("unvalidated (") else "unvalidated"
+        return why if why.startswith(("unvalidated (", "none:")) else "unvalidated"
     median, worst = r["band_median"], r["band_worst"]
     return f"x{median:.2f} median, x{worst:.2f} worst, n={r['band_n']} ({r['band_split']})"
 

@@ -18,6 +18,7 @@ REPORT_FILE = "REPORT.md"
 PAGES = "report"
 FIRST_PLOT = "seed_models.png"
 FIGURES = "figures.csv"  # the table, beside REPORT.md
+FIGURES_SCHEMA = "figures.schema.json"  # its columns (figures.table_schema), beside it
 ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 KNOWN = (
     "**M** measured here; **C** compiled by the target's own compiler, never run; **P** "
