@@ -281,10 +281,11 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(pick):
         return Said("no multi-device compile yet; model parallelism is not studied")
     r = pick.loc[pick.devices.idxmax()].to_dict()
-    lo, hi = pick.loc[pick.value.idxmin()].to_dict(), pick.loc[pick.value.idxmax()].to_dict()
+    same = s[s.platform == r["platform"]]  # every model's, the widest MLPs' included
+    lo, hi = same.loc[same.value.idxmin()].to_dict(), same.loc[same.value.idxmax()].to_dict()
     text = (
-        f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak; {r['platform'].upper()} "
-        f"rows {fmt(lo)}-{fmt(hi)}); model parallelism not studied"
+        f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
+        f"row {fmt(lo)}-{fmt(hi)}; model parallelism not studied"
     )
     flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
     return Said(text + (f"; {flagged} above ideal flagged" if flagged else ""), [r, lo, hi])

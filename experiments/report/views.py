@@ -335,7 +335,8 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         "Data parallelism: predicted weak scaling",
         [
             Section(
-                "Efficiency against one device of the same chip (1 is ideal)",
+                "Efficiency against the fewest devices of the same chip compiled at that "
+                "per-device batch (named under how it ran; 100% is ideal)",
                 _q(quantity="scaling_efficiency"),
                 ("model", "batch", "precision", "device", "value", "how", "flag"),
             )
@@ -415,10 +416,12 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
         ],
     ),
     "speedrun": (
-        "Time to 99% test accuracy on MNIST (mnist_cnn)",
+        "The MNIST speedrun (mnist_cnn): training time per recipe, and whether its seeds "
+        "reached 99% test accuracy",
         [
             Section(
-                "Median training time over seeds, and the seeds' accuracy",
+                "Median training time over seeds (a time to 99% only where no flag says a "
+                "seed fell short), and the seeds' accuracy",
                 lambda t: t[t.selection == "seeds"],
                 (
                     "model",
@@ -541,10 +544,12 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
             & (m.batch == batch)
             & (m.precision == precision)
         ]
-        cells = [model, batch, precision]
         like = jax[(jax.formulation == "xla") & (jax.loop == "step")]
-        cells.append(fmt(like.iloc[0].to_dict()) if len(like) else "-")
         best = jax.loc[jax.value.idxmin()].to_dict() if len(jax) else None
+        shown = [r for r in (like.head(1), g) for r in r.to_dict("records")] + [best]
+        data = "/".join(sorted({str(r["dataset"]) for r in shown if r}))
+        cells = [model, batch, precision, data]
+        cells.append(fmt(like.iloc[0].to_dict()) if len(like) else "-")
         cells.append(f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-")
         for fw in BENCH_FRAMEWORKS[1:]:
             f = g[g.framework == fw]
@@ -554,13 +559,15 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         "model",
         "batch",
         "precision",
+        "data",
         "jax (xla, step loop)",
         "jax at its best",
         *BENCH_FRAMEWORKS[1:],
     ]
     parts = [
         f"Step time on {cpu}, median over timed steps, the newest run of each cell "
-        "(`newest`): lower is faster.",
+        "(`newest`): lower is faster. `data`: what the row's steps were fed (the peers "
+        "train on synthetic data; JAX's step reads MNIST from memory where it ran on it).",
         markdown_table(headers, body),
     ]
     if image:
