@@ -230,6 +230,12 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
     assert figures.duplicates(t).empty and len(t[t.quantity == "step_s"]) == 3
     text = views.first_screen(t)
     assert text.count("\n| ") >= 15  # every question has its row, answered or not
+    for r in t[t.quantity == "step_s"].to_dict("records"):  # the steps its run printed
+        how = "jax, xla formulation, step loop"
+        assert f"| {r['model']} | digits | 32 | f32 | {r['device']} | {how} | {fmt(r)} |" in text
+    assert "**P**" not in text and "compiled by" not in text and "band is" not in text
+    # the positive control: a folder with compiles says what they are
+    assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 
 
 # --- the command ------------------------------------------------------------------------

@@ -20,35 +20,56 @@ FIRST_PLOT = "seed_models.png"
 FIGURES = "figures.csv"  # the table, beside REPORT.md
 FIGURES_SCHEMA = "figures.schema.json"  # its columns (figures.table_schema), beside it
 ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
-KNOWN = (
-    "**M** measured here; **C** compiled by the target's own compiler, never run; **P** "
-    "predicted from that compiled program; **published**: someone else's, cited. A band is "
-    "the factor max(predicted/actual, actual/predicted), median and worst over n held-out "
-    "observations of the same quantity; *unvalidated*: none exists."
+# The legend of the "known" column, a part per kind: only the kinds the table has.
+KNOWN = {
+    "measured": "**M** measured here",
+    "compiled": "**C** compiled by the target's own compiler, never run",
+    "predicted": "**P** predicted from that compiled program",
+    "published": "**published**: someone else's, cited",
+}
+BAND = (
+    "A band is the factor max(predicted/actual, actual/predicted), median and worst over n "
+    "held-out observations of the same quantity; *unvalidated*: none exists."
 )
 
 
+def known(table: pd.DataFrame) -> str:
+    kinds = set(table[table.quantity != "band"].kind)  # the constants' bands come with any
+    parts = "; ".join(words for kind, words in KNOWN.items() if kind in kinds)
+    return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "")
+
+
 def what_ran(table: pd.DataFrame) -> str:
-    """Line 2 of the first screen: what ran where, in bold."""
+    """Line 2 of the first screen: what ran where, in bold; predictions named only
+    where the table has them."""
     measured = table[table.kind == "measured"]
-    platforms = sorted(set(measured.platform.dropna()))
-    accelerators = [p for p in platforms if p != "cpu"]
+    accelerators = sorted(set(measured.platform.dropna()) - {"cpu"})
     cpu = answers_lib.reference_cpu(table) or "no CPU"
-    ran = (
-        f"Measured on {', '.join(p.upper() for p in accelerators)} and this project's CPUs"
-        if accelerators
-        else f"Measured on CPUs only; every CPU figure below is {cpu}'s (older CPUs': details)"
-    )
-    return (
-        f"**{ran}. "
-        + (
-            ""
-            if accelerators
-            else "Nothing ran on a GPU or TPU: their figures are compiled by the real "
-            "compilers and predicted. "
+    older = set(measured[measured.platform == "cpu"].device) - {cpu}
+    if accelerators:
+        ran = f"Measured on {', '.join(p.upper() for p in accelerators)} and this project's CPUs"
+    else:
+        ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
+        ran += " (older CPUs': details)" if older else ""
+        ran += (
+            ". Nothing ran on a GPU or TPU: their figures are compiled by the real compilers "
+            "and predicted"
+            if (table.kind == "compiled").any()
+            else ". Nothing here ran on, or was compiled for, a GPU or TPU"
         )
-        + f"{len(table):,} figures in [{FIGURES}]({FIGURES}).**"
-    )
+    return f"**{ran}. {len(table):,} figures in [{FIGURES}]({FIGURES}).**"
+
+
+def own_steps(table: pd.DataFrame) -> str | None:
+    """A folder of runs alone (nothing compiled): the steps its runs measured, as the run
+    printed them."""
+    if (table.kind == "compiled").any():
+        return None
+    steps = answers_lib.rows(table, quantity="step_s", kind="measured", extra="-")
+    if not len(steps):
+        return None
+    columns = ["model", "dataset", "batch", "precision", "device", "how", "value", "spread"]
+    return "Steps measured here (median over timed steps):\n\n" + view(steps, columns)
 
 
 def answers_table(table: pd.DataFrame, link: str = PAGES) -> str:
@@ -72,12 +93,13 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
     parts = [
         "# jaxcnn: what the records answer",
         what_ran(table),
+        own_steps(table),
         answers_table(table, link),
-        KNOWN,
+        known(table),
     ]
     if plot:
         parts.append(f"![Step time of the seeds' models per device]({plot})")
-    return "\n\n".join(parts)
+    return "\n\n".join(p for p in parts if p)
 
 
 # --- detail pages: each a filter of the table ------------------------------------------
