@@ -209,20 +209,13 @@ def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
 
 @dataclass(frozen=True)
 class Section:
+    """One table of a page: a filter of the table, shown as a list of `columns` (words
+    of COLUMNS' keys) or, with `pivot` (down, across), as a matrix."""
+
     title: str
     select: Callable[[pd.DataFrame], pd.DataFrame]
-    columns: tuple[str, ...] = (
-        "model",
-        "batch",
-        "device",
-        "kind",
-        "quantity",
-        "value",
-        "spread",
-        "how",
-        "band",
-    )
-    pivot: tuple[str, str] | None = None  # (down, across): a matrix instead of a list
+    columns: str = "model batch device kind quantity value spread how band"
+    pivot: tuple[str, str] | None = None
     verdict: Callable[[pd.DataFrame], str] | None = None  # said under the rows, from them
 
 
@@ -242,9 +235,12 @@ def _one_chip(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[(rows.devices == 1) & (rows.placement == "single")]
 
 
-def _per_chip(t: pd.DataFrame, quantity: str) -> pd.DataFrame:
+def _per_chip(
+    t: pd.DataFrame, quantity: str, models: list[str] | None = SEED_MODELS
+) -> pd.DataFrame:
+    """One chip's predicted `quantity` at batch 128, f32 (of the seed models, or all)."""
     rows = answers_lib.rows(t, quantity=quantity, kind="predicted", batch=128, precision="f32")
-    return _one_chip(rows[rows.model.isin(SEED_MODELS)])
+    return _one_chip(rows[rows.model.isin(models)] if models else rows)
 
 
 def _like_for_like(t: pd.DataFrame) -> pd.DataFrame:
@@ -275,239 +271,115 @@ def _mlp_verdict(t: pd.DataFrame) -> str:
     )
 
 
+def _where(test: Callable[[pd.DataFrame], pd.Series]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    return lambda t: t[test(t)]
+
+
+def _measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
+    return (t.quantity == "step_s") & (t.kind == "measured") & (t.platform == "cpu")
+
+
+BY_CHIP = ("model", "device")
 PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
-    "batch": (
-        "Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out",
-        [
-            Section(
-                "Compiled memory and the verdict per batch (the target's own compiler)",
-                lambda t: t[
-                    t.quantity.isin(["memory_bytes", "fits"]) & (t.model == "catsdogs_cnn")
-                ],
-                ("batch", "precision", "device", "quantity", "value", "how"),
-            ),
-            Section(
-                "Largest batch that fits",
-                _q(quantity="largest_batch", model="catsdogs_cnn"),
-                ("precision", "device", "value", "flag", "note"),
-            ),
-        ],
-    ),
-    "devices": (
-        "The seeds' models per device: steps, epochs, speedups",
-        [
-            Section(
-                "One train step at batch 128, f32, predicted: the chip's kernels (device step)",
-                lambda t: _per_chip(t, "device_step_s"),
-                pivot=("model", "device"),
-            ),
-            Section(
-                "The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
-                lambda t: _per_chip(t, "loop_step_s"),
-                pivot=("model", "device"),
-            ),
-            Section(
-                "Over the CPU the answers quote, like for like (the same program on both sides)",
-                _like_for_like,
-                pivot=("model", "device"),
-            ),
-            Section(
-                "The CPU's own steps at batch 128 (measured)",
-                lambda t: _seed_steps(t)[
-                    (_seed_steps(t).kind == "measured")
-                    & (_seed_steps(t).batch == 128)
-                    & (_seed_steps(t).quantity == "step_s")
-                ],
-                ("model", "precision", "device", "quantity", "value", "spread", "how"),
-            ),
-            Section(
-                "Published figures of these models and our prediction of each",
-                lambda t: t[
-                    t.model.isin(SEED_MODELS)
-                    & ((t.kind == "published") | (t.quantity == "error_factor"))
-                ],
-                ("model", "batch", "device", "kind", "quantity", "value", "how", "note"),
-            ),
-        ],
-    ),
-    "accuracy": (
-        "Accuracy per device",
-        [
-            Section(
-                "Final test accuracy",
-                lambda t: t[
-                    (t.quantity == "test_accuracy") & ~t.extra.astype(str).str.startswith("epoch ")
-                ],
-                ("model", "batch", "precision", "device", "value", "how"),
-            )
-        ],
-    ),
-    "crossover": (
-        "Seed 002's MLP: step time against trainable parameters",
-        [
-            Section(
-                "MLP width sweep, batch 128",
-                _mlp,
-                ("model", "device", "kind", "quantity", "value", "spread", "band"),
-                verdict=_mlp_verdict,
-            )
-        ],
-    ),
-    "scaling": (
-        "Data parallelism: predicted weak scaling",
-        [
-            Section(
-                "Efficiency against the fewest devices of the same chip compiled at that "
+    "batch": ("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
+        Section("Compiled memory and the verdict per batch (the target's own compiler)",
+                _where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
+                       & (t.model == "catsdogs_cnn")),
+                "batch precision device quantity value how"),
+        Section("Largest batch that fits", _q(quantity="largest_batch", model="catsdogs_cnn"),
+                "precision device value flag note"),
+    ]),
+    "devices": ("The seeds' models per device: steps, epochs, speedups", [
+        Section("One train step at batch 128, f32, predicted: the chip's kernels (device step)",
+                lambda t: _per_chip(t, "device_step_s"), pivot=BY_CHIP),
+        Section("The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
+                lambda t: _per_chip(t, "loop_step_s"), pivot=BY_CHIP),
+        Section("Over the CPU the answers quote, like for like (the same program on both sides)",
+                _like_for_like, pivot=BY_CHIP),
+        Section("The CPU's own steps at batch 128 (measured)",
+                lambda t: _seed_steps(t)[_measured_cpu_steps(_seed_steps(t))
+                                         & (_seed_steps(t).batch == 128)],
+                "model precision device quantity value spread how"),
+        Section("Published figures of these models and our prediction of each",
+                _where(lambda t: t.model.isin(SEED_MODELS)
+                       & ((t.kind == "published") | (t.quantity == "error_factor"))),
+                "model batch device kind quantity value how note"),
+    ]),
+    "accuracy": ("Accuracy per device", [
+        Section("Final test accuracy",
+                _where(lambda t: (t.quantity == "test_accuracy")
+                       & ~t.extra.astype(str).str.startswith("epoch ")),
+                "model batch precision device value how"),
+    ]),
+    "crossover": ("Seed 002's MLP: step time against trainable parameters", [
+        Section("MLP width sweep, batch 128", _mlp,
+                "model device kind quantity value spread band", verdict=_mlp_verdict),
+    ]),
+    "scaling": ("Data parallelism: predicted weak scaling", [
+        Section("Efficiency against the fewest devices of the same chip compiled at that "
                 "per-device batch (named under how it ran; 100% is ideal)",
-                _q(quantity="scaling_efficiency"),
-                ("model", "batch", "precision", "device", "value", "how", "flag"),
-            )
-        ],
-    ),
-    "targets": (
-        "Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak, FLOP/s "
-        "per watt",
-        [
-            Section(
-                "Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
-                lambda t: _one_chip(answers_lib.rows(t, quantity="largest_batch", precision="f32")),
-                pivot=("model", "device"),
-            ),
-            Section(
-                "TPU or GPU: the faster chip at equal batch (predicted loop step, and device step)",
-                _extra("faster chip per chip", quantity="speedup"),
-                ("model", "batch", "precision", "device", "value", "how"),
-            ),
-            Section(
-                "Cost of an epoch at batch 128, f32 (predicted)",
-                lambda t: _one_chip(
-                    answers_lib.rows(t, quantity="usd_per_epoch", batch=128, precision="f32")
-                ),
-                pivot=("model", "device"),
-            ),
-            Section(
-                "Fraction of the datasheet peak at batch 128, f32 (predicted)",
-                lambda t: _one_chip(
-                    answers_lib.rows(t, quantity="mfu", batch=128, precision="f32")
-                ),
-                pivot=("model", "device"),
-            ),
-            Section(
-                "FLOP/s per watt of the board's TDP at batch 128, f32 (predicted; GPUs "
-                "only: no TPU's TDP is published)",
-                lambda t: _one_chip(
-                    answers_lib.rows(t, quantity="flops_per_watt", batch=128, precision="f32")
-                ),
-                pivot=("model", "device"),
-            ),
-        ],
-    ),
-    "matmul": (
-        "FLOP/s reached",
-        [
-            Section(
-                "Matmul rate per size (measured)",
-                _q(quantity="flops_per_s", model="matmul"),
-                ("device", "precision", "value", "how"),
-            ),
-            Section(
-                "Each machine's best matmul rate (its measured peak)",
-                _q(quantity="peak_flops_per_s"),
-                ("device", "precision", "value", "selection"),
-            ),
-            Section(
-                "Train steps (measured)",
-                lambda t: t[(t.quantity == "flops_per_s") & (t.model != "matmul")],
-                ("model", "batch", "precision", "device", "value", "how"),
-            ),
-        ],
-    ),
-    "ensemble": (
-        "K models at once with vmap",
-        [
-            Section(
-                "vmap's speed over K sequential steps",
-                _extra("vmap vs sequential", quantity="speedup"),
-                ("model", "batch", "device", "value", "how"),
-            ),
-            Section(
-                "The steps",
-                lambda t: t[(t.quantity == "step_s") & t.extra.astype(str).str.startswith("K=")],
-                ("model", "batch", "device", "value", "spread", "how"),
-            ),
-        ],
-    ),
-    "speedrun": (
-        "The MNIST speedrun (mnist_cnn): training time per recipe, and whether its seeds "
-        "reached 99% test accuracy",
-        [
-            Section(
-                "Median training time over seeds (a time to 99% only where no flag says a "
-                "seed fell short), and the seeds' accuracy",
-                lambda t: t[t.selection == "seeds"],
-                (
-                    "model",
-                    "batch",
-                    "precision",
-                    "device",
-                    "quantity",
-                    "value",
-                    "spread",
-                    "how",
-                    "flag",
-                ),
-            ),
-        ],
-    ),
-    "bench": (
-        "The CPU step against PyTorch and Keras, and the kernel libraries",
-        [
-            Section(
-                "Step time per framework and formulation (measured)",
-                lambda t: t[
-                    (t.quantity == "step_s")
-                    & (t.kind == "measured")
-                    & (t.platform == "cpu")
-                    & (t.extra == "-")
-                ],
-                ("model", "batch", "precision", "device", "value", "spread", "how"),
-            ),
-            Section(
-                "Paired runs: the first configuration's speed over the second's, in turns",
+                _q(quantity="scaling_efficiency"), "model batch precision device value how flag"),
+    ]),
+    "targets": ("Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak, "
+                "FLOP/s per watt", [
+        Section("Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
+                lambda t: _one_chip(answers_lib.rows(t, quantity="largest_batch",
+                                                     precision="f32")), pivot=BY_CHIP),
+        Section("TPU or GPU: the faster chip at equal batch (predicted loop step, and device "
+                "step)", _extra("faster chip per chip", quantity="speedup"),
+                "model batch precision device value how"),
+        Section("Cost of an epoch at batch 128, f32 (predicted)",
+                lambda t: _per_chip(t, "usd_per_epoch", models=None), pivot=BY_CHIP),
+        Section("Fraction of the datasheet peak at batch 128, f32 (predicted)",
+                lambda t: _per_chip(t, "mfu", models=None), pivot=BY_CHIP),
+        Section("FLOP/s per watt of the board's TDP at batch 128, f32 (predicted; GPUs only: no "
+                "TPU's TDP is published)", lambda t: _per_chip(t, "flops_per_watt", models=None),
+                pivot=BY_CHIP),
+    ]),
+    "matmul": ("FLOP/s reached", [
+        Section("Matmul rate per size (measured)", _q(quantity="flops_per_s", model="matmul"),
+                "device precision value how"),
+        Section("Each machine's best matmul rate (its measured peak)",
+                _q(quantity="peak_flops_per_s"), "device precision value selection"),
+        Section("Train steps (measured)",
+                _where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")),
+                "model batch precision device value how"),
+    ]),
+    "ensemble": ("K models at once with vmap", [
+        Section("vmap's speed over K sequential steps",
+                _extra("vmap vs sequential", quantity="speedup"), "model batch device value how"),
+        Section("The steps", _where(lambda t: (t.quantity == "step_s")
+                                    & t.extra.astype(str).str.startswith("K=")),
+                "model batch device value spread how"),
+    ]),
+    "speedrun": ("The MNIST speedrun (mnist_cnn): training time per recipe, and whether its "
+                 "seeds reached 99% test accuracy", [
+        Section("Median training time over seeds (a time to 99% only where no flag says a seed "
+                "fell short), and the seeds' accuracy", _q(selection="seeds"),
+                "model batch precision device quantity value spread how flag"),
+    ]),
+    "bench": ("The CPU step against PyTorch and Keras, and the kernel libraries", [
+        Section("Step time per framework and formulation (measured)",
+                _where(lambda t: _measured_cpu_steps(t) & (t.extra == "-")),
+                "model batch precision device value spread how"),
+        Section("Paired runs: the first configuration's speed over the second's, in turns",
                 _q(quantity="speedup", framework="paired"),
-                ("model", "batch", "precision", "device", "value", "spread", "how"),
-            ),
-            Section(
-                "Each formulation over the xla formulation",
+                "model batch precision device value spread how"),
+        Section("Each formulation over the xla formulation",
                 _extra("vs xla formulation", quantity="speedup"),
-                ("model", "batch", "precision", "device", "value", "how"),
-            ),
-            Section(
-                "The seed's kernel-library claim",
-                _q(kind="published", quantity="speedup"),
-                ("model", "batch", "device", "value", "note"),
-            ),
-        ],
-    ),
-    "predictions": (
-        "How far predictions can be trusted",
-        [
-            Section(
-                "Error bands (held out, per platform and regime)",
-                _q(quantity="band"),
-                ("device", "value", "how", "note"),
-            ),
-            Section(
-                "Published figures against the prediction of the same step",
-                lambda t: t[
-                    (t.quantity == "error_factor")
-                    | ((t.kind == "published") & (t.quantity == "step_s"))
-                ],
-                ("model", "batch", "precision", "device", "kind", "value", "how", "note"),
-            ),
-        ],
-    ),
-}
+                "model batch precision device value how"),
+        Section("The seed's kernel-library claim", _q(kind="published", quantity="speedup"),
+                "model batch device value note"),
+    ]),
+    "predictions": ("How far predictions can be trusted", [
+        Section("Error bands (held out, per platform and regime)", _q(quantity="band"),
+                "device value how note"),
+        Section("Published figures against the prediction of the same step",
+                _where(lambda t: (t.quantity == "error_factor")
+                       | ((t.kind == "published") & (t.quantity == "step_s"))),
+                "model batch precision device kind value how note"),
+    ]),
+}  # fmt: skip
 
 
 def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
@@ -521,7 +393,7 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
         parts.append(f"![{title}]({plots[name]})")
     for s in sections:
         rows = s.select(table)
-        shown = pivot(rows, *s.pivot) if s.pivot else view(rows, list(s.columns))
+        shown = pivot(rows, *s.pivot) if s.pivot else view(rows, s.columns.split())
         parts.append(f"## {s.title}\n\n{shown}")
         if s.verdict:
             parts.append(f"**Verdict**: {s.verdict(table)}")
