@@ -548,3 +548,44 @@ def test_the_docs_column_dictionary_is_the_code_s():
     assert block.strip() == figures.column_dictionary(), (
         "docs/usage.md's column dictionary is stale: python -m experiments.cli.schema"
     )
+
+
+def test_the_other_verdicts_recompute_from_figures_csv(csv):
+    cpu = answers.reference_cpu(csv)
+    fits = csv[(csv.quantity == "fits") & (csv.model == "catsdogs_cnn") & (csv.precision == "f32")
+               & (csv.placement == "single")]  # fmt: skip
+    seed_saw = [("gpu-mx150", 16, 1), ("gpu-mx150", 32, 0), ("gpu-t4", 128, 1)]
+    seen = [
+        1 for d, b, f in seed_saw if fits[(fits.device == d) & (fits.batch == b)].value.iloc[0] == f
+    ]
+    assert _said(1).startswith(f"{len(seen)} of 3 as the seed saw")
+    gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")]
+    lo, hi = (fmt(gpu.loc[i].to_dict()) for i in (gpu.value.idxmin(), gpu.value.idxmax()))
+    assert (
+        f"every GPU row {lo}-{hi}" in _said(8) and ("flagged" in _said(8)) == gpu.flag.notna().any()
+    )
+    watts = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
+                & (csv.precision == "f32")]  # fmt: skip
+    best = watts.loc[watts.value.idxmax()]
+    assert (
+        f"best of {watts.device.nunique()} GPUs with a TDP: {best.device} {fmt(best.to_dict())}"
+        in _said(11)
+    )
+    mfu = csv[(csv.quantity == "mfu") & (csv.batch == 128) & (csv.precision == "f32")
+              & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    for platform, g in mfu.groupby("platform"):
+        values = sorted(g.value)
+        median = fmt(
+            {"quantity": "mfu", "unit": "fraction", "value": values[(len(values) - 1) // 2]}
+        )
+        top = fmt({"quantity": "mfu", "unit": "fraction", "value": values[-1]})
+        assert f"{platform.upper()} median {median} (max {top})" in _said(13)
+    peak = csv[
+        (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
+    ]
+    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
+                 & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
+    lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
+              for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
+    assert _said(15).startswith(f"oneDNN {lo}-{hi}") and "newer cuDNN and GPU" in _said(15)
