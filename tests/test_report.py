@@ -205,7 +205,7 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
 def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table):
     text = views.first_screen(table, plot="report/seed_models.png")
     lines = text.splitlines()
-    assert len(lines) <= 25 and len(text.split()) <= 800
+    assert len(lines) <= 25 and len(text.split()) <= 830
     assert lines[2].startswith("**") and "Nothing ran on a GPU or TPU" in lines[2]
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
@@ -589,3 +589,15 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
               for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
     assert _said(15).startswith(f"oneDNN {lo}-{hi}") and "newer cuDNN and GPU" in _said(15)
+
+
+def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_parallel_one(table):
+    text, quoted = answers.model_split(table)
+    split, data, fit_split, fit_data = quoted
+    assert split["placement"] in answers.MODEL_SPLITS and data["placement"] == "sharded"
+    key = ("model", "batch", "precision", "device")
+    assert all(split[k] == data[k] == fit_split[k] == fit_data[k] for k in key)
+    assert answers.fmt(split) in text and answers.fmt(data) in text
+    # without a split compile the answer says so instead of quoting a data-parallel one
+    none = table[~table.placement.isin(answers.MODEL_SPLITS)]
+    assert answers.model_split(none) == ("model parallelism not compiled yet", [])

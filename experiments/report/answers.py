@@ -274,21 +274,54 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(text, [total])
 
 
+MODEL_SPLITS = ("model", "data_model")
+
+
+def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
+    """Model parallelism in one clause: the largest split compile beside the data-parallel
+    compile of the same model, batch, precision and target (memory per device, and
+    whether each fits), or that none is compiled yet."""
+    memory = rows(t, quantity="memory_bytes", kind="compiled")
+    fits = rows(t, quantity="fits", kind="compiled")
+    for _, split in (
+        memory[memory.placement.isin(MODEL_SPLITS)].sort_values("batch").iloc[::-1].iterrows()
+    ):
+        same = dict(
+            model=split.model, batch=split.batch, precision=split.precision, device=split.device
+        )
+        data = one(memory, placement="sharded", **same)
+        if data is None:
+            continue
+        fit_split = one(fits, placement=split.placement, **same)
+        fit_data = one(fits, placement="sharded", **same)
+        verdict = {1.0: "fits", 0.0: "no fit"}
+        text = (
+            f"weights split ({split.placement}): {split.model} b{split.batch} "
+            f"{split.device} {fmt(split.to_dict())}/device, "
+            f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
+            f"{verdict.get(fit_data and fit_data['value'], '?')}"
+        )
+        return text, [split.to_dict(), data, fit_split, fit_data]
+    return "model parallelism not compiled yet", []
+
+
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     s = rows(t, quantity="scaling_efficiency", precision="f32")
     seeds = s[s.model.isin(SEED_MODELS)]
     pick = seeds[seeds.platform == "gpu"] if (seeds.platform == "gpu").any() else seeds
+    split, split_rows = model_split(t)
     if not len(pick):
-        return Said("no multi-device compile yet; model parallelism is not studied")
+        return Said(f"no multi-device compile yet; {split}", split_rows)
     r = pick.loc[pick.devices.idxmax()].to_dict()
     same = s[s.platform == r["platform"]]  # every model's, the widest MLPs' included
     lo, hi = same.loc[same.value.idxmin()].to_dict(), same.loc[same.value.idxmax()].to_dict()
     text = (
         f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
-        f"row {fmt(lo)}-{fmt(hi)}; model parallelism not studied"
+        f"row {fmt(lo)}-{fmt(hi)}; {split}"
     )
     flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
-    return Said(text + (f"; {flagged} above ideal flagged" if flagged else ""), [r, lo, hi])
+    flags = f"; {flagged} above ideal flagged" if flagged else ""
+    return Said(text + flags, [r, lo, hi, *split_rows])
 
 
 CROSSOVER_RULE = (

@@ -130,7 +130,7 @@ def allowed() -> dict[str, list[Any]]:
         "precision": [*price.DTYPES, *PUBLISHED_PRECISIONS],
         "formulation": [*formulation.FORMULATIONS, "-"],
         "loop": [*loop.LOOPS, "-"],
-        "placement": [*parallel.STRATEGIES, "data-parallel"],
+        "placement": [*parallel.STRATEGIES, *parallel.MODEL_STRATEGIES, "data-parallel"],
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
         "selection": list(RULES),
