@@ -283,6 +283,10 @@ def recorded_runner(
     fault's `error` record (`crashed`), and the study goes on (unless a stop was asked
     for: that death is no finding). Only the compiler's own refusal (`kept_refusal`) is
     taken as final; a machine fault is compiled again on rerun."""
+    try:  # this jaxcnn would compile their cells again beside them
+        records.refuse_newer(path)
+    except records.NewerSchema as e:
+        raise UsageError(str(e)) from None
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {

@@ -270,9 +270,13 @@ def run_sweep(
     each to OUT/records.jsonl: (the records of this sweep, new or already there, and
     how many were already recorded). Raises JaxcnnError for usage or data mistakes
     before any work; `on_record` sees each record as it is made."""
+    path = out / records.RECORDS_FILE
+    try:  # this jaxcnn would measure their cells again beside them
+        records.refuse_newer(path)
+    except records.NewerSchema as e:
+        raise UsageError(str(e)) from None
     check_all(workloads, devices, data_dir)
     cache = preload(workloads, data_dir)
-    path = out / records.RECORDS_FILE
     found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 from experiments.records.schema import (
     JSON_NAMES,
     MIGRATE_COMMAND,
+    NEWER_MESSAGE,
+    NewerSchema,
     NotRecorded,
     OldSchema,
     RecordError,
@@ -257,6 +259,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
         bad: list[tuple[int, str]] = []
         repeated: list[int] = []
         future: list[int] = []
+        newer: list[int] = []
         old = 0
         with open(file, "rb") as handle:
             for line in read_lines(handle):
@@ -264,6 +267,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 if line.why:
                     bad.append((line.number, line.why))
                 old += line.old
+                if line.newer:
+                    newer.append(line.number)
                 if record is None:
                     continue
                 if record["run_id"] in records:
@@ -278,6 +283,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 f"{MIGRATE_COMMAND} {file} rewrites them (nothing is deleted)",
                 stacklevel=2,
             )
+        if newer:
+            warnings.warn(newer_lines(file, newer), stacklevel=2)
         if bad:
             warnings.warn(bad_lines(file, bad), stacklevel=2)
         if repeated:
@@ -303,6 +310,7 @@ class Line(NamedTuple):
     record: dict[str, Any] | None  # validated; None where the line holds none
     why: str | None = None  # why a line that is not blank holds none (one line)
     old: bool = False  # a record of an earlier schema version (no `why`: not bad)
+    newer: bool = False  # a record of a later schema version (no `why`: not bad)
 
 
 def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
@@ -317,6 +325,8 @@ def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
             yield Line(number, raw, validate(parse_line(raw)))
         except OldSchema:
             yield Line(number, raw, None, old=True)
+        except NewerSchema:
+            yield Line(number, raw, None, newer=True)
         except ValueError as e:  # not JSON, not UTF-8, not a record (RecordError)
             yield Line(number, raw, None, (str(e).splitlines() or [repr(e)])[0][:120])
 
@@ -329,6 +339,31 @@ def parse_line(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RecordError(f"{JSON_NAMES.get(type(value), 'a value')}, not an object")
     return value
+
+
+def newer_lines(file: Path, numbers: Sequence[int]) -> str:
+    """One line for a file's records of a later schema version (their line numbers)."""
+    return (
+        f"{file}: skipped {len(numbers)} record(s) {NEWER_MESSAGE} them (lines "
+        f"{line_numbers(numbers)}); the lines are kept"
+    )
+
+
+def refuse_newer(path: str | os.PathLike) -> None:
+    """Raise NewerSchema if the records file `path` holds records a newer jaxcnn wrote:
+    this one cannot tell which cells they measured (a later schema may key them
+    otherwise), so it would measure them again beside them, and must not add to it."""
+    try:
+        with open(path, "rb") as handle:
+            newer = [line.number for line in read_lines(handle) if line.newer]
+    except FileNotFoundError:
+        return
+    if newer:
+        raise NewerSchema(
+            f"{path} holds {len(newer)} record(s) written by a newer jaxcnn (lines "
+            f"{line_numbers(newer)}): upgrade jaxcnn before adding records to it, or "
+            "write them to another folder"
+        )
 
 
 def bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
