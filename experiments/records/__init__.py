@@ -68,6 +68,8 @@ from experiments.records.store import (
     records_files,
     refuse_newer,
     remove_leftovers,
+    replace_together,
+    staged,
     write_whole,
 )
 from experiments.records.when import (
@@ -126,8 +128,10 @@ __all__ = [
     "records_files",
     "refuse_newer",
     "remove_leftovers",
+    "replace_together",
     "schema_generator",
     "schema_text",
+    "staged",
     "took_turns",
     "utc_now",
     "validate",
