@@ -79,12 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = OneLineParser(prog="python -m experiments.cli.fit", description=__doc__)
-    parser.add_argument("paths", nargs="+", metavar="RECORDS", help="records files or folders")
+    parser.add_path("paths", nargs="+", metavar="RECORDS", help="records files or folders")
     parser.add_argument(
         "--write", action="store_true", help=f"rewrite {predict.CONSTANTS_FILE.name}"
     )
-    parser.add_argument(
+    parser.add_path(
         "--compile-missing",
+        what="folder",
         metavar="DIR",
         help="first compile the programs of the references no compile record matches "
         "(each a compile-only record appended to DIR/records.jsonl; minutes each)",

@@ -115,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     p = OneLineParser(prog="python -m experiments.report", description=__doc__)
-    p.add_argument("paths", nargs="+", help="records.jsonl files or folders of them")
-    p.add_argument("--out", help="folder for REPORT.md and report/ (default: the first folder)")
-    p.add_argument("--readme", help="also rewrite the answers block of this file")
-    p.add_argument("--performance", help="also rewrite the bench block of this file")
+    p.add_path("paths", nargs="+", help="records.jsonl files or folders of them")
+    p.add_path(
+        "--out", what="folder", help="folder for REPORT.md and report/ (default: the first folder)"
+    )
+    p.add_path("--readme", what="file", help="also rewrite the answers block of this file")
+    p.add_path("--performance", what="file", help="also rewrite the bench block of this file")
     p.add_argument("--include-smoke", action="store_true", help="also report --smoke runs' records")
     args = p.parse_args(argv)
     missing = [x for x in args.paths if not Path(x).exists()]
