@@ -191,7 +191,10 @@ def crashed(workload: Workload, failed: ChildFailed) -> dict[str, Any]:
     """The `error` record of a compile whose child process died (whatever the signal)
     or could not start, twice: a machine fault, which a rerun compiles again."""
     _, _, record = _new_record(workload)
-    return machine_fault(record, f"compiling it twice, {failed}")
+    record = machine_fault(record, f"compiling it twice, {failed}")
+    if failed.dump:  # the child's stack dumps, kept here rather than printed
+        record["traceback_tail"] = list(failed.dump)
+    return record
 
 
 def kept_refusal(record: dict[str, Any]) -> bool:
