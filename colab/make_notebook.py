@@ -196,6 +196,9 @@ def runtime_can_build():
 # datasets, the notebook's own folder.
 UPLOAD_FOLDERS = (Path("/content"), Path("/kaggle/input"), Path.cwd())
 ARCHIVE_COMMAND = "@ARCHIVE_COMMAND@"
+# What the last cell packs this notebook's results into ("jaxcnn_results.zip", or a
+# browser's "jaxcnn_results (1).zip"): never a jaxcnn to install.
+RESULTS_ARCHIVE_STEM = "jaxcnn_results"
 
 
 def _is_checkout(folder):
@@ -215,22 +218,28 @@ def _folders(top, depth=2):
 
 def find_source(folders=None):
     """The jaxcnn put on this runtime: under each of `folders` (UPLOAD_FOLDERS), nearest
-    first (a Kaggle dataset is /kaggle/input/NAME/...), a checkout or the first wheel
-    (jaxcnn-*.whl) or source archive (jaxcnn*.zip, jaxcnn*.tar.gz) in a folder."""
+    first (a Kaggle dataset is /kaggle/input/NAME/...), a checkout or the newest wheel
+    (jaxcnn-*.whl) or source archive (jaxcnn*.zip, jaxcnn*.tar.gz) in a folder, never
+    this notebook's own results (jaxcnn_results*.zip); it says which it chose."""
     for top in UPLOAD_FOLDERS if folders is None else folders:
         if not top.is_dir():
             continue
         for folder in _folders(top):
             if _is_checkout(folder):
+                print(f"SOURCE='auto': the checkout {folder}")
                 return str(folder)
-            found = sorted(
+            found = [
                 path
                 for pattern in ("jaxcnn*.whl", "jaxcnn*.zip", "jaxcnn*.tar.gz")
                 for path in folder.glob(pattern)
-                if path.is_file()
-            )
+                if path.is_file() and not path.name.startswith(RESULTS_ARCHIVE_STEM)
+            ]
             if found:
-                return str(found[0])
+                # the newest upload, not the first name: an old wheel beside a new zip
+                newest = max(found, key=lambda path: (path.stat().st_mtime, path.name))
+                others = f" (the newest of {len(found)} there)" if len(found) > 1 else ""
+                print(f"SOURCE='auto': {newest}{others}")
+                return str(newest)
     raise ValueError(
         "SOURCE='auto' found no jaxcnn on this runtime: upload a source archive (in a "
         f"checkout: {ARCHIVE_COMMAND}) to /content (Colab: the Files pane) or attach it "

@@ -125,3 +125,109 @@ def test_a_full_disk_during_the_readme_rewrite_leaves_it_whole(small_disk, tmp_p
     (small_disk / "filler").unlink()  # a positive control: with room, it is rewritten
     assert report_cli.main(argv) == 0
     assert "stale" not in readme.read_text()
+
+
+def _second_record(results):
+    """Another cell in `results`: the next report differs from the last in every file
+    this test compares."""
+    (record,) = records.load(results)
+    record = {**record, "run_id": "b", "images_per_s": 160.0}
+    record["workload"] = {**record["workload"], "batch_size": 16}
+    record["config_key"] = records.config_key(record["workload"], record["device"])
+    records.append(results, record)
+
+
+def _snapshot(folder):
+    """Every file under `folder` (hidden ones too) by its path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _fails_for(monkeypatch, name, call="fsync"):
+    """os.fsync (or os.replace) failing, as a full disk does, for the file `name` only."""
+    opened = {}
+    real_open, real = os.open, getattr(os, call)
+
+    def tracked_open(path, *args, **kwargs):
+        fd = real_open(path, *args, **kwargs)
+        opened[fd] = str(path)
+        return fd
+
+    def failing(first, *args, **kwargs):
+        target = str(args[0]) if call == "replace" else opened.get(first, "")
+        if os.path.basename(target).lstrip(".").startswith(name):
+            raise OSError(28, "No space left on device")
+        return real(first, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", tracked_open)
+    monkeypatch.setattr(os, call, failing)
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("figures.csv", "fsync"),  # while the new report is written
+        ("REPORT.md", "fsync"),
+        ("REPORT.md", "replace"),  # while it is renamed in: the pages are in already
+        ("README.md", "replace"),
+    ],
+)
+def test_a_fault_anywhere_leaves_the_whole_old_report_and_says_so(
+    tmp_path, monkeypatch, capsys, name, call
+):
+    results = _results(tmp_path)
+    out = tmp_path / "out"
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    argv = [str(results), "--out", str(out), "--readme", str(readme)]
+    assert report_cli.main(argv) == 0
+    old, old_readme = _snapshot(out), readme.read_text()
+    _second_record(results)
+    _fails_for(monkeypatch, name, call)
+    assert report_cli.main(argv) == 1
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        f"error: could not write {tmp_path / name if name == 'README.md' else out / name} "
+        "(No space left on device); the report is as it was"
+    )
+    assert _snapshot(out) == old  # every page, figures.csv and REPORT.md: no temporary
+    assert readme.read_text() == old_readme
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "out", "records.jsonl"]
+    # the positive control: without the fault every compared file is the new report's
+    assert report_cli.main(argv) == 0
+    new = _snapshot(out)
+    assert sorted(new) == sorted(old)
+    changed = {path for path in new if new[path] != old[path]}
+    assert {"figures.csv", "REPORT.md", "report/bench.md"} <= changed, changed
+
+
+@pytest.fixture
+def roomy_disk(tmp_path):
+    """A 1 MiB tmpfs: room for a report, and a disk that really fills. Needs root."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()[:100]}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_leaves_the_whole_old_report(roomy_disk, tmp_path, capsys):
+    results = _results(tmp_path)
+    argv = [str(results), "--out", str(roomy_disk)]
+    assert report_cli.main(argv) == 0
+    old = _snapshot(roomy_disk)
+    _second_record(results)
+    disk = os.statvfs(roomy_disk)  # room for the check up front, not for the new report
+    room = disk.f_bavail * disk.f_frsize - records.MIN_FREE_BYTES - 8192
+    (roomy_disk / "filler").write_bytes(b"x" * room)
+    assert report_cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "(No space left on device); the report is as it was" in err, err
+    assert {k: v for k, v in _snapshot(roomy_disk).items() if "filler" not in k} == old
+    (roomy_disk / "filler").unlink()
+    assert report_cli.main(argv) == 0  # the positive control: with room, the new one
+    assert _snapshot(roomy_disk)["figures.csv"] != old["figures.csv"]

@@ -412,3 +412,28 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     # every plot the report drew is shown (a plot needs three points along its axis, so a
     # run this small may draw none)
     assert len(outputs(report, "image/png")) == len(list((out / "report").glob("*.png")))
+
+
+def test_source_auto_takes_the_newest_upload_never_its_own_results(tmp_path, capsys):
+    ns = _install_namespace()
+    content = tmp_path / "content"
+    content.mkdir()
+    ns["UPLOAD_FOLDERS"] = (content,)
+
+    def uploaded(name, mtime):
+        (content / name).write_bytes(b"")
+        os.utime(content / name, (mtime, mtime))
+
+    uploaded("jaxcnn_results.zip", 3000)  # the last cell's own archive, the newest
+    uploaded("jaxcnn_results (1).zip", 3000)  # the same, downloaded twice
+    with pytest.raises(ValueError, match="found no jaxcnn"):  # never taken for jaxcnn
+        ns["find_source"](ns["UPLOAD_FOLDERS"])
+    uploaded("jaxcnn-0.1.0-py3-none-any.whl", 1000)  # an old wheel, first by name
+    uploaded("jaxcnn.zip", 2000)  # the archive uploaded since
+    capsys.readouterr()
+    assert ns["find_source"](ns["UPLOAD_FOLDERS"]) == str(content / "jaxcnn.zip")
+    assert capsys.readouterr().out == (
+        f"SOURCE='auto': {content / 'jaxcnn.zip'} (the newest of 2 there)\n"
+    )
+    uploaded("jaxcnn-0.1.0-py3-none-any.whl", 4000)  # the positive control: now the wheel
+    assert ns["find_source"](ns["UPLOAD_FOLDERS"]) == str(content / "jaxcnn-0.1.0-py3-none-any.whl")

@@ -172,3 +172,66 @@ def test_a_path_with_a_control_character_is_one_line_before_any_work(tmp_path, c
         "folder whose name has none (see --help)"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def _command(name):
+    from experiments.cli import fit, migrate, report, repredict
+
+    return {
+        "run": main,
+        "report": report.main,
+        "fit": fit.main,
+        "repredict": repredict.main,
+        "migrate": migrate.main,
+    }[name]
+
+
+def _exit(command, argv) -> int:
+    try:
+        return command(argv)
+    except SystemExit as done:  # a parser's usage error
+        return done.code
+
+
+# Every command's every path option, as (command, the option, the argv around it).
+PATH_OPTIONS = [
+    ("run", "--out", lambda bad, here: ["--out", bad, *RUN]),
+    ("run", "--data-dir", lambda bad, here: ["--out", here, *RUN, "--data-dir", bad]),
+    ("report", "paths", lambda bad, here: [bad]),
+    ("report", "--out", lambda bad, here: [here, "--out", bad]),
+    ("report", "--readme", lambda bad, here: [here, "--readme", bad]),
+    ("report", "--performance", lambda bad, here: [here, "--performance", bad]),
+    ("fit", "RECORDS", lambda bad, here: [bad]),
+    ("fit", "--compile-missing", lambda bad, here: [here, "--compile-missing", bad]),
+    ("repredict", "RECORDS_FILE", lambda bad, here: [bad]),
+    ("migrate", "PATH", lambda bad, here: [bad]),
+    ("migrate", "--checkpoint-dir", lambda bad, here: [here, "--checkpoint-dir", bad]),
+]
+BAD_PATHS = {"empty": "", "a newline": "a\nb", "a tab": "a\tb", "a DEL": "a\x7fb"}
+
+
+@pytest.mark.parametrize("bad", list(BAD_PATHS))
+@pytest.mark.parametrize(("command", "option", "argv"), PATH_OPTIONS)
+def test_every_command_refuses_a_bad_path_in_one_line_before_any_work(
+    tmp_path, monkeypatch, capfd, command, option, argv, bad
+):
+    monkeypatch.chdir(tmp_path)  # a relative bad name would land here
+    here = str(tmp_path / "records")
+    Path(here).mkdir()
+    given = BAD_PATHS[bad]
+    assert _exit(_command(command), argv(given, here)) == 2
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {option} ") and line.endswith(" (see --help)"), line
+    said = "is empty" if not given else f"{given!r} has a control character"
+    assert said in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records"]  # nothing made
+    # The positive control: a good name gets past this check to the command's next one,
+    # a later usage error (a path that is not there; options that cannot go together)
+    good = argv(str(tmp_path / "good"), str(tmp_path / "no-records"))
+    later = (
+        ["--set", "checkpoints=false", "--set", "checkpoint_every=1"] if command == "run" else []
+    )
+    assert _exit(_command(command), good + later) == 2
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert said not in line, line
+    assert any(later in line for later in ("good", "no-records", "checkpoints=false")), line

@@ -21,7 +21,7 @@ from conftest import missing_extra, needs_extra
 from experiments import records
 from experiments.cli.run import main
 from experiments.harness import compile_only
-from experiments.harness.isolated import ChildDied, InChild
+from experiments.harness.isolated import ChildDied, ChildFailed, InChild
 from experiments.records import select
 from experiments.records.workload import Workload
 from jaxcnn import targets
@@ -446,6 +446,38 @@ def test_a_child_that_dies_says_its_signal_and_the_next_call_gets_a_new_child():
 MACHINE_FAULT = "; no finding about the compiler, a rerun compiles it again"
 
 
+def test_a_child_crash_is_one_line_its_stack_dumps_kept_with_the_death(capfd):
+    with InChild("compile_crash:pid_or_crash") as pid_or_crash:
+        assert pid_or_crash(False) != os.getpid()  # the positive control: a live child
+        capfd.readouterr()
+        with pytest.raises(ChildDied) as died:
+            pid_or_crash(True)
+        log = Path(pid_or_crash.log)
+    err = capfd.readouterr().err
+    assert "Fatal Python error" not in err and "Stack" not in err, err  # none printed
+    assert "Fatal Python error: Segmentation fault" in "\n".join(died.value.dump)
+    assert any("pid_or_crash" in line for line in died.value.dump)  # the Python stack
+    assert str(died.value).count("\n") == 0
+    assert not log.exists()  # the log goes with its InChild
+
+
+def test_a_child_that_does_not_start_is_ended_at_its_deadline_saying_so_meanwhile(capfd):
+    stuck = InChild("child_stuck:anything", start_timeout_s=3, progress_every_s=1)
+    with stuck, pytest.raises(ChildFailed) as failed:
+        stuck()
+    assert str(failed.value) == (
+        "the child process for child_stuck:anything did not start within 3 s (stuck: out "
+        "of threads or memory?)"
+    )
+    waiting = [line for line in capfd.readouterr().err.splitlines() if "waiting" in line]
+    assert waiting[0] == (
+        "    waiting for the child process for child_stuck:anything to start (1 s of at most 3)..."
+    )
+    assert stuck._process is None  # ended, not left behind
+    with InChild("os:getpid", start_timeout_s=120, progress_every_s=30) as getpid:
+        assert getpid() != os.getpid()  # the positive control: a child that starts
+
+
 @pytest.mark.slow
 @needs_targets
 def test_the_compilers_own_refusal_is_a_finding_and_the_same_compiler_is_not_asked_again(
@@ -513,8 +545,8 @@ def test_a_compile_child_that_cannot_start_is_a_machine_fault_and_compiled_on_re
     assert record["status"] == "error" and record["failed_by"] == "machine"
     assert record["message"] == (
         "machine fault: compiling it twice, the child process for "
-        "compile_crash:no_such_function ended before it was ready (its error is above)"
-        + MACHINE_FAULT
+        "compile_crash:no_such_function ended before it was ready (its error is in the "
+        "record's traceback_tail)" + MACHINE_FAULT
     )
     with InChild("compile_crash:run_target") as in_child:  # the positive control
         assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from experiments import records
 from experiments.cli.options import OneLineParser
 from experiments.predict import observations, references
 from experiments.predict import shown as predictions
+from experiments.records.tables import one_line_warning
 from jaxcnn.errors import DataError
 from jaxcnn.perf import predict
 from jaxcnn.perf.fit import (
@@ -70,13 +72,20 @@ def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = one_line_warning  # a skipped record: one line
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = OneLineParser(prog="python -m experiments.cli.fit", description=__doc__)
-    parser.add_argument("paths", nargs="+", metavar="RECORDS", help="records files or folders")
+    parser.add_path("paths", nargs="+", metavar="RECORDS", help="records files or folders")
     parser.add_argument(
         "--write", action="store_true", help=f"rewrite {predict.CONSTANTS_FILE.name}"
     )
-    parser.add_argument(
+    parser.add_path(
         "--compile-missing",
+        what="folder",
         metavar="DIR",
         help="first compile the programs of the references no compile record matches "
         "(each a compile-only record appended to DIR/records.jsonl; minutes each)",

@@ -50,9 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m experiments.cli.migrate",
         description="Rewrite records files of schema 1 as schema 2 (once; safe to rerun).",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="records files or folders")
-    parser.add_argument(
+    parser.add_path("paths", nargs="+", metavar="PATH", help="records files or folders")
+    parser.add_path(
         "--checkpoint-dir",
+        what="folder",
         help="the run's checkpoint root (default: the checkpoints folder beside each file)",
     )
     args = parser.parse_args(argv)

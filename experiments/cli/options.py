@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -41,15 +42,63 @@ HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICI
 HERE = "here"  # --target=here: the target that is this machine's chips
 
 
+def path_problem(option: str, given: str, *, what: str = "path", utf8: bool = False) -> str | None:
+    """Why `given`, the value of the path option `option` (`--out`, `RECORDS`), names no
+    usable `what` (a path, a folder, a file), in one line; None where it does. Empty (an
+    unset variable, `--out=$OUT`); a control character in it (a newline splits every
+    line that names it, the command printed at the end included); with `utf8`, a name
+    not UTF-8, which TensorStore refuses at the first checkpoint save, an epoch in. The one check of
+    every command's path options (`OneLineParser.add_path`, the run's
+    experiments.cli.plan.check_paths)."""
+    if not given.strip():
+        return f"{option} is empty: give a {what}"
+    control = next((c for c in given if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:
+        return (
+            f"{option} {given!r} has a control character ({control!r}) in its name: give a "
+            f"{what} whose name has none"
+        )
+    if utf8:
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:
+            return (
+                f"{option} {os.fsencode(given)!r} is not UTF-8, and TensorStore, which writes "
+                "checkpoints, takes UTF-8 paths only: give a folder whose name is UTF-8"
+            )
+    return None
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse with a usage error in one line (exit code 2), not a usage dump: every
-    command of the project parses with it."""
+    command of the project parses with it. Its path arguments (`add_path`) are checked
+    as they are parsed (`path_problem`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # A prefix of an option is refused, not taken for it: `--mod` is no `--model`
         # (the hint names it), and a new option can never change what an old line meant.
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.paths: list[tuple[argparse.Action, str]] = []
+
+    def add_path(self, *flags: str, what: str = "path", **kwargs: Any) -> argparse.Action:
+        """`add_argument` of an argument that names a `what`: a file, a folder, a path."""
+        action = self.add_argument(*flags, **kwargs)
+        self.paths.append((action, what))
+        return action
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        parsed = super().parse_args(*args, **kwargs)
+        for action, what in self.paths:
+            given = getattr(parsed, action.dest)
+            option = action.option_strings[0] if action.option_strings else action.metavar
+            for value in given if isinstance(given, list) else [given]:
+                problem = value is not None and path_problem(
+                    option or action.dest, value, what=what
+                )
+                if problem:
+                    self.error(problem)
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments: "):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from experiments.cli.options import spelled
+from experiments.cli.options import path_problem, spelled
 from experiments.records import RECORDS_FILE
 from experiments.records.labels import device_label, model_with_overrides
 from experiments.records.tables import seconds, si
@@ -122,25 +122,12 @@ def check_paths(options: Options) -> None:
     run's records or checkpoints would land in another folder than the one named)."""
     for name in ("out", "checkpoint_dir", "data_dir"):
         given = getattr(options, name, None)
-        if given is None:
-            continue
-        if not given.strip():
-            raise OptionError(f"{spelled(name)} is empty: give a folder")
-        control = next((c for c in given if ord(c) < 32 or ord(c) == 127), None)
-        if control is not None:
-            raise OptionError(
-                f"{spelled(name)} {given!r} has a control character ({control!r}) in its "
-                "name: give a folder whose name has none"
-            )
-        if name == "data_dir":  # read only, never by TensorStore
-            continue
-        try:
-            given.encode("utf-8")
-        except UnicodeEncodeError:
-            raise OptionError(
-                f"{spelled(name)} {os.fsencode(given)!r} is not UTF-8, and TensorStore, which "
-                "writes checkpoints, takes UTF-8 paths only: give a folder whose name is UTF-8"
-            ) from None
+        # data_dir is read only, never by TensorStore
+        problem = given is not None and path_problem(
+            spelled(name), given, what="folder", utf8=name != "data_dir"
+        )
+        if problem:
+            raise OptionError(problem)
     if getattr(options, "out", None) is not None:
         _check_links_stay_in(Path(options.out), getattr(options, "checkpoint_dir", None))
 

@@ -3,9 +3,9 @@
 -> REPORT.md, its pages and plots, and the README's and PERFORMANCE.md's generated
 blocks, each a view of that table.
 
-The pages and plots are written into a temporary folder and swapped in with one
-rename, then figures.csv and REPORT.md, each whole: a full disk leaves the old report
-or the new one, never pages of both.
+The pages and plots are written into a temporary folder, figures.csv, REPORT.md and
+the blocks' files into temporary files beside theirs, each whole, and then all renamed
+in together: a full disk leaves the old report or the new one, never files of both.
 """
 
 from __future__ import annotations
@@ -41,46 +41,64 @@ def is_smoke(record: dict) -> bool:
     return bool(record["workload"].get("smoke"))
 
 
-def write_report(table, out: Path) -> tuple[Path, int]:
-    """report/ (pages, plots), figures.csv with its schema, and REPORT.md into `out`;
-    returns (REPORT.md, how many plots)."""
-    pages = out / views.PAGES
+def write_report(
+    table, out: Path, readme: Path | None = None, performance: Path | None = None
+) -> tuple[Path, int]:
+    """report/ (pages, plots), figures.csv and REPORT.md into `out`, and the generated
+    blocks of `readme` and `performance`, all together: each written whole beside where
+    it goes, then all renamed in (records.replace_together), so a full disk leaves the
+    old report, every file of it; (REPORT.md, plots)."""
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    moves: list[tuple[Path, Path]] = []
     try:
         drawn = plots.draw(table, staging)
         for name in views.PAGE_SECTIONS:
             _write_text(staging / f"{name}.md", views.page(name, table, drawn))
-        old = out / f".report-old-{os.getpid()}"
-        if pages.exists():
-            pages.rename(old)
-        staging.rename(pages)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
+        moves.append((staging, out / views.PAGES))
+        first = drawn.get("first")
+        report = out / views.REPORT_FILE
+        texts = {
+            out / views.FIGURES: table.to_csv(index=False, lineterminator="\n"),
+            out / views.FIGURES_SCHEMA: json.dumps(figures.table_schema(), indent=1) + "\n",
+            report: _ending(
+                views.first_screen(table, views.PAGES, first and f"{views.PAGES}/{first}")
+            ),
+        }
+        if readme:
+            block = views.readme_block(table, _link(report, readme))
+            texts[readme] = _with_block(readme, block, analysis.README_START, analysis.README_END)
+        if performance:
+            bench_plot = out / views.PAGES / "bench.png"
+            image = _link(bench_plot, performance) if (staging / bench_plot.name).exists() else None
+            block = views.bench_block(table, image)
+            texts[performance] = _with_block(performance, block, BENCH_START, BENCH_END)
+        for path, text in texts.items():
+            real = Path(os.path.realpath(path))  # a link followed, its target replaced
+            moves.append((records_lib.staged(real, text.encode("utf-8")), real))
+        records_lib.replace_together(moves)
+    finally:  # what was not renamed in
         shutil.rmtree(staging, ignore_errors=True)
-    records_lib.write_whole(
-        out / views.FIGURES, table.to_csv(index=False, lineterminator="\n").encode("utf-8")
-    )
-    schema = json.dumps(figures.table_schema(), indent=1) + "\n"
-    records_lib.write_whole(out / views.FIGURES_SCHEMA, schema.encode("utf-8"))
-    first = drawn.get("first")
-    report = out / views.REPORT_FILE
-    _write_text(report, views.first_screen(table, views.PAGES, first and f"{views.PAGES}/{first}"))
+        for staged, _ in moves[1:]:
+            staged.unlink(missing_ok=True)
     return report, len(drawn)
 
 
 def _write_text(path: Path, text: str) -> None:
-    records_lib.write_whole(path, (text.rstrip("\n") + "\n").encode("utf-8"))
+    records_lib.write_whole(path, _ending(text).encode("utf-8"))
+
+
+def _ending(text: str) -> str:
+    return text.rstrip("\n") + "\n"
 
 
 def _link(target: Path, notes: Path) -> str:
     return Path(os.path.relpath(target, notes.resolve().parent)).as_posix()
 
 
-def rewrite_block(notes: Path, block: str, start: str, end: str) -> None:
-    """Rewrite the notes' generated block; the rest stays byte-identical."""
-    text = notes.read_bytes().decode("utf-8")
-    records_lib.write_whole(notes, analysis.replace_block(text, block, start, end).encode("utf-8"))
+def _with_block(notes: Path, block: str, start: str, end: str) -> str:
+    """The notes with their generated block replaced; the rest byte-identical."""
+    return analysis.replace_block(notes.read_bytes().decode("utf-8"), block, start, end)
 
 
 def _has_markers(notes: Path, start: str, end: str) -> bool:
@@ -99,10 +117,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     p = OneLineParser(prog="python -m experiments.report", description=__doc__)
-    p.add_argument("paths", nargs="+", help="records.jsonl files or folders of them")
-    p.add_argument("--out", help="folder for REPORT.md and report/ (default: the first folder)")
-    p.add_argument("--readme", help="also rewrite the answers block of this file")
-    p.add_argument("--performance", help="also rewrite the bench block of this file")
+    p.add_path("paths", nargs="+", help="records.jsonl files or folders of them")
+    p.add_path(
+        "--out", what="folder", help="folder for REPORT.md and report/ (default: the first folder)"
+    )
+    p.add_path("--readme", what="file", help="also rewrite the answers block of this file")
+    p.add_path("--performance", what="file", help="also rewrite the bench block of this file")
     p.add_argument("--include-smoke", action="store_true", help="also report --smoke runs' records")
     args = p.parse_args(argv)
     missing = [x for x in args.paths if not Path(x).exists()]
@@ -137,22 +157,11 @@ def _main(argv: list[str] | None) -> int:
         return _error(f"no records found in {', '.join(args.paths)}")
     kept = [r for r in loaded if args.include_smoke or not is_smoke(r)] or loaded
     table = figures.build(kept, refs)
+    readme = Path(args.readme) if args.readme else None
+    performance = Path(args.performance) if args.performance else None
     try:
-        report, n_plots = write_report(table, out)
-        if args.readme:
-            readme = Path(args.readme)
-            rewrite_block(
-                readme,
-                views.readme_block(table, _link(report, readme)),
-                analysis.README_START,
-                analysis.README_END,
-            )
-        if args.performance:
-            notes = Path(args.performance)
-            bench_plot = out / views.PAGES / "bench.png"
-            image = _link(bench_plot, notes) if bench_plot.exists() else None
-            rewrite_block(notes, views.bench_block(table, image), BENCH_START, BENCH_END)
-    except OSError as e:  # a full disk: each file is whole, the old one or the new
+        report, n_plots = write_report(table, out, readme, performance)
+    except OSError as e:  # a full disk: nothing was renamed in, the old report stands
         print(
             f"error: could not write {e.filename or out} ({e.strerror or e}); "
             "the report is as it was",

@@ -58,7 +58,7 @@ from jaxcnn.perf.hlo import KINDS
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m experiments.cli.repredict", description=__doc__)
-    parser.add_argument("path", metavar="RECORDS_FILE")
+    parser.add_path("path", metavar="RECORDS_FILE", what="file")
     parser.add_argument(
         "--again",
         metavar="KIND",

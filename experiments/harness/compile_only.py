@@ -190,7 +190,10 @@ def crashed(workload: Workload, failed: ChildFailed) -> dict[str, Any]:
     """The `error` record of a compile whose child process died (whatever the signal)
     or could not start, twice: a machine fault, which a rerun compiles again."""
     _, _, record = _new_record(workload)
-    return machine_fault(record, f"compiling it twice, {failed}")
+    record = machine_fault(record, f"compiling it twice, {failed}")
+    if failed.dump:  # the child's stack dumps, kept here rather than printed
+        record["traceback_tail"] = list(failed.dump)
+    return record
 
 
 def kept_refusal(record: dict[str, Any]) -> bool:
@@ -282,6 +285,10 @@ def recorded_runner(
     fault's `error` record (`crashed`), and the study goes on (unless a stop was asked
     for: that death is no finding). Only the compiler's own refusal (`kept_refusal`) is
     taken as final; a machine fault is compiled again on rerun."""
+    try:  # this jaxcnn would compile their cells again beside them
+        records.refuse_newer(path)
+    except records.NewerSchema as e:
+        raise UsageError(str(e)) from None
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {

@@ -277,9 +277,13 @@ def run_sweep(
     each to options.out/records.jsonl: (the records of this sweep, new or already there, and
     how many were already recorded). Raises JaxcnnError for usage or data mistakes
     before any work; `options.on_record` sees each record as it is made."""
+    path = options.out / records.RECORDS_FILE
+    try:  # this jaxcnn would measure their cells again beside them
+        records.refuse_newer(path)
+    except records.NewerSchema as e:
+        raise UsageError(str(e)) from None
     check_all(workloads, devices, options.data_dir)
     cache = preload(workloads, options.data_dir)
-    path = options.out / records.RECORDS_FILE
     found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [

@@ -6,6 +6,7 @@ summary. `python -m experiments.cli.fit` runs the fit and says what it does."""
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,7 +92,8 @@ def compiler_op_cost(loaded: Sequence[dict[str, Any]]) -> dict[str, tuple[float,
 def measured_observations(
     loaded: Sequence[dict[str, Any]], host: dict[str, Any] | None = None
 ) -> list[Observation]:
-    """The measured records (status ok, a step time) that carry their step's kernels; a
+    """The measured records (status ok, a step time) that carry their step's kernels (one
+    whose kernels or rates cannot be priced left out, with a warning naming it); a
     CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
     (predictions.with_machine_ceilings), each with its host side (predictions.host_of,
     the dispatch `host` gives where the record measured none)."""
@@ -103,7 +105,12 @@ def measured_observations(
         if not step:
             continue
         platform = r["device"]["platform"]
-        rates = predictions.rates_of(r)
+        try:  # what the reader's checks let through but cannot be priced
+            rates = predictions.rates_of(r)
+            kernels = tuple(hlo.from_summary(r["kernels"]))
+        except ValueError as e:
+            warnings.warn(f"record {r['run_id']}: left out of the fit ({e})", stacklevel=2)
+            continue
         w = r["workload"]
         steps = (r.get("kernels_source") or {}).get("steps", 1)
         label = _workload_label(r)
@@ -112,7 +119,7 @@ def measured_observations(
             Observation(
                 label=label,
                 platform=platform,
-                kernels=tuple(hlo.from_summary(r["kernels"])),
+                kernels=kernels,
                 rates=rates,
                 batch_per_device=w["batch_size"] // max(1, r["device"].get("count") or 1),
                 measured_s=step * steps,

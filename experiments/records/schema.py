@@ -187,8 +187,12 @@ Unknown keys are kept, never rejected; every field above that a reader uses is
 type-checked when present (`Record`, pydantic models; `load` skips a record that fails
 them, and `json_schema` publishes them as docs/records.schema.json), and what it means
 is checked too (accuracies in [0, 1], counts >= 1, times and sizes finite and not
-negative, a step time no chip could beat refused, times parsed, the fields its kind and
-status need, the key the hash of what it sits beside). Records stay plain dicts:
+negative, rates positive, platforms and kernel kinds of their closed sets, names not
+paths, times parsed, the fields its kind and status need, the key the hash of what it
+sits beside) and the record as a measurement (`_too_fast`: no step faster than its own
+matmul ceiling or its chip allows; `_inconsistent`: its epochs and images a second
+agree with its step time). A record of a later schema version is `NewerSchema`: never
+bad, never measured again beside (`store.refuse_newer`). Records stay plain dicts:
 `validate` hands back the dict it checked. Records are ordered by `recorded_at`, never
 by their time's text, and told apart by machine with `machine_id`.
 
@@ -229,6 +233,10 @@ RECORDS_FILE = "records.jsonl"
 DEFAULT_OUT = "runs"
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
+PLATFORMS = ("cpu", "gpu", "tpu")
+# A kernel row's kinds: jaxcnn.perf.hlo.KINDS (this module imports no JAX; a test checks
+# the two agree).
+KERNEL_KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective", "custom", "other")
 # The kinds an experiments.records.workload.Workload describes; their records carry all of its
 # fields.
 WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
@@ -273,6 +281,14 @@ class OldSchema(RecordError):
     """A record of an earlier schema version: `MIGRATE_COMMAND` rewrites its file once."""
 
 
+class NewerSchema(RecordError):
+    """A record of a later schema version than this jaxcnn reads: written by a newer
+    jaxcnn, which this one must be upgraded to to read it, or to add to its file."""
+
+
+NEWER_MESSAGE = "written by a newer jaxcnn: upgrade jaxcnn to read"
+
+
 def validate(record: dict[str, Any]) -> dict[str, Any]:
     """Return `record`, unchanged, if it follows the schema (`Record`, its types and
     their meaning); raise RecordError naming the first field of a wrong type or value,
@@ -280,6 +296,8 @@ def validate(record: dict[str, Any]) -> dict[str, Any]:
     version = record.get("schema_version") if isinstance(record, dict) else None
     if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
+    if type(version) is int and SCHEMA_VERSION < version <= NUMBER_LIMIT:
+        raise NewerSchema(f"schema_version {version}: {NEWER_MESSAGE} it")
     try:
         Record.model_validate(record)
     except pydantic.ValidationError as e:
@@ -366,6 +384,17 @@ def _iso_time(text: str) -> str:
 Time = Annotated[Str, pydantic.AfterValidator(_iso_time)]
 
 
+def _name(text: str) -> str:
+    # names become file names, folder names and table cells: "../../etc" is none of them
+    path_like = text in (".", "..") or any(c in text for c in "/\\")
+    if not text.strip() or path_like or not text.isprintable():
+        raise _meaning_error(f"is {text!r:.40}, not a name (no path, no control characters)")
+    return text
+
+
+Name = Annotated[Str, pydantic.AfterValidator(_name)]
+
+
 class Part(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
 
@@ -387,9 +416,16 @@ class Summary(Part):
 
 
 class Timed(Summary):
-    """A summary of times or rates: its median positive where measured."""
+    """A summary of times or rates: its median positive where measured, and of at least
+    one sample."""
 
     median: Positive | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _sampled(self) -> Timed:
+        if self.median is not None and self.n == 0:
+            raise _meaning_error("has a median of n 0 samples, not of at least one")
+        return self
 
 
 class Measured(Timed):
@@ -470,9 +506,20 @@ Memory = _part(
     "argument_bytes output_bytes alias_bytes temp_bytes generated_code_bytes total_bytes "
     "peak_bytes_in_use bytes_limit",
 )
-Bandwidth = _part("Bandwidth", Number, "bytes_per_s p10 p90", n=Count, size_bytes=Count)
-# One dtype's best matmul rate measured in a run.
-CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Number, precision=Str)
+
+
+class Bandwidth(Part):
+    """The memory bandwidth a run measured: the predictions divide by it."""
+
+    bytes_per_s: Positive
+    p10: Number | None = None
+    p90: Number | None = None
+    n: Count | None = None
+    size_bytes: Count | None = None
+
+
+# One dtype's best matmul rate measured in a run: the predictions divide by it.
+CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Positive, precision=Str)
 
 
 class Ceilings(Part):
@@ -509,7 +556,7 @@ def _row_length(row: Any) -> Any:
 
 # jaxcnn.perf.hlo.summarize: [count, kind, flops, bytes, dtype, collective bytes(, note)].
 KernelRow = Annotated[
-    tuple[Count, Str, Number, Number, Str | None, Number, Str],
+    tuple[Count, Literal[KERNEL_KINDS], Number, Number, Str | None, Number, Str],
     pydantic.BeforeValidator(_row_length),
     pydantic.Field(json_schema_extra={"minItems": 6}),
 ]
@@ -574,8 +621,8 @@ Session = _part("Session", Count, "pass passes", id=Str)  # a paired run's passe
 class Target(Part):
     """The target a compile-only record was compiled for (jaxcnn.targets): always known."""
 
-    name: Str = None
-    platform: Str = None
+    name: Name = None
+    platform: Literal[PLATFORMS] = None
     chip: Str = None
     chips: PositiveCount  # the report divides by them
     devices: PositiveCount
@@ -599,6 +646,8 @@ def _workload_model() -> type[Part]:
         kind = _JSON_TYPES[typing.get_origin(plain) or plain]
         if name in ("batch_size", "timing_steps", "ensemble_size", "num_devices"):
             kind = AtLeastOne
+        if name in ("model", "dataset", "study", "target"):
+            kind = Name
         kind = Literal[KINDS] if name == "kind" else kind
         default = ... if name in _REQUIRED_WORKLOAD else None
         fields[name] = (kind | None if nullable else kind, default)
@@ -611,7 +660,7 @@ WorkloadModel = _workload_model()
 
 
 class Device(Part):
-    platform: Str
+    platform: Literal[PLATFORMS]
     kind: Str
     count: AtLeastOne
     process_count: AtLeastOne
@@ -649,7 +698,7 @@ class Record(Part):
     says what each means)."""
 
     schema_version: Literal[SCHEMA_VERSION]
-    run_id: Str
+    run_id: Name
     status: Literal[STATUSES]
     message: Str | None
     config_key: Str = None
@@ -667,7 +716,7 @@ class Record(Part):
     dispatch_s: Timed | None = None
     host_loop: HostLoop | None = None
     throughput: Throughput | None = None
-    images_per_s: Number | None = None
+    images_per_s: Positive | None = None
     history: list[Epoch] | None = None
     test_accuracy: Accuracy | None = None
     test_loss: Number | None = None
@@ -703,10 +752,11 @@ class Record(Part):
     @classmethod
     def _meaning(cls, record: Any, handler: Callable[[Any], Record]) -> Record:
         """After the types, what the record's kind and status require of it, and what
-        no one field shows: the key is the hash of what it sits beside, and the step
-        time no faster than any chip could run the step's FLOPs."""
+        no one field shows: the key is the hash of what it sits beside, the step time
+        no faster than its device could run the step's FLOPs, and the one its epochs
+        and its images a second say."""
         model = handler(record)
-        why = _missing(record) or _too_fast(record) or _wrong_key(record)
+        why = _missing(record) or _too_fast(record) or _inconsistent(record) or _wrong_key(record)
         if why:
             raise _meaning_error(why)
         return model
@@ -736,33 +786,111 @@ def _missing(record: dict[str, Any]) -> str | None:
     return None
 
 
-# The fastest chip's dense peak is about 1e16 FLOP/s (NVIDIA's B200 at FP4, 9 PFLOP/s);
-# a CPU device (JAX makes one of the whole host) stays below 1e15 (a two-socket
-# server's AMX units). A step time that implies more, for the step's own FLOPs, is no
-# measurement (a clock read before the work finished, a hand-edited record): ten times
-# the fastest, so no real record comes near it.
+# A step time is a measurement only at a FLOP rate its device could run. Its bound is the
+# record's own matmul ceiling (the best dtype's, measured by the same run on the same
+# device) times CEILING_MARGIN: the committed CPU records reach at most 1.5 times theirs
+# (a ceiling is a few square matmuls' best, a convolution may beat it). Else, for an
+# accelerator, its chip's highest peak in the chip table (jaxcnn.perf.chips) times
+# PEAK_MARGIN. Else the fastest any device of its platform reaches: NVIDIA's B200, the
+# fastest chip, peaks near 1e16 FLOP/s (FP4), a CPU device (JAX makes one of the whole
+# host) below 1e15 (a two-socket server's AMX units).
+CEILING_MARGIN = 4
+PEAK_MARGIN = 2
 MAX_FLOPS_PER_S = {"cpu": 1e15}
 MAX_FLOPS_PER_S_OTHER = 1e17
 
 
 def _too_fast(record: dict[str, Any]) -> str | None:
-    """Why the step time is no measurement: a FLOP rate per device above the bound."""
+    """Why the step time is no measurement: a FLOP rate per device above its bound."""
     step = (record.get("step_time_s") or {}).get("median")
-    name, flops = "flops.per_step", (record.get("flops") or {}).get("per_step")
-    if not flops:
-        name, flops = "matmul.flops", (record.get("matmul") or {}).get("flops")
-    if record.get("compiled_not_run") or not step or not flops:
+    flops = record.get("flops") or {}
+    name, count = "flops.per_step", flops.get("per_step")
+    if flops.get("per_step_in_bounds"):  # the taps that are work, not padding
+        name, count = "flops.per_step_in_bounds", flops["per_step_in_bounds"]
+    if not count:
+        name, count = "matmul.flops", (record.get("matmul") or {}).get("flops")
+    if record.get("compiled_not_run") or not step or not count:
         return None
-    count = record["device"]["count"]
-    bound = MAX_FLOPS_PER_S.get(record["device"]["platform"], MAX_FLOPS_PER_S_OTHER)
-    rate = flops / step / count
+    devices = record["device"]["count"]
+    bound, which = _rate_bound(record)
+    rate = count / step / devices
     if rate <= bound:
         return None
     return (
-        f"step_time_s.median {step:.3g} s for {name} {flops:.3g} on {count} device(s) is "
-        f"{rate:.3g} FLOP/s per device, above the {bound:.0e} any "
-        f"{record['device']['platform']} device reaches"
+        f"step_time_s.median {step:.3g} s for {name} {count:.3g} on {devices} device(s) is "
+        f"{rate:.3g} FLOP/s per device, above the {bound:.3g} of {which}"
     )
+
+
+def _rate_bound(record: dict[str, Any]) -> tuple[float, str]:
+    """(the FLOP rate per device no step of `record` can beat, what it is)."""
+    entries = (record.get("matmul_ceiling") or {}).values()
+    ceiling = max((e.get("tflops") or 0 for e in entries), default=0)
+    if ceiling:
+        return CEILING_MARGIN * ceiling * 1e12, (
+            f"{CEILING_MARGIN} x the matmul ceiling it measured ({ceiling:.3g} TFLOP/s)"
+        )
+    device = record["device"]
+    peak = _chip_peak_tflops(device["kind"]) if device["platform"] != "cpu" else None
+    if peak:
+        return PEAK_MARGIN * peak * 1e12, f"{PEAK_MARGIN} x its chip's peak ({peak:.3g} TFLOP/s)"
+    platform = device["platform"]
+    return MAX_FLOPS_PER_S.get(platform, MAX_FLOPS_PER_S_OTHER), f"any {platform} device"
+
+
+def _chip_peak_tflops(kind: str) -> float | None:
+    """The chip table's highest peak for a device kind; None for a chip it does not
+    know, or where jaxcnn cannot be imported (a peer's virtualenv has no JAX)."""
+    try:
+        from jaxcnn.perf import chips
+    except ImportError:
+        return None
+    chip = chips.find(kind)
+    return max(chip.peak_tflops.values(), default=None) if chip else None
+
+
+# An epoch's training time and its steps at the record's step time agree within
+# EPOCH_MARGIN either way, the epoch's own fixed work (its order, its progress, a
+# checkpoint saved) allowed EPOCH_FIXED_S beside them: the committed records' epochs
+# take 0.67 to 1.33 times their steps (an epoch's steps are dispatched ahead, the step
+# time's timed alone), and an epoch of two 0.2 ms steps 14 ms. The images a second and
+# the step time are one figure twice (images_per_s = batch_size x models /
+# step_time_s.median), so agree to rounding.
+EPOCH_MARGIN = 10
+EPOCH_FIXED_S = 30.0
+IMAGES_MARGIN = 1.01
+
+
+def _inconsistent(record: dict[str, Any]) -> str | None:
+    """Why `record`'s step time is not the one its epochs and its images a second say."""
+    step = (record.get("step_time_s") or {}).get("median")
+    if not step or record.get("compiled_not_run"):
+        return None
+    ensemble = record.get("ensemble") or {}
+    models = ensemble.get("k") or 1
+    per_step = record["workload"]["batch_size"] * models
+    images = record.get("images_per_s")
+    # an ensemble's figures depend on its k and mode: a refusal names them
+    of = f" (ensemble.mode {ensemble.get('mode')}, k {ensemble.get('k')})" if ensemble else ""
+    if images and not 1 / IMAGES_MARGIN <= images * step / per_step <= IMAGES_MARGIN:
+        return (
+            f"images_per_s {images:.4g} is not the {per_step} images of a step{of} over "
+            f"step_time_s.median {step:.4g} s ({per_step / step:.4g})"
+        )
+    # a sequential ensemble's epoch counts each model's steps
+    counted = models if ensemble.get("mode") == "sequential" else 1
+    for i, epoch in enumerate(record.get("history") or []):
+        steps, seconds = epoch.get("steps"), epoch.get("train_time_s")
+        if not steps or seconds is None:
+            continue
+        expected = steps / counted * step
+        if not expected / EPOCH_MARGIN <= seconds <= expected * EPOCH_MARGIN + EPOCH_FIXED_S:
+            return (
+                f"history[{i}].train_time_s {seconds:.3g} s is not within {EPOCH_MARGIN}x "
+                f"of its {steps} steps{of} at step_time_s.median {step:.3g} s ({expected:.3g} s; "
+                f"{EPOCH_FIXED_S:.0f} s more allowed)"
+            )
+    return None
 
 
 def _wrong_key(record: dict[str, Any]) -> str | None:

@@ -11,9 +11,11 @@ import json
 import math
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
+import typing
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,6 +26,8 @@ from typing import Any, NamedTuple
 from experiments.records.schema import (
     JSON_NAMES,
     MIGRATE_COMMAND,
+    NEWER_MESSAGE,
+    NewerSchema,
     NotRecorded,
     OldSchema,
     RecordError,
@@ -161,8 +165,24 @@ def write_whole(path: str | os.PathLike, content: bytes) -> None:
     leaves the old file as it was, and no temporary file. A file's permissions are kept
     (a new one gets the umask's); a link is followed, and its target replaced."""
     path = Path(os.path.realpath(path))
+    temporary = staged(path, content)
+    try:
+        os.replace(temporary, path)
+    except BaseException as e:
+        temporary.unlink(missing_ok=True)
+        _raise_named(e, path)
+
+
+def staged(path: str | os.PathLike, content: bytes) -> Path:
+    """A temporary file beside `path` (a link followed) holding `content`, flushed to disk,
+    with `path`'s permissions where it exists: what `write_whole` renames over `path`,
+    and `replace_together` with others. On OSError (named `path`) nothing is left."""
+    path = Path(os.path.realpath(path))
     temporary = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        _raise_named(e, path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
@@ -170,12 +190,77 @@ def write_whole(path: str | os.PathLike, content: bytes) -> None:
             os.fsync(handle.fileno())
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
     except BaseException as e:
         temporary.unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
+        _raise_named(e, path)
+    return temporary
+
+
+def _raise_named(error: BaseException, path: Path) -> typing.NoReturn:
+    """Raise `error`; an OSError about a temporary file as one about `path`, the file it
+    stands for."""
+    if isinstance(error, OSError) and error.filename != str(path):
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+    raise error
+
+
+def replace_together(moves: Sequence[tuple[Path, Path]]) -> None:
+    """Rename each (new, old) pair's new file or folder over its old one (a file, a
+    folder, or nothing), all of them or none: a rename that fails puts back what was
+    done. The news are written whole beforehand (`staged`, a folder filled), each on its
+    old one's disk, so nothing here needs room on it. An old file is kept by a second
+    link to it (the file itself stays until the new one replaces it in one rename, so a
+    kill leaves each file whole: the old or the new); an old folder is moved aside. What
+    was kept is deleted once all are in place."""
+    done: list[tuple[Path, Path, Path | None, bool]] = []  # new, old, kept, moved in
+    old = moves[0][1] if moves else Path()
+    try:
+        for new, old in moves:
+            kept = _keep(old)
+            done.append((new, old, kept, False))
+            os.replace(new, old)
+            done[-1] = (new, old, kept, True)
+    except BaseException as e:
+        for move in reversed(done):
+            with contextlib.suppress(OSError):  # best effort: a rename needs no room
+                _put_back(*move)
+        _raise_named(e, old)  # the file meant, not its temporary
+    for _, _, kept, _ in done:
+        if kept is not None and kept.is_dir() and not kept.is_symlink():
+            shutil.rmtree(kept, ignore_errors=True)
+        elif kept is not None:
+            kept.unlink(missing_ok=True)
+
+
+def _keep(old: Path) -> Path | None:
+    """`old` kept beside itself for `replace_together` to put back: a folder moved
+    there, a file linked there (copied where the disk has no hard links)."""
+    if not (old.exists() or old.is_symlink()):
+        return None
+    kept = old.parent / f".{old.name}.{uuid.uuid4().hex[:8]}.old"
+    if old.is_dir() and not old.is_symlink():
+        os.rename(old, kept)
+        return kept
+    try:
+        os.link(old, kept, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        shutil.copy2(old, kept, follow_symlinks=False)
+    return kept
+
+
+def _put_back(new: Path, old: Path, kept: Path | None, moved: bool) -> None:
+    """Undo one move of `replace_together`."""
+    folder = kept is not None and kept.is_dir() and not kept.is_symlink()
+    if moved and (folder or kept is None):
+        os.rename(old, new)
+    if folder:
+        os.rename(kept, old)
+    elif kept is not None and moved:
+        os.replace(kept, old)
+    elif kept is not None:
+        kept.unlink()
 
 
 def remove_leftovers(path: str | os.PathLike) -> list[Path]:
@@ -257,6 +342,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
         bad: list[tuple[int, str]] = []
         repeated: list[int] = []
         future: list[int] = []
+        newer: list[int] = []
         old = 0
         with open(file, "rb") as handle:
             for line in read_lines(handle):
@@ -264,6 +350,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 if line.why:
                     bad.append((line.number, line.why))
                 old += line.old
+                if line.newer:
+                    newer.append(line.number)
                 if record is None:
                     continue
                 if record["run_id"] in records:
@@ -278,6 +366,8 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                 f"{MIGRATE_COMMAND} {file} rewrites them (nothing is deleted)",
                 stacklevel=2,
             )
+        if newer:
+            warnings.warn(newer_lines(file, newer), stacklevel=2)
         if bad:
             warnings.warn(bad_lines(file, bad), stacklevel=2)
         if repeated:
@@ -303,6 +393,7 @@ class Line(NamedTuple):
     record: dict[str, Any] | None  # validated; None where the line holds none
     why: str | None = None  # why a line that is not blank holds none (one line)
     old: bool = False  # a record of an earlier schema version (no `why`: not bad)
+    newer: bool = False  # a record of a later schema version (no `why`: not bad)
 
 
 def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
@@ -317,6 +408,8 @@ def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
             yield Line(number, raw, validate(parse_line(raw)))
         except OldSchema:
             yield Line(number, raw, None, old=True)
+        except NewerSchema:
+            yield Line(number, raw, None, newer=True)
         except ValueError as e:  # not JSON, not UTF-8, not a record (RecordError)
             yield Line(number, raw, None, (str(e).splitlines() or [repr(e)])[0][:120])
 
@@ -329,6 +422,31 @@ def parse_line(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RecordError(f"{JSON_NAMES.get(type(value), 'a value')}, not an object")
     return value
+
+
+def newer_lines(file: Path, numbers: Sequence[int]) -> str:
+    """One line for a file's records of a later schema version (their line numbers)."""
+    return (
+        f"{file}: skipped {len(numbers)} record(s) {NEWER_MESSAGE} them (lines "
+        f"{line_numbers(numbers)}); the lines are kept"
+    )
+
+
+def refuse_newer(path: str | os.PathLike) -> None:
+    """Raise NewerSchema if the records file `path` holds records a newer jaxcnn wrote:
+    this one cannot tell which cells they measured (a later schema may key them
+    otherwise), so it would measure them again beside them, and must not add to it."""
+    try:
+        with open(path, "rb") as handle:
+            newer = [line.number for line in read_lines(handle) if line.newer]
+    except FileNotFoundError:
+        return
+    if newer:
+        raise NewerSchema(
+            f"{path} holds {len(newer)} record(s) written by a newer jaxcnn (lines "
+            f"{line_numbers(newer)}): upgrade jaxcnn before adding records to it, or "
+            "write them to another folder"
+        )
 
 
 def bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
