@@ -3,8 +3,9 @@
 import jaxcnn
 model = jaxcnn.models.get("mnist_cnn")
 state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
-state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
-state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"))
+options = jaxcnn.FitOptions(epochs=3, batch_size=32, loop="device")
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), options=options)
 on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
 """
 
@@ -26,7 +27,7 @@ from jaxcnn import (
 )
 from jaxcnn.aot import CompiledStep, compile_for
 from jaxcnn.errors import DataError, JaxcnnError, UsageError
-from jaxcnn.loop import evaluate, fit
+from jaxcnn.loop import FitOptions, evaluate, fit
 from jaxcnn.parallel import Placement, place
 from jaxcnn.train import (
     TrainState,
@@ -66,6 +67,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompiledStep",
     "DataError",
+    "FitOptions",
     "JaxcnnError",
     "Placement",
     "TrainState",
