@@ -24,7 +24,14 @@ from tqdm.auto import tqdm
 from jaxcnn import data, distributed, host_loop, train
 from jaxcnn.checkpoint import Checkpoints, Position
 from jaxcnn.epochs import device_epoch_order
-from jaxcnn.errors import UsageError
+from jaxcnn.errors import (
+    UsageError,
+    check_choice,
+    check_count,
+    check_seed,
+    check_type,
+    described,
+)
 from jaxcnn.parallel import Placement, place
 
 Arrays = tuple[np.ndarray, np.ndarray]
@@ -56,6 +63,29 @@ class FitOptions:
     check_every: int = host_loop.CHECK_EVERY
     progress: bool = False
 
+    def __post_init__(self) -> None:
+        """UsageError, in one line naming the fix, for a field out of its range."""
+        check_count("epochs", self.epochs, 0)
+        check_count("batch_size", self.batch_size, 1)
+        check_seed("seed", self.seed)
+        if self.max_steps is not None:
+            check_count("max_steps", self.max_steps, 0)
+        check_choice("loop", self.loop, LOOPS)
+        _check_placement(self.placement)
+        if self.checkpoints is not None:
+            fix = "give jaxcnn.checkpoint.Checkpoints(directory), or None"
+            check_type("checkpoints", self.checkpoints, Checkpoints, "a Checkpoints", fix)
+        if self.checkpoint_every is not None:
+            check_count("checkpoint_every", self.checkpoint_every, 1)
+        check_count("check_every", self.check_every, 1)
+        check_type("progress", self.progress, bool, "a bool", "give True or False")
+
+
+def _check_placement(placement: Any) -> None:
+    if placement is not None:
+        fix = "give jaxcnn.place(strategy, devices), or None for the first device"
+        check_type("placement", placement, Placement, "a jaxcnn Placement", fix)
+
 
 def default_placement() -> Placement:
     """Where `fit` and `evaluate` run without a placement: jit on the first device."""
@@ -69,7 +99,11 @@ def evaluate(
     placement: Placement | None = None,
 ) -> dict[str, float]:
     """Loss and accuracy over a whole split, in batches of `batch_size` placed by
-    `placement` (fit's defaults); the last batch is padded and masked."""
+    `placement` (fit's defaults); the last batch is padded and masked. What it cannot
+    take is a UsageError naming the fix, before any step."""
+    check_count("batch_size", batch_size, 1)
+    _check_placement(placement)
+    _check_data(state, {"dataset": dataset})
     placement = placement or default_placement()
     images, labels = dataset
     # Eval steps do not depend on each other, so a runtime may run two at once (the CPU
@@ -160,28 +194,28 @@ def _fetch_checked(metrics: list[Any], checked: int, first_step: int, epoch: int
     return len(metrics)
 
 
-def _check_inputs(
-    state: train.TrainState, train_data: Arrays, test_data: Arrays | None, options: FitOptions
-) -> None:
-    """UsageError, in one line naming the fix, for what `fit` cannot train on: counts
-    out of range, and data the model does not take (data.check_split; images of a shape
-    the model's layers do not fit, found by tracing it once, without running it)."""
-    counts = (
-        ("batch_size", options.batch_size, 1),
-        ("epochs", options.epochs, 0),
-        ("max_steps", options.max_steps, 0),
-    )
-    for name, value, least in counts:
-        if name == "max_steps" and value is None:
-            continue
-        data.check_count(name, value, least)
+_STATE_FIX = "make one with jaxcnn.create_train_state(model, jaxcnn.make_optimizer(), input_shape)"
+
+
+def _check_data(state: Any, splits: dict[str, Any]) -> None:
+    """UsageError, in one line naming the fix, unless `state` is a TrainState of a
+    module the steps can call and each of `splits` (by its argument's name) is an
+    (images, labels) pair the model takes (data.check_split; images of a shape the
+    model's layers do not fit are found by tracing it once, without running it)."""
+    check_type("the state", state, train.TrainState, "a jaxcnn TrainState", _STATE_FIX)
     model = getattr(state.apply_fn, "__self__", None)  # a module's bound apply
     if model is not None:
         train.check_module(model)
     outputs: dict[tuple, int] = {}  # per image shape: tracing a big model takes a while
-    for name, split in (("train_data", train_data), ("test_data", test_data)):
-        if split is None:
-            continue
+    for name, split in splits.items():
+        if not (isinstance(split, (tuple, list)) and len(split) == 2):
+            got = described(split)
+            if isinstance(split, (tuple, list)):
+                got = f"{got} of {len(split)}"
+            raise UsageError(
+                f"{name} is {got}, not an (images, labels) pair: give one as "
+                "jaxcnn.data.load returns it, e.g. jaxcnn.data.load('digits', 'train')"
+            )
         images, labels = split
         data.check_arrays(name, images, labels)
         shape = (tuple(images.shape[1:]), images.dtype)
@@ -245,6 +279,9 @@ def fit(
     so in another order), checking losses and saving checkpoints at epoch ends only;
     arrays already placed by `placement.put_dataset` are used where they are.
 
+    A state, data or options it cannot take is a UsageError naming the fix, before any
+    step (FitOptions checks its fields when it is made).
+
     History has one entry per epoch: steps, train loss/accuracy (mean over the epoch's
     steps), train time, and test loss/accuracy/eval time when `test_data` is given.
 
@@ -258,19 +295,18 @@ def fit(
     `Stopped`; with many processes, the next one where the loop syncs (`stop_agreed`),
     on every process at once.
     """
+    fix = "give jaxcnn.FitOptions(epochs=..., batch_size=..., ...)"
+    check_type("options", options, FitOptions, "a jaxcnn FitOptions", fix)
+    splits = {"train_data": train_data}
+    if test_data is not None:
+        splits["test_data"] = test_data
+    _check_data(state, splits)
     placement = options.placement or default_placement()
-    if options.loop not in LOOPS:
-        raise UsageError(f"unknown loop {options.loop!r}: choose one of {', '.join(LOOPS)}")
-    _check_inputs(state, train_data, test_data, options)
     batch_size, checkpoints = options.batch_size, options.checkpoints
     examples = len(train_data[1])
     per_epoch = data.steps_per_epoch(examples, batch_size)
     if per_epoch == 0:
         raise UsageError(f"batch size {batch_size} is larger than the {examples} training examples")
-    for name in ("checkpoint_every", "check_every"):
-        value = getattr(options, name)
-        if value is not None and value < 1:
-            raise UsageError(f"{name} must be a positive integer, got {value}")
     total = options.epochs * per_epoch
     total = total if options.max_steps is None else min(options.max_steps, total)
     fingerprint = _fingerprint(examples, batch_size, options.seed)
