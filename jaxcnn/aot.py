@@ -61,6 +61,23 @@ class Memory:
     generated_code_bytes: int | None
     total_bytes: int | None
 
+    def __str__(self) -> str:
+        """In GiB (3 significant digits), the total then the parts it sums: `T GiB per
+        device = arguments A GiB + outputs O GiB + temporaries P GiB + generated code C
+        GiB - aliased D GiB` (`unknown` where the compiler gave no figure)."""
+
+        def gib(nbytes: int | None) -> str:
+            return "unknown" if nbytes is None else f"{nbytes / 2**30:.3g} GiB"
+
+        added = (
+            ("arguments", self.argument_bytes),
+            ("outputs", self.output_bytes),
+            ("temporaries", self.temp_bytes),
+            ("generated code", self.generated_code_bytes),
+        )
+        summed = " + ".join(f"{name} {gib(nbytes)}" for name, nbytes in added)
+        return f"{gib(self.total_bytes)} per device = {summed} - aliased {gib(self.alias_bytes)}"
+
 
 def memory(compiled: Any) -> Memory:
     """`compiled`'s memory analysis (jax.stages.Compiled.memory_analysis), per device."""

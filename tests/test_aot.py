@@ -90,6 +90,11 @@ def test_a_users_own_cnn_compiles_for_a_tpu_and_a_gpu(target):
         # whose host parts depend on the caller's loop and data: left out, and named.
         assert p["step_time_s"] == p["device_step_s"] <= p["loop_step_s"]
         assert set(host_loop.PARTS) <= set(p["loop_left_out"])
+        # What the docs name, the prediction's own attributes, as its record block has them
+        prediction = r.prediction
+        assert prediction.loop_left_out == p["loop_left_out"]
+        assert prediction.loop_bound == p["loop_bound"] in ("host", "device")
+        assert prediction.epoch_s == p["epoch_s"] and prediction.loop_step_s == p["loop_step_s"]
         copy = p["loop_parts"][host_loop.TRANSFER]
         if target.startswith("gpu"):  # the batch over the T4's PCIe Gen3 x16
             nbytes = r.batch_size * (math.prod(SHAPE) + 4 + 4)
@@ -295,3 +300,16 @@ def test_the_shapes_are_made_of_good_sizes():
     assert batch["image"].shape == (1, 28, 28, 1) and batch["label"].shape == (1,)
     state = aot.abstract_state(TinyCNN(), jaxcnn.make_optimizer(), [16, 16, 3], seed=2**63 - 1)
     assert state.params["Dense_0"]["kernel"].shape == (8 * 8 * 8, 10)
+
+
+def test_a_memory_analysis_prints_each_part_in_gib():
+    m = aot.Memory(2**30, 2**29, 2**29, 3 * 2**30, 2**20, 4 * 2**30 + 2**20)
+    assert str(m) == (
+        "4 GiB per device = arguments 1 GiB + outputs 0.5 GiB + temporaries 3 GiB + "
+        "generated code 0.000977 GiB - aliased 0.5 GiB"
+    )
+    unknown = aot.Memory(None, 2**30, None, None, None, None)
+    assert str(unknown) == (
+        "unknown per device = arguments unknown + outputs 1 GiB + temporaries unknown + "
+        "generated code unknown - aliased unknown"
+    )
