@@ -17,7 +17,7 @@ exist: those are listed apart (`kernels_not_traced`), by kind.
 The trace adds its own cost to each event, and other processes on the machine slow the
 library calls' threads: the figures are upper bounds of each kind's cost, for comparing
 kinds, not a step time. What the prediction model's per-kind fixed costs are bounded by
-(experiments/fit_predictions.py, PER_KIND_BOUNDS) is the 10th percentile here.
+(experiments/predict/observations.py, PER_KIND_BOUNDS) is the 10th percentile here.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ three models and train step in PyTorch (modes eager, compile) and in Keras 3 on 
 timed by the same rules, one record per (framework, model, batch, mode).
 
 Optional and never run in CI. Run it from a separate virtualenv that has no JAX (see
-benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.measure. It
+benchmarks/README.md): it imports nothing from jax, jaxcnn or experiments.harness.measure. It
 appends the records to DIR/records.jsonl with experiments.records (the standard library
 and pydantic), with workload kind "peer", workload.framework "torch" | "keras" and
 workload.mode. Its other imports of this repository are standard library too:
-experiments.cli_options (the one-line parser), benchmarks.command_line (the command
+experiments.cli.options (the one-line parser), benchmarks.command_line (the command
 line paired.py reads alike) and benchmarks.turns (how blocks take turns under
 benchmarks/paired.py).
 
@@ -48,8 +48,8 @@ from benchmarks.command_line import (  # the standard library only: no jax
     records_path,
 )
 from experiments import records  # the standard library and pydantic: no jax
-from experiments.cli_options import OneLineParser  # JAX-free
-from experiments.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
+from experiments.cli.options import OneLineParser  # JAX-free
+from experiments.records.stats import minor_page_faults, summarize  # NumPy only: as the JAX side
 
 PROG = "python -m benchmarks.peers"
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ NUM_CLASSES = 10
 LEARNING_RATE = 1e-3
 ADAM_EPSILON = 1e-8  # optax.adam's default (Keras' own is 1e-7; torch's is 1e-8)
 SEED = 0
-# Untimed calls before the repeats, as experiments.measure.time_calls (warmup=2); the
+# Untimed calls before the repeats, as experiments.harness.measure.time_calls (warmup=2); the
 # first of them is the one timed alone as compile_time_s.
 WARMUP_STEPS = 2
 MIN_REPEATS = 5

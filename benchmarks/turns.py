@@ -11,8 +11,8 @@ pair's id and this side's name). Unset, `timed_blocks` runs the blocks back to b
 as always.
 
 The peers call `timed_blocks` themselves. The JAX side is the study's own command,
-launched through this module (`python -m benchmarks.turns experiments.run ARGS...`),
-which installs `timed_blocks` as experiments.measure's one hook, `measure.pace`: the
+launched through this module (`python -m benchmarks.turns experiments.cli.run ARGS...`),
+which installs `timed_blocks` as experiments.harness.measure's one hook, `measure.pace`: the
 study's code knows nothing of pairs.
 
 Standard library only: the peers run without JAX.
@@ -92,7 +92,7 @@ def timed_blocks(block: Callable[[], float], repeats: int, images: int) -> list[
 
 def main(argv: Sequence[str]) -> None:
     """Run `python -m MODULE ARGS...` (argv: MODULE ARGS...) in this process, its timed
-    blocks (experiments.measure.time_blocks) taking turns: the JAX side of a pair."""
+    blocks (experiments.harness.measure.time_blocks) taking turns: the JAX side of a pair."""
     if not argv:
         print(
             f"usage: python -m benchmarks.turns MODULE [ARGS...] (run by {DRIVER})", file=sys.stderr
@@ -100,7 +100,7 @@ def main(argv: Sequence[str]) -> None:
         sys.exit(2)
     # Imports JAX (the JAX side only, never the peers) but starts no backend: the module's
     # host memory policy still comes before JAX's first computation, as it must.
-    from experiments import measure
+    from experiments.harness import measure
 
     measure.pace = timed_blocks
     module, *args = argv

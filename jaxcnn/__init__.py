@@ -7,39 +7,67 @@ state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"))
 options = jaxcnn.FitOptions(epochs=3, batch_size=32, loop="device")
 state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), options=options)
 on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
+
+Each public name is imported when first used: `import jaxcnn` loads no JAX or Flax.
 """
 
+from __future__ import annotations
+
 import copy
+import importlib
 import warnings
 from collections.abc import Collection
 from typing import Any
 
-from jaxcnn import (
-    aot,
-    data,
-    devices,
-    distributed,
-    epochs,
-    flops,
-    formulation,
-    host_memory,
-    loop,
-    models,
-    parallel,
-    targets,
+# Each public name and the module it is read from, imported on first use (PEP 562):
+# `import jaxcnn` imports no JAX or Flax, and reading a name table (jaxcnn.models.names(),
+# jaxcnn.data.DATASETS, jaxcnn.perf.chips) imports only what that table needs.
+_SUBMODULES = (
+    "aot",
+    "data",
+    "devices",
+    "distributed",
+    "epochs",
+    "flops",
+    "formulation",
+    "host_memory",
+    "models",
+    "parallel",
+    "targets",
 )
-from jaxcnn.aot import CompiledStep, compile_for
-from jaxcnn.errors import DataError, JaxcnnError, UsageError, check_choice, check_names
-from jaxcnn.loop import FitOptions, evaluate, fit
-from jaxcnn.parallel import Placement, place
-from jaxcnn.train import (
-    TrainState,
-    create_train_state,
-    eval_step,
-    make_optimizer,
-    mean_metrics,
-    train_step,
-)
+_NAMES = {
+    "CompiledStep": "aot",
+    "compile_for": "aot",
+    "DataError": "errors",
+    "JaxcnnError": "errors",
+    "UsageError": "errors",
+    "FitOptions": "loop",
+    "evaluate": "loop",
+    "fit": "loop",
+    "Placement": "parallel",
+    "place": "parallel",
+    "TrainState": "train",
+    "create_train_state": "train",
+    "eval_step": "train",
+    "make_optimizer": "train",
+    "mean_metrics": "train",
+    "train_step": "train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 # The resolved policy of the configure_host call that took effect (before JAX started)
 # and what it returned: later calls are measured against it.
@@ -67,6 +95,9 @@ def configure_host(
     with the policy in effect (as resolved: `auto` may be `retain`), it returns what
     that call did; with another, it is a UsageError. So is a policy, device or loop not
     known."""
+    from jaxcnn import devices, host_memory, loop
+    from jaxcnn.errors import UsageError, check_choice, check_names
+
     check_choice("host memory policy", policy, host_memory.POLICIES)
     check_choice("device", device, devices.DEVICE_CHOICES)
     check_names("loops", loops, "loop", loop.LOOPS, "('step',)")

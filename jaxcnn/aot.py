@@ -33,9 +33,10 @@ import optax
 from jaxcnn import flops as flops_lib
 from jaxcnn import parallel, targets, train
 from jaxcnn.errors import UsageError, check_choice, check_count, check_names, described
-from jaxcnn.perf import hlo, price
+from jaxcnn.perf import hlo
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import predict as predict_lib
+from jaxcnn.perf import rates as rates_lib
 
 # The programs a placement compiles: its train step, its eval step, and its whole-epoch
 # loop (jaxcnn.epochs), the last compiled for EPOCH_STEPS steps of its scan.
@@ -438,20 +439,20 @@ def _predicted(
     vendor rates, with the host's side of a step loop (one device's share of `batch`
     over the chip's host link; the loop's host parts, which depend on the caller's own
     loop and data, left out and named); None where a kernel cannot be priced."""
-    rates = price.rates(devices[0], target.devices_per_chip)
+    chip_rates = rates_lib.of_target(target)
     nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
     rows = next(iter(batch.values())).shape[0]
     host = host_lib.host_side(
         measured=None,  # a library caller's loop, model and data: not measured here
         dispatch_s=host_lib.measured_dispatch(placement, predict_lib.constants()),
         batch_bytes=nbytes // len(devices),
-        host_link_bytes_per_s=rates.get("host_link_bytes_per_s"),
+        host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
         platform=target.platform,
     )
     try:
         return predict_lib.predict(
             ks,
-            rates,
+            chip_rates,
             devices[0].platform,
             rows,
             devices=len(devices),

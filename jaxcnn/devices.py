@@ -1,6 +1,8 @@
 """Which devices a run uses, how they are described in records, and what is chosen per
-platform for them: the arithmetic a matmul runs in, the vendors' peaks, and the XLA
-options the steps compile with (`compiler_options`).
+platform for them: the sizes a matmul ceiling is measured at, XLA:CPU's thread pools and
+the XLA options the steps compile with (`platform_compiler_options`). The arithmetic a
+matmul runs in and the vendors' peaks are chip facts: jaxcnn.perf.chips and
+jaxcnn.perf.rates.
 
 `--device=auto|cpu|gpu|tpu` resolves here and nowhere else. Asking for a platform
 that is not present is an error naming the platforms that are: a Colab TPU runtime
@@ -22,10 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from jaxcnn.errors import UsageError
-from jaxcnn.perf import chips
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu", "tpu")
 _PROBE_ORDER = ("tpu", "gpu", "cpu")
@@ -242,42 +242,11 @@ def machine_id() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-# --- The precision a default matmul runs in, and the sizes its ceiling is measured at
+# --- The sizes a matmul's ceiling is measured at
 
 # Square matmul sizes for the measured ceiling: large enough to fill the chip, small
 # enough to stay quick (a 1024^3 f32 matmul takes ~10 ms on a 2-core CPU).
 _MATMUL_SIZES = {"cpu": (256, 512, 1024), "gpu": (2048, 4096, 8192), "tpu": (2048, 4096, 8192)}
-
-
-def _ampere_or_newer(device: jax.Device) -> bool:
-    capability = getattr(device, "compute_capability", None)
-    if capability:
-        return int(str(capability).split(".")[0]) >= 8
-    chip = chips.find(device.device_kind)
-    return chip is not None and "tf32" in chip.peak_tflops  # tf32 units arrived with Ampere
-
-
-def matmul_precision(device: jax.Device, dtype: str = "float32") -> str | None:
-    """The arithmetic a matmul of `dtype` inputs runs in on `device` at JAX's default
-    precision: what an MFU must be measured against.
-
-    f32 inputs run as one bf16 pass on TPU and as TF32 on NVIDIA Ampere and newer;
-    `jax_default_matmul_precision="highest"` makes them true fp32 (on TPU, several bf16
-    passes, for which no vendor peak exists: None). bf16/fp16 inputs run as themselves.
-    """
-    dtype = str(jnp.dtype(dtype))
-    if dtype in ("bfloat16", "float16"):
-        return {"bfloat16": "bf16", "float16": "fp16"}[dtype]
-    if dtype != "float32":
-        return None
-    setting = str(jax.config.jax_default_matmul_precision or "default").lower()
-    exact = setting in ("highest", "float32")
-    three_pass = setting in ("high", "bfloat16_3x", "tensorfloat32")
-    if device.platform == "tpu":
-        return None if exact or three_pass else "bf16"
-    if device.platform == "gpu" and not exact and _ampere_or_newer(device):
-        return "tf32"
-    return "fp32"
 
 
 def _requested_cpu_devices(environ: MutableMapping[str, str]) -> int:

@@ -122,7 +122,7 @@ def initialize(
             _wait_reachable(host, port, timeout_s)
     _use_cpu_collectives()
     # JAX's preemption service would catch SIGTERM in C++, out of reach of the Python
-    # handler that stops training at a step boundary (experiments.run), and its sync
+    # handler that stops training at a step boundary (experiments.cli.run), and its sync
     # point counts calls that Orbax also makes with checkpoint steps. Stopping is agreed
     # by jaxcnn.loop.stop_agreed instead.
     jax.config.update("jax_enable_preemption_service", False)

@@ -32,7 +32,7 @@ class DataError(JaxcnnError):
 
 def unknown_name(what: str, name: Any, known: Sequence[str]) -> str:
     """The one line for a name not among `known`, with the closest known one if any (the
-    command line's twin, experiments.cli_options.unknown_name, stays free of JAX)."""
+    command line's twin, experiments.cli.options.unknown_name, stays free of JAX)."""
     if not isinstance(name, str):
         return f"{what} must be a name (a str), got {name!r}: choose one of {', '.join(known)}"
     close = difflib.get_close_matches(name.replace("-", "_"), known, n=1) or (

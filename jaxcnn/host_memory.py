@@ -41,7 +41,7 @@ later it changes nothing and says so in what it returns. This module imports no 
 so the JAX-free peer benchmarks apply the same policy to PyTorch and Keras.
 
 Nothing here runs on import: `jaxcnn.configure_host()` (or `apply`) sets the policy
-where a program asks for it; experiments.run asks, from the loops it will run, and
+where a program asks for it; experiments.cli.run asks, from the loops it will run, and
 says what took effect.
 """
 
@@ -206,7 +206,7 @@ def apply(
             ),
             "settings": dict(RETAIN),
         }
-    _current["asked"] = policy  # what a record's key covers (experiments.prepare.conditions)
+    _current["asked"] = policy  # what a record key covers (harness.prepare.conditions)
     return current()
 
 

@@ -33,6 +33,7 @@ from jaxcnn.errors import (
     described,
 )
 from jaxcnn.parallel import Placement, place
+from jaxcnn.perf.host import CHECK_EVERY
 
 Arrays = tuple[np.ndarray, np.ndarray]
 LOOPS = ("step", "device")  # per-step dispatch from the host | whole epochs on device
@@ -60,7 +61,7 @@ class FitOptions:
     placement: Placement | None = None
     checkpoints: Checkpoints | None = None
     checkpoint_every: int | None = None
-    check_every: int = host_loop.CHECK_EVERY
+    check_every: int = CHECK_EVERY
     progress: bool = False
 
     def __post_init__(self) -> None:

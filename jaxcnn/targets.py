@@ -9,164 +9,34 @@ an NVIDIA chip described by an XLA:GPU target config (jaxcnn/gpu_specs/*.txtpb),
 a machine with neither: `pip install -e ".[targets]"`. The devices they give cannot hold
 arrays or run anything; a step lowered against ShapeDtypeStructs on them compiles with
 the chip's own compiler, whose memory and cost analyses say whether it fits and what it
-costs. Memory, bandwidth and peaks per chip come from the chip table in jaxcnn/devices.py.
+costs. The targets themselves (TARGETS: topologies and chips) and each chip's memory,
+bandwidth and peaks are the chip table's (jaxcnn.perf.chips), its rates read through
+jaxcnn.perf.rates.
 
 A GPU whose machine code the plugin's ptxas (CUDA 12) no longer makes, the K80, names
 a CUDA toolkit of its own (`CudaToolkit`, installed apart), used for its compiles only.
 
-Adding a target is one entry in TARGETS (and, for a GPU not listed, one spec file).
+Adding a target is one entry in jaxcnn.perf.chips.TARGETS (and, for a GPU not listed,
+one spec file).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.metadata
 import importlib.util
 import os
 import resource
-import sys
-from pathlib import Path
 from typing import Any
 
 import jax
 
 from jaxcnn import host_memory
 from jaxcnn.errors import UsageError, first_line, unknown_name
-from jaxcnn.perf import chips
+from jaxcnn.perf import chips, rates
+from jaxcnn.perf.chips import SPECS, TARGETS, USABLE_FRACTION, Target
 
 INSTALL = 'pip install -e ".[targets]"'
-SPECS = Path(__file__).parent / "gpu_specs"
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    name: str
-    platform: str  # tpu | gpu
-    chip: str  # the chip table's name (jaxcnn.devices)
-    chips: int
-    topology: str | None = None  # TPU: libtpu's topology name
-    spec: str | None = None  # GPU: the target config file in jaxcnn/gpu_specs
-    # TPU: libtpu's chip config, where the chip runs in a mode its compile-only default
-    # is not sure to give: "megacore", one JAX device driving both TensorCores of a v4
-    # or v5p chip, as these chips run on Cloud TPU (without it, v4 compiles for two
-    # one-core devices per chip).
-    chip_config: str | None = None
-    # JAX devices per chip, as the chip runs: 2 on v2 and v3, whose two cores are two
-    # devices; 1 elsewhere (megacore v4 and v5p, one-core v5e and v6e, GPUs).
-    # abstract_devices checks the compiler gives chips x this.
-    devices_per_chip: int = 1
-    # GPU: a CUDA toolkit other than the CUDA plugin's own, for a chip whose ptxas that
-    # toolkit no longer has (CudaToolkit below); None: the plugin's.
-    toolkit: CudaToolkit | None = None
-
-    @property
-    def devices(self) -> int:
-        return self.chips * self.devices_per_chip
-
-    @property
-    def kind(self) -> str:
-        """A device_kind the chip table knows this chip by."""
-        return self.chip if self.platform == "tpu" else _spec_kind(self.spec)
-
-
-@dataclasses.dataclass(frozen=True)
-class CudaToolkit:
-    """A CUDA toolkit's ptxas and libdevice, from NVIDIA's pip wheel, installed apart
-    from the environment's own: every nvidia-cuda-nvcc-cuXX wheel unpacks into the same
-    nvidia/cuda_nvcc folder, so one environment holds only one of them, and the CUDA
-    plugin's (CUDA 12) is the one jax finds. A target that names a toolkit compiles
-    with `xla_gpu_cuda_data_dir` set to it (XLA takes ptxas from its bin/ first), in
-    that target's jit calls only."""
-
-    package: str
-    version: str
-
-    @property
-    def requirement(self) -> str:
-        return f"{self.package}=={self.version}"
-
-    @property
-    def root(self) -> Path:
-        """Where it is installed: beside the environment that compiles, one folder each."""
-        return Path(sys.prefix) / "jaxcnn-toolkits" / f"{self.package}-{self.version}"
-
-    @property
-    def cuda_dir(self) -> Path:
-        """The folder XLA reads as a CUDA install: bin/ptxas, nvvm/libdevice."""
-        return self.root / "nvidia" / "cuda_nvcc"
-
-    @property
-    def install(self) -> str:
-        return f"pip install --no-deps --target={self.root} {self.requirement}"
-
-    def installed(self) -> bool:
-        return (self.cuda_dir / "bin" / "ptxas").is_file()
-
-
-# CUDA 12's ptxas has no Kepler: `ptxas fatal   : Value 'sm_37' is not defined for option
-# 'gpu-name'` (XLA then says "ptxas too old" and, with no driver here, refuses). CUDA
-# 11.8's is the last to assemble sm_35/sm_37 (deprecated there; CUDA 12.0 removed them),
-# and assembles the PTX XLA's LLVM emits for sm_37. Its wheel is 19.5 MB (46 MB unpacked).
-KEPLER_TOOLKIT = CudaToolkit("nvidia-cuda-nvcc-cu11", "11.8.89")
-
-
-def _tpu(
-    name: str, chip: str, chips: int, topology: str, per_chip: int = 1, config: str | None = None
-) -> Target:
-    return Target(
-        name, "tpu", chip, chips, topology=topology, chip_config=config, devices_per_chip=per_chip
-    )
-
-
-def _gpu(
-    name: str, chip: str, spec: str, chips: int = 1, toolkit: CudaToolkit | None = None
-) -> Target:
-    return Target(name, "gpu", chip, chips, spec=spec, toolkit=toolkit)
-
-
-def _gpus(chip: str, spec: str, counts: tuple[int, ...], stem: str) -> tuple[Target, ...]:
-    """`counts` GPUs of one host, each count a target: the chip's one-GPU spec, given to
-    the compiler as a topology of that many devices (1 slice x 1 host x N devices)."""
-    return tuple(_gpu(f"{stem}x{n}", chip, spec, chips=n) for n in counts)
-
-
-# Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
-# and v6e (tpu-v5e-8: 8 chips).
-TARGETS: dict[str, Target] = {
-    t.name: t
-    for t in (
-        _tpu("tpu-v2-8", "TPU v2", 4, "v2:2x2", per_chip=2),
-        _tpu("tpu-v3-8", "TPU v3", 4, "v3:2x2", per_chip=2),
-        _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", config="megacore"),
-        _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", config="megacore"),
-        _tpu("tpu-v5e-1", "TPU v5e", 1, "v5e:1x1"),
-        _tpu("tpu-v5e-8", "TPU v5e", 8, "v5e:2x4"),
-        _tpu("tpu-v5e-16", "TPU v5e", 16, "v5e:4x4"),
-        _tpu("tpu-v5e-64", "TPU v5e", 64, "v5e:8x8"),
-        _tpu("tpu-v5p-8", "TPU v5p", 4, "v5p:2x2x1", config="megacore"),
-        _tpu("tpu-v6e-1", "TPU v6e", 1, "v6e:1x1"),
-        _tpu("tpu-v6e-8", "TPU v6e", 8, "v6e:2x4"),
-        _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
-        _gpu("gpu-mx150", "MX150", "mx150.txtpb"),
-        _gpu("gpu-k80", "K80", "k80.txtpb", toolkit=KEPLER_TOOLKIT),
-        _gpu("gpu-p100", "P100 PCIe", "p100.txtpb"),
-        _gpu("gpu-t4", "T4", "t4.txtpb"),
-        _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
-        _gpu("gpu-a100", "A100", "a100.txtpb"),
-        _gpu("gpu-a100-80gb", "A100 80GB", "a100_80gb.txtpb"),
-        _gpu("gpu-l4", "L4", "l4.txtpb"),
-        _gpu("gpu-h100", "H100 SXM", "h100.txtpb"),
-        _gpu("gpu-h100-pcie", "H100 PCIe", "h100_pcie.txtpb"),
-        # Data parallelism over the GPUs of one host (seed 001's recipe). Kaggle's free
-        # GPU runtime is 2 x T4, and a cloud VM takes up to 4; 8 x V100 / A100 / H100
-        # is one DGX-class host (NVLink between the GPUs: jaxcnn.devices' interconnect).
-        *_gpus("T4", "t4.txtpb", (2, 4), "gpu-t4"),
-        *_gpus("V100 SXM2", "v100.txtpb", (2, 4, 8), "gpu-v100"),
-        *_gpus("A100", "a100.txtpb", (2, 4, 8), "gpu-a100"),
-        *_gpus("H100 SXM", "h100.txtpb", (2, 4, 8), "gpu-h100"),
-    )
-}
 
 
 def get(name: str) -> Target:
@@ -186,13 +56,6 @@ def matching(device_kind: str, count: int) -> Target | None:
     return max(found, key=lambda t: t.devices == count, default=None)
 
 
-def _spec_kind(spec: str | None) -> str:
-    for line in (SPECS / str(spec)).read_text().splitlines():
-        if line.startswith("device_description_str:"):
-            return line.split(":", 1)[1].strip().strip('"')
-    raise ValueError(f"{spec} has no device_description_str")
-
-
 def spec_memory_bytes(spec: str) -> int:
     """The device memory a GPU spec file tells the compiler the chip has."""
     for line in (SPECS / spec).read_text().splitlines():
@@ -203,25 +66,14 @@ def spec_memory_bytes(spec: str) -> int:
 
 # --- What each target's figures are, per JAX device -----------------------------------
 
-# The share of a chip's memory a JAX program can have by default. On a GPU, JAX
-# preallocates 75% of the memory at its first operation (XLA_PYTHON_CLIENT_MEM_FRACTION,
-# JAX's "GPU memory allocation" page); the rest is the CUDA context's and other
-# processes'. A TPU's HBM is the program's.
-USABLE_FRACTION = {"gpu": 0.75, "tpu": 1.0}
-
 
 def describe(target: Target) -> dict[str, Any]:
     """The record's `target` field: per chip as the vendor gives it, per device (what
     the compiler's memory analysis is per) where a chip is several devices, and what a
     JAX program may use of it by default (what `fits` compares with)."""
-    kind = target.kind
-    memory = chips.fact(kind, "memory_bytes")
+    memory = chips.fact(target.kind, "memory_bytes")
     per_device = None if memory is None else memory // target.devices_per_chip
-    peaks = {
-        p: chips.peak_tflops(kind, p)
-        for p in ("fp32", "tf32", "bf16", "fp16")
-        if chips.peak_tflops(kind, p) is not None
-    }
+    chip = rates.of_chip(target.platform, target.kind)
     return {
         "name": target.name,
         "platform": target.platform,
@@ -238,8 +90,8 @@ def describe(target: Target) -> dict[str, Any]:
         "usable_bytes_per_device": (
             None if per_device is None else int(per_device * USABLE_FRACTION[target.platform])
         ),
-        "bandwidth_bytes_per_s": chips.fact(kind, "bandwidth"),
-        "peak_tflops": peaks,
+        "bandwidth_bytes_per_s": chip.bytes_per_s,
+        "peak_tflops": dict(chip.peak_tflops),
     }
 
 
@@ -292,7 +144,7 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     depends on JAX's version (jax.experimental.topologies).
 
     Where no TPU or GPU is here and JAX has not started its backends, JAX is first told
-    the CPU is all there is (`cpu_backend_only`, as experiments.run tells it): the CUDA
+    the CPU is all there is (`cpu_backend_only`, as experiments.cli.run tells it): the CUDA
     plugin then loads as a compiler without looking for the cuDNN and driver a GPU run
     needs (none is here, and compiling needs neither), and JAX, when it starts, tries
     no TPU or CUDA backend to log its failure; the process's computations run on the
@@ -404,7 +256,7 @@ def prepare_libtpu() -> dict[str, str]:
 
 
 def cpu_backend_only() -> bool:
-    """For a program that compiles for targets or runs on this CPU (experiments.run, its
+    """For a program that compiles for targets or runs on this CPU (experiments.cli.run, its
     compile child), never for a library import: with a compiler installed (the
     [targets] extra) and no TPU or GPU here, JAX would try to start the TPU and CUDA
     backends and log their failures at length before settling on the CPU; it is told

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import compile_only, measure
+from experiments.harness import compile_only, measure
 from jaxcnn import train
 
 CRASHING_BATCH = 24

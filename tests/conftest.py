@@ -115,10 +115,10 @@ class Analysed:
 
 def complete_record(record: dict) -> dict:
     """A hand-made test record with every field schema 2 requires that the test leaves
-    out: the workload's at experiments.workload.Workload's defaults (kind train), where
+    out: the workload's at experiments.records.workload.Workload's defaults (kind train), where
     and how it ran as on a laptop's CPU, versions unknown. Fields the test set are kept."""
     from experiments import records
-    from experiments.workload import Workload
+    from experiments.records.workload import Workload
 
     for section in ("workload", "device", "env"):  # shared dicts stay as they are
         record[section] = dict(record[section])

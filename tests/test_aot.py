@@ -19,8 +19,9 @@ import pytest
 from conftest import missing_extra, needs_extra
 
 import jaxcnn
-from jaxcnn import aot, flops, host_loop, targets, train
+from jaxcnn import aot, flops, targets, train
 from jaxcnn.errors import UsageError
+from jaxcnn.perf import host as host_lib
 
 HAVE_TARGETS = missing_extra("targets") is None
 needs_targets = needs_extra("targets")
@@ -89,19 +90,19 @@ def test_a_users_own_cnn_compiles_for_a_tpu_and_a_gpu(target):
         # The step is its kernels; the loop step adds the host's side of a step loop,
         # whose host parts depend on the caller's loop and data: left out, and named.
         assert p["step_time_s"] == p["device_step_s"] <= p["loop_step_s"]
-        assert set(host_loop.PARTS) <= set(p["loop_left_out"])
+        assert set(host_lib.PARTS) <= set(p["loop_left_out"])
         # What the docs name, the prediction's own attributes, as its record block has them
         prediction = r.prediction
         assert prediction.loop_left_out == p["loop_left_out"]
         assert prediction.loop_bound == p["loop_bound"] in ("host", "device")
         assert prediction.epoch_s == p["epoch_s"] and prediction.loop_step_s == p["loop_step_s"]
-        copy = p["loop_parts"][host_loop.TRANSFER]
+        copy = p["loop_parts"][host_lib.TRANSFER]
         if target.startswith("gpu"):  # the batch over the T4's PCIe Gen3 x16
             nbytes = r.batch_size * (math.prod(SHAPE) + 4 + 4)
             assert copy == pytest.approx(nbytes / (16 * 8e9 * 128 / 130 / 8))
             assert p["loop_step_s"] == pytest.approx(p["device_step_s"] + copy)
         else:  # no TPU host link is published: left out, and said
-            assert copy is None and host_loop.TRANSFER in p["loop_left_out"]
+            assert copy is None and host_lib.TRANSFER in p["loop_left_out"]
         assert list(r.compile_seconds) == ["train"] and set(r.executables) == {"train"}
     assert small.batch_size == 32 and large.batch_size == 256
     assert large.flops == 8 * small.flops

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from conftest import write_idx
 
-from experiments import cli_plan, records, sweep
-from experiments.run import main, parse_args
-from experiments.workload import Workload
+from experiments import records
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main, parse_args
+from experiments.harness import sweep
+from experiments.records.workload import Workload
 from jaxcnn import targets
 
 TINY = ["--epochs", "1", "--set", "steps=2", "--set", "timing_steps=2", "--batch-size", "16"]
@@ -436,7 +438,7 @@ def test_a_cpu_device_count_above_the_bound_is_refused_before_jax_starts():
 def test_a_workload_out_of_its_bounds_is_a_usage_error_before_any_work(change, said):
     import jax
 
-    from experiments import prepare
+    from experiments.harness import prepare
     from jaxcnn.errors import UsageError
 
     prepare.check(Workload(model="mlp"), jax.devices()[:1])  # positive control
@@ -445,7 +447,7 @@ def test_a_workload_out_of_its_bounds_is_a_usage_error_before_any_work(change, s
 
 
 def test_available_memory_is_the_kernels_memavailable(tmp_path):
-    from experiments import sweep
+    from experiments.harness import sweep
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n")
@@ -457,8 +459,8 @@ def test_available_memory_is_the_kernels_memavailable(tmp_path):
 
 
 def test_images_beyond_the_memory_available_now_are_refused(monkeypatch):
-    from experiments import sweep
-    from experiments.workload import Workload
+    from experiments.harness import sweep
+    from experiments.records.workload import Workload
     from jaxcnn.errors import UsageError
 
     workload = Workload(model="mlp", dataset="mnist", batch_size=128, epochs=1)
@@ -475,8 +477,8 @@ def test_images_beyond_the_memory_available_now_are_refused(monkeypatch):
 def test_a_matmul_side_beyond_any_memory_is_an_oom_to_find_not_a_usage_error():
     import jax
 
-    from experiments import prepare
-    from experiments.workload import MAX_MATMUL_SIDE
+    from experiments.harness import prepare
+    from experiments.records.workload import MAX_MATMUL_SIDE
     from jaxcnn.errors import UsageError
 
     def matmul(n: int) -> Workload:

@@ -16,7 +16,7 @@ RUN += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=fals
 
 
 def _run(out, limited: bool) -> subprocess.CompletedProcess:
-    """experiments.run in a process of its own, limited to files of LIMIT bytes by the
+    """experiments.cli.run in a process of its own, limited to files of LIMIT bytes by the
     shell's `ulimit -f` (in KiB) where `limited`."""
     limit = f"ulimit -f {LIMIT // 1024} && " if limited else ""
     command = [sys.executable, "-m", "experiments.run", "--out", str(out), *RUN]

@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli_options, cli_plan, records
-from experiments import run as run_module
-from experiments.run import main
+from experiments import records
+from experiments.cli import options as cli_options
+from experiments.cli import plan as cli_plan
+from experiments.cli import run as run_module
+from experiments.cli.run import main
 
 TINY = ["--epochs", "1", "--set", "steps=3", "--set", "timing_steps=3", "--batch-size", "16"]
 TINY += ["--set", "progress=false"]
@@ -135,7 +137,7 @@ ANSWERED_WITHOUT_JAX = [
 NEEDS_JAX = ["--device", "tpu", "--model", "mlp"]
 _IMPORTS = """
 import json, sys
-from experiments.run import main
+from experiments.cli.run import main
 codes = [main(argv) for argv in json.loads(sys.argv[1])]
 before = "jax" in sys.modules
 codes.append(main(json.loads(sys.argv[2])))
@@ -172,22 +174,10 @@ def test_help_and_usage_errors_are_answered_without_importing_jax(imports):
 
 
 def test_the_names_the_command_offers_are_the_librarys():
-    from experiments import workload
-    from jaxcnn import (
-        data,
-        devices,
-        formulation,
-        host_memory,
-        loop,
-        models,
-        parallel,
-        targets,
-        train,
-    )
+    from experiments.records import workload
+    from jaxcnn import devices, formulation, host_memory, loop, parallel, train
 
     assert cli_options.DEVICES == devices.DEVICE_CHOICES
-    assert cli_options.MODELS == tuple(models.names())
-    assert cli_options.DATASETS == data.DATASETS
     assert cli_options.STRATEGIES == parallel.STRATEGIES
     assert cli_options.OPTIMIZERS == train.OPTIMIZERS
     assert cli_options.SCHEDULES == train.SCHEDULES
@@ -195,7 +185,6 @@ def test_the_names_the_command_offers_are_the_librarys():
     assert cli_options.LOOPS == loop.LOOPS
     assert cli_options.FORMULATIONS == formulation.NAMES
     assert cli_options.HOST_MEMORY_POLICIES == host_memory.POLICIES
-    assert cli_options.TARGETS == tuple(targets.TARGETS)
 
 
 def test_help_shows_the_common_options_with_their_choices_and_the_exit_codes():
@@ -236,7 +225,7 @@ def test_the_final_table_tells_every_workload_of_every_study_apart():
 
 @pytest.mark.parametrize(
     "module",
-    ["experiments.run", "experiments.report", "experiments.migrate_records", "benchmarks.peers"],
+    ["experiments.run", "experiments.cli.report", "experiments.cli.migrate", "benchmarks.peers"],
 )
 def test_every_command_says_a_usage_error_in_one_line(module, capsys):
     main_of = __import__(module, fromlist=["main"]).main

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import references
+from experiments.predict import references
 from experiments.report import figures
 from jaxcnn.errors import DataError
 

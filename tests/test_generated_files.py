@@ -11,7 +11,9 @@ import sys
 import pytest
 from conftest import complete_record, fill_disk
 
-from experiments import analysis, records, report
+from experiments import records
+from experiments.cli import report as report_cli
+from experiments.report import readme as analysis
 
 START, END = analysis.README_START, analysis.README_END
 # The user's text after the generated block, more than a page of it; the whole file just
@@ -88,7 +90,7 @@ def killed(source, target):
         os.kill(os.getpid(), signal.SIGKILL)
     rename(source, target)
 os.replace = killed
-sys.exit(report.main(sys.argv[1:]))
+sys.exit(report_cli.main(sys.argv[1:]))
 """
 
 
@@ -103,7 +105,7 @@ def test_a_kill_during_the_readme_rewrite_leaves_it_whole(tmp_path):
     )
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()
     assert readme.read_text() == README
-    assert report.main(argv) == 0  # and the same command then rewrites it
+    assert report_cli.main(argv) == 0  # and the same command then rewrites it
     text = readme.read_text()
     assert "stale" not in text and text.endswith(USER_TEXT)
 
@@ -114,12 +116,12 @@ def test_a_full_disk_during_the_readme_rewrite_leaves_it_whole(small_disk, tmp_p
     readme.write_text(README)
     fill_disk(small_disk)
     argv = [str(results), "--out", str(tmp_path / "report"), "--readme", str(readme)]
-    assert report.main(argv) == 1
+    assert report_cli.main(argv) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert f"could not write {readme} (No space left on device)" in err
     assert readme.read_text() == README
     assert sorted(p.name for p in small_disk.iterdir()) == ["README.md", "filler", "filler-tail"]
     (small_disk / "filler").unlink()  # a positive control: with room, it is rewritten
-    assert report.main(argv) == 0
+    assert report_cli.main(argv) == 0
     assert "stale" not in readme.read_text()

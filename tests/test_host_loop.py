@@ -11,6 +11,7 @@ import pytest
 from jaxcnn import data, host_loop, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import FitOptions, fit
+from jaxcnn.perf import host as host_lib
 
 STEPS = 4
 BATCH = 16
@@ -47,8 +48,8 @@ def test_every_step_has_each_host_part_and_the_loop_syncs_at_its_end():
     recorder, history = _fit()
     samples = recorder.samples
     assert recorder.steps == history[0]["steps"] == STEPS
-    assert all(len(samples[part]) == STEPS for part in host_loop.PARTS)
-    assert len(samples[host_loop.WAIT]) == 1  # 4 steps: no check in between, the epoch's end
+    assert all(len(samples[part]) == STEPS for part in host_lib.PARTS)
+    assert len(samples[host_lib.WAIT]) == 1  # 4 steps: no check in between, the epoch's end
 
 
 def test_a_slow_batch_shows_in_the_batch_part_not_in_dispatch(monkeypatch):
@@ -95,7 +96,7 @@ def test_dispatch_returns_before_a_long_step_ends_and_the_sync_waits_for_it():
     samples = _fit(placement=placement)[0].samples  # compiled above: no compile here
     # The one sync waited for the steps still queued: the device's time, after every
     # call had come back (the host ran ahead of the device).
-    [waited] = samples[host_loop.WAIT]
+    [waited] = samples[host_lib.WAIT]
     assert max(samples["dispatch"]) < waited / 10
 
 

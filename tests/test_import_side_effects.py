@@ -104,3 +104,57 @@ def test_the_explicit_calls_make_the_changes_the_probe_sees():  # the control of
         [host_memory._MALLOPT_PARAM[name], value] for name, value in host_memory.RETAIN.items()
     ]
     assert changed["mallopt"] == (retain if no_accelerator and glibc else [])
+
+
+# Reads the library's registries (models, chips, targets, datasets) after `import jaxcnn`,
+# then touches what argv[1] names; prints which of Flax and JAX were imported before and
+# after that touch.
+LAZY = """
+import json, sys
+import jaxcnn
+import jaxcnn.perf.chips
+
+read = (
+    jaxcnn.models.names(),
+    jaxcnn.models.input_shape("mlp"),
+    jaxcnn.models.spec("catsdogs_cnn").num_outputs,
+    jaxcnn.perf.chips.find("Tesla T4").bandwidth,
+    sorted(jaxcnn.perf.chips.TARGETS),
+    jaxcnn.data.DATASETS,
+)
+loaded = lambda: sorted(m for m in ("flax", "jax") if m in sys.modules)
+before = loaded()
+if sys.argv[1] == "fit":
+    jaxcnn.fit
+elif sys.argv[1] == "model":
+    jaxcnn.models.get("mlp")
+print(json.dumps({"before": before, "after": loaded(), "models": len(read[0])}))
+"""
+
+
+def _lazy(touch: str) -> dict:
+    run = subprocess.run(
+        [sys.executable, "-c", LAZY, touch],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_the_registries_are_read_without_flax_or_jax():
+    from jaxcnn import models
+
+    found = _lazy("nothing")
+    assert found == {"before": [], "after": [], "models": len(models.names())}
+
+
+@pytest.mark.parametrize("touch", ["fit", "model"])
+def test_a_name_that_needs_them_loads_flax_and_jax(touch):  # the control of the above
+    from jaxcnn import models
+
+    found = _lazy(touch)
+    assert found == {"before": [], "after": ["flax", "jax"], "models": len(models.names())}

@@ -24,6 +24,7 @@ from conftest import needs_extra
 
 from jaxcnn.perf import hlo as K
 from jaxcnn.perf import price
+from jaxcnn.perf.rates import Rates
 
 DATA = Path(__file__).resolve().parent / "data"
 MNIST_PARAMS = 225_034  # mnist_cnn's trainable parameters (models.param_counts; checked below)
@@ -200,7 +201,7 @@ def test_an_elemental_convolution_runs_at_its_own_fraction_of_peak():
 def test_a_compiled_step_is_read_as_its_devices_platform_compiled_it():
     import jax
 
-    from experiments import measure
+    from experiments.harness import measure
 
     class Compiled:  # what measure.step_kernels reads of a jax Compiled
         input_shardings = (jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0]),)
@@ -500,11 +501,7 @@ def test_text_without_an_entry_computation_is_one_clear_error():
 
 # --- The model ------------------------------------------------------------------------
 
-RATES = {
-    "peak_flops_per_s": {"f32": 1e12, "bf16": 4e12},
-    "bytes_per_s": 1e11,
-    "interconnect_bytes_per_s": 1e9,
-}
+RATES = Rates({"f32": 1e12, "bf16": 4e12}, bytes_per_s=1e11, interconnect_bytes_per_s=1e9)
 COSTS = price.Constants(compute_efficiency=0.5, memory_efficiency=0.8, kernel_overhead_s=1e-6)
 
 
@@ -548,11 +545,11 @@ def test_missing_rates_and_bad_constants_are_one_clear_error_each():
     with pytest.raises(ValueError, match="computes in s8: its rates give no peak"):
         price.step_time([kernel("gemm", 1e6, 10, "s8")], RATES, COSTS)
     # bf16 on a chip with no bf16 peak runs on f32's units, at f32's peak.
-    f32_only = {**RATES, "peak_flops_per_s": {"f32": 1e12}}
+    f32_only = dataclasses.replace(RATES, peak_flops_per_s={"f32": 1e12})
     bf16 = price.step_time([kernel("gemm", 1e9, 0, "bf16")], f32_only, COSTS)
     assert bf16["compute_s"] == pytest.approx(1e9 / (1e12 * 0.5))
     # No interconnect figure (a CPU's devices, a TPU v2): collectives at the memory's rate.
-    alone = {**RATES, "interconnect_bytes_per_s": None}
+    alone = dataclasses.replace(RATES, interconnect_bytes_per_s=None)
     moved = price.step_time([kernel("collective", 0, 10, moved=5)], alone, COSTS)
     assert moved["collective_s"] == pytest.approx(5 / 1e11)
     with pytest.raises(ValueError, match="compute_efficiency"):
@@ -687,7 +684,7 @@ def test_a_summary_is_json_and_gives_back_the_same_kernels_and_time():
     back = K.from_summary(rows)
     assert K.summarize(back) == rows
     assert K.totals(back) == K.totals(ks)
-    rates = {**RATES, "peak_flops_per_s": {"f32": 8e12, "bf16": 65e12}}
+    rates = dataclasses.replace(RATES, peak_flops_per_s={"f32": 8e12, "bf16": 65e12})
     time, time_back = price.step_time(ks, rates, COSTS), price.step_time(back, rates, COSTS)
     assert time_back.pop("bound_by") == time.pop("bound_by")
     assert time_back == pytest.approx(time)  # summed in another order
@@ -708,8 +705,8 @@ def compiled_text(target: str | None, program: str = "train", strategy: str = "s
     at batch 128, for `target` (None: this machine's CPU), as compile_only builds it."""
     import jax
 
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     loop = "device" if program == "epoch" else "step"
@@ -727,8 +724,8 @@ def compiled_text(target: str | None, program: str = "train", strategy: str = "s
 def jaxpr_flops(target: str | None):
     import jax
 
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import flops, targets, train
 
     workload = Workload(batch_size=BATCH, kind="compile" if target else "train", target=target)

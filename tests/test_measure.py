@@ -1,4 +1,4 @@
-"""Timing, memory, MFU and failure classification (experiments/measure.py). No timed
+"""Timing, memory, MFU and failure classification (experiments/harness/measure.py). No timed
 assertions: structure, counts and ordering only."""
 
 import dataclasses
@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from conftest import Analysed
 
-from experiments import measure, records
-from experiments.prepare import load_splits
-from experiments.runners import RunContext, run_workload
-from experiments.workload import BOUNDS, Workload
+from experiments import records
+from experiments.harness import measure
+from experiments.harness.prepare import load_splits
+from experiments.harness.runners import RunContext, run_workload
+from experiments.records.workload import BOUNDS, Workload
 from jaxcnn import loop, models, train
 from jaxcnn.perf import predict
 
@@ -375,7 +376,7 @@ def test_a_cpu_is_predicted_from_measured_figures_only():
 
 def _counted_step(stop_at: int | None):
     """A train step that counts its calls and, at call `stop_at`, asks to stop (what the
-    SIGTERM handler of experiments.run does)."""
+    SIGTERM handler of experiments.cli.run does)."""
     calls = []
 
     def step(state, batch):

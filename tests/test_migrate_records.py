@@ -1,4 +1,4 @@
-"""experiments/migrate_records.py: records of schema 1 in, schema 2 out, once; what was
+"""experiments/records/migrate.py: records of schema 1 in, schema 2 out, once; what was
 measured is not touched, bad lines and records already migrated stay byte for byte,
 and checkpoint folders follow their records' new keys."""
 
@@ -13,8 +13,10 @@ import warnings
 
 import pytest
 
-from experiments import migrate_records, records
-from experiments.workload import Workload
+from experiments import records
+from experiments.cli import migrate as migrate_cli
+from experiments.records import migrate as migrate_records
+from experiments.records.workload import Workload
 
 CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host": "laptop"}
 BASE = {  # the workload fields of the first records, before the studies added theirs
@@ -122,7 +124,7 @@ def test_old_records_gain_explicit_fields_and_keep_what_was_measured(old_file, c
     for line in old_file.read_text().splitlines():
         with contextlib.suppress(ValueError):
             before[json.loads(line)["run_id"]] = json.loads(line)
-    assert migrate_records.main([str(old_file)]) == 0
+    assert migrate_cli.main([str(old_file)]) == 0
     assert capsys.readouterr().out == (
         f"{old_file}: 5 record(s) migrated to schema 2, 1 already, 2 line(s) kept as they "
         "were (lines 4, 8); 0 checkpoint folder(s) renamed to their new keys\n"
@@ -158,7 +160,7 @@ def test_old_records_gain_explicit_fields_and_keep_what_was_measured(old_file, c
 def test_a_migrated_key_is_the_key_a_rerun_computes(old_file):
     """So a rerun skips what the old records measured: the one rule, for the workload
     those records ran (formulation xla: before formulations existed)."""
-    migrate_records.main([str(old_file)])
+    migrate_cli.main([str(old_file)])
     after = _by_id(old_file)
     first = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist", batch_size=64)
     expected = dataclasses.replace(first, formulation="xla").describe()
@@ -172,12 +174,12 @@ def test_a_migrated_key_is_the_key_a_rerun_computes(old_file):
 
 def test_a_second_run_changes_nothing_and_v2_lines_stay_byte_for_byte(old_file, capsys):
     original = old_file.read_bytes().splitlines(keepends=True)
-    migrate_records.main([str(old_file)])
+    migrate_cli.main([str(old_file)])
     once = old_file.read_bytes()
     for number in (4, 7, 8):  # the torn line, the schema 2 record, the line not JSON
         assert once.splitlines(keepends=True)[number - 1] == original[number - 1]
     capsys.readouterr()
-    assert migrate_records.main([str(old_file.parent)]) == 0  # a folder: its *.jsonl
+    assert migrate_cli.main([str(old_file.parent)]) == 0  # a folder: its *.jsonl
     assert old_file.read_bytes() == once
     assert "0 record(s) migrated to schema 2, 6 already" in capsys.readouterr().out
 
@@ -186,7 +188,7 @@ def test_checkpoint_folders_follow_their_records_to_the_new_key(old_file, capsys
     checkpoints = old_file.parent / "checkpoints"
     (checkpoints / _old_key("first") / "5").mkdir(parents=True)
     (checkpoints / "a-run-that-never-wrote-a-record").mkdir()
-    migrate_records.main([str(old_file)])
+    migrate_cli.main([str(old_file)])
     out = capsys.readouterr().out
     new_key = _by_id(old_file)["first"]["config_key"]
     assert sorted(p.name for p in checkpoints.iterdir()) == sorted(
@@ -198,7 +200,7 @@ def test_checkpoint_folders_follow_their_records_to_the_new_key(old_file, capsys
 
 
 def test_a_missing_file_is_one_line_and_exit_2(tmp_path, capsys):
-    assert migrate_records.main([str(tmp_path / "nope.jsonl")]) == 2
+    assert migrate_cli.main([str(tmp_path / "nope.jsonl")]) == 2
     assert capsys.readouterr().err == f"no such file or folder: {tmp_path / 'nope.jsonl'}\n"
 
 
@@ -227,7 +229,7 @@ def test_a_key_that_climbs_out_of_the_checkpoints_moves_nothing(old_file, capsys
     rooted = _v1("rooted", dict(BASE)) | {"config_key": str(absolute)}
     lines += [json.dumps(climbing) + "\n", json.dumps(rooted) + "\n"]
     old_file.write_text("".join(lines))
-    assert migrate_records.main([str(old_file), "--checkpoint-dir", str(checkpoints)]) == 0
+    assert migrate_cli.main([str(old_file), "--checkpoint-dir", str(checkpoints)]) == 0
     out = capsys.readouterr().out
     assert "7 record(s) migrated" in out
     assert "2 old key(s) not of 16 hex digits name no checkpoint folder" in out
@@ -246,7 +248,7 @@ def test_a_path_is_made_only_from_a_config_key(tmp_path, key):
 
 def _one_line(argv, code, message):
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.migrate_records", *argv],
+        [sys.executable, "-m", "experiments.cli.migrate", *argv],
         capture_output=True,
         text=True,
         timeout=60,

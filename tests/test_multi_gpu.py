@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import needs_extra
 
-from experiments import compile_only, predictions, records
+from experiments import records
+from experiments.harness import compile_only
+from experiments.predict import shown as predictions
+from experiments.records.workload import Workload
 from experiments.studies import COMPILE_STUDIES
-from experiments.workload import Workload
 from jaxcnn import models, targets
 from jaxcnn.perf import chips
 from jaxcnn.perf import hlo as kernels
@@ -123,7 +125,7 @@ def test_two_t4s_compile_the_step_with_its_gradient_all_reduce():
 
 @needs_cuda_plugin
 def test_the_scaling_targets_smoke_compiles_one_and_two_t4s_once_each(tmp_path, capsys):
-    from experiments.run import main
+    from experiments.cli.run import main
 
     assert main(["--study=scaling_targets", "--smoke", f"--out={tmp_path}"]) == 0
     out = capsys.readouterr().out

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from experiments import records
-from experiments.run import main
+from experiments.cli.run import main
 from jaxcnn import distributed
 from jaxcnn.errors import UsageError
 
@@ -117,7 +117,7 @@ def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
 
 
 def _cli(out: Path, *extra: str) -> list[list[str]]:
-    """The same experiments.run command for process 0 and process 1 of a fresh coordinator:
+    """The same experiments.cli.run command for process 0 and process 1 of a fresh coordinator:
     2 x 2 fake devices, pmap, 1 epoch of 22 steps of digits."""
     args = [
         *("--model", "mlp", "--set", "width=16", "--dataset", "digits", "--batch-size", "64"),

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from experiments import records as records_lib
-from experiments import run as run_cli
+from experiments.cli import run as run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "colab" / "jaxcnn_study.ipynb"

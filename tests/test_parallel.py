@@ -29,9 +29,9 @@ import numpy as np
 import pytest
 
 from experiments import records
-from experiments.prepare import record_for
-from experiments.run import main
-from experiments.workload import Workload
+from experiments.cli.run import main
+from experiments.harness.prepare import record_for
+from experiments.records.workload import Workload
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import FitOptions, fit
@@ -141,7 +141,7 @@ def test_step_is_traced_once_and_compiles_ahead_of_time(strategy):
     for batch in batches[:3]:
         state, _ = placement.train_step(state, batch)
     assert len(traces) == 1
-    # What experiments/measure.py does: lower + compile, then call the executables
+    # What experiments/harness/measure.py does: lower + compile, then call the executables
     # with placed state and batches.
     compiled = placement.train_step.lower(state, batches[3]).compile()
     evaluate = placement.eval_step.lower(state, batches[3]).compile()

@@ -10,8 +10,9 @@ from pathlib import Path
 import jax
 import pytest
 
-from experiments import cli_plan, records
-from experiments.run import main, parse_args
+from experiments import records
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main, parse_args
 from jaxcnn import devices
 from jaxcnn.checkpoint import Checkpoints, exclusive
 from jaxcnn.errors import UsageError
@@ -21,7 +22,7 @@ RUN += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=fals
 
 
 def _key_folder(out: Path) -> Path:
-    """Where `experiments.run --out OUT *RUN` checkpoints its one workload (a key's
+    """Where `experiments.cli.run --out OUT *RUN` checkpoints its one workload (a key's
     folder as made, not resolved)."""
     options = parse_args(["--out", str(out), *RUN])
     (workload,) = cli_plan.workloads(options, "cpu", 1)

@@ -1,4 +1,5 @@
-"""The peak table and the precision an MFU is measured against (jaxcnn/devices.py)."""
+"""The peak table and the precision an MFU is measured against (jaxcnn.perf.chips, read
+through jaxcnn.perf.rates)."""
 
 import dataclasses
 
@@ -6,7 +7,7 @@ import jax
 import pytest
 
 from jaxcnn import devices
-from jaxcnn.perf import chips
+from jaxcnn.perf import chips, rates
 
 
 @dataclasses.dataclass
@@ -64,15 +65,15 @@ def test_unknown_chips_and_precisions_have_no_peak():
     ],
 )
 def test_default_matmul_precision_per_platform(device, dtype, precision):
-    assert devices.matmul_precision(device, dtype) == precision
+    assert rates.matmul_precision(device, dtype) == precision
 
 
 def test_this_cpu_runs_f32_as_f32():
-    assert devices.matmul_precision(jax.devices()[0]) == "fp32"
+    assert rates.matmul_precision(jax.devices()[0]) == "fp32"
     assert devices.matmul_sizes("cpu")[-1] <= 2048  # quick here
 
 
 def test_highest_precision_is_true_fp32():
     with jax.default_matmul_precision("highest"):
-        assert devices.matmul_precision(_Chip("gpu", "NVIDIA A100-SXM4-40GB", "8.0")) == "fp32"
-        assert devices.matmul_precision(_Chip("tpu", "TPU v4")) is None  # 6 bf16 passes
+        assert rates.matmul_precision(_Chip("gpu", "NVIDIA A100-SXM4-40GB", "8.0")) == "fp32"
+        assert rates.matmul_precision(_Chip("tpu", "TPU v4")) is None  # 6 bf16 passes

@@ -19,11 +19,14 @@ import numpy as np
 import pytest
 from conftest import immutable, needs_extra
 
-from experiments import fit_predictions, predictions
-from jaxcnn import host_loop
+from experiments.cli import fit as fit_cli
+from experiments.cli import repredict as repredict_cli
+from experiments.predict import observations as fit_predictions
+from experiments.predict import shown as predictions
 from jaxcnn.perf import fit as fit_lib
 from jaxcnn.perf import hlo, predict, price
 from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import rates as rates_lib
 from jaxcnn.perf.hlo import Kernel
 
 
@@ -108,32 +111,29 @@ def _assert_recovered_where_identifiable(obs: list, truth: dict, fitted: dict) -
 
 def test_vendor_rates_price_f32_at_the_precision_its_matmuls_run_in():
     # A100: f32 matmuls run as TF32 (156 TFLOP/s); T4 has no TF32: fp32 (8.1).
-    assert price.vendor_rates(A100)["peak_flops_per_s"]["f32"] == pytest.approx(156e12)
-    assert price.vendor_rates(A100)["peak_flops_per_s"]["bf16"] == pytest.approx(312e12)
-    assert price.vendor_rates(T4)["peak_flops_per_s"]["f32"] == pytest.approx(8.1e12)
-    assert price.vendor_rates(A100)["bytes_per_s"] == pytest.approx(1555e9)
+    assert rates_lib.of_device(A100).peak_flops_per_s["f32"] == pytest.approx(156e12)
+    assert rates_lib.of_device(A100).peak_flops_per_s["bf16"] == pytest.approx(312e12)
+    assert rates_lib.of_device(T4).peak_flops_per_s["f32"] == pytest.approx(8.1e12)
+    assert rates_lib.of_device(A100).bytes_per_s == pytest.approx(1555e9)
 
 
 def test_a_chip_of_two_devices_gives_each_half_its_rates():
-    one, half = price.vendor_rates(V3), price.vendor_rates(V3, devices_per_chip=2)
-    assert half["peak_flops_per_s"]["f32"] == pytest.approx(one["peak_flops_per_s"]["f32"] / 2)
-    assert half["bytes_per_s"] == pytest.approx(one["bytes_per_s"] / 2)
+    one, half = rates_lib.of_device(V3), rates_lib.of_device(V3, devices_per_chip=2)
+    assert half.peak_flops_per_s["f32"] == pytest.approx(one.peak_flops_per_s["f32"] / 2)
+    assert half.bytes_per_s == pytest.approx(one.bytes_per_s / 2)
 
 
 def test_measured_rates_come_from_the_run_and_say_so():
-    rates = price.measured_rates(
+    rates = rates_lib.measured(
         {"float32": {"tflops": 0.2}, "bfloat16": {"tflops": None}}, {"bytes_per_s": 1e10}
     )
-    assert rates == {
-        "peak_flops_per_s": {"f32": pytest.approx(2e11)},
-        "bytes_per_s": 1e10,
-        "interconnect_bytes_per_s": None,
-        "source": "measured",
-    }
+    assert rates.peak_flops_per_s == {"f32": pytest.approx(2e11)}
+    assert (rates.bytes_per_s, rates.source) == (1e10, "measured")
+    assert rates.interconnect_bytes_per_s is None and rates.host_link_bytes_per_s is None
 
 
 def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_launch():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     compute_bound = _gemm(flops=156e12 * 1e-3, nbytes=1e6)  # 1 ms at peak, 2 ms at 0.5
     memory_bound = _gemm(flops=0, nbytes=1555e9 * 1e-3, count=3)  # 1 ms at bw, 1.25 at 0.8
     block = _predicted([compute_bound, memory_bound], rates, "gpu", 64, table=TABLE)
@@ -150,7 +150,7 @@ def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_laun
 
 def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim():
     big = [_gemm(flops=2e9 * 64, nbytes=1e6)]  # 2 GFLOP per image at batch 64: large
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     seen = _predicted(big, rates, "gpu", 64, chip="A100", table=TABLE)
     unseen = _predicted(big, rates, "gpu", 64, chip="T4", table=TABLE)
     assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program", "quantity": DEVICE}
@@ -169,25 +169,25 @@ def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim
 def test_a_step_is_never_faster_than_its_launches():
     # Tiny kernels: nothing but the fixed cost of launching each.
     tiny = [_gemm(flops=10, nbytes=10, count=58)]
-    block = _predicted(tiny, price.vendor_rates(A100), "gpu", 128, table=TABLE)
+    block = _predicted(tiny, rates_lib.of_device(A100), "gpu", 128, table=TABLE)
     assert block["step_time_s"] >= 58 * 4e-6
 
 
 def test_bf16_kernels_run_at_the_bf16_peak_and_a_chip_without_one_at_f32s():
     flops = 1e12
     a100 = _predicted(
-        [_gemm(flops, 0, dtype="bf16")], price.vendor_rates(A100), "gpu", 1, table=TABLE
+        [_gemm(flops, 0, dtype="bf16")], rates_lib.of_device(A100), "gpu", 1, table=TABLE
     )
-    t4 = _predicted([_gemm(flops, 0, dtype="bf16")], price.vendor_rates(T4), "gpu", 1, table=TABLE)
+    t4 = _predicted([_gemm(flops, 0, dtype="bf16")], rates_lib.of_device(T4), "gpu", 1, table=TABLE)
     assert a100["compute_s"] == pytest.approx(flops / (312e12 * 0.5))
     assert t4["compute_s"] == pytest.approx(flops / (8.1e12 * 0.5))  # no bf16 units on a T4
 
 
 def test_no_prediction_for_a_platform_without_constants_or_a_chip_without_rates():
     k = [_gemm(1e9, 1e6)]
-    assert _predicted(k, price.vendor_rates(A100), "tpu", 1, table=TABLE) is None
+    assert _predicted(k, rates_lib.of_device(A100), "tpu", 1, table=TABLE) is None
     unknown = SimpleNamespace(platform="gpu", device_kind="NVIDIA L40S", compute_capability=None)
-    assert _predicted(k, price.vendor_rates(unknown), "gpu", 1, table=TABLE) is None
+    assert _predicted(k, rates_lib.of_device(unknown), "gpu", 1, table=TABLE) is None
 
 
 def test_the_committed_constants_have_every_platform_and_a_version():
@@ -250,14 +250,14 @@ def test_a_measured_cpu_step_is_priced_at_the_best_ceiling_its_machine_measured(
         r["run_id"]: r
         for r in predictions.with_machine_ceilings([disturbed, calm, elsewhere, compiled])
     }
-    assert predictions.rates_of(priced["disturbed"])["peak_flops_per_s"]["f32"] == 0.2e12
-    assert predictions.rates_of(priced["calm"])["peak_flops_per_s"]["f32"] == 0.2e12
-    assert predictions.rates_of(priced["elsewhere"])["peak_flops_per_s"]["f32"] == 0.1e12
+    assert predictions.rates_of(priced["disturbed"]).peak_flops_per_s["f32"] == 0.2e12
+    assert predictions.rates_of(priced["calm"]).peak_flops_per_s["f32"] == 0.2e12
+    assert predictions.rates_of(priced["elsewhere"]).peak_flops_per_s["f32"] == 0.1e12
     assert predictions.MACHINE_CEILING not in priced["compiled"]
-    assert predictions.rates_of(priced["disturbed"])["bytes_per_s"] == 40e9  # its own
+    assert predictions.rates_of(priced["disturbed"]).bytes_per_s == 40e9  # its own
     # the record keeps what it measured; without the machine's records, its own is used
     assert disturbed["matmul_ceiling"]["float32"]["tflops"] == 0.1
-    assert predictions.rates_of(disturbed)["peak_flops_per_s"]["f32"] == 0.1e12
+    assert predictions.rates_of(disturbed).peak_flops_per_s["f32"] == 0.1e12
 
 
 # --- The fit --------------------------------------------------------------------------
@@ -270,7 +270,7 @@ MORE_CELLS = ((2e12, 1e7, 1), (1e7, 3e9, 2))
 
 
 def _observation(flops: float, nbytes: float, count: int, truth: dict, i: int):
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     k = (_gemm(flops, nbytes, count),)
     costs = price.Constants.of(truth)
     seconds = price.step_time(list(k), rates, costs)["seconds"]
@@ -295,7 +295,7 @@ def test_convolutions_written_as_loops_get_their_own_fitted_fraction_of_peak():
         "kernel_overhead_s": 5e-6,
         "elemental_conv_efficiency": 0.02,
     }
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     # A CPU's GEMMs are library calls with their own fixed cost and bytes' rate: two more
     # constants to fit.
     cells = [*CELLS, *MORE_CELLS, (3e8, 2e8, 5)]
@@ -319,7 +319,10 @@ def test_kernels_may_pass_a_measured_ceiling_but_never_a_datasheet_peak():
     cells = list(CELLS)
     cells += [(2e12, 1e7, 1), (3e10, 2e5, 7)]
     vendor = [_observation(f, b, n, truth, i) for i, (f, b, n) in enumerate(cells)]
-    measured = [dataclasses.replace(o, rates={**o.rates, "source": "measured"}) for o in vendor]
+    measured = [
+        dataclasses.replace(o, rates=dataclasses.replace(o.rates, source="measured"))
+        for o in vendor
+    ]
     assert fit_lib.fit_platform("cpu", measured)["compute_efficiency"] == pytest.approx(
         1.4, rel=0.02
     )
@@ -351,7 +354,7 @@ def test_held_out_observations_are_predicted_but_not_fitted():
 def _published(truth: dict, loop_s: float) -> list:
     """Published observations of one GEMM at several batches (a batch scales its work),
     each step plus `loop_s` of its run's loop."""
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     costs = price.Constants.of(truth)
     obs = []
     for i, batch in enumerate((16, 32, 64, 128, 256, 512, 1024)):
@@ -399,7 +402,8 @@ def test_the_fit_is_reproducible_from_the_committed_references_and_records():
     # The committed constants are what the procedure gives on the committed inputs.
     from pathlib import Path
 
-    from experiments import records, references
+    from experiments import records
+    from experiments.predict import references
 
     results = Path(__file__).parent.parent / "results"
     again = fit_predictions.fit(records.load(results), references.load())
@@ -429,7 +433,7 @@ def test_a_gpu_prediction_prices_memory_traffic_and_launches_not_flops_alone():
     # The roofline of a deviceless XLA:GPU compile had no bytes (no cost analysis) and
     # priced mnist_cnn's step at its FLOPs over the T4's peak alone.
     ks = _program("gpu-t4_mnist_train")
-    block = _predicted(ks, price.vendor_rates(T4), "gpu", 128, table=TABLE)
+    block = _predicted(ks, rates_lib.of_device(T4), "gpu", 128, table=TABLE)
     flops = sum(k.flops * k.count for k in ks)
     flops_only = flops / 8.1e12
     assert block["memory_s"] > 0 and block["overhead_s"] == pytest.approx(58 * 4e-6)
@@ -441,7 +445,7 @@ def test_a_small_models_step_is_priced_by_its_launches():
     # mnist_cnn on a T4: 58 kernels; the roofline said 9 M images/s on an A100 (1.8 us a
     # step), less than the launches of its kernels take.
     ks = _program("gpu-t4_mnist_train")
-    block = _predicted(ks, price.vendor_rates(A100), "gpu", 128, table=TABLE)
+    block = _predicted(ks, rates_lib.of_device(A100), "gpu", 128, table=TABLE)
     assert block["step_time_s"] >= 58 * TABLE["families"]["gpu"]["kernel_overhead_s"]
     assert block["images_per_s"] < 128 / (58 * 4e-6)
 
@@ -452,8 +456,8 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
     # Seed 002's question needs this: at small batches a GPU step is launches and
     # memory traffic, so 8x the batch costs far less than 8x the time; the roofline
     # (FLOPs over peak) grew exactly with the batch.
-    from experiments import compile_only
-    from experiments.workload import Workload
+    from experiments.harness import compile_only
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     devices = list(targets.abstract_devices(targets.get("gpu-t4")))
@@ -462,7 +466,7 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
         workload = Workload(model="mnist_cnn", batch_size=batch, kind="compile", target="gpu-t4")
         program, _ = compile_only.step_program(workload, devices)
         ks = hlo.kernels(program.as_text())
-        block = _predicted(ks, price.vendor_rates(T4), "gpu", batch, table=TABLE)
+        block = _predicted(ks, rates_lib.of_device(T4), "gpu", batch, table=TABLE)
         times[batch] = block["step_time_s"]
     assert 1 < times[128] / times[16] < 0.75 * 8
 
@@ -471,7 +475,7 @@ def test_a_small_step_grows_less_than_its_batch_as_real_gpu_steps_do(tmp_path):
 
 
 def _reference(**fields):
-    from experiments.references import Reference
+    from experiments.predict.references import Reference
 
     row = dict(
         id="ref-a100",
@@ -581,12 +585,12 @@ def _host(**more) -> dict:
 
 
 def test_the_host_parts_per_step_are_the_medians_and_a_sync_spread_over_its_steps():
-    parts = host_loop.per_step(HOST_LOOP)
+    parts = host_lib.per_step(HOST_LOOP)
     assert parts["dispatch"] == pytest.approx(80e-6)  # not the mean: the waits are the device's
     assert parts["sync"] == pytest.approx(1e-6 + 2e-3 / 50)  # one fetch per 50 steps
     # An epoch shorter than 50 steps syncs at its end: once per epoch.
-    assert host_loop.per_step(HOST_LOOP, 10)["sync"] == pytest.approx(1e-6 + 2e-3 / 10)
-    assert host_loop.per_step({"parts": {}}) == dict.fromkeys(host_loop.PARTS)
+    assert host_lib.per_step(HOST_LOOP, 10)["sync"] == pytest.approx(1e-6 + 2e-3 / 10)
+    assert host_lib.per_step({"parts": {}}) == dict.fromkeys(host_lib.PARTS)
 
 
 def test_the_step_loop_copies_its_batch_every_step_and_a_cpu_copies_nothing():
@@ -600,11 +604,11 @@ def test_the_step_loop_copies_its_batch_every_step_and_a_cpu_copies_nothing():
 
 
 def test_a_host_part_without_a_figure_is_left_out_and_named():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]  # 1.25 ms at 0.8 of the bandwidth
     unknown = _host(measured=None, host_link_bytes_per_s=None)
     block = _predicted(kernels, rates, "gpu", 64, host=unknown, table=TABLE)
-    assert block["loop_left_out"] == [*host_loop.PARTS, host_loop.TRANSFER]
+    assert block["loop_left_out"] == [*host_lib.PARTS, host_lib.TRANSFER]
     assert block["loop_step_s"] == pytest.approx(block["device_step_s"])  # nothing added
     # The control: measured parts and a published link leave nothing out.
     known = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
@@ -614,34 +618,34 @@ def test_a_host_part_without_a_figure_is_left_out_and_named():
 @pytest.mark.parametrize("platform", ["gpu", "tpu", "cpu"])
 @pytest.mark.parametrize("device_step", [1e-6, 2.3e-4, 1e-3, 0.5])
 def test_the_loop_step_is_never_below_the_device_step(platform, device_step):
-    parts = host_loop.per_step(HOST_LOOP)
+    parts = host_lib.per_step(HOST_LOOP)
     for transfer in (None, 0.0, 1e-4):
-        loop = host_loop.loop_step(device_step, parts, transfer, platform=platform)
+        loop = host_lib.loop_step(device_step, parts, transfer, platform=platform)
         assert loop["loop_step_s"] >= device_step
 
 
 def test_the_host_overlaps_an_accelerator_and_adds_to_a_cpus_kernels():
-    parts = dict.fromkeys(host_loop.PARTS, 0.0)
+    parts = dict.fromkeys(host_lib.PARTS, 0.0)
     parts["batch"] = 1e-3  # the host's work: 1 ms a step
     # Device-bound: the host's work hides under the kernels but for one step in 50.
-    slow = host_loop.loop_step(4e-3, parts, 0.0, platform="gpu")
+    slow = host_lib.loop_step(4e-3, parts, 0.0, platform="gpu")
     assert slow["loop_step_s"] == pytest.approx(4e-3 + 1e-3 / 50)
     assert (slow["loop_bound"], slow["loop_overlap"]) == ("device", "overlapped")
     # Host-bound: the kernels hide under the host's work.
-    fast = host_loop.loop_step(1e-4, parts, 0.0, platform="tpu")
+    fast = host_lib.loop_step(1e-4, parts, 0.0, platform="tpu")
     assert fast["loop_step_s"] == pytest.approx(1e-3 + 1e-4 / 50)
     assert fast["loop_bound"] == "host"
     # The batch's copy is the device's side: before its kernels, not under the host's.
-    copied = host_loop.loop_step(4e-3, parts, 1e-3, platform="gpu")
+    copied = host_lib.loop_step(4e-3, parts, 1e-3, platform="gpu")
     assert copied["loop_step_s"] == pytest.approx(5e-3 + 1e-3 / 50)
     # A CPU runs the host's work and the kernels on the same cores: they add up.
-    cpu = host_loop.loop_step(4e-3, parts, None, platform="cpu")
+    cpu = host_lib.loop_step(4e-3, parts, None, platform="cpu")
     assert cpu["loop_step_s"] == pytest.approx(5e-3) and cpu["loop_overlap"] == "serialised"
-    assert cpu["loop_parts"][host_loop.TRANSFER] == 0.0 and cpu["loop_left_out"] == []
+    assert cpu["loop_parts"][host_lib.TRANSFER] == 0.0 and cpu["loop_left_out"] == []
 
 
 def test_an_epoch_is_its_loop_steps_and_the_device_loop_pays_one_call_per_epoch():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
     block = _predicted(kernels, rates, "gpu", 64, host=_host(steps_per_epoch=100), table=TABLE)
     assert block["epoch_s"] == pytest.approx(100 * block["loop_step_s"])
@@ -654,7 +658,7 @@ def test_an_epoch_is_its_loop_steps_and_the_device_loop_pays_one_call_per_epoch(
 
 
 def test_a_prediction_without_a_host_is_its_device_step_alone():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
     alone = _predicted(kernels, rates, "gpu", 64, table=TABLE)
     whole = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
@@ -717,12 +721,12 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
 
 
 def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
-    from experiments import predictions as predictions_lib
+    from experiments.predict import shown as predictions_lib
 
     key = host_lib.host_loop_key(_compile_record(256)["workload"])
     table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
     found = predictions_lib.host_of(_compile_record(256), table)
-    assert found["parts"] == host_loop.per_step(HOST_LOOP, found["steps_per_epoch"])
+    assert found["parts"] == host_lib.per_step(HOST_LOOP, found["steps_per_epoch"])
     # No run measured this model at batch 128: its host parts have no figure.
     assert set(predictions_lib.host_of(_compile_record(128), table)["parts"].values()) == {None}
     # A record that measured its own host's loop is priced with it, not the table's.
@@ -732,13 +736,13 @@ def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
-    assert price.vendor_rates(T4)["host_link_bytes_per_s"] == pytest.approx(15.75e9, 1e-3)
-    assert price.vendor_rates(A100)["host_link_bytes_per_s"] == pytest.approx(31.5e9, 1e-3)
-    assert price.vendor_rates(V3)["host_link_bytes_per_s"] is None  # none published
+    assert rates_lib.of_device(T4).host_link_bytes_per_s == pytest.approx(15.75e9, 1e-3)
+    assert rates_lib.of_device(A100).host_link_bytes_per_s == pytest.approx(31.5e9, 1e-3)
+    assert rates_lib.of_device(V3).host_link_bytes_per_s is None  # none published
 
 
 def test_a_held_constant_is_a_published_figure_and_is_not_fitted():
-    from experiments import references
+    from experiments.predict import references
 
     held = fit_predictions.fixed_constants()
     published = {o.seconds for o in references.load_overheads()}
@@ -767,17 +771,16 @@ def test_the_fit_command_says_a_bad_input_in_one_line_before_any_work(tmp_path, 
     argv = [a.format(tmp=tmp_path / "empty", fifo=fifo) for a in argv]
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit) as stopped:
-        fit_predictions.main(argv)
+        fit_cli.main(argv)
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
 
 
 def test_the_repredict_command_refuses_what_is_not_a_records_file(tmp_path, capsys):
-    from experiments import repredict
 
     with pytest.raises(SystemExit) as stopped:
-        repredict.main([str(tmp_path)])
+        repredict_cli.main([str(tmp_path)])
     assert stopped.value.code == 2
     assert "is not a records file" in capsys.readouterr().err
 
@@ -804,7 +807,7 @@ def test_the_fit_is_written_even_when_its_summary_cannot_be_printed(tmp_path, mo
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     (tmp_path / "records").mkdir()
     with pytest.raises(BrokenPipeError):
-        fit_predictions.main([str(tmp_path / "records"), "--write"])
+        fit_cli.main([str(tmp_path / "records"), "--write"])
     assert json.loads(constants.read_text())["families"]["gpu"] == gpu
 
 
@@ -818,7 +821,7 @@ TWO_CHIPS_SEEN = {"compute_efficiency": 0.4, "memory_efficiency": 0.7, "kernel_o
 
 
 def _two_chips() -> list[fit_lib.Observation]:
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     other = {**TWO_CHIPS_SEEN, "compute_efficiency": 0.1}  # chip B's matmul units reach far less
     cells = list(CELLS)
     obs = []
@@ -833,7 +836,7 @@ def _two_chips() -> list[fit_lib.Observation]:
 
 
 def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     seen = TWO_CHIPS_SEEN
     obs = _two_chips()
     fixed = {
@@ -864,8 +867,8 @@ def test_a_chip_held_out_is_predicted_by_constants_that_never_saw_its_rows():
 def test_a_compilers_own_estimate_gives_the_fixed_cost_per_op_it_implies():
     # Two small programs compiled for a TPU: 10 ops each, the compiler's estimate 1 us
     # per op above the kernels at the chip's full rates (memory-bound: 1 MB each).
-    rates = price.vendor_rates(V3)
-    full = 10 * 1e6 / rates["bytes_per_s"]
+    rates = rates_lib.of_device(V3)
+    full = 10 * 1e6 / rates.bytes_per_s
     record = {
         "compiled_not_run": True,
         "status": "ok",
@@ -910,12 +913,12 @@ def test_write_never_resets_a_platform_with_too_few_observations_to_its_priors(
     before = constants.read_bytes()
     (tmp_path / "empty").mkdir()
     for folder in (str(tmp_path / "empty"), _measured_cpu_records(tmp_path / "two", 2)):
-        assert fit_predictions.main([folder, "--write"]) == 1  # no platform can be fitted
+        assert fit_cli.main([folder, "--write"]) == 1  # no platform can be fitted
         assert constants.read_bytes() == before
         err = capsys.readouterr().err
         assert err == f"no platform has the observations for a fit: {constants} left as it was\n"
     # Ten CPU records fit the CPU's constants; the GPU and TPU have none: kept.
-    assert fit_predictions.main([_measured_cpu_records(tmp_path / "ten", 10), "--write"]) == 0
+    assert fit_cli.main([_measured_cpu_records(tmp_path / "ten", 10), "--write"]) == 0
     written = json.loads(constants.read_text())
     for platform in ("gpu", "tpu"):
         assert written["families"][platform] == committed["families"][platform]
@@ -940,7 +943,7 @@ def test_write_onto_an_immutable_constants_file_is_one_line_before_any_fit(
     ten = _measured_cpu_records(tmp_path / "ten", 10)
     monkeypatch.setattr(fit_predictions, "fit", _must_not_fit)
     with immutable(constants), pytest.raises(SystemExit) as exited:
-        fit_predictions.main([ten, "--write"])
+        fit_cli.main([ten, "--write"])
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [
@@ -975,7 +978,7 @@ def test_a_constants_file_made_immutable_during_the_fit_keeps_the_fit(
 
     monkeypatch.setattr(fit_predictions, "fit", fit_then_lock)
     with contextlib.ExitStack() as stack:
-        assert fit_predictions.main([ten, "--write"]) == 1
+        assert fit_cli.main([ten, "--write"]) == 1
         assert constants.read_bytes() == before
     (kept,) = tmp_path.glob("constants-*.json")
     err = capsys.readouterr().err.strip()
@@ -999,7 +1002,7 @@ UNITS = {
 
 
 def _compute_s(device: SimpleNamespace, dtype: str, family: dict) -> float:
-    rates = price.vendor_rates(device)
+    rates = rates_lib.of_device(device)
     return price.step_time([_gemm(1e12, 1.0, dtype=dtype)], rates, price.Constants.of(family))[
         "seconds"
     ]
@@ -1023,14 +1026,14 @@ def test_a_gpus_fp32_pipes_and_tensor_cores_each_reach_their_own_fraction_of_pea
 
 
 def test_the_unit_of_each_precision():
-    assert price.unit("gpu", "fp32", "Tesla V100-SXM2-16GB") == "vector"
-    assert price.unit("gpu", "tf32", "NVIDIA L4") == "matrix"  # tf32 only 2x fp32 there
-    assert price.unit("gpu", "fp16", "Tesla T4") == "matrix"
-    assert price.unit("gpu", "fp16", "Tesla P100-PCIE-16GB") == "vector"
-    assert price.unit("tpu", "bf16", "TPU v3") == "matrix"
-    assert price.vendor_rates(T4)["units"] == {"f32": "vector", "f16": "matrix"}
+    assert rates_lib.unit("gpu", "fp32", "Tesla V100-SXM2-16GB") == "vector"
+    assert rates_lib.unit("gpu", "tf32", "NVIDIA L4") == "matrix"  # tf32 only 2x fp32 there
+    assert rates_lib.unit("gpu", "fp16", "Tesla T4") == "matrix"
+    assert rates_lib.unit("gpu", "fp16", "Tesla P100-PCIE-16GB") == "vector"
+    assert rates_lib.unit("tpu", "bf16", "TPU v3") == "matrix"
+    assert rates_lib.of_device(T4).units == {"f32": "vector", "f16": "matrix"}
     # Rates a CPU run measured say nothing of units: every kernel at compute_efficiency.
-    assert price.vector_dtypes(price.measured_rates({}, {})) == frozenset()
+    assert rates_lib.measured({}, {}).vector_dtypes == frozenset()
 
 
 def _unit_observations(chips: dict, cells=None) -> list:
@@ -1039,7 +1042,7 @@ def _unit_observations(chips: dict, cells=None) -> list:
     cells = cells or CELLS
     obs = []
     for chip, (device, truth) in chips.items():
-        rates = price.vendor_rates(device)
+        rates = rates_lib.of_device(device)
         for i, (f, b, n) in enumerate(cells):
             k = (_gemm(f, b, n),)
             seconds = price.step_time(list(k), rates, price.Constants.of(truth))["seconds"]
@@ -1083,7 +1086,7 @@ def test_the_fit_gives_vector_units_their_own_efficiency_where_two_chips_have_th
 
 
 def test_each_fitted_row_keeps_its_step_as_each_split_predicted_it_held_out():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     seen = TWO_CHIPS_SEEN
     obs = _two_chips()
     rows = fit_lib.fit_platform("gpu", obs)["observations"]
@@ -1133,7 +1136,7 @@ def _cpu_costs(**overheads: float) -> dict:
 
 
 def test_a_cpu_prices_a_copy_a_generated_loop_and_a_library_call_each_at_its_own_fixed_cost():
-    rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
+    rates = rates_lib.Rates({"f32": 1e11}, 1e10, source="measured")
     family = _cpu_costs(kernel_overhead_s=1e-6, copy_overhead_s=2e-7, library_overhead_s=8e-6)
     ks = [
         Kernel("copy", "copy", 0, 1e3, None, 100),  # 0.1 us of memory each
@@ -1162,7 +1165,7 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
         "library_overhead_s": 2e-5,
         "cache_memory_efficiency": 3.0,  # the fusions of at most CACHE_BYTES
     }
-    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    rates = rates_lib.Rates({"f32": 2e11}, 2e10, source="measured")
     cells = [  # (gemms, their flops, fusions, their bytes, copies)
         (8, 1e6, 100, 1e4, 200),
         (8, 1e9, 40, 1e8, 20),
@@ -1193,7 +1196,7 @@ def test_the_cpu_fit_recovers_each_kinds_fixed_cost_and_other_platforms_keep_one
 
 
 def test_a_family_prices_cache_resident_kernels_at_its_cache_efficiency():
-    rates = {"peak_flops_per_s": {"f32": 1e11}, "bytes_per_s": 1e10, "source": "measured"}
+    rates = rates_lib.Rates({"f32": 1e11}, 1e10, source="measured")
     family = {**_cpu_costs(kernel_overhead_s=0.0), "memory_efficiency": 0.5}
     ks = [Kernel("small", "fusion", 0, 3e4, None, 10), Kernel("big", "fusion", 0, 4e6, None, 1)]
     cached = price.Constants.of({**family, "cache_memory_efficiency": 6.0})
@@ -1214,7 +1217,7 @@ def test_the_cpu_fit_recovers_a_cache_efficiency_and_a_gpu_fit_has_none():
         "library_overhead_s": 1e-5,
         "cache_memory_efficiency": 5.0,
     }
-    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    rates = rates_lib.Rates({"f32": 2e11}, 2e10, source="measured")
     cells = [  # (gemms, their flops, small fusions, their bytes, large fusions' bytes)
         (8, 1e6, 100, 2e5, 1e7),
         (8, 1e9, 40, 4e5, 1e8),
@@ -1254,7 +1257,7 @@ def test_the_cpu_fit_recovers_library_and_16_bit_float_rates_and_a_gpu_fit_has_n
         "library_memory_efficiency": 0.15,  # the GEMMs' bytes
         "half_float_memory_efficiency": 0.2,  # the bf16 fusions'
     }
-    rates = {"peak_flops_per_s": {"f32": 2e11}, "bytes_per_s": 2e10, "source": "measured"}
+    rates = rates_lib.Rates({"f32": 2e11}, 2e10, source="measured")
     cells = [  # (gemms, their flops, their bytes, f32 fusions' bytes, bf16 fusions' bytes)
         (8, 1e6, 1e7, 1e7, 0),
         (8, 1e9, 4e6, 1e8, 1e6),
@@ -1341,7 +1344,7 @@ def test_a_prediction_and_the_fits_loss_price_a_program_with_the_same_function()
         "published_loop_step_s": 0.01,
     }
     c = price.Constants.of(family)
-    rates = price.vendor_rates(T4)
+    rates = rates_lib.of_device(T4)
     alone = price.step_time(ks, rates, c)["seconds"]
     mine = fit_lib.Observation("run", "gpu", ks, rates, 32, 1.0, "record r", host_s=2e-4)
     theirs = dataclasses.replace(mine, source="reference p", published=True)

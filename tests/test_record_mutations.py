@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments import fit_predictions, predictions, records, references
+from experiments import records
+from experiments.predict import observations as fit_predictions
+from experiments.predict import references
+from experiments.predict import shown as predictions
 from experiments.report import figures, views
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / records.RECORDS_FILE

@@ -14,7 +14,8 @@ import pytest
 from conftest import complete_record, rekeyed
 
 from experiments import records
-from experiments.workload import Workload
+from experiments.cli import report as report_cli
+from experiments.records.workload import Workload
 from jaxcnn.checkpoint import CheckpointSaveError
 from jaxcnn.loop import NonFiniteLoss
 
@@ -237,7 +238,7 @@ def test_the_published_schema_is_current():
     if written_by != records.schema_generator():
         pytest.skip(f"docs/records.schema.json was {written_by}, not {records.schema_generator()}")
     assert records.SCHEMA_FILE.read_text() == records.schema_text(), (
-        "docs/records.schema.json is stale: python -m experiments.records rewrites it"
+        "docs/records.schema.json is stale: python -m experiments.cli.schema rewrites it"
     )
 
 
@@ -286,7 +287,7 @@ CPU = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1, "host":
 
 def test_the_config_key_of_a_fixed_cell_never_changes():
     """Checkpoint folders and rerun skips are found by this key: a change here strands
-    every user's checkpoints, and needs a migration (experiments/migrate_records.py)."""
+    every user's checkpoints, and needs a migration (experiments/records/migrate.py)."""
     workload = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist")
     device = {**CPU, "machine": "abc"}  # the machine is not part of the cell
     assert records.config_key(workload.describe(), device) == "d7c091b3949542a0"
@@ -442,7 +443,7 @@ def test_a_record_of_schema_1_is_skipped_with_one_line_naming_the_migration(tmp_
     (warning,) = warned
     assert str(warning.message) == (
         f"{path}: skipped 2 record(s) of an earlier schema version; "
-        f"python -m experiments.migrate_records {path} rewrites them (nothing is deleted)"
+        f"python -m experiments.cli.migrate {path} rewrites them (nothing is deleted)"
     )
     assert path.read_text() == lines  # nothing deleted
 
@@ -515,13 +516,12 @@ def test_an_append_waiting_on_a_replaced_file_goes_to_the_new_one(tmp_path):
 
 
 def test_the_report_skips_a_mistyped_record_in_one_line_instead_of_a_traceback(tmp_path, capsys):
-    from experiments import report
 
     path = tmp_path / "records.jsonl"
     records.append(path, _record("good"))
     with open(path, "a") as handle:  # a count that is a string: `count > 1` in the labels
         handle.write(json.dumps(_mistyped({"device": {"count": "2"}}) | {"run_id": "bad"}) + "\n")
-    assert report.main([str(path)]) == 0
+    assert report_cli.main([str(path)]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}:2: skipped a bad record (device.count" in err, err
 

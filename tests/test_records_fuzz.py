@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from experiments import predictions, records, references
+from experiments import records
+from experiments.predict import references
+from experiments.predict import shown as predictions
 from experiments.report import figures
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "records_fuzz.jsonl"

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import predictions, references
+from experiments.cli import fit as fit_cli
+from experiments.predict import references
+from experiments.predict import shown as predictions
 from jaxcnn.errors import DataError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCE_SET_FILES = (
     references.REFERENCES_PATH,
     references.OVERHEADS_PATH,
-    REPO / "experiments" / "references.py",
+    REPO / "experiments" / "predict" / "references.py",
     REPO / "docs" / "references.md",
 )
 # Spelled in pieces so that this file does not contain what it looks for.
@@ -231,13 +233,13 @@ def _bad_references(tmp_path: Path, monkeypatch) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("command", ["report", "fit_predictions"])
+@pytest.mark.parametrize("command", ["report", "fit"])
 def test_a_bad_row_reaches_the_report_and_the_fit_as_the_loaders_one_line(
     tmp_path, monkeypatch, capsys, command
 ):
     import importlib
 
-    main = importlib.import_module(f"experiments.{command}").main
+    main = importlib.import_module(f"experiments.cli.{command}").main
     records_file = REPO / "results" / "records.jsonl"
     said = _bad_references(tmp_path, monkeypatch)
     code = None
@@ -258,12 +260,11 @@ def test_a_bad_row_reaches_the_report_and_the_fit_as_the_loaders_one_line(
 def test_an_overheads_file_without_the_launch_cost_is_one_line_from_the_fit(
     tmp_path, monkeypatch, capsys
 ):
-    from experiments import fit_predictions
 
     path = tmp_path / "published_overheads.json"
     path.write_text("[]")
     monkeypatch.setattr(references, "OVERHEADS_PATH", path)
     with pytest.raises(SystemExit) as stop:
-        fit_predictions.main([str(REPO / "results" / "records.jsonl")])
+        fit_cli.main([str(REPO / "results" / "records.jsonl")])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "published_overheads.json has no row from" in err, err

@@ -10,6 +10,7 @@ import pytest
 from conftest import complete_record
 
 from experiments import records
+from experiments.cli import report as report_cli
 from experiments.report import answers, figures, views
 from experiments.report.fmt import fmt
 
@@ -233,9 +234,8 @@ def _folder(tmp_path):
 
 
 def test_the_command_writes_the_report_the_table_and_the_pages(tmp_path, capsys):
-    from experiments import report
 
-    assert report.main([str(_folder(tmp_path))]) == 0
+    assert report_cli.main([str(_folder(tmp_path))]) == 0
     csv = pd.read_csv(tmp_path / views.FIGURES)
     assert set(csv.records.dropna()) == {"a", "b"}
     assert (tmp_path / "REPORT.md").read_text().startswith("# jaxcnn")
@@ -253,27 +253,25 @@ def test_the_command_writes_the_report_the_table_and_the_pages(tmp_path, capsys)
     ],
 )
 def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
-    from experiments import report
 
     folder = _folder(tmp_path)
-    assert report.main([a.format(folder=folder) for a in argv]) == 2
+    assert report_cli.main([a.format(folder=folder) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
 
 
 def test_a_failure_while_writing_leaves_the_old_report_whole(tmp_path, monkeypatch, capsys):
-    from experiments import report
     from experiments.report import plots
 
     folder = _folder(tmp_path)
-    assert report.main([str(folder)]) == 0
+    assert report_cli.main([str(folder)]) == 0
     before = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
 
     def full(*args):
         raise OSError(28, "No space left on device", str(folder / "x.png"))
 
     monkeypatch.setattr(plots, "draw", full)
-    assert report.main([str(folder)]) == 1
+    assert report_cli.main([str(folder)]) == 1
     assert "No space left on device" in capsys.readouterr().err
     after = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
     assert after == before
@@ -284,10 +282,9 @@ def test_a_failure_while_writing_leaves_the_old_report_whole(tmp_path, monkeypat
 def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
     """results/REPORT.md, its pages and figures.csv are exactly what the command writes
     from results/records.jsonl (the plots are drawn by the same table)."""
-    from experiments import report
 
     (tmp_path / "records.jsonl").write_bytes((RESULTS / records.RECORDS_FILE).read_bytes())
-    assert report.main([str(tmp_path)]) == 0
+    assert report_cli.main([str(tmp_path)]) == 0
     assert (tmp_path / "REPORT.md").read_text() == (RESULTS / "REPORT.md").read_text()
     for page in (RESULTS / views.PAGES).glob("*.md"):
         assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name

@@ -1,4 +1,4 @@
-"""experiments.repredict: older measured CPU records get the kernels of the program they
+"""experiments.predict.repredict: older measured CPU records get the kernels of the program they
 timed, compiled again here; nothing measured changes, and only what can be compiled the
 same way is touched."""
 
@@ -14,10 +14,13 @@ import jax
 import pytest
 from conftest import needs_extra, rekeyed
 
-from experiments import measure, records, repredict
-from experiments.prepare import load_splits
-from experiments.runners import RunContext, run_workload
-from experiments.workload import Workload
+from experiments import records
+from experiments.cli import repredict as repredict_cli
+from experiments.harness import measure
+from experiments.harness.prepare import load_splits
+from experiments.harness.runners import RunContext, run_workload
+from experiments.predict import repredict
+from experiments.records.workload import Workload
 
 
 def _measured(loop: str = "step") -> dict:
@@ -146,7 +149,7 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
 @pytest.mark.slow
 @needs_extra("targets")
 def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_compiled(tmp_path):
-    from experiments.compile_only import run_target
+    from experiments.harness.compile_only import run_target
 
     workload = Workload(model="mnist_cnn", batch_size=16, kind="compile", target="gpu-t4")
     today = run_target(workload, programs=("train",))
@@ -209,7 +212,7 @@ def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, c
     path = tmp_path / "records.jsonl"
     path.write_text("")
     with pytest.raises(SystemExit) as stopped:
-        repredict.main([str(path), "--target=tpu-v9"])
+        repredict_cli.main([str(path), "--target=tpu-v9"])
     assert stopped.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "unknown target 'tpu-v9'" in line and "gpu-t4" in line
@@ -257,7 +260,7 @@ def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
 @pytest.mark.slow
 def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monkeypatch, capsys):
     path, _ = _two_old_records(tmp_path)
-    real_main = repredict.main
+    real_main = repredict_cli.main
 
     def compile_while_another_run_finishes(record):
         # The second run starts, compiles and writes everything while the first compiles.
@@ -266,7 +269,7 @@ def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monke
         return KERNELS, 1
 
     monkeypatch.setattr(repredict, "step_kernels", compile_while_another_run_finishes)
-    assert repredict.main([str(path)]) == 0
+    assert repredict_cli.main([str(path)]) == 0
     inner, outer = capsys.readouterr().out.splitlines()
     assert inner == "2 recompiled"
     assert outer == "2 given kernels by another run meanwhile"
@@ -310,7 +313,7 @@ def test_a_sigterm_mid_compile_keeps_what_was_compiled_and_exits_143(tmp_path, m
 
     monkeypatch.setattr(repredict, "step_kernels", terminated_during_the_second)
     before = signal.getsignal(signal.SIGTERM)
-    assert repredict.main([str(path)]) == repredict.EXIT_TERMINATED
+    assert repredict_cli.main([str(path)]) == repredict.EXIT_TERMINATED
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
     assert "run the same command again" in capsys.readouterr().err
     kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
@@ -327,7 +330,7 @@ def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_ker
     path = tmp_path / "records.jsonl"
     records.append(path, unknown)
     records.append(path, old)
-    assert repredict.main([str(path)]) == 1  # really compiled: the record after it too
+    assert repredict_cli.main([str(path)]) == 1  # really compiled: the record after it too
     err = capsys.readouterr().err
     skipped = [line for line in err.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 1 and "no_such_model" in skipped[0], err
@@ -346,12 +349,12 @@ def test_a_records_file_it_cannot_rewrite_is_one_line_and_exit_2_before_any_comp
         pytest.skip("chattr +i is not possible here (not root, or the filesystem lacks it)")
     try:
         with pytest.raises(SystemExit) as stop:
-            repredict.main([str(path)])
+            repredict_cli.main([str(path)])
     finally:
         subprocess.run(["chattr", "-i", str(path)], check=True)
     assert stop.value.code == 2 and compiled == []
     assert f"cannot rewrite {path}: Operation not permitted" in capsys.readouterr().err
-    assert repredict.main([str(path)]) == 0 and len(compiled) == 2  # the control
+    assert repredict_cli.main([str(path)]) == 0 and len(compiled) == 2  # the control
 
 
 def test_a_disk_without_room_for_the_rewrite_is_one_line_before_any_compile(
@@ -365,7 +368,7 @@ def test_a_disk_without_room_for_the_rewrite_is_one_line_before_any_compile(
     filler.write_bytes(b"x" * (free - on_small.stat().st_size))  # a copy no longer fits
     monkeypatch.setattr(repredict, "step_kernels", lambda r: pytest.fail("compiled"))
     with pytest.raises(SystemExit) as stop:
-        repredict.main([str(on_small)])
+        repredict_cli.main([str(on_small)])
     assert stop.value.code == 2
     assert f"cannot rewrite {on_small}: " in capsys.readouterr().err
 
@@ -377,7 +380,7 @@ def test_a_rewrite_killed_midway_leaves_a_copy_the_next_one_removes(tmp_path, mo
     unrelated = tmp_path / f".{path.name}.notours.tmp"
     unrelated.write_bytes(b"")
     monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
-    assert repredict.main([str(path)]) == 0
+    assert repredict_cli.main([str(path)]) == 0
     assert not left.exists() and unrelated.exists()
 
 
@@ -396,7 +399,7 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
     for attempt in range(3):  # the crash at exit came in most tries, not all
         path = tmp_path / f"try{attempt}.jsonl"
         path.write_bytes(model.read_bytes())
-        command = [sys.executable, "-m", "experiments.repredict", str(path)]
+        command = [sys.executable, "-m", "experiments.cli.repredict", str(path)]
         child = subprocess.Popen(command, stderr=subprocess.PIPE, env=env, text=True)
         said = [child.stderr.readline()]
         while sum(line.startswith("compiled") for line in said) < 2 and said[-1]:
@@ -426,7 +429,7 @@ def test_records_whose_key_is_not_their_workloads_get_no_kernels_and_one_warning
     path.write_text("".join(lines))
     compiled = []
     monkeypatch.setattr(repredict, "_compiled", lambda record: compiled.append(record))
-    assert repredict.main([str(path)]) == 0
+    assert repredict_cli.main([str(path)]) == 0
     err = capsys.readouterr().err
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
     assert (

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from experiments import records
-from experiments.run import main
+from experiments.cli.run import main
 from jaxcnn import devices
 
 TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
@@ -76,7 +76,7 @@ def test_a_workload_another_run_records_meanwhile_is_recorded_once(
     """Two runs of one workload into one --out: this one reads the records, then a real
     second run (another process) measures and records the workload before this one
     reaches it. Under the workload's lock this run reads the records again and skips it."""
-    from experiments import sweep
+    from experiments.harness import sweep
 
     argv = ["--out", str(tmp_path), *TINY]
     if checkpoints:
@@ -125,8 +125,8 @@ def test_a_run_under_other_conditions_is_its_own_cell_not_a_skip(tmp_path, capsy
 
 
 def test_conditions_name_only_what_differs_from_the_defaults(monkeypatch):
-    from experiments import prepare
-    from experiments.workload import Workload
+    from experiments.harness import prepare
+    from experiments.records.workload import Workload
     from jaxcnn import host_memory
 
     step = Workload(model="mlp")

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from experiments import records
-from experiments.run import main
+from experiments.cli.run import main
 from jaxcnn import data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
     TMP_MARKER,
@@ -173,7 +173,7 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
     assert not list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
 
 
-# experiments.run with Orbax's temporary paths instrumented: the save of checkpoint
+# experiments.cli.run with Orbax's temporary paths instrumented: the save of checkpoint
 # STEP calls create() on the step's folder, then on its two items (meta, state), then
 # finalize() on the items and on the step's folder (6 calls; the items' bytes are
 # written between the creates and the finalizes). The process ends with os._exit, as
@@ -200,7 +200,7 @@ def wrap(cls, name):
 for cls in (atomicity.AtomicRenameTemporaryPath, atomicity.CommitFileTemporaryPath):
     for name in ("create", "finalize"):
         wrap(cls, name)
-from experiments.run import main
+from experiments.cli.run import main
 sys.exit(main(argv))
 """
 ONE_EPOCH = [*RUN[: RUN.index("--epochs")], "--epochs", "1", *RUN[RUN.index("--epochs") + 2 :]]
@@ -389,9 +389,9 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
 
 
 def _checkpoint_folder(out: Path, command: list[str]) -> Path:
-    """Where `experiments.run --out OUT *command` checkpoints its one workload."""
-    from experiments import cli_plan
-    from experiments.run import parse_args
+    """Where `experiments.cli.run --out OUT *command` checkpoints its one workload."""
+    from experiments.cli import plan as cli_plan
+    from experiments.cli.run import parse_args
     from jaxcnn import devices
 
     options = parse_args(["--out", str(out), *command])
@@ -694,7 +694,7 @@ def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
 
 @pytest.mark.slow
 def test_a_resumed_run_takes_the_step_timing_of_the_stopped_one(tmp_path, monkeypatch):
-    from experiments import measure
+    from experiments.harness import measure
 
     timed = []
     real_time_step_loop = measure.time_step_loop
@@ -724,7 +724,7 @@ def test_a_resumed_run_takes_the_step_timing_of_the_stopped_one(tmp_path, monkey
 
 def _count_timings(monkeypatch) -> list:
     """Each call that times the step loop, appended to the list returned."""
-    from experiments import measure
+    from experiments.harness import measure
 
     timed = []
     real_time_step_loop = measure.time_step_loop

@@ -1,6 +1,6 @@
 import pytest
 
-from jaxcnn import roofline
+from jaxcnn.perf import roofline
 
 
 def test_the_larger_side_bounds_the_step():

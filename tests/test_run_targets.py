@@ -1,5 +1,5 @@
 """What a compile-only command prints for a record: the words of
-experiments.run_targets.describe, on records as the compilers make them."""
+experiments.cli.targets.describe, on records as the compilers make them."""
 
 import copy
 import os
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import needs_extra
 
-from experiments import run_targets
-from experiments.run import main
+from experiments.cli import targets as run_targets
+from experiments.cli.run import main
 from jaxcnn import targets
 
 # A record of the targets study as libtpu made it (mnist_cnn, batch 16, f32, tpu-v5e-1).

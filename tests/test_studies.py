@@ -12,9 +12,11 @@ from pathlib import Path
 import jax
 import pytest
 
-from experiments import cli_plan, records, studies, sweep
-from experiments.run import main
-from experiments.workload import Workload, dataset_dir
+from experiments import records, studies
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main
+from experiments.harness import sweep
+from experiments.records.workload import Workload, dataset_dir
 
 SMOKE = ["--smoke", "--device", "cpu", "--set", "progress=false", "--set", "checkpoints=false"]
 
@@ -290,7 +292,7 @@ def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys)
 
     workloads = [matmul(16), matmul(2**20), matmul(32), matmul(64), matmul(8, group=None)]
     devices = jax.devices()[:1]
-    done, already = sweep.run_sweep(workloads, devices, tmp_path)
+    done, already = sweep.run_sweep(workloads, devices, sweep.SweepOptions(tmp_path))
     assert [r["status"] for r in done] == ["ok", "oom", "skipped", "skipped", "ok"]
     assert already == 0
     assert "Unable to allocate" in done[1]["message"]
@@ -298,7 +300,7 @@ def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys)
     assert [r["status"] for r in _load(tmp_path)] == [r["status"] for r in done]
 
     # A rerun keeps the oom, so the group is still stopped; nothing is written twice.
-    again, already = sweep.run_sweep(workloads, devices, tmp_path)
+    again, already = sweep.run_sweep(workloads, devices, sweep.SweepOptions(tmp_path))
     assert [r["status"] for r in again] == ["ok", "oom", "skipped", "skipped", "ok"]
     assert already == 5 and len(_load(tmp_path)) == 5
 

@@ -12,8 +12,9 @@ import warnings
 
 import pytest
 
-from experiments import cli_plan, records
-from experiments.run import main
+from experiments import records
+from experiments.cli import plan as cli_plan
+from experiments.cli.run import main
 
 # A study of three small MLPs, registered the way a study module registers one: the
 # default study's CNNs would spend these tests' time compiling.
@@ -24,7 +25,7 @@ TINY += ["--set", "progress=false"]
 # forward pass overflows, so every workload's loss is NaN at step 2.
 DIVERGING = [*TINY, "--set", "steps=8", "--set", "learning_rate=1e30"]
 _MAIN_WITH_TINY = (
-    "import sys; from experiments import cli_plan, run; "
+    "import sys; from experiments.cli import plan as cli_plan, run; "
     f"cli_plan.STUDIES['tiny'] = {TINY_STUDY!r}; sys.exit(run.main(sys.argv[1:]))"
 )
 
@@ -121,8 +122,8 @@ def test_concurrent_writers_never_interleave_partial_lines(tmp_path):
 
 def test_the_progress_title_tells_a_study_s_cells_apart():
     from experiments import studies
-    from experiments.sweep import _title
-    from experiments.workload import Workload
+    from experiments.harness.sweep import _title
+    from experiments.records.workload import Workload
 
     cells = studies.bench.workloads(studies.Context(platform="cpu"))
     titles = [_title(w) for w in cells]
@@ -136,8 +137,8 @@ def test_the_progress_title_tells_a_study_s_cells_apart():
 
 
 def test_the_progress_title_counts_the_devices_and_names_models_as_the_table_does():
-    from experiments.sweep import _title
-    from experiments.workload import Workload
+    from experiments.harness.sweep import _title
+    from experiments.records.workload import Workload
 
     pmap = Workload(model="mnist_cnn", epochs=0, strategy="pmap")  # num_devices None: all
     assert _title(pmap, 8) == "mnist_cnn on digits, batch 128, pmap x8, timing only"
@@ -154,8 +155,8 @@ def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path,
     takes the ceiling the first measured instead of measuring again."""
     import jax
 
-    from experiments import sweep
-    from experiments.workload import Workload
+    from experiments.harness import sweep
+    from experiments.records.workload import Workload
     from jaxcnn import loop
 
     measured, contexts = [], []
@@ -172,17 +173,17 @@ def test_a_resumed_workload_takes_the_ceiling_its_stopped_run_measured(tmp_path,
         raise loop.Stopped(3, 3)
 
     w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
-    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    run = dict(checkpoint_root=tmp_path / "checkpoints")
     monkeypatch.setattr(sweep, "run_workload", stopped)
     with pytest.raises(loop.Stopped):
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     with pytest.raises(loop.Stopped):  # resumed, and stopped again
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     assert len(measured) == 1  # the rerun measured nothing
     assert contexts[1].ceiling == contexts[0].ceiling == {"float32": {"tflops": 2.5}}
     assert contexts[1].bandwidth == {"bytes_per_s": 7e9}
     with pytest.raises(loop.Stopped):  # positive control: --force starts over, measuring
-        sweep.run_sweep([w], jax.devices()[:1], force=True, **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, force=True, **run))
     assert len(measured) == 2 and contexts[2].ceiling == {"float32": {"tflops": 3.5}}
 
 
@@ -201,8 +202,8 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
 
     import jax
 
-    from experiments import kept, sweep
-    from experiments.workload import Workload
+    from experiments.harness import kept, sweep
+    from experiments.records.workload import Workload
     from jaxcnn import loop
 
     measured, contexts = [], []
@@ -217,9 +218,9 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
 
     monkeypatch.setattr(sweep, "run_workload", stopped)
     w = Workload(model="mlp", model_overrides={"width": 8}, dataset="synthetic", epochs=1)
-    run = dict(out=tmp_path, checkpoint_root=tmp_path / "checkpoints")
+    run = dict(checkpoint_root=tmp_path / "checkpoints")
     with pytest.raises(loop.Stopped):
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     (path,) = (tmp_path / "checkpoints").glob(f"*/{kept.CEILING.name}")
     if damage is None:
         whole = json.loads(path.read_text())
@@ -227,7 +228,7 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
     path.write_bytes(damage)
     capsys.readouterr()
     with pytest.raises(loop.Stopped):  # the workload runs: the file is no failure of it
-        sweep.run_sweep([w], jax.devices()[:1], **run)
+        sweep.run_sweep([w], jax.devices()[:1], sweep.SweepOptions(tmp_path, **run))
     (line,) = [line for line in capsys.readouterr().err.splitlines() if str(path) in line]
     assert said in line and "set aside as" in line, line
     assert line.endswith("measuring the matmul ceiling and memory bandwidth again")

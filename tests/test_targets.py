@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from conftest import missing_extra, needs_extra
 
-from experiments import compile_only, records
-from experiments.isolated import ChildDied, InChild
-from experiments.report import figures
-from experiments.run import main
-from experiments.workload import Workload
+from experiments import records
+from experiments.cli.run import main
+from experiments.harness import compile_only
+from experiments.harness.isolated import ChildDied, InChild
+from experiments.records import select
+from experiments.records.workload import Workload
 from jaxcnn import targets
 from jaxcnn.errors import UsageError
 from jaxcnn.perf import chips
@@ -303,7 +304,7 @@ def test_the_studys_search_closes_far_above_the_old_cap():
     fit, miss = _ends(found)
     assert fit == 50_000 and miss - fit == compile_only.tolerance(fit, 1) == 3125
     assert tried == [16, 32, 50_000, 53_125]
-    best, over = figures.largest_fit(found)  # what the report's row reads: a closed search
+    best, over = select.largest_fit(found)  # what the report's row reads: a closed search
     assert (best["workload"]["batch_size"], over["workload"]["batch_size"]) == (50_000, 53_125)
 
 
@@ -336,7 +337,7 @@ def test_a_batch_the_compiler_refuses_ends_the_search_open_and_says_so():
     # floor (no compile above it found it too big), the refused batch just above it.
     run, _ = _fake_compiler(10**6, refused_from=100_000)
     found = _search(run, cap=2**26)
-    best, over = figures.largest_fit(found)
+    best, over = select.largest_fit(found)
     fit = best["workload"]["batch_size"]
     refused = min(r["workload"]["batch_size"] for r in found if r["status"] == "error")
     assert over is None and fit < 100_000 <= refused
@@ -583,7 +584,7 @@ def test_records_of_earlier_releases_are_compiled_again_whatever_their_message(t
 @needs_targets
 @pytest.mark.slow
 def test_a_program_asking_for_the_cpu_backend_only_starts_quietly_with_the_extra_installed():
-    # What experiments.run and its compile child ask for; a library import asks nothing
+    # What experiments.cli.run and its compile child ask for; a library import asks nothing
     # (tests/test_import_side_effects.py).
     if targets._accelerators_here():
         pytest.skip("this machine has an accelerator: auto would rightly pick it")
@@ -698,7 +699,7 @@ def test_every_gpu_spec_compiles_the_step(name):
 
 # --- The K80: CUDA 11.8's ptxas, for that target only -----------------------------------
 
-KEPLER = targets.KEPLER_TOOLKIT
+KEPLER = chips.KEPLER_TOOLKIT
 _kepler_missing = pytest.mark.skipif(
     not KEPLER.installed(),
     reason=f"gpu-k80 compiles with {KEPLER.requirement}, not installed: {KEPLER.install}",
@@ -774,7 +775,7 @@ def test_a_k80_refusal_by_another_toolkit_is_compiled_again(tmp_path, toolkit):
 
 
 def test_first_batches_go_breadth_first_over_chips_and_precisions():
-    from experiments.run_targets import _breadth_first
+    from experiments.cli.targets import _breadth_first
     from experiments.studies.targets import cells as targets_cells
 
     cells = targets_cells()
@@ -911,8 +912,8 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
 _CAPPED_RUN = """
 import resource, sys
 import jax
-import jaxcnn, experiments.cli_plan  # what the run imports before libtpu, held before the cap
-from experiments.run import main
+import jaxcnn, experiments.cli.plan  # what the run imports before libtpu, held before the cap
+from experiments.cli.run import main
 jax.devices()
 with open("/proc/self/status") as status:
     held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))

@@ -15,9 +15,10 @@ import pytest
 from conftest import complete_record, needs_extra
 from conftest import fill_disk as _fill
 
-from experiments import records, sweep
-from experiments.isolated import InChild
-from experiments.run import main
+from experiments import records
+from experiments.cli.run import main
+from experiments.harness import sweep
+from experiments.harness.isolated import InChild
 
 TINY = ["--model", "mlp", "--set", "width=8", "--epochs", "1", "--set", "steps=2"]
 TINY += ["--set", "timing_steps=2", "--batch-size", "16", "--set", "progress=false"]
@@ -120,7 +121,7 @@ def test_of_a_batch_what_was_not_appended_is_kept_together(tmp_path, monkeypatch
             raise OSError(errno.ENOSPC, "No space left on device")
         real_append(target, record)
 
-    monkeypatch.setattr(records, "append", append_one_then_fail)
+    monkeypatch.setattr(records.store, "append", append_one_then_fail)
     batch = [_record("side-a"), _record("side-b"), _record("pair")]
     with pytest.raises(records.NotRecorded) as raised:
         records.append_or_keep(path, *batch)
@@ -288,7 +289,7 @@ def test_an_immutable_file_after_the_work_keeps_the_record(tmp_path, monkeypatch
 @pytest.mark.slow
 def test_with_nowhere_to_keep_it_the_record_is_the_line_on_stderr(tmp_path, monkeypatch, capsys):
     path = tmp_path / records.RECORDS_FILE
-    monkeypatch.setattr(records.tempfile, "mkstemp", _no_temp)
+    monkeypatch.setattr(records.store.tempfile, "mkstemp", _no_temp)
     _break_after_the_work(monkeypatch, path.mkdir)
     assert main(["--out", str(tmp_path), *TINY]) == 1
     lines = capsys.readouterr().err.strip().splitlines()

@@ -1,5 +1,5 @@
 """A Workload is plain data: the studies and the command line build workloads before
-JAX starts (and without paying its import), so experiments.workload imports no JAX."""
+JAX starts (and without paying its import), so experiments.records.workload imports no JAX."""
 
 import subprocess
 import sys
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _imports_jax(module: str) -> bool:
     code = (
         f"import sys, {module}; "
-        "from experiments.workload import Workload; "
+        "from experiments.records.workload import Workload; "
         "Workload(precision='bf16').describe(); "
         "print('jax' in sys.modules)"
     )
@@ -26,8 +26,8 @@ def _imports_jax(module: str) -> bool:
 @pytest.mark.parametrize(
     "module, expected",
     [
-        ("experiments.workload", False),
-        ("experiments.prepare", True),  # the positive control: the JAX side of a workload
+        ("experiments.records.workload", False),
+        ("experiments.harness.prepare", True),  # the positive control: the JAX side of a workload
     ],
 )
 def test_workload_imports_no_jax(module, expected):
@@ -35,7 +35,7 @@ def test_workload_imports_no_jax(module, expected):
 
 
 def test_module_overrides_name_the_compute_dtype():
-    from experiments.workload import Workload
+    from experiments.records.workload import Workload
 
     assert Workload(precision="bf16", model_overrides={"width": 8}).module_overrides() == {
         "width": 8,

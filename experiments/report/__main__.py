@@ -1,5 +1,7 @@
+"""`python -m experiments.report`: the report's command (experiments/cli/report.py)."""
+
 import sys
 
-from experiments.report.cli import main
+from experiments.cli.report import main
 
 sys.exit(main())

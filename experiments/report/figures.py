@@ -26,8 +26,16 @@ from typing import Any
 
 import pandas as pd
 
-from experiments import labels, predictions
-from experiments.records import recorded_at_or_oldest
+from experiments.predict import shown as predictions
+from experiments.records import labels, recorded_at_or_oldest
+from experiments.records.select import (
+    device_of,
+    fits,
+    is_compiled,
+    kind_of,
+    largest_fit,
+    superseded,
+)
 
 Record = dict[str, Any]
 
@@ -149,22 +157,6 @@ UNITS = {
 def newest(records: Iterable[Record]) -> Record:
     """The newest of `records` (by recorded_at; ties: the later in the file)."""
     return max(enumerate(records), key=lambda pair: (recorded_at_or_oldest(pair[1]), pair[0]))[1]
-
-
-def kind_of(record: Record) -> str:
-    return labels.workload_kind(record)
-
-
-def is_compiled(record: Record) -> bool:
-    return kind_of(record) == "compile" or bool(record.get("compiled_not_run"))
-
-
-def device_of(record: Record) -> str:
-    """The device a figure belongs to: a CPU's model and vector extensions, an
-    accelerator's chip, a compile-only record's target name."""
-    if is_compiled(record):
-        return (record.get("target") or {}).get("name") or record["workload"].get("target") or "-"
-    return predictions.chip_of(record)
 
 
 def _names_no_cpu(record: Record) -> bool:
@@ -524,14 +516,6 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 # --- compiled and predicted ------------------------------------------------------------
 
 
-def superseded(record: Record) -> bool:
-    from jaxcnn import targets
-
-    target = targets.TARGETS.get(device_of(record))
-    devices = (record.get("target") or {}).get("devices")
-    return target is not None and devices is not None and devices != target.devices
-
-
 def compiled_records(records: Sequence[Record]) -> list[Record]:
     """RULES["newest-compile"]: the newest compile per workload and target."""
     rs = [
@@ -540,11 +524,6 @@ def compiled_records(records: Sequence[Record]) -> list[Record]:
         if is_compiled(r) and r.get("status") in ("ok", "oom") and not superseded(r)
     ]
     return select_newest(rs)
-
-
-def fits(record: Record) -> bool:
-    """The target's own compiler's verdict against the memory JAX can use of the chip."""
-    return record["status"] == "ok" and record.get("fits") is not False
 
 
 def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
@@ -566,22 +545,6 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for rs in searches.values():
         out.extend(largest_batch(rs, errors))
     return out
-
-
-def largest_fit(rs: Sequence[Record]) -> tuple[Record | None, Record | None]:
-    """(the compile of the largest batch that fits, the smallest batch above it that
-    does not), from one search's compiles; (None, None) where nothing fits."""
-    ok = [r for r in rs if fits(r)]
-    if not ok:
-        return None, None
-    best = max(ok, key=lambda r: r["workload"]["batch_size"])
-    b = best["workload"]["batch_size"]
-    over = [
-        r
-        for r in rs
-        if r.get("status") in ("ok", "oom") and not fits(r) and r["workload"]["batch_size"] > b
-    ]
-    return best, min(over, key=lambda r: r["workload"]["batch_size"], default=None)
 
 
 def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]]:
@@ -767,15 +730,14 @@ def _watts_per_device(record: Record) -> float | None:
 
 def _vendor_peak(record: Record) -> float | None:
     """The datasheet peak FLOP/s of one device of the record's target in the precision
-    its matmuls run in (jaxcnn.devices.matmul_precision: TF32 for f32 on an A100 at
+    its matmuls run in (jaxcnn.perf.rates.matmul_precision: TF32 for f32 on an A100 at
     JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
     an f32 step against a GPU's fp16 tensor cores."""
-    from jaxcnn import devices as devices_lib
-    from jaxcnn.perf import price
+    from jaxcnn.perf import rates
 
     peaks = (record.get("target") or {}).get("peak_tflops") or {}
-    dtype = price.DTYPES.get(record["workload"].get("precision"))
-    precision = dtype and devices_lib.matmul_precision(predictions.device_of(record), dtype)
+    dtype = rates.DTYPES.get(record["workload"].get("precision"))
+    precision = dtype and rates.matmul_precision(predictions.device_of(record), dtype)
     tflops = number(peaks.get(precision)) if precision else None
     return _per_device(record, tflops * 1e12 if tflops else None)
 
@@ -903,7 +865,7 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 # --- the seeds' own figures and derived comparisons ------------------------------------
 
-SEED_FIGURES = Path(__file__).resolve().parents[1] / "seed_figures.json"
+SEED_FIGURES = Path(__file__).with_name("seed_figures.json")
 
 
 def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
@@ -1120,7 +1082,7 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
     """Predicted cost of an epoch on each priced target: the predicted epoch times the
     target's on-demand price per hour, all its chips and their host VM included
     (`prices`: references.chip_prices(), the committed prices by default)."""
-    from experiments import references
+    from experiments.predict import references
     from jaxcnn import targets
 
     prices = references.chip_prices() if prices is None else prices
@@ -1157,7 +1119,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     each. A paired bench run's turns stand for no figure of their own, but their matmul
     ceilings are their machine's."""
     from experiments import records as records_lib
-    from experiments import references
+    from experiments.predict import references
 
     refs = references.load() if refs is None else refs
     records = [

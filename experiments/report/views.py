@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
 from experiments.report.figures import RULES
 from experiments.report.fmt import fmt, value_text
-from experiments.tables import markdown_table
 
 REPORT_FILE = "REPORT.md"
 PAGES = "report"

@@ -13,8 +13,8 @@ Expected: CPU ~8 min; smoke ~5 s; GPU/TPU ~2 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study
-from experiments.workload import Workload
 
 
 def workloads(ctx: Context) -> list[Workload]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
-    from experiments.workload import Workload
+    from experiments.records.workload import Workload
 
 Record = dict[str, Any]
 

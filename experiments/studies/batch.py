@@ -19,8 +19,8 @@ Expected: CPU ~6 min; smoke ~5 s; GPU < 2 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Study
-from experiments.workload import Workload
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
 

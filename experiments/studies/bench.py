@@ -39,10 +39,10 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 
 from experiments.records import recorded_at_or_oldest, took_turns
+from experiments.records.tables import markdown_text
+from experiments.records.workload import Workload
 from experiments.studies import bench_cells
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
-from experiments.tables import markdown_text
-from experiments.workload import Workload
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
 

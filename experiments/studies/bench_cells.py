@@ -4,9 +4,9 @@ and the paired runs' (bench_paired.py), which imports nothing else of it."""
 
 from __future__ import annotations
 
-from experiments.labels import machine
+from experiments.records.labels import machine
+from experiments.records.tables import markdown_text
 from experiments.studies.base import Record
-from experiments.tables import markdown_text
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
 # that no speedup over the CPU in the study is inflated by a slow CPU baseline.
@@ -26,7 +26,7 @@ def machines_here(host: str | None = None) -> list[str]:
     CPU was recorded)."""
     import socket
 
-    from experiments import host_cpu
+    from experiments.records import host_cpu
 
     device = {"platform": "cpu", "kind": "cpu", "host": host or socket.gethostname()}
     return [

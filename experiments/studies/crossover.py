@@ -14,8 +14,8 @@ GPU/TPU < 1 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
-from experiments.workload import Workload
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_TRAIN, Context, Study, dataset_for
-from experiments.workload import Workload
 
 if TYPE_CHECKING:  # references imports jaxcnn (JAX): only when a cost is priced
     pass

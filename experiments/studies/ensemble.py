@@ -14,6 +14,7 @@ Expected: CPU ~8 min; smoke ~10 s; GPU/TPU ~2 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import (
     SMOKE_TRAIN,
     TINY_MLP,
@@ -21,7 +22,6 @@ from experiments.studies.base import (
     Study,
     dataset_for,
 )
-from experiments.workload import Workload
 
 ENSEMBLE_SIZES = (1, 4, 16)
 

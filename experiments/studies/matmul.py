@@ -14,8 +14,8 @@ GPU/TPU < 1 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
-from experiments.workload import Workload
 
 MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
 

@@ -14,8 +14,8 @@ Expected: CPU ~5 min; smoke ~5 s; GPU/TPU ~1 min (a guess).
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Study, dataset_for
-from experiments.workload import Workload
 
 
 def workloads(ctx: Context) -> list[Workload]:

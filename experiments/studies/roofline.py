@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from experiments.records.workload import Workload
 from experiments.studies import bench
 from experiments.studies.base import Context, Study
-from experiments.workload import Workload
 
 
 def workloads(ctx: Context) -> list[Workload]:

@@ -13,13 +13,13 @@ the same cores and would measure nothing). Smoke: `mlp` n=8 only, N = 1 and all
 Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess).
 
 Compiled for GPUs not at hand (1-8 of one host, `target_cells`): python -m
-experiments.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 cells).
+experiments.cli.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 cells).
 """
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study, TargetCell
-from experiments.workload import Workload
 
 
 def device_counts(available: int) -> list[int]:

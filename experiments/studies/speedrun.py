@@ -24,8 +24,8 @@ configuration; every number shown is read from the records.
 
 from __future__ import annotations
 
+from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Study, dataset_for
-from experiments.workload import Workload
 
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;
 # a CPU runs f32 (XLA:CPU runs bf16 no faster than f32 and pays the conversions:

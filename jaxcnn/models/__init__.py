@@ -9,23 +9,35 @@ Overrides are the module's fields (num_classes, width, padding, dtype, ...) plus
 `formulation` ("auto" by default: the default backend's, see jaxcnn.formulation; or
 "xla", "cpu", or a Formulation) says how convolutions and pools are computed; it
 changes the program, never the parameters.
+
+Each spec names its class as a string ("module:Class"), imported when a model is built:
+`names()`, `spec()` and `input_shape()` without overrides load no Flax and no JAX.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from jaxcnn import formulation as formulation_lib
 from jaxcnn.errors import UsageError
-from jaxcnn.models.imagenet import VGG16, ResNet
-from jaxcnn.models.layers import Flatten, Pool
-from jaxcnn.models.small import MLP, CatsDogsCNN, LeNet5, LeNet5Keras, MnistCNN
+
+if TYPE_CHECKING:
+    import flax.linen as nn
+
+# The modules' classes, by the name this package gives them: each imported (with Flax)
+# when first used, so listing the models and their shapes loads no Flax.
+_CLASSES = {
+    "MLP": "jaxcnn.models.small:MLP",
+    "CatsDogsCNN": "jaxcnn.models.small:CatsDogsCNN",
+    "LeNet5": "jaxcnn.models.small:LeNet5",
+    "LeNet5Keras": "jaxcnn.models.small:LeNet5Keras",
+    "MnistCNN": "jaxcnn.models.small:MnistCNN",
+    "VGG16": "jaxcnn.models.imagenet:VGG16",
+    "ResNet": "jaxcnn.models.imagenet:ResNet",
+    "Flatten": "jaxcnn.models.layers:Flatten",
+    "Pool": "jaxcnn.models.layers:Pool",
+}
 
 __all__ = [
     "MLP",
@@ -46,37 +58,56 @@ __all__ = [
 ]
 
 
+def _resolve(path: str) -> Any:
+    """The object a "module:name" string names, imported."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLASSES:
+        value = _resolve(_CLASSES[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    module: type[nn.Module]
+    module: str  # its class, as "module:Class": imported when a model is built
     input_shape: tuple[int, int, int]
     defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    outputs: int | None = None  # a fixed count (one sigmoid), else its num_classes
 
     @property
     def num_outputs(self) -> int:
-        return 1 if self.module is CatsDogsCNN else int(self.defaults.get("num_classes", 10))
+        return self.outputs or int(self.defaults.get("num_classes", 10))
+
+    def module_class(self) -> type[nn.Module]:
+        return _resolve(self.module)
 
 
 _TINY_VGG = {"base_width": 4, "dense_width": 32, "num_classes": 10}
 _TINY_RESNET = {"stage_sizes": (1, 1), "num_filters": 8, "num_classes": 10}
+_SMALL, _IMAGENET = "jaxcnn.models.small", "jaxcnn.models.imagenet"
 
 _REGISTRY: dict[str, ModelSpec] = {
-    "lenet5": ModelSpec(LeNet5, (32, 32, 1)),
-    "lenet5_keras": ModelSpec(LeNet5Keras, (32, 32, 1)),
-    "mnist_cnn": ModelSpec(MnistCNN, (28, 28, 1)),
-    "mlp": ModelSpec(MLP, (28, 28, 1)),
-    "catsdogs_cnn": ModelSpec(CatsDogsCNN, (256, 256, 3)),
-    "vgg16": ModelSpec(VGG16, (224, 224, 3), {"num_classes": 1000}),
+    "lenet5": ModelSpec(f"{_SMALL}:LeNet5", (32, 32, 1)),
+    "lenet5_keras": ModelSpec(f"{_SMALL}:LeNet5Keras", (32, 32, 1)),
+    "mnist_cnn": ModelSpec(f"{_SMALL}:MnistCNN", (28, 28, 1)),
+    "mlp": ModelSpec(f"{_SMALL}:MLP", (28, 28, 1)),
+    "catsdogs_cnn": ModelSpec(f"{_SMALL}:CatsDogsCNN", (256, 256, 3), outputs=1),
+    "vgg16": ModelSpec(f"{_IMAGENET}:VGG16", (224, 224, 3), {"num_classes": 1000}),
     "resnet18": ModelSpec(
-        ResNet, (224, 224, 3), {"stage_sizes": (2, 2, 2, 2), "num_classes": 1000}
+        f"{_IMAGENET}:ResNet", (224, 224, 3), {"stage_sizes": (2, 2, 2, 2), "num_classes": 1000}
     ),
     "resnet50": ModelSpec(
-        ResNet,
+        f"{_IMAGENET}:ResNet",
         (224, 224, 3),
         {"stage_sizes": (3, 4, 6, 3), "bottleneck": True, "num_classes": 1000},
     ),
-    "vgg_tiny": ModelSpec(VGG16, (32, 32, 3), _TINY_VGG),
-    "resnet_tiny": ModelSpec(ResNet, (32, 32, 3), _TINY_RESNET),
+    "vgg_tiny": ModelSpec(f"{_IMAGENET}:VGG16", (32, 32, 3), _TINY_VGG),
+    "resnet_tiny": ModelSpec(f"{_IMAGENET}:ResNet", (32, 32, 3), _TINY_RESNET),
 }
 
 
@@ -94,15 +125,17 @@ def spec(name: str) -> ModelSpec:
 
 def _split(name: str, overrides: dict[str, Any]) -> tuple[ModelSpec, dict[str, Any], tuple]:
     model_spec = spec(name)
-    fields = {f.name for f in dataclasses.fields(model_spec.module)} - {"parent", "name"}
     kwargs = {**model_spec.defaults, **overrides}
     size = kwargs.pop("input_size", None)
-    unknown = sorted(set(kwargs) - fields)
-    if unknown:
-        raise UsageError(
-            f"model {name!r} has no option {', '.join(unknown)}: it takes "
-            f"{', '.join(sorted(fields | {'input_size'}))}"
-        )
+    if set(overrides) - {"input_size"}:  # the spec's own defaults are its fields
+        fields = {f.name for f in dataclasses.fields(model_spec.module_class())}
+        fields -= {"parent", "name"}
+        unknown = sorted(set(kwargs) - fields)
+        if unknown:
+            raise UsageError(
+                f"model {name!r} has no option {', '.join(unknown)}: it takes "
+                f"{', '.join(sorted(fields | {'input_size'}))}"
+            )
     h, w, c = model_spec.input_shape
     shape = (h, w, c) if size is None else (int(size), int(size), c)
     return model_spec, kwargs, shape
@@ -110,9 +143,11 @@ def _split(name: str, overrides: dict[str, Any]) -> tuple[ModelSpec, dict[str, A
 
 def get(name: str, **overrides: Any) -> nn.Module:
     """The Flax module registered as `name`, with its fields overridden."""
+    from jaxcnn import formulation as formulation_lib
+
     model_spec, kwargs, _ = _split(name, overrides)
     kwargs["formulation"] = formulation_lib.resolve(kwargs.get("formulation"))
-    return model_spec.module(**kwargs)
+    return model_spec.module_class()(**kwargs)
 
 
 def input_shape(name: str, **overrides: Any) -> tuple[int, int, int]:
@@ -122,12 +157,18 @@ def input_shape(name: str, **overrides: Any) -> tuple[int, int, int]:
 
 def _abstract_variables(module: nn.Module, shape: tuple) -> Any:
     """Variables as shapes only: counting VGG-16 must not allocate 138M floats."""
+    import jax
+    import jax.numpy as jnp
+
     rngs = {"params": jax.random.key(0), "dropout": jax.random.key(1)}
     x = jnp.zeros((1, *shape), jnp.float32)
     return jax.eval_shape(lambda: module.init(rngs, x, train=False))
 
 
 def _size(tree: Any) -> int:
+    import jax
+    import numpy as np
+
     return int(sum(np.prod(leaf.shape) for leaf in jax.tree_util.tree_leaves(tree)))
 
 
@@ -141,6 +182,8 @@ def param_counts(name: str, **overrides: Any) -> tuple[int, int]:
 
 def summary(name: str, **overrides: Any) -> str:
     """A Keras-like layer table in call order: layer, output shape, parameter count."""
+    import flax.linen as nn
+
     _, _, shape = _split(name, overrides)
     called: list[tuple[str, str, tuple]] = []
 

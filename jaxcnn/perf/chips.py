@@ -1,22 +1,27 @@
 """The one table of chip facts: per chip its dense peak TFLOP/s per precision, memory,
 memory bandwidth, interconnect, host link and thermal design power, each from the
-vendor's datasheet or the page cited beside it. Everything that needs a chip's numbers
-(jaxcnn.devices' matmul precision, jaxcnn.targets, the pricing, the fit, the report)
-reads them here. Pure data and lookups: no JAX.
+vendor's datasheet or the page cited beside it; the arithmetic a matmul runs in on each
+platform; and the topologies the compilers can target (TARGETS: TPU slices and NVIDIA
+GPUs, alone or several to a host). Everything that needs a chip's numbers reads them
+here, its rates through jaxcnn.perf.rates. Pure data and lookups: no JAX.
 
     chips.find("NVIDIA H100 80GB HBM3").bandwidth      # 3.35e12 bytes/s
     chips.peak_tflops("Tesla T4", "fp16")              # 65.0
+    chips.TARGETS["tpu-v5e-8"].chips                   # 8
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+from pathlib import Path
 from typing import NamedTuple
 
 # Dense (no structured sparsity) peak TFLOP/s per chip, memory per chip and memory
 # bandwidth per chip, from the vendors' datasheets. Every device-specific number lives in
 # this table; MFU and predictions are only ever computed against an entry here (or a
-# matmul measured on the device, in experiments/measure.py). Patterns are
+# matmul measured on the device, in experiments/harness/measure.py). Patterns are
 # case-insensitive regexes searched in `device_kind`, most specific first.
 GiB = 2**30
 GB = 10**9
@@ -255,3 +260,194 @@ def fact(device_kind: str, name: str) -> float | None:
     unknown."""
     chip = find(device_kind)
     return getattr(chip, name) if chip else None
+
+
+# --- The arithmetic a matmul runs in ----------------------------------------------------
+
+# The input types of a dot or convolution whose arithmetic a chip's peaks are given for.
+_HALF_PRECISIONS = {"bfloat16": "bf16", "float16": "fp16"}
+
+
+def matmul_precision(
+    platform: str,
+    device_kind: str,
+    dtype: str,
+    setting: str = "default",
+    compute_capability: str | None = None,
+) -> str | None:
+    """The arithmetic a matmul of `dtype` inputs (float32, bfloat16, float16) runs in on a
+    chip of `platform` at JAX's default matmul precision `setting` (default, high,
+    highest, or their other names): what an MFU must be measured against.
+
+    f32 inputs run as one bf16 pass on TPU and as TF32 on NVIDIA Ampere and newer (a
+    `compute_capability` of 8 or more, else a chip with TF32 units in the table: they
+    arrived with Ampere); "highest" makes them true fp32 (on TPU, several bf16 passes,
+    for which no vendor peak exists: None). bf16/fp16 inputs run as themselves."""
+    if dtype in _HALF_PRECISIONS:
+        return _HALF_PRECISIONS[dtype]
+    if dtype != "float32":
+        return None
+    setting = setting.lower()
+    exact = setting in ("highest", "float32")
+    three_pass = setting in ("high", "bfloat16_3x", "tensorfloat32")
+    if platform == "tpu":
+        return None if exact or three_pass else "bf16"
+    if platform == "gpu" and not exact and _ampere_or_newer(device_kind, compute_capability):
+        return "tf32"
+    return "fp32"
+
+
+def _ampere_or_newer(device_kind: str, compute_capability: str | None) -> bool:
+    if compute_capability:
+        return int(str(compute_capability).split(".")[0]) >= 8
+    chip = find(device_kind)
+    return chip is not None and "tf32" in chip.peak_tflops
+
+
+# --- Topologies: the chips the compilers can target, alone or several together ----------
+
+SPECS = Path(__file__).resolve().parent.parent / "gpu_specs"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    platform: str  # tpu | gpu
+    chip: str  # the chip table's name
+    chips: int
+    topology: str | None = None  # TPU: libtpu's topology name
+    spec: str | None = None  # GPU: the target config file in jaxcnn/gpu_specs
+    # TPU: libtpu's chip config, where the chip runs in a mode its compile-only default
+    # is not sure to give: "megacore", one JAX device driving both TensorCores of a v4
+    # or v5p chip, as these chips run on Cloud TPU (without it, v4 compiles for two
+    # one-core devices per chip).
+    chip_config: str | None = None
+    # JAX devices per chip, as the chip runs: 2 on v2 and v3, whose two cores are two
+    # devices; 1 elsewhere (megacore v4 and v5p, one-core v5e and v6e, GPUs).
+    # jaxcnn.targets.abstract_devices checks the compiler gives chips x this.
+    devices_per_chip: int = 1
+    # GPU: a CUDA toolkit other than the CUDA plugin's own, for a chip whose ptxas that
+    # toolkit no longer has (CudaToolkit below); None: the plugin's.
+    toolkit: CudaToolkit | None = None
+
+    @property
+    def devices(self) -> int:
+        return self.chips * self.devices_per_chip
+
+    @property
+    def kind(self) -> str:
+        """A device_kind the chip table knows this chip by."""
+        return self.chip if self.platform == "tpu" else _spec_kind(self.spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaToolkit:
+    """A CUDA toolkit's ptxas and libdevice, from NVIDIA's pip wheel, installed apart
+    from the environment's own: every nvidia-cuda-nvcc-cuXX wheel unpacks into the same
+    nvidia/cuda_nvcc folder, so one environment holds only one of them, and the CUDA
+    plugin's (CUDA 12) is the one jax finds. A target that names a toolkit compiles
+    with `xla_gpu_cuda_data_dir` set to it (XLA takes ptxas from its bin/ first), in
+    that target's jit calls only."""
+
+    package: str
+    version: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+    @property
+    def root(self) -> Path:
+        """Where it is installed: beside the environment that compiles, one folder each."""
+        return Path(sys.prefix) / "jaxcnn-toolkits" / f"{self.package}-{self.version}"
+
+    @property
+    def cuda_dir(self) -> Path:
+        """The folder XLA reads as a CUDA install: bin/ptxas, nvvm/libdevice."""
+        return self.root / "nvidia" / "cuda_nvcc"
+
+    @property
+    def install(self) -> str:
+        return f"pip install --no-deps --target={self.root} {self.requirement}"
+
+    def installed(self) -> bool:
+        return (self.cuda_dir / "bin" / "ptxas").is_file()
+
+
+# CUDA 12's ptxas has no Kepler: `ptxas fatal   : Value 'sm_37' is not defined for option
+# 'gpu-name'` (XLA then says "ptxas too old" and, with no driver here, refuses). CUDA
+# 11.8's is the last to assemble sm_35/sm_37 (deprecated there; CUDA 12.0 removed them),
+# and assembles the PTX XLA's LLVM emits for sm_37. Its wheel is 19.5 MB (46 MB unpacked).
+KEPLER_TOOLKIT = CudaToolkit("nvidia-cuda-nvcc-cu11", "11.8.89")
+
+
+def _tpu(
+    name: str, chip: str, chips: int, topology: str, per_chip: int = 1, config: str | None = None
+) -> Target:
+    return Target(
+        name, "tpu", chip, chips, topology=topology, chip_config=config, devices_per_chip=per_chip
+    )
+
+
+def _gpu(
+    name: str, chip: str, spec: str, chips: int = 1, toolkit: CudaToolkit | None = None
+) -> Target:
+    return Target(name, "gpu", chip, chips, spec=spec, toolkit=toolkit)
+
+
+def _gpus(chip: str, spec: str, counts: tuple[int, ...], stem: str) -> tuple[Target, ...]:
+    """`counts` GPUs of one host, each count a target: the chip's one-GPU spec, given to
+    the compiler as a topology of that many devices (1 slice x 1 host x N devices)."""
+    return tuple(_gpu(f"{stem}x{n}", chip, spec, chips=n) for n in counts)
+
+
+# Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
+# and v6e (tpu-v5e-8: 8 chips). Adding a target is one entry here (and, for a GPU not
+# listed, one spec file in jaxcnn/gpu_specs).
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        _tpu("tpu-v2-8", "TPU v2", 4, "v2:2x2", per_chip=2),
+        _tpu("tpu-v3-8", "TPU v3", 4, "v3:2x2", per_chip=2),
+        _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", config="megacore"),
+        _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", config="megacore"),
+        _tpu("tpu-v5e-1", "TPU v5e", 1, "v5e:1x1"),
+        _tpu("tpu-v5e-8", "TPU v5e", 8, "v5e:2x4"),
+        _tpu("tpu-v5e-16", "TPU v5e", 16, "v5e:4x4"),
+        _tpu("tpu-v5e-64", "TPU v5e", 64, "v5e:8x8"),
+        _tpu("tpu-v5p-8", "TPU v5p", 4, "v5p:2x2x1", config="megacore"),
+        _tpu("tpu-v6e-1", "TPU v6e", 1, "v6e:1x1"),
+        _tpu("tpu-v6e-8", "TPU v6e", 8, "v6e:2x4"),
+        _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
+        _gpu("gpu-mx150", "MX150", "mx150.txtpb"),
+        _gpu("gpu-k80", "K80", "k80.txtpb", toolkit=KEPLER_TOOLKIT),
+        _gpu("gpu-p100", "P100 PCIe", "p100.txtpb"),
+        _gpu("gpu-t4", "T4", "t4.txtpb"),
+        _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
+        _gpu("gpu-a100", "A100", "a100.txtpb"),
+        _gpu("gpu-a100-80gb", "A100 80GB", "a100_80gb.txtpb"),
+        _gpu("gpu-l4", "L4", "l4.txtpb"),
+        _gpu("gpu-h100", "H100 SXM", "h100.txtpb"),
+        _gpu("gpu-h100-pcie", "H100 PCIe", "h100_pcie.txtpb"),
+        # Data parallelism over the GPUs of one host (seed 001's recipe). Kaggle's free
+        # GPU runtime is 2 x T4, and a cloud VM takes up to 4; 8 x V100 / A100 / H100
+        # is one DGX-class host (NVLink between the GPUs: the chips' interconnect).
+        *_gpus("T4", "t4.txtpb", (2, 4), "gpu-t4"),
+        *_gpus("V100 SXM2", "v100.txtpb", (2, 4, 8), "gpu-v100"),
+        *_gpus("A100", "a100.txtpb", (2, 4, 8), "gpu-a100"),
+        *_gpus("H100 SXM", "h100.txtpb", (2, 4, 8), "gpu-h100"),
+    )
+}
+
+# The share of a chip's memory a JAX program can have by default. On a GPU, JAX
+# preallocates 75% of the memory at its first operation (XLA_PYTHON_CLIENT_MEM_FRACTION,
+# JAX's "GPU memory allocation" page); the rest is the CUDA context's and other
+# processes'. A TPU's HBM is the program's.
+USABLE_FRACTION = {"gpu": 0.75, "tpu": 1.0}
+
+
+def _spec_kind(spec: str | None) -> str:
+    for line in (SPECS / str(spec)).read_text().splitlines():
+        if line.startswith("device_description_str:"):
+            return line.split(":", 1)[1].strip().strip('"')
+    raise ValueError(f"{spec} has no device_description_str")

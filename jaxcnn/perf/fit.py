@@ -1,5 +1,5 @@
 """The fit of the pricing's constants (jaxcnn.perf.price.Constants) to observed steps, and
-how far its predictions can be trusted. `python -m experiments.fit_predictions` turns
+how far its predictions can be trusted. `python -m experiments.cli.fit` turns
 records and published references into Observations and writes the result into
 jaxcnn/perf/constants.json.
 
@@ -31,16 +31,17 @@ import itertools
 import json
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from jaxcnn.perf import hlo, predict, price
+from jaxcnn.perf.rates import Rates
 
 PARAMETERS = price.PARAMETERS
-VECTOR = "vector_efficiency"  # the vector units' own efficiency (price.UNITS)
+VECTOR = "vector_efficiency"  # the vector units' own efficiency (jaxcnn.perf.rates.UNITS)
 BOUNDS = {
     "compute_efficiency": (0.01, 1.0),
     "memory_efficiency": (0.01, 1.0),
@@ -74,7 +75,7 @@ LOOP = "published_loop_step_s"
 # datasheet peak) may see its kernels pass that rate: the step's larger GEMMs run faster
 # than the one matmul did. Its compute efficiency, relative to that ceiling, may pass 1.
 MEASURED_RATE_BOUNDS = {"compute_efficiency": (0.01, 2.0)}
-# A GPU's fp32 pipes and its tensor cores are different units (jaxcnn.perf.price.UNITS):
+# A GPU's fp32 pipes and its tensor cores are different units (jaxcnn.perf.rates.UNITS):
 # where a platform's observations run dots or convolutions on both, each unit gets its
 # own fraction of its own peak (compute_efficiency: the matrix units'), fitted per
 # platform; a platform none of whose observations computes on vector units has none.
@@ -120,7 +121,7 @@ WHERE_SEEN = {
 
 
 def compiler_op_cost(
-    programs: Sequence[tuple[str, Sequence[hlo.Kernel], Mapping[str, Any], float, int, int]],
+    programs: Sequence[tuple[str, Sequence[hlo.Kernel], Rates, float, int, int]],
 ) -> dict[str, tuple[float, int]]:
     """Per platform whose compiler estimates a compiled program's time, the fixed cost per
     op that estimate implies for the small programs (predict.regime) compiled for it:
@@ -132,7 +133,7 @@ def compiler_op_cost(
     unit = price.Constants(compute_efficiency=1, memory_efficiency=1, kernel_overhead_s=0)
     implied: dict[str, list[float]] = {}
     for platform, ks, rates, estimate, steps, per_device in programs:
-        if not price.can_price(rates) or predict.regime(ks, per_device * steps) != "small":
+        if not rates.can_price or predict.regime(ks, per_device * steps) != "small":
             continue
         timed = price.step_time(ks, rates, unit)
         extra = (estimate * steps - timed["seconds"]) / max(1, timed["kernels"])
@@ -155,7 +156,7 @@ class Observation:
     label: str  # what it is, in a table
     platform: str  # cpu | gpu | tpu
     kernels: tuple[hlo.Kernel, ...]
-    rates: dict[str, Any]
+    rates: Rates
     batch_per_device: int
     measured_s: float  # one run of the kernels' program (one step, or a loop of several)
     source: str  # "record <run_id>" | "reference <id>"
@@ -427,7 +428,7 @@ def choose_units(
     limits: dict[str, tuple[float, float]],
     platform: str,
 ) -> dict[str, Any]:
-    """Whether the vector units' own efficiency (jaxcnn.perf.price.UNITS) earns its place:
+    """Whether the vector units' own efficiency (jaxcnn.perf.rates.UNITS) earns its place:
     the platform's headline split (SPLITS) measured with it and with one efficiency for
     every unit, the published runs' loop left out of both. Kept only where it tests every
     group the shared efficiency tests (a chip whose units no other chip has cannot be
@@ -467,7 +468,7 @@ def fit_platform(
     fitted = [o for o in observations if o.held_out is None]
     fixed: dict[str, float | None] = {name: value for name, (value, _) in held.items()}
     limits = dict(BOUNDS)
-    if fitted and all(o.rates.get("source") == "measured" for o in fitted):
+    if fitted and all(o.rates.source == "measured" for o in fitted):
         limits.update(MEASURED_RATE_BOUNDS)
     if platform == "cpu":
         limits.update(PER_KIND_BOUNDS)

@@ -1,7 +1,8 @@
 """The host's side of a step in jaxcnn's loops, and the loop step around a device step:
 what the host adds around the kernels (the step loop's host parts as jaxcnn.host_loop
 measured them, the batch over the chip's link, a call's round trip), each from a
-measurement or a published link rate, never fitted.
+measurement or a published link rate, never fitted. Pure arithmetic on what a record
+holds: the timing itself is jaxcnn.host_loop's, which names its parts here (PARTS).
 """
 
 from __future__ import annotations
@@ -9,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jaxcnn import host_loop
+# The host parts of a step of `loop.fit` (loop="step"), as jaxcnn.host_loop times them
+# (its docstring says what each holds), and the syncs' wait for the device, apart.
+PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
+WAIT = "wait"
+# loop.fit's default: its losses are fetched and checked every CHECK_EVERY steps.
+CHECK_EVERY = 50
+# The copy of a batch over the chip's host link, priced (not measured here): a CPU has
+# none, its device memory is the host's.
+TRANSFER = "transfer"
 
 
 def measured_dispatch(placement: str, table: Mapping[str, Any]) -> float | None:
@@ -59,7 +68,7 @@ def host_side(
 ) -> dict[str, Any]:
     """What the host adds around a step's kernels in jaxcnn's loops (`predict`'s `host`):
 
-    - parts: the step loop's host parts per step (jaxcnn.host_loop.per_step of
+    - parts: the step loop's host parts per step (`per_step` of
       `measured`, a record's `host_loop`: measured with the loop's own code on the host
       that runs it), each None where nothing was measured;
     - transfer_s: the batch's bytes over the chip's link to its host, once per step of
@@ -77,11 +86,7 @@ def host_side(
         transfer = 0.0
     elif host_link_bytes_per_s:
         transfer = batch_bytes / host_link_bytes_per_s
-    parts = (
-        host_loop.per_step(measured, steps_per_epoch)
-        if measured
-        else dict.fromkeys(host_loop.PARTS)
-    )
+    parts = per_step(measured, steps_per_epoch) if measured else dict.fromkeys(PARTS)
     return {
         "parts": parts,
         "transfer_s": transfer,
@@ -96,7 +101,7 @@ def loops(device_step_s: float, host: Mapping[str, Any], platform: str) -> dict[
     """The loop step, the epoch and the device loop's step around a device step of
     `device_step_s` with the host side `host` (`host_side`):
 
-    - loop_step_s (jaxcnn.host_loop.loop_step: the step loop's host parts and the
+    - loop_step_s (`loop_step`: the step loop's host parts and the
       batch's copy, overlapped or serialised as the loop runs them), loop_parts,
       loop_left_out, loop_overlap, loop_bound;
     - epoch_s: an epoch's loop steps, where its steps are known; its evaluation is not
@@ -104,7 +109,7 @@ def loops(device_step_s: float, host: Mapping[str, Any], platform: str) -> dict[
     - device_loop_step_s: a step of the device loop (a whole epoch as one lax.scan):
       the device step plus its share of the epoch's one call (the call's round trip),
       no copy; None where the epoch's steps or the call are unknown."""
-    loop = host_loop.loop_step(device_step_s, host["parts"], host["transfer_s"], platform=platform)
+    loop = loop_step(device_step_s, host["parts"], host["transfer_s"], platform=platform)
     per_epoch = host.get("steps_per_epoch")
     call = host.get("call_s")
     return {
@@ -116,4 +121,86 @@ def loops(device_step_s: float, host: Mapping[str, Any], platform: str) -> dict[
         "device_loop_step_s": (
             device_step_s + call / per_epoch if per_epoch and call is not None else None
         ),
+    }
+
+
+def like_training(measured: Mapping[str, Any]) -> bool:
+    """Whether a record's `host_loop` ran the loop a training run makes: epochs of at
+    least `check_every` steps. A split of a batch or a few (a timing-only study's
+    synthetic data) ends an epoch, and syncs, every step or few: then the dispatch and
+    the sync hold the device's work (on this project's CPU, a dispatch many times the
+    same model's over MNIST-sized epochs), which no prediction may charge to the host."""
+    every = measured.get("check_every") or CHECK_EVERY
+    return (measured.get("steps_per_epoch") or 0) >= every
+
+
+def per_step(
+    measured: Mapping[str, Any], steps_per_epoch: int | None = None
+) -> dict[str, float | None]:
+    """Seconds per step of each host part from a record's `host_loop` (`measured`), for
+    a loop of `steps_per_epoch` steps an epoch (None: not known): each part's median
+    (the host's own work: a dispatch that waits because the runtime's queue of steps in
+    flight is full waits for the device, which the median leaves out); the sync's: its
+    every-step checks (its median) plus the fetch, the rest of its total over the syncs,
+    spread over the steps between two syncs (`check_every`, or an epoch if shorter).
+    None for a part not measured."""
+    parts = measured.get("parts") or {}
+    found: dict[str, float | None] = {
+        part: float(parts[part]["median"]) if (parts.get(part) or {}).get("n") else None
+        for part in PARTS
+    }
+    sync, syncs = parts.get("sync") or {}, measured.get("syncs")
+    if sync.get("n") and syncs:
+        every = measured.get("check_every") or CHECK_EVERY
+        every = min(every, steps_per_epoch) if steps_per_epoch else every
+        fetches = float(sync["mean"]) * sync["n"] - float(sync["median"]) * sync["n"]
+        found["sync"] = float(sync["median"]) + max(0.0, fetches) / syncs / every
+    else:
+        found["sync"] = None
+    return found
+
+
+def loop_step(
+    device_step_s: float,
+    host_parts: Mapping[str, float | None],
+    transfer_s: float | None,
+    *,
+    platform: str,
+    check_every: int = CHECK_EVERY,
+) -> dict[str, Any]:
+    """The step `loop.fit` (loop="step") makes of a device step of `device_step_s`, with
+    the host's parts per step `host_parts` (PARTS, seconds; None: no figure) and the
+    batch's copy over the chip's host link `transfer_s` (None: no figure):
+
+    - on an accelerator, the host's parts of step k+1 overlap the device's step k (the
+      loop dispatches ahead and reads nothing back until a sync), so a step takes the
+      longer of the host's work and the device's, the device's being its kernels plus
+      its batch's copy (serialised before them: the kernels wait for their batch; a
+      copy engine moving the next batch during this step is not counted); and at each
+      sync, one step in `check_every`, the one that waits pays the shorter side again
+      (the host waits for the device to drain, then the device for the host's next
+      step);
+    - on a CPU, the host's work and the kernels share the cores (XLA:CPU's kernels use
+      every core): they add up.
+
+    {"loop_step_s", "loop_parts": {part: seconds or None}, "loop_left_out": [parts
+    without a figure, counted 0], "loop_overlap": "overlapped" | "serialised",
+    "loop_bound": "host" | "device"}. Never less than `device_step_s`.
+    """
+    parts: dict[str, float | None] = {part: host_parts.get(part) for part in PARTS}
+    parts[TRANSFER] = 0.0 if platform == "cpu" else transfer_s
+    left_out = [part for part, seconds in parts.items() if seconds is None]
+    host = sum(parts[part] or 0.0 for part in PARTS)
+    device = device_step_s + (parts[TRANSFER] or 0.0)
+    if platform == "cpu":
+        step, overlap = host + device, "serialised"
+    else:
+        step = max(host, device) + min(host, device) / max(1, check_every)
+        overlap = "overlapped"
+    return {
+        "loop_step_s": step,
+        "loop_parts": parts,
+        "loop_left_out": left_out,
+        "loop_overlap": overlap,
+        "loop_bound": "host" if host > device else "device",
     }

@@ -3,7 +3,7 @@ at one chip's rates with its platform's fitted constants, and the loop around th
 (jaxcnn.perf.host).
 
     ks = hlo.kernels(compiled.as_text())
-    p = predict.predict(ks, price.rates(device), "gpu", batch_size=256)
+    p = predict.predict(ks, rates.pricing(device), "gpu", batch_size=256)
     p.device_step_s, p.loop_step_s, p.as_record()
 
 Three kinds of number meet here, each from one place:
@@ -11,15 +11,16 @@ Three kinds of number meet here, each from one place:
 - what the program does, kernel by kernel (FLOPs, bytes, launches): the target's own
   compiler, read by jaxcnn.perf.hlo;
 - what the chip can do (peak FLOP/s per precision, memory and interconnect bandwidth):
-  the chip table in jaxcnn.perf.chips, or what a run measured on the chip itself;
+  the chip table in jaxcnn.perf.chips read by jaxcnn.perf.rates, or what a run measured
+  on the chip itself;
 - how far real kernels stay below those rates, and what each launch costs: the
   platform's constants in `constants.json`, fitted by one procedure (jaxcnn.perf.fit,
-  run by `python -m experiments.fit_predictions`) on published measurements and this
+  run by `python -m experiments.cli.fit`) on published measurements and this
   project's own measured records, with the fit's out-of-sample error beside them.
 
 The result is a prediction, never a measurement: it says its method, the constants'
 version and their error band (None: unvalidated), and whatever shows it labels it
-predicted. The whole-program roofline (jaxcnn.roofline) stays what it is, the roofline
+predicted. The whole-program roofline (jaxcnn.perf.roofline) stays what it is, the roofline
 bound: a lower bound only under its assumptions, not a prediction.
 """
 
@@ -35,6 +36,7 @@ from typing import Any
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import price
 from jaxcnn.perf.hlo import Kernel
+from jaxcnn.perf.rates import Rates
 
 CONSTANTS_FILE = Path(__file__).with_name("constants.json")
 METHOD = "per-kernel"
@@ -118,7 +120,7 @@ class Prediction:
 
 def predict(
     ks: Sequence[Kernel],
-    rates: Mapping[str, Any],
+    rates: Rates,
     platform: str,
     batch_size: int,
     *,
@@ -141,7 +143,7 @@ def predict(
         family = family_constants(platform, table)
     except KeyError:
         return None
-    if not price.can_price(rates) or not ks:
+    if not rates.can_price or not ks:
         return None
     timed = price.step_time(ks, rates, price.Constants.of(family))
     device_step = timed["seconds"] / steps
@@ -153,7 +155,7 @@ def predict(
         images_per_s=batch_size / device_step if device_step > 0 else None,
         parts={f"{part}_s": timed[f"{part}_s"] / steps for part in price.PARTS},
         kernels=timed["kernels"] / steps,
-        rates_source=rates.get("source"),
+        rates_source=rates.source,
         regime=kind,
         band=error_band(family, kind, chip),
         **(host_lib.loops(device_step, host, platform) if host is not None else {}),

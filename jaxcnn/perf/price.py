@@ -1,8 +1,8 @@
 """The one pricing of compiled programs: their kernels (jaxcnn.perf.hlo) at a chip's rates,
 and the fitted constants that say how far below those rates real kernels run.
 
-    programs = Programs.of([ks], [rates(device)])       # arrays at efficiency 1
-    step_time(ks, rates(device), Constants.of(family))["seconds"]   # one program
+    programs = Programs.of([ks], [rates.pricing(device)])   # arrays at efficiency 1
+    step_time(ks, rates.pricing(device), Constants.of(family))["seconds"]   # one program
     seconds(programs, constants)                        # many at once: the fit's loss
 
 Kernels run one after another (one stream): each execution costs the larger of its
@@ -10,8 +10,8 @@ compute and memory times, plus its fixed cost, plus its interconnect time. Both 
 prediction and the fit price through `kernel_seconds`: a new pricing constant is one
 field of `Constants` and one line there.
 
-Rates (`rates`): what the chip can do, per dot/conv input type, memory, interconnect and
-host link: the chip table's (jaxcnn.perf.chips) where it knows the chip, else what a run
+Rates (jaxcnn.perf.rates): what the chip can do, per dot/conv input type, memory,
+interconnect and host link: the chip table's where it knows the chip, else what a run
 measured on it (a CPU's matmul ceiling and bandwidth).
 """
 
@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxcnn import devices as devices_lib
-from jaxcnn.perf import chips
 from jaxcnn.perf.hlo import HALF_FLOATS, Kernel
+from jaxcnn.perf.rates import DTYPES, Rates
 
 # The kinds a CPU runs as calls into a library (Eigen, oneDNN, YNNPACK): each call sets up
 # its blocking and threads, a fixed cost far above a generated loop's or a copy's.
@@ -36,113 +35,6 @@ LIBRARY_KINDS = ("gemm", "conv")
 # per core; a platform that prices such kernels apart (Constants.cache_memory_efficiency)
 # uses this threshold.
 CACHE_BYTES = 512 * 1024
-
-# The element types a kernel's dot or convolution reads (jaxcnn.perf.hlo) -> the dtype
-# names jaxcnn.devices.matmul_precision takes.
-DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
-
-
-# --- Rates ---------------------------------------------------------------------------
-
-
-def vendor_rates(device: Any, devices_per_chip: int = 1) -> dict[str, Any]:
-    """`device`'s chip as the chip table gives it, one device's share where a chip is
-    several devices: {"peak_flops_per_s": {dtype: FLOP/s}, "units", "bytes_per_s",
-    "interconnect_bytes_per_s", "host_link_bytes_per_s", "source": "vendor"}. A dtype
-    whose matmuls run in a precision the table has no peak for is left out (then priced
-    at f32's)."""
-    kind = device.device_kind
-    peaks, units = {}, {}
-    for short, name in DTYPES.items():
-        precision = devices_lib.matmul_precision(device, name)
-        peak = chips.peak_tflops(kind, precision) if precision else None
-        if peak:
-            peaks[short] = peak * 1e12 / devices_per_chip
-            units[short] = unit(device.platform, precision, kind)
-    bandwidth = chips.fact(kind, "bandwidth")
-    return {
-        "peak_flops_per_s": peaks,
-        "units": units,
-        "bytes_per_s": None if bandwidth is None else bandwidth / devices_per_chip,
-        "interconnect_bytes_per_s": chips.fact(kind, "interconnect"),
-        "host_link_bytes_per_s": chips.fact(kind, "host_link"),
-        "source": "vendor",
-    }
-
-
-# The arithmetic units a dot or convolution can run on, each with its own peak and its
-# own fraction of it that real kernels reach: "matrix" (a GPU's tensor cores, a TPU's
-# matrix units) and "vector" (a GPU's fp32 pipes). A chip's fraction of one says nothing
-# of the other's: cuDNN's fp32 convolutions on a V100 keep its fp32 pipes busy, while the
-# same step's TF32 convolutions on an A100 reach a small part of its tensor cores' peak.
-UNITS = ("matrix", "vector")
-
-
-def unit(platform: str, precision: str, device_kind: str) -> str:
-    """The unit a matmul of `precision` (jaxcnn.devices.matmul_precision's name) runs on
-    on a chip of `platform`: a TPU's are all matrix units; on a GPU fp32 runs on the fp32
-    pipes, TF32 and bf16 only exist on tensor cores, and fp16 runs on tensor cores where
-    the chip has them: tensor cores give fp16 at least 4x the fp32 peak (Volta and Turing
-    8x, Ada 4x), Pascal's packed fp16 on its fp32 pipes 2x."""
-    if platform != "gpu":
-        return "matrix"
-    if precision == "fp32":
-        return "vector"
-    if precision == "fp16":
-        fp16 = chips.peak_tflops(device_kind, "fp16") or 0.0
-        fp32 = chips.peak_tflops(device_kind, "fp32") or 0.0
-        return "matrix" if fp16 >= 4 * fp32 else "vector"
-    return "matrix"
-
-
-def vector_dtypes(rates: Mapping[str, Any]) -> frozenset[str]:
-    """The dot/conv input types `rates` price on vector units (`unit`); a type the chip
-    has no peak of its own for runs as f32 does, on f32's units. None for rates that say
-    nothing of units (a CPU's measured ones)."""
-    units = dict(rates.get("units") or {})
-    if "f32" in units:
-        for short in DTYPES:
-            units.setdefault(short, units["f32"])
-    return frozenset(short for short, kind in units.items() if kind == "vector")
-
-
-def measured_rates(
-    ceiling: Mapping[str, Any] | None, bandwidth: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The rates a run measured on its own device (a record's `matmul_ceiling` and
-    `bandwidth`): the peaks its matmuls reached per dtype and its memory bandwidth."""
-    peaks = {}
-    for short, name in DTYPES.items():
-        tflops = ((ceiling or {}).get(name) or {}).get("tflops")
-        if tflops:
-            peaks[short] = tflops * 1e12
-    return {
-        "peak_flops_per_s": peaks,
-        "bytes_per_s": (bandwidth or {}).get("bytes_per_s"),
-        "interconnect_bytes_per_s": None,
-        "source": "measured",
-    }
-
-
-def rates(
-    device: Any,
-    devices_per_chip: int = 1,
-    ceiling: Mapping[str, Any] | None = None,
-    bandwidth: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The rates a step on `device` is priced at: the vendor's where the chip table knows
-    the chip (what a compile-only record of it uses), else what a run measured on it (a
-    CPU's matmul ceiling and bandwidth)."""
-    found = vendor_rates(device, devices_per_chip)
-    if found["peak_flops_per_s"] and found["bytes_per_s"]:
-        return found
-    return measured_rates(ceiling, bandwidth)
-
-
-def can_price(rates: Mapping[str, Any]) -> bool:
-    """Whether `rates` price any program: an f32 peak and a bandwidth."""
-    return "f32" in (rates.get("peak_flops_per_s") or {}) and bool(rates.get("bytes_per_s"))
-
 
 # --- Constants -----------------------------------------------------------------------
 
@@ -239,25 +131,25 @@ class Programs:
     def of(
         cls,
         programs: Sequence[Sequence[Kernel]],
-        rates: Sequence[Mapping[str, Any]],
+        rates: Sequence[Rates],
         host_s: Sequence[float] | None = None,
         published: Sequence[bool] | None = None,
     ) -> Programs:
-        """Each program's kernels at its own rates (`can_price` must hold for each). A
+        """Each program's kernels at its own rates (`Rates.can_price` must hold for each). A
         dot or convolution in a type the rates have no peak for is priced at f32's
         where it is bf16 or f16 (no faster units for it); any other is a ValueError."""
         rows: list[tuple] = []
         for i, (ks, r) in enumerate(zip(programs, rates, strict=True)):
-            if not can_price(r):
+            if not r.can_price:
                 raise ValueError("rates without an f32 peak or a bandwidth price nothing")
-            peaks = dict(r["peak_flops_per_s"])
+            peaks = dict(r.peak_flops_per_s)
             for short in DTYPES:
                 peaks.setdefault(short, peaks["f32"])
-            bandwidth = float(r["bytes_per_s"])
+            bandwidth = float(r.bytes_per_s)
             # Where no interconnect figure is published (a CPU's devices share its
             # memory; a TPU v2), a collective moves its bytes at the memory's rate.
-            link = r.get("interconnect_bytes_per_s") or bandwidth
-            on_vector = vector_dtypes(r)
+            link = r.interconnect_bytes_per_s or bandwidth
+            on_vector = r.vector_dtypes
             for k in ks:
                 peak = 1.0
                 if k.flops:
@@ -357,7 +249,7 @@ def seconds(p: Programs, c: Constants, parts: dict[str, np.ndarray] | None = Non
     return _per_program(p, per) + p.host_s + (c.published_loop_step_s or 0.0) * p.published
 
 
-def step_time(ks: Sequence[Kernel], rates: Mapping[str, Any], c: Constants) -> dict[str, Any]:
+def step_time(ks: Sequence[Kernel], rates: Rates, c: Constants) -> dict[str, Any]:
     """One run of the program `ks` at `rates`: `seconds`, and `compute_s`, `memory_s`,
     `overhead_s` and `collective_s`, each part summed over every kernel (so `seconds` is
     at most their sum); `kernels` launched; `bound_by` counts the kernels (times their

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments.tables import markdown_text
+from experiments.records.tables import markdown_text
 
 Record = dict[str, Any]
 

@@ -24,15 +24,17 @@ from typing import Any
 
 import jax
 
-from experiments import measure, records
-from experiments.isolated import ChildFailed
-from experiments.prepare import build_module, check_precision, config_key_for, record_for
-from experiments.workload import Workload
+from experiments import records
+from experiments.harness import measure
+from experiments.harness.isolated import ChildFailed
+from experiments.harness.prepare import build_module, check_precision, config_key_for, record_for
+from experiments.records.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn.errors import JaxcnnError, UsageError
-from jaxcnn.perf import chips, hlo, predict
+from jaxcnn.perf import hlo, predict
+from jaxcnn.perf import rates as rates_lib
 
 PROGRAMS = aot.PROGRAMS
 EPOCH_STEPS = aot.EPOCH_STEPS  # the whole-epoch program is compiled for this many steps
@@ -95,7 +97,6 @@ def _target_options(workload: Workload) -> dict[str, Any]:
 
 def roofline_bound(
     target: targets.Target,
-    device: jax.Device,
     dtype: str,
     batch_size: int,
     cost: dict[str, Any],
@@ -103,17 +104,16 @@ def roofline_bound(
     """The record's `prediction_bound` for one device of `target`: the roofline of
     measure.prediction on the vendor's peak (for the precision the matmuls run in) and
     bandwidth, each device's share of its chip; a lower bound on the step's time."""
-    precision = devices_lib.matmul_precision(device, dtype)
-    peak = chips.peak_tflops(target.kind, precision) if precision else None
-    bandwidth = chips.fact(target.kind, "bandwidth")
-    per = target.devices_per_chip  # a v2/v3 core, a v4 core here: its share of the chip
+    # one device's share of the chip: a v2/v3 core's
+    chip_rates = rates_lib.of_target(target)
+    precision, peak = chip_rates.matmul(dtype)
     bound = measure.prediction(
         cost,
         batch_size,
-        peak_tflops=None if peak is None else peak / per,
+        peak_tflops=peak,
         peak_source="vendor",
         peak_precision=precision,
-        bandwidth_bytes_per_s=None if bandwidth is None else bandwidth / per,
+        bandwidth_bytes_per_s=chip_rates.bytes_per_s,
         bandwidth_source="vendor",
     )
     return None if bound is None else {**bound, "method": predict.BOUND_METHOD}
@@ -243,7 +243,7 @@ def _compiled(
         kernels_source={"program": "train_step", "steps": 1},
         prediction=None if result.prediction is None else result.prediction.as_record(),
         prediction_bound=roofline_bound(
-            target, devices[0], workload.compute_dtype, workload.batch_size, compiler
+            target, workload.compute_dtype, workload.batch_size, compiler
         ),
     )
     if "epoch" in compiled:

@@ -5,14 +5,14 @@ description (`jaxcnn.devices.describe`) as a plain dict.
 
 Schema (version 2: every field written, none defaulted by readers; records of
 version 1 are skipped by `load` with one line naming `python -m
-experiments.migrate_records`). Required in every record:
+experiments.cli.migrate`). Required in every record:
     schema_version, run_id, status (ok|oom|nan|error|skipped), message (null when ok),
     config_key (every kind but paired: `config_key` of workload, device and conditions;
                 checked on read),
     conditions (absent: the defaults; else what differed from them, which the key
-                covers: experiments.prepare.conditions),
+                covers: experiments.harness.prepare.conditions),
     workload {model, dataset, batch_size, strategy, kind, study, and for the kinds a
-              experiments.workload.Workload describes (train|matmul|ensemble|compile)
+              experiments.records.workload.Workload describes (train|matmul|ensemble|compile)
               all of its fields (WORKLOAD_FIELDS):
               model_overrides, epochs, steps, optimizer, learning_rate, seed,
               precision, timing_steps,
@@ -120,7 +120,7 @@ Present when status is ok (null or absent otherwise), for kind "train" (the defa
                                            HLO): the predictions' input
     kernels_source {program (train_step|epoch), steps, recompiled, jax}
                                            which program, and how many steps one run of it
-                                           takes; `recompiled` where experiments.repredict
+                                           takes; `recompiled` where experiments.predict.repredict
                                            compiled it again for an older record
     prediction {method (per-kernel), constants_version, step_time_s, images_per_s,
                 compute_s, memory_s, overhead_s, collective_s, kernels, rates_source
@@ -169,7 +169,7 @@ process computing at a time; workload.study "bench"), when ok:
                                            pair) and what it ran}
     session {id, pass, passes}             the driver's run and its pass over the plan
     (not ok: paired {jax, peer: {configuration, host_memory}}, what was asked)
-Kind "compile" (experiments/compile_only.py: compiled for workload.target, a device not
+Kind "compile" (experiments/harness/compile_only.py: compiled for workload.target, a device not
 at hand, never run; compiled_not_run true): target {name, platform, chip, chips, devices,
 topology, chip_config, gpu_spec, cuda_toolkit (a GPU compiled with its own CUDA toolkit: the
 wheel), memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
@@ -203,43 +203,25 @@ UTF-8) is kept, skipped with one warning per file, and the rest still loads.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
-import fcntl
 import functools
-import glob
 import hashlib
-import importlib.metadata
 import json
-import math
-import os
-import platform
-import re
-import socket
-import stat
-import subprocess
-import sys
-import tempfile
-import traceback
 import types
 import typing
-import uuid
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic_core import PydanticCustomError
 
-from experiments import host_cpu
-from experiments.workload import Workload
+from experiments.records.when import parse_time
+from experiments.records.workload import Workload
 
 SCHEMA_VERSION = 2
-# What turns a records file of an older schema into this one (experiments/migrate_records.py).
-MIGRATE_COMMAND = "python -m experiments.migrate_records"
+# What turns a records file of an older schema into this one (experiments/records/migrate.py).
+MIGRATE_COMMAND = "python -m experiments.cli.migrate"
 STATUSES = ("ok", "oom", "nan", "error", "skipped")
 RECORDS_FILE = "records.jsonl"
 # A user's runs go to a folder of their own (git-ignored), not into the records this
@@ -247,7 +229,7 @@ RECORDS_FILE = "records.jsonl"
 DEFAULT_OUT = "runs"
 _REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
-# The kinds an experiments.workload.Workload describes; their records carry all of its
+# The kinds an experiments.records.workload.Workload describes; their records carry all of its
 # fields.
 WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
 WORKLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(Workload))
@@ -323,60 +305,6 @@ def _adapter(kind: Any) -> pydantic.TypeAdapter:
     return pydantic.TypeAdapter(kind)
 
 
-def parse_time(text: object) -> datetime | None:
-    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO 8601
-    time. One without an offset is taken as UTC, as the field's name says (every writer
-    here gives the offset; a hand-made record may not)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        return when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
-
-
-# A record up to this far ahead of the reader's clock is the writer's clock drifting,
-# not a time to come.
-CLOCK_SKEW = timedelta(minutes=10)
-
-
-def recorded_at(record: dict[str, Any], now: datetime | None = None) -> datetime | None:
-    """When `record` was made (its `env.utc_time`), an aware UTC datetime; None when
-    the time is missing, unparseable or in the future of `now` (default: this machine's
-    clock) by more than CLOCK_SKEW: a record from a machine whose clock said 2099 is
-    never "the newest". The one way to order records by time: never their text."""
-    when = parse_time((record.get("env") or {}).get("utc_time"))
-    if when is None or when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW:
-        return None
-    return when
-
-
-_OLDEST = datetime.min.replace(tzinfo=timezone.utc)
-
-
-def recorded_at_or_oldest(record: dict[str, Any]) -> datetime:
-    """recorded_at, with records of no readable time sorting first."""
-    return recorded_at(record) or _OLDEST
-
-
-def machine_id(record: dict[str, Any]) -> str:
-    """The machine `record` was made on, the one way to tell two apart: its
-    `device.machine` (a hash of the OS machine id and the host name,
-    jaxcnn.devices.machine_id) where recorded; else, for older records and kinds that
-    do not record it, `host:<env.host>|<env.cpu.model>` (two VMs both named "vm" with
-    different CPUs stay two; with the same CPU model they cannot be told apart)."""
-    machine = (record.get("device") or {}).get("machine")
-    if machine:
-        return str(machine)
-    env = record.get("env") or {}
-    host = env.get("host") or (record.get("device") or {}).get("host") or "unknown host"
-    cpu = (env.get("cpu") or {}).get("model") or "unknown CPU"
-    return f"host:{host}|{cpu}"
-
-
 # --- The schema: pydantic models of every field a reader uses -------------------------
 #
 # A record stays a plain dict: `validate` checks it against `Record` and hands the same
@@ -443,7 +371,7 @@ class Part(pydantic.BaseModel):
 
 
 class Summary(Part):
-    """Samples summarized (experiments.stats.summarize), in order."""
+    """Samples summarized (experiments.records.stats.summarize), in order."""
 
     median: Number | None = None
     p10: Number | None = None
@@ -465,7 +393,7 @@ class Timed(Summary):
 
 
 class Measured(Timed):
-    """A summary of times measured, every figure there (experiments.kept's timing)."""
+    """A summary of times measured, every figure there (experiments.harness.kept's timing)."""
 
     median: Positive
     p10: Number
@@ -549,7 +477,7 @@ CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Number, p
 
 class Ceilings(Part):
     """What a run keeps of its matmul ceiling and bandwidth for the run that resumes it
-    (experiments.kept): as its records carry them."""
+    (experiments.harness.kept): as its records carry them."""
 
     ceiling: dict[str, CeilingEntry]
     bandwidth: Bandwidth | None
@@ -662,7 +590,7 @@ _JSON_TYPES = {str: Str, int: Count, float: Number, bool: Bool, dict: Object}
 
 
 def _workload_model() -> type[Part]:
-    """The workload as experiments.workload.Workload types its fields (the counts a step
+    """The workload as experiments.records.workload.Workload types its fields (the counts a step
     needs at least one of), plus a peer's framework and mode."""
     fields: dict[str, Any] = {}
     for name, hint in typing.get_type_hints(Workload).items():
@@ -725,7 +653,7 @@ class Record(Part):
     status: Literal[STATUSES]
     message: Str | None
     config_key: Str = None
-    conditions: Object | None = None  # experiments.prepare.conditions
+    conditions: Object | None = None  # experiments.harness.prepare.conditions
     workload: WorkloadModel
     device: Device
     env: Env
@@ -851,8 +779,8 @@ def _wrong_key(record: dict[str, Any]) -> str | None:
 
 # --- A validation error as one line naming the field ---------------------------------
 
-_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
-_JSON_NAMES.update({bool: "true or false", type(None): "null", dict: "an object"})
+JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number"}
+JSON_NAMES.update({bool: "true or false", type(None): "null", dict: "an object"})
 _EXPECTED = {
     "int_type": "an integer",
     "float_type": "a number",
@@ -884,14 +812,14 @@ def _problem(error: Mapping[str, Any]) -> str:
             "a negative number" if least == 0 else f"not a whole number >= {least}"
         )
     if kind == "greater_than":
-        return f"{where} is {_JSON_NAMES.get(type(value), 'a value')}, not a positive number"
+        return f"{where} is {JSON_NAMES.get(type(value), 'a value')}, not a positive number"
     if kind == "less_than_equal":
         return f"{where} is {value!r:.40}, not an accuracy in [0, 1]"
     if kind == "literal_error":
         return f"{where} {value!r:.40} is not one of {limits['expected']}"
     expected = _EXPECTED.get(kind, error["msg"])
     maybe = " or null" if _nullable(error["loc"]) else ""
-    return f"{where} is {_JSON_NAMES.get(type(value), 'a value')}, not {expected}{maybe}"
+    return f"{where} is {JSON_NAMES.get(type(value), 'a value')}, not {expected}{maybe}"
 
 
 def _dotted(loc: Sequence[str | int]) -> str:
@@ -928,8 +856,8 @@ def _inner(annotation: Any) -> Any:
 
 
 # The JSON Schema published for users who merge records made elsewhere (a notebook's):
-# `python -m experiments.records` writes it; a test checks it is current.
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "records.schema.json"
+# `python -m experiments.cli.schema` writes it; a test checks it is current.
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "records.schema.json"
 
 
 def schema_generator() -> str:
@@ -982,7 +910,7 @@ def config_key(
     """The cell a record measures, as 16 hex digits: a sha256 of the whole described
     workload (every field, as asked), the device's identity (platform, kind, count,
     process count) and the `conditions` it ran under that differ from the defaults
-    (experiments.prepare.conditions: x64, a default matmul precision, XLA flags, the
+    (experiments.harness.prepare.conditions: x64, a default matmul precision, XLA flags, the
     host memory policy), not the time. Equal keys mean "the same cell": a rerun skips
     cells already recorded, and checkpoints live under this name. Stable across
     releases: a test pins one key; a run under default conditions (none) keeps the key
@@ -1006,536 +934,3 @@ def is_config_key(value: object) -> bool:
     return (
         isinstance(value, str) and len(value) == 16 and all(c in "0123456789abcdef" for c in value)
     )
-
-
-def key_folder(root: str | os.PathLike, key: object) -> Path:
-    """The real folder under `root` (resolved) named by the config key `key` (a
-    workload's checkpoints). The one way a path is made from a key, which may come from
-    a record's text (records merged from other machines are an intended input):
-    ValueError unless `key` is a config key, so no `..`, separator or absolute path in
-    it can climb out of `root`, and unless the folder is a child of `root`, not a
-    symlink: jaxcnn never makes one there, and one to another run's folder would have
-    this run set that run's checkpoints aside and write its own there."""
-    if not is_config_key(key):
-        raise ValueError(f"{key!r} is not a config key (16 hex digits)")
-    base = Path(root).resolve()
-    folder = base / key
-    if folder.parent != base:
-        raise ValueError(f"{key!r} names no folder inside {root}")
-    if folder.is_symlink():
-        raise ValueError(
-            f"checkpoint folder {folder} is a symlink (to {os.readlink(folder)}), not a folder "
-            f"of its own in {base}: remove the link"
-        )
-    return folder
-
-
-def new_record(
-    workload: dict[str, Any],
-    device: dict[str, Any],
-    env: dict[str, Any],
-    conditions: dict[str, Any] | None = None,
-    **fields: Any,
-) -> dict[str, Any]:
-    """The skeleton of a record before its workload runs: status `error` until an
-    outcome replaces it (so a run that dies midway still says so), keyed by
-    `config_key`. `workload` is the described workload (Workload.describe()), `device`
-    the devices' description (jaxcnn.devices.describe), `env` from `environment`,
-    `conditions` those that differ from the defaults (kept in the record, whose key
-    covers them); `fields` are the kind's own (loop, formulation, compiler_options)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": uuid.uuid4().hex,
-        "config_key": config_key(workload, device, conditions),
-        "status": "error",
-        "message": None,
-        "workload": workload,
-        "device": device,
-        "env": env,
-        **({"conditions": conditions} if conditions else {}),
-        **fields,
-    }
-
-
-JAX_PACKAGES = ("jax", "jaxlib", "flax", "optax")
-# Set by `--smoke` for the run and its subprocesses: their records say `env.smoke`, so
-# a report leaves them out (the workload, and so the config key, is unchanged).
-SMOKE_ENV = "JAXCNN_SMOKE"
-
-
-def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[str, Any]:
-    """The `env` field of a record made now: Python, the installed `packages`' versions
-    (read from their metadata: nothing is imported), the commit, host and time, and
-    `fields`."""
-    return {
-        "python": platform.python_version(),
-        **{name: _version(name) for name in packages},
-        "git_commit": git_commit(),
-        "host": socket.gethostname(),
-        "utc_time": utc_now(),
-        "cpu": host_cpu.describe(),
-        **({"smoke": True} if os.environ.get(SMOKE_ENV) else {}),
-        **fields,
-    }
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def utc_now() -> str:
-    """This moment as a record's `env.utc_time`."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def git_commit() -> str | None:
-    """The commit of this checkout, None outside git."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
-
-
-def one_line(error: BaseException) -> str:
-    """An exception as a record's `message`: its type and first non-blank line."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
-
-
-_OOM_MARKERS = ("resource_exhausted", "out of memory", "oom when allocating")
-
-
-def classify_failure(error: BaseException) -> str:
-    """The status a failure gives its record: `oom` (XLA's RESOURCE_EXHAUSTED, an
-    allocator's "out of memory"), `nan` (a non-finite loss caught by a check), else
-    `error` (compile errors included). A checkpoint that could not be saved is an
-    `error` (retried on rerun) even though a full disk says RESOURCE_EXHAUSTED too, and
-    so is a kernel that wants more on-chip shared memory than the chip has (not the
-    device's memory: a smaller batch would not help)."""
-    # jaxcnn.checkpoint.CheckpointSaveError, by name: importing it would import JAX.
-    saving = any(c.__name__ == "CheckpointSaveError" for c in type(error).__mro__)
-    text = f"{type(error).__name__}: {error}".lower()
-    if saving or "no space left on device" in text or "shared memory" in text:
-        return "error"
-    if isinstance(error, MemoryError) or any(m in text for m in _OOM_MARKERS):
-        return "oom"
-    name = type(error).__name__.lower()
-    if isinstance(error, FloatingPointError) or "nan" in name or "nonfinite" in name:
-        return "nan"
-    return "error"
-
-
-# What an operating system says when the machine, not the program, failed a step: a
-# folder missing, full or read-only (a compiler's temporary files: ptxas writes its
-# input and output under TMPDIR), a file that cannot be opened, no file handles left.
-_MACHINE_FAULTS = (
-    "no space left on device",
-    "disk quota exceeded",
-    "read-only file system",
-    "no such file or directory",
-    "permission denied",
-    "too many open files",
-    "could not open",
-    "unable to open",
-    "cannot open",
-    "failed to create temp",
-    "[errno ",
-)
-
-
-def machine_fault(message: str) -> bool:
-    """Whether a failure's message (`one_line`) names a fault of the machine (a missing
-    temporary folder, a full disk; _MACHINE_FAULTS), not a verdict on the program: a
-    rerun does it again instead of keeping it as a finding."""
-    text = message.lower()
-    return any(marker in text for marker in _MACHINE_FAULTS)
-
-
-def failed(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
-    """`record` updated with how `error` ended its workload: status by
-    `classify_failure`, a one-line message and the traceback's last three lines. A
-    failing workload is data, not the end of a sweep."""
-    record["status"] = classify_failure(error)
-    record["message"] = one_line(error)
-    record["traceback_tail"] = traceback.format_exception(error)[-3:]
-    return record
-
-
-# --- What a rerun skips ---------------------------------------------------------------
-
-
-def recorded(
-    path: str | os.PathLike, machine: str | None = None
-) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """(the last final record per config key, the keys with a `skipped` record) already
-    in `path` (none if it does not exist). With `machine` (devices.machine_id()), only
-    the records that count as made here (`made_here`)."""
-    return recorded_among(load(path) if Path(path).exists() else [], machine)
-
-
-def recorded_among(
-    loaded: Iterable[dict[str, Any]], machine: str | None = None
-) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """`recorded` of records already loaded."""
-    found, skips = {}, set()
-    for record in loaded:
-        key = record.get("config_key")
-        if key is None or (machine and not made_here(record, machine)):
-            continue
-        if record["status"] in FINAL_STATUSES:
-            found[key] = record
-        elif record["status"] == "skipped":
-            skips.add(key)
-    return found, skips
-
-
-def made_here(record: dict[str, Any], machine: str) -> bool:
-    """Whether a record with a config key of this run's measured what this run would.
-    An accelerator's key names its chip, so a record from any machine with that chip
-    counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
-    the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
-    host names repeat ("localhost", a committed record's VM name): only a record from
-    this very machine (device.machine) counts, and one whose machine is null never does."""
-    device = record["device"]
-    if device["kind"] != device["platform"]:
-        return True
-    return device.get("machine") == machine
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and inf become null: JSON has no spelling for them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def encode(record: dict[str, Any]) -> bytes:
-    """`record` validated, as the one JSON line that `append` writes."""
-    return (json.dumps(validate(_json_safe(record)), sort_keys=True) + "\n").encode()
-
-
-def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Validate and append one record as one line, whole or not at all.
-
-    One os.write under an exclusive lock, so a second writer never lands inside the
-    line; a write that fails or falls short (a full disk) is truncated back to where
-    the file ended, so it leaves no partial line, and raises OSError."""
-    line = encode(record)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _locked(path)
-    try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line  # a writer died mid-line: keep its fragment off our line
-        try:
-            written = os.write(fd, line)
-            if written != len(line):
-                raise OSError(
-                    errno.ENOSPC, f"short write ({written} of {len(line)} bytes)", str(path)
-                )
-            os.fsync(fd)
-        except OSError:
-            with contextlib.suppress(OSError):  # under the lock: only our bytes go
-                os.ftruncate(fd, size)
-            raise
-    finally:
-        os.close(fd)
-
-
-def _locked(path: Path) -> int:
-    """`path` opened for appending under an exclusive lock, the file that is at `path`
-    once the lock is held: a file replaced while we waited (experiments.migrate_records
-    renames a new one over it) is opened again, so no line goes to the old one."""
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        os.close(fd)
-
-
-# Below this much free space on the records file's disk a run is refused up front: a
-# record is a few KB, and a measurement that cannot be written is hours lost.
-MIN_FREE_BYTES = 32 * 1024
-
-
-def check_writable(path: str | os.PathLike) -> None:
-    """Raise OSError (its strerror says why) if a record could not be appended to
-    `path`: a folder or an unwritable file there, an immutable file, a parent that is
-    a file or read-only, a full disk. Creates nothing and changes nothing."""
-    path = Path(path)
-    check_regular(path)
-    if path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # EPERM if immutable
-    check_writable_folder(path.parent)
-
-
-# What a records path is when it is not a regular file, by its stat mode.
-_SPECIAL_FILES = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def check_regular(path: str | os.PathLike) -> None:
-    """Raise OSError if something other than a regular file is at `path` (a folder, a
-    FIFO, a device, a socket): opening a FIFO blocks until another process opens its
-    other end, and reading /dev/zero never ends, so a records path is checked before
-    it is opened. Nothing at `path` is fine (the first append creates it)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISREG(mode):
-        return
-    what = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a regular file")
-    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
-    raise OSError(code, f"{what}, not a records file", str(path))
-
-
-def check_writable_folder(folder: str | os.PathLike) -> None:
-    """Raise OSError if files could not be created in `folder` (made, with its parents,
-    when the first file is written): a parent that is a file, no permission, a
-    read-only or full disk. Creates nothing that it leaves behind."""
-    folder = Path(folder)
-    existing = folder
-    while not existing.exists():
-        if existing.is_symlink():  # mkdir would find it in the way, after the work
-            why = f"a symlink to {os.readlink(existing)}, which does not exist"
-            raise OSError(errno.ENOENT, why, str(existing))
-        existing = existing.parent
-    if not existing.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(existing))
-    # A probe, not os.access: it also sees read-only mounts and holds for root.
-    probe = existing / f".jaxcnn-write-test-{os.getpid()}"
-    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    probe.unlink()
-    disk = os.statvfs(existing)
-    free = disk.f_bavail * disk.f_frsize
-    if free < MIN_FREE_BYTES:
-        raise OSError(errno.ENOSPC, f"no space left on its disk ({free} bytes free)", str(folder))
-
-
-def write_whole(path: str | os.PathLike, content: bytes) -> None:
-    """`path` holds `content` now, whole or not at all: written to a temporary file
-    beside it, flushed to disk and renamed over it, so a kill or a full disk midway
-    leaves the old file as it was, and no temporary file. A file's permissions are kept
-    (a new one gets the umask's); a link is followed, and its target replaced."""
-    path = Path(os.path.realpath(path))
-    temporary = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
-    except BaseException as e:
-        temporary.unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.filename != str(path):  # the temporary's: name ours
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
-
-
-def remove_leftovers(path: str | os.PathLike) -> list[Path]:
-    """Delete the temporary files that a `write_whole` of `path` cut short by a kill
-    (SIGKILL, the out-of-memory killer: no chance to clean up) left beside it, and
-    return them. Only for a caller holding the lock every rewrite of `path` takes: a
-    temporary file then belongs to no rewrite in progress."""
-    path = Path(os.path.realpath(path))
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
-    candidates = path.parent.glob(f".{glob.escape(path.name)}.*.tmp")
-    left = [p for p in candidates if pattern.fullmatch(p.name)]
-    for stale in left:
-        stale.unlink(missing_ok=True)
-    return left
-
-
-def append_or_keep(path: str | os.PathLike, *batch: dict[str, Any]) -> None:
-    """`append` each record of `batch` in turn, and if one fails, keep it and the rest
-    where they can be recovered (a new file in the temp folder; if even that fails, the
-    JSON lines on stderr) and raise NotRecorded saying where: a measurement is never
-    lost to a full disk."""
-    for done, record in enumerate(batch):
-        try:
-            append(path, record)
-        except OSError as e:
-            rest = batch[done:]
-            why = f"could not append to {path} ({e.strerror or e})"
-            kept = _keep_elsewhere(rest, Path(path).name)
-            one = len(rest) == 1
-            if kept is None:
-                print("".join(encode(r).decode() for r in rest), end="", file=sys.stderr)
-                above = "the record is the JSON line" if one else "the records are the JSON lines"
-                raise NotRecorded(f"{why}: {above} above") from None
-            which = "the record is" if one else f"the {len(rest)} records not appended are"
-            raise NotRecorded(f"{why}: {which} kept in {kept} (cat {kept} >> {path})") from None
-
-
-def _keep_elsewhere(batch: Sequence[dict[str, Any]], name: str) -> Path | None:
-    stem = name.removesuffix(".jsonl")
-    try:
-        fd, kept = tempfile.mkstemp(prefix=f"jaxcnn-unrecorded-{stem}-", suffix=".jsonl")
-        os.close(fd)
-        for record in batch:
-            append(kept, record)
-    except OSError:
-        return None
-    return Path(kept)
-
-
-def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """These files, and every *.jsonl file under these folders (sorted); OSError
-    (`check_regular`) if one is a FIFO, a device or a socket: it is never opened."""
-    found: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            found.extend(p for p in sorted(path.rglob("*.jsonl")) if not p.is_dir())
-        else:
-            found.append(path)
-    for file in found:
-        check_regular(file)
-    return found
-
-
-def took_turns(record: dict[str, Any]) -> bool:
-    """A side of a paired run (`env.turns`, added by benchmarks/paired.py): its blocks
-    took turns with another process's, so it is the evidence behind a paired record,
-    not a figure of its own; every table but the paired one leaves it out."""
-    return bool(record["env"].get("turns"))
-
-
-def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
-    """Every valid record in these files or folders (searched for *.jsonl), in file
-    order: the one reader of records (the report, the fit, a rerun's skips; a rewrite of
-    a file's lines reads them with `read_lines`). Bad lines (torn, not JSON, not an
-    object, not UTF-8, not the schema or its meaning: `validate`) are kept in the file
-    and skipped, with one warning per file naming them; records of an earlier schema
-    version too, with one warning per file naming the command that migrates them
-    (`MIGRATE_COMMAND`). A run_id seen before keeps its first record, with one warning
-    per file naming the lines of the others; records dated in the future of this
-    machine's clock are kept, with one warning per file (`recorded_at` gives them no
-    time). A UTF-8 byte order mark is read as text. OSError if a path is a FIFO, a
-    device or a socket (`records_files`)."""
-    records: dict[str, dict[str, Any]] = {}
-    now = datetime.now(timezone.utc)
-    for file in records_files(paths):
-        bad: list[tuple[int, str]] = []
-        repeated: list[int] = []
-        future: list[int] = []
-        old = 0
-        with open(file, "rb") as handle:
-            for line in read_lines(handle):
-                record = line.record
-                if line.why:
-                    bad.append((line.number, line.why))
-                old += line.old
-                if record is None:
-                    continue
-                if record["run_id"] in records:
-                    repeated.append(line.number)
-                    continue
-                if record["env"]["utc_time"] and recorded_at(record, now) is None:
-                    future.append(line.number)
-                records[record["run_id"]] = record
-        if old:
-            warnings.warn(
-                f"{file}: skipped {old} record(s) of an earlier schema version; "
-                f"{MIGRATE_COMMAND} {file} rewrites them (nothing is deleted)",
-                stacklevel=2,
-            )
-        if bad:
-            warnings.warn(bad_lines(file, bad), stacklevel=2)
-        if repeated:
-            warnings.warn(
-                f"{file}: skipped {len(repeated)} record(s) whose run_id an earlier line "
-                f"has (lines {line_numbers(repeated)}): the first record of a run_id is kept",
-                stacklevel=2,
-            )
-        if future:
-            warnings.warn(
-                f"{file}: {len(future)} record(s) dated after this machine's clock (lines "
-                f"{line_numbers(future)}): kept, but never taken for the newest",
-                stacklevel=2,
-            )
-    return list(records.values())
-
-
-class Line(NamedTuple):
-    """One line of a records file as `read_lines` reads it."""
-
-    number: int  # from 1
-    raw: bytes  # as it is in the file, its newline included
-    record: dict[str, Any] | None  # validated; None where the line holds none
-    why: str | None = None  # why a line that is not blank holds none (one line)
-    old: bool = False  # a record of an earlier schema version (no `why`: not bad)
-
-
-def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
-    """Each line of a records file with its record, validated, or why it has none:
-    what `load` reads, for a caller that rewrites the file line by line and so keeps
-    every line, a bad one byte for byte."""
-    for number, raw in enumerate(raw_lines, 1):
-        if not raw.strip():
-            yield Line(number, raw, None)
-            continue
-        try:
-            yield Line(number, raw, validate(parse_line(raw)))
-        except OldSchema:
-            yield Line(number, raw, None, old=True)
-        except ValueError as e:  # not JSON, not UTF-8, not a record (RecordError)
-            yield Line(number, raw, None, (str(e).splitlines() or [repr(e)])[0][:120])
-
-
-def parse_line(raw: bytes) -> dict[str, Any]:
-    """One line of a records file as a JSON object, not yet validated; ValueError says
-    why it is none."""
-    # utf-8-sig: a byte order mark (an editor's, at the file's start) is no part of the JSON
-    value = json.loads(raw.decode("utf-8-sig"))
-    if not isinstance(value, dict):
-        raise RecordError(f"{_JSON_NAMES.get(type(value), 'a value')}, not an object")
-    return value
-
-
-def bad_lines(file: Path, bad: list[tuple[int, str]]) -> str:
-    """One line for all of a file's bad lines ((line number, why) each): where they are
-    and why the first is bad."""
-    (first, reason), *rest = bad
-    if not rest:
-        return f"{file}:{first}: skipped a bad record ({reason}); the line is kept"
-    numbers = line_numbers([n for n, _ in bad])
-    return (
-        f"{file}: skipped {len(bad)} bad records (lines {numbers}; line {first}: {reason}); "
-        "the lines are kept"
-    )
-
-
-def line_numbers(numbers: Sequence[int]) -> str:
-    """Line numbers as a message lists them: the first ten, then "..." if there are more."""
-    return ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
-
-
-if __name__ == "__main__":
-    write_whole(SCHEMA_FILE, schema_text().encode())
-    print(f"{SCHEMA_FILE} written")

@@ -1,5 +1,5 @@
 """What a command line runs, worked out from its parsed options by small functions, so
-that experiments/run.py only parses and calls: the checks of options that cannot go
+that experiments/cli/run.py only parses and calls: the checks of options that cannot go
 together (made before JAX starts), the loops the command will run (known before JAX
 starts, as the host memory policy must be), its workloads, the devices it keeps, its
 checkpoint folder, and the rows of the table it prints at the end.
@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from experiments.cli_options import spelled
-from experiments.labels import device_label, model_with_overrides
+from experiments.cli.options import spelled
 from experiments.records import RECORDS_FILE
+from experiments.records.labels import device_label, model_with_overrides
+from experiments.records.tables import seconds, si
+from experiments.records.workload import Workload
 from experiments.studies import COMPILE_STUDIES, Context
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.studies.default import DEFAULT_STUDY
-from experiments.tables import seconds, si
-from experiments.workload import Workload
 
 # --study NAME: a tuple of (model, overrides) runs with the command's options (--epochs,
 # --batch-size, ...); a function of a studies.Context sets its own sizes.

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments import measure
-from experiments.prepare import record_for
-from experiments.runners.interface import Record, RunContext, recorded
-from experiments.workload import Workload
+from experiments.harness import measure
+from experiments.harness.prepare import record_for
+from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.records.workload import Workload
 
 
 def run_matmul(workload: Workload, context: RunContext) -> Record:

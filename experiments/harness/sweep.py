@@ -1,6 +1,6 @@
 """A sweep: workloads run one after another on some devices, one record each.
 
-    done, skipped = run_sweep(workloads, jax.devices(), Path("runs"))
+    done, skipped = run_sweep(workloads, jax.devices(), SweepOptions(Path("runs")))
 
 Nothing lost, nothing twice: a workload whose configuration key already has a final
 record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force` (records.recorded);
@@ -26,6 +26,7 @@ batch of the same program would only fail again, slowly.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -38,9 +39,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments import kept, measure, records
-from experiments.labels import device_name, model_with_overrides
-from experiments.prepare import (
+from experiments import records
+from experiments.harness import kept, measure
+from experiments.harness.prepare import (
     Split,
     check,
     config_key_for,
@@ -50,9 +51,10 @@ from experiments.prepare import (
     split_key,
     train_examples,
 )
-from experiments.runners import RunContext, run_workload
-from experiments.tables import si
-from experiments.workload import Workload
+from experiments.harness.runners import RunContext, run_workload
+from experiments.records.labels import device_name, model_with_overrides
+from experiments.records.tables import si
+from experiments.records.workload import Workload
 from jaxcnn import data, host_memory, models
 from jaxcnn import devices as devices_lib
 from jaxcnn.checkpoint import CheckpointInUse, check_folder, exclusive
@@ -252,41 +254,47 @@ def recorded_meanwhile(path: Path, key: str) -> dict[str, Any] | None:
     return records.recorded(path, devices_lib.machine_id())[0].get(key)
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepOptions:
+    """How a sweep runs its workloads: where its records go (OUT/records.jsonl), where
+    its data and checkpoints are, whether recorded workloads run again (`force`), and
+    who sees each record as it is made (`on_record`)."""
+
+    out: Path
+    data_dir: str | None = None
+    force: bool = False
+    progress: bool = False
+    checkpoint_root: Path | None = None
+    checkpoint_every: int | None = None
+    keep_checkpoints: int = 2
+    on_record: Callable[[dict[str, Any]], None] | None = None
+
+
 def run_sweep(
-    workloads: list[Workload],
-    devices: list[jax.Device],
-    out: Path,
-    *,
-    data_dir: str | None = None,
-    force: bool = False,
-    progress: bool = False,
-    checkpoint_root: Path | None = None,
-    checkpoint_every: int | None = None,
-    keep_checkpoints: int = 2,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
+    workloads: list[Workload], devices: list[jax.Device], options: SweepOptions
 ) -> tuple[list[dict[str, Any]], int]:
     """Run `workloads` on `devices` (each on its `devices_for`), appending one record
-    each to OUT/records.jsonl: (the records of this sweep, new or already there, and
+    each to options.out/records.jsonl: (the records of this sweep, new or already there, and
     how many were already recorded). Raises JaxcnnError for usage or data mistakes
-    before any work; `on_record` sees each record as it is made."""
-    check_all(workloads, devices, data_dir)
-    cache = preload(workloads, data_dir)
-    path = out / records.RECORDS_FILE
+    before any work; `options.on_record` sees each record as it is made."""
+    check_all(workloads, devices, options.data_dir)
+    cache = preload(workloads, options.data_dir)
+    path = options.out / records.RECORDS_FILE
     found, skips = records.recorded(path, devices_lib.machine_id())
     used = [devices_for(w, devices) for w in workloads]
     keys = [
         config_key_for(w, devices_lib.describe(d)) for w, d in zip(workloads, used, strict=True)
     ]
-    skip = agreed([key in found and not force for key in keys])
-    locks = out / LOCKS  # where a workload without a checkpoint folder is locked
+    skip = agreed([key in found and not options.force for key in keys])
+    locks = options.out / LOCKS  # where a workload without a checkpoint folder is locked
     for key, skipped in zip(keys, skip, strict=True):
         if skipped:
             continue
         try:
-            folder = records.key_folder(checkpoint_root or locks, key)
+            folder = records.key_folder(options.checkpoint_root or locks, key)
         except ValueError as refused:  # a symlink where a key's folder goes
             raise UsageError(str(refused)) from None
-        if checkpoint_root is not None:  # Orbax would find a file there at its first save
+        if options.checkpoint_root is not None:  # Orbax would find a file there at its first save
             check_folder(folder)
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
     done: list[dict[str, Any]] = []
@@ -318,14 +326,16 @@ def run_sweep(
             print(f"    not run: {reason}", file=sys.stderr)
             record = record_for(w, on)
             record.update(status="skipped", message=reason)
-            if key in skips and not force:  # a rerun: that skip is already written
+            if key in skips and not options.force:  # a rerun: that skip is already written
                 already += 1
             elif writer:
                 records.append_or_keep(path, record)
             done.append(record)
             continue
         checkpoint_dir = (
-            None if checkpoint_root is None else records.key_folder(checkpoint_root, key)
+            None
+            if options.checkpoint_root is None
+            else records.key_folder(options.checkpoint_root, key)
         )
         with contextlib.ExitStack() as held:
             in_use = late = None
@@ -337,7 +347,7 @@ def run_sweep(
             if agreed([in_use is not None])[0]:
                 print(f"    skipped: {in_use or 'in use'}; rerun after it ends", file=sys.stderr)
                 continue
-            if writer and not force:
+            if writer and not options.force:
                 late = recorded_meanwhile(path, key)
             if agreed([late is not None])[0]:
                 status = late["status"] if late else "by process 0"
@@ -348,7 +358,7 @@ def run_sweep(
                         stopped[w.oom_group] = _oom_reason(w)
                 already += 1
                 continue
-            if force and checkpoint_dir is not None and checkpoint_dir.exists():
+            if options.force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
                 kept = kept_ceiling(checkpoint_dir, described)
@@ -366,13 +376,13 @@ def run_sweep(
                 keep_ceiling(checkpoint_dir, described, ceiling, bandwidth)
             context = RunContext(
                 devices=on,
-                splits=_splits_for(w, cache, data_dir),
+                splits=_splits_for(w, cache, options.data_dir),
                 ceiling=ceiling,
                 bandwidth=bandwidth,
-                progress=progress,
+                progress=options.progress,
                 checkpoint_dir=checkpoint_dir,
-                checkpoint_every=checkpoint_every,
-                keep_checkpoints=keep_checkpoints,
+                checkpoint_every=options.checkpoint_every,
+                keep_checkpoints=options.keep_checkpoints,
             )
             record = run_workload(w, context)
             if writer:  # under the lock: a run that starts next finds the record
@@ -380,8 +390,8 @@ def run_sweep(
         if w.oom_group and agreed([record["status"] == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
         done.append(record)
-        if on_record is not None:
-            on_record(record)
+        if options.on_record is not None:
+            options.on_record(record)
     return done, already
 
 

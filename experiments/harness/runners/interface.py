@@ -10,8 +10,8 @@ from typing import Any
 import jax
 
 from experiments import records
-from experiments.prepare import Split
-from experiments.workload import Workload
+from experiments.harness.prepare import Split
+from experiments.records.workload import Workload
 from jaxcnn.errors import JaxcnnError
 from jaxcnn.loop import NonFiniteLoss
 

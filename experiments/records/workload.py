@@ -1,8 +1,8 @@
 """A workload (model x dataset x optimizer x batch x precision x strategy): what one
 record measures, as plain data. Importing this module imports no JAX, so the studies
 and the command line can build workloads before a backend starts; running one is
-experiments/runners/, and its JAX-side helpers (checks, devices, module, data) are in
-experiments/prepare.py.
+experiments/harness/runners/, and its JAX-side helpers (checks, devices, module, data) are in
+experiments/harness/prepare.py.
 
 Four kinds of workload share one record schema:
 
@@ -13,7 +13,7 @@ Four kinds of workload share one record schema:
 - `ensemble`: `ensemble_size` models (different seeds and learning rates) trained
   together, `jax.vmap` of the one train step over stacked states (`vmap`), or one
   after another with the plain step (`sequential`).
-- `compile`: compiled for a target not at hand, not run (experiments/compile_only.py).
+- `compile`: compiled for a target not at hand, not run (experiments/harness/compile_only.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SCALINGS = (None, "weak", "strong")
 ENSEMBLE_MODES = ("vmap", "sequential")
 MATMUL_PRECISIONS = ("default", "highest")
 # The bounds on a workload's sizes, (least, most, what the most protects against), each
-# checked before any work (the command line's readers, experiments.prepare.check). A
+# checked before any work (the command line's readers, experiments.harness.prepare.check). A
 # bound sits far beyond what a study asks, and below a run that would last for days.
 BOUNDS = {
     "timing_steps": (1, 10_000, "each is timed alone; 10,000 steps of 1 s are about three hours"),
@@ -85,7 +85,7 @@ class Workload:
     precision: str = "f32"  # compute dtype; params and optimizer state stay f32
     timing_steps: int = 20
     # Added by the studies (schema 1 records left them out at their defaults;
-    # experiments/migrate_records.py writes them in).
+    # experiments/records/migrate.py writes them in).
     study: str | None = None  # the study that made it; None for a single --model run
     kind: str = "train"  # train | matmul | ensemble
     num_devices: int | None = None  # the first N devices the sweep has; None = all
@@ -106,7 +106,7 @@ class Workload:
     # or onecycle, which peaks at learning_rate and spans the run's training steps.
     schedule: str = "constant"
     # kind "compile": the targets table's name (jaxcnn/targets.py) it is compiled for,
-    # not run (experiments/compile_only.py).
+    # not run (experiments/harness/compile_only.py).
     target: str | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class Workload:
     @property
     def compute_dtype(self) -> str:
         """The compute dtype's name ("float32", "bfloat16"); the precision is checked
-        first (experiments.prepare.check)."""
+        first (experiments.harness.prepare.check)."""
         return PRECISIONS[self.precision]
 
     def module_overrides(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """What the command line accepts, as plain data: the names it offers, how a value is
 read, and its less common options (`--set KEY=VALUE`). Nothing here imports JAX, so
 `--help` and a mistyped value are answered at once; the library still checks every
-value it is given, and tests/test_cli.py keeps each list of names below equal to the
-library's own (jaxcnn.models.names(), jaxcnn.data.DATASETS, ...).
+value it is given. The models, datasets and targets are read from the library's
+registries, which load no JAX; tests/test_cli.py keeps each list of names copied below
+equal to the library's own (jaxcnn.parallel.STRATEGIES, ...).
 """
 
 from __future__ import annotations
@@ -14,65 +15,23 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from experiments.workload import BOUNDS
+from experiments.records.workload import BOUNDS
+from jaxcnn import data, models
+from jaxcnn.perf import chips
 
-# The library's names (jaxcnn imports JAX, so they are copied, and tested equal).
+# The library's registries that load no JAX, read from it.
+MODELS = tuple(models.names())
+DATASETS = data.DATASETS
+TARGETS = tuple(chips.TARGETS)
+# The library's names whose modules import JAX: copied, and tested equal.
 DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
-MODELS = (  # jaxcnn.models.names()
-    "catsdogs_cnn",
-    "lenet5",
-    "lenet5_keras",
-    "mlp",
-    "mnist_cnn",
-    "resnet18",
-    "resnet50",
-    "resnet_tiny",
-    "vgg16",
-    "vgg_tiny",
-)
-DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")  # jaxcnn.data.DATASETS
 STRATEGIES = ("single", "pmap", "sharded")  # jaxcnn.parallel.STRATEGIES
 OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
 SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
-PRECISIONS = ("f32", "bf16")  # experiments.workload.PRECISIONS
+PRECISIONS = ("f32", "bf16")  # experiments.records.workload.PRECISIONS
 LOOPS = ("step", "device")  # jaxcnn.loop.LOOPS
 FORMULATIONS = ("auto", "xla", "cpu", "onednn")  # jaxcnn.formulation.NAMES
 HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICIES
-TARGETS = (  # jaxcnn.targets.TARGETS
-    "tpu-v2-8",
-    "tpu-v3-8",
-    "tpu-v4-8",
-    "tpu-v4-32",
-    "tpu-v5e-1",
-    "tpu-v5e-8",
-    "tpu-v5e-16",
-    "tpu-v5e-64",
-    "tpu-v5p-8",
-    "tpu-v6e-1",
-    "tpu-v6e-8",
-    "tpu-v6e-64",
-    "gpu-mx150",
-    "gpu-k80",
-    "gpu-p100",
-    "gpu-t4",
-    "gpu-v100",
-    "gpu-a100",
-    "gpu-a100-80gb",
-    "gpu-l4",
-    "gpu-h100",
-    "gpu-h100-pcie",
-    "gpu-t4x2",
-    "gpu-t4x4",
-    "gpu-v100x2",
-    "gpu-v100x4",
-    "gpu-v100x8",
-    "gpu-a100x2",
-    "gpu-a100x4",
-    "gpu-a100x8",
-    "gpu-h100x2",
-    "gpu-h100x4",
-    "gpu-h100x8",
-)
 HERE = "here"  # --target=here: the target that is this machine's chips
 
 
@@ -126,7 +85,7 @@ def count(text: str) -> int:
 
 def bounded(name: str) -> Callable[[str], int]:
     """A reader of workload field `name`'s integer, in its bounds
-    (experiments.workload.BOUNDS, which say what each protects against)."""
+    (experiments.records.workload.BOUNDS, which say what each protects against)."""
     least, most, why = BOUNDS[name]
 
     def read(text: str) -> int:

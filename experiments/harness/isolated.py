@@ -9,7 +9,7 @@ dies on it again. Compiled in a child, it is `ChildDied` naming the signal; the 
 records it and goes on. One child serves call after call (JAX is imported once, not per
 compile) and a new one starts after a death.
 
-    compile_cell = InChild("experiments.compile_only:run_target")
+    compile_cell = InChild("experiments.harness.compile_only:run_target")
     record = compile_cell(workload)   # ChildFailed if the child died or could not start
 
 A death says nothing about what the child was doing: whatever the signal, the machine

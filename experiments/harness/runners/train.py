@@ -1,7 +1,7 @@
 """Kind `train`: the placed train step compiled, timed, then trained with `fit`
 (`epochs == 0`: timing only, no training, no history).
 
-With checkpoints, the step timing is kept beside them (experiments.kept.TIMING) before
+With checkpoints, the step timing is kept beside them (experiments.harness.kept.TIMING) before
 training starts: a run stopped midway and resumed on the same host takes those times, measured
 on the same compiled step, instead of timing it again before it trains the rest. The
 kept timing belongs to its program as a checkpoint belongs to its state's layout: it
@@ -21,10 +21,10 @@ from typing import Any
 
 import jax
 
-from experiments import kept, measure
-from experiments.prepare import Split, build_module, record_for, training_steps
-from experiments.runners.interface import Record, RunContext, recorded
-from experiments.workload import Workload
+from experiments.harness import kept, measure
+from experiments.harness.prepare import Split, build_module, record_for, training_steps
+from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.records.workload import Workload
 from jaxcnn import data, epochs, models, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
 from jaxcnn.loop import FitOptions, fit

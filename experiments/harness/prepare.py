@@ -1,8 +1,8 @@
 """What a workload needs from JAX before it runs: the check of what was asked, the
 devices it runs on, its Flax module, its compute dtype and its data.
 
-The Workload itself (experiments/workload.py) is plain data and imports no JAX; the
-runners (experiments/runners/) and the sweep take these helpers from here.
+The Workload itself (experiments/records/workload.py) is plain data and imports no JAX; the
+runners (experiments/harness/runners/) and the sweep take these helpers from here.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import records
-from experiments.workload import (
+from experiments.records.workload import (
     ENSEMBLE_MODES,
     KINDS,
     MATMUL_PRECISIONS,

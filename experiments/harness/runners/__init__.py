@@ -10,7 +10,7 @@ other failure) becomes that record. Mistakes in what was asked (JaxcnnError) pro
 - `train` (runners/train.py): the placed train step compiled, timed, then trained.
 - `matmul` (runners/matmul.py): one square matmul timed, the device's ceiling.
 - `ensemble` (runners/ensemble.py): K models trained vmapped together or one by one.
-- `compile` (experiments/compile_only.py): compiled for a target not at hand, not run.
+- `compile` (experiments/harness/compile_only.py): compiled for a target not at hand, not run.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import contextlib
 
 import jax
 
-from experiments import compile_only
-from experiments.runners.ensemble import run_ensemble
-from experiments.runners.interface import Record, RunContext, Runner, recorded
-from experiments.runners.matmul import run_matmul
-from experiments.runners.train import run_train
-from experiments.workload import Workload
+from experiments.harness import compile_only
+from experiments.harness.runners.ensemble import run_ensemble
+from experiments.harness.runners.interface import Record, RunContext, Runner, recorded
+from experiments.harness.runners.matmul import run_matmul
+from experiments.harness.runners.train import run_train
+from experiments.records.workload import Workload
 
 __all__ = ["RUNNERS", "Record", "RunContext", "Runner", "recorded", "run_workload"]
 

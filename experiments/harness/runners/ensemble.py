@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments import measure
-from experiments.prepare import build_module, record_for
-from experiments.runners.interface import Record, RunContext, recorded
-from experiments.runners.train import Timer, compile_and_measure, shapes, step_timer
-from experiments.workload import Workload
+from experiments.harness import measure
+from experiments.harness.prepare import build_module, record_for
+from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.harness.runners.train import Timer, compile_and_measure, shapes, step_timer
+from experiments.records.workload import Workload
 from jaxcnn import models, train
 from jaxcnn.loop import FitOptions, evaluate, fit
 from jaxcnn.parallel import place

@@ -83,7 +83,7 @@ def _as_read(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-# A Timer's five results (experiments.runners.train): the step's and eval step's
+# A Timer's five results (experiments.harness.runners.train): the step's and eval step's
 # summaries, the throughput's or null, compile seconds by program, the timed program's
 # kernels and steps or null.
 _TIMING = tuple[

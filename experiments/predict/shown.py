@@ -17,9 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.records import recorded_at
+from experiments.records.select import chip_of
+
+if TYPE_CHECKING:
+    from jaxcnn.perf.rates import Rates
 
 Record = dict[str, Any]
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
@@ -27,7 +31,7 @@ METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's n
 
 def device_of(record: Record) -> Any:
     """A stand-in for the record's device (a target's for a compile-only record): what
-    jaxcnn.devices needs to name the precision its matmuls ran in."""
+    jaxcnn.perf.rates needs to name the precision its matmuls ran in."""
     target = record.get("target") or {}
     device = record["device"]
     return SimpleNamespace(
@@ -48,34 +52,21 @@ def _devices_per_chip(target: dict[str, Any]) -> int:
     return count // chips if chips and count else 1
 
 
-def chip_of(record: Record) -> str:
-    """What an error split calls the chip a record's step ran (or was compiled) on: the
-    chip table's name for an accelerator, and for a CPU its machine (a CPU model and its
-    vector extensions, experiments.labels.machine), which no datasheet describes."""
-    from experiments import labels
-    from jaxcnn.perf import chips
-
-    if record["device"]["platform"] == "cpu":
-        return labels.machine(record)
-    kind = record["device"].get("kind") or ""
-    return chips.chip_name(kind) or kind
-
-
-def rates_of(record: Record) -> dict[str, Any]:
+def rates_of(record: Record) -> Rates:
     """The rates a record's step is priced at: the vendor's where the chip table knows
     the chip (what a compile-only record of it uses), else what the run measured (its
     machine's best matmul ceiling where `with_machine_ceilings` gave it one)."""
-    from jaxcnn.perf import price
+    from jaxcnn.perf import rates
 
     device = device_of(record)
     ceiling = record.get(MACHINE_CEILING) or record.get("matmul_ceiling")
-    return price.rates(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
+    return rates.pricing(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
 
 
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
 # it: one bench run here measured 101 GFLOP/s in f32 on a CPU whose other runs reached
 # up to 218. Interference only ever lowers a peak, so a measured CPU step is priced at
-# the best ceiling any run on its machine (experiments.labels.machine) measured. Its own
+# the best ceiling any run on its machine (experiments.records.labels.machine) measured. Its own
 # stays in the record; the bandwidth, a median of ten copies, is the run's own.
 MACHINE_CEILING = "machine_matmul_ceiling"
 
@@ -85,7 +76,7 @@ def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
     MACHINE_CEILING: per dtype, the best ceiling its machine's runs among `records`
     measured (in memory only; never written). Give it every record loaded, before any
     filtering, so that the report and the fit price each step alike."""
-    from experiments.labels import machine
+    from experiments.records.labels import machine
 
     def measured_cpu(r: Record) -> bool:
         return (
@@ -143,7 +134,7 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         if own is not None
         else host_lib.measured_dispatch(w.get("strategy") or "single", table),
         batch_bytes=nbytes,
-        host_link_bytes_per_s=rates_of(record).get("host_link_bytes_per_s"),
+        host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
         platform=record["device"]["platform"],
         steps_per_epoch=steps_per_epoch(record),
         loop=record.get("loop") or w.get("loop") or "step",
@@ -263,7 +254,7 @@ def reference_workload(ref: Any) -> Any:
     """The compile-only workload whose program `ref` is predicted from: its model,
     precision and batch per chip on the smallest target of its chip (study
     "references": only the train step is compiled), or None where no target has it."""
-    from experiments.workload import Workload
+    from experiments.records.workload import Workload
     from jaxcnn import targets
 
     target = min(
@@ -290,7 +281,7 @@ def compile_command(ref: Any) -> str:
     """What makes the compile record `ref` is matched with."""
     if reference_workload(ref) is None:
         return f"(no target for chip {ref.chip} in jaxcnn/targets.py)"
-    return "python -m experiments.fit_predictions results/ --compile-missing results"
+    return "python -m experiments.cli.fit results/ --compile-missing results"
 
 
 def versus_published(

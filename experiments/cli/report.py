@@ -17,11 +17,11 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from experiments import analysis
 from experiments import records as records_lib
-from experiments.cli_options import OneLineParser
+from experiments.cli.options import OneLineParser
+from experiments.records.tables import one_line_warning
 from experiments.report import figures, plots, views
-from experiments.tables import one_line_warning
+from experiments.report import readme as analysis
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
 # The generated blocks of --readme and --performance: their markers, and what goes there.
@@ -121,7 +121,7 @@ def _main(argv: list[str] | None) -> int:
         records_lib.check_writable_folder(out)
     except OSError as e:
         return _error(f"cannot write to --out {out}: {e.strerror or e}")
-    from experiments import references
+    from experiments.predict import references
     from jaxcnn.errors import DataError
 
     try:

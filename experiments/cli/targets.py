@@ -2,11 +2,11 @@
 `--study=targets` (the batch search over every model and target; with --target or
 --model, that one's cells) and `--study=scaling_targets` (the data-parallel step on
 several GPUs of one host, one batch per GPU), compiled for devices
-not at hand (experiments/compile_only.py) and told in words. Nothing here runs a step.
+not at hand (experiments/harness/compile_only.py) and told in words. Nothing here runs a step.
 
     python -m experiments.run --target=tpu-v5e-8 --model=resnet50 --batch-size=1024
 
-Exit codes as experiments.run: 0 when every cell compiled (fits or not), 1 when the
+Exit codes as experiments.cli.run: 0 when every cell compiled (fits or not), 1 when the
 compiler refused one, 2 for a usage error (an unknown target, a missing compiler, with
 the install command) before any work.
 """
@@ -21,12 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments import cli_plan, compile_only, predictions, records
-from experiments.cli_options import HERE
-from experiments.isolated import ChildFailed, InChild
+from experiments import records
+from experiments.cli import plan as cli_plan
+from experiments.cli.options import HERE
+from experiments.harness import compile_only
+from experiments.harness.isolated import ChildFailed, InChild
+from experiments.predict import shown as predictions
+from experiments.records.tables import seconds, si
+from experiments.records.workload import Workload
 from experiments.studies import COMPILE_STUDIES, TargetCell
-from experiments.tables import seconds, si
-from experiments.workload import Workload
 from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
 
@@ -179,7 +182,7 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
 
 def _collectives_over(record: dict[str, Any]) -> str:
     """What a step's collectives are priced over, as the chip table gives it."""
-    rate = predictions.rates_of(record).get("interconnect_bytes_per_s")
+    rate = predictions.rates_of(record).interconnect_bytes_per_s
     if not rate:
         return "collectives (at the memory's rate: no interconnect figure)"
     return f"collectives (over the chip's link at {si(rate, 'B/s')})"
@@ -187,7 +190,7 @@ def _collectives_over(record: dict[str, Any]) -> str:
 
 # Compiles run in a child process: a compiler that crashes (libtpu 0.0.42.1's SIGSEGV on
 # one resnet18 cell) costs that cell an `error` record, not the study.
-COMPILER = "experiments.compile_only:run_target"
+COMPILER = "experiments.harness.compile_only:run_target"
 
 
 class StoppedBetweenCompiles(loop.Stopped):
@@ -230,7 +233,7 @@ def _cell_workload(study: str, cell: TargetCell, batch: int) -> Workload:
 
 def run(args: argparse.Namespace) -> int:
     """--target or --study=targets (options already checked by
-    experiments.cli_plan.check): what is installed first, then compile and tell."""
+    experiments.cli.plan.check): what is installed first, then compile and tell."""
     out = Path(args.out)
     if args.study in COMPILE_STUDIES:
         cells, single = _study_cells(args), None
@@ -288,7 +291,7 @@ def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
 def _stopping_between(
     compile_cell: Callable[[Workload], dict[str, Any]],
 ) -> Callable[[Workload], dict[str, Any]]:
-    """`compile_cell`, stopped between compiles by a SIGTERM (experiments.run asks every
+    """`compile_cell`, stopped between compiles by a SIGTERM (experiments.cli.run asks every
     loop to stop), as training stops between steps: what is recorded stays, a rerun goes
     on from there."""
     compiled = 0
@@ -337,9 +340,9 @@ def _compile_study(
 def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
     """The batch search's answer for `cell`, as the report's table of largest batches
     words it."""
-    from experiments.report import figures
+    from experiments.records import select
 
-    best, over = figures.largest_fit(searched)
+    best, over = select.largest_fit(searched)
     if best is None:
         return f"largest batch that fits, {_cell_title(cell)}: none"
     batch = best["workload"]["batch_size"]

@@ -21,12 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import records
-from experiments.stats import minor_page_faults, summarize
-from jaxcnn import aot, data, host_loop, loop, roofline, train
+from experiments.records.stats import minor_page_faults, summarize
+from jaxcnn import aot, data, host_loop, loop, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn.parallel import Placement
-from jaxcnn.perf import chips, hlo, predict, price
+from jaxcnn.perf import chips, hlo, predict, roofline
+from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import rates as rates_lib
 
 
 def phase(what: str) -> None:
@@ -249,8 +251,8 @@ def time_host_loop(
         "loop": "step",
         "steps": recorder.steps,
         "steps_per_epoch": per_epoch,
-        "check_every": host_loop.CHECK_EVERY,
-        "syncs": len(samples[host_loop.WAIT]),
+        "check_every": host_lib.CHECK_EVERY,
+        "syncs": len(samples[host_lib.WAIT]),
         "parts": parts,
         "loop_step_s": spent / recorder.steps if recorder.steps else None,
     }
@@ -386,7 +388,7 @@ def measure_matmul_peak(
             "by_size": by_size,
             "reps": reps,
             "passes": passes,
-            "precision": devices_lib.matmul_precision(device, dtype),
+            "precision": rates_lib.matmul_precision(device, dtype),
         }
     return result
 
@@ -465,7 +467,7 @@ def prediction(
     bandwidth_source: str | None,
 ) -> dict[str, Any] | None:
     """The record's `prediction` of one step from its per-chip `cost` (`step_cost`) and
-    one chip's peak TFLOP/s and bandwidth: the roofline (jaxcnn.roofline.predict), the
+    one chip's peak TFLOP/s and bandwidth: the roofline (jaxcnn.perf.roofline.predict), the
     images/s it implies for the global `batch_size`, and where each rate came from
     (source "vendor" or "measured"; precision: what the matmuls run in). The compiler's
     own estimate (TPU's optimal_seconds) rides beside it where positive. None when
@@ -508,9 +510,9 @@ def predictions(
     `dtype`, the memory bandwidth) and the vendor's figure where it measured nothing;
     `prediction_vendor` uses the vendor's figures alone (null for a chip the table does
     not know, a CPU): what a compile-only run predicts for the same chip."""
-    precision = devices_lib.matmul_precision(device, dtype)
-    vendor_peak = chips.peak_tflops(device.device_kind, precision) if precision else None
-    vendor_bandwidth = chips.fact(device.device_kind, "bandwidth")
+    vendor_rates = rates_lib.of_device(device)
+    precision, vendor_peak = vendor_rates.matmul(dtype)
+    vendor_bandwidth = vendor_rates.bytes_per_s
     measured_peak = ((ceiling or {}).get(dtype) or {}).get("tflops")
     measured_bandwidth = (bandwidth or {}).get("bytes_per_s")
 
@@ -567,7 +569,7 @@ def kernel_prediction(
     `steps` steps) on `device`: at the vendor's rates where the chip table knows the chip (what a
     compile-only record of the same chip predicts), else at the rates this run measured
     (a CPU's matmul ceiling and memory bandwidth)."""
-    rates = price.rates(device, devices_per_chip, ceiling, bandwidth)
+    rates = rates_lib.pricing(device, devices_per_chip, ceiling, bandwidth)
     try:
         found = predict.predict(
             hlo.from_summary(summary), rates, device.platform, batch_size, steps=steps
@@ -613,8 +615,7 @@ def utilization(
     against the matmul ceiling measured on this device in this run."""
     achieved = flops_per_step / step_seconds / 1e12
     device, count = devices[0], len(devices)
-    precision = devices_lib.matmul_precision(device, dtype)
-    vendor = chips.peak_tflops(device.device_kind, precision) if precision else None
+    precision, vendor = rates_lib.of_device(device).matmul(dtype)
     measured = ((ceiling or {}).get(dtype) or {}).get("tflops")
     return achieved, {
         "chip": chips.chip_name(device.device_kind),

@@ -1,46 +1,29 @@
-"""python -m experiments.fit_predictions RECORDS... [--write]: fit the per-kernel model's
-constants (jaxcnn/perf/constants.json) and say how far its predictions can be trusted.
-
-The procedure is jaxcnn.perf.fit's; this command gives it its observations: every
-measured record carrying kernels, priced at the chip table's rates where it knows the
-chip, else at what its machine's runs measured; and every published reference
-(experiments/published_references.json) a compile-only record of the same program
-matches, priced at the chip table's rates. It holds the constants no observation pins
-(`fixed_constants`) with their reason, and stores the host's measured side of a step
-(`host_constants`) beside them.
-
-Without --write it prints the fit and changes nothing; with it, the constants file is
-rewritten (atomically) under a new version. A platform with fewer observations than its
-fit needs keeps its committed constants (one line says so): --write never resets a
-platform fitted before to the priors, and writes nothing where no platform was fitted.
-"""
+"""The fit's observations: every measured record carrying kernels and every published
+reference a compile-only record matches, as jaxcnn.perf.fit Observations; the constants
+no observation pins, with their reason; the host's measured side of a step; the fit's
+summary. `python -m experiments.cli.fit` runs the fit and says what it does."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from experiments import predictions, records, references
-from experiments.cli_options import OneLineParser
-from jaxcnn import host_loop, targets
+from experiments import records
+from experiments.predict import references
+from experiments.predict import shown as predictions
+from jaxcnn import targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
-from jaxcnn.perf import hlo, predict, price
+from jaxcnn.perf import hlo, price
 from jaxcnn.perf import host as host_lib
+from jaxcnn.perf import rates as rates_lib
 from jaxcnn.perf.fit import (
     CACHE,
     OWN_RATE_KINDS,
     PER_KIND_OVERHEADS,
-    TOO_FEW,
     Observation,
     fit_platform,
-    keep_committed,
     version_of,
 )
 
@@ -183,7 +166,7 @@ def reference_observations(
                 f"{ref.precision} ({ref.framework})",
                 platform=target.platform,
                 kernels=tuple(hlo.from_summary(r["kernels"])),
-                rates=price.vendor_rates(device, target.devices_per_chip),
+                rates=rates_lib.of_device(device, target.devices_per_chip),
                 batch_per_device=per_device,
                 measured_s=seconds_per_step,
                 source=f"reference {ref.id}",
@@ -210,7 +193,7 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
     families = {p: fit_platform(p, obs, fixed.get(p)) for p, obs in sorted(by_platform.items())}
     return {
         "version": version_of(families),
-        "procedure": "experiments/fit_predictions.py",
+        "procedure": "experiments/predict/observations.py",
         "families": families,
         "host": host,
         "unmatched_references": [{"id": r.id, "why": why} for r, why in missing],
@@ -224,7 +207,7 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     placed step doing no work), the median of the records' medians and how many; per
     model and global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
     (`loop`: the newest measured record's `host_loop` that ran as a training run does,
-    jaxcnn.host_loop.like_training, its run id beside it)."""
+    jaxcnn.host_lib.like_training, its run id beside it)."""
     found: dict[str, list[float]] = {}
     loops: dict[str, dict[str, Any]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
@@ -236,7 +219,7 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
         measured = r.get("host_loop")
         if (
             measured
-            and host_loop.like_training(measured)
+            and host_lib.like_training(measured)
             and r["device"]["platform"] == "cpu"
             and r.get("status") == "ok"
         ):
@@ -297,117 +280,3 @@ def summary(result: dict[str, Any]) -> str:
     for m in result["unmatched_references"]:
         lines.append(f"unmatched reference {m['id']}: {m['why']}")
     return "\n".join(lines)
-
-
-def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
-    """Compile, one after another in a child process each, the program of every
-    reference no compile record matches yet, appending each record to `path` (the
-    compile-only runner's rules: a crash is an `error` record, a rerun skips what is
-    recorded); how many were compiled."""
-    from experiments import compile_only, run_targets
-    from experiments.isolated import InChild
-
-    wanted = []
-    for ref in references.load():
-        workload = predictions.reference_workload(ref)
-        if workload is None or predictions.unpredictable(ref) is not None:
-            continue
-        if predictions.match_reference(ref, loaded) is None and workload not in wanted:
-            wanted.append(workload)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with InChild(run_targets.COMPILER) as in_child:
-        run = compile_only.recorded_runner(
-            path, in_child, on_record=lambda r: print(run_targets.describe(r), flush=True)
-        )
-        for i, workload in enumerate(wanted, 1):
-            print(
-                f"[{i}/{len(wanted)}] {workload.model} on {workload.target}, batch "
-                f"{workload.batch_size}, {workload.precision}",
-                file=sys.stderr,
-                flush=True,
-            )
-            run(workload)
-    return len(wanted)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m experiments.fit_predictions", description=__doc__)
-    parser.add_argument("paths", nargs="+", metavar="RECORDS", help="records files or folders")
-    parser.add_argument(
-        "--write", action="store_true", help=f"rewrite {predict.CONSTANTS_FILE.name}"
-    )
-    parser.add_argument(
-        "--compile-missing",
-        metavar="DIR",
-        help="first compile the programs of the references no compile record matches "
-        "(each a compile-only record appended to DIR/records.jsonl; minutes each)",
-    )
-    args = parser.parse_args(argv)
-    missing = [path for path in args.paths if not Path(path).exists()]
-    if missing:
-        parser.error(f"no such file or folder: {', '.join(missing)}")
-    if args.write:  # before any fit or compile: an immutable file, a read-only folder
-        try:
-            records.check_writable(predict.CONSTANTS_FILE)
-        except OSError as e:
-            parser.error(
-                f"--write cannot replace {predict.CONSTANTS_FILE}: {e.strerror or e}; make "
-                "it and its folder writable (chattr -i, chmod u+w), or leave out --write"
-            )
-    try:  # a FIFO would block the load forever
-        records.records_files(args.paths)
-    except OSError as e:
-        parser.error(f"cannot read records from {e.filename}: {e.strerror}")
-    out = Path(args.compile_missing or ".") / records.RECORDS_FILE
-    try:  # checked before compiling for minutes, not after
-        if args.compile_missing:
-            records.check_writable(out)
-    except OSError as e:
-        parser.error(f"cannot write to --compile-missing {args.compile_missing}: {e.strerror}")
-    try:  # read once, before any compile: a bad row is its one line, not a traceback
-        refs = references.load()
-        fixed_constants(())
-    except DataError as e:
-        parser.error(str(e))
-    loaded = records.load(*args.paths)
-    if args.compile_missing:
-        if compile_missing(loaded, out):
-            loaded = records.load(*args.paths, out)
-    result = fit(loaded, refs)
-    if not args.write:
-        print(summary(result))
-        return 0
-    if not any(f["basis"] != TOO_FEW for f in result["families"].values()):
-        print(
-            f"no platform has the observations for a fit: {predict.CONSTANTS_FILE} left as it was",
-            file=sys.stderr,
-        )
-        return 1
-    try:
-        committed = predict.constants()
-    except (OSError, ValueError):  # none yet, or unreadable: nothing to keep
-        committed = {}
-    result, kept = keep_committed(result, committed)
-    # Before printing: a closed stdout (`| head`) must not lose the fit.
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    try:
-        records.write_whole(predict.CONSTANTS_FILE, text.encode())
-    except OSError as e:  # since the check: the fit is kept, not lost
-        fd, kept_at = tempfile.mkstemp(prefix="constants-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        print(
-            f"error: could not replace {predict.CONSTANTS_FILE} ({e.strerror or e}): left as "
-            f"it was; the fit is kept in {kept_at}: copy it there once the file is writable",
-            file=sys.stderr,
-        )
-        return 1
-    print(summary(result))
-    for line in kept:
-        print(line)
-    print(f"wrote {predict.CONSTANTS_FILE}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

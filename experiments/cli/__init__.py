@@ -1,0 +1,1 @@
+"""The command line: thin entry points over the harness, the predictor and the report."""

@@ -1,0 +1,131 @@
+"""Records: one JSON line per workload, whatever happened to it, made, checked, keyed,
+written, read and selected here and nowhere else; no JAX (benchmarks/peers.py writes
+records without it).
+
+- `schema`: the pydantic models of a record, `validate`, the config key, the schema file
+- `make`: a record's skeleton, environment, and what a failure becomes
+- `store`: locked whole-line appends, files written whole, the one reader (`load`)
+- `select`: which records stand for what (recorded already, newest, superseded, largest fit)
+- `when`: when and on which machine a record was made
+- `workload`, `labels`, `tables`, `stats`, `host_cpu`, `migrate`: the workload as data, how
+  a record is named and printed, the one summary of timed samples, the CPU a record ran on,
+  and the one-time rewrite of an older schema
+"""
+
+from experiments.records.make import (
+    SMOKE_ENV,
+    classify_failure,
+    environment,
+    failed,
+    key_folder,
+    machine_fault,
+    new_record,
+    one_line,
+    utc_now,
+)
+from experiments.records.schema import (
+    DEFAULT_OUT,
+    FINAL_STATUSES,
+    RECORDS_FILE,
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    WORKLOAD_FIELDS,
+    WORKLOAD_KINDS,
+    Ceilings,
+    Measured,
+    NotRecorded,
+    Number,
+    Record,
+    RecordError,
+    config_key,
+    conforms,
+    is_config_key,
+    schema_generator,
+    schema_text,
+    validate,
+)
+from experiments.records.select import (
+    made_here,
+    recorded,
+    recorded_among,
+    took_turns,
+)
+from experiments.records.store import (
+    MIN_FREE_BYTES,
+    Line,
+    append,
+    append_or_keep,
+    bad_lines,
+    check_regular,
+    check_writable,
+    check_writable_folder,
+    encode,
+    line_numbers,
+    load,
+    parse_line,
+    read_lines,
+    records_files,
+    remove_leftovers,
+    write_whole,
+)
+from experiments.records.when import (
+    machine_id,
+    parse_time,
+    recorded_at,
+    recorded_at_or_oldest,
+)
+
+__all__ = [
+    "DEFAULT_OUT",
+    "FINAL_STATUSES",
+    "MIN_FREE_BYTES",
+    "RECORDS_FILE",
+    "SCHEMA_FILE",
+    "SCHEMA_VERSION",
+    "SMOKE_ENV",
+    "WORKLOAD_FIELDS",
+    "WORKLOAD_KINDS",
+    "Ceilings",
+    "Line",
+    "Measured",
+    "NotRecorded",
+    "Number",
+    "Record",
+    "RecordError",
+    "append",
+    "append_or_keep",
+    "bad_lines",
+    "check_regular",
+    "check_writable",
+    "check_writable_folder",
+    "classify_failure",
+    "config_key",
+    "conforms",
+    "encode",
+    "environment",
+    "failed",
+    "is_config_key",
+    "key_folder",
+    "line_numbers",
+    "load",
+    "machine_fault",
+    "machine_id",
+    "made_here",
+    "new_record",
+    "one_line",
+    "parse_line",
+    "parse_time",
+    "read_lines",
+    "recorded",
+    "recorded_among",
+    "recorded_at",
+    "recorded_at_or_oldest",
+    "records_files",
+    "remove_leftovers",
+    "schema_generator",
+    "schema_text",
+    "took_turns",
+    "utc_now",
+    "validate",
+    "write_whole",
+]
