@@ -237,7 +237,7 @@ def _digits():
         ("state a module", "the state is a MnistCNN, not a jaxcnn TrainState"),
         ("train_data None", "train_data is None, not an (images, labels) pair: give one as"),
         ("train_data a tuple of 1", "train_data is a tuple of 1, not an (images, labels) pair"),
-        ("test_data an array", "test_data is an ndarray, not an (images, labels) pair"),
+        ("test_data a dict", "test_data is a dict, not an (images, labels) pair"),
         ("options a dict", "options is a dict, not a jaxcnn FitOptions: give jaxcnn.FitOptions("),
         ("good", None),  # the positive control
     ],
@@ -252,8 +252,8 @@ def test_fit_refuses_a_state_data_or_options_it_cannot_take(case, said):
         train_data = None
     elif case == "train_data a tuple of 1":
         train_data = train_data[:1]
-    elif case == "test_data an array":
-        test_data = train_data[0]
+    elif case == "test_data a dict":
+        test_data = {"image": train_data[0], "label": train_data[1]}
     elif case == "options a dict":
         options = {"max_steps": 1}
     if said is not None:

@@ -668,7 +668,7 @@ def test_a_prediction_without_a_host_is_its_device_step_alone():
 
 
 def test_the_loop_figures_the_docs_name_are_the_predictions_attributes():
-    rates = price.vendor_rates(A100)
+    rates = rates_lib.of_device(A100)
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
     host = _host(steps_per_epoch=100)
     looped = predict.predict(kernels, rates, "gpu", 64, host=host, table=TABLE)
