@@ -75,14 +75,31 @@ def check_count(name: str, value: Any, least: int) -> None:
 SEEDS = range(2**63)
 
 
+def _array_scalar(value: Any, kinds: str) -> bool:
+    """Whether `value` is one number of an array type (numpy's or JAX's, traced or not)
+    whose dtype kind is among `kinds` ("i", "u", "f")."""
+    dtype = getattr(value, "dtype", None)
+    return getattr(value, "ndim", None) == 0 and getattr(dtype, "kind", "") in tuple(kinds)
+
+
 def check_seed(name: str, value: Any) -> None:
-    """UsageError unless `value` is a whole number in SEEDS."""
+    """UsageError unless `value` is a whole number in SEEDS, or one integer of an array's
+    type (a traced seed, under jax.vmap: its range is the array type's own)."""
+    if _array_scalar(value, "iu"):
+        return
     if not _whole(value) or value not in SEEDS:
         raise UsageError(f"{name} must be a whole number in 0..2**63-1, got {value!r}")
 
 
 def check_positive(name: str, value: Any, example: str) -> None:
-    """UsageError unless `value` is a finite real number above 0 (not a bool, not a str)."""
+    """UsageError unless `value` is a finite real number above 0 (not a bool, not a str),
+    or one such number of an array type; a traced one (optax.inject_hyperparams under
+    jax.vmap) has no value to check until it runs, and passes."""
+    if _array_scalar(value, "fiu"):
+        try:
+            value = float(value)
+        except TypeError:  # traced: JAX's ConcretizationTypeError
+            return
     real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not (real and math.isfinite(value) and value > 0):
         raise UsageError(f"{name} must be a finite number above 0, e.g. {example}, got {value!r}")

@@ -7,6 +7,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxcnn import data, models, parallel, train
@@ -193,8 +194,11 @@ def test_create_train_state_refuses_what_it_cannot_take(keywords, said):
     if said is not None:
         _refused(lambda: train.create_train_state(**given), said)
         return
-    for seed in (0, 2**63 - 1, np.int64(7)):  # the range's ends, and numpy's whole numbers
+    for seed in (0, 2**63 - 1, np.int64(7), jnp.int32(7)):  # the ends, and arrays' integers
         assert int(train.create_train_state(**given, seed=seed).step) == 0
+    # Seeds traced under vmap (K models at once, as the ensemble study makes them).
+    stacked = jax.vmap(lambda seed: train.create_train_state(**given, seed=seed))(jnp.arange(2))
+    assert stacked.step.shape == (2,)
 
 
 @pytest.mark.parametrize(
@@ -211,6 +215,7 @@ def test_create_train_state_refuses_what_it_cannot_take(keywords, said):
         (("sgd", 0), {}, "learning_rate must be a finite number above 0, e.g. 1e-3, got 0"),
         (("adam", float("inf")), {}, "must be a finite number above 0, e.g. 1e-3, got inf"),
         (("adam", "1e-3"), {}, "must be a finite number above 0, e.g. 1e-3, got '1e-3'"),
+        (("adam", jnp.float32(-1)), {}, "must be a finite number above 0, e.g. 1e-3, got -1.0"),
         (("adam",), {"schedule": 1}, "schedule must be a name (a str), got 1: choose one of"),
         (("adam",), {"schedule": "onecycle", "total_steps": 2.5}, "total steps >= 1, got 2.5"),
         (("sgd", 0.1), {"schedule": "onecycle", "total_steps": 10}, None),  # the control
@@ -224,6 +229,11 @@ def test_make_optimizer_refuses_what_it_cannot_take(args, keywords, said):
     params = {"w": jnp.zeros(())}
     updates, _ = tx.update({"w": jnp.ones(())}, tx.init(params), params)
     assert float(updates["w"]) == pytest.approx(-0.01)  # the first step: a tenth of the peak
+    # A rate as an array, traced too: optax.inject_hyperparams under vmap, as the
+    # ensemble study gives K models their own rates.
+    inject = optax.inject_hyperparams(functools.partial(train.make_optimizer, "adam"))
+    states = jax.vmap(lambda rate: inject(learning_rate=rate).init(params))(jnp.ones(2))
+    assert states.hyperparams["learning_rate"].shape == (2,)
 
 
 def _digits():
