@@ -1,7 +1,7 @@
 """What the two benchmark commands (peers.py and paired.py) take alike from a command
 line: the bench's models, usage errors (one line, exit code 2, as every command's
 `experiments.cli.options.OneLineParser`), comma-separated lists, and `--out`, checked
-writable before any work as experiments.cli.run checks it. The standard library and
+writable before any work as experiments.run checks it. The standard library and
 experiments.records only: the peers' venv has no JAX.
 """
 

@@ -164,7 +164,7 @@ def jax_command(
     python: str, config: Config, model: str, batch: int, data_dir: str | None, out: str
 ) -> list[str]:
     """`python -m experiments.run` of one workload, its timed blocks taking turns."""
-    command = [python, "-m", "benchmarks.turns", "experiments.cli.run", "--device=cpu"]
+    command = [python, "-m", "benchmarks.turns", "experiments.run", "--device=cpu"]
     command.append(f"--model={model}")
     if model == "mlp":
         command += ["--set", f"width={MLP_WIDTH}"]
@@ -188,7 +188,7 @@ def jax_command(
 def side_command(
     args: argparse.Namespace, config: Config, model: str, batch: int, out: str
 ) -> list[str]:
-    """The command that runs one side: experiments.cli.run (JAX) or benchmarks.peers."""
+    """The command that runs one side: experiments.run (JAX) or benchmarks.peers."""
     if config.runs_jax:
         return jax_command(args.jax_python, config, model, batch, args.data_dir, out)
     return peer_command(args.peer_python, config, model, batch, out)

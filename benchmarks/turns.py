@@ -11,7 +11,7 @@ pair's id and this side's name). Unset, `timed_blocks` runs the blocks back to b
 as always.
 
 The peers call `timed_blocks` themselves. The JAX side is the study's own command,
-launched through this module (`python -m benchmarks.turns experiments.cli.run ARGS...`),
+launched through this module (`python -m benchmarks.turns experiments.run ARGS...`),
 which installs `timed_blocks` as experiments.harness.measure's one hook, `measure.pace`: the
 study's code knows nothing of pairs.
 

@@ -126,7 +126,7 @@ class CompiledStep:
     batch, all devices): `flops`, `batch_size`."""
 
     target: str  # its name in jaxcnn.targets.TARGETS
-    placement: str  # single or sharded
+    placement: str  # single, sharded, model or data_model
     devices: int  # the target's JAX devices the step runs on
     batch_size: int  # global
     compiled: bool  # every program asked for compiled
@@ -235,15 +235,15 @@ def check(target_name: str, placement: str, batch_size: int) -> targets.Target:
     """The target called `target_name`, once the placement and batch size suit it and its
     compiler is installed; a usage error naming the fix otherwise."""
     target = targets.get(target_name)
-    check_choice("placement", placement, parallel.STRATEGIES)
-    parallel.check_batch_size(batch_size, target.devices)
+    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
+    parallel.check_batch_size(batch_size, parallel.mesh_axes(placement, target.devices)[0])
     if placement == "single" and target.devices > 1:
         raise UsageError(
             f"{target.name} has {target.devices} devices: place the step 'sharded' "
             "(--strategy=sharded) to spread the batch over them (single would use one)"
         )
     if placement == "pmap":
-        parallel.input_shardings(placement, [])  # a usage error naming sharded
+        parallel.input_shardings(placement, [], None)  # a usage error naming sharded
     targets.require_compiler(target)  # what was asked first, then what is installed
     return target
 
@@ -252,6 +252,11 @@ def check(target_name: str, placement: str, batch_size: int) -> targets.Target:
 
 
 def _placed(tree: Any, sharding: Any) -> Any:
+    """`tree`'s shapes with `sharding`: one for every leaf, or a tree like `tree`'s."""
+    if not isinstance(sharding, jax.sharding.Sharding):
+        return jax.tree.map(
+            lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tree, sharding
+        )
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
 
 
@@ -287,12 +292,14 @@ def compiled_programs(
     naming the program and `where` (the devices' platform by default). `options`: XLA
     options beyond the platform's own (a target's, jaxcnn.targets.compiler_options)."""
     placed = parallel.place(placement, devices, step, evaluate, options=options)
-    state_sharding, batch_sharding = parallel.input_shardings(placement, devices)
+    state_sharding, batch_sharding, dataset_sharding = parallel.input_shardings(
+        placement, devices, state
+    )
     state = _placed(state, state_sharding)
     calls = {
         "train": (placed.train_step, state, _placed(batch, batch_sharding)),
         "eval": (placed.eval_step, state, _placed(batch, batch_sharding)),
-        "epoch": (placed.train_epoch, state, *_placed(_epoch_inputs(batch), state_sharding)),
+        "epoch": (placed.train_epoch, state, *_placed(_epoch_inputs(batch), dataset_sharding)),
     }
     where = where or devices[0].platform
     for name in programs:
@@ -345,13 +352,14 @@ def compile_for(
 ) -> CompiledStep:
     """Compile `step` (jaxcnn's train step by default, or any function of (state, batch,
     axis_name=None) -> (state, metrics)) for the target called `target`, placed `single`
-    (one device) or `sharded` (the batch split over all its devices), against `state` and
-    `batch` as shapes; `programs` may add "eval" (`evaluate`) and "epoch" (the
+    (one device), `sharded` (the batch split over all its devices), `model` or
+    `data_model` (jaxcnn's TrainState's kernels split too: jaxcnn.parallel), against
+    `state` and `batch` as shapes; `programs` may add "eval" (`evaluate`) and "epoch" (the
     whole-epoch loop). A usage error (an unknown target, a state or batch without
     shapes, a batch that does not split) is raised before anything compiles; a
     compiler's refusal is the result's `message`, not an exception."""
     targets.get(target)  # the name first: the rest is checked against it
-    check_choice("placement", placement, parallel.STRATEGIES)
+    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
     check_names("programs", programs, "program", PROGRAMS, "('train', 'eval')")
     if "train" not in programs:
         raise UsageError(
@@ -366,6 +374,8 @@ def compile_for(
     checked_state = _checked_state(state, step)
     checked_batch, batch_size = _checked_batch(batch, step)
     found = check(target, placement, batch_size)
+    if placement in parallel.MODEL_STRATEGIES:  # what the rule splits: known from shapes
+        parallel.check_split(checked_state.params, parallel.mesh_axes(placement, found.devices)[1])
     flops = _traced_flops(step, checked_state, checked_batch)  # before the compiler starts
     devices = list(targets.abstract_devices(found))
     usable = targets.describe(found)["usable_bytes_per_device"]
@@ -442,10 +452,11 @@ def _predicted(
     chip_rates = rates_lib.of_target(target)
     nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
     rows = next(iter(batch.values())).shape[0]
+    shares = parallel.mesh_axes(placement, len(devices))[0]  # model: every device all of it
     host = host_lib.host_side(
         measured=None,  # a library caller's loop, model and data: not measured here
         dispatch_s=host_lib.measured_dispatch(placement, predict_lib.constants()),
-        batch_bytes=nbytes // len(devices),
+        batch_bytes=nbytes // shares,
         host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
         platform=target.platform,
     )
@@ -455,7 +466,7 @@ def _predicted(
             chip_rates,
             devices[0].platform,
             rows,
-            devices=len(devices),
+            devices=shares,
             chip=target.chip,
             host=host,
         )

@@ -7,7 +7,8 @@
 
 `batch` is a dict {"image": (B, H, W, C), "label": (B,)} of host arrays (what
 `jaxcnn.data.batches` yields); under `pmap` and `sharded` its B must divide over the
-devices (a UsageError naming sizes that do, otherwise).
+devices, under `data_model` over its data axis (a UsageError naming sizes that do,
+otherwise).
 
 A `Placement` is the compiled step plus the functions that move state and batches to
 where its strategy wants them and bring them back. Strategies:
@@ -24,6 +25,16 @@ where its strategy wants them and bring them back. Strategies:
   copying it to every device on every call.
 - `sharded`: jit with `NamedSharding` on a 1-D ("data",) mesh: state replicated,
   batch split along its first axis, `axis_name=None`; XLA inserts the collectives.
+- `model`: jit on a 1-D ("model",) mesh: every parameter the split rule picks
+  (`splits`: a kernel whose output features divide over the devices) split on its last
+  axis, its optimizer state split as it is, everything else and the batch replicated.
+- `data_model`: jit on a 2-D ("data", "model") mesh (`mesh_shape`): the batch split on
+  "data", the parameters split on "model" by the same rule.
+
+Both model strategies run the step with `axis_name=None`, as `sharded` does: XLA inserts
+every collective. The rule is a function of shapes, so a state's shardings are known
+while its step is traced: the step is wrapped in sharding constraints on the state it
+takes and returns (`_constrained`), not compiled per state, and its body is unchanged.
 
 Every jit here compiles with the platform's XLA options (`devices.platform_compiler_options`);
 `jax.pmap` takes none, so a pmap placement compiles without them, its epoch too, and
@@ -39,12 +50,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -52,9 +65,17 @@ from jaxcnn import devices as devices_lib
 from jaxcnn import epochs, train
 from jaxcnn.errors import UsageError
 
+# Data parallelism, the study's strategies (what its command line offers).
 STRATEGIES = ("single", "pmap", "sharded")
+# The parameters split over devices too (model parallelism), as placements of the same step.
+MODEL_STRATEGIES = ("model", "data_model")
 PMAP_AXIS = "batch"  # the axis name the step's collectives use under pmap
 DATA_AXIS = "data"  # the mesh axis the batch is split along under sharded jit
+MODEL_AXIS = "model"  # the mesh axis the parameters are split along
+# The split rule's minimum: a kernel is split only if each device keeps at least this
+# many of its output features. A choice, not a measurement: a narrower slice leaves each
+# device a sliver of a matmul for the same collectives.
+MIN_FEATURES_PER_DEVICE = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -363,11 +384,233 @@ def _sharded(devices: Sequence[jax.Device], step, evaluate, extra: dict[str, Any
     )
 
 
-def input_shardings(strategy: str, devices: Sequence[jax.Device]) -> tuple[Any, Any]:
-    """(the state's sharding, a batch's) as `strategy` places them on `devices`: what
-    its steps are lowered against where no arrays can be put, such as compile-only
-    devices (jaxcnn.targets). The whole-epoch program takes its dataset and order with
-    the state's sharding. pmap has none: jax.pmap compiles only for devices at hand."""
+# --- Model parallelism: the parameters split too ------------------------------------
+
+
+def splits(shape: Sequence[int], model_devices: int) -> bool:
+    """The split rule: a parameter of `shape` is split over `model_devices` devices when it
+    is a kernel (two axes or more: Dense's (in, out), Conv's (h, w, in, out)) whose last
+    axis, its output features, divides over them into slices of at least
+    MIN_FEATURES_PER_DEVICE. Biases, BatchNorm's scales and narrower kernels stay whole."""
+    return (
+        len(shape) >= 2
+        and shape[-1] % model_devices == 0
+        and shape[-1] // model_devices >= MIN_FEATURES_PER_DEVICE
+    )
+
+
+def parameter_spec(shape: Sequence[int], model_devices: int) -> P:
+    """A parameter's PartitionSpec under the split rule: its last axis on "model", or whole."""
+    if splits(shape, model_devices):
+        return P(*([None] * (len(shape) - 1)), MODEL_AXIS)
+    return P()
+
+
+def check_split(params: Any, model_devices: int) -> None:
+    """UsageError, naming why, unless the split rule splits some of `params` (arrays or
+    shapes) over `model_devices` devices."""
+    if any(splits(_shape(x), model_devices) for x in jax.tree.leaves(params)):
+        return
+    widths = sorted({_shape(x)[-1] for x in jax.tree.leaves(params) if len(_shape(x)) >= 2})
+    found = ", ".join(map(str, widths)) or "none: it has no kernel"
+    raise UsageError(
+        f"the split rule splits none of this model's parameters over {model_devices} model "
+        f"devices: no kernel's output features ({found}) divide into {model_devices} slices "
+        f"of at least {MIN_FEATURES_PER_DEVICE}; use strategy sharded, or fewer devices on "
+        "the model axis"
+    )
+
+
+def state_shardings(state: train.TrainState, mesh: Mesh) -> train.TrainState:
+    """`state`'s NamedShardings on `mesh` (a tree like the state; arrays or shapes alike):
+    the parameters by the split rule over the mesh's "model" axis, the optimizer state's
+    copies of them (Adam's mu and nu, SGD's momentum) as their parameters, everything
+    else replicated. A state of which the rule splits nothing is a UsageError saying why."""
+    model_devices = mesh.shape[MODEL_AXIS]
+    check_split(state.params, model_devices)
+    replicated = NamedSharding(mesh, P())
+    params = jax.tree.map(
+        lambda x: NamedSharding(mesh, parameter_spec(_shape(x), model_devices)), state.params
+    )
+    opt_state = optax.tree_utils.tree_map_params(
+        state.tx,
+        lambda _, sharding: sharding,
+        state.opt_state,
+        params,
+        transform_non_params=lambda _: replicated,
+    )
+    return state.replace(
+        step=replicated,
+        params=params,
+        batch_stats=jax.tree.map(lambda _: replicated, state.batch_stats),
+        opt_state=opt_state,
+        rng=replicated,
+    )
+
+
+def mesh_shape(num_devices: int) -> tuple[int, int]:
+    """data_model's (data, model) mesh on `num_devices`: the most balanced factorisation,
+    the model axis the smaller factor (8 devices: 4 x 2; 16: 4 x 4; 6: 3 x 2)."""
+    data, model = _balanced(num_devices)
+    if model < 2:
+        raise UsageError(
+            f"strategy data_model splits {num_devices} device(s) into data x model axes of "
+            f"2 or more, and {num_devices} has no such factors: use strategy model, or give "
+            f"mesh_shape=(1, {num_devices})"
+        )
+    return data, model
+
+
+def _balanced(n: int) -> tuple[int, int]:
+    """(n // m, m) for the largest divisor m of `n` with m * m <= n."""
+    model = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    return n // model, model
+
+
+def _model_mesh(
+    strategy: str, devices: Sequence[jax.Device], shape: tuple[int, int] | None
+) -> Mesh:
+    """The mesh a model strategy places on: ("model",) over every device, or
+    ("data", "model") of `shape` (data, model), by default `mesh_shape`'s."""
+    n = len(devices)
+    if strategy == "model":
+        if shape is not None:
+            raise UsageError(
+                "mesh_shape is data_model's (data, model) mesh: strategy model puts every "
+                "device on the model axis"
+            )
+        mesh_axes(strategy, n)  # at least 2 devices
+        return Mesh(np.array(devices), (MODEL_AXIS,))
+    data, model = mesh_shape(n) if shape is None else shape
+    if shape is not None and (data * model != n or data < 1 or model < 2):
+        balanced = _balanced(n)
+        raise UsageError(
+            f"mesh_shape {tuple(shape)} does not fit {n} devices: give (data, model) with "
+            f"data x model = {n} and model >= 2, e.g. {balanced if balanced[1] > 1 else (1, n)}"
+        )
+    return Mesh(np.array(devices).reshape(data, model), (DATA_AXIS, MODEL_AXIS))
+
+
+def _constrained(
+    fn: Callable[..., Any], mesh: Mesh, batch_sharding: NamedSharding, *, returns_state: bool
+) -> Callable[..., Any]:
+    """`fn` (state, batch) with its state and batch constrained on entry to where the model
+    strategies keep them (`state_shardings`, `batch_sharding`), and what it returns (a train
+    step's (state, metrics), an eval step's metrics) to the state's shardings, the rest
+    replicated: what jit's in and out shardings would say, which depend on the state's
+    shapes, known once tracing starts."""
+    constrain = jax.lax.with_sharding_constraint
+    replicated = NamedSharding(mesh, P())
+
+    def on(tree: Any, sharding: NamedSharding) -> Any:
+        return constrain(tree, jax.tree.map(lambda _: sharding, tree))
+
+    def placed(state: Any, batch: Any) -> Any:
+        state = constrain(state, state_shardings(state, mesh))
+        out = fn(state, on(batch, batch_sharding))
+        if not returns_state:
+            return on(out, replicated)
+        new, metrics = out
+        return constrain(new, state_shardings(new, mesh)), on(metrics, replicated)
+
+    return placed
+
+
+def _model(
+    strategy: str,
+    devices: Sequence[jax.Device],
+    step,
+    evaluate,
+    extra: dict[str, Any],
+    shape: tuple[int, int] | None,
+) -> Placement:
+    mesh = _model_mesh(strategy, devices, shape)
+    replicated = NamedSharding(mesh, P())
+    # The batch: split on "data" where the mesh has it, whole on every device otherwise.
+    data_devices = dict(mesh.shape).get(DATA_AXIS, 1)
+    batch = NamedSharding(mesh, P(DATA_AXIS)) if data_devices > 1 else replicated
+    options = {**compiler_options(strategy, devices[0].platform), **extra}
+    jit = functools.partial(jax.jit, compiler_options=options)
+    placed_step = _constrained(step, mesh, batch, returns_state=True)
+
+    def put(state: train.TrainState) -> train.TrainState:
+        return jax.tree.map(_put, state, state_shardings(state, mesh))
+
+    return Placement(
+        strategy=strategy,
+        devices=tuple(devices),
+        train_step=_checked_step(jit(placed_step, donate_argnums=0)),
+        eval_step=jit(_constrained(evaluate, mesh, batch, returns_state=False)),
+        put_state=_put_state(put),
+        put_batch=functools.partial(_put_split, n=data_devices, sharding=batch),
+        get_state=lambda state: state,  # one logical copy, its parameters still split
+        get_metrics=lambda metrics: metrics,
+        train_epoch=_checked_epoch(
+            jit(
+                functools.partial(epochs.train_epoch, step=placed_step, batch_sharding=batch),
+                donate_argnums=0,
+            )
+        ),
+        put_dataset=functools.partial(_put_everywhere, sharding=replicated),
+        compiler_options=options,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """How a placed state lies on each of its devices (`split_report`)."""
+
+    split: int  # parameter arrays split over devices
+    replicated: int  # parameter arrays whole on every device
+    split_bytes: int  # one device's slices of the split parameters
+    replicated_bytes: int  # the replicated parameters, whole, on each device
+    state_bytes: int  # one device's share of the whole state (optimizer state included)
+
+    @property
+    def param_bytes(self) -> int:
+        """The parameters' bytes on one device."""
+        return self.split_bytes + self.replicated_bytes
+
+
+def _nbytes(shape: Sequence[int], dtype: Any) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def split_report(state: train.TrainState) -> Split:
+    """Which of `state`'s parameters its placement split and what each device holds, from
+    the shardings of its arrays (or of shapes with shardings, for compile-only devices);
+    a host state or a pmap replica is whole on each device."""
+    stacked = np.ndim(state.step) == 1  # pmap: one copy per device on a leading axis
+
+    def per_device(x: Any) -> tuple[int, ...]:
+        shape = _shape(x)
+        if stacked:
+            return shape[1:]
+        sharding = getattr(x, "sharding", None)
+        return tuple(sharding.shard_shape(shape)) if sharding is not None else shape
+
+    def full(x: Any) -> tuple[int, ...]:
+        return _shape(x)[1:] if stacked else _shape(x)
+
+    params = jax.tree.leaves(state.params)
+    split = [x for x in params if per_device(x) != full(x)]
+    whole = [x for x in params if per_device(x) == full(x)]
+    return Split(
+        split=len(split),
+        replicated=len(whole),
+        split_bytes=sum(_nbytes(per_device(x), x.dtype) for x in split),
+        replicated_bytes=sum(_nbytes(full(x), x.dtype) for x in whole),
+        state_bytes=sum(_nbytes(per_device(x), x.dtype) for x in jax.tree.leaves(state)),
+    )
+
+
+def input_shardings(
+    strategy: str, devices: Sequence[jax.Device], state: Any
+) -> tuple[Any, Any, Any]:
+    """(the shardings of `state`, a tree like it; a batch's; the whole-epoch program's
+    dataset and order's) as `strategy` places them on `devices`: what its steps are
+    lowered against where no arrays can be put, such as compile-only devices
+    (jaxcnn.targets). pmap has none: jax.pmap compiles only for devices at hand."""
     if strategy == "pmap":
         raise UsageError(
             "strategy pmap compiles only for devices at hand (jax.pmap cannot lower for "
@@ -375,11 +618,41 @@ def input_shardings(strategy: str, devices: Sequence[jax.Device]) -> tuple[Any, 
         )
     if strategy == "single":
         one = jax.sharding.SingleDeviceSharding(devices[0])
-        return one, one
+        return jax.tree.map(lambda _: one, state), one, one
     if strategy == "sharded":
         mesh = Mesh(np.array(devices), (DATA_AXIS,))
-        return NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_AXIS))
-    raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+        replicated = NamedSharding(mesh, P())
+        return (
+            jax.tree.map(lambda _: replicated, state),
+            NamedSharding(mesh, P(DATA_AXIS)),
+            replicated,
+        )
+    if strategy in MODEL_STRATEGIES:
+        mesh = _model_mesh(strategy, devices, None)
+        replicated = NamedSharding(mesh, P())
+        split = NamedSharding(mesh, P(DATA_AXIS)) if strategy == "data_model" else replicated
+        return state_shardings(state, mesh), split, replicated
+    raise UsageError(_unknown(strategy))
+
+
+def mesh_axes(strategy: str, num_devices: int) -> tuple[int, int]:
+    """(the ways `strategy` on `num_devices` devices splits a global batch, which must
+    divide by it; the ways it splits a kernel the rule picks): (1, 1) under single,
+    (n, 1) under pmap and sharded, (1, n) under model, data_model's `mesh_shape`."""
+    if strategy in ("pmap", "sharded"):
+        return num_devices, 1
+    if strategy == "model":
+        if num_devices < 2:
+            raise UsageError(
+                f"strategy model splits parameters over 2 devices or more, got {num_devices}"
+            )
+        return 1, num_devices
+    return mesh_shape(num_devices) if strategy == "data_model" else (1, 1)
+
+
+def _unknown(strategy: str) -> str:
+    known = ", ".join(STRATEGIES + MODEL_STRATEGIES)
+    return f"unknown strategy {strategy!r}: choose one of {known}"
 
 
 def place(
@@ -389,19 +662,27 @@ def place(
     evaluate: Callable[..., Any] = train.eval_step,
     *,
     options: Mapping[str, Any] | None = None,
+    mesh_shape: tuple[int, int] | None = None,
 ) -> Placement:
     """Place `step` and `evaluate` (functions of (state, batch, axis_name)) on `devices`.
     `options`: XLA options beyond the platform's own (a compile-only target's own,
     `jaxcnn.targets.compiler_options`), for this placement's jit calls only.
+    `mesh_shape`: data_model's (data, model) mesh, instead of `mesh_shape(len(devices))`.
 
     With many processes, `devices` is the global list (`jax.devices()`), the same on
     every process.
     """
     builders = {"single": _single, "pmap": _pmap, "sharded": _sharded}
-    if strategy not in builders:
-        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if strategy not in builders and strategy not in MODEL_STRATEGIES:
+        raise UsageError(_unknown(strategy))
     devices = list(devices)
     if not devices:
         raise UsageError(f"strategy {strategy} needs at least one device")
     _check_processes(strategy, devices[:1] if strategy == "single" else devices)
+    if strategy in MODEL_STRATEGIES:
+        return _model(strategy, devices, step, evaluate, dict(options or {}), mesh_shape)
+    if mesh_shape is not None:
+        raise UsageError(
+            f"mesh_shape is data_model's (data, model) mesh: strategy {strategy} takes none"
+        )
     return builders[strategy](devices, step, evaluate, dict(options or {}))

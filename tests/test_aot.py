@@ -19,7 +19,7 @@ import pytest
 from conftest import missing_extra, needs_extra
 
 import jaxcnn
-from jaxcnn import aot, flops, targets, train
+from jaxcnn import aot, flops, parallel, targets, train
 from jaxcnn.errors import UsageError
 from jaxcnn.perf import host as host_lib
 
@@ -159,6 +159,36 @@ def test_a_users_own_step_function_compiles_sharded_over_eight_chips():
 
 
 @needs_targets
+@pytest.mark.parametrize("target", ["tpu-v5e-8", "gpu-t4x4"])
+def test_a_model_too_big_for_one_chip_fits_its_chips_with_its_kernel_split(target):
+    """WideMLP's state (Adam: 3 x 6.5 GB) on every chip does not fit a 16 GB one; under
+    `model` each chip holds an Nth of its wide kernel (the rule leaves the 10-class one
+    and the biases whole), and the compiler says it fits, for the same step."""
+    state, batch = _state(WideMLP()), aot.abstract_batch(64, SHAPE)
+    replicated = jaxcnn.compile_for(target, state, batch, placement="sharded")
+    split = jaxcnn.compile_for(target, state, batch, placement="model")
+    assert replicated.fits is False
+    assert split.compiled and split.fits is True and split.placement == "model"
+    devices = targets.abstract_devices(targets.get(target))
+    shardings, _, _ = parallel.input_shardings("model", devices, state)
+    placed = jax.tree.map(
+        lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), state, shardings
+    )
+    n, hidden = len(devices), 2**21
+    report = parallel.split_report(placed)
+    assert (report.split, report.replicated) == (1, 3)
+    assert report.split_bytes == 768 * hidden // n * 4
+    assert report.replicated_bytes == (hidden + hidden * 10 + 10) * 4
+    # The donated state is what the compiled step aliases: exactly the report's share on
+    # the GPU; on the TPU more, its layout padding the 10 classes' minor axis.
+    if target.startswith("gpu"):
+        assert split.memory.alias_bytes == report.state_bytes
+    else:
+        assert split.memory.alias_bytes > report.state_bytes
+    assert split.memory.total_bytes <= split.usable_bytes
+
+
+@needs_targets
 @pytest.mark.slow
 def test_the_readmes_own_model_snippet_runs_as_written(capsys):
     text = (Path(__file__).parent.parent / "README.md").read_text()
@@ -210,6 +240,16 @@ BATCH = aot.abstract_batch(16, SHAPE)
         ("tpu-v5e-8", None, BATCH, {}, "tpu-v5e-8 has 8 devices: place the step 'sharded'"),
         ("gpu-t4", None, BATCH, {"placement": "pmap"}, "pmap compiles only for devices at"),
         ("gpu-t4", None, BATCH, {"placement": "shard"}, "unknown placement 'shard'"),
+        # data_model on 8 chips splits the batch over its data axis of 4
+        (
+            "tpu-v5e-8",
+            None,
+            aot.abstract_batch(10, SHAPE),
+            {"placement": "data_model"},
+            "batch size 10 does not divide over 4 devices",
+        ),
+        ("gpu-t4", None, BATCH, {"placement": "model"}, "over 2 devices or more, got 1"),
+        ("tpu-v5e-8", None, BATCH, {"placement": "model"}, "output features (8, 10) divide"),
         ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "does not take batch images"),
         (123, None, BATCH, {}, "target must be a name (a str), got 123: choose one of tpu-v2-8,"),
         (None, None, BATCH, {}, "target must be a name (a str), got None: choose one of"),

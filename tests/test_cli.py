@@ -178,7 +178,7 @@ def test_the_names_the_command_offers_are_the_librarys():
     from jaxcnn import devices, formulation, host_memory, loop, parallel, train
 
     assert cli_options.DEVICES == devices.DEVICE_CHOICES
-    assert cli_options.STRATEGIES == parallel.STRATEGIES
+    assert cli_options.STRATEGIES == parallel.STRATEGIES + parallel.MODEL_STRATEGIES
     assert cli_options.OPTIMIZERS == train.OPTIMIZERS
     assert cli_options.SCHEDULES == train.SCHEDULES
     assert cli_options.PRECISIONS == tuple(workload.PRECISIONS)

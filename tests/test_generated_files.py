@@ -83,7 +83,7 @@ def test_a_fault_in_the_write_leaves_the_old_file_and_no_temporary(tmp_path, mon
 # latest moment a kill could leave the README anything but the old or the new.
 KILLED_AT_THE_RENAME = """
 import os, signal, sys
-from experiments import report
+from experiments.cli import report as report_cli
 rename = os.replace
 def killed(source, target):
     if str(target).endswith("README.md"):

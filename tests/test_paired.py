@@ -77,7 +77,7 @@ def _under(record, policy, utc_time, faults=None):
 
 def _jax_side(config, out, *extra):
     return [
-        sys.executable, "-m", "benchmarks.turns", "experiments.cli.run", "--device=cpu",
+        sys.executable, "-m", "benchmarks.turns", "experiments.run", "--device=cpu",
         "--model=mlp", "--set", "width=8", "--batch-size=16", "--epochs=0",
         "--set", f"loop={config.second}", "--dataset=digits", "--set", "timing_steps=3",
         "--set", "host_memory=system", "--set", "checkpoints=false", "--force",
@@ -186,7 +186,7 @@ def test_a_jax_peer_runs_experiments_run_and_needs_no_peers_venv(tmp_path):
     args = paired.parse([*argv, "--peer-python", "/nowhere/python", "--out", str(tmp_path)])
     peer = paired.parse_config("peer", args.peer)
     command = paired.side_command(args, peer, "mlp", 32, str(tmp_path))
-    assert command[:4] == [args.jax_python, "-m", "benchmarks.turns", "experiments.cli.run"]
+    assert command[:4] == [args.jax_python, "-m", "benchmarks.turns", "experiments.run"]
     assert {"loop=step", "host_memory=system", "width=4096", "--data-dir=d"} <= set(command)
 
 

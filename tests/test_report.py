@@ -12,7 +12,7 @@ from conftest import complete_record
 from experiments import records
 from experiments.cli import report as report_cli
 from experiments.report import answers, figures, views
-from experiments.report.fmt import fmt
+from experiments.report.fmt import fmt, value_text
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -188,6 +188,15 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
     shown = set(NUMBER.findall(text))
     assert len(shown) > 20
     written = {fmt(r) for r in table.to_dict("records")}
+    written |= {
+        value_text(r["hi"], "x") for r in table[table.quantity == "band"].to_dict("records")
+    }
+    by_id = table.set_index("id")
+    for a in answers.answers(table):  # a band's range: the speedup off by the band's median
+        cited = by_id.loc[a.ids]
+        for s in cited[cited.quantity == "speedup"].value:
+            for b in cited[cited.quantity == "band"].value:
+                written |= {value_text(s / b, "x"), value_text(s * b, "x")}
     assert shown - written == set()
     # the check can fail: a number typed into the page is caught
     assert NUMBER.findall("took 123.4 ms") and "123.4 ms" not in written
@@ -196,11 +205,11 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
 def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table):
     text = views.first_screen(table, plot="report/seed_models.png")
     lines = text.splitlines()
-    assert len(lines) <= 60 and len(text.split()) <= 800
+    assert len(lines) <= 25 and len(text.split()) <= 800
     assert lines[2].startswith("**") and "Nothing ran on a GPU or TPU" in lines[2]
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
-    assert all(len(a.answer.split()) <= 26 for a in found), [a.answer for a in found]
+    assert all(len(a.answer.split()) <= 30 for a in found), [a.answer for a in found]
     ids = set(table.id)
     assert all(set(a.ids) <= ids for a in found)  # each answer traces to rows of the CSV
     assert "![" in text
@@ -221,6 +230,12 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
     assert figures.duplicates(t).empty and len(t[t.quantity == "step_s"]) == 3
     text = views.first_screen(t)
     assert text.count("\n| ") >= 15  # every question has its row, answered or not
+    for r in t[t.quantity == "step_s"].to_dict("records"):  # the steps its run printed
+        how = "jax, xla formulation, step loop"
+        assert f"| {r['model']} | digits | 32 | f32 | {r['device']} | {how} | {fmt(r)} |" in text
+    assert "**P**" not in text and "compiled by" not in text and "band is" not in text
+    # the positive control: a folder with compiles says what they are
+    assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 
 
 # --- the command ------------------------------------------------------------------------
@@ -288,8 +303,8 @@ def test_the_committed_report_is_what_its_records_regenerate(tmp_path):
     assert (tmp_path / "REPORT.md").read_text() == (RESULTS / "REPORT.md").read_text()
     for page in (RESULTS / views.PAGES).glob("*.md"):
         assert (tmp_path / views.PAGES / page.name).read_text() == page.read_text(), page.name
-    committed = (RESULTS / views.FIGURES).read_text()
-    assert (tmp_path / views.FIGURES).read_text() == committed
+    for name in (views.FIGURES, views.FIGURES_SCHEMA):
+        assert (tmp_path / name).read_text() == (RESULTS / name).read_text(), name
 
 
 def test_flops_per_watt_is_priced_over_a_published_tdp_only(table):
@@ -341,3 +356,236 @@ def test_a_fraction_of_peak_is_against_the_precision_the_matmuls_run_in(target, 
     }
     expected = chips.peak_tflops(t.kind, peak) * 1e12 * t.chips / t.devices
     assert figures._vendor_peak(record) == pytest.approx(expected)
+
+
+# --- the first screen recomputed from figures.csv; labels told apart ---------------------
+
+
+@pytest.fixture(scope="module")
+def csv():
+    """The committed table as a reader of figures.csv sees it."""
+    return pd.read_csv(RESULTS / views.FIGURES, keep_default_na=False, na_values=[""])
+
+
+def _said(number):
+    return answers.answers(pd.read_csv(RESULTS / views.FIGURES, keep_default_na=False,
+                                       na_values=[""]))[number - 1].answer  # fmt: skip
+
+
+def test_every_cpu_figure_on_the_first_screen_is_the_reference_cpus(csv):
+    cpu = answers.reference_cpu(csv)
+    assert cpu and "not recorded" not in cpu
+    cited = csv[csv.id.isin({i for a in answers.answers(csv) for i in a.ids})]
+    cited = cited[cited.kind != "published"]  # a seed's own CPU, cited as the seed's
+    assert set(cited[cited.platform == "cpu"].device) == {cpu}
+    # the positive control: an answer quoting another CPU is caught by the same check
+    other = csv[(csv.platform == "cpu") & (csv.device != cpu)].head(1)
+    assert set(pd.concat([cited, other])[lambda t: t.platform == "cpu"].device) != {cpu}
+
+
+def test_the_gpu_speedup_and_the_epochs_agree_and_name_the_loop_step(csv):
+    cpu = answers.reference_cpu(csv)
+    at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
+    step = csv[at & (csv.device == cpu) & (csv.quantity == "step_s") & (csv.formulation == "xla")
+               & (csv.loop == "step") & (csv.extra == "-")]  # fmt: skip
+    t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "loop_step_s")]
+    assert len(step) == len(t4) == 1
+    speedup = fmt({"quantity": "speedup", "unit": "x",
+                   "value": step.value.iloc[0] / t4.value.iloc[0]})  # fmt: skip
+    assert f"T4 loop step {fmt(t4.iloc[0].to_dict())}" in _said(5) and speedup in _said(5)
+    epochs = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "epoch-from-step")]
+    cpu_epoch = epochs[
+        (epochs.device == cpu) & (epochs.formulation == "xla") & (epochs.loop == "step")
+    ]
+    t4_epoch = epochs[epochs.device == "gpu-t4"]
+    for side in (cpu_epoch, t4_epoch):
+        assert fmt(side.iloc[0].to_dict()) in _said(12)
+    ratio = fmt({"quantity": "speedup", "unit": "x",
+                 "value": cpu_epoch.value.iloc[0] / t4_epoch.value.iloc[0]})  # fmt: skip
+    assert ratio == speedup  # one speedup for one question, whichever row says it
+
+
+def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv):
+    c, g = answers.crossover(csv, answers.reference_cpu(csv))
+    page = (RESULTS / views.PAGES / "crossover.md").read_text()
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
+    assert len(both) >= 5
+    for r in c.to_dict("records"):
+        assert f"| {r['model']} | {r['device']} | measured | step_s | {fmt(r)} |" in page
+    faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
+    # the rule: the fewest parameters from which every larger width is faster on the GPU
+    start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
+    said = _said(9)
+    assert f"{int(start):,} params" in said and said.split(" (MLP")[0] in page
+    slower = [p for p, f in faster if not f]
+    assert ("slower at" in said) == bool(slower)
+    # the verdict turns where the rows do: a slower widest width is said as such
+    flipped = g.assign(value=g.value.where(g.params != g.params.max(), 1e9))
+    assert answers.crossover_verdict(c, flipped)[0].startswith("T4 slower at the widest")
+
+
+def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv):
+    said = _said(10)
+    assert "loop step" in said
+    p = csv[(csv.quantity == "loop_step_s") & (csv.batch == 128) & (csv.precision == "f32")
+            & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    p = p[~p.device.str.contains("x")]  # one-chip targets
+    for model, g in p.groupby("model"):
+        tpu, gpu = g[g.platform == "tpu"].value.min(), g[g.platform == "gpu"].value.min()
+        fast = g[g.value == min(tpu, gpu)].device.iloc[0]
+        ratio = fmt({"quantity": "speedup", "unit": "x", "value": max(tpu, gpu) / min(tpu, gpu)})
+        assert f"{model} {fast} {ratio}" in said
+
+
+def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):
+    e = csv[(csv.quantity == "error_factor") & (csv.platform == "gpu")
+            & csv.model.isin(figures.SMALL_MODELS)]  # fmt: skip
+    faster = int((e.note == "predicted faster").sum())
+    band = answers.answers(csv)[4].band
+    assert f"ours faster on {faster} of {len(e)}" in band and "worst" in band
+    assert " to " in _said(5)  # a band this wide gives the answer's range
+
+
+TABLE_ROW = re.compile(r"^\|(.*)\|$")
+VALUE_HEADERS = {"value", "spread", "band", "flag", "note"}
+
+
+def labels_printed_twice(markdown: str) -> list[str]:
+    """The labels (every column but the values) a page's list tables print with two
+    different values."""
+    seen: dict[str, str] = {}
+    twice, headers = [], None
+    for line in [*markdown.splitlines(), ""]:
+        m = TABLE_ROW.match(line)
+        if not m:
+            headers, seen = None, {}
+            continue
+        cells = [c.strip() for c in m.group(1).split(" | ")]
+        if headers is None:
+            headers = cells
+        elif not line.startswith("|---") and "value" in headers:
+            label = " | ".join(
+                c for h, c in zip(headers, cells, strict=True) if h not in VALUE_HEADERS
+            )
+            value = cells[headers.index("value")]
+            if seen.setdefault(label, value) != value:
+                twice.append(label)
+    return twice
+
+
+def test_no_page_prints_one_label_with_two_values(table):
+    for name in views.PAGE_SECTIONS:
+        assert labels_printed_twice(views.page(name, table, {})) == [], name
+    # the positive control: two rows told apart only by a column not printed
+    rows = table[(table.quantity == "test_accuracy") & (table.model == "mnist_cnn")]
+    rows = rows[rows.extra == "5 epochs"].head(3)
+    assert rows.dataset.nunique() > 1 or rows.formulation.nunique() > 1
+    bare = views.markdown_table(
+        ["model", "value"], [[r["model"], fmt(r)] for r in rows.to_dict("records")]
+    )
+    assert labels_printed_twice(bare) == ["mnist_cnn"] * (len(rows) - 1)
+    assert labels_printed_twice(views.view(rows, ["model", "value"])) == []
+
+
+# --- figures.csv against its schema ----------------------------------------------------
+
+
+def schema_violations(frame: pd.DataFrame, schema: dict) -> list[str]:
+    """What in `frame` (read as strings, "" missing) breaks the table schema: the
+    columns, a required value missing, a value of the wrong type or not allowed, a
+    repeated primary key, a unit that is not its quantity's."""
+    fields = schema["fields"]
+    out = [] if list(frame.columns) == [f["name"] for f in fields] else ["the columns"]
+    for f in fields:
+        column = frame[f["name"]]
+        present, rule = column.dropna(), f["constraints"]
+        if rule["required"] and column.isna().any():
+            out.append(f"{f['name']}: missing")
+        if f["type"] in ("number", "integer"):
+            numbers = pd.to_numeric(present, errors="coerce")
+            if numbers.isna().any() or (f["type"] == "integer" and (numbers % 1 != 0).any()):
+                out.append(f"{f['name']}: not a {f['type']}")
+        if "enum" in rule and set(present) - {str(v) for v in rule["enum"]}:
+            out.append(f"{f['name']}: {sorted(set(present) - set(map(str, rule['enum'])))}")
+    if frame[schema["primaryKey"]].duplicated().any():
+        out.append("id: repeated")
+    units = fields[[f["name"] for f in fields].index("unit")]["unitOfQuantity"]
+    if (frame.unit != frame.quantity.map(units)).any():
+        out.append("unit: not its quantity's")
+    return out
+
+
+def test_figures_csv_meets_the_schema_the_report_writes_beside_it(tmp_path):
+    import json
+
+    schema = json.loads((RESULTS / views.FIGURES_SCHEMA).read_text())
+    assert schema == figures.table_schema()
+    csv = pd.read_csv(RESULTS / views.FIGURES, dtype=str, keep_default_na=False, na_values=[""])
+    assert schema_violations(csv, schema) == []
+    predicted = csv[csv.kind == "predicted"]  # each banded or saying it has none
+    assert (
+        predicted.band_median.notna().sum()
+        and (predicted.band_median.notna() | predicted.band_quantity.notna()).all()
+    )
+    # the positive control: a second spelling, a missing value and a wrong unit are caught
+    bad = csv.head(3).copy()
+    bad.loc[bad.index[0], "precision"] = "fp32"
+    bad.loc[bad.index[1], "kind"] = None
+    bad.loc[bad.index[2], "unit"] = "ms"
+    assert schema_violations(bad, schema) == [
+        "kind: missing",
+        "unit: ['ms']",
+        "precision: ['fp32']",
+        "unit: not its quantity's",
+    ]
+
+
+def test_the_docs_column_dictionary_is_the_code_s():
+    from experiments.cli import schema
+
+    text = schema.USAGE.read_text()
+    block = text.split(schema.COLUMNS_START)[1].split(schema.COLUMNS_END)[0]
+    assert block.strip() == figures.column_dictionary(), (
+        "docs/usage.md's column dictionary is stale: python -m experiments.cli.schema"
+    )
+
+
+def test_the_other_verdicts_recompute_from_figures_csv(csv):
+    cpu = answers.reference_cpu(csv)
+    fits = csv[(csv.quantity == "fits") & (csv.model == "catsdogs_cnn") & (csv.precision == "f32")
+               & (csv.placement == "single")]  # fmt: skip
+    seed_saw = [("gpu-mx150", 16, 1), ("gpu-mx150", 32, 0), ("gpu-t4", 128, 1)]
+    seen = [
+        1 for d, b, f in seed_saw if fits[(fits.device == d) & (fits.batch == b)].value.iloc[0] == f
+    ]
+    assert _said(1).startswith(f"{len(seen)} of 3 as the seed saw")
+    gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")]
+    lo, hi = (fmt(gpu.loc[i].to_dict()) for i in (gpu.value.idxmin(), gpu.value.idxmax()))
+    assert (
+        f"every GPU row {lo}-{hi}" in _said(8) and ("flagged" in _said(8)) == gpu.flag.notna().any()
+    )
+    watts = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
+                & (csv.precision == "f32")]  # fmt: skip
+    best = watts.loc[watts.value.idxmax()]
+    assert (
+        f"best of {watts.device.nunique()} GPUs with a TDP: {best.device} {fmt(best.to_dict())}"
+        in _said(11)
+    )
+    mfu = csv[(csv.quantity == "mfu") & (csv.batch == 128) & (csv.precision == "f32")
+              & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    for platform, g in mfu.groupby("platform"):
+        values = sorted(g.value)
+        median = fmt(
+            {"quantity": "mfu", "unit": "fraction", "value": values[(len(values) - 1) // 2]}
+        )
+        top = fmt({"quantity": "mfu", "unit": "fraction", "value": values[-1]})
+        assert f"{platform.upper()} median {median} (max {top})" in _said(13)
+    peak = csv[
+        (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
+    ]
+    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
+                 & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
+    lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
+              for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
+    assert _said(15).startswith(f"oneDNN {lo}-{hi}") and "newer cuDNN and GPU" in _said(15)

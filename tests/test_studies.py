@@ -60,8 +60,11 @@ def _check_scaling(found: list[dict]) -> None:
         (r["workload"]["strategy"], r["workload"]["scaling"], r["device"]["count"]) for r in found
     )
     assert cells == {
-        (s, m, n): 1 for s in ("pmap", "sharded") for m in ("weak", "strong") for n in (1, 8)
+        **{(s, m, n): 1 for s in ("pmap", "sharded") for m in ("weak", "strong") for n in (1, 8)},
+        ("model", "strong", 8): 1,
+        ("data_model", "strong", 8): 1,
     }
+    assert {r["status"] for r in found} == {"ok"}
     for r in found:
         w = r["workload"]
         per_device = w["batch_size"] / w["num_devices"]

@@ -25,7 +25,13 @@ DATASETS = data.DATASETS
 TARGETS = tuple(chips.TARGETS)
 # The library's names whose modules import JAX: copied, and tested equal.
 DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
-STRATEGIES = ("single", "pmap", "sharded")  # jaxcnn.parallel.STRATEGIES
+STRATEGIES = (  # jaxcnn.parallel.STRATEGIES + MODEL_STRATEGIES
+    "single",
+    "pmap",
+    "sharded",
+    "model",
+    "data_model",
+)
 OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
 SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
 PRECISIONS = ("f32", "bf16")  # experiments.records.workload.PRECISIONS

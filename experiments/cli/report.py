@@ -10,6 +10,7 @@ or the new one, never pages of both.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -41,7 +42,8 @@ def is_smoke(record: dict) -> bool:
 
 
 def write_report(table, out: Path) -> tuple[Path, int]:
-    """report/ (pages, plots), figures.csv and REPORT.md into `out`; (REPORT.md, plots)."""
+    """report/ (pages, plots), figures.csv with its schema, and REPORT.md into `out`;
+    returns (REPORT.md, how many plots)."""
     pages = out / views.PAGES
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
@@ -59,6 +61,8 @@ def write_report(table, out: Path) -> tuple[Path, int]:
     records_lib.write_whole(
         out / views.FIGURES, table.to_csv(index=False, lineterminator="\n").encode("utf-8")
     )
+    schema = json.dumps(figures.table_schema(), indent=1) + "\n"
+    records_lib.write_whole(out / views.FIGURES_SCHEMA, schema.encode("utf-8"))
     first = drawn.get("first")
     report = out / views.REPORT_FILE
     _write_text(report, views.first_screen(table, views.PAGES, first and f"{views.PAGES}/{first}"))

@@ -167,8 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="single",
         type=choice("strategy", STRATEGIES),
         help="single: one device | pmap: one replica per device | sharded: jit over a data "
-        "mesh (default: single). Several CPU devices: JAX_NUM_CPU_DEVICES=8 in the "
-        "environment",
+        "mesh | model: the weights split over the devices on their output features, the "
+        "batch on each | data_model: both, on a 2-D mesh (default: single). Several CPU "
+        "devices: JAX_NUM_CPU_DEVICES=8 in the environment",
     )
     where.add_argument(
         "--target",

@@ -198,11 +198,14 @@ def time_dispatch(
     placed `batch`: the host's round trip of one step (dispatch, argument handling, the
     wait for its results) without the step's kernels. The host side of a predicted
     step (jaxcnn.perf.host.host_side) is this figure."""
-    from jaxcnn.parallel import place
+    from jaxcnn.parallel import MODEL_STRATEGIES, place
 
     phase(f"measuring the host's side of a step: {DISPATCH_CALLS} calls of one doing nothing")
     empty = place(strategy, devices, step=_no_work)
-    proxy = jax.tree.map(lambda x: np.zeros((), x.dtype), abstract_state)
+    # A model placement splits the state by its shapes: scalars would split nothing (and
+    # be refused), so its proxy has the real shapes, one state's memory more for a moment.
+    shape = (lambda x: x.shape) if strategy in MODEL_STRATEGIES else (lambda x: ())
+    proxy = jax.tree.map(lambda x: np.zeros(shape(x), x.dtype), abstract_state)
     call = _threaded(empty.train_step, empty.put_state(proxy), batch)
     return time_calls(call, steps=DISPATCH_CALLS, warmup=3, agreed=True)
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.report.fmt import fmt
+from experiments.report.figures import SMALL_MODELS
+from experiments.report.fmt import fmt, value_text
 
 SEED_MODEL = "catsdogs_cnn"
 MNIST_MODEL = "mnist_cnn"
@@ -63,23 +64,10 @@ def reference_cpu(table: pd.DataFrame) -> str | None:
     return str(counts.index[0]) if len(counts) else None
 
 
-def cpu_with(table: pd.DataFrame, cpu: str | None, **where: Any) -> str | None:
-    """`cpu` where it has rows matching `where`, else the CPU with the most such rows:
-    an answer quotes the reference CPU where it can, and names another where not."""
-    found = rows(table, platform="cpu", **{"kind": "measured", **where})
-    if cpu is not None and (found.device == cpu).any():
-        return cpu
-    counts = found.device.value_counts()
-    return str(counts.index[0]) if len(counts) else cpu
-
-
-def elsewhere(on: str | None, cpu: str | None) -> str:
-    """ " (on X)" where an answer's CPU is not the reference CPU."""
-    return (
-        f" (on {on.replace(', CPU model not recorded', ', unnamed CPU')})"
-        if on and on != cpu
-        else ""
-    )
+def none_on(cpu: str | None, what: str) -> str:
+    """An answer the reference CPU has no record for: said, never another CPU's quoted
+    (older and unnamed CPUs' records stay in the details pages)."""
+    return f"no {what} on {cpu or 'a named CPU'} yet"
 
 
 def band_words(r: Row) -> str:
@@ -88,7 +76,7 @@ def band_words(r: Row) -> str:
         return "-"
     if pd.isna(r.get("band_median")):
         why = str(r.get("band_quantity") or "")
-        return why if why.startswith("unvalidated (") else "unvalidated"
+        return why if why.startswith(("unvalidated (", "none:")) else "unvalidated"
     median, worst = r["band_median"], r["band_worst"]
     return f"x{median:.2f} median, x{worst:.2f} worst, n={r['band_n']} ({r['band_split']})"
 
@@ -155,13 +143,12 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = accelerator_step(t, "gpu-mx150", SEED_MODEL, 16)
     t4 = accelerator_step(t, "gpu-t4", SEED_MODEL, 128)
-    on = cpu_with(t, cpu, quantity="step_s", model=SEED_MODEL, batch=16)
-    c = cpu_step(t, on, SEED_MODEL, 16)
+    c = cpu_step(t, cpu, SEED_MODEL, 16)
     pm, pt = published(t, "seed000-mx150-catsdogs"), published(t, "seed000-t4-catsdogs")
     parts = [f"MX150 b16 {fmt(mx)} (seed {fmt(pm)})" if mx else ""]
     parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads)" if t4 else "")
-    parts.append(f"CPU b16 {fmt(c)}{elsewhere(on, cpu)}" if c else "")
-    return Said("; ".join(p for p in parts if p) or "no figures yet", [mx, t4, c, pm, pt])
+    parts.append(f"CPU b16 {fmt(c)}" if c else none_on(cpu, "CPU b16 step"))
+    return Said("; ".join(p for p in parts if p), [mx, t4, c, pm, pt])
 
 
 def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -173,8 +160,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
         return found.iloc[0].to_dict() if len(found) == 1 else None
 
     mx, t4 = epoch("gpu-mx150", 16, "predicted"), epoch("gpu-t4", 128, "predicted")
-    on = cpu_with(t, cpu, quantity="epoch_s", model=SEED_MODEL, batch=16)
-    c = epoch(on, 16, "measured")
+    c = epoch(cpu, 16, "measured")
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
@@ -182,15 +168,19 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
         f"{name} {fmt(mine) if mine else 'none'} (seed{' ETA' if name == 'CPU' else ''} {fmt(s)})"
         for name, mine, s in (("CPU", c, s_cpu), ("MX150", mx, s_mx), ("T4", t4, s_t4))
     ]
-    parts[0] = parts[0].replace("CPU ", f"CPU{elsewhere(on, cpu)} ", 1)
+    if c is None:
+        parts[0] = f"{none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     acc = rows(t, quantity="test_accuracy", kind="measured", model=MNIST_MODEL, precision="f32")
     acc = acc[acc.extra.str.endswith(" epochs") & (acc.selection == "newest-trained")]
+    acc = acc[(acc.platform != "cpu") | (acc.device == cpu)]
     picked = [g.iloc[-1].to_dict() for _, g in acc.groupby("platform")]
     parts = [f"{r['platform']}: {fmt(r)} ({r['extra']}, {r['dataset']})" for r in picked]
+    if "cpu" not in set(acc.platform):
+        parts.append(none_on(cpu, "trained run"))
     missing = [p.upper() for p in ("gpu", "tpu") if p not in set(acc.platform)]
     if missing:
         parts.append(f"no {'/'.join(missing)} run yet")
@@ -209,20 +199,50 @@ def speedups(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | No
 
 def small_band(t: pd.DataFrame, platform: str = "gpu") -> tuple[str | None, Row]:
     """The band column of a small program's prediction: unvalidated on jaxcnn's own
-    step, with how far published small-program steps of other frameworks' loops lie."""
+    step, with how far published small-program steps of other frameworks' loops lie, and
+    which way the prediction errs."""
     b = one(t, quantity="band", kind="published", device=platform, model="small programs")
     if b is None:
         return None, None
-    return f"unvalidated; published loops, held out: {fmt(b)} off (median, n={b['n']})", b
+    way = errs(t, platform)
+    worst = value_text(b["hi"], "x")
+    return f"unvalidated; published loops: {fmt(b)} off (median; worst {worst}), {way}", b
+
+
+def errs(t: pd.DataFrame, platform: str) -> str:
+    """Which way the predictions of small programs' published steps err, counted from
+    their error factors."""
+    e = rows(t, quantity="error_factor", platform=platform, model=list(SMALL_MODELS))
+    faster = int((e.note == "predicted faster").sum())
+    return f"ours faster on {faster} of {len(e)}"
+
+
+def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
+    """The range a wide band implies for a predicted speedup over a measured step: off
+    by the band's median in the way most predictions err (a prediction that runs fast
+    overstates the speedup)."""
+    if not (speedup and band) or band["value"] < WIDE_BAND:
+        return ""
+    e = rows(t, quantity="error_factor", platform=band["platform"], model=list(SMALL_MODELS))
+    mostly_faster = 2 * int((e.note == "predicted faster").sum()) > len(e)
+    other = speedup["value"] / band["value"] if mostly_faster else speedup["value"] * band["value"]
+    lo, hi = sorted((other, speedup["value"]))
+    return f" (band: {value_text(lo, 'x')} to {value_text(hi, 'x')})"
+
+
+WIDE_BAND = 2.0  # a band past this factor changes an answer's verdict: its range is said
 
 
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
     like, best = speedups(t, "gpu-t4", MNIST_MODEL, 128, cpu)
     if not (p and like):
-        return Said("not predicted yet", [p])
-    text = f"T4 {fmt(p)}/step: {fmt(like)} the CPU like for like, {fmt(best)} its best (b128)"
+        return Said(none_on(cpu, "like-for-like CPU step") if p else "not predicted yet", [p])
     band, b = small_band(t)
+    text = (
+        f"T4 loop step {fmt(p)} (b128): {fmt(like)} the CPU's same program"
+        f"{implied(like, b, t)}, {fmt(best)} its fastest"
+    )
     return Said(text, [p, like, best, b], band)
 
 
@@ -230,23 +250,25 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-k80", MNIST_MODEL, 128)
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
-    parts = [f"K80 {fmt(p)}/step at b128" if p else "K80 not predicted"]
+    ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
+    parts = [f"K80 loop step {fmt(p)} at b128" if p else "K80 not predicted"]
     parts.append(f"seed 001: {fmt(seed)}/batch")
-    if keras is not None:
-        off = f", {fmt(factor)} off our prediction" if factor else ""
-        parts.append(f"Keras K80 row {fmt(keras)}{off}")
+    if keras is not None and factor and ours:
+        way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
+        parts.append(
+            f"Keras's K80 row {fmt(keras)}, ours for it {fmt(ours)}: {fmt(factor)} off, {way}"
+        )
     band, b = small_band(t)
-    return Said("; ".join(parts), [p, seed, keras, factor, b], band)
+    return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band and "as row 5's")
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
-    host = rows(t, quantity="host_s", kind="measured", model=MNIST_MODEL, batch=128)
-    on = cpu_with(host, cpu)
-    total = one(host, device=on, extra="loop total") if on else None
+    host = rows(t, quantity="host_s", kind="measured", model=MNIST_MODEL, batch=128, device=cpu)
+    total = one(host, extra="loop total")
     if total is None:
-        return Said("jaxcnn's host loop is not measured yet")
+        return Said(none_on(cpu, "timing of jaxcnn's host loop"))
     text = (
-        f"jaxcnn's loop costs the host {fmt(total)}/step (mnist_cnn, b128{elsewhere(on, cpu)}): "
+        f"jaxcnn's loop costs the host {fmt(total)}/step (mnist_cnn, b128): "
         "a GPU saves nothing on a step shorter than that"
     )
     return Said(text, [total])
@@ -254,28 +276,39 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     s = rows(t, quantity="scaling_efficiency", precision="f32")
-    flagged = int(s.flag.notna().sum())
     seeds = s[s.model.isin(SEED_MODELS)]
     pick = seeds[seeds.platform == "gpu"] if (seeds.platform == "gpu").any() else seeds
     if not len(pick):
         return Said("no multi-device compile yet; model parallelism is not studied")
     r = pick.loc[pick.devices.idxmax()].to_dict()
-    text = f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); model parallelism not studied"
-    return Said(text + (f"; {flagged} above ideal flagged" if flagged else ""), [r], "unvalidated")
+    same = s[s.platform == r["platform"]]  # every model's, the widest MLPs' included
+    lo, hi = same.loc[same.value.idxmin()].to_dict(), same.loc[same.value.idxmax()].to_dict()
+    text = (
+        f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
+        f"row {fmt(lo)}-{fmt(hi)}; model parallelism not studied"
+    )
+    flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
+    return Said(text + (f"; {flagged} above ideal flagged" if flagged else ""), [r, lo, hi])
+
+
+CROSSOVER_RULE = (
+    "a width counts as faster on the GPU where its predicted loop step is below the CPU's "
+    "measured step; the crossover is the fewest parameters from which every larger width counts"
+)
 
 
 def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
-    """The MLP width sweep at batch 128: the CPU's measured steps (on the CPU that ran the
-    sweep) and `device`'s predicted (the loop step where predicted)."""
+    """The MLP width sweep at batch 128: `cpu`'s measured steps (the step loop in the
+    formulation that ran the most widths there, real data before synthetic) and
+    `device`'s predicted (the loop step where predicted)."""
     like = {"batch": 128, "precision": "f32", "placement": "single"}
-    mlp = rows(t, quantity="step_s", kind="measured", platform="cpu", formulation="xla",
-               loop="step", framework="jax", extra="-", **like)  # fmt: skip
+    mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
+               extra="-", **like)  # fmt: skip
     mlp = mlp[mlp.model.str.startswith("mlp")]
-    widths = mlp.groupby("device").model.nunique()
-    if len(widths) and (cpu not in widths.index or widths[cpu] < widths.max()):
-        cpu = str(widths.idxmax())
-    c = mlp[mlp.device == cpu]
-    c = c.sort_values(["params", "dataset"]).drop_duplicates("model")  # one data set a width
+    widths = mlp.groupby("formulation").model.nunique().sort_index()
+    c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
+    c = c.assign(real=c.dataset == "synthetic").sort_values(["params", "real", "dataset"])
+    c = c.drop_duplicates("model").drop(columns="real")  # one data set a width
     quantity = (
         "loop_step_s" if len(rows(t, quantity="loop_step_s", device=device)) else "device_step_s"
     )
@@ -283,34 +316,48 @@ def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple
     return c, g[g.model.str.startswith("mlp")].sort_values("params")
 
 
-def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
-    c, g = crossover(t, cpu)
+def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[Row]]:
+    """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
+    the verdict and the two rows of the width it names."""
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
     if not len(both):
-        return Said("no MLP sweep on both sides yet")
-    slower = both[both.value_gpu >= both.value_cpu]
-    r = slower.iloc[-1] if len(slower) else both.iloc[0]
-    on = elsewhere(str(r.device_cpu), cpu).removeprefix(" (").removesuffix(")")
-    where = f"MLP, b128{', ' + on if on else ''}"
-    text = (
-        f"T4 slower up to {int(r.params_cpu):,} params, faster above ({where})"
-        if len(slower)
-        else f"T4 faster at every width from {int(r.params_cpu):,} params ({where})"
-    )
+        return "", []
+    name = str(g.device.iloc[0]).removeprefix("gpu-").upper()
+    faster = (both.value_gpu < both.value_cpu).to_numpy()
+    slower = [int(p) for p in both.params_cpu[~faster]]
+    tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
+    if tail >= len(faster):
+        return f"{name} slower at the widest MLP ({slower[-1]:,} params)", []
+    r = both.iloc[tail]
+    if not slower:
+        text = f"{name} faster at every width ({int(r.params_cpu):,} params and up)"
+    else:
+        text = f"{name} faster from {int(r.params_cpu):,} params on ({int(faster.sum())} of "
+        text += f"{len(both)} widths; slower at {', '.join(f'{p:,}' for p in slower)})"
     chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
-    if g.note.astype(str).str.contains("left out").any():
-        text += "; its loop steps leave out host parts unmeasured at most widths"
+    return text, chosen
+
+
+def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
+    c, g = crossover(t, cpu)
+    text, chosen = crossover_verdict(c, g)
+    if not text:
+        return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
+    formulation = c.formulation.iloc[0]
+    quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
+    text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
     return Said(text, chosen)
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
-    s = s[s.extra.str.startswith("faster chip per chip")]
+    s = s[s.extra.str.startswith("faster chip per chip") & s.extra.str.contains("loop_step_s")]
     if not len(s):
         return Said("not compiled for both yet")
     parts = [f"{r['model']} {r['device']} {fmt(r)}" for r in s.to_dict("records")]
-    return Said("faster chip, by: " + "; ".join(parts), list(s.to_dict("records")), "unvalidated")
+    text = "faster chip's loop step, by: " + "; ".join(parts)
+    return Said(text, list(s.to_dict("records")), "unvalidated")
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -318,57 +365,76 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(c):
         return Said("no predicted epoch on a priced target yet")
     r = c.loc[c.value.idxmin()].to_dict()
-    partly = " (host side partly left out)" if "left out" in str(r["note"]) else ""
-    text = f"cheapest mnist_cnn epoch: {r['device']} {fmt(r)}{partly}"
+    partly = " (host partly left out)" if "left out" in str(r["note"]) else ""
+    text = f"cheapest mnist_cnn b128 epoch: {r['device']} {fmt(r)}{partly}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r])
     best = w.loc[w.value.idxmax()].to_dict()
-    return Said(f"{text}; most FLOP/s per TDP watt: {best['device']} {fmt(best)}", [r, best])
+    among = f"best of {w.device.nunique()} GPUs with a TDP"
+    return Said(f"{text}; FLOP/s per TDP watt, {among}: {best['device']} {fmt(best)}", [r, best])
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
-    on = cpu_with(t, cpu, quantity="epoch_s", model=MNIST_MODEL, selection="newest-trained")
-    e = rows(t, quantity="epoch_s", kind="measured", device=on, model=MNIST_MODEL, batch=128,
-             precision="f32", formulation="xla", loop="step", dataset="mnist",
-             selection="newest-trained")  # fmt: skip
-    e = e[e.extra == "5 epochs"] if (e.extra == "5 epochs").any() else e
-    c = e.iloc[0].to_dict() if len(e) == 1 else None
-    g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
-    mine = f"CPU {fmt(c)} an epoch ({c['extra']}{elsewhere(on, cpu)})" if c else "no CPU epoch"
-    text = f"{mine}; T4 {fmt(g)} an epoch" if g else f"{mine}; T4 not predicted"
+    def epoch(device: str | None, kind: str, **where: Any) -> Row:
+        return one(t, quantity="epoch_s", kind=kind, device=device, model=MNIST_MODEL, batch=128,
+                   precision="f32", placement="single", **where)  # fmt: skip
+
+    trained = rows(t, quantity="epoch_s", kind="measured", device=cpu, model=MNIST_MODEL,
+                   batch=128, precision="f32", formulation="xla", loop="step", dataset="mnist",
+                   extra="5 epochs")  # fmt: skip
+    c = trained.iloc[0].to_dict() if len(trained) == 1 else None
+    c = c or epoch(cpu, "measured", formulation="xla", loop="step", dataset="mnist",
+                   selection="epoch-from-step")  # fmt: skip
+    g = epoch("gpu-t4", "predicted")
+    if c is None:
+        return Said(none_on(cpu, "mnist_cnn epoch") + (f"; T4 {fmt(g)} an epoch" if g else ""), [g])
+    how = "5 epochs trained" if c["selection"] == "newest-trained" else "from its measured step"
+    text = f"CPU {fmt(c)} an epoch ({how}, xla step loop); T4 {fmt(g) if g else 'none'} (predicted)"
     return Said(text, [c, g])
+
+
+def median_row(found: pd.DataFrame) -> Row:
+    """The row at the median of `found`'s values (the lower of two middles): a figure
+    of the table, never an average of two."""
+    if not len(found):
+        return None
+    ordered = found.sort_values("value")
+    return ordered.iloc[(len(ordered) - 1) // 2].to_dict()
 
 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     peak = one(t, quantity="peak_flops_per_s", device=cpu, precision="f32")
-    steps = rows(t, quantity="flops_per_s", kind="measured", device=cpu)
+    steps = rows(t, quantity="flops_per_s", kind="measured", device=cpu, precision="f32")
     steps = steps[steps.model != "matmul"]
     best = steps.loc[steps.value.idxmax()].to_dict() if len(steps) else None
-    parts = [f"CPU matmul {fmt(peak)}", f"best CPU train step {fmt(best)}"]
+    parts = [
+        f"CPU at most {fmt(best)} ({best['model']} b{best['batch']}) of its {fmt(peak)} matmul"
+        if best and peak
+        else none_on(cpu, "FLOP/s measured")
+    ]
     picked = [peak, best]
-    mfu = rows(t, quantity="mfu", kind="predicted")
+    mfu = rows(t, quantity="mfu", kind="predicted", batch=128, precision="f32", devices=1,
+               model=SEED_MODELS)  # fmt: skip
     for platform in ("gpu", "tpu"):
         m = mfu[mfu.platform == platform]
         if len(m):
-            r = m.loc[m.value.idxmax()].to_dict()
-            picked.append(r)
-            parts.append(f"{platform.upper()} best {fmt(r)} of peak ({r['device']}, {r['model']})")
+            mid, top = median_row(m), m.loc[m.value.idxmax()].to_dict()
+            picked += [mid, top]
+            parts.append(f"{platform.upper()} median {fmt(mid)} (max {fmt(top)})")
+    if len(parts) > 1:
+        parts[1:] = ["of peak, seed models b128 f32: " + ", ".join(parts[1:])]
     return Said("; ".join(parts), picked)
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    s = rows(t, quantity="speedup", kind="measured")
+    s = rows(t, quantity="speedup", kind="measured", device=cpu)
     s = s[s.extra.str.contains("vmap vs sequential")]
-    on = cpu_with(s, cpu)
-    s = s[s.device == on]
     if not len(s):
-        return Said("no ensemble records yet")
+        return Said(none_on(cpu, "ensemble run"))
     s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
     parts = [f"K={r['k']}: {fmt(r)}" for r in s.to_dict("records")]
-    text = f"{s.iloc[0].model}{elsewhere(on, cpu)}, vmap's speed over sequential: " + ", ".join(
-        parts
-    )
+    text = f"{s.iloc[0].model}, vmap's speed over sequential: " + ", ".join(parts)
     return Said(text, list(s.to_dict("records")))
 
 
@@ -377,11 +443,11 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
              loop="step", precision="f32")  # fmt: skip
     s = s[s.extra == "vs xla formulation"]
     seed = published(t, "seed004-cudnn-speedup")
+    caveat = f"seed 004's cuDNN {fmt(seed)} is a newer cuDNN and GPU over older ones"
     if not len(s):
-        return Said(f"no oneDNN runs yet; seed 004: cuDNN {fmt(seed)}", [seed])
+        return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed])
     lo, hi = s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()
-    text = f"oneDNN {fmt(lo)}-{fmt(hi)} the xla formulation's step here; "
-    text += f"seed 004 shows cuDNN {fmt(seed)}"
+    text = f"oneDNN {fmt(lo)}-{fmt(hi)} the xla formulation's step (same CPU); {caveat}"
     return Said(text, [lo, hi, seed])
 
 

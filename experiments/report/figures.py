@@ -39,42 +39,62 @@ from experiments.records.select import (
 
 Record = dict[str, Any]
 
-COLUMNS = [
-    "id",
-    "quantity",
-    "kind",
-    "value",
-    "unit",
-    "lo",
-    "hi",
-    "spread",
-    "n",
-    "model",
-    "params",
-    "dataset",
-    "batch",
-    "precision",
-    "formulation",
-    "loop",
-    "placement",
-    "framework",
-    "extra",
-    "platform",
-    "device",
-    "devices",
-    "selection",
-    "records",
-    "band_median",
-    "band_worst",
-    "band_n",
-    "band_split",
-    "band_quantity",
-    "flag",
-    "source",
-    "note",
-    "numerator",
-    "denominator",
-]
+# Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
+# the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
+MEANINGS = {
+    "id": "the figure's key: KEY's columns joined by a vertical bar; unique",
+    "quantity": "what the figure is (its unit in `unit`)",
+    "kind": "how it is known: measured on a device at hand, compiled by a target's own "
+    "compiler, predicted by the per-kernel model, or published by someone else",
+    "value": "the figure, in `unit`",
+    "unit": "the unit of `value`, `lo` and `hi`",
+    "lo": "the low end of its spread, in `unit` (`spread` says which)",
+    "hi": "the high end of its spread, in `unit` (for a band: the worst factor)",
+    "spread": "what `lo` and `hi` are",
+    "n": "how many observations the figure summarises",
+    "model": "the model (with its overrides, e.g. `mlp width=64`), `matmul`, or for a band "
+    "the programs it covers",
+    "params": "trainable parameters of the model",
+    "dataset": "the data it trained on (`-`: none or not stated)",
+    "batch": "the global batch, in images (empty: a figure over batches)",
+    "precision": "the precision the step computes in (`tf32`, `amp`: a published source's)",
+    "formulation": "how convolutions and pools are computed (jaxcnn.formulation); "
+    "`-`: another framework's step",
+    "loop": "`step`: one dispatch a step from the host; `device`: whole epochs on the device; "
+    "`-`: another framework's",
+    "placement": "how the step is placed on its devices (`data-parallel`: a published source's)",
+    "framework": "who ran the step: `jax`, a peer (`torch eager`, ...), `paired`, a seed, "
+    "`jaxcnn` (our prediction of a published step) or a published source's framework",
+    "extra": "what else sets the figure apart: epochs, K models, a host-loop part, a ratio's "
+    "baseline, a published id (`-`: nothing)",
+    "platform": "the platform of the device",
+    "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
+    "devices": "how many devices the step ran on",
+    "selection": "the rule that picked it (figures.RULES, printed on every page)",
+    "records": "the run_ids of the records it comes from, space-separated",
+    "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
+    "the median",
+    "band_worst": "the same factor: the worst",
+    "band_n": "how many held-out observations the band has",
+    "band_split": "what each held-out fit left out",
+    "band_quantity": "the quantity the band was measured on, or why a prediction has none "
+    "(`unvalidated ...`)",
+    "flag": "why the figure cannot be taken as it stands (an open search, a scaling above "
+    "ideal, seeds short of a target)",
+    "source": "where a published figure, a price or the constants come from",
+    "note": "what else a reader must know (a host part left out, which side an error favours)",
+    "numerator": "a ratio's baseline: the id of the figure on top (a speedup is "
+    "numerator / denominator)",
+    "denominator": "a ratio's figure: the id of the figure below",
+}
+COLUMNS = list(MEANINGS)
+NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
+    "n", "params", "batch", "devices", "band_n"
+)  # fmt: skip
+REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
+            "devices", "selection")  # fmt: skip
+SPREADS = ("p10-p90", "min-max over epochs", "min-max over seeds", "median, worst")
+SPLITS = ("chip", "program")  # what a held-out fit leaves out
 # What makes a figure one figure: a (quantity, workload, device) key carries one value.
 KEY = [
     "quantity",
@@ -92,6 +112,59 @@ KEY = [
     "devices",
 ]
 KINDS = ("measured", "compiled", "predicted", "published")
+# One spelling per precision: a published source's name for one of ours becomes ours.
+SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
+PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's, none of ours
+
+
+def allowed() -> dict[str, list[Any]]:
+    """The values each column with a closed set of them may hold, from the code that
+    writes them."""
+    from jaxcnn import formulation, loop, parallel
+    from jaxcnn.perf import price
+
+    return {
+        "quantity": sorted(UNITS),
+        "kind": list(KINDS),
+        "unit": sorted(set(UNITS.values())),
+        "precision": [*price.DTYPES, *PUBLISHED_PRECISIONS],
+        "formulation": [*formulation.FORMULATIONS, "-"],
+        "loop": [*loop.LOOPS, "-"],
+        "placement": [*parallel.STRATEGIES, "data-parallel"],
+        "platform": ["cpu", "gpu", "tpu"],
+        "spread": list(SPREADS),
+        "selection": list(RULES),
+        "band_split": [f"leave one {s} out" for s in SPLITS],
+    }
+
+
+def table_schema() -> dict[str, Any]:
+    """figures.csv's columns as a Frictionless table schema: name, type, meaning, and
+    the constraints (required, allowed values) a row must meet."""
+    values = allowed()
+    fields = []
+    for name, meaning in MEANINGS.items():
+        kind = "number" if name in NUMBERS else "integer" if name in INTEGERS else "string"
+        constraints: dict[str, Any] = {"required": name in REQUIRED}
+        if name in values:
+            constraints["enum"] = values[name]
+        fields.append(
+            {"name": name, "type": kind, "description": meaning, "constraints": constraints}
+        )
+    fields[COLUMNS.index("unit")]["unitOfQuantity"] = UNITS  # the one unit of each quantity
+    return {"fields": fields, "primaryKey": ["id"], "missingValues": [""]}
+
+
+def column_dictionary() -> str:
+    """The table schema as a markdown table: column, type, meaning, allowed values."""
+    lines = ["| column | type | meaning | allowed values |", "|---|---|---|---|"]
+    for f in table_schema()["fields"]:
+        enum = f["constraints"].get("enum")
+        values = ", ".join(f"`{v}`" for v in enum) if enum else "-"
+        lines.append(f"| `{f['name']}` | {f['type']} | {f['description']} | {values} |")
+    units = ", ".join(f"`{q}` {u}" for q, u in UNITS.items())
+    return "\n".join(lines) + f"\n\nThe unit of each quantity: {units}."
+
 
 # Every selection rule a row may name, stated once: the pages print these words.
 RULES = {
@@ -431,7 +504,7 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
                 best[k] = (tflops, r)
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
-        w["precision"] = {"float32": "f32", "bfloat16": "bf16"}.get(dtype, dtype)
+        w["precision"] = SPELLING.get(dtype, dtype)
         out.append(row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r]))
     return out
 
@@ -756,7 +829,7 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
             "model": ref.model,
             "dataset": "-",
             "batch": ref.batch_per_chip,
-            "precision": ref.precision,
+            "precision": SPELLING.get(ref.precision, ref.precision),
             "formulation": "-",
             "loop": "-",
             "placement": "single" if ref.chips == 1 else "data-parallel",
@@ -1006,20 +1079,23 @@ def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     """TPU against GPU per chip: each model's fastest one-chip TPU target against its
-    fastest one-chip GPU target, predicted device step at equal batch and precision."""
+    fastest one-chip GPU target at equal batch and precision, by the predicted loop step
+    (what a user's loop sees) and by the device step (the chips' kernels alone)."""
     from jaxcnn import targets
 
     out = []
-    p = table[(table.quantity == "device_step_s") & (table.kind == "predicted")]
+    p = table[table.quantity.isin(["device_step_s", "loop_step_s"]) & (table.kind == "predicted")]
     one_chip = p[
         p.device.map(lambda d: d in targets.TARGETS and targets.TARGETS[d].chips == 1).astype(bool)
     ]
-    for _, g in one_chip.groupby(["model", "batch", "precision", "placement"]):
+    for (quantity, *_), g in one_chip.groupby(
+        ["quantity", "model", "batch", "precision", "placement"]
+    ):
         tpu, gpu = g[g.platform == "tpu"], g[g.platform == "gpu"]
         if len(tpu) and len(gpu):
             t, q = tpu.loc[tpu.value.idxmin()].to_dict(), gpu.loc[gpu.value.idxmin()].to_dict()
             fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
-            extra = f"faster chip per chip, TPU vs GPU, over {slow['device']}"
+            extra = f"faster chip per chip, TPU vs GPU, {quantity}, over {slow['device']}"
             out.append(ratio("speedup", fast, slow, "equal-batch", extra=extra))
     return out
 
@@ -1151,7 +1227,17 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         cost_rows,
     ):
         rows += derive(table)
-    return frame(rows)
+    return said_unvalidated(frame(rows))
+
+
+def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:
+    """Every predicted figure carries a band or says it has none: a prediction with no
+    band of its own is "unvalidated"; a band or an error factor is itself the error."""
+    bare = (table.kind == "predicted") & table.band_median.isna() & table.band_quantity.isna()
+    error = table.quantity.isin(["band", "error_factor"])
+    table.loc[bare & ~error, "band_quantity"] = "unvalidated"
+    table.loc[bare & error, "band_quantity"] = "none: itself a measure of error"
+    return table
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

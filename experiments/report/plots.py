@@ -41,72 +41,54 @@ def _band(ax: Any, x: Any, y: Any, r: pd.DataFrame, color: str) -> None:
 
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
-    """One step of each seed model at batch 128: this CPU measured, each chip predicted."""
+    """One step of each seed model at batch 128, a panel per model: each chip's predicted
+    device step and loop step side by side (neither hides the other), against the CPU's
+    measured step: the same program (the xla step loop) and its fastest."""
     cpu = answers_lib.reference_cpu(table)
-    models = ["lenet5_keras", "mnist_cnn", "mlp", "catsdogs_cnn"]
+    one = {"batch": 128, "precision": "f32", "placement": "single"}
     measured = answers_lib.rows(
-        table,
-        quantity="step_s",
-        kind="measured",
-        device=cpu,
-        batch=128,
-        precision="f32",
-        formulation="xla",
-        loop="step",
-        framework="jax",
-        placement="single",
-        extra="-",
+        table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
     predicted = answers_lib.rows(
-        table,
-        quantity="device_step_s",
-        kind="predicted",
-        batch=128,
-        precision="f32",
-        placement="single",
-        devices=1,
-    )
-    loops = answers_lib.rows(
-        table,
-        quantity="loop_step_s",
-        kind="predicted",
-        batch=128,
-        precision="f32",
-        placement="single",
-        devices=1,
+        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, **one
     )
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    for i, model in enumerate(models):
-        p = predicted[predicted.model == model].set_index("device").reindex(devices)
-        # chips are categories: markers only, a line between two chips would mean nothing
-        ax.plot(devices, p.value, "o", label=f"{model} (predicted device step)", color=f"C{i}")
-        loop = loops[loops.model == model].set_index("device").reindex(devices)
-        if loop.value.notna().any():
-            ax.plot(
-                devices,
-                loop.value,
-                "o",
-                mfc="none",
-                color=f"C{i}",
-                label=f"{model} (predicted loop step)",
-            )
-        c = measured[measured.model == model]
-        if len(c):
-            ax.axhline(
-                c.value.iloc[0],
-                color=f"C{i}",
-                linewidth=1.2,
-                label=f"{model} on the CPU (measured, xla step loop)",
-            )
-    ax.set_yscale("log")
-    ax.set_ylabel("seconds per step, batch 128 (log)")
-    ax.set_title(f"One train step per chip (predicted, dots) against {cpu} (measured, lines)")
-    ax.tick_params(axis="x", rotation=45)
-    ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.28))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), sharex=True, squeeze=False)
+    x = range(len(devices))
+    for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
+        for quantity, shift, face in (
+            ("device_step_s", -0.15, "C0"),
+            ("loop_step_s", 0.15, "none"),
+        ):
+            p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
+            p = p.set_index("device").reindex(devices)
+            ax.plot([i + shift for i in x], p.value, "o", color="C0", mfc=face)
+        m = measured[measured.model == model]
+        like = m[(m.formulation == "xla") & (m.loop == "step")]
+        if len(like):
+            ax.axhline(like.value.iloc[0], color="C3", linewidth=1.2)
+        if len(m):
+            ax.axhline(m.value.min(), color="C3", linewidth=1.2, linestyle=":")
+        ax.set_yscale("log")
+        ax.set_title(model, fontsize="small")
+    for ax in axes[-1]:
+        ax.set_xticks(list(x), devices, rotation=45, ha="right")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("seconds per step (log)")
+    handles = [
+        plt.Line2D([], [], color="C0", marker="o", linestyle="", label="predicted device step"),
+        plt.Line2D([], [], color="C0", marker="o", mfc="none", linestyle="",
+                   label="predicted loop step"),
+        plt.Line2D([], [], color="C3", label=f"{cpu}, xla step loop (measured)"),
+        plt.Line2D([], [], color="C3", linestyle=":", label=f"{cpu}, its fastest (measured)"),
+    ]  # fmt: skip
+    fig.legend(handles=handles, fontsize="small", ncol=2, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
+    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -117,7 +99,13 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(c.params, c.value, "o-", color="C0", label=f"CPU, measured ({c.device.iloc[0]})")
+    ax.plot(
+        c.params,
+        c.value,
+        "o-",
+        color="C0",
+        label=f"{c.device.iloc[0]}, measured ({c.formulation.iloc[0]} formulation)",
+    )
     ax.plot(
         g.params,
         g.value,
@@ -165,37 +153,34 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     if not series:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for i, (points, devices) in enumerate(sorted(series.items(), key=lambda kv: kv[1])):
+    panels = sorted(series.items(), key=lambda kv: kv[1])
+    cols = min(4, len(panels))
+    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5), squeeze=False,
+                             sharex=True, sharey=True)  # fmt: skip
+    for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b = [p[0] for p in points]
         gib = [p[1] / 2**30 for p in points]
         ok = [p[2] == 1 for p in points]
-        name = ", ".join(d.removeprefix("gpu-") for d in devices)
-        ax.plot(
-            [x for x, k in zip(b, ok, strict=True) if k],
-            [y for y, k in zip(gib, ok, strict=True) if k],
-            "o-",
-            color=f"C{i}",
-            label=name,
-        )
-        ax.plot(
-            [x for x, k in zip(b, ok, strict=True) if not k],
-            [y for y, k in zip(gib, ok, strict=True) if not k],
-            "x",
-            color=f"C{i}",
-            markersize=9,
-        )
-        usable = {targets.TARGETS[d].name: d for d in devices if d in targets.TARGETS}
-        for d in usable:
-            limit = _usable_gib(d)
+        ax.plot([x for x, k in zip(b, ok, strict=True) if k],
+                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0")  # fmt: skip
+        ax.plot([x for x, k in zip(b, ok, strict=True) if not k],
+                [y for y, k in zip(gib, ok, strict=True) if not k], "x", color="C3",
+                markersize=9)  # fmt: skip
+        for d in devices:
+            limit = _usable_gib(d) if d in targets.TARGETS else None
             if limit:
-                ax.axhline(limit, color=f"C{i}", linestyle=":", linewidth=1)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("batch")
-    ax.set_ylabel("compiled memory per device (GiB)")
-    ax.set_title(f"{model}: memory per batch (dotted: what JAX can use; x: does not fit)")
-    ax.legend(fontsize="x-small")
+                ax.axhline(limit, color="C2", linestyle=":", linewidth=1)
+        ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("batch")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("GiB per device")
+    fig.suptitle(f"{model}: compiled memory per batch (dotted: what JAX can use; x: does not fit)")
+    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -210,39 +195,57 @@ def _usable_gib(target: str) -> float | None:
 
 
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
-    """Predicted weak-scaling efficiency against the device count, 1 = ideal."""
-    s = answers_lib.rows(table, quantity="scaling_efficiency", precision="f32")
-    s = s[s.model.isin(["mnist_cnn", "lenet5_keras", "mlp", "catsdogs_cnn", "resnet50"])]
-    if s.devices.nunique() < MIN_POINTS - 1:  # one device is the point every curve starts at
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """Predicted weak-scaling efficiency against the device count, one panel per model:
+    each series starts at the device count it is measured against (100%), colour per
+    chip, line per precision, marker per per-device batch; the y-axis holds every point."""
     from jaxcnn import targets
 
-    s = s.assign(chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device])
-    # A colour per chip, a marker per model: seventeen curves stay told apart.
+    s = answers_lib.rows(table, quantity="scaling_efficiency")
+    if s.devices.nunique() < MIN_POINTS - 1:  # the base is the point every curve starts at
+        return None
+    base = table.set_index("id").devices
+    s = s.assign(
+        chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
+        per=s.batch // s.devices,
+        base=[int(base[i]) for i in s.numerator],
+    )
     colour = {chip: f"C{i % 10}" for i, chip in enumerate(sorted(s.chip.unique()))}
-    marker = {m: "os^Dv"[i % 5] for i, m in enumerate(sorted(s.model.unique()))}
-    for (model, chip, precision, batch_per), g in s.assign(per=s.batch // s.devices).groupby(
-        ["model", "chip", "precision", "per"]
-    ):
-        g = g.sort_values("devices")
-        ax.plot(
-            [1, *g.devices],
-            [1.0, *g.value],
-            linestyle="--",
-            marker=marker[model],
-            color=colour[chip],
-            label=f"{model}, {chip}, {precision}, {batch_per}/device",
-        )
-        above = g[g.flag.notna()]
-        ax.plot(above.devices, above.value, "r*", markersize=12)
-    ax.axhline(1.0, color="black", linewidth=1, label="ideal")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("devices")
-    ax.set_ylabel("efficiency (1 device's step / n devices' step)")
-    ax.set_title("Data parallelism, predicted (weak scaling; red star: above ideal, a bug)")
-    ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    marker = {b: "os^Dv<>p"[i % 8] for i, b in enumerate(sorted(s.per.unique()))}
+    style = {"f32": "-", "bf16": "--"}
+    models = sorted(s.model.unique())
+    plt = pyplot()
+    cols = min(4, len(models))
+    rows_ = -(-len(models) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), squeeze=False,
+                             sharex=True, sharey=True)  # fmt: skip
+    for ax, model in zip(axes.flat, models, strict=False):
+        m = s[s.model == model]
+        for (chip, precision, per, b), g in m.groupby(["chip", "precision", "per", "base"]):
+            g = g.sort_values("devices")
+            ax.plot([b, *g.devices], [1.0, *g.value], style.get(precision, ":"),
+                    marker=marker[per], color=colour[chip])  # fmt: skip
+            above = g[g.flag.notna()]
+            ax.plot(above.devices, above.value, "r*", markersize=12)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_title(model, fontsize="small")
+        ax.set_xscale("log", base=2)
+    for ax in axes.flat[len(models) :]:
+        ax.axis("off")
+    low = min(0.9, float(s.value.min()) - 0.05)
+    axes[0][0].set_ylim(low, max(1.05, float(s.value.max()) + 0.03))
+    for ax in axes[:, 0]:
+        ax.set_ylabel("efficiency")
+    for ax in axes[-1]:
+        ax.set_xlabel("devices")
+    handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
+    handles += [plt.Line2D([], [], color="k", linestyle=v, label=k) for k, v in style.items()]
+    handles += [plt.Line2D([], [], color="k", marker=v, linestyle="", label=f"{k}/device")
+                for k, v in marker.items()]  # fmt: skip
+    handles.append(plt.Line2D([], [], color="r", marker="*", linestyle="", label="above ideal"))
+    fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fig.suptitle("Data parallelism, predicted weak scaling: the base's step / n devices' step")
+    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -294,7 +297,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch, g.value, "o-", color=f"C{i % 10}", label=label)
         ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
         ax.set_xlabel("epoch")
-        ax.legend(fontsize="x-small")
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
     axes[0][0].set_ylabel("test accuracy")
     return _save(fig, path)
 
