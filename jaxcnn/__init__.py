@@ -3,8 +3,9 @@
 import jaxcnn
 model = jaxcnn.models.get("mnist_cnn")
 state = jaxcnn.create_train_state(model, jaxcnn.make_optimizer("adam"), (28, 28, 1))
-state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), epochs=3)
-state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), loop="device")
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"))
+options = jaxcnn.FitOptions(epochs=3, batch_size=32, loop="device")
+state, history = jaxcnn.fit(state, jaxcnn.data.load("digits", "train"), options=options)
 on_tpu = jaxcnn.compile_for("tpu-v5e-1", state, jaxcnn.aot.abstract_batch(256, (28, 28, 1)))
 
 Each public name is imported when first used: `import jaxcnn` loads no JAX or Flax.
@@ -12,7 +13,9 @@ Each public name is imported when first used: `import jaxcnn` loads no JAX or Fl
 
 from __future__ import annotations
 
+import copy
 import importlib
+import warnings
 from collections.abc import Collection
 from typing import Any
 
@@ -38,6 +41,7 @@ _NAMES = {
     "DataError": "errors",
     "JaxcnnError": "errors",
     "UsageError": "errors",
+    "FitOptions": "loop",
     "evaluate": "loop",
     "fit": "loop",
     "Placement": "parallel",
@@ -65,6 +69,11 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
+# The resolved policy of the configure_host call that took effect (before JAX started)
+# and what it returned: later calls are measured against it.
+_configured: dict[str, Any] = {}
+
+
 def configure_host(
     policy: str = "auto", device: str = "auto", loops: Collection[str] = ("step",)
 ) -> dict[str, Any]:
@@ -79,23 +88,55 @@ def configure_host(
       fake devices on 2 cores can deadlock (jaxcnn.devices.reserve_collective_threads).
 
     Returns what is now in effect: {"host_memory": jaxcnn.host_memory.current(),
-    "cpu_threads": the NPROC set, or None where left alone}. A policy not in
-    jaxcnn.host_memory.POLICIES is a UsageError."""
-    from jaxcnn import devices, host_memory
-    from jaxcnn.errors import UsageError
+    "cpu_threads": the NPROC jaxcnn set, or None where left alone, "too_late": None, or
+    why nothing was set}. Called after JAX started its backends it sets neither (XLA
+    has sized its pools already: a thread count set then would be recorded but not in
+    effect), says so in "too_late" and warns. Called again after one that took effect:
+    with the policy in effect (as resolved: `auto` may be `retain`), it returns what
+    that call did; with another, it is a UsageError. So is a policy, device or loop not
+    known."""
+    from jaxcnn import devices, host_memory, loop
+    from jaxcnn.errors import UsageError, check_choice, check_names
 
-    try:
-        host_memory.resolve(policy, device, loops)  # a bad policy, before anything changes
-    except ValueError as e:  # host_memory raises no UsageError: peers load it without JAX
-        raise UsageError(str(e)) from None
-    threads = devices.reserve_collective_threads()
-    return {"host_memory": host_memory.apply(policy, device, loops), "cpu_threads": threads}
+    check_choice("host memory policy", policy, host_memory.POLICIES)
+    check_choice("device", device, devices.DEVICE_CHOICES)
+    check_names("loops", loops, "loop", loop.LOOPS, "('step',)")
+    chosen = host_memory.resolve(policy, device, loops)
+    if _configured:  # the first call took effect: nothing changes now
+        first = _configured["chosen"]
+        if chosen == first:
+            return copy.deepcopy(_configured["result"])
+        raise UsageError(
+            f"configure_host set this process's host memory policy to {first!r} already, "
+            f"which is in effect and irreversible: it cannot be {chosen!r} too; call "
+            "configure_host once per process, with the policy you want"
+        )
+    too_late = None
+    if host_memory.jax_started():
+        too_late = (
+            "JAX had already started its backends: the host allocator and XLA:CPU's thread "
+            "pools are left as they were; call jaxcnn.configure_host() before the first JAX "
+            "computation"
+        )
+        warnings.warn(too_late, RuntimeWarning, stacklevel=2)
+        threads = None
+    else:
+        threads = devices.reserve_collective_threads()
+    result = {
+        "host_memory": host_memory.apply(policy, device, loops),
+        "cpu_threads": threads,
+        "too_late": too_late,
+    }
+    if too_late is None:
+        _configured.update(chosen=chosen, result=copy.deepcopy(result))
+    return result
 
 
 __version__ = "0.1.0"
 __all__ = [
     "CompiledStep",
     "DataError",
+    "FitOptions",
     "JaxcnnError",
     "Placement",
     "TrainState",

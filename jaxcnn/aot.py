@@ -32,7 +32,7 @@ import optax
 
 from jaxcnn import flops as flops_lib
 from jaxcnn import parallel, targets, train
-from jaxcnn.errors import UsageError
+from jaxcnn.errors import UsageError, check_choice, check_count, check_names, described
 from jaxcnn.perf import hlo
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import predict as predict_lib
@@ -61,6 +61,23 @@ class Memory:
     temp_bytes: int | None
     generated_code_bytes: int | None
     total_bytes: int | None
+
+    def __str__(self) -> str:
+        """In GiB (3 significant digits), the total then the parts it sums: `T GiB per
+        device = arguments A GiB + outputs O GiB + temporaries P GiB + generated code C
+        GiB - aliased D GiB` (`unknown` where the compiler gave no figure)."""
+
+        def gib(nbytes: int | None) -> str:
+            return "unknown" if nbytes is None else f"{nbytes / 2**30:.3g} GiB"
+
+        added = (
+            ("arguments", self.argument_bytes),
+            ("outputs", self.output_bytes),
+            ("temporaries", self.temp_bytes),
+            ("generated code", self.generated_code_bytes),
+        )
+        summed = " + ".join(f"{name} {gib(nbytes)}" for name, nbytes in added)
+        return f"{gib(self.total_bytes)} per device = {summed} - aliased {gib(self.alias_bytes)}"
 
 
 def memory(compiled: Any) -> Memory:
@@ -141,13 +158,17 @@ def abstract_state(
     model: nn.Module, tx: optax.GradientTransformation, input_shape: Sequence[int], seed: int = 0
 ) -> train.TrainState:
     """The train state create_train_state would make for `model` and `tx` on examples of
-    `input_shape` (no batch axis), as shapes: nothing is initialised."""
-    return jax.eval_shape(lambda: train.create_train_state(model, tx, tuple(input_shape), seed))
+    `input_shape` (no batch axis), as shapes: nothing is initialised (what
+    create_train_state cannot take is a UsageError here too)."""
+    return jax.eval_shape(lambda: train.create_train_state(model, tx, input_shape, seed))
 
 
 def abstract_batch(batch_size: int, input_shape: Sequence[int]) -> dict[str, Any]:
     """A global batch as jaxcnn.data.batches yields it, as shapes: uint8 images, int32
-    labels and the float32 mask of real rows."""
+    labels and the float32 mask of real rows. A size or shape it cannot be is a
+    UsageError naming the fix."""
+    check_count("batch_size", batch_size, 1)
+    input_shape = train.input_shape_of(input_shape)
     return {
         "image": jax.ShapeDtypeStruct((batch_size, *input_shape), jnp.uint8),
         "label": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
@@ -214,9 +235,7 @@ def check(target_name: str, placement: str, batch_size: int) -> targets.Target:
     """The target called `target_name`, once the placement and batch size suit it and its
     compiler is installed; a usage error naming the fix otherwise."""
     target = targets.get(target_name)
-    known = parallel.STRATEGIES + parallel.MODEL_STRATEGIES
-    if placement not in known:
-        raise UsageError(f"unknown placement {placement!r}: choose one of {', '.join(known)}")
+    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
     parallel.check_batch_size(batch_size, parallel.mesh_axes(placement, target.devices)[0])
     if placement == "single" and target.devices > 1:
         raise UsageError(
@@ -339,13 +358,21 @@ def compile_for(
     whole-epoch loop). A usage error (an unknown target, a state or batch without
     shapes, a batch that does not split) is raised before anything compiles; a
     compiler's refusal is the result's `message`, not an exception."""
-    checked_state = _checked_state(state, step)
-    checked_batch, batch_size = _checked_batch(batch, step)
-    unknown = [p for p in programs if p not in PROGRAMS]
-    if unknown or "train" not in programs:
+    targets.get(target)  # the name first: the rest is checked against it
+    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
+    check_names("programs", programs, "program", PROGRAMS, "('train', 'eval')")
+    if "train" not in programs:
         raise UsageError(
             f"programs {list(programs)}: give 'train', and any of {', '.join(PROGRAMS[1:])}"
         )
+    for name, fn in (("step", step), ("evaluate", evaluate), ("progress", progress)):
+        if not (callable(fn) or (name == "progress" and fn is None)):
+            raise UsageError(
+                f"{name} is {described(fn)}, not a function: give one taking "
+                + ("a line of text, or None" if name == "progress" else "(state, batch)")
+            )
+    checked_state = _checked_state(state, step)
+    checked_batch, batch_size = _checked_batch(batch, step)
     found = check(target, placement, batch_size)
     if placement in parallel.MODEL_STRATEGIES:  # what the rule splits: known from shapes
         parallel.check_split(checked_state.params, parallel.mesh_axes(placement, found.devices)[1])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import numbers
 import os
 import zlib
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcnn.errors import DataError, UsageError, absl_logs_held
+from jaxcnn.errors import DataError, UsageError, absl_logs_held, check_count
 
 DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
 SPLITS = ("train", "test")
@@ -329,12 +328,6 @@ def _tfds(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     images = np.stack([np.asarray(ex["image"], np.uint8) for ex in examples])
     labels = np.asarray([ex["label"] for ex in examples], np.int32)
     return images.reshape(len(images), *images.shape[1:3], -1), labels
-
-
-def check_count(name: str, value: Any, least: int) -> None:
-    """UsageError unless `value` is a whole number (not a bool) of at least `least`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise UsageError(f"{name} must be a whole number of at least {least}, got {value!r}")
 
 
 def check_arrays(name: str, images: Any, labels: Any) -> None:

@@ -3,7 +3,7 @@ the host whatever the accelerator is, measured by the loop's own code (the loop 
 it makes on a chip is jaxcnn.perf.host's arithmetic, `loop_step`).
 
     with host_loop.recording() as recorder:
-        jaxcnn.fit(state, train_data, max_steps=100)
+        jaxcnn.fit(state, train_data, options=jaxcnn.FitOptions(max_steps=100))
     recorder.samples["batch"]  # seconds, one per step
 
 `loop.fit` marks the end of each part of a step when a recording is on (one check of

@@ -166,7 +166,8 @@ def _why(policy: str, device: str, loops: Collection[str]) -> str:
     return f"asked: auto; steps on {expected_platform(device)}"
 
 
-def _jax_started() -> bool:
+def jax_started() -> bool:
+    """Whether JAX has started its backends in this process (nothing is started to know)."""
     bridge = sys.modules.get("jax._src.xla_bridge")
     started = getattr(bridge, "backends_are_initialized", None)
     return bool(started and started())
@@ -186,7 +187,7 @@ def apply(
         _current = {"policy": "system", "applied": False, "reason": _why(policy, device, loops)}
     elif sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
         _current = {"policy": "system", "applied": False, "reason": "not glibc on Linux"}
-    elif _jax_started():
+    elif jax_started():
         _current = {
             "policy": "system",
             "applied": False,

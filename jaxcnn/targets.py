@@ -141,10 +141,20 @@ def compiler_versions() -> dict[str, str | None]:
 @functools.cache
 def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     """`target`'s compile-only devices, from its compiler. The one call here that
-    depends on JAX's version (jax.experimental.topologies)."""
+    depends on JAX's version (jax.experimental.topologies).
+
+    Where no TPU or GPU is here and JAX has not started its backends, JAX is first told
+    the CPU is all there is (`cpu_backend_only`, as experiments.cli.run tells it): the CUDA
+    plugin then loads as a compiler without looking for the cuDNN and driver a GPU run
+    needs (none is here, and compiling needs neither), and JAX, when it starts, tries
+    no TPU or CUDA backend to log its failure; the process's computations run on the
+    CPU, where they would run anyway. Where JAX started first without it, the CUDA
+    plugin did not load, and a GPU target is a UsageError saying so."""
     require_compiler(target)
     from jax.experimental import topologies
 
+    started = host_memory.jax_started()
+    cpu_backend_only()
     try:
         if target.platform == "tpu":
             prepare_libtpu()
@@ -157,6 +167,8 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
             )
     except jax.errors.JaxRuntimeError as error:  # the compiler's library did not load
         raise UsageError(_not_loaded(target, error)) from None
+    except NotImplementedError:  # no CUDA plugin registered its topologies
+        raise UsageError(_no_cuda_plugin(target, started)) from None
     devices = tuple(topology.devices)
     if len(devices) != target.devices:  # every per-chip figure would be off by the ratio
         raise RuntimeError(
@@ -180,6 +192,23 @@ def _not_loaded(target: Target, error: BaseException) -> str:
     return (
         f"{what} could not be loaded to compile for {target.name} ({first_line(error)}){room}: "
         f"give it more memory (ulimit -v unlimited, or free memory), or reinstall it: {INSTALL}"
+    )
+
+
+def _no_cuda_plugin(target: Target, started: bool) -> str:
+    """The one line for a CUDA plugin installed but not loaded: JAX started its backends
+    before the first compile for a GPU (`started`), when the plugin, finding no cuDNN
+    or GPU, refused to load; or it failed to load on its own (JAX's log says why)."""
+    if started:
+        return (
+            f"the CUDA plugin is not loaded in this process, so nothing can compile for "
+            f"{target.name}: JAX started its backends before this compile, and the plugin "
+            "did not load then (it looks for the cuDNN a GPU run needs); compile for GPU "
+            "targets before the first JAX computation, or start Python with JAX_PLATFORMS=cpu"
+        )
+    return (
+        f"the CUDA plugin did not load to compile for {target.name} (JAX's log above says "
+        f"why): reinstall it: {INSTALL}"
     )
 
 

@@ -21,7 +21,14 @@ import numpy as np
 import optax
 from flax import struct
 
-from jaxcnn.errors import UsageError, first_line
+from jaxcnn.errors import (
+    UsageError,
+    check_choice,
+    check_positive,
+    check_seed,
+    check_type,
+    first_line,
+)
 
 Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
@@ -47,11 +54,12 @@ def learning_rate_schedule(
     """`constant`: `learning_rate` every step. `onecycle` (Smith's one-cycle, triangular):
     linear from learning_rate / 10 to learning_rate over the first quarter of
     `total_steps`, then linear to 0 at the last step; it needs the run's length."""
+    check_positive("learning_rate", learning_rate, "1e-3")
+    check_choice("schedule", schedule, SCHEDULES)
     if schedule == "constant":
         return learning_rate
-    if schedule != "onecycle":
-        raise UsageError(f"unknown schedule {schedule!r}: choose one of {', '.join(SCHEDULES)}")
-    if total_steps is None or total_steps < 1:
+    whole = isinstance(total_steps, numbers.Integral) and not isinstance(total_steps, bool)
+    if not whole or total_steps < 1:
         raise UsageError(f"schedule onecycle needs the run's total steps >= 1, got {total_steps}")
     warmup = max(1, total_steps // 4)
     return optax.join_schedules(
@@ -71,16 +79,14 @@ def make_optimizer(
     total_steps: int | None = None,
 ) -> optax.GradientTransformation:
     """`adam` (Keras defaults) or `sgd` (momentum 0.9), at `learning_rate` or on a
-    `schedule` that peaks there (`learning_rate_schedule`)."""
+    `schedule` that peaks there (`learning_rate_schedule`). What it cannot take is a
+    UsageError naming the fix."""
+    check_choice("optimizer", name, OPTIMIZERS)
     rate = learning_rate_schedule(learning_rate, schedule, total_steps)
-    if name == "adam":
-        return optax.adam(rate)
-    if name == "sgd":
-        return optax.sgd(rate, momentum=0.9)
-    raise UsageError(f"unknown optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
+    return optax.adam(rate) if name == "adam" else optax.sgd(rate, momentum=0.9)
 
 
-def _input_shape(input_shape: Any) -> tuple[int, ...]:
+def input_shape_of(input_shape: Any) -> tuple[int, ...]:
     """`input_shape` as a tuple, or UsageError if it is not one example's shape."""
     dims = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else None
     if not dims or not all(
@@ -128,9 +134,13 @@ def create_train_state(
 ) -> TrainState:
     """Initialise `model` on one example of `input_shape` (no batch axis; images are
     (height, width, channels)). A shape the model's layers cannot take is a UsageError,
-    found by tracing its initialisation, before anything is computed."""
+    found by tracing its initialisation, before anything is computed; so is a model,
+    optimizer or seed it cannot take."""
     check_module(model)
-    shape = _input_shape(input_shape)
+    fix = "give one from jaxcnn.make_optimizer('adam') or optax"
+    check_type("tx", tx, optax.GradientTransformation, "an optax GradientTransformation", fix)
+    shape = input_shape_of(input_shape)
+    check_seed("seed", seed)
     init_key, dropout_key, step_key = jax.random.split(jax.random.key(seed), 3)
     init = jax.jit(
         lambda: model.init(

@@ -91,6 +91,11 @@ def test_a_users_own_cnn_compiles_for_a_tpu_and_a_gpu(target):
         # whose host parts depend on the caller's loop and data: left out, and named.
         assert p["step_time_s"] == p["device_step_s"] <= p["loop_step_s"]
         assert set(host_lib.PARTS) <= set(p["loop_left_out"])
+        # What the docs name, the prediction's own attributes, as its record block has them
+        prediction = r.prediction
+        assert prediction.loop_left_out == p["loop_left_out"]
+        assert prediction.loop_bound == p["loop_bound"] in ("host", "device")
+        assert prediction.epoch_s == p["epoch_s"] and prediction.loop_step_s == p["loop_step_s"]
         copy = p["loop_parts"][host_lib.TRANSFER]
         if target.startswith("gpu"):  # the batch over the T4's PCIe Gen3 x16
             nbytes = r.batch_size * (math.prod(SHAPE) + 4 + 4)
@@ -246,6 +251,20 @@ BATCH = aot.abstract_batch(16, SHAPE)
         ("gpu-t4", None, BATCH, {"placement": "model"}, "over 2 devices or more, got 1"),
         ("tpu-v5e-8", None, BATCH, {"placement": "model"}, "output features (8, 10) divide"),
         ("gpu-t4", None, aot.abstract_batch(16, (32, 32, 3)), {}, "does not take batch images"),
+        (123, None, BATCH, {}, "target must be a name (a str), got 123: choose one of tpu-v2-8,"),
+        (None, None, BATCH, {}, "target must be a name (a str), got None: choose one of"),
+        ("gpu-t4", None, BATCH, {"placement": 1}, "placement must be a name (a str), got 1"),
+        (
+            "gpu-t4",
+            None,
+            BATCH,
+            {"programs": "train"},
+            "programs must be a list or tuple of names, e.g. ('train', 'eval'), got 'train'",
+        ),
+        ("gpu-t4", None, BATCH, {"programs": ["train", "test"]}, "unknown program 'test': "),
+        ("gpu-t4", None, BATCH, {"programs": ["eval"]}, "programs ['eval']: give 'train', and"),
+        ("gpu-t4", None, BATCH, {"step": "sgd"}, "step is a str, not a function: give one taking"),
+        ("gpu-t4", None, BATCH, {"progress": 1}, "progress is an int, not a function: give one"),
     ],
 )
 def test_a_mistake_is_one_usage_error_before_the_compiler(
@@ -268,3 +287,70 @@ def test_the_usage_checks_pass_a_good_request_on_to_the_compiler(no_compiler):
     # as the compiler's devices.
     with pytest.raises(AssertionError, match="the compiler was reached"):
         jaxcnn.compile_for("gpu-t4", _state(), BATCH)
+    with pytest.raises(AssertionError, match="the compiler was reached"):  # every option
+        jaxcnn.compile_for(
+            "gpu-t4",
+            _state(),
+            BATCH,
+            programs=("train", "eval"),
+            progress=print,
+            step=train.train_step,
+        )
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (
+            lambda: aot.abstract_batch(-1, SHAPE),
+            "batch_size must be a whole number of at least 1, got -1",
+        ),
+        (
+            lambda: aot.abstract_batch(0, SHAPE),
+            "batch_size must be a whole number of at least 1, got 0",
+        ),
+        (
+            lambda: aot.abstract_batch(2.5, SHAPE),
+            "batch_size must be a whole number of at least 1, got 2.5",
+        ),
+        (
+            lambda: aot.abstract_batch(16, 784),
+            "input_shape must be one example's shape in positive",
+        ),
+        (
+            lambda: aot.abstract_batch(16, (28, 0, 1)),
+            "without the batch axis, e.g. (28, 28, 1), got (28, 0",
+        ),
+        (
+            lambda: aot.abstract_state(TinyCNN(), jaxcnn.make_optimizer(), 784),
+            "input_shape must be",
+        ),
+        (lambda: aot.abstract_state(TinyCNN(), None, SHAPE), "tx is None, not an optax Gradient"),
+        (lambda: aot.abstract_state(TinyCNN(), jaxcnn.make_optimizer(), SHAPE, -1), "seed must be"),
+    ],
+)
+def test_the_shapes_refuse_what_they_cannot_be(call, said):
+    with pytest.raises(UsageError) as refused:
+        call()
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_shapes_are_made_of_good_sizes():
+    """The positive control of the test above."""
+    batch = aot.abstract_batch(1, [28, 28, 1])
+    assert batch["image"].shape == (1, 28, 28, 1) and batch["label"].shape == (1,)
+    state = aot.abstract_state(TinyCNN(), jaxcnn.make_optimizer(), [16, 16, 3], seed=2**63 - 1)
+    assert state.params["Dense_0"]["kernel"].shape == (8 * 8 * 8, 10)
+
+
+def test_a_memory_analysis_prints_each_part_in_gib():
+    m = aot.Memory(2**30, 2**29, 2**29, 3 * 2**30, 2**20, 4 * 2**30 + 2**20)
+    assert str(m) == (
+        "4 GiB per device = arguments 1 GiB + outputs 0.5 GiB + temporaries 3 GiB + "
+        "generated code 0.000977 GiB - aliased 0.5 GiB"
+    )
+    unknown = aot.Memory(None, 2**30, None, None, None, None)
+    assert str(unknown) == (
+        "unknown per device = arguments unknown + outputs 1 GiB + temporaries unknown + "
+        "generated code unknown - aliased unknown"
+    )

@@ -5,6 +5,7 @@ dataset resident on the device, shuffled there. It trains what the per-step loop
 example once per epoch, stops on a NaN naming the step, and resumes from its
 checkpoints bit for bit."""
 
+import dataclasses
 import functools
 
 import jax
@@ -14,7 +15,7 @@ import pytest
 
 from jaxcnn import data, epochs, models, parallel, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
-from jaxcnn.loop import NonFiniteLoss, fit
+from jaxcnn.loop import FitOptions, NonFiniteLoss, fit
 
 
 @functools.cache
@@ -107,13 +108,13 @@ def test_pmap_epoch_averages_batchnorm_statistics_as_its_step_loop_does():
 
 def test_fit_on_device_takes_the_step_loop_s_steps_and_reports_compile_apart():
     images, labels = _dataset()["image"], _dataset()["label"]
-    _, history = fit(_state("mlp", width=8), (images, labels), (images[:50], labels[:50]),
-                     epochs=2, batch_size=32, loop="device")  # fmt: skip
+    options = FitOptions(epochs=2, batch_size=32, loop="device")
+    _, history = fit(_state("mlp", width=8), (images, labels), (images[:50], labels[:50]), options)
     assert [e["steps"] for e in history] == [6, 6] == [data.steps_per_epoch(200, 32)] * 2
     assert history[0]["compile_time_s"] > 0 and "compile_time_s" not in history[1]
     assert all(0 <= e["test_accuracy"] <= 1 for e in history)
-    _, capped = fit(_state("mlp", width=8), (images, labels), epochs=2, batch_size=32,
-                    loop="device", max_steps=8)  # fmt: skip
+    capped_options = FitOptions(epochs=2, batch_size=32, loop="device", max_steps=8)
+    _, capped = fit(_state("mlp", width=8), (images, labels), options=capped_options)
     assert [e["steps"] for e in capped] == [6, 2]
 
 
@@ -128,27 +129,31 @@ def test_a_placed_dataset_is_used_where_it_is_and_trains_as_host_arrays(strategy
 
     assert all(buffers(again[k]) == buffers(placed[k]) for k in placed)
     host = _dataset()["image"], _dataset()["label"]
-    kwargs = {"epochs": 1, "batch_size": 32, "loop": "device", "placement": placement}
-    from_host, _ = fit(_state("mlp", width=8), host, **kwargs)
-    from_device, _ = fit(_state("mlp", width=8), (placed["image"], placed["label"]), **kwargs)
+    options = FitOptions(epochs=1, batch_size=32, loop="device", placement=placement)
+    from_host, _ = fit(_state("mlp", width=8), host, options=options)
+    from_device, _ = fit(_state("mlp", width=8), (placed["image"], placed["label"]), None, options)
     _close(placement.get_state(from_host).params, placement.get_state(from_device).params, 0)
 
 
 def test_a_nan_stops_the_device_loop_naming_the_step():
     images = np.full((64, 28, 28, 1), np.nan, np.float32)
     with pytest.raises(NonFiniteLoss, match="at step 1 \\(epoch 1\\)"):
-        fit(_state("mlp", width=8), (images, np.zeros(64, np.int32)), batch_size=32, loop="device")
+        options = FitOptions(batch_size=32, loop="device")
+        fit(_state("mlp", width=8), (images, np.zeros(64, np.int32)), options=options)
 
 
 def test_device_loop_resumes_from_its_epoch_checkpoint_bit_for_bit(tmp_path):
     images, labels = _dataset()["image"], _dataset()["label"]
-    kwargs = {"batch_size": 32, "seed": 7, "loop": "device"}
-    whole, _ = fit(_state("mlp", width=8), (images, labels), epochs=3, **kwargs)
+    options = FitOptions(epochs=3, batch_size=32, seed=7, loop="device")
+    whole, _ = fit(_state("mlp", width=8), (images, labels), options=options)
     with Checkpoints(tmp_path) as saved:  # "killed" after two epochs
-        fit(_state("mlp", width=8), (images, labels), epochs=2, checkpoints=saved, **kwargs)
+        killed = dataclasses.replace(options, epochs=2, checkpoints=saved)
+        fit(_state("mlp", width=8), (images, labels), options=killed)
     with Checkpoints(tmp_path) as saved:
         resumed, history = fit(
-            _state("mlp", width=8), (images, labels), epochs=3, checkpoints=saved, **kwargs
+            _state("mlp", width=8),
+            (images, labels),
+            options=dataclasses.replace(options, checkpoints=saved),
         )
         assert saved.restored_step == 12
     assert [e["epoch"] for e in history] == [1, 2, 3]

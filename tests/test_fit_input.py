@@ -12,7 +12,7 @@ import pytest
 
 from jaxcnn import data, models, parallel, train
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import fit
+from jaxcnn.loop import FitOptions, fit
 
 
 @functools.cache
@@ -103,7 +103,7 @@ def test_fit_refuses_what_it_cannot_train_on_before_any_step(name, message):
     placement = parallel.place("single", jax.devices()[:1])
     placement = dataclasses.replace(placement, train_step=_no_step)
     with pytest.raises(UsageError) as refused:
-        fit(_host_state(), train_data, test_data, placement=placement, **keywords)
+        fit(_host_state(), train_data, test_data, FitOptions(placement=placement, **keywords))
     assert message in str(refused.value)
     assert "\n" not in str(refused.value)
 
@@ -111,7 +111,8 @@ def test_fit_refuses_what_it_cannot_train_on_before_any_step(name, message):
 def test_fit_trains_on_what_it_is_given_when_it_is_right():
     """The positive control: the same real data, unchanged, trains."""
     train_data, test_data, _ = _case("batch_size=0")
-    state, history = fit(_host_state(), train_data, test_data, batch_size=128, max_steps=2)
+    options = FitOptions(batch_size=128, max_steps=2)
+    state, history = fit(_host_state(), train_data, test_data, options)
     assert int(state.step) == 2 and 0 <= history[0]["test_accuracy"] <= 1
 
 
@@ -123,7 +124,7 @@ def test_fit_takes_float_images_scaled_any_way(scaled):
     pixels = images.astype(np.float32)
     floats = pixels / 255 if scaled == "/ 255" else (pixels - pixels.mean()) / pixels.std()
     assert floats.max() > (0 if scaled == "/ 255" else 1)
-    state, _ = fit(_host_state(), (floats, labels), batch_size=128, max_steps=1)
+    state, _ = fit(_host_state(), (floats, labels), options=FitOptions(max_steps=1))
     assert int(state.step) == 1
 
 
@@ -158,7 +159,7 @@ def test_a_module_that_the_steps_cannot_call_is_refused_by_name(module, missing)
     if missing is None:  # the positive control: **keywords takes train and axis_name
         state = train.create_train_state(module(), tx, (28, 28, 1))
         (images, labels), _ = _digits()
-        assert int(fit(state, (images, labels), batch_size=128, max_steps=1)[0].step) == 1
+        assert int(fit(state, (images, labels), options=FitOptions(max_steps=1))[0].step) == 1
         return
     with pytest.raises(UsageError) as refused:
         train.create_train_state(module(), tx, (28, 28, 1))
@@ -175,7 +176,7 @@ def test_a_state_made_by_hand_around_such_a_module_is_refused_by_fit_before_any_
         parallel.place("single", jax.devices()[:1]), train_step=_no_step
     )
     with pytest.raises(UsageError, match="^_WithoutAxisName.__call__ takes no axis_name"):
-        fit(state, _digits()[0], placement=placement)
+        fit(state, _digits()[0], options=FitOptions(placement=placement))
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from jaxcnn import data, host_loop, models, parallel, train
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import fit
+from jaxcnn.loop import FitOptions, fit
 from jaxcnn.perf import host as host_lib
 
 STEPS = 4
@@ -27,9 +27,8 @@ def _host_state():
 def _fit(**keywords) -> tuple[host_loop.Recorder, list]:
     images, labels = data.load("digits", "train")
     with host_loop.recording() as recorder:
-        _, history = fit(
-            _host_state(), (images, labels), batch_size=BATCH, max_steps=STEPS, **keywords
-        )
+        options = FitOptions(batch_size=BATCH, max_steps=STEPS, **keywords)
+        _, history = fit(_host_state(), (images, labels), options=options)
     return recorder, history
 
 
@@ -89,7 +88,11 @@ def _long_step(matmuls: int):
 def test_dispatch_returns_before_a_long_step_ends_and_the_sync_waits_for_it():
     placement = parallel.place("single", jax.devices()[:1], step=_long_step(100))
     images, labels = data.load("digits", "train")
-    fit(_host_state(), (images, labels), batch_size=BATCH, max_steps=1, placement=placement)
+    fit(
+        _host_state(),
+        (images, labels),
+        options=FitOptions(batch_size=BATCH, max_steps=1, placement=placement),
+    )
     samples = _fit(placement=placement)[0].samples  # compiled above: no compile here
     # The one sync waited for the steps still queued: the device's time, after every
     # call had come back (the host ran ahead of the device).
@@ -100,11 +103,12 @@ def test_dispatch_returns_before_a_long_step_ends_and_the_sync_waits_for_it():
 def test_nothing_is_recorded_without_a_recording_and_one_cannot_nest():
     assert host_loop.recorder() is None
     images, labels = data.load("digits", "train")
-    fit(_host_state(), (images, labels), batch_size=BATCH, max_steps=2)  # no recording on
+    two_steps = FitOptions(batch_size=BATCH, max_steps=2)
+    fit(_host_state(), (images, labels), options=two_steps)  # no recording on
     with host_loop.recording() as recorder:
         assert host_loop.recorder() is recorder
         with pytest.raises(UsageError, match="already on"):
             with host_loop.recording():
                 pass
-        fit(_host_state(), (images, labels), batch_size=BATCH, max_steps=2)
+        fit(_host_state(), (images, labels), options=two_steps)
     assert host_loop.recorder() is None and recorder.steps == 2  # the control: recorded

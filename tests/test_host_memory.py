@@ -256,6 +256,112 @@ def test_a_bad_policy_names_the_choices_before_anything_changes(monkeypatch):
     assert devices.reserve_collective_threads({"JAX_NUM_CPU_DEVICES": "8"})  # would have set it
 
 
+@pytest.mark.parametrize(
+    "given,said",
+    [
+        ({"policy": 3}, "host memory policy must be a name (a str), got 3: choose one of auto"),
+        ({"device": "quantum"}, "unknown device 'quantum': choose one of auto, cpu, gpu, tpu"),
+        ({"loops": "step"}, "loops must be a list or tuple of names, e.g. ('step',), got 'step'"),
+        ({"loops": ["async"]}, "unknown loop 'async': choose one of step, device"),
+    ],
+)
+def test_configure_host_refuses_what_it_cannot_take_before_anything_changes(
+    monkeypatch, given, said
+):
+    import jaxcnn
+    from jaxcnn.errors import UsageError
+
+    monkeypatch.delenv("NPROC", raising=False)
+    before = host_memory.current()
+    with pytest.raises(UsageError) as refused:
+        jaxcnn.configure_host(**given)
+    assert said in str(refused.value)
+    assert "NPROC" not in os.environ and host_memory.current() == before
+    # The positive control, the same arguments made good, is each call of the script below.
+
+
+# Calls jaxcnn.configure_host once per argument in a fresh process (`start`: starts JAX's
+# backends instead); prints what each returned or raised, what it warned, and NPROC.
+CONFIGURE = textwrap.dedent(
+    """
+    import json, os, sys, warnings
+    import jaxcnn
+    said = []
+    for call in sys.argv[1:]:
+        if call == "start":
+            import jax
+            jax.devices()
+            continue
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                said.append({"result": jaxcnn.configure_host(call)})
+            except jaxcnn.UsageError as error:
+                said.append({"error": str(error)})
+        said[-1].update(warned=[str(w.message) for w in warned], nproc=os.environ.get("NPROC"))
+    print(json.dumps(said))
+    """
+)
+
+
+def _configured(*calls: str) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if k != "NPROC"}
+    env.update(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="8")
+    run = subprocess.run(
+        [sys.executable, "-c", CONFIGURE, *calls],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+THREADS = str(max(os.cpu_count() or 1, 16))  # twice the 8 CPU devices, or the cores
+TOO_LATE = (
+    "JAX had already started its backends: the host allocator and XLA:CPU's thread pools "
+    "are left as they were; call jaxcnn.configure_host() before the first JAX computation"
+)
+
+
+@pytest.mark.slow
+def test_configure_host_again_with_the_policy_in_effect_returns_what_is_in_effect():
+    first, again, by_name = _configured("auto", "auto", "retain")  # auto is retain here
+    assert first["result"]["host_memory"]["policy"] == "retain"  # the control: it took
+    assert first["result"]["host_memory"]["applied"] is True
+    assert first["result"]["cpu_threads"] == int(THREADS) and first["nproc"] == THREADS
+    assert first["result"]["too_late"] is None and first["warned"] == []
+    assert again == first and by_name == first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first,then", [("retain", "system"), ("system", "retain")])
+def test_configure_host_again_with_another_policy_says_the_first_is_in_effect(first, then):
+    took, refused = _configured(first, then)
+    assert took["result"]["host_memory"]["policy"] == first  # the control: the first took
+    assert refused["error"] == (
+        f"configure_host set this process's host memory policy to {first!r} already, which "
+        f"is in effect and irreversible: it cannot be {then!r} too; call configure_host "
+        "once per process, with the policy you want"
+    )
+    assert _configured(then)[0]["result"]["host_memory"]["policy"] == then  # alone, it takes
+
+
+@pytest.mark.slow
+def test_configure_host_after_jax_started_sets_no_thread_count_and_says_it_is_too_late():
+    late, other = _configured("start", "auto", "system")
+    assert late["result"]["too_late"] == TOO_LATE and late["warned"] == [TOO_LATE]
+    assert late["result"]["cpu_threads"] is None and late["nproc"] is None
+    assert late["result"]["host_memory"]["policy"] == "system"  # retain did not take
+    assert late["result"]["host_memory"]["applied"] is False
+    # Nothing took effect, so another policy is no conflict: it is too late as well.
+    assert other["result"]["too_late"] == TOO_LATE and other["warned"] == [TOO_LATE]
+    # The control: before JAX starts, the same call sets both (the test above's `first`).
+    (early,) = _configured("auto")
+    assert early["result"]["too_late"] is None and early["nproc"] == THREADS
+
+
 SMALL_RUN = ["--model", "mlp", "--set", "width=8", "--epochs", "0", "--batch-size", "16"]
 SMALL_RUN += ["--set", "timing_steps=2", "--set", "progress=false", "--set", "checkpoints=false"]
 

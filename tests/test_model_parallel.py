@@ -25,7 +25,7 @@ from test_parallel import _assert_trees_close, _initial, _train
 
 from jaxcnn import data, models, parallel, train
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import fit
+from jaxcnn.loop import FitOptions, fit
 
 ATOL = RTOL = 1e-5
 STEPS = 3
@@ -218,9 +218,8 @@ def test_fit_with_padded_evaluation_matches_single_device(strategy, loop):
     for name in ("single", strategy):
         placement = parallel.place(name, jax.devices())
         state, _ = _new_state("mlp")
-        state, (histories[name],) = fit(
-            state, *splits, batch_size=GLOBAL_BATCH, placement=placement, loop=loop
-        )
+        options = FitOptions(batch_size=GLOBAL_BATCH, placement=placement, loop=loop)
+        state, (histories[name],) = fit(state, *splits, options)
         params[name] = jax.device_get(placement.get_state(state).params)
     _assert_trees_close(params[strategy], params["single"])
     for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):

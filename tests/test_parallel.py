@@ -34,7 +34,7 @@ from experiments.harness.prepare import record_for
 from experiments.records.workload import Workload
 from jaxcnn import data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import fit
+from jaxcnn.loop import FitOptions, fit
 
 ATOL = RTOL = 1e-5
 STEPS = 3
@@ -116,9 +116,8 @@ def test_fit_and_evaluate_match_single_device():
     for strategy in parallel.STRATEGIES:
         state, _ = _new_state("mlp")
         placement = parallel.place(strategy, jax.devices())
-        (histories[strategy],) = fit(
-            state, *splits, batch_size=GLOBAL_BATCH, max_steps=3, placement=placement
-        )[1]
+        options = FitOptions(batch_size=GLOBAL_BATCH, max_steps=3, placement=placement)
+        (histories[strategy],) = fit(state, *splits, options)[1]
     single = histories["single"]
     for strategy in ("pmap", "sharded"):
         for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
@@ -354,7 +353,7 @@ splits = [data.load("digits", s) for s in ("train", "test")]
 splits = [(data.fit_to_shape(x, shape), y) for x, y in splits]
 placement = parallel.place("pmap", jax.devices())
 for _ in range(3):
-    jaxcnn.fit(state, *splits, batch_size=64, max_steps=6, placement=placement)
+    jaxcnn.fit(state, *splits, jaxcnn.FitOptions(batch_size=64, max_steps=6, placement=placement))
 print("threads", __import__("os").environ["NPROC"])
 """
 _BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end: pass"

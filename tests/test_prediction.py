@@ -667,6 +667,24 @@ def test_a_prediction_without_a_host_is_its_device_step_alone():
     assert "loop_step_s" not in alone
 
 
+def test_the_loop_figures_the_docs_name_are_the_predictions_attributes():
+    rates = rates_lib.of_device(A100)
+    kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]
+    host = _host(steps_per_epoch=100)
+    looped = predict.predict(kernels, rates, "gpu", 64, host=host, table=TABLE)
+    block = looped.as_record()
+    start = list(block).index("loop_step_s")  # the fields in the block's own order
+    assert list(block)[start : start + len(predict.LOOP_FIELDS)] == list(predict.LOOP_FIELDS)
+    for name in predict.LOOP_FIELDS:
+        assert getattr(looped, name) == block[name], name
+    assert looped.epoch_s == pytest.approx(100 * looped.loop_step_s)
+    assert looped.loop_bound in ("host", "device") and isinstance(looped.loop_left_out, list)
+    # Without a host side, each is None and the record block has none of them.
+    alone = predict.predict(kernels, rates, "gpu", 64, table=TABLE)
+    assert all(getattr(alone, name) is None for name in predict.LOOP_FIELDS)
+    assert not set(predict.LOOP_FIELDS) & set(alone.as_record())
+
+
 def _measured(run_id: str, model: str, batch: int, when: str, **more) -> dict:
     return {
         "run_id": run_id,

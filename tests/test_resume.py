@@ -32,7 +32,7 @@ from jaxcnn.checkpoint import (
     params_digest,
 )
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import NonFiniteLoss, fit
+from jaxcnn.loop import FitOptions, NonFiniteLoss, fit
 
 # 1,438 digits / batch 64 = 22 steps per epoch; saving every 5 steps is slow enough
 # (one synchronous Orbax save each) to kill the run while it trains, and quick.
@@ -85,9 +85,7 @@ def _fit(digits, strategy="single", directory=None, width=16, **kwargs):
     `width`: 11 steps an epoch, saved at steps 5, 10, 11 (epoch end), 15, 20 and 22."""
     placement = _placement(strategy)
     with Checkpoints(directory, keep=3) if directory else contextlib.nullcontext() as ckpt:
-        state, history = fit(
-            _state(width=width),
-            *digits,
+        options = FitOptions(
             epochs=2,
             batch_size=128,
             seed=0,
@@ -96,6 +94,7 @@ def _fit(digits, strategy="single", directory=None, width=16, **kwargs):
             checkpoint_every=5,
             **kwargs,
         )
+        state, history = fit(_state(width=width), *digits, options)
         restored = ckpt.restored_step if ckpt else None
     return params_digest(placement.get_state(state).params), _without_times(history), restored
 
@@ -342,9 +341,8 @@ def test_stop_requested_saves_at_the_step_boundary(digits, tmp_path):
     loop.request_stop()
     try:
         with Checkpoints(tmp_path) as ckpt, pytest.raises(loop.Stopped) as stopped:
-            fit(
-                _state(), *digits, batch_size=128, max_steps=7, checkpoints=ckpt, checkpoint_every=5
-            )
+            options = FitOptions(batch_size=128, max_steps=7, checkpoints=ckpt, checkpoint_every=5)
+            fit(_state(), *digits, options)
     finally:
         loop.clear_stop()
     assert (stopped.value.step, stopped.value.saved) == (0, None)  # nothing trained yet
@@ -570,14 +568,14 @@ def test_no_checkpoint_restorable_starts_over_with_a_warning(digits, tmp_path):
 def test_a_checkpoint_of_another_run_is_refused(digits, tmp_path):
     _fit(digits, "single", tmp_path, max_steps=5)
     with Checkpoints(tmp_path) as ckpt, pytest.raises(ValueError, match="another run"):
-        fit(_state(), *digits, batch_size=64, checkpoints=ckpt)
+        fit(_state(), *digits, FitOptions(batch_size=64, checkpoints=ckpt))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("check_every", [1, 50])
 def test_training_stops_at_the_first_non_finite_loss(digits, check_every):
     with pytest.raises(NonFiniteLoss) as stopped:
-        fit(_state(1e30), *digits, epochs=2, batch_size=128, check_every=check_every)
+        fit(_state(1e30), *digits, FitOptions(epochs=2, batch_size=128, check_every=check_every))
     assert stopped.value.step == 2  # the same step however rarely the host looks
     assert "at step 2" in str(stopped.value) and stopped.value.history == []
 
@@ -686,7 +684,7 @@ def test_a_failed_save_is_an_error_naming_the_folder(digits, tmp_path):
         shutil.rmtree(directory)
         directory.write_text("not a folder")
         with pytest.raises(CheckpointSaveError) as failed:
-            fit(_state(), *digits, batch_size=128, max_steps=5, checkpoints=ckpt)
+            fit(_state(), *digits, FitOptions(batch_size=128, max_steps=5, checkpoints=ckpt))
     message = str(failed.value)
     assert (
         message.startswith(f"could not save checkpoint 5 in {directory} (") and " free)" in message

@@ -636,6 +636,69 @@ def test_a_program_asking_for_the_cpu_backend_only_starts_quietly_with_the_extra
     assert run.stderr == ""
 
 
+# The README's compile_for example, run as a library user runs it: a plain Python
+# process, JAX_PLATFORMS not set, nothing of JAX's configured by the caller; with
+# `start`, JAX's backends started before it.
+_README_EXAMPLE = """
+import re, sys
+from pathlib import Path
+if sys.argv[1:] == ["start"]:
+    import jax
+    jax.devices()
+text = Path("README.md").read_text()
+start = text.index("Your own model on a chip you do not have")
+exec(re.search(r"```python\\n(.*?)```", text[start:], re.S).group(1))
+"""
+
+
+def _run_readme_example(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    return subprocess.run(
+        [sys.executable, "-c", _README_EXAMPLE, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@needs_targets
+@pytest.mark.slow
+def test_the_readmes_compile_for_example_runs_where_jax_platforms_is_not_set():
+    if targets._accelerators_here():
+        pytest.skip("this machine has an accelerator: JAX is rightly left to start it")
+    run = _run_readme_example()
+    assert run.returncode == 0, run.stderr[-3000:]
+    printed = [line.split() for line in run.stdout.splitlines()]
+    # The positive control: both targets compiled, fit, and were predicted.
+    assert [words[:2] for words in printed] == [["tpu-v5e-1", "True"], ["gpu-t4", "True"]]
+    for _, _, total, device_step_s, loop_step_s, band in printed:
+        assert int(total) > 0 and 0 < float(device_step_s) <= float(loop_step_s)
+        assert band == "None"  # a small model's prediction: unvalidated
+    # The CUDA plugin loaded as a compiler, without looking for cuDNN and a GPU:
+    # nothing of its traceback, nor of a TPU backend failing to start.
+    assert run.stderr == ""
+
+
+@needs_targets
+@pytest.mark.slow
+def test_a_gpu_target_after_jax_started_without_the_cuda_plugin_is_one_line_saying_so():
+    if targets._accelerators_here():
+        pytest.skip("this machine has an accelerator: the CUDA plugin loads as JAX starts")
+    run = _run_readme_example("start")
+    assert run.returncode == 1
+    *_, last = run.stderr.strip().splitlines()
+    assert last == (
+        "jaxcnn.errors.UsageError: the CUDA plugin is not loaded in this process, so nothing "
+        "can compile for gpu-t4: JAX started its backends before this compile, and the plugin "
+        "did not load then (it looks for the cuDNN a GPU run needs); compile for GPU targets "
+        "before the first JAX computation, or start Python with JAX_PLATFORMS=cpu"
+    )
+    # The control: the TPU target, compiled first in the same process, was not affected.
+    assert run.stdout.split()[:2] == ["tpu-v5e-1", "True"]
+
+
 def test_a_runtime_finds_the_target_that_is_its_chips():
     assert targets.matching("TPU v5 lite", 8).name == "tpu-v5e-8"  # Kaggle's v5e-8
     assert targets.matching("TPU v5 lite", 1).name == "tpu-v5e-1"  # Colab's v5e-1

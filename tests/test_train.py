@@ -181,9 +181,7 @@ def test_fit_on_digits_reaches_90_percent():
         state,
         data.load("digits", "train"),
         data.load("digits", "test"),
-        epochs=3,
-        batch_size=32,
-        seed=0,
+        jaxcnn.FitOptions(epochs=3, batch_size=32, seed=0),
     )
     assert [e["epoch"] for e in history] == [1, 2, 3]
     assert history[-1]["steps"] == 1438 // 32

@@ -324,7 +324,9 @@ def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
             return run_targets.run(options)
         # before JAX starts; then, before any other JAX call, the processes meet, and
         # afterwards jax.devices() is every process's devices
-        jaxcnn.configure_host(options.host_memory, options.device, cli_plan.loops(options))
+        with warnings.catch_warnings():  # main() run again in one process (tests) comes
+            warnings.simplefilter("ignore", RuntimeWarning)  # too late: records say so
+            jaxcnn.configure_host(options.host_memory, options.device, cli_plan.loops(options))
         distributed.initialize(
             options.coordinator,
             options.num_processes,

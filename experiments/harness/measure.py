@@ -232,15 +232,14 @@ def time_host_loop(
     per_epoch = data.steps_per_epoch(len(train_data[1]), batch_size)
 
     def run(state: Any, count: int) -> Any:
-        return loop.fit(
-            state,
-            train_data,
+        options = loop.FitOptions(
             epochs=-(-count // max(1, per_epoch)),
             batch_size=batch_size,
             seed=seed,
             max_steps=count,
             placement=placement,
-        )[0]
+        )
+        return loop.fit(state, train_data, options=options)[0]
 
     phase(f"timing jaxcnn's step loop on the host: {steps} steps of fit")
     state = run(state, HOST_LOOP_WARMUP)

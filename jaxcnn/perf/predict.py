@@ -58,12 +58,28 @@ def family_constants(platform: str, table: Mapping[str, Any] | None = None) -> d
     return families[platform]
 
 
+# The loop step's fields of a Prediction, in the order its record block has them
+# (jaxcnn.perf.host.loops: the loop step, the epoch and the device loop's step).
+LOOP_FIELDS = (
+    "loop_step_s",
+    "loop_parts",
+    "loop_left_out",
+    "loop_overlap",
+    "loop_bound",
+    "epoch_s",
+    "epoch_steps",
+    "epoch_left_out",
+    "device_loop_step_s",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Prediction:
     """One step on one device, predicted. Two predictions, labelled: the device step (the
     chip's kernels and collectives) and, where the host side is known, the loop step
-    (what jaxcnn's step loop makes of it on that chip with that host: `loop`, from
-    jaxcnn.perf.host.loops, with the epoch and the device loop's step)."""
+    (what jaxcnn's step loop makes of it on that chip with that host: LOOP_FIELDS, from
+    jaxcnn.perf.host.loops, with the epoch and the device loop's step; all None where
+    no host side is known)."""
 
     method: str
     constants_version: str
@@ -74,18 +90,19 @@ class Prediction:
     rates_source: str | None  # "vendor" or "measured"
     regime: str  # one of REGIMES
     band: dict[str, Any] | None  # error_band's; None: unvalidated
-    loop: dict[str, Any] | None = None  # None: no host side known
-
-    @property
-    def loop_step_s(self) -> float | None:
-        return (self.loop or {}).get("loop_step_s")
-
-    @property
-    def epoch_s(self) -> float | None:
-        return (self.loop or {}).get("epoch_s")
+    loop_step_s: float | None = None
+    loop_parts: dict[str, float | None] | None = None  # seconds per host part
+    loop_left_out: list[str] | None = None  # the host parts without a figure, counted 0
+    loop_overlap: str | None = None  # "overlapped" | "serialised"
+    loop_bound: str | None = None  # "host" | "device"
+    epoch_s: float | None = None
+    epoch_steps: int | None = None
+    epoch_left_out: list[str] | None = None
+    device_loop_step_s: float | None = None
 
     def as_record(self) -> dict[str, Any]:
         """A record's `prediction` block (docs/records.md)."""
+        looped = self.loop_step_s is not None
         return {
             "method": self.method,
             "constants_version": self.constants_version,
@@ -93,7 +110,7 @@ class Prediction:
             "step_time_s": self.device_step_s,
             "images_per_s": self.images_per_s,
             **self.parts,
-            **(self.loop or {}),
+            **({name: getattr(self, name) for name in LOOP_FIELDS} if looped else {}),
             "kernels": self.kernels,
             "rates_source": self.rates_source,
             "regime": self.regime,
@@ -141,7 +158,7 @@ def predict(
         rates_source=rates.source,
         regime=kind,
         band=error_band(family, kind, chip),
-        loop=host_lib.loops(device_step, host, platform) if host is not None else None,
+        **(host_lib.loops(device_step, host, platform) if host is not None else {}),
     )
 
 

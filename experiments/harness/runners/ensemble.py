@@ -19,7 +19,7 @@ from experiments.harness.runners.interface import Record, RunContext, recorded
 from experiments.harness.runners.train import Timer, compile_and_measure, shapes, step_timer
 from experiments.records.workload import Workload
 from jaxcnn import models, train
-from jaxcnn.loop import evaluate, fit
+from jaxcnn.loop import FitOptions, evaluate, fit
 from jaxcnn.parallel import place
 
 
@@ -182,7 +182,9 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
         history: list[dict[str, Any]] = []
         tested: list[dict[str, float]] = []  # each model's test loss and accuracy
         if training and vmapped:
-            state, history = fit(states[0], train_split, None, placement=placed, **fit_args)
+            state, history = fit(
+                states[0], train_split, None, FitOptions(placement=placed, **fit_args)
+            )
             if test_split is not None:  # each model alone, as the sequential ones
                 one = place("single", devices)
                 tested = [
@@ -193,7 +195,7 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
             histories = []
             for member in states:
                 trained, member_history = fit(
-                    member, train_split, None, placement=placed, **fit_args
+                    member, train_split, None, FitOptions(placement=placed, **fit_args)
                 )
                 histories.append(member_history)
                 if test_split is not None:

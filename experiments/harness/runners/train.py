@@ -27,7 +27,7 @@ from experiments.harness.runners.interface import Record, RunContext, recorded
 from experiments.records.workload import Workload
 from jaxcnn import data, epochs, models, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
-from jaxcnn.loop import fit
+from jaxcnn.loop import FitOptions, fit
 from jaxcnn.parallel import Placement, check_batch_size, place
 
 # (placed, state, batch) -> (train step time, eval step time, images/s or None,
@@ -278,10 +278,7 @@ def _fit(
     if context.checkpoint_dir:
         checkpoints = Checkpoints(context.checkpoint_dir, keep=context.keep_checkpoints)
     try:
-        state, history = fit(
-            state,
-            train_split,
-            test_split,
+        options = FitOptions(
             epochs=workload.epochs,
             batch_size=workload.batch_size,
             seed=workload.seed,
@@ -292,6 +289,7 @@ def _fit(
             checkpoint_every=context.checkpoint_every,
             loop=workload.loop,
         )
+        state, history = fit(state, train_split, test_split, options)
     finally:
         if checkpoints is not None:
             checkpoints.close()
