@@ -427,3 +427,31 @@ def test_the_scaling_band_counts_the_pairs_alone_and_says_their_direction():
     # step's own factor is counted).
     (steps_band,) = figures.published_bands(table)
     assert steps_band["n"] == 1 and steps_band["value"] == 2.0
+
+
+def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_prediction():
+    measured = _record("on-t4", step=0.004)
+    measured["device"].update(platform="gpu", kind="Tesla T4")
+    measured["host_loop"] = {"loop_step_s": 0.005, "parts": {}}
+    compiled = _record("for-t4", kind="compile", target="gpu-t4")
+    compiled["device"].update(platform="gpu", kind="Tesla T4")
+    compiled.update(compiled_not_run=True, fits=True, memory={"total_bytes": 2**30})
+    compiled["target"] = {"name": "gpu-t4", "chip": "T4", "chips": 1, "devices": 1}
+    compiled["kernels"] = [[40, "fusion", 1e6, 1e6, "f32", 0]]
+    compiled["kernels_source"] = {"program": "train_step", "steps": 1}
+    t = figures.build([measured, compiled], refs=[])
+    pairs = t[(t.quantity == "error_factor") & t.extra.str.endswith(figures.VERSUS_MEASURED)]
+    by_id = t.set_index("id").value
+    got = {r.extra: (by_id[r.numerator], by_id[r.denominator]) for _, r in pairs.iterrows()}
+    predicted = t[t.kind == "predicted"].set_index("quantity").value
+    assert got == {
+        f"device step {figures.VERSUS_MEASURED}": (0.004, predicted["device_step_s"]),
+        f"loop step {figures.VERSUS_MEASURED}": (0.005, predicted["loop_step_s"]),
+    }
+    text = figures.versus_measured_text(t)
+    assert len(text.splitlines()) == 3 and "4.000ms" in text and "5.000ms" in text
+    # Not a published step's factor: the published bands do not count it.
+    assert figures.published_bands(t) == []
+    # A step measured on a CPU has no target to compare with (positive control above).
+    on_cpu = figures.build([_record("cpu-run")], refs=[])
+    assert figures.versus_measured_text(on_cpu).startswith("no step measured here")
