@@ -401,13 +401,36 @@ print("\nrecords:", OUT / "records.jsonl")
 """
 
 PREDICT = r"""
-# This runtime's chips compiled for as a target (jaxcnn/targets.py: --target=here): the
-# devices study's mnist_cnn and lenet5_keras train steps at batch 128, compiled, not run,
-# with the step time a roofline predicts, so this run's measured records come with their
-# predicted pair. Exit code 2 (no target is this chip, or its compiler is not installed)
-# is said and passed over: the measured records stand without it.
-for model in ("mnist_cnn", "lenet5_keras"):
-    command = [sys.executable, "-m", "experiments.run", "--target=here", f"--model={model}",
+# The devices study's steps (mnist_cnn and lenet5_keras, batch 128, one device) compiled,
+# not run, for this runtime's chip as a target (jaxcnn/perf/chips.py TARGETS: the chip's
+# one-device target, the device the study timed), so each step measured above has its
+# prediction beside it, made as for a chip not at hand: the device step and the loop
+# step (the last cell compares them). Exit code 2 (no compiler for the chip installed)
+# is said and passed over: the measured records stand without it. A CPU is no target.
+FIND_TARGET = '''
+import jax
+from jaxcnn import targets
+
+found = targets.matching(jax.devices()[0].device_kind, 1)
+print(found.name if found else "")
+'''
+
+
+def one_device_target():
+    # Asked of JAX in a child process, as the device check is: this kernel never opens
+    # the device.
+    found = subprocess.run([sys.executable, "-c", FIND_TARGET], capture_output=True,
+                           text=True, env=ENV)
+    return found.stdout.strip() or None
+
+
+HERE = None if DEVICE == "cpu" else one_device_target()
+if DEVICE == "cpu":
+    print("predicted against measured: skipped, a CPU is no target (jaxcnn/perf/chips.py)")
+elif HERE is None:
+    print("predicted against measured: skipped, no target is this runtime's chip")
+for model in ("mnist_cnn", "lenet5_keras") if HERE else ():
+    command = [sys.executable, "-m", "experiments.run", f"--target={HERE}", f"--model={model}",
                "--batch-size=128", "--out", OUT]
     code = run_live(command, ENV)
     if code != 0:
@@ -469,6 +492,24 @@ elif ON_KAGGLE:
     print(f"{archive} is in the notebook's Output (Save Version keeps it)")
 """
 
+COMPARE = r"""
+# Predicted against measured, for the steps timed here: each one-device step measured
+# above beside its prediction compiled for this chip (the step timed alone against the
+# device step, jaxcnn's own loop against the loop step) and their factor. The report's
+# table of figures (experiments/report/figures.py) makes it from OUT's records alone, so
+# the same records copied into results/ give the same rows there and enter the fit's
+# bands unedited. On a CPU the predict cell said in one line why there is none.
+COMPARE = '''
+import sys
+from experiments import records
+from experiments.report import figures
+
+print(figures.versus_measured_text(figures.build(records.load(sys.argv[1]))))
+'''
+if HERE and run_live([sys.executable, "-c", COMPARE, str(OUT)], ENV) != 0:
+    raise RuntimeError("the comparison failed; see above")
+"""
+
 CELLS = [
     ("intro", "markdown", INTRO),
     ("parameters", "code", PARAMETERS),
@@ -485,6 +526,7 @@ CELLS = [
     ("predict", "code", PREDICT),
     ("report", "code", REPORT),
     ("download", "code", DOWNLOAD),
+    ("compare", "code", COMPARE),
 ]
 
 

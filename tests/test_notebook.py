@@ -199,15 +199,65 @@ def test_run_and_predict_cells_call_the_cli_with_flags_it_has(tmp_path):
     ]  # fmt: skip
     (plain,) = _commands("run", OUT=tmp_path, STUDIES=["all"], CPU_STUDIES=[])
     assert plain == commands[0][:-1]  # SMOKE is off by default: no --smoke
-    predict = _commands("predict", OUT=tmp_path, ENV={})
+    predict = _commands("predict", OUT=tmp_path, ENV={}, subprocess=_ChildSays("gpu-t4\n"))
     assert predict == [
-        [sys.executable, *run, "--target=here", f"--model={model}", "--batch-size=128",
+        [sys.executable, *run, "--target=gpu-t4", f"--model={model}", "--batch-size=128",
          "--out", out]
         for model in ("mnist_cnn", "lenet5_keras")
     ]  # fmt: skip
     parser = run_cli.build_parser()
     for command in [*commands, plain, *predict]:
         parser.parse_args(command[3:])  # an unknown flag exits 2
+
+
+class _ChildSays:
+    """Stands for `subprocess` in a cell: every child prints `stdout` and exits 0."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout, self.calls = stdout, []
+
+    def run(self, command, **kwargs):
+        self.calls.append(command)
+        return subprocess.CompletedProcess(command, 0, self.stdout, "")
+
+
+def test_the_prediction_is_compiled_for_the_chips_one_device_target_and_compared(tmp_path, capsys):
+    # The child asks JAX for this runtime's chip and the library for its one-device
+    # target (the device the devices study timed); the comparison runs on OUT's records.
+    child = _ChildSays("tpu-v5e-1\n")
+    namespace = {"os": os, "sys": sys, "re": re, "Path": Path, "subprocess": child}
+    exec(cell_source("parameters"), namespace)
+    calls = []
+    namespace.update(OUT=tmp_path, ENV={}, run_live=lambda c, env=None: calls.append(c) or 0)
+    exec(cell_source("predict"), namespace)
+    (asked,) = child.calls
+    assert asked[:2] == [sys.executable, "-c"] and "targets.matching(" in asked[2]
+    assert namespace["HERE"] == "tpu-v5e-1" and len(calls) == 2
+    exec(cell_source("compare"), namespace)
+    assert calls[2][:2] == [sys.executable, "-c"] and calls[2][3] == str(tmp_path)
+    assert "versus_measured_text" in calls[2][2]
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("device", "child", "said"), [
+    ("cpu", "", "skipped, a CPU is no target"),
+    ("gpu", "\n", "skipped, no target is this runtime's chip"),
+])  # fmt: skip
+def test_without_a_target_the_comparison_is_skipped_in_one_line(
+    tmp_path, capsys, device, child, said
+):
+    asked = _ChildSays(child)
+    namespace = {"os": os, "sys": sys, "re": re, "Path": Path, "subprocess": asked}
+    exec(cell_source("parameters"), namespace)
+    calls = []
+    namespace.update(
+        OUT=tmp_path, ENV={}, DEVICE=device, run_live=lambda c, env=None: calls.append(c) or 0
+    )
+    exec(cell_source("predict"), namespace)
+    exec(cell_source("compare"), namespace)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert said in line and calls == []  # nothing compiled, nothing compared
+    assert len(asked.calls) == (device != "cpu")  # a CPU runtime's JAX is not asked
 
 
 def test_the_defaults_run_the_headline_studies_and_all_is_one_parameter_away(tmp_path, monkeypatch):
@@ -412,6 +462,12 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     # every plot the report drew is shown (a plot needs three points along its axis, so a
     # run this small may draw none)
     assert len(outputs(report, "image/png")) == len(list((out / "report").glob("*.png")))
+    # A CPU is no target: the comparison is skipped, said in one line.
+    (predict,) = tagged(notebook, "predict")
+    (said,) = "".join(o.get("text", "") for o in predict.outputs).splitlines()
+    assert said.startswith("predicted against measured: skipped, a CPU is no target")
+    (compare,) = tagged(notebook, "compare")
+    assert compare.outputs == []
 
 
 def test_source_auto_takes_the_newest_upload_never_its_own_results(tmp_path, capsys):

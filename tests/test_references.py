@@ -268,3 +268,76 @@ def test_an_overheads_file_without_the_launch_cost_is_one_line_from_the_fit(
         fit_cli.main([str(REPO / "results" / "records.jsonl")])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "published_overheads.json has no row from" in err, err
+
+
+def _scaling_row() -> dict:
+    """A committed scaling row: NVIDIA's 8-GPU line with the 1-GPU line of its table."""
+    row = next(r for r in references.load() if r.id == "dle-tf1-a100-tf32-x8")
+    return dataclasses.asdict(row)
+
+
+def test_a_scaling_row_gives_its_efficiency_from_its_two_quoted_lines(tmp_path):
+    (loaded,) = _load_one(tmp_path, _scaling_row())
+    assert (loaded.chips, loaded.one_chip_images_per_s) == (8, 909.0)
+    assert loaded.images_per_s_per_chip * 8 == 7000.0  # the quoted total over 8 GPUs
+    assert loaded.scaling_efficiency == pytest.approx(7000 / 8 / 909)
+    # A row without the field is no scaling row: the field may be left out.
+    (plain,) = _load_one(tmp_path, _valid_row())
+    assert plain.one_chip_images_per_s is None and plain.scaling_efficiency is None
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"one_chip_images_per_s": 910.0}, "one_chip_images_per_s 910.0 is not a figure"),
+        ({"images_per_s_per_chip": 876.0}, "images_per_s_per_chip x chips is 7008"),
+        ({"held_out": None}, "a scaling row is held out of every fit"),
+        ({"chips": 1}, "give chips of 2 or more"),
+        ({"batch_per_chip": None}, "give chips of 2 or more, batch_per_chip"),
+    ],
+)
+def test_a_scaling_row_that_its_quote_does_not_bear_out_is_refused(tmp_path, change, said):
+    message = _refused(tmp_path, _scaling_row() | change)
+    assert "'dle-tf1-a100-tf32-x8'" in message and said in message
+
+
+def test_the_committed_scaling_rows_are_resnet50_pairs_of_one_table_each():
+    rows = [r for r in references.load() if r.one_chip_images_per_s is not None]
+    assert len(rows) == 20 and {r.model for r in rows} == {"resnet50"}
+    assert all(r.held_out and "/729963dd47e7c8bd462ad10bfac7a7b0b604e6dd/" in r.source_url
+               for r in rows)  # fmt: skip
+    assert {r.chips for r in rows} == {2, 4, 8}
+    # Predictable: every A100 row (tf32 and bf16 AMP) and the V100's fp32 rows; a V100
+    # has no bf16, so its AMP rows are shown as published only.
+    predictable = [r for r in rows if predictions.unpredictable(r) is None]
+    assert len(predictable) == 14
+
+
+def test_a_scaling_row_is_compiled_on_its_own_chips_and_its_base_on_one():
+    (row,) = [r for r in references.load() if r.id == "dle-pyt-dgxa100-tf32-x8"]
+    many = predictions.reference_workload(row)
+    one = predictions.reference_workload(predictions.one_chip_of(row))
+    assert (many.target, many.batch_size, many.strategy) == ("gpu-a100-80gbx8", 2048, "sharded")
+    assert (one.target, one.batch_size, one.strategy) == ("gpu-a100-80gb", 256, "single")
+    # Any other many-chip row is still priced by its chip's smallest target.
+    (flax,) = [r for r in references.load() if r.id == "flax-v100x8-fp32"]
+    assert predictions.reference_workload(flax).target == "gpu-v100"
+
+
+def test_a_scaling_row_matches_only_a_compile_of_its_own_chip_count():
+    (row,) = [r for r in references.load() if r.id == "dle-tf1-a100-tf32-x8"]
+
+    def compiled(chips: int) -> dict:
+        return {
+            "compiled_not_run": True,
+            "status": "ok",
+            "kernels": [[1, "conv", 1e12, 0, "f32", 0]],
+            "target": {"name": f"gpu-a100x{chips}", "chip": "A100", "chips": chips},
+            "workload": {"model": "resnet50", "precision": "f32", "batch_size": 256 * chips},
+            "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+        }
+
+    one, four, eight = compiled(1), compiled(4), compiled(8)
+    assert predictions.match_reference(row, [one, four, eight]) is eight
+    assert predictions.match_reference(row, [one, four]) is None
+    assert predictions.match_reference(predictions.one_chip_of(row), [eight, one]) is one

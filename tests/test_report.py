@@ -601,3 +601,117 @@ def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_para
     # without a split compile the answer says so instead of quoting a data-parallel one
     none = table[~table.placement.isin(answers.MODEL_SPLITS)]
     assert answers.model_split(none) == ("model parallelism not compiled yet", [])
+
+
+def _scaling_compile(chips: int, collective_bytes: float = 0.0) -> dict:
+    # ResNet-50's step on `chips` A100s at 256 per GPU: one convolution per GPU, and on
+    # many GPUs the gradients' all-reduce.
+    kernels = [[1, "conv", 2e13, 0, "f32", 0]]
+    if collective_bytes:
+        kernels.append([1, "collective", 0, collective_bytes, "f32", collective_bytes])
+    return {
+        "run_id": f"x{chips}",
+        "compiled_not_run": True,
+        "status": "ok",
+        "kernels": kernels,
+        "kernels_source": {"program": "train_step", "steps": 1},
+        "target": {
+            "name": f"gpu-a100x{chips}" if chips > 1 else "gpu-a100",
+            "chip": "A100",
+            "chips": chips,
+            "devices": chips,
+        },
+        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB", "count": chips},
+        "workload": {"model": "resnet50", "precision": "f32", "batch_size": 256 * chips},
+        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+    }
+
+
+def _scaling_reference(**fields):
+    from experiments.predict.references import Reference
+
+    row = dict(id="pair-x8", chip="A100", chips=8, model="resnet50", model_notes="same",
+               image_size=224, precision="tf32", batch_per_chip=256,
+               images_per_s_per_chip=7000 / 8, step_time_s=None, framework="test",
+               source_url="https://example.org", quote="| 1 | 909 |\n| 8 | 7000 |",
+               notes="", held_out="a scaling row", one_chip_images_per_s=909.0)  # fmt: skip
+    row.update(fields)
+    return Reference(**row)
+
+
+def test_a_published_scaling_pair_is_predicted_from_both_programs_with_its_direction():
+    from experiments.predict import shown
+
+    one, many = _scaling_compile(1), _scaling_compile(8, collective_bytes=3e9)
+    rows = figures.scaling_published([_scaling_reference()], [one, many])
+    published, predicted, factor = rows
+    assert (published["kind"], published["value"]) == ("published", pytest.approx(7000 / 8 / 909))
+    assert published["devices"] == 8 and published["flag"].startswith("held out of every fit")
+    # The 8-GPU step is the one-GPU step and its all-reduce: the prediction is the ratio of
+    # the two programs' steps, each as a published figure is predicted.
+    steps = [shown.of(r)["device_step_s"] + shown.host_of(r)["host_s"] for r in (one, many)]
+    assert steps[1] > steps[0]
+    assert predicted["value"] == pytest.approx(steps[0] / steps[1])
+    assert predicted["records"] == "x8 x1"
+    assert factor["value"] == pytest.approx(
+        max(predicted["value"], published["value"]) / min(predicted["value"], published["value"])
+    )
+    want = figures.OPTIMISTIC if predicted["value"] > published["value"] else figures.PESSIMISTIC
+    assert factor["note"] == want
+    # Without the N-GPU program there is the published figure alone.
+    (alone,) = figures.scaling_published([_scaling_reference()], [one])
+    assert alone["kind"] == "published"
+    # A many-chip row that is no pair gives no efficiency.
+    plain = _scaling_reference(one_chip_images_per_s=None, held_out=None)
+    assert figures.scaling_published([plain], [one, many]) == []
+
+
+def test_the_scaling_band_counts_the_pairs_alone_and_says_their_direction():
+    one = _scaling_compile(1)
+    pairs = [
+        _scaling_reference(id="slow", images_per_s_per_chip=727.2, quote="909 5817.6"),
+        _scaling_reference(id="ideal", images_per_s_per_chip=909.0, quote="909 7272"),
+    ]
+    rows = figures.scaling_published(pairs, [one, _scaling_compile(8, collective_bytes=3e9)])
+    factors = [r for r in rows if r["quantity"] == "error_factor"]
+    assert [f["note"] for f in factors] == [figures.OPTIMISTIC, figures.PESSIMISTIC]
+    step = {"model": "resnet50", "device": "A100", "devices": 1, "platform": "gpu"}
+    a = figures.row("step_s", "predicted", 1.0, step, "per-kernel")
+    b = figures.row("step_s", "published", 2.0, step, "published")
+    table = figures.frame([*rows, figures.ratio("error_factor", a, b, "held-out")])
+    (band,) = figures.scaling_band(table)
+    values = sorted(f["value"] for f in factors)
+    assert (band["value"], band["hi"], band["n"]) == (pytest.approx(sum(values) / 2), values[1], 2)
+    assert band["note"].startswith(f"{figures.OPTIMISTIC} in 1 of 2")
+    # The published steps' band does not count the efficiencies (positive control: the
+    # step's own factor is counted).
+    (steps_band,) = figures.published_bands(table)
+    assert steps_band["n"] == 1 and steps_band["value"] == 2.0
+
+
+def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_prediction():
+    measured = _record("on-t4", step=0.004)
+    measured["device"].update(platform="gpu", kind="Tesla T4")
+    measured["host_loop"] = {"loop_step_s": 0.005, "parts": {}}
+    compiled = _record("for-t4", kind="compile", target="gpu-t4")
+    compiled["device"].update(platform="gpu", kind="Tesla T4")
+    compiled.update(compiled_not_run=True, fits=True, memory={"total_bytes": 2**30})
+    compiled["target"] = {"name": "gpu-t4", "chip": "T4", "chips": 1, "devices": 1}
+    compiled["kernels"] = [[40, "fusion", 1e6, 1e6, "f32", 0]]
+    compiled["kernels_source"] = {"program": "train_step", "steps": 1}
+    t = figures.build([measured, compiled], refs=[])
+    pairs = t[(t.quantity == "error_factor") & t.extra.str.endswith(figures.VERSUS_MEASURED)]
+    by_id = t.set_index("id").value
+    got = {r.extra: (by_id[r.numerator], by_id[r.denominator]) for _, r in pairs.iterrows()}
+    predicted = t[t.kind == "predicted"].set_index("quantity").value
+    assert got == {
+        f"device step {figures.VERSUS_MEASURED}": (0.004, predicted["device_step_s"]),
+        f"loop step {figures.VERSUS_MEASURED}": (0.005, predicted["loop_step_s"]),
+    }
+    text = figures.versus_measured_text(t)
+    assert len(text.splitlines()) == 3 and "4.000ms" in text and "5.000ms" in text
+    # Not a published step's factor: the published bands do not count it.
+    assert figures.published_bands(t) == []
+    # A step measured on a CPU has no target to compare with (positive control above).
+    on_cpu = figures.build([_record("cpu-run")], refs=[])
+    assert figures.versus_measured_text(on_cpu).startswith("no step measured here")

@@ -49,7 +49,10 @@ def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
     from experiments.harness.isolated import InChild
 
     wanted = []
-    for ref in references.load():
+    scaling_bases = [
+        predictions.one_chip_of(r) for r in references.load() if predictions.compiled_chips(r)
+    ]
+    for ref in [*references.load(), *scaling_bases]:
         workload = predictions.reference_workload(ref)
         if workload is None or predictions.unpredictable(ref) is not None:
             continue

@@ -41,6 +41,9 @@ CHIPS_NOT_IN_TABLE = frozenset({"x86 CPU"})
 # A row giving both a step time and a throughput must agree with its batch this closely:
 # published figures are rounded (Keras prints "2s/step"), a typo is not.
 _CONSISTENCY = 0.02
+# A scaling row's per-chip figure is the quoted total over its chips, so its product with
+# the chips gives the quoted total back, but for a float's last digits.
+_SCALING_ROUNDING = 1e-9
 
 # Beyond any published count or rate, and where a float's arithmetic would overflow.
 _LIMIT = 2**63
@@ -73,6 +76,17 @@ class Reference:
     # Why the fit must not use it (predicted and shown, never fitted), or None: a
     # measure of more than the step (an input pipeline, a whole run's wall time).
     held_out: str | None
+    # A scaling row's (chips > 1): images/s of one chip of the same system, table and
+    # batch per chip, quoted beside the N-chip line, so that the published data-parallel
+    # efficiency is images_per_s_per_chip / one_chip_images_per_s. Absent elsewhere.
+    one_chip_images_per_s: float | None = None
+
+    @property
+    def scaling_efficiency(self) -> float | None:
+        """The published weak-scaling efficiency (1 is ideal), on a scaling row."""
+        if self.one_chip_images_per_s is None or self.images_per_s_per_chip is None:
+            return None
+        return self.images_per_s_per_chip / self.one_chip_images_per_s
 
 
 @dataclass(frozen=True)
@@ -270,10 +284,13 @@ def _parsed(cls: type[Row], raw: Any, index: int, file: str) -> Row:
     unknown = sorted(set(raw) - set(names))
     if unknown:
         raise DataError(f"{where}: unknown field(s) {', '.join(unknown)}; fields: {names}")
-    missing = [name for name in names if name not in raw]
+    optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    missing = [name for name in names if name not in raw and name not in optional]
     if missing:
         raise DataError(f"{where}: missing field(s) {', '.join(missing)}")
-    values = {name: _value(raw[name], hints[name], f"{where}: {name}") for name in names}
+    values = {
+        name: _value(raw[name], hints[name], f"{where}: {name}") for name in names if name in raw
+    }
     return cls(**values)
 
 
@@ -326,6 +343,36 @@ def _check_reference(row: Reference, file: str) -> None:
                 f"{where}: images_per_s_per_chip x step_time_s is {implied:.2f} x "
                 f"batch_per_chip; the three must agree"
             )
+    if row.one_chip_images_per_s is not None:
+        _check_scaling(row, where)
+
+
+def _check_scaling(row: Reference, where: str) -> None:
+    """A scaling row: N chips at a known batch, held out (its efficiency is what it
+    tests, never fitted), and both throughputs figures of its quote (the N-chip one as
+    the quoted total, images_per_s_per_chip x chips, to the quote's rounding)."""
+    if row.chips < 2 or row.batch_per_chip is None or row.images_per_s_per_chip is None:
+        raise DataError(
+            f"{where}: a row with one_chip_images_per_s is a scaling row: give chips of 2 or "
+            "more, batch_per_chip and images_per_s_per_chip"
+        )
+    if row.held_out is None:
+        raise DataError(
+            f"{where}: a scaling row is held out of every fit (its efficiency is predicted "
+            "out of sample): say why in held_out"
+        )
+    quoted = [float(n) for n in _NUMBER.findall(row.quote)]
+    if row.one_chip_images_per_s not in quoted:
+        raise DataError(
+            f"{where}: one_chip_images_per_s {row.one_chip_images_per_s!r} is not a figure of "
+            "its quote; quote the one-chip line beside the N-chip one"
+        )
+    total = row.images_per_s_per_chip * row.chips
+    if not any(abs(q - total) <= _SCALING_ROUNDING * q for q in quoted):
+        raise DataError(
+            f"{where}: images_per_s_per_chip x chips is {total:g}, no figure of its quote; "
+            "give the quoted N-chip total over chips"
+        )
 
 
 def _check_unique(ids: list[str], file: str) -> None:

@@ -208,10 +208,12 @@ PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16
 
 def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest compile-only record with kernels of `ref`'s chip, model, precision and
-    batch per chip (on a one-chip target where one exists), or None."""
+    batch per chip (on a one-chip target where one exists; a scaling row's on a target of
+    its own chips, `compiled_chips`), or None."""
     if unpredictable(ref) is not None:
         return None
     precision = PRECISIONS[ref.precision]
+    chips = compiled_chips(ref)
     found = []
     for r in loaded:
         t = r.get("target") or {}
@@ -219,6 +221,8 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
         if not (r.get("compiled_not_run") and r.get("kernels") and r["status"] in ("ok", "oom")):
             continue
         if t.get("chip") != ref.chip or w["model"] != ref.model or w["precision"] != precision:
+            continue
+        if chips is not None and t.get("chips") != chips:
             continue
         if w["batch_size"] != ref.batch_per_chip * t["chips"]:
             continue
@@ -230,6 +234,28 @@ def _when(record: dict[str, Any]) -> datetime:
     """When `record` was made, for picking the newest: a record without a time it can
     be trusted for (records.recorded_at: none, or in the future) comes first."""
     return recorded_at(record) or datetime.min.replace(tzinfo=timezone.utc)
+
+
+def compiled_chips(ref: Any) -> int | None:
+    """How many chips the program a reference is predicted from spans: a scaling row's
+    own (its efficiency is the N-chip step against the one-chip step, collectives
+    included), None for any other row (the smallest target of its chip: the fitted
+    many-chip rows are priced by the one-chip program they were fitted with)."""
+    return ref.chips if getattr(ref, "one_chip_images_per_s", None) is not None else None
+
+
+def one_chip_of(ref: Any) -> Any:
+    """A scaling row's one-chip side as a reference of its own: the same system, table
+    and batch per chip on one chip (what its predicted efficiency is divided by)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        ref,
+        id=f"{ref.id}-one-chip",
+        chips=1,
+        images_per_s_per_chip=ref.one_chip_images_per_s,
+        one_chip_images_per_s=None,
+    )
 
 
 def unpredictable(ref: Any) -> str | None:
@@ -257,8 +283,9 @@ def reference_workload(ref: Any) -> Any:
     from experiments.records.workload import Workload
     from jaxcnn import targets
 
+    chips = compiled_chips(ref)
     target = min(
-        (t for t in targets.TARGETS.values() if t.chip == ref.chip),
+        (t for t in targets.TARGETS.values() if t.chip == ref.chip and chips in (None, t.chips)),
         key=lambda t: t.chips,
         default=None,
     )

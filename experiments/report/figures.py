@@ -873,6 +873,104 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
     return out
 
 
+# The published efficiencies' comparison rows say this in `extra`, so that no band of
+# published steps counts them (published_bands) and the efficiency band finds them.
+SCALING_VERSUS = "scaling efficiency vs published"
+OPTIMISTIC, PESSIMISTIC = "predicted more efficient", "predicted less efficient"
+
+
+def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Each published 1-vs-N-chip pair (a reference with `one_chip_images_per_s`): its
+    data-parallel efficiency as published, the efficiency predicted from the N-chip
+    program's step against the one-chip program's at the same batch per chip (each as the
+    published comparison prices it: device step, round trip and batch copy), and their
+    factor max(p/a, a/p) with its direction. Every scaling row is held out of every fit;
+    the one-chip sides of the DeepLearningExamples rows are fitted as one-chip steps,
+    never as an efficiency, so the efficiency is out of sample."""
+    out = []
+    loaded = [r for r in records if is_compiled(r)]
+    for ref in refs:
+        if ref.scaling_efficiency is None:
+            continue
+        w = {
+            "model": ref.model,
+            "dataset": "-",
+            "batch": ref.batch_per_chip,
+            "precision": ref.precision,
+            "formulation": "-",
+            "loop": "-",
+            "placement": "data-parallel",
+            "framework": ref.framework,
+            "platform": _platform_of_chip(ref.chip),
+            "device": ref.chip,
+            "devices": ref.chips,
+            "extra": ref.id,
+        }
+        pub = row(
+            "scaling_efficiency",
+            "published",
+            ref.scaling_efficiency,
+            w,
+            "published",
+            source=ref.source_url,
+            note=ref.quote,
+            flag=f"held out of every fit: {ref.held_out}",
+        )
+        out.append(pub)
+        many, one = predictions.versus_published(loaded, [ref, predictions.one_chip_of(ref)])
+        if not (many.get("predicted") and one.get("predicted")):
+            continue
+        pred = row(
+            "scaling_efficiency",
+            "predicted",
+            many["predicted"] / one["predicted"],
+            {**w, "framework": "jaxcnn"},
+            "per-kernel",
+            [many["record"], one["record"]],
+            note=f"the {ref.chips}-chip program's step against the one-chip program's",
+        )
+        out.append(pred)
+        direction = OPTIMISTIC if pred["value"] > pub["value"] else PESSIMISTIC
+        out.append(
+            ratio(
+                "error_factor",
+                pred,
+                pub,
+                "held-out",
+                extra=f"{ref.id} {SCALING_VERSUS}",
+                note=direction,
+            )
+        )
+    return out
+
+
+def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The predicted data-parallel efficiency against the published, per platform: the
+    median and worst factor over the published pairs, how many, and how many were
+    predicted more efficient than they ran."""
+    out = []
+    e = table[(table.quantity == "error_factor") & table.extra.str.endswith(SCALING_VERSUS)]
+    for platform, g in e.groupby("platform"):
+        optimistic = int((g.note == OPTIMISTIC).sum())
+        w = {"platform": platform, "device": platform, "model": "large programs"}
+        out.append(
+            row(
+                "band",
+                "published",
+                statistics.median(g.value),
+                w,
+                "held-out",
+                lo=1.0,
+                hi=g.value.max(),
+                spread="median, worst",
+                n=len(g),
+                extra="scaling efficiency against published",
+                note=f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs",
+            )
+        )
+    return out
+
+
 def _platform_of_chip(chip: str) -> str:
     return "tpu" if chip.startswith("TPU") else ("cpu" if "CPU" in chip else "gpu")
 
@@ -1130,6 +1228,66 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+# What a measured step is compared with: (the measured row's extra, the predicted
+# quantity). A one-device step timed alone against the device step, jaxcnn's own loop
+# against the loop step.
+MEASURED_AGAINST = (("-", "device_step_s"), ("jaxcnn's loop", "loop_step_s"))
+VERSUS_MEASURED = "vs measured on its chip"
+
+
+def measured_versus_predicted(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each step measured on one accelerator device (a notebook's GPU or TPU) against the
+    prediction of the same step (model, batch, precision, placement) compiled for that
+    chip's one-device target: the device step against the step timed alone, the loop
+    step against jaxcnn's own loop; the factor max(p/a, a/p), which side is the faster."""
+    from jaxcnn import targets
+
+    one_device = {t.chip: t.name for t in targets.TARGETS.values() if t.devices == 1}
+    same = ["model", "batch", "precision", "placement"]
+    out = []
+    measured = table[
+        (table.quantity == "step_s")
+        & (table.kind == "measured")
+        & (table.platform != "cpu")
+        & (table.devices == 1)
+    ]
+    predicted = table[table.kind == "predicted"]
+    for extra, quantity in MEASURED_AGAINST:
+        for _, m in measured[measured.extra == extra].iterrows():
+            target = one_device.get(m.device)
+            p = predicted[(predicted.quantity == quantity) & (predicted.device == target)]
+            p = p[(p[same] == m[same]).all(axis=1)]
+            if len(p) == 1:
+                what = quantity.removesuffix("_s").replace("_", " ")
+                out.append(
+                    ratio(
+                        "error_factor",
+                        p.iloc[0].to_dict(),
+                        m.to_dict(),
+                        "held-out",
+                        extra=f"{what} {VERSUS_MEASURED}",
+                    )
+                )
+    return out
+
+
+def versus_measured_text(table: pd.DataFrame) -> str:
+    """The measured-against-predicted rows as a small table, one line each, or the one
+    line that says there are none."""
+    e = table[(table.quantity == "error_factor") & table.extra.str.endswith(VERSUS_MEASURED)]
+    if e.empty:
+        return "no step measured here has a prediction compiled for its chip to compare with"
+    by_id = table.set_index("id").value
+    lines = [f"{'step':<34} {'device':<10} {'measured':>10} {'predicted':>10} {'factor':>7}  note"]
+    for _, r in e.iterrows():
+        step = f"{r.model} b{r.batch} {r.precision}, {r.extra.split(' vs ')[0]}"
+        lines.append(
+            f"{step:<34} {r.device:<10} {by_id[r.numerator] * 1e3:>8.3f}ms "
+            f"{by_id[r.denominator] * 1e3:>8.3f}ms {r.value:>6.2f}x  {r.note}"
+        )
+    return "\n".join(lines)
+
+
 SMALL_MODELS = ("mnist_cnn", "mlp", "lenet5", "lenet5_keras", "catsdogs_cnn")
 
 
@@ -1138,7 +1296,11 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
     prediction of it (every such row held out of the fit where it is a small program):
     median and worst, and how many predictions were the faster."""
     out = []
-    e = table[table.quantity == "error_factor"]
+    e = table[
+        (table.quantity == "error_factor")
+        & ~table.extra.str.endswith(SCALING_VERSUS)
+        & ~table.extra.str.endswith(VERSUS_MEASURED)
+    ]
     for (platform, small), g in e.groupby([e.platform, e.model.isin(SMALL_MODELS)]):
         faster = int((g.note == "predicted faster").sum())
         w = {"platform": platform, "device": platform, "devices": 1,
@@ -1211,6 +1373,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *compiled_rows(records),
         *predicted_rows(records, bands),
         *published_rows(refs, records),
+        *scaling_published(refs, records),
         *band_rows(bands),
     ]
     rows += seed_rows()
@@ -1219,6 +1382,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     table = frame(rows)
     for derive in (
         published_bands,
+        scaling_band,
+        measured_versus_predicted,
         cpu_speedups,
         ensemble_speedups,
         formulation_speedups,

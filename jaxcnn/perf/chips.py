@@ -435,6 +435,9 @@ TARGETS: dict[str, Target] = {
         *_gpus("T4", "t4.txtpb", (2, 4), "gpu-t4"),
         *_gpus("V100 SXM2", "v100.txtpb", (2, 4, 8), "gpu-v100"),
         *_gpus("A100", "a100.txtpb", (2, 4, 8), "gpu-a100"),
+        # DGX A100's 80 GB cards: what NVIDIA's published 1-vs-4 and 1-vs-8 GPU ResNet-50
+        # rows ran on (experiments/predict/published_references.json, the scaling rows).
+        *_gpus("A100 80GB", "a100_80gb.txtpb", (4, 8), "gpu-a100-80gb"),
         *_gpus("H100 SXM", "h100.txtpb", (2, 4, 8), "gpu-h100"),
     )
 }
