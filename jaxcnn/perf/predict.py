@@ -35,6 +35,7 @@ from typing import Any
 
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import price
+from jaxcnn.perf import runtime as runtime_lib
 from jaxcnn.perf.hlo import Kernel
 from jaxcnn.perf.rates import Rates
 
@@ -75,6 +76,7 @@ class Prediction:
     regime: str  # one of REGIMES
     band: dict[str, Any] | None  # error_band's; None: unvalidated
     loop: dict[str, Any] | None = None  # None: no host side known
+    formulation: str | None = None  # the program's (jaxcnn.formulation), where known
 
     @property
     def loop_step_s(self) -> float | None:
@@ -95,6 +97,7 @@ class Prediction:
             **self.parts,
             **(self.loop or {}),
             "kernels": self.kernels,
+            "formulation": self.formulation,
             "rates_source": self.rates_source,
             "regime": self.regime,
             "error_band": self.band,
@@ -111,6 +114,9 @@ def predict(
     devices: int = 1,
     chip: str | None = None,
     host: Mapping[str, Any] | None = None,
+    launches: Mapping[str, int] | None = None,
+    copies: int = 1,
+    formulation: str | None = None,
     table: Mapping[str, Any] | None = None,
 ) -> Prediction | None:
     """One step on one device: `ks` are the kernels of a program of `steps` steps (a
@@ -119,8 +125,12 @@ def predict(
     the platform has no constants. `batch_size` is the step's global batch, `devices`
     the devices it is split over (the kernels are one device's), `chip` what it runs on
     (the chip table's name; a CPU's machine), `host` the host side
-    (jaxcnn.perf.host.host_side; None: no loop step). Its band (`error_band`) is the one
-    measured on programs of the same regime by the split its claim needs."""
+    (jaxcnn.perf.host.host_side; None: no loop step), with the runtime's host side
+    (jaxcnn.perf.runtime.host_side) of a program launched as `launches`
+    (jaxcnn.perf.runtime.launches of `ks` in program order; None: not known) and
+    `copies` host-to-device copies per step; `formulation` names the program's. Its band
+    (`error_band`) is the one measured on programs of the same regime by the split its
+    claim needs."""
     table = table or constants()
     try:
         family = family_constants(platform, table)
@@ -141,7 +151,14 @@ def predict(
         rates_source=rates.source,
         regime=kind,
         band=error_band(family, kind, chip),
-        loop=host_lib.loops(device_step, host, platform) if host is not None else None,
+        loop=(
+            host_lib.loops(
+                device_step, host, platform, runtime_lib.host_side(platform, launches, copies)
+            )
+            if host is not None
+            else None
+        ),
+        formulation=formulation,
     )
 
 
