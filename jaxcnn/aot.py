@@ -31,12 +31,14 @@ import numpy as np
 import optax
 
 from jaxcnn import flops as flops_lib
+from jaxcnn import formulation as formulation_lib
 from jaxcnn import parallel, targets, train
 from jaxcnn.errors import UsageError, check_choice, check_count, check_names, described
 from jaxcnn.perf import hlo
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import predict as predict_lib
 from jaxcnn.perf import rates as rates_lib
+from jaxcnn.perf import runtime as runtime_lib
 
 # The programs a placement compiles: its train step, its eval step, and its whole-epoch
 # loop (jaxcnn.epochs), the last compiled for EPOCH_STEPS steps of its scan.
@@ -376,6 +378,7 @@ def compile_for(
     found = check(target, placement, batch_size)
     if placement in parallel.MODEL_STRATEGIES:  # what the rule splits: known from shapes
         parallel.check_split(checked_state.params, parallel.mesh_axes(placement, found.devices)[1])
+    checked_state, formulation = _formulated(checked_state, found.platform)
     flops = _traced_flops(step, checked_state, checked_batch)  # before the compiler starts
     devices = list(targets.abstract_devices(found))
     usable = targets.describe(found)["usable_bytes_per_device"]
@@ -432,10 +435,77 @@ def compile_for(
         memory=needs,
         fits=fits if known else None,
         xla_flops_per_device=flops_lib.xla_flops(train_step),
-        prediction=_predicted(ks, checked_batch, devices, found, placement),
+        prediction=_predicted(ks, checked_batch, devices, found, placement, formulation),
         kernels=tuple(ks),
         **common,
     )
+
+
+def _formulated(state: Any, platform: str) -> tuple[Any, str | None]:
+    """`state` with its model formulated for `platform` where the model left the choice
+    to where it is compiled (jaxcnn.formulation.AUTO: a registry model's default), and
+    the formulation's name (None where the model is not one of jaxcnn's layers')."""
+    module = getattr(state.apply_fn, "__self__", None)
+    chosen = getattr(module, "formulation", None)
+    if not isinstance(chosen, formulation_lib.Formulation):
+        return state, None
+    placed = formulation_lib.for_target(chosen, platform)
+    if placed is chosen:
+        return state, chosen.name
+    return state.replace(apply_fn=module.clone(formulation=placed).apply), placed.name
+
+
+def predicted(
+    ks: Sequence[hlo.Kernel],
+    *,
+    target: targets.Target,
+    devices: int,
+    batch_size: int,
+    batch_bytes: int,
+    copies: int,
+    placement: str = "single",
+    dispatches: int = 1,
+    formulation: str | None = None,
+    table: Mapping[str, Any] | None = None,
+) -> predict_lib.Prediction | None:
+    """The per-kernel model's prediction of one step of the program `ks` (kernels in
+    program order) on one of `devices` devices of `target` at its chip's vendor rates,
+    with the loop step of jaxcnn's step loop around it: the loop's host parts modelled
+    for a global batch of `batch_bytes` in `copies` arrays handed over in `dispatches`
+    jitted calls per step (jaxcnn.host_loop.modelled_parts), one device's share of the
+    batch over the chip's host link, and the runtime's host side of launching `ks`
+    (jaxcnn.perf.runtime). The kernels are priced in their summary form (a record's
+    `kernels`), so a record of the same program is priced to the same bit. None where a
+    kernel cannot be priced."""
+    from jaxcnn import host_loop
+
+    table = table or predict_lib.constants()
+    chip_rates = rates_lib.of_target(target)
+    devices = parallel.mesh_axes(placement, devices)[0]  # a model placement: all on each
+    host = host_lib.host_side(
+        measured=None,
+        dispatch_s=host_lib.measured_dispatch(placement, table),
+        batch_bytes=batch_bytes // devices,
+        host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
+        platform=target.platform,
+        modelled=host_loop.modelled_parts(batch_bytes, dispatches, table),
+    )
+    try:
+        return predict_lib.predict(
+            hlo.from_summary(hlo.summarize(ks)),
+            chip_rates,
+            target.platform,
+            batch_size,
+            devices=devices,
+            chip=target.chip,
+            host=host,
+            launches=runtime_lib.launches(ks, target.platform),
+            copies=copies,
+            formulation=formulation,
+            table=table,
+        )
+    except ValueError:
+        return None
 
 
 def _predicted(
@@ -444,31 +514,18 @@ def _predicted(
     devices: Sequence[jax.Device],
     target: targets.Target,
     placement: str,
+    formulation: str | None,
 ) -> predict_lib.Prediction | None:
-    """The per-kernel model's prediction of one step on one of `devices` at its chip's
-    vendor rates, with the host's side of a step loop (one device's share of `batch`
-    over the chip's host link; the loop's host parts, which depend on the caller's own
-    loop and data, left out and named); None where a kernel cannot be priced."""
-    chip_rates = rates_lib.of_target(target)
+    """`predicted` for a step of `batch` (its arrays' bytes and count) in jaxcnn's own
+    step loop (one jitted call per step)."""
     nbytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in batch.values())
-    rows = next(iter(batch.values())).shape[0]
-    shares = parallel.mesh_axes(placement, len(devices))[0]  # model: every device all of it
-    host = host_lib.host_side(
-        measured=None,  # a library caller's loop, model and data: not measured here
-        dispatch_s=host_lib.measured_dispatch(placement, predict_lib.constants()),
-        batch_bytes=nbytes // shares,
-        host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
-        platform=target.platform,
+    return predicted(
+        ks,
+        target=target,
+        devices=len(devices),
+        batch_size=next(iter(batch.values())).shape[0],
+        batch_bytes=nbytes,
+        copies=len(batch),
+        placement=placement,
+        formulation=formulation,
     )
-    try:
-        return predict_lib.predict(
-            ks,
-            chip_rates,
-            devices[0].platform,
-            rows,
-            devices=shares,
-            chip=target.chip,
-            host=host,
-        )
-    except ValueError:
-        return None

@@ -21,7 +21,11 @@ f32 rounding; the tests check forward and gradients against each other):
   dtypes get XLA's convolution.
 
 Nothing here looks at the platform except `for_platform`, and the model and step
-code never do: `models.get` passes the choice in, and every record names it.
+code never do: `models.get` passes the choice in, and every record names it. A model
+built with `auto` (models.get's default) holds AUTO, the platform's choice made where
+its program is made: the default backend's when it is traced for the devices at hand,
+the target's when jaxcnn.aot.compile_for compiles it for a target (`for_target`), so a
+registry model compiled for a GPU is the program a GPU runs.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ FORMULATIONS = {
     "cpu": Formulation("cpu", "patches", "slices"),
     "onednn": Formulation("onednn", "onednn", "slices"),
 }
+# The platform's choice, made when the program is made (`resolve`).
+AUTO = Formulation("auto", "auto", "auto")
 # The platform default: a platform not named here gets XLA's own convolutions.
 PLATFORM_DEFAULTS = {"cpu": "cpu"}
 NAMES = ("auto", *FORMULATIONS)
@@ -70,7 +76,10 @@ def for_platform(platform: str) -> Formulation:
 
 
 def resolve(name: str | Formulation | None, platform: str | None = None) -> Formulation:
-    """`auto`/None: the platform's default (the default backend's if `platform` is None)."""
+    """`auto`/None/AUTO: the platform's default (the default backend's if `platform` is
+    None)."""
+    if name == AUTO:
+        name = "auto"
     if isinstance(name, Formulation):
         return name
     if name in (None, "auto"):
@@ -165,8 +174,21 @@ def patches_conv(
     return out.reshape(batch, out_h, out_w, cout)
 
 
+def for_model(name: str | Formulation | None) -> Formulation:
+    """What `models.get` builds a model with: AUTO for `auto`/None (the choice left to
+    where the program is made), else the named formulation."""
+    return AUTO if name in (None, "auto", AUTO) else resolve(name)
+
+
+def for_target(formulation: Formulation, platform: str) -> Formulation:
+    """The formulation a model holding `formulation` is compiled with for a target of
+    `platform`: AUTO becomes that platform's; a named one stays."""
+    return resolve(formulation, platform) if formulation == AUTO else formulation
+
+
 def conv_function(formulation: Formulation):
     """What `flax.linen.Conv(conv_general_dilated=...)` should call."""
+    formulation = resolve(formulation)
     if formulation.conv == "patches":
         return patches_conv
     if formulation.conv == "onednn":
@@ -264,6 +286,7 @@ def pool(
     x: jax.Array, kind: str, window: int, stride: int, padding: str, formulation: Formulation
 ) -> jax.Array:
     """A max/avg pool computed the way `formulation` says."""
+    formulation = resolve(formulation)
     if formulation.pool == "slices":
         return sliced_pool(x, kind, window, stride, padding)
     return _flax_pool(x, kind, window, stride, padding)

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
 
 from jaxcnn.errors import UsageError
+from jaxcnn.perf import host as host_lib
 from jaxcnn.perf.host import PARTS, WAIT
 
 
@@ -109,3 +111,45 @@ def recording() -> Iterator[Recorder]:
         yield recorder_
     finally:
         _recording.reset(token)
+
+
+# --- The loop's host parts for a batch not measured -------------------------------------
+
+
+def batch_bytes(model: str, overrides: Mapping[str, Any], batch_size: int) -> int:
+    """The bytes of a global batch of registry model `model` as jaxcnn.data.batches
+    yields it: uint8 images, int32 labels, the float32 mask."""
+    from jaxcnn import models
+
+    return batch_size * (math.prod(models.input_shape(model, **overrides)) + 4 + 4)
+
+
+def modelled_parts(
+    nbytes: int, dispatches: int = 1, table: Mapping[str, Any] | None = None
+) -> dict[str, float | None]:
+    """The host parts per step (PARTS) jaxcnn's step loop is predicted to take for a batch
+    of `nbytes` handed over in `dispatches` jitted calls per step: a model
+    (jaxcnn.perf.host.modelled_parts) of the training loops this project measured (the
+    constants file's `host.loop`, those `like_training`), each at the bytes of its own
+    batch."""
+    from jaxcnn.perf import predict
+
+    loops = ((table or predict.constants()).get("host") or {}).get("loop") or {}
+    samples = []
+    for key, measured in sorted(loops.items()):
+        if not host_lib.like_training(measured):
+            continue
+        model, written, size = host_lib.parse_host_loop_key(key)
+        overrides = {name: _value(text) for name, text in written.items()}
+        samples.append((batch_bytes(model, overrides, size), host_lib.per_step(measured)))
+    return host_lib.modelled_parts(samples, nbytes, dispatches)
+
+
+def _value(text: str) -> Any:
+    """An override's value as `host_loop_key` wrote it."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

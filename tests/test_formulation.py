@@ -168,7 +168,12 @@ def test_the_platform_chooses_in_one_place():
     assert formulation.resolve("auto", "tpu") is XLA
     assert formulation.resolve(None, "cpu") is CPU
     assert formulation.resolve("xla", "cpu") is XLA
-    assert models.get("mnist_cnn").formulation is CPU  # the tests' default backend is cpu
+    # A registry model leaves the choice to where its program is made: traced here (the
+    # tests' default backend is cpu), AUTO is the CPU's; compiled for a target, its own.
+    assert models.get("mnist_cnn").formulation == formulation.AUTO
+    assert formulation.resolve(formulation.AUTO) is CPU
+    assert formulation.for_target(formulation.AUTO, "gpu") is XLA
+    assert formulation.for_target(CPU, "gpu") is CPU  # a named choice stays
     assert models.get("mnist_cnn", formulation="xla").formulation is XLA
 
 

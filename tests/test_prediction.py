@@ -27,6 +27,7 @@ from jaxcnn.perf import fit as fit_lib
 from jaxcnn.perf import hlo, predict, price
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import rates as rates_lib
+from jaxcnn.perf import runtime as runtime_lib
 from jaxcnn.perf.hlo import Kernel
 
 
@@ -608,11 +609,24 @@ def test_a_host_part_without_a_figure_is_left_out_and_named():
     kernels = [_gemm(flops=0, nbytes=1555e9 * 1e-3)]  # 1.25 ms at 0.8 of the bandwidth
     unknown = _host(measured=None, host_link_bytes_per_s=None)
     block = _predicted(kernels, rates, "gpu", 64, host=unknown, table=TABLE)
-    assert block["loop_left_out"] == [*host_lib.PARTS, host_lib.TRANSFER]
-    assert block["loop_step_s"] == pytest.approx(block["device_step_s"])  # nothing added
-    # The control: measured parts and a published link leave nothing out.
-    known = _predicted(kernels, rates, "gpu", 64, host=_host(), table=TABLE)
-    assert known["loop_left_out"] == [] and known["loop_step_s"] > known["device_step_s"]
+    # The runtime's host side: no GPU client dispatch is published, and a program whose
+    # kernels' order is not known cannot be told into CUDA graphs.
+    runtime_missing = [
+        "runtime_dispatch: no published GPU client dispatch measured alone",
+        "kernel_launches, graph_launches: the kernels' order is not known",
+    ]
+    assert block["loop_left_out"] == [*host_lib.PARTS, host_lib.TRANSFER, *runtime_missing]
+    # The host's one known part, the batch's one copy's latency, hides under the kernels
+    # but for the one step in 50 that syncs.
+    latency = block["loop_parts"]["copy_latency"]
+    assert latency == runtime_lib.used("gpu", "copy_latency").seconds
+    assert block["loop_step_s"] == pytest.approx(block["device_step_s"] + latency / 50)
+    # The control: measured parts, a published link and the launches known leave out
+    # only what no source publishes.
+    counts = {"kernels": 1, "outside_graphs": 1, "graphs": 0, "graph_nodes": 0}
+    known = _predicted(kernels, rates, "gpu", 64, host=_host(), launches=counts, table=TABLE)
+    assert known["loop_left_out"] == runtime_missing[:1]
+    assert known["loop_step_s"] > known["device_step_s"]
 
 
 @pytest.mark.parametrize("platform", ["gpu", "tpu", "cpu"])
@@ -720,16 +734,27 @@ def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_bat
     assert len(fit_predictions.host_constants([*loaded, wide])["loop"]) == 3
 
 
-def test_a_compile_record_takes_the_host_loop_measured_here_and_a_run_its_own():
+def test_a_compile_record_takes_the_host_loop_modelled_from_those_measured_here():
     from experiments.predict import shown as predictions_lib
+    from jaxcnn import host_loop
 
-    key = host_lib.host_loop_key(_compile_record(256)["workload"])
-    table = {**TABLE, "host": {"loop": {key: HOST_LOOP}}}
+    small = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "put": {"median": 50e-6, "n": 20}}}
+    loops = {"mlp, batch 32": small, "mlp, batch 128": HOST_LOOP}
+    table = {**TABLE, "host": {"loop": loops}}
     found = predictions_lib.host_of(_compile_record(256), table)
-    assert found["parts"] == host_lib.per_step(HOST_LOOP, found["steps_per_epoch"])
-    # No run measured this model at batch 128: its host parts have no figure.
-    assert set(predictions_lib.host_of(_compile_record(128), table)["parts"].values()) == {None}
-    # A record that measured its own host's loop is priced with it, not the table's.
+    assert found["parts_basis"] == "modelled"
+    # The put grows on the line through its two measured batches (50 us at 32 rows of
+    # MNIST, 100 us at 128); the dispatch and the rest are their medians.
+    at = {rows: host_loop.batch_bytes("mlp", {}, rows) for rows in (32, 128)}
+    resnet = host_loop.batch_bytes("resnet50", {}, 256)
+    slope = 50e-6 / (at[128] - at[32])
+    assert found["parts"]["put"] == pytest.approx(100e-6 + slope * (resnet - at[128]))
+    assert found["parts"]["dispatch"] == pytest.approx(80e-6)
+    assert found["parts"] == host_loop.modelled_parts(resnet, 1, table)
+    # Nothing measured here: no figure, and the loop step names each part.
+    bare = predictions_lib.host_of(_compile_record(128), {**TABLE, "host": {}})
+    assert set(bare["parts"].values()) == {None}
+    # A record that measured its own host's loop is priced with it, not the model's.
     own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
     mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
     assert mine["parts"]["batch"] == 1.0

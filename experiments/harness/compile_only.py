@@ -33,7 +33,7 @@ from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import flops as flops_lib
 from jaxcnn.errors import JaxcnnError, UsageError
-from jaxcnn.perf import hlo, predict
+from jaxcnn.perf import hlo, predict, runtime
 from jaxcnn.perf import rates as rates_lib
 
 PROGRAMS = aot.PROGRAMS
@@ -243,7 +243,11 @@ def _compiled(
             result.flops, forward, workload.batch_size, xla_flops, len(devices)
         ),
         kernels=hlo.summarize(result.kernels),
-        kernels_source={"program": "train_step", "steps": 1},
+        kernels_source={
+            "program": "train_step",
+            "steps": 1,
+            "launches": runtime.launches(result.kernels, target.platform),
+        },
         prediction=None if result.prediction is None else result.prediction.as_record(),
         prediction_bound=roofline_bound(
             target, workload.compute_dtype, workload.batch_size, compiler

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from jaxcnn.perf.rates import Rates
 
 Record = dict[str, Any]
+# The arrays of a batch as jaxcnn.data.batches yields it (jaxcnn.aot.BATCH_KEYS), each
+# one host-to-device copy per step.
+BATCH_KEYS = ("image", "label", "mask")
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
 
 
@@ -98,17 +101,15 @@ def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
 def batch_bytes(record: Record) -> int | None:
     """The bytes of one device's share of a step's batch as jaxcnn.data.batches gives it
     (uint8 images, int32 labels, an f32 mask), or None for a model this jaxcnn lacks."""
-    import math
-
-    from jaxcnn import models
+    from jaxcnn import host_loop
+    from jaxcnn.errors import UsageError
 
     w = record["workload"]
-    try:
-        shape = models.input_shape(w["model"], **(w.get("model_overrides") or {}))
-    except (KeyError, TypeError, ValueError):
-        return None
     rows = w["batch_size"] // max(1, record["device"].get("count") or 1)
-    return rows * (math.prod(shape) + 4 + 4)
+    try:
+        return host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, rows)
+    except (KeyError, TypeError, ValueError, UsageError):
+        return None
 
 
 def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -118,7 +119,11 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
     them for its model and batch (the constants file's `host.loop`); its batch over its
     chip's host link; one call's round trip, the record's own `dispatch_s` where it has
     one, else what this project's runs measured for its placement; its epoch's steps
-    where its dataset's size is known. None where the batch's size is unknown."""
+    where its dataset's size is known. A record whose host measured no loop (a
+    compile-only record) gets the loop's parts modelled from those measured here for its
+    batch's bytes (jaxcnn.host_loop.modelled_parts), as jaxcnn.compile_for predicts them.
+    None where the batch's size is unknown."""
+    from jaxcnn import host_loop
     from jaxcnn.perf import host as host_lib
 
     table = table or constants_table()
@@ -127,9 +132,11 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
         return None
     w = record["workload"]
     own = (record.get("dispatch_s") or {}).get("median")
-    measured = record.get("host_loop") or host_lib.measured_host_loop(w, table)
+    measured = record.get("host_loop")
+    whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
     return host_lib.host_side(
         measured=measured,
+        modelled=None if measured else host_loop.modelled_parts(whole, 1, table),
         dispatch_s=own
         if own is not None
         else host_lib.measured_dispatch(w.get("strategy") or "single", table),
@@ -170,6 +177,9 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
             devices=record["device"].get("count") or 1,
             chip=chip_of(record),
             host=host_of(record, table),
+            launches=(record.get("kernels_source") or {}).get("launches"),
+            copies=len(BATCH_KEYS),
+            formulation=(record.get("formulation") or {}).get("name"),
             table=table,
         )
         return None if found is None else found.as_record()

@@ -6,9 +6,10 @@
 
 Overrides are the module's fields (num_classes, width, padding, dtype, ...) plus
 `input_size`, which changes the square input the model is initialised on.
-`formulation` ("auto" by default: the default backend's, see jaxcnn.formulation; or
-"xla", "cpu", or a Formulation) says how convolutions and pools are computed; it
-changes the program, never the parameters.
+`formulation` ("auto" by default: the platform's, chosen where the program is made, the
+default backend's or a compile target's, see jaxcnn.formulation; or "xla", "cpu", or a
+Formulation) says how convolutions and pools are computed; it changes the program,
+never the parameters.
 
 Each spec names its class as a string ("module:Class"), imported when a model is built:
 `names()`, `spec()` and `input_shape()` without overrides load no Flax and no JAX.
@@ -146,7 +147,7 @@ def get(name: str, **overrides: Any) -> nn.Module:
     from jaxcnn import formulation as formulation_lib
 
     model_spec, kwargs, _ = _split(name, overrides)
-    kwargs["formulation"] = formulation_lib.resolve(kwargs.get("formulation"))
+    kwargs["formulation"] = formulation_lib.for_model(kwargs.get("formulation"))
     return model_spec.module_class()(**kwargs)
 
 

@@ -7,7 +7,8 @@ holds: the timing itself is jaxcnn.host_loop's, which names its parts here (PART
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The host parts of a step of `loop.fit` (loop="step"), as jaxcnn.host_loop times them
@@ -16,6 +17,8 @@ PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 WAIT = "wait"
 # loop.fit's default: its losses are fetched and checked every CHECK_EVERY steps.
 CHECK_EVERY = 50
+# The parts whose work grows with the batch's bytes (modelled as a line in them).
+BATCH_PARTS = ("batch", "put")
 # The copy of a batch over the chip's host link, priced (not measured here): a CPU has
 # none, its device memory is the host's.
 TRANSFER = "transfer"
@@ -36,14 +39,45 @@ def measured_dispatch(placement: str, table: Mapping[str, Any]) -> float | None:
     return own if own is None or single is None else max(own, single)
 
 
-def measured_host_loop(
-    workload: Mapping[str, Any], table: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """jaxcnn's step loop on this project's host for a workload's model (with its
-    overrides) at its global batch: the newest measured record's `host_loop` (the
-    constants file's `host.loop`), or None where no run measured that model and batch."""
-    host = table.get("host") or {}
-    return (host.get("loop") or {}).get(host_loop_key(workload))
+def modelled_parts(
+    samples: Sequence[tuple[int, Mapping[str, float | None]]],
+    batch_bytes: int,
+    dispatches: int = 1,
+) -> dict[str, float | None]:
+    """The step loop's host parts per step for a batch of `batch_bytes` handed over in
+    `dispatches` jitted calls per step, modelled from `samples` ((batch bytes, per-step
+    parts) of loops measured here, `per_step`): the parts that move the batch (BATCH_PARTS:
+    the gather, the put) as a least-squares line in its bytes (their median where the
+    samples have one size only), never below 0; the dispatch's median per call times
+    `dispatches`; the other parts' medians. None for a part no sample measured."""
+    out: dict[str, float | None] = {}
+    for part in PARTS:
+        points = [(b, parts[part]) for b, parts in samples if parts.get(part) is not None]
+        if not points:
+            out[part] = None
+            continue
+        if part in BATCH_PARTS and len({b for b, _ in points}) > 1:
+            out[part] = max(0.0, _line(points, batch_bytes))
+            continue
+        middle = statistics.median(seconds for _, seconds in points)
+        out[part] = middle * dispatches if part == "dispatch" else middle
+    return out
+
+
+def _line(points: Sequence[tuple[int, float]], x: float) -> float:
+    """The least-squares line through `points` at `x`."""
+    mean_x = statistics.fmean(b for b, _ in points)
+    mean_y = statistics.fmean(s for _, s in points)
+    spread = sum((b - mean_x) ** 2 for b, _ in points)
+    slope = sum((b - mean_x) * (s - mean_y) for b, s in points) / spread
+    return mean_y + slope * (x - mean_x)
+
+
+def parse_host_loop_key(key: str) -> tuple[str, dict[str, str], int]:
+    """(model, overrides as written, global batch) of a `host_loop_key`."""
+    named, batch = key.rsplit(", batch ", 1)
+    model, *pairs = named.split(" ")
+    return model, dict(pair.split("=", 1) for pair in pairs), int(batch)
 
 
 def host_loop_key(workload: Mapping[str, Any]) -> str:
@@ -65,12 +99,14 @@ def host_side(
     steps_per_epoch: int | None = None,
     loop: str = "step",
     steps: int = 1,
+    modelled: Mapping[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """What the host adds around a step's kernels in jaxcnn's loops (`predict`'s `host`):
 
     - parts: the step loop's host parts per step (`per_step` of
       `measured`, a record's `host_loop`: measured with the loop's own code on the host
-      that runs it), each None where nothing was measured;
+      that runs it; else `modelled`, `modelled_parts` of the loops measured here), each
+      None where it has no figure; `parts_basis` says which ("measured", "modelled");
     - transfer_s: the batch's bytes over the chip's link to its host, once per step of
       the step loop (the device loop's dataset crosses once, before training); 0 on a
       CPU, whose device memory is the host's; None where no link figure is published;
@@ -86,9 +122,15 @@ def host_side(
         transfer = 0.0
     elif host_link_bytes_per_s:
         transfer = batch_bytes / host_link_bytes_per_s
-    parts = per_step(measured, steps_per_epoch) if measured else dict.fromkeys(PARTS)
+    if measured:
+        parts, basis = per_step(measured, steps_per_epoch), "measured"
+    elif modelled is not None:
+        parts, basis = {part: modelled.get(part) for part in PARTS}, "modelled"
+    else:
+        parts, basis = dict.fromkeys(PARTS), None
     return {
         "parts": parts,
+        "parts_basis": basis,
         "transfer_s": transfer,
         "call_s": dispatch_s,
         "steps_per_epoch": steps_per_epoch,
@@ -97,19 +139,37 @@ def host_side(
     }
 
 
-def loops(device_step_s: float, host: Mapping[str, Any], platform: str) -> dict[str, Any]:
+def loops(
+    device_step_s: float,
+    host: Mapping[str, Any],
+    platform: str,
+    runtime: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The loop step, the epoch and the device loop's step around a device step of
     `device_step_s` with the host side `host` (`host_side`):
 
     - loop_step_s (`loop_step`: the step loop's host parts and the
       batch's copy, overlapped or serialised as the loop runs them), loop_parts,
-      loop_left_out, loop_overlap, loop_bound;
+      loop_left_out, loop_overlap, loop_bound; with the runtime's host side `runtime`
+      (jaxcnn.perf.runtime.host_side: its parts counted with the host's, its missing
+      parts named in `loop_left_out`, its launches in `loop_launches`);
     - epoch_s: an epoch's loop steps, where its steps are known; its evaluation is not
       priced (no eval-step kernels are read) and is named in `epoch_left_out`;
     - device_loop_step_s: a step of the device loop (a whole epoch as one lax.scan):
       the device step plus its share of the epoch's one call (the call's round trip),
       no copy; None where the epoch's steps or the call are unknown."""
-    loop = loop_step(device_step_s, host["parts"], host["transfer_s"], platform=platform)
+    runtime = runtime or {}
+    loop = loop_step(
+        device_step_s,
+        {**host["parts"], **(runtime.get("parts") or {})},
+        host["transfer_s"],
+        platform=platform,
+    )
+    loop["loop_left_out"] = [
+        part for part in loop["loop_left_out"] if part in PARTS or part == TRANSFER
+    ] + list(runtime.get("missing") or [])
+    loop["loop_parts_basis"] = host.get("parts_basis")
+    loop["loop_launches"] = runtime.get("launches")
     per_epoch = host.get("steps_per_epoch")
     call = host.get("call_s")
     return {
@@ -169,7 +229,8 @@ def loop_step(
     check_every: int = CHECK_EVERY,
 ) -> dict[str, Any]:
     """The step `loop.fit` (loop="step") makes of a device step of `device_step_s`, with
-    the host's parts per step `host_parts` (PARTS, seconds; None: no figure) and the
+    the host's parts per step `host_parts` (PARTS, and the runtime's host parts,
+    jaxcnn.perf.runtime.PARTS; seconds; None: no figure) and the
     batch's copy over the chip's host link `transfer_s` (None: no figure):
 
     - on an accelerator, the host's parts of step k+1 overlap the device's step k (the
@@ -188,9 +249,11 @@ def loop_step(
     "loop_bound": "host" | "device"}. Never less than `device_step_s`.
     """
     parts: dict[str, float | None] = {part: host_parts.get(part) for part in PARTS}
+    runtime = [part for part in host_parts if part not in PARTS]
+    parts.update((part, host_parts[part]) for part in runtime)
     parts[TRANSFER] = 0.0 if platform == "cpu" else transfer_s
     left_out = [part for part, seconds in parts.items() if seconds is None]
-    host = sum(parts[part] or 0.0 for part in PARTS)
+    host = sum(parts[part] or 0.0 for part in (*PARTS, *runtime))
     device = device_step_s + (parts[TRANSFER] or 0.0)
     if platform == "cpu":
         step, overlap = host + device, "serialised"

@@ -35,6 +35,7 @@ from typing import Any
 
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import price
+from jaxcnn.perf import runtime as runtime_lib
 from jaxcnn.perf.hlo import Kernel
 from jaxcnn.perf.rates import Rates
 
@@ -66,6 +67,8 @@ LOOP_FIELDS = (
     "loop_left_out",
     "loop_overlap",
     "loop_bound",
+    "loop_parts_basis",
+    "loop_launches",
     "epoch_s",
     "epoch_steps",
     "epoch_left_out",
@@ -95,10 +98,13 @@ class Prediction:
     loop_left_out: list[str] | None = None  # the host parts without a figure, counted 0
     loop_overlap: str | None = None  # "overlapped" | "serialised"
     loop_bound: str | None = None  # "host" | "device"
+    loop_parts_basis: str | None = None  # "measured" | "modelled": how the host parts were had
+    loop_launches: dict[str, Any] | None = None  # the runtime's launches (jaxcnn.perf.runtime)
     epoch_s: float | None = None
     epoch_steps: int | None = None
     epoch_left_out: list[str] | None = None
     device_loop_step_s: float | None = None
+    formulation: str | None = None  # the program's (jaxcnn.formulation), where known
 
     def as_record(self) -> dict[str, Any]:
         """A record's `prediction` block (docs/records.md)."""
@@ -112,6 +118,7 @@ class Prediction:
             **self.parts,
             **({name: getattr(self, name) for name in LOOP_FIELDS} if looped else {}),
             "kernels": self.kernels,
+            "formulation": self.formulation,
             "rates_source": self.rates_source,
             "regime": self.regime,
             "error_band": self.band,
@@ -128,6 +135,9 @@ def predict(
     devices: int = 1,
     chip: str | None = None,
     host: Mapping[str, Any] | None = None,
+    launches: Mapping[str, int] | None = None,
+    copies: int = 1,
+    formulation: str | None = None,
     table: Mapping[str, Any] | None = None,
 ) -> Prediction | None:
     """One step on one device: `ks` are the kernels of a program of `steps` steps (a
@@ -136,8 +146,12 @@ def predict(
     the platform has no constants. `batch_size` is the step's global batch, `devices`
     the devices it is split over (the kernels are one device's), `chip` what it runs on
     (the chip table's name; a CPU's machine), `host` the host side
-    (jaxcnn.perf.host.host_side; None: no loop step). Its band (`error_band`) is the one
-    measured on programs of the same regime by the split its claim needs."""
+    (jaxcnn.perf.host.host_side; None: no loop step), with the runtime's host side
+    (jaxcnn.perf.runtime.host_side) of a program launched as `launches`
+    (jaxcnn.perf.runtime.launches of `ks` in program order; None: not known) and
+    `copies` host-to-device copies per step; `formulation` names the program's. Its band
+    (`error_band`) is the one measured on programs of the same regime by the split its
+    claim needs."""
     table = table or constants()
     try:
         family = family_constants(platform, table)
@@ -158,7 +172,14 @@ def predict(
         rates_source=rates.source,
         regime=kind,
         band=error_band(family, kind, chip),
-        **(host_lib.loops(device_step, host, platform) if host is not None else {}),
+        **(
+            host_lib.loops(
+                device_step, host, platform, runtime_lib.host_side(platform, launches, copies)
+            )
+            if host is not None
+            else {}
+        ),
+        formulation=formulation,
     )
 
 
