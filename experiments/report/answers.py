@@ -306,7 +306,7 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
 
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
-    s = rows(t, quantity="scaling_efficiency", precision="f32")
+    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
     seeds = s[s.model.isin(SEED_MODELS)]
     pick = seeds[seeds.platform == "gpu"] if (seeds.platform == "gpu").any() else seeds
     split, split_rows = model_split(t)
@@ -321,7 +321,14 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
     flags = f"; {flagged} above ideal flagged" if flagged else ""
-    return Said(text + flags, [r, lo, hi, *split_rows])
+    band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
+    said = None
+    if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
+        said = (
+            f"efficiency vs published: {band['value']:.3g}x off (median; worst "
+            f"{band['hi']:.3g}x, n={int(band['n'])}), {band['note']}"
+        )
+    return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
 
 
 CROSSOVER_RULE = (

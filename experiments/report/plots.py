@@ -200,7 +200,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     chip, line per precision, marker per per-device batch; the y-axis holds every point."""
     from jaxcnn import targets
 
-    s = answers_lib.rows(table, quantity="scaling_efficiency")
+    # the compiled curves (published pairs and their predictions are the band's)
+    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
     if s.devices.nunique() < MIN_POINTS - 1:  # the base is the point every curve starts at
         return None
     base = table.set_index("id").devices
