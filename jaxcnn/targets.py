@@ -168,6 +168,10 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
     except jax.errors.JaxRuntimeError as error:  # the compiler's library did not load
         raise UsageError(_not_loaded(target, error)) from None
     except NotImplementedError:  # no CUDA plugin registered its topologies
+        if not started and resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+            # a process held to a few MiB cannot load the plugin: the machine, not the
+            # install (a compile child starved of memory); said as what it is
+            raise MemoryError(_no_cuda_plugin(target, started)) from None
         raise UsageError(_no_cuda_plugin(target, started)) from None
     devices = tuple(topology.devices)
     if len(devices) != target.devices:  # every per-chip figure would be off by the ratio

@@ -559,7 +559,8 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         1 for d, b, f in seed_saw if fits[(fits.device == d) & (fits.batch == b)].value.iloc[0] == f
     ]
     assert _said(1).startswith(f"{len(seen)} of 3 as the seed saw")
-    gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")]
+    gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
+              & (csv.selection == "equal-batch") & (csv.precision == "f32")]  # fmt: skip
     lo, hi = (fmt(gpu.loc[i].to_dict()) for i in (gpu.value.idxmin(), gpu.value.idxmax()))
     assert (
         f"every GPU row {lo}-{hi}" in _said(8) and ("flagged" in _said(8)) == gpu.flag.notna().any()

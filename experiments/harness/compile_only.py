@@ -310,6 +310,10 @@ def recorded_runner(
             if retries:  # in a new child
                 return compiled(workload, programs, retries - 1)
             return crashed(workload, failed)
+        except MemoryError as starved:  # the child could not load its compiler at all
+            _, _, record = _new_record(workload)
+            records.failed(record, starved)
+            return machine_fault(record, record["message"])
 
     def run(workload: Workload) -> dict[str, Any]:
         target = check(workload)

@@ -73,11 +73,17 @@ def _serve(connection: Any, function_path: str, log: str | None = None) -> None:
     (native code's too: file descriptor 2) goes to the file `log`."""
     # Ctrl-C reaches the whole process group; the parent decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if log is not None:
+    if log is None:
+        faulthandler.enable()  # a native crash prints the Python stack that led to it
+    else:
+        kept = os.dup(2)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.dup2(fd, 2)
         os.close(fd)
-    faulthandler.enable()  # a native crash prints the Python stack that led to it
+        # Python's own lines (a compile's progress) still reach the caller's stderr;
+        # native code's and the stack dumps of a crash go to the log.
+        sys.stderr = os.fdopen(kept, "w", buffering=1)
+        faulthandler.enable(file=open(log, "a"))
     module, name = function_path.split(":")
     function = getattr(importlib.import_module(module), name)
     connection.send(READY)

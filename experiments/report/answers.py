@@ -296,7 +296,7 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
         fit_data = one(fits, placement="sharded", **same)
         verdict = {1.0: "fits", 0.0: "no fit"}
         text = (
-            f"weights split ({split.placement}): {split.model} b{split.batch} "
+            f"weights split ({split.placement}): {split.model} b{int(split.batch)} "
             f"{split.device} {fmt(split.to_dict())}/device, "
             f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
             f"{verdict.get(fit_data and fit_data['value'], '?')}"

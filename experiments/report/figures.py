@@ -896,7 +896,7 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
             "model": ref.model,
             "dataset": "-",
             "batch": ref.batch_per_chip,
-            "precision": ref.precision,
+            "precision": SPELLING.get(ref.precision, ref.precision),
             "formulation": "-",
             "loop": "-",
             "placement": "data-parallel",
@@ -952,7 +952,7 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
     e = table[(table.quantity == "error_factor") & table.extra.str.endswith(SCALING_VERSUS)]
     for platform, g in e.groupby("platform"):
         optimistic = int((g.note == OPTIMISTIC).sum())
-        w = {"platform": platform, "device": platform, "model": "large programs"}
+        w = {"platform": platform, "device": platform, "devices": 1, "model": "large programs"}
         out.append(
             row(
                 "band",
