@@ -33,7 +33,7 @@ import optax
 from jaxcnn import flops as flops_lib
 from jaxcnn import formulation as formulation_lib
 from jaxcnn import parallel, targets, train
-from jaxcnn.errors import UsageError, check_choice, check_count, check_names, described
+from jaxcnn.errors import DataError, UsageError, check_choice, check_count, check_names, described
 from jaxcnn.perf import hlo
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import predict as predict_lib
@@ -376,6 +376,10 @@ def compile_for(
     checked_state = _checked_state(state, step)
     checked_batch, batch_size = _checked_batch(batch, step)
     found = check(target, placement, batch_size)
+    try:  # the constants it will be priced with, before the compiler starts
+        predict_lib.constants()
+    except predict_lib.ConstantsError as e:
+        raise DataError(str(e)) from None
     if placement in parallel.MODEL_STRATEGIES:  # what the rule splits: known from shapes
         parallel.check_split(checked_state.params, parallel.mesh_axes(placement, found.devices)[1])
     checked_state, formulation = _formulated(checked_state, found.platform)

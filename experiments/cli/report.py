@@ -147,10 +147,12 @@ def _main(argv: list[str] | None) -> int:
         return _error(f"cannot write to --out {out}: {e.strerror or e}")
     from experiments.predict import references
     from jaxcnn.errors import DataError
+    from jaxcnn.perf import predict
 
-    try:
+    try:  # what the table is priced with: a bad file is its one line, not a traceback
         refs = references.load()
-    except DataError as e:
+        predict.constants()
+    except (DataError, predict.ConstantsError) as e:
         return _error(str(e))
     loaded = records_lib.load(*args.paths)
     if not loaded:

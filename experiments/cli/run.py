@@ -305,8 +305,9 @@ def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
     import jaxcnn
     from experiments import records
     from jaxcnn import distributed, models, targets
-    from jaxcnn.errors import JaxcnnError
+    from jaxcnn.errors import DataError, JaxcnnError
     from jaxcnn.loop import Stopped
+    from jaxcnn.perf import predict
 
     if options.smoke:  # every record of this run, subprocesses' too, says it is a smoke one
         os.environ[records.SMOKE_ENV] = "1"
@@ -315,6 +316,10 @@ def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
     # and CUDA backends failing to start; this program runs on the CPU, or compiles there.
     targets.cpu_backend_only()
     try:
+        try:  # what every record's prediction is priced with, checked before any work
+            predict.constants()
+        except predict.ConstantsError as e:
+            raise DataError(str(e)) from None
         if cli_plan.compile_only(options):
             from experiments.cli import targets as run_targets  # compiled for devices not at hand
             from jaxcnn import devices as devices_lib

@@ -29,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,10 +46,72 @@ METHOD = "per-kernel"
 BOUND_METHOD = "roofline bound"
 
 
+class ConstantsError(ValueError):
+    """A constants file that cannot be trusted: the message names the file and the key
+    (jaxcnn.aot raises it as a DataError; perf imports nothing else of jaxcnn)."""
+
+
+PLATFORMS = ("cpu", "gpu", "tpu")
+# The constants every platform has (price.Constants' fields without a default).
+REQUIRED = tuple(
+    f.name for f in dataclasses.fields(price.Constants) if f.default is dataclasses.MISSING
+)
+RESTORE = (
+    "restore it (git checkout jaxcnn/perf/constants.json) or fit it again "
+    "(python -m experiments.cli.fit results/ --write)"
+)
+
+
 @functools.cache
-def constants(path: str | None = None) -> dict[str, Any]:
-    """The fitted constants file: {"version", "families": {platform: {...}}, "host"}."""
-    return json.loads(Path(path or CONSTANTS_FILE).read_text())
+def constants(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The fitted constants file, checked: {"version", "families": {platform: {...}},
+    "host"}. A file that cannot be read, is not JSON, or holds a constant that is
+    missing, not a number, NaN or out of its range is a ConstantsError naming the file and
+    the key, before anything is priced with it (never a prediction recorded null)."""
+    file = Path(path or CONSTANTS_FILE)
+    try:
+        table = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConstantsError(
+            f"{file}: cannot read the prediction constants ({e}); {RESTORE}"
+        ) from None
+    problem = constants_problem(table)
+    if problem is not None:
+        raise ConstantsError(f"{file}: {problem}; {RESTORE}")
+    return table
+
+
+def constants_problem(table: Any) -> str | None:
+    """What is wrong with a constants table (the first thing found), or None."""
+    if not isinstance(table, dict):
+        return "not a JSON object"
+    if not isinstance(table.get("version"), str) or not table["version"]:
+        return "version is missing or not a string"
+    families = table.get("families")
+    if not isinstance(families, dict) or not families:
+        return "families is missing or not an object"
+    for platform, family in families.items():
+        if platform not in PLATFORMS:
+            return f"families.{platform}: not a platform ({', '.join(PLATFORMS)})"
+        if not isinstance(family, dict):
+            return f"families.{platform} is not an object"
+        for name in price.PARAMETERS:
+            value = family.get(name)
+            if value is None:
+                if name in REQUIRED:
+                    return f"families.{platform}.{name} is missing"
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"families.{platform}.{name} is {value!r}, not a number"
+            if not math.isfinite(value):
+                return f"families.{platform}.{name} is {value}, not a finite number"
+        try:
+            price.Constants.of(family)
+        except ValueError as e:
+            return f"families.{platform}: {e}"
+    if not isinstance(table.get("host", {}), dict):
+        return "host is not an object"
+    return None
 
 
 def family_constants(platform: str, table: Mapping[str, Any] | None = None) -> dict[str, Any]:
