@@ -944,7 +944,7 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
 _CAPPED_RUN = """
 import resource, sys
 import jax
-import jaxcnn, experiments.cli.plan  # what the run imports before libtpu, held before the cap
+import jaxcnn, jaxcnn.loop, jaxcnn.targets, jaxcnn.perf.predict, experiments.cli.plan  # held
 from experiments.cli.run import main
 jax.devices()
 with open("/proc/self/status") as status:
