@@ -488,11 +488,12 @@ def predicted(
     devices = parallel.mesh_axes(placement, devices)[0]  # a model placement: all on each
     host = host_lib.host_side(
         measured=None,
-        dispatch_s=host_lib.measured_dispatch(placement, table),
+        dispatch_s=host_lib.measured_dispatch(placement, table, target.platform),
         batch_bytes=batch_bytes // devices,
         host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
         platform=target.platform,
-        modelled=host_loop.modelled_parts(batch_bytes, dispatches, table),
+        modelled=host_loop.modelled_parts(batch_bytes, dispatches, table, target.platform),
+        modelled_on=host_lib.section(table, target.platform)[0],
     )
     try:
         return predict_lib.predict(

@@ -125,19 +125,25 @@ def batch_bytes(model: str, overrides: Mapping[str, Any], batch_size: int) -> in
 
 
 def modelled_parts(
-    nbytes: int, dispatches: int = 1, table: Mapping[str, Any] | None = None
+    nbytes: int,
+    dispatches: int = 1,
+    table: Mapping[str, Any] | None = None,
+    platform: str = "cpu",
+    leave_out: str | None = None,
 ) -> dict[str, float | None]:
-    """The host parts per step (PARTS) jaxcnn's step loop is predicted to take for a batch
-    of `nbytes` handed over in `dispatches` jitted calls per step: a model
-    (jaxcnn.perf.host.modelled_parts) of the training loops this project measured (the
-    constants file's `host.loop`, those `like_training`), each at the bytes of its own
-    batch."""
+    """The host parts per step (PARTS) jaxcnn's step loop is predicted to take on
+    `platform` for a batch of `nbytes` handed over in `dispatches` jitted calls per step:
+    a model (jaxcnn.perf.host.modelled_parts) of the training loops this project measured
+    (the constants file's host loops, those `like_training`, on the platform's own
+    client where it has any, else on the CPU's: jaxcnn.perf.host.section), each at the
+    bytes of its own batch. `leave_out`: a host-loop key (host_loop_key) not to use,
+    to predict a measured loop out of sample."""
     from jaxcnn.perf import predict
 
-    loops = ((table or predict.constants()).get("host") or {}).get("loop") or {}
+    _, host = host_lib.section(table or predict.constants(), platform)
     samples = []
-    for key, measured in sorted(loops.items()):
-        if not host_lib.like_training(measured):
+    for key, measured in sorted((host.get("loop") or {}).items()):
+        if key == leave_out or not host_lib.like_training(measured):
             continue
         model, written, size = host_lib.parse_host_loop_key(key)
         overrides = {name: _value(text) for name, text in written.items()}

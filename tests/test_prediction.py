@@ -621,12 +621,16 @@ def test_a_host_part_without_a_figure_is_left_out_and_named():
     latency = block["loop_parts"]["copy_latency"]
     assert latency == runtime_lib.used("gpu", "copy_latency").seconds
     assert block["loop_step_s"] == pytest.approx(block["device_step_s"] + latency / 50)
-    # The control: measured parts, a published link and the launches known leave out
-    # only what no source publishes.
+    # The control: parts measured on the CPU's client, a published link and the launches
+    # known leave out only what no source publishes.
     counts = {"kernels": 1, "outside_graphs": 1, "graphs": 0, "graph_nodes": 0}
-    known = _predicted(kernels, rates, "gpu", 64, host=_host(), launches=counts, table=TABLE)
+    on_cpu = _host(measured=None, modelled=host_lib.per_step(HOST_LOOP), modelled_on="cpu")
+    known = _predicted(kernels, rates, "gpu", 64, host=on_cpu, launches=counts, table=TABLE)
     assert known["loop_left_out"] == runtime_missing[:1]
     assert known["loop_step_s"] > known["device_step_s"]
+    # Parts timed on the GPU's own client hold its runtime's: nothing is added or missing.
+    own = _predicted(kernels, rates, "gpu", 64, host=_host(), launches=counts, table=TABLE)
+    assert own["loop_left_out"] == [] and own["loop_parts_platform"] == "gpu"
 
 
 @pytest.mark.parametrize("platform", ["gpu", "tpu", "cpu"])
@@ -758,6 +762,85 @@ def test_a_compile_record_takes_the_host_loop_modelled_from_those_measured_here(
     own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
     mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
     assert mine["parts"]["batch"] == 1.0
+
+
+def _on_gpu(record: dict, dispatch_s: float) -> dict:
+    """`record` as run on an H200: its loop's dispatch timed at `dispatch_s`."""
+    parts = {**record["host_loop"]["parts"], "dispatch": {"median": dispatch_s, "n": 20}}
+    return {
+        **record,
+        "device": {"platform": "gpu", "kind": "NVIDIA H200", "count": 1},
+        "dispatch_s": {"median": 5e-4},
+        "host_loop": {**record["host_loop"], "parts": parts},
+    }
+
+
+def test_loops_timed_on_a_gpus_client_are_kept_apart_from_the_cpus():
+    cpu = _measured("cpu", "mlp", 32, "2026-11-25T00:00:01")
+    gpu = _on_gpu(_measured("gpu", "mlp", 128, "2026-11-25T00:00:02"), 900e-6)
+    host = fit_predictions.host_constants([cpu, gpu])
+    assert list(host["loop"]) == ["mlp, batch 32"] and host["dispatch_s"] == {"single": 1e-4}
+    on_gpu = host["accelerators"]["gpu"]
+    assert list(on_gpu["loop"]) == ["mlp, batch 128"] and on_gpu["dispatch_s"] == {"single": 5e-4}
+    assert "NVIDIA H200" in on_gpu["basis"]
+    # A GPU step is priced with the GPU's loops; a TPU, with none of its own, the CPU's.
+    assert host_lib.section({"host": host}, "gpu") == ("gpu", on_gpu)
+    assert host_lib.section({"host": host}, "tpu") == ("cpu", host)
+    assert host_lib.measured_dispatch("single", {"host": host}, "gpu") == 5e-4
+    assert host_lib.measured_dispatch("single", {"host": host}, "tpu") == 1e-4
+    # Without a GPU loop there is no accelerators section at all.
+    assert "accelerators" not in fit_predictions.host_constants([cpu])
+
+
+def test_host_parts_timed_on_the_steps_own_client_are_not_charged_the_runtime_again():
+    from jaxcnn import host_loop
+
+    gpu = _on_gpu(_measured("gpu", "mlp", 128, "2026-11-25T00:00:02"), 900e-6)
+    table = {**TABLE, "host": fit_predictions.host_constants([gpu])}
+    nbytes = host_loop.batch_bytes("mlp", {}, 128)
+    runtime = {"parts": {runtime_lib.LAUNCHES: 1e-3}, "missing": ["x"], "launches": None}
+    for on, charged in (("gpu", 0.0), ("cpu", 1e-3)):  # positive control: the CPU's loops
+        host = host_lib.host_side(
+            measured=None, dispatch_s=None, batch_bytes=nbytes, host_link_bytes_per_s=None,
+            modelled=host_loop.modelled_parts(nbytes, 1, table, "gpu"), modelled_on=on,
+        )  # fmt: skip
+        loop = host_lib.loops(1e-6, host, "gpu", runtime)
+        assert loop["loop_parts"].get(runtime_lib.LAUNCHES, 0.0) == charged
+        assert loop["loop_parts_platform"] == on
+        assert ("x" in loop["loop_left_out"]) == (on == "cpu")
+    assert host_loop.modelled_parts(nbytes, 1, table, "gpu")["dispatch"] == 900e-6
+    # Its own model and batch left out, nothing of it is left to model the loop from.
+    left = host_loop.modelled_parts(nbytes, 1, table, "gpu", leave_out="mlp, batch 128")
+    assert set(left.values()) == {None}
+
+
+def test_a_loop_timed_on_a_gpu_is_predicted_without_anything_it_measured():
+    from experiments.predict import shown as predictions_lib
+
+    kernels = [[1, "conv", 1e9, 1e6, "f32", 0]]
+    runs = [
+        _on_gpu(_measured(f"r{b}", "mlp", b, f"2026-11-25T00:00:0{i}", kernels=kernels), d)
+        for i, (b, d) in enumerate(((32, 1e-3), (128, 2e-3), (512, 3e-3)), start=1)
+    ]
+    family = {**TABLE["families"]["gpu"], "observations": [
+        {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3}} for r in runs
+    ]}  # fmt: skip
+    table = {**TABLE, "families": {"gpu": family}, "host": fit_predictions.host_constants(runs)}
+    held = predictions_lib.held_out_loop(runs[1], table)
+    assert held["parts_platform"] == "gpu"
+    # Its own loop measured ten times slower changes nothing of its prediction...
+    slow = _on_gpu(runs[1], 20e-3)
+    assert predictions_lib.held_out_loop(slow, table) == held
+    # ...while the others' loops do (positive control): the dispatch is their median.
+    faster = [runs[0], runs[1], _on_gpu(runs[2], 1e-3)]
+    again = {**table, "host": fit_predictions.host_constants(faster)}
+    assert predictions_lib.held_out_loop(runs[1], again)["loop_step_s"] < held["loop_step_s"]
+    # A CPU record, a loop of one-batch epochs, or no held-out step: no prediction.
+    assert predictions_lib.held_out_loop({**runs[1], "device": {"platform": "cpu"}}, table) is None
+    short = {**runs[1], "host_loop": {**runs[1]["host_loop"], "steps_per_epoch": 1}}
+    assert predictions_lib.held_out_loop(short, table) is None
+    bare = {**table, "families": {"gpu": {**family, "observations": []}}}
+    assert predictions_lib.held_out_loop(runs[1], bare) is None
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():

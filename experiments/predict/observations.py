@@ -108,6 +108,8 @@ def measured_observations(
         try:  # what the reader's checks let through but cannot be priced
             rates = predictions.rates_of(r)
             kernels = tuple(hlo.from_summary(r["kernels"]))
+            if not rates.can_price:
+                raise ValueError("its run measured no f32 peak or no bandwidth to price it at")
         except ValueError as e:
             warnings.warn(f"record {r['run_id']}: left out of the fit ({e})", stacklevel=2)
             continue
@@ -209,40 +211,54 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
 
 def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The host's side of a step as this project's runs measured it, given to every step
-    predicted for a chip not at hand, said to be measured here, on this JAX's CPU
-    runtime: per placement, one call's round trip (records' `dispatch_s`: a call of the
-    placed step doing no work), the median of the records' medians and how many; per
-    model and global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
+    predicted for a chip not at hand: on the CPU's client (the section's top level), and
+    on each accelerator's own client where a run measured one (`accelerators`, by
+    platform; jaxcnn.perf.host.section picks the one a platform is priced with). Each:
+    per placement, one call's round trip (records' `dispatch_s`: a call of the placed
+    step doing no work), the median of the records' medians and how many; per model and
+    global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
     (`loop`: the newest measured record's `host_loop` that ran as a training run does,
     jaxcnn.host_lib.like_training, its run id beside it)."""
-    found: dict[str, list[float]] = {}
-    loops: dict[str, dict[str, Any]] = {}
+    by_platform: dict[str, tuple[dict[str, list[float]], dict[str, dict[str, Any]]]] = {}
+    kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
         if r.get("compiled_not_run"):
             continue
+        platform = r["device"]["platform"]
+        found, loops = by_platform.setdefault(platform, ({}, {}))
         median = (r.get("dispatch_s") or {}).get("median")
         if median:
             found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
         measured = r.get("host_loop")
-        if (
-            measured
-            and host_lib.like_training(measured)
-            and r["device"]["platform"] == "cpu"
-            and r.get("status") == "ok"
-        ):
-            loops[host_lib.host_loop_key(r["workload"])] = {
-                **r["host_loop"],
-                "record": r["run_id"],
-            }
+        if measured and host_lib.like_training(measured) and r.get("status") == "ok":
+            loops[host_lib.host_loop_key(r["workload"])] = {**measured, "record": r["run_id"]}
+            kinds.setdefault(platform, set()).add(r["device"].get("kind") or platform)
+
+    def one(platform: str) -> dict[str, Any]:
+        found, loops = by_platform.get(platform, ({}, {}))
+        return {
+            "dispatch_s": {s: statistics.median(xs) for s, xs in sorted(found.items())},
+            "records": {s: len(xs) for s, xs in sorted(found.items())},
+            "loop": dict(sorted(loops.items())),
+        }
+
+    accelerators = {
+        platform: {
+            **one(platform),
+            "basis": f"measured on {', '.join(sorted(kinds[platform]))}: jaxcnn's step loop "
+            "on that client, its dispatch, kernel launches and copies included",
+        }
+        for platform in sorted(by_platform)
+        if platform != "cpu" and one(platform)["loop"]
+    }
     return {
-        "dispatch_s": {s: statistics.median(xs) for s, xs in sorted(found.items())},
-        "records": {s: len(xs) for s, xs in sorted(found.items())},
-        "loop": dict(sorted(loops.items())),
+        **one("cpu"),
         "basis": "measured here: records' dispatch_s (a call of the placed step doing no "
         "work, on the step's arguments), the median per placement, and the newest "
         "record's host_loop (jaxcnn's step loop, its host parts timed by its own code) "
         "per model and batch, on the JAX and CPU that ran them; a GPU's or TPU's "
-        "runtime may add its own",
+        "runtime adds its own where no run measured jaxcnn's loop on it (accelerators)",
+        **({"accelerators": accelerators} if accelerators else {}),
     }
 
 

@@ -134,15 +134,17 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
     own = (record.get("dispatch_s") or {}).get("median")
     measured = record.get("host_loop")
     whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
+    platform = record["device"]["platform"]
     return host_lib.host_side(
         measured=measured,
-        modelled=None if measured else host_loop.modelled_parts(whole, 1, table),
+        modelled=None if measured else host_loop.modelled_parts(whole, 1, table, platform),
+        modelled_on=host_lib.section(table, platform)[0],
         dispatch_s=own
         if own is not None
-        else host_lib.measured_dispatch(w.get("strategy") or "single", table),
+        else host_lib.measured_dispatch(w.get("strategy") or "single", table, platform),
         batch_bytes=nbytes,
         host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
-        platform=record["device"]["platform"],
+        platform=platform,
         steps_per_epoch=steps_per_epoch(record),
         loop=record.get("loop") or w.get("loop") or "step",
         steps=(record.get("kernels_source") or {}).get("steps", 1),
@@ -189,6 +191,53 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     if block.get("method") in (None, "roofline"):
         block = {**block, "method": BOUND_METHOD}
     return block
+
+
+def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The step of jaxcnn's loop that a measured accelerator `record` timed on its host
+    (`host_loop`), predicted out of sample: its device step as the fit predicted it with
+    the record's chip left out (the constants' observation of it, `held_out_predicted_s`
+    by chip, less the host's share the fit adds to a step timed alone); its loop's host
+    parts modelled from the loops measured on its platform's client with its own model
+    and batch left out (jaxcnn.host_loop.modelled_parts); nothing it measured itself.
+    {"loop_step_s", "device_step_s", "parts_platform"}, or None where the record timed
+    no loop a training run makes, runs on a CPU, or the fit could not hold its chip out."""
+    from jaxcnn import host_loop
+    from jaxcnn.perf import host as host_lib
+
+    platform = record["device"]["platform"]
+    measured = record.get("host_loop")
+    if platform == "cpu" or not measured or not host_lib.like_training(measured):
+        return None
+    table = table or constants_table()
+    source = f"record {record['run_id']}"
+    family = (table.get("families") or {}).get(platform) or {}
+    seen = next((o for o in family.get("observations") or [] if o.get("source") == source), None)
+    held = ((seen or {}).get(HELD_OUT_STEPS) or {}).get("chip")
+    side, nbytes = host_of(record, table), batch_bytes(record)
+    if not held or side is None or nbytes is None:
+        return None
+    w = record["workload"]
+    steps = (record.get("kernels_source") or {}).get("steps", 1)
+    whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
+    key = host_lib.host_loop_key(w)
+    host = host_lib.host_side(
+        measured=None,
+        modelled=host_loop.modelled_parts(whole, 1, table, platform, leave_out=key),
+        modelled_on=host_lib.section(table, platform)[0],
+        dispatch_s=None,
+        batch_bytes=nbytes,
+        host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
+        platform=platform,
+        steps_per_epoch=steps_per_epoch(record),
+    )
+    device = max(0.0, held / steps - side["host_s"])
+    loop = host_lib.loops(device, host, platform)
+    return {
+        "loop_step_s": loop["loop_step_s"],
+        "device_step_s": device,
+        "parts_platform": host["parts_platform"],
+    }
 
 
 DEVICE_STEP = "device_step"  # jaxcnn.perf.predict.DEVICE_STEP, read without starting JAX

@@ -134,7 +134,10 @@ def allowed() -> dict[str, list[Any]]:
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
         "selection": list(RULES),
-        "band_split": [f"leave one {s} out" for s in SPLITS],
+        "band_split": [
+            *(f"leave one {s} out" for s in SPLITS),
+            *(LOOP_BAND_SPLIT.format(p.upper()) for p in ("gpu", "tpu")),
+        ],
     }
 
 
@@ -730,10 +733,13 @@ def band_of(
     }
 
 
-def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
+def predicted_rows(
+    records: Sequence[Record], bands: dict[tuple, tuple], loop_bands: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
     """Per newest compile that fits and carries its kernels: the predicted device step
-    and loop step, each with its own band. (An epoch is priced from the loop step over
-    the seed model's own training set: epochs_from_steps.)"""
+    and loop step, each with its own band (a small program's loop step: its platform's
+    held-out loop band, `held_out_loop_rows`, in `loop_bands`). (An epoch is priced from
+    the loop step over the seed model's own training set: epochs_from_steps.)"""
     out = []
     for r in compiled_records(records):
         if not fits(r) or not r.get("kernels"):
@@ -757,6 +763,8 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
                 else None
             )
             band = band_of(block, w["platform"], quantity, bands)
+            if quantity == "loop_step_s" and block.get("regime") == "small":
+                band = loop_band_of(w["platform"], loop_bands) or band
             out.append(
                 row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
             )
@@ -782,6 +790,71 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
                     **common,
                 )
             )
+    return out
+
+
+# The error factor of jaxcnn's loop measured on an accelerator against its prediction
+# held out (experiments.predict.shown.held_out_loop), and the band of those factors.
+HELD_OUT_LOOP = "loop step vs measured on its chip, held out"
+HELD_OUT_LOOP_SPLIT = "program (host) and chip (device) held out"
+# The band_split of a loop step's band: a closed value (the schema's), the host named
+# in the band row's note.
+LOOP_BAND_SPLIT = "held out; one {} host's loops"
+
+
+def loop_band_of(platform: str, loop_bands: pd.DataFrame | None) -> dict[str, Any] | None:
+    """The band columns of a small program's predicted loop step on `platform`: the
+    held-out loop band measured there (`held_out_loop_rows`), or None."""
+    if loop_bands is None or loop_bands.empty:
+        return None
+    found = loop_bands[(loop_bands.quantity == "band") & (loop_bands.platform == platform)]
+    if found.empty:
+        return None
+    b = found.iloc[0]
+    return {
+        "band_median": b.value,
+        "band_worst": b.hi,
+        "band_n": int(b.n),
+        "band_split": LOOP_BAND_SPLIT.format(platform.upper()),
+        "band_quantity": "loop_step_s",
+    }
+
+
+def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Each loop a training run makes (jaxcnn's step loop) measured on an accelerator,
+    against its prediction held out (`held_out_loop`: host parts without its program,
+    device step without its chip): the factor max(p/a, a/p), which side is the faster
+    and the prediction in its note (not a row of its own: no answer quotes it); per
+    platform, the band of those factors."""
+    out, factors = [], defaultdict(list)
+    timed = [r for r in _ok(records) if isinstance(r.get("host_loop"), dict) and _timed(r)]
+    for r in select_newest(timed):  # host_rows' records: their measured loop rows
+        held = predictions.held_out_loop(r) if r["device"]["platform"] != "cpu" else None
+        own = number(r["host_loop"].get("loop_step_s"))
+        if not held or not own:
+            continue
+        w = {**workload_of(r), "params": _params(r)}
+        measured = row("step_s", "measured", own, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
+        predicted = held["loop_step_s"]
+        way = "predicted faster" if predicted < own else "predicted slower"
+        factor = max(predicted / own, own / predicted)
+        factors[(w["platform"], w["device"])].append((factor, way))
+        out.append(
+            row("error_factor", "predicted", factor, w, "held-out", [r], extra=HELD_OUT_LOOP,
+                numerator=measured["id"],
+                note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
+        )  # fmt: skip
+    for (platform, device), found in sorted(factors.items()):
+        values = [f for f, _ in found]
+        faster = sum(1 for _, note in found if note == "predicted faster")
+        w = {"platform": platform, "device": platform, "devices": 1, "model": "small programs"}
+        out.append(
+            row("band", "predicted", statistics.median(values), w, "held-out", lo=1.0,
+                hi=max(values), spread="median, worst", n=len(values),
+                extra=f"loop step, {HELD_OUT_LOOP_SPLIT}",
+                note=f"jaxcnn's loop on one {device} host; prediction faster in "
+                f"{faster} of {len(values)}")
+        )  # fmt: skip
     return out
 
 
@@ -1031,6 +1104,26 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
                 )
             best = on_cpu.loc[on_cpu.value.idxmin()].to_dict()
             out.append(ratio("speedup", p.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
+    return out + measured_loop_speedups(m)
+
+
+def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
+    """jaxcnn's loop measured on one accelerator device against the same loop (model,
+    batch, precision) measured on each CPU: like for like (both the xla formulation)
+    and against the CPU's fastest formulation."""
+    loops = measured[(measured.extra == "jaxcnn's loop") & (measured.devices == 1)]
+    cpu = loops[loops.platform == "cpu"]
+    out = []
+    for _, a in loops[loops.platform != "cpu"].iterrows():
+        same = cpu[(cpu.model == a.model) & (cpu.batch == a.batch) & (cpu.precision == a.precision)]
+        for device, on_cpu in same.groupby("device"):
+            base = f"jaxcnn's loop vs {device}"
+            like = on_cpu[on_cpu.formulation == a.formulation]
+            if len(like):
+                b = like.loc[like.value.idxmin()].to_dict()
+                out.append(ratio("speedup", a.to_dict(), b, "like-for-like", extra=base))
+            best = on_cpu.loc[on_cpu.value.idxmin()].to_dict()
+            out.append(ratio("speedup", a.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
     return out
 
 
@@ -1300,6 +1393,7 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
         (table.quantity == "error_factor")
         & ~table.extra.str.endswith(SCALING_VERSUS)
         & ~table.extra.str.endswith(VERSUS_MEASURED)
+        & (table.extra != HELD_OUT_LOOP)
     ]
     for (platform, small), g in e.groupby([e.platform, e.model.isin(SMALL_MODELS)]):
         faster = int((g.note == "predicted faster").sum())
@@ -1371,7 +1465,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *host_rows(records),
         *speedrun_rows(records),
         *compiled_rows(records),
-        *predicted_rows(records, bands),
+        *(held := held_out_loop_rows(records)),
+        *predicted_rows(records, bands, frame(held)),
         *published_rows(refs, records),
         *scaling_published(refs, records),
         *band_rows(bands),

@@ -50,7 +50,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
     predicted = answers_lib.rows(
-        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, **one
+        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, extra="-",
+        **one,
     )
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
@@ -254,6 +255,8 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     """Every published step against our prediction of the same step: on the diagonal is
     exact, the dashed lines are 1.5x either way."""
     e = answers_lib.rows(table, quantity="error_factor")
+    e = e[e.kind == "predicted"]
+    e = e[e.numerator.map(table.set_index("id").kind) == "published"]
     if len(e) < MIN_POINTS:
         return None
     by_id = table.set_index("id")

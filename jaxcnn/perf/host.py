@@ -24,17 +24,29 @@ BATCH_PARTS = ("batch", "put")
 TRANSFER = "transfer"
 
 
-def measured_dispatch(placement: str, table: Mapping[str, Any]) -> float | None:
+def section(table: Mapping[str, Any], platform: str = "cpu") -> tuple[str, Mapping[str, Any]]:
+    """(the platform whose runtime ran them, the host's measured side of a step) to price
+    a step on `platform` with: the constants file's `host.accelerators[platform]` where
+    this project's runs measured jaxcnn's loop on that platform's own client (a GPU's:
+    its dispatch, kernel launches and copies are in what was timed), else `host` itself,
+    measured on the CPU client (`table`: jaxcnn.perf.predict.constants())."""
+    host = table.get("host") or {}
+    own = (host.get("accelerators") or {}).get(platform)
+    return (platform, own) if own else ("cpu", host)
+
+
+def measured_dispatch(
+    placement: str, table: Mapping[str, Any], platform: str = "cpu"
+) -> float | None:
     """The host's round trip of one step placed `placement` (single, pmap, sharded) as
-    this project's runs measured it (the constants file's `host`: the median of the
-    records' `dispatch_s`; `table`: jaxcnn.perf.predict.constants()), or None where no
-    run measured that placement.
+    this project's runs measured it for `platform` (`section`: the median of the
+    records' `dispatch_s`), or None where no run measured that placement.
 
     A step placed over devices does at least the host work of one device's call, so a
     placement measured faster than `single` (medians of other runs, on a loaded
     machine) takes single's: else a step spread over N devices would be predicted to
     dispatch faster than one device's, and N devices more than N times as fast."""
-    measured = (table.get("host") or {}).get("dispatch_s") or {}
+    measured = section(table, platform)[1].get("dispatch_s") or {}
     own, single = measured.get(placement), measured.get("single")
     return own if own is None or single is None else max(own, single)
 
@@ -100,6 +112,7 @@ def host_side(
     loop: str = "step",
     steps: int = 1,
     modelled: Mapping[str, float | None] | None = None,
+    modelled_on: str = "cpu",
 ) -> dict[str, Any]:
     """What the host adds around a step's kernels in jaxcnn's loops (`predict`'s `host`):
 
@@ -123,14 +136,16 @@ def host_side(
     elif host_link_bytes_per_s:
         transfer = batch_bytes / host_link_bytes_per_s
     if measured:
-        parts, basis = per_step(measured, steps_per_epoch), "measured"
+        parts, basis, ran_on = per_step(measured, steps_per_epoch), "measured", platform
     elif modelled is not None:
         parts, basis = {part: modelled.get(part) for part in PARTS}, "modelled"
+        ran_on = modelled_on
     else:
-        parts, basis = dict.fromkeys(PARTS), None
+        parts, basis, ran_on = dict.fromkeys(PARTS), None, None
     return {
         "parts": parts,
         "parts_basis": basis,
+        "parts_platform": ran_on,
         "transfer_s": transfer,
         "call_s": dispatch_s,
         "steps_per_epoch": steps_per_epoch,
@@ -157,8 +172,11 @@ def loops(
       priced (no eval-step kernels are read) and is named in `epoch_left_out`;
     - device_loop_step_s: a step of the device loop (a whole epoch as one lax.scan):
       the device step plus its share of the epoch's one call (the call's round trip),
-      no copy; None where the epoch's steps or the call are unknown."""
-    runtime = runtime or {}
+      no copy; None where the epoch's steps or the call are unknown.
+
+    Host parts timed on `platform`'s own client (`host`'s `parts_platform`) already hold
+    what its runtime costs the host, so `runtime` is not added to them a second time."""
+    runtime = {} if host.get("parts_platform") == platform else (runtime or {})
     loop = loop_step(
         device_step_s,
         {**host["parts"], **(runtime.get("parts") or {})},
@@ -169,6 +187,7 @@ def loops(
         part for part in loop["loop_left_out"] if part in PARTS or part == TRANSFER
     ] + list(runtime.get("missing") or [])
     loop["loop_parts_basis"] = host.get("parts_basis")
+    loop["loop_parts_platform"] = host.get("parts_platform")
     loop["loop_launches"] = runtime.get("launches")
     per_epoch = host.get("steps_per_epoch")
     call = host.get("call_s")

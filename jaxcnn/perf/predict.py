@@ -132,6 +132,7 @@ LOOP_FIELDS = (
     "loop_overlap",
     "loop_bound",
     "loop_parts_basis",
+    "loop_parts_platform",
     "loop_launches",
     "epoch_s",
     "epoch_steps",
@@ -163,6 +164,7 @@ class Prediction:
     loop_overlap: str | None = None  # "overlapped" | "serialised"
     loop_bound: str | None = None  # "host" | "device"
     loop_parts_basis: str | None = None  # "measured" | "modelled": how the host parts were had
+    loop_parts_platform: str | None = None  # whose client ran the loop they were timed in
     loop_launches: dict[str, Any] | None = None  # the runtime's launches (jaxcnn.perf.runtime)
     epoch_s: float | None = None
     epoch_steps: int | None = None
