@@ -146,6 +146,8 @@ def test_an_unknown_field_is_refused_by_id(tmp_path):
         pytest.param(
             "images_per_s_per_chip", 10**400, "must be a positive number", id="rate-401-digits"
         ),
+        ("model_overrides", {"width": 0}, "model_overrides must be an object of positive"),
+        ("model_overrides", "width=1024", "model_overrides must be an object of positive"),
     ],
 )
 def test_a_bad_value_is_refused_in_one_line(tmp_path, field, value, said):
@@ -341,3 +343,37 @@ def test_a_scaling_row_matches_only_a_compile_of_its_own_chip_count():
     assert predictions.match_reference(row, [one, four, eight]) is eight
     assert predictions.match_reference(row, [one, four]) is None
     assert predictions.match_reference(predictions.one_chip_of(row), [eight, one]) is one
+
+
+def _compiled_mlp(chip: str, target: str, **overrides) -> dict:
+    return {
+        "compiled_not_run": True,
+        "status": "ok",
+        "kernels": [[3, "gemm", 1e9, 1e7, "f32", 0]],
+        "kernels_source": {"program": "train_step", "steps": 1},
+        "target": {"name": target, "chip": chip, "chips": 1, "devices": 1},
+        "device": {"platform": "gpu", "kind": chip, "count": 1},
+        "workload": {"model": "mlp", "precision": "f32", "batch_size": 128,
+                     "model_overrides": overrides},
+        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+    }  # fmt: skip
+
+
+def test_a_published_jax_loop_is_matched_at_its_width_and_predicted_by_the_loop_step():
+    (row,) = [r for r in references.load() if r.id == "princeton-stax-mlp-a100"]
+    assert row.model_overrides == {"width": 1024} and predictions.jax_loop(row)
+    wide, default = _compiled_mlp("A100", "gpu-a100", width=1024), _compiled_mlp("A100", "gpu-a100")
+    assert predictions.match_reference(row, [default, wide]) is wide
+    assert predictions.match_reference(row, [default]) is None
+    # The control: the same row at the model's own width matches the default's compile.
+    plain = dataclasses.replace(row, model_overrides=None)
+    assert predictions.match_reference(plain, [wide, default]) is default
+    assert predictions.reference_workload(row).model_overrides == {"width": 1024}
+    (v,) = predictions.versus_published([wide], [row])
+    assert v["compared"] == "loop_step_s"
+    assert v["predicted"] == pytest.approx(128 / v["block"]["loop_step_s"])
+    # Another framework's loop of the same network is compared by its device step.
+    keras = dataclasses.replace(row, framework="Keras 2 + TensorFlow 1.4")
+    assert not predictions.jax_loop(keras)
+    (k,) = predictions.versus_published([wide], [keras])
+    assert "compared" not in k and k["predicted"] > v["predicted"]

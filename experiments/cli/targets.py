@@ -156,10 +156,16 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
         lines.append(f"    {predictions.label(p)}")
         if p.get("loop_step_s") is not None:
             left = ", ".join(p["loop_left_out"])
+            own = p.get("loop_parts_platform") == record["device"]["platform"]
+            band = (
+                "host parts from jaxcnn's loops timed on this platform's client; their held-out "
+                "band: the report's predictions page"
+                if own
+                else "no error band: jaxcnn's loop never timed on this platform"
+            )
             lines.append(
                 f"    jaxcnn's loop step {seconds(p['loop_step_s'])} ({p['loop_overlap']}, "
-                f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; "
-                "no error band: no loop step measured on this platform)"
+                f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; {band})"
             )
     bound = record.get("prediction_bound")
     if p and p.get("method") != "per-kernel":  # a record made before kernels were read

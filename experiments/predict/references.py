@@ -76,6 +76,9 @@ class Reference:
     # Why the fit must not use it (predicted and shown, never fitted), or None: a
     # measure of more than the step (an input pipeline, a whole run's wall time).
     held_out: str | None
+    # The model's fields the published network sets apart from jaxcnn's defaults, where
+    # it is the same network at another size (the MLP's width), e.g. {"width": 1024}.
+    model_overrides: dict[str, int] | None = None
     # A scaling row's (chips > 1): images/s of one chip of the same system, table and
     # batch per chip, quoted beside the N-chip line, so that the published data-parallel
     # efficiency is images_per_s_per_chip / one_chip_images_per_s. Absent elsewhere.
@@ -308,6 +311,13 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise DataError(f"{where} must be a non-empty string")
         return value
+    if any(typing.get_origin(a) is dict for a in allowed):
+        if not isinstance(value, dict) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+        ):
+            example = '{"width": 1024}'
+            raise DataError(f"{where} must be an object of positive whole numbers: {example}")
+        return dict(value)
     kind = "whole number" if int in allowed else "number"
     # JSON true is an int to Python, and no count or rate
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -281,6 +281,8 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
             continue
         if t.get("chip") != ref.chip or w["model"] != ref.model or w["precision"] != precision:
             continue
+        if (w.get("model_overrides") or {}) != (ref.model_overrides or {}):
+            continue  # another network under the same name (the MLP at another width)
         if chips is not None and t.get("chips") != chips:
             continue
         if w["batch_size"] != ref.batch_per_chip * t["chips"]:
@@ -352,6 +354,7 @@ def reference_workload(ref: Any) -> Any:
         return None
     return Workload(
         model=ref.model,
+        model_overrides=dict(ref.model_overrides or {}),
         dataset="synthetic",
         epochs=0,
         kind="compile",
@@ -375,7 +378,9 @@ def versus_published(
 ) -> list[dict[str, Any]]:
     """Per published reference: its compile record's per-kernel prediction of images/s
     per chip beside the published figure ({"reference", "record", "predicted",
-    "ratio"}: predicted / published), or why it has none ({"why"}). "predicted" adds,
+    "ratio"}: predicted / published), or why it has none ({"why"}). A JAX loop of a
+    small program (`jax_loop`) is predicted by jaxcnn's loop step ("compared":
+    "loop_step_s"); any other "predicted" adds,
     to each step, the per-step cost of a published run's loop where the platform's fit
     kept one (another framework's, never jaxcnn's); "predicted_step" is the step alone
     (as the fit prices it: the device step plus a call's round trip and its batch's
@@ -393,7 +398,13 @@ def versus_published(
             if record is None:
                 row["why"] = f"not compiled yet: {compile_command(ref)}"
         block = of(record, table) if record else None
-        if block and block.get("images_per_s"):
+        if block and block.get("loop_step_s") and jax_loop(ref):
+            # A JAX loop of a small model is what jaxcnn's own loop step predicts.
+            step = block["loop_step_s"]
+            row.update(record=record, block=block, predicted_step=ref.batch_per_chip / step,
+                       predicted=ref.batch_per_chip / step, compared="loop_step_s")  # fmt: skip
+            row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
+        elif block and block.get("images_per_s"):
             family = table["families"].get(record["device"]["platform"]) or {}
             loop = family.get("published_loop_step_s") or 0.0
             # As the fit predicts a published observation: the device step and what a
@@ -410,6 +421,16 @@ def versus_published(
             row["why"] = "its compile record has no per-kernel prediction"
         rows.append(row)
     return rows
+
+
+# A published loop written in JAX (stax, Flax, Haiku, ...): jaxcnn's kind of loop.
+JAX_FRAMEWORKS = ("JAX", "Flax", "Haiku", "Equinox", "Objax", "Trax")
+
+
+def jax_loop(ref: Any) -> bool:
+    """Whether published reference `ref` times a JAX training loop of a small program
+    (every model but ResNet-sized ones: those are compared by their device step)."""
+    return ref.framework.startswith(JAX_FRAMEWORKS) and not ref.model.startswith("resnet")
 
 
 def constants_table() -> dict[str, Any]:

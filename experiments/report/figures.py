@@ -381,6 +381,10 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         flops = number((r.get("flops") or {}).get("per_step"))
         if flops and kind_of(r) == "train":
             out.append(row("flops_per_s", "measured", flops / step["median"], w, "newest", [r]))
+        mfu = r.get("mfu") or {}
+        if r["device"]["platform"] != "cpu" and number(mfu.get("vs_vendor")):
+            note = f"of its datasheet's {mfu['vendor_precision']} peak"
+            out.append(row("mfu", "measured", mfu["vs_vendor"], w, "newest", [r], note=note))
         train_compile = (r.get("compile_time_s") or {}).get("train")
         if train_compile:
             out.append(row("compile_s", "measured", train_compile, w, "newest", [r]))
@@ -899,7 +903,9 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
     for v in predictions.versus_published(loaded, refs):
         ref = v["reference"]
         w = {
-            "model": ref.model,
+            "model": labels.model_with_overrides(
+                {"model": ref.model, "model_overrides": ref.model_overrides}
+            ),
             "dataset": "-",
             "batch": ref.batch_per_chip,
             "precision": SPELLING.get(ref.precision, ref.precision),
@@ -939,7 +945,9 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
                 {**w, "framework": "jaxcnn"},
                 "per-kernel",
                 [v["record"]],
-                note="device step plus the platform's fitted published-loop cost",
+                note="jaxcnn's loop step"
+                if v.get("compared") == "loop_step_s"
+                else "device step plus the platform's fitted published-loop cost",
             )
             out.append(pred)
             out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
@@ -1395,19 +1403,26 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
         & ~table.extra.str.endswith(VERSUS_MEASURED)
         & (table.extra != HELD_OUT_LOOP)
     ]
-    for (platform, small), g in e.groupby([e.platform, e.model.isin(SMALL_MODELS)]):
+    is_small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    frameworks = e.numerator.map(table.set_index("id").framework).astype(str)
+    is_jax = is_small & frameworks.str.startswith(predictions.JAX_FRAMEWORKS)  # JAX loops apart
+    for (platform, small, jax), g in e.groupby([e.platform, is_small, is_jax]):
         faster = int((g.note == "predicted faster").sum())
         w = {"platform": platform, "device": platform, "devices": 1,
              "model": "small programs" if small else "large programs"}  # fmt: skip
-        note = (
-            f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
-        )
+        whose = "JAX loops" if jax else "other frameworks' loops"
+        note = f"published steps of {whose}; prediction faster in {faster} of {len(g)}"
         out.append(
             row("band", "published", statistics.median(g.value), w, "held-out", lo=1.0,
-                hi=g.value.max(), spread="median, worst", n=len(g), extra="against published",
-                note=note)
+                hi=g.value.max(), spread="median, worst", n=len(g),
+                extra=JAX_VERSUS if jax else "against published", note=note)
         )  # fmt: skip
     return out
+
+
+# Published small programs' JAX loops (predictions.jax_loop): banded apart from other
+# frameworks' loops.
+JAX_VERSUS = "against published JAX loops"
 
 
 def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:

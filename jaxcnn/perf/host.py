@@ -176,6 +176,7 @@ def loops(
 
     Host parts timed on `platform`'s own client (`host`'s `parts_platform`) already hold
     what its runtime costs the host, so `runtime` is not added to them a second time."""
+    launches = (runtime or {}).get("launches")  # said either way: what the program launches
     runtime = {} if host.get("parts_platform") == platform else (runtime or {})
     loop = loop_step(
         device_step_s,
@@ -188,7 +189,7 @@ def loops(
     ] + list(runtime.get("missing") or [])
     loop["loop_parts_basis"] = host.get("parts_basis")
     loop["loop_parts_platform"] = host.get("parts_platform")
-    loop["loop_launches"] = runtime.get("launches")
+    loop["loop_launches"] = launches
     per_epoch = host.get("steps_per_epoch")
     call = host.get("call_s")
     return {
