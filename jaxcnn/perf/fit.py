@@ -521,6 +521,7 @@ def fit_platform(
             "source": o.source,
             "measured_s": o.measured_s,
             "predicted_s": float(seconds),
+            "regime": o.regime,
             "held_out": o.held_out,
             **(
                 {HELD_OUT_STEPS: {s: steps.get(index[id(o)]) for s, steps in held_out.items()}}
