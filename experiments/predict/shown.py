@@ -112,7 +112,9 @@ def batch_bytes(record: Record) -> int | None:
         return None
 
 
-def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def host_of(
+    record: Record, table: dict[str, Any] | None = None, held_out: bool = False
+) -> dict[str, Any] | None:
     """The host side of `record`'s step (jaxcnn.perf.host.host_side): the step loop's
     host parts as the record's own host measured them (its `host_loop`: this CPU's, or a
     notebook's runtime CPU beside its accelerator), else as this project's runs measured
@@ -122,7 +124,9 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
     where its dataset's size is known. A record whose host measured no loop (a
     compile-only record) gets the loop's parts modelled from those measured here for its
     batch's bytes (jaxcnn.host_loop.modelled_parts), as jaxcnn.compile_for predicts them.
-    None where the batch's size is unknown."""
+    None where the batch's size is unknown. `held_out`: nothing the record measured of its
+    own host (no loop, no round trip), and the loops modelled without its model and batch.
+    """
     from jaxcnn import host_loop
     from jaxcnn.perf import host as host_lib
 
@@ -131,17 +135,20 @@ def host_of(record: Record, table: dict[str, Any] | None = None) -> dict[str, An
     if nbytes is None:
         return None
     w = record["workload"]
-    own = (record.get("dispatch_s") or {}).get("median")
-    measured = record.get("host_loop")
+    own = None if held_out else (record.get("dispatch_s") or {}).get("median")
+    measured = None if held_out else record.get("host_loop")
     whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
     platform = record["device"]["platform"]
+    leave_out = host_lib.host_loop_key(w) if held_out else None
+    if own is None and not held_out:
+        own = host_lib.measured_dispatch(w.get("strategy") or "single", table, platform)
     return host_lib.host_side(
         measured=measured,
-        modelled=None if measured else host_loop.modelled_parts(whole, 1, table, platform),
+        modelled=None
+        if measured
+        else host_loop.modelled_parts(whole, 1, table, platform, leave_out=leave_out),
         modelled_on=host_lib.section(table, platform)[0],
-        dispatch_s=own
-        if own is not None
-        else host_lib.measured_dispatch(w.get("strategy") or "single", table, platform),
+        dispatch_s=own,
         batch_bytes=nbytes,
         host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
         platform=platform,
@@ -202,7 +209,6 @@ def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[s
     and batch left out (jaxcnn.host_loop.modelled_parts); nothing it measured itself.
     {"loop_step_s", "device_step_s", "parts_platform"}, or None where the record timed
     no loop a training run makes, runs on a CPU, or the fit could not hold its chip out."""
-    from jaxcnn import host_loop
     from jaxcnn.perf import host as host_lib
 
     platform = record["device"]["platform"]
@@ -214,23 +220,10 @@ def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[s
     family = (table.get("families") or {}).get(platform) or {}
     seen = next((o for o in family.get("observations") or [] if o.get("source") == source), None)
     held = ((seen or {}).get(HELD_OUT_STEPS) or {}).get("chip")
-    side, nbytes = host_of(record, table), batch_bytes(record)
-    if not held or side is None or nbytes is None:
+    side, host = host_of(record, table), host_of(record, table, held_out=True)
+    if not held or side is None or host is None:
         return None
-    w = record["workload"]
     steps = (record.get("kernels_source") or {}).get("steps", 1)
-    whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
-    key = host_lib.host_loop_key(w)
-    host = host_lib.host_side(
-        measured=None,
-        modelled=host_loop.modelled_parts(whole, 1, table, platform, leave_out=key),
-        modelled_on=host_lib.section(table, platform)[0],
-        dispatch_s=None,
-        batch_bytes=nbytes,
-        host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
-        platform=platform,
-        steps_per_epoch=steps_per_epoch(record),
-    )
     device = max(0.0, held / steps - side["host_s"])
     loop = host_lib.loops(device, host, platform)
     return {
