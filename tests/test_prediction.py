@@ -823,7 +823,8 @@ def test_a_loop_timed_on_a_gpu_is_predicted_without_anything_it_measured():
         for i, (b, d) in enumerate(((32, 1e-3), (128, 2e-3), (512, 3e-3)), start=1)
     ]
     family = {**TABLE["families"]["gpu"], "observations": [
-        {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3}} for r in runs
+        {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3},
+         "regime": "small"} for r in runs
     ]}  # fmt: skip
     table = {**TABLE, "families": {"gpu": family}, "host": fit_predictions.host_constants(runs)}
     held = predictions_lib.held_out_loop(runs[1], table)
@@ -841,6 +842,61 @@ def test_a_loop_timed_on_a_gpu_is_predicted_without_anything_it_measured():
     assert predictions_lib.held_out_loop(short, table) is None
     bare = {**table, "families": {"gpu": {**family, "observations": []}}}
     assert predictions_lib.held_out_loop(runs[1], bare) is None
+
+
+def test_the_fit_checks_each_programs_loop_held_out_and_bands_them_by_regime():
+    kernels = [[1, "conv", 1e9, 1e6, "f32", 0]]
+    runs = [
+        _on_gpu(_measured(f"r{b}", "mlp", b, f"2026-11-25T00:00:0{i}", kernels=kernels), d)
+        for i, (b, d) in enumerate(((32, 1e-3), (128, 2e-3), (512, 3e-3)), start=1)
+    ]
+    for r, measured in zip(runs, (2e-3, 3e-3, 9e-3), strict=True):
+        r["workload"]["precision"], r["loop"] = "f32", "step"
+        r["host_loop"]["loop_step_s"] = measured
+    family = {**TABLE["families"]["gpu"], "observations": [
+        {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3},
+         "regime": "small"} for r in runs
+    ]}  # fmt: skip
+    table = {**TABLE, "families": {"gpu": family}, "host": fit_predictions.host_constants(runs)}
+    # An older run of the same program on the same host is not checked a second time.
+    older = {**runs[1], "run_id": "older", "env": {"utc_time": "2026-11-24T00:00:00"}}
+    checked = fit_predictions.loop_error([older, *runs], [], table)["gpu"]
+    assert sorted(c["record"] for c in checked["loops"]) == ["r128", "r32", "r512"]
+    for c in checked["loops"]:
+        run = next(r for r in runs if r["run_id"] == c["record"])
+        assert c["predicted_s"] == predictions.held_out_loop(run, table)["loop_step_s"]
+        assert c["measured_s"] == run["host_loop"]["loop_step_s"]
+    band = checked["regimes"]["small"]
+    factors = [max(c["predicted_s"] / c["measured_s"], c["measured_s"] / c["predicted_s"])
+               for c in checked["loops"]]  # fmt: skip
+    assert band["observations"] == 3 and band["worst"] == max(factors)
+    assert band["faster"] == sum(c["predicted_s"] < c["measured_s"] for c in checked["loops"])
+    assert band["hosts"] == ["NVIDIA H200"]
+    # No published JAX loop among the references: none checked, no band.
+    assert checked["published"] == [] and checked["published_band"] == {}
+
+
+@pytest.mark.parametrize("rows", [4, 5])
+def test_a_loop_step_is_banded_by_five_published_jax_loops_or_unvalidated(rows):
+    checked = {"median": 1.4, "worst": 2.0, "observations": rows, "faster": 1, "hosts": ["A100"]}
+    table = {**TABLE, "loop_error": {"gpu": {"published_band": {"small": checked}}}}
+    band = predict.loop_band(table, "gpu", "small")
+    if rows < predict.MIN_LOOP_ROWS:
+        assert band is None
+    else:
+        assert band == {**checked, "split": "published_jax_loops", "quantity": "loop_step"}
+    assert predict.loop_band(table, "gpu", "large") is None  # another regime: unvalidated
+    assert predict.loop_band(table, "tpu", "small") is None
+    # A predicted step carries it beside its loop step, and none without a host side.
+    ks = [_gemm(1e9, 1e6)]
+    host = host_lib.host_side(
+        measured=None, dispatch_s=1e-4, batch_bytes=1000, host_link_bytes_per_s=None,
+        modelled={"dispatch": 1e-4}, modelled_on="gpu",
+    )  # fmt: skip
+    looped = predict.predict(ks, rates_lib.of_device(A100), "gpu", 32, host=host, table=table)
+    assert looped.loop_band == band and looped.as_record()["loop_band"] == band
+    alone = predict.predict(ks, rates_lib.of_device(A100), "gpu", 32, table=table)
+    assert alone.loop_band is None and "loop_band" not in alone.as_record()
 
 
 def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():

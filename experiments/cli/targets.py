@@ -32,6 +32,7 @@ from experiments.records.workload import Workload
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
+from jaxcnn.perf.predict import MIN_LOOP_ROWS
 
 
 def _here() -> targets.Target:
@@ -157,16 +158,16 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
         if p.get("loop_step_s") is not None:
             left = ", ".join(p["loop_left_out"])
             own = p.get("loop_parts_platform") == record["device"]["platform"]
-            band = (
-                "host parts from jaxcnn's loops timed on this platform's client; their held-out "
-                "band: the report's predictions page"
+            parts = (
+                "host parts from jaxcnn's loops timed on this platform's client"
                 if own
-                else "no error band: jaxcnn's loop never timed on this platform"
+                else "host parts from the CPU client's loops and the runtime's published costs"
             )
             lines.append(
                 f"    jaxcnn's loop step {seconds(p['loop_step_s'])} ({p['loop_overlap']}, "
-                f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; {band})"
+                f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; {parts})"
             )
+            lines.append(f"    {loop_band_words(p.get('loop_band'))}")
     bound = record.get("prediction_bound")
     if p and p.get("method") != "per-kernel":  # a record made before kernels were read
         bound, p = p, None
@@ -184,6 +185,20 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
     if not p and not bound:
         lines.append("  predicted: none (no vendor figures for this chip)")
     return "\n".join(lines)
+
+
+def loop_band_words(band: dict[str, Any] | None) -> str:
+    """How a loop step's band (jaxcnn.perf.predict.loop_band) is said beside it."""
+    if not band:
+        return (
+            f"loop step unvalidated: fewer than {MIN_LOOP_ROWS} published JAX loops of such "
+            "programs on this platform to check it against"
+        )
+    return (
+        f"loop step band: x{band['median']:.3g} median, x{band['worst']:.3g} worst, against "
+        f"{band['observations']} published JAX loops held out (on {', '.join(band['hosts'])}; "
+        f"the prediction faster on {band['faster']})"
+    )
 
 
 def _collectives_over(record: dict[str, Any]) -> str:

@@ -200,12 +200,101 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
         by_platform.setdefault(o.platform, []).append(o)
     fixed = fixed_constants(loaded)
     families = {p: fit_platform(p, obs, fixed.get(p)) for p, obs in sorted(by_platform.items())}
-    return {
+    table = {
         "version": version_of(families),
         "procedure": "experiments/predict/observations.py",
         "families": families,
         "host": host,
         "unmatched_references": [{"id": r.id, "why": why} for r, why in missing],
+    }
+    return {**table, "loop_error": loop_error(loaded, refs, table)}
+
+
+def loop_error(
+    loaded: Sequence[dict[str, Any]],
+    refs: Sequence[references.Reference],
+    table: dict[str, Any],
+) -> dict[str, Any]:
+    """How far the predicted loop step is from measured loops, per platform:
+    - `loops`: jaxcnn's loops timed on an accelerator's own client (the newest record of
+      each configuration), each predicted held out (predictions.held_out_loop: its host
+      parts from the other programs' loops, its device step from the fit without its
+      chip), and per regime the band of their factors max(p/a, a/p) (`regimes`): how
+      well the loop is predicted on the hosts those loops ran on;
+    - `published`: the published JAX loops of small programs (held out of every fit),
+      each predicted by the loop step of its compiled program, and their band
+      (`published_band`): how well it is predicted on other hosts, the band a loop step
+      is shown with (jaxcnn.perf.predict.loop_band).
+    Each band gives how many the prediction was the faster of."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
+        loop = r.get("host_loop")
+        if r["status"] == "ok" and loop and host_lib.like_training(loop):
+            newest[(r["device"].get("kind") or r["device"]["platform"], _program(r))] = r
+    out: dict[str, Any] = {}
+    for r in newest.values():
+        held = predictions.held_out_loop(r, table)
+        measured = r["host_loop"].get("loop_step_s")
+        if not held or not measured:
+            continue
+        found = out.setdefault(r["device"]["platform"], {"loops": [], "regimes": {}})
+        found["loops"].append(
+            {
+                "record": r["run_id"],
+                "host": r["device"].get("kind") or r["device"]["platform"],
+                "program": _program(r),
+                "regime": held["regime"],
+                "measured_s": measured,
+                "predicted_s": held["loop_step_s"],
+            }
+        )
+    for v in predictions.versus_published(loaded, refs, table):
+        if v.get("compared") != "loop_step_s":
+            continue
+        ref = v["reference"]
+        found = out.setdefault(v["record"]["device"]["platform"], {"loops": [], "regimes": {}})
+        found.setdefault("published", []).append(
+            {
+                "reference": ref.id,
+                "host": ref.chip,
+                "regime": v["block"]["regime"],
+                "measured_s": ref.batch_per_chip / ref.images_per_s_per_chip,
+                "predicted_s": v["block"]["loop_step_s"],
+            }
+        )
+    for found in out.values():
+        found["loops"].sort(key=lambda c: (c["host"], c["program"], c["record"]))
+        for name in sorted({c["regime"] for c in found["loops"]}):
+            found["regimes"][name] = _loop_band([c for c in found["loops"] if c["regime"] == name])
+        published = sorted(found.get("published", []), key=lambda c: c["reference"])
+        found["published"] = published
+        found["published_band"] = {
+            name: _loop_band([c for c in published if c["regime"] == name])
+            for name in sorted({c["regime"] for c in published})
+        }
+    return out
+
+
+def _program(record: dict[str, Any]) -> str:
+    """What a loop ran: its model, overrides and batch, precision and loop (one check per
+    program and host: the newest)."""
+    w = record["workload"]
+    return f"{host_lib.host_loop_key(w)}, {w['precision']}, loop {record['loop']}"
+
+
+def _loop_band(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The band of predicted against measured loop steps `checks`: the median and worst
+    factor max(p/a, a/p), how many, how many the prediction was the faster of, and
+    where they ran (hosts, or chips for published rows)."""
+    factors = [
+        max(c["predicted_s"] / c["measured_s"], c["measured_s"] / c["predicted_s"]) for c in checks
+    ]
+    return {
+        "median": statistics.median(factors),
+        "worst": max(factors),
+        "observations": len(checks),
+        "faster": sum(1 for c in checks if c["predicted_s"] < c["measured_s"]),
+        "hosts": sorted({c["host"] for c in checks}),
     }
 
 

@@ -207,8 +207,9 @@ def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[s
     by chip, less the host's share the fit adds to a step timed alone); its loop's host
     parts modelled from the loops measured on its platform's client with its own model
     and batch left out (jaxcnn.host_loop.modelled_parts); nothing it measured itself.
-    {"loop_step_s", "device_step_s", "parts_platform"}, or None where the record timed
-    no loop a training run makes, runs on a CPU, or the fit could not hold its chip out."""
+    {"loop_step_s", "device_step_s", "parts_platform", "regime"}, or None where the
+    record timed no loop a training run makes, runs on a CPU, or the fit could not hold
+    its chip out."""
     from jaxcnn.perf import host as host_lib
 
     platform = record["device"]["platform"]
@@ -230,6 +231,7 @@ def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[s
         "loop_step_s": loop["loop_step_s"],
         "device_step_s": device,
         "parts_platform": host["parts_platform"],
+        "regime": seen["regime"],
     }
 
 

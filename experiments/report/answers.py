@@ -219,15 +219,20 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     return f"{own}; {framework}", b if own.startswith("unvalidated") else None
 
 
-def errs(t: pd.DataFrame, platform: str) -> str:
-    """Which way the predictions of small programs' published steps err, counted from
-    their error factors."""
+def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
+    """How many of the predictions of other frameworks' published small-program steps
+    on `platform` were the faster, and of how many: the rows their band is made of."""
     e = rows(t, quantity="error_factor", platform=platform, model=list(SMALL_MODELS))
     frameworks = e.numerator.map(t.set_index("id").framework).astype(str)
     jax = frameworks.str.startswith(JAX_FRAMEWORKS)
     e = e[(e.extra != HELD_OUT_LOOP) & ~jax]
-    faster = int((e.note == "predicted faster").sum())
-    return f"ours faster on {faster} of {len(e)}"
+    return int((e.note == "predicted faster").sum()), len(e)
+
+
+def errs(t: pd.DataFrame, platform: str) -> str:
+    """Which way the predictions of small programs' published steps err."""
+    faster, n = framework_errors(t, platform)
+    return f"ours faster on {faster} of {n}"
 
 
 def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
@@ -236,8 +241,8 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
     overstates the speedup)."""
     if not (speedup and band) or band["value"] < WIDE_BAND:
         return ""
-    e = rows(t, quantity="error_factor", platform=band["platform"], model=list(SMALL_MODELS))
-    mostly_faster = 2 * int((e.note == "predicted faster").sum()) > len(e)
+    faster, n = framework_errors(t, band["platform"])  # the rows `band` is made of
+    mostly_faster = 2 * faster > n
     other = speedup["value"] / band["value"] if mostly_faster else speedup["value"] * band["value"]
     lo, hi = sorted((other, speedup["value"]))
     return f" (band: {value_text(lo, 'x')} to {value_text(hi, 'x')})"

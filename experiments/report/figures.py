@@ -136,7 +136,7 @@ def allowed() -> dict[str, list[Any]]:
         "selection": list(RULES),
         "band_split": [
             *(f"leave one {s} out" for s in SPLITS),
-            *(LOOP_BAND_SPLIT.format(p.upper()) for p in ("gpu", "tpu")),
+            LOOP_BAND_SPLIT,
         ],
     }
 
@@ -737,13 +737,10 @@ def band_of(
     }
 
 
-def predicted_rows(
-    records: Sequence[Record], bands: dict[tuple, tuple], loop_bands: pd.DataFrame | None = None
-) -> list[dict[str, Any]]:
+def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
     """Per newest compile that fits and carries its kernels: the predicted device step
-    and loop step, each with its own band (a small program's loop step: its platform's
-    held-out loop band, `held_out_loop_rows`, in `loop_bands`). (An epoch is priced from
-    the loop step over the seed model's own training set: epochs_from_steps.)"""
+    and loop step, each with its own band (a loop step's: `loop_band_of`). (An epoch is
+    priced from the loop step over the seed model's own training set: epochs_from_steps.)"""
     out = []
     for r in compiled_records(records):
         if not fits(r) or not r.get("kernels"):
@@ -768,7 +765,8 @@ def predicted_rows(
             )
             band = band_of(block, w["platform"], quantity, bands)
             if quantity == "loop_step_s" and block.get("regime") == "small":
-                band = loop_band_of(w["platform"], loop_bands) or band
+                # the device step's band never stands for a loop step's
+                band = loop_band_of(block) or {"band_quantity": "unvalidated"}
             out.append(
                 row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
             )
@@ -801,64 +799,68 @@ def predicted_rows(
 # held out (experiments.predict.shown.held_out_loop), and the band of those factors.
 HELD_OUT_LOOP = "loop step vs measured on its chip, held out"
 HELD_OUT_LOOP_SPLIT = "program (host) and chip (device) held out"
-# The band_split of a loop step's band: a closed value (the schema's), the host named
-# in the band row's note.
-LOOP_BAND_SPLIT = "held out; one {} host's loops"
+# The band_split of a loop step's band (jaxcnn.perf.predict.loop_band): published JAX
+# loops, each on its own host, held out of every fit.
+LOOP_BAND_SPLIT = "published JAX loops, held out"
 
 
-def loop_band_of(platform: str, loop_bands: pd.DataFrame | None) -> dict[str, Any] | None:
-    """The band columns of a small program's predicted loop step on `platform`: the
-    held-out loop band measured there (`held_out_loop_rows`), or None."""
-    if loop_bands is None or loop_bands.empty:
+def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
+    """The band columns of a predicted loop step: the fit's check of it against published
+    JAX loops (the block's `loop_band`, jaxcnn.perf.predict.loop_band), or None."""
+    band = block.get("loop_band")
+    if not band:
         return None
-    found = loop_bands[(loop_bands.quantity == "band") & (loop_bands.platform == platform)]
-    if found.empty:
-        return None
-    b = found.iloc[0]
     return {
-        "band_median": b.value,
-        "band_worst": b.hi,
-        "band_n": int(b.n),
-        "band_split": LOOP_BAND_SPLIT.format(platform.upper()),
+        "band_median": band["median"],
+        "band_worst": band["worst"],
+        "band_n": band["observations"],
+        "band_split": LOOP_BAND_SPLIT,
         "band_quantity": "loop_step_s",
     }
 
 
 def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Each loop a training run makes (jaxcnn's step loop) measured on an accelerator,
-    against its prediction held out (`held_out_loop`: host parts without its program,
-    device step without its chip): the factor max(p/a, a/p), which side is the faster
-    and the prediction in its note (not a row of its own: no answer quotes it); per
-    platform, the band of those factors."""
-    out, factors = [], defaultdict(list)
-    timed = [r for r in _ok(records) if isinstance(r.get("host_loop"), dict) and _timed(r)]
-    for r in select_newest(timed):  # host_rows' records: their measured loop rows
-        held = predictions.held_out_loop(r) if r["device"]["platform"] != "cpu" else None
-        own = number(r["host_loop"].get("loop_step_s"))
-        if not held or not own:
-            continue
-        w = {**workload_of(r), "params": _params(r)}
-        measured = row("step_s", "measured", own, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
-        predicted = held["loop_step_s"]
-        way = "predicted faster" if predicted < own else "predicted slower"
-        factor = max(predicted / own, own / predicted)
-        factors[(w["platform"], w["device"])].append((factor, way))
-        out.append(
-            row("error_factor", "predicted", factor, w, "held-out", [r], extra=HELD_OUT_LOOP,
-                numerator=measured["id"],
-                note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
-        )  # fmt: skip
-    for (platform, device), found in sorted(factors.items()):
-        values = [f for f, _ in found]
-        faster = sum(1 for _, note in found if note == "predicted faster")
-        w = {"platform": platform, "device": platform, "devices": 1, "model": "small programs"}
-        out.append(
-            row("band", "predicted", statistics.median(values), w, "held-out", lo=1.0,
-                hi=max(values), spread="median, worst", n=len(values),
-                extra=f"loop step, {HELD_OUT_LOOP_SPLIT}",
-                note=f"jaxcnn's loop on one {device} host; prediction faster in "
-                f"{faster} of {len(values)}")
-        )  # fmt: skip
+    against its prediction held out, as the fit checked it (the constants' `loop_error`:
+    host parts without its program, device step without its chip): the factor
+    max(p/a, a/p), which side is the faster and the prediction in its note (not a row of
+    its own: no answer quotes it); per platform and regime, the band of those factors."""
+    out = []
+    by_id = {r["run_id"]: r for r in records}
+    checked = predictions.constants_table().get("loop_error") or {}
+    for platform, found in sorted(checked.items()):
+        for c in found["loops"]:
+            r = by_id.get(c["record"])
+            if r is None:
+                continue
+            w = {**workload_of(r), "params": _params(r)}
+            measured = row(
+                "step_s", "measured", c["measured_s"], {**w, "extra": "jaxcnn's loop"},
+                "newest", [r],
+            )  # fmt: skip
+            predicted = c["predicted_s"]
+            way = "predicted faster" if predicted < c["measured_s"] else "predicted slower"
+            factor = max(predicted / c["measured_s"], c["measured_s"] / predicted)
+            out.append(
+                row("error_factor", "predicted", factor, w, "held-out", [r], extra=HELD_OUT_LOOP,
+                    numerator=measured["id"],
+                    note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
+            )  # fmt: skip
+        for name, band in sorted(found["regimes"].items()):
+            hosts = ", ".join(band["hosts"])
+            w = {
+                "platform": platform,
+                "device": platform,
+                "devices": 1,
+                "model": f"{name} programs",
+            }
+            out.append(
+                row("band", "predicted", band["median"], w, "held-out", lo=1.0,
+                    hi=band["worst"], spread="median, worst", n=band["observations"],
+                    extra=f"loop step, {HELD_OUT_LOOP_SPLIT}",
+                    note=f"jaxcnn's loop on {hosts}; prediction faster in "
+                    f"{band['faster']} of {band['observations']}")
+            )  # fmt: skip
     return out
 
 
@@ -1480,8 +1482,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *host_rows(records),
         *speedrun_rows(records),
         *compiled_rows(records),
-        *(held := held_out_loop_rows(records)),
-        *predicted_rows(records, bands, frame(held)),
+        *held_out_loop_rows(records),
+        *predicted_rows(records, bands),
         *published_rows(refs, records),
         *scaling_published(refs, records),
         *band_rows(bands),

@@ -134,6 +134,7 @@ LOOP_FIELDS = (
     "loop_parts_basis",
     "loop_parts_platform",
     "loop_launches",
+    "loop_band",
     "epoch_s",
     "epoch_steps",
     "epoch_left_out",
@@ -166,6 +167,7 @@ class Prediction:
     loop_parts_basis: str | None = None  # "measured" | "modelled": how the host parts were had
     loop_parts_platform: str | None = None  # whose client ran the loop they were timed in
     loop_launches: dict[str, Any] | None = None  # the runtime's launches (jaxcnn.perf.runtime)
+    loop_band: dict[str, Any] | None = None  # loop_band's; None: the loop step unvalidated
     epoch_s: float | None = None
     epoch_steps: int | None = None
     epoch_left_out: list[str] | None = None
@@ -228,6 +230,13 @@ def predict(
     timed = price.step_time(ks, rates, price.Constants.of(family))
     device_step = timed["seconds"] / steps
     kind = regime(ks, batch_size // max(1, devices) * steps)
+    looped = (
+        host_lib.loops(
+            device_step, host, platform, runtime_lib.host_side(platform, launches, copies)
+        )
+        if host is not None
+        else {}
+    )
     return Prediction(
         method=METHOD,
         constants_version=str(table["version"]),
@@ -238,13 +247,8 @@ def predict(
         rates_source=rates.source,
         regime=kind,
         band=error_band(family, kind, chip),
-        **(
-            host_lib.loops(
-                device_step, host, platform, runtime_lib.host_side(platform, launches, copies)
-            )
-            if host is not None
-            else {}
-        ),
+        **looped,
+        loop_band=loop_band(table, platform, kind) if looped else None,
         formulation=formulation,
     )
 
@@ -271,6 +275,27 @@ def regime(ks: Sequence[Kernel], images: int) -> str:
 # shown beside the quantity it names. Constants fitted before bands named it measured
 # theirs on the device step.
 DEVICE_STEP, LOOP_STEP = "device_step", "loop_step"
+
+
+def loop_band(table: Mapping[str, Any], platform: str, regime_name: str) -> dict[str, Any] | None:
+    """The error band of a loop step of `regime_name` on `platform`: the fit's check of
+    it against published JAX loops of programs of that regime, each run on its own host
+    and held out of every fit
+    ({"median", "worst", "observations", "faster": how many the prediction was the
+    faster of, "hosts": the chips they ran on, "split", "quantity": LOOP_STEP}). None,
+    unvalidated, with fewer than MIN_LOOP_ROWS such loops (the constants' `loop_error`
+    still lists them, and the loops of jaxcnn's own measured there)."""
+    found = (table.get("loop_error") or {}).get(platform) or {}
+    band = (found.get("published_band") or {}).get(regime_name)
+    if not band or band["observations"] < MIN_LOOP_ROWS:
+        return None
+    return {**band, "split": LOOP_SPLIT, "quantity": LOOP_STEP}
+
+
+# A loop step's band: published JAX loops, each on its own host, its program held out.
+LOOP_SPLIT = "published_jax_loops"
+# Fewer published loops than this make no band: the loop step is then unvalidated.
+MIN_LOOP_ROWS = 5
 
 
 def error_band(
