@@ -20,10 +20,12 @@ from collections.abc import Collection
 from typing import Any
 
 # Each public name and the module it is read from, imported on first use (PEP 562):
-# `import jaxcnn` imports no JAX or Flax, and reading a name table (jaxcnn.models.names(),
-# jaxcnn.data.DATASETS, jaxcnn.perf.chips) imports only what that table needs.
+# `import jaxcnn` imports no JAX or Flax, and reading a name table (jaxcnn.choices,
+# jaxcnn.models.names(), jaxcnn.data.DATASETS, jaxcnn.perf.chips) imports only what that
+# table needs.
 _SUBMODULES = (
     "aot",
+    "choices",
     "data",
     "devices",
     "distributed",
@@ -95,12 +97,12 @@ def configure_host(
     with the policy in effect (as resolved: `auto` may be `retain`), it returns what
     that call did; with another, it is a UsageError. So is a policy, device or loop not
     known."""
-    from jaxcnn import devices, host_memory, loop
+    from jaxcnn import choices, devices, host_memory
     from jaxcnn.errors import UsageError, check_choice, check_names
 
     check_choice("host memory policy", policy, host_memory.POLICIES)
-    check_choice("device", device, devices.DEVICE_CHOICES)
-    check_names("loops", loops, "loop", loop.LOOPS, "('step',)")
+    check_choice("device", device, choices.DEVICES)
+    check_names("loops", loops, "loop", choices.LOOPS, "('step',)")
     chosen = host_memory.resolve(policy, device, loops)
     if _configured:  # the first call took effect: nothing changes now
         first = _configured["chosen"]
@@ -142,6 +144,7 @@ __all__ = [
     "TrainState",
     "UsageError",
     "aot",
+    "choices",
     "compile_for",
     "configure_host",
     "create_train_state",

@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxcnn import choices, parallel, targets, train
 from jaxcnn import flops as flops_lib
 from jaxcnn import formulation as formulation_lib
-from jaxcnn import parallel, targets, train
 from jaxcnn.errors import DataError, UsageError, check_choice, check_count, check_names, described
 from jaxcnn.perf import hlo
 from jaxcnn.perf import host as host_lib
@@ -237,7 +237,7 @@ def check(target_name: str, placement: str, batch_size: int) -> targets.Target:
     """The target called `target_name`, once the placement and batch size suit it and its
     compiler is installed; a usage error naming the fix otherwise."""
     target = targets.get(target_name)
-    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
+    check_choice("placement", placement, choices.STRATEGIES + choices.MODEL_STRATEGIES)
     parallel.check_batch_size(batch_size, parallel.mesh_axes(placement, target.devices)[0])
     if placement == "single" and target.devices > 1:
         raise UsageError(
@@ -361,7 +361,7 @@ def compile_for(
     shapes, a batch that does not split) is raised before anything compiles; a
     compiler's refusal is the result's `message`, not an exception."""
     targets.get(target)  # the name first: the rest is checked against it
-    check_choice("placement", placement, parallel.STRATEGIES + parallel.MODEL_STRATEGIES)
+    check_choice("placement", placement, choices.STRATEGIES + choices.MODEL_STRATEGIES)
     check_names("programs", programs, "program", PROGRAMS, "('train', 'eval')")
     if "train" not in programs:
         raise UsageError(
@@ -380,7 +380,7 @@ def compile_for(
         predict_lib.constants()
     except predict_lib.ConstantsError as e:
         raise DataError(str(e)) from None
-    if placement in parallel.MODEL_STRATEGIES:  # what the rule splits: known from shapes
+    if placement in choices.MODEL_STRATEGIES:  # what the rule splits: known from shapes
         parallel.check_split(checked_state.params, parallel.mesh_axes(placement, found.devices)[1])
     checked_state, formulation = _formulated(checked_state, found.platform)
     flops = _traced_flops(step, checked_state, checked_batch)  # before the compiler starts

@@ -25,9 +25,9 @@ from typing import Any
 
 import jax
 
+from jaxcnn.choices import DEVICES
 from jaxcnn.errors import UsageError
 
-DEVICE_CHOICES = ("auto", "cpu", "gpu", "tpu")
 _PROBE_ORDER = ("tpu", "gpu", "cpu")
 
 
@@ -68,8 +68,8 @@ def resolve(device: str = "auto", num_devices: int | None = None) -> list[jax.De
 
     `auto` is JAX's default backend, which JAX already picks as TPU > GPU > CPU.
     """
-    if device not in DEVICE_CHOICES:
-        raise UsageError(f"unknown device {device!r}: choose one of {', '.join(DEVICE_CHOICES)}")
+    if device not in DEVICES:
+        raise UsageError(f"unknown device {device!r}: choose one of {', '.join(DEVICES)}")
     check_platforms_start()
     named = os.environ.get("JAX_PLATFORMS", "").strip()
     if named and device != "auto" and device not in _named_platforms(named):

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxcnn import choices
 from jaxcnn.conv_shapes import plain_2d_conv
 from jaxcnn.errors import UsageError
 
@@ -58,16 +59,15 @@ class Formulation:
         return dataclasses.asdict(self)
 
 
+# Each named formulation (jaxcnn.choices, where the names and their programs are listed).
 FORMULATIONS = {
-    "xla": Formulation("xla", "xla", "xla"),
-    "cpu": Formulation("cpu", "patches", "slices"),
-    "onednn": Formulation("onednn", "onednn", "slices"),
+    name: Formulation(name, conv, pool)
+    for name, (conv, pool) in choices.FORMULATION_PROGRAMS.items()
 }
 # The platform's choice, made when the program is made (`resolve`).
 AUTO = Formulation("auto", "auto", "auto")
 # The platform default: a platform not named here gets XLA's own convolutions.
 PLATFORM_DEFAULTS = {"cpu": "cpu"}
-NAMES = ("auto", *FORMULATIONS)
 
 
 def for_platform(platform: str) -> Formulation:
@@ -85,7 +85,9 @@ def resolve(name: str | Formulation | None, platform: str | None = None) -> Form
     if name in (None, "auto"):
         return for_platform(platform or jax.default_backend())
     if name not in FORMULATIONS:
-        raise UsageError(f"unknown formulation {name!r}: choose one of {', '.join(NAMES)}")
+        raise UsageError(
+            f"unknown formulation {name!r}: choose one of {', '.join(choices.FORMULATIONS)}"
+        )
     chosen = FORMULATIONS[name]
     if chosen.conv == "onednn":
         from jaxcnn import onednn  # optional, and built on first use: ask for it now

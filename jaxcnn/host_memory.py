@@ -146,7 +146,7 @@ def expected_platform(device: str = "auto") -> str:
 
 def resolve(policy: str, device: str = "auto", loops: Collection[str] = ("step",)) -> str:
     """`retain` or `system` for `policy` (one of POLICIES), the `--device` asked for and
-    the loops the process will run (`step`, `device`: jaxcnn.loop.LOOPS)."""
+    the loops the process will run (`step`, `device`: jaxcnn.choices.LOOPS)."""
     if policy not in POLICIES:
         # ValueError, not UsageError: importing jaxcnn.errors would import JAX here
         raise ValueError(

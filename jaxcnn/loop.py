@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from jaxcnn import data, distributed, host_loop, train
 from jaxcnn.checkpoint import Checkpoints, Position
+from jaxcnn.choices import LOOPS
 from jaxcnn.epochs import device_epoch_order
 from jaxcnn.errors import (
     UsageError,
@@ -36,7 +37,6 @@ from jaxcnn.parallel import Placement, place
 from jaxcnn.perf.host import CHECK_EVERY
 
 Arrays = tuple[np.ndarray, np.ndarray]
-LOOPS = ("step", "device")  # per-step dispatch from the host | whole epochs on device
 
 
 @dataclasses.dataclass(frozen=True)

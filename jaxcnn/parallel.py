@@ -63,12 +63,9 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcnn import devices as devices_lib
 from jaxcnn import epochs, train
+from jaxcnn.choices import MODEL_STRATEGIES, STRATEGIES
 from jaxcnn.errors import UsageError
 
-# Data parallelism, the study's strategies (what its command line offers).
-STRATEGIES = ("single", "pmap", "sharded")
-# The parameters split over devices too (model parallelism), as placements of the same step.
-MODEL_STRATEGIES = ("model", "data_model")
 PMAP_AXIS = "batch"  # the axis name the step's collectives use under pmap
 DATA_AXIS = "data"  # the mesh axis the batch is split along under sharded jit
 MODEL_AXIS = "model"  # the mesh axis the parameters are split along

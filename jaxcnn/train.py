@@ -21,6 +21,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from jaxcnn.choices import OPTIMIZERS, SCHEDULES
 from jaxcnn.errors import (
     UsageError,
     check_choice,
@@ -32,8 +33,6 @@ from jaxcnn.errors import (
 
 Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
-OPTIMIZERS = ("adam", "sgd")
-SCHEDULES = ("constant", "onecycle")
 
 
 class TrainState(struct.PyTreeNode):

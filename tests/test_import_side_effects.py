@@ -106,9 +106,9 @@ def test_the_explicit_calls_make_the_changes_the_probe_sees():  # the control of
     assert changed["mallopt"] == (retain if no_accelerator and glibc else [])
 
 
-# Reads the library's registries (models, chips, targets, datasets) after `import jaxcnn`,
-# then touches what argv[1] names; prints which of Flax and JAX were imported before and
-# after that touch.
+# Reads the library's registries (models, chips, targets, datasets, choices, host memory
+# policies) after `import jaxcnn`, then touches what argv[1] names; prints which of Flax
+# and JAX were imported before and after that touch.
 LAZY = """
 import json, sys
 import jaxcnn
@@ -121,6 +121,8 @@ read = (
     jaxcnn.perf.chips.find("Tesla T4").bandwidth,
     sorted(jaxcnn.perf.chips.TARGETS),
     jaxcnn.data.DATASETS,
+    jaxcnn.choices.FORMULATIONS,
+    jaxcnn.host_memory.POLICIES,
 )
 loaded = lambda: sorted(m for m in ("flax", "jax") if m in sys.modules)
 before = loaded()

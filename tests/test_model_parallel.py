@@ -23,7 +23,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from test_parallel import _assert_trees_close, _initial, _train
 
-from jaxcnn import data, models, parallel, train
+from jaxcnn import choices, data, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import FitOptions, fit
 
@@ -79,7 +79,7 @@ def test_every_registry_model_is_tried_or_left_out_with_a_reason():
 FAST = ("mlp", "mnist_cnn")
 
 
-@pytest.mark.parametrize("strategy", parallel.MODEL_STRATEGIES)
+@pytest.mark.parametrize("strategy", choices.MODEL_STRATEGIES)
 @pytest.mark.parametrize(
     "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in CASES]
 )
@@ -207,7 +207,7 @@ def test_a_state_on_one_device_or_replicated_reports_nothing_split():
         assert report.state_bytes == 3 * params + 16, strategy
 
 
-@pytest.mark.parametrize("strategy", parallel.MODEL_STRATEGIES)
+@pytest.mark.parametrize("strategy", choices.MODEL_STRATEGIES)
 @pytest.mark.parametrize("loop", ["step", "device"])
 def test_fit_with_padded_evaluation_matches_single_device(strategy, loop):
     """The whole loop: eval steps on a padded, masked last batch, and the whole-epoch

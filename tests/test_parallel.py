@@ -32,7 +32,7 @@ from experiments import records
 from experiments.cli.run import main
 from experiments.harness.prepare import record_for
 from experiments.records.workload import Workload
-from jaxcnn import data, devices, models, parallel, train
+from jaxcnn import choices, data, devices, models, parallel, train
 from jaxcnn.errors import UsageError
 from jaxcnn.loop import FitOptions, fit
 
@@ -113,7 +113,7 @@ def test_fit_and_evaluate_match_single_device():
     """The whole loop: padded, masked eval batches and metrics brought back to scalars."""
     splits = [data.load("digits", s) for s in ("train", "test")]
     histories = {}
-    for strategy in parallel.STRATEGIES:
+    for strategy in choices.STRATEGIES:
         state, _ = _new_state("mlp")
         placement = parallel.place(strategy, jax.devices())
         options = FitOptions(batch_size=GLOBAL_BATCH, max_steps=3, placement=placement)
@@ -233,7 +233,7 @@ def test_pmap_refuses_options_it_cannot_apply():
 
 def test_put_state_is_idempotent():
     state, _ = _new_state("mlp")
-    for strategy in parallel.STRATEGIES:
+    for strategy in choices.STRATEGIES:
         placement = parallel.place(strategy, jax.devices())
         once = placement.put_state(state)
         twice = placement.put_state(once)
@@ -268,7 +268,7 @@ def test_pmap_with_dropout_trains_and_replicas_draw_different_masks():
 
 
 def test_every_strategy_is_listed_and_unknown_ones_name_them():
-    assert parallel.STRATEGIES == ("single", "pmap", "sharded")
+    assert choices.STRATEGIES == ("single", "pmap", "sharded")
     with pytest.raises(UsageError, match="single, pmap, sharded"):
         parallel.place("ring", jax.devices())
 
@@ -325,7 +325,7 @@ def test_cli_pmap_on_eight_devices_records_them(tmp_path):
     assert record["compiler_options"] == {}  # pmap takes no XLA options
 
 
-@pytest.mark.parametrize("strategy", parallel.STRATEGIES)
+@pytest.mark.parametrize("strategy", choices.STRATEGIES)
 def test_get_state_is_one_logical_copy_that_puts_back(strategy):
     placement = parallel.place(strategy, jax.devices())
     state, shape = _new_state("mlp")

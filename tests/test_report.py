@@ -13,6 +13,7 @@ from experiments import records
 from experiments.cli import report as report_cli
 from experiments.report import answers, figures, views
 from experiments.report.fmt import fmt, value_text
+from jaxcnn import choices
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -621,12 +622,12 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
 def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_parallel_one(table):
     text, quoted = answers.model_split(table)
     split, data, fit_split, fit_data = quoted
-    assert split["placement"] in answers.MODEL_SPLITS and data["placement"] == "sharded"
+    assert split["placement"] in choices.MODEL_STRATEGIES and data["placement"] == "sharded"
     key = ("model", "batch", "precision", "device")
     assert all(split[k] == data[k] == fit_split[k] == fit_data[k] for k in key)
     assert answers.fmt(split) in text and answers.fmt(data) in text
     # without a split compile the answer says so instead of quoting a data-parallel one
-    none = table[~table.placement.isin(answers.MODEL_SPLITS)]
+    none = table[~table.placement.isin(choices.MODEL_STRATEGIES)]
     assert answers.model_split(none) == ("model parallelism not compiled yet", [])
 
 

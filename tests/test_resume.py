@@ -23,7 +23,7 @@ import pytest
 
 from experiments import records
 from experiments.cli.run import main
-from jaxcnn import data, loop, models, parallel, train
+from jaxcnn import choices, data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
     TMP_MARKER,
     Checkpoints,
@@ -440,7 +440,7 @@ def test_same_seed_same_device_same_digest(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", parallel.STRATEGIES)
+@pytest.mark.parametrize("strategy", choices.STRATEGIES)
 def test_resume_restores_onto_every_placement(digits, tmp_path, strategy):
     whole = _whole(strategy)
     # stopped at step 10 (mid-epoch, as a kill would), then the same run again

@@ -1,9 +1,8 @@
 """What the command line accepts, as plain data: the names it offers, how a value is
 read, and its less common options (`--set KEY=VALUE`). Nothing here imports JAX, so
 `--help` and a mistyped value are answered at once; the library still checks every
-value it is given. The models, datasets and targets are read from the library's
-registries, which load no JAX; tests/test_cli.py keeps each list of names copied below
-equal to the library's own (jaxcnn.parallel.STRATEGIES, ...).
+value it is given. Every name offered is read from the library's registries, which load
+no JAX (jaxcnn.choices, jaxcnn.models, ...), or from the workload's (PRECISIONS).
 """
 
 from __future__ import annotations
@@ -16,29 +15,17 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from experiments.records.workload import BOUNDS
-from jaxcnn import data, models
+from experiments.records import workload
+from jaxcnn import choices, data, host_memory, models
 from jaxcnn.perf import chips
 
-# The library's registries that load no JAX, read from it.
+# The names each option offers, read from the library's registries that load no JAX.
 MODELS = tuple(models.names())
 DATASETS = data.DATASETS
 TARGETS = tuple(chips.TARGETS)
-# The library's names whose modules import JAX: copied, and tested equal.
-DEVICES = ("auto", "cpu", "gpu", "tpu")  # jaxcnn.devices.DEVICE_CHOICES
-STRATEGIES = (  # jaxcnn.parallel.STRATEGIES + MODEL_STRATEGIES
-    "single",
-    "pmap",
-    "sharded",
-    "model",
-    "data_model",
-)
-OPTIMIZERS = ("adam", "sgd")  # jaxcnn.train.OPTIMIZERS
-SCHEDULES = ("constant", "onecycle")  # jaxcnn.train.SCHEDULES
-PRECISIONS = ("f32", "bf16")  # experiments.records.workload.PRECISIONS
-LOOPS = ("step", "device")  # jaxcnn.loop.LOOPS
-FORMULATIONS = ("auto", "xla", "cpu", "onednn")  # jaxcnn.formulation.NAMES
-HOST_MEMORY_POLICIES = ("auto", "retain", "system")  # jaxcnn.host_memory.POLICIES
+DEVICES = choices.DEVICES
+STRATEGIES = choices.STRATEGIES + choices.MODEL_STRATEGIES
+PRECISIONS = tuple(workload.PRECISIONS)
 HERE = "here"  # --target=here: the target that is this machine's chips
 
 
@@ -141,7 +128,7 @@ def count(text: str) -> int:
 def bounded(name: str) -> Callable[[str], int]:
     """A reader of workload field `name`'s integer, in its bounds
     (experiments.records.workload.BOUNDS, which say what each protects against)."""
-    least, most, why = BOUNDS[name]
+    least, most, why = workload.BOUNDS[name]
 
     def read(text: str) -> int:
         value = integer(text, least)
@@ -232,13 +219,13 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
             "stop after this many training steps in all (default: whole epochs; --smoke: 3)",
         ),
         "optimizer": Setting(
-            choice("optimizer", OPTIMIZERS), "adam", "NAME", "adam | sgd (default: adam)"
+            choice("optimizer", choices.OPTIMIZERS), "adam", "NAME", "adam | sgd (default: adam)"
         ),
         "learning_rate": Setting(
             positive_float, 1e-3, "X", "the learning rate; onecycle's peak (default: 0.001)"
         ),
         "schedule": Setting(
-            choice("schedule", SCHEDULES),
+            choice("schedule", choices.SCHEDULES),
             "constant",
             "NAME",
             "constant | onecycle: up to learning_rate over the first quarter of the run, then "
@@ -252,14 +239,14 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
         ),
         "seed": Setting(seed, 0, "N", "0..2**31-1 (default: 0)"),
         "loop": Setting(
-            choice("loop", LOOPS),
+            choice("loop", choices.LOOPS),
             "step",
             "NAME",
             "step: one compiled step per batch | device: whole epochs as one compiled loop on "
             "the device (default: step)",
         ),
         "formulation": Setting(
-            choice("formulation", FORMULATIONS),
+            choice("formulation", choices.FORMULATIONS),
             "auto",
             "NAME",
             "how convolutions are computed: auto (the platform's fastest that needs no "
@@ -275,7 +262,7 @@ SETTING_GROUPS: dict[str, dict[str, Setting]] = {
             "steps timed one by one for the step-time median (default: 20; --smoke: 3)",
         ),
         "host_memory": Setting(
-            choice("host memory policy", HOST_MEMORY_POLICIES),
+            choice("host memory policy", host_memory.POLICIES),
             "auto",
             "NAME",
             "host allocator: auto (retain where the step loop runs on a CPU, else system) | "

@@ -198,7 +198,8 @@ def time_dispatch(
     placed `batch`: the host's round trip of one step (dispatch, argument handling, the
     wait for its results) without the step's kernels. The host side of a predicted
     step (jaxcnn.perf.host.host_side) is this figure."""
-    from jaxcnn.parallel import MODEL_STRATEGIES, place
+    from jaxcnn.choices import MODEL_STRATEGIES
+    from jaxcnn.parallel import place
 
     phase(f"measuring the host's side of a step: {DISPATCH_CALLS} calls of one doing nothing")
     empty = place(strategy, devices, step=_no_work)

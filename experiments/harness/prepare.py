@@ -29,8 +29,8 @@ from experiments.records.workload import (
 from jaxcnn import data, host_memory, models, train
 from jaxcnn import devices as devices_lib
 from jaxcnn import formulation as formulation_lib
+from jaxcnn.choices import LOOPS
 from jaxcnn.errors import UsageError
-from jaxcnn.loop import LOOPS
 from jaxcnn.parallel import check_batch_size, compiler_options, place
 
 Split = tuple[np.ndarray, np.ndarray]

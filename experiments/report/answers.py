@@ -13,6 +13,7 @@ import pandas as pd
 from experiments.predict.shown import JAX_FRAMEWORKS
 from experiments.report.figures import HELD_OUT_LOOP, JAX_VERSUS, SMALL_MODELS
 from experiments.report.fmt import fmt, value_text
+from jaxcnn.choices import MODEL_STRATEGIES
 
 SEED_MODEL = "catsdogs_cnn"
 MNIST_MODEL = "mnist_cnn"
@@ -321,9 +322,6 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a step shorter than that", seen)
 
 
-MODEL_SPLITS = ("model", "data_model")
-
-
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     """Model parallelism in one clause: the largest split compile beside the data-parallel
     compile of the same model, batch, precision and target (memory per device, and
@@ -331,7 +329,7 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     memory = rows(t, quantity="memory_bytes", kind="compiled")
     fits = rows(t, quantity="fits", kind="compiled")
     for _, split in (
-        memory[memory.placement.isin(MODEL_SPLITS)].sort_values("batch").iloc[::-1].iterrows()
+        memory[memory.placement.isin(MODEL_STRATEGIES)].sort_values("batch").iloc[::-1].iterrows()
     ):
         same = dict(
             model=split.model, batch=split.batch, precision=split.precision, device=split.device

@@ -120,7 +120,7 @@ PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's, none of ours
 def allowed() -> dict[str, list[Any]]:
     """The values each column with a closed set of them may hold, from the code that
     writes them."""
-    from jaxcnn import formulation, loop, parallel
+    from jaxcnn import choices
     from jaxcnn.perf import price
 
     return {
@@ -128,9 +128,9 @@ def allowed() -> dict[str, list[Any]]:
         "kind": list(KINDS),
         "unit": sorted(set(UNITS.values())),
         "precision": [*price.DTYPES, *PUBLISHED_PRECISIONS],
-        "formulation": [*formulation.FORMULATIONS, "-"],
-        "loop": [*loop.LOOPS, "-"],
-        "placement": [*parallel.STRATEGIES, *parallel.MODEL_STRATEGIES, "data-parallel"],
+        "formulation": [*choices.FORMULATION_PROGRAMS, "-"],
+        "loop": [*choices.LOOPS, "-"],
+        "placement": [*choices.STRATEGIES, *choices.MODEL_STRATEGIES, "data-parallel"],
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
         "selection": list(RULES),

@@ -43,6 +43,7 @@ from experiments.records.tables import markdown_text
 from experiments.records.workload import Workload
 from experiments.studies import bench_cells
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
+from jaxcnn.choices import LOOPS
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
 
@@ -76,10 +77,10 @@ def workloads(ctx: Context) -> list[Workload]:
 
     platform_choice = formulation.for_platform(ctx.platform).name
     formulations = ("xla",) if platform_choice == "xla" else ("xla", platform_choice)
-    cells = [(f, loop, "f32") for f in formulations for loop in ("step", "device")]
-    cells += [(platform_choice, loop, "bf16") for loop in ("step", "device")]
+    cells = [(f, loop, "f32") for f in formulations for loop in LOOPS]
+    cells += [(platform_choice, loop, "bf16") for loop in LOOPS]
     with_onednn = ctx.cpu and not ctx.smoke and onednn.available()
-    extra = [("onednn", loop, "f32") for loop in ("step", "device")] if with_onednn else []
+    extra = [("onednn", loop, "f32") for loop in LOOPS] if with_onednn else []
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
     timing = {"timing_steps": BENCH_TIMING_STEPS}
