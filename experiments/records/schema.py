@@ -922,6 +922,7 @@ def _kind(record: Any) -> str | None:
 
 # One line of records.jsonl: the model of its workload's kind.
 Record = Annotated[
+    # built from KIND_MODELS, so spelled with Union: `|` takes no tuple
     typing.Union[tuple(Annotated[m, pydantic.Tag(k)] for k, m in KIND_MODELS.items())],  # noqa: UP007
     pydantic.Discriminator(_kind),
 ]
