@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from pathlib import Path
 
 import jax
 import pytest
@@ -15,6 +16,7 @@ from conftest import complete_record, rekeyed
 
 from experiments import records
 from experiments.cli import report as report_cli
+from experiments.cli import schema as schema_cli
 from experiments.records.workload import Workload
 from jaxcnn.checkpoint import CheckpointSaveError
 from jaxcnn.loop import NonFiniteLoss
@@ -160,8 +162,14 @@ MISTYPED = [
     ({"params": {"trainable": 1.5}}, "params.trainable is a number, not an integer"),
     ({"test_accuracy": "high"}, "test_accuracy is a string, not a number or null"),
     ({"images_per_s": True}, "images_per_s is true or false, not a number or null"),
-    ({"target": {"usable_bytes_per_device": "16G"}}, "target.usable_bytes_per_device is"),
-    ({"ensemble": {"seeds": [0, "1"]}}, "ensemble.seeds[1] is a string, not an integer"),
+    (
+        {"workload": {"kind": "compile"}, "target": {"usable_bytes_per_device": "16G"}},
+        "target.usable_bytes_per_device is",
+    ),
+    (
+        {"workload": {"kind": "ensemble"}, "ensemble": {"seeds": [0, "1"]}},
+        "ensemble.seeds[1] is a string, not an integer",
+    ),
     # Of the right type, but what a reader divides, formats or sorts by cannot be.
     ({"step_time_s": {"median": None}}, "step_time_s.median is null, not a positive number"),
     ({"step_time_s": {"median": 0, "p10": 0}}, "step_time_s.median is a number, not a positive"),
@@ -177,15 +185,38 @@ MISTYPED = [
     ({"kernels_source": {"steps": None}}, "kernels_source.steps is null, not an integer"),
     ({"env": {"cpu": {"extensions": ["AVX2", True]}}}, "env.cpu.extensions[1] is true or"),
     ({"env": {"host_memory": {"policy": ["a"]}}}, "env.host_memory.policy is an array"),
-    ({"paired": {"rounds": [{"jax": {"images_per_s": 0}}]}}, "paired.rounds[0].jax.images_per_s"),
-    ({"target": {"chips": None}}, "target.chips is null, not an integer"),
-    ({"target": {"devices": 0}}, "target.devices is a number, not a positive number"),
+    (
+        {"workload": {"kind": "paired"}, "paired": {"rounds": [{"jax": {"images_per_s": 0}}]}},
+        "paired.rounds[0].jax.images_per_s",
+    ),
+    (
+        {"workload": {"kind": "compile"}, "target": {"chips": None}},
+        "target.chips is null, not an integer",
+    ),
+    (
+        {"workload": {"kind": "compile"}, "target": {"devices": 0}},
+        "target.devices is a number, not a positive number",
+    ),
 ]
 
 
+# One committed ok record of each kind (tests/test_records_fuzz.py's fixtures).
+FIXTURES = Path(__file__).resolve().parent / "data" / "records_fuzz.jsonl"
+
+
+def _valid(kind: str) -> dict:
+    """A valid ok record of `kind`: a train record made here, another kind's committed."""
+    if kind == "train":
+        return _record(history=[{"epoch": 1, "steps": 2, "train_loss": 0.5}])
+    fixtures = map(json.loads, FIXTURES.read_bytes().splitlines())
+    return next(r for r in fixtures if r["workload"]["kind"] == kind and r["status"] == "ok")
+
+
 def _mistyped(change: dict) -> dict:
-    """A valid record with `change` merged in (a section's keys into that section)."""
-    record = _record(history=[{"epoch": 1, "steps": 2, "train_loss": 0.5}])
+    """A valid record of the kind `change` names (its workload's, else train) with
+    `change` merged in (a section's keys into that section): a kind's own fields are
+    checked only in a record of that kind."""
+    record = _valid(change.get("workload", {}).get("kind", "train"))
     for key, value in change.items():
         if isinstance(value, dict) and isinstance(record.get(key), dict):
             record[key] = {**record[key], **value}
@@ -196,7 +227,8 @@ def _mistyped(change: dict) -> dict:
 
 @pytest.mark.parametrize(("change", "message"), MISTYPED)
 def test_a_mistyped_field_a_reader_uses_is_refused_naming_it(change, message):
-    records.validate(_mistyped({}))  # a positive control: the record without the change
+    kind = change.get("workload", {}).get("kind", "train")
+    records.validate(_valid(kind))  # a positive control: the record without the change
     with pytest.raises(records.RecordError, match=re.escape(message)):
         records.validate(_mistyped(change))
 
@@ -233,7 +265,11 @@ def test_every_committed_record_loads_and_follows_the_published_schema():
         assert not validator.is_valid(_mistyped(change))
 
 
-def test_the_published_schema_is_current():
+def test_the_published_schema_and_field_tables_are_current():
+    page = records.FIELDS_PAGE.read_text()
+    assert page == schema_cli.fields_page(page), (
+        "docs/records.md's field tables are stale: python -m experiments.cli.schema rewrites them"
+    )
     written_by = json.loads(records.SCHEMA_FILE.read_text()).get("$comment")
     if written_by != records.schema_generator():
         pytest.skip(f"docs/records.schema.json was {written_by}, not {records.schema_generator()}")
@@ -458,6 +494,57 @@ def test_a_record_without_a_field_schema_2_requires_is_refused():
     with pytest.raises(records.RecordError, match="device lacks machine"):
         records.validate(record)
     records.validate(_record())  # the positive control
+
+
+@pytest.mark.parametrize(
+    ("kind", "section", "key", "said"),
+    [
+        ("train", None, "images_per_s", "ok train record lacks images_per_s"),
+        ("matmul", "matmul", "n", "matmul lacks n"),
+        ("ensemble", "ensemble", "seeds", "ensemble lacks seeds"),
+        ("peer", None, "throughput", "ok peer record lacks throughput"),
+        ("paired", "paired", "ratio", "paired lacks ratio"),
+        ("compile", None, "target", "ok compile record lacks target"),
+    ],
+)
+def test_an_ok_record_without_what_its_kind_requires_is_refused(kind, section, key, said):
+    record = _valid(kind)
+    records.validate(record)  # the positive control
+    del (record[section] if section else record)[key]
+    assert _refusal(record) == said
+    record["status"], record["message"] = "error", "it failed"
+    records.validate(record)  # what only an ok record requires
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("no workload", "record lacks workload"),
+        ("no kind", "workload lacks kind"),
+        (
+            "bogus",
+            "workload.kind 'bogus' is not one of 'train', 'matmul', 'ensemble', 'peer', "
+            "'paired' or 'compile'",
+        ),
+    ],
+)
+def test_a_record_of_no_kind_is_refused_naming_its_workload(kind, said):
+    record = _record()
+    if kind == "no workload":
+        del record["workload"]
+    elif kind == "no kind":
+        del record["workload"]["kind"]
+    else:
+        record["workload"]["kind"] = kind
+    assert _refusal(record) == said
+
+
+def test_a_field_of_another_kind_is_kept_unchecked():
+    record = _record(target={"chips": None})  # a compile record's field in a train record
+    assert records.validate(record)["target"] == {"chips": None}
+    compiled = _valid("compile")
+    compiled["target"]["chips"] = None  # the positive control: in its own kind, checked
+    assert _refusal(compiled) == "target.chips is null, not an integer"
 
 
 # --- what a rerun skips -------------------------------------------------------------

@@ -1,6 +1,7 @@
 """python -m experiments.cli.schema: write docs/records.schema.json, the records' JSON
-schema generated from their models (experiments.records.schema), and the column
-dictionary of the report's table in docs/usage.md (experiments.report.figures)."""
+schema, and the field tables of docs/records.md, both generated from their models
+(experiments.records.schema), and the column dictionary of the report's table in
+docs/usage.md (experiments.report.figures)."""
 
 from pathlib import Path
 
@@ -18,7 +19,22 @@ def rewrite_column_dictionary(path: Path = USAGE) -> None:
     records.write_whole(path, text.encode("utf-8"))
 
 
+def fields_page(text: str) -> str:
+    """docs/records.md's `text` with its field tables as the models make them."""
+    return readme.replace_block(
+        text, records.fields_text(), records.FIELDS_START, records.FIELDS_END
+    )
+
+
+def rewrite_fields_page(path: Path = records.FIELDS_PAGE) -> None:
+    records.write_whole(path, fields_page(path.read_text(encoding="utf-8")).encode("utf-8"))
+
+
 if __name__ == "__main__":
     records.write_whole(records.SCHEMA_FILE, records.schema_text().encode())
+    rewrite_fields_page()
     rewrite_column_dictionary()
-    print(f"{records.SCHEMA_FILE} and the column dictionary in {USAGE} written")
+    print(
+        f"{records.SCHEMA_FILE}, the field tables in {records.FIELDS_PAGE} and the column "
+        f"dictionary in {USAGE} written"
+    )

@@ -2,7 +2,8 @@
 written, read and selected here and nowhere else; no JAX (benchmarks/peers.py writes
 records without it).
 
-- `schema`: the pydantic models of a record, `validate`, the config key, the schema file
+- `schema`: the pydantic models of a record, one per kind, `validate`, the config key,
+  the schema file and the field tables of docs/records.md
 - `make`: a record's skeleton, environment, and what a failure becomes
 - `store`: locked whole-line appends, files written whole, the one reader (`load`)
 - `select`: which records stand for what (recorded already, newest, superseded, largest fit)
@@ -25,6 +26,9 @@ from experiments.records.make import (
 )
 from experiments.records.schema import (
     DEFAULT_OUT,
+    FIELDS_END,
+    FIELDS_PAGE,
+    FIELDS_START,
     FINAL_STATUSES,
     RECORDS_FILE,
     SCHEMA_FILE,
@@ -40,6 +44,7 @@ from experiments.records.schema import (
     RecordError,
     config_key,
     conforms,
+    fields_text,
     is_config_key,
     schema_generator,
     schema_text,
@@ -81,6 +86,9 @@ from experiments.records.when import (
 
 __all__ = [
     "DEFAULT_OUT",
+    "FIELDS_END",
+    "FIELDS_PAGE",
+    "FIELDS_START",
     "FINAL_STATUSES",
     "MIN_FREE_BYTES",
     "RECORDS_FILE",
@@ -109,6 +117,7 @@ __all__ = [
     "encode",
     "environment",
     "failed",
+    "fields_text",
     "is_config_key",
     "key_folder",
     "line_numbers",

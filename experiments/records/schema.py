@@ -1,208 +1,12 @@
-"""Records: one JSON line per workload, whatever happened to it. This module is the
-one place a record is made, checked, keyed, skipped, written and read; it imports no
-JAX (benchmarks/peers.py runs without it), so what needs a device takes the device's
-description (`jaxcnn.devices.describe`) as a plain dict.
-
-Schema (version 2: every field written, none defaulted by readers; records of
-version 1 are skipped by `load` with one line naming `python -m
-experiments.cli.migrate`). Required in every record:
-    schema_version, run_id, status (ok|oom|nan|error|skipped), message (null when ok),
-    config_key (every kind but paired: `config_key` of workload, device and conditions;
-                checked on read),
-    conditions (absent: the defaults; else what differed from them, which the key
-                covers: experiments.harness.prepare.conditions),
-    workload {model, dataset, batch_size, strategy, kind, study, and for the kinds a
-              experiments.records.workload.Workload describes (train|matmul|ensemble|compile)
-              all of its fields (WORKLOAD_FIELDS):
-              model_overrides, epochs, steps, optimizer, learning_rate, seed,
-              precision, timing_steps,
-              study (devices|crossover|batch|scaling|matmul|ensemble|precision|
-                     accuracy|bench|speedrun|roofline|targets|default; null for a single
-                     --model run),
-              kind (train|matmul|ensemble|peer|paired|compile),
-              num_devices (the first N devices; null = all the run resolved),
-              scaling (null|weak|strong: per-device batch fixed | global batch fixed),
-              ensemble_size, ensemble_mode (null|vmap|sequential),
-              matmul_precision (default|highest: GPU TF32 on | off),
-              oom_group (the sweep skips the rest of a group after an oom),
-              loop (step|device: per-step dispatch | whole epochs as one compiled loop),
-              formulation (auto|xla|cpu: what was asked; see the top-level field),
-              schedule (constant|onecycle: the learning rate over the run; onecycle
-                    peaks at learning_rate),
-              target (kind compile: the target compiled for; else null)}
-              epochs == 0 means timing only: no training, history [], test_accuracy null.
-    device {platform, kind, count, process_count, host, and for those kinds machine (a
-            hash of the OS machine id and the host name, devices.machine_id: reruns
-            skip a CPU cell only when it was recorded on this machine; null where it was
-            not recorded)},
-    env {python, git_commit, host, utc_time; for those kinds also jax, jaxlib, flax,
-         optax and host_memory (the policy, jaxcnn.host_memory; null where it was not
-         recorded); a side of a paired run also turns {pair, side}, which
-         benchmarks/paired.py adds (`took_turns`)}
-For those kinds also:
-    loop                                   step | device, as run
-    formulation {name, conv, pool}         how convolutions and pools were computed
-                                           (jaxcnn.formulation; name xla|cpu)
-    compiler_options {option: value}       the XLA options the steps compiled with;
-                                           null where they were not recorded
-Present when status is ok (null or absent otherwise), for kind "train" (the default):
-    params {trainable, non_trainable}
-    compile_time_s {train, eval[, epoch]}  lower + compile, apart from step time; epoch:
-                                           the whole-epoch loop (loop device)
-    step_time_s {median, p10, p90, n}      per step, warm-up excluded, after block_until_ready:
-                                           loop step: each step timed alone; loop device:
-                                           a compiled loop of timing_steps steps timed
-                                           whole, / steps (n = repeats, plus `steps`)
-    throughput {median, p10, p90, n, steps[, minor_faults_per_step]}
-                                           images/s over n timed blocks of `steps`
-                                           steps back to back (loop step: dispatched
-                                           ahead, one sync per block; device: one
-                                           compiled call per block): the figure the
-                                           bench compares across loops and frameworks;
-                                           the host's minor page faults per timed step
-                                           (env.host_memory says why they matter)
-    eval_step_time_s {median, p10, p90, n} one eval step on the same batch, timed alike
-    dispatch_s {median, p10, p90, n}       one call of the same placement's step doing no
-                                           work, on the same arguments, timed alike: the
-                                           host's round trip of a step (the host side of
-                                           a predicted step, jaxcnn.perf.host.host_side)
-    host_loop {loop, steps, steps_per_epoch, check_every, syncs, parts, loop_step_s}
-                                           jaxcnn's own step loop (loop.fit) run for
-                                           timing_steps steps (after 2 unrecorded) on a
-                                           copy of the state, each
-                                           step's host parts timed by the loop's own code
-                                           (jaxcnn.host_loop): parts {batch, put, dispatch,
-                                           metrics, progress, sync: per step; wait: per
-                                           sync, the host waiting for the device} each
-                                           {median, p10, p90, n, mean} in seconds;
-                                           loop_step_s: its parts and waits over the steps
-    images_per_s                           batch_size / step_time_s.median
-    history [{epoch, steps, train_loss, train_accuracy, train_time_s,
-              test_loss, test_accuracy, eval_time_s[, compile_time_s: loop device, the
-              epoch loop's compile, apart from train_time_s]}]
-    test_accuracy, test_loss               the last epoch's, null for synthetic data
-    train_time_s                           all epochs' training, compile excluded
-    flops {                                2 per multiply-accumulate, global (all devices)
-        per_step                           jaxpr count of the train step (dot + conv),
-                                           every conv tap counted, padding included
-        per_step_in_bounds                 the same, conv taps on real input only
-        per_image                          per_step / batch_size
-        forward_per_image                  jaxpr count of the eval step / batch_size
-        xla_per_device                     compiled cost_analysis()["flops"]; null if none
-        xla_per_step                       xla_per_device x device count
-        xla_vs_jaxpr                       xla_per_step / per_step (XLA also counts
-                                           elementwise ops; only in-bounds conv taps)
-        by_primitive {name: flops}, unknown_trip_count (a while loop counted once)}
-    achieved_tflops                        flops.per_step / step_time_s.median / 1e12
-    mfu {                                  achieved over (peak x device count)
-        chip                               the peak table's chip name, null if unknown
-        vendor_precision                   what the matmuls run in: fp32|tf32|bf16|fp16
-        vendor_peak_tflops, vs_vendor      datasheet peak per chip; null if unknown
-        measured_dtype                     float32|bfloat16: the ceiling compared with
-        measured_ceiling_tflops, vs_measured  best matmul measured in this run}
-    memory {argument_bytes, output_bytes, alias_bytes, temp_bytes, generated_code_bytes,
-            total_bytes (XLA's compiled memory analysis, per device),
-            peak_bytes_in_use, bytes_limit (the allocator's, where the runtime keeps
-            one: GPU/TPU; peak since the process started)}   null where unavailable
-    matmul_ceiling {dtype: {tflops, size, by_size {n: tflops}, reps, passes (each size's
-                   best pass kept; older records: one pass), precision}}
-                                           measured once per run on the first device
-    bandwidth {bytes_per_s, p10, p90, n, size_bytes}
-                                           memory bandwidth measured once per run on the
-                                           first device (an in-place x + 1 of size_bytes:
-                                           read and written), null where not measured
-    cost {flops, bytes_accessed, optimal_seconds, flops_source}
-                                           the compiled train step's cost analysis, per
-                                           device; flops from the jaxpr where XLA has none
-    kernels [[count, kind, flops, bytes, dtype, collective_bytes(, note)]]
-                                           the kernels of the program the step times came
-                                           from (jaxcnn.perf.hlo.summarize of its optimized
-                                           HLO): the predictions' input
-    kernels_source {program (train_step|epoch), steps, recompiled, jax}
-                                           which program, and how many steps one run of it
-                                           takes; `recompiled` where experiments.predict.repredict
-                                           compiled it again for an older record
-    prediction {method (per-kernel), constants_version, step_time_s, images_per_s,
-                compute_s, memory_s, overhead_s, collective_s, kernels, rates_source
-                (vendor|measured), error_band {median, worst}}
-                                           the per-kernel model's step time of those
-                                           kernels (jaxcnn.perf.predict) at the vendor's
-                                           rates, or on a CPU this run's measured matmul
-                                           ceiling and bandwidth; a prediction, never a
-                                           measurement. Older records: the roofline below
-                                           (method roofline), shown as a bound
-    prediction_bound {step_time_s, compute_s, memory_s, bound (compute|memory),
-                images_per_s, peak_tflops_used, peak_source, peak_precision,
-                bandwidth_bytes_per_s, bandwidth_source (measured|vendor), flops_source
-                (xla|jaxpr), compiler_estimate_s, method (roofline bound)}
-                                           the step's whole-program roofline from cost: a
-                                           lower bound, not a prediction
-    prediction_vendor_bound {...}          the same from the vendor's figures alone; null
-                                           for a chip without them (a CPU)
-Kind "matmul" (workload model "matmul", dataset "none", batch_size = n, the matrix
-side; precision f32|bf16), when ok:
-    matmul {n, dtype, flops (= 2 n^3), tflops}, step_time_s, compile_time_s {train, eval
-    null}, params {trainable 0, non_trainable 0}, images_per_s null, flops {per_step},
-    achieved_tflops, mfu {chip, vendor_precision, vendor_peak_tflops, vs_vendor}, memory
-Kind "ensemble" (ensemble_size K models on one device), when ok: as "train", plus
-    ensemble {k, mode, seeds [K], learning_rates [K], test_accuracy [K, null for
-              synthetic data], test_loss [K]}
-    step_time_s                            one step of all K models (vmap: one call;
-                                           sequential: K calls one after another, summed)
-    images_per_s                           K x batch_size / step_time_s.median
-    flops, achieved_tflops, mfu            all K models' work per step
-    history                                per epoch, losses/accuracies averaged over the
-                                           K models, times summed; no per-epoch test
-    test_accuracy, test_loss               the mean over the K models
-Kind "peer" (benchmarks/peers.py: the same model and train step in another
-framework, workload.framework and workload.mode say which), when ok: params,
-    compile_time_s {train: the first step}, step_time_s, throughput, images_per_s
-Kind "paired" (benchmarks/paired.py: JAX's and a peer's timed blocks alternated, one
-process computing at a time; workload.study "bench"), when ok:
-    paired {rounds [{first: jax|peer, jax {images_per_s, start, end}, peer {...}}]
-                                           one block of each side per round, the side
-                                           that went first alternating; start/end on the
-                                           host's monotonic clock,
-            ratio {median, p10, p90, n}    per round, jax images/s over peer images/s,
-            jax, peer {run_id, configuration, host_memory, throughput}
-                                           each side's own record (env.turns names the
-                                           pair) and what it ran}
-    session {id, pass, passes}             the driver's run and its pass over the plan
-    (not ok: paired {jax, peer: {configuration, host_memory}}, what was asked)
-Kind "compile" (experiments/harness/compile_only.py: compiled for workload.target, a device not
-at hand, never run; compiled_not_run true): target {name, platform, chip, chips, devices,
-topology, chip_config, gpu_spec, cuda_toolkit (a GPU compiled with its own CUDA toolkit: the
-wheel), memory_per_chip_bytes, memory_per_device_bytes, bandwidth_bytes_per_s,
-peak_tflops}, compile_time_s {train, eval, epoch}, memory (per device, the train step),
-fits, cost {flops, bytes_accessed, optimal_seconds} (null on XLA:GPU), flops, kernels,
-kernels_source, prediction (per-kernel) and prediction_bound (the roofline), always
-labelled predicted, epoch_memory; env gains libtpu and
-jax_cuda12_plugin. Status ok: compiled and fits; oom: does not fit (or the compiler ran
-out of memory); error: the compiler refused.
-Status skipped: not run, `message` says why (a smaller batch of its group ran out of
-memory). Failures: status oom (RESOURCE_EXHAUSTED / out of memory), nan (loss not finite) or
-error (anything else, compile errors included), with a one-line `message` and the
-traceback's last lines (`traceback_tail`): `failed` is the one rule.
-Unknown keys are kept, never rejected; every field above that a reader uses is
-type-checked when present (`Record`, pydantic models; `load` skips a record that fails
-them, and `json_schema` publishes them as docs/records.schema.json), and what it means
-is checked too (accuracies in [0, 1], counts >= 1, times and sizes finite and not
-negative, rates positive, platforms and kernel kinds of their closed sets, names not
-paths, times parsed, the fields its kind and status need, the key the hash of what it
-sits beside) and the record as a measurement (`_too_fast`: no step faster than its own
-matmul ceiling or its chip allows; `_inconsistent`: its epochs and images a second
-agree with its step time). A record of a later schema version is `NewerSchema`: never
-bad, never measured again beside (`store.refuse_newer`). Records stay plain dicts:
-`validate` hands back the dict it checked. Records are ordered by `recorded_at`, never
-by their time's text, and told apart by machine with `machine_id`.
-
-A rerun skips a cell already measured (`recorded`, `made_here`): a record whose status
-is final (ok, nan, oom) in the same config key; an `error` is retried.
-
-Appends are one os.write of a whole line under an exclusive lock, so a crash or a
-second writer never leaves half a line, and a write that fails (a full disk) is cut
-back to where the file ended. A bad line found on load (torn, not a JSON object, not
-UTF-8) is kept, skipped with one warning per file, and the rest still loads.
+"""The schema of a record (version 2): one pydantic model per kind of workload
+(`workload.kind`), each carrying the fields its writers put in it, with what each field
+means on the field and what an `ok` record of the kind must hold marked there too
+(`when_ok`). `Record` is their union, told apart by the workload's kind; `validate`
+checks a plain dict against it (types, ranges, the fields its kind and status need)
+and then as a measurement (`_too_fast`, `_inconsistent`, `_wrong_key`), and hands the
+same dict back. Unknown keys are kept, never rejected. `python -m
+experiments.cli.schema` publishes the models as docs/records.schema.json and as the
+field tables of docs/records.md. Imports no JAX (benchmarks/peers.py runs without it).
 """
 
 from __future__ import annotations
@@ -231,7 +35,6 @@ RECORDS_FILE = "records.jsonl"
 # A user's runs go to a folder of their own (git-ignored), not into the records this
 # repository commits (results/), which only `--out=results` adds to.
 DEFAULT_OUT = "runs"
-_REQUIRED_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
 KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
 PLATFORMS = ("cpu", "gpu", "tpu")
 # A kernel row's kinds: jaxcnn.perf.hlo.KINDS (this module imports no JAX; a test checks
@@ -241,31 +44,7 @@ KERNEL_KINDS = ("gemm", "conv", "elemental_conv", "fusion", "copy", "collective"
 # fields.
 WORKLOAD_KINDS = ("train", "matmul", "ensemble", "compile")
 WORKLOAD_FIELDS = tuple(field.name for field in dataclasses.fields(Workload))
-# What else a record of those kinds carries, in every status: where it ran and how.
-_REQUIRED_BY_WORKLOAD = {
-    "": ("config_key", "loop", "formulation", "compiler_options"),
-    "workload": WORKLOAD_FIELDS,
-    "device": ("machine",),
-    "env": ("jax", "jaxlib", "flax", "optax", "host_memory"),
-}
-_REQUIRED_BY_PEER = {"": ("config_key",), "workload": ("framework", "mode")}
 FINAL_STATUSES = ("ok", "nan", "oom")  # results a rerun keeps instead of measuring again
-_REQUIRED_OK = ("params", "compile_time_s", "step_time_s", "images_per_s")
-# What an ok record must carry, by workload kind (a matmul has no images).
-_REQUIRED_OK_BY_KIND = {
-    "train": _REQUIRED_OK,
-    "matmul": ("params", "compile_time_s", "step_time_s", "matmul"),
-    "ensemble": (*_REQUIRED_OK, "ensemble"),
-    "peer": (*_REQUIRED_OK, "throughput"),
-    "paired": ("paired",),
-    "compile": ("params", "compile_time_s", "memory", "target"),
-}
-_REQUIRED_SECTION = {
-    "matmul": ("n", "dtype", "flops", "tflops"),
-    "ensemble": ("k", "mode", "seeds", "learning_rates", "test_accuracy"),
-    "paired": ("rounds", "ratio", "jax", "peer"),
-    "step_time_s": ("median", "p10", "p90", "n"),
-}
 
 
 class RecordError(ValueError):
@@ -290,21 +69,21 @@ NEWER_MESSAGE = "written by a newer jaxcnn: upgrade jaxcnn to read"
 
 
 def validate(record: dict[str, Any]) -> dict[str, Any]:
-    """Return `record`, unchanged, if it follows the schema (`Record`, its types and
-    their meaning); raise RecordError naming the first field of a wrong type or value,
-    else the first missing (OldSchema for a record of an earlier version)."""
+    """Return `record`, unchanged, if it follows the schema (its kind's model, its types
+    and their meaning); raise RecordError naming the first field of a wrong type or
+    value, else the first missing (OldSchema for a record of an earlier version)."""
     version = record.get("schema_version") if isinstance(record, dict) else None
     if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
     if type(version) is int and SCHEMA_VERSION < version <= NUMBER_LIMIT:
         raise NewerSchema(f"schema_version {version}: {NEWER_MESSAGE} it")
     try:
-        Record.model_validate(record)
+        _adapter(Record).validate_python(record)
     except pydantic.ValidationError as e:
-        errors = e.errors(include_url=False)
+        model, errors = _errors(e, record)
         # a field there but wrong says more than one left out beside it
         first = next((error for error in errors if error["type"] != "missing"), errors[0])
-        raise RecordError(_problem(first)) from None
+        raise RecordError(_problem(first, model)) from None
     return record
 
 
@@ -318,21 +97,31 @@ def conforms(kind: Any, value: Any) -> bool:
     return True
 
 
+def _errors(error: pydantic.ValidationError, record: Any) -> tuple[type[Part], list[Any]]:
+    """The model that refused `record`, and its errors located in the record (the
+    union's tag left out of their locations)."""
+    kind = _kind(record)
+    if kind is None:  # no kind known: checked as any record, which names what it lacks
+        try:
+            Common.model_validate(record)
+        except pydantic.ValidationError as common:
+            return Common, common.errors(include_url=False)
+    located = [{**e, "loc": e["loc"][1:]} for e in error.errors(include_url=False)]
+    return KIND_MODELS[kind], located
+
+
 @functools.cache
 def _adapter(kind: Any) -> pydantic.TypeAdapter:
     return pydantic.TypeAdapter(kind)
 
 
-# --- The schema: pydantic models of every field a reader uses -------------------------
+# --- The types of a record's values ----------------------------------------------------
 #
-# A record stays a plain dict: `validate` checks it against `Record` and hands the same
-# dict back. Unknown keys are kept, never rejected. A field with a default of None may
-# be absent (which fields a kind or a status needs is `Record._meaning`'s); one typed
-# `X | None` may be null. Types are strict (no "64" for 64, no true for 1). Every number
-# is finite and not negative (but `Signed`), an integer at most NUMBER_LIMIT, a summary's
-# p10 <= median <= p90, and each value a reader divides by positive: so a record the
-# reader returns never makes a report or a fit divide by null or zero, format a NaN, or
-# sort a list against a number.
+# Types are strict (no "64" for 64, no true for 1). Every number is finite and not
+# negative (but `Signed`), an integer at most NUMBER_LIMIT, a summary's p10 <= median <=
+# p90, and each value a reader divides by positive: so a record the reader returns never
+# makes a report or a fit divide by null or zero, format a NaN, or sort a list against a
+# number. A field with a default of None may be absent; one typed `X | None` may be null.
 
 # The largest magnitude a record's integer may have: beyond any count, size or time (a
 # 400-digit integer overflows where a reader makes it a float). A float need only be
@@ -395,17 +184,49 @@ def _name(text: str) -> str:
 Name = Annotated[Str, pydantic.AfterValidator(_name)]
 
 
+def about(meaning: str) -> Any:
+    """A field that may be absent (or null, where its type says so), meaning `meaning`."""
+    return pydantic.Field(None, description=meaning)
+
+
+def always(meaning: str) -> Any:
+    """A field every record of its model carries (null, where its type says so)."""
+    return pydantic.Field(description=meaning)
+
+
+def when_ok(meaning: str, holding: str = "", positive: str = "") -> Any:
+    """A field an `ok` record of its model carries, not null (`_unfinished`), holding
+    the keys `holding` (split at spaces), of which those in `positive` are not null: a
+    reader divides by them. Any other status may leave it out."""
+    extra: dict[str, Any] = {"required_when": "ok"}
+    if holding:
+        extra["holding_when_ok"] = holding.split()
+    if positive:
+        extra["positive_when_ok"] = positive.split()
+    return pydantic.Field(None, description=meaning, json_schema_extra=extra)
+
+
 class Part(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
+
+
+def _part(name: str, doc: str, kind: Any, /, **fields: str | tuple[Any, str]) -> type[Part]:
+    """A part (`doc` says what it is) whose `fields`, name=meaning (of `kind`) or
+    name=(type, meaning), are each of their type or null; any of them may be absent."""
+    made: dict[str, Any] = {}
+    for key, spec in fields.items():
+        of, meaning = (kind, spec) if isinstance(spec, str) else spec
+        made[key] = (of | None, about(meaning))
+    return pydantic.create_model(name, __base__=Part, __doc__=doc, **made)
 
 
 class Summary(Part):
     """Samples summarized (experiments.records.stats.summarize), in order."""
 
-    median: Number | None = None
-    p10: Number | None = None
-    p90: Number | None = None
-    n: Count | None = None
+    median: Number | None = about("the samples' median")
+    p10: Number | None = about("their 10th percentile")
+    p90: Number | None = about("their 90th percentile")
+    n: Count | None = about("how many samples")
 
     @pydantic.model_validator(mode="after")
     def _in_order(self) -> Summary:
@@ -419,7 +240,7 @@ class Timed(Summary):
     """A summary of times or rates: its median positive where measured, and of at least
     one sample."""
 
-    median: Positive | None = None
+    median: Positive | None = about("the samples' median")
 
     @pydantic.model_validator(mode="after")
     def _sampled(self) -> Timed:
@@ -431,95 +252,139 @@ class Timed(Summary):
 class Measured(Timed):
     """A summary of times measured, every figure there (experiments.harness.kept's timing)."""
 
-    median: Positive
-    p10: Number
-    p90: Number
-    n: Count
+    median: Positive = always("the samples' median")
+    p10: Number = always("their 10th percentile")
+    p90: Number = always("their 90th percentile")
+    n: Count = always("how many samples")
 
 
 class Throughput(Timed):
-    steps: Count | None = None
-    minor_faults_per_step: Number | None = None
+    """Images a second over n timed blocks of `steps` steps back to back (loop step:
+    dispatched ahead, one sync per block; device: one compiled call per block): the
+    figure the bench compares across loops and frameworks."""
+
+    steps: Count | None = about("the steps of each timed block")
+    minor_faults_per_step: Number | None = about(
+        "the host's minor page faults per timed step (env.host_memory says why they matter)"
+    )
 
 
 class HostPart(Summary):
-    """One host part of jaxcnn's step loop (jaxcnn.host_loop): the report reads its
-    median and mean as numbers."""
+    """One host part of jaxcnn's step loop (jaxcnn.host_loop), in seconds: the report
+    reads its median and mean as numbers."""
 
-    median: Number
-    mean: Number
-
-
-def _part(name: str, kind: Any, keys: str = "", **others: Any) -> type[Part]:
-    """A part whose fields `keys` (split at spaces) are each of `kind` or null, and
-    `others` (name=type) each of its type or null; any of them may be absent."""
-    fields = {key: (kind | None, None) for key in keys.split()}
-    fields.update({key: (other | None, None) for key, other in others.items()})
-    return pydantic.create_model(name, __base__=Part, **fields)
+    median: Number = always("the samples' median")
+    mean: Number = always("their mean")
 
 
-HostParts = _part("HostParts", HostPart, "batch put dispatch metrics progress sync wait")
+HostParts = _part(
+    "HostParts",
+    "The host parts of a step of jaxcnn's loop, each timed by the loop's own code.",
+    HostPart,
+    batch="per step: the shuffle, the gather of images and labels, the mask",
+    put="per step: jax.device_put of the batch",
+    dispatch="per step: the jitted call, which returns once the step is queued",
+    metrics="per step: the metrics, kept on the device",
+    progress="per step: the progress bar",
+    sync="per step: the loop's checks, and the metrics fetched every 50 steps or at an epoch's end",
+    wait="per sync: the host waiting for the device (the device's time, kept apart)",
+)
 
 
 class HostLoop(Part):
-    loop: Str | None = None
-    steps: Count | None = None
-    steps_per_epoch: Count | None = None
-    check_every: Count | None = None
-    syncs: Count | None = None
-    parts: HostParts = None
-    loop_step_s: Number | None = None
+    """jaxcnn's own step loop (loop.fit) run for timing_steps steps (after 2 unrecorded)
+    on a copy of the state, each step's host parts timed by the loop's own code."""
+
+    loop: Str | None = about("the loop run (step)")
+    steps: Count | None = about("the steps timed")
+    steps_per_epoch: Count | None = about("the loop's steps per epoch")
+    check_every: Count | None = about("steps between the loop's metric fetches")
+    syncs: Count | None = about("the syncs among the steps timed")
+    parts: HostParts = about("each host part's times")
+    loop_step_s: Number | None = about("the loop's own time per step: its parts and waits")
 
 
 class Epoch(Part):
-    epoch: Count = None
-    steps: Count | None = None
-    train_loss: Number | None = None
-    train_accuracy: Accuracy | None = None
-    train_time_s: Number | None = None
-    test_loss: Number | None = None
-    test_accuracy: Accuracy | None = None
-    eval_time_s: Number | None = None
-    compile_time_s: Number | None = None
+    """One epoch of training (kind ensemble: losses and accuracies averaged over the
+    models, times summed, no per-epoch test)."""
+
+    epoch: Count = about("its number, from 1")
+    steps: Count | None = about("its training steps")
+    train_loss: Number | None = about("the mean training loss")
+    train_accuracy: Accuracy | None = about("the training accuracy")
+    train_time_s: Number | None = about("its training time, compile excluded")
+    test_loss: Number | None = about("the test loss after it")
+    test_accuracy: Accuracy | None = about("the test accuracy after it; null for synthetic data")
+    eval_time_s: Number | None = about("the test's time")
+    compile_time_s: Number | None = about(
+        "loop device: the epoch loop's compile, apart from train_time_s"
+    )
 
 
 Flops = _part(
     "Flops",
+    "FLOPs, 2 per multiply-accumulate, global (all devices).",
     Number,
-    "per_image forward_per_image xla_per_device xla_per_step xla_vs_jaxpr",
-    per_step=Count,
-    per_step_in_bounds=Count,
-    by_primitive=Object,
-    unknown_trip_count=Bool,
+    per_step=(Count, "jaxpr count of the train step (dot + conv), every conv tap counted"),
+    per_step_in_bounds=(Count, "the same, conv taps on real input only (no padding)"),
+    per_image="per_step / batch_size",
+    forward_per_image="jaxpr count of the eval step / batch_size",
+    xla_per_device='compiled cost_analysis()["flops"]; null if none',
+    xla_per_step="xla_per_device x device count",
+    xla_vs_jaxpr="xla_per_step / per_step (XLA also counts elementwise ops, in-bounds taps only)",
+    by_primitive=(Object, "{primitive: flops}"),
+    unknown_trip_count=(Bool, "a while loop of unknown trip count, counted once"),
 )
 Mfu = _part(
     "Mfu",
+    "The achieved FLOP rate over the peak times the device count.",
     Number,
-    "vendor_peak_tflops vs_vendor measured_ceiling_tflops vs_measured",
-    chip=Str,
-    vendor_precision=Str,
-    measured_dtype=Str,
+    chip=(Str, "the peak table's chip name; null if unknown"),
+    vendor_precision=(Str, "what the matmuls run in: fp32|tf32|bf16|fp16"),
+    vendor_peak_tflops="the datasheet's peak per chip; null if unknown",
+    vs_vendor="achieved over the vendor's peak",
+    measured_dtype=(Str, "float32|bfloat16: the measured ceiling compared with"),
+    measured_ceiling_tflops="the best matmul measured in this run",
+    vs_measured="achieved over the measured ceiling",
 )
 Memory = _part(
     "Memory",
+    "XLA's compiled memory analysis, per device, and the allocator's figures where the "
+    "runtime keeps them (GPU, TPU; peak since the process started).",
     Count,
-    "argument_bytes output_bytes alias_bytes temp_bytes generated_code_bytes total_bytes "
-    "peak_bytes_in_use bytes_limit",
+    argument_bytes="the program's arguments",
+    output_bytes="its outputs",
+    alias_bytes="outputs aliasing arguments",
+    temp_bytes="its temporaries",
+    generated_code_bytes="its generated code",
+    total_bytes="all of them",
+    peak_bytes_in_use="the allocator's peak",
+    bytes_limit="the allocator's limit",
 )
 
 
 class Bandwidth(Part):
-    """The memory bandwidth a run measured: the predictions divide by it."""
+    """The memory bandwidth measured once per run on the first device (an in-place
+    x + 1 of size_bytes: read and written): the predictions divide by it."""
 
-    bytes_per_s: Positive
-    p10: Number | None = None
-    p90: Number | None = None
-    n: Count | None = None
-    size_bytes: Count | None = None
+    bytes_per_s: Positive = always("the median rate")
+    p10: Number | None = about("its 10th percentile")
+    p90: Number | None = about("its 90th percentile")
+    n: Count | None = about("how many samples")
+    size_bytes: Count | None = about("the array's size")
 
 
-# One dtype's best matmul rate measured in a run: the predictions divide by it.
-CeilingEntry = _part("CeilingEntry", Count, "size reps passes", tflops=Positive, precision=Str)
+CeilingEntry = _part(
+    "CeilingEntry",
+    "One dtype's best matmul rate measured in a run: the predictions divide by it.",
+    Count,
+    tflops=(Positive, "the best rate, TFLOP/s"),
+    size="the matrix side that reached it",
+    by_size=(Object, "{side: tflops}"),
+    reps="timed repeats per size",
+    passes="passes over the sizes, each size's best kept (older records: one)",
+    precision=(Str, "the matmul precision asked"),
+)
 
 
 class Ceilings(Part):
@@ -530,20 +395,45 @@ class Ceilings(Part):
     bandwidth: Bandwidth | None
 
 
-# optimal_seconds: XLA's -1 is "no estimate"
-Cost = _part("Cost", Number, "flops bytes_accessed", optimal_seconds=Signed, flops_source=Str)
-# A predicted step (per-kernel, jaxcnn.perf.predict) or a roofline bound: never a measurement.
+Cost = _part(
+    "Cost",
+    "The compiled train step's cost analysis, per device.",
+    Number,
+    flops="its FLOPs; from the jaxpr where XLA has none",
+    bytes_accessed="the bytes it reads and writes",
+    optimal_seconds=(Signed, "XLA's own estimate; -1: none"),
+    flops_source=(Str, "xla|jaxpr: where flops came from"),
+)
+ErrorBand = _part(
+    "ErrorBand",
+    "How far the method's predictions were from measured steps.",
+    Number,
+    median="the median ratio",
+    worst="the worst ratio",
+)
 Prediction = _part(
     "Prediction",
+    "A predicted step (per-kernel, jaxcnn.perf.predict) or a roofline bound: never a measurement.",
     Number,
-    "step_time_s compute_s memory_s overhead_s collective_s images_per_s kernels "
-    "peak_tflops_used bandwidth_bytes_per_s compiler_estimate_s",
-    **dict.fromkeys(
-        "method bound peak_source peak_precision bandwidth_source flops_source "
-        "constants_version rates_source".split(),
-        Str,
-    ),
-    error_band=_part("ErrorBand", Number, "median worst"),
+    method=(Str, "per-kernel, or roofline (a bound; older records' prediction)"),
+    constants_version=(Str, "the fitted constants' version"),
+    step_time_s="the step's time",
+    images_per_s="batch_size / step_time_s",
+    compute_s="its compute part",
+    memory_s="its memory part",
+    overhead_s="its fixed overheads",
+    collective_s="its collectives",
+    kernels="the kernels priced",
+    rates_source=(Str, "vendor|measured: the rates it priced at"),
+    error_band=(ErrorBand, "the method's error band"),
+    bound=(Str, "compute|memory: what bounds the roofline"),
+    peak_tflops_used="the peak the roofline used",
+    peak_source=(Str, "where that peak came from"),
+    peak_precision=(Str, "the precision of that peak"),
+    bandwidth_bytes_per_s="the bandwidth the roofline used",
+    bandwidth_source=(Str, "measured|vendor"),
+    flops_source=(Str, "xla|jaxpr"),
+    compiler_estimate_s="XLA's own estimate",
 )
 
 
@@ -563,226 +453,501 @@ KernelRow = Annotated[
 
 
 class KernelsSource(Part):
-    program: Str | None = None
-    steps: PositiveCount
-    recompiled: Str | None = None
-    jax: Str | None = None
+    """Which program the kernels came from, and how many steps one run of it takes."""
+
+    program: Str | None = about("train_step|epoch")
+    steps: PositiveCount = always("the steps one run of the program takes")
+    recompiled: Str | None = about(
+        "where experiments.predict.repredict compiled it again for an older record"
+    )
+    jax: Str | None = about("the jax that compiled it again")
 
 
-Matmul = _part("Matmul", Number, "flops tflops", n=Count, dtype=Str)
+Matmul = _part(
+    "Matmul",
+    "The square matmul timed.",
+    Number,
+    n=(Count, "the matrix side"),
+    dtype=(Str, "its dtype"),
+    flops="2 n^3",
+    tflops="the rate reached, TFLOP/s",
+)
 
 
 class Ensemble(Part):
-    k: Count | None = None
-    mode: Str | None = None
-    seeds: list[Count | None] | None = None
-    learning_rates: list[Number | None] | None = None
-    test_accuracy: list[Accuracy | None] | None = None
-    test_loss: list[Number | None] | None = None
+    """K models trained together on one device."""
+
+    k: Count | None = about("the models")
+    mode: Str | None = about("vmap: one call of all K | sequential: K calls one after another")
+    seeds: list[Count | None] | None = about("each model's seed")
+    learning_rates: list[Number | None] | None = about("each model's learning rate")
+    test_accuracy: list[Accuracy | None] | None = about(
+        "each model's test accuracy; null for synthetic data"
+    )
+    test_loss: list[Number | None] | None = about("each model's test loss")
 
 
 class Side(Part):
     """One side's block in a paired round."""
 
-    images_per_s: Positive
-    start: Number | None = None
-    end: Number | None = None
+    images_per_s: Positive = always("its rate")
+    start: Number | None = about("its start on the host's monotonic clock")
+    end: Number | None = about("its end on that clock")
 
 
 class Round(Part):
-    first: Str | None = None
-    jax: Side
-    peer: Side
+    """One block of each side, the side that went first alternating."""
+
+    first: Str | None = about("jax|peer: the side that went first")
+    jax: Side = always("JAX's block")
+    peer: Side = always("the peer's block")
 
 
 class PairedSide(Part):
     """What one side of a paired run ran, as the report's paired table reads it."""
 
-    run_id: Str | None = None
-    configuration: Str | None
-    host_memory: Str | None = None
-    throughput: Throughput | None = None
+    run_id: Str | None = about("its own record (env.turns names the pair)")
+    configuration: Str | None = always("what it ran")
+    host_memory: Str | None = about("its host memory policy")
+    throughput: Throughput | None = about("its own record's throughput")
 
 
 class Ratio(Summary):
-    median: Number | None  # the report's paired table reads it: there, null or not
+    """Per round, JAX's images a second over the peer's."""
+
+    median: Number | None = always("the median ratio (the report's paired table reads it)")
 
 
 class Paired(Part):
-    rounds: list[Round] | None = None
-    ratio: Ratio | None = None
-    jax: PairedSide | None = None
-    peer: PairedSide | None = None
+    """JAX's and a peer's timed blocks alternated, one process computing at a time (not
+    ok: only jax and peer, what was asked)."""
+
+    rounds: list[Round] | None = about("the rounds")
+    ratio: Ratio | None = about("the rounds' ratios")
+    jax: PairedSide | None = about("JAX's side")
+    peer: PairedSide | None = about("the peer's side")
 
 
-Session = _part("Session", Count, "pass passes", id=Str)  # a paired run's passes
+Session = _part(
+    "Session",
+    "The paired driver's run, and its pass over the plan.",
+    Count,
+    id=(Str, "the run"),
+    **{"pass": "this pass", "passes": "the passes planned"},
+)
 
 
 class Target(Part):
     """The target a compile-only record was compiled for (jaxcnn.targets): always known."""
 
-    name: Name = None
-    platform: Literal[PLATFORMS] = None
-    chip: Str = None
-    chips: PositiveCount  # the report divides by them
-    devices: PositiveCount
-    memory_per_chip_bytes: Count = None
-    memory_per_device_bytes: Count = None
-    usable_bytes_per_device: Count = None
-    bandwidth_bytes_per_s: Number = None
-    peak_tflops: Object | None = None
+    name: Name = about("the targets table's name")
+    platform: Literal[PLATFORMS] = about("cpu|gpu|tpu")
+    chip: Str = about("the chip")
+    chips: PositiveCount = always("chips (the report divides by them)")
+    devices: PositiveCount = always("devices")
+    memory_per_chip_bytes: Count = about("each chip's memory")
+    memory_per_device_bytes: Count = about("each device's memory")
+    usable_bytes_per_device: Count = about("what a program may use of it")
+    bandwidth_bytes_per_s: Number = about("the vendor's memory bandwidth")
+    peak_tflops: Object | None = about("the vendor's peaks, by precision")
 
+
+# --- The workload, where it ran, how ---------------------------------------------------
 
 _JSON_TYPES = {str: Str, int: Count, float: Number, bool: Bool, dict: Object}
+# What each field of experiments.records.workload.Workload means in a record.
+_WORKLOAD_MEANINGS = {
+    "model": "the model's name (jaxcnn.models); kind matmul: matmul",
+    "model_overrides": "the model's arguments that differ from its defaults",
+    "dataset": "the dataset's name; kind matmul: none",
+    "batch_size": "images per step, global; kind matmul: the matrix side n",
+    "epochs": "epochs trained; 0: timing only (no training, history [], test_accuracy null)",
+    "steps": "a cap on the training steps in all; null: whole epochs",
+    "optimizer": "the optimizer's name",
+    "learning_rate": "the learning rate (onecycle: its peak)",
+    "seed": "the seed of the model's initialization and the data's order",
+    "strategy": "the placement over the devices (jaxcnn.placement)",
+    "precision": "f32|bf16: the compute dtype (params and optimizer state stay f32)",
+    "timing_steps": "the steps timed, warm-up excluded",
+    "study": "the study that made it (devices|crossover|batch|scaling|matmul|ensemble|"
+    "precision|accuracy|bench|speedrun|roofline|targets|default); null: a single --model run",
+    "kind": "train|matmul|ensemble|peer|paired|compile: which model checks the record",
+    "num_devices": "the first N devices; null: all the run resolved",
+    "scaling": "null|weak|strong: per-device batch fixed | global batch fixed",
+    "ensemble_size": "kind ensemble: the models trained together",
+    "ensemble_mode": "null|vmap|sequential",
+    "matmul_precision": "default|highest: GPU TF32 on | off",
+    "oom_group": "the sweep skips the rest of a group after an oom",
+    "loop": "step|device: per-step dispatch | whole epochs as one compiled loop",
+    "formulation": "auto|xla|cpu: what was asked (the record's formulation: what ran)",
+    "schedule": "constant|onecycle: the learning rate over the run",
+    "target": "kind compile: the target compiled for (jaxcnn.targets); else null",
+}
+# What every record's workload carries, whatever its kind.
+_IN_EVERY_WORKLOAD = ("model", "dataset", "batch_size", "strategy", "kind", "study")
 
 
-def _workload_model() -> type[Part]:
-    """The workload as experiments.records.workload.Workload types its fields (the counts a step
-    needs at least one of), plus a peer's framework and mode."""
+def _workload_model(kind: str | None) -> type[Part]:
+    """The workload of a record of `kind` (None: of any kind), as
+    experiments.records.workload.Workload types its fields (the counts a step needs at
+    least one of): a Workload's kinds carry every field, a peer its framework and mode."""
     fields: dict[str, Any] = {}
     for name, hint in typing.get_type_hints(Workload).items():
         nullable = type(None) in typing.get_args(hint)
         plain = next(a for a in typing.get_args(hint) if a is not type(None)) if nullable else hint
-        kind = _JSON_TYPES[typing.get_origin(plain) or plain]
+        of = _JSON_TYPES[typing.get_origin(plain) or plain]
         if name in ("batch_size", "timing_steps", "ensemble_size", "num_devices"):
-            kind = AtLeastOne
+            of = AtLeastOne
         if name in ("model", "dataset", "study", "target"):
-            kind = Name
-        kind = Literal[KINDS] if name == "kind" else kind
-        default = ... if name in _REQUIRED_WORKLOAD else None
-        fields[name] = (kind | None if nullable else kind, default)
-    return pydantic.create_model(
-        "Workload", __base__=Part, framework=(Str | None, None), mode=(Str | None, None), **fields
-    )
+            of = Name
+        if name == "kind":
+            of = Literal[KINDS] if kind is None else Literal[kind]
+        carried = name in _IN_EVERY_WORKLOAD or kind in WORKLOAD_KINDS
+        meaning = _WORKLOAD_MEANINGS[name]
+        fields[name] = (
+            of | None if nullable else of,
+            always(meaning) if carried else about(meaning),
+        )
+    if kind == "peer":
+        fields["framework"] = (Str | None, always("the peer's framework (benchmarks/peers.py)"))
+        fields["mode"] = (Str | None, always("how the framework ran the step"))
+    name = f"{kind.capitalize()}Workload" if kind else "Workload"
+    return pydantic.create_model(name, __base__=Part, __doc__="What ran.", **fields)
 
 
-WorkloadModel = _workload_model()
+_MACHINE = (
+    "a hash of the OS machine id and the host name (devices.machine_id): reruns skip a CPU "
+    "cell only when it was recorded on this machine; null where it was not recorded"
+)
 
 
 class Device(Part):
-    platform: Literal[PLATFORMS]
-    kind: Str
-    count: AtLeastOne
-    process_count: AtLeastOne
-    host: Str | None
-    machine: Str | None = None
+    """Where it ran (jaxcnn.devices.describe)."""
+
+    platform: Literal[PLATFORMS] = always("cpu|gpu|tpu")
+    kind: Str = always('the device kind ("TPU v5 lite"; "cpu" for any CPU)')
+    count: AtLeastOne = always("the devices used")
+    process_count: AtLeastOne = always("the processes")
+    host: Str | None = always("the host's name")
+    machine: Str | None = about(_MACHINE)
 
 
-HostMemory = _part("HostMemory", Str, "policy reason", applied=Bool)
+class HarnessDevice(Device):
+    """Where it ran (jaxcnn.devices.describe), and on which machine."""
+
+    machine: Str | None = always(_MACHINE)
 
 
-Cpu = _part("Cpu", Str, "model", extensions=list[Str])
+HostMemory = _part(
+    "HostMemory",
+    "The host memory policy (jaxcnn.host_memory).",
+    Str,
+    policy="the policy",
+    reason="why it was chosen",
+    applied=(Bool, "whether it took effect"),
+)
+Cpu = _part(
+    "Cpu",
+    "The host's CPU, on which a CPU's step time depends.",
+    Str,
+    model="its model name",
+    extensions=(list[Str], "its vector extensions (AVX2, AVX-512, AMX)"),
+)
+_VERSION = "its version; null where not recorded"
 
 
 class Env(Part):
-    python: Str | None
-    git_commit: Str | None
-    host: Str | None
-    utc_time: Time | None
-    jax: Str | None = None
-    jaxlib: Str | None = None
-    flax: Str | None = None
-    optax: Str | None = None
-    host_memory: HostMemory | None = None
-    turns: Object | None = None
-    cpu: Cpu | None = None
+    """What it ran with."""
+
+    python: Str | None = always("python's version")
+    git_commit: Str | None = always("the tree that ran")
+    host: Str | None = always("the host's name")
+    utc_time: Time | None = always("when it was made, ISO 8601 (without an offset: UTC)")
+    jax: Str | None = about(_VERSION)
+    jaxlib: Str | None = about(_VERSION)
+    flax: Str | None = about(_VERSION)
+    optax: Str | None = about(_VERSION)
+    host_memory: HostMemory | None = about("the host memory policy; null where not recorded")
+    turns: Object | None = about(
+        "a side of a paired run: {pair, side}, which benchmarks/paired.py adds (took_turns)"
+    )
+    cpu: Cpu | None = about("the host's CPU")
 
 
-Formulation = _part("Formulation", Str, "name conv pool")
-Params = _part("Params", Count, "trainable non_trainable")
-CompileTimes = _part("CompileTimes", Number, "train eval epoch")
+class HarnessEnv(Env):
+    """What it ran with, the JAX side's versions and host memory policy included."""
+
+    jax: Str | None = always(_VERSION)
+    jaxlib: Str | None = always(_VERSION)
+    flax: Str | None = always(_VERSION)
+    optax: Str | None = always(_VERSION)
+    host_memory: HostMemory | None = always("the host memory policy; null where not recorded")
 
 
-class Record(Part):
-    """One line of records.jsonl: every field a reader uses (the module's docstring
-    says what each means)."""
+Formulation = _part(
+    "Formulation",
+    "How convolutions and pools were computed (jaxcnn.formulation).",
+    Str,
+    name="xla|cpu",
+    conv="the convolutions'",
+    pool="the pools'",
+)
+Params = _part(
+    "Params",
+    "The model's parameters.",
+    Count,
+    trainable="trained",
+    non_trainable="kept (batch norm statistics)",
+)
+CompileTimes = _part(
+    "CompileTimes",
+    "Lower + compile, apart from step time.",
+    Number,
+    train="the train step (peer: its first step)",
+    eval="the eval step",
+    epoch="loop device: the whole-epoch loop",
+)
 
-    schema_version: Literal[SCHEMA_VERSION]
-    run_id: Name
-    status: Literal[STATUSES]
-    message: Str | None
-    config_key: Str = None
-    conditions: Object | None = None  # experiments.harness.prepare.conditions
-    workload: WorkloadModel
-    device: Device
-    env: Env
-    loop: Str | None = None
-    formulation: Formulation | None = None
-    compiler_options: Object | None = None  # the XLA options the steps compiled with
-    params: Params | None = None
-    compile_time_s: CompileTimes | None = None
-    step_time_s: Timed | None = None
-    eval_step_time_s: Timed | None = None
-    dispatch_s: Timed | None = None
-    host_loop: HostLoop | None = None
-    throughput: Throughput | None = None
-    images_per_s: Positive | None = None
-    history: list[Epoch] | None = None
-    test_accuracy: Accuracy | None = None
-    test_loss: Number | None = None
-    train_time_s: Number | None = None
-    achieved_tflops: Number | None = None
-    flops: Flops | None = None
-    mfu: Mfu | None = None
-    memory: Memory | None = None
-    bandwidth: Bandwidth | None = None
-    cost: Cost | None = None
-    prediction: Prediction | None = None
-    prediction_vendor: Prediction | None = None
-    prediction_bound: Prediction | None = None
-    prediction_vendor_bound: Prediction | None = None
-    kernels: list[KernelRow] | None = None
-    kernels_source: KernelsSource | None = None
-    matmul_ceiling: dict[str, CeilingEntry] | None = None
-    matmul: Matmul | None = None
-    ensemble: Ensemble | None = None
-    paired: Paired | None = None
-    session: Session | None = None
-    compiled_not_run: Bool | None = None
-    fits: Bool | None = None
-    failed_by: Literal["compiler", "machine"] | None = None  # absent: made before it was
-    target: Target | None = None
-    epoch_memory: Object | None = None
-    nan_step: Count | None = None
-    params_digest: Str | None = None
-    resumed_from_step: Count | None = None
-    traceback_tail: list[Any] | None = None
+
+# --- A record, by kind -----------------------------------------------------------------
+
+_KEY = (
+    "the cell measured: 16 hex digits, config_key of workload, device and conditions; "
+    "checked on read"
+)
+_STEP = (
+    "per step, warm-up excluded, after block_until_ready: loop step: each step timed alone; "
+    "loop device: a compiled loop of timing_steps steps timed whole, / steps"
+)
+_SUMMARY = "median p10 p90 n"
+_IMAGES = "batch_size (x ensemble.k) / step_time_s.median"
+_PARAMS = "the model's parameters"
+_COMPILE = "lower + compile, apart from step time"
+
+
+class Common(Part):
+    """What every record carries: what ran, where, with what, and what became of it. A
+    failure carries a one-line `message` and the traceback's last lines (`failed`)."""
+
+    schema_version: Literal[SCHEMA_VERSION] = always("this schema's version")
+    run_id: Name = always("the run's id, unique in its file")
+    status: Literal[STATUSES] = always(
+        "ok: ran (compile: compiled and fits); oom: out of memory (compile: does not fit); "
+        "nan: the loss not finite; error: anything else (retried on rerun); skipped: not "
+        "run (a smaller batch of its group ran out of memory)"
+    )
+    message: Str | None = always("null when ok; else one line saying why")
+    config_key: Str = about(_KEY)
+    conditions: Object | None = about(
+        "absent: the defaults; else what differed from them, which the key covers "
+        "(experiments.harness.prepare.conditions)"
+    )
+    workload: _workload_model(None) = always("what ran")
+    device: Device = always("where it ran")
+    env: Env = always("what it ran with")
+    traceback_tail: list[Any] | None = about("a failure's traceback, its last lines")
 
     @pydantic.model_validator(mode="wrap")
     @classmethod
-    def _meaning(cls, record: Any, handler: Callable[[Any], Record]) -> Record:
-        """After the types, what the record's kind and status require of it, and what
-        no one field shows: the key is the hash of what it sits beside, the step time
-        no faster than its device could run the step's FLOPs, and the one its epochs
-        and its images a second say."""
+    def _meaning(cls, record: Any, handler: Callable[[Any], Common]) -> Common:
+        """After the types, what the record's kind requires of an ok record, and what no
+        one field shows: the key is the hash of what it sits beside, the step time no
+        faster than its device could run the step's FLOPs, and the one its epochs and
+        its images a second say."""
         model = handler(record)
-        why = _missing(record) or _too_fast(record) or _inconsistent(record) or _wrong_key(record)
+        why = (
+            _unfinished(type(model), record)
+            or _too_fast(record)
+            or _inconsistent(record)
+            or _wrong_key(record)
+        )
         if why:
             raise _meaning_error(why)
         return model
 
 
-def _missing(record: dict[str, Any]) -> str | None:
-    """What `record`'s kind and status require that it lacks (or holds null)."""
-    kind = record["workload"]["kind"]
-    required = _REQUIRED_BY_WORKLOAD if kind in WORKLOAD_KINDS else {}
-    required = _REQUIRED_BY_PEER if kind == "peer" else required
-    for section, keys in required.items():
-        missing = [k for k in keys if k not in (record[section] if section else record)]
-        if missing:
-            return f"{section or 'record'} lacks {', '.join(missing)}"
+class Described(Common):
+    """A record of a Workload's kinds (train, matmul, ensemble, compile): the whole
+    workload, and where and how it ran, in every status."""
+
+    config_key: Str = always(_KEY)
+    device: HarnessDevice = always("where it ran")
+    env: HarnessEnv = always("what it ran with")
+    loop: Str | None = always("step|device, as run")
+    formulation: Formulation | None = always("how convolutions and pools were computed")
+    compiler_options: Object | None = always(
+        "the XLA options the steps compiled with; null where not recorded"
+    )
+    params: Params | None = when_ok(_PARAMS)
+    compile_time_s: CompileTimes | None = when_ok(_COMPILE)
+    flops: Flops | None = about("the step's FLOPs")
+    memory: Memory | None = about("the step's memory, per device; null where unavailable")
+
+
+class Ran(Described):
+    """A workload run and timed on devices at hand (train, matmul, ensemble)."""
+
+    step_time_s: Timed | None = when_ok(_STEP, holding=_SUMMARY, positive="median")
+    images_per_s: Positive | None = about(_IMAGES)
+    achieved_tflops: Number | None = about("flops.per_step / step_time_s.median / 1e12")
+    mfu: Mfu | None = about("the achieved rate against the peaks")
+    matmul_ceiling: dict[str, CeilingEntry] | None = about(
+        "{dtype: its best matmul}, measured once per run on the first device"
+    )
+    bandwidth: Bandwidth | None = about("the memory bandwidth; null where not measured")
+    nan_step: Count | None = about("status nan: the first step whose loss was not finite")
+
+
+class MatmulRecord(Ran):
+    """Kind matmul: one jitted square matmul of side batch_size, timed (params 0,
+    images_per_s null)."""
+
+    workload: _workload_model("matmul") = always("what ran")
+    matmul: Matmul | None = when_ok("the matmul timed", holding="n dtype flops tflops")
+
+
+class TrainRecord(Ran):
+    """Kind train: the placed train step timed, then trained with fit."""
+
+    workload: _workload_model("train") = always("what ran")
+    images_per_s: Positive | None = when_ok(_IMAGES)
+    eval_step_time_s: Timed | None = about("one eval step on the same batch, timed alike")
+    dispatch_s: Timed | None = about(
+        "one call of the same placement's step doing no work, timed alike: the host's "
+        "round trip of a step (jaxcnn.perf.host.host_side)"
+    )
+    host_loop: HostLoop | None = about("jaxcnn's own step loop, its host parts timed")
+    throughput: Throughput | None = about("images a second over timed blocks of steps")
+    history: list[Epoch] | None = about("each epoch's training and test")
+    test_accuracy: Accuracy | None = about("the last epoch's; null for synthetic data")
+    test_loss: Number | None = about("the last epoch's; null for synthetic data")
+    train_time_s: Number | None = about("all epochs' training, compile excluded")
+    cost: Cost | None = about("the compiled train step's cost analysis, per device")
+    kernels: list[KernelRow] | None = about(
+        "the kernels of the program the step times came from (jaxcnn.perf.hlo.summarize "
+        "of its optimized HLO: [count, kind, flops, bytes, dtype, collective bytes, note]): "
+        "the predictions' input"
+    )
+    kernels_source: KernelsSource | None = about("which program the kernels came from")
+    prediction: Prediction | None = about(
+        "the per-kernel model's step time of those kernels (jaxcnn.perf.predict), at the "
+        "vendor's rates or on a CPU this run's measured ceiling and bandwidth; older "
+        "records: the roofline (method roofline), shown as a bound"
+    )
+    prediction_vendor: Prediction | None = about(
+        "older records: the roofline at the vendor's figures"
+    )
+    prediction_bound: Prediction | None = about(
+        "the step's whole-program roofline from cost: a lower bound, not a prediction"
+    )
+    prediction_vendor_bound: Prediction | None = about(
+        "the same from the vendor's figures alone; null for a chip without them (a CPU)"
+    )
+    params_digest: Str | None = about("a digest of the trained parameters")
+    resumed_from_step: Count | None = about("the checkpoint's step a resumed run went on from")
+
+
+class EnsembleRecord(TrainRecord):
+    """Kind ensemble: ensemble_size models on one device trained together; its step,
+    images a second and FLOPs are all the models' work, its history and test figures
+    their mean."""
+
+    workload: _workload_model("ensemble") = always("what ran")
+    ensemble: Ensemble | None = when_ok(
+        "the models", holding="k mode seeds learning_rates test_accuracy"
+    )
+
+
+class CompileRecord(Described):
+    """Kind compile (experiments/harness/compile_only.py): compiled for workload.target,
+    a device not at hand, never run. ok: compiled and fits; oom: does not fit (or the
+    compiler ran out of memory); error: the compiler refused. env gains libtpu and
+    jax_cuda12_plugin."""
+
+    workload: _workload_model("compile") = always("what was compiled")
+    compiled_not_run: Bool | None = about("true: compiled, never run")
+    fits: Bool | None = about("whether the train step fits the target's memory")
+    failed_by: Literal["compiler", "machine"] | None = about(
+        "error: who failed the compile (absent: made before it was)"
+    )
+    target: Target | None = when_ok("the target compiled for")
+    memory: Memory | None = when_ok("the train step's memory, per device")
+    epoch_memory: Object | None = about("the epoch loop's memory, per device")
+    cost: Cost | None = about("the train step's cost analysis; null on XLA:GPU")
+    kernels: list[KernelRow] | None = about("the compiled train step's kernels")
+    kernels_source: KernelsSource | None = about("which program the kernels came from")
+    prediction: Prediction | None = about("the per-kernel prediction: always predicted")
+    prediction_bound: Prediction | None = about("the roofline: a lower bound")
+
+
+class PeerRecord(Common):
+    """Kind peer (benchmarks/peers.py): the same model and train step in another
+    framework, workload.framework and workload.mode say which."""
+
+    config_key: Str = always(_KEY)
+    workload: _workload_model("peer") = always("what ran")
+    params: Params | None = when_ok(_PARAMS)
+    compile_time_s: CompileTimes | None = when_ok(_COMPILE)
+    step_time_s: Timed | None = when_ok(_STEP, holding=_SUMMARY, positive="median")
+    throughput: Throughput | None = when_ok("images a second over timed blocks of steps")
+    images_per_s: Positive | None = when_ok("throughput.median")
+
+
+class PairedRecord(Common):
+    """Kind paired (benchmarks/paired.py): JAX's and a peer's timed blocks alternated,
+    one process computing at a time; workload.study bench; no config_key."""
+
+    workload: _workload_model("paired") = always("what ran")
+    paired: Paired | None = when_ok("the rounds and the sides", holding="rounds ratio jax peer")
+    session: Session | None = about("the driver's run and its pass over the plan")
+
+
+# The model of each kind's records.
+KIND_MODELS: dict[str, type[Common]] = {
+    "train": TrainRecord,
+    "matmul": MatmulRecord,
+    "ensemble": EnsembleRecord,
+    "peer": PeerRecord,
+    "paired": PairedRecord,
+    "compile": CompileRecord,
+}
+
+
+def _kind(record: Any) -> str | None:
+    """The kind of `record`'s workload, where it is one of KINDS."""
+    workload = record.get("workload") if isinstance(record, dict) else None
+    kind = workload.get("kind") if isinstance(workload, dict) else None
+    return kind if isinstance(kind, str) and kind in KIND_MODELS else None
+
+
+# One line of records.jsonl: the model of its workload's kind.
+Record = Annotated[
+    # built from KIND_MODELS, so spelled with Union: `|` takes no tuple
+    typing.Union[tuple(Annotated[m, pydantic.Tag(k)] for k, m in KIND_MODELS.items())],  # noqa: UP007
+    pydantic.Discriminator(_kind),
+]
+
+
+def _unfinished(model: type[Common], record: dict[str, Any]) -> str | None:
+    """What an ok record of `model` lacks of what its `when_ok` fields require."""
     if record["status"] != "ok":
         return None
-    needed = _REQUIRED_OK_BY_KIND[kind]
-    missing = [k for k in needed if record.get(k) is None]
+    needed = {
+        name: field.json_schema_extra
+        for name, field in model.model_fields.items()
+        if isinstance(field.json_schema_extra, dict)
+        and field.json_schema_extra.get("required_when") == "ok"
+    }
+    missing = [name for name in needed if record.get(name) is None]
     if missing:
-        return f"ok {kind} record lacks {', '.join(missing)}"
-    for section, keys in _REQUIRED_SECTION.items():
-        absent = [k for k in keys if section in needed and k not in record[section]]
+        return f"ok {record['workload']['kind']} record lacks {', '.join(missing)}"
+    for name, extra in needed.items():
+        absent = [k for k in extra.get("holding_when_ok", ()) if k not in record[name]]
         if absent:
-            return f"{section} lacks {', '.join(absent)}"
-    if "step_time_s" in needed and record["step_time_s"]["median"] is None:
-        return "step_time_s.median is null, not a positive number"
+            return f"{name} lacks {', '.join(absent)}"
+        for key in extra.get("positive_when_ok", ()):
+            if record[name][key] is None:
+                return f"{name}.{key} is null, not a positive number"
     return None
 
 
@@ -929,7 +1094,7 @@ _EXPECTED = {
 }
 
 
-def _problem(error: Mapping[str, Any]) -> str:
+def _problem(error: Mapping[str, Any], model: type[Part]) -> str:
     """One pydantic error as the line a reader is shown: "device.count is a string, not
     an integer", "workload lacks loop", "test_accuracy is 2.0, not an accuracy in [0, 1]"."""
     *parent, last = error["loc"] or ("record",)
@@ -953,7 +1118,7 @@ def _problem(error: Mapping[str, Any]) -> str:
     if kind == "literal_error":
         return f"{where} {value!r:.40} is not one of {limits['expected']}"
     expected = _EXPECTED.get(kind, error["msg"])
-    maybe = " or null" if _nullable(error["loc"]) else ""
+    maybe = " or null" if _nullable(model, error["loc"]) else ""
     return f"{where} is {JSON_NAMES.get(type(value), 'a value')}, not {expected}{maybe}"
 
 
@@ -962,9 +1127,9 @@ def _dotted(loc: Sequence[str | int]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
-def _nullable(loc: Sequence[str | int]) -> bool:
-    """Whether the field at `loc` may be null (to say so beside its type)."""
-    annotation: Any = Record
+def _nullable(model: type[Part], loc: Sequence[str | int]) -> bool:
+    """Whether the field of `model` at `loc` may be null (to say so beside its type)."""
+    annotation: Any = model
     for part in loc:
         annotation = _inner(annotation)
         if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
@@ -990,9 +1155,12 @@ def _inner(annotation: Any) -> Any:
     return annotation
 
 
-# The JSON Schema published for users who merge records made elsewhere (a notebook's):
-# `python -m experiments.cli.schema` writes it; a test checks it is current.
+# The JSON Schema published for users who merge records made elsewhere (a notebook's),
+# and the field tables of docs/records.md: `python -m experiments.cli.schema` writes
+# both from the models; a test checks they are current.
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "records.schema.json"
+FIELDS_PAGE = SCHEMA_FILE.parent / "records.md"
+FIELDS_START, FIELDS_END = "<!-- fields:start -->", "<!-- fields:end -->"
 
 
 def schema_generator() -> str:
@@ -1010,16 +1178,17 @@ def schema_text() -> str:
 
 def json_schema() -> dict[str, Any]:
     """The records' schema as a JSON Schema (draft 2020-12), generated from `Record`:
-    the fields all records have, and the type and range of each field a reader uses;
-    the fields required by kind and status are this module's docstring."""
-    schema = _without_titles(Record.model_json_schema())
+    one of the kinds' models, each field's type, range and meaning, and which fields an
+    ok record of its kind requires (`required_when`)."""
+    schema = _without_titles(_adapter(Record).json_schema())
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$comment": schema_generator(),
         "title": f"A jaxcnn record, schema version {SCHEMA_VERSION} (one line of records.jsonl)",
         "description": (
-            "Generated from experiments.records.Record; unknown keys are allowed. "
-            "What each field means: docs/records.md and experiments/records.py."
+            "Generated from experiments.records.Record, one model per workload.kind; "
+            "unknown keys are allowed. required_when ok: the field an ok record carries, "
+            "not null. The same as tables: docs/records.md."
         ),
         **schema,
     }
@@ -1032,6 +1201,145 @@ def _without_titles(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_without_titles(v) for v in schema]
     return schema
+
+
+def fields_text() -> str:
+    """The models as the tables of docs/records.md (between FIELDS_START and
+    FIELDS_END): the fields every record has, what each group of kinds and each kind
+    adds, the workload, device and env across the kinds, and each part (an object a
+    field holds)."""
+    titles = {
+        Common: "Every record",
+        Described: "Kinds train, matmul, ensemble and compile",
+        Ran: "Kinds train, matmul and ensemble",
+        **{model: f"Kind {kind}" for kind, model in KIND_MODELS.items()},
+    }
+    blocks = []
+    for model, title in titles.items():
+        base = next((c for c in model.__mro__[1:] if c in titles), Part)
+        besides = f" (besides those of {titles[base].lower()})" if base is not Part else ""
+        blocks.append(_kind_table(title + besides, model, _own(model, base)))
+    blocks += [_family_table(section) for section in ("workload", "device", "env")]
+    blocks += [_part_table(part) for part in _parts()]
+    return "\n\n".join(blocks)
+
+
+def _own(model: type[Part], base: type[Part]) -> dict[str, Any]:
+    """The fields of `model` declared below `base` (the workload, device and env but in
+    every record's table: they have tables of their own)."""
+    below = [c for c in model.__mro__ if issubclass(c, Part) and not issubclass(base, c)]
+    declared = {name for c in below for name in vars(c).get("__annotations__", {})}
+    if base is not Part:
+        declared -= {"workload", "device", "env"}
+    return {n: f for n, f in model.model_fields.items() if n in declared}
+
+
+def _kind_table(title: str, model: type[Part], fields: dict[str, Any]) -> str:
+    rows = [
+        f"| `{name}` | {_type_text(field.annotation)} | {_required_text(field)} | "
+        f"{_cell(field.description)} |"
+        for name, field in fields.items()
+    ]
+    head = ["| field | type | required | meaning |", "|---|---|---|---|"]
+    return "\n".join([f"### {title}", "", _cell(model.__doc__), "", *head, *rows])
+
+
+def _family_table(section: str) -> str:
+    """One table of `section` (workload, device, env) across the kinds, saying which
+    kinds require each field."""
+    models = {kind: _inner(m.model_fields[section].annotation) for kind, m in KIND_MODELS.items()}
+    names = dict.fromkeys(n for m in models.values() for n in m.model_fields)
+    rows = []
+    for name in names:
+        carrying = {k: m.model_fields[name] for k, m in models.items() if name in m.model_fields}
+        # every record's section types a field as any kind may hold it (its kind: any)
+        field = _inner(Common.model_fields[section].annotation).model_fields.get(name)
+        field = field or next(iter(carrying.values()))
+        required = [k for k, f in carrying.items() if f.is_required()]
+        said = "every kind" if len(required) == len(KIND_MODELS) else ", ".join(required)
+        only = "" if len(carrying) == len(KIND_MODELS) else f" (kind {', '.join(carrying)})"
+        rows.append(
+            f"| `{name}` | {_type_text(field.annotation)} | {said} | "
+            f"{_cell(field.description)}{only} |"
+        )
+    head = ["| field | type | required in | meaning |", "|---|---|---|---|"]
+    doc = _cell(Common.model_fields[section].description).capitalize() + "."
+    return "\n".join([f"### {section.capitalize()}", "", doc, "", *head, *rows])
+
+
+def _parts() -> list[type[Part]]:
+    """Every part the kinds' fields hold (but the workload, device and env), in the
+    order first met."""
+    seen: dict[type[Part], None] = {}
+
+    def visit(annotation: Any) -> None:
+        for inner in _models_in(annotation):
+            if inner not in seen:
+                seen[inner] = None
+                for field in inner.model_fields.values():
+                    visit(field.annotation)
+
+    for model in KIND_MODELS.values():
+        for name, field in model.model_fields.items():
+            if name not in ("workload", "device", "env"):
+                visit(field.annotation)
+    return list(seen)
+
+
+def _models_in(annotation: Any) -> list[type[Part]]:
+    """The models an annotation holds (in a union, a list, a dict)."""
+    inner = _inner(annotation)
+    if isinstance(inner, type) and issubclass(inner, Part):
+        return [inner]
+    return [m for arg in typing.get_args(inner) for m in _models_in(arg)]
+
+
+def _part_table(part: type[Part]) -> str:
+    rows = [
+        f"| `{name}` | {_type_text(field.annotation)} | {'always' if field.is_required() else ''} "
+        f"| {_cell(field.description)} |"
+        for name, field in part.model_fields.items()
+    ]
+    head = ["| field | type | required | meaning |", "|---|---|---|---|"]
+    return "\n".join([f"#### {part.__name__}", "", _cell(part.__doc__), "", *head, *rows])
+
+
+def _required_text(field: Any) -> str:
+    if field.is_required():
+        return "always"
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    if extra.get("required_when") != "ok":
+        return ""
+    holding = extra.get("holding_when_ok")
+    return "ok" + (f", holding {', '.join(holding)}" if holding else "")
+
+
+_TYPE_NAMES = {float: "number", int: "integer", str: "string", bool: "true or false"}
+
+
+def _type_text(annotation: Any) -> str:
+    """A field's type as the tables say it: "integer or null", "array of [Epoch](#epoch)"."""
+    nullable = type(None) in typing.get_args(annotation)
+    inner = _inner(annotation)
+    origin = typing.get_origin(inner)
+    if origin is Literal:
+        text = " \\| ".join(f"`{v}`" for v in typing.get_args(inner))
+    elif isinstance(inner, type) and issubclass(inner, Part):
+        text = f"[{inner.__name__}](#{inner.__name__.lower()})"
+    elif origin is list:
+        text = f"array of {_type_text(typing.get_args(inner)[0])}"
+    elif origin is tuple:
+        text = "kernel row (array)"
+    elif origin is dict:
+        text = f"object of {_type_text(typing.get_args(inner)[1])}"
+    else:
+        text = _TYPE_NAMES.get(inner, "any" if inner is Any else "object")
+    return f"{text} or null" if nullable else text
+
+
+def _cell(text: str | None) -> str:
+    """`text` on one line of a table cell."""
+    return " ".join((text or "").split()).replace("|", "\\|")
 
 
 # --- Construction ----------------------------------------------------------------------
