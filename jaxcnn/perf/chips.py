@@ -231,11 +231,13 @@ CHIPS: tuple[Chip, ...] = (
     # "Streaming Multiprocessors82", "GPU Cores (Shaders)10496", "Boost Clock (MHz)1695",
     # "VRAM (GB)24", "L2 Cache6", "FP32 TFLOPS (Single-Precision)35.6", "FP16 TFLOPS
     # (Sparsity)142 (285)", "Bandwidth (GB/s)936", "Total Board Power (Watts)350". That
-    # 142 is fp16 tensor math accumulating in fp16; GeForce Ampere runs fp16/bf16 tensor
-    # math accumulating in fp32 (what XLA's dots and convolutions do) at half that rate
-    # (the GA102 whitepaper's "Peak FP16 Tensor TFLOPS with FP32 Accumulate" 71, "Peak
-    # TF32 Tensor TFLOPS" 35.6; github.com/physicsdolphin/nv-uefi-unlocker discussion
-    # 227: GA102's "FP32-accumulate rate limiter", its "FP32-accum half-rate"): 71.
+    # 142 is fp16 tensor math accumulating in fp16 (82 SMs x 4 tensor cores x 128 FMA x 2
+    # x 1.695 GHz = 142.3); a GeForce Ampere card accumulates in fp32 (what XLA's dots and
+    # convolutions do) at half that and runs tf32 at a quarter (the arithmetic for a
+    # GA10x card in gist.github.com/getianao/33fb5306ba896193c7ae59ec64794283: "f16 and
+    # f32 acc: 54.865920 / 2", "f32 and f32 acc: 54.865920 / 4", and its "6144 KB L2
+    # Cache"; github.com/physicsdolphin/nv-uefi-unlocker discussion 227 names GA102's
+    # "FP32-accum half-rate"): fp16/bf16 71, tf32 35.6, the GA102 whitepaper's figures.
     # Host link PCIe 4.0 x16; its NVLink is a bridge joining two cards, not a host's GPUs.
     Chip(
         "RTX 3090",
