@@ -20,6 +20,12 @@ EXACT_COUNTS = [
     ("vgg16", {}, 138_357_544, 0),
     ("resnet18", {}, 11_689_512, 9_600),  # torchvision's count; BN running stats on top
     ("resnet50", {}, 25_557_032, 53_120),
+    # published JAX loops' networks (rebuilt from the sources jaxcnn/models/published.py cites)
+    ("uva_resnet", {}, 272_378, 1_376),
+    ("uva_preactresnet", {}, 272_250, 1_344),
+    ("uva_googlenet", {}, 259_338, 2_624),
+    ("uva_densenet", {}, 239_146, 7_920),
+    ("cifar_resnet56", {}, 855_770, 4_256),
 ]
 
 
@@ -101,7 +107,7 @@ def test_every_count_docs_models_gives_is_the_models_as_built():
             said, built = {names[0]: tuple(numbers)}, {names[0]: models.param_counts(names[0])}
         assert said == built, row
         checked += len(names)
-    assert checked == 8  # every model but the two shrunk ones
+    assert checked == 13  # every model but the two shrunk ones
 
 
 def test_the_readme_names_every_model():

@@ -713,6 +713,17 @@ def test_a_runtime_finds_the_target_that_is_its_chips():
     assert targets.matching("cpu", 1) is None
 
 
+def test_geforce_cards_are_their_own_chips_and_a_1080_ti_is_not_a_1080():
+    assert targets.matching("NVIDIA GeForce RTX 3090", 1).name == "gpu-rtx3090"
+    assert targets.matching("NVIDIA GeForce GTX 1080", 1).name == "gpu-gtx1080"
+    assert chips.chip_name("NVIDIA GeForce GTX 1080 Ti") is None  # another chip (GP102)
+    # GeForce Ampere: f32 matmuls run as tf32, at the card's fp32 rate (its tensor cores'
+    # tf32 equals its CUDA cores' fp32); Pascal has no tf32
+    assert chips.matmul_precision("gpu", "NVIDIA GeForce RTX 3090", "float32") == "tf32"
+    assert chips.peak_tflops("NVIDIA GeForce RTX 3090", "tf32") == 35.6
+    assert chips.matmul_precision("gpu", "NVIDIA GeForce GTX 1080", "float32") == "fp32"
+
+
 def test_target_here_on_a_cpu_is_a_usage_error(tmp_path, capsys):
     code = main(["--target=here", "--model=mlp", f"--out={tmp_path}"])
     assert code == 2

@@ -36,6 +36,10 @@ _CLASSES = {
     "MnistCNN": "jaxcnn.models.small:MnistCNN",
     "VGG16": "jaxcnn.models.imagenet:VGG16",
     "ResNet": "jaxcnn.models.imagenet:ResNet",
+    "UvAResNet": "jaxcnn.models.published:UvAResNet",
+    "UvAGoogleNet": "jaxcnn.models.published:UvAGoogleNet",
+    "UvADenseNet": "jaxcnn.models.published:UvADenseNet",
+    "CifarResNet56": "jaxcnn.models.published:CifarResNet56",
     "Flatten": "jaxcnn.models.layers:Flatten",
     "Pool": "jaxcnn.models.layers:Pool",
 }
@@ -44,12 +48,16 @@ __all__ = [
     "MLP",
     "VGG16",
     "CatsDogsCNN",
+    "CifarResNet56",
     "Flatten",
     "LeNet5",
     "LeNet5Keras",
     "MnistCNN",
     "Pool",
     "ResNet",
+    "UvADenseNet",
+    "UvAGoogleNet",
+    "UvAResNet",
     "get",
     "input_shape",
     "names",
@@ -91,6 +99,7 @@ class ModelSpec:
 _TINY_VGG = {"base_width": 4, "dense_width": 32, "num_classes": 10}
 _TINY_RESNET = {"stage_sizes": (1, 1), "num_filters": 8, "num_classes": 10}
 _SMALL, _IMAGENET = "jaxcnn.models.small", "jaxcnn.models.imagenet"
+_PUBLISHED = "jaxcnn.models.published"
 
 _REGISTRY: dict[str, ModelSpec] = {
     "lenet5": ModelSpec(f"{_SMALL}:LeNet5", (32, 32, 1)),
@@ -109,6 +118,12 @@ _REGISTRY: dict[str, ModelSpec] = {
     ),
     "vgg_tiny": ModelSpec(f"{_IMAGENET}:VGG16", (32, 32, 3), _TINY_VGG),
     "resnet_tiny": ModelSpec(f"{_IMAGENET}:ResNet", (32, 32, 3), _TINY_RESNET),
+    # Networks of published JAX loops on consumer GPUs (jaxcnn/models/published.py)
+    "uva_resnet": ModelSpec(f"{_PUBLISHED}:UvAResNet", (32, 32, 3)),
+    "uva_preactresnet": ModelSpec(f"{_PUBLISHED}:UvAResNet", (32, 32, 3), {"preact": True}),
+    "uva_googlenet": ModelSpec(f"{_PUBLISHED}:UvAGoogleNet", (32, 32, 3)),
+    "uva_densenet": ModelSpec(f"{_PUBLISHED}:UvADenseNet", (32, 32, 3)),
+    "cifar_resnet56": ModelSpec(f"{_PUBLISHED}:CifarResNet56", (32, 32, 3)),
 }
 
 

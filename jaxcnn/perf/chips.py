@@ -226,6 +226,48 @@ CHIPS: tuple[Chip, ...] = (
     # (48 GB/s): NVIDIA's product page and notebookcheck's spec sheet.
     # Its host link: PCIe 3.0 x4 (notebookcheck's spec sheet: "PCIe 3.0 x4").
     Chip("MX150", r"\bmx150\b", {"fp32": 1.18}, 2 * GiB, 48 * GB, None, 4 * _GEN3),
+    # GeForce RTX 3090 (GA102, sm_86): the launch spec table, as copied at
+    # holynerdvana.blogspot.com/2022/10/nvidia-geforce-rtx-3090-specifications.html:
+    # "Streaming Multiprocessors82", "GPU Cores (Shaders)10496", "Boost Clock (MHz)1695",
+    # "VRAM (GB)24", "L2 Cache6", "FP32 TFLOPS (Single-Precision)35.6", "FP16 TFLOPS
+    # (Sparsity)142 (285)", "Bandwidth (GB/s)936", "Total Board Power (Watts)350". That
+    # 142 is fp16 tensor math accumulating in fp16 (82 SMs x 4 tensor cores x 128 FMA x 2
+    # x 1.695 GHz = 142.3); a GeForce Ampere card accumulates in fp32 (what XLA's dots and
+    # convolutions do) at half that and runs tf32 at a quarter (the arithmetic for a
+    # GA10x card in gist.github.com/getianao/33fb5306ba896193c7ae59ec64794283: "f16 and
+    # f32 acc: 54.865920 / 2", "f32 and f32 acc: 54.865920 / 4", and its "6144 KB L2
+    # Cache"; github.com/physicsdolphin/nv-uefi-unlocker discussion 227 names GA102's
+    # "FP32-accum half-rate"): fp16/bf16 71, tf32 35.6, the GA102 whitepaper's figures.
+    # Host link PCIe 4.0 x16; its NVLink is a bridge joining two cards, not a host's GPUs.
+    Chip(
+        "RTX 3090",
+        r"rtx 3090",
+        {"fp32": 35.6, "tf32": 35.6, "bf16": 71.0, "fp16": 71.0},
+        24 * GiB,
+        936 * GB,
+        None,
+        16 * _GEN4,
+        tdp_watts=350.0,
+    ),
+    # GeForce GTX 1080 (GP104, sm_61): 20 SMs of 128 CUDA cores (2560), 1607 MHz base,
+    # 1733 MHz boost, 8 GB GDDR5X on 256 bits at 10 Gbps, 2 MB L2, 180 W (fudzilla.net/
+    # news/graphics/40701: "a total of 2560 CUDA cores", "48KB of L1 and 2MB of L2
+    # cache", "a total memory bandwidth of 320GB/s", "base clock at 1607MHz while the
+    # maximum GPU Boost is set at 1733MHz", "The TDP of the GTX 1080 is set at 180W"; its
+    # host link, "PCI Express 3.0 interface": infinitebrandedaccessories.com's sheet). fp32
+    # at boost as for the MX150: 2 x 2560 x 1.733 GHz = 8.87 TFLOP/s (NVIDIA's launch
+    # "8.2 TFLOPs" is the base clock's 8.23). GP104's fp16 runs at 1/64 of fp32: no fp16
+    # peak here. No NVLink: GPUs of one host exchange over PCIe.
+    Chip(
+        "GTX 1080",
+        r"gtx 1080(?! ?ti)",
+        {"fp32": 8.87},
+        8 * GiB,
+        320 * GB,
+        16 * _GEN3,
+        16 * _GEN3,
+        tdp_watts=180.0,
+    ),
 )
 
 
@@ -421,11 +463,13 @@ TARGETS: dict[str, Target] = {
         _tpu("tpu-v6e-64", "TPU v6e", 64, "v6e:8x8"),
         _gpu("gpu-mx150", "MX150", "mx150.txtpb"),
         _gpu("gpu-k80", "K80", "k80.txtpb", toolkit=KEPLER_TOOLKIT),
+        _gpu("gpu-gtx1080", "GTX 1080", "gtx1080.txtpb"),
         _gpu("gpu-p100", "P100 PCIe", "p100.txtpb"),
         _gpu("gpu-t4", "T4", "t4.txtpb"),
         _gpu("gpu-v100", "V100 SXM2", "v100.txtpb"),
         _gpu("gpu-a100", "A100", "a100.txtpb"),
         _gpu("gpu-a100-80gb", "A100 80GB", "a100_80gb.txtpb"),
+        _gpu("gpu-rtx3090", "RTX 3090", "rtx3090.txtpb"),
         _gpu("gpu-l4", "L4", "l4.txtpb"),
         _gpu("gpu-h100", "H100 SXM", "h100.txtpb"),
         _gpu("gpu-h100-pcie", "H100 PCIe", "h100_pcie.txtpb"),

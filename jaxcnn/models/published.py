@@ -1,0 +1,255 @@
+"""Networks taken from published JAX training benchmarks, rebuilt layer for layer so a
+published loop's step can be compiled and predicted as it ran (experiments/predict/
+published_references.json). Each class cites the source it copies; parameter counts are
+asserted in tests/test_models.py. Convolutions and pools go through jaxcnn's formulation
+helpers (jaxcnn.models.layers), which keep Flax's parameters and names.
+
+UvA Deep Learning Tutorial 5 (JAX) as benchmarked on an RTX 3090 in
+github.com/phlippe/uvadlc_notebooks_benchmarking @1df2da7b27ff54cd00a306d648a74b308942b664,
+JAX/Tutorial5_Inception_ResNet_DenseNet.py: `UvAResNet` (and its pre-activation form),
+`UvAGoogleNet`, `UvADenseNet`, CIFAR-10 32x32x3, Flax BatchNorm defaults there
+(momentum 0.99, epsilon 1e-5).
+
+The Lightweighting Cookbook's CIFAR ResNet-56, timed on a GTX 1080 in
+github.com/sseung0703/Lightweighting_Cookbook @fa950c198ec0883b813ccf83a1f1b168f4a2f648,
+nets/ResNet.py: `CifarResNet56`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxcnn.formulation import Formulation
+from jaxcnn.models.layers import XLA, Pool, conv
+
+# The UvA tutorial's initialisers: ResNets variance_scaling(2, fan_out, normal), the
+# others kaiming_normal. Init does not change a step's cost, but the rebuild is exact.
+_UVA_RESNET_INIT = nn.initializers.variance_scaling(2.0, mode="fan_out", distribution="normal")
+_KAIMING = nn.initializers.kaiming_normal()
+
+
+def _uva_norm(train: bool, axis_name: str | None):
+    def norm() -> nn.BatchNorm:
+        return nn.BatchNorm(use_running_average=not train, axis_name=axis_name)
+
+    return norm
+
+
+class _UvAResNetBlock(nn.Module):
+    c_out: int
+    subsample: bool
+    preact: bool
+    train: bool
+    axis_name: str | None
+    formulation: Formulation
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        norm = _uva_norm(self.train, self.axis_name)
+        stride = (2, 2) if self.subsample else (1, 1)
+
+        def conv3(y: jax.Array, strides: tuple[int, int] = (1, 1)) -> jax.Array:
+            return conv(
+                self.formulation,
+                self.c_out,
+                (3, 3),
+                strides=strides,
+                kernel_init=_UVA_RESNET_INIT,
+                use_bias=False,
+            )(y)
+
+        if not self.preact:
+            z = conv3(nn.relu(norm()(conv3(x, stride))))
+            z = norm()(z)
+            if self.subsample:  # the source's 1x1 stride-2 projection has a bias
+                x = conv(
+                    self.formulation,
+                    self.c_out,
+                    (1, 1),
+                    strides=(2, 2),
+                    kernel_init=_UVA_RESNET_INIT,
+                )(x)
+            return nn.relu(z + x)
+        z = conv3(nn.relu(norm()(x)), stride)
+        z = conv3(nn.relu(norm()(z)))
+        if self.subsample:
+            x = conv(
+                self.formulation,
+                self.c_out,
+                (1, 1),
+                strides=(2, 2),
+                kernel_init=_UVA_RESNET_INIT,
+                use_bias=False,
+            )(nn.relu(norm()(x)))
+        return z + x
+
+
+class UvAResNet(nn.Module):
+    """UvA Tutorial 5's ResNet: conv3x3(16) [BN ReLU], 3 groups x 3 blocks of 16, 32, 64
+    channels (stride 2 on the first block of groups 2 and 3), global mean, Dense(10).
+    272,378 params + 1,376 BatchNorm statistics; `preact=True` (its "Pre-Activation
+    ResNet": BN-ReLU-conv blocks, no ReLU after the add, no stem BN): 272,250 + 1,344."""
+
+    num_classes: int = 10
+    num_blocks: Sequence[int] = (3, 3, 3)
+    c_hidden: Sequence[int] = (16, 32, 64)
+    preact: bool = False
+    formulation: Formulation = XLA  # chosen per platform by models.get
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        x = conv(
+            self.formulation, self.c_hidden[0], (3, 3), kernel_init=_UVA_RESNET_INIT, use_bias=False
+        )(x)
+        if not self.preact:
+            x = nn.relu(_uva_norm(train, axis_name)()(x))
+        for group, count in enumerate(self.num_blocks):
+            for b in range(count):
+                x = _UvAResNetBlock(
+                    self.c_hidden[group],
+                    subsample=b == 0 and group > 0,
+                    preact=self.preact,
+                    train=train,
+                    axis_name=axis_name,
+                    formulation=self.formulation,
+                )(x)
+        return nn.Dense(self.num_classes)(x.mean(axis=(1, 2)))
+
+
+class _InceptionBlock(nn.Module):
+    c_red: dict[str, int]
+    c_out: dict[str, int]
+    train: bool
+    axis_name: str | None
+    formulation: Formulation
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        def conv_bn_relu(y: jax.Array, features: int, k: int) -> jax.Array:
+            y = conv(self.formulation, features, (k, k), kernel_init=_KAIMING, use_bias=False)(y)
+            return nn.relu(_uva_norm(self.train, self.axis_name)()(y))
+
+        x1 = conv_bn_relu(x, self.c_out["1x1"], 1)
+        x3 = conv_bn_relu(conv_bn_relu(x, self.c_red["3x3"], 1), self.c_out["3x3"], 3)
+        x5 = conv_bn_relu(conv_bn_relu(x, self.c_red["5x5"], 1), self.c_out["5x5"], 5)
+        # The source max-pools x and discards the result: its "max" branch is a 1x1 conv
+        # of x itself. Kept as published (the dead pool is left out: XLA removes it).
+        xm = conv_bn_relu(x, self.c_out["max"], 1)
+        return jnp.concatenate([x1, x3, x5, xm], axis=-1)
+
+
+_R1 = {"3x3": 32, "5x5": 16}
+_R2 = {"3x3": 48, "5x5": 16}
+# The source's blocks in order, "pool" a 3x3 stride-2 max pool between groups.
+_GOOGLENET_BLOCKS: tuple[Any, ...] = (
+    (_R1, {"1x1": 16, "3x3": 32, "5x5": 8, "max": 8}),
+    (_R1, {"1x1": 24, "3x3": 48, "5x5": 12, "max": 12}),
+    "pool",
+    (_R1, {"1x1": 24, "3x3": 48, "5x5": 12, "max": 12}),
+    (_R1, {"1x1": 16, "3x3": 48, "5x5": 16, "max": 16}),
+    (_R1, {"1x1": 16, "3x3": 48, "5x5": 16, "max": 16}),
+    (_R1, {"1x1": 32, "3x3": 48, "5x5": 24, "max": 24}),
+    "pool",
+    (_R2, {"1x1": 32, "3x3": 64, "5x5": 16, "max": 16}),
+    (_R2, {"1x1": 32, "3x3": 64, "5x5": 16, "max": 16}),
+)
+
+
+class UvAGoogleNet(nn.Module):
+    """UvA Tutorial 5's GoogleNet for CIFAR-10: conv3x3(64) BN ReLU, 9 Inception blocks
+    with two 3x3 stride-2 max pools between groups, global mean, Dense(10). 259,338
+    params + 2,624 BatchNorm statistics. The pools use Flax's default VALID padding as
+    the source does: 32 -> 15 -> 7, not the 16 and 8 its comments say."""
+
+    num_classes: int = 10
+    formulation: Formulation = XLA  # chosen per platform by models.get
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        x = conv(self.formulation, 64, (3, 3), kernel_init=_KAIMING, use_bias=False)(x)
+        x = nn.relu(_uva_norm(train, axis_name)()(x))
+        for block in _GOOGLENET_BLOCKS:
+            if block == "pool":
+                x = Pool("max", 3, 2, "VALID", self.formulation)(x)
+            else:
+                x = _InceptionBlock(block[0], block[1], train, axis_name, self.formulation)(x)
+        return nn.Dense(self.num_classes)(x.mean(axis=(1, 2)))
+
+
+class UvADenseNet(nn.Module):
+    """UvA Tutorial 5's DenseNet: conv3x3(32, with bias), 4 dense blocks of 6 layers
+    (BN-ReLU-conv1x1(32)-BN-ReLU-conv3x3(16), concatenated), transitions BN-ReLU-conv1x1
+    halving the channels and a 2x2 average pool, final BN-ReLU, global mean, Dense(10).
+    239,146 params + 7,920 BatchNorm statistics."""
+
+    num_classes: int = 10
+    num_layers: Sequence[int] = (6, 6, 6, 6)
+    bn_size: int = 2
+    growth_rate: int = 16
+    formulation: Formulation = XLA  # chosen per platform by models.get
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        norm = _uva_norm(train, axis_name)
+
+        def conv_k(features: int, k: int, **kwargs: Any) -> nn.Conv:
+            return conv(self.formulation, features, (k, k), kernel_init=_KAIMING, **kwargs)
+
+        c_hidden = self.growth_rate * self.bn_size
+        x = conv_k(c_hidden, 3)(x)
+        for i, n in enumerate(self.num_layers):
+            for _ in range(n):
+                z = conv_k(self.bn_size * self.growth_rate, 1, use_bias=False)(nn.relu(norm()(x)))
+                z = conv_k(self.growth_rate, 3, use_bias=False)(nn.relu(norm()(z)))
+                x = jnp.concatenate([x, z], axis=-1)
+            c_hidden += n * self.growth_rate
+            if i < len(self.num_layers) - 1:
+                x = conv_k(c_hidden // 2, 1, use_bias=False)(nn.relu(norm()(x)))
+                x = Pool("avg", 2, formulation=self.formulation)(x)
+                c_hidden //= 2
+        x = nn.relu(norm()(x))
+        return nn.Dense(self.num_classes)(x.mean(axis=(1, 2)))
+
+
+class CifarResNet56(nn.Module):
+    """The Lightweighting Cookbook's CIFAR ResNet-56 (ResNet v1): conv3x3(16) BN ReLU, 3
+    stages x 9 basic blocks of 16, 32, 64 channels (stride 2 at stages 2 and 3; a 1x1
+    conv + BN projection where the shape changes; each block's second BN scale
+    zero-initialised), global mean, Dense(10); BatchNorm momentum 0.9, epsilon 1e-5; no
+    conv biases. 855,770 params + 4,256 BatchNorm statistics."""
+
+    num_classes: int = 10
+    stage_sizes: Sequence[int] = (9, 9, 9)
+    num_filters: int = 16
+    formulation: Formulation = XLA  # chosen per platform by models.get
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        def norm(**kwargs: Any) -> nn.BatchNorm:
+            return nn.BatchNorm(
+                use_running_average=not train,
+                momentum=0.9,
+                epsilon=1e-5,
+                axis_name=axis_name,
+                **kwargs,
+            )
+
+        def conv_k(features: int, k: int, strides: tuple[int, int] = (1, 1)) -> nn.Conv:
+            return conv(self.formulation, features, (k, k), strides=strides, use_bias=False)
+
+        x = nn.relu(norm()(conv_k(self.num_filters, 3)(x)))
+        for i, size in enumerate(self.stage_sizes):
+            filters = self.num_filters * 2**i
+            for j in range(size):
+                strides = (2, 2) if i > 0 and j == 0 else (1, 1)
+                y = nn.relu(norm()(conv_k(filters, 3, strides)(x)))
+                y = norm(scale_init=nn.initializers.zeros)(conv_k(filters, 3)(y))
+                if x.shape != y.shape:
+                    x = norm()(conv_k(filters, 1, strides)(x))
+                x = nn.relu(x + y)
+        return nn.Dense(self.num_classes)(jnp.mean(x, axis=(1, 2)))
