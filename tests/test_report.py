@@ -11,6 +11,8 @@ from conftest import complete_record
 
 from experiments import records
 from experiments.cli import report as report_cli
+from experiments.predict import references
+from experiments.predict import shown as predictions
 from experiments.report import answers, figures, views
 from experiments.report.fmt import fmt, value_text
 from jaxcnn import choices
@@ -451,20 +453,37 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
     faster = int((e.note == "predicted faster").sum())
     band = answers.answers(csv)[4].band
     assert f"ours faster on {faster} of {len(e)}" in band and "worst" in band
-    # Fewer than five published JAX loops check the loop step: it is unvalidated, and the
-    # other frameworks' band widens the answer into a range.
-    assert band.startswith("unvalidated") and " to " in _said(5)
-    # With a band of its own (positive control), no wider range is implied.
     loop = csv.quantity == "loop_step_s"
-    t = csv.assign(
-        band_median=csv.band_median.mask(loop, 1.2),
-        band_worst=csv.band_worst.mask(loop, 1.5),
-        band_n=csv.band_n.mask(loop, 5),
-        band_split=csv.band_split.mask(loop, figures.LOOP_BAND_SPLIT),
-        band_quantity=csv.band_quantity.mask(loop, "loop_step_s"),
-    )
-    said = answers.answers(t)[4]
+
+    def banded(median: float | None) -> pd.DataFrame:  # every loop step's band set, or none
+        return csv.assign(
+            band_median=csv.band_median.mask(loop, median),
+            band_worst=csv.band_worst.mask(loop, median and 1.5),
+            band_n=csv.band_n.mask(loop, median and 5),
+            band_split=csv.band_split.mask(loop, median and figures.LOOP_BAND_SPLIT),
+            band_quantity=csv.band_quantity.mask(loop, "loop_step_s" if median else "unvalidated"),
+        )
+
+    # Its own band says which way it errs (the published JAX loops' count), no wider range.
+    said = answers.answers(banded(1.2))[4]
     assert said.band.startswith("x1.20 median") and " to " not in said.answer
+    assert said.band.split(";")[0].endswith(_jax_loops_way(csv))
+    # Unvalidated (positive control): the published JAX loops beside it, and the other
+    # frameworks' band widens the answer into a range.
+    said = answers.answers(banded(None))[4]
+    assert said.band.startswith("unvalidated; published JAX loops") and " to " in said.answer
+
+
+# The published JAX loops' error-factor rows (published_rows), by their `extra`.
+REFS_JAX_LOOPS = [f"{r.id} vs published" for r in references.load() if predictions.jax_loop(r)]
+
+
+def _jax_loops_way(csv: pd.DataFrame) -> str:
+    """How many of the GPU's published JAX loops the prediction was the faster of."""
+    e = csv[(csv.quantity == "error_factor") & (csv.platform == "gpu")
+            & csv.extra.str.startswith(tuple(REFS_JAX_LOOPS))]  # fmt: skip
+    faster = int((e.note == "predicted faster").sum())
+    return f"prediction faster in {faster} of {len(e)}"
 
 
 TABLE_ROW = re.compile(r"^\|(.*)\|$")

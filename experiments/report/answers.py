@@ -201,17 +201,22 @@ def speedups(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | No
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
     """The band column of a small program's predicted `step` on `platform`: its own band
-    (a loop step's: jaxcnn's loops measured on the platform, held out), else
-    "unvalidated"; with how far published small-program steps of other frameworks'
-    loops lie and which way the prediction errs. The row returned is the published band
+    (a loop step's: the published JAX loops', jaxcnn.perf.predict.loop_band) and which
+    way it errs, else "unvalidated" with the published JAX loops beside; with how far
+    published small-program steps of other frameworks' loops lie and which way the
+    prediction errs. The row returned is the published band
     where the step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
     published = rows(t, quantity="band", kind="published", device=platform, model="small programs")
     jax = one(published, extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
-        way = "ours slower" if "faster in 0 of" in jax["note"] else "ours faster on some"
-        own += f"; published JAX loops {fmt(jax)} off (n={int(jax['n'])}, {way})"
+        way = jax["note"].split("; ")[-1]  # "prediction faster in k of n"
+        own += (
+            f"; published JAX loops {fmt(jax)} off (n={int(jax['n'])}, {way})"
+            if own.startswith("unvalidated")
+            else f", {way}"
+        )
     b = one(published, extra="against published")
     if b is None:
         return own, None

@@ -824,7 +824,9 @@ def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     against its prediction held out, as the fit checked it (the constants' `loop_error`:
     host parts without its program, device step without its chip): the factor
     max(p/a, a/p), which side is the faster and the prediction in its note (not a row of
-    its own: no answer quotes it); per platform and regime, the band of those factors."""
+    its own: no answer quotes it); per platform and regime, the band of those factors,
+    and the band of the published JAX loops the fit checked (JAX_VERSUS: each loop's own
+    factor is a row of published_rows)."""
     out = []
     by_id = {r["run_id"]: r for r in records}
     checked = predictions.constants_table().get("loop_error") or {}
@@ -845,6 +847,20 @@ def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 row("error_factor", "predicted", factor, w, "held-out", [r], extra=HELD_OUT_LOOP,
                     numerator=measured["id"],
                     note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
+            )  # fmt: skip
+        for name, band in sorted((found.get("published_band") or {}).items()):
+            w = {
+                "platform": platform,
+                "device": platform,
+                "devices": 1,
+                "model": f"{name} programs",
+            }
+            out.append(
+                row("band", "published", band["median"], w, "held-out", lo=1.0,
+                    hi=band["worst"], spread="median, worst", n=band["observations"],
+                    extra=JAX_VERSUS,
+                    note=f"published JAX loops on {', '.join(band['hosts'])}; prediction "
+                    f"faster in {band['faster']} of {band['observations']}")
             )  # fmt: skip
         for name, band in sorted(found["regimes"].items()):
             hosts = ", ".join(band["hosts"])
@@ -1405,19 +1421,23 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
         & ~table.extra.str.endswith(VERSUS_MEASURED)
         & (table.extra != HELD_OUT_LOOP)
     ]
-    is_small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
     frameworks = e.numerator.map(table.set_index("id").framework).astype(str)
-    is_jax = is_small & frameworks.str.startswith(predictions.JAX_FRAMEWORKS)  # JAX loops apart
-    for (platform, small, jax), g in e.groupby([e.platform, is_small, is_jax]):
+    is_jax = ~e.model.str.startswith("resnet") & frameworks.str.startswith(
+        predictions.JAX_FRAMEWORKS
+    )
+    e = e[~is_jax]  # the JAX loops' band is the fit's (held_out_loop_rows)
+    is_small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    for (platform, small), g in e.groupby([e.platform, is_small]):
         faster = int((g.note == "predicted faster").sum())
         w = {"platform": platform, "device": platform, "devices": 1,
              "model": "small programs" if small else "large programs"}  # fmt: skip
-        whose = "JAX loops" if jax else "other frameworks' loops"
-        note = f"published steps of {whose}; prediction faster in {faster} of {len(g)}"
+        note = (
+            f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
+        )
         out.append(
             row("band", "published", statistics.median(g.value), w, "held-out", lo=1.0,
                 hi=g.value.max(), spread="median, worst", n=len(g),
-                extra=JAX_VERSUS if jax else "against published", note=note)
+                extra="against published", note=note)
         )  # fmt: skip
     return out
 
