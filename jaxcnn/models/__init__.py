@@ -34,6 +34,8 @@ _CLASSES = {
     "LeNet5": "jaxcnn.models.small:LeNet5",
     "LeNet5Keras": "jaxcnn.models.small:LeNet5Keras",
     "MnistCNN": "jaxcnn.models.small:MnistCNN",
+    "FlaxExampleCNN": "jaxcnn.models.published:FlaxExampleCNN",
+    "ToyMLP": "jaxcnn.models.published:ToyMLP",
     "VGG16": "jaxcnn.models.imagenet:VGG16",
     "ResNet": "jaxcnn.models.imagenet:ResNet",
     "Flatten": "jaxcnn.models.layers:Flatten",
@@ -45,11 +47,13 @@ __all__ = [
     "VGG16",
     "CatsDogsCNN",
     "Flatten",
+    "FlaxExampleCNN",
     "LeNet5",
     "LeNet5Keras",
     "MnistCNN",
     "Pool",
     "ResNet",
+    "ToyMLP",
     "get",
     "input_shape",
     "names",
@@ -91,6 +95,7 @@ class ModelSpec:
 _TINY_VGG = {"base_width": 4, "dense_width": 32, "num_classes": 10}
 _TINY_RESNET = {"stage_sizes": (1, 1), "num_filters": 8, "num_classes": 10}
 _SMALL, _IMAGENET = "jaxcnn.models.small", "jaxcnn.models.imagenet"
+_PUBLISHED = "jaxcnn.models.published"
 
 _REGISTRY: dict[str, ModelSpec] = {
     "lenet5": ModelSpec(f"{_SMALL}:LeNet5", (32, 32, 1)),
@@ -109,6 +114,11 @@ _REGISTRY: dict[str, ModelSpec] = {
     ),
     "vgg_tiny": ModelSpec(f"{_IMAGENET}:VGG16", (32, 32, 3), _TINY_VGG),
     "resnet_tiny": ModelSpec(f"{_IMAGENET}:ResNet", (32, 32, 3), _TINY_RESNET),
+    # Published JAX loops' networks (jaxcnn.models.published): Flax's example CNN on
+    # MNIST and on CIFAR-10, and a 2-10-2 MLP on 2-D points (1x1x2 images).
+    "flax_mnist_cnn": ModelSpec(f"{_PUBLISHED}:FlaxExampleCNN", (28, 28, 1)),
+    "flax_cifar_cnn": ModelSpec(f"{_PUBLISHED}:FlaxExampleCNN", (32, 32, 3)),
+    "toy_mlp": ModelSpec(f"{_PUBLISHED}:ToyMLP", (1, 1, 2), {"num_classes": 2}),
 }
 
 
