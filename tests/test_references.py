@@ -415,3 +415,23 @@ def test_devices_that_no_target_runs_on_are_refused(tmp_path):
     )
     # The control: one core of one v2 chip is tpu-v2-1's.
     assert _load_one(tmp_path, {**row, "devices": 1})[0].devices == 1
+
+
+def test_a_one_core_rows_observation_puts_its_whole_batch_on_that_core():
+    from experiments import records
+    from experiments.predict import observations
+
+    (row,) = [r for r in references.load() if r.id == "colab-flax-cifar-cnn-tpuv2"]
+    loaded = records.load(REPO / "results" / "references-tpu-v2")
+    (found,), missing = observations.reference_observations([row], loaded)
+    assert not missing and found.batch_per_device == 128
+    # The control: the same program as a v2-8 slice's, 4 chips' batch over 8 cores.
+    (one,) = [r for r in loaded if r["workload"]["model"] == "flax_cifar_cnn"]
+    slice_of_8 = {
+        **one,
+        "target": {**one["target"], "name": "tpu-v2-8", "chips": 4, "devices": 8},
+        "workload": {**one["workload"], "batch_size": 512},
+    }
+    whole = dataclasses.replace(row, devices=None)
+    (found,), _ = observations.reference_observations([whole], [slice_of_8])
+    assert found.batch_per_device == 64
