@@ -174,12 +174,12 @@ def abstract_devices(target: Target) -> tuple[jax.Device, ...]:
             raise MemoryError(_no_cuda_plugin(target, started)) from None
         raise UsageError(_no_cuda_plugin(target, started)) from None
     devices = tuple(topology.devices)
-    if len(devices) != target.devices:  # every per-chip figure would be off by the ratio
-        raise RuntimeError(
+    if len(devices) != target.chips * target.devices_per_chip:  # every per-chip figure
+        raise RuntimeError(  # would be off by the ratio
             f"{target.name}: the compiler gives {len(devices)} devices, the target table says "
             f"{target.chips} chips x {target.devices_per_chip}: fix its entry in TARGETS"
         )
-    return devices
+    return devices[: target.devices]  # a target of part of a chip: its first core
 
 
 def _not_loaded(target: Target, error: BaseException) -> str:

@@ -44,6 +44,10 @@ CASES = {
 }
 LEFT_OUT = {
     "catsdogs_cnn": "256x256 images, and ill-conditioned shrunk (tests/test_parallel.py)",
+    # Published loops' networks of layers tried above: 3x3 convs, average pools, Dense.
+    "flax_mnist_cnn": "mnist_cnn's and lenet5_keras's kinds of layer, tried there",
+    "flax_cifar_cnn": "mnist_cnn's and lenet5_keras's kinds of layer, tried there",
+    "toy_mlp": "two Dense layers, mlp's kind, tried there",
     "resnet18": "ImageNet-sized: minutes per compile on 2 cores",
     "resnet50": "ImageNet-sized: minutes per compile on 2 cores",
     "vgg16": "ImageNet-sized: minutes per compile on 2 cores",

@@ -377,3 +377,61 @@ def test_a_published_jax_loop_is_matched_at_its_width_and_predicted_by_the_loop_
     assert not predictions.jax_loop(keras)
     (k,) = predictions.versus_published([wide], [keras])
     assert "compared" not in k and k["predicted"] > v["predicted"]
+
+
+def test_a_run_on_one_core_of_a_tpu_v2_is_compiled_and_matched_on_that_core():
+    (row,) = [r for r in references.load() if r.id == "colab-flax-toy-mlp-tpuv2"]
+    assert row.devices == 1 and predictions.jax_loop(row)
+    core = predictions.reference_workload(row)
+    assert (core.target, core.batch_size, core.strategy) == ("tpu-v2-1", 128, "single")
+    # The control: the same row on its whole chips is the v2-8 slice's sharded program.
+    whole = dataclasses.replace(row, devices=None)
+    sliced = predictions.reference_workload(whole)
+    assert (sliced.target, sliced.batch_size, sliced.strategy) == ("tpu-v2-8", 512, "sharded")
+
+    def compiled(target: str, chips: int, devices: int) -> dict:
+        return {
+            "compiled_not_run": True,
+            "status": "ok",
+            "kernels": [[3, "gemm", 1e6, 1e5, "f32", 0]],
+            "target": {"name": target, "chip": "TPU v2", "chips": chips, "devices": devices},
+            "workload": {"model": "toy_mlp", "precision": "f32", "batch_size": 128 * chips},
+            "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+        }
+
+    one_core, slice_of_8 = compiled("tpu-v2-1", 1, 1), compiled("tpu-v2-8", 4, 8)
+    assert predictions.match_reference(row, [slice_of_8, one_core]) is one_core
+    assert predictions.match_reference(row, [slice_of_8]) is None
+    assert predictions.match_reference(whole, [one_core, slice_of_8]) is slice_of_8
+    assert predictions.match_reference(whole, [one_core]) is None
+
+
+def test_devices_that_no_target_runs_on_are_refused(tmp_path):
+    row = {**_valid_row(), "chip": "TPU v2", "devices": 3}
+    assert _refused(tmp_path, row) == (
+        "refs.json: row 'seed000-mx150-catsdogs': no target in jaxcnn.perf.chips.TARGETS runs "
+        "a program on 3 device(s) of 1 TPU v2 chip(s): add one there, or leave devices out "
+        "for a run on all of its chips' devices"
+    )
+    # The control: one core of one v2 chip is tpu-v2-1's.
+    assert _load_one(tmp_path, {**row, "devices": 1})[0].devices == 1
+
+
+def test_a_one_core_rows_observation_puts_its_whole_batch_on_that_core():
+    from experiments import records
+    from experiments.predict import observations
+
+    (row,) = [r for r in references.load() if r.id == "colab-flax-cifar-cnn-tpuv2"]
+    loaded = records.load(REPO / "results" / "references-tpu-v2")
+    (found,), missing = observations.reference_observations([row], loaded)
+    assert not missing and found.batch_per_device == 128
+    # The control: the same program as a v2-8 slice's, 4 chips' batch over 8 cores.
+    (one,) = [r for r in loaded if r["workload"]["model"] == "flax_cifar_cnn"]
+    slice_of_8 = {
+        **one,
+        "target": {**one["target"], "name": "tpu-v2-8", "chips": 4, "devices": 8},
+        "workload": {**one["workload"], "batch_size": 512},
+    }
+    whole = dataclasses.replace(row, devices=None)
+    (found,), _ = observations.reference_observations([whole], [slice_of_8])
+    assert found.batch_per_device == 64

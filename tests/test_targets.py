@@ -24,7 +24,7 @@ from experiments.harness import compile_only
 from experiments.harness.isolated import ChildDied, ChildFailed, InChild
 from experiments.records import select
 from experiments.records.workload import Workload
-from jaxcnn import targets
+from jaxcnn import aot, targets
 from jaxcnn.errors import UsageError
 from jaxcnn.perf import chips
 
@@ -382,7 +382,8 @@ def test_tpu_targets_have_the_devices_the_chips_run_as(target):
     per_chip = DEVICES_PER_CHIP_AS_THEY_RUN[target.chip]
     found = targets.abstract_devices(target)
     assert target.devices_per_chip == per_chip
-    assert len(found) == target.chips * per_chip
+    assert len(found) == target.devices
+    assert target.devices == target.chips * per_chip or target.name == "tpu-v2-1"
     assert len({tuple(d.coords) for d in found}) == target.chips
     if target.chip in ("TPU v4", "TPU v5p"):  # one device drives the chip's two cores
         assert {d.num_cores for d in found} == {2}
@@ -391,6 +392,23 @@ def test_tpu_targets_have_the_devices_the_chips_run_as(target):
         assert {d.num_cores for d in found} == {1}
     described = targets.describe(target)
     assert described["memory_per_device_bytes"] * per_chip == described["memory_per_chip_bytes"]
+
+
+@needs_targets
+def test_tpu_v2_1_is_one_core_of_a_v2_chip_and_compiles_a_one_device_step():
+    target = targets.get("tpu-v2-1")
+    (core,) = targets.abstract_devices(target)
+    assert (core.device_kind, core.core_on_chip, core.num_cores) == ("TPU v2", 0, 1)
+    assert not target.whole_chips and targets.get("tpu-v2-8").whole_chips
+    described = targets.describe(target)
+    assert (described["chips"], described["devices"]) == (1, 1)
+    assert described["memory_per_device_bytes"] * 2 == described["memory_per_chip_bytes"]
+    assert aot.check("tpu-v2-1", "single", 128) is target  # one device: placed alone
+    with pytest.raises(UsageError, match="tpu-v2-8 has 8 devices: place the step 'sharded'"):
+        aot.check("tpu-v2-8", "single", 128)  # the control: a whole v2-8 slice
+    r = _valid(compile_only.run_target(compile_workload("tpu-v2-1", "toy_mlp", batch=128)))
+    assert r["status"] == "ok", r["message"]
+    assert r["device"]["count"] == 1 and r["target"]["name"] == "tpu-v2-1"
 
 
 @needs_targets

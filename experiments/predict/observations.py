@@ -167,7 +167,9 @@ def reference_observations(
             continue
         target = targets.get(r["target"]["name"])
         device = predictions.device_of(r)
-        per_device = ref.batch_per_chip // target.devices_per_chip
+        # The chips' batch over the devices it ran on: half a v2 chip's on each of its
+        # two cores, all of it on tpu-v2-1's one.
+        per_device = ref.batch_per_chip * target.chips // target.devices
         seconds_per_step = ref.batch_per_chip / ref.images_per_s_per_chip
         found.append(
             Observation(

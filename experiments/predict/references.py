@@ -83,6 +83,10 @@ class Reference:
     # batch per chip, quoted beside the N-chip line, so that the published data-parallel
     # efficiency is images_per_s_per_chip / one_chip_images_per_s. Absent elsewhere.
     one_chip_images_per_s: float | None = None
+    # The JAX devices the run's program used where fewer than its chips hold, else None
+    # (all): 1 for a program jitted without a mesh on a TPU v2 (one TensorCore, half the
+    # chip). It is predicted from a target of that many devices (chips.TARGETS).
+    devices: int | None = None
 
     @property
     def scaling_efficiency(self) -> float | None:
@@ -355,6 +359,12 @@ def _check_reference(row: Reference, file: str) -> None:
             )
     if row.one_chip_images_per_s is not None:
         _check_scaling(row, where)
+    if row.devices is not None and chips.part_of_chips(row.chip, row.chips, row.devices) is None:
+        raise DataError(
+            f"{where}: no target in jaxcnn.perf.chips.TARGETS runs a program on {row.devices} "
+            f"device(s) of {row.chips} {row.chip} chip(s): add one there, or leave devices "
+            "out for a run on all of its chips' devices"
+        )
 
 
 def _check_scaling(row: Reference, where: str) -> None:

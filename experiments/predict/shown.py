@@ -263,7 +263,8 @@ PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16
 def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest compile-only record with kernels of `ref`'s chip, model, precision and
     batch per chip (on a one-chip target where one exists; a scaling row's on a target of
-    its own chips, `compiled_chips`), or None."""
+    its own chips, `compiled_chips`; on the devices the run used, `runs_on_its_devices`),
+    or None."""
     if unpredictable(ref) is not None:
         return None
     precision = PRECISIONS[ref.precision]
@@ -280,10 +281,25 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
             continue  # another network under the same name (the MLP at another width)
         if chips is not None and t.get("chips") != chips:
             continue
+        if not runs_on_its_devices(ref, t):
+            continue  # one core of a chip for a run on the whole chip, or the reverse
         if w["batch_size"] != ref.batch_per_chip * t["chips"]:
             continue
         found.append(r)
     return max(found, key=lambda r: (-r["target"]["chips"], _when(r)), default=None)
+
+
+def runs_on_its_devices(ref: Any, target: dict[str, Any]) -> bool:
+    """Whether a record's `target` (its `target` field) runs on the devices `ref`'s run
+    used: as many as it names (`devices`, one core of a TPU v2), else every device of
+    its chips."""
+    from jaxcnn.perf import chips
+
+    devices = getattr(ref, "devices", None)
+    if devices is not None:
+        return target.get("devices") == devices
+    known = chips.TARGETS.get(target.get("name"))
+    return known is None or known.whole_chips
 
 
 def _when(record: dict[str, Any]) -> datetime:
@@ -334,16 +350,27 @@ def has_bf16(chip: str) -> bool:
 
 def reference_workload(ref: Any) -> Any:
     """The compile-only workload whose program `ref` is predicted from: its model,
-    precision and batch per chip on the smallest target of its chip (study
+    precision and batch per chip on the smallest target of its chip's whole chips, or
+    the target of the devices it names (`devices`: one core of a TPU v2) (study
     "references": only the train step is compiled), or None where no target has it."""
     from experiments.records.workload import Workload
     from jaxcnn import targets
+    from jaxcnn.perf import chips as chip_table
 
     chips = compiled_chips(ref)
-    target = min(
-        (t for t in targets.TARGETS.values() if t.chip == ref.chip and chips in (None, t.chips)),
-        key=lambda t: t.chips,
-        default=None,
+    devices = getattr(ref, "devices", None)
+    target = (
+        chip_table.part_of_chips(ref.chip, ref.chips, devices)
+        if devices is not None
+        else min(
+            (
+                t
+                for t in targets.TARGETS.values()
+                if t.chip == ref.chip and t.whole_chips and chips in (None, t.chips)
+            ),
+            key=lambda t: t.chips,
+            default=None,
+        )
     )
     if target is None or ref.batch_per_chip is None or ref.precision not in PRECISIONS:
         return None

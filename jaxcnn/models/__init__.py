@@ -34,6 +34,8 @@ _CLASSES = {
     "LeNet5": "jaxcnn.models.small:LeNet5",
     "LeNet5Keras": "jaxcnn.models.small:LeNet5Keras",
     "MnistCNN": "jaxcnn.models.small:MnistCNN",
+    "FlaxExampleCNN": "jaxcnn.models.published:FlaxExampleCNN",
+    "ToyMLP": "jaxcnn.models.published:ToyMLP",
     "VGG16": "jaxcnn.models.imagenet:VGG16",
     "ResNet": "jaxcnn.models.imagenet:ResNet",
     "UvAResNet": "jaxcnn.models.published:UvAResNet",
@@ -50,11 +52,13 @@ __all__ = [
     "CatsDogsCNN",
     "CifarResNet56",
     "Flatten",
+    "FlaxExampleCNN",
     "LeNet5",
     "LeNet5Keras",
     "MnistCNN",
     "Pool",
     "ResNet",
+    "ToyMLP",
     "UvADenseNet",
     "UvAGoogleNet",
     "UvAResNet",
@@ -124,6 +128,11 @@ _REGISTRY: dict[str, ModelSpec] = {
     "uva_googlenet": ModelSpec(f"{_PUBLISHED}:UvAGoogleNet", (32, 32, 3)),
     "uva_densenet": ModelSpec(f"{_PUBLISHED}:UvADenseNet", (32, 32, 3)),
     "cifar_resnet56": ModelSpec(f"{_PUBLISHED}:CifarResNet56", (32, 32, 3)),
+    # Published JAX loops' networks (jaxcnn.models.published): Flax's example CNN on
+    # MNIST and on CIFAR-10, and a 2-10-2 MLP on 2-D points (1x1x2 images).
+    "flax_mnist_cnn": ModelSpec(f"{_PUBLISHED}:FlaxExampleCNN", (28, 28, 1)),
+    "flax_cifar_cnn": ModelSpec(f"{_PUBLISHED}:FlaxExampleCNN", (32, 32, 3)),
+    "toy_mlp": ModelSpec(f"{_PUBLISHED}:ToyMLP", (1, 1, 2), {"num_classes": 2}),
 }
 
 

@@ -368,13 +368,22 @@ class Target:
     # devices; 1 elsewhere (megacore v4 and v5p, one-core v5e and v6e, GPUs).
     # jaxcnn.targets.abstract_devices checks the compiler gives chips x this.
     devices_per_chip: int = 1
+    # The devices its programs run on where fewer than its chips hold, else None (all):
+    # 1 on a v2 chip is one TensorCore, JAX's default device, what a program jitted
+    # without a mesh runs on (half the chip; the other core idles).
+    devices_used: int | None = None
     # GPU: a CUDA toolkit other than the CUDA plugin's own, for a chip whose ptxas that
     # toolkit no longer has (CudaToolkit below); None: the plugin's.
     toolkit: CudaToolkit | None = None
 
     @property
     def devices(self) -> int:
-        return self.chips * self.devices_per_chip
+        return self.devices_used or self.chips * self.devices_per_chip
+
+    @property
+    def whole_chips(self) -> bool:
+        """Whether its programs run on every device of its chips."""
+        return self.devices == self.chips * self.devices_per_chip
 
     @property
     def kind(self) -> str:
@@ -424,10 +433,23 @@ KEPLER_TOOLKIT = CudaToolkit("nvidia-cuda-nvcc-cu11", "11.8.89")
 
 
 def _tpu(
-    name: str, chip: str, chips: int, topology: str, per_chip: int = 1, config: str | None = None
+    name: str,
+    chip: str,
+    chips: int,
+    topology: str,
+    per_chip: int = 1,
+    config: str | None = None,
+    used: int | None = None,
 ) -> Target:
     return Target(
-        name, "tpu", chip, chips, topology=topology, chip_config=config, devices_per_chip=per_chip
+        name,
+        "tpu",
+        chip,
+        chips,
+        topology=topology,
+        chip_config=config,
+        devices_per_chip=per_chip,
+        devices_used=used,
     )
 
 
@@ -444,12 +466,14 @@ def _gpus(chip: str, spec: str, counts: tuple[int, ...], stem: str) -> tuple[Tar
 
 
 # Cloud TPU names count cores for v2-v4 and v5p (tpu-v4-8: 4 chips) and chips for v5e
-# and v6e (tpu-v5e-8: 8 chips). Adding a target is one entry here (and, for a GPU not
-# listed, one spec file in jaxcnn/gpu_specs).
+# and v6e (tpu-v5e-8: 8 chips): tpu-v2-1 is one core, what a program jitted without a
+# mesh runs on, on a TPU v2-8 (Colab's TPU runtime, Flax's examples). Adding a target
+# is one entry here (and, for a GPU not listed, one spec file in jaxcnn/gpu_specs).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         _tpu("tpu-v2-8", "TPU v2", 4, "v2:2x2", per_chip=2),
+        _tpu("tpu-v2-1", "TPU v2", 1, "v2:1x1", per_chip=2, used=1),
         _tpu("tpu-v3-8", "TPU v3", 4, "v3:2x2", per_chip=2),
         _tpu("tpu-v4-8", "TPU v4", 4, "v4:2x2x1", config="megacore"),
         _tpu("tpu-v4-32", "TPU v4", 16, "v4:2x2x4", config="megacore"),
@@ -485,6 +509,20 @@ TARGETS: dict[str, Target] = {
         *_gpus("H100 SXM", "h100.txtpb", (2, 4, 8), "gpu-h100"),
     )
 }
+
+
+def part_of_chips(chip: str, chips: int, devices: int) -> Target | None:
+    """The target whose programs run on `devices` devices, fewer than its `chips` chips of
+    `chip` hold (tpu-v2-1: one core of a v2 chip), or None."""
+    return next(
+        (
+            t
+            for t in TARGETS.values()
+            if (t.chip, t.chips, t.devices) == (chip, chips, devices) and not t.whole_chips
+        ),
+        None,
+    )
+
 
 # The share of a chip's memory a JAX program can have by default. On a GPU, JAX
 # preallocates 75% of the memory at its first operation (XLA_PYTHON_CLIENT_MEM_FRACTION,
