@@ -227,7 +227,8 @@ def _breadth_first(cells: list[TargetCell]) -> list[TargetCell]:
     a second target of any chip (tpu-v5e-1 before tpu-v5e-8), each group in the study's
     order: a pass stopped early has put each model on as many chips as it could."""
     repeat, seen = {}, collections.Counter()
-    for t in sorted(targets.TARGETS.values(), key=lambda t: t.devices):
+    used = sorted({c.target for c in cells}, key=lambda n: (targets.TARGETS[n].devices, n))
+    for t in (targets.TARGETS[name] for name in used):  # a chip's smallest among the cells'
         repeat[t.name] = seen[t.chip]
         seen[t.chip] += 1
     return sorted(cells, key=lambda c: (c.precision != "f32", repeat[c.target]))

@@ -848,35 +848,20 @@ def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                     numerator=measured["id"],
                     note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
             )  # fmt: skip
-        for name, band in sorted((found.get("published_band") or {}).items()):
-            w = {
-                "platform": platform,
-                "device": platform,
-                "devices": 1,
-                "model": f"{name} programs",
-            }
-            out.append(
-                row("band", "published", band["median"], w, "held-out", lo=1.0,
-                    hi=band["worst"], spread="median, worst", n=band["observations"],
-                    extra=JAX_VERSUS,
-                    note=f"published JAX loops on {', '.join(band['hosts'])}; prediction "
-                    f"faster in {band['faster']} of {band['observations']}")
-            )  # fmt: skip
-        for name, band in sorted(found["regimes"].items()):
-            hosts = ", ".join(band["hosts"])
-            w = {
-                "platform": platform,
-                "device": platform,
-                "devices": 1,
-                "model": f"{name} programs",
-            }
-            out.append(
-                row("band", "predicted", band["median"], w, "held-out", lo=1.0,
-                    hi=band["worst"], spread="median, worst", n=band["observations"],
-                    extra=f"loop step, {HELD_OUT_LOOP_SPLIT}",
-                    note=f"jaxcnn's loop on {hosts}; prediction faster in "
-                    f"{band['faster']} of {band['observations']}")
-            )  # fmt: skip
+        bands = (
+            ("published", found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
+            ("predicted", found["regimes"], f"loop step, {HELD_OUT_LOOP_SPLIT}", "jaxcnn's loop"),
+        )
+        for kind, by_regime, extra, whose in bands:
+            for name, band in sorted(by_regime.items()):
+                w = {"platform": platform, "device": platform, "devices": 1,
+                     "model": f"{name} programs"}  # fmt: skip
+                out.append(
+                    row("band", kind, band["median"], w, "held-out", lo=1.0, hi=band["worst"],
+                        spread="median, worst", n=band["observations"], extra=extra,
+                        note=f"{whose} on {', '.join(band['hosts'])}; prediction faster in "
+                        f"{band['faster']} of {band['observations']}")
+                )  # fmt: skip
     return out
 
 

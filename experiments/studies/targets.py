@@ -54,9 +54,16 @@ def cells(smoke: bool = False) -> list[TargetCell]:
 
     # Several GPUs of one host hold one GPU's step each: their memory is the one GPU's,
     # and their steps are the scaling_targets study's (experiments/studies/scaling.py).
-    table = [t for t in targets_lib.TARGETS.values() if t.platform == "tpu" or t.chips == 1]
-    first = [m for m in TARGETS_FIRST if m in models.names()]
-    rest = sorted(set(models.names()) - set(first), key=lambda m: sum(models.param_counts(m)))
+    # A target using part of a chip (tpu-v2-1: one core) is a published loop's, as are
+    # the published networks: compiled for those references, not for this study.
+    table = [
+        t
+        for t in targets_lib.TARGETS.values()
+        if (t.platform == "tpu" or t.chips == 1) and t.whole_chips
+    ]
+    own = set(models.names()) - set(models.published_networks())
+    first = [m for m in TARGETS_FIRST if m in own]
+    rest = sorted(own - set(first), key=lambda m: sum(models.param_counts(m)))
     names = first + rest
     cells = []
     for level in range(4):

@@ -66,6 +66,7 @@ __all__ = [
     "input_shape",
     "names",
     "param_counts",
+    "published_networks",
     "spec",
     "summary",
 ]
@@ -139,6 +140,12 @@ _REGISTRY: dict[str, ModelSpec] = {
 def names() -> list[str]:
     """Every registered model name."""
     return sorted(_REGISTRY)
+
+
+def published_networks() -> list[str]:
+    """The registered networks rebuilt from published loops (jaxcnn.models.published):
+    compiled to check predictions against those loops, not the study's own models."""
+    return sorted(n for n, s in _REGISTRY.items() if s.module.startswith(f"{_PUBLISHED}:"))
 
 
 def spec(name: str) -> ModelSpec:
