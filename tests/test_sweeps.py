@@ -15,6 +15,7 @@ import pytest
 from experiments import records
 from experiments.cli import plan as cli_plan
 from experiments.cli.run import main
+from experiments.harness import died
 
 # A study of three small MLPs, registered the way a study module registers one: the
 # default study's CNNs would spend these tests' time compiling.
@@ -65,28 +66,59 @@ def test_diverging_workloads_are_recorded_and_the_sweep_goes_on(tmp_path, capsys
 
 
 @pytest.mark.slow
-def test_a_study_killed_midway_and_rerun_ends_with_one_record_per_workload(tmp_path):
+@pytest.mark.parametrize("killed_for_memory", [False, True])
+def test_a_study_killed_midway_records_the_death_and_a_rerun_finishes_it(
+    tmp_path, monkeypatch, killed_for_memory
+):
     path = tmp_path / "records.jsonl"
-    argv = ["--out", str(tmp_path), *TINY, "--set", "steps=40", "--set", "checkpoint_every=4"]
+    # No checkpoints: nothing to resume from, so the death is the workload's record
+    # (a run that resumes from a checkpoint records none: tests/test_resume.py).
+    argv = ["--out", str(tmp_path), *TINY, "--set", "steps=400", "--set", "checkpoints=false"]
     study = subprocess.Popen(
         [sys.executable, "-c", _MAIN_WITH_TINY, *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        while study.poll() is None and not (path.exists() and path.read_text().count("\n")):
+
+    def second_running() -> bool:  # one record written, the next workload's marker there
+        if not (path.exists() and path.read_text().count("\n") == 1):
+            return False
+        first = _lines(path)[0]["config_key"]
+        return any(json.loads(m.read_text() or "{}").get("key") != first for m in markers())
+
+    def markers() -> list:
+        return list(tmp_path.rglob("*.running.json"))
+
+    try:  # killed while its second workload runs
+        while study.poll() is None and not second_running():
             time.sleep(0.02)
         study.send_signal(signal.SIGKILL)
     finally:
         study.wait(timeout=60)
     assert study.returncode == -signal.SIGKILL, "the study ended before it could be killed"
     assert len(_lines(path)) == 1
+    running = markers()
+    assert len(running) == 1
+    # The kernel's count of processes it killed for memory, as the rerun reads it: risen
+    # since the marker was written (an OOM kill), or not (a kill -9).
+    before = json.loads(running[0].read_text())["oom_kills"] or 0
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text(f"pgfault 7\noom_kill {before + int(killed_for_memory)}\n")
+    monkeypatch.setattr(died, "VMSTAT", vmstat)
 
     assert main(argv) == 0
     loaded = _lines(path)
-    assert [r["workload"]["model_overrides"]["width"] for r in loaded] == [8, 16, 32]
-    assert len({r["config_key"] for r in loaded}) == 3
-    assert all(r["status"] == "ok" for r in loaded)
+    widths = [r["workload"]["model_overrides"]["width"] for r in loaded]
+    death = loaded[1]
+    assert "the process running it" in death["message"] and widths[1] == 16
+    if killed_for_memory:  # final, as an oom is: not run again
+        assert widths == [8, 16, 32] and [r["status"] for r in loaded] == ["ok", "oom", "ok"]
+        assert "out-of-memory killer killed 1 process(es)" in death["message"]
+    else:  # the cause unknown: recorded, and run again
+        assert widths == [8, 16, 16, 32]
+        assert [r["status"] for r in loaded] == ["ok", "error", "ok", "ok"]
+        assert "died without a record" in death["message"]
+    assert not markers()  # nothing left to tell
 
 
 _WRITER = """
@@ -236,3 +268,26 @@ def test_a_damaged_kept_ceiling_is_named_set_aside_and_measured_again(
     assert aside.read_bytes() == damage  # moved, not deleted
     assert len(measured) == 2 and contexts[1].ceiling == {"float32": {"tflops": 2.0}}
     assert json.loads(path.read_text())["content"]["ceiling"] == {"float32": {"tflops": 2.0}}
+
+
+@pytest.mark.parametrize(
+    ("now", "same_boot", "status"),
+    [(5, True, "oom"), (4, True, "error"), (5, False, "error"), (None, True, "error")],
+)
+def test_a_death_is_oom_only_where_the_kernel_killed_for_memory_on_the_same_boot(
+    tmp_path, monkeypatch, now, same_boot, status
+):
+    monkeypatch.setattr(died, "VMSTAT", tmp_path / "vmstat")
+    monkeypatch.setattr(died, "BOOT_ID", tmp_path / "boot_id")
+    died.VMSTAT.write_text("oom_kill 4\n")
+    died.BOOT_ID.write_text("boot-a\n")
+    marker = died.marker_for(tmp_path / ".locks" / "key")
+    assert died.found(marker) is None  # nothing started: no death
+    died.started(marker, "key")
+    died.VMSTAT.write_text("" if now is None else f"oom_kill {now}\n")
+    died.BOOT_ID.write_text("boot-a\n" if same_boot else "boot-b\n")
+    assert died.found(marker)["status"] == status
+    marker.write_text('{"key": "ke')  # torn by the death itself: a death all the same
+    assert died.found(marker)["status"] == "error"
+    died.ended(marker)
+    assert died.found(marker) is None

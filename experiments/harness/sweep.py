@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from experiments import records
-from experiments.harness import kept, measure
+from experiments.harness import died, kept, measure
 from experiments.harness.prepare import (
     Split,
     check,
@@ -319,6 +319,10 @@ def run_sweep(
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"
             print(f"    already recorded ({status}): skipped", file=sys.stderr)
+            if writer:  # killed between its record and its marker's removal: nothing died
+                died.ended(
+                    died.marker_for(records.key_folder(options.checkpoint_root or locks, key))
+                )
             if key in found:
                 done.append(found[key])
                 if w.oom_group and status == "oom":
@@ -362,6 +366,25 @@ def run_sweep(
                         stopped[w.oom_group] = _oom_reason(w)
                 already += 1
                 continue
+            # A run that died in this workload left its marker and no record: its record
+            # now (an oom is final, its group stops; another death is retried below).
+            marker = died.marker_for(checkpoint_dir or records.key_folder(locks, key))
+            death = died.found(marker) if writer else None
+            if death is not None and died.resumable(checkpoint_dir):
+                # its checkpoint carries it on: the resumed record says from which step
+                died.ended(marker)
+                death = None
+            if death is not None:
+                print(f"    an earlier run died in it: {death['message']}", file=sys.stderr)
+                dead = {**record_for(w, on), **death}
+                records.append_or_keep(path, dead)
+                died.ended(marker)
+            if agreed([death is not None and death["status"] == "oom"])[0]:
+                if w.oom_group:
+                    stopped[w.oom_group] = _oom_reason(w)
+                if writer:
+                    done.append(dead)
+                continue
             if options.force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
             if ceiling is None:  # once per run, and only when something will be measured
@@ -388,9 +411,17 @@ def run_sweep(
                 checkpoint_every=options.checkpoint_every,
                 keep_checkpoints=options.keep_checkpoints,
             )
-            record = run_workload(w, context)
+            if writer:
+                died.started(marker, key)
+            try:
+                record = run_workload(w, context)
+            except BaseException:  # Python left it (a stop, a bug): not a death
+                if writer:
+                    died.ended(marker)
+                raise
             if writer:  # under the lock: a run that starts next finds the record
                 records.append_or_keep(path, record)  # NotRecorded ends the sweep
+                died.ended(marker)
         if w.oom_group and agreed([record["status"] == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
         done.append(record)
