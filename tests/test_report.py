@@ -743,3 +743,107 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
     # A step measured on a CPU has no target to compare with (positive control above).
     on_cpu = figures.build([_record("cpu-run")], refs=[])
     assert figures.versus_measured_text(on_cpu).startswith("no step measured here")
+
+
+# --- the plots ------------------------------------------------------------------------
+
+
+def _figure(table, page, monkeypatch):
+    """The figure a plot draws from `table`, drawn (renderer ready) and not saved."""
+    from experiments.report import plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.append(fig) or path)
+    name, plot = plots.PLOTS[page]
+    assert plot(table, Path("/nonexistent") / name) is not None
+    drawn[0].canvas.draw()
+    return drawn[0]
+
+
+def _points(ax):
+    """Every drawn data point of `ax` in display coordinates, with its artist."""
+    import numpy as np
+
+    for line in ax.get_lines():
+        xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+        if len(xy):
+            yield line, line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
+    for c in ax.collections:
+        offsets = np.asarray(c.get_offsets(), dtype=float)
+        if len(offsets):
+            yield c, c.get_offset_transform().transform(offsets)
+
+
+def _backs(handle, artist) -> bool:
+    """A legend entry is drawn by `artist`: the same label, or a proxy whose colour,
+    line style, marker and fill the artist has (a proxy in NEUTRAL grey stands for a
+    style on any colour)."""
+    from matplotlib.colors import same_color
+    from matplotlib.lines import Line2D
+
+    from experiments.report import plots
+
+    if handle.get_label() and handle.get_label() == artist.get_label():
+        return True
+    if not (isinstance(handle, Line2D) and isinstance(artist, Line2D)):
+        return False
+    if handle.get_linestyle() not in ("None", " ", "") and (
+        handle.get_linestyle() != artist.get_linestyle()
+    ):
+        return False
+    if handle.get_marker() not in ("None", None, "") and handle.get_marker() != artist.get_marker():
+        return False
+    if str(handle.get_markerfacecolor()) == "none" and str(artist.get_markerfacecolor()) != "none":
+        return False
+    neutral = same_color(handle.get_color(), plots.NEUTRAL)
+    return neutral or same_color(handle.get_color(), artist.get_color())
+
+
+FIXED_PLOTS = ["scaling"]
+
+
+@pytest.mark.parametrize("page", FIXED_PLOTS)
+def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, monkeypatch):
+    """Every legend entry names something drawn with data, and no legend's box holds a
+    drawn point (computed with matplotlib's renderer, in display coordinates); every
+    point lies inside its axes."""
+    fig = _figure(table, page, monkeypatch)
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.axison]
+    legends = [*fig.legends, *(ax.get_legend() for ax in axes if ax.get_legend())]
+    assert legends
+    drawn = [(a, xy) for ax in axes for a, xy in _points(ax)]
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for artist, xy in drawn:
+            inside = [p for p in xy if box.contains(*p)]
+            assert not inside, (page, legend.get_texts()[0].get_text(), artist.get_label())
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            assert any(_backs(handle, a) for a, _ in drawn), (page, text.get_text())
+    for ax in axes:
+        box = ax.get_window_extent(renderer)
+        for artist, xy in _points(ax):
+            outside = [p for p in xy if not box.expanded(1.001, 1.001).contains(*p)]
+            assert not outside, (page, ax.get_title(), artist.get_label())
+
+
+def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):
+    """A model-parallel point and a data-parallel one of the same chip, model and batch
+    (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the
+    table is one point of one series."""
+    from experiments.report import plots
+
+    series = plots.scaling_series(table)
+    rows = answers.rows(table, quantity="scaling_efficiency")
+    drawn = rows[(rows.selection == "equal-batch") | (rows.kind == "published")]
+    assert sum(len(r["devices"]) - 1 for r in series) == len(drawn)
+    both = [r for r in series if r["model"] == "catsdogs_cnn" and r["chip"] == "TPU v5e"
+            and r["per"] == 32]  # fmt: skip
+    assert sorted(r["placement"] for r in both) == ["data-parallel", "model-parallel"]
+    placements = set(drawn.placement)
+    assert {"model", "sharded"} <= placements  # the table holds both: the check can fail
+    for r in series:
+        same = drawn[(drawn.model == r["model"]) & (drawn.precision == r["precision"])]
+        kinds = {plots.PLACEMENTS[p] for p in same.placement}
+        assert r["placement"] in kinds
+    assert {r["kind"] for r in series} == {"predicted", "published"}

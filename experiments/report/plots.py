@@ -14,6 +14,8 @@ import pandas as pd
 from experiments.report import answers as answers_lib
 
 MIN_POINTS = 3
+# a legend proxy in this grey stands for a line style, marker or fill on any colour
+NEUTRAL = "0.35"
 
 
 def pyplot() -> Any:
@@ -50,7 +52,11 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
     predicted = answers_lib.rows(
-        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, extra="-",
+        table,
+        quantity=["device_step_s", "loop_step_s"],
+        kind="predicted",
+        devices=1,
+        extra="-",
         **one,
     )
     devices = sorted(set(predicted.device))
@@ -195,58 +201,114 @@ def _usable_gib(target: str) -> float | None:
     return total * share / 2**30 / t.devices_per_chip if total and share else None
 
 
-def scaling(table: pd.DataFrame, path: Path) -> Path | None:
-    """Predicted weak-scaling efficiency against the device count, one panel per model:
-    each series starts at the device count it is measured against (100%), colour per
-    chip, line per precision, marker per per-device batch; the y-axis holds every point."""
+# the table's placement names, as the plot titles its panels
+PLACEMENTS = {
+    "sharded": "data-parallel",
+    "data-parallel": "data-parallel",
+    "model": "model-parallel",
+}
+
+
+def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The scaling plot's series: one per model, placement, chip, precision, per-device
+    batch and base device count (never two placements in one series), predicted from the
+    compiled programs (the curve starts at its base, 100%) or published (NVIDIA's
+    1-vs-N-GPU pairs, base 1 device, one series a framework's sweep)."""
     from jaxcnn import targets
 
-    # the compiled curves (published pairs and their predictions are the band's)
-    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
-    if s.devices.nunique() < MIN_POINTS - 1:  # the base is the point every curve starts at
-        return None
     base = table.set_index("id").devices
+    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
     s = s.assign(
         chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
         per=s.batch // s.devices,
         base=[int(base[i]) for i in s.numerator],
+        sweep="-",
     )
-    colour = {chip: f"C{i % 10}" for i, chip in enumerate(sorted(s.chip.unique()))}
-    marker = {b: "os^Dv<>p"[i % 8] for i, b in enumerate(sorted(s.per.unique()))}
-    style = {"f32": "-", "bf16": "--"}
-    models = sorted(s.model.unique())
+    p = answers_lib.rows(table, quantity="scaling_efficiency", kind="published")
+    # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
+    p = p.assign(chip=p.device, per=p.batch, base=1,
+                 sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
+    out = []
+    keys = ["kind", "model", "placement", "chip", "precision", "per", "base", "sweep"]
+    for (kind, model, placement, chip, precision, per, b, sweep), g in pd.concat([s, p]).groupby(
+        keys, sort=True
+    ):
+        g = g.sort_values("devices")
+        out.append({
+            "kind": kind, "model": model, "placement": PLACEMENTS.get(placement, placement),
+            "chip": chip, "precision": precision, "per": int(per), "base": int(b),
+            "sweep": sweep, "devices": [int(b), *g.devices.astype(int)],
+            "values": [1.0, *g.value.astype(float)],
+            "above": [(int(d), float(v)) for d, v, f in zip(g.devices, g.value, g.flag,
+                                                            strict=True)
+                      if str(f).startswith("above ideal")],
+        })  # fmt: skip
+    return out
+
+
+ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
+
+
+def scaling(table: pd.DataFrame, path: Path) -> Path | None:
+    """Weak-scaling efficiency against the device count, one panel per model and placement
+    (model-parallel apart from data-parallel): colour per chip, line per precision, marker
+    per per-device batch; predicted filled and joined, published hollow and dotted; series
+    of one panel side by side along x so none hides another; each panel's y-axis its own,
+    holding every point."""
+    series = scaling_series(table)
+    if len({d for r in series for d in r["devices"]}) < MIN_POINTS:
+        return None
+    colour = {c: f"C{i % 10}" for i, c in enumerate(sorted({r["chip"] for r in series}))}
+    marker = {b: "os^Dv<>pPXh*"[i % 12] for i, b in enumerate(sorted({r["per"] for r in series}))}
+    style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
+    panels = sorted({(r["model"], r["placement"]) for r in series})
     plt = pyplot()
-    cols = min(4, len(models))
-    rows_ = -(-len(models) // cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), squeeze=False,
-                             sharex=True, sharey=True)  # fmt: skip
-    for ax, model in zip(axes.flat, models, strict=False):
-        m = s[s.model == model]
-        for (chip, precision, per, b), g in m.groupby(["chip", "precision", "per", "base"]):
-            g = g.sort_values("devices")
-            ax.plot([b, *g.devices], [1.0, *g.value], style.get(precision, ":"),
-                    marker=marker[per], color=colour[chip])  # fmt: skip
-            above = g[g.flag.notna()]
-            ax.plot(above.devices, above.value, "r*", markersize=12)
+    cols = min(4, len(panels))
+    rows_ = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(3.3 * cols, 2.7 * rows_), squeeze=False,
+                             sharex=True)  # fmt: skip
+    for ax, (model, placement) in zip(axes.flat, panels, strict=False):
+        mine = [r for r in series if (r["model"], r["placement"]) == (model, placement)]
+        step = min(0.07, 0.6 / max(1, len(mine) - 1))
+        for i, r in enumerate(mine):
+            # a fraction of an octave apart: same-valued series stay visible side by side
+            shift = 2 ** (step * (i - (len(mine) - 1) / 2))
+            xs = [d * shift for d in r["devices"]]
+            published = r["kind"] == "published"
+            ax.plot(xs, r["values"], ":" if published else style.get(r["precision"], ":"),
+                    marker=marker[r["per"]], color=colour[r["chip"]],
+                    mfc="none" if published else colour[r["chip"]],
+                    linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
+            for d, v in r["above"]:
+                ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
+                        label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_title(model, fontsize="small")
+        values = [v for r in mine for v in r["values"]]
+        pad = max(0.02, 0.08 * (max(values) - min(values)))
+        ax.set_ylim(min(values) - pad, max(values) + pad)
+        ax.set_title(f"{model}, {placement}", fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes.flat[len(models) :]:
+    for ax in axes.flat[len(panels) :]:
         ax.axis("off")
-    low = min(0.9, float(s.value.min()) - 0.05)
-    axes[0][0].set_ylim(low, max(1.05, float(s.value.max()) + 0.03))
     for ax in axes[:, 0]:
         ax.set_ylabel("efficiency")
     for ax in axes[-1]:
         ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
-    handles += [plt.Line2D([], [], color="k", linestyle=v, label=k) for k, v in style.items()]
-    handles += [plt.Line2D([], [], color="k", marker=v, linestyle="", label=f"{k}/device")
+    precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
+    handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
+                           label=f"{k}, predicted (filled)") for k in precisions]  # fmt: skip
+    if any(r["kind"] == "published" for r in series):
+        handles.append(plt.Line2D([], [], color=NEUTRAL, linestyle=":",
+                                  label="published (NVIDIA, 1 vs N GPUs), hollow"))  # fmt: skip
+    handles += [plt.Line2D([], [], color=NEUTRAL, marker=v, linestyle="", label=f"{k}/device")
                 for k, v in marker.items()]  # fmt: skip
-    handles.append(plt.Line2D([], [], color="r", marker="*", linestyle="", label="above ideal"))
+    if any(r["above"] for r in series):
+        handles.append(plt.Line2D([], [], color="r", marker="o", mfc="none", markersize=13,
+                                  mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
     fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Data parallelism, predicted weak scaling: the base's step / n devices' step")
+    fig.suptitle("Weak scaling: the base's step / n devices' step (each panel its own y-axis)")
     fig.tight_layout()
     return _save(fig, path)
 
