@@ -799,32 +799,77 @@ def _backs(handle, artist) -> bool:
     return neutral or same_color(handle.get_color(), artist.get_color())
 
 
-FIXED_PLOTS = ["scaling"]
+FIXED_PLOTS = ["scaling", "predictions"]
 
 
-@pytest.mark.parametrize("page", FIXED_PLOTS)
-def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, monkeypatch):
-    """Every legend entry names something drawn with data, and no legend's box holds a
-    drawn point (computed with matplotlib's renderer, in display coordinates); every
-    point lies inside its axes."""
-    fig = _figure(table, page, monkeypatch)
+def _legend_faults(fig) -> list[tuple]:
+    """What is wrong with a drawn figure's legends and points: a legend entry nothing
+    drawn backs, a point under a legend's box (display coordinates, matplotlib's
+    renderer), a point outside its axes."""
+    faults = []
     renderer = fig.canvas.get_renderer()
     axes = [ax for ax in fig.axes if ax.axison]
     legends = [*fig.legends, *(ax.get_legend() for ax in axes if ax.get_legend())]
-    assert legends
+    if not legends:
+        faults.append(("no legend",))
     drawn = [(a, xy) for ax in axes for a, xy in _points(ax)]
     for legend in legends:
         box = legend.get_window_extent(renderer)
         for artist, xy in drawn:
-            inside = [p for p in xy if box.contains(*p)]
-            assert not inside, (page, legend.get_texts()[0].get_text(), artist.get_label())
+            if any(box.contains(*p) for p in xy):
+                faults.append(("under the legend", artist.get_label()))
         for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
-            assert any(_backs(handle, a) for a, _ in drawn), (page, text.get_text())
+            if not any(_backs(handle, a) for a, _ in drawn):
+                faults.append(("legend entry drawn nowhere", text.get_text()))
     for ax in axes:
-        box = ax.get_window_extent(renderer)
+        box = ax.get_window_extent(renderer).expanded(1.001, 1.001)
         for artist, xy in _points(ax):
-            outside = [p for p in xy if not box.expanded(1.001, 1.001).contains(*p)]
-            assert not outside, (page, ax.get_title(), artist.get_label())
+            if not all(box.contains(*p) for p in xy):
+                faults.append(("outside its axes", ax.get_title(), artist.get_label()))
+    return faults
+
+
+def test_the_legend_check_finds_a_covered_point_an_empty_entry_and_a_clipped_point():
+    from experiments.report import plots
+
+    plt = plots.pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0.05, 1.0], [0.95, 0.0], "o", label="drawn")
+    ax.plot([], [], "s", label="promised")
+    ax.set_xlim(0, 0.9)
+    ax.legend(loc="upper left")
+    fig.canvas.draw()
+    kinds = sorted(f[0] for f in _legend_faults(fig))
+    plt.close(fig)
+    assert kinds == ["legend entry drawn nowhere", "outside its axes", "under the legend"]
+
+
+@pytest.mark.parametrize("page", FIXED_PLOTS)
+def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, monkeypatch):
+    """Every legend entry names something drawn with data, no legend's box holds a drawn
+    point, every point lies inside its axes."""
+    assert _legend_faults(_figure(table, page, monkeypatch)) == []
+
+
+def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkeypatch):
+    """A scaling efficiency's error is no step; a one-width MLP (Princeton's) is a small
+    program, as the bands count it; each band drawn is the table's."""
+    from experiments.report import plots
+
+    points = plots.prediction_points(table)
+    errors = answers.rows(table, quantity="error_factor", kind="predicted")
+    assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
+    assert (points.published > 0.0003).all()  # steps, not efficiencies near 1 in disguise
+    small = points.model.str.split(" ").str[0].isin(figures.SMALL_MODELS)
+    assert list(points.regime == "small programs") == list(small)
+    assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
+    fig = _figure(table, "predictions", monkeypatch)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    bands = answers.rows(table, quantity="band", kind="published", extra="against published")
+    for regime in ("large programs", "small programs"):
+        b = bands[bands.model == regime].sort_values("n").iloc[-1]
+        assert any(x.startswith(f"{regime}' band: x{b.value:.2f}") for x in labels), labels
+        assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
 
 
 def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):

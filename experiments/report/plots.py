@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
+from experiments.report.figures import SMALL_MODELS
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -313,30 +314,58 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of the same step: on the diagonal is
-    exact, the dashed lines are 1.5x either way."""
-    e = answers_lib.rows(table, quantity="error_factor")
-    e = e[e.kind == "predicted"]
-    e = e[e.numerator.map(table.set_index("id").kind) == "published"]
-    if len(e) < MIN_POINTS:
-        return None
+def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
+    """Each published step beside our prediction of the same step (steps only: a
+    scaling efficiency's error is not a step), with its regime as the bands name it
+    (small programs: figures.SMALL_MODELS, a width of one included)."""
     by_id = table.set_index("id")
-    pub = by_id.loc[list(e.numerator)].value.to_numpy(float)
-    pred = by_id.loc[list(e.denominator)].value.to_numpy(float)
+    e = answers_lib.rows(table, quantity="error_factor", kind="predicted")
+    e = e[
+        (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
+    ]
+    small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    return pd.DataFrame({
+        "published": by_id.value.reindex(e.numerator).to_numpy(float),
+        "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
+        "regime": ["small programs" if s else "large programs" for s in small],
+        "model": e.model.to_numpy(), "platform": e.platform.to_numpy(),
+    })  # fmt: skip
+
+
+def predictions(table: pd.DataFrame, path: Path) -> Path | None:
+    """Every published step against our prediction of the same step, a series per
+    regime naming its models: on the diagonal is exact; each regime's dashed lines are
+    its band against published steps (the median error, on the platform with the most of
+    them), as the table holds it; the legend outside the axes."""
+    points = prediction_points(table)
+    if len(points) < MIN_POINTS:
+        return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    small = e.model.isin(["mnist_cnn", "mlp", "lenet5", "lenet5_keras", "catsdogs_cnn"]).to_numpy()
-    ax.loglog(pub[~small], pred[~small], "o", label="large programs (ResNet-50)")
-    ax.loglog(pub[small], pred[small], "s", label="small programs (the seeds')")
-    lo, hi = min(pub.min(), pred.min()) / 2, max(pub.max(), pred.max()) * 2
-    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1)
-    for f in (1.5, 1 / 1.5):
-        ax.plot([lo, hi], [lo * f, hi * f], "k--", linewidth=0.7)
+    lo = min(points.published.min(), points.predicted.min()) / 2
+    hi = max(points.published.max(), points.predicted.max()) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+    bands = answers_lib.rows(table, quantity="band", kind="published", extra="against published")
+    for (regime, g), (colour, mark) in zip(points.groupby("regime"), [("C0", "o"), ("C1", "s")],
+                                           strict=False):  # fmt: skip
+        models = ", ".join(sorted(set(g.model)))
+        ax.loglog(g.published, g.predicted, mark, color=colour, label=f"{regime}: {models}")
+        band = bands[bands.model == regime].sort_values("n", ascending=False)
+        if len(band):
+            b = band.iloc[0]
+            label = (f"{regime}' band: x{b.value:.2f} either way, the median error "
+                     f"over {int(b.n)} published {b.device.upper()} steps")  # fmt: skip
+            for f in (b.value, 1 / b.value):
+                x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
+                ax.plot(x, [x[0] * f, x[1] * f], "--", color=colour, linewidth=0.8,
+                        label=label if f > 1 else None)  # fmt: skip
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
     ax.set_xlabel("published step (s)")
     ax.set_ylabel("predicted step (s)")
-    ax.set_title("Published steps against the prediction")
-    ax.legend(fontsize="small")
+    ax.set_title("Published steps against the prediction (below the diagonal: predicted faster)",
+                 fontsize="medium")  # fmt: skip
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
     return _save(fig, path)
 
 
