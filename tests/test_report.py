@@ -799,7 +799,7 @@ def _backs(handle, artist) -> bool:
     return neutral or same_color(handle.get_color(), artist.get_color())
 
 
-FIXED_PLOTS = ["scaling", "predictions"]
+FIXED_PLOTS = ["scaling", "predictions", "batch"]
 
 
 def _legend_faults(fig) -> list[tuple]:
@@ -892,3 +892,23 @@ def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(tabl
         kinds = {plots.PLACEMENTS[p] for p in same.placement}
         assert r["placement"] in kinds
     assert {r["kind"] for r in series} == {"predicted", "published"}
+
+
+def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(table, monkeypatch):
+    """The MX150's panel spans its own GiB (its b16 fit and b32 OOM apart, not a smear on
+    an 80 GiB axis), and the seed's three runs are ringed where the table has them."""
+    from experiments.report import plots
+
+    fig = _figure(table, "batch", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    low, high = panels["mx150"].get_ylim()
+    assert high - low < 1.0 < panels["h100"].get_ylim()[1] - panels["h100"].get_ylim()[0]
+    ringed = [
+        (ax.get_title(), x)
+        for ax in panels.values()
+        for line in ax.get_lines()
+        if line.get_label() == plots.SEED_RUNS
+        for x in line.get_xdata()
+    ]
+    assert sorted(ringed) == [("mx150", 16), ("mx150", 32), ("t4", 128)]
+    assert "f32" in fig.get_suptitle()

@@ -131,23 +131,22 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+SEED_RUNS = "the seed's own run: " + ", ".join(
+    f"{d.removeprefix('gpu-').upper()} b{b} {'fit' if fit else 'OOM'}"
+    for d, b, fit in answers_lib.SEED_MEMORY_RUNS
+)
+
+
 def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path | None:
-    """Compiled memory per batch on each GPU target, the memory JAX can use drawn as a
-    line, batches that do not fit marked x; identical series drawn once, every chip
-    named."""
+    """Compiled memory per batch in f32 on each GPU target, a panel per chip with its own
+    y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), the memory JAX
+    can use drawn as a line, batches that do not fit marked x, the seed's own runs ringed;
+    identical series drawn once, every chip named."""
     from jaxcnn import targets
 
-    mem = answers_lib.rows(
-        table,
-        quantity="memory_bytes",
-        model=model,
-        precision="f32",
-        placement="single",
-        platform="gpu",
-    )
-    fits = answers_lib.rows(
-        table, quantity="fits", model=model, precision="f32", placement="single", platform="gpu"
-    )
+    where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
+    mem = answers_lib.rows(table, quantity="memory_bytes", **where)
+    fits = answers_lib.rows(table, quantity="fits", **where)
     mem = mem.merge(
         fits[["device", "batch", "value"]], on=["device", "batch"], suffixes=("", "_fits")
     )
@@ -160,34 +159,55 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
         return None
+    seed = (
+        {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
+        if model == answers_lib.SEED_MODEL
+        else set()
+    )
     plt = pyplot()
     panels = sorted(series.items(), key=lambda kv: kv[1])
     cols = min(4, len(panels))
-    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5), squeeze=False,
-                             sharex=True, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5.2), squeeze=False,
+                             sharex=True)  # fmt: skip
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b = [p[0] for p in points]
         gib = [p[1] / 2**30 for p in points]
         ok = [p[2] == 1 for p in points]
         ax.plot([x for x, k in zip(b, ok, strict=True) if k],
-                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0")  # fmt: skip
+                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0",
+                markersize=4, label="fits (compiled memory)")  # fmt: skip
         ax.plot([x for x, k in zip(b, ok, strict=True) if not k],
                 [y for y, k in zip(gib, ok, strict=True) if not k], "x", color="C3",
-                markersize=9)  # fmt: skip
-        for d in devices:
-            limit = _usable_gib(d) if d in targets.TARGETS else None
-            if limit:
-                ax.axhline(limit, color="C2", linestyle=":", linewidth=1)
+                markersize=8, label="does not fit")  # fmt: skip
+        ringed = [
+            (x, y) for x, y in zip(b, gib, strict=True) if any((d, x) in seed for d in devices)
+        ]
+        if ringed:
+            ax.plot(*zip(*ringed, strict=True), "o", color="k", mfc="none", markersize=12,
+                    label=SEED_RUNS)  # fmt: skip
+        limits = [
+            x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
+        ]
+        for limit in limits:
+            ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
+        span = [*gib, *limits]
+        pad = 0.06 * (max(span) - min(span))
+        ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     for ax in axes[-1]:
         ax.set_xlabel("batch")
     for ax in axes[:, 0]:
         ax.set_ylabel("GiB per device")
-    fig.suptitle(f"{model}: compiled memory per batch (dotted: what JAX can use; x: does not fit)")
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fig.suptitle(f"{model}, f32: compiled memory per batch, each chip on its own scale")
     fig.tight_layout()
     return _save(fig, path)
 
