@@ -763,18 +763,28 @@ def _figure(table, page, monkeypatch):
 def _points(ax):
     """Every drawn data point of `ax` in display coordinates, with its artist."""
     import numpy as np
+    from matplotlib.collections import PathCollection
 
     for line in ax.get_lines():
         xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
         if len(xy):
             yield line, line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
     for c in ax.collections:
-        offsets = np.asarray(c.get_offsets(), dtype=float)
-        if len(offsets):
-            yield c, c.get_offset_transform().transform(offsets)
+        if isinstance(c, PathCollection):  # a scatter: its points are its offsets
+            yield c, c.get_offset_transform().transform(np.asarray(c.get_offsets(), float))
+        elif c.get_paths():  # a shaded band or error bars: the corners of its shapes
+            corners = [path.vertices[path.codes != path.CLOSEPOLY] if path.codes is not None
+                       else path.vertices for path in c.get_paths()]  # fmt: skip
+            xy = c.get_transform().transform(np.concatenate(corners).astype(float))
+            yield c, xy[np.isfinite(xy).all(axis=1)]
+    for container in ax.containers:  # an errorbar's legend entry is its container
+        line = container.lines[0] if hasattr(container, "lines") else None
+        if line is not None and len(line.get_xdata()):
+            xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+            yield container, line.get_transform().transform(xy)
 
 
-def _backs(handle, artist) -> bool:
+def _backs(handle, label: str, artist) -> bool:
     """A legend entry is drawn by `artist`: the same label, or a proxy whose colour,
     line style, marker and fill the artist has (a proxy in NEUTRAL grey stands for a
     style on any colour)."""
@@ -783,7 +793,7 @@ def _backs(handle, artist) -> bool:
 
     from experiments.report import plots
 
-    if handle.get_label() and handle.get_label() == artist.get_label():
+    if label == artist.get_label():
         return True
     if not (isinstance(handle, Line2D) and isinstance(artist, Line2D)):
         return False
@@ -799,7 +809,7 @@ def _backs(handle, artist) -> bool:
     return neutral or same_color(handle.get_color(), artist.get_color())
 
 
-FIXED_PLOTS = ["scaling", "predictions", "batch"]
+FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover"]
 
 
 def _legend_faults(fig) -> list[tuple]:
@@ -819,7 +829,7 @@ def _legend_faults(fig) -> list[tuple]:
             if any(box.contains(*p) for p in xy):
                 faults.append(("under the legend", artist.get_label()))
         for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
-            if not any(_backs(handle, a) for a, _ in drawn):
+            if not any(_backs(handle, text.get_text(), a) for a, _ in drawn):
                 faults.append(("legend entry drawn nowhere", text.get_text()))
     for ax in axes:
         box = ax.get_window_extent(renderer).expanded(1.001, 1.001)
@@ -912,3 +922,29 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
     ]
     assert sorted(ringed) == [("mx150", 16), ("mx150", 32), ("t4", 128)]
     assert "f32" in fig.get_suptitle()
+
+
+def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, monkeypatch):
+    """The T4's loop step is unvalidated (band columns empty): no band drawn and its label
+    says so; given a band, it is drawn and named in the legend. The CPU's p10-p90 spread
+    is drawn."""
+    from matplotlib.collections import PolyCollection
+
+    def fills(fig):
+        return {c.get_label() for c in fig.axes[0].collections if isinstance(c, PolyCollection)}
+
+    _, g = answers.crossover(table, answers.reference_cpu(table))
+    assert g.band_median.isna().all()
+    fig = _figure(table, "crossover", monkeypatch)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert fills(fig) == {next(x for x in labels if x.endswith("p10-p90 of its timed steps"))}
+    assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
+    banded = table.copy()
+    banded.loc[g.index, ["band_median", "band_worst", "band_n", "band_split"]] = [
+        1.5,
+        2.0,
+        5,
+        "held-out",
+    ]
+    fig = _figure(banded, "crossover", monkeypatch)
+    assert "T4's band: x1.50 median, x2.00 worst, n=5 (held-out)" in fills(fig)

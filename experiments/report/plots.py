@@ -101,33 +101,47 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters: the CPU measured, the T4 predicted."""
+    """MLP step time against trainable parameters: the CPU measured with its p10-p90
+    spread, the T4 predicted (its band shaded only where the table holds one, else the
+    label says unvalidated), any GPU's measured steps of the same sweep as points."""
     c, g = answers_lib.crossover(table, answers_lib.reference_cpu(table))
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(
-        c.params,
-        c.value,
-        "o-",
-        color="C0",
-        label=f"{c.device.iloc[0]}, measured ({c.formulation.iloc[0]} formulation)",
-    )
-    ax.plot(
-        g.params,
-        g.value,
-        "s--",
-        color="C1",
-        label=f"T4, predicted {g.quantity.iloc[0].removesuffix('_s').replace('_', ' ')}",
-    )
-    _band(ax, g.params.astype(float), g.value.astype(float), g, "C1")
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    cpu = c.device.iloc[0]
+    ax.plot(c.params, c.value, "o-", color="C0",
+            label=f"{cpu}, measured median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+    spread = c[c.spread == "p10-p90"]
+    if len(spread):
+        ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
+                        spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
+                        label=f"{cpu}, p10-p90 of its timed steps")  # fmt: skip
+    what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
+    words = answers_lib.band_words(g.iloc[0].to_dict())
+    m = g.band_median.astype(float)
+    banded = bool(m.notna().all())
+    label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
+    ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
+    if banded:
+        x, y = g.params.astype(float), g.value.astype(float)
+        ax.fill_between(x, y / m, y * m, color="C1", alpha=0.15, linewidth=0,
+                        label=f"T4's band: {words}")  # fmt: skip
+    like = {"batch": 128, "precision": "f32", "placement": "single"}
+    gpu = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                           loop="step", framework="jax", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    for i, (device, d) in enumerate(gpu.groupby("device")):
+        ax.errorbar(d.params.astype(float), d.value.astype(float),
+                    yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
+                    fmt="D", color=f"C{2 + i}",
+                    label=f"{device}, measured (xla step loop, p10-p90)")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-    ax.set_ylabel("seconds per step, batch 128")
+    ax.set_ylabel("seconds per step, batch 128, f32")
     ax.set_title("Seed 002: above how many parameters does the GPU win?")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     return _save(fig, path)
 
 
