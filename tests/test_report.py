@@ -809,7 +809,7 @@ def _backs(handle, label: str, artist) -> bool:
     return neutral or same_color(handle.get_color(), artist.get_color())
 
 
-FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover"]
+FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover", "first"]
 
 
 def _legend_faults(fig) -> list[tuple]:
@@ -948,3 +948,26 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     ]
     fig = _figure(banded, "crossover", monkeypatch)
     assert "T4's band: x1.50 median, x2.00 worst, n=5 (held-out)" in fills(fig)
+
+
+def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks(
+    table, monkeypatch
+):
+    """The measured H200 stands beside the predictions where it ran; a panel without the
+    CPU's xla step loop line or the H200's points names the gap in its title."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = answers.reference_cpu(table)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpus = answers.rows(table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one)
+    assert "H200" in set(gpus.device)
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        labels = [line.get_label() for line in ax.get_lines() if len(line.get_xdata())]
+        title = ax.get_title()
+        assert title.startswith(model)
+        has_cpu = f"{cpu}, xla step loop (measured)" in labels
+        assert has_cpu == (answers.cpu_step(table, cpu, model, 128) is not None)
+        assert has_cpu or "xla step loop" in title or "step measured" in title, title
+        ran = len(gpus[(gpus.model == model) & (gpus.device == "H200")])
+        drawn = sum(len(line.get_xdata()) for line in ax.get_lines()
+                    if line.get_label().startswith("measured,"))  # fmt: skip
+        assert drawn == ran and (ran or "no H200 step measured" in title), (model, title)

@@ -45,55 +45,78 @@ def _band(ax: Any, x: Any, y: Any, r: pd.DataFrame, color: str) -> None:
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device step and loop step side by side (neither hides the other), against the CPU's
-    measured step: the same program (the xla step loop) and its fastest."""
+    device step and loop step side by side (neither hides the other), the GPUs' measured
+    steps (device loop and step loop) beside them, against the CPU's measured step: the
+    same program (the xla step loop, cpu_step) and its fastest way, each named; what a
+    panel lacks (a CPU line, a measured GPU, a chip's prediction) it says in the panel."""
     cpu = answers_lib.reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
     measured = answers_lib.rows(
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
-    predicted = answers_lib.rows(
-        table,
-        quantity=["device_step_s", "loop_step_s"],
-        kind="predicted",
-        devices=1,
-        extra="-",
-        **one,
-    )
+    gpus = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                            framework="jax", extra="-", **one)  # fmt: skip
+    predicted = answers_lib.rows(table, quantity=["device_step_s", "loop_step_s"],
+                                 kind="predicted", devices=1, extra="-", **one)  # fmt: skip
+    predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
         return None
+    ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
+    ticks = [*devices, *(f"{d} (measured)" for d in ran)]
     plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), sharex=True, squeeze=False)
-    x = range(len(devices))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
-        for quantity, shift, face in (
-            ("device_step_s", -0.15, "C0"),
-            ("loop_step_s", 0.15, "none"),
+        lacks = []
+        for quantity, shift, face, label in (
+            ("device_step_s", -0.15, "C0", "predicted device step"),
+            ("loop_step_s", 0.15, "none", "predicted loop step"),
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            ax.plot([i + shift for i in x], p.value, "o", color="C0", mfc=face)
+            ax.plot([i + shift for i in range(len(devices))], p.value, "o", color="C0",
+                    mfc=face, label=label)  # fmt: skip
+        none = [d for d in devices if d not in set(predicted[predicted.model == model].device)]
+        if none:
+            named = ", ".join(d.split("-", 1)[-1] for d in none)
+            lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
+        for j, device in enumerate(ran):
+            g = gpus[(gpus.model == model) & (gpus.device == device)]
+            for loop, shift, face in (("device", -0.15, "C2"), ("step", 0.15, "none")):
+                v = g[(g.loop == loop) & (g.formulation == "xla")].value
+                ax.plot([len(devices) + j + shift] * len(v), v, "D", color="C2", mfc=face,
+                        label=f"measured, {loop} loop (GPU)")  # fmt: skip
+            if not len(g):
+                lacks.append(f"no {device} step measured at batch 128 f32")
         m = measured[measured.model == model]
-        like = m[(m.formulation == "xla") & (m.loop == "step")]
-        if len(like):
-            ax.axhline(like.value.iloc[0], color="C3", linewidth=1.2)
+        like = answers_lib.cpu_step(table, cpu, model, 128)
+        if like:
+            ax.axhline(like["value"], color="C3", linewidth=1.2,
+                       label=f"{cpu}, xla step loop (measured)")  # fmt: skip
+        elif len(m):
+            lacks.append(f"no {cpu} xla step loop at batch 128")
         if len(m):
-            ax.axhline(m.value.min(), color="C3", linewidth=1.2, linestyle=":")
+            fastest = m.loc[m.value.astype(float).idxmin()]
+            ax.axhline(fastest.value, color="C3", linewidth=1.2, linestyle=":")
+            ax.annotate(f"fastest: {fastest.formulation} formulation, {fastest.loop} loop",
+                        (0.99, fastest.value), xycoords=("axes fraction", "data"),
+                        ha="right", va="bottom", fontsize="x-small", color="C3")  # fmt: skip
+        else:
+            lacks.append(f"no {cpu} step measured at batch 128 f32")
         ax.set_yscale("log")
-        ax.set_title(model, fontsize="small")
+        ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
-        ax.set_xticks(list(x), devices, rotation=45, ha="right")
+        ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
     for ax in axes[:, 0]:
         ax.set_ylabel("seconds per step (log)")
-    handles = [
-        plt.Line2D([], [], color="C0", marker="o", linestyle="", label="predicted device step"),
-        plt.Line2D([], [], color="C0", marker="o", mfc="none", linestyle="",
-                   label="predicted loop step"),
-        plt.Line2D([], [], color="C3", label=f"{cpu}, xla step loop (measured)"),
-        plt.Line2D([], [], color="C3", linestyle=":", label=f"{cpu}, its fastest (measured)"),
-    ]  # fmt: skip
-    fig.legend(handles=handles, fontsize="small", ncol=2, loc="upper center",
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    handles[f"{cpu}, its fastest measured way (named on the line)"] = plt.Line2D(
+        [], [], color="C3", linestyle=":"
+    )
+    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
     fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
     fig.tight_layout()
