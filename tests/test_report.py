@@ -809,7 +809,7 @@ def _backs(handle, label: str, artist) -> bool:
     return neutral or same_color(handle.get_color(), artist.get_color())
 
 
-FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover", "first"]
+FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover", "first", "accuracy"]
 
 
 def _legend_faults(fig) -> list[tuple]:
@@ -971,3 +971,14 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
         drawn = sum(len(line.get_xdata()) for line in ax.get_lines()
                     if line.get_label().startswith("measured,"))  # fmt: skip
         assert drawn == ran and (ran or "no H200 step measured" in title), (model, title)
+
+
+def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monkeypatch):
+    """Two runs of one panel that reach the same accuracies (the H200's mnist_cnn and the
+    CPU's) never draw the same marker at the same size: the one beneath stays visible."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    for ax in fig.axes:
+        runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+        looks = {(line.get_marker(), line.get_markersize(), str(line.get_markerfacecolor()))
+                 for line in runs}  # fmt: skip
+        assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()

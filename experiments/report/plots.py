@@ -426,9 +426,14 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+ACCURACY_MARKERS = "osD^v"
+
+
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch, one line per run (model, data, precision, device, how it
-    ran): the same model should reach the same accuracy on every device."""
+    ran), each run its own marker shape and size so overlapping runs stay visible, the
+    legend below each panel: the same model should reach the same accuracy on every
+    device."""
     curves = table[
         (table.quantity == "test_accuracy") & table.extra.astype(str).str.startswith("epoch ")
     ]
@@ -443,10 +448,14 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             first = g.iloc[0]
             epochs = first.extra.split(" of ")[1]
             label = (
-                f"{first.model}, batch {first.batch}, {first.precision}, {first.formulation}, "
+                f"{first.model}, batch {int(first.batch)}, {first.precision}, {first.formulation}, "
                 f"{epochs} epochs ({first.device})"
             )
-            ax.plot(g.epoch, g.value, "o-", color=f"C{i % 10}", label=label)
+            # each run its own marker, the earlier ones larger and hollow: a run on top of
+            # another leaves the one beneath visible around it
+            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
+                    markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
+                    mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
         ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
         ax.set_xlabel("epoch")
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
