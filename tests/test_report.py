@@ -11,7 +11,7 @@ from conftest import complete_record
 
 from experiments import records
 from experiments.cli import report as report_cli
-from experiments.report import answers, figures, views
+from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, value_text
 from jaxcnn import choices
 
@@ -278,8 +278,6 @@ def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, messa
 
 
 def test_a_failure_while_writing_leaves_the_old_report_whole(tmp_path, monkeypatch, capsys):
-    from experiments.report import plots
-
     folder = _folder(tmp_path)
     assert report_cli.main([str(folder)]) == 0
     before = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
@@ -750,8 +748,6 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
 
 def _figure(table, page, monkeypatch):
     """The figure a plot draws from `table`, drawn (renderer ready) and not saved."""
-    from experiments.report import plots
-
     drawn = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.append(fig) or path)
     name, plot = plots.PLOTS[page]
@@ -791,8 +787,6 @@ def _backs(handle, label: str, artist) -> bool:
     from matplotlib.colors import same_color
     from matplotlib.lines import Line2D
 
-    from experiments.report import plots
-
     if label == artist.get_label():
         return True
     if not (isinstance(handle, Line2D) and isinstance(artist, Line2D)):
@@ -807,9 +801,6 @@ def _backs(handle, label: str, artist) -> bool:
         return False
     neutral = same_color(handle.get_color(), plots.NEUTRAL)
     return neutral or same_color(handle.get_color(), artist.get_color())
-
-
-FIXED_PLOTS = ["scaling", "predictions", "batch", "crossover", "first", "accuracy"]
 
 
 def _legend_faults(fig) -> list[tuple]:
@@ -840,8 +831,6 @@ def _legend_faults(fig) -> list[tuple]:
 
 
 def test_the_legend_check_finds_a_covered_point_an_empty_entry_and_a_clipped_point():
-    from experiments.report import plots
-
     plt = plots.pyplot()
     fig, ax = plt.subplots()
     ax.plot([0.05, 1.0], [0.95, 0.0], "o", label="drawn")
@@ -854,7 +843,7 @@ def test_the_legend_check_finds_a_covered_point_an_empty_entry_and_a_clipped_poi
     assert kinds == ["legend entry drawn nowhere", "outside its axes", "under the legend"]
 
 
-@pytest.mark.parametrize("page", FIXED_PLOTS)
+@pytest.mark.parametrize("page", sorted(plots.PLOTS))
 def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, monkeypatch):
     """Every legend entry names something drawn with data, no legend's box holds a drawn
     point, every point lies inside its axes."""
@@ -864,8 +853,6 @@ def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, mon
 def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkeypatch):
     """A scaling efficiency's error is no step; a one-width MLP (Princeton's) is a small
     program, as the bands count it; each band drawn is the table's."""
-    from experiments.report import plots
-
     points = plots.prediction_points(table)
     errors = answers.rows(table, quantity="error_factor", kind="predicted")
     assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
@@ -886,8 +873,6 @@ def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(tabl
     """A model-parallel point and a data-parallel one of the same chip, model and batch
     (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the
     table is one point of one series."""
-    from experiments.report import plots
-
     series = plots.scaling_series(table)
     rows = answers.rows(table, quantity="scaling_efficiency")
     drawn = rows[(rows.selection == "equal-batch") | (rows.kind == "published")]
@@ -907,8 +892,6 @@ def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(tabl
 def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(table, monkeypatch):
     """The MX150's panel spans its own GiB (its b16 fit and b32 OOM apart, not a smear on
     an 80 GiB axis), and the seed's three runs are ringed where the table has them."""
-    from experiments.report import plots
-
     fig = _figure(table, "batch", monkeypatch)
     panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
     low, high = panels["mx150"].get_ylim()
