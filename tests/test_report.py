@@ -965,3 +965,20 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monke
         looks = {(line.get_marker(), line.get_markersize(), str(line.get_markerfacecolor()))
                  for line in runs}  # fmt: skip
         assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
+
+
+def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(
+    table, monkeypatch
+):
+    """Every predicted point is drawn once: with its band as a bar where the table holds
+    one, grey and labelled unvalidated where it does not (the loop steps today)."""
+    fig = _figure(table, "first", monkeypatch)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
+    predicted = answers.rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
+                             devices=1, model=answers.SEED_MODELS, **one)  # fmt: skip
+    banded = int(predicted.band_median.notna().sum())
+    assert 0 < banded < len(predicted)  # both kinds are in the table: the check can fail
+    bars = sum(len(c.lines[0].get_xdata()) for ax in fig.axes for c in ax.containers)
+    grey = sum(len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()
+               if line.get_label().endswith("unvalidated (no band)"))  # fmt: skip
+    assert (bars, grey) == (banded, len(predicted) - banded)

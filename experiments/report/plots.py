@@ -68,14 +68,25 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
         lacks = []
-        for quantity, shift, face, label in (
-            ("device_step_s", -0.15, "C0", "predicted device step"),
-            ("loop_step_s", 0.15, "none", "predicted loop step"),
+        for quantity, shift, filled, label in (
+            ("device_step_s", -0.15, True, "predicted device step"),
+            ("loop_step_s", 0.15, False, "predicted loop step"),
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            ax.plot([i + shift for i in range(len(devices))], p.value, "o", color="C0",
-                    mfc=face, label=label)  # fmt: skip
+            x = pd.Series([i + shift for i in range(len(devices))], index=devices)
+            m = p.band_median.astype(float)
+            # a banded prediction shows its band (median factor) as a bar; one without a
+            # band is grey and says unvalidated
+            b, u = m.notna(), m.isna() & p.value.notna()
+            if b.any():
+                y = p.value[b].astype(float)
+                ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
+                            mfc="C0" if filled else "none", capsize=2,
+                            label=f"{label} (bar: its band)")  # fmt: skip
+            if u.any():
+                ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
+                        label=f"{label}, unvalidated (no band)")  # fmt: skip
         none = [d for d in devices if d not in set(predicted[predicted.model == model].device)]
         if none:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
