@@ -13,7 +13,7 @@ from experiments import records
 from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
-from experiments.report import answers, figures, views
+from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, value_text
 from jaxcnn import choices
 
@@ -280,8 +280,6 @@ def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, argv, messa
 
 
 def test_a_failure_while_writing_leaves_the_old_report_whole(tmp_path, monkeypatch, capsys):
-    from experiments.report import plots
-
     folder = _folder(tmp_path)
     assert report_cli.main([str(folder)]) == 0
     before = {p.name: p.read_bytes() for p in (folder / views.PAGES).iterdir()}
@@ -762,3 +760,244 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
     # A step measured on a CPU has no target to compare with (positive control above).
     on_cpu = figures.build([_record("cpu-run")], refs=[])
     assert figures.versus_measured_text(on_cpu).startswith("no step measured here")
+
+
+# --- the plots ------------------------------------------------------------------------
+
+
+def _figure(table, page, monkeypatch):
+    """The figure a plot draws from `table`, drawn (renderer ready) and not saved."""
+    drawn = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.append(fig) or path)
+    name, plot = plots.PLOTS[page]
+    assert plot(table, Path("/nonexistent") / name) is not None
+    drawn[0].canvas.draw()
+    return drawn[0]
+
+
+def _points(ax):
+    """Every drawn data point of `ax` in display coordinates, with its artist."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    for line in ax.get_lines():
+        xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+        if len(xy):
+            yield line, line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
+    for c in ax.collections:
+        if isinstance(c, PathCollection):  # a scatter: its points are its offsets
+            yield c, c.get_offset_transform().transform(np.asarray(c.get_offsets(), float))
+        elif c.get_paths():  # a shaded band or error bars: the corners of its shapes
+            corners = [path.vertices[path.codes != path.CLOSEPOLY] if path.codes is not None
+                       else path.vertices for path in c.get_paths()]  # fmt: skip
+            xy = c.get_transform().transform(np.concatenate(corners).astype(float))
+            yield c, xy[np.isfinite(xy).all(axis=1)]
+    for container in ax.containers:  # an errorbar's legend entry is its container
+        line = container.lines[0] if hasattr(container, "lines") else None
+        if line is not None and len(line.get_xdata()):
+            xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+            yield container, line.get_transform().transform(xy)
+
+
+def _backs(handle, label: str, artist) -> bool:
+    """A legend entry is drawn by `artist`: the same label, or a proxy whose colour,
+    line style, marker and fill the artist has (a proxy in NEUTRAL grey stands for a
+    style on any colour)."""
+    from matplotlib.colors import same_color
+    from matplotlib.lines import Line2D
+
+    if label == artist.get_label():
+        return True
+    if not (isinstance(handle, Line2D) and isinstance(artist, Line2D)):
+        return False
+    if handle.get_linestyle() not in ("None", " ", "") and (
+        handle.get_linestyle() != artist.get_linestyle()
+    ):
+        return False
+    if handle.get_marker() not in ("None", None, "") and handle.get_marker() != artist.get_marker():
+        return False
+    if str(handle.get_markerfacecolor()) == "none" and str(artist.get_markerfacecolor()) != "none":
+        return False
+    neutral = same_color(handle.get_color(), plots.NEUTRAL)
+    return neutral or same_color(handle.get_color(), artist.get_color())
+
+
+def _legend_faults(fig) -> list[tuple]:
+    """What is wrong with a drawn figure's legends and points: a legend entry nothing
+    drawn backs, a point under a legend's box (display coordinates, matplotlib's
+    renderer), a point outside its axes."""
+    faults = []
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.axison]
+    legends = [*fig.legends, *(ax.get_legend() for ax in axes if ax.get_legend())]
+    if not legends:
+        faults.append(("no legend",))
+    drawn = [(a, xy) for ax in axes for a, xy in _points(ax)]
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for artist, xy in drawn:
+            if any(box.contains(*p) for p in xy):
+                faults.append(("under the legend", artist.get_label()))
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            if not any(_backs(handle, text.get_text(), a) for a, _ in drawn):
+                faults.append(("legend entry drawn nowhere", text.get_text()))
+    for ax in axes:
+        box = ax.get_window_extent(renderer).expanded(1.001, 1.001)
+        for artist, xy in _points(ax):
+            if not all(box.contains(*p) for p in xy):
+                faults.append(("outside its axes", ax.get_title(), artist.get_label()))
+    return faults
+
+
+def test_the_legend_check_finds_a_covered_point_an_empty_entry_and_a_clipped_point():
+    plt = plots.pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0.05, 1.0], [0.95, 0.0], "o", label="drawn")
+    ax.plot([], [], "s", label="promised")
+    ax.set_xlim(0, 0.9)
+    ax.legend(loc="upper left")
+    fig.canvas.draw()
+    kinds = sorted(f[0] for f in _legend_faults(fig))
+    plt.close(fig)
+    assert kinds == ["legend entry drawn nowhere", "outside its axes", "under the legend"]
+
+
+@pytest.mark.parametrize("page", sorted(plots.PLOTS))
+def test_a_plots_legend_covers_no_point_and_each_entry_is_drawn(table, page, monkeypatch):
+    """Every legend entry names something drawn with data, no legend's box holds a drawn
+    point, every point lies inside its axes."""
+    assert _legend_faults(_figure(table, page, monkeypatch)) == []
+
+
+def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkeypatch):
+    """A scaling efficiency's error is no step; a one-width MLP (Princeton's) is a small
+    program, as the bands count it; each band drawn is the table's."""
+    points = plots.prediction_points(table)
+    errors = answers.rows(table, quantity="error_factor", kind="predicted")
+    assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
+    assert (points.published > 0.0003).all()  # steps, not efficiencies near 1 in disguise
+    small = points.model.str.split(" ").str[0].isin(figures.SMALL_MODELS)
+    assert list(points.regime == "small programs") == list(small)
+    assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
+    fig = _figure(table, "predictions", monkeypatch)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    bands = answers.rows(table, quantity="band", kind="published", extra="against published")
+    for regime in ("large programs", "small programs"):
+        b = bands[bands.model == regime].sort_values("n").iloc[-1]
+        assert any(x.startswith(f"{regime}' band: x{b.value:.2f}") for x in labels), labels
+        assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
+
+
+def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):
+    """A model-parallel point and a data-parallel one of the same chip, model and batch
+    (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the
+    table is one point of one series."""
+    series = plots.scaling_series(table)
+    rows = answers.rows(table, quantity="scaling_efficiency")
+    drawn = rows[(rows.selection == "equal-batch") | (rows.kind == "published")]
+    assert sum(len(r["devices"]) - 1 for r in series) == len(drawn)
+    both = [r for r in series if r["model"] == "catsdogs_cnn" and r["chip"] == "TPU v5e"
+            and r["per"] == 32]  # fmt: skip
+    assert sorted(r["placement"] for r in both) == ["data-parallel", "model-parallel"]
+    placements = set(drawn.placement)
+    assert {"model", "sharded"} <= placements  # the table holds both: the check can fail
+    for r in series:
+        same = drawn[(drawn.model == r["model"]) & (drawn.precision == r["precision"])]
+        kinds = {plots.PLACEMENTS[p] for p in same.placement}
+        assert r["placement"] in kinds
+    assert {r["kind"] for r in series} == {"predicted", "published"}
+
+
+def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(table, monkeypatch):
+    """The MX150's panel spans its own GiB (its b16 fit and b32 OOM apart, not a smear on
+    an 80 GiB axis), and the seed's three runs are ringed where the table has them."""
+    fig = _figure(table, "batch", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    low, high = panels["mx150"].get_ylim()
+    assert high - low < 1.0 < panels["h100"].get_ylim()[1] - panels["h100"].get_ylim()[0]
+    ringed = [
+        (ax.get_title(), x)
+        for ax in panels.values()
+        for line in ax.get_lines()
+        if line.get_label() == plots.SEED_RUNS
+        for x in line.get_xdata()
+    ]
+    assert sorted(ringed) == [("mx150", 16), ("mx150", 32), ("t4", 128)]
+    assert "f32" in fig.get_suptitle()
+
+
+def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, monkeypatch):
+    """The T4's loop step is unvalidated (band columns empty): no band drawn and its label
+    says so; given a band, it is drawn and named in the legend. The CPU's p10-p90 spread
+    is drawn."""
+    from matplotlib.collections import PolyCollection
+
+    def fills(fig):
+        return {c.get_label() for c in fig.axes[0].collections if isinstance(c, PolyCollection)}
+
+    _, g = answers.crossover(table, answers.reference_cpu(table))
+    assert g.band_median.isna().all()
+    fig = _figure(table, "crossover", monkeypatch)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert fills(fig) == {next(x for x in labels if x.endswith("p10-p90 of its timed steps"))}
+    assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
+    banded = table.copy()
+    banded.loc[g.index, ["band_median", "band_worst", "band_n", "band_split"]] = [
+        1.5,
+        2.0,
+        5,
+        "held-out",
+    ]
+    fig = _figure(banded, "crossover", monkeypatch)
+    assert "T4's band: x1.50 median, x2.00 worst, n=5 (held-out)" in fills(fig)
+
+
+def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks(
+    table, monkeypatch
+):
+    """The measured H200 stands beside the predictions where it ran; a panel without the
+    CPU's xla step loop line or the H200's points names the gap in its title."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = answers.reference_cpu(table)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpus = answers.rows(table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one)
+    assert "H200" in set(gpus.device)
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        labels = [line.get_label() for line in ax.get_lines() if len(line.get_xdata())]
+        title = ax.get_title()
+        assert title.startswith(model)
+        has_cpu = f"{cpu}, xla step loop (measured)" in labels
+        assert has_cpu == (answers.cpu_step(table, cpu, model, 128) is not None)
+        assert has_cpu or "xla step loop" in title or "step measured" in title, title
+        ran = len(gpus[(gpus.model == model) & (gpus.device == "H200")])
+        drawn = sum(len(line.get_xdata()) for line in ax.get_lines()
+                    if line.get_label().startswith("measured,"))  # fmt: skip
+        assert drawn == ran and (ran or "no H200 step measured" in title), (model, title)
+
+
+def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monkeypatch):
+    """Two runs of one panel that reach the same accuracies (the H200's mnist_cnn and the
+    CPU's) never draw the same marker at the same size: the one beneath stays visible."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    for ax in fig.axes:
+        runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+        looks = {(line.get_marker(), line.get_markersize(), str(line.get_markerfacecolor()))
+                 for line in runs}  # fmt: skip
+        assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
+
+
+def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(
+    table, monkeypatch
+):
+    """Every predicted point is drawn once: with its band as a bar where the table holds
+    one, grey and labelled unvalidated where it does not (the loop steps today)."""
+    fig = _figure(table, "first", monkeypatch)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
+    predicted = answers.rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
+                             devices=1, model=answers.SEED_MODELS, **one)  # fmt: skip
+    banded = int(predicted.band_median.notna().sum())
+    assert 0 < banded < len(predicted)  # both kinds are in the table: the check can fail
+    bars = sum(len(c.lines[0].get_xdata()) for ax in fig.axes for c in ax.containers)
+    grey = sum(len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()
+               if line.get_label().endswith("unvalidated (no band)"))  # fmt: skip
+    assert (bars, grey) == (banded, len(predicted) - banded)

@@ -12,8 +12,11 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
+from experiments.report.figures import SMALL_MODELS
 
 MIN_POINTS = 3
+# a legend proxy in this grey stands for a line style, marker or fill on any colour
+NEUTRAL = "0.35"
 
 
 def pyplot() -> Any:
@@ -42,51 +45,89 @@ def _band(ax: Any, x: Any, y: Any, r: pd.DataFrame, color: str) -> None:
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device step and loop step side by side (neither hides the other), against the CPU's
-    measured step: the same program (the xla step loop) and its fastest."""
+    device step and loop step side by side (neither hides the other), the GPUs' measured
+    steps (device loop and step loop) beside them, against the CPU's measured step: the
+    same program (the xla step loop, cpu_step) and its fastest way, each named; what a
+    panel lacks (a CPU line, a measured GPU, a chip's prediction) it says in the panel."""
     cpu = answers_lib.reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
     measured = answers_lib.rows(
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
-    predicted = answers_lib.rows(
-        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, extra="-",
-        **one,
-    )
+    gpus = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                            framework="jax", extra="-", **one)  # fmt: skip
+    predicted = answers_lib.rows(table, quantity=["device_step_s", "loop_step_s"],
+                                 kind="predicted", devices=1, extra="-", **one)  # fmt: skip
+    predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
         return None
+    ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
+    ticks = [*devices, *(f"{d} (measured)" for d in ran)]
     plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), sharex=True, squeeze=False)
-    x = range(len(devices))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
-        for quantity, shift, face in (
-            ("device_step_s", -0.15, "C0"),
-            ("loop_step_s", 0.15, "none"),
+        lacks = []
+        for quantity, shift, filled, label in (
+            ("device_step_s", -0.15, True, "predicted device step"),
+            ("loop_step_s", 0.15, False, "predicted loop step"),
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            ax.plot([i + shift for i in x], p.value, "o", color="C0", mfc=face)
+            x = pd.Series([i + shift for i in range(len(devices))], index=devices)
+            m = p.band_median.astype(float)
+            # a banded prediction shows its band (median factor) as a bar; one without a
+            # band is grey and says unvalidated
+            b, u = m.notna(), m.isna() & p.value.notna()
+            if b.any():
+                y = p.value[b].astype(float)
+                ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
+                            mfc="C0" if filled else "none", capsize=2,
+                            label=f"{label} (bar: its band)")  # fmt: skip
+            if u.any():
+                ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
+                        label=f"{label}, unvalidated (no band)")  # fmt: skip
+        none = [d for d in devices if d not in set(predicted[predicted.model == model].device)]
+        if none:
+            named = ", ".join(d.split("-", 1)[-1] for d in none)
+            lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
+        for j, device in enumerate(ran):
+            g = gpus[(gpus.model == model) & (gpus.device == device)]
+            for loop, shift, face in (("device", -0.15, "C2"), ("step", 0.15, "none")):
+                v = g[(g.loop == loop) & (g.formulation == "xla")].value
+                ax.plot([len(devices) + j + shift] * len(v), v, "D", color="C2", mfc=face,
+                        label=f"measured, {loop} loop (GPU)")  # fmt: skip
+            if not len(g):
+                lacks.append(f"no {device} step measured at batch 128 f32")
         m = measured[measured.model == model]
-        like = m[(m.formulation == "xla") & (m.loop == "step")]
-        if len(like):
-            ax.axhline(like.value.iloc[0], color="C3", linewidth=1.2)
+        like = answers_lib.cpu_step(table, cpu, model, 128)
+        if like:
+            ax.axhline(like["value"], color="C3", linewidth=1.2,
+                       label=f"{cpu}, xla step loop (measured)")  # fmt: skip
+        elif len(m):
+            lacks.append(f"no {cpu} xla step loop at batch 128")
         if len(m):
-            ax.axhline(m.value.min(), color="C3", linewidth=1.2, linestyle=":")
+            fastest = m.loc[m.value.astype(float).idxmin()]
+            ax.axhline(fastest.value, color="C3", linewidth=1.2, linestyle=":")
+            ax.annotate(f"fastest: {fastest.formulation} formulation, {fastest.loop} loop",
+                        (0.99, fastest.value), xycoords=("axes fraction", "data"),
+                        ha="right", va="bottom", fontsize="x-small", color="C3")  # fmt: skip
+        else:
+            lacks.append(f"no {cpu} step measured at batch 128 f32")
         ax.set_yscale("log")
-        ax.set_title(model, fontsize="small")
+        ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
-        ax.set_xticks(list(x), devices, rotation=45, ha="right")
+        ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
     for ax in axes[:, 0]:
         ax.set_ylabel("seconds per step (log)")
-    handles = [
-        plt.Line2D([], [], color="C0", marker="o", linestyle="", label="predicted device step"),
-        plt.Line2D([], [], color="C0", marker="o", mfc="none", linestyle="",
-                   label="predicted loop step"),
-        plt.Line2D([], [], color="C3", label=f"{cpu}, xla step loop (measured)"),
-        plt.Line2D([], [], color="C3", linestyle=":", label=f"{cpu}, its fastest (measured)"),
-    ]  # fmt: skip
-    fig.legend(handles=handles, fontsize="small", ncol=2, loc="upper center",
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    handles[f"{cpu}, its fastest measured way (named on the line)"] = plt.Line2D(
+        [], [], color="C3", linestyle=":"
+    )
+    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
     fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
     fig.tight_layout()
@@ -94,53 +135,66 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters: the CPU measured, the T4 predicted."""
+    """MLP step time against trainable parameters: the CPU measured with its p10-p90
+    spread, the T4 predicted (its band shaded only where the table holds one, else the
+    label says unvalidated), any GPU's measured steps of the same sweep as points."""
     c, g = answers_lib.crossover(table, answers_lib.reference_cpu(table))
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(
-        c.params,
-        c.value,
-        "o-",
-        color="C0",
-        label=f"{c.device.iloc[0]}, measured ({c.formulation.iloc[0]} formulation)",
-    )
-    ax.plot(
-        g.params,
-        g.value,
-        "s--",
-        color="C1",
-        label=f"T4, predicted {g.quantity.iloc[0].removesuffix('_s').replace('_', ' ')}",
-    )
-    _band(ax, g.params.astype(float), g.value.astype(float), g, "C1")
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    cpu = c.device.iloc[0]
+    ax.plot(c.params, c.value, "o-", color="C0",
+            label=f"{cpu}, measured median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+    spread = c[c.spread == "p10-p90"]
+    if len(spread):
+        ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
+                        spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
+                        label=f"{cpu}, p10-p90 of its timed steps")  # fmt: skip
+    what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
+    words = answers_lib.band_words(g.iloc[0].to_dict())
+    m = g.band_median.astype(float)
+    banded = bool(m.notna().all())
+    label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
+    ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
+    if banded:
+        x, y = g.params.astype(float), g.value.astype(float)
+        ax.fill_between(x, y / m, y * m, color="C1", alpha=0.15, linewidth=0,
+                        label=f"T4's band: {words}")  # fmt: skip
+    like = {"batch": 128, "precision": "f32", "placement": "single"}
+    gpu = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                           loop="step", framework="jax", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    for i, (device, d) in enumerate(gpu.groupby("device")):
+        ax.errorbar(d.params.astype(float), d.value.astype(float),
+                    yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
+                    fmt="D", color=f"C{2 + i}",
+                    label=f"{device}, measured (xla step loop, p10-p90)")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-    ax.set_ylabel("seconds per step, batch 128")
+    ax.set_ylabel("seconds per step, batch 128, f32")
     ax.set_title("Seed 002: above how many parameters does the GPU win?")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     return _save(fig, path)
 
 
+SEED_RUNS = "the seed's own run: " + ", ".join(
+    f"{d.removeprefix('gpu-').upper()} b{b} {'fit' if fit else 'OOM'}"
+    for d, b, fit in answers_lib.SEED_MEMORY_RUNS
+)
+
+
 def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path | None:
-    """Compiled memory per batch on each GPU target, the memory JAX can use drawn as a
-    line, batches that do not fit marked x; identical series drawn once, every chip
-    named."""
+    """Compiled memory per batch in f32 on each GPU target, a panel per chip with its own
+    y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), the memory JAX
+    can use drawn as a line, batches that do not fit marked x, the seed's own runs ringed;
+    identical series drawn once, every chip named."""
     from jaxcnn import targets
 
-    mem = answers_lib.rows(
-        table,
-        quantity="memory_bytes",
-        model=model,
-        precision="f32",
-        placement="single",
-        platform="gpu",
-    )
-    fits = answers_lib.rows(
-        table, quantity="fits", model=model, precision="f32", placement="single", platform="gpu"
-    )
+    where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
+    mem = answers_lib.rows(table, quantity="memory_bytes", **where)
+    fits = answers_lib.rows(table, quantity="fits", **where)
     mem = mem.merge(
         fits[["device", "batch", "value"]], on=["device", "batch"], suffixes=("", "_fits")
     )
@@ -153,34 +207,55 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
         return None
+    seed = (
+        {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
+        if model == answers_lib.SEED_MODEL
+        else set()
+    )
     plt = pyplot()
     panels = sorted(series.items(), key=lambda kv: kv[1])
     cols = min(4, len(panels))
-    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5), squeeze=False,
-                             sharex=True, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5.2), squeeze=False,
+                             sharex=True)  # fmt: skip
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b = [p[0] for p in points]
         gib = [p[1] / 2**30 for p in points]
         ok = [p[2] == 1 for p in points]
         ax.plot([x for x, k in zip(b, ok, strict=True) if k],
-                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0")  # fmt: skip
+                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0",
+                markersize=4, label="fits (compiled memory)")  # fmt: skip
         ax.plot([x for x, k in zip(b, ok, strict=True) if not k],
                 [y for y, k in zip(gib, ok, strict=True) if not k], "x", color="C3",
-                markersize=9)  # fmt: skip
-        for d in devices:
-            limit = _usable_gib(d) if d in targets.TARGETS else None
-            if limit:
-                ax.axhline(limit, color="C2", linestyle=":", linewidth=1)
+                markersize=8, label="does not fit")  # fmt: skip
+        ringed = [
+            (x, y) for x, y in zip(b, gib, strict=True) if any((d, x) in seed for d in devices)
+        ]
+        if ringed:
+            ax.plot(*zip(*ringed, strict=True), "o", color="k", mfc="none", markersize=12,
+                    label=SEED_RUNS)  # fmt: skip
+        limits = [
+            x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
+        ]
+        for limit in limits:
+            ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
+        span = [*gib, *limits]
+        pad = 0.06 * (max(span) - min(span))
+        ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     for ax in axes[-1]:
         ax.set_xlabel("batch")
     for ax in axes[:, 0]:
         ax.set_ylabel("GiB per device")
-    fig.suptitle(f"{model}: compiled memory per batch (dotted: what JAX can use; x: does not fit)")
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fig.suptitle(f"{model}, f32: compiled memory per batch, each chip on its own scale")
     fig.tight_layout()
     return _save(fig, path)
 
@@ -195,92 +270,181 @@ def _usable_gib(target: str) -> float | None:
     return total * share / 2**30 / t.devices_per_chip if total and share else None
 
 
-def scaling(table: pd.DataFrame, path: Path) -> Path | None:
-    """Predicted weak-scaling efficiency against the device count, one panel per model:
-    each series starts at the device count it is measured against (100%), colour per
-    chip, line per precision, marker per per-device batch; the y-axis holds every point."""
+# the table's placement names, as the plot titles its panels
+PLACEMENTS = {
+    "sharded": "data-parallel",
+    "data-parallel": "data-parallel",
+    "model": "model-parallel",
+}
+
+
+def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The scaling plot's series: one per model, placement, chip, precision, per-device
+    batch and base device count (never two placements in one series), predicted from the
+    compiled programs (the curve starts at its base, 100%) or published (NVIDIA's
+    1-vs-N-GPU pairs, base 1 device, one series a framework's sweep)."""
     from jaxcnn import targets
 
-    # the compiled curves (published pairs and their predictions are the band's)
-    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
-    if s.devices.nunique() < MIN_POINTS - 1:  # the base is the point every curve starts at
-        return None
     base = table.set_index("id").devices
+    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
     s = s.assign(
         chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
         per=s.batch // s.devices,
         base=[int(base[i]) for i in s.numerator],
+        sweep="-",
     )
-    colour = {chip: f"C{i % 10}" for i, chip in enumerate(sorted(s.chip.unique()))}
-    marker = {b: "os^Dv<>p"[i % 8] for i, b in enumerate(sorted(s.per.unique()))}
-    style = {"f32": "-", "bf16": "--"}
-    models = sorted(s.model.unique())
+    p = answers_lib.rows(table, quantity="scaling_efficiency", kind="published")
+    # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
+    p = p.assign(chip=p.device, per=p.batch, base=1,
+                 sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
+    out = []
+    keys = ["kind", "model", "placement", "chip", "precision", "per", "base", "sweep"]
+    for (kind, model, placement, chip, precision, per, b, sweep), g in pd.concat([s, p]).groupby(
+        keys, sort=True
+    ):
+        g = g.sort_values("devices")
+        out.append({
+            "kind": kind, "model": model, "placement": PLACEMENTS.get(placement, placement),
+            "chip": chip, "precision": precision, "per": int(per), "base": int(b),
+            "sweep": sweep, "devices": [int(b), *g.devices.astype(int)],
+            "values": [1.0, *g.value.astype(float)],
+            "above": [(int(d), float(v)) for d, v, f in zip(g.devices, g.value, g.flag,
+                                                            strict=True)
+                      if str(f).startswith("above ideal")],
+        })  # fmt: skip
+    return out
+
+
+ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
+
+
+def scaling(table: pd.DataFrame, path: Path) -> Path | None:
+    """Weak-scaling efficiency against the device count, one panel per model and placement
+    (model-parallel apart from data-parallel): colour per chip, line per precision, marker
+    per per-device batch; predicted filled and joined, published hollow and dotted; series
+    of one panel side by side along x so none hides another; each panel's y-axis its own,
+    holding every point."""
+    series = scaling_series(table)
+    if len({d for r in series for d in r["devices"]}) < MIN_POINTS:
+        return None
+    colour = {c: f"C{i % 10}" for i, c in enumerate(sorted({r["chip"] for r in series}))}
+    marker = {b: "os^Dv<>pPXh*"[i % 12] for i, b in enumerate(sorted({r["per"] for r in series}))}
+    style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
+    panels = sorted({(r["model"], r["placement"]) for r in series})
     plt = pyplot()
-    cols = min(4, len(models))
-    rows_ = -(-len(models) // cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.6 * rows_), squeeze=False,
-                             sharex=True, sharey=True)  # fmt: skip
-    for ax, model in zip(axes.flat, models, strict=False):
-        m = s[s.model == model]
-        for (chip, precision, per, b), g in m.groupby(["chip", "precision", "per", "base"]):
-            g = g.sort_values("devices")
-            ax.plot([b, *g.devices], [1.0, *g.value], style.get(precision, ":"),
-                    marker=marker[per], color=colour[chip])  # fmt: skip
-            above = g[g.flag.notna()]
-            ax.plot(above.devices, above.value, "r*", markersize=12)
+    cols = min(4, len(panels))
+    rows_ = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(3.3 * cols, 2.7 * rows_), squeeze=False,
+                             sharex=True)  # fmt: skip
+    for ax, (model, placement) in zip(axes.flat, panels, strict=False):
+        mine = [r for r in series if (r["model"], r["placement"]) == (model, placement)]
+        step = min(0.07, 0.6 / max(1, len(mine) - 1))
+        for i, r in enumerate(mine):
+            # a fraction of an octave apart: same-valued series stay visible side by side
+            shift = 2 ** (step * (i - (len(mine) - 1) / 2))
+            xs = [d * shift for d in r["devices"]]
+            published = r["kind"] == "published"
+            ax.plot(xs, r["values"], ":" if published else style.get(r["precision"], ":"),
+                    marker=marker[r["per"]], color=colour[r["chip"]],
+                    mfc="none" if published else colour[r["chip"]],
+                    linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
+            for d, v in r["above"]:
+                ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
+                        label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_title(model, fontsize="small")
+        values = [v for r in mine for v in r["values"]]
+        pad = max(0.02, 0.08 * (max(values) - min(values)))
+        ax.set_ylim(min(values) - pad, max(values) + pad)
+        ax.set_title(f"{model}, {placement}", fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes.flat[len(models) :]:
+    for ax in axes.flat[len(panels) :]:
         ax.axis("off")
-    low = min(0.9, float(s.value.min()) - 0.05)
-    axes[0][0].set_ylim(low, max(1.05, float(s.value.max()) + 0.03))
     for ax in axes[:, 0]:
         ax.set_ylabel("efficiency")
     for ax in axes[-1]:
         ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
-    handles += [plt.Line2D([], [], color="k", linestyle=v, label=k) for k, v in style.items()]
-    handles += [plt.Line2D([], [], color="k", marker=v, linestyle="", label=f"{k}/device")
+    precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
+    handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
+                           label=f"{k}, predicted (filled)") for k in precisions]  # fmt: skip
+    if any(r["kind"] == "published" for r in series):
+        handles.append(plt.Line2D([], [], color=NEUTRAL, linestyle=":",
+                                  label="published (NVIDIA, 1 vs N GPUs), hollow"))  # fmt: skip
+    handles += [plt.Line2D([], [], color=NEUTRAL, marker=v, linestyle="", label=f"{k}/device")
                 for k, v in marker.items()]  # fmt: skip
-    handles.append(plt.Line2D([], [], color="r", marker="*", linestyle="", label="above ideal"))
+    if any(r["above"] for r in series):
+        handles.append(plt.Line2D([], [], color="r", marker="o", mfc="none", markersize=13,
+                                  mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
     fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Data parallelism, predicted weak scaling: the base's step / n devices' step")
+    fig.suptitle("Weak scaling: the base's step / n devices' step (each panel its own y-axis)")
     fig.tight_layout()
     return _save(fig, path)
 
 
-def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of the same step: on the diagonal is
-    exact, the dashed lines are 1.5x either way."""
-    e = answers_lib.rows(table, quantity="error_factor")
-    e = e[e.kind == "predicted"]
-    e = e[e.numerator.map(table.set_index("id").kind) == "published"]
-    if len(e) < MIN_POINTS:
-        return None
+def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
+    """Each published step beside our prediction of the same step (steps only: a
+    scaling efficiency's error is not a step), with its regime as the bands name it
+    (small programs: figures.SMALL_MODELS, a width of one included)."""
     by_id = table.set_index("id")
-    pub = by_id.loc[list(e.numerator)].value.to_numpy(float)
-    pred = by_id.loc[list(e.denominator)].value.to_numpy(float)
+    e = answers_lib.rows(table, quantity="error_factor", kind="predicted")
+    e = e[
+        (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
+    ]
+    small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    return pd.DataFrame({
+        "published": by_id.value.reindex(e.numerator).to_numpy(float),
+        "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
+        "regime": ["small programs" if s else "large programs" for s in small],
+        "model": e.model.to_numpy(), "platform": e.platform.to_numpy(),
+    })  # fmt: skip
+
+
+def predictions(table: pd.DataFrame, path: Path) -> Path | None:
+    """Every published step against our prediction of the same step, a series per
+    regime naming its models: on the diagonal is exact; each regime's dashed lines are
+    its band against published steps (the median error, on the platform with the most of
+    them), as the table holds it; the legend outside the axes."""
+    points = prediction_points(table)
+    if len(points) < MIN_POINTS:
+        return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    small = e.model.isin(["mnist_cnn", "mlp", "lenet5", "lenet5_keras", "catsdogs_cnn"]).to_numpy()
-    ax.loglog(pub[~small], pred[~small], "o", label="large programs (ResNet-50)")
-    ax.loglog(pub[small], pred[small], "s", label="small programs (the seeds')")
-    lo, hi = min(pub.min(), pred.min()) / 2, max(pub.max(), pred.max()) * 2
-    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1)
-    for f in (1.5, 1 / 1.5):
-        ax.plot([lo, hi], [lo * f, hi * f], "k--", linewidth=0.7)
+    lo = min(points.published.min(), points.predicted.min()) / 2
+    hi = max(points.published.max(), points.predicted.max()) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+    bands = answers_lib.rows(table, quantity="band", kind="published", extra="against published")
+    for (regime, g), (colour, mark) in zip(points.groupby("regime"), [("C0", "o"), ("C1", "s")],
+                                           strict=False):  # fmt: skip
+        models = ", ".join(sorted(set(g.model)))
+        ax.loglog(g.published, g.predicted, mark, color=colour, label=f"{regime}: {models}")
+        band = bands[bands.model == regime].sort_values("n", ascending=False)
+        if len(band):
+            b = band.iloc[0]
+            label = (f"{regime}' band: x{b.value:.2f} either way, the median error "
+                     f"over {int(b.n)} published {b.device.upper()} steps")  # fmt: skip
+            for f in (b.value, 1 / b.value):
+                x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
+                ax.plot(x, [x[0] * f, x[1] * f], "--", color=colour, linewidth=0.8,
+                        label=label if f > 1 else None)  # fmt: skip
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
     ax.set_xlabel("published step (s)")
     ax.set_ylabel("predicted step (s)")
-    ax.set_title("Published steps against the prediction")
-    ax.legend(fontsize="small")
+    ax.set_title("Published steps against the prediction (below the diagonal: predicted faster)",
+                 fontsize="medium")  # fmt: skip
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
     return _save(fig, path)
+
+
+ACCURACY_MARKERS = "osD^v"
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch, one line per run (model, data, precision, device, how it
-    ran): the same model should reach the same accuracy on every device."""
+    ran), each run its own marker shape and size so overlapping runs stay visible, the
+    legend below each panel: the same model should reach the same accuracy on every
+    device."""
     curves = table[
         (table.quantity == "test_accuracy") & table.extra.astype(str).str.startswith("epoch ")
     ]
@@ -295,10 +459,14 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             first = g.iloc[0]
             epochs = first.extra.split(" of ")[1]
             label = (
-                f"{first.model}, batch {first.batch}, {first.precision}, {first.formulation}, "
+                f"{first.model}, batch {int(first.batch)}, {first.precision}, {first.formulation}, "
                 f"{epochs} epochs ({first.device})"
             )
-            ax.plot(g.epoch, g.value, "o-", color=f"C{i % 10}", label=label)
+            # each run its own marker, the earlier ones larger and hollow: a run on top of
+            # another leaves the one beneath visible around it
+            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
+                    markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
+                    mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
         ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
         ax.set_xlabel("epoch")
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
