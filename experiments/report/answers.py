@@ -189,14 +189,13 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), picked)
 
 
-def speedups(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | None) -> list[Row]:
-    """[like for like, against the CPU at its best] of `device`'s predicted step (the
-    loop step where predicted) over `cpu`'s."""
+def speedup_at_best(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | None) -> Row:
+    """`device`'s predicted step (the loop step where predicted) against `cpu` at its
+    best (figures.cpu_best: the one baseline a measured accelerator's speedup divides)."""
     s = rows(t, quantity="speedup", device=device, model=model, batch=batch, precision="f32",
              placement="single")  # fmt: skip
     quantity = "loop_step_s" if s.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    base = f"{quantity} vs {cpu}"
-    return [one(s, selection="like-for-like", extra=base), one(s, extra=f"{base} at its best")]
+    return one(s, extra=f"{quantity} vs {cpu} at its best")
 
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
@@ -252,39 +251,50 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
 WIDE_BAND = 2.0  # a band past this factor changes an answer's verdict: its range is said
 
 
-def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> tuple[str, list[Row]]:
-    """jaxcnn's loop of the MNIST CNN at b128 measured on a GPU against the same loop's
-    fastest on the reference CPU: the range over the GPU's runs, or "" where none ran."""
+def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> list[Row]:
+    """jaxcnn's loop of the MNIST CNN at b128 measured on a GPU against the reference
+    CPU's fastest step: the slowest and the fastest of the GPU's runs, or [] where none
+    ran."""
     best = f"jaxcnn's loop vs {cpu} at its best"
     s = rows(t, quantity="speedup", kind="measured", model=MNIST_MODEL, batch=128,
              precision="f32", extra=best, platform="gpu")  # fmt: skip
     if s.empty:
-        return "", []
-    lo, hi = s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()
-    steps = t.set_index("id").value
-    loop = [steps[r["denominator"]] for r in (lo, hi)]
-    devices = "/".join(sorted(set(s.device)))
-    span = fmt(lo) if len(s) == 1 else f"{fmt(lo)}-{fmt(hi)}"
-    return (
-        f"{devices} measured: loop {value_text(min(loop), 's')}-{value_text(max(loop), 's')}, "
-        f"{span} the CPU's fastest; ",
-        [lo, hi],
-    )
+        return []
+    return [s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()]
+
+
+def baseline_words(r: Row) -> str:
+    """A CPU step named as a baseline: its value, formulation, loop and data set."""
+    return f"{fmt(r)} ({r['formulation']} formulation, {r['loop']} loop, {r['dataset']})"
 
 
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
-    like, best = speedups(t, "gpu-t4", MNIST_MODEL, 128, cpu)
-    lead, seen = measured_gpu_vs_cpu(t, cpu)
-    if not (p and like):
-        why = none_on(cpu, "like-for-like CPU step") if p else "T4 not predicted yet"
-        return Said(lead + why, [*seen, p])
+    best = speedup_at_best(t, "gpu-t4", MNIST_MODEL, 128, cpu)
+    seen = measured_gpu_vs_cpu(t, cpu)
+    by_id = t.set_index("id")
+    bases = {r["numerator"] for r in [*seen, best] if r}
+    if not bases:
+        return Said(none_on(cpu, "like-for-like CPU step") if p else "T4 not predicted yet", [p])
+    # one CPU figure under every speedup of the cell, named; two only where the data
+    # sets differ by necessity (a measured side's own data), each then named
+    named = [by_id.loc[b].to_dict() | {"id": b} for b in sorted(bases)]
+    head = "over the CPU's fastest, " + " and ".join(baseline_words(r) for r in named)
+    parts = [head + (" (data sets differ)" if len(named) > 1 else "") + ":"]
+    if seen:
+        lo, hi = seen
+        loop = sorted(by_id.value[[r["denominator"] for r in seen]])
+        span = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+        gpus = "/".join(sorted({r["device"] for r in seen}))
+        parts.append(
+            f"{gpus} measured loop {value_text(loop[0], 's')}-{value_text(loop[-1], 's')}, {span}"
+        )
+    if not (p and best):
+        parts.append("T4 not predicted yet" if not p else none_on(cpu, "T4 speedup"))
+        return Said("; ".join(parts), [*named, *seen, p])
     band, b = small_band(t, step=p)
-    text = (
-        f"{lead}T4 (predicted) loop step {fmt(p)} (b128): {fmt(like)} the CPU's same program"
-        f"{implied(like, b, t)}, {fmt(best)} its fastest"
-    )
-    return Said(text, [*seen, p, like, best, b], band)
+    parts.append(f"T4 predicted loop {fmt(p)}, {fmt(best)}{implied(best, b, t)}")
+    return Said(parts[0] + " " + "; ".join(parts[1:]), [*named, *seen, p, best, b], band)
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
