@@ -415,6 +415,33 @@ def test_every_speedup_of_the_gpu_answer_divides_one_named_cpu_step(csv):
     assert "(data sets differ)" in said and "fashion_mnist" in said and named in said
 
 
+def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one(csv):
+    cpu = answers.reference_cpu(csv)
+    at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
+    trained = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "newest-trained")
+                  & (csv.dataset == "mnist") & csv.extra.str.endswith(" epochs")]  # fmt: skip
+    ran = trained[(trained.device == cpu) | (trained.platform == "gpu")]
+    said, found = _said(12), answers.answers(csv)[11]
+    for device, g in ran.groupby("device"):  # each device's run of the most epochs
+        most = g[g.extra == max(g.extra, key=lambda e: int(e.split()[0]))]
+        r = most.loc[most.value.idxmin()].to_dict()
+        assert f"{fmt(r)} measured, {r['extra']}" in said, device
+        assert r["id"] in found.ids
+    assert {cpu, "H200"} <= set(ran.device)  # the committed records: both trained 5 epochs
+    t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "epoch_s")].iloc[0]
+    assert f"T4 {fmt(t4.to_dict())} (predicted, derived from its loop step)" in said
+    assert found.known == "M / P"
+    # without the trained runs (the positive control) the CPU's epoch is derived, said so
+    # and known as D, never M
+    bare = answers.answers(csv[~csv.id.isin(trained.id)])[11]
+    assert "derived from its step" in bare.answer and bare.known.startswith("D")
+    assert "measured" not in bare.answer
+    # the seed's epoch on the CPU is derived from a step: its kind says so
+    seed = answers.answers(csv)[2]
+    assert "CPU" in seed.answer and "derived from its step" in seed.answer
+    assert seed.known.split(" / ")[0] == "D" and "M" not in seed.known.split(" / ")
+
+
 def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv):
     c, g = answers.crossover(csv, answers.reference_cpu(csv))
     page = (RESULTS / views.PAGES / "crossover.md").read_text()

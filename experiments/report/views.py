@@ -23,6 +23,7 @@ ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 # The legend of the "known" column, a part per kind: only the kinds the table has.
 KNOWN = {
     "measured": "**M** measured here",
+    "derived": "**D** an epoch derived from a measured step",
     "compiled": "**C** compiled by the target's own compiler, never run",
     "predicted": "**P** predicted from that compiled program",
     "published": "**published**: someone else's, cited",
@@ -35,6 +36,8 @@ BAND = (
 
 def known(table: pd.DataFrame) -> str:
     kinds = set(table[table.quantity != "band"].kind)  # the constants' bands come with any
+    if ((table.selection == answers_lib.DERIVED) & (table.kind == "measured")).any():
+        kinds.add("derived")
     parts = "; ".join(words for kind, words in KNOWN.items() if kind in kinds)
     return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "")
 
