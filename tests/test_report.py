@@ -208,13 +208,33 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     text = views.first_screen(table, plot="report/seed_models.png")
     lines = text.splitlines()
     assert len(lines) <= 25 and len(text.split()) <= 870
-    assert lines[2].startswith("**") and "Measured on GPU and this project's CPUs" in lines[2]
+    assert lines[2].startswith("**Measured on GPU ")
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
     assert all(len(a.answer.split()) <= 30 for a in found), [a.answer for a in found]
     ids = set(table.id)
     assert all(set(a.ids) <= ids for a in found)  # each answer traces to rows of the CSV
     assert "![" in text
+
+
+def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
+    m = table[table.kind == "measured"]
+    gpus = sorted(set(m[m.platform == "gpu"].device))
+    cpu = answers.reference_cpu(table)
+    assert gpus == ["H200"]  # the committed records: one GPU ran them
+    assert views.what_ran(table).startswith(f"**Measured on GPU H200 and CPU {cpu}. ")
+    goal = views.gpu_goal(table)
+    assert goal.startswith("Measured on GPU H200; ") and "not measured" in goal
+    assert goal in views.bench_block(table, None)
+    performance = (ROOT / "PERFORMANCE.md").read_text()
+    assert goal in performance and "no GPU was at hand" not in performance
+    # the positive control: without the GPU's records neither names a GPU, and a
+    # speedrun on a GPU is said to have run
+    cpus = table[table.platform != "gpu"]
+    assert "GPU" not in views.what_ran(cpus).split(".")[0]
+    assert views.gpu_goal(cpus).startswith("Measured on no accelerator;")
+    run = table[table.quantity == "time_to_target_s"].head(1).assign(platform="gpu", device="H200")
+    assert "the speedrun ran on H200" in views.gpu_goal(pd.concat([table, run]))
 
 
 def test_the_readme_block_opens_with_the_reports_own_answers_table(table):
