@@ -492,6 +492,26 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         fast = g[g.value == min(tpu, gpu)].device.iloc[0]
         ratio = fmt({"quantity": "speedup", "unit": "x", "value": max(tpu, gpu) / min(tpu, gpu)})
         assert f"{model} {fast} {ratio}" in said
+    # both chips compared are named, and where the device step picks the other chip the
+    # answer says so, with that ratio
+    d = csv[(csv.quantity == "device_step_s") & (csv.batch == 128) & (csv.precision == "f32")
+            & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    d = d[~d.device.str.contains("x")]
+    differ = 0
+    for model, g in d.groupby("model"):
+        loop_fast = p[p.model == model].loc[p[p.model == model].value.idxmin()].device
+        best_tpu = g[g.platform == "tpu"].value.min()
+        best_gpu = g[g.platform == "gpu"].value.min()
+        fast = g[g.value == min(best_tpu, best_gpu)].device.iloc[0]
+        ratio = max(best_tpu, best_gpu) / min(best_tpu, best_gpu)
+        shown = f"{model} {loop_fast} "
+        if fast != loop_fast:
+            differ += 1
+            words = fmt({"quantity": "speedup", "unit": "x", "value": ratio})
+            assert f"(device step: {fast} {words})" in said.split(shown)[1].split(";")[0]
+        else:
+            assert "device step" not in said.split(shown)[1].split(";")[0]
+    assert differ == 1 and said.startswith("loop step, tpu-v6e-1 vs gpu-h100: ")
 
 
 def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):

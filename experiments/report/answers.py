@@ -486,18 +486,34 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
+    """Each seed model's faster chip by loop step, naming both chips compared, and the
+    device step's verdict where it is the other chip's."""
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
-    s = s[s.extra.str.startswith("faster chip per chip") & s.extra.str.contains("loop_step_s")]
-    if not len(s):
+    s = s[s.extra.str.startswith("faster chip per chip")]
+    loop = s[s.extra.str.contains("loop_step_s")]
+    if not len(loop):
         return Said("not compiled for both yet")
-    parts = [f"{r['model']} {r['device']} {fmt(r)}" for r in s.to_dict("records")]
-    text = "faster chip's loop step, by: " + "; ".join(parts)
+    device = s[s.extra.str.contains("device_step_s")].set_index("model")
+    numerator = t.set_index("id").device
+    pairs = {(r["device"], str(numerator.get(r["numerator"]))) for r in loop.to_dict("records")}
+    chips = sorted({c for pair in pairs for c in pair}, key=lambda c: not c.startswith("tpu"))
+    parts, seen = [], list(loop.to_dict("records"))
+    for r in seen.copy():
+        words = f"{r['model']} {r['device']} {fmt(r)}"
+        if r["model"] in device.index and device.loc[r["model"], "device"] != r["device"]:
+            d = device.loc[r["model"]].to_dict() | {"id": device.loc[r["model"], "id"]}
+            words += f" (device step: {d['device']} {fmt(d)})"
+            seen.append(d)
+        parts.append(words)
+    text = f"loop step, {' vs '.join(chips)}: " + "; ".join(parts)
     notes = t.set_index("id").note
-    faster = [str(notes.get(r["denominator"])) for r in s.to_dict("records")]
-    if any("left out" in note for note in faster):  # its runtime's host side has no figure
-        text += " (the faster chip's loop leaves out host parts with no figure)"
-    return Said(text, list(s.to_dict("records")), "unvalidated")
+    left = sorted(
+        {r["device"] for r in seen[: len(loop)] if "left out" in str(notes.get(r["denominator"]))}
+    )
+    if left:  # its runtime's host side has no figure
+        text += f" ({'/'.join(left)}'s loop leaves out host parts)"
+    return Said(text, seen, "unvalidated")
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
