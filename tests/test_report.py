@@ -537,6 +537,27 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
     assert said.band.startswith("x1.20 median") and " to " not in said.answer
 
 
+def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_step(csv, table):
+    at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.device.isin(["gpu-k80", "K80"]))
+    loop = csv[at & (csv.quantity == "loop_step_s") & (csv.kind == "predicted")].iloc[0]
+    ours = csv[at & (csv.quantity == "step_s") & (csv.kind == "predicted")].iloc[0]
+    assert fmt(loop.to_dict()) != fmt(ours.to_dict())  # two quantities, two values
+    said = _said(6)
+    assert f"K80 loop step {fmt(loop.to_dict())}" in said
+    assert f"ours for Keras's loop {fmt(ours.to_dict())}" in said and "ours for it" not in said
+    # every page row of such a prediction says what it predicts, the devices page prints
+    # the one its error factor is computed on
+    assert ours.note.startswith(figures.OURS_FOR_PUBLISHED)
+    line = (
+        f"| mnist_cnn | 128 | K80 | predicted | step_s | f32 | {fmt(ours.to_dict())} "
+        f"| jaxcnn, keras-tf14-k80-mnist-cnn | {ours.note} |"
+    )
+    assert line in views.page("devices", table, {})
+    # the positive control: a row without that note is not shown as one
+    unlabelled = table.assign(note=table.note.where(table.id != ours.id, "device step"))
+    assert line not in views.page("devices", unlabelled, {})
+
+
 TABLE_ROW = re.compile(r"^\|(.*)\|$")
 VALUE_HEADERS = {"value", "spread", "band", "flag", "note"}
 

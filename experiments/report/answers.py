@@ -348,7 +348,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if keras is not None and factor and ours:
         way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
         parts.append(
-            f"Keras's K80 row {fmt(keras)}, ours for it {fmt(ours)}: {fmt(factor)} off, {way}"
+            f"Keras's K80 row {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} "
+            f"off, {way}"
         )
     band, b = small_band(t, step=p)
     return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band and "as row 5's")

@@ -50,7 +50,11 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
     predicted = answers_lib.rows(
-        table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1, extra="-",
+        table,
+        quantity=["device_step_s", "loop_step_s"],
+        kind="predicted",
+        devices=1,
+        extra="-",
         **one,
     )
     devices = sorted(set(predicted.device))

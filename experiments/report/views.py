@@ -11,7 +11,7 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import RULES
+from experiments.report.figures import OURS_FOR_PUBLISHED, RULES
 from experiments.report.fmt import fmt, value_text
 
 REPORT_FILE = "REPORT.md"
@@ -330,7 +330,8 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 "model precision device quantity value spread how"),
         Section("Published figures of these models and our prediction of each",
                 _where(lambda t: t.model.isin(SEED_MODELS)
-                       & ((t.kind == "published") | (t.quantity == "error_factor"))),
+                       & ((t.kind == "published") | (t.quantity == "error_factor")
+                          | t.note.astype(str).str.startswith(OURS_FOR_PUBLISHED))),
                 "model batch device kind quantity value how note"),
     ]),
     "accuracy": ("Accuracy per device", [
