@@ -558,6 +558,24 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     assert line not in views.page("devices", unlabelled, {})
 
 
+def test_an_f32_rate_whose_matmuls_ran_as_tf32_says_so_and_keeps_its_precision(csv, table):
+    rates = csv[csv.quantity.isin(["flops_per_s", "peak_flops_per_s"]) & (csv.precision == "f32")]
+    h200 = rates[rates.device == "H200"]
+    assert len(h200) > 10 and set(h200.note) == {figures.TF32_MATMULS}  # the records: tf32
+    cpu = rates[rates.platform == "cpu"]
+    assert len(cpu) and cpu.note.isna().all()  # the positive control: a CPU's f32 is f32
+    assert set(csv[csv.device == "H200"].precision) <= {"f32", "bf16"}  # the column kept
+    page = views.page("matmul", table, {})
+    peak = h200[h200.quantity == "peak_flops_per_s"].iloc[0]
+    assert f"| H200 | f32 (TF32 matmuls) | {fmt(peak.to_dict())} | machine-best |" in page
+    assert "| H200 | f32 |" not in page
+    said = _said(13)
+    assert "H200 (measured, TF32 matmuls) median" in said
+    # a run whose record says its f32 matmuls ran in f32 gets no such label
+    assert not figures._ran_as_tf32("f32", "fp32") and figures._ran_as_tf32("f32", "tf32")
+    assert not figures._ran_as_tf32("bf16", "tf32")
+
+
 TABLE_ROW = re.compile(r"^\|(.*)\|$")
 VALUE_HEADERS = {"value", "spread", "band", "flag", "note"}
 
@@ -695,14 +713,14 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         )
         top = fmt({"quantity": "mfu", "unit": "fraction", "value": values[-1]})
         name = platform.upper()
-        if len(measured):
-            name = f"{'/'.join(sorted(set(g.device)))} (measured)"
+        if len(measured):  # the H200's f32 matmuls ran as TF32 (its records say)
+            name = f"{'/'.join(sorted(set(g.device)))} (measured, TF32 matmuls)"
         assert f"{name} median {median} (max {top})" in _said(13)
-    assert "(measured)" in _said(13)  # the committed GPU records: a chip that ran them
+    assert "(measured, " in _said(13)  # the committed GPU records: a chip that ran them
     peak = csv[
         (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
     ]
-    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    assert f"of {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})

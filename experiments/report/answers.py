@@ -348,8 +348,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if keras is not None and factor and ours:
         way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
         parts.append(
-            f"Keras's K80 row {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} "
-            f"off, {way}"
+            f"Keras's K80 {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} off, {way}"
         )
     band, b = small_band(t, step=p)
     return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band and "as row 5's")
@@ -513,7 +512,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         {r["device"] for r in seen[: len(loop)] if "left out" in str(notes.get(r["denominator"]))}
     )
     if left:  # its runtime's host side has no figure
-        text += f" ({'/'.join(left)}'s loop leaves out host parts)"
+        text += f" ({'/'.join(left)}'s host partly left out)"
     return Said(text, seen, "unvalidated")
 
 
@@ -563,7 +562,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     steps = steps[steps.model != "matmul"]
     best = steps.loc[steps.value.idxmax()].to_dict() if len(steps) else None
     parts = [
-        f"CPU at most {fmt(best)} ({best['model']} b{best['batch']}) of its {fmt(peak)} matmul"
+        f"CPU max {fmt(best)} ({best['model']} b{best['batch']}) of {fmt(peak)} matmul"
         if best and peak
         else none_on(cpu, "FLOP/s measured")
     ]
@@ -576,8 +575,10 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             mid, top = median_row(m), m.loc[m.value.idxmax()].to_dict()
             picked += [mid, top]
             name = platform.upper()
-            if mid["kind"] == "measured":
-                name = f"{'/'.join(sorted(set(m.device)))} (measured)"
+            if mid["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
+                tf32 = m.note.astype(str).str.contains("tf32 peak").all()
+                how = "measured, TF32 matmuls" if tf32 else "measured"
+                name = f"{'/'.join(sorted(set(m.device)))} ({how})"
             parts.append(f"{name} median {fmt(mid)} (max {fmt(top)})")
     if len(parts) > 1:
         parts[1:] = ["of peak, seed models b128 f32: " + ", ".join(parts[1:])]

@@ -381,9 +381,14 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         step = r["step_time_s"]
         out.append(row("step_s", "measured", step["median"], w, "newest", [r], **_spread(step)))
         flops = number((r.get("flops") or {}).get("per_step"))
-        if flops and kind_of(r) == "train":
-            out.append(row("flops_per_s", "measured", flops / step["median"], w, "newest", [r]))
         mfu = r.get("mfu") or {}
+        if flops and kind_of(r) == "train":
+            tf32 = (
+                TF32_MATMULS if _ran_as_tf32(w["precision"], mfu.get("vendor_precision")) else None
+            )
+            out.append(
+                row("flops_per_s", "measured", flops / step["median"], w, "newest", [r], note=tf32)
+            )
         if r["device"]["platform"] != "cpu" and number(mfu.get("vs_vendor")):
             note = f"of its datasheet's {mfu['vendor_precision']} peak"
             out.append(row("mfu", "measured", mfu["vs_vendor"], w, "newest", [r], note=note))
@@ -432,6 +437,14 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 
 MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
+
+# An f32 rate whose matmuls ran as TF32 (JAX's default matmul precision on a tensor-core
+# GPU, as the record says): the note every page prints it with, the precision kept f32.
+TF32_MATMULS = "f32 (TF32 matmuls)"
+
+
+def _ran_as_tf32(precision: str, matmul_precision: str | None) -> bool:
+    return precision == "f32" and matmul_precision == "tf32"
 
 
 HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
@@ -514,7 +527,11 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
         w["precision"] = SPELLING.get(dtype, dtype)
-        out.append(row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r]))
+        ran = r["matmul_ceiling"][dtype].get("precision")
+        tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], ran) else None
+        out.append(
+            row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r], note=tf32)
+        )
     return out
 
 

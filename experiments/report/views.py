@@ -11,7 +11,7 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import OURS_FOR_PUBLISHED, RULES
+from experiments.report.figures import OURS_FOR_PUBLISHED, RULES, TF32_MATMULS
 from experiments.report.fmt import fmt, value_text
 
 REPORT_FILE = "REPORT.md"
@@ -164,6 +164,8 @@ def _cell(r: dict, column: str) -> str:
         return f"{lo}-{hi} ({r['spread'] or 'range'})"
     if column == "band":
         return answers_lib.band_words(r)
+    if column == "precision" and r.get("note") == TF32_MATMULS:
+        return TF32_MATMULS
     if column == "how":
         bits = [r.get("framework")]
         if not _blank(r.get("formulation")):
