@@ -370,7 +370,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         gpus = "/".join(sorted(set(on_gpu.device)))
         text += f", {span} on an {gpus}'s"
         seen += [lo, hi]
-    return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a step shorter than that", seen)
+    return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a shorter step", seen)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
@@ -391,13 +391,18 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
         fit_split = one(fits, placement=split.placement, **same)
         fit_data = one(fits, placement="sharded", **same)
         verdict = {1.0: "fits", 0.0: "no fit"}
+        efficiency = one(
+            t, quantity="scaling_efficiency", placement=split.placement, selection="equal-batch",
+            **same,
+        )  # fmt: skip
+        scales = f" {fmt(efficiency)} of ideal," if efficiency else ""
         text = (
             f"weights split ({split.placement}): {split.model} b{int(split.batch)} "
-            f"{split.device} {fmt(split.to_dict())}/device, "
+            f"{split.device}{scales} {fmt(split.to_dict())}/device, "
             f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
             f"{verdict.get(fit_data and fit_data['value'], '?')}"
         )
-        return text, [split.to_dict(), data, fit_split, fit_data]
+        return text, [split.to_dict(), efficiency, data, fit_split, fit_data]
     return "model parallelism not compiled yet", []
 
 
@@ -420,10 +425,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
     said = None
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
-        said = (
-            f"efficiency vs published: {band['value']:.3g}x off (median; worst "
-            f"{band['hi']:.3g}x, n={int(band['n'])}), {band['note']}"
-        )
+        said = f"{band['value']:.3g}x off (median; worst {band['hi']:.3g}x), {band['note']}"
     return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
 
 
@@ -586,27 +588,44 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    s = rows(t, quantity="speedup", kind="measured", device=cpu)
+    """vmap's speed over sequential steps per K on the reference CPU, and on every other
+    CPU that ran the ensemble, each named with its formulation: a contrary result is
+    said beside the reference CPU's, never left to the details page."""
+    s = rows(t, quantity="speedup", kind="measured", platform="cpu")
     s = s[s.extra.str.contains("vmap vs sequential")]
-    if not len(s):
+    if not len(s[s.device == cpu]):
         return Said(none_on(cpu, "ensemble run"))
-    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
-    parts = [f"K={r['k']}: {fmt(r)}" for r in s.to_dict("records")]
-    text = f"{s.iloc[0].model}, vmap's speed over sequential: " + ", ".join(parts)
-    return Said(text, list(s.to_dict("records")))
+    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
+    s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
+    parts = []
+    for (other, device, formulation), g in s.groupby(["ref", "device", "formulation"], sort=False):
+        who = f"{device}, " if other else ""
+        ks = ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records"))
+        parts.append(f"{who}{formulation} formulation: {ks}")
+    text = f"{s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
+    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")))
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
+    """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
+    which is the faster."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
-             loop="step", precision="f32")  # fmt: skip
-    s = s[s.extra == "vs xla formulation"]
+             precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
-    caveat = f"seed 004's cuDNN {fmt(seed)} is a newer cuDNN and GPU over older ones"
+    caveat = f"seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older"
     if not len(s):
         return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed])
-    lo, hi = s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()
-    text = f"oneDNN {fmt(lo)}-{fmt(hi)} the xla formulation's step (same CPU); {caveat}"
-    return Said(text, [lo, hi, seed])
+    parts, seen, said = [], [], ""
+    for loop in ("step", "device"):
+        g = s[s.loop == loop]
+        if not len(g):
+            continue
+        lo, hi = g.loc[g.value.idxmin()].to_dict(), g.loc[g.value.idxmax()].to_dict()
+        way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
+        parts.append(f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop)")
+        seen, said = [*seen, lo, hi], way
+    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; {caveat}"
+    return Said(text, [*seen, seed])
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 KNOWN = {
     "measured": "**M** measured here",
     "derived": "**D** derived from a measured step",
-    "compiled": "**C** compiled by the target's own compiler, never run",
+    "compiled": "**C** compiled by the target's compiler, not run",
     "predicted": "**P** predicted from that compiled program",
     "published": "**published**: someone else's, cited",
 }
