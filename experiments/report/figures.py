@@ -188,9 +188,9 @@ RULES = {
     "machine-best": "the highest matmul rate any run on this machine measured (a busy "
     "moment only lowers it)",
     "cpu-best": "the fastest step any configuration, formulation, loop or framework "
-    "reached for this step (model, batch, precision) on this machine, on real data where "
-    "it ran on it (on the measured side's own data set where it has one): one baseline "
-    "for every accelerator's speedup of that step",
+    "reached for this step (model, batch, precision) on this machine (on a measured "
+    "side's own data set where it ran on it): the baseline of every accelerator's speedup "
+    "of that step",
     "like-for-like": "the same program on both sides: the xla formulation in the step "
     "loop on one device",
     "equal-batch": "both chips at the same global batch and precision",
@@ -1155,12 +1155,10 @@ def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
 def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> dict[str, Any]:
     """The CPU's fastest step among `on_cpu` (one CPU's, of one model, batch and
     precision): on `dataset` where it ran on it (a measured side's own data), else on
-    any. Every accelerator's speedup "at its best" divides this one figure, so a
-    predicted and a measured speedup of one workload share their baseline."""
+    any. A predicted and a measured speedup of one workload so share their baseline
+    wherever the fastest step ran on the measured side's data."""
     same = on_cpu[on_cpu.dataset == dataset] if dataset is not None else on_cpu
-    same = same if len(same) else on_cpu
-    real = same[same.dataset != "synthetic"]
-    pool = real if len(real) else same
+    pool = same if len(same) else on_cpu
     return pool.loc[pool.value.idxmin()].to_dict()
 
 
