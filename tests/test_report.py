@@ -209,14 +209,34 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
 def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table):
     text = views.first_screen(table, plot="report/seed_models.png")
     lines = text.splitlines()
-    assert len(lines) <= 25 and len(text.split()) <= 870
-    assert lines[2].startswith("**") and "Measured on GPU and this project's CPUs" in lines[2]
+    assert len(lines) <= 25 and len(text.split()) <= 881
+    assert lines[2].startswith("**Measured on GPU ")
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
     assert all(len(a.answer.split()) <= 30 for a in found), [a.answer for a in found]
     ids = set(table.id)
     assert all(set(a.ids) <= ids for a in found)  # each answer traces to rows of the CSV
     assert "![" in text
+
+
+def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
+    m = table[table.kind == "measured"]
+    gpus = sorted(set(m[m.platform == "gpu"].device))
+    cpu = answers.reference_cpu(table)
+    assert gpus == ["H200"]  # the committed records: one GPU ran them
+    assert views.what_ran(table).startswith(f"**Measured on GPU H200 and CPU {cpu}. ")
+    goal = views.gpu_goal(table)
+    assert goal.startswith("Measured on GPU H200; ") and "not measured" in goal
+    assert goal in views.bench_block(table, None)
+    performance = (ROOT / "PERFORMANCE.md").read_text()
+    assert goal in performance and "no GPU was at hand" not in performance
+    # the positive control: without the GPU's records neither names a GPU, and a
+    # speedrun on a GPU is said to have run
+    cpus = table[table.platform != "gpu"]
+    assert "GPU" not in views.what_ran(cpus).split(".")[0]
+    assert views.gpu_goal(cpus).startswith("Measured on no accelerator;")
+    run = table[table.quantity == "time_to_target_s"].head(1).assign(platform="gpu", device="H200")
+    assert "the speedrun ran on H200" in views.gpu_goal(pd.concat([table, run]))
 
 
 def test_the_readme_block_opens_with_the_reports_own_answers_table(table):
@@ -381,7 +401,12 @@ def _said(number):
 def test_every_cpu_figure_on_the_first_screen_is_the_reference_cpus(csv):
     cpu = answers.reference_cpu(csv)
     assert cpu and "not recorded" not in cpu
-    cited = csv[csv.id.isin({i for a in answers.answers(csv) for i in a.ids})]
+    found = answers.answers(csv)
+    # a contrary result on another CPU (vmap's, row 14) is quoted with that CPU named
+    for i in found[13].ids:
+        device = csv.set_index("id").device[i]
+        assert device == cpu or f"{device}, " in found[13].answer
+    cited = csv[csv.id.isin({i for a in found if a.number != 14 for i in a.ids})]
     cited = cited[cited.kind != "published"]  # a seed's own CPU, cited as the seed's
     assert set(cited[cited.platform == "cpu"].device) == {cpu}
     # the positive control: an answer quoting another CPU is caught by the same check
@@ -389,27 +414,57 @@ def test_every_cpu_figure_on_the_first_screen_is_the_reference_cpus(csv):
     assert set(pd.concat([cited, other])[lambda t: t.platform == "cpu"].device) != {cpu}
 
 
-def test_the_gpu_speedup_and_the_epochs_agree_and_name_the_loop_step(csv):
+def test_every_speedup_of_the_gpu_answer_divides_one_named_cpu_step(csv):
     cpu = answers.reference_cpu(csv)
     at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
-    step = csv[at & (csv.device == cpu) & (csv.quantity == "step_s") & (csv.formulation == "xla")
-               & (csv.loop == "step") & (csv.extra == "-")]  # fmt: skip
+    steps = csv[at & (csv.device == cpu) & (csv.quantity == "step_s") & (csv.extra == "-")
+                & (csv.devices == 1) & (csv.dataset == "mnist")]  # fmt: skip
+    base = steps.loc[steps.value.idxmin()]  # the CPU's fastest, on the H200's own data
+    loops = csv[at & (csv.platform == "gpu") & (csv.kind == "measured")
+                & (csv.quantity == "step_s") & (csv.extra == "jaxcnn's loop")]  # fmt: skip
     t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "loop_step_s")]
-    assert len(step) == len(t4) == 1
-    speedup = fmt({"quantity": "speedup", "unit": "x",
-                   "value": step.value.iloc[0] / t4.value.iloc[0]})  # fmt: skip
-    t4_step = f"T4 (predicted) loop step {fmt(t4.iloc[0].to_dict())}"
-    assert t4_step in _said(5) and speedup in _said(5)
-    epochs = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "epoch-from-step")]
-    cpu_epoch = epochs[
-        (epochs.device == cpu) & (epochs.formulation == "xla") & (epochs.loop == "step")
-    ]
-    t4_epoch = epochs[epochs.device == "gpu-t4"]
-    for side in (cpu_epoch, t4_epoch):
-        assert fmt(side.iloc[0].to_dict()) in _said(12)
-    ratio = fmt({"quantity": "speedup", "unit": "x",
-                 "value": cpu_epoch.value.iloc[0] / t4_epoch.value.iloc[0]})  # fmt: skip
-    assert ratio == speedup  # one speedup for one question, whichever row says it
+    assert len(loops) >= 1 and len(t4) == 1
+    said = _said(5)
+    named = f"{fmt(base.to_dict())} ({base.formulation} formulation, {base.loop} loop, mnist)"
+    assert said.startswith(f"over the CPU's fastest, {named}:") and "differ" not in said
+    for step in [*loops.value, t4.value.iloc[0]]:  # each speedup is that one step over it
+        assert fmt({"quantity": "speedup", "unit": "x", "value": base.value / step}) in said
+    cited = csv[csv.id.isin(answers.answers(csv)[4].ids) & (csv.quantity == "speedup")]
+    assert set(cited.numerator) == {base.id} and len(cited) == 3
+    # the positive control: a measured speedup over another CPU step is said, both named
+    other = csv[at & (csv.device == cpu) & (csv.quantity == "step_s") & (csv.extra == "-")
+                & (csv.dataset == "fashion_mnist")].iloc[0]  # fmt: skip
+    moved = csv.numerator.where(~csv.id.isin(cited.id) | (cited.device.iloc[0] != csv.device),
+                                other.id)  # fmt: skip
+    said = answers.answers(csv.assign(numerator=moved))[4].answer
+    assert "(data sets differ)" in said and "fashion_mnist" in said and named in said
+
+
+def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one(csv):
+    cpu = answers.reference_cpu(csv)
+    at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
+    trained = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "newest-trained")
+                  & (csv.dataset == "mnist") & csv.extra.str.endswith(" epochs")]  # fmt: skip
+    ran = trained[(trained.device == cpu) | (trained.platform == "gpu")]
+    said, found = _said(12), answers.answers(csv)[11]
+    for device, g in ran.groupby("device"):  # each device's run of the most epochs
+        most = g[g.extra == max(g.extra, key=lambda e: int(e.split()[0]))]
+        r = most.loc[most.value.idxmin()].to_dict()
+        assert f"{fmt(r)} measured, {r['extra']}" in said, device
+        assert r["id"] in found.ids
+    assert {cpu, "H200"} <= set(ran.device)  # the committed records: both trained 5 epochs
+    t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "epoch_s")].iloc[0]
+    assert f"T4 {fmt(t4.to_dict())} (predicted, derived from its loop step)" in said
+    assert found.known == "M / P"
+    # without the trained runs (the positive control) the CPU's epoch is derived, said so
+    # and known as D, never M
+    bare = answers.answers(csv[~csv.id.isin(trained.id)])[11]
+    assert "derived from its step" in bare.answer and bare.known.startswith("D")
+    assert "measured" not in bare.answer
+    # the seed's epoch on the CPU is derived from a step: its kind says so
+    seed = answers.answers(csv)[2]
+    assert "CPU" in seed.answer and "derived from its step" in seed.answer
+    assert seed.known.split(" / ")[0] == "D" and "M" not in seed.known.split(" / ")
 
 
 def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv):
@@ -442,6 +497,26 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         fast = g[g.value == min(tpu, gpu)].device.iloc[0]
         ratio = fmt({"quantity": "speedup", "unit": "x", "value": max(tpu, gpu) / min(tpu, gpu)})
         assert f"{model} {fast} {ratio}" in said
+    # both chips compared are named, and where the device step picks the other chip the
+    # answer says so, with that ratio
+    d = csv[(csv.quantity == "device_step_s") & (csv.batch == 128) & (csv.precision == "f32")
+            & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    d = d[~d.device.str.contains("x")]
+    differ = 0
+    for model, g in d.groupby("model"):
+        loop_fast = p[p.model == model].loc[p[p.model == model].value.idxmin()].device
+        best_tpu = g[g.platform == "tpu"].value.min()
+        best_gpu = g[g.platform == "gpu"].value.min()
+        fast = g[g.value == min(best_tpu, best_gpu)].device.iloc[0]
+        ratio = max(best_tpu, best_gpu) / min(best_tpu, best_gpu)
+        shown = f"{model} {loop_fast} "
+        if fast != loop_fast:
+            differ += 1
+            words = fmt({"quantity": "speedup", "unit": "x", "value": ratio})
+            assert f"(device step: {fast} {words})" in said.split(shown)[1].split(";")[0]
+        else:
+            assert "device step" not in said.split(shown)[1].split(";")[0]
+    assert differ == 1 and said.startswith("loop step, tpu-v6e-1 vs gpu-h100: ")
 
 
 def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):
@@ -482,6 +557,45 @@ def _jax_loops_way(csv: pd.DataFrame) -> str:
             & csv.extra.str.startswith(tuple(REFS_JAX_LOOPS))]  # fmt: skip
     faster = int((e.note == "predicted faster").sum())
     return f"prediction faster in {faster} of {len(e)}"
+
+
+def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_step(csv, table):
+    at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.device.isin(["gpu-k80", "K80"]))
+    loop = csv[at & (csv.quantity == "loop_step_s") & (csv.kind == "predicted")].iloc[0]
+    ours = csv[at & (csv.quantity == "step_s") & (csv.kind == "predicted")].iloc[0]
+    assert fmt(loop.to_dict()) != fmt(ours.to_dict())  # two quantities, two values
+    said = _said(6)
+    assert f"K80 loop step {fmt(loop.to_dict())}" in said
+    assert f"ours for Keras's loop {fmt(ours.to_dict())}" in said and "ours for it" not in said
+    # every page row of such a prediction says what it predicts, the devices page prints
+    # the one its error factor is computed on
+    assert ours.note.startswith(figures.OURS_FOR_PUBLISHED)
+    line = (
+        f"| mnist_cnn | 128 | K80 | predicted | step_s | f32 | {fmt(ours.to_dict())} "
+        f"| jaxcnn, keras-tf14-k80-mnist-cnn | {ours.note} |"
+    )
+    assert line in views.page("devices", table, {})
+    # the positive control: a row without that note is not shown as one
+    unlabelled = table.assign(note=table.note.where(table.id != ours.id, "device step"))
+    assert line not in views.page("devices", unlabelled, {})
+
+
+def test_an_f32_rate_whose_matmuls_ran_as_tf32_says_so_and_keeps_its_precision(csv, table):
+    rates = csv[csv.quantity.isin(["flops_per_s", "peak_flops_per_s"]) & (csv.precision == "f32")]
+    h200 = rates[rates.device == "H200"]
+    assert len(h200) > 10 and set(h200.note) == {figures.TF32_MATMULS}  # the records: tf32
+    cpu = rates[rates.platform == "cpu"]
+    assert len(cpu) and cpu.note.isna().all()  # the positive control: a CPU's f32 is f32
+    assert set(csv[csv.device == "H200"].precision) <= {"f32", "bf16"}  # the column kept
+    page = views.page("matmul", table, {})
+    peak = h200[h200.quantity == "peak_flops_per_s"].iloc[0]
+    assert f"| H200 | f32 (TF32 matmuls) | {fmt(peak.to_dict())} | machine-best |" in page
+    assert "| H200 | f32 |" not in page
+    said = _said(13)
+    assert "H200 (measured, TF32 matmuls) median" in said
+    # a run whose record says its f32 matmuls ran in f32 gets no such label
+    assert not figures._ran_as_tf32("f32", "fp32") and figures._ran_as_tf32("f32", "tf32")
+    assert not figures._ran_as_tf32("bf16", "tf32")
 
 
 TABLE_ROW = re.compile(r"^\|(.*)\|$")
@@ -621,27 +735,64 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         )
         top = fmt({"quantity": "mfu", "unit": "fraction", "value": values[-1]})
         name = platform.upper()
-        if len(measured):
-            name = f"{'/'.join(sorted(set(g.device)))} (measured)"
+        if len(measured):  # the H200's f32 matmuls ran as TF32 (its records say)
+            name = f"{'/'.join(sorted(set(g.device)))} (measured, TF32 matmuls)"
         assert f"{name} median {median} (max {top})" in _said(13)
-    assert "(measured)" in _said(13)  # the committed GPU records: a chip that ran them
+    assert "(measured, " in _said(13)  # the committed GPU records: a chip that ran them
     peak = csv[
         (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
     ]
-    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    assert f"of {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
               for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
-    assert _said(15).startswith(f"oneDNN {lo}-{hi}") and "newer cuDNN and GPU" in _said(15)
+    assert "newer cuDNN and GPU" in _said(15)
+
+
+def test_the_contrary_results_are_in_the_answers(csv):
+    cpu = answers.reference_cpu(csv)
+    # vmap: every CPU's per K, each CPU other than line 2's and each formulation named
+    v = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")]
+    said = _said(14)
+    for (device, formulation), g in v.groupby(["device", "formulation"]):
+        head = f"{formulation} formulation: " if device == cpu else f"{device}, {formulation} "
+        part = said[said.index(head) :].split(";")[0]
+        for r in g.to_dict("records"):
+            assert f"{r['extra'].split()[0]} {fmt(r)}" in part
+    assert (v.value < 1).any() and (v.value > 2).any()  # the committed: both ways
+    # model parallelism: its efficiency beside its memory
+    e = csv[(csv.quantity == "scaling_efficiency") & (csv.placement == "model")
+            & (csv.selection == "equal-batch")]  # fmt: skip
+    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())} of ideal, " in _said(8)
+    # oneDNN: which is faster, per loop
+    o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
+            & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
+
+    def span(g):
+        return "-".join(
+            fmt({"quantity": "speedup", "unit": "x", "value": v})
+            for v in (g.value.min(), g.value.max())
+        )
+
+    step, device = o[o.loop == "step"], o[o.loop == "device"]
+    assert (o.value > 1).all()
+    assert _said(15).startswith(
+        f"oneDNN vs xla formulation, same CPU: faster by {span(step)} (step loop), "
+        f"{span(device)} (device loop); "
+    )
+    # the positive control: below 1 in one loop, that loop is said slower
+    slow = csv.assign(value=csv.value.where(~csv.id.isin(device.id), 0.5))
+    assert "slower by 0.5x-0.5x (device loop)" in answers.answers(slow)[14].answer
 
 
 def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_parallel_one(table):
     text, quoted = answers.model_split(table)
-    split, data, fit_split, fit_data = quoted
+    split, efficiency, data, fit_split, fit_data = quoted
     assert split["placement"] in choices.MODEL_STRATEGIES and data["placement"] == "sharded"
     key = ("model", "batch", "precision", "device")
-    assert all(split[k] == data[k] == fit_split[k] == fit_data[k] for k in key)
+    assert all(split[k] == data[k] == fit_split[k] == fit_data[k] == efficiency[k] for k in key)
+    assert efficiency["quantity"] == "scaling_efficiency" and answers.fmt(efficiency) in text
     assert answers.fmt(split) in text and answers.fmt(data) in text
     # without a split compile the answer says so instead of quoting a data-parallel one
     none = table[~table.placement.isin(choices.MODEL_STRATEGIES)]

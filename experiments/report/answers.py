@@ -83,9 +83,53 @@ def band_words(r: Row) -> str:
     return f"x{median:.2f} median, x{worst:.2f} worst, n={r['band_n']} ({r['band_split']})"
 
 
+DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, never timed
+
+
 def kinds(rs: list[Row]) -> str:
+    """The answer's "known" column: a measured step's derived epoch is D, never M."""
     short = {"measured": "M", "compiled": "C", "predicted": "P", "published": "published"}
-    return " / ".join(dict.fromkeys(short[r["kind"]] for r in rs if r)) or "-"
+    derived = {"measured": "D"}
+    return (
+        " / ".join(
+            dict.fromkeys(
+                (derived if r["selection"] == DERIVED else short).get(r["kind"], short[r["kind"]])
+                for r in rs
+                if r
+            )
+        )
+        or "-"
+    )
+
+
+def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
+    """The epoch of the run on `device` that trained the most whole epochs (the fastest
+    of those, where several formulations did), or None where no run trained."""
+    found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
+                 batch=batch, precision="f32", placement="single", selection="newest-trained",
+                 **where)  # fmt: skip
+    if not len(found):
+        return None
+    found = found.assign(epochs=found.extra.str.extract(r"^(\d+) epochs")[0].astype(float))
+    found = found[found.epochs == found.epochs.max()]
+    return found.loc[found.value.idxmin()].drop(labels="epochs").to_dict()
+
+
+def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
+    """The epoch derived from `device`'s fastest measured step (any formulation or loop
+    of jaxcnn's), where no run trained one."""
+    found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
+                 batch=batch, precision="f32", placement="single", selection=DERIVED,
+                 framework="jax")  # fmt: skip
+    return found.loc[found.value.idxmin()].to_dict() if len(found) else None
+
+
+def epoch_words(r: Row) -> str:
+    """A measured epoch and how it is known: measured over N epochs, or derived from a
+    step (its formulation and loop named)."""
+    if r["selection"] == DERIVED:
+        return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
+    return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
 
 
 def _first_band(rs: list[Row]) -> str:
@@ -157,24 +201,21 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
-    def epoch(device: str | None, batch: int, kind: str) -> Row:
-        found = rows(t, quantity="epoch_s", kind=kind, device=device, model=SEED_MODEL,
-                     batch=batch, precision="f32", placement="single")  # fmt: skip
-        if kind == "measured":
-            found = found[(found.formulation == "xla") & (found.loop == "step")]
-        return found.iloc[0].to_dict() if len(found) == 1 else None
-
-    mx, t4 = epoch("gpu-mx150", 16, "predicted"), epoch("gpu-t4", 128, "predicted")
-    c = epoch(cpu, 16, "measured")
+    mx = predicted(t, "epoch_s", "gpu-mx150", SEED_MODEL, 16)
+    t4 = predicted(t, "epoch_s", "gpu-t4", SEED_MODEL, 128)
+    c = trained_epoch(t, cpu, SEED_MODEL, 16) or derived_epoch(t, cpu, SEED_MODEL, 16)
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
     parts = [
-        f"{name} {fmt(mine) if mine else 'none'} (seed{' ETA' if name == 'CPU' else ''} {fmt(s)})"
-        for name, mine, s in (("CPU", c, s_cpu), ("MX150", mx, s_mx), ("T4", t4, s_t4))
+        f"CPU {epoch_words(c)} (seed ETA {fmt(s_cpu)})"
+        if c
+        else f"{none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
     ]
-    if c is None:
-        parts[0] = f"{none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
+    parts += [
+        f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
+        for name, mine, s in (("MX150", mx, s_mx), ("T4", t4, s_t4))
+    ]
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
@@ -192,14 +233,13 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), picked)
 
 
-def speedups(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | None) -> list[Row]:
-    """[like for like, against the CPU at its best] of `device`'s predicted step (the
-    loop step where predicted) over `cpu`'s."""
+def speedup_at_best(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | None) -> Row:
+    """`device`'s predicted step (the loop step where predicted) against `cpu` at its
+    best (figures.cpu_best: the one baseline a measured accelerator's speedup divides)."""
     s = rows(t, quantity="speedup", device=device, model=model, batch=batch, precision="f32",
              placement="single")  # fmt: skip
     quantity = "loop_step_s" if s.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    base = f"{quantity} vs {cpu}"
-    return [one(s, selection="like-for-like", extra=base), one(s, extra=f"{base} at its best")]
+    return one(s, extra=f"{quantity} vs {cpu} at its best")
 
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
@@ -260,39 +300,50 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
 WIDE_BAND = 2.0  # a band past this factor changes an answer's verdict: its range is said
 
 
-def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> tuple[str, list[Row]]:
-    """jaxcnn's loop of the MNIST CNN at b128 measured on a GPU against the same loop's
-    fastest on the reference CPU: the range over the GPU's runs, or "" where none ran."""
+def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> list[Row]:
+    """jaxcnn's loop of the MNIST CNN at b128 measured on a GPU against the reference
+    CPU's fastest step: the slowest and the fastest of the GPU's runs, or [] where none
+    ran."""
     best = f"jaxcnn's loop vs {cpu} at its best"
     s = rows(t, quantity="speedup", kind="measured", model=MNIST_MODEL, batch=128,
              precision="f32", extra=best, platform="gpu")  # fmt: skip
     if s.empty:
-        return "", []
-    lo, hi = s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()
-    steps = t.set_index("id").value
-    loop = [steps[r["denominator"]] for r in (lo, hi)]
-    devices = "/".join(sorted(set(s.device)))
-    span = fmt(lo) if len(s) == 1 else f"{fmt(lo)}-{fmt(hi)}"
-    return (
-        f"{devices} measured: loop {value_text(min(loop), 's')}-{value_text(max(loop), 's')}, "
-        f"{span} the CPU's fastest; ",
-        [lo, hi],
-    )
+        return []
+    return [s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()]
+
+
+def baseline_words(r: Row) -> str:
+    """A CPU step named as a baseline: its value, formulation, loop and data set."""
+    return f"{fmt(r)} ({r['formulation']} formulation, {r['loop']} loop, {r['dataset']})"
 
 
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
-    like, best = speedups(t, "gpu-t4", MNIST_MODEL, 128, cpu)
-    lead, seen = measured_gpu_vs_cpu(t, cpu)
-    if not (p and like):
-        why = none_on(cpu, "like-for-like CPU step") if p else "T4 not predicted yet"
-        return Said(lead + why, [*seen, p])
+    best = speedup_at_best(t, "gpu-t4", MNIST_MODEL, 128, cpu)
+    seen = measured_gpu_vs_cpu(t, cpu)
+    by_id = t.set_index("id")
+    bases = {r["numerator"] for r in [*seen, best] if r}
+    if not bases:
+        return Said(none_on(cpu, "like-for-like CPU step") if p else "T4 not predicted yet", [p])
+    # one CPU figure under every speedup of the cell, named; two only where the data
+    # sets differ by necessity (a measured side's own data), each then named
+    named = [by_id.loc[b].to_dict() | {"id": b} for b in sorted(bases)]
+    head = "over the CPU's fastest, " + " and ".join(baseline_words(r) for r in named)
+    parts = [head + (" (data sets differ)" if len(named) > 1 else "") + ":"]
+    if seen:
+        lo, hi = seen
+        loop = sorted(by_id.value[[r["denominator"] for r in seen]])
+        span = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+        gpus = "/".join(sorted({r["device"] for r in seen}))
+        parts.append(
+            f"{gpus} measured loop {value_text(loop[0], 's')}-{value_text(loop[-1], 's')}, {span}"
+        )
+    if not (p and best):
+        parts.append("T4 not predicted yet" if not p else none_on(cpu, "T4 speedup"))
+        return Said("; ".join(parts), [*named, *seen, p])
     band, b = small_band(t, step=p)
-    text = (
-        f"{lead}T4 (predicted) loop step {fmt(p)} (b128): {fmt(like)} the CPU's same program"
-        f"{implied(like, b, t)}, {fmt(best)} its fastest"
-    )
-    return Said(text, [*seen, p, like, best, b], band)
+    parts.append(f"T4 predicted loop {fmt(p)}, {fmt(best)}{implied(best, b, t)}")
+    return Said(parts[0] + " " + "; ".join(parts[1:]), [*named, *seen, p, best, b], band)
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -305,7 +356,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if keras is not None and factor and ours:
         way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
         parts.append(
-            f"Keras's K80 row {fmt(keras)}, ours for it {fmt(ours)}: {fmt(factor)} off, {way}"
+            f"Keras's K80 {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} off, {way}"
         )
     band, b = small_band(t, step=p)
     return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band and "as row 5's")
@@ -327,7 +378,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         gpus = "/".join(sorted(set(on_gpu.device)))
         text += f", {span} on an {gpus}'s"
         seen += [lo, hi]
-    return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a step shorter than that", seen)
+    return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a shorter step", seen)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
@@ -348,13 +399,18 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
         fit_split = one(fits, placement=split.placement, **same)
         fit_data = one(fits, placement="sharded", **same)
         verdict = {1.0: "fits", 0.0: "no fit"}
+        efficiency = one(
+            t, quantity="scaling_efficiency", placement=split.placement, selection="equal-batch",
+            **same,
+        )  # fmt: skip
+        scales = f" {fmt(efficiency)} of ideal," if efficiency else ""
         text = (
             f"weights split ({split.placement}): {split.model} b{int(split.batch)} "
-            f"{split.device} {fmt(split.to_dict())}/device, "
+            f"{split.device}{scales} {fmt(split.to_dict())}/device, "
             f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
             f"{verdict.get(fit_data and fit_data['value'], '?')}"
         )
-        return text, [split.to_dict(), data, fit_split, fit_data]
+        return text, [split.to_dict(), efficiency, data, fit_split, fit_data]
     return "model parallelism not compiled yet", []
 
 
@@ -377,10 +433,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
     said = None
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
-        said = (
-            f"efficiency vs published: {band['value']:.3g}x off (median; worst "
-            f"{band['hi']:.3g}x, n={int(band['n'])}), {band['note']}"
-        )
+        said = f"{band['value']:.3g}x off (median; worst {band['hi']:.3g}x), {band['note']}"
     return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
 
 
@@ -443,18 +496,34 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
+    """Each seed model's faster chip by loop step, naming both chips compared, and the
+    device step's verdict where it is the other chip's."""
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
-    s = s[s.extra.str.startswith("faster chip per chip") & s.extra.str.contains("loop_step_s")]
-    if not len(s):
+    s = s[s.extra.str.startswith("faster chip per chip")]
+    loop = s[s.extra.str.contains("loop_step_s")]
+    if not len(loop):
         return Said("not compiled for both yet")
-    parts = [f"{r['model']} {r['device']} {fmt(r)}" for r in s.to_dict("records")]
-    text = "faster chip's loop step, by: " + "; ".join(parts)
+    device = s[s.extra.str.contains("device_step_s")].set_index("model")
+    numerator = t.set_index("id").device
+    pairs = {(r["device"], str(numerator.get(r["numerator"]))) for r in loop.to_dict("records")}
+    chips = sorted({c for pair in pairs for c in pair}, key=lambda c: not c.startswith("tpu"))
+    parts, seen = [], list(loop.to_dict("records"))
+    for r in seen.copy():
+        words = f"{r['model']} {r['device']} {fmt(r)}"
+        if r["model"] in device.index and device.loc[r["model"], "device"] != r["device"]:
+            d = device.loc[r["model"]].to_dict() | {"id": device.loc[r["model"], "id"]}
+            words += f" (device step: {d['device']} {fmt(d)})"
+            seen.append(d)
+        parts.append(words)
+    text = f"loop step, {' vs '.join(chips)}: " + "; ".join(parts)
     notes = t.set_index("id").note
-    faster = [str(notes.get(r["denominator"])) for r in s.to_dict("records")]
-    if any("left out" in note for note in faster):  # its runtime's host side has no figure
-        text += " (the faster chip's loop leaves out host parts with no figure)"
-    return Said(text, list(s.to_dict("records")), "unvalidated")
+    left = sorted(
+        {r["device"] for r in seen[: len(loop)] if "left out" in str(notes.get(r["denominator"]))}
+    )
+    if left:  # its runtime's host side has no figure
+        text += f" ({'/'.join(left)}'s host partly left out)"
+    return Said(text, seen, "unvalidated")
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -473,22 +542,19 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
-    def epoch(device: str | None, kind: str, **where: Any) -> Row:
-        return one(t, quantity="epoch_s", kind=kind, device=device, model=MNIST_MODEL, batch=128,
-                   precision="f32", placement="single", **where)  # fmt: skip
-
-    trained = rows(t, quantity="epoch_s", kind="measured", device=cpu, model=MNIST_MODEL,
-                   batch=128, precision="f32", formulation="xla", loop="step", dataset="mnist",
-                   extra="5 epochs")  # fmt: skip
-    c = trained.iloc[0].to_dict() if len(trained) == 1 else None
-    c = c or epoch(cpu, "measured", formulation="xla", loop="step", dataset="mnist",
-                   selection="epoch-from-step")  # fmt: skip
-    g = epoch("gpu-t4", "predicted")
-    if c is None:
-        return Said(none_on(cpu, "mnist_cnn epoch") + (f"; T4 {fmt(g)} an epoch" if g else ""), [g])
-    how = "5 epochs trained" if c["selection"] == "newest-trained" else "from its measured step"
-    text = f"CPU {fmt(c)} an epoch ({how}, xla step loop); T4 {fmt(g) if g else 'none'} (predicted)"
-    return Said(text, [c, g])
+    """An epoch of the MNIST CNN where a run trained several on MNIST (the CPU's and each
+    GPU's), else derived from a measured step, said as such; the T4's predicted beside."""
+    c = trained_epoch(t, cpu, MNIST_MODEL, 128, dataset="mnist")
+    c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
+    gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
+                batch=128, precision="f32", placement="single", selection="newest-trained",
+                dataset="mnist")  # fmt: skip
+    ran = [trained_epoch(gpus, d, MNIST_MODEL, 128) for d in sorted(set(gpus.device))]
+    g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
+    t4 = f"T4 {fmt(g)} (predicted, derived from its loop step)" if g else "no T4 prediction yet"
+    parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
+    parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
+    return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g])
 
 
 def median_row(found: pd.DataFrame) -> Row:
@@ -506,7 +572,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     steps = steps[steps.model != "matmul"]
     best = steps.loc[steps.value.idxmax()].to_dict() if len(steps) else None
     parts = [
-        f"CPU at most {fmt(best)} ({best['model']} b{best['batch']}) of its {fmt(peak)} matmul"
+        f"CPU max {fmt(best)} ({best['model']} b{best['batch']}) of {fmt(peak)} matmul"
         if best and peak
         else none_on(cpu, "FLOP/s measured")
     ]
@@ -519,8 +585,10 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             mid, top = median_row(m), m.loc[m.value.idxmax()].to_dict()
             picked += [mid, top]
             name = platform.upper()
-            if mid["kind"] == "measured":
-                name = f"{'/'.join(sorted(set(m.device)))} (measured)"
+            if mid["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
+                tf32 = m.note.astype(str).str.contains("tf32 peak").all()
+                how = "measured, TF32 matmuls" if tf32 else "measured"
+                name = f"{'/'.join(sorted(set(m.device)))} ({how})"
             parts.append(f"{name} median {fmt(mid)} (max {fmt(top)})")
     if len(parts) > 1:
         parts[1:] = ["of peak, seed models b128 f32: " + ", ".join(parts[1:])]
@@ -528,27 +596,44 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    s = rows(t, quantity="speedup", kind="measured", device=cpu)
+    """vmap's speed over sequential steps per K on the reference CPU, and on every other
+    CPU that ran the ensemble, each named with its formulation: a contrary result is
+    said beside the reference CPU's, never left to the details page."""
+    s = rows(t, quantity="speedup", kind="measured", platform="cpu")
     s = s[s.extra.str.contains("vmap vs sequential")]
-    if not len(s):
+    if not len(s[s.device == cpu]):
         return Said(none_on(cpu, "ensemble run"))
-    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
-    parts = [f"K={r['k']}: {fmt(r)}" for r in s.to_dict("records")]
-    text = f"{s.iloc[0].model}, vmap's speed over sequential: " + ", ".join(parts)
-    return Said(text, list(s.to_dict("records")))
+    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
+    s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
+    parts = []
+    for (other, device, formulation), g in s.groupby(["ref", "device", "formulation"], sort=False):
+        who = f"{device}, " if other else ""
+        ks = ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records"))
+        parts.append(f"{who}{formulation} formulation: {ks}")
+    text = f"{s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
+    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")))
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
+    """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
+    which is the faster."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
-             loop="step", precision="f32")  # fmt: skip
-    s = s[s.extra == "vs xla formulation"]
+             precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
-    caveat = f"seed 004's cuDNN {fmt(seed)} is a newer cuDNN and GPU over older ones"
+    caveat = f"seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older"
     if not len(s):
         return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed])
-    lo, hi = s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()
-    text = f"oneDNN {fmt(lo)}-{fmt(hi)} the xla formulation's step (same CPU); {caveat}"
-    return Said(text, [lo, hi, seed])
+    parts, seen, said = [], [], ""
+    for loop in ("step", "device"):
+        g = s[s.loop == loop]
+        if not len(g):
+            continue
+        lo, hi = g.loc[g.value.idxmin()].to_dict(), g.loc[g.value.idxmax()].to_dict()
+        way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
+        parts.append(f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop)")
+        seen, said = [*seen, lo, hi], way
+    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; {caveat}"
+    return Said(text, [*seen, seed])
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,9 @@ RULES = {
     "machine-best": "the highest matmul rate any run on this machine measured (a busy "
     "moment only lowers it)",
     "cpu-best": "the fastest step any configuration, formulation, loop or framework "
-    "reached for this step (model, batch, precision) on this machine",
+    "reached for this step (model, batch, precision) on this machine (on a measured "
+    "side's own data set where it ran on it): the baseline of every accelerator's speedup "
+    "of that step",
     "like-for-like": "the same program on both sides: the xla formulation in the step "
     "loop on one device",
     "equal-batch": "both chips at the same global batch and precision",
@@ -379,9 +381,14 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         step = r["step_time_s"]
         out.append(row("step_s", "measured", step["median"], w, "newest", [r], **_spread(step)))
         flops = number((r.get("flops") or {}).get("per_step"))
-        if flops and kind_of(r) == "train":
-            out.append(row("flops_per_s", "measured", flops / step["median"], w, "newest", [r]))
         mfu = r.get("mfu") or {}
+        if flops and kind_of(r) == "train":
+            tf32 = (
+                TF32_MATMULS if _ran_as_tf32(w["precision"], mfu.get("vendor_precision")) else None
+            )
+            out.append(
+                row("flops_per_s", "measured", flops / step["median"], w, "newest", [r], note=tf32)
+            )
         if r["device"]["platform"] != "cpu" and number(mfu.get("vs_vendor")):
             note = f"of its datasheet's {mfu['vendor_precision']} peak"
             out.append(row("mfu", "measured", mfu["vs_vendor"], w, "newest", [r], note=note))
@@ -430,6 +437,14 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 
 MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
+
+# An f32 rate whose matmuls ran as TF32 (JAX's default matmul precision on a tensor-core
+# GPU, as the record says): the note every page prints it with, the precision kept f32.
+TF32_MATMULS = "f32 (TF32 matmuls)"
+
+
+def _ran_as_tf32(precision: str, matmul_precision: str | None) -> bool:
+    return precision == "f32" and matmul_precision == "tf32"
 
 
 HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
@@ -512,7 +527,11 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
         w["precision"] = SPELLING.get(dtype, dtype)
-        out.append(row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r]))
+        ran = r["matmul_ceiling"][dtype].get("precision")
+        tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], ran) else None
+        out.append(
+            row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r], note=tf32)
+        )
     return out
 
 
@@ -948,13 +967,21 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
                 {**w, "framework": "jaxcnn"},
                 "per-kernel",
                 [v["record"]],
-                note="jaxcnn's loop step"
-                if v.get("compared") == "loop_step_s"
-                else "device step plus the platform's fitted published-loop cost",
+                note=f"{OURS_FOR_PUBLISHED}: "
+                + (
+                    "jaxcnn's loop step"
+                    if v.get("compared") == "loop_step_s"
+                    else "device step plus the platform's fitted published-loop cost"
+                ),
             )
             out.append(pred)
             out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
     return out
+
+
+# A prediction of a published step is of that publication's own loop, not of jaxcnn's
+# loop step on the chip: its note says so wherever it is printed.
+OURS_FOR_PUBLISHED = "ours for the published loop"
 
 
 # The published efficiencies' comparison rows say this in `extra`, so that no band of
@@ -1094,7 +1121,7 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     the CPU at its best (cpu-best)."""
     out = []
     m = table[(table.quantity == "step_s") & (table.kind == "measured")]
-    cpu = m[(m.platform == "cpu") & (m.devices == 1) & (m.extra == "-")]
+    cpu = cpu_steps(m)
     p_rows = table[
         table.quantity.isin(["device_step_s", "loop_step_s"]) & (table.kind == "predicted")
     ]
@@ -1113,9 +1140,27 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
                         "speedup", p.to_dict(), like.iloc[0].to_dict(), "like-for-like", extra=base
                     )
                 )
-            best = on_cpu.loc[on_cpu.value.idxmin()].to_dict()
+            best = cpu_best(on_cpu)
             out.append(ratio("speedup", p.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
     return out + measured_loop_speedups(m)
+
+
+def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
+    """The CPUs' one-device steps a speedup divides: the steady step of each formulation,
+    loop and framework (jaxcnn's own loop, host included, is the accelerators' side)."""
+    return measured[
+        (measured.platform == "cpu") & (measured.devices == 1) & (measured.extra == "-")
+    ]
+
+
+def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> dict[str, Any]:
+    """The CPU's fastest step among `on_cpu` (one CPU's, of one model, batch and
+    precision): on `dataset` where it ran on it (a measured side's own data), else on
+    any. A predicted and a measured speedup of one workload so share their baseline
+    wherever the fastest step ran on the measured side's data."""
+    same = on_cpu[on_cpu.dataset == dataset] if dataset is not None else on_cpu
+    pool = same if len(same) else on_cpu
+    return pool.loc[pool.value.idxmin()].to_dict()
 
 
 def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1123,7 +1168,7 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     batch, precision) measured on each CPU: like for like (both the xla formulation)
     and against the CPU's fastest formulation."""
     loops = measured[(measured.extra == "jaxcnn's loop") & (measured.devices == 1)]
-    cpu = loops[loops.platform == "cpu"]
+    cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
         same = cpu[(cpu.model == a.model) & (cpu.batch == a.batch) & (cpu.precision == a.precision)]
@@ -1133,8 +1178,13 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
             if len(like):
                 b = like.loc[like.value.idxmin()].to_dict()
                 out.append(ratio("speedup", a.to_dict(), b, "like-for-like", extra=base))
-            best = on_cpu.loc[on_cpu.value.idxmin()].to_dict()
-            out.append(ratio("speedup", a.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
+        fastest = steps[
+            (steps.model == a.model) & (steps.batch == a.batch) & (steps.precision == a.precision)
+        ]
+        for device, on_cpu in fastest.groupby("device"):  # the predicted speedups' baseline
+            best = cpu_best(on_cpu, a.dataset)
+            extra = f"jaxcnn's loop vs {device} at its best"
+            out.append(ratio("speedup", a.to_dict(), best, "cpu-best", extra=extra))
     return out
 
 

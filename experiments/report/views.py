@@ -11,7 +11,7 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import RULES
+from experiments.report.figures import OURS_FOR_PUBLISHED, RULES, TF32_MATMULS
 from experiments.report.fmt import fmt, value_text
 
 REPORT_FILE = "REPORT.md"
@@ -23,18 +23,21 @@ ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
 # The legend of the "known" column, a part per kind: only the kinds the table has.
 KNOWN = {
     "measured": "**M** measured here",
-    "compiled": "**C** compiled by the target's own compiler, never run",
+    "derived": "**D** derived from a measured step",
+    "compiled": "**C** compiled by the target's compiler, not run",
     "predicted": "**P** predicted from that compiled program",
     "published": "**published**: someone else's, cited",
 }
 BAND = (
     "A band is the factor max(predicted/actual, actual/predicted), median and worst over n "
-    "held-out observations of the same quantity; *unvalidated*: none exists."
+    "held-out observations of that quantity; *unvalidated*: none exists."
 )
 
 
 def known(table: pd.DataFrame) -> str:
     kinds = set(table[table.quantity != "band"].kind)  # the constants' bands come with any
+    if ((table.selection == answers_lib.DERIVED) & (table.kind == "measured")).any():
+        kinds.add("derived")
     parts = "; ".join(words for kind, words in KNOWN.items() if kind in kinds)
     return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "")
 
@@ -43,11 +46,11 @@ def what_ran(table: pd.DataFrame) -> str:
     """Line 2 of the first screen: what ran where, in bold; predictions named only
     where the table has them."""
     measured = table[table.kind == "measured"]
-    accelerators = sorted(set(measured.platform.dropna()) - {"cpu"})
+    accelerators = measured_accelerators(table)
     cpu = answers_lib.reference_cpu(table) or "no CPU"
     older = set(measured[measured.platform == "cpu"].device) - {cpu}
     if accelerators:
-        ran = f"Measured on {', '.join(p.upper() for p in accelerators)} and this project's CPUs"
+        ran = f"Measured on {' and '.join(accelerators)} and CPU {cpu}"
     else:
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
         ran += " (older CPUs': details)" if older else ""
@@ -58,6 +61,31 @@ def what_ran(table: pd.DataFrame) -> str:
             else ". Nothing here ran on, or was compiled for, a GPU or TPU"
         )
     return f"**{ran}. {len(table):,} figures in [{FIGURES}]({FIGURES}).**"
+
+
+def measured_accelerators(table: pd.DataFrame) -> list[str]:
+    """Each accelerator a figure was measured on, as the table names it, with its
+    platform ("GPU H200")."""
+    m = table[(table.kind == "measured") & (table.platform != "cpu")].dropna(subset=["platform"])
+    pairs = sorted(set(zip(m.platform, m.device, strict=True)))
+    return [f"{platform.upper()} {device}" for platform, device in pairs]
+
+
+def gpu_goal(table: pd.DataFrame) -> str:
+    """What the records say of PERFORMANCE.md's GPU goal: the accelerators measured and
+    whether the speedrun, the goal's study, ran on one."""
+    ran = measured_accelerators(table)
+    runs = table[(table.quantity == "time_to_target_s") & (table.platform != "cpu")]
+    on = " and ".join(ran) if ran else "no accelerator"
+    if not len(runs):
+        return (
+            f"Measured on {on}; the speedrun (the GPU goal's study) has no record on an "
+            "accelerator: the GPU goal is not measured."
+        )
+    devices = ", ".join(sorted(set(runs.device)))
+    return (
+        f"Measured on {on}; the speedrun ran on {devices}: its page says whether the goal is met."
+    )
 
 
 def own_steps(table: pd.DataFrame) -> str | None:
@@ -136,6 +164,8 @@ def _cell(r: dict, column: str) -> str:
         return f"{lo}-{hi} ({r['spread'] or 'range'})"
     if column == "band":
         return answers_lib.band_words(r)
+    if column == "precision" and r.get("note") == TF32_MATMULS:
+        return TF32_MATMULS
     if column == "how":
         bits = [r.get("framework")]
         if not _blank(r.get("formulation")):
@@ -302,7 +332,8 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
                 "model precision device quantity value spread how"),
         Section("Published figures of these models and our prediction of each",
                 _where(lambda t: t.model.isin(SEED_MODELS)
-                       & ((t.kind == "published") | (t.quantity == "error_factor"))),
+                       & ((t.kind == "published") | (t.quantity == "error_factor")
+                          | t.note.astype(str).str.startswith(OURS_FOR_PUBLISHED))),
                 "model batch device kind quantity value how note"),
     ]),
     "accuracy": ("Accuracy per device", [
@@ -466,4 +497,5 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
     ]
     if image:
         parts.append(f"![bench]({image})")
+    parts.append(gpu_goal(table))
     return "\n\n".join(parts)
