@@ -209,7 +209,7 @@ def test_the_readmes_own_model_snippet_runs_as_written(capsys):
     snippet = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
     namespace: dict = {}
     exec(snippet, namespace)
-    printed = capsys.readouterr().out.splitlines()
+    printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
     assert [line.split()[:2] for line in printed] == [["tpu-v5e-1", "True"], ["gpu-t4", "True"]]
     r = namespace["r"]
     assert r.target == "gpu-t4" and r.batch_size == 256
