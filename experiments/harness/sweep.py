@@ -291,13 +291,18 @@ def run_sweep(
     ]
     skip = agreed([key in found and not options.force for key in keys])
     locks = options.out / LOCKS  # where a workload without a checkpoint folder is locked
+    # Each workload's folder: its checkpoints', else its lock's (and its marker beside it).
+    folders: dict[str, Path | None] = {}
     for key, skipped in zip(keys, skip, strict=True):
+        try:
+            folder = folders[key] = records.key_folder(options.checkpoint_root or locks, key)
+        except ValueError as refused:  # a symlink where a key's folder goes
+            folders[key] = None
+            if skipped:
+                continue
+            raise UsageError(str(refused)) from None
         if skipped:
             continue
-        try:
-            folder = records.key_folder(options.checkpoint_root or locks, key)
-        except ValueError as refused:  # a symlink where a key's folder goes
-            raise UsageError(str(refused)) from None
         if options.checkpoint_root is not None:  # Orbax would find a file there at its first save
             check_folder(folder)
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
@@ -319,10 +324,8 @@ def run_sweep(
         if skip[i - 1]:
             status = found[key]["status"] if key in found else "by process 0"
             print(f"    already recorded ({status}): skipped", file=sys.stderr)
-            if writer:  # killed between its record and its marker's removal: nothing died
-                died.ended(
-                    died.marker_for(records.key_folder(options.checkpoint_root or locks, key))
-                )
+            if writer and folders[key] is not None:  # killed between its record and its
+                died.ended(died.marker_for(folders[key]))  # marker's removal: nothing died
             if key in found:
                 done.append(found[key])
                 if w.oom_group and status == "oom":
@@ -340,16 +343,12 @@ def run_sweep(
                 records.append_or_keep(path, record)
             done.append(record)
             continue
-        checkpoint_dir = (
-            None
-            if options.checkpoint_root is None
-            else records.key_folder(options.checkpoint_root, key)
-        )
+        checkpoint_dir = None if options.checkpoint_root is None else folders[key]
         with contextlib.ExitStack() as held:
             in_use = late = None
             if writer:
                 try:
-                    held.enter_context(exclusive(checkpoint_dir or records.key_folder(locks, key)))
+                    held.enter_context(exclusive(folders[key]))
                 except CheckpointInUse as error:
                     in_use = str(error)
             if agreed([in_use is not None])[0]:
@@ -368,7 +367,7 @@ def run_sweep(
                 continue
             # A run that died in this workload left its marker and no record: its record
             # now (an oom is final, its group stops; another death is retried below).
-            marker = died.marker_for(checkpoint_dir or records.key_folder(locks, key))
+            marker = died.marker_for(folders[key])
             death = died.found(marker) if writer else None
             if death is not None and died.resumable(checkpoint_dir):
                 # its checkpoint carries it on: the resumed record says from which step

@@ -254,18 +254,23 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     published = rows(t, quantity="band", kind="published", device=platform, model="small programs")
     jax = one(published, extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
-        way = jax["note"].split("; ")[-1]  # "prediction faster in k of n"
-        own += (
-            f"; published JAX loops {fmt(jax)} off (n={int(jax['n'])}, {way})"
-            if own.startswith("unvalidated")
-            else f", {way}"
-        )
+        own += f"; {jax_loops(jax)}" if own.startswith("unvalidated") else f", {way_of(jax)}"
     b = one(published, extra="against published")
     if b is None:
         return own, None
     worst = value_text(b["hi"], "x")
     framework = f"other frameworks' loops {fmt(b)} off (worst {worst}), {errs(t, platform)}"
     return f"{own}; {framework}", b if own.startswith("unvalidated") else None
+
+
+def way_of(band: Row) -> str:
+    """Which way a band row's predictions err: its note's "prediction faster in k of n"."""
+    return band["note"].split("; ")[-1]
+
+
+def jax_loops(band: Row, where: str = "") -> str:
+    """The published JAX loops' band row, said beside a loop step it does not validate."""
+    return f"published JAX loops {where}{fmt(band)} off (n={int(band['n'])}, {way_of(band)})"
 
 
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
@@ -527,9 +532,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     jax = one(published[published.model == "small programs"])
     if jax is None:
         return Said(text, seen, "unvalidated")
-    way = jax["note"].split("; ")[-1]  # "prediction faster in k of n"
-    band = f"unvalidated; published JAX loops on TPUs {fmt(jax)} off (n={int(jax['n'])}, {way})"
-    return Said(text, [*seen, jax], band)
+    return Said(text, [*seen, jax], f"unvalidated; {jax_loops(jax, 'on TPUs ')}")
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -838,7 +838,9 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def held_out_loop_rows(
+    records: Sequence[Record], constants: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Each loop a training run makes (jaxcnn's step loop) measured on an accelerator,
     against its prediction held out, as the fit checked it (the constants' `loop_error`:
     host parts without its program, device step without its chip): the factor
@@ -848,7 +850,7 @@ def held_out_loop_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     factor is a row of published_rows)."""
     out = []
     by_id = {r["run_id"]: r for r in records}
-    checked = predictions.constants_table().get("loop_error") or {}
+    checked = constants.get("loop_error") or {}
     for platform, found in sorted(checked.items()):
         for c in found["loops"]:
             r = by_id.get(c["record"])
@@ -1529,7 +1531,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     records = [
         r for r in predictions.with_machine_ceilings(loaded) if not records_lib.took_turns(r)
     ]
-    bands = _bands(predictions.constants_table())
+    constants = predictions.constants_table()
+    bands = _bands(constants)
     rows = [
         *measured_rows(records),
         *matmul_rows(records, loaded),
@@ -1537,7 +1540,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *host_rows(records),
         *speedrun_rows(records),
         *compiled_rows(records),
-        *held_out_loop_rows(records),
+        *held_out_loop_rows(records, constants),
         *predicted_rows(records, bands),
         *published_rows(refs, records),
         *scaling_published(refs, records),
