@@ -23,8 +23,8 @@ from experiments.cli import fit as fit_cli
 from experiments.cli import repredict as repredict_cli
 from experiments.predict import observations as fit_predictions
 from experiments.predict import shown as predictions
+from jaxcnn.perf import chips, hlo, predict, price
 from jaxcnn.perf import fit as fit_lib
-from jaxcnn.perf import hlo, predict, price
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import rates as rates_lib
 from jaxcnn.perf import runtime as runtime_lib
@@ -1520,3 +1520,18 @@ def test_a_prediction_and_the_fits_loss_price_a_program_with_the_same_function()
     # Control: the same program at other constants is priced otherwise.
     other = price.Constants.of({**family, "conv_overhead_s": 9e-5})
     assert price.step_time(ks, rates, other)["seconds"] > alone
+
+
+def test_a_runs_own_prediction_carries_the_band_of_the_split_its_chip_needs():
+    from experiments.harness import measure
+
+    summary = [[40, "fusion", 1e6, 1e6, "f32", 0]]
+    known = predict.constants()["families"]["gpu"]["error"]["chips"]
+    for kind in ("NVIDIA H100 80GB HBM3", "Tesla T4"):
+        device = SimpleNamespace(platform="gpu", device_kind=kind)
+        block = measure.kernel_prediction(summary, 128, device)
+        chip = chips.chip_name(kind)
+        want = "program" if chip in known else "chip"
+        assert block["error_band"]["split"] == want, (kind, known)
+    # both splits are exercised by the committed constants: a chip the fit observed, one not
+    assert "H100 SXM" in known and "T4" not in known

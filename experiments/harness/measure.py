@@ -574,9 +574,12 @@ def kernel_prediction(
     compile-only record of the same chip predicts), else at the rates this run measured
     (a CPU's matmul ceiling and memory bandwidth)."""
     rates = rates_lib.pricing(device, devices_per_chip, ceiling, bandwidth)
+    # the chip as the fit names it, so the band is the split its claim needs (leave one
+    # program out where the fit has observed the chip; a CPU is its machine, never named)
+    chip = chips.chip_name(device.device_kind) if device.platform != "cpu" else None
     try:
         found = predict.predict(
-            hlo.from_summary(summary), rates, device.platform, batch_size, steps=steps
+            hlo.from_summary(summary), rates, device.platform, batch_size, steps=steps, chip=chip
         )
     except ValueError as error:  # a kernel the model cannot price: no prediction, and
         # the measurement it would sit beside is kept all the same

@@ -10,8 +10,11 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.predict.shown import JAX_FRAMEWORKS
-from experiments.report.figures import HELD_OUT_LOOP, JAX_VERSUS, SMALL_MODELS
+from experiments.report.figures import (
+    JAX_VERSUS,
+    framework_factors,
+    is_small,
+)
 from experiments.report.fmt import fmt, value_text
 from jaxcnn.choices import MODEL_STRATEGIES
 
@@ -276,10 +279,8 @@ def jax_loops(band: Row, where: str = "") -> str:
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
     """How many of the predictions of other frameworks' published small-program steps
     on `platform` were the faster, and of how many: the rows their band is made of."""
-    e = rows(t, quantity="error_factor", platform=platform, model=list(SMALL_MODELS))
-    frameworks = e.numerator.map(t.set_index("id").framework).astype(str)
-    jax = frameworks.str.startswith(JAX_FRAMEWORKS)
-    e = e[(e.extra != HELD_OUT_LOOP) & ~jax]
+    e = framework_factors(t)
+    e = e[(e.platform == platform) & is_small(e)]
     return int((e.note == "predicted faster").sum()), len(e)
 
 
@@ -562,7 +563,15 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
     t4 = f"T4 {fmt(g)} (predicted, derived from its loop step)" if g else "no T4 prediction yet"
     parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
-    parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
+    extras = {r["extra"] for r in ran}
+    if (
+        len(extras) == 1
+    ):  # one measurement said once: "H100 SXM 731 ms, H200 607 ms measured, 5 epochs"
+        parts.append(
+            ", ".join(f"{r['device']} {fmt(r)}" for r in ran) + f" measured, {extras.pop()}"
+        )
+    else:
+        parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
     return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g])
 
 
@@ -596,7 +605,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             name = platform.upper()
             if mid["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
                 tf32 = m.note.astype(str).str.contains("tf32 peak").all()
-                how = "measured, TF32 matmuls" if tf32 else "measured"
+                how = "measured, TF32" if tf32 else "measured"
                 name = f"{'/'.join(sorted(set(m.device)))} ({how})"
             parts.append(f"{name} median {fmt(mid)} (max {fmt(top)})")
     if len(parts) > 1:

@@ -64,11 +64,16 @@ def what_ran(table: pd.DataFrame) -> str:
 
 
 def measured_accelerators(table: pd.DataFrame) -> list[str]:
-    """Each accelerator a figure was measured on, as the table names it, with its
-    platform ("GPU H200")."""
+    """The accelerators figures were measured on, as the table names them, one entry per
+    platform ("GPUs H100 SXM, H200")."""
     m = table[(table.kind == "measured") & (table.platform != "cpu")].dropna(subset=["platform"])
-    pairs = sorted(set(zip(m.platform, m.device, strict=True)))
-    return [f"{platform.upper()} {device}" for platform, device in pairs]
+    by_platform: dict[str, list[str]] = {}
+    for platform, device in sorted(set(zip(m.platform, m.device, strict=True))):
+        by_platform.setdefault(platform.upper(), []).append(device)
+    return [
+        f"{platform}{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
+        for platform, devices in by_platform.items()
+    ]
 
 
 def gpu_goal(table: pd.DataFrame) -> str:
