@@ -243,9 +243,16 @@ def time_host_loop(
         return loop.fit(state, train_data, options=options)[0]
 
     phase(f"timing jaxcnn's step loop on the host: {steps} steps of fit")
-    state = run(state, HOST_LOOP_WARMUP)
-    with host_loop.recording() as recorder:
-        run(state, steps)
+    timed = False
+    try:  # fit honours a stop at its next step: here, a stop while timing
+        state = run(state, HOST_LOOP_WARMUP)
+        with host_loop.recording() as recorder:
+            timed = True
+            run(state, steps)
+    except loop.Stopped as stopped:
+        raise StoppedWhileTiming(
+            stopped.step if timed else 0, steps, stopped.asked_by or []
+        ) from None
     samples = recorder.samples
     parts = {
         part: {**summarize(xs), "mean": float(np.mean(xs))} for part, xs in samples.items() if xs
