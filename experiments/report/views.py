@@ -11,7 +11,7 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import OURS_FOR_PUBLISHED, RULES, TF32_MATMULS
+from experiments.report.figures import BEFORE_FIRST_RUN, OURS_FOR_PUBLISHED, RULES, TF32_MATMULS
 from experiments.report.fmt import fmt, value_text
 
 REPORT_FILE = "REPORT.md"
@@ -105,6 +105,25 @@ def own_steps(table: pd.DataFrame) -> str | None:
     return "Steps measured here (median over timed steps):\n\n" + view(steps, columns)
 
 
+def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
+    """The first screen's check no fit could have tuned: per accelerator and regime, the
+    device step each record was predicted with before its chip first ran, against what
+    it measured (figures.before_first_run_rows); small programs first."""
+    b = answers_lib.rows(table, quantity="band", extra=BEFORE_FIRST_RUN)
+    if not len(b):
+        return None
+    b = b.sort_values(["model", "device"], ascending=[False, True])
+    said = "; ".join(
+        f"{r['device']} {r['model'].split()[0]} {fmt(r)} median, "
+        f"{value_text(r['hi'], 'x')} worst (n={r['n']})"
+        for r in b.to_dict("records")
+    )
+    return (
+        "**Predicted before the chip first ran** (the device step each record was written "
+        f"with, against what it measured): {said}. [Details]({link}/predictions.md)."
+    )
+
+
 def answers_table(table: pd.DataFrame, link: str = PAGES) -> str:
     """The first screen's table: one row per seed question."""
     body = [
@@ -128,7 +147,7 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
         what_ran(table),
         own_steps(table),
         answers_table(table, link),
-        known(table),
+        " ".join(filter(None, [known(table), before_first_run(table, link)])),
     ]
     if plot:
         parts.append(f"![Step time of the seeds' models per device]({plot})")
@@ -450,6 +469,7 @@ def readme_block(table: pd.DataFrame, report_link: str) -> str:
         [
             what_ran(table).replace(f"]({FIGURES})", f"]({folder}{FIGURES})"),
             answers_table(table, pages),
+            *filter(None, [before_first_run(table, pages)]),
             f"Full report: [{report_link}]({report_link}).",
         ]
     )
