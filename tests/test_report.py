@@ -210,8 +210,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     text = views.first_screen(table, plot="report/seed_models.png")
     lines = text.splitlines()
     # the words grow only with what the records hold (a second measured GPU: 915; the
-    # predictions made before each GPU first ran, against what it measured: 965)
-    assert len(lines) <= 25 and len(text.split()) <= 965
+    # predictions made before each GPU first ran, against what it measured: 965; TPU-or-GPU
+    # ratios inside the TPU loops' error said undecided: 970)
+    assert len(lines) <= 25 and len(text.split()) <= 970
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1242,3 +1243,19 @@ def test_the_first_screen_says_how_the_predictions_made_before_each_chip_ran_did
         assert said + f"{value_text(r['hi'], 'x')} worst (n={r['n']})" in line
     # without a run's own prediction there is nothing to say (the positive control above)
     assert views.before_first_run(table[table.extra != figures.BEFORE_FIRST_RUN]) is None
+
+
+def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
+    band = answers.answers(csv)[9].band
+    jax = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS) & (csv.device == "tpu")]
+    ratios = csv[(csv.quantity == "speedup") & csv.extra.str.startswith("faster chip per chip")
+                 & csv.extra.str.contains("loop_step_s") & (csv.batch == 128)
+                 & (csv.precision == "f32") & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
+    assert len(ratios) and (ratios.value < jax.value.iloc[0]).all()  # the committed records
+    assert band.endswith("every ratio inside it: undecided")
+    # the positive control: with a narrower TPU band some ratios are decided
+    narrow = csv.copy()
+    narrow.loc[jax.index, "value"] = ratios.value.median()
+    inside = int((ratios.value < ratios.value.median()).sum())
+    said = answers.answers(narrow)[9].band
+    assert f"{inside} of {len(ratios)} ratios inside it: those undecided" in said
