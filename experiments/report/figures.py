@@ -748,7 +748,8 @@ def band_of(
     band = block.get("error_band") or {}
     measured_on = BAND_QUANTITIES.get(band.get("quantity"), band.get("quantity"))
     if not band or measured_on != quantity:
-        why = "unvalidated" if not band else f"unvalidated (band measured on {measured_on})"
+        words = str(measured_on).removesuffix("_s").replace("_", " ")
+        why = "unvalidated" if not band else f"unvalidated ({words} banded only)"
         return {"band_quantity": why}
     found = bands.get((platform, band.get("split"), block.get("regime")))
     if not found:
