@@ -489,10 +489,11 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
     # the rule: the fewest parameters from which every larger width is faster on the GPU
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
-    said = _said(9)
-    assert f"{int(start):,} params" in said and said.split(" (MLP")[0] in page
+    said = _said(9).split("T4 predicted ")[-1]  # the T4's part (a measured GPU's is first)
+    assert f"{int(start):,} params" in said and f"T4 {said}" in page
     slower = [p for p, f in faster if not f]
-    assert ("slower at" in said) == bool(slower)
+    page_said = page.split("T4 ")[1].split(" (the rule")[0]
+    assert ("slower at" in page_said) == bool(slower)
     # the verdict turns where the rows do: a slower widest width is said as such
     flipped = g.assign(value=g.value.where(g.params != g.params.max(), 1e9))
     assert answers.crossover_verdict(c, flipped)[0].startswith("T4 slower at the widest")
@@ -1259,3 +1260,23 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     inside = int((ratios.value < ratios.value.median()).sum())
     said = answers.answers(narrow)[9].band
     assert f"{inside} of {len(ratios)} ratios inside it: those undecided" in said
+
+
+def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_shows(csv):
+    cpu = answers.reference_cpu(csv)
+    ((c, g),) = answers.measured_crossover(csv, cpu)  # the committed records: the H100's
+    assert set(g.device) == {"H100 SXM"} and set(c.device) == {cpu}
+    assert list(c.model) == list(g.model) and (c.dataset.to_numpy() == g.dataset.to_numpy()).all()
+    page = (RESULTS / views.PAGES / "crossover.md").read_text()
+    for r in [*c.to_dict("records"), *g.to_dict("records")]:
+        assert f"| {r['model']} | {r['dataset']} | {r['device']} | {fmt(r)} |" in page
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
+    faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
+    start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
+    said = _said(9)
+    assert said.startswith(f"H100 SXM faster from {int(start):,} params on")
+    assert "(measured, jaxcnn's loop both sides); T4 predicted " in said
+    # without the GPU's loop rows the answer is the T4's prediction alone (positive control)
+    bare = csv[~csv.id.isin(set(g.id))]
+    assert answers.measured_crossover(bare, cpu) == []
+    assert answers.answers(bare)[8].answer.startswith("T4 faster from ")

@@ -474,7 +474,8 @@ def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[Row]]
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
     if not len(both):
         return "", []
-    name = str(g.device.iloc[0]).removeprefix("gpu-").upper()
+    device = str(g.device.iloc[0])
+    name = device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
     faster = (both.value_gpu < both.value_cpu).to_numpy()
     slower = [int(p) for p in both.params_cpu[~faster]]
     tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
@@ -490,11 +491,48 @@ def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[Row]]
     return text, chosen
 
 
+LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
+MEASURED_CROSSOVER_RULE = (
+    "a width counts as faster on the GPU where its measured step of jaxcnn's loop is below "
+    "the CPU's, on the same data; the crossover is the fewest parameters from which every "
+    "larger width counts"
+)
+
+
+def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFrame, ...]]:
+    """The MLP width sweep at batch 128 as jaxcnn's own loop ran it on both sides: per GPU
+    that ran at least three widths, (`cpu`'s loop steps, the GPU's), one row a width, each
+    CPU row on its GPU row's data set."""
+    like = {"batch": 128, "precision": "f32", "placement": "single", "extra": LOOP}
+    loops = rows(t, quantity="step_s", kind="measured", loop="step", **like)
+    loops = loops[loops.model.str.startswith("mlp")]
+    # one row a width: the crossover study's synthetic data first, as it ran them
+    loops = loops.assign(real=loops.dataset != "synthetic").sort_values(["params", "real"])
+    c = loops[loops.device == cpu]
+    if len(c):  # the CPU's formulation that ran the most widths, as `crossover` takes
+        c = c[c.formulation == c.groupby("formulation").model.nunique().idxmax()]
+    out = []
+    for device in sorted(set(loops[loops.platform == "gpu"].device)):
+        g = loops[loops.device == device].drop_duplicates("model").drop(columns="real")
+        mine = c.merge(g[["model", "dataset"]], on=["model", "dataset"])
+        mine = c[c.id.isin(set(mine.id))].drop(columns="real")
+        if len(g) >= 3 and len(mine):
+            out.append((mine, g))
+    return out
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
     if not text:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
+    measured = [(crossover_verdict(mc, mg), mg) for mc, mg in measured_crossover(t, cpu)]
+    if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
+        said = [f"{words} (measured, {LOOP} both sides)" for (words, _), _ in measured if words]
+        start = text.split(" (")[0].removeprefix("T4 ")
+        text = "; ".join([*said, f"T4 predicted {start}"])
+        chosen += [r for (_, rs), _ in measured for r in rs]
+        return Said(text, chosen)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"

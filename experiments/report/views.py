@@ -325,6 +325,20 @@ def _mlp_verdict(t: pd.DataFrame) -> str:
     )
 
 
+def _mlp_loops(t: pd.DataFrame) -> pd.DataFrame:
+    found = answers_lib.measured_crossover(t, answers_lib.reference_cpu(t))
+    return pd.concat([rows for pair in found for rows in pair]) if found else t.iloc[:0]
+
+
+def _mlp_loops_verdict(t: pd.DataFrame) -> str:
+    found = answers_lib.measured_crossover(t, answers_lib.reference_cpu(t))
+    said = [answers_lib.crossover_verdict(c, g)[0] for c, g in found]
+    text = (
+        "; ".join(s for s in said if s) or "No verdict: no GPU ran jaxcnn's loop over the widths."
+    )
+    return f"{text} (the rule: {answers_lib.MEASURED_CROSSOVER_RULE})"
+
+
 def _where(test: Callable[[pd.DataFrame], pd.Series]) -> Callable[[pd.DataFrame], pd.DataFrame]:
     return lambda t: t[test(t)]
 
@@ -369,6 +383,8 @@ PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
     "crossover": ("Seed 002's MLP: step time against trainable parameters", [
         Section("MLP width sweep, batch 128", _mlp,
                 "model device kind quantity value spread band", verdict=_mlp_verdict),
+        Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", _mlp_loops,
+                "model dataset device value spread how", verdict=_mlp_loops_verdict),
     ]),
     "scaling": ("Data parallelism: predicted weak scaling", [
         Section("Efficiency against the fewest devices of the same chip compiled at that "
