@@ -15,7 +15,7 @@ from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, value_text
-from jaxcnn import choices
+from jaxcnn import choices, models
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -927,7 +927,11 @@ def test_the_predictions_written_before_a_chips_first_run_are_banded_against_its
     ]
     # a later run, predicted by constants fitted after the first: not counted
     later = _on_t4("c", "2026-02-01T00:00:00+00:00", 0.001, 0.001, "v2", model="mlp", band=band)
-    (got,) = figures.before_first_run_rows([later, *first])
+    found = figures.before_first_run_rows([later, *first])
+    (got,) = [r for r in found if r["quantity"] == "band"]
+    # each program's prediction is a figure of its own, beside the step its record measured
+    predicted = {r["records"]: r["value"] for r in found if r["quantity"] == figures.AS_RUN}
+    assert predicted == {"a-device": 0.001, "b": 0.003}
     assert (got["device"], got["model"], got["n"]) == ("T4", "small programs", 2)
     assert got["value"] == pytest.approx(2.5) and got["hi"] == pytest.approx(3.0)  # 2x and 3x
     assert set(got["records"].split()) == {"a-device", "b"}
@@ -936,7 +940,7 @@ def test_the_predictions_written_before_a_chips_first_run_are_banded_against_its
     assert "beyond its worst (|p/a - 1|): 1 of 2" in got["note"]  # 3x slower: 200% > 50%
     # no band carried: unvalidated, with nothing to be beyond
     bare = [_on_t4("d", "2026-01-01T00:00:00+00:00", 0.002, 0.001, "v1", "device")]
-    (got,) = figures.before_first_run_rows(bare)
+    (got,) = [r for r in figures.before_first_run_rows(bare) if r["quantity"] == "band"]
     assert "unvalidated" in got["note"] and "beyond" not in got["note"]
 
 
@@ -1104,8 +1108,12 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     errors = answers.rows(table, quantity="error_factor", kind="predicted")
     assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
     assert (points.published > 0.0003).all()  # steps, not efficiencies near 1 in disguise
-    small = points.model.str.split(" ").str[0].isin(figures.SMALL_MODELS)
+    # the seeds' models and the networks of published small-model loops are small programs
+    small = points.model.str.split(" ").str[0].isin(
+        [*figures.SMALL_MODELS, *models.published_networks()]
+    )
     assert list(points.regime == "small programs") == list(small)
+    assert "uva_resnet" in set(points[points.regime == "small programs"].model)
     assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
     fig = _figure(table, "predictions", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -1280,3 +1288,18 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     bare = csv[~csv.id.isin(set(g.id))]
     assert answers.measured_crossover(bare, cpu) == []
     assert answers.answers(bare)[8].answer.startswith("T4 faster from ")
+
+
+def test_the_predictions_plot_sets_each_first_run_prediction_beside_its_measured_step(
+    table, monkeypatch
+):
+    points = plots.first_run_points(table)
+    bands = table[(table.quantity == "band") & (table.extra == figures.BEFORE_FIRST_RUN)]
+    assert len(points) == int(bands.n.sum())  # every program the bands count, drawn
+    fig = _figure(table, "predictions", monkeypatch)
+    drawn = sum(len(line.get_xdata()) for line in fig.axes[1].get_lines()
+                if "programs)" in str(line.get_label()))  # fmt: skip
+    assert drawn == len(points)
+    # a table without them draws the published panel alone (the positive control above)
+    bare = table[table.extra != figures.BEFORE_FIRST_RUN]
+    assert len(_figure(bare, "predictions", monkeypatch).axes) == 1

@@ -5,6 +5,7 @@ along its axis (it is left out)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
-from experiments.report.figures import SMALL_MODELS
+from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, SMALL_MODELS
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -391,7 +392,9 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     e = e[
         (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
     ]
-    small = e.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    from jaxcnn import models  # the networks of published small-model loops are small too
+
+    small = e.model.str.split(" ").str[0].isin([*SMALL_MODELS, *models.published_networks()])
     return pd.DataFrame({
         "published": by_id.value.reindex(e.numerator).to_numpy(float),
         "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
@@ -409,20 +412,26 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     if len(points) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 5))
+    first = first_run_points(table)
+    fig, axes = plt.subplots(1, 2 if len(first) else 1, figsize=(11 if len(first) else 5.5, 5),
+                             squeeze=False)  # fmt: skip
+    ax = axes[0][0]
+    if len(first):
+        _first_runs(axes[0][1], first)
     lo = min(points.published.min(), points.predicted.min()) / 2
     hi = max(points.published.max(), points.predicted.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
     bands = answers_lib.rows(table, quantity="band", kind="published", extra="against published")
     for (regime, g), (colour, mark) in zip(points.groupby("regime"), [("C0", "o"), ("C1", "s")],
                                            strict=False):  # fmt: skip
-        models = ", ".join(sorted(set(g.model)))
+        models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel
         ax.loglog(g.published, g.predicted, mark, color=colour, label=f"{regime}: {models}")
         band = bands[bands.model == regime].sort_values("n", ascending=False)
         if len(band):
             b = band.iloc[0]
-            label = (f"{regime}' band: x{b.value:.2f} either way, the median error "
-                     f"over {int(b.n)} published {b.device.upper()} steps")  # fmt: skip
+            whose = " of other frameworks' loops" if regime == "small programs" else ""
+            label = (f"{regime}' band: x{b.value:.2f} either way, the median error over "
+                     f"{int(b.n)} published {b.device.upper()} steps{whose}")  # fmt: skip
             for f in (b.value, 1 / b.value):
                 x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
                 ax.plot(x, [x[0] * f, x[1] * f], "--", color=colour, linewidth=0.8,
@@ -435,6 +444,35 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                  fontsize="medium")  # fmt: skip
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
     return _save(fig, path)
+
+
+def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
+    """Each device step a record was predicted with before its chip first ran
+    (figures.before_first_run_rows) beside the step the same record measured."""
+    p = table[(table.quantity == AS_RUN) & (table.extra == BEFORE_FIRST_RUN)]
+    m = table[(table.quantity == "step_s") & (table.kind == "measured") & (table.extra == "-")]
+    measured = m.drop_duplicates("records").set_index("records").value
+    return p.assign(measured=p.records.map(measured)).dropna(subset=["measured"])
+
+
+def _first_runs(ax: Any, points: pd.DataFrame) -> None:
+    """The predictions no fit could have tuned, one series per chip, the diagonal and
+    2x either way."""
+    lo = min(points.measured.min(), points.value.min()) / 2
+    hi = max(points.measured.max(), points.value.max()) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+    for f in (2, 1 / 2):
+        x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
+        ax.plot(x, [x[0] * f, x[1] * f], "k:", linewidth=0.8, label="2x" if f > 1 else None)
+    for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
+        ax.loglog(g.measured, g.value.astype(float), mark, mfc="none",
+                  label=f"{device} ({len(g)} programs)")  # fmt: skip
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured step (s)")
+    ax.set_ylabel("predicted device step (s)")
+    ax.set_title("Measured here, predicted before the chip first ran", fontsize="medium")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
 ACCURACY_MARKERS = "osD^v"
