@@ -1109,8 +1109,10 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
     assert (points.published > 0.0003).all()  # steps, not efficiencies near 1 in disguise
     # the seeds' models and the networks of published small-model loops are small programs
-    small = points.model.str.split(" ").str[0].isin(
-        [*figures.SMALL_MODELS, *models.published_networks()]
+    small = (
+        points.model.str.split(" ")
+        .str[0]
+        .isin([*figures.SMALL_MODELS, *models.published_networks()])
     )
     assert list(points.regime == "small programs") == list(small)
     assert "uva_resnet" in set(points[points.regime == "small programs"].model)
@@ -1303,3 +1305,18 @@ def test_the_predictions_plot_sets_each_first_run_prediction_beside_its_measured
     # a table without them draws the published panel alone (the positive control above)
     bare = table[table.extra != figures.BEFORE_FIRST_RUN]
     assert len(_figure(bare, "predictions", monkeypatch).axes) == 1
+
+
+def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides(
+    table, monkeypatch
+):
+    cpu = answers.reference_cpu(table)
+    ((c, g),) = answers.measured_crossover(table, cpu)
+    fig = _figure(table, "crossover", monkeypatch)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    for rows in (c, g):
+        line = lines[f"{rows.device.iloc[0]}, jaxcnn's loop (measured)"]
+        assert list(line.get_ydata()) == list(rows.value)  # every width, as the table holds it
+    # without a GPU's loop sweep neither line is drawn (the positive control above)
+    fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
+    assert not any("jaxcnn's loop" in str(x.get_label()) for x in fig.axes[0].get_lines())

@@ -166,11 +166,20 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     gpu = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
                            loop="step", framework="jax", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
-    for i, (device, d) in enumerate(gpu.groupby("device")):
+    colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
+    for device, d in gpu.groupby("device"):
         ax.errorbar(d.params.astype(float), d.value.astype(float),
                     yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                    fmt="D", color=f"C{2 + i}",
+                    fmt="D", color=colour[device],
                     label=f"{device}, measured (xla step loop, p10-p90)")  # fmt: skip
+    # the sweep as jaxcnn's own loop ran it on both sides: what the answer's verdict reads
+    for i, (cl, gl) in enumerate(answers_lib.measured_crossover(table, cpu)):
+        if i == 0:
+            ax.plot(cl.params, cl.value, "o:", color="C0", mfc="none",
+                    label=f"{cpu}, jaxcnn's loop (measured)")  # fmt: skip
+        device = gl.device.iloc[0]
+        ax.plot(gl.params, gl.value, "D:", color=colour.get(device, "C4"), mfc="none",
+                label=f"{device}, jaxcnn's loop (measured)")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
