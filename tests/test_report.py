@@ -234,6 +234,8 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert views.what_ran(table).startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}. ")
     goal = views.gpu_goal(table)
     assert goal.startswith("Measured on GPUs H100 SXM, H200; ") and "not measured" in goal
+    gpu_alone = table[table.platform != "cpu"]  # a folder of GPU runs names no CPU
+    assert views.what_ran(gpu_alone).startswith("**Measured on GPUs H100 SXM, H200. ")
     one = table[table.device != "H100 SXM"]  # one GPU is named in the singular
     assert views.what_ran(one).startswith(f"**Measured on GPU H200 and CPU {cpu}. ")
     assert goal in views.bench_block(table, None)

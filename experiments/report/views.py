@@ -47,10 +47,11 @@ def what_ran(table: pd.DataFrame) -> str:
     where the table has them."""
     measured = table[table.kind == "measured"]
     accelerators = measured_accelerators(table)
-    cpu = answers_lib.reference_cpu(table) or "no CPU"
+    named = answers_lib.reference_cpu(table)
+    cpu = named or "no CPU"
     older = set(measured[measured.platform == "cpu"].device) - {cpu}
     if accelerators:
-        ran = f"Measured on {' and '.join(accelerators)} and CPU {cpu}"
+        ran = f"Measured on {' and '.join([*accelerators, *([f'CPU {named}'] if named else [])])}"
     else:
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
         ran += " (older CPUs': details)" if older else ""
