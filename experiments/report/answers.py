@@ -514,8 +514,8 @@ def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFr
     out = []
     for device in sorted(set(loops[loops.platform == "gpu"].device)):
         g = loops[loops.device == device].drop_duplicates("model").drop(columns="real")
-        mine = c.merge(g[["model", "dataset"]], on=["model", "dataset"])
-        mine = c[c.id.isin(set(mine.id))].drop(columns="real")
+        both = pd.MultiIndex.from_frame(g[["model", "dataset"]])
+        mine = c[pd.MultiIndex.from_frame(c[["model", "dataset"]]).isin(both)].drop(columns="real")
         if len(g) >= 3 and len(mine):
             out.append((mine, g))
     return out
@@ -612,12 +612,9 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     t4 = f"T4 {fmt(g)} (predicted, derived from its loop step)" if g else "no T4 prediction yet"
     parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
     extras = {r["extra"] for r in ran}
-    if (
-        len(extras) == 1
-    ):  # one measurement said once: "H100 SXM 731 ms, H200 607 ms measured, 5 epochs"
-        parts.append(
-            ", ".join(f"{r['device']} {fmt(r)}" for r in ran) + f" measured, {extras.pop()}"
-        )
+    if len(extras) == 1:  # one measurement said once: "H100 SXM 731 ms, H200 607 ms measured"
+        said = ", ".join(f"{r['device']} {fmt(r)}" for r in ran)
+        parts.append(f"{said} measured, {extras.pop()}")
     else:
         parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
     return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g])

@@ -920,22 +920,22 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for chip, rs in sorted(by_chip.items()):
         rs.sort(key=recorded_at_or_oldest)
         first = rs[0]["prediction"]["constants_version"]
-        programs: dict[tuple, Record] = {}
+        programs: dict[tuple, tuple[dict[str, Any], Record]] = {}
         for r in rs:
             if r["prediction"]["constants_version"] != first:
                 continue
             w = workload_of(r)
             key = (w["model"], w["dataset"], w["batch"], w["precision"], w["formulation"])
             held = programs.get(key)  # the whole-epoch loop's, then the newest (rs is in order)
-            if held is None or w["loop"] == "device" or workload_of(held)["loop"] != "device":
-                programs[key] = r
+            if held is None or w["loop"] == "device" or held[0]["loop"] != "device":
+                programs[key] = (w, r)
         by_regime: dict[str, list[Record]] = defaultdict(list)
-        for r in programs.values():
+        for w, r in programs.values():
             by_regime[r["prediction"]["regime"]].append(r)
             # the prediction itself, a figure beside the step it measured (same records)
             out.append(
                 row(AS_RUN, "predicted", r["prediction"]["device_step_s"],
-                    {**workload_of(r), "params": _params(r)}, "before-first-run", [r],
+                    {**w, "params": _params(r)}, "before-first-run", [r],
                     extra=BEFORE_FIRST_RUN, band_quantity=AS_IT_RAN,
                     note=f"{r['prediction']['regime']} program; measured "
                     f"{r['step_time_s']['median'] * 1e3:.3g} ms")
@@ -1525,16 +1525,12 @@ def measured_versus_predicted(
                     chosen[p.iloc[0].id] = (rank, p.iloc[0].to_dict(), m.to_dict())
         what = quantity.removesuffix("_s").replace("_", " ")
         for _, p, m in chosen.values():
-            selection = "in-sample" if fitted & set(str(m["records"]).split()) else "held-out"
-            faster = "predicted faster" if m["value"] > p["value"] else "predicted slower"
-            note = (
-                f"{faster}; in sample: the fit has this step"
-                if selection == "in-sample"
-                else faster
-            )
-            out.append(
-                ratio("error_factor", p, m, selection, extra=f"{what} {VERSUS_MEASURED}", note=note)
-            )
+            in_sample = bool(fitted & set(str(m["records"]).split()))
+            r = ratio("error_factor", p, m, "in-sample" if in_sample else "held-out",
+                      extra=f"{what} {VERSUS_MEASURED}")  # fmt: skip
+            if in_sample:
+                r["note"] += "; in sample: the fit has this step"
+            out.append(r)
     return out
 
 
@@ -1577,8 +1573,11 @@ def framework_factors(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def is_small(rows: pd.DataFrame) -> pd.Series:
-    """Which of `rows` are of small programs (their model's first word in SMALL_MODELS)."""
-    return rows.model.str.split(" ").str[0].isin(SMALL_MODELS)
+    """Which of `rows` are of small programs: their model's first word in SMALL_MODELS,
+    or a network rebuilt from a published small-model loop."""
+    from jaxcnn import models
+
+    return rows.model.str.split(" ").str[0].isin([*SMALL_MODELS, *models.published_networks()])
 
 
 def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
-from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, SMALL_MODELS
+from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -395,15 +395,13 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
 def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     """Each published step beside our prediction of the same step (steps only: a
     scaling efficiency's error is not a step), with its regime as the bands name it
-    (small programs: figures.SMALL_MODELS, a width of one included)."""
+    (small programs: figures.is_small, a width of one included)."""
     by_id = table.set_index("id")
     e = answers_lib.rows(table, quantity="error_factor", kind="predicted")
     e = e[
         (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
     ]
-    from jaxcnn import models  # the networks of published small-model loops are small too
-
-    small = e.model.str.split(" ").str[0].isin([*SMALL_MODELS, *models.published_networks()])
+    small = is_small(e)
     return pd.DataFrame({
         "published": by_id.value.reindex(e.numerator).to_numpy(float),
         "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
