@@ -117,10 +117,25 @@ def _measured(**changes):
 
 def test_measurement_fields_validate_and_round_trip(tmp_path):
     path = tmp_path / "records.jsonl"
-    records.append(path, _measured(future_field={"kept": True}))
+    records.append(path, _measured())
     loaded = records.load(path)[0]
     assert loaded["flops"]["per_step"] == 1000
-    assert loaded["future_field"] == {"kept": True}  # unknown keys are kept
+
+
+def test_a_field_no_model_declares_is_read_but_never_written(tmp_path):
+    path = tmp_path / "records.jsonl"
+    newer = _measured(future_field={"kept": True}, flops__future_part=3)
+    with pytest.raises(records.RecordError, match=r"^has future_field, not a field of this schema"):
+        records.append(path, _measured(future_field={"kept": True}))
+    with pytest.raises(records.RecordError, match=r"^flops has future_part, not a field"):
+        records.append(path, _measured(flops__future_part=3))
+    assert not path.exists()
+    path.write_text(json.dumps(newer) + "\n")  # as a newer jaxcnn of this schema wrote it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (loaded,) = records.load(path)
+    assert loaded["future_field"] == {"kept": True}
+    assert loaded["flops"]["future_part"] == 3
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,7 @@ def _migrated_line(raw: bytes, done: Migrated, number: int) -> bytes:
         else:  # a path from a record's text ("../../x") could climb out of the folder
             done.not_keys.add(old_key)
     ending = b"\n" if raw.endswith(b"\n") else b""
-    return records.encode(migrated).rstrip(b"\n") + ending
+    return records.encode(migrated, made_now=False).rstrip(b"\n") + ending
 
 
 def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | None = None) -> str:

@@ -68,17 +68,18 @@ class NewerSchema(RecordError):
 NEWER_MESSAGE = "written by a newer jaxcnn: upgrade jaxcnn to read"
 
 
-def validate(record: dict[str, Any]) -> dict[str, Any]:
+def validate(record: dict[str, Any], *, writing: bool = False) -> dict[str, Any]:
     """Return `record`, unchanged, if it follows the schema (its kind's model, its types
     and their meaning); raise RecordError naming the first field of a wrong type or
-    value, else the first missing (OldSchema for a record of an earlier version)."""
+    value, else the first missing (OldSchema for a record of an earlier version). A
+    record being written (`writing`) may carry no field the schema does not declare."""
     version = record.get("schema_version") if isinstance(record, dict) else None
     if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
     if type(version) is int and SCHEMA_VERSION < version <= NUMBER_LIMIT:
         raise NewerSchema(f"schema_version {version}: {NEWER_MESSAGE} it")
     try:
-        _adapter(Record).validate_python(record)
+        _adapter(Record).validate_python(record, context={"writing": writing})
     except pydantic.ValidationError as e:
         model, errors = _errors(e, record)
         # a field there but wrong says more than one left out beside it
@@ -207,7 +208,20 @@ def when_ok(meaning: str, holding: str = "", positive: str = "") -> Any:
 
 
 class Part(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
+    # A reader keeps a field no model names (a newer jaxcnn's, under the same schema
+    # version) as an extra; a writer may not add one (`validate(..., writing=True)`):
+    # every field this jaxcnn writes is typed and documented here.
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    @pydantic.model_validator(mode="after")
+    def _no_unknown_field_written(self, info: pydantic.ValidationInfo) -> Part:
+        unknown = sorted(self.model_extra or ())
+        if unknown and (info.context or {}).get("writing"):
+            raise _meaning_error(
+                f"has {', '.join(unknown)}, not a field of this schema: a field a record "
+                "carries is declared in experiments/records/schema.py"
+            )
+        return self
 
 
 def _part(name: str, doc: str, kind: Any, /, **fields: str | tuple[Any, str]) -> type[Part]:
@@ -241,6 +255,7 @@ class Timed(Summary):
     one sample."""
 
     median: Positive | None = about("the samples' median")
+    steps: Count | None = about("the steps of each timed block, where blocks were timed")
 
     @pydantic.model_validator(mode="after")
     def _sampled(self) -> Timed:
@@ -263,7 +278,6 @@ class Throughput(Timed):
     dispatched ahead, one sync per block; device: one compiled call per block): the
     figure the bench compares across loops and frameworks."""
 
-    steps: Count | None = about("the steps of each timed block")
     minor_faults_per_step: Number | None = about(
         "the host's minor page faults per timed step (env.host_memory says why they matter)"
     )
@@ -406,10 +420,16 @@ Cost = _part(
 )
 ErrorBand = _part(
     "ErrorBand",
-    "How far the method's predictions were from measured steps.",
+    "How far the method's predictions were from measured steps (jaxcnn.perf.predict's "
+    "error_band and loop_band).",
     Number,
     median="the median ratio",
     worst="the worst ratio",
+    observations=(Count, "the held-out observations it was measured on"),
+    split=(Str, "how they were held out: chip|program|published_jax_loops"),
+    quantity=(Str, "device_step|loop_step: the quantity it was measured on"),
+    faster=(Count, "loop band: how many of them the prediction was the faster of"),
+    hosts=(list[Str], "loop band: the chips the published loops ran on"),
 )
 Prediction = _part(
     "Prediction",
@@ -417,7 +437,8 @@ Prediction = _part(
     Number,
     method=(Str, "per-kernel, or roofline (a bound; older records' prediction)"),
     constants_version=(Str, "the fitted constants' version"),
-    step_time_s="the step's time",
+    step_time_s="the step's time (the device step; a roofline's bound)",
+    device_step_s="the device step: the chip's kernels and collectives",
     images_per_s="batch_size / step_time_s",
     compute_s="its compute part",
     memory_s="its memory part",
@@ -426,6 +447,29 @@ Prediction = _part(
     kernels="the kernels priced",
     rates_source=(Str, "vendor|measured: the rates it priced at"),
     error_band=(ErrorBand, "the method's error band"),
+    formulation=(Str, "the program's formulation (jaxcnn.formulation), where known"),
+    regime=(Str, "small|large: the program's regime by its FLOPs per image"),
+    loop_step_s="the loop step: jaxcnn's step loop on that chip with its host "
+    "(jaxcnn.perf.host.loops); absent where no host side is known",
+    loop_parts=(dict[str, Number | None], "{host part: seconds per step}; null: no figure"),
+    loop_left_out=(list[Str], "the host parts without a figure, counted 0"),
+    loop_overlap=(Str, "overlapped|serialised: how the loop runs host and device"),
+    loop_bound=(Str, "host|device: which side bounds the loop step"),
+    loop_parts_basis=(Str, "measured|modelled: how the host parts were had"),
+    loop_parts_platform=(Str, "whose client ran the loop the host parts were timed in"),
+    loop_launches=(Object, "how the runtime launches the program (jaxcnn.perf.runtime)"),
+    loop_band=(ErrorBand, "the loop step's error band; null: unvalidated"),
+    epoch_s="an epoch of loop steps, where its steps are known (evaluation not priced)",
+    epoch_steps=(Count, "the epoch's steps"),
+    epoch_left_out=(list[Str], "what the epoch's figure leaves out"),
+    device_loop_step_s="a step of the device loop: the device step and its share of "
+    "the epoch's one call",
+    bytes_source=(Str, "xla: a roofline's bytes from the compiled cost analysis; null: none"),
+    device_s="older records: the device step",
+    dispatch_s="older records: the dispatch added to the device step",
+    host_s="older records: the host's share added to the device step",
+    transfer_s="older records: the batch's copy added to the device step",
+    host_left_out=(list[Str], "older records: the host parts without a figure"),
     bound=(Str, "compute|memory: what bounds the roofline"),
     peak_tflops_used="the peak the roofline used",
     peak_source=(Str, "where that peak came from"),
@@ -461,6 +505,9 @@ class KernelsSource(Part):
         "where experiments.predict.repredict compiled it again for an older record"
     )
     jax: Str | None = about("the jax that compiled it again")
+    launches: Object | None = about(
+        "how the runtime launches one run of it (jaxcnn.perf.runtime.launches)"
+    )
 
 
 Matmul = _part(
@@ -550,6 +597,11 @@ class Target(Part):
     usable_bytes_per_device: Count = about("what a program may use of it")
     bandwidth_bytes_per_s: Number = about("the vendor's memory bandwidth")
     peak_tflops: Object | None = about("the vendor's peaks, by precision")
+    topology: Str | None = about("a TPU's topology as its compiler names it")
+    chip_config: Str | None = about("a TPU's chip configuration")
+    gpu_spec: Str | None = about("a GPU's target spec file (jaxcnn/targets)")
+    cuda_toolkit: Str | None = about("the CUDA toolkit package an older GPU's compiler needs")
+    usable_fraction: Number | None = about("the share of device memory a program may use")
 
 
 # --- The workload, where it ran, how ---------------------------------------------------
@@ -645,6 +697,9 @@ HostMemory = _part(
     policy="the policy",
     reason="why it was chosen",
     applied=(Bool, "whether it took effect"),
+    asked="the policy asked for (what a record's key covers)",
+    settings=(Object, "the allocator settings it made, {name: value}"),
+    env_vars=(Object, "allocator environment variables the process started with"),
 )
 Cpu = _part(
     "Cpu",
@@ -652,6 +707,13 @@ Cpu = _part(
     Str,
     model="its model name",
     extensions=(list[Str], "its vector extensions (AVX2, AVX-512, AMX)"),
+)
+CpuThreads = _part(
+    "CpuThreads",
+    "What sized XLA:CPU's thread pools (jaxcnn.devices.cpu_threads).",
+    Str,
+    NPROC="the NPROC the process ran with",
+    set_by="jaxcnn|user: who set it",
 )
 _VERSION = "its version; null where not recorded"
 
@@ -672,6 +734,8 @@ class Env(Part):
         "a side of a paired run: {pair, side}, which benchmarks/paired.py adds (took_turns)"
     )
     cpu: Cpu | None = about("the host's CPU")
+    cpu_threads: CpuThreads | None = about("what sized XLA:CPU's thread pools; null: XLA's own")
+    smoke: Bool | None = about("true: made by a --smoke run (seconds, tiny: no measurement)")
 
 
 class HarnessEnv(Env):
@@ -682,6 +746,30 @@ class HarnessEnv(Env):
     flax: Str | None = always(_VERSION)
     optax: Str | None = always(_VERSION)
     host_memory: HostMemory | None = always("the host memory policy; null where not recorded")
+
+
+class CompileEnv(HarnessEnv):
+    """What it was compiled with: the compilers' packages too (jaxcnn.targets)."""
+
+    libtpu: Str | None = about("libtpu's version; null where not installed")
+    jax_cuda12_plugin: Str | None = about("jax-cuda12-plugin's version; null where not installed")
+
+
+class PeerEnv(Env):
+    """What the peer framework ran with (benchmarks/peers.py)."""
+
+    framework: Str | None = about("the framework")
+    framework_version: Str | None = about("its version")
+    torch: Str | None = about("torch's version, where it ran")
+    tensorflow: Str | None = about("TensorFlow's version, where Keras ran on it")
+    keras: Str | None = about("Keras's version, where it ran")
+    keras_backend: Str | None = about("Keras's backend")
+    threads: Count | None = about("the framework's (intra-op) threads; 0: its default")
+    tf_inter_op_threads: Count | None = about("TensorFlow's inter-op threads; 0: its default")
+    threads_note: Str | None = about("what a thread count of 0 means")
+    threads_requested: Count | None = about("--threads; null: the framework's default")
+    cpu_count: Count | None = about("the host's cores (os.cpu_count)")
+    env_vars: Object | None = about("allocator environment variables the process started with")
 
 
 Formulation = _part(
@@ -865,6 +953,7 @@ class CompileRecord(Described):
     jax_cuda12_plugin."""
 
     workload: _workload_model("compile") = always("what was compiled")
+    env: CompileEnv = always("what it was compiled with")
     compiled_not_run: Bool | None = about("true: compiled, never run")
     fits: Bool | None = about("whether the train step fits the target's memory")
     failed_by: Literal["compiler", "machine"] | None = about(
@@ -886,6 +975,7 @@ class PeerRecord(Common):
 
     config_key: Str = always(_KEY)
     workload: _workload_model("peer") = always("what ran")
+    env: PeerEnv = always("what it ran with")
     params: Params | None = when_ok(_PARAMS)
     compile_time_s: CompileTimes | None = when_ok(_COMPILE)
     step_time_s: Timed | None = when_ok(_STEP, holding=_SUMMARY, positive="median")

@@ -47,9 +47,12 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def encode(record: dict[str, Any]) -> bytes:
-    """`record` validated, as the one JSON line that `append` writes."""
-    return (json.dumps(validate(_json_safe(record)), sort_keys=True) + "\n").encode()
+def encode(record: dict[str, Any], *, made_now: bool = True) -> bytes:
+    """`record` validated, as the one JSON line that `append` writes. A record made now
+    carries only the fields the schema declares; an older one rewritten (`made_now`
+    False: a migration) keeps whatever its jaxcnn wrote."""
+    line = json.dumps(validate(_json_safe(record), writing=made_now), sort_keys=True)
+    return (line + "\n").encode()
 
 
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
