@@ -140,8 +140,16 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
     assert again["step_time_s"] == today["step_time_s"]  # nothing measured changes
     # --measured-only leaves a compile-only record this command gave kernels (a target's
     # compile takes minutes), and still compiles the measured one.
-    target_record = {**copy.deepcopy(again), "run_id": "compiled", "compiled_not_run": True}
-    records.append(path, target_record)
+    line = json.loads(path.read_text())
+    target_record = {k: v for k, v in line.items() if k in records.CompileRecord.model_fields}
+    target_record.update(
+        run_id="compiled",
+        compiled_not_run=True,
+        workload={**line["workload"], "kind": "compile", "target": "gpu-t4"},
+        target={"name": "gpu-t4", "chips": 1, "devices": 1},
+        memory=line["memory"] or {"total_bytes": 2**20},
+    )
+    records.append(path, rekeyed(target_record))
     counts = repredict.repredict_file(path, again="gemm", measured_only=True)
     assert counts == {"recompiled": 1, "compile-only (--measured-only)": 1}
 
