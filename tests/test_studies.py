@@ -16,7 +16,8 @@ from experiments import records, studies
 from experiments.cli import plan as cli_plan
 from experiments.cli.run import main
 from experiments.harness import sweep
-from experiments.records.workload import Workload, dataset_dir
+from experiments.harness.prepare import dataset_dir
+from experiments.records.workload import Workload
 
 SMOKE = ["--smoke", "--device", "cpu", "--set", "progress=false", "--set", "checkpoints=false"]
 

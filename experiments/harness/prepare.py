@@ -1,14 +1,16 @@
 """What a workload needs from JAX before it runs: the check of what was asked, the
 devices it runs on, its Flax module, its compute dtype and its data.
 
-The Workload itself (experiments/records/workload.py) is plain data and imports no JAX; the
-runners (experiments/harness/runners/) and the sweep take these helpers from here.
+The Workload itself (experiments/records/workload.py) is plain data and imports no JAX: it
+names the choices and bounds a workload may take, and every check of them is `check` here;
+the runners (experiments/harness/runners/) and the sweep take these helpers from here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -17,14 +19,15 @@ import numpy as np
 
 from experiments import records
 from experiments.records.workload import (
+    BOUNDS,
     ENSEMBLE_MODES,
     KINDS,
     MATMUL_PRECISIONS,
+    MAX_COMPILE_BATCH,
+    MAX_MATMUL_SIDE,
     PRECISIONS,
     SCALINGS,
     Workload,
-    dataset_dir,
-    out_of_bounds,
 )
 from jaxcnn import data, host_memory, models, train
 from jaxcnn import devices as devices_lib
@@ -43,6 +46,23 @@ def _check_choice(what: str, value: Any, choices: Collection[str]) -> None:
 
 def check_precision(workload: Workload) -> None:
     _check_choice("precision", workload.precision, PRECISIONS)
+
+
+def out_of_bounds(workload: Workload) -> str | None:
+    """What is wrong with `workload`'s sizes (BOUNDS), in one line, or None. A matmul's
+    batch_size is its matrix side: one too large for the device fails its allocation at
+    once, an `oom` finding (the batch study's): it is bounded by MAX_MATMUL_SIDE."""
+    for name, (least, most, why) in BOUNDS.items():
+        value = getattr(workload, name)
+        if value is None:
+            continue
+        if name == "batch_size" and workload.kind == "matmul":
+            most = MAX_MATMUL_SIDE
+        if name == "batch_size" and workload.kind == "compile":
+            most = MAX_COMPILE_BATCH
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            return f"{name} {value!r:.40} is not a whole number in {least}..{most:,} ({why})"
+    return None
 
 
 def check(workload: Workload, devices: list[jax.Device]) -> None:
@@ -202,6 +222,15 @@ def _synthetic_count(workload: Workload) -> int:
     # at every step, so it gets as many as it times.
     steps = workload.timing_steps if workload.loop == "device" else 1
     return workload.batch_size * steps
+
+
+def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
+    """`data_dir` itself, or its `dataset` subfolder when it has one: one --data-dir
+    (a folder holding mnist/ and fashion_mnist/) serves a study that reads MNIST and
+    Fashion-MNIST."""
+    if data_dir is not None and (Path(data_dir) / dataset).is_dir():
+        return str(Path(data_dir) / dataset)
+    return data_dir
 
 
 def train_examples(workload: Workload, data_dir: str | None = None) -> int | None:

@@ -19,7 +19,6 @@ Four kinds of workload share one record schema:
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 # precision -> the compute dtype's name (the JAX side maps names to dtypes)
@@ -51,23 +50,6 @@ MAX_MATMUL_SIDE = 2**24
 # The largest batch a compile-only search may ask (experiments/compile_only.batch_search):
 # past 2**31 a batch's element count leaves int32, which the compilers index with.
 MAX_COMPILE_BATCH = 2**31 - 1
-
-
-def out_of_bounds(workload: Workload) -> str | None:
-    """What is wrong with `workload`'s sizes (BOUNDS), in one line, or None. A matmul's
-    batch_size is its matrix side: one too large for the device fails its allocation at
-    once, an `oom` finding (the batch study's): it is bounded by MAX_MATMUL_SIDE."""
-    for name, (least, most, why) in BOUNDS.items():
-        value = getattr(workload, name)
-        if value is None:
-            continue
-        if name == "batch_size" and workload.kind == "matmul":
-            most = MAX_MATMUL_SIDE
-        if name == "batch_size" and workload.kind == "compile":
-            most = MAX_COMPILE_BATCH
-        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-            return f"{name} {value!r:.40} is not a whole number in {least}..{most:,} ({why})"
-    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,12 +106,3 @@ class Workload:
         if self.precision != "f32":
             overrides["dtype"] = self.compute_dtype
         return overrides
-
-
-def dataset_dir(data_dir: str | None, dataset: str) -> str | None:
-    """`data_dir` itself, or its `dataset` subfolder when it has one: one --data-dir
-    (a folder holding mnist/ and fashion_mnist/) serves a study that reads MNIST and
-    Fashion-MNIST."""
-    if data_dir is not None and (Path(data_dir) / dataset).is_dir():
-        return str(Path(data_dir) / dataset)
-    return data_dir
