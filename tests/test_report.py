@@ -15,6 +15,8 @@ from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, value_text
+from experiments.studies import crossover as crossover_study
+from experiments.studies import page as study_page
 from jaxcnn import choices, models
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,7 +231,7 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
 def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     m = table[table.kind == "measured"]
     gpus = sorted(set(m[m.platform == "gpu"].device))
-    cpu = answers.reference_cpu(table)
+    cpu = study_page.reference_cpu(table)
     assert gpus == ["H100 SXM", "H200"]  # the committed records: two GPUs ran them
     assert views.what_ran(table).startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}. ")
     goal = views.gpu_goal(table)
@@ -410,7 +412,7 @@ def _said(number):
 
 
 def test_every_cpu_figure_on_the_first_screen_is_the_reference_cpus(csv):
-    cpu = answers.reference_cpu(csv)
+    cpu = study_page.reference_cpu(csv)
     assert cpu and "not recorded" not in cpu
     found = answers.answers(csv)
     # a contrary result on another CPU (vmap's, row 14) is quoted with that CPU named
@@ -426,7 +428,7 @@ def test_every_cpu_figure_on_the_first_screen_is_the_reference_cpus(csv):
 
 
 def test_every_speedup_of_the_gpu_answer_divides_one_named_cpu_step(csv):
-    cpu = answers.reference_cpu(csv)
+    cpu = study_page.reference_cpu(csv)
     at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
     steps = csv[at & (csv.device == cpu) & (csv.quantity == "step_s") & (csv.extra == "-")
                 & (csv.devices == 1) & (csv.dataset == "mnist")]  # fmt: skip
@@ -454,7 +456,7 @@ def test_every_speedup_of_the_gpu_answer_divides_one_named_cpu_step(csv):
 
 
 def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one(csv):
-    cpu = answers.reference_cpu(csv)
+    cpu = study_page.reference_cpu(csv)
     at = (csv.model == "mnist_cnn") & (csv.batch == 128) & (csv.precision == "f32")
     trained = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "newest-trained")
                   & (csv.dataset == "mnist") & csv.extra.str.endswith(" epochs")]  # fmt: skip
@@ -482,7 +484,7 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
 
 
 def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv):
-    c, g = answers.crossover(csv, answers.reference_cpu(csv))
+    c, g = crossover_study.crossover(csv, study_page.reference_cpu(csv))
     page = (RESULTS / views.PAGES / "crossover.md").read_text()
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
     assert len(both) >= 5
@@ -498,7 +500,7 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     assert ("slower at" in page_said) == bool(slower)
     # the verdict turns where the rows do: a slower widest width is said as such
     flipped = g.assign(value=g.value.where(g.params != g.params.max(), 1e9))
-    assert answers.crossover_verdict(c, flipped)[0].startswith("T4 slower at the widest")
+    assert crossover_study.crossover_verdict(c, flipped)[0].startswith("T4 slower at the widest")
 
 
 def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv):
@@ -555,7 +557,7 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
 
     # Its own band says which way it errs (the published JAX loops' count), no wider range.
     t = banded(1.2)
-    said = answers.q_gpu_vs_cpu(t, answers.reference_cpu(t))  # its own, before "as row N's"
+    said = answers.q_gpu_vs_cpu(t, study_page.reference_cpu(t))  # its own, before "as row N's"
     assert said.band.startswith("x1.20 median") and " to " not in said.text
     assert said.band.split(";")[0].endswith(_jax_loops_way(csv))
     # Unvalidated (positive control): the published JAX loops beside it, and the other
@@ -586,7 +588,7 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     assert f"ours for Keras's loop {fmt(ours.to_dict())}" in said and "ours for it" not in said
     # every page row of such a prediction says what it predicts, the devices page prints
     # the one its error factor is computed on
-    assert ours.note.startswith(figures.OURS_FOR_PUBLISHED)
+    assert ours.note.startswith(study_page.OURS_FOR_PUBLISHED)
     line = (
         f"| mnist_cnn | 128 | K80 | predicted | step_s | f32 | {fmt(ours.to_dict())} "
         f"| jaxcnn, keras-tf14-k80-mnist-cnn | {ours.note} |"
@@ -720,7 +722,7 @@ def test_the_docs_column_dictionary_is_the_code_s():
 
 
 def test_the_other_verdicts_recompute_from_figures_csv(csv):
-    cpu = answers.reference_cpu(csv)
+    cpu = study_page.reference_cpu(csv)
     fits = csv[(csv.quantity == "fits") & (csv.model == "catsdogs_cnn") & (csv.precision == "f32")
                & (csv.placement == "single")]  # fmt: skip
     seed_saw = [("gpu-mx150", 16, 1), ("gpu-mx150", 32, 0), ("gpu-t4", 128, 1)]
@@ -768,7 +770,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
 
 
 def test_the_contrary_results_are_in_the_answers(csv):
-    cpu = answers.reference_cpu(csv)
+    cpu = study_page.reference_cpu(csv)
     # vmap: every CPU's per K, each CPU other than line 2's and each formulation named
     v = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")]
     said = _said(14)
@@ -1107,7 +1109,7 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     """A scaling efficiency's error is no step; a one-width MLP (Princeton's) is a small
     program, as the bands count it; each band drawn is the table's."""
     points = plots.prediction_points(table)
-    errors = answers.rows(table, quantity="error_factor", kind="predicted")
+    errors = study_page.rows(table, quantity="error_factor", kind="predicted")
     assert len(points) < len(errors[errors.extra.str.contains(" vs published")])
     assert (points.published > 0.0003).all()  # steps, not efficiencies near 1 in disguise
     # the seeds' models and the networks of published small-model loops are small programs
@@ -1121,7 +1123,7 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
     fig = _figure(table, "predictions", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    bands = answers.rows(table, quantity="band", kind="published", extra="against published")
+    bands = study_page.rows(table, quantity="band", kind="published", extra="against published")
     for regime in ("large programs", "small programs"):
         b = bands[bands.model == regime].sort_values("n").iloc[-1]
         assert any(x.startswith(f"{regime}' band: x{b.value:.2f}") for x in labels), labels
@@ -1133,7 +1135,7 @@ def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(tabl
     (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the
     table is one point of one series."""
     series = plots.scaling_series(table)
-    rows = answers.rows(table, quantity="scaling_efficiency")
+    rows = study_page.rows(table, quantity="scaling_efficiency")
     drawn = rows[(rows.selection == "equal-batch") | (rows.kind == "published")]
     assert sum(len(r["devices"]) - 1 for r in series) == len(drawn)
     both = [r for r in series if r["model"] == "catsdogs_cnn" and r["chip"] == "TPU v5e"
@@ -1175,7 +1177,7 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     def fills(fig):
         return {c.get_label() for c in fig.axes[0].collections if isinstance(c, PolyCollection)}
 
-    _, g = answers.crossover(table, answers.reference_cpu(table))
+    _, g = crossover_study.crossover(table, study_page.reference_cpu(table))
     bands = ["band_median", "band_worst", "band_n", "band_split"]
     bare = table.copy()
     bare.loc[g.index, bands] = None
@@ -1195,9 +1197,11 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
     """The measured GPUs stand beside the predictions where they ran; a panel without the
     CPU's xla step loop line or a GPU's points names the gap in its title."""
     fig = _figure(table, "first", monkeypatch)
-    cpu = answers.reference_cpu(table)
+    cpu = study_page.reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
-    gpus = answers.rows(table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one)
+    gpus = study_page.rows(
+        table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one
+    )
     assert "H200" in set(gpus.device)
     for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
         labels = [line.get_label() for line in ax.get_lines() if len(line.get_xdata())]
@@ -1233,7 +1237,7 @@ def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_
     one, grey and labelled unvalidated where it does not (the loop steps today)."""
     fig = _figure(table, "first", monkeypatch)
     one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
-    predicted = answers.rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
+    predicted = study_page.rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
                              devices=1, model=answers.SEED_MODELS, **one)  # fmt: skip
     banded = int(predicted.band_median.notna().sum())
     assert 0 < banded < len(predicted)  # both kinds are in the table: the check can fail
@@ -1275,8 +1279,8 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
 
 
 def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_shows(csv):
-    cpu = answers.reference_cpu(csv)
-    ((c, g),) = answers.measured_crossover(csv, cpu)  # the committed records: the H100's
+    cpu = study_page.reference_cpu(csv)
+    ((c, g),) = crossover_study.measured_crossover(csv, cpu)  # the committed records: the H100's
     assert set(g.device) == {"H100 SXM"} and set(c.device) == {cpu}
     assert list(c.model) == list(g.model) and (c.dataset.to_numpy() == g.dataset.to_numpy()).all()
     page = (RESULTS / views.PAGES / "crossover.md").read_text()
@@ -1290,7 +1294,7 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     assert "(measured, jaxcnn's loop both sides); T4 predicted " in said
     # without the GPU's loop rows the answer is the T4's prediction alone (positive control)
     bare = csv[~csv.id.isin(set(g.id))]
-    assert answers.measured_crossover(bare, cpu) == []
+    assert crossover_study.measured_crossover(bare, cpu) == []
     assert answers.answers(bare)[8].answer.startswith("T4 faster from ")
 
 
@@ -1312,8 +1316,8 @@ def test_the_predictions_plot_sets_each_first_run_prediction_beside_its_measured
 def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides(
     table, monkeypatch
 ):
-    cpu = answers.reference_cpu(table)
-    ((c, g),) = answers.measured_crossover(table, cpu)
+    cpu = study_page.reference_cpu(table)
+    ((c, g),) = crossover_study.measured_crossover(table, cpu)
     fig = _figure(table, "crossover", monkeypatch)
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     for rows in (c, g):

@@ -350,7 +350,7 @@ def test_one_data_dir_serves_every_dataset_of_a_study(tmp_path):
     assert dataset_dir(None, "mnist") is None
 
 
-HEAVY = ("jax", "matplotlib.pyplot")
+HEAVY = ("jax", "matplotlib.pyplot", "pandas")
 
 
 def _heavy_after(code: str) -> list[str]:
@@ -361,11 +361,11 @@ def _heavy_after(code: str) -> list[str]:
     return done.stdout.split()
 
 
-def test_listing_the_studies_starts_no_jax_and_no_matplotlib():
+def test_listing_the_studies_starts_no_jax_matplotlib_or_pandas():
     # The probe sees what it looks for (the positive controls).
-    assert _heavy_after("import jax, matplotlib.pyplot") == list(HEAVY)
+    assert _heavy_after("import jax, matplotlib.pyplot, pandas") == list(HEAVY)
     plot = "from experiments.report import plots\nplots.pyplot()"
-    assert _heavy_after(plot) == ["matplotlib.pyplot"]
-    # The studies, their report sections and the report's walker import neither.
+    assert _heavy_after(plot) == ["matplotlib.pyplot", "pandas"]
+    # The studies, their report pages and the report's walker import none of them.
     listed = "import experiments.studies as s, experiments.report\nassert 'devices' in s.STUDIES"
     assert _heavy_after(listed) == []

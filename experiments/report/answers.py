@@ -16,6 +16,8 @@ from experiments.report.figures import (
     is_small,
 )
 from experiments.report.fmt import fmt, value_text
+from experiments.studies.crossover import LOOP, crossover, crossover_verdict, measured_crossover
+from experiments.studies.page import reference_cpu, rows
 from jaxcnn.choices import MODEL_STRATEGIES
 
 SEED_MODEL = "catsdogs_cnn"
@@ -46,27 +48,10 @@ class Said:
     band: str | None = None
 
 
-def rows(table: pd.DataFrame, **where: Any) -> pd.DataFrame:
-    """The rows whose columns equal `where`'s values (a list: any of them)."""
-    mask = pd.Series(True, index=table.index)
-    for column, value in where.items():
-        many = isinstance(value, (list, tuple, set))
-        mask &= table[column].isin(list(value)) if many else table[column] == value
-    return table[mask]
-
-
 def one(table: pd.DataFrame, **where: Any) -> Row:
     """The one row matching `where`, or None (none, or a filter too loose to pick one)."""
     found = rows(table, **where)
     return found.iloc[0].to_dict() if len(found) == 1 else None
-
-
-def reference_cpu(table: pd.DataFrame) -> str | None:
-    """The CPU the answers quote: the named CPU with the most measured steps."""
-    cpu = rows(table, quantity="step_s", kind="measured", platform="cpu")
-    named = cpu[~cpu.device.str.contains("not recorded")]
-    counts = (named if len(named) else cpu).device.value_counts()
-    return str(counts.index[0]) if len(counts) else None
 
 
 def none_on(cpu: str | None, what: str) -> str:
@@ -441,84 +426,6 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
         said = f"{band['value']:.3g}x off (median; worst {band['hi']:.3g}x), {band['note']}"
     return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
-
-
-CROSSOVER_RULE = (
-    "a width counts as faster on the GPU where its predicted loop step is below the CPU's "
-    "measured step; the crossover is the fewest parameters from which every larger width counts"
-)
-
-
-def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
-    """The MLP width sweep at batch 128: `cpu`'s measured steps (the step loop in the
-    formulation that ran the most widths there, real data before synthetic) and
-    `device`'s predicted (the loop step where predicted)."""
-    like = {"batch": 128, "precision": "f32", "placement": "single"}
-    mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
-               extra="-", **like)  # fmt: skip
-    mlp = mlp[mlp.model.str.startswith("mlp")]
-    widths = mlp.groupby("formulation").model.nunique().sort_index()
-    c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
-    c = c.assign(real=c.dataset == "synthetic").sort_values(["params", "real", "dataset"])
-    c = c.drop_duplicates("model").drop(columns="real")  # one data set a width
-    quantity = (
-        "loop_step_s" if len(rows(t, quantity="loop_step_s", device=device)) else "device_step_s"
-    )
-    g = rows(t, quantity=quantity, kind="predicted", device=device, **like)
-    return c, g[g.model.str.startswith("mlp")].sort_values("params")
-
-
-def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[Row]]:
-    """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
-    the verdict and the two rows of the width it names."""
-    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
-    if not len(both):
-        return "", []
-    device = str(g.device.iloc[0])
-    name = device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
-    faster = (both.value_gpu < both.value_cpu).to_numpy()
-    slower = [int(p) for p in both.params_cpu[~faster]]
-    tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
-    if tail >= len(faster):
-        return f"{name} slower at the widest MLP ({slower[-1]:,} params)", []
-    r = both.iloc[tail]
-    if not slower:
-        text = f"{name} faster at every width ({int(r.params_cpu):,} params and up)"
-    else:
-        text = f"{name} faster from {int(r.params_cpu):,} params on ({int(faster.sum())} of "
-        text += f"{len(both)} widths; slower at {', '.join(f'{p:,}' for p in slower)})"
-    chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
-    return text, chosen
-
-
-LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
-MEASURED_CROSSOVER_RULE = (
-    "a width counts as faster on the GPU where its measured step of jaxcnn's loop is below "
-    "the CPU's, on the same data; the crossover is the fewest parameters from which every "
-    "larger width counts"
-)
-
-
-def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFrame, ...]]:
-    """The MLP width sweep at batch 128 as jaxcnn's own loop ran it on both sides: per GPU
-    that ran at least three widths, (`cpu`'s loop steps, the GPU's), one row a width, each
-    CPU row on its GPU row's data set."""
-    like = {"batch": 128, "precision": "f32", "placement": "single", "extra": LOOP}
-    loops = rows(t, quantity="step_s", kind="measured", loop="step", **like)
-    loops = loops[loops.model.str.startswith("mlp")]
-    # one row a width: the crossover study's synthetic data first, as it ran them
-    loops = loops.assign(real=loops.dataset != "synthetic").sort_values(["params", "real"])
-    c = loops[loops.device == cpu]
-    if len(c):  # the CPU's formulation that ran the most widths, as `crossover` takes
-        c = c[c.formulation == c.groupby("formulation").model.nunique().idxmax()]
-    out = []
-    for device in sorted(set(loops[loops.platform == "gpu"].device)):
-        g = loops[loops.device == device].drop_duplicates("model").drop(columns="real")
-        both = pd.MultiIndex.from_frame(g[["model", "dataset"]])
-        mine = c[pd.MultiIndex.from_frame(c[["model", "dataset"]]).isin(both)].drop(columns="real")
-        if len(g) >= 3 and len(mine):
-            out.append((mine, g))
-    return out
 
 
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -37,6 +37,7 @@ from experiments.records.select import (
     largest_fit,
     superseded,
 )
+from experiments.studies.page import OURS_FOR_PUBLISHED
 
 Record = dict[str, Any]
 
@@ -1066,11 +1067,6 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
             out.append(pred)
             out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
     return out
-
-
-# A prediction of a published step is of that publication's own loop, not of jaxcnn's
-# loop step on the chip: its note says so wherever it is printed.
-OURS_FOR_PUBLISHED = "ours for the published loop"
 
 
 # The published efficiencies' comparison rows say this in `extra`, so that no band of

@@ -14,6 +14,8 @@ import pandas as pd
 
 from experiments.report import answers as answers_lib
 from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
+from experiments.studies import crossover as crossover_study
+from experiments.studies.page import reference_cpu, rows
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -50,14 +52,14 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     steps (device loop and step loop) beside them, against the CPU's measured step: the
     same program (the xla step loop, cpu_step) and its fastest way, each named; what a
     panel lacks (a CPU line, a measured GPU, a chip's prediction) it says in the panel."""
-    cpu = answers_lib.reference_cpu(table)
+    cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
-    measured = answers_lib.rows(
+    measured = rows(
         table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
     )
-    gpus = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+    gpus = rows(table, quantity="step_s", kind="measured", platform="gpu",
                             framework="jax", extra="-", **one)  # fmt: skip
-    predicted = answers_lib.rows(table, quantity=["device_step_s", "loop_step_s"],
+    predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
                                  kind="predicted", devices=1, extra="-", **one)  # fmt: skip
     predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
     devices = sorted(set(predicted.device))
@@ -139,7 +141,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     """MLP step time against trainable parameters: the CPU measured with its p10-p90
     spread, the T4 predicted (its band shaded only where the table holds one, else the
     label says unvalidated), any GPU's measured steps of the same sweep as points."""
-    c, g = answers_lib.crossover(table, answers_lib.reference_cpu(table))
+    c, g = crossover_study.crossover(table, reference_cpu(table))
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
@@ -163,7 +165,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         ax.fill_between(x, y / m, y * m, color="C1", alpha=0.15, linewidth=0,
                         label=f"T4's band: {words}")  # fmt: skip
     like = {"batch": 128, "precision": "f32", "placement": "single"}
-    gpu = answers_lib.rows(table, quantity="step_s", kind="measured", platform="gpu",
+    gpu = rows(table, quantity="step_s", kind="measured", platform="gpu",
                            loop="step", framework="jax", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
     colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
@@ -173,7 +175,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                     fmt="D", color=colour[device],
                     label=f"{device}, measured (xla step loop, p10-p90)")  # fmt: skip
     # the sweep as jaxcnn's own loop ran it on both sides: what the answer's verdict reads
-    for i, (cl, gl) in enumerate(answers_lib.measured_crossover(table, cpu)):
+    for i, (cl, gl) in enumerate(crossover_study.measured_crossover(table, cpu)):
         if i == 0:
             ax.plot(cl.params, cl.value, "o:", color="C0", mfc="none",
                     label=f"{cpu}, jaxcnn's loop (measured)")  # fmt: skip
@@ -203,8 +205,8 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     from jaxcnn import targets
 
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
-    mem = answers_lib.rows(table, quantity="memory_bytes", **where)
-    fits = answers_lib.rows(table, quantity="fits", **where)
+    mem = rows(table, quantity="memory_bytes", **where)
+    fits = rows(table, quantity="fits", **where)
     mem = mem.merge(
         fits[["device", "batch", "value"]], on=["device", "batch"], suffixes=("", "_fits")
     )
@@ -296,14 +298,14 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
     from jaxcnn import targets
 
     base = table.set_index("id").devices
-    s = answers_lib.rows(table, quantity="scaling_efficiency", selection="equal-batch")
+    s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
     s = s.assign(
         chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
         per=s.batch // s.devices,
         base=[int(base[i]) for i in s.numerator],
         sweep="-",
     )
-    p = answers_lib.rows(table, quantity="scaling_efficiency", kind="published")
+    p = rows(table, quantity="scaling_efficiency", kind="published")
     # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
     p = p.assign(chip=p.device, per=p.batch, base=1,
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
@@ -397,7 +399,7 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     scaling efficiency's error is not a step), with its regime as the bands name it
     (small programs: figures.is_small, a width of one included)."""
     by_id = table.set_index("id")
-    e = answers_lib.rows(table, quantity="error_factor", kind="predicted")
+    e = rows(table, quantity="error_factor", kind="predicted")
     e = e[
         (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
     ]
@@ -428,7 +430,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     lo = min(points.published.min(), points.predicted.min()) / 2
     hi = max(points.published.max(), points.predicted.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
-    bands = answers_lib.rows(table, quantity="band", kind="published", extra="against published")
+    bands = rows(table, quantity="band", kind="published", extra="against published")
     for (regime, g), (colour, mark) in zip(points.groupby("regime"), [("C0", "o"), ("C1", "s")],
                                            strict=False):  # fmt: skip
         models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel

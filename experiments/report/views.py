@@ -1,18 +1,17 @@
 """The report's pages as views of the table of figures: each page is a filter of the
-table, formatted; the first screen is the answers (answers.py). Nothing here reads a
-record or computes a figure."""
+table, formatted (a study's page declared in its module, experiments/studies/); the first
+screen is the answers (answers.py). Nothing here reads a record or computes a figure."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import BEFORE_FIRST_RUN, OURS_FOR_PUBLISHED, RULES, TF32_MATMULS
+from experiments.report.figures import BEFORE_FIRST_RUN, RULES, TF32_MATMULS
 from experiments.report.fmt import fmt, value_text
+from experiments.studies import REGISTRY
+from experiments.studies.page import Page, Section, reference_cpu, rows, select, where
 
 REPORT_FILE = "REPORT.md"
 PAGES = "report"
@@ -47,7 +46,7 @@ def what_ran(table: pd.DataFrame) -> str:
     where the table has them."""
     measured = table[table.kind == "measured"]
     accelerators = measured_accelerators(table)
-    named = answers_lib.reference_cpu(table)
+    named = reference_cpu(table)
     cpu = named or "no CPU"
     older = set(measured[measured.platform == "cpu"].device) - {cpu}
     if accelerators:
@@ -99,7 +98,7 @@ def own_steps(table: pd.DataFrame) -> str | None:
     printed them."""
     if (table.kind == "compiled").any():
         return None
-    steps = answers_lib.rows(table, quantity="step_s", kind="measured", extra="-")
+    steps = rows(table, quantity="step_s", kind="measured", extra="-")
     if not len(steps):
         return None
     columns = ["model", "dataset", "batch", "precision", "device", "how", "value", "spread"]
@@ -110,7 +109,7 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
     """The first screen's check no fit could have tuned: per accelerator and regime, the
     device step each record was predicted with before its chip first ran, against what
     it measured (figures.before_first_run_rows); small programs first."""
-    b = answers_lib.rows(table, quantity="band", extra=BEFORE_FIRST_RUN)
+    b = rows(table, quantity="band", extra=BEFORE_FIRST_RUN)
     if not len(b):
         return None
     b = b.sort_values(["model", "device"], ascending=[False, True])
@@ -262,193 +261,15 @@ def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
     return markdown_table([index, *columns], body)
 
 
-@dataclass(frozen=True)
-class Section:
-    """One table of a page: a filter of the table, shown as a list of `columns` (words
-    of COLUMNS' keys) or, with `pivot` (down, across), as a matrix."""
-
-    title: str
-    select: Callable[[pd.DataFrame], pd.DataFrame]
-    columns: str = "model batch device kind quantity value spread how band"
-    pivot: tuple[str, str] | None = None
-    verdict: Callable[[pd.DataFrame], str] | None = None  # said under the rows, from them
-
-
-def _q(**where) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    return lambda t: answers_lib.rows(t, **where)
-
-
-SEED_MODELS = ["catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp"]
-
-
-def _seed_steps(t: pd.DataFrame) -> pd.DataFrame:
-    steps = t[t.quantity.isin(["step_s", "device_step_s", "loop_step_s", "epoch_s"])]
-    return steps[steps.model.isin(SEED_MODELS) & (steps.devices == 1)]
-
-
-def _one_chip(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[(rows.devices == 1) & (rows.placement == "single")]
-
-
-def _per_chip(
-    t: pd.DataFrame, quantity: str, models: list[str] | None = SEED_MODELS
-) -> pd.DataFrame:
-    """One chip's predicted `quantity` at batch 128, f32 (of the seed models, or all)."""
-    rows = answers_lib.rows(t, quantity=quantity, kind="predicted", batch=128, precision="f32")
-    return _one_chip(rows[rows.model.isin(models)] if models else rows)
-
-
-def _like_for_like(t: pd.DataFrame) -> pd.DataFrame:
-    rows = answers_lib.rows(t, quantity="speedup", selection="like-for-like", batch=128)
-    cpu = answers_lib.reference_cpu(t)
-    quantity = "loop_step_s" if rows.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    rows = rows[rows.extra == f"{quantity} vs {cpu}"]
-    return _one_chip(rows[rows.model.isin(SEED_MODELS) & (rows.precision == "f32")])
-
-
-def _extra(pattern: str, **where) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    def select(t: pd.DataFrame) -> pd.DataFrame:
-        found = answers_lib.rows(t, **where)
-        return found[found.extra.astype(str).str.contains(pattern, regex=False)]
-
-    return select
-
-
-def _mlp(t: pd.DataFrame) -> pd.DataFrame:
-    c, g = answers_lib.crossover(t, answers_lib.reference_cpu(t))
-    return pd.concat([c, g])
-
-
-def _mlp_verdict(t: pd.DataFrame) -> str:
-    text, _ = answers_lib.crossover_verdict(*answers_lib.crossover(t, answers_lib.reference_cpu(t)))
-    return (
-        f"{text or 'No verdict: no width on both sides.'} (the rule: {answers_lib.CROSSOVER_RULE})"
-    )
-
-
-def _mlp_loops(t: pd.DataFrame) -> pd.DataFrame:
-    found = answers_lib.measured_crossover(t, answers_lib.reference_cpu(t))
-    return pd.concat([rows for pair in found for rows in pair]) if found else t.iloc[:0]
-
-
-def _mlp_loops_verdict(t: pd.DataFrame) -> str:
-    found = answers_lib.measured_crossover(t, answers_lib.reference_cpu(t))
-    said = [answers_lib.crossover_verdict(c, g)[0] for c, g in found]
-    text = (
-        "; ".join(s for s in said if s) or "No verdict: no GPU ran jaxcnn's loop over the widths."
-    )
-    return f"{text} (the rule: {answers_lib.MEASURED_CROSSOVER_RULE})"
-
-
-def _where(test: Callable[[pd.DataFrame], pd.Series]) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    return lambda t: t[test(t)]
-
-
-def _measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
-    return (t.quantity == "step_s") & (t.kind == "measured") & (t.platform == "cpu")
-
-
-BY_CHIP = ("model", "device")
-PAGE_SECTIONS: dict[str, tuple[str, list[Section]]] = {
-    "batch": ("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
-        Section("Compiled memory and the verdict per batch (the target's own compiler)",
-                _where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
-                       & (t.model == "catsdogs_cnn")),
-                "batch precision device quantity value how"),
-        Section("Largest batch that fits", _q(quantity="largest_batch", model="catsdogs_cnn"),
-                "precision device value flag note"),
-    ]),
-    "devices": ("The seeds' models per device: steps, epochs, speedups", [
-        Section("One train step at batch 128, f32, predicted: the chip's kernels (device step)",
-                lambda t: _per_chip(t, "device_step_s"), pivot=BY_CHIP),
-        Section("The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
-                lambda t: _per_chip(t, "loop_step_s"), pivot=BY_CHIP),
-        Section("Over the CPU the answers quote, like for like (the same program on both sides)",
-                _like_for_like, pivot=BY_CHIP),
-        Section("The CPU's own steps at batch 128 (measured)",
-                lambda t: _seed_steps(t)[_measured_cpu_steps(_seed_steps(t))
-                                         & (_seed_steps(t).batch == 128)],
-                "model precision device quantity value spread how"),
-        Section("Published figures of these models and our prediction of each",
-                _where(lambda t: t.model.isin(SEED_MODELS)
-                       & ((t.kind == "published") | (t.quantity == "error_factor")
-                          | t.note.astype(str).str.startswith(OURS_FOR_PUBLISHED))),
-                "model batch device kind quantity value how note"),
-    ]),
-    "accuracy": ("Accuracy per device", [
-        Section("Final test accuracy",
-                _where(lambda t: (t.quantity == "test_accuracy")
-                       & ~t.extra.astype(str).str.startswith("epoch ")),
-                "model batch precision device value how"),
-    ]),
-    "crossover": ("Seed 002's MLP: step time against trainable parameters", [
-        Section("MLP width sweep, batch 128", _mlp,
-                "model device kind quantity value spread band", verdict=_mlp_verdict),
-        Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", _mlp_loops,
-                "model dataset device value spread how", verdict=_mlp_loops_verdict),
-    ]),
-    "scaling": ("Data parallelism: predicted weak scaling", [
-        Section("Efficiency against the fewest devices of the same chip compiled at that "
-                "per-device batch (named under how it ran; 100% is ideal)",
-                _q(quantity="scaling_efficiency"), "model batch precision device value how flag"),
-    ]),
-    "targets": ("Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak, "
-                "FLOP/s per watt", [
-        Section("Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
-                lambda t: _one_chip(answers_lib.rows(t, quantity="largest_batch",
-                                                     precision="f32")), pivot=BY_CHIP),
-        Section("TPU or GPU: the faster chip at equal batch (predicted loop step, and device "
-                "step)", _extra("faster chip per chip", quantity="speedup"),
-                "model batch precision device value how"),
-        Section("Cost of an epoch at batch 128, f32 (predicted)",
-                lambda t: _per_chip(t, "usd_per_epoch", models=None), pivot=BY_CHIP),
-        Section("Fraction of the datasheet peak at batch 128, f32 (predicted)",
-                lambda t: _per_chip(t, "mfu", models=None), pivot=BY_CHIP),
-        Section("FLOP/s per watt of the board's TDP at batch 128, f32 (predicted; GPUs only: no "
-                "TPU's TDP is published)", lambda t: _per_chip(t, "flops_per_watt", models=None),
-                pivot=BY_CHIP),
-    ]),
-    "matmul": ("FLOP/s reached", [
-        Section("Matmul rate per size (measured)", _q(quantity="flops_per_s", model="matmul"),
-                "device precision value how"),
-        Section("Each machine's best matmul rate (its measured peak)",
-                _q(quantity="peak_flops_per_s"), "device precision value selection"),
-        Section("Train steps (measured)",
-                _where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")),
-                "model batch precision device value how"),
-    ]),
-    "ensemble": ("K models at once with vmap", [
-        Section("vmap's speed over K sequential steps",
-                _extra("vmap vs sequential", quantity="speedup"), "model batch device value how"),
-        Section("The steps", _where(lambda t: (t.quantity == "step_s")
-                                    & t.extra.astype(str).str.startswith("K=")),
-                "model batch device value spread how"),
-    ]),
-    "speedrun": ("The MNIST speedrun (mnist_cnn): training time per recipe, and whether its "
-                 "seeds reached 99% test accuracy", [
-        Section("Median training time over seeds (a time to 99% only where no flag says a seed "
-                "fell short), and the seeds' accuracy", _q(selection="seeds"),
-                "model batch precision device quantity value spread how flag"),
-    ]),
-    "bench": ("The CPU step against PyTorch and Keras, and the kernel libraries", [
-        Section("Step time per framework and formulation (measured)",
-                _where(lambda t: _measured_cpu_steps(t) & (t.extra == "-")),
-                "model batch precision device value spread how"),
-        Section("Paired runs: the first configuration's speed over the second's, in turns",
-                _q(quantity="speedup", framework="paired"),
-                "model batch precision device value spread how"),
-        Section("Each formulation over the xla formulation",
-                _extra("vs xla formulation", quantity="speedup"),
-                "model batch precision device value how"),
-        Section("The seed's kernel-library claim", _q(kind="published", quantity="speedup"),
-                "model batch device value note"),
-    ]),
-    "predictions": ("How far predictions can be trusted", [
-        Section("Error bands (held out, per platform and regime)", _q(quantity="band"),
+# The details pages: each study's own (its module's `STUDY.page`), and the predictions'.
+PAGE_SECTIONS: dict[str, Page] = {
+    **{name: study.page for name, study in REGISTRY.items() if study.page},
+    "predictions": Page("How far predictions can be trusted", [
+        Section("Error bands (held out, per platform and regime)", select(quantity="band"),
                 "device value how note"),
         Section("Published figures against the prediction of the same step",
-                _where(lambda t: (t.quantity == "error_factor")
-                       | ((t.kind == "published") & (t.quantity == "step_s"))),
+                where(lambda t: (t.quantity == "error_factor")
+                      | ((t.kind == "published") & (t.quantity == "step_s"))),
                 "model batch precision device kind value how note"),
     ]),
 }  # fmt: skip
@@ -498,10 +319,8 @@ BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras
 def bench_block(table: pd.DataFrame, image: str | None) -> str:
     """PERFORMANCE.md's table: per bench cell on the reference CPU, the step of JAX (xla
     step loop, and its best formulation) and of each peer."""
-    cpu = answers_lib.reference_cpu(table)
-    m = answers_lib.rows(
-        table, quantity="step_s", kind="measured", device=cpu, placement="single", extra="-"
-    )
+    cpu = reference_cpu(table)
+    m = rows(table, quantity="step_s", kind="measured", device=cpu, placement="single", extra="-")
     peers = m[m.framework != "jax"]
     body = []
     for (model, batch, precision), g in peers.groupby(["model", "batch", "precision"]):

@@ -1,7 +1,8 @@
 """The studies: one module per question the seeds ask (the five documents, 000-004,
 the project grew from), each holding its question, seed, sizes, exact command and
-expected run time (its docstring) and its workloads; the report's views of their
-records are experiments/report/.
+expected run time (its docstring), its workloads and its page of the report (its
+`STUDY.page`: sections, each a filter of the table of figures; studies/page.py), which
+experiments/report/views.py draws. A new study is its module and its line in REGISTRY.
 
     python -m experiments.run --study=NAME [--device=auto|cpu|gpu|tpu] [--data-dir=DIR]
     python -m experiments.run --study=all   # every study that runs, one after another
@@ -24,8 +25,8 @@ before any work.
 Expected run times are for the whole study; "CPU" means this 2-core machine, the
 accelerator figures are guesses until measured, and marked so.
 
-Importing this package starts no JAX and no matplotlib: the CLI lists the studies in
---help before either is needed.
+Importing this package starts no JAX, no matplotlib and no pandas: the CLI lists the
+studies in --help before any is needed.
 """
 
 from __future__ import annotations

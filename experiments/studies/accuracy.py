@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study
+from experiments.studies.page import Page, Section, where
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -41,4 +42,10 @@ STUDY = Study(
     "accuracy",
     workloads=workloads,
     question="Same model, same per-epoch accuracy on every device? (seed 000)",
-)
+    page=Page("Accuracy per device", [
+        Section("Final test accuracy",
+                where(lambda t: (t.quantity == "test_accuracy")
+                      & ~t.extra.astype(str).str.startswith("epoch ")),
+                "model batch precision device value how"),
+    ]),
+)  # fmt: skip

@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from experiments.studies.page import Page
+
 if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
     from experiments.records.workload import Workload
 
@@ -52,13 +54,14 @@ class Study:
     """One question: what it runs. `workloads` sizes the runs on the devices at hand;
     `cells`, for a study compiled for devices not at hand, its (model, target, precision)
     batch searches; neither, for the default study, whose models take the command's
-    flags. What the report says of it is a view of the table of figures
-    (experiments/report/)."""
+    flags. `page`, its details page of the report (the page named as the study), a
+    view of the table of figures; none: the study has no page."""
 
     name: str
     workloads: Callable[[Context], list[Workload]] | None = None
     cells: Callable[[bool], list[TargetCell]] | None = None
     question: str = ""
+    page: Page | None = None
 
 
 # --smoke: every study in seconds on a CPU.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Study
+from experiments.studies.page import Page, Section, select, where
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
 
@@ -55,4 +56,12 @@ STUDY = Study(
     "batch",
     workloads=workloads,
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
-)
+    page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
+        Section("Compiled memory and the verdict per batch (the target's own compiler)",
+                where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
+                      & (t.model == "catsdogs_cnn")),
+                "batch precision device quantity value how"),
+        Section("Largest batch that fits", select(quantity="largest_batch", model="catsdogs_cnn"),
+                "precision device value flag note"),
+    ]),
+)  # fmt: skip

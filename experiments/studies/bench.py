@@ -43,6 +43,14 @@ from experiments.records.tables import markdown_text
 from experiments.records.workload import Workload
 from experiments.studies import bench_cells
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.studies.page import (
+    Page,
+    Section,
+    extra_contains,
+    measured_cpu_steps,
+    select,
+    where,
+)
 from jaxcnn.choices import LOOPS
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
@@ -220,4 +228,17 @@ STUDY = Study(
     "bench",
     workloads=workloads,
     question="How fast is the train step, and how does it compare with PyTorch and Keras?",
-)
+    page=Page("The CPU step against PyTorch and Keras, and the kernel libraries", [
+        Section("Step time per framework and formulation (measured)",
+                where(lambda t: measured_cpu_steps(t) & (t.extra == "-")),
+                "model batch precision device value spread how"),
+        Section("Paired runs: the first configuration's speed over the second's, in turns",
+                select(quantity="speedup", framework="paired"),
+                "model batch precision device value spread how"),
+        Section("Each formulation over the xla formulation",
+                extra_contains("vs xla formulation", quantity="speedup"),
+                "model batch precision device value how"),
+        Section("The seed's kernel-library claim", select(kind="published", quantity="speedup"),
+                "model batch device value note"),
+    ]),
+)  # fmt: skip

@@ -14,8 +14,14 @@ GPU/TPU < 1 min (a guess).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
+from experiments.studies.page import Page, Section, reference_cpu, rows
+
+if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
+    import pandas as pd
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
 
@@ -40,8 +46,119 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
+CROSSOVER_RULE = (
+    "a width counts as faster on the GPU where its predicted loop step is below the CPU's "
+    "measured step; the crossover is the fewest parameters from which every larger width counts"
+)
+
+
+def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
+    """The MLP width sweep at batch 128: `cpu`'s measured steps (the step loop in the
+    formulation that ran the most widths there, real data before synthetic) and
+    `device`'s predicted (the loop step where predicted)."""
+    like = {"batch": 128, "precision": "f32", "placement": "single"}
+    mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
+               extra="-", **like)  # fmt: skip
+    mlp = mlp[mlp.model.str.startswith("mlp")]
+    widths = mlp.groupby("formulation").model.nunique().sort_index()
+    c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
+    c = c.assign(real=c.dataset == "synthetic").sort_values(["params", "real", "dataset"])
+    c = c.drop_duplicates("model").drop(columns="real")  # one data set a width
+    quantity = (
+        "loop_step_s" if len(rows(t, quantity="loop_step_s", device=device)) else "device_step_s"
+    )
+    g = rows(t, quantity=quantity, kind="predicted", device=device, **like)
+    return c, g[g.model.str.startswith("mlp")].sort_values("params")
+
+
+def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
+    """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
+    the verdict and the two rows of the width it names."""
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
+    if not len(both):
+        return "", []
+    device = str(g.device.iloc[0])
+    name = device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
+    faster = (both.value_gpu < both.value_cpu).to_numpy()
+    slower = [int(p) for p in both.params_cpu[~faster]]
+    tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
+    if tail >= len(faster):
+        return f"{name} slower at the widest MLP ({slower[-1]:,} params)", []
+    r = both.iloc[tail]
+    if not slower:
+        text = f"{name} faster at every width ({int(r.params_cpu):,} params and up)"
+    else:
+        text = f"{name} faster from {int(r.params_cpu):,} params on ({int(faster.sum())} of "
+        text += f"{len(both)} widths; slower at {', '.join(f'{p:,}' for p in slower)})"
+    chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
+    return text, chosen
+
+
+LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
+MEASURED_CROSSOVER_RULE = (
+    "a width counts as faster on the GPU where its measured step of jaxcnn's loop is below "
+    "the CPU's, on the same data; the crossover is the fewest parameters from which every "
+    "larger width counts"
+)
+
+
+def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFrame, ...]]:
+    """The MLP width sweep at batch 128 as jaxcnn's own loop ran it on both sides: per GPU
+    that ran at least three widths, (`cpu`'s loop steps, the GPU's), one row a width, each
+    CPU row on its GPU row's data set."""
+    like = {"batch": 128, "precision": "f32", "placement": "single", "extra": LOOP}
+    loops = rows(t, quantity="step_s", kind="measured", loop="step", **like)
+    loops = loops[loops.model.str.startswith("mlp")]
+    # one row a width: the crossover study's synthetic data first, as it ran them
+    loops = loops.assign(real=loops.dataset != "synthetic").sort_values(["params", "real"])
+    c = loops[loops.device == cpu]
+    if len(c):  # the CPU's formulation that ran the most widths, as `crossover` takes
+        c = c[c.formulation == c.groupby("formulation").model.nunique().idxmax()]
+    out = []
+    for device in sorted(set(loops[loops.platform == "gpu"].device)):
+        g = loops[loops.device == device].drop_duplicates("model").drop(columns="real")
+        both = g.set_index(["model", "dataset"]).index
+        mine = c[c.set_index(["model", "dataset"]).index.isin(both)].drop(columns="real")
+        if len(g) >= 3 and len(mine):
+            out.append((mine, g))
+    return out
+
+
+def predicted_sweep(t: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd  # drawing the page, never listing the study
+
+    c, g = crossover(t, reference_cpu(t))
+    return pd.concat([c, g])
+
+
+def predicted_verdict(t: pd.DataFrame) -> str:
+    text, _ = crossover_verdict(*crossover(t, reference_cpu(t)))
+    return f"{text or 'No verdict: no width on both sides.'} (the rule: {CROSSOVER_RULE})"
+
+
+def measured_sweeps(t: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd  # drawing the page, never listing the study
+
+    found = measured_crossover(t, reference_cpu(t))
+    return pd.concat([frame for pair in found for frame in pair]) if found else t.iloc[:0]
+
+
+def measured_verdict(t: pd.DataFrame) -> str:
+    found = measured_crossover(t, reference_cpu(t))
+    said = [crossover_verdict(c, g)[0] for c, g in found]
+    none = "No verdict: no GPU ran jaxcnn's loop over the widths."
+    text = "; ".join(s for s in said if s) or none
+    return f"{text} (the rule: {MEASURED_CROSSOVER_RULE})"
+
+
 STUDY = Study(
     "crossover",
     workloads=workloads,
     question="When does the accelerator beat the CPU, by trainable parameters? (seed 002)",
-)
+    page=Page("Seed 002's MLP: step time against trainable parameters", [
+        Section("MLP width sweep, batch 128", predicted_sweep,
+                "model device kind quantity value spread band", verdict=predicted_verdict),
+        Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", measured_sweeps,
+                "model dataset device value spread how", verdict=measured_verdict),
+    ]),
+)  # fmt: skip

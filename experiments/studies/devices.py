@@ -17,9 +17,22 @@ from typing import TYPE_CHECKING
 
 from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_TRAIN, Context, Study, dataset_for
+from experiments.studies.page import (
+    BY_CHIP,
+    OURS_FOR_PUBLISHED,
+    SEED_MODELS,
+    Page,
+    Section,
+    measured_cpu_steps,
+    one_chip,
+    per_chip,
+    reference_cpu,
+    rows,
+    where,
+)
 
-if TYPE_CHECKING:  # references imports jaxcnn (JAX): only when a cost is priced
-    pass
+if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
+    import pandas as pd
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -33,8 +46,38 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
+def seed_steps(t: pd.DataFrame) -> pd.DataFrame:
+    steps = t[t.quantity.isin(["step_s", "device_step_s", "loop_step_s", "epoch_s"])]
+    return steps[steps.model.isin(SEED_MODELS) & (steps.devices == 1)]
+
+
+def like_for_like(t: pd.DataFrame) -> pd.DataFrame:
+    found = rows(t, quantity="speedup", selection="like-for-like", batch=128)
+    cpu = reference_cpu(t)
+    quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
+    found = found[found.extra == f"{quantity} vs {cpu}"]
+    return one_chip(found[found.model.isin(SEED_MODELS) & (found.precision == "f32")])
+
+
 STUDY = Study(
     "devices",
     workloads=workloads,
     question="How much faster is the accelerator than the CPU for the MNIST CNN? (seeds 001, 003)",
-)
+    page=Page("The seeds' models per device: steps, epochs, speedups", [
+        Section("One train step at batch 128, f32, predicted: the chip's kernels (device step)",
+                lambda t: per_chip(t, "device_step_s"), pivot=BY_CHIP),
+        Section("The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
+                lambda t: per_chip(t, "loop_step_s"), pivot=BY_CHIP),
+        Section("Over the CPU the answers quote, like for like (the same program on both sides)",
+                like_for_like, pivot=BY_CHIP),
+        Section("The CPU's own steps at batch 128 (measured)",
+                lambda t: seed_steps(t)[measured_cpu_steps(seed_steps(t))
+                                        & (seed_steps(t).batch == 128)],
+                "model precision device quantity value spread how"),
+        Section("Published figures of these models and our prediction of each",
+                where(lambda t: t.model.isin(SEED_MODELS)
+                      & ((t.kind == "published") | (t.quantity == "error_factor")
+                         | t.note.astype(str).str.startswith(OURS_FOR_PUBLISHED))),
+                "model batch device kind quantity value how note"),
+    ]),
+)  # fmt: skip

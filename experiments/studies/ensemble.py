@@ -22,6 +22,7 @@ from experiments.studies.base import (
     Study,
     dataset_for,
 )
+from experiments.studies.page import Page, Section, extra_contains, where
 
 ENSEMBLE_SIZES = (1, 4, 16)
 
@@ -57,4 +58,12 @@ STUDY = Study(
     "ensemble",
     workloads=workloads,
     question="K models trained at once with `jax.vmap` vs one after another (seed 004)",
-)
+    page=Page("K models at once with vmap", [
+        Section("vmap's speed over K sequential steps",
+                extra_contains("vmap vs sequential", quantity="speedup"),
+                "model batch device value how"),
+        Section("The steps", where(lambda t: (t.quantity == "step_s")
+                                   & t.extra.astype(str).str.startswith("K=")),
+                "model batch device value spread how"),
+    ]),
+)  # fmt: skip

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
+from experiments.studies.page import Page, Section, select, where
 
 MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
 
@@ -53,4 +54,13 @@ STUDY = Study(
     "matmul",
     workloads=workloads,
     question="How close does the device get to its peak FLOP/s? (seed 004)",
-)
+    page=Page("FLOP/s reached", [
+        Section("Matmul rate per size (measured)", select(quantity="flops_per_s", model="matmul"),
+                "device precision value how"),
+        Section("Each machine's best matmul rate (its measured peak)",
+                select(quantity="peak_flops_per_s"), "device precision value selection"),
+        Section("Train steps (measured)",
+                where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")),
+                "model batch precision device value how"),
+    ]),
+)  # fmt: skip

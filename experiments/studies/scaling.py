@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study, TargetCell
+from experiments.studies.page import Page, Section, select
 
 
 def device_counts(available: int) -> list[int]:
@@ -140,4 +141,10 @@ STUDY = Study(
         "Does data parallelism (pmap, sharded) scale over devices, and what does model "
         "parallelism (model, data_model) do? (seeds 001, 004)"
     ),
-)
+    page=Page("Data parallelism: predicted weak scaling", [
+        Section("Efficiency against the fewest devices of the same chip compiled at that "
+                "per-device batch (named under how it ran; 100% is ideal)",
+                select(quantity="scaling_efficiency"),
+                "model batch precision device value how flag"),
+    ]),
+)  # fmt: skip

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_TRAIN, TINY_MLP, Context, Study, dataset_for
+from experiments.studies.page import Page, Section, select
 
 # The speedrun recipe per platform kind: accelerators run bf16 at large batches;
 # a CPU runs f32 (XLA:CPU runs bf16 no faster than f32 and pays the conversions:
@@ -74,4 +75,10 @@ STUDY = Study(
     "speedrun",
     workloads=workloads,
     question="How fast does the device train `mnist_cnn` to 99% test accuracy on real MNIST?",
-)
+    page=Page("The MNIST speedrun (mnist_cnn): training time per recipe, and whether its "
+              "seeds reached 99% test accuracy", [
+        Section("Median training time over seeds (a time to 99% only where no flag says a seed "
+                "fell short), and the seeds' accuracy", select(selection="seeds"),
+                "model batch precision device quantity value spread how flag"),
+    ]),
+)  # fmt: skip

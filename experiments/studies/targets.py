@@ -26,6 +26,15 @@ timed on a device at hand). Every heading says which.
 from __future__ import annotations
 
 from experiments.studies.base import Study, TargetCell
+from experiments.studies.page import (
+    BY_CHIP,
+    Page,
+    Section,
+    extra_contains,
+    one_chip,
+    per_chip,
+    rows,
+)
 
 IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
 
@@ -83,4 +92,20 @@ STUDY = Study(
     "targets",
     cells=cells,
     question="Would it fit, and how fast, on a chip not at hand? (seeds 000, 002)",
-)
+    page=Page("Chips not at hand: largest batch, TPU against GPU, cost, fraction of peak, "
+              "FLOP/s per watt", [
+        Section("Largest batch that fits, f32, one chip (compiled; >= where the search is open)",
+                lambda t: one_chip(rows(t, quantity="largest_batch", precision="f32")),
+                pivot=BY_CHIP),
+        Section("TPU or GPU: the faster chip at equal batch (predicted loop step, and device "
+                "step)", extra_contains("faster chip per chip", quantity="speedup"),
+                "model batch precision device value how"),
+        Section("Cost of an epoch at batch 128, f32 (predicted)",
+                lambda t: per_chip(t, "usd_per_epoch", models=None), pivot=BY_CHIP),
+        Section("Fraction of the datasheet peak at batch 128, f32 (predicted)",
+                lambda t: per_chip(t, "mfu", models=None), pivot=BY_CHIP),
+        Section("FLOP/s per watt of the board's TDP at batch 128, f32 (predicted; GPUs only: no "
+                "TPU's TDP is published)", lambda t: per_chip(t, "flops_per_watt", models=None),
+                pivot=BY_CHIP),
+    ]),
+)  # fmt: skip

@@ -1,0 +1,98 @@
+"""A study's page of the report, declared beside its workloads: a title and sections,
+each a filter of the table of figures (the pandas DataFrame experiments/report/figures.py
+builds; its columns are named in figures.table_schema), and the filters the report's
+answers and pages share. The functions only call the table's own methods: importing a
+study imports no pandas, so the CLI lists the studies before pandas loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # the annotations only
+    import pandas as pd
+
+Select = Callable[["pd.DataFrame"], "pd.DataFrame"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of a page: a filter of the table, shown as a list of `columns` (words
+    of experiments/report/views.COLUMNS' keys) or, with `pivot` (down, across), as a
+    matrix."""
+
+    title: str
+    select: Select
+    columns: str = "model batch device kind quantity value spread how band"
+    pivot: tuple[str, str] | None = None
+    verdict: Callable[[pd.DataFrame], str] | None = None  # said under the rows, from them
+
+
+class Page(NamedTuple):
+    """A details page of the report: its title and its sections, in order."""
+
+    title: str
+    sections: list[Section]
+
+
+def rows(table: pd.DataFrame, **where: Any) -> pd.DataFrame:
+    """The rows whose columns equal `where`'s values (a list: any of them)."""
+    for column, value in where.items():
+        many = isinstance(value, (list, tuple, set))
+        table = table[table[column].isin(list(value)) if many else table[column] == value]
+    return table
+
+
+def select(**where: Any) -> Select:
+    """A section's filter: the rows whose columns equal `where`'s values (`rows`)."""
+    return lambda t: rows(t, **where)
+
+
+def where(test: Callable[[pd.DataFrame], pd.Series]) -> Select:
+    """A section's filter: the rows `test` marks."""
+    return lambda t: t[test(t)]
+
+
+def extra_contains(pattern: str, **where: Any) -> Select:
+    """A section's filter: the rows matching `where` whose `extra` contains `pattern`."""
+
+    def chosen(t: pd.DataFrame) -> pd.DataFrame:
+        found = rows(t, **where)
+        return found[found.extra.astype(str).str.contains(pattern, regex=False)]
+
+    return chosen
+
+
+def reference_cpu(table: pd.DataFrame) -> str | None:
+    """The CPU the answers quote: the named CPU with the most measured steps."""
+    cpu = rows(table, quantity="step_s", kind="measured", platform="cpu")
+    named = cpu[~cpu.device.str.contains("not recorded")]
+    counts = (named if len(named) else cpu).device.value_counts()
+    return str(counts.index[0]) if len(counts) else None
+
+
+SEED_MODELS = ["catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp"]
+BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
+# A prediction of a published step is of that publication's own loop, not of jaxcnn's
+# loop step on the chip: its note says so wherever it is printed.
+OURS_FOR_PUBLISHED = "ours for the published loop"
+
+
+def one_chip(found: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one chip, its program not split over several."""
+    return found[(found.devices == 1) & (found.placement == "single")]
+
+
+def per_chip(
+    t: pd.DataFrame, quantity: str, models: list[str] | None = SEED_MODELS
+) -> pd.DataFrame:
+    """One chip's predicted `quantity` at batch 128, f32 (of the seed models, or all)."""
+    found = rows(t, quantity=quantity, kind="predicted", batch=128, precision="f32")
+    return one_chip(found[found.model.isin(models)] if models else found)
+
+
+def measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
+    """Which rows are steps measured on a CPU."""
+    return (t.quantity == "step_s") & (t.kind == "measured") & (t.platform == "cpu")
