@@ -17,12 +17,10 @@ from experiments.report.figures import (
 )
 from experiments.report.fmt import fmt, value_text
 from experiments.studies.crossover import LOOP, crossover, crossover_verdict, measured_crossover
-from experiments.studies.page import reference_cpu, rows
+from experiments.studies.page import SEED_MODELS, reference_cpu, rows
 from jaxcnn.choices import MODEL_STRATEGIES
 
-SEED_MODEL = "catsdogs_cnn"
-MNIST_MODEL = "mnist_cnn"
-SEED_MODELS = [SEED_MODEL, MNIST_MODEL, "lenet5_keras", "mlp"]
+SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
 Row = dict[str, Any] | None
 
 
