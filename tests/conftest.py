@@ -144,6 +144,16 @@ def complete_record(record: dict) -> dict:
     return record
 
 
+def typed(record: dict):
+    """`record` completed (complete_record) and keyed for what it holds now, as the one
+    reader (experiments.records.load) hands it on: its kind's model."""
+    from experiments import records
+
+    if not isinstance(record, dict):  # already the reader's
+        return record
+    return records.typed(rekeyed(complete_record(record)))
+
+
 def rekeyed(record: dict) -> dict:
     """`record` with the config_key of its (changed) workload, device and conditions."""
     from experiments import records

@@ -17,8 +17,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import immutable, needs_extra
+from conftest import immutable, needs_extra, typed
 
+from experiments import records
 from experiments.cli import fit as fit_cli
 from experiments.cli import repredict as repredict_cli
 from experiments.predict import observations as fit_predictions
@@ -230,23 +231,31 @@ def test_a_record_with_kernels_is_priced_by_the_current_constants():
     assert block["step_time_s"] == pytest.approx(2 * (2e-3 + 4e-6))
 
 
-def _cpu_record(run_id: str, f32_tflops: float, cpu_model: str, **more) -> dict:
-    return {
+def _cpu_record(run_id: str, f32_tflops: float, cpu_model: str, **more):
+    step = {"median": 0.01, "p10": 0.01, "p90": 0.01, "n": 20}
+    return typed({
+        "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,
-        "device": {"platform": "cpu", "kind": "cpu", "host": "vm"},
+        "status": "ok",
+        "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
+                   "host": "vm"},
         "env": {"host": "vm", "cpu": {"model": cpu_model, "extensions": ["AVX2"]}},
         "workload": {"batch_size": 8},
+        "params": {"trainable": 10, "non_trainable": 0},
+        "step_time_s": step,
+        "compile_time_s": {"train": 1.0, "eval": 0.5},
+        "images_per_s": 800.0,
         "matmul_ceiling": {"float32": {"tflops": f32_tflops, "size": 1024}},
         "bandwidth": {"bytes_per_s": 40e9},
         **more,
-    }
+    })  # fmt: skip
 
 
 def test_a_measured_cpu_step_is_priced_at_the_best_ceiling_its_machine_measured():
     disturbed = _cpu_record("disturbed", 0.1, "EPYC")
     calm = _cpu_record("calm", 0.2, "EPYC")
     elsewhere = _cpu_record("elsewhere", 0.1, "Xeon")  # the control: another CPU
-    compiled = {**_cpu_record("compiled", 0.1, "EPYC"), "compiled_not_run": True}
+    compiled = _cpu_record("compiled", 0.1, "EPYC", compiled_not_run=True)
     priced = {
         r["run_id"]: r
         for r in predictions.with_machine_ceilings([disturbed, calm, elsewhere, compiled])

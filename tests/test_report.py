@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import complete_record
+from conftest import complete_record, typed
 
 from experiments import records
 from experiments.cli import report as report_cli
@@ -52,8 +52,13 @@ def _record(run_id, *, utc="2026-01-01T00:00:00+00:00", cpu="AMD EPYC", step=0.0
     )
 
 
+def _build(rs, **kwargs):
+    """The table of figures of hand-made records, each as the reader hands it on."""
+    return figures.build([typed(r) for r in rs], **kwargs)
+
+
 def _steps(rs):
-    t = figures.build(rs, refs=[])
+    t = _build(rs, refs=[])
     return t[(t.quantity == "step_s") & (t.kind == "measured")]
 
 
@@ -95,7 +100,7 @@ def test_a_step_time_and_an_accuracy_of_one_row_come_from_one_run():
     ]
     trained["test_accuracy"] = 0.99
     timed = _record("timed", utc="2026-02-01T00:00:00+00:00", step=0.04)  # newer, no epochs
-    t = figures.build([trained, timed], refs=[])
+    t = _build([trained, timed], refs=[])
     by = {q: set(t[t.quantity == q].records) for q in ("step_s", "test_accuracy", "epoch_s")}
     assert by["step_s"] == {"timed"}
     assert by["test_accuracy"] == {"trained"} and "trained" in by["epoch_s"]
@@ -112,10 +117,10 @@ def _compile(run_id, batch, status="ok", fits=True):
 
 
 def test_the_largest_batch_is_a_number_only_where_the_search_found_the_boundary():
-    open_search = figures.build([_compile("a", 16), _compile("b", 32)], refs=[])
+    open_search = _build([_compile("a", 16), _compile("b", 32)], refs=[])
     (found,) = open_search[open_search.quantity == "largest_batch"].to_dict("records")
     assert found["value"] == 32 and found["flag"].startswith("open (>= 32)")
-    closed = figures.build(
+    closed = _build(
         [_compile("a", 16), _compile("b", 32), _compile("c", 64, "oom", fits=False)], refs=[]
     )
     (found,) = closed[closed.quantity == "largest_batch"].to_dict("records")
@@ -173,7 +178,7 @@ def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
         )  # fmt: skip
         return r
 
-    t = figures.build(
+    t = _build(
         [pair("a", "2026-01-01T00:00:00+00:00", 0.8), pair("b", "2026-01-02T00:00:00+00:00", 1.6)],
         refs=[],
     )
@@ -263,7 +268,7 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
         _record(f"q{i}", model=m, dataset="digits", batch_size=32)
         for i, m in enumerate(["mnist_cnn", "lenet5_keras", "mlp"])
     ]
-    t = figures.build(rs, refs=[])
+    t = _build(rs, refs=[])
     assert figures.duplicates(t).empty and len(t[t.quantity == "step_s"]) == 3
     text = views.first_screen(t)
     assert text.count("\n| ") >= 15  # every question has its row, answered or not
@@ -917,7 +922,7 @@ def _on_t4(run_id, utc, step, predicted, version, loop="step", model="mnist_cnn"
         "regime": "small",
         "error_band": band,
     }
-    return r
+    return typed(r)
 
 
 def test_the_predictions_written_before_a_chips_first_run_are_banded_against_its_steps():
@@ -958,7 +963,7 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
     compiled["target"] = {"name": "gpu-t4", "chip": "T4", "chips": 1, "devices": 1}
     compiled["kernels"] = [[40, "fusion", 1e6, 1e6, "f32", 0]]
     compiled["kernels_source"] = {"program": "train_step", "steps": 1}
-    t = figures.build([measured, compiled], refs=[])
+    t = _build([measured, compiled], refs=[])
     pairs = t[(t.quantity == "error_factor") & t.extra.str.endswith(figures.VERSUS_MEASURED)]
     by_id = t.set_index("id").value
     got = {r.extra: (by_id[r.numerator], by_id[r.denominator]) for _, r in pairs.iterrows()}
@@ -982,7 +987,7 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
     in_epochs["device"].update(platform="gpu", kind="Tesla T4")
     in_epochs["loop"] = "device"
     in_epochs["host_loop"] = {"loop_step_s": 0.006, "parts": {}}
-    both = figures.build([measured, in_epochs, compiled], refs=[])
+    both = _build([measured, in_epochs, compiled], refs=[])
     pairs = both[
         (both.quantity == "error_factor") & both.extra.str.endswith(figures.VERSUS_MEASURED)
     ]
@@ -994,7 +999,7 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
         f"loop step {figures.VERSUS_MEASURED}": 0.005,
     }
     # A step measured on a CPU has no target to compare with (positive control above).
-    on_cpu = figures.build([_record("cpu-run")], refs=[])
+    on_cpu = _build([_record("cpu-run")], refs=[])
     assert figures.versus_measured_text(on_cpu).startswith("no step measured here")
 
 

@@ -92,10 +92,12 @@ def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
     for r in filter(measured_cpu, records):
         mine = best.setdefault(machine(r), {})
         for dtype, entry in r["matmul_ceiling"].items():
-            tflops = entry.get("tflops") if isinstance(entry, dict) else None
-            if tflops and tflops > (mine.get(dtype) or {}).get("tflops", 0):
+            if entry.tflops and (dtype not in mine or entry.tflops > mine[dtype].tflops):
                 mine[dtype] = entry
-    return [{**r, MACHINE_CEILING: best[machine(r)]} if measured_cpu(r) else r for r in records]
+    return [
+        r.model_copy(update={MACHINE_CEILING: best[machine(r)]}) if measured_cpu(r) else r
+        for r in records
+    ]
 
 
 def batch_bytes(record: Record) -> int | None:

@@ -54,6 +54,7 @@ from experiments.records.schema import (
     is_config_key,
     schema_generator,
     schema_text,
+    typed,
     validate,
 )
 from experiments.records.select import (
@@ -154,6 +155,7 @@ __all__ = [
     "schema_text",
     "staged",
     "took_turns",
+    "typed",
     "utc_now",
     "validate",
     "write_whole",

@@ -68,23 +68,29 @@ class NewerSchema(RecordError):
 NEWER_MESSAGE = "written by a newer jaxcnn: upgrade jaxcnn to read"
 
 
-def validate(record: dict[str, Any], *, writing: bool = False) -> dict[str, Any]:
-    """Return `record`, unchanged, if it follows the schema (its kind's model, its types
-    and their meaning); raise RecordError naming the first field of a wrong type or
-    value, else the first missing (OldSchema for a record of an earlier version). A
-    record being written (`writing`) may carry no field the schema does not declare."""
+def typed(record: dict[str, Any], *, writing: bool = False) -> Record:
+    """`record` as its kind's model (`Record`) if it follows the schema (its types and
+    their meaning); RecordError naming the first field of a wrong type or value, else
+    the first missing (OldSchema for a record of an earlier version, NewerSchema of a
+    later). A record being written (`writing`) may carry no field the schema does not
+    declare; one read keeps it as the model's extra."""
     version = record.get("schema_version") if isinstance(record, dict) else None
     if type(version) is int and 1 <= version < SCHEMA_VERSION:
         raise OldSchema(f"schema_version {version}: run {MIGRATE_COMMAND} on its file")
     if type(version) is int and SCHEMA_VERSION < version <= NUMBER_LIMIT:
         raise NewerSchema(f"schema_version {version}: {NEWER_MESSAGE} it")
     try:
-        _adapter(Record).validate_python(record, context={"writing": writing})
+        return _adapter(Record).validate_python(record, context={"writing": writing})
     except pydantic.ValidationError as e:
         model, errors = _errors(e, record)
         # a field there but wrong says more than one left out beside it
         first = next((error for error in errors if error["type"] != "missing"), errors[0])
         raise RecordError(_problem(first, model)) from None
+
+
+def validate(record: dict[str, Any], *, writing: bool = False) -> dict[str, Any]:
+    """Return `record`, unchanged, if it follows the schema (`typed`)."""
+    typed(record, writing=writing)
     return record
 
 
@@ -222,6 +228,28 @@ class Part(pydantic.BaseModel):
                 "carries is declared in experiments/records/schema.py"
             )
         return self
+
+    # Read as the dict it was loaded from, while readers move to attributes: a key is
+    # there where its line had it (a field left out reads as absent, not as None).
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.model_fields_set or key in (self.model_extra or {})
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def keys(self) -> list[str]:
+        return sorted({*self.model_fields_set, *(self.model_extra or {})})
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(key, getattr(self, key)) for key in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, key) for key in self.keys()]
 
 
 def _part(name: str, doc: str, kind: Any, /, **fields: str | tuple[Any, str]) -> type[Part]:

@@ -30,7 +30,9 @@ from experiments.records.schema import (
     NewerSchema,
     NotRecorded,
     OldSchema,
+    Record,
     RecordError,
+    typed,
     validate,
 )
 from experiments.records.when import recorded_at
@@ -327,19 +329,19 @@ def records_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return found
 
 
-def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
+def load(*paths: str | os.PathLike) -> list[Record]:
     """Every valid record in these files or folders (searched for *.jsonl), in file
-    order: the one reader of records (the report, the fit, a rerun's skips; a rewrite of
-    a file's lines reads them with `read_lines`). Bad lines (torn, not JSON, not an
-    object, not UTF-8, not the schema or its meaning: `validate`) are kept in the file
-    and skipped, with one warning per file naming them; records of an earlier schema
-    version too, with one warning per file naming the command that migrates them
-    (`MIGRATE_COMMAND`). A run_id seen before keeps its first record, with one warning
-    per file naming the lines of the others; records dated in the future of this
-    machine's clock are kept, with one warning per file (`recorded_at` gives them no
-    time). A UTF-8 byte order mark is read as text. OSError if a path is a FIFO, a
-    device or a socket (`records_files`)."""
-    records: dict[str, dict[str, Any]] = {}
+    order, each as its kind's model (`Record`, read by attribute): the one reader of
+    records (the report, the fit, a rerun's skips; a rewrite of a file's lines reads them
+    with `read_lines`). Bad lines (torn, not JSON, not an object, not UTF-8, not the
+    schema or its meaning: `typed`) are kept in the file and skipped, with one warning
+    per file naming them; records of an earlier schema version too, with one warning per
+    file naming the command that migrates them (`MIGRATE_COMMAND`). A run_id seen before
+    keeps its first record, with one warning per file naming the lines of the others;
+    records dated in the future of this machine's clock are kept, with one warning per
+    file (`recorded_at` gives them no time). A UTF-8 byte order mark is read as text.
+    OSError if a path is a FIFO, a device or a socket (`records_files`)."""
+    records: dict[str, Record] = {}
     now = datetime.now(timezone.utc)
     for file in records_files(paths):
         bad: list[tuple[int, str]] = []
@@ -349,7 +351,7 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
         old = 0
         with open(file, "rb") as handle:
             for line in read_lines(handle):
-                record = line.record
+                record = line.model
                 if line.why:
                     bad.append((line.number, line.why))
                 old += line.old
@@ -357,12 +359,12 @@ def load(*paths: str | os.PathLike) -> list[dict[str, Any]]:
                     newer.append(line.number)
                 if record is None:
                     continue
-                if record["run_id"] in records:
+                if record.run_id in records:
                     repeated.append(line.number)
                     continue
-                if record["env"]["utc_time"] and recorded_at(record, now) is None:
+                if record.env.utc_time and recorded_at(record, now) is None:
                     future.append(line.number)
-                records[record["run_id"]] = record
+                records[record.run_id] = record
         if old:
             warnings.warn(
                 f"{file}: skipped {old} record(s) of an earlier schema version; "
@@ -397,6 +399,7 @@ class Line(NamedTuple):
     why: str | None = None  # why a line that is not blank holds none (one line)
     old: bool = False  # a record of an earlier schema version (no `why`: not bad)
     newer: bool = False  # a record of a later schema version (no `why`: not bad)
+    model: Record | None = None  # the record as its kind's model, where it holds one
 
 
 def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
@@ -408,7 +411,8 @@ def read_lines(raw_lines: Iterable[bytes]) -> Iterator[Line]:
             yield Line(number, raw, None)
             continue
         try:
-            yield Line(number, raw, validate(parse_line(raw)))
+            record = parse_line(raw)
+            yield Line(number, raw, record, model=typed(record))
         except OldSchema:
             yield Line(number, raw, None, old=True)
         except NewerSchema:

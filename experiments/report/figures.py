@@ -462,16 +462,15 @@ HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """jaxcnn's own step loop on the host, per part and in all (the medians' sum), from
     the newest run of each workload on each device that timed it (`host_loop`)."""
-    timed = [r for r in _ok(records) if isinstance(r.get("host_loop"), dict) and _timed(r)]
+    timed = [r for r in _ok(records) if getattr(r, "host_loop", None) and _timed(r)]
     out = []
     for r in select_newest(timed):
-        loop = r["host_loop"]
-        parts = loop.get("parts") if isinstance(loop.get("parts"), dict) else {}
+        loop = r.host_loop
         w = {**workload_of(r), "params": _params(r)}
         medians = []
         for part in HOST_PARTS:
-            summary = parts.get(part) if isinstance(parts.get(part), dict) else None
-            value = number((summary or {}).get("median"))
+            summary = getattr(loop.parts, part) if loop.parts else None
+            value = number(summary.median) if summary else None
             if value is None:
                 continue
             medians.append(value)
@@ -499,7 +498,7 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                     note=note,
                 )
             )
-        own = number(loop.get("loop_step_s"))
+        own = number(loop.loop_step_s)
         if own:
             out.append(
                 row("step_s", "measured", own, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
@@ -529,7 +528,7 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
         if is_compiled(r) or r.get("status") != "ok":
             continue
         for dtype, entry in (r.get("matmul_ceiling") or {}).items():
-            tflops = number(entry.get("tflops")) if isinstance(entry, dict) else None
+            tflops = number(entry.tflops)
             k = (device_of(r), r["device"]["platform"], dtype)
             if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
                 best[k] = (tflops, r)
@@ -945,7 +944,10 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             pairs = [(r["prediction"]["device_step_s"], r["step_time_s"]["median"]) for r in group]
             factors = [max(p / a, a / p) for p, a in pairs]
             faster = sum(1 for p, a in pairs if p < a)
-            carried = {json.dumps(r["prediction"].get("error_band"), sort_keys=True) for r in group}
+            carried = {
+                json.dumps(b and b.model_dump(exclude_unset=True), sort_keys=True)
+                for b in (r.prediction.error_band for r in group)
+            }
             bands = [json.loads(b) for b in sorted(carried)]
             said = "; ".join(
                 f"median {b['median']:.0%}, worst {b['worst']:.0%} off (n={b['observations']}, "
