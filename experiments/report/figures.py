@@ -28,7 +28,14 @@ from typing import Any
 import pandas as pd
 
 from experiments.predict import shown as predictions
-from experiments.records import labels, recorded_at_or_oldest
+from experiments.records import (
+    CompileRecord,
+    Record,
+    TrainRecord,
+    labels,
+    recorded_at_or_oldest,
+)
+from experiments.records.schema import Summary
 from experiments.records.select import (
     device_of,
     fits,
@@ -38,8 +45,6 @@ from experiments.records.select import (
     superseded,
 )
 from experiments.studies.page import OURS_FOR_PUBLISHED
-
-Record = dict[str, Any]
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -247,29 +252,32 @@ def newest(records: Iterable[Record]) -> Record:
 
 
 def _names_no_cpu(record: Record) -> bool:
-    return record["device"]["platform"] == "cpu" and not (record["env"].get("cpu") or {}).get(
-        "model"
-    )
+    return record.device.platform == "cpu" and not (record.env.cpu and record.env.cpu.model)
 
 
 def workload_of(record: Record) -> dict[str, Any]:
-    """A record's workload as the table keys it."""
-    w = record["workload"]
-    framework = w.get("framework") or "jax"
-    if w.get("mode"):
-        framework += f" {w['mode']}"
-    formulation = (record.get("formulation") or {}).get("name") or w.get("formulation") or "xla"
+    """A record's workload as the table keys it. Only a peer's workload has a framework
+    and a mode, and only a Workload's kinds say how they formulated and looped: on the
+    others their absence is jax, xla and the step loop."""
+    w = record.workload
+    peer = getattr(w, "framework", None)
+    framework = peer or "jax"
+    if getattr(w, "mode", None):
+        framework += f" {w.mode}"
+    ran = getattr(record, "formulation", None)
+    formulation = (ran and ran.name) or w.formulation or "xla"
+    loop = getattr(record, "loop", None) or w.loop or "step"
     return {
         "model": labels.model_with_overrides(w),
-        "dataset": w.get("dataset") or "-",
-        "batch": int(w["batch_size"]),
-        "precision": w.get("precision") or "f32",
-        "formulation": "-" if w.get("framework") else formulation,
-        "loop": "-" if w.get("framework") else (record.get("loop") or w.get("loop") or "step"),
-        "placement": w.get("strategy") or "single",
+        "dataset": w.dataset or "-",
+        "batch": w.batch_size,
+        "precision": w.precision or "f32",
+        "formulation": "-" if peer else formulation,
+        "loop": "-" if peer else loop,
+        "placement": w.strategy or "single",
         "framework": framework,
-        "platform": record["device"]["platform"],
-        "devices": int(record["device"].get("count") or 1),
+        "platform": record.device.platform,
+        "devices": record.device.count,
         "device": device_of(record),
     }
 
@@ -286,7 +294,7 @@ def select_newest(
     for r in records:
         groups[_key(workload_of(r), extra(r))].append(r)
     named = {
-        (k[:-2], r["device"].get("host") or r["env"].get("host"))
+        (k[:-2], r.device.host or r.env.host)
         for k, rs in groups.items()
         for r in rs
         if not _names_no_cpu(r)
@@ -294,7 +302,7 @@ def select_newest(
     chosen = []
     for k, rs in groups.items():
         if all(_names_no_cpu(r) for r in rs) and any(
-            (k[:-2], r["device"].get("host") or r["env"].get("host")) in named for r in rs
+            (k[:-2], r.device.host or r.env.host) in named for r in rs
         ):
             continue  # the same runs' host named its CPU elsewhere: not a second machine
         chosen.append(newest(rs))
@@ -324,7 +332,7 @@ def row(
         value=number(value),
         unit=UNITS[quantity],
         selection=selection,
-        records=" ".join(r["run_id"] for r in records) or None,
+        records=" ".join(r.run_id for r in records) or None,
         extra=rest.pop("extra", workload.get("extra") or "-"),
         **rest,
     )
@@ -349,35 +357,35 @@ def figure_id(r: dict[str, Any]) -> str:
 
 
 def _params(record: Record) -> int | None:
-    p = (record.get("params") or {}).get("trainable")
-    return int(p) if p else None
+    """The trainable parameters of a record of a kind that has them (not paired)."""
+    return (record.params and record.params.trainable) or None
 
 
-def _spread(summary: dict[str, Any] | None) -> dict[str, Any]:
-    s = summary or {}
-    return {"lo": s.get("p10"), "hi": s.get("p90"), "spread": "p10-p90", "n": s.get("n")}
+def _spread(summary: Summary | None) -> dict[str, Any]:
+    if summary is None:
+        return {"lo": None, "hi": None, "spread": "p10-p90", "n": None}
+    return {"lo": summary.p10, "hi": summary.p90, "spread": "p10-p90", "n": summary.n}
 
 
 def _ok(records: Sequence[Record]) -> list[Record]:
-    return [r for r in records if r.get("status") == "ok"]
+    return [r for r in records if r.status == "ok"]
 
 
 def _timed(r: Record) -> bool:
+    # step_time_s.median is Positive where present
     return (
         not is_compiled(r)
         and kind_of(r) in ("train", "peer", "ensemble")
-        and ((r.get("step_time_s") or {}).get("median") or 0) > 0
+        and bool(r.step_time_s and r.step_time_s.median)
     )
 
 
 def _ensemble_extra(r: Record) -> str:
     if kind_of(r) != "ensemble":
         return "-"
-    e = r.get("ensemble") or {}
-    w = r["workload"]
-    return (
-        f"K={e.get('k') or w.get('ensemble_size') or 1} {e.get('mode') or w.get('ensemble_mode')}"
-    )
+    e, w = r.ensemble, r.workload
+    # an ensemble's workload.ensemble_size is at least one
+    return f"K={(e and e.k) or w.ensemble_size} {(e and e.mode) or w.ensemble_mode}"
 
 
 def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
@@ -387,45 +395,44 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
-        step = r["step_time_s"]
-        out.append(row("step_s", "measured", step["median"], w, "newest", [r], **_spread(step)))
-        flops = number((r.get("flops") or {}).get("per_step"))
-        mfu = r.get("mfu") or {}
-        if flops and kind_of(r) == "train":
-            tf32 = (
-                TF32_MATMULS if _ran_as_tf32(w["precision"], mfu.get("vendor_precision")) else None
-            )
+        step = r.step_time_s
+        out.append(row("step_s", "measured", step.median, w, "newest", [r], **_spread(step)))
+        # a peer records no FLOPs and no MFU; an ensemble's FLOPs are all its models'
+        trained_step = kind_of(r) == "train"
+        flops = number(r.flops.per_step) if trained_step and r.flops else None
+        mfu = r.mfu if isinstance(r, TrainRecord) else None
+        if flops:
+            matmuls = mfu and mfu.vendor_precision
+            tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], matmuls) else None
             out.append(
-                row("flops_per_s", "measured", flops / step["median"], w, "newest", [r], note=tf32)
+                row("flops_per_s", "measured", flops / step.median, w, "newest", [r], note=tf32)
             )
-        if r["device"]["platform"] != "cpu" and number(mfu.get("vs_vendor")):
-            note = f"of its datasheet's {mfu['vendor_precision']} peak"
-            out.append(row("mfu", "measured", mfu["vs_vendor"], w, "newest", [r], note=note))
-        train_compile = (r.get("compile_time_s") or {}).get("train")
+        if r.device.platform != "cpu" and mfu and number(mfu.vs_vendor):
+            note = f"of its datasheet's {mfu.vendor_precision} peak"
+            out.append(row("mfu", "measured", mfu.vs_vendor, w, "newest", [r], note=note))
+        train_compile = r.compile_time_s and r.compile_time_s.train
         if train_compile:
             out.append(row("compile_s", "measured", train_compile, w, "newest", [r]))
     trained = [
         r
         for r in _ok(records)
         if _timed(r)
-        and _epochs(r)
         and kind_of(r) == "train"
-        and r["workload"].get("study") != "speedrun"  # its seeds pool: speedrun_rows
+        and _epochs(r)
+        and r.workload.study != "speedrun"  # its seeds pool: speedrun_rows
     ]
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
         w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
-        if r.get("test_accuracy") is not None:
-            out.append(
-                row("test_accuracy", "measured", r["test_accuracy"], w, "newest-trained", [r])
-            )
+        if r.test_accuracy is not None:
+            out.append(row("test_accuracy", "measured", r.test_accuracy, w, "newest-trained", [r]))
         n = _epochs(r)
-        for e in r.get("history") or []:
-            if e.get("test_accuracy") is not None and n >= MIN_CURVE_EPOCHS:
-                at = {**w, "extra": f"epoch {e.get('epoch')} of {n}"}
+        for e in r.history or []:
+            if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
+                at = {**w, "extra": f"epoch {e.epoch} of {n}"}
                 out.append(
-                    row("test_accuracy", "measured", e["test_accuracy"], at, "newest-trained", [r])
+                    row("test_accuracy", "measured", e.test_accuracy, at, "newest-trained", [r])
                 )
-        times = [e["train_time_s"] for e in r.get("history") or [] if e.get("train_time_s")]
+        times = [e.train_time_s for e in r.history or [] if e.train_time_s]
         if times:
             out.append(
                 row(
@@ -506,8 +513,8 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _epochs(r: Record) -> int:
-    return len([e for e in r.get("history") or [] if e.get("test_accuracy") is not None])
+def _epochs(r: TrainRecord) -> int:
+    return len([e for e in r.history or [] if e.test_accuracy is not None])
 
 
 def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dict[str, Any]]:
@@ -515,27 +522,25 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     matmul ceiling measured (`machine-best`): the CPU's measured peak."""
     out = []
     mm = [r for r in _ok(records) if kind_of(r) == "matmul" and not is_compiled(r)]
-    for r in select_newest(
-        mm, lambda r: f"n={(r.get('matmul') or {}).get('n') or r['workload']['batch_size']}"
-    ):
-        n = (r.get("matmul") or {}).get("n") or r["workload"]["batch_size"]
-        w = {**workload_of(r), "extra": f"n={n}"}
-        tflops = number(r.get("achieved_tflops"))
+    for r in select_newest(mm, lambda r: f"n={_matmul_side(r)}"):
+        w = {**workload_of(r), "extra": f"n={_matmul_side(r)}"}
+        tflops = number(r.achieved_tflops)
         if tflops:
             out.append(row("flops_per_s", "measured", tflops * 1e12, w, "newest", [r]))
     best: dict[tuple, tuple[float, Record]] = {}
     for r in loaded:
-        if is_compiled(r) or r.get("status") != "ok":
+        if is_compiled(r) or r.status != "ok":
             continue
-        for dtype, entry in (r.get("matmul_ceiling") or {}).items():
+        # a peer or a pairing measures no ceiling: none of its machine's
+        for dtype, entry in (getattr(r, "matmul_ceiling", None) or {}).items():
             tflops = number(entry.tflops)
-            k = (device_of(r), r["device"]["platform"], dtype)
+            k = (device_of(r), r.device.platform, dtype)
             if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
                 best[k] = (tflops, r)
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
         w["precision"] = SPELLING.get(dtype, dtype)
-        ran = r["matmul_ceiling"][dtype].get("precision")
+        ran = r.matmul_ceiling[dtype].precision
         tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], ran) else None
         out.append(
             row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r], note=tf32)
@@ -543,9 +548,13 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     return out
 
 
+def _matmul_side(r: Record) -> int:
+    return (r.matmul and r.matmul.n) or r.workload.batch_size
+
+
 def _pair(r: Record) -> str:
-    sides = r["paired"]
-    return f"{sides['jax']['configuration']} / {sides['peer']['configuration']} in turns"
+    sides = r.paired
+    return f"{sides.jax.configuration} / {sides.peer.configuration} in turns"
 
 
 TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
@@ -559,19 +568,20 @@ def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     runs = [
         r
         for r in _ok(records)
-        if r["workload"].get("study") == "speedrun"
-        and r.get("test_accuracy") is not None
-        and (r["workload"].get("epochs") or 0) > 0
+        if isinstance(r, TrainRecord)
+        and r.workload.study == "speedrun"
+        and r.test_accuracy is not None
+        and (r.workload.epochs or 0) > 0
     ]
-    newest = select_newest(runs, lambda r: f"seed {r['workload'].get('seed')}, {_recipe(r)}")
+    newest = select_newest(runs, lambda r: f"seed {r.workload.seed}, {_recipe(r)}")
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in newest:
         groups[_key(workload_of(r), _recipe(r))].append(r)
     out = []
     for rs in groups.values():
         w = {**workload_of(rs[0]), "params": _params(rs[0]), "extra": _recipe(rs[0])}
-        times = [number(r.get("train_time_s")) or 0.0 for r in rs]
-        acc = [float(r["test_accuracy"]) for r in rs]
+        times = [number(r.train_time_s) or 0.0 for r in rs]
+        acc = [r.test_accuracy for r in rs]
         below = sum(a < TARGET_ACCURACY for a in acc)
         flag = f"{below} of {len(rs)} seeds below 99%" if below else None
         spread = {"lo": min(times), "hi": max(times), "spread": "min-max over seeds", "n": len(rs)}
@@ -593,20 +603,18 @@ def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 
 def _recipe(r: Record) -> str:
-    w = r["workload"]
-    return f"speedrun {w.get('epochs')} epochs, lr {w.get('learning_rate')} {w.get('schedule')}"
+    w = r.workload
+    return f"speedrun {w.epochs} epochs, lr {w.learning_rate} {w.schedule}"
 
 
 def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Paired bench runs (benchmarks/paired.py: both sides in alternating turns on one
     machine): the first side's speed over the second's, the median over rounds of the
     newest ok pairing of each pair of configurations on each machine."""
-    pairs = [
-        r for r in _ok(records) if kind_of(r) == "paired" and (r.get("paired") or {}).get("ratio")
-    ]
+    pairs = [r for r in _ok(records) if kind_of(r) == "paired" and r.paired and r.paired.ratio]
     out = []
     for r in select_newest(pairs, _pair):
-        ratio_ = r["paired"]["ratio"]
+        ratio_ = r.paired.ratio
         w = {
             **workload_of(r),
             "framework": "paired",
@@ -615,7 +623,7 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             "extra": _pair(r),
         }
         out.append(
-            row("speedup", "measured", ratio_["median"], w, "paired", [r], **_spread(ratio_))
+            row("speedup", "measured", ratio_.median, w, "paired", [r], **_spread(ratio_))
         )
     return out
 
