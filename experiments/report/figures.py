@@ -622,9 +622,7 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             "loop": "-",
             "extra": _pair(r),
         }
-        out.append(
-            row("speedup", "measured", ratio_.median, w, "paired", [r], **_spread(ratio_))
-        )
+        out.append(row("speedup", "measured", ratio_.median, w, "paired", [r], **_spread(ratio_)))
     return out
 
 
@@ -633,11 +631,7 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 def compiled_records(records: Sequence[Record]) -> list[Record]:
     """RULES["newest-compile"]: the newest compile per workload and target."""
-    rs = [
-        r
-        for r in records
-        if is_compiled(r) and r.get("status") in ("ok", "oom") and not superseded(r)
-    ]
+    rs = [r for r in records if is_compiled(r) and r.status in ("ok", "oom") and not superseded(r)]
     return select_newest(rs)
 
 
@@ -648,7 +642,7 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     chosen = compiled_records(records)
     for r in chosen:
         w = {**workload_of(r), "params": _params(r)}
-        total = (r.get("memory") or {}).get("total_bytes")
+        total = r.memory.total_bytes if r.memory else None
         if total is not None:
             out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
         out.append(row("fits", "compiled", float(fits(r)), w, "newest-compile", [r]))
@@ -656,7 +650,7 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for r in chosen:
         w = workload_of(r)
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
-    errors = [r for r in records if is_compiled(r) and r.get("failed_by") == "compiler"]
+    errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():
         out.extend(largest_batch(rs, errors))
     return out
@@ -666,7 +660,7 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
     best, smallest = largest_fit(rs)
     if best is None:
         return []
-    b = best["workload"]["batch_size"]
+    b = best.workload.batch_size
     w = {**workload_of(best), "batch": None, "dataset": "-", "params": _params(best)}
     if smallest is not None:
         return [
@@ -677,16 +671,16 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
                 w,
                 "batch-search",
                 [best, smallest],
-                hi=smallest["workload"]["batch_size"],
-                note=f"{smallest['workload']['batch_size']} does not fit",
+                hi=smallest.workload.batch_size,
+                note=f"{smallest.workload.batch_size} does not fit",
             )
         ]
     refused = [
         e
         for e in errors
         if device_of(e) == w["device"]
-        and labels.model_with_overrides(e["workload"]) == w["model"]
-        and e["workload"]["batch_size"] > b
+        and labels.model_with_overrides(e.workload) == w["model"]
+        and e.workload.batch_size > b
     ]
     why = "the compiler refused a larger batch" if refused else "no larger batch compiled"
     return [
@@ -779,8 +773,10 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
     priced from the loop step over the seed model's own training set: epochs_from_steps.)"""
     out = []
     for r in compiled_records(records):
-        if not fits(r) or not r.get("kernels"):
+        if not fits(r) or not r.kernels:
             continue
+        # a compile carrying kernels is priced afresh: the block is
+        # jaxcnn.perf.predict's own record of it, a plain dict
         block = predictions.of(r) or {}
         if block.get("method") != predictions.METHOD:
             continue
@@ -806,7 +802,7 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
             out.append(
                 row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
             )
-        flops = number((r.get("flops") or {}).get("per_step"))
+        flops = number(r.flops.per_step) if r.flops else None
         peak = _vendor_peak(r)
         per_device = flops / max(1, w["devices"]) if flops else None
         if per_device and peak:
@@ -866,7 +862,7 @@ def held_out_loop_rows(
     and the band of the published JAX loops the fit checked (JAX_VERSUS: each loop's own
     factor is a row of published_rows)."""
     out = []
-    by_id = {r["run_id"]: r for r in records}
+    by_id = {r.run_id: r for r in records}
     checked = constants.get("loop_error") or {}
     for platform, found in sorted(checked.items()):
         for c in found["loops"]:
@@ -917,39 +913,41 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     MEASURED_AGAINST's rule), else in the step loop. The band: the median and worst
     factor max(p/a, a/p), how many the prediction was the faster of, and the band those
     predictions carried (or "unvalidated")."""
-    by_chip: dict[str, list[Record]] = defaultdict(list)
+    by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
     for r in records:
-        p = r.get("prediction") or {}
-        step = (r.get("step_time_s") or {}).get("median") or 0
-        if r["device"]["platform"] != "cpu" and r["status"] == "ok" and p.get("device_step_s"):
-            if step > 0 and not is_compiled(r):
+        # only a run timed on a device at hand (a train record) measured a step
+        if not isinstance(r, TrainRecord) or is_compiled(r):
+            continue
+        p, step = r.prediction, r.step_time_s
+        if r.device.platform != "cpu" and r.status == "ok" and p and p.device_step_s:
+            if step and step.median:
                 by_chip[device_of(r)].append(r)
     out = []
     for chip, rs in sorted(by_chip.items()):
         rs.sort(key=recorded_at_or_oldest)
-        first = rs[0]["prediction"]["constants_version"]
-        programs: dict[tuple, tuple[dict[str, Any], Record]] = {}
+        first = rs[0].prediction.constants_version
+        programs: dict[tuple, tuple[dict[str, Any], TrainRecord]] = {}
         for r in rs:
-            if r["prediction"]["constants_version"] != first:
+            if r.prediction.constants_version != first:
                 continue
             w = workload_of(r)
             key = (w["model"], w["dataset"], w["batch"], w["precision"], w["formulation"])
             held = programs.get(key)  # the whole-epoch loop's, then the newest (rs is in order)
             if held is None or w["loop"] == "device" or held[0]["loop"] != "device":
                 programs[key] = (w, r)
-        by_regime: dict[str, list[Record]] = defaultdict(list)
+        by_regime: dict[str, list[TrainRecord]] = defaultdict(list)
         for w, r in programs.values():
-            by_regime[r["prediction"]["regime"]].append(r)
+            by_regime[r.prediction.regime].append(r)
             # the prediction itself, a figure beside the step it measured (same records)
             out.append(
-                row(AS_RUN, "predicted", r["prediction"]["device_step_s"],
+                row(AS_RUN, "predicted", r.prediction.device_step_s,
                     {**w, "params": _params(r)}, "before-first-run", [r],
                     extra=BEFORE_FIRST_RUN, band_quantity=AS_IT_RAN,
-                    note=f"{r['prediction']['regime']} program; measured "
-                    f"{r['step_time_s']['median'] * 1e3:.3g} ms")
+                    note=f"{r.prediction.regime} program; measured "
+                    f"{r.step_time_s.median * 1e3:.3g} ms")
             )  # fmt: skip
         for regime, group in sorted(by_regime.items()):
-            pairs = [(r["prediction"]["device_step_s"], r["step_time_s"]["median"]) for r in group]
+            pairs = [(r.prediction.device_step_s, r.step_time_s.median) for r in group]
             factors = [max(p / a, a / p) for p, a in pairs]
             faster = sum(1 for p, a in pairs if p < a)
             carried = {
@@ -967,9 +965,9 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             beyond = sum(  # in the band's own terms: |predicted / actual - 1|
                 1
                 for r, (p, a) in zip(group, pairs, strict=True)
-                if (b := r["prediction"].get("error_band")) and abs(p / a - 1) > b["worst"]
+                if (b := r.prediction.error_band) and abs(p / a - 1) > b.worst
             )
-            w = {"platform": rs[0]["device"]["platform"], "device": chip, "devices": 1,
+            w = {"platform": rs[0].device.platform, "device": chip, "devices": 1,
                  "model": f"{regime} programs"}  # fmt: skip
             out.append(
                 row("band", "predicted", statistics.median(factors), w, "before-first-run",
@@ -984,31 +982,30 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _per_device(record: Record, per_chip: float | None) -> float | None:
+def _per_device(record: CompileRecord, per_chip: float | None) -> float | None:
     """One device's share of a figure of its target's chip (a v2/v3 TPU chip is two)."""
-    target = record.get("target") or {}
-    chips, devices = number(target.get("chips")) or 1, number(target.get("devices")) or 1
+    # a target's chips and devices are PositiveCounts
+    chips, devices = (record.target.chips, record.target.devices) if record.target else (1, 1)
     return number(per_chip * chips / devices) if per_chip else None
 
 
-def _watts_per_device(record: Record) -> float | None:
+def _watts_per_device(record: CompileRecord) -> float | None:
     """One device's share of its chip's thermal design power (jaxcnn.perf.chips), where
     the vendor publishes one (NVIDIA's datasheets do; Google gives no TPU's)."""
     from jaxcnn.perf import chips
 
-    kind = (record.get("device") or {}).get("kind") or ""
-    return _per_device(record, chips.fact(kind, "tdp_watts"))
+    return _per_device(record, chips.fact(record.device.kind, "tdp_watts"))
 
 
-def _vendor_peak(record: Record) -> float | None:
+def _vendor_peak(record: CompileRecord) -> float | None:
     """The datasheet peak FLOP/s of one device of the record's target in the precision
     its matmuls run in (jaxcnn.perf.rates.matmul_precision: TF32 for f32 on an A100 at
     JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
     an f32 step against a GPU's fp16 tensor cores."""
     from jaxcnn.perf import rates
 
-    peaks = (record.get("target") or {}).get("peak_tflops") or {}
-    dtype = rates.DTYPES.get(record["workload"].get("precision"))
+    peaks = (record.target and record.target.peak_tflops) or {}
+    dtype = rates.DTYPES.get(record.workload.precision)
     precision = dtype and rates.matmul_precision(predictions.device_of(record), dtype)
     tflops = number(peaks.get(precision)) if precision else None
     return _per_device(record, tflops * 1e12 if tflops else None)
