@@ -17,8 +17,6 @@ from experiments.studies.page import Page
 if TYPE_CHECKING:  # the annotations only: importing a study starts no JAX
     from experiments.records.workload import Workload
 
-Record = dict[str, Any]
-
 
 @dataclasses.dataclass(frozen=True)
 class Context:

@@ -38,11 +38,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 
-from experiments.records import recorded_at_or_oldest, took_turns
+from experiments.records import Record, recorded_at_or_oldest, took_turns
 from experiments.records.tables import markdown_text
 from experiments.records.workload import Workload
 from experiments.studies import bench_cells
-from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Record, Study, dataset_for
+from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Study, dataset_for
 from experiments.studies.page import (
     Page,
     Section,
@@ -129,7 +129,7 @@ def workloads(ctx: Context) -> list[Workload]:
 
 
 def only_ok(records: list[Record]) -> list[Record]:
-    return [r for r in records if r["status"] == "ok"]
+    return [r for r in records if r.status == "ok"]
 
 
 def latest_by(records: list[Record], key: Callable[[Record], Hashable]) -> list[Record]:
@@ -139,23 +139,24 @@ def latest_by(records: list[Record], key: Callable[[Record], Hashable]) -> list[
 
 def configuration(record: Record) -> str:
     """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
-    w = record["workload"]
-    if w.get("kind") == "peer":
-        return markdown_text(f"{w.get('framework')} {w.get('mode')}")
-    name = (record.get("formulation") or {}).get("name", "xla")
-    return f"jax {name} {record.get('loop') or 'step'} {w.get('precision', 'f32')}"
+    w = record.workload
+    if w.kind == "peer":
+        return markdown_text(f"{w.framework} {w.mode}")
+    name = (record.formulation and record.formulation.name) or "xla"
+    return f"jax {name} {record.loop or 'step'} {w.precision}"
 
 
 _model, _machine = bench_cells.model_name, bench_cells.machine
 
 
 def _rate(record: Record) -> float:
-    return float(record["throughput"]["median"])
+    return record.throughput.median
 
 
 def host_memory_policy(record: Record) -> str:
     """The host allocator policy a record ran under (records before it existed: system)."""
-    return (record["env"].get("host_memory") or {}).get("policy", "system")
+    policy = record.env.host_memory
+    return (policy and policy.policy) or "system"
 
 
 def _own(records: list[Record]) -> list[Record]:
@@ -164,9 +165,7 @@ def _own(records: list[Record]) -> list[Record]:
     return [
         r
         for r in records
-        if r["workload"].get("study") == "bench"
-        and r["workload"].get("kind") != "paired"
-        and not took_turns(r)
+        if r.workload.study == "bench" and r.workload.kind != "paired" and not took_turns(r)
     ]
 
 
@@ -175,16 +174,16 @@ def bench_records(records: list[Record]) -> list[Record]:
     memory policy)."""
 
     def key(r: Record) -> tuple:
-        w = r["workload"]
-        platform, policy = r["device"]["platform"], host_memory_policy(r)
-        return platform, _machine(r), _model(r), w["batch_size"], configuration(r), policy
+        platform, policy = r.device.platform, host_memory_policy(r)
+        return platform, _machine(r), _model(r), r.workload.batch_size, configuration(r), policy
 
-    ours = [r for r in _own(records) if "throughput" in r or r["status"] != "ok"]
+    # the bench's own records are train and peer records, which both may time throughput
+    ours = [r for r in _own(records) if r.throughput is not None or r.status != "ok"]
     chosen = {key(r): r for r in latest_by(ours, key)}
     # Records from before the policy was recorded are glibc's defaults on another day:
     # a configuration measured since under a named policy leaves them out.
-    named = {key[:-1] for key, r in chosen.items() if r["env"].get("host_memory")}
-    return [r for key, r in chosen.items() if r["env"].get("host_memory") or key[:-1] not in named]
+    named = {key[:-1] for key, r in chosen.items() if r.env.host_memory}
+    return [r for key, r in chosen.items() if r.env.host_memory or key[:-1] not in named]
 
 
 def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
@@ -192,7 +191,7 @@ def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
     `retain` (jaxcnn/host_memory.py) first."""
     grouped: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in sorted(bench_records(records), key=lambda r: host_memory_policy(r) != "retain"):
-        key = (r["device"]["platform"], _machine(r), _model(r), r["workload"]["batch_size"])
+        key = (r.device.platform, _machine(r), _model(r), r.workload.batch_size)
         grouped[key][configuration(r)].append(r)
     return dict(sorted(grouped.items()))
 
@@ -211,7 +210,7 @@ def _best(cells: dict[str, list[Record]], peer: bool, precision: str = "f32") ->
         for name in cells
         if name.startswith("jax") != peer and (peer or name.endswith(precision))
     ]
-    return max([r for r in shown if r and r["status"] == "ok"], key=_rate, default=None)
+    return max([r for r in shown if r and r.status == "ok"], key=_rate, default=None)
 
 
 def fastest_pair(

@@ -4,9 +4,9 @@ and the paired runs' (bench_paired.py), which imports nothing else of it."""
 
 from __future__ import annotations
 
+from experiments.records import Record
 from experiments.records.labels import machine
 from experiments.records.tables import markdown_text
-from experiments.studies.base import Record
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
 # that no speedup over the CPU in the study is inflated by a slow CPU baseline.
@@ -15,9 +15,9 @@ GOAL = 1.0
 
 def model_name(record: Record) -> str:
     """`mnist_cnn`, `mlp 4096`: the bench's model column."""
-    w = record["workload"]
-    width = (w.get("model_overrides") or {}).get("width")
-    return markdown_text(w["model"]) + (f" {width}" if width else "")
+    w = record.workload
+    width = (w.model_overrides or {}).get("width")  # an Object: the overrides as given
+    return markdown_text(w.model) + (f" {width}" if width else "")
 
 
 def machines_here(host: str | None = None) -> list[str]:
