@@ -78,7 +78,7 @@ def test_the_newest_record_stands_for_a_workload_and_a_wrong_clock_never_outrank
     old = _record("old", step=0.03)
     new = _record("new", utc="2026-02-01T00:00:00+00:00", step=0.02)
     future = _record("future", utc="2099-01-01T00:00:00+00:00", step=0.5)
-    unknown = _record("unknown", utc="unknown", step=0.7)
+    unknown = _record("unknown", utc=None, step=0.7)  # the schema reads no other timeless
     steps = _steps([new, future, unknown, old])
     assert list(steps.records) == ["new"] and list(steps.value) == [0.02]
     assert list(_steps([old, unknown]).records) == ["old"]  # a readable time beats none
@@ -364,10 +364,22 @@ def test_flops_per_watt_is_priced_over_a_published_tdp_only(table):
     assert len(t4) > 3
     for records_of, value in zip(t4.records, t4.value, strict=True):
         assert value == pytest.approx(mfu[records_of] * peak / 70.0, rel=1e-9)
-    tpu = {"target": {"chips": 1, "devices": 1}, "device": {"kind": "TPU v5 lite"}}
+    tpu = _compiled_for("tpu-v5e-1")
     assert figures._watts_per_device(tpu) is None  # Google publishes no TPU's TDP
-    gpu = {"target": {"chips": 1, "devices": 1}, "device": {"kind": "Tesla T4"}}
+    gpu = _compiled_for("gpu-t4")
     assert figures._watts_per_device(gpu) == 70.0  # the positive control
+
+
+def _compiled_for(name, precision="f32"):
+    """A compile for the target `name`, on its chip, as the reader hands it on."""
+    from jaxcnn import targets
+
+    t = targets.TARGETS[name]
+    r = _compile(f"for-{name}", 128)
+    r["workload"].update(target=name, precision=precision)
+    r["device"].update(platform=t.platform, kind=t.kind)
+    r["target"] = targets.describe(t)
+    return typed(r)
 
 
 @pytest.mark.parametrize(
@@ -393,13 +405,8 @@ def test_a_fraction_of_peak_is_against_the_precision_the_matmuls_run_in(target, 
     from jaxcnn.perf import chips
 
     t = targets.TARGETS[target]
-    record = {
-        "workload": {"precision": precision},
-        "device": {"platform": t.platform, "kind": t.kind, "compute_capability": None},
-        "target": targets.describe(t),
-    }
     expected = chips.peak_tflops(t.kind, peak) * 1e12 * t.chips / t.devices
-    assert figures._vendor_peak(record) == pytest.approx(expected)
+    assert figures._vendor_peak(_compiled_for(target, precision)) == pytest.approx(expected)
 
 
 # --- the first screen recomputed from figures.csv; labels told apart ---------------------
