@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import complete_record
+from conftest import complete_record, typed
 
 from benchmarks import paired, turns
 from experiments import records, studies
@@ -135,7 +135,7 @@ def test_a_side_that_stops_before_its_turns_is_an_error_record(tmp_path):
     assert not (tmp_path / "mlp-16-peer-1.log").exists()  # the peer side never started
     assert [r.model_dump(mode="json", exclude_unset=True) for r in records.load(out)] == [record]
     assert record["status"] == "error"
-    table = figures.build([record], refs=[])
+    table = figures.build([typed(record)], refs=[])
     assert not table.records.str.contains(record["run_id"], na=False).any()  # no figure
 
 
@@ -158,12 +158,18 @@ HERE = bench_cells.machines_here("laptop")
 
 
 def test_the_default_pair_is_the_bench_tables_own():
-    bench = [
-        _under(_bench("j1", 4000.0, loop="step"), "retain", "2026-01-03"),
-        _under(_bench("j2", 4500.0, loop="device"), "system", "2026-01-03"),
-        _under(_bench("j3", 9000.0, loop="device", precision="bf16"), "retain", "2026-01-03"),
-        _under(_bench("p1", 2000.0, framework="keras", mode="graph"), "system", "2026-01-03"),
-        _under(_bench("p2", 2500.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
+    bench = [  # as the driver loads them
+        typed(_under(_bench("j1", 4000.0, loop="step"), "retain", "2026-01-03")),
+        typed(_under(_bench("j2", 4500.0, loop="device"), "system", "2026-01-03")),
+        typed(
+            _under(_bench("j3", 9000.0, loop="device", precision="bf16"), "retain", "2026-01-03")
+        ),
+        typed(
+            _under(_bench("p1", 2000.0, framework="keras", mode="graph"), "system", "2026-01-03")
+        ),
+        typed(
+            _under(_bench("p2", 2500.0, framework="torch", mode="eager"), "retain", "2026-01-03")
+        ),
     ]
     jax, peer = paired.choose(bench, "mnist_cnn", 128, "best", "fastest", HERE)
     assert jax == paired.Config("jax", "cpu", "device", "system", "mnist")  # f32 only
@@ -194,6 +200,7 @@ def test_side_records_stay_out_of_the_bench_table():
     side = _under(_bench("t", 9000.0, framework="torch", mode="eager"), "retain", "2026-01-03")
     side["env"]["turns"] = {"pair": "p", "side": "peer"}
     alone = _under(_bench("a", 3000.0, framework="torch", mode="eager"), "retain", "2026-01-02")
+    side, alone = typed(side), typed(alone)
     assert studies.bench.bench_records([side, alone]) == [alone]
 
 
