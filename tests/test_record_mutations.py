@@ -67,7 +67,7 @@ def _changed(record: dict, path: tuple, value) -> bytes:
     return json.dumps(record).encode()
 
 
-def _read_all(loaded: list[dict], out: Path) -> None:
+def _read_all(loaded: list, out: Path) -> None:
     """What the report and the fit read of `loaded`: the table of figures and every page
     of it (the plots draw from the same table), and the fit's observations."""
     table = figures.build(loaded)
@@ -104,14 +104,18 @@ def test_no_record_the_reader_lets_through_crashes_the_report_or_the_fit(tmp_pat
     for i, path, value in rng.sample(cases, MUTATIONS):
         line = _changed(sample[i], path, value)
         try:
-            mutated = records.validate(records.parse_line(line))
+            mutated = records.typed(records.parse_line(line))  # as the reader hands it on
         except records.RecordError as e:
             refused += 1
             assert str(e), (path, value)
             continue
         passed += 1
-        study = mutated["workload"].get("study")
-        others = [r for j, r in enumerate(sample) if j != i and r["workload"].get("study") == study]
+        study = mutated.workload.study
+        others = [
+            records.typed(r)
+            for j, r in enumerate(sample)
+            if j != i and r["workload"].get("study") == study  # a line's JSON, not yet read
+        ]
         try:
             _read_all([mutated, *others], tmp_path)
         except Exception as e:  # any exception is the failure looked for

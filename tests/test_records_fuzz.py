@@ -85,7 +85,7 @@ def refs() -> list:
     return references.load()
 
 
-def _read_all(loaded: list[dict], refs: list) -> None:
+def _read_all(loaded: list, refs: list) -> None:
     """What the predictions and the report read of `loaded`."""
     for record in loaded:
         predictions.of(record)
@@ -94,9 +94,9 @@ def _read_all(loaded: list[dict], refs: list) -> None:
 
 def test_every_fixture_is_accepted_and_read_whole(refs):
     """The positive control: unmutated, every fixture is a record the report reads."""
-    loaded = [_read(raw).record for raw in _fixtures()]
+    loaded = [_read(raw).model for raw in _fixtures()]  # as the reader hands them on
     assert None not in loaded
-    kinds = {(r["workload"]["kind"], r["status"]) for r in loaded}
+    kinds = {(r.workload.kind, r.status) for r in loaded}
     assert len(kinds) == len(loaded) == 10  # one of each kind and status committed
     assert len(figures.build(loaded, refs)) > 0
     for record in loaded:
@@ -113,8 +113,8 @@ def test_every_field_mutated_is_refused_naming_it_or_read_without_an_exception(r
             for name, mutated in _mutations(value).items():
                 line = _read(_changed(fixture, path, mutated))
                 where = f"{'.'.join(map(str, path))} {name}"
-                if line.record is not None:
-                    mine.append((where, line.record))
+                if line.model is not None:
+                    mine.append((where, line.model))
                 elif not line.why or _field(path) not in line.why:
                     unnamed.append((where, line.why))
         accepted.append(mine)
