@@ -830,28 +830,30 @@ def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_para
     assert answers.model_split(none) == ("model parallelism not compiled yet", [])
 
 
-def _scaling_compile(chips: int, collective_bytes: float = 0.0) -> dict:
+def _scaling_compile(chips: int, collective_bytes: float = 0.0):
     # ResNet-50's step on `chips` A100s at 256 per GPU: one convolution per GPU, and on
     # many GPUs the gradients' all-reduce.
     kernels = [[1, "conv", 2e13, 0, "f32", 0]]
     if collective_bytes:
         kernels.append([1, "collective", 0, collective_bytes, "f32", collective_bytes])
-    return {
+    name = f"gpu-a100x{chips}" if chips > 1 else "gpu-a100"
+    return typed({
+        "schema_version": records.SCHEMA_VERSION,
         "run_id": f"x{chips}",
         "compiled_not_run": True,
         "status": "ok",
         "kernels": kernels,
         "kernels_source": {"program": "train_step", "steps": 1},
-        "target": {
-            "name": f"gpu-a100x{chips}" if chips > 1 else "gpu-a100",
-            "chip": "A100",
-            "chips": chips,
-            "devices": chips,
-        },
-        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB", "count": chips},
-        "workload": {"model": "resnet50", "precision": "f32", "batch_size": 256 * chips},
+        "target": {"name": name, "chip": "A100", "chips": chips, "devices": chips},
+        "memory": {"total_bytes": 2**30},
+        "params": {"trainable": 1, "non_trainable": 0},
+        "compile_time_s": {"train": 1.0},
+        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB", "count": chips,
+                   "process_count": 1},
+        "workload": {"model": "resnet50", "precision": "f32", "batch_size": 256 * chips,
+                     "kind": "compile", "target": name},
         "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
-    }
+    })  # fmt: skip
 
 
 def _scaling_reference(**fields):
