@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from experiments.records import (
     CompileRecord,
     MatmulRecord,
+    PairedRecord,
+    PeerRecord,
     Record,
     TrainRecord,
     recorded_at_or_oldest,
@@ -229,7 +231,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     it carries kernels (the device's kernels and the host's side of the step, each kept
     apart), else the block it was written with (a roofline bound), its method
     saying which; None for a kind that carries neither."""
-    if not isinstance(record, TrainRecord | CompileRecord):
+    if isinstance(record, MatmulRecord | PeerRecord | PairedRecord):
         return None
     if record.kernels:
         from jaxcnn.perf import hlo, predict
