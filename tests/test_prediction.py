@@ -209,65 +209,110 @@ def test_the_committed_constants_have_every_platform_and_a_version():
 
 
 def test_a_record_without_kernels_shows_its_roofline_as_a_bound():
-    record = {
-        "device": {"platform": "gpu", "kind": "Tesla T4"},
-        "workload": {"batch_size": 8},
-        "prediction": {"step_time_s": 1e-5, "method": "roofline"},
-    }
+    record = typed(
+        ran(
+            "t4",
+            device={"platform": "gpu", "kind": "Tesla T4"},
+            prediction={"step_time_s": 1e-5, "method": "roofline"},
+        )
+    )
     block = predictions.of(record)
     assert block["method"] == "roofline bound"
     assert predictions.label(block) == "predicted: roofline bound (not a prediction, no error band)"
 
 
 def test_a_record_with_kernels_is_priced_by_the_current_constants():
-    record = {
-        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB"},
-        "workload": {"batch_size": 8},
-        "kernels": [[2, "gemm", 156e12 * 1e-3, 0, "f32", 0]],
-        "prediction": {"step_time_s": 1.0, "method": "per-kernel", "constants_version": "old"},
-    }
+    record = typed(
+        ran(
+            "a100",
+            device={"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB"},
+            kernels=[[2, "gemm", 156e12 * 1e-3, 0, "f32", 0]],
+            prediction={"step_time_s": 1.0, "method": "per-kernel", "constants_version": "old"},
+        )
+    )
     block = predictions.of(record, table=TABLE)
     assert block["constants_version"] == "test"
     assert block["step_time_s"] == pytest.approx(2 * (2e-3 + 4e-6))
 
 
-def _cpu_record(run_id: str, f32_tflops: float, cpu_model: str, **more):
-    step = {"median": 0.01, "p10": 0.01, "p90": 0.01, "n": 20}
-    return typed({
+STEP = {"median": 0.01, "p10": 0.01, "p90": 0.01, "n": 20}
+
+
+def ran(run_id: str, device: dict | None = None, workload: dict | None = None, **more) -> dict:
+    """A train record that ran ok, a step of 0.01 s (as its line holds it: conftest's
+    typed completes it and makes it the reader's), on a CPU VM unless `device` says."""
+    workload = {"batch_size": 8, **(workload or {})}
+    return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,
         "status": "ok",
         "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
-                   "host": "vm"},
-        "env": {"host": "vm", "cpu": {"model": cpu_model, "extensions": ["AVX2"]}},
-        "workload": {"batch_size": 8},
+                   "host": "vm", **(device or {})},
+        "env": {"host": "vm"},
+        "workload": workload,
         "params": {"trainable": 10, "non_trainable": 0},
-        "step_time_s": step,
+        "step_time_s": STEP,
         "compile_time_s": {"train": 1.0, "eval": 0.5},
-        "images_per_s": 800.0,
-        "matmul_ceiling": {"float32": {"tflops": f32_tflops, "size": 1024}},
-        "bandwidth": {"bytes_per_s": 40e9},
+        "images_per_s": workload["batch_size"] / STEP["median"],
         **more,
-    })  # fmt: skip
+    }  # fmt: skip
+
+
+def compile_record(run_id: str = "compiled", target: dict | None = None, **more) -> dict:
+    """A compile-only record that compiled and fits (as its line holds it: conftest's
+    typed completes it), for one A100 unless `target` (and `device`) say otherwise."""
+    target = {"name": "gpu-a100", "platform": "gpu", "chip": "A100", "chips": 1, "devices": 1,
+              **(target or {})}  # fmt: skip
+    workload = {"kind": "compile", "target": target["name"], "dataset": "synthetic",
+                "epochs": 0, **more.pop("workload", {})}  # fmt: skip
+    device = {"platform": target["platform"], "kind": "NVIDIA A100-SXM4-40GB",
+              "count": target["devices"], "process_count": 1, **more.pop("device", {})}  # fmt: skip
+    return {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": "ok",
+        "compiled_not_run": True,
+        "device": device,
+        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
+        "workload": workload,
+        "target": target,
+        "params": {"trainable": 10, "non_trainable": 0},
+        "compile_time_s": {"train": 1.0},
+        "memory": {"total_bytes": 2**20},
+        **more,
+    }
+
+
+def _cpu_record(run_id: str, f32_tflops: float, cpu_model: str, **more):
+    return typed(
+        ran(
+            run_id,
+            env={"host": "vm", "cpu": {"model": cpu_model, "extensions": ["AVX2"]}},
+            matmul_ceiling={"float32": {"tflops": f32_tflops, "size": 1024}},
+            bandwidth={"bytes_per_s": 40e9},
+            **more,
+        )
+    )
 
 
 def test_a_measured_cpu_step_is_priced_at_the_best_ceiling_its_machine_measured():
     disturbed = _cpu_record("disturbed", 0.1, "EPYC")
     calm = _cpu_record("calm", 0.2, "EPYC")
     elsewhere = _cpu_record("elsewhere", 0.1, "Xeon")  # the control: another CPU
-    compiled = _cpu_record("compiled", 0.1, "EPYC", compiled_not_run=True)
-    priced = {
-        r["run_id"]: r
-        for r in predictions.with_machine_ceilings([disturbed, calm, elsewhere, compiled])
-    }
-    assert predictions.rates_of(priced["disturbed"]).peak_flops_per_s["f32"] == 0.2e12
-    assert predictions.rates_of(priced["calm"]).peak_flops_per_s["f32"] == 0.2e12
-    assert predictions.rates_of(priced["elsewhere"]).peak_flops_per_s["f32"] == 0.1e12
-    assert predictions.MACHINE_CEILING not in priced["compiled"]
-    assert predictions.rates_of(priced["disturbed"]).bytes_per_s == 40e9  # its own
+    compiled = typed(compile_record())  # compiled, never run: priced at its target's
+    ceilings = predictions.machine_ceilings([disturbed, calm, elsewhere, compiled])
+    assert predictions.rates_of(disturbed, ceilings).peak_flops_per_s["f32"] == 0.2e12
+    assert predictions.rates_of(calm, ceilings).peak_flops_per_s["f32"] == 0.2e12
+    assert predictions.rates_of(elsewhere, ceilings).peak_flops_per_s["f32"] == 0.1e12
+    assert predictions.rates_of(compiled, ceilings) == predictions.rates_of(compiled)
+    assert predictions.rates_of(disturbed, ceilings).bytes_per_s == 40e9  # its own
     # the record keeps what it measured; without the machine's records, its own is used
-    assert disturbed["matmul_ceiling"]["float32"]["tflops"] == 0.1
+    assert disturbed.matmul_ceiling["float32"].tflops == 0.1
     assert predictions.rates_of(disturbed).peak_flops_per_s["f32"] == 0.1e12
+    # the report's call: copies priced alike
+    priced = {r.run_id: r for r in predictions.with_machine_ceilings([disturbed, calm, compiled])}
+    assert predictions.rates_of(priced["disturbed"]).peak_flops_per_s["f32"] == 0.2e12
+    assert priced["compiled"] is compiled
 
 
 # --- The fit --------------------------------------------------------------------------
@@ -508,19 +553,20 @@ def _reference(**fields):
     return Reference(**row)
 
 
-def _compile_record(batch: int, precision: str = "f32", seconds: float = 0.2) -> dict:
-    # One kernel whose compute at the A100's TF32 peak x 0.5 takes `seconds`.
-    flops = seconds * 156e12 * 0.5
-    return {
-        "compiled_not_run": True,
-        "status": "ok",
-        "kernels": [[1, "conv", flops, 0, "f32", 0]],
-        "kernels_source": {"program": "train_step", "steps": 1},
-        "target": {"name": "gpu-a100", "chip": "A100", "chips": 1, "devices": 1},
-        "device": {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB", "count": 1},
-        "workload": {"model": "resnet50", "precision": precision, "batch_size": batch},
-        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
-    }
+# One kernel whose compute at the A100's TF32 peak x 0.5 takes `seconds`.
+def _resnet50_kernels(seconds: float = 0.2) -> list:
+    return [[1, "conv", seconds * 156e12 * 0.5, 0, "f32", 0]]
+
+
+def _compile_record(batch: int, precision: str = "f32", seconds: float = 0.2):
+    return typed(
+        compile_record(
+            f"resnet50 {batch} {precision}",
+            kernels=_resnet50_kernels(seconds),
+            kernels_source={"program": "train_step", "steps": 1},
+            workload={"model": "resnet50", "precision": precision, "batch_size": batch},
+        )
+    )
 
 
 def test_a_reference_is_predicted_from_the_compile_record_of_its_program(monkeypatch):
@@ -713,38 +759,47 @@ def test_the_loop_figures_the_docs_name_are_the_predictions_attributes():
 
 
 def _measured(run_id: str, model: str, batch: int, when: str, **more) -> dict:
-    return {
-        "run_id": run_id,
-        "status": "ok",
-        "workload": {"model": model, "batch_size": batch, "strategy": "single"},
-        "device": {"platform": "cpu", "kind": "cpu", "count": 1},
-        "env": {"utc_time": when},
-        "dispatch_s": {"median": 1e-4},
-        "host_loop": {**HOST_LOOP, "steps": int(when[-1])},
+    """A CPU train record of `model` at `batch` made at `when`, its call's round trip and
+    its loop's host parts timed (as its line holds it: conftest's typed makes it the
+    reader's)."""
+    return ran(
+        run_id,
+        workload={"model": model, "batch_size": batch, "strategy": "single"},
+        env={"utc_time": when},
+        dispatch_s={"median": 1e-4},
+        host_loop={**HOST_LOOP, "steps": int(when[-1])},
         **more,
-    }
+    )
+
+
+def _read(*lines: dict) -> list:
+    """Records as the reader hands them on (conftest's typed)."""
+    return [typed(line) for line in lines]
 
 
 def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():
-    loaded = [
+    loaded = _read(
         _measured("new", "mlp", 32, "2026-11-25T00:00:02"),
         _measured("old", "mlp", 32, "2026-11-25T00:00:01"),
         _measured("other", "mlp", 128, "2026-11-25T00:00:03"),
-        _measured("compiled", "mlp", 32, "2026-11-25T00:00:09", compiled_not_run=True),
-    ]
+        # newer, of the same program, but compiled, never run: no loop, no round trip
+        compile_record(
+            workload={"model": "mlp", "batch_size": 32}, env={"utc_time": "2026-11-25T00:00:09"}
+        ),
+    )
     host = fit_predictions.host_constants(loaded)
-    assert host["loop"][host_lib.host_loop_key(loaded[0]["workload"])]["record"] == "new"
+    assert host["loop"]["mlp, batch 32"]["record"] == "new"
     # A newer loop whose epochs are one batch (a sync every step) is not the training loop.
     one_batch = _measured("one batch", "mlp", 32, "2026-11-25T00:00:05")
     one_batch["host_loop"]["steps_per_epoch"] = 1
-    kept = fit_predictions.host_constants([*loaded, one_batch])["loop"]
-    assert kept[host_lib.host_loop_key(loaded[0]["workload"])]["record"] == "new"
-    assert host["loop"][host_lib.host_loop_key(loaded[2]["workload"])]["record"] == "other"
+    kept = fit_predictions.host_constants([*loaded, *_read(one_batch)])["loop"]
+    assert kept["mlp, batch 32"]["record"] == "new"
+    assert host["loop"]["mlp, batch 128"]["record"] == "other"
     assert len(host["loop"]) == 2 and host["records"] == {"single": 3}
     # Another network under the same name (the MLP at another width) is its own entry.
     wide = _measured("wide", "mlp", 32, "2026-11-25T00:00:04")
     wide["workload"]["model_overrides"] = {"width": 4096}
-    assert len(fit_predictions.host_constants([*loaded, wide])["loop"]) == 3
+    assert len(fit_predictions.host_constants([*loaded, *_read(wide)])["loop"]) == 3
 
 
 def test_a_compile_record_takes_the_host_loop_modelled_from_those_measured_here():
@@ -768,17 +823,27 @@ def test_a_compile_record_takes_the_host_loop_modelled_from_those_measured_here(
     bare = predictions_lib.host_of(_compile_record(128), {**TABLE, "host": {}})
     assert set(bare["parts"].values()) == {None}
     # A record that measured its own host's loop is priced with it, not the model's.
-    own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": {"median": 1.0, "n": 20}}}
-    mine = predictions_lib.host_of({**_compile_record(256), "host_loop": own}, table)
+    batch = {"median": 1.0, "mean": 1.0, "n": 20}
+    own = {**HOST_LOOP, "parts": {**HOST_LOOP["parts"], "batch": batch}}
+    a100 = {"platform": "gpu", "kind": "NVIDIA A100-SXM4-40GB"}
+    run = ran(
+        "own loop",
+        a100,
+        {"model": "resnet50", "batch_size": 256, "dataset": "synthetic"},
+        host_loop=own,
+    )
+    mine = predictions_lib.host_of(typed(run), table)
     assert mine["parts"]["batch"] == 1.0
+    assert predictions_lib.host_of(typed({**run, "host_loop": None}), table) == found  # control
 
 
 def _on_gpu(record: dict, dispatch_s: float) -> dict:
     """`record` as run on an H200: its loop's dispatch timed at `dispatch_s`."""
-    parts = {**record["host_loop"]["parts"], "dispatch": {"median": dispatch_s, "n": 20}}
+    dispatch = {"median": dispatch_s, "mean": dispatch_s, "n": 20}
+    parts = {**record["host_loop"]["parts"], "dispatch": dispatch}
     return {
         **record,
-        "device": {"platform": "gpu", "kind": "NVIDIA H200", "count": 1},
+        "device": {**record["device"], "platform": "gpu", "kind": "NVIDIA H200"},
         "dispatch_s": {"median": 5e-4},
         "host_loop": {**record["host_loop"], "parts": parts},
     }
@@ -787,7 +852,7 @@ def _on_gpu(record: dict, dispatch_s: float) -> dict:
 def test_loops_timed_on_a_gpus_client_are_kept_apart_from_the_cpus():
     cpu = _measured("cpu", "mlp", 32, "2026-11-25T00:00:01")
     gpu = _on_gpu(_measured("gpu", "mlp", 128, "2026-11-25T00:00:02"), 900e-6)
-    host = fit_predictions.host_constants([cpu, gpu])
+    host = fit_predictions.host_constants(_read(cpu, gpu))
     assert list(host["loop"]) == ["mlp, batch 32"] and host["dispatch_s"] == {"single": 1e-4}
     on_gpu = host["accelerators"]["gpu"]
     assert list(on_gpu["loop"]) == ["mlp, batch 128"] and on_gpu["dispatch_s"] == {"single": 5e-4}
@@ -798,14 +863,14 @@ def test_loops_timed_on_a_gpus_client_are_kept_apart_from_the_cpus():
     assert host_lib.measured_dispatch("single", {"host": host}, "gpu") == 5e-4
     assert host_lib.measured_dispatch("single", {"host": host}, "tpu") == 1e-4
     # Without a GPU loop there is no accelerators section at all.
-    assert "accelerators" not in fit_predictions.host_constants([cpu])
+    assert "accelerators" not in fit_predictions.host_constants(_read(cpu))
 
 
 def test_host_parts_timed_on_the_steps_own_client_are_not_charged_the_runtime_again():
     from jaxcnn import host_loop
 
     gpu = _on_gpu(_measured("gpu", "mlp", 128, "2026-11-25T00:00:02"), 900e-6)
-    table = {**TABLE, "host": fit_predictions.host_constants([gpu])}
+    table = {**TABLE, "host": fit_predictions.host_constants(_read(gpu))}
     nbytes = host_loop.batch_bytes("mlp", {}, 128)
     runtime = {"parts": {runtime_lib.LAUNCHES: 1e-3}, "missing": ["x"], "launches": None}
     for on, charged in (("gpu", 0.0), ("cpu", 1e-3)):  # positive control: the CPU's loops
@@ -835,22 +900,25 @@ def test_a_loop_timed_on_a_gpu_is_predicted_without_anything_it_measured():
         {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3},
          "regime": "small"} for r in runs
     ]}  # fmt: skip
-    table = {**TABLE, "families": {"gpu": family}, "host": fit_predictions.host_constants(runs)}
-    held = predictions_lib.held_out_loop(runs[1], table)
+    host = fit_predictions.host_constants(_read(*runs))
+    table = {**TABLE, "families": {"gpu": family}, "host": host}
+    run = typed(runs[1])
+    held = predictions_lib.held_out_loop(run, table)
     assert held["parts_platform"] == "gpu"
     # Its own loop measured ten times slower changes nothing of its prediction...
-    slow = _on_gpu(runs[1], 20e-3)
+    slow = typed(_on_gpu(runs[1], 20e-3))
     assert predictions_lib.held_out_loop(slow, table) == held
     # ...while the others' loops do (positive control): the dispatch is their median.
-    faster = [runs[0], runs[1], _on_gpu(runs[2], 1e-3)]
+    faster = _read(runs[0], runs[1], _on_gpu(runs[2], 1e-3))
     again = {**table, "host": fit_predictions.host_constants(faster)}
-    assert predictions_lib.held_out_loop(runs[1], again)["loop_step_s"] < held["loop_step_s"]
+    assert predictions_lib.held_out_loop(run, again)["loop_step_s"] < held["loop_step_s"]
     # A CPU record, a loop of one-batch epochs, or no held-out step: no prediction.
-    assert predictions_lib.held_out_loop({**runs[1], "device": {"platform": "cpu"}}, table) is None
+    on_cpu = {**runs[1], "device": {**runs[1]["device"], "platform": "cpu", "kind": "cpu"}}
+    assert predictions_lib.held_out_loop(typed(on_cpu), table) is None
     short = {**runs[1], "host_loop": {**runs[1]["host_loop"], "steps_per_epoch": 1}}
-    assert predictions_lib.held_out_loop(short, table) is None
+    assert predictions_lib.held_out_loop(typed(short), table) is None
     bare = {**table, "families": {"gpu": {**family, "observations": []}}}
-    assert predictions_lib.held_out_loop(runs[1], bare) is None
+    assert predictions_lib.held_out_loop(run, bare) is None
 
 
 def test_the_fit_checks_each_programs_loop_held_out_and_bands_them_by_regime():
@@ -866,14 +934,18 @@ def test_the_fit_checks_each_programs_loop_held_out_and_bands_them_by_regime():
         {"source": f"record {r['run_id']}", "held_out_predicted_s": {"chip": 4e-3},
          "regime": "small"} for r in runs
     ]}  # fmt: skip
-    table = {**TABLE, "families": {"gpu": family}, "host": fit_predictions.host_constants(runs)}
+    table = {
+        **TABLE,
+        "families": {"gpu": family},
+        "host": fit_predictions.host_constants(_read(*runs)),
+    }
     # An older run of the same program on the same host is not checked a second time.
     older = {**runs[1], "run_id": "older", "env": {"utc_time": "2026-11-24T00:00:00"}}
-    checked = fit_predictions.loop_error([older, *runs], [], table)["gpu"]
+    checked = fit_predictions.loop_error(_read(older, *runs), [], table)["gpu"]
     assert sorted(c["record"] for c in checked["loops"]) == ["r128", "r32", "r512"]
     for c in checked["loops"]:
         run = next(r for r in runs if r["run_id"] == c["record"])
-        assert c["predicted_s"] == predictions.held_out_loop(run, table)["loop_step_s"]
+        assert c["predicted_s"] == predictions.held_out_loop(typed(run), table)["loop_step_s"]
         assert c["measured_s"] == run["host_loop"]["loop_step_s"]
     band = checked["regimes"]["small"]
     factors = [max(c["predicted_s"] / c["measured_s"], c["measured_s"] / c["predicted_s"])
@@ -1042,17 +1114,16 @@ def test_a_compilers_own_estimate_gives_the_fixed_cost_per_op_it_implies():
     # per op above the kernels at the chip's full rates (memory-bound: 1 MB each).
     rates = rates_lib.of_device(V3)
     full = 10 * 1e6 / rates.bytes_per_s
-    record = {
-        "compiled_not_run": True,
-        "status": "ok",
-        "kernels": [[10, "fusion", 0, 1e6, "f32", 0]],
-        "kernels_source": {"program": "train_step", "steps": 1},
-        "device": {"platform": "tpu", "kind": "TPU v3", "count": 1},
-        "target": {"name": "tpu-v3-1", "chips": 1, "devices": 1},
-        "workload": {"model": "mlp", "batch_size": 128},
-        "prediction_bound": {"compiler_estimate_s": full + 10e-6},
-    }
-    none = {**record, "prediction_bound": {}}  # the control: no estimate, no figure
+    compiled = compile_record(
+        kernels=[[10, "fusion", 0, 1e6, "f32", 0]],
+        kernels_source={"program": "train_step", "steps": 1},
+        device={"kind": "TPU v3"},
+        target={"name": "tpu-v3-1", "platform": "tpu", "chip": "TPU v3"},
+        workload={"model": "mlp", "batch_size": 128},
+        prediction_bound={"compiler_estimate_s": full + 10e-6},
+    )
+    record = typed(compiled)
+    none = typed({**compiled, "prediction_bound": {}})  # the control: no estimate, no figure
     cost = fit_predictions.compiler_op_cost([record, record, none])
     assert cost["tpu"][0] == pytest.approx(1e-6) and cost["tpu"][1] == 2
     assert fit_predictions.compiler_op_cost([none]) == {}

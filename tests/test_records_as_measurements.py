@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import typed
 from test_rerun_skips import TINY
 
 from experiments import records
@@ -145,12 +146,15 @@ def test_the_kernel_kinds_are_the_programs_own():
 
 
 def test_the_fit_skips_a_record_it_cannot_price_in_one_line(priced, tmp_path, capsys):
-    good = copy.deepcopy(priced)
+    good = typed(copy.deepcopy(priced))
     assert len(observations.measured_observations([good])) == 1  # positive control
-    unpriced = copy.deepcopy(priced)
-    unpriced["kernels"][0][1] = "x"  # past the reader: a record made in memory
+    count, _, *rest = good.kernels[0]
+    # past the reader: a record made in memory
+    in_memory = good.model_copy(update={"kernels": [(count, "x", *rest)]})
     with pytest.warns(UserWarning, match=rf"record {priced['run_id']}: left out of the fit"):
-        assert observations.measured_observations([unpriced]) == []
+        assert observations.measured_observations([in_memory]) == []
+    unpriced = copy.deepcopy(priced)
+    unpriced["kernels"][0][1] = "x"
     # From a file, the reader refuses it first, in one line, and the fit runs.
     folder = tmp_path / "results"
     folder.mkdir()

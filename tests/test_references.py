@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import typed
+from test_prediction import compile_record
 
 from experiments.cli import fit as fit_cli
 from experiments.predict import references
@@ -329,15 +331,15 @@ def test_a_scaling_row_is_compiled_on_its_own_chips_and_its_base_on_one():
 def test_a_scaling_row_matches_only_a_compile_of_its_own_chip_count():
     (row,) = [r for r in references.load() if r.id == "dle-tf1-a100-tf32-x8"]
 
-    def compiled(chips: int) -> dict:
-        return {
-            "compiled_not_run": True,
-            "status": "ok",
-            "kernels": [[1, "conv", 1e12, 0, "f32", 0]],
-            "target": {"name": f"gpu-a100x{chips}", "chip": "A100", "chips": chips},
-            "workload": {"model": "resnet50", "precision": "f32", "batch_size": 256 * chips},
-            "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
-        }
+    def compiled(chips: int):
+        return typed(
+            compile_record(
+                f"x{chips}",
+                target={"name": f"gpu-a100x{chips}", "chips": chips, "devices": chips},
+                kernels=[[1, "conv", 1e12, 0, "f32", 0]],
+                workload={"model": "resnet50", "precision": "f32", "batch_size": 256 * chips},
+            )
+        )
 
     one, four, eight = compiled(1), compiled(4), compiled(8)
     assert predictions.match_reference(row, [one, four, eight]) is eight
@@ -345,18 +347,18 @@ def test_a_scaling_row_matches_only_a_compile_of_its_own_chip_count():
     assert predictions.match_reference(predictions.one_chip_of(row), [eight, one]) is one
 
 
-def _compiled_mlp(chip: str, target: str, **overrides) -> dict:
-    return {
-        "compiled_not_run": True,
-        "status": "ok",
-        "kernels": [[3, "gemm", 1e9, 1e7, "f32", 0]],
-        "kernels_source": {"program": "train_step", "steps": 1},
-        "target": {"name": target, "chip": chip, "chips": 1, "devices": 1},
-        "device": {"platform": "gpu", "kind": chip, "count": 1},
-        "workload": {"model": "mlp", "precision": "f32", "batch_size": 128,
-                     "model_overrides": overrides},
-        "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
-    }  # fmt: skip
+def _compiled_mlp(chip: str, target: str, **overrides):
+    return typed(
+        compile_record(
+            f"mlp {overrides}",
+            target={"name": target, "chip": chip},
+            device={"kind": chip},
+            kernels=[[3, "gemm", 1e9, 1e7, "f32", 0]],
+            kernels_source={"program": "train_step", "steps": 1},
+            workload={"model": "mlp", "precision": "f32", "batch_size": 128,
+                      "model_overrides": overrides},
+        )
+    )  # fmt: skip
 
 
 def test_a_published_jax_loop_is_matched_at_its_width_and_predicted_by_the_loop_step():
@@ -389,15 +391,17 @@ def test_a_run_on_one_core_of_a_tpu_v2_is_compiled_and_matched_on_that_core():
     sliced = predictions.reference_workload(whole)
     assert (sliced.target, sliced.batch_size, sliced.strategy) == ("tpu-v2-8", 512, "sharded")
 
-    def compiled(target: str, chips: int, devices: int) -> dict:
-        return {
-            "compiled_not_run": True,
-            "status": "ok",
-            "kernels": [[3, "gemm", 1e6, 1e5, "f32", 0]],
-            "target": {"name": target, "chip": "TPU v2", "chips": chips, "devices": devices},
-            "workload": {"model": "toy_mlp", "precision": "f32", "batch_size": 128 * chips},
-            "env": {"utc_time": "2026-11-24T00:00:00+00:00"},
-        }
+    def compiled(target: str, chips: int, devices: int):
+        return typed(
+            compile_record(
+                target,
+                target={"name": target, "platform": "tpu", "chip": "TPU v2", "chips": chips,
+                        "devices": devices},
+                device={"kind": "TPU v2"},
+                kernels=[[3, "gemm", 1e6, 1e5, "f32", 0]],
+                workload={"model": "toy_mlp", "precision": "f32", "batch_size": 128 * chips},
+            )
+        )  # fmt: skip
 
     one_core, slice_of_8 = compiled("tpu-v2-1", 1, 1), compiled("tpu-v2-8", 4, 8)
     assert predictions.match_reference(row, [slice_of_8, one_core]) is one_core
@@ -426,12 +430,13 @@ def test_a_one_core_rows_observation_puts_its_whole_batch_on_that_core():
     (found,), missing = observations.reference_observations([row], loaded)
     assert not missing and found.batch_per_device == 128
     # The control: the same program as a v2-8 slice's, 4 chips' batch over 8 cores.
-    (one,) = [r for r in loaded if r["workload"]["model"] == "flax_cifar_cnn"]
-    slice_of_8 = {
-        **one,
-        "target": {**one["target"], "name": "tpu-v2-8", "chips": 4, "devices": 8},
-        "workload": {**one["workload"], "batch_size": 512},
-    }
+    (one,) = [r for r in loaded if r.workload.model == "flax_cifar_cnn"]
+    slice_of_8 = one.model_copy(
+        update={
+            "target": one.target.model_copy(update={"name": "tpu-v2-8", "chips": 4, "devices": 8}),
+            "workload": one.workload.model_copy(update={"batch_size": 512}),
+        }
+    )
     whole = dataclasses.replace(row, devices=None)
     (found,), _ = observations.reference_observations([whole], [slice_of_8])
     assert found.batch_per_device == 64

@@ -74,13 +74,14 @@ def test_an_old_record_gets_the_kernels_of_its_own_program_and_nothing_else_chan
     assert "compiled the train step for this CPU (1 device(s)) in " in said
     again, untouched = records.load(path)
     # The same program compiled again: the kernels the run itself read.
-    assert again["kernels"] == today["kernels"]
-    assert again["kernels_source"]["program"] == "train_step"
-    assert again["kernels_source"]["steps"] == 1 and again["kernels_source"]["recompiled"]
+    assert again.kernels == records.typed(today).kernels
+    assert again.kernels_source.program == "train_step"
+    assert again.kernels_source.steps == 1 and again.kernels_source.recompiled
     # Measured values and the roofline it was written with are as they were.
+    before = records.typed(old)
     for key in ("step_time_s", "matmul_ceiling", "bandwidth", "prediction", "flops"):
-        assert again[key] == old[key]
-    assert "kernels" not in untouched
+        assert getattr(again, key) == getattr(before, key)
+    assert untouched.kernels is None
     assert repredict.repredict_file(path) == {  # a second pass changes nothing
         "has kernels": 1,
         "made before records carried a prediction": 1,
@@ -94,8 +95,8 @@ def test_a_device_loop_record_gets_the_kernels_of_its_epoch_loop(tmp_path):
     records.append(path, _as_before_kernels(today))
     repredict.repredict_file(path)
     (again,) = records.load(path)
-    assert again["kernels_source"]["program"] == "epoch"
-    launched = sum(row[0] for row in again["kernels"]) / again["kernels_source"]["steps"]
+    assert again.kernels_source.program == "epoch"
+    launched = sum(row[0] for row in again.kernels) / again.kernels_source.steps
     step = sum(row[0] for row in today["kernels"]) / today["kernels_source"]["steps"]
     # The same loop body per step, whatever the steps each program was compiled for.
     assert abs(launched - step) <= 2
@@ -136,8 +137,8 @@ def test_again_reads_a_measured_records_own_kernels_again(tmp_path, monkeypatch)
     monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
     assert repredict.repredict_file(path, again="gemm") == {"recompiled": 1}
     (again,) = records.load(path)
-    assert again["kernels"] == KERNELS and again["kernels_source"]["recompiled"]
-    assert again["step_time_s"] == today["step_time_s"]  # nothing measured changes
+    assert again.kernels == READ and again.kernels_source.recompiled
+    assert again.step_time_s == records.typed(today).step_time_s  # nothing measured changes
     # --measured-only leaves a compile-only record this command gave kernels (a target's
     # compile takes minutes), and still compiles the measured one.
     line = json.loads(path.read_text())
@@ -181,10 +182,11 @@ def test_a_compile_only_record_gets_its_targets_kernels_and_only_its_target_is_c
         "compile-only, and the compiler gave no program": 1,
     }
     again, *_ = records.load(path)
-    assert again["kernels"] == today["kernels"]  # the same compiler, the same program
-    assert again["kernels_source"]["program"] == "train_step" and again["kernels_source"]["jax"]
+    assert again.kernels == records.typed(today).kernels  # the same compiler, the same program
+    assert again.kernels_source.program == "train_step" and again.kernels_source.jax
+    before = records.typed(old)
     for key in ("memory", "fits", "flops", "cost"):  # what the first compile said stays
-        assert again[key] == old[key]
+        assert getattr(again, key) == getattr(before, key)
 
 
 @pytest.mark.slow
@@ -212,8 +214,8 @@ def test_the_file_is_not_locked_while_it_compiles_and_an_append_meanwhile_is_kep
     monkeypatch.setattr(repredict, "step_kernels", compile_while_a_run_appends)
     assert repredict.repredict_file(path) == {"recompiled": 1}
     first, second = records.load(path)
-    assert first["kernels"] == [[1, "gemm", 2.0, 8.0, "f32", 0]]
-    assert second["run_id"] == "appended meanwhile" and "kernels" not in second
+    assert first.kernels == [(1, "gemm", 2.0, 8.0, "f32", 0, "")]
+    assert second.run_id == "appended meanwhile" and second.kernels is None
 
 
 def test_an_unknown_target_is_one_line_and_exit_2_before_any_compile(tmp_path, capsys):
@@ -240,6 +242,7 @@ def _two_old_records(tmp_path) -> tuple:
 
 
 KERNELS = [[1, "gemm", 2.0, 8.0, "f32", 0]]
+READ = [(*row, "") for row in KERNELS]  # as the reader reads them: each row's note ""
 
 
 @pytest.mark.slow
@@ -252,17 +255,17 @@ def test_a_run_stopped_mid_way_keeps_what_it_had_compiled_and_a_rerun_goes_on(
     def second_compile_interrupted(record):
         if compiled:
             raise KeyboardInterrupt  # Ctrl-C during the second compile
-        compiled.append(record["run_id"])
+        compiled.append(record.run_id)
         return KERNELS, 1
 
     monkeypatch.setattr(repredict, "step_kernels", second_compile_interrupted)
     with pytest.raises(KeyboardInterrupt):
         repredict.repredict_file(path)
-    kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
-    assert kept == {first_id: KERNELS, "other": None}
+    kept = {r.run_id: r.kernels for r in records.load(path)}
+    assert kept == {first_id: READ, "other": None}
     monkeypatch.setattr(repredict, "step_kernels", lambda record: (KERNELS, 1))
     assert repredict.repredict_file(path) == {"has kernels": 1, "recompiled": 1}
-    assert all(r["kernels"] == KERNELS for r in records.load(path))
+    assert all(r.kernels == READ for r in records.load(path))
 
 
 @pytest.mark.slow
@@ -281,7 +284,7 @@ def test_two_runs_at_once_each_say_what_happened_to_every_record(tmp_path, monke
     inner, outer = capsys.readouterr().out.splitlines()
     assert inner == "2 recompiled"
     assert outer == "2 given kernels by another run meanwhile"
-    assert all(r["kernels"] == KERNELS for r in records.load(path))
+    assert all(r.kernels == READ for r in records.load(path))
 
 
 @pytest.mark.slow
@@ -290,15 +293,13 @@ def test_a_long_run_writes_what_it_compiled_as_it_goes(tmp_path, monkeypatch):
     on_disk_at_second_compile = {}
 
     def compile_and_look(record):
-        if record["run_id"] == "other":  # the first compile's kernels are on disk by now
-            on_disk_at_second_compile.update(
-                {r["run_id"]: r.get("kernels") for r in records.load(path)}
-            )
+        if record.run_id == "other":  # the first compile's kernels are on disk by now
+            on_disk_at_second_compile.update({r.run_id: r.kernels for r in records.load(path)})
         return KERNELS, 1
 
     monkeypatch.setattr(repredict, "step_kernels", compile_and_look)
     assert repredict.repredict_file(path, save_every_s=0) == {"recompiled": 2}
-    assert on_disk_at_second_compile == {first_id: KERNELS, "other": None}
+    assert on_disk_at_second_compile == {first_id: READ, "other": None}
     # the control: with the default interval nothing is written before the end
     path, first_id = _two_old_records(tmp_path / "control")
     on_disk_at_second_compile.clear()
@@ -316,7 +317,7 @@ def test_a_sigterm_mid_compile_keeps_what_was_compiled_and_exits_143(tmp_path, m
     def terminated_during_the_second(record):
         if compiled:
             os.kill(os.getpid(), signal.SIGTERM)  # a real signal, as a scheduler sends
-        compiled.append(record["run_id"])
+        compiled.append(record.run_id)
         return KERNELS, 1
 
     monkeypatch.setattr(repredict, "step_kernels", terminated_during_the_second)
@@ -324,8 +325,8 @@ def test_a_sigterm_mid_compile_keeps_what_was_compiled_and_exits_143(tmp_path, m
     assert repredict_cli.main([str(path)]) == repredict.EXIT_TERMINATED
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
     assert "run the same command again" in capsys.readouterr().err
-    kept = {r["run_id"]: r.get("kernels") for r in records.load(path)}
-    assert kept == {first_id: KERNELS, "other": None}
+    kept = {r.run_id: r.kernels for r in records.load(path)}
+    assert kept == {first_id: READ, "other": None}
 
 
 def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_kernels(
@@ -343,7 +344,7 @@ def test_a_record_it_cannot_compile_is_one_line_and_the_records_after_it_get_ker
     skipped = [line for line in err.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 1 and "no_such_model" in skipped[0], err
     assert "Traceback" not in err
-    kept = {r["run_id"]: bool(r.get("kernels")) for r in records.load(path)}
+    kept = {r.run_id: bool(r.kernels) for r in records.load(path)}
     assert kept == {"unknown": False, old["run_id"]: True}
 
 
@@ -417,7 +418,7 @@ def test_a_real_sigterm_mid_compile_exits_143_with_what_was_compiled_written(tmp
         child.wait(timeout=300)
         expected = repredict.EXIT_TERMINATED if attempt % 2 == 0 else repredict.EXIT_INTERRUPTED
         assert child.returncode == expected, "".join(said)
-        kept = [r["run_id"] for r in records.load(path) if r.get("kernels")]
+        kept = [r.run_id for r in records.load(path) if r.kernels]
         assert "w8" in kept and len(kept) < 6, "".join(said)
 
 

@@ -24,12 +24,12 @@ import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from experiments import records
 from experiments.cli.options import OneLineParser
 from experiments.predict import observations, references
 from experiments.predict import shown as predictions
+from experiments.records import Record
 from experiments.records.tables import one_line_warning
 from jaxcnn.errors import DataError
 from jaxcnn.perf import predict
@@ -39,7 +39,7 @@ from jaxcnn.perf.fit import (
 )
 
 
-def compile_missing(loaded: Sequence[dict[str, Any]], path: Path) -> int:
+def compile_missing(loaded: Sequence[Record], path: Path) -> int:
     """Compile, one after another in a child process each, the program of every
     reference no compile record matches yet, appending each record to `path` (the
     compile-only runner's rules: a crash is an `error` record, a rerun skips what is

@@ -13,6 +13,7 @@ from typing import Any
 from experiments import records
 from experiments.predict import references
 from experiments.predict import shown as predictions
+from experiments.records import CompileRecord, Record, TrainRecord
 from jaxcnn import targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
@@ -35,7 +36,7 @@ LAUNCH_SOURCE = "https://cuda.juliagpu.org/dev/usage/graphs/"
 
 
 def fixed_constants(
-    loaded: Sequence[dict[str, Any]] = (),
+    loaded: Sequence[Record] = (),
 ) -> dict[str, dict[str, tuple[float, str]]]:
     """Per platform, the constants not fitted: (value, why). The published references are
     ResNet-50-sized programs whose kernels take milliseconds, so they cannot pin a fixed
@@ -64,23 +65,25 @@ def fixed_constants(
     return held
 
 
-def compiler_op_cost(loaded: Sequence[dict[str, Any]]) -> dict[str, tuple[float, int]]:
+def compiler_op_cost(loaded: Sequence[Record]) -> dict[str, tuple[float, int]]:
     """jaxcnn.perf.fit.compiler_op_cost over the compile records among `loaded` whose
     compiler estimated the program's time (`compiler_estimate_s`, from its cost
     analysis)."""
     programs = []
     for r in loaded:
-        estimate = (r.get("prediction_bound") or {}).get("compiler_estimate_s")
-        if not (r.get("compiled_not_run") and r.get("kernels") and estimate):
+        if not (isinstance(r, CompileRecord) and r.kernels and r.prediction_bound):
+            continue
+        estimate = r.prediction_bound.compiler_estimate_s
+        if not estimate:
             continue
         programs.append(
             (
-                r["device"]["platform"],
-                hlo.from_summary(r["kernels"]),
+                r.device.platform,
+                hlo.from_summary(r.kernels),
                 predictions.rates_of(r),
                 estimate,
-                (r.get("kernels_source") or {}).get("steps", 1),
-                r["workload"]["batch_size"] // max(1, r["device"].get("count") or 1),
+                predictions.program_steps(r),
+                r.workload.batch_size // r.device.count,
             )
         )
     return fit_lib.compiler_op_cost(programs)
@@ -90,31 +93,28 @@ def compiler_op_cost(loaded: Sequence[dict[str, Any]]) -> dict[str, tuple[float,
 
 
 def measured_observations(
-    loaded: Sequence[dict[str, Any]], host: dict[str, Any] | None = None
+    loaded: Sequence[Record], host: dict[str, Any] | None = None
 ) -> list[Observation]:
-    """The measured records (status ok, a step time) that carry their step's kernels (one
+    """The measured records (status ok: a step time) that carry their step's kernels (one
     whose kernels or rates cannot be priced left out, with a warning naming it); a
     CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
-    (predictions.with_machine_ceilings), each with its host side (predictions.host_of,
+    (predictions.machine_ceilings), each with its host side (predictions.host_of,
     the dispatch `host` gives where the record measured none)."""
     found = []
-    for r in predictions.with_machine_ceilings(loaded):
-        if r.get("compiled_not_run") or r.get("status") != "ok" or not r.get("kernels"):
+    ceilings = predictions.machine_ceilings(loaded)
+    for r in loaded:
+        if not (isinstance(r, TrainRecord) and r.status == "ok" and r.kernels):
             continue
-        step = (r.get("step_time_s") or {}).get("median")
-        if not step:
-            continue
-        platform = r["device"]["platform"]
+        platform = r.device.platform
         try:  # what the reader's checks let through but cannot be priced
-            rates = predictions.rates_of(r)
-            kernels = tuple(hlo.from_summary(r["kernels"]))
+            rates = predictions.rates_of(r, ceilings)
+            kernels = tuple(hlo.from_summary(r.kernels))
             if not rates.can_price:
                 raise ValueError("its run measured no f32 peak or no bandwidth to price it at")
         except ValueError as e:
-            warnings.warn(f"record {r['run_id']}: left out of the fit ({e})", stacklevel=2)
+            warnings.warn(f"record {r.run_id}: left out of the fit ({e})", stacklevel=2)
             continue
-        w = r["workload"]
-        steps = (r.get("kernels_source") or {}).get("steps", 1)
+        steps = predictions.program_steps(r)
         label = _workload_label(r)
         side = predictions.host_of(r, {"host": host or {}})
         found.append(
@@ -123,9 +123,9 @@ def measured_observations(
                 platform=platform,
                 kernels=kernels,
                 rates=rates,
-                batch_per_device=w["batch_size"] // max(1, r["device"].get("count") or 1),
-                measured_s=step * steps,
-                source=f"record {r['run_id']}",
+                batch_per_device=r.workload.batch_size // r.device.count,
+                measured_s=r.step_time_s.median * steps,
+                source=f"record {r.run_id}",
                 chip=predictions.chip_of(r),
                 program=label,
                 steps=steps,
@@ -135,20 +135,20 @@ def measured_observations(
     return found
 
 
-def _workload_label(r: dict[str, Any]) -> str:
-    w = r["workload"]
-    width = (w.get("model_overrides") or {}).get("width")
-    model = w["model"] + (f" n={width}" if width else "")
-    formulation = (r.get("formulation") or {}).get("name") or w.get("formulation")
+def _workload_label(r: TrainRecord) -> str:
+    w = r.workload
+    width = w.model_overrides.get("width")
+    model = w.model + (f" n={width}" if width else "")
+    formulation = (r.formulation.name if r.formulation else None) or w.formulation
     return (
-        f"{r['device'].get('kind') or r['device']['platform']}: {model}, batch "
-        f"{w['batch_size']}, {w['precision']}, {formulation}, {r.get('loop') or w['loop']} loop"
+        f"{r.device.kind or r.device.platform}: {model}, batch {w.batch_size}, "
+        f"{w.precision}, {formulation}, {r.loop or w.loop} loop"
     )
 
 
 def reference_observations(
     refs: Sequence[references.Reference],
-    loaded: Sequence[dict[str, Any]],
+    loaded: Sequence[Record],
     host: dict[str, Any] | None = None,
 ) -> tuple[list[Observation], list[tuple[references.Reference, str]]]:
     """(observations of the references a compile record matches, [(reference, why it has
@@ -165,7 +165,7 @@ def reference_observations(
                 (ref, "no compile record with kernels: " + predictions.compile_command(ref))
             )
             continue
-        target = targets.get(r["target"]["name"])
+        target = targets.get(r.target.name)
         device = predictions.device_of(r)
         # The chips' batch over the devices it ran on: half a v2 chip's on each of its
         # two cores, all of it on tpu-v2-1's one.
@@ -176,7 +176,7 @@ def reference_observations(
                 label=f"{ref.chip}: {ref.model}, batch {ref.batch_per_chip}/chip, "
                 f"{ref.precision} ({ref.framework})",
                 platform=target.platform,
-                kernels=tuple(hlo.from_summary(r["kernels"])),
+                kernels=tuple(hlo.from_summary(r.kernels)),
                 rates=rates_lib.of_device(device, target.devices_per_chip),
                 batch_per_device=per_device,
                 measured_s=seconds_per_step,
@@ -184,14 +184,14 @@ def reference_observations(
                 held_out=ref.held_out,
                 published=True,
                 chip=ref.chip,
-                program=f"record {r['run_id']}",
+                program=f"record {r.run_id}",
                 host_s=(predictions.host_of(r, {"host": host or {}}) or {}).get("host_s", 0.0),
             )
         )
     return found, missing
 
 
-def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) -> dict[str, Any]:
+def fit(loaded: Sequence[Record], refs: Sequence[references.Reference]) -> dict[str, Any]:
     """The constants file's content: every platform's fit, and the references no compile
     record matches yet (with the command that would make one)."""
     host = host_constants(loaded)
@@ -213,7 +213,7 @@ def fit(loaded: Sequence[dict[str, Any]], refs: Sequence[references.Reference]) 
 
 
 def loop_error(
-    loaded: Sequence[dict[str, Any]],
+    loaded: Sequence[Record],
     refs: Sequence[references.Reference],
     table: dict[str, Any],
 ) -> dict[str, Any]:
@@ -228,22 +228,21 @@ def loop_error(
       (`published_band`): how well it is predicted on other hosts, the band a loop step
       is shown with (jaxcnn.perf.predict.loop_band).
     Each band gives how many the prediction was the faster of."""
-    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    newest: dict[tuple[str, str], TrainRecord] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
-        loop = r.get("host_loop")
-        if r["status"] == "ok" and loop and host_lib.like_training(loop):
-            newest[(r["device"].get("kind") or r["device"]["platform"], _program(r))] = r
+        if r.status == "ok" and _timed_a_training_loop(r):
+            newest[(r.device.kind or r.device.platform, _program(r))] = r
     out: dict[str, Any] = {}
     for r in newest.values():
         held = predictions.held_out_loop(r, table)
-        measured = r["host_loop"].get("loop_step_s")
+        measured = r.host_loop.loop_step_s
         if not held or not measured:
             continue
-        found = out.setdefault(r["device"]["platform"], {"loops": [], "regimes": {}})
+        found = out.setdefault(r.device.platform, {"loops": [], "regimes": {}})
         found["loops"].append(
             {
-                "record": r["run_id"],
-                "host": r["device"].get("kind") or r["device"]["platform"],
+                "record": r.run_id,
+                "host": r.device.kind or r.device.platform,
                 "program": _program(r),
                 "regime": held["regime"],
                 "measured_s": measured,
@@ -254,7 +253,7 @@ def loop_error(
         if v.get("compared") != "loop_step_s":
             continue
         ref = v["reference"]
-        found = out.setdefault(v["record"]["device"]["platform"], {"loops": [], "regimes": {}})
+        found = out.setdefault(v["record"].device.platform, {"loops": [], "regimes": {}})
         found.setdefault("published", []).append(
             {
                 "reference": ref.id,
@@ -277,11 +276,22 @@ def loop_error(
     return out
 
 
-def _program(record: dict[str, Any]) -> str:
+def _timed_a_training_loop(record: Record) -> bool:
+    """Whether `record` timed jaxcnn's step loop as a training run makes it
+    (jaxcnn.perf.host.like_training)."""
+    return (
+        isinstance(record, TrainRecord)
+        and record.host_loop is not None
+        and host_lib.like_training(record.host_loop.model_dump(exclude_unset=True))
+    )
+
+
+def _program(record: TrainRecord) -> str:
     """What a loop ran: its model, overrides and batch, precision and loop (one check per
     program and host: the newest)."""
-    w = record["workload"]
-    return f"{host_lib.host_loop_key(w)}, {w['precision']}, loop {record['loop']}"
+    w = record.workload
+    key = host_lib.host_loop_key(w.model_dump(exclude_unset=True))
+    return f"{key}, {w.precision}, loop {record.loop}"
 
 
 def _loop_band(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -300,7 +310,7 @@ def _loop_band(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
     """The host's side of a step as this project's runs measured it, given to every step
     predicted for a chip not at hand: on the CPU's client (the section's top level), and
     on each accelerator's own client where a run measured one (`accelerators`, by
@@ -313,17 +323,17 @@ def host_constants(loaded: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by_platform: dict[str, tuple[dict[str, list[float]], dict[str, dict[str, Any]]]] = {}
     kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
-        if r.get("compiled_not_run"):
+        if not isinstance(r, TrainRecord):  # only a train run times a call and a loop
             continue
-        platform = r["device"]["platform"]
+        platform = r.device.platform
         found, loops = by_platform.setdefault(platform, ({}, {}))
-        median = (r.get("dispatch_s") or {}).get("median")
+        median = r.dispatch_s.median if r.dispatch_s else None
         if median:
-            found.setdefault(r["workload"].get("strategy") or "single", []).append(median)
-        measured = r.get("host_loop")
-        if measured and host_lib.like_training(measured) and r.get("status") == "ok":
-            loops[host_lib.host_loop_key(r["workload"])] = {**measured, "record": r["run_id"]}
-            kinds.setdefault(platform, set()).add(r["device"].get("kind") or platform)
+            found.setdefault(r.workload.strategy, []).append(median)
+        if _timed_a_training_loop(r) and r.status == "ok":
+            key = host_lib.host_loop_key(r.workload.model_dump(exclude_unset=True))
+            loops[key] = {**r.host_loop.model_dump(exclude_unset=True), "record": r.run_id}
+            kinds.setdefault(platform, set()).add(r.device.kind or platform)
 
     def one(platform: str) -> dict[str, Any]:
         found, loops = by_platform.get(platform, ({}, {}))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import records
+from experiments.records import CompileRecord, Record, TrainRecord
 from experiments.records.migrate import rewrite_lines
 from experiments.records.workload import Workload
 
@@ -27,7 +28,7 @@ SAVE_EVERY_S = 600.0
 
 
 def needs_kernels(
-    record: dict[str, Any],
+    record: Record,
     again: str | None = None,
     target: str | None = None,
     measured_only: bool = False,
@@ -40,41 +41,38 @@ def needs_kernels(
     target compiled it, are left (a target's compile takes minutes: `--target` first).
     With `target`, only compile-only records of that target are; with `measured_only`,
     only measured records (their programs compile here in seconds)."""
-    ours = (record.get("kernels_source") or {}).get("recompiled") or not record.get(
-        "compiled_not_run"
-    )
-    redo = (
-        again is not None and ours and any(row[1] == again for row in record.get("kernels") or [])
-    )
-    if record.get("kernels") and not redo:
-        return "has kernels"
-    if record.get("compiled_not_run"):
+    compile_only = isinstance(record, CompileRecord)
+    if isinstance(record, TrainRecord | CompileRecord) and record.kernels:
+        source = record.kernels_source
+        ours = (source is not None and source.recompiled) or not compile_only
+        redo = again is not None and ours and any(row[1] == again for row in record.kernels)
+        if not redo:
+            return "has kernels"
+    if compile_only:
         if measured_only:
             return "compile-only (--measured-only)"
         return _compile_only_reason(record, target)
     if target is not None:
         return "not a compile-only record of the target"
-    if record.get("status") != "ok" or record["workload"].get("kind") != "train":
+    if record.status != "ok" or record.workload.kind != "train":
         return "not an ok train record"
-    if record["device"]["platform"] != "cpu":
+    if record.device.platform != "cpu":
         return "not a CPU record"
-    if not record.get("prediction"):
+    if not record.prediction:
         return "made before records carried a prediction"
-    if record["workload"].get("strategy") == "pmap":
+    if record.workload.strategy == "pmap":
         return "pmap compiles only with arrays at hand"
-    if not _same_versions(record, ("jax", "jaxlib")) or not record["env"].get("jax"):
+    if not _same_versions(record, ("jax", "jaxlib")) or not record.env.jax:
         return "made by another jax or jaxlib"
     return None
 
 
-def _compile_only_reason(record: dict[str, Any], target: str | None) -> str | None:
+def _compile_only_reason(record: CompileRecord, target: str | None) -> str | None:
     from experiments.records.select import device_of, superseded
 
     if target is not None and device_of(record) != target:
         return "not a compile-only record of the target"
-    if record.get("status") not in ("ok", "oom") or not (record.get("memory") or {}).get(
-        "total_bytes"
-    ):
+    if record.status not in ("ok", "oom") or not (record.memory and record.memory.total_bytes):
         return "compile-only, and the compiler gave no program"
     if superseded(record):
         return "compile-only, for a target's former device count"
@@ -83,10 +81,11 @@ def _compile_only_reason(record: dict[str, Any], target: str | None) -> str | No
     return None
 
 
-def _same_versions(record: dict[str, Any], packages: Sequence[str]) -> bool:
-    """Whether each of `packages` the record names is the version installed here."""
+def _same_versions(record: TrainRecord | CompileRecord, packages: Sequence[str]) -> bool:
+    """Whether each of `packages` (fields of the record's env) the record names is the
+    version installed here."""
     for package in packages:
-        wanted = record["env"].get(package)
+        wanted = getattr(record.env, package)
         if wanted is None:
             continue
         try:
@@ -97,7 +96,7 @@ def _same_versions(record: dict[str, Any], packages: Sequence[str]) -> bool:
     return True
 
 
-def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
+def step_kernels(record: TrainRecord | CompileRecord) -> tuple[list[list], int]:
     """The program the record timed (its train step, or with the device loop its
     whole-epoch program), compiled here for its CPU devices, or a compile-only record's
     train step for its target's abstract devices: (its kernel summary, the steps one run
@@ -108,15 +107,15 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
     from experiments.harness.measure import step_kernels as read_kernels
     from jaxcnn import targets
 
-    workload = Workload(**record["workload"])
-    ran_with = (record.get("formulation") or {}).get("name")
+    workload = Workload(**record.workload.model_dump(exclude_unset=True))
+    ran_with = record.formulation.name if record.formulation else None
     if ran_with:
         workload = dataclasses.replace(workload, formulation=ran_with)
-    if record.get("compiled_not_run"):
+    if isinstance(record, CompileRecord):
         target = check(workload)
         devices, where = list(targets.abstract_devices(target)), target.name
     else:
-        devices = jax.devices("cpu")[: record["device"].get("count") or 1]
+        devices = jax.devices("cpu")[: record.device.count]
         where = f"this CPU ({len(devices)} device(s))"
     program, steps = step_program(workload, devices, where)
     return read_kernels(program), steps
@@ -124,14 +123,15 @@ def step_kernels(record: dict[str, Any]) -> tuple[list[list], int]:
 
 def _records(
     raw_lines: list[bytes], bad: list[tuple[int, str]] | None = None
-) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
-    """Each line with its record, None for a line that is none (left as it is; its
-    number and why appended to `bad`, blank lines and older schemas aside: the reader,
-    records.load, says the same of them)."""
+) -> Iterator[tuple[dict[str, Any] | None, Record | None]]:
+    """Each line's record, as its line holds it (what a rewrite changes) and as its
+    kind's model (what is read), or None, None for a line that is none (left as it is;
+    its number and why appended to `bad`, blank lines and older schemas aside: the
+    reader, records.load, says the same of them)."""
     for line in records.read_lines(raw_lines):
         if bad is not None and line.why:
             bad.append((line.number, line.why))
-        yield line.raw, line.record
+        yield line.record, line.model
 
 
 def repredict_file(
@@ -162,14 +162,14 @@ def repredict_file(
             if why is not None:
                 counts[why] = counts.get(why, 0) + 1
                 continue
-            key = record["config_key"] + str((record.get("formulation") or {}).get("name"))
+            key = record.config_key + str(record.formulation.name if record.formulation else None)
             if key not in by_key:
                 by_key[key] = _compiled(record)
                 _stop_if_asked()  # a signal whose exception a compile's callback swallowed
             if by_key[key] is None:
                 counts[COULD_NOT_COMPILE] = counts.get(COULD_NOT_COMPILE, 0) + 1
                 continue
-            found[record["run_id"]] = by_key[key]
+            found[record.run_id] = by_key[key]
             if time.monotonic() - saved_at >= save_every_s:
                 _save(Path(path), found, again, target, counts)
                 found, saved_at = {}, time.monotonic()
@@ -189,7 +189,7 @@ COULD_NOT_COMPILE = "could not compile"
 GIVEN_MEANWHILE = "given kernels by another run meanwhile"
 
 
-def _compiled(record: dict[str, Any]) -> tuple[list[list], int] | None:
+def _compiled(record: TrainRecord | CompileRecord) -> tuple[list[list], int] | None:
     """`step_kernels(record)`, or None (said in one line) if this jaxcnn cannot compile
     its step: one such record does not stop the records after it."""
     try:
@@ -214,29 +214,30 @@ def _save(
         return
 
     def rewrite(raw: bytes, number: int) -> bytes:
-        record = next(_records([raw]))[1]
-        if record is None or record.get("run_id") not in found:
+        # read as its model; written back as the line held it, plus its kernels
+        line, record = next(_records([raw]))
+        if line is None or record is None or record.run_id not in found:
             return raw  # a bad line stays as it is, byte for byte
         if needs_kernels(record, again, target) is not None:
             counts[GIVEN_MEANWHILE] = counts.get(GIVEN_MEANWHILE, 0) + 1
             return raw
-        record["kernels"], steps = found[record["run_id"]]
-        record["kernels_source"] = {
-            "program": "epoch" if record.get("loop") == "device" else "train_step",
+        line["kernels"], steps = found[record.run_id]
+        line["kernels_source"] = {
+            "program": "epoch" if record.loop == "device" else "train_step",
             "steps": steps,
             "recompiled": records.utc_now(),
             "jax": importlib.metadata.version("jax"),
         }
         counts["recompiled"] = counts.get("recompiled", 0) + 1
         ending = b"\n" if raw.endswith(b"\n") else b""
-        return records.encode(record).rstrip(b"\n") + ending
+        return records.encode(line).rstrip(b"\n") + ending
 
     rewrite_lines(path, rewrite)
 
 
-def _label(record: dict[str, Any]) -> str:
-    w = record["workload"]
-    return f"{w['model']} batch {w['batch_size']} {w['precision']} ({record['config_key']})"
+def _label(record: TrainRecord | CompileRecord) -> str:
+    w = record.workload
+    return f"{w.model} batch {w.batch_size} {w.precision} ({record.config_key})"
 
 
 def check_room(path: Path) -> None:

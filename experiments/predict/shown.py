@@ -14,56 +14,78 @@ JAX): the library is imported where a record is priced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timezone
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from experiments.records import recorded_at
+from experiments.records import (
+    CompileRecord,
+    MatmulRecord,
+    PairedRecord,
+    PeerRecord,
+    Record,
+    TrainRecord,
+    recorded_at_or_oldest,
+)
+from experiments.records.schema import CeilingEntry, Target
 from experiments.records.select import chip_of
 
 if TYPE_CHECKING:
     from jaxcnn.perf.rates import Rates
 
-Record = dict[str, Any]
 # The arrays of a batch as jaxcnn.data.batches yields it (jaxcnn.aot.BATCH_KEYS), each
 # one host-to-device copy per step.
 BATCH_KEYS = ("image", "label", "mask")
 METHOD, BOUND_METHOD = "per-kernel", "roofline bound"  # jaxcnn.perf.predict's names
+# {machine (experiments.records.labels.machine): {dtype: its best matmul ceiling}}
+Ceilings = Mapping[str, Mapping[str, CeilingEntry]]
 
 
 def device_of(record: Record) -> Any:
     """A stand-in for the record's device (a target's for a compile-only record): what
     jaxcnn.perf.rates needs to name the precision its matmuls ran in."""
-    target = record.get("target") or {}
-    device = record["device"]
     return SimpleNamespace(
-        platform=device["platform"],
-        device_kind=device.get("kind") or "",
-        compute_capability=device.get("compute_capability"),
-        devices_per_chip=_devices_per_chip(target),
+        platform=record.device.platform,
+        device_kind=record.device.kind,
+        devices_per_chip=_devices_per_chip(
+            record.target if isinstance(record, CompileRecord) else None
+        ),
     )
 
 
-def _devices_per_chip(target: dict[str, Any]) -> int:
+def _devices_per_chip(target: Target | None) -> int:
     from jaxcnn import targets
 
-    name = target.get("name")
-    if name in targets.TARGETS:
-        return targets.TARGETS[name].devices_per_chip
-    chips, count = target.get("chips"), target.get("devices")
-    return count // chips if chips and count else 1
+    if target is None:
+        return 1
+    if target.name in targets.TARGETS:
+        return targets.TARGETS[target.name].devices_per_chip
+    return target.devices // target.chips
 
 
-def rates_of(record: Record) -> Rates:
+def rates_of(
+    record: TrainRecord | MatmulRecord | CompileRecord, ceilings: Ceilings | None = None
+) -> Rates:
     """The rates a record's step is priced at: the vendor's where the chip table knows
-    the chip (what a compile-only record of it uses), else what the run measured (its
-    machine's best matmul ceiling where `with_machine_ceilings` gave it one)."""
+    the chip (what a compile-only record of it uses), else what the run measured: a
+    measured CPU step at the best matmul ceiling its machine's runs measured where
+    `ceilings` (`machine_ceilings`) are given, else at its own."""
     from jaxcnn.perf import rates
 
     device = device_of(record)
-    ceiling = record.get(MACHINE_CEILING) or record.get("matmul_ceiling")
-    return rates.pricing(device, device.devices_per_chip, ceiling, record.get("bandwidth"))
+    if isinstance(record, CompileRecord):  # compiled, never run: nothing measured
+        return rates.pricing(device, device.devices_per_chip)
+    ceiling = (
+        _machine_ceiling(record, ceilings)
+        or getattr(record, MACHINE_CEILING, None)
+        or record.matmul_ceiling
+    )
+    return rates.pricing(
+        device,
+        device.devices_per_chip,
+        {dtype: entry.model_dump(exclude_unset=True) for dtype, entry in (ceiling or {}).items()},
+        record.bandwidth.model_dump(exclude_unset=True) if record.bandwidth else None,
+    )
 
 
 # A CPU run measures its matmul ceiling once, at its start, and a busy moment then halves
@@ -71,51 +93,83 @@ def rates_of(record: Record) -> Rates:
 # up to 218. Interference only ever lowers a peak, so a measured CPU step is priced at
 # the best ceiling any run on its machine (experiments.records.labels.machine) measured. Its own
 # stays in the record; the bandwidth, a median of ten copies, is the run's own.
+def machine_ceilings(records: Sequence[Record]) -> dict[str, dict[str, CeilingEntry]]:
+    """Per machine, per dtype, the best matmul ceiling its measured CPU runs among
+    `records` measured: what `rates_of` prices a measured CPU step at. Give it every
+    record loaded, before any filtering, so that the report and the fit price each step
+    alike."""
+    from experiments.records.labels import machine
+
+    best: dict[str, dict[str, CeilingEntry]] = {}
+    for r in filter(_measured_cpu, records):
+        mine = best.setdefault(machine(r), {})
+        for dtype, entry in r.matmul_ceiling.items():
+            if entry.tflops and (dtype not in mine or entry.tflops > mine[dtype].tflops):
+                mine[dtype] = entry
+    return best
+
+
+def _measured_cpu(record: Record) -> bool:
+    """Whether `record` is a CPU run that measured its matmul ceiling."""
+    return (
+        isinstance(record, TrainRecord | MatmulRecord)
+        and record.device.platform == "cpu"
+        and bool(record.matmul_ceiling)
+    )
+
+
+def _machine_ceiling(
+    record: Record, ceilings: Ceilings | None
+) -> Mapping[str, CeilingEntry] | None:
+    from experiments.records.labels import machine
+
+    return ceilings.get(machine(record)) if ceilings and _measured_cpu(record) else None
+
+
+# The extra a copy `with_machine_ceilings` makes carries: its machine's best ceilings.
 MACHINE_CEILING = "machine_matmul_ceiling"
 
 
 def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
     """`records`, each measured CPU record that has a matmul ceiling as a copy carrying
-    MACHINE_CEILING: per dtype, the best ceiling its machine's runs among `records`
-    measured (in memory only; never written). Give it every record loaded, before any
-    filtering, so that the report and the fit price each step alike."""
+    MACHINE_CEILING, its machine's best (`machine_ceilings`; in memory only, never
+    written), which `rates_of` prices it at. Only the report still calls it, and prices
+    no measured step with it (its measured-against-predicted figures are the fit's):
+    it goes, with MACHINE_CEILING, once the report's call does."""
     from experiments.records.labels import machine
 
-    def measured_cpu(r: Record) -> bool:
-        return (
-            not r.get("compiled_not_run")
-            and r["device"].get("platform") == "cpu"
-            and bool(r.get("matmul_ceiling"))
-        )
-
-    best: dict[str, dict[str, Any]] = {}
-    for r in filter(measured_cpu, records):
-        mine = best.setdefault(machine(r), {})
-        for dtype, entry in r["matmul_ceiling"].items():
-            if entry.tflops and (dtype not in mine or entry.tflops > mine[dtype].tflops):
-                mine[dtype] = entry
+    best = machine_ceilings(records)
     return [
-        r.model_copy(update={MACHINE_CEILING: best[machine(r)]}) if measured_cpu(r) else r
+        r.model_copy(update={MACHINE_CEILING: best[machine(r)]}) if _measured_cpu(r) else r
         for r in records
     ]
 
 
-def batch_bytes(record: Record) -> int | None:
+def batch_bytes(record: TrainRecord | CompileRecord) -> int | None:
     """The bytes of one device's share of a step's batch as jaxcnn.data.batches gives it
     (uint8 images, int32 labels, an f32 mask), or None for a model this jaxcnn lacks."""
     from jaxcnn import host_loop
     from jaxcnn.errors import UsageError
 
-    w = record["workload"]
-    rows = w["batch_size"] // max(1, record["device"].get("count") or 1)
+    w = record.workload
     try:
-        return host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, rows)
+        return host_loop.batch_bytes(
+            w.model, w.model_overrides, w.batch_size // record.device.count
+        )
     except (KeyError, TypeError, ValueError, UsageError):
         return None
 
 
+def program_steps(record: TrainRecord | CompileRecord) -> int:
+    """The steps one run of the program `record`'s kernels came from takes (1 where it
+    names none)."""
+    return record.kernels_source.steps if record.kernels_source else 1
+
+
 def host_of(
-    record: Record, table: dict[str, Any] | None = None, held_out: bool = False
+    record: TrainRecord | CompileRecord,
+    table: dict[str, Any] | None = None,
+    held_out: bool = False,
 ) -> dict[str, Any] | None:
     """The host side of `record`'s step (jaxcnn.perf.host.host_side): the step loop's
     host parts as the record's own host measured them (its `host_loop`: this CPU's, or a
@@ -136,14 +190,16 @@ def host_of(
     nbytes = batch_bytes(record)
     if nbytes is None:
         return None
-    w = record["workload"]
-    own = None if held_out else (record.get("dispatch_s") or {}).get("median")
-    measured = None if held_out else record.get("host_loop")
-    whole = host_loop.batch_bytes(w["model"], w.get("model_overrides") or {}, w["batch_size"])
-    platform = record["device"]["platform"]
-    leave_out = host_lib.host_loop_key(w) if held_out else None
+    w = record.workload
+    ran = isinstance(record, TrainRecord) and not held_out  # what its own host measured
+    own = record.dispatch_s.median if ran and record.dispatch_s else None
+    measured = record.host_loop.model_dump(exclude_unset=True) if ran and record.host_loop else None
+    whole = host_loop.batch_bytes(w.model, w.model_overrides, w.batch_size)
+    platform = record.device.platform
+    plain = w.model_dump(exclude_unset=True)
+    leave_out = host_lib.host_loop_key(plain) if held_out else None
     if own is None and not held_out:
-        own = host_lib.measured_dispatch(w.get("strategy") or "single", table, platform)
+        own = host_lib.measured_dispatch(w.strategy, table, platform)
     return host_lib.host_side(
         measured=measured,
         modelled=None
@@ -155,50 +211,53 @@ def host_of(
         host_link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
         platform=platform,
         steps_per_epoch=steps_per_epoch(record),
-        loop=record.get("loop") or w.get("loop") or "step",
-        steps=(record.get("kernels_source") or {}).get("steps", 1),
+        loop=record.loop or w.loop,
+        steps=program_steps(record),
     )
 
 
-def steps_per_epoch(record: Record) -> int | None:
+def steps_per_epoch(record: TrainRecord | CompileRecord) -> int | None:
     """The steps of one epoch of `record`'s workload (its dataset's training images over
     its batch), or None where the dataset's size cannot be told without reading it."""
     from jaxcnn import data
 
-    w = record["workload"]
-    size = data.train_size(w.get("dataset") or "")
-    return data.steps_per_epoch(size, w["batch_size"]) if size else None
+    w = record.workload
+    size = data.train_size(w.dataset)
+    return data.steps_per_epoch(size, w.batch_size) if size else None
 
 
 def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The prediction to show for `record`: per-kernel with the current constants where
     it carries kernels (the device's kernels and the host's side of the step, each kept
     apart), else the block it was written with (a roofline bound), its method
-    saying which."""
-    if record.get("kernels"):
+    saying which; None for a kind that carries neither."""
+    if isinstance(record, MatmulRecord | PeerRecord | PairedRecord):
+        return None
+    if record.kernels:
         from jaxcnn.perf import hlo, predict
 
         table = table or predict.constants()
+        source = record.kernels_source
         found = predict.predict(
-            hlo.from_summary(record["kernels"]),
+            hlo.from_summary(record.kernels),
             rates_of(record),
-            record["device"]["platform"],
-            record["workload"]["batch_size"],
-            steps=(record.get("kernels_source") or {}).get("steps", 1),
-            devices=record["device"].get("count") or 1,
+            record.device.platform,
+            record.workload.batch_size,
+            steps=program_steps(record),
+            devices=record.device.count,
             chip=chip_of(record),
             host=host_of(record, table),
-            launches=(record.get("kernels_source") or {}).get("launches"),
+            launches=source.launches if source else None,
             copies=len(BATCH_KEYS),
-            formulation=(record.get("formulation") or {}).get("name"),
+            formulation=record.formulation.name if record.formulation else None,
             table=table,
         )
         return None if found is None else found.as_record()
-    block = record.get("prediction")
-    if not block:
+    if not record.prediction:
         return None
-    if block.get("method") in (None, "roofline"):
-        block = {**block, "method": BOUND_METHOD}
+    block = record.prediction.model_dump(exclude_unset=True)
+    if record.prediction.method in (None, "roofline"):
+        block["method"] = BOUND_METHOD
     return block
 
 
@@ -214,20 +273,22 @@ def held_out_loop(record: Record, table: dict[str, Any] | None = None) -> dict[s
     its chip out."""
     from jaxcnn.perf import host as host_lib
 
-    platform = record["device"]["platform"]
-    measured = record.get("host_loop")
-    if platform == "cpu" or not measured or not host_lib.like_training(measured):
+    if not isinstance(record, TrainRecord) or not record.host_loop:
+        return None
+    platform = record.device.platform
+    if platform == "cpu" or not host_lib.like_training(
+        record.host_loop.model_dump(exclude_unset=True)
+    ):
         return None
     table = table or constants_table()
-    source = f"record {record['run_id']}"
+    source = f"record {record.run_id}"
     family = (table.get("families") or {}).get(platform) or {}
     seen = next((o for o in family.get("observations") or [] if o.get("source") == source), None)
     held = ((seen or {}).get(HELD_OUT_STEPS) or {}).get("chip")
     side, host = host_of(record, table), host_of(record, table, held_out=True)
     if not held or side is None or host is None:
         return None
-    steps = (record.get("kernels_source") or {}).get("steps", 1)
-    device = max(0.0, held / steps - side["host_s"])
+    device = max(0.0, held / program_steps(record) - side["host_s"])
     loop = host_lib.loops(device, host, platform)
     return {
         "loop_step_s": loop["loop_step_s"],
@@ -262,7 +323,7 @@ def label(block: dict[str, Any] | None) -> str:
 PRECISIONS = {"fp32": "f32", "tf32": "f32", "amp": "bf16", "bf16": "bf16", "fp16": "bf16"}
 
 
-def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def match_reference(ref: Any, loaded: Sequence[Record]) -> CompileRecord | None:
     """The newest compile-only record with kernels of `ref`'s chip, model, precision and
     batch per chip (on a one-chip target where one exists; a scaling row's on a target of
     its own chips, `compiled_chips`; on the devices the run used, `runs_on_its_devices`),
@@ -273,41 +334,33 @@ def match_reference(ref: Any, loaded: Sequence[dict[str, Any]]) -> dict[str, Any
     chips = compiled_chips(ref)
     found = []
     for r in loaded:
-        t = r.get("target") or {}
-        w = r["workload"]
-        if not (r.get("compiled_not_run") and r.get("kernels") and r["status"] in ("ok", "oom")):
+        if not (isinstance(r, CompileRecord) and r.kernels and r.status in ("ok", "oom")):
             continue
-        if t.get("chip") != ref.chip or w["model"] != ref.model or w["precision"] != precision:
+        t, w = r.target, r.workload
+        if t is None or t.chip != ref.chip or w.model != ref.model or w.precision != precision:
             continue
-        if (w.get("model_overrides") or {}) != (ref.model_overrides or {}):
+        if w.model_overrides != (ref.model_overrides or {}):
             continue  # another network under the same name (the MLP at another width)
-        if chips is not None and t.get("chips") != chips:
+        if chips is not None and t.chips != chips:
             continue
         if not runs_on_its_devices(ref, t):
             continue  # one core of a chip for a run on the whole chip, or the reverse
-        if w["batch_size"] != ref.batch_per_chip * t["chips"]:
+        if w.batch_size != ref.batch_per_chip * t.chips:
             continue
         found.append(r)
-    return max(found, key=lambda r: (-r["target"]["chips"], _when(r)), default=None)
+    return max(found, key=lambda r: (-r.target.chips, recorded_at_or_oldest(r)), default=None)
 
 
-def runs_on_its_devices(ref: Any, target: dict[str, Any]) -> bool:
-    """Whether a record's `target` (its `target` field) runs on the devices `ref`'s run
-    used: as many as it names (`devices`, one core of a TPU v2), else every device of
-    its chips."""
+def runs_on_its_devices(ref: Any, target: Target) -> bool:
+    """Whether a compile-only record's `target` runs on the devices `ref`'s run used: as
+    many as it names (`devices`, one core of a TPU v2), else every device of its chips."""
     from jaxcnn.perf import chips
 
     devices = getattr(ref, "devices", None)
     if devices is not None:
-        return target.get("devices") == devices
-    known = chips.TARGETS.get(target.get("name"))
+        return target.devices == devices
+    known = chips.TARGETS.get(target.name)
     return known is None or known.whole_chips
-
-
-def _when(record: dict[str, Any]) -> datetime:
-    """When `record` was made, for picking the newest: a record without a time it can
-    be trusted for (records.recorded_at: none, or in the future) comes first."""
-    return recorded_at(record) or datetime.min.replace(tzinfo=timezone.utc)
 
 
 def compiled_chips(ref: Any) -> int | None:
@@ -429,7 +482,7 @@ def versus_published(
                        predicted=ref.batch_per_chip / step, compared="loop_step_s")  # fmt: skip
             row["ratio"] = row["predicted"] / ref.images_per_s_per_chip
         elif block and block.get("images_per_s"):
-            family = table["families"].get(record["device"]["platform"]) or {}
+            family = table["families"].get(record.device.platform) or {}
             loop = family.get("published_loop_step_s") or 0.0
             # As the fit predicts a published observation: the device step and what a
             # step called alone adds to it, plus the published run's own loop.
