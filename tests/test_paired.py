@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import complete_record
+from conftest import complete_record, typed
 
 from benchmarks import paired, turns
 from experiments import records, studies
@@ -165,6 +165,7 @@ def test_the_default_pair_is_the_bench_tables_own():
         _under(_bench("p1", 2000.0, framework="keras", mode="graph"), "system", "2026-01-03"),
         _under(_bench("p2", 2500.0, framework="torch", mode="eager"), "retain", "2026-01-03"),
     ]
+    bench = [typed(r) for r in bench]  # as the driver loads them
     jax, peer = paired.choose(bench, "mnist_cnn", 128, "best", "fastest", HERE)
     assert jax == paired.Config("jax", "cpu", "device", "system", "mnist")  # f32 only
     assert peer == paired.Config("peer", "torch", "eager", "retain")
@@ -194,6 +195,7 @@ def test_side_records_stay_out_of_the_bench_table():
     side = _under(_bench("t", 9000.0, framework="torch", mode="eager"), "retain", "2026-01-03")
     side["env"]["turns"] = {"pair": "p", "side": "peer"}
     alone = _under(_bench("a", 3000.0, framework="torch", mode="eager"), "retain", "2026-01-02")
+    side, alone = typed(side), typed(alone)
     assert studies.bench.bench_records([side, alone]) == [alone]
 
 
