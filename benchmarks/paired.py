@@ -116,14 +116,14 @@ def parse_config(side: str, text: str) -> Config:
     return Config(side, *parts, dataset=dataset, jax_peer=jax_peer)
 
 
-def config_of(record: dict[str, Any]) -> Config:
+def config_of(record: records.TrainRecord | records.PeerRecord) -> Config:
     """The configuration a bench record ran."""
-    w = record["workload"]
-    policy = (record["env"].get("host_memory") or {}).get("policy", "system")
-    if w.get("kind") == "peer":
-        return Config("peer", w["framework"], w["mode"], policy)
-    formulation = (record.get("formulation") or {}).get("name", "xla")
-    return Config("jax", formulation, record.get("loop") or "step", policy, w["dataset"])
+    w, memory = record.workload, record.env.host_memory
+    policy = (memory.policy if memory else None) or "system"
+    if isinstance(record, records.PeerRecord):
+        return Config("peer", w.framework, w.mode, policy)
+    formulation = (record.formulation.name if record.formulation else None) or "xla"
+    return Config("jax", formulation, record.loop or "step", policy, w.dataset)
 
 
 def table_name(model: str) -> str:
@@ -131,7 +131,7 @@ def table_name(model: str) -> str:
 
 
 def choose(
-    bench: list[dict[str, Any]],
+    bench: list[records.Record],
     model: str,
     batch: int,
     jax: str,
@@ -326,14 +326,13 @@ def run_pair(jax: Side, peer: Side, rounds: int = ROUNDS) -> list[dict[str, Any]
         peer.stop()
 
 
-def side_records(folder: Path, pair: str, side: str) -> list[dict[str, Any]]:
+def side_records(folder: Path, pair: str, side: str) -> list[records.Record]:
     """The records a side wrote into its own `folder`, each with `env.turns` naming the
     pair and the side (which keeps them out of every table but the paired one)."""
     path = folder / records.RECORDS_FILE
     saved = records.load(path) if path.exists() else []
-    for record in saved:
-        record["env"]["turns"] = {"pair": pair, "side": side}
-    return saved
+    turns = {"pair": pair, "side": side}
+    return [r.model_copy(update={"env": r.env.model_copy(update={"turns": turns})}) for r in saved]
 
 
 def paired_record(
@@ -342,14 +341,16 @@ def paired_record(
     batch: int,
     configs: tuple[Config, Config],
     rounds: list[dict[str, Any]] | None,
-    sides: dict[str, dict[str, Any] | None],
+    sides: dict[str, records.TrainRecord | records.PeerRecord | None],
     error: str | None,
     session: dict[str, Any],
 ) -> dict[str, Any]:
     """The driver's record of one pair, ok (with its rounds) or not (with why);
     `session` {id, pass, passes}: which run of the driver, and which pass over its plan."""
-    jax_record = sides.get("jax") or {}
+    jax_record = sides.get("jax")
     overrides = {"width": MLP_WIDTH} if model == "mlp" else {}
+    if jax_record is not None:
+        overrides = jax_record.workload.model_overrides
     record: dict[str, Any] = {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": pair,
@@ -359,7 +360,7 @@ def paired_record(
             "kind": "paired",
             "study": "bench",
             "model": model,
-            "model_overrides": (jax_record.get("workload") or {}).get("model_overrides", overrides),
+            "model_overrides": overrides,
             "dataset": configs[0].dataset,
             "batch_size": batch,
             "strategy": "single",
@@ -367,8 +368,8 @@ def paired_record(
             "precision": "f32",
             "timing_steps": STEPS,
         },
-        "device": jax_record.get("device")
-        or {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
+        "device": jax_record.device.model_dump(exclude_unset=True) if jax_record else
+        {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1,
             "host": socket.gethostname()},
         "env": records.environment(packages=()),
         "session": session,
@@ -384,17 +385,20 @@ def paired_record(
         "ratio": summarize(
             [one["jax"]["images_per_s"] / one["peer"]["images_per_s"] for one in rounds]
         ),
-        **{  # what each side's own record says it ran
-            name: {
-                "run_id": sides[name]["run_id"],
-                "configuration": bench_study.configuration(sides[name]),
-                "host_memory": bench_study.host_memory_policy(sides[name]),
-                "throughput": sides[name].get("throughput"),
-            }
-            for name in ("jax", "peer")
-        },
+        **{name: _side_part(sides[name]) for name in ("jax", "peer")},
     }
     return record
+
+
+def _side_part(side: records.TrainRecord | records.PeerRecord) -> dict[str, Any]:
+    """What a side's own record says it ran, as the paired record carries it."""
+    throughput = side.throughput
+    return {
+        "run_id": side.run_id,
+        "configuration": bench_study.configuration(side),
+        "host_memory": bench_study.host_memory_policy(side),
+        "throughput": throughput.model_dump(exclude_unset=True) if throughput else None,
+    }
 
 
 def measure_pair(
@@ -428,11 +432,12 @@ def measure_pair(
         missing = [name for name, r in written.items() if r is None]
         error = f"no record from the {' and '.join(missing)} side in {logs}"
     if error is None:
-        failed = [r for r in written.values() if r["status"] != "ok"]
+        failed = [r for r in written.values() if r.status != "ok"]
         if failed:
-            error = f"{failed[0]['status']}: {failed[0].get('message')}"
+            error = f"{failed[0].status}: {failed[0].message}"
     record = paired_record(pair, model, batch, configs, rounds, written, error, session)
-    sides_records = [r for saved in adopted.values() for r in saved]
+    # each side's record written again as its line held it, with its turns
+    sides_records = [r.model_dump(exclude_unset=True) for saved in adopted.values() for r in saved]
     records.append_or_keep(out / records.RECORDS_FILE, *sides_records, record)
     return record
 

@@ -1,14 +1,17 @@
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import typed
 
 from experiments import records
 from experiments.cli import options as cli_options
 from experiments.cli import plan as cli_plan
 from experiments.cli import run as run_module
 from experiments.cli.run import main
+from experiments.records.workload import Workload
 
 TINY = ["--epochs", "1", "--set", "steps=3", "--set", "timing_steps=3", "--batch-size", "16"]
 TINY += ["--set", "progress=false"]
@@ -17,20 +20,19 @@ TINY += ["--set", "progress=false"]
 def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
     assert main(["--out", str(tmp_path), *TINY]) == 0
     loaded = records.load(tmp_path / "records.jsonl")
-    assert [r["workload"]["model"] for r in loaded] == ["mnist_cnn", "lenet5_keras", "mlp"]
+    assert [r.workload.model for r in loaded] == ["mnist_cnn", "lenet5_keras", "mlp"]
     for record in loaded:
-        assert record["status"] == "ok"
-        assert record["workload"]["dataset"] == "digits"
-        assert record["device"] == {**record["device"], "platform": "cpu", "count": 1}
-        assert record["step_time_s"]["n"] == 3
-        assert record["history"][0]["steps"] == 3
+        assert record.status == "ok"
+        assert record.workload.dataset == "digits"
+        assert (record.device.platform, record.device.count) == ("cpu", 1)
+        assert record.step_time_s.n == 3
+        assert record.history[0].steps == 3
         # jaxcnn's own loop, its host parts per step and the one sync of its 3 steps
-        host = record["host_loop"]
-        assert (host["steps"], host["syncs"], host["parts"]["wait"]["n"]) == (3, 1, 1)
-        assert {k: v["n"] for k, v in host["parts"].items() if k != "wait"} == dict.fromkeys(
-            ("batch", "put", "dispatch", "metrics", "progress", "sync"), 3
-        )
-        assert 0.0 <= record["test_accuracy"] <= 1.0
+        host = record.host_loop
+        assert (host.steps, host.syncs, host.parts.wait.n) == (3, 1, 1)
+        parts = ("batch", "put", "dispatch", "metrics", "progress", "sync")
+        assert {k: getattr(host.parts, k).n for k in parts} == dict.fromkeys(parts, 3)
+        assert 0.0 <= record.test_accuracy <= 1.0
     captured = capsys.readouterr()
     assert "images/s" in captured.out and "lenet5_keras" in captured.out
     # the device in words, and a line as each silent stretch begins
@@ -57,8 +59,11 @@ def test_by_default_records_go_to_the_users_own_ignored_folder(tmp_path, monkeyp
 def test_one_workload_with_model_overrides(tmp_path):
     assert main(["--out", str(tmp_path), "--model", "mlp", "--set", "width=16", *TINY]) == 0
     (record,) = records.load(tmp_path)
-    assert record["workload"]["model_overrides"] == {"width": 16}
-    assert record["params"] == {"trainable": 784 * 16 + 16 + 16 * 16 + 16 + 170, "non_trainable": 0}
+    assert record.workload.model_overrides == {"width": 16}
+    assert (record.params.trainable, record.params.non_trainable) == (
+        784 * 16 + 16 + 16 * 16 + 16 + 170,
+        0,
+    )
 
 
 def test_summary_prints_the_layer_table(capsys):
@@ -208,8 +213,11 @@ def test_the_final_table_tells_every_workload_of_every_study_apart():
     rows = []
     for w in cli_plan.workloads(options, "cpu", 8):
         device = {"platform": "cpu", "kind": "cpu", "count": w.num_devices or 8}
-        record = {"workload": w.describe(), "device": device, "status": "ok"}
-        rows.append(tuple(cli_plan.summary_row(record)))
+        device["process_count"] = 1
+        record = {"workload": w.describe(), "device": device, "env": {}, "run_id": "a"}
+        # skipped: a row with none of a run's figures, told apart by its workload alone
+        record.update(schema_version=2, status="skipped", message="not run")
+        rows.append(tuple(cli_plan.summary_row(typed(record))))
     assert len(set(rows)) == len(rows) > 20
     headers = cli_plan.SUMMARY_HEADERS
     assert {"study", "precision", "loop"} <= set(headers)
@@ -234,7 +242,7 @@ def test_every_command_says_a_usage_error_in_one_line(module, capsys):
 
 
 def test_the_final_table_gives_a_matmul_its_side_and_rate_and_mlp_one_name():
-    device = {"platform": "cpu", "kind": "cpu", "count": 1}
+    device = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
     matmul = {
         "workload": {
             "model": "matmul",
@@ -245,17 +253,23 @@ def test_the_final_table_gives_a_matmul_its_side_and_rate_and_mlp_one_name():
             "study": "matmul",
         },
         "device": device,
+        "env": {},
+        "schema_version": 2,
+        "run_id": "a",
         "status": "ok",
+        "params": {"trainable": 0, "non_trainable": 0},
+        "compile_time_s": {"train": 1.0},
         "flops": {"per_step": 2 * 4096**3},
-        "step_time_s": {"median": 0.5, "p10": 0.4, "p90": 0.6},
+        "step_time_s": {"median": 0.5, "p10": 0.4, "p90": 0.6, "n": 20},
         "achieved_tflops": 0.275,
+        "matmul": {"n": 4096, "dtype": "float32", "flops": 2 * 4096**3, "tflops": 0.275},
     }
-    row = dict(zip(cli_plan.SUMMARY_HEADERS, cli_plan.summary_row(matmul), strict=True))
+    row = dict(zip(cli_plan.SUMMARY_HEADERS, cli_plan.summary_row(typed(matmul)), strict=True))
     assert (row["model"], row["batch"], row["FLOP/s"]) == ("matmul 4096x4096", "-", "275 G")
-    w = {"model": "mlp", "batch_size": 128, "precision": "f32", "study": "devices"}
-    default = {**w, "model_overrides": {"width": 512}}  # what the default study gives
-    named = {**w, "model_overrides": {}}  # what --model=mlp gives
-    wide = {**w, "model_overrides": {"width": 4096}}
+    w = Workload(model="mlp", batch_size=128, study="devices")
+    default = dataclasses.replace(w, model_overrides={"width": 512})  # the default study's
+    named = dataclasses.replace(w, model_overrides={})  # what --model=mlp gives
+    wide = dataclasses.replace(w, model_overrides={"width": 4096})
     assert cli_plan.model_cell(default) == cli_plan.model_cell(named) == "mlp"
     assert cli_plan.model_cell(wide) == "mlp width=4096"  # positive control
 
@@ -273,3 +287,17 @@ def test_a_misspelled_or_shortened_flag_is_refused_with_the_closest_name(argv, s
     assert run_module.main(argv) == 2
     assert capsys.readouterr().err == f"error: unrecognized arguments: {said} (see --help)\n"
     assert run_module.parse_args(["--model=mlp"]).model == "mlp"  # positive control
+
+
+def test_the_report_tells_a_smoke_runs_record_by_the_environment_it_was_made_in(monkeypatch):
+    from experiments.cli import report as report_cli
+
+    def made(env):
+        device = {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1}
+        record = {"workload": {}, "device": device, "env": env, "schema_version": 2}
+        return typed({**record, "run_id": "a", "status": "skipped", "message": "not run"})
+
+    monkeypatch.setenv(records.SMOKE_ENV, "1")
+    assert report_cli.is_smoke(made(records.environment()))
+    monkeypatch.delenv(records.SMOKE_ENV)
+    assert not report_cli.is_smoke(made(records.environment()))  # the control

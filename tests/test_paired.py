@@ -171,6 +171,7 @@ def test_the_default_pair_is_the_bench_tables_own():
             _under(_bench("p2", 2500.0, framework="torch", mode="eager"), "retain", "2026-01-03")
         ),
     ]
+    bench = [typed(r) for r in bench]  # as the driver loads them
     jax, peer = paired.choose(bench, "mnist_cnn", 128, "best", "fastest", HERE)
     assert jax == paired.Config("jax", "cpu", "device", "system", "mnist")  # f32 only
     assert peer == paired.Config("peer", "torch", "eager", "retain")

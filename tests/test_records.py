@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import complete_record, rekeyed
+from conftest import complete_record, rekeyed, typed
 
 from experiments import records
 from experiments.cli import report as report_cli
@@ -275,7 +275,9 @@ def test_every_committed_record_loads_and_follows_the_published_schema():
         loaded = records.load(path)
     assert len(loaded) >= 1958
     validator = jsonschema.Draft202012Validator(json.loads(records.SCHEMA_FILE.read_text()))
-    assert all(validator.is_valid(record) for record in loaded)
+    assert all(
+        validator.is_valid(record.model_dump(mode="json", exclude_unset=True)) for record in loaded
+    )
     for change, _ in MISTYPED[:4]:  # a positive control: what load refuses, it refuses
         assert not validator.is_valid(_mistyped(change))
 
@@ -591,11 +593,14 @@ def test_only_final_records_made_here_are_skipped(tmp_path):
 
 
 def test_an_accelerator_record_counts_from_any_machine_with_the_chip():
-    tpu = {"platform": "tpu", "kind": "TPU v5 lite", "machine": "last-session-vm"}
-    cpu = {"platform": "cpu", "kind": "cpu", "machine": "last-session-vm"}
-    assert records.made_here({"device": tpu}, "this-vm")
-    assert not records.made_here({"device": cpu}, "this-vm")
-    assert records.made_here({"device": cpu}, "last-session-vm")
+    def made_on(platform, kind):
+        device = {"platform": platform, "kind": kind, "count": 1, "process_count": 1}
+        return typed(_record(device={**device, "machine": "last-session-vm"}))
+
+    tpu, cpu = made_on("tpu", "TPU v5 lite"), made_on("cpu", "cpu")
+    assert records.made_here(tpu, "this-vm")
+    assert not records.made_here(cpu, "this-vm")
+    assert records.made_here(cpu, "last-session-vm")
 
 
 def test_an_append_waiting_on_a_replaced_file_goes_to_the_new_one(tmp_path):
@@ -689,13 +694,15 @@ def test_recorded_at_is_an_aware_utc_time_and_none_for_the_future_or_missing():
     now = records.parse_time("2026-11-25T12:00:00+00:00")
 
     def at(text):
-        return records.recorded_at({"env": {"utc_time": text}}, now=now)
+        return records.recorded_at(typed(_record(env={"utc_time": text})), now=now)
 
     assert at("2026-11-25T13:30:00+02:00") == records.parse_time("2026-11-25T11:30:00+00:00")
     assert at("2026-11-25T13:30:00+02:00").tzinfo is not None
     assert at("2099-01-01T00:00:00+00:00") is None  # a wrong clock is never the newest
     assert at("2026-11-25T12:05:00+00:00") is not None  # within the clocks' skew
-    assert at(None) is None and at("unknown") is None and records.recorded_at({}) is None
+    assert at(None) is None and records.recorded_at(typed(_record())) is None
+    with pytest.raises(records.RecordError, match="env.utc_time"):  # the schema's refusal now
+        typed(_record(env={"utc_time": "unknown"}))
     assert at("2026-11-25T11:00:00") == records.parse_time("2026-11-25T11:00:00Z")  # UTC
     # sorted by time, not text: "+02:00" at 13:30 is before "Z" 12:00's "2026-11-25T12"
     texts = ["2026-11-25T11:45:00+00:00", "2026-11-25T13:30:00+02:00"]
@@ -707,7 +714,7 @@ def test_machine_id_tells_two_vms_of_one_name_apart():
         record = _record()
         record["device"] = {**record["device"], "machine": machine}
         record["env"] = {**record["env"], "host": "vm", "cpu": {"model": cpu}}
-        return record
+        return typed(record)
 
     assert records.machine_id(made_on("3abda07c2c59983c", "AMD EPYC")) == "3abda07c2c59983c"
     old_amd, old_intel = made_on(None, "AMD EPYC"), made_on(None, "Intel Xeon")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import needs_extra
+from conftest import needs_extra, typed
 
 from experiments.cli import targets as run_targets
 from experiments.cli.run import main
@@ -32,6 +32,7 @@ TPU_F32 = {
         "total_bytes": 4722176,
     },
     "message": None,
+    "params": {"non_trainable": 0, "trainable": 1},
     "prediction": {
         "bandwidth_bytes_per_s": 819e9,
         "bound": "memory",
@@ -54,20 +55,30 @@ TPU_F32 = {
         "usable_bytes_per_device": 16000000000,
         "usable_fraction": 1.0,
     },
-    "workload": {"batch_size": 16, "model": "mnist_cnn", "precision": "f32", "strategy": "single"},
+    "workload": {
+        "batch_size": 16,
+        "kind": "compile",
+        "model": "mnist_cnn",
+        "precision": "f32",
+        "strategy": "single",
+        "target": "tpu-v5e-1",
+    },
+    "device": {"platform": "tpu", "kind": "TPU v5 lite", "count": 1, "process_count": 1},
+    "schema_version": 2,
 }
 
 
-def _with(**changes) -> dict:
+def _with(**changes):
+    """TPU_F32 with `changes` (section__key=value), as the reader returns it."""
     record = copy.deepcopy(TPU_F32)
     for path, value in changes.items():
         section, key = path.split("__")
         record[section][key] = value
-    return record
+    return typed(record)
 
 
 def test_an_f32_prediction_from_a_bf16_peak_says_why():
-    said = run_targets.describe(TPU_F32)
+    said = run_targets.describe(_with())
     assert "f32 matmuls run as bf16 at JAX's default precision)" in said
     bf16 = run_targets.describe(_with(workload__precision="bf16"))
     assert "roofline bound" in bf16 and "f32 matmuls" not in bf16  # the positive control
@@ -77,11 +88,11 @@ def test_a_compiler_that_gives_no_bytes_says_so_in_words():
     said = run_targets.describe(_with(cost__bytes_accessed=None))
     assert "259 MFLOP, bytes accessed not given by this compiler" in said
     assert "- accessed" not in said
-    assert "94.7 MB accessed" in run_targets.describe(TPU_F32)  # control: given, said
+    assert "94.7 MB accessed" in run_targets.describe(_with())  # control: given, said
 
 
 def test_a_record_taken_from_the_file_says_nothing_was_compiled_now():
-    fresh, recorded = run_targets.describe(TPU_F32), run_targets.describe(TPU_F32, recorded=True)
+    fresh, recorded = run_targets.describe(_with()), run_targets.describe(_with(), recorded=True)
     assert "compiler time here: train 44.7 s" in fresh and "compiled nothing now" not in fresh
     assert "compiler time here" not in recorded
     assert "recorded 2026-11-22T13:30:36+00:00, compiled nothing now: --force compiles" in recorded
@@ -154,10 +165,10 @@ def test_a_study_tells_each_record_once_and_names_each_cells_largest_batch(capsy
         key = (workload.model, workload.batch_size)
         if key not in recorded:
             ok = workload.batch_size <= limit[workload.model]
-            record = _with(workload__batch_size=workload.batch_size)
+            record = copy.deepcopy(TPU_F32)
             record.update(status="ok" if ok else "oom", run_id=f"{key}", fits=ok)
-            record["workload"]["model"] = workload.model
-            recorded[key] = record
+            record["workload"].update(model=workload.model, batch_size=workload.batch_size)
+            recorded[key] = typed(record)
         tell(recorded[key])
         return recorded[key]
 

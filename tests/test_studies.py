@@ -85,7 +85,7 @@ def _check_matmul(found: list[dict]) -> None:
         assert r["workload"]["kind"] == "matmul" and r["images_per_s"] is None
         assert r["matmul"]["flops"] == 2 * n**3 == r["flops"]["per_step"]
         assert r["matmul"]["tflops"] == pytest.approx(2 * n**3 / r["step_time_s"]["median"] / 1e12)
-        assert r["params"] == {"trainable": 0, "non_trainable": 0}
+        assert (r.params.trainable, r.params.non_trainable) == (0, 0)
 
 
 def _check_ensemble(found: list[dict]) -> None:

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import missing_extra, needs_extra
+from conftest import missing_extra, needs_extra, typed
 
 from experiments import records
 from experiments.cli.run import main
@@ -153,6 +153,12 @@ def _valid(record: dict) -> dict:
     return record
 
 
+def _read_back(record: records.CompileRecord) -> records.CompileRecord:
+    """A record recorded_runner hands back: a compile record, as the reader returns it."""
+    assert isinstance(record, records.CompileRecord) and record.compiled_not_run is True
+    return record
+
+
 @needs_targets
 def test_step_eval_and_epoch_compile_for_one_tpu_chip():
     r = _valid(compile_only.run_target(compile_workload("tpu-v5e-1")))
@@ -230,26 +236,36 @@ def test_seed_000_batch_16_fits_the_mx150_and_32_does_not():
     assert fits["memory"]["total_bytes"] <= usable < too_big["memory"]["total_bytes"]
 
 
+def _compiled(w: Workload, status: str, **fields) -> records.CompileRecord:
+    """A compile record of `w` as the reader returns it: `status` and `fields`; an ok
+    one's target and memory say nothing unless `fields` give them."""
+    device = {"platform": "gpu", "kind": "Tesla T4", "count": 1, "process_count": 1}
+    record = {"schema_version": records.SCHEMA_VERSION, "run_id": f"b{w.batch_size}"}
+    record.update(status=status, workload=w.describe(), device=device, env={})
+    record.update(compiled_not_run=True, target={"chips": 1, "devices": 1}, memory={})
+    if status == "ok":
+        record.update(params={"trainable": 1, "non_trainable": 0}, compile_time_s={"train": 1.0})
+    return typed({**record, **fields})
+
+
 def _fake_compiler(limit: int, with_memory: bool = True, refused_from: int | None = None):
     """A compiler whose step needs 1 MB + 100 kB per image, on a chip that fits `limit`;
     it refuses (an `error`, as for an index past 2**31 elements) every batch from
     `refused_from` on."""
     tried: list[int] = []
 
-    def run(w: Workload) -> dict:
+    def run(w: Workload) -> records.CompileRecord:
         tried.append(w.batch_size)
         if refused_from is not None and w.batch_size >= refused_from:
             message = "INVALID_ARGUMENT: index overflow"
-            return {
-                "status": "error", "workload": w.describe(), "message": message,
-                "failed_by": "compiler",
-            }  # fmt: skip
+            return _compiled(w, "error", message=message, failed_by="compiler")
         need = 10**6 + 10**5 * w.batch_size
         usable = 10**6 + 10**5 * limit
-        record = {"status": "ok" if need <= usable else "oom", "workload": w.describe()}
-        if with_memory:
-            record.update(memory={"total_bytes": need}, target={"usable_bytes_per_device": usable})
-        return record
+        status = "ok" if need <= usable else "oom"
+        if not with_memory:
+            return _compiled(w, status)
+        target = {"chips": 1, "devices": 1, "usable_bytes_per_device": usable}
+        return _compiled(w, status, memory={"total_bytes": need}, target=target)
 
     return run, tried
 
@@ -260,10 +276,10 @@ def _search(run, start=16, step=1, cap=4096):
     )
 
 
-def _ends(found: list[dict]) -> tuple[int, int]:
+def _ends(found: list[records.CompileRecord]) -> tuple[int, int]:
     """(the largest batch that fit, the smallest above it that did not)."""
-    fit = max(r["workload"]["batch_size"] for r in found if r["status"] == "ok")
-    over = [r["workload"]["batch_size"] for r in found if r["status"] == "oom"]
+    fit = max(r.workload.batch_size for r in found if r.status == "ok")
+    over = [r.workload.batch_size for r in found if r.status == "oom"]
     return fit, min(b for b in over if b > fit)
 
 
@@ -305,7 +321,7 @@ def test_the_studys_search_closes_far_above_the_old_cap():
     assert fit == 50_000 and miss - fit == compile_only.tolerance(fit, 1) == 3125
     assert tried == [16, 32, 50_000, 53_125]
     best, over = select.largest_fit(found)  # what the report's row reads: a closed search
-    assert (best["workload"]["batch_size"], over["workload"]["batch_size"]) == (50_000, 53_125)
+    assert (best.workload.batch_size, over.workload.batch_size) == (50_000, 53_125)
 
 
 @pytest.mark.parametrize("curve", [1.0, 3.0], ids=["superlinear", "steeper"])
@@ -315,15 +331,12 @@ def test_batch_search_closes_where_memory_is_not_a_line(curve):
     limit = 40_000
     tried = []
 
-    def run(w: Workload) -> dict:
+    def run(w: Workload) -> records.CompileRecord:
         tried.append(b := w.batch_size)
         need, usable = (int(10**6 + 10**4 * n + curve * n * n) for n in (b, limit))
-        return {
-            "status": "ok" if need <= usable else "oom",
-            "workload": w.describe(),
-            "memory": {"total_bytes": need},
-            "target": {"usable_bytes_per_device": usable},
-        }
+        target = {"chips": 1, "devices": 1, "usable_bytes_per_device": usable}
+        status = "ok" if need <= usable else "oom"
+        return _compiled(w, status, memory={"total_bytes": need}, target=target)
 
     found = _search(run, cap=2**26)
     fit, miss = _ends(found)
@@ -338,8 +351,8 @@ def test_a_batch_the_compiler_refuses_ends_the_search_open_and_says_so():
     run, _ = _fake_compiler(10**6, refused_from=100_000)
     found = _search(run, cap=2**26)
     best, over = select.largest_fit(found)
-    fit = best["workload"]["batch_size"]
-    refused = min(r["workload"]["batch_size"] for r in found if r["status"] == "error")
+    fit = best.workload.batch_size
+    refused = min(r.workload.batch_size for r in found if r.status == "error")
     assert over is None and fit < 100_000 <= refused
     assert refused - fit <= compile_only.tolerance(fit, 1)
 
@@ -349,11 +362,11 @@ def test_a_refusal_at_the_start_or_a_machine_fault_stops_the_search():
     _search(run)
     assert tried == [16]  # refused before any fit: not halved through
 
-    def faulty(w: Workload) -> dict:
+    def faulty(w: Workload) -> records.CompileRecord:
         tried.append(w.batch_size)
         if w.batch_size <= 32:
-            return {"status": "ok", "workload": w.describe()}
-        return {"status": "error", "message": "[Errno 28] No space left on device"}
+            return _compiled(w, "ok")
+        return _compiled(w, "error", message="[Errno 28] No space left on device")
 
     tried.clear()
     _search(faulty)
@@ -507,22 +520,23 @@ def test_the_compilers_own_refusal_is_a_finding_and_the_same_compiler_is_not_ask
     refused_cell, fine = (compile_workload("gpu-t4", batch=b) for b in (REFUSED_BATCH, 16))
     with InChild("compile_crash:run_target") as in_child:
         run = compile_only.recorded_runner(path, in_child)
-        refused = _valid(run(refused_cell))
-        assert run(fine)["status"] == "ok"
-    assert refused["status"] == "error" and refused["failed_by"] == "compiler"
-    assert refused["message"].startswith("JaxRuntimeError: NOT_FOUND: No FFI handler")
-    assert "jaxcnn_test_no_such_kernel" in refused["message"]
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+        refused = _read_back(run(refused_cell))
+        assert run(fine).status == "ok"
+    assert refused.status == "error" and refused.failed_by == "compiler"
+    assert refused.message.startswith("JaxRuntimeError: NOT_FOUND: No FFI handler")
+    assert "jaxcnn_test_no_such_kernel" in refused.message
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
     def must_not_compile(workload, programs):
         raise AssertionError(f"compiled {workload.batch_size} again")
 
     rerun = compile_only.recorded_runner(path, must_not_compile)
-    assert rerun(refused_cell)["run_id"] == refused["run_id"]  # the same compiler: kept
+    assert rerun(refused_cell).run_id == refused.run_id  # the same compiler: kept
     asked = []
-    again = lambda w, programs: asked.append(w.batch_size) or refused  # noqa: E731
+    line = refused.model_dump(exclude_unset=True)  # what a compile child hands back
+    again = lambda w, programs: asked.append(w.batch_size) or line  # noqa: E731
     compile_only.recorded_runner(path, again, force=True)(refused_cell)
-    older = {**refused, "env": {**refused["env"], "jaxlib": "0.0.1"}, "run_id": "older"}
+    older = {**line, "env": {**line["env"], "jaxlib": "0.0.1"}, "run_id": "older"}
     records.append(tmp_path / "older.jsonl", older)
     compile_only.recorded_runner(tmp_path / "older.jsonl", again)(refused_cell)
     assert asked == [REFUSED_BATCH, REFUSED_BATCH]  # forced; another compiler's refusal
@@ -541,15 +555,16 @@ def test_a_compile_child_that_crashes_is_a_machine_fault_asked_again_and_compile
     crashing, fine = (compile_workload("gpu-t4", batch=b) for b in (CRASHING_BATCH, 16))
     with InChild("compile_crash:run_target") as in_child:
         run = compile_only.recorded_runner(path, in_child)
-        crashed = _valid(run(crashing))
-        assert run(fine)["status"] == "ok"  # the study goes on, in a new child
-    assert crashed["status"] == "error" and crashed["failed_by"] == "machine"
-    assert crashed["message"] == (
+        crashed = _read_back(run(crashing))
+        assert run(fine).status == "ok"  # the study goes on, in a new child
+    assert crashed.status == "error" and crashed.failed_by == "machine"
+    assert crashed.message == (
         "machine fault: compiling it twice, the process doing it died (signal SIGSEGV)"
         + MACHINE_FAULT
     )
     asked = []
-    again = lambda w, programs: asked.append(w.batch_size) or crashed  # noqa: E731
+    line = crashed.model_dump(exclude_unset=True)  # what a compile child hands back
+    again = lambda w, programs: asked.append(w.batch_size) or line  # noqa: E731
     compile_only.recorded_runner(path, again)(crashing)
     assert asked == [CRASHING_BATCH]  # the rerun compiles it again
 
@@ -559,16 +574,16 @@ def test_a_compile_child_that_cannot_start_is_a_machine_fault_and_compiled_on_re
     path = tmp_path / "records.jsonl"
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:no_such_function") as broken:
-        record = _valid(compile_only.recorded_runner(path, broken)(cell))
-    assert record["status"] == "error" and record["failed_by"] == "machine"
-    assert record["message"] == (
+        record = _read_back(compile_only.recorded_runner(path, broken)(cell))
+    assert record.status == "error" and record.failed_by == "machine"
+    assert record.message == (
         "machine fault: compiling it twice, the child process for "
         "compile_crash:no_such_function ended before it was ready (its error is in the "
         "record's traceback_tail)" + MACHINE_FAULT
     )
     with InChild("compile_crash:run_target") as in_child:  # the positive control
-        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+        assert compile_only.recorded_runner(path, in_child)(cell).status == "ok"
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
 
 @pytest.mark.slow
@@ -584,21 +599,21 @@ def test_a_compile_killed_from_outside_is_asked_again_and_never_called_a_crash(
     monkeypatch.setenv(KILLS_FILE, str(left))  # the compile children die of a real SIGKILL
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
-        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+        record = _read_back(compile_only.recorded_runner(path, in_child)(cell))
     assert left.read_text() == "0"  # killed as many times as asked
     if kills == 1:  # killed once, compiled in a new child: as if never killed
-        assert record["status"] == "ok"
-        assert [r["status"] for r in records.load(path)] == ["ok"]
+        assert record.status == "ok"
+        assert [r.status for r in records.load(path)] == ["ok"]
         return
-    assert record["status"] == "error" and record["failed_by"] == "machine"
-    assert record["message"].startswith(
+    assert record.status == "error" and record.failed_by == "machine"
+    assert record.message.startswith(
         "machine fault: compiling it twice, the process doing it died (signal SIGKILL: the "
         "kernel's out-of-memory killer, or a kill -9)"
     )
     with InChild("compile_crash:run_target") as in_child:  # no finding: the rerun compiles
         rerun = compile_only.recorded_runner(path, in_child)(cell)
-    assert rerun["status"] == "ok"
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+    assert rerun.status == "ok"
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
 
 @needs_targets
@@ -844,7 +859,7 @@ def test_a_k80_refusal_by_another_toolkit_is_compiled_again(tmp_path, toolkit):
 
     record = compile_only.recorded_runner(path, compile_cell)(workload)
     assert len(asked) == (1 if toolkit is None else 0)
-    assert record["message"] == ("compiled again" if toolkit is None else "ptxas too old")
+    assert record.message == ("compiled again" if toolkit is None else "ptxas too old")
 
 
 def test_first_batches_go_breadth_first_over_chips_and_precisions():
@@ -918,16 +933,16 @@ def test_a_compile_child_killed_twice_is_a_machine_fault_and_compiled_again(
     monkeypatch.setenv(KILL_SIGNAL, signal_name)
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
-        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
+        record = _read_back(compile_only.recorded_runner(path, in_child)(cell))
     assert left.read_text() == "0"
-    assert record["status"] == "error" and record["failed_by"] == "machine"
-    assert record["message"].startswith(
+    assert record.status == "error" and record.failed_by == "machine"
+    assert record.message.startswith(
         f"machine fault: compiling it twice, the process doing it died (signal {signal_name}"
     )
-    assert record["message"].endswith(MACHINE_FAULT)
+    assert record.message.endswith(MACHINE_FAULT)
     with InChild("compile_crash:run_target") as in_child:
-        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+        assert compile_only.recorded_runner(path, in_child)(cell).status == "ok"
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
 
 @needs_targets
@@ -942,16 +957,16 @@ def test_a_compile_short_of_host_memory_is_a_machine_fault_never_a_finding(tmp_p
     monkeypatch.setenv(ADDRESS_SPACE_LEFT_MB, "20")
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
-        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
-    assert record["status"] == "error" and record["failed_by"] == "machine"
-    assert "fits" not in record
-    assert record["message"].startswith(
+        record = _read_back(compile_only.recorded_runner(path, in_child)(cell))
+    assert record.status == "error" and record.failed_by == "machine"
+    assert record.fits is None
+    assert record.message.startswith(
         ("machine fault: MemoryError", "machine fault: compiling it twice, the process")
     )
     monkeypatch.delenv(ADDRESS_SPACE_LEFT_MB)
     with InChild("compile_crash:run_target") as in_child:
-        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+        assert compile_only.recorded_runner(path, in_child)(cell).status == "ok"
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
 
 @pytest.mark.slow
@@ -966,24 +981,24 @@ def test_a_compile_failed_by_a_missing_tmpdir_is_no_finding_and_compiled_again(
     monkeypatch.setenv("TMPDIR", str(missing))  # the compile child's temporary folder
     cell = compile_workload("gpu-t4", batch=16)
     with InChild("compile_crash:run_target") as in_child:
-        record = _valid(compile_only.recorded_runner(path, in_child)(cell))
-    assert record["status"] == "error" and record["failed_by"] == "machine"
+        record = _read_back(compile_only.recorded_runner(path, in_child)(cell))
+    assert record.status == "error" and record.failed_by == "machine"
     # whichever meets the missing folder first: the child's own temporary file, or ptxas
     # writing its output there ("Could not open output file")
-    assert record["message"].startswith(
+    assert record.message.startswith(
         (
             "machine fault: FileNotFoundError: [Errno 2] No such file or directory",
             "machine fault: JaxRuntimeError: INTERNAL",
         )
     )
-    assert "No such file or directory" in record["message"] or (
-        "Could not open output" in record["message"]
+    assert "No such file or directory" in record.message or (
+        "Could not open output" in record.message
     )
-    assert record["message"].endswith(MACHINE_FAULT)
+    assert record.message.endswith(MACHINE_FAULT)
     missing.mkdir()  # the machine mended: the rerun compiles, and it compiles
     with InChild("compile_crash:run_target") as in_child:
-        assert compile_only.recorded_runner(path, in_child)(cell)["status"] == "ok"
-    assert [r["status"] for r in records.load(path)] == ["error", "ok"]
+        assert compile_only.recorded_runner(path, in_child)(cell).status == "ok"
+    assert [r.status for r in records.load(path)] == ["error", "ok"]
 
 
 # Run as a child: JAX started on the CPU, then the address space capped 200 MiB above
@@ -1041,4 +1056,5 @@ def test_too_little_memory_to_load_libtpu_is_one_line_before_anything_is_written
     ],
 )
 def test_only_an_explicit_refusal_of_the_compiler_is_kept_as_its_verdict(record, kept):
-    assert compile_only.kept_refusal(record) is kept
+    made = _compiled(compile_workload("gpu-t4"), **record)
+    assert compile_only.kept_refusal(made) is kept

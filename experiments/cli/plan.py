@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from experiments.cli.options import path_problem, spelled
-from experiments.records import RECORDS_FILE
+from experiments.records import RECORDS_FILE, MatmulRecord, Record, TrainRecord
 from experiments.records.labels import device_label, model_with_overrides
 from experiments.records.tables import seconds, si
 from experiments.records.workload import Workload
@@ -295,51 +295,52 @@ NAME_COLUMNS = 2  # study and model read left-aligned, the rest right-aligned
 MEASURED_FROM = SUMMARY_HEADERS.index("FLOPs/step")  # the cells said once a record is made
 
 
-def model_cell(workload: Mapping[str, Any]) -> str:
-    """The model as the table names it, with what else sets its row apart."""
+def model_cell(workload: Workload) -> str:
+    """The model as the table names it, with what else sets its row apart (of a
+    Workload, or a record's workload, which carries the same fields)."""
     w = workload
     model = model_with_overrides(w)
-    if w.get("kind") == "matmul":  # its batch_size is the matrices' side
-        precision = w.get("matmul_precision", "default")
-        side = f" {w['batch_size']}x{w['batch_size']}"
+    if w.kind == "matmul":  # its batch_size is the matrices' side
+        precision = w.matmul_precision
+        side = f" {w.batch_size}x{w.batch_size}"
         model = "matmul" + side + (f" ({precision})" if precision != "default" else "")
-    elif w.get("kind") == "ensemble":
-        model += f" x{w['ensemble_size']} {w['ensemble_mode']}"
-    if w.get("strategy", "single") != "single":
-        model += f" [{w['strategy']}{' ' + w['scaling'] if w.get('scaling') else ''}]"
-    if w.get("formulation", "auto") != "auto":
-        model += f" formulation={w['formulation']}"
-    if w.get("seed"):
-        model += f" seed={w['seed']}"
+    elif w.kind == "ensemble":
+        model += f" x{w.ensemble_size} {w.ensemble_mode}"
+    if w.strategy != "single":
+        model += f" [{w.strategy}{' ' + w.scaling if w.scaling else ''}]"
+    if w.formulation != "auto":
+        model += f" formulation={w.formulation}"
+    if w.seed:
+        model += f" seed={w.seed}"
     return model
 
 
-def summary_row(record: Mapping[str, Any]) -> list[Any]:
-    """One record as a row of the table under SUMMARY_HEADERS."""
-    w = record["workload"]
-    step = record.get("step_time_s") or {}
-    spread = f" [{seconds(step['p10'])}-{seconds(step['p90'])}]" if step else ""
-    acc = record.get("test_accuracy")
-    status = record["status"]
-    matmul = w.get("kind") == "matmul"
-    rate = record.get("achieved_tflops")
+def summary_row(record: Record) -> list[Any]:
+    """One record of a sweep (train, matmul, ensemble) as a row of the table under
+    SUMMARY_HEADERS."""
+    w = record.workload
+    step = record.step_time_s
+    spread = f" [{seconds(step.p10)}-{seconds(step.p90)}]" if step else ""
+    acc = record.test_accuracy if isinstance(record, TrainRecord) else None
+    matmul = isinstance(record, MatmulRecord)
+    rate = record.achieved_tflops
     return [
-        w.get("study") or "-",
+        w.study or "-",
         model_cell(w),
-        w["precision"],
-        "-" if matmul else w.get("loop", "step"),
+        w.precision,
+        "-" if matmul else w.loop,
         device_label(record),
-        "-" if matmul else w["batch_size"],
-        si((record.get("flops") or {}).get("per_step")),
-        (seconds(step.get("median")) + spread) if step else "-",
-        f"{record['images_per_s']:,.0f}" if record.get("images_per_s") else "-",
+        "-" if matmul else w.batch_size,
+        si(record.flops.per_step if record.flops else None),
+        (seconds(step.median) + spread) if step else "-",
+        f"{record.images_per_s:,.0f}" if record.images_per_s else "-",
         si(rate * 1e12) if rate else "-",
         f"{acc:.4f}" if acc is not None else "-",
-        status if status == "ok" else f"{status}: {record['message']}",
+        record.status if record.status == "ok" else f"{record.status}: {record.message}",
     ]
 
 
-def measured_line(record: Mapping[str, Any]) -> str:
+def measured_line(record: Record) -> str:
     """What a record measured, in one line, said as soon as it is made."""
     cells = zip(SUMMARY_HEADERS[MEASURED_FROM:], summary_row(record)[MEASURED_FROM:], strict=True)
     return "  ".join(f"{h}: {c}" for h, c in cells)

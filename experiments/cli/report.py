@@ -37,8 +37,9 @@ def _error(message: str) -> int:
     return 2
 
 
-def is_smoke(record: dict) -> bool:
-    return bool(record["workload"].get("smoke"))
+def is_smoke(record: records_lib.Record) -> bool:
+    """Made by a --smoke run (its environment says so: records.environment)."""
+    return bool(record.env.smoke)
 
 
 def write_report(

@@ -36,7 +36,7 @@ from experiments.cli.options import (
     read_setting,
     spelled,
 )
-from experiments.records import DEFAULT_OUT
+from experiments.records import DEFAULT_OUT, Record, TrainRecord
 from experiments.records.tables import format_table, one_line_warning
 
 DESCRIPTION = """\
@@ -376,9 +376,10 @@ def _check_writable(path: Path, option: str, given: str | Path, folder: bool = F
         raise UsageError(f"cannot write to {option} {given}: {e.strerror or e}{where}") from None
 
 
-def _print_done(record: dict[str, Any]) -> None:
-    if record.get("resumed_from_step"):
-        print(f"    resumed at checkpoint step {record['resumed_from_step']}", file=sys.stderr)
+def _print_done(record: Record) -> None:
+    resumed = record.resumed_from_step if isinstance(record, TrainRecord) else None
+    if resumed:
+        print(f"    resumed at checkpoint step {resumed}", file=sys.stderr)
     print("    " + cli_plan.measured_line(record), file=sys.stderr)
 
 
@@ -414,7 +415,7 @@ def _run(options: argparse.Namespace) -> int:
             on_record=_print_done,
         ),
     )
-    failed = 1 if any(r["status"] == "error" for r in done) else 0
+    failed = 1 if any(r.status == "error" for r in done) else 0
     if jax.process_index() != 0:
         return failed
     rows = [cli_plan.summary_row(r) for r in done]

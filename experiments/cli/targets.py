@@ -77,49 +77,48 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def describe(record: dict[str, Any], recorded: bool = False) -> str:
+def describe(record: records.CompileRecord, recorded: bool = False) -> str:
     """What a compile-only record says, in words, predictions labelled as such;
     `recorded`: taken from the records file, not compiled by this command."""
-    w, t = record["workload"], record["target"]
-    where = t["topology"] or t["gpu_spec"]
-    per = w["batch_size"] // t["devices"]
+    w, t = record.workload, record.target
+    where = t.topology or t.gpu_spec
+    per = w.batch_size // t.devices
     lines = [
-        f"{t['name']} ({t['chips']} x {t['chip']}, {t['devices']} device(s), {where}; "
-        f"{w['strategy']}): {w['model']}, batch {w['batch_size']} ({per} per device), "
-        f"{w['precision']}"
+        f"{t.name} ({t.chips} x {t.chip}, {t.devices} device(s), {where}; "
+        f"{w.strategy}): {w.model}, batch {w.batch_size} ({per} per device), "
+        f"{w.precision}"
     ]
-    times = ", ".join(
-        f"{k} {seconds(v)}" for k, v in (record.get("compile_time_s") or {}).items() if v
-    )
-    if record["status"] == "error" or not record.get("memory"):
-        lines.append(f"  compiles: no ({record['status']}): {record['message']}")
+    compiled = record.compile_time_s.model_dump() if record.compile_time_s else {}
+    times = ", ".join(f"{k} {seconds(v)}" for k, v in compiled.items() if v)
+    if record.status == "error" or not record.memory:
+        lines.append(f"  compiles: no ({record.status}): {record.message}")
         return "\n".join(lines)
     if recorded:
-        when = (record.get("env") or {}).get("utc_time") or "an earlier run"
+        when = record.env.utc_time or "an earlier run"
         lines.append(
             f"  compiles: yes (recorded {when}, compiled nothing now: --force compiles "
             f"again; compiler time then: {times})"
         )
     else:
         lines.append(f"  compiles: yes (compiler time here: {times})")
-    m = record["memory"]
+    m = record.memory
     parts = (
-        f"arguments {_gib(m['argument_bytes'])}, outputs {_gib(m['output_bytes'])}, "
-        f"temporaries {_gib(m['temp_bytes'])}, code {_gib(m['generated_code_bytes'])}, "
-        f"aliased (counted once) {_gib(m['alias_bytes'])}"
+        f"arguments {_gib(m.argument_bytes)}, outputs {_gib(m.output_bytes)}, "
+        f"temporaries {_gib(m.temp_bytes)}, code {_gib(m.generated_code_bytes)}, "
+        f"aliased (counted once) {_gib(m.alias_bytes)}"
     )
-    verdict = "yes" if record["fits"] else "NO"
+    verdict = "yes" if record.fits else "NO"
     lines.append(
-        f"  fits: {verdict}: {_gib(m['total_bytes'])} per device of the "
-        f"{_gib(t['usable_bytes_per_device'])} JAX can use "
-        f"({t['usable_fraction']:.0%} of {_gib(t['memory_per_device_bytes'])}) ({parts})"
+        f"  fits: {verdict}: {_gib(m.total_bytes)} per device of the "
+        f"{_gib(t.usable_bytes_per_device)} JAX can use "
+        f"({t.usable_fraction:.0%} of {_gib(t.memory_per_device_bytes)}) ({parts})"
     )
-    cost = record.get("cost")
+    cost = record.cost
     if cost:
-        estimate = cost.get("optimal_seconds")
-        accessed = cost.get("bytes_accessed")
+        estimate = cost.optimal_seconds
+        accessed = cost.bytes_accessed
         lines.append(
-            f"  compiler's count per device per step: {si(cost['flops'], 'FLOP')}, "
+            f"  compiler's count per device per step: {si(cost.flops, 'FLOP')}, "
             + (
                 f"{si(accessed, 'B')} accessed"
                 if accessed is not None
@@ -136,7 +135,7 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
     else:
         lines.append(
             "  compiler's count: none (XLA:GPU gives no cost analysis): FLOPs from the "
-            f"jaxpr, {si(record['flops']['per_step'] / t['devices'], 'FLOP')} per device"
+            f"jaxpr, {si(record.flops.per_step / t.devices, 'FLOP')} per device"
         )
     p = predictions.of(record)
     if p and p.get("method") == "per-kernel":
@@ -157,7 +156,7 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
         lines.append(f"    {predictions.label(p)}")
         if p.get("loop_step_s") is not None:
             left = ", ".join(p["loop_left_out"])
-            own = p.get("loop_parts_platform") == record["device"]["platform"]
+            own = p.get("loop_parts_platform") == record.device.platform
             parts = (
                 "host parts from jaxcnn's loops timed on this platform's client"
                 if own
@@ -168,19 +167,19 @@ def describe(record: dict[str, Any], recorded: bool = False) -> str:
                 f"{p['loop_bound']}-bound{'; no figure for: ' + left if left else ''}; {parts})"
             )
             lines.append(f"    {loop_band_words(p.get('loop_band'))}")
-    bound = record.get("prediction_bound")
-    if p and p.get("method") != "per-kernel":  # a record made before kernels were read
-        bound, p = p, None
+    bound = record.prediction_bound
+    if p and p.get("method") != "per-kernel":  # made before kernels were read: its
+        bound, p = record.prediction, None  # prediction, shown, is the roofline bound
     if bound:
-        peak = bound.get("peak_precision")
+        peak = bound.peak_precision
         note = (
             f"; f32 matmuls run as {peak} at JAX's default precision"
-            if w["precision"] == "f32" and peak not in (None, "fp32")
+            if w.precision == "f32" and peak not in (None, "fp32")
             else ""
         )
         lines.append(
             f"  roofline bound (whole-program roofline at the vendor's peak{note}): step "
-            f"{seconds(bound['step_time_s'])}, {bound['images_per_s']:,.0f} images/s"
+            f"{seconds(bound.step_time_s)}, {bound.images_per_s:,.0f} images/s"
         )
     if not p and not bound:
         lines.append("  predicted: none (no vendor figures for this chip)")
@@ -201,7 +200,7 @@ def loop_band_words(band: dict[str, Any] | None) -> str:
     )
 
 
-def _collectives_over(record: dict[str, Any]) -> str:
+def _collectives_over(record: records.CompileRecord) -> str:
     """What a step's collectives are priced over, as the chip table gives it."""
     rate = predictions.rates_of(record).interconnect_bytes_per_s
     if not rate:
@@ -266,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         targets.abstract_devices(target)  # its compiler loads, before anything is written
     out.mkdir(parents=True, exist_ok=True)
     path = out / records.RECORDS_FILE
-    before = {r.get("run_id") for r in records.load(path)} if path.exists() else set()
+    before = {r.run_id for r in records.load(path)} if path.exists() else set()
     with InChild(COMPILER) as in_child:
         recorded = compile_only.recorded_runner(
             path, in_child, force=args.force, on_record=_teller(before)
@@ -278,16 +277,16 @@ def run(args: argparse.Namespace) -> int:
             else _compile_study(cells, compile_cell, study=args.study)
         )
     print(f"records in {path}")
-    return 1 if any(r["status"] == "error" for r in done) else 0
+    return 1 if any(r.status == "error" for r in done) else 0
 
 
-def _teller(before: set[Any]) -> Callable[[dict[str, Any]], None]:
+def _teller(before: set[str]) -> Callable[[records.CompileRecord], None]:
     """Prints each record once (`describe`): the batch search starts from the batch the
     first pass recorded, which it is handed again."""
-    told: set[Any] = set()
+    told: set[str] = set()
 
-    def tell(record: dict[str, Any]) -> None:
-        run_id = record.get("run_id")
+    def tell(record: records.CompileRecord) -> None:
+        run_id = record.run_id
         if run_id in told:
             return
         told.add(run_id)
@@ -311,14 +310,14 @@ def _study_cells(args: argparse.Namespace) -> list[TargetCell]:
 
 
 def _stopping_between(
-    compile_cell: Callable[[Workload], dict[str, Any]],
-) -> Callable[[Workload], dict[str, Any]]:
+    compile_cell: Callable[[Workload], records.CompileRecord],
+) -> Callable[[Workload], records.CompileRecord]:
     """`compile_cell`, stopped between compiles by a SIGTERM (experiments.cli.run asks every
     loop to stop), as training stops between steps: what is recorded stays, a rerun goes
     on from there."""
     compiled = 0
 
-    def runner(w: Workload) -> dict[str, Any]:
+    def runner(w: Workload) -> records.CompileRecord:
         nonlocal compiled
         if loop.stop_requested():
             raise StoppedBetweenCompiles(compiled)
@@ -334,9 +333,9 @@ def _stopping_between(
 
 def _compile_study(
     cells: list[TargetCell],
-    runner: Callable[[Workload], dict[str, Any]],
+    runner: Callable[[Workload], records.CompileRecord],
     study: str = "targets",
-) -> list[dict[str, Any]]:
+) -> list[records.CompileRecord]:
     """The records of the study's `cells`: every cell's first batch before any cell's
     search, so a study stopped early (each compile costs seconds to minutes here) still
     says something of every model on every target; the search then starts from the
@@ -359,7 +358,7 @@ def _compile_study(
     return done
 
 
-def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
+def largest_line(cell: TargetCell, searched: list[records.CompileRecord]) -> str:
     """The batch search's answer for `cell`, as the report's table of largest batches
     words it."""
     from experiments.records import select
@@ -367,6 +366,6 @@ def largest_line(cell: TargetCell, searched: list[dict[str, Any]]) -> str:
     best, over = select.largest_fit(searched)
     if best is None:
         return f"largest batch that fits, {_cell_title(cell)}: none"
-    batch = best["workload"]["batch_size"]
+    batch = best.workload.batch_size
     said = str(batch) if over is not None else f">= {batch} (no larger batch found not to fit)"
     return f"largest batch that fits, {_cell_title(cell)}: {said}"

@@ -196,12 +196,12 @@ def crashed(workload: Workload, failed: ChildFailed) -> dict[str, Any]:
     return record
 
 
-def kept_refusal(record: dict[str, Any]) -> bool:
+def kept_refusal(record: records.CompileRecord) -> bool:
     """Whether a compile record is the compiler's refusal, which a rerun keeps (for the
     same compiler) instead of compiling again: an `error` whose `failed_by` says the
     compiler. Records of earlier releases say nothing explicit, so they are compiled
     again; their messages are not read for a verdict."""
-    return record["status"] == "error" and record.get("failed_by") == "compiler"
+    return record.status == "error" and record.failed_by == "compiler"
 
 
 def _compiled(
@@ -261,15 +261,16 @@ def _compiled(
 # --- Cells and the batch search ------------------------------------------------------
 
 
-def _same_compiler(record: dict[str, Any]) -> bool:
+def _same_compiler(record: records.CompileRecord) -> bool:
     """Whether `record` was compiled by the compiler its target has here: the same
     packages, and the same CUDA toolkit where its target names one."""
     versions = {"jaxlib": importlib.metadata.version("jaxlib"), **targets.compiler_versions()}
-    described = record.get("target") or {}
-    target = targets.TARGETS.get(described.get("name"))
+    described = record.target
+    target = targets.TARGETS.get(described.name) if described else None
     toolkit = target.toolkit.requirement if target and target.toolkit else None
-    same_packages = all(record["env"].get(k) == v for k, v in versions.items())
-    return same_packages and described.get("cuda_toolkit") == toolkit
+    # each package is the compile env's field of its name (records.CompileRecord)
+    same_packages = all(getattr(record.env, k) == v for k, v in versions.items())
+    return same_packages and (described.cuda_toolkit if described else None) == toolkit
 
 
 def recorded_runner(
@@ -277,10 +278,11 @@ def recorded_runner(
     compile_cell: Callable[..., dict[str, Any]],
     *,
     force: bool = False,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
-) -> Callable[[Workload], dict[str, Any]]:
+    on_record: Callable[[records.CompileRecord], None] | None = None,
+) -> Callable[[Workload], records.CompileRecord]:
     """`run(workload) -> record` that compiles a cell not yet recorded in `path` and
-    appends its record: a study killed midway and rerun compiles only what is missing.
+    appends its record (returned as the reader returns it, like one already there): a
+    study killed midway and rerun compiles only what is missing.
     Taken as is from `path` (unless `force`): ok and oom records, and errors (the
     compiler's refusals and crashes) from the same jaxlib and libtpu or plugin; a new
     compiler tries again. `compile_cell` is run_target, or an isolated.InChild of it:
@@ -296,9 +298,9 @@ def recorded_runner(
     loaded = records.load(path) if Path(path).exists() else []
     found, _ = records.recorded_among(loaded)
     refused = {
-        r["config_key"]: r
+        r.config_key: r
         for r in loaded
-        if r.get("compiled_not_run") and kept_refusal(r) and _same_compiler(r)
+        if isinstance(r, records.CompileRecord) and kept_refusal(r) and _same_compiler(r)
     }
 
     def compiled(workload: Workload, programs: tuple[str, ...], retries: int = 1) -> dict:
@@ -315,16 +317,17 @@ def recorded_runner(
             records.failed(record, starved)
             return machine_fault(record, record["message"])
 
-    def run(workload: Workload) -> dict[str, Any]:
+    def run(workload: Workload) -> records.CompileRecord:
         target = check(workload)
         device = devices_lib.describe(list(targets.abstract_devices(target)))
         key = config_key_for(workload, device)
         if not force and (key in found or key in refused):
             record = found.get(key) or refused[key]
         else:
-            record = compiled(workload, ("train",) if workload.study else PROGRAMS)
-            records.append_or_keep(path, record)  # NotRecorded: kept, and said where
-            (found if record["status"] in records.FINAL_STATUSES else refused)[key] = record
+            made = compiled(workload, ("train",) if workload.study else PROGRAMS)
+            records.append_or_keep(path, made)  # NotRecorded: kept, and said where
+            record = records.typed(made)
+            (found if record.status in records.FINAL_STATUSES else refused)[key] = record
         if on_record is not None:
             on_record(record)
         return record
@@ -332,14 +335,16 @@ def recorded_runner(
     return run
 
 
-def _memory(record: dict[str, Any]) -> tuple[int, int] | None:
+def _memory(record: records.CompileRecord) -> tuple[int, int] | None:
     """(bytes the step needs per device, bytes JAX can use there), where known."""
-    total = (record.get("memory") or {}).get("total_bytes")
-    usable = (record.get("target") or {}).get("usable_bytes_per_device")
+    total = record.memory.total_bytes if record.memory else None
+    usable = record.target.usable_bytes_per_device if record.target else None
     return None if total is None or usable is None else (total, usable)
 
 
-def _crossing(a: tuple[int, dict], b: tuple[int, dict]) -> float | None:
+def _crossing(
+    a: tuple[int, records.CompileRecord], b: tuple[int, records.CompileRecord]
+) -> float | None:
     """The batch where the line through two (batch, record) points' memory reaches the
     memory JAX can use: memory grows about linearly with the batch (activations). None
     where a record has no memory figures or memory does not grow from `a` to `b`."""
@@ -356,12 +361,12 @@ def tolerance(fit: int, step: int) -> int:
     return max(step, fit // 16 // step * step)
 
 
-def _next_up(tried: dict[int, dict[str, Any]], batch: int, step: int, cap: int) -> int:
+def _next_up(tried: dict[int, records.CompileRecord], batch: int, step: int, cap: int) -> int:
     """The next batch up after `batch` fit (nothing above it found not to fit): where the
     line through the two largest fits' memory reaches the chip's, at least a tolerance
     above `batch` (the line is often just short); twice `batch` where it cannot be drawn
     (one fit, no memory figures, memory not growing); never above `cap`."""
-    fitted = sorted(b for b in tried if tried[b]["status"] == "ok")
+    fitted = sorted(b for b in tried if tried[b].status == "ok")
     guess = None
     if len(fitted) >= 2:
         a, b = fitted[-2:]
@@ -373,7 +378,7 @@ def _next_up(tried: dict[int, dict[str, Any]], batch: int, step: int, cap: int) 
 
 
 def _next_between(
-    tried: dict[int, dict[str, Any]], fit: int, miss: int, step: int, bisect: bool
+    tried: dict[int, records.CompileRecord], fit: int, miss: int, step: int, bisect: bool
 ) -> int:
     """The next batch between the largest fit and the smallest miss above it: where the
     line through their memory reaches the chip's, kept a tolerance inside both ends (so
@@ -389,12 +394,12 @@ def _next_between(
 
 def batch_search(
     make: Callable[[int], Workload],
-    run: Callable[[Workload], dict[str, Any]],
+    run: Callable[[Workload], records.CompileRecord],
     *,
     start: int,
     step: int,
     cap: int,
-) -> list[dict[str, Any]]:
+) -> list[records.CompileRecord]:
     """Records of the batches tried to find the largest that fits (each compile costs
     seconds to minutes here, so few are tried), every answer a real compile:
 
@@ -415,15 +420,15 @@ def batch_search(
     refusal just above it; a refusal before any fit, or an error that says nothing about
     the compiler (`failed_by` "machine"), stops the search.
     """
-    tried: dict[int, dict[str, Any]] = {}
+    tried: dict[int, records.CompileRecord] = {}
 
     def fits(batch: int) -> bool | None:
         """Whether `batch` fits; None to stop the search (a refusal before any fit says
         nothing of the batch, one the machine failed nothing of the compiler)."""
         record = tried[batch] = run(make(batch))
-        if record["status"] != "error":
-            return record["status"] == "ok"
-        return None if fit is None or record.get("failed_by") != "compiler" else False
+        if record.status != "error":
+            return record.status == "ok"
+        return None if fit is None or record.failed_by != "compiler" else False
 
     fit, miss = None, None
     batch = start

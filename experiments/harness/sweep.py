@@ -222,7 +222,7 @@ def _title(workload: Workload, num_devices: int = 1) -> str:
     named as the final table and the report name it."""
     if workload.kind == "matmul":
         return f"matmul {workload.batch_size}x{workload.batch_size} {workload.precision}"
-    model = model_with_overrides(workload.describe())
+    model = model_with_overrides(workload)
     what = f"{model} on {workload.dataset}, batch {workload.batch_size}"
     if workload.kind == "ensemble":
         what += f", {workload.ensemble_size} models ({workload.ensemble_mode})"
@@ -241,7 +241,7 @@ def _title(workload: Workload, num_devices: int = 1) -> str:
 LOCKS = ".locks"
 
 
-def recorded_meanwhile(path: Path, key: str) -> dict[str, Any] | None:
+def recorded_meanwhile(path: Path, key: str) -> records.Record | None:
     """The final record of `key` made on this machine in the records file `path`, if
     another run wrote one since this one read the file (checked under the workload's
     lock). The file is searched for the key's text first: it is read as records only
@@ -267,16 +267,17 @@ class SweepOptions:
     checkpoint_root: Path | None = None
     checkpoint_every: int | None = None
     keep_checkpoints: int = 2
-    on_record: Callable[[dict[str, Any]], None] | None = None
+    on_record: Callable[[records.Record], None] | None = None
 
 
 def run_sweep(
     workloads: list[Workload], devices: list[jax.Device], options: SweepOptions
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[records.Record], int]:
     """Run `workloads` on `devices` (each on its `devices_for`), appending one record
-    each to options.out/records.jsonl: (the records of this sweep, new or already there, and
-    how many were already recorded). Raises JaxcnnError for usage or data mistakes
-    before any work; `options.on_record` sees each record as it is made."""
+    each to options.out/records.jsonl: (the records of this sweep, new or already there,
+    each as the reader returns it, and how many were already recorded). Raises
+    JaxcnnError for usage or data mistakes before any work; `options.on_record` sees each
+    record as it is made."""
     path = options.out / records.RECORDS_FILE
     try:  # this jaxcnn would measure their cells again beside them
         records.refuse_newer(path)
@@ -306,14 +307,15 @@ def run_sweep(
         if options.checkpoint_root is not None:  # Orbax would find a file there at its first save
             check_folder(folder)
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
-    done: list[dict[str, Any]] = []
+    done: list[records.Record] = []
     already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
     ceiling = bandwidth = None
     described = devices_lib.describe(devices)
     processes = described["process_count"]
     across = f" across {processes} processes" if processes > 1 else ""
-    print(f"devices: {device_name(described)}{across}", file=sys.stderr)
+    named = device_name(described["platform"], described["kind"], described["count"])
+    print(f"devices: {named}{across}", file=sys.stderr)
     memory = host_memory.current()
     print(f"host memory: {memory['policy']} ({memory['reason']})", file=sys.stderr)
     for i, (w, on, key) in enumerate(zip(workloads, used, keys, strict=True), 1):
@@ -322,7 +324,7 @@ def run_sweep(
             raise Stopped(0, None, asked)
         print(f"[{i}/{len(workloads)}] {w.study or 'run'}: {_title(w, len(on))}", file=sys.stderr)
         if skip[i - 1]:
-            status = found[key]["status"] if key in found else "by process 0"
+            status = found[key].status if key in found else "by process 0"
             print(f"    already recorded ({status}): skipped", file=sys.stderr)
             if writer and folders[key] is not None:  # killed between its record and its
                 died.ended(died.marker_for(folders[key]))  # marker's removal: nothing died
@@ -341,7 +343,7 @@ def run_sweep(
                 already += 1
             elif writer:
                 records.append_or_keep(path, record)
-            done.append(record)
+            done.append(records.typed(record))
             continue
         checkpoint_dir = None if options.checkpoint_root is None else folders[key]
         with contextlib.ExitStack() as held:
@@ -357,7 +359,7 @@ def run_sweep(
             if writer and not options.force:
                 late = recorded_meanwhile(path, key)
             if agreed([late is not None])[0]:
-                status = late["status"] if late else "by process 0"
+                status = late.status if late else "by process 0"
                 print(f"    recorded meanwhile by another run ({status}): skipped", file=sys.stderr)
                 if late is not None:
                     done.append(late)
@@ -382,7 +384,7 @@ def run_sweep(
                 if w.oom_group:
                     stopped[w.oom_group] = _oom_reason(w)
                 if writer:
-                    done.append(dead)
+                    done.append(records.typed(dead))
                 continue
             if options.force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
@@ -421,11 +423,12 @@ def run_sweep(
             if writer:  # under the lock: a run that starts next finds the record
                 records.append_or_keep(path, record)  # NotRecorded ends the sweep
                 died.ended(marker)
-        if w.oom_group and agreed([record["status"] == "oom"])[0]:
+        made = records.typed(record)
+        if w.oom_group and agreed([made.status == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
-        done.append(record)
+        done.append(made)
         if options.on_record is not None:
-            options.on_record(record)
+            options.on_record(made)
     return done, already
 
 

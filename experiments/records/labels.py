@@ -3,28 +3,29 @@ shared by every report section."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+from experiments.records.schema import Record
 from experiments.records.tables import markdown_text
-
-Record = dict[str, Any]
 
 
 def workload_kind(record: Record) -> str:
-    """train | matmul | ensemble | peer; older records have no kind: train."""
-    return record["workload"].get("kind") or "train"
+    """train | matmul | ensemble | peer | paired | compile."""
+    return record.workload.kind
 
 
 def device_label(record: Record) -> str:
     """A device as the report names it: cpu, gpu NVIDIA H100 80GB HBM3, tpu TPU v5 lite x8."""
-    return device_name(record["device"])
+    d = record.device
+    return device_name(d.platform, d.kind, d.count)
 
 
-def device_name(d: dict[str, Any]) -> str:
-    """device_label of a record's `device` field (jaxcnn.devices.describe)."""
-    kind = "" if d["kind"] == d["platform"] else f" {d['kind']}"
-    count = f" x{d['count']}" if d["count"] > 1 else ""
-    return markdown_text(f"{d['platform']}{kind}{count}")
+def device_name(platform: str, kind: str, count: int) -> str:
+    """device_label of a device's platform, kind and count (jaxcnn.devices.describe)."""
+    named = "" if kind == platform else f" {kind}"
+    counted = f" x{count}" if count > 1 else ""
+    return markdown_text(f"{platform}{named}{counted}")
 
 
 # The overrides that restate a model's own default (jaxcnn/models: mlp's width is 512),
@@ -33,12 +34,23 @@ def device_name(d: dict[str, Any]) -> str:
 DEFAULTS: dict[str, dict[str, Any]] = {"mlp": {"width": 512}}
 
 
-def model_with_overrides(workload: dict[str, Any]) -> str:
+class NamesModel(Protocol):
+    """What names a model: a record's workload, an experiments.records.workload.Workload,
+    a published reference."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def model_overrides(self) -> Mapping[str, Any] | None: ...
+
+
+def model_with_overrides(workload: NamesModel) -> str:
     """`mlp width=4096`: the model and the overrides that are not its own defaults."""
-    defaults = DEFAULTS.get(workload["model"], {})
-    given = (workload.get("model_overrides") or {}).items()
+    defaults = DEFAULTS.get(workload.model, {})
+    given = (workload.model_overrides or {}).items()
     overrides = {k: v for k, v in given if k not in defaults or defaults[k] != v}
-    return workload["model"] + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    return workload.model + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
 
 
 CPU_NOT_RECORDED = "CPU (model not recorded)"
@@ -48,22 +60,36 @@ def cpu_label(record: Record) -> str:
     """The record's CPU as the report groups CPU figures: its model and the vector
     extensions that set its speed (`env.cpu`), or CPU_NOT_RECORDED for records made
     before it was recorded."""
-    cpu = record.get("env", {}).get("cpu") or {}
-    if not cpu.get("model"):
+    cpu = record.env.cpu
+    return cpu_name(cpu.model, cpu.extensions) if cpu else CPU_NOT_RECORDED
+
+
+def cpu_name(model: str | None, extensions: Sequence[str] | None) -> str:
+    """cpu_label of a CPU's model and vector extensions (experiments.records.host_cpu)."""
+    if not model:
         return CPU_NOT_RECORDED
-    extensions = ", ".join(cpu.get("extensions") or []) or "no AVX2"
-    return markdown_text(f"{cpu['model']} ({extensions})")
+    return markdown_text(f"{model} ({', '.join(extensions or []) or 'no AVX2'})")
 
 
 def machine(record: Record) -> str:
     """What a figure was measured on: a CPU's model and vector extensions (which set the
     verdict against the peers: one host name can be one of several CPUs), else the host
     (the chip where no host is recorded)."""
-    d = record["device"]
-    host = d.get("host") or record["env"].get("host") or d["kind"]
-    if d.get("platform") != "cpu":
+    d, cpu = record.device, record.env.cpu
+    host = d.host or record.env.host or d.kind
+    return machine_name(
+        d.platform, host, cpu.model if cpu else None, cpu.extensions if cpu else None
+    )
+
+
+def machine_name(
+    platform: str, host: str, cpu_model: str | None, extensions: Sequence[str] | None
+) -> str:
+    """`machine` of a device's platform, its host and the host's CPU (model and vector
+    extensions; None where not recorded)."""
+    if platform != "cpu":
         return markdown_text(host)
-    label = cpu_label(record)
+    label = cpu_name(cpu_model, extensions)
     if label == CPU_NOT_RECORDED:
         return f"{markdown_text(host)}, CPU model not recorded"
     return label

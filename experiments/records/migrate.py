@@ -144,7 +144,7 @@ def migrate_file(path: str | os.PathLike, checkpoint_dir: str | os.PathLike | No
     done.renamed = renamed
     with open(path, "rb") as handle:
         lines = list(records.read_lines(handle))
-    known = {line.record.get("config_key") for line in lines if line.record}
+    known = {line.model.config_key for line in lines if line.model}
     orphans = 0
     if checkpoints.is_dir():
         orphans = sum(1 for d in checkpoints.iterdir() if d.is_dir() and d.name not in known)

@@ -6,18 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from experiments.records import labels
-from experiments.records.schema import FINAL_STATUSES
+from experiments.records.schema import FINAL_STATUSES, CompileRecord, Record
 from experiments.records.store import load
-
-Record = dict[str, Any]
 
 
 def recorded(
     path: str | os.PathLike, machine: str | None = None
-) -> tuple[dict[str, dict[str, Any]], set[str]]:
+) -> tuple[dict[str, Record], set[str]]:
     """(the last final record per config key, the keys with a `skipped` record) already
     in `path` (none if it does not exist). With `machine` (devices.machine_id()), only
     the records that count as made here (`made_here`)."""
@@ -25,39 +22,39 @@ def recorded(
 
 
 def recorded_among(
-    loaded: Iterable[dict[str, Any]], machine: str | None = None
-) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    loaded: Iterable[Record], machine: str | None = None
+) -> tuple[dict[str, Record], set[str]]:
     """`recorded` of records already loaded."""
     found, skips = {}, set()
     for record in loaded:
-        key = record.get("config_key")
+        key = record.config_key
         if key is None or (machine and not made_here(record, machine)):
             continue
-        if record["status"] in FINAL_STATUSES:
+        if record.status in FINAL_STATUSES:
             found[key] = record
-        elif record["status"] == "skipped":
+        elif record.status == "skipped":
             skips.add(key)
     return found, skips
 
 
-def made_here(record: dict[str, Any], machine: str) -> bool:
+def made_here(record: Record, machine: str) -> bool:
     """Whether a record with a config key of this run's measured what this run would.
     An accelerator's key names its chip, so a record from any machine with that chip
     counts: a notebook that resumes from its Drive folder on a fresh Colab VM skips what
     the last VM measured. A CPU's kind is just "cpu" and its key names the host, but
     host names repeat ("localhost", a committed record's VM name): only a record from
     this very machine (device.machine) counts, and one whose machine is null never does."""
-    device = record["device"]
-    if device["kind"] != device["platform"]:
+    device = record.device
+    if device.kind != device.platform:
         return True
-    return device.get("machine") == machine
+    return device.machine == machine
 
 
-def took_turns(record: dict[str, Any]) -> bool:
+def took_turns(record: Record) -> bool:
     """A side of a paired run (`env.turns`, added by benchmarks/paired.py): its blocks
     took turns with another process's, so it is the evidence behind a paired record,
     not a figure of its own; every table but the paired one leaves it out."""
-    return bool(record["env"].get("turns"))
+    return bool(record.env.turns)
 
 
 def chip_of(record: Record) -> str:
@@ -66,9 +63,9 @@ def chip_of(record: Record) -> str:
     vector extensions, experiments.records.labels.machine), which no datasheet describes."""
     from jaxcnn.perf import chips
 
-    if record["device"]["platform"] == "cpu":
+    if record.device.platform == "cpu":
         return labels.machine(record)
-    kind = record["device"].get("kind") or ""
+    kind = record.device.kind
     return chips.chip_name(kind) or kind
 
 
@@ -77,41 +74,42 @@ def kind_of(record: Record) -> str:
 
 
 def is_compiled(record: Record) -> bool:
-    return kind_of(record) == "compile" or bool(record.get("compiled_not_run"))
+    return isinstance(record, CompileRecord)
 
 
 def device_of(record: Record) -> str:
     """The device a figure belongs to: a CPU's model and vector extensions, an
     accelerator's chip, a compile-only record's target name."""
-    if is_compiled(record):
-        return (record.get("target") or {}).get("name") or record["workload"].get("target") or "-"
+    if isinstance(record, CompileRecord):
+        return (record.target.name if record.target else None) or record.workload.target or "-"
     return chip_of(record)
 
 
 def superseded(record: Record) -> bool:
     from jaxcnn import targets
 
+    if not isinstance(record, CompileRecord) or record.target is None:
+        return False
     target = targets.TARGETS.get(device_of(record))
-    devices = (record.get("target") or {}).get("devices")
-    return target is not None and devices is not None and devices != target.devices
+    return target is not None and record.target.devices != target.devices
 
 
-def fits(record: Record) -> bool:
+def fits(record: CompileRecord) -> bool:
     """The target's own compiler's verdict against the memory JAX can use of the chip."""
-    return record["status"] == "ok" and record.get("fits") is not False
+    return record.status == "ok" and record.fits is not False
 
 
-def largest_fit(rs: Sequence[Record]) -> tuple[Record | None, Record | None]:
+def largest_fit(
+    rs: Sequence[CompileRecord],
+) -> tuple[CompileRecord | None, CompileRecord | None]:
     """(the compile of the largest batch that fits, the smallest batch above it that
     does not), from one search's compiles; (None, None) where nothing fits."""
     ok = [r for r in rs if fits(r)]
     if not ok:
         return None, None
-    best = max(ok, key=lambda r: r["workload"]["batch_size"])
-    b = best["workload"]["batch_size"]
+    best = max(ok, key=lambda r: r.workload.batch_size)
+    b = best.workload.batch_size
     over = [
-        r
-        for r in rs
-        if r.get("status") in ("ok", "oom") and not fits(r) and r["workload"]["batch_size"] > b
+        r for r in rs if r.status in ("ok", "oom") and not fits(r) and r.workload.batch_size > b
     ]
-    return best, min(over, key=lambda r: r["workload"]["batch_size"], default=None)
+    return best, min(over, key=lambda r: r.workload.batch_size, default=None)

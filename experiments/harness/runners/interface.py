@@ -15,6 +15,8 @@ from experiments.records.workload import Workload
 from jaxcnn.errors import JaxcnnError
 from jaxcnn.loop import NonFiniteLoss
 
+# A record being made: a plain dict until records.append validates it (the reader,
+# records.load, returns the kind's model).
 Record = dict[str, Any]
 
 
