@@ -75,11 +75,7 @@ def rates_of(
     device = device_of(record)
     if isinstance(record, CompileRecord):  # compiled, never run: nothing measured
         return rates.pricing(device, device.devices_per_chip)
-    ceiling = (
-        _machine_ceiling(record, ceilings)
-        or getattr(record, MACHINE_CEILING, None)
-        or record.matmul_ceiling
-    )
+    ceiling = _machine_ceiling(record, ceilings) or record.matmul_ceiling
     return rates.pricing(
         device,
         device.devices_per_chip,
@@ -124,25 +120,6 @@ def _machine_ceiling(
     from experiments.records.labels import machine
 
     return ceilings.get(machine(record)) if ceilings and _measured_cpu(record) else None
-
-
-# The extra a copy `with_machine_ceilings` makes carries: its machine's best ceilings.
-MACHINE_CEILING = "machine_matmul_ceiling"
-
-
-def with_machine_ceilings(records: Sequence[Record]) -> list[Record]:
-    """`records`, each measured CPU record that has a matmul ceiling as a copy carrying
-    MACHINE_CEILING, its machine's best (`machine_ceilings`; in memory only, never
-    written), which `rates_of` prices it at. Only the report still calls it, and prices
-    no measured step with it (its measured-against-predicted figures are the fit's):
-    it goes, with MACHINE_CEILING, once the report's call does."""
-    from experiments.records.labels import machine
-
-    best = machine_ceilings(records)
-    return [
-        r.model_copy(update={MACHINE_CEILING: best[machine(r)]}) if _measured_cpu(r) else r
-        for r in records
-    ]
 
 
 def batch_bytes(record: TrainRecord | CompileRecord) -> int | None:

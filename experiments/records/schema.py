@@ -229,28 +229,6 @@ class Part(pydantic.BaseModel):
             )
         return self
 
-    # Read as the dict it was loaded from, while readers move to attributes: a key is
-    # there where its line had it (a field left out reads as absent, not as None).
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.model_fields_set or key in (self.model_extra or {})
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def keys(self) -> list[str]:
-        return sorted({*self.model_fields_set, *(self.model_extra or {})})
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(key, getattr(self, key)) for key in self.keys()]
-
-    def values(self) -> list[Any]:
-        return [getattr(self, key) for key in self.keys()]
-
 
 def _part(name: str, doc: str, kind: Any, /, **fields: str | tuple[Any, str]) -> type[Part]:
     """A part (`doc` says what it is) whose `fields`, name=meaning (of `kind`) or

@@ -1022,9 +1022,7 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
     for v in predictions.versus_published(loaded, refs):
         ref = v["reference"]
         w = {
-            "model": labels.model_with_overrides(
-                {"model": ref.model, "model_overrides": ref.model_overrides}
-            ),
+            "model": labels.model_with_overrides(ref),
             "dataset": "-",
             "batch": ref.batch_per_chip,
             "precision": SPELLING.get(ref.precision, ref.precision),
@@ -1653,9 +1651,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     from experiments.predict import references
 
     refs = references.load() if refs is None else refs
-    records = [
-        r for r in predictions.with_machine_ceilings(loaded) if not records_lib.took_turns(r)
-    ]
+    records = [r for r in loaded if not records_lib.took_turns(r)]
     constants = predictions.constants_table()
     bands = _bands(constants)
     rows = [

@@ -4,8 +4,7 @@ and the paired runs' (bench_paired.py), which imports nothing else of it."""
 
 from __future__ import annotations
 
-from experiments.records import Record
-from experiments.records.labels import machine
+from experiments.records import Record, labels
 from experiments.records.tables import markdown_text
 
 # The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
@@ -28,8 +27,9 @@ def machines_here(host: str | None = None) -> list[str]:
 
     from experiments.records import host_cpu
 
-    device = {"platform": "cpu", "kind": "cpu", "host": host or socket.gethostname()}
+    host = host or socket.gethostname()
+    cpu = host_cpu.describe()
     return [
-        machine({"device": device, "env": {"cpu": host_cpu.describe()}}),
-        machine({"device": device, "env": {}}),
+        labels.machine_name("cpu", host, cpu["model"], cpu["extensions"]),
+        labels.machine_name("cpu", host, None, None),
     ]
