@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 
-from experiments.records import Record, recorded_at_or_oldest, took_turns
+from experiments.records import Record, labels, recorded_at_or_oldest, took_turns
 from experiments.records.tables import markdown_text
 from experiments.records.workload import Workload
 from experiments.studies import bench_cells
@@ -146,7 +146,7 @@ def configuration(record: Record) -> str:
     return f"jax {name} {record.loop or 'step'} {w.precision}"
 
 
-_model, _machine = bench_cells.model_name, bench_cells.machine
+_model, _machine = bench_cells.model_name, labels.machine
 
 
 def _rate(record: Record) -> float:
