@@ -385,6 +385,7 @@ def _registry_step(target: str, batch: int, **overrides) -> aot.CompiledStep:
 @needs_targets
 @pytest.mark.parametrize("target", ["gpu-t4", "tpu-v5e-1"])
 def test_compile_for_and_the_cli_predict_the_same_loop_step(target):
+    from experiments import records
     from experiments.harness import compile_only
     from experiments.predict import shown
     from experiments.records.workload import Workload
@@ -393,7 +394,7 @@ def test_compile_for_and_the_cli_predict_the_same_loop_step(target):
         model="mnist_cnn", dataset="synthetic", batch_size=128, epochs=0, kind="compile",
         target=target,
     )  # fmt: skip
-    cli = shown.of(compile_only.run_target(workload, ("train",)))
+    cli = shown.of(records.typed(compile_only.run_target(workload, ("train",))))
     lib = _registry_step(target, 128).prediction.as_record()
     for key in ("device_step_s", "kernels", "loop_step_s", "loop_parts", "loop_left_out"):
         assert cli[key] == lib[key], key  # to the last bit

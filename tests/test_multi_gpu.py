@@ -110,10 +110,10 @@ def test_two_t4s_compile_the_step_with_its_gradient_all_reduce():
         kind="compile",
         target="gpu-t4x2",
     )
-    r = compile_only.run_target(workload, ("train",))
-    assert r["status"] == "ok", r["message"]
-    assert r["device"]["count"] == 2 and r["device"]["kind"] == "Tesla T4"
-    found = [k for k in kernels.from_summary(r["kernels"]) if k.kind == "collective"]
+    r = records.typed(compile_only.run_target(workload, ("train",)))
+    assert r.status == "ok", r.message
+    assert r.device.count == 2 and r.device.kind == "Tesla T4"
+    found = [k for k in kernels.from_summary(r.kernels) if k.kind == "collective"]
     moved = sum(k.collective_bytes * k.count for k in found)
     # a ring all-reduce over n = 2 moves 2(n-1)/n = 1 x its operand: the gradients, and
     # the few scalars of the step's metrics
@@ -130,11 +130,11 @@ def test_the_scaling_targets_smoke_compiles_one_and_two_t4s_once_each(tmp_path, 
     assert main(["--study=scaling_targets", "--smoke", f"--out={tmp_path}"]) == 0
     out = capsys.readouterr().out
     made = records.load(tmp_path / records.RECORDS_FILE)
-    assert sorted((r["target"]["name"], r["workload"]["batch_size"]) for r in made) == [
+    assert sorted((r.target.name, r.workload.batch_size) for r in made) == [
         ("gpu-t4", 128),
         ("gpu-t4x2", 256),
     ]
-    assert {r["workload"]["study"] for r in made} == {"scaling_targets"}
+    assert {r.workload.study for r in made} == {"scaling_targets"}
     assert "largest batch" not in out  # one batch per cell: nothing searched
     assert "collectives (over the chip's link at 15.8 GB/s)" in out  # the two T4s' PCIe
 
@@ -153,22 +153,21 @@ def above_ideal(series: dict[tuple, dict[int, float]]) -> list[str]:
     ]
 
 
-def weak_series(loaded: list[dict]) -> dict[tuple, dict[int, float]]:
+def weak_series(loaded: list[records.Record]) -> dict[tuple, dict[int, float]]:
     """Compile-only records that fit, predicted per kernel, by (model, overrides,
     precision, chip, batch per chip) over chip counts, where one chip and more are there."""
     series: dict[tuple, dict[int, float]] = defaultdict(dict)
     for r in loaded:
-        t = r.get("target") or {}
-        if not (r.get("compiled_not_run") and r["status"] == "ok" and r.get("kernels")):
+        if not (isinstance(r, records.CompileRecord) and r.status == "ok" and r.kernels):
             continue
-        w, chips = r["workload"], t["chips"]
-        if w["batch_size"] % chips:
+        w, chips = r.workload, r.target.chips
+        if w.batch_size % chips:
             continue
         p = predictions.of(r)
         if not p or not p.get("images_per_s"):
             continue
-        overrides = tuple(sorted((w.get("model_overrides") or {}).items()))
-        key = (w["model"], overrides, w["precision"], t["chip"], w["batch_size"] // chips)
+        overrides = tuple(sorted((w.model_overrides or {}).items()))
+        key = (w.model, overrides, w.precision, r.target.chip, w.batch_size // chips)
         series[key][chips] = p["images_per_s"]
     return {k: v for k, v in series.items() if 1 in v and len(v) > 1}
 

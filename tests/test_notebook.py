@@ -452,9 +452,9 @@ def test_notebook_runs_end_to_end_on_cpu_installing_the_local_checkout(tmp_path,
     assert f"jax=={jax.__version__}" in install_text  # the pin it kept
 
     records = records_lib.load(out / "records.jsonl")
-    assert sorted(r["workload"]["model"] for r in records) == STUDY_MODELS
-    assert all(r["status"] == "ok" for r in records)
-    assert {r["device"]["platform"] for r in records} == {"cpu"}
+    assert sorted(r.workload.model for r in records) == STUDY_MODELS
+    assert all(r.status == "ok" for r in records)
+    assert {r.device.platform for r in records} == {"cpu"}
     assert (out / "REPORT.md").is_file()
     assert (out / "jaxcnn_results.zip").is_file()  # the last cell's archive
     (report,) = tagged(notebook, "report")

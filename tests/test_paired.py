@@ -103,17 +103,17 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
     assert record["paired"]["ratio"] == summarize(ratios)
 
     saved = records.load(out)
-    assert [r["run_id"] for r in saved][-1] == record["run_id"]
+    assert [r.run_id for r in saved][-1] == record["run_id"]  # the driver's own dict
     for name in ("jax", "peer"):
-        (own,) = [r for r in saved if (r["env"].get("turns") or {}).get("side") == name]
-        assert own["env"]["turns"] == {"pair": record["run_id"], "side": name}
-        assert own["loop"] == {"jax": "step", "peer": "device"}[name]
-        assert own["workload"]["epochs"] == 0 and own["history"] == []  # timed, not trained
-        assert record["paired"][name]["run_id"] == own["run_id"]
+        (own,) = [r for r in saved if (r.env.turns or {}).get("side") == name]
+        assert own.env.turns == {"pair": record["run_id"], "side": name}
+        assert own.loop == {"jax": "step", "peer": "device"}[name]
+        assert own.workload.epochs == 0 and own.history == []  # timed, not trained
+        assert record["paired"][name]["run_id"] == own.run_id
         # the side's own figure is the median of the very blocks the driver saw
         rates = [one[name]["images_per_s"] for one in rounds]
-        assert own["throughput"]["median"] == pytest.approx(summarize(rates)["median"])
-        assert own["throughput"]["n"] == paired.ROUNDS
+        assert own.throughput.median == pytest.approx(summarize(rates)["median"])
+        assert own.throughput.n == paired.ROUNDS
     table = figures.build(saved, refs=[])
     pair = table[table.selection == "paired"]
     assert list(pair.extra) == ["jax cpu step f32 / jax cpu device f32 in turns"]
@@ -147,8 +147,8 @@ def test_a_pair_its_out_cannot_take_is_kept_and_said(tmp_path):
         paired.measure_pair("mlp", 16, CONFIGS, stops, out, tmp_path)
     kept = raised.value.args[0].split("the record is kept in ")[1].split(" (cat ")[0]
     (record,) = records.load(kept)
-    assert record["workload"]["kind"] == "paired" and record["status"] == "error"
-    assert record["message"].startswith("jax side stopped: exit code 3")
+    assert record.workload.kind == "paired" and record.status == "error"
+    assert record.message.startswith("jax side stopped: exit code 3")
     Path(kept).unlink()
 
 

@@ -319,10 +319,10 @@ def test_cli_pmap_on_eight_devices_records_them(tmp_path):
     argv = ["--out", str(tmp_path), *CLI_TINY, "--strategy", "pmap", "--batch-size", "16"]
     assert main([*argv, "--set", "timing_steps=2"]) == 0
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
-    assert record["status"] == "ok", record.get("message")
-    assert record["workload"]["strategy"] == "pmap"
-    assert record["device"]["count"] == 8 and record["device"]["process_count"] == 1
-    assert record["compiler_options"] == {}  # pmap takes no XLA options
+    assert record.status == "ok", record.message
+    assert record.workload.strategy == "pmap"
+    assert record.device.count == 8 and record.device.process_count == 1
+    assert record.compiler_options == {}  # pmap takes no XLA options
 
 
 @pytest.mark.parametrize("strategy", choices.STRATEGIES)

@@ -1042,7 +1042,7 @@ def test_too_little_memory_to_load_libtpu_is_one_line_before_anything_is_written
         timeout=240,
     )
     assert free.returncode == 0, free.stderr
-    assert [r["status"] for r in records.load(out / records.RECORDS_FILE)] == ["ok"]
+    assert [r.status for r in records.load(out / records.RECORDS_FILE)] == ["ok"]
 
 
 @pytest.mark.parametrize(
