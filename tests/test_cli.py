@@ -116,12 +116,12 @@ def test_module_entry_point_runs_as_a_user_would(tmp_path, loop, policy):
     # the last line names the next step, the report of those records
     assert run.stdout.splitlines()[-1].endswith(f"python -m experiments.report {tmp_path}/")
     (record,) = records.load(tmp_path)
-    assert record["status"] == "ok"
-    assert record["workload"]["loop"] == loop
+    assert record.status == "ok"
+    assert record.workload.loop == loop
     # a fresh process on the CPU: the host allocator was set before JAX started, to
     # `retain` for per-step dispatch and left to glibc for the compiled epoch
-    assert record["env"]["host_memory"]["policy"] == policy
-    assert record["env"]["host_memory"]["applied"] is (policy == "retain")
+    assert record.env.host_memory.policy == policy
+    assert record.env.host_memory.applied is (policy == "retain")
 
 
 # --- the command as a user meets it ------------------------------------------------------

@@ -116,7 +116,7 @@ def old_file(tmp_path):
 def _by_id(path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the two bad lines, kept on purpose
-        return {r["run_id"]: r for r in records.load(path)}
+        return {r.run_id: r for r in records.load(path)}
 
 
 def test_old_records_gain_explicit_fields_and_keep_what_was_measured(old_file, capsys):
@@ -166,12 +166,12 @@ def test_a_migrated_key_is_the_key_a_rerun_computes(old_file):
     after = _by_id(old_file)
     first = Workload(model="mlp", model_overrides={"width": 16}, dataset="mnist", batch_size=64)
     expected = dataclasses.replace(first, formulation="xla").describe()
-    assert after["first"]["config_key"] == records.config_key(expected, CPU)
+    assert after["first"].config_key == records.config_key(expected, CPU)
     study = dataclasses.replace(first, study="devices").describe()
-    assert after["study"]["config_key"] != records.config_key(study, CPU)  # auto: not xla
+    assert after["study"].config_key != records.config_key(study, CPU)  # auto: not xla
     study["formulation"] = "xla"
-    assert after["study"]["config_key"] == records.config_key(study, CPU)
-    assert after["already"]["config_key"] == _current_v2("x")["config_key"]
+    assert after["study"].config_key == records.config_key(study, CPU)
+    assert after["already"].config_key == _current_v2("x")["config_key"]
 
 
 def test_a_second_run_changes_nothing_and_v2_lines_stay_byte_for_byte(old_file, capsys):
@@ -192,7 +192,7 @@ def test_checkpoint_folders_follow_their_records_to_the_new_key(old_file, capsys
     (checkpoints / "a-run-that-never-wrote-a-record").mkdir()
     migrate_cli.main([str(old_file)])
     out = capsys.readouterr().out
-    new_key = _by_id(old_file)["first"]["config_key"]
+    new_key = _by_id(old_file)["first"].config_key
     assert sorted(p.name for p in checkpoints.iterdir()) == sorted(
         [new_key, "a-run-that-never-wrote-a-record"]
     )
@@ -238,7 +238,7 @@ def test_a_key_that_climbs_out_of_the_checkpoints_moves_nothing(old_file, capsys
     assert (victim / "keep").is_dir() and absolute.is_dir()
     assert list(checkpoints.iterdir()) == []
     migrated = _by_id(old_file)  # the records themselves are migrated all the same
-    assert records.is_config_key(migrated["climbing"]["config_key"])
+    assert records.is_config_key(migrated["climbing"].config_key)
 
 
 @pytest.mark.parametrize("key", ["../../victim", "/etc", "0123456789abcde/", "", None, 7])

@@ -111,9 +111,9 @@ def test_cli_on_two_processes_writes_one_record_from_process_0(tmp_path, loop):
     assert "1 record(s) appended" in outputs[0]
     assert "record(s) appended" not in outputs[1]  # process 1 prints no table, writes nothing
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
-    assert record["status"] == "ok", record.get("message")
-    assert record["device"]["count"] == 4 and record["device"]["process_count"] == 2
-    assert record["loop"] == loop  # pmap's compiled epoch spans both processes too
+    assert record.status == "ok", record.message
+    assert record.device.count == 4 and record.device.process_count == 2
+    assert record.loop == loop  # pmap's compiled epoch spans both processes too
 
 
 def _cli(out: Path, *extra: str) -> list[list[str]]:
@@ -158,9 +158,9 @@ def test_sigterm_to_one_process_stops_all_at_one_step_and_the_rerun_resumes(tmp_
     _run_processes(_cli(tmp_path / "whole", "--set", "checkpoints=false"))
     (resumed,) = records.load(stopped / records.RECORDS_FILE)
     (whole,) = records.load(tmp_path / "whole" / records.RECORDS_FILE)
-    assert resumed["status"] == "ok", resumed.get("message")
-    assert resumed["resumed_from_step"] == int(found[0][1])  # the step both stopped at
-    assert resumed["params_digest"] == whole["params_digest"]
+    assert resumed.status == "ok", resumed.message
+    assert resumed.resumed_from_step == int(found[0][1])  # the step both stopped at
+    assert resumed.params_digest == whole.params_digest
 
 
 def test_unreachable_coordinator_exits_2_in_one_line(tmp_path, capsys):

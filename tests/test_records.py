@@ -48,8 +48,8 @@ def test_append_then_load_round_trips(tmp_path):
     records.append(path, _record("a"))
     records.append(path, _record("b", status="oom", message="RESOURCE_EXHAUSTED"))
     loaded = records.load(path)
-    assert [r["run_id"] for r in loaded] == ["a", "b"]
-    assert loaded[1]["message"] == "RESOURCE_EXHAUSTED"
+    assert [r.run_id for r in loaded] == ["a", "b"]
+    assert loaded[1].message == "RESOURCE_EXHAUSTED"
 
 
 def test_nan_is_written_as_null(tmp_path):
@@ -77,7 +77,7 @@ def test_half_line_is_skipped_with_a_warning_and_the_rest_loads(tmp_path):
     records.append(path, _record("b"))  # lands on a line of its own, not after the fragment
     with pytest.warns(UserWarning, match=r"records.jsonl:2: skipped a bad record"):
         loaded = records.load(tmp_path)
-    assert [r["run_id"] for r in loaded] == ["a", "b"]
+    assert [r.run_id for r in loaded] == ["a", "b"]
 
 
 def test_load_merges_files_and_drops_duplicate_run_ids(tmp_path):
@@ -85,7 +85,7 @@ def test_load_merges_files_and_drops_duplicate_run_ids(tmp_path):
     records.append(tmp_path / "m2" / "records.jsonl", _record("a"))
     records.append(tmp_path / "m2" / "records.jsonl", _record("c"))
     with pytest.warns(UserWarning, match=r"m2/records.jsonl: skipped 1 record\(s\) whose run_id"):
-        assert [r["run_id"] for r in records.load(tmp_path)] == ["a", "c"]
+        assert [r.run_id for r in records.load(tmp_path)] == ["a", "c"]
 
 
 def _measured(**changes):
@@ -119,7 +119,7 @@ def test_measurement_fields_validate_and_round_trip(tmp_path):
     path = tmp_path / "records.jsonl"
     records.append(path, _measured())
     loaded = records.load(path)[0]
-    assert loaded["flops"]["per_step"] == 1000
+    assert loaded.flops.per_step == 1000
 
 
 def test_a_field_no_model_declares_is_read_but_never_written(tmp_path):
@@ -134,8 +134,8 @@ def test_a_field_no_model_declares_is_read_but_never_written(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         (loaded,) = records.load(path)
-    assert loaded["future_field"] == {"kept": True}
-    assert loaded["flops"]["future_part"] == 3
+    assert loaded.future_field == {"kept": True}
+    assert loaded.flops.future_part == 3
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ def test_mistyped_records_are_kept_skipped_and_warned_about_once_with_their_line
         handle.write("\n".join(lines) + "\n")
     before = path.read_bytes()
     with pytest.warns(UserWarning) as caught:
-        assert [r["run_id"] for r in records.load(path)] == ["good"]
+        assert [r.run_id for r in records.load(path)] == ["good"]
     assert len(caught) == 1
     said = str(caught[0].message)
     assert f"{path}: skipped {len(MISTYPED)} bad records (lines 2, 3, 4," in said
@@ -315,7 +315,7 @@ def test_any_bad_line_is_kept_skipped_and_warned_about_once(tmp_path, bad):
     before = path.read_bytes()
     with pytest.warns(UserWarning) as caught:
         loaded = records.load(path)
-    assert [r["run_id"] for r in loaded] == ["a", "b"]
+    assert [r.run_id for r in loaded] == ["a", "b"]
     assert len(caught) == 1
     message = str(caught[0].message)
     assert "records.jsonl:2: skipped a bad record" in message and "\n" not in message
@@ -327,7 +327,7 @@ def test_many_bad_lines_in_a_file_are_one_warning(tmp_path):
     path.write_bytes(b"".join(BAD_LINES[:4]))
     records.append(path, _record("a"))
     with pytest.warns(UserWarning) as caught:
-        assert [r["run_id"] for r in records.load(path)] == ["a"]
+        assert [r.run_id for r in records.load(path)] == ["a"]
     assert len(caught) == 1
     expected = "skipped 4 bad records (lines 1, 2, 3, 4; line 1: an array, not an object)"
     assert expected in str(caught[0].message)
@@ -492,7 +492,7 @@ def test_a_record_of_schema_1_is_skipped_with_one_line_naming_the_migration(tmp_
     path.write_text(lines)
     with pytest.warns(UserWarning) as warned:
         loaded = records.load(path)
-    assert [r["run_id"] for r in loaded] == ["new"]
+    assert [r.run_id for r in loaded] == ["new"]
     (warning,) = warned
     assert str(warning.message) == (
         f"{path}: skipped 2 record(s) of an earlier schema version; "
@@ -619,7 +619,7 @@ def test_an_append_waiting_on_a_replaced_file_goes_to_the_new_one(tmp_path):
     os.replace(replacement, path)
     os.close(held)  # releases the lock
     writer.join()
-    assert [r["run_id"] for r in records.load(path)] == ["first", "waited"]
+    assert [r.run_id for r in records.load(path)] == ["first", "waited"]
 
 
 def test_the_report_skips_a_mistyped_record_in_one_line_instead_of_a_traceback(tmp_path, capsys):
@@ -730,7 +730,7 @@ def test_a_future_record_loads_with_one_warning_naming_its_line(tmp_path):
         UserWarning, match=r"1 record\(s\) dated after this machine's clock \(lines 2\)"
     ):
         loaded = records.load(path)
-    assert [r["run_id"] for r in loaded] == ["now", "later"]
+    assert [r.run_id for r in loaded] == ["now", "later"]
 
 
 def test_a_repeated_run_id_keeps_the_first_and_names_the_line(tmp_path):
@@ -739,7 +739,7 @@ def test_a_repeated_run_id_keeps_the_first_and_names_the_line(tmp_path):
         records.append(path, _record(run_id, test_accuracy=accuracy))
     with pytest.warns(UserWarning, match=r"skipped 1 record\(s\) whose run_id .*\(lines 3\)"):
         loaded = records.load(path)
-    assert [(r["run_id"], r["test_accuracy"]) for r in loaded] == [("a", 0.5), ("b", 0.6)]
+    assert [(r.run_id, r.test_accuracy) for r in loaded] == [("a", 0.5), ("b", 0.6)]
 
 
 def test_a_records_file_with_a_byte_order_mark_is_read_and_not_measured_again(tmp_path):
@@ -748,6 +748,6 @@ def test_a_records_file_with_a_byte_order_mark_is_read_and_not_measured_again(tm
     path.write_bytes(b"\xef\xbb\xbf" + records.encode(record))  # as a Windows editor saves it
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no bad line
-        assert [r["run_id"] for r in records.load(path)] == ["a"]
+        assert [r.run_id for r in records.load(path)] == ["a"]
     found, _ = records.recorded(path)
     assert list(found) == [record["config_key"]]  # a rerun skips it: nothing appended
