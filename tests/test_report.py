@@ -218,8 +218,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     lines = text.splitlines()
     # the words grow only with what the records hold (a second measured GPU: 915; the
     # predictions made before each GPU first ran, against what it measured: 965; TPU-or-GPU
-    # ratios inside the TPU loops' error said undecided: 970)
-    assert len(lines) <= 25 and len(text.split()) <= 970
+    # ratios inside the TPU loops' error said undecided: 970; how much of the device loop's
+    # oneDNN-over-xla range is the xla side slowing down there: 990)
+    assert len(lines) <= 25 and len(text.split()) <= 990
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]

@@ -316,8 +316,12 @@ def _value(value: Any, hint: Any, where: str) -> Any:
             raise DataError(f"{where} must be a non-empty string")
         return value
     if any(typing.get_origin(a) is dict for a in allowed):
-        if not isinstance(value, dict) or not value or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+        if (
+            not isinstance(value, dict)
+            or not value
+            or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+            )
         ):
             example = '{"width": 1024}'
             raise DataError(f"{where} must be an object of positive whole numbers: {example}")

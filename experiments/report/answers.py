@@ -17,7 +17,7 @@ from experiments.report.figures import (
 )
 from experiments.report.fmt import fmt, value_text
 from experiments.studies.crossover import LOOP, crossover, crossover_verdict, measured_crossover
-from experiments.studies.page import SEED_MODELS, reference_cpu, rows
+from experiments.studies.page import DEVICE_OVER_STEP_LOOP, SEED_MODELS, reference_cpu, rows
 from jaxcnn.choices import MODEL_STRATEGIES
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
@@ -584,7 +584,9 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
-    which is the faster."""
+    which is the faster; in the device loop, how fast each side's steps run there
+    against its own step loop (the xla formulation's convolutions slow down inside the
+    compiled loop, which the device loop's range holds besides oneDNN's worth)."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
              precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
@@ -596,12 +598,34 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
         g = s[s.loop == loop]
         if not len(g):
             continue
-        lo, hi = g.loc[g.value.idxmin()].to_dict(), g.loc[g.value.idxmax()].to_dict()
+        lo, hi = span(g)
         way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
-        parts.append(f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop)")
+        parts.append(f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop")
         seen, said = [*seen, lo, hi], way
-    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; {caveat}"
+        if loop == "device":  # how much of it is a side slowing down in that loop
+            inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
+                          extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
+            cells = set(zip(g.model, g.batch, g.dataset, strict=True))
+            cell = pd.Series(list(zip(inside.model, inside.batch, inside.dataset, strict=True)),
+                             index=inside.index).isin(cells)  # fmt: skip
+            said_of = []
+            for name in ("xla", "onednn"):
+                own = inside[cell & (inside.formulation == name)]
+                if len(own):
+                    a, b = span(own)
+                    run = "" if said_of else " steps run"
+                    said_of.append(f"{name}'s{run} {fmt(a)}-{fmt(b)}")
+                    seen += [a, b]
+            if said_of:
+                parts[-1] += f", where {' and '.join(said_of)} as fast as in the step loop"
+        parts[-1] += ")"
+    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; cuDNN not measured; {caveat}"
     return Said(text, [*seen, seed])
+
+
+def span(rows_: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The rows of the smallest and the largest value."""
+    return rows_.loc[rows_.value.idxmin()].to_dict(), rows_.loc[rows_.value.idxmax()].to_dict()
 
 
 @dataclass(frozen=True)

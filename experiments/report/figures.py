@@ -44,7 +44,7 @@ from experiments.records.select import (
     largest_fit,
     superseded,
 )
-from experiments.studies.page import OURS_FOR_PUBLISHED
+from experiments.studies.page import DEVICE_OVER_STEP_LOOP, OURS_FOR_PUBLISHED
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -1419,6 +1419,35 @@ def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """What the device loop (an epoch as one compiled loop) gains over the step loop:
+    each measured step timed in the device loop against the same step (workload,
+    formulation, device) timed in the step loop. Below 1 the device loop is the slower:
+    on a CPU, the xla formulation's convolutions are, inside the compiled loop."""
+    out = []
+    m = table[
+        (table.quantity == "step_s")
+        & (table.kind == "measured")
+        & (table.framework == "jax")
+        & (table.extra == "-")
+    ]
+    steps = m[m.loop == "step"]
+    same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
+    for _, r in m[m.loop == "device"].iterrows():
+        found = steps[(steps[same] == r[same]).all(axis=1)]
+        if len(found) == 1:
+            out.append(
+                ratio(
+                    "speedup",
+                    r.to_dict(),
+                    found.iloc[0].to_dict(),
+                    "like-for-like",
+                    extra=DEVICE_OVER_STEP_LOOP,
+                )
+            )
+    return out
+
+
 def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     """TPU against GPU per chip: each model's fastest one-chip TPU target against its
     fastest one-chip GPU target at equal batch and precision, by the predicted loop step
@@ -1679,6 +1708,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         cpu_speedups,
         ensemble_speedups,
         formulation_speedups,
+        loop_speedups,
         chip_comparisons,
         scaling_rows,
         cost_rows,

@@ -44,6 +44,7 @@ from experiments.records.workload import Workload
 from experiments.studies import bench_cells
 from experiments.studies.base import SMOKE_TIMING, TINY_MLP, Context, Study, dataset_for
 from experiments.studies.page import (
+    DEVICE_OVER_STEP_LOOP,
     Page,
     Section,
     extra_contains,
@@ -236,6 +237,10 @@ STUDY = Study(
                 "model batch precision device value spread how"),
         Section("Each formulation over the xla formulation",
                 extra_contains("vs xla formulation", quantity="speedup"),
+                "model batch precision device value how"),
+        Section("The device loop over the step loop, per formulation (below 1: the device "
+                "loop is the slower)",
+                extra_contains(DEVICE_OVER_STEP_LOOP, quantity="speedup", platform="cpu"),
                 "model batch precision device value how"),
         Section("The seed's kernel-library claim", select(kind="published", quantity="speedup"),
                 "model batch device value note"),
