@@ -52,10 +52,20 @@ def seed_steps(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def like_for_like(t: pd.DataFrame) -> pd.DataFrame:
-    found = rows(t, quantity="speedup", selection="like-for-like", batch=128)
+    return _over_the_cpu(t, "like-for-like", "")
+
+
+def at_its_best(t: pd.DataFrame) -> pd.DataFrame:
+    return _over_the_cpu(t, "cpu-best", " at its best")
+
+
+def _over_the_cpu(t: pd.DataFrame, selection: str, suffix: str) -> pd.DataFrame:
+    """Each chip's predicted seed-model step at b128, f32, over the reference CPU's: the
+    same program on both sides (like-for-like) or the CPU's fastest (cpu-best)."""
+    found = rows(t, quantity="speedup", selection=selection, batch=128)
     cpu = reference_cpu(t)
     quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    found = found[found.extra == f"{quantity} vs {cpu}"]
+    found = found[found.extra == f"{quantity} vs {cpu}{suffix}"]
     return one_chip(found[found.model.isin(SEED_MODELS) & (found.precision == "f32")])
 
 
@@ -68,7 +78,10 @@ STUDY = Study(
                 lambda t: per_chip(t, "device_step_s"), pivot=BY_CHIP),
         Section("The same step as jaxcnn's loop sees it on that chip with its host (loop step)",
                 lambda t: per_chip(t, "loop_step_s"), pivot=BY_CHIP),
-        Section("Over the CPU the answers quote, like for like (the same program on both sides)",
+        Section("Over the CPU the answers quote at its best (its fastest program: what "
+                "the answers divide by)", at_its_best, pivot=BY_CHIP),
+        Section("Over the same CPU running the same program as the chip (xla formulation, "
+                "step loop: like for like, not the answers' baseline)",
                 like_for_like, pivot=BY_CHIP),
         Section("The CPU's own steps at batch 128 (measured)",
                 lambda t: seed_steps(t)[measured_cpu_steps(seed_steps(t))
