@@ -1388,35 +1388,12 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """What a kernel library is worth on a CPU: each formulation's step against the xla
     formulation's of the same step, loop and device."""
-    out = []
-    m = table[
-        (table.quantity == "step_s")
-        & (table.kind == "measured")
-        & (table.framework == "jax")
-        & (table.extra == "-")
-    ]
-    xla = m[m.formulation == "xla"]
-    for _, r in m[m.formulation.isin(["onednn", "cpu"])].iterrows():
-        same = xla[
-            (xla.model == r.model)
-            & (xla.batch == r.batch)
-            & (xla.precision == r.precision)
-            & (xla.loop == r.loop)
-            & (xla.device == r.device)
-            & (xla.placement == r.placement)
-            & (xla.dataset == r.dataset)
-        ]
-        if len(same) == 1:
-            out.append(
-                ratio(
-                    "speedup",
-                    r.to_dict(),
-                    same.iloc[0].to_dict(),
-                    "like-for-like",
-                    extra="vs xla formulation",
-                )
-            )
-    return out
+    m = _measured_jax_steps(table)
+    same = ["model", "batch", "precision", "loop", "device", "placement", "dataset"]
+    xla = m.formulation == "xla"
+    return _over_the_same(
+        m[m.formulation.isin(["onednn", "cpu"])], m[xla], same, "vs xla formulation"
+    )
 
 
 def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1424,26 +1401,30 @@ def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     each measured step timed in the device loop against the same step (workload,
     formulation, device) timed in the step loop. Below 1 the device loop is the slower:
     on a CPU, the xla formulation's convolutions are, inside the compiled loop."""
-    out = []
-    m = table[
+    m = _measured_jax_steps(table)
+    same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
+    return _over_the_same(m[m.loop == "device"], m[m.loop == "step"], same, DEVICE_OVER_STEP_LOOP)
+
+
+def _measured_jax_steps(table: pd.DataFrame) -> pd.DataFrame:
+    return table[
         (table.quantity == "step_s")
         & (table.kind == "measured")
         & (table.framework == "jax")
         & (table.extra == "-")
     ]
-    steps = m[m.loop == "step"]
-    same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
-    for _, r in m[m.loop == "device"].iterrows():
-        found = steps[(steps[same] == r[same]).all(axis=1)]
+
+
+def _over_the_same(
+    chosen: pd.DataFrame, bases: pd.DataFrame, same: list[str], extra: str
+) -> list[dict[str, Any]]:
+    """Each chosen step's speedup over the one base step equal to it in `same`."""
+    out = []
+    for _, r in chosen.iterrows():
+        found = bases[(bases[same] == r[same]).all(axis=1)]
         if len(found) == 1:
             out.append(
-                ratio(
-                    "speedup",
-                    r.to_dict(),
-                    found.iloc[0].to_dict(),
-                    "like-for-like",
-                    extra=DEVICE_OVER_STEP_LOOP,
-                )
+                ratio("speedup", r.to_dict(), found.iloc[0].to_dict(), "like-for-like", extra=extra)
             )
     return out
 
