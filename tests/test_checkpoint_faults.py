@@ -44,5 +44,5 @@ def test_a_file_size_limit_during_a_checkpoint_save_is_named_with_its_fix(tmp_pa
     # The positive control: without the limit, the same command saves and is ok.
     again = _run(out, limited=False)
     assert again.returncode == 0, again.stderr
-    assert [r["status"] for r in records.load(out / records.RECORDS_FILE)] == ["error", "ok"]
+    assert [r.status for r in records.load(out / records.RECORDS_FILE)] == ["error", "ok"]
     assert list(folder.glob("*orbax-checkpoint-tmp*")) == []  # the half-written save gone

@@ -34,8 +34,8 @@ def test_a_record_from_this_machine_is_skipped_one_from_another_of_its_name_is_n
     assert main(argv) == 0
     path = tmp_path / records.RECORDS_FILE
     (made,) = records.load(path)
-    assert made["device"]["machine"] == devices.machine_id()
-    assert made["device"]["host"] == socket.gethostname()
+    assert made.device.machine == devices.machine_id()
+    assert made.device.host == socket.gethostname()
     capsys.readouterr()
     assert main(argv) == 0  # this machine's record: skipped
     assert "already recorded (ok): skipped" in capsys.readouterr().err
@@ -95,7 +95,7 @@ def test_a_workload_another_run_records_meanwhile_is_recorded_once(
     assert main(argv) == 0
     assert len(ran) == 1
     (record,) = records.load(tmp_path / records.RECORDS_FILE)
-    assert record["status"] == "ok"
+    assert record.status == "ok"
     assert "recorded meanwhile by another run (ok): skipped" in capsys.readouterr().err
 
 
@@ -117,8 +117,8 @@ def test_a_run_under_other_conditions_is_its_own_cell_not_a_skip(tmp_path, capsy
     assert "already recorded" not in capsys.readouterr().err  # the x64 record is another cell
     path = tmp_path / records.RECORDS_FILE
     made = records.load(path)
-    assert [r.get("conditions") for r in made] == [{"x64": True}, None]
-    assert len({r["config_key"] for r in made}) == 2
+    assert [r.conditions for r in made] == [{"x64": True}, None]
+    assert len({r.config_key for r in made}) == 2
     assert main(argv) == 0  # positive control: the plain run's own record is skipped
     assert "already recorded (ok): skipped" in capsys.readouterr().err
     assert len(records.load(path)) == 2

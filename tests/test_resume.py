@@ -48,6 +48,11 @@ def _without_times(history):
     return [{k: v for k, v in e.items() if not k.endswith("time_s")} for e in history]
 
 
+def _epochs(record: records.TrainRecord) -> list[dict]:
+    """A loaded record's history as the dicts fit returns, each with the keys its line held."""
+    return [e.model_dump(mode="json", exclude_unset=True) for e in record.history]
+
+
 def _step_dirs(root: Path) -> list[Path]:
     return [p for p in root.glob("*/*") if p.is_dir() and p.name.isdigit()]
 
@@ -126,12 +131,12 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_params(tmp_path):
     assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(killed / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
-    assert 5 <= resumed["resumed_from_step"] < EPOCHS * STEPS_PER_EPOCH
+    assert 5 <= resumed.resumed_from_step < EPOCHS * STEPS_PER_EPOCH
     assert "resumed_from_step" not in whole
-    assert resumed["config_key"] == whole["config_key"]
-    assert resumed["params_digest"] == whole["params_digest"]
-    assert _without_times(resumed["history"]) == _without_times(whole["history"])
-    assert len(resumed["history"]) == EPOCHS
+    assert resumed.config_key == whole.config_key
+    assert resumed.params_digest == whole.params_digest
+    assert _without_times(_epochs(resumed)) == _without_times(_epochs(whole))
+    assert len(resumed.history) == EPOCHS
 
 
 @pytest.mark.slow
@@ -168,8 +173,8 @@ def test_a_run_killed_with_sigkill_during_a_save_resumes(tmp_path):
     assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(killed / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
-    assert resumed["status"] == "ok" and resumed["resumed_from_step"] >= 1
-    assert resumed["params_digest"] == whole["params_digest"]
+    assert resumed.status == "ok" and resumed.resumed_from_step >= 1
+    assert resumed.params_digest == whole.params_digest
     assert not list((killed / "checkpoints").glob("*/*.orbax-checkpoint-tmp"))
 
 
@@ -214,7 +219,7 @@ def _whole_digest() -> str:
     with tempfile.TemporaryDirectory() as out:
         assert main(["--out", out, *ONE_EPOCH, "--set", "checkpoints=false"]) == 0
         (record,) = records.load(Path(out) / records.RECORDS_FILE)
-    return record["params_digest"]
+    return record.params_digest
 
 
 @pytest.mark.slow
@@ -247,9 +252,9 @@ def test_a_run_killed_at_each_phase_of_a_save_resumes_bit_identically(tmp_path, 
         assert (workload / left).exists(), sorted(p.name for p in workload.iterdir())
     assert main(command) == 0
     (resumed,) = records.load(tmp_path / records.RECORDS_FILE)
-    assert resumed["status"] == "ok", resumed.get("message")
-    assert resumed["resumed_from_step"] == (10 if left == "10" else 5)
-    assert resumed["params_digest"] == _whole_digest()
+    assert resumed.status == "ok", resumed.message
+    assert resumed.resumed_from_step == (10 if left == "10" else 5)
+    assert resumed.params_digest == _whole_digest()
     assert not list(workload.glob(f"*{TMP_MARKER}*"))
 
 
@@ -301,9 +306,9 @@ def test_sigterm_saves_at_the_next_step_and_the_rerun_resumes_bit_identically(tm
     assert main(["--out", str(tmp_path / "whole"), *RUN, "--set", "checkpoints=false"]) == 0
     (resumed,) = records.load(stopped / "records.jsonl")
     (whole,) = records.load(tmp_path / "whole" / "records.jsonl")
-    assert resumed["status"] == "ok"
-    assert resumed["resumed_from_step"] == int(found[1])  # the step it stopped at
-    assert resumed["params_digest"] == whole["params_digest"]
+    assert resumed.status == "ok"
+    assert resumed.resumed_from_step == int(found[1])  # the step it stopped at
+    assert resumed.params_digest == whole.params_digest
 
 
 @pytest.mark.slow
@@ -382,7 +387,7 @@ def test_a_second_identical_run_skips_the_workload_the_first_one_holds(tmp_path)
     ), skipped
     assert "CheckpointWarning" not in first_err and "Traceback" not in first_err
     (record,) = records.load(tmp_path / "records.jsonl")  # the first run's, alone
-    assert record["status"] == "ok" and record["resumed_from_step"] is None
+    assert record.status == "ok" and record.resumed_from_step is None
     # the lock died with its process: a third run finds the record, not a lock
     assert main(["--out", str(tmp_path), *RUN, *EVERY_5]) == 0
     assert len(records.load(tmp_path / "records.jsonl")) == 1
@@ -434,8 +439,8 @@ def test_same_seed_same_device_same_digest(tmp_path):
     assert main(["--out", str(tmp_path / "a"), *short]) == 0
     assert main(["--out", str(tmp_path / "b"), *short]) == 0
     (a,), (b,) = (records.load(tmp_path / name) for name in "ab")
-    assert len(a["params_digest"]) == 64 and a["run_id"] != b["run_id"]
-    assert a["params_digest"] == b["params_digest"]
+    assert len(a.params_digest) == 64 and a.run_id != b.run_id
+    assert a.params_digest == b.params_digest
     assert not (tmp_path / "a" / "checkpoints").exists()
 
 
@@ -628,12 +633,12 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
     assert "Traceback" not in rerun.stderr and "ERROR:absl" not in rerun.stderr
     first, second = records.load(tmp_path / "out" / "records.jsonl")
     for record in (first, second):
-        assert record["status"] == "error"
-        assert record["message"].startswith("CheckpointSaveError: could not save checkpoint ")
-        assert f" in {full_disk}/" in record["message"] and "KiB free)" in record["message"]
+        assert record.status == "error"
+        assert record.message.startswith("CheckpointSaveError: could not save checkpoint ")
+        assert f" in {full_disk}/" in record.message and "KiB free)" in record.message
         # The cause in the writer's own words: TensorStore's, or the OS's where the disk
         # fills on a write Orbax makes itself (which one depends on where it fills).
-        assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record["message"])
+        assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record.message)
 
 
 @pytest.mark.slow
@@ -717,8 +722,8 @@ def test_a_resumed_run_takes_the_step_timing_of_the_stopped_one(tmp_path, monkey
     assert main(argv) == 0
     assert len(timed) == 1  # the resumed run timed nothing
     (record,) = records.load(tmp_path / "records.jsonl")
-    assert record["status"] == "ok" and record["resumed_from_step"] == 5
-    assert record["step_time_s"]["median"] > 0
+    assert record.status == "ok" and record.resumed_from_step == 5
+    assert record.step_time_s.median > 0
     assert main([*argv, "--force"]) == 0 and len(timed) == 2  # control: from scratch, timed
 
 
@@ -782,7 +787,7 @@ def test_the_timing_kept_for_another_program_is_set_aside_with_its_checkpoints(
     (aside,) = (narrow / "corrupt").glob("timing-*.json")
     assert json.loads(aside.read_text())["timing"][0]["n"] == 2
     (record,) = records.load(tmp_path / "records.jsonl")
-    assert record["status"] == "ok" and record["resumed_from_step"] is None
+    assert record.status == "ok" and record.resumed_from_step is None
     kept = json.loads((narrow / "timing.json").read_text())
     timing = record.step_time_s.model_dump(exclude_unset=True)
     assert timing == kept["timing"][0]  # the width-16 step's own timing
@@ -805,7 +810,7 @@ def test_a_kept_timing_of_the_wrong_shape_is_timed_again_in_one_line(
     (line,) = [line for line in err.splitlines() if str(kept) in line]
     assert "is not a kept timing" in line and line.endswith("timing the step again")
     (record,) = records.load(tmp_path / "records.jsonl")
-    assert record["status"] == "ok" and record["resumed_from_step"] == 5
+    assert record.status == "ok" and record.resumed_from_step == 5
     timing = record.step_time_s.model_dump(exclude_unset=True)
     assert json.loads(kept.read_text())["timing"][0] == timing  # rewritten
 

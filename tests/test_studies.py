@@ -22,103 +22,101 @@ from experiments.records.workload import Workload
 SMOKE = ["--smoke", "--device", "cpu", "--set", "progress=false", "--set", "checkpoints=false"]
 
 
-def _load(out: Path) -> list[dict]:
+def _load(out: Path) -> list[records.Record]:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an invalid record would be skipped with a warning
         return records.load(out / records.RECORDS_FILE)
 
 
-def _by_study(loaded: list[dict]) -> dict[str, list[dict]]:
+def _by_study(loaded: list[records.Record]) -> dict[str, list[records.Record]]:
     found = defaultdict(list)
     for record in loaded:
-        found[record["workload"]["study"]].append(record)
+        found[record.workload.study].append(record)
     return found
 
 
-def _check_devices(found: list[dict]) -> None:
-    assert [r["workload"]["model"] for r in found] == ["mnist_cnn", "lenet5_keras"]
+def _check_devices(found: list[records.Record]) -> None:
+    assert [r.workload.model for r in found] == ["mnist_cnn", "lenet5_keras"]
     for r in found:
-        assert r["device"]["count"] == 1 and len(r["history"]) == 1
-        assert 0.0 <= r["test_accuracy"] <= 1.0
+        assert r.device.count == 1 and len(r.history) == 1
+        assert 0.0 <= r.test_accuracy <= 1.0
 
 
-def _check_crossover(found: list[dict]) -> None:
-    params = [r["params"]["trainable"] for r in found]
+def _check_crossover(found: list[records.Record]) -> None:
+    params = [r.params.trainable for r in found]
     assert params == sorted(params) and len(params) == 2
     for r in found:  # timing only
-        assert r["workload"]["epochs"] == 0 and r["history"] == []
-        assert r["test_accuracy"] is None and r["train_time_s"] == 0
+        assert r.workload.epochs == 0 and r.history == []
+        assert r.test_accuracy is None and r.train_time_s == 0
 
 
-def _check_batch(found: list[dict]) -> None:
-    assert [r["workload"]["batch_size"] for r in found] == [2, 4]
+def _check_batch(found: list[records.Record]) -> None:
+    assert [r.workload.batch_size for r in found] == [2, 4]
     for r in found:
-        assert r["workload"]["oom_group"] and r["memory"]["total_bytes"] > 0
+        assert r.workload.oom_group and r.memory.total_bytes > 0
 
 
-def _check_scaling(found: list[dict]) -> None:
-    cells = Counter(
-        (r["workload"]["strategy"], r["workload"]["scaling"], r["device"]["count"]) for r in found
-    )
+def _check_scaling(found: list[records.Record]) -> None:
+    cells = Counter((r.workload.strategy, r.workload.scaling, r.device.count) for r in found)
     assert cells == {
         **{(s, m, n): 1 for s in ("pmap", "sharded") for m in ("weak", "strong") for n in (1, 8)},
         ("model", "strong", 8): 1,
         ("data_model", "strong", 8): 1,
     }
-    assert {r["status"] for r in found} == {"ok"}
+    assert {r.status for r in found} == {"ok"}
     for r in found:
-        w = r["workload"]
-        per_device = w["batch_size"] / w["num_devices"]
-        assert per_device == 8 if w["scaling"] == "weak" else w["batch_size"] == 64
-        assert w["num_devices"] == r["device"]["count"]
+        w = r.workload
+        per_device = w.batch_size / w.num_devices
+        assert per_device == 8 if w.scaling == "weak" else w.batch_size == 64
+        assert w.num_devices == r.device.count
 
 
-def _check_matmul(found: list[dict]) -> None:
-    assert Counter((r["workload"]["precision"], r["matmul"]["n"]) for r in found) == {
+def _check_matmul(found: list[records.Record]) -> None:
+    assert Counter((r.workload.precision, r.matmul.n) for r in found) == {
         ("f32", 16): 1,
         ("f32", 32): 1,
         ("bf16", 16): 1,
         ("bf16", 32): 1,
     }
     for r in found:
-        n = r["matmul"]["n"]
-        assert r["workload"]["kind"] == "matmul" and r["images_per_s"] is None
-        assert r["matmul"]["flops"] == 2 * n**3 == r["flops"]["per_step"]
-        assert r["matmul"]["tflops"] == pytest.approx(2 * n**3 / r["step_time_s"]["median"] / 1e12)
+        n = r.matmul.n
+        assert r.workload.kind == "matmul" and r.images_per_s is None
+        assert r.matmul.flops == 2 * n**3 == r.flops.per_step
+        assert r.matmul.tflops == pytest.approx(2 * n**3 / r.step_time_s.median / 1e12)
         assert (r.params.trainable, r.params.non_trainable) == (0, 0)
 
 
-def _check_ensemble(found: list[dict]) -> None:
-    by = {(r["ensemble"]["k"], r["ensemble"]["mode"]): r for r in found}
+def _check_ensemble(found: list[records.Record]) -> None:
+    by = {(r.ensemble.k, r.ensemble.mode): r for r in found}
     assert sorted(by) == [(1, "sequential"), (1, "vmap"), (2, "sequential"), (2, "vmap")]
     for (k, _), r in by.items():
-        e = r["ensemble"]
-        assert len(e["seeds"]) == len(set(e["seeds"])) == k == len(e["test_accuracy"])
-        assert len(set(e["learning_rates"])) == k
-        expected = k * r["workload"]["batch_size"] / r["step_time_s"]["median"]
-        assert r["images_per_s"] == pytest.approx(expected)
+        e = r.ensemble
+        assert len(e.seeds) == len(set(e.seeds)) == k == len(e.test_accuracy)
+        assert len(set(e.learning_rates)) == k
+        expected = k * r.workload.batch_size / r.step_time_s.median
+        assert r.images_per_s == pytest.approx(expected)
     for k in (1, 2):
         # vmap over stacked states trains the same K models as K separate runs
-        vmapped, sequential = by[(k, "vmap")]["ensemble"], by[(k, "sequential")]["ensemble"]
-        assert vmapped["test_accuracy"] == pytest.approx(sequential["test_accuracy"], abs=1e-4)
-        assert vmapped["test_loss"] == pytest.approx(sequential["test_loss"], rel=1e-3)
+        vmapped, sequential = by[(k, "vmap")].ensemble, by[(k, "sequential")].ensemble
+        assert vmapped.test_accuracy == pytest.approx(sequential.test_accuracy, abs=1e-4)
+        assert vmapped.test_loss == pytest.approx(sequential.test_loss, rel=1e-3)
     two = by[(2, "vmap")]
-    assert two["flops"]["per_step"] == 2 * by[(1, "vmap")]["flops"]["per_step"]
+    assert two.flops.per_step == 2 * by[(1, "vmap")].flops.per_step
 
 
-def _check_precision(found: list[dict]) -> None:
-    assert [r["workload"]["precision"] for r in found] == ["f32", "bf16"]
-    assert {r["mfu"]["measured_dtype"] for r in found} == {"float32", "bfloat16"}
+def _check_precision(found: list[records.Record]) -> None:
+    assert [r.workload.precision for r in found] == ["f32", "bf16"]
+    assert {r.mfu.measured_dtype for r in found} == {"float32", "bfloat16"}
 
 
-def _check_accuracy(found: list[dict]) -> None:
+def _check_accuracy(found: list[records.Record]) -> None:
     (record,) = found
-    assert [e["epoch"] for e in record["history"]] == [1, 2]
-    assert all(0.0 <= e["test_accuracy"] <= 1.0 for e in record["history"])
+    assert [e.epoch for e in record.history] == [1, 2]
+    assert all(0.0 <= e.test_accuracy <= 1.0 for e in record.history)
 
 
-def _check_bench(found: list[dict]) -> None:
-    cells = {(r["formulation"]["name"], r["loop"], r["workload"]["precision"]): r for r in found}
+def _check_bench(found: list[records.Record]) -> None:
+    cells = {(r.formulation.name, r.loop, r.workload.precision): r for r in found}
     # on a CPU both formulations, each in both loops, then bf16 with the CPU's
     assert set(cells) == {
         ("xla", "step", "f32"),
@@ -129,42 +127,42 @@ def _check_bench(found: list[dict]) -> None:
         ("cpu", "device", "bf16"),
     }
     for record in found:
-        assert record["throughput"]["n"] >= 5 and record["throughput"]["steps"] == 3
-        assert record["flops"]["per_step"] > 0
+        assert record.throughput.n >= 5 and record.throughput.steps == 3
+        assert record.flops.per_step > 0
     device = cells[("cpu", "device", "f32")]
-    assert device["compile_time_s"]["epoch"] > 0
-    assert device["step_time_s"]["steps"] == 3  # one compiled loop of 3 steps per block
-    assert cells[("cpu", "step", "f32")]["step_time_s"]["n"] == 3  # each step alone
+    assert device.compile_time_s.epoch > 0
+    assert device.step_time_s.steps == 3  # one compiled loop of 3 steps per block
+    assert cells[("cpu", "step", "f32")].step_time_s.n == 3  # each step alone
 
 
-def _check_speedrun(found: list[dict]) -> None:
-    assert sorted(r["workload"]["seed"] for r in found) == [0, 1]
+def _check_speedrun(found: list[records.Record]) -> None:
+    assert sorted(r.workload.seed for r in found) == [0, 1]
     for r in found:
-        w = r["workload"]
-        assert (r["loop"], w["schedule"], w["epochs"], w["steps"]) == ("device", "onecycle", 1, 3)
-        (epoch,) = r["history"]
-        assert epoch["steps"] == 3 and epoch["compile_time_s"] > 0
-        assert r["train_time_s"] == epoch["train_time_s"]
-    assert found[0]["params_digest"] != found[1]["params_digest"]  # two seeds, two runs
+        w = r.workload
+        assert (r.loop, w.schedule, w.epochs, w.steps) == ("device", "onecycle", 1, 3)
+        (epoch,) = r.history
+        assert epoch.steps == 3 and epoch.compile_time_s > 0
+        assert r.train_time_s == epoch.train_time_s
+    assert found[0].params_digest != found[1].params_digest  # two seeds, two runs
 
 
-def _check_roofline(found: list[dict]) -> None:
-    assert sorted((r["formulation"]["name"], r["loop"]) for r in found) == [
+def _check_roofline(found: list[records.Record]) -> None:
+    assert sorted((r.formulation.name, r.loop) for r in found) == [
         ("cpu", "device"),
         ("cpu", "step"),
     ]
     for r in found:  # measured and predicted from the same run, the CPU's own figures
-        bound = r["prediction_bound"]
-        assert (bound["peak_source"], bound["bandwidth_source"]) == ("measured",) * 2
-        assert bound["bandwidth_bytes_per_s"] == r["bandwidth"]["bytes_per_s"]
-        assert bound["peak_tflops_used"] == r["matmul_ceiling"]["float32"]["tflops"]
-        assert bound["step_time_s"] > 0 and r["prediction_vendor_bound"] is None
+        bound = r.prediction_bound
+        assert (bound.peak_source, bound.bandwidth_source) == ("measured",) * 2
+        assert bound.bandwidth_bytes_per_s == r.bandwidth.bytes_per_s
+        assert bound.peak_tflops_used == r.matmul_ceiling["float32"].tflops
+        assert bound.step_time_s > 0 and r.prediction_vendor_bound is None
         # the per-kernel prediction of the program each loop timed, at the same rates
-        predicted = r["prediction"]
-        assert predicted["method"] == "per-kernel" and predicted["rates_source"] == "measured"
-        program = "epoch" if r["loop"] == "device" else "train_step"
-        assert r["kernels_source"]["program"] == program
-        assert predicted["step_time_s"] >= bound["step_time_s"]
+        predicted = r.prediction
+        assert predicted.method == "per-kernel" and predicted.rates_source == "measured"
+        program = "epoch" if r.loop == "device" else "train_step"
+        assert r.kernels_source.program == program
+        assert predicted.step_time_s >= bound.step_time_s
 
 
 CHECKS = {
@@ -193,10 +191,10 @@ FAST = ("matmul",)
 def test_every_study_runs_under_smoke_and_writes_valid_records(name, tmp_path, capsys):
     assert main(["--study", name, "--out", str(tmp_path), *SMOKE]) == 0
     loaded = _load(tmp_path)
-    assert all(r["status"] == "ok" for r in loaded), [r["message"] for r in loaded]
+    assert all(r.status == "ok" for r in loaded), [r.message for r in loaded]
     assert set(_by_study(loaded)) == {name}
     CHECKS[name](loaded)
-    assert len({r["config_key"] for r in loaded}) == len(loaded)
+    assert len({r.config_key for r in loaded}) == len(loaded)
     assert "record(s) appended" in capsys.readouterr().out
 
     assert main(["--study", name, "--out", str(tmp_path), *SMOKE]) == 0  # all recorded
@@ -297,15 +295,15 @@ def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys)
     workloads = [matmul(16), matmul(2**20), matmul(32), matmul(64), matmul(8, group=None)]
     devices = jax.devices()[:1]
     done, already = sweep.run_sweep(workloads, devices, sweep.SweepOptions(tmp_path))
-    assert [r["status"] for r in done] == ["ok", "oom", "skipped", "skipped", "ok"]
+    assert [r.status for r in done] == ["ok", "oom", "skipped", "skipped", "ok"]
     assert already == 0
-    assert "Unable to allocate" in done[1]["message"]
-    assert "batch 1048576 ran out of memory" in done[2]["message"]
-    assert [r["status"] for r in _load(tmp_path)] == [r["status"] for r in done]
+    assert "Unable to allocate" in done[1].message
+    assert "batch 1048576 ran out of memory" in done[2].message
+    assert [r.status for r in _load(tmp_path)] == [r.status for r in done]
 
     # A rerun keeps the oom, so the group is still stopped; nothing is written twice.
     again, already = sweep.run_sweep(workloads, devices, sweep.SweepOptions(tmp_path))
-    assert [r["status"] for r in again] == ["ok", "oom", "skipped", "skipped", "ok"]
+    assert [r.status for r in again] == ["ok", "oom", "skipped", "skipped", "ok"]
     assert already == 5 and len(_load(tmp_path)) == 5
 
 

@@ -149,7 +149,7 @@ def test_concurrent_writers_never_interleave_partial_lines(tmp_path):
         warnings.simplefilter("error")  # a torn line would warn
         loaded = records.load(path)
     assert len(path.read_text().splitlines()) == 300
-    assert {r["run_id"] for r in loaded} == {f"{n}-{i}" for n in "ab" for i in range(150)}
+    assert {r.run_id for r in loaded} == {f"{n}-{i}" for n in "ab" for i in range(150)}
 
 
 def test_the_progress_title_tells_a_study_s_cells_apart():

@@ -89,7 +89,7 @@ def test_a_failed_append_leaves_the_file_as_it_was(tmp_path, monkeypatch, fault)
     assert raised.value.errno == errno.ENOSPC
     assert path.read_bytes() == before  # cut back: no partial line
     records.append(path, _record("after"))  # and the next append is a line of its own
-    assert [r["run_id"] for r in records.load(path)] == ["before", "after"]
+    assert [r.run_id for r in records.load(path)] == ["before", "after"]
 
 
 def test_append_or_keep_keeps_the_record_and_says_where(tmp_path, monkeypatch):
@@ -107,7 +107,7 @@ def test_append_or_keep_keeps_the_record_and_says_where(tmp_path, monkeypatch):
     message = str(raised.value)
     assert f"could not append to {path} (No space left on device)" in message
     kept = Path(message.split("the record is kept in ")[1].split(" (cat ")[0])
-    assert [r["run_id"] for r in records.load(kept)] == ["kept"]
+    assert [r.run_id for r in records.load(kept)] == ["kept"]
     assert "\n" not in message
     kept.unlink()
 
@@ -128,8 +128,8 @@ def test_of_a_batch_what_was_not_appended_is_kept_together(tmp_path, monkeypatch
     message = str(raised.value)
     assert "the 2 records not appended are kept in " in message
     kept = Path(message.split("kept in ")[1].split(" (cat ")[0])
-    assert [r["run_id"] for r in records.load(path)] == ["side-a"]
-    assert [r["run_id"] for r in records.load(kept)] == ["side-b", "pair"]
+    assert [r.run_id for r in records.load(path)] == ["side-a"]
+    assert [r.run_id for r in records.load(kept)] == ["side-b", "pair"]
     kept.unlink()
 
 
@@ -226,7 +226,7 @@ def test_a_special_file_is_refused_before_it_is_opened(tmp_path, kind):
         records.records_files([tmp_path])
     records.append(tmp_path / "a.jsonl", _record())  # a positive control: a file loads
     (tmp_path / "records.jsonl").unlink()
-    assert [r["run_id"] for r in records.load(tmp_path)] == ["a"]
+    assert [r.run_id for r in records.load(tmp_path)] == ["a"]
 
 
 # --- the command: the records file fails after the work -----------------------------
@@ -244,14 +244,14 @@ def _break_after_the_work(monkeypatch, breaks) -> None:
     monkeypatch.setattr(sweep, "run_workload", run_then_break)
 
 
-def _assert_kept_and_exit_1(argv, capsys) -> dict:
+def _assert_kept_and_exit_1(argv, capsys) -> records.Record:
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
     kept = _kept(err)
     (record,) = records.load(kept)
     kept.unlink()
-    assert record["status"] == "ok" and record["step_time_s"]["median"] > 0
+    assert record.status == "ok" and record.step_time_s.median > 0
     return record
 
 
@@ -332,4 +332,4 @@ def test_a_compiled_record_its_file_cannot_take_is_kept(tmp_path, monkeypatch, c
     kept = _kept(err)
     (record,) = records.load(kept)
     kept.unlink()
-    assert record["status"] == "ok" and record["target"]["name"] == "tpu-v5e-1"
+    assert record.status == "ok" and record.target.name == "tpu-v5e-1"
