@@ -584,13 +584,13 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
-    which is the faster; in the device loop, how fast each side's steps run there
-    against its own step loop (the xla formulation's convolutions slow down inside the
-    compiled loop, which the device loop's range holds besides oneDNN's worth)."""
+    which is the faster; in the device loop, how fast the xla formulation's steps run
+    there against its own step loop: its convolutions slow down inside the compiled
+    loop, which the device loop's range holds besides oneDNN's worth."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
              precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
-    caveat = f"seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older"
+    caveat = f"cuDNN unmeasured (seed 004's {fmt(seed)}: newer cuDNN and GPU over older)"
     if not len(s):
         return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed])
     parts, seen, said = [], [], ""
@@ -600,27 +600,31 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
             continue
         lo, hi = span(g)
         way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
-        parts.append(f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop")
+        where = ""
+        xla = xla_in_device_loop(t, cpu, g) if loop == "device" else None
+        if xla is not None:
+            a, b = span(xla)
+            where = f", slowing xla's steps to {fmt(a)}-{fmt(b)}"
+            seen += [a, b]
+        parts.append(
+            f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop{where})"
+        )
         seen, said = [*seen, lo, hi], way
-        if loop == "device":  # how much of it is a side slowing down in that loop
-            inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
-                          extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
-            cells = set(zip(g.model, g.batch, g.dataset, strict=True))
-            cell = pd.Series(list(zip(inside.model, inside.batch, inside.dataset, strict=True)),
-                             index=inside.index).isin(cells)  # fmt: skip
-            said_of = []
-            for name in ("xla", "onednn"):
-                own = inside[cell & (inside.formulation == name)]
-                if len(own):
-                    a, b = span(own)
-                    run = "" if said_of else " steps run"
-                    said_of.append(f"{name}'s{run} {fmt(a)}-{fmt(b)}")
-                    seen += [a, b]
-            if said_of:
-                parts[-1] += f", where {' and '.join(said_of)} as fast as in the step loop"
-        parts[-1] += ")"
-    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; cuDNN not measured; {caveat}"
+    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; {caveat}"
     return Said(text, [*seen, seed])
+
+
+def xla_in_device_loop(
+    t: pd.DataFrame, cpu: str | None, cells: pd.DataFrame
+) -> pd.DataFrame | None:
+    """The xla formulation's steps in the device loop over its step loop's, on `cpu`, for
+    the (model, batch, dataset) cells of `cells`; None where none was timed in both."""
+    inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
+                  formulation="xla", extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
+    same = set(zip(cells.model, cells.batch, cells.dataset, strict=True))
+    keep = [c in same for c in zip(inside.model, inside.batch, inside.dataset, strict=True)]
+    found = inside[keep]
+    return found if len(found) else None
 
 
 def span(rows_: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
