@@ -21,15 +21,15 @@ import jax
 
 from experiments.harness import compile_only
 from experiments.harness.runners.ensemble import run_ensemble
-from experiments.harness.runners.interface import Record, RunContext, Runner, recorded
+from experiments.harness.runners.interface import RecordDraft, RunContext, Runner, recorded
 from experiments.harness.runners.matmul import run_matmul
 from experiments.harness.runners.train import run_train
 from experiments.records.workload import Workload
 
-__all__ = ["RUNNERS", "Record", "RunContext", "Runner", "recorded", "run_workload"]
+__all__ = ["RUNNERS", "RecordDraft", "RunContext", "Runner", "recorded", "run_workload"]
 
 
-def _run_compile(workload: Workload, context: RunContext) -> Record:
+def _run_compile(workload: Workload, context: RunContext) -> RecordDraft:
     # Its devices are the target's, abstract: the context's devices are not used.
     return compile_only.run_target(workload)
 
@@ -50,7 +50,7 @@ def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
     return jax.default_matmul_precision(workload.matmul_precision)
 
 
-def run_workload(workload: Workload, context: RunContext) -> Record:
+def run_workload(workload: Workload, context: RunContext) -> RecordDraft:
     """Compile, time and (epochs > 0) train `workload` with its kind's runner, in
     `context` (its devices already the ones it runs on; RunContext says what else), and
     the record says how it went. A loss that turns NaN/inf stops training and makes a

@@ -15,7 +15,7 @@ import optax
 
 from experiments.harness import measure
 from experiments.harness.prepare import build_module, record_for
-from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
 from experiments.harness.runners.train import Timer, compile_and_measure, shapes, step_timer
 from experiments.records.workload import Workload
 from jaxcnn import models, train
@@ -133,7 +133,7 @@ def _scaled_fields(
     return {**measured, "flops": flops, "achieved_tflops": achieved, "mfu": mfu, "kernels": kernels}
 
 
-def run_ensemble(workload: Workload, context: RunContext) -> Record:
+def run_ensemble(workload: Workload, context: RunContext) -> RecordDraft:
     """K models on one device: vmap'd together in one step, or one after another."""
     devices = context.devices[:1]
     record = record_for(workload, devices)
@@ -150,7 +150,7 @@ def run_ensemble(workload: Workload, context: RunContext) -> Record:
         "progress": context.progress,
     }
 
-    def measured_and_trained(record: Record) -> dict[str, Any]:
+    def measured_and_trained(record: RecordDraft) -> dict[str, Any]:
         stacked, seeds, rates = _ensemble_members(workload, devices)
         if vmapped:
             placement = place("single", devices, ensemble_train_step, ensemble_eval_step)

@@ -17,7 +17,7 @@ from jaxcnn.loop import NonFiniteLoss
 
 # A record being made: a plain dict until records.append validates it (the reader,
 # records.load, returns the kind's model).
-Record = dict[str, Any]
+RecordDraft = dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +38,10 @@ class RunContext:
     bandwidth: dict[str, Any] | None = None
 
 
-Runner = Callable[[Workload, RunContext], Record]
+Runner = Callable[[Workload, RunContext], RecordDraft]
 
 
-def recorded(record: Record, measure: Callable[[Record], dict[str, Any]]) -> Record:
+def recorded(record: RecordDraft, measure: Callable[[RecordDraft], dict[str, Any]]) -> RecordDraft:
     """`record` with the outcome of `measure(record)`, whatever it is: its fields and
     status ok; a loss that turned NaN/inf, status nan naming the step; any other failure
     while running, oom or error with a one-line message, so a sweep goes on. Mistakes in

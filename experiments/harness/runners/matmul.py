@@ -8,16 +8,16 @@ from typing import Any
 
 from experiments.harness import measure
 from experiments.harness.prepare import record_for
-from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
 from experiments.records.workload import Workload
 
 
-def run_matmul(workload: Workload, context: RunContext) -> Record:
+def run_matmul(workload: Workload, context: RunContext) -> RecordDraft:
     devices = context.devices[:1]
     record = record_for(workload, devices)
     n, dtype = workload.batch_size, workload.compute_dtype
 
-    def timed(record: Record) -> dict[str, Any]:  # an n that does not fit is an `oom` record
+    def timed(record: RecordDraft) -> dict[str, Any]:  # an n that does not fit is an `oom` record
         compiled, compile_s, step_time = measure.time_matmul(
             devices[0], dtype, n, steps=workload.timing_steps, seed=workload.seed
         )

@@ -23,7 +23,7 @@ import jax
 
 from experiments.harness import kept, measure
 from experiments.harness.prepare import Split, build_module, record_for, training_steps
-from experiments.harness.runners.interface import Record, RunContext, recorded
+from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
 from experiments.records.workload import Workload
 from jaxcnn import data, epochs, models, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
@@ -187,7 +187,7 @@ def compile_and_measure(
     return placed, train_step, measured
 
 
-def run_train(workload: Workload, context: RunContext) -> Record:
+def run_train(workload: Workload, context: RunContext) -> RecordDraft:
     devices = context.devices
     record = record_for(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
@@ -204,7 +204,7 @@ def run_train(workload: Workload, context: RunContext) -> Record:
     placement = place(workload.strategy, devices)
     training = workload.epochs > 0
 
-    def measured_and_trained(record: Record) -> dict[str, Any]:
+    def measured_and_trained(record: RecordDraft) -> dict[str, Any]:
         measure.phase("initialising the parameters and optimizer state")
         fresh = train.create_train_state(module, tx, shape, workload.seed)
         abstract = shapes(fresh)  # FLOPs are counted on shapes, before any placement
@@ -266,7 +266,7 @@ def run_train(workload: Workload, context: RunContext) -> Record:
 def _fit(
     workload: Workload,
     context: RunContext,
-    record: Record,
+    record: RecordDraft,
     state: Any,
     placed: Placement,
     train_split: Any,
