@@ -41,6 +41,9 @@ CASES = {
     # statistics leave it ill-conditioned (sharded too differs from one device by 1e-3).
     "resnet_tiny": {},
     "vgg_tiny": {},
+    # A published loop's network, tried for its transposed convs (no other model has
+    # them); its own 32x32 images, BatchNorm-free.
+    "uva_autoencoder": {},
 }
 LEFT_OUT = {
     "catsdogs_cnn": "256x256 images, and ill-conditioned shrunk (tests/test_parallel.py)",

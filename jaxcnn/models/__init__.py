@@ -41,6 +41,7 @@ _CLASSES = {
     "UvAResNet": "jaxcnn.models.published:UvAResNet",
     "UvAGoogleNet": "jaxcnn.models.published:UvAGoogleNet",
     "UvADenseNet": "jaxcnn.models.published:UvADenseNet",
+    "UvAAutoencoder": "jaxcnn.models.published:UvAAutoencoder",
     "CifarResNet56": "jaxcnn.models.published:CifarResNet56",
     "Flatten": "jaxcnn.models.layers:Flatten",
     "Pool": "jaxcnn.models.layers:Pool",
@@ -59,6 +60,7 @@ __all__ = [
     "Pool",
     "ResNet",
     "ToyMLP",
+    "UvAAutoencoder",
     "UvADenseNet",
     "UvAGoogleNet",
     "UvAResNet",
@@ -91,7 +93,8 @@ class ModelSpec:
     module: str  # its class, as "module:Class": imported when a model is built
     input_shape: tuple[int, int, int]
     defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
-    outputs: int | None = None  # a fixed count (one sigmoid), else its num_classes
+    # A fixed count (one sigmoid; an autoencoder's image, flattened), else its num_classes
+    outputs: int | None = None
 
     @property
     def num_outputs(self) -> int:
@@ -128,6 +131,8 @@ _REGISTRY: dict[str, ModelSpec] = {
     "uva_preactresnet": ModelSpec(f"{_PUBLISHED}:UvAResNet", (32, 32, 3), {"preact": True}),
     "uva_googlenet": ModelSpec(f"{_PUBLISHED}:UvAGoogleNet", (32, 32, 3)),
     "uva_densenet": ModelSpec(f"{_PUBLISHED}:UvADenseNet", (32, 32, 3)),
+    # UvA Tutorial 9's autoencoder: its output is its 32x32x3 reconstruction, flattened
+    "uva_autoencoder": ModelSpec(f"{_PUBLISHED}:UvAAutoencoder", (32, 32, 3), outputs=3072),
     "cifar_resnet56": ModelSpec(f"{_PUBLISHED}:CifarResNet56", (32, 32, 3)),
     # Published JAX loops' networks (jaxcnn.models.published): Flax's example CNN on
     # MNIST and on CIFAR-10, and a 2-10-2 MLP on 2-D points (1x1x2 images).

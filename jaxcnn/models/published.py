@@ -8,7 +8,8 @@ UvA Deep Learning Tutorial 5 (JAX) as benchmarked on an RTX 3090 in
 github.com/phlippe/uvadlc_notebooks_benchmarking @1df2da7b27ff54cd00a306d648a74b308942b664,
 JAX/Tutorial5_Inception_ResNet_DenseNet.py: `UvAResNet` (and its pre-activation form),
 `UvAGoogleNet`, `UvADenseNet`, CIFAR-10 32x32x3, Flax BatchNorm defaults there
-(momentum 0.99, epsilon 1e-5).
+(momentum 0.99, epsilon 1e-5). Tutorial 9's CIFAR-10 autoencoder, benchmarked in the
+same repository and README (JAX/Tutorial9_AE_CIFAR10.py): `UvAAutoencoder`.
 
 The Lightweighting Cookbook's CIFAR ResNet-56, timed on a GTX 1080 in
 github.com/sseung0703/Lightweighting_Cookbook @fa950c198ec0883b813ccf83a1f1b168f4a2f648,
@@ -219,6 +220,64 @@ class UvADenseNet(nn.Module):
                 c_hidden //= 2
         x = nn.relu(norm()(x))
         return nn.Dense(self.num_classes)(x.mean(axis=(1, 2)))
+
+
+class _UvAEncoder(nn.Module):
+    c_hid: int
+    latent_dim: int
+    formulation: Formulation
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        # (features, stride) of the source's five 3x3 convs: 32x32 -> 16 -> 8 -> 4
+        for features, stride in ((1, 2), (1, 1), (2, 2), (2, 1), (2, 2)):
+            x = conv(self.formulation, features * self.c_hid, (3, 3), strides=stride)(x)
+            x = nn.gelu(x)
+        return nn.Dense(self.latent_dim)(x.reshape(x.shape[0], -1))
+
+
+class _UvADecoder(nn.Module):
+    c_out: int
+    c_hid: int
+    formulation: Formulation
+
+    @nn.compact
+    def __call__(self, z: jax.Array) -> jax.Array:
+        x = nn.gelu(nn.Dense(2 * 16 * self.c_hid)(z))
+        x = x.reshape(x.shape[0], 4, 4, -1)
+        # The formulations cover convolutions and pools only: a transposed convolution
+        # is Flax's own (lax.conv_transpose) on every platform.
+        x = nn.gelu(nn.ConvTranspose(2 * self.c_hid, (3, 3), strides=(2, 2))(x))
+        x = nn.gelu(conv(self.formulation, 2 * self.c_hid, (3, 3))(x))
+        x = nn.gelu(nn.ConvTranspose(self.c_hid, (3, 3), strides=(2, 2))(x))
+        x = nn.gelu(conv(self.formulation, self.c_hid, (3, 3))(x))
+        return nn.tanh(nn.ConvTranspose(self.c_out, (3, 3), strides=(2, 2))(x))
+
+
+class UvAAutoencoder(nn.Module):
+    """UvA Tutorial 9's CIFAR-10 autoencoder (`Autoencoder(c_hid=32, latent_dim)`):
+    an encoder of five 3x3 convs with GELU (32, 32, 64, 64, 64 channels, strides 2, 1,
+    2, 1, 2: 32x32 -> 4x4) and Dense(latent_dim); a decoder of Dense(2*16*c_hid) GELU,
+    a 4x4x64 reshape, 3x3 stride-2 transposed convs (64, 32, 3 channels) each but the
+    last followed by a 3x3 conv, GELU throughout, tanh on the 32x32x3 image. At
+    latent_dim 64: 337,091 params, in modules named as the source's (`encoder`,
+    `decoder`).
+
+    Its output is the reconstructed image flattened to 3,072 values (the registry's
+    `outputs`): jaxcnn's one train step puts softmax cross-entropy over it where the
+    source puts a squared error against the input, both a few elementwise ops and a
+    reduction over the batch's 3,072 values per image beside the same network."""
+
+    c_hid: int = 32
+    latent_dim: int = 64
+    formulation: Formulation = XLA  # chosen per platform by models.get
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        del train, axis_name  # no BatchNorm or dropout
+        z = _UvAEncoder(self.c_hid, self.latent_dim, self.formulation, name="encoder")(x)
+        image = _UvADecoder(x.shape[-1], self.c_hid, self.formulation, name="decoder")(z)
+        return image.reshape(image.shape[0], -1)
 
 
 class CifarResNet56(nn.Module):
