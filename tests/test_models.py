@@ -122,9 +122,3 @@ def test_every_count_docs_models_gives_is_the_models_as_built():
     # every model but the two shrunk ones and toy_mlp, whose 52 is too short for the
     # pattern (its count is asserted with the other published networks above)
     assert checked == 16
-
-
-def test_the_readme_names_every_model():
-    text = (REPO / "README.md").read_text()
-    sentence = text[text.index("The models\n(") : text.index("parameter counts: [docs/models.md]")]
-    assert set(re.findall(r"`(\w+)`", sentence)) == set(models.names())

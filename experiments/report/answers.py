@@ -241,12 +241,18 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     jax = one(published, extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         own += f"; {jax_loops(jax)}" if own.startswith("unvalidated") else f", {way_of(jax)}"
-    b = one(published, extra="against published")
+    b = framework_band(t, platform)
     if b is None:
         return own, None
     worst = value_text(b["hi"], "x")
     framework = f"other frameworks' loops {fmt(b)} off (worst {worst}), {errs(t, platform)}"
     return f"{own}; {framework}", b if own.startswith("unvalidated") else None
+
+
+def framework_band(t: pd.DataFrame, platform: str = "gpu") -> Row:
+    """The band of other frameworks' published small-program loops on `platform`."""
+    published = rows(t, quantity="band", kind="published", device=platform, model="small programs")
+    return one(published, extra="against published")
 
 
 def way_of(band: Row) -> str:
@@ -342,12 +348,16 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
     parts = [f"K80 loop step {fmt(p)} at b128" if p else "K80 not predicted"]
     parts.append(f"seed 001: {fmt(seed)}/batch")
+    band, b = small_band(t, step=p)
     if keras is not None and factor and ours:
         way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
+        frameworks = framework_band(t)  # the band a Keras loop's miss belongs to
+        inside = frameworks is not None and factor["value"] <= frameworks["hi"]
+        where = f", {'inside' if inside else 'past'} other frameworks' band" if frameworks else ""
         parts.append(
-            f"Keras's K80 {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} off, {way}"
+            f"Keras's K80 {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} off, "
+            f"{way}{where}"
         )
-    band, b = small_band(t, step=p)
     return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band)
 
 
@@ -564,13 +574,14 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    """vmap's speed over sequential steps per K on the reference CPU, and on every other
-    CPU that ran the ensemble, each named with its formulation: a contrary result is
-    said beside the reference CPU's, never left to the details page."""
+    """vmap's speed over sequential steps per K on the reference CPU, per formulation; a
+    formulation the reference CPU has not run is said from another CPU, named (a
+    contrary result is said on the first screen, never left to the details page)."""
     s = rows(t, quantity="speedup", kind="measured", platform="cpu")
     s = s[s.extra.str.contains("vmap vs sequential")]
     if not len(s[s.device == cpu]):
         return Said(none_on(cpu, "ensemble run"))
+    s = s[(s.device == cpu) | ~s.formulation.isin(set(s[s.device == cpu].formulation))]
     s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
     s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
     parts = []
