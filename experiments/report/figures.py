@@ -813,14 +813,11 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     factor max(p/a, a/p), how many the prediction was the faster of, and the band those
     predictions carried (or "unvalidated")."""
     by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
-    for r in records:
-        # only a run timed on a device at hand (a train record) measured a step
-        if not isinstance(r, TrainRecord) or is_compiled(r):
-            continue
+    # only a run timed on a device at hand (a train record) measured a step
+    for r in [r for r in _ok(records) if isinstance(r, TrainRecord) and not is_compiled(r)]:
         p, step = r.prediction, r.step_time_s
-        if r.device.platform != "cpu" and r.status == "ok" and p and p.device_step_s:
-            if step and step.median:
-                by_chip[device_of(r)].append(r)
+        if r.device.platform != "cpu" and p and p.device_step_s and step and step.median:
+            by_chip[device_of(r)].append(r)
     out = []
     for chip, rs in sorted(by_chip.items()):
         rs.sort(key=recorded_at_or_oldest)
@@ -845,10 +842,11 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         for regime, group in sorted(by_regime.items()):
             pairs = [(r.prediction.device_step_s, r.step_time_s.median) for r in group]
             factors = [max(p / a, a / p) for p, a in pairs]
-            faster = sum(1 for p, a in pairs if p < a)
+            faster = sum(p < a for p, a in pairs)
+            carried_by = [r.prediction.error_band for r in group]
             carried = {
                 json.dumps(b and b.model_dump(exclude_unset=True), sort_keys=True)
-                for b in (r.prediction.error_band for r in group)
+                for b in carried_by
             }
             bands = [json.loads(b) for b in sorted(carried)]
             said = "; ".join(
@@ -859,9 +857,8 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 for b in bands
             )
             beyond = sum(  # in the band's own terms: |predicted / actual - 1|
-                1
-                for r, (p, a) in zip(group, pairs, strict=True)
-                if (b := r.prediction.error_band) and abs(p / a - 1) > b.worst
+                bool(b) and abs(p / a - 1) > b.worst
+                for b, (p, a) in zip(carried_by, pairs, strict=True)
             )
             note = (f"worst {max(factors):.3g}x; constants {first}; prediction faster in "
                     f"{faster} of {len(group)}; the band they carried: {said}"
@@ -1034,6 +1031,14 @@ def ratio(
     )
 
 
+def speedup(
+    a: pd.Series | dict[str, Any], b: pd.Series | dict[str, Any], selection: str, extra: str
+) -> dict[str, Any]:
+    """ratio()'s speedup of the row `a` over its baseline `b` (table rows or their dicts)."""
+    a, b = (r.to_dict() if isinstance(r, pd.Series) else r for r in (a, b))
+    return ratio("speedup", a, b, selection, extra=extra)
+
+
 def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Each predicted one-device accelerator step against the same step (model, batch,
     precision) on each CPU: like for like (the xla step loop on both sides) and against
@@ -1043,19 +1048,18 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     cpu = cpu_steps(m)
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1)
     for _, p in predicted.iterrows():
-        same = cpu[(cpu.model == p.model) & (cpu.batch == p.batch) & (cpu.precision == p.precision)]
-        for device, on_cpu in same.groupby("device"):
+        for device, on_cpu in _same_step(cpu, p).groupby("device"):
             like = rows(on_cpu, formulation="xla", loop="step", framework="jax")
             base = f"{p.quantity} vs {device}"
             if len(like) == 1:
-                out.append(
-                    ratio(
-                        "speedup", p.to_dict(), like.iloc[0].to_dict(), "like-for-like", extra=base
-                    )
-                )
-            best = cpu_best(on_cpu)
-            out.append(ratio("speedup", p.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
+                out.append(speedup(p, like.iloc[0], "like-for-like", base))
+            out.append(speedup(p, cpu_best(on_cpu), "cpu-best", f"{base} at its best"))
     return out + measured_loop_speedups(m)
+
+
+def _same_step(found: pd.DataFrame, r: pd.Series) -> pd.DataFrame:
+    """The rows of `found` of r's step: its model, batch and precision."""
+    return rows(found, model=r.model, batch=r.batch, precision=r.precision)
 
 
 def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
@@ -1084,20 +1088,17 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
-        same = cpu[(cpu.model == a.model) & (cpu.batch == a.batch) & (cpu.precision == a.precision)]
-        for device, on_cpu in same.groupby("device"):
+        for device, on_cpu in _same_step(cpu, a).groupby("device"):
             base = f"jaxcnn's loop vs {device}"
             like = on_cpu[on_cpu.formulation == a.formulation]
             if len(like):
                 b = like.loc[like.value.idxmin()].to_dict()
-                out.append(ratio("speedup", a.to_dict(), b, "like-for-like", extra=base))
-        fastest = steps[
-            (steps.model == a.model) & (steps.batch == a.batch) & (steps.precision == a.precision)
-        ]
-        for device, on_cpu in fastest.groupby("device"):  # the predicted speedups' baseline
+                out.append(speedup(a, b, "like-for-like", base))
+        # the predicted speedups' baseline
+        for device, on_cpu in _same_step(steps, a).groupby("device"):
             best = cpu_best(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
-            out.append(ratio("speedup", a.to_dict(), best, "cpu-best", extra=extra))
+            out.append(speedup(a, best, "cpu-best", extra))
     return out
 
 
@@ -1163,9 +1164,7 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
         seq = rows(ens, model=v.model, device=v.device, batch=v.batch, extra=f"{k} sequential")
         if len(seq) == 1:
             extra = f"{k} vmap vs sequential"
-            out.append(
-                ratio("speedup", v.to_dict(), seq.iloc[0].to_dict(), "equal-batch", extra=extra)
-            )
+            out.append(speedup(v, seq.iloc[0], "equal-batch", extra))
     return out
 
 
@@ -1196,9 +1195,7 @@ def _over_the_same(
     for _, r in chosen.iterrows():
         found = bases[(bases[same] == r[same]).all(axis=1)]
         if len(found) == 1:
-            out.append(
-                ratio("speedup", r.to_dict(), found.iloc[0].to_dict(), "like-for-like", extra=extra)
-            )
+            out.append(speedup(r, found.iloc[0], "like-for-like", extra))
     return out
 
 
@@ -1221,7 +1218,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
             t, q = tpu.loc[tpu.value.idxmin()].to_dict(), gpu.loc[gpu.value.idxmin()].to_dict()
             fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
             extra = f"faster chip per chip, TPU vs GPU, {quantity}, over {slow['device']}"
-            out.append(ratio("speedup", fast, slow, "equal-batch", extra=extra))
+            out.append(speedup(fast, slow, "equal-batch", extra))
     return out
 
 
