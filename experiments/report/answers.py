@@ -113,11 +113,6 @@ def epoch_words(r: Row) -> str:
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
 
 
-def _first_band(rs: list[Row]) -> str:
-    words = [band_words(r) for r in rs if r and r["kind"] == "predicted"]
-    return words[0] if words else "-"
-
-
 def predicted(t: pd.DataFrame, quantity: str, device: str, model: str, batch: int) -> Row:
     return one(
         t, quantity=quantity, kind="predicted", device=device, model=model, batch=batch,
@@ -238,7 +233,10 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     if b is None:
         return own, None
     worst = value_text(b["hi"], "x")
-    framework = f"other frameworks' loops {fmt(b)} off (worst {worst}), {errs(t, platform)}"
+    faster, n = framework_errors(t, platform)
+    framework = (
+        f"other frameworks' loops {fmt(b)} off (worst {worst}), ours faster on {faster} of {n}"
+    )
     return f"{own}; {framework}", b if own.startswith("unvalidated") else None
 
 
@@ -258,12 +256,6 @@ def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
     e = framework_factors(t)
     e = e[(e.platform == platform) & is_small(e)]
     return int((e.note == "predicted faster").sum()), len(e)
-
-
-def errs(t: pd.DataFrame, platform: str) -> str:
-    """Which way the predictions of small programs' published steps err."""
-    faster, n = framework_errors(t, platform)
-    return f"ours faster on {faster} of {n}"
 
 
 def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
@@ -289,9 +281,7 @@ def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> list[Row]:
     best = f"jaxcnn's loop vs {cpu} at its best"
     s = rows(t, quantity="speedup", kind="measured", model=MNIST_MODEL, batch=128,
              precision="f32", extra=best, platform="gpu")  # fmt: skip
-    if s.empty:
-        return []
-    return [s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()]
+    return [] if s.empty else list(span(s))
 
 
 def baseline_words(r: Row) -> str:
@@ -458,8 +448,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     if left:  # its runtime's host side has no figure
         text += f" ({'/'.join(left)}'s host partly left out)"
-    published = rows(t, quantity="band", kind="published", device="tpu", extra=JAX_VERSUS)
-    jax = one(published[published.model == "small programs"])
+    jax = one(t, quantity="band", kind="published", device="tpu", extra=JAX_VERSUS,
+              model="small programs")  # fmt: skip
     if jax is None:
         return Said(text, seen, "unvalidated")
     # a ratio smaller than the TPU loops' error could go either way
@@ -660,7 +650,8 @@ def answers(table: pd.DataFrame) -> list[Answer]:
     out: list[Answer] = []
     for q in QUESTIONS:
         said = q.answer(table, cpu)
-        band = said.band if said.band is not None else _first_band(said.rows)
+        words = [band_words(r) for r in said.rows if r and r["kind"] == "predicted"]
+        band = said.band if said.band is not None else next(iter(words), "-")
         same = band.split(" (")[0]  # a band is its median, worst and n
         earlier = next(
             (a for a in out if band.startswith("x") and a.band.split(" (")[0] == same), None

@@ -395,21 +395,21 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
-        newest_ = _maker("measured", w, "newest", [r])
+        as_newest = _maker("measured", w, "newest", [r])
         step = r.step_time_s
-        out.append(newest_("step_s", step.median, **_spread(step)))
+        out.append(as_newest("step_s", step.median, **_spread(step)))
         # a peer records no FLOPs and no MFU; an ensemble's FLOPs are all its models'
         flops = number(r.flops.per_step) if kind_of(r) == "train" and r.flops else None
         mfu = r.mfu if isinstance(r, TrainRecord) else None
         if flops:
             tf32 = _ran_as_tf32(w["precision"], mfu and mfu.vendor_precision)
             note = TF32_MATMULS if tf32 else None
-            out.append(newest_("flops_per_s", flops / step.median, note=note))
+            out.append(as_newest("flops_per_s", flops / step.median, note=note))
         if r.device.platform != "cpu" and mfu and number(mfu.vs_vendor):
             note = f"of its datasheet's {mfu.vendor_precision} peak"
-            out.append(newest_("mfu", mfu.vs_vendor, note=note))
+            out.append(as_newest("mfu", mfu.vs_vendor, note=note))
         if r.compile_time_s and r.compile_time_s.train:
-            out.append(newest_("compile_s", r.compile_time_s.train))
+            out.append(as_newest("compile_s", r.compile_time_s.train))
     trained = [
         r
         for r in _ok(records)
@@ -421,17 +421,17 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
         n = _epochs(r)
         w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs"}
-        trained_ = _maker("measured", w, "newest-trained", [r])
+        as_trained = _maker("measured", w, "newest-trained", [r])
         if r.test_accuracy is not None:
-            out.append(trained_("test_accuracy", r.test_accuracy))
+            out.append(as_trained("test_accuracy", r.test_accuracy))
         for e in r.history or []:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
                 at = f"epoch {e.epoch} of {n}"
-                out.append(trained_("test_accuracy", e.test_accuracy, extra=at))
+                out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
         times = [e.train_time_s for e in r.history or [] if e.train_time_s]
         if times:
             note, spread = "training only, evaluation apart", _min_max(times, "epochs")
-            out.append(trained_("epoch_s", statistics.median(times), note=note, **spread))
+            out.append(as_trained("epoch_s", statistics.median(times), note=note, **spread))
     return out
 
 
@@ -456,19 +456,19 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest(timed):
         loop = r.host_loop
-        newest_ = _maker("measured", {**workload_of(r), "params": _params(r)}, "newest", [r])
+        as_newest = _maker("measured", {**workload_of(r), "params": _params(r)}, "newest", [r])
         medians = []
         for part in HOST_PARTS:
             summary = getattr(loop.parts, part) if loop.parts else None
             value = number(summary.median) if summary else None
             if value is not None:
                 medians.append(value)
-                out.append(newest_("host_s", value, extra=part, **_spread(summary)))
+                out.append(as_newest("host_s", value, extra=part, **_spread(summary)))
         if len(medians) == len(HOST_PARTS):
             note = "the medians of " + ", ".join(HOST_PARTS) + " added"
-            out.append(newest_("host_s", sum(medians), extra="loop total", note=note))
+            out.append(as_newest("host_s", sum(medians), extra="loop total", note=note))
         if own := number(loop.loop_step_s):
-            out.append(newest_("step_s", own, extra="jaxcnn's loop"))
+            out.append(as_newest("step_s", own, extra="jaxcnn's loop"))
     return out
 
 
@@ -930,11 +930,8 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
         ref = v["reference"]
         placement = "single" if ref.chips == 1 else "data-parallel"
         w = _published_workload(ref, labels.model_with_overrides(ref), placement)
-        step = ref.step_time_s or (
-            ref.batch_per_chip / ref.images_per_s_per_chip
-            if ref.batch_per_chip and ref.images_per_s_per_chip
-            else None
-        )
+        rate = ref.batch_per_chip and ref.images_per_s_per_chip
+        step = ref.step_time_s or (ref.batch_per_chip / ref.images_per_s_per_chip if rate else None)
         if step is None:
             continue
         held = f"held out of every fit: {ref.held_out}" if ref.held_out else None

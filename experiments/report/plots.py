@@ -39,9 +39,11 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _grid(n: int, size: Callable[[int, int], tuple[float, float]]) -> tuple[Any, Any]:
+def _grid(
+    n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, ylabel: str
+) -> tuple[Any, Any]:
     """A figure of `n` panels, four across at most (`size`: its size from columns and rows),
-    the x-axis shared and the panels left over blank."""
+    the x-axis shared, the outer panels labelled and the panels left over blank."""
     cols = min(4, n)
     rows_ = -(-n // cols)
     fig, axes = pyplot().subplots(
@@ -49,6 +51,10 @@ def _grid(n: int, size: Callable[[int, int], tuple[float, float]]) -> tuple[Any,
     )
     for ax in axes.flat[n:]:
         ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
     return fig, axes
 
 
@@ -239,19 +245,15 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     series: dict[tuple, list[str]] = {}
     for device, g in mem.groupby("device"):
         g = g.sort_values("batch")
-        series.setdefault(tuple(zip(g.batch, g.value, g.value_fits, strict=True)), []).append(
-            device
-        )
+        key = tuple(zip(g.batch, g.value, g.value_fits, strict=True))
+        series.setdefault(key, []).append(device)
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
         return None
-    seed = (
-        {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
-        if model == answers_lib.SEED_MODEL
-        else set()
-    )
+    runs = answers_lib.SEED_MEMORY_RUNS if model == answers_lib.SEED_MODEL else ()
+    seed = {(d, b) for d, b, _ in runs}
     panels = sorted(series.items(), key=lambda kv: kv[1])
-    fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2))
+    fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b = [p[0] for p in points]
         gib = [p[1] / 2**30 for p in points]
@@ -278,10 +280,6 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
         ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes[-1]:
-        ax.set_xlabel("batch")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("GiB per device")
     _legend_below(fig, axes)
     fig.suptitle(f"{model}, f32: compiled memory per batch, each chip on its own scale")
     fig.tight_layout()
@@ -360,7 +358,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
     panels = sorted({(r["model"], r["placement"]) for r in series})
     plt = pyplot()
-    fig, axes = _grid(len(panels), lambda cols, rows_: (3.3 * cols, 2.7 * rows_))
+    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.7 * r), "devices", "efficiency")
     for ax, (model, placement) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if (r["model"], r["placement"]) == (model, placement)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
@@ -382,10 +380,6 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_ylim(min(values) - pad, max(values) + pad)
         ax.set_title(f"{model}, {placement}", fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("efficiency")
-    for ax in axes[-1]:
-        ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
     precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
     handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
@@ -463,8 +457,8 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
 def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
     """Each device step a record was predicted with before its chip first ran
     (figures.before_first_run_rows) beside the step the same record measured."""
-    p = table[(table.quantity == AS_RUN) & (table.extra == BEFORE_FIRST_RUN)]
-    m = table[(table.quantity == "step_s") & (table.kind == "measured") & (table.extra == "-")]
+    p = rows(table, quantity=AS_RUN, extra=BEFORE_FIRST_RUN)
+    m = rows(table, quantity="step_s", kind="measured", extra="-")
     measured = m.drop_duplicates("records").set_index("records").value
     return p.assign(measured=p.records.map(measured)).dropna(subset=["measured"])
 
@@ -492,9 +486,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     ran), each run its own marker shape and size so overlapping runs stay visible, the
     legend below each panel: the same model should reach the same accuracy on every
     device."""
-    curves = table[
-        (table.quantity == "test_accuracy") & table.extra.astype(str).str.startswith("epoch ")
-    ]
+    curves = rows(table, quantity="test_accuracy")
+    curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
     curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))

@@ -43,11 +43,10 @@ def known(table: pd.DataFrame) -> str:
 def what_ran(table: pd.DataFrame) -> str:
     """Line 2 of the first screen: what ran where, in bold; predictions named only
     where the table has them."""
-    measured = table[table.kind == "measured"]
     accelerators = measured_accelerators(table)
     named = reference_cpu(table)
     cpu = named or "no CPU"
-    older = set(measured[measured.platform == "cpu"].device) - {cpu}
+    older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
     if accelerators:
         ran = f"Measured on {' and '.join([*accelerators, *([f'CPU {named}'] if named else [])])}"
     else:
