@@ -75,17 +75,12 @@ DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, neve
 def kinds(rs: list[Row]) -> str:
     """The answer's "known" column: a measured step's derived epoch is D, never M."""
     short = {"measured": "M", "compiled": "C", "predicted": "P", "published": "published"}
-    derived = {"measured": "D"}
-    return (
-        " / ".join(
-            dict.fromkeys(
-                (derived if r["selection"] == DERIVED else short).get(r["kind"], short[r["kind"]])
-                for r in rs
-                if r
-            )
-        )
-        or "-"
-    )
+    said = [
+        "D" if r["selection"] == DERIVED and r["kind"] == "measured" else short[r["kind"]]
+        for r in rs
+        if r
+    ]
+    return " / ".join(dict.fromkeys(said)) or "-"
 
 
 def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
@@ -116,11 +111,6 @@ def epoch_words(r: Row) -> str:
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
-
-
-def _first_band(rs: list[Row]) -> str:
-    words = [band_words(r) for r in rs if r and r["kind"] == "predicted"]
-    return words[0] if words else "-"
 
 
 def predicted(t: pd.DataFrame, quantity: str, device: str, model: str, batch: int) -> Row:
@@ -194,9 +184,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
     parts = [
-        f"CPU {epoch_words(c)} (seed ETA {fmt(s_cpu)})"
-        if c
-        else f"{none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
+        f"{f'CPU {epoch_words(c)}' if c else none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
     ]
     parts += [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
@@ -245,7 +233,10 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     if b is None:
         return own, None
     worst = value_text(b["hi"], "x")
-    framework = f"other frameworks' loops {fmt(b)} off (worst {worst}), {errs(t, platform)}"
+    faster, n = framework_errors(t, platform)
+    framework = (
+        f"other frameworks' loops {fmt(b)} off (worst {worst}), ours faster on {faster} of {n}"
+    )
     return f"{own}; {framework}", b if own.startswith("unvalidated") else None
 
 
@@ -273,12 +264,6 @@ def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
     return int((e.note == "predicted faster").sum()), len(e)
 
 
-def errs(t: pd.DataFrame, platform: str) -> str:
-    """Which way the predictions of small programs' published steps err."""
-    faster, n = framework_errors(t, platform)
-    return f"ours faster on {faster} of {n}"
-
-
 def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
     """The range a wide band implies for a predicted speedup over a measured step: off
     by the band's median in the way most predictions err (a prediction that runs fast
@@ -302,9 +287,7 @@ def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> list[Row]:
     best = f"jaxcnn's loop vs {cpu} at its best"
     s = rows(t, quantity="speedup", kind="measured", model=MNIST_MODEL, batch=128,
              precision="f32", extra=best, platform="gpu")  # fmt: skip
-    if s.empty:
-        return []
-    return [s.loc[s.value.idxmin()].to_dict(), s.loc[s.value.idxmax()].to_dict()]
+    return [] if s.empty else list(span(s))
 
 
 def baseline_words(r: Row) -> str:
@@ -371,11 +354,10 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     text = f"jaxcnn's loop costs the host {fmt(total)}/step on the CPU's client"
     seen = [total]
     if len(on_gpu):
-        lo, hi = (on_gpu.loc[on_gpu.value.idxmin()].to_dict(),
-                  on_gpu.loc[on_gpu.value.idxmax()].to_dict())  # fmt: skip
-        span = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+        lo, hi = span(on_gpu)
+        said = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
         gpus = "/".join(sorted(set(on_gpu.device)))
-        text += f", {span} on an {gpus}'s"
+        text += f", {said} on an {gpus}'s"
         seen += [lo, hi]
     return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a shorter step", seen)
 
@@ -386,30 +368,25 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     whether each fits), or that none is compiled yet."""
     memory = rows(t, quantity="memory_bytes", kind="compiled")
     fits = rows(t, quantity="fits", kind="compiled")
-    for _, split in (
-        memory[memory.placement.isin(MODEL_STRATEGIES)].sort_values("batch").iloc[::-1].iterrows()
-    ):
-        same = dict(
-            model=split.model, batch=split.batch, precision=split.precision, device=split.device
-        )
+    splits = rows(memory, placement=list(MODEL_STRATEGIES)).sort_values("batch").iloc[::-1]
+    for split in splits.to_dict("records"):
+        same = {k: split[k] for k in ("model", "batch", "precision", "device")}
         data = one(memory, placement="sharded", **same)
         if data is None:
             continue
-        fit_split = one(fits, placement=split.placement, **same)
+        fit_split = one(fits, placement=split["placement"], **same)
         fit_data = one(fits, placement="sharded", **same)
         verdict = {1.0: "fits", 0.0: "no fit"}
-        efficiency = one(
-            t, quantity="scaling_efficiency", placement=split.placement, selection="equal-batch",
-            **same,
-        )  # fmt: skip
+        efficiency = one(t, quantity="scaling_efficiency", placement=split["placement"],
+                         selection="equal-batch", **same)  # fmt: skip
         scales = f" {fmt(efficiency)} of ideal," if efficiency else ""
         text = (
-            f"weights split ({split.placement}): {split.model} b{int(split.batch)} "
-            f"{split.device}{scales} {fmt(split.to_dict())}/device, "
+            f"weights split ({split['placement']}): {split['model']} b{int(split['batch'])} "
+            f"{split['device']}{scales} {fmt(split)}/device, "
             f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
             f"{verdict.get(fit_data and fit_data['value'], '?')}"
         )
-        return text, [split.to_dict(), efficiency, data, fit_split, fit_data]
+        return text, [split, efficiency, data, fit_split, fit_data]
     return "model parallelism not compiled yet", []
 
 
@@ -421,8 +398,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(pick):
         return Said(f"no multi-device compile yet; {split}", split_rows)
     r = pick.loc[pick.devices.idxmax()].to_dict()
-    same = s[s.platform == r["platform"]]  # every model's, the widest MLPs' included
-    lo, hi = same.loc[same.value.idxmin()].to_dict(), same.loc[same.value.idxmax()].to_dict()
+    lo, hi = span(s[s.platform == r["platform"]])  # every model's, the widest MLPs' included
     text = (
         f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
         f"row {fmt(lo)}-{fmt(hi)}; {split}"
@@ -482,8 +458,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     if left:  # its runtime's host side has no figure
         text += f" ({'/'.join(left)}'s host partly left out)"
-    published = rows(t, quantity="band", kind="published", device="tpu", extra=JAX_VERSUS)
-    jax = one(published[published.model == "small programs"])
+    jax = one(t, quantity="band", kind="published", device="tpu", extra=JAX_VERSUS,
+              model="small programs")  # fmt: skip
     if jax is None:
         return Said(text, seen, "unvalidated")
     # a ratio smaller than the TPU loops' error could go either way
@@ -685,7 +661,8 @@ def answers(table: pd.DataFrame) -> list[Answer]:
     out: list[Answer] = []
     for q in QUESTIONS:
         said = q.answer(table, cpu)
-        band = said.band if said.band is not None else _first_band(said.rows)
+        words = [band_words(r) for r in said.rows if r and r["kind"] == "predicted"]
+        band = said.band if said.band is not None else next(iter(words), "-")
         same = band.split(" (")[0]  # a band is its median, worst and n
         earlier = next(
             (a for a in out if band.startswith("x") and a.band.split(" (")[0] == same), None

@@ -44,7 +44,7 @@ from experiments.records.select import (
     largest_fit,
     superseded,
 )
-from experiments.studies.page import DEVICE_OVER_STEP_LOOP, OURS_FOR_PUBLISHED
+from experiments.studies.page import DEVICE_OVER_STEP_LOOP, OURS_FOR_PUBLISHED, rows
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -103,21 +103,10 @@ REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platfo
 SPREADS = ("p10-p90", "min-max over epochs", "min-max over seeds", "median, worst")
 SPLITS = ("chip", "program")  # what a held-out fit leaves out
 # What makes a figure one figure: a (quantity, workload, device) key carries one value.
-KEY = [
-    "quantity",
-    "kind",
-    "model",
-    "dataset",
-    "batch",
-    "precision",
-    "formulation",
-    "loop",
-    "placement",
-    "framework",
-    "extra",
-    "device",
-    "devices",
-]
+KEY = (
+    "quantity kind model dataset batch precision formulation loop placement framework extra "
+    "device devices"
+).split()
 KINDS = ("measured", "compiled", "predicted", "published")
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
@@ -141,10 +130,7 @@ def allowed() -> dict[str, list[Any]]:
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
         "selection": list(RULES),
-        "band_split": [
-            *(f"leave one {s} out" for s in SPLITS),
-            LOOP_BAND_SPLIT,
-        ],
+        "band_split": [*(f"leave one {s} out" for s in SPLITS), LOOP_BAND_SPLIT],
     }
 
 
@@ -388,6 +374,20 @@ def _ensemble_extra(r: Record) -> str:
     return f"K={(e and e.k) or w.ensemble_size} {(e and e.mode) or w.ensemble_mode}"
 
 
+def _maker(
+    kind: str, workload: dict[str, Any], selection: str, records: Iterable[Record] = ()
+) -> Callable[..., dict[str, Any]]:
+    """row() with these columns fixed: called with the quantity, the value and the rest."""
+    return lambda quantity, value, **rest: row(
+        quantity, kind, value, workload, selection, records, **rest
+    )
+
+
+def _min_max(values: Sequence[float], over: str) -> dict[str, Any]:
+    spread = f"min-max over {over}"
+    return {"lo": min(values), "hi": max(values), "spread": spread, "n": len(values)}
+
+
 def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Step times (median over timed steps, p10-p90), FLOP/s and compile times of the
     newest run of each workload on each device; accuracies and epoch times of the newest
@@ -395,24 +395,21 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
+        as_newest = _maker("measured", w, "newest", [r])
         step = r.step_time_s
-        out.append(row("step_s", "measured", step.median, w, "newest", [r], **_spread(step)))
+        out.append(as_newest("step_s", step.median, **_spread(step)))
         # a peer records no FLOPs and no MFU; an ensemble's FLOPs are all its models'
-        trained_step = kind_of(r) == "train"
-        flops = number(r.flops.per_step) if trained_step and r.flops else None
+        flops = number(r.flops.per_step) if kind_of(r) == "train" and r.flops else None
         mfu = r.mfu if isinstance(r, TrainRecord) else None
         if flops:
-            matmuls = mfu and mfu.vendor_precision
-            tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], matmuls) else None
-            out.append(
-                row("flops_per_s", "measured", flops / step.median, w, "newest", [r], note=tf32)
-            )
+            tf32 = _ran_as_tf32(w["precision"], mfu and mfu.vendor_precision)
+            note = TF32_MATMULS if tf32 else None
+            out.append(as_newest("flops_per_s", flops / step.median, note=note))
         if r.device.platform != "cpu" and mfu and number(mfu.vs_vendor):
             note = f"of its datasheet's {mfu.vendor_precision} peak"
-            out.append(row("mfu", "measured", mfu.vs_vendor, w, "newest", [r], note=note))
-        train_compile = r.compile_time_s and r.compile_time_s.train
-        if train_compile:
-            out.append(row("compile_s", "measured", train_compile, w, "newest", [r]))
+            out.append(as_newest("mfu", mfu.vs_vendor, note=note))
+        if r.compile_time_s and r.compile_time_s.train:
+            out.append(as_newest("compile_s", r.compile_time_s.train))
     trained = [
         r
         for r in _ok(records)
@@ -422,33 +419,19 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and r.workload.study != "speedrun"  # its seeds pool: speedrun_rows
     ]
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
-        w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
-        if r.test_accuracy is not None:
-            out.append(row("test_accuracy", "measured", r.test_accuracy, w, "newest-trained", [r]))
         n = _epochs(r)
+        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs"}
+        as_trained = _maker("measured", w, "newest-trained", [r])
+        if r.test_accuracy is not None:
+            out.append(as_trained("test_accuracy", r.test_accuracy))
         for e in r.history or []:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
-                at = {**w, "extra": f"epoch {e.epoch} of {n}"}
-                out.append(
-                    row("test_accuracy", "measured", e.test_accuracy, at, "newest-trained", [r])
-                )
+                at = f"epoch {e.epoch} of {n}"
+                out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
         times = [e.train_time_s for e in r.history or [] if e.train_time_s]
         if times:
-            out.append(
-                row(
-                    "epoch_s",
-                    "measured",
-                    statistics.median(times),
-                    w,
-                    "newest-trained",
-                    [r],
-                    lo=min(times),
-                    hi=max(times),
-                    spread="min-max over epochs",
-                    n=len(times),
-                    note="training only, evaluation apart",
-                )
-            )
+            note, spread = "training only, evaluation apart", _min_max(times, "epochs")
+            out.append(as_trained("epoch_s", statistics.median(times), note=note, **spread))
     return out
 
 
@@ -473,43 +456,19 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest(timed):
         loop = r.host_loop
-        w = {**workload_of(r), "params": _params(r)}
+        as_newest = _maker("measured", {**workload_of(r), "params": _params(r)}, "newest", [r])
         medians = []
         for part in HOST_PARTS:
             summary = getattr(loop.parts, part) if loop.parts else None
             value = number(summary.median) if summary else None
-            if value is None:
-                continue
-            medians.append(value)
-            out.append(
-                row(
-                    "host_s",
-                    "measured",
-                    value,
-                    {**w, "extra": part},
-                    "newest",
-                    [r],
-                    **_spread(summary),
-                )
-            )
+            if value is not None:
+                medians.append(value)
+                out.append(as_newest("host_s", value, extra=part, **_spread(summary)))
         if len(medians) == len(HOST_PARTS):
             note = "the medians of " + ", ".join(HOST_PARTS) + " added"
-            out.append(
-                row(
-                    "host_s",
-                    "measured",
-                    sum(medians),
-                    {**w, "extra": "loop total"},
-                    "newest",
-                    [r],
-                    note=note,
-                )
-            )
-        own = number(loop.loop_step_s)
-        if own:
-            out.append(
-                row("step_s", "measured", own, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
-            )
+            out.append(as_newest("host_s", sum(medians), extra="loop total", note=note))
+        if own := number(loop.loop_step_s):
+            out.append(as_newest("step_s", own, extra="jaxcnn's loop"))
     return out
 
 
@@ -580,25 +539,14 @@ def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for rs in groups.values():
         w = {**workload_of(rs[0]), "params": _params(rs[0]), "extra": _recipe(rs[0])}
+        seeds = _maker("measured", w, "seeds", rs)
         times = [number(r.train_time_s) or 0.0 for r in rs]
         acc = [r.test_accuracy for r in rs]
         below = sum(a < TARGET_ACCURACY for a in acc)
         flag = f"{below} of {len(rs)} seeds below 99%" if below else None
-        spread = {"lo": min(times), "hi": max(times), "spread": "min-max over seeds", "n": len(rs)}
-        out.append(
-            row(
-                "time_to_target_s",
-                "measured",
-                statistics.median(times),
-                w,
-                "seeds",
-                rs,
-                flag=flag,
-                **spread,
-            )
-        )
-        accs = {"lo": min(acc), "hi": max(acc), "spread": "min-max over seeds", "n": len(rs)}
-        out.append(row("test_accuracy", "measured", statistics.median(acc), w, "seeds", rs, **accs))
+        median = statistics.median(times)
+        out.append(seeds("time_to_target_s", median, flag=flag, **_min_max(times, "seeds")))
+        out.append(seeds("test_accuracy", statistics.median(acc), **_min_max(acc, "seeds")))
     return out
 
 
@@ -615,13 +563,8 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for r in select_newest(pairs, _pair):
         ratio_ = r.paired.ratio
-        w = {
-            **workload_of(r),
-            "framework": "paired",
-            "formulation": "-",
-            "loop": "-",
-            "extra": _pair(r),
-        }
+        w = {**workload_of(r), "framework": "paired", "formulation": "-", "loop": "-"}
+        w["extra"] = _pair(r)
         out.append(row("speedup", "measured", ratio_.median, w, "paired", [r], **_spread(ratio_)))
     return out
 
@@ -662,19 +605,10 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
         return []
     b = best.workload.batch_size
     w = {**workload_of(best), "batch": None, "dataset": "-", "params": _params(best)}
+    found = functools.partial(row, "largest_batch", "compiled", b, w, "batch-search")
     if smallest is not None:
-        return [
-            row(
-                "largest_batch",
-                "compiled",
-                b,
-                w,
-                "batch-search",
-                [best, smallest],
-                hi=smallest.workload.batch_size,
-                note=f"{smallest.workload.batch_size} does not fit",
-            )
-        ]
+        above = smallest.workload.batch_size
+        return [found([best, smallest], hi=above, note=f"{above} does not fit")]
     refused = [
         e
         for e in errors
@@ -683,9 +617,7 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
         and e.workload.batch_size > b
     ]
     why = "the compiler refused a larger batch" if refused else "no larger batch compiled"
-    return [
-        row("largest_batch", "compiled", b, w, "batch-search", [best], flag=f"open (>= {b}): {why}")
-    ]
+    return [found([best], flag=f"open (>= {b}): {why}")]
 
 
 def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
@@ -702,12 +634,8 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
                 a = o.get("measured_s")
                 if p and a:
                     by_regime[o.get("regime") or _regime_of(o)].append(max(p / a, a / p))
-            for regime, factors in by_regime.items():
-                out[(platform, split, regime)] = (
-                    statistics.median(factors),
-                    max(factors),
-                    len(factors),
-                )
+            for regime, f in by_regime.items():
+                out[(platform, split, regime)] = (statistics.median(f), max(f), len(f))
     return out
 
 
@@ -715,26 +643,30 @@ def _regime_of(observation: dict[str, Any]) -> str:
     return "large" if "resnet50" in str(observation.get("label")) else "small"
 
 
+def band_row(
+    kind: str,
+    platform: str,
+    programs: str,
+    factors: tuple[float, float, int],
+    selection: str = "held-out",
+    records: Iterable[Record] = (),
+    device: str | None = None,
+    **rest: Any,
+) -> dict[str, Any]:
+    """A band of `programs` on `platform` (or on its chip `device`): `factors`, the median
+    and worst factor max(p/a, a/p) and over how many; `rest`: row()'s."""
+    median, worst, n = factors
+    w = {"platform": platform, "device": device or platform, "devices": 1, "model": programs}
+    spread = {"lo": 1.0, "hi": worst, "spread": "median, worst", "n": n}
+    return row("band", kind, median, w, selection, records, **spread, **rest)
+
+
 def band_rows(bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
     """Each held-out band as a row: per platform, split and regime."""
     out = []
-    for (platform, split, regime), (median, worst, n) in sorted(bands.items()):
-        w = {"platform": platform, "device": platform, "devices": 1, "model": f"{regime} programs"}
-        out.append(
-            row(
-                "band",
-                "predicted",
-                median,
-                w,
-                "held-out",
-                lo=1.0,
-                hi=worst,
-                spread="median, worst",
-                n=n,
-                extra=f"leave one {split} out",
-                note=f"device step; {n} observations",
-            )
-        )
+    for (platform, split, regime), found in sorted(bands.items()):
+        words = {"extra": f"leave one {split} out", "note": f"device step; {found[2]} observations"}
+        out.append(band_row("predicted", platform, f"{regime} programs", found, **words))
     return out
 
 
@@ -757,14 +689,12 @@ def band_of(
     found = bands.get((platform, band.get("split"), block.get("regime")))
     if not found:
         return {"band_quantity": "unvalidated"}
-    median, worst, n = found
-    return {
-        "band_median": median,
-        "band_worst": worst,
-        "band_n": n,
-        "band_split": f"leave one {band.get('split')} out",
-        "band_quantity": quantity,
-    }
+    return _band_columns(*found, f"leave one {band.get('split')} out", quantity)
+
+
+def _band_columns(median: float, worst: float, n: int, split: str, quantity: str) -> dict[str, Any]:
+    return dict(zip(("band_median", "band_worst", "band_n", "band_split", "band_quantity"),
+                    (median, worst, n, split, quantity), strict=True))  # fmt: skip
 
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
@@ -781,49 +711,28 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         if block.get("method") != predictions.METHOD:
             continue
         w = {**workload_of(r), "params": _params(r)}
+        predicted = _maker("predicted", w, "per-kernel", [r])
+        source = f"constants {block.get('constants_version')}"
         device_step = block.get("device_step_s") or block["step_time_s"]
-        common = {"source": f"constants {block.get('constants_version')}"}
-        left_out = block.get("loop_left_out") or []
-        for quantity, value in (
-            ("device_step_s", device_step),
-            ("loop_step_s", block.get("loop_step_s")),
-        ):
-            if not value:
-                continue
-            note = (
-                "left out: " + ", ".join(left_out)
-                if quantity != "device_step_s" and left_out
-                else None
-            )
-            band = band_of(block, w["platform"], quantity, bands)
-            if quantity == "loop_step_s" and block.get("regime") == "small":
+        if device_step:
+            band = band_of(block, w["platform"], "device_step_s", bands)
+            out.append(predicted("device_step_s", device_step, source=source, **band))
+        if loop_step := block.get("loop_step_s"):
+            band = band_of(block, w["platform"], "loop_step_s", bands)
+            if block.get("regime") == "small":
                 # the device step's band never stands for a loop step's
                 band = loop_band_of(block) or {"band_quantity": "unvalidated"}
-            out.append(
-                row(quantity, "predicted", value, w, "per-kernel", [r], note=note, **common, **band)
-            )
+            left_out = block.get("loop_left_out")
+            note = "left out: " + ", ".join(left_out) if left_out else None
+            out.append(predicted("loop_step_s", loop_step, note=note, source=source, **band))
         flops = number(r.flops.per_step) if r.flops else None
-        peak = _vendor_peak(r)
         per_device = flops / max(1, w["devices"]) if flops else None
-        if per_device and peak:
-            mfu = per_device / device_step / peak
-            out.append(row("mfu", "predicted", mfu, w, "per-kernel", [r], **common))
-        watts = _watts_per_device(r)
-        if per_device and watts:
-            per_watt = per_device / device_step / watts
+        if per_device and (peak := _vendor_peak(r)):
+            out.append(predicted("mfu", per_device / device_step / peak, source=source))
+        if per_device and (watts := _watts_per_device(r)):
             note = "over the board's TDP (its datasheet's), not the power it draws"
-            out.append(
-                row(
-                    "flops_per_watt",
-                    "predicted",
-                    per_watt,
-                    w,
-                    "per-kernel",
-                    [r],
-                    note=note,
-                    **common,
-                )
-            )
+            per_watt = per_device / device_step / watts
+            out.append(predicted("flops_per_watt", per_watt, note=note, source=source))
     return out
 
 
@@ -842,13 +751,8 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
     band = block.get("loop_band")
     if not band:
         return None
-    return {
-        "band_median": band["median"],
-        "band_worst": band["worst"],
-        "band_n": band["observations"],
-        "band_split": LOOP_BAND_SPLIT,
-        "band_quantity": "loop_step_s",
-    }
+    found = (band["median"], band["worst"], band["observations"])
+    return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s")
 
 
 def held_out_loop_rows(
@@ -870,32 +774,27 @@ def held_out_loop_rows(
             if r is None:
                 continue
             w = {**workload_of(r), "params": _params(r)}
-            measured = row(
-                "step_s", "measured", c["measured_s"], {**w, "extra": "jaxcnn's loop"},
-                "newest", [r],
-            )  # fmt: skip
-            predicted = c["predicted_s"]
-            way = "predicted faster" if predicted < c["measured_s"] else "predicted slower"
-            factor = max(predicted / c["measured_s"], c["measured_s"] / predicted)
+            a, p = c["measured_s"], c["predicted_s"]
+            measured = row("step_s", "measured", a, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
+            way = "predicted faster" if p < a else "predicted slower"
+            note = f"{way}: {p * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})"
             out.append(
-                row("error_factor", "predicted", factor, w, "held-out", [r], extra=HELD_OUT_LOOP,
-                    numerator=measured["id"],
-                    note=f"{way}: {predicted * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})")
+                row("error_factor", "predicted", max(p / a, a / p), w, "held-out", [r],
+                    extra=HELD_OUT_LOOP, numerator=measured["id"], note=note)
             )  # fmt: skip
         bands = (
             ("published", found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
             ("predicted", found["regimes"], f"loop step, {HELD_OUT_LOOP_SPLIT}", "jaxcnn's loop"),
         )
         for kind, by_regime, extra, whose in bands:
-            for name, band in sorted(by_regime.items()):
-                w = {"platform": platform, "device": platform, "devices": 1,
-                     "model": f"{name} programs"}  # fmt: skip
+            for name, b in sorted(by_regime.items()):
+                n = b["observations"]
+                note = (f"{whose} on {', '.join(b['hosts'])}; prediction faster in "
+                        f"{b['faster']} of {n}")  # fmt: skip
+                factors = (b["median"], b["worst"], n)
                 out.append(
-                    row("band", kind, band["median"], w, "held-out", lo=1.0, hi=band["worst"],
-                        spread="median, worst", n=band["observations"], extra=extra,
-                        note=f"{whose} on {', '.join(band['hosts'])}; prediction faster in "
-                        f"{band['faster']} of {band['observations']}")
-                )  # fmt: skip
+                    band_row(kind, platform, f"{name} programs", factors, extra=extra, note=note)
+                )
     return out
 
 
@@ -914,14 +813,11 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     factor max(p/a, a/p), how many the prediction was the faster of, and the band those
     predictions carried (or "unvalidated")."""
     by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
-    for r in records:
-        # only a run timed on a device at hand (a train record) measured a step
-        if not isinstance(r, TrainRecord) or is_compiled(r):
-            continue
+    # only a run timed on a device at hand (a train record) measured a step
+    for r in [r for r in _ok(records) if isinstance(r, TrainRecord) and not is_compiled(r)]:
         p, step = r.prediction, r.step_time_s
-        if r.device.platform != "cpu" and r.status == "ok" and p and p.device_step_s:
-            if step and step.median:
-                by_chip[device_of(r)].append(r)
+        if r.device.platform != "cpu" and p and p.device_step_s and step and step.median:
+            by_chip[device_of(r)].append(r)
     out = []
     for chip, rs in sorted(by_chip.items()):
         rs.sort(key=recorded_at_or_oldest)
@@ -939,20 +835,18 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         for w, r in programs.values():
             by_regime[r.prediction.regime].append(r)
             # the prediction itself, a figure beside the step it measured (same records)
-            out.append(
-                row(AS_RUN, "predicted", r.prediction.device_step_s,
-                    {**w, "params": _params(r)}, "before-first-run", [r],
-                    extra=BEFORE_FIRST_RUN, band_quantity=AS_IT_RAN,
-                    note=f"{r.prediction.regime} program; measured "
-                    f"{r.step_time_s.median * 1e3:.3g} ms")
-            )  # fmt: skip
+            note = f"{r.prediction.regime} program; measured {r.step_time_s.median * 1e3:.3g} ms"
+            as_run = _maker("predicted", {**w, "params": _params(r)}, "before-first-run", [r])
+            out.append(as_run(AS_RUN, r.prediction.device_step_s, extra=BEFORE_FIRST_RUN,
+                              band_quantity=AS_IT_RAN, note=note))  # fmt: skip
         for regime, group in sorted(by_regime.items()):
             pairs = [(r.prediction.device_step_s, r.step_time_s.median) for r in group]
             factors = [max(p / a, a / p) for p, a in pairs]
-            faster = sum(1 for p, a in pairs if p < a)
+            faster = sum(p < a for p, a in pairs)
+            carried_by = [r.prediction.error_band for r in group]
             carried = {
                 json.dumps(b and b.model_dump(exclude_unset=True), sort_keys=True)
-                for b in (r.prediction.error_band for r in group)
+                for b in carried_by
             }
             bands = [json.loads(b) for b in sorted(carried)]
             said = "; ".join(
@@ -963,22 +857,17 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 for b in bands
             )
             beyond = sum(  # in the band's own terms: |predicted / actual - 1|
-                1
-                for r, (p, a) in zip(group, pairs, strict=True)
-                if (b := r.prediction.error_band) and abs(p / a - 1) > b.worst
+                bool(b) and abs(p / a - 1) > b.worst
+                for b, (p, a) in zip(carried_by, pairs, strict=True)
             )
-            w = {"platform": rs[0].device.platform, "device": chip, "devices": 1,
-                 "model": f"{regime} programs"}  # fmt: skip
-            out.append(
-                row("band", "predicted", statistics.median(factors), w, "before-first-run",
-                    group, lo=1.0, hi=max(factors), spread="median, worst", n=len(group),
-                    extra=BEFORE_FIRST_RUN,
-                    note=f"worst {max(factors):.3g}x; constants {first}; prediction faster in "
-                    f"{faster} of {len(group)}; "
-                    f"the band they carried: {said}"
+            note = (f"worst {max(factors):.3g}x; constants {first}; prediction faster in "
+                    f"{faster} of {len(group)}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
-                       if any(bands) else ""))
-            )  # fmt: skip
+                       if any(bands) else ""))  # fmt: skip
+            found = (statistics.median(factors), max(factors), len(group))
+            out.append(band_row("predicted", rs[0].device.platform, f"{regime} programs", found,
+                                "before-first-run", group, chip, extra=BEFORE_FIRST_RUN,
+                                note=note))  # fmt: skip
     return out
 
 
@@ -1014,6 +903,24 @@ def _vendor_peak(record: CompileRecord) -> float | None:
 # --- published -------------------------------------------------------------------------
 
 
+def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
+    """A published reference's step as the table keys it."""
+    return {
+        "model": model,
+        "dataset": "-",
+        "batch": ref.batch_per_chip,
+        "precision": SPELLING.get(ref.precision, ref.precision),
+        "formulation": "-",
+        "loop": "-",
+        "placement": placement,
+        "framework": ref.framework,
+        "platform": _platform_of_chip(ref.chip),
+        "device": ref.chip,
+        "devices": ref.chips,
+        "extra": ref.id,
+    }
+
+
 def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
     """Each published measurement as a step time (where its batch is known), its
     prediction from the compile of the same step, and their factor."""
@@ -1021,54 +928,22 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
     loaded = [r for r in records if is_compiled(r)]
     for v in predictions.versus_published(loaded, refs):
         ref = v["reference"]
-        w = {
-            "model": labels.model_with_overrides(ref),
-            "dataset": "-",
-            "batch": ref.batch_per_chip,
-            "precision": SPELLING.get(ref.precision, ref.precision),
-            "formulation": "-",
-            "loop": "-",
-            "placement": "single" if ref.chips == 1 else "data-parallel",
-            "framework": ref.framework,
-            "platform": _platform_of_chip(ref.chip),
-            "device": ref.chip,
-            "devices": ref.chips,
-            "extra": ref.id,
-        }
-        step = ref.step_time_s or (
-            ref.batch_per_chip / ref.images_per_s_per_chip
-            if ref.batch_per_chip and ref.images_per_s_per_chip
-            else None
-        )
+        placement = "single" if ref.chips == 1 else "data-parallel"
+        w = _published_workload(ref, labels.model_with_overrides(ref), placement)
+        rate = ref.batch_per_chip and ref.images_per_s_per_chip
+        step = ref.step_time_s or (ref.batch_per_chip / ref.images_per_s_per_chip if rate else None)
         if step is None:
             continue
-        pub = row(
-            "step_s",
-            "published",
-            step,
-            w,
-            "published",
-            source=ref.source_url,
-            note=ref.quote,
-            flag=f"held out of every fit: {ref.held_out}" if ref.held_out else None,
-        )
+        held = f"held out of every fit: {ref.held_out}" if ref.held_out else None
+        pub = row("step_s", "published", step, w, "published", source=ref.source_url,
+                  note=ref.quote, flag=held)  # fmt: skip
         out.append(pub)
         if v.get("predicted"):
-            predicted_step = ref.batch_per_chip / v["predicted"]
-            pred = row(
-                "step_s",
-                "predicted",
-                predicted_step,
-                {**w, "framework": "jaxcnn"},
-                "per-kernel",
-                [v["record"]],
-                note=f"{OURS_FOR_PUBLISHED}: "
-                + (
-                    "jaxcnn's loop step"
-                    if v.get("compared") == "loop_step_s"
-                    else "device step plus the platform's fitted published-loop cost"
-                ),
-            )
+            ours = "jaxcnn's loop step" if v.get("compared") == "loop_step_s" else (
+                "device step plus the platform's fitted published-loop cost")  # fmt: skip
+            pred = row("step_s", "predicted", ref.batch_per_chip / v["predicted"],
+                       {**w, "framework": "jaxcnn"}, "per-kernel", [v["record"]],
+                       note=f"{OURS_FOR_PUBLISHED}: {ours}")  # fmt: skip
             out.append(pred)
             out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
     return out
@@ -1093,55 +968,22 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
     for ref in refs:
         if ref.scaling_efficiency is None:
             continue
-        w = {
-            "model": ref.model,
-            "dataset": "-",
-            "batch": ref.batch_per_chip,
-            "precision": SPELLING.get(ref.precision, ref.precision),
-            "formulation": "-",
-            "loop": "-",
-            "placement": "data-parallel",
-            "framework": ref.framework,
-            "platform": _platform_of_chip(ref.chip),
-            "device": ref.chip,
-            "devices": ref.chips,
-            "extra": ref.id,
-        }
-        pub = row(
-            "scaling_efficiency",
-            "published",
-            ref.scaling_efficiency,
-            w,
-            "published",
-            source=ref.source_url,
-            note=ref.quote,
-            flag=f"held out of every fit: {ref.held_out}",
-        )
+        w = _published_workload(ref, ref.model, "data-parallel")
+        pub = row("scaling_efficiency", "published", ref.scaling_efficiency, w, "published",
+                  source=ref.source_url, note=ref.quote,
+                  flag=f"held out of every fit: {ref.held_out}")  # fmt: skip
         out.append(pub)
         many, one = predictions.versus_published(loaded, [ref, predictions.one_chip_of(ref)])
         if not (many.get("predicted") and one.get("predicted")):
             continue
-        pred = row(
-            "scaling_efficiency",
-            "predicted",
-            many["predicted"] / one["predicted"],
-            {**w, "framework": "jaxcnn"},
-            "per-kernel",
-            [many["record"], one["record"]],
-            note=f"the {ref.chips}-chip program's step against the one-chip program's",
-        )
+        note = f"the {ref.chips}-chip program's step against the one-chip program's"
+        pred = row("scaling_efficiency", "predicted", many["predicted"] / one["predicted"],
+                   {**w, "framework": "jaxcnn"}, "per-kernel", [many["record"], one["record"]],
+                   note=note)  # fmt: skip
         out.append(pred)
         direction = OPTIMISTIC if pred["value"] > pub["value"] else PESSIMISTIC
-        out.append(
-            ratio(
-                "error_factor",
-                pred,
-                pub,
-                "held-out",
-                extra=f"{ref.id} {SCALING_VERSUS}",
-                note=direction,
-            )
-        )
+        extra = f"{ref.id} {SCALING_VERSUS}"
+        out.append(ratio("error_factor", pred, pub, "held-out", extra=extra, note=direction))
     return out
 
 
@@ -1153,22 +995,10 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
     e = table[(table.quantity == "error_factor") & table.extra.str.endswith(SCALING_VERSUS)]
     for platform, g in e.groupby("platform"):
         optimistic = int((g.note == OPTIMISTIC).sum())
-        w = {"platform": platform, "device": platform, "devices": 1, "model": "large programs"}
-        out.append(
-            row(
-                "band",
-                "published",
-                statistics.median(g.value),
-                w,
-                "held-out",
-                lo=1.0,
-                hi=g.value.max(),
-                spread="median, worst",
-                n=len(g),
-                extra="scaling efficiency against published",
-                note=f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs",
-            )
-        )
+        note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
+        found = (statistics.median(g.value), g.value.max(), len(g))
+        extra = "scaling efficiency against published"
+        out.append(band_row("published", platform, "large programs", found, extra=extra, note=note))
     return out
 
 
@@ -1192,17 +1022,18 @@ def ratio(
         value = max(value, 1 / value)
     kind = "predicted" if "predicted" in (a["kind"], b["kind"]) else a["kind"]
     workload = {k: a[k] for k in (*KEY[2:], "platform", "params")}
+    rest.setdefault("extra", f"vs {b['device']}")
     return row(
-        quantity,
-        kind,
-        value,
-        workload,
-        selection,
-        numerator=b["id"],
-        denominator=a["id"],
-        extra=rest.pop("extra", f"vs {b['device']}"),
-        **rest,
+        quantity, kind, value, workload, selection, numerator=b["id"], denominator=a["id"], **rest
     )
+
+
+def speedup(
+    a: pd.Series | dict[str, Any], b: pd.Series | dict[str, Any], selection: str, extra: str
+) -> dict[str, Any]:
+    """ratio()'s speedup of the row `a` over its baseline `b` (table rows or their dicts)."""
+    a, b = (r.to_dict() if isinstance(r, pd.Series) else r for r in (a, b))
+    return ratio("speedup", a, b, selection, extra=extra)
 
 
 def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1210,29 +1041,22 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     precision) on each CPU: like for like (the xla step loop on both sides) and against
     the CPU at its best (cpu-best)."""
     out = []
-    m = table[(table.quantity == "step_s") & (table.kind == "measured")]
+    m = rows(table, quantity="step_s", kind="measured")
     cpu = cpu_steps(m)
-    p_rows = table[
-        table.quantity.isin(["device_step_s", "loop_step_s"]) & (table.kind == "predicted")
-    ]
-    for _, p in p_rows[p_rows.devices == 1].iterrows():
-        same = cpu[(cpu.model == p.model) & (cpu.batch == p.batch) & (cpu.precision == p.precision)]
-        for device, on_cpu in same.groupby("device"):
-            like = on_cpu[
-                (on_cpu.formulation == "xla")
-                & (on_cpu.loop == "step")
-                & (on_cpu.framework == "jax")
-            ]
+    predicted = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1)
+    for _, p in predicted.iterrows():
+        for device, on_cpu in _same_step(cpu, p).groupby("device"):
+            like = rows(on_cpu, formulation="xla", loop="step", framework="jax")
             base = f"{p.quantity} vs {device}"
             if len(like) == 1:
-                out.append(
-                    ratio(
-                        "speedup", p.to_dict(), like.iloc[0].to_dict(), "like-for-like", extra=base
-                    )
-                )
-            best = cpu_best(on_cpu)
-            out.append(ratio("speedup", p.to_dict(), best, "cpu-best", extra=f"{base} at its best"))
+                out.append(speedup(p, like.iloc[0], "like-for-like", base))
+            out.append(speedup(p, cpu_best(on_cpu), "cpu-best", f"{base} at its best"))
     return out + measured_loop_speedups(m)
+
+
+def _same_step(found: pd.DataFrame, r: pd.Series) -> pd.DataFrame:
+    """The rows of `found` of r's step: its model, batch and precision."""
+    return rows(found, model=r.model, batch=r.batch, precision=r.precision)
 
 
 def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
@@ -1261,20 +1085,17 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
-        same = cpu[(cpu.model == a.model) & (cpu.batch == a.batch) & (cpu.precision == a.precision)]
-        for device, on_cpu in same.groupby("device"):
+        for device, on_cpu in _same_step(cpu, a).groupby("device"):
             base = f"jaxcnn's loop vs {device}"
             like = on_cpu[on_cpu.formulation == a.formulation]
             if len(like):
                 b = like.loc[like.value.idxmin()].to_dict()
-                out.append(ratio("speedup", a.to_dict(), b, "like-for-like", extra=base))
-        fastest = steps[
-            (steps.model == a.model) & (steps.batch == a.batch) & (steps.precision == a.precision)
-        ]
-        for device, on_cpu in fastest.groupby("device"):  # the predicted speedups' baseline
+                out.append(speedup(a, b, "like-for-like", base))
+        # the predicted speedups' baseline
+        for device, on_cpu in _same_step(steps, a).groupby("device"):
             best = cpu_best(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
-            out.append(ratio("speedup", a.to_dict(), best, "cpu-best", extra=extra))
+            out.append(speedup(a, best, "cpu-best", extra))
     return out
 
 
@@ -1288,25 +1109,12 @@ def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
     rows citing the seed and its quoted line."""
     out = []
     for f in json.loads(path.read_text(encoding="utf-8")):
-        w = {
-            "model": f["model"],
-            "batch": f["batch"],
-            "platform": f["platform"],
-            "device": f["device"],
-            "devices": 1,
-            "framework": "seed " + f["seed"],
-            "extra": f["id"],
-        }
+        w = {k: f[k] for k in ("model", "batch", "platform", "device")}
+        w.update(devices=1, framework="seed " + f["seed"], extra=f["id"])
+        note = f"{f['quote']} ({f['note']})"
+        source = f"seed {f['seed']}"
         out.append(
-            row(
-                f["quantity"],
-                "published",
-                f["value"],
-                w,
-                "published",
-                source=f"seed {f['seed']}",
-                note=f"{f['quote']} ({f['note']})",
-            )
+            row(f["quantity"], "published", f["value"], w, "published", source=source, note=note)
         )
     return out
 
@@ -1322,34 +1130,19 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
         ((table.quantity == "step_s") & (table.kind == "measured"))
         | ((table.quantity == "loop_step_s") & (table.kind == "predicted"))
     ]
-    for _, r in steps_rows[steps_rows.model.isin(list(TRAIN_IMAGES))].iterrows():
-        if r.devices != 1 or r.extra != "-":
-            continue
-        steps = data.steps_per_epoch(TRAIN_IMAGES[r.model], int(r.batch))
-        d = r.to_dict()
+    for d in rows(steps_rows, model=list(TRAIN_IMAGES), devices=1, extra="-").to_dict("records"):
+        steps = data.steps_per_epoch(TRAIN_IMAGES[d["model"]], int(d["batch"]))
+        said = (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
+        band = {"band_quantity": None}
+        if d["kind"] == "predicted":
+            band["band_quantity"] = f"epoch from {d['band_quantity']}"
+        if d["quantity"] == "loop_step_s":
+            band.update({k: d[k] for k in ("band_median", "band_worst", "band_n", "band_split")})
         out.append(
-            row(
-                "epoch_s",
-                d["kind"],
-                d["value"] * steps,
-                {**d, "extra": f"{steps} steps of {d['quantity']}"},
-                "epoch-from-step",
-                numerator=d["id"],
-                note="; ".join(
-                    n
-                    for n in (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
-                    if isinstance(n, str)
-                ),
-                **{
-                    k: d[k]
-                    for k in ("band_median", "band_worst", "band_n", "band_split")
-                    if d["quantity"] == "loop_step_s"
-                },
-                band_quantity=("epoch from " + str(d["band_quantity"]))
-                if d["kind"] == "predicted"
-                else None,
-            )
-        )
+            row("epoch_s", d["kind"], d["value"] * steps,
+                {**d, "extra": f"{steps} steps of {d['quantity']}"}, "epoch-from-step",
+                numerator=d["id"], note="; ".join(n for n in said if isinstance(n, str)), **band)
+        )  # fmt: skip
     return out
 
 
@@ -1361,39 +1154,24 @@ TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_
 def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """K models in one vmapped step against K sequential steps of one model, per K."""
     out = []
-    ens = table[
-        (table.quantity == "step_s") & (table.kind == "measured") & table.extra.str.startswith("K=")
-    ]
+    ens = rows(table, quantity="step_s", kind="measured")
+    ens = ens[ens.extra.str.startswith("K=")]
     for _, v in ens[ens.extra.str.endswith("vmap")].iterrows():
         k = v.extra.split()[0]
-        seq = ens[
-            (ens.model == v.model)
-            & (ens.device == v.device)
-            & (ens.batch == v.batch)
-            & (ens.extra == f"{k} sequential")
-        ]
+        seq = rows(ens, model=v.model, device=v.device, batch=v.batch, extra=f"{k} sequential")
         if len(seq) == 1:
-            out.append(
-                ratio(
-                    "speedup",
-                    v.to_dict(),
-                    seq.iloc[0].to_dict(),
-                    "equal-batch",
-                    extra=f"{k} vmap vs sequential",
-                )
-            )
+            extra = f"{k} vmap vs sequential"
+            out.append(speedup(v, seq.iloc[0], "equal-batch", extra))
     return out
 
 
 def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """What a kernel library is worth on a CPU: each formulation's step against the xla
     formulation's of the same step, loop and device."""
-    m = _measured_jax_steps(table)
+    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
     same = ["model", "batch", "precision", "loop", "device", "placement", "dataset"]
-    xla = m.formulation == "xla"
-    return _over_the_same(
-        m[m.formulation.isin(["onednn", "cpu"])], m[xla], same, "vs xla formulation"
-    )
+    chosen = rows(m, formulation=["onednn", "cpu"])
+    return _over_the_same(chosen, rows(m, formulation="xla"), same, "vs xla formulation")
 
 
 def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1401,18 +1179,9 @@ def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     each measured step timed in the device loop against the same step (workload,
     formulation, device) timed in the step loop. Below 1 the device loop is the slower:
     on a CPU, the xla formulation's convolutions are, inside the compiled loop."""
-    m = _measured_jax_steps(table)
+    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
     same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
     return _over_the_same(m[m.loop == "device"], m[m.loop == "step"], same, DEVICE_OVER_STEP_LOOP)
-
-
-def _measured_jax_steps(table: pd.DataFrame) -> pd.DataFrame:
-    return table[
-        (table.quantity == "step_s")
-        & (table.kind == "measured")
-        & (table.framework == "jax")
-        & (table.extra == "-")
-    ]
 
 
 def _over_the_same(
@@ -1423,9 +1192,7 @@ def _over_the_same(
     for _, r in chosen.iterrows():
         found = bases[(bases[same] == r[same]).all(axis=1)]
         if len(found) == 1:
-            out.append(
-                ratio("speedup", r.to_dict(), found.iloc[0].to_dict(), "like-for-like", extra=extra)
-            )
+            out.append(speedup(r, found.iloc[0], "like-for-like", extra))
     return out
 
 
@@ -1436,7 +1203,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     from jaxcnn import targets
 
     out = []
-    p = table[table.quantity.isin(["device_step_s", "loop_step_s"]) & (table.kind == "predicted")]
+    p = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted")
     one_chip = p[
         p.device.map(lambda d: d in targets.TARGETS and targets.TARGETS[d].chips == 1).astype(bool)
     ]
@@ -1448,7 +1215,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
             t, q = tpu.loc[tpu.value.idxmin()].to_dict(), gpu.loc[gpu.value.idxmin()].to_dict()
             fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
             extra = f"faster chip per chip, TPU vs GPU, {quantity}, over {slow['device']}"
-            out.append(ratio("speedup", fast, slow, "equal-batch", extra=extra))
+            out.append(speedup(fast, slow, "equal-batch", extra))
     return out
 
 
@@ -1459,7 +1226,7 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     from jaxcnn import targets
 
     out = []
-    p = table[(table.quantity == "device_step_s") & (table.kind == "predicted")].copy()
+    p = rows(table, quantity="device_step_s", kind="predicted").copy()
     p["chip"] = [targets.TARGETS[d].chip if d in targets.TARGETS else d for d in p.device]
     p["per_device"] = p.batch // p.devices
     for _, g in p.groupby(["model", "precision", "chip", "per_device"]):
@@ -1468,13 +1235,8 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
             continue
         one = ones.iloc[0].to_dict()
         for _, n in g[g.devices > one["devices"]].iterrows():
-            e = ratio(
-                "scaling_efficiency",
-                n.to_dict(),
-                one,
-                "equal-batch",
-                extra=f"weak scaling from {one['device']}",
-            )
+            extra = f"weak scaling from {one['device']}"
+            e = ratio("scaling_efficiency", n.to_dict(), one, "equal-batch", extra=extra)
             e["value"] = one["value"] / n.value
             if e["value"] > 1.0 + 1e-9:
                 e["flag"] = "above ideal: cannot be true (a bug in the prediction)"
@@ -1516,12 +1278,8 @@ def measured_versus_predicted(
     one_device = {t.chip: t.name for t in targets.TARGETS.values() if t.devices == 1}
     same = ["model", "batch", "precision", "placement"]
     out = []
-    measured = table[
-        (table.quantity == "step_s")
-        & (table.kind == "measured")
-        & (table.platform != "cpu")
-        & (table.devices == 1)
-    ]
+    measured = rows(table, quantity="step_s", kind="measured", devices=1)
+    measured = measured[measured.platform != "cpu"]
     predicted = table[table.kind == "predicted"]
     for extra, quantity, loop in MEASURED_AGAINST:
         chosen: dict[str, tuple[tuple[bool, bool], dict[str, Any], dict[str, Any]]] = {}
@@ -1599,16 +1357,14 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
     e = framework_factors(table)
     for (platform, small), g in e.groupby([e.platform, is_small(e)]):
         faster = int((g.note == "predicted faster").sum())
-        w = {"platform": platform, "device": platform, "devices": 1,
-             "model": "small programs" if small else "large programs"}  # fmt: skip
+        programs = "small programs" if small else "large programs"
         note = (
             f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
         )
+        found = (statistics.median(g.value), g.value.max(), len(g))
         out.append(
-            row("band", "published", statistics.median(g.value), w, "held-out", lo=1.0,
-                hi=g.value.max(), spread="median, worst", n=len(g),
-                extra="against published", note=note)
-        )  # fmt: skip
+            band_row("published", platform, programs, found, extra="against published", note=note)
+        )
     return out
 
 
@@ -1626,27 +1382,16 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
 
     prices = references.chip_prices() if prices is None else prices
     out = []
-    epochs = table[(table.quantity == "epoch_s") & (table.kind == "predicted")]
-    for _, e in epochs.iterrows():
+    for _, e in rows(table, quantity="epoch_s", kind="predicted").iterrows():
         t = targets.TARGETS.get(e.device)
         price = prices.get(t.chip) if t else None
         if price is None:
             continue
         usd = e.value / 3600 * price.usd_per_chip_hour * t.chips
-        d = e.to_dict()
-        out.append(
-            row(
-                "usd_per_epoch",
-                "predicted",
-                usd,
-                d,
-                d["selection"],
-                numerator=d["id"],
-                source=price.price.source_url,
-                note=f"{price.price.offering}, {price.price.provider} on-demand, "
-                f"{price.price.date}; the epoch: {d['note']}",
-            )
-        )
+        d, p = e.to_dict(), price.price
+        note = f"{p.offering}, {p.provider} on-demand, {p.date}; the epoch: {d['note']}"
+        out.append(row("usd_per_epoch", "predicted", usd, d, d["selection"], numerator=d["id"],
+                       source=p.source_url, note=note))  # fmt: skip
     return out
 
 
@@ -1664,7 +1409,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     records = [r for r in loaded if not records_lib.took_turns(r)]
     constants = predictions.constants_table()
     bands = _bands(constants)
-    rows = [
+    out = [
         *measured_rows(records),
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
@@ -1678,10 +1423,9 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *scaling_published(refs, records),
         *band_rows(bands),
     ]
-    rows += seed_rows()
-    table = frame(rows)
-    rows += epochs_from_steps(table)
-    table = frame(rows)
+    out += seed_rows()
+    out += epochs_from_steps(frame(out))
+    table = frame(out)
     for derive in (
         published_bands,
         scaling_band,
@@ -1694,8 +1438,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         scaling_rows,
         cost_rows,
     ):
-        rows += derive(table)
-    return said_unvalidated(frame(rows))
+        out += derive(table)
+    return said_unvalidated(frame(out))
 
 
 def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:

@@ -49,9 +49,7 @@ def value_text(value: Any, unit: str) -> str:
     if unit in ("FLOP/s", "images/s"):
         return _si(value, unit)
     if unit == "fraction":
-        return (
-            f"{value:.4f}" if value > 0.5 and unit == "fraction" and value <= 1 else f"{value:.1%}"
-        )
+        return f"{value:.4f}" if 0.5 < value <= 1 else f"{value:.1%}"
     return f"{value:.4g}"
 
 

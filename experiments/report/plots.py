@@ -39,11 +39,50 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _band(ax: Any, x: Any, y: Any, r: pd.DataFrame, color: str) -> None:
-    """Shade a predicted curve's held-out band (median factor) where it has one."""
-    m = r.band_median.astype(float)
-    if m.notna().all() and len(m):
-        ax.fill_between(x, y / m, y * m, color=color, alpha=0.15, linewidth=0)
+def _grid(
+    n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, ylabel: str
+) -> tuple[Any, Any]:
+    """A figure of `n` panels, four across at most (`size`: its size from columns and rows),
+    the x-axis shared, the outer panels labelled and the panels left over blank."""
+    cols = min(4, n)
+    rows_ = -(-n // cols)
+    fig, axes = pyplot().subplots(
+        rows_, cols, figsize=size(cols, rows_), squeeze=False, sharex=True
+    )
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    return fig, axes
+
+
+def _legend_below(fig: Any, axes: Any, more: dict[str, Any] | None = None) -> None:
+    """One legend under the figure: every panel's entries once, then `more`."""
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    handles |= more or {}
+    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+
+
+def _factor_line(ax: Any, f: float, lo: float, hi: float, style: str, **kwargs: Any) -> None:
+    """The line y = f * x, drawn inside the axes' range lo to hi."""
+    x = [max(lo, lo / f), min(hi, hi / f)]
+    ax.plot(x, [x[0] * f, x[1] * f], style, **kwargs)
+
+
+def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str) -> None:
+    """A log-log panel of one range on both axes, titled, its legend below it."""
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize="medium")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
@@ -123,15 +162,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
     for ax in axes[:, 0]:
         ax.set_ylabel("seconds per step (log)")
-    handles = {}
-    for ax in axes.flat:
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, h)
-    handles[f"{cpu}, its fastest measured way (named on the line)"] = plt.Line2D(
-        [], [], color="C3", linestyle=":"
-    )
-    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
-               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fastest = plt.Line2D([], [], color="C3", linestyle=":")
+    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named on the line)": fastest})
     fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
     fig.tight_layout()
     return _save(fig, path)
@@ -213,22 +245,15 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     series: dict[tuple, list[str]] = {}
     for device, g in mem.groupby("device"):
         g = g.sort_values("batch")
-        series.setdefault(tuple(zip(g.batch, g.value, g.value_fits, strict=True)), []).append(
-            device
-        )
+        key = tuple(zip(g.batch, g.value, g.value_fits, strict=True))
+        series.setdefault(key, []).append(device)
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
         return None
-    seed = (
-        {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
-        if model == answers_lib.SEED_MODEL
-        else set()
-    )
-    plt = pyplot()
+    runs = answers_lib.SEED_MEMORY_RUNS if model == answers_lib.SEED_MODEL else ()
+    seed = {(d, b) for d, b, _ in runs}
     panels = sorted(series.items(), key=lambda kv: kv[1])
-    cols = min(4, len(panels))
-    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(3 * cols, 5.2), squeeze=False,
-                             sharex=True)  # fmt: skip
+    fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b = [p[0] for p in points]
         gib = [p[1] / 2**30 for p in points]
@@ -255,18 +280,7 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
         ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes.flat[len(panels) :]:
-        ax.axis("off")
-    for ax in axes[-1]:
-        ax.set_xlabel("batch")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("GiB per device")
-    handles = {}
-    for ax in axes.flat:
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, h)
-    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
-               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    _legend_below(fig, axes)
     fig.suptitle(f"{model}, f32: compiled memory per batch, each chip on its own scale")
     fig.tight_layout()
     return _save(fig, path)
@@ -344,10 +358,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
     panels = sorted({(r["model"], r["placement"]) for r in series})
     plt = pyplot()
-    cols = min(4, len(panels))
-    rows_ = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(3.3 * cols, 2.7 * rows_), squeeze=False,
-                             sharex=True)  # fmt: skip
+    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.7 * r), "devices", "efficiency")
     for ax, (model, placement) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if (r["model"], r["placement"]) == (model, placement)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
@@ -369,12 +380,6 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_ylim(min(values) - pad, max(values) + pad)
         ax.set_title(f"{model}, {placement}", fontsize="small")
         ax.set_xscale("log", base=2)
-    for ax in axes.flat[len(panels) :]:
-        ax.axis("off")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("efficiency")
-    for ax in axes[-1]:
-        ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
     precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
     handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
@@ -442,24 +447,18 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
             label = (f"{regime}' band: x{b.value:.2f} either way, the median error over "
                      f"{int(b.n)} published {b.device.upper()} steps{whose}")  # fmt: skip
             for f in (b.value, 1 / b.value):
-                x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
-                ax.plot(x, [x[0] * f, x[1] * f], "--", color=colour, linewidth=0.8,
-                        label=label if f > 1 else None)  # fmt: skip
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("published step (s)")
-    ax.set_ylabel("predicted step (s)")
-    ax.set_title("Published steps against the prediction (below the diagonal: predicted faster)",
-                 fontsize="medium")  # fmt: skip
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
+                _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
+                             label=label if f > 1 else None)  # fmt: skip
+    title = "Published steps against the prediction (below the diagonal: predicted faster)"
+    _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
     return _save(fig, path)
 
 
 def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
     """Each device step a record was predicted with before its chip first ran
     (figures.before_first_run_rows) beside the step the same record measured."""
-    p = table[(table.quantity == AS_RUN) & (table.extra == BEFORE_FIRST_RUN)]
-    m = table[(table.quantity == "step_s") & (table.kind == "measured") & (table.extra == "-")]
+    p = rows(table, quantity=AS_RUN, extra=BEFORE_FIRST_RUN)
+    m = rows(table, quantity="step_s", kind="measured", extra="-")
     measured = m.drop_duplicates("records").set_index("records").value
     return p.assign(measured=p.records.map(measured)).dropna(subset=["measured"])
 
@@ -471,17 +470,12 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
     hi = max(points.measured.max(), points.value.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
     for f in (2, 1 / 2):
-        x = [max(lo, lo / f), min(hi, hi / f)]  # the line inside the axes
-        ax.plot(x, [x[0] * f, x[1] * f], "k:", linewidth=0.8, label="2x" if f > 1 else None)
+        _factor_line(ax, f, lo, hi, "k:", linewidth=0.8, label="2x" if f > 1 else None)
     for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
         ax.loglog(g.measured, g.value.astype(float), mark, mfc="none",
                   label=f"{device} ({len(g)} programs)")  # fmt: skip
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured step (s)")
-    ax.set_ylabel("predicted device step (s)")
-    ax.set_title("Measured here, predicted before the chip first ran", fontsize="medium")
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
+    title = "Measured here, predicted before the chip first ran"
+    _square(ax, lo, hi, "measured step (s)", "predicted device step (s)", title)
 
 
 ACCURACY_MARKERS = "osD^v"
@@ -492,9 +486,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     ran), each run its own marker shape and size so overlapping runs stay visible, the
     legend below each panel: the same model should reach the same accuracy on every
     device."""
-    curves = table[
-        (table.quantity == "test_accuracy") & table.extra.astype(str).str.startswith("epoch ")
-    ]
+    curves = rows(table, quantity="test_accuracy")
+    curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
     curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))

@@ -15,7 +15,6 @@ from experiments.studies.page import Page, Section, reference_cpu, rows, select,
 
 REPORT_FILE = "REPORT.md"
 PAGES = "report"
-FIRST_PLOT = "seed_models.png"
 FIGURES = "figures.csv"  # the table, beside REPORT.md
 FIGURES_SCHEMA = "figures.schema.json"  # its columns (figures.table_schema), beside it
 ANSWER_HEADERS = ["#", "seed", "question", "answer", "known", "band", "details"]
@@ -44,11 +43,10 @@ def known(table: pd.DataFrame) -> str:
 def what_ran(table: pd.DataFrame) -> str:
     """Line 2 of the first screen: what ran where, in bold; predictions named only
     where the table has them."""
-    measured = table[table.kind == "measured"]
     accelerators = measured_accelerators(table)
     named = reference_cpu(table)
     cpu = named or "no CPU"
-    older = set(measured[measured.platform == "cpu"].device) - {cpu}
+    older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
     if accelerators:
         ran = f"Measured on {' and '.join([*accelerators, *([f'CPU {named}'] if named else [])])}"
     else:
@@ -82,15 +80,12 @@ def gpu_goal(table: pd.DataFrame) -> str:
     ran = measured_accelerators(table)
     runs = table[(table.quantity == "time_to_target_s") & (table.platform != "cpu")]
     on = " and ".join(ran) if ran else "no accelerator"
-    if not len(runs):
-        return (
-            f"Measured on {on}; the speedrun (the GPU goal's study) has no record on an "
-            "accelerator: the GPU goal is not measured."
-        )
-    devices = ", ".join(sorted(set(runs.device)))
-    return (
-        f"Measured on {on}; the speedrun ran on {devices}: its page says whether the goal is met."
+    said = (
+        f"ran on {', '.join(sorted(set(runs.device)))}: its page says whether the goal is met"
+        if len(runs)
+        else "(the GPU goal's study) has no record on an accelerator: the GPU goal is not measured"
     )
+    return f"Measured on {on}; the speedrun {said}."
 
 
 def own_steps(table: pd.DataFrame) -> str | None:
@@ -126,16 +121,9 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
 
 def answers_table(table: pd.DataFrame, link: str = PAGES) -> str:
     """The first screen's table: one row per seed question."""
+    details = "[{0}]({1}/{0}.md)"
     body = [
-        [
-            a.number,
-            a.seeds,
-            a.question,
-            a.answer,
-            a.known,
-            a.band,
-            f"[{a.page}]({link}/{a.page}.md)",
-        ]
+        [a.number, a.seeds, a.question, a.answer, a.known, a.band, details.format(a.page, link)]
         for a in answers_lib.answers(table)
     ]
     return markdown_table(ANSWER_HEADERS, body)
@@ -156,25 +144,11 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
 
 # --- detail pages: each a filter of the table ------------------------------------------
 
+# The columns a page may print (the table's, and what _cell makes), each with its header.
 COLUMNS = {
-    "model": "model",
-    "dataset": "dataset",
-    "batch": "batch",
-    "precision": "precision",
-    "devices": "devices",
-    "formulation": "formulation",
-    "loop": "loop",
-    "extra": "extra",
-    "device": "device",
-    "kind": "kind",
-    "quantity": "quantity",
-    "value": "value",
-    "spread": "spread",
-    "how": "how it ran",
-    "selection": "rule",
-    "band": "band",
-    "flag": "flag",
-    "note": "note",
+    c: {"how": "how it ran", "selection": "rule"}.get(c, c)
+    for c in "model dataset batch precision devices formulation loop extra device kind quantity "
+    "value spread how selection band flag note".split()
 }
 
 
@@ -292,10 +266,8 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
             parts.append(f"**Verdict**: {s.verdict(table)}")
     rules = sorted({r for s in sections for r in s.select(table).selection.dropna()})
     if rules:
-        parts.append(
-            "Rules that picked these figures:\n\n"
-            + "\n".join(f"- `{r}`: {RULES[r]}" for r in rules)
-        )
+        said = "\n".join(f"- `{r}`: {RULES[r]}" for r in rules)
+        parts.append(f"Rules that picked these figures:\n\n{said}")
     return "\n\n".join(parts)
 
 
@@ -303,14 +275,17 @@ def readme_block(table: pd.DataFrame, report_link: str) -> str:
     """The README's generated block: the same answers table as REPORT.md's."""
     folder = report_link.rsplit("/", 1)[0] + "/" if "/" in report_link else ""
     pages = folder + PAGES
-    return "\n\n".join(
-        [
-            what_ran(table).replace(f"]({FIGURES})", f"]({folder}{FIGURES})"),
-            answers_table(table, pages),
-            *filter(None, [before_first_run(table, pages)]),
-            f"Full report: [{report_link}]({report_link}).",
-        ]
-    )
+    parts = [
+        what_ran(table).replace(f"]({FIGURES})", f"]({folder}{FIGURES})"),
+        answers_table(table, pages),
+        before_first_run(table, pages),
+        f"Full report: [{report_link}]({report_link}).",
+    ]
+    return "\n\n".join(filter(None, parts))
+
+
+def _first(found: pd.DataFrame) -> str:
+    return fmt(found.iloc[0].to_dict()) if len(found) else "-"
 
 
 BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras xla"]
@@ -324,32 +299,16 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
     peers = m[m.framework != "jax"]
     body = []
     for (model, batch, precision), g in peers.groupby(["model", "batch", "precision"]):
-        jax = m[
-            (m.framework == "jax")
-            & (m.model == model)
-            & (m.batch == batch)
-            & (m.precision == precision)
-        ]
-        like = jax[(jax.formulation == "xla") & (jax.loop == "step")]
+        jax = rows(m, framework="jax", model=model, batch=batch, precision=precision)
+        like = rows(jax, formulation="xla", loop="step")
         best = jax.loc[jax.value.idxmin()].to_dict() if len(jax) else None
         shown = [r for r in (like.head(1), g) for r in r.to_dict("records")] + [best]
         data = "/".join(sorted({str(r["dataset"]) for r in shown if r}))
-        cells = [model, batch, precision, data]
-        cells.append(fmt(like.iloc[0].to_dict()) if len(like) else "-")
-        cells.append(f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-")
-        for fw in BENCH_FRAMEWORKS[1:]:
-            f = g[g.framework == fw]
-            cells.append(fmt(f.iloc[0].to_dict()) if len(f) else "-")
-        body.append(cells)
-    headers = [
-        "model",
-        "batch",
-        "precision",
-        "data",
-        "jax (xla, step loop)",
-        "jax at its best",
-        *BENCH_FRAMEWORKS[1:],
-    ]
+        at_best = f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-"
+        peer = [_first(g[g.framework == fw]) for fw in BENCH_FRAMEWORKS[1:]]
+        body.append([model, batch, precision, data, _first(like), at_best, *peer])
+    headers = ["model", "batch", "precision", "data", "jax (xla, step loop)", "jax at its best"]
+    headers += BENCH_FRAMEWORKS[1:]
     parts = [
         f"Step time on {cpu}, median over timed steps, the newest run of each cell "
         "(`newest`): lower is faster. `data`: what the row's steps were fed (the peers "
