@@ -228,6 +228,9 @@ def test_smoke_sizes_are_small_and_full_sizes_are_the_issues():
     assert {w.matmul_precision for w in studies.precision.workloads(gpu)} == {"default", "highest"}
     assert {w.matmul_precision for w in studies.precision.workloads(cpu)} == {"default"}
     assert {w.ensemble_size for w in studies.ensemble.workloads(cpu)} == {1, 4, 16}
+    # a CPU runs its own formulation and XLA's; a GPU's own is XLA's
+    assert {w.formulation for w in studies.ensemble.workloads(cpu)} == {"auto", "xla"}
+    assert {w.formulation for w in studies.ensemble.workloads(gpu)} == {"auto"}
     assert sorted({w.num_devices for w in studies.scaling.workloads(gpu)}) == [1, 2, 4]
     assert studies.scaling.device_counts(6) == [1, 2, 4, 6]
     assert {w.dataset for w in studies.accuracy.workloads(cpu)} == {"mnist", "fashion_mnist"}

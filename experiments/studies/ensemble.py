@@ -4,12 +4,14 @@ Seed 004: many independent runs at once. K = 1, 4, 16 `lenet5_keras` models on
 MNIST, each with its own seed (seed+i) and learning rate (log-spaced lr/10..3 lr),
 batch 128: trained together in one step (jax.vmap of the one train step over
 stacked states, on one device) vs K runs one after another with the plain step.
-Records images/s of all K models and each model's test accuracy.
+Records images/s of all K models and each model's test accuracy. Where the platform's
+formulation is not XLA's own (a CPU: jaxcnn.formulation), both are run (vmap's
+its worth differs between them).
 
 Command: python -m experiments.run --study=ensemble --device=gpu --data-dir=DIR
 Sizes: 3 epochs on accelerators; CPU: 1 epoch (K=16 sequential alone is ~2 min
 an epoch here). Smoke: `mlp` n=8 on digits, K = 1, 2, 3 steps.
-Expected: CPU ~8 min; smoke ~10 s; GPU/TPU ~2 min (a guess).
+Expected: CPU ~8 min per formulation; smoke ~10 s; GPU/TPU ~2 min (a guess).
 """
 
 from __future__ import annotations
@@ -36,7 +38,13 @@ def workloads(ctx: Context) -> list[Workload]:
         "epochs": 1 if ctx.cpu else 3,
         "timing_steps": 20,
     }
+    from jaxcnn import formulation
+
     sizes = ENSEMBLE_SIZES
+    # the platform's own ("auto") and, where it is another, XLA's own convolutions
+    formulations = ["auto"]
+    if formulation.for_platform(ctx.platform).name != "xla" and not ctx.smoke:
+        formulations.append("xla")
     if ctx.smoke:
         common = {"model": "mlp", "model_overrides": TINY_MLP, **SMOKE_TRAIN}
         sizes = (1, 2)
@@ -47,8 +55,10 @@ def workloads(ctx: Context) -> list[Workload]:
             kind="ensemble",
             ensemble_size=k,
             ensemble_mode=mode,
+            formulation=chosen,
             num_devices=1,
         )
+        for chosen in formulations
         for k in sizes
         for mode in ("vmap", "sequential")
     ]
