@@ -6,7 +6,7 @@ batch 128: trained together in one step (jax.vmap of the one train step over
 stacked states, on one device) vs K runs one after another with the plain step.
 Records images/s of all K models and each model's test accuracy. Where the platform's
 formulation is not XLA's own (a CPU: jaxcnn.formulation), both are run (vmap's
-its worth differs between them).
+worth differs between them).
 
 Command: python -m experiments.run --study=ensemble --device=gpu --data-dir=DIR
 Sizes: 3 epochs on accelerators; CPU: 1 epoch (K=16 sequential alone is ~2 min
