@@ -773,6 +773,22 @@ def _read(*lines: dict) -> list:
     return [typed(line) for line in lines]
 
 
+def test_an_ensembles_call_and_loop_are_not_taken_as_one_models():
+    # A committed ensemble run (K models' steps at once, recorded under the model and
+    # batch of one) beside an older run of that one model, both CPU, both timed
+    results = Path(__file__).resolve().parent.parent / "results" / records.RECORDS_FILE
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    line = next(r for r in lines if r["workload"]["kind"] == "ensemble" and r.get("host_loop"))
+    ensemble = typed(line)
+    model, batch = ensemble.workload.model, ensemble.workload.batch_size
+    alone = _measured("alone", model, batch, "2000-01-01T00:00:01")
+    host = fit_predictions.host_constants([*_read(alone), ensemble])
+    assert host["loop"][f"{model}, batch {batch}"]["record"] == "alone"
+    assert host["records"] == {"single": 1}
+    # the control: by its time and its loop, the ensemble's would have been the newest kept
+    assert records.recorded_at(ensemble) > records.recorded_at(typed(alone))
+    assert fit_predictions._timed_a_training_loop(ensemble) and ensemble.dispatch_s.median
+
 def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():
     loaded = _read(
         _measured("new", "mlp", 32, "2026-11-25T00:00:02"),

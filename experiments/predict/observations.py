@@ -13,7 +13,7 @@ from typing import Any
 from experiments import records
 from experiments.predict import references
 from experiments.predict import shown as predictions
-from experiments.records import CompileRecord, Record, TrainRecord
+from experiments.records import CompileRecord, EnsembleRecord, Record, TrainRecord
 from jaxcnn import targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
@@ -323,7 +323,9 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
     by_platform: dict[str, tuple[dict[str, list[float]], dict[str, dict[str, Any]]]] = {}
     kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
-        if not isinstance(r, TrainRecord):  # only a train run times a call and a loop
+        # only a train run of one model times its call and loop (an ensemble's are K
+        # models' steps at once, under the same model and batch)
+        if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord):
             continue
         platform = r.device.platform
         found, loops = by_platform.setdefault(platform, ({}, {}))
