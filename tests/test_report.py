@@ -16,6 +16,7 @@ from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, value_text
 from experiments.studies import crossover as crossover_study
+from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
 from jaxcnn import choices, models
 
@@ -788,6 +789,8 @@ def test_the_contrary_results_are_in_the_answers(csv):
     # formulation the reference CPU has not run (its other results stay in the details)
     v = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")]
     ran_here = set(v[v.device == cpu].formulation)
+    assert ran_here == {"cpu", "xla"}  # the committed: both formulations, each K paired
+    assert len(v[v.device == cpu]) == 2 * len(ensemble_study.ENSEMBLE_SIZES)
     said = _said(14)
     for (device, formulation), g in v.groupby(["device", "formulation"]):
         head = f"{formulation} formulation: " if device == cpu else f"{device}, {formulation} "

@@ -1152,13 +1152,15 @@ TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_
 
 
 def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """K models in one vmapped step against K sequential steps of one model, per K."""
+    """K models in one vmapped step against K sequential steps of one model, per K, of
+    the same formulation on the same device."""
     out = []
     ens = rows(table, quantity="step_s", kind="measured")
     ens = ens[ens.extra.str.startswith("K=")]
     for _, v in ens[ens.extra.str.endswith("vmap")].iterrows():
         k = v.extra.split()[0]
-        seq = rows(ens, model=v.model, device=v.device, batch=v.batch, extra=f"{k} sequential")
+        seq = rows(ens, model=v.model, device=v.device, batch=v.batch,
+                   formulation=v.formulation, extra=f"{k} sequential")  # fmt: skip
         if len(seq) == 1:
             extra = f"{k} vmap vs sequential"
             out.append(speedup(v, seq.iloc[0], "equal-batch", extra))
