@@ -267,6 +267,9 @@ def test_mistyped_records_are_kept_skipped_and_warned_about_once_with_their_line
     assert path.read_bytes() == before
 
 
+# Every committed line through pydantic and jsonschema (tens of seconds): the data do not
+# change with the JAX version, so only the default end of CI runs it.
+@pytest.mark.slow
 def test_every_committed_record_loads_and_follows_the_published_schema():
     jsonschema = pytest.importorskip("jsonschema")
     path = records.SCHEMA_FILE.parent.parent / "results" / records.RECORDS_FILE
