@@ -209,10 +209,3 @@ def immutable(path: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["chattr", "-i", str(path)], check=True)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first (a stable sort: each group keeps its order). With xdist's
-    workers, the minute-long ones start early and the run ends on short tests, not on
-    one worker finishing a long test while the others idle."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
