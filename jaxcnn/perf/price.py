@@ -122,10 +122,23 @@ class Programs:
     half: np.ndarray  # a fusion of a 16-bit float type
     host_s: np.ndarray  # per program: its host side, known
     published: np.ndarray  # per program: 1 where a published run's loop is included
+    # Per tuple of mask names, each kernel's masks as one small integer (bit i: the i-th
+    # mask): `_layered`'s, made once per set of programs (the fit prices the same set some
+    # 300,000 times).
+    _codes: dict[tuple[str, ...], np.ndarray] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def size(self) -> int:
         return len(self.host_s)
+
+    def codes(self, masks: tuple[str, ...]) -> np.ndarray:
+        """Each kernel's `masks` (names of this object's mask fields) as one integer."""
+        if masks not in self._codes:
+            bits = [getattr(self, name).astype(np.int64) << i for i, name in enumerate(masks)]
+            self._codes[masks] = sum(bits, np.zeros(len(self.flops), np.int64))
+        return self._codes[masks]
 
     @classmethod
     def of(
@@ -192,14 +205,16 @@ class Programs:
 PARTS = ("compute", "memory", "overhead", "collective")
 
 
-def _layered(general: float, *layers: tuple[np.ndarray, float | None]) -> np.ndarray:
-    """Per kernel, `general`, replaced in turn by each layer's value on its mask (a layer
-    whose value is None is the platform's having no such constant)."""
-    out = np.full(len(layers[0][0]), general, float)
-    for mask, value in layers:
+def _layered(p: Programs, general: float, *layers: tuple[str, float | None]) -> np.ndarray:
+    """Per kernel of `p`, `general`, replaced in turn by each layer's value where the
+    kernel is under its mask (a field of `p`, by name; a layer whose value is None is the
+    platform's having no such constant): looked up in a table of each combination of
+    masks a kernel can be under."""
+    table = np.full(1 << len(layers), general, float)
+    for i, (_, value) in enumerate(layers):
         if value is not None:
-            out = np.where(mask, value, out)
-    return out
+            table[[code for code in range(len(table)) if code >> i & 1]] = value
+    return table[p.codes(tuple(mask for mask, _ in layers))]
 
 
 def kernel_seconds(p: Programs, c: Constants) -> dict[str, np.ndarray]:
@@ -209,21 +224,24 @@ def kernel_seconds(p: Programs, c: Constants) -> dict[str, np.ndarray]:
     # Each kind's own constant, where the platform has one, over the general one; a later
     # layer wins over an earlier one where a kernel is of both kinds.
     efficiency = _layered(
+        p,
         c.compute_efficiency,
-        (p.vector, c.vector_efficiency),
-        (p.elemental, c.elemental_conv_efficiency),
+        ("vector", c.vector_efficiency),
+        ("elemental", c.elemental_conv_efficiency),
     )
     memory = _layered(
+        p,
         c.memory_efficiency,
-        (p.cached, c.cache_memory_efficiency),
-        (p.library, c.library_memory_efficiency),
-        (p.half, c.half_float_memory_efficiency),
+        ("cached", c.cache_memory_efficiency),
+        ("library", c.library_memory_efficiency),
+        ("half", c.half_float_memory_efficiency),
     )
     overhead = _layered(
+        p,
         c.kernel_overhead_s,
-        (p.library, c.library_overhead_s),
-        (p.convs, c.conv_overhead_s),
-        (p.copies, c.copy_overhead_s),
+        ("library", c.library_overhead_s),
+        ("convs", c.conv_overhead_s),
+        ("copies", c.copy_overhead_s),
     )
     return {
         "compute": p.flops / (p.peak * efficiency),
