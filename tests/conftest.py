@@ -9,6 +9,9 @@ import os
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_NUM_CPU_DEVICES"] = "8"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# numpy's OpenBLAS on one thread: on two cores its second thread spins beside the other
+# xdist worker (the fit: 111 CPU-seconds for 64 s of wall, 64 for the same wall on one)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import contextlib
 import errno
