@@ -789,6 +789,7 @@ def test_an_ensembles_call_and_loop_are_not_taken_as_one_models():
     assert records.recorded_at(ensemble) > records.recorded_at(typed(alone))
     assert fit_predictions._timed_a_training_loop(ensemble) and ensemble.dispatch_s.median
 
+
 def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():
     loaded = _read(
         _measured("new", "mlp", 32, "2026-11-25T00:00:02"),
