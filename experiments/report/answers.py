@@ -555,9 +555,10 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     contrary result is said on the first screen, never left to the details page)."""
     s = rows(t, quantity="speedup", kind="measured", platform="cpu")
     s = s[s.extra.str.contains("vmap vs sequential")]
-    if not len(s[s.device == cpu]):
+    here = s[s.device == cpu]
+    if not len(here):
         return Said(none_on(cpu, "ensemble run"))
-    s = s[(s.device == cpu) | ~s.formulation.isin(set(s[s.device == cpu].formulation))]
+    s = s[(s.device == cpu) | ~s.formulation.isin(set(here.formulation))]
     s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
     s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
     parts = []

@@ -31,6 +31,8 @@ ENSEMBLE_SIZES = (1, 4, 16)
 
 def workloads(ctx: Context) -> list[Workload]:
     """The workloads for `ctx`, sized as the module docstring says."""
+    from jaxcnn import formulation
+
     common = {
         "model": "lenet5_keras",
         "dataset": dataset_for(ctx),
@@ -38,16 +40,12 @@ def workloads(ctx: Context) -> list[Workload]:
         "epochs": 1 if ctx.cpu else 3,
         "timing_steps": 20,
     }
-    from jaxcnn import formulation
-
-    sizes = ENSEMBLE_SIZES
-    # the platform's own ("auto") and, where it is another, XLA's own convolutions
-    formulations = ["auto"]
-    if formulation.for_platform(ctx.platform).name != "xla" and not ctx.smoke:
-        formulations.append("xla")
+    sizes, formulations = ENSEMBLE_SIZES, ["auto"]
     if ctx.smoke:
         common = {"model": "mlp", "model_overrides": TINY_MLP, **SMOKE_TRAIN}
         sizes = (1, 2)
+    elif formulation.for_platform(ctx.platform).name != "xla":
+        formulations.append("xla")  # the platform's own ("auto"), and XLA's own convolutions
     return [
         Workload(
             **common,
