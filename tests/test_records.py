@@ -544,7 +544,7 @@ def test_an_ok_record_without_what_its_kind_requires_is_refused(kind, section, k
         (
             "bogus",
             "workload.kind 'bogus' is not one of 'train', 'matmul', 'ensemble', 'peer', "
-            "'paired' or 'compile'",
+            "'paired', 'compile' or 'input'",
         ),
     ],
 )

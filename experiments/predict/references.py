@@ -56,6 +56,20 @@ DATE_KINDS = ("stated", "retrieved")
 
 
 @dataclass(frozen=True)
+class LoopShape:
+    """How a published JAX loop runs a step, as its source shows it: what the loop step
+    predicted for it charges (experiments.predict.published_loops)."""
+
+    calls_per_step: int  # the jitted calls each step makes
+    syncs_every: int  # the steps between two waits for the device inside the timed span
+    # The loop's input pipeline as benchmarks/published_inputs.py replays it (a pipeline's
+    # name: its time a batch is a record of kind input), or None where the loop slices
+    # host arrays itself, as jaxcnn's loop does (then `batch_bytes` says how many bytes).
+    input: str | None = None
+    batch_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class Reference:
     """One published training measurement of one model on one kind of chip."""
 
@@ -87,6 +101,8 @@ class Reference:
     # (all): 1 for a program jitted without a mesh on a TPU v2 (one TensorCore, half the
     # chip). It is predicted from a target of that many devices (chips.TARGETS).
     devices: int | None = None
+    # A published JAX loop's shape, where it is rebuilt (experiments.predict.published_loops).
+    loop: LoopShape | None = None
 
     @property
     def scaling_efficiency(self) -> float | None:
@@ -315,6 +331,9 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise DataError(f"{where} must be a non-empty string")
         return value
+    shape = next((a for a in allowed if dataclasses.is_dataclass(a)), None)
+    if shape is not None:
+        return _parsed(shape, value, 0, where)
     if any(typing.get_origin(a) is dict for a in allowed):
         if (
             not isinstance(value, dict)
@@ -363,6 +382,11 @@ def _check_reference(row: Reference, file: str) -> None:
             )
     if row.one_chip_images_per_s is not None:
         _check_scaling(row, where)
+    if row.loop is not None and (row.loop.input is None) == (row.loop.batch_bytes is None):
+        raise DataError(
+            f"{where}: a loop names its input pipeline (input) or the bytes it slices from host "
+            "arrays (batch_bytes), one of the two"
+        )
     if row.devices is not None and chips.part_of_chips(row.chip, row.chips, row.devices) is None:
         raise DataError(
             f"{where}: no target in jaxcnn.perf.chips.TARGETS runs a program on {row.devices} "

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from experiments.predict import published_loops
 from experiments.records import (
     CompileRecord,
     MatmulRecord,
@@ -433,8 +434,10 @@ def versus_published(
     """Per published reference: its compile record's per-kernel prediction of images/s
     per chip beside the published figure ({"reference", "record", "predicted",
     "ratio"}: predicted / published), or why it has none ({"why"}). A JAX loop of a
-    small program (`jax_loop`) is predicted by jaxcnn's loop step ("compared":
-    "loop_step_s"); any other "predicted" adds,
+    small program (`jax_loop`) is predicted by a loop step ("compared": "loop_step_s"):
+    its own loop's shape where the reference rebuilds it (published_loops.loop_step, with
+    the input replays among `records`; the block's "input" says so), else jaxcnn's;
+    any other "predicted" adds,
     to each step, the per-step cost of a published run's loop where the platform's fit
     kept one (another framework's, never jaxcnn's); "predicted_step" is the step alone
     (as the fit prices it: the device step plus a call's round trip and its batch's
@@ -453,7 +456,13 @@ def versus_published(
                 row["why"] = f"not compiled yet: {compile_command(ref)}"
         block = of(record, table) if record else None
         if block and block.get("loop_step_s") and jax_loop(ref):
-            # A JAX loop of a small model is what jaxcnn's own loop step predicts.
+            # A JAX loop of a small model: its own loop's shape around the compiled step
+            # where it is rebuilt, else jaxcnn's loop step.
+            if ref.loop is not None:
+                block = {
+                    **block,
+                    **published_loops.loop_step(record, block, ref.loop, records, table),
+                }
             step = block["loop_step_s"]
             row.update(record=record, block=block, predicted_step=ref.batch_per_chip / step,
                        predicted=ref.batch_per_chip / step, compared="loop_step_s")  # fmt: skip

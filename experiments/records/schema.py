@@ -35,7 +35,7 @@ RECORDS_FILE = "records.jsonl"
 # A user's runs go to a folder of their own (git-ignored), not into the records this
 # repository commits (results/), which only `--out=results` adds to.
 DEFAULT_OUT = "runs"
-KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile")
+KINDS = ("train", "matmul", "ensemble", "peer", "paired", "compile", "input")
 PLATFORMS = ("cpu", "gpu", "tpu")
 # A kernel row's kinds: jaxcnn.perf.hlo.KINDS (this module imports no JAX; a test checks
 # the two agree).
@@ -629,7 +629,7 @@ _WORKLOAD_MEANINGS = {
     "timing_steps": "the steps timed, warm-up excluded",
     "study": "the study that made it (devices|crossover|batch|scaling|matmul|ensemble|"
     "precision|accuracy|bench|speedrun|roofline|targets|default); null: a single --model run",
-    "kind": "train|matmul|ensemble|peer|paired|compile: which model checks the record",
+    "kind": "train|matmul|ensemble|peer|paired|compile|input: which model checks the record",
     "num_devices": "the first N devices; null: all the run resolved",
     "scaling": "null|weak|strong: per-device batch fixed | global batch fixed",
     "ensemble_size": "kind ensemble: the models trained together",
@@ -669,6 +669,11 @@ def _workload_model(kind: str | None) -> type[Part]:
     if kind == "peer":
         fields["framework"] = (Str | None, always("the peer's framework (benchmarks/peers.py)"))
         fields["mode"] = (Str | None, always("how the framework ran the step"))
+    if kind == "input":
+        fields["pipeline"] = (
+            Name,
+            always("the published loop's input pipeline replayed (benchmarks/published_inputs.py)"),
+        )
     name = f"{kind.capitalize()}Workload" if kind else "Workload"
     return pydantic.create_model(name, __base__=Part, __doc__="What ran.", **fields)
 
@@ -989,6 +994,36 @@ class PeerRecord(Common):
     images_per_s: Positive | None = when_ok("throughput.median")
 
 
+class InputEnv(PeerEnv):
+    """What a replayed input pipeline ran with (benchmarks/published_inputs.py)."""
+
+    numpy: Str | None = about(_VERSION)
+    torchvision: Str | None = about("torchvision's version, where it ran")
+    pillow: Str | None = about("Pillow's version, where it ran")
+
+
+class InputTiming(Part):
+    """A published loop's input pipeline replayed alone: how long its loop waits for
+    each batch with no model behind it."""
+
+    workers: Count = always("the loader's worker processes as replayed (0: the loop's thread)")
+    workers_published: Count = always("the worker processes the published loop ran")
+    batch_bytes: Count = always("the bytes of one batch the pipeline yields (all its arrays)")
+    batches: Count = always("the batches of each timed epoch")
+    batch_s: Timed = always("seconds a batch, one sample per timed epoch")
+
+
+class InputRecord(Common):
+    """Kind input (benchmarks/published_inputs.py): a published JAX loop's input pipeline
+    (its dataset class, transforms, collate and loader, on synthetic data of its shapes)
+    replayed on this CPU with no model; workload.pipeline says which."""
+
+    config_key: Str = always(_KEY)
+    workload: _workload_model("input") = always("what ran")
+    env: InputEnv = always("what it ran with")
+    input: InputTiming | None = when_ok("the pipeline's time a batch", holding="batch_s")
+
+
 class PairedRecord(Common):
     """Kind paired (benchmarks/paired.py): JAX's and a peer's timed blocks alternated,
     one process computing at a time; workload.study bench; no config_key."""
@@ -1006,6 +1041,7 @@ KIND_MODELS: dict[str, type[Common]] = {
     "peer": PeerRecord,
     "paired": PairedRecord,
     "compile": CompileRecord,
+    "input": InputRecord,
 }
 
 

@@ -463,11 +463,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if jax is None:
         return Said(text, seen, "unvalidated")
     # a ratio smaller than the TPU loops' error could go either way
-    inside = sum(r["value"] < jax["value"] for r in loop.to_dict("records"))
+    inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["value"]]
     verdict = (
         "every ratio inside it: undecided"
-        if inside == len(loop)
-        else f"{inside} of {len(loop)} ratios inside it: those undecided"
+        if len(inside) == len(loop)
+        else f"{', '.join(inside)} inside it: undecided"
         if inside
         else ""
     )

@@ -30,6 +30,7 @@ import pandas as pd
 from experiments.predict import shown as predictions
 from experiments.records import (
     CompileRecord,
+    InputRecord,
     Record,
     TrainRecord,
     labels,
@@ -44,7 +45,12 @@ from experiments.records.select import (
     largest_fit,
     superseded,
 )
-from experiments.studies.page import DEVICE_OVER_STEP_LOOP, OURS_FOR_PUBLISHED, rows
+from experiments.studies.page import (
+    DEVICE_OVER_STEP_LOOP,
+    OURS_FOR_PUBLISHED,
+    OURS_LOOP_STEP,
+    rows,
+)
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -921,11 +927,15 @@ def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
     }
 
 
+# What a published JAX loop whose shape is not rebuilt is predicted by.
+JAXCNN_LOOP = "as jaxcnn's own loop (this loop's shape is not rebuilt)"
+
+
 def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
     """Each published measurement as a step time (where its batch is known), its
     prediction from the compile of the same step, and their factor."""
     out = []
-    loaded = [r for r in records if is_compiled(r)]
+    loaded = [r for r in records if is_compiled(r) or isinstance(r, InputRecord)]
     for v in predictions.versus_published(loaded, refs):
         ref = v["reference"]
         placement = "single" if ref.chips == 1 else "data-parallel"
@@ -939,11 +949,16 @@ def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[
                   note=ref.quote, flag=held)  # fmt: skip
         out.append(pub)
         if v.get("predicted"):
-            ours = "jaxcnn's loop step" if v.get("compared") == "loop_step_s" else (
-                "device step plus the platform's fitted published-loop cost")  # fmt: skip
+            shape = v.get("block", {}).get("input", JAXCNN_LOOP)
+            note = (
+                f"{OURS_LOOP_STEP} {shape}"
+                if v.get("compared") == "loop_step_s"
+                else f"{OURS_FOR_PUBLISHED}: device step plus the platform's fitted "
+                "published-loop cost"
+            )
             pred = row("step_s", "predicted", ref.batch_per_chip / v["predicted"],
                        {**w, "framework": "jaxcnn"}, "per-kernel", [v["record"]],
-                       note=f"{OURS_FOR_PUBLISHED}: {ours}")  # fmt: skip
+                       note=note)  # fmt: skip
             out.append(pred)
             out.append(ratio("error_factor", pred, pub, "held-out", extra=f"{ref.id} vs published"))
     return out

@@ -11,7 +11,15 @@ from experiments.report import answers as answers_lib
 from experiments.report.figures import BEFORE_FIRST_RUN, RULES, TF32_MATMULS
 from experiments.report.fmt import fmt, value_text
 from experiments.studies import REGISTRY
-from experiments.studies.page import Page, Section, reference_cpu, rows, select, where
+from experiments.studies.page import (
+    OURS_LOOP_STEP,
+    Page,
+    Section,
+    reference_cpu,
+    rows,
+    select,
+    where,
+)
 
 REPORT_FILE = "REPORT.md"
 PAGES = "report"
@@ -245,6 +253,10 @@ PAGE_SECTIONS: dict[str, Page] = {
                 where(lambda t: (t.quantity == "error_factor")
                       | ((t.kind == "published") & (t.quantity == "step_s"))),
                 "model batch precision device kind value how note"),
+        Section("Published JAX loops: our loop step for each, and what it charged",
+                where(lambda t: (t.kind == "predicted") & (t.quantity == "step_s")
+                      & t.note.astype(str).str.startswith(OURS_LOOP_STEP)),
+                "model batch device value how note"),
     ]),
 }  # fmt: skip
 
