@@ -2,10 +2,10 @@
 each published JAX loop's input pipeline replayed on this CPU with no model behind it.
 
 Why: a published loop's step is its input pipeline's wait as well as its device step.
-A Colab notebook's Flax CNN on a TPU v2 took 21.2 ms a step where the chip's step is
-predicted near 1 ms: its torch DataLoader crops and normalises 128 images a step on two
-worker processes, and the loop waits for them. jaxcnn's loop gathers uint8 batches from
-memory, so its own host parts cannot stand for that wait; a replay measures it.
+The Colab notebook's Flax CNN on a TPU v2 (published_references.json) crops and
+normalises 128 images a step in a torch DataLoader's two worker processes, and its loop
+waits for them far longer than the chip computes. jaxcnn's loop gathers uint8 batches
+from memory, so its own host parts cannot stand for that wait; a replay measures it.
 
 Each pipeline is the published source's dataset class, transforms, collate function and
 loader settings, as written (cited beside each), over synthetic data of the published

@@ -21,6 +21,7 @@ from pathlib import Path
 from experiments import records as records_lib
 from experiments.cli.options import OneLineParser
 from experiments.records.tables import one_line_warning
+from experiments.report import answers as answers_lib
 from experiments.report import figures, plots, views
 from experiments.report import readme as analysis
 
@@ -54,8 +55,9 @@ def write_report(
     moves: list[tuple[Path, Path]] = []
     try:
         drawn = plots.draw(table, staging)
+        answered = answers_lib.answers(table)
         for name in views.PAGE_SECTIONS:
-            _write_text(staging / f"{name}.md", views.page(name, table, drawn))
+            _write_text(staging / f"{name}.md", views.page(name, table, drawn, answered))
         moves.append((staging, out / views.PAGES))
         first = drawn.get("first")
         report = out / views.REPORT_FILE

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from experiments.predict import published_loops
 from experiments.records import (
     CompileRecord,
+    InputRecord,
     MatmulRecord,
     PairedRecord,
     PeerRecord,
@@ -209,7 +210,7 @@ def of(record: Record, table: dict[str, Any] | None = None) -> dict[str, Any] | 
     it carries kernels (the device's kernels and the host's side of the step, each kept
     apart), else the block it was written with (a roofline bound), its method
     saying which; None for a kind that carries neither."""
-    if isinstance(record, MatmulRecord | PeerRecord | PairedRecord):
+    if isinstance(record, MatmulRecord | PeerRecord | PairedRecord | InputRecord):
         return None
     if record.kernels:
         from jaxcnn.perf import hlo, predict

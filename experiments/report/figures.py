@@ -30,6 +30,7 @@ import pandas as pd
 from experiments.predict import shown as predictions
 from experiments.records import (
     CompileRecord,
+    EnsembleRecord,
     InputRecord,
     Record,
     TrainRecord,
@@ -457,8 +458,14 @@ HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 
 def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """jaxcnn's own step loop on the host, per part and in all (the medians' sum), from
-    the newest run of each workload on each device that timed it (`host_loop`)."""
-    timed = [r for r in _ok(records) if getattr(r, "host_loop", None) and _timed(r)]
+    the newest run of each workload on each device that timed it (`host_loop`). An
+    ensemble's loop is K models' steps at once under one model and batch: not one
+    model's loop, so not among them."""
+    timed = [
+        r
+        for r in _ok(records)
+        if getattr(r, "host_loop", None) and _timed(r) and not isinstance(r, EnsembleRecord)
+    ]
     out = []
     for r in select_newest(timed):
         loop = r.host_loop
@@ -502,10 +509,19 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
             k = (device_of(r), r.device.platform, dtype)
             if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
                 best[k] = (tflops, r)
+    # The matmul study's own rates count too where their dtype ran as itself: float32 on
+    # an accelerator may have run as TF32 or bf16 passes, which its record does not say.
+    for r in mm:
+        dtype, tflops = r.matmul.dtype, number(r.achieved_tflops)
+        k = (device_of(r), r.device.platform, dtype)
+        sure = dtype != "float32" or r.device.platform == "cpu"
+        if sure and tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
+            best[k] = (tflops, r)
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
         w["precision"] = SPELLING.get(dtype, dtype)
-        ran = r.matmul_ceiling[dtype].precision
+        ceiling = (r.matmul_ceiling or {}).get(dtype) if r.matmul_ceiling else None
+        ran = ceiling.precision if ceiling and r.workload.kind != "matmul" else w["precision"]
         tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], ran) else None
         out.append(
             row("peak_flops_per_s", "measured", tflops * 1e12, w, "machine-best", [r], note=tf32)

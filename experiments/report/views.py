@@ -122,8 +122,8 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
         for r in b.to_dict("records")
     )
     return (
-        "**Predicted before the chip first ran** (the device step each record was written "
-        f"with, against what it measured): {said}. [Details]({link}/predictions.md)."
+        "**Predicted before the chip first ran** (each record's own predicted device step, "
+        f"against what it measured): {said}. [Details]({link}/predictions.md)."
     )
 
 
@@ -261,7 +261,30 @@ PAGE_SECTIONS: dict[str, Page] = {
 }  # fmt: skip
 
 
-def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
+# What a first-screen answer's own rows are shown with on its details page.
+QUOTED_COLUMNS = "model batch precision device kind quantity value how note"
+
+
+def quoted(
+    name: str, table: pd.DataFrame, answered: list[answers_lib.Answer]
+) -> list[pd.DataFrame]:
+    """Per answer whose details are page `name`: the very rows of the table it quotes,
+    so that every figure of the first screen can be found on the page it links."""
+    return [
+        table[table.id.isin(a.ids)].assign(answer=a.number, question=a.question)
+        for a in answered
+        if a.page == name and a.ids
+    ]
+
+
+def page(
+    name: str,
+    table: pd.DataFrame,
+    plots: dict[str, str],
+    answered: list[answers_lib.Answer] | None = None,
+) -> str:
+    """Page `name` of the details: the rows the answers linking it quote (`answered`:
+    answers_lib.answers(table), computed here where not given), then its sections."""
     title, sections = PAGE_SECTIONS[name]
     parts = [
         f"# {title}",
@@ -270,13 +293,20 @@ def page(name: str, table: pd.DataFrame, plots: dict[str, str]) -> str:
     ]
     if name in plots:
         parts.append(f"![{title}]({plots[name]})")
+    answered = answers_lib.answers(table) if answered is None else answered
+    shown_rows = quoted(name, table, answered)
+    for found in shown_rows:
+        number, question = found.answer.iloc[0], found.question.iloc[0]
+        said = view(found, QUOTED_COLUMNS.split())
+        parts.append(f"## The figures answer {number} quotes\n\n{question}\n\n{said}")
     for s in sections:
         rows = s.select(table)
         shown = pivot(rows, *s.pivot) if s.pivot else view(rows, s.columns.split())
         parts.append(f"## {s.title}\n\n{shown}")
         if s.verdict:
             parts.append(f"**Verdict**: {s.verdict(table)}")
-    rules = sorted({r for s in sections for r in s.select(table).selection.dropna()})
+    shown_rows += [s.select(table) for s in sections]
+    rules = sorted({r for found in shown_rows for r in found.selection.dropna()})
     if rules:
         said = "\n".join(f"- `{r}`: {RULES[r]}" for r in rules)
         parts.append(f"Rules that picked these figures:\n\n{said}")

@@ -62,6 +62,6 @@ STUDY = Study(
                       & (t.model == "catsdogs_cnn")),
                 "batch precision device quantity value how"),
         Section("Largest batch that fits", select(quantity="largest_batch", model="catsdogs_cnn"),
-                "precision device value flag note"),
+                "precision device how value flag note"),
     ]),
 )  # fmt: skip
