@@ -173,14 +173,15 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     """MLP step time against trainable parameters: the CPU measured with its p10-p90
     spread, the T4 predicted (its band shaded only where the table holds one, else the
     label says unvalidated), any GPU's measured steps of the same sweep as points."""
-    c, g = crossover_study.crossover(table, reference_cpu(table))
+    cpu = reference_cpu(table)
+    _, g = crossover_study.crossover(table, cpu)
+    c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.6))
-    cpu = c.device.iloc[0]
     ax.plot(c.params, c.value, "o-", color="C0",
-            label=f"{cpu}, measured median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+            label=f"{cpu}, steps timed alone, median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         ax.fill_between(spread.params.astype(float), spread.lo.astype(float),

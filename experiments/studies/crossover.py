@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
+LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -48,22 +49,31 @@ def workloads(ctx: Context) -> list[Workload]:
 
 CROSSOVER_RULE = (
     "a width counts as faster on the GPU where its predicted loop step is below the CPU's "
-    "measured step; the crossover is the fewest parameters from which every larger width counts"
+    "measured step of jaxcnn's loop (its step timed alone where it ran no loop); the "
+    "crossover is the fewest parameters from which every larger width counts"
 )
 
 
-def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
-    """The MLP width sweep at batch 128: `cpu`'s measured steps (the step loop in the
-    formulation that ran the most widths there, real data before synthetic) and
-    `device`'s predicted (the loop step where predicted)."""
-    like = {"batch": 128, "precision": "f32", "placement": "single"}
+def cpu_sweep(t: pd.DataFrame, cpu: str | None, extra: str) -> pd.DataFrame:
+    """`cpu`'s measured MLP steps at batch 128 of one kind (`extra`: LOOP, jaxcnn's loop;
+    "-", steps timed alone), one a width: the step loop in the formulation that ran the
+    most widths there, real data before synthetic."""
     mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
-               extra="-", **like)  # fmt: skip
+               batch=128, precision="f32", placement="single", extra=extra)  # fmt: skip
     mlp = mlp[mlp.model.str.startswith("mlp")]
     widths = mlp.groupby("formulation").model.nunique().sort_index()
     c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
     c = c.assign(real=c.dataset == "synthetic").sort_values(["params", "real", "dataset"])
-    c = c.drop_duplicates("model").drop(columns="real")  # one data set a width
+    return c.drop_duplicates("model").drop(columns="real")  # one data set a width
+
+
+def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
+    """The MLP width sweep at batch 128: `cpu`'s measured steps (`cpu_sweep`: jaxcnn's
+    loop where the CPU ran the sweep in it, the quantity the predicted loop step is; else
+    its steps timed alone) and `device`'s predicted (the loop step where predicted)."""
+    like = {"batch": 128, "precision": "f32", "placement": "single"}
+    loop = cpu_sweep(t, cpu, LOOP)
+    c = loop if len(loop) else cpu_sweep(t, cpu, "-")
     quantity = (
         "loop_step_s" if len(rows(t, quantity="loop_step_s", device=device)) else "device_step_s"
     )
@@ -94,7 +104,6 @@ def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[dict[
     return text, chosen
 
 
-LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
 MEASURED_CROSSOVER_RULE = (
     "a width counts as faster on the GPU where its measured step of jaxcnn's loop is below "
     "the CPU's, on the same data; the crossover is the fewest parameters from which every "
