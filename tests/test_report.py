@@ -1380,3 +1380,12 @@ def test_every_figure_an_answer_quotes_is_on_the_page_it_links(table):
         if not _shown_on(bare[a.page], by_id.loc[i].to_dict() | {"id": i})
     ]
     assert missing
+
+
+def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
+    answered = answers.answers(table)
+    (step,) = [i for i in answered[1].ids if i.startswith("step_s|measured")]
+    (epoch,) = [i for i in answered[2].ids if i.startswith("epoch_s|measured")]
+    made_of = table.set_index("id").loc[epoch]
+    assert made_of.numerator == step
+    assert f"CPU b16 {fmt(table.set_index('id').loc[step].to_dict())}" in answered[1].answer
