@@ -180,8 +180,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.6))
-    ax.plot(c.params, c.value, "o-", color="C0",
-            label=f"{cpu}, steps timed alone, median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+    alone = f"{cpu}, steps timed alone, median ({c.formulation.iloc[0]} formulation)"
+    ax.plot(c.params, c.value, "o-", color="C0", label=alone)
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
