@@ -1242,8 +1242,15 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
         mine = gpus[(gpus.model == model) & (gpus.formulation == "xla")]
         ran = len(mine[mine.loop.isin(["device", "step"])])  # every GPU's, H100 and H200
         drawn = sum(len(line.get_xdata()) for line in ax.get_lines()
-                    if line.get_label().startswith("measured,"))  # fmt: skip
+                    if line.get_label().startswith("measured,")
+                    and "jaxcnn's loop" not in line.get_label())  # fmt: skip
         assert drawn == ran, (model, title)
+        # beside them, each GPU's measured step of jaxcnn's loop, what a loop step is like
+        loops = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                                extra="jaxcnn's loop", model=model, **one)  # fmt: skip
+        looped = sum(len(line.get_xdata()) for line in ax.get_lines()
+                     if line.get_label().startswith("measured, jaxcnn's loop"))  # fmt: skip
+        assert looped == len(loops[loops.device.isin(set(gpus.device))]) > 0, model
         for device in set(gpus.device) - set(mine.device):
             assert f"no {device} step measured" in title, (model, title)
 

@@ -98,6 +98,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     )
     gpus = rows(table, quantity="step_s", kind="measured", platform="gpu",
                             framework="jax", extra="-", **one)  # fmt: skip
+    # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
+    loops = rows(table, quantity="step_s", kind="measured", platform="gpu", framework="jax",
+                 extra=crossover_study.LOOP, **one)  # fmt: skip
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
                                  kind="predicted", devices=1, extra="-", **one)  # fmt: skip
     predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
@@ -135,10 +138,13 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
         for j, device in enumerate(ran):
             g = gpus[(gpus.model == model) & (gpus.device == device)]
-            for loop, shift, face in (("device", -0.15, "C2"), ("step", 0.15, "none")):
+            for loop, shift, face in (("device", -0.2, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
                 ax.plot([len(devices) + j + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
+            mine = loops[(loops.model == model) & (loops.device == device)].value
+            ax.plot([len(devices) + j + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
+                    label="measured, jaxcnn's loop (GPU): the loop step's like")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
         m = measured[measured.model == model]
