@@ -51,8 +51,13 @@ def _grid(
     )
     for ax in axes.flat[n:]:
         ax.axis("off")
-    for ax in axes[-1]:
-        ax.set_xlabel(xlabel)
+    # each column's lowest panel carries the x ticks and label: above a blank panel
+    # the shared axis would hide them
+    last = n - (rows_ - 1) * cols  # the panels of the last row
+    for col in range(cols):
+        lowest = axes[rows_ - 1 if col < last else rows_ - 2, col]
+        lowest.xaxis.set_tick_params(labelbottom=True)
+        lowest.set_xlabel(xlabel)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
     return fig, axes
