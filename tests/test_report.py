@@ -1396,3 +1396,12 @@ def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     made_of = table.set_index("id").loc[epoch]
     assert made_of.numerator == step
     assert f"CPU b16 {fmt(table.set_index('id').loc[step].to_dict())}" in answered[1].answer
+
+
+def test_none_is_spelled_one_way_in_the_table(csv):
+    for column in figures.NOT_APPLICABLE:
+        assert not (csv[column].isna() | csv[column].isin(["none"])).any(), column
+    # the control: a workload of no data set, as a matmul record spells it, becomes `-`
+    w = {"model": "matmul", "dataset": "none", "device": "cpu", "platform": "cpu", "devices": 1}
+    r = figures.row("flops_per_s", "measured", 1.0, w, "newest")
+    assert (r["dataset"], r["formulation"], r["loop"]) == ("-", "-", "-")

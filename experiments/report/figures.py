@@ -69,13 +69,13 @@ MEANINGS = {
     "model": "the model (with its overrides, e.g. `mlp width=64`), `matmul`, or for a band "
     "the programs it covers",
     "params": "trainable parameters of the model",
-    "dataset": "the data it trained on (`-`: none or not stated)",
+    "dataset": "the data it trained on (`-`: none, not stated, or not applicable)",
     "batch": "the global batch, in images (empty: a figure over batches)",
     "precision": "the precision the step computes in (`tf32`, `amp`: a published source's)",
     "formulation": "how convolutions and pools are computed (jaxcnn.formulation); "
-    "`-`: another framework's step",
+    "`-`: another framework's step, or not applicable (a band, a peak)",
     "loop": "`step`: one dispatch a step from the host; `device`: whole epochs on the device; "
-    "`-`: another framework's",
+    "`-`: another framework's, or not applicable",
     "placement": "how the step is placed on its devices (`data-parallel`: a published source's)",
     "framework": "who ran the step: `jax`, a peer (`torch eager`, ...), `paired`, a seed, "
     "`jaxcnn` (our prediction of a published step) or a published source's framework",
@@ -102,6 +102,8 @@ MEANINGS = {
     "denominator": "a ratio's figure: the id of the figure below",
 }
 COLUMNS = list(MEANINGS)
+# Text columns whose "none, not stated or not applicable" is spelled `-`.
+NOT_APPLICABLE = ("dataset", "formulation", "loop")
 NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
     "n", "params", "batch", "devices", "band_n"
 )  # fmt: skip
@@ -319,6 +321,8 @@ def row(
     assert kind in KINDS and selection in RULES, (kind, selection)
     out = {c: None for c in COLUMNS}
     out.update({k: workload.get(k) for k in (*KEY[2:], "platform", "params") if k in workload})
+    for k in NOT_APPLICABLE:  # one spelling of "none" in the table
+        out[k] = "-" if out[k] in (None, "none") else out[k]
     out.update(
         quantity=quantity,
         kind=kind,
