@@ -220,8 +220,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the words grow only with what the records hold (a second measured GPU: 915; the
     # predictions made before each GPU first ran, against what it measured: 965; TPU-or-GPU
     # ratios inside the TPU loops' error said undecided: 970; how much of the device loop's
-    # oneDNN-over-xla range is the xla side slowing down there: 975)
-    assert len(lines) <= 25 and len(text.split()) <= 975
+    # oneDNN-over-xla range is the xla side slowing down there: 975; each seed model's
+    # accuracy per platform, every device's: 980)
+    assert len(lines) <= 25 and len(text.split()) <= 980
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
