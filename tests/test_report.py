@@ -221,8 +221,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # predictions made before each GPU first ran, against what it measured: 965; TPU-or-GPU
     # ratios inside the TPU loops' error said undecided: 970; how much of the device loop's
     # oneDNN-over-xla range is the xla side slowing down there: 975; each seed model's
-    # accuracy per platform, every device's: 980)
-    assert len(lines) <= 25 and len(text.split()) <= 980
+    # accuracy per platform, every device's: 978; the widths whose predicted verdict lies
+    # inside its band, said undecided: 981)
+    assert len(lines) <= 25 and len(text.split()) <= 981
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -509,6 +510,7 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     # the rule: the fewest parameters from which every larger width is faster on the GPU
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
     said = _said(9).split("T4 predicted ")[-1]  # the T4's part (a measured GPU's is first)
+    said = said.split(" (undecided")[0]  # where it is undecided: its own test
     assert f"{int(start):,} params" in said and f"T4 {said}" in page
     slower = [p for p, f in faster if not f]
     page_said = page.split("T4 ")[1].split(" (the rule")[0]
@@ -1406,3 +1408,17 @@ def test_none_is_spelled_one_way_in_the_table(csv):
     w = {"model": "matmul", "dataset": "none", "device": "cpu", "platform": "cpu", "devices": 1}
     r = figures.row("flops_per_s", "measured", 1.0, w, "newest")
     assert (r["dataset"], r["formulation"], r["loop"]) == ("-", "-", "-")
+
+
+def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band(csv):
+    c, g = crossover_study.crossover(csv, study_page.reference_cpu(csv))
+    below = crossover_study.undecided_below(c, g)
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
+    ratio = both.value_gpu / both.value_cpu
+    factor = ratio.where(ratio > 1, 1 / ratio)
+    inside = both.params_cpu[factor < both.band_worst_gpu]
+    assert len(inside) and below == min(both.params_cpu[both.params_cpu > inside.max()])
+    assert f"undecided below {below:,}" in _said(9)
+    # the control: a band narrower than every factor decides every width
+    narrow = g.assign(band_worst=1.0)
+    assert crossover_study.undecided_below(c, narrow) is None

@@ -16,7 +16,13 @@ from experiments.report.figures import (
     is_small,
 )
 from experiments.report.fmt import fmt, value_text
-from experiments.studies.crossover import LOOP, crossover, crossover_verdict, measured_crossover
+from experiments.studies.crossover import (
+    LOOP,
+    crossover,
+    crossover_verdict,
+    measured_crossover,
+    undecided_below,
+)
 from experiments.studies.page import DEVICE_OVER_STEP_LOOP, SEED_MODELS, reference_cpu, rows
 from jaxcnn.choices import MODEL_STRATEGIES
 
@@ -442,6 +448,8 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said = [f"{words} (measured, {LOOP} both sides)" for (words, _), _ in measured if words]
         start = text.split(" (")[0].removeprefix("T4 ")
+        below = undecided_below(c, g)
+        start += f" (undecided below {below:,})" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
         chosen += [r for (_, rs), _ in measured for r in rs]
         return Said(text, chosen)

@@ -104,6 +104,22 @@ def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[dict[
     return text, chosen
 
 
+def undecided_below(c: pd.DataFrame, g: pd.DataFrame) -> int | None:
+    """The fewest parameters from which every width's predicted-over-measured ratio lies
+    outside the prediction's band at its worst (max(g/c, c/g) above `band_worst`): below
+    it, a width's verdict could go either way. None where no band or no width is inside."""
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
+    worst = both.band_worst_gpu.astype(float)
+    if not len(both) or worst.isna().any():
+        return None
+    ratio = both.value_gpu / both.value_cpu
+    inside = (ratio.where(ratio > 1, 1 / ratio) < worst).to_numpy()
+    if not inside.any():
+        return None
+    last = len(inside) - 1 - inside[::-1].argmax()  # the widest width inside
+    return int(both.params_cpu.iloc[last + 1]) if last + 1 < len(both) else None
+
+
 MEASURED_CROSSOVER_RULE = (
     "a width counts as faster on the GPU where its measured step of jaxcnn's loop is below "
     "the CPU's, on the same data; the crossover is the fewest parameters from which every "
@@ -141,7 +157,10 @@ def predicted_sweep(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def predicted_verdict(t: pd.DataFrame) -> str:
-    text, _ = crossover_verdict(*crossover(t, reference_cpu(t)))
+    c, g = crossover(t, reference_cpu(t))
+    text, _ = crossover_verdict(c, g)
+    below = undecided_below(c, g)
+    text += f"; undecided below {below:,} params (inside its band's worst)" if below else ""
     return f"{text or 'No verdict: no width on both sides.'} (the rule: {CROSSOVER_RULE})"
 
 
