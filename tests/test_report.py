@@ -1155,11 +1155,18 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
     fig = _figure(table, "predictions", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    bands = study_page.rows(table, quantity="band", kind="published", extra="against published")
-    for regime in ("large programs", "small programs"):
-        b = bands[bands.model == regime].sort_values("n").iloc[-1]
-        assert any(x.startswith(f"{regime}' band: x{b.value:.2f}") for x in labels), labels
+    bands = study_page.rows(table, quantity="band", kind="published")
+    # each series with its own band: the published JAX loops apart from other frameworks'
+    assert points.jax_loop.any() and (~points.jax_loop & (points.regime == "small programs")).any()
+    for words, extra, _, _ in plots.PUBLISHED_SERIES.values():
+        regime = words.split(",")[0]
+        b = bands[(bands.model == regime) & (bands.extra == extra)].sort_values("n").iloc[-1]
+        assert any(x.startswith(f"{words}' band: x{b.value:.2f}") for x in labels), labels
         assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
+    jax = points[points.jax_loop]
+    notes = table.set_index("id").note
+    ours = errors[errors.extra.str.contains(" vs published")].denominator.map(notes)
+    assert len(jax) == ours.astype(str).str.startswith(study_page.OURS_LOOP_STEP).sum()
 
 
 def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):

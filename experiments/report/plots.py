@@ -15,7 +15,7 @@ import pandas as pd
 from experiments.report import answers as answers_lib
 from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
 from experiments.studies import crossover as crossover_study
-from experiments.studies.page import reference_cpu, rows
+from experiments.studies.page import OURS_LOOP_STEP, reference_cpu, rows
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -421,12 +421,25 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
         (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
     ]
     small = is_small(e)
+    jax = by_id.note.reindex(e.denominator).astype(str).str.startswith(OURS_LOOP_STEP)
     return pd.DataFrame({
         "published": by_id.value.reindex(e.numerator).to_numpy(float),
         "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
         "regime": ["small programs" if s else "large programs" for s in small],
+        "jax_loop": jax.to_numpy(),
         "model": e.model.to_numpy(), "platform": e.platform.to_numpy(),
     })  # fmt: skip
+
+
+# The series of the published-steps panel: (regime, a published JAX loop?) -> its words,
+# the band that is its own (figures' `extra`), colour and marker.
+PUBLISHED_SERIES = {
+    ("large programs", False): ("large programs", "against published", "C0", "o"),
+    ("small programs", False): ("small programs, other frameworks' loops",
+                                "against published", "C1", "s"),
+    ("small programs", True): ("small programs, published JAX loops",
+                               "against published JAX loops", "C2", "D"),
+}  # fmt: skip
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
@@ -447,17 +460,18 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     lo = min(points.published.min(), points.predicted.min()) / 2
     hi = max(points.published.max(), points.predicted.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
-    bands = rows(table, quantity="band", kind="published", extra="against published")
-    for (regime, g), (colour, mark) in zip(points.groupby("regime"), [("C0", "o"), ("C1", "s")],
-                                           strict=False):  # fmt: skip
+    bands = rows(table, quantity="band", kind="published")
+    for (regime, jax), g in points.groupby(["regime", "jax_loop"]):
+        words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
         models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel
-        ax.loglog(g.published, g.predicted, mark, color=colour, label=f"{regime}: {models}")
-        band = bands[bands.model == regime].sort_values("n", ascending=False)
+        ax.loglog(g.published, g.predicted, mark, color=colour, mfc="none" if jax else colour,
+                  label=f"{words}: {models}")  # fmt: skip
+        band = bands[(bands.model == regime) & (bands.extra == extra)]
+        band = band.sort_values("n", ascending=False)
         if len(band):
             b = band.iloc[0]
-            whose = " of other frameworks' loops" if regime == "small programs" else ""
-            label = (f"{regime}' band: x{b.value:.2f} either way, the median error over "
-                     f"{int(b.n)} published {b.device.upper()} steps{whose}")  # fmt: skip
+            label = (f"{words}' band: x{b.value:.2f} either way, the median error over "
+                     f"{int(b.n)} published {b.device.upper()} steps")  # fmt: skip
             for f in (b.value, 1 / b.value):
                 _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
                              label=label if f > 1 else None)  # fmt: skip
