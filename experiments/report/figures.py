@@ -756,7 +756,10 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         if per_device and (peak := _vendor_peak(r)):
             out.append(predicted("mfu", per_device / device_step / peak, source=source))
         if per_device and (watts := _watts_per_device(r)):
-            note = "over the board's TDP (its datasheet's), not the power it draws"
+            note = (
+                "the device step's FLOP/s over the board's TDP (its datasheet's), "
+                "not the power it draws"
+            )
             per_watt = per_device / device_step / watts
             out.append(predicted("flops_per_watt", per_watt, note=note, source=source))
     return out
