@@ -59,7 +59,7 @@ class Pipeline:
     dataset: str  # what the synthetic data stands for
     batch_size: int
     workers: int  # the published loader's worker processes (0: the loop's own thread)
-    needs_torch: bool
+    needs: tuple[str, ...]  # the modules it imports beyond NumPy
     build: Callable[[int], Iterable[Any]]  # workers -> an iterable of one epoch's batches
 
 
@@ -201,18 +201,99 @@ class _StaxStream:
             yield self.images[index], self.labels[index]
 
 
+def _lwcookbook_cifar(workers: int) -> Any:
+    """The Lightweighting Cookbook's train provider (dataloader/CIFAR.py, Augmentation.py):
+    per batch a NumPy index of the normalised float64 images, two PRNG splits, a put to
+    JAX's CPU device and a jitted vmapped flip and reflect-pad-4 random crop there,
+    `shard` (a jnp.reshape per array) and Flax's prefetch_to_device(size=10), all in the
+    loop's own thread. jax.random.shuffle, gone from JAX, is its permutation."""
+    from functools import partial
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the host's side, replayed on its CPU
+    import jax
+    import jax.numpy as jnp
+    from flax.jax_utils import prefetch_to_device
+
+    rng = np.random.default_rng(SEED)
+    means, stds = np.array([113.9, 123.0, 125.3]), np.array([66.7, 62.1, 63.0])
+    images = (rng.integers(0, 256, (50_000, 32, 32, 3)).astype(np.uint8) - means) / stds
+    data = {"image": images, "label": rng.integers(0, 10, 50_000)}
+    devices, batch_size = jax.local_devices(), 128
+
+    def flip(key: Any, img: Any) -> Any:
+        return jax.lax.cond(jax.random.bernoulli(key), jnp.fliplr, lambda i: i, img)
+
+    def crop_pad(key: Any, img: Any, pad: int = 4) -> Any:
+        key, sub = jax.random.split(key)
+        cond = jax.random.bernoulli(sub)
+        key, sub = jax.random.split(key)
+        h, w = jax.random.randint(sub, [2], 0, pad * 2)
+
+        def aug(img: Any) -> Any:
+            padded = jnp.pad(img, [[pad, pad], [pad, pad], [0, 0]], mode="reflect")
+            return jax.lax.dynamic_slice(padded, (h, w, 0), img.shape)
+
+        return jax.lax.cond(cond, aug, lambda i: i, img)
+
+    @jax.jit
+    @partial(jax.vmap, in_axes=(0, 0))
+    def pre_processing(key: Any, img: Any) -> Any:
+        key, sub = jax.random.split(key)
+        img = flip(sub, img)
+        key, sub = jax.random.split(key)
+        return crop_pad(sub, img)
+
+    def shard(x: Any) -> Any:
+        b, *d = x.shape
+        return jnp.reshape(x, [len(devices), b // len(devices), *d])
+
+    class Provider:
+        def __init__(self) -> None:
+            self.key = jax.random.key(SEED)
+
+        def batches(self) -> Any:
+            self.key, sub = jax.random.split(self.key)
+            indices = np.asarray(jax.random.permutation(sub, np.arange(50_000)))
+            for batch in range(50_000 // batch_size):
+                index = indices[batch * batch_size : (batch + 1) * batch_size]
+                found = {k: d[index] for k, d in data.items()}
+                self.key, sub = jax.random.split(self.key)
+                keys = jax.random.split(sub, batch_size)
+                found["image"] = jax.device_put(found["image"], jax.devices("cpu")[0])
+                found["image"] = pre_processing(keys, found["image"])
+                yield {k: shard(d) for k, d in found.items()}
+
+        def __iter__(self) -> Any:
+            for batch in prefetch_to_device(self.batches(), size=10):
+                yield jax.block_until_ready(batch)  # ready, as the step that takes it waits
+
+    return Provider()
+
+
+TORCH = ("torch", "torchvision")
+JAX = ("jax", "flax")
 UVA = "https://github.com/phlippe/uvadlc_notebooks_benchmarking/blob/1df2da7b27ff54cd00a306d648a74b308942b664/JAX/"
 COLAB = "https://github.com/mashaan14/YouTube-channel/blob/5650ca2d908907fc2fc78b24d6242bd32373cc3b/jax_performance/2024_04_14_jax_speed_test.md"
 PIPELINES = {
     p.name: p
     for p in (
         Pipeline(
+            "lwcookbook-cifar",
+            "https://github.com/sseung0703/Lightweighting_Cookbook/blob/"
+            "fa950c198ec0883b813ccf83a1f1b168f4a2f648/dataloader/CIFAR.py (gen_provider)",
+            "synthetic-cifar10",
+            128,
+            0,
+            JAX,
+            _lwcookbook_cifar,
+        ),
+        Pipeline(
             "stax-mnist",
             "https://github.com/jax-ml/jax/blob/main/examples/mnist_classifier.py (data_stream)",
             "synthetic-mnist",
             128,
             0,
-            False,
+            (),
             _StaxStream,
         ),
         Pipeline(
@@ -221,7 +302,7 @@ PIPELINES = {
             "synthetic-cifar10",
             128,
             2,
-            True,
+            TORCH,
             _augmented_cifar(128),
         ),
         Pipeline(
@@ -230,7 +311,7 @@ PIPELINES = {
             "synthetic-points",
             128,
             0,
-            True,
+            TORCH,
             _toy_points,
         ),
         Pipeline(
@@ -239,7 +320,7 @@ PIPELINES = {
             "synthetic-cifar10",
             128,
             8,
-            True,
+            TORCH,
             _augmented_cifar(128),
         ),
         Pipeline(
@@ -248,7 +329,7 @@ PIPELINES = {
             "synthetic-cifar10",
             256,
             8,
-            True,
+            TORCH,
             lambda workers: _cifar_loader(scaled, 256, pin_memory=True)(workers),
         ),
     )
@@ -259,7 +340,9 @@ PIPELINES = {
 
 
 def nbytes(batch: Any) -> int:
-    return sum(np.asarray(a).nbytes for a in batch)
+    """The bytes of a batch's arrays (a tuple or list of them, or a dict's values)."""
+    arrays = batch.values() if isinstance(batch, dict) else batch
+    return sum(int(np.asarray(a).nbytes) for a in arrays)
 
 
 def replay(pipeline: Pipeline, workers: int, epochs: int) -> dict[str, Any]:
@@ -297,10 +380,10 @@ def record_of(pipeline: Pipeline, epochs: int) -> dict[str, Any]:
     """One pipeline's record, ok or not: a failure is data, the run goes on."""
     workers = min(pipeline.workers, os.cpu_count() or 1)
     env = records.environment(
-        packages=("numpy", "torch", "torchvision", "pillow"),
+        packages=("numpy", "torch", "torchvision", "pillow", "jax", "jaxlib", "flax"),
         cpu=describe_cpu(),
         cpu_count=os.cpu_count(),
-        framework="torch" if pipeline.needs_torch else "numpy",
+        framework=(pipeline.needs or ("numpy",))[0],
     )
     workload = {
         "kind": "input",
@@ -331,13 +414,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args.pipelines = names(args.pipelines, list(PIPELINES), "pipeline")
     if args.epochs < MIN_EPOCHS:
         raise UsageError(f"--epochs {args.epochs}: must be >= {MIN_EPOCHS} (p10/p90 need them)")
-    missing = [m for m in ("torch", "torchvision") if importlib.util.find_spec(m) is None]
-    torch_ones = [p for p in args.pipelines if PIPELINES[p].needs_torch]
-    if torch_ones and missing:
-        raise UsageError(
-            f"{', '.join(torch_ones)} need {' and '.join(missing)}: pip install -r "
-            f"{REQUIREMENTS} (or --pipelines stax-mnist)"
-        )
+    for name in args.pipelines:
+        missing = [m for m in PIPELINES[name].needs if importlib.util.find_spec(m) is None]
+        if missing:
+            how = f"pip install -r {REQUIREMENTS}" if "torch" in missing else "pip install -e ."
+            raise UsageError(
+                f"{name} needs {' and '.join(missing)}: {how} (or --pipelines stax-mnist)"
+            )
     args.records = records_path(args.out)
     return args
 

@@ -143,14 +143,21 @@ def test_a_bad_replay_command_is_refused_before_any_work(argv, said, tmp_path, c
     assert not (tmp_path / records.RECORDS_FILE).exists()
 
 
-def test_a_torch_pipeline_without_torch_names_the_install_line(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "pipeline, absent, said",
+    [
+        ("colab-toy-points", ("torch", "torchvision"), published_inputs.REQUIREMENTS),
+        ("lwcookbook-cifar", ("flax",), "needs flax: pip install -e ."),
+    ],
+)
+def test_a_pipeline_without_its_modules_names_the_install_line(
+    pipeline, absent, said, tmp_path, capsys, monkeypatch
+):
     found = importlib.util.find_spec
-    absent = ("torch", "torchvision")
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name in absent else found(name, *a)
     )
-    argv = ["--pipelines", "colab-toy-points", "--out", str(tmp_path)]
-    assert published_inputs.main(argv) == 2
-    assert published_inputs.REQUIREMENTS in capsys.readouterr().err
+    assert published_inputs.main(["--pipelines", pipeline, "--out", str(tmp_path)]) == 2
+    assert said in capsys.readouterr().err
     # the control: the NumPy pipeline needs neither
     assert published_inputs.main([*STAX, "--out", str(tmp_path)]) == 0
