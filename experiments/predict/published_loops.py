@@ -59,18 +59,22 @@ def loop_step(
     shape: Any,
     loaded: Sequence[Record],
     table: dict[str, Any],
+    *,
+    own_bytes: int | None,
+    link_bytes_per_s: float | None,
 ) -> dict[str, Any]:
     """The loop step of published loop `shape` (a references.LoopShape) around `record`'s
-    compiled step as priced in `block` (experiments.predict.shown.of):
-    jaxcnn.perf.host.loop_step's fields, and `input`: what its input part is."""
-    from experiments.predict import shown
+    compiled step as priced in `block` (experiments.predict.shown.of), its batch over the
+    chip's host link of `link_bytes_per_s` (None: no published figure); a pipeline never
+    replayed is given jaxcnn's batch bytes (`own_bytes`). jaxcnn.perf.host.loop_step's
+    fields, and `input`: what its input part is."""
     from jaxcnn import host_loop
     from jaxcnn.perf import host as host_lib
     from jaxcnn.perf import runtime as runtime_lib
 
     platform = record.device.platform
     replay = replayed(shape.input, loaded) if shape.input else None
-    nbytes = replay.input.batch_bytes if replay else shape.batch_bytes or shown.batch_bytes(record)
+    nbytes = replay.input.batch_bytes if replay else shape.batch_bytes or own_bytes or 0
     modelled = host_loop.modelled_parts(nbytes, shape.calls_per_step, table, platform)
     runtime = {p: s for p, s in (block.get("loop_parts") or {}).items() if p in runtime_lib.PARTS}
     if runtime.get(runtime_lib.DISPATCH) is not None:
@@ -99,7 +103,7 @@ def loop_step(
             f"input {shape.input} replayed on {cpu}: {per_batch * 1e3:.3g} ms a batch at "
             f"{timed.workers_published} workers{scaled}"
         )
-    link = shown.rates_of(record).host_link_bytes_per_s
+    link = link_bytes_per_s
     transfer = 0.0 if platform == "cpu" else (nbytes / link if link else None)
     loop = host_lib.loop_step(
         block["device_step_s"], parts, transfer, platform=platform, check_every=shape.syncs_every

@@ -462,7 +462,15 @@ def versus_published(
             if ref.loop is not None:
                 block = {
                     **block,
-                    **published_loops.loop_step(record, block, ref.loop, records, table),
+                    **published_loops.loop_step(
+                        record,
+                        block,
+                        ref.loop,
+                        records,
+                        table,
+                        own_bytes=batch_bytes(record),
+                        link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
+                    ),
                 }
             step = block["loop_step_s"]
             row.update(record=record, block=block, predicted_step=ref.batch_per_chip / step,
