@@ -385,7 +385,10 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         said = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
         gpus = "/".join(sorted(set(on_gpu.device)))
         text += f", {said} on an {gpus}'s"
-        seen += [lo, hi]
+        # every GPU's total, and each side's copy of the batch (`put`), on the page
+        copies = rows(t, **{**common, "extra": "put"})
+        copies = copies[(copies.device == cpu) | (copies.platform == "gpu")]
+        seen += [*on_gpu.to_dict("records"), *copies.to_dict("records")]
     return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a shorter step", seen)
 
 
@@ -540,13 +543,13 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g])
 
 
-def median_row(found: pd.DataFrame) -> Row:
-    """The row at the median of `found`'s values (the lower of two middles): a figure
-    of the table, never an average of two."""
-    if not len(found):
-        return None
+def median_rows(found: pd.DataFrame) -> list[Row]:
+    """The row at the median of `found`'s values, or the two middle rows of an even
+    count (the median lies between them): figures of the table, never an average."""
     ordered = found.sort_values("value")
-    return ordered.iloc[(len(ordered) - 1) // 2].to_dict()
+    n = len(ordered)
+    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
+    return [ordered.iloc[i].to_dict() for i in middle] if n else []
 
 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -565,14 +568,15 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         m = mfu[mfu.platform == platform]
         m = m[m.kind == ("measured" if (m.kind == "measured").any() else "predicted")]
         if len(m):
-            mid, top = median_row(m), m.loc[m.value.idxmax()].to_dict()
-            picked += [mid, top]
+            mid, top = median_rows(m), m.loc[m.value.idxmax()].to_dict()
+            picked += [*mid, top]
             name = platform.upper()
-            if mid["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
+            if mid[0]["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
                 tf32 = m.note.astype(str).str.contains("tf32 peak").all()
                 how = "measured, TF32" if tf32 else "measured"
                 name = f"{'/'.join(sorted(set(m.device)))} ({how})"
-            parts.append(f"{name} median {fmt(mid)} (max {fmt(top)})")
+            middle = fmt(mid[0]) if len(mid) == 1 else f"{fmt(mid[0])}-{fmt(mid[1])}"
+            parts.append(f"{name} median {middle} (max {fmt(top)})")
     if len(parts) > 1:
         parts[1:] = ["of peak, seed models b128 f32: " + ", ".join(parts[1:])]
     return Said("; ".join(parts), picked)

@@ -222,7 +222,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for i, (cl, gl) in enumerate(crossover_study.measured_crossover(table, cpu)):
         if i == 0:
             ax.plot(cl.params, cl.value, "o:", color="C0", mfc="none",
-                    label=f"{cpu}, jaxcnn's loop (measured)")  # fmt: skip
+                    label=f"{cpu}, jaxcnn's loop (measured): the verdicts'")  # fmt: skip
         device = gl.device.iloc[0]
         ax.plot(gl.params, gl.value, "D:", color=colour.get(device, "C4"), mfc="none",
                 label=f"{device}, jaxcnn's loop (measured)")  # fmt: skip
@@ -520,8 +520,12 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     plt = pyplot()
     fig, axes = plt.subplots(1, curves.dataset.nunique(), figsize=(10, 4), squeeze=False)
     for ax, (dataset, d) in zip(axes[0], curves.groupby("dataset"), strict=True):
-        for i, (_, g) in enumerate(d.groupby("records")):
+        runs = d.groupby("records")
+        for i, (_, g) in enumerate(runs):
             g = g.sort_values("epoch")
+            # each run a little to the side of the epoch: runs that reach the same
+            # accuracy stand beside each other, not on top
+            offset = (i - (len(runs) - 1) / 2) * 0.06
             first = g.iloc[0]
             epochs = first.extra.split(" of ")[1]
             label = (
@@ -530,7 +534,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             )
             # each run its own marker, the earlier ones larger and hollow: a run on top of
             # another leaves the one beneath visible around it
-            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
+            mark = ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)]
+            ax.plot(g.epoch + offset, g.value, "-", marker=mark,
                     markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
                     mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
         ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
