@@ -221,9 +221,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # predictions made before each GPU first ran, against what it measured: 965; TPU-or-GPU
     # ratios inside the TPU loops' error said undecided: 970; how much of the device loop's
     # oneDNN-over-xla range is the xla side slowing down there: 975; each seed model's
-    # accuracy per platform, every device's: 978; the widths whose predicted verdict lies
-    # inside its band, said undecided: 981)
-    assert len(lines) <= 25 and len(text.split()) <= 981
+    # accuracy per platform, every device's, at its batch: 979; the widths whose predicted
+    # verdict lies inside its band, said undecided: 982)
+    assert len(lines) <= 25 and len(text.split()) <= 982
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -280,6 +280,15 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
         how = "jax, xla formulation, step loop"
         assert f"| {r['model']} | digits | 32 | f32 | {r['device']} | {how} | {fmt(r)} |" in text
     assert "**P**" not in text and "compiled by" not in text and "band is" not in text
+    # trained, its accuracy is said at the batch it trained at (not only the study's 128)
+    for r in rs:
+        r["workload"]["epochs"] = 2
+        r["history"] = [{"epoch": e, "test_accuracy": 0.9 + e / 100, "train_time_s": 4.0,
+                         "steps": 56} for e in (1, 2)]  # fmt: skip
+        r["test_accuracy"] = 0.92
+    said = answers.answers(_build(rs, refs=[]))[3].answer
+    assert said.startswith("mnist_cnn CPU 0.9200; lenet5_keras CPU 0.9200")
+    assert "(b32, 2 epochs, digits)" in said
     # the positive control: a folder with compiles says what they are
     assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 

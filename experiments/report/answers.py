@@ -204,8 +204,9 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     """Each seed model's final test accuracy per platform, over every device that trained
-    it the most epochs (a range where several did), on the data set most of them used."""
-    acc = rows(t, quantity="test_accuracy", kind="measured", precision="f32", batch=128,
+    it the most epochs (a range where several did), on the data set and batch most of
+    them used."""
+    acc = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     acc = acc[acc.extra.str.endswith(" epochs") & ((acc.platform != "cpu") | (acc.device == cpu))]
     if not len(acc):
@@ -213,6 +214,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
     acc = acc[epochs == epochs.max()]
     acc = acc[acc.dataset == acc.dataset.mode().iloc[0]]
+    acc = acc[acc.batch == acc.batch.mode().iloc[0]]
     parts, picked = [], []
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
         said = []
@@ -225,7 +227,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
                 said.append(f"{platform.upper()} {span}")
         parts.append(f"{model} {', '.join(said)}")
     r = acc.iloc[0]
-    text = "; ".join(parts) + f" ({r['extra']}, {r['dataset']})"
+    text = "; ".join(parts) + f" (b{int(r['batch'])}, {r['extra']}, {r['dataset']})"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     if missing:
         text += f"; no {'/'.join(missing)} run yet"
