@@ -103,8 +103,9 @@ def loop_step(
             f"input {shape.input} replayed on {cpu}: {per_batch * 1e3:.3g} ms a batch at "
             f"{timed.workers_published} workers{scaled}"
         )
-    link = link_bytes_per_s
-    transfer = 0.0 if platform == "cpu" else (nbytes / link if link else None)
+    transfer = (
+        0.0 if platform == "cpu" else (nbytes / link_bytes_per_s if link_bytes_per_s else None)
+    )
     loop = host_lib.loop_step(
         block["device_step_s"], parts, transfer, platform=platform, check_every=shape.syncs_every
     )

@@ -17,13 +17,18 @@ from experiments.report.figures import (
 )
 from experiments.report.fmt import fmt, value_text
 from experiments.studies.crossover import (
-    LOOP,
     crossover,
     crossover_verdict,
     measured_crossover,
     undecided_below,
 )
-from experiments.studies.page import DEVICE_OVER_STEP_LOOP, SEED_MODELS, reference_cpu, rows
+from experiments.studies.page import (
+    DEVICE_OVER_STEP_LOOP,
+    LOOP,
+    SEED_MODELS,
+    reference_cpu,
+    rows,
+)
 from jaxcnn.choices import MODEL_STRATEGIES
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]

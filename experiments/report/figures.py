@@ -48,6 +48,7 @@ from experiments.records.select import (
 )
 from experiments.studies.page import (
     DEVICE_OVER_STEP_LOOP,
+    LOOP,
     OURS_FOR_PUBLISHED,
     OURS_LOOP_STEP,
     rows,
@@ -485,7 +486,7 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             note = "the medians of " + ", ".join(HOST_PARTS) + " added"
             out.append(as_newest("host_s", sum(medians), extra="loop total", note=note))
         if own := number(loop.loop_step_s):
-            out.append(as_newest("step_s", own, extra="jaxcnn's loop"))
+            out.append(as_newest("step_s", own, extra=LOOP))
     return out
 
 
@@ -524,7 +525,7 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
         w["precision"] = SPELLING.get(dtype, dtype)
-        ceiling = (r.matmul_ceiling or {}).get(dtype) if r.matmul_ceiling else None
+        ceiling = (r.matmul_ceiling or {}).get(dtype)
         ran = ceiling.precision if ceiling and r.workload.kind != "matmul" else w["precision"]
         tf32 = TF32_MATMULS if _ran_as_tf32(w["precision"], ran) else None
         out.append(
@@ -804,7 +805,7 @@ def held_out_loop_rows(
                 continue
             w = {**workload_of(r), "params": _params(r)}
             a, p = c["measured_s"], c["predicted_s"]
-            measured = row("step_s", "measured", a, {**w, "extra": "jaxcnn's loop"}, "newest", [r])
+            measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "newest", [r])
             way = "predicted faster" if p < a else "predicted slower"
             note = f"{way}: {p * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})"
             out.append(
@@ -813,7 +814,7 @@ def held_out_loop_rows(
             )  # fmt: skip
         bands = (
             ("published", found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
-            ("predicted", found["regimes"], f"loop step, {HELD_OUT_LOOP_SPLIT}", "jaxcnn's loop"),
+            ("predicted", found["regimes"], f"loop step, {HELD_OUT_LOOP_SPLIT}", LOOP),
         )
         for kind, by_regime, extra, whose in bands:
             for name, b in sorted(by_regime.items()):
@@ -1119,7 +1120,7 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     """jaxcnn's loop measured on one accelerator device against the same loop (model,
     batch, precision) measured on each CPU: like for like (both the xla formulation)
     and against the CPU's fastest formulation."""
-    loops = measured[(measured.extra == "jaxcnn's loop") & (measured.devices == 1)]
+    loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
@@ -1288,7 +1289,7 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
 # quantity, the loop whose timing is that quantity). The device step against a step
 # timed with no host in it (the whole-epoch loop on the device) where one was timed,
 # else the step timed alone; the loop step against jaxcnn's own step loop.
-MEASURED_AGAINST = (("-", "device_step_s", "device"), ("jaxcnn's loop", "loop_step_s", "step"))
+MEASURED_AGAINST = (("-", "device_step_s", "device"), (LOOP, "loop_step_s", "step"))
 VERSUS_MEASURED = "vs measured on its chip"
 
 

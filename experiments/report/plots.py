@@ -15,7 +15,7 @@ import pandas as pd
 from experiments.report import answers as answers_lib
 from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
 from experiments.studies import crossover as crossover_study
-from experiments.studies.page import OURS_LOOP_STEP, reference_cpu, rows
+from experiments.studies.page import LOOP, OURS_LOOP_STEP, reference_cpu, rows
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -105,7 +105,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                             framework="jax", extra="-", **one)  # fmt: skip
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
     loops = rows(table, quantity="step_s", kind="measured", platform="gpu", framework="jax",
-                 extra=crossover_study.LOOP, **one)  # fmt: skip
+                 extra=LOOP, **one)  # fmt: skip
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
                                  kind="predicted", devices=1, extra="-", **one)  # fmt: skip
     predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
-from experiments.studies.page import Page, Section, reference_cpu, rows
+from experiments.studies.page import LOOP, Page, Section, reference_cpu, rows
 
 if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
-LOOP = "jaxcnn's loop"  # a measured step of jaxcnn's own loop: what a user's epoch sees
 
 
 def workloads(ctx: Context) -> list[Workload]:

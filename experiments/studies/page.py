@@ -78,6 +78,8 @@ BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
 # A prediction of a published step is of that publication's own loop, not of jaxcnn's
 # loop step on the chip: its note says so wherever it is printed.
 OURS_FOR_PUBLISHED = "ours for the published loop"
+# A measured step of jaxcnn's own loop (its `extra`): what a user's epoch sees.
+LOOP = "jaxcnn's loop"
 # ... of a published JAX loop of a small program: a loop step, its parts said after it.
 OURS_LOOP_STEP = f"{OURS_FOR_PUBLISHED}, its loop step"
 # A step timed in the device loop over the same step in the step loop (figures.loop_speedups).
