@@ -53,6 +53,7 @@ from experiments.records.schema import (
     conforms,
     fields_text,
     is_config_key,
+    parse_time,
     schema_generator,
     schema_text,
     typed,
@@ -87,7 +88,6 @@ from experiments.records.store import (
 )
 from experiments.records.when import (
     machine_id,
-    parse_time,
     recorded_at,
     recorded_at_or_oldest,
 )

@@ -18,13 +18,13 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic_core import PydanticCustomError
 
-from experiments.records.when import parse_time
 from experiments.records.workload import Workload
 
 SCHEMA_VERSION = 2
@@ -169,6 +169,21 @@ PositiveCount = Annotated[Count, pydantic.Field(gt=0)]
 def _meaning_error(why: str) -> PydanticCustomError:
     # the text goes in the context: a value's braces are no template's
     return PydanticCustomError("meaning", "{why}", {"why": why})
+
+
+def parse_time(text: object) -> datetime | None:
+    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO 8601
+    time. One without an offset is taken as UTC, as the field's name says (every writer
+    here gives the offset; a hand-made record may not)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)
 
 
 def _iso_time(text: str) -> str:

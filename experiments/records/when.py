@@ -4,26 +4,8 @@ by time and to tell two machines apart."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the schema reads parse_time from here
-    from experiments.records.schema import Record
-
-
-def parse_time(text: object) -> datetime | None:
-    """`text` (an `env.utc_time`) as an aware UTC datetime; None unless it is an ISO 8601
-    time. One without an offset is taken as UTC, as the field's name says (every writer
-    here gives the offset; a hand-made record may not)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        return when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
-
+from experiments.records.schema import Record, parse_time
 
 # A record up to this far ahead of the reader's clock is the writer's clock drifting,
 # not a time to come.
