@@ -22,6 +22,7 @@ from experiments.studies.crossover import (
     measured_crossover,
     undecided_below,
 )
+from experiments.studies.devices import loop_over_loop
 from experiments.studies.page import (
     DEVICE_OVER_STEP_LOOP,
     LOOP,
@@ -239,15 +240,6 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(text, picked)
 
 
-def speedup_at_best(t: pd.DataFrame, device: str, model: str, batch: int, cpu: str | None) -> Row:
-    """`device`'s predicted step (the loop step where predicted) against `cpu` at its
-    best (figures.cpu_best: the one baseline a measured accelerator's speedup divides)."""
-    s = rows(t, quantity="speedup", device=device, model=model, batch=batch, precision="f32",
-             placement="single")  # fmt: skip
-    quantity = "loop_step_s" if s.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    return one(s, extra=f"{quantity} vs {cpu} at its best")
-
-
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
     """The band column of a small program's predicted `step` on `platform`: its own band
     (a loop step's: the published JAX loops', jaxcnn.perf.predict.loop_band) and which
@@ -313,49 +305,34 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
 WIDE_BAND = 2.0  # a band past this factor changes an answer's verdict: its range is said
 
 
-def measured_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> list[Row]:
-    """jaxcnn's loop of the MNIST CNN at b128 measured on a GPU against the reference
-    CPU's fastest step: the slowest and the fastest of the GPU's runs, or [] where none
-    ran."""
-    best = f"jaxcnn's loop vs {cpu} at its best"
-    s = rows(t, quantity="speedup", kind="measured", model=MNIST_MODEL, batch=128,
-             precision="f32", extra=best, platform="gpu")  # fmt: skip
-    return [] if s.empty else list(span(s))
-
-
-def baseline_words(r: Row) -> str:
-    """A CPU step named as a baseline: its value, formulation, loop and data set."""
-    return f"{fmt(r)} ({r['formulation']} formulation, {r['loop']} loop, {r['dataset']})"
-
-
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
-    best = speedup_at_best(t, "gpu-t4", MNIST_MODEL, 128, cpu)
-    seen = measured_gpu_vs_cpu(t, cpu)
+    found = loop_over_loop(t, MNIST_MODEL)
+    if found.empty:
+        return Said(none_on(cpu, f"{LOOP} of {MNIST_MODEL} at b128"), [p])
     by_id = t.set_index("id")
-    bases = {r["numerator"] for r in [*seen, best] if r}
-    if not bases:
-        return Said(none_on(cpu, "like-for-like CPU step") if p else "T4 not predicted yet", [p])
-    # one CPU figure under every speedup of the cell, named; two only where the data
-    # sets differ by necessity (a measured side's own data), each then named
-    named = [by_id.loc[b].to_dict() | {"id": b} for b in sorted(bases)]
-    head = "over the CPU's fastest, " + " and ".join(baseline_words(r) for r in named)
-    parts = [head + (" (data sets differ)" if len(named) > 1 else "") + ":"]
-    steps = [by_id.loc[r["denominator"]].to_dict() | {"id": r["denominator"]} for r in seen]
-    if seen:
-        lo, hi = seen
+    base = by_id.loc[found.numerator.iloc[0]].to_dict() | {"id": found.numerator.iloc[0]}
+    head = (f"{LOOP} on both ({MNIST_MODEL} b128, {base['dataset']}): CPU {fmt(base)} "
+            f"({base['formulation']} formulation)")  # fmt: skip
+    parts, seen = [], [base]
+    measured = found[(found.kind == "measured") & (found.platform == "gpu")]
+    if len(measured):
+        lo, hi = span(measured)
+        every = measured.to_dict("records")  # the page shows each GPU's, not just the ends
+        steps = [by_id.loc[r["denominator"]].to_dict() | {"id": r["denominator"]} for r in every]
         loop = sorted(r["value"] for r in steps)
-        span = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
-        gpus = "/".join(sorted({r["device"] for r in seen}))
-        parts.append(
-            f"{gpus} measured loop {value_text(loop[0], 's')}-{value_text(loop[-1], 's')}, {span}"
-        )
-    if not (p and best):
-        parts.append("T4 not predicted yet" if not p else none_on(cpu, "T4 speedup"))
-        return Said("; ".join(parts), [*named, *steps, *seen, p])
+        ratio = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+        gpus = "/".join(sorted(set(measured.device)))
+        parts.append(f"{gpus} measured {value_text(loop[0], 's')}-{value_text(loop[-1], 's')}, "
+                     f"{ratio}")  # fmt: skip
+        seen += [*steps, *every]
+    t4 = one(found, kind="predicted", device="gpu-t4")
+    if p is None or t4 is None:
+        parts.append("T4 not predicted yet")
+        return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, step=p)
-    parts.append(f"T4 predicted loop {fmt(p)}, {fmt(best)}{implied(best, b, t)}")
-    return Said(parts[0] + " " + "; ".join(parts[1:]), [*named, *steps, *seen, p, best, b], band)
+    parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{implied(t4, b, t)}")
+    return Said(f"{head}; " + "; ".join(parts), [*seen, p, t4, b], band)
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -196,6 +196,10 @@ RULES = {
     "of that step",
     "like-for-like": "the same program on both sides: the xla formulation in the step "
     "loop on one device",
+    "loop-vs-loop": "jaxcnn's loop on both sides, each device in the formulation jaxcnn "
+    "picks there by default "
+    "(the accelerator's measured, or its predicted loop step): what a user running the "
+    "same fit on each sees",
     "equal-batch": "both chips at the same global batch and precision",
     "seeds": "every seed of this configuration; the target counts as reached only where "
     "every seed reached it",
@@ -1090,7 +1094,7 @@ def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
             if len(like) == 1:
                 out.append(speedup(p, like.iloc[0], "like-for-like", base))
             out.append(speedup(p, cpu_best(on_cpu), "cpu-best", f"{base} at its best"))
-    return out + measured_loop_speedups(m)
+    return out + measured_loop_speedups(m) + loop_vs_loop(m, predicted)
 
 
 def _same_step(found: pd.DataFrame, r: pd.Series) -> pd.DataFrame:
@@ -1135,6 +1139,29 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
             best = cpu_best(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
             out.append(speedup(a, best, "cpu-best", extra))
+    return out
+
+
+def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[str, Any]]:
+    """An accelerator's jaxcnn's loop (measured, or the predicted loop step) against the
+    CPU's jaxcnn's loop of the same step, each device in its own formulation: what a user
+    running the same fit on both sees (the CPU's in the formulation jaxcnn picks there by
+    default). A measured side is set against the CPU's loop on its own data set; a
+    predicted one (synthetic data) against each data set's."""
+    from jaxcnn.formulation import for_platform
+
+    loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
+    cpu = loops[(loops.platform == "cpu") & (loops.formulation == for_platform("cpu").name)]
+    sides = [*loops[loops.platform != "cpu"].iterrows(),
+             *predicted[predicted.quantity == "loop_step_s"].iterrows()]  # fmt: skip
+    out = []
+    for _, a in sides:
+        same = _same_step(cpu, a)
+        if a.kind == "measured":
+            same = same[same.dataset == a.dataset]
+        for _, b in same.iterrows():
+            extra = f"{LOOP} vs {b.device}'s on {b.dataset}"
+            out.append(speedup(a, b, "loop-vs-loop", extra))
     return out
 
 
