@@ -585,7 +585,7 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
     # Its own band says which way it errs (the published JAX loops' count), no wider range.
     t = banded(1.2)
     said = answers.q_gpu_vs_cpu(t, study_page.reference_cpu(t))  # its own, before "as row N's"
-    assert said.band.startswith("x1.20 median") and " to " not in said.text
+    assert said.band.startswith("1.2x off (worst") and " to " not in said.text
     assert said.band.split(";")[0].endswith(_jax_loops_way(csv))
     # Unvalidated (positive control): the published JAX loops beside it, and the other
     # frameworks' band widens the answer into a range.
@@ -1166,7 +1166,7 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
     fig = _figure(table, "predictions", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    bands = study_page.rows(table, quantity="band", kind="published")
+    bands = study_page.rows(table, quantity="band")
     # each series with its own band: the published JAX loops apart from other frameworks'
     assert points.jax_loop.any() and (~points.jax_loop & (points.regime == "small programs")).any()
     for words, extra, _, _ in plots.PUBLISHED_SERIES.values():
@@ -1238,7 +1238,7 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     banded = table.copy()
     banded.loc[g.index, bands] = [1.5, 2.0, 5, "held-out"]
     fig = _figure(banded, "crossover", monkeypatch)
-    assert "T4's band: x1.50 median, x2.00 worst, n=5 (held-out)" in fills(fig)
+    assert "T4's band: 1.5x off (worst 2x, n=5, held-out)" in fills(fig)
 
 
 def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks(
@@ -1313,8 +1313,8 @@ def test_the_first_screen_says_how_the_predictions_made_before_each_chip_ran_did
         == next(x for x in views.first_screen(table).split("\n") if "first ran" in x)[-len(line) :]
     )
     for r in rows.to_dict("records"):
-        said = f"{r['device']} {r['model'].split()[0]} {fmt(r)} median, "
-        assert said + f"{value_text(r['hi'], 'x')} worst (n={r['n']})" in line
+        said = f"{r['device']} {r['model'].split()[0]} {fmt(r)} off "
+        assert said + f"(worst {value_text(r['hi'], 'x')}, n={r['n']})" in line
     # without a run's own prediction there is nothing to say (the positive control above)
     assert views.before_first_run(table[table.extra != figures.BEFORE_FIRST_RUN]) is None
 

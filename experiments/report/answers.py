@@ -15,7 +15,7 @@ from experiments.report.figures import (
     framework_factors,
     is_small,
 )
-from experiments.report.fmt import fmt, value_text
+from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies.crossover import (
     crossover,
     crossover_verdict,
@@ -77,8 +77,17 @@ def band_words(r: Row) -> str:
     if pd.isna(r.get("band_median")):
         why = str(r.get("band_quantity") or "")
         return why if why.startswith(("unvalidated (", "none:")) else "unvalidated"
-    median, worst = r["band_median"], r["band_worst"]
-    return f"x{median:.2f} median, x{worst:.2f} worst, n={r['band_n']} ({r['band_split']})"
+    return band_text(r["band_median"], r["band_worst"], r["band_n"], r["band_split"])
+
+
+def band_text(median: float, worst: float, n: int, *more: str) -> str:
+    """A band as every page and the first screen spell it: its median factor, then its
+    worst and over how many (the legend says a band's value is its median)."""
+    return (
+        f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={n}"
+        + "".join(f", {m}" for m in more)
+        + ")"
+    )
 
 
 DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, never timed
@@ -229,7 +238,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             if len(p):
                 lo, hi = p.iloc[0].to_dict(), p.iloc[-1].to_dict()
                 picked += [lo, hi] if len(p) > 1 else [lo]
-                span = fmt(lo) if len(p) == 1 else f"{fmt(lo)}-{fmt(hi)}"
+                span = span_text(fmt(lo), fmt(hi))
                 said.append(f"{platform.upper()} {span}")
         parts.append(f"{model} {', '.join(said)}")
     r = acc.iloc[0]
@@ -249,7 +258,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     where the step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
-    published = rows(t, quantity="band", kind="published", device=platform, model="small programs")
+    published = rows(t, quantity="band", device=platform, model="small programs")
     jax = one(published, extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         own += f"; {jax_loops(jax)}" if own.startswith("unvalidated") else f", {way_of(jax)}"
@@ -266,7 +275,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
 
 def framework_band(t: pd.DataFrame, platform: str = "gpu") -> Row:
     """The band of other frameworks' published small-program loops on `platform`."""
-    published = rows(t, quantity="band", kind="published", device=platform, model="small programs")
+    published = rows(t, quantity="band", device=platform, model="small programs")
     return one(published, extra="against published")
 
 
@@ -321,10 +330,10 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         every = measured.to_dict("records")  # the page shows each GPU's, not just the ends
         steps = [by_id.loc[r["denominator"]].to_dict() | {"id": r["denominator"]} for r in every]
         loop = sorted(r["value"] for r in steps)
-        ratio = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+        ratio = span_text(fmt(lo), fmt(hi))
         gpus = "/".join(sorted(set(measured.device)))
-        parts.append(f"{gpus} measured {value_text(loop[0], 's')}-{value_text(loop[-1], 's')}, "
-                     f"{ratio}")  # fmt: skip
+        steps_said = span_text(value_text(loop[0], "s"), value_text(loop[-1], "s"))
+        parts.append(f"{gpus} measured {steps_said}, {ratio}")
         seen += [*steps, *every]
     t4 = one(found, kind="predicted", device="gpu-t4")
     if p is None or t4 is None:
@@ -357,23 +366,29 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     common = {"quantity": "host_s", "kind": "measured", "model": MNIST_MODEL, "batch": 128,
-              "dataset": "mnist", "extra": "loop total"}  # fmt: skip
-    total = one(t, device=cpu, **common)
-    on_gpu = rows(t, platform="gpu", precision="f32", **common)
+              "dataset": "mnist", "precision": "f32"}  # fmt: skip
+    host = rows(t, **common)
+    host = host[(host.device == cpu) | (host.platform == "gpu")]
+    total = one(host, device=cpu, extra="loop total")
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
-    text = f"jaxcnn's loop costs the host {fmt(total)}/step on the CPU's client"
-    seen = [total]
-    if len(on_gpu):
-        lo, hi = span(on_gpu)
-        said = fmt(lo) if lo["id"] == hi["id"] else f"{fmt(lo)}-{fmt(hi)}"
+
+    def said(part: str, on: pd.DataFrame) -> str:
+        lo, hi = span(on[on.extra == part])
+        return span_text(fmt(lo), fmt(hi))
+
+    def parts(on: pd.DataFrame) -> str:  # the batch's copy and the step's dispatch
+        return f"copy {said('put', on)}, dispatch {said('dispatch', on)}"
+
+    # the CPU's own copy and dispatch are on the page: the first screen's words go to the GPU's
+
+    text = f"{LOOP}'s host time a step ({MNIST_MODEL} b128): CPU {fmt(total)}"
+    on_gpu = host[host.platform == "gpu"]
+    if len(on_gpu[on_gpu.extra == "loop total"]):
         gpus = "/".join(sorted(set(on_gpu.device)))
-        text += f", {said} on an {gpus}'s"
-        # every GPU's total, and each side's copy of the batch (`put`), on the page
-        copies = rows(t, **{**common, "extra": "put"})
-        copies = copies[(copies.device == cpu) | (copies.platform == "gpu")]
-        seen += [*on_gpu.to_dict("records"), *copies.to_dict("records")]
-    return Said(f"{text} (mnist_cnn, b128): a GPU saves nothing on a shorter step", seen)
+        text += f"; {gpus} {said('loop total', on_gpu)} ({parts(on_gpu)})"
+    shown = host[host.extra.isin(["loop total", "put", "dispatch"])]
+    return Said(f"{text}: a GPU saves nothing on a shorter step", shown.to_dict("records"))
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
@@ -422,7 +437,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
     said = None
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
-        said = f"{band['value']:.3g}x off (median; worst {band['hi']:.3g}x), {band['note']}"
+        said = f"{band_text(band['value'], band['hi'], band['n'])}, {band['note']}"
     return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
 
 
@@ -474,7 +489,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     if left:  # its runtime's host side has no figure
         text += f" ({'/'.join(left)}'s host partly left out)"
-    jax = one(t, quantity="band", kind="published", device="tpu", extra=JAX_VERSUS,
+    jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
               model="small programs")  # fmt: skip
     if jax is None:
         return Said(text, seen, "unvalidated")
@@ -683,7 +698,7 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         band = said.band if said.band is not None else next(iter(words), "-")
         same = band.split(" (")[0]  # a band is its median, worst and n
         earlier = next(
-            (a for a in out if band.startswith("x") and a.band.split(" (")[0] == same), None
+            (a for a in out if band[:1].isdigit() and a.band.split(" (")[0] == same), None
         )
         band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
         ids = [r["id"] for r in said.rows if r]

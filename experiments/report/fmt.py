@@ -60,3 +60,13 @@ def fmt(row: dict[str, Any] | None) -> str:
     if row["quantity"] in ("mfu", "scaling_efficiency"):
         return f"{float(row['value']):.1%}"
     return value_text(row["value"], row["unit"])
+
+
+def span_text(lo: str, hi: str) -> str:
+    """Two written values as a range, their shared unit written once ("256-375 us")."""
+    if lo == hi:
+        return lo
+    lo_number, _, lo_unit = lo.partition(" ")
+    if lo_unit and hi.endswith(f" {lo_unit}"):
+        return f"{lo_number}-{hi}"
+    return f"{lo}-{hi}"

@@ -460,7 +460,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     lo = min(points.published.min(), points.predicted.min()) / 2
     hi = max(points.published.max(), points.predicted.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
-    bands = rows(table, quantity="band", kind="published")
+    bands = rows(table, quantity="band")
     for (regime, jax), g in points.groupby(["regime", "jax_loop"]):
         words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
         models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel

@@ -117,8 +117,8 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
         return None
     b = b.sort_values(["model", "device"], ascending=[False, True])
     said = "; ".join(
-        f"{r['device']} {r['model'].split()[0]} {fmt(r)} median, "
-        f"{value_text(r['hi'], 'x')} worst (n={r['n']})"
+        f"{r['device']} {r['model'].split()[0]} "
+        + answers_lib.band_text(r["value"], r["hi"], r["n"])
         for r in b.to_dict("records")
     )
     return (
@@ -167,6 +167,8 @@ def _cell(r: dict, column: str) -> str:
         if pd.isna(r.get("lo")) or pd.isna(r.get("hi")):
             return "-"
         lo, hi = value_text(r["lo"], r["unit"]), value_text(r["hi"], r["unit"])
+        if r.get("spread") == "median, worst":  # a band: the value is its median
+            return f"worst {hi}, n={r['n']}"
         return f"{lo}-{hi} ({r['spread'] or 'range'})"
     if column == "band":
         return answers_lib.band_words(r)
