@@ -222,8 +222,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # ratios inside the TPU loops' error said undecided: 970; how much of the device loop's
     # oneDNN-over-xla range is the xla side slowing down there: 975; each seed model's
     # accuracy per platform, every device's, at its batch: 979; the widths whose predicted
-    # verdict lies inside its band, said undecided: 982)
-    assert len(lines) <= 25 and len(text.split()) <= 982
+    # verdict lies inside its band, said undecided: 982; how far apart the devices' curves
+    # come at any epoch, and the CPU named as vmap's only device: 999)
+    assert len(lines) <= 25 and len(text.split()) <= 999
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -288,7 +289,7 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
         r["test_accuracy"] = 0.92
     said = answers.answers(_build(rs, refs=[]))[3].answer
     assert said.startswith("mnist_cnn CPU 0.9200; lenet5_keras CPU 0.9200")
-    assert "(b32, 2 epochs, digits)" in said
+    assert "(b32, 2 epochs, digits, one seed)" in said
     # the positive control: a folder with compiles says what they are
     assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 
@@ -1441,3 +1442,28 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     # the control: a band narrower than every factor decides every width
     narrow = g.assign(band_worst=1.0)
     assert crossover_study.undecided_below(c, narrow) is None
+
+
+def test_the_accuracy_answer_says_how_far_apart_the_devices_curves_come(csv):
+    curves = csv[(csv.quantity == "test_accuracy") & (csv.model == "mnist_cnn")
+                 & (csv.batch == 128) & (csv.dataset == "mnist") & (csv.precision == "f32")
+                 & csv.extra.str.endswith(" of 5")]  # fmt: skip
+    assert curves.device.nunique() >= 2
+    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
+    widest, epoch = max(gaps, key=lambda gap: gap[0])
+    said = _said(4)
+    assert "mnist_cnn CPU " in said and f"every epoch within {widest * 100:.2g} points" in said
+    # the positive control: one device's curve moved at one epoch widens what is said
+    moved = csv.copy()
+    at = moved.id == epoch.loc[epoch.value.idxmax()].id
+    moved.loc[at, "value"] += 0.01
+    assert f"within {(widest + 0.01) * 100:.2g} points" in answers.answers(moved)[3].answer
+
+
+def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv):
+    assert _said(14).startswith("on the CPU (no GPU or TPU run yet): ")
+    # the positive control: a GPU's vmap speedup in the table, and the CPU is not "only"
+    vmap = csv[csv.extra.astype(str).str.contains("vmap vs sequential")].head(1)
+    gpu = vmap.assign(platform="gpu", device="H100 SXM", id="a GPU's vmap row")
+    said = answers.answers(pd.concat([csv, gpu], ignore_index=True))[13].answer
+    assert said.startswith("on the CPU: ")

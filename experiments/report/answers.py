@@ -217,20 +217,29 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
+def widest_epoch_gap(curves: pd.DataFrame) -> tuple[Row, Row]:
+    """The two devices' accuracies furthest apart at any one epoch of `curves` (one
+    model's per-epoch rows, "epoch k of N", one run per device)."""
+    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
+    _, g = max(gaps, key=lambda x: x[0])
+    return span(g)
+
+
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     """Each seed model's final test accuracy per platform, over every device that trained
     it the most epochs (a range where several did), on the data set and batch most of
-    them used."""
-    acc = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
-               selection="newest-trained", model=SEED_MODELS)  # fmt: skip
-    acc = acc[acc.extra.str.endswith(" epochs") & ((acc.platform != "cpu") | (acc.device == cpu))]
+    them used; and how far apart those devices' curves come at any one epoch."""
+    every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
+                 selection="newest-trained", model=SEED_MODELS)  # fmt: skip
+    every = every[(every.platform != "cpu") | (every.device == cpu)]
+    acc = every[every.extra.str.endswith(" epochs")]
     if not len(acc):
         return Said(none_on(cpu, "trained run"))
     epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
     acc = acc[epochs == epochs.max()]
     acc = acc[acc.dataset == acc.dataset.mode().iloc[0]]
     acc = acc[acc.batch == acc.batch.mode().iloc[0]]
-    parts, picked = [], []
+    parts, picked, r0 = [], [], acc.iloc[0]
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
         said = []
         for platform in ("cpu", "gpu", "tpu"):
@@ -238,11 +247,18 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             if len(p):
                 lo, hi = p.iloc[0].to_dict(), p.iloc[-1].to_dict()
                 picked += [lo, hi] if len(p) > 1 else [lo]
-                span = span_text(fmt(lo), fmt(hi))
-                said.append(f"{platform.upper()} {span}")
+                said.append(f"{platform.upper()} {span_text(fmt(lo), fmt(hi))}")
+        ran = acc[acc.model == model]
+        of_run = f" of {ran.extra.iloc[0].split()[0]}"  # "epoch k of N" of those runs
+        curves = every[(every.model == model) & every.device.isin(set(ran.device))
+                       & every.extra.str.endswith(of_run) & (every.dataset == r0["dataset"])
+                       & (every.batch == r0["batch"])]  # fmt: skip
+        if curves.device.nunique() > 1:
+            lo, hi = widest_epoch_gap(curves)
+            said.append(f"every epoch within {(hi['value'] - lo['value']) * 100:.2g} points")
+            picked += [lo, hi]
         parts.append(f"{model} {', '.join(said)}")
-    r = acc.iloc[0]
-    text = "; ".join(parts) + f" (b{int(r['batch'])}, {r['extra']}, {r['dataset']})"
+    text = "; ".join(parts) + f" (b{int(r0['batch'])}, {r0['extra']}, {r0['dataset']}, one seed)"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     if missing:
         text += f"; no {'/'.join(missing)} run yet"
@@ -585,8 +601,9 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     """vmap's speed over sequential steps per K on the reference CPU, per formulation; a
     formulation the reference CPU has not run is said from another CPU, named (a
     contrary result is said on the first screen, never left to the details page)."""
-    s = rows(t, quantity="speedup", kind="measured", platform="cpu")
-    s = s[s.extra.str.contains("vmap vs sequential")]
+    every = rows(t, quantity="speedup", kind="measured")
+    every = every[every.extra.str.contains("vmap vs sequential")]
+    s = every[every.platform == "cpu"]
     here = s[s.device == cpu]
     if not len(here):
         return Said(none_on(cpu, "ensemble run"))
@@ -598,7 +615,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         who = f"{device}, " if other else ""
         ks = ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records"))
         parts.append(f"{who}{formulation} formulation: {ks}")
-    text = f"{s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
+    where = "on the CPU" + ("" if (every.platform != "cpu").any() else " (no GPU or TPU run yet)")
+    text = f"{where}: {s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
     return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")))
 
 
