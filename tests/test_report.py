@@ -1471,3 +1471,15 @@ def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv)
     gpu = vmap.assign(platform="gpu", device="H100 SXM", id="a GPU's vmap row")
     said = answers.answers(pd.concat([csv, gpu], ignore_index=True))[13].answer
     assert said.startswith("on the CPU: ")
+
+
+def test_one_chip_has_one_name_in_the_chip_column(csv):
+    from jaxcnn.perf.chips import TARGETS
+
+    # a target's rows and a measured chip's rows meet under the chip's one name
+    assert set(csv[csv.device == "gpu-h100"].chip) == {"H100 SXM"}
+    assert set(csv[(csv.device == "H100 SXM") & (csv.kind == "measured")].chip) == {"H100 SXM"}
+    assert not set(csv.chip) & set(TARGETS)  # no target id stands for a chip
+    # the positive control: the device column does hold both names of that chip
+    assert {"gpu-h100", "H100 SXM"} <= set(csv.device)
+    assert set(csv[csv.device.isin(["cpu", "gpu", "tpu"])].chip) == {"-"}

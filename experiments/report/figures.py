@@ -84,6 +84,9 @@ MEANINGS = {
     "baseline, a published id (`-`: nothing)",
     "platform": "the platform of the device",
     "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
+    "chip": "the chip `device` is or holds, one name per chip across measured, published "
+    "and predicted rows (a target's chip: `gpu-h100` is `H100 SXM`); a CPU's model; `-` for "
+    "a platform's band",
     "devices": "how many devices the step ran on",
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
@@ -1502,7 +1505,17 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         cost_rows,
     ):
         out += derive(table)
-    return said_unvalidated(frame(out))
+    return with_chips(said_unvalidated(frame(out)))
+
+
+def with_chips(table: pd.DataFrame) -> pd.DataFrame:
+    """`chip`: a target's chip from the chip table, else the device as named (a chip or a
+    CPU), `-` for a platform."""
+    from jaxcnn.perf.chips import TARGETS
+
+    named = table.device.map(lambda d: TARGETS[d].chip if d in TARGETS else d)
+    table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]), "-")
+    return table
 
 
 def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:
