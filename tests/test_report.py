@@ -223,8 +223,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # oneDNN-over-xla range is the xla side slowing down there: 975; each seed model's
     # accuracy per platform, every device's, at its batch: 979; the widths whose predicted
     # verdict lies inside its band, said undecided: 982; how far apart the devices' curves
-    # come at any epoch, and the CPU named as vmap's only device: 999)
-    assert len(lines) <= 25 and len(text.split()) <= 999
+    # come at any epoch, and the CPU named as vmap's only device: 999; an epoch unvalidated
+    # as its step is, said so: 1001)
+    assert len(lines) <= 25 and len(text.split()) <= 1001
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1483,3 +1484,18 @@ def test_one_chip_has_one_name_in_the_chip_column(csv):
     # the positive control: the device column does hold both names of that chip
     assert {"gpu-h100", "H100 SXM"} <= set(csv.device)
     assert set(csv[csv.device.isin(["cpu", "gpu", "tpu"])].chip) == {"-"}
+
+
+def test_every_predicted_row_is_banded_or_says_unvalidated_or_why_not(csv):
+    predicted = csv[csv.kind == "predicted"]
+    said = predicted.band_quantity.fillna("")
+    banded = predicted.band_median.notna()
+    why_not = said.str.startswith(("unvalidated", "none: "))
+    assert (banded | why_not).all(), predicted[~(banded | why_not)].id.head().tolist()
+    assert (banded & said.str.startswith("unvalidated")).sum() == 0
+    # the positive control: a row stripped of both is caught
+    bare = predicted.head(1).assign(band_quantity=None, band_median=None)
+    assert not (
+        bare.band_median.notna()
+        | bare.band_quantity.fillna("").str.startswith(("unvalidated", "none: "))
+    ).all()

@@ -84,7 +84,7 @@ def band_text(median: float, worst: float, n: int, *more: str) -> str:
     """A band as every page and the first screen spell it: its median factor, then its
     worst and over how many (the legend says a band's value is its median)."""
     return (
-        f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={n}"
+        f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={int(n)}"
         + "".join(f", {m}" for m in more)
         + ")"
     )
@@ -706,6 +706,14 @@ QUESTIONS = [
 ]  # fmt: skip
 
 
+def _same_band(said: str, band: str) -> bool:
+    """Whether `band` is one an earlier row said: a band by its median, worst and n (its
+    notes may differ), a longer "unvalidated (...)" word for word."""
+    if band[:1].isdigit():
+        return said.split(" (")[0] == band.split(" (")[0]
+    return len(band.split()) > 2 and said == band
+
+
 def answers(table: pd.DataFrame) -> list[Answer]:
     """The fifteen answers, in the seeds' order."""
     cpu = reference_cpu(table)
@@ -714,10 +722,7 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         said = q.answer(table, cpu)
         words = [band_words(r) for r in said.rows if r and r["kind"] == "predicted"]
         band = said.band if said.band is not None else next(iter(words), "-")
-        same = band.split(" (")[0]  # a band is its median, worst and n
-        earlier = next(
-            (a for a in out if band[:1].isdigit() and a.band.split(" (")[0] == same), None
-        )
+        earlier = next((a for a in out if _same_band(a.band, band)), None)
         band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
         ids = [r["id"] for r in said.rows if r]
         out.append(

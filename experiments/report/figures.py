@@ -1200,8 +1200,9 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
         steps = data.steps_per_epoch(TRAIN_IMAGES[d["model"]], int(d["batch"]))
         said = (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
         band = {"band_quantity": None}
-        if d["kind"] == "predicted":
-            band["band_quantity"] = f"epoch from {d['band_quantity']}"
+        if d["kind"] == "predicted":  # unvalidated as its step is, or banded by it
+            bq = str(d["band_quantity"])
+            band["band_quantity"] = bq if bq.startswith("unvalidated") else f"epoch from {bq}"
         if d["quantity"] == "loop_step_s":
             band.update({k: d[k] for k in ("band_median", "band_worst", "band_n", "band_split")})
         out.append(
