@@ -1499,3 +1499,16 @@ def test_every_predicted_row_is_banded_or_says_unvalidated_or_why_not(csv):
         bare.band_median.notna()
         | bare.band_quantity.fillna("").str.startswith(("unvalidated", "none: "))
     ).all()
+
+
+def test_the_scaling_plot_draws_published_series_in_a_panel_of_their_own(table, monkeypatch):
+    fig = _figure(table, "scaling", monkeypatch)
+    titles = [ax.get_title() for ax in fig.axes if ax.axison and ax.get_title()]
+    assert {"resnet50, data-parallel, predicted", "resnet50, data-parallel, published"} <= set(
+        titles
+    )
+    # the positive control: a model with no published series keeps one panel
+    assert "catsdogs_cnn, data-parallel" in titles
+    published = next(ax for ax in fig.axes if ax.get_title().endswith(", published"))
+    assert all(line.get_linestyle() == ":" for line in published.get_lines()
+               if line.get_marker() not in (None, "None", ""))  # fmt: skip

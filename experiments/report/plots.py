@@ -368,11 +368,19 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     colour = {c: f"C{i % 10}" for i, c in enumerate(sorted({r["chip"] for r in series}))}
     marker = {b: "os^Dv<>pPXh*"[i % 12] for i, b in enumerate(sorted({r["per"] for r in series}))}
     style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
-    panels = sorted({(r["model"], r["placement"]) for r in series})
+    # Published series in a panel of their own beside the model's predicted ones: both
+    # crowd 0.9-1.0, and the predictions page sets each pair side by side in numbers.
+    mixed = {(r["model"], r["placement"]) for r in series if r["kind"] == "published"}
+
+    def panel_of(r: dict[str, Any]) -> tuple[str, str, str]:
+        alone = (r["model"], r["placement"]) in mixed
+        return r["model"], r["placement"], f", {r['kind']}" if alone else ""
+
+    panels = sorted({panel_of(r) for r in series})
     plt = pyplot()
     fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.7 * r), "devices", "efficiency")
-    for ax, (model, placement) in zip(axes.flat, panels, strict=False):
-        mine = [r for r in series if (r["model"], r["placement"]) == (model, placement)]
+    for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
+        mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
         for i, r in enumerate(mine):
             # a fraction of an octave apart: same-valued series stay visible side by side
@@ -390,7 +398,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         values = [v for r in mine for v in r["values"]]
         pad = max(0.02, 0.08 * (max(values) - min(values)))
         ax.set_ylim(min(values) - pad, max(values) + pad)
-        ax.set_title(f"{model}, {placement}", fontsize="small")
+        ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
         ax.set_xscale("log", base=2)
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
     precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
