@@ -194,9 +194,9 @@ def loop_band_words(band: dict[str, Any] | None) -> str:
             "programs on this platform to check it against"
         )
     return (
-        f"loop step band: x{band['median']:.3g} median, x{band['worst']:.3g} worst, against "
-        f"{band['observations']} published JAX loops held out (on {', '.join(band['hosts'])}; "
-        f"the prediction faster on {band['faster']})"
+        f"loop step band: {band['median']:.3g}x off (worst {band['worst']:.3g}x, "
+        f"n={band['observations']} published JAX loops held out, on "
+        f"{', '.join(band['hosts'])}; the prediction faster on {band['faster']})"
     )
 
 
