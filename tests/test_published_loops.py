@@ -4,6 +4,7 @@ itself writes real records."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from experiments.predict import shown as predictions
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CIFAR, TOY = "colab-flax-cifar-cnn-tpuv2", "colab-flax-toy-mlp-tpuv2"
+SKYPILOT = "skypilot-flax-mnist-cnn-tpuv2"
 STAX = ["--pipelines", "stax-mnist", "--epochs", "3"]
 
 
@@ -78,6 +80,27 @@ def test_a_replay_on_fewer_workers_than_published_is_scaled_to_the_published_cou
     assert published_loops.batch_seconds(replay) == median  # replayed at its own count
     fewer = _with_input(replay, workers=2, workers_published=8)
     assert published_loops.batch_seconds(fewer) == pytest.approx(median * 2 / 8)
+
+
+def test_a_loop_that_slices_host_arrays_is_priced_at_its_own_bytes_and_calls(committed):
+    from jaxcnn import host_loop
+    from jaxcnn.perf import predict
+
+    loaded, refs = committed
+    ref = refs[SKYPILOT]  # Flax's MNIST example: images on the device, labels from NumPy
+    assert ref.loop.input is None and ref.loop.batch_bytes == 1024
+    v = _versus(loaded, ref)
+    parts = v["block"]["loop_parts"]
+    want = host_loop.modelled_parts(1024, 3, predict.constants(), "tpu")
+    assert (parts["batch"], parts["put"], parts["dispatch"]) == (
+        want["batch"],
+        want["put"],
+        want["dispatch"],
+    )
+    assert "3 calls a step, host arrays sliced" in v["block"]["input"]
+    # the control: the same loop slicing a whole float32 MNIST batch from the host puts more
+    bigger = dataclasses.replace(ref, loop=dataclasses.replace(ref.loop, batch_bytes=401_408))
+    assert _versus(loaded, bigger)["block"]["loop_parts"]["put"] > parts["put"]
 
 
 def test_a_pipeline_never_replayed_is_named_left_out_not_counted_free(committed):
