@@ -460,7 +460,9 @@ def test_every_speedup_of_the_gpu_answer_divides_the_cpus_own_loop(csv):
     loops = csv[at & (csv.kind == "measured") & (csv.quantity == "step_s")
                 & (csv.extra == "jaxcnn's loop") & (csv.dataset == "mnist")]  # fmt: skip
     # the CPU's loop in its default formulation, as a user's fit runs it
-    base = loops[(loops.device == cpu) & (loops.formulation == "cpu")].iloc[0]
+    base = loops[(loops.device == cpu) & (loops.formulation == "cpu") & (loops.loop == "step")]
+    assert len(base) == 1
+    base = base.iloc[0]
     gpus = loops[loops.platform == "gpu"]
     t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "loop_step_s")]
     assert len(gpus) >= 1 and len(t4) == 1
@@ -1331,13 +1333,24 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     ratios = csv[(csv.quantity == "speedup") & csv.extra.str.startswith("faster chip per chip")
                  & csv.extra.str.contains("loop_step_s") & (csv.batch == 128)
                  & (csv.precision == "f32") & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
-    inside = ratios[ratios.value < jax.hi.iloc[0]].model  # inside its worst error
-    assert 0 < len(inside) < len(ratios)  # the committed records: some ratios decided, some not
-    assert band.endswith(f"; {', '.join(inside)} inside it: undecided")
-    # the control: a band wider than every ratio decides none
-    wide = csv.copy()
-    wide.loc[jax.index, "hi"] = ratios.value.max() * 2
-    assert answers.answers(wide)[9].band.endswith("every ratio inside it: undecided")
+    assert len(ratios) == 4
+
+    def said(worst: float) -> str:
+        table = csv.copy()
+        table.loc[jax.index, "hi"] = worst
+        return answers.answers(table)[9].band
+
+    assert band == said(jax.hi.iloc[0])
+    # a worst error between the ratios leaves those below it undecided, by name
+    middle = sorted(ratios.value)[1:3]
+    worst = sum(middle) / 2
+    inside = ratios[ratios.value < worst].model
+    assert said(worst).endswith(f"; {', '.join(inside)} inside it: undecided")
+    # one wider than every ratio decides none; one narrower than all decides them all
+    assert said(ratios.value.max() * 2).endswith("every ratio inside it: undecided")
+    assert "undecided" not in said(ratios.value.min() / 2)
+    if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
+        assert band.endswith("every ratio inside it: undecided")
 
 
 def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_shows(csv):

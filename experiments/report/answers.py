@@ -385,7 +385,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
               "dataset": "mnist", "precision": "f32"}  # fmt: skip
     host = rows(t, **common)
     host = host[(host.device == cpu) | (host.platform == "gpu")]
-    total = one(host, device=cpu, extra="loop total")
+    total = one(host[host.loop == "step"], device=cpu, extra="loop total")  # fit's default
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
 

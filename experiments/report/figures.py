@@ -1151,7 +1151,9 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[s
     from jaxcnn.formulation import for_platform
 
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
-    cpu = loops[(loops.platform == "cpu") & (loops.formulation == for_platform("cpu").name)]
+    # fit's default loop and the CPU's default formulation: the one CPU loop a user runs
+    cpu = loops[(loops.platform == "cpu") & (loops.formulation == for_platform("cpu").name)
+                & (loops.loop == "step")]  # fmt: skip
     sides = [*loops[loops.platform != "cpu"].iterrows(),
              *predicted[predicted.quantity == "loop_step_s"].iterrows()]  # fmt: skip
     out = []
