@@ -267,20 +267,13 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     panels = sorted(series.items(), key=lambda kv: kv[1])
     fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
-        b = [p[0] for p in points]
-        gib = [p[1] / 2**30 for p in points]
-        ok = [p[2] == 1 for p in points]
-        ax.plot([x for x, k in zip(b, ok, strict=True) if k],
-                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0",
-                markersize=4, label="fits (compiled memory)")  # fmt: skip
-        ax.plot([x for x, k in zip(b, ok, strict=True) if not k],
-                [y for y, k in zip(gib, ok, strict=True) if not k], "x", color="C3",
-                markersize=8, label="does not fit")  # fmt: skip
-        ringed = [
-            (x, y) for x, y in zip(b, gib, strict=True) if any((d, x) in seed for d in devices)
-        ]
-        if ringed:
-            ax.plot(*zip(*ringed, strict=True), "o", color="k", mfc="none", markersize=12,
+        b, gib, ok = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
+        gib, ok = gib / 2**30, ok == 1
+        ax.plot(b[ok], gib[ok], "o-", color="C0", markersize=4, label="fits (compiled memory)")
+        ax.plot(b[~ok], gib[~ok], "x", color="C3", markersize=8, label="does not fit")
+        ringed = [any((d, x) in seed for d in devices) for x in b]
+        if any(ringed):
+            ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
                     label=SEED_RUNS)  # fmt: skip
         limits = [
             x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
@@ -321,19 +314,12 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
     batch and base device count (never two placements in one series), predicted from the
     compiled programs (the curve starts at its base, 100%) or published (NVIDIA's
     1-vs-N-GPU pairs, base 1 device, one series a framework's sweep)."""
-    from jaxcnn import targets
-
     base = table.set_index("id").devices
     s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
-    s = s.assign(
-        chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
-        per=s.batch // s.devices,
-        base=[int(base[i]) for i in s.numerator],
-        sweep="-",
-    )
+    s = s.assign(per=s.batch // s.devices, base=[int(base[i]) for i in s.numerator], sweep="-")
     p = rows(table, quantity="scaling_efficiency", kind="published")
     # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
-    p = p.assign(chip=p.device, per=p.batch, base=1,
+    p = p.assign(per=p.batch, base=1,
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
     out = []
     keys = ["kind", "model", "placement", "chip", "precision", "per", "base", "sweep"]
