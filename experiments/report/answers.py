@@ -267,11 +267,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
     """The band column of a small program's predicted `step` on `platform`: its own band
-    (a loop step's: the published JAX loops', jaxcnn.perf.predict.loop_band) and which
-    way it errs, else "unvalidated" with the published JAX loops beside; with how far
-    published small-program steps of other frameworks' loops lie and which way the
-    prediction errs. The row returned is the published band
-    where the step has none of its own (`implied` widens a speedup by it), else None."""
+    and which way it errs (else "unvalidated", the published JAX loops' beside), then
+    other frameworks' published loops'. The row returned is that last band where the
+    step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
     published = rows(t, quantity="band", device=platform, model="small programs")
@@ -335,8 +333,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     found = loop_over_loop(t, MNIST_MODEL)
     if found.empty:
         return Said(none_on(cpu, f"{LOOP} of {MNIST_MODEL} at b128"), [p])
-    by_id = t.set_index("id")
-    base = by_id.loc[found.numerator.iloc[0]].to_dict() | {"id": found.numerator.iloc[0]}
+    base = one(t, id=found.numerator.iloc[0])
     head = (f"{LOOP} on both ({MNIST_MODEL} b128, {base['dataset']}): CPU {fmt(base)} "
             f"({base['formulation']} formulation)")  # fmt: skip
     parts, seen = [], [base]
@@ -344,7 +341,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if len(measured):
         lo, hi = span(measured)
         every = measured.to_dict("records")  # the page shows each GPU's, not just the ends
-        steps = [by_id.loc[r["denominator"]].to_dict() | {"id": r["denominator"]} for r in every]
+        steps = [one(t, id=r["denominator"]) for r in every]
         loop = sorted(r["value"] for r in steps)
         ratio = span_text(fmt(lo), fmt(hi))
         gpus = "/".join(sorted(set(measured.device)))
@@ -486,23 +483,21 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     loop = s[s.extra.str.contains("loop_step_s")]
     if not len(loop):
         return Said("not compiled for both yet")
-    device = s[s.extra.str.contains("device_step_s")].set_index("model")
-    numerator = t.set_index("id").device
-    pairs = {(r["device"], str(numerator.get(r["numerator"]))) for r in loop.to_dict("records")}
+    device = s[s.extra.str.contains("device_step_s")]
+    by_id = t.set_index("id")
+    pairs = {(r["device"], str(by_id.device.get(r["numerator"]))) for r in loop.to_dict("records")}
     chips = sorted({c for pair in pairs for c in pair}, key=lambda c: not c.startswith("tpu"))
     parts, seen = [], list(loop.to_dict("records"))
     for r in seen.copy():
         words = f"{r['model']} {r['device']} {fmt(r)}"
-        if r["model"] in device.index and device.loc[r["model"], "device"] != r["device"]:
-            d = device.loc[r["model"]].to_dict() | {"id": device.loc[r["model"], "id"]}
+        d = one(device, model=r["model"])
+        if d is not None and d["device"] != r["device"]:
             words += f" (device step: {d['device']} {fmt(d)})"
             seen.append(d)
         parts.append(words)
     text = f"loop step, {' vs '.join(chips)}: " + "; ".join(parts)
-    notes = t.set_index("id").note
-    left = sorted(
-        {r["device"] for r in seen[: len(loop)] if "left out" in str(notes.get(r["denominator"]))}
-    )
+    partly = loop.denominator.map(by_id.note).astype(str).str.contains("left out")
+    left = sorted(set(loop.device[partly]))
     if left:  # its runtime's host side has no figure
         text += f" ({'/'.join(left)}'s host partly left out)"
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
@@ -659,9 +654,8 @@ def xla_in_device_loop(
     the (model, batch, dataset) cells of `cells`; None where none was timed in both."""
     inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
                   formulation="xla", extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
-    same = set(zip(cells.model, cells.batch, cells.dataset, strict=True))
-    keep = [c in same for c in zip(inside.model, inside.batch, inside.dataset, strict=True)]
-    found = inside[keep]
+    cell = ["model", "batch", "dataset"]
+    found = inside[inside.set_index(cell).index.isin(cells.set_index(cell).index)]
     return found if len(found) else None
 
 
