@@ -183,8 +183,7 @@ def _cell(r: dict, column: str) -> str:
         if not _blank(r.get("extra")):
             bits.append(str(r["extra"]))
         return ", ".join(str(b) for b in bits if b and not pd.isna(b))
-    value = r.get(column)
-    return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+    return "-" if _blank(r.get(column)) else str(r[column])
 
 
 def _blank(value: object) -> bool:
