@@ -92,20 +92,14 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device step and loop step side by side (neither hides the other), the GPUs' measured
-    steps (device loop and step loop) beside them, against the CPU's measured step: the
-    same program (the xla step loop, cpu_step) and its fastest way, each named; what a
-    panel lacks (a CPU line, a measured GPU, a chip's prediction) it says in the panel."""
+    device and loop step side by side, the GPUs' measured steps beside them, against the
+    CPU's like-for-like step and its fastest; what a panel lacks it says in its title."""
     cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
-    measured = rows(
-        table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
-    )
-    gpus = rows(table, quantity="step_s", kind="measured", platform="gpu",
-                            framework="jax", extra="-", **one)  # fmt: skip
+    steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
+    measured, gpus = rows(steps, device=cpu, extra="-"), rows(steps, platform="gpu", extra="-")
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
-    loops = rows(table, quantity="step_s", kind="measured", platform="gpu", framework="jax",
-                 extra=LOOP, **one)  # fmt: skip
+    loops = rows(steps, platform="gpu", extra=LOOP)
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
                                  kind="predicted", devices=1, extra="-", **one)  # fmt: skip
     predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
@@ -181,9 +175,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters: the CPU measured with its p10-p90
-    spread, the T4 predicted (its band shaded only where the table holds one, else the
-    label says unvalidated), any GPU's measured steps of the same sweep as points."""
+    """MLP step time against trainable parameters: the CPU measured with its spread, the
+    T4 predicted (its band shaded where it has one), any GPU's measured sweep as points."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
@@ -242,10 +235,9 @@ SEED_RUNS = "the seed's own run: " + ", ".join(
 
 
 def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path | None:
-    """Compiled memory per batch in f32 on each GPU target, a panel per chip with its own
+    """Compiled memory per batch in f32 on each GPU target, a panel per chip on its own
     y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), the memory JAX
-    can use drawn as a line, batches that do not fit marked x, the seed's own runs ringed;
-    identical series drawn once, every chip named."""
+    can use a line, the seed's own runs ringed; identical series drawn once."""
     from jaxcnn import targets
 
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
@@ -310,10 +302,9 @@ PLACEMENTS = {
 
 
 def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The scaling plot's series: one per model, placement, chip, precision, per-device
-    batch and base device count (never two placements in one series), predicted from the
-    compiled programs (the curve starts at its base, 100%) or published (NVIDIA's
-    1-vs-N-GPU pairs, base 1 device, one series a framework's sweep)."""
+    """The scaling plot's series, one per model, placement, chip, precision, per-device
+    batch and base device count, predicted (from its base, 100%) or published (NVIDIA's
+    1-vs-N-GPU pairs, one series a framework's sweep)."""
     base = table.set_index("id").devices
     s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
     s = s.assign(per=s.batch // s.devices, base=[int(base[i]) for i in s.numerator], sweep="-")
@@ -343,11 +334,9 @@ ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
 
 
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
-    """Weak-scaling efficiency against the device count, one panel per model and placement
-    (model-parallel apart from data-parallel): colour per chip, line per precision, marker
-    per per-device batch; predicted filled and joined, published hollow and dotted; series
-    of one panel side by side along x so none hides another; each panel's y-axis its own,
-    holding every point."""
+    """Weak-scaling efficiency against the device count, one panel per model and
+    placement: colour per chip, line per precision, marker per per-device batch;
+    predicted filled, published hollow and dotted; a panel's series side by side."""
     series = scaling_series(table)
     if len({d for r in series for d in r["devices"]}) < MIN_POINTS:
         return None
@@ -437,10 +426,9 @@ PUBLISHED_SERIES = {
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of the same step, a series per
-    regime naming its models: on the diagonal is exact; each regime's dashed lines are
-    its band against published steps (the median error, on the platform with the most of
-    them), as the table holds it; the legend outside the axes."""
+    """Every published step against our prediction of it, a series per regime naming its
+    models, each regime's band (on the platform with the most steps) dashed; beside it
+    the predictions made before each chip first ran."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -502,10 +490,8 @@ ACCURACY_MARKERS = "osD^v"
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch, one line per run (model, data, precision, device, how it
-    ran), each run its own marker shape and size so overlapping runs stay visible, the
-    legend below each panel: the same model should reach the same accuracy on every
-    device."""
+    """Test accuracy per epoch, one line per run, each its own marker so overlapping runs
+    stay visible: the same model should reach the same accuracy on every device."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
