@@ -217,14 +217,6 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
-def widest_epoch_gap(curves: pd.DataFrame) -> tuple[Row, Row]:
-    """The two devices' accuracies furthest apart at any one epoch of `curves` (one
-    model's per-epoch rows, "epoch k of N", one run per device)."""
-    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
-    _, g = max(gaps, key=lambda x: x[0])
-    return span(g)
-
-
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     """Each seed model's final test accuracy per platform, over every device that trained
     it the most epochs (a range where several did), on the data set and batch most of
@@ -254,7 +246,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
                        & every.extra.str.endswith(of_run) & (every.dataset == r0["dataset"])
                        & (every.batch == r0["batch"])]  # fmt: skip
         if curves.device.nunique() > 1:
-            lo, hi = widest_epoch_gap(curves)
+            # the two devices' accuracies furthest apart at any one epoch
+            gaps = curves.groupby("extra").value.agg(lambda v: v.max() - v.min())
+            lo, hi = span(curves[curves.extra == gaps.idxmax()])
             said.append(f"every epoch within {(hi['value'] - lo['value']) * 100:.2g} points")
             picked += [lo, hi]
         parts.append(f"{model} {', '.join(said)}")

@@ -341,7 +341,8 @@ def row(
         extra=rest.pop("extra", workload.get("extra") or "-"),
         **rest,
     )
-    out["id"] = figure_id(out)
+    # a readable id, unique per KEY
+    out["id"] = "|".join("-" if out[k] is None else str(out[k]) for k in KEY)
     return out
 
 
@@ -353,12 +354,6 @@ def number(value: Any) -> float | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return f if math.isfinite(f) else None
-
-
-def figure_id(r: dict[str, Any]) -> str:
-    """A readable id unique per KEY."""
-    parts = [r[k] for k in KEY]
-    return "|".join("-" if p is None else str(p) for p in parts)
 
 
 def _params(record: Record) -> int | None:
@@ -661,14 +656,12 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
                 p = (o.get("held_out_predicted_s") or {}).get(split)
                 a = o.get("measured_s")
                 if p and a:
-                    by_regime[o.get("regime") or _regime_of(o)].append(max(p / a, a / p))
+                    large = "resnet50" in str(o.get("label"))
+                    regime = o.get("regime") or ("large" if large else "small")
+                    by_regime[regime].append(max(p / a, a / p))
             for regime, f in by_regime.items():
                 out[(platform, split, regime)] = (statistics.median(f), max(f), len(f))
     return out
-
-
-def _regime_of(observation: dict[str, Any]) -> str:
-    return "large" if "resnet50" in str(observation.get("label")) else "small"
 
 
 def band_row(
