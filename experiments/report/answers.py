@@ -65,8 +65,7 @@ def one(table: pd.DataFrame, **where: Any) -> Row:
 
 
 def none_on(cpu: str | None, what: str) -> str:
-    """An answer the reference CPU has no record for: said, never another CPU's quoted
-    (older and unnamed CPUs' records stay in the details pages)."""
+    """An answer the reference CPU has no record for: said, never another CPU's quoted."""
     return f"no {what} on {cpu or 'a named CPU'} yet"
 
 
@@ -105,8 +104,7 @@ def kinds(rs: list[Row]) -> str:
 
 
 def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
-    """The epoch of the run on `device` that trained the most whole epochs (the fastest
-    of those, where several formulations did), or None where no run trained."""
+    """The fastest epoch of the run on `device` that trained the most epochs, or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="newest-trained",
                  **where)  # fmt: skip
@@ -118,8 +116,7 @@ def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, *
 
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
-    """The epoch derived from `device`'s fastest measured step (any formulation or loop
-    of jaxcnn's), where no run trained one."""
+    """The epoch derived from `device`'s fastest measured step of jaxcnn's, or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection=DERIVED,
                  framework="jax")  # fmt: skip
@@ -127,8 +124,7 @@ def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -
 
 
 def epoch_words(r: Row) -> str:
-    """A measured epoch and how it is known: measured over N epochs, or derived from a
-    step (its formulation and loop named)."""
+    """A measured epoch and how it is known: measured over N epochs, or derived."""
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
@@ -149,8 +145,7 @@ def accelerator_step(t: pd.DataFrame, device: str, model: str, batch: int) -> Ro
 
 
 def cpu_step(t: pd.DataFrame, cpu: str | None, model: str, batch: int) -> Row:
-    """The like-for-like CPU step (the xla formulation in the step loop, one device) on
-    real data where it ran on it, else on synthetic data."""
+    """The like-for-like CPU step (the xla step loop) on real data where it ran on it."""
     found = rows(
         t, quantity="step_s", kind="measured", device=cpu, model=model, batch=batch,
         precision="f32", formulation="xla", loop="step", framework="jax", placement="single",
@@ -218,9 +213,8 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's final test accuracy per platform, over every device that trained
-    it the most epochs (a range where several did), on the data set and batch most of
-    them used; and how far apart those devices' curves come at any one epoch."""
+    """Each seed model's final test accuracy per platform, from the runs of the most
+    epochs on the commonest data set and batch; and how far apart their curves come."""
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
@@ -299,17 +293,16 @@ def jax_loops(band: Row, where: str = "") -> str:
 
 
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
-    """How many of the predictions of other frameworks' published small-program steps
-    on `platform` were the faster, and of how many: the rows their band is made of."""
+    """How many of the rows of other frameworks' small-program band on `platform` were
+    predicted faster, and of how many."""
     e = framework_factors(t)
     e = e[(e.platform == platform) & is_small(e)]
     return int((e.note == "predicted faster").sum()), len(e)
 
 
 def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
-    """The range a wide band implies for a predicted speedup over a measured step: off
-    by the band's median in the way most predictions err (a prediction that runs fast
-    overstates the speedup)."""
+    """The range a wide band implies for a predicted speedup: off by the band's median
+    the way most predictions err (a prediction that runs fast overstates the speedup)."""
     if not (speedup and band) or band["value"] < WIDE_BAND:
         return ""
     faster, n = framework_errors(t, band["platform"])  # the rows `band` is made of
@@ -400,8 +393,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     """Model parallelism in one clause: the largest split compile beside the data-parallel
-    compile of the same model, batch, precision and target (memory per device, and
-    whether each fits), or that none is compiled yet."""
+    compile of the same step and target, or that none is compiled yet."""
     memory = rows(t, quantity="memory_bytes", kind="compiled")
     fits = rows(t, quantity="fits", kind="compiled")
     splits = rows(memory, placement=list(MODEL_STRATEGIES)).sort_values("batch").iloc[::-1]
@@ -469,8 +461,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's faster chip by loop step, naming both chips compared, and the
-    device step's verdict where it is the other chip's."""
+    """Each seed model's faster chip by loop step, and by device step where it differs."""
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
     s = s[s.extra.str.startswith("faster chip per chip")]
@@ -527,8 +518,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
-    """An epoch of the MNIST CNN where a run trained several on MNIST (the CPU's and each
-    GPU's), else derived from a measured step, said as such; the T4's predicted beside."""
+    """An epoch of the MNIST CNN on the CPU and each GPU, trained or else derived, and the
+    T4's predicted."""
     c = trained_epoch(t, cpu, MNIST_MODEL, 128, dataset="mnist")
     c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
     gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
@@ -548,8 +539,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def median_rows(found: pd.DataFrame) -> list[Row]:
-    """The row at the median of `found`'s values, or the two middle rows of an even
-    count (the median lies between them): figures of the table, never an average."""
+    """The row at the median of `found`'s values, or the two middle rows: figures of the
+    table, never an average."""
     ordered = found.sort_values("value")
     n = len(ordered)
     middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
@@ -587,9 +578,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    """vmap's speed over sequential steps per K on the reference CPU, per formulation; a
-    formulation the reference CPU has not run is said from another CPU, named (a
-    contrary result is said on the first screen, never left to the details page)."""
+    """vmap's speed over sequential steps per K on the reference CPU, per formulation; one
+    the reference CPU has not run, from another CPU, named."""
     every = rows(t, quantity="speedup", kind="measured")
     every = every[every.extra.str.contains("vmap vs sequential")]
     s = every[every.platform == "cpu"]
@@ -610,10 +600,9 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
-    """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
-    which is the faster; in the device loop, how fast the xla formulation's steps run
-    there against its own step loop: its convolutions slow down inside the compiled
-    loop, which the device loop's range holds besides oneDNN's worth."""
+    """oneDNN's step over the xla formulation's on the reference CPU, per loop; in the
+    device loop also how much the xla formulation's own steps slow down there, which
+    that range holds besides oneDNN's worth."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
              precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
@@ -644,8 +633,7 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
 def xla_in_device_loop(
     t: pd.DataFrame, cpu: str | None, cells: pd.DataFrame
 ) -> pd.DataFrame | None:
-    """The xla formulation's steps in the device loop over its step loop's, on `cpu`, for
-    the (model, batch, dataset) cells of `cells`; None where none was timed in both."""
+    """The xla steps' device-loop speedups on `cpu` for the cells of `cells`, or None."""
     inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
                   formulation="xla", extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
     cell = ["model", "batch", "dataset"]
@@ -695,8 +683,8 @@ QUESTIONS = [
 
 
 def _same_band(said: str, band: str) -> bool:
-    """Whether `band` is one an earlier row said: a band by its median, worst and n (its
-    notes may differ), a longer "unvalidated (...)" word for word."""
+    """Whether `band` is `said`: a band by its median, worst and n, a longer
+    "unvalidated (...)" word for word."""
     if band[:1].isdigit():
         return said.split(" (")[0] == band.split(" (")[0]
     return len(band.split()) > 2 and said == band
