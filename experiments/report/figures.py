@@ -926,7 +926,7 @@ def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
         "loop": "-",
         "placement": placement,
         "framework": ref.framework,
-        "platform": _platform_of_chip(ref.chip),
+        "platform": "tpu" if ref.chip.startswith("TPU") else "cpu" if "CPU" in ref.chip else "gpu",
         "device": ref.chip,
         "devices": ref.chips,
         "extra": ref.id,
@@ -1016,10 +1016,6 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
         extra = "scaling efficiency against published"
         out.append(band_row(platform, "large programs", found, extra=extra, note=note))
     return out
-
-
-def _platform_of_chip(chip: str) -> str:
-    return "tpu" if chip.startswith("TPU") else ("cpu" if "CPU" in chip else "gpu")
 
 
 # --- ratios ----------------------------------------------------------------------------
@@ -1237,9 +1233,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
 
     out = []
     p = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted")
-    one_chip = p[
-        p.device.map(lambda d: d in targets.TARGETS and targets.TARGETS[d].chips == 1).astype(bool)
-    ]
+    one_chip = p[p.device.isin([name for name, t in targets.TARGETS.items() if t.chips == 1])]
     for (quantity, *_), g in one_chip.groupby(
         ["quantity", "model", "batch", "precision", "placement"]
     ):
