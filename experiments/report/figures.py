@@ -296,20 +296,17 @@ def select_newest(
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         groups[_key(workload_of(r), extra(r))].append(r)
-    named = {
-        (k[:-2], r.device.host or r.env.host)
+
+    def on_host(k: tuple, r: Record) -> tuple:
+        return k[:-2], r.device.host or r.env.host
+
+    named = {on_host(k, r) for k, rs in groups.items() for r in rs if not _names_no_cpu(r)}
+    # a group naming no CPU whose host named its CPU in another: not a second machine
+    return [
+        newest(rs)
         for k, rs in groups.items()
-        for r in rs
-        if not _names_no_cpu(r)
-    }
-    chosen = []
-    for k, rs in groups.items():
-        if all(_names_no_cpu(r) for r in rs) and any(
-            (k[:-2], r.device.host or r.env.host) in named for r in rs
-        ):
-            continue  # the same runs' host named its CPU elsewhere: not a second machine
-        chosen.append(newest(rs))
-    return chosen
+        if not (all(_names_no_cpu(r) for r in rs) and any(on_host(k, r) in named for r in rs))
+    ]
 
 
 # --- rows ----------------------------------------------------------------------------
