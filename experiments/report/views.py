@@ -72,12 +72,10 @@ def measured_accelerators(table: pd.DataFrame) -> list[str]:
     """The accelerators figures were measured on, as the table names them, one entry per
     platform ("GPUs H100 SXM, H200")."""
     m = table[(table.kind == "measured") & (table.platform != "cpu")].dropna(subset=["platform"])
-    by_platform: dict[str, list[str]] = {}
-    for platform, device in sorted(set(zip(m.platform, m.device, strict=True))):
-        by_platform.setdefault(platform.upper(), []).append(device)
+    ran = m[["platform", "device"]].drop_duplicates().sort_values(["platform", "device"])
     return [
-        f"{platform}{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
-        for platform, devices in by_platform.items()
+        f"{platform.upper()}{'s' if len(g) > 1 else ''} {', '.join(g.device)}"
+        for platform, g in ran.groupby("platform")
     ]
 
 
