@@ -372,21 +372,17 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     total = one(host, device=cpu, extra="loop total")
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
-
-    def said(part: str, on: pd.DataFrame) -> str:
-        lo, hi = span(on[on.extra == part])
-        return span_text(fmt(lo), fmt(hi))
-
-    def parts(on: pd.DataFrame) -> str:  # the batch's copy and the step's dispatch
-        return f"copy {said('put', on)}, dispatch {said('dispatch', on)}"
-
-    # the CPU's own copy and dispatch are on the page: the first screen's words go to the GPU's
-
     text = f"{LOOP}'s host time a step ({MNIST_MODEL} b128): CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"]
+
+    def said(part: str) -> str:
+        return span_text(*(fmt(r) for r in span(on_gpu[on_gpu.extra == part])))
+
+    # the CPU's own copy and dispatch are on the page: the first screen's words go to the
+    # GPU's (the batch's copy and the step's dispatch)
     if len(on_gpu[on_gpu.extra == "loop total"]):
         gpus = "/".join(sorted(set(on_gpu.device)))
-        text += f"; {gpus} {said('loop total', on_gpu)} ({parts(on_gpu)})"
+        text += f"; {gpus} {said('loop total')} (copy {said('put')}, dispatch {said('dispatch')})"
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])]
     return Said(f"{text}: a GPU saves nothing on a shorter step", shown.to_dict("records"))
 
