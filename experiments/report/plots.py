@@ -82,10 +82,7 @@ def _factor_line(ax: Any, f: float, lo: float, hi: float, style: str, **kwargs: 
 
 def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str) -> None:
     """A log-log panel of one range on both axes, titled, its legend below it."""
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
@@ -219,10 +216,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         device = gl.device.iloc[0]
         ax.plot(gl.params, gl.value, "D:", color=colour.get(device, "C4"), mfc="none",
                 label=f"{device}, jaxcnn's loop (measured)")  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-    ax.set_ylabel("seconds per step, batch 128, f32")
     ax.set_title("Seed 002: above how many parameters does the GPU win?")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     return _save(fig, path)
@@ -518,8 +513,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch + offset, g.value, "-", marker=mark,
                     markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
                     mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
-        ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
-        ax.set_xlabel("epoch")
+        ax.set(title=f"{dataset}: test accuracy per epoch (measured)", xlabel="epoch")
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
     axes[0][0].set_ylabel("test accuracy")
     return _save(fig, path)
