@@ -260,8 +260,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
-    published = rows(t, quantity="band", device=platform, model="small programs")
-    jax = one(published, extra=JAX_VERSUS)
+    jax = one(t, quantity="band", device=platform, model="small programs", extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         own += f"; {jax_loops(jax)}" if own.startswith("unvalidated") else f", {way_of(jax)}"
     b = framework_band(t, platform)
@@ -277,8 +276,9 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
 
 def framework_band(t: pd.DataFrame, platform: str = "gpu") -> Row:
     """The band of other frameworks' published small-program loops on `platform`."""
-    published = rows(t, quantity="band", device=platform, model="small programs")
-    return one(published, extra="against published")
+    return one(
+        t, quantity="band", device=platform, model="small programs", extra="against published"
+    )
 
 
 def way_of(band: Row) -> str:
