@@ -603,16 +603,13 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per newest compile: its memory per device and whether it fits; per target, model
     and precision, the largest batch that fits."""
     out = []
-    chosen = compiled_records(records)
-    for r in chosen:
+    searches: dict[tuple, list[Record]] = defaultdict(list)
+    for r in compiled_records(records):
         w = {**workload_of(r), "params": _params(r)}
         total = r.memory.total_bytes if r.memory else None
         if total is not None:
             out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
         out.append(row("fits", "compiled", float(fits(r)), w, "newest-compile", [r]))
-    searches: dict[tuple, list[Record]] = defaultdict(list)
-    for r in chosen:
-        w = workload_of(r)
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
     errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():
