@@ -1256,8 +1256,8 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
         one = ones.iloc[0].to_dict()
         for _, n in g[g.devices > one["devices"]].iterrows():
             extra = f"weak scaling from {one['device']}"
+            # ratio's b / a: one device's step over n devices'
             e = ratio("scaling_efficiency", n.to_dict(), one, "equal-batch", extra=extra)
-            e["value"] = one["value"] / n.value
             if e["value"] > 1.0 + 1e-9:
                 e["flag"] = "above ideal: cannot be true (a bug in the prediction)"
             out.append(e)
