@@ -65,8 +65,7 @@ def one(table: pd.DataFrame, **where: Any) -> Row:
 
 
 def none_on(cpu: str | None, what: str) -> str:
-    """An answer the reference CPU has no record for: said, never another CPU's quoted
-    (older and unnamed CPUs' records stay in the details pages)."""
+    """An answer the reference CPU has no record for: said, never another CPU's quoted."""
     return f"no {what} on {cpu or 'a named CPU'} yet"
 
 
@@ -105,8 +104,7 @@ def kinds(rs: list[Row]) -> str:
 
 
 def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
-    """The epoch of the run on `device` that trained the most whole epochs (the fastest
-    of those, where several formulations did), or None where no run trained."""
+    """The fastest epoch of the run on `device` that trained the most epochs, or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="newest-trained",
                  **where)  # fmt: skip
@@ -118,8 +116,7 @@ def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, *
 
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
-    """The epoch derived from `device`'s fastest measured step (any formulation or loop
-    of jaxcnn's), where no run trained one."""
+    """The epoch derived from `device`'s fastest measured step of jaxcnn's, or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection=DERIVED,
                  framework="jax")  # fmt: skip
@@ -127,8 +124,7 @@ def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -
 
 
 def epoch_words(r: Row) -> str:
-    """A measured epoch and how it is known: measured over N epochs, or derived from a
-    step (its formulation and loop named)."""
+    """A measured epoch and how it is known: measured over N epochs, or derived."""
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
@@ -149,8 +145,7 @@ def accelerator_step(t: pd.DataFrame, device: str, model: str, batch: int) -> Ro
 
 
 def cpu_step(t: pd.DataFrame, cpu: str | None, model: str, batch: int) -> Row:
-    """The like-for-like CPU step (the xla formulation in the step loop, one device) on
-    real data where it ran on it, else on synthetic data."""
+    """The like-for-like CPU step (the xla step loop) on real data where it ran on it."""
     found = rows(
         t, quantity="step_s", kind="measured", device=cpu, model=model, batch=batch,
         precision="f32", formulation="xla", loop="step", framework="jax", placement="single",
@@ -217,18 +212,9 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
-def widest_epoch_gap(curves: pd.DataFrame) -> tuple[Row, Row]:
-    """The two devices' accuracies furthest apart at any one epoch of `curves` (one
-    model's per-epoch rows, "epoch k of N", one run per device)."""
-    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
-    _, g = max(gaps, key=lambda x: x[0])
-    return span(g)
-
-
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's final test accuracy per platform, over every device that trained
-    it the most epochs (a range where several did), on the data set and batch most of
-    them used; and how far apart those devices' curves come at any one epoch."""
+    """Each seed model's final test accuracy per platform, from the runs of the most
+    epochs on the commonest data set and batch; and how far apart their curves come."""
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
@@ -254,7 +240,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
                        & every.extra.str.endswith(of_run) & (every.dataset == r0["dataset"])
                        & (every.batch == r0["batch"])]  # fmt: skip
         if curves.device.nunique() > 1:
-            lo, hi = widest_epoch_gap(curves)
+            # the two devices' accuracies furthest apart at any one epoch
+            gaps = curves.groupby("extra").value.agg(lambda v: v.max() - v.min())
+            lo, hi = span(curves[curves.extra == gaps.idxmax()])
             said.append(f"every epoch within {(hi['value'] - lo['value']) * 100:.2g} points")
             picked += [lo, hi]
         parts.append(f"{model} {', '.join(said)}")
@@ -267,15 +255,12 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
     """The band column of a small program's predicted `step` on `platform`: its own band
-    (a loop step's: the published JAX loops', jaxcnn.perf.predict.loop_band) and which
-    way it errs, else "unvalidated" with the published JAX loops beside; with how far
-    published small-program steps of other frameworks' loops lie and which way the
-    prediction errs. The row returned is the published band
-    where the step has none of its own (`implied` widens a speedup by it), else None."""
+    and which way it errs (else "unvalidated", the published JAX loops' beside), then
+    other frameworks' published loops'. The row returned is that last band where the
+    step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
-    published = rows(t, quantity="band", device=platform, model="small programs")
-    jax = one(published, extra=JAX_VERSUS)
+    jax = one(t, quantity="band", device=platform, model="small programs", extra=JAX_VERSUS)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         own += f"; {jax_loops(jax)}" if own.startswith("unvalidated") else f", {way_of(jax)}"
     b = framework_band(t, platform)
@@ -291,8 +276,9 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
 
 def framework_band(t: pd.DataFrame, platform: str = "gpu") -> Row:
     """The band of other frameworks' published small-program loops on `platform`."""
-    published = rows(t, quantity="band", device=platform, model="small programs")
-    return one(published, extra="against published")
+    return one(
+        t, quantity="band", device=platform, model="small programs", extra="against published"
+    )
 
 
 def way_of(band: Row) -> str:
@@ -307,17 +293,16 @@ def jax_loops(band: Row, where: str = "") -> str:
 
 
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
-    """How many of the predictions of other frameworks' published small-program steps
-    on `platform` were the faster, and of how many: the rows their band is made of."""
+    """How many of the rows of other frameworks' small-program band on `platform` were
+    predicted faster, and of how many."""
     e = framework_factors(t)
     e = e[(e.platform == platform) & is_small(e)]
     return int((e.note == "predicted faster").sum()), len(e)
 
 
 def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
-    """The range a wide band implies for a predicted speedup over a measured step: off
-    by the band's median in the way most predictions err (a prediction that runs fast
-    overstates the speedup)."""
+    """The range a wide band implies for a predicted speedup: off by the band's median
+    the way most predictions err (a prediction that runs fast overstates the speedup)."""
     if not (speedup and band) or band["value"] < WIDE_BAND:
         return ""
     faster, n = framework_errors(t, band["platform"])  # the rows `band` is made of
@@ -335,8 +320,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     found = loop_over_loop(t, MNIST_MODEL)
     if found.empty:
         return Said(none_on(cpu, f"{LOOP} of {MNIST_MODEL} at b128"), [p])
-    by_id = t.set_index("id")
-    base = by_id.loc[found.numerator.iloc[0]].to_dict() | {"id": found.numerator.iloc[0]}
+    base = one(t, id=found.numerator.iloc[0])
     head = (f"{LOOP} on both ({MNIST_MODEL} b128, {base['dataset']}): CPU {fmt(base)} "
             f"({base['formulation']} formulation)")  # fmt: skip
     parts, seen = [], [base]
@@ -344,7 +328,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if len(measured):
         lo, hi = span(measured)
         every = measured.to_dict("records")  # the page shows each GPU's, not just the ends
-        steps = [by_id.loc[r["denominator"]].to_dict() | {"id": r["denominator"]} for r in every]
+        steps = [one(t, id=r["denominator"]) for r in every]
         loop = sorted(r["value"] for r in steps)
         ratio = span_text(fmt(lo), fmt(hi))
         gpus = "/".join(sorted(set(measured.device)))
@@ -388,29 +372,24 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     total = one(host[host.loop == "step"], device=cpu, extra="loop total")  # fit's default
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
-
-    def said(part: str, on: pd.DataFrame) -> str:
-        lo, hi = span(on[on.extra == part])
-        return span_text(fmt(lo), fmt(hi))
-
-    def parts(on: pd.DataFrame) -> str:  # the batch's copy and the step's dispatch
-        return f"copy {said('put', on)}, dispatch {said('dispatch', on)}"
-
-    # the CPU's own copy and dispatch are on the page: the first screen's words go to the GPU's
-
     text = f"{LOOP}'s host time a step ({MNIST_MODEL} b128): CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"]
+
+    def said(part: str) -> str:
+        return span_text(*(fmt(r) for r in span(on_gpu[on_gpu.extra == part])))
+
+    # the CPU's own copy and dispatch are on the page: the first screen's words go to the
+    # GPU's (the batch's copy and the step's dispatch)
     if len(on_gpu[on_gpu.extra == "loop total"]):
         gpus = "/".join(sorted(set(on_gpu.device)))
-        text += f"; {gpus} {said('loop total', on_gpu)} ({parts(on_gpu)})"
+        text += f"; {gpus} {said('loop total')} (copy {said('put')}, dispatch {said('dispatch')})"
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])]
     return Said(f"{text}: a GPU saves nothing on a shorter step", shown.to_dict("records"))
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     """Model parallelism in one clause: the largest split compile beside the data-parallel
-    compile of the same model, batch, precision and target (memory per device, and
-    whether each fits), or that none is compiled yet."""
+    compile of the same step and target, or that none is compiled yet."""
     memory = rows(t, quantity="memory_bytes", kind="compiled")
     fits = rows(t, quantity="fits", kind="compiled")
     splits = rows(memory, placement=list(MODEL_STRATEGIES)).sort_values("batch").iloc[::-1]
@@ -478,31 +457,28 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's faster chip by loop step, naming both chips compared, and the
-    device step's verdict where it is the other chip's."""
+    """Each seed model's faster chip by loop step, and by device step where it differs."""
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
     s = s[s.extra.str.startswith("faster chip per chip")]
     loop = s[s.extra.str.contains("loop_step_s")]
     if not len(loop):
         return Said("not compiled for both yet")
-    device = s[s.extra.str.contains("device_step_s")].set_index("model")
-    numerator = t.set_index("id").device
-    pairs = {(r["device"], str(numerator.get(r["numerator"]))) for r in loop.to_dict("records")}
+    device = s[s.extra.str.contains("device_step_s")]
+    by_id = t.set_index("id")
+    pairs = {(r["device"], str(by_id.device.get(r["numerator"]))) for r in loop.to_dict("records")}
     chips = sorted({c for pair in pairs for c in pair}, key=lambda c: not c.startswith("tpu"))
     parts, seen = [], list(loop.to_dict("records"))
     for r in seen.copy():
         words = f"{r['model']} {r['device']} {fmt(r)}"
-        if r["model"] in device.index and device.loc[r["model"], "device"] != r["device"]:
-            d = device.loc[r["model"]].to_dict() | {"id": device.loc[r["model"], "id"]}
+        d = one(device, model=r["model"])
+        if d is not None and d["device"] != r["device"]:
             words += f" (device step: {d['device']} {fmt(d)})"
             seen.append(d)
         parts.append(words)
     text = f"loop step, {' vs '.join(chips)}: " + "; ".join(parts)
-    notes = t.set_index("id").note
-    left = sorted(
-        {r["device"] for r in seen[: len(loop)] if "left out" in str(notes.get(r["denominator"]))}
-    )
+    partly = loop.denominator.map(by_id.note).astype(str).str.contains("left out")
+    left = sorted(set(loop.device[partly]))
     if left:  # its runtime's host side has no figure
         text += f" ({'/'.join(left)}'s host partly left out)"
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
@@ -538,8 +514,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
-    """An epoch of the MNIST CNN where a run trained several on MNIST (the CPU's and each
-    GPU's), else derived from a measured step, said as such; the T4's predicted beside."""
+    """An epoch of the MNIST CNN on the CPU and each GPU, trained or else derived, and the
+    T4's predicted."""
     c = trained_epoch(t, cpu, MNIST_MODEL, 128, dataset="mnist")
     c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
     gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
@@ -559,8 +535,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def median_rows(found: pd.DataFrame) -> list[Row]:
-    """The row at the median of `found`'s values, or the two middle rows of an even
-    count (the median lies between them): figures of the table, never an average."""
+    """The row at the median of `found`'s values, or the two middle rows: figures of the
+    table, never an average."""
     ordered = found.sort_values("value")
     n = len(ordered)
     middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
@@ -598,9 +574,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    """vmap's speed over sequential steps per K on the reference CPU, per formulation; a
-    formulation the reference CPU has not run is said from another CPU, named (a
-    contrary result is said on the first screen, never left to the details page)."""
+    """vmap's speed over sequential steps per K on the reference CPU, per formulation; one
+    the reference CPU has not run, from another CPU, named."""
     every = rows(t, quantity="speedup", kind="measured")
     every = every[every.extra.str.contains("vmap vs sequential")]
     s = every[every.platform == "cpu"]
@@ -621,10 +596,9 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
-    """oneDNN's step over the xla formulation's on the reference CPU, per loop, with
-    which is the faster; in the device loop, how fast the xla formulation's steps run
-    there against its own step loop: its convolutions slow down inside the compiled
-    loop, which the device loop's range holds besides oneDNN's worth."""
+    """oneDNN's step over the xla formulation's on the reference CPU, per loop; in the
+    device loop also how much the xla formulation's own steps slow down there, which
+    that range holds besides oneDNN's worth."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
              precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
@@ -655,13 +629,11 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
 def xla_in_device_loop(
     t: pd.DataFrame, cpu: str | None, cells: pd.DataFrame
 ) -> pd.DataFrame | None:
-    """The xla formulation's steps in the device loop over its step loop's, on `cpu`, for
-    the (model, batch, dataset) cells of `cells`; None where none was timed in both."""
+    """The xla steps' device-loop speedups on `cpu` for the cells of `cells`, or None."""
     inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
                   formulation="xla", extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
-    same = set(zip(cells.model, cells.batch, cells.dataset, strict=True))
-    keep = [c in same for c in zip(inside.model, inside.batch, inside.dataset, strict=True)]
-    found = inside[keep]
+    cell = ["model", "batch", "dataset"]
+    found = inside[inside.set_index(cell).index.isin(cells.set_index(cell).index)]
     return found if len(found) else None
 
 
@@ -707,8 +679,8 @@ QUESTIONS = [
 
 
 def _same_band(said: str, band: str) -> bool:
-    """Whether `band` is one an earlier row said: a band by its median, worst and n (its
-    notes may differ), a longer "unvalidated (...)" word for word."""
+    """Whether `band` is `said`: a band by its median, worst and n, a longer
+    "unvalidated (...)" word for word."""
     if band[:1].isdigit():
         return said.split(" (")[0] == band.split(" (")[0]
     return len(band.split()) > 2 and said == band

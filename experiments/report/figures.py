@@ -296,20 +296,17 @@ def select_newest(
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         groups[_key(workload_of(r), extra(r))].append(r)
-    named = {
-        (k[:-2], r.device.host or r.env.host)
+
+    def on_host(k: tuple, r: Record) -> tuple:
+        return k[:-2], r.device.host or r.env.host
+
+    named = {on_host(k, r) for k, rs in groups.items() for r in rs if not _names_no_cpu(r)}
+    # a group naming no CPU whose host named its CPU in another: not a second machine
+    return [
+        newest(rs)
         for k, rs in groups.items()
-        for r in rs
-        if not _names_no_cpu(r)
-    }
-    chosen = []
-    for k, rs in groups.items():
-        if all(_names_no_cpu(r) for r in rs) and any(
-            (k[:-2], r.device.host or r.env.host) in named for r in rs
-        ):
-            continue  # the same runs' host named its CPU elsewhere: not a second machine
-        chosen.append(newest(rs))
-    return chosen
+        if not (all(_names_no_cpu(r) for r in rs) and any(on_host(k, r) in named for r in rs))
+    ]
 
 
 # --- rows ----------------------------------------------------------------------------
@@ -341,7 +338,8 @@ def row(
         extra=rest.pop("extra", workload.get("extra") or "-"),
         **rest,
     )
-    out["id"] = figure_id(out)
+    # a readable id, unique per KEY
+    out["id"] = "|".join("-" if out[k] is None else str(out[k]) for k in KEY)
     return out
 
 
@@ -353,12 +351,6 @@ def number(value: Any) -> float | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return f if math.isfinite(f) else None
-
-
-def figure_id(r: dict[str, Any]) -> str:
-    """A readable id unique per KEY."""
-    parts = [r[k] for k in KEY]
-    return "|".join("-" if p is None else str(p) for p in parts)
 
 
 def _params(record: Record) -> int | None:
@@ -408,9 +400,8 @@ def _min_max(values: Sequence[float], over: str) -> dict[str, Any]:
 
 
 def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Step times (median over timed steps, p10-p90), FLOP/s and compile times of the
-    newest run of each workload on each device; accuracies and epoch times of the newest
-    run that trained whole epochs."""
+    """Step times, FLOP/s and compile times of the newest run of each workload on each
+    device; accuracies and epoch times of the newest run that trained whole epochs."""
     out = []
     for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
@@ -469,10 +460,8 @@ HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 
 
 def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """jaxcnn's own step loop on the host, per part and in all (the medians' sum), from
-    the newest run of each workload on each device that timed it (`host_loop`). An
-    ensemble's loop is K models' steps at once under one model and batch: not one
-    model's loop, so not among them."""
+    """jaxcnn's own step loop on the host, per part and in all, from the newest run that
+    timed it. An ensemble's loop is K models' steps at once: not one model's loop."""
     timed = [
         r
         for r in _ok(records)
@@ -502,8 +491,8 @@ def _epochs(r: TrainRecord) -> int:
 
 
 def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dict[str, Any]]:
-    """The matmul study's rate per size and dtype; per machine the best any run's
-    matmul ceiling measured (`machine-best`): the CPU's measured peak."""
+    """The matmul study's rate per size and dtype; per machine the best matmul rate any
+    run measured (`machine-best`)."""
     out = []
     mm = [r for r in _ok(records) if kind_of(r) == "matmul" and not is_compiled(r)]
     for r in select_newest(mm, lambda r: f"n={_matmul_side(r)}"):
@@ -511,23 +500,24 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
         tflops = number(r.achieved_tflops)
         if tflops:
             out.append(row("flops_per_s", "measured", tflops * 1e12, w, "newest", [r]))
-    best: dict[tuple, tuple[float, Record]] = {}
-    for r in loaded:
-        if is_compiled(r) or r.status != "ok":
-            continue
-        # a peer or a pairing measures no ceiling: none of its machine's
-        for dtype, entry in (getattr(r, "matmul_ceiling", None) or {}).items():
-            tflops = number(entry.tflops)
-            k = (device_of(r), r.device.platform, dtype)
-            if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
-                best[k] = (tflops, r)
+    # a peer or a pairing measures no ceiling: none of its machine's
+    rates = [
+        (r, dtype, entry.tflops)
+        for r in loaded
+        if not is_compiled(r) and r.status == "ok"
+        for dtype, entry in (getattr(r, "matmul_ceiling", None) or {}).items()
+    ]
     # The matmul study's own rates count too where their dtype ran as itself: float32 on
     # an accelerator may have run as TF32 or bf16 passes, which its record does not say.
-    for r in mm:
-        dtype, tflops = r.matmul.dtype, number(r.achieved_tflops)
-        k = (device_of(r), r.device.platform, dtype)
-        sure = dtype != "float32" or r.device.platform == "cpu"
-        if sure and tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
+    rates += [
+        (r, r.matmul.dtype, r.achieved_tflops)
+        for r in mm
+        if r.matmul.dtype != "float32" or r.device.platform == "cpu"
+    ]
+    best: dict[tuple, tuple[float, Record]] = {}
+    for r, dtype, rate in rates:
+        tflops, k = number(rate), (device_of(r), r.device.platform, dtype)
+        if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
             best[k] = (tflops, r)
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
         w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
@@ -554,9 +544,8 @@ TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
 
 def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per speedrun configuration (its workload less the seed) and device: the median
-    training time over its seeds (compile and evaluation excluded), flagged unless every
-    seed reached the target (RULES["seeds"]); and the seeds' final accuracies (lowest,
-    median, highest)."""
+    training time over its seeds, flagged unless every seed reached the target; and the
+    seeds' final accuracies."""
     runs = [
         r
         for r in _ok(records)
@@ -589,9 +578,8 @@ def _recipe(r: Record) -> str:
 
 
 def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Paired bench runs (benchmarks/paired.py: both sides in alternating turns on one
-    machine): the first side's speed over the second's, the median over rounds of the
-    newest ok pairing of each pair of configurations on each machine."""
+    """Paired bench runs (benchmarks/paired.py): the first side's speed over the
+    second's, from the newest pairing of each pair of configurations on each machine."""
     pairs = [r for r in _ok(records) if kind_of(r) == "paired" and r.paired and r.paired.ratio]
     out = []
     for r in select_newest(pairs, _pair):
@@ -612,19 +600,16 @@ def compiled_records(records: Sequence[Record]) -> list[Record]:
 
 
 def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Per newest compile: its memory per device and whether it fits; per target,
-    model and precision, the largest batch that fits (batch-search)."""
+    """Per newest compile: its memory per device and whether it fits; per target, model
+    and precision, the largest batch that fits."""
     out = []
-    chosen = compiled_records(records)
-    for r in chosen:
+    searches: dict[tuple, list[Record]] = defaultdict(list)
+    for r in compiled_records(records):
         w = {**workload_of(r), "params": _params(r)}
         total = r.memory.total_bytes if r.memory else None
         if total is not None:
             out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
         out.append(row("fits", "compiled", float(fits(r)), w, "newest-compile", [r]))
-    searches: dict[tuple, list[Record]] = defaultdict(list)
-    for r in chosen:
-        w = workload_of(r)
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
     errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():
@@ -654,9 +639,8 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
 
 
 def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
-    """{(platform, split, regime): (median, worst, n)} of the factor max(p/a, a/p) of
-    each fitted observation predicted held out (RULES["held-out"]), from the constants
-    file: the very quantity the fit observed (a device step)."""
+    """{(platform, split, regime): (median, worst, n)} of the held-out factors of the
+    constants file's observations (device steps)."""
     out = {}
     for platform, family in (table.get("families") or {}).items():
         obs = family.get("observations") or []
@@ -666,14 +650,12 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
                 p = (o.get("held_out_predicted_s") or {}).get(split)
                 a = o.get("measured_s")
                 if p and a:
-                    by_regime[o.get("regime") or _regime_of(o)].append(max(p / a, a / p))
+                    large = "resnet50" in str(o.get("label"))
+                    regime = o.get("regime") or ("large" if large else "small")
+                    by_regime[regime].append(max(p / a, a / p))
             for regime, f in by_regime.items():
                 out[(platform, split, regime)] = (statistics.median(f), max(f), len(f))
     return out
-
-
-def _regime_of(observation: dict[str, Any]) -> str:
-    return "large" if "resnet50" in str(observation.get("label")) else "small"
 
 
 def band_row(
@@ -710,9 +692,8 @@ BAND_QUANTITIES = {"device_step": "device_step_s", "loop_step": "loop_step_s"}
 def band_of(
     block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, tuple]
 ) -> dict[str, Any]:
-    """A prediction's band columns: the held-out factor band of its regime and split,
-    only where it was measured on `quantity` (the band names it); else the reason it
-    has none."""
+    """A prediction's band columns where its band was measured on `quantity`; else the
+    reason it has none."""
     band = block.get("error_band") or {}
     measured_on = BAND_QUANTITIES.get(band.get("quantity"), band.get("quantity"))
     if not band or measured_on != quantity:
@@ -732,8 +713,7 @@ def _band_columns(median: float, worst: float, n: int, split: str, quantity: str
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
     """Per newest compile that fits and carries its kernels: the predicted device step
-    and loop step, each with its own band (a loop step's: `loop_band_of`). (An epoch is
-    priced from the loop step over the seed model's own training set: epochs_from_steps.)"""
+    and loop step, each with its own band, and the MFU and FLOP/s per watt they imply."""
     out = []
     for r in compiled_records(records):
         if not fits(r) or not r.kernels:
@@ -794,13 +774,10 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
 def held_out_loop_rows(
     records: Sequence[Record], constants: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Each loop a training run makes (jaxcnn's step loop) measured on an accelerator,
-    against its prediction held out, as the fit checked it (the constants' `loop_error`:
-    host parts without its program, device step without its chip): the factor
-    max(p/a, a/p), which side is the faster and the prediction in its note (not a row of
-    its own: no answer quotes it); per platform and regime, the band of those factors,
-    and the band of the published JAX loops the fit checked (JAX_VERSUS: each loop's own
-    factor is a row of published_rows)."""
+    """jaxcnn's step loop measured on an accelerator against its prediction held out, as
+    the fit checked it (the constants' `loop_error`): the factor, with the prediction in
+    its note (no answer quotes it as a row); per platform and regime, the band of those
+    factors and of the published JAX loops the fit checked."""
     out = []
     by_id = {r.run_id: r for r in records}
     checked = constants.get("loop_error") or {}
@@ -839,13 +816,9 @@ AS_RUN = "device_step_as_run_s"  # apart from device_step_s: no answer or page p
 
 def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per accelerator chip and regime, how far the device step each record was written
-    with (its `prediction`, made as it ran) lies from the step it measured, over the
-    records predicted by the constants that predicted the chip's first recorded run:
-    constants fitted before any run on that chip, so out of sample by construction. Each
-    program once, timed with no host in its step where it was (the whole-epoch loop,
-    MEASURED_AGAINST's rule), else in the step loop. The band: the median and worst
-    factor max(p/a, a/p), how many the prediction was the faster of, and the band those
-    predictions carried (or "unvalidated")."""
+    with lies from the step it measured, over the records predicted by the constants of
+    the chip's first recorded run: out of sample by construction. Each program once,
+    from its whole-epoch loop where it ran one (MEASURED_AGAINST's rule)."""
     by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
     # only a run timed on a device at hand (a train record) measured a step
     for r in [r for r in _ok(records) if isinstance(r, TrainRecord) and not is_compiled(r)]:
@@ -922,9 +895,8 @@ def _watts_per_device(record: CompileRecord) -> float | None:
 
 def _vendor_peak(record: CompileRecord) -> float | None:
     """The datasheet peak FLOP/s of one device of the record's target in the precision
-    its matmuls run in (jaxcnn.perf.rates.matmul_precision: TF32 for f32 on an A100 at
-    JAX's default precision, bf16 on a TPU), never the chip's fastest, which would hold
-    an f32 step against a GPU's fp16 tensor cores."""
+    its matmuls run in (jaxcnn.perf.rates.matmul_precision), never the chip's fastest,
+    which would hold an f32 step against a GPU's fp16 tensor cores."""
     from jaxcnn.perf import rates
 
     peaks = (record.target and record.target.peak_tflops) or {}
@@ -948,7 +920,7 @@ def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
         "loop": "-",
         "placement": placement,
         "framework": ref.framework,
-        "platform": _platform_of_chip(ref.chip),
+        "platform": "tpu" if ref.chip.startswith("TPU") else "cpu" if "CPU" in ref.chip else "gpu",
         "device": ref.chip,
         "devices": ref.chips,
         "extra": ref.id,
@@ -999,13 +971,10 @@ OPTIMISTIC, PESSIMISTIC = "predicted more efficient", "predicted less efficient"
 
 
 def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Each published 1-vs-N-chip pair (a reference with `one_chip_images_per_s`): its
-    data-parallel efficiency as published, the efficiency predicted from the N-chip
-    program's step against the one-chip program's at the same batch per chip (each as the
-    published comparison prices it: device step, round trip and batch copy), and their
-    factor max(p/a, a/p) with its direction. Every scaling row is held out of every fit;
-    the one-chip sides of the DeepLearningExamples rows are fitted as one-chip steps,
-    never as an efficiency, so the efficiency is out of sample."""
+    """Each published 1-vs-N-chip pair: its efficiency as published, the efficiency
+    predicted from the N-chip program's step against the one-chip program's, and their
+    factor. Held out of every fit: the one-chip sides are fitted as steps, never as an
+    efficiency, so the efficiency is out of sample."""
     out = []
     loaded = [r for r in records if is_compiled(r)]
     for ref in refs:
@@ -1031,9 +1000,7 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
 
 
 def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The predicted data-parallel efficiency against the published, per platform: the
-    median and worst factor over the published pairs, how many, and how many were
-    predicted more efficient than they ran."""
+    """The predicted data-parallel efficiency against the published, per platform."""
     out = []
     e = table[(table.quantity == "error_factor") & table.extra.str.endswith(SCALING_VERSUS)]
     for platform, g in e.groupby("platform"):
@@ -1043,10 +1010,6 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
         extra = "scaling efficiency against published"
         out.append(band_row(platform, "large programs", found, extra=extra, note=note))
     return out
-
-
-def _platform_of_chip(chip: str) -> str:
-    return "tpu" if chip.startswith("TPU") else ("cpu" if "CPU" in chip else "gpu")
 
 
 # --- ratios ----------------------------------------------------------------------------
@@ -1080,9 +1043,8 @@ def speedup(
 
 
 def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Each predicted one-device accelerator step against the same step (model, batch,
-    precision) on each CPU: like for like (the xla step loop on both sides) and against
-    the CPU at its best (cpu-best)."""
+    """Each predicted one-device accelerator step against the same step on each CPU:
+    like for like and against the CPU at its best; then the measured loops'."""
     out = []
     m = rows(table, quantity="step_s", kind="measured")
     cpu = cpu_steps(m)
@@ -1111,19 +1073,17 @@ def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
 
 
 def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> dict[str, Any]:
-    """The CPU's fastest step among `on_cpu` (one CPU's, of one model, batch and
-    precision): on `dataset` where it ran on it (a measured side's own data), else on
-    any. A predicted and a measured speedup of one workload so share their baseline
-    wherever the fastest step ran on the measured side's data."""
+    """The CPU's fastest step among `on_cpu` (one CPU's, of one step): on `dataset` where
+    it ran on it, else on any, so that a predicted and a measured speedup of one workload
+    share their baseline."""
     same = on_cpu[on_cpu.dataset == dataset] if dataset is not None else on_cpu
     pool = same if len(same) else on_cpu
     return pool.loc[pool.value.idxmin()].to_dict()
 
 
 def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
-    """jaxcnn's loop measured on one accelerator device against the same loop (model,
-    batch, precision) measured on each CPU: like for like (both the xla formulation)
-    and against the CPU's fastest formulation."""
+    """jaxcnn's loop measured on one accelerator device against the same loop on each
+    CPU in the same formulation, and against the CPU's fastest step."""
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
     out = []
@@ -1143,11 +1103,9 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[str, Any]]:
-    """An accelerator's jaxcnn's loop (measured, or the predicted loop step) against the
-    CPU's jaxcnn's loop of the same step, each device in its own formulation: what a user
-    running the same fit on both sees (the CPU's in the formulation jaxcnn picks there by
-    default). A measured side is set against the CPU's loop on its own data set; a
-    predicted one (synthetic data) against each data set's."""
+    """An accelerator's jaxcnn's loop (measured or predicted) against the CPU's, each in
+    jaxcnn's default formulation there: what a user running the same fit sees. A measured
+    side is set against the CPU's loop on its own data set, a predicted one against each."""
     from jaxcnn.formulation import for_platform
 
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
@@ -1188,9 +1146,8 @@ def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
 
 
 def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """An epoch of a seed model's training set from a step time that has no epoch of its
-    own (a measured CPU step, a predicted loop step): the step times the epoch's steps,
-    evaluation left out (RULES["epoch-from-step"])."""
+    """An epoch of a seed model's training set from a measured step or a predicted loop
+    step (RULES["epoch-from-step"])."""
     from jaxcnn import data
 
     out = []
@@ -1246,10 +1203,8 @@ def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """What the device loop (an epoch as one compiled loop) gains over the step loop:
-    each measured step timed in the device loop against the same step (workload,
-    formulation, device) timed in the step loop. Below 1 the device loop is the slower:
-    on a CPU, the xla formulation's convolutions are, inside the compiled loop."""
+    """What the device loop gains over the step loop, per measured step. Below 1 the
+    device loop is the slower: on a CPU, the xla formulation's convolutions are."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
     same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
     return _over_the_same(m[m.loop == "device"], m[m.loop == "step"], same, DEVICE_OVER_STEP_LOOP)
@@ -1269,15 +1224,12 @@ def _over_the_same(
 
 def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     """TPU against GPU per chip: each model's fastest one-chip TPU target against its
-    fastest one-chip GPU target at equal batch and precision, by the predicted loop step
-    (what a user's loop sees) and by the device step (the chips' kernels alone)."""
+    fastest one-chip GPU target at equal batch, by the predicted loop and device step."""
     from jaxcnn import targets
 
     out = []
     p = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted")
-    one_chip = p[
-        p.device.map(lambda d: d in targets.TARGETS and targets.TARGETS[d].chips == 1).astype(bool)
-    ]
+    one_chip = p[p.device.isin([name for name, t in targets.TARGETS.items() if t.chips == 1])]
     for (quantity, *_), g in one_chip.groupby(
         ["quantity", "model", "batch", "precision", "placement"]
     ):
@@ -1292,8 +1244,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Weak scaling predicted from compiles of the same per-device batch on 1 and on n
-    devices of one chip: efficiency = one device's step / n devices' step (1 is
-    ideal). A value above 1 cannot be true and is flagged."""
+    devices of one chip (1 is ideal; above 1 cannot be true and is flagged)."""
     from jaxcnn import targets
 
     out = []
@@ -1307,8 +1258,8 @@ def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
         one = ones.iloc[0].to_dict()
         for _, n in g[g.devices > one["devices"]].iterrows():
             extra = f"weak scaling from {one['device']}"
+            # ratio's b / a: one device's step over n devices'
             e = ratio("scaling_efficiency", n.to_dict(), one, "equal-batch", extra=extra)
-            e["value"] = one["value"] / n.value
             if e["value"] > 1.0 + 1e-9:
                 e["flag"] = "above ideal: cannot be true (a bug in the prediction)"
             out.append(e)
@@ -1336,14 +1287,10 @@ def fitted_records(constants: dict[str, Any]) -> frozenset[str]:
 def measured_versus_predicted(
     table: pd.DataFrame, fitted: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
-    """Each step measured on one accelerator device (a notebook's GPU or TPU) against the
-    prediction of the same step (model, batch, precision, placement) compiled for that
-    chip's one-device target: the device step against the step timed alone, the loop
-    step against jaxcnn's own loop; the factor max(p/a, a/p), which side is the faster.
-    One measured step per prediction: one timed in its loop (MEASURED_AGAINST) before
-    one that was not, and on its dataset before another. A step whose record is among
-    those the constants were fitted on (`fitted`, fitted_records) is compared in sample,
-    and says so."""
+    """Each step measured on one accelerator device against the prediction of the same
+    step for that chip's one-device target (MEASURED_AGAINST), one measured step per
+    prediction: timed in its loop and on its dataset first. A step the constants were
+    fitted on (`fitted`) is compared in sample, and says so."""
     from jaxcnn import targets
 
     one_device = {t.chip: t.name for t in targets.TARGETS.values() if t.devices == 1}
@@ -1396,9 +1343,8 @@ SMALL_MODELS = ("mnist_cnn", "mlp", "lenet5", "lenet5_keras", "catsdogs_cnn")
 
 def framework_factors(table: pd.DataFrame) -> pd.DataFrame:
     """The factors between each published step of another framework's loop (or a large
-    program's, of any framework) and our prediction of it: what `published_bands` bands.
-    Not a scaling efficiency's, a step measured here, nor a published JAX loop of a small
-    program (their band is the fit's, held_out_loop_rows)."""
+    program's, of any framework) and our prediction of it: what `published_bands` bands
+    (a small program's JAX loop is the fit's, held_out_loop_rows)."""
     e = table[
         (table.quantity == "error_factor")
         & ~table.extra.str.endswith(SCALING_VERSUS)
@@ -1421,9 +1367,7 @@ def is_small(rows: pd.DataFrame) -> pd.Series:
 
 
 def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per platform and regime, the factor between each published step and our
-    prediction of it (every such row held out of the fit where it is a small program):
-    median and worst, and how many predictions were the faster."""
+    """Per platform and regime, the band of `framework_factors`."""
     out = []
     e = framework_factors(table)
     for (platform, small), g in e.groupby([e.platform, is_small(e)]):
@@ -1443,9 +1387,8 @@ JAX_VERSUS = "against published JAX loops"
 
 
 def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Predicted cost of an epoch on each priced target: the predicted epoch times the
-    target's on-demand price per hour, all its chips and their host VM included
-    (`prices`: references.chip_prices(), the committed prices by default)."""
+    """Predicted cost of an epoch on each priced target, all its chips and their host VM
+    included (`prices`: the committed references.chip_prices() by default)."""
     from experiments.predict import references
     from jaxcnn import targets
 
@@ -1468,9 +1411,8 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
 
 
 def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.DataFrame:
-    """Every figure of the `loaded` records (and of the published references), one row
-    each. A paired bench run's turns stand for no figure of their own, but their matmul
-    ceilings are their machine's."""
+    """Every figure of the `loaded` records and the published references, one row each.
+    A paired bench run's turns are no figure, but their matmul ceilings are."""
     from experiments import records as records_lib
     from experiments.predict import references
 
@@ -1522,8 +1464,7 @@ def with_chips(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:
-    """Every predicted figure carries a band or says it has none: a prediction with no
-    band of its own is "unvalidated"; a band or an error factor is itself the error."""
+    """Every predicted figure carries a band or says why it has none."""
     bare = (table.kind == "predicted") & table.band_median.isna() & table.band_quantity.isna()
     error = table.quantity.isin(["band", "error_factor"])
     table.loc[bare & ~error, "band_quantity"] = "unvalidated"

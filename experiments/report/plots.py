@@ -82,30 +82,21 @@ def _factor_line(ax: Any, f: float, lo: float, hi: float, style: str, **kwargs: 
 
 def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str) -> None:
     """A log-log panel of one range on both axes, titled, its legend below it."""
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device step and loop step side by side (neither hides the other), the GPUs' measured
-    steps (device loop and step loop) beside them, against the CPU's measured step: the
-    same program (the xla step loop, cpu_step) and its fastest way, each named; what a
-    panel lacks (a CPU line, a measured GPU, a chip's prediction) it says in the panel."""
+    device and loop step side by side, the GPUs' measured steps beside them, against the
+    CPU's like-for-like step and its fastest; what a panel lacks it says in its title."""
     cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
-    measured = rows(
-        table, quantity="step_s", kind="measured", device=cpu, framework="jax", extra="-", **one
-    )
-    gpus = rows(table, quantity="step_s", kind="measured", platform="gpu",
-                            framework="jax", extra="-", **one)  # fmt: skip
+    steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
+    measured, gpus = rows(steps, device=cpu, extra="-"), rows(steps, platform="gpu", extra="-")
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
-    loops = rows(table, quantity="step_s", kind="measured", platform="gpu", framework="jax",
-                 extra=LOOP, **one)  # fmt: skip
+    loops = rows(steps, platform="gpu", extra=LOOP)
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
                                  kind="predicted", devices=1, extra="-", **one)  # fmt: skip
     predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
@@ -181,9 +172,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters: the CPU measured with its p10-p90
-    spread, the T4 predicted (its band shaded only where the table holds one, else the
-    label says unvalidated), any GPU's measured steps of the same sweep as points."""
+    """MLP step time against trainable parameters: the CPU measured with its spread, the
+    T4 predicted (its band shaded where it has one), any GPU's measured sweep as points."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
@@ -226,10 +216,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         device = gl.device.iloc[0]
         ax.plot(gl.params, gl.value, "D:", color=colour.get(device, "C4"), mfc="none",
                 label=f"{device}, jaxcnn's loop (measured)")  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-    ax.set_ylabel("seconds per step, batch 128, f32")
     ax.set_title("Seed 002: above how many parameters does the GPU win?")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     return _save(fig, path)
@@ -242,10 +230,9 @@ SEED_RUNS = "the seed's own run: " + ", ".join(
 
 
 def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path | None:
-    """Compiled memory per batch in f32 on each GPU target, a panel per chip with its own
+    """Compiled memory per batch in f32 on each GPU target, a panel per chip on its own
     y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), the memory JAX
-    can use drawn as a line, batches that do not fit marked x, the seed's own runs ringed;
-    identical series drawn once, every chip named."""
+    can use a line, the seed's own runs ringed; identical series drawn once."""
     from jaxcnn import targets
 
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
@@ -267,20 +254,13 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     panels = sorted(series.items(), key=lambda kv: kv[1])
     fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
-        b = [p[0] for p in points]
-        gib = [p[1] / 2**30 for p in points]
-        ok = [p[2] == 1 for p in points]
-        ax.plot([x for x, k in zip(b, ok, strict=True) if k],
-                [y for y, k in zip(gib, ok, strict=True) if k], "o-", color="C0",
-                markersize=4, label="fits (compiled memory)")  # fmt: skip
-        ax.plot([x for x, k in zip(b, ok, strict=True) if not k],
-                [y for y, k in zip(gib, ok, strict=True) if not k], "x", color="C3",
-                markersize=8, label="does not fit")  # fmt: skip
-        ringed = [
-            (x, y) for x, y in zip(b, gib, strict=True) if any((d, x) in seed for d in devices)
-        ]
-        if ringed:
-            ax.plot(*zip(*ringed, strict=True), "o", color="k", mfc="none", markersize=12,
+        b, gib, ok = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
+        gib, ok = gib / 2**30, ok == 1
+        ax.plot(b[ok], gib[ok], "o-", color="C0", markersize=4, label="fits (compiled memory)")
+        ax.plot(b[~ok], gib[~ok], "x", color="C3", markersize=8, label="does not fit")
+        ringed = [any((d, x) in seed for d in devices) for x in b]
+        if any(ringed):
+            ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
                     label=SEED_RUNS)  # fmt: skip
         limits = [
             x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
@@ -317,23 +297,15 @@ PLACEMENTS = {
 
 
 def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The scaling plot's series: one per model, placement, chip, precision, per-device
-    batch and base device count (never two placements in one series), predicted from the
-    compiled programs (the curve starts at its base, 100%) or published (NVIDIA's
-    1-vs-N-GPU pairs, base 1 device, one series a framework's sweep)."""
-    from jaxcnn import targets
-
+    """The scaling plot's series, one per model, placement, chip, precision, per-device
+    batch and base device count, predicted (from its base, 100%) or published (NVIDIA's
+    1-vs-N-GPU pairs, one series a framework's sweep)."""
     base = table.set_index("id").devices
     s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
-    s = s.assign(
-        chip=[targets.TARGETS[d].chip if d in targets.TARGETS else d for d in s.device],
-        per=s.batch // s.devices,
-        base=[int(base[i]) for i in s.numerator],
-        sweep="-",
-    )
+    s = s.assign(per=s.batch // s.devices, base=[int(base[i]) for i in s.numerator], sweep="-")
     p = rows(table, quantity="scaling_efficiency", kind="published")
     # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
-    p = p.assign(chip=p.device, per=p.batch, base=1,
+    p = p.assign(per=p.batch, base=1,
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
     out = []
     keys = ["kind", "model", "placement", "chip", "precision", "per", "base", "sweep"]
@@ -357,11 +329,9 @@ ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
 
 
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
-    """Weak-scaling efficiency against the device count, one panel per model and placement
-    (model-parallel apart from data-parallel): colour per chip, line per precision, marker
-    per per-device batch; predicted filled and joined, published hollow and dotted; series
-    of one panel side by side along x so none hides another; each panel's y-axis its own,
-    holding every point."""
+    """Weak-scaling efficiency against the device count, one panel per model and
+    placement: colour per chip, line per precision, marker per per-device batch;
+    predicted filled, published hollow and dotted; a panel's series side by side."""
     series = scaling_series(table)
     if len({d for r in series for d in r["devices"]}) < MIN_POINTS:
         return None
@@ -451,10 +421,9 @@ PUBLISHED_SERIES = {
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of the same step, a series per
-    regime naming its models: on the diagonal is exact; each regime's dashed lines are
-    its band against published steps (the median error, on the platform with the most of
-    them), as the table holds it; the legend outside the axes."""
+    """Every published step against our prediction of it, a series per regime naming its
+    models, each regime's band (on the platform with the most steps) dashed; beside it
+    the predictions made before each chip first ran."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -516,10 +485,8 @@ ACCURACY_MARKERS = "osD^v"
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch, one line per run (model, data, precision, device, how it
-    ran), each run its own marker shape and size so overlapping runs stay visible, the
-    legend below each panel: the same model should reach the same accuracy on every
-    device."""
+    """Test accuracy per epoch, one line per run, each its own marker so overlapping runs
+    stay visible: the same model should reach the same accuracy on every device."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
@@ -546,8 +513,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch + offset, g.value, "-", marker=mark,
                     markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
                     mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
-        ax.set_title(f"{dataset}: test accuracy per epoch (measured)")
-        ax.set_xlabel("epoch")
+        ax.set(title=f"{dataset}: test accuracy per epoch (measured)", xlabel="epoch")
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
     axes[0][0].set_ylabel("test accuracy")
     return _save(fig, path)

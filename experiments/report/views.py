@@ -49,8 +49,7 @@ def known(table: pd.DataFrame) -> str:
 
 
 def what_ran(table: pd.DataFrame) -> str:
-    """Line 2 of the first screen: what ran where, in bold; predictions named only
-    where the table has them."""
+    """Line 2 of the first screen: what ran where, in bold."""
     accelerators = measured_accelerators(table)
     named = reference_cpu(table)
     cpu = named or "no CPU"
@@ -73,18 +72,16 @@ def measured_accelerators(table: pd.DataFrame) -> list[str]:
     """The accelerators figures were measured on, as the table names them, one entry per
     platform ("GPUs H100 SXM, H200")."""
     m = table[(table.kind == "measured") & (table.platform != "cpu")].dropna(subset=["platform"])
-    by_platform: dict[str, list[str]] = {}
-    for platform, device in sorted(set(zip(m.platform, m.device, strict=True))):
-        by_platform.setdefault(platform.upper(), []).append(device)
+    ran = m[["platform", "device"]].drop_duplicates().sort_values(["platform", "device"])
     return [
-        f"{platform}{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
-        for platform, devices in by_platform.items()
+        f"{platform.upper()}{'s' if len(g) > 1 else ''} {', '.join(g.device)}"
+        for platform, g in ran.groupby("platform")
     ]
 
 
 def gpu_goal(table: pd.DataFrame) -> str:
-    """What the records say of PERFORMANCE.md's GPU goal: the accelerators measured and
-    whether the speedrun, the goal's study, ran on one."""
+    """PERFORMANCE.md's GPU goal: the accelerators measured, and whether the speedrun ran
+    on one."""
     ran = measured_accelerators(table)
     runs = table[(table.quantity == "time_to_target_s") & (table.platform != "cpu")]
     on = " and ".join(ran) if ran else "no accelerator"
@@ -97,8 +94,7 @@ def gpu_goal(table: pd.DataFrame) -> str:
 
 
 def own_steps(table: pd.DataFrame) -> str | None:
-    """A folder of runs alone (nothing compiled): the steps its runs measured, as the run
-    printed them."""
+    """A folder of runs alone (nothing compiled): the steps its runs measured."""
     if (table.kind == "compiled").any():
         return None
     steps = rows(table, quantity="step_s", kind="measured", extra="-")
@@ -109,9 +105,8 @@ def own_steps(table: pd.DataFrame) -> str | None:
 
 
 def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
-    """The first screen's check no fit could have tuned: per accelerator and regime, the
-    device step each record was predicted with before its chip first ran, against what
-    it measured (figures.before_first_run_rows); small programs first."""
+    """The first screen's check no fit could have tuned (figures.before_first_run_rows):
+    per accelerator and regime, small programs first."""
     b = rows(table, quantity="band", extra=BEFORE_FIRST_RUN)
     if not len(b):
         return None
@@ -183,8 +178,7 @@ def _cell(r: dict, column: str) -> str:
         if not _blank(r.get("extra")):
             bits.append(str(r["extra"]))
         return ", ".join(str(b) for b in bits if b and not pd.isna(b))
-    value = r.get(column)
-    return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+    return "-" if _blank(r.get(column)) else str(r[column])
 
 
 def _blank(value: object) -> bool:
@@ -199,8 +193,8 @@ DISTINGUISHING = ("dataset", "precision", "devices", "batch", "model", "device",
 
 
 def labelled(rows: pd.DataFrame, columns: list[str]) -> list[str]:
-    """`columns` with the columns added that tell apart rows whose printed label (every
-    column but the values) would otherwise be the same: no label is printed twice."""
+    """`columns` with the columns added that tell apart rows whose printed label would
+    otherwise be the same."""
     columns, records = list(columns), rows.to_dict("records")
     for extra in DISTINGUISHING:
         labels = pd.Series(
@@ -215,8 +209,7 @@ def labelled(rows: pd.DataFrame, columns: list[str]) -> list[str]:
 
 
 def view(rows: pd.DataFrame, columns: list[str]) -> str:
-    """Rows of the table as a markdown table of `columns` (COLUMNS' keys), with the
-    columns that tell its rows apart (`labelled`)."""
+    """Rows of the table as a markdown table of `columns` and those that tell them apart."""
     if not len(rows):
         return "No figures yet."
     columns = labelled(rows, columns)
@@ -233,8 +226,8 @@ def _value(r: dict) -> str:
 
 
 def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
-    """Rows of the table as a matrix, `index` down and `column` across: one figure a
-    cell (two figures for one cell is a filter that picked badly: an error)."""
+    """Rows of the table as a matrix, `index` down and `column` across: one figure a cell
+    (two is a filter that picked badly: an error)."""
     if not len(rows):
         return "No figures yet."
     if rows.duplicated([index, column]).any():
@@ -285,8 +278,8 @@ def page(
     plots: dict[str, str],
     answered: list[answers_lib.Answer] | None = None,
 ) -> str:
-    """Page `name` of the details: the rows the answers linking it quote (`answered`:
-    answers_lib.answers(table), computed here where not given), then its sections."""
+    """Page `name` of the details: the rows the answers linking it quote (`answered`, by
+    default computed here), then its sections."""
     title, sections = PAGE_SECTIONS[name]
     parts = [
         f"# {title}",
@@ -336,8 +329,8 @@ BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras
 
 
 def bench_block(table: pd.DataFrame, image: str | None) -> str:
-    """PERFORMANCE.md's table: per bench cell on the reference CPU, the step of JAX (xla
-    step loop, and its best formulation) and of each peer."""
+    """PERFORMANCE.md's table: per bench cell on the reference CPU, JAX's step (xla step
+    loop, and at its best) and each peer's."""
     cpu = reference_cpu(table)
     m = rows(table, quantity="step_s", kind="measured", device=cpu, placement="single", extra="-")
     peers = m[m.framework != "jax"]
