@@ -418,6 +418,8 @@ PUBLISHED_SERIES = {
     ("small programs", True): ("small programs, published JAX loops",
                                "against published JAX loops", "C2", "D"),
 }  # fmt: skip
+# A series' marker off a GPU: its platform's, so a TPU's point never reads as a GPU's
+PLATFORM_MARKS = {"tpu": "^", "cpu": "v"}
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
@@ -438,16 +440,19 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     hi = max(points.published.max(), points.predicted.max()) * 2
     ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
     bands = rows(table, quantity="band")
-    for (regime, jax), g in points.groupby(["regime", "jax_loop"]):
+    for (regime, jax, platform), g in points.groupby(["regime", "jax_loop", "platform"]):
         words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
         models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel
+        mark = mark if platform == "gpu" else PLATFORM_MARKS.get(platform, mark)
         ax.loglog(g.published, g.predicted, mark, color=colour, mfc="none" if jax else colour,
-                  label=f"{words}: {models}")  # fmt: skip
+                  label=f"{words}, {platform.upper()}: {models}")  # fmt: skip
+    for (regime, jax), _ in points.groupby(["regime", "jax_loop"]):  # each band drawn once
+        words, extra, colour, _ = PUBLISHED_SERIES[(regime, bool(jax))]
         band = bands[(bands.model == regime) & (bands.extra == extra)]
         band = band.sort_values("n", ascending=False)
         if len(band):
             b = band.iloc[0]
-            label = (f"{words}' band: x{b.value:.2f} either way, the median error over "
+            label = (f"{words}' band: {b.value:.3g}x either way, the median error over "
                      f"{int(b.n)} published {b.device.upper()} steps")  # fmt: skip
             for f in (b.value, 1 / b.value):
                 _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
