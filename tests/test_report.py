@@ -1181,10 +1181,10 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
         regime = words.split(",")[0]
         b = bands[(bands.model == regime) & (bands.extra == extra)].sort_values("n").iloc[-1]
         assert any(x.startswith(f"{words}' band: {b.value:.3g}x") for x in labels), labels
+        assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
     # a TPU's points are a series of their own, never a GPU's marker under a GPU's name
     assert any(", TPU: " in x for x in labels) and any(", GPU: " in x for x in labels)
     assert len([x for x in labels if "' band: " in x]) == len(plots.PUBLISHED_SERIES)
-        assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
     jax = points[points.jax_loop]
     notes = table.set_index("id").note
     ours = errors[errors.extra.str.contains(" vs published")].denominator.map(notes)
