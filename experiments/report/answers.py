@@ -202,8 +202,11 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
+    # the seed's figure inside the CPU's own parenthesis where its words end in one
+    cpu_said = f"CPU {epoch_words(c)}" if c else none_on(cpu, "CPU epoch")
+    seed_said = f"seed ETA {fmt(s_cpu)}"
     parts = [
-        f"{f'CPU {epoch_words(c)}' if c else none_on(cpu, 'CPU epoch')} (seed ETA {fmt(s_cpu)})"
+        f"{cpu_said[:-1]}; {seed_said})" if cpu_said.endswith(")") else f"{cpu_said} ({seed_said})"
     ]
     parts += [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
@@ -425,7 +428,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     lo, hi = span(s[s.platform == r["platform"]])  # every model's, the widest MLPs' included
     text = (
         f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
-        f"row {fmt(lo)}-{fmt(hi)}; {split}"
+        f"row {span_text(fmt(lo), fmt(hi))}; {split}"
     )
     flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
     flags = f"; {flagged} above ideal flagged" if flagged else ""
