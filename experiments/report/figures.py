@@ -72,7 +72,8 @@ MEANINGS = {
     "params": "trainable parameters of the model",
     "dataset": "the data it trained on (`-`: none, not stated, or not applicable)",
     "batch": "the global batch, in images (empty: a figure over batches)",
-    "precision": "the precision the step computes in (`tf32`, `amp`: a published source's)",
+    "precision": "the precision the step computes in (`amp`: a published source's; `tf32`: "
+    "a published source's, or a matmul rate measured as TF32 passes)",
     "formulation": "how convolutions and pools are computed (jaxcnn.formulation); "
     "`-`: another framework's step, or not applicable (a band, a peak)",
     "loop": "`step`: one dispatch a step from the host; `device`: whole epochs on the device; "
@@ -123,7 +124,7 @@ KEY = (
 KINDS = ("measured", "compiled", "predicted", "published")
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
-PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's, none of ours
+PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
 
 
 def allowed() -> dict[str, list[Any]]:
