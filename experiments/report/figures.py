@@ -87,7 +87,7 @@ MEANINGS = {
     "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
     "chip": "the chip `device` is or holds, one name per chip across measured, published "
     "and predicted rows (a target's chip: `gpu-h100` is `H100 SXM`); a CPU's model; `-` for "
-    "a platform's band",
+    "a platform's band or a published figure of several chips",
     "devices": "how many devices the step ran on",
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
@@ -1460,7 +1460,8 @@ def with_chips(table: pd.DataFrame) -> pd.DataFrame:
     from jaxcnn.perf.chips import TARGETS
 
     named = table.device.map(lambda d: TARGETS[d].chip if d in TARGETS else d)
-    table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]), "-")
+    several = table.device.str.contains(", ") & (table.platform != "cpu")  # "K80, P100, V100"
+    table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]) & ~several, "-")
     return table
 
 

@@ -257,7 +257,7 @@ PAGE_SECTIONS: dict[str, Page] = {
 
 
 # What a first-screen answer's own rows are shown with on its details page.
-QUOTED_COLUMNS = "model batch precision device kind quantity value spread how band note"
+QUOTED_COLUMNS = "model dataset batch precision device kind quantity value spread how band note"
 
 
 def quoted(
