@@ -112,3 +112,31 @@ def test_nothing_is_recorded_without_a_recording_and_one_cannot_nest():
                 pass
         fit(_host_state(), (images, labels), options=two_steps)
     assert host_loop.recorder() is None and recorder.steps == 2  # the control: recorded
+
+
+def test_the_harness_times_the_loop_in_windows_and_keeps_each(monkeypatch):
+    from experiments.harness import measure
+
+    calls = []
+    real = data.batches
+
+    def counted(*args, **keywords):  # each window's fit asks for its epoch's batches once
+        calls.append(1)
+        # the third window's batches late: its own time per step, and only its, is longer
+        late = len(calls) == 1 + 3  # the warm-up's fit, then windows 1, 2, 3
+        for batch in real(*args, **keywords):
+            time.sleep(0.05 if late else 0)
+            yield batch
+
+    monkeypatch.setattr(data, "batches", counted)
+    placement = parallel.place("single", jax.devices()[:1])
+    timed = measure.time_host_loop(
+        placement, _host_state(), data.load("digits", "train"), batch_size=BATCH, seed=0,
+        steps=STEPS,
+    )  # fmt: skip
+    windows = timed["window_step_s"]
+    assert len(windows) == measure.HOST_LOOP_WINDOWS and timed["steps"] == STEPS * len(windows)
+    assert timed["syncs"] == len(windows)  # each window's fit ends in its one sync
+    slowest = max(range(len(windows)), key=windows.__getitem__)
+    assert slowest == 2 and windows[2] >= 0.05  # the late window, and no other, is slow
+    assert timed["loop_step_s"] == sorted(windows)[len(windows) // 2] < 0.05

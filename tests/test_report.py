@@ -3,6 +3,7 @@ unique), each selection rule picks what it says, every number on the first scree
 figure of the table, and the command writes the whole report or leaves the old one."""
 
 import re
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -91,6 +92,40 @@ def test_a_record_naming_no_cpu_yields_to_one_of_the_same_host_that_names_it():
     assert list(_steps([named, unnamed]).records) == ["named"]
     alone = _steps([unnamed])  # the positive control: alone, it stands, said as such
     assert list(alone.device) == ["laptop, CPU model not recorded"]
+
+
+def _host_timed(run_id, policy, windows, **keywords):
+    """A record whose host loop was timed in `windows` under host memory `policy`."""
+    r = _record(run_id, **keywords)
+    parts = {p: {"median": 1e-4, "mean": 1e-4, "p10": 1e-4, "p90": 1e-4, "n": 20}
+             for p in ("batch", "put", "dispatch", "metrics", "progress", "sync")}  # fmt: skip
+    median = statistics.median(windows)
+    r["host_loop"] = {"loop": "step", "steps": 20 * len(windows), "parts": parts,
+                      "window_step_s": windows, "loop_step_s": median}  # fmt: skip
+    r["env"]["host_memory"] = {"policy": policy, "asked": "auto", "applied": True}
+    return r
+
+
+def test_a_loop_step_is_the_windows_median_from_a_process_under_the_step_loops_policy():
+    stepped = _host_timed("stepped", "retain", [0.03, 0.02, 0.05], loop="step")
+    # newer, but its process trained in the device loop and kept glibc's defaults
+    faulting = _host_timed("faulting", "system", [0.07], loop="device",
+                           utc="2026-02-01T00:00:00+00:00")  # fmt: skip
+    t = _build([stepped, faulting], refs=[])
+    loop = t[(t.quantity == "step_s") & (t.extra == study_page.LOOP)]
+    assert list(loop.records) == ["stepped"] and list(loop.loop) == ["step"]
+    assert (loop.value.iloc[0], loop.lo.iloc[0], loop.hi.iloc[0], loop.n.iloc[0]) == (
+        0.03,
+        0.02,
+        0.05,
+        3,
+    )
+    assert loop.spread.iloc[0] == "min-max over windows"
+    # the control: under the step loop's own policy the newer record stands, as the step loop
+    faulting["env"]["host_memory"]["policy"] = "retain"
+    loop = _build([stepped, faulting], refs=[])
+    loop = loop[(loop.quantity == "step_s") & (loop.extra == study_page.LOOP)]
+    assert list(loop.records) == ["faulting"] and list(loop.loop) == ["step"]
 
 
 def test_a_step_time_and_an_accuracy_of_one_row_come_from_one_run():
@@ -291,7 +326,7 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
         r["test_accuracy"] = 0.92
     said = answers.answers(_build(rs, refs=[]))[3].answer
     assert said.startswith("mnist_cnn CPU 0.9200; lenet5_keras CPU 0.9200")
-    assert "(b32, 2 epochs, digits, one seed)" in said
+    assert "(b32, 2 epochs, digits; CPU xla formulation); no GPU/TPU yet" in said
     # the positive control: a folder with compiles says what they are
     assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 
@@ -504,7 +539,8 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     assert found.known == "M / P"
     # without the trained runs (the positive control) the CPU's epoch is derived, said so
     # and known as D, never M
-    bare = answers.answers(csv[~csv.id.isin(trained.id)])[11]
+    every_seed = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "newest-trained")]
+    bare = answers.answers(csv[~csv.id.isin(every_seed.id)])[11]
     assert "derived from its step" in bare.answer and bare.known.startswith("D")
     assert "measured" not in bare.answer
     # the seed's epoch on the CPU is derived from a step: its kind says so
@@ -1030,7 +1066,8 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
     assert figures.published_bands(t) == []
     # The same program timed in both loops is compared once per quantity: the device step
     # with the whole-epoch loop's step (no host in it), the loop step with the step loop's.
-    in_epochs = _record("on-t4-epochs", step=0.003, loop="device")
+    # Both timed fit's step loop on the side (host_loop): the newer record's stands.
+    in_epochs = _record("on-t4-epochs", step=0.003, loop="device", utc="2025-12-01T00:00:00+00:00")
     in_epochs["device"].update(platform="gpu", kind="Tesla T4")
     in_epochs["loop"] = "device"
     in_epochs["host_loop"] = {"loop_step_s": 0.006, "parts": {}}
@@ -1174,18 +1211,26 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert "uva_resnet" in set(points[points.regime == "small programs"].model)
     assert "mlp width=1024" in set(points[points.regime == "small programs"].model)
     fig = _figure(table, "predictions", monkeypatch)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes
+              if ax.get_title().endswith("against the prediction")}  # fmt: skip
+    assert set(panels) == {p.upper() for p in set(points.platform)}  # a panel per platform
     bands = study_page.rows(table, quantity="band")
     # each series with its own band: the published JAX loops apart from other frameworks'
     assert points.jax_loop.any() and (~points.jax_loop & (points.regime == "small programs")).any()
-    for words, extra, _, _ in plots.PUBLISHED_SERIES.values():
-        regime = words.split(",")[0]
-        b = bands[(bands.model == regime) & (bands.extra == extra)].sort_values("n").iloc[-1]
-        assert any(x.startswith(f"{words}' band: {b.value:.3g}x") for x in labels), labels
-        assert not any(x.startswith(regime) and "ResNet-50" in x for x in labels)
-    # a TPU's points are a series of their own, never a GPU's marker under a GPU's name
-    assert any(", TPU: " in x for x in labels) and any(", GPU: " in x for x in labels)
-    assert len([x for x in labels if "' band: " in x]) == len(plots.PUBLISHED_SERIES)
+    for platform, ax in panels.items():
+        labels = [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]
+        here = points[points.platform == platform.lower()]
+        drawn = sum(len(line.get_xdata()) for line in ax.get_lines()
+                    if line.get_linestyle() == "None")  # fmt: skip
+        assert drawn == len(here)  # its platform's points, every one, and no other's
+        for (regime, jax), _ in here.groupby(["regime", "jax_loop"]):
+            words, extra, _, _ = plots.PUBLISHED_SERIES[(regime, bool(jax))]
+            assert any(x.startswith(f"{words}: ") for x in labels), labels
+            b = bands[(bands.model == regime) & (bands.extra == extra)
+                      & (bands.device == platform.lower())]  # fmt: skip
+            if len(b):  # the band of that platform, spelled as every page spells it
+                b = b.iloc[0]
+                assert f"its band: {answers.band_text(b.value, b.hi, b.n)}" in labels, labels
     jax = points[points.jax_loop]
     notes = table.set_index("id").note
     ours = errors[errors.extra.str.contains(" vs published")].denominator.map(notes)
@@ -1232,25 +1277,29 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
 
 def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, monkeypatch):
     """Without a band (its band columns emptied) the T4's loop step gets no shade and its
-    label says unvalidated; given one, it is drawn and named in the legend. The CPU's
-    p10-p90 spread is drawn either way."""
+    label says unvalidated; given one, its worst either way is drawn (the verdict's
+    undecided zone) and named in the legend. The CPU's p10-p90 spread is drawn either way."""
     from matplotlib.collections import PolyCollection
 
     def fills(fig):
-        return {c.get_label() for c in fig.axes[0].collections if isinstance(c, PolyCollection)}
+        return {c.get_label(): c for ax in fig.axes for c in ax.collections
+                if isinstance(c, PolyCollection)}  # fmt: skip
 
-    _, g = crossover_study.crossover(table, study_page.reference_cpu(table))
+    cpu = study_page.reference_cpu(table)
+    _, g = crossover_study.crossover(table, cpu)
     bands = ["band_median", "band_worst", "band_n", "band_split"]
     bare = table.copy()
     bare.loc[g.index, bands] = None
     fig = _figure(bare, "crossover", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert fills(fig) == {next(x for x in labels if x.endswith("p10-p90 of its timed steps"))}
+    assert set(fills(fig)) == {f"{cpu}, p10-p90"}
     assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
     banded = table.copy()
     banded.loc[g.index, bands] = [1.5, 2.0, 5, "held-out"]
     fig = _figure(banded, "crossover", monkeypatch)
-    assert "T4's band: 1.5x off (worst 2x, n=5, held-out)" in fills(fig)
+    shade = fills(fig)["T4 inside its band at its worst: 1.5x off (worst 2x, n=5, held-out)"]
+    ys = shade.get_paths()[0].vertices[:, 1]
+    assert min(ys) == g.value.min() / 2 and max(ys) == g.value.max() * 2  # the worst, not 1.5
 
 
 def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks(
@@ -1384,12 +1433,12 @@ def test_the_predictions_plot_sets_each_first_run_prediction_beside_its_measured
     bands = table[(table.quantity == "band") & (table.extra == figures.BEFORE_FIRST_RUN)]
     assert len(points) == int(bands.n.sum())  # every program the bands count, drawn
     fig = _figure(table, "predictions", monkeypatch)
-    drawn = sum(len(line.get_xdata()) for line in fig.axes[1].get_lines()
+    drawn = sum(len(line.get_xdata()) for line in fig.axes[-1].get_lines()
                 if "programs)" in str(line.get_label()))  # fmt: skip
     assert drawn == len(points)
-    # a table without them draws the published panel alone (the positive control above)
+    # a table without them draws the published panels alone (the positive control above)
     bare = table[table.extra != figures.BEFORE_FIRST_RUN]
-    assert len(_figure(bare, "predictions", monkeypatch).axes) == 1
+    assert len(_figure(bare, "predictions", monkeypatch).axes) == len(fig.axes) - 1
 
 
 def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides(
@@ -1399,13 +1448,13 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
     ((c, g),) = crossover_study.measured_crossover(table, cpu)
     fig = _figure(table, "crossover", monkeypatch)
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert fig.axes[0].get_title() == "jaxcnn's loop on both sides (the verdicts')"
     for rows in (c, g):
-        named = f"{rows.device.iloc[0]}, jaxcnn's loop (measured)"
-        line = next(x for label, x in lines.items() if label.startswith(named))
+        line = lines[f"{rows.device.iloc[0]}, measured"]
         assert list(line.get_ydata()) == list(rows.value)  # every width, as the table holds it
     # without a GPU's loop sweep neither line is drawn (the positive control above)
     fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
-    assert not any("jaxcnn's loop" in str(x.get_label()) for x in fig.axes[0].get_lines())
+    assert not any(str(x.get_label()).endswith(", measured") for x in fig.axes[0].get_lines())
 
 
 def _shown_on(page: str, r: dict) -> bool:
@@ -1467,19 +1516,48 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
 
 
 def test_the_accuracy_answer_says_how_far_apart_the_devices_curves_come(csv):
-    curves = csv[(csv.quantity == "test_accuracy") & (csv.model == "mnist_cnn")
+    curves = csv[(csv.quantity == "test_accuracy") & csv.model.isin(["mnist_cnn", "lenet5_keras"])
                  & (csv.batch == 128) & (csv.dataset == "mnist") & (csv.precision == "f32")
-                 & csv.extra.str.endswith(" of 5")]  # fmt: skip
+                 & csv.extra.str.fullmatch(r"epoch \d of 5")]  # fmt: skip
     assert curves.device.nunique() >= 2
-    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
+    gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby(["model", "extra"])]
     widest, epoch = max(gaps, key=lambda gap: gap[0])
     said = _said(4)
-    assert "mnist_cnn CPU " in said and f"every epoch within {widest * 100:.2g} points" in said
+    assert f"curves at most {value_text(widest * 100, '')} points apart (mnist_cnn, " in said
     # the positive control: one device's curve moved at one epoch widens what is said
     moved = csv.copy()
     at = moved.id == epoch.loc[epoch.value.idxmax()].id
     moved.loc[at, "value"] += 0.01
-    assert f"within {(widest + 0.01) * 100:.2g} points" in answers.answers(moved)[3].answer
+    widened = f"at most {value_text((widest + 0.01) * 100, '')} points"
+    assert widened in answers.answers(moved)[3].answer
+
+
+def _seeded(csv: pd.DataFrame, apart: float) -> pd.DataFrame:
+    """The table with the CPU's mnist_cnn curves alone, seed 0's and a second seed's,
+    `apart` above seed 0's at epoch 2 and equal elsewhere."""
+    csv = csv[~csv.extra.astype(str).str.contains(", seed ")]  # the committed other seeds
+    cpu = csv[(csv.quantity == "test_accuracy") & (csv.model == "mnist_cnn")
+              & (csv.dataset == "mnist") & (csv.batch == 128) & (csv.platform == "cpu")
+              & csv.extra.str.fullmatch(r"epoch \d of 5")]  # fmt: skip
+    cpu = cpu[cpu.device == cpu.device.mode().iloc[0]]
+    seed = cpu.assign(extra=cpu.extra + ", seed 9", id=cpu.id + " seed 9")
+    seed.loc[seed.extra.str.startswith("epoch 2 "), "value"] += apart
+    return pd.concat([csv, seed], ignore_index=True)
+
+
+def test_the_accuracy_answer_judges_the_devices_gap_against_the_cpu_seeds(csv):
+    # the devices' widest gap at any epoch, over both seed models
+    curves = csv[(csv.quantity == "test_accuracy") & (csv.batch == 128)
+                 & (csv.dataset == "mnist") & (csv.precision == "f32")
+                 & csv.model.isin(["mnist_cnn", "lenet5_keras"])
+                 & csv.extra.str.fullmatch(r"epoch \d of 5")]  # fmt: skip
+    widest = curves.groupby(["model", "extra"]).value.agg(lambda v: v.max() - v.min()).max()
+    said = answers.answers(_seeded(csv, widest + 0.002))[3].answer
+    assert said.startswith("Same within seed noise: ")
+    assert f"mnist_cnn's 2 CPU seeds' {value_text((widest + 0.002) * 100, '')} (" in said
+    # the control: seeds closer than the devices' gap, and the verdict turns
+    closer = answers.answers(_seeded(csv, widest / 2))[3].answer
+    assert closer.startswith("Apart beyond seed noise: ")
 
 
 def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv):

@@ -212,6 +212,9 @@ def time_dispatch(
 
 
 HOST_LOOP_WARMUP = 2  # steps of the loop run first, unrecorded: a first call's own costs
+# Windows of the loop timed one after another: the loop step is their median, their
+# spread its min-max (one window's time is one number: its steps end in one sync).
+HOST_LOOP_WINDOWS = 5
 
 
 def time_host_loop(
@@ -223,13 +226,14 @@ def time_host_loop(
     seed: int,
     steps: int,
 ) -> dict[str, Any]:
-    """The record's `host_loop`: `steps` steps of jaxcnn's own step loop (`loop.fit`,
-    loop="step", the placement's compiled steps, the real training split), after
-    HOST_LOOP_WARMUP unrecorded ones, with each step's host parts recorded
-    (jaxcnn.host_loop): per part a summary over the steps (stats.summarize plus `mean`:
-    a step's share of what only some steps pay, the epoch's shuffle, a sync), WAIT over
-    the syncs; `syncs` how many there were; `loop_step_s` the loop's own time per step
-    (every part and wait over the steps: the loop's clock, measured). Consumes `state`."""
+    """The record's `host_loop`: HOST_LOOP_WINDOWS windows of `steps` steps of jaxcnn's
+    own step loop (`loop.fit`, loop="step", the placement's compiled steps, the real
+    training split), after HOST_LOOP_WARMUP unrecorded ones, with each step's host parts
+    recorded (jaxcnn.host_loop): per part a summary over the steps (stats.summarize plus
+    `mean`: a step's share of what only some steps pay, the epoch's shuffle, a sync),
+    WAIT over the syncs; `syncs` how many there were; `window_step_s` each window's time
+    per step (its parts and waits over its steps: the loop's clock, measured) and
+    `loop_step_s` their median. Consumes `state`."""
     per_epoch = data.steps_per_epoch(len(train_data[1]), batch_size)
 
     def run(state: Any, count: int) -> Any:
@@ -242,30 +246,34 @@ def time_host_loop(
         )
         return loop.fit(state, train_data, options=options)[0]
 
-    phase(f"timing jaxcnn's step loop on the host: {steps} steps of fit")
-    timed = False
+    windows = HOST_LOOP_WINDOWS
+    phase(f"timing jaxcnn's step loop on the host: {windows} windows of {steps} steps of fit")
+    timed, samples, window_step_s = 0, {}, []
     try:  # fit honours a stop at its next step: here, a stop while timing
         state = run(state, HOST_LOOP_WARMUP)
-        with host_loop.recording() as recorder:
-            timed = True
-            run(state, steps)
+        for _ in range(windows):
+            with host_loop.recording() as recorder:
+                state = run(state, steps)
+            spent = sum(sum(xs) for xs in recorder.samples.values())
+            if recorder.steps:
+                window_step_s.append(spent / recorder.steps)
+            for part, xs in recorder.samples.items():
+                samples.setdefault(part, []).extend(xs)
+            timed += recorder.steps
     except loop.Stopped as stopped:
-        raise StoppedWhileTiming(
-            stopped.step if timed else 0, steps, stopped.asked_by or []
-        ) from None
-    samples = recorder.samples
+        raise StoppedWhileTiming(timed, steps * windows, stopped.asked_by or []) from None
     parts = {
         part: {**summarize(xs), "mean": float(np.mean(xs))} for part, xs in samples.items() if xs
     }
-    spent = sum(sum(xs) for xs in samples.values())
     return {
         "loop": "step",
-        "steps": recorder.steps,
+        "steps": timed,
         "steps_per_epoch": per_epoch,
         "check_every": host_lib.CHECK_EVERY,
-        "syncs": len(samples[host_lib.WAIT]),
+        "syncs": len(samples.get(host_lib.WAIT, [])),
         "parts": parts,
-        "loop_step_s": spent / recorder.steps if recorder.steps else None,
+        "window_step_s": window_step_s,
+        "loop_step_s": float(np.median(window_step_s)) if window_step_s else None,
     }
 
 

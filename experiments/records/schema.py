@@ -327,8 +327,9 @@ HostParts = _part(
 
 
 class HostLoop(Part):
-    """jaxcnn's own step loop (loop.fit) run for timing_steps steps (after 2 unrecorded)
-    on a copy of the state, each step's host parts timed by the loop's own code."""
+    """jaxcnn's own step loop (loop.fit) run in windows of timing_steps steps (after 2
+    unrecorded) on a copy of the state, each step's host parts timed by the loop's own
+    code; records before windows hold one window (no window_step_s)."""
 
     loop: Str | None = about("the loop run (step)")
     steps: Count | None = about("the steps timed")
@@ -336,7 +337,10 @@ class HostLoop(Part):
     check_every: Count | None = about("steps between the loop's metric fetches")
     syncs: Count | None = about("the syncs among the steps timed")
     parts: HostParts = about("each host part's times")
-    loop_step_s: Number | None = about("the loop's own time per step: its parts and waits")
+    window_step_s: list[Number] | None = about(
+        "each timed window's own time per step: its parts and waits over its steps"
+    )
+    loop_step_s: Number | None = about("the loop's own time per step: its windows' median")
 
 
 class Epoch(Part):

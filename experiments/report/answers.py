@@ -104,7 +104,8 @@ def kinds(rs: list[Row]) -> str:
 
 
 def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
-    """The fastest epoch of the run on `device` that trained the most epochs, or None."""
+    """The fastest epoch of the run on `device` that trained the most epochs (seed 0's
+    where it ran), or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="newest-trained",
                  **where)  # fmt: skip
@@ -112,6 +113,8 @@ def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, *
         return None
     found = found.assign(epochs=found.extra.str.extract(r"^(\d+) epochs")[0].astype(float))
     found = found[found.epochs == found.epochs.max()]
+    seed0 = found[~found.extra.str.contains(", seed ")]  # the other seeds: row 4's spread
+    found = seed0 if len(seed0) else found
     return found.loc[found.value.idxmin()].drop(labels="epochs").to_dict()
 
 
@@ -215,9 +218,22 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
+def widest_gap(curves: pd.DataFrame, by: str) -> tuple[float, list[dict[str, Any]]] | None:
+    """The two curves furthest apart at any one epoch (`by`: the column that tells the
+    curves apart): (their gap, its two rows); None with fewer than two curves."""
+    if curves[by].nunique() < 2:
+        return None
+    at = curves.extra.str.extract(r"^(epoch \d+)")[0]
+    gaps = curves.groupby(at).value.agg(lambda v: v.max() - v.min())
+    lo, hi = span(curves[at == gaps.idxmax()])
+    return hi["value"] - lo["value"], [lo, hi]
+
+
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's final test accuracy per platform, from the runs of the most
-    epochs on the commonest data set and batch; and how far apart their curves come."""
+    """Whether the devices' curves come apart further than one device's seeds do: per
+    seed model the widest gap between devices at any epoch (seed 0's runs of the most
+    epochs on the commonest data set and batch), against the widest between the CPU's
+    seeds of the same workload."""
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
@@ -226,33 +242,46 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(none_on(cpu, "trained run"))
     epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
     acc = acc[epochs == epochs.max()]
-    acc = acc[acc.dataset == acc.dataset.mode().iloc[0]]
-    acc = acc[acc.batch == acc.batch.mode().iloc[0]]
-    parts, picked, r0 = [], [], acc.iloc[0]
+    acc = acc[(acc.dataset == acc.dataset.mode().iloc[0]) & (acc.batch == acc.batch.mode().iloc[0])]
+    r0, picked, gaps, seeds = acc.iloc[0], [], [], None
+    like = every[(every.dataset == r0["dataset"]) & (every.batch == r0["batch"])]
+    n_epochs = r0["extra"].split()[0]
+    of_run = f" of {n_epochs}"  # "epoch k of N[, seed s]": those runs' epochs
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
-        said = []
-        for platform in ("cpu", "gpu", "tpu"):
-            p = acc[(acc.model == model) & (acc.platform == platform)].sort_values("value")
-            if len(p):
-                lo, hi = p.iloc[0].to_dict(), p.iloc[-1].to_dict()
-                picked += [lo, hi] if len(p) > 1 else [lo]
-                said.append(f"{platform.upper()} {span_text(fmt(lo), fmt(hi))}")
-        ran = acc[acc.model == model]
-        of_run = f" of {ran.extra.iloc[0].split()[0]}"  # "epoch k of N" of those runs
-        curves = every[(every.model == model) & every.device.isin(set(ran.device))
-                       & every.extra.str.endswith(of_run) & (every.dataset == r0["dataset"])
-                       & (every.batch == r0["batch"])]  # fmt: skip
-        if curves.device.nunique() > 1:
-            # the two devices' accuracies furthest apart at any one epoch
-            gaps = curves.groupby("extra").value.agg(lambda v: v.max() - v.min())
-            lo, hi = span(curves[curves.extra == gaps.idxmax()])
-            said.append(f"every epoch within {(hi['value'] - lo['value']) * 100:.2g} points")
-            picked += [lo, hi]
-        parts.append(f"{model} {', '.join(said)}")
-    text = "; ".join(parts) + f" (b{int(r0['batch'])}, {r0['extra']}, {r0['dataset']}, one seed)"
+        curves = like[(like.model == model) & like.extra.str.startswith("epoch ")]
+        devices = widest_gap(curves[curves.extra.str.endswith(of_run)], "device")
+        if devices:
+            gaps.append((model, devices[0]))
+            picked += devices[1]
+        mine = curves[(curves.device == cpu) & curves.extra.str.contains(rf" of {n_epochs}(?:,|$)")]
+        mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0])
+        seeded = widest_gap(mine.fillna({"seed": "0"}), "seed")
+        if seeded and seeds is None:
+            seeds = (model, mine.seed.nunique(dropna=False), seeded[0])
+            picked += seeded[1]
+    if gaps:
+        widest = value_text(max(g for _, g in gaps) * 100, "")
+        models = ", ".join(m for m, _ in gaps)
+        text = f"devices' curves at most {widest} points apart ({models})"
+    else:  # one device: what it reached, per model
+        picked += acc.to_dict("records")
+        text = "; ".join(
+            f"{m} " + ", ".join(f"{r['platform'].upper()} {fmt(r)}"
+                                for r in acc[acc.model == m].to_dict("records"))
+            for m in [m for m in SEED_MODELS if m in set(acc.model)]
+        )  # fmt: skip
+    if gaps and seeds:
+        model, n, spread = seeds
+        same = max(g for _, g in gaps) <= spread
+        verdict = "Same within seed noise" if same else "Apart beyond seed noise"
+        text = f"{verdict}: {text}; {model}'s {n} CPU seeds' {value_text(spread * 100, '')}"
+    forms = ", ".join(
+        f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
+    )
+    text += f" (b{int(r0['batch'])}, {r0['extra']}, {r0['dataset']}; {forms} formulation)"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     if missing:
-        text += f"; no {'/'.join(missing)} run yet"
+        text += f"; no {'/'.join(missing)} yet"
     return Said(text, picked)
 
 

@@ -53,6 +53,7 @@ from experiments.studies.page import (
     OURS_LOOP_STEP,
     rows,
 )
+from jaxcnn import host_memory
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -114,7 +115,13 @@ NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
 )  # fmt: skip
 REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
             "devices", "selection")  # fmt: skip
-SPREADS = ("p10-p90", "min-max over epochs", "min-max over seeds", "median, worst")
+SPREADS = (
+    "p10-p90",
+    "min-max over epochs",
+    "min-max over seeds",
+    "min-max over windows",
+    "median, worst",
+)
 SPLITS = ("chip", "program")  # what a held-out fit leaves out
 # What makes a figure one figure: a (quantity, workload, device) key carries one value.
 KEY = (
@@ -291,12 +298,14 @@ def _key(workload: dict[str, Any], extra: str = "-") -> tuple:
 
 
 def select_newest(
-    records: Sequence[Record], extra: Callable[[Record], str] = lambda r: "-"
+    records: Sequence[Record],
+    extra: Callable[[Record], str] = lambda r: "-",
+    of: Callable[[Record], dict[str, Any]] = workload_of,
 ) -> list[Record]:
-    """RULES["newest"] over `records`: one per workload (with `extra`) and device."""
+    """RULES["newest"] over `records`: one per workload (`of`'s, with `extra`) and device."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
-        groups[_key(workload_of(r), extra(r))].append(r)
+        groups[_key(of(r), extra(r))].append(r)
 
     def on_host(k: tuple, r: Record) -> tuple:
         return k[:-2], r.device.host or r.env.host
@@ -429,15 +438,15 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and _epochs(r)
         and r.workload.study != "speedrun"  # its seeds pool: speedrun_rows
     ]
-    for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs"):
-        n = _epochs(r)
-        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs"}
+    for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
+        n, seed = _epochs(r), _seed_words(r)
+        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}"}
         as_trained = _maker("measured", w, "newest-trained", [r])
         if r.test_accuracy is not None:
             out.append(as_trained("test_accuracy", r.test_accuracy))
         for e in r.history or []:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
-                at = f"epoch {e.epoch} of {n}"
+                at = f"epoch {e.epoch} of {n}{seed}"
                 out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
         times = [e.train_time_s for e in r.history or [] if e.train_time_s]
         if times:
@@ -447,6 +456,12 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 
 MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
+
+
+def _seed_words(r: TrainRecord) -> str:
+    """A trained run's seed where it is not the default: ", seed 2"; seed 0 says nothing."""
+    return f", seed {r.workload.seed}" if r.workload.seed else ""
+
 
 # An f32 rate whose matmuls ran as TF32 (JAX's default matmul precision on a tensor-core
 # GPU, as the record says): the note every page prints it with, the precision kept f32.
@@ -460,18 +475,38 @@ def _ran_as_tf32(precision: str, matmul_precision: str | None) -> bool:
 HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 
 
+def _host_loop_workload(r: Record) -> dict[str, Any]:
+    """A record's workload as its host loop ran it: the loop it timed (fit's step loop),
+    whatever loop the workload itself trained in."""
+    return {**workload_of(r), "loop": r.host_loop.loop or "step"}
+
+
+def _as_the_loop_runs(r: Record) -> bool:
+    """Whether a record timed its host loop under the host memory policy that loop gets
+    by default (jaxcnn.host_memory.resolve): a process that trained in the device loop
+    kept glibc's defaults, and on a CPU its step loop then faults its buffers in afresh
+    each step, a loop no user of the step loop runs. A record that names no policy counts."""
+    ran = r.env.host_memory
+    return ran is None or ran.policy == host_memory.resolve("auto", r.device.platform)
+
+
 def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """jaxcnn's own step loop on the host, per part and in all, from the newest run that
-    timed it. An ensemble's loop is K models' steps at once: not one model's loop."""
+    timed it as the loop runs by default (`_as_the_loop_runs`). An ensemble's loop is K
+    models' steps at once: not one model's loop."""
     timed = [
         r
         for r in _ok(records)
-        if getattr(r, "host_loop", None) and _timed(r) and not isinstance(r, EnsembleRecord)
+        if getattr(r, "host_loop", None)
+        and _timed(r)
+        and not isinstance(r, EnsembleRecord)
+        and _as_the_loop_runs(r)
     ]
     out = []
-    for r in select_newest(timed):
+    for r in select_newest(timed, of=_host_loop_workload):
         loop = r.host_loop
-        as_newest = _maker("measured", {**workload_of(r), "params": _params(r)}, "newest", [r])
+        w = {**_host_loop_workload(r), "params": _params(r)}
+        as_newest = _maker("measured", w, "newest", [r])
         medians = []
         for part in HOST_PARTS:
             summary = getattr(loop.parts, part) if loop.parts else None
@@ -483,7 +518,9 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             note = "the medians of " + ", ".join(HOST_PARTS) + " added"
             out.append(as_newest("host_s", sum(medians), extra="loop total", note=note))
         if own := number(loop.loop_step_s):
-            out.append(as_newest("step_s", own, extra=LOOP))
+            windows = [number(w) for w in loop.window_step_s or []]
+            spread = _min_max(windows, "windows") if len(windows) > 1 else {}
+            out.append(as_newest("step_s", own, extra=LOOP, **spread))
     return out
 
 

@@ -172,54 +172,59 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters: the CPU measured with its spread, the
-    T4 predicted (its band shaded where it has one), any GPU's measured sweep as points."""
+    """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
+    both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
+    with the range its worst error leaves: the verdict's undecided zone); right, each
+    step timed alone (the CPU with its spread, any GPU's xla step loop)."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.6))
-    alone = f"{cpu}, steps timed alone, median ({c.formulation.iloc[0]} formulation)"
-    ax.plot(c.params, c.value, "o-", color="C0", label=alone)
-    spread = c[c.spread == "p10-p90"]
-    if len(spread):
-        ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
-                        spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
-                        label=f"{cpu}, p10-p90 of its timed steps")  # fmt: skip
-    what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
-    words = answers_lib.band_words(g.iloc[0].to_dict())
-    m = g.band_median.astype(float)
-    banded = bool(m.notna().all())
-    label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
-    ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
-    if banded:
-        x, y = g.params.astype(float), g.value.astype(float)
-        ax.fill_between(x, y / m, y * m, color="C1", alpha=0.15, linewidth=0,
-                        label=f"T4's band: {words}")  # fmt: skip
+    fig, (loop_ax, alone_ax) = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True, sharey=True)
     like = {"batch": 128, "precision": "f32", "placement": "single"}
     gpu = rows(table, quantity="step_s", kind="measured", platform="gpu",
-                           loop="step", framework="jax", extra="-", **like)  # fmt: skip
+               loop="step", framework="jax", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
     colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
-    for device, d in gpu.groupby("device"):
-        ax.errorbar(d.params.astype(float), d.value.astype(float),
-                    yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                    fmt="D", color=colour[device],
-                    label=f"{device}, measured (xla step loop, p10-p90)")  # fmt: skip
-    # the sweep as jaxcnn's own loop ran it on both sides: what the answer's verdict reads
+    # left: what the verdicts read
     for i, (cl, gl) in enumerate(crossover_study.measured_crossover(table, cpu)):
         if i == 0:
-            ax.plot(cl.params, cl.value, "o:", color="C0", mfc="none",
-                    label=f"{cpu}, jaxcnn's loop (measured): the verdicts'")  # fmt: skip
+            loop_ax.plot(cl.params, cl.value, "o-", color="C0", label=f"{cpu}, measured")
         device = gl.device.iloc[0]
-        ax.plot(gl.params, gl.value, "D:", color=colour.get(device, "C4"), mfc="none",
-                label=f"{device}, jaxcnn's loop (measured)")  # fmt: skip
-    ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
-    ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-    ax.set_title("Seed 002: above how many parameters does the GPU win?")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
+        loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
+                     label=f"{device}, measured")  # fmt: skip
+    what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
+    words = answers_lib.band_words(g.iloc[0].to_dict())
+    worst = g.band_worst.astype(float)
+    banded = bool(worst.notna().all())
+    label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
+    loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
+    if banded:
+        x, y = g.params.astype(float), g.value.astype(float)
+        loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
+                             label=f"T4 inside its band at its worst: {words}")  # fmt: skip
+    loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
+    # right: each device's own speed
+    alone_ax.plot(c.params, c.value, "o-", color="C0",
+                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+    spread = c[c.spread == "p10-p90"]
+    if len(spread):
+        alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
+                              spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
+                              label=f"{cpu}, p10-p90")  # fmt: skip
+    for device, d in gpu.groupby("device"):
+        alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
+                          yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
+                          fmt="D", color=colour[device],
+                          label=f"{device}, xla step loop, p10-p90")  # fmt: skip
+    alone_ax.set_title("each step timed alone", fontsize="medium")
+    loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
+    for ax in (loop_ax, alone_ax):
+        ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    fig.suptitle("Seed 002: above how many parameters does the GPU win?")
     return _save(fig, path)
 
 
@@ -365,7 +370,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                 ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
                         label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        values = [v for r in mine for v in r["values"]]
+        # a model's predicted and published panels share one y-range: pairs read by eye
+        shared = [r for r in series if r["model"] == model and r["placement"] == placement]
+        values = [v for r in shared for v in r["values"]]
         pad = max(0.02, 0.08 * (max(values) - min(values)))
         ax.set_ylim(min(values) - pad, max(values) + pad)
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
@@ -384,7 +391,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                                   mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
     fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Weak scaling: the base's step / n devices' step (each panel its own y-axis)")
+    fig.suptitle("Weak scaling: the base's step / n devices' step (each model its own y-axis)")
     fig.tight_layout()
     return _save(fig, path)
 
@@ -418,47 +425,44 @@ PUBLISHED_SERIES = {
     ("small programs", True): ("small programs, published JAX loops",
                                "against published JAX loops", "C2", "D"),
 }  # fmt: skip
-# A series' marker off a GPU: its platform's, so a TPU's point never reads as a GPU's
-PLATFORM_MARKS = {"tpu": "^", "cpu": "v"}
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of it, a series per regime naming its
-    models, each regime's band (on the platform with the most steps) dashed; beside it
-    the predictions made before each chip first ran."""
+    """Every published step against our prediction of it, one panel per platform: a
+    series per regime naming its models, that platform's band of each regime dashed at
+    its median either way; beside them the predictions made before each chip first ran."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
     plt = pyplot()
     first = first_run_points(table)
-    fig, axes = plt.subplots(1, 2 if len(first) else 1, figsize=(11 if len(first) else 5.5, 5),
-                             squeeze=False)  # fmt: skip
-    ax = axes[0][0]
+    platforms = sorted(set(points.platform), key=lambda p: (p != "gpu", p))
+    n = len(platforms) + bool(len(first))
+    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 5), squeeze=False)
     if len(first):
-        _first_runs(axes[0][1], first)
-    lo = min(points.published.min(), points.predicted.min()) / 2
-    hi = max(points.published.max(), points.predicted.max()) * 2
-    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+        _first_runs(axes[0][-1], first)
     bands = rows(table, quantity="band")
-    for (regime, jax, platform), g in points.groupby(["regime", "jax_loop", "platform"]):
-        words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
-        models = textwrap.fill(", ".join(sorted(set(g.model))), 70)  # beside the other panel
-        mark = mark if platform == "gpu" else PLATFORM_MARKS.get(platform, mark)
-        ax.loglog(g.published, g.predicted, mark, color=colour, mfc="none" if jax else colour,
-                  label=f"{words}, {platform.upper()}: {models}")  # fmt: skip
-    for (regime, jax), _ in points.groupby(["regime", "jax_loop"]):  # each band drawn once
-        words, extra, colour, _ = PUBLISHED_SERIES[(regime, bool(jax))]
-        band = bands[(bands.model == regime) & (bands.extra == extra)]
-        band = band.sort_values("n", ascending=False)
-        if len(band):
-            b = band.iloc[0]
-            label = (f"{words}' band: {b.value:.3g}x either way, the median error over "
-                     f"{int(b.n)} published {b.device.upper()} steps")  # fmt: skip
-            for f in (b.value, 1 / b.value):
-                _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
-                             label=label if f > 1 else None)  # fmt: skip
-    title = "Published steps against the prediction (below the diagonal: predicted faster)"
-    _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
+    for ax, platform in zip(axes[0], platforms, strict=False):
+        here = points[points.platform == platform]
+        lo = min(here.published.min(), here.predicted.min()) / 2
+        hi = max(here.published.max(), here.predicted.max()) * 2
+        ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+        for (regime, jax), g in here.groupby(["regime", "jax_loop"]):
+            words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
+            label = textwrap.fill(f"{words}: {', '.join(sorted(set(g.model)))}", 62)
+            ax.loglog(g.published, g.predicted, mark, color=colour,
+                      mfc="none" if jax else colour, label=label)  # fmt: skip
+            band = bands[(bands.model == regime) & (bands.extra == extra)
+                         & (bands.device == platform)]  # fmt: skip
+            if len(band):
+                b = band.iloc[0]
+                label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
+                for f in (b.value, 1 / b.value):
+                    _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
+                                 label=label if f > 1 else None)  # fmt: skip
+        title = f"{platform.upper()}: published steps against the prediction"
+        _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
+    fig.suptitle("Below the diagonal: predicted faster; a band's dashes: its median either way")
     return _save(fig, path)
 
 
@@ -507,10 +511,10 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             # accuracy stand beside each other, not on top
             offset = (i - (len(runs) - 1) / 2) * 0.06
             first = g.iloc[0]
-            epochs = first.extra.split(" of ")[1]
+            epochs, seed = first.extra.split(" of ")[1].partition(",")[::2]
             label = (
                 f"{first.model}, batch {int(first.batch)}, {first.precision}, {first.formulation}, "
-                f"{epochs} epochs ({first.device})"
+                f"{epochs} epochs{',' + seed if seed else ''} ({first.device})"
             )
             # each run its own marker, the earlier ones larger and hollow: a run on top of
             # another leaves the one beneath visible around it
