@@ -192,6 +192,11 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for i, (cl, gl) in enumerate(crossover_study.measured_crossover(table, cpu)):
         if i == 0:
             loop_ax.plot(cl.params, cl.value, "o-", color="C0", label=f"{cpu}, measured")
+            spread = cl.dropna(subset=["lo", "hi"])
+            if len(spread):
+                x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
+                loop_ax.fill_between(x, lo, hi, color="C0", alpha=0.2, linewidth=0,
+                                     label=f"{cpu}, {spread.spread.iloc[0]}")  # fmt: skip
         device = gl.device.iloc[0]
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
                      label=f"{device}, measured")  # fmt: skip
