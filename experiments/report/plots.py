@@ -507,8 +507,10 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         return None
     curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))
     plt = pyplot()
-    fig, axes = plt.subplots(1, curves.dataset.nunique(), figsize=(10, 4), squeeze=False)
-    for ax, (dataset, d) in zip(axes[0], curves.groupby("dataset"), strict=True):
+    # a panel per model and data set: two models' curves in one panel crowd it
+    panels = curves.groupby(["dataset", "model"])
+    fig, axes = plt.subplots(1, panels.ngroups, figsize=(4.6 * panels.ngroups, 4), squeeze=False)
+    for ax, ((dataset, model), d) in zip(axes[0], panels, strict=True):
         runs = d.groupby("records")
         for i, (_, g) in enumerate(runs):
             g = g.sort_values("epoch")
@@ -518,7 +520,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             first = g.iloc[0]
             epochs, seed = first.extra.split(" of ")[1].partition(",")[::2]
             label = (
-                f"{first.model}, batch {int(first.batch)}, {first.precision}, {first.formulation}, "
+                f"batch {int(first.batch)}, {first.precision}, {first.formulation}, "
                 f"{epochs} epochs{',' + seed if seed else ''} ({first.device})"
             )
             # each run its own marker, the earlier ones larger and hollow: a run on top of
@@ -527,9 +529,9 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch + offset, g.value, "-", marker=mark,
                     markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
                     mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
-        ax.set(title=f"{dataset}: test accuracy per epoch (measured)", xlabel="epoch")
+        ax.set(title=f"{model} on {dataset} (measured)", xlabel="epoch")
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
-    axes[0][0].set_ylabel("test accuracy")
+    axes[0][0].set_ylabel("test accuracy per epoch")
     return _save(fig, path)
 
 
