@@ -1275,6 +1275,9 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
     assert "f32" in fig.get_suptitle()
 
 
+BAND_15 = "1.5x off (worst 2x, n=5, held-out)"
+
+
 def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, monkeypatch):
     """Without a band (its band columns emptied) the T4's loop step gets no shade and its
     label says unvalidated; given one, its worst either way is drawn (the verdict's
@@ -1299,7 +1302,7 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     banded = table.copy()
     banded.loc[g.index, bands] = [1.5, 2.0, 5, "held-out"]
     fig = _figure(banded, "crossover", monkeypatch)
-    shade = fills(fig)["T4 inside its band at its worst: 1.5x off (worst 2x, n=5, held-out)"]
+    shade = fills(fig)["T4 x/÷ its band's worst, undecided inside: " + BAND_15]
     ys = shade.get_paths()[0].vertices[:, 1]
     assert min(ys) == g.value.min() / 2 and max(ys) == g.value.max() * 2  # the worst, not 1.5
 

@@ -140,7 +140,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
             mine = loops[(loops.model == model) & (loops.device == device)].value
             ax.plot([len(devices) + j + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
-                    label="measured, jaxcnn's loop (GPU): the loop step's like")  # fmt: skip
+                    label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
         m = measured[measured.model == model]
@@ -208,8 +208,9 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
+        label = f"T4 x/÷ its band's worst, undecided inside: {words}"
         loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
-                             label=f"T4 inside its band at its worst: {words}")  # fmt: skip
+                             label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # right: each device's own speed
     alone_ax.plot(c.params, c.value, "o-", color="C0",
@@ -219,8 +220,9 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
                               spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
                               label=f"{cpu}, p10-p90")  # fmt: skip
-    for device, d in gpu.groupby("device"):
-        alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
+    for i, (device, d) in enumerate(gpu.groupby("device")):
+        # each GPU a little to the side: two chips at one width stay visible side by side
+        alone_ax.errorbar(d.params.astype(float) * 1.12**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
                           fmt="D", color=colour[device],
                           label=f"{device}, xla step loop, p10-p90")  # fmt: skip
