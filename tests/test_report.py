@@ -601,7 +601,9 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
             assert f"(device step: {fast} {words})" in said.split(shown)[1].split(";")[0]
         else:
             assert "device step" not in said.split(shown)[1].split(";")[0]
-    assert differ >= 1 and said.startswith("loop step, tpu-v6e-1 vs gpu-h100: ")
+    assert differ >= 1 and said.removeprefix("Undecided: ").startswith(
+        "loop step, tpu-v6e-1 vs gpu-h100: "
+    )
 
 
 def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):
@@ -1407,6 +1409,12 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # one wider than every ratio decides none; one narrower than all decides them all
     assert said(ratios.value.max() * 2).endswith("every ratio inside it: undecided")
     assert "undecided" not in said(ratios.value.min() / 2)
+    # the answer itself leads with the verdict where no ratio is decided, and only there
+    table = csv.copy()
+    table.loc[jax.index, "hi"] = ratios.value.max() * 2
+    assert answers.answers(table)[9].answer.startswith("Undecided: loop step, ")
+    table.loc[jax.index, "hi"] = ratios.value.min() / 2
+    assert answers.answers(table)[9].answer.startswith("loop step, ")
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
         assert band.endswith("every ratio inside it: undecided")
 

@@ -514,7 +514,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     partly = loop.denominator.map(by_id.note).astype(str).str.contains("left out")
     left = sorted(set(loop.device[partly]))
     if left:  # its runtime's host side has no figure
-        text += f" ({'/'.join(left)}'s host partly left out)"
+        text += f" ({'/'.join(left)}'s host partly unpriced)"
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
               model="small programs")  # fmt: skip
     if jax is None:
@@ -529,6 +529,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         else ""
     )
     band = "; ".join(filter(None, [f"unvalidated; {jax_loops(jax, 'on TPUs ')}", verdict]))
+    if len(inside) == len(loop):  # no ratio decided: the answer says so first
+        text = f"Undecided: {text}"
     return Said(text, [*seen, jax], band)
 
 
@@ -538,7 +540,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("no predicted epoch on a priced target yet")
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
-    partly = " (host partly left out)" if "left out" in str(r["note"]) else ""
+    partly = " (host partly unpriced)" if "left out" in str(r["note"]) else ""
     text = f"cheapest mnist_cnn b128 epoch: {r['device']} {fmt(r)}{partly}"
     band = None
     if len(ordered) > 1:  # the runner-up's margin against the loops' worst error
@@ -549,6 +551,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         if len(worst) and margin < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
+            text = text.replace(" epoch: ", " epoch, undecided: ", 1)
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r], band)
