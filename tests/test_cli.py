@@ -11,6 +11,7 @@ from experiments.cli import options as cli_options
 from experiments.cli import plan as cli_plan
 from experiments.cli import run as run_module
 from experiments.cli.run import main
+from experiments.harness import measure
 from experiments.records.workload import Workload
 
 TINY = ["--epochs", "1", "--set", "steps=3", "--set", "timing_steps=3", "--batch-size", "16"]
@@ -27,11 +28,12 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
         assert (record.device.platform, record.device.count) == ("cpu", 1)
         assert record.step_time_s.n == 3
         assert record.history[0].steps == 3
-        # jaxcnn's own loop, its host parts per step and the one sync of its 3 steps
-        host = record.host_loop
-        assert (host.steps, host.syncs, host.parts.wait.n) == (3, 1, 1)
+        # jaxcnn's own loop in its windows of 3 steps, each window's one sync
+        host, windows = record.host_loop, measure.HOST_LOOP_WINDOWS
+        assert (host.steps, host.syncs, host.parts.wait.n) == (3 * windows, windows, windows)
+        assert len(host.window_step_s) == windows
         parts = ("batch", "put", "dispatch", "metrics", "progress", "sync")
-        assert {k: getattr(host.parts, k).n for k in parts} == dict.fromkeys(parts, 3)
+        assert {k: getattr(host.parts, k).n for k in parts} == dict.fromkeys(parts, 3 * windows)
         assert 0.0 <= record.test_accuracy <= 1.0
     captured = capsys.readouterr()
     assert "images/s" in captured.out and "lenet5_keras" in captured.out
