@@ -259,10 +259,10 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         if seeded and seeds is None:
             seeds = (model, mine.seed.nunique(dropna=False), seeded[0])
             picked += seeded[1]
+    widest = max((g for _, g in gaps), default=None)
     if gaps:
-        widest = value_text(max(g for _, g in gaps) * 100, "")
         models = ", ".join(m for m, _ in gaps)
-        text = f"devices' curves at most {widest} points apart ({models})"
+        text = f"devices' curves at most {value_text(widest * 100, '')} points apart ({models})"
     else:  # one device: what it reached, per model
         picked += acc.to_dict("records")
         text = "; ".join(
@@ -272,7 +272,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         )  # fmt: skip
     if gaps and seeds:
         model, n, spread = seeds
-        same = max(g for _, g in gaps) <= spread
+        same = widest <= spread
         verdict = "Same within seed noise" if same else "Apart beyond seed noise"
         text = f"{verdict}: {text}; {model}'s {n} CPU seeds' {value_text(spread * 100, '')}"
     forms = ", ".join(
@@ -401,7 +401,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
               "dataset": "mnist", "precision": "f32"}  # fmt: skip
     host = rows(t, **common)
     host = host[(host.device == cpu) | (host.platform == "gpu")]
-    total = one(host[host.loop == "step"], device=cpu, extra="loop total")  # fit's default
+    total = one(host, device=cpu, extra="loop total")
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
     text = f"{LOOP}'s host time a step ({MNIST_MODEL} b128): CPU {fmt(total)}"
@@ -541,8 +541,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
     partly = " (host partly unpriced)" if "left out" in str(r["note"]) else ""
-    text = f"cheapest mnist_cnn b128 epoch: {r['device']} {fmt(r)}{partly}"
-    band = None
+    band, undecided = None, ""
     if len(ordered) > 1:  # the runner-up's margin against the loops' worst error
         nxt = ordered.iloc[1].to_dict()
         margin = nxt["value"] / r["value"]
@@ -551,7 +550,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         if len(worst) and margin < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
-            text = text.replace(" epoch: ", " epoch, undecided: ", 1)
+            undecided = ", undecided"
+    text = f"cheapest mnist_cnn b128 epoch{undecided}: {r['device']} {fmt(r)}{partly}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r], band)
