@@ -33,3 +33,11 @@ FORMULATION_PROGRAMS = {
     "onednn": ("onednn", "slices"),
 }
 FORMULATIONS = ("auto", *FORMULATION_PROGRAMS)
+# Each platform's own (what `auto` becomes there, the fastest measured on it); a
+# platform not named here gets XLA's own convolutions.
+PLATFORM_FORMULATIONS = {"cpu": "cpu"}
+
+
+def platform_formulation(platform: str) -> str:
+    """The formulation `auto` becomes on `platform` (cpu | gpu | tpu | ...)."""
+    return PLATFORM_FORMULATIONS.get(platform, "xla")

@@ -66,13 +66,11 @@ FORMULATIONS = {
 }
 # The platform's choice, made when the program is made (`resolve`).
 AUTO = Formulation("auto", "auto", "auto")
-# The platform default: a platform not named here gets XLA's own convolutions.
-PLATFORM_DEFAULTS = {"cpu": "cpu"}
 
 
 def for_platform(platform: str) -> Formulation:
     """The fastest formulation measured on `platform` (cpu | gpu | tpu | ...)."""
-    return FORMULATIONS[PLATFORM_DEFAULTS.get(platform, "xla")]
+    return FORMULATIONS[choices.platform_formulation(platform)]
 
 
 def resolve(name: str | Formulation | None, platform: str | None = None) -> Formulation:

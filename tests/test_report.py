@@ -15,7 +15,7 @@ from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
-from experiments.report.fmt import fmt, value_text
+from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
@@ -260,8 +260,10 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # verdict lies inside its band, said undecided: 982; how far apart the devices' curves
     # come at any epoch, and the CPU named as vmap's only device: 999; an epoch unvalidated
     # as its step is, said so: 1001; row 8's band said to be resnet50's, row 11's runner-up
-    # inside the loops' worst error, row 13's fractions said to be of one chip: 1021)
-    assert len(lines) <= 25 and len(text.split()) <= 1021
+    # inside the loops' worst error, row 13's fractions said to be of one chip: 1021; the
+    # scaling prediction above ideal said beside row 8's band, row 11's runner-up named:
+    # 1027)
+    assert len(lines) <= 25 and len(text.split()) <= 1027
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -654,8 +656,8 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     ours = csv[at & (csv.quantity == "step_s") & (csv.kind == "predicted")].iloc[0]
     assert fmt(loop.to_dict()) != fmt(ours.to_dict())  # two quantities, two values
     said = _said(6)
-    assert f"K80 loop step {fmt(loop.to_dict())}" in said
-    assert f"ours for Keras's loop {fmt(ours.to_dict())}" in said and "ours for it" not in said
+    assert f"jaxcnn's loop predicted {fmt(loop.to_dict())}" in said
+    assert f"our model of it {fmt(ours.to_dict())}" in said
     # every page row of such a prediction says what it predicts, the devices page prints
     # the one its error factor is computed on
     assert ours.note.startswith(study_page.OURS_FOR_PUBLISHED)
@@ -685,7 +687,7 @@ def test_a_rate_of_tf32_passes_is_spelled_tf32_and_an_f32_step_that_ran_them_say
     cpu = rates[rates.platform == "cpu"]
     assert len(cpu) and cpu.note.isna().all()  # the positive control: a CPU's f32 is f32
     said = _said(13)
-    assert "H200 (TF32) median" in said
+    assert "H100 SXM/H200 " in said and "of TF32 peak" in said
     # a run whose record says its f32 matmuls ran in f32 gets no such label
     assert not figures._ran_as_tf32("f32", "fp32") and figures._ran_as_tf32("f32", "tf32")
     assert not figures._ran_as_tf32("bf16", "tf32")
@@ -807,40 +809,51 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     assert _said(1).startswith(f"{len(seen)} of 3 as the seed saw")
     gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
               & (csv.selection == "equal-batch") & (csv.precision == "f32")]  # fmt: skip
-    lo, hi = (fmt(gpu.loc[i].to_dict()) for i in (gpu.value.idxmin(), gpu.value.idxmax()))
-    assert (
-        f"every GPU row {lo}-{hi}" in _said(8) and ("flagged" in _said(8)) == gpu.flag.notna().any()
-    )
+    for model, m in gpu.groupby("model"):  # each model's worst over 2-8 GPUs
+        assert f"{model} ≥{fmt(m.loc[m.value.idxmin()].to_dict())}" in _said(8)
+    # a prediction above ideal, whatever its platform, is said beside the band
+    above = csv[(csv.quantity == "scaling_efficiency") & csv.flag.str.startswith("above ideal")]
+    band = answers.answers(csv)[7].band
+    assert len(above) and band.count("above ideal, a flaw") == len(above)
     watts = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
                 & (csv.precision == "f32")]  # fmt: skip
     best = watts.loc[watts.value.idxmax()]
     assert (
-        f"best of {watts.device.nunique()} GPUs with a TDP: {best.device} {fmt(best.to_dict())}"
+        f"per TDP watt of {watts.device.nunique()} GPUs: {best.device} {fmt(best.to_dict())}"
         in _said(11)
     )
-    mfu = csv[(csv.quantity == "mfu") & (csv.batch == 128) & (csv.precision == "f32")
-              & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
-    for platform, g in mfu.groupby("platform"):  # measured where a chip ran them
+    # the typical case: a median over the seed models at b128 f32, one chip, step loop,
+    # each platform's own formulation; the CPU's FLOP/s against its own matmul
+    seeds = csv[(csv.batch == 128) & (csv.precision == "f32") & (csv.devices == 1)
+                & csv.model.isin(answers.SEED_MODELS) & (csv.loop == "step")
+                & (csv.extra == "-")]  # fmt: skip
+    own = {"cpu": "cpu", "gpu": "xla", "tpu": "xla"}
+    for platform, quantity in (("cpu", "flops_per_s"), ("gpu", "mfu"), ("tpu", "mfu")):
+        g = seeds[(seeds.quantity == quantity) & (seeds.platform == platform)
+                  & (seeds.formulation == own[platform])]  # fmt: skip
+        g = g[g.device == cpu] if platform == "cpu" else g
         measured = g[g.kind == "measured"]
         g = measured if len(measured) else g
         values = sorted(g.value)
         n = len(values)
         middle = [values[(n - 1) // 2]] if n % 2 else values[n // 2 - 1 : n // 2 + 1]
-        median = "-".join(fmt({"quantity": "mfu", "unit": "fraction", "value": v}) for v in middle)
-        top = fmt({"quantity": "mfu", "unit": "fraction", "value": values[-1]})
-        name = platform.upper()
-        if len(measured):  # the H200's f32 matmuls ran as TF32 (its records say)
-            name = f"{'/'.join(sorted(set(g.device)))} (TF32)"
-        assert f"{name} median {median} (max {top})" in _said(13)
-    assert "H100 SXM/H200 (TF32)" in _said(13)  # the committed GPU records: chips that ran them
+        unit = "FLOP/s" if platform == "cpu" else "fraction"
+        words = [fmt({"quantity": quantity, "unit": unit, "value": v}) for v in middle]
+        median = span_text(*words) if len(words) == 2 else words[0]
+        top = fmt({"quantity": quantity, "unit": unit, "value": values[-1]})
+        assert f" {median} ({top})" in _said(13)  # the median, then the largest
+    assert "H100 SXM/H200 " in _said(13)  # the committed GPU records: chips that ran them
+    assert "of TF32 peak" in _said(13)  # their f32 matmuls ran as TF32 (their records say)
+    assert "TPU predicted" in _said(13)  # no TPU has run: its fractions are predictions
     peak = csv[
         (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
     ]
-    assert f"of {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
               for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
+    assert f"faster by {lo}-{hi} (step loop)" in _said(15)
     assert "newer cuDNN and GPU" in _said(15)
 
 
@@ -866,7 +879,7 @@ def test_the_contrary_results_are_in_the_answers(csv):
     # model parallelism: its efficiency beside its memory
     e = csv[(csv.quantity == "scaling_efficiency") & (csv.placement == "model")
             & (csv.selection == "equal-batch")]  # fmt: skip
-    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())} of ideal, " in _said(8)
+    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())} of ideal" in _said(8)
     # oneDNN: which is faster, per loop
     o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
             & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
@@ -893,16 +906,20 @@ def test_the_contrary_results_are_in_the_answers(csv):
     assert "slower by 0.5x-0.5x (device loop, " in answers.answers(slow)[14].answer
 
 
-def test_model_parallelism_is_answered_from_a_split_compile_beside_its_data_parallel_one(table):
-    text, quoted = answers.model_split(table)
-    split, efficiency, data, fit_split, fit_data = quoted
-    assert split["placement"] in choices.MODEL_STRATEGIES and data["placement"] == "sharded"
-    key = ("model", "batch", "precision", "device")
-    assert all(split[k] == data[k] == fit_split[k] == fit_data[k] == efficiency[k] for k in key)
-    assert efficiency["quantity"] == "scaling_efficiency" and answers.fmt(efficiency) in text
-    assert answers.fmt(split) in text and answers.fmt(data) in text
+def test_model_parallelism_is_answered_with_a_split_compiles_predicted_efficiency(table):
+    text, (efficiency,) = answers.model_split(table)
+    split = table.placement.isin(choices.MODEL_STRATEGIES)
+    e = table[split & (table.quantity == "scaling_efficiency")]
+    assert efficiency["id"] == e.loc[e.batch.idxmax()].id
+    assert text == f"weights split: {efficiency['model']} {efficiency['device']} " + (
+        f"{fmt(efficiency)} of ideal"
+    )
+    # no efficiency predicted: the largest split compile's memory per device instead
+    bare = table[~(split & (table.quantity == "scaling_efficiency"))]
+    m = bare[bare.placement.isin(choices.MODEL_STRATEGIES) & (bare.quantity == "memory_bytes")]
+    assert answers.model_split(bare)[0].endswith(f"{fmt(m.loc[m.batch.idxmax()].to_dict())}/device")
     # without a split compile the answer says so instead of quoting a data-parallel one
-    none = table[~table.placement.isin(choices.MODEL_STRATEGIES)]
+    none = table[~split]
     assert answers.model_split(none) == ("model parallelism not compiled yet", [])
 
 
@@ -1612,10 +1629,14 @@ def test_every_predicted_row_is_banded_or_says_unvalidated_or_why_not(csv):
 def test_the_scaling_plot_draws_published_series_in_a_panel_of_their_own(table, monkeypatch):
     fig = _figure(table, "scaling", monkeypatch)
     titles = [ax.get_title() for ax in fig.axes if ax.axison and ax.get_title()]
-    assert {"resnet50, data-parallel, predicted", "resnet50, data-parallel, published"} <= set(
-        titles
-    )
-    # the positive control: a model with no published series keeps one panel
+    # resnet50's predicted series, more than a panel can tell apart, part by platform; the
+    # published ones, all GPUs, stay in one panel
+    assert {
+        "resnet50, data-parallel, predicted, GPUs",
+        "resnet50, data-parallel, predicted, TPUs",
+        "resnet50, data-parallel, published",
+    } <= set(titles)
+    # the positive control: a model with no published series and few keeps one panel
     assert "catsdogs_cnn, data-parallel" in titles
     published = next(ax for ax in fig.axes if ax.get_title().endswith(", published"))
     assert all(line.get_linestyle() == ":" for line in published.get_lines()
@@ -1630,7 +1651,9 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
                 & csv.device.isin(set(cost.platform.iloc[:2]))].hi.max()  # fmt: skip
     band = answers.answers(csv)[10].band
     assert (margin < worst) == band.endswith("undecided")
+    assert (margin < worst) == answers.answers(csv)[10].answer.startswith("Undecided: ")
     # the control: loops' worst error narrower than the margin decides it
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
     assert answers.answers(narrow)[10].band == "unvalidated"
+    assert answers.answers(narrow)[10].answer.startswith("cheapest mnist_cnn b128 epoch ")

@@ -30,7 +30,7 @@ from experiments.studies.page import (
     reference_cpu,
     rows,
 )
-from jaxcnn.choices import MODEL_STRATEGIES
+from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
 Row = dict[str, Any] | None
@@ -377,23 +377,25 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
+    """The verdict on the seed's K80 figure first: whose loop it times (a framework's of
+    its day, which gives no batch or network; Keras's published K80 step of this network is
+    its order, and our model of that loop misses it by other frameworks' band); then
+    jaxcnn's own predicted loop step."""
     p = accelerator_step(t, "gpu-k80", MNIST_MODEL, 128)
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
     ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
-    parts = [f"K80 loop step {fmt(p)} at b128" if p else "K80 not predicted"]
-    parts.append(f"seed 001: {fmt(seed)}/batch")
     band, b = small_band(t, step=p)
-    if keras is not None and factor and ours:
-        way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
-        frameworks = framework_band(t)  # the band a Keras loop's miss belongs to
-        inside = frameworks is not None and factor["value"] <= frameworks["hi"]
-        where = f", {'inside' if inside else 'past'} other frameworks' band" if frameworks else ""
-        parts.append(
-            f"Keras's K80 {fmt(keras)}, ours for Keras's loop {fmt(ours)}: {fmt(factor)} off, "
-            f"{way}{where}"
-        )
-    return Said("; ".join(parts), [p, seed, keras, ours, factor, b], band)
+    jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
+    if seed is None or keras is None or not (factor and ours):
+        return Said(jaxcnn, [p, b], band)
+    way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
+    text = (
+        f"seed's {fmt(seed)}/batch ({seed['framework'].split(' (')[0]}) is its loop, not the "
+        f"chip: Keras's K80 step {fmt(keras)}, our model of it {fmt(ours)} ({fmt(factor)} off, "
+        f"{way}); {jaxcnn}"
+    )
+    return Said(text, [seed, keras, ours, factor, p, b], band)
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -420,54 +422,45 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
-    """Model parallelism in one clause: the largest split compile beside the data-parallel
-    compile of the same step and target, or that none is compiled yet."""
-    memory = rows(t, quantity="memory_bytes", kind="compiled")
-    fits = rows(t, quantity="fits", kind="compiled")
-    splits = rows(memory, placement=list(MODEL_STRATEGIES)).sort_values("batch").iloc[::-1]
-    for split in splits.to_dict("records"):
-        same = {k: split[k] for k in ("model", "batch", "precision", "device")}
-        data = one(memory, placement="sharded", **same)
-        if data is None:
-            continue
-        fit_split = one(fits, placement=split["placement"], **same)
-        fit_data = one(fits, placement="sharded", **same)
-        verdict = {1.0: "fits", 0.0: "no fit"}
-        efficiency = one(t, quantity="scaling_efficiency", placement=split["placement"],
-                         selection="equal-batch", **same)  # fmt: skip
-        scales = f" {fmt(efficiency)} of ideal," if efficiency else ""
-        text = (
-            f"weights split ({split['placement']}): {split['model']} b{int(split['batch'])} "
-            f"{split['device']}{scales} {fmt(split)}/device, "
-            f"{verdict.get(fit_split and fit_split['value'], '?')}; data-parallel {fmt(data)}, "
-            f"{verdict.get(fit_data and fit_data['value'], '?')}"
-        )
-        return text, [split, efficiency, data, fit_split, fit_data]
+    """Model parallelism in one clause: the weak-scaling efficiency predicted for a split
+    compile, the largest batch's (its memory against the data-parallel compile's is on the
+    scaling page), else the largest split's memory per device, else that none is compiled."""
+    efficiency = rows(t, quantity="scaling_efficiency", placement=list(MODEL_STRATEGIES),
+                      selection="equal-batch")  # fmt: skip
+    memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))
+    for found, unit in ((efficiency, " of ideal"), (memory, "/device")):
+        if len(found):
+            r = found.loc[found.batch.idxmax()].to_dict()
+            return f"weights split: {r['model']} {r['device']} {fmt(r)}{unit}", [r]
     return "model parallelism not compiled yet", []
 
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
+    """Weak scaling (the per-chip batch held) of every model over 2-8 GPUs, each model's
+    worst; the band the efficiency itself has (published 1-vs-N pairs, held out) said for
+    the models it was measured on; any row above ideal, whatever its platform; then
+    model parallelism."""
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
-    seeds = s[s.model.isin(SEED_MODELS)]
-    pick = seeds[seeds.platform == "gpu"] if (seeds.platform == "gpu").any() else seeds
+    gpu = s[s.platform == "gpu"]
     split, split_rows = model_split(t)
-    if not len(pick):
-        return Said(f"no multi-device compile yet; {split}", split_rows)
-    r = pick.loc[pick.devices.idxmax()].to_dict()
-    lo, hi = span(s[s.platform == r["platform"]])  # every model's, the widest MLPs' included
-    text = (
-        f"{r['model']} on {r['device']}: {fmt(r)} of ideal (weak); every {r['platform'].upper()} "
-        f"row {span_text(fmt(lo), fmt(hi))}; {split}"
-    )
-    flagged = int(s[s.platform == r["platform"]].flag.notna().sum())
-    flags = f"; {flagged} above ideal flagged" if flagged else ""
+    if not len(gpu):
+        return Said(f"no multi-GPU compile yet; {split}", split_rows)
+    worst = [m.loc[m.value.idxmin()].to_dict() for _, m in gpu.groupby("model")]
+    worst.sort(key=lambda r: -r["value"])
+    kind = "measured" if (gpu.kind == "measured").all() else "predicted"
+    each = ", ".join(f"{r['model']} ≥{fmt(r)}" for r in worst)
+    text = f"{kind}, 2-{int(gpu.devices.max())} GPUs, equal per-GPU batch: {each}"
+    above = s[s.flag.astype(str).str.startswith("above ideal")]
+    # a prediction above ideal is a flaw: said beside the band, not hidden
+    flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
+                    for r in above.to_dict("records"))  # fmt: skip
     band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
     said = None
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
-        said = (f"unvalidated for {r['model']}; {'/'.join(of)}'s: "
-                f"{band_text(band['value'], band['hi'], band['n'])}, {band['note']}")  # fmt: skip
-    return Said(text + flags, [r, lo, hi, *split_rows, band], band=said)
+        said = (f"{'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}, "
+                f"{band['note']}; unvalidated for the rest{flaws}")  # fmt: skip
+    return Said(f"{text}; {split}", [*worst, *above.to_dict("records"), *split_rows, band], said)
 
 
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -541,23 +534,23 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
     partly = " (host partly unpriced)" if "left out" in str(r["note"]) else ""
-    band, undecided = None, ""
+    text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
     if len(ordered) > 1:  # the runner-up's margin against the loops' worst error
         nxt = ordered.iloc[1].to_dict()
-        margin = nxt["value"] / r["value"]
+        margin = value_text(nxt["value"] / r["value"], "x")
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        if len(worst) and margin < (hi := worst.hi.max()):
+        text += f", the next {nxt['device']} {fmt(nxt)}, {margin} dearer"
+        if len(worst) and nxt["value"] / r["value"] < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
-            undecided = ", undecided"
-    text = f"cheapest mnist_cnn b128 epoch{undecided}: {r['device']} {fmt(r)}{partly}"
+            text = f"Undecided: {text}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r], band)
     best = w.loc[w.value.idxmax()].to_dict()
-    among = f"best of {w.device.nunique()} GPUs with a TDP"
-    said = f"{text}; FLOP/s per TDP watt, {among}: {best['device']} {fmt(best)}"
+    of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
+    said = f"{text}; {of}: {best['device']} {fmt(best)}"
     return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), best], band)
 
 
@@ -592,33 +585,35 @@ def median_rows(found: pd.DataFrame) -> list[Row]:
 
 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
+    """The typical case, then the largest: the median (max) over the seed models at b128
+    in f32 on one chip, in the step loop and each platform's own formulation. A CPU has no
+    datasheet peak: its FLOP/s beside its own measured matmul."""
+    seeds = {"batch": 128, "precision": "f32", "devices": 1, "model": SEED_MODELS,
+             "loop": "step", "extra": "-"}  # fmt: skip
     peak = one(t, quantity="peak_flops_per_s", device=cpu, precision="f32")
-    steps = rows(t, quantity="flops_per_s", kind="measured", device=cpu, precision="f32")
-    steps = steps[steps.model != "matmul"]
-    best = steps.loc[steps.value.idxmax()].to_dict() if len(steps) else None
-    parts = [
-        f"CPU max {fmt(best)} ({best['model']} b{int(best['batch'])}) of {fmt(peak)} matmul"
-        if best and peak
-        else none_on(cpu, "FLOP/s measured")
-    ]
-    picked = [peak, best]
-    mfu = rows(t, quantity="mfu", batch=128, precision="f32", devices=1, model=SEED_MODELS)
-    for platform in ("gpu", "tpu"):  # measured where a chip ran them, else predicted
-        m = mfu[mfu.platform == platform]
+    flops = rows(t, quantity="flops_per_s", kind="measured", device=cpu, **seeds)
+    mfu = rows(t, quantity="mfu", **seeds)
+    parts, picked = [], [peak]
+    for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
+        m = flops if platform == "cpu" else mfu[mfu.platform == platform]
+        m = m[m.formulation == platform_formulation(platform)]
         m = m[m.kind == ("measured" if (m.kind == "measured").any() else "predicted")]
-        if len(m):
-            mid, top = median_rows(m), m.loc[m.value.idxmax()].to_dict()
-            picked += m.to_dict("records")  # every fraction the median is of, on the page
-            name = platform.upper()
-            if mid[0]["kind"] == "measured":  # of the peak of the arithmetic its matmuls ran in
-                tf32 = m.note.astype(str).str.contains("tf32 peak").all()
-                # a measured chip's own name says it was measured; TF32 says what it ran
-                name = "/".join(sorted(set(m.device))) + (" (TF32)" if tf32 else "")
-            middle = fmt(mid[0]) if len(mid) == 1 else f"{fmt(mid[0])}-{fmt(mid[1])}"
-            parts.append(f"{name} median {middle} (max {fmt(top)})")
-    if len(parts) > 1:
-        parts[1:] = ["of peak, one-chip seed models b128 f32: " + ", ".join(parts[1:])]
-    return Said("; ".join(parts), picked)
+        if not len(m) or (platform == "cpu" and peak is None):
+            continue
+        mid, top = median_rows(m), m.loc[m.value.idxmax()].to_dict()
+        picked += m.to_dict("records")  # every figure the median is of, on the page
+        said = f"{span_text(*(fmt(r) for r in mid)) if len(mid) == 2 else fmt(mid[0])} ({fmt(top)})"
+        if platform == "cpu":
+            parts.append(f"CPU {said} of its {fmt(peak)} matmul")
+        elif mid[0]["kind"] == "measured":  # the chips' names say they were measured
+            tf32 = m.note.astype(str).str.contains("tf32 peak").all()
+            chips = "/".join(sorted(set(m.device)))
+            parts.append(f"{chips} {said} of {'TF32' if tf32 else 'datasheet'} peak")
+        else:
+            parts.append(f"{platform.upper()} predicted {said}")
+    if not parts:
+        return Said(none_on(cpu, "FLOP/s measured"), picked)
+    return Said("median (max), seed models b128 f32, one chip: " + "; ".join(parts), picked)
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:

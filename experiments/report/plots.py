@@ -6,6 +6,7 @@ along its axis (it is left out)."""
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -320,15 +321,15 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
     p = p.assign(per=p.batch, base=1,
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
     out = []
-    keys = ["kind", "model", "placement", "chip", "precision", "per", "base", "sweep"]
-    for (kind, model, placement, chip, precision, per, b, sweep), g in pd.concat([s, p]).groupby(
-        keys, sort=True
-    ):
+    keys = ["kind", "model", "placement", "platform", "chip", "precision", "per", "base", "sweep"]
+    for (kind, model, placement, platform, chip, precision, per, b, sweep), g in pd.concat(
+        [s, p]
+    ).groupby(keys, sort=True):
         g = g.sort_values("devices")
         out.append({
             "kind": kind, "model": model, "placement": PLACEMENTS.get(placement, placement),
-            "chip": chip, "precision": precision, "per": int(per), "base": int(b),
-            "sweep": sweep, "devices": [int(b), *g.devices.astype(int)],
+            "platform": platform, "chip": chip, "precision": precision, "per": int(per),
+            "base": int(b), "sweep": sweep, "devices": [int(b), *g.devices.astype(int)],
             "values": [1.0, *g.value.astype(float)],
             "above": [(int(d), float(v)) for d, v, f in zip(g.devices, g.value, g.flag,
                                                             strict=True)
@@ -337,6 +338,7 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+MAX_SERIES = 8  # a scaling panel's most series before it splits by platform
 ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
 
 
@@ -353,10 +355,16 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     # Published series in a panel of their own beside the model's predicted ones: both
     # crowd 0.9-1.0, and the predictions page sets each pair side by side in numbers.
     mixed = {(r["model"], r["placement"]) for r in series if r["kind"] == "published"}
+    # A panel of more series than a reader can tell apart comes apart by platform.
+    counts = Counter((r["model"], r["placement"], r["kind"]) for r in series)
+    platforms = {(r["model"], r["placement"], r["kind"], r["platform"]) for r in series}
 
     def panel_of(r: dict[str, Any]) -> tuple[str, str, str]:
-        alone = (r["model"], r["placement"]) in mixed
-        return r["model"], r["placement"], f", {r['kind']}" if alone else ""
+        key = r["model"], r["placement"]
+        kind = f", {r['kind']}" if key in mixed else ""
+        several = sum(p[:3] == (*key, r["kind"]) for p in platforms) > 1
+        crowded = several and counts[(*key, r["kind"])] > MAX_SERIES
+        return *key, kind + (f", {r['platform'].upper()}s" if crowded else "")
 
     panels = sorted({panel_of(r) for r in series})
     plt = pyplot()
@@ -378,7 +386,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                         label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
         # a model's predicted and published panels share one y-range: pairs read by eye
-        shared = [r for r in series if r["model"] == model and r["placement"] == placement]
+        on = {r["platform"] for r in mine}
+        shared = [r for r in series if (r["model"], r["placement"]) == (model, placement)
+                  and r["platform"] in on]  # fmt: skip
         values = [v for r in shared for v in r["values"]]
         pad = max(0.02, 0.08 * (max(values) - min(values)))
         ax.set_ylim(min(values) - pad, max(values) + pad)
