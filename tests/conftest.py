@@ -12,6 +12,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # numpy's OpenBLAS on one thread: on two cores its second thread spins beside the other
 # xdist worker (the fit: 111 CPU-seconds for 64 s of wall, 64 for the same wall on one)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# isort: off
+import xla_cache  # noqa: F401 (the suite's compilation cache, set before JAX starts)
+# isort: on
 
 import contextlib
 import errno

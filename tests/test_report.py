@@ -1657,3 +1657,16 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
     assert answers.answers(narrow)[10].band == "unvalidated"
     assert answers.answers(narrow)[10].answer.startswith("cheapest mnist_cnn b128 epoch ")
+
+
+def test_a_compile_timed_with_jaxs_persistent_cache_on_gives_no_compile_figure():
+    trained = [r for r in records.load(RESULTS / "records.jsonl")
+               if isinstance(r, records.TrainRecord) and r.compile_time_s
+               and r.compile_time_s.train and r.env.host_memory]  # fmt: skip
+    r = trained[-1]
+    quantities = [row["quantity"] for row in figures.measured_rows([r])]
+    assert "compile_s" in quantities  # the positive control: a compile of its own
+    env = r.env.model_copy(update={"compilation_cache": True})
+    cached = [row["quantity"] for row in figures.measured_rows([r.model_copy(update={"env": env})])]
+    assert "compile_s" not in cached and sorted(cached) == sorted(q for q in quantities
+                                                                  if q != "compile_s")  # fmt: skip

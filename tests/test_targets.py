@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import missing_extra, needs_extra, typed
+from xla_cache import XLA_CACHE_VARS
 
 from experiments import records
 from experiments.cli.run import main
@@ -685,7 +686,9 @@ exec(re.search(r"```python\\n(.*?)```", text[start:], re.S).group(1))
 
 
 def _run_readme_example(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    # a user's environment: no JAX_PLATFORMS, and not the suite's compilation cache (JAX
+    # warns that it cannot read back a program compiled for a topology alone)
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", *XLA_CACHE_VARS)}
     return subprocess.run(
         [sys.executable, "-c", _README_EXAMPLE, *args],
         cwd=ROOT,

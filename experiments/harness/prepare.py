@@ -185,13 +185,21 @@ def record_for(workload: Workload, devices: list[jax.Device]) -> dict[str, Any]:
         workload.describe(),
         device,
         records.environment(
-            host_memory=host_memory.current(), cpu_threads=devices_lib.cpu_threads()
+            host_memory=host_memory.current(),
+            cpu_threads=devices_lib.cpu_threads(),
+            **({"compilation_cache": True} if compilation_cache_on() else {}),
         ),
         conditions(workload, device["platform"]),
         loop=workload.loop,
         formulation=formulation_lib.resolve(workload.formulation, device["platform"]).describe(),
         compiler_options=compiler_options(workload.strategy, device["platform"]),
     )
+
+
+def compilation_cache_on() -> bool:
+    """Whether JAX's persistent compilation cache is on in this process: a compile timed
+    then may be a read of that cache, not a compile."""
+    return bool(jax.config.jax_compilation_cache_dir) and jax.config.jax_enable_compilation_cache
 
 
 def devices_for(workload: Workload, devices: list[jax.Device]) -> list[jax.Device]:

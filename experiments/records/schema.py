@@ -776,6 +776,10 @@ class HarnessEnv(Env):
     flax: Str | None = always(_VERSION)
     optax: Str | None = always(_VERSION)
     host_memory: HostMemory | None = always("the host memory policy; null where not recorded")
+    compilation_cache: Bool | None = about(
+        "true: JAX's persistent compilation cache was on (JAX_COMPILATION_CACHE_DIR), so a "
+        "compile time may be a cache read and no figure takes it; null or absent: off"
+    )
 
 
 class CompileEnv(HarnessEnv):
