@@ -5,6 +5,7 @@ from pathlib import Path
 
 import jax
 import pytest
+import xla_cache
 from conftest import typed
 
 from experiments import records
@@ -36,8 +37,8 @@ def test_default_study_writes_one_valid_record_per_model(tmp_path, capsys):
         parts = ("batch", "put", "dispatch", "metrics", "progress", "sync")
         assert {k: getattr(host.parts, k).n for k in parts} == dict.fromkeys(parts, 3 * windows)
         assert 0.0 <= record.test_accuracy <= 1.0
-        # the suite's runs share JAX's persistent compilation cache (conftest): said
-        assert record.env.compilation_cache is True
+        # where the suite's runs share JAX's persistent compilation cache, the record says so
+        assert record.env.compilation_cache is (True if xla_cache.ON else None)
     captured = capsys.readouterr()
     assert "images/s" in captured.out and "lenet5_keras" in captured.out
     # the device in words, and a line as each silent stretch begins
@@ -308,13 +309,15 @@ def test_the_report_tells_a_smoke_runs_record_by_the_environment_it_was_made_in(
     assert not report_cli.is_smoke(made(records.environment()))  # the control
 
 
-def test_a_compilation_cache_is_on_only_where_jax_has_a_folder_for_it():
+def test_a_compilation_cache_is_on_only_where_jax_has_a_folder_for_it(tmp_path):
     from experiments.harness import prepare
 
-    assert prepare.compilation_cache_on()  # the suite's own (conftest)
     folder = jax.config.jax_compilation_cache_dir
-    jax.config.update("jax_compilation_cache_dir", None)
+    assert prepare.compilation_cache_on() == xla_cache.ON  # the suite's own, where it has one
     try:
+        jax.config.update("jax_compilation_cache_dir", None)
         assert not prepare.compilation_cache_on()
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path))  # the positive control
+        assert prepare.compilation_cache_on()
     finally:
         jax.config.update("jax_compilation_cache_dir", folder)

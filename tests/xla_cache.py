@@ -9,6 +9,7 @@ folder (pytest, or xdist's controller, whose workers inherit it) removes it at e
 """
 
 import atexit
+import importlib.metadata
 import os
 import shutil
 import tempfile
@@ -21,7 +22,15 @@ XLA_CACHE_VARS = (
     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
 )
 
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+# jaxlib before 0.10 reads a CPU executable back with false "machine type" errors on
+# stderr and can hang deserializing one (seen on 0.9.2, the oldest CI runs): the suite
+# compiles afresh there.
+_JAXLIB = tuple(int(part) for part in importlib.metadata.version("jaxlib").split(".")[:2])
+
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ and _JAXLIB >= (0, 10):
     _folder = tempfile.mkdtemp(prefix="jaxcnn-tests-xla-cache-")
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
     os.environ.update(zip(XLA_CACHE_VARS, (_folder, "0", "0"), strict=True))
+
+# Whether this run's JAX starts with a persistent compilation cache.
+ON = bool(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
