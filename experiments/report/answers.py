@@ -386,16 +386,17 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
     ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
     band, b = small_band(t, step=p)
+    over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
+    jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band)
-    way = "ours faster" if factor["note"] == "predicted faster" else "ours slower"
+    way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     text = (
-        f"seed's {fmt(seed)}/batch ({seed['framework'].split(' (')[0]}) is its loop, not the "
-        f"chip: Keras's K80 step {fmt(keras)}, our model of it {fmt(ours)} ({fmt(factor)} off, "
-        f"{way}); {jaxcnn}"
+        f"seed's {fmt(seed)}/batch is its framework's loop, not the chip: Keras's K80 step "
+        f"{fmt(keras)}, our model {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
-    return Said(text, [seed, keras, ours, factor, p, b], band)
+    return Said(text, [seed, keras, ours, factor, p, over, b], band)
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -449,7 +450,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     worst.sort(key=lambda r: -r["value"])
     kind = "measured" if (gpu.kind == "measured").all() else "predicted"
     each = ", ".join(f"{r['model']} ≥{fmt(r)}" for r in worst)
-    text = f"{kind}, 2-{int(gpu.devices.max())} GPUs, equal per-GPU batch: {each}"
+    text = f"{kind}, f32, 2-{int(gpu.devices.max())} GPUs, equal per-GPU batch: {each}"
     above = s[s.flag.astype(str).str.startswith("above ideal")]
     # a prediction above ideal is a flaw: said beside the band, not hidden
     flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
