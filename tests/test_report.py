@@ -1670,3 +1670,12 @@ def test_a_compile_timed_with_jaxs_persistent_cache_on_gives_no_compile_figure()
     cached = [row["quantity"] for row in figures.measured_rows([r.model_copy(update={"env": env})])]
     assert "compile_s" not in cached and sorted(cached) == sorted(q for q in quantities
                                                                   if q != "compile_s")  # fmt: skip
+
+
+def test_the_readmes_block_says_what_its_known_and_band_columns_mean(table):
+    block = views.readme_block(table, "results/REPORT.md")
+    assert views.known(table) in block and views.BAND in block
+    # the positive control: a table of measured rows alone explains M and no band
+    measured = table[table.kind == "measured"]
+    only = views.readme_block(measured, "results/REPORT.md")
+    assert views.KNOWN["measured"] in only and views.BAND not in only

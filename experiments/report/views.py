@@ -309,13 +309,14 @@ def page(
 
 
 def readme_block(table: pd.DataFrame, report_link: str) -> str:
-    """The README's generated block: the same answers table as REPORT.md's."""
+    """The README's generated block: the same answers table as REPORT.md's, with the
+    legend of its "known" and "band" columns."""
     folder = report_link.rsplit("/", 1)[0] + "/" if "/" in report_link else ""
     pages = folder + PAGES
     parts = [
         what_ran(table).replace(f"]({FIGURES})", f"]({folder}{FIGURES})"),
         answers_table(table, pages),
-        before_first_run(table, pages),
+        " ".join(filter(None, [known(table), before_first_run(table, pages)])),
         f"Full report: [{report_link}]({report_link}).",
     ]
     return "\n\n".join(filter(None, parts))
