@@ -199,8 +199,9 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                 loop_ax.fill_between(x, lo, hi, color="C0", alpha=0.2, linewidth=0,
                                      label=f"{cpu}, {spread.spread.iloc[0]}")  # fmt: skip
         device = gl.device.iloc[0]
+        single = "" if gl.lo.notna().all() else " (one window each: no spread)"
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
-                     label=f"{device}, measured")  # fmt: skip
+                     label=f"{device}, measured{single}")  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)
@@ -209,7 +210,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
-        label = f"T4 x/÷ its band's worst, undecided inside: {words}"
+        # wrapped: the two panels' legends sit side by side below them
+        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {words}", 52)
         loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
