@@ -407,7 +407,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     total = one(host, device=cpu, extra="loop total")
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
-    text = f"{LOOP}'s host time a step ({MNIST_MODEL} b128): CPU {fmt(total)}"
+    text = f"{LOOP}'s per-step host time ({MNIST_MODEL} b128): CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"]
 
     def said(part: str) -> str:
@@ -419,7 +419,8 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         gpus = "/".join(sorted(set(on_gpu.device)))
         text += f"; {gpus} {said('loop total')} (copy {said('put')}, dispatch {said('dispatch')})"
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])]
-    return Said(f"{text}: a GPU saves nothing on a shorter step", shown.to_dict("records"))
+    verdict = "CPU steps under that gain nothing from a GPU"
+    return Said(f"{text}: {verdict}", shown.to_dict("records"))
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
