@@ -378,9 +378,9 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     """The verdict on the seed's K80 figure first: whose loop it times (a framework's of
-    its day, which gives no batch or network; Keras's published K80 step of this network is
-    its order, and our model of that loop misses it by other frameworks' band); then
-    jaxcnn's own predicted loop step."""
+    its day; Keras's published K80 step of this network is its order, and our model of
+    that loop misses it, which way said); then jaxcnn's own predicted loop step and its
+    speed over the CPU's."""
     p = accelerator_step(t, "gpu-k80", MNIST_MODEL, 128)
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
@@ -539,11 +539,11 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
     if len(ordered) > 1:  # the runner-up's margin against the loops' worst error
         nxt = ordered.iloc[1].to_dict()
-        margin = value_text(nxt["value"] / r["value"], "x")
+        margin = nxt["value"] / r["value"]
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        text += f", the next {nxt['device']} {fmt(nxt)}, {margin} dearer"
-        if len(worst) and nxt["value"] / r["value"] < (hi := worst.hi.max()):
+        text += f", the next {nxt['device']} {fmt(nxt)}, {value_text(margin, 'x')} dearer"
+        if len(worst) and margin < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
             text = f"Undecided: {text}"

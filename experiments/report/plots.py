@@ -359,13 +359,13 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     mixed = {(r["model"], r["placement"]) for r in series if r["kind"] == "published"}
     # A panel of more series than a reader can tell apart comes apart by platform.
     counts = Counter((r["model"], r["placement"], r["kind"]) for r in series)
-    platforms = {(r["model"], r["placement"], r["kind"], r["platform"]) for r in series}
+    held = {(r["model"], r["placement"], r["kind"], r["platform"]) for r in series}
+    several = Counter(key[:3] for key in held)  # how many platforms each panel holds
 
     def panel_of(r: dict[str, Any]) -> tuple[str, str, str]:
         key = r["model"], r["placement"]
         kind = f", {r['kind']}" if key in mixed else ""
-        several = sum(p[:3] == (*key, r["kind"]) for p in platforms) > 1
-        crowded = several and counts[(*key, r["kind"])] > MAX_SERIES
+        crowded = several[(*key, r["kind"])] > 1 and counts[(*key, r["kind"])] > MAX_SERIES
         return *key, kind + (f", {r['platform'].upper()}s" if crowded else "")
 
     panels = sorted({panel_of(r) for r in series})
