@@ -15,7 +15,7 @@ from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
-from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.fmt import fmt, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
@@ -262,8 +262,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # as its step is, said so: 1001; row 8's band said to be resnet50's, row 11's runner-up
     # inside the loops' worst error, row 13's fractions said to be of one chip: 1021; the
     # scaling prediction above ideal said beside row 8's band, row 11's runner-up named,
-    # the K80's speed over the CPU: 1028)
-    assert len(lines) <= 25 and len(text.split()) <= 1028
+    # the K80's speed over the CPU: 1028; the crossover measured once per width, the
+    # fractions of peak per chip: 1030)
+    assert len(lines) <= 25 and len(text.split()) <= 1030
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -459,7 +460,7 @@ def test_a_fraction_of_peak_is_against_the_precision_the_matmuls_run_in(target, 
 
     t = targets.TARGETS[target]
     expected = chips.peak_tflops(t.kind, peak) * 1e12 * t.chips / t.devices
-    assert figures._vendor_peak(_compiled_for(target, precision)) == pytest.approx(expected)
+    assert figures._vendor_peak(_compiled_for(target, precision))[0] == pytest.approx(expected)
 
 
 # --- the first screen recomputed from figures.csv; labels told apart ---------------------
@@ -563,7 +564,7 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     # the rule: the fewest parameters from which every larger width is faster on the GPU
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
     said = _said(9).split("T4 predicted ")[-1]  # the T4's part (a measured GPU's is first)
-    said = said.split(" (undecided")[0]  # where it is undecided: its own test
+    said = said.split(", outside its band")[0]  # where it is undecided: its own test
     assert f"{int(start):,} params" in said and f"T4 {said}" in page
     slower = [p for p, f in faster if not f]
     page_said = page.split("T4 ")[1].split(" (the rule")[0]
@@ -687,7 +688,7 @@ def test_a_rate_of_tf32_passes_is_spelled_tf32_and_an_f32_step_that_ran_them_say
     cpu = rates[rates.platform == "cpu"]
     assert len(cpu) and cpu.note.isna().all()  # the positive control: a CPU's f32 is f32
     said = _said(13)
-    assert "H100 SXM/H200 " in said and "of TF32 peak" in said
+    assert "H100 SXM " in said and ", H200 " in said and "of TF32 peak" in said
     # a run whose record says its f32 matmuls ran in f32 gets no such label
     assert not figures._ran_as_tf32("f32", "fp32") and figures._ran_as_tf32("f32", "tf32")
     assert not figures._ran_as_tf32("bf16", "tf32")
@@ -822,33 +823,37 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         f"per TDP watt of {watts.device.nunique()} GPUs: {best.device} {fmt(best.to_dict())}"
         in _said(11)
     )
-    # the typical case: a median over the seed models at b128 f32, one chip, step loop,
-    # each platform's own formulation; the CPU's FLOP/s against its own matmul
+    # the typical case: the MNIST CNN at b128 f32 per chip, step loop, each platform's own
+    # formulation, on MNIST where it ran on it; then each platform's largest, as the largest
     seeds = csv[(csv.batch == 128) & (csv.precision == "f32") & (csv.devices == 1)
                 & csv.model.isin(answers.SEED_MODELS) & (csv.loop == "step")
                 & (csv.extra == "-")]  # fmt: skip
     own = {"cpu": "cpu", "gpu": "xla", "tpu": "xla"}
+    said = _said(13)
     for platform, quantity in (("cpu", "flops_per_s"), ("gpu", "mfu"), ("tpu", "mfu")):
         g = seeds[(seeds.quantity == quantity) & (seeds.platform == platform)
                   & (seeds.formulation == own[platform])]  # fmt: skip
         g = g[g.device == cpu] if platform == "cpu" else g
         measured = g[g.kind == "measured"]
         g = measured if len(measured) else g
-        values = sorted(g.value)
-        n = len(values)
-        middle = [values[(n - 1) // 2]] if n % 2 else values[n // 2 - 1 : n // 2 + 1]
-        unit = "FLOP/s" if platform == "cpu" else "fraction"
-        words = [fmt({"quantity": quantity, "unit": unit, "value": v}) for v in middle]
-        median = span_text(*words) if len(words) == 2 else words[0]
-        top = fmt({"quantity": quantity, "unit": unit, "value": values[-1]})
-        assert f" {median} ({top})" in _said(13)  # the median, then the largest
-    assert "H100 SXM/H200 " in _said(13)  # the committed GPU records: chips that ran them
-    assert "of TF32 peak" in _said(13)  # their f32 matmuls ran as TF32 (their records say)
-    assert "TPU predicted" in _said(13)  # no TPU has run: its fractions are predictions
+        mnist = g[(g.model == "mnist_cnn") & (g.dataset == "mnist")]
+        mnist = mnist if len(mnist) else g[g.model == "mnist_cnn"]
+        assert mnist.device.is_unique  # one figure per chip
+        for r in mnist.to_dict("records"):
+            assert f"{r['device']} {fmt(r)}" in said or f"CPU {fmt(r)} " in said
+        if platform != "cpu":
+            top = g.loc[g.value.idxmax()].to_dict()
+            assert f"{top['device']} {fmt(top)}" in said.split("; largest ")[1]
+    assert "H100 SXM 0.9%, H200 0.8% of TF32 peak" in said  # the committed GPU records
+    assert "; predicted tpu-v5e-1 " in said  # no TPU has run: its fractions are predictions
+    # a TPU's predicted fraction names the peak it is of, as the measured GPUs' do
+    tpu = csv[(csv.quantity == "mfu") & (csv.platform == "tpu") & (csv.kind == "predicted")]
+    assert len(tpu) and tpu.note.str.fullmatch(r"of its datasheet's \w+ peak").all()
+    assert f" of {tpu.note.iloc[0].split()[-2]} peak" in said
     peak = csv[
         (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
     ]
-    assert f"of its {fmt(peak.iloc[0].to_dict())} matmul" in _said(13)
+    assert f"(matmul {fmt(peak.iloc[0].to_dict()).split()[0]})" in said
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
@@ -1449,7 +1454,10 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
     said = _said(9)
     assert said.startswith(f"H100 SXM faster from {int(start):,} params on")
-    assert "(measured, jaxcnn's loop both sides); T4 predicted " in said
+    assert "; measured once per width, jaxcnn's loop both sides); T4 predicted " in said
+    assert g.n.isna().all()  # single timings, said; timed repeatedly, not (the control)
+    timed = csv.assign(n=csv.n.where(~csv.id.isin(set(g.id)), 20.0))
+    assert "; measured, jaxcnn's loop both sides); T4 " in answers.answers(timed)[8].answer
     # without the GPU's loop rows the answer is the T4's prediction alone (positive control)
     bare = csv[~csv.id.isin(set(g.id))]
     assert crossover_study.measured_crossover(bare, cpu) == []
@@ -1543,7 +1551,7 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     factor = ratio.where(ratio > 1, 1 / ratio)
     inside = both.params_cpu[factor < both.band_worst_gpu]
     assert len(inside) and below == min(both.params_cpu[both.params_cpu > inside.max()])
-    assert f"undecided below {below:,}" in _said(9)
+    assert f", outside its band from {below:,}" in _said(9)
     # the control: a band narrower than every factor decides every width
     narrow = g.assign(band_worst=1.0)
     assert crossover_study.undecided_below(c, narrow) is None

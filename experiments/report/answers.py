@@ -4,6 +4,7 @@ verdict, how it is known, its band, and the figure ids it rests on. No record is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -465,6 +466,15 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(f"{text}; {split}", [*worst, *above.to_dict("records"), *split_rows, band], said)
 
 
+def how_measured(verdict: str, g: pd.DataFrame) -> str:
+    """A measured crossover's verdict with how it was measured inside its parenthesis, and
+    "once per width" where no width's GPU step has a spread (single timings); the widths'
+    count stays on the page."""
+    how = f"measured{' once per width' if g.n.isna().all() else ''}, {LOOP} both sides"
+    verdict = re.sub(r"\(\d+ of \d+ widths; ", "(", verdict)
+    return f"{verdict[:-1]}; {how})" if verdict.endswith(")") else f"{verdict} ({how})"
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
@@ -472,10 +482,10 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
     measured = [(crossover_verdict(mc, mg), mg) for mc, mg in measured_crossover(t, cpu)]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
-        said = [f"{words} (measured, {LOOP} both sides)" for (words, _), _ in measured if words]
+        said = [how_measured(words, mg) for (words, _), mg in measured if words]
         start = text.split(" (")[0].removeprefix("T4 ")
         below = undecided_below(c, g)
-        start += f" (undecided below {below:,})" if below else ""
+        start += f", outside its band from {below:,}" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
         chosen += [r for (_, rs), _ in measured for r in rs]
         return Said(text, chosen)
@@ -577,45 +587,50 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g])
 
 
-def median_rows(found: pd.DataFrame) -> list[Row]:
-    """The row at the median of `found`'s values, or the two middle rows: figures of the
-    table, never an average."""
-    ordered = found.sort_values("value")
-    n = len(ordered)
-    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
-    return [ordered.iloc[i].to_dict() for i in middle] if n else []
-
-
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
-    """The typical case, then the largest: the median (max) over the seed models at b128
-    in f32 on one chip, in the step loop and each platform's own formulation. A CPU has no
-    datasheet peak: its FLOP/s beside its own measured matmul."""
+    """The MNIST CNN per chip, then each platform's largest fraction of a seed model: b128
+    f32 on one chip, in the step loop and each platform's own formulation, on MNIST where
+    the model ran on it. A CPU has no datasheet peak: its FLOP/s beside its own measured
+    matmul. A fraction names the peak it is of (its row's note)."""
     seeds = {"batch": 128, "precision": "f32", "devices": 1, "model": SEED_MODELS,
              "loop": "step", "extra": "-"}  # fmt: skip
     peak = one(t, quantity="peak_flops_per_s", device=cpu, precision="f32")
     flops = rows(t, quantity="flops_per_s", kind="measured", device=cpu, **seeds)
     mfu = rows(t, quantity="mfu", **seeds)
-    parts, picked = [], [peak]
+    parts, tops, picked = [], [], [peak]
     for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
         m = flops if platform == "cpu" else mfu[mfu.platform == platform]
         m = m[m.formulation == platform_formulation(platform)]
         m = m[m.kind == ("measured" if (m.kind == "measured").any() else "predicted")]
-        if not len(m) or (platform == "cpu" and peak is None):
+        m = m.sort_values("dataset", key=lambda d: d != "mnist").drop_duplicates(
+            ["model", "device"]
+        )
+        mnist = m[m.model == MNIST_MODEL].sort_values("device").to_dict("records")
+        if not mnist or (platform == "cpu" and peak is None):
             continue
-        mid, top = median_rows(m), m.loc[m.value.idxmax()].to_dict()
-        picked += m.to_dict("records")  # every figure the median is of, on the page
-        said = f"{span_text(*(fmt(r) for r in mid)) if len(mid) == 2 else fmt(mid[0])} ({fmt(top)})"
-        if platform == "cpu":
-            parts.append(f"CPU {said} of its {fmt(peak)} matmul")
-        elif mid[0]["kind"] == "measured":  # the chips' names say they were measured
-            tf32 = m.note.astype(str).str.contains("tf32 peak").all()
-            chips = "/".join(sorted(set(m.device)))
-            parts.append(f"{chips} {said} of {'TF32' if tf32 else 'datasheet'} peak")
-        else:
-            parts.append(f"{platform.upper()} predicted {said}")
+        picked += m.to_dict("records")  # every seed model per chip, on the page
+        if platform == "cpu":  # its ceiling's unit said once where the two share it
+            ceiling, _, unit = fmt(peak).partition(" ")
+            ceiling = ceiling if fmt(mnist[0]).endswith(f" {unit}") else fmt(peak)
+            parts.append(f"CPU {fmt(mnist[0])} (matmul {ceiling})")
+            continue
+        tops.append(m.loc[m.value.idxmax()].to_dict())
+        of = "/".join(
+            sorted(
+                {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
+            )
+        )
+        kind = "" if mnist[0]["kind"] == "measured" else "predicted "
+        each = ", ".join(f"{r['device']} {fmt(r)}" for r in mnist)
+        parts.append(f"{kind}{each} of {of.replace('tf32', 'TF32')} peak")
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    return Said("median (max), seed models b128 f32, one chip: " + "; ".join(parts), picked)
+    if tops:  # the largest as the largest: its model named once where the platforms share it
+        models = {r["model"] for r in tops}
+        each = ", ".join(f"{'' if len(models) == 1 else r['model'] + ' '}{r['device']} {fmt(r)}"
+                         for r in tops)  # fmt: skip
+        parts.append(f"largest {models.pop() + ': ' if len(models) == 1 else ''}{each}")
+    return Said(f"{MNIST_MODEL} b128 f32: " + "; ".join(parts), picked)
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:

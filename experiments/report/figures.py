@@ -780,8 +780,10 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
             out.append(predicted("loop_step_s", loop_step, note=note, source=source, **band))
         flops = number(r.flops.per_step) if r.flops else None
         per_device = flops / max(1, w["devices"]) if flops else None
-        if per_device and (peak := _vendor_peak(r)):
-            out.append(predicted("mfu", per_device / device_step / peak, source=source))
+        peak, precision = _vendor_peak(r)
+        if per_device and peak:
+            note = f"of its datasheet's {precision} peak"
+            out.append(predicted("mfu", per_device / device_step / peak, note=note, source=source))
         if per_device and (watts := _watts_per_device(r)):
             note = (
                 "the device step's FLOP/s over the board's TDP (its datasheet's), "
@@ -933,17 +935,17 @@ def _watts_per_device(record: CompileRecord) -> float | None:
     return _per_device(record, chips.fact(record.device.kind, "tdp_watts"))
 
 
-def _vendor_peak(record: CompileRecord) -> float | None:
+def _vendor_peak(record: CompileRecord) -> tuple[float | None, str | None]:
     """The datasheet peak FLOP/s of one device of the record's target in the precision
-    its matmuls run in (jaxcnn.perf.rates.matmul_precision), never the chip's fastest,
-    which would hold an f32 step against a GPU's fp16 tensor cores."""
+    its matmuls run in (jaxcnn.perf.rates.matmul_precision), and that precision: never
+    the chip's fastest, which would hold an f32 step against a GPU's fp16 tensor cores."""
     from jaxcnn.perf import rates
 
     peaks = (record.target and record.target.peak_tflops) or {}
     dtype = rates.DTYPES.get(record.workload.precision)
     precision = dtype and rates.matmul_precision(predictions.device_of(record), dtype)
     tflops = number(peaks.get(precision)) if precision else None
-    return _per_device(record, tflops * 1e12 if tflops else None)
+    return _per_device(record, tflops * 1e12 if tflops else None), precision
 
 
 # --- published -------------------------------------------------------------------------
