@@ -1536,9 +1536,15 @@ def test_every_figure_an_answer_quotes_is_on_the_page_it_links(table):
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     answered = answers.answers(table)
     (step,) = [i for i in answered[1].ids if i.startswith("step_s|measured")]
-    (epoch,) = [i for i in answered[2].ids if i.startswith("epoch_s|measured")]
+    (epoch,) = [i for i in answered[2].ids if i.startswith("epoch_s|derived")]
     made_of = table.set_index("id").loc[epoch]
-    assert made_of.numerator == step
+    assert made_of.numerator == step and answered[2].known.startswith("D / ")
+    # an epoch is derived from a measured step, never measured itself; from a predicted
+    # loop step it stays a prediction (the control: both kinds are in the table)
+    from_steps = table[table.selection == "epoch-from-step"]
+    made = from_steps.numerator.map(table.set_index("id").kind)
+    assert set(made) == {"measured", "predicted"}
+    assert (from_steps.kind == made.map({"measured": "derived", "predicted": "predicted"})).all()
     assert f"CPU b16 {fmt(table.set_index('id').loc[step].to_dict())}" in answered[1].answer
 
 

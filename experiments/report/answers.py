@@ -94,14 +94,10 @@ DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, neve
 
 
 def kinds(rs: list[Row]) -> str:
-    """The answer's "known" column: a measured step's derived epoch is D, never M."""
-    short = {"measured": "M", "compiled": "C", "predicted": "P", "published": "published"}
-    said = [
-        "D" if r["selection"] == DERIVED and r["kind"] == "measured" else short[r["kind"]]
-        for r in rs
-        if r
-    ]
-    return " / ".join(dict.fromkeys(said)) or "-"
+    """The answer's "known" column, one letter per kind of its figures."""
+    short = {"measured": "M", "derived": "D", "compiled": "C", "predicted": "P",
+             "published": "published"}  # fmt: skip
+    return " / ".join(dict.fromkeys(short[r["kind"]] for r in rs if r)) or "-"
 
 
 def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
@@ -121,7 +117,7 @@ def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, *
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
     """The epoch derived from `device`'s fastest measured step of jaxcnn's, or None."""
-    found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
+    found = rows(t, quantity="epoch_s", kind="derived", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection=DERIVED,
                  framework="jax")  # fmt: skip
     return found.loc[found.value.idxmin()].to_dict() if len(found) else None

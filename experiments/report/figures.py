@@ -60,8 +60,9 @@ from jaxcnn import host_memory
 MEANINGS = {
     "id": "the figure's key: KEY's columns joined by a vertical bar; unique",
     "quantity": "what the figure is (its unit in `unit`)",
-    "kind": "how it is known: measured on a device at hand, compiled by a target's own "
-    "compiler, predicted by the per-kernel model, or published by someone else",
+    "kind": "how it is known: measured on a device at hand, derived by arithmetic from a "
+    "measured figure (an epoch as its measured step times its steps), compiled by a "
+    "target's own compiler, predicted by the per-kernel model, or published by someone else",
     "value": "the figure, in `unit`",
     "unit": "the unit of `value`, `lo` and `hi`",
     "lo": "the low end of its spread, in `unit` (`spread` says which)",
@@ -128,7 +129,7 @@ KEY = (
     "quantity kind model dataset batch precision formulation loop placement framework extra "
     "device devices"
 ).split()
-KINDS = ("measured", "compiled", "predicted", "published")
+KINDS = ("measured", "derived", "compiled", "predicted", "published")
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
@@ -1206,8 +1207,10 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
             band["band_quantity"] = bq if bq.startswith("unvalidated") else f"epoch from {bq}"
         if d["quantity"] == "loop_step_s":
             band.update({k: d[k] for k in ("band_median", "band_worst", "band_n", "band_split")})
+        # a measured step's epoch was never timed: derived; a predicted one stays predicted
+        kind = "derived" if d["kind"] == "measured" else d["kind"]
         out.append(
-            row("epoch_s", d["kind"], d["value"] * steps,
+            row("epoch_s", kind, d["value"] * steps,
                 {**d, "extra": f"{steps} steps of {d['quantity']}"}, "epoch-from-step",
                 numerator=d["id"], note="; ".join(n for n in said if isinstance(n, str)), **band)
         )  # fmt: skip

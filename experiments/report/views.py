@@ -42,8 +42,6 @@ BAND = (
 
 def known(table: pd.DataFrame) -> str:
     kinds = set(table[table.quantity != "band"].kind)  # the constants' bands come with any
-    if ((table.selection == answers_lib.DERIVED) & (table.kind == "measured")).any():
-        kinds.add("derived")
     parts = "; ".join(words for kind, words in KNOWN.items() if kind in kinds)
     return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "")
 
