@@ -116,7 +116,10 @@ def test_two_sides_alternate_blocks_and_the_record_agrees_with_theirs(tmp_path):
         assert own.throughput.n == paired.ROUNDS
     table = figures.build(saved, refs=[])
     pair = table[table.selection == "paired"]
-    assert list(pair.extra) == ["jax cpu step f32 / jax cpu device f32 in turns"]
+    # each side with its host memory policy: one configuration on both sides under two
+    # policies must not print as one label
+    side = "jax cpu {} f32 (system host memory)"
+    assert list(pair.extra) == [f"{side.format('step')} / {side.format('device')} in turns"]
     assert pair.value.iloc[0] == pytest.approx(record["paired"]["ratio"]["median"])
 
 

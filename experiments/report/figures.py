@@ -576,8 +576,15 @@ def _matmul_side(r: Record) -> int:
 
 
 def _pair(r: Record) -> str:
-    sides = r.paired
-    return f"{sides.jax.configuration} / {sides.peer.configuration} in turns"
+    """The two sides, each with its host memory policy where recorded: pairs of one
+    configuration on both sides differ by that alone."""
+
+    def side(s: Any) -> str:
+        return (
+            f"{s.configuration} ({s.host_memory} host memory)" if s.host_memory else s.configuration
+        )
+
+    return f"{side(r.paired.jax)} / {side(r.paired.peer)} in turns"
 
 
 TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
