@@ -263,8 +263,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # inside the loops' worst error, row 13's fractions said to be of one chip: 1021; the
     # scaling prediction above ideal said beside row 8's band, row 11's runner-up named,
     # the K80's speed over the CPU: 1028; the crossover measured once per width, the
-    # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036)
-    assert len(lines) <= 25 and len(text.split()) <= 1036
+    # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036; the K80's
+    # one check outside its band: 1046)
+    assert len(lines) <= 25 and len(text.split()) <= 1046
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -666,6 +667,14 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     said = _said(6)
     assert f"jaxcnn's loop predicted {fmt(loop.to_dict())}" in said
     assert f"our model {fmt(ours.to_dict())}" in said
+    # the K80's one check, outside the loop step's band, is said beside that band
+    factor = csv[csv.extra == "keras-tf14-k80-mnist-cnn vs published"].iloc[0]
+    assert factor.value > loop.band_worst
+    band = answers.answers(csv)[5].band
+    assert band.endswith(f"; on a K80 the one check, Keras's loop, {fmt(factor.to_dict())} off")
+    # the control: a band wide enough to hold the check says nothing more
+    wide = csv.assign(band_worst=csv.band_worst.where(csv.id != loop.id, factor.value * 2))
+    assert "on a K80" not in answers.answers(wide)[5].band
     # every page row of such a prediction says what it predicts, the devices page prints
     # the one its error factor is computed on
     assert ours.note.startswith(study_page.OURS_FOR_PUBLISHED)

@@ -57,6 +57,7 @@ class Said:
     text: str
     rows: list[Row] = field(default_factory=list)
     band: str | None = None
+    caveat: str = ""  # after the band, even where it is said as an earlier row's
 
 
 def one(table: pd.DataFrame, **where: Any) -> Row:
@@ -401,7 +402,11 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
         f"seed's {fmt(seed)}/batch is its framework's loop, not the chip: Keras's K80 step "
         f"{fmt(keras)}, our model {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
-    return Said(text, [seed, keras, ours, factor, p, over, b], band)
+    caveat = ""
+    worst = p["band_worst"] if p else None
+    if worst and factor["value"] > worst:  # the chip's one check lies outside the step's band
+        caveat = f"; on a K80 the one check, Keras's loop, {fmt(factor)} off"
+    return Said(text, [seed, keras, ours, factor, p, over, b], band, caveat)
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -764,6 +769,7 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         band = said.band if said.band is not None else next(iter(words), "-")
         earlier = next((a for a in out if _same_band(a.band, band)), None)
         band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
+        band += said.caveat
         ids = [r["id"] for r in said.rows if r]
         out.append(
             Answer(q.number, q.seeds, q.text, said.text, kinds(said.rows), band, q.page, ids)
