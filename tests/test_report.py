@@ -15,7 +15,7 @@ from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.report import answers, figures, plots, views
-from experiments.report.fmt import fmt, value_text
+from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
@@ -264,8 +264,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # scaling prediction above ideal said beside row 8's band, row 11's runner-up named,
     # the K80's speed over the CPU: 1028; the crossover measured once per width, the
     # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036; the K80's
-    # one check outside its band: 1046)
-    assert len(lines) <= 25 and len(text.split()) <= 1046
+    # one check outside its band: 1046; row 7 said of this loop: 1048)
+    assert len(lines) <= 25 and len(text.split()) <= 1048
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1540,6 +1540,20 @@ def test_every_figure_an_answer_quotes_is_on_the_page_it_links(table):
         if not _shown_on(bare[a.page], by_id.loc[i].to_dict() | {"id": i})
     ]
     assert missing
+
+
+def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
+    host = csv[(csv.quantity == "host_s") & (csv.model == "mnist_cnn") & (csv.batch == 128)
+               & (csv.dataset == "mnist") & (csv.precision == "f32")]  # fmt: skip
+    gpu = host[(host.platform == "gpu") & (host.extra == "loop total")]
+    assert len(gpu) == 2  # the committed: the H100's and the H200's
+    lo, hi = (fmt(r) for r in (gpu.loc[gpu.value.idxmin()], gpu.loc[gpu.value.idxmax()]))
+    said = _said(7)
+    assert f"H100 SXM/H200 {span_text(lo, hi)} (copy " in said
+    assert said.endswith("): in it, CPU steps under that gain nothing from a GPU")
+    # the control: without the GPUs' host timings the answer has no floor to give
+    bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
+    assert bare.endswith("; no GPU timed in it yet") and "(copy " not in bare
 
 
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
