@@ -431,7 +431,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     gpus = "/".join(sorted(set(on_gpu.device)))
     text += f"; {gpus} {said('loop total')} (copy {said('put')}, dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
-    return Said(f"{text}: in it, CPU steps under that gain nothing from a GPU", shown)
+    return Said(f"{text}: in it, shorter CPU steps gain nothing from a GPU", shown)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
