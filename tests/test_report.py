@@ -1385,6 +1385,47 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monke
         assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
 
 
+def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):
+    """resnet50's predicted GPU series, 98-100%, fill their panel (not the 84% its
+    published panel needs), each point half a marker or more from every other series';
+    every panel reads in % and names its devices."""
+    import numpy as np
+
+    fig = _figure(table, "scaling", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    s = study_page.rows(table, quantity="scaling_efficiency", selection="equal-batch",
+                        model="resnet50", platform="gpu")  # fmt: skip
+    values = [1.0, *s.value.astype(float)]  # every series starts at its base, 100%
+    ax = panels["resnet50, data-parallel, predicted, GPUs"]
+    lo, hi = ax.get_ylim()
+    assert lo < min(values) and max(values) < hi
+    assert hi - lo < 1.5 * (max(values) - min(values))
+
+    def apart(ax):
+        series = [line.get_transform().transform(np.column_stack([line.get_xdata(),
+                                                                  line.get_ydata()]))[1:]
+                  for line in ax.get_lines() if line.get_marker() not in ("None", "")]  # fmt: skip
+        half = fig.dpi / 72 * max(line.get_markersize() for line in ax.get_lines()) / 2
+        return all(np.hypot(*(p - q)) >= half for i, a in enumerate(series)
+                   for b in series[i + 1:] for p in a for q in b)  # fmt: skip
+
+    assert apart(ax)
+    # the control: on the range the published panel needs the series run together
+    published = study_page.rows(table, quantity="scaling_efficiency", kind="published",
+                                model="resnet50")  # fmt: skip
+    assert published.value.astype(float).min() < lo
+    ax.set_ylim(published.value.astype(float).min(), hi)
+    assert not apart(ax)
+    for title, ax in panels.items():
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert ticks and all(t.endswith("%") for t in ticks), title
+        assert ax.get_xlabel() == "devices", title
+        assert any(t.get_text() for t in ax.get_xticklabels()), title
+    # the control: the memory plot's upper row leaves its batch to the row below
+    memory = [ax for ax in _figure(table, "batch", monkeypatch).axes if ax.axison]
+    assert any(ax.get_xlabel() == "" for ax in memory)
+
+
 def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(
     table, monkeypatch
 ):

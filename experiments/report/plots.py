@@ -370,7 +370,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
 
     panels = sorted({panel_of(r) for r in series})
     plt = pyplot()
-    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.7 * r), "devices", "efficiency")
+    from matplotlib.ticker import PercentFormatter
+
+    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency")
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
@@ -387,15 +389,17 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                 ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
                         label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        # a model's predicted and published panels share one y-range: pairs read by eye
-        on = {r["platform"] for r in mine}
-        shared = [r for r in series if (r["model"], r["placement"]) == (model, placement)
-                  and r["platform"] in on]  # fmt: skip
-        values = [v for r in shared for v in r["values"]]
-        pad = max(0.02, 0.08 * (max(values) - min(values)))
+        # each panel on its own data's range: series 1% apart stay apart, not a smear
+        # on a range a sibling panel's 80% needs
+        values = [v for r in mine for v in r["values"]]
+        pad = 0.1 * (max(values) - min(values)) or 0.01
         ax.set_ylim(min(values) - pad, max(values) + pad)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
         ax.set_xscale("log", base=2)
+        # every panel its own device ticks: fifteen panels read one at a time
+        ax.xaxis.set_tick_params(labelbottom=True)
+        ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
     precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
     handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
@@ -410,7 +414,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                                   mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
     fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Weak scaling: the base's step / n devices' step (each model its own y-axis)")
+    fig.suptitle("Weak scaling: the base's step / n devices' step, % of ideal"
+                 " (each panel its own y-axis)")  # fmt: skip
     fig.tight_layout()
     return _save(fig, path)
 
