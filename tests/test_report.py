@@ -1385,6 +1385,47 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monke
         assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
 
 
+def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(
+    table, monkeypatch
+):
+    """Each GPU's p10-p90 bar is black, above the CPU's line, its caps wider than its marker:
+    seen where the bar is shorter than the marker (the H100's, a few % on three decades).
+    The CPU's shaded spreads are opaque enough to see."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import same_color
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                          loop="step", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    bars = {c.get_label().split(",")[0]: c for c in alone_ax.containers}
+    assert set(bars) == set(gpu.device)
+    cpu = study_page.reference_cpu(table)
+    line = next(x for x in alone_ax.get_lines() if x.get_label().startswith(f"{cpu}, median"))
+    shorter = False
+    for device, c in bars.items():
+        marker, caps, (segments,) = c.lines
+        d = gpu[gpu.device == device]
+        ends = sorted(float(y) for seg in segments.get_segments() for y in seg[:, 1])
+        assert ends == sorted([*d.lo.astype(float), *d.hi.astype(float)])  # the table's
+        assert not same_color(segments.get_color()[0], marker.get_color())
+        assert segments.get_zorder() > line.get_zorder()
+        assert len(caps) == 2 and all(cap.get_markersize() > marker.get_markersize()
+                                      for cap in caps)  # fmt: skip
+        # the control: a bar shorter than its marker, which without caps it would hide in
+        tall = [abs(np.subtract(*segments.get_transform().transform(seg)[:, 1]))
+                for seg in segments.get_segments()]  # fmt: skip
+        shorter |= min(tall) < marker.get_markersize() * fig.dpi / 72
+    assert shorter
+    bands = {c.get_label(): c.get_alpha() for ax in fig.axes for c in ax.collections
+             if isinstance(c, PolyCollection) and c.get_label().startswith(cpu)}  # fmt: skip
+    assert set(bands) == {f"{cpu}, min-max over windows", f"{cpu}, p10-p90"}
+    assert all(alpha >= 0.3 for alpha in bands.values()), bands
+
+
 def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):
     """resnet50's predicted GPU series, 98-100%, fill their panel (not the 84% its
     published panel needs), each point half a marker or more from every other series';

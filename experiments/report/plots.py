@@ -196,7 +196,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
             spread = cl.dropna(subset=["lo", "hi"])
             if len(spread):
                 x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
-                loop_ax.fill_between(x, lo, hi, color="C0", alpha=0.2, linewidth=0,
+                loop_ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0,
                                      label=f"{cpu}, {spread.spread.iloc[0]}")  # fmt: skip
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
@@ -221,14 +221,17 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
-                              spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
+                              spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
                               label=f"{cpu}, p10-p90")  # fmt: skip
     for i, (device, d) in enumerate(gpu.groupby("device")):
-        # each GPU a little to the side: two chips at one width stay visible side by side
+        # each GPU a little to the side: two chips at one width stay visible side by side;
+        # its spread (a few % on three decades) in black above a small hollow marker,
+        # the caps wider than the marker: the bar shows where it is shorter than one
         alone_ax.errorbar(d.params.astype(float) * 1.12**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="D", color=colour[device],
-                          label=f"{device}, xla step loop, p10-p90")  # fmt: skip
+                          fmt="D", color=colour[device], mfc="none", markersize=4,
+                          ecolor="black", elinewidth=1, capsize=4, zorder=3,
+                          label=f"{device}, xla step loop (black bar: p10-p90)")  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax):
@@ -238,6 +241,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
 SEED_RUNS = "the seed's own run: " + ", ".join(
     f"{d.removeprefix('gpu-').upper()} b{b} {'fit' if fit else 'OOM'}"
     for d, b, fit in answers_lib.SEED_MEMORY_RUNS
