@@ -1374,15 +1374,54 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
             assert f"no {device} step measured" in title, (model, title)
 
 
-def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monkeypatch):
-    """Two runs of one panel that reach the same accuracies (the H200's mnist_cnn and the
-    CPU's) never draw the same marker at the same size: the one beneath stays visible."""
+def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table, monkeypatch):
+    """Two runs of one panel that reach the same accuracies (the H100's mnist_cnn and the
+    CPU's) never draw the same marker at the same size, and none is filled: the one
+    beneath stays visible through the one on top."""
+    import numpy as np
+
     fig = _figure(table, "accuracy", monkeypatch)
+    close = False
     for ax in fig.axes:
         runs = [line for line in ax.get_lines() if len(line.get_xdata())]
-        looks = {(line.get_marker(), line.get_markersize(), str(line.get_markerfacecolor()))
-                 for line in runs}  # fmt: skip
-        assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
+        looks = {(line.get_marker(), line.get_markersize()) for line in runs}
+        assert len(looks) == len(runs), ax.get_title()
+        assert all(str(line.get_markerfacecolor()) == "none" for line in runs), ax.get_title()
+        # the control: two runs' points within a marker of each other, where a filled
+        # marker on top would hide the one beneath
+        xy = [line.get_transform().transform(np.column_stack([line.get_xdata(),
+                                                              line.get_ydata()]))
+              for line in runs]  # fmt: skip
+        px = fig.dpi / 72 * max(line.get_markersize() for line in runs)
+        close |= any(np.hypot(*(p - q)) < px / 2 for i, a in enumerate(xy) for b in xy[i + 1:]
+                     for p in a for q in b)  # fmt: skip
+    assert close
+
+
+def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel(
+    table, monkeypatch
+):
+    """Every run's curve is drawn once, as the table holds it, in a panel of its model,
+    data set, batch and epoch count, named in its title: a batch-64 3-epoch run is no
+    line among batch-128 5-epoch ones."""
+    curves = table[(table.quantity == "test_accuracy")
+                   & table.extra.astype(str).str.startswith("epoch ")]  # fmt: skip
+    of = curves.extra.str.extract(r"^epoch \d+ of (\d+)")[0].astype(int)
+    curves = curves.assign(epoch=curves.extra.str.extract(r"^epoch (\d+)")[0].astype(int), of=of)
+    fig = _figure(table, "accuracy", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes}
+    # the control: one model and data set holds runs of two batches and epoch counts
+    like = curves.groupby(["dataset", "model"])[["batch", "of"]].apply(lambda g: len(set(
+        zip(g.batch, g.of, strict=True))))  # fmt: skip
+    assert like.max() > 1
+    for (dataset, model, batch, n), g in curves.groupby(["dataset", "model", "batch", "of"]):
+        ax = panels.pop(f"{model} on {dataset}, batch {int(batch)}, {n} epochs")
+        want = sorted(tuple(zip(r.sort_values("epoch").epoch, r.sort_values("epoch").value,
+                                strict=True)) for _, r in g.groupby("records"))  # fmt: skip
+        got = sorted(tuple(zip(line.get_xdata(), line.get_ydata(), strict=True))
+                     for line in ax.get_lines())  # fmt: skip
+        assert got == want, ax.get_title()
+    assert panels == {}  # no panel of anything else
 
 
 def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(

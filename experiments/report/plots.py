@@ -522,39 +522,34 @@ ACCURACY_MARKERS = "osD^v"
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch, one line per run, each its own marker so overlapping runs
-    stay visible: the same model should reach the same accuracy on every device."""
+    """Test accuracy per epoch, one line per run, a panel per model, data set, batch and
+    epoch count (like compared with like); every marker hollow, each run its own shape
+    and size: a run drawn on top of another leaves the one beneath visible."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
-    curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))
+    epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
+    curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
     plt = pyplot()
-    # a panel per model and data set: two models' curves in one panel crowd it
-    panels = curves.groupby(["dataset", "model"])
-    fig, axes = plt.subplots(1, panels.ngroups, figsize=(4.6 * panels.ngroups, 4), squeeze=False)
-    for ax, ((dataset, model), d) in zip(axes[0], panels, strict=True):
-        runs = d.groupby("records")
-        for i, (_, g) in enumerate(runs):
+    # the panels comparing the most runs first
+    panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
+                    key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
+    for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
+        for i, (_, g) in enumerate(d.groupby("records")):
             g = g.sort_values("epoch")
-            # each run a little to the side of the epoch: runs that reach the same
-            # accuracy stand beside each other, not on top
-            offset = (i - (len(runs) - 1) / 2) * 0.06
             first = g.iloc[0]
-            epochs, seed = first.extra.split(" of ")[1].partition(",")[::2]
-            label = (
-                f"batch {int(first.batch)}, {first.precision}, {first.formulation}, "
-                f"{epochs} epochs{',' + seed if seed else ''} ({first.device})"
-            )
-            # each run its own marker, the earlier ones larger and hollow: a run on top of
-            # another leaves the one beneath visible around it
-            mark = ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)]
-            ax.plot(g.epoch + offset, g.value, "-", marker=mark,
-                    markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
-                    mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
-        ax.set(title=f"{model} on {dataset} (measured)", xlabel="epoch")
+            seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
+            label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
+            label += f" ({first.device})"
+            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
+                    markersize=12 - 1.6 * (i % 5), mfc="none", mew=1.5, color=f"C{i % 10}",
+                    linewidth=1, label=label)  # fmt: skip
+        ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
+        ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
-    axes[0][0].set_ylabel("test accuracy per epoch")
+    axes[0][0].set_ylabel("test accuracy per epoch (measured)")
     return _save(fig, path)
 
 
