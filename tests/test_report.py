@@ -1383,15 +1383,136 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
             assert f"no {device} step measured" in title, (model, title)
 
 
-def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_marker(table, monkeypatch):
-    """Two runs of one panel that reach the same accuracies (the H200's mnist_cnn and the
-    CPU's) never draw the same marker at the same size: the one beneath stays visible."""
+def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table, monkeypatch):
+    """Two runs of one panel that reach the same accuracies (the H100's mnist_cnn and the
+    CPU's) never draw the same marker at the same size, and none is filled: the one
+    beneath stays visible through the one on top."""
+    import numpy as np
+
     fig = _figure(table, "accuracy", monkeypatch)
+    close = False
     for ax in fig.axes:
         runs = [line for line in ax.get_lines() if len(line.get_xdata())]
-        looks = {(line.get_marker(), line.get_markersize(), str(line.get_markerfacecolor()))
-                 for line in runs}  # fmt: skip
-        assert len(runs) >= 2 and len(looks) == len(runs), ax.get_title()
+        looks = {(line.get_marker(), line.get_markersize()) for line in runs}
+        assert len(looks) == len(runs), ax.get_title()
+        assert all(str(line.get_markerfacecolor()) == "none" for line in runs), ax.get_title()
+        # the control: two runs' points within a marker of each other, where a filled
+        # marker on top would hide the one beneath
+        xy = [line.get_transform().transform(np.column_stack([line.get_xdata(),
+                                                              line.get_ydata()]))
+              for line in runs]  # fmt: skip
+        px = fig.dpi / 72 * max(line.get_markersize() for line in runs)
+        close |= any(np.hypot(*(p - q)) < px / 2 for i, a in enumerate(xy) for b in xy[i + 1:]
+                     for p in a for q in b)  # fmt: skip
+    assert close
+
+
+def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel(
+    table, monkeypatch
+):
+    """Every run's curve is drawn once, as the table holds it, in a panel of its model,
+    data set, batch and epoch count, named in its title: a batch-64 3-epoch run is no
+    line among batch-128 5-epoch ones."""
+    curves = table[(table.quantity == "test_accuracy")
+                   & table.extra.astype(str).str.startswith("epoch ")]  # fmt: skip
+    of = curves.extra.str.extract(r"^epoch \d+ of (\d+)")[0].astype(int)
+    curves = curves.assign(epoch=curves.extra.str.extract(r"^epoch (\d+)")[0].astype(int), of=of)
+    fig = _figure(table, "accuracy", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes}
+    # the control: one model and data set holds runs of two batches and epoch counts
+    like = curves.groupby(["dataset", "model"])[["batch", "of"]].apply(lambda g: len(set(
+        zip(g.batch, g.of, strict=True))))  # fmt: skip
+    assert like.max() > 1
+    for (dataset, model, batch, n), g in curves.groupby(["dataset", "model", "batch", "of"]):
+        ax = panels.pop(f"{model} on {dataset}, batch {int(batch)}, {n} epochs")
+        want = sorted(tuple(zip(r.sort_values("epoch").epoch, r.sort_values("epoch").value,
+                                strict=True)) for _, r in g.groupby("records"))  # fmt: skip
+        got = sorted(tuple(zip(line.get_xdata(), line.get_ydata(), strict=True))
+                     for line in ax.get_lines())  # fmt: skip
+        assert got == want, ax.get_title()
+    assert panels == {}  # no panel of anything else
+
+
+def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(
+    table, monkeypatch
+):
+    """Each GPU's p10-p90 bar is black, above the CPU's line, its caps wider than its marker:
+    seen where the bar is shorter than the marker (the H100's, a few % on three decades).
+    The CPU's shaded spreads are opaque enough to see."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import same_color
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                          loop="step", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    bars = {c.get_label().split(",")[0]: c for c in alone_ax.containers}
+    assert set(bars) == set(gpu.device)
+    cpu = study_page.reference_cpu(table)
+    line = next(x for x in alone_ax.get_lines() if x.get_label().startswith(f"{cpu}, median"))
+    shorter = False
+    for device, c in bars.items():
+        marker, caps, (segments,) = c.lines
+        d = gpu[gpu.device == device]
+        ends = sorted(float(y) for seg in segments.get_segments() for y in seg[:, 1])
+        assert ends == sorted([*d.lo.astype(float), *d.hi.astype(float)])  # the table's
+        assert not same_color(segments.get_color()[0], marker.get_color())
+        assert segments.get_zorder() > line.get_zorder()
+        assert len(caps) == 2 and all(cap.get_markersize() > marker.get_markersize()
+                                      for cap in caps)  # fmt: skip
+        # the control: a bar shorter than its marker, which without caps it would hide in
+        tall = [abs(np.subtract(*segments.get_transform().transform(seg)[:, 1]))
+                for seg in segments.get_segments()]  # fmt: skip
+        shorter |= min(tall) < marker.get_markersize() * fig.dpi / 72
+    assert shorter
+    bands = {c.get_label(): c.get_alpha() for ax in fig.axes for c in ax.collections
+             if isinstance(c, PolyCollection) and c.get_label().startswith(cpu)}  # fmt: skip
+    assert set(bands) == {f"{cpu}, min-max over windows", f"{cpu}, p10-p90"}
+    assert all(alpha >= 0.3 for alpha in bands.values()), bands
+
+
+def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):
+    """resnet50's predicted GPU series, 98-100%, fill their panel (not the 84% its
+    published panel needs), each point half a marker or more from every other series';
+    every panel reads in % and names its devices."""
+    import numpy as np
+
+    fig = _figure(table, "scaling", monkeypatch)
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    s = study_page.rows(table, quantity="scaling_efficiency", selection="equal-batch",
+                        model="resnet50", platform="gpu")  # fmt: skip
+    values = [1.0, *s.value.astype(float)]  # every series starts at its base, 100%
+    ax = panels["resnet50, data-parallel, predicted, GPUs"]
+    lo, hi = ax.get_ylim()
+    assert lo < min(values) and max(values) < hi
+    assert hi - lo < 1.5 * (max(values) - min(values))
+
+    def apart(ax):
+        series = [line.get_transform().transform(np.column_stack([line.get_xdata(),
+                                                                  line.get_ydata()]))[1:]
+                  for line in ax.get_lines() if line.get_marker() not in ("None", "")]  # fmt: skip
+        half = fig.dpi / 72 * max(line.get_markersize() for line in ax.get_lines()) / 2
+        return all(np.hypot(*(p - q)) >= half for i, a in enumerate(series)
+                   for b in series[i + 1:] for p in a for q in b)  # fmt: skip
+
+    assert apart(ax)
+    # the control: on the range the published panel needs the series run together
+    published = study_page.rows(table, quantity="scaling_efficiency", kind="published",
+                                model="resnet50")  # fmt: skip
+    assert published.value.astype(float).min() < lo
+    ax.set_ylim(published.value.astype(float).min(), hi)
+    assert not apart(ax)
+    for title, ax in panels.items():
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert ticks and all(t.endswith("%") for t in ticks), title
+        assert ax.get_xlabel() == "devices", title
+        assert any(t.get_text() for t in ax.get_xticklabels()), title
+    # the control: the memory plot's upper row leaves its batch to the row below
+    memory = [ax for ax in _figure(table, "batch", monkeypatch).axes if ax.axison]
+    assert any(ax.get_xlabel() == "" for ax in memory)
 
 
 def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(

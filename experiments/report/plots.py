@@ -196,7 +196,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
             spread = cl.dropna(subset=["lo", "hi"])
             if len(spread):
                 x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
-                loop_ax.fill_between(x, lo, hi, color="C0", alpha=0.2, linewidth=0,
+                loop_ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0,
                                      label=f"{cpu}, {spread.spread.iloc[0]}")  # fmt: skip
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
@@ -221,14 +221,17 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
-                              spread.hi.astype(float), color="C0", alpha=0.2, linewidth=0,
+                              spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
                               label=f"{cpu}, p10-p90")  # fmt: skip
     for i, (device, d) in enumerate(gpu.groupby("device")):
-        # each GPU a little to the side: two chips at one width stay visible side by side
+        # each GPU a little to the side: two chips at one width stay visible side by side;
+        # its spread (a few % on three decades) in black above a small hollow marker,
+        # the caps wider than the marker: the bar shows where it is shorter than one
         alone_ax.errorbar(d.params.astype(float) * 1.12**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="D", color=colour[device],
-                          label=f"{device}, xla step loop, p10-p90")  # fmt: skip
+                          fmt="D", color=colour[device], mfc="none", markersize=4,
+                          ecolor="black", elinewidth=1, capsize=4, zorder=3,
+                          label=f"{device}, xla step loop (black bar: p10-p90)")  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax):
@@ -238,6 +241,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
 SEED_RUNS = "the seed's own run: " + ", ".join(
     f"{d.removeprefix('gpu-').upper()} b{b} {'fit' if fit else 'OOM'}"
     for d, b, fit in answers_lib.SEED_MEMORY_RUNS
@@ -370,7 +374,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
 
     panels = sorted({panel_of(r) for r in series})
     plt = pyplot()
-    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.7 * r), "devices", "efficiency")
+    from matplotlib.ticker import PercentFormatter
+
+    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency")
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
@@ -387,15 +393,17 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                 ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
                         label=ABOVE_IDEAL)  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        # a model's predicted and published panels share one y-range: pairs read by eye
-        on = {r["platform"] for r in mine}
-        shared = [r for r in series if (r["model"], r["placement"]) == (model, placement)
-                  and r["platform"] in on]  # fmt: skip
-        values = [v for r in shared for v in r["values"]]
-        pad = max(0.02, 0.08 * (max(values) - min(values)))
+        # each panel on its own data's range: series 1% apart stay apart, not a smear
+        # on a range a sibling panel's 80% needs
+        values = [v for r in mine for v in r["values"]]
+        pad = 0.1 * (max(values) - min(values)) or 0.01
         ax.set_ylim(min(values) - pad, max(values) + pad)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
         ax.set_xscale("log", base=2)
+        # every panel its own device ticks: fifteen panels read one at a time
+        ax.xaxis.set_tick_params(labelbottom=True)
+        ax.set_xlabel("devices")
     handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
     precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
     handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
@@ -410,7 +418,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                                   mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
     fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Weak scaling: the base's step / n devices' step (each model its own y-axis)")
+    fig.suptitle("Weak scaling: the base's step / n devices' step, % of ideal"
+                 " (each panel its own y-axis)")  # fmt: skip
     fig.tight_layout()
     return _save(fig, path)
 
@@ -513,39 +522,34 @@ ACCURACY_MARKERS = "osD^v"
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch, one line per run, each its own marker so overlapping runs
-    stay visible: the same model should reach the same accuracy on every device."""
+    """Test accuracy per epoch, one line per run, a panel per model, data set, batch and
+    epoch count (like compared with like); every marker hollow, each run its own shape
+    and size: a run drawn on top of another leaves the one beneath visible."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
-    curves = curves.assign(epoch=curves.extra.str.extract(r"epoch (\d+)")[0].astype(int))
+    epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
+    curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
     plt = pyplot()
-    # a panel per model and data set: two models' curves in one panel crowd it
-    panels = curves.groupby(["dataset", "model"])
-    fig, axes = plt.subplots(1, panels.ngroups, figsize=(4.6 * panels.ngroups, 4), squeeze=False)
-    for ax, ((dataset, model), d) in zip(axes[0], panels, strict=True):
-        runs = d.groupby("records")
-        for i, (_, g) in enumerate(runs):
+    # the panels comparing the most runs first
+    panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
+                    key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
+    for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
+        for i, (_, g) in enumerate(d.groupby("records")):
             g = g.sort_values("epoch")
-            # each run a little to the side of the epoch: runs that reach the same
-            # accuracy stand beside each other, not on top
-            offset = (i - (len(runs) - 1) / 2) * 0.06
             first = g.iloc[0]
-            epochs, seed = first.extra.split(" of ")[1].partition(",")[::2]
-            label = (
-                f"batch {int(first.batch)}, {first.precision}, {first.formulation}, "
-                f"{epochs} epochs{',' + seed if seed else ''} ({first.device})"
-            )
-            # each run its own marker, the earlier ones larger and hollow: a run on top of
-            # another leaves the one beneath visible around it
-            mark = ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)]
-            ax.plot(g.epoch + offset, g.value, "-", marker=mark,
-                    markersize=11 - 1.5 * (i % 5), mfc="none" if i % 2 == 0 else None,
-                    mew=1.5, color=f"C{i % 10}", linewidth=1, label=label)  # fmt: skip
-        ax.set(title=f"{model} on {dataset} (measured)", xlabel="epoch")
+            seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
+            label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
+            label += f" ({first.device})"
+            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
+                    markersize=12 - 1.6 * (i % 5), mfc="none", mew=1.5, color=f"C{i % 10}",
+                    linewidth=1, label=label)  # fmt: skip
+        ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
+        ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
-    axes[0][0].set_ylabel("test accuracy per epoch")
+    axes[0][0].set_ylabel("test accuracy per epoch (measured)")
     return _save(fig, path)
 
 
