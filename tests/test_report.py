@@ -774,6 +774,10 @@ def schema_violations(frame: pd.DataFrame, schema: dict) -> list[str]:
             out.append(f"{f['name']}: {sorted(set(present) - set(map(str, rule['enum'])))}")
     if frame[schema["primaryKey"]].duplicated().any():
         out.append("id: repeated")
+    for key in schema["foreignKeys"]:  # a reference to the table itself: its ids
+        named = frame[key["fields"]].dropna()
+        if not named.isin(frame[key["reference"]["fields"]]).all():
+            out.append(f"{key['fields']}: no such id")
     units = fields[[f["name"] for f in fields].index("unit")]["unitOfQuantity"]
     if (frame.unit != frame.quantity.map(units)).any():
         out.append("unit: not its quantity's")
@@ -797,10 +801,12 @@ def test_figures_csv_meets_the_schema_the_report_writes_beside_it(tmp_path):
     bad.loc[bad.index[0], "precision"] = "fp32"
     bad.loc[bad.index[1], "kind"] = None
     bad.loc[bad.index[2], "unit"] = "ms"
+    bad.loc[bad.index[2], "numerator"] = "step_s|no such figure"
     assert schema_violations(bad, schema) == [
         "kind: missing",
         "unit: ['ms']",
         "precision: ['fp32']",
+        "numerator: no such id",
         "unit: not its quantity's",
     ]
 
@@ -1670,11 +1676,11 @@ def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     assert len(gpu) == 2  # the committed: the H100's and the H200's
     lo, hi = (fmt(r) for r in (gpu.loc[gpu.value.idxmin()], gpu.loc[gpu.value.idxmax()]))
     said = _said(7)
-    assert f"H100 SXM/H200 {span_text(lo, hi)} (copy " in said
+    assert f"H100 SXM/H200 {span_text(lo, hi)} (device_put " in said
     assert said.endswith("): in it, shorter CPU steps gain nothing from a GPU")
     # the control: without the GPUs' host timings the answer has no floor to give
     bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
-    assert bare.endswith("; no GPU timed in it yet") and "(copy " not in bare
+    assert bare.endswith("; no GPU timed in it yet") and "(device_put " not in bare
 
 
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):

@@ -429,7 +429,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(on_gpu[on_gpu.extra == "loop total"]):
         return Said(f"{text}; no GPU timed in it yet", shown)
     gpus = "/".join(sorted(set(on_gpu.device)))
-    text += f"; {gpus} {said('loop total')} (copy {said('put')}, dispatch {said('dispatch')})"
+    text += f"; {gpus} {said('loop total')} (device_put {said('put')}, dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
     return Said(f"{text}: in it, shorter CPU steps gain nothing from a GPU", shown)
 

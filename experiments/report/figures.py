@@ -104,8 +104,9 @@ MEANINGS = {
     "ideal, seeds short of a target)",
     "source": "where a published figure, a price or the constants come from",
     "note": "what else a reader must know (a host part left out, which side an error favours)",
-    "numerator": "a ratio's baseline: the id of the figure on top (a speedup is "
-    "numerator / denominator)",
+    "numerator": "the id of the figure this one is made from: a ratio's top (a speedup is "
+    "numerator / denominator), an error factor's measured figure, or the step an epoch or a "
+    "price is derived from",
     "denominator": "a ratio's figure: the id of the figure below",
 }
 COLUMNS = list(MEANINGS)
@@ -170,7 +171,10 @@ def table_schema() -> dict[str, Any]:
             {"name": name, "type": kind, "description": meaning, "constraints": constraints}
         )
     fields[COLUMNS.index("unit")]["unitOfQuantity"] = UNITS  # the one unit of each quantity
-    return {"fields": fields, "primaryKey": ["id"], "missingValues": [""]}
+    # a figure made from others names them by id: every such id is a row of the table
+    refers = [{"fields": c, "reference": {"resource": "", "fields": "id"}}
+              for c in ("numerator", "denominator")]  # fmt: skip
+    return {"fields": fields, "primaryKey": ["id"], "foreignKeys": refers, "missingValues": [""]}
 
 
 def column_dictionary() -> str:
@@ -822,28 +826,33 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def held_out_loop_rows(
-    records: Sequence[Record], constants: dict[str, Any]
+    records: Sequence[Record], constants: dict[str, Any], host: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """jaxcnn's step loop measured on an accelerator against its prediction held out, as
     the fit checked it (the constants' `loop_error`): the factor, with the prediction in
-    its note (no answer quotes it as a row); per platform and regime, the band of those
-    factors and of the published JAX loops the fit checked."""
+    its note (no answer quotes it as a row), keyed as the loop ran (host_rows, `host`),
+    the newest check of each; per platform and regime, the band of those factors and of
+    the published JAX loops the fit checked."""
     out = []
     by_id = {r.run_id: r for r in records}
+    shown = {h["id"]: h["records"] for h in host}  # the loop steps the table holds
     checked = constants.get("loop_error") or {}
     for platform, found in sorted(checked.items()):
-        for c in found["loops"]:
-            r = by_id.get(c["record"])
-            if r is None:
+        ran = [(by_id[c["record"]], c) for c in found["loops"] if c["record"] in by_id]
+        newest_ = {id(r) for r in select_newest([r for r, _ in ran], of=_host_loop_workload)}
+        for r, c in ran:
+            if id(r) not in newest_:
                 continue
-            w = {**workload_of(r), "params": _params(r)}
+            w = {**_host_loop_workload(r), "params": _params(r)}
             a, p = c["measured_s"], c["predicted_s"]
-            measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "newest", [r])
+            measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "newest", [r])["id"]
             way = "predicted faster" if p < a else "predicted slower"
             note = f"{way}: {p * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})"
+            if shown.get(measured) != r.run_id:  # its loop step is not the table's: said here
+                measured, note = None, f"{note}; measured {a * 1e3:.3g} ms"
             out.append(
                 row("error_factor", "predicted", max(p / a, a / p), w, "held-out", [r],
-                    extra=HELD_OUT_LOOP, numerator=measured["id"], note=note)
+                    extra=HELD_OUT_LOOP, numerator=measured, note=note)
             )  # fmt: skip
         bands = (
             (found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
@@ -1472,14 +1481,15 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     records = [r for r in loaded if not records_lib.took_turns(r)]
     constants = predictions.constants_table()
     bands = _bands(constants)
+    host = host_rows(records)
     out = [
         *measured_rows(records),
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
-        *host_rows(records),
+        *host,
         *speedrun_rows(records),
         *compiled_rows(records),
-        *held_out_loop_rows(records, constants),
+        *held_out_loop_rows(records, constants, host),
         *before_first_run_rows(records),
         *predicted_rows(records, bands),
         *published_rows(refs, records),
