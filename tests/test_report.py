@@ -264,8 +264,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # scaling prediction above ideal said beside row 8's band, row 11's runner-up named,
     # the K80's speed over the CPU: 1028; the crossover measured once per width, the
     # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036; the K80's
-    # one check outside its band: 1046; row 7 said of this loop: 1047)
-    assert len(lines) <= 25 and len(text.split()) <= 1047
+    # one check outside its band: 1046; row 7 said of this loop: 1047; row 2 gives our
+    # model of the seed's own loops against them: 1065)
+    assert len(lines) <= 25 and len(text.split()) <= 1065
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -863,10 +864,12 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         assert mnist.device.is_unique  # one figure per chip
         for r in mnist.to_dict("records"):
             assert f"{r['device']} {fmt(r)}" in said or f"CPU {fmt(r)} " in said
-        if platform != "cpu":
-            top = g.loc[g.value.idxmax()].to_dict()
-            assert f"{top['device']} {fmt(top)}" in said.split("; largest ")[1]
+        if platform == "gpu":  # measured: each chip's largest beside its MNIST CNN
+            tops = [fmt(c.loc[c.value.idxmax()].to_dict()) for _, c in g.groupby("device")]
+            assert f"of TF32 peak (catsdogs_cnn: {', '.join(tops)})" in said
+    assert said.startswith("mnist_cnn b128 f32, step timed alone: CPU ")
     assert "H100 SXM 0.9%, H200 0.8% of TF32 peak" in said  # the committed GPU records
+    assert "catsdogs_cnn" not in said.split("; predicted ")[1]  # a prediction's largest: the page
     assert "; predicted tpu-v5e-1 " in said  # no TPU has run: its fractions are predictions
     # a TPU's predicted fraction names the peak it is of, as the measured GPUs' do
     tpu = csv[(csv.quantity == "mfu") & (csv.platform == "tpu") & (csv.kind == "predicted")]
@@ -1681,6 +1684,18 @@ def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     # the control: without the GPUs' host timings the answer has no floor to give
     bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
     assert bare.endswith("; no GPU timed in it yet") and "(device_put " not in bare
+
+
+def test_row_2s_band_gives_our_model_of_the_seeds_own_loops_against_them(csv):
+    checks = csv[(csv.quantity == "error_factor") & csv.extra.isin(
+        ["seed000-mx150-catsdogs vs published", "seed000-t4-catsdogs vs published"])]  # fmt: skip
+    assert len(checks) == 2
+    band = answers.answers(csv)[1].band
+    for r in checks.to_dict("records"):
+        assert f"{r['device']} {fmt(r)} ({r['note']})" in band
+    # the control: without those checks the band says only its own
+    bare = answers.answers(csv[~csv.id.isin(checks.id)])[1].band
+    assert "seed's own loops" not in bare and bare.startswith("unvalidated")
 
 
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):

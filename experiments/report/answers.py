@@ -193,7 +193,14 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads)" if t4 else "")
     said = f"CPU b16 {fmt(c)} ({c['formulation']} formulation)" if c else None
     parts.append(said or none_on(cpu, "CPU b16 step"))
-    return Said("; ".join(p for p in parts if p), [mx, t4, c, pm, pt])
+    # our model of the seed's own loops against them: the chips' one check, beside the band
+    refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
+    checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
+              for chip, ref in refs]  # fmt: skip
+    said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
+    caveat = f"; our model of the seed's own loops: {said_checks} off" if said_checks else ""
+    found = [e for _, e in checks]
+    return Said("; ".join(p for p in parts if p), [mx, t4, c, pm, pt, *found], caveat=caveat)
 
 
 def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -598,24 +605,24 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
-    """The MNIST CNN per chip, then each platform's largest fraction of a seed model: b128
-    f32 on one chip, in the step loop and each platform's own formulation, on MNIST where
-    the model ran on it. A CPU has no datasheet peak: its FLOP/s beside its own measured
-    matmul. A fraction names the peak it is of (its row's note)."""
+    """The MNIST CNN per chip: b128 f32 on one chip, the step timed alone in the step loop,
+    each platform's own formulation, on MNIST where the model ran on it; beside a measured
+    platform's, each chip's largest fraction of a seed model (a predicted one's is on the
+    page). A CPU has no datasheet peak: its FLOP/s beside its own measured matmul. A
+    fraction names the peak it is of (its row's note)."""
     seeds = {"batch": 128, "precision": "f32", "devices": 1, "model": SEED_MODELS,
              "loop": "step", "extra": "-"}  # fmt: skip
     peak = one(t, quantity="peak_flops_per_s", device=cpu, precision="f32")
     flops = rows(t, quantity="flops_per_s", kind="measured", device=cpu, **seeds)
     mfu = rows(t, quantity="mfu", **seeds)
-    parts, tops, picked = [], [], [peak]
+    parts, picked = [], [peak]
     for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
         m = flops if platform == "cpu" else mfu[mfu.platform == platform]
         m = m[m.formulation == platform_formulation(platform)]
         m = m[m.kind == ("measured" if (m.kind == "measured").any() else "predicted")]
-        m = m.sort_values("dataset", key=lambda d: d != "mnist").drop_duplicates(
-            ["model", "device"]
-        )
-        mnist = m[m.model == MNIST_MODEL].sort_values("device").to_dict("records")
+        m = m.sort_values("dataset", key=lambda d: d != "mnist")
+        m = m.drop_duplicates(["model", "device"]).sort_values("device", kind="stable")
+        mnist = m[m.model == MNIST_MODEL].to_dict("records")
         if not mnist or (platform == "cpu" and peak is None):
             continue
         picked += m.to_dict("records")  # every seed model per chip, on the page
@@ -624,23 +631,19 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             ceiling = ceiling if fmt(mnist[0]).endswith(f" {unit}") else fmt(peak)
             parts.append(f"CPU {fmt(mnist[0])} (matmul {ceiling})")
             continue
-        tops.append(m.loc[m.value.idxmax()].to_dict())
-        of = "/".join(
-            sorted(
-                {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
-            )
-        )
-        kind = "" if mnist[0]["kind"] == "measured" else "predicted "
-        each = ", ".join(f"{r['device']} {fmt(r)}" for r in mnist)
-        parts.append(f"{kind}{each} of {of.replace('tf32', 'TF32')} peak")
+        notes = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
+        said = ", ".join(f"{r['device']} {fmt(r)}" for r in mnist)
+        said += f" of {'/'.join(sorted(notes)).replace('tf32', 'TF32')} peak"
+        if mnist[0]["kind"] != "measured":
+            parts.append(f"predicted {said}")
+            continue
+        tops = m.loc[m.groupby("device", sort=False).value.idxmax()].to_dict("records")
+        models = {r["model"] for r in tops}  # named once where every chip's is one model's
+        each = ", ".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}" for r in tops)
+        parts.append(f"{said} ({models.pop() + ': ' if len(models) == 1 else 'largest: '}{each})")
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    if tops:  # the largest as the largest: its model named once where the platforms share it
-        models = {r["model"] for r in tops}
-        each = ", ".join(f"{'' if len(models) == 1 else r['model'] + ' '}{r['device']} {fmt(r)}"
-                         for r in tops)  # fmt: skip
-        parts.append(f"largest {models.pop() + ': ' if len(models) == 1 else ''}{each}")
-    return Said(f"{MNIST_MODEL} b128 f32: " + "; ".join(parts), picked)
+    return Said(f"{MNIST_MODEL} b128 f32, step timed alone: " + "; ".join(parts), picked)
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
