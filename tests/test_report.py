@@ -265,8 +265,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the K80's speed over the CPU: 1028; the crossover measured once per width, the
     # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036; the K80's
     # one check outside its band: 1046; row 7 said of this loop: 1047; row 2 gives our
-    # model of the seed's own loops against them: 1065)
-    assert len(lines) <= 25 and len(text.split()) <= 1065
+    # model of the seed's own loops against them: 1065; row 14's one-model control: 1076)
+    assert len(lines) <= 25 and len(text.split()) <= 1076
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -834,7 +834,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
               & (csv.selection == "equal-batch") & (csv.precision == "f32")]  # fmt: skip
     for model, m in gpu.groupby("model"):  # each model's worst over 2-8 GPUs
-        assert f"{model} ≥{fmt(m.loc[m.value.idxmin()].to_dict())}" in _said(8)
+        assert f"{model} {fmt(m.loc[m.value.idxmin()].to_dict())}" in _said(8)
     # a prediction above ideal, whatever its platform, is said beside the band
     above = csv[(csv.quantity == "scaling_efficiency") & csv.flag.str.startswith("above ideal")]
     band = answers.answers(csv)[7].band
@@ -909,7 +909,9 @@ def test_the_contrary_results_are_in_the_answers(csv):
     # model parallelism: its efficiency beside its memory
     e = csv[(csv.quantity == "scaling_efficiency") & (csv.placement == "model")
             & (csv.selection == "equal-batch")]  # fmt: skip
-    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())} of ideal" in _said(8)
+    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())}" in _said(8)
+    # no GPU split compiled: the answer says its figure is another platform's
+    assert "; weights split, TPU only: catsdogs_cnn " in _said(8)
     # oneDNN: which is faster, per loop
     o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
             & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
@@ -942,9 +944,12 @@ def test_model_parallelism_is_answered_with_a_split_compiles_predicted_efficienc
     split = table.placement.isin(choices.MODEL_STRATEGIES)
     e = table[split & (table.quantity == "scaling_efficiency")]
     assert efficiency["id"] == e.loc[e.batch.idxmax()].id
-    assert text == f"weights split: {efficiency['model']} {efficiency['device']} " + (
-        f"{fmt(efficiency)} of ideal"
+    assert text == f"weights split, TPU only: {efficiency['model']} {efficiency['device']} " + (
+        f"{fmt(efficiency)}"
     )
+    # the control: a GPU split compile is said without the other platforms' "only"
+    on_gpu = table.assign(platform=table.platform.where(table.id != efficiency["id"], "gpu"))
+    assert answers.model_split(on_gpu)[0].startswith("weights split: ")
     # no efficiency predicted: the largest split compile's memory per device instead
     bare = table[~(split & (table.quantity == "scaling_efficiency"))]
     m = bare[bare.placement.isin(choices.MODEL_STRATEGIES) & (bare.quantity == "memory_bytes")]
@@ -1696,6 +1701,18 @@ def test_row_2s_band_gives_our_model_of_the_seeds_own_loops_against_them(csv):
     # the control: without those checks the band says only its own
     bare = answers.answers(csv[~csv.id.isin(checks.id)])[1].band
     assert "seed's own loops" not in bare and bare.startswith("unvalidated")
+
+
+def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
+    cpu = study_page.reference_cpu(csv)
+    v = csv[(csv.quantity == "speedup") & (csv.device == cpu)
+            & csv.extra.str.contains("vmap vs sequential")
+            & csv.extra.str.contains("K=1\\b")]  # fmt: skip
+    assert len(v) == 2  # one per formulation
+    lo, hi = (fmt(r) for r in (v.loc[v.value.idxmin()], v.loc[v.value.idxmax()]))
+    assert answers.answers(csv)[13].band.startswith(f"K=1, one model, reads {span_text(lo, hi)}: ")
+    # the control: without a K=1 run there is no control to give
+    assert answers.answers(csv[~csv.id.isin(v.id)])[13].band == "-"
 
 
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):

@@ -390,10 +390,10 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
-    """The verdict on the seed's K80 figure first: whose loop it times (a framework's of
-    its day; Keras's published K80 step of this network is its order, and our model of
-    that loop misses it, which way said); then jaxcnn's own predicted loop step and its
-    speed over the CPU's."""
+    """The seed's K80 figure beside Keras's published K80 step of this network and our
+    model of that loop (which way it misses, and that the miss is the framework's overhead
+    or the model's error, undecided); then jaxcnn's own predicted loop step and its speed
+    over the CPU's."""
     p = accelerator_step(t, "gpu-k80", MNIST_MODEL, 128)
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
@@ -405,9 +405,10 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
+    # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
-        f"seed's {fmt(seed)}/batch is its framework's loop, not the chip: Keras's K80 step "
-        f"{fmt(keras)}, our model {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
+        f"seed's {fmt(seed)}/batch: Keras's K80 step {fmt(keras)}, our model {fmt(ours)} "
+        f"({fmt(factor)} {way}: its overhead or our error); {jaxcnn}"
     )
     caveat = ""
     worst = p["band_worst"] if p else None
@@ -448,10 +449,13 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     efficiency = rows(t, quantity="scaling_efficiency", placement=list(MODEL_STRATEGIES),
                       selection="equal-batch")  # fmt: skip
     memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))
-    for found, unit in ((efficiency, " of ideal"), (memory, "/device")):
+    for found, unit in ((efficiency, ""), (memory, "/device")):
         if len(found):
             r = found.loc[found.batch.idxmax()].to_dict()
-            return f"weights split: {r['model']} {r['device']} {fmt(r)}{unit}", [r]
+            # a GPU question answered from other chips says so
+            others = "/".join(sorted(p.upper() for p in set(found.platform)))
+            only = "" if "gpu" in set(found.platform) else f", {others} only"
+            return f"weights split{only}: {r['model']} {r['device']} {fmt(r)}{unit}", [r]
     return "model parallelism not compiled yet", []
 
 
@@ -468,8 +472,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     worst = [m.loc[m.value.idxmin()].to_dict() for _, m in gpu.groupby("model")]
     worst.sort(key=lambda r: -r["value"])
     kind = "measured" if (gpu.kind == "measured").all() else "predicted"
-    each = ", ".join(f"{r['model']} ≥{fmt(r)}" for r in worst)
-    text = f"{kind}, f32, 2-{int(gpu.devices.max())} GPUs, equal per-GPU batch: {each}"
+    each = ", ".join(f"{r['model']} {fmt(r)}" for r in worst)
+    # the lowest of its configurations, not a floor: the prediction errs optimistic (band)
+    text = f"{kind}, f32, equal per-GPU batch, lowest of 2-{int(gpu.devices.max())} GPUs: {each}"
     above = s[s.flag.astype(str).str.startswith("above ideal")]
     # a prediction above ideal is a flaw: said beside the band, not hidden
     flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
@@ -665,7 +670,14 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         parts.append(f"{who}{formulation} formulation: {ks}")
     where = "on the CPU" + ("" if (every.platform != "cpu").any() else " (no GPU or TPU run yet)")
     text = f"{where}: {s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
-    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")))
+    # K=1 batches nothing: its distance from 1x is the runs' noise, said beside the answer
+    one_model = s[s.k == 1]
+    noise = None
+    if len(one_model):
+        lo, hi = span(one_model)
+        reads = span_text(fmt(lo), fmt(hi))
+        noise = f"K=1, one model, reads {reads}: gaps from 1x within that are noise"
+    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), noise)
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
