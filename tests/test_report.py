@@ -1407,6 +1407,72 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table
     assert close
 
 
+def _device_of(line) -> str:
+    """The device an accuracy run's label names, last, in brackets."""
+    return re.search(r"\(([^()]*(?:\([^()]*\))?[^()]*)\)$", line.get_label())[1]
+
+
+def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, monkeypatch):
+    """A device is drawn in one colour in every panel and no two devices share one, so
+    runs of one device in a panel (the CPU's seeds) differ by their marker alone."""
+    from matplotlib.colors import to_hex
+
+    fig = _figure(table, "accuracy", monkeypatch)
+    colours, places = {}, {}
+    for ax in fig.axes:
+        runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+        for i, line in enumerate(runs):
+            colours.setdefault(_device_of(line), set()).add(to_hex(line.get_color()))
+            places.setdefault(_device_of(line), set()).add(i)
+        seen = {}
+        for line in runs:
+            seen.setdefault(_device_of(line), []).append(line.get_marker())
+        assert all(len(set(m)) == len(m) for m in seen.values()), ax.get_title()
+    curves = table[(table.quantity == "test_accuracy")
+                   & table.extra.astype(str).str.startswith("epoch ")]  # fmt: skip
+    assert set(colours) == set(curves.device)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert len({c for cs in colours.values() for c in cs}) == len(colours)
+    # the control: a device drawn at different places in two panels (the H200), where a
+    # colour per place in the panel would give it two
+    assert any(len(p) > 1 for p in places.values()), places
+
+
+def _hidden(ax, fig) -> list[tuple[str, str]]:
+    """Pairs of an accuracy panel's runs with points within half a marker of each other
+    whose markers differ by less than 1.3 times in size: the smaller would lie on the
+    larger's edge, not inside it."""
+    import numpy as np
+
+    runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+    xy = [line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+          for line in runs]  # fmt: skip
+    out = []
+    for i, (a, p) in enumerate(zip(runs, xy, strict=True)):
+        for b, q in zip(runs[i + 1 :], xy[i + 1 :], strict=True):
+            big, small = sorted((a.get_markersize(), b.get_markersize()), reverse=True)
+            near = any(np.hypot(*(u - v)) < fig.dpi / 72 * big / 2 for u in p for v in q)
+            if near and big < 1.3 * small:
+                out.append((a.get_label(), b.get_label()))
+    return out
+
+
+def test_the_accuracy_plot_nests_the_markers_of_runs_that_reach_the_same_accuracy(
+    table, monkeypatch
+):
+    """Two runs of a panel whose points lie on one another (the CPU's and the H100's at
+    epochs 3 to 5) draw hollow markers 1.3 times apart in size or more: the smaller inside."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    for ax in fig.axes:
+        assert _hidden(ax, fig) == [], ax.get_title()
+    # the control: at one size the CPU's and the H100's mnist_cnn runs hide each other
+    cpu = study_page.reference_cpu(table)
+    ax = next(ax for ax in fig.axes if ax.get_title().startswith("mnist_cnn on mnist, batch 128"))
+    runs = {_device_of(line): line for line in ax.get_lines() if "seed" not in line.get_label()}
+    runs["H100 SXM"].set_markersize(runs[cpu].get_markersize())
+    assert (runs[cpu].get_label(), runs["H100 SXM"].get_label()) in _hidden(ax, fig)
+
+
 def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel(
     table, monkeypatch
 ):

@@ -519,33 +519,38 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
 
 
 ACCURACY_MARKERS = "osD^v"
+ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one before
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch, one line per run, a panel per model, data set, batch and
-    epoch count (like compared with like); every marker hollow, each run its own shape
-    and size: a run drawn on top of another leaves the one beneath visible."""
+    epoch count (like compared with like); a device one colour in every panel, each run
+    of a panel its own shape and size, every marker hollow: a run drawn on top of another
+    leaves the one beneath visible around or inside it."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
     epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
     curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
+    colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
     plt = pyplot()
     # the panels comparing the most runs first
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
-        for i, (_, g) in enumerate(d.groupby("records")):
+        runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
+                                                            kv[1].extra.max()))  # fmt: skip
+        for i, (_, g) in enumerate(runs):
             g = g.sort_values("epoch")
             first = g.iloc[0]
             seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
             label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
             label += f" ({first.device})"
             ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
-                    markersize=12 - 1.6 * (i % 5), mfc="none", mew=1.5, color=f"C{i % 10}",
-                    linewidth=1, label=label)  # fmt: skip
+                    markersize=14 * ACCURACY_SHRINK ** (i % len(ACCURACY_MARKERS)), mfc="none",
+                    mew=1.5, color=colour[first.device], linewidth=1, label=label)  # fmt: skip
         ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
         ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
