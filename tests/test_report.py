@@ -1499,6 +1499,61 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
     assert panels == {}  # no panel of anything else
 
 
+def _gpu_series(label: str) -> tuple[str, str]:
+    """The device and data set a crossover GPU series' label names."""
+    device, _, rest = label.partition(", xla step loop on ")
+    return device, rest.partition(" (")[0]
+
+
+def test_the_crossover_plot_draws_a_gpus_steps_one_data_set_a_series_each_visible(
+    table, monkeypatch
+):
+    """Each GPU series of the steps timed alone holds one device's steps on one data set,
+    named in its label, every width as the table holds it; its points lie a marker or more
+    from every other series' (the H200's and the H100's two at width 4096)."""
+    import numpy as np
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                          loop="step", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    drawn = {}
+    for c in alone_ax.containers:
+        line = c.lines[0]
+        drawn[_gpu_series(c.get_label())] = (line, sorted(line.get_ydata()))
+    want = {k: sorted(g.value.astype(float)) for k, g in gpu.groupby(["device", "dataset"])}
+    assert {k: v for k, (_, v) in drawn.items()} == want
+    # the control: one device ran one width on two data sets (the H100 at 4096)
+    assert (gpu.groupby(["device", "model"]).dataset.nunique() > 1).any()
+    # the sweep, the series of most widths, stays at its widths; the others beside it
+    sizes = gpu.groupby(["device", "dataset"]).size()
+    line = drawn[sizes.idxmax()][0]
+    assert sorted(line.get_xdata()) == sorted(gpu.params[gpu.index.isin(
+        gpu.groupby(["device", "dataset"]).groups[sizes.idxmax()])].astype(float))  # fmt: skip
+
+    def overlaps(xy_of):
+        px = fig.dpi / 72 * max(line.get_markersize() for line, _ in drawn.values())
+        points = [xy_of(line) for line, _ in drawn.values()]
+        return any(np.hypot(*(p - q)) < px for i, a in enumerate(points)
+                   for b in points[i + 1:] for p in a for q in b)  # fmt: skip
+
+    def shown(line):
+        xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+        return line.get_transform().transform(xy)
+
+    assert not overlaps(shown)
+    # the control: drawn at their own widths, the series at 4096 would overlap
+    params = dict(zip(gpu.value.astype(float), gpu.params.astype(float), strict=True))
+
+    def unshifted(line):
+        ys = np.asarray(line.get_ydata(), float)
+        return line.get_transform().transform(np.column_stack([[params[y] for y in ys], ys]))
+
+    assert overlaps(unshifted)
+
+
 def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(
     table, monkeypatch
 ):
@@ -1515,14 +1570,14 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
     gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
                           loop="step", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
-    bars = {c.get_label().split(",")[0]: c for c in alone_ax.containers}
-    assert set(bars) == set(gpu.device)
+    bars = {_gpu_series(c.get_label()): c for c in alone_ax.containers}
+    assert set(bars) == set(zip(gpu.device, gpu.dataset, strict=True))
     cpu = study_page.reference_cpu(table)
     line = next(x for x in alone_ax.get_lines() if x.get_label().startswith(f"{cpu}, median"))
     shorter = False
-    for device, c in bars.items():
+    for (device, dataset), c in bars.items():
         marker, caps, (segments,) = c.lines
-        d = gpu[gpu.device == device]
+        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)]
         ends = sorted(float(y) for seg in segments.get_segments() for y in seg[:, 1])
         assert ends == sorted([*d.lo.astype(float), *d.hi.astype(float)])  # the table's
         assert not same_color(segments.get_color()[0], marker.get_color())

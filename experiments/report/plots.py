@@ -176,7 +176,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
     both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
     with the range its worst error leaves: the verdict's undecided zone); right, each
-    step timed alone (the CPU with its spread, any GPU's xla step loop)."""
+    step timed alone (the CPU with its spread, any GPU's xla step loop, a series per data
+    set)."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
@@ -216,22 +217,30 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # right: each device's own speed
+    on = "/".join(sorted(set(c.dataset)))
     alone_ax.plot(c.params, c.value, "o-", color="C0",
-                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation, {on})")  # fmt: skip
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
                               spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
                               label=f"{cpu}, p10-p90")  # fmt: skip
-    for i, (device, d) in enumerate(gpu.groupby("device")):
-        # each GPU a little to the side: two chips at one width stay visible side by side;
-        # its spread (a few % on three decades) in black above a small hollow marker,
-        # the caps wider than the marker: the bar shows where it is shorter than one
-        alone_ax.errorbar(d.params.astype(float) * 1.12**i, d.value.astype(float),
+    # a series per GPU and data set, the data set its sweep ran most widths on first;
+    # each series a little to the side (a marker's width or more): points at one width
+    # stay visible side by side;
+    # its spread (a few % on three decades) in black above a small hollow marker,
+    # the caps wider than the marker: the bar shows where it is shorter than one
+    widths = gpu.groupby(["device", "dataset"]).model.nunique()
+    series = sorted(widths.index, key=lambda k: (k[0], -widths[k], k[1]))
+    marker = dict(zip(sorted(set(gpu.dataset)), "Dos^v", strict=False))
+    for i, (device, dataset) in enumerate(series):
+        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)].sort_values("params")
+        label = f"{device}, xla step loop on {dataset} (black bar: p10-p90)"
+        alone_ax.errorbar(d.params.astype(float) * 1.25**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="D", color=colour[device], mfc="none", markersize=4,
+                          fmt=marker[dataset], color=colour[device], mfc="none", markersize=5,
                           ecolor="black", elinewidth=1, capsize=4, zorder=3,
-                          label=f"{device}, xla step loop (black bar: p10-p90)")  # fmt: skip
+                          label=label)  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax):
