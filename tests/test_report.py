@@ -1653,6 +1653,90 @@ def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_
     assert (bars, grey) == (banded, len(predicted) - banded)
 
 
+def test_the_seed_models_plot_draws_the_cpus_jaxcnns_loop_step_the_answers_divide_by(
+    table, monkeypatch
+):
+    """Each panel draws the reference CPU's step in jaxcnn's loop (cpu formulation) that
+    the answers' loop-vs-loop speedups divide by, on their data set, where the table holds
+    it, labelled as jaxcnn's loop; beside it the GPUs' jaxcnn's-loop steps."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = study_page.reference_cpu(table)
+    by_id = table.set_index("id")
+    speedups = answers.loop_over_loop(table)
+    label = plots.baseline_label(cpu)
+    assert "jaxcnn's loop" in label
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        drawn = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_label() == label)
+        base = by_id.loc[sorted(set(speedups[speedups.model == model].numerator))]
+        assert drawn == sorted(base.value), model
+        assert (base.quantity == "step_s").all() and (base.device == cpu).all()
+        assert (base.extra == study_page.LOOP).all() and (base.formulation == "cpu").all()
+    # the control: mnist_cnn's CPU ran jaxcnn's loop on two data sets, the answers divide
+    # one; catsdogs_cnn's never ran it, and its panel draws no such line
+    loops = study_page.rows(table, quantity="step_s", kind="measured", device=cpu, batch=128,
+                            precision="f32", extra=study_page.LOOP, model="mnist_cnn")  # fmt: skip
+    assert len(set(loops.dataset)) > 1
+    assert not any(line.get_label() == label for line in fig.axes[0].get_lines())
+
+
+def test_the_seed_models_plot_bars_a_band_at_its_median_factor_and_says_so(table, monkeypatch):
+    """A banded prediction's bar spans the value over and times its band's median factor,
+    and the legend names the median: the worst is another, wider factor."""
+    fig = _figure(table, "first", monkeypatch)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
+    predicted = study_page.rows(table, quantity=["device_step_s", "loop_step_s"],
+                                kind="predicted", devices=1, **one)  # fmt: skip
+    banded = predicted[predicted.band_median.notna()]
+    median = dict(zip(banded.value.astype(float), banded.band_median.astype(float), strict=True))
+    for ax in fig.axes:
+        for c in ax.containers:
+            assert c.get_label().endswith("(bar: its band's median factor)"), c.get_label()
+            marker, _, (segments,) = c.lines
+            for y, seg in zip(marker.get_ydata(), segments.get_segments(), strict=True):
+                m = median[float(y)]
+                assert sorted(seg[:, 1]) == pytest.approx([y / m, y * m])
+    # the control: the worst factor differs from the median, so a bar at it would differ
+    assert (banded.band_worst.astype(float) > banded.band_median.astype(float)).any()
+
+
+def test_the_seed_models_plot_names_the_cpus_fastest_in_the_title_clear_of_the_lines(
+    table, monkeypatch
+):
+    """The CPU's fastest way is named in its panel's title, not written over the plot,
+    and the CPU's lines sit clear of the panel's top frame."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = study_page.reference_cpu(table)
+    steps = study_page.rows(table, quantity="step_s", kind="measured", framework="jax",
+                            device=cpu, extra="-", batch=128, precision="f32",
+                            placement="single")  # fmt: skip
+    named = 0
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        assert len(ax.texts) == 0, model
+        m = steps[steps.model == model]
+        if len(m):
+            fastest = m.loc[m.value.astype(float).idxmin()]
+            assert f"{fastest.formulation} formulation, {fastest.loop} loop" in ax.get_title()
+            named += 1
+    assert named >= 2  # the control: panels with a fastest way to name
+
+    def touching(ax):
+        top = ax.get_window_extent().y1
+        return [
+            line.get_label()
+            for line in ax.get_lines()
+            if line.get_color() == "C3"
+            and top - line.get_transform().transform((0, line.get_ydata()[0]))[1] < 3
+        ]
+
+    assert all(touching(ax) == [] for ax in fig.axes)
+    # the control: without a margin, mnist_cnn's top line lies on the frame
+    ax = fig.axes[1]
+    ax.margins(y=0)
+    ax.autoscale_view()
+    fig.canvas.draw()
+    assert touching(ax)
+
+
 def test_the_first_screen_says_how_the_predictions_made_before_each_chip_ran_did(table):
     rows = table[(table.quantity == "band") & (table.extra == figures.BEFORE_FIRST_RUN)]
     assert {"H100 SXM", "H200"} <= set(rows.device)  # the committed records: both GPUs

@@ -88,10 +88,16 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+def baseline_label(cpu: str | None) -> str:
+    """The seed-models plot's label of the CPU's step the answers' speedups divide by."""
+    return f"{cpu}, jaxcnn's loop (measured): what the answers' speedups divide by"
+
+
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
     device and loop step side by side, the GPUs' measured steps beside them, against the
-    CPU's like-for-like step and its fastest; what a panel lacks it says in its title."""
+    CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
+    fastest, named in the title with what a panel lacks."""
     cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
     steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
@@ -105,6 +111,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     if len(devices) < MIN_POINTS:
         return None
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
+    # the CPU's step in jaxcnn's loop that the answers' speedups divide by
+    bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
     ticks = [*devices, *(f"{d} (measured)" for d in ran)]
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
@@ -125,7 +133,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
                             mfc="C0" if filled else "none", capsize=2,
-                            label=f"{label} (bar: its band)")  # fmt: skip
+                            label=f"{label} (bar: its band's median factor)")  # fmt: skip
             if u.any():
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
@@ -151,22 +159,25 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                        label=f"{cpu}, xla step loop (measured)")  # fmt: skip
         elif len(m):
             lacks.append(f"no {cpu} xla step loop at batch 128")
+        for base in by_id.reindex(sorted(set(bases[bases.model == model].numerator))).value:
+            ax.axhline(base, color="C3", linewidth=1.2, linestyle="-.", label=baseline_label(cpu))
         if len(m):
             fastest = m.loc[m.value.astype(float).idxmin()]
             ax.axhline(fastest.value, color="C3", linewidth=1.2, linestyle=":")
-            ax.annotate(f"fastest: {fastest.formulation} formulation, {fastest.loop} loop",
-                        (0.99, fastest.value), xycoords=("axes fraction", "data"),
-                        ha="right", va="bottom", fontsize="x-small", color="C3")  # fmt: skip
+            # named in the title: a label on the line meets the frame or the data
+            lacks.append(f"dotted: the CPU's fastest, {fastest.formulation} formulation, "
+                         f"{fastest.loop} loop")  # fmt: skip
         else:
             lacks.append(f"no {cpu} step measured at batch 128 f32")
         ax.set_yscale("log")
+        ax.margins(y=0.08)  # the CPU's lines clear of the top frame
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
     for ax in axes[:, 0]:
         ax.set_ylabel("seconds per step (log)")
     fastest = plt.Line2D([], [], color="C3", linestyle=":")
-    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named on the line)": fastest})
+    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named in the title)": fastest})
     fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
     fig.tight_layout()
     return _save(fig, path)
