@@ -1421,6 +1421,72 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table
     assert close
 
 
+def _device_of(line) -> str:
+    """The device an accuracy run's label names, last, in brackets."""
+    return re.search(r"\(([^()]*(?:\([^()]*\))?[^()]*)\)$", line.get_label())[1]
+
+
+def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, monkeypatch):
+    """A device is drawn in one colour in every panel and no two devices share one, so
+    runs of one device in a panel (the CPU's seeds) differ by their marker alone."""
+    from matplotlib.colors import to_hex
+
+    fig = _figure(table, "accuracy", monkeypatch)
+    colours, places = {}, {}
+    for ax in fig.axes:
+        runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+        for i, line in enumerate(runs):
+            colours.setdefault(_device_of(line), set()).add(to_hex(line.get_color()))
+            places.setdefault(_device_of(line), set()).add(i)
+        seen = {}
+        for line in runs:
+            seen.setdefault(_device_of(line), []).append(line.get_marker())
+        assert all(len(set(m)) == len(m) for m in seen.values()), ax.get_title()
+    curves = table[(table.quantity == "test_accuracy")
+                   & table.extra.astype(str).str.startswith("epoch ")]  # fmt: skip
+    assert set(colours) == set(curves.device)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert len({c for cs in colours.values() for c in cs}) == len(colours)
+    # the control: a device drawn at different places in two panels (the H200), where a
+    # colour per place in the panel would give it two
+    assert any(len(p) > 1 for p in places.values()), places
+
+
+def _hidden(ax, fig) -> list[tuple[str, str]]:
+    """Pairs of an accuracy panel's runs with points within half a marker of each other
+    whose markers differ by less than 1.3 times in size: the smaller would lie on the
+    larger's edge, not inside it."""
+    import numpy as np
+
+    runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+    xy = [line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+          for line in runs]  # fmt: skip
+    out = []
+    for i, (a, p) in enumerate(zip(runs, xy, strict=True)):
+        for b, q in zip(runs[i + 1 :], xy[i + 1 :], strict=True):
+            big, small = sorted((a.get_markersize(), b.get_markersize()), reverse=True)
+            near = any(np.hypot(*(u - v)) < fig.dpi / 72 * big / 2 for u in p for v in q)
+            if near and big < 1.3 * small:
+                out.append((a.get_label(), b.get_label()))
+    return out
+
+
+def test_the_accuracy_plot_nests_the_markers_of_runs_that_reach_the_same_accuracy(
+    table, monkeypatch
+):
+    """Two runs of a panel whose points lie on one another (the CPU's and the H100's at
+    epochs 3 to 5) draw hollow markers 1.3 times apart in size or more: the smaller inside."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    for ax in fig.axes:
+        assert _hidden(ax, fig) == [], ax.get_title()
+    # the control: at one size the CPU's and the H100's mnist_cnn runs hide each other
+    cpu = study_page.reference_cpu(table)
+    ax = next(ax for ax in fig.axes if ax.get_title().startswith("mnist_cnn on mnist, batch 128"))
+    runs = {_device_of(line): line for line in ax.get_lines() if "seed" not in line.get_label()}
+    runs["H100 SXM"].set_markersize(runs[cpu].get_markersize())
+    assert (runs[cpu].get_label(), runs["H100 SXM"].get_label()) in _hidden(ax, fig)
+
+
 def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel(
     table, monkeypatch
 ):
@@ -1447,6 +1513,61 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
     assert panels == {}  # no panel of anything else
 
 
+def _gpu_series(label: str) -> tuple[str, str]:
+    """The device and data set a crossover GPU series' label names."""
+    device, _, rest = label.partition(", xla step loop on ")
+    return device, rest.partition(" (")[0]
+
+
+def test_the_crossover_plot_draws_a_gpus_steps_one_data_set_a_series_each_visible(
+    table, monkeypatch
+):
+    """Each GPU series of the steps timed alone holds one device's steps on one data set,
+    named in its label, every width as the table holds it; its points lie a marker or more
+    from every other series' (the H200's and the H100's two at width 4096)."""
+    import numpy as np
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                          loop="step", extra="-", **like)  # fmt: skip
+    gpu = gpu[gpu.model.str.startswith("mlp")]
+    drawn = {}
+    for c in alone_ax.containers:
+        line = c.lines[0]
+        drawn[_gpu_series(c.get_label())] = (line, sorted(line.get_ydata()))
+    want = {k: sorted(g.value.astype(float)) for k, g in gpu.groupby(["device", "dataset"])}
+    assert {k: v for k, (_, v) in drawn.items()} == want
+    # the control: one device ran one width on two data sets (the H100 at 4096)
+    assert (gpu.groupby(["device", "model"]).dataset.nunique() > 1).any()
+    # the sweep, the series of most widths, stays at its widths; the others beside it
+    sizes = gpu.groupby(["device", "dataset"]).size()
+    line = drawn[sizes.idxmax()][0]
+    assert sorted(line.get_xdata()) == sorted(gpu.params[gpu.index.isin(
+        gpu.groupby(["device", "dataset"]).groups[sizes.idxmax()])].astype(float))  # fmt: skip
+
+    def overlaps(xy_of):
+        px = fig.dpi / 72 * max(line.get_markersize() for line, _ in drawn.values())
+        points = [xy_of(line) for line, _ in drawn.values()]
+        return any(np.hypot(*(p - q)) < px for i, a in enumerate(points)
+                   for b in points[i + 1:] for p in a for q in b)  # fmt: skip
+
+    def shown(line):
+        xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+        return line.get_transform().transform(xy)
+
+    assert not overlaps(shown)
+    # the control: drawn at their own widths, the series at 4096 would overlap
+    params = dict(zip(gpu.value.astype(float), gpu.params.astype(float), strict=True))
+
+    def unshifted(line):
+        ys = np.asarray(line.get_ydata(), float)
+        return line.get_transform().transform(np.column_stack([[params[y] for y in ys], ys]))
+
+    assert overlaps(unshifted)
+
+
 def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(
     table, monkeypatch
 ):
@@ -1463,14 +1584,14 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
     gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
                           loop="step", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
-    bars = {c.get_label().split(",")[0]: c for c in alone_ax.containers}
-    assert set(bars) == set(gpu.device)
+    bars = {_gpu_series(c.get_label()): c for c in alone_ax.containers}
+    assert set(bars) == set(zip(gpu.device, gpu.dataset, strict=True))
     cpu = study_page.reference_cpu(table)
     line = next(x for x in alone_ax.get_lines() if x.get_label().startswith(f"{cpu}, median"))
     shorter = False
-    for device, c in bars.items():
+    for (device, dataset), c in bars.items():
         marker, caps, (segments,) = c.lines
-        d = gpu[gpu.device == device]
+        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)]
         ends = sorted(float(y) for seg in segments.get_segments() for y in seg[:, 1])
         assert ends == sorted([*d.lo.astype(float), *d.hi.astype(float)])  # the table's
         assert not same_color(segments.get_color()[0], marker.get_color())
@@ -1544,6 +1665,90 @@ def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_
     grey = sum(len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()
                if line.get_label().endswith("unvalidated (no band)"))  # fmt: skip
     assert (bars, grey) == (banded, len(predicted) - banded)
+
+
+def test_the_seed_models_plot_draws_the_cpus_jaxcnns_loop_step_the_answers_divide_by(
+    table, monkeypatch
+):
+    """Each panel draws the reference CPU's step in jaxcnn's loop (cpu formulation) that
+    the answers' loop-vs-loop speedups divide by, on their data set, where the table holds
+    it, labelled as jaxcnn's loop; beside it the GPUs' jaxcnn's-loop steps."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = study_page.reference_cpu(table)
+    by_id = table.set_index("id")
+    speedups = answers.loop_over_loop(table)
+    label = plots.baseline_label(cpu)
+    assert "jaxcnn's loop" in label
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        drawn = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_label() == label)
+        base = by_id.loc[sorted(set(speedups[speedups.model == model].numerator))]
+        assert drawn == sorted(base.value), model
+        assert (base.quantity == "step_s").all() and (base.device == cpu).all()
+        assert (base.extra == study_page.LOOP).all() and (base.formulation == "cpu").all()
+    # the control: mnist_cnn's CPU ran jaxcnn's loop on two data sets, the answers divide
+    # one; catsdogs_cnn's never ran it, and its panel draws no such line
+    loops = study_page.rows(table, quantity="step_s", kind="measured", device=cpu, batch=128,
+                            precision="f32", extra=study_page.LOOP, model="mnist_cnn")  # fmt: skip
+    assert len(set(loops.dataset)) > 1
+    assert not any(line.get_label() == label for line in fig.axes[0].get_lines())
+
+
+def test_the_seed_models_plot_bars_a_band_at_its_median_factor_and_says_so(table, monkeypatch):
+    """A banded prediction's bar spans the value over and times its band's median factor,
+    and the legend names the median: the worst is another, wider factor."""
+    fig = _figure(table, "first", monkeypatch)
+    one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
+    predicted = study_page.rows(table, quantity=["device_step_s", "loop_step_s"],
+                                kind="predicted", devices=1, **one)  # fmt: skip
+    banded = predicted[predicted.band_median.notna()]
+    median = dict(zip(banded.value.astype(float), banded.band_median.astype(float), strict=True))
+    for ax in fig.axes:
+        for c in ax.containers:
+            assert c.get_label().endswith("(bar: its band's median factor)"), c.get_label()
+            marker, _, (segments,) = c.lines
+            for y, seg in zip(marker.get_ydata(), segments.get_segments(), strict=True):
+                m = median[float(y)]
+                assert sorted(seg[:, 1]) == pytest.approx([y / m, y * m])
+    # the control: the worst factor differs from the median, so a bar at it would differ
+    assert (banded.band_worst.astype(float) > banded.band_median.astype(float)).any()
+
+
+def test_the_seed_models_plot_names_the_cpus_fastest_in_the_title_clear_of_the_lines(
+    table, monkeypatch
+):
+    """The CPU's fastest way is named in its panel's title, not written over the plot,
+    and the CPU's lines sit clear of the panel's top frame."""
+    fig = _figure(table, "first", monkeypatch)
+    cpu = study_page.reference_cpu(table)
+    steps = study_page.rows(table, quantity="step_s", kind="measured", framework="jax",
+                            device=cpu, extra="-", batch=128, precision="f32",
+                            placement="single")  # fmt: skip
+    named = 0
+    for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
+        assert len(ax.texts) == 0, model
+        m = steps[steps.model == model]
+        if len(m):
+            fastest = m.loc[m.value.astype(float).idxmin()]
+            assert f"{fastest.formulation} formulation, {fastest.loop} loop" in ax.get_title()
+            named += 1
+    assert named >= 2  # the control: panels with a fastest way to name
+
+    def touching(ax):
+        top = ax.get_window_extent().y1
+        return [
+            line.get_label()
+            for line in ax.get_lines()
+            if line.get_color() == "C3"
+            and top - line.get_transform().transform((0, line.get_ydata()[0]))[1] < 3
+        ]
+
+    assert all(touching(ax) == [] for ax in fig.axes)
+    # the control: without a margin, mnist_cnn's top line lies on the frame
+    ax = fig.axes[1]
+    ax.margins(y=0)
+    ax.autoscale_view()
+    fig.canvas.draw()
+    assert touching(ax)
 
 
 def test_the_first_screen_says_how_the_predictions_made_before_each_chip_ran_did(table):

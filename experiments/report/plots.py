@@ -88,10 +88,16 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+def baseline_label(cpu: str | None) -> str:
+    """The seed-models plot's label of the CPU's step the answers' speedups divide by."""
+    return f"{cpu}, jaxcnn's loop (measured): what the answers' speedups divide by"
+
+
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
     device and loop step side by side, the GPUs' measured steps beside them, against the
-    CPU's like-for-like step and its fastest; what a panel lacks it says in its title."""
+    CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
+    fastest, named in the title with what a panel lacks."""
     cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
     steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
@@ -105,6 +111,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     if len(devices) < MIN_POINTS:
         return None
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
+    # the CPU's step in jaxcnn's loop that the answers' speedups divide by
+    bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
     ticks = [*devices, *(f"{d} (measured)" for d in ran)]
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
@@ -125,7 +133,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
                             mfc="C0" if filled else "none", capsize=2,
-                            label=f"{label} (bar: its band)")  # fmt: skip
+                            label=f"{label} (bar: its band's median factor)")  # fmt: skip
             if u.any():
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
@@ -151,22 +159,25 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                        label=f"{cpu}, xla step loop (measured)")  # fmt: skip
         elif len(m):
             lacks.append(f"no {cpu} xla step loop at batch 128")
+        for base in by_id.reindex(sorted(set(bases[bases.model == model].numerator))).value:
+            ax.axhline(base, color="C3", linewidth=1.2, linestyle="-.", label=baseline_label(cpu))
         if len(m):
             fastest = m.loc[m.value.astype(float).idxmin()]
             ax.axhline(fastest.value, color="C3", linewidth=1.2, linestyle=":")
-            ax.annotate(f"fastest: {fastest.formulation} formulation, {fastest.loop} loop",
-                        (0.99, fastest.value), xycoords=("axes fraction", "data"),
-                        ha="right", va="bottom", fontsize="x-small", color="C3")  # fmt: skip
+            # named in the title: a label on the line meets the frame or the data
+            lacks.append(f"dotted: the CPU's fastest, {fastest.formulation} formulation, "
+                         f"{fastest.loop} loop")  # fmt: skip
         else:
             lacks.append(f"no {cpu} step measured at batch 128 f32")
         ax.set_yscale("log")
+        ax.margins(y=0.08)  # the CPU's lines clear of the top frame
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
     for ax in axes[:, 0]:
         ax.set_ylabel("seconds per step (log)")
     fastest = plt.Line2D([], [], color="C3", linestyle=":")
-    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named on the line)": fastest})
+    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named in the title)": fastest})
     fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
     fig.tight_layout()
     return _save(fig, path)
@@ -176,7 +187,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
     both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
     with the range its worst error leaves: the verdict's undecided zone); right, each
-    step timed alone (the CPU with its spread, any GPU's xla step loop)."""
+    step timed alone (the CPU with its spread, any GPU's xla step loop, a series per data
+    set)."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
@@ -216,22 +228,30 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # right: each device's own speed
+    on = "/".join(sorted(set(c.dataset)))
     alone_ax.plot(c.params, c.value, "o-", color="C0",
-                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation)")  # fmt: skip
+                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation, {on})")  # fmt: skip
     spread = c[c.spread == "p10-p90"]
     if len(spread):
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
                               spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
                               label=f"{cpu}, p10-p90")  # fmt: skip
-    for i, (device, d) in enumerate(gpu.groupby("device")):
-        # each GPU a little to the side: two chips at one width stay visible side by side;
-        # its spread (a few % on three decades) in black above a small hollow marker,
-        # the caps wider than the marker: the bar shows where it is shorter than one
-        alone_ax.errorbar(d.params.astype(float) * 1.12**i, d.value.astype(float),
+    # a series per GPU and data set, the data set its sweep ran most widths on first;
+    # each series a little to the side (a marker's width or more): points at one width
+    # stay visible side by side;
+    # its spread (a few % on three decades) in black above a small hollow marker,
+    # the caps wider than the marker: the bar shows where it is shorter than one
+    widths = gpu.groupby(["device", "dataset"]).model.nunique()
+    series = sorted(widths.index, key=lambda k: (k[0], -widths[k], k[1]))
+    marker = dict(zip(sorted(set(gpu.dataset)), "Dos^v", strict=False))
+    for i, (device, dataset) in enumerate(series):
+        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)].sort_values("params")
+        label = f"{device}, xla step loop on {dataset} (black bar: p10-p90)"
+        alone_ax.errorbar(d.params.astype(float) * 1.25**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="D", color=colour[device], mfc="none", markersize=4,
+                          fmt=marker[dataset], color=colour[device], mfc="none", markersize=5,
                           ecolor="black", elinewidth=1, capsize=4, zorder=3,
-                          label=f"{device}, xla step loop (black bar: p10-p90)")  # fmt: skip
+                          label=label)  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax):
@@ -519,33 +539,38 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
 
 
 ACCURACY_MARKERS = "osD^v"
+ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one before
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch, one line per run, a panel per model, data set, batch and
-    epoch count (like compared with like); every marker hollow, each run its own shape
-    and size: a run drawn on top of another leaves the one beneath visible."""
+    epoch count (like compared with like); a device one colour in every panel, each run
+    of a panel its own shape and size, every marker hollow: a run drawn on top of another
+    leaves the one beneath visible around or inside it."""
     curves = rows(table, quantity="test_accuracy")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
     epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
     curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
+    colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
     plt = pyplot()
     # the panels comparing the most runs first
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
-        for i, (_, g) in enumerate(d.groupby("records")):
+        runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
+                                                            kv[1].extra.max()))  # fmt: skip
+        for i, (_, g) in enumerate(runs):
             g = g.sort_values("epoch")
             first = g.iloc[0]
             seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
             label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
             label += f" ({first.device})"
             ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
-                    markersize=12 - 1.6 * (i % 5), mfc="none", mew=1.5, color=f"C{i % 10}",
-                    linewidth=1, label=label)  # fmt: skip
+                    markersize=14 * ACCURACY_SHRINK ** (i % len(ACCURACY_MARKERS)), mfc="none",
+                    mew=1.5, color=colour[first.device], linewidth=1, label=label)  # fmt: skip
         ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
         ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
