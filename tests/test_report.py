@@ -1920,6 +1920,20 @@ def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     assert answers.answers(csv[~csv.id.isin(v.id)])[13].band == "-"
 
 
+def test_a_published_rows_batch_is_the_global_batch_as_every_rows(csv):
+    refs = {r.id: r for r in references.load() if r.batch_per_chip}
+    published = csv[(csv.kind == "published") & csv.extra.isin(refs)]
+    several = [refs[e].chips > 1 for e in published.extra]
+    assert any(several) and not all(several)  # 1-vs-N pairs and single chips both
+    for r in published.to_dict("records"):
+        ref = refs[r["extra"]]
+        assert r["batch"] == ref.batch_per_chip * ref.chips, r["id"]
+    # the scaling plot's per-device batch is the source's own per chip
+    series = plots.scaling_series(csv)
+    per = {(s["sweep"], s["per"]) for s in series if s["kind"] == "published"}
+    assert ("dle-mx-dgx-1-fp32", refs["dle-mx-dgx-1-fp32-x8"].batch_per_chip) in per
+
+
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     answered = answers.answers(table)
     (step,) = [i for i in answered[1].ids if i.startswith("step_s|measured")]

@@ -969,11 +969,12 @@ def _vendor_peak(record: CompileRecord) -> tuple[float | None, str | None]:
 
 
 def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
-    """A published reference's step as the table keys it."""
+    """A published reference's step as the table keys it: its batch the global one, as
+    every row's (its source's per chip times its chips)."""
     return {
         "model": model,
         "dataset": "-",
-        "batch": ref.batch_per_chip,
+        "batch": ref.batch_per_chip * ref.chips if ref.batch_per_chip else None,
         "precision": SPELLING.get(ref.precision, ref.precision),
         "formulation": "-",
         "loop": "-",

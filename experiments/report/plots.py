@@ -343,8 +343,8 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
     s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
     s = s.assign(per=s.batch // s.devices, base=[int(base[i]) for i in s.numerator], sweep="-")
     p = rows(table, quantity="scaling_efficiency", kind="published")
-    # published rows hold the per-device batch; a sweep is one configuration's x2, x4, x8
-    p = p.assign(per=p.batch, base=1,
+    # a batch is the global one, published or not; a sweep is one configuration's x2, x4, x8
+    p = p.assign(per=p.batch // p.devices, base=1,
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
     out = []
     keys = ["kind", "model", "placement", "platform", "chip", "precision", "per", "base", "sweep"]
