@@ -614,7 +614,7 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         else:
             assert "device step" not in said.split(shown)[1].split(";")[0]
     assert differ >= 1 and said.removeprefix("Undecided: ").startswith(
-        "loop step, tpu-v6e-1 vs gpu-h100: "
+        "loop step (tpu-v6e-1's host partly unpriced), tpu-v6e-1 vs gpu-h100: "
     )
 
 
@@ -1791,9 +1791,9 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # the answer itself leads with the verdict where no ratio is decided, and only there
     table = csv.copy()
     table.loc[jax.index, "hi"] = ratios.value.max() * 2
-    assert answers.answers(table)[9].answer.startswith("Undecided: loop step, ")
+    assert answers.answers(table)[9].answer.startswith("Undecided: loop step (")
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
-    assert answers.answers(table)[9].answer.startswith("loop step, ")
+    assert answers.answers(table)[9].answer.startswith("loop step (")
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
         assert band.endswith("every ratio inside it: undecided")
 

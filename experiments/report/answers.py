@@ -537,11 +537,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
             words += f" (device step: {d['device']} {fmt(d)})"
             seen.append(d)
         parts.append(words)
-    text = f"loop step, {' vs '.join(chips)}: " + "; ".join(parts)
     partly = loop.denominator.map(by_id.note).astype(str).str.contains("left out")
     left = sorted(set(loop.device[partly]))
-    if left:  # its runtime's host side has no figure
-        text += f" ({'/'.join(left)}'s host partly unpriced)"
+    # its runtime's host side has no figure: said first, since every ratio of it leans so
+    unpriced = f" ({'/'.join(left)}'s host partly unpriced)" if left else ""
+    text = f"loop step{unpriced}, {' vs '.join(chips)}: " + "; ".join(parts)
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
               model="small programs")  # fmt: skip
     if jax is None:
