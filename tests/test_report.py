@@ -265,8 +265,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the K80's speed over the CPU: 1028; the crossover measured once per width, the
     # fractions of peak per chip: 1030; the GPUs over the CPU at its best: 1036; the K80's
     # one check outside its band: 1046; row 7 said of this loop: 1047; row 2 gives our
-    # model of the seed's own loops against them: 1065; row 14's one-model control: 1076)
-    assert len(lines) <= 25 and len(text.split()) <= 1076
+    # model of the seed's own loops against them: 1065; row 14's one-model control: 1076;
+    # the T4's epoch over the CPU's: 1077)
+    assert len(lines) <= 25 and len(text.split()) <= 1077
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -547,7 +548,7 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
         assert r["id"] in found.ids
     assert {cpu, "H200"} <= set(ran.device)  # the committed records: both trained 5 epochs
     t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "epoch_s")].iloc[0]
-    assert f"T4 {fmt(t4.to_dict())} (predicted, derived from its loop step)" in said
+    assert f"T4 {fmt(t4.to_dict())} (predicted from its loop step)" in said
     assert found.known == "M / P"
     # without the trained runs (the positive control) the CPU's epoch is derived, said so
     # and known as D, never M
@@ -1932,6 +1933,22 @@ def test_a_published_rows_batch_is_the_global_batch_as_every_rows(csv):
     series = plots.scaling_series(csv)
     per = {(s["sweep"], s["per"]) for s in series if s["kind"] == "published"}
     assert ("dle-mx-dgx-1-fp32", refs["dle-mx-dgx-1-fp32-x8"].batch_per_chip) in per
+
+
+def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(csv):
+    answered = answers.answers(csv)[11]
+    by_id = csv.set_index("id")
+    quoted = [by_id.loc[i] for i in answered.ids]
+    cpu = next(r for r in quoted if r.quantity == "epoch_s" and r.platform == "cpu")
+    t4 = next(r for r in quoted if r.quantity == "epoch_s" and r.device == "gpu-t4")
+    (over,) = [r for r in quoted if r.quantity == "speedup"]
+    assert (over.numerator, over.denominator) == (cpu.name, t4.name)
+    assert over.value == pytest.approx(cpu.value / t4.value)
+    assert answered.answer.endswith(f"T4 {fmt(t4.to_dict())} (predicted from its loop step), "
+                                    f"{fmt(over.to_dict())} faster")  # fmt: skip
+    # the control: without the ratio in the table the answer gives none
+    bare = answers.answers(csv[csv.id != over.name])[11].answer
+    assert bare.endswith("(predicted from its loop step)")
 
 
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):

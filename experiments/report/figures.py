@@ -1162,6 +1162,25 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """An accelerator's predicted epoch (its loop step's) against each CPU's trained epoch
+    of the same step in jaxcnn's default CPU formulation (seed 0's): what a user running
+    the same fit on each sees, an epoch at a time."""
+    from jaxcnn.formulation import for_platform
+
+    trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
+                   selection="newest-trained", formulation=for_platform("cpu").name)  # fmt: skip
+    trained = trained[~trained.extra.str.contains(", seed ")]
+    predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
+    predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
+    out = []
+    for _, a in predicted.iterrows():
+        for _, b in _same_step(trained, a).iterrows():
+            extra = f"epoch vs {b.device}'s trained on {b.dataset}, {b.extra}"
+            out.append(speedup(a, b, "loop-vs-loop", extra))
+    return out
+
+
 def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[str, Any]]:
     """An accelerator's jaxcnn's loop (measured or predicted) against the CPU's, each in
     jaxcnn's default formulation there: what a user running the same fit sees. A measured
@@ -1508,6 +1527,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         ensemble_speedups,
         formulation_speedups,
         loop_speedups,
+        epoch_speedups,
         chip_comparisons,
         scaling_rows,
         cost_rows,
