@@ -864,7 +864,17 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         mnist = mnist if len(mnist) else g[g.model == "mnist_cnn"]
         assert mnist.device.is_unique  # one figure per chip
         for r in mnist.to_dict("records"):
-            assert f"{r['device']} {fmt(r)}" in said or f"CPU {fmt(r)} " in said
+            if platform == "cpu":  # as a fraction of its own measured matmul rate
+                peak = csv[(csv.quantity == "peak_flops_per_s") & (csv.device == cpu)
+                           & (csv.precision == "f32")].iloc[0]  # fmt: skip
+                (frac,) = csv[(csv.quantity == "mfu") & (csv.numerator == r["id"])].to_dict(
+                    "records"
+                )
+                assert frac["denominator"] == peak.id and frac["note"] == figures.CPU_CEILING
+                assert float(frac["value"]) == pytest.approx(float(r["value"]) / float(peak.value))
+                assert f"CPU {fmt(frac)} of its matmul;" in said
+            else:
+                assert f"{r['device']} {fmt(r)}" in said
         if platform == "gpu":  # measured: each chip's largest beside its MNIST CNN
             tops = [fmt(c.loc[c.value.idxmax()].to_dict()) for _, c in g.groupby("device")]
             assert f"of TF32 peak (catsdogs_cnn: {', '.join(tops)})" in said
@@ -879,7 +889,9 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     peak = csv[
         (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
     ]
-    assert f"(matmul {fmt(peak.iloc[0].to_dict()).split()[0]})" in said
+    # the control: without the fraction the answer falls back to the two rates
+    bare = answers.answers(csv[csv.note != figures.CPU_CEILING])[12].answer
+    assert f"(matmul {fmt(peak.iloc[0].to_dict())})" in bare
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})

@@ -634,10 +634,11 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         if not mnist or (platform == "cpu" and peak is None):
             continue
         picked += m.to_dict("records")  # every seed model per chip, on the page
-        if platform == "cpu":  # its ceiling's unit said once where the two share it
-            ceiling, _, unit = fmt(peak).partition(" ")
-            ceiling = ceiling if fmt(mnist[0]).endswith(f" {unit}") else fmt(peak)
-            parts.append(f"CPU {fmt(mnist[0])} (matmul {ceiling})")
+        if platform == "cpu":  # as a fraction of its own ceiling, as a chip's of its peak
+            frac = one(t, quantity="mfu", numerator=mnist[0]["id"], denominator=peak["id"])
+            said = f"{fmt(frac)} of its matmul" if frac else f"{fmt(mnist[0])} (matmul {fmt(peak)})"
+            parts.append(f"CPU {said}")
+            picked.append(frac)
             continue
         notes = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
         said = ", ".join(f"{r['device']} {fmt(r)}" for r in mnist)

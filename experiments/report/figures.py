@@ -1162,6 +1162,24 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+CPU_CEILING = "of its own measured matmul rate (machine-best): a CPU has no datasheet peak"
+
+
+def cpu_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A CPU's achieved FLOP/s as a fraction of its own measured matmul rate in the same
+    precision, the one ceiling a CPU has."""
+    peaks = rows(table, quantity="peak_flops_per_s", kind="measured", platform="cpu")
+    out = []
+    for _, f in rows(table, quantity="flops_per_s", kind="measured", platform="cpu").iterrows():
+        peak = peaks[(peaks.device == f.device) & (peaks.precision == f.precision)]
+        if len(peak) == 1:
+            w = {k: f[k] for k in (*KEY[2:], "platform", "params")}
+            (p,) = peak.to_dict("records")
+            out.append(row("mfu", "measured", f.value / p["value"], w, f.selection,
+                           numerator=f.id, denominator=p["id"], note=CPU_CEILING))  # fmt: skip
+    return out
+
+
 def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """An accelerator's predicted epoch (its loop step's) against each CPU's trained epoch
     of the same step in jaxcnn's default CPU formulation (seed 0's): what a user running
@@ -1528,6 +1546,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         formulation_speedups,
         loop_speedups,
         epoch_speedups,
+        cpu_fractions,
         chip_comparisons,
         scaling_rows,
         cost_rows,
