@@ -1559,6 +1559,12 @@ def test_the_crossover_plot_draws_a_gpus_steps_one_data_set_a_series_each_visibl
     line = drawn[sizes.idxmax()][0]
     assert sorted(line.get_xdata()) == sorted(gpu.params[gpu.index.isin(
         gpu.groupby(["device", "dataset"]).groups[sizes.idxmax()])].astype(float))  # fmt: skip
+    # a series drawn beside its widths says by how much, the sweep's says nothing
+    for c in alone_ax.containers:
+        key, x = _gpu_series(c.get_label()), float(c.lines[0].get_xdata()[0])
+        at = gpu[(gpu.device == key[0]) & (gpu.dataset == key[1])].params.astype(float).min()
+        said = f"drawn at {x / at:.3g}x its params" in c.get_label()
+        assert said == (key != sizes.idxmax()), c.get_label()
 
     def overlaps(xy_of):
         px = fig.dpi / 72 * max(line.get_markersize() for line, _ in drawn.values())

@@ -246,7 +246,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     marker = dict(zip(sorted(set(gpu.dataset)), "Dos^v", strict=False))
     for i, (device, dataset) in enumerate(series):
         d = gpu[(gpu.device == device) & (gpu.dataset == dataset)].sort_values("params")
-        label = f"{device}, xla step loop on {dataset} (black bar: p10-p90)"
+        shifted = f", drawn at {1.25**i:.3g}x its params" if i else ""  # said, not hidden
+        label = f"{device}, xla step loop on {dataset} (black bar: p10-p90{shifted})"
         alone_ax.errorbar(d.params.astype(float) * 1.25**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
                           fmt=marker[dataset], color=colour[device], mfc="none", markersize=5,
