@@ -402,6 +402,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
+    best = one(at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
+    jaxcnn += f" (best: {fmt(best)})" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
@@ -414,7 +416,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     worst = p["band_worst"] if p else None
     if worst and factor["value"] > worst:  # the chip's one check lies outside the step's band
         caveat = f"; on a K80 the one check, Keras's loop, {fmt(factor)} off"
-    return Said(text, [seed, keras, ours, factor, p, over, b], band, caveat)
+    return Said(text, [seed, keras, ours, factor, p, over, best, b], band, caveat)
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -439,7 +441,8 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     gpus = "/".join(sorted(set(on_gpu.device)))
     text += f"; {gpus} {said('loop total')} (device_put {said('put')}, dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
-    return Said(f"{text}: in it, shorter CPU steps gain nothing from a GPU", shown)
+    floor = fmt(on_gpu[on_gpu.extra == "loop total"].sort_values("value").iloc[0].to_dict())
+    return Said(f"{text}: CPU steps under {floor} gain nothing from a GPU", shown)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
