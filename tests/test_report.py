@@ -1974,6 +1974,21 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     assert bare.endswith("(predicted from its loop step)")
 
 
+def test_a_predicted_speedup_carries_the_band_of_its_one_predicted_side(csv):
+    by_id = csv.set_index("id")
+    s = csv[(csv.quantity == "speedup") & (csv.kind == "predicted")]
+    sides = s.numerator.map(by_id.kind) + "/" + s.denominator.map(by_id.kind)
+    one_side = s[sides.isin(["measured/predicted", "derived/predicted"])]
+    assert len(one_side) > 100
+    for c in figures.BAND_COLUMNS:
+        own = one_side.denominator.map(by_id[c])
+        banded = own.notna()
+        assert (one_side[c][banded] == own[banded]).all(), c
+    # the control: a speedup of two measured steps has no band to carry
+    measured = csv[(csv.quantity == "speedup") & (csv.kind == "measured")]
+    assert len(measured) and measured.band_median.isna().all()
+
+
 def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     answered = answers.answers(table)
     (step,) = [i for i in answered[1].ids if i.startswith("step_s|measured")]

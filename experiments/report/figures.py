@@ -131,6 +131,7 @@ KEY = (
     "device devices"
 ).split()
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
+BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quantity")
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
@@ -1089,6 +1090,10 @@ def ratio(
     kind = "predicted" if "predicted" in (a["kind"], b["kind"]) else a["kind"]
     workload = {k: a[k] for k in (*KEY[2:], "platform", "params")}
     rest.setdefault("extra", f"vs {b['device']}")
+    guessed = [r for r in (a, b) if r["kind"] == "predicted"]
+    if quantity == "speedup" and len(guessed) == 1:  # its one predicted side's error is its own
+        band = {c: guessed[0].get(c) for c in BAND_COLUMNS}
+        rest.update({c: v for c, v in band.items() if v is not None and v == v})
     return row(
         quantity, kind, value, workload, selection, numerator=b["id"], denominator=a["id"], **rest
     )
