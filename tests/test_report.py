@@ -1645,6 +1645,9 @@ def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, mo
                         model="resnet50", platform="gpu")  # fmt: skip
     values = [1.0, *s.value.astype(float)]  # every series starts at its base, 100%
     ax = panels["resnet50, data-parallel, predicted, GPUs"]
+    # its x-axis its own: up to its 8 GPUs, not the 64 TPUs of another panel
+    assert ax.get_xlim()[1] < 2 * s.devices.max() < panels[
+        "resnet50, data-parallel, predicted, TPUs"].get_xlim()[1]  # fmt: skip
     lo, hi = ax.get_ylim()
     assert lo < min(values) and max(values) < hi
     assert hi - lo < 1.5 * (max(values) - min(values))
@@ -1658,11 +1661,13 @@ def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, mo
                    for b in series[i + 1:] for p in a for q in b)  # fmt: skip
 
     assert apart(ax)
-    # the control: on the range the published panel needs the series run together
+    # the control: on the ranges a shared axis gave it (the published panel's 84%, the
+    # TPUs' 64 devices) the series run together
     published = study_page.rows(table, quantity="scaling_efficiency", kind="published",
                                 model="resnet50")  # fmt: skip
     assert published.value.astype(float).min() < lo
     ax.set_ylim(published.value.astype(float).min(), hi)
+    ax.set_xlim(*panels["resnet50, data-parallel, predicted, TPUs"].get_xlim())
     assert not apart(ax)
     for title, ax in panels.items():
         ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]

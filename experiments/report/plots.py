@@ -41,14 +41,19 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def _grid(
-    n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, ylabel: str
+    n: int,
+    size: Callable[[int, int], tuple[float, float]],
+    xlabel: str,
+    ylabel: str,
+    sharex: bool = True,
 ) -> tuple[Any, Any]:
     """A figure of `n` panels, four across at most (`size`: its size from columns and rows),
-    the x-axis shared, the outer panels labelled and the panels left over blank."""
+    the x-axis shared unless `sharex` is False, the outer panels labelled and the panels
+    left over blank."""
     cols = min(4, n)
     rows_ = -(-n // cols)
     fig, axes = pyplot().subplots(
-        rows_, cols, figsize=size(cols, rows_), squeeze=False, sharex=True
+        rows_, cols, figsize=size(cols, rows_), squeeze=False, sharex=sharex
     )
     for ax in axes.flat[n:]:
         ax.axis("off")
@@ -397,7 +402,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     plt = pyplot()
     from matplotlib.ticker import PercentFormatter
 
-    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency")
+    # each panel's devices its own: a panel that stops at 8 is not squeezed by one of 64
+    fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency",
+                      sharex=False)  # fmt: skip
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
