@@ -1531,6 +1531,14 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
     assert panels == {}  # no panel of anything else
 
 
+def _gpu_mlp_steps(table: pd.DataFrame) -> pd.DataFrame:
+    """The GPUs' MLP steps timed alone, batch 128, f32: the crossover plot's right panel."""
+    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
+    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                          loop="step", extra="-", **like)  # fmt: skip
+    return gpu[gpu.model.str.startswith("mlp")]
+
+
 def _gpu_series(label: str) -> tuple[str, str]:
     """The device and data set a crossover GPU series' label names."""
     device, _, rest = label.partition(", xla step loop on ")
@@ -1547,10 +1555,7 @@ def test_the_crossover_plot_draws_a_gpus_steps_one_data_set_a_series_each_visibl
 
     fig = _figure(table, "crossover", monkeypatch)
     alone_ax = fig.axes[1]
-    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
-    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
-                          loop="step", extra="-", **like)  # fmt: skip
-    gpu = gpu[gpu.model.str.startswith("mlp")]
+    gpu = _gpu_mlp_steps(table)
     drawn = {}
     for c in alone_ax.containers:
         line = c.lines[0]
@@ -1604,10 +1609,7 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
 
     fig = _figure(table, "crossover", monkeypatch)
     alone_ax = fig.axes[1]
-    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
-    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
-                          loop="step", extra="-", **like)  # fmt: skip
-    gpu = gpu[gpu.model.str.startswith("mlp")]
+    gpu = _gpu_mlp_steps(table)
     bars = {_gpu_series(c.get_label()): c for c in alone_ax.containers}
     assert set(bars) == set(zip(gpu.device, gpu.dataset, strict=True))
     cpu = study_page.reference_cpu(table)
