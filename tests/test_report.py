@@ -4,6 +4,7 @@ figure of the table, and the command writes the whole report or leaves the old o
 
 import re
 import statistics
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -1161,6 +1162,15 @@ def test_a_step_measured_on_an_accelerator_is_compared_with_its_chips_compiled_p
 
 
 # --- the plots ------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _figures_closed():
+    """A test's unsaved figures closed after it: open ones would outlive it in its worker
+    and make pyplot warn in a later test's report run."""
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _figure(table, page, monkeypatch):

@@ -62,7 +62,10 @@ def write_report(
         first = drawn.get("first")
         report = out / views.REPORT_FILE
         texts = {
-            out / views.FIGURES: table.to_csv(index=False, lineterminator="\n"),
+            # ten significant digits: a figure reads the same whichever numpy computed it
+            out / views.FIGURES: table.to_csv(
+                index=False, lineterminator="\n", float_format="%.10g"
+            ),
             out / views.FIGURES_SCHEMA: json.dumps(figures.table_schema(), indent=1) + "\n",
             report: _ending(
                 views.first_screen(table, views.PAGES, first and f"{views.PAGES}/{first}")
