@@ -4,7 +4,6 @@ verdict, how it is known, its band, and the figure ids it rests on. No record is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -491,13 +490,10 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(f"{text}; {split}", [*worst, *above.to_dict("records"), *split_rows, band], said)
 
 
-def how_measured(verdict: str, g: pd.DataFrame) -> str:
-    """A measured crossover's verdict with how it was measured inside its parenthesis, and
-    "once per width" where no width's GPU step has a spread (single timings); the widths'
-    count stays on the page."""
-    how = f"measured{' once per width' if g.n.isna().all() else ''}, {LOOP} both sides"
-    verdict = re.sub(r"\(\d+ of \d+ widths; ", "(", verdict)
-    return f"{verdict[:-1]}; {how})" if verdict.endswith(")") else f"{verdict} ({how})"
+def how_measured(g: pd.DataFrame) -> str:
+    """How a measured crossover's sides were timed: "once per width" where no width's GPU
+    step has a spread (single timings); the widths' count stays on the page."""
+    return f"measured{' once per width' if g.n.isna().all() else ''}, {LOOP} both sides"
 
 
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -505,14 +501,16 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     text, chosen = crossover_verdict(c, g)
     if not text:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
-    measured = [(crossover_verdict(mc, mg), mg) for mc, mg in measured_crossover(t, cpu)]
+    measured = [
+        crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in measured_crossover(t, cpu)
+    ]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
-        said = [how_measured(words, mg) for (words, _), mg in measured if words]
+        said = [words for words, _ in measured if words]
         start = text.split(" (")[0].removeprefix("T4 ")
         below = undecided_below(c, g)
         start += f", outside its band from {below:,}" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
-        chosen += [r for (_, rs), _ in measured for r in rs]
+        chosen += [r for _, rs in measured for r in rs]
         return Said(text, chosen)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")

@@ -760,8 +760,7 @@ def band_of(
 
 
 def _band_columns(median: float, worst: float, n: int, split: str, quantity: str) -> dict[str, Any]:
-    return dict(zip(("band_median", "band_worst", "band_n", "band_split", "band_quantity"),
-                    (median, worst, n, split, quantity), strict=True))  # fmt: skip
+    return dict(zip(BAND_COLUMNS, (median, worst, n, split, quantity), strict=True))
 
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
@@ -1265,7 +1264,7 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
             bq = str(d["band_quantity"])
             band["band_quantity"] = bq if bq.startswith("unvalidated") else f"epoch from {bq}"
         if d["quantity"] == "loop_step_s":
-            band.update({k: d[k] for k in ("band_median", "band_worst", "band_n", "band_split")})
+            band.update({k: d[k] for k in BAND_COLUMNS if k != "band_quantity"})
         # a measured step's epoch was never timed: derived; a predicted one stays predicted
         kind = "derived" if d["kind"] == "measured" else d["kind"]
         out.append(

@@ -82,9 +82,12 @@ def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple
     return c, g[g.model.str.startswith("mlp")].sort_values("params")
 
 
-def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[dict[str, Any]]]:
+def crossover_verdict(
+    c: pd.DataFrame, g: pd.DataFrame, how: str = ""
+) -> tuple[str, list[dict[str, Any]]]:
     """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
-    the verdict and the two rows of the width it names."""
+    the verdict and the two rows of the width it names. With `how` (how the sides were
+    measured), that stands in the verdict's parenthesis instead of the widths' count."""
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
     if not len(both):
         return "", []
@@ -93,14 +96,16 @@ def crossover_verdict(c: pd.DataFrame, g: pd.DataFrame) -> tuple[str, list[dict[
     faster = (both.value_gpu < both.value_cpu).to_numpy()
     slower = [int(p) for p in both.params_cpu[~faster]]
     tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
+    also = f"; {how}" if how else ""
     if tail >= len(faster):
-        return f"{name} slower at the widest MLP ({slower[-1]:,} params)", []
+        return f"{name} slower at the widest MLP ({slower[-1]:,} params{also})", []
     r = both.iloc[tail]
     if not slower:
-        text = f"{name} faster at every width ({int(r.params_cpu):,} params and up)"
+        text = f"{name} faster at every width ({int(r.params_cpu):,} params and up{also})"
     else:
-        text = f"{name} faster from {int(r.params_cpu):,} params on ({int(faster.sum())} of "
-        text += f"{len(both)} widths; slower at {', '.join(f'{p:,}' for p in slower)})"
+        count = "" if how else f"{int(faster.sum())} of {len(both)} widths; "
+        slow = ", ".join(f"{p:,}" for p in slower)
+        text = f"{name} faster from {int(r.params_cpu):,} params on ({count}slower at {slow}{also})"
     chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
     return text, chosen
 
