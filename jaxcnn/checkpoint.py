@@ -39,6 +39,7 @@ import re
 import resource
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -339,6 +340,25 @@ def _remove_unfinished_saves(directory: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def _remove_failed_save(directory: Path, before: set[threading.Thread]) -> None:
+    """Delete a failed save's temporary folders once nothing writes into them.
+
+    Orbax raises the first item's failure without waiting for the others: their commit
+    threads, and TensorStore writes still in flight, go on and make the folders they
+    write into again after a first removal. So the threads this save started are
+    joined first, and the folders are removed until none comes back.
+    """
+    for thread in set(threading.enumerate()) - before:
+        if type(thread).__module__.startswith("orbax."):
+            thread.join(timeout=60)
+    for _ in range(5):
+        _remove_unfinished_saves(directory)
+        time.sleep(0.1)
+        if not any(directory.glob(f"*{TMP_MARKER}*")):
+            return
+    _remove_unfinished_saves(directory)
+
+
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
@@ -408,6 +428,7 @@ class Checkpoints:
         meta = json.loads(json.dumps(meta))  # as it will be read back: the digest's input
         meta[DIGEST_KEY] = _content_digest(arrays, meta)
         ocp = _ocp()
+        threads = set(threading.enumerate())
         try:
             # Each writer thread logs the failure with a traceback before save raises it.
             with absl_logs_held(logging.ERROR):
@@ -423,7 +444,7 @@ class Checkpoints:
             why = _why_not_saved(self.directory, error)
             message = f"could not save checkpoint {step} in {self.directory}{why}"
             # Its half-written folder would keep the disk full for the rerun.
-            _remove_unfinished_saves(self.directory)
+            _remove_failed_save(self.directory, threads)
             raise CheckpointSaveError(message) from error
 
     def restore(self, like: TrainState) -> Restored | None:

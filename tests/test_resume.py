@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from jaxcnn.checkpoint import (
     Checkpoints,
     CheckpointSaveError,
     CheckpointWarning,
+    _remove_failed_save,
+    _remove_unfinished_saves,
     params_digest,
 )
 from jaxcnn.errors import UsageError
@@ -639,6 +642,40 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
         # The cause in the writer's own words: TensorStore's, or the OS's where the disk
         # fills on a write Orbax makes itself (which one depends on where it fills).
         assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record.message)
+
+
+class _OrbaxWriter(threading.Thread):
+    """Stands for a commit thread Orbax leaves running when another item's save fails:
+    it makes its folder under the step's temporary one after the failure is raised."""
+
+    __module__ = "orbax.checkpoint._src.futures.future"
+
+    def __init__(self, folder: Path, started: threading.Event):
+        super().__init__()
+        self.folder, self.started = folder, started
+
+    def run(self) -> None:
+        self.started.set()
+        time.sleep(0.3)
+        (self.folder / "state.orbax-checkpoint-tmp" / "d").mkdir(parents=True)
+
+
+@pytest.mark.parametrize("remove", ["failed save", "unfinished saves alone"])
+def test_a_failed_save_is_removed_after_the_writers_it_left_running(tmp_path, remove):
+    step = tmp_path / f"22{TMP_MARKER}"
+    step.mkdir()
+    before = set(threading.enumerate())
+    started = threading.Event()
+    writer = _OrbaxWriter(step, started)
+    writer.start()
+    started.wait()
+    if remove == "failed save":
+        _remove_failed_save(tmp_path, before)
+        assert not list(tmp_path.rglob(f"*{TMP_MARKER}*"))
+    else:  # the positive control: removing once leaves what the writer makes after
+        _remove_unfinished_saves(tmp_path)
+        writer.join()
+        assert (step / "state.orbax-checkpoint-tmp" / "d").is_dir()
 
 
 @pytest.mark.slow
