@@ -12,6 +12,7 @@ import pandas as pd
 
 from experiments.report.figures import (
     JAX_VERSUS,
+    KEY,
     framework_factors,
     is_small,
 )
@@ -188,8 +189,14 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     d = derived_epoch(t, cpu, SEED_MODEL, 16)
     c = one(t, id=d["numerator"]) if d else cpu_step(t, cpu, SEED_MODEL, 16)
     pm, pt = published(t, "seed000-mx150-catsdogs"), published(t, "seed000-t4-catsdogs")
-    parts = [f"MX150 b16 {fmt(mx)} (seed {fmt(pm)})" if mx else ""]
-    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads)" if t4 else "")
+    # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step)
+    mx16, t416 = mx, accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
+    over = [c and a and one(t, quantity="speedup", numerator=c["id"], denominator=a["id"])
+            for a in (mx16, t416)]  # fmt: skip
+    x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
+    parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
+    at16 = f"; at b16{x_t4}" if x_t4 else ""
+    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads{at16})" if t4 else "")
     said = f"CPU b16 {fmt(c)} ({c['formulation']} formulation)" if c else None
     parts.append(said or none_on(cpu, "CPU b16 step"))
     # our model of the seed's own loops against them: the chips' one check, beside the band
@@ -199,7 +206,8 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
     caveat = f"; our model of the seed's own loops: {said_checks} off" if said_checks else ""
     found = [e for _, e in checks]
-    return Said("; ".join(p for p in parts if p), [mx, t4, c, pm, pt, *found], caveat=caveat)
+    picked = [mx, t4, c, pm, pt, *over, *found]
+    return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 
 def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -222,22 +230,25 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 
 
-def widest_gap(curves: pd.DataFrame, by: str) -> tuple[float, list[dict[str, Any]]] | None:
-    """The two curves furthest apart at any one epoch (`by`: the column that tells the
-    curves apart): (their gap, its two rows); None with fewer than two curves."""
+def epoch_gaps(curves: pd.DataFrame, by: str) -> pd.Series:
+    """How far apart the curves (told apart by the column `by`) lie at each epoch, in
+    points, indexed "epoch k"; empty with fewer than two curves."""
     if curves[by].nunique() < 2:
-        return None
+        return pd.Series(dtype=float)
     at = curves.extra.str.extract(r"^(epoch \d+)")[0]
-    gaps = curves.groupby(at).value.agg(lambda v: v.max() - v.min())
-    lo, hi = span(curves[at == gaps.idxmax()])
-    return hi["value"] - lo["value"], [lo, hi]
+    return curves.groupby(at).value.agg(lambda v: v.max() - v.min()) * 100
+
+
+def points(gaps: pd.Series) -> str:
+    return span_text(value_text(gaps.min(), ""), value_text(gaps.max(), "")) + " points"
 
 
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     """Whether the devices' curves come apart further than one device's seeds do: per
-    seed model the widest gap between devices at any epoch (seed 0's runs of the most
-    epochs on the commonest data set and batch), against the widest between the CPU's
-    seeds of the same workload."""
+    seed model, epoch by epoch, the gap between devices (seed 0's runs of the most epochs
+    on the commonest data set and batch) against the spread of the CPU's seeds of the
+    same workload at that epoch. A model no device ran with several seeds is said by its
+    widest gap, unjudged."""
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
@@ -247,47 +258,50 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
     acc = acc[epochs == epochs.max()]
     acc = acc[(acc.dataset == acc.dataset.mode().iloc[0]) & (acc.batch == acc.batch.mode().iloc[0])]
-    r0, picked, gaps, seeds = acc.iloc[0], [], [], None
+    r0, picked, judged, unjudged, noise = acc.iloc[0], [], [], [], None
     like = every[(every.dataset == r0["dataset"]) & (every.batch == r0["batch"])]
     n_epochs = r0["extra"].split()[0]
-    of_run = f" of {n_epochs}"  # "epoch k of N[, seed s]": those runs' epochs
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
         curves = like[(like.model == model) & like.extra.str.startswith("epoch ")]
-        devices = widest_gap(curves[curves.extra.str.endswith(of_run)], "device")
-        if devices:
-            gaps.append((model, devices[0]))
-            picked += devices[1]
+        runs = curves[curves.extra.str.endswith(f" of {n_epochs}")]  # seed 0's
+        devices = epoch_gaps(runs, "device")
+        if devices.empty:
+            continue
         mine = curves[(curves.device == cpu) & curves.extra.str.contains(rf" of {n_epochs}(?:,|$)")]
-        mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0])
-        seeded = widest_gap(mine.fillna({"seed": "0"}), "seed")
-        if seeded and seeds is None:
-            seeds = (model, mine.seed.nunique(dropna=False), seeded[0])
-            picked += seeded[1]
-    widest = max((g for _, g in gaps), default=None)
-    if gaps:
-        models = ", ".join(m for m, _ in gaps)
-        text = f"devices' curves at most {value_text(widest * 100, '')} points apart ({models})"
-    else:  # one device: what it reached, per model
+        mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0].fillna("0"))
+        seeds = epoch_gaps(mine, "seed")
+        picked += runs.to_dict("records")
+        if seeds.empty:
+            unjudged.append(f"{model}'s within {value_text(devices.max(), '')} points")
+            continue
+        picked += mine.drop(columns="seed").to_dict("records")
+        inside = int((devices <= seeds.reindex(devices.index)).sum())
+        judged.append((model, inside, len(devices)))
+        if noise is None:  # one model's seeds stand for the noise
+            n = mine.seed.nunique()
+            noise = f"seed noise: {model}'s {n} CPU seeds {points(seeds)} apart per epoch, "
+            noise += f"its devices {points(devices)}"
+    if not judged and not unjudged:  # one device: what it reached, per model
         picked += acc.to_dict("records")
         text = "; ".join(
             f"{m} " + ", ".join(f"{r['platform'].upper()} {fmt(r)}"
                                 for r in acc[acc.model == m].to_dict("records"))
             for m in [m for m in SEED_MODELS if m in set(acc.model)]
         )  # fmt: skip
-    if gaps and seeds:
-        model, n, spread = seeds
-        same = widest <= spread
-        # one model's CPU seeds stand for the noise: "consistent with", never "the same"
-        verdict = "Consistent with seed noise" if same else "Apart beyond seed noise"
-        text = f"{verdict}: {text}; {model}'s {n} CPU seeds' {value_text(spread * 100, '')}"
+    else:
+        said = [f"{m}'s devices within its seeds' spread at {k} of {of} epochs"
+                for m, k, of in judged]  # fmt: skip
+        text = "; ".join(said + unjudged)
+        if judged:  # "consistent with": one model's seeds stand for the noise
+            most = all(2 * k > of for _, k, of in judged)
+            text = f"{'Consistent with' if most else 'Apart beyond'} seed noise: {text}"
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
     )
-    text += f" (b{int(r0['batch'])}, {r0['extra']}, {r0['dataset']}; {forms} formulation)"
+    text += f" ({r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
-    if missing:
-        text += f"; no {'/'.join(missing)} yet"
-    return Said(text, picked)
+    text += f"; no {'/'.join(missing)})" if missing else ")"
+    return Said(text, picked, noise)
 
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
@@ -637,20 +651,30 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         picked += m.to_dict("records")  # every seed model per chip, on the page
         if platform == "cpu":  # as a fraction of its own ceiling, as a chip's of its peak
             frac = one(t, quantity="mfu", numerator=mnist[0]["id"], denominator=peak["id"])
-            said = f"{fmt(frac)} of its matmul" if frac else f"{fmt(mnist[0])} (matmul {fmt(peak)})"
-            parts.append(f"CPU {said}")
+            said = f"({fmt(frac)} of its matmul)" if frac else f"(matmul {fmt(peak)})"
+            parts.append(f"CPU {fmt(mnist[0])} {said}")
             picked.append(frac)
             continue
         notes = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
-        said = ", ".join(f"{r['device']} {fmt(r)}" for r in mnist)
-        said += f" of {'/'.join(sorted(notes)).replace('tf32', 'TF32')} peak"
+        of_peak = f"of {'/'.join(sorted(notes)).replace('tf32', 'TF32')} peak"
+        chips, fractions = "/".join(r["device"] for r in mnist), "/".join(fmt(r) for r in mnist)
         if mnist[0]["kind"] != "measured":
-            parts.append(f"predicted {said}")
+            parts.append(f"predicted {chips} {fractions} {of_peak}")
             continue
+        # what each reached, beside the fraction: the FLOP/s row the fraction divides
+        reached = [one(t, **{**{k: r[k] for k in KEY}, "quantity": "flops_per_s"}) for r in mnist]
+        picked += reached
         tops = m.loc[m.groupby("device", sort=False).value.idxmax()].to_dict("records")
         models = {r["model"] for r in tops}  # named once where every chip's is one model's
-        each = ", ".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}" for r in tops)
-        parts.append(f"{said} ({models.pop() + ': ' if len(models) == 1 else 'largest: '}{each})")
+        each = "/".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}" for r in tops)
+        top = f"{models.pop() if len(models) == 1 else 'largest'} {each}"
+        if all(reached):
+            amounts = [fmt(r) for r in reached]
+            if len({a.partition(" ")[2] for a in amounts}) == 1:  # the unit said once
+                amounts = [a.partition(" ")[0] for a in amounts[:-1]] + amounts[-1:]
+            parts.append(f"{chips} {'/'.join(amounts)} ({fractions} {of_peak}; {top})")
+        else:
+            parts.append(f"{chips} {fractions} {of_peak} ({top})")
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
     return Said(f"{MNIST_MODEL} b128 f32, step timed alone: " + "; ".join(parts), picked)
@@ -658,7 +682,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     """vmap's speed over sequential steps per K on the reference CPU, per formulation; one
-    the reference CPU has not run, from another CPU, named."""
+    the reference CPU has not run, from another CPU, named. The verdict per K against the
+    runs' noise: K=1 batches nothing, so its distance from 1x is how far noise reaches."""
     every = rows(t, quantity="speedup", kind="measured")
     every = every[every.extra.str.contains("vmap vs sequential")]
     s = every[every.platform == "cpu"]
@@ -668,21 +693,30 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     s = s[(s.device == cpu) | ~s.formulation.isin(set(here.formulation))]
     s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
     s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
-    parts = []
-    for (other, device, formulation), g in s.groupby(["ref", "device", "formulation"], sort=False):
-        who = f"{device}, " if other else ""
-        ks = ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records"))
-        parts.append(f"{who}{formulation} formulation: {ks}")
-    where = "on the CPU" + ("" if (every.platform != "cpu").any() else " (no GPU or TPU run yet)")
-    text = f"{where}: {s.iloc[0].model}, vmap over sequential, " + "; ".join(parts)
-    # K=1 batches nothing: its distance from 1x is the runs' noise, said beside the answer
     one_model = s[s.k == 1]
-    noise = None
+    noise = max([max(v, 1 / v) for v in one_model.value], default=1.0)
+    verdicts: dict[str, dict[str, list[str]]] = {"faster": {}, "within noise": {}, "slower": {}}
+    for r in s[s.k > 1].to_dict("records"):
+        who = f"{r['device']} " if r["ref"] else ""
+        verdict = ("faster" if r["value"] > noise else
+                   "slower" if r["value"] < 1 / noise else "within noise")  # fmt: skip
+        verdicts[verdict].setdefault(f"{who}{r['formulation']}", []).append(f"K={r['k']} {fmt(r)}")
+    said = "; ".join(
+        f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
+        for v, found in verdicts.items()
+        if found
+    )
+    faster = sum(map(len, verdicts["faster"].values()))
+    head = "No" if not faster else "Yes" if faster == len(s[s.k > 1]) else "Partly"
+    formulations = " or ".join(dict.fromkeys(s.formulation))
+    where = "on the CPU" + ("" if (every.platform != "cpu").any() else "; no GPU or TPU run yet")
+    text = f"{head}: {said} ({s.iloc[0].model}, {formulations} formulation, {where})"
+    band = None
     if len(one_model):
         lo, hi = span(one_model)
         reads = span_text(fmt(lo), fmt(hi))
-        noise = f"K=1, one model, reads {reads}: gaps from 1x within that are noise"
-    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), noise)
+        band = f"K=1, one model, reads {reads}: gaps from 1x within that are noise"
+    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), band)
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
