@@ -2071,6 +2071,26 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     assert crossover_study.undecided_below(c, narrow) is None
 
 
+def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
+    cpu = study_page.reference_cpu(csv)
+    ((c, g),) = crossover_study.measured_crossover(csv, cpu)
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
+    ratios = csv[(csv.quantity == "speedup") & csv.numerator.isin(both.id_cpu)
+                 & csv.denominator.isin(both.id_gpu)]  # fmt: skip
+    assert len(ratios) == len(both)  # one per width
+    tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= 55_050])]
+    smallest = tail.loc[tail.value.idxmin()]
+    band = answers.answers(csv)[8].band
+    assert band.endswith(
+        f"; H100 SXM's margin from 55,050 params on: {fmt(smallest.to_dict())} at least"
+    )
+    # the control: that width's margin widened, and the next smallest is said
+    wider = csv.assign(value=csv.value.where(csv.id != smallest.id, 100.0))
+    second = tail[tail.id != smallest.id].value.min()
+    said = answers.answers(wider)[8].band
+    assert said.endswith(f"{fmt({**smallest.to_dict(), 'value': second})} at least")
+
+
 def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv):
     said = answers.answers(csv)[1]
     (cpu_step,) = [i for i in said.ids if i.startswith("step_s|") and "|AMD EPYC" in i]

@@ -510,14 +510,27 @@ def how_measured(g: pd.DataFrame) -> str:
     return f"measured{' once per width' if g.n.isna().all() else ''}, {LOOP} both sides"
 
 
+def smallest_margin(
+    t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame, named: list[dict[str, Any]]
+) -> Row:
+    """The measured GPU's smallest speedup over the CPU's loop among the widths from the
+    crossover on (`named`: the crossover's two rows), or None: how near the verdict's
+    widths come to a tie."""
+    if not named:
+        return None
+    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
+    tail = both[both.params_cpu >= named[0]["params"]]
+    found = rows(t, quantity="speedup", numerator=list(tail.id_cpu), denominator=list(tail.id_gpu))
+    return found.loc[found.value.idxmin()].to_dict() if len(found) else None
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
     if not text:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
-    measured = [
-        crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in measured_crossover(t, cpu)
-    ]
+    sweeps = measured_crossover(t, cpu)
+    measured = [crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in sweeps]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said = [words for words, _ in measured if words]
         start = text.split(" (")[0].removeprefix("T4 ")
@@ -525,7 +538,14 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         start += f", outside its band from {below:,}" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
         chosen += [r for _, rs in measured for r in rs]
-        return Said(text, chosen)
+        caveat = ""
+        for (mc, mg), (_, rs) in zip(sweeps, measured, strict=True):
+            m = smallest_margin(t, mc, mg, rs)
+            if m:  # how near a tie the verdict's widths come
+                chosen.append(m)
+                caveat += f"; {m['device']}'s margin from {int(rs[0]['params']):,} params on: "
+                caveat += f"{fmt(m)} at least"
+        return Said(text, chosen, caveat=caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
