@@ -269,8 +269,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # model of the seed's own loops against them: 1065; row 14's one-model control: 1076;
     # the T4's epoch over the CPU's: 1077; the K80 over the CPU at its best: 1079; row 2's
     # chips over the CPU, row 4 epoch by epoch with its seeds' noise, row 13's FLOP/s
-    # reached, row 14's verdicts: 1101)
-    assert len(lines) <= 25 and len(text.split()) <= 1101
+    # reached, row 14's verdicts: 1101; the measured crossover's smallest margin: 1111)
+    assert len(lines) <= 25 and len(text.split()) <= 1111
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
