@@ -374,6 +374,11 @@ MAX_SERIES = 8  # a scaling panel's most series before it splits by platform
 ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
 
 
+# matplotlib's cycle reordered so that neighbours differ in hue: red, purple and pink,
+# next to each other there, are told apart only side by side.
+DISTINCT = ("C0", "C1", "C2", "C3", "C9", "C5", "C4", "C8", "C7", "C6")
+
+
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     """Weak-scaling efficiency against the device count, one panel per model and
     placement: colour per chip, line per precision, marker per per-device batch;
@@ -381,7 +386,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     series = scaling_series(table)
     if len({d for r in series for d in r["devices"]}) < MIN_POINTS:
         return None
-    colour = {c: f"C{i % 10}" for i, c in enumerate(sorted({r["chip"] for r in series}))}
+    chips = sorted({r["chip"] for r in series})
+    colour = {c: DISTINCT[i % len(DISTINCT)] for i, c in enumerate(chips)}
     marker = {b: "os^Dv<>pPXh*"[i % 12] for i, b in enumerate(sorted({r["per"] for r in series}))}
     style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
     # Published series in a panel of their own beside the model's predicted ones: both
