@@ -46,6 +46,8 @@ from experiments.records.stats import summarize
 
 PROG = "python -m benchmarks.published_inputs"
 REQUIREMENTS = "benchmarks/requirements-inputs.txt"
+# TensorFlow apart: its pins and the torch ones are kept out of each other's virtualenv.
+REQUIREMENTS_TF = "benchmarks/requirements-inputs-tf.txt"
 SEED = 0
 MIN_EPOCHS = 3
 
@@ -270,8 +272,70 @@ def _lwcookbook_cifar(workers: int) -> Any:
     return Provider()
 
 
+def _jia_tfds_mnist(workers: int) -> Any:
+    """The "JAX in Action" book's Chapter 11 MNIST input: tfds.load("mnist", as_supervised=True)'s
+    train split, `.map(preprocess)` (tf.cast to float32, / 255.0: one element at a time on
+    tf.data's threads), `.batch(32)`, `.prefetch(1)`, iterated through tfds.as_numpy.
+
+    TFDS's side, rebuilt without TFDS or a download: the split is one TFRecord file of
+    tf.train.Example protos (a PNG-encoded 28x28x1 uint8 image, an int64 label), parsed and
+    decoded on a parallel map as TFDS decodes it, then `.cache()`d (TFDS caches a split under
+    250 MiB read unshuffled: MNIST's 21 MiB) and mapped to (image, label) by as_supervised.
+    The untimed first epoch fills the cache, so the timed epochs read decoded images from
+    memory as the notebook's epochs after its first did. tfds.as_numpy on an eager dataset
+    is a loop over it turning each tensor to NumPy (`_numpy()`), as here."""
+    import tempfile
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")  # no GPU here; tf.data runs on the CPU anyway
+    rng = np.random.default_rng(SEED)
+    images = rng.integers(0, 256, (60_000, 28, 28, 1), dtype=np.uint8)
+    labels = rng.integers(0, 10, 60_000)
+    path = os.path.join(
+        tempfile.mkdtemp(prefix="jia-mnist-"), "mnist-train.tfrecord-00000-of-00001"
+    )
+    with tf.io.TFRecordWriter(path) as writer:
+        for image, label in zip(images, labels, strict=True):
+            png = tf.io.encode_png(image).numpy()
+            feature = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+    spec = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def decode(serialized: Any) -> Any:
+        example = tf.io.parse_single_example(serialized, spec)
+        image = tf.image.decode_png(example["image"], channels=1)
+        return {"image": tf.reshape(image, (28, 28, 1)), "label": example["label"]}
+
+    split = tf.data.TFRecordDataset([path]).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    data_train = split.cache().map(lambda ex: (ex["image"], ex["label"]))
+
+    def preprocess(img: Any, label: Any) -> Any:  # the notebook's, as written
+        return (tf.cast(img, tf.float32) / 255.0), label
+
+    train_data = data_train.map(preprocess).batch(32).prefetch(1)
+
+    class AsNumpy:  # tfds.as_numpy's eager iterator, re-entered each epoch as the notebook does
+        def __iter__(self) -> Any:
+            for elem in train_data:
+                yield tuple(t._numpy() for t in elem)
+
+    return AsNumpy()
+
+
 TORCH = ("torch", "torchvision")
 JAX = ("jax", "flax")
+TENSORFLOW = ("tensorflow",)
+JIA = "https://github.com/che-shr-cat/JAX-in-Action/blob/904d69f2ed26ab31800c7e70f60275e6b513a069/Chapter-11/"
 UVA = "https://github.com/phlippe/uvadlc_notebooks_benchmarking/blob/1df2da7b27ff54cd00a306d648a74b308942b664/JAX/"
 COLAB = "https://github.com/mashaan14/YouTube-channel/blob/5650ca2d908907fc2fc78b24d6242bd32373cc3b/jax_performance/2024_04_14_jax_speed_test.md"
 PIPELINES = {
@@ -313,6 +377,16 @@ PIPELINES = {
             0,
             TORCH,
             _toy_points,
+        ),
+        Pipeline(
+            "jia-tfds-mnist",
+            JIA
+            + "Chapter_11.1_MNIST_MLP_Flax_TrainState_with_metrics.ipynb (preprocess, train_data)",
+            "synthetic-mnist",
+            32,
+            0,
+            TENSORFLOW,
+            _jia_tfds_mnist,
         ),
         Pipeline(
             "uva-tutorial5-cifar",
@@ -385,6 +459,8 @@ def record_of(pipeline: Pipeline, epochs: int) -> dict[str, Any]:
         cpu_count=os.cpu_count(),
         framework=(pipeline.needs or ("numpy",))[0],
     )
+    if "tensorflow" in pipeline.needs:  # pip's tensorflow-cpu is TensorFlow too
+        env["tensorflow"] = _version("tensorflow") or _version("tensorflow-cpu")
     workload = {
         "kind": "input",
         "study": "references",
@@ -417,7 +493,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in args.pipelines:
         missing = [m for m in PIPELINES[name].needs if importlib.util.find_spec(m) is None]
         if missing:
-            how = f"pip install -r {REQUIREMENTS}" if "torch" in missing else "pip install -e ."
+            how = (
+                f"pip install -r {REQUIREMENTS}"
+                if "torch" in missing
+                else f"pip install -r {REQUIREMENTS_TF}"
+                if "tensorflow" in missing
+                else "pip install -e ."
+            )
             raise UsageError(
                 f"{name} needs {' and '.join(missing)}: {how} (or --pipelines stax-mnist)"
             )

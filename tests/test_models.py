@@ -52,6 +52,8 @@ def test_published_networks_have_their_sources_parameter_counts():
     assert models.param_counts("flax_cifar_cnn") == (1_070_794, 0)
     assert models.param_counts("toy_mlp") == (52, 0)
     assert models.input_shape("toy_mlp") == (1, 1, 2)
+    # "JAX in Action"'s 784-512-10: 401,920 + 5,130, its notebook's model.tabulate total.
+    assert models.param_counts("jia_mlp") == (407_050, 0)
     # Not mnist_cnn at any padding: max pools and Dense(128) there, not avg and 256.
     assert models.param_counts("mnist_cnn", padding="SAME") == (421_642, 0)
 

@@ -367,3 +367,24 @@ class ToyMLP(nn.Module):
         x = nn.relu(nn.Dense(self.hidden_dim, dtype=self.dtype)(x))
         # As published; log_softmax of these logits leaves the cross-entropy unchanged.
         return nn.log_softmax(nn.Dense(self.num_classes, dtype=self.dtype)(x))
+
+
+class JaxInActionMLP(nn.Module):
+    """The "JAX in Action" book's Chapter 11 Flax MLP (che-shr-cat/JAX-in-Action,
+    https://github.com/che-shr-cat/JAX-in-Action/blob/904d69f2ed26ab31800c7e70f60275e6b513a069/Chapter-11/Chapter_11.1_MNIST_MLP_Flax_TrainState_with_metrics.ipynb,
+    `MLP`): Dense(512) swish, Dense(10) on the flattened 28x28x1 image: 784*512+512 +
+    512*10+10 = 407,050 params, as the notebook's `model.tabulate` prints ("Total
+    Parameters: 407,050"). Not jaxcnn's `mlp` (two hidden layers, relu, dropout).
+    """
+
+    hidden_dim: int = 512
+    num_classes: int = 10
+    dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get; no conv or pool
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        del train, axis_name
+        x = Flatten()(x)
+        x = nn.swish(nn.Dense(self.hidden_dim, dtype=self.dtype)(x))
+        return nn.Dense(self.num_classes, dtype=self.dtype)(x)
