@@ -60,7 +60,10 @@ class Pipeline:
     source: str  # the published code it replays, at a commit
     dataset: str  # what the synthetic data stands for
     batch_size: int
-    workers: int  # the published loader's worker processes (0: the loop's own thread)
+    # what makes the batches beside the loop's own thread (0: that thread alone): a torch
+    # loader's worker processes; 1 for a tf.data pipeline that prefetches, whose map and
+    # batch run on tf.data's own threads, outside the GIL, while the loop dispatches
+    workers: int
     needs: tuple[str, ...]  # the modules it imports beyond NumPy
     build: Callable[[int], Iterable[Any]]  # workers -> an iterable of one epoch's batches
 
@@ -384,7 +387,7 @@ PIPELINES = {
             + "Chapter_11.1_MNIST_MLP_Flax_TrainState_with_metrics.ipynb (preprocess, train_data)",
             "synthetic-mnist",
             32,
-            0,
+            1,  # .prefetch(1)
             TENSORFLOW,
             _jia_tfds_mnist,
         ),

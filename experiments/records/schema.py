@@ -1029,8 +1029,11 @@ class InputTiming(Part):
     """A published loop's input pipeline replayed alone: how long its loop waits for
     each batch with no model behind it."""
 
-    workers: Count = always("the loader's worker processes as replayed (0: the loop's thread)")
-    workers_published: Count = always("the worker processes the published loop ran")
+    workers: Count = always(
+        "what made the batches beside the loop's thread as replayed: a loader's worker "
+        "processes, 1 for a prefetching tf.data pipeline (0: the loop's thread alone)"
+    )
+    workers_published: Count = always("the same, as the published loop ran")
     batch_bytes: Count = always("the bytes of one batch the pipeline yields (all its arrays)")
     batches: Count = always("the batches of each timed epoch")
     batch_s: Timed = always("seconds a batch, one sample per timed epoch")
