@@ -911,7 +911,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     ]
     # the control: without the fraction the answer falls back to the two rates
     bare = answers.answers(csv[csv.note != figures.CPU_CEILING])[12].answer
-    assert f"(matmul {fmt(peak.iloc[0].to_dict())})" in bare
+    assert f"(cpu formulation, matmul {fmt(peak.iloc[0].to_dict())})" in bare
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
