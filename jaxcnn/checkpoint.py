@@ -344,19 +344,27 @@ def _remove_failed_save(directory: Path, before: set[threading.Thread]) -> None:
     """Delete a failed save's temporary folders once nothing writes into them.
 
     Orbax raises the first item's failure without waiting for the others: their commit
-    threads, and TensorStore writes still in flight, go on and make the folders they
-    write into again after a first removal. So the threads this save started are
-    joined first, and the folders are removed until none comes back.
+    threads, and TensorStore writes still in flight (on its own threads, which nothing
+    here can join), go on and make the folders they write into again after a first
+    removal, later the busier the machine. So the threads this save started are joined,
+    then the folders are removed until none has come back for a quiet second (at most
+    half a minute: a failed save is rare, and a folder left behind would keep a full
+    disk full; the next run's open removes what is left even so).
     """
     for thread in set(threading.enumerate()) - before:
         if type(thread).__module__.startswith("orbax."):
             thread.join(timeout=60)
-    for _ in range(5):
-        _remove_unfinished_saves(directory)
-        time.sleep(0.1)
-        if not any(directory.glob(f"*{TMP_MARKER}*")):
+    quiet, deadline = time.monotonic() + QUIET_S, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if any(directory.glob(f"*{TMP_MARKER}*")):
+            _remove_unfinished_saves(directory)
+            quiet = time.monotonic() + QUIET_S
+        elif time.monotonic() >= quiet:
             return
-    _remove_unfinished_saves(directory)
+        time.sleep(0.05)
+
+
+QUIET_S = 1.0
 
 
 def _one_line(error: BaseException) -> str:

@@ -644,14 +644,12 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
         assert re.search(r"RESOURCE_EXHAUSTED|No space left on device", record.message)
 
 
-class _OrbaxWriter(threading.Thread):
-    """Stands for a commit thread Orbax leaves running when another item's save fails:
-    it makes its folder under the step's temporary one after the failure is raised."""
-
-    __module__ = "orbax.checkpoint._src.futures.future"
+class _LateWriter(threading.Thread):
+    """Stands for what a failed save leaves running after another item's failure is
+    raised: it makes its folder under the step's temporary one 0.3 s later."""
 
     def __init__(self, folder: Path, started: threading.Event):
-        super().__init__()
+        super().__init__(daemon=True)
         self.folder, self.started = folder, started
 
     def run(self) -> None:
@@ -660,21 +658,34 @@ class _OrbaxWriter(threading.Thread):
         (self.folder / "state.orbax-checkpoint-tmp" / "d").mkdir(parents=True)
 
 
-@pytest.mark.parametrize("remove", ["failed save", "unfinished saves alone"])
-def test_a_failed_save_is_removed_after_the_writers_it_left_running(tmp_path, remove):
+class _OrbaxWriter(_LateWriter):
+    """An Orbax commit thread: the failed save joins it."""
+
+    __module__ = "orbax.checkpoint._src.futures.future"
+
+
+@pytest.mark.parametrize(
+    "writer, remove",
+    [
+        (_OrbaxWriter, "failed save"),  # joined
+        (_LateWriter, "failed save"),  # not joinable (as TensorStore's): outwaited
+        (_LateWriter, "unfinished saves alone"),
+    ],
+)
+def test_a_failed_save_is_removed_after_the_writers_it_left_running(tmp_path, writer, remove):
     step = tmp_path / f"22{TMP_MARKER}"
     step.mkdir()
     before = set(threading.enumerate())
     started = threading.Event()
-    writer = _OrbaxWriter(step, started)
-    writer.start()
+    late = writer(step, started)
+    late.start()
     started.wait()
     if remove == "failed save":
         _remove_failed_save(tmp_path, before)
         assert not list(tmp_path.rglob(f"*{TMP_MARKER}*"))
     else:  # the positive control: removing once leaves what the writer makes after
         _remove_unfinished_saves(tmp_path)
-        writer.join()
+        late.join()
         assert (step / "state.orbax-checkpoint-tmp" / "d").is_dir()
 
 

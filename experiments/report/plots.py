@@ -569,9 +569,12 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
     colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
     plt = pyplot()
-    # the panels comparing the most runs first
+    # the panels comparing the most runs first; one device's alone answers nothing about
+    # devices where other panels compare them
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
+    if any(d.device.nunique() > 1 for _, d in panels):
+        panels = [(k, d) for k, d in panels if d.device.nunique() > 1]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
         runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
@@ -585,6 +588,13 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
                     markersize=14 * ACCURACY_SHRINK ** (i % len(ACCURACY_MARKERS)), mfc="none",
                     mew=1.5, color=colour[first.device], linewidth=1, label=label)  # fmt: skip
+        # a device's seeds' spread, epoch by epoch: what a gap between devices is judged by
+        for (device, _, _), g in d.groupby(["device", "formulation", "precision"]):
+            if (seeds := g.extra.str.extract(r"seed (\d+)")[0].fillna("0").nunique()) > 1:
+                spread = g.groupby("epoch").value.agg(["min", "max"])
+                ax.fill_between(spread.index, spread["min"], spread["max"], alpha=BAND_ALPHA,
+                                color=colour[device], linewidth=0,
+                                label=f"{device}: its {seeds} seeds' spread")  # fmt: skip
         ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
         ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
