@@ -1551,24 +1551,32 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
 ):
     """Every run's curve is drawn once, as the table holds it, in a panel of its model,
     data set, batch and epoch count, named in its title: a batch-64 3-epoch run is no
-    line among batch-128 5-epoch ones."""
+    line among batch-128 5-epoch ones. A panel of one device's runs alone is left out
+    (it compares no devices); a device's seeds' spread is shaded."""
     curves = table[(table.quantity == "test_accuracy")
                    & table.extra.astype(str).str.startswith("epoch ")]  # fmt: skip
     of = curves.extra.str.extract(r"^epoch \d+ of (\d+)")[0].astype(int)
     curves = curves.assign(epoch=curves.extra.str.extract(r"^epoch (\d+)")[0].astype(int), of=of)
     fig = _figure(table, "accuracy", monkeypatch)
     panels = {ax.get_title(): ax for ax in fig.axes}
-    # the control: one model and data set holds runs of two batches and epoch counts
-    like = curves.groupby(["dataset", "model"])[["batch", "of"]].apply(lambda g: len(set(
-        zip(g.batch, g.of, strict=True))))  # fmt: skip
-    assert like.max() > 1
-    for (dataset, model, batch, n), g in curves.groupby(["dataset", "model", "batch", "of"]):
-        ax = panels.pop(f"{model} on {dataset}, batch {int(batch)}, {n} epochs")
+    groups = curves.groupby(["dataset", "model", "batch", "of"])
+    # the control: one device's runs alone make a group, and it is not drawn
+    alone = [k for k, g in groups if g.device.nunique() == 1]
+    assert ("mnist", "mnist_cnn", 64, 3) in alone
+    for (dataset, model, batch, n), g in groups:
+        title = f"{model} on {dataset}, batch {int(batch)}, {n} epochs"
+        if (dataset, model, batch, n) in alone:
+            assert title not in panels
+            continue
+        ax = panels.pop(title)
         want = sorted(tuple(zip(r.sort_values("epoch").epoch, r.sort_values("epoch").value,
                                 strict=True)) for _, r in g.groupby("records"))  # fmt: skip
         got = sorted(tuple(zip(line.get_xdata(), line.get_ydata(), strict=True))
                      for line in ax.get_lines())  # fmt: skip
         assert got == want, ax.get_title()
+        shaded = [c.get_label() for c in ax.collections]
+        seeded = g[g.extra.str.contains(", seed ")].device.unique()
+        assert shaded == [f"{d}: its 3 seeds' spread" for d in seeded], title
     assert panels == {}  # no panel of anything else
 
 
@@ -2135,11 +2143,12 @@ def test_the_accuracy_answer_says_how_far_apart_an_unseeded_models_devices_come(
     assert curves.device.nunique() >= 2
     gaps = [(g.value.max() - g.value.min(), g) for _, g in curves.groupby("extra")]
     widest, epoch = max(gaps, key=lambda gap: gap[0])
-    assert f"; lenet5_keras's within {value_text(widest * 100, '')} points (" in _said(4)
+    gap = value_text(widest * 100, "")
+    assert f"; lenet5_keras unseeded, devices {gap} points apart: undecided (" in _said(4)
     # the positive control: one device's curve moved at that epoch widens what is said
     at = csv.id == epoch.loc[epoch.value.idxmax()].id
     moved = csv.assign(value=csv.value.where(~at, csv.value + 0.01))
-    widened = f"lenet5_keras's within {value_text((widest + 0.01) * 100, '')} points"
+    widened = f"lenet5_keras unseeded, devices {value_text((widest + 0.01) * 100, '')} points"
     assert widened in answers.answers(moved)[3].answer
 
 
@@ -2164,17 +2173,18 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
     spread = seeds.groupby(seeds.extra.str[:12]).value.agg(lambda v: v.max() - v.min())
     inside = sum(gaps[e] <= spread[e] for e in gaps.index)
     said = _said(4)
-    assert said.startswith(f"Consistent with seed noise: mnist_cnn's devices within its "
-                           f"seeds' spread at {inside} of 5 epochs; ")  # fmt: skip
+    assert said.startswith(f"mnist_cnn's devices within its "
+                           f"seeds' spread at {inside} of 5 epochs: seed noise; ")  # fmt: skip
     assert answers.answers(csv)[3].band.startswith("seed noise: mnist_cnn's 3 CPU seeds ")
     # a second seed further than every epoch's gap: inside at every epoch
     wide = answers.answers(_seeded(csv, gaps.max() + 0.002))[3]
-    assert wide.answer.startswith("Consistent with seed noise: mnist_cnn's devices within its "
-                                  "seeds' spread at 5 of 5 epochs")  # fmt: skip
+    assert wide.answer.startswith("mnist_cnn's devices within its "
+                                  "seeds' spread at 5 of 5 epochs: seed noise; ")  # fmt: skip
     assert wide.band.startswith("seed noise: mnist_cnn's 2 CPU seeds ")
     # the control: a seed closer than every epoch's gap, and the verdict turns
     closer = answers.answers(_seeded(csv, gaps[gaps > 0].min() / 2))[3].answer
-    assert closer.startswith("Apart beyond seed noise: ") and " at 0 of 5 epochs" in closer
+    assert closer.startswith("mnist_cnn's devices within its seeds' spread at 0 of 5 epochs: "
+                              "beyond seed noise; ")  # fmt: skip
 
 
 def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv):

@@ -271,8 +271,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0].fillna("0"))
         seeds = epoch_gaps(mine, "seed")
         picked += runs.to_dict("records")
-        if seeds.empty:
-            unjudged.append(f"{model}'s within {value_text(devices.max(), '')} points")
+        if seeds.empty:  # no seed spread to judge its gap by
+            gap = value_text(devices.max(), "")
+            unjudged.append(f"{model} unseeded, devices {gap} points apart: undecided")
             continue
         picked += mine.drop(columns="seed").to_dict("records")
         inside = int((devices <= seeds.reindex(devices.index)).sum())
@@ -289,19 +290,18 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             for m in [m for m in SEED_MODELS if m in set(acc.model)]
         )  # fmt: skip
     else:
-        said = [f"{m}'s devices within its seeds' spread at {k} of {of} epochs"
+        # a verdict per model judged by its own seeds: at most epochs inside their spread
+        said = [f"{m}'s devices within its seeds' spread at {k} of {of} epochs: "
+                + ("seed noise" if 2 * k > of else "beyond seed noise")
                 for m, k, of in judged]  # fmt: skip
         text = "; ".join(said + unjudged)
-        if judged:  # "consistent with": one model's seeds stand for the noise
-            most = all(2 * k > of for _, k, of in judged)
-            text = f"{'Consistent with' if most else 'Apart beyond'} seed noise: {text}"
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
     )
     text += f" ({r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
-    text += f"; no {'/'.join(missing)})" if missing else ")"
-    return Said(text, picked, noise)
+    alone = not judged and not unjudged and missing  # one device: say which ran none
+    return Said(text + (f"; no {'/'.join(missing)})" if alone else ")"), picked, noise)
 
 
 def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
