@@ -130,15 +130,16 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
             x = pd.Series([i + shift for i in range(len(devices))], index=devices)
-            m = p.band_median.astype(float)
-            # a banded prediction shows its band (median factor) as a bar; one without a
-            # band is grey and says unvalidated
+            m = p.band_worst.astype(float)
+            # a banded prediction shows its band at its worst factor as a bar (what the
+            # first screen's "undecided" goes by; its median would understate); one
+            # without a band is grey and says unvalidated
             b, u = m.notna(), m.isna() & p.value.notna()
             if b.any():
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
                             mfc="C0" if filled else "none", capsize=2,
-                            label=f"{label} (bar: its band's median factor)")  # fmt: skip
+                            label=f"{label} (bar: its band's worst factor)")  # fmt: skip
             if u.any():
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
