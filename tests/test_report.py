@@ -270,8 +270,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the T4's epoch over the CPU's: 1077; the K80 over the CPU at its best: 1079; row 2's
     # chips over the CPU, row 4 epoch by epoch with its seeds' noise, row 13's FLOP/s
     # reached, row 14's verdicts: 1101; the measured crossover's smallest margin: 1111;
-    # every K80 check of a small program, the crossover against the CPU's best: 1121)
-    assert len(lines) <= 25 and len(text.split()) <= 1121
+    # every K80 check of a small program, the crossover against the CPU's best: 1121;
+    # row 5's program held out on the GPUs that ran it: 1133)
+    assert len(lines) <= 25 and len(text.split()) <= 1133
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2084,6 +2085,19 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     # the control: a band narrower than every factor decides every width
     narrow = g.assign(band_worst=1.0)
     assert crossover_study.undecided_below(c, narrow) is None
+
+
+def test_the_gpu_answer_gives_its_programs_own_held_out_checks_beside_the_band(csv):
+    same = csv[(csv.quantity == "error_factor") & (csv.model == "mnist_cnn") & (csv.batch == 128)
+               & (csv.precision == "f32") & (csv.extra == figures.HELD_OUT_LOOP)]  # fmt: skip
+    same = same.sort_values("device")
+    assert list(same.device) == ["H100 SXM", "H200"]  # the committed: both measured GPUs
+    said = "/".join(fmt(r) for r in same.to_dict("records"))
+    band = answers.answers(csv)[4].band
+    assert band.endswith(f"; this program held out on H100 SXM/H200: {said} off, predicted faster")
+    # the control: one check erring the other way, and no one way is said
+    other = csv.assign(note=csv.note.where(csv.id != same.id.iloc[0], "predicted slower: x"))
+    assert answers.answers(other)[4].band.endswith(f"H100 SXM/H200: {said} off")
 
 
 def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
