@@ -23,7 +23,7 @@ Every model is called as `model(x, train=..., axis_name=...)`, like jaxcnn.model
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -346,6 +346,19 @@ class FlaxExampleCNN(nn.Module):
         return nn.Dense(self.num_classes, dtype=self.dtype)(x)
 
 
+def _one_hidden_layer(
+    x: jax.Array,
+    hidden: int,
+    classes: int,
+    activation: Callable[[jax.Array], jax.Array],
+    dtype: Any,
+) -> jax.Array:
+    """A published one-hidden-layer MLP's logits on the flattened input (called inside a
+    module's compact __call__: its two Dense layers are that module's Dense_0, Dense_1)."""
+    x = activation(nn.Dense(hidden, dtype=dtype)(Flatten()(x)))
+    return nn.Dense(classes, dtype=dtype)(x)
+
+
 class ToyMLP(nn.Module):
     """The "JAX Speed Test" notebook's `MLPClassifier(hidden_layers=1, hidden_dim=10,
     n_classes=2)` on 2-D points (mashaan14/YouTube-channel,
@@ -363,28 +376,24 @@ class ToyMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = Flatten()(x)
-        x = nn.relu(nn.Dense(self.hidden_dim, dtype=self.dtype)(x))
+        logits = _one_hidden_layer(x, self.hidden_dim, self.num_classes, nn.relu, self.dtype)
         # As published; log_softmax of these logits leaves the cross-entropy unchanged.
-        return nn.log_softmax(nn.Dense(self.num_classes, dtype=self.dtype)(x))
+        return nn.log_softmax(logits)
 
 
-class JaxInActionMLP(nn.Module):
+class JaxInActionMLP(ToyMLP):
     """The "JAX in Action" book's Chapter 11 Flax MLP (che-shr-cat/JAX-in-Action,
     https://github.com/che-shr-cat/JAX-in-Action/blob/904d69f2ed26ab31800c7e70f60275e6b513a069/Chapter-11/Chapter_11.1_MNIST_MLP_Flax_TrainState_with_metrics.ipynb,
     `MLP`): Dense(512) swish, Dense(10) on the flattened 28x28x1 image: 784*512+512 +
     512*10+10 = 407,050 params, as the notebook's `model.tabulate` prints ("Total
-    Parameters: 407,050"). Not jaxcnn's `mlp` (two hidden layers, relu, dropout).
+    Parameters: 407,050"). Not jaxcnn's `mlp` (two hidden layers, relu, dropout). ToyMLP's
+    shape at its own sizes, swish for relu, its logits as they come.
     """
 
     hidden_dim: int = 512
     num_classes: int = 10
-    dtype: Any = jnp.float32
-    formulation: Formulation = XLA  # chosen per platform by models.get; no conv or pool
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = Flatten()(x)
-        x = nn.swish(nn.Dense(self.hidden_dim, dtype=self.dtype)(x))
-        return nn.Dense(self.num_classes, dtype=self.dtype)(x)
+        return _one_hidden_layer(x, self.hidden_dim, self.num_classes, nn.swish, self.dtype)
