@@ -666,14 +666,17 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     # the T4's epoch over the CPU's very epoch quoted here, where the table holds it
     over = one(t, quantity="speedup", denominator=g["id"], numerator=c["id"]) if g and c else None
     t4 += f", {fmt(over)} faster" if over else ""
-    parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
-    extras = {r["extra"] for r in ran}
-    if len(extras) == 1:  # one measurement said once: "H100 SXM 731 ms, H200 607 ms measured"
-        said = ", ".join(f"{r['device']} {fmt(r)}" for r in ran)
-        parts.append(f"{said} measured, {extras.pop()}")
+    extras = {r["extra"] for r in [c, *ran] if r and r["selection"] != DERIVED}
+    if len(extras) == 1 and c and (n := extras.pop()).endswith(" epochs"):
+        # one kind of run said once: "the median epoch of 5: CPU 15.8 s; H100 SXM 731 ms"
+        head = f"the median epoch of {n.removesuffix(' epochs')} measured: "
+        parts = [f"CPU {fmt(c)} ({c['formulation']} formulation)"]
+        parts += [", ".join(f"{r['device']} {fmt(r)}" for r in ran)] if ran else []
     else:
+        head = "an epoch: "
+        parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
         parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
-    return Said("an epoch: " + "; ".join([*parts, t4]), [c, *ran, g, over])
+    return Said(head + "; ".join([*parts, t4]), [c, *ran, g, over])
 
 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
