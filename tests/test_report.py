@@ -271,8 +271,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # chips over the CPU, row 4 epoch by epoch with its seeds' noise, row 13's FLOP/s
     # reached, row 14's verdicts: 1101; the measured crossover's smallest margin: 1111;
     # every K80 check of a small program, the crossover against the CPU's best: 1121;
-    # row 5's program held out on the GPUs that ran it: 1133)
-    assert len(lines) <= 25 and len(text.split()) <= 1133
+    # row 5's program held out on the GPUs that ran it: 1133; the seed's own MX150 over
+    # its CPU: 1140)
+    assert len(lines) <= 25 and len(text.split()) <= 1140
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2129,6 +2130,22 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     second = tail[tail.id != smallest.id].value.min()
     said = answers.answers(wider)[8].band
     assert f"{fmt({**smallest.to_dict(), 'value': second})} at least; " in said
+
+
+def test_the_seed_step_answer_gives_the_seeds_own_chip_over_its_own_cpu(csv):
+    epochs = csv[(csv.quantity == "epoch_s") & (csv.kind == "published")
+                 & (csv.model == "catsdogs_cnn") & (csv.batch == 16)]  # fmt: skip
+    cpu, mx150 = (epochs[epochs.platform == p].iloc[0] for p in ("cpu", "gpu"))
+    (own,) = csv[(csv.quantity == "speedup") & (csv.selection == "seed-own")].to_dict("records")
+    assert (own["numerator"], own["denominator"]) == (cpu.id, mx150.id)
+    assert own["value"] == pytest.approx(cpu.value / mx150.value)  # 7,100 s over 665 s
+    said = answers.answers(csv)[1]
+    assert (
+        said.band.endswith(f"; the seed's MX150 {fmt(own)} its own CPU") and own["id"] in said.ids
+    )
+    # the control: without the seed's CPU epoch there is no ratio, in the table or said
+    bare = figures.seed_speedups(csv[csv.id != cpu.id])
+    assert bare == [] and figures.seed_speedups(csv)
 
 
 def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv):

@@ -206,8 +206,12 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
               for chip, ref in refs]  # fmt: skip
     said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
     caveat = f"; our model of the seed's own loops: {said_checks} off" if said_checks else ""
+    # the seed's own chip over its own CPU, where it published both: beside ours
+    own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
+    for r in own.to_dict("records"):
+        caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
     found = [e for _, e in checks]
-    picked = [mx, t4, c, pm, pt, *over, *found]
+    picked = [mx, t4, c, pm, pt, *over, *found, *own.to_dict("records")]
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 

@@ -221,6 +221,8 @@ RULES = {
     "seeds": "every seed of this configuration; the target counts as reached only where "
     "every seed reached it",
     "published": "as published, with its source and quoted row",
+    "seed-own": "a seed's own published figures divided: its accelerator's epoch against "
+    "its own CPU's, of the same model and batch",
     "epoch-from-step": "an epoch of the model's training set as the step times its "
     "steps (evaluation apart), where no epoch was timed",
     "paired": "the newest pairing of both configurations on this machine, run in "
@@ -1246,6 +1248,19 @@ def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
     return out
 
 
+def seed_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A seed's own accelerator over its own CPU: its published epochs of one model at one
+    batch divided (seed 000's MX150 over its laptop), beside which ours are read."""
+    epochs = rows(table, quantity="epoch_s", kind="published")
+    epochs = epochs[epochs.framework.str.startswith("seed ")]
+    out = []
+    for _, same in epochs.groupby(["framework", "model", "batch"]):
+        for _, cpu in same[same.platform == "cpu"].iterrows():
+            for _, chip in same[same.platform != "cpu"].iterrows():
+                out.append(speedup(chip, cpu, "seed-own", f"epoch vs {cpu.device}"))
+    return out
+
+
 def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
     """An epoch of a seed model's training set from a measured step or a predicted loop
     step (RULES["epoch-from-step"])."""
@@ -1546,6 +1561,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         scaling_band,
         functools.partial(measured_versus_predicted, fitted=fitted_records(constants)),
         cpu_speedups,
+        seed_speedups,
         ensemble_speedups,
         formulation_speedups,
         loop_speedups,
