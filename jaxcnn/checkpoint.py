@@ -354,6 +354,8 @@ def _remove_failed_save(directory: Path, before: set[threading.Thread]) -> None:
     for thread in set(threading.enumerate()) - before:
         if type(thread).__module__.startswith("orbax."):
             thread.join(timeout=60)
+    if jax.process_index() != 0:  # process 0 alone deletes: nothing here to wait for
+        return
     quiet, deadline = time.monotonic() + QUIET_S, time.monotonic() + 30
     while time.monotonic() < deadline:
         if any(directory.glob(f"*{TMP_MARKER}*")):
