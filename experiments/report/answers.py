@@ -191,9 +191,9 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     c = one(t, id=d["numerator"]) if d else cpu_step(t, cpu, SEED_MODEL, 16)
     pm, pt = published(t, "seed000-mx150-catsdogs"), published(t, "seed000-t4-catsdogs")
     # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step)
-    mx16, t416 = mx, accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
+    t4_b16 = accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
     over = [c and a and one(t, quantity="speedup", numerator=c["id"], denominator=a["id"])
-            for a in (mx16, t416)]  # fmt: skip
+            for a in (mx, t4_b16)]  # fmt: skip
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
     parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
@@ -410,12 +410,17 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
                 extra=HELD_OUT_LOOP).sort_values("device")  # fmt: skip
     caveat = ""
     if len(same):
-        ways = set(same.note.str.split(":").str[0])
-        way = f", {ways.pop()}" if len(ways) == 1 else ""
         said = "/".join(fmt(r) for r in same.to_dict("records"))
-        caveat = f"; this program held out on {'/'.join(same.device)}: {said} off{way}"
+        caveat = f"; this program held out on {'/'.join(same.device)}: {said} off{one_way(same)}"
     picked = [*seen, p, t4, best, b, *same.to_dict("records")]
     return Said(f"{head}; " + "; ".join(parts), picked, band, caveat)
+
+
+def one_way(checks: pd.DataFrame) -> str:
+    """ ", predicted faster" (or slower) where every error factor of `checks` errs that way
+    (its note's first words), else nothing."""
+    ways = set(checks.note.astype(str).str.split(":").str[0])
+    return f", {ways.pop()}" if len(ways) == 1 else ""
 
 
 def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -444,12 +449,12 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
     checks = checks[is_small(checks) & checks.extra.str.endswith(" vs published")]
-    checks = checks.sort_values("value").to_dict("records")
-    ways = {c["note"] for c in checks}
-    way = f", {ways.pop()}" if len(ways) == 1 else ""
-    said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks)
-    caveat = f"; on a K80 Keras's small-program loops {said} off{way}" if checks else ""
-    return Said(text, [seed, keras, ours, p, over, best, b, *checks], band, caveat)
+    checks = checks.sort_values("value")
+    said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks.to_dict("records"))
+    caveat = f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
+    return Said(
+        text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
+    )
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -1077,6 +1077,12 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
 # --- ratios ----------------------------------------------------------------------------
 
 
+def workload_of_row(r: pd.Series | dict[str, Any]) -> dict[str, Any]:
+    """A row's workload and device (KEY past quantity and kind, its platform and params):
+    what a figure made from it is keyed by."""
+    return {k: r[k] for k in (*KEY[2:], "platform", "params")}
+
+
 def ratio(
     quantity: str, a: dict[str, Any], b: dict[str, Any], selection: str, **rest: Any
 ) -> dict[str, Any]:
@@ -1089,7 +1095,7 @@ def ratio(
         rest.setdefault("note", "predicted faster" if value > 1 else "predicted slower")
         value = max(value, 1 / value)
     kind = "predicted" if "predicted" in (a["kind"], b["kind"]) else a["kind"]
-    workload = {k: a[k] for k in (*KEY[2:], "platform", "params")}
+    workload = workload_of_row(a)
     rest.setdefault("extra", f"vs {b['device']}")
     guessed = [r for r in (a, b) if r["kind"] == "predicted"]
     if quantity == "speedup" and len(guessed) == 1:  # its one predicted side's error is its own
@@ -1179,9 +1185,8 @@ def cpu_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
     for _, f in rows(table, quantity="flops_per_s", kind="measured", platform="cpu").iterrows():
         peak = peaks[(peaks.device == f.device) & (peaks.precision == f.precision)]
         if len(peak) == 1:
-            w = {k: f[k] for k in (*KEY[2:], "platform", "params")}
             (p,) = peak.to_dict("records")
-            out.append(row("mfu", "measured", f.value / p["value"], w, f.selection,
+            out.append(row("mfu", "measured", f.value / p["value"], workload_of_row(f), f.selection,
                            numerator=f.id, denominator=p["id"], note=CPU_CEILING))  # fmt: skip
     return out
 
