@@ -48,6 +48,8 @@ PROG = "python -m benchmarks.published_inputs"
 REQUIREMENTS = "benchmarks/requirements-inputs.txt"
 # TensorFlow apart: its pins and the torch ones are kept out of each other's virtualenv.
 REQUIREMENTS_TF = "benchmarks/requirements-inputs-tf.txt"
+# the modules a replay's own virtualenv installs, and from which requirements file
+INSTALLED_FROM = {"torch": REQUIREMENTS, "torchvision": REQUIREMENTS, "tensorflow": REQUIREMENTS_TF}
 SEED = 0
 MIN_EPOCHS = 3
 
@@ -495,14 +497,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UsageError(f"--epochs {args.epochs}: must be >= {MIN_EPOCHS} (p10/p90 need them)")
     for name in args.pipelines:
         missing = [m for m in PIPELINES[name].needs if importlib.util.find_spec(m) is None]
-        if missing:
-            how = (
-                f"pip install -r {REQUIREMENTS}"
-                if "torch" in missing
-                else f"pip install -r {REQUIREMENTS_TF}"
-                if "tensorflow" in missing
-                else "pip install -e ."
-            )
+        if missing:  # a virtualenv's requirements file, else jaxcnn's own install
+            files = [INSTALLED_FROM[m] for m in missing if m in INSTALLED_FROM]
+            how = f"pip install -r {files[0]}" if files else "pip install -e ."
             raise UsageError(
                 f"{name} needs {' and '.join(missing)}: {how} (or --pipelines stax-mnist)"
             )

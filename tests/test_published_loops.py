@@ -170,6 +170,7 @@ def test_a_bad_replay_command_is_refused_before_any_work(argv, said, tmp_path, c
     "pipeline, absent, said",
     [
         ("colab-toy-points", ("torch", "torchvision"), published_inputs.REQUIREMENTS),
+        ("jia-tfds-mnist", ("tensorflow",), published_inputs.REQUIREMENTS_TF),
         ("lwcookbook-cifar", ("flax",), "needs flax: pip install -e ."),
     ],
 )
