@@ -102,16 +102,18 @@ def kinds(rs: list[Row]) -> str:
     return " / ".join(dict.fromkeys(short[r["kind"]] for r in rs if r)) or "-"
 
 
-def trained_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int, **where: Any) -> Row:
-    """The fastest epoch of the run on `device` that trained the most epochs (seed 0's
-    where it ran), or None."""
+def trained_epoch(
+    t: pd.DataFrame, device: str | None, model: str, batch: int, epochs: int = 0, **where: Any
+) -> Row:
+    """The fastest epoch of the run on `device` that trained `epochs` epochs where one
+    did, else the most (seed 0's where it ran), or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="newest-trained",
                  **where)  # fmt: skip
     if not len(found):
         return None
     found = found.assign(epochs=found.extra.str.extract(r"^(\d+) epochs")[0].astype(float))
-    found = found[found.epochs == found.epochs.max()]
+    found = found[found.epochs == (epochs if epochs in set(found.epochs) else found.epochs.max())]
     seed0 = found[~found.extra.str.contains(", seed ")]  # the other seeds: row 4's spread
     found = seed0 if len(seed0) else found
     return found.loc[found.value.idxmin()].drop(labels="epochs").to_dict()
@@ -260,8 +262,10 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     acc = every[every.extra.str.endswith(" epochs")]
     if not len(acc):
         return Said(none_on(cpu, "trained run"))
+    # the most epochs that more than one device trained: devices are compared at one length
     epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
-    acc = acc[epochs == epochs.max()]
+    shared = acc.groupby(epochs).device.nunique()
+    acc = acc[epochs == (shared[shared > 1].index.max() if (shared > 1).any() else epochs.max())]
     acc = acc[(acc.dataset == acc.dataset.mode().iloc[0]) & (acc.batch == acc.batch.mode().iloc[0])]
     r0, picked, judged, unjudged, noise = acc.iloc[0], [], [], [], None
     like = every[(every.dataset == r0["dataset"]) & (every.batch == r0["batch"])]
@@ -661,15 +665,20 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), best], band)
 
 
+QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
+
+
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     """An epoch of the MNIST CNN on the CPU and each GPU, trained or else derived, and the
     T4's predicted."""
-    c = trained_epoch(t, cpu, MNIST_MODEL, 128, dataset="mnist")
+    c = trained_epoch(t, cpu, MNIST_MODEL, 128, QUESTION_EPOCHS, dataset="mnist")
     c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
     gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
                 batch=128, precision="f32", placement="single", selection="newest-trained",
                 dataset="mnist")  # fmt: skip
-    ran = [trained_epoch(gpus, d, MNIST_MODEL, 128) for d in sorted(set(gpus.device))]
+    ran = [
+        trained_epoch(gpus, d, MNIST_MODEL, 128, QUESTION_EPOCHS) for d in sorted(set(gpus.device))
+    ]
     g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
     t4 = f"T4 {fmt(g)} (predicted from its loop step)" if g else "no T4 prediction yet"
     # the T4's epoch over the CPU's very epoch quoted here, where the table holds it
@@ -743,9 +752,10 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    """vmap's speed over sequential steps per K on the reference CPU, per formulation; one
-    the reference CPU has not run, from another CPU, named. The verdict per K against the
-    runs' noise: K=1 batches nothing, so its distance from 1x is how far noise reaches."""
+    """vmap's speed over sequential steps per K on the reference CPU, per formulation, and
+    on each accelerator that ran it; one the reference CPU has not run, from another CPU,
+    named. The verdict per K against its own device's noise: K=1 batches nothing, so its
+    distance from 1x is how far noise reaches there."""
     every = rows(t, quantity="speedup", kind="measured")
     every = every[every.extra.str.contains("vmap vs sequential")]
     s = every[every.platform == "cpu"]
@@ -753,16 +763,21 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(here):
         return Said(none_on(cpu, "ensemble run"))
     s = s[(s.device == cpu) | ~s.formulation.isin(set(here.formulation))]
+    s = pd.concat([s, every[every.platform != "cpu"]])
     s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
     s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
     one_model = s[s.k == 1]
-    noise = max([max(v, 1 / v) for v in one_model.value], default=1.0)
+    noise = {d: max(max(v, 1 / v) for v in g.value) for d, g in one_model.groupby("device")}
     verdicts: dict[str, dict[str, list[str]]] = {"faster": {}, "within noise": {}, "slower": {}}
     for r in s[s.k > 1].to_dict("records"):
-        who = f"{r['device']} " if r["ref"] else ""
-        verdict = ("faster" if r["value"] > noise else
-                   "slower" if r["value"] < 1 / noise else "within noise")  # fmt: skip
-        verdicts[verdict].setdefault(f"{who}{r['formulation']}", []).append(f"K={r['k']} {fmt(r)}")
+        n = noise.get(r["device"], 1.0)
+        # the reference CPU by its formulation; another device by its name (and its
+        # formulation where a CPU's: an accelerator's is always xla)
+        who = ("CPU " if not r["ref"] else f"{r['device']} ") + (
+            r["formulation"] if r["platform"] == "cpu" else ""
+        )
+        verdict = "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
+        verdicts[verdict].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
     said = "; ".join(
         f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
         for v, found in verdicts.items()
@@ -770,14 +785,16 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     faster = sum(map(len, verdicts["faster"].values()))
     head = "No" if not faster else "Yes" if faster == len(s[s.k > 1]) else "Partly"
-    formulations = " or ".join(dict.fromkeys(s.formulation))
-    where = "on the CPU" + ("" if (every.platform != "cpu").any() else "; no GPU or TPU run yet")
-    text = f"{head}: {said} ({s.iloc[0].model}, {formulations} formulation, {where})"
+    chips = list(dict.fromkeys(s[s.platform != "cpu"].device))
+    where = "; no GPU or TPU run yet" if not chips else ""
+    text = f"{head}: {said} ({s.iloc[0].model}; the CPU per formulation{where})"
     band = None
     if len(one_model):
-        lo, hi = span(one_model)
-        reads = span_text(fmt(lo), fmt(hi))
-        band = f"K=1, one model, reads {reads}: gaps from 1x within that are noise"
+        reads = [
+            span_text(*(fmt(r) for r in span(g))) + (" on the CPU" if d == cpu else f" on the {d}")
+            for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
+        ]
+        band = f"K=1, one model, reads {', '.join(reads)}: gaps from 1x within those are noise"
     return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), band)
 
 

@@ -75,7 +75,8 @@ MEANINGS = {
     "dataset": "the data it trained on (`-`: none, not stated, or not applicable)",
     "batch": "the global batch, in images (empty: a figure over batches)",
     "precision": "the precision the step computes in (`amp`: a published source's; `tf32`: "
-    "a published source's, or a matmul rate measured as TF32 passes)",
+    "a published source's, or a matmul rate measured as TF32 passes; `f32-highest`: f32 with "
+    "JAX's matmul precision `highest`, no TF32 or bf16 passes)",
     "formulation": "how convolutions and pools are computed (jaxcnn.formulation); "
     "`-`: another framework's step, or not applicable (a band, a peak)",
     "loop": "`step`: one dispatch a step from the host; `device`: whole epochs on the device; "
@@ -135,6 +136,7 @@ BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quant
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
+F32_HIGHEST = "f32-highest"  # f32 at JAX's matmul precision "highest" (precision_of)
 
 
 def allowed() -> dict[str, list[Any]]:
@@ -147,7 +149,7 @@ def allowed() -> dict[str, list[Any]]:
         "quantity": sorted(UNITS),
         "kind": list(KINDS),
         "unit": sorted(set(UNITS.values())),
-        "precision": [*price.DTYPES, *PUBLISHED_PRECISIONS],
+        "precision": [*price.DTYPES, F32_HIGHEST, *PUBLISHED_PRECISIONS],
         "formulation": [*choices.FORMULATION_PROGRAMS, "-"],
         "loop": [*choices.LOOPS, "-"],
         "placement": [*choices.STRATEGIES, *choices.MODEL_STRATEGIES, "data-parallel"],
@@ -290,7 +292,7 @@ def workload_of(record: Record) -> dict[str, Any]:
         "model": labels.model_with_overrides(w),
         "dataset": w.dataset or "-",
         "batch": w.batch_size,
-        "precision": w.precision or "f32",
+        "precision": precision_of(w),
         "formulation": "-" if peer else formulation,
         "loop": "-" if peer else loop,
         "placement": w.strategy or "single",
@@ -299,6 +301,15 @@ def workload_of(record: Record) -> dict[str, Any]:
         "devices": record.device.count,
         "device": device_of(record),
     }
+
+
+def precision_of(w: Any) -> str:
+    """The precision a workload's step computes in, f32 with JAX's matmul precision
+    "highest" told apart: no TF32 or bf16 passes, another program at another speed."""
+    precision = w.precision or "f32"
+    if precision == "f32" and getattr(w, "matmul_precision", "default") == "highest":
+        return F32_HIGHEST
+    return precision
 
 
 def _key(workload: dict[str, Any], extra: str = "-") -> tuple:

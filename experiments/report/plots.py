@@ -558,11 +558,13 @@ ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one bef
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch, one line per run, a panel per model, data set, batch and
+    """Test accuracy per epoch in f32, one line per run, a panel per model, data set, batch and
     epoch count (like compared with like); a device one colour in every panel, each run
     of a panel its own shape and size, every marker hollow: a run drawn on top of another
     leaves the one beneath visible around or inside it."""
-    curves = rows(table, quantity="test_accuracy")
+    # devices compared in one precision, f32: the precision study's bf16 and f32-highest
+    # runs answer another question (its page), and would crowd the devices' panel
+    curves = rows(table, quantity="test_accuracy", precision="f32")
     curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
     if not len(curves):
         return None
