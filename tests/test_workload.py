@@ -43,3 +43,23 @@ def test_module_overrides_name_the_compute_dtype():
     }
     assert Workload().module_overrides() == {}
     assert Workload(precision="bf16").compute_dtype == "bfloat16"
+
+
+def test_f32_at_matmul_precision_highest_is_its_own_precision_in_tables_and_the_fit():
+    import json
+
+    from experiments.records.workload import F32_HIGHEST, Workload, precision_of
+
+    assert precision_of(Workload(precision="f32", matmul_precision="highest")) == F32_HIGHEST
+    # the controls: the default f32, and bf16 (whose matmuls "highest" does not make f32)
+    assert precision_of(Workload(precision="f32")) == "f32"
+    assert precision_of(Workload(precision="bf16", matmul_precision="highest")) == "bf16"
+    # the committed fit checks the H100's f32 loop and its f32-highest loop apart: one
+    # check per program, and the two are two programs
+    constants = Path(__file__).parents[1] / "jaxcnn" / "perf" / "constants.json"
+    loops = json.loads(constants.read_text())["loop_error"]["gpu"]["loops"]
+    h100 = {c["program"] for c in loops if c["host"].startswith("NVIDIA H100")}
+    assert {
+        "mnist_cnn, batch 128, f32, loop step",
+        "mnist_cnn, batch 128, f32-highest, loop step",
+    } <= h100

@@ -14,6 +14,7 @@ from experiments import records
 from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.records import CompileRecord, EnsembleRecord, Record, TrainRecord
+from experiments.records.workload import precision_of
 from jaxcnn import targets
 from jaxcnn.errors import DataError
 from jaxcnn.perf import fit as fit_lib
@@ -142,7 +143,7 @@ def _workload_label(r: TrainRecord) -> str:
     formulation = (r.formulation.name if r.formulation else None) or w.formulation
     return (
         f"{r.device.kind or r.device.platform}: {model}, batch {w.batch_size}, "
-        f"{w.precision}, {formulation}, {r.loop or w.loop} loop"
+        f"{precision_of(w)}, {formulation}, {r.loop or w.loop} loop"
     )
 
 
@@ -291,7 +292,7 @@ def _program(record: TrainRecord) -> str:
     program and host: the newest)."""
     w = record.workload
     key = host_lib.host_loop_key(w.model_dump(exclude_unset=True))
-    return f"{key}, {w.precision}, loop {record.loop}"
+    return f"{key}, {precision_of(w)}, loop {record.loop}"
 
 
 def _loop_band(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -52,6 +52,19 @@ MAX_MATMUL_SIDE = 2**24
 MAX_COMPILE_BATCH = 2**31 - 1
 
 
+F32_HIGHEST = "f32-highest"  # f32 at JAX's matmul precision "highest" (precision_of)
+
+
+def precision_of(w: Any) -> str:
+    """The precision a workload's step computes in, f32 with JAX's matmul precision
+    "highest" told apart: no TF32 or bf16 passes, another program at another speed.
+    Any workload kind (a peer's has no matmul precision)."""
+    precision = w.precision or "f32"
+    if precision == "f32" and getattr(w, "matmul_precision", "default") == "highest":
+        return F32_HIGHEST
+    return precision
+
+
 @dataclasses.dataclass(frozen=True)
 class Workload:
     model: str = "mnist_cnn"

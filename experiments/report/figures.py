@@ -46,6 +46,7 @@ from experiments.records.select import (
     largest_fit,
     superseded,
 )
+from experiments.records.workload import F32_HIGHEST, precision_of
 from experiments.studies.page import (
     DEVICE_OVER_STEP_LOOP,
     LOOP,
@@ -136,7 +137,6 @@ BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quant
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
-F32_HIGHEST = "f32-highest"  # f32 at JAX's matmul precision "highest" (precision_of)
 
 
 def allowed() -> dict[str, list[Any]]:
@@ -301,15 +301,6 @@ def workload_of(record: Record) -> dict[str, Any]:
         "devices": record.device.count,
         "device": device_of(record),
     }
-
-
-def precision_of(w: Any) -> str:
-    """The precision a workload's step computes in, f32 with JAX's matmul precision
-    "highest" told apart: no TF32 or bf16 passes, another program at another speed."""
-    precision = w.precision or "f32"
-    if precision == "f32" and getattr(w, "matmul_precision", "default") == "highest":
-        return F32_HIGHEST
-    return precision
 
 
 def _key(workload: dict[str, Any], extra: str = "-") -> tuple:
