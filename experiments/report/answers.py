@@ -246,6 +246,20 @@ def epoch_gaps(curves: pd.DataFrame, by: str) -> pd.Series:
     return curves.groupby(at).value.agg(lambda v: v.max() - v.min()) * 100
 
 
+def longer_seeds(curves: pd.DataFrame, n: int) -> tuple[pd.DataFrame, str]:
+    """One accelerator's seeds from runs of at least `n` epochs, their first `n` (the
+    schedule is constant, so a longer run's first epochs are a shorter run's), with a
+    `seed` column, and whose they are; none where no device ran several seeds."""
+    found = curves.extra.str.extract(r"^epoch (\d+) of (\d+)(?:, seed (\d+))?$")
+    found = curves.assign(epoch=found[0].astype(float), of=found[1].astype(float),
+                          seed=found[2].fillna("0"))  # fmt: skip
+    found = found[(found.of >= n) & (found.epoch <= n) & (found.platform != "cpu")]
+    for (device, _), g in found.groupby(["device", "of"]):
+        if g.seed.nunique() > 1:
+            return g.drop(columns=["epoch", "of"]), device
+    return found.iloc[:0].drop(columns=["epoch", "of"]), ""
+
+
 def points(gaps: pd.Series) -> str:
     return span_text(value_text(gaps.min(), ""), value_text(gaps.max(), "")) + " points"
 
@@ -253,9 +267,10 @@ def points(gaps: pd.Series) -> str:
 def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     """Whether the devices' curves come apart further than one device's seeds do: per
     seed model, epoch by epoch, the gap between devices (seed 0's runs of the most epochs
-    on the commonest data set and batch) against the spread of the CPU's seeds of the
-    same workload at that epoch. A model no device ran with several seeds is said by its
-    widest gap, unjudged."""
+    more than one device trained, on the commonest data set and batch) against the spread
+    of the CPU's seeds of the same workload at that epoch, else of an accelerator's seeds
+    from runs at least as long (longer_seeds). A model no device ran with several seeds is
+    said by its widest gap, unjudged."""
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
@@ -278,7 +293,10 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             continue
         mine = curves[(curves.device == cpu) & curves.extra.str.contains(rf" of {n_epochs}(?:,|$)")]
         mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0].fillna("0"))
-        seeds = epoch_gaps(mine, "seed")
+        seeds, whose = epoch_gaps(mine, "seed"), "CPU"
+        if seeds.empty:  # no CPU seeds: another device's, from runs at least as long
+            mine, whose = longer_seeds(curves, int(n_epochs))
+            seeds = epoch_gaps(mine, "seed")
         picked += runs.to_dict("records")
         if seeds.empty:  # no seed spread to judge its gap by
             gap = value_text(devices.max(), "")
@@ -289,7 +307,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         judged.append((model, inside, len(devices)))
         if noise is None:  # one model's seeds stand for the noise
             n = mine.seed.nunique()
-            noise = f"seed noise: {model}'s {n} CPU seeds {points(seeds)} apart per epoch, "
+            noise = f"seed noise: {model}'s {n} {whose} seeds {points(seeds)} apart per epoch, "
             noise += f"its devices {points(devices)}"
     if not judged and not unjudged:  # one device: what it reached, per model
         picked += acc.to_dict("records")
@@ -299,10 +317,14 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             for m in [m for m in SEED_MODELS if m in set(acc.model)]
         )  # fmt: skip
     else:
-        # a verdict per model judged by its own seeds: at most epochs inside their spread
-        said = [f"{m}'s devices within its seeds' spread at {k} of {of} epochs: "
-                + ("seed noise" if 2 * k > of else "beyond seed noise")
-                for m, k, of in judged]  # fmt: skip
+        # a verdict per model judged by its own seeds: at most epochs inside their spread;
+        # the models of one verdict said together
+        verdicts: dict[str, list[str]] = {}
+        for m, k, of in judged:
+            found = verdicts.setdefault("seed noise" if 2 * k > of else "beyond seed noise", [])
+            found.append(f"{m} {k} of {of}" + ("" if found else " epochs"))
+        said = [f"{v}: devices inside their seeds' spread for {', '.join(ms)}"
+                for v, ms in verdicts.items()]  # fmt: skip
         text = "; ".join(said + unjudged)
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
