@@ -1444,6 +1444,7 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
     gpus = study_page.rows(
         table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one
     )
+    gpus = gpus[gpus.dataset.isin(plots.SEED_DATASETS)]  # the seeds' data (a test below)
     assert "H200" in set(gpus.device)
     for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
         labels = [line.get_label() for line in ax.get_lines() if len(line.get_xdata())]
@@ -1461,6 +1462,7 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
         # beside them, each GPU's measured step of jaxcnn's loop, what a loop step is like
         loops = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
                                 extra="jaxcnn's loop", model=model, **one)  # fmt: skip
+        loops = loops[loops.dataset.isin(plots.SEED_DATASETS)]
         looped = sum(len(line.get_xdata()) for line in ax.get_lines()
                      if line.get_label().startswith("measured, jaxcnn's loop"))  # fmt: skip
         assert looped == len(loops[loops.device.isin(set(gpus.device))]) > 0, model
@@ -1786,6 +1788,25 @@ def test_the_seed_models_plot_draws_the_cpus_jaxcnns_loop_step_the_answers_divid
                             precision="f32", extra=study_page.LOOP, model="mnist_cnn")  # fmt: skip
     assert len(set(loops.dataset)) > 1
     assert not any(line.get_label() == label for line in fig.axes[0].get_lines())
+
+
+def test_the_seed_models_plot_draws_a_chips_measured_step_once_on_the_seeds_data(
+    table, monkeypatch
+):
+    """A GPU's measured steps of a seed model are its runs on the seeds' own data: the
+    H100's mnist_cnn also trained on Fashion-MNIST (the accuracy study), a step the plot
+    would otherwise draw as a second, unlabelled point in the same column."""
+    one = {"batch": 128, "precision": "f32", "placement": "single", "extra": "-"}
+    h100 = study_page.rows(table, quantity="step_s", kind="measured", device="H100 SXM",
+                           model="mnist_cnn", loop="step", formulation="xla", **one)  # fmt: skip
+    assert {"mnist", "fashion_mnist"} <= set(h100.dataset)  # the control: two to choose from
+    fig = _figure(table, "first", monkeypatch)
+    ax = fig.axes[answers.SEED_MODELS.index("mnist_cnn")]
+    label = "measured, step loop (GPU)"
+    drawn = [y for line in ax.get_lines() if line.get_label() == label for y in line.get_ydata()]
+    gpus = table[(table.kind == "measured") & (table.platform == "gpu")]
+    chips = len(set(gpus[(gpus.model == "mnist_cnn") & (gpus.batch == 128)].device))
+    assert len(drawn) == chips and h100[h100.dataset == "mnist"].value.iloc[0] in drawn
 
 
 def test_the_seed_models_plot_bars_a_band_at_its_worst_factor_and_says_so(table, monkeypatch):
