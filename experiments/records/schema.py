@@ -26,6 +26,7 @@ import pydantic
 from pydantic_core import PydanticCustomError
 
 from experiments.records.workload import Workload
+from jaxcnn import choices
 
 SCHEMA_VERSION = 2
 # What turns a records file of an older schema into this one (experiments/records/migrate.py).
@@ -653,10 +654,12 @@ _WORKLOAD_MEANINGS = {
     "scaling": "null|weak|strong: per-device batch fixed | global batch fixed",
     "ensemble_size": "kind ensemble: the models trained together",
     "ensemble_mode": "null|vmap|sequential",
-    "matmul_precision": "default|highest: GPU TF32 on | off",
+    "matmul_precision": "default|highest: GPU TF32 on | off (f32 at highest is the "
+    "precision `f32-highest` in the table of figures)",
     "oom_group": "the sweep skips the rest of a group after an oom",
     "loop": "step|device: per-step dispatch | whole epochs as one compiled loop",
-    "formulation": "auto|xla|cpu: what was asked (the record's formulation: what ran)",
+    "formulation": f"{'|'.join(choices.FORMULATIONS)}: what was asked (the record's "
+    "formulation: what ran)",
     "schedule": "constant|onecycle: the learning rate over the run",
     "target": "kind compile: the target compiled for (jaxcnn.targets); else null",
 }
