@@ -1444,7 +1444,7 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
     gpus = study_page.rows(
         table, quantity="step_s", kind="measured", platform="gpu", extra="-", **one
     )
-    gpus = gpus[gpus.dataset.isin(plots.SEED_DATASETS)]  # the seeds' data (a test below)
+    gpus = gpus[gpus.dataset.isin(study_page.SEED_DATASETS)]  # the seeds' data (a test below)
     assert "H200" in set(gpus.device)
     for ax, model in zip(fig.axes, answers.SEED_MODELS, strict=True):
         labels = [line.get_label() for line in ax.get_lines() if len(line.get_xdata())]
@@ -1462,7 +1462,7 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
         # beside them, each GPU's measured step of jaxcnn's loop, what a loop step is like
         loops = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
                                 extra="jaxcnn's loop", model=model, **one)  # fmt: skip
-        loops = loops[loops.dataset.isin(plots.SEED_DATASETS)]
+        loops = loops[loops.dataset.isin(study_page.SEED_DATASETS)]
         looped = sum(len(line.get_xdata()) for line in ax.get_lines()
                      if line.get_label().startswith("measured, jaxcnn's loop"))  # fmt: skip
         assert looped == len(loops[loops.device.isin(set(gpus.device))]) > 0, model
@@ -2387,3 +2387,22 @@ def test_the_cpu_goal_is_judged_cell_by_cell_from_the_bench_table(table):
     # the control: JAX's best made slower than every peer in every cell meets it nowhere
     slow = table.assign(value=table.value.where(table.framework != "jax", 1e9))
     assert f"met in 0 of {len(cells)}" in views.bench_block(slow, None)
+
+
+def test_over_the_cpu_at_its_best_shows_each_measured_chip_once_on_the_seeds_data(table):
+    """A chip's measured speedups over the CPU's best are of its runs on the seeds' data:
+    the H100's mnist_cnn also ran on Fashion-MNIST (left out), its mlp on synthetic images
+    (kept: the only data that step ran on)."""
+    from experiments.studies import devices as devices_study
+
+    shown = devices_study.at_its_best(table)
+    measured = shown[shown.kind == "measured"]
+    assert not measured.duplicated(["model", "device"]).any()
+    assert {("mnist_cnn", "mnist"), ("mlp", "synthetic")} <= set(
+        zip(measured[measured.device == "H100 SXM"].model,
+            measured[measured.device == "H100 SXM"].dataset, strict=True)
+    )  # fmt: skip
+    # the control: the table holds the H100's Fashion-MNIST speedup the page leaves out
+    every = study_page.rows(table, quantity="speedup", selection="cpu-best", device="H100 SXM",
+                            model="mnist_cnn", batch=128)  # fmt: skip
+    assert "fashion_mnist" in set(every.dataset)

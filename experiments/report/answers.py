@@ -807,8 +807,7 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     faster = sum(map(len, verdicts["faster"].values()))
     head = "No" if not faster else "Yes" if faster == len(s[s.k > 1]) else "Partly"
-    chips = list(dict.fromkeys(s[s.platform != "cpu"].device))
-    where = "; no GPU or TPU run yet" if not chips else ""
+    where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
     text = f"{head}: {said} ({s.iloc[0].model}; the CPU per formulation{where})"
     band = None
     if len(one_model):

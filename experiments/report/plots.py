@@ -16,7 +16,7 @@ import pandas as pd
 from experiments.report import answers as answers_lib
 from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
 from experiments.studies import crossover as crossover_study
-from experiments.studies.page import LOOP, OURS_LOOP_STEP, reference_cpu, rows
+from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -98,9 +98,6 @@ def baseline_label(cpu: str | None) -> str:
     return f"{cpu}, jaxcnn's loop (measured): what the answers' speedups divide by"
 
 
-SEED_DATASETS = ("mnist", "synthetic")
-
-
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
     device and loop step side by side, the GPUs' measured steps beside them, against the
@@ -109,9 +106,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     cpu = reference_cpu(table)
     one = {"batch": 128, "precision": "f32", "placement": "single"}
     steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
-    # the seeds' own data (MNIST; synthetic images for catsdogs_cnn): a chip's run of the
-    # same step on Fashion-MNIST (the accuracy study's) would be a second point, unlabelled
-    steps = steps[steps.dataset.isin(SEED_DATASETS)]
+    steps = on_seed_data(steps)  # one point per chip and model
     measured, gpus = rows(steps, device=cpu, extra="-"), rows(steps, platform="gpu", extra="-")
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
     loops = rows(steps, platform="gpu", extra=LOOP)

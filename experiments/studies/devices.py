@@ -25,6 +25,7 @@ from experiments.studies.page import (
     Page,
     Section,
     measured_cpu_steps,
+    on_seed_data,
     one_chip,
     per_chip,
     reference_cpu,
@@ -83,9 +84,7 @@ def _over_the_cpu(t: pd.DataFrame, selection: str, suffix: str) -> pd.DataFrame:
     cpu = reference_cpu(t)
     quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
     found = found[found.extra.isin([f"{quantity} vs {cpu}{suffix}", f"{LOOP} vs {cpu}{suffix}"])]
-    # A chip that also trained on Fashion-MNIST (the accuracy study) is shown on MNIST,
-    # the data set the seeds' question is asked on; a prediction has none (synthetic).
-    found = found[(found.kind != "measured") | (found.dataset == "mnist")]
+    found = on_seed_data(found)
     return one_chip(found[found.model.isin(SEED_MODELS) & (found.precision == "f32")])
 
 

@@ -74,6 +74,17 @@ def reference_cpu(table: pd.DataFrame) -> str | None:
 
 
 SEED_MODELS = ["catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp"]
+# The data the seed models' steps are shown on: MNIST, and synthetic images where no data
+# set is needed (catsdogs_cnn; the crossover's mlp). A chip's run of the same step on
+# Fashion-MNIST (the accuracy study's) would be a second figure for one chip and model.
+SEED_DATASETS = ("mnist", "synthetic")
+
+
+def on_seed_data(found: pd.DataFrame) -> pd.DataFrame:
+    """The measured rows of `found` on the seeds' data (SEED_DATASETS), and every other."""
+    return found[(found.kind != "measured") | found.dataset.isin(SEED_DATASETS)]
+
+
 BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
 # A prediction of a published step is of that publication's own loop, not of jaxcnn's
 # loop step on the chip: its note says so wherever it is printed.
