@@ -785,9 +785,12 @@ def test_an_ensembles_call_and_loop_are_not_taken_as_one_models():
     host = fit_predictions.host_constants([*_read(alone), ensemble])
     assert host["loop"][f"{model}, batch {batch}"]["record"] == "alone"
     assert host["records"] == {"single": 1}
+    # nor is its loop a check of the loop step predicted for one model
+    assert not fit_predictions._timed_a_training_loop(ensemble)
     # the control: by its time and its loop, the ensemble's would have been the newest kept
     assert records.recorded_at(ensemble) > records.recorded_at(typed(alone))
-    assert fit_predictions._timed_a_training_loop(ensemble) and ensemble.dispatch_s.median
+    assert host_lib.like_training(ensemble.host_loop.model_dump(exclude_unset=True))
+    assert ensemble.dispatch_s.median
 
 
 def test_the_constants_keep_the_newest_host_loop_measured_here_per_model_and_batch():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -219,34 +220,37 @@ def loop_error(
     table: dict[str, Any],
 ) -> dict[str, Any]:
     """How far the predicted loop step is from measured loops, per platform:
-    - `loops`: jaxcnn's loops timed on an accelerator's own client (the newest record of
-      each configuration), each predicted held out (predictions.held_out_loop: its host
-      parts from the other programs' loops, its device step from the fit without its
-      chip), and per regime the band of their factors max(p/a, a/p) (`regimes`): how
-      well the loop is predicted on the hosts those loops ran on;
+    - `loops`: jaxcnn's loops timed on an accelerator's own client (every run of each
+      configuration, the median of their loop steps), each predicted held out
+      (predictions.held_out_loop: its host parts from the other programs' loops, its
+      device step from the fit without its chip), and per regime the band of their
+      factors max(p/a, a/p) (`regimes`): how well the loop is predicted on the hosts
+      those loops ran on;
     - `published`: the published JAX loops of small programs (held out of every fit),
       each predicted by the loop step of its compiled program, and their band
       (`published_band`): how well it is predicted on other hosts, the band a loop step
       is shown with (jaxcnn.perf.predict.loop_band).
     Each band gives how many the prediction was the faster of."""
-    newest: dict[tuple[str, str], TrainRecord] = {}
+    runs: dict[tuple[str, str], list[TrainRecord]] = defaultdict(list)
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
-        if r.status == "ok" and _timed_a_training_loop(r):
-            newest[(r.device.kind or r.device.platform, _program(r))] = r
+        if r.status == "ok" and _timed_a_training_loop(r) and r.host_loop.loop_step_s:
+            runs[(r.device.kind or r.device.platform, _program(r))].append(r)
     out: dict[str, Any] = {}
-    for r in newest.values():
+    for ran in runs.values():
+        r = ran[-1]  # the newest run's workload and host parts are predicted
         held = predictions.held_out_loop(r, table)
-        measured = r.host_loop.loop_step_s
-        if not held or not measured:
+        if not held:
             continue
         found = out.setdefault(r.device.platform, {"loops": [], "regimes": {}})
         found["loops"].append(
             {
                 "record": r.run_id,
+                "records": [x.run_id for x in ran],
                 "host": r.device.kind or r.device.platform,
                 "program": _program(r),
                 "regime": held["regime"],
-                "measured_s": measured,
+                # every run of it: one run's loop step moves by a third from run to run
+                "measured_s": statistics.median(x.host_loop.loop_step_s for x in ran),
                 "predicted_s": held["loop_step_s"],
             }
         )
@@ -278,21 +282,25 @@ def loop_error(
 
 
 def _timed_a_training_loop(record: Record) -> bool:
-    """Whether `record` timed jaxcnn's step loop as a training run makes it
-    (jaxcnn.perf.host.like_training)."""
+    """Whether `record` timed jaxcnn's step loop as a training run of one model makes it
+    (jaxcnn.perf.host.like_training): an ensemble's loop is K models' steps at once,
+    under the same model and batch."""
     return (
         isinstance(record, TrainRecord)
+        and not isinstance(record, EnsembleRecord)
         and record.host_loop is not None
         and host_lib.like_training(record.host_loop.model_dump(exclude_unset=True))
     )
 
 
 def _program(record: TrainRecord) -> str:
-    """What a loop ran: its model, overrides and batch, precision and loop (one check per
-    program and host: the newest)."""
+    """What a loop ran: its model, overrides and batch, data, precision and loop (one check
+    per program and host, of every run of it)."""
     w = record.workload
     key = host_lib.host_loop_key(w.model_dump(exclude_unset=True))
-    return f"{key}, {precision_of(w)}, loop {record.loop}"
+    # the loop it timed (fit's step loop), whichever loop the run trained in
+    timed = record.host_loop.loop or "step"
+    return f"{key}, {w.dataset or '-'}, {precision_of(w)}, loop {timed}"
 
 
 def _loop_band(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -324,8 +332,7 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
     by_platform: dict[str, tuple[dict[str, list[float]], dict[str, dict[str, Any]]]] = {}
     kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
-        # only a train run of one model times its call and loop (an ensemble's are K
-        # models' steps at once, under the same model and batch)
+        # only a train run of one model times its call and loop (_timed_a_training_loop)
         if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord):
             continue
         platform = r.device.platform

@@ -108,7 +108,7 @@ def trained_epoch(
     """The fastest epoch of the run on `device` that trained `epochs` epochs where one
     did, else the most (seed 0's where it ran), or None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
-                 batch=batch, precision="f32", placement="single", selection="newest-trained",
+                 batch=batch, precision="f32", placement="single", selection="pooled-trained",
                  **where)  # fmt: skip
     if not len(found):
         return None
@@ -433,7 +433,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
     same = rows(t, quantity="error_factor", model=MNIST_MODEL, batch=128, precision="f32",
-                extra=HELD_OUT_LOOP).sort_values("device")  # fmt: skip
+                dataset=base["dataset"], extra=HELD_OUT_LOOP).sort_values("device")  # fmt: skip
     caveat = ""
     if len(same):
         said = "/".join(fmt(r) for r in same.to_dict("records"))
@@ -696,7 +696,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     c = trained_epoch(t, cpu, MNIST_MODEL, 128, QUESTION_EPOCHS, dataset="mnist")
     c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
     gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
-                batch=128, precision="f32", placement="single", selection="newest-trained",
+                batch=128, precision="f32", placement="single", selection="pooled-trained",
                 dataset="mnist")  # fmt: skip
     ran = [
         trained_epoch(gpus, d, MNIST_MODEL, 128, QUESTION_EPOCHS) for d in sorted(set(gpus.device))

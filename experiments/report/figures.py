@@ -124,6 +124,7 @@ SPREADS = (
     "min-max over epochs",
     "min-max over seeds",
     "min-max over windows",
+    "min-max over runs",
     "median, worst",
 )
 SPLITS = ("chip", "program")  # what a held-out fit leaves out
@@ -196,8 +197,16 @@ RULES = {
     "newest": "the newest ok record of exactly this workload on exactly this device "
     "(records that name no CPU model stand in only where no record of the same host "
     "names one)",
+    "pooled": "every ok record of exactly this workload on exactly this device, each a "
+    "run: the median of the runs' figures, with their range (min-max over runs); a single "
+    "run's own spread (records that name no CPU model stand in only where no record of the "
+    "same host names one)",
     "newest-trained": "the newest ok record of this workload on this device that trained "
-    "whole epochs (its accuracy and epoch times; step times come from `newest`)",
+    "whole epochs (its accuracy; its epoch times are `pooled-trained`, its step times "
+    "`pooled`)",
+    "pooled-trained": "every ok record of this workload on this device that trained the "
+    "same whole epochs with the same seed, each a run: the median of the runs' median "
+    "epochs, with their range (min-max over runs); a single run's min-max over its epochs",
     "newest-compile": "the newest compile of exactly this workload for this target, by "
     "the target's own compiler (a target whose device count has changed since is "
     "another program, left out)",
@@ -231,9 +240,9 @@ RULES = {
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
     "held-out": "each group of observations predicted by constants refitted from scratch "
     "without it; the factor max(predicted/actual, actual/predicted)",
-    "before-first-run": "the prediction each record was written with as it ran, by the "
-    "constants that predicted the chip's first recorded run (fitted before any run on "
-    "that chip); the factor max(predicted/actual, actual/predicted)",
+    "before-first-run": "the prediction the first run of a program on a chip was written "
+    "with as it ran, by constants fitted before any run of that program on that chip, "
+    "against its measured step (`pooled`); the factor max(predicted/actual, actual/predicted)",
     "in-sample": "predicted by constants fitted with this very step among their data: how "
     "closely the fit reproduces what it was fitted on, never an error band; the factor "
     "max(predicted/actual, actual/predicted)",
@@ -265,11 +274,6 @@ UNITS = {
 
 
 # --- reading records -----------------------------------------------------------------
-
-
-def newest(records: Iterable[Record]) -> Record:
-    """The newest of `records` (by recorded_at; ties: the later in the file)."""
-    return max(enumerate(records), key=lambda pair: (recorded_at_or_oldest(pair[1]), pair[0]))[1]
 
 
 def _names_no_cpu(record: Record) -> bool:
@@ -313,8 +317,18 @@ def select_newest(
     of: Callable[[Record], dict[str, Any]] = workload_of,
 ) -> list[Record]:
     """RULES["newest"] over `records`: one per workload (`of`'s, with `extra`) and device."""
+    return [runs[-1] for runs in select_runs(records, extra, of)]
+
+
+def select_runs(
+    records: Sequence[Record],
+    extra: Callable[[Record], str] = lambda r: "-",
+    of: Callable[[Record], dict[str, Any]] = workload_of,
+) -> list[list[Record]]:
+    """RULES["pooled"] over `records`: the runs of each workload (`of`'s, with `extra`) on
+    each device, oldest first (by recorded_at; ties: the earlier in the file)."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
-    for r in records:
+    for r in sorted(records, key=recorded_at_or_oldest):  # stable: ties keep file order
         groups[_key(of(r), extra(r))].append(r)
 
     def on_host(k: tuple, r: Record) -> tuple:
@@ -323,7 +337,7 @@ def select_newest(
     named = {on_host(k, r) for k, rs in groups.items() for r in rs if not _names_no_cpu(r)}
     # a group naming no CPU whose host named its CPU in another: not a second machine
     return [
-        newest(rs)
+        rs
         for k, rs in groups.items()
         if not (all(_names_no_cpu(r) for r in rs) and any(on_host(k, r) in named for r in rs))
     ]
@@ -419,29 +433,45 @@ def _min_max(values: Sequence[float], over: str) -> dict[str, Any]:
     return {"lo": min(values), "hi": max(values), "spread": spread, "n": len(values)}
 
 
+def _pooled(values: Sequence[float], one_run: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """RULES["pooled"]: one figure of several runs, each run's `values` entry its own: the
+    median with the min-max over runs; of a single run, its value with its own spread."""
+    if len(values) == 1:
+        return values[0], one_run
+    return statistics.median(values), _min_max(values, "runs")
+
+
 def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Step times, FLOP/s and compile times of the newest run of each workload on each
-    device; accuracies and epoch times of the newest run that trained whole epochs."""
+    """Step times, FLOP/s and compile times of every run of each workload on each device,
+    pooled; accuracies of the newest run that trained whole epochs, and the epoch times
+    of every run that trained as many, pooled."""
     out = []
-    for r in select_newest([r for r in _ok(records) if _timed(r)], _ensemble_extra):
+    for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra):
+        r = runs[-1]  # the newest says what the workload is
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
-        as_newest = _maker("measured", w, "newest", [r])
-        step = r.step_time_s
-        out.append(as_newest("step_s", step.median, **_spread(step)))
+        as_pooled = _maker("measured", w, "pooled", runs)
+        step, spread = _pooled([x.step_time_s.median for x in runs], _spread(r.step_time_s))
+        out.append(as_pooled("step_s", step, **spread))
         # a peer records no FLOPs and no MFU; an ensemble's FLOPs are all its models'
         flops = number(r.flops.per_step) if kind_of(r) == "train" and r.flops else None
         mfu = r.mfu if isinstance(r, TrainRecord) else None
         if flops:
             tf32 = _ran_as_tf32(w["precision"], mfu and mfu.vendor_precision)
             note = TF32_MATMULS if tf32 else None
-            out.append(as_newest("flops_per_s", flops / step.median, note=note))
+            out.append(as_pooled("flops_per_s", flops / step, note=note))
         if r.device.platform != "cpu" and mfu and number(mfu.vs_vendor):
             note = f"of its datasheet's {mfu.vendor_precision} peak"
-            out.append(as_newest("mfu", mfu.vs_vendor, note=note))
+            # the newest run's fraction of its peak, at the pooled step
+            out.append(as_pooled("mfu", mfu.vs_vendor * r.step_time_s.median / step, note=note))
         # a compile timed with JAX's persistent cache on may have been a read of it
-        cached = getattr(r.env, "compilation_cache", None)  # a peer's env has no such field
-        if r.compile_time_s and r.compile_time_s.train and not cached:
-            out.append(as_newest("compile_s", r.compile_time_s.train))
+        compiled = [
+            x for x in runs
+            if x.compile_time_s and x.compile_time_s.train
+            and not getattr(x.env, "compilation_cache", None)  # a peer's env has none
+        ]  # fmt: skip
+        if compiled:
+            seconds, spread = _pooled([x.compile_time_s.train for x in compiled], {})
+            out.append(row("compile_s", "measured", seconds, w, "pooled", compiled, **spread))
     trained = [
         r
         for r in _ok(records)
@@ -450,7 +480,8 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and _epochs(r)
         and r.workload.study != "speedrun"  # its seeds pool: speedrun_rows
     ]
-    for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
+    for runs in select_runs(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
+        r = runs[-1]
         n, seed = _epochs(r), _seed_words(r)
         w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}"}
         as_trained = _maker("measured", w, "newest-trained", [r])
@@ -460,11 +491,27 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
                 at = f"epoch {e.epoch} of {n}{seed}"
                 out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
-        times = [e.train_time_s for e in r.history or [] if e.train_time_s]
-        if times:
-            note, spread = "training only, evaluation apart", _min_max(times, "epochs")
-            out.append(as_trained("epoch_s", statistics.median(times), note=note, **spread))
+        timed = [(x, _epoch_times(x)) for x in runs]
+        timed = [(x, times) for x, times in timed if times]
+        if timed:
+            note = "training only, evaluation apart"
+            epoch, spread = _pooled(
+                [statistics.median(times) for _, times in timed],
+                _min_max(timed[-1][1], "epochs"),
+            )
+            out.append(row("epoch_s", "measured", epoch, w, "pooled-trained",
+                           [x for x, _ in timed], note=note, **spread))  # fmt: skip
     return out
+
+
+def _step_id(r: Record) -> str:
+    """The id of the measured step of `r`'s workload (measured_rows' `step_s`)."""
+    w = {**workload_of(r), "extra": _ensemble_extra(r)}
+    return row("step_s", "measured", None, w, "pooled")["id"]
+
+
+def _epoch_times(r: TrainRecord) -> list[float]:
+    return [e.train_time_s for e in r.history or [] if e.train_time_s]
 
 
 MIN_CURVE_EPOCHS = 3  # a run's per-epoch accuracies are a curve from three epochs on
@@ -503,7 +550,7 @@ def _as_the_loop_runs(r: Record) -> bool:
 
 
 def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """jaxcnn's own step loop on the host, per part and in all, from the newest run that
+    """jaxcnn's own step loop on the host, per part and in all, pooled over the runs that
     timed it as the loop runs by default (`_as_the_loop_runs`). An ensemble's loop is K
     models' steps at once: not one model's loop."""
     timed = [
@@ -515,24 +562,28 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and _as_the_loop_runs(r)
     ]
     out = []
-    for r in select_newest(timed, of=_host_loop_workload):
-        loop = r.host_loop
+    for runs in select_runs(timed, of=_host_loop_workload):
+        r = runs[-1]
         w = {**_host_loop_workload(r), "params": _params(r)}
-        as_newest = _maker("measured", w, "newest", [r])
+        as_pooled = _maker("measured", w, "pooled", runs)
         medians = []
         for part in HOST_PARTS:
-            summary = getattr(loop.parts, part) if loop.parts else None
-            value = number(summary.median) if summary else None
-            if value is not None:
+            ran = [(x, getattr(x.host_loop.parts, part)) for x in runs if x.host_loop.parts]
+            ran = [(x, p) for x, p in ran if p and number(p.median) is not None]
+            if ran:
+                value, spread = _pooled([number(p.median) for _, p in ran], _spread(ran[-1][1]))
                 medians.append(value)
-                out.append(as_newest("host_s", value, extra=part, **_spread(summary)))
+                out.append(row("host_s", "measured", value, w, "pooled", [x for x, _ in ran],
+                               extra=part, **spread))  # fmt: skip
         if len(medians) == len(HOST_PARTS):
             note = "the medians of " + ", ".join(HOST_PARTS) + " added"
-            out.append(as_newest("host_s", sum(medians), extra="loop total", note=note))
-        if own := number(loop.loop_step_s):
-            windows = [number(w) for w in loop.window_step_s or []]
-            spread = _min_max(windows, "windows") if len(windows) > 1 else {}
-            out.append(as_newest("step_s", own, extra=LOOP, **spread))
+            out.append(as_pooled("host_s", sum(medians), extra="loop total", note=note))
+        ran = [x for x in runs if number(x.host_loop.loop_step_s)]
+        if ran:
+            windows = [number(w) for w in ran[-1].host_loop.window_step_s or []]
+            own = _min_max(windows, "windows") if len(windows) > 1 else {}
+            step, spread = _pooled([number(x.host_loop.loop_step_s) for x in ran], own)
+            out.append(row("step_s", "measured", step, w, "pooled", ran, extra=LOOP, **spread))
     return out
 
 
@@ -835,8 +886,8 @@ def held_out_loop_rows(
     """jaxcnn's step loop measured on an accelerator against its prediction held out, as
     the fit checked it (the constants' `loop_error`): the factor, with the prediction in
     its note (no answer quotes it as a row), keyed as the loop ran (host_rows, `host`),
-    the newest check of each; per platform and regime, the band of those factors and of
-    the published JAX loops the fit checked."""
+    the newest check of each (a check pools every run of its program); per platform and
+    regime, the band of those factors and of the published JAX loops the fit checked."""
     out = []
     by_id = {r.run_id: r for r in records}
     shown = {h["id"]: h["records"] for h in host}  # the loop steps the table holds
@@ -849,13 +900,15 @@ def held_out_loop_rows(
                 continue
             w = {**_host_loop_workload(r), "params": _params(r)}
             a, p = c["measured_s"], c["predicted_s"]
-            measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "newest", [r])["id"]
+            measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "pooled", [r])["id"]
             way = "predicted faster" if p < a else "predicted slower"
             note = f"{way}: {p * 1e3:.3g} ms held out ({HELD_OUT_LOOP_SPLIT})"
-            if shown.get(measured) != r.run_id:  # its loop step is not the table's: said here
-                measured, note = None, f"{note}; measured {a * 1e3:.3g} ms"
+            runs = c.get("records") or [c["record"]]
+            if set((shown.get(measured) or "").split()) != set(runs):  # not the table's:
+                measured, note = None, f"{note}; measured {a * 1e3:.3g} ms"  # said here
+            pooled = [by_id[i] for i in runs if i in by_id]
             out.append(
-                row("error_factor", "predicted", max(p / a, a / p), w, "held-out", [r],
+                row("error_factor", "predicted", max(p / a, a / p), w, "held-out", pooled,
                     extra=HELD_OUT_LOOP, numerator=measured, note=note)
             )  # fmt: skip
         bands = (
@@ -872,45 +925,60 @@ def held_out_loop_rows(
     return out
 
 
-BEFORE_FIRST_RUN = "device step, predicted before the chip's first run"
+BEFORE_FIRST_RUN = "device step, predicted before the program first ran on the chip"
 AS_IT_RAN = "none: checked against the step its own record measured"
 AS_RUN = "device_step_as_run_s"  # apart from device_step_s: no answer or page prices with it
 
 
 def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Per accelerator chip and regime, how far the device step each record was written
-    with lies from the step it measured, over the records predicted by the constants of
-    the chip's first recorded run: out of sample by construction. Each program once,
-    from its whole-epoch loop where it ran one (MEASURED_AGAINST's rule)."""
+    """Per accelerator chip and regime, how far the device step a program's first run on
+    the chip was written with lies from the step measured: out of sample by construction
+    (no run of that program on that chip was in the constants that predicted it). Each
+    program once (model, batch, precision and formulation: its data set and loop do not
+    change the program), against its measured step as the table gives it (every run
+    pooled, RULES["pooled"]), the whole-epoch loop's where it ran one (no host in its
+    step: MEASURED_AGAINST's rule)."""
+    measured = {
+        x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
+        for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
+        for x in runs
+    }
     by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
-    # only a run timed on a device at hand (a train record) measured a step
-    for r in [r for r in _ok(records) if isinstance(r, TrainRecord) and not is_compiled(r)]:
+    # only a run of one model timed on a device at hand (a train record) measured its step
+    for r in _ok(records):
+        if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord) or is_compiled(r):
+            continue
         p, step = r.prediction, r.step_time_s
         if r.device.platform != "cpu" and p and p.device_step_s and step and step.median:
             by_chip[device_of(r)].append(r)
     out = []
     for chip, rs in sorted(by_chip.items()):
-        rs.sort(key=recorded_at_or_oldest)
-        first = rs[0].prediction.constants_version
-        programs: dict[tuple, tuple[dict[str, Any], TrainRecord]] = {}
-        for r in rs:
-            if r.prediction.constants_version != first:
-                continue
+        runs: dict[tuple, list[TrainRecord]] = defaultdict(list)
+        for r in sorted(rs, key=recorded_at_or_oldest):
             w = workload_of(r)
-            key = (w["model"], w["dataset"], w["batch"], w["precision"], w["formulation"])
-            held = programs.get(key)  # the whole-epoch loop's, then the newest (rs is in order)
-            if held is None or w["loop"] == "device" or held[0]["loop"] != "device":
-                programs[key] = (w, r)
-        by_regime: dict[str, list[TrainRecord]] = defaultdict(list)
-        for w, r in programs.values():
-            by_regime[r.prediction.regime].append(r)
-            # the prediction itself, a figure beside the step it measured (same records)
-            note = f"{r.prediction.regime} program; measured {r.step_time_s.median * 1e3:.3g} ms"
+            runs[(w["model"], w["batch"], w["precision"], w["formulation"])].append(r)
+        programs: list[tuple[dict[str, Any], TrainRecord, TrainRecord]] = []
+        for ran in runs.values():
+            first = ran[0]  # its prediction: made before any run of it on this chip
+
+            def preferred(pair: tuple[int, TrainRecord], first: TrainRecord = first) -> tuple:
+                i, r = pair  # the whole-epoch loop's, on the first run's data, the newest
+                return (r.loop == "device", r.workload.dataset == first.workload.dataset, i)
+
+            against = max(enumerate(ran), key=preferred)[1]
+            programs.append((workload_of(against), first, against))
+        by_regime: dict[str, list[tuple[TrainRecord, float]]] = defaultdict(list)
+        for w, r, against in programs:
+            step, step_id = measured[against.run_id]
+            by_regime[r.prediction.regime].append((r, step))
+            # the prediction itself, a figure beside the step measured (`numerator`)
+            note = f"{r.prediction.regime} program; measured {step * 1e3:.3g} ms"
             as_run = _maker("predicted", {**w, "params": _params(r)}, "before-first-run", [r])
             out.append(as_run(AS_RUN, r.prediction.device_step_s, extra=BEFORE_FIRST_RUN,
-                              band_quantity=AS_IT_RAN, note=note))  # fmt: skip
-        for regime, group in sorted(by_regime.items()):
-            pairs = [(r.prediction.device_step_s, r.step_time_s.median) for r in group]
+                              band_quantity=AS_IT_RAN, numerator=step_id, note=note))  # fmt: skip
+        for regime, checked in sorted(by_regime.items()):
+            group = [r for r, _ in checked]
+            pairs = [(r.prediction.device_step_s, step) for r, step in checked]
             factors = [max(p / a, a / p) for p, a in pairs]
             faster = sum(p < a for p, a in pairs)
             carried_by = [r.prediction.error_band for r in group]
@@ -930,7 +998,9 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 bool(b) and abs(p / a - 1) > b.worst
                 for b, (p, a) in zip(carried_by, pairs, strict=True)
             )
-            note = (f"worst {max(factors):.3g}x; constants {first}; prediction faster in "
+            versions = sorted({r.prediction.constants_version for r in group})
+            by = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+            note = (f"worst {max(factors):.3g}x; constants {by}; prediction faster in "
                     f"{faster} of {len(group)}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
@@ -1200,7 +1270,7 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     from jaxcnn.formulation import for_platform
 
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
-                   selection="newest-trained", formulation=for_platform("cpu").name)  # fmt: skip
+                   selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
     trained = trained[~trained.extra.str.contains(", seed ")]
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]

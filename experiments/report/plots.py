@@ -494,7 +494,8 @@ PUBLISHED_SERIES = {
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     """Every published step against our prediction of it, one panel per platform: a
     series per regime naming its models, that platform's band of each regime dashed at
-    its median either way; beside them the predictions made before each chip first ran."""
+    its median either way; beside them the predictions made before each program first ran
+    on its chip."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -531,12 +532,11 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
-    """Each device step a record was predicted with before its chip first ran
-    (figures.before_first_run_rows) beside the step the same record measured."""
+    """Each device step a program's first run on a chip was predicted with
+    (figures.before_first_run_rows) beside the measured step it is checked against."""
     p = rows(table, quantity=AS_RUN, extra=BEFORE_FIRST_RUN)
-    m = rows(table, quantity="step_s", kind="measured", extra="-")
-    measured = m.drop_duplicates("records").set_index("records").value
-    return p.assign(measured=p.records.map(measured)).dropna(subset=["measured"])
+    measured = table.set_index("id").value
+    return p.assign(measured=p.numerator.map(measured)).dropna(subset=["measured"])
 
 
 def _first_runs(ax: Any, points: pd.DataFrame) -> None:
@@ -550,7 +550,7 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
     for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
         ax.loglog(g.measured, g.value.astype(float), mark, mfc="none",
                   label=f"{device} ({len(g)} programs)")  # fmt: skip
-    title = "Measured here, predicted before the chip first ran"
+    title = "Measured here, predicted before the program first ran on the chip"
     _square(ax, lo, hi, "measured step (s)", "predicted device step (s)", title)
 
 

@@ -115,8 +115,8 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
         for r in b.to_dict("records")
     )
     return (
-        "**Predicted before the chip first ran** (each record's own predicted device step, "
-        f"against what it measured): {said}. [Details]({link}/predictions.md)."
+        "**Predicted before the program first ran on the chip** (its first run's device "
+        f"step, against its runs' median): {said}. [Details]({link}/predictions.md)."
     )
 
 
