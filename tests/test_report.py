@@ -91,6 +91,31 @@ def test_every_run_of_a_workload_is_pooled_and_the_newest_by_a_readable_clock_co
     assert (alone["value"], alone["n"], alone["spread"]) == (0.03, 20, "p10-p90")
 
 
+def test_only_the_runs_of_the_newest_ones_machine_and_code_are_pooled():
+    def run(run_id, utc, step, machine, commit):
+        r = _record(run_id, utc=f"2026-01-0{utc}T00:00:00+00:00", step=step)
+        r["device"]["machine"], r["env"]["git_commit"] = machine, commit
+        return r
+
+    runs = [run("a", 1, 0.05, "vm1", "c1"), run("b", 2, 0.02, "vm2", "c1"),
+            run("c", 3, 0.03, "vm2", "c2"), run("d", 4, 0.04, "vm2", "c2")]  # fmt: skip
+    (pooled,) = _steps(runs).to_dict("records")
+    assert (pooled["records"], pooled["value"]) == ("c d", 0.035)
+    # the control: one machine and one code, every run pools
+    same = [run(r["run_id"], i + 1, r["step_time_s"]["median"], "vm2", "c2")
+            for i, r in enumerate(runs)]  # fmt: skip
+    (pooled,) = _steps(same).to_dict("records")
+    assert (pooled["records"], pooled["n"]) == ("a b c d", 4)
+
+
+def test_a_compile_time_of_several_runs_is_the_slowest_a_cold_compile():
+    cold, warm = _record("cold", step=0.02), _record("warm", step=0.02)
+    warm["env"]["utc_time"] = "2026-01-01T00:00:09+00:00"
+    warm["compile_time_s"]["train"] = 0.25  # a second compile in one process
+    (c,) = _build([cold, warm], refs=[]).query("quantity == 'compile_s'").to_dict("records")
+    assert (c["value"], c["lo"], c["hi"], c["spread"]) == (1.0, 0.25, 1.0, "min-max over runs")
+
+
 def test_pooled_runs_give_every_figure_of_the_step_from_the_pooled_median():
     fast, slow = _record("fast", step=0.02), _record("slow", step=0.04)
     fast["flops"] = slow["flops"] = {"per_step": 10**9}
@@ -577,7 +602,7 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     ran = trained[(trained.device == cpu) | (trained.platform == "gpu")]
     said, found = _said(12), answers.answers(csv)[11]
     # every device's run trained as many epochs: said once, as each epoch's median
-    assert said.startswith("the median epoch of 5 measured: CPU ")
+    assert said.startswith("5-epoch runs' median epoch: CPU ")
     for device, g in ran.groupby("device"):  # each device's run of the question's 5 epochs
         r = g[g.extra == "5 epochs"]
         r = r.loc[r.value.idxmin()].to_dict()
@@ -1159,12 +1184,14 @@ def test_the_prediction_of_a_programs_first_run_on_a_chip_is_banded_against_its_
         # loop's step (no host in it)
         _on_t4("a-step", "2026-01-01T00:00:00+00:00", 0.004, 0.001, "v1", band=band),
         _on_t4("a-device", "2026-01-01T00:01:00+00:00", 0.002, 0.001, "v1", "device", band=band),
-        _on_t4("b", "2026-01-01T00:02:00+00:00", 0.001, 0.003, "v1", model="lenet5", band=band),
+        _on_t4("b", "2026-01-01T00:02:00+00:00", 0.001, 0.003, "v1", "device", "lenet5", band),
+        # a small program timed only alone, in the step loop: its step is the host's
+        _on_t4("e", "2026-01-01T00:03:00+00:00", 0.009, 0.001, "v1", model="cnn", band=band),
     ]
     # later: a program's first run, predicted by constants fitted after the others ran
     # (counted), and a second run of one already run (its prediction not counted: the
     # constants may have had the first; its step pools with that loop's)
-    new = _on_t4("c", "2026-02-01T00:00:00+00:00", 0.001, 0.001, "v2", model="mlp", band=band)
+    new = _on_t4("c", "2026-02-01T00:00:00+00:00", 0.001, 0.001, "v2", "device", "mlp", band)
     again = _on_t4("a-again", "2026-02-01T00:01:00+00:00", 0.002, 0.0005, "v2", "device")
     found = figures.before_first_run_rows([new, again, *first])
     (got,) = [r for r in found if r["quantity"] == "band"]
@@ -1176,6 +1203,7 @@ def test_the_prediction_of_a_programs_first_run_on_a_chip_is_banded_against_its_
     assert got["value"] == pytest.approx(2.0) and got["hi"] == pytest.approx(3.0)  # 2x, 3x, 1x
     assert set(got["records"].split()) == {"a-step", "b", "c"}
     assert "constants v1 to v2" in got["note"] and "faster in 1 of 3" in got["note"]
+    assert "; 1 more timed only alone, in the step loop, left out" in got["note"]
     assert "median 20%, worst 50% off (n=9" in got["note"]
     assert "beyond its worst (|p/a - 1|): 1 of 3" in got["note"]  # 3x slower: 200% > 50%
     # no band carried: unvalidated, with nothing to be beyond
@@ -1454,7 +1482,8 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     shaded = set(fills(fig))
     assert f"{cpu}, p10-p90" in shaded and not any(x.startswith("T4") for x in shaded)
-    assert f"{cpu}, min-max over runs" in shaded  # the loop's spread over its runs, left
+    own = {f"{cpu}, min-max over {of}" for of in ("windows", "runs")}  # the loop's, left
+    assert len(own & shaded) == 1
     assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
     banded = table.copy()
     banded.loc[g.index, bands] = [1.5, 2.0, 5, "held-out"]
@@ -1728,7 +1757,9 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
     assert shorter
     bands = {c.get_label(): c.get_alpha() for ax in fig.axes for c in ax.collections
              if isinstance(c, PolyCollection) and c.get_label().startswith(cpu)}  # fmt: skip
-    assert set(bands) == {f"{cpu}, min-max over runs", f"{cpu}, p10-p90"}
+    own = {f"{cpu}, min-max over {of}" for of in ("windows", "runs")}  # the loop's
+    assert f"{cpu}, p10-p90" in bands and len(set(bands) - {f"{cpu}, p10-p90"}) == 1
+    assert set(bands) - {f"{cpu}, p10-p90"} <= own
     assert all(alpha >= 0.3 for alpha in bands.values()), bands
 
 

@@ -60,6 +60,6 @@ def test_f32_at_matmul_precision_highest_is_its_own_precision_in_tables_and_the_
     loops = json.loads(constants.read_text())["loop_error"]["gpu"]["loops"]
     h100 = {c["program"] for c in loops if c["host"].startswith("NVIDIA H100")}
     assert {
-        "mnist_cnn, batch 128, f32, loop step",
-        "mnist_cnn, batch 128, f32-highest, loop step",
+        "mnist_cnn, batch 128, mnist, f32, loop step",
+        "mnist_cnn, batch 128, mnist, f32-highest, loop step",
     } <= h100

@@ -220,8 +220,9 @@ def loop_error(
     table: dict[str, Any],
 ) -> dict[str, Any]:
     """How far the predicted loop step is from measured loops, per platform:
-    - `loops`: jaxcnn's loops timed on an accelerator's own client (every run of each
-      configuration, the median of their loop steps), each predicted held out
+    - `loops`: jaxcnn's loops timed on an accelerator's own client (the runs of each
+      configuration in the newest one's sitting, records.one_sitting: the median of
+      their loop steps), each predicted held out
       (predictions.held_out_loop: its host parts from the other programs' loops, its
       device step from the fit without its chip), and per regime the band of their
       factors max(p/a, a/p) (`regimes`): how well the loop is predicted on the hosts
@@ -237,6 +238,7 @@ def loop_error(
             runs[(r.device.kind or r.device.platform, _program(r))].append(r)
     out: dict[str, Any] = {}
     for ran in runs.values():
+        ran = records.one_sitting(ran)
         r = ran[-1]  # the newest run's workload and host parts are predicted
         held = predictions.held_out_loop(r, table)
         if not held:

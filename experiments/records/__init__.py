@@ -61,6 +61,7 @@ from experiments.records.schema import (
 )
 from experiments.records.select import (
     made_here,
+    one_sitting,
     recorded,
     recorded_among,
     took_turns,
@@ -142,6 +143,7 @@ __all__ = [
     "made_here",
     "new_record",
     "one_line",
+    "one_sitting",
     "parse_line",
     "parse_time",
     "read_lines",

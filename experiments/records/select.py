@@ -50,6 +50,18 @@ def made_here(record: Record, machine: str) -> bool:
     return device.machine == machine
 
 
+def one_sitting(runs: Sequence[Record]) -> list[Record]:
+    """Of `runs` of one workload on one device (oldest first), those made on the newest
+    one's machine from its code (`device.machine`, `env.git_commit`): runs that differ
+    only by chance. Another VM under the same CPU label, or another version of the
+    timing code, differs by more than a run does (a CPU label's VMs by up to 2x)."""
+
+    def sitting(r: Record) -> tuple:
+        return r.device.machine, r.env.git_commit
+
+    return [r for r in runs if sitting(r) == sitting(runs[-1])]
+
+
 def took_turns(record: Record) -> bool:
     """A side of a paired run (`env.turns`, added by benchmarks/paired.py): its blocks
     took turns with another process's, so it is the evidence behind a paired record,

@@ -708,8 +708,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     t4 += f", {fmt(over)} faster" if over else ""
     extras = {r["extra"] for r in [c, *ran] if r and r["selection"] != DERIVED}
     if len(extras) == 1 and c and (n := extras.pop()).endswith(" epochs"):
-        # one kind of run said once: "the median epoch of 5: CPU 15.8 s; H100 SXM 731 ms"
-        head = f"the median epoch of {n.removesuffix(' epochs')} measured: "
+        # one kind of run said once: "5-epoch runs' median epoch: CPU 15.8 s; H100 731 ms"
+        head = f"{n.removesuffix(' epochs')}-epoch runs' median epoch: "
         parts = [f"CPU {fmt(c)} ({c['formulation']} formulation)"]
         parts += [", ".join(f"{r['device']} {fmt(r)}" for r in ran)] if ran else []
     else:

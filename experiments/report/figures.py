@@ -44,6 +44,7 @@ from experiments.records.select import (
     is_compiled,
     kind_of,
     largest_fit,
+    one_sitting,
     superseded,
 )
 from experiments.records.workload import F32_HIGHEST, precision_of
@@ -69,7 +70,8 @@ MEANINGS = {
     "lo": "the low end of its spread, in `unit` (`spread` says which)",
     "hi": "the high end of its spread, in `unit` (for a band: the worst factor)",
     "spread": "what `lo` and `hi` are",
-    "n": "how many observations the figure summarises",
+    "n": "how many observations the figure summarises (steps, epochs, windows, seeds or "
+    "runs: `spread` says which)",
     "model": "the model (with its overrides, e.g. `mlp width=64`), `matmul`, or for a band "
     "the programs it covers",
     "params": "trainable parameters of the model",
@@ -197,15 +199,18 @@ RULES = {
     "newest": "the newest ok record of exactly this workload on exactly this device "
     "(records that name no CPU model stand in only where no record of the same host "
     "names one)",
-    "pooled": "every ok record of exactly this workload on exactly this device, each a "
-    "run: the median of the runs' figures, with their range (min-max over runs); a single "
-    "run's own spread (records that name no CPU model stand in only where no record of the "
-    "same host names one)",
+    "pooled": "every ok record of exactly this workload on exactly this device made on "
+    "the newest one's machine from its code, each a run: the median of the runs' figures, "
+    "with their range (min-max over runs); a single run's own spread; a compile time the "
+    "slowest run's (a later compile of one program in a process can reuse the first's "
+    "autotuning; records that name no CPU model stand in only where no record of the same "
+    "host names one)",
     "newest-trained": "the newest ok record of this workload on this device that trained "
     "whole epochs (its accuracy; its epoch times are `pooled-trained`, its step times "
     "`pooled`)",
     "pooled-trained": "every ok record of this workload on this device that trained the "
-    "same whole epochs with the same seed, each a run: the median of the runs' median "
+    "same whole epochs with the same seed, made on the newest one's machine from its code, "
+    "each a run: the median of the runs' median "
     "epochs, with their range (min-max over runs); a single run's min-max over its epochs",
     "newest-compile": "the newest compile of exactly this workload for this target, by "
     "the target's own compiler (a target whose device count has changed since is "
@@ -326,7 +331,8 @@ def select_runs(
     of: Callable[[Record], dict[str, Any]] = workload_of,
 ) -> list[list[Record]]:
     """RULES["pooled"] over `records`: the runs of each workload (`of`'s, with `extra`) on
-    each device, oldest first (by recorded_at; ties: the earlier in the file)."""
+    each device made in the newest one's sitting (one_sitting), oldest first (by
+    recorded_at; ties: the earlier in the file)."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in sorted(records, key=recorded_at_or_oldest):  # stable: ties keep file order
         groups[_key(of(r), extra(r))].append(r)
@@ -337,7 +343,7 @@ def select_runs(
     named = {on_host(k, r) for k, rs in groups.items() for r in rs if not _names_no_cpu(r)}
     # a group naming no CPU whose host named its CPU in another: not a second machine
     return [
-        rs
+        one_sitting(rs)
         for k, rs in groups.items()
         if not (all(_names_no_cpu(r) for r in rs) and any(on_host(k, r) in named for r in rs))
     ]
@@ -469,9 +475,11 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             if x.compile_time_s and x.compile_time_s.train
             and not getattr(x.env, "compilation_cache", None)  # a peer's env has none
         ]  # fmt: skip
-        if compiled:
-            seconds, spread = _pooled([x.compile_time_s.train for x in compiled], {})
-            out.append(row("compile_s", "measured", seconds, w, "pooled", compiled, **spread))
+        if compiled:  # the slowest: a cold compile (RULES["pooled"])
+            seconds = [x.compile_time_s.train for x in compiled]
+            spread = _min_max(seconds, "runs") if len(seconds) > 1 else {}
+            out.append(row("compile_s", "measured", max(seconds), w, "pooled", compiled,
+                           **spread))  # fmt: skip
     trained = [
         r
         for r in _ok(records)
@@ -926,7 +934,7 @@ def held_out_loop_rows(
 
 
 BEFORE_FIRST_RUN = "device step, predicted before the program first ran on the chip"
-AS_IT_RAN = "none: checked against the step its own record measured"
+AS_IT_RAN = "none: itself a check, against the measured step `numerator` names"
 AS_RUN = "device_step_as_run_s"  # apart from device_step_s: no answer or page prices with it
 
 
@@ -935,9 +943,10 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     the chip was written with lies from the step measured: out of sample by construction
     (no run of that program on that chip was in the constants that predicted it). Each
     program once (model, batch, precision and formulation: its data set and loop do not
-    change the program), against its measured step as the table gives it (every run
+    change the program), against its measured step as the table gives it (its runs
     pooled, RULES["pooled"]), the whole-epoch loop's where it ran one (no host in its
-    step: MEASURED_AGAINST's rule)."""
+    step: MEASURED_AGAINST's rule); a small program that ran only the step loop is left
+    out, counted in the note."""
     measured = {
         x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
         for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
@@ -958,6 +967,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             w = workload_of(r)
             runs[(w["model"], w["batch"], w["precision"], w["formulation"])].append(r)
         programs: list[tuple[dict[str, Any], TrainRecord, TrainRecord]] = []
+        alone: dict[str, int] = defaultdict(int)
         for ran in runs.values():
             first = ran[0]  # its prediction: made before any run of it on this chip
 
@@ -966,7 +976,12 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 return (r.loop == "device", r.workload.dataset == first.workload.dataset, i)
 
             against = max(enumerate(ran), key=preferred)[1]
-            programs.append((workload_of(against), first, against))
+            # a small program's step timed alone is mostly the host's dispatch, which no
+            # device step predicts: only its whole-epoch loop checks it
+            if against.loop == "device" or first.prediction.regime != "small":
+                programs.append((workload_of(against), first, against))
+            else:
+                alone[first.prediction.regime] += 1
         by_regime: dict[str, list[tuple[TrainRecord, float]]] = defaultdict(list)
         for w, r, against in programs:
             step, step_id = measured[against.run_id]
@@ -1000,8 +1015,10 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             )
             versions = sorted({r.prediction.constants_version for r in group})
             by = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+            left = (f"; {alone[regime]} more timed only alone, in the step loop, left out "
+                    "(their step is mostly the host's)" if alone[regime] else "")  # fmt: skip
             note = (f"worst {max(factors):.3g}x; constants {by}; prediction faster in "
-                    f"{faster} of {len(group)}; the band they carried: {said}"
+                    f"{faster} of {len(group)}{left}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
             found = (statistics.median(factors), max(factors), len(group))
@@ -1484,8 +1501,8 @@ def measured_versus_predicted(
 ) -> list[dict[str, Any]]:
     """Each step measured on one accelerator device against the prediction of the same
     step for that chip's one-device target (MEASURED_AGAINST), one measured step per
-    prediction: timed in its loop and on its dataset first. A step the constants were
-    fitted on (`fitted`) is compared in sample, and says so."""
+    prediction: timed in its loop and on its dataset first, then of the most runs. A
+    step the constants were fitted on (`fitted`) is compared in sample, and says so."""
     from jaxcnn import targets
 
     one_device = {t.chip: t.name for t in targets.TARGETS.values() if t.devices == 1}
@@ -1495,13 +1512,14 @@ def measured_versus_predicted(
     measured = measured[measured.platform != "cpu"]
     predicted = table[table.kind == "predicted"]
     for extra, quantity, loop in MEASURED_AGAINST:
-        chosen: dict[str, tuple[tuple[bool, bool], dict[str, Any], dict[str, Any]]] = {}
+        chosen: dict[str, tuple[tuple[bool, bool, int], dict[str, Any], dict[str, Any]]] = {}
         for _, m in measured[measured.extra == extra].iterrows():
             target = one_device.get(m.device)
             p = predicted[(predicted.quantity == quantity) & (predicted.device == target)]
             p = p[(p[same] == m[same]).all(axis=1)]
             if len(p) == 1:
-                rank = (m.loop != loop, m.dataset != p.iloc[0].dataset)
+                runs = len(str(m.records).split())  # a tie: the step of the most runs
+                rank = (m.loop != loop, m.dataset != p.iloc[0].dataset, -runs)
                 best = chosen.get(p.iloc[0].id)
                 if best is None or rank < best[0]:
                     chosen[p.iloc[0].id] = (rank, p.iloc[0].to_dict(), m.to_dict())

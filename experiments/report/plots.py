@@ -550,7 +550,7 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
     for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
         ax.loglog(g.measured, g.value.astype(float), mark, mfc="none",
                   label=f"{device} ({len(g)} programs)")  # fmt: skip
-    title = "Measured here, predicted before the program first ran on the chip"
+    title = "Measured here, predicted before\nthe program first ran on the chip"
     _square(ax, lo, hi, "measured step (s)", "predicted device step (s)", title)
 
 

@@ -350,9 +350,10 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
     headers = ["model", "batch", "precision", "data", "jax (xla, step loop)", "jax at its best"]
     headers += BENCH_FRAMEWORKS[1:]
     parts = [
-        f"Step time on {cpu}, median over timed steps, the newest run of each cell "
-        "(`newest`): lower is faster. `data`: what the row's steps were fed (the peers "
-        "train on synthetic data; JAX's step reads MNIST from memory where it ran on it).",
+        f"Step time on {cpu}, median over timed steps, of each cell's runs in one sitting "
+        "(`pooled`: the median over runs): lower is faster. `data`: what the row's steps "
+        "were fed (the peers train on synthetic data; JAX's step reads MNIST from memory "
+        "where it ran on it).",
         markdown_table(headers, body),
         f"The CPU goal, JAX at its best against the fastest peer in each cell: met in "
         f"{len(body) - len(missed)} of {len(body)}"
