@@ -116,6 +116,20 @@ def test_a_compile_time_of_several_runs_is_the_slowest_a_cold_compile():
     assert (c["value"], c["lo"], c["hi"], c["spread"]) == (1.0, 0.25, 1.0, "min-max over runs")
 
 
+def test_a_flop_rate_counts_the_models_flops_whatever_the_formulation():
+    xla = _record("xla", step=0.02, formulation="xla")
+    cpu = _record("cpu", step=0.01, formulation="cpu")
+    cpu["formulation"] = {"name": "cpu", "conv": "im2col", "pool": "reshape"}  # what ran
+    xla["flops"] = {"per_step": 10**9}
+    cpu["flops"] = {"per_step": 9 * 10**8}  # its own jaxpr skips the padding's taps
+    t = _build([xla, cpu], refs=[])
+    rates = t[t.quantity == "flops_per_s"].set_index("formulation").value
+    assert dict(rates) == {"xla": pytest.approx(5e10), "cpu": pytest.approx(1e11)}
+    # the control: alone, a formulation's own count is all there is
+    alone = _build([cpu], refs=[])
+    assert list(alone[alone.quantity == "flops_per_s"].value) == [pytest.approx(9e10)]
+
+
 def test_pooled_runs_give_every_figure_of_the_step_from_the_pooled_median():
     fast, slow = _record("fast", step=0.02), _record("slow", step=0.04)
     fast["flops"] = slow["flops"] = {"per_step": 10**9}
