@@ -341,8 +341,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # reached, row 14's verdicts: 1101; the measured crossover's smallest margin: 1111;
     # every K80 check of a small program, the crossover against the CPU's best: 1121;
     # row 5's program held out on the GPUs that ran it: 1133; the seed's own MX150 over
-    # its CPU: 1140; row 14's verdicts on an accelerator, each against its own K=1: 1145)
-    assert len(lines) <= 25 and len(text.split()) <= 1145
+    # its CPU: 1140; row 14's verdicts on an accelerator, each against its own K=1: 1145;
+    # how far one run's loop step moves, beside the measured crossover's margin: 1150)
+    assert len(lines) <= 25 and len(text.split()) <= 1150
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2076,15 +2077,25 @@ def test_every_figure_an_answer_quotes_is_on_the_page_it_links(table):
     assert missing
 
 
+def test_values_one_per_chip_share_their_unit_and_are_never_a_range():
+    from experiments.report.fmt import each_text
+
+    assert each_text(["1.56 ms", "1.46 ms"]) == "1.56/1.46 ms"  # in the chips' order
+    assert each_text(["980 us", "1.46 ms"]) == "980 us/1.46 ms"  # the control: two units
+    assert each_text(["22x", "23.5x"]) == "22x/23.5x"
+
+
 def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     host = csv[(csv.quantity == "host_s") & (csv.model == "mnist_cnn") & (csv.batch == 128)
                & (csv.dataset == "mnist") & (csv.precision == "f32")]  # fmt: skip
     gpu = host[(host.platform == "gpu") & (host.extra == "loop total")]
     assert len(gpu) == 2  # the committed: the H100's and the H200's
-    lo, hi = (fmt(r) for r in (gpu.loc[gpu.value.idxmin()], gpu.loc[gpu.value.idxmax()]))
+    lo = fmt(gpu.loc[gpu.value.idxmin()])
     said = _said(7)
     assert said.startswith("jaxcnn's step loop's per-step host time (mnist_cnn b128): CPU ")
-    assert f"H100 SXM/H200 {span_text(lo, hi)} (dispatch " in said
+    # each chip's, in the chips' order: two chips are never said as a range
+    each = [fmt(r) for r in gpu.sort_values("device").to_dict("records")]
+    assert f"H100 SXM/H200 {each[0].split()[0]}/{each[1]} (dispatch " in said
     assert said.endswith(f"): CPU steps under {lo} gain nothing from a GPU")  # the floor
     # the control: without the GPUs' host timings the answer has no floor to give
     bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
@@ -2228,6 +2239,18 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     smallest = tail.loc[tail.value.idxmin()]
     band = answers.answers(csv)[8].band
     assert f"; H100 SXM's margin from 55,050 params on: {fmt(smallest.to_dict())} at least" in band
+    # beside it, how far one run's loop step moves on that chip: each pool's hi/lo
+    moves = csv[(csv.quantity == "run_spread") & (csv.device == "H100 SXM")].iloc[0]
+    pools = csv[(csv.quantity == "step_s") & (csv.extra == study_page.LOOP)
+                & (csv.device == "H100 SXM") & (csv.spread == "min-max over runs")]  # fmt: skip
+    assert moves.value == pytest.approx(statistics.median(pools.hi / pools.lo))
+    assert (moves.n, moves.hi) == (len(pools), pytest.approx(max(pools.hi / pools.lo)))
+    assert f" at least (one run moves {fmt(moves.to_dict())}, median)" in band
+    undecided = smallest.value < moves.value
+    assert band.count(": undecided") == undecided
+    # the control: a chip whose runs move by more than the margin leaves it undecided
+    shaky = csv.assign(value=csv.value.where(csv.id != moves.id, smallest.value * 1.5))
+    assert ", median): undecided" in answers.answers(shaky)[8].band
     # against the CPU's fastest step timed alone: the widths from the last it loses at
     best = csv[(csv.quantity == "speedup") & (csv.selection == "cpu-best")
                & csv.denominator.isin(both.id_gpu)
@@ -2244,7 +2267,7 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     wider = csv.assign(value=csv.value.where(csv.id != smallest.id, 100.0))
     second = tail[tail.id != smallest.id].value.min()
     said = answers.answers(wider)[8].band
-    assert f"{fmt({**smallest.to_dict(), 'value': second})} at least; " in said
+    assert f"{fmt({**smallest.to_dict(), 'value': second})} at least (" in said
 
 
 def test_the_seed_step_answer_gives_the_seeds_own_chip_over_its_own_cpu(csv):

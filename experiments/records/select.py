@@ -51,10 +51,12 @@ def made_here(record: Record, machine: str) -> bool:
 
 
 def one_sitting(runs: Sequence[Record]) -> list[Record]:
-    """Of `runs` of one workload on one device (oldest first), those made on the newest
-    one's machine from its code (`device.machine`, `env.git_commit`): runs that differ
-    only by chance. Another VM under the same CPU label, or another version of the
-    timing code, differs by more than a run does (a CPU label's VMs by up to 2x)."""
+    """Of `runs` of one workload on one device (oldest first), those from the newest
+    one's code and machine id (`env.git_commit`, `device.machine`): runs that differ only
+    by chance. Another version of the timing code, or another VM under the same CPU label
+    (a CPU label's VMs differ by up to 2x), differs by more than a run does. The commit
+    is what tells this project's sessions apart: VMs cloned from one image share a
+    machine id."""
 
     def sitting(r: Record) -> tuple:
         return r.device.machine, r.env.git_commit

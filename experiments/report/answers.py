@@ -17,7 +17,7 @@ from experiments.report.figures import (
     framework_factors,
     is_small,
 )
-from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.fmt import each_text, fmt, span_text, value_text
 from experiments.studies.crossover import (
     crossover,
     crossover_verdict,
@@ -408,17 +408,16 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     parts, seen = [], [base]
     measured = found[(found.kind == "measured") & (found.platform == "gpu")]
     if len(measured):
-        lo, hi = span(measured)
-        every = measured.to_dict("records")  # the page shows each GPU's, not just the ends
+        # each GPU's, in the chips' order: two chips are never a range
+        every = measured.sort_values("device").to_dict("records")
         steps = [one(t, id=r["denominator"]) for r in every]
-        loop = sorted(r["value"] for r in steps)
-        ratio = span_text(fmt(lo), fmt(hi))
-        gpus = "/".join(sorted(set(measured.device)))
-        steps_said = span_text(value_text(loop[0], "s"), value_text(loop[-1], "s"))
+        ratio = each_text([fmt(r) for r in every])
+        gpus = "/".join(r["device"] for r in every)
+        steps_said = each_text([fmt(r) for r in steps])
         best = at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
-        if len(best):  # the same chips against the CPU's fastest program: the other end
-            lo, hi = span(best)
-            ratio += f" (CPU's best: {span_text(fmt(lo), fmt(hi))})"
+        best = best.sort_values("device")
+        if list(best.device) == [r["device"] for r in every]:  # the CPU's fastest program
+            ratio += f" (CPU's best: {each_text([fmt(r) for r in best.to_dict('records')])})"
             seen += best.to_dict("records")
         parts.append(f"{gpus} measured {steps_said}, {ratio}")
         seen += [*steps, *every]
@@ -496,15 +495,16 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     text += f"CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"]
 
-    def said(part: str) -> str:
-        return span_text(*(fmt(r) for r in span(on_gpu[on_gpu.extra == part])))
+    def said(part: str) -> str:  # each GPU's, in the chips' order
+        return each_text([fmt(r) for r in on_gpu[on_gpu.extra == part].to_dict("records")])
 
     # the parts are on the page: the first screen's words go to the GPU's largest, the
     # step's dispatch (its kernels launched from the host)
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])].to_dict("records")
     if not len(on_gpu[on_gpu.extra == "loop total"]):
         return Said(f"{text}; no GPU timed in it yet", shown)
-    gpus = "/".join(sorted(set(on_gpu.device)))
+    on_gpu = on_gpu.sort_values("device")
+    gpus = "/".join(on_gpu[on_gpu.extra == "loop total"].device)
     text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
     floor = fmt(on_gpu[on_gpu.extra == "loop total"].sort_values("value").iloc[0].to_dict())
@@ -594,10 +594,15 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         caveat = ""
         for (mc, mg), (_, rs) in zip(sweeps, measured, strict=True):
             m = smallest_margin(t, mc, mg, rs)
-            if m:  # how near a tie the verdict's widths come
+            if m:  # how near a tie the verdict's widths come, against how far a run moves
                 chosen.append(m)
                 caveat += f"; {m['device']}'s margin from {int(rs[0]['params']):,} params on: "
                 caveat += f"{fmt(m)} at least"
+                moves = one(t, quantity="run_spread", device=m["device"])
+                if moves is not None:  # the yardstick, said: one run's loop step moves so
+                    chosen.append(moves)
+                    inside = ": undecided" if m["value"] < moves["value"] else ""
+                    caveat += f" (one run moves {fmt(moves)}, median){inside}"
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
             best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
             if len(best):  # the same verdict against the CPU's fastest step timed alone
@@ -762,10 +767,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         each = "/".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}" for r in tops)
         top = f"{models.pop() if len(models) == 1 else 'largest'} {each}"
         if all(reached):
-            amounts = [fmt(r) for r in reached]
-            if len({a.partition(" ")[2] for a in amounts}) == 1:  # the unit said once
-                amounts = [a.partition(" ")[0] for a in amounts[:-1]] + amounts[-1:]
-            parts.append(f"{chips} {'/'.join(amounts)} ({fractions} {of_peak}; {top})")
+            amounts = each_text([fmt(r) for r in reached])
+            parts.append(f"{chips} {amounts} ({fractions} {of_peak}; {top})")
         else:
             parts.append(f"{chips} {fractions} {of_peak} ({top})")
     if not parts:

@@ -199,17 +199,17 @@ RULES = {
     "newest": "the newest ok record of exactly this workload on exactly this device "
     "(records that name no CPU model stand in only where no record of the same host "
     "names one)",
-    "pooled": "every ok record of exactly this workload on exactly this device made on "
-    "the newest one's machine from its code, each a run: the median of the runs' figures, "
-    "with their range (min-max over runs); a single run's own spread; a compile time the "
-    "slowest run's (a later compile of one program in a process can reuse the first's "
-    "autotuning; records that name no CPU model stand in only where no record of the same "
-    "host names one)",
+    "pooled": "every ok record of exactly this workload on exactly this device from the "
+    "newest one's code (its git commit) and machine id, each a run: the median of the runs' "
+    "figures, with their range (min-max over runs); a single run's own spread; a compile "
+    "time the slowest run's (a later compile of one program in a process can reuse the "
+    "first's autotuning, so a single run's may be such a one; records that name no CPU "
+    "model stand in only where no record of the same host names one)",
     "newest-trained": "the newest ok record of this workload on this device that trained "
     "whole epochs (its accuracy; its epoch times are `pooled-trained`, its step times "
     "`pooled`)",
     "pooled-trained": "every ok record of this workload on this device that trained the "
-    "same whole epochs with the same seed, made on the newest one's machine from its code, "
+    "same whole epochs with the same seed, from the newest one's code and machine id, "
     "each a run: the median of the runs' median "
     "epochs, with their range (min-max over runs); a single run's min-max over its epochs",
     "newest-compile": "the newest compile of exactly this workload for this target, by "
@@ -243,6 +243,8 @@ RULES = {
     "steps (evaluation apart), where no epoch was timed",
     "paired": "the newest pairing of both configurations on this machine, run in "
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
+    "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
+    "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
     "held-out": "each group of observations predicted by constants refitted from scratch "
     "without it; the factor max(predicted/actual, actual/predicted)",
     "before-first-run": "the prediction the first run of a program on a chip was written "
@@ -275,6 +277,7 @@ UNITS = {
     "time_to_target_s": "s",
     "images_per_s": "images/s",
     "host_s": "s",
+    "run_spread": "x",
 }
 
 
@@ -614,6 +617,27 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             own = _min_max(windows, "windows") if len(windows) > 1 else {}
             step, spread = _pooled([number(x.host_loop.loop_step_s) for x in ran], own)
             out.append(row("step_s", "measured", step, w, "pooled", ran, extra=LOOP, **spread))
+    return out
+
+
+RUN_TO_RUN = "loop step, run to run"
+
+
+def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per accelerator chip, how far one run's loop step moves from another's: over its
+    loop steps pooled from several runs (host_rows), each pool's hi/lo; the median and
+    worst. The yardstick of a verdict resting on one run of each side."""
+    pools: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for h in host:
+        several = h["spread"] == "min-max over runs" and h["extra"] == LOOP
+        if several and h["platform"] != "cpu" and h["lo"]:
+            pools[(h["platform"], h["device"])].append(h["hi"] / h["lo"])
+    out = []
+    for (platform, device), factors in sorted(pools.items()):
+        w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
+        spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
+        out.append(row("run_spread", "derived", statistics.median(factors), w, "run-to-run",
+                       extra=RUN_TO_RUN, **spread))  # fmt: skip
     return out
 
 
@@ -1664,6 +1688,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *speedrun_rows(records),
         *compiled_rows(records),
         *held_out_loop_rows(records, constants, host),
+        *run_spread_rows(host),
         *before_first_run_rows(records),
         *predicted_rows(records, bands),
         *published_rows(refs, records),

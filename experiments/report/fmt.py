@@ -62,6 +62,15 @@ def fmt(row: dict[str, Any] | None) -> str:
     return value_text(row["value"], row["unit"])
 
 
+def each_text(values: list[str]) -> str:
+    """Written values one per chip, in the chips' order, their shared unit written once
+    ("1.56/1.46 ms"): never a range."""
+    units = {v.partition(" ")[2] for v in values}
+    if len(units) == 1 and units != {""}:
+        return "/".join([v.partition(" ")[0] for v in values[:-1]] + values[-1:])
+    return "/".join(values)
+
+
 def span_text(lo: str, hi: str) -> str:
     """Two written values as a range, their shared unit written once ("256-375 us")."""
     if lo == hi:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
-from experiments.studies.page import LOOP, Page, Section, reference_cpu, rows
+from experiments.studies.page import LOOP, Page, Section, reference_cpu, rows, select
 
 if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
@@ -196,5 +196,8 @@ STUDY = Study(
                 verdict=predicted_verdict),
         Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", measured_sweeps,
                 "model dataset device value spread how", verdict=measured_verdict),
+        Section("How far one run's loop step moves from another's, per chip: the yardstick "
+                "of a margin measured once per width", select(quantity="run_spread"),
+                "device model value spread how"),
     ]),
 )  # fmt: skip
