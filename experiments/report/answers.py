@@ -105,8 +105,9 @@ def kinds(rs: list[Row]) -> str:
 def trained_epoch(
     t: pd.DataFrame, device: str | None, model: str, batch: int, epochs: int = 0, **where: Any
 ) -> Row:
-    """The fastest epoch of the run on `device` that trained `epochs` epochs where one
-    did, else the most (seed 0's where it ran), or None."""
+    """The fastest epoch of the runs on `device` that trained `epochs` epochs where one
+    did, else the most (every seed's runs pooled: figures.RULES["pooled-trained"]), or
+    None."""
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="pooled-trained",
                  **where)  # fmt: skip
@@ -114,8 +115,6 @@ def trained_epoch(
         return None
     found = found.assign(epochs=found.extra.str.extract(r"^(\d+) epochs")[0].astype(float))
     found = found[found.epochs == (epochs if epochs in set(found.epochs) else found.epochs.max())]
-    seed0 = found[~found.extra.str.contains(", seed ")]  # the other seeds: row 4's spread
-    found = seed0 if len(seed0) else found
     return found.loc[found.value.idxmin()].drop(labels="epochs").to_dict()
 
 

@@ -208,8 +208,8 @@ RULES = {
     "newest-trained": "the newest ok record of this workload on this device that trained "
     "whole epochs (its accuracy; its epoch times are `pooled-trained`, its step times "
     "`pooled`)",
-    "pooled-trained": "every ok record of this workload on this device that trained the "
-    "same whole epochs with the same seed, from the newest one's code and machine id, "
+    "pooled-trained": "every ok record of this workload on this device that trained as "
+    "many whole epochs, whatever its seed, from the newest one's code and machine id, "
     "each a run: the median of the runs' median "
     "epochs, with their range (min-max over runs); a single run's min-max over its epochs",
     "newest-compile": "the newest compile of exactly this workload for this target, by "
@@ -506,16 +506,17 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
                 at = f"epoch {e.epoch} of {n}{seed}"
                 out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
-        timed = [(x, _epoch_times(x)) for x in runs]
-        timed = [(x, times) for x, times in timed if times]
-        if timed:
-            note = "training only, evaluation apart"
-            epoch, spread = _pooled(
-                [statistics.median(times) for _, times in timed],
-                _min_max(timed[-1][1], "epochs"),
-            )
-            out.append(row("epoch_s", "measured", epoch, w, "pooled-trained",
-                           [x for x, _ in timed], note=note, **spread))  # fmt: skip
+    # an epoch's time is the seed's to no degree: every seed's run of as many epochs pools
+    with_times = [r for r in trained if _epoch_times(r)]
+    for runs in select_runs(with_times, lambda r: f"{_epochs(r)} epochs"):
+        r = runs[-1]
+        w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
+        epoch, spread = _pooled(
+            [statistics.median(_epoch_times(x)) for x in runs], _min_max(_epoch_times(r), "epochs")
+        )
+        note = "training only, evaluation apart"
+        out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
+                       **spread))  # fmt: skip
     return out
 
 
@@ -1328,13 +1329,12 @@ def cpu_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """An accelerator's predicted epoch (its loop step's) against each CPU's trained epoch
-    of the same step in jaxcnn's default CPU formulation (seed 0's): what a user running
+    of the same step in jaxcnn's default CPU formulation (its runs pooled): what a user running
     the same fit on each sees, an epoch at a time."""
     from jaxcnn.formulation import for_platform
 
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
                    selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
-    trained = trained[~trained.extra.str.contains(", seed ")]
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
     out = []
