@@ -2096,7 +2096,7 @@ def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     # each chip's, in the chips' order: two chips are never said as a range
     each = [fmt(r) for r in gpu.sort_values("device").to_dict("records")]
     assert f"H100 SXM/H200 {each[0].split()[0]}/{each[1]} (dispatch " in said
-    assert said.endswith(f"): CPU steps under {lo} gain nothing from a GPU")  # the floor
+    assert said.endswith(f"): CPU loop steps under {lo} gain nothing from a GPU")  # the floor
     # the control: without the GPUs' host timings the answer has no floor to give
     bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
     assert bare.endswith("; no GPU timed in it yet") and "(dispatch " not in bare

@@ -507,7 +507,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
     floor = fmt(on_gpu[on_gpu.extra == "loop total"].sort_values("value").iloc[0].to_dict())
-    return Said(f"{text}: CPU steps under {floor} gain nothing from a GPU", shown)
+    return Said(f"{text}: CPU loop steps under {floor} gain nothing from a GPU", shown)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
