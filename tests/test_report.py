@@ -130,6 +130,23 @@ def test_a_flop_rate_counts_the_models_flops_whatever_the_formulation():
     assert list(alone[alone.quantity == "flops_per_s"].value) == [pytest.approx(9e10)]
 
 
+def test_a_ratio_of_one_cpus_figures_from_two_sittings_is_flagged():
+    def run(run_id, form, commit):
+        r = _record(run_id, step=0.02 if form == "xla" else 0.01, formulation=form)
+        r["formulation"] = {"name": form, "conv": form, "pool": form}
+        r["env"]["git_commit"] = commit
+        return r
+
+    def flags(commits):
+        t = _build([run("x", "xla", commits[0]), run("c", "cpu", commits[1])], refs=[])
+        ratio = t[(t.quantity == "speedup") & t.extra.str.contains("vs xla formulation")]
+        assert list(ratio.value) == [2.0]
+        return list(ratio.flag)
+
+    assert flags(("a1", "b2")) == [figures.ACROSS_SITTINGS]
+    assert [pd.isna(f) for f in flags(("a1", "a1"))] == [True]  # the control: one sitting
+
+
 def test_pooled_runs_give_every_figure_of_the_step_from_the_pooled_median():
     fast, slow = _record("fast", step=0.02), _record("slow", step=0.04)
     fast["flops"] = slow["flops"] = {"per_step": 10**9}

@@ -1714,7 +1714,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         cost_rows,
     ):
         out += derive(table)
-    return with_chips(said_unvalidated(frame(out)))
+    sittings = {r.run_id: r.env.git_commit for r in records}
+    return with_chips(said_unvalidated(across_sittings(frame(out), sittings)))
 
 
 def with_chips(table: pd.DataFrame) -> pd.DataFrame:
@@ -1725,6 +1726,36 @@ def with_chips(table: pd.DataFrame) -> pd.DataFrame:
     named = table.device.map(lambda d: TARGETS[d].chip if d in TARGETS else d)
     several = table.device.str.contains(", ") & (table.platform != "cpu")  # "K80, P100, V100"
     table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]) & ~several, "-")
+    return table
+
+
+ACROSS_SITTINGS = (
+    "across sittings: its two sides ran from different code on one CPU label, whose VMs "
+    "differ by up to 2x"
+)
+
+
+def across_sittings(table: pd.DataFrame, sittings: dict[str, str | None]) -> pd.DataFrame:
+    """Flags a ratio of two measured figures of one CPU whose records share no sitting
+    (their git commits: records.one_sitting): it holds another VM's speed as well as the
+    two configurations'."""
+    by_id = table.set_index("id")
+
+    def commits(figure_id: Any) -> set[str | None]:
+        runs = str(by_id.records.get(figure_id, "") or "").split()
+        return {sittings.get(run) for run in runs}
+
+    def measured_cpu(figure_id: Any) -> bool:
+        return by_id.kind.get(figure_id) == "measured" and by_id.platform.get(figure_id) == "cpu"
+
+    ratios = table[
+        (table.quantity == "speedup") & table.numerator.notna() & table.denominator.notna()
+    ]
+    for i, r in ratios.iterrows():
+        same_cpu = by_id.device.get(r.numerator) == by_id.device.get(r.denominator)
+        if measured_cpu(r.numerator) and measured_cpu(r.denominator) and same_cpu:
+            if not commits(r.numerator) & commits(r.denominator) and pd.isna(r.flag):
+                table.loc[i, "flag"] = ACROSS_SITTINGS
     return table
 
 

@@ -237,11 +237,11 @@ STUDY = Study(
                 "model batch precision device value spread how"),
         Section("Each formulation over the xla formulation",
                 extra_contains("vs xla formulation", quantity="speedup"),
-                "model batch precision device value how"),
+                "model batch precision device value how flag"),
         Section("The device loop over the step loop, per formulation (below 1: the device "
                 "loop is the slower)",
                 extra_contains(DEVICE_OVER_STEP_LOOP, quantity="speedup", platform="cpu"),
-                "model batch precision device value how"),
+                "model batch precision device value how flag"),
         Section("The seed's kernel-library claim",
                 select(kind="published", quantity="speedup", selection="published"),
                 "model batch device value note"),

@@ -70,7 +70,7 @@ STUDY = Study(
     page=Page("K models at once with vmap", [
         Section("vmap's speed over K sequential steps",
                 extra_contains("vmap vs sequential", quantity="speedup"),
-                "model batch device value how"),
+                "model batch device value how flag"),
         Section("The steps", where(lambda t: (t.quantity == "step_s")
                                    & t.extra.astype(str).str.startswith("K=")),
                 "model batch device value spread how"),
