@@ -58,10 +58,12 @@ def one_sitting(runs: Sequence[Record]) -> list[Record]:
     is what tells this project's sessions apart: VMs cloned from one image share a
     machine id."""
 
-    def sitting(r: Record) -> tuple:
-        return r.device.machine, r.env.git_commit
-
     return [r for r in runs if sitting(r) == sitting(runs[-1])]
+
+
+def sitting(record: Record) -> tuple[str | None, str | None]:
+    """The sitting a record was made in (one_sitting): its machine id and git commit."""
+    return record.device.machine, record.env.git_commit
 
 
 def took_turns(record: Record) -> bool:

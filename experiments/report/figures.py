@@ -45,6 +45,7 @@ from experiments.records.select import (
     kind_of,
     largest_fit,
     one_sitting,
+    sitting,
     superseded,
 )
 from experiments.records.workload import F32_HIGHEST, precision_of
@@ -464,7 +465,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         out.append(as_pooled("step_s", step, **spread))
         # a peer records no FLOPs and no MFU; an ensemble's FLOPs are all its models'
         own = number(r.flops.per_step) if kind_of(r) == "train" and r.flops else None
-        flops = own and model_flops.get(_flops_key(r), own)
+        flops = own and model_flops.get(_flops_key(w), own)
         mfu = r.mfu if isinstance(r, TrainRecord) else None
         if flops:
             tf32 = _ran_as_tf32(w["precision"], mfu and mfu.vendor_precision)
@@ -520,8 +521,8 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _flops_key(r: Record) -> tuple:
-    w = workload_of(r)
+def _flops_key(w: dict[str, Any]) -> tuple:
+    """What a model's FLOPs per step are a count of, from workload_of's fields."""
     return w["model"], w["batch"], w["placement"], w["devices"]
 
 
@@ -530,12 +531,12 @@ def _model_flops(records: Sequence[Record]) -> dict[tuple, float]:
     xla formulation's jaxpr count (every conv tap, as a model's FLOPs are counted), by
     model, batch and placement. The cpu formulation's own count skips the padding's taps
     (11% fewer for mnist_cnn) and a library's calls hide theirs from the jaxpr."""
-    return {
-        _flops_key(r): number(r.flops.per_step)
+    counted = [
+        (workload_of(r), number(r.flops.per_step))
         for r in sorted(_ok(records), key=recorded_at_or_oldest)
         if kind_of(r) == "train" and r.flops and number(r.flops.per_step)
-        and workload_of(r)["formulation"] == "xla"
-    }  # fmt: skip
+    ]
+    return {_flops_key(w): flops for w, flops in counted if w["formulation"] == "xla"}
 
 
 def _step_id(r: Record) -> str:
@@ -995,7 +996,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     step: MEASURED_AGAINST's rule); a small program that ran only the step loop is left
     out, counted in the note."""
     measured = {
-        x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
+        x.run_id: (_pooled([y.step_time_s.median for y in runs], {})[0], _step_id(runs[-1]))
         for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
         for x in runs
     }
@@ -1714,7 +1715,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         cost_rows,
     ):
         out += derive(table)
-    sittings = {r.run_id: r.env.git_commit for r in records}
+    sittings = {r.run_id: sitting(r) for r in records}
     return with_chips(said_unvalidated(across_sittings(frame(out), sittings)))
 
 
@@ -1735,13 +1736,13 @@ ACROSS_SITTINGS = (
 )
 
 
-def across_sittings(table: pd.DataFrame, sittings: dict[str, str | None]) -> pd.DataFrame:
+def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataFrame:
     """Flags a ratio of two measured figures of one CPU whose records share no sitting
-    (their git commits: records.one_sitting): it holds another VM's speed as well as the
-    two configurations'."""
+    (records.sitting, by run id): it holds another VM's speed as well as the two
+    configurations'."""
     by_id = table.set_index("id")
 
-    def commits(figure_id: Any) -> set[str | None]:
+    def commits(figure_id: Any) -> set[tuple | None]:
         runs = str(by_id.records.get(figure_id, "") or "").split()
         return {sittings.get(run) for run in runs}
 
