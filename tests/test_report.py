@@ -177,6 +177,32 @@ def _host_timed(run_id, policy, windows, **keywords):
     return r
 
 
+def test_a_chips_loop_step_moves_from_sitting_to_sitting_by_each_sittings_pool():
+    def run(run_id, loop_s, commit, day):
+        r = _host_timed(run_id, "system", [loop_s], utc=f"2026-01-0{day}T00:00:00+00:00")
+        r["device"] = {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3", "count": 1,
+                       "process_count": 1, "machine": "m1"}  # fmt: skip
+        r["env"]["git_commit"] = commit
+        return r
+
+    def spreads(commits):
+        runs = [run("a", 0.001, commits[0], 1), run("b", 0.0015, commits[1], 2),
+                run("c", 0.0017, commits[1], 3)]  # fmt: skip
+        t = _build(runs, refs=[])
+        return t[t.quantity == "run_spread"].set_index("extra")
+
+    moves = spreads(("c1", "c2"))
+    sittings = moves.loc[figures.SITTING_TO_SITTING]
+    # the older sitting's pool (1 ms) against the newer's median (1.6 ms)
+    expected = (pytest.approx(1.6), 1, "sitting-to-sitting")
+    assert (sittings.value, sittings.n, sittings.selection) == expected
+    assert moves.loc[figures.RUN_TO_RUN].value == pytest.approx(0.0017 / 0.0015)  # b, c only
+    # the control: one sitting, no sitting-to-sitting figure, and every run pools
+    one = spreads(("c1", "c1"))
+    assert list(one.index) == [figures.RUN_TO_RUN]
+    assert one.loc[figures.RUN_TO_RUN].value == pytest.approx(0.0017 / 0.001)
+
+
 def test_a_loop_step_is_the_windows_median_from_a_process_under_the_step_loops_policy():
     stepped = _host_timed("stepped", "retain", [0.03, 0.02, 0.05], loop="step")
     # newer, but its process trained in the device loop and kept glibc's defaults
@@ -359,8 +385,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # every K80 check of a small program, the crossover against the CPU's best: 1121;
     # row 5's program held out on the GPUs that ran it: 1133; the seed's own MX150 over
     # its CPU: 1140; row 14's verdicts on an accelerator, each against its own K=1: 1145;
-    # how far one run's loop step moves, beside the measured crossover's margin: 1150)
-    assert len(lines) <= 25 and len(text.split()) <= 1150
+    # how far one run's loop step moves, beside the measured crossover's margin: 1150;
+    # and how far one sitting's moves: 1151)
+    assert len(lines) <= 25 and len(text.split()) <= 1151
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -672,7 +699,8 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
     said = _said(9).split("T4 predicted ")[-1]  # the T4's part (a measured GPU's is first)
     said = said.split(", outside its band")[0]  # where it is undecided: its own test
-    assert f"{int(start):,} params" in said and f"T4 {said}" in page
+    # "params" is said once, by the measured chip's verdict before it; the page says it
+    assert said.endswith(f"from {int(start):,}") and f"T4 {said} params on" in page
     slower = [p for p, f in faster if not f]
     page_said = page.split("T4 ")[1].split(" (the rule")[0]
     assert ("slower at" in page_said) == bool(slower)
@@ -2024,9 +2052,10 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     said = _said(9)
     assert said.startswith(f"H100 SXM faster from {int(start):,} params on")
     assert "; measured once per width, jaxcnn's loop both sides); T4 predicted " in said
-    assert g.n.isna().all()  # single timings, said; timed repeatedly, not (the control)
-    timed = csv.assign(n=csv.n.where(~csv.id.isin(set(g.id)), 20.0))
-    assert "; measured, jaxcnn's loop both sides); T4 " in answers.answers(timed)[8].answer
+    assert (g.records.str.split().str.len() == 1).all()  # one run per width, said
+    # the control: a width pooled from two runs, and "once" is no longer said
+    twice = csv.assign(records=csv.records.where(csv.id != g.id.iloc[0], "r1 r2"))
+    assert "; measured, jaxcnn's loop both sides); T4 " in answers.answers(twice)[8].answer
     # without the GPU's loop rows the answer is the T4's prediction alone (positive control)
     bare = csv[~csv.id.isin(set(g.id))]
     assert crossover_study.measured_crossover(bare, cpu) == []
@@ -2252,21 +2281,28 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     ratios = csv[(csv.quantity == "speedup") & csv.numerator.isin(both.id_cpu)
                  & csv.denominator.isin(both.id_gpu)]  # fmt: skip
     assert len(ratios) == len(both)  # one per width
-    tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= 55_050])]
+    faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
+    start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
+    tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= start])]
     smallest = tail.loc[tail.value.idxmin()]
     band = answers.answers(csv)[8].band
-    assert f"; H100 SXM's margin from 55,050 params on: {fmt(smallest.to_dict())} at least" in band
-    # beside it, how far one run's loop step moves on that chip: each pool's hi/lo
-    moves = csv[(csv.quantity == "run_spread") & (csv.device == "H100 SXM")].iloc[0]
+    margin = fmt(smallest.to_dict())
+    assert f"; H100 SXM's margin from {int(start):,} params on: {margin} at least" in band
+    # beside it, how far one run's loop step moves on that chip (each pool's hi/lo), and
+    # how far one sitting's moves from another's
+    spreads = csv[(csv.quantity == "run_spread") & (csv.device == "H100 SXM")].set_index("extra")
+    moves, sittings = (spreads.loc[e] for e in (figures.RUN_TO_RUN, figures.SITTING_TO_SITTING))
     pools = csv[(csv.quantity == "step_s") & (csv.extra == study_page.LOOP)
                 & (csv.device == "H100 SXM") & (csv.spread == "min-max over runs")]  # fmt: skip
     assert moves.value == pytest.approx(statistics.median(pools.hi / pools.lo))
     assert (moves.n, moves.hi) == (len(pools), pytest.approx(max(pools.hi / pools.lo)))
-    assert f" at least (one run moves {fmt(moves.to_dict())}, median)" in band
-    undecided = smallest.value < moves.value
+    said = f"one run moves {fmt(moves.to_dict())}, a sitting {fmt(sittings.to_dict())}, median)"
+    assert f" at least ({said}" in band
+    undecided = smallest.value < max(moves.value, sittings.value)
     assert band.count(": undecided") == undecided
-    # the control: a chip whose runs move by more than the margin leaves it undecided
-    shaky = csv.assign(value=csv.value.where(csv.id != moves.id, smallest.value * 1.5))
+    # the control: a chip whose sittings move by more than the margin leaves it undecided
+    shaky = csv.assign(value=csv.value.where(csv.id != spreads.id.loc[figures.SITTING_TO_SITTING],
+                                             smallest.value * 1.5))  # fmt: skip
     assert ", median): undecided" in answers.answers(shaky)[8].band
     # against the CPU's fastest step timed alone: the widths from the last it loses at
     best = csv[(csv.quantity == "speedup") & (csv.selection == "cpu-best")

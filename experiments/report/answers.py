@@ -14,6 +14,8 @@ from experiments.report.figures import (
     HELD_OUT_LOOP,
     JAX_VERSUS,
     KEY,
+    RUN_TO_RUN,
+    SITTING_TO_SITTING,
     framework_factors,
     is_small,
 )
@@ -557,9 +559,10 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def how_measured(g: pd.DataFrame) -> str:
-    """How a measured crossover's sides were timed: "once per width" where no width's GPU
-    step has a spread (single timings); the widths' count stays on the page."""
-    return f"measured{' once per width' if g.n.isna().all() else ''}, {LOOP} both sides"
+    """How a measured crossover's sides were timed: "once per width" where each width's GPU
+    step is one run's (a pool of one record); the widths' count stays on the page."""
+    once = g.records.astype(str).str.split().str.len().eq(1).all()
+    return f"measured{' once per width' if once else ''}, {LOOP} both sides"
 
 
 def smallest_margin(
@@ -576,6 +579,9 @@ def smallest_margin(
     return found.loc[found.value.idxmin()].to_dict() if len(found) else None
 
 
+YARDSTICKS = (("one run", RUN_TO_RUN), ("a sitting", SITTING_TO_SITTING))
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
@@ -585,7 +591,8 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     measured = [crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in sweeps]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said = [words for words, _ in measured if words]
-        start = text.split(" (")[0].removeprefix("T4 ")
+        # "params" said once, by the measured chip's verdict before it
+        start = text.split(" (")[0].removeprefix("T4 ").replace(" params on", "")
         below = undecided_below(c, g)
         start += f", outside its band from {below:,}" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
@@ -597,11 +604,16 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                 chosen.append(m)
                 caveat += f"; {m['device']}'s margin from {int(rs[0]['params']):,} params on: "
                 caveat += f"{fmt(m)} at least"
-                moves = one(t, quantity="run_spread", device=m["device"])
-                if moves is not None:  # the yardstick, said: one run's loop step moves so
-                    chosen.append(moves)
-                    inside = ": undecided" if m["value"] < moves["value"] else ""
-                    caveat += f" (one run moves {fmt(moves)}, median){inside}"
+                # the yardsticks, said: how far one run's loop step moves, and one sitting's
+                found = [(words, one(t, quantity="run_spread", device=m["device"], extra=extra))
+                         for words, extra in YARDSTICKS]  # fmt: skip
+                found = [(words, r) for words, r in found if r is not None]
+                if found:
+                    chosen += [r for _, r in found]
+                    moves = ", ".join(f"{words}{' moves' if i == 0 else ''} {fmt(r)}"
+                                      for i, (words, r) in enumerate(found))  # fmt: skip
+                    inside = m["value"] < max(r["value"] for _, r in found)
+                    caveat += f" ({moves}, median){': undecided' if inside else ''}"
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
             best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
             if len(best):  # the same verdict against the CPU's fastest step timed alone

@@ -246,6 +246,10 @@ RULES = {
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
     "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
     "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
+    "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
+    "sittings (machine id and git commit: another lease or another version of the code): "
+    "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
+    "it by; their median and worst",
     "held-out": "each group of observations predicted by constants refitted from scratch "
     "without it; the factor max(predicted/actual, actual/predicted)",
     "before-first-run": "the prediction the first run of a program on a chip was written "
@@ -333,10 +337,11 @@ def select_runs(
     records: Sequence[Record],
     extra: Callable[[Record], str] = lambda r: "-",
     of: Callable[[Record], dict[str, Any]] = workload_of,
+    every_sitting: bool = False,
 ) -> list[list[Record]]:
     """RULES["pooled"] over `records`: the runs of each workload (`of`'s, with `extra`) on
-    each device made in the newest one's sitting (one_sitting), oldest first (by
-    recorded_at; ties: the earlier in the file)."""
+    each device made in the newest one's sitting (one_sitting; `every_sitting`: in any),
+    oldest first (by recorded_at; ties: the earlier in the file)."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in sorted(records, key=recorded_at_or_oldest):  # stable: ties keep file order
         groups[_key(of(r), extra(r))].append(r)
@@ -347,7 +352,7 @@ def select_runs(
     named = {on_host(k, r) for k, rs in groups.items() for r in rs if not _names_no_cpu(r)}
     # a group naming no CPU whose host named its CPU in another: not a second machine
     return [
-        one_sitting(rs)
+        rs if every_sitting else one_sitting(rs)
         for k, rs in groups.items()
         if not (all(_names_no_cpu(r) for r in rs) and any(on_host(k, r) in named for r in rs))
     ]
@@ -584,11 +589,10 @@ def _as_the_loop_runs(r: Record) -> bool:
     return ran is None or ran.policy == host_memory.resolve("auto", r.device.platform)
 
 
-def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """jaxcnn's own step loop on the host, per part and in all, pooled over the runs that
-    timed it as the loop runs by default (`_as_the_loop_runs`). An ensemble's loop is K
-    models' steps at once: not one model's loop."""
-    timed = [
+def _loop_timed(records: Sequence[Record]) -> list[Record]:
+    """The runs that timed jaxcnn's step loop as it runs by default (`_as_the_loop_runs`).
+    An ensemble's loop is K models' steps at once: not one model's loop."""
+    return [
         r
         for r in _ok(records)
         if getattr(r, "host_loop", None)
@@ -596,8 +600,13 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and not isinstance(r, EnsembleRecord)
         and _as_the_loop_runs(r)
     ]
+
+
+def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """jaxcnn's own step loop on the host, per part and in all, pooled over the runs that
+    timed it (`_loop_timed`)."""
     out = []
-    for runs in select_runs(timed, of=_host_loop_workload):
+    for runs in select_runs(_loop_timed(records), of=_host_loop_workload):
         r = runs[-1]
         w = {**_host_loop_workload(r), "params": _params(r)}
         as_pooled = _maker("measured", w, "pooled", runs)
@@ -640,6 +649,34 @@ def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
         out.append(row("run_spread", "derived", statistics.median(factors), w, "run-to-run",
                        extra=RUN_TO_RUN, **spread))  # fmt: skip
+    return out
+
+
+SITTING_TO_SITTING = "loop step, sitting to sitting"
+
+
+def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per accelerator chip, how far a loop step moves from one sitting (another lease,
+    another commit: `sitting`) to another: of each workload timed in several, the hi/lo of
+    its sittings' pooled loop steps; their median and worst. The yardstick of a verdict
+    whose sides may next be measured in another sitting; run_spread_rows' is one sitting's."""
+    pools: dict[tuple[str, str], list[float]] = defaultdict(list)
+    timed = [r for r in _loop_timed(records) if r.device.platform != "cpu"]
+    for runs in select_runs(timed, of=_host_loop_workload, every_sitting=True):
+        by_sitting: dict[tuple, list[float]] = defaultdict(list)
+        for r in runs:
+            if number(r.host_loop.loop_step_s):
+                by_sitting[sitting(r)].append(number(r.host_loop.loop_step_s))
+        if len(by_sitting) > 1:
+            steps = [statistics.median(v) for v in by_sitting.values()]
+            r = runs[-1]
+            pools[(r.device.platform, workload_of(r)["device"])].append(max(steps) / min(steps))
+    out = []
+    for (platform, device), factors in sorted(pools.items()):
+        w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
+        spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
+        out.append(row("run_spread", "derived", statistics.median(factors), w,
+                       "sitting-to-sitting", extra=SITTING_TO_SITTING, **spread))  # fmt: skip
     return out
 
 
@@ -1690,6 +1727,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *compiled_rows(records),
         *held_out_loop_rows(records, constants, host),
         *run_spread_rows(host),
+        *sitting_spread_rows(records),
         *before_first_run_rows(records),
         *predicted_rows(records, bands),
         *published_rows(refs, records),

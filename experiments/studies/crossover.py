@@ -196,8 +196,9 @@ STUDY = Study(
                 verdict=predicted_verdict),
         Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", measured_sweeps,
                 "model dataset device value spread how", verdict=measured_verdict),
-        Section("How far one run's loop step moves from another's, per chip: the yardstick "
-                "of a margin measured once per width", select(quantity="run_spread"),
+        Section("How far a loop step moves from one run to another, and from one sitting "
+                "to another, per chip: the yardsticks of a margin measured once per width",
+                select(quantity="run_spread"),
                 "device model value spread how"),
     ]),
 )  # fmt: skip
