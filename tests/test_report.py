@@ -21,6 +21,7 @@ from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
 from jaxcnn import choices, models
+from jaxcnn.perf.chips import TARGETS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -386,8 +387,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 5's program held out on the GPUs that ran it: 1133; the seed's own MX150 over
     # its CPU: 1140; row 14's verdicts on an accelerator, each against its own K=1: 1145;
     # how far one run's loop step moves, beside the measured crossover's margin: 1150;
-    # and how far one sitting's moves: 1151)
-    assert len(lines) <= 25 and len(text.split()) <= 1151
+    # and how far one sitting's moves: 1151; row 1's compiled memory against a chip's own
+    # compiler's as the program ran: 1161)
+    assert len(lines) <= 25 and len(text.split()) <= 1161
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1500,6 +1502,52 @@ def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(tabl
         kinds = {plots.PLACEMENTS[p] for p in same.placement}
         assert r["placement"] in kinds
     assert {r["kind"] for r in series} == {"predicted", "published"}
+
+
+def test_an_accelerator_runs_memory_is_its_chips_compiled_analysis_and_its_allocators_peak():
+    def run(platform):
+        r = _record(platform, step=0.02)
+        r["device"].update(platform=platform, kind="NVIDIA H100 80GB HBM3" if platform == "gpu"
+                           else "cpu")  # fmt: skip
+        r["memory"] = {"total_bytes": 1000, "peak_bytes_in_use": 3000, "temp_bytes": 900}
+        return r
+
+    gpu = _build([run("gpu")], refs=[])
+    memory = gpu[gpu.quantity == "memory_bytes"].set_index("extra")
+    assert dict(memory.value) == {study_page.ON_THE_CHIP: 1000, study_page.ALLOCATOR_PEAK: 3000}
+    assert set(memory.kind) == {"measured"} and set(memory.records) == {"gpu"}
+    # the control: a CPU's run has no chip memory to bound its batch, and gives none
+    cpu = _build([run("cpu")], refs=[])
+    assert not (cpu.quantity == "memory_bytes").any() and (cpu.quantity == "step_s").any()
+
+
+def test_each_targets_compiled_memory_is_checked_against_its_chips_own_as_it_ran(csv):
+    checks = csv[(csv.quantity == "memory_factor") & (csv.selection == "compiled-vs-ran")]
+    assert len(checks) >= 3  # the H100's catsdogs_cnn at b16, 32 and 128 at least
+    by_id = csv.set_index("id")
+    for c in checks.to_dict("records"):
+        here, there = by_id.loc[c["denominator"]], by_id.loc[c["numerator"]]
+        assert (here.kind, there.kind, there.extra) == (
+            "compiled",
+            "measured",
+            study_page.ON_THE_CHIP,
+        )
+        assert (here.model, here.batch, here.precision) == (
+            there.model,
+            there.batch,
+            there.precision,
+        )
+        assert TARGETS[here.device].chip == there.device
+        a, b = here.value, there.value
+        assert c["value"] == pytest.approx(max(a / b, b / a))
+    worst = checks.loc[checks.value.idxmax()]
+    band = answers.answers(csv)[0].band
+    assert band.endswith(f"'s as it ran: {fmt(worst.to_dict())} off at worst (n={len(checks)})")
+    # the control: without the chips' own memory there is nothing to check the analysis by
+    bare = csv[~csv.extra.eq(study_page.ON_THE_CHIP)]
+    assert figures.memory_checks(bare) == []
+    bare = bare[~bare.id.isin(checks.id)]
+    assert answers.answers(bare)[0].band == "the compiler's own memory analysis"
 
 
 def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(table, monkeypatch):

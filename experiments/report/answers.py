@@ -183,7 +183,15 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
     head = f"{agree} of {len(words)} as the seed saw: "
-    return Said(head + "; ".join(words), picked, "the compiler's own memory analysis")
+    band = "the compiler's own memory analysis"
+    # that analysis, compiled here, against a chip's own compiler's as the program ran
+    checks = rows(t, quantity="memory_factor", selection="compiled-vs-ran")
+    if len(checks):
+        worst = checks.loc[checks.value.idxmax()].to_dict()
+        chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
+        band += f"; {chips}'s as it ran: {fmt(worst)} off at worst (n={len(checks)})"
+        picked.append(worst)
+    return Said(head + "; ".join(words), picked, band)
 
 
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:

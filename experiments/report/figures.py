@@ -50,8 +50,10 @@ from experiments.records.select import (
 )
 from experiments.records.workload import F32_HIGHEST, precision_of
 from experiments.studies.page import (
+    ALLOCATOR_PEAK,
     DEVICE_OVER_STEP_LOOP,
     LOOP,
+    ON_THE_CHIP,
     OURS_FOR_PUBLISHED,
     OURS_LOOP_STEP,
     rows,
@@ -250,6 +252,9 @@ RULES = {
     "sittings (machine id and git commit: another lease or another version of the code): "
     "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
     "it by; their median and worst",
+    "compiled-vs-ran": "a program compiled here for a target against the same program "
+    "(model, batch, precision) as the target's chip compiled it when it ran: the factor "
+    "max(a/b, b/a) of their memory",
     "held-out": "each group of observations predicted by constants refitted from scratch "
     "without it; the factor max(predicted/actual, actual/predicted)",
     "before-first-run": "the prediction the first run of a program on a chip was written "
@@ -283,6 +288,7 @@ UNITS = {
     "images_per_s": "images/s",
     "host_s": "s",
     "run_spread": "x",
+    "memory_factor": "x",
 }
 
 
@@ -488,6 +494,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             if x.compile_time_s and x.compile_time_s.train
             and not getattr(x.env, "compilation_cache", None)  # a peer's env has none
         ]  # fmt: skip
+        out += memory_rows(r, w)
         if compiled:  # the slowest: a cold compile (RULES["pooled"])
             seconds = [x.compile_time_s.train for x in compiled]
             spread = _min_max(seconds, "runs") if len(seconds) > 1 else {}
@@ -524,6 +531,18 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
                        **spread))  # fmt: skip
     return out
+
+
+def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
+    """An accelerator run's memory, where a chip's memory bounds its batch: its own
+    compiler's analysis of the program it ran (what a target compiled here predicts), and
+    the allocator's peak (the process's: a study's earlier workloads in it count too).
+    The newest run's: a program's compiled memory is the same from run to run."""
+    memory = r.memory if r.device.platform != "cpu" and w["extra"] == "-" else None
+    found = [(ON_THE_CHIP, memory and memory.total_bytes),
+             (ALLOCATOR_PEAK, memory and memory.peak_bytes_in_use)]  # fmt: skip
+    return [row("memory_bytes", "measured", number(value), w, "newest", [r], extra=extra)
+            for extra, value in found if number(value)]  # fmt: skip
 
 
 def _flops_key(w: dict[str, Any]) -> tuple:
@@ -1280,6 +1299,40 @@ def ratio(
     )
 
 
+COMPILED_VS_RAN = "memory compiled here vs on the chip as it ran"
+
+
+def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each target's compiled memory (compiled here, not run) against the same program's
+    as the target's chip compiled it when it ran (memory_rows): how far the memory every
+    fit verdict rests on is from what the chip's own compiler found."""
+    from jaxcnn.perf.chips import TARGETS
+
+    key = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
+    compiled = rows(table, quantity="memory_bytes", kind="compiled", devices=1)
+    compiled = compiled.assign(
+        chip=compiled.device.map(lambda d: getattr(TARGETS.get(d), "chip", None))
+    )
+    ran = rows(table, quantity="memory_bytes", kind="measured", extra=ON_THE_CHIP)
+    both = compiled.merge(ran, left_on=[*key, "chip"], right_on=[*key, "device"],
+                          suffixes=("", "_ran"))  # fmt: skip
+    out = []
+    for r in both.to_dict("records"):
+        here = {c: r[c] for c in table.columns}
+        there = {**here, **{c: r[f"{c}_ran"] for c in ("id", "value", "kind", "device")}}
+        gap = int(here["value"] - there["value"])
+        note = (
+            f"compiled here: {abs(gap):,} bytes {'more' if gap > 0 else 'fewer'}"
+            if gap
+            else "compiled here: the same bytes"
+        )
+        factor = max(here["value"] / there["value"], there["value"] / here["value"])
+        out.append(row("memory_factor", "compiled", factor, workload_of_row(here),
+                       "compiled-vs-ran", extra=COMPILED_VS_RAN, note=note,
+                       numerator=there["id"], denominator=here["id"]))  # fmt: skip
+    return out
+
+
 def speedup(
     a: pd.Series | dict[str, Any], b: pd.Series | dict[str, Any], selection: str, extra: str
 ) -> dict[str, Any]:
@@ -1751,6 +1804,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         chip_comparisons,
         scaling_rows,
         cost_rows,
+        memory_checks,
     ):
         out += derive(table)
     sittings = {r.run_id: sitting(r) for r in records}

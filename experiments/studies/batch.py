@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Study
-from experiments.studies.page import Page, Section, select, where
+from experiments.studies.page import ALLOCATOR_PEAK, ON_THE_CHIP, Page, Section, select, where
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
 
@@ -59,8 +59,18 @@ STUDY = Study(
     page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
         Section("Compiled memory and the verdict per batch (the target's own compiler)",
                 where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
-                      & (t.model == "catsdogs_cnn")),
+                      & (t.model == "catsdogs_cnn") & (t.kind == "compiled")),
                 "batch precision device quantity value how"),
+        Section("On a chip that ran it: its own compiler's memory as it ran (what the "
+                "target's, compiled here, stands for), the allocator's peak, and the step",
+                where(lambda t: t.quantity.isin(["memory_bytes", "step_s"])
+                      & (t.model == "catsdogs_cnn") & (t.kind == "measured")
+                      & (t.platform != "cpu") & t.extra.isin(["-", ON_THE_CHIP, ALLOCATOR_PEAK])),
+                "batch precision device quantity value spread how"),
+        Section("A target's compiled memory (compiled here, not run) against its chip's own "
+                "compiler's as the program ran: the check of every verdict above",
+                select(quantity="memory_factor", selection="compiled-vs-ran"),
+                "model batch precision device value note"),
         Section("Largest batch that fits", select(quantity="largest_batch", model="catsdogs_cnn"),
                 "precision device how value flag note"),
     ]),

@@ -95,6 +95,10 @@ LOOP = "jaxcnn's loop"
 OURS_LOOP_STEP = f"{OURS_FOR_PUBLISHED}, its loop step"
 # A step timed in the device loop over the same step in the step loop (figures.loop_speedups).
 DEVICE_OVER_STEP_LOOP = "device loop vs step loop"
+# An accelerator run's memory (its `extra`): its own compiler's analysis of the program it
+# ran, and the allocator's peak, which counts a study's earlier workloads in the process.
+ON_THE_CHIP = "compiled on the chip as it ran"
+ALLOCATOR_PEAK = "the allocator's peak since the process started"
 
 
 def one_chip(found: pd.DataFrame) -> pd.DataFrame:
