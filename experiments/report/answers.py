@@ -567,10 +567,12 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def how_measured(g: pd.DataFrame) -> str:
-    """How a measured crossover's sides were timed: "once per width" where each width's GPU
-    step is one run's (a pool of one record); the widths' count stays on the page."""
-    once = g.records.astype(str).str.split().str.len().eq(1).all()
-    return f"measured{' once per width' if once else ''}, {LOOP} both sides"
+    """How a measured crossover's sides were timed: how many runs each width's GPU step
+    pools ("one run per width", "3 runs per width"; the known column says measured); the
+    widths' count stays on the page."""
+    runs = sorted(set(g.records.astype(str).str.split().str.len()))
+    span = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+    return f"{'one run' if runs == [1] else f'{span} runs'} per width, {LOOP} both sides"
 
 
 def smallest_margin(
