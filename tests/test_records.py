@@ -754,3 +754,26 @@ def test_a_records_file_with_a_byte_order_mark_is_read_and_not_measured_again(tm
         assert [r.run_id for r in records.load(path)] == ["a"]
     found, _ = records.recorded(path)
     assert list(found) == [record["config_key"]]  # a rerun skips it: nothing appended
+
+
+def test_a_record_says_whether_its_tree_differed_from_its_commit(tmp_path):
+    from experiments.records.make import git_tree
+
+    repo, plain = tmp_path / "repo", tmp_path / "plain"
+    repo.mkdir(), plain.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (repo / "step.py").write_text("a = 1\n")
+    git("add", "step.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    clean = git_tree(repo)
+    assert len(clean["git_commit"]) == 40 and clean["git_dirty"] is False
+    (repo / "other.py").write_text("untracked: not the code that ran\n")
+    assert git_tree(repo)["git_dirty"] is False
+    (repo / "step.py").write_text("a = 2\n")  # the code that runs is no longer the commit's
+    assert git_tree(repo) == {"git_commit": clean["git_commit"], "git_dirty": True}
+    # outside git: no commit, and nothing said about changes
+    assert git_tree(plain) == {"git_commit": None}

@@ -80,7 +80,7 @@ def environment(packages: Sequence[str] = JAX_PACKAGES, **fields: Any) -> dict[s
     return {
         "python": platform.python_version(),
         **{name: _version(name) for name in packages},
-        "git_commit": git_commit(),
+        **git_tree(),
         "host": socket.gethostname(),
         "utc_time": utc_now(),
         "cpu": host_cpu.describe(),
@@ -101,19 +101,37 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def git_commit() -> str | None:
-    """The commit of this checkout, None outside git."""
+HERE = Path(__file__).resolve().parent
+
+
+def git_tree(where: Path = HERE) -> dict[str, Any]:
+    """The commit of the checkout `where` is in (`git_commit`, None outside git) and,
+    where git can tell, whether its tracked files differ from it (`git_dirty`): a local
+    edit, or a copy of a newer tree beside an older .git, runs code the commit alone does
+    not name."""
+    commit = _git(where, "rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None}
+    changes = _git(where, "status", "--porcelain", "--untracked-files=no")
+    return {
+        "git_commit": commit or None,
+        **({} if changes is None else {"git_dirty": bool(changes)}),
+    }
+
+
+def _git(where: Path, *args: str) -> str | None:
+    """git's output for `args` in `where` (stripped), None where git fails."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             timeout=10,
-            cwd=Path(__file__).resolve().parent,
+            cwd=where,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def one_line(error: BaseException) -> str:

@@ -755,7 +755,11 @@ class Env(Part):
     """What it ran with."""
 
     python: Str | None = always("python's version")
-    git_commit: Str | None = always("the tree that ran")
+    git_commit: Str | None = always("the commit of the checkout that ran")
+    git_dirty: Bool | None = about(
+        "true: its tracked files differed from git_commit (a local edit, or a newer tree "
+        "copied beside an older .git), so the commit alone does not name the code that ran"
+    )
     host: Str | None = always("the host's name")
     utc_time: Time | None = always("when it was made, ISO 8601 (without an offset: UTC)")
     jax: Str | None = about(_VERSION)
