@@ -218,6 +218,7 @@ def describe(devices: list[jax.Device]) -> dict[str, Any]:
         "process_count": jax.process_count(),
         "host": socket.gethostname(),
         "machine": machine_id(),
+        "boot": boot_id(),
     }
 
 
@@ -240,6 +241,17 @@ def machine_id() -> str:
             break
     text = f"{found}\n{socket.gethostname()}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def boot_id(path: str = "/proc/sys/kernel/random/boot_id") -> str | None:
+    """This boot of the machine, as a 16-hex-digit hash of the kernel's boot id (Linux:
+    new at every boot), or None where the OS gives none. VMs cloned from one image share
+    a machine id and a host name; two leases of such VMs differ in their boots."""
+    try:
+        found = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return hashlib.sha256(found.encode()).hexdigest()[:16] if found else None
 
 
 # --- The sizes a matmul's ceiling is measured at

@@ -107,6 +107,21 @@ def test_only_the_runs_of_the_newest_ones_machine_and_code_are_pooled():
             for i, r in enumerate(runs)]  # fmt: skip
     (pooled,) = _steps(same).to_dict("records")
     assert (pooled["records"], pooled["n"]) == ("a b c d", 4)
+    # cloned VMs: one machine id and one commit, two boots (two leases) do not pool
+    for r, boot in zip(same, ("b1", "b1", "b2", "b2"), strict=True):
+        r["device"]["boot"] = boot
+    (pooled,) = _steps(same).to_dict("records")
+    assert (pooled["records"], pooled["n"]) == ("c d", 2)
+
+
+def test_a_boot_is_the_kernels_boot_id_hashed(tmp_path):
+    from jaxcnn.devices import boot_id
+
+    (tmp_path / "boot_id").write_text("3f1c0e2a-0b7d-4d6e-9a51-2f1d3c4b5a69\n")
+    (tmp_path / "other").write_text("9a1c0e2a-0b7d-4d6e-9a51-2f1d3c4b5a69\n")
+    one, other = boot_id(str(tmp_path / "boot_id")), boot_id(str(tmp_path / "other"))
+    assert re.fullmatch("[0-9a-f]{16}", one) and one != other
+    assert boot_id(str(tmp_path / "absent")) is None  # an OS with no boot id: none said
 
 
 def test_a_compile_time_of_several_runs_is_the_slowest_a_cold_compile():

@@ -715,6 +715,10 @@ class Device(Part):
     process_count: AtLeastOne = always("the processes")
     host: Str | None = always("the host's name")
     machine: Str | None = about(_MACHINE)
+    boot: Str | None = about(
+        "a hash of the kernel's boot id (devices.boot_id): VMs cloned from one image share a "
+        "machine id, not a boot; null where it was not recorded"
+    )
 
 
 class HarnessDevice(Device):

@@ -52,18 +52,18 @@ def made_here(record: Record, machine: str) -> bool:
 
 def one_sitting(runs: Sequence[Record]) -> list[Record]:
     """Of `runs` of one workload on one device (oldest first), those from the newest
-    one's code and machine id (`env.git_commit`, `device.machine`): runs that differ only
-    by chance. Another version of the timing code, or another VM under the same CPU label
-    (a CPU label's VMs differ by up to 2x), differs by more than a run does. The commit
-    is what tells this project's sessions apart: VMs cloned from one image share a
-    machine id."""
+    one's code, machine and boot (`sitting`): runs that differ only by chance. Another
+    version of the timing code, or another VM under the same CPU label (a CPU label's VMs
+    differ by up to 2x), differs by more than a run does. VMs cloned from one image share
+    a machine id: the boot (where a record carries it) and the commit tell them apart."""
 
     return [r for r in runs if sitting(r) == sitting(runs[-1])]
 
 
-def sitting(record: Record) -> tuple[str | None, str | None]:
-    """The sitting a record was made in (one_sitting): its machine id and git commit."""
-    return record.device.machine, record.env.git_commit
+def sitting(record: Record) -> tuple[str | None, str | None, str | None]:
+    """The sitting a record was made in (one_sitting): its machine id, git commit and
+    boot (None in records made before boots were recorded)."""
+    return record.device.machine, record.env.git_commit, record.device.boot
 
 
 def took_turns(record: Record) -> bool:
