@@ -1563,6 +1563,7 @@ def test_each_targets_compiled_memory_is_checked_against_its_chips_own_as_it_ran
         assert TARGETS[here.device].chip == there.device
         a, b = here.value, there.value
         assert c["value"] == pytest.approx(max(a / b, b / a))
+        assert c["records"].split() == [*here.records.split(), *there.records.split()]
     worst = checks.loc[checks.value.idxmax()]
     band = answers.answers(csv)[0].band
     assert band.endswith(f"'s own compiler: {fmt(worst.to_dict())} off at worst (n={len(checks)})")
@@ -2371,6 +2372,7 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
                 & (csv.device == "H100 SXM") & (csv.spread == "min-max over runs")]  # fmt: skip
     assert moves.value == pytest.approx(statistics.median(pools.hi / pools.lo))
     assert (moves.n, moves.hi) == (len(pools), pytest.approx(max(pools.hi / pools.lo)))
+    assert sorted(moves.records.split()) == sorted(" ".join(pools.records).split())  # traced
     assert f" in its slowest run (a sitting moves {fmt(sittings.to_dict())}, median)" in band
     undecided = slowest <= 1 or smallest.value < sittings.value
     assert band.count(": undecided") == undecided

@@ -662,16 +662,19 @@ def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     loop steps pooled from several runs (host_rows), each pool's hi/lo; the median and
     worst. The yardstick of a verdict resting on one run of each side."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
+    runs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for h in host:
         several = h["spread"] == "min-max over runs" and h["extra"] == LOOP
         if several and h["platform"] != "cpu" and h["lo"]:
             pools[(h["platform"], h["device"])].append(h["hi"] / h["lo"])
+            runs[(h["platform"], h["device"])] += h["records"].split()
     out = []
     for (platform, device), factors in sorted(pools.items()):
         w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
         spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
         out.append(row("run_spread", "derived", statistics.median(factors), w, "run-to-run",
                        extra=RUN_TO_RUN, **spread))  # fmt: skip
+        out[-1]["records"] = " ".join(runs[(platform, device)])  # every pooled run's id
     return out
 
 
@@ -684,22 +687,25 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     its sittings' pooled loop steps; their median and worst. The yardstick of a verdict
     whose sides may next be measured in another sitting; run_spread_rows' is one sitting's."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
+    used: dict[tuple[str, str], list[Record]] = defaultdict(list)
     timed = [r for r in _loop_timed(records) if r.device.platform != "cpu"]
     for runs in select_runs(timed, of=_host_loop_workload, every_sitting=True):
         by_sitting: dict[tuple, list[float]] = defaultdict(list)
-        for r in runs:
-            if number(r.host_loop.loop_step_s):
-                by_sitting[sitting(r)].append(number(r.host_loop.loop_step_s))
+        ran = [r for r in runs if number(r.host_loop.loop_step_s)]
+        for r in ran:
+            by_sitting[sitting(r)].append(number(r.host_loop.loop_step_s))
         if len(by_sitting) > 1:
             steps = [statistics.median(v) for v in by_sitting.values()]
-            r = runs[-1]
-            pools[(r.device.platform, workload_of(r)["device"])].append(max(steps) / min(steps))
+            key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
+            pools[key].append(max(steps) / min(steps))
+            used[key] += ran
     out = []
     for (platform, device), factors in sorted(pools.items()):
         w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
         spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
         out.append(row("run_spread", "derived", statistics.median(factors), w,
-                       "sitting-to-sitting", extra=SITTING_TO_SITTING, **spread))  # fmt: skip
+                       "sitting-to-sitting", used[(platform, device)], extra=SITTING_TO_SITTING,
+                       **spread))  # fmt: skip
     return out
 
 
@@ -1334,6 +1340,7 @@ def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
         out.append(row("memory_factor", "compiled", factor, workload_of_row(here),
                        "compiled-vs-ran", extra=COMPILED_VS_RAN, note=note,
                        numerator=there["id"], denominator=here["id"]))  # fmt: skip
+        out[-1]["records"] = f"{here['records']} {r['records_ran']}"  # both sides' runs
     return out
 
 
