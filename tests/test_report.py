@@ -408,8 +408,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # and how far one sitting's moves: 1151; row 1's compiled memory against a chip's own
     # compiler's as the program ran: 1161; the H100 slower at a third width: 1162; row 10's
     # GPUs by their measured loop steps, how each side is known, its device steps left to
-    # the page, row 9's margin in the GPU's slowest run: 1160)
-    assert len(lines) <= 25 and len(text.split()) <= 1160
+    # the page, row 9's margin in the GPU's slowest run: 1160; row 12's runs per device: 1163)
+    assert len(lines) <= 25 and len(text.split()) <= 1163
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -688,6 +688,9 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
         r = g[g.extra == "5 epochs"]
         r = r.loc[r.value.idxmin()].to_dict()
         assert f"{fmt(r)}" in said and r["id"] in found.ids, device
+        # how many runs its median pools, said beside it
+        runs = f"n={len(r['records'].split())}"
+        assert f"{fmt(r)} ({'cpu formulation, ' if device == cpu else ''}{runs})" in said
     # the committed records: every device trained 5 epochs, the H100 also 10 (its seeds),
     # which the question's 5 are preferred to
     assert {cpu, "H200", "H100 SXM"} <= set(ran.device)

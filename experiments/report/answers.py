@@ -725,6 +725,11 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
 QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
 
 
+def runs_of(r: dict[str, Any]) -> str:
+    """How many runs a pooled figure rests on: "n=3"."""
+    return f"n={len(str(r['records']).split())}"
+
+
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     """An epoch of the MNIST CNN on the CPU and each GPU, trained or else derived, and the
     T4's predicted."""
@@ -745,8 +750,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     if len(extras) == 1 and c and (n := extras.pop()).endswith(" epochs"):
         # one kind of run said once: "5-epoch runs' median epoch: CPU 15.8 s; H100 731 ms"
         head = f"{n.removesuffix(' epochs')}-epoch runs' median epoch: "
-        parts = [f"CPU {fmt(c)} ({c['formulation']} formulation)"]
-        parts += [", ".join(f"{r['device']} {fmt(r)}" for r in ran)] if ran else []
+        parts = [f"CPU {fmt(c)} ({c['formulation']} formulation, {runs_of(c)})"]
+        parts += [", ".join(f"{r['device']} {fmt(r)} ({runs_of(r)})" for r in ran)] if ran else []
     else:
         head = "an epoch: "
         parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
