@@ -408,8 +408,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # and how far one sitting's moves: 1151; row 1's compiled memory against a chip's own
     # compiler's as the program ran: 1161; the H100 slower at a third width: 1162; row 10's
     # GPUs by their measured loop steps, how each side is known, its device steps left to
-    # the page, row 9's margin in the GPU's slowest run: 1160; row 12's runs per device: 1163)
-    assert len(lines) <= 25 and len(text.split()) <= 1163
+    # the page, row 9's margin in the GPU's slowest run: 1160; row 12's runs per device: 1163;
+    # row 1's memory against the limit each verdict is held to: 1169)
+    assert len(lines) <= 25 and len(text.split()) <= 1169
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2648,3 +2649,23 @@ def test_over_the_cpu_at_its_best_shows_each_measured_chip_once_on_the_seeds_dat
     every = study_page.rows(table, quantity="speedup", selection="cpu-best", device="H100 SXM",
                             model="mnist_cnn", batch=128)  # fmt: skip
     assert "fashion_mnist" in set(every.dataset)
+
+
+def test_every_fit_verdict_is_its_compiled_memory_against_what_the_chip_lets_a_program_use(csv):
+    usable = csv[(csv.quantity == "memory_bytes") & (csv.extra == study_page.USABLE)]
+    assert len(usable) == usable.device.nunique() >= 20  # one per target
+    limit = usable.set_index("device").value
+    memory = csv[(csv.quantity == "memory_bytes") & (csv.kind == "compiled") & (csv.extra == "-")]
+    fits = csv[(csv.quantity == "fits") & (csv.kind == "compiled")]
+    both = memory.merge(fits, on=[c for c in figures.KEY[2:] if c != "extra"], suffixes=("", "_f"))
+    assert len(both) > 100
+    assert ((both.value <= both.device.map(limit)) == both.value_f.astype(bool)).all()
+    # row 1 says each of the seed's verdicts against its chip's limit
+    said = _said(1)
+    for device, batch, _ in answers.SEED_MEMORY_RUNS:
+        m = both[(both.device == device) & (both.batch == batch) & (both.model == "catsdogs_cnn")
+                 & (both.precision == "f32") & (both.placement == "single")]  # fmt: skip
+        (m,) = m.to_dict("records")
+        of = fmt({**usable[usable.device == device].iloc[0].to_dict()})
+        used, unit = fmt(m).rsplit(" ", 1)  # the unit said once, where both share it
+        assert f"({used} of {of})" in said and of.endswith(f" {unit}")

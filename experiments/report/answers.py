@@ -32,6 +32,7 @@ from experiments.studies.page import (
     DEVICE_OVER_STEP_LOOP,
     LOOP,
     SEED_MODELS,
+    USABLE,
     reference_cpu,
     rows,
 )
@@ -170,17 +171,28 @@ def published(t: pd.DataFrame, ref: str) -> Row:
 SEED_MEMORY_RUNS = (("gpu-mx150", 16, True), ("gpu-mx150", 32, False), ("gpu-t4", 128, True))
 
 
+def of_limit(memory: Row, usable: Row) -> str:
+    """ "1.42 of 1.5 GiB": a compiled memory against the limit it is held to, the unit
+    said once where both share it."""
+    used, limit = fmt(memory), usable and fmt(usable)
+    if not limit:
+        return used
+    number, unit = used.rsplit(" ", 1)
+    return f"{number} of {limit}" if limit.endswith(f" {unit}") else f"{used} of {limit}"
+
+
 def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     words, picked, agree = [], [], 0
     for device, batch, seed_fits in SEED_MEMORY_RUNS:
         at = {"device": device, "model": SEED_MODEL, "batch": batch, "precision": "f32"}
         verdict = one(t, quantity="fits", placement="single", **at)
         memory = one(t, quantity="memory_bytes", placement="single", **at)
+        usable = one(t, quantity="memory_bytes", device=device, extra=USABLE)
         if verdict is not None:
             agree += bool(verdict["value"]) == seed_fits
-            picked += [verdict, memory]
+            picked += [verdict, memory, usable]
             fits = "fits" if verdict["value"] else "OOM"
-            words.append(f"{device[4:].upper()} b{batch} {fits} ({fmt(memory)})")
+            words.append(f"{device[4:].upper()} b{batch} {fits} ({of_limit(memory, usable)})")
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
     head = f"{agree} of {len(words)} as the seed saw: "

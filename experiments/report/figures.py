@@ -57,6 +57,7 @@ from experiments.studies.page import (
     OURS_FOR_PUBLISHED,
     OURS_LOOP_STEP,
     SEED_DATASETS,
+    USABLE,
     rows,
 )
 from jaxcnn import host_memory
@@ -830,10 +831,12 @@ def compiled_records(records: Sequence[Record]) -> list[Record]:
 
 
 def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Per newest compile: its memory per device and whether it fits; per target, model
-    and precision, the largest batch that fits."""
+    """Per newest compile: its memory per device and whether it fits; per target, the
+    memory a program may use (the fit verdicts' limit), and per model and precision, the
+    largest batch that fits."""
     out = []
     searches: dict[tuple, list[Record]] = defaultdict(list)
+    usable: dict[str, Record] = {}
     for r in compiled_records(records):
         w = {**workload_of(r), "params": _params(r)}
         total = r.memory.total_bytes if r.memory else None
@@ -841,6 +844,13 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
         out.append(row("fits", "compiled", float(fits(r)), w, "newest-compile", [r]))
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
+        usable[w["device"]] = r
+    for device, r in sorted(usable.items()):  # what every verdict on the target is held to
+        if r.target and r.target.usable_bytes_per_device:
+            w = {**{k: None for k in KEY[2:]}, "device": device, "model": "-", "dataset": "-",
+                 "platform": r.device.platform, "devices": r.device.count}  # fmt: skip
+            out.append(row("memory_bytes", "compiled", r.target.usable_bytes_per_device, w,
+                           "newest-compile", [r], extra=USABLE))  # fmt: skip
     errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():
         out.extend(largest_batch(rs, errors))

@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from experiments.records.workload import Workload
 from experiments.studies.base import SMOKE_CATSDOGS, Context, Study
-from experiments.studies.page import ALLOCATOR_PEAK, ON_THE_CHIP, Page, Section, select, where
+from experiments.studies.page import (
+    ALLOCATOR_PEAK,
+    ON_THE_CHIP,
+    USABLE,
+    Page,
+    Section,
+    select,
+    where,
+)
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
 
@@ -57,6 +65,9 @@ STUDY = Study(
     workloads=workloads,
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
     page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
+        Section("The memory a program may use of each chip, what every verdict below is "
+                "held to", select(quantity="memory_bytes", extra=USABLE),
+                "device devices value"),
         Section("Compiled memory and the verdict per batch (the target's own compiler)",
                 where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
                       & (t.model == "catsdogs_cnn") & (t.kind == "compiled")),

@@ -99,6 +99,8 @@ DEVICE_OVER_STEP_LOOP = "device loop vs step loop"
 # ran, and the allocator's peak, which counts a study's earlier workloads in the process.
 ON_THE_CHIP = "compiled on the chip as it ran"
 ALLOCATOR_PEAK = "the allocator's peak since the process started"
+# A target's memory a program may use of each chip: what every fit verdict is held to.
+USABLE = "what a program may use of each chip"
 
 
 def one_chip(found: pd.DataFrame) -> pd.DataFrame:
