@@ -579,11 +579,16 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(f"{text}; {split}", [*worst, *above.to_dict("records"), *split_rows, band], said)
 
 
+def run_count(records: Any) -> int:
+    """The runs a figure's `records` column names (space-separated run ids)."""
+    return len(str(records).split())
+
+
 def how_measured(g: pd.DataFrame) -> str:
     """How a measured crossover's sides were timed: how many runs each width's GPU step
     pools ("one run per width", "3 runs per width"; the known column says measured); the
     widths' count stays on the page."""
-    runs = sorted(set(g.records.astype(str).str.split().str.len()))
+    runs = sorted(set(g.records.map(run_count)))
     span = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
     return f"{'one run' if runs == [1] else f'{span} runs'} per width, {LOOP} both sides"
 
@@ -739,7 +744,7 @@ QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
 
 def runs_of(r: dict[str, Any]) -> str:
     """How many runs a pooled figure rests on: "n=3"."""
-    return f"n={len(str(r['records']).split())}"
+    return f"n={run_count(r['records'])}"
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -847,7 +847,7 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         usable[w["device"]] = r
     for device, r in sorted(usable.items()):  # what every verdict on the target is held to
         if r.target and r.target.usable_bytes_per_device:
-            w = {**{k: None for k in KEY[2:]}, "device": device, "model": "-", "dataset": "-",
+            w = {"device": device, "model": "-", "dataset": "-",
                  "platform": r.device.platform, "devices": r.device.count}  # fmt: skip
             out.append(row("memory_bytes", "compiled", r.target.usable_bytes_per_device, w,
                            "newest-compile", [r], extra=USABLE))  # fmt: skip
@@ -1326,31 +1326,25 @@ def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Each target's compiled memory (compiled here, not run) against the same program's
     as the target's chip compiled it when it ran (memory_rows): how far the memory every
     fit verdict rests on is from what the chip's own compiler found."""
-    from jaxcnn.perf.chips import TARGETS
-
     key = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
     compiled = rows(table, quantity="memory_bytes", kind="compiled", devices=1)
-    compiled = compiled.assign(
-        chip=compiled.device.map(lambda d: getattr(TARGETS.get(d), "chip", None))
-    )
+    compiled = compiled.assign(chip=compiled.device.map(chip_named))
     ran = rows(table, quantity="memory_bytes", kind="measured", extra=ON_THE_CHIP)
     both = compiled.merge(ran, left_on=[*key, "chip"], right_on=[*key, "device"],
                           suffixes=("", "_ran"))  # fmt: skip
     out = []
     for r in both.to_dict("records"):
-        here = {c: r[c] for c in table.columns}
-        there = {**here, **{c: r[f"{c}_ran"] for c in ("id", "value", "kind", "device")}}
-        gap = int(here["value"] - there["value"])
+        here, there = r["value"], r["value_ran"]
+        gap = int(here - there)
         note = (
             f"compiled here: {abs(gap):,} bytes {'more' if gap > 0 else 'fewer'}"
             if gap
             else "compiled here: the same bytes"
         )
-        factor = max(here["value"] / there["value"], there["value"] / here["value"])
-        out.append(row("memory_factor", "compiled", factor, workload_of_row(here),
-                       "compiled-vs-ran", extra=COMPILED_VS_RAN, note=note,
-                       numerator=there["id"], denominator=here["id"]))  # fmt: skip
-        out[-1]["records"] = f"{here['records']} {r['records_ran']}"  # both sides' runs
+        out.append(row("memory_factor", "compiled", max(here / there, there / here),
+                       workload_of_row(r), "compiled-vs-ran", extra=COMPILED_VS_RAN, note=note,
+                       numerator=r["id_ran"], denominator=r["id"]))  # fmt: skip
+        out[-1]["records"] = f"{r['records']} {r['records_ran']}"  # both sides' runs
     return out
 
 
@@ -1642,11 +1636,10 @@ def measured_loops(table: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame
 def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Weak scaling predicted from compiles of the same per-device batch on 1 and on n
     devices of one chip (1 is ideal; above 1 cannot be true and is flagged)."""
-    from jaxcnn import targets
 
     out = []
     p = rows(table, quantity="device_step_s", kind="predicted").copy()
-    p["chip"] = [targets.TARGETS[d].chip if d in targets.TARGETS else d for d in p.device]
+    p["chip"] = p.device.map(chip_named)
     p["per_device"] = p.batch // p.devices
     for _, g in p.groupby(["model", "precision", "chip", "per_device"]):
         ones = g[g.devices == g.devices.min()]
@@ -1859,12 +1852,17 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     return with_chips(said_unvalidated(across_sittings(frame(out), sittings)))
 
 
+def chip_named(device: str) -> str:
+    """A target's chip from the chip table (gpu-h100: H100 SXM), else the device as named."""
+    from jaxcnn.perf.chips import TARGETS
+
+    return TARGETS[device].chip if device in TARGETS else device
+
+
 def with_chips(table: pd.DataFrame) -> pd.DataFrame:
     """`chip`: a target's chip from the chip table, else the device as named (a chip or a
     CPU), `-` for a platform."""
-    from jaxcnn.perf.chips import TARGETS
-
-    named = table.device.map(lambda d: TARGETS[d].chip if d in TARGETS else d)
+    named = table.device.map(chip_named)
     several = table.device.str.contains(", ") & (table.platform != "cpu")  # "K80, P100, V100"
     table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]) & ~several, "-")
     return table
