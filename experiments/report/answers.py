@@ -182,6 +182,11 @@ def of_limit(memory: Row, usable: Row) -> str:
 
 
 def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
+    """Each seed memory run's verdict against the limit it is held to. The band: the
+    compiled memory here against a chip's own compiler's as the program ran; a verdict
+    whose margin to its limit is smaller than that check's worst is inside it: undecided."""
+    checks = rows(t, quantity="memory_factor", selection="compiled-vs-ran")
+    worst = checks.loc[checks.value.idxmax()].to_dict() if len(checks) else None
     words, picked, agree = [], [], 0
     for device, batch, seed_fits in SEED_MEMORY_RUNS:
         at = {"device": device, "model": SEED_MODEL, "batch": batch, "precision": "f32"}
@@ -192,18 +197,24 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
             agree += bool(verdict["value"]) == seed_fits
             picked += [verdict, memory, usable]
             fits = "fits" if verdict["value"] else "OOM"
-            words.append(f"{device[4:].upper()} b{batch} {fits} ({of_limit(memory, usable)})")
+            margin = memory and usable and max(memory["value"] / usable["value"],
+                                               usable["value"] / memory["value"])  # fmt: skip
+            inside = ", undecided" if worst and margin and margin < worst["value"] else ""
+            words.append(
+                f"{device[4:].upper()} b{batch} {fits}{inside} ({of_limit(memory, usable)})"
+            )
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
     head = f"{agree} of {len(words)} as the seed saw: "
     band = "the compiler's own memory analysis"
-    # that analysis, compiled here, against a chip's own compiler's as the program ran
-    checks = rows(t, quantity="memory_factor", selection="compiled-vs-ran")
-    if len(checks):
-        worst = checks.loc[checks.value.idxmax()].to_dict()
+    if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
-        band += f"; the {chips}'s own compiler: {fmt(worst)} off at worst (n={len(checks)})"
-        picked.append(worst)
+        own = checks[checks.model == SEED_MODEL]
+        seed = own.loc[own.value.idxmax()].to_dict() if len(own) else None
+        of_seed = f", {SEED_MODEL} {fmt(seed)}" if seed else ""
+        band += (f"; the {chips}'s own compile only: "
+                 f"{fmt(worst)} off at worst (n={len(checks)}){of_seed}")  # fmt: skip
+        picked += [worst, seed]
     return Said(head + "; ".join(words), picked, band)
 
 

@@ -540,14 +540,15 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 
 def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
     """An accelerator run's memory, where a chip's memory bounds its batch: its own
-    compiler's analysis of the program it ran (what a target compiled here predicts), and
-    the allocator's peak (the process's: a study's earlier workloads in it count too).
-    The newest run's: a program's compiled memory is the same from run to run."""
+    compiler's analysis of the program it ran (a compiled figure, what a target compiled
+    here predicts), and the allocator's peak (measured, but the process's: a study's
+    earlier workloads and probes in it count too). The newest run's: a program's compiled
+    memory is the same from run to run."""
     memory = r.memory if r.device.platform != "cpu" and w["extra"] == "-" else None
-    found = [(ON_THE_CHIP, memory and memory.total_bytes),
-             (ALLOCATOR_PEAK, memory and memory.peak_bytes_in_use)]  # fmt: skip
-    return [row("memory_bytes", "measured", number(value), w, "newest", [r], extra=extra)
-            for extra, value in found if number(value)]  # fmt: skip
+    found = [(ON_THE_CHIP, "compiled", memory and memory.total_bytes),
+             (ALLOCATOR_PEAK, "measured", memory and memory.peak_bytes_in_use)]  # fmt: skip
+    return [row("memory_bytes", kind, number(value), w, "newest", [r], extra=extra)
+            for extra, kind, value in found if number(value)]  # fmt: skip
 
 
 def _flops_key(w: dict[str, Any]) -> tuple:
@@ -1327,9 +1328,9 @@ def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
     as the target's chip compiled it when it ran (memory_rows): how far the memory every
     fit verdict rests on is from what the chip's own compiler found."""
     key = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
-    compiled = rows(table, quantity="memory_bytes", kind="compiled", devices=1)
+    compiled = rows(table, quantity="memory_bytes", kind="compiled", devices=1, extra="-")
     compiled = compiled.assign(chip=compiled.device.map(chip_named))
-    ran = rows(table, quantity="memory_bytes", kind="measured", extra=ON_THE_CHIP)
+    ran = rows(table, quantity="memory_bytes", kind="compiled", extra=ON_THE_CHIP)
     both = compiled.merge(ran, left_on=[*key, "chip"], right_on=[*key, "device"],
                           suffixes=("", "_ran"))  # fmt: skip
     out = []

@@ -283,7 +283,7 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     from jaxcnn import targets
 
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
-    mem = rows(table, quantity="memory_bytes", kind="compiled", **where)
+    mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", **where)
     fits = rows(table, quantity="fits", **where)
     mem = mem.merge(
         fits[["device", "batch", "value"]], on=["device", "batch"], suffixes=("", "_fits")

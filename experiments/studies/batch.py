@@ -70,14 +70,15 @@ STUDY = Study(
                 "device devices value"),
         Section("Compiled memory and the verdict per batch (the target's own compiler)",
                 where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
-                      & (t.model == "catsdogs_cnn") & (t.kind == "compiled")),
+                      & (t.model == "catsdogs_cnn") & (t.kind == "compiled") & (t.extra == "-")),
                 "batch precision device quantity value how"),
         Section("On a chip that ran it: its own compiler's memory as it ran (what the "
                 "target's, compiled here, stands for), the allocator's peak, and the step",
                 where(lambda t: t.quantity.isin(["memory_bytes", "step_s"])
-                      & (t.model == "catsdogs_cnn") & (t.kind == "measured")
-                      & (t.platform != "cpu") & t.extra.isin(["-", ON_THE_CHIP, ALLOCATOR_PEAK])),
-                "batch precision device quantity value spread how"),
+                      & (t.model == "catsdogs_cnn") & (t.platform != "cpu")
+                      & (((t.kind == "measured") & t.extra.isin(["-", ALLOCATOR_PEAK]))
+                         | (t.extra == ON_THE_CHIP))),
+                "batch precision device kind quantity value spread how"),
         Section("A target's compiled memory (compiled here, not run) against its chip's own "
                 "compiler's as the program ran: the check of every verdict above",
                 select(quantity="memory_factor", selection="compiled-vs-ran"),

@@ -98,7 +98,9 @@ DEVICE_OVER_STEP_LOOP = "device loop vs step loop"
 # An accelerator run's memory (its `extra`): its own compiler's analysis of the program it
 # ran, and the allocator's peak, which counts a study's earlier workloads in the process.
 ON_THE_CHIP = "compiled on the chip as it ran"
-ALLOCATOR_PEAK = "the allocator's peak since the process started"
+ALLOCATOR_PEAK = (
+    "the allocator's peak since the process started (its probes and earlier workloads too)"
+)
 # A target's memory a program may use of each chip: what every fit verdict is held to.
 USABLE = "what a program may use of each chip"
 
