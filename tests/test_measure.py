@@ -113,6 +113,45 @@ def test_memory_reads_the_compiled_analysis():
     assert memory["peak_bytes_in_use"] is None  # the CPU keeps no allocator statistics
 
 
+class _Allocator:
+    """A device whose allocator holds `in_use` bytes and remembers its peak, as a GPU's
+    runtime reports them."""
+
+    def __init__(self, in_use: int, peak: int):
+        self.in_use, self.peak = in_use, peak
+
+    def hold(self, more: int) -> None:
+        self.in_use += more
+        self.peak = max(self.peak, self.in_use)
+
+    def memory_stats(self) -> dict[str, int]:
+        return {"bytes_in_use": self.in_use, "peak_bytes_in_use": self.peak,
+                "bytes_limit": 10_000}  # fmt: skip
+
+
+def test_a_workloads_memory_says_what_the_allocator_held_when_it_began():
+    device = _Allocator(in_use=300, peak=5000)  # the probes ran before: their peak stands
+
+    def workload(record):
+        device.hold(2000)  # its state and step, then freed
+        found = {"memory": {"total_bytes": 1500, **measure.allocator(device)}}
+        device.hold(-2000)
+        return found
+
+    fields = measure.with_allocator_before(workload, device)({})
+    assert fields["memory"] == {
+        "total_bytes": 1500,
+        "bytes_in_use": 2300,
+        "peak_bytes_in_use": 5000,
+        "bytes_limit": 10_000,
+        "bytes_in_use_before": 300,
+        "peak_bytes_in_use_before": 5000,
+    }
+    # the control: a CPU keeps no allocator figures, and its record says none
+    cpu = measure.with_allocator_before(lambda r: {"memory": {"total_bytes": 1}}, jax.devices()[0])
+    assert cpu({}) == {"memory": {"total_bytes": 1}}
+
+
 def test_memory_is_none_where_there_is_no_analysis():
     memory = measure.memory(object(), None)
     assert set(memory.values()) == {None}

@@ -1553,6 +1553,19 @@ def test_an_accelerator_runs_memory_is_its_chips_compiled_analysis_and_its_alloc
     assert dict(memory.kind) == {study_page.ON_THE_CHIP: "compiled",
                                  study_page.ALLOCATOR_PEAK: "measured"}  # fmt: skip
     assert set(memory.records) == {"gpu"}
+    # no workload's own peak where the record cannot tell it from the process's
+    assert study_page.WORKLOAD_PEAK not in set(memory.index)
+    # a workload that raised the process's peak: its own, over what it found in use
+    raised = run("gpu")
+    raised["memory"].update(bytes_in_use_before=400, peak_bytes_in_use_before=2500)
+    memory = _build([raised], refs=[]).query("quantity == 'memory_bytes'").set_index("extra")
+    assert memory.value[study_page.WORKLOAD_PEAK] == 2600
+    assert memory.kind[study_page.WORKLOAD_PEAK] == "measured"
+    # one whose peak an earlier workload set (the probes, a larger batch): none of its own
+    masked = run("gpu")
+    masked["memory"].update(bytes_in_use_before=400, peak_bytes_in_use_before=3000)
+    memory = _build([masked], refs=[]).query("quantity == 'memory_bytes'")
+    assert study_page.WORKLOAD_PEAK not in set(memory.extra) and len(memory) == 2
     # the control: a CPU's run has no chip memory to bound its batch, and gives none
     cpu = _build([run("cpu")], refs=[])
     assert not (cpu.quantity == "memory_bytes").any() and (cpu.quantity == "step_s").any()

@@ -658,13 +658,42 @@ def memory(compiled: Any, device: jax.Device | None = None) -> dict[str, int | N
     fields: dict[str, int | None] = dataclasses.asdict(aot.memory(compiled))
     if device is None:
         return fields
-    try:
-        device_stats = device.memory_stats() or {}
-    except Exception:  # CPU raises or returns None
-        device_stats = {}
-    fields["peak_bytes_in_use"] = _int_or_none(device_stats.get("peak_bytes_in_use"))
-    fields["bytes_limit"] = _int_or_none(device_stats.get("bytes_limit"))
+    device_stats = allocator(device)
+    fields["peak_bytes_in_use"] = device_stats.get("peak_bytes_in_use")
+    fields["bytes_limit"] = device_stats.get("bytes_limit")
     return fields
+
+
+def allocator(device: jax.Device) -> dict[str, int | None]:
+    """The device allocator's figures now (bytes_in_use, peak_bytes_in_use, bytes_limit);
+    empty where the runtime keeps none (a CPU raises or returns None)."""
+    try:
+        found = device.memory_stats() or {}
+    except Exception:
+        return {}
+    keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
+    return {k: _int_or_none(found.get(k)) for k in keys}
+
+
+def with_allocator_before(
+    measured: Callable[[Any], dict[str, Any]], device: jax.Device
+) -> Callable[[Any], dict[str, Any]]:
+    """`measured`, whose `memory` also says what the allocator held and its peak when the
+    workload began: the process's peak counts the probes and earlier workloads, and only
+    a workload that raises it shows its own peak (over what it found in use)."""
+
+    def wrapped(record: Any) -> dict[str, Any]:
+        before = allocator(device)
+        fields = measured(record)
+        if fields.get("memory") and before.get("peak_bytes_in_use") is not None:
+            fields["memory"] = {
+                **fields["memory"],
+                "bytes_in_use_before": before["bytes_in_use"],
+                "peak_bytes_in_use_before": before["peak_bytes_in_use"],
+            }
+        return fields
+
+    return wrapped
 
 
 def _int_or_none(value: Any) -> int | None:

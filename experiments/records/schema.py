@@ -400,6 +400,8 @@ Memory = _part(
     total_bytes="all of them",
     peak_bytes_in_use="the allocator's peak",
     bytes_limit="the allocator's limit",
+    bytes_in_use_before="what the allocator held when the workload began",
+    peak_bytes_in_use_before="the allocator's peak when the workload began",
 )
 
 

@@ -58,6 +58,7 @@ from experiments.studies.page import (
     OURS_LOOP_STEP,
     SEED_DATASETS,
     USABLE,
+    WORKLOAD_PEAK,
     rows,
 )
 from jaxcnn import host_memory
@@ -541,12 +542,16 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
 def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
     """An accelerator run's memory, where a chip's memory bounds its batch: its own
     compiler's analysis of the program it ran (a compiled figure, what a target compiled
-    here predicts), and the allocator's peak (measured, but the process's: a study's
-    earlier workloads and probes in it count too). The newest run's: a program's compiled
+    here predicts), the allocator's peak (measured, but the process's: a study's earlier
+    workloads and probes in it count too) and, where the workload raised that peak, its
+    own (the peak over what it found in use). The newest run's: a program's compiled
     memory is the same from run to run."""
     memory = r.memory if r.device.platform != "cpu" and w["extra"] == "-" else None
     found = [(ON_THE_CHIP, "compiled", memory and memory.total_bytes),
              (ALLOCATOR_PEAK, "measured", memory and memory.peak_bytes_in_use)]  # fmt: skip
+    peak, earlier = memory and memory.peak_bytes_in_use, memory and memory.peak_bytes_in_use_before
+    if peak and earlier is not None and peak > earlier:  # the peak is this workload's own
+        found.append((WORKLOAD_PEAK, "measured", peak - memory.bytes_in_use_before))
     return [row("memory_bytes", kind, number(value), w, "newest", [r], extra=extra)
             for extra, kind, value in found if number(value)]  # fmt: skip
 

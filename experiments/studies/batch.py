@@ -25,6 +25,7 @@ from experiments.studies.page import (
     ALLOCATOR_PEAK,
     ON_THE_CHIP,
     USABLE,
+    WORKLOAD_PEAK,
     Page,
     Section,
     select,
@@ -76,7 +77,8 @@ STUDY = Study(
                 "target's, compiled here, stands for), the allocator's peak, and the step",
                 where(lambda t: t.quantity.isin(["memory_bytes", "step_s"])
                       & (t.model == "catsdogs_cnn") & (t.platform != "cpu")
-                      & (((t.kind == "measured") & t.extra.isin(["-", ALLOCATOR_PEAK]))
+                      & (((t.kind == "measured")
+                          & t.extra.isin(["-", ALLOCATOR_PEAK, WORKLOAD_PEAK]))
                          | (t.extra == ON_THE_CHIP))),
                 "batch precision device kind quantity value spread how"),
         Section("A target's compiled memory (compiled here, not run) against its chip's own "

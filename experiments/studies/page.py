@@ -96,11 +96,13 @@ OURS_LOOP_STEP = f"{OURS_FOR_PUBLISHED}, its loop step"
 # A step timed in the device loop over the same step in the step loop (figures.loop_speedups).
 DEVICE_OVER_STEP_LOOP = "device loop vs step loop"
 # An accelerator run's memory (its `extra`): its own compiler's analysis of the program it
-# ran, and the allocator's peak, which counts a study's earlier workloads in the process.
+# ran; the allocator's peak, which counts a study's earlier workloads in the process; and,
+# where the workload raised that peak, its own peak over what it found in use.
 ON_THE_CHIP = "compiled on the chip as it ran"
 ALLOCATOR_PEAK = (
     "the allocator's peak since the process started (its probes and earlier workloads too)"
 )
+WORKLOAD_PEAK = "the allocator's peak in this workload, over what it found in use"
 # A target's memory a program may use of each chip: what every fit verdict is held to.
 USABLE = "what a program may use of each chip"
 

@@ -221,4 +221,4 @@ def run_ensemble(workload: Workload, context: RunContext) -> RecordDraft:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return recorded(record, measured_and_trained)
+    return recorded(record, measure.with_allocator_before(measured_and_trained, devices[0]))

@@ -260,7 +260,7 @@ def run_train(workload: Workload, context: RunContext) -> RecordDraft:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return recorded(record, measured_and_trained)
+    return recorded(record, measure.with_allocator_before(measured_and_trained, devices[0]))
 
 
 def _fit(
