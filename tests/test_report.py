@@ -201,11 +201,18 @@ def test_a_chips_loop_step_moves_from_sitting_to_sitting_by_each_sittings_pool()
         r["env"]["git_commit"] = commit
         return r
 
-    def spreads(commits):
+    def spreads(commits, constants=(None, None)):
         runs = [run("a", 0.001, commits[0], 1), run("b", 0.0015, commits[1], 2),
                 run("c", 0.0017, commits[1], 3)]  # fmt: skip
+        for r, version in zip(runs, (constants[0], constants[1], constants[1]), strict=True):
+            if version:  # the fitted constants its tree's own prediction used
+                r["prediction"] = {**r.get("prediction", {}), "constants_version": version}
         t = _build(runs, refs=[])
         return t[t.quantity == "run_spread"].set_index("extra")
+
+    # one commit, but another tree (its constants refit): another sitting
+    split = spreads(("c1", "c1"), constants=("k1", "k2")).loc[figures.SITTING_TO_SITTING]
+    assert (split.value, split.n) == (pytest.approx(1.6), 1)
 
     moves = spreads(("c1", "c2"))
     sittings = moves.loc[figures.SITTING_TO_SITTING]

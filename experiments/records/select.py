@@ -60,10 +60,14 @@ def one_sitting(runs: Sequence[Record]) -> list[Record]:
     return [r for r in runs if sitting(r) == sitting(runs[-1])]
 
 
-def sitting(record: Record) -> tuple[str | None, str | None, str | None]:
-    """The sitting a record was made in (one_sitting): its machine id, git commit and
-    boot (None in records made before boots were recorded)."""
-    return record.device.machine, record.env.git_commit, record.device.boot
+def sitting(record: Record) -> tuple[str | None, ...]:
+    """The sitting a record was made in (one_sitting): its machine id, git commit, boot
+    (None in records made before boots were recorded) and the fitted constants its own
+    prediction used. A copy of the tree can run under a stale commit (the device copy
+    keeps its first HEAD); its constants still tell two trees, and two leases, apart."""
+    prediction = getattr(record, "prediction", None)
+    constants = getattr(prediction, "constants_version", None)
+    return record.device.machine, record.env.git_commit, record.device.boot, constants
 
 
 def took_turns(record: Record) -> bool:

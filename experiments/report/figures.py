@@ -208,12 +208,12 @@ RULES = {
     "(records that name no CPU model stand in only where no record of the same host "
     "names one)",
     "pooled": "every ok record of exactly this workload on exactly this device from the "
-    "newest one's sitting (its git commit, machine id and boot), each a run: the median of "
-    "the runs' "
-    "figures, with their range (min-max over runs); a single run's own spread; a compile "
-    "time the slowest run's (a later compile of one program in a process can reuse the "
-    "first's autotuning, so a single run's may be such a one; records that name no CPU "
-    "model stand in only where no record of the same host names one)",
+    "newest one's sitting (its git commit, machine id, boot and fitted constants), each a "
+    "run: the median of the runs' figures, with their range (min-max over runs); a single "
+    "run's own spread; a compile time the slowest run's (a later compile of one program in "
+    "a process can reuse the first's autotuning, so a single run's may be such a one; "
+    "records that name no CPU model stand in only where no record of the same host names "
+    "one)",
     "newest-trained": "the newest ok record of this workload on this device that trained "
     "whole epochs (its accuracy; its epoch times are `pooled-trained`, its step times "
     "`pooled`)",
@@ -255,7 +255,8 @@ RULES = {
     "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
     "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
     "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
-    "sittings (machine id, git commit and boot: another lease or another version of the code): "
+    "sittings (machine id, git commit, boot and fitted constants: another lease or another "
+    "version of the code): "
     "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
     "it by; their median and worst",
     "compiled-vs-ran": "a program compiled here for a target against the same program "
