@@ -417,8 +417,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # GPUs by their measured loop steps, how each side is known, its device steps left to
     # the page, row 9's margin in the GPU's slowest run: 1160; row 12's runs per device: 1163;
     # row 1's memory against the limit each verdict is held to: 1169; a verdict inside row
-    # 1's band said so, and the one chip its check covers: 1175)
-    assert len(lines) <= 25 and len(text.split()) <= 1175
+    # 1's band said so, and the one chip its check covers: 1175; the measured crossover read
+    # again in each earlier sitting: 1179)
+    assert len(lines) <= 25 and len(text.split()) <= 1179
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2426,6 +2427,9 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     assert (moves.n, moves.hi) == (len(pools), pytest.approx(max(pools.hi / pools.lo)))
     assert sorted(moves.records.split()) == sorted(" ".join(pools.records).split())  # traced
     assert f" in its slowest run (a sitting moves {fmt(sittings.to_dict())}, median)" in band
+    # (the newest sitting's verdict alone: an earlier sitting's is read again below)
+    csv = csv[csv.selection != "earlier-sitting"]
+    band = answers.answers(csv)[8].band
     undecided = slowest <= 1 or smallest.value < sittings.value
     assert band.count(": undecided") == undecided
     # the control: a chip whose sittings move by more than the margin leaves it undecided
@@ -2457,6 +2461,33 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     second = tail[tail.id != smallest.id].value.min()
     said = answers.answers(wider)[8].band
     assert f"{fmt({**smallest.to_dict(), 'value': second})} at least, " in said
+
+
+def test_the_measured_crossover_is_read_again_in_each_earlier_sitting(csv):
+    cpu = study_page.reference_cpu(csv)
+    ((c, _),) = crossover_study.measured_crossover(csv, cpu)
+    earlier = csv[(csv.selection == "earlier-sitting") & (csv.device == "H100 SXM")
+                  & csv.model.str.startswith("mlp") & (csv.batch == 128)]  # fmt: skip
+    assert earlier.extra.nunique() >= 2  # the committed: two earlier sittings of the sweep
+    found = {}
+    for extra, s in earlier.groupby("extra"):
+        both = c.merge(s, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+        wins = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
+        found[extra] = next(int(p) for i, (p, _) in enumerate(wins) if all(w for _, w in wins[i:]))
+    said = {f["extra"]: f["params"] for f in crossover_study.sitting_crossovers(csv, cpu)}
+    assert said == found
+    (verdict,) = [r for r in answers.answers(csv)[8].answer.split("; ") if r.startswith("H100")]
+    start = int(verdict.split("from ")[1].split(" params")[0].replace(",", ""))
+    other = sorted(set(found.values()) - {start})
+    band = answers.answers(csv)[8].band
+    assert other and f"; an earlier sitting's: from {', '.join(f'{p:,}' for p in other)}: " \
+        "undecided" in band  # fmt: skip
+    # the control: every earlier sitting read as the newest did, and the verdict stands
+    agree = csv.assign(value=csv.value.where(~csv.id.isin(earlier.id), 1e-9))  # all faster
+    agree = agree.assign(value=agree.value.where(
+        ~agree.id.isin(earlier[earlier.params < start].id), 1.0))  # fmt: skip
+    band = answers.answers(agree)[8].band
+    assert f"; {len(found)} earlier sittings agree" in band and "an earlier sitting's" not in band
 
 
 def test_the_seed_step_answer_gives_the_seeds_own_chip_over_its_own_cpu(csv):

@@ -25,6 +25,7 @@ from experiments.studies.crossover import (
     crossover,
     crossover_verdict,
     measured_crossover,
+    sitting_crossovers,
     undecided_below,
 )
 from experiments.studies.devices import at_its_best, loop_over_loop
@@ -630,6 +631,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     if not text:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
     sweeps = measured_crossover(t, cpu)
+    sittings = sitting_crossovers(t, cpu)
     measured = [crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in sweeps]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said = [words for words, _ in measured if words]
@@ -662,6 +664,16 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                         inside |= m["value"] < moves["value"]
                         words = "a sitting" if extra == SITTING_TO_SITTING else "one run"
                         caveat += f" ({words} moves {fmt(moves)}, median)"
+                # the verdict read again in each earlier sitting of the chip
+                earlier = [e for e in sittings if e["device"] == m["device"]]
+                other = sorted({e["params"] or 0 for e in earlier} - {int(rs[0]["params"])})
+                chosen += [r for e in earlier for r in e["rows"].to_dict("records")]
+                if other:
+                    inside = True
+                    said_other = ", ".join(f"{p:,}" if p else "none" for p in other)
+                    caveat += f"; an earlier sitting's: from {said_other}"
+                elif earlier:
+                    caveat += f"; {len(earlier)} earlier sittings agree"
                 caveat += ": undecided" if inside else ""
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
             best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")

@@ -22,6 +22,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,9 @@ RULES = {
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
     "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
     "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
+    "earlier-sitting": "of an accelerator workload whose loop step was timed in several "
+    "sittings, each sitting but the newest (named by when it began): its runs pooled as "
+    "`pooled` pools the newest's",
     "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
     "sittings (machine id, git commit, boot and fitted constants: another lease or another "
     "version of the code): "
@@ -689,25 +693,45 @@ def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 SITTING_TO_SITTING = "loop step, sitting to sitting"
 
 
+def earlier_sitting(began: datetime) -> str:
+    """The `extra` of a loop step pooled in a sitting before the newest: when it began."""
+    return f"{LOOP}, an earlier sitting ({began:%Y-%m-%d %H:%M} UTC)"
+
+
 def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per accelerator chip, how far a loop step moves from one sitting (another lease,
     another commit: `sitting`) to another: of each workload timed in several, the hi/lo of
     its sittings' pooled loop steps; their median and worst. The yardstick of a verdict
-    whose sides may next be measured in another sitting; run_spread_rows' is one sitting's."""
+    whose sides may next be measured in another sitting; run_spread_rows' is one sitting's.
+    Each earlier sitting's pooled loop step is a row of its own (`earlier_sitting`), so a
+    verdict can be read again in each."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
     used: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    out = []
     timed = [r for r in _loop_timed(records) if r.device.platform != "cpu"]
+    began: dict[tuple, datetime] = {}  # each sitting's first record: its name
+    for r in sorted(timed, key=recorded_at_or_oldest, reverse=True):
+        began[sitting(r)] = recorded_at_or_oldest(r)
     for runs in select_runs(timed, of=_host_loop_workload, every_sitting=True):
-        by_sitting: dict[tuple, list[float]] = defaultdict(list)
+        by_sitting: dict[tuple, list[Record]] = defaultdict(list)
         ran = [r for r in runs if number(r.host_loop.loop_step_s)]
         for r in ran:
-            by_sitting[sitting(r)].append(number(r.host_loop.loop_step_s))
+            by_sitting[sitting(r)].append(r)
         if len(by_sitting) > 1:
-            steps = [statistics.median(v) for v in by_sitting.values()]
+            steps = [
+                statistics.median(number(x.host_loop.loop_step_s) for x in v)
+                for v in by_sitting.values()
+            ]
             key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
             pools[key].append(max(steps) / min(steps))
             used[key] += ran
-    out = []
+            w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
+            for key, earlier in by_sitting.items():
+                if key == sitting(ran[-1]):
+                    continue
+                step, spread = _pooled([number(x.host_loop.loop_step_s) for x in earlier], {})
+                out.append(row("step_s", "measured", step, w, "earlier-sitting", earlier,
+                               extra=earlier_sitting(began[key]), **spread))  # fmt: skip
     for (platform, device), factors in sorted(pools.items()):
         w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
         spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}

@@ -95,7 +95,7 @@ def crossover_verdict(
     name = device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
     faster = (both.value_gpu < both.value_cpu).to_numpy()
     slower = [int(p) for p in both.params_cpu[~faster]]
-    tail = len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
+    tail = _faster_from(faster)
     also = f"; {how}" if how else ""
     if tail >= len(faster):
         return f"{name} slower at the widest MLP ({slower[-1]:,} params{also})", []
@@ -108,6 +108,55 @@ def crossover_verdict(
         text = f"{name} faster from {int(r.params_cpu):,} params on ({count}slower at {slow}{also})"
     chosen = [c[c.id == r.id_cpu].iloc[0].to_dict(), g[g.id == r.id_gpu].iloc[0].to_dict()]
     return text, chosen
+
+
+def _faster_from(faster: Any) -> int:
+    """The index of the narrowest width from which every wider one is faster (the
+    crossover's rule), over widths in order; their count where the widest is slower."""
+    return len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
+
+
+def sitting_crossovers(t: pd.DataFrame, cpu: str | None) -> list[dict[str, Any]]:
+    """MEASURED_CROSSOVER_RULE read again in each earlier sitting of each GPU that ran the
+    sweep: that sitting's pooled loop steps (`earlier-sitting`) against the very CPU rows
+    the newest sitting's verdict uses. Per sitting: its device, `extra`, the crossover's
+    params (None where its widest width is slower), its fewest runs per width, its rows."""
+    out = []
+    for c, g in measured_crossover(t, cpu):
+        device = g.device.iloc[0]
+        earlier = rows(t, quantity="step_s", selection="earlier-sitting", device=device,
+                       batch=128, precision="f32", placement="single")  # fmt: skip
+        earlier = earlier[earlier.model.str.startswith("mlp")]
+        for extra, s in earlier.groupby("extra", sort=True):
+            both = c.merge(s, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+            if len(both) < 3:
+                continue
+            both = both.sort_values("params_cpu")
+            tail = _faster_from((both.value_gpu < both.value_cpu).to_numpy())
+            params = int(both.params_cpu.iloc[tail]) if tail < len(both) else None
+            runs = int(both.n_gpu.fillna(1).min())
+            out.append({"device": device, "extra": extra, "params": params, "runs": runs,
+                        "rows": s[s.model.isin(both.model)]})  # fmt: skip
+    return out
+
+
+def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd  # drawing the page, never listing the study
+
+    found = sitting_crossovers(t, reference_cpu(t))
+    if not found:
+        return t.iloc[:0]
+    return pd.concat([f["rows"] for f in found]).sort_values(["extra", "params"])
+
+
+def earlier_verdict(t: pd.DataFrame) -> str:
+    said = [
+        f"{f['device']}, {f['extra'].split('(')[-1].rstrip(')')}: "
+        + (f"faster from {f['params']:,} params on" if f["params"] else "slower at the widest")
+        + f" ({f['runs']} run{'s' if f['runs'] > 1 else ''} per width)"
+        for f in sitting_crossovers(t, reference_cpu(t))
+    ]
+    return "; ".join(said) or "No earlier sitting ran the sweep."
 
 
 def undecided_below(c: pd.DataFrame, g: pd.DataFrame) -> int | None:
@@ -196,6 +245,9 @@ STUDY = Study(
                 verdict=predicted_verdict),
         Section("The same sweep as jaxcnn's loop ran it on both sides (measured)", measured_sweeps,
                 "model dataset device value spread how", verdict=measured_verdict),
+        Section("The same sweep in each earlier sitting of the GPU (measured), against the "
+                "same CPU rows: the verdict read again", earlier_sittings,
+                "model dataset device value spread how", verdict=earlier_verdict),
         Section("How far a loop step moves from one run to another, and from one sitting "
                 "to another, per chip: the yardsticks of a margin measured once per width",
                 select(quantity="run_spread"),
