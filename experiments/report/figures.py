@@ -1735,7 +1735,10 @@ def measured_versus_predicted(
         what = quantity.removesuffix("_s").replace("_", " ")
         for _, p, m in chosen.values():
             in_sample = bool(fitted & set(str(m["records"]).split()))
-            r = ratio("error_factor", p, m, "in-sample" if in_sample else "held-out",
+            # the error of the prediction on the data the step ran on (a compiled program
+            # reads none: its shapes are the same on any)
+            on_its_data = {**p, "dataset": m["dataset"]}
+            r = ratio("error_factor", on_its_data, m, "in-sample" if in_sample else "held-out",
                       extra=f"{what} {VERSUS_MEASURED}")  # fmt: skip
             if in_sample:
                 r["note"] += "; in sample: the fit has this step"
