@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.report.figures import (
+    ACROSS_SITTINGS,
     HELD_OUT_LOOP,
     JAX_VERSUS,
     KEY,
@@ -188,25 +189,28 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     whose margin to its limit is smaller than that check's worst is inside it: undecided."""
     checks = rows(t, quantity="memory_factor", selection="compiled-vs-ran")
     worst = checks.loc[checks.value.idxmax()].to_dict() if len(checks) else None
-    words, picked, agree = [], [], 0
+    words, picked, agree, undecided = [], [], 0, 0
     for device, batch, seed_fits in SEED_MEMORY_RUNS:
         at = {"device": device, "model": SEED_MODEL, "batch": batch, "precision": "f32"}
         verdict = one(t, quantity="fits", placement="single", **at)
         memory = one(t, quantity="memory_bytes", placement="single", **at)
         usable = one(t, quantity="memory_bytes", device=device, extra=USABLE)
         if verdict is not None:
-            agree += bool(verdict["value"]) == seed_fits
             picked += [verdict, memory, usable]
             fits = "fits" if verdict["value"] else "OOM"
             margin = memory and usable and max(memory["value"] / usable["value"],
                                                usable["value"] / memory["value"])  # fmt: skip
             inside = ", undecided" if worst and margin and margin < worst["value"] else ""
+            undecided += bool(inside)  # an undecided verdict agrees with nothing
+            agree += not inside and bool(verdict["value"]) == seed_fits
             words.append(
                 f"{device[4:].upper()} b{batch} {fits}{inside} ({of_limit(memory, usable)})"
             )
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
     head = f"{agree} of {len(words)} as the seed saw: "
+    if undecided:
+        head = f"{agree} as the seed saw, {undecided} undecided: "
     band = "the compiler's own memory analysis"
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
@@ -664,14 +668,24 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                         inside |= m["value"] < moves["value"]
                         words = "a sitting" if extra == SITTING_TO_SITTING else "one run"
                         caveat += f" ({words} moves {fmt(moves)}, median)"
-                # the verdict read again in each earlier sitting of the chip
+                # the verdict read again in each earlier sitting of the chip: what holds in
+                # every sitting, and below it what does not
+                newest = int(rs[0]["params"])
                 earlier = [e for e in sittings if e["device"] == m["device"]]
-                other = sorted({e["params"] or 0 for e in earlier} - {int(rs[0]["params"])})
                 chosen += [r for e in earlier for r in e["rows"].to_dict("records")]
-                if other:
+                crossings = [newest, *(e["params"] for e in earlier)]
+                other = sorted({p for p in crossings if p != newest}, key=lambda p: p or 0)
+                if None in crossings:  # a sitting whose widest width lost: nothing holds
                     inside = True
                     said_other = ", ".join(f"{p:,}" if p else "none" for p in other)
                     caveat += f"; an earlier sitting's: from {said_other}"
+                elif other:
+                    held = max(crossings)
+                    inside |= held != newest
+                    below = ", ".join(f"{p:,}" for p in other if p != held)
+                    caveat += (f"; {len(crossings)} sittings: faster from {held:,} on in all, "
+                               f"from {below} in {len(crossings) - crossings.count(held)}, "
+                               f"undecided below {held:,}")  # fmt: skip
                 elif earlier:
                     caveat += f"; {len(earlier)} earlier sittings agree"
                 caveat += ": undecided" if inside else ""
@@ -875,15 +889,19 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
     one_model = s[s.k == 1]
     noise = {d: max(max(v, 1 / v) for v in g.value) for d, g in one_model.groupby("device")}
-    verdicts: dict[str, dict[str, list[str]]] = {"faster": {}, "within noise": {}, "slower": {}}
+    verdicts: dict[str, dict[str, list[str]]] = {
+        "faster": {}, "within noise": {}, "slower": {}, "unjudged": {}
+    }  # fmt: skip
     for r in s[s.k > 1].to_dict("records"):
         n = noise.get(r["device"], 1.0)
         # the reference CPU by its formulation; another device by its name (and its
         # formulation where a CPU's: an accelerator's is always xla)
-        who = ("CPU " if not r["ref"] else f"{r['device']} ") + (
+        who = ("" if not r["ref"] else f"{r['device']} ") + (
             r["formulation"] if r["platform"] == "cpu" else ""
         )
         verdict = "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
+        if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
+            verdict = "unjudged"
         verdicts[verdict].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
     said = "; ".join(
         f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
@@ -891,9 +909,11 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         if found
     )
     faster = sum(map(len, verdicts["faster"].values()))
-    head = "No" if not faster else "Yes" if faster == len(s[s.k > 1]) else "Partly"
+    judged = len(s[s.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
+    head = "No" if not faster else "Yes" if faster == judged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
-    text = f"{head}: {said} ({s.iloc[0].model}; the CPU per formulation{where})"
+    forms = ", ".join(sorted(set(here.formulation)))
+    text = f"{head}: {said} ({s.iloc[0].model}; {forms}: the CPU's formulations{where})"
     band = None
     if len(one_model):
         reads = [
@@ -901,6 +921,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
             for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
         ]
         band = f"K=1, one model, reads {', '.join(reads)}: gaps from 1x within those are noise"
+    if verdicts["unjudged"]:  # a ratio across sittings holds two VMs' speeds as well
+        band = f"{band or '-'}; unjudged: sides from two sittings"
     return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), band)
 
 

@@ -693,9 +693,12 @@ def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 SITTING_TO_SITTING = "loop step, sitting to sitting"
 
 
-def earlier_sitting(began: datetime) -> str:
-    """The `extra` of a loop step pooled in a sitting before the newest: when it began."""
-    return f"{LOOP}, an earlier sitting ({began:%Y-%m-%d %H:%M} UTC)"
+def earlier_sitting(began: datetime, r: Record) -> str:
+    """The `extra` of a loop step pooled in a sitting before the newest: when it began,
+    and how its loop was timed (the method has changed between sittings)."""
+    windows = len(r.host_loop.window_step_s or []) or 1
+    how = f"{r.host_loop.steps} steps in {windows} window{'s' if windows > 1 else ''}"
+    return f"{LOOP}, an earlier sitting ({began:%Y-%m-%d %H:%M} UTC, {how})"
 
 
 def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
@@ -730,8 +733,9 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 if key == sitting(ran[-1]):
                     continue
                 step, spread = _pooled([number(x.host_loop.loop_step_s) for x in earlier], {})
+                extra = earlier_sitting(began[key], earlier[-1])
                 out.append(row("step_s", "measured", step, w, "earlier-sitting", earlier,
-                               extra=earlier_sitting(began[key]), **spread))  # fmt: skip
+                               extra=extra, **spread))  # fmt: skip
     for (platform, device), factors in sorted(pools.items()):
         w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
         spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
