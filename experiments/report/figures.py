@@ -63,6 +63,7 @@ from experiments.studies.page import (
     rows,
 )
 from jaxcnn import host_memory
+from jaxcnn.perf.chips import USABLE_FRACTION
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -233,7 +234,8 @@ RULES = {
     "workload for this target, with the current constants",
     "machine-best": "the highest matmul rate any run on this machine measured (a busy "
     "moment only lowers it)",
-    "cpu-best": "the fastest step any configuration, formulation, loop or framework "
+    "cpu-best": "the fastest step timed alone (the host's loop left out, as a predicted "
+    "device step leaves it) that any configuration, formulation, loop or framework "
     "reached for this step (model, batch, precision) on this machine (on a measured "
     "side's own data set where it ran on it): the baseline of every accelerator's speedup "
     "of that step",
@@ -884,8 +886,12 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         if r.target and r.target.usable_bytes_per_device:
             w = {"device": device, "model": "-", "dataset": "-",
                  "platform": r.device.platform, "devices": r.device.count}  # fmt: skip
-            out.append(row("memory_bytes", "compiled", r.target.usable_bytes_per_device, w,
-                           "newest-compile", [r], extra=USABLE))  # fmt: skip
+            # no compiler's figure: the datasheet's memory times the share JAX's allocator
+            # takes of it by default (jaxcnn.perf.chips.USABLE_FRACTION), both published
+            share = USABLE_FRACTION.get(r.device.platform)
+            note = f"its datasheet's memory x {share}, JAX's default share" if share else None
+            out.append(row("memory_bytes", "published", r.target.usable_bytes_per_device, w,
+                           "newest-compile", [r], extra=USABLE, note=note))  # fmt: skip
     errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():
         out.extend(largest_batch(rs, errors))
