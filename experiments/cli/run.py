@@ -393,7 +393,6 @@ def _run(options: argparse.Namespace) -> int:
     found = devices_lib.resolve(options.device, options.num_devices)
     devices = cli_plan.devices_kept(options, found)
     workloads = cli_plan.workloads(options, devices[0].platform, len(devices))
-    sweep.check_all(workloads, devices, options.data_dir)  # every usage error before any work
     _check_writable(Path(options.out) / records.RECORDS_FILE, "--out", options.out)
     out = Path(options.out).resolve()  # the real folder: the records' and the locks' place
     checkpoint_root = cli_plan.checkpoint_root(options)
