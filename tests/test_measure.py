@@ -16,7 +16,8 @@ from conftest import Analysed
 from experiments import records
 from experiments.harness import measure
 from experiments.harness.prepare import load_splits
-from experiments.harness.runners import RunContext, run_workload
+from experiments.harness.runners.interface import RunContext
+from experiments.harness.sweep import run_workload
 from experiments.records.workload import BOUNDS, Workload
 from jaxcnn import loop, models, train
 from jaxcnn.perf import predict

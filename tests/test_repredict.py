@@ -18,7 +18,8 @@ from experiments import records
 from experiments.cli import repredict as repredict_cli
 from experiments.harness import measure
 from experiments.harness.prepare import load_splits
-from experiments.harness.runners import RunContext, run_workload
+from experiments.harness.runners.interface import RunContext
+from experiments.harness.sweep import run_workload
 from experiments.predict import repredict
 from experiments.records.workload import Workload
 

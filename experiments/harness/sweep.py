@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from experiments import records
-from experiments.harness import died, kept, measure
+from experiments.harness import compile_only, died, kept, measure
 from experiments.harness.prepare import (
     Split,
     check,
@@ -51,7 +51,10 @@ from experiments.harness.prepare import (
     split_key,
     train_examples,
 )
-from experiments.harness.runners import RunContext, run_workload
+from experiments.harness.runners.ensemble import run_ensemble
+from experiments.harness.runners.interface import RecordDraft, RunContext, Runner
+from experiments.harness.runners.matmul import run_matmul
+from experiments.harness.runners.train import run_train
 from experiments.records.labels import device_name, model_with_overrides
 from experiments.records.tables import si
 from experiments.records.workload import Workload
@@ -236,6 +239,38 @@ def _title(workload: Workload, num_devices: int = 1) -> str:
         what += f", {workload.loop} loop"
     what += f", {workload.epochs} epoch(s)" if workload.epochs else ", timing only"
     return what + (f", seed {workload.seed}" if workload.seed else "")
+
+
+def _run_compile(workload: Workload, context: RunContext) -> RecordDraft:
+    # Its devices are the target's, abstract: the context's devices are not used.
+    return compile_only.run_target(workload)
+
+
+# One runner per workload kind (experiments/harness/runners/ says what each does).
+RUNNERS: dict[str, Runner] = {
+    "train": run_train,
+    "matmul": run_matmul,
+    "ensemble": run_ensemble,
+    "compile": _run_compile,
+}
+
+
+def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
+    # Set around compile and run, outside model and step code: the same program, only
+    # the precision XLA lowers f32 dots to differs (GPU: TF32 on/off).
+    if workload.matmul_precision == "default":
+        return contextlib.nullcontext()
+    return jax.default_matmul_precision(workload.matmul_precision)
+
+
+def run_workload(workload: Workload, context: RunContext) -> RecordDraft:
+    """Compile, time and (epochs > 0) train `workload` with its kind's runner, in
+    `context` (its devices already the ones it runs on; RunContext says what else), and
+    the record says how it went. A loss that turns NaN/inf stops training and makes a
+    `nan` record naming the step; any other failure while running an `error` (or `oom`)
+    record with a one-line message, so a sweep goes on."""
+    with _matmul_precision(workload):
+        return RUNNERS[workload.kind](workload, context)
 
 
 LOCKS = ".locks"
