@@ -52,7 +52,7 @@ from experiments.harness.prepare import (
     train_examples,
 )
 from experiments.harness.runners.ensemble import run_ensemble
-from experiments.harness.runners.interface import RecordDraft, RunContext, Runner
+from experiments.harness.runners.interface import RunContext, Runner
 from experiments.harness.runners.matmul import run_matmul
 from experiments.harness.runners.train import run_train
 from experiments.records.labels import device_name, model_with_overrides
@@ -241,18 +241,22 @@ def _title(workload: Workload, num_devices: int = 1) -> str:
     return what + (f", seed {workload.seed}" if workload.seed else "")
 
 
-def _run_compile(workload: Workload, context: RunContext) -> RecordDraft:
-    # Its devices are the target's, abstract: the context's devices are not used.
-    return compile_only.run_target(workload)
-
-
-# One runner per workload kind (experiments/harness/runners/ says what each does).
+# The runner of each kind run here (experiments/harness/runners/ says what each does);
+# kind compile is compile_only.run_target's, on its target's devices.
 RUNNERS: dict[str, Runner] = {
     "train": run_train,
     "matmul": run_matmul,
     "ensemble": run_ensemble,
-    "compile": _run_compile,
 }
+# Kinds whose runner takes one device whatever it is given: a matmul times one device's
+# ceiling, and an ensemble's K models share one device.
+ONE_DEVICE_KINDS = ("matmul", "ensemble")
+
+
+def runs_on(workload: Workload, devices: list[jax.Device]) -> list[jax.Device]:
+    """The devices `workload`'s runner is given and its record describes, of `devices`
+    (its `devices_for`): the first alone for ONE_DEVICE_KINDS, else all."""
+    return devices[:1] if workload.kind in ONE_DEVICE_KINDS else devices
 
 
 def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
@@ -263,14 +267,20 @@ def _matmul_precision(workload: Workload) -> contextlib.AbstractContextManager:
     return jax.default_matmul_precision(workload.matmul_precision)
 
 
-def run_workload(workload: Workload, context: RunContext) -> RecordDraft:
+def run_workload(workload: Workload, context: RunContext) -> dict[str, Any]:
     """Compile, time and (epochs > 0) train `workload` with its kind's runner, in
-    `context` (its devices already the ones it runs on; RunContext says what else), and
-    the record says how it went. A loss that turns NaN/inf stops training and makes a
-    `nan` record naming the step; any other failure while running an `error` (or `oom`)
-    record with a one-line message, so a sweep goes on."""
+    `context` (its devices its `devices_for`; RunContext says what else): its record,
+    made before it runs (`record_for`), with the runner's outcome. A loss that turns
+    NaN/inf stops training and makes a `nan` record naming the step; any other failure
+    while running an `error` (or `oom`) record with a one-line message, so a sweep goes
+    on."""
     with _matmul_precision(workload):
-        return RUNNERS[workload.kind](workload, context)
+        if workload.kind == "compile":  # its devices are the target's, abstract
+            return compile_only.run_target(workload)
+        on = runs_on(workload, context.devices)
+        record = record_for(workload, on)
+        found = RUNNERS[workload.kind](workload, dataclasses.replace(context, devices=on))
+    return {**record, **found}
 
 
 LOCKS = ".locks"

@@ -14,8 +14,8 @@ import numpy as np
 import optax
 
 from experiments.harness import measure
-from experiments.harness.prepare import build_module, record_for
-from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
+from experiments.harness.prepare import build_module
+from experiments.harness.runners.interface import Outcome, RunContext, outcome
 from experiments.harness.runners.train import Timer, compile_and_measure, shapes, step_timer
 from experiments.records.workload import Workload
 from jaxcnn import models, train
@@ -133,10 +133,9 @@ def _scaled_fields(
     return {**measured, "flops": flops, "achieved_tflops": achieved, "mfu": mfu, "kernels": kernels}
 
 
-def run_ensemble(workload: Workload, context: RunContext) -> RecordDraft:
+def run_ensemble(workload: Workload, context: RunContext) -> Outcome:
     """K models on one device: vmap'd together in one step, or one after another."""
-    devices = context.devices[:1]
-    record = record_for(workload, devices)
+    devices = context.devices
     k, vmapped = workload.ensemble_size, workload.ensemble_mode == "vmap"
     trainable, non_trainable = models.param_counts(workload.model, **workload.model_overrides)
     train_split, test_split = context.splits
@@ -150,7 +149,7 @@ def run_ensemble(workload: Workload, context: RunContext) -> RecordDraft:
         "progress": context.progress,
     }
 
-    def measured_and_trained(record: RecordDraft) -> dict[str, Any]:
+    def measured_and_trained(learned: dict[str, Any]) -> dict[str, Any]:
         stacked, seeds, rates = _ensemble_members(workload, devices)
         if vmapped:
             placement = place("single", devices, ensemble_train_step, ensemble_eval_step)
@@ -221,4 +220,4 @@ def run_ensemble(workload: Workload, context: RunContext) -> RecordDraft:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return recorded(record, measure.with_allocator_before(measured_and_trained, devices[0]))
+    return outcome(measure.with_allocator_before(measured_and_trained, devices[0]))

@@ -7,17 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from experiments.harness import measure
-from experiments.harness.prepare import record_for
-from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
+from experiments.harness.runners.interface import Outcome, RunContext, outcome
 from experiments.records.workload import Workload
 
 
-def run_matmul(workload: Workload, context: RunContext) -> RecordDraft:
-    devices = context.devices[:1]
-    record = record_for(workload, devices)
+def run_matmul(workload: Workload, context: RunContext) -> Outcome:
+    devices = context.devices
     n, dtype = workload.batch_size, workload.compute_dtype
 
-    def timed(record: RecordDraft) -> dict[str, Any]:  # an n that does not fit is an `oom` record
+    def timed(learned: dict[str, Any]) -> dict[str, Any]:  # an n that does not fit: `oom`
         compiled, compile_s, step_time = measure.time_matmul(
             devices[0], dtype, n, steps=workload.timing_steps, seed=workload.seed
         )
@@ -40,4 +38,4 @@ def run_matmul(workload: Workload, context: RunContext) -> RecordDraft:
             matmul_ceiling=context.ceiling,
         )
 
-    return recorded(record, timed)
+    return outcome(timed)

@@ -22,8 +22,8 @@ from typing import Any
 import jax
 
 from experiments.harness import kept, measure
-from experiments.harness.prepare import Split, build_module, record_for, training_steps
-from experiments.harness.runners.interface import RecordDraft, RunContext, recorded
+from experiments.harness.prepare import Split, build_module, training_steps
+from experiments.harness.runners.interface import Outcome, RunContext, outcome
 from experiments.records.workload import Workload
 from jaxcnn import data, epochs, models, train
 from jaxcnn.checkpoint import Checkpoints, params_digest
@@ -187,9 +187,8 @@ def compile_and_measure(
     return placed, train_step, measured
 
 
-def run_train(workload: Workload, context: RunContext) -> RecordDraft:
+def run_train(workload: Workload, context: RunContext) -> Outcome:
     devices = context.devices
-    record = record_for(workload, devices)
     check_batch_size(workload.batch_size, len(devices))
     module = build_module(workload, devices)
     shape = models.input_shape(workload.model, **workload.model_overrides)
@@ -204,7 +203,7 @@ def run_train(workload: Workload, context: RunContext) -> RecordDraft:
     placement = place(workload.strategy, devices)
     training = workload.epochs > 0
 
-    def measured_and_trained(record: RecordDraft) -> dict[str, Any]:
+    def measured_and_trained(learned: dict[str, Any]) -> dict[str, Any]:
         measure.phase("initialising the parameters and optimizer state")
         fresh = train.create_train_state(module, tx, shape, workload.seed)
         abstract = shapes(fresh)  # FLOPs are counted on shapes, before any placement
@@ -244,7 +243,7 @@ def run_train(workload: Workload, context: RunContext) -> RecordDraft:
         )
         history: list[dict[str, Any]] = []
         if training:
-            state, history = _fit(workload, context, record, state, placed, fit_split, test_split)
+            state, history = _fit(workload, context, learned, state, placed, fit_split, test_split)
         last = history[-1] if history else {}
         return dict(
             params={"trainable": trainable, "non_trainable": non_trainable},
@@ -260,19 +259,19 @@ def run_train(workload: Workload, context: RunContext) -> RecordDraft:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return recorded(record, measure.with_allocator_before(measured_and_trained, devices[0]))
+    return outcome(measure.with_allocator_before(measured_and_trained, devices[0]))
 
 
 def _fit(
     workload: Workload,
     context: RunContext,
-    record: RecordDraft,
+    learned: dict[str, Any],
     state: Any,
     placed: Placement,
     train_split: Any,
     test_split: Any,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """`fit`, resumed from and saving to the context's checkpoints; the record learns the
+    """`fit`, resumed from and saving to the context's checkpoints; `learned` gets the
     step it resumed from (even if training then fails) and the trained params' digest."""
     checkpoints = None
     if context.checkpoint_dir:
@@ -293,6 +292,6 @@ def _fit(
     finally:
         if checkpoints is not None:
             checkpoints.close()
-            record["resumed_from_step"] = checkpoints.restored_step
-    record["params_digest"] = params_digest(placed.get_state(state).params)
+            learned["resumed_from_step"] = checkpoints.restored_step
+    learned["params_digest"] = params_digest(placed.get_state(state).params)
     return state, history
