@@ -15,8 +15,9 @@ import signal
 import sys
 import textwrap
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.cli import options as cli_options
 from experiments.cli import plan as cli_plan
@@ -38,6 +39,9 @@ from experiments.cli.options import (
 )
 from experiments.records import DEFAULT_OUT, Record, TrainRecord
 from experiments.records.tables import format_table, one_line_warning
+
+if TYPE_CHECKING:  # the annotations only: the parser and --help start no JAX
+    from experiments.harness.sweep import Swept
 
 DESCRIPTION = """\
 Runs a study (by default three of the seeds' models on the embedded `digits` data,
@@ -376,6 +380,14 @@ def _check_writable(path: Path, option: str, given: str | Path, folder: bool = F
         raise UsageError(f"cannot write to {option} {given}: {e.strerror or e}{where}") from None
 
 
+def _printed(swept: Iterable[Swept]) -> Iterator[Swept]:
+    """`swept` as it comes, each record measured now printed once it is written."""
+    for one in swept:
+        if one.measured:
+            _print_done(one.record)
+        yield one
+
+
 def _print_done(record: Record) -> None:
     resumed = record.resumed_from_step if isinstance(record, TrainRecord) else None
     if resumed:
@@ -400,20 +412,16 @@ def _run(options: argparse.Namespace) -> int:
         option = spelled("checkpoint_dir") if options.checkpoint_dir else "--out"
         given = options.checkpoint_dir or options.out
         _check_writable(checkpoint_root, option, given, folder=True)
-    done, skipped = sweep.run_sweep(
-        workloads,
-        devices,
-        sweep.SweepOptions(
-            out,
-            data_dir=options.data_dir,
-            force=options.force,
-            progress=options.progress,
-            checkpoint_root=checkpoint_root,
-            checkpoint_every=options.checkpoint_every,
-            keep_checkpoints=options.keep_checkpoints,
-            on_record=_print_done,
-        ),
+    sweep_options = sweep.SweepOptions(
+        out,
+        data_dir=options.data_dir,
+        force=options.force,
+        progress=options.progress,
+        checkpoint_root=checkpoint_root,
+        checkpoint_every=options.checkpoint_every,
+        keep_checkpoints=options.keep_checkpoints,
     )
+    done, skipped = sweep.tally(_printed(sweep.sweep_records(workloads, devices, sweep_options)))
     failed = 1 if any(r.status == "error" for r in done) else 0
     if jax.process_index() != 0:
         return failed

@@ -2,6 +2,9 @@
 
     done, skipped = run_sweep(workloads, jax.devices(), SweepOptions(Path("runs")))
 
+or `sweep_records(...)`, which yields each workload's record as the sweep reaches it
+(one measured now once it is written), for a caller that shows them as they come.
+
 Nothing lost, nothing twice: a workload whose configuration key already has a final
 record (ok, nan, oom) in OUT/records.jsonl is skipped unless `force` (records.recorded);
 an `error` is retried. Usage mistakes (an unknown model, a batch that does not split over the
@@ -32,7 +35,7 @@ import os
 import shutil
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -302,8 +305,7 @@ def recorded_meanwhile(path: Path, key: str) -> records.Record | None:
 @dataclasses.dataclass(frozen=True)
 class SweepOptions:
     """How a sweep runs its workloads: where its records go (OUT/records.jsonl), where
-    its data and checkpoints are, whether recorded workloads run again (`force`), and
-    who sees each record as it is made (`on_record`)."""
+    its data and checkpoints are, and whether recorded workloads run again (`force`)."""
 
     out: Path
     data_dir: str | None = None
@@ -312,7 +314,30 @@ class SweepOptions:
     checkpoint_root: Path | None = None
     checkpoint_every: int | None = None
     keep_checkpoints: int = 2
-    on_record: Callable[[records.Record], None] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Swept:
+    """What a sweep made of one workload: its record as the reader returns it (None on
+    a process other than 0 for a workload process 0 found recorded: only process 0 reads
+    the records), whether it was recorded before this sweep (`already`: not written
+    again), and whether it was measured now (`measured`: not a skip or a death written
+    in its place)."""
+
+    record: records.Record | None
+    already: bool = False
+    measured: bool = False
+
+
+def tally(swept: Iterable[Swept]) -> tuple[list[records.Record], int]:
+    """(the records of `swept`, new or already there, and how many were already
+    recorded): what `run_sweep` returns."""
+    done, already = [], 0
+    for one in swept:
+        if one.record is not None:
+            done.append(one.record)
+        already += one.already
+    return done, already
 
 
 def run_sweep(
@@ -321,8 +346,16 @@ def run_sweep(
     """Run `workloads` on `devices` (each on its `devices_for`), appending one record
     each to options.out/records.jsonl: (the records of this sweep, new or already there,
     each as the reader returns it, and how many were already recorded). Raises
-    JaxcnnError for usage or data mistakes before any work; `options.on_record` sees each
-    record as it is made."""
+    JaxcnnError for usage or data mistakes before any work."""
+    return tally(sweep_records(workloads, devices, options))
+
+
+def sweep_records(
+    workloads: list[Workload], devices: list[jax.Device], options: SweepOptions
+) -> Iterator[Swept]:
+    """`run_sweep`, yielding what it made of each workload as it goes: a record measured
+    now once it is written. Raises JaxcnnError for usage or data mistakes before any
+    work, at the first step of the iteration."""
     path = options.out / records.RECORDS_FILE
     try:  # this jaxcnn would measure their cells again beside them
         records.refuse_newer(path)
@@ -352,8 +385,6 @@ def run_sweep(
         if options.checkpoint_root is not None:  # Orbax would find a file there at its first save
             check_folder(folder)
     writer = jax.process_index() == 0  # with many processes, process 0 alone writes
-    done: list[records.Record] = []
-    already = 0
     stopped: dict[str, str] = {}  # oom_group -> why the rest of it is skipped
     ceiling = bandwidth = None
     described = devices_lib.describe(devices)
@@ -373,22 +404,19 @@ def run_sweep(
             print(f"    already recorded ({status}): skipped", file=sys.stderr)
             if writer and folders[key] is not None:  # killed between its record and its
                 died.ended(died.marker_for(folders[key]))  # marker's removal: nothing died
-            if key in found:
-                done.append(found[key])
-                if w.oom_group and status == "oom":
-                    stopped[w.oom_group] = _oom_reason(w)
-            already += 1
+            if key in found and w.oom_group and status == "oom":
+                stopped[w.oom_group] = _oom_reason(w)
+            yield Swept(found.get(key), already=True)
             continue
         if w.oom_group in stopped:
             reason = stopped[w.oom_group]
             print(f"    not run: {reason}", file=sys.stderr)
             record = record_for(w, on)
             record.update(status="skipped", message=reason)
-            if key in skips and not options.force:  # a rerun: that skip is already written
-                already += 1
-            elif writer:
+            written = key in skips and not options.force  # a rerun: that skip is already written
+            if writer and not written:
                 records.append_or_keep(path, record)
-            done.append(records.typed(record))
+            yield Swept(records.typed(record), already=written)
             continue
         checkpoint_dir = None if options.checkpoint_root is None else folders[key]
         with contextlib.ExitStack() as held:
@@ -406,11 +434,10 @@ def run_sweep(
             if agreed([late is not None])[0]:
                 status = late.status if late else "by process 0"
                 print(f"    recorded meanwhile by another run ({status}): skipped", file=sys.stderr)
-                if late is not None:
-                    done.append(late)
-                    if w.oom_group and status == "oom":
-                        stopped[w.oom_group] = _oom_reason(w)
-                already += 1
+                if late is not None and w.oom_group and status == "oom":
+                    stopped[w.oom_group] = _oom_reason(w)
+                held.close()  # the lock is let go before the caller sees the record
+                yield Swept(late, already=True)
                 continue
             # A run that died in this workload left its marker and no record: its record
             # now (an oom is final, its group stops; another death is retried below).
@@ -428,8 +455,9 @@ def run_sweep(
             if agreed([death is not None and death["status"] == "oom"])[0]:
                 if w.oom_group:
                     stopped[w.oom_group] = _oom_reason(w)
+                held.close()  # the lock is let go before the caller sees the record
                 if writer:
-                    done.append(records.typed(dead))
+                    yield Swept(records.typed(dead))
                 continue
             if options.force and checkpoint_dir is not None and checkpoint_dir.exists():
                 shutil.rmtree(checkpoint_dir)  # --force means from scratch, not resumed
@@ -471,10 +499,7 @@ def run_sweep(
         made = records.typed(record)
         if w.oom_group and agreed([made.status == "oom"])[0]:
             stopped[w.oom_group] = _oom_reason(w)
-        done.append(made)
-        if options.on_record is not None:
-            options.on_record(made)
-    return done, already
+        yield Swept(made, measured=True)
 
 
 def _oom_reason(workload: Workload) -> str:
