@@ -102,6 +102,11 @@ STUDY = Study(
                 "sees: what the answers divide by)",
                 lambda t: loop_over_loop(t).query("kind == 'measured'"),
                 "model batch dataset device value how"),
+        Section("The same loops measured in each earlier sitting of a chip (another lease or "
+                "version of the code), the newest's above: how far a sitting moves them",
+                where(lambda t: (t.selection == "earlier-sitting") & t.model.isin(SEED_MODELS)
+                      & (t.batch == 128)),
+                "model batch dataset device value spread how"),
         Section("Predicted: the chip's loop step over the same CPU's jaxcnn's loop",
                 lambda t: loop_over_loop(t).query("kind == 'predicted'"), pivot=BY_CHIP),
         Section("Over the CPU at its best (its fastest program, timed alone without "
