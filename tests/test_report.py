@@ -716,9 +716,9 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     bare = answers.answers(csv[~csv.id.isin(every_seed.id)])[11]
     assert "derived from its step" in bare.answer and bare.known.startswith("D")
     assert "measured" not in bare.answer
-    # the seed's epoch on the CPU is derived from a step: its kind says so
+    # the seed's epoch on the CPU is derived from its loop step (row 2's): its kind says so
     seed = answers.answers(csv)[2]
-    assert "CPU" in seed.answer and "derived from its step" in seed.answer
+    assert "CPU" in seed.answer and "derived from its loop step" in seed.answer
     assert seed.known.split(" / ")[0] == "D" and "M" not in seed.known.split(" / ")
 
 
@@ -2379,7 +2379,18 @@ def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     made = from_steps.numerator.map(table.set_index("id").kind)
     assert set(made) == {"measured", "predicted"}
     assert (from_steps.kind == made.map({"measured": "derived", "predicted": "predicted"})).all()
-    assert f"CPU b16 {fmt(table.set_index('id').loc[step].to_dict())}" in answered[1].answer
+    # jaxcnn's loop on both sides: the CPU's loop step, and each chip over it loop over loop
+    found = table.set_index("id").loc[step]
+    assert found.extra == study_page.LOOP and found.formulation == "cpu"
+    assert f"CPU's loop at b16 {fmt(found.to_dict())}" in answered[1].answer
+    over = table[table.id.isin(answered[1].ids) & (table.quantity == "speedup")
+                 & (table.selection == "loop-vs-loop")]  # fmt: skip
+    assert len(over) == 2 and set(over.numerator) == {step}
+    for r in over.to_dict("records"):
+        assert f"{fmt(r)} the CPU" in answered[1].answer
+    # the control: without the CPU's loop, the like-for-like step timed alone stands in
+    bare = answers.answers(table[~table.id.isin([step, *over.id])])[1].answer
+    assert "CPU b16 " in bare and "CPU's loop" not in bare
 
 
 def test_none_is_spelled_one_way_in_the_table(csv):

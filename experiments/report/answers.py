@@ -134,6 +134,8 @@ def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -
 
 def epoch_words(r: Row) -> str:
     """A measured epoch and how it is known: measured over N epochs, or derived."""
+    if r["selection"] == DERIVED and str(r["extra"]).endswith(LOOP):
+        return f"{fmt(r)} derived from its loop step ({r['formulation']} formulation)"
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
@@ -223,22 +225,35 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(head + "; ".join(words), picked, band)
 
 
+def seed_loops_over_cpu(t: pd.DataFrame, cpu: str | None) -> pd.DataFrame:
+    """Each chip's predicted loop step of the seed's CNN at b16 over the CPU's jaxcnn's
+    loop (loop-vs-loop): what a user running the same fit on each sees."""
+    loops = rows(t, quantity="speedup", selection="loop-vs-loop", model=SEED_MODEL, batch=16)
+    return loops[loops.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]
+
+
+def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> Row:
+    """The CPU's jaxcnn's loop step of the seed's CNN at b16 that row 2 divides by."""
+    found = seed_loops_over_cpu(t, cpu)
+    return one(t, id=found.numerator.iloc[0]) if len(found) else None
+
+
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = accelerator_step(t, "gpu-mx150", SEED_MODEL, 16)
     t4 = accelerator_step(t, "gpu-t4", SEED_MODEL, 128)
-    # the step row 3's CPU epoch is derived from (the CPU's fastest), else like for like
-    d = derived_epoch(t, cpu, SEED_MODEL, 16)
-    c = one(t, id=d["numerator"]) if d else cpu_step(t, cpu, SEED_MODEL, 16)
     pm, pt = published(t, "seed000-mx150-catsdogs"), published(t, "seed000-t4-catsdogs")
-    # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step)
+    # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step):
+    # jaxcnn's loop on both sides, what a user running the fit on each sees (as row 5)
     t4_b16 = accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
-    over = [c and a and one(t, quantity="speedup", numerator=c["id"], denominator=a["id"])
-            for a in (mx, t4_b16)]  # fmt: skip
+    over = [a and one(seed_loops_over_cpu(t, cpu), denominator=a["id"]) for a in (mx, t4_b16)]
+    c = seed_cpu_loop(t, cpu) or cpu_step(t, cpu, SEED_MODEL, 16)
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
     parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
     parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads{at16})" if t4 else "")
-    said = f"CPU b16 {fmt(c)} ({c['formulation']} formulation)" if c else None
+    # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
+    said = c and (f"CPU's loop at b16 {fmt(c)}" if c["extra"] == LOOP
+                  else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
     parts.append(said or none_on(cpu, "CPU b16 step"))
     # our model of the seed's own loops against them: the chips' one check, beside the band
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
@@ -258,7 +273,10 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
 def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = predicted(t, "epoch_s", "gpu-mx150", SEED_MODEL, 16)
     t4 = predicted(t, "epoch_s", "gpu-t4", SEED_MODEL, 128)
-    c = trained_epoch(t, cpu, SEED_MODEL, 16) or derived_epoch(t, cpu, SEED_MODEL, 16)
+    # the CPU's epoch from the very loop step row 2 sets the chips against
+    loop = seed_cpu_loop(t, cpu)
+    from_loop = loop and one(t, quantity="epoch_s", kind="derived", numerator=loop["id"])
+    c = trained_epoch(t, cpu, SEED_MODEL, 16) or from_loop or derived_epoch(t, cpu, SEED_MODEL, 16)
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")

@@ -1566,8 +1566,11 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
         ((table.quantity == "step_s") & (table.kind == "measured"))
         | ((table.quantity == "loop_step_s") & (table.kind == "predicted"))
     ]
-    for d in rows(steps_rows, model=list(TRAIN_IMAGES), devices=1, extra="-").to_dict("records"):
+    # a step timed alone, a predicted loop step, and jaxcnn's loop as it ran
+    timed = rows(steps_rows, model=list(TRAIN_IMAGES), devices=1, extra=["-", LOOP])
+    for d in timed[(timed.extra == "-") | (timed.kind == "measured")].to_dict("records"):
         steps = data.steps_per_epoch(TRAIN_IMAGES[d["model"]], int(d["batch"]))
+        of = "jaxcnn's loop" if d["extra"] == LOOP else d["quantity"]
         said = (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
         band = {"band_quantity": None}
         if d["kind"] == "predicted":  # unvalidated as its step is, or banded by it
@@ -1579,7 +1582,7 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
         kind = "derived" if d["kind"] == "measured" else d["kind"]
         out.append(
             row("epoch_s", kind, d["value"] * steps,
-                {**d, "extra": f"{steps} steps of {d['quantity']}"}, "epoch-from-step",
+                {**d, "extra": f"{steps} steps of {of}"}, "epoch-from-step",
                 numerator=d["id"], note="; ".join(n for n in said if isinstance(n, str)), **band)
         )  # fmt: skip
     return out
