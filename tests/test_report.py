@@ -2230,6 +2230,14 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
     labels = [str(x.get_label()) for x in fig.axes[0].get_lines()]
     gpu = next(x for x in labels if x.startswith(f"{g.device.iloc[0]}, measured"))
     assert gpu.endswith("(one window each: no spread)") == g.lo.isna().any()
+    # each earlier sitting of the GPU, its own faint line of the rows the page reads again
+    for e in crossover_study.sitting_crossovers(table, cpu):
+        (line,) = [x for x in fig.axes[0].get_lines()
+                   if x.get_label().startswith(f"{e['device']}, an earlier sitting (")
+                   and e["extra"].split("(")[-1].rstrip(")").split(",")[0]
+                   in x.get_label()]  # fmt: skip
+        assert list(line.get_ydata()) == list(e["rows"].sort_values("params").value)
+    assert len(crossover_study.sitting_crossovers(table, cpu)) == 2  # the committed
     # without a GPU's loop sweep neither line is drawn (the positive control above)
     fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
     assert not any(", measured" in str(x.get_label()) for x in fig.axes[0].get_lines())

@@ -221,6 +221,14 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
                      label=f"{device}, measured{single}")  # fmt: skip
+    # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
+    for i, e in enumerate(crossover_study.sitting_crossovers(table, cpu)):
+        r = e["rows"].sort_values("params")
+        when = e["extra"].split("(")[-1].rstrip(")")
+        label = textwrap.fill(f"{e['device']}, an earlier sitting ({when})", 52)
+        loop_ax.plot(r.params, r.value, f"{'v^<>'[i % 4]}:", color=colour.get(e["device"], "C4"),
+                     alpha=0.5,
+                     markersize=4, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)
