@@ -774,6 +774,13 @@ def test_a_record_says_whether_its_tree_differed_from_its_commit(tmp_path):
     (repo / "other.py").write_text("untracked: not the code that ran\n")
     assert git_tree(repo)["git_dirty"] is False
     (repo / "step.py").write_text("a = 2\n")  # the code that runs is no longer the commit's
-    assert git_tree(repo) == {"git_commit": clean["git_commit"], "git_dirty": True}
+    edited = git_tree(repo)
+    assert {k: edited[k] for k in ("git_commit", "git_dirty")} == {
+        "git_commit": clean["git_commit"], "git_dirty": True}  # fmt: skip
+    assert re.fullmatch("[0-9a-f]{16}", edited["git_diff"]) and "git_diff" not in clean
+    (repo / "step.py").write_text("a = 3\n")  # another tree on the same commit
+    assert git_tree(repo)["git_diff"] != edited["git_diff"]
+    (repo / "step.py").write_text("a = 2\n")  # the same edit again: the same tree
+    assert git_tree(repo)["git_diff"] == edited["git_diff"]
     # outside git: no commit, and nothing said about changes
     assert git_tree(plain) == {"git_commit": None}

@@ -213,6 +213,13 @@ def test_a_chips_loop_step_moves_from_sitting_to_sitting_by_each_sittings_pool()
     # one commit, but another tree (its constants refit): another sitting
     split = spreads(("c1", "c1"), constants=("k1", "k2")).loc[figures.SITTING_TO_SITTING]
     assert (split.value, split.n) == (pytest.approx(1.6), 1)
+    # where a record says how its tree differed from its commit, that tells them apart
+    runs = [run("a", 0.001, "c1", 1), run("b", 0.0015, "c1", 2), run("c", 0.0017, "c1", 3)]
+    for r, diff in zip(runs, ("d1", "d2", "d2"), strict=True):
+        r["env"].update(git_dirty=True, git_diff=diff)
+    t = _build(runs, refs=[])
+    split = t[t.quantity == "run_spread"].set_index("extra").loc[figures.SITTING_TO_SITTING]
+    assert (split.value, split.n) == (pytest.approx(1.6), 1)
 
     moves = spreads(("c1", "c2"))
     sittings = moves.loc[figures.SITTING_TO_SITTING]

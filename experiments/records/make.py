@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -106,16 +107,18 @@ HERE = Path(__file__).resolve().parent
 
 def git_tree(where: Path = HERE) -> dict[str, Any]:
     """The commit of the checkout `where` is in (`git_commit`, None outside git) and,
-    where git can tell, whether its tracked files differ from it (`git_dirty`): a local
-    edit, or a copy of a newer tree beside an older .git, runs code the commit alone does
-    not name."""
+    where git can tell, whether its tracked files differ from it (`git_dirty`) and, if
+    they do, a digest of how (`git_diff`): a local edit, or a copy of a newer tree beside
+    an older .git, runs code the commit alone does not name, and two such trees differ."""
     commit = _git(where, "rev-parse", "HEAD")
     if commit is None:
         return {"git_commit": None}
     changes = _git(where, "status", "--porcelain", "--untracked-files=no")
+    diff = _git(where, "diff", "HEAD", "--binary") if changes else None
     return {
         "git_commit": commit or None,
         **({} if changes is None else {"git_dirty": bool(changes)}),
+        **({"git_diff": hashlib.sha256(diff.encode()).hexdigest()[:16]} if diff else {}),
     }
 
 

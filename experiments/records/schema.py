@@ -766,6 +766,10 @@ class Env(Part):
         "true: its tracked files differed from git_commit (a local edit, or a newer tree "
         "copied beside an older .git), so the commit alone does not name the code that ran"
     )
+    git_diff: Str | None = about(
+        "where git_dirty: a digest of how the tracked files differed (sha256 of git diff "
+        "HEAD, 16 hex digits): two trees on one commit told apart"
+    )
     host: Str | None = always("the host's name")
     utc_time: Time | None = always("when it was made, ISO 8601 (without an offset: UTC)")
     jax: Str | None = about(_VERSION)
