@@ -2238,13 +2238,14 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
     gpu = next(x for x in labels if x.startswith(f"{g.device.iloc[0]}, measured"))
     assert gpu.endswith("(one window each: no spread)") == g.lo.isna().any()
     # each earlier sitting of the GPU, its own faint line of the rows the page reads again
-    for e in crossover_study.sitting_crossovers(table, cpu):
+    sweeps = crossover_study.measured_crossover(table, cpu)
+    for e in crossover_study.sitting_crossovers(table, sweeps):
         (line,) = [x for x in fig.axes[0].get_lines()
                    if x.get_label().startswith(f"{e['device']}, an earlier sitting (")
                    and e["extra"].split("(")[-1].rstrip(")").split(",")[0]
                    in x.get_label()]  # fmt: skip
         assert list(line.get_ydata()) == list(e["rows"].sort_values("params").value)
-    assert len(crossover_study.sitting_crossovers(table, cpu)) == 2  # the committed
+    assert len(crossover_study.sitting_crossovers(table, sweeps)) == 2  # the committed
     # without a GPU's loop sweep neither line is drawn (the positive control above)
     fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
     assert not any(", measured" in str(x.get_label()) for x in fig.axes[0].get_lines())
@@ -2520,7 +2521,8 @@ def test_the_measured_crossover_is_read_again_in_each_earlier_sitting(csv):
         both = c.merge(s, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
         wins = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
         found[extra] = next(int(p) for i, (p, _) in enumerate(wins) if all(w for _, w in wins[i:]))
-    said = {f["extra"]: f["params"] for f in crossover_study.sitting_crossovers(csv, cpu)}
+    sweeps = crossover_study.measured_crossover(csv, cpu)
+    said = {f["extra"]: f["params"] for f in crossover_study.sitting_crossovers(csv, sweeps)}
     assert said == found
     (verdict,) = [r for r in answers.answers(csv)[8].answer.split("; ") if r.startswith("H100")]
     start = int(verdict.split("from ")[1].split(" params")[0].replace(",", ""))

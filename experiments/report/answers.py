@@ -232,10 +232,10 @@ def seed_loops_over_cpu(t: pd.DataFrame, cpu: str | None) -> pd.DataFrame:
     return loops[loops.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]
 
 
-def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> Row:
-    """The CPU's jaxcnn's loop step of the seed's CNN at b16 that row 2 divides by."""
-    found = seed_loops_over_cpu(t, cpu)
-    return one(t, id=found.numerator.iloc[0]) if len(found) else None
+def seed_cpu_loop(t: pd.DataFrame, loops: pd.DataFrame) -> Row:
+    """The CPU's jaxcnn's loop step of the seed's CNN at b16 that row 2 divides by (the
+    numerator of `loops`, seed_loops_over_cpu's)."""
+    return one(t, id=loops.numerator.iloc[0]) if len(loops) else None
 
 
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -245,8 +245,9 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step):
     # jaxcnn's loop on both sides, what a user running the fit on each sees (as row 5)
     t4_b16 = accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
-    over = [a and one(seed_loops_over_cpu(t, cpu), denominator=a["id"]) for a in (mx, t4_b16)]
-    c = seed_cpu_loop(t, cpu) or cpu_step(t, cpu, SEED_MODEL, 16)
+    loops = seed_loops_over_cpu(t, cpu)
+    over = [a and one(loops, denominator=a["id"]) for a in (mx, t4_b16)]
+    c = seed_cpu_loop(t, loops) or cpu_step(t, cpu, SEED_MODEL, 16)
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
     parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
@@ -274,7 +275,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = predicted(t, "epoch_s", "gpu-mx150", SEED_MODEL, 16)
     t4 = predicted(t, "epoch_s", "gpu-t4", SEED_MODEL, 128)
     # the CPU's epoch from the very loop step row 2 sets the chips against
-    loop = seed_cpu_loop(t, cpu)
+    loop = seed_cpu_loop(t, seed_loops_over_cpu(t, cpu))
     from_loop = loop and one(t, quantity="epoch_s", kind="derived", numerator=loop["id"])
     c = trained_epoch(t, cpu, SEED_MODEL, 16) or from_loop or derived_epoch(t, cpu, SEED_MODEL, 16)
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
@@ -653,7 +654,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     if not text:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
     sweeps = measured_crossover(t, cpu)
-    sittings = sitting_crossovers(t, cpu)
+    sittings = sitting_crossovers(t, sweeps)
     measured = [crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in sweeps]
     if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said = [words for words, _ in measured if words]

@@ -210,7 +210,7 @@ RULES = {
     "(records that name no CPU model stand in only where no record of the same host "
     "names one)",
     "pooled": "every ok record of exactly this workload on exactly this device from the "
-    "newest one's sitting (its git commit, machine id, boot and fitted constants), each a "
+    "newest one's sitting (its git commit, machine id, boot and tree), each a "
     "run: the median of the runs' figures, with their range (min-max over runs); a single "
     "run's own spread; a compile time the slowest run's (a later compile of one program in "
     "a process can reuse the first's autotuning, so a single run's may be such a one; "
@@ -261,8 +261,9 @@ RULES = {
     "sittings, each sitting but the newest (named by when it began): its runs pooled as "
     "`pooled` pools the newest's",
     "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
-    "sittings (machine id, git commit, boot and fitted constants: another lease or another "
-    "version of the code): "
+    "sittings (machine id, git commit, boot and tree: how its files differed from the "
+    "commit, else its prediction's fitted constants; another lease or another version of "
+    "the code): "
     "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
     "it by; their median and worst",
     "compiled-vs-ran": "a program compiled here for a target against the same program "

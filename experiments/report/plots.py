@@ -209,7 +209,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     gpu = gpu[gpu.model.str.startswith("mlp")]
     colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
     # left: what the verdicts read
-    for i, (cl, gl) in enumerate(crossover_study.measured_crossover(table, cpu)):
+    sweeps = crossover_study.measured_crossover(table, cpu)
+    for i, (cl, gl) in enumerate(sweeps):
         if i == 0:
             loop_ax.plot(cl.params, cl.value, "o-", color="C0", label=f"{cpu}, measured")
             spread = cl.dropna(subset=["lo", "hi"])
@@ -222,13 +223,11 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
                      label=f"{device}, measured{single}")  # fmt: skip
     # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
-    for i, e in enumerate(crossover_study.sitting_crossovers(table, cpu)):
+    for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
-        when = e["extra"].split("(")[-1].rstrip(")")
-        label = textwrap.fill(f"{e['device']}, an earlier sitting ({when})", 52)
+        label = textwrap.fill(f"{e['device']}, an earlier sitting ({e['when']})", 52)
         loop_ax.plot(r.params, r.value, f"{'v^<>'[i % 4]}:", color=colour.get(e["device"], "C4"),
-                     alpha=0.5,
-                     markersize=4, label=label)  # fmt: skip
+                     alpha=0.5, markersize=4, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)

@@ -116,13 +116,17 @@ def _faster_from(faster: Any) -> int:
     return len(faster) - (faster[::-1].argmin() if not faster.all() else len(faster))
 
 
-def sitting_crossovers(t: pd.DataFrame, cpu: str | None) -> list[dict[str, Any]]:
+def sitting_crossovers(
+    t: pd.DataFrame, sweeps: list[tuple[pd.DataFrame, ...]]
+) -> list[dict[str, Any]]:
     """MEASURED_CROSSOVER_RULE read again in each earlier sitting of each GPU that ran the
-    sweep: that sitting's pooled loop steps (`earlier-sitting`) against the very CPU rows
-    the newest sitting's verdict uses. Per sitting: its device, `extra`, the crossover's
-    params (None where its widest width is slower), its fewest runs per width, its rows."""
+    sweep (`sweeps`: measured_crossover's): that sitting's pooled loop steps
+    (`earlier-sitting`) against the very CPU rows the newest sitting's verdict uses. Per
+    sitting: its device, `extra`, `when` (when it began and how its loop was timed), the
+    crossover's params (None where its widest width is slower), its fewest runs per
+    width, its rows."""
     out = []
-    for c, g in measured_crossover(t, cpu):
+    for c, g in sweeps:
         device = g.device.iloc[0]
         earlier = rows(t, quantity="step_s", selection="earlier-sitting", device=device,
                        batch=128, precision="f32", placement="single")  # fmt: skip
@@ -135,15 +139,16 @@ def sitting_crossovers(t: pd.DataFrame, cpu: str | None) -> list[dict[str, Any]]
             tail = _faster_from((both.value_gpu < both.value_cpu).to_numpy())
             params = int(both.params_cpu.iloc[tail]) if tail < len(both) else None
             runs = int(both.n_gpu.fillna(1).min())
-            out.append({"device": device, "extra": extra, "params": params, "runs": runs,
-                        "rows": s[s.model.isin(both.model)]})  # fmt: skip
+            when = extra.split("(")[-1].rstrip(")")  # figures.earlier_sitting's parenthesis
+            out.append({"device": device, "extra": extra, "when": when, "params": params,
+                        "runs": runs, "rows": s[s.model.isin(both.model)]})  # fmt: skip
     return out
 
 
 def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd  # drawing the page, never listing the study
 
-    found = sitting_crossovers(t, reference_cpu(t))
+    found = sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
     if not found:
         return t.iloc[:0]
     return pd.concat([f["rows"] for f in found]).sort_values(["extra", "params"])
@@ -151,10 +156,10 @@ def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
 
 def earlier_verdict(t: pd.DataFrame) -> str:
     said = [
-        f"{f['device']}, {f['extra'].split('(')[-1].rstrip(')')}: "
+        f"{f['device']}, {f['when']}: "
         + (f"faster from {f['params']:,} params on" if f["params"] else "slower at the widest")
         + f" ({f['runs']} run{'s' if f['runs'] > 1 else ''} per width)"
-        for f in sitting_crossovers(t, reference_cpu(t))
+        for f in sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
     ]
     return "; ".join(said) or "No earlier sitting ran the sweep."
 
