@@ -682,9 +682,9 @@ def with_allocator_before(
     workload began: the process's peak counts the probes and earlier workloads, and only
     a workload that raises it shows its own peak (over what it found in use)."""
 
-    def wrapped(learned: Any) -> dict[str, Any]:
+    def wrapped(given: Any) -> dict[str, Any]:
         before = allocator(device)
-        fields = measured(learned)
+        fields = measured(given)
         if fields.get("memory") and before.get("peak_bytes_in_use") is not None:
             fields["memory"] = {
                 **fields["memory"],

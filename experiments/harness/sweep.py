@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import shutil
@@ -282,7 +283,10 @@ def run_workload(workload: Workload, context: RunContext) -> dict[str, Any]:
             return compile_only.run_target(workload)
         on = runs_on(workload, context.devices)
         record = record_for(workload, on)
-        found = RUNNERS[workload.kind](workload, dataclasses.replace(context, devices=on))
+        # its memory also says what the allocator held when it began, whatever its kind
+        runner = functools.partial(RUNNERS[workload.kind], workload)
+        run = measure.with_allocator_before(runner, on[0])
+        found = run(dataclasses.replace(context, devices=on))
     return {**record, **found}
 
 

@@ -220,4 +220,4 @@ def run_ensemble(workload: Workload, context: RunContext) -> Outcome:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return outcome(measure.with_allocator_before(measured_and_trained, devices[0]))
+    return outcome(measured_and_trained)

@@ -259,7 +259,7 @@ def run_train(workload: Workload, context: RunContext) -> Outcome:
             train_time_s=sum(e["train_time_s"] for e in history),
         )
 
-    return outcome(measure.with_allocator_before(measured_and_trained, devices[0]))
+    return outcome(measured_and_trained)
 
 
 def _fit(
