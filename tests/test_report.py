@@ -1587,6 +1587,12 @@ def test_an_accelerator_runs_memory_is_its_chips_compiled_analysis_and_its_alloc
     memory = _build([raised], refs=[]).query("quantity == 'memory_bytes'").set_index("extra")
     assert memory.value[study_page.WORKLOAD_PEAK] == 2600
     assert memory.kind[study_page.WORKLOAD_PEAK] == "measured"
+    assert memory.value[study_page.ALLOCATOR_PEAK] == 3000  # the process's, 400 more
+    # one that found nothing in use: its own peak is the process's, said once
+    alone = run("gpu")
+    alone["memory"].update(bytes_in_use_before=0, peak_bytes_in_use_before=2500)
+    memory = _build([alone], refs=[]).query("quantity == 'memory_bytes'").set_index("extra")
+    assert dict(memory.value) == {study_page.ON_THE_CHIP: 1000, study_page.WORKLOAD_PEAK: 3000}
     # one whose peak an earlier workload set (the probes, a larger batch): none of its own
     masked = run("gpu")
     masked["memory"].update(bytes_in_use_before=400, peak_bytes_in_use_before=3000)
@@ -2193,10 +2199,16 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
     said = _said(9)
-    assert said.startswith(f"H100 SXM faster from {int(start):,} params on")
+    # the answer is what holds in every sitting of the chip: the newest's crossover and each
+    # earlier sitting's, read again from its own pooled rows
+    earlier = crossover_study.sitting_crossovers(csv, [(c, g)])
+    held = max([int(start), *(e["params"] for e in earlier)])
+    sittings = f"in all {len(earlier) + 1} sittings (newest: {int(start):,}; "
+    assert said.startswith(f"H100 SXM faster from {held:,} params {sittings}")
     runs = set(g.records.str.split().str.len())  # each width's pooled runs, said
     (n,) = runs
-    assert f"; {n} runs per width, jaxcnn's loop both sides); T4 predicted " in said
+    each = "one run" if n == 1 else f"{n} runs"
+    assert f"; {each} per width, jaxcnn's loop both sides); T4 predicted " in said
     # the control: one width pooled from one more run, and the span is said
     more = csv.assign(records=csv.records.where(csv.id != g.id.iloc[0], " ".join("r" * (n + 1))))
     said = answers.answers(more)[8].answer
@@ -2245,7 +2257,7 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
                    and e["extra"].split("(")[-1].rstrip(")").split(",")[0]
                    in x.get_label()]  # fmt: skip
         assert list(line.get_ydata()) == list(e["rows"].sort_values("params").value)
-    assert len(crossover_study.sitting_crossovers(table, sweeps)) == 2  # the committed
+    assert len(crossover_study.sitting_crossovers(table, sweeps)) == 3  # the committed
     # without a GPU's loop sweep neither line is drawn (the positive control above)
     fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
     assert not any(", measured" in str(x.get_label()) for x in fig.axes[0].get_lines())
@@ -2457,15 +2469,14 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     assert len(ratios) == len(both)  # one per width
     faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
-    tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= start])]
+    # the margin from the width every sitting is faster from, in the newest sitting
+    earlier = crossover_study.sitting_crossovers(csv, [(c, g)])
+    held = max([int(start), *(e["params"] for e in earlier)])
+    tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= held])]
     smallest = tail.loc[tail.value.idxmin()]
     band = answers.answers(csv)[8].band
     margin = fmt(smallest.to_dict())
-    assert f"; H100 SXM's margin from {int(start):,} params on: {margin} at least" in band
-    # in the GPU's slowest run of each width: the smallest of the speedups' lows
-    slowest = tail[tail.spread == figures.OVER_ITS_RUNS].lo.min()
-    assert f"{margin} at least, {value_text(slowest, 'x')} in its slowest run (" in band
-    # beside it, how far one sitting's loop step moves from another's on that chip
+    # how far one run's loop step moves on the chip, and one sitting's from another's
     spreads = csv[(csv.quantity == "run_spread") & (csv.device == "H100 SXM")].set_index("extra")
     moves, sittings = (spreads.loc[e] for e in (figures.RUN_TO_RUN, figures.SITTING_TO_SITTING))
     pools = csv[(csv.quantity == "step_s") & (csv.extra == study_page.LOOP)
@@ -2473,24 +2484,26 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     assert moves.value == pytest.approx(statistics.median(pools.hi / pools.lo))
     assert (moves.n, moves.hi) == (len(pools), pytest.approx(max(pools.hi / pools.lo)))
     assert sorted(moves.records.split()) == sorted(" ".join(pools.records).split())  # traced
-    assert f" in its slowest run (a sitting moves {fmt(sittings.to_dict())}, median)" in band
-    # (the newest sitting's verdict alone: an earlier sitting's is read again below)
-    csv = csv[csv.selection != "earlier-sitting"]
-    band = answers.answers(csv)[8].band
-    undecided = slowest <= 1 or smallest.value < sittings.value
-    assert band.count(": undecided") == undecided
-    # the control: a chip whose sittings move by more than the margin leaves it undecided
-    shaky = csv.assign(value=csv.value.where(csv.id != spreads.id.loc[figures.SITTING_TO_SITTING],
+    # the committed newest sitting timed each width in one run: one run's move is the yardstick
+    assert set(g.records.str.split().str.len()) == {1}
+    said = f"; H100 SXM's margin from {held:,} params on: {margin} at least"
+    assert f"{said} (one run moves {fmt(moves.to_dict())}, median)" in band
+    assert ("median): undecided" in band) == (smallest.value < moves.value)
+    # the control: a chip whose runs move by more than the margin leaves it undecided
+    shaky = csv.assign(value=csv.value.where(csv.id != spreads.id.loc[figures.RUN_TO_RUN],
                                              smallest.value * 1.5))  # fmt: skip
     assert ", median): undecided" in answers.answers(shaky)[8].band
-    # the control: a run of a width slower than the CPU leaves it undecided too
-    lost = csv.assign(lo=csv.lo.where(csv.id != smallest.id, 0.9))
+    # the control: each width pooled over runs, and the slowest run and a sitting's move are
+    # the yardsticks; a run of a width slower than the CPU leaves it undecided
+    pooled = csv.assign(spread=csv.spread.where(~csv.id.isin(tail.id), figures.OVER_ITS_RUNS),
+                        lo=csv.lo.where(~csv.id.isin(tail.id), csv.value * 0.99))  # fmt: skip
+    slowest = pooled[pooled.id.isin(tail.id)].lo.min()
+    said_pooled = answers.answers(pooled)[8].band
+    assert f"{margin} at least, {value_text(slowest, 'x')} in its slowest run (" in said_pooled
+    assert f" in its slowest run (a sitting moves {fmt(sittings.to_dict())}, median)" in said_pooled
+    lost = pooled.assign(lo=pooled.lo.where(pooled.id != smallest.id, 0.9))
     assert "0.9x in its slowest run (" in answers.answers(lost)[8].band
-    assert answers.answers(lost)[8].band.count(": undecided") == 1
-    # the control: widths timed in one run each, and how far one run moves is the yardstick
-    single = csv.assign(spread=csv.spread.where(~csv.id.isin(tail.id), None))
-    said = answers.answers(single)[8].band
-    assert f"{margin} at least (one run moves {fmt(moves.to_dict())}, median)" in said
+    assert "median): undecided" in answers.answers(lost)[8].band
     # against the CPU's fastest step timed alone: the widths from the last it loses at
     best = csv[(csv.quantity == "speedup") & (csv.selection == "cpu-best")
                & csv.denominator.isin(both.id_gpu)
@@ -2507,7 +2520,7 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     wider = csv.assign(value=csv.value.where(csv.id != smallest.id, 100.0))
     second = tail[tail.id != smallest.id].value.min()
     said = answers.answers(wider)[8].band
-    assert f"{fmt({**smallest.to_dict(), 'value': second})} at least, " in said
+    assert f"{fmt({**smallest.to_dict(), 'value': second})} at least (" in said
 
 
 def test_the_measured_crossover_is_read_again_in_each_earlier_sitting(csv):
@@ -2524,29 +2537,28 @@ def test_the_measured_crossover_is_read_again_in_each_earlier_sitting(csv):
     sweeps = crossover_study.measured_crossover(csv, cpu)
     said = {f["extra"]: f["params"] for f in crossover_study.sitting_crossovers(csv, sweeps)}
     assert said == found
-    (verdict,) = [r for r in answers.answers(csv)[8].answer.split("; ") if r.startswith("H100")]
-    start = int(verdict.split("from ")[1].split(" params")[0].replace(",", ""))
+    said = answers.answers(csv)[8].answer
+    start = int(said.split("(newest: ")[1].split(";")[0].replace(",", ""))
     crossings = [start, *found.values()]
     held = max(crossings)  # what every sitting says: faster from the widest crossing on
-    below = sorted(set(crossings) - {held})
+    assert said.startswith(f"H100 SXM faster from {held:,} params in all {len(crossings)} ")
     band = answers.answers(csv)[8].band
-    assert held == start and below  # the committed: the newest's holds, an older one's lower
-    assert (
-        f"; {len(crossings)} sittings: faster from {held:,} on in all, from "
-        f"{', '.join(f'{p:,}' for p in below)} in {len(crossings) - crossings.count(held)}, "
-        f"undecided below {held:,};" in band
-    )
-    assert ": undecided" not in band  # the newest's verdict holds in every sitting
-    # the control: an earlier sitting whose widest width lost, and nothing holds in all
+    each = ", ".join(f"{p:,}" for p in sorted(crossings))
+    assert len(set(crossings)) > 1  # the committed: the sittings disagree below `held`
+    assert f"; each sitting's crossover: {each}: undecided below {held:,};" in band
+    # the control: an earlier sitting whose widest width lost, and nothing holds in all: the
+    # newest sitting's own verdict is said, and the sittings leave it undecided
     lost = csv.assign(value=csv.value.where(~csv.id.isin(earlier.id), 1.0))  # all slower
-    assert "; an earlier sitting's: from none" in answers.answers(lost)[8].band
-    assert ": undecided" in answers.answers(lost)[8].band
-    # the control: every earlier sitting read as the newest did, and the verdict stands
+    assert answers.answers(lost)[8].answer.startswith(f"H100 SXM faster from {start:,} params on (")
+    nones = "none, " * len(found)
+    assert f"crossover: {nones}{start:,}: undecided;" in answers.answers(lost)[8].band
+    # the control: every earlier sitting read as the newest did, and nothing is undecided below
     agree = csv.assign(value=csv.value.where(~csv.id.isin(earlier.id), 1e-9))  # all faster
     agree = agree.assign(value=agree.value.where(
         ~agree.id.isin(earlier[earlier.params < start].id), 1.0))  # fmt: skip
     band = answers.answers(agree)[8].band
-    assert f"; {len(found)} earlier sittings agree" in band and "an earlier sitting's" not in band
+    same = ", ".join([f"{start:,}"] * len(crossings))
+    assert f"; each sitting's crossover: {same};" in band and "undecided below" not in band
 
 
 def test_the_seed_step_answer_gives_the_seeds_own_chip_over_its_own_cpu(csv):

@@ -648,6 +648,54 @@ def smallest_margin(
     return found.loc[found[by].idxmin()].to_dict() if len(found) else None
 
 
+def sittings_said(
+    t: pd.DataFrame, mc: pd.DataFrame, mg: pd.DataFrame, rs: list[Row], earlier: list[dict]
+) -> tuple[str, str, list[Row]]:
+    """A measured GPU's crossover read in every sitting of it (`rs`: the newest's verdict
+    rows; `earlier`: sitting_crossovers' of the same GPU): the params from which it was
+    faster in all, as the answer's words (None where a sitting's widest width lost), the
+    caveat (the newest's margin from there against how far a loop step moves, each
+    sitting's crossover, and "undecided" where either leaves the verdict open), and the
+    rows they quote."""
+    newest = int(rs[0]["params"])
+    crossings = [newest, *(e["params"] for e in earlier)]
+    held = None if None in crossings else max(crossings)
+    chosen = [r for e in earlier for r in e["rows"].to_dict("records")]
+    if held is not None and held != newest:  # the newest sitting's rows at that width
+        chosen += [*mc[mc.params == held].to_dict("records")]
+        chosen += [*mg[mg.params == held].to_dict("records")]
+    caveat, inside = "", False
+    m = smallest_margin(t, mc, mg, [{"params": held or newest}])
+    if m:  # how near a tie the newest sitting comes from there on
+        chosen.append(m)
+        caveat += f"; {m['device']}'s margin from {held or newest:,} params on: {fmt(m)} at least"
+        # in the GPU's slowest run of each width, where it ran several: a run's own
+        # verdict; else how far one run's loop step moves on the chip
+        slow = smallest_margin(t, mc, mg, [{"params": held or newest}], by="lo")
+        if slow is not None:
+            chosen.append(slow)
+            inside |= slow["lo"] <= 1
+            caveat += f", {value_text(slow['lo'], 'x')} in its slowest run"
+        extra = SITTING_TO_SITTING if slow is not None else RUN_TO_RUN
+        moves = one(t, quantity="run_spread", device=m["device"], extra=extra)
+        if moves is not None:
+            chosen.append(moves)
+            inside |= m["value"] < moves["value"]
+            words = "a sitting" if extra == SITTING_TO_SITTING else "one run"
+            caveat += f" ({words} moves {fmt(moves)}, median)"
+        caveat += ": undecided" if inside else ""
+    if earlier:  # each sitting's own crossover, fewest params first
+        each = ", ".join(f"{p:,}" if p else "none" for p in sorted(crossings, key=lambda p: p or 0))
+        caveat += f"; each sitting's crossover: {each}"
+        if held is None:  # a sitting whose widest width lost: no width holds in all
+            caveat += ": undecided"
+        elif len(set(crossings)) > 1:
+            caveat += f": undecided below {held:,}"
+    if held is None or not earlier:
+        return "", caveat, chosen
+    return f"faster from {held:,} params in all {len(crossings)} sittings", caveat, chosen
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
@@ -655,59 +703,27 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(none_on(cpu, "MLP width sweep") if not len(c) else "no T4 MLP prediction yet")
     sweeps = measured_crossover(t, cpu)
     sittings = sitting_crossovers(t, sweeps)
-    measured = [crossover_verdict(mc, mg, how_measured(mg)) for mc, mg in sweeps]
-    if measured:  # a measured GPU's answer first, the T4's predicted crossover beside it
-        said = [words for words, _ in measured if words]
+    if sweeps:  # a measured GPU's answer first, the T4's predicted crossover beside it
+        said, caveat = [], ""
+        for mc, mg in sweeps:
+            how = how_measured(mg)
+            words, rs = crossover_verdict(mc, mg, how)
+            chosen += rs
+            if rs:
+                earlier = [e for e in sittings if e["device"] == mg.device.iloc[0]]
+                held, more, quoted = sittings_said(t, mc, mg, rs, earlier)
+                newest = f"{int(rs[0]['params']):,}"
+                name = words.split(" faster")[0]
+                words = f"{name} {held} (newest: {newest}; {how})" if held else words
+                caveat += more
+                chosen += quoted
+            said.append(words)
         # "params" said once, by the measured chip's verdict before it
         start = text.split(" (")[0].removeprefix("T4 ").replace(" params on", "")
         below = undecided_below(c, g)
         start += f", outside its band from {below:,}" if below else ""
         text = "; ".join([*said, f"T4 predicted {start}"])
-        chosen += [r for _, rs in measured for r in rs]
-        caveat = ""
-        for (mc, mg), (_, rs) in zip(sweeps, measured, strict=True):
-            m = smallest_margin(t, mc, mg, rs)
-            if m:  # how near a tie the verdict's widths come
-                chosen.append(m)
-                caveat += f"; {m['device']}'s margin from {int(rs[0]['params']):,} params on: "
-                caveat += f"{fmt(m)} at least"
-                # in the GPU's slowest run of each width, where it ran several: a run's own
-                # verdict; else how far one run's loop step moves on the chip
-                slow = smallest_margin(t, mc, mg, rs, by="lo")
-                inside = slow is not None and slow["lo"] <= 1
-                if slow is not None:
-                    chosen.append(slow)
-                    caveat += f", {value_text(slow['lo'], 'x')} in its slowest run"
-                # and how far a loop step moves from one sitting to the next
-                yardsticks = [SITTING_TO_SITTING] if slow is not None else [RUN_TO_RUN]
-                for extra in yardsticks:
-                    moves = one(t, quantity="run_spread", device=m["device"], extra=extra)
-                    if moves is not None:
-                        chosen.append(moves)
-                        inside |= m["value"] < moves["value"]
-                        words = "a sitting" if extra == SITTING_TO_SITTING else "one run"
-                        caveat += f" ({words} moves {fmt(moves)}, median)"
-                # the verdict read again in each earlier sitting of the chip: what holds in
-                # every sitting, and below it what does not
-                newest = int(rs[0]["params"])
-                earlier = [e for e in sittings if e["device"] == m["device"]]
-                chosen += [r for e in earlier for r in e["rows"].to_dict("records")]
-                crossings = [newest, *(e["params"] for e in earlier)]
-                other = sorted({p for p in crossings if p != newest}, key=lambda p: p or 0)
-                if None in crossings:  # a sitting whose widest width lost: nothing holds
-                    inside = True
-                    said_other = ", ".join(f"{p:,}" if p else "none" for p in other)
-                    caveat += f"; an earlier sitting's: from {said_other}"
-                elif other:
-                    held = max(crossings)
-                    inside |= held != newest
-                    below = ", ".join(f"{p:,}" for p in other if p != held)
-                    caveat += (f"; {len(crossings)} sittings: faster from {held:,} on in all, "
-                               f"from {below} in {len(crossings) - crossings.count(held)}, "
-                               f"undecided below {held:,}")  # fmt: skip
-                elif earlier:
-                    caveat += f"; {len(earlier)} earlier sittings agree"
-                caveat += ": undecided" if inside else ""
+        for _, mg in sweeps:
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
             best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
             if len(best):  # the same verdict against the CPU's fastest step timed alone

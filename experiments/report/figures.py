@@ -552,7 +552,8 @@ def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
     compiler's analysis of the program it ran (a compiled figure, what a target compiled
     here predicts), the allocator's peak (measured, but the process's: a study's earlier
     workloads and probes in it count too) and, where the workload raised that peak, its
-    own (the peak over what it found in use). The newest run's: a program's compiled
+    own (the peak over what it found in use; that alone where nothing was in use before it,
+    the two then one number). The newest run's: a program's compiled
     memory is the same from run to run."""
     memory = r.memory if r.device.platform != "cpu" and w["extra"] == "-" else None
     found = [(ON_THE_CHIP, "compiled", memory and memory.total_bytes),
@@ -560,6 +561,8 @@ def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
     peak, earlier = memory and memory.peak_bytes_in_use, memory and memory.peak_bytes_in_use_before
     if peak and earlier is not None and peak > earlier:  # the peak is this workload's own
         found.append((WORKLOAD_PEAK, "measured", peak - memory.bytes_in_use_before))
+        if not memory.bytes_in_use_before:  # the same number twice: the narrower name only
+            found.pop(1)
     return [row("memory_bytes", kind, number(value), w, "newest", [r], extra=extra)
             for extra, kind, value in found if number(value)]  # fmt: skip
 
