@@ -20,6 +20,7 @@ from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
+from experiments.studies import scaling as scaling_study
 from jaxcnn import choices, models
 from jaxcnn.perf.chips import TARGETS
 
@@ -390,6 +391,11 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
         # a margin: one cited figure over another of the same quantity (row 11's runner-up)
         for _, same in cited.groupby("quantity"):
             written |= {value_text(x / y, "x") for x in same.value for y in same.value if y}
+        # a fraction at its band's worst: a cited efficiency over the cited band's worst
+        for worst in cited[cited.quantity == "band"].hi:
+            fractions = cited[cited.unit == "fraction"].to_dict("records")
+            written |= {fmt({**r, "value": r["value"] / worst}) for r in fractions}
+    written.add(f"{scaling_study.SCALES_AT:.0%}")  # a rule's threshold, the study's constant
     assert shown - written == set()
     # the check can fail: a number typed into the page is caught
     assert NUMBER.findall("took 123.4 ms") and "123.4 ms" not in written
@@ -426,8 +432,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 1's memory against the limit each verdict is held to: 1169; a verdict inside row
     # 1's band said so, and the one chip its check covers: 1175; the measured crossover read
     # again in each earlier sitting: 1179; what holds in every sitting of row 9, row 14's
-    # ratio across sittings unjudged: 1193; row 1's limit said to be published: 1195)
-    assert len(lines) <= 25 and len(text.split()) <= 1195
+    # ratio across sittings unjudged: 1193; row 1's limit said to be published: 1195; row 8's
+    # verdict by its rule, the rule said: 1199)
+    assert len(lines) <= 25 and len(text.split()) <= 1199
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2822,3 +2829,32 @@ def test_every_fit_verdict_is_its_compiled_memory_against_what_the_chip_lets_a_p
         of = fmt({**usable[usable.device == device].iloc[0].to_dict()})
         used, unit = fmt(m).rsplit(" ", 1)  # the unit said once, where both share it
         assert f"({used} of {of})" in said and of.endswith(f" {unit}")
+
+
+def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency(csv):
+    s = csv[(csv.quantity == "scaling_efficiency") & (csv.selection == "equal-batch")
+            & (csv.precision == "f32") & (csv.platform == "gpu")]  # fmt: skip
+    band = csv[(csv.quantity == "band") & (csv.extra == scaling_study.EFFICIENCY_BAND)]
+    (worst,) = band.hi
+    verdicts = {v["model"]: v for v in scaling_study.gpu_verdicts(csv)}
+    assert set(verdicts) == set(s.model)  # every model, by its lowest efficiency
+    for model, v in verdicts.items():
+        assert v["row"]["value"] == s[s.model == model].value.min()
+    # the committed: resnet50 alone has published pairs, and stays above 80% at their worst
+    assert verdicts["resnet50"]["verdict"] == "yes"
+    assert verdicts["resnet50"]["at_worst"] == pytest.approx(
+        s[s.model == "resnet50"].value.min() / worst
+    )
+    assert {v["verdict"] for m, v in verdicts.items() if m != "resnet50"} == {"unvalidated"}
+    assert answers.answers(csv)[7].answer.startswith("yes: resnet50 ")
+    # the controls: a wider band leaves it undecided, a lower efficiency makes it no
+    wide = csv.assign(hi=csv.hi.where(~csv.id.isin(band.id), 1.3))
+    assert {v["model"]: v["verdict"] for v in scaling_study.gpu_verdicts(wide)}[
+        "resnet50"
+    ] == "undecided"
+    low = csv.assign(value=csv.value.where(~csv.id.isin(s[s.model == "resnet50"].id), 0.6))
+    assert {v["model"]: v["verdict"] for v in scaling_study.gpu_verdicts(low)}["resnet50"] == "no"
+    assert answers.answers(low)[7].answer.startswith("no: resnet50 ")
+    # without the band nothing is decided
+    bare = csv[~csv.id.isin(band.id)]
+    assert {v["verdict"] for v in scaling_study.gpu_verdicts(bare)} == {"unvalidated"}

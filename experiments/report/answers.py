@@ -38,6 +38,7 @@ from experiments.studies.page import (
     reference_cpu,
     rows,
 )
+from experiments.studies.scaling import EFFICIENCY_BAND, SCALES_AT, gpu_verdicts
 from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
@@ -586,32 +587,39 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
 
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Weak scaling (the per-chip batch held) of every model over 2-8 GPUs, each model's
-    worst; the band the efficiency itself has (published 1-vs-N pairs, held out) said for
-    the models it was measured on; any row above ideal, whatever its platform; then
-    model parallelism."""
-    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
-    gpu = s[s.platform == "gpu"]
+    """Weak scaling (the per-chip batch held) of every model over 2-8 GPUs, by SCALES_RULE:
+    the models it decides first, each with its lowest efficiency, then the rest with
+    theirs; the band the efficiency itself has (published 1-vs-N pairs, held out); any row
+    above ideal, whatever its platform; then model parallelism."""
+    verdicts = gpu_verdicts(t)
     split, split_rows = model_split(t)
-    if not len(gpu):
+    if not verdicts:
         return Said(f"no multi-GPU compile yet; {split}", split_rows)
-    worst = [m.loc[m.value.idxmin()].to_dict() for _, m in gpu.groupby("model")]
-    worst.sort(key=lambda r: -r["value"])
-    kind = "measured" if (gpu.kind == "measured").all() else "predicted"
-    each = ", ".join(f"{r['model']} {fmt(r)}" for r in worst)
-    # the lowest of its configurations, not a floor: the prediction errs optimistic (band)
-    text = f"{kind}, f32, equal per-GPU batch, lowest of 2-{int(gpu.devices.max())} GPUs: {each}"
+    said = []
+    for verdict in ("yes", "no", "undecided", "unvalidated"):
+        each = [v for v in verdicts if v["verdict"] == verdict]
+        models = ", ".join(
+            f"{v['model']} {fmt(v['row'])}"
+            + (f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)" if v["at_worst"] else "")
+            for v in each
+        )
+        said += [f"{verdict}: {models}"] if each else []
+    most = max(int(v["row"]["devices"]) for v in verdicts)
+    text = f"{'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
     above = s[s.flag.astype(str).str.startswith("above ideal")]
     # a prediction above ideal is a flaw: said beside the band, not hidden
     flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
                     for r in above.to_dict("records"))  # fmt: skip
-    band = one(t, quantity="band", extra="scaling efficiency against published", platform="gpu")
-    said = None
+    band = one(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
+    rule = f"yes: {SCALES_AT:.0%} of ideal or more with the per-GPU batch held, at the band's worst"
+    said_band = f"{rule}{flaws}"
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
-        said = (f"{'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}, "
-                f"{band['note']}; unvalidated for the rest{flaws}")  # fmt: skip
-    return Said(f"{text}; {split}", [*worst, *above.to_dict("records"), *split_rows, band], said)
+        said_band = (f"{rule}; {'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
+                     f", {band['note']}; unvalidated for the rest{flaws}")  # fmt: skip
+    chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band]
+    return Said(f"{text}; {split}", chosen, said_band)
 
 
 def run_count(records: Any) -> int:

@@ -21,9 +21,14 @@ experiments.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study, TargetCell
-from experiments.studies.page import Page, Section, select
+from experiments.studies.page import Page, Section, rows, select
+
+if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
+    import pandas as pd
 
 
 def device_counts(available: int) -> list[int]:
@@ -134,6 +139,45 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
+SCALES_AT = 0.8
+SCALES_RULE = (
+    "a model scales over GPUs where its lowest weak-scaling efficiency (f32, the per-GPU "
+    "batch held) over 2-8 GPUs is at least 80% of ideal; a predicted one only where it "
+    "stays so divided by its band's worst (no where it stays below multiplied by it), "
+    "unvalidated where no band of published 1-vs-N-GPU pairs covers the model"
+)
+EFFICIENCY_BAND = "scaling efficiency against published"
+
+
+def gpu_verdicts(t: pd.DataFrame) -> list[dict[str, Any]]:
+    """SCALES_RULE per model, fewest-efficient row first: its lowest efficiency's row
+    (`row`), the verdict (yes, no, undecided, unvalidated) and that efficiency at its band's
+    worst (`at_worst`, where a band covers it)."""
+    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
+             platform="gpu")  # fmt: skip
+    band = rows(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
+    covered = set(rows(t, quantity="scaling_efficiency", kind="published").model)
+    worst = float(band.hi.iloc[0]) if len(band) else None
+    out = []
+    for model, m in s.groupby("model"):
+        r = m.loc[m.value.idxmin()].to_dict()
+        at_worst, verdict = None, "unvalidated"
+        if r["kind"] == "measured":
+            verdict = "yes" if r["value"] >= SCALES_AT else "no"
+        elif worst and model in covered:
+            at_worst = r["value"] / worst
+            verdict = ("yes" if at_worst >= SCALES_AT else
+                       "no" if r["value"] * worst < SCALES_AT else "undecided")  # fmt: skip
+        out.append({"model": model, "row": r, "verdict": verdict, "at_worst": at_worst})
+    return sorted(out, key=lambda v: -v["row"]["value"])
+
+
+def verdict_words(t: pd.DataFrame) -> str:
+    """The page's verdict: each model's, by SCALES_RULE."""
+    said = [f"{v['model']} {v['verdict']}" for v in gpu_verdicts(t)]
+    return f"{'; '.join(said)} (the rule: {SCALES_RULE})" if said else ""
+
+
 STUDY = Study(
     "scaling",
     workloads=workloads,
@@ -145,6 +189,6 @@ STUDY = Study(
         Section("Efficiency against the fewest devices of the same chip compiled at that "
                 "per-device batch (named under how it ran; 100% is ideal)",
                 select(quantity="scaling_efficiency"),
-                "model batch precision device value how flag"),
+                "model batch precision device value how flag", verdict=verdict_words),
     ]),
 )  # fmt: skip
