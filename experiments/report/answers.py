@@ -203,18 +203,17 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
             fits = "fits" if verdict["value"] else "OOM"
             margin = memory and usable and max(memory["value"] / usable["value"],
                                                usable["value"] / memory["value"])  # fmt: skip
-            inside = ", undecided" if worst and margin and margin < worst["value"] else ""
-            undecided += bool(inside)  # an undecided verdict agrees with nothing
+            inside = bool(worst and margin and margin < worst["value"])
+            undecided += inside  # an undecided verdict agrees with nothing
             agree += not inside and bool(verdict["value"]) == seed_fits
-            words.append(
-                f"{device[4:].upper()} b{batch} {fits}{inside} ({of_limit(memory, usable)})"
-            )
+            said = "undecided" if inside else fits
+            words.append(f"{device[4:].upper()} b{batch} {said} ({of_limit(memory, usable)})")
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
     head = f"{agree} of {len(words)} as the seed saw: "
     if undecided:
         head = f"{agree} as the seed saw, {undecided} undecided: "
-    band = "the compiler's own memory analysis"
+    band = "the compiler's own memory analysis against JAX's default 75% of the datasheet's"
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
         own = checks[checks.model == SEED_MODEL]
@@ -662,9 +661,10 @@ def sittings_said(
     """A measured GPU's crossover read in every sitting of it (`rs`: the newest's verdict
     rows; `earlier`: sitting_crossovers' of the same GPU): the params from which it was
     faster in all, as the answer's words (None where a sitting's widest width lost), the
-    caveat (the newest's margin from there against how far a loop step moves, each
-    sitting's crossover, and "undecided" where either leaves the verdict open), and the
-    rows they quote."""
+    caveat (the smallest margin from there in any sitting, against how far a sitting moves
+    a loop step; the newest's alone, against how far one run moves it, where no earlier
+    sitting ran; each sitting's crossover; "undecided" where any leaves the verdict open;
+    the CPU's runs per width), and the rows they quote."""
     newest = int(rs[0]["params"])
     crossings = [newest, *(e["params"] for e in earlier)]
     held = None if None in crossings else max(crossings)
@@ -674,12 +674,29 @@ def sittings_said(
         chosen += [*mg[mg.params == held].to_dict("records")]
     caveat, inside = "", False
     m = smallest_margin(t, mc, mg, [{"params": held or newest}])
-    if m:  # how near a tie the newest sitting comes from there on
+    slow = m and smallest_margin(t, mc, mg, [{"params": held or newest}], by="lo")
+    if m and earlier and held is not None:  # the smallest margin in any sitting, and where
+        chosen.append(m)
+        margins = [(m["value"], "the newest", []), *earlier_margins(mc, earlier, held)]
+        if slow is not None:
+            margins.append((slow["lo"], "the newest's slowest run", [slow]))
+        value, when, quoted = min(margins, key=lambda x: x[0])
+        chosen += quoted
+        caveat += (
+            f"; smallest margin from {held:,} on, any sitting: {value_text(value, 'x')} ({when}"
+        )
+        moves = one(t, quantity="run_spread", device=m["device"], extra=SITTING_TO_SITTING)
+        inside = value <= 1
+        if moves is not None:
+            chosen.append(moves)
+            inside |= value < moves["value"]
+            caveat += f"; a sitting moves {fmt(moves)}, median"
+        caveat += ")" + (": undecided" if inside else "")
+    elif m:  # how near a tie the newest sitting comes from there on
         chosen.append(m)
         caveat += f"; {m['device']}'s margin from {held or newest:,} params on: {fmt(m)} at least"
         # in the GPU's slowest run of each width, where it ran several: a run's own
         # verdict; else how far one run's loop step moves on the chip
-        slow = smallest_margin(t, mc, mg, [{"params": held or newest}], by="lo")
         if slow is not None:
             chosen.append(slow)
             inside |= slow["lo"] <= 1
@@ -699,9 +716,32 @@ def sittings_said(
             caveat += ": undecided"
         elif len(set(crossings)) > 1:
             caveat += f": undecided below {held:,}"
+    # the CPU's side: its runs per width, whose own spread no yardstick here measures
+    cpu_runs = sorted(set(mc.records.map(run_count)))
+    caveat += (
+        f"; the CPU's loop: {'one run' if cpu_runs == [1] else f'{cpu_runs[0]}+ runs'} per width"
+    )
     if held is None or not earlier:
         return "", caveat, chosen
     return f"faster from {held:,} params in all {len(crossings)} sittings", caveat, chosen
+
+
+def earlier_margins(
+    mc: pd.DataFrame, earlier: list[dict], start: int
+) -> list[tuple[float, str, list[Row]]]:
+    """Each earlier sitting's smallest margin from `start` params on (the CPU's loop step
+    over that sitting's pooled one): the factor, when the sitting began, the two rows."""
+    out = []
+    for e in earlier:
+        both = mc.merge(e["rows"], on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+        both = both[both.params_cpu >= start].reset_index(drop=True)
+        if len(both):
+            ratio = both.value_cpu / both.value_gpu
+            i = int(ratio.idxmin())
+            quoted = [mc[mc.id == both.id_cpu[i]].iloc[0].to_dict(),
+                      e["rows"][e["rows"].id == both.id_gpu[i]].iloc[0].to_dict()]  # fmt: skip
+            out.append((float(ratio[i]), e["when"].split(" UTC")[0], quoted))
+    return out
 
 
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
