@@ -2882,3 +2882,19 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     # without the band nothing is decided
     bare = csv[~csv.id.isin(band.id)]
     assert {v["verdict"] for v in scaling_study.gpu_verdicts(bare)} == {"unvalidated"}
+
+
+def test_a_predicted_efficiency_carries_the_band_of_its_platforms_published_pairs(csv):
+    e = csv[(csv.quantity == "scaling_efficiency") & (csv.kind == "predicted")]
+    published = set(csv[(csv.quantity == "scaling_efficiency") & (csv.kind == "published")].model)
+    (band,) = csv[(csv.quantity == "band") & (csv.extra == figures.SCALING_BAND)].to_dict("records")
+    covered = e[e.model.isin(published) & (e.platform == band["platform"])]
+    assert len(covered) and (covered.band_worst == band["hi"]).all()
+    assert (covered.band_quantity == "scaling_efficiency").all()
+    rest = e[~e.index.isin(covered.index)]
+    assert (rest.band_quantity == "unvalidated").all() and rest.band_worst.isna().all()
+    # the control: without the band, every predicted efficiency is unvalidated again
+    bare = csv[csv.quantity != "band"].copy()
+    bare.loc[covered.index, list(figures.BAND_COLUMNS)] = None
+    again = figures.banded_efficiencies(bare)
+    assert again.loc[covered.index, "band_worst"].isna().all()

@@ -169,7 +169,7 @@ def allowed() -> dict[str, list[Any]]:
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
         "selection": list(RULES),
-        "band_split": [*(f"leave one {s} out" for s in SPLITS), LOOP_BAND_SPLIT],
+        "band_split": [*(f"leave one {s} out" for s in SPLITS), LOOP_BAND_SPLIT, SCALING_SPLIT],
     }
 
 
@@ -1319,6 +1319,10 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
     return out
 
 
+SCALING_BAND = "scaling efficiency against published"
+SCALING_SPLIT = "against published 1-vs-N pairs"  # nothing fitted: the pairs are outside
+
+
 def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
     """The predicted data-parallel efficiency against the published, per platform."""
     out = []
@@ -1327,8 +1331,7 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
         optimistic = int((g.note == OPTIMISTIC).sum())
         note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
         found = (statistics.median(g.value), g.value.max(), len(g))
-        extra = "scaling efficiency against published"
-        out.append(band_row(platform, "large programs", found, extra=extra, note=note))
+        out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note))
     return out
 
 
@@ -1900,7 +1903,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     ):
         out += derive(table)
     sittings = {r.run_id: sitting(r) for r in records}
-    return with_chips(said_unvalidated(across_sittings(frame(out), sittings)))
+    table = banded_efficiencies(across_sittings(frame(out), sittings))
+    return with_chips(said_unvalidated(table))
 
 
 def chip_named(device: str) -> str:
@@ -1946,6 +1950,21 @@ def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataF
         if measured_cpu(r.numerator) and measured_cpu(r.denominator) and same_cpu:
             if not commits(r.numerator) & commits(r.denominator) and pd.isna(r.flag):
                 table.loc[i, "flag"] = ACROSS_SITTINGS
+    return table
+
+
+def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
+    """A predicted scaling efficiency of a model with published 1-vs-N pairs on its
+    platform carries that platform's band of the efficiency (scaling_band's); the rest
+    stay unvalidated."""
+    bands = table[(table.quantity == "band") & (table.extra == SCALING_BAND)]
+    published = table[(table.quantity == "scaling_efficiency") & (table.kind == "published")]
+    for b in bands.itertuples():
+        covered = set(published[published.platform == b.platform].model)
+        at = ((table.quantity == "scaling_efficiency") & (table.kind == "predicted")
+              & (table.platform == b.platform) & table.model.isin(covered))  # fmt: skip
+        table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, SCALING_SPLIT,
+                                             "scaling_efficiency")  # fmt: skip
     return table
 
 
