@@ -1598,6 +1598,13 @@ def test_an_accelerator_runs_memory_is_its_chips_compiled_analysis_and_its_alloc
     assert memory.value[study_page.WORKLOAD_PEAK] == 2600
     assert memory.kind[study_page.WORKLOAD_PEAK] == "measured"
     assert memory.value[study_page.ALLOCATOR_PEAK] == 3000  # the process's, 400 more
+    # and how far its own peak passes its compiled memory, from those two rows
+    built = _build([raised], refs=[])
+    (factor,) = built[built.quantity == "memory_factor"].to_dict("records")
+    assert factor["value"] == pytest.approx(2.6) and factor["kind"] == "measured"
+    by_id = built.set_index("id")
+    assert by_id.extra[factor["numerator"]] == study_page.WORKLOAD_PEAK
+    assert by_id.extra[factor["denominator"]] == study_page.ON_THE_CHIP
     # one that found nothing in use: its own peak is the process's, said once
     alone = run("gpu")
     alone["memory"].update(bytes_in_use_before=0, peak_bytes_in_use_before=2500)
@@ -1608,6 +1615,7 @@ def test_an_accelerator_runs_memory_is_its_chips_compiled_analysis_and_its_alloc
     masked["memory"].update(bytes_in_use_before=400, peak_bytes_in_use_before=3000)
     memory = _build([masked], refs=[]).query("quantity == 'memory_bytes'")
     assert study_page.WORKLOAD_PEAK not in set(memory.extra) and len(memory) == 2
+    assert not (_build([masked], refs=[]).quantity == "memory_factor").any()  # nor a factor
     # the control: a CPU's run has no chip memory to bound its batch, and gives none
     cpu = _build([run("cpu")], refs=[])
     assert not (cpu.quantity == "memory_bytes").any() and (cpu.quantity == "step_s").any()

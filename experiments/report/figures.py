@@ -563,8 +563,22 @@ def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
         found.append((WORKLOAD_PEAK, "measured", peak - memory.bytes_in_use_before))
         if not memory.bytes_in_use_before:  # the same number twice: the narrower name only
             found.pop(1)
-    return [row("memory_bytes", kind, number(value), w, "newest", [r], extra=extra)
-            for extra, kind, value in found if number(value)]  # fmt: skip
+    out = [row("memory_bytes", kind, number(value), w, "newest", [r], extra=extra)
+           for extra, kind, value in found if number(value)]  # fmt: skip
+    by = {x["extra"]: x for x in out}
+    own, compiled = by.get(WORKLOAD_PEAK), by.get(ON_THE_CHIP)
+    if own and compiled:  # how far what it held as it ran passes what its program needs
+        out.append(row("memory_factor", "measured", own["value"] / compiled["value"], w,
+                       "newest", [r], extra=RAN_OVER_COMPILED, numerator=own["id"],
+                       denominator=compiled["id"], note=RAN_OVER_COMPILED_NOTE))  # fmt: skip
+    return out
+
+
+RAN_OVER_COMPILED = "the allocator's own peak in the workload over its compiled memory"
+RAN_OVER_COMPILED_NOTE = (
+    "what else the workload held at its peak (e.g. autotuning's scratch, its other "
+    "programs, batches in flight) is not measured apart"
+)
 
 
 def _flops_key(w: dict[str, Any]) -> tuple:

@@ -81,6 +81,10 @@ STUDY = Study(
                           & t.extra.isin(["-", ALLOCATOR_PEAK, WORKLOAD_PEAK]))
                          | (t.extra == ON_THE_CHIP))),
                 "batch precision device kind quantity value spread how"),
+        Section("As it ran: the allocator's own peak in the workload over the program's "
+                "compiled memory (a fit verdict holds the compiled memory to the limit)",
+                select(quantity="memory_factor", selection="newest"),
+                "model batch precision device value note"),
         Section("A target's compiled memory (compiled here, not run) against its chip's own "
                 "compiler's as the program ran: the check of every verdict above",
                 select(quantity="memory_factor", selection="compiled-vs-ran"),
