@@ -883,6 +883,7 @@ def test_a_rate_of_tf32_passes_is_spelled_tf32_and_an_f32_step_that_ran_them_say
     # a matmul rate measured as TF32 passes is a tf32 rate: never under f32's name, where
     # the per-size f32 rates of the same chip stand
     peaks = csv[(csv.quantity == "peak_flops_per_s") & (csv.device == "H200")]
+    peaks = peaks[peaks.kind == "measured"]  # (its datasheet's peaks: published rows)
     assert set(peaks.precision) == {"tf32", "bf16"} and peaks.note.isna().all()
     page = views.page("matmul", table, {})
     tf32 = peaks[peaks.precision == "tf32"].iloc[0]
@@ -2906,3 +2907,21 @@ def test_a_predicted_efficiency_carries_the_band_of_its_platforms_published_pair
     bare.loc[covered.index, list(figures.BAND_COLUMNS)] = None
     again = figures.banded_efficiencies(bare)
     assert again.loc[covered.index, "band_worst"].isna().all()
+
+
+def test_a_gpus_fraction_of_peak_is_its_flop_rate_over_a_datasheet_peak_row(csv):
+    by_id = csv.set_index("id")
+    mfu = csv[(csv.quantity == "mfu") & (csv.kind == "measured") & (csv.platform == "gpu")]
+    linked = mfu[mfu.denominator.notna()]
+    assert len(linked) > 10  # the committed H100 and H200 steps
+    for r in linked.itertuples():
+        top, peak = by_id.loc[r.numerator], by_id.loc[r.denominator]
+        assert (top.quantity, peak.quantity, peak.kind) == ("flops_per_s", "peak_flops_per_s",
+                                                           "published")  # fmt: skip
+        assert peak.device == r.device and peak.source == figures.DATASHEETS
+        assert r.value == pytest.approx(top.value / peak.value)
+        vendor = {"f32": "fp32"}.get(peak.precision, peak.precision)  # one spelling in the table
+        assert r.note == f"of its datasheet's {vendor} peak"
+    # each chip's peak in a precision is one row, whatever number of steps divide by it
+    peaks = csv[(csv.quantity == "peak_flops_per_s") & (csv.kind == "published")]
+    assert not peaks.duplicated(["device", "precision"]).any()

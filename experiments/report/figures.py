@@ -463,6 +463,20 @@ def _maker(
     )
 
 
+def datasheet_peak(r: Record, w: dict[str, Any]) -> dict[str, Any]:
+    """The datasheet's peak FLOP/s of `r`'s chip in the precision its matmuls ran in (the
+    record's MFU says which, and the peak): a published figure (jaxcnn/perf/chips.py)."""
+    at = {"device": w["device"], "platform": w["platform"], "devices": 1, "model": "-",
+          "dataset": "-", "precision": VENDOR_SPELLING.get(r.mfu.vendor_precision,
+                                                           r.mfu.vendor_precision)}  # fmt: skip
+    return row("peak_flops_per_s", "published", r.mfu.vendor_peak_tflops * 1e12, at, "published",
+               [r], source=DATASHEETS, note="its datasheet's peak")  # fmt: skip
+
+
+DATASHEETS = "the vendor's datasheet (jaxcnn/perf/chips.py)"
+VENDOR_SPELLING = {"fp32": "f32"}  # the table's one spelling of a vendor's precision
+
+
 def _min_max(values: Sequence[float], over: str) -> dict[str, Any]:
     spread = f"min-max over {over}"
     return {"lo": min(values), "hi": max(values), "spread": spread, "n": len(values)}
@@ -481,6 +495,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     pooled; accuracies of the newest run that trained whole epochs, and the epoch times
     of every run that trained as many, pooled."""
     out = []
+    peaks: dict[str, dict[str, Any]] = {}  # each chip's datasheet peak an MFU is of, once
     model_flops = _model_flops(records)
     for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         r = runs[-1]  # the newest says what the workload is
@@ -499,9 +514,12 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         if r.device.platform != "cpu" and mfu and number(mfu.vs_vendor):
             note = f"of its datasheet's {mfu.vendor_precision} peak"
             # the newest run's fraction of its peak (by its own count), at the pooled step
-            # and the model's count
+            # and the model's count: the FLOP/s row over the datasheet's peak row
             at = mfu.vs_vendor * r.step_time_s.median / step * (flops / own if own else 1.0)
-            out.append(as_pooled("mfu", at, note=note))
+            peak = datasheet_peak(r, w)
+            ids = {"numerator": out[-1]["id"], "denominator": peak["id"]} if flops else {}
+            out.append(as_pooled("mfu", at, note=note, **ids))
+            peaks[peak["id"]] = peak
         # a compile timed with JAX's persistent cache on may have been a read of it
         compiled = [
             x for x in runs
@@ -544,6 +562,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         note = "training only, evaluation apart"
         out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
                        **spread))  # fmt: skip
+    out += peaks.values()
     return out
 
 
