@@ -719,13 +719,17 @@ def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if several and h["platform"] != "cpu" and h["lo"]:
             pools[(h["platform"], h["device"])].append(h["hi"] / h["lo"])
             runs[(h["platform"], h["device"])] += h["records"].split()
+    return _loop_spread_rows(pools, runs, "run-to-run", RUN_TO_RUN)
+
+
+def _loop_spread_rows(pools: dict, runs: dict, selection: str, extra: str) -> list[dict[str, Any]]:
+    """Per (platform, chip): the median and worst of its factors, with its runs' ids."""
     out = []
     for (platform, device), factors in sorted(pools.items()):
-        w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
-        spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
-        out.append(row("run_spread", "derived", statistics.median(factors), w, "run-to-run",
-                       extra=RUN_TO_RUN, **spread))  # fmt: skip
-        out[-1]["records"] = " ".join(runs[(platform, device)])  # every pooled run's id
+        found = _median_worst(factors)
+        out.append(band_row(platform, "loop steps", found, selection, device=device,
+                            quantity="run_spread", kind="derived", extra=extra))  # fmt: skip
+        out[-1]["records"] = " ".join(runs[(platform, device)])
     return out
 
 
@@ -748,7 +752,7 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     Each earlier sitting's pooled loop step is a row of its own (`earlier_sitting`), so a
     verdict can be read again in each."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
-    used: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    used: dict[tuple[str, str], list[str]] = defaultdict(list)
     out = []
     timed = [r for r in _loop_timed(records) if r.device.platform != "cpu"]
     began: dict[tuple, datetime] = {}  # each sitting's first record: its name
@@ -766,7 +770,7 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             ]
             key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
             pools[key].append(max(steps) / min(steps))
-            used[key] += ran
+            used[key] += [r.run_id for r in ran]
             w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
             for key, earlier in by_sitting.items():
                 if key == sitting(ran[-1]):
@@ -775,13 +779,7 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 extra = earlier_sitting(began[key], earlier[-1])
                 out.append(row("step_s", "measured", step, w, "earlier-sitting", earlier,
                                extra=extra, **spread))  # fmt: skip
-    for (platform, device), factors in sorted(pools.items()):
-        w = {"platform": platform, "device": device, "devices": 1, "model": "loop steps"}
-        spread = {"lo": 1.0, "hi": max(factors), "spread": "median, worst", "n": len(factors)}
-        out.append(row("run_spread", "derived", statistics.median(factors), w,
-                       "sitting-to-sitting", used[(platform, device)], extra=SITTING_TO_SITTING,
-                       **spread))  # fmt: skip
-    return out
+    return out + _loop_spread_rows(pools, used, "sitting-to-sitting", SITTING_TO_SITTING)
 
 
 def _epochs(r: TrainRecord) -> int:
@@ -972,8 +970,12 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
                     regime = o.get("regime") or ("large" if large else "small")
                     by_regime[regime].append(max(p / a, a / p))
             for regime, f in by_regime.items():
-                out[(platform, split, regime)] = (statistics.median(f), max(f), len(f))
+                out[(platform, split, regime)] = _median_worst(f)
     return out
+
+
+def _median_worst(factors: Sequence[float]) -> tuple[float, float, int]:
+    return statistics.median(factors), max(factors), len(factors)
 
 
 def band_row(
@@ -983,15 +985,17 @@ def band_row(
     selection: str = "held-out",
     records: Iterable[Record] = (),
     device: str | None = None,
+    quantity: str = "band",
+    kind: str = "predicted",  # a band: the error of jaxcnn's predictions, whatever checked
     **rest: Any,
 ) -> dict[str, Any]:
     """A band of `programs` on `platform` (or on its chip `device`): `factors`, the median
-    and worst factor max(p/a, a/p) and over how many; `rest`: row()'s."""
+    and worst factor max(p/a, a/p) and over how many (or another median-and-worst
+    `quantity`); `rest`: row()'s."""
     median, worst, n = factors
     w = {"platform": platform, "device": device or platform, "devices": 1, "model": programs}
     spread = {"lo": 1.0, "hi": worst, "spread": "median, worst", "n": n}
-    # the error of jaxcnn's predictions, whatever they were checked against
-    return row("band", "predicted", median, w, selection, records, **spread, **rest)
+    return row(quantity, kind, median, w, selection, records, **spread, **rest)
 
 
 def band_rows(bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
@@ -1223,8 +1227,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                     f"{faster} of {len(group)}{left}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
-            found = (statistics.median(factors), max(factors), len(group))
-            out.append(band_row(rs[0].device.platform, f"{regime} programs", found,
+            out.append(band_row(rs[0].device.platform, f"{regime} programs", _median_worst(factors),
                                 "before-first-run", group, chip, extra=BEFORE_FIRST_RUN,
                                 note=note))  # fmt: skip
     return out
@@ -1363,7 +1366,7 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
     for platform, g in e.groupby("platform"):
         optimistic = int((g.note == OPTIMISTIC).sum())
         note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
-        found = (statistics.median(g.value), g.value.max(), len(g))
+        found = _median_worst(g.value)
         out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note))
     return out
 
@@ -1854,7 +1857,7 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
         note = (
             f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
         )
-        found = (statistics.median(g.value), g.value.max(), len(g))
+        found = _median_worst(g.value)
         out.append(band_row(platform, programs, found, extra="against published", note=note))
     return out
 
