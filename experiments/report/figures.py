@@ -1655,26 +1655,25 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """What a kernel library is worth on a CPU: each formulation's step against the xla
     formulation's of the same step, loop and device."""
-    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
-    same = ["model", "batch", "precision", "loop", "device", "placement", "dataset"]
-    chosen = rows(m, formulation=["onednn", "cpu"])
-    return _over_the_same(chosen, rows(m, formulation="xla"), same, "vs xla formulation")
+    return _over_the_same(table, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation")
 
 
 def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """What the device loop gains over the step loop, per measured step. Below 1 the
     device loop is the slower: on a CPU, the xla formulation's convolutions are."""
-    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
-    same = ["model", "batch", "precision", "formulation", "device", "placement", "dataset"]
-    return _over_the_same(m[m.loop == "device"], m[m.loop == "step"], same, DEVICE_OVER_STEP_LOOP)
+    return _over_the_same(table, "loop", "device", "step", DEVICE_OVER_STEP_LOOP)
 
 
 def _over_the_same(
-    chosen: pd.DataFrame, bases: pd.DataFrame, same: list[str], extra: str
+    table: pd.DataFrame, varies: str, chosen: Any, base: str, extra: str
 ) -> list[dict[str, Any]]:
-    """Each chosen step's speedup over the one base step equal to it in `same`."""
-    out = []
-    for _, r in chosen.iterrows():
+    """Each measured JAX step whose `varies` is `chosen` over the one step whose `varies`
+    is `base`, equal to it in all else of its workload and device."""
+    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
+    same = ["model", "batch", "precision", "formulation", "loop", "device", "placement", "dataset"]
+    same.remove(varies)
+    bases, out = rows(m, **{varies: base}), []
+    for _, r in rows(m, **{varies: chosen}).iterrows():
         found = bases[(bases[same] == r[same]).all(axis=1)]
         if len(found) == 1:
             out.append(speedup(r, found.iloc[0], "like-for-like", extra))

@@ -1,15 +1,11 @@
-"""How the bench names its cells: the machine and model of a figure, and the goal its
-ratio is read against. Shared by the bench study's tables (experiments/studies/bench.py)
-and the paired runs' (bench_paired.py), which imports nothing else of it."""
+"""How the bench names its cells: the machine and model of a figure. Shared by the bench
+study's tables (experiments/studies/bench.py) and the paired runs' (bench_paired.py),
+which imports nothing else of it."""
 
 from __future__ import annotations
 
 from experiments.records import Record, labels
 from experiments.records.tables import markdown_text
-
-# The CPU goal: JAX's best f32 figure at least this multiple of the fastest peer's, so
-# that no speedup over the CPU in the study is inflated by a slow CPU baseline.
-GOAL = 1.0
 
 
 def model_name(record: Record) -> str:

@@ -145,13 +145,16 @@ def sitting_crossovers(
     return out
 
 
-def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
+def _stacked(t: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """`frames` one under another; none: no rows of `t`."""
     import pandas as pd  # drawing the page, never listing the study
 
+    return pd.concat(frames) if frames else t.iloc[:0]
+
+
+def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
     found = sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
-    if not found:
-        return t.iloc[:0]
-    return pd.concat([f["rows"] for f in found]).sort_values(["extra", "params"])
+    return _stacked(t, [f["rows"] for f in found]).sort_values(["extra", "params"])
 
 
 def earlier_verdict(t: pd.DataFrame) -> str:
@@ -210,10 +213,7 @@ def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFr
 
 
 def predicted_sweep(t: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd  # drawing the page, never listing the study
-
-    c, g = crossover(t, reference_cpu(t))
-    return pd.concat([c, g])
+    return _stacked(t, list(crossover(t, reference_cpu(t))))
 
 
 def predicted_verdict(t: pd.DataFrame) -> str:
@@ -225,10 +225,8 @@ def predicted_verdict(t: pd.DataFrame) -> str:
 
 
 def measured_sweeps(t: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd  # drawing the page, never listing the study
-
     found = measured_crossover(t, reference_cpu(t))
-    return pd.concat([frame for pair in found for frame in pair]) if found else t.iloc[:0]
+    return _stacked(t, [frame for pair in found for frame in pair])
 
 
 def measured_verdict(t: pd.DataFrame) -> str:

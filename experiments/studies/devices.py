@@ -48,9 +48,11 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
-def seed_steps(t: pd.DataFrame) -> pd.DataFrame:
-    steps = t[t.quantity.isin(["step_s", "device_step_s", "loop_step_s", "epoch_s"])]
-    return steps[steps.model.isin(SEED_MODELS) & (steps.devices == 1)]
+def cpu_seed_steps(t: pd.DataFrame) -> pd.DataFrame:
+    """Every CPU's measured one-device steps of the seed models at batch 128."""
+    return t[
+        measured_cpu_steps(t) & t.model.isin(SEED_MODELS) & (t.devices == 1) & (t.batch == 128)
+    ]
 
 
 def like_for_like(t: pd.DataFrame) -> pd.DataFrame:
@@ -116,8 +118,7 @@ STUDY = Study(
                 "step loop: like for like, not the answers' baseline)",
                 like_for_like, pivot=BY_CHIP),
         Section("The CPU's own steps at batch 128 (measured)",
-                lambda t: seed_steps(t)[measured_cpu_steps(seed_steps(t))
-                                        & (seed_steps(t).batch == 128)],
+                cpu_seed_steps,
                 "model precision device quantity value spread how"),
         Section("Published figures of these models and our prediction of each",
                 where(lambda t: t.model.isin(SEED_MODELS)
