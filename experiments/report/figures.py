@@ -540,8 +540,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         and _epochs(r)
         and r.workload.study != "speedrun"  # its seeds pool: speedrun_rows
     ]
-    for runs in select_runs(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
-        r = runs[-1]
+    for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
         n, seed = _epochs(r), _seed_words(r)
         w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}"}
         as_trained = _maker("measured", w, "newest-trained", [r])
@@ -1154,7 +1153,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     step: MEASURED_AGAINST's rule); a small program that ran only the step loop is left
     out, counted in the note."""
     measured = {
-        x.run_id: (_pooled([y.step_time_s.median for y in runs], {})[0], _step_id(runs[-1]))
+        x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
         for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
         for x in runs
     }
@@ -1172,31 +1171,27 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         for r in sorted(rs, key=recorded_at_or_oldest):
             w = workload_of(r)
             runs[(w["model"], w["batch"], w["precision"], w["formulation"])].append(r)
-        programs: list[tuple[dict[str, Any], TrainRecord, TrainRecord]] = []
+        by_regime: dict[str, list[tuple[TrainRecord, float]]] = defaultdict(list)
         alone: dict[str, int] = defaultdict(int)
         for ran in runs.values():
-            first = ran[0]  # its prediction: made before any run of it on this chip
-
-            def preferred(pair: tuple[int, TrainRecord], first: TrainRecord = first) -> tuple:
-                i, r = pair  # the whole-epoch loop's, on the first run's data, the newest
-                return (r.loop == "device", r.workload.dataset == first.workload.dataset, i)
-
-            against = max(enumerate(ran), key=preferred)[1]
+            r, regime = ran[0], ran[0].prediction.regime  # made before any run of it here
+            # against the whole-epoch loop's step, on the first run's data, the newest
+            ranks = [(x.loop == "device", x.workload.dataset == r.workload.dataset, i)
+                     for i, x in enumerate(ran)]  # fmt: skip
+            against = ran[max(ranks)[2]]
             # a small program's step timed alone is mostly the host's dispatch, which no
             # device step predicts: only its whole-epoch loop checks it
-            if against.loop == "device" or first.prediction.regime != "small":
-                programs.append((workload_of(against), first, against))
-            else:
-                alone[first.prediction.regime] += 1
-        by_regime: dict[str, list[tuple[TrainRecord, float]]] = defaultdict(list)
-        for w, r, against in programs:
+            if against.loop != "device" and regime == "small":
+                alone[regime] += 1
+                continue
             step, step_id = measured[against.run_id]
-            by_regime[r.prediction.regime].append((r, step))
+            by_regime[regime].append((r, step))
             # the prediction itself, a figure beside the step measured (`numerator`)
-            note = f"{r.prediction.regime} program; measured {step * 1e3:.3g} ms"
-            as_run = _maker("predicted", {**w, "params": _params(r)}, "before-first-run", [r])
-            out.append(as_run(AS_RUN, r.prediction.device_step_s, extra=BEFORE_FIRST_RUN,
-                              band_quantity=AS_IT_RAN, numerator=step_id, note=note))  # fmt: skip
+            w = {**workload_of(against), "params": _params(r)}
+            note = f"{regime} program; measured {step * 1e3:.3g} ms"
+            out.append(row(AS_RUN, "predicted", r.prediction.device_step_s, w, "before-first-run",
+                           [r], extra=BEFORE_FIRST_RUN, band_quantity=AS_IT_RAN,
+                           numerator=step_id, note=note))  # fmt: skip
         for regime, checked in sorted(by_regime.items()):
             group = [r for r, _ in checked]
             pairs = [(r.prediction.device_step_s, step) for r, step in checked]
