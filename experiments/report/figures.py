@@ -7,7 +7,7 @@ per-kernel model, or published by someone else), the workload and device it belo
 the rule that picked it (`selection`, one of `RULES`), the records it comes from, and for a
 prediction its error band, measured out of sample on the same quantity, or "unvalidated".
 A ratio is a row too, naming the ids of both sides. `KEY` is what makes a figure one
-figure: no two rows share it (tests/test_figures.py), so a quantity has one value on every
+figure: no two rows share it (tests/test_report.py), so a quantity has one value on every
 page.
 
 Pure functions of the records, the published references and the constants file; JAX is

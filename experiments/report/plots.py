@@ -363,19 +363,14 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
                  sweep=p.extra.astype(str).str.replace(r"-x\d+$", "", regex=True))  # fmt: skip
     out = []
     keys = ["kind", "model", "placement", "platform", "chip", "precision", "per", "base", "sweep"]
-    for (kind, model, placement, platform, chip, precision, per, b, sweep), g in pd.concat(
-        [s, p]
-    ).groupby(keys, sort=True):
-        g = g.sort_values("devices")
-        out.append({
-            "kind": kind, "model": model, "placement": PLACEMENTS.get(placement, placement),
-            "platform": platform, "chip": chip, "precision": precision, "per": int(per),
-            "base": int(b), "sweep": sweep, "devices": [int(b), *g.devices.astype(int)],
-            "values": [1.0, *g.value.astype(float)],
-            "above": [(int(d), float(v)) for d, v, f in zip(g.devices, g.value, g.flag,
-                                                            strict=True)
-                      if str(f).startswith("above ideal")],
-        })  # fmt: skip
+    for key, g in pd.concat([s, p]).groupby(keys, sort=True):
+        r, g = dict(zip(keys, key, strict=True)), g.sort_values("devices")
+        above = [(int(d), float(v)) for d, v, f in zip(g.devices, g.value, g.flag, strict=True)
+                 if str(f).startswith("above ideal")]  # fmt: skip
+        out.append({**r, "placement": PLACEMENTS.get(r["placement"], r["placement"]),
+                    "per": int(r["per"]), "base": int(r["base"]), "above": above,
+                    "devices": [int(r["base"]), *g.devices.astype(int)],
+                    "values": [1.0, *g.value.astype(float)]})  # fmt: skip
     return out
 
 

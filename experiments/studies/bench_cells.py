@@ -1,6 +1,6 @@
 """How the bench names its cells: the machine and model of a figure. Shared by the bench
-study's tables (experiments/studies/bench.py) and the paired runs' (bench_paired.py),
-which imports nothing else of it."""
+study (experiments/studies/bench.py) and benchmarks/paired.py, which imports nothing else
+of it."""
 
 from __future__ import annotations
 
