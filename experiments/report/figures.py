@@ -2009,7 +2009,7 @@ def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=COLUMNS)
-    for c in ("batch", "devices", "params", "n", "band_n"):
+    for c in INTEGERS:
         table[c] = table[c].astype("Int64")
     return table.sort_values(KEY, na_position="first", kind="stable").reset_index(drop=True)
 

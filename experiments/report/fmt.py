@@ -16,15 +16,10 @@ def _si(value: float, unit: str) -> str:
 
 
 def seconds(value: float) -> str:
-    if value >= 3600:
-        return f"{value / 3600:.3g} h"
-    if value >= 60:
-        return f"{value / 60:.3g} min"
-    if value >= 1:
-        return f"{value:.3g} s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.3g} ms"
-    return f"{value * 1e6:.3g} us"
+    for scale, unit in ((3600, "h"), (60, "min"), (1, "s")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e3:.3g} ms" if value >= 1e-3 else f"{value * 1e6:.3g} us"
 
 
 def value_text(value: Any, unit: str) -> str:
