@@ -815,8 +815,8 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
         if tflops and tflops > best.get(k, (0.0, None))[0] and not _names_no_cpu(r):
             best[k] = (tflops, r)
     for (device, platform, dtype), (tflops, r) in sorted(best.items()):
-        w = {"device": device, "platform": platform, "devices": 1, "model": "matmul"}
-        w["precision"] = SPELLING.get(dtype, dtype)
+        w = {"device": device, "platform": platform, "devices": 1, "model": "matmul",
+             "precision": SPELLING.get(dtype, dtype)}  # fmt: skip
         ceiling = (r.matmul_ceiling or {}).get(dtype)
         ran = ceiling.precision if ceiling and r.workload.kind != "matmul" else w["precision"]
         if _ran_as_tf32(w["precision"], ran):  # a rate of TF32 passes: its own precision
@@ -1682,8 +1682,8 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     from jaxcnn import targets
 
     out = []
-    p = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted")
-    one_chip = p[p.device.isin([name for name, t in targets.TARGETS.items() if t.chips == 1])]
+    one_chip = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
+                    device=[n for n, t in targets.TARGETS.items() if t.chips == 1])  # fmt: skip
     for (quantity, *_), g in one_chip.groupby(
         ["quantity", "model", "batch", "precision", "placement"]
     ):

@@ -110,9 +110,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     measured, gpus = rows(steps, device=cpu, extra="-"), rows(steps, platform="gpu", extra="-")
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
     loops = rows(steps, platform="gpu", extra=LOOP)
-    predicted = rows(table, quantity=["device_step_s", "loop_step_s"],
-                                 kind="predicted", devices=1, extra="-", **one)  # fmt: skip
-    predicted = predicted[predicted.model.isin(answers_lib.SEED_MODELS)]
+    predicted = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
+                     devices=1, extra="-", model=answers_lib.SEED_MODELS, **one)  # fmt: skip
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
         return None
