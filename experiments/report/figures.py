@@ -1777,11 +1777,10 @@ def measured_versus_predicted(
             p = predicted[(predicted.quantity == quantity) & (predicted.device == target)]
             p = p[(p[same] == m[same]).all(axis=1)]
             if len(p) == 1:
-                runs = len(str(m.records).split())  # a tie: the step of the most runs
-                rank = (m.loop != loop, m.dataset != p.iloc[0].dataset, -runs)
-                best = chosen.get(p.iloc[0].id)
-                if best is None or rank < best[0]:
-                    chosen[p.iloc[0].id] = (rank, p.iloc[0].to_dict(), m.to_dict())
+                p, runs = p.iloc[0], len(str(m.records).split())  # a tie: the most runs'
+                rank = (m.loop != loop, m.dataset != p.dataset, -runs)
+                if p.id not in chosen or rank < chosen[p.id][0]:
+                    chosen[p.id] = (rank, p.to_dict(), m.to_dict())
         what = quantity.removesuffix("_s").replace("_", " ")
         for _, p, m in chosen.values():
             in_sample = bool(fitted & set(str(m["records"]).split()))
