@@ -85,9 +85,8 @@ def _over_the_cpu(t: pd.DataFrame, selection: str, suffix: str) -> pd.DataFrame:
     found = rows(t, quantity="speedup", selection=selection, batch=128)
     cpu = reference_cpu(t)
     quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    found = found[found.extra.isin([f"{quantity} vs {cpu}{suffix}", f"{LOOP} vs {cpu}{suffix}"])]
-    found = on_seed_data(found)
-    return one_chip(found[found.model.isin(SEED_MODELS) & (found.precision == "f32")])
+    extra = [f"{quantity} vs {cpu}{suffix}", f"{LOOP} vs {cpu}{suffix}"]
+    return one_chip(rows(on_seed_data(found), extra=extra, model=SEED_MODELS, precision="f32"))
 
 
 STUDY = Study(
