@@ -30,7 +30,7 @@ The report section sets images/s of the train step per model, batch and configur
 machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows: every
 figure read from records (`throughput`, the median of timed blocks, p10-p90, for JAX
 and peers alike; `matmul_ceiling` and `flops.per_image` for the bound). The paired-run
-tables are bench_paired.py's.
+tables are this page's `paired` speedups (`report/figures.paired_rows`).
 """
 
 from __future__ import annotations
