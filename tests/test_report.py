@@ -1688,6 +1688,22 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
     ]
     assert sorted(ringed) == [("mx150", 16), ("mx150", 32), ("t4", 128)]
     assert "f32" in fig.get_suptitle()
+    # the rings are drawn whole at a panel's edge, and each limit carries the undecided zone
+    # of the compile check's worst factor, which the MX150's b16 sits in
+    rings = [
+        x for ax in panels.values() for x in ax.get_lines() if x.get_label() == plots.SEED_RUNS
+    ]
+    assert not any(x.get_clip_on() for x in rings)
+    checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
+    worst = checks.value.max()
+    (zone,) = [p for p in panels["mx150"].patches if p.get_label().startswith("undecided")]
+    lo, hi = zone.get_extents().transformed(panels["mx150"].transData.inverted()).intervaly
+    (limit,) = table[(table.device == "gpu-mx150") & (table.extra == study_page.USABLE)].value
+    assert lo == pytest.approx(limit / worst / 2**30, rel=1e-3)
+    assert hi == pytest.approx(limit * worst / 2**30, rel=1e-3)
+    # the control: without the compile check there is no zone to draw
+    bare = _figure(table[~table.id.isin(checks.id)], "batch", monkeypatch)
+    assert not [p for ax in bare.axes for p in ax.patches if p.get_label().startswith("undecided")]
 
 
 BAND_15 = "1.5x off (worst 2x, n=5, held-out)"

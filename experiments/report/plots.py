@@ -15,6 +15,7 @@ import pandas as pd
 
 from experiments.report import answers as answers_lib
 from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
+from experiments.report.fmt import value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
 
@@ -305,6 +306,9 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     runs = answers_lib.SEED_MEMORY_RUNS if model == answers_lib.SEED_MODEL else ()
     seed = {(d, b) for d, b, _ in runs}
     panels = sorted(series.items(), key=lambda kv: kv[1])
+    # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
+    checks = rows(table, quantity="memory_factor", selection="compiled-vs-ran")
+    worst = float(checks.value.max()) if len(checks) else None
     fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b, gib, ok = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
@@ -312,16 +316,19 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
         ax.plot(b[ok], gib[ok], "o-", color="C0", markersize=4, label="fits (compiled memory)")
         ax.plot(b[~ok], gib[~ok], "x", color="C3", markersize=8, label="does not fit")
         ringed = [any((d, x) in seed for d in devices) for x in b]
-        if any(ringed):
+        if any(ringed):  # never clipped at a panel's edge
             ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
-                    label=SEED_RUNS)  # fmt: skip
+                    label=SEED_RUNS, clip_on=False)  # fmt: skip
         limits = [
             x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
         ]
         for limit in limits:
             ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
+            if worst:
+                label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
+                ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
         span = [*gib, *limits]
-        pad = 0.06 * (max(span) - min(span))
+        pad = 0.1 * (max(span) - min(span))
         ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
