@@ -2941,3 +2941,26 @@ def test_a_gpus_fraction_of_peak_is_its_flop_rate_over_a_datasheet_peak_row(csv)
     # each chip's peak in a precision is one row, whatever number of steps divide by it
     peaks = csv[(csv.quantity == "peak_flops_per_s") & (csv.kind == "published")]
     assert not peaks.duplicated(["device", "precision"]).any()
+
+
+def test_the_crossover_plot_sets_the_gpu_over_the_cpu_in_each_sitting_against_a_sittings_move(
+    table, monkeypatch
+):
+    cpu = study_page.reference_cpu(table)
+    ((c, g),) = crossover_study.measured_crossover(table, cpu)
+    fig = _figure(table, "crossover", monkeypatch)
+    ax = fig.axes[2]
+    lines = {str(x.get_label()): x for x in ax.get_lines() if not x.get_label().startswith("_")}
+    newest = lines[f"{g.device.iloc[0]}, the newest sitting"]
+    both = c.merge(g, on=["model", "dataset"], suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
+    assert list(newest.get_ydata()) == pytest.approx(list(both.value_cpu / both.value_gpu))
+    earlier = crossover_study.sitting_crossovers(table, [(c, g)])
+    assert len(lines) == 1 + len(earlier)  # one line per sitting
+    moves = table[(table.quantity == "run_spread") & (table.extra == figures.SITTING_TO_SITTING)
+                  & (table.device == g.device.iloc[0])].value.iloc[0]  # fmt: skip
+    (zone,) = ax.patches
+    lo, hi = zone.get_extents().transformed(ax.transData.inverted()).intervaly
+    assert (lo, hi) == (pytest.approx(1 / moves, rel=1e-3), pytest.approx(moves, rel=1e-3))
+    # the control: without the earlier sittings' rows, the newest alone is drawn
+    bare = _figure(table[table.selection != "earlier-sitting"], "crossover", monkeypatch)
+    assert len([x for x in bare.axes[2].get_lines() if not x.get_label().startswith("_")]) == 1

@@ -202,7 +202,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
     plt = pyplot()
-    fig, (loop_ax, alone_ax) = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True, sharey=True)
+    fig, (loop_ax, alone_ax, ratio_ax) = plt.subplots(1, 3, figsize=(17, 4.4), sharex=True)
+    alone_ax.sharey(loop_ax)
     like = {"batch": 128, "precision": "f32", "placement": "single"}
     gpu = rows(table, quantity="step_s", kind="measured", platform="gpu",
                loop="step", framework="jax", extra="-", **like)  # fmt: skip
@@ -261,19 +262,58 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for i, (device, dataset) in enumerate(series):
         d = gpu[(gpu.device == device) & (gpu.dataset == dataset)].sort_values("params")
         shifted = f", drawn at {1.25**i:.3g}x its params" if i else ""  # said, not hidden
-        label = f"{device}, xla step loop on {dataset} (black bar: p10-p90{shifted})"
+        label = textwrap.fill(
+            f"{device}, xla step loop on {dataset} (black bar: p10-p90{shifted})", 52
+        )
         alone_ax.errorbar(d.params.astype(float) * 1.25**i, d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
                           fmt=marker[dataset], color=colour[device], mfc="none", markersize=5,
                           ecolor="black", elinewidth=1, capsize=4, zorder=3,
                           label=label)  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")
+    sitting_ratios(table, ratio_ax, sweeps, colour)
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
-    for ax in (loop_ax, alone_ax):
+    for ax in (loop_ax, alone_ax, ratio_ax):
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
-        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     fig.suptitle("Seed 002: above how many parameters does the GPU win?")
     return _save(fig, path)
+
+
+def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
+    """The CPU's loop step over each measured GPU's, per width, in each sitting of the GPU
+    (the newest solid, earlier ones dotted): above 1 the GPU is faster. A shade of the
+    median factor a sitting moves a loop step by, either side of 1: a width inside it is
+    as near a tie as one sitting to the next moves (row 9's yardstick). No GPU's loop
+    measured: the panel is left blank."""
+    if not sweeps:
+        ax.set_axis_off()
+        return
+    for cl, gl in sweeps:
+        device = gl.device.iloc[0]
+        newest = cl.merge(gl, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+        newest = newest.sort_values("params_cpu")
+        ax.plot(newest.params_cpu, newest.value_cpu / newest.value_gpu, "D-",
+                color=colour.get(device, "C4"), label=f"{device}, the newest sitting")  # fmt: skip
+        for i, e in enumerate(crossover_study.sitting_crossovers(table, [(cl, gl)])):
+            both = cl.merge(e["rows"], on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+            both = both.sort_values("params_cpu")
+            label = textwrap.fill(f"{device}, {e['when']}", 52)
+            style = f"{'v^<>'[i % 4]}:"
+            ax.plot(both.params_cpu, both.value_cpu / both.value_gpu, style, alpha=0.6,
+                    color=colour.get(device, "C4"), markersize=4, label=label)  # fmt: skip
+        moves = rows(table, quantity="run_spread", device=device,
+                     extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
+        if len(moves):
+            m = float(moves.value.iloc[0])
+            label = textwrap.fill(
+                f"a sitting moves a loop step {value_text(m, 'x')} (median): near a tie inside", 52
+            )
+            ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=label)
+    ax.axhline(1, color="k", linewidth=0.8)
+    ax.set(yscale="log", ylabel="CPU's loop step / GPU's (above 1: the GPU faster)")
+    ax.set_title("the GPU over the CPU, each sitting (row 9)", fontsize="medium")
 
 
 BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
