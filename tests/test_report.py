@@ -1435,6 +1435,9 @@ def _points(ax):
                        else path.vertices for path in c.get_paths()]  # fmt: skip
             xy = c.get_transform().transform(np.concatenate(corners).astype(float))
             yield c, xy[np.isfinite(xy).all(axis=1)]
+    for patch in ax.patches:  # a labelled shade (axhspan): the corners of its extent
+        if not str(patch.get_label()).startswith("_"):
+            yield patch, patch.get_extents().corners()
     for container in ax.containers:  # an errorbar's legend entry is its container
         line = container.lines[0] if hasattr(container, "lines") else None
         if line is not None and len(line.get_xdata()):

@@ -367,7 +367,8 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
             if worst:
                 label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
                 ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
-        span = [*gib, *limits]
+        zones = [x for limit in limits for x in (limit / worst, limit * worst)] if worst else []
+        span = [*gib, *limits, *zones]  # every zone whole on its panel
         pad = 0.1 * (max(span) - min(span))
         ax.set_ylim(min(span) - pad, max(span) + pad)
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
