@@ -301,6 +301,9 @@ def test_the_largest_batch_is_a_number_only_where_the_search_found_the_boundary(
     )
     (found,) = closed[closed.quantity == "largest_batch"].to_dict("records")
     assert (found["value"], found["flag"], found["note"]) == (32, None, "64 does not fit")
+    # its bounds say what they are: the largest that fits and the smallest that does not
+    assert (found["lo"], found["hi"], found["spread"]) == (32, 64, figures.FIT_TO_FAIL)
+    assert pd.isna(open_search[open_search.quantity == "largest_batch"].spread.iloc[0])
 
 
 def _predicted(device, devices, batch, step):

@@ -130,6 +130,9 @@ NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
 REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
             "devices", "selection")  # fmt: skip
 OVER_ITS_RUNS = "min-max over the accelerator's runs"  # a ratio in its slowest and fastest run
+# A batch search's bounds: the largest batch that fits (lo, the value) and the smallest
+# found not to (hi).
+FIT_TO_FAIL = "largest that fits, smallest that does not"
 SPREADS = (
     "p10-p90",
     "min-max over epochs",
@@ -138,6 +141,7 @@ SPREADS = (
     "min-max over runs",
     OVER_ITS_RUNS,
     "median, worst",
+    FIT_TO_FAIL,
 )
 SPLITS = ("chip", "program")  # what a held-out fit leaves out
 # What makes a figure one figure: a (quantity, workload, device) key carries one value.
@@ -941,7 +945,8 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
     found = functools.partial(row, "largest_batch", "compiled", b, w, "batch-search")
     if smallest is not None:
         above = smallest.workload.batch_size
-        return [found([best, smallest], hi=above, note=f"{above} does not fit")]
+        return [found([best, smallest], lo=b, hi=above, spread=FIT_TO_FAIL,
+                      note=f"{above} does not fit")]  # fmt: skip
     refused = [
         e
         for e in errors
