@@ -23,9 +23,11 @@ from experiments.report.figures import (
 )
 from experiments.report.fmt import each_text, fmt, span_text, value_text
 from experiments.studies.crossover import (
+    chip_name,
     crossover,
     crossover_verdict,
     measured_crossover,
+    paired,
     sitting_crossovers,
     undecided_below,
 )
@@ -733,14 +735,13 @@ def earlier_margins(
     over that sitting's pooled one): the factor, when the sitting began, the two rows."""
     out = []
     for e in earlier:
-        both = mc.merge(e["rows"], on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
-        both = both[both.params_cpu >= start].reset_index(drop=True)
+        both = paired(mc, e["rows"])
+        both = both[both.params_cpu >= start]
         if len(both):
-            ratio = both.value_cpu / both.value_gpu
-            i = int(ratio.idxmin())
-            quoted = [mc[mc.id == both.id_cpu[i]].iloc[0].to_dict(),
-                      e["rows"][e["rows"].id == both.id_gpu[i]].iloc[0].to_dict()]  # fmt: skip
-            out.append((float(ratio[i]), e["when"].split(" UTC")[0], quoted))
+            r = both.loc[both.over.idxmin()]
+            quoted = [mc[mc.id == r.id_cpu].iloc[0].to_dict(),
+                      e["rows"][e["rows"].id == r.id_gpu].iloc[0].to_dict()]  # fmt: skip
+            out.append((float(r.over), e["when"].split(" UTC")[0], quoted))
     return out
 
 
@@ -761,7 +762,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                 earlier = [e for e in sittings if e["device"] == mg.device.iloc[0]]
                 held, more, quoted = sittings_said(t, mc, mg, rs, earlier)
                 newest = f"{int(rs[0]['params']):,}"
-                name = words.split(" faster")[0]
+                name = chip_name(mg.device.iloc[0])
                 words = f"{name} {held} (newest: {newest}; {how})" if held else words
                 caveat += more
                 chosen += quoted

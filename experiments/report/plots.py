@@ -292,16 +292,14 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
         return
     for cl, gl in sweeps:
         device = gl.device.iloc[0]
-        newest = cl.merge(gl, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
-        newest = newest.sort_values("params_cpu")
-        ax.plot(newest.params_cpu, newest.value_cpu / newest.value_gpu, "D-",
+        newest = crossover_study.paired(cl, gl)
+        ax.plot(newest.params_cpu, newest.over, "D-",
                 color=colour.get(device, "C4"), label=f"{device}, the newest sitting")  # fmt: skip
         for i, e in enumerate(crossover_study.sitting_crossovers(table, [(cl, gl)])):
-            both = cl.merge(e["rows"], on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
-            both = both.sort_values("params_cpu")
+            both = crossover_study.paired(cl, e["rows"])
             label = textwrap.fill(f"{device}, {e['when']}", 52)
             style = f"{'v^<>'[i % 4]}:"
-            ax.plot(both.params_cpu, both.value_cpu / both.value_gpu, style, alpha=0.6,
+            ax.plot(both.params_cpu, both.over, style, alpha=0.6,
                     color=colour.get(device, "C4"), markersize=4, label=label)  # fmt: skip
         moves = rows(table, quantity="run_spread", device=device,
                      extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip

@@ -82,6 +82,20 @@ def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple
     return c, g[g.model.str.startswith("mlp")].sort_values("params")
 
 
+def paired(c: pd.DataFrame, g: pd.DataFrame) -> pd.DataFrame:
+    """The CPU's rows `c` beside a GPU's `g` of the same width and data set (columns
+    suffixed _cpu, _gpu), fewest params first, with `over`: the CPU's step over the GPU's
+    (above 1: the GPU faster)."""
+    both = c.merge(g, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+    both = both.sort_values("params_cpu").reset_index(drop=True)
+    return both.assign(over=both.value_cpu / both.value_gpu)
+
+
+def chip_name(device: str) -> str:
+    """A verdict's name for a device: a target's chip ("gpu-t4" -> "T4"), else the device."""
+    return device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
+
+
 def crossover_verdict(
     c: pd.DataFrame, g: pd.DataFrame, how: str = ""
 ) -> tuple[str, list[dict[str, Any]]]:
@@ -92,7 +106,7 @@ def crossover_verdict(
     if not len(both):
         return "", []
     device = str(g.device.iloc[0])
-    name = device.removeprefix("gpu-").upper() if device.startswith("gpu-") else device
+    name = chip_name(device)
     faster = (both.value_gpu < both.value_cpu).to_numpy()
     slower = [int(p) for p in both.params_cpu[~faster]]
     tail = _faster_from(faster)
@@ -132,10 +146,9 @@ def sitting_crossovers(
                        batch=128, precision="f32", placement="single")  # fmt: skip
         earlier = earlier[earlier.model.str.startswith("mlp")]
         for extra, s in earlier.groupby("extra", sort=True):
-            both = c.merge(s, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
+            both = paired(c, s)
             if len(both) < 3:
                 continue
-            both = both.sort_values("params_cpu")
             tail = _faster_from((both.value_gpu < both.value_cpu).to_numpy())
             params = int(both.params_cpu.iloc[tail]) if tail < len(both) else None
             runs = int(both.n_gpu.fillna(1).min())
