@@ -898,8 +898,7 @@ def test_a_rate_of_tf32_passes_is_spelled_tf32_and_an_f32_step_that_ran_them_say
     assert len(h200) > 10 and set(h200.note) == {figures.TF32_MATMULS}  # the records: tf32
     cpu = rates[rates.platform == "cpu"]
     assert len(cpu) and cpu.note.isna().all()  # the positive control: a CPU's f32 is f32
-    said = _said(13)
-    assert "H100 SXM/H200 " in said and "of TF32 peak" in said
+    # row 13 holds each GPU's f32 step to its measured TF32 matmul rate (its test)
     # a run whose record says its f32 matmuls ran in f32 gets no such label
     assert not figures._ran_as_tf32("f32", "fp32") and figures._ran_as_tf32("f32", "tf32")
     assert not figures._ran_as_tf32("bf16", "tf32")
@@ -1055,53 +1054,44 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     )
     own = {"cpu": "cpu", "gpu": "xla", "tpu": "xla"}
     said = _said(13)
-    for platform, quantity in (("cpu", "flops_per_s"), ("gpu", "mfu"), ("tpu", "mfu")):
-        g = seeds[(seeds.quantity == quantity) & (seeds.platform == platform)
-                  & (seeds.formulation == own[platform])]  # fmt: skip
+    assert said.startswith("mnist_cnn b128 f32, device loop, of each chip's measured matmul: CPU ")
+    fractions = csv[csv.quantity == "matmul_fraction"]
+    for platform in ("cpu", "gpu", "tpu"):
+        g = seeds[(seeds.platform == platform) & (seeds.formulation == own[platform])]
         g = g[g.device == cpu] if platform == "cpu" else g
-        measured = g[g.kind == "measured"]
-        g = measured if len(measured) else g
+        measured = g[(g.kind == "measured") & (g.quantity == "flops_per_s")]
+        g = measured if len(measured) else g[(g.kind == "predicted") & (g.quantity == "mfu")]
         mnist = g[g.model == "mnist_cnn"]
-        assert mnist.device.is_unique  # one figure per chip
+        assert len(mnist) and mnist.device.is_unique  # one figure per chip
+        values = "/".join(fmt(r) for r in mnist.to_dict("records"))
+        if platform == "tpu":  # no TPU has run: its fractions are of its datasheet's peak
+            assert (mnist.kind == "predicted").all()
+            assert mnist.note.str.fullmatch(r"of its datasheet's \w+ peak").all()
+            peak = mnist.note.iloc[0].split()[-2]
+            assert f"; predicted {'/'.join(mnist.device)} {values} of {peak} peak" in said
+            continue
+        # a measured chip: its rate over its own measured matmul rate in the precision its
+        # matmuls ran (TF32 on a GPU by default), the very rows it divides
+        of_own = []
         for r in mnist.to_dict("records"):
-            if platform == "cpu":  # as a fraction of its own measured matmul rate
-                peak = csv[(csv.quantity == "peak_flops_per_s") & (csv.device == cpu)
-                           & (csv.precision == "f32")].iloc[0]  # fmt: skip
-                (frac,) = csv[(csv.quantity == "mfu") & (csv.numerator == r["id"])].to_dict(
-                    "records"
-                )
-                assert frac["denominator"] == peak.id and frac["note"] == figures.CPU_CEILING
-                assert float(frac["value"]) == pytest.approx(float(r["value"]) / float(peak.value))
-                assert f"CPU {fmt(r)} (cpu formulation, {fmt(frac)} of matmul);" in said
-        if platform != "cpu":  # the chips, then their fractions, in one order
-            chips = "/".join(mnist.device)
-            assert (
-                f"{chips} " in said and "/".join(fmt(r) for r in mnist.to_dict("records")) in said
-            )
-        if platform == "gpu":  # measured: what each reached, and its largest beside
-            reached = csv[(csv.quantity == "flops_per_s") & csv.id.isin(
-                mnist.id.str.replace("mfu|", "flops_per_s|", regex=False))]  # fmt: skip
-            assert len(reached) == len(mnist)
-            amounts = "/".join(fmt(r).split()[0] for r in reached.to_dict("records"))
-            assert f"{chips} {amounts} TFLOP/s (" in said
-            tops = [fmt(c.loc[c.value.idxmax()].to_dict()) for _, c in g.groupby("device")]
-            assert f"of TF32 peak; catsdogs_cnn step-loop {'/'.join(tops)})" in said
-            # the device loop's rate, 2x the step timed alone's: the host out of the step
-            assert set(mnist.loop) == {"device"}
-    assert said.startswith("mnist_cnn b128 f32, device loop: CPU ")
-    assert re.search(r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s \([\d.]+%/[\d.]+% of TF32 peak", said)
+            (frac,) = fractions[fractions.numerator == r["id"]].to_dict("records")
+            peak = csv[csv.id == frac["denominator"]].iloc[0]
+            assert peak.quantity == "peak_flops_per_s" and peak.kind == "measured"
+            assert peak.device == r["device"]
+            assert peak.precision == ("tf32" if r["note"] == figures.TF32_MATMULS else "f32")
+            assert float(frac["value"]) == pytest.approx(float(r["value"]) / float(peak.value))
+            of_own.append(fmt(frac))
+        chips = "CPU" if platform == "cpu" else "/".join(mnist.device)
+        how = " (cpu formulation)" if platform == "cpu" else ""
+        amounts = answers.each_text([fmt(r) for r in mnist.to_dict("records")])
+        assert f"{chips} {amounts}{how}, {'/'.join(of_own)}" in said
+        # the device loop's rate, 2x the step timed alone's: the host out of the step
+        assert set(mnist.loop) == {"device"}
+    assert re.search(r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% \(catsdogs_cnn", said)
     assert "catsdogs_cnn" not in said.split("; predicted ")[1]  # a prediction's largest: the page
-    assert "; predicted tpu-v5e-1/" in said  # no TPU has run: its fractions are predictions
-    # a TPU's predicted fraction names the peak it is of, as the measured GPUs' do
-    tpu = csv[(csv.quantity == "mfu") & (csv.platform == "tpu") & (csv.kind == "predicted")]
-    assert len(tpu) and tpu.note.str.fullmatch(r"of its datasheet's \w+ peak").all()
-    assert f" of {tpu.note.iloc[0].split()[-2]} peak" in said
-    peak = csv[
-        (csv.quantity == "peak_flops_per_s") & (csv.device == cpu) & (csv.precision == "f32")
-    ]
-    # the control: without the fraction the answer falls back to the two rates
-    bare = answers.answers(csv[csv.note != figures.CPU_CEILING])[12].answer
-    assert f"(cpu formulation, matmul {fmt(peak.iloc[0].to_dict())})" in bare
+    # the control: without its fractions a chip's rates stand alone
+    bare = answers.answers(csv[csv.quantity != "matmul_fraction"])[12].answer
+    assert re.search(r"GFLOP/s \(cpu formulation\); H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s; ", bare)
     onednn = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
                  & (csv.loop == "step") & (csv.extra == "vs xla formulation")]  # fmt: skip
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})

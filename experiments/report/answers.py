@@ -14,7 +14,6 @@ from experiments.report.figures import (
     ACROSS_SITTINGS,
     HELD_OUT_LOOP,
     JAX_VERSUS,
-    KEY,
     OVER_ITS_RUNS,
     RUN_TO_RUN,
     SITTING_TO_SITTING,
@@ -903,57 +902,58 @@ LOOP_SAID = "device"  # the loop row 13 quotes: the chip's rate with no host in 
 def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     """The MNIST CNN per chip: b128 f32 on one chip with the host out of the step (whole
     epochs in the device loop where the chip ran them, else the step loop; a prediction's
-    device step), each platform's own formulation, on MNIST where the model ran on it;
-    beside a measured platform's, each chip's largest fraction of a seed model (a predicted
-    one's is on the page). A CPU has no datasheet peak: its FLOP/s beside its own measured
-    matmul. A fraction names the peak it is of (its row's note)."""
+    device step), each platform's own formulation, on MNIST where the model ran on it. A
+    measured chip's FLOP/s over its own measured matmul rate (the one ceiling a CPU has
+    too), with each accelerator's largest seed model beside it where that is another
+    model's; a predicted chip's over its datasheet's peak, the peak named."""
     seeds = {"batch": 128, "precision": "f32", "devices": 1, "model": SEED_MODELS,
              "loop": ["device", "step"], "extra": "-"}  # fmt: skip
-    peak = one(t, quantity="peak_flops_per_s", device=cpu, precision="f32")
-    flops = rows(t, quantity="flops_per_s", kind="measured", device=cpu, **seeds)
-    mfu = rows(t, quantity="mfu", **seeds)
-    parts, picked = [], [peak]
+    flops = rows(t, quantity="flops_per_s", kind="measured", **seeds)
+    flops = flops[(flops.platform != "cpu") | (flops.device == cpu)]
+    own = rows(t, quantity="matmul_fraction", **seeds)
+    sheet = rows(t, quantity="mfu", kind="predicted", **seeds)
+    parts, picked = [], []
     for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
-        m = flops if platform == "cpu" else mfu[mfu.platform == platform]
+        m = flops[flops.platform == platform]
+        m = m if len(m) else sheet[sheet.platform == platform]
         m = m[m.formulation == platform_formulation(platform)]
-        m = m[m.kind == ("measured" if (m.kind == "measured").any() else "predicted")]
         # per model and chip: its device loop before its step loop, MNIST before the rest
         m = m.assign(_order=(m.loop != "device") * 2 + (m.dataset != "mnist"))
         m = m.sort_values("_order", kind="stable").drop(columns="_order")
         m = m.drop_duplicates(["model", "device"]).sort_values("device", kind="stable")
         mnist = m[m.model == MNIST_MODEL].to_dict("records")
-        if not mnist or (platform == "cpu" and peak is None):
+        if not mnist:
             continue
         picked += m.to_dict("records")  # every seed model per chip, on the page
-        if platform == "cpu":  # as a fraction of its own ceiling, as a chip's of its peak
-            frac = one(t, quantity="mfu", numerator=mnist[0]["id"], denominator=peak["id"])
-            how = f"{mnist[0]['formulation']} formulation"
-            said = f"({how}, {fmt(frac)} of matmul)" if frac else f"({how}, matmul {fmt(peak)})"
-            parts.append(f"CPU {fmt(mnist[0])} {said}")
-            picked.append(frac)
-            continue
-        notes = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak") for n in m.note}
-        of_peak = f"of {'/'.join(sorted(notes)).replace('tf32', 'TF32')} peak"
-        chips, fractions = "/".join(r["device"] for r in mnist), "/".join(fmt(r) for r in mnist)
+        named = "CPU" if platform == "cpu" else "/".join(r["device"] for r in mnist)
+        how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         if mnist[0]["kind"] != "measured":
-            parts.append(f"predicted {chips} {fractions} {of_peak}")
+            peaks = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak")
+                     for n in m.note}  # fmt: skip
+            fractions = "/".join(fmt(r) for r in mnist)
+            parts.append(f"predicted {named} {fractions} of {'/'.join(sorted(peaks))} peak")
             continue
-        # what each reached, beside the fraction: the FLOP/s row the fraction divides
-        reached = [one(t, **{**{k: r[k] for k in KEY}, "quantity": "flops_per_s"}) for r in mnist]
-        picked += reached
-        tops = m.loc[m.groupby("device", sort=False).value.idxmax()].to_dict("records")
-        models = {r["model"] for r in tops}  # named once where every chip's is one model's
-        each = "/".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}" for r in tops)
-        loops = "".join(f" {x}-loop" for x in sorted({r["loop"] for r in tops} - {LOOP_SAID}))
-        top = f"{models.pop() if len(models) == 1 else 'largest'}{loops} {each}"
-        if all(reached):
-            amounts = each_text([fmt(r) for r in reached])
-            parts.append(f"{chips} {amounts} ({fractions} {of_peak}; {top})")
-        else:
-            parts.append(f"{chips} {fractions} {of_peak} ({top})")
+        fracs = own[own.numerator.isin(m.id)]
+        picked += [
+            *fracs.to_dict("records"),
+            *rows(t, id=list(fracs.denominator)).to_dict("records"),
+        ]
+        of_own = [one(fracs, numerator=r["id"]) for r in mnist]
+        said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
+        if all(of_own):
+            said += f", {'/'.join(fmt(r) for r in of_own)}"
+        tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
+        if platform != "cpu" and len(tops) == len(mnist) and set(tops.model) != {MNIST_MODEL}:
+            models = set(tops.model)  # named once where every chip's is one model's
+            each = "/".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}"
+                            for r in tops.to_dict("records"))  # fmt: skip
+            loops = "".join(f" {x}-loop" for x in sorted(set(tops.loop) - {LOOP_SAID}))
+            said += f" ({models.pop() if len(models) == 1 else 'largest'}{loops} {each})"
+        parts.append(said)
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    return Said(f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop: " + "; ".join(parts), picked)
+    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of each chip's measured matmul: "
+    return Said(head + "; ".join(parts), picked)
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:

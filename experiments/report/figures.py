@@ -293,6 +293,7 @@ UNITS = {
     "flops_per_s": "FLOP/s",
     "peak_flops_per_s": "FLOP/s",
     "mfu": "fraction",
+    "matmul_fraction": "fraction",
     "flops_per_watt": "FLOP/s per W",
     "memory_bytes": "bytes",
     "fits": "bool",
@@ -1508,20 +1509,24 @@ def over_runs(a: pd.Series, b: pd.Series | dict[str, Any]) -> dict[str, Any]:
     return {"lo": b["value"] / a.hi, "hi": b["value"] / a.lo, "spread": OVER_ITS_RUNS, "n": a.n}
 
 
-CPU_CEILING = "of its own measured matmul rate (machine-best): a CPU has no datasheet peak"
+OWN_CEILING = "of its own measured matmul rate in the precision its matmuls ran (machine-best)"
 
 
-def cpu_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """A CPU's achieved FLOP/s as a fraction of its own measured matmul rate in the same
-    precision, the one ceiling a CPU has."""
-    peaks = rows(table, quantity="peak_flops_per_s", kind="measured", platform="cpu")
+def ceiling_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A train step's achieved FLOP/s on one measured chip over that chip's own measured
+    matmul rate in the precision its matmuls ran (TF32 where f32 ran as TF32 passes): the
+    one ceiling every measured chip has, a CPU's only one. A datasheet's is `mfu`."""
+    peaks = rows(table, quantity="peak_flops_per_s", kind="measured")
     out = []
-    for _, f in rows(table, quantity="flops_per_s", kind="measured", platform="cpu").iterrows():
-        peak = peaks[(peaks.device == f.device) & (peaks.precision == f.precision)]
+    steps = rows(table, quantity="flops_per_s", kind="measured", devices=1)
+    for _, f in steps[steps.model != "matmul"].iterrows():
+        ran = "tf32" if f.note == TF32_MATMULS else f.precision
+        peak = peaks[(peaks.device == f.device) & (peaks.precision == ran)]
         if len(peak) == 1:
             (p,) = peak.to_dict("records")
-            out.append(row("mfu", "measured", f.value / p["value"], workload_of_row(f), f.selection,
-                           numerator=f.id, denominator=p["id"], note=CPU_CEILING))  # fmt: skip
+            out.append(row("matmul_fraction", "measured", f.value / p["value"], workload_of_row(f),
+                           f.selection, numerator=f.id, denominator=p["id"],
+                           note=OWN_CEILING))  # fmt: skip
     return out
 
 
@@ -1929,7 +1934,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         formulation_speedups,
         loop_speedups,
         epoch_speedups,
-        cpu_fractions,
+        ceiling_fractions,
         chip_comparisons,
         scaling_rows,
         cost_rows,

@@ -52,7 +52,7 @@ def fmt(row: dict[str, Any] | None) -> str:
     """A table row's value with its unit; "-" for no row."""
     if row is None:
         return "-"
-    if row["quantity"] in ("mfu", "scaling_efficiency"):
+    if row["quantity"] in ("mfu", "matmul_fraction", "scaling_efficiency"):
         return f"{float(row['value']):.1%}"
     return value_text(row["value"], row["unit"])
 

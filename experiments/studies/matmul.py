@@ -62,5 +62,9 @@ STUDY = Study(
         Section("Train steps (measured)",
                 where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")),
                 "model batch precision device value how"),
+        Section("Train steps against a ceiling (measured): their chip's own matmul rate, "
+                "a datasheet's peak (`mfu`)",
+                select(quantity=["matmul_fraction", "mfu"], kind="measured"),
+                "model batch precision device quantity value how note"),
     ]),
 )  # fmt: skip
