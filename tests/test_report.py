@@ -286,7 +286,7 @@ def test_a_step_time_and_an_accuracy_of_one_row_come_from_one_run():
 
 def _compile(run_id, batch, status="ok", fits=True):
     r = _record(run_id, model="catsdogs_cnn", kind="compile", target="gpu-t4", batch_size=batch)
-    r.update(status=status, compiled_not_run=True, fits=fits, memory={"total_bytes": batch * 2**26})
+    r.update(status=status, compiled_not_run=True, fits=fits, memory={"total_bytes": batch * 2**28})
     r["device"].update(platform="gpu", kind="Tesla T4")
     r["target"] = {"name": "gpu-t4", "chips": 1, "devices": 1}
     return r
@@ -1664,7 +1664,7 @@ def test_each_targets_compiled_memory_is_checked_against_its_chips_own_as_it_ran
     assert figures.memory_checks(bare) == []
     bare = bare[~bare.id.isin(checks.id)]
     assert answers.answers(bare)[0].band == (
-        "the compiler's own memory analysis against JAX's default 75% of the datasheet's"
+        "the compiler's own memory analysis against JAX's default 75% of the chip's"
     )
 
 
@@ -2856,9 +2856,9 @@ def test_over_the_cpu_at_its_best_shows_each_measured_chip_once_on_the_seeds_dat
 def test_every_fit_verdict_is_its_compiled_memory_against_what_the_chip_lets_a_program_use(csv):
     usable = csv[(csv.quantity == "memory_bytes") & (csv.extra == study_page.USABLE)]
     assert len(usable) == usable.device.nunique() >= 20  # one per target
-    # no compiler's figure: a datasheet's memory times JAX's default share, both published
+    # no compiler's figure: a chip's memory times JAX's default share, both published
     assert set(usable.kind) == {"published"}
-    assert usable.note.str.fullmatch(r"its datasheet's memory x [\d.]+, JAX's default share").all()
+    assert usable.note.str.fullmatch(r"its memory x [\d.]+, JAX's default share").all()
     limit = usable.set_index("device").value
     memory = csv[(csv.quantity == "memory_bytes") & (csv.kind == "compiled") & (csv.extra == "-")]
     fits = csv[(csv.quantity == "fits") & (csv.kind == "compiled")]

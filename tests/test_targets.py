@@ -265,10 +265,15 @@ def _fake_compiler(limit: int, with_memory: bool = True, refused_from: int | Non
         status = "ok" if need <= usable else "oom"
         if not with_memory:
             return _compiled(w, status)
-        target = {"chips": 1, "devices": 1, "usable_bytes_per_device": usable}
-        return _compiled(w, status, memory={"total_bytes": need}, target=target)
+        return _compiled(w, status, memory={"total_bytes": need}, target=_chip_of_its_own(usable))
 
     return run, tried
+
+
+def _chip_of_its_own(usable: int) -> dict:
+    """A compile record's target that the chip table does not know: its verdicts are held
+    to the limit it carries (a known chip's, to the table's as it stands)."""
+    return {"name": "fake-chip", "chips": 1, "devices": 1, "usable_bytes_per_device": usable}
 
 
 def _search(run, start=16, step=1, cap=4096):
@@ -335,9 +340,8 @@ def test_batch_search_closes_where_memory_is_not_a_line(curve):
     def run(w: Workload) -> records.CompileRecord:
         tried.append(b := w.batch_size)
         need, usable = (int(10**6 + 10**4 * n + curve * n * n) for n in (b, limit))
-        target = {"chips": 1, "devices": 1, "usable_bytes_per_device": usable}
         status = "ok" if need <= usable else "oom"
-        return _compiled(w, status, memory={"total_bytes": need}, target=target)
+        return _compiled(w, status, memory={"total_bytes": need}, target=_chip_of_its_own(usable))
 
     found = _search(run, cap=2**26)
     fit, miss = _ends(found)
@@ -1061,3 +1065,19 @@ def test_too_little_memory_to_load_libtpu_is_one_line_before_anything_is_written
 def test_only_an_explicit_refusal_of_the_compiler_is_kept_as_its_verdict(record, kept):
     made = _compiled(compile_workload("gpu-t4"), **record)
     assert compile_only.kept_refusal(made) is kept
+
+
+def test_a_kept_compile_is_judged_by_the_chip_table_as_it_stands():
+    # a T4 compile judged against an older, larger limit it carries (the datasheet's 16 GiB
+    # x 0.75): by the table's T4 (what CUDA reports with ECC on) it does not fit, and a
+    # batch search that meets it goes on below it
+    now = targets.describe(targets.get("gpu-t4"))["usable_bytes_per_device"]
+    assert now == int(chips.fact("Tesla T4", "memory_bytes") * 0.75) < 12 * chips.GiB
+    w = compile_workload("gpu-t4", model="catsdogs_cnn", batch=240)
+    between = {"total_bytes": now + 2**20}
+    old = {"chips": 1, "devices": 1, "usable_bytes_per_device": 12 * chips.GiB}
+    kept = _compiled(w, "ok", memory=between, fits=True, target=old)
+    assert select.usable_bytes(kept) == now and not select.fits(kept)
+    # the control: the same record of a chip the table does not know keeps its own limit
+    own = _compiled(w, "ok", memory=between, fits=True, target=_chip_of_its_own(12 * chips.GiB))
+    assert select.usable_bytes(own) == 12 * chips.GiB and select.fits(own)

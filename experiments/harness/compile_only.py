@@ -28,6 +28,7 @@ from experiments import records
 from experiments.harness import measure
 from experiments.harness.isolated import ChildFailed
 from experiments.harness.prepare import build_module, check_precision, config_key_for, record_for
+from experiments.records import select
 from experiments.records.workload import Workload
 from jaxcnn import aot, loop, models, targets, train
 from jaxcnn import devices as devices_lib
@@ -338,7 +339,7 @@ def recorded_runner(
 def _memory(record: records.CompileRecord) -> tuple[int, int] | None:
     """(bytes the step needs per device, bytes JAX can use there), where known."""
     total = record.memory.total_bytes if record.memory else None
-    usable = record.target.usable_bytes_per_device if record.target else None
+    usable = select.usable_bytes(record)
     return None if total is None or usable is None else (total, usable)
 
 
@@ -426,8 +427,8 @@ def batch_search(
         """Whether `batch` fits; None to stop the search (a refusal before any fit says
         nothing of the batch, one the machine failed nothing of the compiler)."""
         record = tried[batch] = run(make(batch))
-        if record.status != "error":
-            return record.status == "ok"
+        if record.status != "error":  # a kept record judged by the chip table as it stands
+            return select.fits(record)
         return None if fit is None or record.failed_by != "compiler" else False
 
     fit, miss = None, None

@@ -116,9 +116,26 @@ def superseded(record: Record) -> bool:
     return target is not None and record.target.devices != target.devices
 
 
+def usable_bytes(record: CompileRecord) -> int | None:
+    """What a JAX program may use of one device of the record's target by the chip table
+    as it stands (jaxcnn.targets.describe), else as the record was judged: a corrected
+    chip fact re-judges every compile of that chip without compiling again."""
+    from jaxcnn import targets
+
+    target = targets.TARGETS.get(device_of(record))
+    if target is not None and not superseded(record):
+        return targets.describe(target)["usable_bytes_per_device"]
+    return record.target.usable_bytes_per_device if record.target else None
+
+
 def fits(record: CompileRecord) -> bool:
-    """The target's own compiler's verdict against the memory JAX can use of the chip."""
-    return record.status == "ok" and record.fits is not False
+    """The target's own compiler's memory analysis against what JAX can use of the chip
+    (`usable_bytes`); a program the compiler refused, or one without an analysis, as the
+    record judged it."""
+    total, limit = record.memory and record.memory.total_bytes, usable_bytes(record)
+    if record.status not in ("ok", "oom") or total is None or limit is None:
+        return record.status == "ok" and record.fits is not False
+    return total <= limit
 
 
 def largest_fit(

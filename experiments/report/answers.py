@@ -214,7 +214,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     head = f"{agree} of {len(words)} as the seed saw: "
     if undecided:
         head = f"{agree} as the seed saw, {undecided} undecided: "
-    band = "the compiler's own memory analysis against JAX's default 75% of the datasheet's"
+    band = "the compiler's own memory analysis against JAX's default 75% of the chip's"
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
         own = checks[checks.model == SEED_MODEL]

@@ -48,6 +48,7 @@ from experiments.records.select import (
     one_sitting,
     sitting,
     superseded,
+    usable_bytes,
 )
 from experiments.records.workload import F32_HIGHEST, precision_of
 from experiments.studies.page import (
@@ -922,14 +923,15 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         searches[(w["model"], w["precision"], w["placement"], w["device"], w["devices"])].append(r)
         usable[w["device"]] = r
     for device, r in sorted(usable.items()):  # what every verdict on the target is held to
-        if r.target and r.target.usable_bytes_per_device:
+        if limit := usable_bytes(r):
             w = {"device": device, "model": "-", "dataset": "-",
                  "platform": r.device.platform, "devices": r.device.count}  # fmt: skip
-            # no compiler's figure: the datasheet's memory times the share JAX's allocator
-            # takes of it by default (jaxcnn.perf.chips.USABLE_FRACTION), both published
+            # no compiler's figure: the chip's memory (what CUDA reports where published,
+            # else its datasheet's) times the share JAX's allocator takes of it by default
+            # (jaxcnn.perf.chips.USABLE_FRACTION), both published
             share = USABLE_FRACTION.get(r.device.platform)
-            note = f"its datasheet's memory x {share}, JAX's default share" if share else None
-            out.append(row("memory_bytes", "published", r.target.usable_bytes_per_device, w,
+            note = f"its memory x {share}, JAX's default share" if share else None
+            out.append(row("memory_bytes", "published", limit, w,
                            "newest-compile", [r], extra=USABLE, note=note))  # fmt: skip
     errors = [r for r in records if isinstance(r, CompileRecord) and r.failed_by == "compiler"]
     for rs in searches.values():

@@ -24,6 +24,7 @@ from typing import NamedTuple
 # matmul measured on the device, in experiments/harness/measure.py). Patterns are
 # case-insensitive regexes searched in `device_kind`, most specific first.
 GiB = 2**30
+MiB = 2**20
 GB = 10**9
 
 
@@ -31,7 +32,7 @@ class Chip(NamedTuple):
     name: str
     pattern: str
     peak_tflops: dict[str, float]
-    memory_bytes: int | None  # per chip
+    memory_bytes: int | None  # per chip: what CUDA reports where published, else the datasheet's
     bandwidth: float | None  # memory bandwidth per chip, bytes/s
     # What one chip's collectives move per second: a TPU pod's published all-reduce
     # bandwidth over its chips, where Google gives one, else half the bidirectional ICI
@@ -75,14 +76,17 @@ CHIPS: tuple[Chip, ...] = (
     Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB, 1200 * GB / 2),
     Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
-    # 16 GB GDDR6 at 320 GB/s.
+    # 16 GB GDDR6 at 320 GB/s. Its memory here is what CUDA reports with ECC on, as Colab
+    # and Kaggle run it (ECC takes a sixteenth of GDDR6): deviceQuery on a Colab T4,
+    # "Global Memory | 15095 MBytes" (github.com/sylvia-ymlin/cuda-kernels-from-scratch,
+    # README.md). JAX's share (USABLE_FRACTION) is of that total, not of the datasheet's.
     # T4 datasheet: "System Interface: x16 PCIe Gen3"; "Max Power Consumption: 70 W".
     # No NVLink: T4s of one host (Kaggle's two) all-reduce over PCIe.
     Chip(
         "T4",
         r"\bt4\b",
         {"fp32": 8.1, "fp16": 65.0},
-        16 * GiB,
+        15095 * MiB,
         320 * GB,
         16 * _GEN3,
         16 * _GEN3,
