@@ -362,7 +362,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             continue
         picked += mine.drop(columns="seed").to_dict("records")
         inside = int((devices <= seeds.reindex(devices.index)).sum())
-        judged.append((model, inside, len(devices)))
+        judged.append(
+            (model, inside, len(devices), "" if whose == "CPU" else f" by {whose}'s seeds")
+        )
         if noise is None:  # one model's seeds stand for the noise
             n = mine.seed.nunique()
             noise = f"seed noise: {model}'s {n} {whose} seeds {points(seeds)} apart per epoch, "
@@ -375,13 +377,14 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             for m in [m for m in SEED_MODELS if m in set(acc.model)]
         )  # fmt: skip
     else:
-        # a verdict per model judged by its own seeds: at most epochs inside their spread;
-        # the models of one verdict said together
+        # a verdict per model judged by its own seeds: at most epochs the devices' gap no
+        # wider than the seeds' (a gap's width, not where either lies); the models of one
+        # verdict said together
         verdicts: dict[str, list[str]] = {}
-        for m, k, of in judged:
+        for m, k, of, whose_seeds in judged:
             found = verdicts.setdefault("seed noise" if 2 * k > of else "beyond seed noise", [])
-            found.append(f"{m} {k} of {of}" + ("" if found else " epochs"))
-        said = [f"{v}: devices inside their seeds' spread for {', '.join(ms)}"
+            found.append(f"{m} {k} of {of}" + ("" if found else " epochs") + whose_seeds)
+        said = [f"{v}: devices' gap within seeds' gap for {', '.join(ms)}"
                 for v, ms in verdicts.items()]  # fmt: skip
         text = "; ".join(said + unjudged)
     forms = ", ".join(
