@@ -634,9 +634,14 @@ def how_measured(g: pd.DataFrame) -> str:
     """How a measured crossover's sides were timed: how many runs each width's GPU step
     pools ("one run per width", "3 runs per width"; the known column says measured); the
     widths' count stays on the page."""
+    return f"{runs_per_width(g)} per width, {LOOP} both sides"
+
+
+def runs_per_width(g: pd.DataFrame) -> str:
+    """How many runs each width's step pools: "one run", "3 runs", "2-3 runs"."""
     runs = sorted(set(g.records.map(run_count)))
     span = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
-    return f"{'one run' if runs == [1] else f'{span} runs'} per width, {LOOP} both sides"
+    return "one run" if runs == [1] else f"{span} runs"
 
 
 def smallest_margin(
@@ -659,16 +664,33 @@ def smallest_margin(
     return found.loc[found[by].idxmin()].to_dict() if len(found) else None
 
 
+def sitting_margins(
+    t: pd.DataFrame, mc: pd.DataFrame, mg: pd.DataFrame, earlier: list[dict], start: int
+) -> list[tuple[float, str, list[Row]]]:
+    """The GPU's smallest margin over the CPU's loop from `start` params on in each
+    sitting, and in the newest's slowest run: (the factor, where, the rows it quotes)."""
+    m = smallest_margin(t, mc, mg, [{"params": start}])
+    if m is None:
+        return []
+    margins = [(m["value"], "the newest", [m]), *earlier_margins(mc, earlier, start)]
+    slow = smallest_margin(t, mc, mg, [{"params": start}], by="lo")
+    if slow is not None:
+        margins.append((slow["lo"], "the newest's slowest run", [slow]))
+    return margins
+
+
 def sittings_said(
     t: pd.DataFrame, mc: pd.DataFrame, mg: pd.DataFrame, rs: list[Row], earlier: list[dict]
 ) -> tuple[str, str, list[Row]]:
     """A measured GPU's crossover read in every sitting of it (`rs`: the newest's verdict
     rows; `earlier`: sitting_crossovers' of the same GPU): the params from which it was
-    faster in all, as the answer's words (None where a sitting's widest width lost), the
-    caveat (the smallest margin from there in any sitting, against how far a sitting moves
-    a loop step; the newest's alone, against how far one run moves it, where no earlier
-    sitting ran; each sitting's crossover; "undecided" where any leaves the verdict open;
-    the CPU's runs per width), and the rows they quote."""
+    faster in all, and from which by more than the most a sitting has moved a loop step
+    (its worst: a verdict no sitting's move could flip), as the answer's words (None where
+    a sitting's widest width lost); the caveat (the smallest margin from there in any
+    sitting against how far a sitting moves a loop step; the newest's alone, against how
+    far one run moves it, where no earlier sitting ran; each sitting's crossover;
+    "undecided" where any leaves the verdict open; the CPU's runs per width), and the rows
+    they quote."""
     newest = int(rs[0]["params"])
     crossings = [newest, *(e["params"] for e in earlier)]
     held = None if None in crossings else max(crossings)
@@ -676,15 +698,11 @@ def sittings_said(
     if held is not None and held != newest:  # the newest sitting's rows at that width
         chosen += [*mc[mc.params == held].to_dict("records")]
         chosen += [*mg[mg.params == held].to_dict("records")]
-    caveat, inside = "", False
+    caveat, inside, beyond = "", False, ""
     m = smallest_margin(t, mc, mg, [{"params": held or newest}])
     slow = m and smallest_margin(t, mc, mg, [{"params": held or newest}], by="lo")
     if m and earlier and held is not None:  # the smallest margin in any sitting, and where
-        chosen.append(m)
-        margins = [(m["value"], "the newest", []), *earlier_margins(mc, earlier, held)]
-        if slow is not None:
-            margins.append((slow["lo"], "the newest's slowest run", [slow]))
-        value, when, quoted = min(margins, key=lambda x: x[0])
+        value, when, quoted = min(sitting_margins(t, mc, mg, earlier, held), key=lambda x: x[0])
         chosen += quoted
         caveat += (
             f"; smallest margin from {held:,} on, any sitting: {value_text(value, 'x')} ({when}"
@@ -693,8 +711,16 @@ def sittings_said(
         inside = value <= 1
         if moves is not None:
             chosen.append(moves)
-            inside |= value < moves["value"]
-            caveat += f"; a sitting moves {fmt(moves)}, median"
+            inside |= value < moves["hi"]
+            caveat += f"; a sitting moves {fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
+            widths = sorted(int(p) for p in set(mc.params) if p >= held)
+            past = next((p for p in widths
+                         if min(v for v, _, _ in sitting_margins(t, mc, mg, earlier, p))
+                         > moves["hi"]), None)  # fmt: skip
+            beyond = (
+                ", never beyond sitting noise" if past is None
+                else f", beyond sitting noise from {past:,}"
+            )  # fmt: skip
         caveat += ")" + (": undecided" if inside else "")
     elif m:  # how near a tie the newest sitting comes from there on
         chosen.append(m)
@@ -720,14 +746,14 @@ def sittings_said(
             caveat += ": undecided"
         elif len(set(crossings)) > 1:
             caveat += f": undecided below {held:,}"
-    # the CPU's side: its runs per width, whose own spread no yardstick here measures
-    cpu_runs = sorted(set(mc.records.map(run_count)))
+    # each side's runs per width (the CPU's own spread no yardstick here measures)
+    cpu, gpu = runs_per_width(mc), runs_per_width(mg)
     caveat += (
-        f"; the CPU's loop: {'one run' if cpu_runs == [1] else f'{cpu_runs[0]}+ runs'} per width"
+        f"; {cpu} per width, both sides" if cpu == gpu else f"; per width: CPU {cpu}, GPU {gpu}"
     )
     if held is None or not earlier:
         return "", caveat, chosen
-    return f"faster from {held:,} params in all {len(crossings)} sittings", caveat, chosen
+    return f"faster from {held:,} params in all {len(crossings)} sittings{beyond}", caveat, chosen
 
 
 def earlier_margins(
@@ -763,9 +789,8 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
             if rs:
                 earlier = [e for e in sittings if e["device"] == mg.device.iloc[0]]
                 held, more, quoted = sittings_said(t, mc, mg, rs, earlier)
-                newest = f"{int(rs[0]['params']):,}"
                 name = chip_name(mg.device.iloc[0])
-                words = f"{name} {held} (newest: {newest}; {how})" if held else words
+                words = f"{name} {held} ({LOOP} both sides)" if held else words
                 caveat += more
                 chosen += quoted
             said.append(words)
