@@ -2989,3 +2989,25 @@ def test_the_crossover_plot_sets_the_gpu_over_the_cpu_in_each_sitting_against_a_
     # the control: without the earlier sittings' rows, the newest alone is drawn
     bare = _figure(table[table.selection != "earlier-sitting"], "crossover", monkeypatch)
     assert len([x for x in bare.axes[2].get_lines() if not x.get_label().startswith("_")]) == 1
+
+
+def test_a_fit_verdict_inside_the_compile_checks_worst_is_flagged_undecided_in_the_table(csv):
+    checks = csv[(csv.quantity == "memory_factor") & (csv.selection == "compiled-vs-ran")]
+    worst = checks.value.max()
+    limit = csv[csv.extra == study_page.USABLE].set_index("device").value
+    verdicts = csv[(csv.quantity == "fits") & (csv.kind == "compiled")]
+    memory = csv[(csv.quantity == "memory_bytes") & (csv.kind == "compiled") & (csv.extra == "-")]
+    used = memory.set_index(memory.id.str.replace("memory_bytes|", "fits|", regex=False)).value
+    verdicts = verdicts[verdicts.id.isin(used.index)]
+    margin = used[verdicts.id].to_numpy() / verdicts.device.map(limit).to_numpy()
+    inside = [max(m, 1 / m) < worst for m in margin]
+    flagged = verdicts.flag.astype(str).str.startswith(figures.UNDECIDED_FIT)
+    assert list(flagged) == inside and 0 < sum(inside) < len(inside)
+    # row 1 says the very flag: the MX150's b16 verdict is one of them
+    (b16,) = verdicts[(verdicts.device == "gpu-mx150") & (verdicts.batch == 16)
+                      & (verdicts.model == "catsdogs_cnn") & (verdicts.precision == "f32")
+                      & (verdicts.placement == "single")].flag  # fmt: skip
+    assert str(b16).startswith("undecided: ") and "MX150 b16 undecided (" in _said(1)
+    # the control: without the compile check nothing is flagged
+    bare = csv[csv.selection != "compiled-vs-ran"].assign(flag=None)
+    assert not figures.undecided_fits(bare).flag.notna().any()

@@ -17,6 +17,7 @@ from experiments.report.figures import (
     OVER_ITS_RUNS,
     RUN_TO_RUN,
     SITTING_TO_SITTING,
+    UNDECIDED_FIT,
     framework_factors,
     is_small,
 )
@@ -202,9 +203,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
         if verdict is not None:
             picked += [verdict, memory, usable]
             fits = "fits" if verdict["value"] else "OOM"
-            margin = memory and usable and max(memory["value"] / usable["value"],
-                                               usable["value"] / memory["value"])  # fmt: skip
-            inside = bool(worst and margin and margin < worst["value"])
+            inside = str(verdict["flag"]).startswith(UNDECIDED_FIT)  # figures.undecided_fits
             undecided += inside  # an undecided verdict agrees with nothing
             agree += not inside and bool(verdict["value"]) == seed_fits
             said = "undecided" if inside else fits

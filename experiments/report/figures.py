@@ -51,6 +51,7 @@ from experiments.records.select import (
     usable_bytes,
 )
 from experiments.records.workload import F32_HIGHEST, precision_of
+from experiments.report.fmt import value_text
 from experiments.studies.page import (
     ALLOCATOR_PEAK,
     DEVICE_OVER_STEP_LOOP,
@@ -1945,7 +1946,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         out += derive(table)
     sittings = {r.run_id: sitting(r) for r in records}
     table = banded_efficiencies(across_sittings(frame(out), sittings))
-    return with_chips(said_unvalidated(table))
+    return with_chips(said_unvalidated(undecided_fits(table)))
 
 
 def chip_named(device: str) -> str:
@@ -2006,6 +2007,34 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
               & (table.platform == b.platform) & table.model.isin(covered))  # fmt: skip
         table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, SCALING_SPLIT,
                                              "scaling_efficiency")  # fmt: skip
+    return table
+
+
+UNDECIDED_FIT = "undecided"  # a fit verdict's flag where its margin is inside the check's
+
+
+def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
+    """A compiled fit verdict whose memory lies nearer its limit than the compiled memory
+    was ever found from the chip's own compiler's (memory_checks' worst factor) is flagged
+    undecided: either verdict is inside what the analysis it rests on can tell."""
+    checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
+    if not len(checks):
+        return table
+    worst = checks.value.max()
+    usable = table[(table.quantity == "memory_bytes") & (table.extra == USABLE)]
+    limit = usable.set_index("device").value
+    memory = table[(table.quantity == "memory_bytes") & (table.kind == "compiled")
+                   & (table.extra == "-")]  # fmt: skip
+    used = memory.set_index(memory.id.str.replace("memory_bytes|", "fits|", regex=False)).value
+    verdicts = table[(table.quantity == "fits") & table.id.isin(used.index)]
+    margin = used.reindex(verdicts.id).to_numpy() / verdicts.device.map(limit).to_numpy()
+    factor = pd.Series(margin, index=verdicts.index).map(lambda m: max(m, 1 / m))
+    inside = factor[factor < worst]
+    table.loc[inside.index, "flag"] = [
+        f"{UNDECIDED_FIT}: {value_text(f, 'x')} from its limit, inside the compile check's "
+        f"worst ({value_text(worst, 'x')})"
+        for f in inside
+    ]
     return table
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
-from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, is_small
+from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, UNDECIDED_FIT, is_small
 from experiments.report.fmt import value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
@@ -330,13 +330,14 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
     mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", **where)
     fits = rows(table, quantity="fits", **where)
+    fits = fits.assign(unsure=fits.flag.astype(str).str.startswith(UNDECIDED_FIT))
     mem = mem.merge(
-        fits[["device", "batch", "value"]], on=["device", "batch"], suffixes=("", "_fits")
+        fits[["device", "batch", "value", "unsure"]], on=["device", "batch"], suffixes=("", "_fits")
     )
     series: dict[tuple, list[str]] = {}
     for device, g in mem.groupby("device"):
         g = g.sort_values("batch")
-        key = tuple(zip(g.batch, g.value, g.value_fits, strict=True))
+        key = tuple(zip(g.batch, g.value, g.value_fits, g.unsure, strict=True))
         series.setdefault(key, []).append(device)
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
@@ -349,10 +350,15 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     worst = float(checks.value.max()) if len(checks) else None
     fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
-        b, gib, ok = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
-        gib, ok = gib / 2**30, ok == 1
-        ax.plot(b[ok], gib[ok], "o-", color="C0", markersize=4, label="fits (compiled memory)")
-        ax.plot(b[~ok], gib[~ok], "x", color="C3", markersize=8, label="does not fit")
+        b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
+        gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
+        ax.plot(b, gib, "-", color="C0", linewidth=1)  # the compiled memory, every batch
+        ax.plot(b[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4,
+                label="fits (compiled memory)")  # fmt: skip
+        ax.plot(b[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=8,
+                label="does not fit")  # fmt: skip
+        ax.plot(b[unsure], gib[unsure], "D", color="0.35", mfc="none", markersize=5,
+                label="undecided: inside the zone")  # fmt: skip
         ringed = [any((d, x) in seed for d in devices) for x in b]
         if any(ringed):  # never clipped at a panel's edge
             ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,

@@ -290,7 +290,8 @@ def page(
     shown_rows = quoted(name, table, answered)
     for found in shown_rows:
         number, question = found.answer.iloc[0], found.question.iloc[0]
-        said = view(found, QUOTED_COLUMNS.split())
+        flagged = ["flag"] if found.flag.notna().any() else []  # a verdict's own flag, said
+        said = view(found, [*QUOTED_COLUMNS.split(), *flagged])
         parts.append(f"## The figures answer {number} quotes\n\n{question}\n\n{said}")
     for s in sections:
         rows = s.select(table)
