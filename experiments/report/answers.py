@@ -547,6 +547,8 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
               "dataset": "mnist", "precision": "f32"}  # fmt: skip
     host = rows(t, **common)
     host = host[(host.device == cpu) | (host.platform == "gpu")]
+    # each platform's own formulation: what jaxcnn's loop runs there by default
+    host = host[host.formulation == host.platform.map(platform_formulation)]
     total = one(host, device=cpu, extra="loop total")
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
@@ -620,6 +622,11 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
         said_band = (f"{rule}; {'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
                      f", {band['note']}; unvalidated for the rest{flaws}")  # fmt: skip
+    # where each lowest is: the chip and count, models grouped by it
+    on: dict[str, list[str]] = {}
+    for v in verdicts:
+        on.setdefault(v["row"]["device"], []).append(v["model"])
+    said_band += "; lowest on " + ", ".join(f"{d}: {'/'.join(ms)}" for d, ms in on.items())
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band]
     return Said(f"{text}; {split}", chosen, said_band)
 

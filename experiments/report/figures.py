@@ -107,6 +107,8 @@ MEANINGS = {
     "devices": "how many devices the step ran on",
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
+    "sitting": "a measured figure's sitting: when the run it comes from (its newest) began "
+    "its machine, boot and code; two sittings of one CPU label can differ by up to 2x",
     "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
     "the median",
     "band_worst": "the same factor: the worst",
@@ -1945,7 +1947,8 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     ):
         out += derive(table)
     sittings = {r.run_id: sitting(r) for r in records}
-    table = banded_efficiencies(across_sittings(frame(out), sittings))
+    table = with_sittings(frame(out), records, sittings)
+    table = banded_efficiencies(across_sittings(table, sittings))
     return with_chips(said_unvalidated(undecided_fits(table)))
 
 
@@ -1969,6 +1972,24 @@ ACROSS_SITTINGS = (
     "across sittings: its two sides ran from different code on one CPU label, whose VMs "
     "differ by up to 2x"
 )
+
+
+def with_sittings(
+    table: pd.DataFrame, records: Sequence[Record], sittings: dict[str, tuple]
+) -> pd.DataFrame:
+    """`sitting` of each measured figure: when the sitting of its newest run began (its
+    first record's time), the name under which figures of one sitting go together."""
+    began: dict[tuple, str] = {}
+    for r in sorted(records, key=lambda r: str(r.env.utc_time or "")):
+        if r.env.utc_time:
+            began.setdefault(sittings[r.run_id], str(r.env.utc_time)[:16].replace("T", " "))
+    named = {run: began.get(key) for run, key in sittings.items()}
+    runs = table.records.fillna("").astype(str).str.split().str[-1]
+    measured = (table.kind == "measured") & table.numerator.isna()  # a ratio has two sides
+    table.loc[measured, "sitting"] = [
+        f"{named[run]} UTC" if named.get(run) else None for run in runs[measured]
+    ]
+    return table
 
 
 def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataFrame:

@@ -14,7 +14,13 @@ from typing import Any
 import pandas as pd
 
 from experiments.report import answers as answers_lib
-from experiments.report.figures import AS_RUN, BEFORE_FIRST_RUN, UNDECIDED_FIT, is_small
+from experiments.report.figures import (
+    AS_RUN,
+    BEFORE_FIRST_RUN,
+    UNDECIDED_FIT,
+    chip_named,
+    is_small,
+)
 from experiments.report.fmt import value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
@@ -119,7 +125,18 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
     # the CPU's step in jaxcnn's loop that the answers' speedups divide by
     bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
-    ticks = [*devices, *(f"{d} (measured)" for d in ran)]
+    # a measured chip stands in its target's column (one chip, one column), right of the
+    # predictions; one no target names gets its own
+    target_of = {chip_named(d): d for d in devices}
+    alone = [d for d in ran if d not in target_of]
+    ticks = [f"{d} (+ measured)" if chip_named(d) in ran else d for d in devices]
+    ticks += [f"{d} (measured)" for d in alone]
+
+    def column(device: str) -> float:
+        if device in target_of:
+            return devices.index(target_of[device]) + 0.35
+        return len(devices) + alone.index(device)
+
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
@@ -148,14 +165,14 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         if none:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
             lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
-        for j, device in enumerate(ran):
+        for device in ran:
             g = gpus[(gpus.model == model) & (gpus.device == device)]
-            for loop, shift, face in (("device", -0.2, "C2"), ("step", 0.0, "none")):
+            for loop, shift, face in (("device", -0.1, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
-                ax.plot([len(devices) + j + shift] * len(v), v, "D", color="C2", mfc=face,
+                ax.plot([column(device) + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
             mine = loops[(loops.model == model) & (loops.device == device)].value
-            ax.plot([len(devices) + j + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
+            ax.plot([column(device) + 0.1] * len(mine), mine, "s", color="C4", mfc="none",
                     label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")

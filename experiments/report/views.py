@@ -328,13 +328,30 @@ def _first(found: pd.DataFrame) -> str:
 BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras xla"]
 
 
+def goal_line(cells: int, missed: list[str], across: list[str], sittings: dict[str, set]) -> str:
+    """The CPU goal, judged only where JAX's best step and the fastest peer's come from one
+    sitting (another sitting of one CPU label may be another VM's speed)."""
+    judged = cells - len(across)
+    said = "The CPU goal, JAX at its best against the fastest peer in each cell"
+    if judged:
+        said += f" measured in one sitting: met in {judged - len(missed)} of {judged}"
+        said += f"; not in {', '.join(missed)}" if missed else ""
+    if across:
+        jax, peers = (", ".join(sorted(str(x) for x in sittings[k])) for k in ("jax", "peers"))
+        said += (f"{'; ' if judged else ': '}unjudged in {len(across)} of {cells} cells, "
+                 f"JAX's best steps and the fastest peers' from different sittings (JAX: {jax}; "
+                 f"peers: {peers}): the paired runs on the bench page judge those")  # fmt: skip
+    return said + "."
+
+
 def bench_block(table: pd.DataFrame, image: str | None) -> str:
     """PERFORMANCE.md's table: per bench cell on the reference CPU, JAX's step (xla step
     loop, and at its best) and each peer's."""
     cpu = reference_cpu(table)
     m = rows(table, quantity="step_s", kind="measured", device=cpu, placement="single", extra="-")
     peers = m[m.framework != "jax"]
-    body, missed = [], []
+    body, missed, across = [], [], []
+    sittings: dict[str, set] = {"jax": set(), "peers": set()}
     for (model, batch, precision), g in peers.groupby(["model", "batch", "precision"]):
         jax = rows(m, framework="jax", model=model, batch=batch, precision=precision)
         like = rows(jax, formulation="xla", loop="step")
@@ -345,7 +362,11 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         peer = [_first(g[g.framework == fw]) for fw in BENCH_FRAMEWORKS[1:]]
         body.append([model, batch, precision, data, _first(like), at_best, *peer])
         fastest = g.loc[g.value.idxmin()].to_dict()
-        if best is None or best["value"] > fastest["value"]:  # the CPU goal not met here
+        if best is not None and best["sitting"] != fastest["sitting"]:  # another VM's speed
+            across.append(f"{model} b{batch} {precision}")
+            sittings["jax"].add(best["sitting"])
+            sittings["peers"].add(fastest["sitting"])
+        elif best is None or best["value"] > fastest["value"]:  # the CPU goal not met here
             missed.append(f"{model} b{batch} {precision} ({fmt(best)} against "
                           f"{fastest['framework']}'s {fmt(fastest)})")  # fmt: skip
     headers = ["model", "batch", "precision", "data", "jax (xla, step loop)", "jax at its best"]
@@ -356,9 +377,7 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         "were fed (the peers train on synthetic data; JAX's step reads MNIST from memory "
         "where it ran on it).",
         markdown_table(headers, body),
-        f"The CPU goal, JAX at its best against the fastest peer in each cell: met in "
-        f"{len(body) - len(missed)} of {len(body)}"
-        + (f"; not in {', '.join(missed)}." if missed else "."),
+        goal_line(len(body), missed, across, sittings),
     ]
     if image:
         parts.append(f"![bench]({image})")

@@ -77,7 +77,7 @@ CHIPS: tuple[Chip, ...] = (
     Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
     # 16 GB GDDR6 at 320 GB/s. Its memory here is what CUDA reports with ECC on, as Colab
-    # and Kaggle run it (ECC takes a sixteenth of GDDR6): deviceQuery on a Colab T4,
+    # and Kaggle run it: deviceQuery on a Colab T4,
     # "Global Memory | 15095 MBytes" (github.com/sylvia-ymlin/cuda-kernels-from-scratch,
     # README.md). JAX's share (USABLE_FRACTION) is of that total, not of the datasheet's.
     # T4 datasheet: "System Interface: x16 PCIe Gen3"; "Max Power Consumption: 70 W".
