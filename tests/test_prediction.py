@@ -1631,3 +1631,21 @@ def test_a_runs_own_prediction_carries_the_band_of_the_split_its_chip_needs():
         assert block["error_band"]["split"] == want, (kind, known)
     # both splits are exercised by the committed constants: a chip the fit observed, one not
     assert "H100 SXM" in known and "T4" not in known
+
+
+def test_the_batchs_host_parts_are_a_line_through_each_sizes_median_that_never_falls():
+    from jaxcnn.perf import host as host_lib
+
+    parts = dict.fromkeys(host_lib.PARTS, 1e-6)
+    # five loops of one size (a width sweep) and one loop each of two more sizes
+    sweep = [(100, {**parts, "put": s}) for s in (3e-4, 1e-4, 2e-4, 2e-4, 2e-4)]
+    grows = [*sweep, (10, {**parts, "put": 1e-4}), (1000, {**parts, "put": 4e-4})]
+    # through each size's median (10: 1e-4, 100: 2e-4, 1000: 4e-4), not every sample
+    at = host_lib.modelled_parts(grows, 500)["put"]
+    medians = [(10, 1e-4), (100, 2e-4), (1000, 4e-4)]
+    assert at == pytest.approx(host_lib._line(medians, 500))
+    assert host_lib.modelled_parts(grows, 2000)["put"] > at  # more bytes, a longer put
+    # a line that falls with the bytes is noise: the samples' median, whatever the bytes
+    falls = [*sweep, (10, {**parts, "put": 5e-4}), (1000, {**parts, "put": 1e-4})]
+    flat = {host_lib.modelled_parts(falls, b)["put"] for b in (10, 500, 5000)}
+    assert flat == {2e-4}

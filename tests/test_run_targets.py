@@ -168,6 +168,11 @@ def test_a_study_tells_each_record_once_and_names_each_cells_largest_batch(capsy
             record = copy.deepcopy(TPU_F32)
             record.update(status="ok" if ok else "oom", run_id=f"{key}", fits=ok)
             record["workload"].update(model=workload.model, batch_size=workload.batch_size)
+            # memory growing with the batch, to the chip table's limit at `limit`: a kept
+            # record is judged by the table (select.fits), as it was when compiled
+            usable = targets.describe(targets.get("tpu-v5e-1"))["usable_bytes_per_device"]
+            need = workload.batch_size * (usable // limit[workload.model])
+            record["memory"] = {**(record.get("memory") or {}), "total_bytes": need}
             recorded[key] = typed(record)
         tell(recorded[key])
         return recorded[key]

@@ -59,8 +59,10 @@ def modelled_parts(
     """The step loop's host parts per step for a batch of `batch_bytes` handed over in
     `dispatches` jitted calls per step, modelled from `samples` ((batch bytes, per-step
     parts) of loops measured here, `per_step`): the parts that move the batch (BATCH_PARTS:
-    the gather, the put) as a least-squares line in its bytes (their median where the
-    samples have one size only), never below 0; the dispatch's median per call times
+    the gather, the put) as a least-squares line in its bytes through each size's median
+    (the samples' median where they have one size only, or where the line falls with the
+    bytes: a copy is never cheaper for more bytes, so such a line is noise), never below 0; the
+    dispatch's median per call times
     `dispatches`; the other parts' medians. None for a part no sample measured."""
     out: dict[str, float | None] = {}
     for part in PARTS:
@@ -68,21 +70,31 @@ def modelled_parts(
         if not points:
             out[part] = None
             continue
-        if part in BATCH_PARTS and len({b for b, _ in points}) > 1:
-            out[part] = max(0.0, _line(points, batch_bytes))
+        # one point per batch size (its samples' median): many loops of one size (a width
+        # sweep) weigh as one, what a line in the bytes can learn from
+        sizes = sorted({b for b, _ in points})
+        per_size = [(b, statistics.median(s for x, s in points if x == b)) for b in sizes]
+        if part in BATCH_PARTS and len(sizes) > 1 and _slope(per_size) > 0:
+            out[part] = max(0.0, _line(per_size, batch_bytes))
             continue
         middle = statistics.median(seconds for _, seconds in points)
         out[part] = middle * dispatches if part == "dispatch" else middle
     return out
 
 
+def _slope(points: Sequence[tuple[int, float]]) -> float:
+    """The least-squares slope through `points` (seconds per byte)."""
+    mean_x = statistics.fmean(b for b, _ in points)
+    mean_y = statistics.fmean(s for _, s in points)
+    spread = sum((b - mean_x) ** 2 for b, _ in points)
+    return sum((b - mean_x) * (s - mean_y) for b, s in points) / spread
+
+
 def _line(points: Sequence[tuple[int, float]], x: float) -> float:
     """The least-squares line through `points` at `x`."""
     mean_x = statistics.fmean(b for b, _ in points)
     mean_y = statistics.fmean(s for _, s in points)
-    spread = sum((b - mean_x) ** 2 for b, _ in points)
-    slope = sum((b - mean_x) * (s - mean_y) for b, s in points) / spread
-    return mean_y + slope * (x - mean_x)
+    return mean_y + _slope(points) * (x - mean_x)
 
 
 def parse_host_loop_key(key: str) -> tuple[str, dict[str, str], int]:
