@@ -107,8 +107,8 @@ MEANINGS = {
     "devices": "how many devices the step ran on",
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
-    "sitting": "a measured figure's sitting: when the run it comes from (its newest) began "
-    "its machine, boot and code; two sittings of one CPU label can differ by up to 2x",
+    "sitting": "a measured figure's sitting (one machine, boot and code): when the sitting "
+    "of its newest run began; two sittings of one CPU label can differ by up to 2x",
     "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
     "the median",
     "band_worst": "the same factor: the worst",
@@ -2034,14 +2034,20 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
 UNDECIDED_FIT = "undecided"  # a fit verdict's flag where its margin is inside the check's
 
 
+def compile_check_worst(table: pd.DataFrame) -> float | None:
+    """The worst factor between a compiled memory here and the same program's as its chip
+    compiled it (memory_checks): how near its limit a fit verdict is undecided."""
+    checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
+    return float(checks.value.max()) if len(checks) else None
+
+
 def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
     """A compiled fit verdict whose memory lies nearer its limit than the compiled memory
     was ever found from the chip's own compiler's (memory_checks' worst factor) is flagged
     undecided: either verdict is inside what the analysis it rests on can tell."""
-    checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
-    if not len(checks):
+    worst = compile_check_worst(table)
+    if worst is None:
         return table
-    worst = checks.value.max()
     usable = table[(table.quantity == "memory_bytes") & (table.extra == USABLE)]
     limit = usable.set_index("device").value
     memory = table[(table.quantity == "memory_bytes") & (table.kind == "compiled")

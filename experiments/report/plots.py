@@ -19,6 +19,7 @@ from experiments.report.figures import (
     BEFORE_FIRST_RUN,
     UNDECIDED_FIT,
     chip_named,
+    compile_check_worst,
     is_small,
 )
 from experiments.report.fmt import value_text
@@ -363,8 +364,7 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     seed = {(d, b) for d, b, _ in runs}
     panels = sorted(series.items(), key=lambda kv: kv[1])
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
-    checks = rows(table, quantity="memory_factor", selection="compiled-vs-ran")
-    worst = float(checks.value.max()) if len(checks) else None
+    worst = compile_check_worst(table)
     fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
     for ax, (points, devices) in zip(axes.flat, panels, strict=False):
         b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits

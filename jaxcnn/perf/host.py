@@ -59,24 +59,24 @@ def modelled_parts(
     """The step loop's host parts per step for a batch of `batch_bytes` handed over in
     `dispatches` jitted calls per step, modelled from `samples` ((batch bytes, per-step
     parts) of loops measured here, `per_step`): the parts that move the batch (BATCH_PARTS:
-    the gather, the put) as a least-squares line in its bytes through each size's median
-    (the samples' median where they have one size only, or where the line falls with the
-    bytes: a copy is never cheaper for more bytes, so such a line is noise), never below 0; the
-    dispatch's median per call times
-    `dispatches`; the other parts' medians. None for a part no sample measured."""
+    the gather, the put) as a least-squares line in its bytes through each size's median,
+    never below 0 (the samples' median where they have one size only, or where the line
+    falls with the bytes: a copy is never cheaper for more bytes, so such a line is noise);
+    the dispatch's median per call times `dispatches`; the other parts' medians. None for a
+    part no sample measured."""
     out: dict[str, float | None] = {}
     for part in PARTS:
         points = [(b, parts[part]) for b, parts in samples if parts.get(part) is not None]
         if not points:
             out[part] = None
             continue
-        # one point per batch size (its samples' median): many loops of one size (a width
-        # sweep) weigh as one, what a line in the bytes can learn from
-        sizes = sorted({b for b, _ in points})
-        per_size = [(b, statistics.median(s for x, s in points if x == b)) for b in sizes]
-        if part in BATCH_PARTS and len(sizes) > 1 and _slope(per_size) > 0:
-            out[part] = max(0.0, _line(per_size, batch_bytes))
-            continue
+        if part in BATCH_PARTS and len(sizes := sorted({b for b, _ in points})) > 1:
+            # one point per batch size (its samples' median): many loops of one size (a
+            # width sweep) weigh as one, what a line in the bytes can learn from
+            per_size = [(b, statistics.median(s for x, s in points if x == b)) for b in sizes]
+            if _slope(per_size) > 0:
+                out[part] = max(0.0, _line(per_size, batch_bytes))
+                continue
         middle = statistics.median(seconds for _, seconds in points)
         out[part] = middle * dispatches if part == "dispatch" else middle
     return out
