@@ -95,6 +95,19 @@ def test_the_loops_a_command_will_run_are_known_before_jax_starts(argv, loops):
     assert cli_plan.loops(run_module.parse_args(argv)) == loops
 
 
+@pytest.mark.parametrize(
+    "argv,policy",
+    [
+        (["--study", "batch"], "system"),  # its steps' buffers are gigabytes
+        (["--study", "all"], "system"),  # one study of them asks it
+        (["--study", "bench"], "auto"),  # the control: a study that asks nothing
+        (["--study", "batch", "--set", "host_memory=retain"], "retain"),  # the user's choice
+    ],
+)
+def test_a_study_that_needs_the_system_allocator_gets_it_unless_the_user_chose(argv, policy):
+    assert cli_plan.host_memory(run_module.parse_args(argv)) == policy
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("loop,policy", [("step", "retain"), ("device", "system")])
 def test_module_entry_point_runs_as_a_user_would(tmp_path, loop, policy):

@@ -19,7 +19,7 @@ from experiments.records import RECORDS_FILE, MatmulRecord, Record, TrainRecord
 from experiments.records.labels import device_label, model_with_overrides
 from experiments.records.tables import seconds, si
 from experiments.records.workload import Workload
-from experiments.studies import COMPILE_STUDIES, Context
+from experiments.studies import COMPILE_STUDIES, REGISTRY, Context
 from experiments.studies import STUDIES as NAMED_STUDIES
 from experiments.studies.default import DEFAULT_STUDY
 
@@ -69,6 +69,15 @@ def study_names(name: str) -> list[str]:
     if name == ALL:
         return [n for n, study in STUDIES.items() if callable(study)]
     return [name]
+
+
+def host_memory(options: Options) -> str:
+    """The host memory policy the command asks for: --set host_memory, or where that is
+    `auto`, `system` if one of its studies needs it (Study.host_memory), else `auto`."""
+    if options.host_memory != "auto" or takes_flags(options):
+        return options.host_memory
+    wanted = {REGISTRY[name].host_memory for name in study_names(options.study)}
+    return "system" if "system" in wanted else "auto"
 
 
 def compile_only(options: Options) -> bool:

@@ -335,7 +335,10 @@ def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
         # afterwards jax.devices() is every process's devices
         with warnings.catch_warnings():  # main() run again in one process (tests) comes
             warnings.simplefilter("ignore", RuntimeWarning)  # too late: records say so
-            jaxcnn.configure_host(options.host_memory, options.device, cli_plan.loops(options))
+            policy = cli_plan.host_memory(options)
+            if policy != options.host_memory:
+                print(f"host memory: {policy}, as --study={options.study} needs", file=sys.stderr)
+            jaxcnn.configure_host(policy, options.device, cli_plan.loops(options))
         distributed.initialize(
             options.coordinator,
             options.num_processes,

@@ -53,13 +53,16 @@ class Study:
     `cells`, for a study compiled for devices not at hand, its (model, target, precision)
     batch searches; neither, for the default study, whose models take the command's
     flags. `page`, its details page of the report (the page named as the study), a
-    view of the table of figures; none: the study has no page."""
+    view of the table of figures; none: the study has no page. `host_memory`, the host
+    allocator policy its workloads need where the command leaves it `auto`
+    (jaxcnn/host_memory.py; the process takes `system` if any of its studies asks it)."""
 
     name: str
     workloads: Callable[[Context], list[Workload]] | None = None
     cells: Callable[[bool], list[TargetCell]] | None = None
     question: str = ""
     page: Page | None = None
+    host_memory: str = "auto"
 
 
 # --smoke: every study in seconds on a CPU.

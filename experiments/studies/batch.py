@@ -64,6 +64,11 @@ def workloads(ctx: Context) -> list[Workload]:
 STUDY = Study(
     "batch",
     workloads=workloads,
+    # A step's buffers are gigabytes here, and `retain` (the CPU step loop's `auto`)
+    # keeps a freed one beside the next: catsdogs_cnn at b32 peaked at 18.4 GiB resident
+    # under `retain` against 9.2 GiB under `system`, and the kernel killed the study at
+    # b32 on a 24 GiB host. A seconds-long step gains nothing from reused pages.
+    host_memory="system",
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
     page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
         Section("The memory a program may use of each chip, what every verdict below is "
