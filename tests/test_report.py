@@ -15,6 +15,7 @@ from experiments import records
 from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
+from experiments.records import select
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies import crossover as crossover_study
@@ -162,6 +163,22 @@ def test_a_ratio_of_one_cpus_figures_from_two_sittings_is_flagged():
 
     assert flags(("a1", "b2")) == [figures.ACROSS_SITTINGS]
     assert [pd.isna(f) for f in flags(("a1", "a1"))] == [True]  # the control: one sitting
+
+
+def test_records_of_one_clean_tree_are_one_sitting_whether_or_not_they_predicted():
+    def run(run_id, constants, diff=None):
+        r = _record(run_id)
+        r["env"].update(git_commit="a1", git_dirty=diff is not None)
+        if diff:
+            r["env"]["git_diff"] = diff
+        if constants:
+            r["prediction"] = {"constants_version": constants}
+        return typed(r)
+
+    predicted, plain = run("p", "2026-01-01.x"), run("q", None)
+    assert select.sitting(predicted) == select.sitting(plain)
+    # the control: an edited tree under the same commit is a sitting of its own
+    assert select.sitting(run("e", None, diff="0badc0de")) != select.sitting(plain)
 
 
 def test_pooled_runs_give_every_figure_of_the_step_from_the_pooled_median():

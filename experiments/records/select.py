@@ -63,13 +63,15 @@ def one_sitting(runs: Sequence[Record]) -> list[Record]:
 def sitting(record: Record) -> tuple[str | None, ...]:
     """The sitting a record was made in (one_sitting): its machine id, git commit, boot
     (None in records made before boots were recorded) and its tree: how its tracked files
-    differed from the commit (`env.git_diff`), else, in records made before that was
-    recorded, the fitted constants its own prediction used. A copy of the tree can run
-    under a stale commit (the device copy keeps its first HEAD); either tells two trees,
-    and two leases, apart."""
-    prediction = getattr(record, "prediction", None)
-    tree = getattr(record.env, "git_diff", None) or getattr(prediction, "constants_version", None)
-    return record.device.machine, record.env.git_commit, record.device.boot, tree
+    differed from the commit (`env.git_diff`; "clean" where `env.git_dirty` says they did
+    not), else, in records made before that was recorded, the fitted constants its own
+    prediction used. A copy of the tree can run under a stale commit (the device copy
+    keeps its first HEAD); either tells two trees, and two leases, apart."""
+    env = record.env
+    tree = getattr(env, "git_diff", None) or ("clean" if env.git_dirty is False else None)
+    if tree is None:
+        tree = getattr(getattr(record, "prediction", None), "constants_version", None)
+    return record.device.machine, env.git_commit, record.device.boot, tree
 
 
 def took_turns(record: Record) -> bool:
