@@ -367,18 +367,17 @@ OWNER = {mode: f.name for f in FRAMEWORKS.values() for mode in f.modes}
 # --- Records ------------------------------------------------------------------------------
 
 
-def load_host_memory() -> ModuleType:
-    """jaxcnn/host_memory.py, loaded by path: `import jaxcnn.host_memory` would run
+def load_jax_free(name: str) -> ModuleType:
+    """jaxcnn/`name`.py, loaded by path: `import jaxcnn.host_memory` would run
     jaxcnn/__init__, which imports JAX, absent here. The module itself imports no JAX."""
-    spec = importlib.util.spec_from_file_location(
-        "jaxcnn_host_memory", REPO / "jaxcnn" / "host_memory.py"
-    )
+    spec = importlib.util.spec_from_file_location(f"jaxcnn_{name}", REPO / "jaxcnn" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-HOST_MEMORY = load_host_memory()
+HOST_MEMORY = load_jax_free("host_memory")
+MACHINE = load_jax_free("machine")  # this computer and boot, named as a JAX record names them
 
 
 def environment(
@@ -423,6 +422,8 @@ def device_of() -> dict[str, Any]:
         "count": 1,
         "process_count": 1,
         "host": socket.gethostname(),
+        "machine": MACHINE.machine_id(),
+        "boot": MACHINE.boot_id(),
     }
 
 

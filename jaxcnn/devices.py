@@ -12,7 +12,6 @@ that quietly trains on the CPU is the failure this prevents.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import socket
@@ -20,13 +19,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
-from pathlib import Path
 from typing import Any
 
 import jax
 
 from jaxcnn.choices import DEVICES
 from jaxcnn.errors import UsageError
+from jaxcnn.machine import boot_id, machine_id
 
 _PROBE_ORDER = ("tpu", "gpu", "cpu")
 
@@ -220,38 +219,6 @@ def describe(devices: list[jax.Device]) -> dict[str, Any]:
         "machine": machine_id(),
         "boot": boot_id(),
     }
-
-
-_MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
-
-
-def machine_id() -> str:
-    """This computer, as a 16-hex-digit hash of its OS machine id (systemd's, made once
-    per installation; absent in some containers) and its host name. Host names repeat
-    across computers ("localhost", a default VM name) and container images can ship one
-    machine id to every container, but the pair rarely does; a fresh VM (a new Colab
-    session) is a new machine. Hashed: a record names the machine without exposing it."""
-    found = ""
-    for candidate in _MACHINE_ID_FILES:
-        try:
-            found = Path(candidate).read_text().strip()
-        except OSError:
-            continue
-        if found:
-            break
-    text = f"{found}\n{socket.gethostname()}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def boot_id(path: str = "/proc/sys/kernel/random/boot_id") -> str | None:
-    """This boot of the machine, as a 16-hex-digit hash of the kernel's boot id (Linux:
-    new at every boot), or None where the OS gives none. VMs cloned from one image share
-    a machine id and a host name; two leases of such VMs differ in their boots."""
-    try:
-        found = Path(path).read_text().strip()
-    except OSError:
-        return None
-    return hashlib.sha256(found.encode()).hexdigest()[:16] if found else None
 
 
 # --- The sizes a matmul's ceiling is measured at

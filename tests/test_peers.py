@@ -66,3 +66,12 @@ def test_a_peer_record_keys_the_conditions_it_was_measured_under():
     assert len(keys) == 4
     for r in (plain, *others):
         records.validate(r)  # each key is the hash of its workload, device and conditions
+
+
+def test_a_peer_record_names_the_machine_and_boot_as_a_jax_record_does():
+    # so a peer's records and the bench's of one boot and clean tree are one sitting
+    from jaxcnn import devices
+
+    device = peers.device_of()
+    assert (device["machine"], device["boot"]) == (devices.machine_id(), devices.boot_id())
+    assert device["machine"] and len(device["machine"]) == 16

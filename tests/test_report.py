@@ -117,7 +117,7 @@ def test_only_the_runs_of_the_newest_ones_machine_and_code_are_pooled():
 
 
 def test_a_boot_is_the_kernels_boot_id_hashed(tmp_path):
-    from jaxcnn.devices import boot_id
+    from jaxcnn.machine import boot_id
 
     (tmp_path / "boot_id").write_text("3f1c0e2a-0b7d-4d6e-9a51-2f1d3c4b5a69\n")
     (tmp_path / "other").write_text("9a1c0e2a-0b7d-4d6e-9a51-2f1d3c4b5a69\n")
