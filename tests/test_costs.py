@@ -44,7 +44,7 @@ def _epoch(target: str, epoch_s: float, note: str | None = None) -> dict:
 
 def _costs(rows: list[dict], prices: list[references.Price]) -> dict[str, float]:
     found = figures.cost_rows(figures.frame(rows), references.chip_prices(prices))
-    return {r["device"]: r["value"] for r in found}
+    return {r["device"]: r["value"] for r in found if r["quantity"] == "usd_per_epoch"}
 
 
 def _write(tmp_path: Path, rows: list[dict]) -> Path:
@@ -110,6 +110,25 @@ def test_an_epoch_costs_its_time_at_the_price_of_every_chip_and_its_host():
     costs = _costs([_epoch("gpu-t4", 3600.0), _epoch("tpu-v5e-8", 1800.0)], prices)
     assert costs["gpu-t4"] == pytest.approx(0.35 + 0.5)  # one hour of the chip and its VM
     assert costs["tpu-v5e-8"] == pytest.approx(9.6 / 8 * 8 / 2)  # half an hour of 8 chips
+
+
+def test_each_priced_epoch_is_set_over_the_cheapest_of_its_program():
+    prices = [_price("T4", 0.35), _price("TPU v5e", 9.6, chips=8)]
+    epochs = figures.frame([_epoch("gpu-t4", 3600.0), _epoch("tpu-v5e-8", 1800.0)])
+    found = figures.cost_rows(epochs, references.chip_prices(prices))
+    usd = {r["device"]: r for r in found if r["quantity"] == "usd_per_epoch"}
+    (ratio,) = [r for r in found if r["quantity"] == "cost_ratio"]
+    # the dearer over the cheapest, naming both rows
+    assert ratio["device"] == "tpu-v5e-8" and ratio["value"] == pytest.approx(4.8 / 0.35)
+    assert (ratio["numerator"], ratio["denominator"]) == (
+        usd["tpu-v5e-8"]["id"],
+        usd["gpu-t4"]["id"],
+    )
+    # the control: one priced epoch alone has nothing to be dearer than
+    alone = figures.cost_rows(
+        figures.frame([_epoch("gpu-t4", 3600.0)]), references.chip_prices(prices)
+    )
+    assert [r["quantity"] for r in alone] == ["usd_per_epoch"]
 
 
 def test_a_target_without_a_price_gets_no_cost_and_a_partial_epoch_says_so():

@@ -27,11 +27,10 @@ from experiments.studies.crossover import (
     crossover,
     crossover_verdict,
     measured_crossover,
-    paired,
     sitting_crossovers,
     undecided_below,
 )
-from experiments.studies.devices import at_its_best, loop_over_loop
+from experiments.studies.devices import each_at_its_best, loop_over_loop
 from experiments.studies.page import (
     DEVICE_OVER_STEP_LOOP,
     LOOP,
@@ -474,20 +473,20 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         ratio = each_text([fmt(r) for r in every])
         gpus = "/".join(r["device"] for r in every)
         steps_said = each_text([fmt(r) for r in steps])
-        best = at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
+        best = each_at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
         best = best.sort_values("device")
-        if list(best.device) == [r["device"] for r in every]:  # the CPU's fastest program
-            ratio += f" (CPU's best: {each_text([fmt(r) for r in best.to_dict('records')])})"
+        if list(best.device) == [r["device"] for r in every]:  # each side's fastest program
+            ratio += f" (at best: {each_text([fmt(r) for r in best.to_dict('records')])})"
             seen += best.to_dict("records")
-        parts.append(f"{gpus} measured {steps_said}, {ratio}")
+        parts.append(f"{gpus} {steps_said}, {ratio}")
         seen += [*steps, *every]
     t4 = one(found, kind="predicted", device="gpu-t4")
     if p is None or t4 is None:
         parts.append("T4 not predicted yet")
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, step=p)
-    best = one(at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
-    at_best = f" (CPU's best: {fmt(best)})" if best else ""
+    best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
+    at_best = f" (at best, kernels: {fmt(best)})" if best else ""
     parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{at_best}{implied(t4, b, t)}")
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
@@ -521,15 +520,15 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
-    best = one(at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
-    jaxcnn += f" (best: {fmt(best)})" if p and over and best else ""
+    best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
+    jaxcnn += f" (at best, kernels: {fmt(best)})" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
         f"seed's {fmt(seed)}/batch: Keras's K80 step {fmt(keras)}, our model {fmt(ours)} "
-        f"({fmt(factor)} {way}: its overhead or our error); {jaxcnn}"
+        f"({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
@@ -537,9 +536,28 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     checks = checks.sort_values("value")
     said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks.to_dict("records"))
     caveat = f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
+    caveat += " (Keras's overhead or our error)" if said else ""
+    if over and said and (reach := k80_reach(over, checks)):
+        caveat += reach
+        if "undecided" in reach:
+            text = f"Undecided: {text}"
     return Said(
         text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
     )
+
+
+def k80_reach(over: Row, checks: pd.DataFrame) -> str:
+    """Where the K80's own checks put a predicted speedup over the CPU: off as each of them
+    is, the way they err (a prediction too fast overstates the speedup); "undecided" where
+    that reaches 1x. Nothing where the checks err both ways."""
+    way = one_way(checks)
+    if not way:
+        return ""
+    faster = "faster" in way
+    ends = [over["value"] / f if faster else over["value"] * f for f in checks.value]
+    lo, hi = min(ends), max(ends)
+    verdict = ": undecided" if lo < 1 < over["value"] or hi > 1 > over["value"] else ""
+    return f"; off as those, {value_text(hi, 'x')}-{value_text(lo, 'x')} the CPU's{verdict}"
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -678,7 +696,7 @@ def sitting_margins(
     m = smallest_margin(t, mc, mg, [{"params": start}])
     if m is None:
         return []
-    margins = [(m["value"], "the newest", [m]), *earlier_margins(mc, earlier, start)]
+    margins = [(m["value"], "the newest", [m]), *earlier_margins(t, mc, earlier, start)]
     slow = smallest_margin(t, mc, mg, [{"params": start}], by="lo")
     if slow is not None:
         margins.append((slow["lo"], "the newest's slowest run", [slow]))
@@ -763,19 +781,18 @@ def sittings_said(
 
 
 def earlier_margins(
-    mc: pd.DataFrame, earlier: list[dict], start: int
+    t: pd.DataFrame, mc: pd.DataFrame, earlier: list[dict], start: int
 ) -> list[tuple[float, str, list[Row]]]:
-    """Each earlier sitting's smallest margin from `start` params on (the CPU's loop step
-    over that sitting's pooled one): the factor, when the sitting began, the two rows."""
+    """Each earlier sitting's smallest margin from `start` params on: the speedup row of
+    the CPU's loop step over that sitting's pooled one (figures.loop_vs_loop's); the
+    factor, when the sitting began, the row."""
     out = []
+    cpu = list(mc[mc.params >= start].id)
     for e in earlier:
-        both = paired(mc, e["rows"])
-        both = both[both.params_cpu >= start]
-        if len(both):
-            r = both.loc[both.over.idxmin()]
-            quoted = [mc[mc.id == r.id_cpu].iloc[0].to_dict(),
-                      e["rows"][e["rows"].id == r.id_gpu].iloc[0].to_dict()]  # fmt: skip
-            out.append((float(r.over), e["when"].split(" UTC")[0], quoted))
+        found = rows(t, quantity="speedup", numerator=cpu, denominator=list(e["rows"].id))
+        if len(found):
+            r = found.loc[found.value.idxmin()].to_dict()
+            out.append((float(r["value"]), e["when"].split(" UTC")[0], [r]))
     return out
 
 
@@ -835,7 +852,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("not compiled for both yet")
     sides = t[t.id.isin([*loop.numerator, *loop.denominator])].set_index("id")
     seen = list(loop.to_dict("records"))
-    parts = [f"{r['model']} {r['device']} {fmt(r)}" for r in seen]
+    # the faster chip named per ratio, unless it is every ratio's (then said once, below)
+    one_chip_faster = len({r["device"] for r in seen}) == 1
+    parts = [f"{r['model']} {'' if one_chip_faster else r['device'] + ' '}{fmt(r)} over "
+             f"{over_whom(r)}" for r in seen]  # fmt: skip
+    kernels = device_step_ratios(s, seen)
     # each side's chips and how each is known; a host side with no figure said first,
     # since every ratio of it leans so
     said = []
@@ -846,7 +867,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         kind = "/".join(sorted(set(side.kind)))
         said.append(f"{chips} {kind}{' (host partly unpriced)' if unpriced else ''}")
     said.sort(key=lambda words: not words.startswith("tpu"))
-    text = f"loop step, {' vs '.join(said)}: " + "; ".join(parts)
+    sides_said = " vs ".join(said)
+    if one_chip_faster:  # the faster chip's side, then each ratio over the GPU it names
+        first = next(w for w in said if w.startswith(seen[0]["device"]))
+        sides_said = f"{first} faster than measured"
+    text = f"loop step, {sides_said}: " + "; ".join(parts)
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
               model="small programs")  # fmt: skip
     if jax is None:
@@ -861,9 +886,33 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         else ""
     )
     band = "; ".join(filter(None, [f"unvalidated; {jax_loops(jax, 'on TPUs ')}", verdict]))
+    if kernels:
+        band += f"; {kernels[0]}"
     if len(inside) == len(loop):  # no ratio decided: the answer says so first
         text = f"Undecided: {text}"
-    return Said(text, [*seen, jax], band)
+    return Said(text, [*seen, jax, *kernels[1:]], band)
+
+
+def over_whom(ratio: Row) -> str:
+    """The chip a "faster chip per chip" ratio is over (its extra's last words)."""
+    return str(ratio["extra"]).split(" over ")[-1]
+
+
+def device_step_ratios(s: pd.DataFrame, loop: list[Row]) -> list:
+    """The same chips' device steps, both predicted, grouped by which chip is faster
+    there: how much of a loop ratio is the chips' and how much the hosts'. Returns [their
+    words, *their rows], or [] where none is found."""
+    found = []
+    for r in loop:
+        d = s[(s.model == r["model"]) & s.extra.str.contains("device_step_s")]
+        found += d.to_dict("records") if len(d) == 1 else []
+    if not found:
+        return []
+    by: dict[str, list[str]] = {}
+    for d in found:  # "tpu-v6e-1 over gpu-h100": the faster chip first
+        by.setdefault(f"{d['device']} over {over_whom(d)}", []).append(f"{d['model']} {fmt(d)}")
+    said = "; ".join(f"{who}: {', '.join(each)}" for who, each in by.items())
+    return [f"device steps, both predicted, {said}", *found]
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -874,13 +923,16 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     r = ordered.iloc[0].to_dict()
     partly = " (host partly unpriced)" if "left out" in str(r["note"]) else ""
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
-    if len(ordered) > 1:  # the runner-up's margin against the loops' worst error
+    dearer = rows(t, quantity="cost_ratio", denominator=r["id"])
+    margin = None
+    if len(ordered) > 1 and len(dearer):  # the runner-up's margin against the loops' worst
         nxt = ordered.iloc[1].to_dict()
-        margin = nxt["value"] / r["value"]
+        margin = one(dearer, numerator=nxt["id"])
+    if margin is not None:
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        text += f", the next {nxt['device']} {fmt(nxt)}, {value_text(margin, 'x')} dearer"
-        if len(worst) and margin < (hi := worst.hi.max()):
+        text += f", the next {nxt['device']} {fmt(nxt)}, {fmt(margin)} dearer"
+        if len(worst) and margin["value"] < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
             text = f"Undecided: {text}"
@@ -890,15 +942,26 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     best = w.loc[w.value.idxmax()].to_dict()
     of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
-    return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), best], band)
+    return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best], band)
 
 
 QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
 
 
 def runs_of(r: dict[str, Any]) -> str:
-    """How many runs a pooled figure rests on: "n=3"."""
-    return f"n={run_count(r['records'])}"
+    """How many runs a pooled figure rests on: "3 runs" (its `n` counts epochs)."""
+    n = run_count(r["records"])
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def runs_each(ran: list[Row]) -> str:
+    """Measured epochs per device with their runs: "H100 SXM/H200 604/607 ms (1 run each)"
+    where every device ran as many, else each with its own."""
+    counts = {runs_of(r) for r in ran}
+    if len(counts) == 1:
+        devices = "/".join(r["device"] for r in ran)
+        return f"{devices} {each_text([fmt(r) for r in ran])} ({counts.pop()} each)"
+    return ", ".join(f"{r['device']} {fmt(r)} ({runs_of(r)})" for r in ran)
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -922,7 +985,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
         # one kind of run said once: "5-epoch runs' median epoch: CPU 15.8 s; H100 731 ms"
         head = f"{n.removesuffix(' epochs')}-epoch runs' median epoch: "
         parts = [f"CPU {fmt(c)} ({c['formulation']} formulation, {runs_of(c)})"]
-        parts += [", ".join(f"{r['device']} {fmt(r)} ({runs_of(r)})" for r in ran)] if ran else []
+        parts += [runs_each(ran)] if ran else []
     else:
         head = "an epoch: "
         parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
@@ -946,7 +1009,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     flops = flops[(flops.platform != "cpu") | (flops.device == cpu)]
     own = rows(t, quantity="matmul_fraction", **seeds)
     sheet = rows(t, quantity="mfu", kind="predicted", **seeds)
-    parts, picked = [], []
+    parts, picked, caveat = [], [], ""
     for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
         m = flops[flops.platform == platform]
         m = m if len(m) else sheet[sheet.platform == platform]
@@ -960,7 +1023,6 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             continue
         picked += m.to_dict("records")  # every seed model per chip, on the page
         named = "CPU" if platform == "cpu" else "/".join(r["device"] for r in mnist)
-        how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         if mnist[0]["kind"] != "measured":
             peaks = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak")
                      for n in m.note}  # fmt: skip
@@ -973,9 +1035,12 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             *rows(t, id=list(fracs.denominator)).to_dict("records"),
         ]
         of_own = [one(fracs, numerator=r["id"]) for r in mnist]
+        how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
         if all(of_own):
             said += f", {'/'.join(fmt(r) for r in of_own)}"
+        if platform == "cpu":  # the CPU at its best too: row 5's baseline
+            caveat = cpu_at_its_best(flops, own, mnist[0], picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
         if platform != "cpu" and len(tops) == len(mnist) and set(tops.model) != {MNIST_MODEL}:
             models = set(tops.model)  # named once where every chip's is one model's
@@ -987,7 +1052,23 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
     head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of each chip's measured matmul: "
-    return Said(head + "; ".join(parts), picked)
+    return Said(head + "; ".join(parts), picked, None, caveat)
+
+
+def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: list) -> str:
+    """ "; the CPU at its best, onednn: 243 GFLOP/s, 49.6%": the CPU's fastest formulation
+    of the `shown` step where that is another, its rows added to `picked`; else nothing."""
+    same = flops[(flops.platform == "cpu") & (flops.model == shown["model"])
+                 & (flops.loop == shown["loop"]) & (flops.dataset == shown["dataset"])]  # fmt: skip
+    if not len(same):
+        return ""
+    best = same.loc[same.value.idxmax()].to_dict()
+    if best["id"] == shown["id"]:
+        return ""
+    frac = one(own, numerator=best["id"])
+    picked += [best, frac]
+    of = f", {fmt(frac)}" if frac else ""
+    return f"; the CPU at its best, {best['formulation']}: {fmt(best)}{of}"
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -1012,11 +1093,10 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     }  # fmt: skip
     for r in s[s.k > 1].to_dict("records"):
         n = noise.get(r["device"], 1.0)
-        # the reference CPU by its formulation; another device by its name (and its
-        # formulation where a CPU's: an accelerator's is always xla)
-        who = ("" if not r["ref"] else f"{r['device']} ") + (
-            r["formulation"] if r["platform"] == "cpu" else ""
-        )
+        # a CPU by its formulation: "CPU (xla)", another CPU by its name; an accelerator
+        # by its name (its formulation is always xla)
+        who = r["device"] if r["ref"] else "CPU"
+        who += f" ({r['formulation']})" if r["platform"] == "cpu" else ""
         verdict = "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
         if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
             verdict = "unjudged"
@@ -1030,8 +1110,7 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     judged = len(s[s.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
     head = "No" if not faster else "Yes" if faster == judged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
-    forms = ", ".join(sorted(set(here.formulation)))
-    text = f"{head}: {said} ({s.iloc[0].model}; {forms}: the CPU's formulations{where})"
+    text = f"{head}: {said} ({s.iloc[0].model}; CPU formulations in parentheses{where})"
     band = None
     if len(one_model):
         reads = [

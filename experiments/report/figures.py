@@ -54,6 +54,8 @@ from experiments.records.workload import F32_HIGHEST, precision_of
 from experiments.report.fmt import value_text
 from experiments.studies.page import (
     ALLOCATOR_PEAK,
+    AT_ITS_BEST,
+    BAND_EITHER_WAY,
     DEVICE_OVER_STEP_LOOP,
     LOOP,
     ON_THE_CHIP,
@@ -109,6 +111,8 @@ MEANINGS = {
     "records": "the run_ids of the records it comes from, space-separated",
     "sitting": "a measured figure's sitting (one machine, boot and code): when the sitting "
     "of its newest run began; two sittings of one CPU label can differ by up to 2x",
+    "software": "the framework and version of a measured figure's newest run (`jax 0.10.2`, "
+    "a peer's `torch 2.13.0+cpu`): two chips' figures may come from two releases",
     "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
     "the median",
     "band_worst": "the same factor: the worst",
@@ -146,6 +150,7 @@ SPREADS = (
     OVER_ITS_RUNS,
     "median, worst",
     FIT_TO_FAIL,
+    BAND_EITHER_WAY,
 )
 SPLITS = ("chip", "program")  # what a held-out fit leaves out
 # What makes a figure one figure: a (quantity, workload, device) key carries one value.
@@ -267,7 +272,7 @@ RULES = {
     "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
     "earlier-sitting": "of an accelerator workload whose loop step was timed in several "
     "sittings, each sitting but the newest (named by when it began): its runs pooled as "
-    "`pooled` pools the newest's",
+    "`pooled` pools the newest's; a speedup: the CPU's loop over that sitting's",
     "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
     "sittings (machine id, git commit, boot and tree: how its files differed from the "
     "commit, else its prediction's fitted constants; another lease or another version of "
@@ -303,6 +308,7 @@ UNITS = {
     "fits": "bool",
     "largest_batch": "images",
     "usd_per_epoch": "USD",
+    "cost_ratio": "x",  # an epoch's price over the cheapest target's of the same program
     "speedup": "x",
     "error_factor": "x",
     "band": "x",
@@ -1490,6 +1496,7 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
     CPU in the same formulation, and against the CPU's fastest step."""
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
+    own = measured[(measured.devices == 1) & (measured.extra == "-")]  # each chip's steps
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
         for device, on_cpu in _same_step(cpu, a).groupby("device"):
@@ -1503,6 +1510,14 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
             best = cpu_best(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
             out.append(speedup(a, best, "cpu-best", extra))
+            # like for like at the other end: the chip's own fastest step (its device
+            # loop, where that ran) over the CPU's
+            mine = _same_step(own[own.device == a.device], a)
+            if len(mine):
+                fastest = cpu_best(mine, a.dataset)
+                out.append(
+                    speedup(fastest, best, "cpu-best", f"{AT_ITS_BEST} vs {device} at its best")
+                )
     return out
 
 
@@ -1573,6 +1588,13 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[s
         for _, b in same.iterrows():
             extra = f"{LOOP} vs {b.device}'s on {b.dataset}"
             out.append({**speedup(a, b, "loop-vs-loop", extra), **over_runs(a, b)})
+    # an accelerator's loop pooled in an earlier sitting, against the same CPU loops: how
+    # each sitting's verdict reads (the crossover's, sitting by sitting)
+    for _, a in measured[measured.selection == "earlier-sitting"].iterrows():
+        same = _same_step(cpu, a)
+        for _, b in same[same.dataset == a.dataset].iterrows():
+            extra = f"{LOOP} vs {b.device}'s on {b.dataset}{a.extra.removeprefix(LOOP)}"
+            out.append(speedup(a, b, "earlier-sitting", extra))
     return out
 
 
@@ -1893,6 +1915,27 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
         note = f"{p.offering}, {p.provider} on-demand, {p.date}; the epoch: {d['note']}"
         out.append(row("usd_per_epoch", "predicted", usd, d, d["selection"], numerator=d["id"],
                        source=p.source_url, note=note))  # fmt: skip
+    return out + cost_ratios(out)
+
+
+def cost_ratios(priced: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each priced epoch over the cheapest target's epoch of the same program (model,
+    data, batch, precision): how many times dearer."""
+    program = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in priced:
+        groups[tuple(r[c] for c in program)].append(r)
+    out = []
+    for same in groups.values():
+        cheapest = min(same, key=lambda r: r["value"])
+        if not cheapest["value"]:  # a zero epoch (a program with no step to time) has no ratio
+            continue
+        for r in same:
+            if r is not cheapest:
+                extra = f"usd_per_epoch vs {cheapest['device']}, the cheapest"
+                out.append(row("cost_ratio", "predicted", r["value"] / cheapest["value"], r,
+                               "equal-batch", extra=extra, numerator=r["id"],
+                               denominator=cheapest["id"], note=r["note"]))  # fmt: skip
     return out
 
 
@@ -1978,7 +2021,8 @@ def with_sittings(
     table: pd.DataFrame, records: Sequence[Record], sittings: dict[str, tuple]
 ) -> pd.DataFrame:
     """`sitting` of each measured figure: when the sitting of its newest run began (its
-    first record's time), the name under which figures of one sitting go together."""
+    first record's time), the name under which figures of one sitting go together; and
+    `software`, what its newest run ran in."""
     began: dict[tuple, str] = {}
     for r in sorted(records, key=lambda r: str(r.env.utc_time or "")):
         if r.env.utc_time:
@@ -1989,7 +2033,17 @@ def with_sittings(
     table.loc[measured, "sitting"] = [
         f"{named[run]} UTC" if named.get(run) else None for run in runs[measured]
     ]
+    software = {r.run_id: software_of(r) for r in records}
+    table.loc[measured, "software"] = [software.get(run) for run in runs[measured]]
     return table
+
+
+def software_of(r: Record) -> str | None:
+    """The framework and version a record's step ran in: `jax 0.10.2`, `torch 2.13.0`."""
+    env = r.env
+    framework = getattr(env, "framework", None)
+    version = getattr(env, "framework_version", None) if framework else env.jax
+    return f"{framework or 'jax'} {version}" if version else None
 
 
 def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataFrame:
@@ -2018,8 +2072,9 @@ def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataF
 
 def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
     """A predicted scaling efficiency of a model with published 1-vs-N pairs on its
-    platform carries that platform's band of the efficiency (scaling_band's); the rest
-    stay unvalidated."""
+    platform carries that platform's band of the efficiency (scaling_band's), and as its
+    lo and hi the efficiency off by the band's worst either way; the rest stay
+    unvalidated."""
     bands = table[(table.quantity == "band") & (table.extra == SCALING_BAND)]
     published = table[(table.quantity == "scaling_efficiency") & (table.kind == "published")]
     for b in bands.itertuples():
@@ -2028,6 +2083,10 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
               & (table.platform == b.platform) & table.model.isin(covered))  # fmt: skip
         table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, SCALING_SPLIT,
                                              "scaling_efficiency")  # fmt: skip
+        bare = at & table.lo.isna()  # what the band allows, as the row's own spread
+        table.loc[bare, "lo"] = table.loc[bare, "value"] / b.hi
+        table.loc[bare, "hi"] = table.loc[bare, "value"] * b.hi
+        table.loc[bare, "spread"] = BAND_EITHER_WAY
     return table
 
 

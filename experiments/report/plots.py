@@ -227,6 +227,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                loop="step", framework="jax", extra="-", **like)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
     colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
+    alone = gpu[gpu.dataset.isin(set(c.dataset))]  # the CPU's data: every point at its x
     # left: what the verdicts read
     sweeps = crossover_study.measured_crossover(table, cpu)
     for i, (cl, gl) in enumerate(sweeps):
@@ -264,28 +265,21 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     on = "/".join(sorted(set(c.dataset)))
     alone_ax.plot(c.params, c.value, "o-", color="C0",
                   label=f"{cpu}, median ({c.formulation.iloc[0]} formulation, {on})")  # fmt: skip
-    spread = c[c.spread == "p10-p90"]
+    spread = c.dropna(subset=["lo", "hi"])  # p10-p90 of one run's, or over pooled runs
     if len(spread):
+        named = f"{cpu}, {'/'.join(sorted(set(spread.spread)))}, alone"
         alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
                               spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
-                              label=f"{cpu}, p10-p90")  # fmt: skip
-    # a series per GPU and data set, the data set its sweep ran most widths on first;
-    # each series a little to the side (a marker's width or more): points at one width
-    # stay visible side by side;
-    # its spread (a few % on three decades) in black above a small hollow marker,
-    # the caps wider than the marker: the bar shows where it is shorter than one
-    widths = gpu.groupby(["device", "dataset"]).model.nunique()
-    series = sorted(widths.index, key=lambda k: (k[0], -widths[k], k[1]))
-    marker = dict(zip(sorted(set(gpu.dataset)), "Dos^v", strict=False))
-    for i, (device, dataset) in enumerate(series):
-        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)].sort_values("params")
-        shifted = f", drawn at {1.25**i:.3g}x its params" if i else ""  # said, not hidden
-        label = textwrap.fill(
-            f"{device}, xla step loop on {dataset} (black bar: p10-p90{shifted})", 52
-        )
-        alone_ax.errorbar(d.params.astype(float) * 1.25**i, d.value.astype(float),
+                              label=named)  # fmt: skip
+    # a series per GPU on the CPU's data (other data sets' steps are on the page): its
+    # spread (a few % on three decades) in black above a small hollow marker, the caps
+    # wider than the marker: the bar shows where it is shorter than one
+    for device, d in alone.groupby("device"):
+        d = d.sort_values("params")
+        label = textwrap.fill(f"{device}, xla step loop on {on} (black bar: p10-p90)", 52)
+        alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
                           yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt=marker[dataset], color=colour[device], mfc="none", markersize=5,
+                          fmt="o", color=colour[device], mfc="none", markersize=5,
                           ecolor="black", elinewidth=1, capsize=4, zorder=3,
                           label=label)  # fmt: skip
     alone_ax.set_title("each step timed alone", fontsize="medium")

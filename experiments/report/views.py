@@ -4,6 +4,8 @@ screen is the answers (answers.py). Nothing here reads a record or computes a fi
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from experiments.records.tables import markdown_table
@@ -53,7 +55,9 @@ def what_ran(table: pd.DataFrame) -> str:
     cpu = named or "no CPU"
     older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
     if accelerators:
-        ran = f"Measured on {' and '.join([*accelerators, *([f'CPU {named}'] if named else [])])}"
+        on_cpu = rows(table, kind="measured", device=named)
+        cpu_said = [f"CPU {named}{jax_releases(on_cpu)}"] if named else []
+        ran = f"Measured on {' and '.join([*accelerators, *cpu_said])}"
     else:
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
         ran += " (older CPUs': details)" if older else ""
@@ -73,8 +77,22 @@ def measured_accelerators(table: pd.DataFrame) -> list[str]:
     ran = m[["platform", "device"]].drop_duplicates().sort_values(["platform", "device"])
     return [
         f"{platform.upper()}{'s' if len(g) > 1 else ''} {', '.join(g.device)}"
+        f"{jax_releases(m[m.platform == platform])}"
         for platform, g in ran.groupby("platform")
     ]
+
+
+def jax_releases(measured: pd.DataFrame) -> str:
+    """ " (JAX 0.11.2)": the JAX releases `measured` figures ran in, for a header that sets
+    one chip's figures beside another's (two releases may differ in speed too)."""
+    if "software" not in measured:
+        return ""
+    jax = sorted(set(measured.software.dropna()) - {""})
+    releases = sorted(
+        (s.removeprefix("jax ") for s in jax if s.startswith("jax ")),
+        key=lambda v: tuple(int(d) for d in re.findall(r"\d+", v)),
+    )
+    return f" (JAX {'/'.join(releases)})" if releases else ""
 
 
 def gpu_goal(table: pd.DataFrame) -> str:

@@ -56,15 +56,14 @@ CROSSOVER_RULE = (
 def cpu_sweep(t: pd.DataFrame, cpu: str | None, extra: str) -> pd.DataFrame:
     """`cpu`'s measured MLP steps at batch 128 of one kind (`extra`: LOOP, jaxcnn's loop;
     "-", steps timed alone), one a width: the step loop in the formulation that ran the
-    most widths there; steps timed alone on real data before synthetic, jaxcnn's loop on
-    the sweep's own synthetic data first (what a GPU's measured loop ran on)."""
+    most widths there, on the sweep's own synthetic data first (what a GPU's measured
+    loop ran on, and the study's newest runs)."""
     mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
                batch=128, precision="f32", placement="single", extra=extra)  # fmt: skip
     mlp = mlp[mlp.model.str.startswith("mlp")]
     widths = mlp.groupby("formulation").model.nunique().sort_index()
     c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
-    later = c.dataset == "synthetic" if extra != LOOP else c.dataset != "synthetic"
-    c = c.assign(real=later).sort_values(["params", "real", "dataset"])
+    c = c.assign(real=c.dataset != "synthetic").sort_values(["params", "real", "dataset"])
     return c.drop_duplicates("model").drop(columns="real")  # one data set a width
 
 

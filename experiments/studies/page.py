@@ -91,6 +91,10 @@ BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
 OURS_FOR_PUBLISHED = "ours for the published loop"
 # A measured step of jaxcnn's own loop (its `extra`): what a user's epoch sees.
 LOOP = "jaxcnn's loop"
+# a measured chip's fastest step of a workload (its device loop, where that ran)
+AT_ITS_BEST = "at its best"
+# a banded prediction's lo and hi: its value divided and multiplied by its band's worst
+BAND_EITHER_WAY = "its band's worst either way"
 # ... of a published JAX loop of a small program: a loop step, its parts said after it.
 OURS_LOOP_STEP = f"{OURS_FOR_PUBLISHED}, its loop step"
 # A step timed in the device loop over the same step in the step loop (figures.loop_speedups).

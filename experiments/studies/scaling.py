@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.records.workload import Workload
 from experiments.studies.base import TINY_MLP, Context, Study, TargetCell
-from experiments.studies.page import Page, Section, rows, select
+from experiments.studies.page import BAND_EITHER_WAY, Page, Section, rows, select
 
 if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
@@ -155,19 +155,16 @@ def gpu_verdicts(t: pd.DataFrame) -> list[dict[str, Any]]:
     worst (`at_worst`, where a band covers it)."""
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
-    band = rows(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
-    covered = set(rows(t, quantity="scaling_efficiency", kind="published").model)
-    worst = float(band.hi.iloc[0]) if len(band) else None
     out = []
     for model, m in s.groupby("model"):
         r = m.loc[m.value.idxmin()].to_dict()
         at_worst, verdict = None, "unvalidated"
         if r["kind"] == "measured":
             verdict = "yes" if r["value"] >= SCALES_AT else "no"
-        elif worst and model in covered:
-            at_worst = r["value"] / worst
+        elif r["spread"] == BAND_EITHER_WAY:  # banded: its lo and hi are the band's reach
+            at_worst = r["lo"]
             verdict = ("yes" if at_worst >= SCALES_AT else
-                       "no" if r["value"] * worst < SCALES_AT else "undecided")  # fmt: skip
+                       "no" if r["hi"] < SCALES_AT else "undecided")  # fmt: skip
         out.append({"model": model, "row": r, "verdict": verdict, "at_worst": at_worst})
     return sorted(out, key=lambda v: -v["row"]["value"])
 
