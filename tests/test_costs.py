@@ -147,3 +147,14 @@ def test_docs_list_every_price_with_its_quote_and_source():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{price.id}` |"))
         assert f"{price.usd_per_hour!r}" in row
         assert f"`{price.quote}`" in row and price.source_url in row and price.date in row
+
+
+def test_a_batch_past_the_training_set_has_no_epoch_and_no_price():
+    def step(batch: int) -> dict:
+        w = {"model": "mnist_cnn", "batch": batch, "precision": "f32", "placement": "single",
+             "device": "gpu-t4", "devices": 1, "platform": "gpu", "extra": "-"}  # fmt: skip
+        return figures.row("loop_step_s", "predicted", 0.5, w, "per-kernel")
+
+    epochs = figures.epochs_from_steps(figures.frame([step(70_000), step(128)]))
+    # MNIST's 60,000 images: none of 70,000 fill a step; the control, 468 of 128
+    assert [(r["batch"], r["extra"]) for r in epochs] == [(128, "468 steps of loop_step_s")]

@@ -1645,6 +1645,8 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
     timed = rows(steps_rows, model=list(TRAIN_IMAGES), devices=1, extra=["-", LOOP])
     for d in timed[(timed.extra == "-") | (timed.kind == "measured")].to_dict("records"):
         steps = data.steps_per_epoch(TRAIN_IMAGES[d["model"]], int(d["batch"]))
+        if not steps:  # a batch past the training set (a batch search's largest): no epoch
+            continue
         of = "jaxcnn's loop" if d["extra"] == LOOP else d["quantity"]
         said = (f"{steps} steps of {d['batch']}, evaluation apart", d["note"])
         band = {"band_quantity": None}
@@ -1928,8 +1930,6 @@ def cost_ratios(priced: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for same in groups.values():
         cheapest = min(same, key=lambda r: r["value"])
-        if not cheapest["value"]:  # a zero epoch (a program with no step to time) has no ratio
-            continue
         for r in same:
             if r is not cheapest:
                 extra = f"usd_per_epoch vs {cheapest['device']}, the cheapest"
