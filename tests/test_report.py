@@ -164,6 +164,20 @@ def test_a_ratio_of_one_cpus_figures_from_two_sittings_is_flagged():
     assert flags(("a1", "b2")) == [figures.ACROSS_SITTINGS]
     assert [pd.isna(f) for f in flags(("a1", "a1"))] == [True]  # the control: one sitting
 
+    # the ratio's own sitting names both sides' where they differ, one where they agree
+    def sitting(commits, times):
+        x, c = run("x", "xla", commits[0]), run("c", "cpu", commits[1])
+        x["env"]["utc_time"], c["env"]["utc_time"] = times
+        t = _build([x, c], refs=[])
+        return list(
+            t[(t.quantity == "speedup") & t.extra.str.contains("vs xla formulation")].sitting
+        )
+
+    times = ("2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00")
+    # the numerator's first: the xla step, the baseline a speedup divides
+    assert sitting(("a1", "b2"), times) == ["2026-01-01 00:00 UTC / 2026-01-02 00:00 UTC"]
+    assert sitting(("a1", "a1"), times) == ["2026-01-01 00:00 UTC"]
+
 
 def test_records_of_one_clean_tree_are_one_sitting_whether_or_not_they_predicted():
     def run(run_id, constants, diff=None):

@@ -110,7 +110,8 @@ MEANINGS = {
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
     "sitting": "a measured figure's sitting (one machine, boot and code): when the sitting "
-    "of its newest run began; two sittings of one CPU label can differ by up to 2x",
+    "of its newest run began; a measured ratio's, its two sides' (`a / b` where they "
+    "differ); two sittings of one CPU label can differ by up to 2x",
     "software": "the framework and version of a measured figure's newest run (`jax 0.10.2`, "
     "a peer's `torch 2.13.0+cpu`): two chips' figures may come from two releases",
     "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
@@ -2035,6 +2036,13 @@ def with_sittings(
     ]
     software = {r.run_id: software_of(r) for r in records}
     table.loc[measured, "software"] = [software.get(run) for run in runs[measured]]
+    # a measured ratio: its two sides' sittings, one where they agree
+    sides = table.set_index("id").sitting
+    ratios = (table.kind == "measured") & table.numerator.notna() & table.denominator.notna()
+    for i, r in table[ratios].iterrows():
+        both = [sides.get(r.numerator), sides.get(r.denominator)]
+        said = [str(x) for x in dict.fromkeys(both) if isinstance(x, str)]
+        table.loc[i, "sitting"] = " / ".join(said) or None
     return table
 
 

@@ -162,6 +162,11 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             if u.any():
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
+            # a loop step with host parts left out (no published figure for them) is a floor
+            short = p.note.astype(str).str.contains("left out") & p.value.notna()
+            if short.any():
+                ax.plot(x[short], p.value[short], "x", color="black", markersize=5,
+                        label=f"{label} with host parts left out: a floor")  # fmt: skip
         none = [d for d in devices if d not in set(predicted[predicted.model == model].device)]
         if none:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
