@@ -475,8 +475,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1217; row 8's lowest chips named, and every CPU figure from one sitting: 1220; the
     # JAX release of each platform's figures, row 10's device steps beside its loop ratios
     # with the GPU each is over, row 6 by the K80's own checks, row 13's CPU at its best:
-    # 1266)
-    assert len(lines) <= 25 and len(text.split()) <= 1266
+    # 1266; row 12's T4 over the CPU's epoch made alike: 1283)
+    assert len(lines) <= 25 and len(text.split()) <= 1283
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -497,6 +497,7 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert gpus == ["H100 SXM", "H200"]  # the committed records: two GPUs ran them
 
     def releases(on):  # the JAX releases a platform's measured figures ran in, as said
+        on = on[on.numerator.isna()]  # not a ratio's: its two sides'
         jax = sorted({s.removeprefix("jax ") for s in on.software.dropna() if s.startswith("jax ")},
                      key=lambda v: tuple(int(d) for d in re.findall(r"\d+", v)))  # fmt: skip
         return f" (JAX {'/'.join(jax)})"
@@ -794,7 +795,7 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     assert len(longer) == 1 and longer.id.iloc[0] not in found.ids
     t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "epoch_s")].iloc[0]
     assert f"T4 {fmt(t4.to_dict())} (predicted from its loop step)" in said
-    assert found.known == "M / P"
+    assert found.known == "M / P / D"  # D: the CPU's epoch made alike, in the band
     # without the trained runs (the positive control) the CPU's epoch is derived, said so
     # and known as D, never M
     every_seed = csv[at & (csv.quantity == "epoch_s") & (csv.selection == "pooled-trained")]
@@ -2472,13 +2473,24 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     answered = answers.answers(csv)[11]
     by_id = csv.set_index("id")
     quoted = [by_id.loc[i] for i in answered.ids]
-    cpu = next(r for r in quoted if r.quantity == "epoch_s" and r.platform == "cpu")
+    cpu = next(r for r in quoted if r.quantity == "epoch_s" and r.kind == "measured"
+               and r.platform == "cpu")  # fmt: skip
     t4 = next(r for r in quoted if r.quantity == "epoch_s" and r.device == "gpu-t4")
-    (over,) = [r for r in quoted if r.quantity == "speedup"]
+    over, alike = [r for r in quoted if r.quantity == "speedup"]
     assert (over.numerator, over.denominator) == (cpu.name, t4.name)
     assert over.value == pytest.approx(cpu.value / t4.value)
     assert answered.answer.endswith(f"T4 {fmt(t4.to_dict())} (predicted from its loop step), "
                                     f"{fmt(over.to_dict())} faster")  # fmt: skip
+    # beside it, like for like: over the CPU's epoch made as the T4's is, from its loop step,
+    # which is row 5's ratio of the two loop steps
+    base = by_id.loc[alike.numerator]
+    assert base.kind == "derived" and base.extra.endswith("steps of jaxcnn's loop")
+    assert alike.denominator == t4.name and alike.value == pytest.approx(base.value / t4.value)
+    assert answered.band.endswith(
+        f"; over the CPU's epoch from its loop step as the T4's is ({fmt(base.to_dict())}): "
+        f"{fmt(alike.to_dict())}"
+    )
+    assert fmt(alike.to_dict()) in _said(5)
     # the control: without the ratio in the table the answer gives none
     bare = answers.answers(csv[csv.id != over.name])[11].answer
     assert bare.endswith("(predicted from its loop step)")

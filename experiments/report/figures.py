@@ -113,7 +113,8 @@ MEANINGS = {
     "of its newest run began; a measured ratio's, its two sides' (`a / b` where they "
     "differ); two sittings of one CPU label can differ by up to 2x",
     "software": "the framework and version of a measured figure's newest run (`jax 0.10.2`, "
-    "a peer's `torch 2.13.0+cpu`): two chips' figures may come from two releases",
+    "a peer's `torch 2.13.0+cpu`); a measured ratio's, its two sides' (`a / b` where they "
+    "differ): two chips' figures may come from two releases",
     "band_median": "a prediction's held-out factor max(predicted/actual, actual/predicted): "
     "the median",
     "band_worst": "the same factor: the worst",
@@ -1561,10 +1562,17 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
                    selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
+    # and against the CPU's epoch made as the accelerator's is: its loop step's, like for like
+    alike = rows(table, quantity="epoch_s", kind="derived", platform="cpu", devices=1,
+                 formulation=for_platform("cpu").name)  # fmt: skip
+    alike = alike[alike.extra.str.endswith(f"steps of {LOOP}")]
     out = []
     for _, a in predicted.iterrows():
         for _, b in _same_step(trained, a).iterrows():
             extra = f"epoch vs {b.device}'s trained on {b.dataset}, {b.extra}"
+            out.append(speedup(a, b, "loop-vs-loop", extra))
+        for _, b in _same_step(alike, a).iterrows():
+            extra = f"epoch vs {b.device}'s on {b.dataset}, both from loop steps"
             out.append(speedup(a, b, "loop-vs-loop", extra))
     return out
 
@@ -2036,13 +2044,15 @@ def with_sittings(
     ]
     software = {r.run_id: software_of(r) for r in records}
     table.loc[measured, "software"] = [software.get(run) for run in runs[measured]]
-    # a measured ratio: its two sides' sittings, one where they agree
-    sides = table.set_index("id").sitting
+    # a measured ratio: its two sides' sittings and software, one where they agree
+    by_id = table.set_index("id")
     ratios = (table.kind == "measured") & table.numerator.notna() & table.denominator.notna()
-    for i, r in table[ratios].iterrows():
-        both = [sides.get(r.numerator), sides.get(r.denominator)]
-        said = [str(x) for x in dict.fromkeys(both) if isinstance(x, str)]
-        table.loc[i, "sitting"] = " / ".join(said) or None
+    for column in ("sitting", "software"):
+        sides = by_id[column]
+        for i, r in table[ratios].iterrows():
+            both = [sides.get(r.numerator), sides.get(r.denominator)]
+            said = [str(x) for x in dict.fromkeys(both) if isinstance(x, str)]
+            table.loc[i, column] = " / ".join(said) or None
     return table
 
 

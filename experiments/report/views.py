@@ -87,7 +87,8 @@ def jax_releases(measured: pd.DataFrame) -> str:
     one chip's figures beside another's (two releases may differ in speed too)."""
     if "software" not in measured:
         return ""
-    jax = sorted(set(measured.software.dropna()) - {""})
+    own = measured[measured.numerator.isna()]  # a ratio's software is its two sides'
+    jax = sorted(set(own.software.dropna()) - {""})
     releases = sorted(
         (s.removeprefix("jax ") for s in jax if s.startswith("jax ")),
         key=lambda v: tuple(int(d) for d in re.findall(r"\d+", v)),
