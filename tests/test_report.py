@@ -949,7 +949,7 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     over = csv[csv.id.isin(found.ids) & (csv.quantity == "speedup") & (csv.device == "gpu-k80")
                & (csv.selection == "loop-vs-loop")].iloc[0]  # fmt: skip
     ends = [over.value / f for f in small.value]
-    reach = f"off as those, {fmt({**over, 'value': max(ends)})}-{fmt({**over, 'value': min(ends)})}"
+    reach = f"off as those, {fmt({**over, 'value': min(ends)})}-{fmt({**over, 'value': max(ends)})}"
     assert found.band.endswith(f"{reach} the CPU's: undecided") and min(ends) < 1 < over.value
     assert found.answer.startswith("Undecided: ")
     # the control: one of them erring the other way, and no single way is said, no reach

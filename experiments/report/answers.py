@@ -557,7 +557,7 @@ def k80_reach(over: Row, checks: pd.DataFrame) -> str:
     ends = [over["value"] / f if faster else over["value"] * f for f in checks.value]
     lo, hi = min(ends), max(ends)
     verdict = ": undecided" if lo < 1 < over["value"] or hi > 1 > over["value"] else ""
-    return f"; off as those, {value_text(hi, 'x')}-{value_text(lo, 'x')} the CPU's{verdict}"
+    return f"; off as those, {value_text(lo, 'x')}-{value_text(hi, 'x')} the CPU's{verdict}"
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
