@@ -9,12 +9,13 @@ which batches fit on reference devices.
 
 Command: python -m experiments.run --study=batch --device=gpu
 Sizes: full on accelerators. CPU: batch 8..64 and 3 timed steps (a step is ~31
-GFLOP per image, ~0.45 s per image here, ~29 s at batch 64; XLA's compiled memory
-is ~2.3 GB at batch 16 and grows with the batch, so 512 would need more host memory
-than this machine shares: a CPU has no OOM to record, the Linux OOM killer would
-end the run instead). Smoke: catsdogs shrunk to 4 channels, 8 dense units, 96x96
-inputs, batch 2 and 4.
-Expected: CPU ~6 min; smoke ~5 s; GPU < 2 min (a guess).
+GFLOP per image, ~0.2 s per image at batch 8..32 on a 2-core EPYC, 24 s at batch 64;
+XLA's compiled memory is ~2.3 GB at batch 16 and grows with the batch, so 512 would
+need more host memory than this machine shares: a CPU has no OOM to record, the Linux
+OOM killer would end the run instead). Smoke: catsdogs shrunk to 4 channels, 8 dense
+units, 96x96 inputs, batch 2 and 4.
+Expected: CPU ~27 min on 2 cores, resident memory peaking at ~17 GiB at batch 64 (the
+system allocator, below); smoke ~5 s; GPU < 2 min (a guess).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ STUDY = Study(
     # A step's buffers are gigabytes here, and `retain` (the CPU step loop's `auto`)
     # keeps a freed one beside the next: catsdogs_cnn at b32 peaked at 18.4 GiB resident
     # under `retain` against 9.2 GiB under `system`, and the kernel killed the study at
-    # b32 on a 24 GiB host. A seconds-long step gains nothing from reused pages.
+    # b32 on a 24 GiB host (b64 peaks at ~17 GiB under `system`). The price: the
+    # smallest batch's step faults its buffers in afresh, 1.63 s at b8 against 1.13 s
+    # under `retain` on one 2-core EPYC; from b16 on the two measured the same.
     host_memory="system",
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
     page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
