@@ -475,8 +475,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1217; row 8's lowest chips named, and every CPU figure from one sitting: 1220; the
     # JAX release of each platform's figures, row 10's device steps beside its loop ratios
     # with the GPU each is over, row 6 by the K80's own checks, row 13's CPU at its best:
-    # 1266; row 12's T4 over the CPU's epoch made alike: 1283)
-    assert len(lines) <= 25 and len(text.split()) <= 1283
+    # 1266; row 12's T4 over the CPU's epoch made alike: 1283; row 15 each at its best: 1290)
+    assert len(lines) <= 25 and len(text.split()) <= 1290
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3131,3 +3131,31 @@ def test_a_fit_verdict_inside_the_compile_checks_worst_is_flagged_undecided_in_t
     # the control: without the compile check nothing is flagged
     bare = csv[csv.selection != "compiled-vs-ran"].assign(flag=None)
     assert not figures.undecided_fits(bare).flag.notna().any()
+
+
+def test_the_kernel_library_answer_gives_each_formulation_at_its_best_beside_each_loop(csv):
+    cpu = study_page.reference_cpu(csv)
+    best = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
+               & (csv.precision == "f32") & (csv.extra == figures.BEST_OVER_BEST)]  # fmt: skip
+    assert len(best)
+    by_id = csv.set_index("id")
+    steps = csv[(csv.quantity == "step_s") & (csv.kind == "measured") & (csv.framework == "jax")
+                & (csv.extra == "-") & (csv.device == cpu)]  # fmt: skip
+    for r in best.to_dict("records"):
+        # each side the fastest of its formulation's steps of that cell, whichever loop
+        xla, onednn = by_id.loc[r["numerator"]], by_id.loc[r["denominator"]]
+        cell = steps[(steps.model == r["model"]) & (steps.batch == r["batch"])
+                     & (steps.precision == "f32") & (steps.dataset == r["dataset"])]  # fmt: skip
+        assert xla.value == cell[cell.formulation == "xla"].value.min()
+        assert onednn.value == cell[cell.formulation == "onednn"].value.min()
+        assert r["value"] == pytest.approx(xla.value / onednn.value)
+    lo, hi = best.value.min(), best.value.max()
+    band = answers.answers(csv)[14].band
+    assert (
+        band
+        == f"each at its best, either loop: {fmt(best.loc[best.value.idxmin()].to_dict())}-"
+        f"{fmt(best.loc[best.value.idxmax()].to_dict())}"
+        and lo < hi
+    )
+    # the control: without those rows the band says nothing of them
+    assert "at its best" not in answers.answers(csv[~csv.id.isin(best.id)])[14].band
