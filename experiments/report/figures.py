@@ -66,6 +66,7 @@ from experiments.studies.page import (
     WORKLOAD_PEAK,
     rows,
 )
+from experiments.studies.scaling import EFFICIENCY_BAND
 from jaxcnn import host_memory
 from jaxcnn.perf.chips import USABLE_FRACTION
 
@@ -1369,7 +1370,7 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
     return out
 
 
-SCALING_BAND = "scaling efficiency against published"
+SCALING_BAND = EFFICIENCY_BAND  # the scaling page's band, named once there
 SCALING_SPLIT = "against published 1-vs-N pairs"  # nothing fitted: the pairs are outside
 
 
@@ -1714,9 +1715,7 @@ def _best_over_best(table: pd.DataFrame, chosen: str, base: str) -> list[dict[st
     for _, g in m[m.formulation.isin([chosen, base])].groupby(key):
         mine, theirs = g[g.formulation == chosen], g[g.formulation == base]
         if len(mine) and len(theirs):
-            fastest = mine.loc[mine.value.idxmin()]
-            out.append(speedup(fastest, theirs.loc[theirs.value.idxmin()], "cpu-best",
-                               BEST_OVER_BEST))  # fmt: skip
+            out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", BEST_OVER_BEST))
     return out
 
 
@@ -2067,11 +2066,12 @@ def with_sittings(
     by_id = table.set_index("id")
     ratios = (table.kind == "measured") & table.numerator.notna() & table.denominator.notna()
     for column in ("sitting", "software"):
-        sides = by_id[column]
-        for i, r in table[ratios].iterrows():
-            both = [sides.get(r.numerator), sides.get(r.denominator)]
-            said = [str(x) for x in dict.fromkeys(both) if isinstance(x, str)]
-            table.loc[i, column] = " / ".join(said) or None
+        top = table.numerator[ratios].map(by_id[column])
+        below = table.denominator[ratios].map(by_id[column])
+        table.loc[ratios, column] = [
+            " / ".join(dict.fromkeys(x for x in pair if isinstance(x, str))) or None
+            for pair in zip(top, below, strict=True)
+        ]
     return table
 
 
