@@ -14,8 +14,9 @@ XLA's compiled memory is ~2.3 GB at batch 16 and grows with the batch, so 512 wo
 need more host memory than this machine shares: a CPU has no OOM to record, the Linux
 OOM killer would end the run instead). Smoke: catsdogs shrunk to 4 channels, 8 dense
 units, 96x96 inputs, batch 2 and 4.
-Expected: CPU ~27 min on 2 cores, resident memory peaking at ~17 GiB at batch 64 (the
-system allocator, below); smoke ~5 s; GPU < 2 min (a guess).
+Expected: CPU ~27 min on 2 cores, resident memory peaking at ~17 GiB at batch 64 under
+the system allocator (below; /usr/bin/time's maximum resident size, not a record);
+smoke ~5 s; GPU < 2 min (a guess).
 """
 
 from __future__ import annotations
@@ -65,12 +66,14 @@ def workloads(ctx: Context) -> list[Workload]:
 STUDY = Study(
     "batch",
     workloads=workloads,
-    # A step's buffers are gigabytes here, and `retain` (the CPU step loop's `auto`)
-    # keeps a freed one beside the next: catsdogs_cnn at b32 peaked at 18.4 GiB resident
-    # under `retain` against 9.2 GiB under `system`, and the kernel killed the study at
-    # b32 on a 24 GiB host (b64 peaks at ~17 GiB under `system`). The price: the
-    # smallest batch's step faults its buffers in afresh, 1.63 s at b8 against 1.13 s
-    # under `retain` on one 2-core EPYC; from b16 on the two measured the same.
+    # A step's buffers are gigabytes here (XLA's compiled memory: 7.9 GiB at b32, 15.6
+    # GiB at b64, in the records), and `retain` (the CPU step loop's `auto`) keeps a
+    # freed one beside the next: in a scratch run of b8, b16, b32 in one process (resident
+    # memory is in no record) b32 peaked at 18.4 GiB resident under `retain` against 9.2
+    # GiB under `system`, and the kernel's OOM killer ended the study at b32 on a 24 GiB
+    # host. The price, in the records: the smallest batch's step faults its buffers in
+    # afresh, 1.63 s at b8 against 1.13 s under `retain` on one 2-core EPYC; from b16 on
+    # the two measured the same.
     host_memory="system",
     question="How do batch size and memory interact; where is the OOM? (seed 000)",
     page=Page("Seed 000's cats-vs-dogs CNN: memory per batch and where it runs out", [
