@@ -1142,7 +1142,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     )
     own = {"cpu": "cpu", "gpu": "xla", "tpu": "xla"}
     said = _said(13)
-    assert said.startswith("mnist_cnn b128 f32, device loop, of each chip's measured matmul: CPU ")
+    assert said.startswith("mnist_cnn b128 f32, device loop, of its measured matmul: CPU ")
     fractions = csv[csv.quantity == "matmul_fraction"]
     for platform in ("cpu", "gpu", "tpu"):
         g = seeds[(seeds.platform == platform) & (seeds.formulation == own[platform])]
@@ -1172,10 +1172,13 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         chips = "CPU" if platform == "cpu" else "/".join(mnist.device)
         how = " (cpu formulation)" if platform == "cpu" else ""
         amounts = answers.each_text([fmt(r) for r in mnist.to_dict("records")])
-        assert f"{chips} {amounts}{how}, {'/'.join(of_own)}" in said
+        # an f32 rate over a TF32 matmul rate says so
+        ran = " (TF32)" if platform == "gpu" else ""
+        assert f"{chips} {amounts}{how}, {'/'.join(of_own)}{ran}" in said
         # the device loop's rate, 2x the step timed alone's: the host out of the step
         assert set(mnist.loop) == {"device"}
-    assert re.search(r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% \(catsdogs_cnn", said)
+    gpus = r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% \(TF32\) \(catsdogs_cnn"
+    assert re.search(gpus, said)
     assert "catsdogs_cnn" not in said.split("; predicted ")[1]  # a prediction's largest: the page
     # the control: without its fractions a chip's rates stand alone
     bare = answers.answers(csv[csv.quantity != "matmul_fraction"])[12].answer
@@ -2449,7 +2452,7 @@ def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     lo, hi = (fmt(r) for r in (v.loc[v.value.idxmin()], v.loc[v.value.idxmax()]))
     (h100,) = ones[ones.device == "H100 SXM"].to_dict("records")  # the committed GPU's one
     assert answers.answers(csv)[13].band.startswith(
-        f"K=1, one model, reads {span_text(lo, hi)} on the CPU, {fmt(h100)} on the H100 SXM: "
+        f"K=1 reads {span_text(lo, hi)} on the CPU, {fmt(h100)} on the H100 SXM: "
     )
     # the control: without a K=1 run there is no control to give
     assert answers.answers(csv[~csv.id.isin(ones.id)])[13].band == "-"

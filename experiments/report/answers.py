@@ -1050,6 +1050,9 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
         if all(of_own):
             said += f", {'/'.join(fmt(r) for r in of_own)}"
+            # f32 whose matmuls ran as TF32 passes is over a TF32 rate: said, not hidden
+            ran = set(rows(t, id=[r["denominator"] for r in of_own]).precision) - {"f32"}
+            said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
         if platform == "cpu":  # the CPU at its best too: row 5's baseline
             caveat = cpu_at_its_best(flops, own, mnist[0], picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
@@ -1062,7 +1065,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         parts.append(said)
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of each chip's measured matmul: "
+    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of its measured matmul: "
     return Said(head + "; ".join(parts), picked, None, caveat)
 
 
@@ -1128,7 +1131,7 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
             span_text(*(fmt(r) for r in span(g))) + (" on the CPU" if d == cpu else f" on the {d}")
             for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
         ]
-        band = f"K=1, one model, reads {', '.join(reads)}: gaps from 1x within those are noise"
+        band = f"K=1 reads {', '.join(reads)}: gaps from 1x within those are noise"
     if verdicts["unjudged"]:  # a ratio across sittings holds two VMs' speeds as well
         band = f"{band or '-'}; unjudged: sides from two sittings"
     return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), band)
