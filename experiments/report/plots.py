@@ -29,6 +29,10 @@ from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, referen
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
 NEUTRAL = "0.35"
+BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
+# the one step the seed models' CPU and GPUs are compared at
+ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
+SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
 
 
 def pyplot() -> Any:
@@ -48,17 +52,26 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def _finish(fig: Any, path: Path, title: str, tight: bool = True) -> Path:
+    """`fig` titled, laid out (unless its legends were placed by hand) and saved."""
+    fig.suptitle(title)
+    if tight:
+        fig.tight_layout()
+    return _save(fig, path)
+
+
 def _grid(
     n: int,
     size: Callable[[int, int], tuple[float, float]],
     xlabel: str,
     ylabel: str,
     sharex: bool = True,
+    across: int = 4,
 ) -> tuple[Any, Any]:
-    """A figure of `n` panels, four across at most (`size`: its size from columns and rows),
-    the x-axis shared unless `sharex` is False, the outer panels labelled and the panels
-    left over blank."""
-    cols = min(4, n)
+    """A figure of `n` panels, `across` at most in a row (`size`: its size from columns
+    and rows), the x-axis shared unless `sharex` is False, the outer panels labelled (every
+    panel's x-axis where none is shared) and the panels left over blank."""
+    cols = min(across, n)
     rows_ = -(-n // cols)
     fig, axes = pyplot().subplots(
         rows_, cols, figsize=size(cols, rows_), squeeze=False, sharex=sharex
@@ -68,30 +81,52 @@ def _grid(
     # each column's lowest panel carries the x ticks and label: above a blank panel
     # the shared axis would hide them
     last = n - (rows_ - 1) * cols  # the panels of the last row
-    for col in range(cols):
-        lowest = axes[rows_ - 1 if col < last else rows_ - 2, col]
-        lowest.xaxis.set_tick_params(labelbottom=True)
-        lowest.set_xlabel(xlabel)
+    lowest = [axes[rows_ - 1 if col < last else rows_ - 2, col] for col in range(cols)]
+    for ax in lowest if sharex else axes.flat[:n]:
+        ax.xaxis.set_tick_params(labelbottom=True)
+        ax.set_xlabel(xlabel)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
     return fig, axes
 
 
-def _legend_below(fig: Any, axes: Any, more: dict[str, Any] | None = None) -> None:
+def _legend_below(
+    fig: Any, more: dict[str, Any] | None = None, size: str = "small", ncol: int = 2
+) -> None:
     """One legend under the figure: every panel's entries once, then `more`."""
     handles = {}
-    for ax in axes.flat:
+    for ax in fig.axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
     handles |= more or {}
-    fig.legend(handles.values(), handles.keys(), fontsize="small", ncol=2, loc="upper center",
+    fig.legend(handles.values(), handles.keys(), fontsize=size, ncol=ncol, loc="upper center",
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
 
 
-def _factor_line(ax: Any, f: float, lo: float, hi: float, style: str, **kwargs: Any) -> None:
-    """The line y = f * x, drawn inside the axes' range lo to hi."""
-    x = [max(lo, lo / f), min(hi, hi / f)]
-    ax.plot(x, [x[0] * f, x[1] * f], style, **kwargs)
+def _proxy(**style: Any) -> Any:
+    """A legend entry's line, drawn nowhere: it stands for `style` wherever it is drawn."""
+    return pyplot().Line2D([], [], **style)
+
+
+def _ylim(ax: Any, values: list[float], least: float = 0.0) -> None:
+    """The y-axis on `values`' own range, a tenth of it (or `least`) spare either side."""
+    pad = 0.1 * (max(values) - min(values)) or least
+    ax.set_ylim(min(values) - pad, max(values) + pad)
+
+
+def _diagonal(ax: Any, x: pd.Series, y: pd.Series) -> tuple[float, float]:
+    """The line y = x, drawn on the range of `x` and `y` with 2x spare either way: (lo, hi)."""
+    lo, hi = min(x.min(), y.min()) / 2, max(x.max(), y.max()) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+    return lo, hi
+
+
+def _factor_lines(ax: Any, f: float, lo: float, hi: float, style: str, label: str,
+                  **kwargs: Any) -> None:  # fmt: skip
+    """The lines y = f * x and y = x / f inside the range lo to hi, the one above labelled."""
+    for g in (f, 1 / f):
+        x = [max(lo, lo / g), min(hi, hi / g)]
+        ax.plot(x, [x[0] * g, x[1] * g], style, label=label if g > 1 else None, **kwargs)
 
 
 def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str) -> None:
@@ -112,14 +147,13 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
     fastest, named in the title with what a panel lacks."""
     cpu = reference_cpu(table)
-    one = {"batch": 128, "precision": "f32", "placement": "single"}
-    steps = rows(table, quantity="step_s", kind="measured", framework="jax", **one)
+    steps = rows(table, quantity="step_s", kind="measured", framework="jax", **ONE_STEP)
     steps = on_seed_data(steps)  # one point per chip and model
     measured, gpus = rows(steps, device=cpu, extra="-"), rows(steps, platform="gpu", extra="-")
     # the GPUs' measured step of jaxcnn's loop: what the predicted loop step is checked on
     loops = rows(steps, platform="gpu", extra=LOOP)
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
-                     devices=1, extra="-", model=answers_lib.SEED_MODELS, **one)  # fmt: skip
+                     devices=1, extra="-", model=answers_lib.SEED_MODELS, **ONE_STEP)  # fmt: skip
     devices = sorted(set(predicted.device))
     if len(devices) < MIN_POINTS:
         return None
@@ -128,18 +162,13 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
     # a measured chip stands in its target's column (one chip, one column), right of the
     # predictions; one no target names gets its own
-    target_of = {chip_named(d): d for d in devices}
-    alone = [d for d in ran if d not in target_of]
+    column = {chip_named(d): i + 0.35 for i, d in enumerate(devices)}
+    alone = [d for d in ran if d not in column]
+    column |= {d: len(devices) + i for i, d in enumerate(alone)}
     ticks = [f"{d} (+ measured)" if chip_named(d) in ran else d for d in devices]
     ticks += [f"{d} (measured)" for d in alone]
-
-    def column(device: str) -> float:
-        if device in target_of:
-            return devices.index(target_of[device]) + 0.35
-        return len(devices) + alone.index(device)
-
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True, squeeze=False)
+    cpu_line = {"color": "C3", "linewidth": 1.2}
+    fig, axes = _grid(4, lambda c, r: (10, 7.5), "", "seconds per step (log)", across=2)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
         lacks = []
         for quantity, shift, filled, label in (
@@ -148,7 +177,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            x = pd.Series([i + shift for i in range(len(devices))], index=devices)
+            x = pd.Series(range(len(devices)), index=devices) + shift
             m = p.band_worst.astype(float)
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
@@ -175,25 +204,24 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             g = gpus[(gpus.model == model) & (gpus.device == device)]
             for loop, shift, face in (("device", -0.1, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
-                ax.plot([column(device) + shift] * len(v), v, "D", color="C2", mfc=face,
+                ax.plot([column[device] + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
             mine = loops[(loops.model == model) & (loops.device == device)].value
-            ax.plot([column(device) + 0.1] * len(mine), mine, "s", color="C4", mfc="none",
+            ax.plot([column[device] + 0.1] * len(mine), mine, "s", color="C4", mfc="none",
                     label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
         m = measured[measured.model == model]
         like = answers_lib.cpu_step(table, cpu, model, 128)
         if like:
-            ax.axhline(like["value"], color="C3", linewidth=1.2,
-                       label=f"{cpu}, xla step loop (measured)")  # fmt: skip
+            ax.axhline(like["value"], **cpu_line, label=f"{cpu}, xla step loop (measured)")
         elif len(m):
             lacks.append(f"no {cpu} xla step loop at batch 128")
         for base in by_id.reindex(sorted(set(bases[bases.model == model].numerator))).value:
-            ax.axhline(base, color="C3", linewidth=1.2, linestyle="-.", label=baseline_label(cpu))
+            ax.axhline(base, **cpu_line, linestyle="-.", label=baseline_label(cpu))
         if len(m):
             fastest = m.loc[m.value.astype(float).idxmin()]
-            ax.axhline(fastest.value, color="C3", linewidth=1.2, linestyle=":")
+            ax.axhline(fastest.value, **cpu_line, linestyle=":")
             # named in the title: a label on the line meets the frame or the data
             lacks.append(f"dotted: the CPU's fastest, {fastest.formulation} formulation, "
                          f"{fastest.loop} loop")  # fmt: skip
@@ -204,32 +232,35 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("seconds per step (log)")
-    fastest = plt.Line2D([], [], color="C3", linestyle=":")
-    _legend_below(fig, axes, {f"{cpu}, its fastest measured way (named in the title)": fastest})
-    fig.suptitle("One train step of each seed model at batch 128, f32: each chip against the CPU")
-    fig.tight_layout()
-    return _save(fig, path)
+    fastest = _proxy(color="C3", linestyle=":")
+    _legend_below(fig, {f"{cpu}, its fastest measured way (named in the title)": fastest})
+    title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
+    return _finish(fig, path, title)
+
+
+def _spread(ax: Any, sweep: pd.DataFrame, label: Callable[[pd.DataFrame], str]) -> None:
+    """A CPU sweep's spread (its lo to hi) shaded where it has one, labelled from those rows."""
+    spread = sweep.dropna(subset=["lo", "hi"])
+    if len(spread):
+        x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
+        ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0, label=label(spread))
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
+    """MLP step time against trainable parameters in three panels: left, jaxcnn's loop on
     both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
-    with the range its worst error leaves: the verdict's undecided zone); right, each
+    with the range its worst error leaves: the verdict's undecided zone); middle, each
     step timed alone (the CPU with its spread, any GPU's xla step loop, a series per data
-    set)."""
+    set); right, the one over the other in each sitting (sitting_ratios)."""
     cpu = reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
     c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
-    plt = pyplot()
-    fig, (loop_ax, alone_ax, ratio_ax) = plt.subplots(1, 3, figsize=(17, 4.4), sharex=True)
+    fig, (loop_ax, alone_ax, ratio_ax) = pyplot().subplots(1, 3, figsize=(17, 4.4), sharex=True)
     alone_ax.sharey(loop_ax)
-    like = {"batch": 128, "precision": "f32", "placement": "single"}
     gpu = rows(table, quantity="step_s", kind="measured", platform="gpu",
-               loop="step", framework="jax", extra="-", **like)  # fmt: skip
+               loop="step", framework="jax", extra="-", **ONE_STEP)  # fmt: skip
     gpu = gpu[gpu.model.str.startswith("mlp")]
     colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
     alone = gpu[gpu.dataset.isin(set(c.dataset))]  # the CPU's data: every point at its x
@@ -238,11 +269,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for i, (cl, gl) in enumerate(sweeps):
         if i == 0:
             loop_ax.plot(cl.params, cl.value, "o-", color="C0", label=f"{cpu}, measured")
-            spread = cl.dropna(subset=["lo", "hi"])
-            if len(spread):
-                x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
-                loop_ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0,
-                                     label=f"{cpu}, {spread.spread.iloc[0]}")  # fmt: skip
+            _spread(loop_ax, cl, lambda s: f"{cpu}, {s.spread.iloc[0]}")
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
@@ -251,7 +278,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
         label = textwrap.fill(f"{e['device']}, an earlier sitting ({e['when']})", 52)
-        loop_ax.plot(r.params, r.value, f"{'v^<>'[i % 4]}:", color=colour.get(e["device"], "C4"),
+        loop_ax.plot(r.params, r.value, f"{SITTINGS[i % 4]}:", color=colour.get(e["device"], "C4"),
                      alpha=0.5, markersize=4, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
@@ -261,21 +288,17 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
-        # wrapped: the two panels' legends sit side by side below them
+        # wrapped: the panels' legends sit side by side below them
         label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {words}", 52)
         loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
-    # right: each device's own speed
+    # middle: each device's own speed
     on = "/".join(sorted(set(c.dataset)))
     alone_ax.plot(c.params, c.value, "o-", color="C0",
                   label=f"{cpu}, median ({c.formulation.iloc[0]} formulation, {on})")  # fmt: skip
-    spread = c.dropna(subset=["lo", "hi"])  # p10-p90 of one run's, or over pooled runs
-    if len(spread):
-        named = f"{cpu}, {'/'.join(sorted(set(spread.spread)))}, alone"
-        alone_ax.fill_between(spread.params.astype(float), spread.lo.astype(float),
-                              spread.hi.astype(float), color="C0", alpha=BAND_ALPHA, linewidth=0,
-                              label=named)  # fmt: skip
+    # p10-p90 of one run's, or over pooled runs
+    _spread(alone_ax, c, lambda s: f"{cpu}, {'/'.join(sorted(set(s.spread)))}, alone")
     # a series per GPU on the CPU's data (other data sets' steps are on the page): its
     # spread (a few % on three decades) in black above a small hollow marker, the caps
     # wider than the marker: the bar shows where it is shorter than one
@@ -294,56 +317,51 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig.suptitle("Seed 002: above how many parameters does the GPU win?")
-    return _save(fig, path)
+    title = "Seed 002: above how many parameters does the GPU win?"
+    return _finish(fig, path, title, tight=False)
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
     """The CPU's loop step over each measured GPU's, per width, in each sitting of the GPU
     (the newest solid, earlier ones dotted): above 1 the GPU is faster. A shade of the
-    median factor a sitting moves a loop step by, either side of 1: a width inside it is
-    as near a tie as one sitting to the next moves (row 9's yardstick). No GPU's loop
-    measured: the panel is left blank."""
+    most a sitting has moved a loop step by, either side of 1: a width inside it is as near
+    a tie as one sitting to the next moves (row 9's yardstick). No GPU's loop measured:
+    the panel is left blank."""
     if not sweeps:
         ax.set_axis_off()
         return
     for cl, gl in sweeps:
         device = gl.device.iloc[0]
+        hue = colour.get(device, "C4")
         newest = crossover_study.paired(cl, gl)
-        ax.plot(newest.params_cpu, newest.over, "D-",
-                color=colour.get(device, "C4"), label=f"{device}, the newest sitting")  # fmt: skip
+        ax.plot(newest.params_cpu, newest.over, "D-", color=hue,
+                label=f"{device}, the newest sitting")  # fmt: skip
         for i, e in enumerate(crossover_study.sitting_crossovers(table, [(cl, gl)])):
             both = crossover_study.paired(cl, e["rows"])
-            label = textwrap.fill(f"{device}, {e['when']}", 52)
-            style = f"{'v^<>'[i % 4]}:"
-            ax.plot(both.params_cpu, both.over, style, alpha=0.6,
-                    color=colour.get(device, "C4"), markersize=4, label=label)  # fmt: skip
+            ax.plot(both.params_cpu, both.over, f"{SITTINGS[i % 4]}:", alpha=0.6, color=hue,
+                    markersize=4, label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
         moves = rows(table, quantity="run_spread", device=device,
                      extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
         if len(moves):  # the verdict's yardstick: the most a sitting has moved a loop step
             m = float(moves.hi.iloc[0])
-            label = textwrap.fill(
-                f"a sitting moves a loop step up to {value_text(m, 'x')}: undecided inside", 52
-            )
-            ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=label)
+            label = f"a sitting moves a loop step up to {value_text(m, 'x')}: undecided inside"
+            ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=textwrap.fill(label, 52))
     ax.axhline(1, color="k", linewidth=0.8)
     ax.set(yscale="log", ylabel="CPU's loop step / GPU's (above 1: the GPU faster)")
     ax.set_title("the GPU over the CPU, each sitting (row 9)", fontsize="medium")
 
 
-BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
 SEED_RUNS = "the seed's own run: " + ", ".join(
     f"{d.removeprefix('gpu-').upper()} b{b} {'fit' if fit else 'OOM'}"
     for d, b, fit in answers_lib.SEED_MEMORY_RUNS
 )
 
 
-def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path | None:
-    """Compiled memory per batch in f32 on each GPU target, a panel per chip on its own
-    y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), the memory JAX
-    can use a line, the seed's own runs ringed; identical series drawn once."""
-    from jaxcnn import targets
-
+def memory(table: pd.DataFrame, path: Path) -> Path | None:
+    """The seed model's compiled memory per batch in f32 on each GPU target, a panel per
+    chip on its own y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's),
+    the memory JAX can use a line, the seed's own runs ringed; identical series drawn once."""
+    model = answers_lib.SEED_MODEL
     where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
     mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", **where)
     fits = rows(table, quantity="fits", **where)
@@ -359,8 +377,7 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
     series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
     if not series:
         return None
-    runs = answers_lib.SEED_MEMORY_RUNS if model == answers_lib.SEED_MODEL else ()
-    seed = {(d, b) for d, b, _ in runs}
+    seed = {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
     panels = sorted(series.items(), key=lambda kv: kv[1])
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
     worst = compile_check_worst(table)
@@ -379,31 +396,28 @@ def memory(table: pd.DataFrame, path: Path, model: str = "catsdogs_cnn") -> Path
         if any(ringed):  # never clipped at a panel's edge
             ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
                     label=SEED_RUNS, clip_on=False)  # fmt: skip
-        limits = [
-            x for x in (_usable_gib(d) if d in targets.TARGETS else None for d in devices) if x
-        ]
+        limits = [x for x in map(_usable_gib, devices) if x]
         for limit in limits:
             ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
             if worst:
                 label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
                 ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
         zones = [x for limit in limits for x in (limit / worst, limit * worst)] if worst else []
-        span = [*gib, *limits, *zones]  # every zone whole on its panel
-        pad = 0.1 * (max(span) - min(span))
-        ax.set_ylim(min(span) - pad, max(span) + pad)
+        _ylim(ax, [*gib, *limits, *zones])  # every zone whole on its panel
         ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
         ax.set_xscale("log", base=2)
-    _legend_below(fig, axes)
-    fig.suptitle(f"{model}, f32: compiled memory per batch, each chip on its own scale")
-    fig.tight_layout()
-    return _save(fig, path)
+    _legend_below(fig)
+    title = f"{model}, f32: compiled memory per batch, each chip on its own scale"
+    return _finish(fig, path, title)
 
 
 def _usable_gib(target: str) -> float | None:
+    """What JAX can use of one of `target`'s devices, in GiB; None where no target or fact says."""
     from jaxcnn import targets
     from jaxcnn.perf import chips
 
-    t = targets.TARGETS[target]
+    if (t := targets.TARGETS.get(target)) is None:
+        return None
     total = chips.fact(t.kind, "memory_bytes")
     share = targets.USABLE_FRACTION.get(t.platform)
     return total * share / 2**30 / t.devices_per_chip if total and share else None
@@ -443,6 +457,7 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 MAX_SERIES = 8  # a scaling panel's most series before it splits by platform
 ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
+RING = {"color": "r", "mfc": "none", "markersize": 13, "mew": 1.5}  # a point above ideal
 
 
 # matplotlib's cycle reordered so that neighbours differ in hue: red, purple and pink,
@@ -476,10 +491,10 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         return *key, kind + (f", {r['platform'].upper()}s" if crowded else "")
 
     panels = sorted({panel_of(r) for r in series})
-    plt = pyplot()
     from matplotlib.ticker import PercentFormatter
 
-    # each panel's devices its own: a panel that stops at 8 is not squeezed by one of 64
+    # each panel's devices its own: a panel that stops at 8 is not squeezed by one of 64,
+    # and fifteen panels read one at a time
     fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency",
                       sharex=False)  # fmt: skip
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
@@ -495,38 +510,26 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                     mfc="none" if published else colour[r["chip"]],
                     linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
             for d, v in r["above"]:
-                ax.plot([d * shift], [v], "o", color="r", mfc="none", markersize=13, mew=1.5,
-                        label=ABOVE_IDEAL)  # fmt: skip
+                ax.plot([d * shift], [v], "o", **RING)
         ax.axhline(1.0, color="black", linewidth=0.8)
         # each panel on its own data's range: series 1% apart stay apart, not a smear
         # on a range a sibling panel's 80% needs
-        values = [v for r in mine for v in r["values"]]
-        pad = 0.1 * (max(values) - min(values)) or 0.01
-        ax.set_ylim(min(values) - pad, max(values) + pad)
+        _ylim(ax, [v for r in mine for v in r["values"]], least=0.01)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
         ax.set_xscale("log", base=2)
-        # every panel its own device ticks: fifteen panels read one at a time
-        ax.xaxis.set_tick_params(labelbottom=True)
-        ax.set_xlabel("devices")
-    handles = [plt.Line2D([], [], color=c, label=chip) for chip, c in colour.items()]
-    precisions = sorted({r["precision"] for r in series if r["kind"] == "predicted"})
-    handles += [plt.Line2D([], [], color=NEUTRAL, linestyle=style.get(k, ":"),
-                           label=f"{k}, predicted (filled)") for k in precisions]  # fmt: skip
+    handles = {chip: _proxy(color=c) for chip, c in colour.items()}
+    for k in sorted({r["precision"] for r in series if r["kind"] == "predicted"}):
+        handles[f"{k}, predicted (filled)"] = _proxy(color=NEUTRAL, linestyle=style.get(k, ":"))
     if any(r["kind"] == "published" for r in series):
-        handles.append(plt.Line2D([], [], color=NEUTRAL, linestyle=":",
-                                  label="published (NVIDIA, 1 vs N GPUs), hollow"))  # fmt: skip
-    handles += [plt.Line2D([], [], color=NEUTRAL, marker=v, linestyle="", label=f"{k}/device")
-                for k, v in marker.items()]  # fmt: skip
+        handles["published (NVIDIA, 1 vs N GPUs), hollow"] = _proxy(color=NEUTRAL, linestyle=":")
+    for k, v in marker.items():
+        handles[f"{k}/device"] = _proxy(color=NEUTRAL, marker=v, linestyle="")
     if any(r["above"] for r in series):
-        handles.append(plt.Line2D([], [], color="r", marker="o", mfc="none", markersize=13,
-                                  mew=1.5, linestyle="", label=ABOVE_IDEAL))  # fmt: skip
-    fig.legend(handles=handles, fontsize="x-small", ncol=6, loc="upper center",
-               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.suptitle("Weak scaling: the base's step / n devices' step, % of ideal"
-                 " (each panel its own y-axis)")  # fmt: skip
-    fig.tight_layout()
-    return _save(fig, path)
+        handles[ABOVE_IDEAL] = _proxy(marker="o", linestyle="", **RING)
+    _legend_below(fig, handles, size="x-small", ncol=6)
+    title = "Weak scaling: the base's step / n devices' step, % of ideal"
+    return _finish(fig, path, f"{title} (each panel its own y-axis)")
 
 
 def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
@@ -568,19 +571,16 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
-    plt = pyplot()
     first = first_run_points(table)
     platforms = sorted(set(points.platform), key=lambda p: (p != "gpu", p))
     n = len(platforms) + bool(len(first))
-    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 5), squeeze=False)
+    fig, axes = pyplot().subplots(1, n, figsize=(5.5 * n, 5), squeeze=False)
     if len(first):
         _first_runs(axes[0][-1], first)
     bands = rows(table, quantity="band")
     for ax, platform in zip(axes[0], platforms, strict=False):
         here = points[points.platform == platform]
-        lo = min(here.published.min(), here.predicted.min()) / 2
-        hi = max(here.published.max(), here.predicted.max()) * 2
-        ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
+        lo, hi = _diagonal(ax, here.published, here.predicted)
         for (regime, jax), g in here.groupby(["regime", "jax_loop"]):
             words, extra, colour, mark = PUBLISHED_SERIES[(regime, bool(jax))]
             label = textwrap.fill(f"{words}: {', '.join(sorted(set(g.model)))}", 62)
@@ -591,13 +591,11 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
             if len(band):
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
-                for f in (b.value, 1 / b.value):
-                    _factor_line(ax, f, lo, hi, "--", color=colour, linewidth=0.8,
-                                 label=label if f > 1 else None)  # fmt: skip
+                _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
         title = f"{platform.upper()}: published steps against the prediction"
         _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
-    fig.suptitle("Below the diagonal: predicted faster; a band's dashes: its median either way")
-    return _save(fig, path)
+    title = "Below the diagonal: predicted faster; a band's dashes: its median either way"
+    return _finish(fig, path, title, tight=False)
 
 
 def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
@@ -611,11 +609,8 @@ def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
 def _first_runs(ax: Any, points: pd.DataFrame) -> None:
     """The predictions no fit could have tuned, one series per chip, the diagonal and
     2x either way."""
-    lo = min(points.measured.min(), points.value.min()) / 2
-    hi = max(points.measured.max(), points.value.max()) * 2
-    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="exact")
-    for f in (2, 1 / 2):
-        _factor_line(ax, f, lo, hi, "k:", linewidth=0.8, label="2x" if f > 1 else None)
+    lo, hi = _diagonal(ax, points.measured, points.value)
+    _factor_lines(ax, 2, lo, hi, "k:", "2x", linewidth=0.8)
     for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
         ax.loglog(g.measured, g.value.astype(float), mark, mfc="none",
                   label=f"{device} ({len(g)} programs)")  # fmt: skip
@@ -641,14 +636,13 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
     curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
     colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
-    plt = pyplot()
     # the panels comparing the most runs first; one device's alone answers nothing about
     # devices where other panels compare them
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
     if any(d.device.nunique() > 1 for _, d in panels):
         panels = [(k, d) for k, d in panels if d.device.nunique() > 1]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
         runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
                                                             kv[1].extra.max()))  # fmt: skip
