@@ -7,6 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import complete_record, typed
@@ -15,7 +16,7 @@ from experiments import records
 from experiments.cli import report as report_cli
 from experiments.predict import references
 from experiments.predict import shown as predictions
-from experiments.records import select
+from experiments.records import select, stats
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, span_text, value_text
 from experiments.studies import crossover as crossover_study
@@ -394,6 +395,70 @@ def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
     )
     (r,) = t[t.selection == "paired"].to_dict("records")
     assert (r["value"], r["records"], r["kind"]) == (1.6, "b", "measured")
+
+
+def test_a_paired_run_pools_every_round_of_its_newest_sessions_passes():
+    def pass_(run_id, utc, session, ratios):
+        rounds = [
+            {
+                "first": "jax",
+                "jax": {"images_per_s": 100.0 * x, "start": 0.0, "end": 1.0},
+                "peer": {"images_per_s": 100.0, "start": 1.0, "end": 2.0},
+            }
+            for x in ratios
+        ]
+        return complete_record(
+            {
+                "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": "ok",
+                "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
+                             "dataset": "mnist", "batch_size": 128, "strategy": "single"},
+                "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+                "env": {"host": "laptop", "utc_time": utc},
+                "paired": {"jax": {"configuration": "jax cpu device f32"},
+                           "peer": {"configuration": "keras graph"}, "rounds": rounds,
+                           "ratio": stats.summarize(ratios)},
+                "session": {"id": session, "pass": 1, "passes": 2},
+            }
+        )  # fmt: skip
+
+    t = _build(
+        [
+            pass_("old", "2026-01-01T00:00:00+00:00", "s1", [5.0, 5.0, 5.0]),
+            pass_("a", "2026-01-02T00:00:00+00:00", "s2", [0.5, 0.6, 0.7]),
+            pass_("b", "2026-01-02T00:10:00+00:00", "s2", [1.5, 1.6, 1.7]),
+        ],
+        refs=[],
+    )
+    (r,) = t[t.selection == "paired"].to_dict("records")
+    # both passes of the newest session, every round: not the last pass alone (1.6x)
+    assert (r["records"], r["n"], r["value"]) == ("a b", 6, pytest.approx(1.1))
+    assert r["lo"] == pytest.approx(float(np.percentile([0.5, 0.6, 0.7, 1.5, 1.6, 1.7], 10)))
+
+
+def test_the_cpu_goal_in_turns_judges_each_cell_by_its_newest_paired_run(csv):
+    cpu = study_page.reference_cpu(csv)
+    p = csv[(csv.framework == "paired") & (csv.device == cpu) & csv.extra.str.startswith("jax ")
+            & ~csv.extra.str.contains(" / jax ")]  # fmt: skip
+    cell = ["model", "batch", "precision"]
+    newest = p[p.sitting == p.groupby(cell).sitting.transform("max")]  # JAX's best of them
+    newest = newest.sort_values("value").drop_duplicates(cell, keep="last")
+    said = views.paired_goal(csv, cpu)
+    assert f"faster in {(newest.value >= 1).sum()} of {len(newest)}" in said
+    for r in newest[newest.value < 1].to_dict("records"):
+        assert f"slower in {r['model']} b{int(r['batch'])} ({fmt(r)} " in said
+    # the control: a cell whose newest pairing went the other way is named slower
+    r = newest[newest.value >= 1].iloc[0]
+    turned = csv.copy()
+    turned.loc[r.name, "value"] = 0.5
+    assert f"slower in {r.model} b{int(r.batch)} (0.5x " in views.paired_goal(turned, cpu)
+    assert views.paired_goal(csv[csv.framework != "paired"], cpu) == ""
+
+
+def test_every_tpu_against_gpu_ratio_sets_a_tpu_against_a_gpu(csv):
+    r = csv[csv.extra.str.contains("TPU vs GPU")]
+    platform = csv.set_index("id").platform
+    sides = {frozenset(platform[[a, b]]) for a, b in zip(r.numerator, r.denominator, strict=True)}
+    assert len(r) > 20 and sides == {frozenset({"tpu", "gpu"})}
 
 
 # --- the pages are views ---------------------------------------------------------------

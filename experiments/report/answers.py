@@ -251,17 +251,19 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
     parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
-    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}, Drive reads{at16})" if t4 else "")
+    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")
     # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
     said = c and (f"CPU's loop at b16 {fmt(c)}" if c["extra"] == LOOP
                   else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
     parts.append(said or none_on(cpu, "CPU b16 step"))
-    # our model of the seed's own loops against them: the chips' one check, beside the band
+    # the step predicted against the seeds' Keras epochs per step, which read JPEG files
+    # and validate besides (no part of the model): the chips' one check, beside the band
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
     checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
               for chip, ref in refs]  # fmt: skip
     said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
-    caveat = f"; our model of the seed's own loops: {said_checks} off" if said_checks else ""
+    caveat = (f"; against the seed's epochs per step (JPEG reads, validation: unmodelled): "
+              f"{said_checks} off") if said_checks else ""  # fmt: skip
     # the seed's own chip over its own CPU, where it published both: beside ours
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     for r in own.to_dict("records"):

@@ -50,6 +50,7 @@ from experiments.records.select import (
     superseded,
     usable_bytes,
 )
+from experiments.records.stats import summarize
 from experiments.records.workload import F32_HIGHEST, precision_of
 from experiments.report.fmt import value_text
 from experiments.studies.page import (
@@ -899,14 +900,22 @@ def _recipe(r: Record) -> str:
 
 def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Paired bench runs (benchmarks/paired.py): the first side's speed over the
-    second's, from the newest pairing of each pair of configurations on each machine."""
+    second's, every round of the newest driver session's passes of each pair of
+    configurations on each machine pooled (each pass's processes met the VM at another
+    time: one pass alone is one such meeting)."""
     pairs = [r for r in _ok(records) if kind_of(r) == "paired" and r.paired and r.paired.ratio]
     out = []
-    for r in select_newest(pairs, _pair):
-        ratio_ = r.paired.ratio
-        w = {**workload_of(r), "framework": "paired", "formulation": "-", "loop": "-"}
-        w["extra"] = _pair(r)
-        out.append(row("speedup", "measured", ratio_.median, w, "paired", [r], **_spread(ratio_)))
+    for runs in select_runs(pairs, _pair, every_sitting=True):
+        newest = runs[-1].session and runs[-1].session.id
+        passes = [r for r in runs if r.session and r.session.id == newest] or runs[-1:]
+        ratios = [x.jax.images_per_s / x.peer.images_per_s
+                  for r in passes for x in r.paired.rounds or []]  # fmt: skip
+        pooled = Summary.model_validate(summarize(ratios)) if ratios else passes[-1].paired.ratio
+        w = {**workload_of(passes[-1]), "framework": "paired", "formulation": "-", "loop": "-"}
+        w["extra"] = _pair(passes[-1])
+        out.append(
+            row("speedup", "measured", pooled.median, w, "paired", passes, **_spread(pooled))
+        )
     return out
 
 
@@ -1772,7 +1781,7 @@ def measured_loops(table: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame
     decide which is the faster."""
     r = predicted.iloc[0]
     ran = rows(table, quantity="step_s", kind="measured", extra=LOOP, loop="step",
-               devices=1, model=r.model, batch=r.batch, precision=r.precision,
+               platform="gpu", devices=1, model=r.model, batch=r.batch, precision=r.precision,
                placement=r.placement)  # fmt: skip
     order = [r.dataset, *SEED_DATASETS]
     ran = ran[ran.dataset.isin(order)]

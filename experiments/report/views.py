@@ -363,6 +363,32 @@ def goal_line(cells: int, missed: list[str], across: list[str], sittings: dict[s
     return said + "."
 
 
+def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
+    """The CPU goal in turns (benchmarks/paired.py): per cell, the newest sitting's paired
+    runs of JAX's best against the fastest peer, whose every ratio divides two blocks
+    adjacent in time: no drift between the sides, which the table's medians, minutes
+    apart, cannot rule out. "" where none ran."""
+    p = rows(table, quantity="speedup", kind="measured", framework="paired", device=cpu)
+    p = p[p.extra.str.startswith("jax ") & ~p.extra.str.contains(" / jax ")]
+    if p.empty:
+        return ""
+    # per cell, the newest sitting's pairs, JAX's best of them (its configurations over one
+    # peer, as the table's "at its best" is the fastest of them)
+    p = p[p.sitting == p.groupby(["model", "batch", "precision"]).sitting.transform("max")]
+    p = p.sort_values("value").drop_duplicates(["model", "batch", "precision"], keep="last")
+    slower = p[p.value < 1]
+    said = (f"In turns (the paired runs on the bench page, {len(p)} cells, sittings "
+            f"{', '.join(sorted(set(p.sitting)))}): JAX at its best faster in "
+            f"{len(p) - len(slower)} of {len(p)}")  # fmt: skip
+    level = p[(p.value >= 1) & (p.lo < 1)]
+    if len(level):
+        said += f", {len(level)} of them with rounds either way (p10 below 1x)"
+    for r in slower.to_dict("records"):
+        peer = r["extra"].split(" / ")[1].split(" (")[0]
+        said += f"; slower in {r['model']} b{int(r['batch'])} ({fmt(r)} {peer}'s speed)"
+    return said + "."
+
+
 def bench_block(table: pd.DataFrame, image: str | None) -> str:
     """PERFORMANCE.md's table: per bench cell on the reference CPU, JAX's step (xla step
     loop, and at its best) and each peer's."""
@@ -397,6 +423,7 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         "where it ran on it).",
         markdown_table(headers, body),
         goal_line(len(body), missed, across, sittings),
+        paired_goal(table, cpu),
     ]
     if image:
         parts.append(f"![bench]({image})")
