@@ -767,10 +767,15 @@ def test_a_record_says_whether_its_tree_differed_from_its_commit(tmp_path):
 
     git("init", "-q")
     (repo / "step.py").write_text("a = 1\n")
-    git("add", "step.py")
+    (repo / "results").mkdir()
+    (repo / "results" / "records.jsonl").write_text("{}\n")
+    git("add", "step.py", "results/records.jsonl")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     clean = git_tree(repo)
     assert len(clean["git_commit"]) == 40 and clean["git_dirty"] is False
+    # records a run appends are no change to the code: its next process finds it clean
+    (repo / "results" / "records.jsonl").write_text("{}\n{}\n")
+    assert git_tree(repo / "results") == clean
     (repo / "other.py").write_text("untracked: not the code that ran\n")
     assert git_tree(repo)["git_dirty"] is False
     (repo / "step.py").write_text("a = 2\n")  # the code that runs is no longer the commit's

@@ -113,8 +113,11 @@ def git_tree(where: Path = HERE) -> dict[str, Any]:
     commit = _git(where, "rev-parse", "HEAD")
     if commit is None:
         return {"git_commit": None}
-    changes = _git(where, "status", "--porcelain", "--untracked-files=no")
-    diff = _git(where, "diff", "HEAD", "--binary") if changes else None
+    # the records a run appends are no part of the code it ran: a second process of one
+    # run (a paired side, a study's next workload) must not find its tree changed by them
+    code = (":(top)", ":(top,exclude,glob)**/records.jsonl")
+    changes = _git(where, "status", "--porcelain", "--untracked-files=no", "--", *code)
+    diff = _git(where, "diff", "HEAD", "--binary", "--", *code) if changes else None
     return {
         "git_commit": commit or None,
         **({} if changes is None else {"git_dirty": bool(changes)}),
