@@ -191,6 +191,20 @@ def test_the_default_pair_is_the_bench_tables_own():
         paired.choose(bench, "mnist_cnn", 128, "best", "jax:cpu:step", HERE)
 
 
+def test_the_default_pair_takes_each_configuration_from_its_newest_sitting():
+    older = _under(_bench("j0", 9000.0, loop="step"), "retain", "2026-01-01")
+    older["env"]["git_commit"] = "0123456"  # another sitting: another VM's speed, maybe
+    bench = [
+        typed(older),
+        typed(_under(_bench("j1", 4000.0, loop="step"), "retain", "2026-01-03")),
+        typed(_under(_bench("j2", 4500.0, loop="device"), "retain", "2026-01-03")),
+        typed(_under(_bench("p1", 2000.0, framework="keras", mode="graph"), None, "2026-01-03")),
+    ]
+    jax, _ = paired.choose(bench, "mnist_cnn", 128, "best", "fastest", HERE)
+    # the step loop's 9000 images/s is its older sitting's; in its newest it is the slower
+    assert jax == paired.Config("jax", "cpu", "device", "retain", "mnist")
+
+
 def test_a_jax_peer_runs_experiments_run_and_needs_no_peers_venv(tmp_path):
     argv = ["--jax=cpu:device:retain", "--peer=jax:cpu:step:system", "--data-dir=d"]
     args = paired.parse([*argv, "--peer-python", "/nowhere/python", "--out", str(tmp_path)])

@@ -511,6 +511,10 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                     linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
             for d, v in r["above"]:
                 ax.plot([d * shift], [v], "o", **RING)
+            if r["base"] > 1:  # a series of another base, one colour with its chip's: named
+                ax.annotate(f"from {r['base']}", (xs[0], 1.0), xytext=(0, 4),
+                            textcoords="offset points", fontsize="xx-small",
+                            color=colour[r["chip"]], ha="center")  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
         # each panel on its own data's range: series 1% apart stay apart, not a smear
         # on a range a sibling panel's 80% needs
@@ -528,6 +532,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     if any(r["above"] for r in series):
         handles[ABOVE_IDEAL] = _proxy(marker="o", linestyle="", **RING)
     _legend_below(fig, handles, size="x-small", ncol=6)
+    # a series starts at 100% on its base: one device, or the "from n" its label says
     title = "Weak scaling: the base's step / n devices' step, % of ideal"
     return _finish(fig, path, f"{title} (each panel its own y-axis)")
 
@@ -666,7 +671,9 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set(xlabel="epoch", xticks=range(1, of + 1))
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
     axes[0][0].set_ylabel("test accuracy per epoch (measured)")
-    return _save(fig, path)
+    # its panels' ranges differ by tenths of a point to points: said, never assumed alike
+    return _finish(fig, path, "Test accuracy per epoch, f32 (each panel its own y-axis)",
+                   tight=False)  # fmt: skip
 
 
 PLOTS: dict[str, tuple[str, Callable[[pd.DataFrame, Path], Path | None]]] = {
