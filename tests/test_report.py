@@ -448,8 +448,9 @@ def test_the_cpu_goal_in_turns_judges_each_cell_by_its_newest_paired_run(csv):
         assert f"slower in {r['model']} b{int(r['batch'])} ({fmt(r)} " in said
     # the control: a cell whose newest pairing went the other way is named slower
     r = newest[newest.value >= 1].iloc[0]
-    turned = csv.copy()
-    turned.loc[r.name, "value"] = 0.5
+    turned = csv.copy()  # every pair of that cell's newest sitting
+    same = p[(p.model == r.model) & (p.batch == r.batch) & (p.sitting == r.sitting)]
+    turned.loc[same.index, "value"] = 0.5
     assert f"slower in {r.model} b{int(r.batch)} (0.5x " in views.paired_goal(turned, cpu)
     assert views.paired_goal(csv[csv.framework != "paired"], cpu) == ""
 

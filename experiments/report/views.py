@@ -168,7 +168,7 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
 COLUMNS = {
     c: {"how": "how it ran", "selection": "rule"}.get(c, c)
     for c in "model dataset batch precision devices formulation loop extra device kind quantity "
-    "value spread how selection band flag note".split()
+    "value spread sitting how selection band flag note".split()
 }
 
 
@@ -377,8 +377,9 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
     p = p[p.sitting == p.groupby(["model", "batch", "precision"]).sitting.transform("max")]
     p = p.sort_values("value").drop_duplicates(["model", "batch", "precision"], keep="last")
     slower = p[p.value < 1]
-    said = (f"In turns (the paired runs on the bench page, {len(p)} cells, sittings "
-            f"{', '.join(sorted(set(p.sitting)))}): JAX at its best faster in "
+    when = sorted(set(p.sitting))
+    said = (f"In turns (the paired runs on the bench page, {len(p)} cells, sitting"
+            f"{'s' * (len(when) > 1)} {', '.join(when)}): JAX at its best faster in "
             f"{len(p) - len(slower)} of {len(p)}")  # fmt: skip
     level = p[(p.value >= 1) & (p.lo < 1)]
     if len(level):

@@ -243,7 +243,7 @@ STUDY = Study(
                 "model batch precision device value spread how"),
         Section("Paired runs: the first configuration's speed over the second's, in turns",
                 select(quantity="speedup", framework="paired"),
-                "model batch precision device value spread how"),
+                "model batch precision device value spread sitting how"),
         Section("Each formulation over the xla formulation",
                 extra_contains("vs xla formulation", quantity="speedup"),
                 "model batch precision device value how flag"),
