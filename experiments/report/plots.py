@@ -500,6 +500,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
+        named: list[int] = []  # the bases above 1 a panel's series start from
         for i, r in enumerate(mine):
             # a fraction of an octave apart: same-valued series stay visible side by side
             shift = 2 ** (step * (i - (len(mine) - 1) / 2))
@@ -511,8 +512,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                     linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
             for d, v in r["above"]:
                 ax.plot([d * shift], [v], "o", **RING)
-            if r["base"] > 1:  # a series of another base, one colour with its chip's: named
-                ax.annotate(f"from {r['base']}", (xs[0], 1.0), xytext=(0, 4),
+            if r["base"] > 1 and r["base"] not in named:  # one colour with its chip's: named
+                named.append(r["base"])  # once a base, each a line lower: none overwritten
+                ax.annotate(f"from {r['base']}", (xs[0], 1.0), xytext=(0, -4 - 7 * len(named)),
                             textcoords="offset points", fontsize="xx-small",
                             color=colour[r["chip"]], ha="center")  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
