@@ -155,6 +155,10 @@ def test_the_kernel_kinds_are_the_programs_own():
 def test_the_fit_skips_a_record_it_cannot_price_in_one_line(priced, tmp_path, capsys):
     good = typed(copy.deepcopy(priced))
     assert len(observations.measured_observations([good])) == 1  # positive control
+    # a paired run's side: its blocks waited on another process's, no step timed alone
+    side = copy.deepcopy(priced)
+    side["env"]["turns"] = {"pair": "p", "side": "jax"}
+    assert observations.measured_observations([typed(side)]) == []
     count, _, *rest = good.kernels[0]
     # past the reader: a record made in memory
     in_memory = good.model_copy(update={"kernels": [(count, "x", *rest)]})

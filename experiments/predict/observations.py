@@ -14,7 +14,7 @@ from typing import Any
 from experiments import records
 from experiments.predict import references
 from experiments.predict import shown as predictions
-from experiments.records import CompileRecord, EnsembleRecord, Record, TrainRecord
+from experiments.records import CompileRecord, EnsembleRecord, Record, TrainRecord, took_turns
 from experiments.records.workload import precision_of
 from jaxcnn import targets
 from jaxcnn.errors import DataError
@@ -97,8 +97,9 @@ def compiler_op_cost(loaded: Sequence[Record]) -> dict[str, tuple[float, int]]:
 def measured_observations(
     loaded: Sequence[Record], host: dict[str, Any] | None = None
 ) -> list[Observation]:
-    """The measured records (status ok: a step time) that carry their step's kernels (one
-    whose kernels or rates cannot be priced left out, with a warning naming it); a
+    """The measured records (status ok: a step time) that carry their step's kernels,
+    a paired run's sides left out (one whose kernels or rates cannot be priced too, with
+    a warning naming it); a
     CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
     (predictions.machine_ceilings), each with its host side (predictions.host_of,
     the dispatch `host` gives where the record measured none)."""
@@ -106,6 +107,8 @@ def measured_observations(
     ceilings = predictions.machine_ceilings(loaded)
     for r in loaded:
         if not (isinstance(r, TrainRecord) and r.status == "ok" and r.kernels):
+            continue
+        if took_turns(r):  # its blocks waited on another process's: no step timed alone
             continue
         platform = r.device.platform
         try:  # what the reader's checks let through but cannot be priced
@@ -290,6 +293,7 @@ def _timed_a_training_loop(record: Record) -> bool:
     return (
         isinstance(record, TrainRecord)
         and not isinstance(record, EnsembleRecord)
+        and not took_turns(record)  # a paired side: another process ran beside it
         and record.host_loop is not None
         and host_lib.like_training(record.host_loop.model_dump(exclude_unset=True))
     )
@@ -335,7 +339,7 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
     kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
         # only a train run of one model times its call and loop (_timed_a_training_loop)
-        if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord):
+        if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord) or took_turns(r):
             continue
         platform = r.device.platform
         found, loops = by_platform.setdefault(platform, ({}, {}))
