@@ -373,59 +373,47 @@ def test_a_band_is_shown_only_beside_the_quantity_it_was_measured_on():
     assert figures.band_of({}, "gpu", "device_step_s", bands) == {"band_quantity": "unvalidated"}
 
 
-def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
-    def pair(run_id, utc, median):
-        r = complete_record(
-            {
-                "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": "ok",
-                "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
-                             "dataset": "mnist", "batch_size": 128, "strategy": "single"},
-                "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
-                "env": {"host": "laptop", "utc_time": utc},
-                "paired": {"jax": {"configuration": "jax cpu device f32"},
-                           "peer": {"configuration": "keras graph"}, "rounds": [],
-                           "ratio": {"median": median, "p10": median, "p90": median, "n": 7}},
-            }
-        )  # fmt: skip
-        return r
+def _paired(run_id, utc, ratios, session=None):
+    """A paired record whose rounds' ratios are `ratios`."""
+    rounds = [
+        {
+            "first": "jax",
+            "jax": {"images_per_s": 100.0 * x, "start": 0.0, "end": 1.0},
+            "peer": {"images_per_s": 100.0, "start": 1.0, "end": 2.0},
+        }
+        for x in ratios
+    ]
+    return complete_record(
+        {
+            "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": "ok",
+            "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
+                         "dataset": "mnist", "batch_size": 128, "strategy": "single"},
+            "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
+            "env": {"host": "laptop", "utc_time": utc},
+            "paired": {"jax": {"configuration": "jax cpu device f32"},
+                       "peer": {"configuration": "keras graph"}, "rounds": rounds,
+                       "ratio": stats.summarize(ratios)},
+            **({"session": {"id": session, "pass": 1, "passes": 2}} if session else {}),
+        }
+    )  # fmt: skip
 
+
+def test_a_paired_run_is_a_measured_ratio_of_its_newest_pairing():
     t = _build(
-        [pair("a", "2026-01-01T00:00:00+00:00", 0.8), pair("b", "2026-01-02T00:00:00+00:00", 1.6)],
+        [_paired("a", "2026-01-01T00:00:00+00:00", [0.8] * 7),
+         _paired("b", "2026-01-02T00:00:00+00:00", [1.6] * 7)],
         refs=[],
-    )
+    )  # fmt: skip
     (r,) = t[t.selection == "paired"].to_dict("records")
     assert (r["value"], r["records"], r["kind"]) == (1.6, "b", "measured")
 
 
 def test_a_paired_run_pools_every_round_of_its_newest_sessions_passes():
-    def pass_(run_id, utc, session, ratios):
-        rounds = [
-            {
-                "first": "jax",
-                "jax": {"images_per_s": 100.0 * x, "start": 0.0, "end": 1.0},
-                "peer": {"images_per_s": 100.0, "start": 1.0, "end": 2.0},
-            }
-            for x in ratios
-        ]
-        return complete_record(
-            {
-                "schema_version": records.SCHEMA_VERSION, "run_id": run_id, "status": "ok",
-                "workload": {"kind": "paired", "study": "bench", "model": "mnist_cnn",
-                             "dataset": "mnist", "batch_size": 128, "strategy": "single"},
-                "device": {"platform": "cpu", "kind": "cpu", "count": 1, "process_count": 1},
-                "env": {"host": "laptop", "utc_time": utc},
-                "paired": {"jax": {"configuration": "jax cpu device f32"},
-                           "peer": {"configuration": "keras graph"}, "rounds": rounds,
-                           "ratio": stats.summarize(ratios)},
-                "session": {"id": session, "pass": 1, "passes": 2},
-            }
-        )  # fmt: skip
-
     t = _build(
         [
-            pass_("old", "2026-01-01T00:00:00+00:00", "s1", [5.0, 5.0, 5.0]),
-            pass_("a", "2026-01-02T00:00:00+00:00", "s2", [0.5, 0.6, 0.7]),
-            pass_("b", "2026-01-02T00:10:00+00:00", "s2", [1.5, 1.6, 1.7]),
+            _paired("old", "2026-01-01T00:00:00+00:00", [5.0, 5.0, 5.0], "s1"),
+            _paired("a", "2026-01-02T00:00:00+00:00", [0.5, 0.6, 0.7], "s2"),
+            _paired("b", "2026-01-02T00:10:00+00:00", [1.5, 1.6, 1.7], "s2"),
         ],
         refs=[],
     )
