@@ -3216,3 +3216,10 @@ def test_the_kernel_library_answer_gives_each_formulation_at_its_best_beside_eac
     )
     # the control: without those rows the band says nothing of them
     assert "at its best" not in answers.answers(csv[~csv.id.isin(best.id)])[14].band
+
+
+def test_a_small_nonzero_fraction_never_reads_zero():
+    small = {"quantity": "matmul_fraction", "value": 0.000426, "unit": "fraction"}
+    assert fmt(small) == "0.043%" and value_text(0.000426, "fraction") == "0.043%"
+    # the control: a fraction from 0.1% up keeps its one decimal
+    assert fmt({**small, "value": 0.0123}) == "1.2%"

@@ -44,8 +44,14 @@ def value_text(value: Any, unit: str) -> str:
     if unit in ("FLOP/s", "images/s"):
         return _si(value, unit)
     if unit == "fraction":
-        return f"{value:.4f}" if 0.5 < value <= 1 else f"{value:.1%}"
+        return f"{value:.4f}" if 0.5 < value <= 1 else percent(value)
     return f"{value:.4g}"
+
+
+def percent(value: float) -> str:
+    """A fraction as a percentage, one decimal; under 0.1%, two significant figures
+    (0.043%), so a small nonzero fraction never reads 0.0%."""
+    return f"{value * 100:.2g}%" if 0 < abs(value) < 0.001 else f"{value:.1%}"
 
 
 def fmt(row: dict[str, Any] | None) -> str:
@@ -53,7 +59,7 @@ def fmt(row: dict[str, Any] | None) -> str:
     if row is None:
         return "-"
     if row["quantity"] in ("mfu", "matmul_fraction", "scaling_efficiency"):
-        return f"{float(row['value']):.1%}"
+        return percent(float(row["value"]))
     return value_text(row["value"], row["unit"])
 
 
