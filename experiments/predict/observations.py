@@ -98,11 +98,11 @@ def measured_observations(
     loaded: Sequence[Record], host: dict[str, Any] | None = None
 ) -> list[Observation]:
     """The measured records (status ok: a step time) that carry their step's kernels,
-    a paired run's sides left out (one whose kernels or rates cannot be priced too, with
-    a warning naming it); a
-    CPU's priced at the best matmul ceiling its machine's runs among `loaded` measured
-    (predictions.machine_ceilings), each with its host side (predictions.host_of,
-    the dispatch `host` gives where the record measured none)."""
+    but a paired run's sides (no step timed alone) and, with a warning naming it, one
+    whose kernels or rates cannot be priced; a CPU's priced at the best matmul ceiling its
+    machine's runs among `loaded` measured (predictions.machine_ceilings), each with its
+    host side (predictions.host_of, the dispatch `host` gives where the record measured
+    none)."""
     found = []
     ceilings = predictions.machine_ceilings(loaded)
     for r in loaded:
