@@ -466,6 +466,9 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
     written |= {
         value_text(r["hi"], "x") for r in table[table.quantity == "band"].to_dict("records")
     }
+    # a yardstick's worst, and two sides' worst moves together (a GPU over a CPU's ratio)
+    moves = table[table.quantity == "run_spread"].hi
+    written |= {value_text(a * b, "x") for a in moves for b in [1, *moves]}
     # a speedup's low over the accelerator's runs: the ratio in its slowest run
     over_runs = table[(table.quantity == "speedup") & (table.spread == figures.OVER_ITS_RUNS)]
     written |= {value_text(lo, "x") for lo in over_runs.lo}
@@ -529,8 +532,10 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1217; row 8's lowest chips named, and every CPU figure from one sitting: 1220; the
     # JAX release of each platform's figures, row 10's device steps beside its loop ratios
     # with the GPU each is over, row 6 by the K80's own checks, row 13's CPU at its best:
-    # 1266; row 12's T4 over the CPU's epoch made alike: 1283; row 15 each at its best: 1290)
-    assert len(lines) <= 25 and len(text.split()) <= 1290
+    # 1266; row 12's T4 over the CPU's epoch made alike: 1283; row 15 each at its best: 1290;
+    # how far the CPU's loop step moves between sittings, in line two and in row 9's
+    # yardstick beside the GPU's: 1307)
+    assert len(lines) <= 25 and len(text.split()) <= 1307
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -557,8 +562,18 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
         return f" (JAX {'/'.join(jax)})"
 
     gpu, on_cpu = releases(m[m.platform == "gpu"]), releases(m[m.device == cpu])
-    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu}. "
+    # the CPU's sittings ran on VMs of one label: how far its loop step moved between them
+    (moves,) = table[(table.quantity == "run_spread") & (table.device == cpu)
+                     & (table.extra == figures.SITTING_TO_SITTING)].to_dict("records")  # fmt: skip
+    worst = value_text(moves["hi"], "x")
+    moved = f"a sitting moves its loop step {fmt(moves)} median, {worst} worst"
+    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu[:-1]}; {moved}). "
     assert views.what_ran(table).startswith(ran)
+    # the control: a CPU timed in one sitting says its release alone
+    once = table[table.id != moves["id"]]
+    alone = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu}. "
+    assert views.what_ran(once).startswith(alone)
+    on_cpu = f"{on_cpu[:-1]}; {moved})"
     goal = views.gpu_goal(table)
     assert goal.startswith(f"Measured on GPUs H100 SXM, H200{gpu}; ") and "not measured" in goal
     gpu_alone = table[table.platform != "cpu"]  # a folder of GPU runs names no CPU
@@ -567,7 +582,7 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert views.what_ran(one).startswith(f"**Measured on GPU H200{gpu} and CPU {cpu}{on_cpu}. ")
     # the control: records that name no release say none
     bare = views.what_ran(table.assign(software=None))
-    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}. ")
+    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu} ({moved}). ")
     assert goal in views.bench_block(table, None)
     performance = (ROOT / "PERFORMANCE.md").read_text()
     assert goal in performance and "no GPU was at hand" not in performance
@@ -2654,13 +2669,19 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     value, when = min(margins)
     spreads = csv[(csv.quantity == "run_spread") & (csv.device == "H100 SXM")].set_index("extra")
     moves, sittings = (spreads.loc[e] for e in (figures.RUN_TO_RUN, figures.SITTING_TO_SITTING))
+    on_cpu = csv[(csv.quantity == "run_spread") & (csv.device == cpu)].set_index("extra")
+    cpu_moves = on_cpu.loc[figures.SITTING_TO_SITTING]
     band = answers.answers(csv)[8].band
     said = f"; smallest margin from {held:,} on, any sitting: {value_text(value, 'x')} ({when}; "
-    # judged against the most a sitting has moved a loop step: a verdict no move could flip
+    # judged against the most a sitting has moved both sides' loop steps: the GPU's worst
+    # move times the CPU's, a verdict no pair of moves could flip
+    noise = sittings.hi * cpu_moves.hi
     worst = value_text(sittings.hi, "x")
-    moved = f"a sitting moves {fmt(sittings.to_dict())} median, {worst} worst)"
+    cpu_worst, both_worst = value_text(cpu_moves.hi, "x"), value_text(noise, "x")
+    moved = (f"a sitting moves the GPU's loop {fmt(sittings.to_dict())} median, {worst} worst, "
+             f"the CPU's {cpu_worst} worst: {both_worst} both)")  # fmt: skip
     assert f"{said}{moved}" in band
-    assert (f"{moved}: undecided" in band) == (value < sittings.hi)
+    assert (f"{moved}: undecided" in band) == (value < noise)
     # from where every sitting's margin, at every width on, is past that worst
     widths = sorted(int(p) for p in both.params_cpu if p >= held)
     past = None
@@ -2673,16 +2694,19 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
             pair = c.merge(e["rows"], on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
             pair = pair[pair.params_cpu >= p]
             least.append((pair.value_cpu / pair.value_gpu).min())
-        if min(least) > sittings.hi:
+        if min(least) > noise:
             past = p
             break
     assert past is not None and past > held  # the committed: decided only further on
     assert f"sittings, beyond sitting noise from {past:,} (" in answers.answers(csv)[8].answer
     # the control: sittings that move by less than every margin decide it from the crossover
-    steady = csv.assign(hi=csv.hi.where(csv.id != sittings.id, 1.0001))
+    steady = csv.assign(hi=csv.hi.where(~csv.id.isin([sittings.id, cpu_moves.id]), 1.0001))
     found = answers.answers(steady)[8]
     assert f"beyond sitting noise from {held:,} (" in found.answer
     assert "worst): undecided" not in found.band
+    # a CPU timed in one sitting: the GPU's moves alone
+    alone = answers.answers(csv[csv.id != cpu_moves.id])[8].band
+    assert f"{said}a sitting moves {fmt(sittings.to_dict())} median, {worst} worst)" in alone
     # the CPU's side said with its runs per width (the committed: 3, the GPU's one)
     assert set(c.records.str.split().str.len()) == {3}
     assert "; per width: CPU 3 runs, GPU one run;" in band

@@ -738,12 +738,14 @@ def sittings_said(
         inside = value <= 1
         if moves is not None:
             chosen.append(moves)
-            inside |= value < moves["hi"]
-            caveat += f"; a sitting moves {fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
+            noise, said = sitting_noise(t, moves, mc)
+            chosen += said[1]
+            inside |= value < noise
+            caveat += f"; {said[0]}"
             widths = sorted(int(p) for p in set(mc.params) if p >= held)
             past = next((p for p in widths
                          if min(v for v, _, _ in sitting_margins(t, mc, mg, earlier, p))
-                         > moves["hi"]), None)  # fmt: skip
+                         > noise), None)  # fmt: skip
             beyond = (
                 ", never beyond sitting noise" if past is None
                 else f", beyond sitting noise from {past:,}"
@@ -781,6 +783,20 @@ def sittings_said(
     if held is None or not earlier:
         return "", caveat, chosen
     return f"faster from {held:,} params in all {len(crossings)} sittings{beyond}", caveat, chosen
+
+
+def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, tuple]:
+    """The most a sitting could move a GPU-over-CPU ratio: the GPU's loop step's worst
+    move between sittings (`moves`) times the CPU's (`mc`'s device), where the CPU was
+    timed in several sittings too; with its words and the CPU's row."""
+    cpu = one(t, quantity="run_spread", device=mc.device.iloc[0], extra=SITTING_TO_SITTING)
+    gpu = f"{fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
+    if cpu is None:
+        return float(moves["hi"]), (f"a sitting moves {gpu}", [])
+    noise = float(moves["hi"]) * float(cpu["hi"])
+    said = (f"a sitting moves the GPU's loop {gpu}, the CPU's {value_text(cpu['hi'], 'x')} "
+            f"worst: {value_text(noise, 'x')} both")  # fmt: skip
+    return noise, (said, [cpu])
 
 
 def earlier_margins(

@@ -274,7 +274,7 @@ RULES = {
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
     "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
     "pool's hi/lo, the factor one run's loop step moves by; their median and worst",
-    "earlier-sitting": "of an accelerator workload whose loop step was timed in several "
+    "earlier-sitting": "of a workload whose loop step was timed in several "
     "sittings, each sitting but the newest (named by when it began): its runs pooled as "
     "`pooled` pools the newest's; a speedup: the CPU's loop over that sitting's",
     "sitting-to-sitting": "per chip, over the workloads whose loop step was timed in several "
@@ -763,16 +763,17 @@ def earlier_sitting(began: datetime, r: Record) -> str:
 
 
 def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Per accelerator chip, how far a loop step moves from one sitting (another lease,
+    """Per chip, the CPU's too, how far a loop step moves from one sitting (another lease,
     another commit: `sitting`) to another: of each workload timed in several, the hi/lo of
     its sittings' pooled loop steps; their median and worst. The yardstick of a verdict
     whose sides may next be measured in another sitting; run_spread_rows' is one sitting's.
+    A CPU label names a VM type, not a machine: its sittings' VMs may differ.
     Each earlier sitting's pooled loop step is a row of its own (`earlier_sitting`), so a
     verdict can be read again in each."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
     used: dict[tuple[str, str], list[str]] = defaultdict(list)
     out = []
-    timed = [r for r in _loop_timed(records) if r.device.platform != "cpu"]
+    timed = _loop_timed(records)
     began: dict[tuple, datetime] = {}  # each sitting's first record: its name
     for r in sorted(timed, key=recorded_at_or_oldest, reverse=True):
         began[sitting(r)] = recorded_at_or_oldest(r)
@@ -1609,7 +1610,8 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[s
             out.append({**speedup(a, b, "loop-vs-loop", extra), **over_runs(a, b)})
     # an accelerator's loop pooled in an earlier sitting, against the same CPU loops: how
     # each sitting's verdict reads (the crossover's, sitting by sitting)
-    for _, a in measured[measured.selection == "earlier-sitting"].iterrows():
+    earlier = measured[(measured.selection == "earlier-sitting") & (measured.platform != "cpu")]
+    for _, a in earlier.iterrows():
         same = _same_step(cpu, a)
         for _, b in same[same.dataset == a.dataset].iterrows():
             extra = f"{LOOP} vs {b.device}'s on {b.dataset}{a.extra.removeprefix(LOOP)}"

@@ -56,7 +56,7 @@ def what_ran(table: pd.DataFrame) -> str:
     older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
     if accelerators:
         on_cpu = rows(table, kind="measured", device=named)
-        cpu_said = [f"CPU {named}{jax_releases(on_cpu)}"] if named else []
+        cpu_said = [f"CPU {named}{cpu_context(table, named, on_cpu)}"] if named else []
         ran = f"Measured on {' and '.join([*accelerators, *cpu_said])}"
     else:
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
@@ -68,6 +68,19 @@ def what_ran(table: pd.DataFrame) -> str:
             else ". Nothing here ran on, or was compiled for, a GPU or TPU"
         )
     return f"**{ran}. {len(table):,} figures in [{FIGURES}]({FIGURES}).**"
+
+
+def cpu_context(table: pd.DataFrame, cpu: str, on_cpu: pd.DataFrame) -> str:
+    """ " (JAX 0.10.2; a sitting moves its loop step 1.11x median, 2.92x worst)": the JAX
+    release, and how far the CPU's loop step moved between sittings where it ran in
+    several: a CPU label names a VM type, so every ratio over the CPU moves with it."""
+    releases = jax_releases(on_cpu)
+    moves = rows(table, quantity="run_spread", device=cpu, extra=answers_lib.SITTING_TO_SITTING)
+    if not len(moves):
+        return releases
+    m = moves.iloc[0].to_dict()
+    said = f"a sitting moves its loop step {fmt(m)} median, {value_text(m['hi'], 'x')} worst"
+    return f"{releases[:-1]}; {said})" if releases else f" ({said})"
 
 
 def measured_accelerators(table: pd.DataFrame) -> list[str]:
