@@ -266,6 +266,46 @@ def test_a_chips_loop_step_moves_from_sitting_to_sitting_by_each_sittings_pool()
     assert one.loc[figures.RUN_TO_RUN].value == pytest.approx(0.0017 / 0.001)
 
 
+def test_a_cpus_loop_step_moves_between_sittings_and_is_never_divided_by_itself():
+    def run(run_id, loop_s, commit, day):
+        r = _host_timed(run_id, "retain", [loop_s], utc=f"2026-01-0{day}T00:00:00+00:00")
+        r["formulation"] = {"name": "cpu"}  # the CPU's own: what an accelerator's is over
+        r["env"]["git_commit"] = commit
+        return r
+
+    # a CPU label names a VM type: two sittings of it may be two machines
+    t = _build([run("a", 0.002, "c1", 1), run("b", 0.005, "c2", 2)], refs=[])
+    (moves,) = t[t.quantity == "run_spread"].to_dict("records")
+    assert (moves["extra"], moves["value"], moves["device"]) == (
+        figures.SITTING_TO_SITTING, pytest.approx(2.5), "AMD EPYC (AVX2)")  # fmt: skip
+    earlier = t[t.selection == "earlier-sitting"]
+    assert list(earlier.quantity) == ["step_s"] and list(earlier.records) == ["a"]
+    ratios = t[t.quantity == "speedup"]  # no CPU over an earlier sitting of itself
+    assert not ratios[["numerator", "denominator"]].isin(list(earlier.id)).any().any()
+    # the control: one sitting, no move
+    t = _build([run("a", 0.002, "c1", 1), run("b", 0.005, "c1", 2)], refs=[])
+    assert not (t.quantity == "run_spread").any() or set(
+        t[t.quantity == "run_spread"].extra) == {figures.RUN_TO_RUN}  # fmt: skip
+
+
+def test_a_host_loop_total_is_each_runs_own_total_pooled_over_runs():
+    runs = [_host_timed(f"r{i}", "retain", [0.01], utc=f"2026-01-0{i + 1}T00:00:00+00:00")
+            for i in range(3)]  # fmt: skip
+    for r, dispatch in zip(runs, (1e-4, 5e-4, 9e-4), strict=True):
+        r["host_loop"]["parts"]["dispatch"].update(median=dispatch, p10=dispatch, p90=dispatch)
+    t = _build(runs, refs=[])
+    (total,) = t[(t.quantity == "host_s") & (t.extra == "loop total")].to_dict("records")
+    # five parts at 0.1 ms and the dispatch: 0.6, 1.0, 1.4 ms a step in each run
+    assert (total["value"], total["lo"], total["hi"], total["n"]) == (
+        pytest.approx(1e-3), pytest.approx(6e-4), pytest.approx(1.4e-3), 3)  # fmt: skip
+    assert total["spread"] == "min-max over runs" and total["records"] == "r0 r1 r2"
+    # the control: a run missing a part has no total, and pools into none
+    del runs[0]["host_loop"]["parts"]["sync"]
+    t = _build(runs, refs=[])
+    (total,) = t[(t.quantity == "host_s") & (t.extra == "loop total")].to_dict("records")
+    assert (total["value"], total["records"]) == (pytest.approx(1.2e-3), "r1 r2")
+
+
 def test_a_loop_step_is_the_windows_median_from_a_process_under_the_step_loops_policy():
     stepped = _host_timed("stepped", "retain", [0.03, 0.02, 0.05], loop="step")
     # newer, but its process trained in the device loop and kept glibc's defaults
@@ -466,6 +506,10 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
     written |= {
         value_text(r["hi"], "x") for r in table[table.quantity == "band"].to_dict("records")
     }
+    # a figure pooled over runs: its slowest and fastest run
+    runs = table[table.spread == "min-max over runs"]
+    for end in (runs.lo, runs.hi):
+        written |= {value_text(v, u) for v, u in zip(end, runs.unit, strict=True)}
     # a yardstick's worst, and two sides' worst moves together (a GPU over a CPU's ratio)
     moves = table[table.quantity == "run_spread"].hi
     written |= {value_text(a * b, "x") for a in moves for b in [1, *moves]}
@@ -534,8 +578,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # with the GPU each is over, row 6 by the K80's own checks, row 13's CPU at its best:
     # 1266; row 12's T4 over the CPU's epoch made alike: 1283; row 15 each at its best: 1290;
     # how far the CPU's loop step moves between sittings, in line two and in row 9's
-    # yardstick beside the GPU's: 1307)
-    assert len(lines) <= 25 and len(text.split()) <= 1307
+    # yardstick beside the GPU's: 1307; row 7's host time run to run: 1321)
+    assert len(lines) <= 25 and len(text.split()) <= 1321
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2486,6 +2530,14 @@ def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     each = [fmt(r) for r in gpu.sort_values("device").to_dict("records")]
     assert f"H100 SXM/H200 {each[0].split()[0]}/{each[1]} (dispatch " in said
     assert said.endswith(f"): CPU loop steps under {lo} gain nothing from a GPU")  # the floor
+    # the floor's yardstick: each GPU's slowest and fastest run
+    assert set(gpu.spread) == {"min-max over runs"} and set(gpu.n) == {4}  # the committed
+    ends = [(r["device"], value_text(r["lo"], "s"), value_text(r["hi"], "s"))
+            for r in gpu.sort_values("device").to_dict("records")]  # fmt: skip
+    spans = [f"{device} {span_text(lo, hi)} (4 runs)" for device, lo, hi in ends]
+    assert answers.answers(csv)[6].band == f"run to run: {', '.join(spans)}"
+    once = csv.assign(spread=csv.spread.where(~csv.id.isin(gpu.id), None))  # one run each
+    assert answers.answers(once)[6].band == "-"
     # the control: without the GPUs' host timings the answer has no floor to give
     bare = answers.answers(csv[~csv.id.isin(set(host[host.platform == "gpu"].id))])[6].answer
     assert bare.endswith("; no GPU timed in it yet") and "(dispatch " not in bare

@@ -590,8 +590,23 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     gpus = "/".join(on_gpu[on_gpu.extra == "loop total"].device)
     text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
-    floor = fmt(on_gpu[on_gpu.extra == "loop total"].sort_values("value").iloc[0].to_dict())
-    return Said(f"{text}: CPU loop steps under {floor} gain nothing from a GPU", shown)
+    totals = on_gpu[on_gpu.extra == "loop total"]
+    floor = fmt(totals.sort_values("value").iloc[0].to_dict())
+    return Said(f"{text}: CPU loop steps under {floor} gain nothing from a GPU", shown,
+                host_spread(totals))  # fmt: skip
+
+
+def host_spread(totals: pd.DataFrame) -> str:
+    """How far each GPU's host time per step moved between its runs, the floor's
+    yardstick ("run to run: H100 SXM 1.15-1.38 ms (4 runs), H200 ..."); "-" where each
+    ran once."""
+    several = totals[totals.spread == "min-max over runs"].to_dict("records")
+    spans = [
+        f"{r['device']} {span_text(value_text(r['lo'], r['unit']), value_text(r['hi'], r['unit']))}"
+        f" ({int(r['n'])} runs)"
+        for r in several
+    ]
+    return f"run to run: {', '.join(spans)}" if spans else "-"
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:

@@ -701,19 +701,22 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     for runs in select_runs(_loop_timed(records), of=_host_loop_workload):
         r = runs[-1]
         w = {**_host_loop_workload(r), "params": _params(r)}
-        as_pooled = _maker("measured", w, "pooled", runs)
-        medians = []
         for part in HOST_PARTS:
             ran = [(x, getattr(x.host_loop.parts, part)) for x in runs if x.host_loop.parts]
             ran = [(x, p) for x, p in ran if p and number(p.median) is not None]
             if ran:
                 value, spread = _pooled([number(p.median) for _, p in ran], _spread(ran[-1][1]))
-                medians.append(value)
                 out.append(row("host_s", "measured", value, w, "pooled", [x for x, _ in ran],
                                extra=part, **spread))  # fmt: skip
-        if len(medians) == len(HOST_PARTS):
-            note = "the medians of " + ", ".join(HOST_PARTS) + " added"
-            out.append(as_pooled("host_s", sum(medians), extra="loop total", note=note))
+        # each run's own total (its parts' medians added), pooled: how far it moves run to
+        # run is the spread a threshold drawn from it has
+        totals = [(x, _loop_total(x)) for x in runs]
+        totals = [(x, v) for x, v in totals if v is not None]
+        if totals:
+            note = "the medians of " + ", ".join(HOST_PARTS) + " added, per run"
+            value, spread = _pooled([v for _, v in totals], {})
+            out.append(row("host_s", "measured", value, w, "pooled", [x for x, _ in totals],
+                           extra="loop total", note=note, **spread))  # fmt: skip
         ran = [x for x in runs if number(x.host_loop.loop_step_s)]
         if ran:
             windows = [number(w) for w in ran[-1].host_loop.window_step_s or []]
@@ -721,6 +724,14 @@ def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             step, spread = _pooled([number(x.host_loop.loop_step_s) for x in ran], own)
             out.append(row("step_s", "measured", step, w, "pooled", ran, extra=LOOP, **spread))
     return out
+
+
+def _loop_total(r: Record) -> float | None:
+    """One run's host time per step: its parts' medians added; None where one is missing."""
+    parts = r.host_loop.parts
+    found = [getattr(parts, part, None) if parts else None for part in HOST_PARTS]
+    medians = [number(p.median) if p else None for p in found]
+    return None if None in medians else sum(medians)
 
 
 RUN_TO_RUN = "loop step, run to run"
