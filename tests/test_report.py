@@ -306,6 +306,29 @@ def test_a_host_loop_total_is_each_runs_own_total_pooled_over_runs():
     assert (total["value"], total["records"]) == (pytest.approx(1.2e-3), "r1 r2")
 
 
+def test_a_speedrun_recipe_is_a_time_to_target_only_where_every_seed_reached_it():
+    def seed(i, accuracy, seconds):
+        r = _record(f"s{i}", utc=f"2026-01-0{i + 1}T00:00:00+00:00", study="speedrun",
+                    epochs=1, seed=i)  # fmt: skip
+        r["test_accuracy"], r["train_time_s"] = accuracy, seconds
+        r["history"] = [{"epoch": 1, "test_accuracy": accuracy, "train_time_s": seconds,
+                         "steps": 468}]  # fmt: skip
+        return r
+
+    def times(accuracies):
+        t = _build([seed(i, a, 6.0 + i) for i, a in enumerate(accuracies)], refs=[])
+        t = t[t.selection == "seeds"]
+        return t[t.quantity != "test_accuracy"].to_dict("records")
+
+    (short,) = times([0.991, 0.989, 0.985])
+    assert (short["quantity"], short["value"], short["flag"]) == (
+        "train_time_s", 7.0, "2 of 3 seeds below 99%")  # fmt: skip
+    # the control: every seed at 99% or more, a time to the target, unflagged
+    (reached,) = times([0.991, 0.990, 0.995])
+    assert (reached["quantity"], reached["value"]) == ("time_to_target_s", 7.0)
+    assert reached["flag"] is None
+
+
 def test_a_loop_step_is_the_windows_median_from_a_process_under_the_step_loops_policy():
     stepped = _host_timed("stepped", "retain", [0.03, 0.02, 0.05], loop="step")
     # newer, but its process trained in the device loop and kept glibc's defaults

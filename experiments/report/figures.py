@@ -317,7 +317,8 @@ UNITS = {
     "error_factor": "x",
     "band": "x",
     "scaling_efficiency": "fraction",
-    "time_to_target_s": "s",
+    "time_to_target_s": "s",  # a recipe's training time where every seed reached the target
+    "train_time_s": "s",  # a recipe's training time where a seed fell short of it
     "images_per_s": "images/s",
     "host_s": "s",
     "run_spread": "x",
@@ -877,8 +878,9 @@ TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
 
 def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per speedrun configuration (its workload less the seed) and device: the median
-    training time over its seeds, flagged unless every seed reached the target; and the
-    seeds' final accuracies."""
+    training time over its seeds, a time to the target only where every seed reached it
+    (else a training time, flagged with how many fell short); and the seeds' final
+    accuracies."""
     runs = [
         r
         for r in _ok(records)
@@ -900,7 +902,8 @@ def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         below = sum(a < TARGET_ACCURACY for a in acc)
         flag = f"{below} of {len(rs)} seeds below 99%" if below else None
         median = statistics.median(times)
-        out.append(seeds("time_to_target_s", median, flag=flag, **_min_max(times, "seeds")))
+        quantity = "train_time_s" if below else "time_to_target_s"
+        out.append(seeds(quantity, median, flag=flag, **_min_max(times, "seeds")))
         out.append(seeds("test_accuracy", statistics.median(acc), **_min_max(acc, "seeds")))
     return out
 
