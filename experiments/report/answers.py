@@ -1201,13 +1201,17 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
             f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop{where})"
         )
         seen, said = [*seen, lo, hi], way
-    text = f"oneDNN vs xla formulation, same CPU: {', '.join(parts)}; {caveat}"
+    per_loop = ", ".join(parts)
     best = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
                 precision="f32", extra=BEST_OVER_BEST)  # fmt: skip
     if not len(best):
-        return Said(text, [*seen, seed])
-    lo, hi = span(best)  # each at its best, whatever loop: the worth without xla's slow path
-    return Said(text, [*seen, seed, lo, hi], f"each at its best, either loop: {fmt(lo)}-{fmt(hi)}")
+        return Said(f"oneDNN vs xla formulation, same CPU: {per_loop}; {caveat}", [*seen, seed])
+    # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
+    # range holds that slow path too
+    lo, hi = span(best)
+    way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
+    text = f"oneDNN vs xla formulation, same CPU, each at its best: {way} by {fmt(lo)}-{fmt(hi)}"
+    return Said(f"{text}; {caveat}", [*seen, seed, lo, hi], per_loop)
 
 
 def xla_in_device_loop(
