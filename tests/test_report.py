@@ -930,7 +930,7 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     longer = ran[(ran.device == "H100 SXM") & (ran.extra == "10 epochs")]
     assert len(longer) == 1 and longer.id.iloc[0] not in found.ids
     t4 = csv[at & (csv.device == "gpu-t4") & (csv.quantity == "epoch_s")].iloc[0]
-    assert f"T4 {fmt(t4.to_dict())} (predicted from its loop step)" in said
+    assert f"T4 predicted {fmt(t4.to_dict())}, " in said
     assert found.known == "M / P / D"  # D: the CPU's epoch made alike, in the band
     # without the trained runs (the positive control) the CPU's epoch is derived, said so
     # and known as D, never M
@@ -2627,18 +2627,18 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     over, alike = [r for r in quoted if r.quantity == "speedup"]
     assert (over.numerator, over.denominator) == (cpu.name, t4.name)
     assert over.value == pytest.approx(cpu.value / t4.value)
-    assert answered.answer.endswith(f"T4 {fmt(t4.to_dict())} (predicted from its loop step), "
-                                    f"{fmt(over.to_dict())} faster")  # fmt: skip
-    # beside it, like for like: over the CPU's epoch made as the T4's is, from its loop step,
-    # which is row 5's ratio of the two loop steps
+    # the answer like for like: over the CPU's epoch made as the T4's is, from its loop
+    # step, which is row 5's ratio of the two loop steps
     base = by_id.loc[alike.numerator]
     assert base.kind == "derived" and base.extra.endswith("steps of jaxcnn's loop")
     assert alike.denominator == t4.name and alike.value == pytest.approx(base.value / t4.value)
-    assert answered.band.endswith(
-        f"; over the CPU's epoch from its loop step as the T4's is ({fmt(base.to_dict())}): "
-        f"{fmt(alike.to_dict())}"
+    assert answered.answer.endswith(
+        f"T4 predicted {fmt(t4.to_dict())}, {fmt(alike.to_dict())} the CPU's "
+        f"{fmt(base.to_dict())} (from loop steps)"
     )
     assert fmt(alike.to_dict()) in _said(5)
+    # beside it, over the CPU's measured epoch
+    assert answered.band.endswith(f"; over the CPU's measured epoch: {fmt(over.to_dict())}")
     # the control: without the ratio in the table the answer gives none
     bare = answers.answers(csv[csv.id != over.name])[11].answer
     assert bare.endswith("(predicted from its loop step)")

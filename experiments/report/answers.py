@@ -1011,19 +1011,20 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     ]
     g = predicted(t, "epoch_s", "gpu-t4", MNIST_MODEL, 128)
     t4 = f"T4 {fmt(g)} (predicted from its loop step)" if g else "no T4 prediction yet"
-    # the T4's epoch over the CPU's very epoch quoted here, where the table holds it
+    # the T4's epoch over the CPU's made alike (from its loop step, as the T4's is): row
+    # 5's ratio, the answer; over the CPU's very epoch quoted here, which holds what a
+    # loop step leaves out, beside it
     over = one(t, quantity="speedup", denominator=g["id"], numerator=c["id"]) if g and c else None
-    t4 += f", {fmt(over)} faster" if over else ""
-    # the same T4 epoch over the CPU's made alike (its loop step's): row 5's ratio
     alike = rows(t, quantity="speedup", denominator=g["id"]) if g else t.iloc[:0]
     alike = alike[alike.extra.str.endswith("both from loop steps")]
     if over and c and len(alike := alike[alike.extra.str.contains(f"'s on {c['dataset']},")]) == 1:
         alike = alike.iloc[0].to_dict()
         base = one(t, id=alike["numerator"])
-        caveat = (f"; over the CPU's epoch from its loop step as the T4's is ({fmt(base)}): "
-                  f"{fmt(alike)}")  # fmt: skip
+        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} (from loop steps)"
+        caveat = f"; over the CPU's measured epoch: {fmt(over)}"
     else:
         alike, base, caveat = None, None, ""
+        t4 += f", {fmt(over)} faster" if over else ""
     extras = {r["extra"] for r in [c, *ran] if r and r["selection"] != DERIVED}
     if len(extras) == 1 and c and (n := extras.pop()).endswith(" epochs"):
         # one kind of run said once: "5-epoch runs' median epoch: CPU 15.8 s; H100 731 ms"
