@@ -222,6 +222,14 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
         band += (f"; the {chips}'s own compile only: "
                  f"{fmt(worst)} off at worst (n={len(checks)}){of_seed}")  # fmt: skip
         picked += [worst, seed]
+    # what the allocator held as the program ran, over that analysis: what a verdict leaves
+    # out (autotuning's scratch, buffers in flight), measured on a chip that ran it
+    held = rows(t, quantity="memory_factor", kind="measured", model=SEED_MODEL)
+    if len(held):
+        lo, hi = span(held)
+        band += (f"; its allocator's peak as it ran on the {hi['device']}: {fmt(lo)}-{fmt(hi)} "
+                 f"that ({fmt(hi)} at b{int(hi['batch'])}), not held to the limit")  # fmt: skip
+        picked += [lo, hi]
     return Said(head + "; ".join(words), picked, band)
 
 
