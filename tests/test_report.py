@@ -973,8 +973,10 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
 
 
 def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv):
-    said, band = _said(10), answers.answers(csv)[9].band
-    assert "loop step" in said
+    # the loop steps' ratios in the band: a TPU's prices less of its host than a measured
+    # GPU's holds; the answer is the device steps, both predicted, like for like
+    answer, said = _said(10), answers.answers(csv)[9].band
+    assert said.startswith("loop step, ") and "loop step" not in answer
     p = csv[(csv.quantity == "loop_step_s") & (csv.batch == 128) & (csv.precision == "f32")
             & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
     p = p[~p.device.str.contains("x")]  # one-chip targets
@@ -1003,16 +1005,16 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     slow_sides = csv.set_index("id").platform
     assert all(slow_sides.get(r["numerator"]) in ("tpu", "gpu") for r in bare)
     assert not any(csv.set_index("id").kind.get(r["numerator"]) == "measured" for r in bare)
-    # the device steps' comparisons (both sides predicted) beside it in the band, each
-    # the table's row: how much of a loop's ratio is the chips'
-    assert "device step" not in said
+    # the device steps' comparisons (both sides predicted) are the answer, each the
+    # table's row: how much of a loop's ratio is the chips'
+    assert answer.removeprefix("Undecided: ").startswith("device steps, both predicted, ")
     kernels = csv[(csv.quantity == "speedup") & (csv.selection == "equal-batch")
                   & (csv.batch == 128) & (csv.precision == "f32")
                   & csv.extra.str.startswith("faster chip per chip, TPU vs GPU, device_step_s")
                   & csv.model.isin(fastest)]  # fmt: skip
     assert len(kernels) == len(fastest)
     for r in kernels.to_dict("records"):
-        assert f"{r['model']} {fmt(r)}" in band.split("device steps, both predicted")[1]
+        assert f"{r['model']} {fmt(r)}" in answer
     assert set(kernels.id) <= set(answers.answers(csv)[9].ids)
     page = (RESULTS / views.PAGES / "targets.md").read_text()
     assert "faster chip per chip, TPU vs GPU, device_step_s" in page
@@ -2412,7 +2414,7 @@ def test_the_first_screen_says_how_the_predictions_made_before_each_program_ran_
 
 def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # the verdict's part of the band (the device steps' comparisons follow it)
-    band = answers.answers(csv)[9].band.split("; device steps, both predicted")[0]
+    band = answers.answers(csv)[9].band
     jax = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS) & (csv.device == "tpu")]
     ratios = csv[(csv.quantity == "speedup") & csv.extra.str.startswith("faster chip per chip")
                  & csv.extra.str.contains("loop_step_s") & (csv.batch == 128)
@@ -2422,7 +2424,7 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     def said(worst: float) -> str:
         table = csv.copy()
         table.loc[jax.index, "hi"] = worst
-        return answers.answers(table)[9].band.split("; device steps, both predicted")[0]
+        return answers.answers(table)[9].band
 
     assert band == said(jax.hi.iloc[0])
     # a worst error between the ratios leaves those below it undecided, by name
@@ -2436,9 +2438,9 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # the answer itself leads with the verdict where no ratio is decided, and only there
     table = csv.copy()
     table.loc[jax.index, "hi"] = ratios.value.max() * 2
-    assert answers.answers(table)[9].answer.startswith("Undecided: loop step, ")
+    assert answers.answers(table)[9].answer.startswith("Undecided: device steps, ")
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
-    assert answers.answers(table)[9].answer.startswith("loop step, ")
+    assert answers.answers(table)[9].answer.startswith("device steps, ")
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
         assert band.endswith("every ratio inside it: undecided")
 

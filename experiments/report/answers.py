@@ -914,10 +914,15 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         first = next(w for w in said if w.startswith(seen[0]["device"]))
         sides_said = f"{first} faster than measured"
     text = f"loop step, {sides_said}: " + "; ".join(parts)
+    # like for like first where both chips' device steps are predicted: a TPU loop step
+    # prices less of its host than a GPU's measured one holds
+    if kernels:
+        text, loop_said = kernels[0], text
+        seen += kernels[1:]
     jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
               model="small programs")  # fmt: skip
     if jax is None:
-        return Said(text, seen, "unvalidated")
+        return Said(text, seen, f"{loop_said}; unvalidated" if kernels else "unvalidated")
     # a ratio smaller than the TPU loops' worst error could go either way
     inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
     verdict = (
@@ -929,10 +934,10 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     band = "; ".join(filter(None, [f"unvalidated; {jax_loops(jax, 'on TPUs ')}", verdict]))
     if kernels:
-        band += f"; {kernels[0]}"
+        band = f"{loop_said}; {band}"
     if len(inside) == len(loop):  # no ratio decided: the answer says so first
         text = f"Undecided: {text}"
-    return Said(text, [*seen, jax, *kernels[1:]], band)
+    return Said(text, [*seen, jax], band)
 
 
 def over_whom(ratio: Row) -> str:
