@@ -29,6 +29,9 @@ from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, referen
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
 NEUTRAL = "0.35"
+# A band of fewer held-out observations is no interval: its points are drawn, its bars
+# or lines not (the pages give its figures)
+MIN_BAND_N = 3
 BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
 # the one step the seed models' CPU and GPUs are compared at
 ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
@@ -182,7 +185,12 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
             # without a band is grey and says unvalidated
-            b, u = m.notna(), m.isna() & p.value.notna()
+            n = p.band_n.astype(float)
+            b, u = m.notna() & (n >= MIN_BAND_N), m.isna() & p.value.notna()
+            few = m.notna() & (n < MIN_BAND_N) & p.value.notna()
+            if few.any():
+                ax.plot(x[few], p.value[few], "o", color="C0", mfc="C0" if filled else "none",
+                        label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
             if b.any():
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
@@ -595,10 +603,12 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                       mfc="none" if jax else colour, label=label)  # fmt: skip
             band = bands[(bands.model == regime) & (bands.extra == extra)
                          & (bands.device == platform)]  # fmt: skip
-            if len(band):
+            if len(band) and band.iloc[0].n >= MIN_BAND_N:
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
                 _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
+            elif len(band):  # said, not drawn
+                ax.plot([], [], " ", label=f"its band: n={int(band.iloc[0].n)}, not drawn")
         title = f"{platform.upper()}: published steps against the prediction"
         _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
     title = "Below the diagonal: predicted faster; a band's dashes: its median either way"
