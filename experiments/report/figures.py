@@ -2147,7 +2147,8 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
                                              "scaling_efficiency")  # fmt: skip
         bare = at & table.lo.isna()  # what the band allows, as the row's own spread
         table.loc[bare, "lo"] = table.loc[bare, "value"] / b.hi
-        table.loc[bare, "hi"] = table.loc[bare, "value"] * b.hi
+        # never above ideal: N chips do at most N times one chip's work
+        table.loc[bare, "hi"] = (table.loc[bare, "value"] * b.hi).clip(upper=1.0)
         table.loc[bare, "spread"] = BAND_EITHER_WAY
     return table
 

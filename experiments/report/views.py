@@ -192,7 +192,8 @@ def _cell(r: dict, column: str) -> str:
     if column == "spread":
         if pd.isna(r.get("lo")) or pd.isna(r.get("hi")):
             return "-"
-        lo, hi = value_text(r["lo"], r["unit"]), value_text(r["hi"], r["unit"])
+        # each end written as the value is (a fraction of ideal or peak as a percentage)
+        lo, hi = fmt({**r, "value": r["lo"]}), fmt({**r, "value": r["hi"]})
         if r.get("spread") == "median, worst":  # a band: the value is its median
             return f"worst {hi}, n={r['n']}"
         return f"{lo}-{hi} ({r['spread'] or 'range'})"
