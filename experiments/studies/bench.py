@@ -238,12 +238,14 @@ STUDY = Study(
     workloads=workloads,
     question="How fast is the train step, and how does it compare with PyTorch and Keras?",
     page=Page("The CPU step against PyTorch and Keras, and the kernel libraries", [
-        Section("Step time per framework and formulation (measured)",
+        Section("Step time per framework and formulation (measured, the step timed alone: "
+                "no host loop around it, unlike jaxcnn's loop; each in its sitting, when the "
+                "newest record's run began: one CPU label's VMs differ between sittings)",
                 where(lambda t: measured_cpu_steps(t) & (t.extra == "-")),
-                "model batch precision device value spread how"),
+                "model batch precision device dataset value spread sitting how"),
         Section("Paired runs: the first configuration's speed over the second's, in turns",
                 select(quantity="speedup", framework="paired"),
-                "model batch precision device value spread sitting how"),
+                "model batch precision device dataset value spread sitting how"),
         Section("Each formulation over the xla formulation",
                 extra_contains("vs xla formulation", quantity="speedup"),
                 "model batch precision device value how flag"),
