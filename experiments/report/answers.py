@@ -983,13 +983,23 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
             text = f"Undecided: {text}"
+    # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
+    priced = ordered[~ordered.note.astype(str).str.contains("left out")]
+    if partly and len(priced):
+        whole = priced.iloc[0].to_dict()
+        priced_said = f"cheapest with its host priced: {whole['device']} {fmt(whole)}"
+        band = f"{band or 'unvalidated'}; {priced_said}"
+        r_priced = [whole]
+    else:
+        r_priced = []
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
-        return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted", [r], band)
+        return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
+                    [r, *r_priced], band)  # fmt: skip
     best = w.loc[w.value.idxmax()].to_dict()
     of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
-    return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best], band)
+    return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best, *r_priced], band)
 
 
 QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
