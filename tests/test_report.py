@@ -3299,12 +3299,20 @@ def test_the_crossover_plot_sets_the_gpu_over_the_cpu_in_each_sitting_against_a_
     assert list(newest.get_ydata()) == pytest.approx(list(both.value_cpu / both.value_gpu))
     earlier = crossover_study.sitting_crossovers(table, [(c, g)])
     assert len(lines) == 1 + len(earlier)  # one line per sitting
-    # the zone is the verdict's yardstick: the most a sitting has moved a loop step
-    moves = table[(table.quantity == "run_spread") & (table.extra == figures.SITTING_TO_SITTING)
-                  & (table.device == g.device.iloc[0])].hi.iloc[0]  # fmt: skip
+    # the zone is the verdict's yardstick: the most sittings have moved the ratio, the
+    # GPU's loop step's worst move times the CPU's
+    spreads = table[(table.quantity == "run_spread") & (table.extra == figures.SITTING_TO_SITTING)]
+    gpu_hi = spreads[spreads.device == g.device.iloc[0]].hi.iloc[0]
+    cpu_moves = spreads[spreads.device == cpu]
+    moves = gpu_hi * cpu_moves.hi.iloc[0]
     (zone,) = ax.patches
     lo, hi = zone.get_extents().transformed(ax.transData.inverted()).intervaly
     assert (lo, hi) == (pytest.approx(1 / moves, rel=1e-3), pytest.approx(moves, rel=1e-3))
+    # a CPU timed in one sitting: the GPU's moves alone
+    alone = _figure(table[~table.id.isin(cpu_moves.id)], "crossover", monkeypatch).axes[2]
+    (zone,) = alone.patches
+    lo, hi = zone.get_extents().transformed(alone.transData.inverted()).intervaly
+    assert (lo, hi) == (pytest.approx(1 / gpu_hi, rel=1e-3), pytest.approx(gpu_hi, rel=1e-3))
     # the control: without the earlier sittings' rows, the newest alone is drawn
     bare = _figure(table[table.selection != "earlier-sitting"], "crossover", monkeypatch)
     assert len([x for x in bare.axes[2].get_lines() if not x.get_label().startswith("_")]) == 1

@@ -280,14 +280,15 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
             _spread(loop_ax, cl, lambda s: f"{cpu}, {s.spread.iloc[0]}")
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
-        loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"),
-                     label=f"{device}, measured{single}")  # fmt: skip
+        # the newest sitting, what the verdict reads, drawn over the earlier ones
+        loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"), linewidth=2,
+                     zorder=3, label=f"{device}, measured{single}")  # fmt: skip
     # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
     for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
         label = textwrap.fill(f"{e['device']}, an earlier sitting ({e['when']})", 52)
         loop_ax.plot(r.params, r.value, f"{SITTINGS[i % 4]}:", color=colour.get(e["device"], "C4"),
-                     alpha=0.5, markersize=4, label=label)  # fmt: skip
+                     alpha=0.5, markersize=4, linewidth=0.8, zorder=2, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)
@@ -332,8 +333,9 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
     """The CPU's loop step over each measured GPU's, per width, in each sitting of the GPU
     (the newest solid, earlier ones dotted): above 1 the GPU is faster. A shade of the
-    most a sitting has moved a loop step by, either side of 1: a width inside it is as near
-    a tie as one sitting to the next moves (row 9's yardstick). No GPU's loop measured:
+    most sittings have moved the ratio by (the GPU's loop step's worst move times the
+    CPU's), either side of 1: a width inside it is as near a tie as one sitting to the next
+    moves (row 9's yardstick, answers.sitting_noise). No GPU's loop measured:
     the panel is left blank."""
     if not sweeps:
         ax.set_axis_off()
@@ -350,9 +352,9 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
                     markersize=4, label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
         moves = rows(table, quantity="run_spread", device=device,
                      extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
-        if len(moves):  # the verdict's yardstick: the most a sitting has moved a loop step
-            m = float(moves.hi.iloc[0])
-            label = f"a sitting moves a loop step up to {value_text(m, 'x')}: undecided inside"
+        if len(moves):  # the verdict's yardstick: the most sittings have moved the ratio
+            m, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cl)
+            label = f"sittings move the ratio up to {value_text(m, 'x')}: undecided inside"
             ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=textwrap.fill(label, 52))
     ax.axhline(1, color="k", linewidth=0.8)
     ax.set(yscale="log", ylabel="CPU's loop step / GPU's (above 1: the GPU faster)")
