@@ -1957,6 +1957,72 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
     assert not [p for ax in bare.axes for p in ax.patches if p.get_label().startswith("undecided")]
 
 
+def _chip_panels(fig) -> dict:
+    """The memory plot's panels by each chip its title's first line names."""
+    return {chip: ax for ax in fig.axes if ax.axison
+            for chip in ax.get_title().split("\n")[0].split(", ")}  # fmt: skip
+
+
+def test_the_memory_plot_draws_every_one_device_chip_with_a_verdict_tpus_too(table, monkeypatch):
+    """Every chip with a one-device fit verdict for the seed model has its panel, the TPUs
+    as the GPUs; a verdict without compiled memory to place it by (a TPU batch that failed
+    to compile) is named in its panel's title, never dropped unsaid."""
+    where = {"model": answers.SEED_MODEL, "precision": "f32", "placement": "single"}
+    fits = study_page.rows(table, quantity="fits", platform=["gpu", "tpu"], **where)
+    assert {"gpu", "tpu"} <= set(fits.platform)  # the control: TPU verdicts to drop
+    panels = _chip_panels(_figure(table, "batch", monkeypatch))
+    assert {d.removeprefix("gpu-") for d in fits.device} <= set(panels)
+    mem = study_page.rows(table, quantity="memory_bytes", kind="compiled", extra="-", **where)
+    placed = set(zip(mem.device, mem.batch, strict=True))
+    lost = fits[[(d, b) not in placed for d, b in zip(fits.device, fits.batch, strict=True)]]
+    assert len(lost) and set(lost.platform) == {"tpu"}  # the committed: TPUs' failed compiles
+    for device, g in lost.groupby("device"):
+        title = panels[device.removeprefix("gpu-")].get_title().replace("\n", " ")
+        assert f"b{int(g.batch.min())}" in title and "not drawn" in title, title
+        assert f"b{int(g.batch.max())}" in title, title
+    # a chip whose every batch has its memory names none
+    assert "not drawn" not in panels["t4"].get_title()
+
+
+STROKES = ("x", "+", "|", "_", "1", "2", "3", "4")  # markers of lines only: nothing filled
+
+
+def _covering(ax, fig) -> list[tuple[str, str]]:
+    """Pairs (above, beneath) of a panel's markers within half a marker of each other
+    where the one drawn above is filled: it would hide the one beneath."""
+    import numpy as np
+
+    lines = [x for x in ax.get_lines() if x.get_marker() not in ("None", "", None)]
+    lines = sorted(enumerate(lines), key=lambda kv: (kv[1].get_zorder(), kv[0]))
+    out = []
+    for i, (_, below) in enumerate(lines):
+        for _, above in lines[i + 1 :]:
+            hollow = str(above.get_markerfacecolor()) == "none" or above.get_marker() in STROKES
+            p, q = (x.get_transform().transform(np.column_stack([x.get_xdata(), x.get_ydata()]))
+                    for x in (below, above))  # fmt: skip
+            half = fig.dpi / 72 * max(below.get_markersize(), above.get_markersize()) / 2
+            near = any(np.hypot(*(u - v)) < half for u in p for v in q)
+            if near and not hollow:
+                out.append((above.get_label(), below.get_label()))
+    return out
+
+
+def test_the_memory_plot_draws_no_marker_that_hides_another(table, monkeypatch):
+    """Batches a few % apart sit on one another (the T4's b226-b262): a marker drawn over
+    another is hollow or strokes only, so the one beneath shows through, and the red X of
+    a batch that does not fit is smaller than the undecided diamond it meets."""
+    fig = _figure(table, "batch", monkeypatch)
+    panels = _chip_panels(fig)
+    for chip, ax in panels.items():
+        assert _covering(ax, fig) == [], chip
+    lines = {x.get_label(): x for x in panels["t4"].get_lines()}
+    no, unsure = lines["does not fit"], lines["undecided: inside the zone"]
+    assert no.get_markersize() < unsure.get_markersize()
+    # the control: the T4's X drawn as a filled marker covers the diamonds it meets
+    no.set_marker("o")
+    assert ("does not fit", "undecided: inside the zone") in _covering(panels["t4"], fig)
+
+
 BAND_15 = "1.5x off (worst 2x, n=5, held-out)"
 
 
@@ -2277,9 +2343,9 @@ def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, mo
         assert ticks and all(t.endswith("%") for t in ticks), title
         assert ax.get_xlabel() == "devices", title
         assert any(t.get_text() for t in ax.get_xticklabels()), title
-    # the control: the memory plot's upper row leaves its batch to the row below
-    memory = [ax for ax in _figure(table, "batch", monkeypatch).axes if ax.axison]
-    assert any(ax.get_xlabel() == "" for ax in memory)
+    # the control: a grid of one shared x-axis leaves its upper row's label to the row below
+    fig, axes = plots._grid(6, lambda c, r: (3 * c, 3 * r), "devices", "efficiency")
+    assert any(ax.get_xlabel() == "" for ax in axes.flat if ax.axison)
 
 
 def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(

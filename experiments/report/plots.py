@@ -367,45 +367,63 @@ SEED_RUNS = "the seed's own run: " + ", ".join(
 )
 
 
+def _batches(batches: list[float]) -> str:
+    """Batches as the page writes them: 'b524' alone, 'b524-b657' for several."""
+    ends = sorted({int(b) for b in batches})
+    return f"b{ends[0]}" + (f"-b{ends[-1]}" if len(ends) > 1 else "")
+
+
 def memory(table: pd.DataFrame, path: Path) -> Path | None:
-    """The seed model's compiled memory per batch in f32 on each GPU target, a panel per
-    chip on its own y-range (a 2 GiB chip's fit boundary as readable as an 80 GiB one's),
-    the memory JAX can use a line, the seed's own runs ringed; identical series drawn once."""
+    """The seed model's compiled memory per batch in f32 on each one-device target, GPU
+    and TPU, a panel per chip on its own ranges (a 2 GiB chip's fit boundary as readable
+    as an 80 GiB one's; a chip's batches near its limit spread over its panel's width, not
+    a sixth of it beside the H100's), the memory JAX can use a line, the seed's own runs ringed;
+    identical series drawn once. A verdict without compiled memory to place it by (a TPU's
+    batch that failed to compile) is named in its panel's title, never dropped unsaid."""
     model = answers_lib.SEED_MODEL
-    where = {"model": model, "precision": "f32", "placement": "single", "platform": "gpu"}
-    mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", **where)
-    fits = rows(table, quantity="fits", **where)
+    where = {"model": model, "precision": "f32", "platform": ["gpu", "tpu"]}
+    mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", placement="single",
+               **where)  # fmt: skip
+    every = rows(table, quantity="fits", **where)
+    fits = rows(every, placement="single")
     fits = fits.assign(unsure=fits.flag.astype(str).str.startswith(UNDECIDED_FIT))
-    mem = mem.merge(
-        fits[["device", "batch", "value", "unsure"]], on=["device", "batch"], suffixes=("", "_fits")
-    )
+    # every verdict, its compiled memory where the table holds one
+    mem = fits[["device", "batch", "value", "unsure"]].merge(
+        mem[["device", "batch", "value"]], on=["device", "batch"], how="left",
+        suffixes=("_fits", ""))  # fmt: skip
     series: dict[tuple, list[str]] = {}
     for device, g in mem.groupby("device"):
         g = g.sort_values("batch")
-        key = tuple(zip(g.batch, g.value, g.value_fits, g.unsure, strict=True))
-        series.setdefault(key, []).append(device)
-    series = {k: v for k, v in series.items() if len(k) >= MIN_POINTS}
+        placed = g[g.value.notna()]
+        key = tuple(zip(placed.batch, placed.value, placed.value_fits, placed.unsure, strict=True))
+        unplaced = g[g.value.isna()]
+        lost = tuple(zip(unplaced.batch, unplaced.value_fits, strict=True))
+        series.setdefault((key, lost), []).append(device)
+    series = {k: v for k, v in series.items() if len(k[0]) >= MIN_POINTS}
     if not series:
         return None
     seed = {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
     panels = sorted(series.items(), key=lambda kv: kv[1])
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
     worst = compile_check_worst(table)
-    fig, axes = _grid(len(panels), lambda cols, _: (3 * cols, 5.2), "batch", "GiB per device")
-    for ax, (points, devices) in zip(axes.flat, panels, strict=False):
+    fig, axes = _grid(len(panels), lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
+                      "GiB per device", sharex=False)  # fmt: skip
+    for ax, ((points, lost), devices) in zip(axes.flat, panels, strict=False):
         b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
         gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
-        ax.plot(b, gib, "-", color="C0", linewidth=1)  # the compiled memory, every batch
-        ax.plot(b[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4,
+        ax.plot(b, gib, "-", color="C0", linewidth=1, zorder=1)  # the compiled memory
+        # Batches a few % apart sit on one another: a marker drawn over another is hollow
+        # or strokes only, and smaller than a hollow one beneath it, so neither hides.
+        ax.plot(b[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
                 label="fits (compiled memory)")  # fmt: skip
-        ax.plot(b[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=8,
-                label="does not fit")  # fmt: skip
-        ax.plot(b[unsure], gib[unsure], "D", color="0.35", mfc="none", markersize=5,
+        ax.plot(b[unsure], gib[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
                 label="undecided: inside the zone")  # fmt: skip
+        ax.plot(b[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
+                zorder=4, label="does not fit")  # fmt: skip
         ringed = [any((d, x) in seed for d in devices) for x in b]
         if any(ringed):  # never clipped at a panel's edge
             ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
-                    label=SEED_RUNS, clip_on=False)  # fmt: skip
+                    label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
         limits = [x for x in map(_usable_gib, devices) if x]
         for limit in limits:
             ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
@@ -414,10 +432,20 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
                 ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
         zones = [x for limit in limits for x in (limit / worst, limit * worst)] if worst else []
         _ylim(ax, [*gib, *limits, *zones])  # every zone whole on its panel
-        ax.set_title(", ".join(d.removeprefix("gpu-") for d in devices), fontsize="small")
+        title = [", ".join(d.removeprefix("gpu-") for d in devices)]
+        for fit, words in ((0, "do not fit"), (1, "fit")):
+            mine = [x for x, f in lost if f == fit]
+            if mine:  # a verdict with no memory to place it by: said, not dropped
+                title.append(textwrap.fill(f"{_batches(mine)} {words}, not drawn: no compiled "
+                                           "memory to place them by", 40))  # fmt: skip
+        ax.set_title("\n".join(title), fontsize="small")
         ax.set_xscale("log", base=2)
     _legend_below(fig)
-    title = f"{model}, f32: compiled memory per batch, each chip on its own scale"
+    title = f"{model}, f32: compiled memory per batch, each one-device chip on its own scale"
+    title += "\n(batches a few % apart overlap: the page lists each"
+    if (every.placement != "single").any():
+        title += ", and the sharded targets' verdicts, not drawn"
+    title += ")"
     return _finish(fig, path, title)
 
 
