@@ -2120,8 +2120,9 @@ def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table
 
 
 def _device_of(line) -> str:
-    """The device an accuracy run's label names, last, in brackets."""
-    return re.search(r"\(([^()]*(?:\([^()]*\))?[^()]*)\)$", line.get_label())[1]
+    """The device an accuracy run's label names, last, in brackets after its platform."""
+    named = re.search(r"\(([^()]*(?:\([^()]*\))?[^()]*)\)$", line.get_label())[1]
+    return named.partition(": ")[2]
 
 
 def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, monkeypatch):
@@ -2150,6 +2151,30 @@ def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, mo
     assert any(len(p) > 1 for p in places.values()), places
 
 
+def test_the_accuracy_plot_names_each_runs_machine_and_a_panel_of_two_cpus_says_so(
+    table, monkeypatch
+):
+    """Each run's label names its device with its platform, and a panel holding runs of
+    two CPUs (the reference CPU and a VM whose CPU model was not recorded) says in its
+    title that they are two machines: never read as one CPU's runs."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    curves = table[table.quantity == "test_accuracy"]
+    platform = dict(zip(curves.device, curves.platform, strict=True))
+    two = []
+    for ax in fig.axes:
+        runs = [line for line in ax.get_lines() if len(line.get_xdata())]
+        for line in runs:
+            device = _device_of(line)
+            assert line.get_label().endswith(f"({platform[device].upper()}: {device})")
+        cpus = {_device_of(x) for x in runs if platform[_device_of(x)] == "cpu"}
+        assert (f"{len(cpus)} CPUs, not one machine" in ax.get_title()) == (len(cpus) > 1)
+        two += [ax] if len(cpus) > 1 else []
+    # the control: the committed Fashion-MNIST panel holds two CPUs' runs
+    assert [ax.get_title().split("\n")[0] for ax in two] == [
+        "mnist_cnn on fashion_mnist, batch 128, 5 epochs"
+    ]
+
+
 def _hidden(ax, fig) -> list[tuple[str, str]]:
     """Pairs of an accuracy panel's runs with points within half a marker of each other
     whose markers differ by less than 1.3 times in size: the smaller would lie on the
@@ -2172,16 +2197,21 @@ def _hidden(ax, fig) -> list[tuple[str, str]]:
 def test_the_accuracy_plot_nests_the_markers_of_runs_that_reach_the_same_accuracy(
     table, monkeypatch
 ):
-    """Two runs of a panel whose points lie on one another (the CPU's and the H100's at
-    epochs 3 to 5) draw hollow markers 1.3 times apart in size or more: the smaller inside."""
+    """Two runs of a panel whose points would lie on one another (the CPU's and the H100's
+    at epochs 3 to 5) are set side by side, or draw hollow markers 1.3 times apart in size
+    or more: the smaller inside."""
     fig = _figure(table, "accuracy", monkeypatch)
     for ax in fig.axes:
         assert _hidden(ax, fig) == [], ax.get_title()
-    # the control: at one size the CPU's and the H100's mnist_cnn runs hide each other
+    # the control: at one size, each on its epoch's tick, the CPU's and the H100's mnist_cnn
+    # runs hide each other
     cpu = study_page.reference_cpu(table)
     ax = next(ax for ax in fig.axes if ax.get_title().startswith("mnist_cnn on mnist, batch 128"))
     runs = {_device_of(line): line for line in ax.get_lines() if "seed" not in line.get_label()}
+    assert (runs[cpu].get_label(), runs["H100 SXM"].get_label()) not in _hidden(ax, fig)
     runs["H100 SXM"].set_markersize(runs[cpu].get_markersize())
+    for line in runs.values():
+        line.set_xdata(np.round(line.get_xdata()))
     assert (runs[cpu].get_label(), runs["H100 SXM"].get_label()) in _hidden(ax, fig)
 
 
@@ -2200,7 +2230,7 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
     of = curves.extra.str.extract(r"^epoch \d+ of (\d+)")[0].astype(int)
     curves = curves.assign(epoch=curves.extra.str.extract(r"^epoch (\d+)")[0].astype(int), of=of)
     fig = _figure(table, "accuracy", monkeypatch)
-    panels = {ax.get_title(): ax for ax in fig.axes}
+    panels = {ax.get_title().split("\n")[0]: ax for ax in fig.axes}
     groups = curves.groupby(["dataset", "model", "batch", "of"])
     # the control: one device's runs alone make a group, and it is not drawn
     alone = [k for k, g in groups if g.device.nunique() == 1]
@@ -2213,9 +2243,14 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
         ax = panels.pop(title)
         want = sorted(tuple(zip(r.sort_values("epoch").epoch, r.sort_values("epoch").value,
                                 strict=True)) for _, r in g.groupby("records"))  # fmt: skip
-        got = sorted(tuple(zip(line.get_xdata(), line.get_ydata(), strict=True))
-                     for line in ax.get_lines())  # fmt: skip
+        # each run set a little apart at each epoch, never nearer another epoch's tick
+        lines = ax.get_lines()
+        got = sorted(tuple(zip(np.round(line.get_xdata()).astype(int), line.get_ydata(),
+                               strict=True)) for line in lines)  # fmt: skip
         assert got == want, ax.get_title()
+        shifts = [float(np.mean(line.get_xdata() - np.round(line.get_xdata()))) for line in lines]
+        assert all(abs(x) <= plots.ACCURACY_SPREAD / 2 + 1e-9 for x in shifts), shifts
+        assert len(set(np.round(shifts, 9))) == len(lines), ax.get_title()  # side by side
         shaded = [c.get_label() for c in ax.collections]
         seeded = g[g.extra.str.contains(", seed ")].device.unique()
         assert shaded == [f"{d}: its 3 seeds' spread" for d in seeded], title

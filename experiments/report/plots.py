@@ -666,14 +666,26 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
 
 
 ACCURACY_MARKERS = "osD^v"
+ACCURACY_SIZE = 11  # a panel's first run's marker, in points
 ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one before
+# A panel's runs set side by side at each epoch, this far apart at most (in epochs): runs
+# reaching one accuracy lie beside one another, not on top; well inside half an epoch, so
+# each point stays over its own epoch's tick.
+ACCURACY_SPREAD = 0.4
+
+
+def _side_by_side(n: int) -> list[float]:
+    """The x offsets of a panel's `n` runs, in epochs, centred on the epoch."""
+    step = min(0.08, ACCURACY_SPREAD / max(1, n - 1))
+    return [step * (i - (n - 1) / 2) for i in range(n)]
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch in f32, one line per run, a panel per model, data set, batch and
-    epoch count (like compared with like); a device one colour in every panel, each run
-    of a panel its own shape and size, every marker hollow: a run drawn on top of another
-    leaves the one beneath visible around or inside it."""
+    epoch count (like compared with like); a device one colour in every panel, named with
+    its platform in each run's label (a panel of two CPUs' runs says it holds two machines),
+    each run of a panel its own shape and size, every marker hollow, the runs set a little
+    apart at each epoch: a run drawn on top of another leaves the one beneath visible."""
     # devices compared in one precision, f32: the precision study's bf16 and f32-highest
     # runs answer another question (its page), and would crowd the devices' panel
     curves = rows(table, quantity="test_accuracy", precision="f32")
@@ -693,26 +705,38 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
         runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
                                                             kv[1].extra.max()))  # fmt: skip
-        for i, (_, g) in enumerate(runs):
+        shifts = _side_by_side(len(runs))
+        at = {}  # each run's offset, which its device's seeds' spread spans
+        for i, ((records, g), shift) in enumerate(zip(runs, shifts, strict=True)):
             g = g.sort_values("epoch")
             first = g.iloc[0]
             seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
             label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
-            label += f" ({first.device})"
-            ax.plot(g.epoch, g.value, "-", marker=ACCURACY_MARKERS[i % len(ACCURACY_MARKERS)],
-                    markersize=14 * ACCURACY_SHRINK ** (i % len(ACCURACY_MARKERS)), mfc="none",
-                    mew=1.5, color=colour[first.device], linewidth=1, label=label)  # fmt: skip
-        # a device's seeds' spread, epoch by epoch: what a gap between devices is judged by
+            label += f" ({first.platform.upper()}: {first.device})"
+            at[records] = shift
+            k = i % len(ACCURACY_MARKERS)
+            ax.plot(g.epoch + shift, g.value, "-", marker=ACCURACY_MARKERS[k],
+                    markersize=ACCURACY_SIZE * ACCURACY_SHRINK**k, mfc="none", mew=1.5,
+                    color=colour[first.device], linewidth=1, label=label)  # fmt: skip
+        # a device's seeds' spread, epoch by epoch: what a gap between devices is judged by;
+        # flat across its seeds' offsets, so each seed's point lies inside it
         for (device, _, _), g in d.groupby(["device", "formulation", "precision"]):
             if (seeds := g.extra.str.extract(r"seed (\d+)")[0].fillna("0").nunique()) > 1:
                 spread = g.groupby("epoch").value.agg(["min", "max"])
-                ax.fill_between(spread.index, spread["min"], spread["max"], alpha=BAND_ALPHA,
-                                color=colour[device], linewidth=0,
+                offsets = [at[r] for r in set(g.records)]
+                x = [e + o for e in spread.index for o in (min(offsets), max(offsets))]
+                lo, hi = (spread[k].repeat(2).to_numpy() for k in ("min", "max"))
+                ax.fill_between(x, lo, hi, alpha=BAND_ALPHA, color=colour[device], linewidth=0,
                                 label=f"{device}: its {seeds} seeds' spread")  # fmt: skip
-        ax.set_title(f"{model} on {dataset}, batch {int(batch)}, {of} epochs", fontsize="medium")
-        ax.set(xlabel="epoch", xticks=range(1, of + 1))
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
+        title = f"{model} on {dataset}, batch {int(batch)}, {of} epochs"
+        cpus = sorted(set(d[d.platform == "cpu"].device))
+        if len(cpus) > 1:  # never read as one CPU's runs
+            title += f"\n{len(cpus)} CPUs, not one machine: each run's label names its own"
+        ax.set_title(title, fontsize="medium")
+        ax.set(xlabel="epoch (a panel's runs side by side at each)", xticks=range(1, of + 1))
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.17))
     axes[0][0].set_ylabel("test accuracy per epoch (measured)")
+    fig.subplots_adjust(top=0.8)  # a panel's second title line clear of the figure's
     # its panels' ranges differ by tenths of a point to points: said, never assumed alike
     return _finish(fig, path, "Test accuracy per epoch, f32 (each panel its own y-axis)",
                    tight=False)  # fmt: skip
