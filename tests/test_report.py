@@ -2641,6 +2641,23 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
     assert not any(", measured" in str(x.get_label()) for x in fig.axes[0].get_lines())
 
 
+def test_the_crossover_plot_draws_the_newest_sitting_over_the_earlier_ones(table, monkeypatch):
+    """In the loop panel and the ratio panel the newest sitting of a GPU, what the verdict
+    reads, is solid, thicker and drawn above each earlier sitting's line (dotted, thinner):
+    at widths where they meet, the earlier ones never hide it."""
+    fig = _figure(table, "crossover", monkeypatch)
+    loop_ax, ratio_ax = fig.axes[0], fig.axes[2]
+    for ax, newest in ((loop_ax, ", measured"), (ratio_ax, ", the newest sitting")):
+        lines = [x for x in ax.get_lines() if str(x.get_label()).startswith("H100 SXM")]
+        (top,) = [x for x in lines if x.get_label().split(" (one window")[0].endswith(newest)]
+        earlier = [x for x in lines if x is not top]
+        assert len(earlier) == 3  # the committed sittings: the control
+        assert top.get_linestyle() == "-"
+        for x in earlier:
+            assert x.get_linestyle() == ":" and x.get_linewidth() < top.get_linewidth()
+            assert x.get_zorder() < top.get_zorder(), x.get_label()
+
+
 def _shown_on(page: str, r: dict) -> bool:
     """Whether a rendered `page` prints row `r`: a table line with its device and value."""
     return any(

@@ -344,12 +344,14 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
         device = gl.device.iloc[0]
         hue = colour.get(device, "C4")
         newest = crossover_study.paired(cl, gl)
-        ax.plot(newest.params_cpu, newest.over, "D-", color=hue,
+        # the newest, what the verdict reads, over the earlier ones (as in the left panel)
+        ax.plot(newest.params_cpu, newest.over, "D-", color=hue, linewidth=2, zorder=3,
                 label=f"{device}, the newest sitting")  # fmt: skip
         for i, e in enumerate(crossover_study.sitting_crossovers(table, [(cl, gl)])):
             both = crossover_study.paired(cl, e["rows"])
-            ax.plot(both.params_cpu, both.over, f"{SITTINGS[i % 4]}:", alpha=0.6, color=hue,
-                    markersize=4, label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
+            ax.plot(both.params_cpu, both.over, f"{SITTINGS[i % 4]}:", alpha=0.5, color=hue,
+                    markersize=4, linewidth=0.8, zorder=2,
+                    label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
         moves = rows(table, quantity="run_spread", device=device,
                      extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
         if len(moves):  # the verdict's yardstick: the most sittings have moved the ratio
