@@ -2056,6 +2056,23 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     shade = fills(fig)["T4 x/÷ its band's worst, undecided inside: " + BAND_15]
     ys = shade.get_paths()[0].vertices[:, 1]
     assert min(ys) == g.value.min() / 2 and max(ys) == g.value.max() * 2  # the worst, not 1.5
+    # a band of fewer than MIN_BAND_N held out is no interval: no shade, its label says so
+    banded.loc[g.index, "band_n"] = plots.MIN_BAND_N - 1
+    fig = _figure(banded, "crossover", monkeypatch)
+    assert not any(x.startswith("T4") for x in fills(fig))
+    labels = [t.get_text().replace("\n", " ") for t in fig.axes[0].get_legend().get_texts()]
+    few = f"n={plots.MIN_BAND_N - 1}"
+    assert any(x.startswith("T4, predicted") and few in x and "no band to draw" in x
+               for x in labels), labels  # fmt: skip
+
+
+def test_one_rule_says_which_bands_are_drawn():
+    """A band is drawn from MIN_BAND_N held-out observations up, for a number or a column."""
+    n = plots.MIN_BAND_N
+    assert plots.band_drawn(n) and not plots.band_drawn(n - 1)
+    assert not plots.band_drawn(float("nan")) and not plots.band_drawn(None)
+    drawn = plots.band_drawn(pd.Series([n - 1, n, None, n + 6], dtype=object))
+    assert drawn.tolist() == [False, True, False, True]
 
 
 def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks(

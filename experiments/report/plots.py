@@ -38,6 +38,13 @@ ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
 
 
+def band_drawn(n: Any) -> Any:
+    """Whether a band of `n` held-out observations (a number or a column of them) is drawn
+    as an interval, a bar, lines or a shade: MIN_BAND_N or more. Every plot asks this one
+    rule; none (NaN) is no band either."""
+    return pd.to_numeric(n, errors="coerce") >= MIN_BAND_N
+
+
 def pyplot() -> Any:
     """matplotlib.pyplot drawing to files only (no display on servers, CI or TPU VMs)."""
     import matplotlib
@@ -185,9 +192,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
             # without a band is grey and says unvalidated
-            n = p.band_n.astype(float)
-            b, u = m.notna() & (n >= MIN_BAND_N), m.isna() & p.value.notna()
-            few = m.notna() & (n < MIN_BAND_N) & p.value.notna()
+            drawn = band_drawn(p.band_n)
+            b, u = m.notna() & drawn, m.isna() & p.value.notna()
+            few = m.notna() & ~drawn & p.value.notna()
             if few.any():
                 ax.plot(x[few], p.value[few], "o", color="C0", mfc="C0" if filled else "none",
                         label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
@@ -292,7 +299,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)
-    banded = bool(worst.notna().all())
+    banded = bool(worst.notna().all() and band_drawn(g.band_n).all())
     label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
     loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
     if banded:
@@ -635,7 +642,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                       mfc="none" if jax else colour, label=label)  # fmt: skip
             band = bands[(bands.model == regime) & (bands.extra == extra)
                          & (bands.device == platform)]  # fmt: skip
-            if len(band) and band.iloc[0].n >= MIN_BAND_N:
+            if len(band) and band_drawn(band.iloc[0].n):
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
                 _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
