@@ -761,10 +761,10 @@ def sittings_said(
         inside = value <= 1
         if moves is not None:
             chosen.append(moves)
-            noise, said = sitting_noise(t, moves, mc)
-            chosen += said[1]
+            noise, said, cpu_moves = sitting_noise(t, moves, mc)
+            chosen += cpu_moves
             inside |= value < noise
-            caveat += f"; {said[0]}"
+            caveat += f"; {said}"
             widths = sorted(int(p) for p in set(mc.params) if p >= held)
             past = next((p for p in widths
                          if min(v for v, _, _ in sitting_margins(t, mc, mg, earlier, p))
@@ -808,18 +808,18 @@ def sittings_said(
     return f"faster from {held:,} params in all {len(crossings)} sittings{beyond}", caveat, chosen
 
 
-def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, tuple]:
+def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, str, list[Row]]:
     """The most a sitting could move a GPU-over-CPU ratio: the GPU's loop step's worst
     move between sittings (`moves`) times the CPU's (`mc`'s device), where the CPU was
     timed in several sittings too; with its words and the CPU's row."""
     cpu = one(t, quantity="run_spread", device=mc.device.iloc[0], extra=SITTING_TO_SITTING)
     gpu = f"{fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
     if cpu is None:
-        return float(moves["hi"]), (f"a sitting moves {gpu}", [])
+        return float(moves["hi"]), f"a sitting moves {gpu}", []
     noise = float(moves["hi"]) * float(cpu["hi"])
     said = (f"a sitting moves the GPU's loop {gpu}, the CPU's {value_text(cpu['hi'], 'x')} "
             f"worst: {value_text(noise, 'x')} both")  # fmt: skip
-    return noise, (said, [cpu])
+    return noise, said, [cpu]
 
 
 def earlier_margins(
@@ -1210,7 +1210,7 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
         if not len(g):
             continue
         lo, hi = span(g)
-        way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
+        way = direction(lo, hi)
         where = ""
         xla = xla_in_device_loop(t, cpu, g) if loop == "device" else None
         if xla is not None:
@@ -1233,8 +1233,8 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
     # range holds that slow path too
     lo, hi = span(best)
-    way = "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
-    text = f"oneDNN vs xla formulation, same CPU, each at its best: {way} by {fmt(lo)}-{fmt(hi)}"
+    text = f"oneDNN vs xla formulation, same CPU, each at its best: {direction(lo, hi)} by "
+    text += f"{fmt(lo)}-{fmt(hi)}"
     return Said(f"{text}; {caveat}", [*seen, seed, lo, hi], per_loop)
 
 
@@ -1247,6 +1247,11 @@ def xla_in_device_loop(
     cell = ["model", "batch", "dataset"]
     found = inside[inside.set_index(cell).index.isin(cells.set_index(cell).index)]
     return found if len(found) else None
+
+
+def direction(lo: Row, hi: Row) -> str:
+    """Which way a range of speedups (its smallest and largest rows) goes."""
+    return "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
 
 
 def span(rows_: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:

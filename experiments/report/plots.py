@@ -362,7 +362,7 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
         moves = rows(table, quantity="run_spread", device=device,
                      extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
         if len(moves):  # the verdict's yardstick: the most sittings have moved the ratio
-            m, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cl)
+            m, _, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cl)
             label = f"sittings move the ratio up to {value_text(m, 'x')}: undecided inside"
             ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=textwrap.fill(label, 52))
     ax.axhline(1, color="k", linewidth=0.8)
