@@ -257,7 +257,11 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     over = [a and one(loops, denominator=a["id"]) for a in (mx, t4_b16)]
     c = seed_cpu_loop(t, loops) or cpu_step(t, cpu, SEED_MODEL, 16)
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
-    parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)})" if mx else ""]
+    # the seed's step holds its input pipeline and validation: over the same CPU loop, a
+    # speedup no larger than the MX150's own
+    bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
+    at_least = f": ≥{fmt(bound)}" if bound and x_mx else ""
+    parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
     parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")
     # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
@@ -277,7 +281,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     for r in own.to_dict("records"):
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
     found = [e for _, e in checks]
-    picked = [mx, t4, c, pm, pt, *over, *found, *own.to_dict("records")]
+    picked = [mx, t4, c, pm, pt, *over, bound, *found, *own.to_dict("records")]
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 
@@ -538,7 +542,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
-        f"seed's {fmt(seed)}/batch: Keras's K80 step {fmt(keras)}, our model {fmt(ours)} "
+        f"seed's {fmt(seed)}/batch: {repository(keras)}'s K80 step {fmt(keras)}, "
+        f"our model {fmt(ours)} "
         f"({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
@@ -555,6 +560,13 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(
         text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
     )
+
+
+def repository(r: Row) -> str:
+    """A published row's source named by its repository (a GitHub file's URL), else as is."""
+    source = str(r["source"])
+    parts = source.split("github.com/", 1)
+    return parts[1].split("/")[1] if len(parts) == 2 else source
 
 
 def k80_reach(over: Row, checks: pd.DataFrame) -> str:

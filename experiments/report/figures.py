@@ -270,6 +270,10 @@ RULES = {
     "its own CPU's, of the same model and batch",
     "epoch-from-step": "an epoch of the model's training set as the step times its "
     "steps (evaluation apart), where no epoch was timed",
+    "seed-step-bound": "a seed's published accelerator step (its epoch over its steps: "
+    "its input pipeline and validation included, so no faster than its train step) against "
+    "the CPU's jaxcnn's loop of the same model and batch: a lower bound of that chip's "
+    "speedup",
     "paired": "the newest pairing of both configurations on this machine, run in "
     "alternating turns (benchmarks/paired.py); the median of the per-round ratios",
     "run-to-run": "per chip, over its loop steps pooled from several runs (`pooled`): each "
@@ -1666,6 +1670,26 @@ def seed_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def seed_step_bounds(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each seed's published accelerator step against each CPU's jaxcnn's loop of the
+    same step, in the CPU's default formulation (RULES["seed-step-bound"])."""
+    from jaxcnn.formulation import for_platform
+
+    steps = rows(table, quantity="step_s", kind="published")
+    steps = steps[steps.source.astype(str).str.startswith("seed ") & (steps.platform != "cpu")]
+    loops = rows(table, quantity="step_s", kind="measured", platform="cpu", devices=1,
+                 extra=LOOP, formulation=for_platform("cpu").name)  # fmt: skip
+    out = []
+    for _, a in steps.iterrows():
+        for _, b in _same_step(loops, a).iterrows():
+            extra = f"the seed's step vs {b.device}'s {LOOP} on {b.dataset}"
+            ids = {"numerator": b.id, "denominator": a.id}
+            value = b.value / a.value
+            out.append(row("speedup", "derived", value, workload_of_row(a), "seed-step-bound",
+                           extra=extra, **ids))  # fmt: skip
+    return out
+
+
 def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
     """An epoch of a seed model's training set from a measured step or a predicted loop
     step (RULES["epoch-from-step"])."""
@@ -2030,6 +2054,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         functools.partial(measured_versus_predicted, fitted=fitted_records(constants)),
         cpu_speedups,
         seed_speedups,
+        seed_step_bounds,
         ensemble_speedups,
         formulation_speedups,
         loop_speedups,
