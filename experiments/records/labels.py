@@ -56,16 +56,10 @@ def model_with_overrides(workload: NamesModel) -> str:
 CPU_NOT_RECORDED = "CPU (model not recorded)"
 
 
-def cpu_label(record: Record) -> str:
-    """The record's CPU as the report groups CPU figures: its model and the vector
-    extensions that set its speed (`env.cpu`), or CPU_NOT_RECORDED for records made
-    before it was recorded."""
-    cpu = record.env.cpu
-    return cpu_name(cpu.model, cpu.extensions) if cpu else CPU_NOT_RECORDED
-
-
 def cpu_name(model: str | None, extensions: Sequence[str] | None) -> str:
-    """cpu_label of a CPU's model and vector extensions (experiments.records.host_cpu)."""
+    """A CPU as the report groups CPU figures: its model and the vector extensions that
+    set its speed (experiments.records.host_cpu), or CPU_NOT_RECORDED for records made
+    before it was recorded."""
     if not model:
         return CPU_NOT_RECORDED
     return markdown_text(f"{model} ({', '.join(extensions or []) or 'no AVX2'})")
