@@ -20,6 +20,7 @@ from experiments.report.figures import (
     SITTING_TO_SITTING,
     UNDECIDED_FIT,
     framework_factors,
+    host_unpriced,
     is_small,
 )
 from experiments.report.fmt import each_text, fmt, span_text, value_text
@@ -917,7 +918,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     seen += sides[sides.kind == "measured"].reset_index().to_dict("records")  # its "M"
     for _, side in sides.groupby(sides.platform, sort=False):
         chips = "/".join(sorted(set(side.device)))
-        unpriced = side.note.astype(str).str.contains("left out").any()
+        unpriced = host_unpriced(side.note).any()
         kind = "/".join(sorted(set(side.kind)))
         said.append(f"{chips} {kind}{' (host partly unpriced)' if unpriced else ''}")
     said.sort(key=lambda words: not words.startswith("tpu"))
@@ -980,7 +981,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("no predicted epoch on a priced target yet")
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
-    partly = " (host partly unpriced)" if "left out" in str(r["note"]) else ""
+    partly = " (host partly unpriced)" if host_unpriced(ordered.note.head(1)).any() else ""
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
     dearer = rows(t, quantity="cost_ratio", denominator=r["id"])
     margin = None
@@ -996,7 +997,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
             text = f"Undecided: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
-    priced = ordered[~ordered.note.astype(str).str.contains("left out")]
+    priced = ordered[~host_unpriced(ordered.note)]
     if partly and len(priced):
         whole = priced.iloc[0].to_dict()
         priced_said = f"cheapest with its host priced: {whole['device']} {fmt(whole)}"

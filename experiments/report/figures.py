@@ -1104,7 +1104,7 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
                 # the device step's band never stands for a loop step's
                 band = loop_band_of(block) or {"band_quantity": "unvalidated"}
             left_out = block.get("loop_left_out")
-            note = "left out: " + ", ".join(left_out) if left_out else None
+            note = LEFT_OUT + ", ".join(left_out) if left_out else None
             out.append(predicted("loop_step_s", loop_step, note=note, source=source, **band))
         flops = number(r.flops.per_step) if r.flops else None
         per_device = flops / max(1, w["devices"]) if flops else None
@@ -1129,6 +1129,16 @@ HELD_OUT_LOOP_SPLIT = "program (host) and chip (device) held out"
 # The band_split of a loop step's band (jaxcnn.perf.predict.loop_band): published JAX
 # loops, each on its own host, held out of every fit.
 LOOP_BAND_SPLIT = "published JAX loops, held out"
+
+
+# A predicted loop step's note naming its host parts with no figure (counted 0): the
+# loop step, and an epoch or a price made from it, is a floor. Their notes carry it on.
+LEFT_OUT = "left out: "
+
+
+def host_unpriced(notes: pd.Series) -> pd.Series:
+    """Which of these figures' `notes` say a host part of theirs has no figure."""
+    return notes.astype(str).str.contains(LEFT_OUT, regex=False)
 
 
 def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
