@@ -559,6 +559,7 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
             written |= {fmt({**r, "value": r["value"] / worst}) for r in fractions}
     written.add(f"{scaling_study.SCALES_AT:.0%}")  # a rule's threshold, the study's constant
     written.add(f"{USABLE_FRACTION['gpu']:.0%}")  # JAX's default share of a GPU, a chip fact
+    written.add("100%")  # ideal scaling: the baseline row 8's band stands beside
     assert shown - written == set()
     # the check can fail: a number typed into the page is caught
     assert NUMBER.findall("took 123.4 ms") and "123.4 ms" not in written
@@ -608,8 +609,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # yardstick beside the GPU's: 1307; row 7's host time run to run: 1321; row 1's
     # allocator peak as the program ran, over the compiled memory a verdict holds: 1338;
     # row 11's cheapest with its host priced: 1343; row 2's speedup bounded by the seed's
-    # own step, row 6's Keras step named by its source: 1346)
-    assert len(lines) <= 25 and len(text.split()) <= 1346
+    # own step, row 6's Keras step named by its source: 1346; row 8's band beside every pair
+    # taken at 100%: 1355)
+    assert len(lines) <= 25 and len(text.split()) <= 1355
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1517,7 +1519,8 @@ def test_the_scaling_band_counts_the_pairs_alone_and_says_their_direction():
     a = figures.row("step_s", "predicted", 1.0, step, "per-kernel")
     b = figures.row("step_s", "published", 2.0, step, "published")
     table = figures.frame([*rows, figures.ratio("error_factor", a, b, "held-out")])
-    (band,) = figures.scaling_band(table)
+    band, ideal = figures.scaling_band(table)
+    assert ideal["extra"] == figures.SCALING_IDEAL and ideal["n"] == 2
     values = sorted(f["value"] for f in factors)
     assert (band["value"], band["hi"], band["n"]) == (pytest.approx(sum(values) / 2), values[1], 2)
     assert band["note"].startswith(f"{figures.OPTIMISTIC} in 1 of 2")
@@ -3544,3 +3547,33 @@ def test_row_two_bounds_the_mx150_speedup_by_the_seed_s_own_step(csv):
     predicted = csv[(csv.selection == "loop-vs-loop") & (csv.device == "gpu-mx150")
                     & (csv.numerator == mx.numerator)].iloc[0]  # fmt: skip
     assert predicted.value < mx.value and f"{fmt(predicted.to_dict())} the CPU" in said
+
+
+def test_a_band_stands_beside_a_baseline_with_no_model_recomputed_from_figures_csv(csv):
+    bands = csv[csv.quantity == "band"]
+    ideal = bands[bands.extra == figures.SCALING_IDEAL].iloc[0]
+    fitted = bands[bands.extra == scaling_study.EFFICIENCY_BAND].iloc[0]
+    # every published 1-vs-N pair the band checks, taken at 100% instead of predicted
+    checks = csv[(csv.quantity == "error_factor")
+                 & csv.extra.str.endswith(figures.SCALING_VERSUS)]  # fmt: skip
+    published = checks.numerator.map(csv.set_index("id").value)
+    factors = [max(1 / a, a) for a in published]
+    assert (ideal.value, ideal.hi, ideal.n) == pytest.approx(
+        (statistics.median(factors), max(factors), fitted.n)
+    )
+    assert ideal.kind == "derived" and fitted.kind == "predicted"
+    # the loop step's: each held-out loop against the median of the other programs' loops
+    loops = predictions.constants_table()["loop_error"]["gpu"]["loops"]
+    constant = bands[(bands.extra == figures.LOOP_CONSTANT) & (bands.device == "gpu")].iloc[0]
+    guess = [statistics.median(o["measured_s"] for o in loops if o["program"] != c["program"])
+             for c in loops]  # fmt: skip
+    factors = [
+        max(g / c["measured_s"], c["measured_s"] / g) for g, c in zip(guess, loops, strict=True)
+    ]
+    assert (constant.value, constant.hi, constant.n) == pytest.approx(
+        (statistics.median(factors), max(factors), len(loops))
+    )
+    # both said where a reader judges the band: row 8 and the predictions page
+    assert f"100% for every pair: {fmt(ideal.to_dict())}" in answers.answers(csv)[7].band
+    page = (RESULTS / views.PAGES / "predictions.md").read_text()
+    assert figures.LOOP_CONSTANT in page and figures.SCALING_IDEAL in page

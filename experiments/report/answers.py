@@ -17,6 +17,7 @@ from experiments.report.figures import (
     JAX_VERSUS,
     OVER_ITS_RUNS,
     RUN_TO_RUN,
+    SCALING_IDEAL,
     SITTING_TO_SITTING,
     UNDECIDED_FIT,
     framework_factors,
@@ -673,18 +674,22 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
                     for r in above.to_dict("records"))  # fmt: skip
     band = one(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
+    ideal = one(t, quantity="band", extra=SCALING_IDEAL, platform="gpu")
     rule = f"yes: {SCALES_AT:.0%} of ideal or more with the per-GPU batch held, at the band's worst"
     said_band = f"{rule}{flaws}"
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
+        # beside it, what taking every pair at 100% gives: what the model adds to that
+        worst = ideal and value_text(ideal["hi"], "x")
+        at_ideal = f" (100% for every pair: {fmt(ideal)}, worst {worst})" if ideal else ""
         said_band = (f"{rule}; {'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
-                     f", {band['note']}; unvalidated for the rest{flaws}")  # fmt: skip
+                     f", {band['note']}{at_ideal}; unvalidated for the rest{flaws}")  # fmt: skip
     # where each lowest is: the chip and count, models grouped by it
     on: dict[str, list[str]] = {}
     for v in verdicts:
         on.setdefault(v["row"]["device"], []).append(v["model"])
     said_band += "; lowest on " + ", ".join(f"{d}: {'/'.join(ms)}" for d, ms in on.items())
-    chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band]
+    chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}; {split}", chosen, said_band)
 
 

@@ -295,6 +295,10 @@ RULES = {
     "before-first-run": "the prediction the first run of a program on a chip was written "
     "with as it ran, by constants fitted before any run of that program on that chip, "
     "against its measured step (`pooled`); the factor max(predicted/actual, actual/predicted)",
+    "baseline": "no model: what a prediction that knows nothing of the program reaches on "
+    "the very checks a band is measured on (a loop step: the median measured loop step of "
+    "the platform's other programs; a scaling efficiency: ideal, 100%); a band shows its "
+    "model's worth only where it is tighter than this",
     "in-sample": "predicted by constants fitted with this very step among their data: how "
     "closely the fit reproduces what it was fitted on, never an error band; the factor "
     "max(predicted/actual, actual/predicted)",
@@ -1182,6 +1186,7 @@ def held_out_loop_rows(
                 row("error_factor", "predicted", max(p / a, a / p), w, "held-out", pooled,
                     extra=HELD_OUT_LOOP, numerator=measured, note=note)
             )  # fmt: skip
+        out += constant_baseline(platform, found["loops"])
         bands = (
             (found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
             (found["regimes"], f"loop step, {HELD_OUT_LOOP_SPLIT}", LOOP),
@@ -1193,6 +1198,31 @@ def held_out_loop_rows(
                         f"{b['faster']} of {n}")  # fmt: skip
                 factors = (b["median"], b["worst"], n)
                 out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note))
+    return out
+
+
+LOOP_CONSTANT = "loop step, a constant: the median of the other programs' measured loop steps"
+
+
+def constant_baseline(platform: str, loops: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per regime, the band the held-out loop steps' own checks (`loops`: the constants'
+    `loop_error`) give a prediction with no model of the program: each measured loop step
+    predicted as the median measured loop step of the platform's other programs. Where
+    the host's fixed parts make most of every step, this is near the model's band."""
+    out = []
+    for regime in sorted({c["regime"] for c in loops}):
+        same = [c for c in loops if c["regime"] == regime]
+        factors = []
+        for c in same:
+            others = [o["measured_s"] for o in same if o["program"] != c["program"]]
+            if others:
+                guess, a = statistics.median(others), c["measured_s"]
+                factors.append(max(guess / a, a / guess))
+        if factors:
+            note = f"jaxcnn's loop; {len(factors)} measured loop steps, each against the others'"
+            found = _median_worst(factors)
+            out.append(band_row(platform, f"{regime} programs", found, "baseline",
+                                kind="derived", extra=LOOP_CONSTANT, note=note))  # fmt: skip
     return out
 
 
@@ -1409,6 +1439,7 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[di
 
 
 SCALING_BAND = EFFICIENCY_BAND  # the scaling page's band, named once there
+SCALING_IDEAL = "scaling efficiency, ideal (100%) for every pair"
 SCALING_SPLIT = "against published 1-vs-N pairs"  # nothing fitted: the pairs are outside
 
 
@@ -1421,6 +1452,12 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
         note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
         found = _median_worst(g.value)
         out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note))
+        # the same pairs with every efficiency taken as ideal: what the model adds to that
+        published = g.numerator.map(table.set_index("id").value)
+        ideal = _median_worst([max(1 / a, a) for a in published])
+        note = f"every one of the {len(g)} published 1-vs-N-chip pairs taken at 100%"
+        out.append(band_row(platform, "large programs", ideal, "baseline", kind="derived",
+                            extra=SCALING_IDEAL, note=note))  # fmt: skip
     return out
 
 

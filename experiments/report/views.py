@@ -19,7 +19,6 @@ from experiments.studies.page import (
     Section,
     reference_cpu,
     rows,
-    select,
     where,
 )
 
@@ -274,8 +273,11 @@ def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
 PAGE_SECTIONS: dict[str, Page] = {
     **{name: study.page for name, study in REGISTRY.items() if study.page},
     "predictions": Page("How far predictions can be trusted", [
-        Section("Error bands (held out, per platform and regime)", select(quantity="band"),
-                "device value how note"),
+        # each baseline beside the band of the same checks (their `extra`s share a start)
+        Section("Error bands (held out, per platform and regime; a baseline with no model "
+                "beside its band)", lambda t: rows(t, quantity="band").sort_values(
+                    ["device", "model", "extra"], kind="stable"),
+                "device kind value spread how note"),
         Section("Published figures against the prediction of the same step",
                 where(lambda t: (t.quantity == "error_factor")
                       | ((t.kind == "published") & (t.quantity == "step_s"))),
