@@ -789,3 +789,24 @@ def test_a_record_says_whether_its_tree_differed_from_its_commit(tmp_path):
     assert git_tree(repo)["git_diff"] == edited["git_diff"]
     # outside git: no commit, and nothing said about changes
     assert git_tree(plain) == {"git_commit": None}
+
+
+def test_a_record_states_the_cores_its_process_could_use(monkeypatch, tmp_path):
+    from experiments.records import host_cpu, make
+
+    # a VM's share of its CPU, as the process sees it (its affinity), not the host's count
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert make.environment()["cpu"]["cores"] == 3
+    assert host_cpu.describe("model name\t: X\nflags\t: avx2\n") == {
+        "model": "X",
+        "extensions": ["AVX2"],
+        "cores": 3,
+    }
+    # the schema holds it, and refuses what is not a count
+    good = _record(env={"jax": "0", "cpu": {"model": "X", "cores": 3}})
+    bad = _record(env={"jax": "0", "cpu": {"model": "X", "cores": "two"}})
+    records.append(tmp_path / "records.jsonl", good)
+    with pytest.raises(records.RecordError, match="cores"):
+        records.append(tmp_path / "records.jsonl", bad)
+    (back,) = records.load(tmp_path / "records.jsonl")
+    assert back.env.cpu.cores == 3

@@ -610,8 +610,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # allocator peak as the program ran, over the compiled memory a verdict holds: 1338;
     # row 11's cheapest with its host priced: 1343; row 2's speedup bounded by the seed's
     # own step, row 6's Keras step named by its source: 1346; row 8's band beside every pair
-    # taken at 100%: 1355)
-    assert len(lines) <= 25 and len(text.split()) <= 1355
+    # taken at 100%: 1355; the CPU's cores in line two: 1357)
+    assert len(lines) <= 25 and len(text.split()) <= 1357
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -643,13 +643,17 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
                      & (table.extra == figures.SITTING_TO_SITTING)].to_dict("records")  # fmt: skip
     worst = value_text(moves["hi"], "x")
     moved = f"a sitting moves its loop step {fmt(moves)} median, {worst} worst"
-    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu[:-1]}; {moved}). "
+    # the cores its records state (the peer runs' os.cpu_count: 2 on these VMs)
+    (cores,) = table[(table.quantity == "cores") & (table.device == cpu)].to_dict("records")
+    assert (cores["value"], cores["lo"], cores["hi"]) == (2, 2, 2) and cores["n"] >= 80
+    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}, 2 cores{on_cpu[:-1]}; {moved}). "
     assert views.what_ran(table).startswith(ran)
-    # the control: a CPU timed in one sitting says its release alone
-    once = table[table.id != moves["id"]]
+    # the control: a CPU timed in one sitting says its release alone; one with no cores
+    # stated says none
+    once = table[~table.id.isin([moves["id"], cores["id"]])]
     alone = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu}. "
     assert views.what_ran(once).startswith(alone)
-    on_cpu = f"{on_cpu[:-1]}; {moved})"
+    on_cpu = f", 2 cores{on_cpu[:-1]}; {moved})"
     goal = views.gpu_goal(table)
     assert goal.startswith(f"Measured on GPUs H100 SXM, H200{gpu}; ") and "not measured" in goal
     gpu_alone = table[table.platform != "cpu"]  # a folder of GPU runs names no CPU
@@ -658,7 +662,7 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert views.what_ran(one).startswith(f"**Measured on GPU H200{gpu} and CPU {cpu}{on_cpu}. ")
     # the control: records that name no release say none
     bare = views.what_ran(table.assign(software=None))
-    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu} ({moved}). ")
+    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}, 2 cores ({moved}). ")
     assert goal in views.bench_block(table, None)
     performance = (ROOT / "PERFORMANCE.md").read_text()
     assert goal in performance and "no GPU was at hand" not in performance

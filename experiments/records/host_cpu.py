@@ -6,6 +6,7 @@ extensions."""
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,17 @@ from typing import Any
 EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "amx_tile": "AMX"}
 
 
+def cores() -> int | None:
+    """The processors this process may run on: what a step's threads share (a VM's vCPUs,
+    a container's quota of them), which sets a CPU's speed as much as its model does."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
 def describe(cpuinfo: str | None = None) -> dict[str, Any]:
-    """{"model": "AMD EPYC 9B14", "extensions": ["AVX2", "AVX-512"]} of this machine
-    (or of `cpuinfo`, /proc/cpuinfo's text)."""
+    """{"model": "AMD EPYC 9B14", "extensions": ["AVX2", "AVX-512"], "cores": 2} of this
+    machine (or of `cpuinfo`, /proc/cpuinfo's text; cores: this process's, `cores`)."""
     if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
@@ -31,4 +40,5 @@ def describe(cpuinfo: str | None = None) -> dict[str, Any]:
     return {
         "model": fields.get("model name") or platform.processor() or None,
         "extensions": [name for flag, name in EXTENSIONS.items() if flag in flags],
+        "cores": cores(),
     }

@@ -746,6 +746,7 @@ Cpu = _part(
     Str,
     model="its model name",
     extensions=(list[Str], "its vector extensions (AVX2, AVX-512, AMX)"),
+    cores=(Count, "the processors this process could run on (its affinity, else os.cpu_count)"),
 )
 CpuThreads = _part(
     "CpuThreads",

@@ -20,7 +20,7 @@ import functools
 import json
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -151,6 +151,7 @@ SPREADS = (
     "min-max over seeds",
     "min-max over windows",
     "min-max over runs",
+    "min-max over records",
     OVER_ITS_RUNS,
     "median, worst",
     FIT_TO_FAIL,
@@ -270,6 +271,10 @@ RULES = {
     "its own CPU's, of the same model and batch",
     "epoch-from-step": "an epoch of the model's training set as the step times its "
     "steps (evaluation apart), where no epoch was timed",
+    "as-recorded": "as a CPU's records state it: the processors a run could use (a peer "
+    "run's os.cpu_count, a newer run's affinity), the most common value with its min-max "
+    "over the records that state it; a CPU label names a model and its extensions, not how "
+    "many cores a VM of it has",
     "seed-step-bound": "a seed's published accelerator step (its epoch over its steps: "
     "its input pipeline and validation included, so no faster than its train step) against "
     "the CPU's jaxcnn's loop of the same model and batch: a lower bound of that chip's "
@@ -331,6 +336,7 @@ UNITS = {
     "host_s": "s",
     "run_spread": "x",
     "memory_factor": "x",
+    "cores": "cores",
 }
 
 
@@ -744,6 +750,28 @@ def _loop_total(r: Record) -> float | None:
 
 
 RUN_TO_RUN = "loop step, run to run"
+
+
+def core_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per CPU label, how many processors its runs could use (RULES["as-recorded"])."""
+    stated: dict[str, list[int]] = {}
+    total: Counter = Counter()
+    for r in records:
+        if r.device.platform != "cpu" or _names_no_cpu(r):
+            continue
+        device = device_of(r)
+        total[device] += 1
+        n = r.env.cpu.cores or getattr(r.env, "cpu_count", None)
+        if n:
+            stated.setdefault(device, []).append(n)
+    out = []
+    for device, ns in sorted(stated.items()):
+        common = Counter(ns).most_common(1)[0][0]
+        w = {"device": device, "platform": "cpu", "devices": 1, "model": "-", "dataset": "-"}
+        note = f"stated by {len(ns)} of its {total[device]} records (older ones did not record it)"
+        out.append(row("cores", "measured", common, w, "as-recorded", lo=min(ns), hi=max(ns),
+                       spread="min-max over records", n=len(ns), note=note))  # fmt: skip
+    return out
 
 
 def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -2085,6 +2113,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *compiled_rows(records),
         *held_out_loop_rows(records, constants, host),
         *run_spread_rows(host),
+        *core_rows(records),
         *sitting_spread_rows(records),
         *before_first_run_rows(records),
         *predicted_rows(records, bands),

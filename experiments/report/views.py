@@ -55,7 +55,8 @@ def what_ran(table: pd.DataFrame) -> str:
     older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
     if accelerators:
         on_cpu = rows(table, kind="measured", device=named)
-        cpu_said = [f"CPU {named}{cpu_context(table, named, on_cpu)}"] if named else []
+        cores = cores_said(table, named)
+        cpu_said = [f"CPU {named}{cores}{cpu_context(table, named, on_cpu)}"] if named else []
         ran = f"Measured on {' and '.join([*accelerators, *cpu_said])}"
     else:
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
@@ -67,6 +68,17 @@ def what_ran(table: pd.DataFrame) -> str:
             else ". Nothing here ran on, or was compiled for, a GPU or TPU"
         )
     return f"**{ran}. {len(table):,} figures in [{FIGURES}]({FIGURES}).**"
+
+
+def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
+    """ ", 2 cores": the processors `cpu`'s runs could use, as its records state them (a
+    VM's share of a CPU sets every ratio over it), "" where none states it."""
+    found = rows(table, quantity="cores", device=cpu)
+    if not len(found):
+        return ""
+    r = found.iloc[0].to_dict()
+    other = f" ({r['lo']:.0f}-{r['hi']:.0f} in its records)" if r["lo"] != r["hi"] else ""
+    return f", {fmt(r)}{other}"
 
 
 def cpu_context(table: pd.DataFrame, cpu: str, on_cpu: pd.DataFrame) -> str:
