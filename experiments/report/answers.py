@@ -13,9 +13,11 @@ import pandas as pd
 from experiments.report.figures import (
     ACROSS_SITTINGS,
     BEST_OVER_BEST,
+    BEST_OVER_CPU,
     HELD_OUT_LOOP,
     JAX_VERSUS,
     OVER_ITS_RUNS,
+    OVER_K1,
     RUN_TO_RUN,
     SCALING_IDEAL,
     SITTING_TO_SITTING,
@@ -1166,7 +1168,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     named. The verdict per K against its own device's noise: K=1 batches nothing, so its
     distance from 1x is how far noise reaches there."""
     every = rows(t, quantity="speedup", kind="measured")
-    every = every[every.extra.str.contains("vmap vs sequential")]
+    net = every[every.extra.str.endswith(OVER_K1)]
+    every = every[every.extra.str.contains("vmap vs sequential") & ~every.index.isin(net.index)]
     s = every[every.platform == "cpu"]
     here = s[s.device == cpu]
     if not len(here):
@@ -1190,6 +1193,15 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
             verdict = "unjudged"
         verdicts[verdict].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
+    # an accelerator's sequential path pays a dispatch per model: K=1 reads it alone, and
+    # each K over K=1 is what batching itself gained
+    netted, net_said = [], []
+    for who, g in s[(s.k > 1) & (s.platform != "cpu")].groupby("device", sort=False):
+        found = [one(net, numerator=i) for i in g.id]
+        if all(found):
+            netted += found
+            each = ", ".join(f"K={k} {fmt(f)}" for k, f in zip(g.k, found, strict=True))
+            net_said.append(f"over its K=1's, the {who}'s {each}")
     said = "; ".join(
         f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
         for v, found in verdicts.items()
@@ -1207,9 +1219,10 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
             for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
         ]
         band = f"K=1 reads {', '.join(reads)}: gaps from 1x within those are noise"
+        band += "".join(f"; {words}" for words in net_said)
     if verdicts["unjudged"]:  # a ratio across sittings holds two VMs' speeds as well
         band = f"{band or '-'}; unjudged: sides from two sittings"
-    return Said(text, list(s.drop(columns=["k", "ref"]).to_dict("records")), band)
+    return Said(text, [*s.drop(columns=["k", "ref"]).to_dict("records"), *netted], band)
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -1251,9 +1264,17 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
     # range holds that slow path too
     lo, hi = span(best)
-    text = f"oneDNN vs xla formulation, same CPU, each at its best: {direction(lo, hi)} by "
-    text += f"{fmt(lo)}-{fmt(hi)}"
-    return Said(f"{text}; {caveat}", [*seen, seed, lo, hi], per_loop)
+    over_xla = f"{fmt(lo)}-{fmt(hi)} over xla's"
+    over_cpu = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
+                    precision="f32", extra=BEST_OVER_CPU)  # fmt: skip
+    if not len(over_cpu):
+        text = f"oneDNN, same CPU, each at its best: {direction(lo, hi)} by {over_xla}"
+        return Said(f"{text}; {caveat}", [*seen, seed, lo, hi], per_loop)
+    # over jaxcnn's own default on a CPU first: what the library adds to the best without it
+    a, b = span(over_cpu)
+    text = (f"oneDNN, same CPU, each at its best: {direction(a, b)} by {fmt(a)}-{fmt(b)} over "
+            f"jaxcnn's default (cpu) formulation, {over_xla}")  # fmt: skip
+    return Said(f"{text}; {caveat}", [*seen, seed, lo, hi, a, b], per_loop)
 
 
 def xla_in_device_loop(

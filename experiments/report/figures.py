@@ -275,6 +275,9 @@ RULES = {
     "run's os.cpu_count, a newer run's affinity), the most common value with its min-max "
     "over the records that state it; a CPU label names a model and its extensions, not how "
     "many cores a VM of it has",
+    "over-k1": "a K-model vmap speedup over the same device's and formulation's K=1 "
+    "speedup: K=1 batches nothing, so what it reads is the two paths' own cost per call "
+    "(the sequential one's loop over models), divided out here",
     "seed-step-bound": "a seed's published accelerator step (its epoch over its steps: "
     "its input pipeline and validation included, so no faster than its train step) against "
     "the CPU's jaxcnn's loop of the same model and batch: a lower bound of that chip's "
@@ -1817,20 +1820,35 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
         if len(seq) == 1:
             extra = f"{k} vmap vs sequential"
             out.append(speedup(v, seq.iloc[0], "equal-batch", extra))
+    # each K's over K=1's of the same device and formulation
+    ones = {(r["device"], r["formulation"], r["model"], r["batch"]): r
+            for r in out if r["extra"] == "K=1 vmap vs sequential"}  # fmt: skip
+    for r in list(out):
+        one = ones.get((r["device"], r["formulation"], r["model"], r["batch"]))
+        if one is not None and r is not one:
+            out.append(speedup(one, r, "over-k1", f"{r['extra']}{OVER_K1}"))
     return out
+
+
+OVER_K1 = ", over K=1's"
 
 
 def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """What a kernel library is worth on a CPU: each formulation's step against the xla
     formulation's of the same step, loop and device."""
     same = _over_the_same(table, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation")
-    return same + _best_over_best(table, "onednn", "xla")
+    best = _best_over_best(table, "onednn", "xla", BEST_OVER_BEST)
+    return same + best + _best_over_best(table, "onednn", "cpu", BEST_OVER_CPU)
 
 
 BEST_OVER_BEST = "at its best vs xla formulation at its best"
+# over jaxcnn's own default on a CPU: what the library adds to the best without one
+BEST_OVER_CPU = "at its best vs cpu formulation at its best"
 
 
-def _best_over_best(table: pd.DataFrame, chosen: str, base: str) -> list[dict[str, Any]]:
+def _best_over_best(
+    table: pd.DataFrame, chosen: str, base: str, extra: str
+) -> list[dict[str, Any]]:
     """A formulation's fastest step of a workload on a device (either loop) over the `base`
     formulation's fastest of the same: each at its best, whatever loop that took."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
@@ -1839,7 +1857,7 @@ def _best_over_best(table: pd.DataFrame, chosen: str, base: str) -> list[dict[st
     for _, g in m[m.formulation.isin([chosen, base])].groupby(key):
         mine, theirs = g[g.formulation == chosen], g[g.formulation == base]
         if len(mine) and len(theirs):
-            out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", BEST_OVER_BEST))
+            out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", extra))
     return out
 
 
