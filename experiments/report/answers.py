@@ -662,14 +662,19 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
+        said_of: dict[tuple[str, str], list[str]] = {}  # one model's widths of one value, once
+        for v in each:
+            worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
+            name, _, variant = v["model"].partition(" ")
+            said_of.setdefault((name, f"{fmt(v['row'])}{worst or ''}"), []).append(variant)
         models = ", ".join(
-            f"{v['model']} {fmt(v['row'])}"
-            + (f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)" if v["at_worst"] else "")
-            for v in each
+            " ".join(filter(None, [name, "/".join(filter(None, variants)), value]))
+            for (name, value), variants in said_of.items()
         )
         said += [f"{verdict}: {models}"] if each else []
     most = max(int(v["row"]["devices"]) for v in verdicts)
-    text = f"{'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    # every figure here is predicted from compiled programs: said first, not only in "P"
+    text = f"Predicted {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
     above = s[s.flag.astype(str).str.startswith("above ideal")]
     # a prediction above ideal is a flaw: said beside the band, not hidden
