@@ -2470,6 +2470,44 @@ def test_the_seed_models_plot_draws_a_chips_measured_step_once_on_the_seeds_data
     assert len(drawn) == chips and h100[h100.dataset == "mnist"].value.iloc[0] in drawn
 
 
+def _mixed_columns(ax) -> list[int]:
+    """The seed-models panel's columns holding both a predicted and a measured point, and
+    a measured point's column that is not shaded as a measured chip's."""
+    import numpy as np
+
+    kinds: dict[int, set[str]] = {}
+    for line in ax.get_lines():
+        kind = str(line.get_label()).split(" ", 1)[0].rstrip(",")
+        if kind in ("measured", "predicted"):
+            for x in line.get_xdata():
+                kinds.setdefault(int(np.round(x)), set()).add(kind)
+    to_data = ax.transData.inverted()
+    spans = [p.get_extents().transformed(to_data).intervalx for p in ax.patches
+             if p.get_label() == plots.MEASURED_SLOT]  # fmt: skip
+    shaded = {int(np.round(np.mean(x))) for x in spans}
+    return sorted(c for c, k in kinds.items()
+                  if len(k) > 1 or ("measured" in k and c not in shaded))  # fmt: skip
+
+
+def test_the_seed_models_plot_gives_a_measured_chip_a_shaded_column_of_its_own(table, monkeypatch):
+    """A chip measured never shares its target's column: a predicted step and a measured
+    one stand in different columns, the measured ones shaded and their ticks saying
+    measured, and no tick names a prediction and a measurement at once."""
+    fig = _figure(table, "first", monkeypatch)
+    for ax in fig.axes:
+        assert any(line.get_label().startswith("measured") for line in ax.get_lines())
+        assert _mixed_columns(ax) == [], ax.get_title()
+    ticks = [t.get_text() for t in fig.axes[-1].get_xticklabels()]
+    assert "H100 SXM (measured)" in ticks and not any("+ measured" in t for t in ticks), ticks
+    # the control: a measured point moved into its target's column is found
+    ax = fig.axes[0]
+    line = next(
+        x for x in ax.get_lines() if x.get_label().startswith("measured") and len(x.get_xdata())
+    )
+    line.set_xdata([ticks.index("gpu-h100")] * len(line.get_xdata()))
+    assert _mixed_columns(ax) == [ticks.index("gpu-h100")]
+
+
 def test_the_seed_models_plot_bars_a_band_at_its_worst_factor_and_says_so(table, monkeypatch):
     """A banded prediction's bar spans the value over and times its band's worst factor,
     and the legend names the worst: the median would understate what a reader must allow."""

@@ -146,6 +146,9 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+MEASURED_SLOT = "shaded column: a chip measured, beside its target's prediction where one names it"
+
+
 def baseline_label(cpu: str | None) -> str:
     """The seed-models plot's label of the CPU's step the answers' speedups divide by."""
     return f"{cpu}, jaxcnn's loop (measured): what the answers' speedups divide by"
@@ -153,7 +156,8 @@ def baseline_label(cpu: str | None) -> str:
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device and loop step side by side, the GPUs' measured steps beside them, against the
+    device and loop step side by side, each GPU measured in a shaded column of its own
+    beside its target's (never one column for a prediction and a measurement), against the
     CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
     fastest, named in the title with what a panel lacks."""
     cpu = reference_cpu(table)
@@ -170,13 +174,15 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
     # the CPU's step in jaxcnn's loop that the answers' speedups divide by
     bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
-    # a measured chip stands in its target's column (one chip, one column), right of the
-    # predictions; one no target names gets its own
-    column = {chip_named(d): i + 0.35 for i, d in enumerate(devices)}
-    alone = [d for d in ran if d not in column]
-    column |= {d: len(devices) + i for i, d in enumerate(alone)}
-    ticks = [f"{d} (+ measured)" if chip_named(d) in ran else d for d in devices]
-    ticks += [f"{d} (measured)" for d in alone]
+    # a measured chip has a column of its own, shaded, right of its target's prediction
+    # (one no target names after them all): a predicted and a measured step never share one
+    order = [(d, False) for d in devices]
+    for chip in ran:
+        target = [i for i, (d, _) in enumerate(order) if chip_named(d) == chip]
+        order.insert(target[-1] + 1 if target else len(order), (chip, True))
+    column = {chip: i for i, (chip, is_measured) in enumerate(order) if is_measured}
+    slot = {d: i for i, (d, is_measured) in enumerate(order) if not is_measured}
+    ticks = [f"{d} (measured)" if is_measured else d for d, is_measured in order]
     cpu_line = {"color": "C3", "linewidth": 1.2}
     fig, axes = _grid(4, lambda c, r: (10, 7.5), "", "seconds per step (log)", across=2)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
@@ -187,7 +193,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            x = pd.Series(range(len(devices)), index=devices) + shift
+            x = pd.Series([slot[d] for d in devices], index=devices) + shift
             m = p.band_worst.astype(float)
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
@@ -216,13 +222,15 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
             lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
         for device in ran:
+            ax.axvspan(column[device] - 0.45, column[device] + 0.45, color="C2", alpha=0.08,
+                       linewidth=0, label=MEASURED_SLOT)  # fmt: skip
             g = gpus[(gpus.model == model) & (gpus.device == device)]
-            for loop, shift, face in (("device", -0.1, "C2"), ("step", 0.0, "none")):
+            for loop, shift, face in (("device", -0.2, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
                 ax.plot([column[device] + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
             mine = loops[(loops.model == model) & (loops.device == device)].value
-            ax.plot([column[device] + 0.1] * len(mine), mine, "s", color="C4", mfc="none",
+            ax.plot([column[device] + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
                     label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
@@ -247,6 +255,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
+        for label, (_, is_measured) in zip(ax.get_xticklabels(), order, strict=True):
+            if is_measured:
+                label.set_color("C2")
     fastest = _proxy(color="C3", linestyle=":")
     _legend_below(fig, {f"{cpu}, its fastest measured way (named in the title)": fastest})
     title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
