@@ -1937,23 +1937,21 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
     """The MX150's panel spans its own GiB (its b16 fit and b32 OOM apart, not a smear on
     an 80 GiB axis), and the seed's three runs are ringed where the table has them."""
     fig = _figure(table, "batch", monkeypatch)
-    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    panels = _chip_panels(fig)
     low, high = panels["mx150"].get_ylim()
     assert high - low < 1.0 < panels["h100"].get_ylim()[1] - panels["h100"].get_ylim()[0]
     ringed = [
-        (ax.get_title(), x)
-        for ax in panels.values()
+        (ax.get_title().split("\n")[0], b)
+        for ax in fig.axes
         for line in ax.get_lines()
         if line.get_label() == plots.SEED_RUNS
-        for x in line.get_xdata()
+        for b in _batches_drawn(ax, line)
     ]
     assert sorted(ringed) == [("mx150", 16), ("mx150", 32), ("t4", 128)]
     assert "f32" in fig.get_suptitle()
     # the rings are drawn whole at a panel's edge, and each limit carries the undecided zone
     # of the compile check's worst factor, which the MX150's b16 sits in
-    rings = [
-        x for ax in panels.values() for x in ax.get_lines() if x.get_label() == plots.SEED_RUNS
-    ]
+    rings = [x for ax in fig.axes for x in ax.get_lines() if x.get_label() == plots.SEED_RUNS]
     assert not any(x.get_clip_on() for x in rings)
     checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
     worst = checks.value.max()
@@ -1968,9 +1966,20 @@ def test_the_memory_plot_gives_each_chip_its_own_scale_and_rings_the_seeds_runs(
 
 
 def _chip_panels(fig) -> dict:
-    """The memory plot's panels by each chip its title's first line names."""
-    return {chip: ax for ax in fig.axes if ax.axison
+    """The memory plot's panels of a chip's every batch, by each chip its title's first
+    line names (its batches drawn apart, in a panel beside it, left out)."""
+    return {chip: ax for ax in fig.axes if ax.axison and ax.get_xlabel() != plots.ZOOM_XLABEL
+            and "as it ran" not in ax.get_title()
             for chip in ax.get_title().split("\n")[0].split(", ")}  # fmt: skip
+
+
+def _batches_drawn(ax, line) -> list[int]:
+    """The batches of a memory panel's `line`: its x, or in a panel of batches drawn apart
+    in order, the batch its tick names."""
+    if ax.get_xlabel() != plots.ZOOM_XLABEL:
+        return [int(x) for x in line.get_xdata()]
+    ticks = dict(zip(ax.get_xticks(), (t.get_text() for t in ax.get_xticklabels()), strict=True))
+    return [int(ticks[x]) for x in line.get_xdata()]
 
 
 def test_the_memory_plot_draws_every_one_device_chip_with_a_verdict_tpus_too(table, monkeypatch):
@@ -2017,20 +2026,98 @@ def _covering(ax, fig) -> list[tuple[str, str]]:
     return out
 
 
-def test_the_memory_plot_draws_no_marker_that_hides_another(table, monkeypatch):
-    """Batches a few % apart sit on one another (the T4's b226-b262): a marker drawn over
-    another is hollow or strokes only, so the one beneath shows through, and the red X of
-    a batch that does not fit is smaller than the undecided diamond it meets."""
+def _hiding(ax, fig) -> list[tuple[str, str]]:
+    """Pairs of a panel's markers whose centres are nearer than their mean size: the one
+    drawn over the other hides part of it (a ring drawn round a marker aside)."""
+    import numpy as np
+
+    points = [(line.get_label(), xy, line.get_markersize() * fig.dpi / 72)
+              for line in ax.get_lines()
+              if line.get_marker() not in ("None", "", None) and line.get_label() != plots.SEED_RUNS
+              for xy in line.get_transform().transform(
+                  np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))]  # fmt: skip
+    return [(a, b) for i, (a, p, m) in enumerate(points) for b, q, n in points[i + 1 :]
+            if np.hypot(*(p - q)) < (m + n) / 2]  # fmt: skip
+
+
+def test_the_memory_plot_draws_every_marker_clear_of_the_others(table, monkeypatch):
+    """Batches a few % apart (the T4's b240 and b243, the TPU v5e's b74 and b78) would sit
+    on one another on a chip's whole range: there they are drawn apart, in order, in a panel
+    beside the chip's (its ticks naming each batch), so no marker of any panel meets
+    another, and every batch of a chip's is drawn once, at its own memory."""
+    fig = _figure(table, "batch", monkeypatch)
+    for ax in fig.axes:
+        assert _hiding(ax, fig) == [], ax.get_title()
+        assert _covering(ax, fig) == [], ax.get_title()
+    where = {"model": answers.SEED_MODEL, "precision": "f32", "placement": "single"}
+    mem = study_page.rows(table, quantity="memory_bytes", kind="compiled", extra="-",
+                          device="gpu-t4", **where)  # fmt: skip
+    drawn = {}
+    for ax in fig.axes:
+        if ax.get_title().split("\n")[0] != "t4":
+            continue
+        for line in ax.get_lines():
+            if line.get_marker() not in ("None", "", None) and line.get_label() != plots.SEED_RUNS:
+                for b, y in zip(_batches_drawn(ax, line), line.get_ydata(), strict=True):
+                    assert b not in drawn, b  # once
+                    drawn[b] = y
+    expected = {int(b): v / 2**30 for b, v in zip(mem.batch, mem.value, strict=True)}
+    assert drawn == pytest.approx(expected)
+    zoomed = [ax for ax in fig.axes if ax.get_xlabel() == plots.ZOOM_XLABEL]
+    assert any(ax.get_title().startswith("t4\n") for ax in zoomed)
+    # the control: a T4 marker moved onto its neighbour's place is found
+    (ax,) = [ax for ax in zoomed if ax.get_title().startswith("t4\n")]
+    line = next(x for x in ax.get_lines() if x.get_marker() == "D" and len(x.get_xdata()) > 1)
+    x, y = line.get_xdata(), line.get_ydata()
+    line.set_data([x[0], x[0], *x[2:]], [y[0], y[0], *y[2:]])
+    assert ("undecided: inside the zone", "undecided: inside the zone") in _hiding(ax, fig)
+
+
+def test_the_memory_plot_says_where_and_why_compiled_memory_falls_as_the_batch_grows(
+    table, monkeypatch
+):
+    """A chip's compiled memory that falls from one batch to the next (the T4's b152, the
+    TPU v5e's b74) is named in its panel's title and the figure's title says why; a chip
+    whose memory only grows says nothing, nor the figure where none falls (the control)."""
     fig = _figure(table, "batch", monkeypatch)
     panels = _chip_panels(fig)
     for chip, ax in panels.items():
-        assert _covering(ax, fig) == [], chip
-    lines = {x.get_label(): x for x in panels["t4"].get_lines()}
-    no, unsure = lines["does not fit"], lines["undecided: inside the zone"]
-    assert no.get_markersize() < unsure.get_markersize()
-    # the control: the T4's X drawn as a filled marker covers the diamonds it meets
-    no.set_marker("o")
-    assert ("does not fit", "undecided: inside the zone") in _covering(panels["t4"], fig)
+        (line,) = [x for x in ax.get_lines() if x.get_label().startswith("_child")][:1]
+        falls = [int(b) for b, d in zip(line.get_xdata()[1:], np.diff(line.get_ydata()),
+                                        strict=True) if d < 0]  # fmt: skip
+        title = ax.get_title().replace("\n", " ")
+        assert (plots.FALLS in title) == bool(falls), (chip, title)
+        assert all(f"b{b}" in title for b in falls), (chip, title)
+    assert "b152" in panels["t4"].get_title() and "b74" in panels["tpu-v5e-1"].get_title()
+    assert plots.FALLS not in panels["a100"].get_title()
+    assert plots.FALLS_WHY[1:40] in fig.get_suptitle().replace("\n", " ")
+    # the control: every chip's memory sorted to grow with the batch, nothing is said
+    grown = table.copy()
+    mem = (grown.quantity == "memory_bytes") & (grown.model == answers.SEED_MODEL)
+    for _, g in grown[mem].groupby(["device", "precision", "placement", "kind", "extra"]):
+        g = g.sort_values("batch")
+        grown.loc[g.index, "value"] = sorted(g.value)
+    fig = _figure(grown, "batch", monkeypatch)
+    assert not any(plots.FALLS in ax.get_title() for ax in fig.axes)
+    assert plots.FALLS_WHY[1:40] not in fig.get_suptitle().replace("\n", " ")
+
+
+def test_the_memory_plot_draws_what_a_chip_held_as_it_ran_over_its_compiled_memory(
+    table, monkeypatch
+):
+    """The H100's allocator's own peak as the seed model ran over its compiled memory
+    (1.15x to 2.95x), each batch's factor from the table, drawn in a panel of its own and
+    labelled measured; without those rows the panel is not drawn (the control)."""
+    factors = plots.as_ran_factors(table)
+    assert len(factors) >= plots.MIN_POINTS and set(factors.kind) == {"measured"}
+    fig = _figure(table, "batch", monkeypatch)
+    (ax,) = [ax for ax in fig.axes if "as it ran (measured)" in ax.get_title()]
+    (line,) = [x for x in ax.get_lines() if "(measured)" in x.get_label()]
+    drawn = dict(zip(line.get_xdata(), line.get_ydata(), strict=True))
+    assert drawn == pytest.approx(dict(zip(factors.batch, factors.value, strict=True)))
+    assert ax.get_ylim()[0] < 1.0 < ax.get_ylim()[1]  # the compiled memory's own line shown
+    bare = _figure(table[~table.id.isin(factors.id)], "batch", monkeypatch)
+    assert not [ax for ax in bare.axes if "as it ran" in ax.get_title()]
 
 
 BAND_15 = "1.5x off (worst 2x, n=5, held-out)"
@@ -2477,6 +2564,44 @@ def test_the_seed_models_plot_draws_a_chips_measured_step_once_on_the_seeds_data
     gpus = table[(table.kind == "measured") & (table.platform == "gpu")]
     chips = len(set(gpus[(gpus.model == "mnist_cnn") & (gpus.batch == 128)].device))
     assert len(drawn) == chips and h100[h100.dataset == "mnist"].value.iloc[0] in drawn
+
+
+def _mixed_columns(ax) -> list[int]:
+    """The seed-models panel's columns holding both a predicted and a measured point, and
+    a measured point's column that is not shaded as a measured chip's."""
+    import numpy as np
+
+    kinds: dict[int, set[str]] = {}
+    for line in ax.get_lines():
+        kind = str(line.get_label()).split(" ", 1)[0].rstrip(",")
+        if kind in ("measured", "predicted"):
+            for x in line.get_xdata():
+                kinds.setdefault(int(np.round(x)), set()).add(kind)
+    to_data = ax.transData.inverted()
+    spans = [p.get_extents().transformed(to_data).intervalx for p in ax.patches
+             if p.get_label() == plots.MEASURED_SLOT]  # fmt: skip
+    shaded = {int(np.round(np.mean(x))) for x in spans}
+    return sorted(c for c, k in kinds.items()
+                  if len(k) > 1 or ("measured" in k and c not in shaded))  # fmt: skip
+
+
+def test_the_seed_models_plot_gives_a_measured_chip_a_shaded_column_of_its_own(table, monkeypatch):
+    """A chip measured never shares its target's column: a predicted step and a measured
+    one stand in different columns, the measured ones shaded and their ticks saying
+    measured, and no tick names a prediction and a measurement at once."""
+    fig = _figure(table, "first", monkeypatch)
+    for ax in fig.axes:
+        assert any(line.get_label().startswith("measured") for line in ax.get_lines())
+        assert _mixed_columns(ax) == [], ax.get_title()
+    ticks = [t.get_text() for t in fig.axes[-1].get_xticklabels()]
+    assert "H100 SXM (measured)" in ticks and not any("+ measured" in t for t in ticks), ticks
+    # the control: a measured point moved into its target's column is found
+    ax = fig.axes[0]
+    line = next(
+        x for x in ax.get_lines() if x.get_label().startswith("measured") and len(x.get_xdata())
+    )
+    line.set_xdata([ticks.index("gpu-h100")] * len(line.get_xdata()))
+    assert _mixed_columns(ax) == [ticks.index("gpu-h100")]
 
 
 def test_the_seed_models_plot_bars_a_band_at_its_worst_factor_and_says_so(table, monkeypatch):

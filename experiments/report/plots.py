@@ -17,6 +17,7 @@ from experiments.report import answers as answers_lib
 from experiments.report.figures import (
     AS_RUN,
     BEFORE_FIRST_RUN,
+    RAN_OVER_COMPILED,
     UNDECIDED_FIT,
     chip_named,
     compile_check_worst,
@@ -146,6 +147,9 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+MEASURED_SLOT = "shaded column: a chip measured, beside its target's prediction where one names it"
+
+
 def baseline_label(cpu: str | None) -> str:
     """The seed-models plot's label of the CPU's step the answers' speedups divide by."""
     return f"{cpu}, jaxcnn's loop (measured): what the answers' speedups divide by"
@@ -153,7 +157,8 @@ def baseline_label(cpu: str | None) -> str:
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device and loop step side by side, the GPUs' measured steps beside them, against the
+    device and loop step side by side, each GPU measured in a shaded column of its own
+    beside its target's (never one column for a prediction and a measurement), against the
     CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
     fastest, named in the title with what a panel lacks."""
     cpu = reference_cpu(table)
@@ -170,13 +175,15 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
     # the CPU's step in jaxcnn's loop that the answers' speedups divide by
     bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
-    # a measured chip stands in its target's column (one chip, one column), right of the
-    # predictions; one no target names gets its own
-    column = {chip_named(d): i + 0.35 for i, d in enumerate(devices)}
-    alone = [d for d in ran if d not in column]
-    column |= {d: len(devices) + i for i, d in enumerate(alone)}
-    ticks = [f"{d} (+ measured)" if chip_named(d) in ran else d for d in devices]
-    ticks += [f"{d} (measured)" for d in alone]
+    # a measured chip has a column of its own, shaded, right of its target's prediction
+    # (one no target names after them all): a predicted and a measured step never share one
+    order = [(d, False) for d in devices]
+    for chip in ran:
+        target = [i for i, (d, _) in enumerate(order) if chip_named(d) == chip]
+        order.insert(target[-1] + 1 if target else len(order), (chip, True))
+    column = {chip: i for i, (chip, is_measured) in enumerate(order) if is_measured}
+    slot = {d: i for i, (d, is_measured) in enumerate(order) if not is_measured}
+    ticks = [f"{d} (measured)" if is_measured else d for d, is_measured in order]
     cpu_line = {"color": "C3", "linewidth": 1.2}
     fig, axes = _grid(4, lambda c, r: (10, 7.5), "", "seconds per step (log)", across=2)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
@@ -187,7 +194,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ):
             p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
             p = p.set_index("device").reindex(devices)
-            x = pd.Series(range(len(devices)), index=devices) + shift
+            x = pd.Series([slot[d] for d in devices], index=devices) + shift
             m = p.band_worst.astype(float)
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
@@ -216,13 +223,15 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
             lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
         for device in ran:
+            ax.axvspan(column[device] - 0.45, column[device] + 0.45, color="C2", alpha=0.08,
+                       linewidth=0, label=MEASURED_SLOT)  # fmt: skip
             g = gpus[(gpus.model == model) & (gpus.device == device)]
-            for loop, shift, face in (("device", -0.1, "C2"), ("step", 0.0, "none")):
+            for loop, shift, face in (("device", -0.2, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
                 ax.plot([column[device] + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
             mine = loops[(loops.model == model) & (loops.device == device)].value
-            ax.plot([column[device] + 0.1] * len(mine), mine, "s", color="C4", mfc="none",
+            ax.plot([column[device] + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
                     label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
@@ -247,6 +256,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
     for ax in axes[-1]:
         ax.set_xticks(list(range(len(ticks))), ticks, rotation=45, ha="right")
+        for label, (_, is_measured) in zip(ax.get_xticklabels(), order, strict=True):
+            if is_measured:
+                label.set_color("C2")
     fastest = _proxy(color="C3", linestyle=":")
     _legend_below(fig, {f"{cpu}, its fastest measured way (named in the title)": fastest})
     title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
@@ -382,13 +394,102 @@ def _batches(batches: list[float]) -> str:
     return f"b{ends[0]}" + (f"-b{ends[-1]}" if len(ends) > 1 else "")
 
 
+# A memory panel's axes in inches, a little under what the grid gives them (checked on
+# the drawn figure by the tests): where its markers will fall, known before it is drawn
+MEMORY_AXES_IN = (2.2, 1.3)
+# Markers nearer than this (points, centre to centre) would hide one another: a chip's
+# batches that crowd so are drawn apart in a panel beside its own
+APART_PT = 9.0
+ZOOM = "near its limit: each batch apart, in order (not to scale)"
+ZOOM_XLABEL = "batch, in order (not to scale)"
+ZOOMED = "shaded: batches drawn apart in the panel right of it"
+FALLS = "falls as the batch grows"
+FALLS_WHY = (
+    "where compiled memory falls as the batch grows (a panel's title says where), the "
+    "compiler's temporaries for that batch's shape fell: it is the compiler's plan per batch, "
+    "not a steady function of it"
+)
+
+
+def _crowded(b: Any, gib: Any, ylim: tuple[float, float]) -> list[int]:
+    """The points of a memory panel (batch on a log axis, GiB on `ylim`) within APART_PT of
+    another, where matplotlib will draw them on MEMORY_AXES_IN (its 5% margins on x)."""
+    import numpy as np
+
+    lx = np.log2(np.asarray(b, float))
+    span = (lx.max() - lx.min()) * 1.1 or 1.0
+    x = (lx - lx.min()) / span * MEMORY_AXES_IN[0] * 72
+    y = (np.asarray(gib, float) - ylim[0]) / (ylim[1] - ylim[0]) * MEMORY_AXES_IN[1] * 72
+    near = np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :]) < APART_PT
+    np.fill_diagonal(near, False)
+    return [i for i in range(len(b)) if near[i].any()]
+
+
+def _memory_limits(ax: Any, devices: list[str], worst: float | None) -> list[float]:
+    """Each chip's usable memory a dotted line, the compile check's undecided zone shaded
+    about it: the values the panel's y-axis must hold."""
+    limits = [x for x in map(_usable_gib, devices) if x]
+    for limit in limits:
+        ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
+        if worst:
+            label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
+            ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
+    return [x for limit in limits for x in ((limit / worst, limit, limit * worst)
+                                            if worst else (limit,))]  # fmt: skip
+
+
+def _memory_points(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any) -> None:
+    """A panel's verdicts at (x, GiB): fits, undecided, does not fit, the seed's runs ringed.
+    Batches a few % apart would sit on one another: a marker drawn over another is hollow
+    or strokes only, and smaller than a hollow one beneath it, so neither hides."""
+    ax.plot(x[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
+            label="fits (compiled memory)")  # fmt: skip
+    ax.plot(x[unsure], gib[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
+            label="undecided: inside the zone")  # fmt: skip
+    ax.plot(x[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
+            zorder=4, label="does not fit")  # fmt: skip
+    if ringed.any():  # never clipped at a panel's edge
+        ax.plot(x[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
+                label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
+
+
+def as_ran_factors(table: pd.DataFrame) -> pd.DataFrame:
+    """The seed model's allocator's own peak as it ran on a chip over the same program's
+    compiled memory there, per batch (figures.memory_rows' memory_factor, measured)."""
+    return rows(table, quantity="memory_factor", kind="measured", extra=RAN_OVER_COMPILED,
+                model=answers_lib.SEED_MODEL, precision="f32")  # fmt: skip
+
+
+def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
+    """What a program held as it ran over its compiled memory, a series per chip (measured):
+    what a fit verdict, which holds the compiled memory to the limit, leaves out."""
+    for (device, g), mark in zip(factors.groupby("device"), "^vsD", strict=False):
+        g = g.sort_values("batch")
+        ax.plot(g.batch.astype(float), g.value.astype(float), f"{mark}-", color="C1",
+                linewidth=1, label=f"{device}: its allocator's own peak as it ran ÷ its "
+                "compiled memory (measured)")  # fmt: skip
+    ax.axhline(1.0, color="black", linewidth=0.8, label="= the compiled memory")
+    _ylim(ax, [1.0, *factors.value.astype(float)])
+    ax.set_xscale("log", base=2)
+    ax.set_ylabel("× compiled memory")
+    chips = ", ".join(sorted(set(factors.device)))
+    ax.set_title(f"{chips} as it ran (measured)\nwhat else it held at its peak\nis not "
+                 "measured apart", fontsize="small")  # fmt: skip
+
+
 def memory(table: pd.DataFrame, path: Path) -> Path | None:
     """The seed model's compiled memory per batch in f32 on each one-device target, GPU
     and TPU, a panel per chip on its own ranges (a 2 GiB chip's fit boundary as readable
     as an 80 GiB one's; a chip's batches near its limit spread over its panel's width, not
     a sixth of it beside the H100's), the memory JAX can use a line, the seed's own runs ringed;
-    identical series drawn once. A verdict without compiled memory to place it by (a TPU's
-    batch that failed to compile) is named in its panel's title, never dropped unsaid."""
+    identical series drawn once. Batches whose markers would hide one another are drawn
+    apart, in order, in a panel beside their chip's (shaded there); a series whose memory
+    falls as the batch grows says where, and the title why. A verdict without compiled
+    memory to place it by (a TPU's batch that failed to compile) is named in its panel's
+    title, never dropped unsaid. Beside them, what a chip's allocator held as the program
+    ran over its compiled memory (measured), where the table has it."""
+    import numpy as np
+
     model = answers_lib.SEED_MODEL
     where = {"model": model, "precision": "f32", "platform": ["gpu", "tpu"]}
     mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", placement="single",
@@ -412,36 +513,45 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     if not series:
         return None
     seed = {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
-    panels = sorted(series.items(), key=lambda kv: kv[1])
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
     worst = compile_check_worst(table)
-    fig, axes = _grid(len(panels), lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
+    panels = []  # (points, lost, devices, y-range, the crowded points' indices)
+    for (points, lost), devices in sorted(series.items(), key=lambda kv: kv[1]):
+        b, gib = (np.array([p[i] for p in points], float) for i in (0, 1))
+        gib = gib / 2**30
+        limits = [x for d in devices if (u := _usable_gib(d))
+                  for x in ((u / worst, u, u * worst) if worst else (u,))]  # fmt: skip
+        lo, hi = min(*gib, *limits), max(*gib, *limits)
+        pad = 0.1 * (hi - lo)
+        crowded = _crowded(b, gib, (lo - pad, hi + pad))
+        # the crowded stretch whole, every batch between its ends drawn apart
+        stretch = (b >= b[crowded].min()) & (b <= b[crowded].max()) if crowded else b < 0
+        panels.append((points, lost, devices, stretch))
+    # a chip and its batches apart side by side on one row: the chips with them first
+    panels.sort(key=lambda p: not p[3].any())
+    factors = as_ran_factors(table)
+    n = sum(1 + bool(p[3].any()) for p in panels) + bool(len(factors))
+    fig, axes = _grid(n, lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
                       "GiB per device", sharex=False)  # fmt: skip
-    for ax, ((points, lost), devices) in zip(axes.flat, panels, strict=False):
+    free = iter(axes.flat)
+    for points, lost, devices, stretch in panels:
+        ax = next(free)
         b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
         gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
+        ringed = np.array([any((d, x) in seed for d in devices) for x in b])
         ax.plot(b, gib, "-", color="C0", linewidth=1, zorder=1)  # the compiled memory
-        # Batches a few % apart sit on one another: a marker drawn over another is hollow
-        # or strokes only, and smaller than a hollow one beneath it, so neither hides.
-        ax.plot(b[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
-                label="fits (compiled memory)")  # fmt: skip
-        ax.plot(b[unsure], gib[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
-                label="undecided: inside the zone")  # fmt: skip
-        ax.plot(b[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
-                zorder=4, label="does not fit")  # fmt: skip
-        ringed = [any((d, x) in seed for d in devices) for x in b]
-        if any(ringed):  # never clipped at a panel's edge
-            ax.plot(b[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
-                    label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
-        limits = [x for x in map(_usable_gib, devices) if x]
-        for limit in limits:
-            ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
-            if worst:
-                label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
-                ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
-        zones = [x for limit in limits for x in (limit / worst, limit * worst)] if worst else []
-        _ylim(ax, [*gib, *limits, *zones])  # every zone whole on its panel
-        title = [", ".join(d.removeprefix("gpu-") for d in devices)]
+        alone = ~stretch
+        _memory_points(ax, b[alone], gib[alone], ok[alone], unsure[alone], ringed[alone])
+        if stretch.any():
+            ax.axvspan(b[stretch].min(), b[stretch].max(), color="0.85", zorder=0,
+                       linewidth=0, label=ZOOMED)  # fmt: skip
+        zones = _memory_limits(ax, devices, worst)
+        _ylim(ax, [*gib, *zones])  # every zone whole on its panel
+        name = ", ".join(d.removeprefix("gpu-") for d in devices)
+        title = [name]
+        falls = [int(x) for x, d in zip(b[1:], np.diff(gib), strict=True) if d < 0]
+        if falls:  # said where it is drawn: a reader expects memory to grow with the batch
+            title.append(textwrap.fill(f"{FALLS} at {', '.join(f'b{x}' for x in falls)}", 40))
         for fit, words in ((0, "do not fit"), (1, "fit")):
             mine = [x for x, f in lost if f == fit]
             if mine:  # a verdict with no memory to place it by: said, not dropped
@@ -449,12 +559,26 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
                                            "memory to place them by", 40))  # fmt: skip
         ax.set_title("\n".join(title), fontsize="small")
         ax.set_xscale("log", base=2)
+        if not stretch.any():
+            continue
+        # the stretch's batches evenly apart in order, each tick naming its batch
+        zoom = next(free)
+        at = np.arange(stretch.sum(), dtype=float)
+        zoom.plot(at, gib[stretch], "-", color="C0", linewidth=1, zorder=1)
+        _memory_points(zoom, at, gib[stretch], ok[stretch], unsure[stretch], ringed[stretch])
+        _ylim(zoom, [*gib[stretch], *_memory_limits(zoom, devices, worst)])
+        zoom.set_xticks(at, [str(int(x)) for x in b[stretch]], rotation=90, fontsize="x-small")
+        zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
+        zoom.set_xlabel(ZOOM_XLABEL)
+        zoom.set_title(f"{name}\n{textwrap.fill(ZOOM, 40)}", fontsize="small")
+    if len(factors):
+        _as_ran(next(free), factors)
     _legend_below(fig)
     title = f"{model}, f32: compiled memory per batch, each one-device chip on its own scale"
-    title += "\n(batches a few % apart overlap: the page lists each"
     if (every.placement != "single").any():
-        title += ", and the sharded targets' verdicts, not drawn"
-    title += ")"
+        title += " (the sharded targets' verdicts on the page, not drawn)"
+    if any(len(a.get_title().split(FALLS)) > 1 for a in fig.axes):
+        title += "\n" + textwrap.fill(FALLS_WHY[0].upper() + FALLS_WHY[1:], 110)
     return _finish(fig, path, title)
 
 
