@@ -131,6 +131,14 @@ STUDY = Study(
         Section("Over the same CPU running the same program as the chip (xla formulation, "
                 "step loop: like for like, not the answers' baseline)",
                 like_for_like, pivot=BY_CHIP),
+        Section("Every epoch measured on a GPU at batch 128 (each pool of runs, its epochs' "
+                "min-max), beside the epoch its loop step implies: runs of one chip and "
+                "sitting differ by as much as their epochs do",
+                lambda t: t[(t.quantity == "epoch_s") & (t.platform == "gpu")
+                            & t.model.isin(SEED_MODELS) & (t.batch == 128)
+                            & ((t.kind == "measured") | t.extra.str.endswith(f"of {LOOP}"))
+                            ].sort_values(["model", "dataset", "precision", "device", "kind"]),
+                "model dataset precision device kind value spread how"),
         Section("The CPU's own steps at batch 128 (measured)",
                 cpu_seed_steps,
                 "model precision device quantity value spread how"),
