@@ -231,9 +231,13 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     held = rows(t, quantity="memory_factor", kind="measured", model=SEED_MODEL)
     if len(held):
         lo, hi = span(held)
+        # at the very batches the verdicts are of, where the chip ran them
+        batches = sorted({b for _, b, _ in SEED_MEMORY_RUNS})
+        at = [r for b in batches if (r := one(held, batch=b)) is not None]
+        each = ", ".join(f"b{int(r['batch'])} {fmt(r)}" for r in at or [hi])
         band += (f"; its allocator's peak as it ran on the {hi['device']}: {fmt(lo)}-{fmt(hi)} "
-                 f"that ({fmt(hi)} at b{int(hi['batch'])}), not held to the limit")  # fmt: skip
-        picked += [lo, hi]
+                 f"that ({each}), not held to the limit")  # fmt: skip
+        picked += [lo, hi, *at]
     return Said(head + "; ".join(words), picked, band)
 
 
