@@ -3328,11 +3328,15 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
                 & csv.extra.astype(str).str.fullmatch(r"epoch \d of 5(, seed \d)?")]  # fmt: skip
     assert seeds.extra.str.contains(", seed ").sum() == 10  # the committed: seeds 1 and 2
     spread = seeds.groupby(seeds.extra.str[:12]).value.agg(lambda v: v.max() - v.min())
-    inside = sum(gaps[e] <= spread[e] for e in gaps.index)
+    # strictly narrower at the accuracies' resolution: a tie is not inside
+    inside = sum(round(gaps[e], 4) < round(spread[e], 4) for e in gaps.index)
+    ties = sum(round(gaps[e], 4) == round(spread[e], 4) for e in gaps.index)
     said = _said(4)
     assert said.startswith(f"seed noise: devices' gap within seeds' gap for mnist_cnn "
                            f"{inside} of 5 epochs")  # fmt: skip
     assert answers.answers(csv)[3].band.startswith("seed noise: mnist_cnn's 3 CPU seeds ")
+    # lenet5_keras's epoch 5 is such a tie (0.24 against 0.24 points): 4 of 5, not 5
+    assert ties == 0 and "lenet5_keras 4 of 5" in said
     # a second seed further than every epoch's gap: inside at every epoch
     wide = answers.answers(_seeded(csv, gaps.max() + 0.002))[3]
     assert wide.answer.startswith("seed noise: devices' gap within seeds' gap for "
