@@ -634,8 +634,11 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     # this loop's host time, not the chip's: a leaner loop lowers the floor
     totals = on_gpu[on_gpu.extra == "loop total"]
     floor = fmt(totals.sort_values("value").iloc[0].to_dict())
-    return Said(f"{text}: CPU loop steps under {floor} gain nothing from a GPU", shown,
-                host_spread(totals))  # fmt: skip
+    # a floor, not the crossover: a step above it may still lose (row 9 measures where)
+    said = f"{text}: CPU loop steps under {floor} cannot gain from a GPU"
+    spread = host_spread(totals)
+    floor = "a floor, not row 9's crossover"
+    return Said(said, shown, floor if spread == "-" else f"{spread}; {floor}")
 
 
 def host_spread(totals: pd.DataFrame) -> str:
