@@ -19,6 +19,7 @@ from experiments.predict import shown as predictions
 from experiments.records import select, stats
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.fmt import percent as fmt_percent
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
@@ -2499,6 +2500,84 @@ def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, mo
     # the control: a grid of one shared x-axis leaves its upper row's label to the row below
     fig, axes = plots._grid(6, lambda c, r: (3 * c, 3 * r), "devices", "efficiency")
     assert any(ax.get_xlabel() == "" for ax in axes.flat if ax.axison)
+
+
+def _scaling_faults(fig) -> list[tuple]:
+    """What hides a scaling point: a marker's edge within a marker of its panel's frame,
+    or a filled point past its series' base within a marker of another series' point."""
+    pt = fig.dpi / 72
+    faults = []
+    for ax in (a for a in fig.axes if a.axison):
+        frame = ax.get_window_extent()
+        series = []
+        for line in ax.get_lines():
+            if line.get_marker() in ("None", "", None):
+                continue
+            xy = line.get_transform().transform(
+                np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+            )
+            r = line.get_markersize() * pt / 2 + plots.SCALING_MARKER * pt
+            for x, y in xy:
+                if min(x - frame.x0, frame.x1 - x, y - frame.y0, frame.y1 - y) < r:
+                    faults.append(("by the frame", ax.get_title(), line.get_label()))
+            if line.get_markersize() != plots.RING["markersize"]:  # a ring rings a point
+                series.append((line, xy))
+        for i, (line, xy) in enumerate(series):
+            if str(line.get_markerfacecolor()) == "none":  # hollow: both outlines seen
+                continue
+            for j, (_, other) in enumerate(series):
+                near = [p for p in xy[1:] for q in other if i != j
+                        and np.hypot(*(p - q)) < plots.SCALING_MARKER * pt]  # fmt: skip
+                if near:
+                    faults.append(("hidden", ax.get_title(), i, j))
+    return faults
+
+
+def test_the_scaling_plot_draws_every_point_clear_of_its_frame_and_of_the_other_series(
+    table, monkeypatch
+):
+    """Each marker a marker clear of its panel's frame (catsdogs_cnn's TPU v5e-8 at 89.7%
+    its panel's lowest), each filled point past its base a marker from every other
+    series' (lenet5_keras's A100 and H100, 80.6% and 81.2% on 2 to 8 GPUs, both seen)."""
+    fig = _figure(table, "scaling", monkeypatch)
+    assert _scaling_faults(fig) == []
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    # the controls: the lowest point on the frame, and the two series on their old
+    # fraction of an octave apart, are found
+    ax = panels["catsdogs_cnn, data-parallel"]
+    low = min(y for line in ax.get_lines() for y in line.get_ydata())
+    rows = study_page.rows(table, quantity="scaling_efficiency", selection="equal-batch",
+                           model="catsdogs_cnn", placement="sharded")  # fmt: skip
+    assert low == pytest.approx(rows.value.astype(float).min())
+    ax.set_ylim(bottom=low)
+    assert {f[:2] for f in _scaling_faults(fig)} == {("by the frame", ax.get_title())}
+    monkeypatch.setattr(plots, "_clear_of", lambda points, fixed, gap: [0.0] * len(points))
+    hidden = {f[1] for f in _scaling_faults(_figure(table, "scaling", monkeypatch))
+              if f[0] == "hidden"}  # fmt: skip
+    assert "lenet5_keras, data-parallel" in hidden
+
+
+def test_the_scaling_plot_says_in_its_title_which_efficiencies_are_predicted(table, monkeypatch):
+    """Most panels hold predictions alone: the title says predicted, and published only
+    where the table holds a published series; a point above ideal says beside it that it
+    is a flaw, its value the table's."""
+    series = plots.scaling_series(table)
+    title = _figure(table, "scaling", monkeypatch)._suptitle.get_text()
+    assert title == plots.scaling_title(series) and "predicted" in title and "published" in title
+    # the control: predictions alone say nothing of published ones
+    only = plots.scaling_title([r for r in series if r["kind"] == "predicted"])
+    assert "predicted" in only and "published" not in only
+    assert plots.scaling_title([r for r in series if r["kind"] == "published"]).startswith(
+        "Weak scaling, published:"
+    )
+    fig = _figure(table, "scaling", monkeypatch)
+    above = [(d, v) for r in series for d, v in r["above"]]
+    assert above  # the committed: resnet50 on 64 TPU v5e chips, 102.1%
+    said = [t.get_text() for ax in fig.axes for t in ax.texts if "flaw" in t.get_text()]
+    assert sorted(said) == sorted(f"{fmt_percent(v)} {plots.FLAW}" for _, v in above)
+    assert all("above ideal" in s for s in said)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert plots.ABOVE_IDEAL in labels and "flaw" in plots.ABOVE_IDEAL
 
 
 def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(
