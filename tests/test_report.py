@@ -1810,6 +1810,41 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert len(jax) == ours.astype(str).str.startswith(study_page.OURS_LOOP_STEP).sum()
 
 
+def test_the_predictions_plot_draws_a_bands_worst_wherever_it_draws_the_band(table, monkeypatch):
+    """A drawn band's dashes (its median) come with dots at its worst, so every point of
+    its series lies inside a line that says why (the TPU's published JAX loops: 6.42x off,
+    its median 2.58x); a band too small to draw draws neither."""
+    fig = _figure(table, "predictions", monkeypatch)
+    points = plots.prediction_points(table)
+    bands = study_page.rows(table, quantity="band")
+    beyond = 0
+    for ax in fig.axes:
+        platform = ax.get_title().split(":")[0].lower()
+        if not ax.get_title().endswith("against the prediction"):
+            continue
+        lines = [line for line in ax.get_lines() if line.get_linestyle() in ("--", ":")]
+        here = points[points.platform == platform]
+        for (regime, jax), g in here.groupby(["regime", "jax_loop"]):
+            _, extra, colour, _ = plots.PUBLISHED_SERIES[(regime, bool(jax))]
+            b = bands[(bands.model == regime) & (bands.extra == extra)
+                      & (bands.device == platform)]  # fmt: skip
+            mine = [line for line in lines if line.get_color() == colour]
+            if not len(b) or not plots.band_drawn(b.iloc[0].n):
+                assert mine == []
+                continue
+            b = b.iloc[0]
+            # each line y = f * x: its factors either way, the median's dashed, the worst's dotted
+            slopes = {(line.get_linestyle(), round(line.get_ydata()[0] / line.get_xdata()[0], 6))
+                      for line in mine}  # fmt: skip
+            want = {(style, round(f, 6)) for style, v in (("--", b.value), (":", b.hi))
+                    for f in (v, 1 / v)}  # fmt: skip
+            assert slopes == want, (platform, regime, jax)
+            off = (g.predicted / g.published).map(lambda r: max(r, 1 / r))
+            assert (off <= b.hi * (1 + 1e-9)).all()  # inside its worst's dots
+            beyond += int((off > b.value).sum())
+    assert beyond > 0  # the control: points past the dashes, which the dots alone enclose
+
+
 def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):
     """A model-parallel point and a data-parallel one of the same chip, model and batch
     (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the

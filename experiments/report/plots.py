@@ -830,8 +830,8 @@ PUBLISHED_SERIES = {
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     """Every published step against our prediction of it, one panel per platform: a
     series per regime naming its models, that platform's band of each regime dashed at
-    its median either way; beside them the predictions made before each program first ran
-    on its chip."""
+    its median either way and dotted at its worst; beside them the predictions made
+    before each program first ran on its chip."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -856,11 +856,16 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
                 _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
+                # its worst too: a point past the median's dashes (a few bands' worst is
+                # several times their median) lies inside a line that says why
+                label = f"its band's worst, {value_text(b.hi, 'x')} either way"
+                _factor_lines(ax, b.hi, lo, hi, ":", label, color=colour, linewidth=0.8)
             elif len(band):  # said, not drawn
                 ax.plot([], [], " ", label=f"its band: n={int(band.iloc[0].n)}, not drawn")
         title = f"{platform.upper()}: published steps against the prediction"
         _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
-    title = "Below the diagonal: predicted faster; a band's dashes: its median either way"
+    title = ("Below the diagonal: predicted faster; a band's dashes: its median either way, "
+             "its dots: its worst")  # fmt: skip
     return _finish(fig, path, title, tight=False)
 
 
