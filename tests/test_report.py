@@ -2639,6 +2639,44 @@ def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_
     assert (bars, bare, grey) == (banded, few, len(predicted) - banded - few)
 
 
+def test_the_seed_models_plot_draws_an_unbarred_prediction_in_a_shape_of_its_own(
+    table, monkeypatch
+):
+    """A prediction whose band is too small to draw (the TPUs') has no bar and a shape no
+    barred prediction has, in the plot and its legend: never read as a bar too short to
+    see. The title sets each chip against the CPU only where the CPU's step was measured,
+    and names the models whose panels have no CPU line."""
+    from matplotlib.colors import same_color
+
+    fig = _figure(table, "first", monkeypatch)
+    panels = [ax for ax in fig.axes if ax.axison]
+    few = [line for ax in panels for line in ax.get_lines()
+           if line.get_label().endswith("held out: no bar)")]  # fmt: skip
+    barred = [c.lines[0] for ax in panels for c in ax.containers]
+    assert few and barred  # both kinds in the committed table: the check can fail
+    assert {line.get_marker() for line in few} == {plots.FEW_MARKER}
+    assert plots.FEW_MARKER not in {line.get_marker() for line in barred}
+    legend = fig.legends[0]
+    shapes = {t.get_text(): h.get_marker() for h, t in zip(legend.legend_handles,
+              legend.get_texts(), strict=True) if hasattr(h, "get_marker")}  # fmt: skip
+    assert {shapes[line.get_label()] for line in few} == {plots.FEW_MARKER}
+    # the barred ones' entries apart from them: each a bar's handle, not a bare marker
+    assert {c.get_label() for ax in panels for c in ax.containers} & set(shapes) == set()
+    assert {c.get_label() for ax in panels for c in ax.containers} <= {
+        t.get_text() for t in legend.get_texts()
+    }
+    # the title: a panel without a CPU line is named, one with it is not
+    cpu = [ax for ax in panels if any(same_color(line.get_color(), "C3")
+                                      for line in ax.get_lines())]  # fmt: skip
+    none = [ax.get_title().split("\n")[0] for ax in panels if ax not in cpu]
+    assert cpu and none == ["catsdogs_cnn"]  # the committed: both kinds of panel
+    title = fig._suptitle.get_text()
+    assert title == plots.seed_models_title(none) and "where it ran" in title
+    assert all(m in title for m in none)
+    assert not any(ax.get_title().split("\n")[0] in title for ax in cpu)
+    assert "where it ran" not in plots.seed_models_title([])  # the control
+
+
 def test_the_seed_models_plot_draws_the_cpus_jaxcnns_loop_step_the_answers_divide_by(
     table, monkeypatch
 ):

@@ -147,6 +147,7 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+FEW_MARKER = "^"  # a prediction whose band is too small to draw: no bar, this shape
 MEASURED_SLOT = "shaded column: a chip measured, beside its target's prediction where one names it"
 
 
@@ -185,6 +186,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     slot = {d: i for i, (d, is_measured) in enumerate(order) if not is_measured}
     ticks = [f"{d} (measured)" if is_measured else d for d, is_measured in order]
     cpu_line = {"color": "C3", "linewidth": 1.2}
+    unmeasured = []  # the models the CPU's step was not measured for: no CPU line
     fig, axes = _grid(4, lambda c, r: (10, 7.5), "", "seconds per step (log)", across=2)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
         lacks = []
@@ -202,8 +204,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             drawn = band_drawn(p.band_n)
             b, u = m.notna() & drawn, m.isna() & p.value.notna()
             few = m.notna() & ~drawn & p.value.notna()
-            if few.any():
-                ax.plot(x[few], p.value[few], "o", color="C0", mfc="C0" if filled else "none",
+            if few.any():  # a shape of its own: never read as a bar too short to see
+                ax.plot(x[few], p.value[few], FEW_MARKER, color="C0",
+                        mfc="C0" if filled else "none", markersize=7,
                         label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
             if b.any():
                 y = p.value[b].astype(float)
@@ -251,6 +254,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                          f"{fastest.loop} loop")  # fmt: skip
         else:
             lacks.append(f"no {cpu} step measured at batch 128 f32")
+            unmeasured.append(model)
         ax.set_yscale("log")
         ax.margins(y=0.08)  # the CPU's lines clear of the top frame
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
@@ -261,8 +265,16 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                 label.set_color("C2")
     fastest = _proxy(color="C3", linestyle=":")
     _legend_below(fig, {f"{cpu}, its fastest measured way (named in the title)": fastest})
+    return _finish(fig, path, seed_models_title(unmeasured))
+
+
+def seed_models_title(unmeasured: list[str]) -> str:
+    """The seed-models plot's title: each chip against the CPU, saying which models'
+    panels have no CPU step to set them against (`unmeasured`)."""
     title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
-    return _finish(fig, path, title)
+    if unmeasured:
+        title += f" where it ran (no CPU step for {', '.join(unmeasured)})"
+    return title
 
 
 def _spread(ax: Any, sweep: pd.DataFrame, label: Callable[[pd.DataFrame], str]) -> None:
