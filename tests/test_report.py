@@ -2491,6 +2491,65 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
     assert all(alpha >= 0.3 for alpha in bands.values()), bands
 
 
+def test_the_crossover_plot_draws_each_gpu_marker_over_its_bar_and_says_where_it_wins(
+    table, monkeypatch
+):
+    """In the middle panel each GPU's marker lies above its black bar with an opaque face
+    (a hollow one under its bar was lost), and the title says at how many of the CPU's
+    widths the GPU's step is the faster, counted from the rows drawn."""
+    from matplotlib.colors import to_rgba
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    assert alone_ax.containers
+    for c in alone_ax.containers:
+        marker, _, (segments,) = c.lines
+        assert marker.get_zorder() > segments.get_zorder()
+        assert to_rgba(marker.get_markerfacecolor())[3] == 1.0
+    cpu = study_page.reference_cpu(table)
+    sweep = crossover_study.cpu_sweep(table, cpu, "-")
+    gpu = _gpu_mlp_steps(table)
+    gpu = gpu[gpu.dataset.isin(set(sweep.dataset))]
+    title = alone_ax.get_title()
+    assert title == plots.alone_title(sweep, gpu)
+    for device, d in gpu.groupby("device"):
+        both = d.merge(sweep, on="params", suffixes=("", "_cpu"))
+        wins = int((both.value.astype(float) < both.value_cpu.astype(float)).sum())
+        assert wins == len(both) > 0  # the committed: the H100 faster at every width
+        assert f"{device} faster than the CPU at every width ({len(both)})" in title
+    # the control: a GPU slower at one width is said to win at the others alone
+    slower = gpu.copy()
+    slower.loc[slower.index[0], "value"] = 1.0
+    n = len(slower[slower.device == slower.device.iloc[0]])
+    assert f"faster than the CPU at {n - 1} of {n} widths" in plots.alone_title(sweep, slower)
+
+
+def test_the_crossover_plot_hatches_the_t4s_band_where_it_meets_the_cpus(table, monkeypatch):
+    """The T4's predicted band and the CPU's spread overlap in the left panel: the T4's is
+    hatched (no tint), so the overlap reads as both, not as a third, grey band, and its
+    legend entry is hatched as drawn."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
+    fig = _figure(table, "crossover", monkeypatch)
+    loop_ax = fig.axes[0]
+    bands = [c for c in loop_ax.collections if isinstance(c, PolyCollection)]
+    t4 = [c for c in bands if c.get_label().startswith("T4")]
+    cpu = [c for c in bands if not c.get_label().startswith("T4")]
+    assert len(t4) == 1 and cpu
+    assert t4[0].get_hatch() == plots.T4_HATCH and not len(t4[0].get_facecolor())
+    assert all(not c.get_hatch() for c in cpu)
+    # the control: the two do overlap (their boxes in data coordinates share an area)
+    box = [np.concatenate([p.vertices for p in c.get_paths()]) for c in (t4[0], cpu[0])]
+    lo = np.maximum(box[0].min(axis=0), box[1].min(axis=0))
+    hi = np.minimum(box[0].max(axis=0), box[1].max(axis=0))
+    assert (lo < hi).all()
+    legend = loop_ax.get_legend()
+    handle = next(h for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+                  if t.get_text().startswith("T4 x/÷"))  # fmt: skip
+    assert handle.get_hatch() == plots.T4_HATCH
+
+
 def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):
     """resnet50's predicted GPU series, 98-100%, fill their panel (not the 84% its
     published panel needs), each point half a marker or more from every other series';

@@ -37,6 +37,7 @@ BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen
 # the one step the seed models' CPU and GPUs are compared at
 ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
+T4_HATCH = "////"  # the T4's predicted band: hatched, so the CPU's shade shows through it
 
 
 def band_drawn(n: Any) -> Any:
@@ -330,7 +331,12 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         x, y = g.params.astype(float), g.value.astype(float)
         # wrapped: the panels' legends sit side by side below them
         label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {words}", 52)
-        loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
+        # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
+        # (a tint over the CPU's blue would read as a third, grey band)
+        from matplotlib.colors import to_rgba
+
+        loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",
+                             edgecolor=to_rgba("C1", 0.5), hatch=T4_HATCH, linewidth=0,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # middle: each device's own speed
@@ -345,20 +351,40 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for device, d in alone.groupby("device"):
         d = d.sort_values("params")
         label = textwrap.fill(f"{device}, xla step loop on {on} (black bar: p10-p90)", 52)
-        alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
-                          yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="o", color=colour[device], mfc="none", markersize=5,
-                          ecolor="black", elinewidth=1, capsize=4, zorder=3,
-                          label=label)  # fmt: skip
-    alone_ax.set_title("each step timed alone", fontsize="medium")
+        bars = alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
+                                 yerr=[d.value - d.lo.fillna(d.value),
+                                       d.hi.fillna(d.value) - d.value],
+                                 fmt="o", color=colour[device], mfc="white", mew=1.5,
+                                 markersize=5, ecolor="black", elinewidth=1, capsize=4,
+                                 zorder=3, label=label)  # fmt: skip
+        bars.lines[0].set_zorder(4)  # the marker over its bar, its white face hiding it
+    alone_ax.set_title(alone_title(c, alone), fontsize="medium")
     sitting_ratios(table, ratio_ax, sweeps, colour)
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax, ratio_ax):
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    fig.subplots_adjust(top=0.84)  # the panels' two-line titles clear of the figure's
     title = "Seed 002: above how many parameters does the GPU win?"
     return _finish(fig, path, title, tight=False)
+
+
+def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
+    """The middle crossover panel's title: at how many of the CPU's widths each GPU's
+    step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps on its
+    data), so a reader need not count points on a log axis."""
+    medians = cpu.assign(p=cpu.params.astype(float)).set_index("p").value.astype(float)
+    said = []
+    for device, d in gpus.groupby("device"):
+        step = d.assign(p=d.params.astype(float)).set_index("p").value.astype(float)
+        shared = medians.index.intersection(step.index)
+        wins = int((step[shared] < medians[shared]).sum())
+        at = f"at every width ({len(shared)})" if wins == len(shared) else (
+            f"at {wins} of {len(shared)} widths")  # fmt: skip
+        said.append(f"{device} faster than the CPU {at}" if wins
+                    else f"{device} faster than the CPU at no width")  # fmt: skip
+    return "\n".join(["each step timed alone", *said])
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
