@@ -2279,6 +2279,23 @@ def _device_of(line) -> str:
     return named.partition(": ")[2]
 
 
+def test_the_accuracy_plots_legends_lie_wholly_outside_their_panels(table, monkeypatch):
+    """Each accuracy panel's legend sits below its panel, no part of it over the data
+    (lines and seed spreads as well as points)."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert panels
+    for ax in panels:
+        legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert not legend.overlaps(frame), ax.get_title()
+    # the control: the same legend at matplotlib's "best" place, inside, is found
+    ax = panels[0]
+    ax.legend(fontsize="x-small", loc="best")
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+
+
 def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, monkeypatch):
     """A device is drawn in one colour in every panel and no two devices share one, so
     runs of one device in a panel (the CPU's seeds) differ by their marker alone."""
