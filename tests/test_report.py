@@ -19,6 +19,7 @@ from experiments.predict import shown as predictions
 from experiments.records import select, stats
 from experiments.report import answers, figures, plots, views
 from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.fmt import percent as fmt_percent
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
 from experiments.studies import page as study_page
@@ -1816,6 +1817,41 @@ def test_the_predictions_plot_draws_steps_alone_each_in_its_regime(table, monkey
     assert len(jax) == ours.astype(str).str.startswith(study_page.OURS_LOOP_STEP).sum()
 
 
+def test_the_predictions_plot_draws_a_bands_worst_wherever_it_draws_the_band(table, monkeypatch):
+    """A drawn band's dashes (its median) come with dots at its worst, so every point of
+    its series lies inside a line that says why (the TPU's published JAX loops: 6.42x off,
+    its median 2.58x); a band too small to draw draws neither."""
+    fig = _figure(table, "predictions", monkeypatch)
+    points = plots.prediction_points(table)
+    bands = study_page.rows(table, quantity="band")
+    beyond = 0
+    for ax in fig.axes:
+        platform = ax.get_title().split(":")[0].lower()
+        if not ax.get_title().endswith("against the prediction"):
+            continue
+        lines = [line for line in ax.get_lines() if line.get_linestyle() in ("--", ":")]
+        here = points[points.platform == platform]
+        for (regime, jax), g in here.groupby(["regime", "jax_loop"]):
+            _, extra, colour, _ = plots.PUBLISHED_SERIES[(regime, bool(jax))]
+            b = bands[(bands.model == regime) & (bands.extra == extra)
+                      & (bands.device == platform)]  # fmt: skip
+            mine = [line for line in lines if line.get_color() == colour]
+            if not len(b) or not plots.band_drawn(b.iloc[0].n):
+                assert mine == []
+                continue
+            b = b.iloc[0]
+            # each line y = f * x: its factors either way, the median's dashed, the worst's dotted
+            slopes = {(line.get_linestyle(), round(line.get_ydata()[0] / line.get_xdata()[0], 6))
+                      for line in mine}  # fmt: skip
+            want = {(style, round(f, 6)) for style, v in (("--", b.value), (":", b.hi))
+                    for f in (v, 1 / v)}  # fmt: skip
+            assert slopes == want, (platform, regime, jax)
+            off = (g.predicted / g.published).map(lambda r: max(r, 1 / r))
+            assert (off <= b.hi * (1 + 1e-9)).all()  # inside its worst's dots
+            beyond += int((off > b.value).sum())
+    assert beyond > 0  # the control: points past the dashes, which the dots alone enclose
+
+
 def test_no_scaling_line_joins_two_placements_and_every_point_is_drawn_once(table):
     """A model-parallel point and a data-parallel one of the same chip, model and batch
     (catsdogs_cnn on a TPU v5e-8) are two series in two panels; every scaling row of the
@@ -2253,6 +2289,23 @@ def _device_of(line) -> str:
     return named.partition(": ")[2]
 
 
+def test_the_accuracy_plots_legends_lie_wholly_outside_their_panels(table, monkeypatch):
+    """Each accuracy panel's legend sits below its panel, no part of it over the data
+    (lines and seed spreads as well as points)."""
+    fig = _figure(table, "accuracy", monkeypatch)
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert panels
+    for ax in panels:
+        legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert not legend.overlaps(frame), ax.get_title()
+    # the control: the same legend at matplotlib's "best" place, inside, is found
+    ax = panels[0]
+    ax.legend(fontsize="x-small", loc="best")
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+
+
 def test_the_accuracy_plot_gives_each_device_one_colour_in_every_panel(table, monkeypatch):
     """A device is drawn in one colour in every panel and no two devices share one, so
     runs of one device in a panel (the CPU's seeds) differ by their marker alone."""
@@ -2465,6 +2518,65 @@ def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visibl
     assert all(alpha >= 0.3 for alpha in bands.values()), bands
 
 
+def test_the_crossover_plot_draws_each_gpu_marker_over_its_bar_and_says_where_it_wins(
+    table, monkeypatch
+):
+    """In the middle panel each GPU's marker lies above its black bar with an opaque face
+    (a hollow one under its bar was lost), and the title says at how many of the CPU's
+    widths the GPU's step is the faster, counted from the rows drawn."""
+    from matplotlib.colors import to_rgba
+
+    fig = _figure(table, "crossover", monkeypatch)
+    alone_ax = fig.axes[1]
+    assert alone_ax.containers
+    for c in alone_ax.containers:
+        marker, _, (segments,) = c.lines
+        assert marker.get_zorder() > segments.get_zorder()
+        assert to_rgba(marker.get_markerfacecolor())[3] == 1.0
+    cpu = study_page.reference_cpu(table)
+    sweep = crossover_study.cpu_sweep(table, cpu, "-")
+    gpu = _gpu_mlp_steps(table)
+    gpu = gpu[gpu.dataset.isin(set(sweep.dataset))]
+    title = alone_ax.get_title()
+    assert title == plots.alone_title(sweep, gpu)
+    for device, d in gpu.groupby("device"):
+        both = d.merge(sweep, on="params", suffixes=("", "_cpu"))
+        wins = int((both.value.astype(float) < both.value_cpu.astype(float)).sum())
+        assert wins == len(both) > 0  # the committed: the H100 faster at every width
+        assert f"{device} faster than the CPU at every width ({len(both)})" in title
+    # the control: a GPU slower at one width is said to win at the others alone
+    slower = gpu.copy()
+    slower.loc[slower.index[0], "value"] = 1.0
+    n = len(slower[slower.device == slower.device.iloc[0]])
+    assert f"faster than the CPU at {n - 1} of {n} widths" in plots.alone_title(sweep, slower)
+
+
+def test_the_crossover_plot_hatches_the_t4s_band_where_it_meets_the_cpus(table, monkeypatch):
+    """The T4's predicted band and the CPU's spread overlap in the left panel: the T4's is
+    hatched (no tint), so the overlap reads as both, not as a third, grey band, and its
+    legend entry is hatched as drawn."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
+    fig = _figure(table, "crossover", monkeypatch)
+    loop_ax = fig.axes[0]
+    bands = [c for c in loop_ax.collections if isinstance(c, PolyCollection)]
+    t4 = [c for c in bands if c.get_label().startswith("T4")]
+    cpu = [c for c in bands if not c.get_label().startswith("T4")]
+    assert len(t4) == 1 and cpu
+    assert t4[0].get_hatch() == plots.T4_HATCH and not len(t4[0].get_facecolor())
+    assert all(not c.get_hatch() for c in cpu)
+    # the control: the two do overlap (their boxes in data coordinates share an area)
+    box = [np.concatenate([p.vertices for p in c.get_paths()]) for c in (t4[0], cpu[0])]
+    lo = np.maximum(box[0].min(axis=0), box[1].min(axis=0))
+    hi = np.minimum(box[0].max(axis=0), box[1].max(axis=0))
+    assert (lo < hi).all()
+    legend = loop_ax.get_legend()
+    handle = next(h for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+                  if t.get_text().startswith("T4 x/÷"))  # fmt: skip
+    assert handle.get_hatch() == plots.T4_HATCH
+
+
 def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):
     """resnet50's predicted GPU series, 98-100%, fill their panel (not the 84% its
     published panel needs), each point half a marker or more from every other series';
@@ -2511,6 +2623,84 @@ def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, mo
     assert any(ax.get_xlabel() == "" for ax in axes.flat if ax.axison)
 
 
+def _scaling_faults(fig) -> list[tuple]:
+    """What hides a scaling point: a marker's edge within a marker of its panel's frame,
+    or a filled point past its series' base within a marker of another series' point."""
+    pt = fig.dpi / 72
+    faults = []
+    for ax in (a for a in fig.axes if a.axison):
+        frame = ax.get_window_extent()
+        series = []
+        for line in ax.get_lines():
+            if line.get_marker() in ("None", "", None):
+                continue
+            xy = line.get_transform().transform(
+                np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+            )
+            r = line.get_markersize() * pt / 2 + plots.SCALING_MARKER * pt
+            for x, y in xy:
+                if min(x - frame.x0, frame.x1 - x, y - frame.y0, frame.y1 - y) < r:
+                    faults.append(("by the frame", ax.get_title(), line.get_label()))
+            if line.get_markersize() != plots.RING["markersize"]:  # a ring rings a point
+                series.append((line, xy))
+        for i, (line, xy) in enumerate(series):
+            if str(line.get_markerfacecolor()) == "none":  # hollow: both outlines seen
+                continue
+            for j, (_, other) in enumerate(series):
+                near = [p for p in xy[1:] for q in other if i != j
+                        and np.hypot(*(p - q)) < plots.SCALING_MARKER * pt]  # fmt: skip
+                if near:
+                    faults.append(("hidden", ax.get_title(), i, j))
+    return faults
+
+
+def test_the_scaling_plot_draws_every_point_clear_of_its_frame_and_of_the_other_series(
+    table, monkeypatch
+):
+    """Each marker a marker clear of its panel's frame (catsdogs_cnn's TPU v5e-8 at 89.7%
+    its panel's lowest), each filled point past its base a marker from every other
+    series' (lenet5_keras's A100 and H100, 80.6% and 81.2% on 2 to 8 GPUs, both seen)."""
+    fig = _figure(table, "scaling", monkeypatch)
+    assert _scaling_faults(fig) == []
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.axison}
+    # the controls: the lowest point on the frame, and the two series on their old
+    # fraction of an octave apart, are found
+    ax = panels["catsdogs_cnn, data-parallel"]
+    low = min(y for line in ax.get_lines() for y in line.get_ydata())
+    rows = study_page.rows(table, quantity="scaling_efficiency", selection="equal-batch",
+                           model="catsdogs_cnn", placement="sharded")  # fmt: skip
+    assert low == pytest.approx(rows.value.astype(float).min())
+    ax.set_ylim(bottom=low)
+    assert {f[:2] for f in _scaling_faults(fig)} == {("by the frame", ax.get_title())}
+    monkeypatch.setattr(plots, "_clear_of", lambda points, fixed, gap: [0.0] * len(points))
+    hidden = {f[1] for f in _scaling_faults(_figure(table, "scaling", monkeypatch))
+              if f[0] == "hidden"}  # fmt: skip
+    assert "lenet5_keras, data-parallel" in hidden
+
+
+def test_the_scaling_plot_says_in_its_title_which_efficiencies_are_predicted(table, monkeypatch):
+    """Most panels hold predictions alone: the title says predicted, and published only
+    where the table holds a published series; a point above ideal says beside it that it
+    is a flaw, its value the table's."""
+    series = plots.scaling_series(table)
+    title = _figure(table, "scaling", monkeypatch)._suptitle.get_text()
+    assert title == plots.scaling_title(series) and "predicted" in title and "published" in title
+    # the control: predictions alone say nothing of published ones
+    only = plots.scaling_title([r for r in series if r["kind"] == "predicted"])
+    assert "predicted" in only and "published" not in only
+    assert plots.scaling_title([r for r in series if r["kind"] == "published"]).startswith(
+        "Weak scaling, published:"
+    )
+    fig = _figure(table, "scaling", monkeypatch)
+    above = [(d, v) for r in series for d, v in r["above"]]
+    assert above  # the committed: resnet50 on 64 TPU v5e chips, 102.1%
+    said = [t.get_text() for ax in fig.axes for t in ax.texts if "flaw" in t.get_text()]
+    assert sorted(said) == sorted(f"{fmt_percent(v)} {plots.FLAW}" for _, v in above)
+    assert all("above ideal" in s for s in said)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert plots.ABOVE_IDEAL in labels and "flaw" in plots.ABOVE_IDEAL
+
+
 def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_one(
     table, monkeypatch
 ):
@@ -2533,6 +2723,44 @@ def test_the_seed_models_plot_bars_a_banded_prediction_and_greys_an_unvalidated_
 
     grey, bare = drawn("unvalidated (no band)"), drawn("held out: no bar)")
     assert (bars, bare, grey) == (banded, few, len(predicted) - banded - few)
+
+
+def test_the_seed_models_plot_draws_an_unbarred_prediction_in_a_shape_of_its_own(
+    table, monkeypatch
+):
+    """A prediction whose band is too small to draw (the TPUs') has no bar and a shape no
+    barred prediction has, in the plot and its legend: never read as a bar too short to
+    see. The title sets each chip against the CPU only where the CPU's step was measured,
+    and names the models whose panels have no CPU line."""
+    from matplotlib.colors import same_color
+
+    fig = _figure(table, "first", monkeypatch)
+    panels = [ax for ax in fig.axes if ax.axison]
+    few = [line for ax in panels for line in ax.get_lines()
+           if line.get_label().endswith("held out: no bar)")]  # fmt: skip
+    barred = [c.lines[0] for ax in panels for c in ax.containers]
+    assert few and barred  # both kinds in the committed table: the check can fail
+    assert {line.get_marker() for line in few} == {plots.FEW_MARKER}
+    assert plots.FEW_MARKER not in {line.get_marker() for line in barred}
+    legend = fig.legends[0]
+    shapes = {t.get_text(): h.get_marker() for h, t in zip(legend.legend_handles,
+              legend.get_texts(), strict=True) if hasattr(h, "get_marker")}  # fmt: skip
+    assert {shapes[line.get_label()] for line in few} == {plots.FEW_MARKER}
+    # the barred ones' entries apart from them: each a bar's handle, not a bare marker
+    assert {c.get_label() for ax in panels for c in ax.containers} & set(shapes) == set()
+    assert {c.get_label() for ax in panels for c in ax.containers} <= {
+        t.get_text() for t in legend.get_texts()
+    }
+    # the title: a panel without a CPU line is named, one with it is not
+    cpu = [ax for ax in panels if any(same_color(line.get_color(), "C3")
+                                      for line in ax.get_lines())]  # fmt: skip
+    none = [ax.get_title().split("\n")[0] for ax in panels if ax not in cpu]
+    assert cpu and none == ["catsdogs_cnn"]  # the committed: both kinds of panel
+    title = fig._suptitle.get_text()
+    assert title == plots.seed_models_title(none) and "where it ran" in title
+    assert all(m in title for m in none)
+    assert not any(ax.get_title().split("\n")[0] in title for ax in cpu)
+    assert "where it ran" not in plots.seed_models_title([])  # the control
 
 
 def test_the_seed_models_plot_draws_the_cpus_jaxcnns_loop_step_the_answers_divide_by(

@@ -23,7 +23,7 @@ from experiments.report.figures import (
     compile_check_worst,
     is_small,
 )
-from experiments.report.fmt import value_text
+from experiments.report.fmt import percent, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
 
@@ -37,6 +37,7 @@ BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen
 # the one step the seed models' CPU and GPUs are compared at
 ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
+T4_HATCH = "////"  # the T4's predicted band: hatched, so the CPU's shade shows through it
 
 
 def band_drawn(n: Any) -> Any:
@@ -147,6 +148,7 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
 
 
+FEW_MARKER = "^"  # a prediction whose band is too small to draw: no bar, this shape
 MEASURED_SLOT = "shaded column: a chip measured, beside its target's prediction where one names it"
 
 
@@ -185,6 +187,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     slot = {d: i for i, (d, is_measured) in enumerate(order) if not is_measured}
     ticks = [f"{d} (measured)" if is_measured else d for d, is_measured in order]
     cpu_line = {"color": "C3", "linewidth": 1.2}
+    unmeasured = []  # the models the CPU's step was not measured for: no CPU line
     fig, axes = _grid(4, lambda c, r: (10, 7.5), "", "seconds per step (log)", across=2)
     for ax, model in zip(axes.flat, answers_lib.SEED_MODELS, strict=True):
         lacks = []
@@ -202,8 +205,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             drawn = band_drawn(p.band_n)
             b, u = m.notna() & drawn, m.isna() & p.value.notna()
             few = m.notna() & ~drawn & p.value.notna()
-            if few.any():
-                ax.plot(x[few], p.value[few], "o", color="C0", mfc="C0" if filled else "none",
+            if few.any():  # a shape of its own: never read as a bar too short to see
+                ax.plot(x[few], p.value[few], FEW_MARKER, color="C0",
+                        mfc="C0" if filled else "none", markersize=7,
                         label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
             if b.any():
                 y = p.value[b].astype(float)
@@ -251,6 +255,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                          f"{fastest.loop} loop")  # fmt: skip
         else:
             lacks.append(f"no {cpu} step measured at batch 128 f32")
+            unmeasured.append(model)
         ax.set_yscale("log")
         ax.margins(y=0.08)  # the CPU's lines clear of the top frame
         ax.set_title("\n".join([model, *lacks]), fontsize="small")
@@ -261,8 +266,16 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                 label.set_color("C2")
     fastest = _proxy(color="C3", linestyle=":")
     _legend_below(fig, {f"{cpu}, its fastest measured way (named in the title)": fastest})
+    return _finish(fig, path, seed_models_title(unmeasured))
+
+
+def seed_models_title(unmeasured: list[str]) -> str:
+    """The seed-models plot's title: each chip against the CPU, saying which models'
+    panels have no CPU step to set them against (`unmeasured`)."""
     title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
-    return _finish(fig, path, title)
+    if unmeasured:
+        title += f" where it ran (no CPU step for {', '.join(unmeasured)})"
+    return title
 
 
 def _spread(ax: Any, sweep: pd.DataFrame, label: Callable[[pd.DataFrame], str]) -> None:
@@ -318,7 +331,12 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         x, y = g.params.astype(float), g.value.astype(float)
         # wrapped: the panels' legends sit side by side below them
         label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {words}", 52)
-        loop_ax.fill_between(x, y / worst, y * worst, color="C1", alpha=0.15, linewidth=0,
+        # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
+        # (a tint over the CPU's blue would read as a third, grey band)
+        from matplotlib.colors import to_rgba
+
+        loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",
+                             edgecolor=to_rgba("C1", 0.5), hatch=T4_HATCH, linewidth=0,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # middle: each device's own speed
@@ -333,20 +351,40 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for device, d in alone.groupby("device"):
         d = d.sort_values("params")
         label = textwrap.fill(f"{device}, xla step loop on {on} (black bar: p10-p90)", 52)
-        alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
-                          yerr=[d.value - d.lo.fillna(d.value), d.hi.fillna(d.value) - d.value],
-                          fmt="o", color=colour[device], mfc="none", markersize=5,
-                          ecolor="black", elinewidth=1, capsize=4, zorder=3,
-                          label=label)  # fmt: skip
-    alone_ax.set_title("each step timed alone", fontsize="medium")
+        bars = alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
+                                 yerr=[d.value - d.lo.fillna(d.value),
+                                       d.hi.fillna(d.value) - d.value],
+                                 fmt="o", color=colour[device], mfc="white", mew=1.5,
+                                 markersize=5, ecolor="black", elinewidth=1, capsize=4,
+                                 zorder=3, label=label)  # fmt: skip
+        bars.lines[0].set_zorder(4)  # the marker over its bar, its white face hiding it
+    alone_ax.set_title(alone_title(c, alone), fontsize="medium")
     sitting_ratios(table, ratio_ax, sweeps, colour)
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
     for ax in (loop_ax, alone_ax, ratio_ax):
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    fig.subplots_adjust(top=0.84)  # the panels' two-line titles clear of the figure's
     title = "Seed 002: above how many parameters does the GPU win?"
     return _finish(fig, path, title, tight=False)
+
+
+def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
+    """The middle crossover panel's title: at how many of the CPU's widths each GPU's
+    step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps on its
+    data), so a reader need not count points on a log axis."""
+    medians = cpu.assign(p=cpu.params.astype(float)).set_index("p").value.astype(float)
+    said = []
+    for device, d in gpus.groupby("device"):
+        step = d.assign(p=d.params.astype(float)).set_index("p").value.astype(float)
+        shared = medians.index.intersection(step.index)
+        wins = int((step[shared] < medians[shared]).sum())
+        at = f"at every width ({len(shared)})" if wins == len(shared) else (
+            f"at {wins} of {len(shared)} widths")  # fmt: skip
+        said.append(f"{device} faster than the CPU {at}" if wins
+                    else f"{device} faster than the CPU at no width")  # fmt: skip
+    return "\n".join(["each step timed alone", *said])
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
@@ -627,13 +665,82 @@ def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 MAX_SERIES = 8  # a scaling panel's most series before it splits by platform
-ABOVE_IDEAL = "above ideal (a bug in the prediction), ringed"
+ABOVE_IDEAL = "ringed: above ideal, a flaw in the prediction (no real gain)"
+FLAW = "above ideal:\na flaw"  # written beside each ringed point, its value first
 RING = {"color": "r", "mfc": "none", "markersize": 13, "mew": 1.5}  # a point above ideal
+SCALING_MARKER = 5.0  # a scaling point's marker, in points
+# A scaling panel's axes in inches, a little under what the grid gives them (checked on
+# the drawn figure by the tests): where its markers will fall, known before it is drawn
+SCALING_AXES_IN = (2.3, 1.9)
+# A panel's frame this far (points) from its outermost markers' centres, either way: a
+# ring's edge (RING, 13 points across) a marker clear of it, no point on the frame
+SCALING_EDGE = RING["markersize"] / 2 + RING["mew"] + SCALING_MARKER + 1
+
+
+def _scaling_limits(ax: Any, xs: list[list[float]], values: list[float]
+                    ) -> tuple[float, float, float, float]:  # fmt: skip
+    """A scaling panel's axes (log2 x) on its points `xs`, `values`, SCALING_EDGE clear of
+    its frame on a panel of SCALING_AXES_IN: (left, right, bottom, top)."""
+    import math
+
+    width, height = (72 * inches for inches in SCALING_AXES_IN)
+    ends = min(min(x) for x in xs), max(max(x) for x in xs)
+    octaves = max(math.log2(ends[1] / ends[0]), 1.0)
+    pad = 2 ** (octaves * SCALING_EDGE / (width - 2 * SCALING_EDGE))
+    low, high = min(values), max(values)
+    spare = max(high - low, 0.01) * SCALING_EDGE / (height - 2 * SCALING_EDGE)
+    ax.set_xscale("log", base=2)
+    ax.set(xlim=(ends[0] / pad, ends[1] * pad), ylim=(low - spare, high + spare))
+    return ends[0] / pad, ends[1] * pad, low - spare, high + spare
+
+
+def _clear_of(points: list[tuple[float, float]], fixed: list[tuple[float, float]],
+              gap: float) -> list[float]:  # fmt: skip
+    """The x offset of each of `points` (x, y in points on the panel) that leaves it `gap`
+    or more from every point placed before it and every one of `fixed`: 0 where it is
+    clear already, else the nearest step of `gap` either way that is. Two series a hair
+    apart (80.6% and 81.2%) would otherwise draw one marker and one line over the other."""
+    placed, out = list(fixed), []
+    for x, y in points:
+        for k in range(64):
+            dx = gap * ((k + 1) // 2) * (1 if k % 2 else -1)
+            if all((x + dx - px) ** 2 + (y - py) ** 2 >= gap**2 for px, py in placed):
+                break
+        placed.append((x + dx, y))
+        out.append(dx)
+    return out
 
 
 # matplotlib's cycle reordered so that neighbours differ in hue: red, purple and pink,
 # next to each other there, are told apart only side by side.
 DISTINCT = ("C0", "C1", "C2", "C3", "C9", "C5", "C4", "C8", "C7", "C6")
+
+
+def _spread_apart(xs: list[list[float]], series: list[dict[str, Any]],
+                  limits: tuple[float, float, float, float]) -> None:  # fmt: skip
+    """`xs` (each series' x, one panel's) moved apart in place where two series' points
+    would hide one another on a panel of SCALING_AXES_IN and `limits`: each
+    filled point after its series' base a marker and a point clear of every other, the
+    bases (100% each, side by side already) and hollow points left where they are."""
+    import math
+
+    left, right, lo, hi = limits
+    octaves = math.log2(right / left)
+    width, height = (72 * inches for inches in SCALING_AXES_IN)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return math.log2(x / left) / octaves * width, (y - lo) / (hi - lo) * height
+
+    # a hollow (published) marker over another leaves both outlines seen: left in place,
+    # a published sweep's crowd of x8s would otherwise stretch past the devices it ran on
+    still = [(i, j) for i, x in enumerate(xs) for j in range(len(x))
+             if j == 0 or series[i]["kind"] == "published"]  # fmt: skip
+    bases = [at(xs[i][j], series[i]["values"][j]) for i, j in still]
+    rest = [(i, j) for i, x in enumerate(xs) for j in range(1, len(x)) if (i, j) not in still]
+    moves = _clear_of([at(xs[i][j], series[i]["values"][j]) for i, j in rest], bases,
+                      SCALING_MARKER + 1)  # fmt: skip
+    for (i, j), dx in zip(rest, moves, strict=True):
+        xs[i][j] *= 2 ** (dx / width * octaves)
 
 
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
@@ -671,30 +778,36 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
         step = min(0.07, 0.6 / max(1, len(mine) - 1))
+        # a fraction of an octave apart: same-valued series stay visible side by side
+        xs = [[d * 2 ** (step * (i - (len(mine) - 1) / 2)) for d in r["devices"]]
+              for i, r in enumerate(mine)]  # fmt: skip
+        # each panel on its own data's range: series 1% apart stay apart, not a smear
+        # on a range a sibling panel's 80% needs; every point a margin inside the frame
+        values = [v for r in mine for v in r["values"]]
+        _spread_apart(xs, mine, _scaling_limits(ax, xs, values))
+        _scaling_limits(ax, xs, values)  # on the points as drawn
         named: list[int] = []  # the bases above 1 a panel's series start from
-        for i, r in enumerate(mine):
-            # a fraction of an octave apart: same-valued series stay visible side by side
-            shift = 2 ** (step * (i - (len(mine) - 1) / 2))
-            xs = [d * shift for d in r["devices"]]
+        for r, x in zip(mine, xs, strict=True):
             published = r["kind"] == "published"
-            ax.plot(xs, r["values"], ":" if published else style.get(r["precision"], ":"),
+            ax.plot(x, r["values"], ":" if published else style.get(r["precision"], ":"),
                     marker=marker[r["per"]], color=colour[r["chip"]],
                     mfc="none" if published else colour[r["chip"]],
-                    linewidth=0.8 if published else 1.2, markersize=5)  # fmt: skip
+                    linewidth=0.8 if published else 1.2, markersize=SCALING_MARKER)  # fmt: skip
             for d, v in r["above"]:
-                ax.plot([d * shift], [v], "o", **RING)
+                at = x[r["devices"].index(d)]
+                ax.plot([at], [v], "o", **RING)
+                # said where it is drawn: a value above 100% is no gain but a flaw
+                ax.annotate(f"{percent(v)} {FLAW}", (at, v), xytext=(-9, 0),
+                            textcoords="offset points", fontsize="xx-small", color="r",
+                            ha="right", va="center")  # fmt: skip
             if r["base"] > 1 and r["base"] not in named:  # one colour with its chip's: named
                 named.append(r["base"])  # once a base, each a line lower: none overwritten
-                ax.annotate(f"from {r['base']}", (xs[0], 1.0), xytext=(0, -4 - 7 * len(named)),
+                ax.annotate(f"from {r['base']}", (x[0], 1.0), xytext=(0, -4 - 7 * len(named)),
                             textcoords="offset points", fontsize="xx-small",
                             color=colour[r["chip"]], ha="center")  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
-        # each panel on its own data's range: series 1% apart stay apart, not a smear
-        # on a range a sibling panel's 80% needs
-        _ylim(ax, [v for r in mine for v in r["values"]], least=0.01)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
-        ax.set_xscale("log", base=2)
     handles = {chip: _proxy(color=c) for chip, c in colour.items()}
     for k in sorted({r["precision"] for r in series if r["kind"] == "predicted"}):
         handles[f"{k}, predicted (filled)"] = _proxy(color=NEUTRAL, linestyle=style.get(k, ":"))
@@ -705,9 +818,20 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     if any(r["above"] for r in series):
         handles[ABOVE_IDEAL] = _proxy(marker="o", linestyle="", **RING)
     _legend_below(fig, handles, size="x-small", ncol=6)
+    return _finish(fig, path, scaling_title(series))
+
+
+def scaling_title(series: list[dict[str, Any]]) -> str:
+    """The scaling plot's title, saying which of its efficiencies are predicted and which
+    published (from its series): a reader of the title alone must not take a prediction
+    for a measurement."""
+    kinds = {r["kind"] for r in series}
+    said = "predicted" if kinds == {"predicted"} else (
+        "published" if "predicted" not in kinds
+        else "predicted (filled), published where a panel says so (hollow)")  # fmt: skip
     # a series starts at 100% on its base: one device, or the "from n" its label says
-    title = "Weak scaling: the base's step / n devices' step, % of ideal"
-    return _finish(fig, path, f"{title} (each panel its own y-axis)")
+    return (f"Weak scaling, {said}: the base's step / n devices' step, % of ideal "
+            "(each panel its own y-axis)")  # fmt: skip
 
 
 def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
@@ -744,8 +868,8 @@ PUBLISHED_SERIES = {
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
     """Every published step against our prediction of it, one panel per platform: a
     series per regime naming its models, that platform's band of each regime dashed at
-    its median either way; beside them the predictions made before each program first ran
-    on its chip."""
+    its median either way and dotted at its worst; beside them the predictions made
+    before each program first ran on its chip."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -770,11 +894,16 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
                 _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
+                # its worst too: a point past the median's dashes (a few bands' worst is
+                # several times their median) lies inside a line that says why
+                label = f"its band's worst, {value_text(b.hi, 'x')} either way"
+                _factor_lines(ax, b.hi, lo, hi, ":", label, color=colour, linewidth=0.8)
             elif len(band):  # said, not drawn
                 ax.plot([], [], " ", label=f"its band: n={int(band.iloc[0].n)}, not drawn")
         title = f"{platform.upper()}: published steps against the prediction"
         _square(ax, lo, hi, "published step (s)", "predicted step (s)", title)
-    title = "Below the diagonal: predicted faster; a band's dashes: its median either way"
+    title = ("Below the diagonal: predicted faster; a band's dashes: its median either way, "
+             "its dots: its worst")  # fmt: skip
     return _finish(fig, path, title, tight=False)
 
 
