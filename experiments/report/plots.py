@@ -330,7 +330,9 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
         # wrapped: the panels' legends sit side by side below them
-        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {words}", 52)
+        # each width's own band: the kernels' where they are most of its step
+        said = sorted({answers_lib.band_words(r) for r in g.to_dict("records")})
+        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {'; '.join(said)}", 52)
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
         from matplotlib.colors import to_rgba
