@@ -1649,3 +1649,26 @@ def test_the_batchs_host_parts_are_a_line_through_each_sizes_median_that_never_f
     falls = [*sweep, (10, {**parts, "put": 5e-4}), (1000, {**parts, "put": 1e-4})]
     flat = {host_lib.modelled_parts(falls, b)["put"] for b in (10, 500, 5000)}
     assert flat == {2e-4}
+
+
+def test_a_loop_step_mostly_kernels_takes_the_wider_device_step_band():
+    rule = predict.kernels_band_instead
+    # kernels most of the step, their band the wider: theirs
+    assert rule(device_step=2.1e-3, loop_step=2.14e-3, loop_worst=3.41, device_worst=6.1)
+    # the controls: host-bound, or a narrower kernels' band, or no band for the kernels
+    assert not rule(device_step=0.2e-3, loop_step=1.4e-3, loop_worst=3.41, device_worst=6.1)
+    assert not rule(device_step=2.1e-3, loop_step=2.14e-3, loop_worst=3.41, device_worst=2.0)
+    assert not rule(device_step=2.1e-3, loop_step=2.14e-3, loop_worst=3.41, device_worst=None)
+    # an unvalidated loop step (no published loops' band) takes the kernels' where it can
+    assert rule(device_step=2.1e-3, loop_step=2.14e-3, loop_worst=None, device_worst=6.1)
+
+
+def test_the_target_command_says_which_band_a_loop_step_carries():
+    from experiments.cli import targets as targets_cli
+
+    kernels = {"median": 1.36, "worst": 6.1, "observations": 197, "split": "chip",
+               "quantity": "device_step", "mostly_kernels": True}  # fmt: skip
+    said = targets_cli.loop_band_words(kernels)
+    assert "the device step's, leave one chip out" in said and "worst 6.1x" in said
+    loops = {"median": 1.4, "worst": 3.41, "observations": 9, "faster": 4, "hosts": ["T4"]}
+    assert "published JAX loops held out" in targets_cli.loop_band_words(loops)

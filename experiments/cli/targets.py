@@ -193,6 +193,12 @@ def loop_band_words(band: dict[str, Any] | None) -> str:
             f"loop step unvalidated: fewer than {MIN_LOOP_ROWS} published JAX loops of such "
             "programs on this platform to check it against"
         )
+    if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead
+        return (
+            f"loop step band: {band['median']:.3g}x off (worst {band['worst']:.3g}x, "
+            f"n={band['observations']}, the device step's, leave one {band['split']} out: "
+            "its kernels are most of this loop step)"
+        )
     return (
         f"loop step band: {band['median']:.3g}x off (worst {band['worst']:.3g}x, "
         f"n={band['observations']} published JAX loops held out, on "

@@ -1192,13 +1192,14 @@ def wider_where_mostly_kernels(
     w: dict[str, Any],
     bands: dict[tuple, tuple],
 ) -> dict[str, Any]:
-    """A small program's loop-step band (the published JAX loops', `band`), or, where its
-    device step is most of the loop step and the device step's own band is the wider,
-    that one, saying so: a loop step that is mostly kernels errs as its kernels do, and
-    the published loops checked mostly host-bound steps."""
+    """A small program's loop-step band (the published JAX loops', `band`), or the device
+    step's, saying so, where jaxcnn.perf.predict.kernels_band_instead says (the one rule
+    compile_for's prediction follows too)."""
+    from jaxcnn.perf.predict import kernels_band_instead
+
     kernels = band_of(block, w["platform"], "device_step_s", bands)
-    wider = (kernels.get("band_worst") or 0) > (band.get("band_worst") or 0)
-    if not (device_step and 2 * device_step > loop_step and wider):
+    worsts = (band.get("band_worst"), kernels.get("band_worst"))
+    if not kernels_band_instead(device_step, loop_step, *worsts):
         return band
     return {**kernels, "band_split": f"{kernels['band_split']}{KERNELS_TOO}"}
 

@@ -237,6 +237,11 @@ def predict(
         if host is not None
         else {}
     )
+    band = error_band(family, kind, chip)
+    loop = loop_band(table, platform, kind) if looped else None
+    worsts = ((loop or {}).get("worst"), (band or {}).get("worst"))
+    if looped and kernels_band_instead(device_step, looped.get("loop_step_s"), *worsts):
+        loop = {**band, "mostly_kernels": True}
     return Prediction(
         method=METHOD,
         constants_version=str(table["version"]),
@@ -246,9 +251,9 @@ def predict(
         kernels=timed["kernels"] / steps,
         rates_source=rates.source,
         regime=kind,
-        band=error_band(family, kind, chip),
+        band=band,
         **looped,
-        loop_band=loop_band(table, platform, kind) if looped else None,
+        loop_band=loop,
         formulation=formulation,
     )
 
@@ -290,6 +295,22 @@ def loop_band(table: Mapping[str, Any], platform: str, regime_name: str) -> dict
     if not band or band["observations"] < MIN_LOOP_ROWS:
         return None
     return {**band, "split": LOOP_SPLIT, "quantity": LOOP_STEP}
+
+
+def kernels_band_instead(
+    device_step: float | None,
+    loop_step: float | None,
+    loop_worst: float | None,
+    device_worst: float | None,
+) -> bool:
+    """Whether a loop step takes its device step's band (`error_band`) rather than the
+    published JAX loops' (`loop_band`): where its kernels are most of it (more than half)
+    and their band is the wider. A loop step that is mostly kernels errs as they do, and
+    the published loops checked mostly host-bound steps. The band then names the device
+    step as what it was measured on, and `mostly_kernels` says why."""
+    if not (device_step and loop_step and device_worst):
+        return False
+    return 2 * device_step > loop_step and device_worst > (loop_worst or 0.0)
 
 
 # A loop step's band: published JAX loops, each on its own host, its program held out.
