@@ -4002,3 +4002,15 @@ def test_a_band_stands_beside_a_baseline_with_no_model_recomputed_from_figures_c
     assert f"100% for every pair: {fmt(ideal.to_dict())}" in answers.answers(csv)[7].band
     page = (RESULTS / views.PAGES / "predictions.md").read_text()
     assert figures.LOOP_CONSTANT in page and figures.SCALING_IDEAL in page
+
+
+def test_a_cpu_only_folder_names_its_cpus_cores_where_its_records_state_them(table):
+    cpu = study_page.reference_cpu(table)
+    alone = table[(table.kind == "measured") & (table.device == cpu)]
+    said = views.what_ran(alone)
+    assert said.startswith(
+        f"**Measured on CPUs only; every CPU figure below is {cpu}'s (2 cores). "
+    )
+    # the control: records that state no cores say none
+    bare = views.what_ran(alone[alone.quantity != "cores"])
+    assert bare.startswith(f"**Measured on CPUs only; every CPU figure below is {cpu}'s. ")

@@ -59,7 +59,9 @@ def what_ran(table: pd.DataFrame) -> str:
         cpu_said = [f"CPU {named}{cores}{cpu_context(table, named, on_cpu)}"] if named else []
         ran = f"Measured on {' and '.join([*accelerators, *cpu_said])}"
     else:
+        cores = cores_said(table, named).removeprefix(", ")
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
+        ran += f" ({cores})" if cores else ""
         ran += " (older CPUs': details)" if older else ""
         ran += (
             ". Nothing ran on a GPU or TPU: their figures are compiled by the real compilers "
