@@ -1672,3 +1672,29 @@ def test_the_target_command_says_which_band_a_loop_step_carries():
     assert "the device step's, leave one chip out" in said and "worst 6.1x" in said
     loops = {"median": 1.4, "worst": 3.41, "observations": 9, "faster": 4, "hosts": ["T4"]}
     assert "published JAX loops held out" in targets_cli.loop_band_words(loops)
+
+
+@pytest.mark.parametrize("dispatch_s", [1e-7, 1e-2])
+def test_predict_gives_a_loop_step_mostly_kernels_their_band_as_factors(dispatch_s):
+    observed = [(1.0, 0.2), (1.0, 1.1), (2.0, 1.0)]  # held-out factors 5, 1.1, 2
+    family = {**TABLE["families"]["gpu"], "observations": [
+        {"measured_s": a, "held_out_predicted_s": {"chip": p}, "regime": "small"}
+        for a, p in observed]}  # fmt: skip
+    family["error"] = {**family["error"], "splits": {
+        "chip": {"regimes": {"small": _band(0.5, 0.8, 3)}}}}  # fmt: skip
+    published = {"median": 1.4, "worst": 3.0, "observations": 5, "faster": 1, "hosts": ["T4"]}
+    table = {**TABLE, "families": {"gpu": family},
+             "loop_error": {"gpu": {"published_band": {"small": published}}}}  # fmt: skip
+    host = host_lib.host_side(
+        measured=None, dispatch_s=dispatch_s, batch_bytes=1000, host_link_bytes_per_s=None,
+        modelled={"dispatch": dispatch_s}, modelled_on="gpu",
+    )  # fmt: skip
+    p = predict.predict([_gemm(1e9, 1e6)], rates_lib.of_device(A100), "gpu", 32, host=host,
+                        table=table)  # fmt: skip
+    assert p.regime == "small" and p.band["worst"] == 0.8  # error_band's: |p/a - 1|
+    assert (2 * p.device_step_s > p.loop_step_s) == (dispatch_s < 1e-3)  # both cases met
+    if 2 * p.device_step_s > p.loop_step_s:  # kernels most of it: their band, as factors
+        assert p.loop_band == {"median": 2.0, "worst": 5.0, "observations": 3, "split": "chip",
+                               "quantity": predict.DEVICE_STEP, "mostly_kernels": True}  # fmt: skip
+    else:  # the control: a host-bound step keeps the published loops' band
+        assert p.loop_band["worst"] == 3.0 and "mostly_kernels" not in p.loop_band

@@ -1043,20 +1043,14 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
 def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
     """{(platform, split, regime): (median, worst, n)} of the held-out factors of the
     constants file's observations (device steps)."""
+    from jaxcnn.perf.predict import REGIMES, held_out_factors
+
     out = {}
     for platform, family in (table.get("families") or {}).items():
-        obs = family.get("observations") or []
         for split in ("chip", "program"):
-            by_regime: dict[str, list[float]] = defaultdict(list)
-            for o in obs:
-                p = (o.get("held_out_predicted_s") or {}).get(split)
-                a = o.get("measured_s")
-                if p and a:
-                    large = "resnet50" in str(o.get("label"))
-                    regime = o.get("regime") or ("large" if large else "small")
-                    by_regime[regime].append(max(p / a, a / p))
-            for regime, f in by_regime.items():
-                out[(platform, split, regime)] = _median_worst(f)
+            for regime in REGIMES:
+                if f := held_out_factors(family, split, regime):
+                    out[(platform, split, regime)] = _median_worst(f)
     return out
 
 
@@ -1141,7 +1135,6 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
             band = band_of(block, w["platform"], "loop_step_s", bands)
             if block.get("regime") == "small":
                 band = loop_band_of(block) or {"band_quantity": "unvalidated"}
-                band = wider_where_mostly_kernels(band, device_step, loop_step, block, w, bands)
             left_out = block.get("loop_left_out")
             note = LEFT_OUT + ", ".join(left_out) if left_out else None
             out.append(predicted("loop_step_s", loop_step, note=note, source=source, **band))
@@ -1184,33 +1177,17 @@ MOSTLY_KERNELS = "the device step's: most of this step"
 KERNELS_TOO = f"; {MOSTLY_KERNELS}"
 
 
-def wider_where_mostly_kernels(
-    band: dict[str, Any],
-    device_step: float | None,
-    loop_step: float,
-    block: dict[str, Any],
-    w: dict[str, Any],
-    bands: dict[tuple, tuple],
-) -> dict[str, Any]:
-    """A small program's loop-step band (the published JAX loops', `band`), or the device
-    step's, saying so, where jaxcnn.perf.predict.kernels_band_instead says (the one rule
-    compile_for's prediction follows too)."""
-    from jaxcnn.perf.predict import kernels_band_instead
-
-    kernels = band_of(block, w["platform"], "device_step_s", bands)
-    worsts = (band.get("band_worst"), kernels.get("band_worst"))
-    if not kernels_band_instead(device_step, loop_step, *worsts):
-        return band
-    return {**kernels, "band_split": f"{kernels['band_split']}{KERNELS_TOO}"}
-
-
 def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
     """The band columns of a predicted loop step: the fit's check of it against published
-    JAX loops (the block's `loop_band`, jaxcnn.perf.predict.loop_band), or None."""
+    JAX loops (the block's `loop_band`, jaxcnn.perf.predict.loop_band), or the device
+    step's where jaxcnn.perf.predict.kernels_band_instead chose it; or None."""
     band = block.get("loop_band")
     if not band:
         return None
     found = (band["median"], band["worst"], band["observations"])
+    if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead's choice
+        split = f"leave one {band['split']} out{KERNELS_TOO}"
+        return _band_columns(*found, split, "device_step_s")
     return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s")
 
 

@@ -31,6 +31,7 @@ import functools
 import json
 import math
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -239,9 +240,13 @@ def predict(
     )
     band = error_band(family, kind, chip)
     loop = loop_band(table, platform, kind) if looped else None
-    worsts = ((loop or {}).get("worst"), (band or {}).get("worst"))
+    # both bands as factors max(p/a, a/p) (error_band's are |p/a - 1|): comparable
+    factors = held_out_factors(family, band["split"], kind) if band else []
+    worsts = ((loop or {}).get("worst"), max(factors, default=None))
     if looped and kernels_band_instead(device_step, looped.get("loop_step_s"), *worsts):
-        loop = {**band, "mostly_kernels": True}
+        loop = {"median": statistics.median(factors), "worst": max(factors),
+                "observations": len(factors), "split": band["split"],
+                "quantity": DEVICE_STEP, "mostly_kernels": True}  # fmt: skip
     return Prediction(
         method=METHOD,
         constants_version=str(table["version"]),
@@ -295,6 +300,19 @@ def loop_band(table: Mapping[str, Any], platform: str, regime_name: str) -> dict
     if not band or band["observations"] < MIN_LOOP_ROWS:
         return None
     return {**band, "split": LOOP_SPLIT, "quantity": LOOP_STEP}
+
+
+def held_out_factors(family: Mapping[str, Any], split: str, regime_name: str) -> list[float]:
+    """The factors max(predicted/measured, measured/predicted) of the family's device-step
+    observations of `regime_name`, each predicted by the fit that left its `split` (chip
+    or program) out: the band the report shows, as factors."""
+    out = []
+    for o in family.get("observations") or []:
+        predicted, measured = (o.get("held_out_predicted_s") or {}).get(split), o.get("measured_s")
+        large = "resnet50" in str(o.get("label"))
+        if predicted and measured and (o.get("regime") or REGIMES[not large]) == regime_name:
+            out.append(max(predicted / measured, measured / predicted))
+    return out
 
 
 def kernels_band_instead(
