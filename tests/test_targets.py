@@ -721,13 +721,16 @@ def test_the_readmes_compile_for_example_runs_where_jax_platforms_is_not_set():
         assert int(total) > 0 and 0 < float(device_step_s) <= float(loop_step_s)
         # A small model's device-step band: a GPU's was measured on the small programs an
         # H200 ran (the committed records), held out by chip; no TPU ran one: unvalidated.
-        # Its loop step's: the published JAX loops of small programs on GPUs; too few on
-        # TPUs: unvalidated.
+        # Its loop step's: the published JAX loops of small programs on GPUs, or where the
+        # kernels are most of the step (the example's T4, at batch 256) and their band is
+        # the wider, the device step's, said so; too few loops on TPUs: unvalidated.
         if target.startswith("tpu"):
             assert band.strip() == "None" and loop.strip() == "None"
         else:
             assert band.strip().startswith("{") and "'split': 'chip'" in band, band
-            assert "'split': 'published_jax_loops'" in loop, loop
+            mostly = 2 * float(device_step_s) > float(loop_step_s)
+            assert mostly  # the example's program: the T4's kernels are most of its step
+            assert "'mostly_kernels': True" in loop and "'split': 'chip'" in loop, loop
     # The CUDA plugin loaded as a compiler, without looking for cuDNN and a GPU:
     # nothing of its traceback, nor of a TPU backend failing to start.
     assert run.stderr == ""
