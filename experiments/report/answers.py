@@ -703,7 +703,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
                     for r in above.to_dict("records"))  # fmt: skip
     band = one(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
     ideal = one(t, quantity="band", extra=SCALING_IDEAL, platform="gpu")
-    rule = f"yes: {SCALES_AT:.0%} of ideal or more with the per-GPU batch held, at the band's worst"
+    rule = (
+        f"rule: yes at {SCALES_AT:.0%} of ideal or more (per-GPU batch held), at the band's worst"
+    )
     said_band = f"{rule}{flaws}"
     if band is not None:  # the efficiency's own band: published 1-vs-N-GPU pairs, held out
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
@@ -922,7 +924,9 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                     if len(tail)
                     else "slower at every width"
                 )
-        return Said(text, chosen, caveat=caveat)
+        # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
+        t4 = next((r for r in chosen if r and r["kind"] == "predicted"), None)
+        return Said(text, chosen, t4 and f"T4's: {band_words(t4)}", caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
