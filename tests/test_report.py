@@ -620,8 +620,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # a loop step mostly its kernels banded as they are, the published loops' band beside it,
     # and what the band's worst leaves of row 5's speedup; row 9's T4 band its own: 1401;
     # row 7's threshold said to be a floor: 1407; row 9's band named the T4's, row 8's rule
-    # named a rule: 1408)
-    assert len(lines) <= 25 and len(text.split()) <= 1408
+    # named a rule: 1408; row 11 says why no TPU is in its per-watt figure: 1414)
+    assert len(lines) <= 25 and len(text.split()) <= 1414
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4015,3 +4015,14 @@ def test_a_cpu_only_folder_names_its_cpus_cores_where_its_records_state_them(tab
     # the control: records that state no cores say none
     bare = views.what_ran(alone[alone.quantity != "cores"])
     assert bare.startswith(f"**Measured on CPUs only; every CPU figure below is {cpu}'s. ")
+
+
+def test_row_eleven_says_why_its_per_watt_figure_has_no_tpu(csv):
+    w = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
+            & (csv.precision == "f32")]  # fmt: skip
+    assert set(w.platform) == {"gpu"}  # the committed: no TPU's TDP is in the chip table
+    assert answers.answers(csv)[10].band.endswith("; per watt: no TPU TDP published")
+    # the control: with a TPU's per-watt figure there is nothing to explain
+    tpu = w.iloc[:1].assign(platform="tpu", device="tpu-v5e-1", id="a tpu's")
+    with_tpu = pd.concat([csv, tpu], ignore_index=True)
+    assert "per watt: no" not in answers.answers(with_tpu)[10].band

@@ -1049,6 +1049,11 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     best = w.loc[w.value.idxmax()].to_dict()
     of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
+    # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
+    platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
+    if platforms:
+        missing = "/".join(sorted(p.upper() for p in platforms))
+        band = f"{band or 'unvalidated'}; per watt: no {missing} TDP published"
     return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best, *r_priced], band)
 
 
