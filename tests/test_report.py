@@ -3645,14 +3645,15 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     priced = cost[~cost.note.astype(str).str.contains("left out")].iloc[0]
     assert cost.iloc[0].platform == "tpu" and priced.platform == "gpu"  # the committed
     whole = f"; cheapest with its host priced: {priced.device} {fmt(priced.to_dict())}"
-    assert band.endswith(whole) and priced.id in answers.answers(csv)[10].ids
-    band = band.removesuffix(whole)
+    per_watt = "; per watt: no TPU TDP published"
+    assert band.endswith(whole + per_watt) and priced.id in answers.answers(csv)[10].ids
+    band = band.removesuffix(whole + per_watt)
     assert (margin < worst) == band.endswith("undecided")
     assert (margin < worst) == answers.answers(csv)[10].answer.startswith("Undecided: ")
     # the control: loops' worst error narrower than the margin decides it
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
-    assert answers.answers(narrow)[10].band == f"unvalidated{whole}"
+    assert answers.answers(narrow)[10].band == f"unvalidated{whole}{per_watt}"
     assert answers.answers(narrow)[10].answer.startswith("cheapest mnist_cnn b128 epoch ")
     # and a cheapest with its every host part priced says nothing more
     whole_tpu = csv.assign(note=csv.note.where(~csv.id.isin(cost.id), "priced"))
