@@ -694,8 +694,11 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         )
         said += [f"{verdict}: {models}"] if each else []
     most = max(int(v["row"]["devices"]) for v in verdicts)
-    # every figure here is predicted from compiled programs: said first, not only in "P"
-    text = f"Predicted {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    # every figure here is predicted from compiled programs, said first, and that no run
+    # over several GPUs measured one where none did
+    ran = len(rows(t, quantity="scaling_efficiency", kind="measured", platform="gpu"))
+    head = "Predicted" if ran else "Unmeasured, predicted"
+    text = f"{head} {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
     above = s[s.flag.astype(str).str.startswith("above ideal")]
     # a prediction above ideal is a flaw: said beside the band, not hidden
