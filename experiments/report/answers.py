@@ -1021,7 +1021,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("no predicted epoch on a priced target yet")
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
-    partly = " (host partly unpriced)" if host_unpriced(ordered.note.head(1)).any() else ""
+    unpriced = host_unpriced(ordered.note)
+    partly = " (host partly unpriced)" if unpriced.iloc[0] else ""
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
     dearer = rows(t, quantity="cost_ratio", denominator=r["id"])
     margin = None
@@ -1037,7 +1038,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
             text = f"Undecided: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
-    priced = ordered[~host_unpriced(ordered.note)]
+    priced = ordered[~unpriced]
     if partly and len(priced):
         whole = priced.iloc[0].to_dict()
         priced_said = f"cheapest with its host priced: {whole['device']} {fmt(whole)}"

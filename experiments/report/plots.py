@@ -21,6 +21,7 @@ from experiments.report.figures import (
     UNDECIDED_FIT,
     chip_named,
     compile_check_worst,
+    host_unpriced,
     is_small,
 )
 from experiments.report.fmt import percent, value_text
@@ -218,7 +219,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
             # a loop step with host parts left out (no published figure for them) is a floor
-            short = p.note.astype(str).str.contains("left out") & p.value.notna()
+            short = host_unpriced(p.note) & p.value.notna()
             if short.any():
                 ax.plot(x[short], p.value[short], "x", color="black", markersize=5,
                         label=f"{label} with host parts left out: a floor")  # fmt: skip
