@@ -458,6 +458,11 @@ ErrorBand = _part(
     quantity=(Str, "device_step|loop_step: the quantity it was measured on"),
     faster=(Count, "loop band: how many of them the prediction was the faster of"),
     hosts=(list[Str], "loop band: the chips the published loops ran on"),
+    mostly_kernels=(
+        Bool,
+        "loop band: the device step's band, carried where the device "
+        "step is most of the loop step and its band the wider",
+    ),
 )
 Prediction = _part(
     "Prediction",
