@@ -1285,10 +1285,14 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         value = re.escape(fmt(m.loc[m.value.idxmin()].to_dict()))
         variants = rf"(\S+/)*{re.escape(variant)}(/\S+)* " if variant else ""
         assert re.search(rf"{re.escape(name)} {variants}{value}", _said(8)), model
-    # a prediction above ideal, whatever its platform, is said beside the band
-    above = csv[(csv.quantity == "scaling_efficiency") & csv.flag.str.startswith("above ideal")]
-    band = answers.answers(csv)[7].band
-    assert len(above) and band.count("above ideal, a flaw") == len(above)
+    # a GPU prediction above ideal is said beside the band; another platform's is not
+    # (the committed: one TPU row), and a GPU's is (the control)
+    eff = csv[(csv.quantity == "scaling_efficiency") & (csv.selection == "equal-batch")
+              & (csv.precision == "f32")]  # fmt: skip
+    above = eff[eff.flag.str.startswith("above ideal")]
+    assert set(above.platform) == {"tpu"} and "a flaw" not in answers.answers(csv)[7].band
+    on_gpu = csv.assign(platform=csv.platform.where(~csv.id.isin(above.id), "gpu"))
+    assert answers.answers(on_gpu)[7].band.count("above ideal, a flaw") == len(above)
     watts = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
                 & (csv.precision == "f32")]  # fmt: skip
     best = watts.loc[watts.value.idxmax()]
@@ -1361,8 +1365,9 @@ def test_the_contrary_results_are_in_the_answers(csv):
     cpu = study_page.reference_cpu(csv)
     # vmap: the reference CPU's per K and formulation; another CPU's, named, only for a
     # formulation the reference CPU has not run (its other results stay in the details)
+    # of the trained epochs, where (the committed: everywhere) the runs trained
     v = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")
-            & ~csv.extra.str.endswith(figures.OVER_K1)]  # fmt: skip
+            & csv.extra.str.endswith(figures.EPOCHS)]  # fmt: skip
     ran_here = set(v[v.device == cpu].formulation)
     assert ran_here == {"cpu", "xla"}  # the committed: both formulations, each K paired
     assert len(v[v.device == cpu]) == 2 * len(ensemble_study.ENSEMBLE_SIZES)
@@ -1388,9 +1393,10 @@ def test_the_contrary_results_are_in_the_answers(csv):
         who = f"CPU ({r['formulation']})" if r["device"] == cpu else r["device"]
         (part,) = [p for p in said.split("; ") if f"{r['extra'].split()[0]} {fmt(r)}" in p]
         assert part.removeprefix("Partly: ").startswith(f"{verdict} ") and f"{who} K=" in part
-    # the committed: the CPU's cpu K=4 and the H100's every K faster, the CPU's xla slower,
-    # every CPU side from one sitting
-    assert said.startswith("Partly: faster CPU (cpu) K=4 ") and "; slower CPU (xla) K=4 " in said
+    # the committed: the CPU's cpu K=16 and the H100's every K faster, the CPU's cpu K=4
+    # within noise, its xla slower, every CPU side from one sitting
+    assert said.startswith("Partly: faster CPU (cpu) K=16 ") and "; slower CPU (xla) K=4 " in said
+    assert "; within noise CPU (cpu) K=4 " in said
     assert "unjudged" not in said + answers.answers(csv)[13].band
     # the control: a ratio whose sides ran in two sittings is unjudged, and said so
     across = csv.assign(flag=csv.flag.where(~at_k4(csv), figures.ACROSS_SITTINGS))
@@ -1410,7 +1416,7 @@ def test_the_contrary_results_are_in_the_answers(csv):
             & (csv.selection == "equal-batch")]  # fmt: skip
     assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())}" in _said(8)
     # no GPU split compiled: the answer says its figure is another platform's
-    assert "; weights split, TPU only: catsdogs_cnn " in _said(8)
+    assert ". Model: TPU only, catsdogs_cnn " in _said(8)
     # oneDNN: which is faster, per loop
     o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
             & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
@@ -1444,19 +1450,17 @@ def test_model_parallelism_is_answered_with_a_split_compiles_predicted_efficienc
     split = table.placement.isin(choices.MODEL_STRATEGIES)
     e = table[split & (table.quantity == "scaling_efficiency")]
     assert efficiency["id"] == e.loc[e.batch.idxmax()].id
-    assert text == f"weights split, TPU only: {efficiency['model']} {efficiency['device']} " + (
-        f"{fmt(efficiency)}"
-    )
+    assert text == f"TPU only, {efficiency['model']} {efficiency['device']} {fmt(efficiency)}"
     # the control: a GPU split compile is said without the other platforms' "only"
     on_gpu = table.assign(platform=table.platform.where(table.id != efficiency["id"], "gpu"))
-    assert answers.model_split(on_gpu)[0].startswith("weights split: ")
+    assert answers.model_split(on_gpu)[0] == text.removeprefix("TPU only, ")
     # no efficiency predicted: the largest split compile's memory per device instead
     bare = table[~(split & (table.quantity == "scaling_efficiency"))]
     m = bare[bare.placement.isin(choices.MODEL_STRATEGIES) & (bare.quantity == "memory_bytes")]
     assert answers.model_split(bare)[0].endswith(f"{fmt(m.loc[m.batch.idxmax()].to_dict())}/device")
     # without a split compile the answer says so instead of quoting a data-parallel one
     none = table[~split]
-    assert answers.model_split(none) == ("model parallelism not compiled yet", [])
+    assert answers.model_split(none) == ("none compiled yet", [])
 
 
 def _scaling_compile(chips: int, collective_bytes: float = 0.0):
@@ -3138,8 +3142,9 @@ def at_k4(csv):
 def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     cpu = study_page.reference_cpu(csv)
     netted = csv.extra.str.endswith(figures.OVER_K1)
-    ones = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")
-               & csv.extra.str.contains("K=1\\b") & ~netted]  # fmt: skip
+    vmap = (csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential") & ~netted
+    # of the trained epochs, the quantity the answer gives
+    ones = csv[vmap & csv.extra.str.contains("K=1\\b") & csv.extra.str.endswith(figures.EPOCHS)]
     v = ones[ones.device == cpu]
     assert len(v) == 2  # one per formulation
     lo, hi = (fmt(r) for r in (v.loc[v.value.idxmin()], v.loc[v.value.idxmax()]))
@@ -3150,13 +3155,19 @@ def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     )
     # each of the accelerator's K over its own K=1: what batching gained, its K=1 divided out
     by_id = csv.set_index("id")
-    net = csv[(csv.device == "H100 SXM") & csv.extra.str.endswith(figures.OVER_K1)]
+    net = csv[(csv.device == "H100 SXM") & netted & csv.extra.str.contains(figures.EPOCHS)]
     assert len(net) == 2 and set(net.denominator) == {h100["id"]}
     for r in net.to_dict("records"):
         assert r["value"] == pytest.approx(by_id.loc[r["numerator"]].value / h100["value"])
-        assert f"K={r['extra'].split()[0][2:]} {fmt(r)}" in band.split("over its K=1's")[1]
-    # the control: without a K=1 run there is no control to give
-    assert answers.answers(csv[~csv.id.isin(ones.id)])[13].band == "-"
+    # the accelerator's timed steps beside, each K (K=1's 1.68x among them, the committed)
+    steps = csv[vmap & (csv.device == "H100 SXM") & ~csv.extra.str.endswith(figures.EPOCHS)]
+    assert len(steps) == 3
+    beside = band.split("by timed steps instead, the H100 SXM's ")[1]
+    for r in steps.to_dict("records"):
+        assert f"{r['extra'].split()[0]} {fmt(r)}" in beside
+    # the control: without a K=1 run there is no control to give, the steps still beside
+    bare = answers.answers(csv[~csv.id.isin(ones.id)])[13].band
+    assert bare.startswith("-; by timed steps instead, the H100 SXM's K=1 ")
 
 
 def test_a_published_rows_batch_is_the_global_batch_as_every_rows(csv):
@@ -3586,7 +3597,9 @@ def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv)
     # the control: without the accelerators' runs the CPU is said to be the only device
     alone = answers.answers(csv[~(vmap & (csv.platform != "cpu"))])[13].answer
     assert (
-        alone.endswith("(lenet5_keras; CPU formulations in parentheses; no GPU or TPU run yet)")
+        alone.endswith(
+            "(lenet5_keras, trained epochs; formulations parenthesised; no GPU or TPU run yet)"
+        )
         and "H100" not in alone
     )
 
@@ -3777,11 +3790,11 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
         s[s.model == "resnet50"].value.min() / worst
     )
     assert {v["verdict"] for m, v in verdicts.items() if m != "resnet50"} == {"unvalidated"}
-    assert answers.answers(csv)[7].answer.startswith("Unmeasured, predicted yes: resnet50 ")
+    assert answers.answers(csv)[7].answer.startswith("Data: unmeasured, predicted yes: resnet50 ")
     # the control: once a run over several GPUs measured one, "unmeasured" is not said
     eff = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")].iloc[:1]
     ran = pd.concat([csv, eff.assign(kind="measured", id="a measured one")], ignore_index=True)
-    assert answers.answers(ran)[7].answer.startswith("Predicted yes: resnet50 ")
+    assert answers.answers(ran)[7].answer.startswith("Data: predicted yes: resnet50 ")
     # where each lowest is: its chip and count, the models grouped by it, in the band
     on: dict[str, list[str]] = {}
     for model, v in verdicts.items():
@@ -3805,7 +3818,7 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     assert verdict(reach(None, 1.3)) == "undecided"
     low = reach(0.6, worst)
     said = answers.answers(low)[7].answer
-    assert verdict(low) == "no" and said.startswith("Unmeasured, predicted no: resnet50 ")
+    assert verdict(low) == "no" and said.startswith("Data: unmeasured, predicted no: resnet50 ")
     # without the band nothing is decided
     bare = csv.assign(spread=csv.spread.where(~csv.id.isin(banded.id), None))
     assert {v["verdict"] for v in scaling_study.gpu_verdicts(bare)} == {"unvalidated"}
@@ -4006,7 +4019,10 @@ def test_a_band_stands_beside_a_baseline_with_no_model_recomputed_from_figures_c
         (statistics.median(factors), max(factors), len(loops))
     )
     # both said where a reader judges the band: row 8 and the predictions page
-    assert f"100% for every pair: {fmt(ideal.to_dict())}" in answers.answers(csv)[7].band
+    assert (
+        f"every pair taken at 100% instead: {fmt(ideal.to_dict())} off"
+        in answers.answers(csv)[7].band
+    )
     page = (RESULTS / views.PAGES / "predictions.md").read_text()
     assert figures.LOOP_CONSTANT in page and figures.SCALING_IDEAL in page
 

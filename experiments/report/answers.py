@@ -14,6 +14,7 @@ from experiments.report.figures import (
     ACROSS_SITTINGS,
     BEST_OVER_BEST,
     BEST_OVER_CPU,
+    EPOCHS,
     HELD_OUT_LOOP,
     JAX_VERSUS,
     MOSTLY_KERNELS,
@@ -655,9 +656,10 @@ def host_spread(totals: pd.DataFrame) -> str:
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
-    """Model parallelism in one clause: the weak-scaling efficiency predicted for a split
-    compile, the largest batch's (its memory against the data-parallel compile's is on the
-    scaling page), else the largest split's memory per device, else that none is compiled."""
+    """Model parallelism (the weights split too) in one clause: the weak-scaling
+    efficiency predicted for a split compile, the largest batch's (its memory against the
+    data-parallel compile's is on the scaling page), else the largest split's memory per
+    device, else that none is compiled."""
     efficiency = rows(t, quantity="scaling_efficiency", placement=list(MODEL_STRATEGIES),
                       selection="equal-batch")  # fmt: skip
     memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))
@@ -666,9 +668,9 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
             r = found.loc[found.batch.idxmax()].to_dict()
             # a GPU question answered from other chips says so
             others = "/".join(sorted(p.upper() for p in set(found.platform)))
-            only = "" if "gpu" in set(found.platform) else f", {others} only"
-            return f"weights split{only}: {r['model']} {r['device']} {fmt(r)}{unit}", [r]
-    return "model parallelism not compiled yet", []
+            only = "" if "gpu" in set(found.platform) else f"{others} only, "
+            return f"{only}{r['model']} {r['device']} {fmt(r)}{unit}", [r]
+    return "none compiled yet", []
 
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -679,7 +681,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     verdicts = gpu_verdicts(t)
     split, split_rows = model_split(t)
     if not verdicts:
-        return Said(f"no multi-GPU compile yet; {split}", split_rows)
+        return Said(f"Data: no multi-GPU compile yet. Model: {split}", split_rows)
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
@@ -697,11 +699,13 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     # every figure here is predicted from compiled programs, said first, and that no run
     # over several GPUs measured one where none did
     ran = len(rows(t, quantity="scaling_efficiency", kind="measured", platform="gpu"))
-    head = "Predicted" if ran else "Unmeasured, predicted"
-    text = f"{head} {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
-    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch")
+    head = "predicted" if ran else "unmeasured, predicted"
+    text = f"Data: {head} {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
+             platform="gpu")  # fmt: skip
     above = s[s.flag.astype(str).str.startswith("above ideal")]
-    # a prediction above ideal is a flaw: said beside the band, not hidden
+    # a GPU prediction above ideal is a flaw: said beside the band, not hidden (another
+    # platform's is on the scaling page, not under a GPU question)
     flaws = "".join(f"; {r['model']} {r['device']} {fmt(r)}: above ideal, a flaw"
                     for r in above.to_dict("records"))  # fmt: skip
     band = one(t, quantity="band", extra=EFFICIENCY_BAND, platform="gpu")
@@ -714,16 +718,17 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         of = sorted(set(rows(t, quantity="scaling_efficiency", kind="published").model))
         # beside it, what taking every pair at 100% gives: what the model adds to that
         worst = ideal and value_text(ideal["hi"], "x")
-        at_ideal = f" (100% for every pair: {fmt(ideal)}, worst {worst})" if ideal else ""
-        said_band = (f"{rule}; {'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
-                     f", {band['note']}{at_ideal}; unvalidated for the rest{flaws}")  # fmt: skip
+        at_ideal = ideal and f"; every pair taken at 100% instead: {fmt(ideal)} off, worst {worst}"
+        said_band = (f"{'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
+                     f", {band['note']}{at_ideal or ''}; unvalidated for the rest;"
+                     f" {rule}{flaws}")  # fmt: skip
     # where each lowest is: the chip and count, models grouped by it
     on: dict[str, list[str]] = {}
     for v in verdicts:
         on.setdefault(v["row"]["device"], []).append(v["model"])
     said_band += "; lowest on " + ", ".join(f"{d}: {'/'.join(ms)}" for d, ms in on.items())
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
-    return Said(f"{text}; {split}", chosen, said_band)
+    return Said(f"{text}. Model: {split}", chosen, said_band)
 
 
 def run_count(records: Any) -> int:
@@ -1202,13 +1207,23 @@ def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: 
 
 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
-    """vmap's speed over sequential steps per K on the reference CPU, per formulation, and
-    on each accelerator that ran it; one the reference CPU has not run, from another CPU,
-    named. The verdict per K against its own device's noise: K=1 batches nothing, so its
-    distance from 1x is how far noise reaches there."""
+    """vmap's speed over K models one after another per K on the reference CPU, per
+    formulation, and on each accelerator that ran it; one the reference CPU has not run,
+    from another CPU, named. Of the trained epochs (what a user waits for) where the runs
+    trained, else of the timed steps, which the band gives beside. The verdict per K
+    against its own device's noise: K=1 batches nothing, so its distance from 1x is how
+    far noise reaches there."""
     every = rows(t, quantity="speedup", kind="measured")
-    net = every[every.extra.str.endswith(OVER_K1)]
-    every = every[every.extra.str.contains("vmap vs sequential") & ~every.index.isin(net.index)]
+    every = every[every.extra.str.contains("vmap vs sequential")
+                  & ~every.extra.str.endswith(OVER_K1)]  # fmt: skip
+    epochs = every.extra.str.endswith(EPOCHS)
+    trained = set(zip(every[epochs].device, every[epochs].formulation, strict=True))
+    steps_too = pd.Series(
+        [(d, f) in trained for d, f in zip(every.device, every.formulation, strict=True)],
+        index=every.index,
+    )
+    timed = every[~epochs & steps_too]  # a trained device's timed steps: the band's
+    every = every[~every.index.isin(timed.index)]
     s = every[every.platform == "cpu"]
     here = s[s.device == cpu]
     if not len(here):
@@ -1232,15 +1247,6 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
             verdict = "unjudged"
         verdicts[verdict].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
-    # an accelerator's sequential path pays a dispatch per model: K=1 reads it alone, and
-    # each K over K=1 is what batching itself gained
-    netted, net_said = [], []
-    for who, g in s[(s.k > 1) & (s.platform != "cpu")].groupby("device", sort=False):
-        found = [one(net, numerator=i) for i in g.id]
-        if all(found):
-            netted += found
-            each = ", ".join(f"K={k} {fmt(f)}" for k, f in zip(g.k, found, strict=True))
-            net_said.append(f"over its K=1's, the {who}'s {each}")
     said = "; ".join(
         f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
         for v, found in verdicts.items()
@@ -1250,7 +1256,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     judged = len(s[s.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
     head = "No" if not faster else "Yes" if faster == judged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
-    text = f"{head}: {said} ({s.iloc[0].model}; CPU formulations in parentheses{where})"
+    of = "trained epochs" if s.extra.str.endswith(EPOCHS).all() else "epochs where trained"
+    text = f"{head}: {said} ({s.iloc[0].model}, {of}; formulations parenthesised{where})"
     band = None
     if len(one_model):
         reads = [
@@ -1258,10 +1265,17 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
             for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
         ]
         band = f"K=1 reads {', '.join(reads)}: gaps from 1x within those are noise"
-        band += "".join(f"; {words}" for words in net_said)
+    # an accelerator's timed steps (20 calls, each waited for) beside its epochs: the
+    # same question by another clock, whose K=1 may read far from 1x
+    shown = timed[timed.platform != "cpu"]
+    for device, g in shown.groupby("device", sort=False):
+        g = g.assign(k=g.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
+        each = ", ".join(f"K={k} {fmt(r)}" for k, r in zip(g.k, g.to_dict("records"), strict=True))
+        band = f"{band or '-'}; by timed steps instead, the {device}'s {each}"
     if verdicts["unjudged"]:  # a ratio across sittings holds two VMs' speeds as well
         band = f"{band or '-'}; unjudged: sides from two sittings"
-    return Said(text, [*s.drop(columns=["k", "ref"]).to_dict("records"), *netted], band)
+    chosen = [*s.drop(columns=["k", "ref"]).to_dict("records"), *shown.to_dict("records")]
+    return Said(text, chosen, band)
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:

@@ -602,7 +602,30 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         note = "training only, evaluation apart"
         out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
                        **spread))  # fmt: skip
+    out += ensemble_epochs(records)
     out += peaks.values()
+    return out
+
+
+def _ensemble_epochs_extra(r: Record) -> str:
+    return f"{_ensemble_extra(r)}, {len(r.history)} epochs"
+
+
+def ensemble_epochs(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """K models' epoch as a user training them waits for it: one vmapped epoch, or the
+    K runs' epochs one after another, summed (the runner's merged history); of every
+    run that trained as many epochs, pooled."""
+    trained = [r for r in _ok(records) if kind_of(r) == "ensemble" and _epoch_times(r)]
+    out = []
+    for runs in select_runs(trained, _ensemble_epochs_extra):
+        r = runs[-1]
+        w = {**workload_of(r), "params": _params(r), "extra": _ensemble_epochs_extra(r)}
+        epoch, spread = _pooled(
+            [statistics.median(_epoch_times(x)) for x in runs], _min_max(_epoch_times(r), "epochs")
+        )
+        note = f"all {r.workload.ensemble_size} models' training, evaluation apart"
+        out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
+                       **spread))  # fmt: skip
     return out
 
 
@@ -1672,6 +1695,7 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
                    selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
+    trained = trained[~trained.extra.str.startswith("K=")]  # one model's, not an ensemble's
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
     # and against the CPU's epoch made as the accelerator's is: its loop step's, like for like
@@ -1814,27 +1838,30 @@ TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_
 
 def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     """K models in one vmapped step against K sequential steps of one model, per K, of
-    the same formulation on the same device."""
+    the same formulation on the same device; the same of their trained epochs (EPOCHS:
+    what a user waits for); each K's over K=1's."""
     out = []
-    ens = rows(table, quantity="step_s", kind="measured")
-    ens = ens[ens.extra.str.startswith("K=")]
-    for _, v in ens[ens.extra.str.endswith("vmap")].iterrows():
-        k = v.extra.split()[0]
-        seq = rows(ens, model=v.model, device=v.device, batch=v.batch,
-                   formulation=v.formulation, extra=f"{k} sequential")  # fmt: skip
-        if len(seq) == 1:
-            extra = f"{k} vmap vs sequential"
-            out.append(speedup(v, seq.iloc[0], "equal-batch", extra))
-    # each K's over K=1's of the same device and formulation
-    ones = {(r["device"], r["formulation"], r["model"], r["batch"]): r
-            for r in out if r["extra"] == "K=1 vmap vs sequential"}  # fmt: skip
+    for quantity, said in (("step_s", ""), ("epoch_s", EPOCHS)):
+        ens = rows(table, quantity=quantity, kind="measured")
+        ens = ens[ens.extra.str.startswith("K=")]
+        for _, v in ens[ens.extra.str.contains(" vmap")].iterrows():
+            k, _, epochs = v.extra.partition(" vmap")
+            seq = rows(ens, model=v.model, device=v.device, batch=v.batch,
+                       formulation=v.formulation, extra=f"{k} sequential{epochs}")  # fmt: skip
+            if len(seq) == 1:
+                out.append(speedup(v, seq.iloc[0], "equal-batch", f"{k} vmap vs sequential{said}"))
+    # each K's over K=1's of the same device, formulation and quantity
+    ones = {(r["device"], r["formulation"], r["model"], r["batch"], r["extra"].endswith(EPOCHS)): r
+            for r in out if r["extra"].startswith("K=1 ")}  # fmt: skip
     for r in list(out):
-        one = ones.get((r["device"], r["formulation"], r["model"], r["batch"]))
+        key = (r["device"], r["formulation"], r["model"], r["batch"], r["extra"].endswith(EPOCHS))
+        one = ones.get(key)
         if one is not None and r is not one:
             out.append(speedup(one, r, "over-k1", f"{r['extra']}{OVER_K1}"))
     return out
 
 
+EPOCHS = ", epochs"
 OVER_K1 = ", over K=1's"
 
 
