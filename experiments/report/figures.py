@@ -280,8 +280,12 @@ RULES = {
     "over the records that state it; a CPU label names a model and its extensions, not how "
     "many cores a VM of it has",
     "over-k1": "a K-model vmap speedup over the same device's and formulation's K=1 "
-    "speedup: K=1 batches nothing, so what it reads is the two paths' own cost per call "
-    "(the sequential one's loop over models), divided out here",
+    "speedup: K=1 batches nothing, so what it reads is the two paths' own difference (their "
+    "programs, or the clock's noise), divided out here",
+    "epoch-vs-trained": "an epoch made from a measured loop step (`epoch-from-step`) against "
+    "the epochs the same step trained on the same device (`pooled-trained`): the factor "
+    "max(a/b, b/a), its note saying which is the longer; as a band, their median and worst: "
+    "how far an epoch from a loop step is from the epoch a user times",
     "seed-step-bound": "a seed's published accelerator step (its epoch over its steps: "
     "its input pipeline and validation included, so no faster than its train step) against "
     "the CPU's jaxcnn's loop of the same model and batch: a lower bound of that chip's "
@@ -1863,6 +1867,42 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 EPOCHS = ", epochs"
 OVER_K1 = ", over K=1's"
+EPOCH_FROM_LOOP = "epoch from its loop step vs trained"
+
+
+def epoch_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each epoch made from a measured loop step against the epochs the same step trained
+    on the same device (RULES["epoch-vs-trained"]): one clock against another, and per
+    platform their median and worst, the band of an epoch a loop step implies (a predicted
+    chip's epoch is made so)."""
+    from jaxcnn import data
+
+    made = rows(table, quantity="epoch_s", kind="derived", selection="epoch-from-step")
+    made = made[made.extra.str.endswith(f"steps of {LOOP}")]
+    trained = rows(table, quantity="epoch_s", kind="measured", selection="pooled-trained")
+    trained = trained[~trained.extra.str.startswith("K=")]  # one model's, not an ensemble's
+    # a made epoch is of the seed's training set (TRAIN_IMAGES): checked against epochs
+    # of a set that size only (not the embedded digits')
+    of_size = [data.train_size(d) == TRAIN_IMAGES.get(m)
+               for d, m in zip(trained.dataset, trained.model, strict=True)]  # fmt: skip
+    trained = trained[of_size]
+    if not len(made) or not len(trained):
+        return []
+    key = ["device", "model", "dataset", "batch", "precision", "formulation", "placement"]
+    out = []
+    for _, a in made.iterrows():
+        for _, b in trained[(trained[key] == a[key]).all(axis=1)].iterrows():
+            longer = "from the loop step longer" if a.value > b.value else "trained longer"
+            out.append(ratio("error_factor", a.to_dict(), b.to_dict(), "epoch-vs-trained",
+                             extra=f"{EPOCH_FROM_LOOP}, {b.extra}", note=longer))  # fmt: skip
+    for platform in sorted({r["platform"] for r in out}):
+        mine = [r for r in out if r["platform"] == platform]
+        longer = sum(r["note"] == "from the loop step longer" for r in mine)
+        note = f"from the loop step longer in {longer} of {len(mine)}"
+        found = _median_worst([r["value"] for r in mine])
+        out.append(band_row(platform, "epochs", found, "epoch-vs-trained", kind="derived",
+                            extra=EPOCH_FROM_LOOP, note=note))  # fmt: skip
+    return out
 
 
 def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -2185,6 +2225,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         formulation_speedups,
         loop_speedups,
         epoch_speedups,
+        epoch_checks,
         ceiling_fractions,
         chip_comparisons,
         scaling_rows,
