@@ -623,8 +623,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # named a rule: 1408; row 11 says why no TPU is in its per-watt figure: 1414; row 8
     # said unmeasured: 1415; row 12's band says how far an epoch from a loop step is from a
     # trained one, row 14 gives epochs with its steps beside, row 8's lowest chips left to
-    # its page: 1420)
-    assert len(lines) <= 25 and len(text.split()) <= 1420
+    # its page: 1420; row 13's GPUs over their datasheets' peak too: 1427)
+    assert len(lines) <= 25 and len(text.split()) <= 1427
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1349,6 +1349,16 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         assert f"{chips} {amounts}{how}, {'/'.join(of_own)}{ran}" in said
         # the device loop's rate, 2x the step timed alone's: the host out of the step
         assert set(mnist.loop) == {"device"}
+        if platform == "gpu":  # and, in the band, over each chip's datasheet peak
+            sheet = [csv[(csv.quantity == "mfu") & (csv.numerator == r["id"])].iloc[0]
+                     for r in mnist.to_dict("records")]  # fmt: skip
+            assert {x.note for x in sheet} == {"of its datasheet's tf32 peak"}
+            each = "/".join(fmt(x.to_dict()) for x in sheet)
+            band = answers.answers(csv)[12].band
+            assert band.endswith(f"; of datasheet TF32 peak: {chips} {each}")
+            # the control: without those rows nothing is said of the datasheet
+            no_sheet = csv[~csv.id.isin([x.id for x in sheet])]
+            assert "datasheet" not in answers.answers(no_sheet)[12].band
     gpus = r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% \(TF32\) \(catsdogs_cnn"
     assert re.search(gpus, said)
     assert "catsdogs_cnn" not in said.split("; predicted ")[1]  # a prediction's largest: the page

@@ -1178,6 +1178,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
         if platform == "cpu":  # the CPU at its best too: row 5's baseline
             caveat = cpu_at_its_best(flops, own, mnist[0], picked)
+        else:  # a measured chip against its datasheet's peak too: what the seed asked
+            caveat += datasheet_fractions(t, mnist, picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
         if platform != "cpu" and len(tops) == len(mnist) and set(tops.model) != {MNIST_MODEL}:
             models = set(tops.model)  # named once where every chip's is one model's
@@ -1190,6 +1192,22 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
     head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of its measured matmul: "
     return Said(head + "; ".join(parts), picked, None, caveat)
+
+
+def datasheet_fractions(t: pd.DataFrame, shown: list[Row], picked: list) -> str:
+    """ "; of datasheet TF32 peak: H100 SXM/H200 1.67%/1.64%": each `shown` FLOP/s row's
+    fraction of its chip's datasheet peak, the rows added to `picked`; nothing where a
+    chip has none."""
+    sheet = [one(t, quantity="mfu", kind="measured", numerator=r["id"]) for r in shown]
+    if not all(sheet):
+        return ""
+    picked += sheet
+    peaks = sorted({str(r["note"]).removeprefix("of its datasheet's ").removesuffix(" peak")
+                    for r in sheet})  # fmt: skip
+    named = "/".join(r["device"] for r in shown)
+    return (
+        f"; of datasheet {'/'.join(peaks).upper()} peak: {named} {'/'.join(fmt(r) for r in sheet)}"
+    )
 
 
 def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: list) -> str:
