@@ -1229,73 +1229,90 @@ def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: 
 def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     """vmap's speed over K models one after another per K on the reference CPU, per
     formulation, and on each accelerator that ran it; one the reference CPU has not run,
-    from another CPU, named. Of the trained epochs (what a user waits for) where the runs
-    trained, else of the timed steps, which the band gives beside. The verdict per K
-    against its own device's noise: K=1 batches nothing, so its distance from 1x is how
-    far noise reaches there."""
-    every = rows(t, quantity="speedup", kind="measured")
-    every = every[every.extra.str.contains("vmap vs sequential")
-                  & ~every.extra.str.endswith(OVER_K1)]  # fmt: skip
-    epochs = every.extra.str.endswith(EPOCHS)
-    trained = set(zip(every[epochs].device, every[epochs].formulation, strict=True))
-    steps_too = pd.Series(
-        [(d, f) in trained for d, f in zip(every.device, every.formulation, strict=True)],
-        index=every.index,
-    )
-    timed = every[~epochs & steps_too]  # a trained device's timed steps: the band's
-    every = every[~every.index.isin(timed.index)]
-    s = every[every.platform == "cpu"]
-    here = s[s.device == cpu]
+    from another CPU, named. Two clocks read it: the trained epochs (what a user waits
+    for; the figures said, where the runs trained) and the timed steps (the band's). Per
+    clock, K=1 batches nothing, so its distance from 1x is how far noise reaches on that
+    device; a K is faster or slower only where every clock that read it says so."""
+    s = rows(t, quantity="speedup", kind="measured")
+    s = s[s.extra.str.contains("vmap vs sequential") & ~s.extra.str.endswith(OVER_K1)]
+    here = s[(s.platform == "cpu") & (s.device == cpu)]
     if not len(here):
         return Said(none_on(cpu, "ensemble run"))
-    s = s[(s.device == cpu) | ~s.formulation.isin(set(here.formulation))]
-    s = pd.concat([s, every[every.platform != "cpu"]])
-    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int))
-    s = s.assign(ref=s.device != cpu).sort_values(["ref", "device", "formulation", "k"])
-    one_model = s[s.k == 1]
-    noise = {d: max(max(v, 1 / v) for v in g.value) for d, g in one_model.groupby("device")}
+    other_cpu = (s.platform == "cpu") & (s.device != cpu)
+    s = s[~other_cpu | ~s.formulation.isin(set(here.formulation))]
+    clock = s.extra.str.endswith(EPOCHS).map({True: "epochs", False: "steps"})
+    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int), ref=s.device != cpu,
+                 clock=clock)  # fmt: skip
+    s = s.sort_values(["ref", "device", "formulation", "k"])
+    # each device and formulation said by its epochs where it trained, else its steps
+    trained = set(zip(*s[s.clock == "epochs"][["device", "formulation"]].values.T, strict=True))
+    said_by = ["epochs" if (d, f) in trained else "steps"
+               for d, f in zip(s.device, s.formulation, strict=True)]  # fmt: skip
+    shown, beside = s[s.clock == said_by], s[s.clock != said_by]
+    ones = s[s.k == 1]
+    noise = {key: max(max(v, 1 / v) for v in g.value)
+             for key, g in ones.groupby(["device", "clock"])}  # fmt: skip
+
+    def verdict(r: Row) -> str:
+        n = noise.get((r["device"], r["clock"]), 1.0)
+        return "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
+
     verdicts: dict[str, dict[str, list[str]]] = {
         "faster": {}, "within noise": {}, "slower": {}, "unjudged": {}
     }  # fmt: skip
-    for r in s[s.k > 1].to_dict("records"):
-        n = noise.get(r["device"], 1.0)
+    for r in shown[shown.k > 1].to_dict("records"):
         # a CPU by its formulation: "CPU (xla)", another CPU by its name; an accelerator
         # by its name (its formulation is always xla)
         who = r["device"] if r["ref"] else "CPU"
         who += f" ({r['formulation']})" if r["platform"] == "cpu" else ""
-        verdict = "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
+        same = beside[(beside.device == r["device"]) & (beside.formulation == r["formulation"])
+                      & (beside.k == r["k"])].to_dict("records")  # fmt: skip
+        said = {verdict(x) for x in [r, *same]}
+        found = said.pop() if len(said) == 1 else "within noise"  # the clocks disagree
         if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
-            verdict = "unjudged"
-        verdicts[verdict].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
+            found = "unjudged"
+        verdicts[found].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
     said = "; ".join(
         f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
         for v, found in verdicts.items()
         if found
     )
     faster = sum(map(len, verdicts["faster"].values()))
-    judged = len(s[s.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
+    judged = len(shown[shown.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
     head = "No" if not faster else "Yes" if faster == judged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
-    of = "trained epochs" if s.extra.str.endswith(EPOCHS).all() else "epochs where trained"
+    of = "trained epochs" if (shown.clock == "epochs").all() else "epochs where trained"
     text = f"{head}: {said} ({s.iloc[0].model}, {of}; formulations parenthesised{where})"
-    band = None
-    if len(one_model):
-        reads = [
-            span_text(*(fmt(r) for r in span(g))) + (" on the CPU" if d == cpu else f" on the {d}")
-            for d, g in sorted(one_model.groupby("device"), key=lambda dg: dg[0] != cpu)
-        ]
-        band = f"K=1 reads {', '.join(reads)}: gaps from 1x within those are noise"
-    # an accelerator's timed steps (20 calls, each waited for) beside its epochs: the
-    # same question by another clock, whose K=1 may read far from 1x
-    shown = timed[timed.platform != "cpu"]
-    for device, g in shown.groupby("device", sort=False):
-        g = g.assign(k=g.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
-        each = ", ".join(f"K={k} {fmt(r)}" for k, r in zip(g.k, g.to_dict("records"), strict=True))
-        band = f"{band or '-'}; {device} by timed steps: {each}"
-    if verdicts["unjudged"]:  # a ratio across sittings holds two VMs' speeds as well
-        band = f"{band or '-'}; unjudged: sides from two sittings"
-    chosen = [*s.drop(columns=["k", "ref"]).to_dict("records"), *shown.to_dict("records")]
-    return Said(text, chosen, band)
+    return Said(text, [*s.drop(columns=["k", "ref", "clock"]).to_dict("records")],
+                vmap_band(shown, beside, cpu, bool(verdicts["unjudged"])))  # fmt: skip
+
+
+def vmap_band(shown: pd.DataFrame, beside: pd.DataFrame, cpu: str | None, unjudged: bool) -> str:
+    """Row 14's band: each device's K=1 by the clock said (the other beside, in
+    parentheses), the rule, then the other clock's K>1 figures per device."""
+    reads = []
+    for device, g in sorted(shown[shown.k == 1].groupby("device"), key=lambda dg: dg[0] != cpu):
+        other = beside[(beside.device == device) & (beside.k == 1)]
+        also = f" ({span_text(*(fmt(r) for r in span(other)))})" if len(other) else ""
+        on = " on the CPU" if device == cpu else f" on the {device}"
+        reads.append(f"{span_text(*(fmt(r) for r in span(g)))}{also}{on}")
+    band = "-"
+    if reads:
+        clocks = "epochs and timed steps both" if len(beside) else "it"
+        which = ", epochs (timed steps):" if len(beside) else ""
+        band = f"K=1 reads{which} {', '.join(reads)}: a verdict needs {clocks} beyond those"
+    each = []
+    for (device, formulation), g in beside[beside.k > 1].groupby(["device", "formulation"],
+                                                                  sort=False):  # fmt: skip
+        who = "CPU" if device == cpu else device
+        who += f" ({formulation})" if g.platform.iloc[0] == "cpu" else ""
+        each.append(f"{who} " + ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records")))
+    if each:
+        clock = "timed steps" if (beside.clock == "steps").all() else "the other clock"
+        band += f"; {clock}: " + "; ".join(each)
+    if unjudged:  # a ratio across sittings holds two VMs' speeds as well
+        band += "; unjudged: sides from two sittings"
+    return band
 
 
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
