@@ -2141,6 +2141,40 @@ def test_the_memory_plot_draws_every_marker_clear_of_the_others(table, monkeypat
     assert ("undecided: inside the zone", "undecided: inside the zone") in _hiding(ax, fig)
 
 
+def test_the_memory_plot_titles_each_zoom_panel_by_the_batches_it_draws(table, monkeypatch):
+    """A panel of batches drawn apart holds the batches that crowd one another on their
+    chip's panel, wherever they are (the TPU v5e's b74 and b78 at 6 GiB of its 15): its
+    title names them, their compiled memory and its share of what JAX can use, all read
+    from what the panel draws, and never calls them near the limit unsaid."""
+    fig = _figure(table, "batch", monkeypatch)
+    zoomed = {ax.get_title().split("\n")[0]: ax for ax in fig.axes
+              if ax.get_xlabel() == plots.ZOOM_XLABEL}  # fmt: skip
+    assert {"t4", "tpu-v5e-1", "a100"} <= set(zoomed)
+    for chip, ax in zoomed.items():
+        title = ax.get_title()
+        assert "near its limit" not in title, title
+        (memory,) = [x for x in ax.get_lines() if x.get_linestyle() == "-" and x.get_zorder() == 1]
+        batches = _batches_drawn(ax, memory)
+        gib = [float(y) for y in memory.get_ydata()]
+        limits = [float(x.get_ydata()[0]) for x in ax.get_lines()
+                  if x.get_label() == "what JAX can use"]  # fmt: skip
+        assert len(limits) == 1, chip
+        flat = title.replace("\n", " ")
+        assert f"{plots.ZOOM} b{min(batches)}-b{max(batches)}" in flat, title
+        assert f"{max(gib):.3g} GiB" in flat, title
+        assert f"{100 * max(gib) / limits[0]:.0f}% of the {limits[0]:.3g} GiB usable" in flat
+        assert title == plots.zoom_title(chip, batches, gib, limits)
+    # the committed: the TPU v5e's crowded batches are well under its limit, and said so
+    v5e = zoomed["tpu-v5e-1"].get_title().replace("\n", " ")
+    assert "b74-b78" in v5e and "40% of the 14.9 GiB usable" in v5e, v5e
+    # the control: the old title, typed for every zoom whatever it held, fails the above
+    old = "tpu-v5e-1\nnear its limit: each batch apart, in order (not to scale)"
+    assert "near its limit" in old and "b74-b78" not in old
+    # a panel of several chips whose limits differ gives a share of each
+    both = plots.zoom_title("p, q", [1, 2], [1.0, 2.0], [4.0, 8.0]).replace("\n", " ")
+    assert "25-50% of the 4 GiB usable; 12-25% of the 8 GiB usable" in both, both
+
+
 def test_the_memory_plot_says_where_and_why_compiled_memory_falls_as_the_batch_grows(
     table, monkeypatch
 ):
