@@ -368,15 +368,23 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig.subplots_adjust(top=0.84)  # the panels' two-line titles clear of the figure's
+    # the panels' titles (the middle's a line or two per GPU) clear of the figure's
+    lines = max(len(ax.get_title().split("\n")) for ax in (loop_ax, alone_ax, ratio_ax))
+    fig.subplots_adjust(top=0.92 - 0.04 * lines)
     title = "Seed 002: above how many parameters does the GPU win?"
     return _finish(fig, path, title, tight=False)
 
 
+# the middle crossover panel compares each step timed alone, not what row 9 reads: its
+# title says so before any count, and each count says it is of the steps timed alone
+ALONE = "each step timed alone, not row 9's verdict\n(row 9: jaxcnn's loop on both sides, left)"
+
+
 def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
-    """The middle crossover panel's title: at how many of the CPU's widths each GPU's
-    step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps on its
-    data), so a reader need not count points on a log axis."""
+    """The middle crossover panel's title: ALONE, then at how many of the CPU's widths each
+    GPU's step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps
+    on its data), so a reader need not count points on a log axis, nor take the count for
+    row 9's verdict, which compares jaxcnn's loop on both sides."""
     medians = cpu.assign(p=cpu.params.astype(float)).set_index("p").value.astype(float)
     said = []
     for device, d in gpus.groupby("device"):
@@ -384,10 +392,9 @@ def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
         shared = medians.index.intersection(step.index)
         wins = int((step[shared] < medians[shared]).sum())
         at = f"at every width ({len(shared)})" if wins == len(shared) else (
-            f"at {wins} of {len(shared)} widths")  # fmt: skip
-        said.append(f"{device} faster than the CPU {at}" if wins
-                    else f"{device} faster than the CPU at no width")  # fmt: skip
-    return "\n".join(["each step timed alone", *said])
+            f"at {wins} of {len(shared)} widths" if wins else "at no width")  # fmt: skip
+        said.append(textwrap.fill(f"{device}'s step alone faster than the CPU's {at}", 48))
+    return "\n".join([ALONE, *said])
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
