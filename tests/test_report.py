@@ -2163,6 +2163,40 @@ def test_the_memory_plot_draws_every_marker_clear_of_the_others(table, monkeypat
     assert ("undecided: inside the zone", "undecided: inside the zone") in _hiding(ax, fig)
 
 
+def test_the_memory_plot_titles_each_zoom_panel_by_the_batches_it_draws(table, monkeypatch):
+    """A panel of batches drawn apart holds the batches that crowd one another on their
+    chip's panel, wherever they are (the TPU v5e's b74 and b78 at 6 GiB of its 15): its
+    title names them, their compiled memory and its share of what JAX can use, all read
+    from what the panel draws, and never calls them near the limit unsaid."""
+    fig = _figure(table, "batch", monkeypatch)
+    zoomed = {ax.get_title().split("\n")[0]: ax for ax in fig.axes
+              if ax.get_xlabel() == plots.ZOOM_XLABEL}  # fmt: skip
+    assert {"t4", "tpu-v5e-1", "a100"} <= set(zoomed)
+    for chip, ax in zoomed.items():
+        title = ax.get_title()
+        assert "near its limit" not in title, title
+        (memory,) = [x for x in ax.get_lines() if x.get_linestyle() == "-" and x.get_zorder() == 1]
+        batches = _batches_drawn(ax, memory)
+        gib = [float(y) for y in memory.get_ydata()]
+        limits = [float(x.get_ydata()[0]) for x in ax.get_lines()
+                  if x.get_label() == "what JAX can use"]  # fmt: skip
+        assert len(limits) == 1, chip
+        flat = title.replace("\n", " ")
+        assert f"{plots.ZOOM} b{min(batches)}-b{max(batches)}" in flat, title
+        assert f"{max(gib):.3g} GiB" in flat, title
+        assert f"{100 * max(gib) / limits[0]:.0f}% of the {limits[0]:.3g} GiB usable" in flat
+        assert title == plots.zoom_title(chip, batches, gib, limits)
+    # the committed: the TPU v5e's crowded batches are well under its limit, and said so
+    v5e = zoomed["tpu-v5e-1"].get_title().replace("\n", " ")
+    assert "b74-b78" in v5e and "40% of the 14.9 GiB usable" in v5e, v5e
+    # the control: the old title, typed for every zoom whatever it held, fails the above
+    old = "tpu-v5e-1\nnear its limit: each batch apart, in order (not to scale)"
+    assert "near its limit" in old and "b74-b78" not in old
+    # a panel of several chips whose limits differ gives a share of each
+    both = plots.zoom_title("p, q", [1, 2], [1.0, 2.0], [4.0, 8.0]).replace("\n", " ")
+    assert "25-50% of the 4 GiB usable; 12-25% of the 8 GiB usable" in both, both
+
+
 def test_the_memory_plot_says_where_and_why_compiled_memory_falls_as_the_batch_grows(
     table, monkeypatch
 ):
@@ -2579,16 +2613,54 @@ def test_the_crossover_plot_draws_each_gpu_marker_over_its_bar_and_says_where_it
     gpu = gpu[gpu.dataset.isin(set(sweep.dataset))]
     title = alone_ax.get_title()
     assert title == plots.alone_title(sweep, gpu)
+    flat = title.replace("\n", " ")
     for device, d in gpu.groupby("device"):
         both = d.merge(sweep, on="params", suffixes=("", "_cpu"))
         wins = int((both.value.astype(float) < both.value_cpu.astype(float)).sum())
         assert wins == len(both) > 0  # the committed: the H100 faster at every width
-        assert f"{device} faster than the CPU at every width ({len(both)})" in title
+        assert f"{device}'s step alone faster than the CPU's at every width ({len(both)})" in flat
     # the control: a GPU slower at one width is said to win at the others alone
     slower = gpu.copy()
     slower.loc[slower.index[0], "value"] = 1.0
     n = len(slower[slower.device == slower.device.iloc[0]])
-    assert f"faster than the CPU at {n - 1} of {n} widths" in plots.alone_title(sweep, slower)
+    said = plots.alone_title(sweep, slower).replace("\n", " ")
+    assert f"faster than the CPU's at {n - 1} of {n} widths" in said
+    slowest = gpu.assign(value=1.0)
+    said = plots.alone_title(sweep, slowest).replace("\n", " ")
+    assert "faster than the CPU's at no width" in said
+
+
+def _reads_as_the_loop_verdict(title: str) -> bool:
+    """Whether a crossover panel's title could be read as row 9's verdict: it says a GPU is
+    faster without saying the steps were timed alone, or never says it is not row 9's."""
+    flat = title.replace("\n", " ")
+    return "not row 9's verdict" not in flat or bool(re.search(r"faster than the CPU(?!'s)", flat))
+
+
+def test_the_crossover_plots_middle_title_is_not_row_9s_verdict(table, monkeypatch):
+    """Row 9 reads jaxcnn's loop on both sides (the H100 slower than the CPU on small
+    widths); the middle panel compares each step timed alone (the H100 faster at every
+    width). Its title says first that it is not row 9's verdict and what row 9 compares,
+    and its count is of the steps timed alone, computed from the rows drawn."""
+    fig = _figure(table, "crossover", monkeypatch)
+    loop_ax, alone_ax, _ = fig.axes[:3]
+    title = alone_ax.get_title()
+    assert not _reads_as_the_loop_verdict(title), title
+    first = title.split("\n")[:2]
+    assert first == plots.ALONE.split("\n"), title
+    assert "jaxcnn's loop on both sides" in plots.ALONE
+    flat = title.replace("\n", " ")
+    assert flat.count("faster") == flat.count("step alone faster") > 0, title
+    assert "loop on both sides" in loop_ax.get_title()
+    # the control: the old title, a bare verdict, reads as row 9's
+    assert _reads_as_the_loop_verdict(
+        "each step timed alone\nH100 SXM faster than the CPU at every width (9)"
+    )
+    # the panels' titles clear of the figure's: none reaches into the suptitle
+    renderer = fig.canvas.get_renderer()
+    top = fig._suptitle.get_window_extent(renderer).y0
+    for ax in fig.axes[:3]:
+        assert ax.title.get_window_extent(renderer).y1 <= top, ax.get_title()
 
 
 def test_the_crossover_plot_hatches_the_t4s_band_where_it_meets_the_cpus(table, monkeypatch):

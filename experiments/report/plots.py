@@ -368,15 +368,23 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig.subplots_adjust(top=0.84)  # the panels' two-line titles clear of the figure's
+    # the panels' titles (the middle's a line or two per GPU) clear of the figure's
+    lines = max(len(ax.get_title().split("\n")) for ax in (loop_ax, alone_ax, ratio_ax))
+    fig.subplots_adjust(top=0.92 - 0.04 * lines)
     title = "Seed 002: above how many parameters does the GPU win?"
     return _finish(fig, path, title, tight=False)
 
 
+# the middle crossover panel compares each step timed alone, not what row 9 reads: its
+# title says so before any count, and each count says it is of the steps timed alone
+ALONE = "each step timed alone, not row 9's verdict\n(row 9: jaxcnn's loop on both sides, left)"
+
+
 def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
-    """The middle crossover panel's title: at how many of the CPU's widths each GPU's
-    step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps on its
-    data), so a reader need not count points on a log axis."""
+    """The middle crossover panel's title: ALONE, then at how many of the CPU's widths each
+    GPU's step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps
+    on its data), so a reader need not count points on a log axis, nor take the count for
+    row 9's verdict, which compares jaxcnn's loop on both sides."""
     medians = cpu.assign(p=cpu.params.astype(float)).set_index("p").value.astype(float)
     said = []
     for device, d in gpus.groupby("device"):
@@ -384,10 +392,9 @@ def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
         shared = medians.index.intersection(step.index)
         wins = int((step[shared] < medians[shared]).sum())
         at = f"at every width ({len(shared)})" if wins == len(shared) else (
-            f"at {wins} of {len(shared)} widths")  # fmt: skip
-        said.append(f"{device} faster than the CPU {at}" if wins
-                    else f"{device} faster than the CPU at no width")  # fmt: skip
-    return "\n".join(["each step timed alone", *said])
+            f"at {wins} of {len(shared)} widths" if wins else "at no width")  # fmt: skip
+        said.append(textwrap.fill(f"{device}'s step alone faster than the CPU's {at}", 48))
+    return "\n".join([ALONE, *said])
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
@@ -441,7 +448,10 @@ MEMORY_AXES_IN = (2.2, 1.3)
 # Markers nearer than this (points, centre to centre) would hide one another: a chip's
 # batches that crowd so are drawn apart in a panel beside its own
 APART_PT = 9.0
-ZOOM = "near its limit: each batch apart, in order (not to scale)"
+# a zoom panel's batches are those that crowd one another on their chip's panel, wherever
+# they are: its title says which and how near the chip's limit (zoom_title), never "near
+# its limit" unsaid
+ZOOM = "crowded batches"
 ZOOM_XLABEL = "batch, in order (not to scale)"
 ZOOMED = "shaded: batches drawn apart in the panel right of it"
 FALLS = "falls as the batch grows"
@@ -464,6 +474,26 @@ def _crowded(b: Any, gib: Any, ylim: tuple[float, float]) -> list[int]:
     near = np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :]) < APART_PT
     np.fill_diagonal(near, False)
     return [i for i in range(len(b)) if near[i].any()]
+
+
+def _span(values: list[str], unit: str) -> str:
+    """'a-b unit' from formatted values, 'a unit' where both ends read the same."""
+    return (values[0] if values[0] == values[-1] else f"{values[0]}-{values[-1]}") + unit
+
+
+def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
+    """A zoom panel's title from what it draws: its chip(s) `name`; ZOOM and the batches
+    drawn apart; their compiled memory in GiB and what share that is of the memory JAX can
+    use (`limits`, GiB; a share per limit where the panel's chips differ)."""
+    ends = sorted(float(x) for x in gib)
+    said = _span([f"{x:.3g}" for x in ends], " GiB")
+    shares = [f"{_span([f'{100 * x / u:.0f}' for x in ends], '%')} of the {u:.3g} GiB usable"
+              for u in sorted(set(limits))]  # fmt: skip
+    if shares:
+        said += ": " + "; ".join(shares)
+    lines = [name, f"{ZOOM} {_batches(list(batches))}, drawn apart:",
+             *textwrap.wrap(said, 44, break_on_hyphens=False)]  # fmt: skip
+    return "\n".join(lines)
 
 
 def _memory_limits(ax: Any, devices: list[str], worst: float | None) -> list[float]:
@@ -524,8 +554,9 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     as an 80 GiB one's; a chip's batches near its limit spread over its panel's width, not
     a sixth of it beside the H100's), the memory JAX can use a line, the seed's own runs ringed;
     identical series drawn once. Batches whose markers would hide one another are drawn
-    apart, in order, in a panel beside their chip's (shaded there); a series whose memory
-    falls as the batch grows says where, and the title why. A verdict without compiled
+    apart, in order, in a panel beside their chip's (shaded there), titled with which they
+    are and how near the chip's limit (zoom_title): crowded, not always near it; a series
+    whose memory falls as the batch grows says where, and the title why. A verdict without compiled
     memory to place it by (a TPU's batch that failed to compile) is named in its panel's
     title, never dropped unsaid. Beside them, what a chip's allocator held as the program
     ran over its compiled memory (measured), where the table has it."""
@@ -611,7 +642,8 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         zoom.set_xticks(at, [str(int(x)) for x in b[stretch]], rotation=90, fontsize="x-small")
         zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
         zoom.set_xlabel(ZOOM_XLABEL)
-        zoom.set_title(f"{name}\n{textwrap.fill(ZOOM, 40)}", fontsize="small")
+        usable = [u for d in devices if (u := _usable_gib(d))]
+        zoom.set_title(zoom_title(name, b[stretch], gib[stretch], usable), fontsize="small")
     if len(factors):
         _as_ran(next(free), factors)
     _legend_below(fig)
