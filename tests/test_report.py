@@ -1281,7 +1281,8 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     assert undecided == 1  # the committed: MX150 b16
     assert _said(1).startswith(f"{len(seen) - undecided} as the seed saw, 1 undecided: ")
     gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
-              & (csv.selection == "equal-batch") & (csv.precision == "f32")]  # fmt: skip
+              & (csv.selection == "equal-batch") & (csv.precision == "f32")
+              & ~csv.placement.isin(choices.MODEL_STRATEGIES)]  # fmt: skip
     for model, m in gpu.groupby("model"):  # each model's worst over 2-8 GPUs
         # one model's widths of one value are said once ("mlp width=4096/width=1024 39.1%")
         name, _, variant = model.partition(" ")
@@ -1445,12 +1446,12 @@ def test_the_contrary_results_are_in_the_answers(csv):
         "Partly: faster CPU (cpu) K=4 3x, H100 SXM K=4 3x, K=16 3x; "
         "within noise CPU (cpu) K=16 3x, CPU (xla) K=4 3x, K=16 3x ("
     )
-    # model parallelism: its efficiency beside its memory
+    # model parallelism: its efficiency, the GPUs' (the TPU's on the page)
     e = csv[(csv.quantity == "scaling_efficiency") & (csv.placement == "model")
             & (csv.selection == "equal-batch")]  # fmt: skip
-    assert len(e) == 1 and f"tpu-v5e-8 {fmt(e.iloc[0].to_dict())}" in _said(8)
-    # no GPU split compiled: the answer says its figure is another platform's
-    assert ". Model: TPU only, catsdogs_cnn " in _said(8)
+    assert set(e.platform) == {"gpu", "tpu"} and "tpu-v5e-8" not in _said(8)
+    # the weights split over GPUs too, said as the data-parallel half is
+    assert ". Model: unvalidated: catsdogs_cnn gpu-h100x8 " in _said(8)
     # oneDNN: which is faster, per loop
     o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
             & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
@@ -1480,16 +1481,28 @@ def test_the_contrary_results_are_in_the_answers(csv):
 
 
 def test_model_parallelism_is_answered_with_a_split_compiles_predicted_efficiency(table):
-    text, (efficiency,) = answers.model_split(table)
     split = table.placement.isin(choices.MODEL_STRATEGIES)
-    e = table[split & (table.quantity == "scaling_efficiency")]
-    assert efficiency["id"] == e.loc[e.batch.idxmax()].id
+    e = table[split & (table.quantity == "scaling_efficiency") & (table.selection == "equal-batch")]
+    # on GPUs, by the data-parallel half's rule: each model's lowest over 2-8 GPUs, the
+    # committed: catsdogs_cnn's weights split over 2-8 of four GPUs, unvalidated
+    text, chosen = answers.model_split(table)
+    gpu = e[(e.platform == "gpu") & (e.precision == "f32")]
+    assert len(gpu) == 11 and set(gpu.model) == {"catsdogs_cnn"}
+    lowest = gpu.loc[gpu.value.idxmin()]
+    assert [r["id"] for r in chosen] == [lowest.id]
+    assert text == f"unvalidated: catsdogs_cnn {lowest.device} {fmt(lowest.to_dict())}"
+    # the data-parallel half never counts a split compile (nor the split half a data one)
+    data = {v["row"]["id"] for v in scaling_study.gpu_verdicts(table)}
+    assert data and not data & set(e.id)
+    # no GPU split compiled: the largest batch's on another platform, that platform named
+    no_gpu = table[~(split & (table.platform == "gpu"))]
+    text, (efficiency,) = answers.model_split(no_gpu)
+    others = e[e.platform != "gpu"]
+    assert efficiency["id"] == others.loc[others.batch.idxmax()].id
     assert text == f"TPU only, {efficiency['model']} {efficiency['device']} {fmt(efficiency)}"
-    # the control: a GPU split compile is said without the other platforms' "only"
-    on_gpu = table.assign(platform=table.platform.where(table.id != efficiency["id"], "gpu"))
-    assert answers.model_split(on_gpu)[0] == text.removeprefix("TPU only, ")
     # no efficiency predicted: the largest split compile's memory per device instead
-    bare = table[~(split & (table.quantity == "scaling_efficiency"))]
+    bare = no_gpu[~(no_gpu.placement.isin(choices.MODEL_STRATEGIES)
+                    & (no_gpu.quantity == "scaling_efficiency"))]  # fmt: skip
     m = bare[bare.placement.isin(choices.MODEL_STRATEGIES) & (bare.quantity == "memory_bytes")]
     assert answers.model_split(bare)[0].endswith(f"{fmt(m.loc[m.batch.idxmax()].to_dict())}/device")
     # without a split compile the answer says so instead of quoting a data-parallel one
@@ -3926,8 +3939,10 @@ def test_every_fit_verdict_is_its_compiled_memory_against_what_the_chip_lets_a_p
 def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency(csv):
     import numpy as np
 
+    # the data-parallel half
     s = csv[(csv.quantity == "scaling_efficiency") & (csv.selection == "equal-batch")
-            & (csv.precision == "f32") & (csv.platform == "gpu")]  # fmt: skip
+            & (csv.precision == "f32") & (csv.platform == "gpu")
+            & ~csv.placement.isin(choices.MODEL_STRATEGIES)]  # fmt: skip
     band = csv[(csv.quantity == "band") & (csv.extra == scaling_study.EFFICIENCY_BAND)]
     (worst,) = band.hi
     verdicts = {v["model"]: v for v in scaling_study.gpu_verdicts(csv)}

@@ -657,10 +657,16 @@ def host_spread(totals: pd.DataFrame) -> str:
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
-    """Model parallelism (the weights split too) in one clause: the weak-scaling
-    efficiency predicted for a split compile, the largest batch's (its memory against the
-    data-parallel compile's is on the scaling page), else the largest split's memory per
-    device, else that none is compiled."""
+    """Model parallelism (the weights split too) in one clause: by SCALES_RULE per model
+    over 2-8 GPUs, as the data-parallel half; where no GPU split is compiled, the largest
+    batch's efficiency on another platform, named (its memory against the data-parallel
+    compile's is on the scaling page), else the largest split's memory per device, else
+    that none is compiled."""
+    verdicts = gpu_verdicts(t, split=True)
+    if verdicts:
+        each = ", ".join(f"{v['model']} {v['row']['device']} {fmt(v['row'])}" for v in verdicts)
+        said = "/".join(dict.fromkeys(v["verdict"] for v in verdicts))
+        return f"{said}: {each}", [v["row"] for v in verdicts]
     efficiency = rows(t, quantity="scaling_efficiency", placement=list(MODEL_STRATEGIES),
                       selection="equal-batch")  # fmt: skip
     memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))

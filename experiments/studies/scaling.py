@@ -16,7 +16,8 @@ the same cores and would measure nothing). Smoke: `mlp` n=8 only, N = 1 and all
 Expected: CPU ~1 min; smoke ~10 s with 8 fake devices; TPU v5e-8 ~2 min (a guess).
 
 Compiled for GPUs not at hand (1-8 of one host, `target_cells`): python -m
-experiments.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 cells).
+experiments.run --study=scaling_targets  (needs .[targets]; ~11 min here for 75 cells,
+~20 s each for the weights split).
 """
 
 from __future__ import annotations
@@ -56,13 +57,18 @@ TARGET_SCALING_MODELS: tuple[tuple[str, tuple[tuple[str, int], ...], int], ...] 
     ("catsdogs_cnn", (), 16),
 )
 TARGET_SCALING_CHIPS = ("T4", "V100 SXM2", "A100", "H100 SXM")
+# Model parallelism compiled for the same GPUs: seed 000's CNN (the largest seed model)
+# with its weights split over 2-8 GPUs (`model`), at the same batch per GPU as its
+# data-parallel cells, so both placements' efficiencies are of one per-GPU batch.
+TARGET_SPLIT_MODELS = ("catsdogs_cnn",)
 
 
 def target_cells(smoke: bool = False) -> list[TargetCell]:
     """The compiled weak-scaling cells: every model of TARGET_SCALING_MODELS on every
     one-host GPU target of TARGET_SCALING_CHIPS (one GPU included: the curve's base),
     f32, the batch fixed per GPU (a cell's search starts and ends at it: one compile
-    where it fits). Smoke: mnist_cnn on one and two T4s."""
+    where it fits); then TARGET_SPLIT_MODELS with their weights split (`model`) over the
+    same targets' 2-8 GPUs. Smoke: mnist_cnn on one and two T4s."""
     from jaxcnn import targets as targets_lib
 
     chosen = [
@@ -74,19 +80,22 @@ def target_cells(smoke: bool = False) -> list[TargetCell]:
     if smoke:
         chosen = [t for t in chosen if t.chip == "T4" and t.chips <= 2]
         models = models[:1]
+    chosen = sorted(chosen, key=lambda t: (TARGET_SCALING_CHIPS.index(t.chip), t.chips))
+    split = [m for m in models if m[0] in TARGET_SPLIT_MODELS and not smoke]
+
+    def cell(model: str, overrides: tuple, per_gpu: int, t: Any, strategy: str) -> TargetCell:
+        batch = per_gpu * t.devices
+        return TargetCell(model, t.name, "f32", strategy, batch, t.devices, batch, overrides)
+
     return [
-        TargetCell(
-            model,
-            t.name,
-            "f32",
-            "sharded" if t.devices > 1 else "single",
-            per_gpu * t.devices,
-            t.devices,
-            per_gpu * t.devices,
-            overrides,
-        )
+        cell(model, overrides, per_gpu, t, "sharded" if t.devices > 1 else "single")
         for model, overrides, per_gpu in models
-        for t in sorted(chosen, key=lambda t: (TARGET_SCALING_CHIPS.index(t.chip), t.chips))
+        for t in chosen
+    ] + [
+        cell(model, overrides, per_gpu, t, "model")
+        for model, overrides, per_gpu in split
+        for t in chosen
+        if t.devices >= MODEL_SPLITS["model"]
     ]
 
 
@@ -149,12 +158,14 @@ SCALES_RULE = (
 EFFICIENCY_BAND = "scaling efficiency against published"
 
 
-def gpu_verdicts(t: pd.DataFrame) -> list[dict[str, Any]]:
+def gpu_verdicts(t: pd.DataFrame, split: bool = False) -> list[dict[str, Any]]:
     """SCALES_RULE per model, fewest-efficient row first: its lowest efficiency's row
     (`row`), the verdict (yes, no, undecided, unvalidated) and that efficiency at its band's
-    worst (`at_worst`, where a band covers it)."""
+    worst (`at_worst`, where a band covers it). Of the data-parallel placements, or with
+    `split` of those that split the weights too (MODEL_SPLITS)."""
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
+    s = s[s.placement.isin(MODEL_SPLITS) == split]
     out = []
     for model, m in s.groupby("model"):
         r = m.loc[m.value.idxmin()].to_dict()
@@ -172,6 +183,8 @@ def gpu_verdicts(t: pd.DataFrame) -> list[dict[str, Any]]:
 def verdict_words(t: pd.DataFrame) -> str:
     """The page's verdict: each model's, by SCALES_RULE."""
     said = [f"{v['model']} {v['verdict']}" for v in gpu_verdicts(t)]
+    split = [f"{v['model']} {v['verdict']}" for v in gpu_verdicts(t, split=True)]
+    said += [f"weights split: {'; '.join(split)}"] if split else []
     return f"{'; '.join(said)} (the rule: {SCALES_RULE})" if said else ""
 
 
