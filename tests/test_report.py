@@ -624,8 +624,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # said unmeasured: 1415; row 12's band says how far an epoch from a loop step is from a
     # trained one, row 14 gives epochs with its steps beside, row 8's lowest chips left to
     # its page: 1420; row 13's GPUs over their datasheets' peak too: 1427; row 14 reads its
-    # K=1 by both clocks and gives every device's timed steps: 1442)
-    assert len(lines) <= 25 and len(text.split()) <= 1442
+    # K=1 by both clocks and gives every device's timed steps: 1442; row 12 says where its
+    # CPU epochs are of two sittings: 1445)
+    assert len(lines) <= 25 and len(text.split()) <= 1445
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1046,10 +1047,14 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
 
 
 def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):
-    e = csv[(csv.quantity == "error_factor") & (csv.platform == "gpu")
+    e = csv[(csv.quantity == "error_factor") & (csv.platform == "gpu") & (csv.kind == "predicted")
             & csv.model.isin(figures.SMALL_MODELS)
             & (csv.extra != figures.HELD_OUT_LOOP)
             & ~csv.extra.str.endswith(figures.VERSUS_MEASURED)]  # fmt: skip
+    # exactly the band's own rows (not, say, one clock's epoch against another's)
+    (b,) = csv[(csv.quantity == "band") & (csv.device == "gpu") & (csv.model == "small programs")
+               & (csv.extra == "against published")].to_dict("records")  # fmt: skip
+    assert len(e) == b["n"]
     faster = int((e.note == "predicted faster").sum())
     band = answers.answers(csv)[4].band
     assert f"ours faster on {faster} of {len(e)}" in band and "worst" in band
@@ -3335,13 +3340,26 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     assert fmt(alike.to_dict()) in _said(5)
     # beside it, over the CPU's measured epoch, then how far an epoch from a loop step is
     # from the same GPU's trained ones
-    assert f"; over the CPU's measured epoch: {fmt(over.to_dict())}; " in answered.band
+    # (the committed: the CPU's measured epoch and its loop step from two sittings, said)
+    step = by_id.loc[base.numerator]
+    assert step.sitting != cpu.sitting
+    said = f"; over the CPU's measured epoch (another sitting): {fmt(over.to_dict())}; "
+    assert said in answered.band
     assert answered.band.endswith(
-        f"; epochs from loop steps vs trained, same GPU: {_epoch_check_band(csv)}"
+        f"; epochs from loop steps vs trained, same GPU and sitting: {_epoch_check_band(csv)}"
+    )
+    # the control: one sitting, nothing said of it
+    alike_sitting = csv.assign(sitting=csv.sitting.where(csv.id != step.name, cpu.sitting))
+    assert f"; over the CPU's measured epoch: {fmt(over.to_dict())}; " in (
+        answers.answers(alike_sitting)[11].band
     )
     # the control: without the ratio in the table the answer gives none
     bare = answers.answers(csv[csv.id != over.name])[11].answer
     assert bare.endswith("(predicted from its loop step)")
+
+
+def cpu_of(csv):
+    return study_page.reference_cpu(csv)
 
 
 def _epoch_check_band(csv):
@@ -3356,6 +3374,8 @@ def test_an_epoch_made_from_a_loop_step_is_checked_against_the_same_steps_traine
     key = ["device", "model", "dataset", "batch", "precision", "formulation", "placement"]
     for r in checks.to_dict("records"):
         made, trained = by_id.loc[r["denominator"]], by_id.loc[r["numerator"]]
+        # one clock against another in one sitting, not one VM against another
+        assert by_id.loc[made.numerator].sitting == trained.sitting
         assert made.selection == "epoch-from-step" and made.extra.endswith("steps of jaxcnn's loop")
         assert trained.selection == "pooled-trained" and not trained.extra.startswith("K=")
         assert list(made[key]) == list(trained[key])
@@ -3373,6 +3393,18 @@ def test_an_epoch_made_from_a_loop_step_is_checked_against_the_same_steps_traine
         longer = (g.note == "from the loop step longer").sum()
         assert band["note"] == f"from the loop step longer in {longer} of {len(g)}"
     assert set(checks.platform) == {"cpu", "gpu"}  # the committed
+    # the control: the CPU's mnist_cnn epoch on MNIST and its loop step, two sittings apart,
+    # are not checked against each other
+    made = csv[(csv.selection == "epoch-from-step") & (csv.device == cpu_of(csv))
+               & (csv.model == "mnist_cnn") & (csv.dataset == "mnist") & (csv.batch == 128)
+               & (csv.precision == "f32") & csv.extra.str.endswith("steps of jaxcnn's loop")
+               & (csv.formulation == "cpu")]  # fmt: skip
+    trained = csv[(csv.selection == "pooled-trained") & (csv.device == cpu_of(csv))
+                  & (csv.model == "mnist_cnn") & (csv.dataset == "mnist") & (csv.batch == 128)
+                  & (csv.precision == "f32") & (csv.formulation == "cpu")]  # fmt: skip
+    assert len(made) == 1 and len(trained) >= 1
+    assert (by_id.loc[made.numerator.iloc[0]].sitting != trained.sitting).all()
+    assert not set(checks.denominator) & set(made.id)
     # an epoch of the embedded digits (a set of another size than the made epoch's, which
     # is MNIST's) is never checked, though the same step made an epoch (the control)
     digits = csv[(csv.quantity == "epoch_s") & (csv.dataset == "digits")

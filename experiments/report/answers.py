@@ -1109,7 +1109,12 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
         alike = alike.iloc[0].to_dict()
         base = one(t, id=alike["numerator"])
         t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} (from loop steps)"
-        caveat = f"; over the CPU's measured epoch: {fmt(over)}"
+        # the CPU's two epochs may come from two sittings of its VM: said where they do
+        step = one(t, id=base["numerator"])
+        apart = step and step.get("sitting") != c.get("sitting")
+        caveat = (
+            f"; over the CPU's measured epoch{' (another sitting)' if apart else ''}: {fmt(over)}"
+        )
     else:
         alike, base, caveat = None, None, ""
         t4 += f", {fmt(over)} faster" if over else ""
@@ -1128,7 +1133,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     check = one(t, quantity="band", extra=EPOCH_FROM_LOOP, platform="gpu")
     if check:
         said = band_text(check["value"], check["hi"], check["n"], check["note"])
-        caveat += f"; epochs from loop steps vs trained, same GPU: {said}"
+        caveat += f"; epochs from loop steps vs trained, same GPU and sitting: {said}"
     return Said(head + "; ".join([*parts, t4]), [c, *ran, g, over, alike, base, check], None,
                 caveat)  # fmt: skip
 

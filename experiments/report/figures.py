@@ -1870,12 +1870,21 @@ OVER_K1 = ", over K=1's"
 EPOCH_FROM_LOOP = "epoch from its loop step vs trained"
 
 
-def epoch_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
+def epoch_checks(
+    table: pd.DataFrame, sittings: dict[str, tuple] | None = None
+) -> list[dict[str, Any]]:
     """Each epoch made from a measured loop step against the epochs the same step trained
-    on the same device (RULES["epoch-vs-trained"]): one clock against another, and per
-    platform their median and worst, the band of an epoch a loop step implies (a predicted
-    chip's epoch is made so)."""
+    on the same device in the same sitting (`sittings`: each run's; RULES["epoch-vs-
+    trained"]): one clock against another, not one VM against another, and per platform
+    their median and worst, the band of an epoch a loop step implies (a predicted chip's
+    epoch is made so)."""
     from jaxcnn import data
+
+    runs = table.set_index("id").records
+
+    def sitting_of(ids: Any) -> tuple | None:  # a pooled row's runs are of one sitting
+        first = str(ids).split()[0] if isinstance(ids, str) and ids else None
+        return (sittings or {}).get(first) if first else None
 
     made = rows(table, quantity="epoch_s", kind="derived", selection="epoch-from-step")
     made = made[made.extra.str.endswith(f"steps of {LOOP}")]
@@ -1892,6 +1901,8 @@ def epoch_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for _, a in made.iterrows():
         for _, b in trained[(trained[key] == a[key]).all(axis=1)].iterrows():
+            if sitting_of(runs.get(a.numerator)) != sitting_of(b.records):
+                continue
             longer = "from the loop step longer" if a.value > b.value else "trained longer"
             out.append(ratio("error_factor", a.to_dict(), b.to_dict(), "epoch-vs-trained",
                              extra=f"{EPOCH_FROM_LOOP}, {b.extra}", note=longer))  # fmt: skip
@@ -2101,6 +2112,7 @@ def framework_factors(table: pd.DataFrame) -> pd.DataFrame:
     (a small program's JAX loop is the fit's, held_out_loop_rows)."""
     e = table[
         (table.quantity == "error_factor")
+        & (table.kind == "predicted")  # a prediction's error, not one clock against another
         & ~table.extra.str.endswith(SCALING_VERSUS)
         & ~table.extra.str.endswith(VERSUS_MEASURED)
         & (table.extra != HELD_OUT_LOOP)
@@ -2214,6 +2226,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     out += seed_rows()
     out += epochs_from_steps(frame(out))
     table = frame(out)
+    sittings = {r.run_id: sitting(r) for r in records}
     for derive in (
         published_bands,
         scaling_band,
@@ -2225,7 +2238,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         formulation_speedups,
         loop_speedups,
         epoch_speedups,
-        epoch_checks,
+        functools.partial(epoch_checks, sittings=sittings),
         ceiling_fractions,
         chip_comparisons,
         scaling_rows,
@@ -2233,7 +2246,6 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         memory_checks,
     ):
         out += derive(table)
-    sittings = {r.run_id: sitting(r) for r in records}
     table = with_sittings(frame(out), records, sittings)
     table = banded_efficiencies(across_sittings(table, sittings))
     return with_chips(said_unvalidated(undecided_fits(table)))
