@@ -4248,3 +4248,15 @@ def test_row_eleven_says_why_its_per_watt_figure_has_no_tpu(csv):
     tpu = w.iloc[:1].assign(platform="tpu", device="tpu-v5e-1", id="a tpu's")
     with_tpu = pd.concat([csv, tpu], ignore_index=True)
     assert "per watt: no" not in answers.answers(with_tpu)[10].band
+
+
+def test_a_matmul_rate_of_tf32_passes_is_labelled_tf32_per_size_as_at_its_best(csv):
+    sizes = csv[(csv.quantity == "flops_per_s") & (csv.model == "matmul")]
+    gpu = sizes[sizes.platform == "gpu"]
+    # an f32 matmul at JAX's default precision runs as TF32 passes on these GPUs: never
+    # called f32 (5x the f32 datasheet peak), as the machine-best table does not
+    assert "f32" not in set(gpu.precision) and "tf32" in set(gpu.precision)
+    best = csv[(csv.quantity == "peak_flops_per_s") & (csv.selection == "machine-best")]
+    assert "tf32" in set(best[best.platform == "gpu"].precision)
+    # the control: a CPU's f32 rate stays f32
+    assert "f32" in set(sizes[sizes.platform == "cpu"].precision)

@@ -894,6 +894,9 @@ def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dic
     mm = [r for r in _ok(records) if kind_of(r) == "matmul" and not is_compiled(r)]
     for r in select_newest(mm, lambda r: f"n={_matmul_side(r)}"):
         w = {**workload_of(r), "extra": f"n={_matmul_side(r)}"}
+        mfu = getattr(r, "mfu", None)
+        if _ran_as_tf32(w["precision"], mfu and mfu.vendor_precision):  # TF32 passes: tf32
+            w["precision"] = "tf32"
         tflops = number(r.achieved_tflops)
         if tflops:
             out.append(row("flops_per_s", "measured", tflops * 1e12, w, "newest", [r]))
