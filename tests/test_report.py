@@ -625,8 +625,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # trained one, row 14 gives epochs with its steps beside, row 8's lowest chips left to
     # its page: 1420; row 13's GPUs over their datasheets' peak too: 1427; row 14 reads its
     # K=1 by both clocks and gives every device's timed steps: 1442; row 12 says where its
-    # CPU epochs are of two sittings: 1445)
-    assert len(lines) <= 25 and len(text.split()) <= 1445
+    # CPU epochs are of two sittings: 1445; row 15 says why cuDNN is unmeasured, the seed's
+    # figure in its band: 1453)
+    assert len(lines) <= 25 and len(text.split()) <= 1453
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1377,7 +1378,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     lo, hi = (fmt({"quantity": "speedup", "unit": "x", "value": v})
               for v in (onednn.value.min(), onednn.value.max()))  # fmt: skip
     assert f"faster by {lo}-{hi} (step loop)" in answers.answers(csv)[14].band
-    assert "newer cuDNN and GPU" in _said(15)
+    assert answers.answers(csv)[14].band.endswith("cuDNN 2.5x: newer cuDNN and GPU over older")
 
 
 def test_the_contrary_results_are_in_the_answers(csv):
@@ -1475,11 +1476,19 @@ def test_the_contrary_results_are_in_the_answers(csv):
             & csv.model.isin(device.model)]  # fmt: skip
     assert (x.value < 1).all()  # the committed: xla's steps are slower in the device loop
     slows = span(x.assign(value=1 / x.value))  # a slowdown said as one: 2.39x-9.9x
+    seed = csv[csv.extra == "seed004-cudnn-speedup"].iloc[0].to_dict()
     assert answers.answers(csv)[14].band == (
         f"faster by {span(step)} (step loop), {span(device)} (device loop, where xla itself "
-        f"slows {slows})"
+        f"slows {slows}); seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older"
     )
-    assert "; cuDNN unmeasured" in _said(15)
+    assert _said(15).endswith("; cuDNN unmeasured: its GPU bench cells await a GPU")
+    # the positive control: a GPU's GEMM cells (the cpu formulation) against its xla ones
+    # give cuDNN's worth, their inverse
+    gemm = o.iloc[:2].assign(device="H100 SXM", platform="gpu", formulation="cpu",
+                             value=[0.5, 0.25], id=["g1", "g2"])  # fmt: skip
+    ran = answers.answers(pd.concat([csv, gemm], ignore_index=True))[14]
+    assert ran.answer.endswith("; cuDNN's convolutions over GEMMs, same GPU (H100 SXM): 2x-4x")
+    assert {"g1", "g2"} <= set(ran.ids)
     # the positive control: below 1 in one loop, that loop is said slower
     slow = csv.assign(value=csv.value.where(~csv.id.isin(device.id), 0.5))
     assert "slower by 0.5x-0.5x (device loop, " in answers.answers(slow)[14].band

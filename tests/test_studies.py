@@ -284,6 +284,27 @@ def test_the_cpu_bench_times_onednn_for_the_convolutional_models_where_it_can_ru
         assert all(w.formulation != "onednn" for w in studies.bench.workloads(context))
 
 
+def test_an_accelerators_bench_times_its_convolutions_as_gemms_beside_its_librarys():
+    found = Counter(
+        (w.model, w.formulation, w.loop, w.precision)
+        for w in studies.bench.workloads(studies.Context(platform="gpu"))
+        if not w.oom_group
+    )
+    batches = len(studies.bench.BENCH_BATCHES_ACCELERATOR)
+    base = {("xla", loop, "f32") for loop in ("step", "device")}
+    base |= {("xla", loop, "bf16") for loop in ("step", "device")}
+    gemms = base | {("cpu", loop, "f32") for loop in ("step", "device")}
+    for model in ("lenet5_keras", "mnist_cnn", "mlp"):
+        cells = {key[1:] for key in found if key[0] == model}
+        assert cells == (base if model == "mlp" else gemms), model
+    assert set(found.values()) == {batches}
+    # the control: a CPU's bench has no such extra cell (its cpu formulation is its own)
+    cpu = studies.bench.workloads(studies.Context(platform="cpu"))
+    assert sum(w.formulation == "cpu" and w.precision == "f32" for w in cpu) == (
+        3 * 2 * len(studies.bench.BENCH_BATCHES)
+    )
+
+
 def test_the_batch_sweep_stops_at_the_first_real_out_of_memory(tmp_path, capsys):
     # A 2^20-square f32 matrix (the largest batch a workload may ask) is 4 TiB:
     # allocating it fails for real (far beyond this machine's memory), and the sweep

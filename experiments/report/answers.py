@@ -30,6 +30,7 @@ from experiments.report.figures import (
     is_small,
 )
 from experiments.report.fmt import each_text, fmt, span_text, value_text
+from experiments.studies.bench import GEMMS
 from experiments.studies.crossover import (
     chip_name,
     crossover,
@@ -1329,13 +1330,16 @@ def vmap_band(shown: pd.DataFrame, beside: pd.DataFrame, cpu: str | None, unjudg
 def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     """oneDNN's step over the xla formulation's on the reference CPU, per loop; in the
     device loop also how much the xla formulation's own steps slow down there, which
-    that range holds besides oneDNN's worth."""
+    that range holds besides oneDNN's worth. Then cuDNN's on the GPUs (`cudnn_worth`);
+    seed 004's own cuDNN figure in the band, with why it is not the same question."""
     s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
              precision="f32", extra="vs xla formulation")  # fmt: skip
     seed = published(t, "seed004-cudnn-speedup")
-    caveat = f"cuDNN unmeasured (seed 004's {fmt(seed)}: newer cuDNN and GPU over older)"
+    cudnn, cudnn_rows = cudnn_worth(t)
+    caveat = cudnn
+    seeds = f"seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older" if seed else None
     if not len(s):
-        return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed])
+        return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed, *cudnn_rows], seeds)
     parts, seen, said = [], [], ""
     for loop in ("step", "device"):
         g = s[s.loop == loop]
@@ -1358,10 +1362,12 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
         )
         seen, said = [*seen, lo, hi], way
     per_loop = ", ".join(parts)
+    band = f"{per_loop}; {seeds}" if seeds else per_loop
+    seen += [seed, *cudnn_rows]
     best = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
                 precision="f32", extra=BEST_OVER_BEST)  # fmt: skip
     if not len(best):
-        return Said(f"oneDNN vs xla formulation, same CPU: {per_loop}; {caveat}", [*seen, seed])
+        return Said(f"oneDNN vs xla formulation, same CPU: {per_loop}; {caveat}", seen, seeds)
     # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
     # range holds that slow path too
     lo, hi = span(best)
@@ -1370,12 +1376,27 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
                     precision="f32", extra=BEST_OVER_CPU)  # fmt: skip
     if not len(over_cpu):
         text = f"oneDNN, same CPU, each at its best: {direction(lo, hi)} by {over_xla}"
-        return Said(f"{text}; {caveat}", [*seen, seed, lo, hi], per_loop)
+        return Said(f"{text}; {caveat}", [*seen, lo, hi], band)
     # over jaxcnn's own default on a CPU first: what the library adds to the best without it
     a, b = span(over_cpu)
     text = (f"oneDNN, same CPU, each at its best: {direction(a, b)} by {fmt(a)}-{fmt(b)} over "
             f"jaxcnn's default (cpu) formulation, {over_xla}")  # fmt: skip
-    return Said(f"{text}; {caveat}", [*seen, seed, lo, hi, a, b], per_loop)
+    return Said(f"{text}; {caveat}", [*seen, lo, hi, a, b], band)
+
+
+def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
+    """cuDNN's worth on each GPU that ran the bench's GEMM cells: XLA's convolutions (it
+    calls cuDNN for them) over the same convolutions as GEMMs over patches (the `cpu`
+    formulation), the inverse of that formulation's speedup over xla's, both loops;
+    else that none has run."""
+    g = rows(t, quantity="speedup", kind="measured", platform="gpu", formulation=GEMMS,
+             precision="f32", extra="vs xla formulation")  # fmt: skip
+    if not len(g):
+        return "cuDNN unmeasured: its GPU bench cells await a GPU", []
+    lo, hi = span(g)
+    worth = span_text(value_text(1 / hi["value"], "x"), value_text(1 / lo["value"], "x"))
+    gpus = "/".join(sorted(set(g.device)))
+    return f"cuDNN's convolutions over GEMMs, same GPU ({gpus}): {worth}", [lo, hi]
 
 
 def xla_in_device_loop(

@@ -9,7 +9,9 @@ CPU these differ: jaxcnn.formulation), each with per-step dispatch (`loop=step`)
 and whole epochs as one compiled loop (`loop=device`); then bf16 compute with the
 platform's formulation in both loops; on a CPU where oneDNN is installed (the
 `[onednn]` extra, and a g++), also the `onednn` formulation in f32, both loops, for
-the two convolutional models. The report sets the CPU figures beside the
+the two convolutional models; on an accelerator, for the same two, the `cpu`
+formulation (convolutions as GEMMs, no cuDNN) in f32, both loops: seed 004's question
+of what the kernel library is worth, asked of cuDNN. The report sets the CPU figures beside the
 PyTorch and Keras peers' (benchmarks/peers.py). Both loops run in
 one process, so on a CPU `--set host_memory=auto` gives both `retain` (the step loop's
 choice, jaxcnn/host_memory.py); `--set host_memory=system` measures the other policy.
@@ -69,8 +71,11 @@ BENCH_TIMING_STEPS = 20
 
 
 # oneDNN's convolutions (on a CPU where they can be built) for the convolutional models;
-# mlp has no convolution, so its `onednn` program is its `cpu` one.
+# mlp has no convolution, so its `onednn` program is its `cpu` one. On an accelerator,
+# the same models' convolutions as GEMMs over patches (the `cpu` formulation) beside
+# XLA's own, which call the chip's kernel library (cuDNN on a GPU): that library's worth.
 ONEDNN_MODELS = ("lenet5_keras", "mnist_cnn")
+GEMMS = "cpu"
 
 
 # Accelerators also time every other model of the zoo at its own input size (synthetic
@@ -91,6 +96,8 @@ def workloads(ctx: Context) -> list[Workload]:
     cells += [(platform_choice, loop, "bf16") for loop in LOOPS]
     with_onednn = ctx.cpu and not ctx.smoke and onednn.available()
     extra = [("onednn", loop, "f32") for loop in LOOPS] if with_onednn else []
+    if not ctx.cpu and not ctx.smoke:  # the chip's library (cuDNN) against plain GEMMs
+        extra = [(GEMMS, loop, "f32") for loop in LOOPS]
     chosen_models = BENCH_MODELS
     batches = BENCH_BATCHES if ctx.cpu else BENCH_BATCHES_ACCELERATOR
     timing = {"timing_steps": BENCH_TIMING_STEPS}
