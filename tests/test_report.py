@@ -626,8 +626,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # its page: 1420; row 13's GPUs over their datasheets' peak too: 1427; row 14 reads its
     # K=1 by both clocks and gives every device's timed steps: 1442; row 12 says where its
     # CPU epochs are of two sittings: 1445; row 15 says why cuDNN is unmeasured, the seed's
-    # figure in its band: 1453)
-    assert len(lines) <= 25 and len(text.split()) <= 1453
+    # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454)
+    assert len(lines) <= 25 and len(text.split()) <= 1454
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3232,11 +3232,14 @@ def test_the_host_time_answer_gives_the_gpus_loop_floor_as_this_loops(csv):
     assert len(gpu) == 2  # the committed: the H100's and the H200's
     lo = fmt(gpu.loc[gpu.value.idxmin()])
     said = _said(7)
-    assert said.startswith("jaxcnn's step loop's per-step host time (mnist_cnn b128): CPU ")
+    assert said.startswith("jaxcnn's loop's host time per step (mnist_cnn b128): CPU ")
     # each chip's, in the chips' order: two chips are never said as a range
     each = [fmt(r) for r in gpu.sort_values("device").to_dict("records")]
     assert f"H100 SXM/H200 {each[0].split()[0]}/{each[1]} (dispatch " in said
-    assert said.endswith(f"): CPU loop steps under {lo} cannot gain from a GPU")
+    # the batch's copy too, which the question names
+    put = host[(host.platform == "gpu") & (host.extra == "put")].sort_values("device")
+    assert f", put {answers.each_text([fmt(r) for r in put.to_dict('records')])}):" in said
+    assert said.endswith(f"): CPU loop steps under {lo}: no GPU gain")
     # the floor's yardstick: each GPU's slowest and fastest run
     assert set(gpu.spread) == {"min-max over runs"} and set(gpu.n) == {4}  # the committed
     ends = [(r["device"], value_text(r["lo"], "s"), value_text(r["hi"], "s"))

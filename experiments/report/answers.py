@@ -619,7 +619,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
     # the step loop's: the device loop keeps the host off the step's path
-    text = f"{LOOP.removesuffix(' loop')} step loop's per-step host time ({MNIST_MODEL} b128): "
+    text = f"{LOOP}'s host time per step ({MNIST_MODEL} b128): "
     text += f"CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"]
 
@@ -627,18 +627,19 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         return each_text([fmt(r) for r in on_gpu[on_gpu.extra == part].to_dict("records")])
 
     # the parts are on the page: the first screen's words go to the GPU's largest, the
-    # step's dispatch (its kernels launched from the host)
+    # step's dispatch (its kernels launched from the host), and the batch's copy (put),
+    # which the question names
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])].to_dict("records")
     if not len(on_gpu[on_gpu.extra == "loop total"]):
         return Said(f"{text}; no GPU timed in it yet", shown)
     on_gpu = on_gpu.sort_values("device")
     gpus = "/".join(on_gpu[on_gpu.extra == "loop total"].device)
-    text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')})"
+    text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')}, put {said('put')})"
     # this loop's host time, not the chip's: a leaner loop lowers the floor
     totals = on_gpu[on_gpu.extra == "loop total"]
     floor = fmt(totals.sort_values("value").iloc[0].to_dict())
     # a floor, not the crossover: a step above it may still lose (row 9 measures where)
-    said = f"{text}: CPU loop steps under {floor} cannot gain from a GPU"
+    said = f"{text}: CPU loop steps under {floor}: no GPU gain"
     spread = host_spread(totals)
     floor = "a floor, not row 9's crossover"
     return Said(said, shown, floor if spread == "-" else f"{spread}; {floor}")
