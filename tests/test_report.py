@@ -626,8 +626,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # its page: 1420; row 13's GPUs over their datasheets' peak too: 1427; row 14 reads its
     # K=1 by both clocks and gives every device's timed steps: 1442; row 12 says where its
     # CPU epochs are of two sittings: 1445; row 15 says why cuDNN is unmeasured, the seed's
-    # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454)
-    assert len(lines) <= 25 and len(text.split()) <= 1454
+    # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454;
+    # the CPU's cores said logical: 1455)
+    assert len(lines) <= 25 and len(text.split()) <= 1455
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -662,14 +663,14 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     # the cores its records state (the peer runs' os.cpu_count: 2 on these VMs)
     (cores,) = table[(table.quantity == "cores") & (table.device == cpu)].to_dict("records")
     assert (cores["value"], cores["lo"], cores["hi"]) == (2, 2, 2) and cores["n"] >= 80
-    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}, 2 cores{on_cpu[:-1]}; {moved}). "
+    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}, 2 logical cores{on_cpu[:-1]}; {moved}). "
     assert views.what_ran(table).startswith(ran)
     # the control: a CPU timed in one sitting says its release alone; one with no cores
     # stated says none
     once = table[~table.id.isin([moves["id"], cores["id"]])]
     alone = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}{on_cpu}. "
     assert views.what_ran(once).startswith(alone)
-    on_cpu = f", 2 cores{on_cpu[:-1]}; {moved})"
+    on_cpu = f", 2 logical cores{on_cpu[:-1]}; {moved})"
     goal = views.gpu_goal(table)
     assert goal.startswith(f"Measured on GPUs H100 SXM, H200{gpu}; ") and "not measured" in goal
     gpu_alone = table[table.platform != "cpu"]  # a folder of GPU runs names no CPU
@@ -678,7 +679,7 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert views.what_ran(one).startswith(f"**Measured on GPU H200{gpu} and CPU {cpu}{on_cpu}. ")
     # the control: records that name no release say none
     bare = views.what_ran(table.assign(software=None))
-    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}, 2 cores ({moved}). ")
+    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}, 2 logical cores ({moved}). ")
     assert goal in views.bench_block(table, None)
     performance = (ROOT / "PERFORMANCE.md").read_text()
     assert goal in performance and "no GPU was at hand" not in performance
@@ -4244,7 +4245,7 @@ def test_a_cpu_only_folder_names_its_cpus_cores_where_its_records_state_them(tab
     alone = table[(table.kind == "measured") & (table.device == cpu)]
     said = views.what_ran(alone)
     assert said.startswith(
-        f"**Measured on CPUs only; every CPU figure below is {cpu}'s (2 cores). "
+        f"**Measured on CPUs only; every CPU figure below is {cpu}'s (2 logical cores). "
     )
     # the control: records that state no cores say none
     bare = views.what_ran(alone[alone.quantity != "cores"])

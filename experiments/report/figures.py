@@ -278,7 +278,7 @@ RULES = {
     "as-recorded": "as a CPU's records state it: the processors a run could use (a peer "
     "run's os.cpu_count, a newer run's affinity), the most common value with its min-max "
     "over the records that state it; a CPU label names a model and its extensions, not how "
-    "many cores a VM of it has",
+    "many cores a VM of it has; logical processors (a VM's vCPUs), not physical cores",
     "over-k1": "a K-model vmap speedup over the same device's and formulation's K=1 "
     "speedup: K=1 batches nothing, so what it reads is the two paths' own difference (their "
     "programs, or the clock's noise), divided out here",

@@ -37,8 +37,8 @@ def value_text(value: Any, unit: str) -> str:
         return f"${value:,.2f}" if value >= 100 else f"${Decimal(f'{value:.3g}'):f}"
     if unit == "bool":
         return "fits" if value else "does not fit"
-    if unit == "cores":
-        return f"{value:.0f} cores"
+    if unit == "cores":  # os.sched_getaffinity's: logical processors (a VM's vCPUs)
+        return f"{value:.0f} logical cores"
     if unit == "images":
         return f"{value:,.0f}"
     if unit == "FLOP/s per W":
