@@ -568,7 +568,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
         f"seed's {fmt(seed)}/batch: {repository(keras)}'s K80 step {fmt(keras)}, "
-        f"our model {fmt(ours)} "
+        f"our prediction {fmt(ours)} "
         f"({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
