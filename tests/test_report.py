@@ -663,7 +663,9 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     # the cores its records state (the peer runs' os.cpu_count: 2 on these VMs)
     (cores,) = table[(table.quantity == "cores") & (table.device == cpu)].to_dict("records")
     assert (cores["value"], cores["lo"], cores["hi"]) == (2, 2, 2) and cores["n"] >= 80
-    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}, 2 logical cores{on_cpu[:-1]}; {moved}). "
+    cores_said = "2 logical cores"
+    ran = f"**Measured on GPUs H100 SXM, H200{gpu} and CPU {cpu}, {cores_said}"
+    ran += f"{on_cpu[:-1]}; {moved}). "
     assert views.what_ran(table).startswith(ran)
     # the control: a CPU timed in one sitting says its release alone; one with no cores
     # stated says none
@@ -679,7 +681,9 @@ def test_line_two_and_the_gpu_goal_name_the_devices_the_records_measured(table):
     assert views.what_ran(one).startswith(f"**Measured on GPU H200{gpu} and CPU {cpu}{on_cpu}. ")
     # the control: records that name no release say none
     bare = views.what_ran(table.assign(software=None))
-    assert bare.startswith(f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}, 2 logical cores ({moved}). ")
+    assert bare.startswith(
+        f"**Measured on GPUs H100 SXM, H200 and CPU {cpu}, {cores_said} ({moved}). "
+    )
     assert goal in views.bench_block(table, None)
     performance = (ROOT / "PERFORMANCE.md").read_text()
     assert goal in performance and "no GPU was at hand" not in performance
