@@ -1301,19 +1301,25 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def vmap_band(shown: pd.DataFrame, beside: pd.DataFrame, cpu: str | None, unjudged: bool) -> str:
-    """Row 14's band: each device's K=1 by the clock said (the other beside, in
-    parentheses), the rule, then the other clock's K>1 figures per device."""
+    """Row 14's band: each device's noise, its K=1's furthest factor from 1x either way,
+    by the clock said (the other's beside, in parentheses), the rule, then the other
+    clock's K>1 figures per device."""
+
+    def noise(g: pd.DataFrame) -> str:
+        return value_text(max(max(v, 1 / v) for v in g.value), "x")
+
     reads = []
     for device, g in sorted(shown[shown.k == 1].groupby("device"), key=lambda dg: dg[0] != cpu):
         other = beside[(beside.device == device) & (beside.k == 1)]
-        also = f" ({span_text(*(fmt(r) for r in span(other)))})" if len(other) else ""
+        also = f" ({noise(other)})" if len(other) else ""
         on = " on the CPU" if device == cpu else f" on the {device}"
-        reads.append(f"{span_text(*(fmt(r) for r in span(g)))}{also}{on}")
+        reads.append(f"{noise(g)}{also}{on}")
     band = "-"
     if reads:
-        clocks = "epochs and timed steps both" if len(beside) else "it"
-        which = ", epochs (timed steps):" if len(beside) else ""
-        band = f"K=1 reads{which} {', '.join(reads)}: a verdict needs {clocks} beyond those"
+        clocks = "beyond both" if len(beside) else "beyond it"
+        which = ", epochs (timed steps)" if len(beside) else ""
+        band = f"noise (K=1's distance from 1x){which}: {', '.join(reads)}; faster or slower"
+        band += f" only {clocks}"
     each = []
     for (device, formulation), g in beside[beside.k > 1].groupby(["device", "formulation"],
                                                                   sort=False):  # fmt: skip
