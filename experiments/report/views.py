@@ -84,15 +84,17 @@ def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
 
 
 def cpu_context(table: pd.DataFrame, cpu: str, on_cpu: pd.DataFrame) -> str:
-    """ " (JAX 0.10.2; a sitting moves its loop step 1.11x median, 2.92x worst)": the JAX
-    release, and how far the CPU's loop step moved between sittings where it ran in
-    several: a CPU label names a VM type, so every ratio over the CPU moves with it."""
+    """ " (JAX 0.10.2; a sitting (another VM or commit) moves its loop step 1.11x median,
+    2.92x worst)": the JAX release, and how far the CPU's loop step moved between
+    sittings where it ran in several: a CPU label names a VM type, and a sitting may run
+    another commit, so every ratio over the CPU moves with both."""
     releases = jax_releases(on_cpu)
     moves = rows(table, quantity="run_spread", device=cpu, extra=answers_lib.SITTING_TO_SITTING)
     if not len(moves):
         return releases
     m = moves.iloc[0].to_dict()
-    said = f"a sitting moves its loop step {fmt(m)} median, {value_text(m['hi'], 'x')} worst"
+    worst = value_text(m["hi"], "x")
+    said = f"a sitting (another VM or commit) moves its loop step {fmt(m)} median, {worst} worst"
     return f"{releases[:-1]}; {said})" if releases else f" ({said})"
 
 
