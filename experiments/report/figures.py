@@ -615,6 +615,11 @@ def _ensemble_epochs_extra(r: Record) -> str:
     return f"{_ensemble_extra(r)}, {len(r.history)} epochs"
 
 
+def one_model(found: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `found` of one model's runs, not an ensemble's (extra "K=...")."""
+    return found[~found.extra.astype(str).str.startswith("K=")]
+
+
 def ensemble_epochs(records: Sequence[Record]) -> list[dict[str, Any]]:
     """K models' epoch as a user training them waits for it: one vmapped epoch, or the
     K runs' epochs one after another, summed (the runner's merged history); of every
@@ -1702,7 +1707,7 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
                    selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
-    trained = trained[~trained.extra.str.startswith("K=")]  # one model's, not an ensemble's
+    trained = one_model(trained)
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
     # and against the CPU's epoch made as the accelerator's is: its loop step's, like for like
@@ -1892,7 +1897,7 @@ def epoch_checks(
     made = rows(table, quantity="epoch_s", kind="derived", selection="epoch-from-step")
     made = made[made.extra.str.endswith(f"steps of {LOOP}")]
     trained = rows(table, quantity="epoch_s", kind="measured", selection="pooled-trained")
-    trained = trained[~trained.extra.str.startswith("K=")]  # one model's, not an ensemble's
+    trained = one_model(trained)
     # a made epoch is of the seed's training set (TRAIN_IMAGES): checked against epochs
     # of a set that size only (not the embedded digits')
     of_size = [data.train_size(d) == TRAIN_IMAGES.get(m)
