@@ -10,10 +10,11 @@ formulation is not XLA's own (a CPU: jaxcnn.formulation), both are run (vmap's
 worth differs between them).
 
 Command: python -m experiments.run --study=ensemble --device=gpu --data-dir=DIR
-Sizes: 3 epochs on accelerators; CPU: 1 epoch (K=16 sequential alone is ~2 min
-an epoch here). Smoke: `mlp` n=8 on digits, K = 1, 2, 3 steps.
-Expected: CPU ~8 min per formulation; smoke ~10 s; one H100 ~2.5 min (measured once); a TPU
-unmeasured.
+Sizes: 3 epochs everywhere: an epoch's figure is the median of three, as one epoch
+a side left the CPU's verdicts to one run's chance. Smoke: `mlp` n=8 on digits, K = 1,
+2, 3 steps.
+Expected: CPU ~10 min per formulation; smoke ~10 s; one H100 ~2.5 min (measured once); a
+TPU unmeasured.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def workloads(ctx: Context) -> list[Workload]:
         "model": "lenet5_keras",
         "dataset": dataset_for(ctx),
         "batch_size": 128,
-        "epochs": 1 if ctx.cpu else 3,
+        "epochs": 3,
         "timing_steps": 20,
     }
     sizes, formulations = ENSEMBLE_SIZES, ["auto"]
