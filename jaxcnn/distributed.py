@@ -139,6 +139,15 @@ def initialize(
     return True
 
 
+def shutdown() -> None:
+    """Leave a multi-process run that `initialize` joined: every process meets in JAX's
+    shutdown barrier before process 0 stops the coordination service. Left to JAX's
+    exit hook, that happens as the interpreter tears down, where process 0 can stop the
+    service while a peer is still leaving, and one of them aborts (SIGABRT in gRPC's
+    server teardown) after its work and its records are done."""
+    jax.distributed.shutdown()
+
+
 def processes_with(flag: bool) -> list[int]:
     """The indices of the processes whose `flag` is true: the same list on every process.
 

@@ -339,16 +339,20 @@ def _main(options: argparse.Namespace, received: list[signal.Signals]) -> int:
             if policy != options.host_memory:
                 print(f"host memory: {policy}, as --study={options.study} needs", file=sys.stderr)
             jaxcnn.configure_host(policy, options.device, cli_plan.loops(options))
-        distributed.initialize(
+        joined = distributed.initialize(
             options.coordinator,
             options.num_processes,
             options.process_id,
             options.coordinator_timeout,
         )
-        if options.summary:
-            print(models.summary(options.model, **cli_plan.model_overrides(options)))
-            return 0
-        return _run(options)
+        try:
+            if options.summary:
+                print(models.summary(options.model, **cli_plan.model_overrides(options)))
+                return 0
+            return _run(options)
+        finally:
+            if joined:
+                distributed.shutdown()
     except (JaxcnnError, records.NotRecorded) as e:  # NotRecorded: after the work, the record kept
         print(f"error: {e}", file=sys.stderr)
         return 1 if isinstance(e, records.NotRecorded) else 2
