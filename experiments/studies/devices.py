@@ -26,6 +26,7 @@ from experiments.studies.page import (
     Page,
     Section,
     measured_cpu_steps,
+    of_ensembles,
     on_seed_data,
     one_chip,
     per_chip,
@@ -137,7 +138,7 @@ STUDY = Study(
                 lambda t: t[(t.quantity == "epoch_s") & (t.platform == "gpu")
                             & t.model.isin(SEED_MODELS) & (t.batch == 128)
                             & ((t.kind == "measured") | t.extra.str.endswith(f"of {LOOP}"))
-                            & ~t.extra.str.startswith("K=")  # K models': the ensemble page's
+                            & ~of_ensembles(t)  # K models': the ensemble page's
                             ].sort_values(["model", "dataset", "precision", "device", "kind"]),
                 "model dataset precision device kind value spread how"),
         Section("The CPU's own steps at batch 128 (measured)",

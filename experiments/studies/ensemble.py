@@ -27,7 +27,7 @@ from experiments.studies.base import (
     Study,
     dataset_for,
 )
-from experiments.studies.page import Page, Section, extra_contains, where
+from experiments.studies.page import Page, Section, extra_contains, of_ensembles, where
 
 ENSEMBLE_SIZES = (1, 4, 16)
 
@@ -75,11 +75,9 @@ STUDY = Study(
                 extra_contains("vmap vs sequential", quantity="speedup"),
                 "model batch device value how flag"),
         Section("The epochs: all K models' training (one after another: summed)",
-                where(lambda t: (t.quantity == "epoch_s")
-                      & t.extra.astype(str).str.startswith("K=")),
+                where(lambda t: (t.quantity == "epoch_s") & of_ensembles(t)),
                 "model batch device value spread how"),
-        Section("The steps", where(lambda t: (t.quantity == "step_s")
-                                   & t.extra.astype(str).str.startswith("K=")),
+        Section("The steps", where(lambda t: (t.quantity == "step_s") & of_ensembles(t)),
                 "model batch device value spread how"),
     ]),
 )  # fmt: skip

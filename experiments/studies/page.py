@@ -124,6 +124,11 @@ def per_chip(
     return one_chip(found[found.model.isin(models)] if models else found)
 
 
+def of_ensembles(t: pd.DataFrame) -> pd.Series:
+    """Which rows are K models' (an ensemble's: `extra` "K=..."), not one model's."""
+    return t.extra.astype(str).str.startswith("K=")
+
+
 def measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
     """Which rows are steps measured on a CPU."""
     return (t.quantity == "step_s") & (t.kind == "measured") & (t.platform == "cpu")
