@@ -19,6 +19,7 @@ from experiments.report.figures import (
     HELD_OUT_LOOP,
     JAX_VERSUS,
     MOSTLY_KERNELS,
+    ONE_CODE_SITTINGS,
     OVER_ITS_RUNS,
     OVER_K1,
     RUN_TO_RUN,
@@ -879,17 +880,25 @@ def sittings_said(
 
 
 def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, str, list[Row]]:
-    """The most a sitting could move a GPU-over-CPU ratio: the GPU's loop step's worst
-    move between sittings (`moves`) times the CPU's (`mc`'s device), where the CPU was
-    timed in several sittings too; with its words and the CPU's row."""
-    cpu = one(t, quantity="run_spread", device=mc.device.iloc[0], extra=SITTING_TO_SITTING)
+    """The most a sitting of the newest code could move a GPU-over-CPU ratio: the GPU's
+    loop step's worst move between sittings (`moves`) times the CPU's (`mc`'s device),
+    where the CPU was timed in several sittings too: its move between sittings of one code
+    where any were (another VM, the code held), else between any; with its words and the
+    CPU's rows."""
+    device = mc.device.iloc[0]
+    cpu = one(t, quantity="run_spread", device=device, extra=SITTING_TO_SITTING)
     gpu = f"{fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
     if cpu is None:
         return float(moves["hi"]), f"a sitting moves {gpu}", []
-    noise = float(moves["hi"]) * float(cpu["hi"])
-    said = (f"a sitting moves the GPU's loop {gpu}, the CPU's {value_text(cpu['hi'], 'x')} "
-            f"worst: {value_text(noise, 'x')} both")  # fmt: skip
-    return noise, said, [cpu]
+    held = one(t, quantity="run_spread", device=device, extra=ONE_CODE_SITTINGS)
+    by = held if held is not None else cpu
+    noise = float(moves["hi"]) * float(by["hi"])
+    cpu_said = f"the CPU's {value_text(cpu['hi'], 'x')} worst"
+    if held is not None:  # another VM with the code held, the code's changes beside
+        cpu_said = (f"the CPU's {value_text(held['hi'], 'x')} worst at one commit "
+                    f"({value_text(cpu['hi'], 'x')} across commits)")  # fmt: skip
+    said = f"a sitting moves the GPU's loop {gpu}, {cpu_said}: {value_text(noise, 'x')} both"
+    return noise, said, [cpu] if held is None else [cpu, held]
 
 
 def earlier_margins(
@@ -1307,24 +1316,26 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
     of = "trained epochs" if (shown.clock == "epochs").all() else "epochs where trained"
     text = f"{head}: {said} ({s.iloc[0].model}, {of}; formulations parenthesised{where})"
-    return Said(text, [*s.drop(columns=["k", "ref", "clock"]).to_dict("records")],
-                vmap_band(shown, beside, cpu, bool(verdicts["unjudged"])))  # fmt: skip
+    band = vmap_band(shown, beside, cpu, noise, bool(verdicts["unjudged"]))
+    return Said(text, [*s.drop(columns=["k", "ref", "clock"]).to_dict("records")], band)
 
 
-def vmap_band(shown: pd.DataFrame, beside: pd.DataFrame, cpu: str | None, unjudged: bool) -> str:
-    """Row 14's band: each device's noise, its K=1's furthest factor from 1x either way,
-    by the clock said (the other's beside, in parentheses), the rule, then the other
-    clock's K>1 figures per device."""
-
-    def noise(g: pd.DataFrame) -> str:
-        return value_text(max(max(v, 1 / v) for v in g.value), "x")
-
+def vmap_band(
+    shown: pd.DataFrame,
+    beside: pd.DataFrame,
+    cpu: str | None,
+    noise: dict[tuple[str, str], float],
+    unjudged: bool,
+) -> str:
+    """Row 14's band: each device's `noise` (per device and clock: its K=1's furthest
+    factor from 1x either way) by the clock said (the other's beside, in parentheses),
+    the rule, then the other clock's K>1 figures per device."""
     reads = []
     for device, g in sorted(shown[shown.k == 1].groupby("device"), key=lambda dg: dg[0] != cpu):
         other = beside[(beside.device == device) & (beside.k == 1)]
-        also = f" ({noise(other)})" if len(other) else ""
+        also = f" ({value_text(noise[device, other.clock.iloc[0]], 'x')})" if len(other) else ""
         on = " on the CPU" if device == cpu else f" on the {device}"
-        reads.append(f"{noise(g)}{also}{on}")
+        reads.append(f"{value_text(noise[device, g.clock.iloc[0]], 'x')}{also}{on}")
     band = "-"
     if reads:
         clocks = "beyond both" if len(beside) else "beyond it"

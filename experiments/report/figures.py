@@ -65,6 +65,7 @@ from experiments.studies.page import (
     SEED_DATASETS,
     USABLE,
     WORKLOAD_PEAK,
+    of_ensembles,
     rows,
 )
 from experiments.studies.scaling import EFFICIENCY_BAND
@@ -303,6 +304,9 @@ RULES = {
     "the code): "
     "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
     "it by; their median and worst",
+    "one-code-sittings": "`sitting-to-sitting` over only the sittings of one code (one git "
+    "commit and tree, on other VMs or boots): how far another VM moves a loop step with "
+    "the code held, apart from what a change of code moved",
     "compiled-vs-ran": "a program compiled here for a target against the same program "
     "(model, batch, precision) as the target's chip compiled it when it ran: the factor "
     "max(a/b, b/a) of their memory",
@@ -616,18 +620,20 @@ def _ensemble_epochs_extra(r: Record) -> str:
 
 
 def one_model(found: pd.DataFrame) -> pd.DataFrame:
-    """The rows of `found` of one model's runs, not an ensemble's (extra "K=...")."""
-    return found[~found.extra.astype(str).str.startswith("K=")]
+    """The rows of `found` of one model's runs, not an ensemble's."""
+    return found[~of_ensembles(found)]
 
 
 def ensemble_epochs(records: Sequence[Record]) -> list[dict[str, Any]]:
     """K models' epoch as a user training them waits for it: one vmapped epoch, or the
-    K runs' epochs one after another, summed (the runner's merged history); of every
-    run that trained as many epochs, pooled."""
+    K runs' epochs one after another, summed (the runner's merged history); of the
+    newest sitting's runs (as for its steps) that trained as many epochs as the newest
+    run, pooled."""
     trained = [r for r in _ok(records) if kind_of(r) == "ensemble" and _epoch_times(r)]
     out = []
-    for runs in select_runs(trained, _ensemble_epochs_extra):
+    for runs in select_runs(trained, _ensemble_extra):
         r = runs[-1]
+        runs = [x for x in runs if len(x.history) == len(r.history)]
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_epochs_extra(r)}
         epoch, spread = _pooled(
             [statistics.median(_epoch_times(x)) for x in runs], _min_max(_epoch_times(r), "epochs")
@@ -839,6 +845,7 @@ def _loop_spread_rows(pools: dict, runs: dict, selection: str, extra: str) -> li
 
 
 SITTING_TO_SITTING = "loop step, sitting to sitting"
+ONE_CODE_SITTINGS = "loop step, sitting to sitting, one code"
 
 
 def earlier_sitting(began: datetime, r: Record) -> str:
@@ -859,6 +866,8 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     verdict can be read again in each."""
     pools: dict[tuple[str, str], list[float]] = defaultdict(list)
     used: dict[tuple[str, str], list[str]] = defaultdict(list)
+    one_code: dict[tuple[str, str], list[float]] = defaultdict(list)  # ONE_CODE_SITTINGS'
+    one_code_used: dict[tuple[str, str], list[str]] = defaultdict(list)
     out = []
     timed = _loop_timed(records)
     began: dict[tuple, datetime] = {}  # each sitting's first record: its name
@@ -877,6 +886,11 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
             pools[key].append(max(steps) / min(steps))
             used[key] += [r.run_id for r in ran]
+            for held in _sittings_of_one_code(by_sitting):
+                steps = [statistics.median(number(x.host_loop.loop_step_s) for x in v)
+                         for v in held]  # fmt: skip
+                one_code[key].append(max(steps) / min(steps))
+                one_code_used[key] += [r.run_id for v in held for r in v]
             w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
             for key, earlier in by_sitting.items():
                 if key == sitting(ran[-1]):
@@ -885,7 +899,21 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                 extra = earlier_sitting(began[key], earlier[-1])
                 out.append(row("step_s", "measured", step, w, "earlier-sitting", earlier,
                                extra=extra, **spread))  # fmt: skip
-    return out + _loop_spread_rows(pools, used, "sitting-to-sitting", SITTING_TO_SITTING)
+    return [
+        *out,
+        *_loop_spread_rows(pools, used, "sitting-to-sitting", SITTING_TO_SITTING),
+        *_loop_spread_rows(one_code, one_code_used, "one-code-sittings", ONE_CODE_SITTINGS),
+    ]
+
+
+def _sittings_of_one_code(by_sitting: dict[tuple, list[Record]]) -> list[list[list[Record]]]:
+    """Of one workload's runs per sitting, the sittings that ran one code (git commit
+    and tree, both known) where several did: per such code, its sittings' runs."""
+    codes: dict[tuple, list[list[Record]]] = defaultdict(list)
+    for (_, commit, _, tree), runs in by_sitting.items():
+        if commit and tree:
+            codes[(commit, tree)].append(runs)
+    return [held for held in codes.values() if len(held) > 1]
 
 
 def _epochs(r: TrainRecord) -> int:
@@ -1855,7 +1883,7 @@ def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for quantity, said in (("step_s", ""), ("epoch_s", EPOCHS)):
         ens = rows(table, quantity=quantity, kind="measured")
-        ens = ens[ens.extra.str.startswith("K=")]
+        ens = ens[of_ensembles(ens)]
         for _, v in ens[ens.extra.str.contains(" vmap")].iterrows():
             k, _, epochs = v.extra.partition(" vmap")
             seq = rows(ens, model=v.model, device=v.device, batch=v.batch,
