@@ -56,14 +56,15 @@ def workloads(ctx: Context) -> list[Workload]:
 
 def per_epoch(t: pd.DataFrame) -> pd.DataFrame:
     """Every run's test accuracy at each epoch, one row per run and epoch (model, data
-    set, batch, which epoch of how many, its seed), the devices across: the curves row
-    4 compares, in numbers."""
+    set, batch, precision, formulation, which epoch of how many, its seed), the devices
+    across: the curves row 4 compares, in numbers."""
     c = t[(t.quantity == "test_accuracy") & t.extra.astype(str).str.startswith("epoch ")]
     c = c.assign(epoch=c.extra.str.extract(r"^epoch (\d+)")[0].astype(int),
                  of=c.extra.str.replace(r"^epoch \d+ ", "", regex=True))  # fmt: skip
     c = c.sort_values(["model", "dataset", "batch", "of", "epoch"])
     return c.assign(run=c.model + ", " + c.dataset + ", b" + c.batch.astype(int).astype(str)
-                    + ", " + c.precision + ", " + c.extra)  # fmt: skip
+                    + ", " + c.precision + ", " + c.formulation.astype(str)
+                    + ", " + c.extra)  # fmt: skip
 
 
 STUDY = Study(
