@@ -19,7 +19,6 @@ from experiments.report.figures import (
     HELD_OUT_LOOP,
     JAX_VERSUS,
     MOSTLY_KERNELS,
-    ONE_CODE_SITTINGS,
     OVER_ITS_RUNS,
     OVER_K1,
     RUN_TO_RUN,
@@ -880,25 +879,19 @@ def sittings_said(
 
 
 def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, str, list[Row]]:
-    """The most a sitting of the newest code could move a GPU-over-CPU ratio: the GPU's
-    loop step's worst move between sittings (`moves`) times the CPU's (`mc`'s device),
-    where the CPU was timed in several sittings too: its move between sittings of one code
-    where any were (another VM, the code held), else between any; with its words and the
-    CPU's rows."""
-    device = mc.device.iloc[0]
-    cpu = one(t, quantity="run_spread", device=device, extra=SITTING_TO_SITTING)
+    """The most a sitting could move a GPU-over-CPU ratio: the GPU's loop step's worst
+    move between sittings (`moves`) times the CPU's (`mc`'s device), where the CPU was
+    timed in several sittings too; with its words and the CPU's row. Between any sittings,
+    not only those of one code (one-code-sittings): few boots ran one commit, and a move
+    between sittings of two commits may be their VMs', not the code's."""
+    cpu = one(t, quantity="run_spread", device=mc.device.iloc[0], extra=SITTING_TO_SITTING)
     gpu = f"{fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
     if cpu is None:
         return float(moves["hi"]), f"a sitting moves {gpu}", []
-    held = one(t, quantity="run_spread", device=device, extra=ONE_CODE_SITTINGS)
-    by = held if held is not None else cpu
-    noise = float(moves["hi"]) * float(by["hi"])
-    cpu_said = f"the CPU's {value_text(cpu['hi'], 'x')} worst"
-    if held is not None:  # another VM with the code held, the code's changes beside
-        cpu_said = (f"the CPU's {value_text(held['hi'], 'x')} worst at one commit "
-                    f"({value_text(cpu['hi'], 'x')} across commits)")  # fmt: skip
-    said = f"a sitting moves the GPU's loop {gpu}, {cpu_said}: {value_text(noise, 'x')} both"
-    return noise, said, [cpu] if held is None else [cpu, held]
+    noise = float(moves["hi"]) * float(cpu["hi"])
+    said = (f"a sitting moves the GPU's loop {gpu}, the CPU's {value_text(cpu['hi'], 'x')} "
+            f"worst: {value_text(noise, 'x')} both")  # fmt: skip
+    return noise, said, [cpu]
 
 
 def earlier_margins(

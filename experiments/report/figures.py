@@ -305,8 +305,9 @@ RULES = {
     "each workload's hi/lo of its sittings' pooled loop steps, the factor a sitting moves "
     "it by; their median and worst",
     "one-code-sittings": "`sitting-to-sitting` over only the sittings of one code (one git "
-    "commit and tree, on other VMs or boots): how far another VM moves a loop step with "
-    "the code held, apart from what a change of code moved",
+    "commit and tree, on other boots): how far another boot moved a loop step with the code "
+    "held. Few boots ran one commit, and sittings of two commits can be two VMs as well, "
+    "so the answers' yardstick stays `sitting-to-sitting`",
     "compiled-vs-ran": "a program compiled here for a target against the same program "
     "(model, batch, precision) as the target's chip compiled it when it ran: the factor "
     "max(a/b, b/a) of their memory",
