@@ -3196,7 +3196,7 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
     sweeps = crossover_study.measured_crossover(table, cpu)
     for e in crossover_study.sitting_crossovers(table, sweeps):
         (line,) = [x for x in fig.axes[0].get_lines()
-                   if x.get_label().startswith(f"{e['device']}, an earlier sitting (")
+                   if x.get_label().startswith(f"{e['device']}, another sitting (")
                    and e["extra"].split("(")[-1].rstrip(")").split(",")[0]
                    in x.get_label()]  # fmt: skip
         assert list(line.get_ydata()) == list(e["rows"].sort_values("params").value)

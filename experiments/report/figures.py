@@ -854,7 +854,7 @@ def earlier_sitting(began: datetime, r: Record) -> str:
     and how its loop was timed (the method has changed between sittings)."""
     windows = len(r.host_loop.window_step_s or []) or 1
     how = f"{r.host_loop.steps} steps in {windows} window{'s' if windows > 1 else ''}"
-    return f"{LOOP}, an earlier sitting ({began:%Y-%m-%d %H:%M} UTC, {how})"
+    return f"{LOOP}, another sitting ({began:%Y-%m-%d %H:%M} UTC, {how})"
 
 
 def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:

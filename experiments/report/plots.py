@@ -319,7 +319,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
     for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
-        label = textwrap.fill(f"{e['device']}, an earlier sitting ({e['when']})", 52)
+        label = textwrap.fill(f"{e['device']}, another sitting ({e['when']})", 52)
         loop_ax.plot(r.params, r.value, f"{SITTINGS[i % 4]}:", color=colour.get(e["device"], "C4"),
                      alpha=0.5, markersize=4, linewidth=0.8, zorder=2, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
