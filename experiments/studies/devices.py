@@ -116,7 +116,7 @@ STUDY = Study(
                 "sees: what the answers divide by)",
                 lambda t: loop_over_loop(t).query("kind == 'measured'"),
                 "model batch dataset device value how"),
-        Section("The same loops measured in each earlier sitting of a chip (another lease or "
+        Section("The same loops measured in each other sitting of a chip (another lease or "
                 "version of the code), the newest's above: how far a sitting moves them",
                 where(lambda t: (t.selection == "earlier-sitting") & t.model.isin(SEED_MODELS)
                       & (t.batch == 128) & (t.quantity == "step_s")),
