@@ -880,18 +880,15 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         for r in ran:
             by_sitting[sitting(r)].append(r)
         if len(by_sitting) > 1:
-            steps = [
-                statistics.median(number(x.host_loop.loop_step_s) for x in v)
-                for v in by_sitting.values()
-            ]
+            pooled = {k: statistics.median(number(x.host_loop.loop_step_s) for x in v)
+                      for k, v in by_sitting.items()}  # fmt: skip
             key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
-            pools[key].append(max(steps) / min(steps))
+            pools[key].append(max(pooled.values()) / min(pooled.values()))
             used[key] += [r.run_id for r in ran]
             for held in _sittings_of_one_code(by_sitting):
-                steps = [statistics.median(number(x.host_loop.loop_step_s) for x in v)
-                         for v in held]  # fmt: skip
+                steps = [pooled[k] for k in held]
                 one_code[key].append(max(steps) / min(steps))
-                one_code_used[key] += [r.run_id for v in held for r in v]
+                one_code_used[key] += [r.run_id for k in held for r in by_sitting[k]]
             w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
             for key, earlier in by_sitting.items():
                 if key == sitting(ran[-1]):
@@ -907,13 +904,14 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     ]
 
 
-def _sittings_of_one_code(by_sitting: dict[tuple, list[Record]]) -> list[list[list[Record]]]:
-    """Of one workload's runs per sitting, the sittings that ran one code (git commit
-    and tree, both known) where several did: per such code, its sittings' runs."""
-    codes: dict[tuple, list[list[Record]]] = defaultdict(list)
-    for (_, commit, _, tree), runs in by_sitting.items():
+def _sittings_of_one_code(by_sitting: dict[tuple, list[Record]]) -> list[list[tuple]]:
+    """Of one workload's sittings (`sitting`), those that ran one code (git commit and
+    tree, both known) where several did: per such code, its sittings."""
+    codes: dict[tuple, list[tuple]] = defaultdict(list)
+    for held in by_sitting:
+        _, commit, _, tree = held
         if commit and tree:
-            codes[(commit, tree)].append(runs)
+            codes[(commit, tree)].append(held)
     return [held for held in codes.values() if len(held) > 1]
 
 
