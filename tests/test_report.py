@@ -3144,18 +3144,18 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     sittings = f"in all {len(earlier) + 1} sittings, beyond sitting noise from "
     assert said.startswith(f"H100 SXM faster from {held:,} params {sittings}")
     assert " (jaxcnn's loop both sides); T4 predicted " in said
-    # each width's pooled runs on each side, said in the band (the committed: the CPU's 3,
+    # each width's pooled runs on each side, said in the band (the committed: the CPU's 7,
     # the GPU's newest sitting one)
     (n,) = set(g.records.str.split().str.len())
     (k,) = set(c.records.str.split().str.len())
-    assert (k, n) == (3, 1)
-    assert "; per width: CPU 3 runs, GPU one run;" in answers.answers(csv)[8].band
+    assert (k, n) == (7, 1)
+    assert "; per width: CPU 7 runs, GPU one run;" in answers.answers(csv)[8].band
     # the control: the GPU's widths pooled from as many runs, and one phrase says both
-    same = csv.assign(records=csv.records.where(~csv.id.isin(g.id), "r r r"))
-    assert "; 3 runs per width, both sides;" in answers.answers(same)[8].band
+    same = csv.assign(records=csv.records.where(~csv.id.isin(g.id), " ".join("r" * k)))
+    assert "; 7 runs per width, both sides;" in answers.answers(same)[8].band
     # and one width pooled from one more run: the span is said
     more = csv.assign(records=csv.records.where(csv.id != g.id.iloc[0], " ".join("r" * (n + 1))))
-    assert f"; per width: CPU 3 runs, GPU {n}-{n + 1} runs;" in answers.answers(more)[8].band
+    assert f"; per width: CPU 7 runs, GPU {n}-{n + 1} runs;" in answers.answers(more)[8].band
     # without the GPU's loop rows the answer is the T4's prediction alone (positive control)
     bare = csv[~csv.id.isin(set(g.id))]
     assert crossover_study.measured_crossover(bare, cpu) == []
@@ -3642,9 +3642,9 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     # a CPU timed in one sitting: the GPU's moves alone
     alone = answers.answers(csv[csv.id != cpu_moves.id])[8].band
     assert f"{said}a sitting moves {fmt(sittings.to_dict())} median, {worst} worst)" in alone
-    # the CPU's side said with its runs per width (the committed: 3, the GPU's one)
-    assert set(c.records.str.split().str.len()) == {3}
-    assert "; per width: CPU 3 runs, GPU one run;" in band
+    # the CPU's side said with its runs per width (the committed: 7, the GPU's one)
+    assert set(c.records.str.split().str.len()) == {7}
+    assert "; per width: CPU 7 runs, GPU one run;" in band
     # the newest sitting alone: its own margin from its own crossover, against one run's move
     csv = csv[csv.selection != "earlier-sitting"]
     tail = ratios[ratios.denominator.isin(both.id_gpu[both.params_cpu >= start])]
