@@ -135,6 +135,7 @@ MEANINGS = {
     "denominator": "a ratio's figure: the id of the figure below",
 }
 COLUMNS = list(MEANINGS)
+Row = dict[str, Any]  # one figure: a value for each of COLUMNS (row() makes it)
 # Text columns whose "none, not stated or not applicable" is spelled `-`.
 NOT_APPLICABLE = ("dataset", "formulation", "loop")
 NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
@@ -439,7 +440,7 @@ def row(
     selection: str,
     records: Iterable[Record] = (),
     **rest: Any,
-) -> dict[str, Any]:
+) -> Row:
     """One figure. `workload`: workload_of's fields (or the same keys for a published
     figure); `rest`: any other COLUMNS."""
     assert kind in KINDS and selection in RULES, (kind, selection)
@@ -477,10 +478,9 @@ def _params(record: Record) -> int | None:
     return (record.params and record.params.trainable) or None
 
 
-def _spread(summary: Summary | None) -> dict[str, Any]:
-    if summary is None:
-        return {"lo": None, "hi": None, "spread": "p10-p90", "n": None}
-    return {"lo": summary.p10, "hi": summary.p90, "spread": "p10-p90", "n": summary.n}
+def _spread(s: Summary | None) -> dict[str, Any]:
+    lo, hi, n = (None, None, None) if s is None else (s.p10, s.p90, s.n)
+    return {"lo": lo, "hi": hi, "spread": "p10-p90", "n": n}
 
 
 def _ok(records: Sequence[Record]) -> list[Record]:
@@ -506,19 +506,19 @@ def _ensemble_extra(r: Record) -> str:
 
 def _maker(
     kind: str, workload: dict[str, Any], selection: str, records: Iterable[Record] = ()
-) -> Callable[..., dict[str, Any]]:
+) -> Callable[..., Row]:
     """row() with these columns fixed: called with the quantity, the value and the rest."""
     return lambda quantity, value, **rest: row(
         quantity, kind, value, workload, selection, records, **rest
     )
 
 
-def datasheet_peak(r: Record, w: dict[str, Any]) -> dict[str, Any]:
+def datasheet_peak(r: Record, w: dict[str, Any]) -> Row:
     """The datasheet's peak FLOP/s of `r`'s chip in the precision its matmuls ran in (the
     record's MFU says which, and the peak): a published figure (jaxcnn/perf/chips.py)."""
+    vendor = r.mfu.vendor_precision
     at = {"device": w["device"], "platform": w["platform"], "devices": 1, "model": "-",
-          "dataset": "-", "precision": VENDOR_SPELLING.get(r.mfu.vendor_precision,
-                                                           r.mfu.vendor_precision)}  # fmt: skip
+          "dataset": "-", "precision": VENDOR_SPELLING.get(vendor, vendor)}  # fmt: skip
     return row("peak_flops_per_s", "published", r.mfu.vendor_peak_tflops * 1e12, at, "published",
                [r], source=DATASHEETS, note="its datasheet's peak")  # fmt: skip
 
@@ -540,12 +540,12 @@ def _pooled(values: Sequence[float], one_run: dict[str, Any]) -> tuple[float, di
     return statistics.median(values), _min_max(values, "runs")
 
 
-def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def measured_rows(records: Sequence[Record]) -> list[Row]:
     """Step times, FLOP/s and compile times of every run of each workload on each device,
     pooled; accuracies of the newest run that trained whole epochs, and the epoch times
     of every run that trained as many, pooled."""
     out = []
-    peaks: dict[str, dict[str, Any]] = {}  # each chip's datasheet peak an MFU is of, once
+    peaks: dict[str, Row] = {}  # each chip's datasheet peak an MFU is of, once
     model_flops = _model_flops(records)
     for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra):
         r = runs[-1]  # the newest says what the workload is
@@ -580,8 +580,7 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         if compiled:  # the slowest: a cold compile (RULES["pooled"])
             seconds = [x.compile_time_s.train for x in compiled]
             spread = _min_max(seconds, "runs") if len(seconds) > 1 else {}
-            out.append(row("compile_s", "measured", max(seconds), w, "pooled", compiled,
-                           **spread))  # fmt: skip
+            out.append(row("compile_s", "measured", max(seconds), w, "pooled", compiled, **spread))
     trained = [
         r
         for r in _ok(records)
@@ -603,29 +602,23 @@ def measured_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     # an epoch's time is the seed's to no degree: every seed's run of as many epochs pools
     with_times = [r for r in trained if _epoch_times(r)]
     for runs in select_runs(with_times, lambda r: f"{_epochs(r)} epochs"):
-        r = runs[-1]
-        w = {**workload_of(r), "params": _params(r), "extra": f"{_epochs(r)} epochs"}
-        epoch, spread = _pooled(
-            [statistics.median(_epoch_times(x)) for x in runs], _min_max(_epoch_times(r), "epochs")
-        )
-        note = "training only, evaluation apart"
-        out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
-                       **spread))  # fmt: skip
+        extra = f"{_epochs(runs[-1])} epochs"
+        out.append(_pooled_epoch(runs, extra, "training only, evaluation apart"))
     out += ensemble_epochs(records)
     out += peaks.values()
     return out
 
 
-def _ensemble_epochs_extra(r: Record) -> str:
-    return f"{_ensemble_extra(r)}, {len(r.history)} epochs"
+def _pooled_epoch(runs: list[Record], extra: str, note: str) -> Row:
+    """RULES["pooled-trained"]: the median of the runs' median epochs; a single run's own."""
+    r = runs[-1]
+    w = {**workload_of(r), "params": _params(r), "extra": extra}
+    medians = [statistics.median(_epoch_times(x)) for x in runs]
+    epoch, spread = _pooled(medians, _min_max(_epoch_times(r), "epochs"))
+    return row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note, **spread)
 
 
-def one_model(found: pd.DataFrame) -> pd.DataFrame:
-    """The rows of `found` of one model's runs, not an ensemble's."""
-    return found[~of_ensembles(found)]
-
-
-def ensemble_epochs(records: Sequence[Record]) -> list[dict[str, Any]]:
+def ensemble_epochs(records: Sequence[Record]) -> list[Row]:
     """K models' epoch as a user training them waits for it: one vmapped epoch, or the
     K runs' epochs one after another, summed (the runner's merged history); of the
     newest sitting's runs (as for its steps) that trained as many epochs as the newest
@@ -634,18 +627,14 @@ def ensemble_epochs(records: Sequence[Record]) -> list[dict[str, Any]]:
     out = []
     for runs in select_runs(trained, _ensemble_extra):
         r = runs[-1]
-        runs = [x for x in runs if len(x.history) == len(r.history)]
-        w = {**workload_of(r), "params": _params(r), "extra": _ensemble_epochs_extra(r)}
-        epoch, spread = _pooled(
-            [statistics.median(_epoch_times(x)) for x in runs], _min_max(_epoch_times(r), "epochs")
-        )
+        extra = f"{_ensemble_extra(r)}, {len(r.history)} epochs"
         note = f"all {r.workload.ensemble_size} models' training, evaluation apart"
-        out.append(row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note,
-                       **spread))  # fmt: skip
+        as_many = [x for x in runs if len(x.history) == len(r.history)]
+        out.append(_pooled_epoch(as_many, extra, note))
     return out
 
 
-def memory_rows(r: Record, w: dict[str, Any]) -> list[dict[str, Any]]:
+def memory_rows(r: Record, w: dict[str, Any]) -> list[Row]:
     """An accelerator run's memory, where a chip's memory bounds its batch: its own
     compiler's analysis of the program it ran (a compiled figure, what a target compiled
     here predicts), the allocator's peak (measured, but the process's: a study's earlier
@@ -733,29 +722,26 @@ def _host_loop_workload(r: Record) -> dict[str, Any]:
     return {**workload_of(r), "loop": r.host_loop.loop or "step"}
 
 
-def _as_the_loop_runs(r: Record) -> bool:
-    """Whether a record timed its host loop under the host memory policy that loop gets
-    by default (jaxcnn.host_memory.resolve): a process that trained in the device loop
-    kept glibc's defaults, and on a CPU its step loop then faults its buffers in afresh
-    each step, a loop no user of the step loop runs. A record that names no policy counts."""
-    ran = r.env.host_memory
-    return ran is None or ran.policy == host_memory.resolve("auto", r.device.platform)
-
-
 def _loop_timed(records: Sequence[Record]) -> list[Record]:
-    """The runs that timed jaxcnn's step loop as it runs by default (`_as_the_loop_runs`).
-    An ensemble's loop is K models' steps at once: not one model's loop."""
+    """The runs that timed jaxcnn's step loop as it runs by default: under the host memory
+    policy that loop gets by default (jaxcnn.host_memory.resolve; a record that names no
+    policy counts). A process that trained in the device loop kept glibc's defaults, and
+    on a CPU its step loop then faults its buffers in afresh each step, a loop no user of
+    the step loop runs. An ensemble's loop is K models' steps at once: not one model's."""
     return [
         r
         for r in _ok(records)
         if getattr(r, "host_loop", None)
         and _timed(r)
         and not isinstance(r, EnsembleRecord)
-        and _as_the_loop_runs(r)
+        and (
+            r.env.host_memory is None
+            or r.env.host_memory.policy == host_memory.resolve("auto", r.device.platform)
+        )
     ]
 
 
-def host_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def host_rows(records: Sequence[Record]) -> list[Row]:
     """jaxcnn's own step loop on the host, per part and in all, pooled over the runs that
     timed it (`_loop_timed`)."""
     out = []
@@ -798,7 +784,7 @@ def _loop_total(r: Record) -> float | None:
 RUN_TO_RUN = "loop step, run to run"
 
 
-def core_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def core_rows(records: Sequence[Record]) -> list[Row]:
     """Per CPU label, how many processors its runs could use (RULES["as-recorded"])."""
     stated: dict[str, list[int]] = {}
     total: Counter = Counter()
@@ -820,28 +806,26 @@ def core_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def run_spread_rows(host: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_spread_rows(host: Sequence[Row]) -> list[Row]:
     """Per accelerator chip, how far one run's loop step moves from another's: over its
     loop steps pooled from several runs (host_rows), each pool's hi/lo; the median and
     worst. The yardstick of a verdict resting on one run of each side."""
-    pools: dict[tuple[str, str], list[float]] = defaultdict(list)
-    runs: dict[tuple[str, str], list[str]] = defaultdict(list)
+    pools: dict[tuple[str, str], list[tuple[float, list[str]]]] = defaultdict(list)
     for h in host:
         several = h["spread"] == "min-max over runs" and h["extra"] == LOOP
         if several and h["platform"] != "cpu" and h["lo"]:
-            pools[(h["platform"], h["device"])].append(h["hi"] / h["lo"])
-            runs[(h["platform"], h["device"])] += h["records"].split()
-    return _loop_spread_rows(pools, runs, "run-to-run", RUN_TO_RUN)
+            pools[(h["platform"], h["device"])].append((h["hi"] / h["lo"], h["records"].split()))
+    return _loop_spread_rows(pools, "run-to-run", RUN_TO_RUN)
 
 
-def _loop_spread_rows(pools: dict, runs: dict, selection: str, extra: str) -> list[dict[str, Any]]:
-    """Per (platform, chip): the median and worst of its factors, with its runs' ids."""
+def _loop_spread_rows(pools: dict, selection: str, extra: str) -> list[Row]:
+    """Per (platform, chip), its pools' (hi/lo, run ids): the median and worst, every id."""
     out = []
-    for (platform, device), factors in sorted(pools.items()):
-        found = _median_worst(factors)
+    for (platform, device), pool in sorted(pools.items()):
+        found = _median_worst([factor for factor, _ in pool])
         out.append(band_row(platform, "loop steps", found, selection, device=device,
                             quantity="run_spread", kind="derived", extra=extra))  # fmt: skip
-        out[-1]["records"] = " ".join(runs[(platform, device)])
+        out[-1]["records"] = " ".join(run for _, runs in pool for run in runs)
     return out
 
 
@@ -857,7 +841,7 @@ def earlier_sitting(began: datetime, r: Record) -> str:
     return f"{LOOP}, another sitting ({began:%Y-%m-%d %H:%M} UTC, {how})"
 
 
-def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def sitting_spread_rows(records: Sequence[Record]) -> list[Row]:
     """Per chip, the CPU's too, how far a loop step moves from one sitting (another lease,
     another commit: `sitting`) to another: of each workload timed in several, the hi/lo of
     its sittings' pooled loop steps; their median and worst. The yardstick of a verdict
@@ -865,10 +849,8 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     A CPU label names a VM type, not a machine: its sittings' VMs may differ.
     Each earlier sitting's pooled loop step is a row of its own (`earlier_sitting`), so a
     verdict can be read again in each."""
-    pools: dict[tuple[str, str], list[float]] = defaultdict(list)
-    used: dict[tuple[str, str], list[str]] = defaultdict(list)
-    one_code: dict[tuple[str, str], list[float]] = defaultdict(list)  # ONE_CODE_SITTINGS'
-    one_code_used: dict[tuple[str, str], list[str]] = defaultdict(list)
+    pools: dict[tuple[str, str], list] = defaultdict(list)  # as _loop_spread_rows reads them
+    one_code: dict[tuple[str, str], list] = defaultdict(list)  # ONE_CODE_SITTINGS'
     out = []
     timed = _loop_timed(records)
     began: dict[tuple, datetime] = {}  # each sitting's first record: its name
@@ -883,12 +865,12 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
             pooled = {k: statistics.median(number(x.host_loop.loop_step_s) for x in v)
                       for k, v in by_sitting.items()}  # fmt: skip
             key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
-            pools[key].append(max(pooled.values()) / min(pooled.values()))
-            used[key] += [r.run_id for r in ran]
+            steps = list(pooled.values())
+            pools[key].append((max(steps) / min(steps), [r.run_id for r in ran]))
             for held in _sittings_of_one_code(by_sitting):
                 steps = [pooled[k] for k in held]
-                one_code[key].append(max(steps) / min(steps))
-                one_code_used[key] += [r.run_id for k in held for r in by_sitting[k]]
+                ids = [r.run_id for k in held for r in by_sitting[k]]
+                one_code[key].append((max(steps) / min(steps), ids))
             w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
             for key, earlier in by_sitting.items():
                 if key == sitting(ran[-1]):
@@ -899,8 +881,8 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                                extra=extra, **spread))  # fmt: skip
     return [
         *out,
-        *_loop_spread_rows(pools, used, "sitting-to-sitting", SITTING_TO_SITTING),
-        *_loop_spread_rows(one_code, one_code_used, "one-code-sittings", ONE_CODE_SITTINGS),
+        *_loop_spread_rows(pools, "sitting-to-sitting", SITTING_TO_SITTING),
+        *_loop_spread_rows(one_code, "one-code-sittings", ONE_CODE_SITTINGS),
     ]
 
 
@@ -919,7 +901,7 @@ def _epochs(r: TrainRecord) -> int:
     return len([e for e in r.history or [] if e.test_accuracy is not None])
 
 
-def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[dict[str, Any]]:
+def matmul_rows(records: Sequence[Record], loaded: Sequence[Record]) -> list[Row]:
     """The matmul study's rate per size and dtype; per machine the best matmul rate any
     run measured (`machine-best`)."""
     out = []
@@ -969,19 +951,17 @@ def _matmul_side(r: Record) -> int:
 def _pair(r: Record) -> str:
     """The two sides, each with its host memory policy where recorded: pairs of one
     configuration on both sides differ by that alone."""
-
-    def side(s: Any) -> str:
-        return (
-            f"{s.configuration} ({s.host_memory} host memory)" if s.host_memory else s.configuration
-        )
-
-    return f"{side(r.paired.jax)} / {side(r.paired.peer)} in turns"
+    jax, peer = (
+        f"{s.configuration} ({s.host_memory} host memory)" if s.host_memory else s.configuration
+        for s in (r.paired.jax, r.paired.peer)
+    )
+    return f"{jax} / {peer} in turns"
 
 
 TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST
 
 
-def speedrun_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def speedrun_rows(records: Sequence[Record]) -> list[Row]:
     """Per speedrun configuration (its workload less the seed) and device: the median
     training time over its seeds, a time to the target only where every seed reached it
     (else a training time, flagged with how many fell short); and the seeds' final
@@ -1018,7 +998,7 @@ def _recipe(r: Record) -> str:
     return f"speedrun {w.epochs} epochs, lr {w.learning_rate} {w.schedule}"
 
 
-def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def paired_rows(records: Sequence[Record]) -> list[Row]:
     """Paired bench runs (benchmarks/paired.py): the first side's speed over the
     second's, every round of the newest driver session's passes of each pair of
     configurations on each machine pooled (each pass's processes met the VM at another
@@ -1033,9 +1013,8 @@ def paired_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         pooled = Summary.model_validate(summarize(ratios)) if ratios else passes[-1].paired.ratio
         w = {**workload_of(passes[-1]), "framework": "paired", "formulation": "-", "loop": "-"}
         w["extra"] = _pair(passes[-1])
-        out.append(
-            row("speedup", "measured", pooled.median, w, "paired", passes, **_spread(pooled))
-        )
+        spread = _spread(pooled)
+        out.append(row("speedup", "measured", pooled.median, w, "paired", passes, **spread))
     return out
 
 
@@ -1048,7 +1027,7 @@ def compiled_records(records: Sequence[Record]) -> list[Record]:
     return select_newest(rs)
 
 
-def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def compiled_rows(records: Sequence[Record]) -> list[Row]:
     """Per newest compile: its memory per device and whether it fits; per target, the
     memory a program may use (the fit verdicts' limit), and per model and precision, the
     largest batch that fits."""
@@ -1080,7 +1059,7 @@ def compiled_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]]:
+def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     best, smallest = largest_fit(rs)
     if best is None:
         return []
@@ -1091,13 +1070,12 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[dict[str, Any]
         above = smallest.workload.batch_size
         return [found([best, smallest], lo=b, hi=above, spread=FIT_TO_FAIL,
                       note=f"{above} does not fit")]  # fmt: skip
-    refused = [
-        e
-        for e in errors
-        if device_of(e) == w["device"]
+    refused = any(
+        device_of(e) == w["device"]
         and labels.model_with_overrides(e.workload) == w["model"]
         and e.workload.batch_size > b
-    ]
+        for e in errors
+    )
     why = "the compiler refused a larger batch" if refused else "no larger batch compiled"
     return [found([best], flag=f"open (>= {b}): {why}")]
 
@@ -1109,7 +1087,7 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
 
     out = {}
     for platform, family in (table.get("families") or {}).items():
-        for split in ("chip", "program"):
+        for split in SPLITS:
             for regime in REGIMES:
                 if f := held_out_factors(family, split, regime):
                     out[(platform, split, regime)] = _median_worst(f)
@@ -1130,7 +1108,7 @@ def band_row(
     quantity: str = "band",
     kind: str = "predicted",  # a band: the error of jaxcnn's predictions, whatever checked
     **rest: Any,
-) -> dict[str, Any]:
+) -> Row:
     """A band of `programs` on `platform` (or on its chip `device`): `factors`, the median
     and worst factor max(p/a, a/p) and over how many (or another median-and-worst
     `quantity`); `rest`: row()'s."""
@@ -1140,7 +1118,7 @@ def band_row(
     return row(quantity, kind, median, w, selection, records, **spread, **rest)
 
 
-def band_rows(bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
+def band_rows(bands: dict[tuple, tuple]) -> list[Row]:
     """Each held-out band as a row: per platform, split and regime."""
     out = []
     for (platform, split, regime), found in sorted(bands.items()):
@@ -1174,7 +1152,7 @@ def _band_columns(median: float, worst: float, n: int, split: str, quantity: str
     return dict(zip(BAND_COLUMNS, (median, worst, n, split, quantity), strict=True))
 
 
-def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[dict[str, Any]]:
+def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
     """Per newest compile that fits and carries its kernels: the predicted device step
     and loop step, each with its own band, and the MFU and FLOP/s per watt they imply."""
     out = []
@@ -1254,8 +1232,8 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def held_out_loop_rows(
-    records: Sequence[Record], constants: dict[str, Any], host: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    records: Sequence[Record], constants: dict[str, Any], host: Sequence[Row]
+) -> list[Row]:
     """jaxcnn's step loop measured on an accelerator against its prediction held out, as
     the fit checked it (the constants' `loop_error`): the factor, with the prediction in
     its note (no answer quotes it as a row), keyed as the loop ran (host_rows, `host`),
@@ -1267,10 +1245,8 @@ def held_out_loop_rows(
     checked = constants.get("loop_error") or {}
     for platform, found in sorted(checked.items()):
         ran = [(by_id[c["record"]], c) for c in found["loops"] if c["record"] in by_id]
-        newest_ = {id(r) for r in select_newest([r for r, _ in ran], of=_host_loop_workload)}
-        for r, c in ran:
-            if id(r) not in newest_:
-                continue
+        newest = {id(r) for r in select_newest([r for r, _ in ran], of=_host_loop_workload)}
+        for r, c in [(r, c) for r, c in ran if id(r) in newest]:
             w = {**_host_loop_workload(r), "params": _params(r)}
             a, p = c["measured_s"], c["predicted_s"]
             measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "pooled", [r])["id"]
@@ -1280,10 +1256,8 @@ def held_out_loop_rows(
             if set((shown.get(measured) or "").split()) != set(runs):  # not the table's:
                 measured, note = None, f"{note}; measured {a * 1e3:.3g} ms"  # said here
             pooled = [by_id[i] for i in runs if i in by_id]
-            out.append(
-                row("error_factor", "predicted", max(p / a, a / p), w, "held-out", pooled,
-                    extra=HELD_OUT_LOOP, numerator=measured, note=note)
-            )  # fmt: skip
+            out.append(row("error_factor", "predicted", max(p / a, a / p), w, "held-out", pooled,
+                           extra=HELD_OUT_LOOP, numerator=measured, note=note))  # fmt: skip
         out += constant_baseline(platform, found["loops"])
         bands = (
             (found.get("published_band") or {}, JAX_VERSUS, "published JAX loops"),
@@ -1302,7 +1276,7 @@ def held_out_loop_rows(
 LOOP_CONSTANT = "loop step, a constant: the median of the other programs' measured loop steps"
 
 
-def constant_baseline(platform: str, loops: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def constant_baseline(platform: str, loops: Sequence[dict[str, Any]]) -> list[Row]:
     """Per regime, the band the held-out loop steps' own checks (`loops`: the constants'
     `loop_error`) give a prediction with no model of the program: each measured loop step
     predicted as the median measured loop step of the platform's other programs. Where
@@ -1329,7 +1303,7 @@ AS_IT_RAN = "none: itself a check, against the measured step `numerator` names"
 AS_RUN = "device_step_as_run_s"  # apart from device_step_s: no answer or page prices with it
 
 
-def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
+def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
     """Per accelerator chip and regime, how far the device step a program's first run on
     the chip was written with lies from the step measured: out of sample by construction
     (no run of that program on that chip was in the constants that predicted it). Each
@@ -1343,20 +1317,18 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
         for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
         for x in runs
     }
-    by_chip: dict[str, list[TrainRecord]] = defaultdict(list)
+    by_chip: dict[str, dict[tuple, list[TrainRecord]]] = defaultdict(lambda: defaultdict(list))
     # only a run of one model timed on a device at hand (a train record) measured its step
-    for r in _ok(records):
+    for r in sorted(_ok(records), key=recorded_at_or_oldest):
         if not isinstance(r, TrainRecord) or isinstance(r, EnsembleRecord) or is_compiled(r):
             continue
         p, step = r.prediction, r.step_time_s
         if r.device.platform != "cpu" and p and p.device_step_s and step and step.median:
-            by_chip[device_of(r)].append(r)
-    out = []
-    for chip, rs in sorted(by_chip.items()):
-        runs: dict[tuple, list[TrainRecord]] = defaultdict(list)
-        for r in sorted(rs, key=recorded_at_or_oldest):
             w = workload_of(r)
-            runs[(w["model"], w["batch"], w["precision"], w["formulation"])].append(r)
+            program = (w["model"], w["batch"], w["precision"], w["formulation"])
+            by_chip[w["device"]][program].append(r)
+    out = []
+    for chip, runs in sorted(by_chip.items()):
         by_regime: dict[str, list[tuple[TrainRecord, float]]] = defaultdict(list)
         alone: dict[str, int] = defaultdict(int)
         for ran in runs.values():
@@ -1408,9 +1380,9 @@ def before_first_run_rows(records: Sequence[Record]) -> list[dict[str, Any]]:
                     f"{faster} of {len(group)}{left}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
-            out.append(band_row(rs[0].device.platform, f"{regime} programs", _median_worst(factors),
-                                "before-first-run", group, chip, extra=BEFORE_FIRST_RUN,
-                                note=note))  # fmt: skip
+            platform, found = group[0].device.platform, _median_worst(factors)
+            out.append(band_row(platform, f"{regime} programs", found, "before-first-run", group,
+                                chip, extra=BEFORE_FIRST_RUN, note=note))  # fmt: skip
     return out
 
 
@@ -1468,7 +1440,7 @@ def _published_workload(ref: Any, model: str, placement: str) -> dict[str, Any]:
 JAXCNN_LOOP = "as jaxcnn's own loop (this loop's shape is not rebuilt)"
 
 
-def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
+def published_rows(refs: Sequence[Any], records: Sequence[Record]) -> list[Row]:
     """Each published measurement as a step time (where its batch is known), its
     prediction from the compile of the same step, and their factor."""
     out = []
@@ -1507,7 +1479,7 @@ SCALING_VERSUS = "scaling efficiency vs published"
 OPTIMISTIC, PESSIMISTIC = "predicted more efficient", "predicted less efficient"
 
 
-def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[dict[str, Any]]:
+def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[Row]:
     """Each published 1-vs-N-chip pair: its efficiency as published, the efficiency
     predicted from the N-chip program's step against the one-chip program's, and their
     factor. Held out of every fit: the one-chip sides are fitted as steps, never as an
@@ -1541,7 +1513,7 @@ SCALING_IDEAL = "scaling efficiency, ideal (100%) for every pair"
 SCALING_SPLIT = "against published 1-vs-N pairs"  # nothing fitted: the pairs are outside
 
 
-def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
+def scaling_band(table: pd.DataFrame) -> list[Row]:
     """The predicted data-parallel efficiency against the published, per platform."""
     out = []
     e = table[(table.quantity == "error_factor") & table.extra.str.endswith(SCALING_VERSUS)]
@@ -1562,15 +1534,13 @@ def scaling_band(table: pd.DataFrame) -> list[dict[str, Any]]:
 # --- ratios ----------------------------------------------------------------------------
 
 
-def workload_of_row(r: pd.Series | dict[str, Any]) -> dict[str, Any]:
+def workload_of_row(r: pd.Series | Row) -> dict[str, Any]:
     """A row's workload and device (KEY past quantity and kind, its platform and params):
     what a figure made from it is keyed by."""
     return {k: r[k] for k in (*KEY[2:], "platform", "params")}
 
 
-def ratio(
-    quantity: str, a: dict[str, Any], b: dict[str, Any], selection: str, **rest: Any
-) -> dict[str, Any]:
+def ratio(quantity: str, a: Row, b: Row, selection: str, **rest: Any) -> Row:
     """A row comparing figure `a` with the baseline `b`, keyed by a's workload and device
     (`extra` names the baseline), naming both ids: a speedup is b / a (how many times
     less time `a` takes), an error factor max(a/b, b/a) with `note` saying which side is
@@ -1594,7 +1564,7 @@ def ratio(
 COMPILED_VS_RAN = "memory compiled here vs on the chip as it ran"
 
 
-def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
+def memory_checks(table: pd.DataFrame) -> list[Row]:
     """Each target's compiled memory (compiled here, not run) against the same program's
     as the target's chip compiled it when it ran (memory_rows): how far the memory every
     fit verdict rests on is from what the chip's own compiler found."""
@@ -1608,11 +1578,8 @@ def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
     for r in both.to_dict("records"):
         here, there = r["value"], r["value_ran"]
         gap = int(here - there)
-        note = (
-            f"compiled here: {abs(gap):,} bytes {'more' if gap > 0 else 'fewer'}"
-            if gap
-            else "compiled here: the same bytes"
-        )
+        more = f"{abs(gap):,} bytes {'more' if gap > 0 else 'fewer'}" if gap else "the same bytes"
+        note = f"compiled here: {more}"
         out.append(row("memory_factor", "compiled", max(here / there, there / here),
                        workload_of_row(r), "compiled-vs-ran", extra=COMPILED_VS_RAN, note=note,
                        numerator=r["id_ran"], denominator=r["id"]))  # fmt: skip
@@ -1620,15 +1587,13 @@ def memory_checks(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def speedup(
-    a: pd.Series | dict[str, Any], b: pd.Series | dict[str, Any], selection: str, extra: str
-) -> dict[str, Any]:
+def speedup(a: pd.Series | Row, b: pd.Series | Row, selection: str, extra: str) -> Row:
     """ratio()'s speedup of the row `a` over its baseline `b` (table rows or their dicts)."""
     a, b = (r.to_dict() if isinstance(r, pd.Series) else r for r in (a, b))
     return ratio("speedup", a, b, selection, extra=extra)
 
 
-def cpu_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def cpu_speedups(table: pd.DataFrame) -> list[Row]:
     """Each predicted one-device accelerator step against the same step on each CPU:
     like for like and against the CPU at its best; then the measured loops'."""
     out = []
@@ -1653,12 +1618,10 @@ def _same_step(found: pd.DataFrame, r: pd.Series) -> pd.DataFrame:
 def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
     """The CPUs' one-device steps a speedup divides: the steady step of each formulation,
     loop and framework (jaxcnn's own loop, host included, is the accelerators' side)."""
-    return measured[
-        (measured.platform == "cpu") & (measured.devices == 1) & (measured.extra == "-")
-    ]
+    return rows(measured, platform="cpu", devices=1, extra="-")
 
 
-def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> dict[str, Any]:
+def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> Row:
     """The CPU's fastest step among `on_cpu` (one CPU's, of one step): on `dataset` where
     it ran on it, else on any, so that a predicted and a measured speedup of one workload
     share their baseline."""
@@ -1667,7 +1630,7 @@ def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> dict[str, Any]
     return pool.loc[pool.value.idxmin()].to_dict()
 
 
-def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
+def measured_loop_speedups(measured: pd.DataFrame) -> list[Row]:
     """jaxcnn's loop measured on one accelerator device against the same loop on each
     CPU in the same formulation, and against the CPU's fastest step."""
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
@@ -1690,14 +1653,12 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[dict[str, Any]]:
             # loop, where that ran) over the CPU's
             mine = _same_step(own[own.device == a.device], a)
             if len(mine):
-                fastest = cpu_best(mine, a.dataset)
-                out.append(
-                    speedup(fastest, best, "cpu-best", f"{AT_ITS_BEST} vs {device} at its best")
-                )
+                extra = f"{AT_ITS_BEST} vs {device} at its best"
+                out.append(speedup(cpu_best(mine, a.dataset), best, "cpu-best", extra))
     return out
 
 
-def over_runs(a: pd.Series, b: pd.Series | dict[str, Any]) -> dict[str, Any]:
+def over_runs(a: pd.Series, b: pd.Series | Row) -> dict[str, Any]:
     """The range of b's step over a's where a pools several runs: the speedup in a's
     slowest and fastest run (the verdict a single run of it could have given)."""
     if a.spread != "min-max over runs" or not (a.lo and a.hi):
@@ -1708,7 +1669,7 @@ def over_runs(a: pd.Series, b: pd.Series | dict[str, Any]) -> dict[str, Any]:
 OWN_CEILING = "of its own measured matmul rate in the precision its matmuls ran (machine-best)"
 
 
-def ceiling_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
+def ceiling_fractions(table: pd.DataFrame) -> list[Row]:
     """A train step's achieved FLOP/s on one measured chip over that chip's own measured
     matmul rate in the precision its matmuls ran (TF32 where f32 ran as TF32 passes): the
     one ceiling every measured chip has, a CPU's only one. A datasheet's is `mfu`."""
@@ -1726,7 +1687,7 @@ def ceiling_fractions(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def epoch_speedups(table: pd.DataFrame) -> list[Row]:
     """An accelerator's predicted epoch (its loop step's) against each CPU's trained epoch
     of the same step in jaxcnn's default CPU formulation (its runs pooled): what a user running
     the same fit on each sees, an epoch at a time."""
@@ -1734,7 +1695,7 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
                    selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
-    trained = one_model(trained)
+    trained = trained[~of_ensembles(trained)]  # one model's runs, not an ensemble's
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
     # and against the CPU's epoch made as the accelerator's is: its loop step's, like for like
@@ -1752,7 +1713,7 @@ def epoch_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[str, Any]]:
+def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
     """An accelerator's jaxcnn's loop (measured or predicted) against the CPU's, each in
     jaxcnn's default formulation there: what a user running the same fit sees. A measured
     side is set against the CPU's loop on its own data set, a predicted one against each."""
@@ -1788,7 +1749,7 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[dict[s
 SEED_FIGURES = Path(__file__).with_name("seed_figures.json")
 
 
-def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
+def seed_rows(path: Path = SEED_FIGURES) -> list[Row]:
     """The seeds' figures that are not a step (an epoch, a claimed speedup), as published
     rows citing the seed and its quoted line."""
     out = []
@@ -1803,7 +1764,7 @@ def seed_rows(path: Path = SEED_FIGURES) -> list[dict[str, Any]]:
     return out
 
 
-def seed_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def seed_speedups(table: pd.DataFrame) -> list[Row]:
     """A seed's own accelerator over its own CPU: its published epochs of one model at one
     batch divided (seed 000's MX150 over its laptop), beside which ours are read."""
     epochs = rows(table, quantity="epoch_s", kind="published")
@@ -1816,7 +1777,7 @@ def seed_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def seed_step_bounds(table: pd.DataFrame) -> list[dict[str, Any]]:
+def seed_step_bounds(table: pd.DataFrame) -> list[Row]:
     """Each seed's published accelerator step against each CPU's jaxcnn's loop of the
     same step, in the CPU's default formulation (RULES["seed-step-bound"])."""
     from jaxcnn.formulation import for_platform
@@ -1830,25 +1791,22 @@ def seed_step_bounds(table: pd.DataFrame) -> list[dict[str, Any]]:
         for _, b in _same_step(loops, a).iterrows():
             extra = f"the seed's step vs {b.device}'s {LOOP} on {b.dataset}"
             ids = {"numerator": b.id, "denominator": a.id}
-            value = b.value / a.value
-            out.append(row("speedup", "derived", value, workload_of_row(a), "seed-step-bound",
-                           extra=extra, **ids))  # fmt: skip
+            out.append(row("speedup", "derived", b.value / a.value, workload_of_row(a),
+                           "seed-step-bound", extra=extra, **ids))  # fmt: skip
     return out
 
 
-def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
+def epochs_from_steps(table: pd.DataFrame) -> list[Row]:
     """An epoch of a seed model's training set from a measured step or a predicted loop
     step (RULES["epoch-from-step"])."""
     from jaxcnn import data
 
     out = []
-    steps_rows = table[
-        ((table.quantity == "step_s") & (table.kind == "measured"))
-        | ((table.quantity == "loop_step_s") & (table.kind == "predicted"))
-    ]
     # a step timed alone, a predicted loop step, and jaxcnn's loop as it ran
-    timed = rows(steps_rows, model=list(TRAIN_IMAGES), devices=1, extra=["-", LOOP])
-    for d in timed[(timed.extra == "-") | (timed.kind == "measured")].to_dict("records"):
+    step = (table.quantity == "step_s") & (table.kind == "measured")
+    loop = (table.quantity == "loop_step_s") & (table.kind == "predicted") & (table.extra == "-")
+    timed = rows(table[step | loop], model=list(TRAIN_IMAGES), devices=1, extra=["-", LOOP])
+    for d in timed.to_dict("records"):
         steps = data.steps_per_epoch(TRAIN_IMAGES[d["model"]], int(d["batch"]))
         if not steps:  # a batch past the training set (a batch search's largest): no epoch
             continue
@@ -1862,11 +1820,10 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
             band.update({k: d[k] for k in BAND_COLUMNS if k != "band_quantity"})
         # a measured step's epoch was never timed: derived; a predicted one stays predicted
         kind = "derived" if d["kind"] == "measured" else d["kind"]
-        out.append(
-            row("epoch_s", kind, d["value"] * steps,
-                {**d, "extra": f"{steps} steps of {of}"}, "epoch-from-step",
-                numerator=d["id"], note="; ".join(n for n in said if isinstance(n, str)), **band)
-        )  # fmt: skip
+        w = {**d, "extra": f"{steps} steps of {of}"}
+        note = "; ".join(n for n in said if isinstance(n, str))
+        out.append(row("epoch_s", kind, d["value"] * steps, w, "epoch-from-step",
+                       numerator=d["id"], note=note, **band))  # fmt: skip
     return out
 
 
@@ -1875,7 +1832,7 @@ def epochs_from_steps(table: pd.DataFrame) -> list[dict[str, Any]]:
 TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_000, "mlp": 60_000}
 
 
-def ensemble_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def ensemble_speedups(table: pd.DataFrame) -> list[Row]:
     """K models in one vmapped step against K sequential steps of one model, per K, of
     the same formulation on the same device; the same of their trained epochs (EPOCHS:
     what a user waits for); each K's over K=1's."""
@@ -1905,9 +1862,7 @@ OVER_K1 = ", over K=1's"
 EPOCH_FROM_LOOP = "epoch from its loop step vs trained"
 
 
-def epoch_checks(
-    table: pd.DataFrame, sittings: dict[str, tuple] | None = None
-) -> list[dict[str, Any]]:
+def epoch_checks(table: pd.DataFrame, sittings: dict[str, tuple] | None = None) -> list[Row]:
     """Each epoch made from a measured loop step against the epochs the same step trained
     on the same device in the same sitting (`sittings`: each run's; RULES["epoch-vs-
     trained"]): one clock against another, not one VM against another, and per platform
@@ -1924,7 +1879,7 @@ def epoch_checks(
     made = rows(table, quantity="epoch_s", kind="derived", selection="epoch-from-step")
     made = made[made.extra.str.endswith(f"steps of {LOOP}")]
     trained = rows(table, quantity="epoch_s", kind="measured", selection="pooled-trained")
-    trained = one_model(trained)
+    trained = trained[~of_ensembles(trained)]  # one model's runs, not an ensemble's
     # a made epoch is of the seed's training set (TRAIN_IMAGES): checked against epochs
     # of a set that size only (not the embedded digits')
     of_size = [data.train_size(d) == TRAIN_IMAGES.get(m)
@@ -1951,7 +1906,7 @@ def epoch_checks(
     return out
 
 
-def formulation_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def formulation_speedups(table: pd.DataFrame) -> list[Row]:
     """What a kernel library is worth on a CPU: each formulation's step against the xla
     formulation's of the same step, loop and device."""
     same = _over_the_same(table, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation")
@@ -1964,9 +1919,7 @@ BEST_OVER_BEST = "at its best vs xla formulation at its best"
 BEST_OVER_CPU = "at its best vs cpu formulation at its best"
 
 
-def _best_over_best(
-    table: pd.DataFrame, chosen: str, base: str, extra: str
-) -> list[dict[str, Any]]:
+def _best_over_best(table: pd.DataFrame, chosen: str, base: str, extra: str) -> list[Row]:
     """A formulation's fastest step of a workload on a device (either loop) over the `base`
     formulation's fastest of the same: each at its best, whatever loop that took."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
@@ -1979,7 +1932,7 @@ def _best_over_best(
     return out
 
 
-def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
+def loop_speedups(table: pd.DataFrame) -> list[Row]:
     """What the device loop gains over the step loop, per measured step. Below 1 the
     device loop is the slower: on a CPU, the xla formulation's convolutions are."""
     return _over_the_same(table, "loop", "device", "step", DEVICE_OVER_STEP_LOOP)
@@ -1987,7 +1940,7 @@ def loop_speedups(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _over_the_same(
     table: pd.DataFrame, varies: str, chosen: Any, base: str, extra: str
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """Each measured JAX step whose `varies` is `chosen` over the one step whose `varies`
     is `base`, equal to it in all else of its workload and device."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
@@ -2001,7 +1954,7 @@ def _over_the_same(
     return out
 
 
-def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
+def chip_comparisons(table: pd.DataFrame) -> list[Row]:
     """TPU against GPU per chip: each model's fastest one-chip TPU target against its
     fastest one-chip GPU at equal batch, by the predicted loop and device step; a GPU chip
     that ran the step in jaxcnn's loop by its measured loop step (measured_loops)."""
@@ -2010,9 +1963,8 @@ def chip_comparisons(table: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     one_chip = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
                     device=[n for n, t in targets.TARGETS.items() if t.chips == 1])  # fmt: skip
-    for (quantity, *_), g in one_chip.groupby(
-        ["quantity", "model", "batch", "precision", "placement"]
-    ):
+    same = ["quantity", "model", "batch", "precision", "placement"]
+    for (quantity, *_), g in one_chip.groupby(same):
         tpu, gpu = g[g.platform == "tpu"], g[g.platform == "gpu"]
         if quantity == "loop_step_s" and len(gpu):
             gpu = measured_loops(table, gpu)
@@ -2040,10 +1992,9 @@ def measured_loops(table: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame
     return ran if len(ran) else predicted
 
 
-def scaling_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+def scaling_rows(table: pd.DataFrame) -> list[Row]:
     """Weak scaling predicted from compiles of the same per-device batch on 1 and on n
     devices of one chip (1 is ideal; above 1 cannot be true and is flagged)."""
-
     out = []
     p = rows(table, quantity="device_step_s", kind="predicted").copy()
     p["chip"] = p.device.map(chip_named)
@@ -2083,7 +2034,7 @@ def fitted_records(constants: dict[str, Any]) -> frozenset[str]:
 
 def measured_versus_predicted(
     table: pd.DataFrame, fitted: frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """Each step measured on one accelerator device against the prediction of the same
     step for that chip's one-device target (MEASURED_AGAINST), one measured step per
     prediction: timed in its loop and on its dataset first, then of the most runs. A
@@ -2097,7 +2048,7 @@ def measured_versus_predicted(
     measured = measured[measured.platform != "cpu"]
     predicted = table[table.kind == "predicted"]
     for extra, quantity, loop in MEASURED_AGAINST:
-        chosen: dict[str, tuple[tuple[bool, bool, int], dict[str, Any], dict[str, Any]]] = {}
+        chosen: dict[str, tuple[tuple[bool, bool, int], Row, Row]] = {}
         for _, m in measured[measured.extra == extra].iterrows():
             target = one_device.get(m.device)
             p = predicted[(predicted.quantity == quantity) & (predicted.device == target)]
@@ -2167,7 +2118,7 @@ def is_small(rows: pd.DataFrame) -> pd.Series:
     return rows.model.str.split(" ").str[0].isin([*SMALL_MODELS, *models.published_networks()])
 
 
-def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
+def published_bands(table: pd.DataFrame) -> list[Row]:
     """Per platform and regime, the band of `framework_factors`."""
     out = []
     e = framework_factors(table)
@@ -2187,7 +2138,7 @@ def published_bands(table: pd.DataFrame) -> list[dict[str, Any]]:
 JAX_VERSUS = "against published JAX loops"
 
 
-def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[Row]:
     """Predicted cost of an epoch on each priced target, all its chips and their host VM
     included (`prices`: the committed references.chip_prices() by default)."""
     from experiments.predict import references
@@ -2208,11 +2159,11 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
     return out + cost_ratios(out)
 
 
-def cost_ratios(priced: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def cost_ratios(priced: list[Row]) -> list[Row]:
     """Each priced epoch over the cheapest target's epoch of the same program (model,
     data, batch, precision): how many times dearer."""
     program = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in priced:
         groups[tuple(r[c] for c in program)].append(r)
     out = []
@@ -2351,23 +2302,19 @@ def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataF
     """Flags a ratio of two measured figures of one CPU whose records share no sitting
     (records.sitting, by run id): it holds another VM's speed as well as the two
     configurations'."""
-    by_id = table.set_index("id")
+    cpu = table[(table.kind == "measured") & (table.platform == "cpu")].set_index("id")
 
-    def commits(figure_id: Any) -> set[tuple | None]:
-        runs = str(by_id.records.get(figure_id, "") or "").split()
-        return {sittings.get(run) for run in runs}
+    def side(figure_id: Any) -> tuple[str, set[tuple | None]] | None:
+        """A measured CPU figure's device and its runs' sittings; None for any other."""
+        if figure_id not in cpu.index:
+            return None
+        runs = str(cpu.records[figure_id] or "").split()
+        return cpu.device[figure_id], {sittings.get(run) for run in runs}
 
-    def measured_cpu(figure_id: Any) -> bool:
-        return by_id.kind.get(figure_id) == "measured" and by_id.platform.get(figure_id) == "cpu"
-
-    ratios = table[
-        (table.quantity == "speedup") & table.numerator.notna() & table.denominator.notna()
-    ]
-    for i, r in ratios.iterrows():
-        same_cpu = by_id.device.get(r.numerator) == by_id.device.get(r.denominator)
-        if measured_cpu(r.numerator) and measured_cpu(r.denominator) and same_cpu:
-            if not commits(r.numerator) & commits(r.denominator) and pd.isna(r.flag):
-                table.loc[i, "flag"] = ACROSS_SITTINGS
+    for i, r in table[table.quantity == "speedup"].iterrows():
+        a, b = side(r.numerator), side(r.denominator)
+        if a and b and a[0] == b[0] and not a[1] & b[1] and pd.isna(r.flag):
+            table.loc[i, "flag"] = ACROSS_SITTINGS
     return table
 
 
@@ -2411,8 +2358,7 @@ def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
         return table
     usable = table[(table.quantity == "memory_bytes") & (table.extra == USABLE)]
     limit = usable.set_index("device").value
-    memory = table[(table.quantity == "memory_bytes") & (table.kind == "compiled")
-                   & (table.extra == "-")]  # fmt: skip
+    memory = rows(table, quantity="memory_bytes", kind="compiled", extra="-")
     used = memory.set_index(memory.id.str.replace("memory_bytes|", "fits|", regex=False)).value
     verdicts = table[(table.quantity == "fits") & table.id.isin(used.index)]
     margin = used.reindex(verdicts.id).to_numpy() / verdicts.device.map(limit).to_numpy()
@@ -2435,7 +2381,7 @@ def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+def frame(rows: list[Row]) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=COLUMNS)
     for c in INTEGERS:
         table[c] = table[c].astype("Int64")
