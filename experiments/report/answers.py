@@ -210,11 +210,10 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
         usable = one(t, quantity="memory_bytes", device=device, extra=USABLE)
         if verdict is not None:
             picked += [verdict, memory, usable]
-            fits = "fits" if verdict["value"] else "OOM"
             inside = str(verdict["flag"]).startswith(UNDECIDED_FIT)  # figures.undecided_fits
             undecided += inside  # an undecided verdict agrees with nothing
             agree += not inside and bool(verdict["value"]) == seed_fits
-            said = "undecided" if inside else fits
+            said = "undecided" if inside else "fits" if verdict["value"] else "OOM"
             words.append(f"{device[4:].upper()} b{batch} {said} ({of_limit(memory, usable)})")
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
@@ -245,17 +244,13 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(head + "; ".join(words), picked, band)
 
 
-def seed_loops_over_cpu(t: pd.DataFrame, cpu: str | None) -> pd.DataFrame:
+def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> tuple[pd.DataFrame, Row]:
     """Each chip's predicted loop step of the seed's CNN at b16 over the CPU's jaxcnn's
-    loop (loop-vs-loop): what a user running the same fit on each sees."""
+    loop (loop-vs-loop): what a user running the same fit on each sees; and that CPU loop
+    step, their numerator, which row 2 divides by (None where there is none)."""
     loops = rows(t, quantity="speedup", selection="loop-vs-loop", model=SEED_MODEL, batch=16)
-    return loops[loops.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]
-
-
-def seed_cpu_loop(t: pd.DataFrame, loops: pd.DataFrame) -> Row:
-    """The CPU's jaxcnn's loop step of the seed's CNN at b16 that row 2 divides by (the
-    numerator of `loops`, seed_loops_over_cpu's)."""
-    return one(t, id=loops.numerator.iloc[0]) if len(loops) else None
+    loops = loops[loops.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]
+    return loops, one(t, id=loops.numerator.iloc[0]) if len(loops) else None
 
 
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -265,9 +260,9 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step):
     # jaxcnn's loop on both sides, what a user running the fit on each sees (as row 5)
     t4_b16 = accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
-    loops = seed_loops_over_cpu(t, cpu)
+    loops, loop = seed_cpu_loop(t, cpu)
     over = [a and one(loops, denominator=a["id"]) for a in (mx, t4_b16)]
-    c = seed_cpu_loop(t, loops) or cpu_step(t, cpu, SEED_MODEL, 16)
+    c = loop or cpu_step(t, cpu, SEED_MODEL, 16)
     x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
     # the seed's step holds its input pipeline and validation: over the same CPU loop, a
     # speedup no larger than the MX150's own
@@ -292,8 +287,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     for r in own.to_dict("records"):
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
-    found = [e for _, e in checks]
-    picked = [mx, t4, c, pm, pt, *over, bound, *found, *own.to_dict("records")]
+    picked = [mx, t4, c, pm, pt, *over, bound, *(e for _, e in checks), *own.to_dict("records")]
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 
@@ -301,7 +295,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = predicted(t, "epoch_s", "gpu-mx150", SEED_MODEL, 16)
     t4 = predicted(t, "epoch_s", "gpu-t4", SEED_MODEL, 128)
     # the CPU's epoch from the very loop step row 2 sets the chips against
-    loop = seed_cpu_loop(t, seed_loops_over_cpu(t, cpu))
+    _, loop = seed_cpu_loop(t, cpu)
     from_loop = loop and one(t, quantity="epoch_s", kind="derived", numerator=loop["id"])
     c = trained_epoch(t, cpu, SEED_MODEL, 16) or from_loop or derived_epoch(t, cpu, SEED_MODEL, 16)
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
