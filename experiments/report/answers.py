@@ -428,28 +428,19 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step) if step is not None else "unvalidated"
     own = "unvalidated" if own == "-" else own
-    jax = one(t, quantity="band", device=platform, model="small programs", extra=JAX_VERSUS)
+    small = {"quantity": "band", "device": platform, "model": "small programs"}
+    jax = one(t, extra=JAX_VERSUS, **small)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         # beside a band that is not theirs (none, or the kernels' where they are most of
         # the step) the published loops' band is said whole; else only which way it errs
         apart = own.startswith("unvalidated") or MOSTLY_KERNELS in own
         own += f"; {jax_loops(jax)}" if apart else f", {way_of(jax)}"
-    b = framework_band(t, platform)
+    b = one(t, extra="against published", **small)  # other frameworks' published loops
     if b is None:
         return own, None
-    worst = value_text(b["hi"], "x")
     faster, n = framework_errors(t, platform)
-    framework = (
-        f"other frameworks' loops {fmt(b)} off (worst {worst}), ours faster on {faster} of {n}"
-    )
-    return f"{own}; {framework}", b if own.startswith("unvalidated") else None
-
-
-def framework_band(t: pd.DataFrame, platform: str = "gpu") -> Row:
-    """The band of other frameworks' published small-program loops on `platform`."""
-    return one(
-        t, quantity="band", device=platform, model="small programs", extra="against published"
-    )
+    said = f"{own}; other frameworks' loops {fmt(b)} off (worst {value_text(b['hi'], 'x')})"
+    return f"{said}, ours faster on {faster} of {n}", b if own.startswith("unvalidated") else None
 
 
 def way_of(band: Row) -> str:
@@ -477,9 +468,8 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
     if not (speedup and band) or band["value"] < WIDE_BAND:
         return ""
     faster, n = framework_errors(t, band["platform"])  # the rows `band` is made of
-    mostly_faster = 2 * faster > n
-    other = speedup["value"] / band["value"] if mostly_faster else speedup["value"] * band["value"]
-    lo, hi = sorted((other, speedup["value"]))
+    v, f = speedup["value"], band["value"]
+    lo, hi = sorted((v / f if 2 * faster > n else v * f, v))
     return f" (band: {value_text(lo, 'x')} to {value_text(hi, 'x')})"
 
 
@@ -502,13 +492,12 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         steps = [one(t, id=r["denominator"]) for r in every]
         ratio = each_text([fmt(r) for r in every])
         gpus = "/".join(r["device"] for r in every)
-        steps_said = each_text([fmt(r) for r in steps])
         best = each_at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
         best = best.sort_values("device")
         if list(best.device) == [r["device"] for r in every]:  # each side's fastest program
             ratio += f" (at best: {each_text([fmt(r) for r in best.to_dict('records')])})"
             seen += best.to_dict("records")
-        parts.append(f"{gpus} {steps_said}, {ratio}")
+        parts.append(f"{gpus} {each_text([fmt(r) for r in steps])}, {ratio}")
         seen += [*steps, *every]
     t4 = one(found, kind="predicted", device="gpu-t4")
     if p is None or t4 is None:
