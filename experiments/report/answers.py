@@ -551,8 +551,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
         f"seed's {fmt(seed)}/batch: {repository(keras)}'s K80 step {fmt(keras)}, "
-        f"our prediction {fmt(ours)} "
-        f"({fmt(factor)} {way}); {jaxcnn}"
+        f"our prediction {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
@@ -584,17 +583,15 @@ def k80_reach(over: Row, checks: pd.DataFrame) -> str:
     way = one_way(checks)
     if not way:
         return ""
-    faster = "faster" in way
-    ends = [over["value"] / f if faster else over["value"] * f for f in checks.value]
+    ends = [over["value"] / f if "faster" in way else over["value"] * f for f in checks.value]
     lo, hi = min(ends), max(ends)
     verdict = ": undecided" if lo < 1 < over["value"] or hi > 1 > over["value"] else ""
     return f"; off as those, {value_text(lo, 'x')}-{value_text(hi, 'x')} the CPU's{verdict}"
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
-    common = {"quantity": "host_s", "kind": "measured", "model": MNIST_MODEL, "batch": 128,
-              "dataset": "mnist", "precision": "f32"}  # fmt: skip
-    host = rows(t, **common)
+    host = rows(t, quantity="host_s", kind="measured", model=MNIST_MODEL, batch=128,
+                dataset="mnist", precision="f32")  # fmt: skip
     host = host[(host.device == cpu) | (host.platform == "gpu")]
     # each platform's own formulation: what jaxcnn's loop runs there by default
     host = host[host.formulation == host.platform.map(platform_formulation)]
@@ -602,9 +599,9 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
     # the step loop's: the device loop keeps the host off the step's path
-    text = f"{LOOP}'s host time per step ({MNIST_MODEL} b128): "
-    text += f"CPU {fmt(total)}"
-    on_gpu = host[host.platform == "gpu"]
+    text = f"{LOOP}'s host time per step ({MNIST_MODEL} b128): CPU {fmt(total)}"
+    on_gpu = host[host.platform == "gpu"].sort_values("device")
+    totals = on_gpu[on_gpu.extra == "loop total"]
 
     def said(part: str) -> str:  # each GPU's, in the chips' order
         return each_text([fmt(r) for r in on_gpu[on_gpu.extra == part].to_dict("records")])
@@ -613,43 +610,28 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     # step's dispatch (its kernels launched from the host), and the batch's copy (put),
     # which the question names
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])].to_dict("records")
-    if not len(on_gpu[on_gpu.extra == "loop total"]):
+    if not len(totals):
         return Said(f"{text}; no GPU timed in it yet", shown)
-    on_gpu = on_gpu.sort_values("device")
-    gpus = "/".join(on_gpu[on_gpu.extra == "loop total"].device)
+    gpus = "/".join(totals.device)
     text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')}, put {said('put')})"
-    totals = on_gpu[on_gpu.extra == "loop total"]
     # this loop's host time, not the chip's, and not one program's: the floor is the
-    # fastest run of any program timed in it on a GPU
-    least, row = fastest_host_run(t)
-    said = f"{text}: CPU loop steps under {value_text(least, 's')}: no GPU gain"
-    # a floor, not the crossover: a step above it may still lose (row 9 measures where)
-    spread = host_spread(totals)
-    of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
-    floor = f"floor: any program's fastest GPU run ({of}), not row 9's crossover"
-    return Said(said, [*shown, row], floor if spread == "-" else f"{spread}; {floor}")
-
-
-def fastest_host_run(t: pd.DataFrame) -> tuple[float, Row]:
-    """The least host time per step of jaxcnn's step loop any run on a GPU took, of any
-    program (a pool's fastest run, else its one run's value), and its row."""
+    # fastest run of any program timed in it on a GPU (a pool's fastest run, else its one
+    # run's value)
     g = rows(t, quantity="host_s", kind="measured", platform="gpu", extra="loop total")
     runs = g.lo.where(g.spread == "min-max over runs", g.value)
-    r = g.loc[runs.idxmin()].to_dict()
-    return float(runs.min()), r
-
-
-def host_spread(totals: pd.DataFrame) -> str:
-    """How far each GPU's host time per step moved between its runs, the floor's
-    yardstick ("run to run: H100 SXM 1.15-1.38 ms (4 runs), H200 ..."); "-" where each
-    ran once."""
-    several = totals[totals.spread == "min-max over runs"].to_dict("records")
+    row = g.loc[runs.idxmin()].to_dict()
+    answer = f"{text}: CPU loop steps under {value_text(float(runs.min()), 's')}: no GPU gain"
+    # a floor, not the crossover: a step above it may still lose (row 9 measures where)
+    of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
+    floor = f"floor: any program's fastest GPU run ({of}), not row 9's crossover"
+    # the floor's yardstick: how far each GPU's host time per step moved between its runs
     spans = [
         f"{r['device']} {span_text(value_text(r['lo'], r['unit']), value_text(r['hi'], r['unit']))}"
         f" ({int(r['n'])} runs)"
-        for r in several
+        for r in totals[totals.spread == "min-max over runs"].to_dict("records")
     ]
-    return f"run to run: {', '.join(spans)}" if spans else "-"
+    band = f"run to run: {', '.join(spans)}; {floor}" if spans else floor
+    return Said(answer, [*shown, row], band)
 
 
 def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
