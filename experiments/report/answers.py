@@ -715,13 +715,6 @@ def run_count(records: Any) -> int:
     return len(str(records).split())
 
 
-def how_measured(g: pd.DataFrame) -> str:
-    """How a measured crossover's sides were timed: how many runs each width's GPU step
-    pools ("one run per width", "3 runs per width"; the known column says measured); the
-    widths' count stays on the page."""
-    return f"{runs_per_width(g)} per width, {LOOP} both sides"
-
-
 def runs_per_width(g: pd.DataFrame) -> str:
     """How many runs each width's step pools: "one run", "3 runs", "2-3 runs"."""
     runs = sorted(set(g.records.map(run_count)))
@@ -730,20 +723,14 @@ def runs_per_width(g: pd.DataFrame) -> str:
 
 
 def smallest_margin(
-    t: pd.DataFrame,
-    c: pd.DataFrame,
-    g: pd.DataFrame,
-    named: list[dict[str, Any]],
-    by: str = "value",
+    t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame, start: int, by: str = "value"
 ) -> Row:
-    """The measured GPU's smallest speedup over the CPU's loop among the widths from the
-    crossover on (`named`: the crossover's two rows), or None: how near the verdict's
-    widths come to a tie; `by="lo"`: in the GPU's slowest run (the speedup over its runs,
-    where it pooled several)."""
-    if not named:
-        return None
+    """The measured GPU's smallest speedup over the CPU's loop among the widths from
+    `start` params on (the crossover), or None: how near the verdict's widths come to a
+    tie; `by="lo"`: in the GPU's slowest run (the speedup over its runs, where it pooled
+    several)."""
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
-    tail = both[both.params_cpu >= named[0]["params"]]
+    tail = both[both.params_cpu >= start]
     found = rows(t, quantity="speedup", numerator=list(tail.id_cpu), denominator=list(tail.id_gpu))
     found = found[found.spread == OVER_ITS_RUNS] if by == "lo" else found
     return found.loc[found[by].idxmin()].to_dict() if len(found) else None
@@ -753,12 +740,20 @@ def sitting_margins(
     t: pd.DataFrame, mc: pd.DataFrame, mg: pd.DataFrame, earlier: list[dict], start: int
 ) -> list[tuple[float, str, list[Row]]]:
     """The GPU's smallest margin over the CPU's loop from `start` params on in each
-    sitting, and in the newest's slowest run: (the factor, where, the rows it quotes)."""
-    m = smallest_margin(t, mc, mg, [{"params": start}])
+    sitting, and in the newest's slowest run: (the factor, where, the rows it quotes). An
+    earlier sitting's is the speedup of the CPU's loop step over that sitting's pooled one
+    (figures.loop_vs_loop's), said by when the sitting began."""
+    m = smallest_margin(t, mc, mg, start)
     if m is None:
         return []
-    margins = [(m["value"], "the newest", [m]), *earlier_margins(t, mc, earlier, start)]
-    slow = smallest_margin(t, mc, mg, [{"params": start}], by="lo")
+    margins = [(m["value"], "the newest", [m])]
+    cpu = list(mc[mc.params >= start].id)
+    for e in earlier:
+        found = rows(t, quantity="speedup", numerator=cpu, denominator=list(e["rows"].id))
+        if len(found):
+            r = found.loc[found.value.idxmin()].to_dict()
+            margins.append((float(r["value"]), e["when"].split(" UTC")[0], [r]))
+    slow = smallest_margin(t, mc, mg, start, by="lo")
     if slow is not None:
         margins.append((slow["lo"], "the newest's slowest run", [slow]))
     return margins
@@ -781,11 +776,10 @@ def sittings_said(
     held = None if None in crossings else max(crossings)
     chosen = [r for e in earlier for r in e["rows"].to_dict("records")]
     if held is not None and held != newest:  # the newest sitting's rows at that width
-        chosen += [*mc[mc.params == held].to_dict("records")]
-        chosen += [*mg[mg.params == held].to_dict("records")]
+        for side in (mc, mg):
+            chosen += side[side.params == held].to_dict("records")
     caveat, inside, beyond = "", False, ""
-    m = smallest_margin(t, mc, mg, [{"params": held or newest}])
-    slow = m and smallest_margin(t, mc, mg, [{"params": held or newest}], by="lo")
+    m = smallest_margin(t, mc, mg, held or newest)
     if m and earlier and held is not None:  # the smallest margin in any sitting, and where
         value, when, quoted = min(sitting_margins(t, mc, mg, earlier, held), key=lambda x: x[0])
         chosen += quoted
@@ -814,6 +808,7 @@ def sittings_said(
         caveat += f"; {m['device']}'s margin from {held or newest:,} params on: {fmt(m)} at least"
         # in the GPU's slowest run of each width, where it ran several: a run's own
         # verdict; else how far one run's loop step moves on the chip
+        slow = smallest_margin(t, mc, mg, held or newest, by="lo")
         if slow is not None:
             chosen.append(slow)
             inside |= slow["lo"] <= 1
@@ -859,22 +854,6 @@ def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float,
     return noise, said, [cpu]
 
 
-def earlier_margins(
-    t: pd.DataFrame, mc: pd.DataFrame, earlier: list[dict], start: int
-) -> list[tuple[float, str, list[Row]]]:
-    """Each earlier sitting's smallest margin from `start` params on: the speedup row of
-    the CPU's loop step over that sitting's pooled one (figures.loop_vs_loop's); the
-    factor, when the sitting began, the row."""
-    out = []
-    cpu = list(mc[mc.params >= start].id)
-    for e in earlier:
-        found = rows(t, quantity="speedup", numerator=cpu, denominator=list(e["rows"].id))
-        if len(found):
-            r = found.loc[found.value.idxmin()].to_dict()
-            out.append((float(r["value"]), e["when"].split(" UTC")[0], [r]))
-    return out
-
-
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
@@ -885,7 +864,9 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     if sweeps:  # a measured GPU's answer first, the T4's predicted crossover beside it
         said, caveat = [], ""
         for mc, mg in sweeps:
-            how = how_measured(mg)
+            # how many runs each width's GPU step pools (the known column says measured;
+            # the widths' count stays on the page)
+            how = f"{runs_per_width(mg)} per width, {LOOP} both sides"
             words, rs = crossover_verdict(mc, mg, how)
             chosen += rs
             if rs:
