@@ -889,11 +889,8 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                 slower = best[best.value <= 1]
                 tail = best[best.params > slower.params.max()] if len(slower) else best
                 chosen += tail.head(1).to_dict("records") + slower.tail(1).to_dict("records")
-                caveat += "; against the CPU's best step, " + (
-                    f"faster from {int(tail.params.iloc[0]):,}"
-                    if len(tail)
-                    else "slower at every width"
-                )
+                faster = f"faster from {int(tail.params.iloc[0]):,}" if len(tail) else ""
+                caveat += f"; against the CPU's best step, {faster or 'slower at every width'}"
         # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
         t4 = next((r for r in chosen if r and r["kind"] == "predicted"), None)
         return Said(text, chosen, t4 and f"T4's: {band_words(t4)}", caveat)
