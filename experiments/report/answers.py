@@ -922,9 +922,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     seen += sides[sides.kind == "measured"].reset_index().to_dict("records")  # its "M"
     for _, side in sides.groupby(sides.platform, sort=False):
         chips = "/".join(sorted(set(side.device)))
-        unpriced = host_unpriced(side.note).any()
-        kind = "/".join(sorted(set(side.kind)))
-        said.append(f"{chips} {kind}{' (host partly unpriced)' if unpriced else ''}")
+        unpriced = " (host partly unpriced)" if host_unpriced(side.note).any() else ""
+        said.append(f"{chips} {'/'.join(sorted(set(side.kind)))}{unpriced}")
     said.sort(key=lambda words: not words.startswith("tpu"))
     sides_said = " vs ".join(said)
     if one_chip_faster:  # the faster chip's side, then each ratio over the GPU it names
@@ -933,26 +932,20 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     text = f"loop step, {sides_said}: " + "; ".join(parts)
     # like for like first where both chips' device steps are predicted: a TPU loop step
     # prices less of its host than a GPU's measured one holds
+    band = "unvalidated"
     if kernels:
-        text, loop_said = kernels[0], text
+        text, band = kernels[0], f"{text}; unvalidated"
         seen += kernels[1:]
-    jax = one(t, quantity="band", device="tpu", extra=JAX_VERSUS,
-              model="small programs")  # fmt: skip
+    jax = one(t, quantity="band", device="tpu", model="small programs", extra=JAX_VERSUS)
     if jax is None:
-        return Said(text, seen, f"{loop_said}; unvalidated" if kernels else "unvalidated")
+        return Said(text, seen, band)
     # a ratio smaller than the TPU loops' worst error could go either way
     inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
-    verdict = (
-        "every ratio inside it: undecided"
-        if len(inside) == len(loop)
-        else f"{', '.join(inside)} inside it: undecided"
-        if inside
-        else ""
-    )
-    band = "; ".join(filter(None, [f"unvalidated; {jax_loops(jax, 'on TPUs ')}", verdict]))
-    if kernels:
-        band = f"{loop_said}; {band}"
-    if len(inside) == len(loop):  # no ratio decided: the answer says so first
+    every = len(inside) == len(loop)
+    band += f"; {jax_loops(jax, 'on TPUs ')}"
+    if inside:
+        band += f"; {'every ratio' if every else ', '.join(inside)} inside it: undecided"
+    if every:  # no ratio decided: the answer says so first
         text = f"Undecided: {text}"
     return Said(text, [*seen, jax], band)
 
