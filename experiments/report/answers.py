@@ -981,11 +981,9 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     unpriced = host_unpriced(ordered.note)
     partly = " (host partly unpriced)" if unpriced.iloc[0] else ""
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
-    dearer = rows(t, quantity="cost_ratio", denominator=r["id"])
-    margin = None
-    if len(ordered) > 1 and len(dearer):  # the runner-up's margin against the loops' worst
-        nxt = ordered.iloc[1].to_dict()
-        margin = one(dearer, numerator=nxt["id"])
+    # the runner-up's margin against the loops' worst
+    nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
+    margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
     if margin is not None:
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
@@ -996,13 +994,10 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
             text = f"Undecided: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
     priced = ordered[~unpriced]
-    if partly and len(priced):
-        whole = priced.iloc[0].to_dict()
-        priced_said = f"cheapest with its host priced: {whole['device']} {fmt(whole)}"
-        band = f"{band or 'unvalidated'}; {priced_said}"
-        r_priced = [whole]
-    else:
-        r_priced = []
+    r_priced = [priced.iloc[0].to_dict()] if partly and len(priced) else []
+    if r_priced:
+        whole = f"{r_priced[0]['device']} {fmt(r_priced[0])}"
+        band = f"{band or 'unvalidated'}; cheapest with its host priced: {whole}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
