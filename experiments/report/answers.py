@@ -1057,10 +1057,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
         t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} (from loop steps)"
         # the CPU's two epochs may come from two sittings of its VM: said where they do
         step = one(t, id=base["numerator"])
-        apart = step and step.get("sitting") != c.get("sitting")
-        caveat = (
-            f"; over the CPU's measured epoch{' (another sitting)' if apart else ''}: {fmt(over)}"
-        )
+        apart = " (another sitting)" if step and step.get("sitting") != c.get("sitting") else ""
+        caveat = f"; over the CPU's measured epoch{apart}: {fmt(over)}"
     else:
         alike, base, caveat = None, None, ""
         t4 += f", {fmt(over)} faster" if over else ""
