@@ -1119,10 +1119,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             parts.append(f"predicted {named} {fractions} of {'/'.join(sorted(peaks))} peak")
             continue
         fracs = own[own.numerator.isin(m.id)]
-        picked += [
-            *fracs.to_dict("records"),
-            *rows(t, id=list(fracs.denominator)).to_dict("records"),
-        ]
+        picked += fracs.to_dict("records") + rows(t, id=list(fracs.denominator)).to_dict("records")
         of_own = [one(fracs, numerator=r["id"]) for r in mnist]
         how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
@@ -1160,9 +1157,7 @@ def datasheet_fractions(t: pd.DataFrame, shown: list[Row], picked: list) -> str:
     peaks = sorted({str(r["note"]).removeprefix("of its datasheet's ").removesuffix(" peak")
                     for r in sheet})  # fmt: skip
     named = "/".join(r["device"] for r in shown)
-    return (
-        f"; of datasheet {'/'.join(peaks).upper()} peak: {named} {'/'.join(fmt(r) for r in sheet)}"
-    )
+    return f"; of datasheet {'/'.join(peaks).upper()} peak: {named} {'/'.join(map(fmt, sheet))}"
 
 
 def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: list) -> str:
