@@ -1199,9 +1199,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     said_by = ["epochs" if (d, f) in trained else "steps"
                for d, f in zip(s.device, s.formulation, strict=True)]  # fmt: skip
     shown, beside = s[s.clock == said_by], s[s.clock != said_by]
-    ones = s[s.k == 1]
     noise = {key: max(max(v, 1 / v) for v in g.value)
-             for key, g in ones.groupby(["device", "clock"])}  # fmt: skip
+             for key, g in s[s.k == 1].groupby(["device", "clock"])}  # fmt: skip
 
     def verdict(r: Row) -> str:
         n = noise.get((r["device"], r["clock"]), 1.0)
@@ -1255,10 +1254,9 @@ def vmap_band(
         reads.append(f"{value_text(noise[device, g.clock.iloc[0]], 'x')}{also}{on}")
     band = "-"
     if reads:
-        clocks = "beyond both" if len(beside) else "beyond it"
-        which = ", epochs (timed steps)" if len(beside) else ""
+        which, clocks = (", epochs (timed steps)", "both") if len(beside) else ("", "it")
         band = f"noise (K=1's distance from 1x){which}: {', '.join(reads)}; faster or slower"
-        band += f" only {clocks}"
+        band += f" only beyond {clocks}"
     each = []
     for (device, formulation), g in beside[beside.k > 1].groupby(["device", "formulation"],
                                                                   sort=False):  # fmt: skip
