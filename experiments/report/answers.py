@@ -1276,48 +1276,46 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     device loop also how much the xla formulation's own steps slow down there, which
     that range holds besides oneDNN's worth. Then cuDNN's on the GPUs (`cudnn_worth`);
     seed 004's own cuDNN figure in the band, with why it is not the same question."""
-    s = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
-             precision="f32", extra="vs xla formulation")  # fmt: skip
+    mine = {"quantity": "speedup", "kind": "measured", "device": cpu, "precision": "f32"}
+    s = rows(t, formulation="onednn", extra="vs xla formulation", **mine)
     seed = published(t, "seed004-cudnn-speedup")
-    cudnn, cudnn_rows = cudnn_worth(t)
-    caveat = cudnn
+    caveat, cudnn_rows = cudnn_worth(t)
     seeds = f"seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older" if seed else None
     if not len(s):
         return Said(f"{none_on(cpu, 'oneDNN run')}; {caveat}", [seed, *cudnn_rows], seeds)
+    xla = rows(t, formulation="xla", extra=DEVICE_OVER_STEP_LOOP, **mine)
+    cell = ["model", "batch", "dataset"]
     parts, seen, said = [], [], ""
     for loop in ("step", "device"):
         g = s[s.loop == loop]
         if not len(g):
             continue
         lo, hi = span(g)
-        way = direction(lo, hi)
-        where = ""
-        xla = xla_in_device_loop(t, cpu, g) if loop == "device" else None
-        if xla is not None:
-            a, b = span(xla)
+        way, where = direction(lo, hi), ""
+        # the xla steps' own device-loop speedups on the same cells
+        inside = xla[xla.set_index(cell).index.isin(g.set_index(cell).index)]
+        if loop == "device" and len(inside):
+            a, b = span(inside)
             seen += [a, b]
             if b["value"] < 1:  # as the slowdown it is: "2.39x-9.9x", not "0.101x-0.419x"
                 slows = span_text(value_text(1 / b["value"], "x"), value_text(1 / a["value"], "x"))
                 where = f", where xla itself slows {slows}"
             else:
                 where = f", where xla's own steps change {fmt(a)}-{fmt(b)}"
-        parts.append(
-            f"{'' if way == said else way + ' by '}{fmt(lo)}-{fmt(hi)} ({loop} loop{where})"
-        )
+        by = "" if way == said else f"{way} by "  # a direction both loops share, said once
+        parts.append(f"{by}{fmt(lo)}-{fmt(hi)} ({loop} loop{where})")
         seen, said = [*seen, lo, hi], way
     per_loop = ", ".join(parts)
     band = f"{per_loop}; {seeds}" if seeds else per_loop
     seen += [seed, *cudnn_rows]
-    best = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
-                precision="f32", extra=BEST_OVER_BEST)  # fmt: skip
+    best = rows(t, formulation="onednn", extra=BEST_OVER_BEST, **mine)
     if not len(best):
         return Said(f"oneDNN vs xla formulation, same CPU: {per_loop}; {caveat}", seen, seeds)
     # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
     # range holds that slow path too
     lo, hi = span(best)
     over_xla = f"{fmt(lo)}-{fmt(hi)} over xla's"
-    over_cpu = rows(t, quantity="speedup", kind="measured", device=cpu, formulation="onednn",
-                    precision="f32", extra=BEST_OVER_CPU)  # fmt: skip
+    over_cpu = rows(t, formulation="onednn", extra=BEST_OVER_CPU, **mine)
     if not len(over_cpu):
         text = f"oneDNN, same CPU, each at its best: {direction(lo, hi)} by {over_xla}"
         return Said(f"{text}; {caveat}", [*seen, lo, hi], band)
@@ -1341,17 +1339,6 @@ def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
     worth = span_text(value_text(1 / hi["value"], "x"), value_text(1 / lo["value"], "x"))
     gpus = "/".join(sorted(set(g.device)))
     return f"cuDNN's convolutions over GEMMs, same GPU ({gpus}): {worth}", [lo, hi]
-
-
-def xla_in_device_loop(
-    t: pd.DataFrame, cpu: str | None, cells: pd.DataFrame
-) -> pd.DataFrame | None:
-    """The xla steps' device-loop speedups on `cpu` for the cells of `cells`, or None."""
-    inside = rows(t, quantity="speedup", kind="measured", device=cpu, precision="f32",
-                  formulation="xla", extra=DEVICE_OVER_STEP_LOOP)  # fmt: skip
-    cell = ["model", "batch", "dataset"]
-    found = inside[inside.set_index(cell).index.isin(cells.set_index(cell).index)]
-    return found if len(found) else None
 
 
 def direction(lo: Row, hi: Row) -> str:
