@@ -102,11 +102,8 @@ def band_words(r: Row) -> str:
 def band_text(median: float, worst: float, n: int, *more: str) -> str:
     """A band as every page and the first screen spell it: its median factor, then its
     worst and over how many (the legend says a band's value is its median)."""
-    return (
-        f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={int(n)}"
-        + "".join(f", {m}" for m in more)
-        + ")"
-    )
+    more_said = "".join(f", {m}" for m in more)
+    return f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={int(n)}{more_said})"
 
 
 DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, never timed
@@ -174,8 +171,7 @@ def cpu_step(t: pd.DataFrame, cpu: str | None, model: str, batch: int) -> Row:
         extra="-",
     )  # fmt: skip
     real = found[found.dataset != "synthetic"]
-    found = real if len(real) else found
-    return found.iloc[0].to_dict() if len(found) == 1 else None
+    return one(real if len(real) else found)
 
 
 def published(t: pd.DataFrame, ref: str) -> Row:
