@@ -383,9 +383,8 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         # 0.01 points): a tie is not inside, and float noise makes no tie
         gaps = devices.round(ACCURACY_DIGITS), seeds.reindex(devices.index).round(ACCURACY_DIGITS)
         inside = int((gaps[0] < gaps[1]).sum())
-        judged.append(
-            (model, inside, len(devices), "" if whose == "CPU" else f" by {whose}'s seeds")
-        )
+        by = "" if whose == "CPU" else f" by {whose}'s seeds"
+        judged.append((model, inside, len(devices), by))
         if noise is None:  # one model's seeds stand for the noise
             n = mine.seed.nunique()
             noise = f"seed noise: {model}'s {n} {whose} seeds {points(seeds)} apart per epoch, "
@@ -1402,8 +1401,6 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         earlier = next((a for a in out if _same_band(a.band, band)), None)
         band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
         band += said.caveat
-        ids = [r["id"] for r in said.rows if r]
-        out.append(
-            Answer(q.number, q.seeds, q.text, said.text, kinds(said.rows), band, q.page, ids)
-        )
+        known, ids = kinds(said.rows), [r["id"] for r in said.rows if r]
+        out.append(Answer(q.number, q.seeds, q.text, said.text, known, band, q.page, ids))
     return out
