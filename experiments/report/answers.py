@@ -297,12 +297,10 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
-    # the seed's figure inside the CPU's own parenthesis where its words end in one
     cpu_said = f"CPU {epoch_words(c)}" if c else none_on(cpu, "CPU epoch")
-    seed_said = f"seed ETA {fmt(s_cpu)}"
-    parts = [
-        f"{cpu_said[:-1]}; {seed_said})" if cpu_said.endswith(")") else f"{cpu_said} ({seed_said})"
-    ]
+    # the seed's figure inside the CPU's own parenthesis where its words end in one
+    opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
+    parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
     parts += [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
         for name, mine, s in (("MX150", mx, s_mx), ("T4", t4, s_t4))
