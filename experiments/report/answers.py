@@ -419,7 +419,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     and which way it errs (else "unvalidated", the published JAX loops' beside), then
     other frameworks' published loops'. The row returned is that last band where the
     step has none of its own (`implied` widens a speedup by it), else None."""
-    own = band_words(step) if step is not None else "unvalidated"
+    own = band_words(step)  # "-" where there is no predicted step
     own = "unvalidated" if own == "-" else own
     small = {"quantity": "band", "device": platform, "model": "small programs"}
     jax = one(t, extra=JAX_VERSUS, **small)
@@ -1199,9 +1199,8 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         n = noise.get((r["device"], r["clock"]), 1.0)
         return "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
 
-    verdicts: dict[str, dict[str, list[str]]] = {
-        "faster": {}, "within noise": {}, "slower": {}, "unjudged": {}
-    }  # fmt: skip
+    order = ("faster", "within noise", "slower", "unjudged")
+    verdicts: dict[str, dict[str, list[str]]] = {v: {} for v in order}
     for r in shown[shown.k > 1].to_dict("records"):
         # a CPU by its formulation: "CPU (xla)", another CPU by its name; an accelerator
         # by its name (its formulation is always xla)
