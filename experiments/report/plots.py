@@ -70,7 +70,7 @@ def _finish(fig: Any, path: Path, title: str, tight: bool = True) -> Path:
     fig.suptitle(title)
     if tight:
         fig.tight_layout()
-    return _save(fig, path)
+    return _save(fig, path)  # a seam: the tests take the figure here, unsaved
 
 
 def _grid(
@@ -121,10 +121,10 @@ def _proxy(**style: Any) -> Any:
     return pyplot().Line2D([], [], **style)
 
 
-def _ylim(ax: Any, values: list[float], least: float = 0.0) -> None:
-    """The y-axis on `values`' own range, a tenth of it (or `least`) spare either side."""
-    pad = 0.1 * (max(values) - min(values)) or least
-    ax.set_ylim(min(values) - pad, max(values) + pad)
+def _padded(values: list[float]) -> tuple[float, float]:
+    """A y-axis on `values`' own range, a tenth of it spare either side."""
+    pad = 0.1 * (max(values) - min(values))
+    return min(values) - pad, max(values) + pad
 
 
 def _diagonal(ax: Any, x: pd.Series, y: pd.Series) -> tuple[float, float]:
@@ -184,8 +184,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     for chip in ran:
         target = [i for i, (d, _) in enumerate(order) if chip_named(d) == chip]
         order.insert(target[-1] + 1 if target else len(order), (chip, True))
-    column = {chip: i for i, (chip, is_measured) in enumerate(order) if is_measured}
-    slot = {d: i for i, (d, is_measured) in enumerate(order) if not is_measured}
+    at = {key: i for i, key in enumerate(order)}  # (chip, measured?) -> its column
     ticks = [f"{d} (measured)" if is_measured else d for d, is_measured in order]
     cpu_line = {"color": "C3", "linewidth": 1.2}
     unmeasured = []  # the models the CPU's step was not measured for: no CPU line
@@ -196,9 +195,8 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             ("device_step_s", -0.15, True, "predicted device step"),
             ("loop_step_s", 0.15, False, "predicted loop step"),
         ):
-            p = predicted[(predicted.model == model) & (predicted.quantity == quantity)]
-            p = p.set_index("device").reindex(devices)
-            x = pd.Series([slot[d] for d in devices], index=devices) + shift
+            p = rows(predicted, model=model, quantity=quantity).set_index("device").reindex(devices)
+            x = pd.Series([at[d, False] for d in devices], index=devices) + shift
             m = p.band_worst.astype(float)
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
@@ -228,15 +226,15 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             named = ", ".join(d.split("-", 1)[-1] for d in none)
             lacks.append(f"no prediction for {named} (does not fit, or not compiled)")
         for device in ran:
-            ax.axvspan(column[device] - 0.45, column[device] + 0.45, color="C2", alpha=0.08,
+            ax.axvspan(at[device, True] - 0.45, at[device, True] + 0.45, color="C2", alpha=0.08,
                        linewidth=0, label=MEASURED_SLOT)  # fmt: skip
-            g = gpus[(gpus.model == model) & (gpus.device == device)]
+            g = rows(gpus, model=model, device=device)
             for loop, shift, face in (("device", -0.2, "C2"), ("step", 0.0, "none")):
                 v = g[(g.loop == loop) & (g.formulation == "xla")].value
-                ax.plot([column[device] + shift] * len(v), v, "D", color="C2", mfc=face,
+                ax.plot([at[device, True] + shift] * len(v), v, "D", color="C2", mfc=face,
                         label=f"measured, {loop} loop (GPU)")  # fmt: skip
-            mine = loops[(loops.model == model) & (loops.device == device)].value
-            ax.plot([column[device] + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
+            mine = rows(loops, model=model, device=device).value
+            ax.plot([at[device, True] + 0.2] * len(mine), mine, "s", color="C4", mfc="none",
                     label="measured, jaxcnn's loop (GPU): what a loop step predicts")  # fmt: skip
             if not len(g):
                 lacks.append(f"no {device} step measured at batch 128 f32")
@@ -336,10 +334,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {'; '.join(said)}", 52)
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
-        from matplotlib.colors import to_rgba
-
         loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",
-                             edgecolor=to_rgba("C1", 0.5), hatch=T4_HATCH, linewidth=0,
+                             edgecolor=("C1", 0.5), hatch=T4_HATCH, linewidth=0,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # middle: each device's own speed
@@ -496,17 +492,14 @@ def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
     return "\n".join(lines)
 
 
-def _memory_limits(ax: Any, devices: list[str], worst: float | None) -> list[float]:
-    """Each chip's usable memory a dotted line, the compile check's undecided zone shaded
-    about it: the values the panel's y-axis must hold."""
-    limits = [x for x in map(_usable_gib, devices) if x]
-    for limit in limits:
+def _memory_limits(ax: Any, usable: list[float], worst: float | None) -> None:
+    """Each chip's usable memory (`usable`, GiB) a dotted line, the compile check's undecided
+    zone shaded about it."""
+    for limit in usable:
         ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
         if worst:
             label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
             ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
-    return [x for limit in limits for x in ((limit / worst, limit, limit * worst)
-                                            if worst else (limit,))]  # fmt: skip
 
 
 def _memory_points(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any) -> None:
@@ -540,7 +533,7 @@ def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
                 linewidth=1, label=f"{device}: its allocator's own peak as it ran ÷ its "
                 "compiled memory (measured)")  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8, label="= the compiled memory")
-    _ylim(ax, [1.0, *factors.value.astype(float)])
+    ax.set_ylim(_padded([1.0, *factors.value.astype(float)]))
     ax.set_xscale("log", base=2)
     ax.set_ylabel("× compiled memory")
     chips = ", ".join(sorted(set(factors.device)))
@@ -576,9 +569,8 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     series: dict[tuple, list[str]] = {}
     for device, g in mem.groupby("device"):
         g = g.sort_values("batch")
-        placed = g[g.value.notna()]
+        placed, unplaced = g[g.value.notna()], g[g.value.isna()]
         key = tuple(zip(placed.batch, placed.value, placed.value_fits, placed.unsure, strict=True))
-        unplaced = g[g.value.isna()]
         lost = tuple(zip(unplaced.batch, unplaced.value_fits, strict=True))
         series.setdefault((key, lost), []).append(device)
     series = {k: v for k, v in series.items() if len(k[0]) >= MIN_POINTS}
@@ -587,29 +579,26 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     seed = {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
     worst = compile_check_worst(table)
-    panels = []  # (points, lost, devices, y-range, the crowded points' indices)
+    panels = []  # batch, GiB, fits, undecided, lost, devices, usable, zones, drawn apart
     for (points, lost), devices in sorted(series.items(), key=lambda kv: kv[1]):
-        b, gib = (np.array([p[i] for p in points], float) for i in (0, 1))
-        gib = gib / 2**30
-        limits = [x for d in devices if (u := _usable_gib(d))
-                  for x in ((u / worst, u, u * worst) if worst else (u,))]  # fmt: skip
-        lo, hi = min(*gib, *limits), max(*gib, *limits)
-        pad = 0.1 * (hi - lo)
-        crowded = _crowded(b, gib, (lo - pad, hi + pad))
+        b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
+        gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
+        usable = [u for d in devices if (u := _usable_gib(d))]
+        # each usable memory and its undecided zone: what the panel's y-axis must hold
+        zones = [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
+        crowded = _crowded(b, gib, _padded([*gib, *zones]))
         # the crowded stretch whole, every batch between its ends drawn apart
         stretch = (b >= b[crowded].min()) & (b <= b[crowded].max()) if crowded else b < 0
-        panels.append((points, lost, devices, stretch))
+        panels.append((b, gib, ok, unsure, lost, devices, usable, zones, stretch))
     # a chip and its batches apart side by side on one row: the chips with them first
-    panels.sort(key=lambda p: not p[3].any())
+    panels.sort(key=lambda p: not p[-1].any())
     factors = as_ran_factors(table)
-    n = sum(1 + bool(p[3].any()) for p in panels) + bool(len(factors))
+    n = sum(1 + bool(p[-1].any()) for p in panels) + bool(len(factors))
     fig, axes = _grid(n, lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
                       "GiB per device", sharex=False)  # fmt: skip
     free = iter(axes.flat)
-    for points, lost, devices, stretch in panels:
+    for b, gib, ok, unsure, lost, devices, usable, zones, stretch in panels:
         ax = next(free)
-        b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
-        gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
         ringed = np.array([any((d, x) in seed for d in devices) for x in b])
         ax.plot(b, gib, "-", color="C0", linewidth=1, zorder=1)  # the compiled memory
         alone = ~stretch
@@ -617,8 +606,8 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         if stretch.any():
             ax.axvspan(b[stretch].min(), b[stretch].max(), color="0.85", zorder=0,
                        linewidth=0, label=ZOOMED)  # fmt: skip
-        zones = _memory_limits(ax, devices, worst)
-        _ylim(ax, [*gib, *zones])  # every zone whole on its panel
+        _memory_limits(ax, usable, worst)
+        ax.set_ylim(_padded([*gib, *zones]))  # every zone whole on its panel
         name = ", ".join(d.removeprefix("gpu-") for d in devices)
         title = [name]
         falls = [int(x) for x, d in zip(b[1:], np.diff(gib), strict=True) if d < 0]
@@ -638,11 +627,11 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         at = np.arange(stretch.sum(), dtype=float)
         zoom.plot(at, gib[stretch], "-", color="C0", linewidth=1, zorder=1)
         _memory_points(zoom, at, gib[stretch], ok[stretch], unsure[stretch], ringed[stretch])
-        _ylim(zoom, [*gib[stretch], *_memory_limits(zoom, devices, worst)])
+        _memory_limits(zoom, usable, worst)
+        zoom.set_ylim(_padded([*gib[stretch], *zones]))
         zoom.set_xticks(at, [str(int(x)) for x in b[stretch]], rotation=90, fontsize="x-small")
         zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
         zoom.set_xlabel(ZOOM_XLABEL)
-        usable = [u for d in devices if (u := _usable_gib(d))]
         zoom.set_title(zoom_title(name, b[stretch], gib[stretch], usable), fontsize="small")
     if len(factors):
         _as_ran(next(free), factors)
@@ -778,6 +767,13 @@ def _spread_apart(xs: list[list[float]], series: list[dict[str, Any]],
         xs[i][j] *= 2 ** (dx / width * octaves)
 
 
+def _side_by_side(n: int, step: float, spread: float) -> list[float]:
+    """The offsets of a panel's `n` series, centred on 0: `step` apart, nearer where that
+    would span more than `spread`."""
+    step = min(step, spread / max(1, n - 1))
+    return [step * (i - (n - 1) / 2) for i in range(n)]
+
+
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     """Weak-scaling efficiency against the device count, one panel per model and
     placement: colour per chip, line per precision, marker per per-device batch;
@@ -812,10 +808,9 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                       sharex=False)  # fmt: skip
     for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
         mine = [r for r in series if panel_of(r) == (model, placement, kind)]
-        step = min(0.07, 0.6 / max(1, len(mine) - 1))
         # a fraction of an octave apart: same-valued series stay visible side by side
-        xs = [[d * 2 ** (step * (i - (len(mine) - 1) / 2)) for d in r["devices"]]
-              for i, r in enumerate(mine)]  # fmt: skip
+        shifts = _side_by_side(len(mine), 0.07, 0.6)
+        xs = [[d * 2**s for d in r["devices"]] for r, s in zip(mine, shifts, strict=True)]
         # each panel on its own data's range: series 1% apart stay apart, not a smear
         # on a range a sibling panel's 80% needs; every point a margin inside the frame
         values = [v for r in mine for v in r["values"]]
@@ -878,12 +873,11 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     e = e[
         (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
     ]
-    small = is_small(e)
     jax = by_id.note.reindex(e.denominator).astype(str).str.startswith(OURS_LOOP_STEP)
     return pd.DataFrame({
         "published": by_id.value.reindex(e.numerator).to_numpy(float),
         "predicted": by_id.value.reindex(e.denominator).to_numpy(float),
-        "regime": ["small programs" if s else "large programs" for s in small],
+        "regime": ["small programs" if s else "large programs" for s in is_small(e)],
         "jax_loop": jax.to_numpy(),
         "model": e.model.to_numpy(), "platform": e.platform.to_numpy(),
     })  # fmt: skip
@@ -923,8 +917,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
             label = textwrap.fill(f"{words}: {', '.join(sorted(set(g.model)))}", 62)
             ax.loglog(g.published, g.predicted, mark, color=colour,
                       mfc="none" if jax else colour, label=label)  # fmt: skip
-            band = bands[(bands.model == regime) & (bands.extra == extra)
-                         & (bands.device == platform)]  # fmt: skip
+            band = rows(bands, model=regime, extra=extra, device=platform)
             if len(band) and band_drawn(band.iloc[0].n):
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
@@ -971,12 +964,6 @@ ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one bef
 ACCURACY_SPREAD = 0.4
 
 
-def _side_by_side(n: int) -> list[float]:
-    """The x offsets of a panel's `n` runs, in epochs, centred on the epoch."""
-    step = min(0.08, ACCURACY_SPREAD / max(1, n - 1))
-    return [step * (i - (n - 1) / 2) for i in range(n)]
-
-
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch in f32, one line per run, a panel per model, data set, batch and
     epoch count (like compared with like); a device one colour in every panel, named with
@@ -1002,7 +989,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
         runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
                                                             kv[1].extra.max()))  # fmt: skip
-        shifts = _side_by_side(len(runs))
+        shifts = _side_by_side(len(runs), 0.08, ACCURACY_SPREAD)
         at = {}  # each run's offset, which its device's seeds' spread spans
         for i, ((records, g), shift) in enumerate(zip(runs, shifts, strict=True)):
             g = g.sort_values("epoch")
