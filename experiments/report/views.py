@@ -53,15 +53,13 @@ def what_ran(table: pd.DataFrame) -> str:
     named = reference_cpu(table)
     cpu = named or "no CPU"
     older = set(rows(table, kind="measured", platform="cpu").device) - {cpu}
+    cores = cores_said(table, named)
     if accelerators:
-        on_cpu = rows(table, kind="measured", device=named)
-        cores = cores_said(table, named)
-        cpu_said = [f"CPU {named}{cores}{cpu_context(table, named, on_cpu)}"] if named else []
+        cpu_said = [f"CPU {named}{cores}{cpu_context(table, named)}"] if named else []
         ran = f"Measured on {' and '.join([*accelerators, *cpu_said])}"
     else:
-        cores = cores_said(table, named).removeprefix(", ")
         ran = f"Measured on CPUs only; every CPU figure below is {cpu}'s"
-        ran += f" ({cores})" if cores else ""
+        ran += f" ({cores.removeprefix(', ')})" if cores else ""
         ran += " (older CPUs': details)" if older else ""
         ran += (
             ". Nothing ran on a GPU or TPU: their figures are compiled by the real compilers "
@@ -83,12 +81,12 @@ def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
     return f", {fmt(r)}{other}"
 
 
-def cpu_context(table: pd.DataFrame, cpu: str, on_cpu: pd.DataFrame) -> str:
+def cpu_context(table: pd.DataFrame, cpu: str) -> str:
     """ " (JAX 0.10.2; a sitting (another VM or commit) moves its loop step 1.11x median,
     2.92x worst)": the JAX release, and how far the CPU's loop step moved between
     sittings where it ran in several: a CPU label names a VM type, and a sitting may run
     another commit, so every ratio over the CPU moves with both."""
-    releases = jax_releases(on_cpu)
+    releases = jax_releases(rows(table, kind="measured", device=cpu))
     moves = rows(table, quantity="run_spread", device=cpu, extra=answers_lib.SITTING_TO_SITTING)
     if not len(moves):
         return releases
@@ -127,10 +125,9 @@ def jax_releases(measured: pd.DataFrame) -> str:
 def gpu_goal(table: pd.DataFrame) -> str:
     """PERFORMANCE.md's GPU goal: the accelerators measured, and whether the speedrun ran
     on one."""
-    ran = measured_accelerators(table)
     speedrun = table.quantity.isin(["time_to_target_s", "train_time_s"])
     runs = table[speedrun & (table.platform != "cpu")]
-    on = " and ".join(ran) if ran else "no accelerator"
+    on = " and ".join(measured_accelerators(table)) or "no accelerator"
     said = (
         f"ran on {', '.join(sorted(set(runs.device)))}: its page says whether the goal is met"
         if len(runs)
@@ -185,9 +182,8 @@ def first_screen(table: pd.DataFrame, link: str = PAGES, plot: str | None = None
         own_steps(table),
         answers_table(table, link),
         " ".join(filter(None, [known(table), before_first_run(table, link)])),
+        f"![Step time of the seeds' models per device]({plot})" if plot else None,
     ]
-    if plot:
-        parts.append(f"![Step time of the seeds' models per device]({plot})")
     return "\n\n".join(p for p in parts if p)
 
 
@@ -335,11 +331,9 @@ def page(
         f"# {title}",
         f"Back to the [answers](../{REPORT_FILE}). "
         f"Every row is a row of [{FIGURES}](../{FIGURES}).",
+        *([f"![{title}]({plots[name]})"] if name in plots else []),
     ]
-    if name in plots:
-        parts.append(f"![{title}]({plots[name]})")
-    answered = answers_lib.answers(table) if answered is None else answered
-    shown_rows = quoted(name, table, answered)
+    shown_rows = quoted(name, table, answers_lib.answers(table) if answered is None else answered)
     for found in shown_rows:
         number, question = found.answer.iloc[0], found.question.iloc[0]
         flagged = ["flag"] if found.flag.notna().any() else []  # a verdict's own flag, said
@@ -418,15 +412,13 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
             f"{'s' * (len(when) > 1)} {', '.join(when)}): JAX at its best faster in "
             f"{len(faster)} of {len(p)} (p10 of the rounds above 1x)")  # fmt: skip
 
-    def cells(
-        found: pd.DataFrame,
-    ) -> str:  # "lenet5_keras b128 1.02x keras graph's speed (0.76x-1.22x)"
-        out = []
-        for r in found.to_dict("records"):
-            peer = r["extra"].split(" / ")[1].split(" (")[0]
-            rounds = span_text(value_text(r["lo"], "x"), value_text(r["hi"], "x"))
-            out.append(f"{r['model']} b{int(r['batch'])} {fmt(r)} {peer}'s speed ({rounds})")
-        return ", ".join(out)
+    def cell(r: dict) -> str:  # "lenet5_keras b128 1.02x keras graph's speed (0.76x-1.22x)"
+        peer = r["extra"].split(" / ")[1].split(" (")[0]
+        rounds = span_text(value_text(r["lo"], "x"), value_text(r["hi"], "x"))
+        return f"{r['model']} b{int(r['batch'])} {fmt(r)} {peer}'s speed ({rounds})"
+
+    def cells(found: pd.DataFrame) -> str:
+        return ", ".join(map(cell, found.to_dict("records")))
 
     if len(level):
         said += f"; level, rounds either way, in {len(level)}: {cells(level)}"
@@ -470,8 +462,7 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         markdown_table(headers, body),
         goal_line(len(body), missed, across, sittings),
         paired_goal(table, cpu),
+        *([f"![bench]({image})"] if image else []),
+        gpu_goal(table),
     ]
-    if image:
-        parts.append(f"![bench]({image})")
-    parts.append(gpu_goal(table))
     return "\n\n".join(parts)
