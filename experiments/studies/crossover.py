@@ -104,8 +104,7 @@ def crossover_verdict(
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
     if not len(both):
         return "", []
-    device = str(g.device.iloc[0])
-    name = chip_name(device)
+    name = chip_name(str(g.device.iloc[0]))
     faster = (both.value_gpu < both.value_cpu).to_numpy()
     slower = [int(p) for p in both.params_cpu[~faster]]
     tail = _faster_from(faster)
@@ -237,13 +236,11 @@ def predicted_verdict(t: pd.DataFrame) -> str:
 
 
 def measured_sweeps(t: pd.DataFrame) -> pd.DataFrame:
-    found = measured_crossover(t, reference_cpu(t))
-    return _stacked(t, [frame for pair in found for frame in pair])
+    return _stacked(t, [f for pair in measured_crossover(t, reference_cpu(t)) for f in pair])
 
 
 def measured_verdict(t: pd.DataFrame) -> str:
-    found = measured_crossover(t, reference_cpu(t))
-    said = [crossover_verdict(c, g)[0] for c, g in found]
+    said = [crossover_verdict(c, g)[0] for c, g in measured_crossover(t, reference_cpu(t))]
     none = "No verdict: no GPU ran jaxcnn's loop over the widths."
     text = "; ".join(s for s in said if s) or none
     return f"{text} (the rule: {MEASURED_CROSSOVER_RULE})"

@@ -50,17 +50,6 @@ def workloads(ctx: Context) -> list[Workload]:
     ]
 
 
-def cpu_seed_steps(t: pd.DataFrame) -> pd.DataFrame:
-    """Every CPU's measured one-device steps of the seed models at batch 128."""
-    return t[
-        measured_cpu_steps(t) & t.model.isin(SEED_MODELS) & (t.devices == 1) & (t.batch == 128)
-    ]
-
-
-def like_for_like(t: pd.DataFrame) -> pd.DataFrame:
-    return _over_the_cpu(t, "like-for-like", "")
-
-
 def loop_over_loop(t: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """Each chip's seed-model jaxcnn's loop at b128, f32 (measured, or the predicted loop
     step) over the reference CPU's jaxcnn's loop, on the data set the measured chips ran
@@ -131,7 +120,7 @@ STUDY = Study(
                 "CPU's fastest program", each_at_its_best, pivot=BY_CHIP),
         Section("Over the same CPU running the same program as the chip (xla formulation, "
                 "step loop: like for like, not the answers' baseline)",
-                like_for_like, pivot=BY_CHIP),
+                lambda t: _over_the_cpu(t, "like-for-like", ""), pivot=BY_CHIP),
         Section("Every epoch measured on a GPU at batch 128 (each pool of runs, its epochs' "
                 "min-max), beside the epoch its loop step implies: runs of one chip and "
                 "sitting differ by as much as their epochs do",
@@ -142,7 +131,8 @@ STUDY = Study(
                             ].sort_values(["model", "dataset", "precision", "device", "kind"]),
                 "model dataset precision device kind value spread how"),
         Section("The CPU's own steps at batch 128 (measured)",
-                cpu_seed_steps,
+                where(lambda t: measured_cpu_steps(t) & t.model.isin(SEED_MODELS)
+                      & (t.devices == 1) & (t.batch == 128)),
                 "model precision device quantity value spread how"),
         Section("Published figures of these models and our prediction of each",
                 where(lambda t: t.model.isin(SEED_MODELS)
