@@ -1419,8 +1419,8 @@ def test_the_contrary_results_are_in_the_answers(csv):
     # formulation the reference CPU has not run (its other results stay in the details)
     # said by the trained epochs, where (the committed: everywhere) the runs trained; the
     # timed steps the other clock
-    both = csv[(csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential")
-               & ~csv.extra.str.endswith(figures.OVER_K1)]  # fmt: skip
+    both = csv[(csv.quantity == "speedup") & (csv.ensemble_mode == "vmap")
+               & (csv.selection == "equal-batch")]  # fmt: skip
     v = both[both.extra.str.endswith(figures.EPOCHS)]
     ran_here = set(v[v.device == cpu].formulation)
     assert ran_here == {"cpu", "xla"}  # the committed: both formulations, each K paired
@@ -1429,7 +1429,7 @@ def test_the_contrary_results_are_in_the_answers(csv):
     # an accelerator's, by its name: each device's own K=1 per clock is its noise
     shown = v[(v.device == cpu) | ~v.formulation.isin(ran_here) | (v.platform != "cpu")]
     assert set(shown.platform) == {"cpu", "gpu"}  # the committed: the H100 ran it too
-    k = both.extra.str.extract(r"K=(\d+)")[0].astype(int)
+    k = both.ensemble_size.astype(int)
     epochs = both.extra.str.endswith(figures.EPOCHS)
 
     def clock_verdict(r, on_epochs):
@@ -3317,12 +3317,12 @@ def at_k4(csv):
 
 def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     cpu = study_page.reference_cpu(csv)
-    netted = csv.extra.str.endswith(figures.OVER_K1)
-    vmap = (csv.quantity == "speedup") & csv.extra.str.contains("vmap vs sequential") & ~netted
+    netted = csv.selection == "over-k1"
+    vmap = (csv.quantity == "speedup") & (csv.ensemble_mode == "vmap") & ~netted
     # per clock: the trained epochs (the answer's), the timed steps in parentheses
     epochs = csv.extra.str.endswith(figures.EPOCHS)
-    ones = csv[vmap & csv.extra.str.contains("K=1\\b") & epochs]
-    step_ones = csv[vmap & csv.extra.str.contains("K=1\\b") & ~epochs]
+    ones = csv[vmap & (csv.ensemble_size == 1) & epochs]
+    step_ones = csv[vmap & (csv.ensemble_size == 1) & ~epochs]
 
     def noise(found, device):  # K=1's furthest factor from 1x, either way
         g = found[found.device == device]
@@ -3346,11 +3346,11 @@ def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     for r in net.to_dict("records"):
         assert r["value"] == pytest.approx(by_id.loc[r["numerator"]].value / h100["value"])
     # every device's timed steps beside, each K>1, per device and formulation
-    steps = csv[vmap & ~epochs & ~csv.extra.str.contains("K=1\\b")]
+    steps = csv[vmap & ~epochs & (csv.ensemble_size > 1)]
     beside = band.split("; timed steps: ")[1]
     for (device, formulation), g in steps.groupby(["device", "formulation"]):
         who = f"CPU ({formulation})" if device == cpu else device
-        g = g.assign(k=g.extra.str.extract(r"K=(\d+)")[0].astype(int)).sort_values("k")
+        g = g.assign(k=g.ensemble_size.astype(int)).sort_values("k")
         each = ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records"))
         assert f"{who} {each}" in beside
     assert "H100 SXM K=4 " in beside and "CPU (cpu) K=4 " in beside  # the committed
@@ -3858,8 +3858,24 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
                               "mnist_cnn 0 of 5 epochs; ")  # fmt: skip
 
 
+def test_ensemble_speedups_pair_their_rows_by_the_typed_k_and_mode(table):
+    committed = table[(table.quantity == "speedup") & (table.ensemble_mode == "vmap")]
+    made = pd.DataFrame(figures.ensemble_speedups(table))
+    assert sorted(made.id) == sorted(committed.id) and len(made) == 30
+    # each K's over K=1's is of its own K, not of its K=1 baseline's
+    over = made[made.selection == "over-k1"]
+    assert set(over.ensemble_size) == {4, 16} and over.extra.str.endswith(figures.OVER_K1).all()
+    # the pairing reads the typed columns, not the text: relabelled sides pair the same
+    timed = table.quantity.isin(["step_s", "epoch_s"]) & table.ensemble_size.notna()
+    relabelled = table.assign(extra=table.extra.mask(timed, "relabelled"))
+    again = pd.DataFrame(figures.ensemble_speedups(relabelled)).set_index("extra")
+    assert again.value.to_dict() == made.set_index("extra").value.to_dict()
+    # the control: without their K the same rows pair with nothing
+    assert not figures.ensemble_speedups(table.assign(ensemble_size=float("nan")))
+
+
 def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv):
-    vmap = csv.extra.astype(str).str.contains("vmap vs sequential")
+    vmap = (csv.quantity == "speedup") & (csv.ensemble_mode == "vmap")
     assert "H100 SXM K=" in _said(14) and not _said(14).endswith("no GPU or TPU run yet)")
     # the control: without the accelerators' runs the CPU is said to be the only device
     alone = answers.answers(csv[~(vmap & (csv.platform != "cpu"))])[13].answer

@@ -15,12 +15,10 @@ from experiments.report.figures import (
     BEST_OVER_BEST,
     BEST_OVER_CPU,
     EPOCH_FROM_LOOP,
-    EPOCHS,
     HELD_OUT_LOOP,
     JAX_VERSUS,
     MOSTLY_KERNELS,
     OVER_ITS_RUNS,
-    OVER_K1,
     RUN_TO_RUN,
     SCALING_IDEAL,
     SITTING_TO_SITTING,
@@ -1176,16 +1174,16 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     for; the figures said, where the runs trained) and the timed steps (the band's). Per
     clock, K=1 batches nothing, so its distance from 1x is how far noise reaches on that
     device; a K is faster or slower only where every clock that read it says so."""
-    s = rows(t, quantity="speedup", kind="measured")
-    s = s[s.extra.str.contains("vmap vs sequential") & ~s.extra.str.endswith(OVER_K1)]
+    s = rows(t, quantity="speedup", kind="measured", selection="equal-batch")
+    s = s[s.ensemble_mode == "vmap"]
     here = s[(s.platform == "cpu") & (s.device == cpu)]
     if not len(here):
         return Said(none_on(cpu, "ensemble run"))
     other_cpu = (s.platform == "cpu") & (s.device != cpu)
     s = s[~other_cpu | ~s.formulation.isin(set(here.formulation))]
-    clock = s.extra.str.endswith(EPOCHS).map({True: "epochs", False: "steps"})
-    s = s.assign(k=s.extra.str.extract(r"K=(\d+)")[0].astype(int), ref=s.device != cpu,
-                 clock=clock)  # fmt: skip
+    read = s.numerator.map(t.set_index("id").quantity)  # the clock: its sides' quantity
+    clock = read.map({"epoch_s": "epochs", "step_s": "steps"})
+    s = s.assign(k=s.ensemble_size.astype(int), ref=s.device != cpu, clock=clock)
     s = s.sort_values(["ref", "device", "formulation", "k"])
     # each device and formulation said by its epochs where it trained, else its steps
     trained = set(zip(*s[s.clock == "epochs"][["device", "formulation"]].values.T, strict=True))

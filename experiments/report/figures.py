@@ -51,7 +51,7 @@ from experiments.records.select import (
     usable_bytes,
 )
 from experiments.records.stats import summarize
-from experiments.records.workload import F32_HIGHEST, precision_of
+from experiments.records.workload import ENSEMBLE_MODES, F32_HIGHEST, precision_of
 from experiments.report.fmt import value_text
 from experiments.studies.page import (
     ALLOCATOR_PEAK,
@@ -104,6 +104,10 @@ MEANINGS = {
     "`jaxcnn` (our prediction of a published step) or a published source's framework",
     "extra": "what else sets the figure apart: epochs, K models, a host-loop part, a ratio's "
     "baseline, a published id (`-`: nothing)",
+    "ensemble_size": "K, the models an ensemble's step trains (a ratio's: the K it is of); "
+    "empty: one model",
+    "ensemble_mode": "how an ensemble's K models train: `vmap` (one vmapped step of all K) or "
+    "`sequential` (K steps one after another; a ratio of the two: `vmap`); `-`: one model",
     "platform": "the platform of the device",
     "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
     "chip": "the chip `device` is or holds, one name per chip across measured, published "
@@ -137,9 +141,9 @@ MEANINGS = {
 COLUMNS = list(MEANINGS)
 Row = dict[str, Any]  # one figure: a value for each of COLUMNS (row() makes it)
 # Text columns whose "none, not stated or not applicable" is spelled `-`.
-NOT_APPLICABLE = ("dataset", "formulation", "loop")
+NOT_APPLICABLE = ("dataset", "formulation", "loop", "ensemble_mode")
 NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
-    "n", "params", "batch", "devices", "band_n"
+    "n", "params", "batch", "devices", "band_n", "ensemble_size"
 )  # fmt: skip
 REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
             "devices", "selection")  # fmt: skip
@@ -165,6 +169,8 @@ KEY = (
     "quantity kind model dataset batch precision formulation loop placement framework extra "
     "device devices"
 ).split()
+# A workload's columns besides KEY's: a figure made from another carries them too.
+BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode")
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
 BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quantity")
 # One spelling per precision: a published source's name for one of ours becomes ours.
@@ -185,6 +191,7 @@ def allowed() -> dict[str, list[Any]]:
         "precision": [*price.DTYPES, F32_HIGHEST, *PUBLISHED_PRECISIONS],
         "formulation": [*choices.FORMULATION_PROGRAMS, "-"],
         "loop": [*choices.LOOPS, "-"],
+        "ensemble_mode": [*ENSEMBLE_MODES, "-"],
         "placement": [*choices.STRATEGIES, *choices.MODEL_STRATEGIES, "data-parallel"],
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
@@ -376,6 +383,7 @@ def workload_of(record: Record) -> dict[str, Any]:
     ran = getattr(record, "formulation", None)
     formulation = (ran and ran.name) or w.formulation or "xla"
     loop = getattr(record, "loop", None) or w.loop or "step"
+    k, mode = _ensemble(record)
     return {
         "model": labels.model_with_overrides(w),
         "dataset": w.dataset or "-",
@@ -388,7 +396,18 @@ def workload_of(record: Record) -> dict[str, Any]:
         "platform": record.device.platform,
         "devices": record.device.count,
         "device": device_of(record),
+        "ensemble_size": k,
+        "ensemble_mode": mode,
     }
+
+
+def _ensemble(r: Record) -> tuple[int | None, str | None]:
+    """(K, mode) of an ensemble's record, as it ran (else as asked); (None, None) else."""
+    if kind_of(r) != "ensemble":
+        return None, None
+    e, w = r.ensemble, r.workload
+    # an ensemble's workload.ensemble_size is at least one
+    return (e and e.k) or w.ensemble_size, (e and e.mode) or w.ensemble_mode
 
 
 def _key(workload: dict[str, Any], extra: str = "-") -> tuple:
@@ -445,7 +464,7 @@ def row(
     figure); `rest`: any other COLUMNS."""
     assert kind in KINDS and selection in RULES, (kind, selection)
     out = {c: None for c in COLUMNS}
-    out.update({k: workload.get(k) for k in (*KEY[2:], "platform", "params") if k in workload})
+    out.update({k: workload.get(k) for k in (*KEY[2:], *BESIDE_KEY) if k in workload})
     for k in NOT_APPLICABLE:  # one spelling of "none" in the table
         out[k] = "-" if out[k] in (None, "none") else out[k]
     out.update(
@@ -497,11 +516,8 @@ def _timed(r: Record) -> bool:
 
 
 def _ensemble_extra(r: Record) -> str:
-    if kind_of(r) != "ensemble":
-        return "-"
-    e, w = r.ensemble, r.workload
-    # an ensemble's workload.ensemble_size is at least one
-    return f"K={(e and e.k) or w.ensemble_size} {(e and e.mode) or w.ensemble_mode}"
+    k, mode = _ensemble(r)
+    return "-" if k is None else f"K={k} {mode}"
 
 
 def _maker(
@@ -1535,9 +1551,9 @@ def scaling_band(table: pd.DataFrame) -> list[Row]:
 
 
 def workload_of_row(r: pd.Series | Row) -> dict[str, Any]:
-    """A row's workload and device (KEY past quantity and kind, its platform and params):
-    what a figure made from it is keyed by."""
-    return {k: r[k] for k in (*KEY[2:], "platform", "params")}
+    """A row's workload and device (KEY past quantity and kind, and BESIDE_KEY): what a
+    figure made from it is keyed by."""
+    return {k: r[k] for k in (*KEY[2:], *BESIDE_KEY)}
 
 
 def ratio(quantity: str, a: Row, b: Row, selection: str, **rest: Any) -> Row:
@@ -1587,10 +1603,10 @@ def memory_checks(table: pd.DataFrame) -> list[Row]:
     return out
 
 
-def speedup(a: pd.Series | Row, b: pd.Series | Row, selection: str, extra: str) -> Row:
+def speedup(a: pd.Series | Row, b: pd.Series | Row, selection: str, extra: str, **rest: Any) -> Row:
     """ratio()'s speedup of the row `a` over its baseline `b` (table rows or their dicts)."""
     a, b = (r.to_dict() if isinstance(r, pd.Series) else r for r in (a, b))
-    return ratio("speedup", a, b, selection, extra=extra)
+    return ratio("speedup", a, b, selection, extra=extra, **rest)
 
 
 def cpu_speedups(table: pd.DataFrame) -> list[Row]:
@@ -1834,26 +1850,26 @@ TRAIN_IMAGES = {"catsdogs_cnn": 20_000, "mnist_cnn": 60_000, "lenet5_keras": 60_
 
 def ensemble_speedups(table: pd.DataFrame) -> list[Row]:
     """K models in one vmapped step against K sequential steps of one model, per K, of
-    the same formulation on the same device; the same of their trained epochs (EPOCHS:
-    what a user waits for); each K's over K=1's."""
-    out = []
-    for quantity, said in (("step_s", ""), ("epoch_s", EPOCHS)):
-        ens = rows(table, quantity=quantity, kind="measured")
-        ens = ens[of_ensembles(ens)]
-        for _, v in ens[ens.extra.str.contains(" vmap")].iterrows():
-            k, _, epochs = v.extra.partition(" vmap")
-            seq = rows(ens, model=v.model, device=v.device, batch=v.batch,
-                       formulation=v.formulation, extra=f"{k} sequential{epochs}")  # fmt: skip
-            if len(seq) == 1:
-                out.append(speedup(v, seq.iloc[0], "equal-batch", f"{k} vmap vs sequential{said}"))
-    # each K's over K=1's of the same device, formulation and quantity
-    ones = {(r["device"], r["formulation"], r["model"], r["batch"], r["extra"].endswith(EPOCHS)): r
-            for r in out if r["extra"].startswith("K=1 ")}  # fmt: skip
-    for r in list(out):
-        key = (r["device"], r["formulation"], r["model"], r["batch"], r["extra"].endswith(EPOCHS))
-        one = ones.get(key)
+    the same workload on the same device; the same of their trained epochs (EPOCHS: what
+    a user waits for); each K's over K=1's of the same clock."""
+    measured = rows(table, kind="measured")
+    timed = measured[measured.quantity.isin(["step_s", "epoch_s"]) & of_ensembles(measured)]
+    same = [c for c in ("quantity", *KEY[2:], "ensemble_size") if c not in ("kind", "extra")]
+    made: dict[tuple, Row] = {}  # (clock, workload past K) -> its K's vmap-vs-sequential
+    for key, pair in timed.groupby(same, dropna=False):
+        by = {r["ensemble_mode"]: r for _, r in pair.iterrows()}
+        if len(pair) != 2 or set(by) != set(ENSEMBLE_MODES):
+            continue
+        said = EPOCHS if key[0] == "epoch_s" else ""
+        k = int(by["vmap"]["ensemble_size"])
+        made[key] = speedup(by["vmap"], by["sequential"], "equal-batch",
+                            f"K={k} vmap vs sequential{said}")  # fmt: skip
+    out = list(made.values())
+    for key, r in made.items():  # each K's over K=1's of the same clock and workload
+        one = made.get((*key[:-1], 1))
         if one is not None and r is not one:
-            out.append(speedup(one, r, "over-k1", f"{r['extra']}{OVER_K1}"))
+            over = f"{r['extra']}{OVER_K1}"
+            out.append(speedup(one, r, "over-k1", over, ensemble_size=r["ensemble_size"]))
     return out
 
 

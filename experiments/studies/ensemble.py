@@ -27,7 +27,7 @@ from experiments.studies.base import (
     Study,
     dataset_for,
 )
-from experiments.studies.page import Page, Section, extra_contains, of_ensembles, where
+from experiments.studies.page import Page, Section, of_ensembles, where
 
 ENSEMBLE_SIZES = (1, 4, 16)
 
@@ -72,7 +72,7 @@ STUDY = Study(
     page=Page("K models at once with vmap", [
         Section("vmap's speed over K models one after another: their trained epochs "
                 "(\", epochs\") and their timed steps (20 calls each)",
-                extra_contains("vmap vs sequential", quantity="speedup"),
+                where(lambda t: (t.quantity == "speedup") & (t.ensemble_mode == "vmap")),
                 "model batch device value how flag"),
         Section("The epochs: all K models' training (one after another: summed)",
                 where(lambda t: (t.quantity == "epoch_s") & of_ensembles(t)),

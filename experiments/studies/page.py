@@ -125,8 +125,8 @@ def per_chip(
 
 
 def of_ensembles(t: pd.DataFrame) -> pd.Series:
-    """Which rows are K models' (an ensemble's: `extra` "K=..."), not one model's."""
-    return t.extra.astype(str).str.startswith("K=")
+    """Which rows are K models' (an ensemble's), not one model's."""
+    return t.ensemble_size.notna()
 
 
 def measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
