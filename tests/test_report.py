@@ -3822,10 +3822,11 @@ def test_a_model_the_cpu_did_not_seed_is_judged_by_an_accelerators_longer_seeded
 def _seeded(csv: pd.DataFrame, apart: float) -> pd.DataFrame:
     """The table with the CPU's mnist_cnn curves alone, seed 0's and a second seed's,
     `apart` above seed 0's at every epoch."""
-    csv = csv[~csv.extra.astype(str).str.contains(", seed ")]  # the committed other seeds
+    csv = csv[~(csv.seed > 0)]  # the committed other seeds
     cpu = _curves(csv, "mnist_cnn")
     cpu = cpu[cpu.platform == "cpu"]
-    seed = cpu.assign(extra=cpu.extra + ", seed 9", id=cpu.id + " seed 9", value=cpu.value + apart)
+    seed = cpu.assign(extra=cpu.extra + ", seed 9", id=cpu.id + " seed 9", value=cpu.value + apart,
+                      seed=9)  # fmt: skip
     return pd.concat([csv, seed], ignore_index=True)
 
 
@@ -3872,6 +3873,18 @@ def test_ensemble_speedups_pair_their_rows_by_the_typed_k_and_mode(table):
     assert again.value.to_dict() == made.set_index("extra").value.to_dict()
     # the control: without their K the same rows pair with nothing
     assert not figures.ensemble_speedups(table.assign(ensemble_size=float("nan")))
+
+
+def test_a_curves_epoch_its_runs_epochs_and_seed_are_typed_as_its_label_says(table):
+    curves = table[table.epoch.notna()]
+    said = curves.extra.str.extract(r"^epoch (\d+) of (\d+)(?:, seed (\d+))?$").astype(float)
+    assert len(curves) and said.notna()[[0, 1]].all().all()  # every point labelled so
+    assert (said[0] == curves.epoch).all() and (said[1] == curves.epochs).all()
+    assert (said[2].fillna(0) == curves.seed).all() and {0, 1, 2} <= set(curves.seed)
+    final = table[(table.selection == "newest-trained") & table.epoch.isna()]
+    assert (final.extra.str.extract(r"^(\d+) epochs")[0].astype(float) == final.epochs).all()
+    # a figure pooled over several runs' seeds names no seed
+    assert table[table.selection == "pooled-trained"].seed.isna().all()
 
 
 def test_the_vmap_answer_names_its_only_device_until_an_accelerator_runs_it(csv):

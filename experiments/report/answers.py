@@ -125,9 +125,8 @@ def trained_epoch(
                  **where)  # fmt: skip
     if not len(found):
         return None
-    found = found.assign(epochs=found.extra.str.extract(r"^(\d+) epochs")[0].astype(float))
     found = found[found.epochs == (epochs if epochs in set(found.epochs) else found.epochs.max())]
-    return found.loc[found.value.idxmin()].drop(labels="epochs").to_dict()
+    return found.loc[found.value.idxmin()].to_dict()
 
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
@@ -308,25 +307,21 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def epoch_gaps(curves: pd.DataFrame, by: str) -> pd.Series:
     """How far apart the curves (told apart by the column `by`) lie at each epoch, in
-    points, indexed "epoch k"; empty with fewer than two curves."""
+    points, indexed by the epoch; empty with fewer than two curves."""
     if curves[by].nunique() < 2:
         return pd.Series(dtype=float)
-    at = curves.extra.str.extract(r"^(epoch \d+)")[0]
-    return curves.groupby(at).value.agg(lambda v: v.max() - v.min()) * 100
+    return curves.groupby("epoch").value.agg(lambda v: v.max() - v.min()) * 100
 
 
 def longer_seeds(curves: pd.DataFrame, n: int) -> tuple[pd.DataFrame, str]:
     """One accelerator's seeds from runs of at least `n` epochs, their first `n` (the
-    schedule is constant, so a longer run's first epochs are a shorter run's), with a
-    `seed` column, and whose they are; none where no device ran several seeds."""
-    found = curves.extra.str.extract(r"^epoch (\d+) of (\d+)(?:, seed (\d+))?$")
-    found = curves.assign(epoch=found[0].astype(float), of=found[1].astype(float),
-                          seed=found[2].fillna("0"))  # fmt: skip
-    found = found[(found.of >= n) & (found.epoch <= n) & (found.platform != "cpu")]
-    for (device, _), g in found.groupby(["device", "of"]):
+    schedule is constant, so a longer run's first epochs are a shorter run's), and whose
+    they are; none where no device ran several seeds."""
+    found = curves[(curves.epochs >= n) & (curves.epoch <= n) & (curves.platform != "cpu")]
+    for (device, _), g in found.groupby(["device", "epochs"]):
         if g.seed.nunique() > 1:
-            return g.drop(columns=["epoch", "of"]), device
-    return found.iloc[:0].drop(columns=["epoch", "of"]), ""
+            return g, device
+    return found.iloc[:0], ""
 
 
 def points(gaps: pd.Series) -> str:
@@ -346,35 +341,33 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     every = rows(t, quantity="test_accuracy", kind="measured", precision="f32",
                  selection="newest-trained", model=SEED_MODELS)  # fmt: skip
     every = every[(every.platform != "cpu") | (every.device == cpu)]
-    acc = every[every.extra.str.endswith(" epochs")]
+    acc = every[every.epoch.isna() & (every.seed == 0)]  # seed 0's final accuracies
     if not len(acc):
         return Said(none_on(cpu, "trained run"))
     # the most epochs that more than one device trained: devices are compared at one length
-    epochs = acc.extra.str.extract(r"^(\d+) epochs")[0].astype(float)
-    shared = acc.groupby(epochs).device.nunique()
-    acc = acc[epochs == (shared[shared > 1].index.max() if (shared > 1).any() else epochs.max())]
+    shared = acc.groupby("epochs").device.nunique()
+    most = shared[shared > 1].index.max() if (shared > 1).any() else acc.epochs.max()
+    acc = acc[acc.epochs == most]
     acc = acc[(acc.dataset == acc.dataset.mode().iloc[0]) & (acc.batch == acc.batch.mode().iloc[0])]
     r0, picked, judged, unjudged, noise = acc.iloc[0], [], [], [], None
     like = every[(every.dataset == r0["dataset"]) & (every.batch == r0["batch"])]
-    n_epochs = r0["extra"].split()[0]
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
-        curves = like[(like.model == model) & like.extra.str.startswith("epoch ")]
-        runs = curves[curves.extra.str.endswith(f" of {n_epochs}")]  # seed 0's
+        curves = like[(like.model == model) & like.epoch.notna()]
+        runs = curves[(curves.epochs == most) & (curves.seed == 0)]
         devices = epoch_gaps(runs, "device")
         if devices.empty:
             continue
-        mine = curves[(curves.device == cpu) & curves.extra.str.contains(rf" of {n_epochs}(?:,|$)")]
-        mine = mine.assign(seed=mine.extra.str.extract(r"seed (\d+)")[0].fillna("0"))
+        mine = curves[(curves.device == cpu) & (curves.epochs == most)]
         seeds, whose = epoch_gaps(mine, "seed"), "CPU"
         if seeds.empty:  # no CPU seeds: another device's, from runs at least as long
-            mine, whose = longer_seeds(curves, int(n_epochs))
+            mine, whose = longer_seeds(curves, most)
             seeds = epoch_gaps(mine, "seed")
         picked += runs.to_dict("records")
         if seeds.empty:  # no seed spread to judge its gap by
             gap = value_text(devices.max(), "")
             unjudged.append(f"{model} unseeded, devices {gap} points apart: undecided")
             continue
-        picked += mine.drop(columns="seed").to_dict("records")
+        picked += mine.to_dict("records")
         # strictly narrower, at the accuracies' own resolution (a 10,000-image test set's
         # 0.01 points): a tie is not inside, and float noise makes no tie
         gaps = devices.round(ACCURACY_DIGITS), seeds.reindex(devices.index).round(ACCURACY_DIGITS)

@@ -108,6 +108,11 @@ MEANINGS = {
     "empty: one model",
     "ensemble_mode": "how an ensemble's K models train: `vmap` (one vmapped step of all K) or "
     "`sequential` (K steps one after another; a ratio of the two: `vmap`); `-`: one model",
+    "epochs": "the whole epochs its runs trained (a trained run's accuracy, its curve's points, "
+    "an epoch's time); empty: not a figure of trained epochs",
+    "epoch": "the epoch a curve's point is of (1 to `epochs`); empty: not a point of a curve",
+    "seed": "the seed of the one run it is of (a trained run's accuracy and curve); empty: of "
+    "several seeds' runs, or none",
     "platform": "the platform of the device",
     "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
     "chip": "the chip `device` is or holds, one name per chip across measured, published "
@@ -143,7 +148,7 @@ Row = dict[str, Any]  # one figure: a value for each of COLUMNS (row() makes it)
 # Text columns whose "none, not stated or not applicable" is spelled `-`.
 NOT_APPLICABLE = ("dataset", "formulation", "loop", "ensemble_mode")
 NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
-    "n", "params", "batch", "devices", "band_n", "ensemble_size"
+    "n", "params", "batch", "devices", "band_n", "ensemble_size", "epochs", "epoch", "seed"
 )  # fmt: skip
 REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
             "devices", "selection")  # fmt: skip
@@ -170,7 +175,7 @@ KEY = (
     "device devices"
 ).split()
 # A workload's columns besides KEY's: a figure made from another carries them too.
-BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode")
+BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode", "epochs", "epoch", "seed")
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
 BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quantity")
 # One spelling per precision: a published source's name for one of ours becomes ours.
@@ -607,28 +612,29 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
     ]
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
         n, seed = _epochs(r), _seed_words(r)
-        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}"}
+        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}",
+             "epochs": n, "seed": r.workload.seed or 0}  # fmt: skip
         as_trained = _maker("measured", w, "newest-trained", [r])
         if r.test_accuracy is not None:
             out.append(as_trained("test_accuracy", r.test_accuracy))
         for e in r.history or []:
             if e.test_accuracy is not None and n >= MIN_CURVE_EPOCHS:
                 at = f"epoch {e.epoch} of {n}{seed}"
-                out.append(as_trained("test_accuracy", e.test_accuracy, extra=at))
+                out.append(as_trained("test_accuracy", e.test_accuracy, extra=at, epoch=e.epoch))
     # an epoch's time is the seed's to no degree: every seed's run of as many epochs pools
     with_times = [r for r in trained if _epoch_times(r)]
     for runs in select_runs(with_times, lambda r: f"{_epochs(r)} epochs"):
-        extra = f"{_epochs(runs[-1])} epochs"
-        out.append(_pooled_epoch(runs, extra, "training only, evaluation apart"))
+        n = _epochs(runs[-1])
+        out.append(_pooled_epoch(runs, f"{n} epochs", n, "training only, evaluation apart"))
     out += ensemble_epochs(records)
     out += peaks.values()
     return out
 
 
-def _pooled_epoch(runs: list[Record], extra: str, note: str) -> Row:
+def _pooled_epoch(runs: list[Record], extra: str, epochs: int, note: str) -> Row:
     """RULES["pooled-trained"]: the median of the runs' median epochs; a single run's own."""
     r = runs[-1]
-    w = {**workload_of(r), "params": _params(r), "extra": extra}
+    w = {**workload_of(r), "params": _params(r), "extra": extra, "epochs": epochs}
     medians = [statistics.median(_epoch_times(x)) for x in runs]
     epoch, spread = _pooled(medians, _min_max(_epoch_times(r), "epochs"))
     return row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note, **spread)
@@ -643,10 +649,10 @@ def ensemble_epochs(records: Sequence[Record]) -> list[Row]:
     out = []
     for runs in select_runs(trained, _ensemble_extra):
         r = runs[-1]
-        extra = f"{_ensemble_extra(r)}, {len(r.history)} epochs"
+        n = len(r.history)
         note = f"all {r.workload.ensemble_size} models' training, evaluation apart"
-        as_many = [x for x in runs if len(x.history) == len(r.history)]
-        out.append(_pooled_epoch(as_many, extra, note))
+        as_many = [x for x in runs if len(x.history) == n]
+        out.append(_pooled_epoch(as_many, f"{_ensemble_extra(r)}, {n} epochs", n, note))
     return out
 
 
@@ -1911,7 +1917,8 @@ def epoch_checks(table: pd.DataFrame, sittings: dict[str, tuple] | None = None) 
                 continue
             longer = "from the loop step longer" if a.value > b.value else "trained longer"
             out.append(ratio("error_factor", a.to_dict(), b.to_dict(), "epoch-vs-trained",
-                             extra=f"{EPOCH_FROM_LOOP}, {b.extra}", note=longer))  # fmt: skip
+                             extra=f"{EPOCH_FROM_LOOP}, {b.extra}", note=longer,
+                             epochs=b.epochs))  # fmt: skip
     for platform in sorted({r["platform"] for r in out}):
         mine = [r for r in out if r["platform"] == platform]
         longer = sum(r["note"] == "from the loop step longer" for r in mine)

@@ -973,11 +973,10 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     # devices compared in one precision, f32: the precision study's bf16 and f32-highest
     # runs answer another question (its page), and would crowd the devices' panel
     curves = rows(table, quantity="test_accuracy", precision="f32")
-    curves = curves[curves.extra.astype(str).str.startswith("epoch ")]
+    curves = curves[curves.epoch.notna()]
     if not len(curves):
         return None
-    epoch, of = curves.extra.str.extract(r"^epoch (\d+) of (\d+)").T.to_numpy()
-    curves = curves.assign(epoch=epoch.astype(int), of=of.astype(int))
+    curves = curves.assign(epoch=curves.epoch.astype(int), of=curves.epochs.astype(int))
     colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
     # the panels comparing the most runs first; one device's alone answers nothing about
     # devices where other panels compare them
@@ -994,8 +993,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         for i, ((records, g), shift) in enumerate(zip(runs, shifts, strict=True)):
             g = g.sort_values("epoch")
             first = g.iloc[0]
-            seed = first.extra.partition(",")[2]  # ", seed s" where the run names one
-            label = f"{first.precision}, {first.formulation}{',' + seed if seed else ''}"
+            seed = f", seed {first.seed}" if first.seed else ""  # seed 0 says nothing
+            label = f"{first.precision}, {first.formulation}{seed}"
             label += f" ({first.platform.upper()}: {first.device})"
             at[records] = shift
             k = i % len(ACCURACY_MARKERS)
@@ -1005,7 +1004,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         # a device's seeds' spread, epoch by epoch: what a gap between devices is judged by;
         # flat across its seeds' offsets, so each seed's point lies inside it
         for (device, _, _), g in d.groupby(["device", "formulation", "precision"]):
-            if (seeds := g.extra.str.extract(r"seed (\d+)")[0].fillna("0").nunique()) > 1:
+            if (seeds := g.seed.nunique()) > 1:
                 spread = g.groupby("epoch").value.agg(["min", "max"])
                 offsets = [at[r] for r in set(g.records)]
                 x = [e + o for e in spread.index for o in (min(offsets), max(offsets))]

@@ -58,10 +58,8 @@ def per_epoch(t: pd.DataFrame) -> pd.DataFrame:
     """Every run's test accuracy at each epoch, one row per run and epoch (model, data
     set, batch, precision, formulation, which epoch of how many, its seed), the devices
     across: the curves row 4 compares, in numbers."""
-    c = t[(t.quantity == "test_accuracy") & t.extra.astype(str).str.startswith("epoch ")]
-    c = c.assign(epoch=c.extra.str.extract(r"^epoch (\d+)")[0].astype(int),
-                 of=c.extra.str.replace(r"^epoch \d+ ", "", regex=True))  # fmt: skip
-    c = c.sort_values(["model", "dataset", "batch", "of", "epoch"])
+    c = t[(t.quantity == "test_accuracy") & t.epoch.notna()]
+    c = c.sort_values(["model", "dataset", "batch", "epochs", "seed", "epoch"])
     return c.assign(run=c.model + ", " + c.dataset + ", b" + c.batch.astype(int).astype(str)
                     + ", " + c.precision + ", " + c.formulation.astype(str)
                     + ", " + c.extra)  # fmt: skip
@@ -73,8 +71,7 @@ STUDY = Study(
     question="Same model, same per-epoch accuracy on every device? (seed 000)",
     page=Page("Accuracy per device", [
         Section("Final test accuracy",
-                where(lambda t: (t.quantity == "test_accuracy")
-                      & ~t.extra.astype(str).str.startswith("epoch ")),
+                where(lambda t: (t.quantity == "test_accuracy") & t.epoch.isna()),
                 "model batch precision device value how"),
         Section("Test accuracy at every epoch, per device (its formulation: the table above)",
                 per_epoch, pivot=("run", "device")),
