@@ -449,8 +449,25 @@ def test_one_error_metric_either_way_with_its_direction():
     assert (b["value"], b["note"]) == (2.0, "predicted slower")
 
 
+def test_every_held_out_band_says_which_way_it_errs(table):
+    held_out = table[(table.quantity == "band") & table.extra.str.startswith("leave one ")]
+    assert len(held_out) and held_out.band_faster.notna().all()
+    for b in held_out.to_dict("records"):
+        assert 0 <= b["band_faster"] <= b["n"]
+        assert b["note"].endswith(f"; prediction faster in {b['band_faster']} of {b['n']}")
+    # a prediction carries its band's direction into every page and the first screen
+    banded = (table.kind == "predicted") & table.band_faster.notna() & table.band_n.notna()
+    shown = table[banded].iloc[0].to_dict()
+    assert f"prediction faster in {shown['band_faster']} of {shown['band_n']}, " in (
+        answers.band_words(shown)
+    )
+    assert ", prediction faster in " in answers.answers(table)[4].band.split("; ")[0]
+    # the control: a band whose direction was not counted says none
+    assert "faster" not in answers.band_words({**shown, "band_faster": None})
+
+
 def test_a_band_is_shown_only_beside_the_quantity_it_was_measured_on():
-    bands = {("gpu", "chip", "large"): (1.2, 1.5, 13)}
+    bands = {("gpu", "chip", "large"): (1.2, 1.5, 13, 4)}
     block = {"error_band": {"split": "chip", "quantity": "device_step_s"}, "regime": "large"}
     assert figures.band_of(block, "gpu", "device_step_s", bands)["band_median"] == 1.2
     other = figures.band_of(block, "gpu", "loop_step_s", bands)
@@ -652,8 +669,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # CPU epochs are of two sittings: 1445; row 15 says why cuDNN is unmeasured, the seed's
     # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454;
     # the CPU's cores said logical: 1455; a sitting said to be another VM or commit: 1458;
-    # row 7's floor any program's fastest run, that run named: 1468)
-    assert len(lines) <= 25 and len(text.split()) <= 1468
+    # row 7's floor any program's fastest run, that run named: 1468; every band beside a
+    # prediction says which way it errs: 1478)
+    assert len(lines) <= 25 and len(text.split()) <= 1478
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1513,7 +1531,7 @@ def test_the_contrary_results_are_in_the_answers(csv):
         f"faster by {span(step)} (step loop), {span(device)} (device loop, where xla itself "
         f"slows {slows}); seed 004's cuDNN {fmt(seed)}: newer cuDNN and GPU over older"
     )
-    assert _said(15).endswith("; cuDNN unmeasured: its GPU bench cells await a GPU")
+    assert _said(15).endswith("; cuDNN unmeasured: no GPU has run its bench cells")
     # the positive control: a GPU's GEMM cells (the cpu formulation) against its xla ones
     # give cuDNN's worth, their inverse
     gemm = o.iloc[:2].assign(device="H100 SXM", platform="gpu", formulation="cpu",
@@ -2303,7 +2321,7 @@ def test_the_memory_plot_draws_what_a_chip_held_as_it_ran_over_its_compiled_memo
     assert not [ax for ax in bare.axes if "as it ran" in ax.get_title()]
 
 
-BAND_15 = "1.5x off (worst 2x, n=5, held-out)"
+BAND_15 = "1.5x off (worst 2x, n=5, prediction faster in 2 of 5, held-out)"
 
 
 def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, monkeypatch):
@@ -2318,7 +2336,7 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
 
     cpu = study_page.reference_cpu(table)
     _, g = crossover_study.crossover(table, cpu)
-    bands = ["band_median", "band_worst", "band_n", "band_split"]
+    bands = ["band_median", "band_worst", "band_n", "band_faster", "band_split"]
     bare = table.copy()
     bare.loc[g.index, bands] = None
     fig = _figure(bare, "crossover", monkeypatch)
@@ -2331,7 +2349,7 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
     assert len(own & shaded) >= 1
     assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
     banded = table.copy()
-    banded.loc[g.index, bands] = [1.5, 2.0, 5, "held-out"]
+    banded.loc[g.index, bands] = [1.5, 2.0, 5, 2, "held-out"]
     fig = _figure(banded, "crossover", monkeypatch)
     shade = fills(fig)["T4 x/÷ its band's worst, undecided inside: " + BAND_15]
     ys = shade.get_paths()[0].vertices[:, 1]

@@ -26,6 +26,7 @@ from experiments.report.figures import (
     framework_factors,
     host_unpriced,
     is_small,
+    prediction_faster,
 )
 from experiments.report.fmt import each_text, fmt, span_text, value_text
 from experiments.studies.bench import GEMMS
@@ -94,12 +95,15 @@ def band_words(r: Row) -> str:
     if pd.isna(r.get("band_median")):
         why = str(r.get("band_quantity") or "")
         return why if why.startswith(("unvalidated (", "none:")) else "unvalidated"
-    return band_text(r["band_median"], r["band_worst"], r["band_n"], r["band_split"])
+    faster = r.get("band_faster")
+    way = () if pd.isna(faster) else (prediction_faster(int(faster), int(r["band_n"])),)
+    return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, r["band_split"])
 
 
 def band_text(median: float, worst: float, n: int, *more: str) -> str:
     """A band as every page and the first screen spell it: its median factor, then its
-    worst and over how many (the legend says a band's value is its median)."""
+    worst and over how many (the legend says a band's value is its median), then `more`:
+    which way it errs, what was held out."""
     more_said = "".join(f", {m}" for m in more)
     return f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={int(n)}{more_said})"
 
@@ -1317,7 +1321,7 @@ def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
     g = rows(t, quantity="speedup", kind="measured", platform="gpu", formulation=GEMMS,
              precision="f32", extra="vs xla formulation")  # fmt: skip
     if not len(g):
-        return "cuDNN unmeasured: its GPU bench cells await a GPU", []
+        return "cuDNN unmeasured: no GPU has run its bench cells", []
     lo, hi = span(g)
     worth = span_text(value_text(1 / hi["value"], "x"), value_text(1 / lo["value"], "x"))
     gpus = "/".join(sorted(set(g.device)))

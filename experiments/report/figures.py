@@ -131,6 +131,8 @@ MEANINGS = {
     "the median",
     "band_worst": "the same factor: the worst",
     "band_n": "how many held-out observations the band has",
+    "band_faster": "which way it errs: of its band's held-out observations (`band_n`; a band's "
+    "own row: `n`), how many the prediction was the faster of (empty: not counted)",
     "band_split": "what each held-out fit left out",
     "band_quantity": "the quantity the band was measured on, or why a prediction has none "
     "(`unvalidated ...`)",
@@ -148,7 +150,8 @@ Row = dict[str, Any]  # one figure: a value for each of COLUMNS (row() makes it)
 # Text columns whose "none, not stated or not applicable" is spelled `-`.
 NOT_APPLICABLE = ("dataset", "formulation", "loop", "ensemble_mode")
 NUMBERS, INTEGERS = ("value", "lo", "hi", "band_median", "band_worst"), (
-    "n", "params", "batch", "devices", "band_n", "ensemble_size", "epochs", "epoch", "seed"
+    "n", "params", "batch", "devices", "band_n", "band_faster", "ensemble_size", "epochs",
+    "epoch", "seed"
 )  # fmt: skip
 REQUIRED = ("id", "quantity", "kind", "value", "unit", "model", "extra", "platform", "device",
             "devices", "selection")  # fmt: skip
@@ -177,7 +180,8 @@ KEY = (
 # A workload's columns besides KEY's: a figure made from another carries them too.
 BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode", "epochs", "epoch", "seed")
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
-BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_split", "band_quantity")
+BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_faster", "band_split",
+                "band_quantity")  # fmt: skip
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
@@ -1102,17 +1106,20 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     return [found([best], flag=f"open (>= {b}): {why}")]
 
 
-def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int]]:
-    """{(platform, split, regime): (median, worst, n)} of the held-out factors of the
-    constants file's observations (device steps)."""
-    from jaxcnn.perf.predict import REGIMES, held_out_factors
+def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int]]:
+    """{(platform, split, regime): (median, worst, n, how many the prediction was the
+    faster of)} of the held-out factors of the constants file's observations (device
+    steps)."""
+    from jaxcnn.perf.predict import REGIMES, held_out_pairs
 
     out = {}
     for platform, family in (table.get("families") or {}).items():
         for split in SPLITS:
             for regime in REGIMES:
-                if f := held_out_factors(family, split, regime):
-                    out[(platform, split, regime)] = _median_worst(f)
+                if pairs := held_out_pairs(family, split, regime):
+                    factors = [max(p / m, m / p) for p, m in pairs]
+                    faster = sum(p < m for p, m in pairs)
+                    out[(platform, split, regime)] = (*_median_worst(factors), faster)
     return out
 
 
@@ -1143,9 +1150,12 @@ def band_row(
 def band_rows(bands: dict[tuple, tuple]) -> list[Row]:
     """Each held-out band as a row: per platform, split and regime."""
     out = []
-    for (platform, split, regime), found in sorted(bands.items()):
-        words = {"extra": f"leave one {split} out", "note": f"device step; {found[2]} observations"}
-        out.append(band_row(platform, f"{regime} programs", found, **words))
+    for (platform, split, regime), (*found, faster) in sorted(bands.items()):
+        n = found[2]
+        way = prediction_faster(faster, n)
+        words = {"extra": f"leave one {split} out", "band_faster": faster,
+                 "note": f"device step; {n} observations; {way}"}  # fmt: skip
+        out.append(band_row(platform, f"{regime} programs", tuple(found), **words))
     return out
 
 
@@ -1170,8 +1180,15 @@ def band_of(
     return _band_columns(*found, f"leave one {band.get('split')} out", quantity)
 
 
-def _band_columns(median: float, worst: float, n: int, split: str, quantity: str) -> dict[str, Any]:
-    return dict(zip(BAND_COLUMNS, (median, worst, n, split, quantity), strict=True))
+def _band_columns(
+    median: float, worst: float, n: int, faster: int | None, split: str, quantity: str
+) -> dict[str, Any]:
+    return dict(zip(BAND_COLUMNS, (median, worst, n, faster, split, quantity), strict=True))
+
+
+def prediction_faster(faster: int, n: int) -> str:
+    """Which way a band errs, as every page says it."""
+    return f"prediction faster in {faster} of {n}"
 
 
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
@@ -1246,7 +1263,7 @@ def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
     band = block.get("loop_band")
     if not band:
         return None
-    found = (band["median"], band["worst"], band["observations"])
+    found = (band["median"], band["worst"], band["observations"], band.get("faster"))
     if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead's choice
         split = f"leave one {band['split']} out{KERNELS_TOO}"
         return _band_columns(*found, split, "device_step_s")
@@ -2352,7 +2369,7 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
         covered = set(published[published.platform == b.platform].model)
         at = ((table.quantity == "scaling_efficiency") & (table.kind == "predicted")
               & (table.platform == b.platform) & table.model.isin(covered))  # fmt: skip
-        table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, SCALING_SPLIT,
+        table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, None, SCALING_SPLIT,
                                              "scaling_efficiency")  # fmt: skip
         bare = at & table.lo.isna()  # what the band allows, as the row's own spread
         table.loc[bare, "lo"] = table.loc[bare, "value"] / b.hi

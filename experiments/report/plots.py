@@ -331,7 +331,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         # wrapped: the panels' legends sit side by side below them
         # each width's own band: the kernels' where they are most of its step
         said = sorted({answers_lib.band_words(r) for r in g.to_dict("records")})
-        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {'; '.join(said)}", 52)
+        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {'; '.join(said)}", 52,
+                              break_on_hyphens=False)  # fmt: skip
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
         loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",

@@ -241,12 +241,14 @@ def predict(
     band = error_band(family, kind, chip)
     loop = loop_band(table, platform, kind) if looped else None
     # both bands as factors max(p/a, a/p) (error_band's are |p/a - 1|): comparable
-    factors = held_out_factors(family, band["split"], kind) if band else []
+    pairs = held_out_pairs(family, band["split"], kind) if band else []
+    factors = [max(p / m, m / p) for p, m in pairs]
     worsts = ((loop or {}).get("worst"), max(factors, default=None))
     if looped and kernels_band_instead(device_step, looped.get("loop_step_s"), *worsts):
         loop = {"median": statistics.median(factors), "worst": max(factors),
-                "observations": len(factors), "split": band["split"],
-                "quantity": DEVICE_STEP, "mostly_kernels": True}  # fmt: skip
+                "observations": len(factors), "faster": sum(p < m for p, m in pairs),
+                "split": band["split"], "quantity": DEVICE_STEP,
+                "mostly_kernels": True}  # fmt: skip
     return Prediction(
         method=METHOD,
         constants_version=str(table["version"]),
@@ -302,17 +304,24 @@ def loop_band(table: Mapping[str, Any], platform: str, regime_name: str) -> dict
     return {**band, "split": LOOP_SPLIT, "quantity": LOOP_STEP}
 
 
-def held_out_factors(family: Mapping[str, Any], split: str, regime_name: str) -> list[float]:
-    """The factors max(predicted/measured, measured/predicted) of the family's device-step
-    observations of `regime_name`, each predicted by the fit that left its `split` (chip
-    or program) out: the band the report shows, as factors."""
+def held_out_pairs(
+    family: Mapping[str, Any], split: str, regime_name: str
+) -> list[tuple[float, float]]:
+    """(predicted, measured) of the family's device-step observations of `regime_name`,
+    each predicted by the fit that left its `split` (chip or program) out."""
     out = []
     for o in family.get("observations") or []:
         predicted, measured = (o.get("held_out_predicted_s") or {}).get(split), o.get("measured_s")
         large = "resnet50" in str(o.get("label"))
         if predicted and measured and (o.get("regime") or REGIMES[not large]) == regime_name:
-            out.append(max(predicted / measured, measured / predicted))
+            out.append((predicted, measured))
     return out
+
+
+def held_out_factors(family: Mapping[str, Any], split: str, regime_name: str) -> list[float]:
+    """held_out_pairs' factors max(predicted/measured, measured/predicted): the band the
+    report shows, as factors."""
+    return [max(p / m, m / p) for p, m in held_out_pairs(family, split, regime_name)]
 
 
 def kernels_band_instead(
