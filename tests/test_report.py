@@ -670,8 +670,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454;
     # the CPU's cores said logical: 1455; a sitting said to be another VM or commit: 1458;
     # row 7's floor any program's fastest run, that run named: 1468; every band beside a
-    # prediction says which way it errs: 1478)
-    assert len(lines) <= 25 and len(text.split()) <= 1478
+    # prediction says which way it errs: 1478; row 2's chips said predicted: 1479)
+    assert len(lines) <= 25 and len(text.split()) <= 1479
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3778,12 +3778,16 @@ def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv
                & csv.denominator.str.startswith("loop_step_s|")]  # fmt: skip
     by_chip = {r["device"]: r for r in over.to_dict("records")}
     mx150 = csv.set_index("id").loc[by_chip["gpu-mx150"]["denominator"]].to_dict()
-    assert f"MX150 b16 {fmt(mx150)}, {fmt(by_chip['gpu-mx150'])} the CPU (" in said.answer
+    # the CPU's measured loop step first, the chips' after it said predicted
+    assert said.answer.startswith("CPU's loop at b16 ") and mx150["kind"] == "predicted"
+    assert f"; predicted: MX150 b16 {fmt(mx150)}, {fmt(by_chip['gpu-mx150'])} the CPU (" in (
+        said.answer
+    )
     assert f"at b16, {fmt(by_chip['gpu-t4'])} the CPU)" in said.answer
     assert {by_chip[c]["id"] for c in ("gpu-mx150", "gpu-t4")} <= set(said.ids)
     # the control: without those ratios in the table, none is said
     bare = answers.answers(csv[~csv.id.isin(over.id)])[1].answer
-    assert " the CPU" not in bare and bare.startswith(f"MX150 b16 {fmt(mx150)} (seed ")
+    assert " the CPU" not in bare and f"; predicted: MX150 b16 {fmt(mx150)} (seed " in bare
 
 
 def _curves(csv: pd.DataFrame, model: str) -> pd.DataFrame:

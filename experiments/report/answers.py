@@ -265,13 +265,17 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # speedup no larger than the MX150's own
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
     at_least = f": ≥{fmt(bound)}" if bound and x_mx else ""
-    parts = [f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""]
     at16 = f"; at b16{x_t4}" if x_t4 else ""
-    parts.append(f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")
+    chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
+             (t4, f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")]  # fmt: skip
+    chips = [(r, said) for r, said in chips if said]
+    # the chips' steps said predicted, once, where they stand after the CPU's measured one
+    if chips and all(r["kind"] == "predicted" for r, _ in chips):
+        chips[0] = (chips[0][0], f"predicted: {chips[0][1]}")
     # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
     said = c and (f"CPU's loop at b16 {fmt(c)}" if c["extra"] == LOOP
                   else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
-    parts.append(said or none_on(cpu, "CPU b16 step"))
+    parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
     # the step predicted against the seeds' Keras epochs per step, which read JPEG files
     # and validate besides (no part of the model): the chips' one check, beside the band
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
