@@ -177,7 +177,8 @@ KEY = (
     "quantity kind model dataset batch precision formulation loop placement framework extra "
     "device devices"
 ).split()
-# A workload's columns besides KEY's: a figure made from another carries them too.
+# What else says what a figure is of (its platform, size, ensemble, epochs, seed), besides
+# KEY's columns: a figure made from another carries them too.
 BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode", "epochs", "epoch", "seed")
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
 BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_faster", "band_split",
@@ -1110,15 +1111,14 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int]]:
     """{(platform, split, regime): (median, worst, n, how many the prediction was the
     faster of)} of the held-out factors of the constants file's observations (device
     steps)."""
-    from jaxcnn.perf.predict import REGIMES, held_out_pairs
+    from jaxcnn.perf.predict import REGIMES, held_out_errors, held_out_pairs
 
     out = {}
     for platform, family in (table.get("families") or {}).items():
         for split in SPLITS:
             for regime in REGIMES:
                 if pairs := held_out_pairs(family, split, regime):
-                    factors = [max(p / m, m / p) for p, m in pairs]
-                    faster = sum(p < m for p, m in pairs)
+                    factors, faster = held_out_errors(pairs)
                     out[(platform, split, regime)] = (*_median_worst(factors), faster)
     return out
 
@@ -1305,8 +1305,7 @@ def held_out_loop_rows(
         for by_regime, extra, whose in bands:
             for name, b in sorted(by_regime.items()):
                 n = b["observations"]
-                note = (f"{whose} on {', '.join(b['hosts'])}; prediction faster in "
-                        f"{b['faster']} of {n}")  # fmt: skip
+                note = f"{whose} on {', '.join(b['hosts'])}; {prediction_faster(b['faster'], n)}"
                 factors = (b["median"], b["worst"], n)
                 out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note))
     return out
@@ -1351,6 +1350,8 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
     pooled, RULES["pooled"]), the whole-epoch loop's where it ran one (no host in its
     step: MEASURED_AGAINST's rule); a small program that ran only the step loop is left
     out, counted in the note."""
+    from jaxcnn.perf.predict import held_out_errors
+
     measured = {
         x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
         for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
@@ -1392,8 +1393,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
         for regime, checked in sorted(by_regime.items()):
             group = [r for r, _ in checked]
             pairs = [(r.prediction.device_step_s, step) for r, step in checked]
-            factors = [max(p / a, a / p) for p, a in pairs]
-            faster = sum(p < a for p, a in pairs)
+            factors, faster = held_out_errors(pairs)
             carried_by = [r.prediction.error_band for r in group]
             carried = {
                 json.dumps(b and b.model_dump(exclude_unset=True), sort_keys=True)
@@ -1415,8 +1415,8 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
             by = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
             left = (f"; {alone[regime]} more timed only alone, in the step loop, left out "
                     "(their step is mostly the host's)" if alone[regime] else "")  # fmt: skip
-            note = (f"worst {max(factors):.3g}x; constants {by}; prediction faster in "
-                    f"{faster} of {len(group)}{left}; the band they carried: {said}"
+            note = (f"worst {max(factors):.3g}x; constants {by}; "
+                    f"{prediction_faster(faster, len(group))}{left}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
             platform, found = group[0].device.platform, _median_worst(factors)
@@ -2165,9 +2165,7 @@ def published_bands(table: pd.DataFrame) -> list[Row]:
     for (platform, small), g in e.groupby([e.platform, is_small(e)]):
         faster = int((g.note == "predicted faster").sum())
         programs = "small programs" if small else "large programs"
-        note = (
-            f"published steps of other frameworks' loops; prediction faster in {faster} of {len(g)}"
-        )
+        note = f"published steps of other frameworks' loops; {prediction_faster(faster, len(g))}"
         found = _median_worst(g.value)
         out.append(band_row(platform, programs, found, extra="against published", note=note))
     return out

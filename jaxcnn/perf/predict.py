@@ -242,11 +242,11 @@ def predict(
     loop = loop_band(table, platform, kind) if looped else None
     # both bands as factors max(p/a, a/p) (error_band's are |p/a - 1|): comparable
     pairs = held_out_pairs(family, band["split"], kind) if band else []
-    factors = [max(p / m, m / p) for p, m in pairs]
+    factors, faster = held_out_errors(pairs)
     worsts = ((loop or {}).get("worst"), max(factors, default=None))
     if looped and kernels_band_instead(device_step, looped.get("loop_step_s"), *worsts):
         loop = {"median": statistics.median(factors), "worst": max(factors),
-                "observations": len(factors), "faster": sum(p < m for p, m in pairs),
+                "observations": len(factors), "faster": faster,
                 "split": band["split"], "quantity": DEVICE_STEP,
                 "mostly_kernels": True}  # fmt: skip
     return Prediction(
@@ -318,10 +318,15 @@ def held_out_pairs(
     return out
 
 
+def held_out_errors(pairs: Sequence[tuple[float, float]]) -> tuple[list[float], int]:
+    """The factors max(predicted/measured, measured/predicted) of (predicted, measured)
+    `pairs`, and how many of them the prediction was the faster of (which way it errs)."""
+    return [max(p / m, m / p) for p, m in pairs], sum(p < m for p, m in pairs)
+
+
 def held_out_factors(family: Mapping[str, Any], split: str, regime_name: str) -> list[float]:
-    """held_out_pairs' factors max(predicted/measured, measured/predicted): the band the
-    report shows, as factors."""
-    return [max(p / m, m / p) for p, m in held_out_pairs(family, split, regime_name)]
+    """held_out_pairs' factors: the band the report shows, as factors."""
+    return held_out_errors(held_out_pairs(family, split, regime_name))[0]
 
 
 def kernels_band_instead(
