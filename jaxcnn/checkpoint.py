@@ -340,33 +340,36 @@ def _remove_unfinished_saves(directory: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _remove_failed_save(directory: Path, before: set[threading.Thread]) -> None:
+def _remove_failed_save(directory: Path, before: set[threading.Thread], took: float) -> None:
     """Delete a failed save's temporary folders once nothing writes into them.
 
     Orbax raises the first item's failure without waiting for the others: their commit
     threads, and TensorStore writes still in flight (on its own threads, which nothing
     here can join), go on and make the folders they write into again after a first
-    removal, later the busier the machine. So the threads this save started are joined,
-    then the folders are removed until none has come back for a quiet second (at most
-    half a minute: a failed save is rare, and a folder left behind would keep a full
-    disk full; the next run's open removes what is left even so).
+    removal. So the threads this save started are joined, then the folders are removed
+    until none has come back for a quiet spell (at most half a minute: a failed save is
+    rare, and a folder left behind would keep a full disk full; the next run's open
+    removes what is left even so). The spell is as long as the failed save took (`took`
+    seconds), at least QUIET_S and at most MAX_QUIET_S: the writers left were queued
+    during the save, and they drain as slowly as the machine ran it.
     """
     for thread in set(threading.enumerate()) - before:
         if type(thread).__module__.startswith("orbax."):
             thread.join(timeout=60)
     if jax.process_index() != 0:  # process 0 alone deletes: nothing here to wait for
         return
-    quiet, deadline = time.monotonic() + QUIET_S, time.monotonic() + 30
+    spell = min(max(took, QUIET_S), MAX_QUIET_S)
+    quiet, deadline = time.monotonic() + spell, time.monotonic() + 30
     while time.monotonic() < deadline:
         if any(directory.glob(f"*{TMP_MARKER}*")):
             _remove_unfinished_saves(directory)
-            quiet = time.monotonic() + QUIET_S
+            quiet = time.monotonic() + spell
         elif time.monotonic() >= quiet:
             return
         time.sleep(0.05)
 
 
-QUIET_S = 1.0
+QUIET_S, MAX_QUIET_S = 1.0, 10.0
 
 
 def _one_line(error: BaseException) -> str:
@@ -438,7 +441,7 @@ class Checkpoints:
         meta = json.loads(json.dumps(meta))  # as it will be read back: the digest's input
         meta[DIGEST_KEY] = _content_digest(arrays, meta)
         ocp = _ocp()
-        threads = set(threading.enumerate())
+        threads, started = set(threading.enumerate()), time.monotonic()
         try:
             # Each writer thread logs the failure with a traceback before save raises it.
             with absl_logs_held(logging.ERROR):
@@ -454,7 +457,7 @@ class Checkpoints:
             why = _why_not_saved(self.directory, error)
             message = f"could not save checkpoint {step} in {self.directory}{why}"
             # Its half-written folder would keep the disk full for the rerun.
-            _remove_failed_save(self.directory, threads)
+            _remove_failed_save(self.directory, threads, time.monotonic() - started)
             raise CheckpointSaveError(message) from error
 
     def restore(self, like: TrainState) -> Restored | None:

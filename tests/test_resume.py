@@ -26,6 +26,7 @@ from experiments import records
 from experiments.cli.run import main
 from jaxcnn import choices, data, loop, models, parallel, train
 from jaxcnn.checkpoint import (
+    QUIET_S,
     TMP_MARKER,
     Checkpoints,
     CheckpointSaveError,
@@ -646,15 +647,15 @@ def test_a_full_disk_is_an_error_naming_the_folder_and_retried(tmp_path, full_di
 
 class _LateWriter(threading.Thread):
     """Stands for what a failed save leaves running after another item's failure is
-    raised: it makes its folder under the step's temporary one 0.3 s later."""
+    raised: it makes its folder under the step's temporary one `delay` seconds later."""
 
-    def __init__(self, folder: Path, started: threading.Event):
+    def __init__(self, folder: Path, started: threading.Event, delay: float):
         super().__init__(daemon=True)
-        self.folder, self.started = folder, started
+        self.folder, self.started, self.delay = folder, started, delay
 
     def run(self) -> None:
         self.started.set()
-        time.sleep(0.3)
+        time.sleep(self.delay)
         (self.folder / "state.orbax-checkpoint-tmp" / "d").mkdir(parents=True)
 
 
@@ -665,24 +666,33 @@ class _OrbaxWriter(_LateWriter):
 
 
 @pytest.mark.parametrize(
-    "writer, remove",
+    "writer, delay, save_took, remove",
     [
-        (_OrbaxWriter, "failed save"),  # joined
-        (_LateWriter, "failed save"),  # not joinable (as TensorStore's): outwaited
-        (_LateWriter, "unfinished saves alone"),
+        (_OrbaxWriter, 0.3, 0.0, "failed save"),  # joined
+        (_LateWriter, 0.3, 0.0, "failed save"),  # not joinable (as TensorStore's): outwaited
+        (_LateWriter, 0.3, 0.0, "unfinished saves alone"),
+        # A busy machine: the save took 4 s, and a writer it left comes 2 s after
+        # the first removal, past QUIET_S; the wait grows with the save.
+        (_LateWriter, 2.0, 4.0, "failed save"),
+        (_LateWriter, 2.0, 0.0, "failed save"),  # its positive control: a quick save's wait
     ],
 )
-def test_a_failed_save_is_removed_after_the_writers_it_left_running(tmp_path, writer, remove):
+def test_a_failed_save_is_removed_after_the_writers_it_left_running(
+    tmp_path, writer, delay, save_took, remove
+):
     step = tmp_path / f"22{TMP_MARKER}"
     step.mkdir()
     before = set(threading.enumerate())
     started = threading.Event()
-    late = writer(step, started)
+    late = writer(step, started, delay)
     late.start()
     started.wait()
     if remove == "failed save":
-        _remove_failed_save(tmp_path, before)
-        assert not list(tmp_path.rglob(f"*{TMP_MARKER}*"))
+        _remove_failed_save(tmp_path, before, save_took)
+        late.join()
+        outwaited = writer is _OrbaxWriter or delay < QUIET_S or save_took > delay
+        left = sorted(tmp_path.rglob(f"*{TMP_MARKER}*"))
+        assert left == ([] if outwaited else [step, step / "state.orbax-checkpoint-tmp"])
     else:  # the positive control: removing once leaves what the writer makes after
         _remove_unfinished_saves(tmp_path)
         late.join()
