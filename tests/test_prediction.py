@@ -168,6 +168,14 @@ def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim
     assert spread["regime"] == "large"
 
 
+def test_a_prediction_label_says_which_way_its_band_errs_where_it_was_counted():
+    band = {**_band(0.2, 0.5, 9), "split": "chip", "quantity": DEVICE}
+    block = {"method": "per-kernel", "constants_version": "v", "error_band": band}
+    said = predictions.label({**block, "error_band": {**band, "faster": 4}})
+    assert said.endswith("median 20%, worst 50%, prediction faster in 4 of 9")
+    assert "faster" not in predictions.label(block)  # the control: not counted, not said
+
+
 def test_a_step_is_never_faster_than_its_launches():
     # Tiny kernels: nothing but the fixed cost of launching each.
     tiny = [_gemm(flops=10, nbytes=10, count=58)]

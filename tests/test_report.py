@@ -466,6 +466,19 @@ def test_every_held_out_band_says_which_way_it_errs(table):
     assert "faster" not in answers.band_words({**shown, "band_faster": None})
 
 
+def test_every_predictions_band_row_types_its_direction(table):
+    bands = table[(table.quantity == "band") & (table.kind == "predicted")]
+    assert bands.band_faster.notna().all()
+    for b in bands.to_dict("records"):  # the count its words say (the scaling band's words
+        assert f" in {b['band_faster']} of {b['n']}" in b["note"]  # add "published ...")
+    # the first screen takes the published JAX loops' direction from the column
+    jax = bands[bands.extra == figures.JAX_VERSUS].iloc[0].to_dict()
+    said = f"prediction faster in {jax['band_faster']} of {jax['n']}"
+    assert answers.way_of(jax) == said
+    assert answers.way_of({**jax, "note": "-"}) == said  # the note is not read
+    assert answers.way_of({**jax, "band_faster": 0}) == f"prediction faster in 0 of {jax['n']}"
+
+
 def test_a_band_is_shown_only_beside_the_quantity_it_was_measured_on():
     bands = {("gpu", "chip", "large"): (1.2, 1.5, 13, 4)}
     block = {"error_band": {"split": "chip", "quantity": "device_step_s"}, "regime": "large"}

@@ -281,6 +281,11 @@ DEVICE_STEP = "device_step"  # jaxcnn.perf.predict.DEVICE_STEP, read without sta
 QUANTITY_WORDS = {DEVICE_STEP: "device step", "loop_step": "loop step"}
 
 
+def prediction_faster(faster: int, n: int) -> str:
+    """Which way a band errs, as every page and label says it."""
+    return f"prediction faster in {faster} of {n}"
+
+
 def label(block: dict[str, Any] | None) -> str:
     """How a prediction is named beside its figure: its method, and for the per-kernel
     model its constants' version and leave-one-out error band."""
@@ -289,13 +294,16 @@ def label(block: dict[str, Any] | None) -> str:
     if block.get("method") != METHOD:
         return f"predicted: {BOUND_METHOD} (not a prediction, no error band)"
     band = block.get("error_band") or {}
-    split = SPLIT_WORDS.get(band.get("split"), "out of sample")
-    error = (
-        f", {split} error on the {QUANTITY_WORDS[band.get('quantity', DEVICE_STEP)]} median "
-        f"{band['median']:.0%}, worst {band['worst']:.0%}"
-        if band.get("median") is not None
-        else f", unvalidated: no {block.get('regime') or ''} program observed on this platform"
-    )
+    if band.get("median") is None:
+        regime = block.get("regime") or ""
+        error = f", unvalidated: no {regime} program observed on this platform"
+    else:
+        split = SPLIT_WORDS.get(band.get("split"), "out of sample")
+        quantity = QUANTITY_WORDS[band.get("quantity", DEVICE_STEP)]
+        error = f", {split} error on the {quantity} median {band['median']:.0%}, worst "
+        error += f"{band['worst']:.0%}"
+        if "faster" in band:  # which way it errs, where the band counted it
+            error += f", {prediction_faster(band['faster'], band['observations'])}"
     return f"predicted: per-kernel model, constants {block.get('constants_version')}{error}"
 
 

@@ -456,7 +456,7 @@ ErrorBand = _part(
     observations=(Count, "the held-out observations it was measured on"),
     split=(Str, "how they were held out: chip|program|published_jax_loops"),
     quantity=(Str, "device_step|loop_step: the quantity it was measured on"),
-    faster=(Count, "loop band: how many of them the prediction was the faster of"),
+    faster=(Count, "how many of them the prediction was the faster of (absent: not counted)"),
     hosts=(list[Str], "loop band: the chips the published loops ran on"),
     mostly_kernels=(
         Bool,

@@ -436,8 +436,8 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
 
 
 def way_of(band: Row) -> str:
-    """Which way a band row's predictions err: its note's "prediction faster in k of n"."""
-    return band["note"].split("; ")[-1]
+    """Which way a band row's predictions err: "prediction faster in k of n"."""
+    return prediction_faster(int(band["band_faster"]), int(band["n"]))
 
 
 def jax_loops(band: Row, where: str = "") -> str:

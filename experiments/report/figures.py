@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.predict import shown as predictions
+from experiments.predict.shown import prediction_faster
 from experiments.records import (
     CompileRecord,
     EnsembleRecord,
@@ -132,7 +133,8 @@ MEANINGS = {
     "band_worst": "the same factor: the worst",
     "band_n": "how many held-out observations the band has",
     "band_faster": "which way it errs: of its band's held-out observations (`band_n`; a band's "
-    "own row: `n`), how many the prediction was the faster of (empty: not counted)",
+    "own row: `n`), how many the prediction was the faster of (a scaling band's: the more "
+    "efficient of; empty: not counted)",
     "band_split": "what each held-out fit left out",
     "band_quantity": "the quantity the band was measured on, or why a prediction has none "
     "(`unvalidated ...`)",
@@ -1186,11 +1188,6 @@ def _band_columns(
     return dict(zip(BAND_COLUMNS, (median, worst, n, faster, split, quantity), strict=True))
 
 
-def prediction_faster(faster: int, n: int) -> str:
-    """Which way a band errs, as every page says it."""
-    return f"prediction faster in {faster} of {n}"
-
-
 def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
     """Per newest compile that fits and carries its kernels: the predicted device step
     and loop step, each with its own band, and the MFU and FLOP/s per watt they imply."""
@@ -1307,7 +1304,8 @@ def held_out_loop_rows(
                 n = b["observations"]
                 note = f"{whose} on {', '.join(b['hosts'])}; {prediction_faster(b['faster'], n)}"
                 factors = (b["median"], b["worst"], n)
-                out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note))
+                out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note,
+                                    band_faster=b["faster"]))  # fmt: skip
     return out
 
 
@@ -1322,17 +1320,19 @@ def constant_baseline(platform: str, loops: Sequence[dict[str, Any]]) -> list[Ro
     out = []
     for regime in sorted({c["regime"] for c in loops}):
         same = [c for c in loops if c["regime"] == regime]
-        factors = []
+        factors, faster = [], 0
         for c in same:
             others = [o["measured_s"] for o in same if o["program"] != c["program"]]
             if others:
                 guess, a = statistics.median(others), c["measured_s"]
                 factors.append(max(guess / a, a / guess))
+                faster += guess < a
         if factors:
             note = f"jaxcnn's loop; {len(factors)} measured loop steps, each against the others'"
             found = _median_worst(factors)
             out.append(band_row(platform, f"{regime} programs", found, "baseline",
-                                kind="derived", extra=LOOP_CONSTANT, note=note))  # fmt: skip
+                                kind="derived", extra=LOOP_CONSTANT, note=note,
+                                band_faster=faster))  # fmt: skip
     return out
 
 
@@ -1421,7 +1421,8 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
                        if any(bands) else ""))  # fmt: skip
             platform, found = group[0].device.platform, _median_worst(factors)
             out.append(band_row(platform, f"{regime} programs", found, "before-first-run", group,
-                                chip, extra=BEFORE_FIRST_RUN, note=note))  # fmt: skip
+                                chip, extra=BEFORE_FIRST_RUN, note=note,
+                                band_faster=faster))  # fmt: skip
     return out
 
 
@@ -1560,7 +1561,8 @@ def scaling_band(table: pd.DataFrame) -> list[Row]:
         optimistic = int((g.note == OPTIMISTIC).sum())
         note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
         found = _median_worst(g.value)
-        out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note))
+        out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note,
+                            band_faster=optimistic))  # fmt: skip
         # the same pairs with every efficiency taken as ideal: what the model adds to that
         published = g.numerator.map(table.set_index("id").value)
         ideal = _median_worst([max(1 / a, a) for a in published])
@@ -2167,7 +2169,8 @@ def published_bands(table: pd.DataFrame) -> list[Row]:
         programs = "small programs" if small else "large programs"
         note = f"published steps of other frameworks' loops; {prediction_faster(faster, len(g))}"
         found = _median_worst(g.value)
-        out.append(band_row(platform, programs, found, extra="against published", note=note))
+        out.append(band_row(platform, programs, found, extra="against published", note=note,
+                            band_faster=faster))  # fmt: skip
     return out
 
 

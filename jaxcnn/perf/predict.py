@@ -358,17 +358,21 @@ def error_band(
     the split that matches its claim, leave one program out on a chip the fit has
     observations of, leave one chip out on any other; over the family's observations of
     that regime ({"median", "worst", "observations", "split", "quantity": DEVICE_STEP or
-    LOOP_STEP}). None where that split has none of that regime: the prediction is then
-    unvalidated."""
+    LOOP_STEP}, and "faster": how many of them the prediction was the faster of, where the
+    family's observations give each held-out prediction). None where that split has none
+    of that regime: the prediction is then unvalidated."""
     error = family.get("error") or {}
     split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
     band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
     if not band:
         return None
+    pairs = held_out_pairs(family, split, regime_name)
+    counted = len(pairs) == band["observations"]  # else the direction is not known
     return {
         "median": band["median"],
         "worst": band["worst"],
         "observations": band["observations"],
         "split": split,
         "quantity": error.get("quantity", DEVICE_STEP),
+        **({"faster": held_out_errors(pairs)[1]} if counted else {}),
     }
