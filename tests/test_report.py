@@ -683,8 +683,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # figure in its band: 1453; row 7 names the batch's copy the question asks of: 1454;
     # the CPU's cores said logical: 1455; a sitting said to be another VM or commit: 1458;
     # row 7's floor any program's fastest run, that run named: 1468; every band beside a
-    # prediction says which way it errs: 1478; row 2's chips said predicted: 1479)
-    assert len(lines) <= 25 and len(text.split()) <= 1479
+    # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
+    # TPU ratios marked as ceilings: 1483)
+    assert len(lines) <= 25 and len(text.split()) <= 1483
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1084,6 +1085,10 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         fast = fastest[model] = both[both.value == min(tpu, gpu)].device.iloc[0]
         slow = both[both.value == max(tpu, gpu)].device.iloc[0]
         ratio = fmt({"quantity": "speedup", "unit": "x", "value": max(tpu, gpu) / min(tpu, gpu)})
+        # a TPU loop step whose host parts are partly unpriced is a floor: a ratio over it
+        # is a ceiling, of it a floor
+        if (g[g.value == tpu].bound == "floor").all():
+            ratio = ("<= " if tpu < gpu else ">= ") + ratio
         # the faster chip named once where it is every model's
         assert f"{model} {ratio} over {slow}" in said or f"{model} {fast} {ratio}" in said
     assert measured == 4  # every seed model ran on a GPU here
@@ -3257,7 +3262,8 @@ def test_the_crossover_plot_draws_the_newest_sitting_over_the_earlier_ones(table
 def _shown_on(page: str, r: dict) -> bool:
     """Whether a rendered `page` prints row `r`: a table line with its device and value."""
     return any(
-        f"| {r['device']} |" in line and f"| {fmt(r)} |" in line for line in page.splitlines()
+        f"| {r['device']} |" in line and f"| {views.shown_value(r)} |" in line
+        for line in page.splitlines()
     )
 
 
@@ -4389,3 +4395,38 @@ def test_a_matmul_rate_of_tf32_passes_is_labelled_tf32_per_size_as_at_its_best(c
     assert "tf32" in set(best[best.platform == "gpu"].precision)
     # the control: a CPU's f32 rate stays f32
     assert "f32" in set(sizes[sizes.platform == "cpu"].precision)
+
+
+def test_a_step_with_host_parts_left_out_is_a_floor_and_a_ratio_over_it_a_ceiling():
+    def step(device: str, value: float, note: str | None = None) -> dict:
+        w = {"model": "m", "device": device, "devices": 1, "platform": device[:3]}
+        return figures.row("loop_step_s", "predicted", value, w, "per-kernel", note=note)
+
+    floor = step("tpu-x", 1e-3, f"{figures.LEFT_OUT}runtime_dispatch: none published")
+    gpu, cpu = step("gpu-y", 2e-3), step("cpu", 4e-3)
+    other = step("tpu-z", 3e-3, f"{figures.LEFT_OUT}copy_latency: none published")
+
+    def speedup(a: dict, b: dict) -> dict:  # b's step over a's: how many times a is faster
+        return figures.ratio("speedup", a, b, "equal-batch", extra=f"vs {b['device']}")
+
+    ratios = [speedup(floor, cpu), speedup(cpu, floor), speedup(floor, other), speedup(gpu, cpu)]
+    table = figures.with_bounds(figures.frame([floor, gpu, cpu, other, *ratios]))
+    bound = dict(zip(table.id, table.bound.fillna("point"), strict=True))
+    assert [bound[r["id"]] for r in (floor, gpu, cpu, other)] == [
+        "floor",
+        "point",
+        "point",
+        "floor",
+    ]
+    # over a floor at most; of a floor at least; a floor over a floor, and the control, neither
+    assert [bound[r["id"]] for r in ratios] == ["ceiling", "floor", "point", "point"]
+    # the pages mark each and say what a floor left out
+    shown = table[table.quantity == "loop_step_s"]
+    cells = views.pivot(shown, "model", "device")
+    assert cells.endswith("| m | 4 ms | 2 ms | >= 1 ms | >= 3 ms |")
+    said = views.bounds_said(shown, table)
+    assert said.startswith("`>=` a floor, on tpu-x, tpu-z: the host parts with no figure")
+    assert "left out: copy_latency: none published; left out: runtime_dispatch" in said
+    over = table[table.quantity == "speedup"]
+    assert views.bounds_said(over[over.bound == "ceiling"], table).startswith("`<=` a ceiling")
+    assert views.bounds_said(shown[shown.bound.isna()], table) == ""

@@ -28,7 +28,7 @@ from experiments.report.figures import (
     is_small,
     prediction_faster,
 )
-from experiments.report.fmt import each_text, fmt, span_text, value_text
+from experiments.report.fmt import each_text, fmt, shown_value, span_text, value_text
 from experiments.studies.bench import GEMMS
 from experiments.studies.crossover import (
     chip_name,
@@ -905,7 +905,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     seen = list(loop.to_dict("records"))
     # the faster chip named per ratio, unless it is every ratio's (then said once, below)
     one_chip_faster = len({r["device"] for r in seen}) == 1
-    parts = [f"{r['model']} {'' if one_chip_faster else r['device'] + ' '}{fmt(r)} over "
+    parts = [f"{r['model']} {'' if one_chip_faster else r['device'] + ' '}{shown_value(r)} over "
              f"{over_whom(r)}" for r in seen]  # fmt: skip
     kernels = device_step_ratios(s, seen)
     # each side's chips and how each is known; a host side with no figure said first,

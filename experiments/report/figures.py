@@ -138,6 +138,9 @@ MEANINGS = {
     "band_split": "what each held-out fit left out",
     "band_quantity": "the quantity the band was measured on, or why a prediction has none "
     "(`unvalidated ...`)",
+    "bound": "a figure that is a bound, not a point: `floor` (the true value is at least "
+    "this: a predicted step with host parts left out, counted 0, and an epoch or price made "
+    "from it), `ceiling` (at most this: a ratio over a floor); empty: a point",
     "flag": "why the figure cannot be taken as it stands (an open search, a scaling above "
     "ideal, seeds short of a target)",
     "source": "where a published figure, a price or the constants come from",
@@ -207,6 +210,7 @@ def allowed() -> dict[str, list[Any]]:
         "placement": [*choices.STRATEGIES, *choices.MODEL_STRATEGIES, "data-parallel"],
         "platform": ["cpu", "gpu", "tpu"],
         "spread": list(SPREADS),
+        "bound": list(BOUNDS),
         "selection": list(RULES),
         "band_split": [
             *(f"leave one {s} out{more}" for s in SPLITS for more in ("", KERNELS_TOO)),
@@ -1249,6 +1253,23 @@ def host_unpriced(notes: pd.Series) -> pd.Series:
     return notes.astype(str).str.contains(LEFT_OUT, regex=False)
 
 
+BOUNDS = ("floor", "ceiling")
+RATIOS = ("speedup", "cost_ratio")  # numerator / denominator
+
+
+def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
+    """`bound`: a predicted figure whose host parts are partly unpriced is a floor; a
+    ratio over a floor (and not of one) a ceiling, of a floor (and not over one) a floor,
+    of one floor over another neither (either way)."""
+    ratio = table.quantity.isin(RATIOS)
+    table.loc[(table.kind == "predicted") & ~ratio & host_unpriced(table.note), "bound"] = "floor"
+    floors = set(table.id[table.bound == "floor"])
+    top, below = table.numerator.isin(floors), table.denominator.isin(floors)
+    table.loc[ratio & top & ~below, "bound"] = "floor"
+    table.loc[ratio & below & ~top, "bound"] = "ceiling"
+    return table
+
+
 MOSTLY_KERNELS = "the device step's: most of this step"
 KERNELS_TOO = f"; {MOSTLY_KERNELS}"
 
@@ -2275,7 +2296,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         out += derive(table)
     table = with_sittings(frame(out), records, sittings)
     table = banded_efficiencies(across_sittings(table, sittings))
-    return with_chips(said_unvalidated(undecided_fits(table)))
+    return with_chips(said_unvalidated(undecided_fits(with_bounds(table))))
 
 
 def chip_named(device: str) -> str:

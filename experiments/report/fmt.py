@@ -65,6 +65,14 @@ def fmt(row: dict[str, Any] | None) -> str:
     return value_text(row["value"], row["unit"])
 
 
+BOUND_MARKS = {"floor": ">= ", "ceiling": "<= "}  # the table's `bound` column, as printed
+
+
+def shown_value(row: dict[str, Any]) -> str:
+    """A table row's value with its unit, marked where it is a bound."""
+    return BOUND_MARKS.get(row.get("bound"), "") + fmt(row)
+
+
 def each_text(values: list[str]) -> str:
     """Written values one per chip, in the chips' order, their shared unit written once
     ("1.56/1.46 ms"): never a range."""

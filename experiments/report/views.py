@@ -10,8 +10,8 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import BEFORE_FIRST_RUN, RULES, TF32_MATMULS
-from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.figures import BEFORE_FIRST_RUN, BOUNDS, LEFT_OUT, RULES, TF32_MATMULS
+from experiments.report.fmt import BOUND_MARKS, fmt, shown_value, span_text, value_text
 from experiments.studies import REGISTRY
 from experiments.studies.page import (
     OURS_LOOP_STEP,
@@ -197,9 +197,25 @@ COLUMNS = {
 }
 
 
+def bounds_said(rows: pd.DataFrame, table: pd.DataFrame) -> str:
+    """What the bound marks among `rows` mean, with what each floor leaves out (its note's
+    words, or its floor side's for a ratio); "" where none is a bound."""
+    bounded = rows[rows.bound.notna()]
+    if bounded.empty:
+        return ""
+    notes = table.set_index("id").note
+    sides = [bounded.note, bounded.numerator.map(notes), bounded.denominator.map(notes)]
+    left = {n[n.index(LEFT_OUT):] for side in sides for n in side.dropna().astype(str)
+            if LEFT_OUT in n}  # fmt: skip
+    words = {"floor": "a floor", "ceiling": "a ceiling (a ratio over a floor)"}
+    marks = [f"`{BOUND_MARKS[b].strip()}` {words[b]}" for b in BOUNDS if (bounded.bound == b).any()]
+    return (f"{', '.join(marks)}, on {', '.join(sorted(set(bounded.device)))}: the host parts "
+            f"with no figure counted 0; {'; '.join(sorted(left))}.")  # fmt: skip
+
+
 def _cell(r: dict, column: str) -> str:
     if column == "value":
-        return fmt(r)
+        return shown_value(r)
     if column == "spread":
         if pd.isna(r.get("lo")) or pd.isna(r.get("hi")):
             return "-"
@@ -262,7 +278,7 @@ def view(rows: pd.DataFrame, columns: list[str]) -> str:
 
 def _value(r: dict) -> str:
     """A pivot cell: the figure, marked where its search is open or it is flagged."""
-    text = fmt(r)
+    text = shown_value(r)
     if str(r.get("flag") or "").startswith("open"):
         return f">= {text}"
     return text + (" (!)" if r.get("flag") and not pd.isna(r.get("flag")) else "")
@@ -343,6 +359,8 @@ def page(
         rows = s.select(table)
         shown = pivot(rows, *s.pivot) if s.pivot else view(rows, s.columns.split())
         parts.append(f"## {s.title}\n\n{shown}")
+        if (said := bounds_said(rows, table)) and (s.pivot or "note" not in s.columns.split()):
+            parts.append(said)
         if s.verdict:
             parts.append(f"**Verdict**: {s.verdict(table)}")
     shown_rows += [s.select(table) for s in sections]
