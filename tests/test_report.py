@@ -2225,15 +2225,40 @@ def _hiding(ax, fig) -> list[tuple[str, str]]:
             if np.hypot(*(p - q)) < (m + n) / 2]  # fmt: skip
 
 
+def _named_crowded(title: str) -> list[tuple[int, int]]:
+    """The batch ranges a chip panel's title names as crowded and not drawn apart."""
+    said = re.findall(rf"b(\d+)(?:-b(\d+))? {re.escape(plots.CROWDED_HERE)}", title)
+    return [(int(lo), int(hi or lo)) for lo, hi in said]
+
+
+def _hiding_batches(ax, fig) -> list[tuple[int, int]]:
+    """The pairs of batches whose markers on `ax` are nearer than their mean size (_hiding)."""
+    points = [(b, xy, line.get_markersize() * fig.dpi / 72)
+              for line in ax.get_lines()
+              if line.get_marker() not in ("None", "", None) and line.get_label() != plots.SEED_RUNS
+              for b, xy in zip(_batches_drawn(ax, line), line.get_transform().transform(
+                  np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)),
+                  strict=True)]  # fmt: skip
+    return [(a, b) for i, (a, p, m) in enumerate(points) for b, q, n in points[i + 1 :]
+            if np.hypot(*(p - q)) < (m + n) / 2]  # fmt: skip
+
+
 def test_the_memory_plot_draws_every_marker_clear_of_the_others(table, monkeypatch):
-    """Batches a few % apart (the T4's b240 and b243, the TPU v5e's b74 and b78) would sit
-    on one another on a chip's whole range: there they are drawn apart, in order, in a panel
-    beside the chip's (its ticks naming each batch), so no marker of any panel meets
-    another, and every batch of a chip's is drawn once, at its own memory."""
+    """Batches a few % apart near a chip's limit (the T4's b240 and b243) would sit on one
+    another on its whole range: there they are drawn apart, in order, in a panel beside the
+    chip's (its ticks naming each batch), so no marker there meets another, and every batch
+    of a chip's is drawn once, at its own memory. Crowded batches far from the limit (the TPU
+    v5e's b74 and b78 at 40% of it) keep their place: only those, each named in their chip's
+    title, may meet."""
     fig = _figure(table, "batch", monkeypatch)
     for ax in fig.axes:
-        assert _hiding(ax, fig) == [], ax.get_title()
-        assert _covering(ax, fig) == [], ax.get_title()
+        named = _named_crowded(ax.get_title())
+        for a, b in _hiding_batches(ax, fig):
+            assert any(lo <= a <= hi and lo <= b <= hi for lo, hi in named), (ax.get_title(), a, b)
+        if not named:
+            assert _covering(ax, fig) == [], ax.get_title()
+    met = {ax.get_title().split("\n")[0]: _hiding_batches(ax, fig) for ax in fig.axes}
+    assert met["tpu-v5e-1"] == [(74, 78)]  # the committed: the control that pairs are found
     where = {"model": answers.SEED_MODEL, "precision": "f32", "placement": "single"}
     mem = study_page.rows(table, quantity="memory_bytes", kind="compiled", extra="-",
                           device="gpu-t4", **where)  # fmt: skip
@@ -2259,14 +2284,15 @@ def test_the_memory_plot_draws_every_marker_clear_of_the_others(table, monkeypat
 
 
 def test_the_memory_plot_titles_each_zoom_panel_by_the_batches_it_draws(table, monkeypatch):
-    """A panel of batches drawn apart holds the batches that crowd one another on their
-    chip's panel, wherever they are (the TPU v5e's b74 and b78 at 6 GiB of its 15): its
-    title names them, their compiled memory and its share of what JAX can use, all read
-    from what the panel draws, and never calls them near the limit unsaid."""
+    """A panel of batches drawn apart holds the batches that crowd one another near their
+    chip's limit: its title names them, their compiled memory and its share of what JAX
+    can use, all read from what the panel draws, and never calls them near the limit
+    unsaid; its y-axis is labelled as its chip's is."""
     fig = _figure(table, "batch", monkeypatch)
     zoomed = {ax.get_title().split("\n")[0]: ax for ax in fig.axes
               if ax.get_xlabel() == plots.ZOOM_XLABEL}  # fmt: skip
-    assert {"t4", "tpu-v5e-1", "a100"} <= set(zoomed)
+    assert {"t4", "a100"} <= set(zoomed)
+    assert all(ax.get_ylabel() == plots.MEMORY_YLABEL for ax in zoomed.values())
     for chip, ax in zoomed.items():
         title = ax.get_title()
         assert "near its limit" not in title, title
@@ -2281,15 +2307,116 @@ def test_the_memory_plot_titles_each_zoom_panel_by_the_batches_it_draws(table, m
         assert f"{max(gib):.3g} GiB" in flat, title
         assert f"{100 * max(gib) / limits[0]:.0f}% of the {limits[0]:.3g} GiB usable" in flat
         assert title == plots.zoom_title(chip, batches, gib, limits)
-    # the committed: the TPU v5e's crowded batches are well under its limit, and said so
-    v5e = zoomed["tpu-v5e-1"].get_title().replace("\n", " ")
-    assert "b74-b78" in v5e and "40% of the 14.9 GiB usable" in v5e, v5e
+    # the committed: the TPU v5e's crowded batches are well under its limit: no zoom, and
+    # its own title names them and how far under
+    assert "tpu-v5e-1" not in zoomed
+    v5e = _chip_panels(fig)["tpu-v5e-1"].get_title().replace("\n", " ")
+    assert f"b74-b78 {plots.CROWDED_HERE}" in v5e and "40% of the 14.9 GiB usable" in v5e, v5e
     # the control: the old title, typed for every zoom whatever it held, fails the above
     old = "tpu-v5e-1\nnear its limit: each batch apart, in order (not to scale)"
     assert "near its limit" in old and "b74-b78" not in old
     # a panel of several chips whose limits differ gives a share of each
     both = plots.zoom_title("p, q", [1, 2], [1.0, 2.0], [4.0, 8.0]).replace("\n", " ")
     assert "25-50% of the 4 GiB usable; 12-25% of the 8 GiB usable" in both, both
+
+
+def test_a_zoom_panel_is_drawn_only_for_crowded_batches_near_their_chips_limit():
+    """Crowded batches far below a chip's limit (or far over it) get no zoom panel: they
+    are left on the chip's panel, a group to name; the same batches near the limit, within
+    a worst factor of the undecided zone, are drawn apart with every batch between them."""
+    limit, worst = 10.0, 1.1
+    b = np.array([16.0, 32.0, 74.0, 78.0, 128.0, 256.0])
+    far = np.array([1.0, 2.0, 3.0, 3.0, 5.0, 9.0])  # b74 and b78 at 30% of the limit
+    ylim = plots._padded([*far, limit / worst, limit * worst])
+    stretch, left = plots._apart(b, far, ylim, [limit], worst)
+    assert not stretch.any() and [list(b[g]) for g in left] == [[74.0, 78.0]]
+    over = far.copy()
+    over[2:4] = limit * worst**3  # far over: still one verdict, no zoom
+    stretch, left = plots._apart(b, over, plots._padded([*over, *ylim]), [limit], worst)
+    assert not stretch.any() and [list(b[g]) for g in left] == [[74.0, 78.0]]
+    # the control: the same pair near the limit is drawn apart, nothing left crowded
+    near = far.copy()
+    near[2:4] = limit / worst**2
+    stretch, left = plots._apart(b, near, plots._padded([*near, *ylim]), [limit], worst)
+    assert list(b[stretch]) == [74.0, 78.0] and left == []
+
+
+def test_the_memory_plot_keeps_a_chip_and_its_zoom_side_by_side_and_leaves_no_hole(
+    table, monkeypatch
+):
+    """A chip without a zoom panel (the TPU v5e's crowded batches far below its limit)
+    leaves no blank among the panels: each zoom is right of its own chip on one row, and
+    the blank panels are the last ones only; with the TPU v5e's b74 and b78 moved near its
+    limit it gets its zoom (the control)."""
+    fig = _figure(table, "batch", monkeypatch)
+    on = [ax.axison for ax in fig.axes]
+    assert on == sorted(on, reverse=True), on  # the blanks last
+    zooms = [i for i, ax in enumerate(fig.axes) if ax.get_xlabel() == plots.ZOOM_XLABEL]
+    assert zooms
+    for i in zooms:
+        chip, zoom = fig.axes[i - 1], fig.axes[i]
+        assert chip.get_title().split("\n")[0] == zoom.get_title().split("\n")[0]
+        assert chip.get_position().y0 == pytest.approx(zoom.get_position().y0)
+    assert not any(fig.axes[i].get_title().startswith("tpu-v5e-1\n") for i in zooms)
+    # the control: b74 and b78 at the memory of the v5e's b505, inside its undecided zone
+    moved = table.copy()
+    mem = ((moved.device == "tpu-v5e-1") & (moved.quantity == "memory_bytes")
+           & (moved.model == answers.SEED_MODEL) & (moved.precision == "f32")
+           & (moved.placement == "single") & (moved.extra == "-"))  # fmt: skip
+    (top,) = moved[mem & (moved.batch.astype(float) == 505)].value
+    moved.loc[mem & moved.batch.astype(float).isin([74, 78]), "value"] = top
+    fig = _figure(moved, "batch", monkeypatch)
+    zoomed = [ax.get_title() for ax in fig.axes if ax.get_xlabel() == plots.ZOOM_XLABEL]
+    assert any(t.startswith("tpu-v5e-1\n") and "b74-b78" in t for t in zoomed), zoomed
+
+
+def _page_lines(page: str, heading: str) -> list[str]:
+    """The table lines of one section of a rendered page, the one under `heading`."""
+    section = page.split(f"## {heading}")[1].split("\n## ")[0]
+    return [x for x in section.splitlines() if x.startswith("| ")]
+
+
+def test_the_memory_plot_draws_the_batches_its_page_lists_and_ticks_only_those(table, monkeypatch):
+    """Every batch a memory panel draws is a row of the batch page, and every row of the
+    page's for a drawn chip is drawn: a chip's compiled memory (its panel and zoom) from the
+    compiled-memory section, the as-ran factors from the as-ran section. A log-batch axis is
+    ticked only at batches its panel draws, so no point reads as a batch the page lacks
+    (b505 and b530 read off power-of-two ticks as b512, b74 as b64)."""
+    fig = _figure(table, "batch", monkeypatch)
+    page = views.page("batch", table, {})
+    compiled = _page_lines(page, "Compiled memory and the verdict per batch")
+    listed = {(cells[3], int(cells[1])) for x in compiled
+              if (cells := [c.strip() for c in x.split("|")])[4] == "memory_bytes"
+              and cells[2] == "f32"}  # fmt: skip
+    drawn = set()
+    for ax in fig.axes:
+        if not ax.axison or "as it ran" in ax.get_title():
+            continue
+        chips = ax.get_title().split("\n")[0].split(", ")
+        for line in ax.get_lines():
+            if line.get_marker() in ("None", "", None) or line.get_label() == plots.SEED_RUNS:
+                continue
+            for b in _batches_drawn(ax, line):
+                for chip in chips:
+                    device = chip if chip.startswith("tpu-") else f"gpu-{chip}"
+                    assert (device, b) in listed, (device, b)
+                    drawn.add((device, b))
+        if ax.get_xlabel() != plots.ZOOM_XLABEL:  # a log-batch axis: ticks at its batches
+            (memory,) = [x for x in ax.get_lines() if x.get_label().startswith("_child")][:1]
+            ticks = [int(t) for t in ax.get_xticks()]
+            assert ticks and set(ticks) <= {int(x) for x in memory.get_xdata()}, ticks
+            assert [t.get_text() for t in ax.get_xticklabels()] == [str(t) for t in ticks]
+    charted = {d for d, _ in drawn}
+    assert {(d, b) for d, b in listed if d in charted} == drawn
+    (ran,) = [ax for ax in fig.axes if "as it ran (measured)" in ax.get_title()]
+    (line,) = [x for x in ran.get_lines() if "(measured)" in x.get_label()]
+    rows_ = _page_lines(page, "As it ran")
+    listed_ran = {int(c[2]) for x in rows_ if (c := [v.strip() for v in x.split("|")])[1]
+                  == answers.SEED_MODEL}  # fmt: skip
+    assert {int(x) for x in line.get_xdata()} == listed_ran
+    assert {int(t) for t in ran.get_xticks()} <= listed_ran
+    # the control: the committed page lists the b64 and b512 the as-ran panel draws
+    assert {64, 512} <= listed_ran
 
 
 def test_the_memory_plot_says_where_and_why_compiled_memory_falls_as_the_batch_grows(
@@ -2782,6 +2909,34 @@ def test_the_crossover_plot_hatches_the_t4s_band_where_it_meets_the_cpus(table, 
     handle = next(h for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
                   if t.get_text().startswith("T4 x/÷"))  # fmt: skip
     assert handle.get_hatch() == plots.T4_HATCH
+
+
+def test_the_crossover_plot_draws_its_lines_over_the_t4s_faint_hatch(table, monkeypatch):
+    """The measured lines cross the T4's predicted band: the hatch is drawn beneath every
+    line and marker (the measured ones over the predicted), its strokes fainter and thinner
+    than any measured line's, so a line crossing it stays the strongest stroke there."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import to_rgba
+
+    fig = _figure(table, "crossover", monkeypatch)
+    loop_ax = fig.axes[0]
+    (t4,) = [c for c in loop_ax.collections
+             if isinstance(c, PolyCollection) and c.get_label().startswith("T4")]  # fmt: skip
+    lines = loop_ax.get_lines()
+    measured = [x for x in lines if ", measured" in str(x.get_label())]
+    (predicted,) = [x for x in lines if str(x.get_label()).startswith("T4, predicted")]
+    assert len(measured) == 2  # the CPU's and the H100's
+    assert all(t4.get_zorder() < x.get_zorder() for x in lines)
+    assert all(predicted.get_zorder() < x.get_zorder() for x in measured)
+    stroke = to_rgba(t4.get_edgecolor()[0])[3]
+    assert all(stroke < to_rgba(x.get_color(), x.get_alpha())[3] for x in measured)
+    assert all(t4.get_hatch_linewidth() < x.get_linewidth() for x in measured)
+    # the control: a measured line does cross the band (a point of it inside the band)
+    band = np.concatenate([p.vertices for p in t4.get_paths()])
+    lo, hi = band.min(axis=0), band.max(axis=0)
+    inside = [((x.get_xdata() >= lo[0]) & (x.get_xdata() <= hi[0]) & (x.get_ydata() >= lo[1])
+               & (x.get_ydata() <= hi[1])).any() for x in measured]  # fmt: skip
+    assert all(inside)
 
 
 def test_the_scaling_plot_fits_each_panel_to_its_own_series_in_percent(table, monkeypatch):

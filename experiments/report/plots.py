@@ -38,7 +38,14 @@ BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen
 # the one step the seed models' CPU and GPUs are compared at
 ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
-T4_HATCH = "////"  # the T4's predicted band: hatched, so the CPU's shade shows through it
+T4_HATCH = "///"  # the T4's predicted band: hatched, so the CPU's shade shows through it
+# its hatch's strokes faint and thin: a measured line crossing the band stays the
+# strongest stroke there, the hatch still orange beside the CPU's blue shade
+T4_HATCH_ALPHA = 0.4
+T4_HATCH_WIDTH = 0.6
+# what the crossover's loop panel draws over what: bands at the bottom, the predicted line
+# over them, the measured lines and markers over all
+BAND_Z, PREDICTED_Z, MEASURED_Z = 1, 2, 3
 
 
 def band_drawn(n: Any) -> Any:
@@ -307,13 +314,14 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     sweeps = crossover_study.measured_crossover(table, cpu)
     for i, (cl, gl) in enumerate(sweeps):
         if i == 0:
-            loop_ax.plot(cl.params, cl.value, "o-", color="C0", label=f"{cpu}, measured")
+            loop_ax.plot(cl.params, cl.value, "o-", color="C0", zorder=MEASURED_Z,
+                         label=f"{cpu}, measured")  # fmt: skip
             _spread(loop_ax, cl, lambda s: f"{cpu}, {s.spread.iloc[0]}")
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
         # the newest sitting, what the verdict reads, drawn over the earlier ones
         loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"), linewidth=2,
-                     zorder=3, label=f"{device}, measured{single}")  # fmt: skip
+                     zorder=MEASURED_Z, label=f"{device}, measured{single}")  # fmt: skip
     # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
     for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
@@ -325,7 +333,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     worst = g.band_worst.astype(float)
     banded = bool(worst.notna().all() and band_drawn(g.band_n).all())
     label = f"T4, predicted {what}" + ("" if banded else f" ({words}: no band to draw)")
-    loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", label=label)
+    loop_ax.plot(g.params, g.value, "s--", color="C1", mfc="none", zorder=PREDICTED_Z,
+                 label=label)  # fmt: skip
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
         # wrapped: the panels' legends sit side by side below them
@@ -336,7 +345,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
         loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",
-                             edgecolor=("C1", 0.5), hatch=T4_HATCH, linewidth=0,
+                             edgecolor=("C1", T4_HATCH_ALPHA), hatch=T4_HATCH, linewidth=0,
+                             hatch_linewidth=T4_HATCH_WIDTH, zorder=BAND_Z,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
     # middle: each device's own speed
@@ -443,12 +453,16 @@ def _batches(batches: list[float]) -> str:
 # the drawn figure by the tests): where its markers will fall, known before it is drawn
 MEMORY_AXES_IN = (2.2, 1.3)
 # Markers nearer than this (points, centre to centre) would hide one another: a chip's
-# batches that crowd so are drawn apart in a panel beside its own
+# batches that crowd so near its limit are drawn apart in a panel beside its own (and a
+# batch's tick label, rotated, needs as much room beside its neighbour's)
 APART_PT = 9.0
-# a zoom panel's batches are those that crowd one another on their chip's panel, wherever
-# they are: its title says which and how near the chip's limit (zoom_title), never "near
-# its limit" unsaid
+# a zoom panel's batches are those that crowd one another near their chip's limit, where
+# its verdicts turn (_apart): its title says which and how near the limit (zoom_title)
 ZOOM = "crowded batches"
+MEMORY_YLABEL = "GiB per device"
+# crowded batches far from the limit, not drawn apart: their chip's title names them and
+# how far, so a batch whose marker meets another's is said, not lost
+CROWDED_HERE = "crowded, not drawn apart"
 ZOOM_XLABEL = "batch, in order (not to scale)"
 ZOOMED = "shaded: batches drawn apart in the panel right of it"
 FALLS = "falls as the batch grows"
@@ -459,9 +473,10 @@ FALLS_WHY = (
 )
 
 
-def _crowded(b: Any, gib: Any, ylim: tuple[float, float]) -> list[int]:
-    """The points of a memory panel (batch on a log axis, GiB on `ylim`) within APART_PT of
-    another, where matplotlib will draw them on MEMORY_AXES_IN (its 5% margins on x)."""
+def _crowds(b: Any, gib: Any, ylim: tuple[float, float]) -> list[list[int]]:
+    """The groups of a memory panel's points (batch on a log axis, GiB on `ylim`) that crowd
+    one another: each point within APART_PT of another of its group, where matplotlib will
+    draw them on MEMORY_AXES_IN (its 5% margins on x); in batch order."""
     import numpy as np
 
     lx = np.log2(np.asarray(b, float))
@@ -469,8 +484,57 @@ def _crowded(b: Any, gib: Any, ylim: tuple[float, float]) -> list[int]:
     x = (lx - lx.min()) / span * MEMORY_AXES_IN[0] * 72
     y = (np.asarray(gib, float) - ylim[0]) / (ylim[1] - ylim[0]) * MEMORY_AXES_IN[1] * 72
     near = np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :]) < APART_PT
-    np.fill_diagonal(near, False)
-    return [i for i in range(len(b)) if near[i].any()]
+    groups: list[set[int]] = []
+    for i, j in zip(*np.nonzero(np.triu(near, 1)), strict=True):
+        joined = [g for g in groups if i in g or j in g]
+        groups = [g for g in groups if g not in joined] + [set().union({i, j}, *joined)]
+    return sorted(sorted(int(i) for i in g) for g in groups)
+
+
+def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
+           worst: float | None) -> tuple[Any, list[list[int]]]:  # fmt: skip
+    """Which of a chip's crowded batches (_crowds) are drawn apart in a zoom panel, and the
+    groups left crowded on its own panel. A zoom panel separates verdicts near the chip's
+    limit, where they turn: a group is drawn apart only where its memory comes within one
+    compile check's worst factor of the undecided zone about a usable limit (the zone is
+    limit / worst to limit x worst, so limit / worst² to limit x worst²; without a worst,
+    only a group across the limit), and then every batch between the ends of such groups
+    with it (and any group partly between, whole). A group farther from the limit keeps
+    one verdict: a panel of it would add nothing about the verdicts, so it is left where it
+    is and named in the chip's title.
+    Returns (the stretch drawn apart, a mask on `b`; the groups left, outside it)."""
+    import numpy as np
+
+    b, gib = np.asarray(b, float), np.asarray(gib, float)
+    near = (worst or 1.0) ** 2
+    crowds = _crowds(b, gib, ylim)
+    reach = [g for g in crowds
+             if any(gib[g].min() <= u * near and gib[g].max() >= u / near
+                    for u in usable)]  # fmt: skip
+    if not reach:
+        return b < 0, crowds
+    ends = [b[i] for g in reach for i in g]
+    stretch = (b >= min(ends)) & (b <= max(ends))
+    # a group partly inside goes with it whole: none is split between the two panels
+    while split := [g for g in crowds if stretch[g].any() and not stretch[g].all()]:
+        ends = [*b[stretch], *(b[i] for g in split for i in g)]
+        stretch = (b >= min(ends)) & (b <= max(ends))
+    return stretch, [g for g in crowds if not stretch[g].any()]
+
+
+def _batch_ticks(ax: Any, batches: Any, lo: float, hi: float) -> None:
+    """A log-batch panel's x ticks at `batches` it draws (from `lo` to `hi`), each naming its
+    batch, so a point is never read off a power-of-two tick as a batch the table lacks; a
+    tick within APART_PT of the one before it (on MEMORY_AXES_IN) is left out."""
+    import numpy as np
+
+    span = (np.log2(hi) - np.log2(lo)) * 1.1 or 1.0
+    kept: list[float] = []
+    for x in sorted({float(x) for x in batches}):
+        if not kept or (np.log2(x) - np.log2(kept[-1])) / span * MEMORY_AXES_IN[0] * 72 >= APART_PT:
+            kept.append(x)
+    ax.set_xticks(kept, [str(int(x)) for x in kept], rotation=90, fontsize="x-small")
+    ax.set_xticks([], minor=True)
 
 
 def _span(values: list[str], unit: str) -> str:
@@ -482,15 +546,19 @@ def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
     """A zoom panel's title from what it draws: its chip(s) `name`; ZOOM and the batches
     drawn apart; their compiled memory in GiB and what share that is of the memory JAX can
     use (`limits`, GiB; a share per limit where the panel's chips differ)."""
+    lines = [name, f"{ZOOM} {_batches(list(batches))}, drawn apart:",
+             *textwrap.wrap(memory_share(gib, limits), 44, break_on_hyphens=False)]  # fmt: skip
+    return "\n".join(lines)
+
+
+def memory_share(gib: Any, limits: list[float]) -> str:
+    """Compiled memory `gib` as a span in GiB, and what share that is of each of the
+    memories JAX can use (`limits`, GiB): '5.92 GiB: 40% of the 14.9 GiB usable'."""
     ends = sorted(float(x) for x in gib)
     said = _span([f"{x:.3g}" for x in ends], " GiB")
     shares = [f"{_span([f'{100 * x / u:.0f}' for x in ends], '%')} of the {u:.3g} GiB usable"
               for u in sorted(set(limits))]  # fmt: skip
-    if shares:
-        said += ": " + "; ".join(shares)
-    lines = [name, f"{ZOOM} {_batches(list(batches))}, drawn apart:",
-             *textwrap.wrap(said, 44, break_on_hyphens=False)]  # fmt: skip
-    return "\n".join(lines)
+    return said + (": " + "; ".join(shares) if shares else "")
 
 
 def _memory_limits(ax: Any, usable: list[float], worst: float | None) -> None:
@@ -536,6 +604,8 @@ def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
     ax.axhline(1.0, color="black", linewidth=0.8, label="= the compiled memory")
     ax.set_ylim(_padded([1.0, *factors.value.astype(float)]))
     ax.set_xscale("log", base=2)
+    _batch_ticks(ax, factors.batch.astype(float), factors.batch.astype(float).min(),
+                 factors.batch.astype(float).max())  # fmt: skip
     ax.set_ylabel("× compiled memory")
     chips = ", ".join(sorted(set(factors.device)))
     ax.set_title(f"{chips} as it ran (measured)\nwhat else it held at its peak\nis not "
@@ -547,13 +617,18 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     and TPU, a panel per chip on its own ranges (a 2 GiB chip's fit boundary as readable
     as an 80 GiB one's; a chip's batches near its limit spread over its panel's width, not
     a sixth of it beside the H100's), the memory JAX can use a line, the seed's own runs ringed;
-    identical series drawn once. Batches whose markers would hide one another are drawn
-    apart, in order, in a panel beside their chip's (shaded there), titled with which they
-    are and how near the chip's limit (zoom_title): crowded, not always near it; a series
-    whose memory falls as the batch grows says where, and the title why. A verdict without compiled
-    memory to place it by (a TPU's batch that failed to compile) is named in its panel's
-    title, never dropped unsaid. Beside them, what a chip's allocator held as the program
-    ran over its compiled memory (measured), where the table has it."""
+    identical series drawn once; each log-batch axis ticked at batches it draws (_batch_ticks).
+    Batches whose markers would hide one another where the verdicts turn (reaching the
+    compile check's undecided zone about the chip's limit: _apart's rule) are drawn apart,
+    in order, in a panel beside their chip's (shaded there), titled with which they are and
+    how near the limit (zoom_title); crowded batches wholly under or over that zone get no
+    such panel (one verdict, far from where it turns) and their chip's title names them.
+    The chips with a zoom panel come first, each beside its own, so the blank panels are
+    those left at the end. A series whose memory falls as the batch grows says where, and
+    the title why. A verdict without compiled memory to place it by (a TPU's batch that
+    failed to compile) is named in its panel's title, never dropped unsaid. Beside them,
+    what a chip's allocator held as the program ran over its compiled memory (measured),
+    where the table has it."""
     import numpy as np
 
     model = answers_lib.SEED_MODEL
@@ -587,18 +662,17 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         usable = [u for d in devices if (u := _usable_gib(d))]
         # each usable memory and its undecided zone: what the panel's y-axis must hold
         zones = [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
-        crowded = _crowded(b, gib, _padded([*gib, *zones]))
-        # the crowded stretch whole, every batch between its ends drawn apart
-        stretch = (b >= b[crowded].min()) & (b <= b[crowded].max()) if crowded else b < 0
-        panels.append((b, gib, ok, unsure, lost, devices, usable, zones, stretch))
-    # a chip and its batches apart side by side on one row: the chips with them first
+        stretch, overlaps = _apart(b, gib, _padded([*gib, *zones]), usable, worst)
+        panels.append((b, gib, ok, unsure, lost, devices, usable, zones, overlaps, stretch))
+    # a chip and its batches apart side by side on one row: the chips with them first, so
+    # every pair starts a row or its middle and the chips without one fill the rows after
     panels.sort(key=lambda p: not p[-1].any())
     factors = as_ran_factors(table)
     n = sum(1 + bool(p[-1].any()) for p in panels) + bool(len(factors))
     fig, axes = _grid(n, lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
-                      "GiB per device", sharex=False)  # fmt: skip
+                      MEMORY_YLABEL, sharex=False)  # fmt: skip
     free = iter(axes.flat)
-    for b, gib, ok, unsure, lost, devices, usable, zones, stretch in panels:
+    for b, gib, ok, unsure, lost, devices, usable, zones, overlaps, stretch in panels:
         ax = next(free)
         ringed = np.array([any((d, x) in seed for d in devices) for x in b])
         ax.plot(b, gib, "-", color="C0", linewidth=1, zorder=1)  # the compiled memory
@@ -619,8 +693,15 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
             if mine:  # a verdict with no memory to place it by: said, not dropped
                 title.append(textwrap.fill(f"{_batches(mine)} {words}, not drawn: no compiled "
                                            "memory to place them by", 40))  # fmt: skip
+        for g in overlaps:  # crowded far from the limit: left crowded, and said how far
+            title += [
+                f"{_batches(list(b[g]))} {CROWDED_HERE}:",
+                *textwrap.wrap(memory_share(gib[g], usable), 44, break_on_hyphens=False),
+            ]
         ax.set_title("\n".join(title), fontsize="small")
         ax.set_xscale("log", base=2)
+        _batch_ticks(ax, [*b[alone], *b[stretch][[0, -1]]] if stretch.any() else b,
+                     b.min(), b.max())  # fmt: skip
         if not stretch.any():
             continue
         # the stretch's batches evenly apart in order, each tick naming its batch
@@ -633,6 +714,7 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         zoom.set_xticks(at, [str(int(x)) for x in b[stretch]], rotation=90, fontsize="x-small")
         zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
         zoom.set_xlabel(ZOOM_XLABEL)
+        zoom.set_ylabel(MEMORY_YLABEL)  # its own range, not its chip's: labelled as its own
         zoom.set_title(zoom_title(name, b[stretch], gib[stretch], usable), fontsize="small")
     if len(factors):
         _as_ran(next(free), factors)
