@@ -684,8 +684,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the CPU's cores said logical: 1455; a sitting said to be another VM or commit: 1458;
     # row 7's floor any program's fastest run, that run named: 1468; every band beside a
     # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
-    # TPU ratios marked as ceilings: 1483)
-    assert len(lines) <= 25 and len(text.split()) <= 1483
+    # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485)
+    assert len(lines) <= 25 and len(text.split()) <= 1485
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4284,11 +4284,14 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
         s[s.model == "resnet50"].value.min() / worst
     )
     assert {v["verdict"] for m, v in verdicts.items() if m != "resnet50"} == {"unvalidated"}
-    assert answers.answers(csv)[7].answer.startswith("Data: unmeasured, predicted yes: resnet50 ")
+    # the seeds' models first, unvalidated; resnet50's banded yes after them, said as theirs
+    said = answers.answers(csv)[7].answer
+    assert said.startswith("Data: unmeasured, predicted; seed models unvalidated: ")
+    assert "; yes: resnet50 " in said and "resnet50" not in said.split("; yes: ")[0]
     # the control: once a run over several GPUs measured one, "unmeasured" is not said
     eff = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")].iloc[:1]
     ran = pd.concat([csv, eff.assign(kind="measured", id="a measured one")], ignore_index=True)
-    assert answers.answers(ran)[7].answer.startswith("Data: predicted yes: resnet50 ")
+    assert answers.answers(ran)[7].answer.startswith("Data: predicted; seed models ")
     # where each lowest is (its chip and count) is in the rows its page shows
     chosen = set(answers.answers(csv)[7].ids)
     assert {v["row"]["id"] for v in verdicts.values()} <= chosen
@@ -4308,7 +4311,12 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     assert verdict(reach(None, 1.3)) == "undecided"
     low = reach(0.6, worst)
     said = answers.answers(low)[7].answer
-    assert verdict(low) == "no" and said.startswith("Data: unmeasured, predicted no: resnet50 ")
+    assert verdict(low) == "no" and "; no: resnet50 " in said
+    # the control: a seed model's verdict said among the seed models'
+    seeds_only = csv.assign(model=csv.model.str.replace("resnet50", "mnist_cnn x"))
+    assert answers.answers(seeds_only)[7].answer.startswith(
+        "Data: unmeasured, predicted; seed models yes: mnist_cnn x "
+    )
     # without the band nothing is decided
     bare = csv.assign(spread=csv.spread.where(~csv.id.isin(banded.id), None))
     assert {v["verdict"] for v in scaling_study.gpu_verdicts(bare)} == {"unvalidated"}

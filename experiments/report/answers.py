@@ -650,19 +650,13 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     return "none compiled yet", []
 
 
-def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Weak scaling (the per-chip batch held) of every model over 2-8 GPUs, by SCALES_RULE:
-    the models it decides first, each with its lowest efficiency, then the rest with
-    theirs; the band the efficiency itself has (published 1-vs-N pairs, held out); any row
-    above ideal, whatever its platform; then model parallelism."""
-    verdicts = gpu_verdicts(t)
-    split, split_rows = model_split(t)
-    if not verdicts:
-        return Said(f"Data: no multi-GPU compile yet. Model: {split}", split_rows)
+def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
+    """gpu_verdicts' `verdicts` said a clause per verdict ("yes: resnet50 98.5% (84.3% at
+    worst)"), one model's widths of one value once ("mlp width=4096/width=1024 39.1%")."""
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
-        said_of: dict[tuple[str, str], list[str]] = {}  # one model's widths of one value, once
+        said_of: dict[tuple[str, str], list[str]] = {}
         for v in each:
             worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
             name, _, variant = v["model"].partition(" ")
@@ -672,12 +666,30 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
             for (name, value), variants in said_of.items()
         )
         said += [f"{verdict}: {models}"] if each else []
+    return said
+
+
+def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
+    """Weak scaling (the per-chip batch held) of every model over 2-8 GPUs, by SCALES_RULE:
+    the models it decides first, each with its lowest efficiency, then the rest with
+    theirs; the band the efficiency itself has (published 1-vs-N pairs, held out); any row
+    above ideal, whatever its platform; then model parallelism."""
+    verdicts = gpu_verdicts(t)
+    split, split_rows = model_split(t)
+    if not verdicts:
+        return Said(f"Data: no multi-GPU compile yet. Model: {split}", split_rows)
+    # the seeds' models first, whatever their verdict: the question is theirs; a model
+    # beyond them (one a published pair bands) after, never standing in for them
+    seeds = [v for v in verdicts if v["model"].split(" ")[0] in SEED_MODELS]
+    beyond = [v for v in verdicts if v not in seeds]
+    said = [f"seed models {'; '.join(by_verdict(seeds))}"] if seeds else []
+    said += by_verdict(beyond)
     most = max(int(v["row"]["devices"]) for v in verdicts)
     # every figure here is predicted from compiled programs, said first, and that no run
     # over several GPUs measured one where none did
     ran = len(rows(t, quantity="scaling_efficiency", kind="measured", platform="gpu"))
     head = "predicted" if ran else "unmeasured, predicted"
-    text = f"Data: {head} {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    text = f"Data: {head}; {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     above = s[s.flag.astype(str).str.startswith("above ideal")]
