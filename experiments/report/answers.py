@@ -1102,6 +1102,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     flops = flops[(flops.platform != "cpu") | (flops.device == cpu)]
     own = rows(t, quantity="matmul_fraction", **seeds)
     sheet = rows(t, quantity="mfu", kind="predicted", **seeds)
+    rates = rows(t, quantity="flops_per_s", kind="predicted", id=list(sheet.numerator.dropna()))
     parts, picked, caveat = [], [], ""
     for platform in ("cpu", "gpu", "tpu"):  # measured where a chip ran them, else predicted
         m = flops[flops.platform == platform]
@@ -1120,7 +1121,10 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             peaks = {str(n).removeprefix("of its datasheet's ").removesuffix(" peak")
                      for n in m.note}  # fmt: skip
             fractions = "/".join(fmt(r) for r in mnist)
-            parts.append(f"predicted {named} {fractions} of {'/'.join(sorted(peaks))} peak")
+            reached = [one(rates, id=r["numerator"]) for r in mnist]
+            picked += [r for r in reached if r]
+            flops = f"{each_text([fmt(r) for r in reached])}, " if all(reached) else ""
+            parts.append(f"predicted {named} {flops}{fractions} of {'/'.join(sorted(peaks))} peak")
             continue
         fracs = own[own.numerator.isin(m.id)]
         picked += fracs.to_dict("records") + rows(t, id=list(fracs.denominator)).to_dict("records")
@@ -1134,15 +1138,17 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
         if platform == "cpu":  # the CPU at its best too: row 5's baseline
             caveat = cpu_at_its_best(flops, own, mnist[0], picked)
-        else:  # a measured chip against its datasheet's peak too: what the seed asked
-            caveat += datasheet_fractions(t, mnist, picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
         if platform != "cpu" and len(tops) == len(mnist) and set(tops.model) != {MNIST_MODEL}:
+            # each chip's highest, a maximum said as one beside the answer's typical step
             models = set(tops.model)  # named once where every chip's is one model's
             each = "/".join(f"{'' if len(models) == 1 else r['model'] + ' '}{fmt(r)}"
                             for r in tops.to_dict("records"))  # fmt: skip
             loops = "".join(f" {x}-loop" for x in sorted(set(tops.loop) - {LOOP_SAID}))
-            said += f" ({models.pop() if len(models) == 1 else 'largest'}{loops} {each})"
+            named_once = f" {models.pop()}" if len(models) == 1 else ""
+            caveat += f"; highest{named_once}{loops}: {'/'.join(tops.device)} {each}"
+        if platform != "cpu":  # a measured chip against its datasheet's peak too: the seed's
+            caveat += datasheet_fractions(t, mnist, picked)
         parts.append(said)
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)

@@ -1221,9 +1221,14 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         flops = number(r.flops.per_step) if r.flops else None
         per_device = flops / max(1, w["devices"]) if flops else None
         peak, precision = _vendor_peak(r)
-        if per_device and peak:
-            note = f"of its datasheet's {precision} peak"
-            out.append(predicted("mfu", per_device / device_step / peak, note=note, source=source))
+        if per_device and device_step:  # the device step's: no host in it
+            rate = predicted("flops_per_s", per_device / device_step, source=source,
+                             note="the device step's")  # fmt: skip
+            out.append(rate)
+            if peak:
+                note = f"of its datasheet's {precision} peak"
+                out.append(predicted("mfu", rate["value"] / peak, note=note, source=source,
+                                     numerator=rate["id"]))  # fmt: skip
         if per_device and (watts := _watts_per_device(r)):
             note = (
                 "the device step's FLOP/s over the board's TDP (its datasheet's), "

@@ -60,7 +60,8 @@ STUDY = Study(
         Section("Each machine's best matmul rate (its measured peak)",
                 select(quantity="peak_flops_per_s"), "device precision value selection"),
         Section("Train steps (measured)",
-                where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")),
+                where(lambda t: (t.quantity == "flops_per_s") & (t.model != "matmul")
+                      & (t.kind == "measured")),
                 "model batch precision device value how"),
         Section("Train steps against a ceiling (measured): their chip's own matmul rate, "
                 "a datasheet's peak (`mfu`)",
