@@ -685,8 +685,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 7's floor any program's fastest run, that run named: 1468; every band beside a
     # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
     # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485;
-    # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490)
-    assert len(lines) <= 25 and len(text.split()) <= 1490
+    # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip: 1491)
+    assert len(lines) <= 25 and len(text.split()) <= 1491
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1093,6 +1093,14 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         # the faster chip named once where it is every model's
         assert f"{model} {ratio} over {slow}" in said or f"{model} {fast} {ratio}" in said
     assert measured == 4  # every seed model ran on a GPU here
+    # the TPU loops' band names the one chip its published loops ran on (not the v6e the
+    # ratios are of), from its row's chip column
+    (jax,) = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS)
+                 & (csv.platform == "tpu")].to_dict("records")  # fmt: skip
+    assert jax["chip"] == "TPU v2" and f"published JAX loops on {jax['chip']} " in said
+    gpu_band = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS)
+                   & (csv.platform == "gpu")]  # fmt: skip
+    assert (gpu_band.chip == "-").all()  # the control: several chips name none
     # the control: without the measured loop steps every GPU side is a predicted target
     bare = figures.chip_comparisons(csv[csv.extra != study_page.LOOP])
     slow_sides = csv.set_index("id").platform
@@ -4112,7 +4120,11 @@ def test_one_chip_has_one_name_in_the_chip_column(csv):
     assert not set(csv.chip) & set(TARGETS)  # no target id stands for a chip
     # the positive control: the device column does hold both names of that chip
     assert {"gpu-h100", "H100 SXM"} <= set(csv.device)
-    assert set(csv[csv.device.isin(["cpu", "gpu", "tpu"])].chip) == {"-"}
+    # a platform's rows name no chip, but a band of published loops that all ran on one
+    platform = csv[csv.device.isin(["cpu", "gpu", "tpu"])]
+    one_chip = (platform.quantity == "band") & (platform.extra == figures.JAX_VERSUS)
+    assert set(platform[~one_chip].chip) == {"-"}
+    assert set(platform[one_chip].chip) == {"-", "TPU v2"}
 
 
 def test_every_predicted_row_is_banded_or_says_unvalidated_or_why_not(csv):

@@ -946,7 +946,9 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     # a ratio smaller than the TPU loops' worst error could go either way
     inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
     every = len(inside) == len(loop)
-    band += f"; {jax_loops(jax, 'on TPUs ')}"
+    # the loops it rests on ran on one TPU chip, named: not the chips the ratios are of
+    on = jax["chip"] if jax.get("chip") not in (None, "-") else "TPUs"
+    band += f"; {jax_loops(jax, f'on {on} ')}"
     if inside:
         band += f"; {'every ratio' if every else ', '.join(inside)} inside it: undecided"
     if every:  # no ratio decided: the answer says so first

@@ -117,8 +117,9 @@ MEANINGS = {
     "platform": "the platform of the device",
     "device": "a CPU's model and vector extensions, a target, a published chip, or a platform",
     "chip": "the chip `device` is or holds, one name per chip across measured, published "
-    "and predicted rows (a target's chip: `gpu-h100` is `H100 SXM`); a CPU's model; `-` for "
-    "a platform's band or a published figure of several chips",
+    "and predicted rows (a target's chip: `gpu-h100` is `H100 SXM`); a CPU's model; a "
+    "platform's band of published loops that all ran on one chip: that chip; `-` for another "
+    "platform's band or a published figure of several chips",
     "devices": "how many devices the step ran on",
     "selection": "the rule that picked it (figures.RULES, printed on every page)",
     "records": "the run_ids of the records it comes from, space-separated",
@@ -1330,8 +1331,10 @@ def held_out_loop_rows(
                 n = b["observations"]
                 note = f"{whose} on {', '.join(b['hosts'])}; {prediction_faster(b['faster'], n)}"
                 factors = (b["median"], b["worst"], n)
+                # the chip its observations ran on, where they ran on one
+                one_chip = {"chip": b["hosts"][0]} if len(b.get("hosts") or ()) == 1 else {}
                 out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note,
-                                    band_faster=b["faster"]))  # fmt: skip
+                                    band_faster=b["faster"], **one_chip))  # fmt: skip
     return out
 
 
@@ -2316,7 +2319,8 @@ def with_chips(table: pd.DataFrame) -> pd.DataFrame:
     CPU), `-` for a platform."""
     named = table.device.map(chip_named)
     several = table.device.str.contains(", ") & (table.platform != "cpu")  # "K80, P100, V100"
-    table["chip"] = named.where(~table.device.isin(["cpu", "gpu", "tpu"]) & ~several, "-")
+    named = named.where(~table.device.isin(["cpu", "gpu", "tpu"]) & ~several, "-")
+    table["chip"] = table.chip.where(table.chip.notna(), named)  # a band's own, where it has one
     return table
 
 
