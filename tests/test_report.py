@@ -4612,3 +4612,16 @@ def test_a_step_with_host_parts_left_out_is_a_floor_and_a_ratio_over_it_a_ceilin
     over = table[table.quantity == "speedup"]
     assert views.bounds_said(over[over.bound == "ceiling"], table).startswith("`<=` a ceiling")
     assert views.bounds_said(shown[shown.bound.isna()], table) == ""
+
+
+def test_a_matrix_of_measured_and_predicted_heads_each_column_with_its_kind():
+    def step(device: str, kind: str) -> dict:
+        w = {"model": "m", "device": device, "devices": 1, "platform": "gpu"}
+        return figures.row("step_s", kind, 1e-3, w, "pooled")
+
+    mixed = figures.frame([step("H100 SXM", "measured"), step("gpu-t4", "predicted")])
+    head = views.pivot(mixed, "model", "device").splitlines()[0]
+    assert head == "| model | H100 SXM (measured) | gpu-t4 (predicted) |"
+    # the control: one kind, plain heads
+    alike = figures.frame([step("gpu-h100", "predicted"), step("gpu-t4", "predicted")])
+    assert views.pivot(alike, "model", "device").splitlines()[0] == "| model | gpu-h100 | gpu-t4 |"

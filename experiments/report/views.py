@@ -294,7 +294,11 @@ def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
     columns = sorted(set(rows[column]))
     cells = {(r[index], r[column]): _value(r) for r in rows.to_dict("records")}
     body = [[i, *(cells.get((i, c), "-") for c in columns)] for i in dict.fromkeys(rows[index])]
-    return markdown_table([index, *columns], body)
+    # a matrix of several kinds (measured chips beside predicted targets) heads each
+    # column with its kind: a row's cells are not all known one way
+    kinds = rows.groupby(column).kind.agg(lambda k: "/".join(sorted(set(k))))
+    heads = [f"{c} ({kinds[c]})" for c in columns] if kinds.nunique() > 1 else columns
+    return markdown_table([index, *heads], body)
 
 
 # The details pages: each study's own (its module's `STUDY.page`), and the predictions'.
