@@ -685,8 +685,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 7's floor any program's fastest run, that run named: 1468; every band beside a
     # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
     # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485;
-    # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip: 1491)
-    assert len(lines) <= 25 and len(text.split()) <= 1491
+    # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip:
+    # 1491; row 9's wider band beyond width 1024: 1508)
+    assert len(lines) <= 25 and len(text.split()) <= 1508
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4625,3 +4626,21 @@ def test_a_matrix_of_measured_and_predicted_heads_each_column_with_its_kind():
     # the control: one kind, plain heads
     alike = figures.frame([step("gpu-h100", "predicted"), step("gpu-t4", "predicted")])
     assert views.pivot(alike, "model", "device").splitlines()[0] == "| model | gpu-h100 | gpu-t4 |"
+
+
+def test_the_crossover_band_names_each_band_its_widths_carry(csv):
+    from experiments.studies.crossover import crossover
+
+    cpu = study_page.reference_cpu(csv)
+    _, g = crossover(csv, cpu)
+    worsts = sorted(set(g.band_worst.dropna()))
+    assert len(worsts) == 2  # the committed: published loops', then the device step's
+    band = answers.answers(csv)[8].band
+    wide = g[g.band_worst == worsts[-1]].iloc[0]
+    assert (
+        f"; from {int(wide.params):,} params: {value_text(wide.band_median, 'x')} off (worst "
+        f"{value_text(wide.band_worst, 'x')}, n={int(wide.band_n)}, prediction faster in " in band
+    )
+    # the control: where every width carries one band, it is said once
+    one_band = g.assign(**{c: g[c].iloc[0] for c in figures.BAND_COLUMNS})
+    assert answers.wider_band(one_band, one_band.iloc[0].to_dict()) == ""

@@ -858,6 +858,20 @@ def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float,
     return noise, said, [cpu]
 
 
+def wider_band(g: pd.DataFrame, shown: Row) -> str:
+    """Where a sweep's predictions (`g`, by params) change band past the `shown` one's:
+    "; from 2,101,770 params: 1.36x off (worst 6.1x, n=197, the device step's)"; else ""."""
+    said = band_words(shown)
+    other = g[[band_words(r) != said for r in g.to_dict("records")]]
+    if other.empty or other.band_median.isna().all():
+        return ""
+    r = other.iloc[0].to_dict()
+    whose = "the device step's" if r["band_quantity"] == "device_step_s" else r["band_split"]
+    way = [] if pd.isna(r["band_faster"]) else [prediction_faster(r["band_faster"], r["band_n"])]
+    band = band_text(r["band_median"], r["band_worst"], r["band_n"], *way, whose)
+    return f"; from {int(r['params']):,} params: {band}"
+
+
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     c, g = crossover(t, cpu)
     text, chosen = crossover_verdict(c, g)
@@ -897,7 +911,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                 caveat += f"; against the CPU's best step, {faster or 'slower at every width'}"
         # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
         t4 = next((r for r in chosen if r and r["kind"] == "predicted"), None)
-        return Said(text, chosen, t4 and f"T4's: {band_words(t4)}", caveat)
+        return Said(text, chosen, t4 and f"T4's: {band_words(t4)}{wider_band(g, t4)}", caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
