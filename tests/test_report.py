@@ -686,8 +686,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
     # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485;
     # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip:
-    # 1491; row 9's wider band beyond width 1024: 1508)
-    assert len(lines) <= 25 and len(text.split()) <= 1508
+    # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522)
+    assert len(lines) <= 25 and len(text.split()) <= 1522
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4644,3 +4644,18 @@ def test_the_crossover_band_names_each_band_its_widths_carry(csv):
     # the control: where every width carries one band, it is said once
     one_band = g.assign(**{c: g[c].iloc[0] for c in figures.BAND_COLUMNS})
     assert answers.wider_band(one_band, one_band.iloc[0].to_dict()) == ""
+
+
+def test_the_gpu_over_cpu_answer_says_how_far_a_sitting_moves_its_measured_ratios(csv):
+    cpu = study_page.reference_cpu(csv)
+    (moves,) = csv[(csv.quantity == "run_spread") & (csv.device == cpu)
+                   & (csv.extra == figures.SITTING_TO_SITTING)].to_dict("records")  # fmt: skip
+    said = answers.answers(csv)[4]
+    assert (
+        f"; a sitting moves the CPU's loop, so these ratios, up to {value_text(moves['hi'], 'x')}"
+        in said.band
+        and moves["id"] in said.ids
+    )
+    # the control: a CPU timed in one sitting only says nothing of sittings
+    alone = csv[csv.id != moves["id"]]
+    assert "a sitting moves" not in answers.answers(alone)[4].band
