@@ -422,8 +422,8 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
     p = p[p.extra.str.startswith("jax ") & ~p.extra.str.contains(" / jax ")]
     if p.empty:
         return ""
-    # per cell, the newest sitting's pairs, JAX's best of them (its configurations over one
-    # peer, as the table's "at its best" is the fastest of them)
+    # per cell, the newest sitting's pairs, JAX's best of them (its paired configurations
+    # over one peer; the table's "at its best" may be a configuration no pair ran)
     p = p[p.sitting == p.groupby(["model", "batch", "precision"]).sitting.transform("max")]
     p = p.sort_values("value").drop_duplicates(["model", "batch", "precision"], keep="last")
     # a cell is decided only where its rounds agree: p10 above 1x faster, p90 below slower
@@ -431,7 +431,8 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
     level = p[(p.lo < 1) & (p.hi > 1)]
     when = sorted(set(p.sitting))
     said = (f"In turns (the paired runs on the bench page, {len(p)} cells, sitting"
-            f"{'s' * (len(when) > 1)} {', '.join(when)}): JAX at its best faster in "
+            f"{'s' * (len(when) > 1)} {', '.join(when)}): JAX's fastest paired configuration "
+            "(not always the table's at its best) faster in "
             f"{len(faster)} of {len(p)} (p10 of the rounds above 1x)")  # fmt: skip
 
     def cell(r: dict) -> str:  # "lenet5_keras b128 1.02x keras graph's speed (0.76x-1.22x)"
