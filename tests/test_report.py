@@ -686,8 +686,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # prediction says which way it errs: 1478; row 2's chips said predicted: 1479; row 10's
     # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485;
     # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip:
-    # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522)
-    assert len(lines) <= 25 and len(text.split()) <= 1522
+    # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522; row 1's
+    # compile check's direction: 1526)
+    assert len(lines) <= 25 and len(text.split()) <= 1526
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2097,7 +2098,7 @@ def test_each_targets_compiled_memory_is_checked_against_its_chips_own_as_it_ran
     found = answers.answers(csv)[0]
     assert (
         f"the H100 SXM's own compile only: {fmt(worst.to_dict())} off at worst "
-        f"(n={len(checks)}), catsdogs_cnn {seed}; "
+        f"(n={len(checks)}, smaller here in 4), catsdogs_cnn {seed}; "
     ) in found.band
     # beside it, what the allocator held as the program ran over that analysis: the
     # seed's model's every batch, the smallest and the largest factor
@@ -4659,3 +4660,19 @@ def test_the_gpu_over_cpu_answer_says_how_far_a_sitting_moves_its_measured_ratio
     # the control: a CPU timed in one sitting only says nothing of sittings
     alone = csv[csv.id != moves["id"]]
     assert "a sitting moves" not in answers.answers(alone)[4].band
+
+
+def test_the_memory_answer_says_which_way_its_compile_check_errs(csv):
+    checks = csv[(csv.quantity == "memory_factor") & (csv.selection == "compiled-vs-ran")]
+    value = csv.set_index("id").value
+    here, there = value[checks.denominator].to_numpy(), value[checks.numerator].to_numpy()
+    assert ((here < there).sum(), (here == there).sum()) == (4, 2)  # the committed
+    assert f"(n={len(checks)}, smaller here in 4)" in answers.answers(csv)[0].band
+    # the control: the compiles here as large as the chip's, none is said smaller
+    same = csv.assign(
+        value=csv.value.where(
+            ~csv.id.isin(checks.denominator),
+            csv.id.map(dict(zip(checks.denominator, there, strict=True))),
+        )
+    )
+    assert ", smaller here in 0)" in answers.answers(same)[0].band

@@ -223,8 +223,13 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
         own = checks[checks.model == SEED_MODEL]
         seed = own.loc[own.value.idxmax()].to_dict() if len(own) else None
         of_seed = f", {SEED_MODEL} {fmt(seed)}" if seed else ""
-        band += (f"; the {chips}'s own compile only: "
-                 f"{fmt(worst)} off at worst (n={len(checks)}){of_seed}")  # fmt: skip
+        # which way it errs: a program compiled here smaller than on the chip leans to "fits"
+        value = t.set_index("id").value
+        smaller = int(
+            (value[checks.denominator].to_numpy() < value[checks.numerator].to_numpy()).sum()
+        )
+        band += (f"; the {chips}'s own compile only: {fmt(worst)} off at worst (n={len(checks)}, "
+                 f"smaller here in {smaller}){of_seed}")  # fmt: skip
         picked += [worst, seed]
     # what the allocator held as the program ran, over that analysis: what a verdict leaves
     # out (autotuning's scratch, buffers in flight), measured on a chip that ran it
