@@ -687,8 +687,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # TPU ratios marked as ceilings: 1483; row 8's seed models before resnet50: 1485;
     # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip:
     # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522; row 1's
-    # compile check's direction: 1526)
-    assert len(lines) <= 25 and len(text.split()) <= 1526
+    # compile check's direction: 1526; row 2's seed bound as the table's, row 11's floors: 1529)
+    assert len(lines) <= 25 and len(text.split()) <= 1529
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1091,7 +1091,7 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         # a TPU loop step whose host parts are partly unpriced is a floor: a ratio over it
         # is a ceiling, of it a floor
         if (g[g.value == tpu].bound == "floor").all():
-            ratio = ("<= " if tpu < gpu else ">= ") + ratio
+            ratio = ("<=" if tpu < gpu else ">=") + ratio
         # the faster chip named once where it is every model's
         assert f"{model} {ratio} over {slow}" in said or f"{model} {fast} {ratio}" in said
     assert measured == 4  # every seed model ran on a GPU here
@@ -4507,7 +4507,7 @@ def test_row_two_bounds_the_mx150_speedup_by_the_seed_s_own_step(csv):
     )
     assert mx.value == pytest.approx(cpu.value / seed.value) and mx.kind == "derived"
     said = _said(2)
-    assert f"≥{fmt(mx.to_dict())}" in said
+    assert mx.bound == "floor" and f": >={fmt(mx.to_dict())}" in said  # a floor, typed
     predicted = csv[(csv.selection == "loop-vs-loop") & (csv.device == "gpu-mx150")
                     & (csv.numerator == mx.numerator)].iloc[0]  # fmt: skip
     assert predicted.value < mx.value and f"{fmt(predicted.to_dict())} the CPU" in said
@@ -4607,12 +4607,16 @@ def test_a_step_with_host_parts_left_out_is_a_floor_and_a_ratio_over_it_a_ceilin
     # the pages mark each and say what a floor left out
     shown = table[table.quantity == "loop_step_s"]
     cells = views.pivot(shown, "model", "device")
-    assert cells.endswith("| m | 4 ms | 2 ms | >= 1 ms | >= 3 ms |")
+    assert cells.endswith("| m | 4 ms | 2 ms | >=1 ms | >=3 ms |")
     said = views.bounds_said(shown, table)
-    assert said.startswith("`>=` a floor, on tpu-x, tpu-z: the host parts with no figure")
+    assert said.startswith("`>=` a floor: a bound, not a point; on tpu-x, tpu-z the host parts")
     assert "left out: copy_latency: none published; left out: runtime_dispatch" in said
     over = table[table.quantity == "speedup"]
-    assert views.bounds_said(over[over.bound == "ceiling"], table).startswith("`<=` a ceiling")
+    ceilings = views.bounds_said(over[over.bound == "ceiling"], table)
+    assert ceilings.startswith("`<=` a ceiling") and " on tpu-x the host parts " in ceilings
+    # a floor of another kind (a seed's published step) names no host parts
+    seed = over.assign(bound="floor", note=None, numerator=None, denominator=None)
+    assert views.bounds_said(seed, table) == "`>=` a floor: a bound, not a point."
     assert views.bounds_said(shown[shown.bound.isna()], table) == ""
 
 
@@ -4676,3 +4680,19 @@ def test_the_memory_answer_says_which_way_its_compile_check_errs(csv):
         )
     )
     assert ", smaller here in 0)" in answers.answers(same)[0].band
+
+
+def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):
+    said = answers.answers(csv)[10].answer
+    c = csv[(csv.quantity == "usd_per_epoch") & (csv.batch == 128) & (csv.precision == "f32")
+            & (csv.model == "mnist_cnn")].sort_values("value")  # fmt: skip
+    first, second = c.iloc[0].to_dict(), c.iloc[1].to_dict()
+    assert first["bound"] == second["bound"] == "floor"  # the committed: two TPUs
+    assert (
+        f"{first['device']} >={fmt(first)}, the next {second['device']} >={fmt(second)}, " in said
+    )
+    assert " dearer (both floors)" in said
+    # the control: points, unmarked, the unpriced host said in words
+    points = answers.answers(csv.assign(bound=None))[10].answer
+    assert "(both floors)" not in points and ">=" not in points
+    assert f"{fmt(first)} (host partly unpriced)" in points

@@ -269,7 +269,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # the seed's step holds its input pipeline and validation: over the same CPU loop, a
     # speedup no larger than the MX150's own
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
-    at_least = f": ≥{fmt(bound)}" if bound and x_mx else ""
+    at_least = f": {shown_value(bound)}" if bound and x_mx else ""
     at16 = f"; at b16{x_t4}" if x_t4 else ""
     chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
              (t4, f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")]  # fmt: skip
@@ -1011,14 +1011,18 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     r = ordered.iloc[0].to_dict()
     unpriced = host_unpriced(ordered.note)
     partly = " (host partly unpriced)" if unpriced.iloc[0] else ""
-    text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {fmt(r)}{partly}", None
+    # a floor's mark says what the words would ("the host partly unpriced")
+    why = "" if r.get("bound") == "floor" else partly
+    text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {shown_value(r)}{why}", None
     # the runner-up's margin against the loops' worst
     nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
     margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
     if margin is not None:
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        text += f", the next {nxt['device']} {fmt(nxt)}, {fmt(margin)} dearer"
+        # a floor over a floor is bounded neither way: said, not printed as a point
+        both = " (both floors)" if r.get("bound") == nxt.get("bound") == "floor" else ""
+        text += f", the next {nxt['device']} {shown_value(nxt)}, {shown_value(margin)} dearer{both}"
         if len(worst) and margin["value"] < (hi := worst.hi.max()):
             band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
                     f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip

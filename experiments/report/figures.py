@@ -1264,11 +1264,13 @@ RATIOS = ("speedup", "cost_ratio")  # numerator / denominator
 
 
 def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
-    """`bound`: a predicted figure whose host parts are partly unpriced is a floor; a
-    ratio over a floor (and not of one) a ceiling, of a floor (and not over one) a floor,
-    of one floor over another neither (either way)."""
+    """`bound`: a predicted figure whose host parts are partly unpriced is a floor, as a
+    speedup over a seed's published step is (RULES["seed-step-bound"]); a ratio over a
+    floor (and not of one) a ceiling, of a floor (and not over one) a floor, of one floor
+    over another neither (either way)."""
     ratio = table.quantity.isin(RATIOS)
     table.loc[(table.kind == "predicted") & ~ratio & host_unpriced(table.note), "bound"] = "floor"
+    table.loc[table.selection == "seed-step-bound", "bound"] = "floor"  # RULES' own words
     floors = set(table.id[table.bound == "floor"])
     top, below = table.numerator.isin(floors), table.denominator.isin(floors)
     table.loc[ratio & top & ~below, "bound"] = "floor"

@@ -65,7 +65,7 @@ def fmt(row: dict[str, Any] | None) -> str:
     return value_text(row["value"], row["unit"])
 
 
-BOUND_MARKS = {"floor": ">= ", "ceiling": "<= "}  # the table's `bound` column, as printed
+BOUND_MARKS = {"floor": ">=", "ceiling": "<="}  # the table's `bound` column, as printed
 
 
 def shown_value(row: dict[str, Any]) -> str:

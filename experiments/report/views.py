@@ -198,19 +198,24 @@ COLUMNS = {
 
 
 def bounds_said(rows: pd.DataFrame, table: pd.DataFrame) -> str:
-    """What the bound marks among `rows` mean, with what each floor leaves out (its note's
-    words, or its floor side's for a ratio); "" where none is a bound."""
+    """What the bound marks among `rows` mean and, for a floor of host parts left out, on
+    which chips and what each leaves out (its note's words, or its floor side's for a
+    ratio); "" where none is a bound."""
     bounded = rows[rows.bound.notna()]
     if bounded.empty:
         return ""
-    notes = table.set_index("id").note
-    sides = [bounded.note, bounded.numerator.map(notes), bounded.denominator.map(notes)]
-    left = {n[n.index(LEFT_OUT):] for side in sides for n in side.dropna().astype(str)
-            if LEFT_OUT in n}  # fmt: skip
+    by_id = table.set_index("id")[["device", "note"]]
+    sides = pd.concat([bounded[["device", "note"]], by_id.reindex(bounded.numerator.dropna()),
+                       by_id.reindex(bounded.denominator.dropna())])  # fmt: skip
+    unpriced = sides[sides.note.astype(str).str.contains(LEFT_OUT, regex=False)]
     words = {"floor": "a floor", "ceiling": "a ceiling (a ratio over a floor)"}
-    marks = [f"`{BOUND_MARKS[b].strip()}` {words[b]}" for b in BOUNDS if (bounded.bound == b).any()]
-    return (f"{', '.join(marks)}, on {', '.join(sorted(set(bounded.device)))}: the host parts "
-            f"with no figure counted 0; {'; '.join(sorted(left))}.")  # fmt: skip
+    marks = [f"`{BOUND_MARKS[b]}` {words[b]}" for b in BOUNDS if (bounded.bound == b).any()]
+    said = f"{', '.join(marks)}: a bound, not a point"
+    if len(unpriced):
+        left = sorted({n[n.index(LEFT_OUT) :] for n in unpriced.note.astype(str)})
+        said += (f"; on {', '.join(sorted(set(unpriced.device)))} the host parts with no "
+                 f"figure counted 0; {'; '.join(left)}")  # fmt: skip
+    return said + "."
 
 
 def _cell(r: dict, column: str) -> str:
