@@ -36,7 +36,7 @@ from experiments.studies.crossover import (
     crossover_verdict,
     measured_crossover,
     sitting_crossovers,
-    undecided_below,
+    undecided_range,
 )
 from experiments.studies.devices import each_at_its_best, loop_over_loop
 from experiments.studies.page import (
@@ -908,8 +908,17 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
             said.append(words)
         # "params" said once, by the measured chip's verdict before it
         start = text.split(" (")[0].removeprefix("T4 ").replace(" params on", "")
-        below = undecided_below(c, g)
-        start += f", outside its band from {below:,}" if below else ""
+        # the T4's prediction over the CPU's measured step: the CPU moves between sittings
+        # as much as the measured chips' verdicts are held to, so the band is widened by it
+        u = undecided_range(t, c, g)
+        if u["below"]:
+            start += f", outside its band from {u['below']:,}"
+        elif u["every"] is not None:
+            start += f", undecided at {'every' if u['every'] else 'its widest'} width"
+        if u["moves"] and (u["below"] or u["every"] is not None):
+            caveat += (f"; the T4's: inside its band times the CPU's sittings "
+                       f"({value_text(u['noise'], 'x')})")  # fmt: skip
+            chosen.append(u["moves"])
         text = "; ".join([*said, f"T4 predicted {start}"])
         for _, mg in sweeps:
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
@@ -1154,8 +1163,9 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             fractions = "/".join(fmt(r) for r in mnist)
             reached = [one(rates, id=r["numerator"]) for r in mnist]
             picked += [r for r in reached if r]
-            flops = f"{each_text([fmt(r) for r in reached])}, " if all(reached) else ""
-            parts.append(f"predicted {named} {flops}{fractions} of {'/'.join(sorted(peaks))} peak")
+            rates_said = f"{each_text([fmt(r) for r in reached])}, " if all(reached) else ""
+            peak = "/".join(sorted(peaks))
+            parts.append(f"predicted {named} {rates_said}{fractions} of {peak} peak")
             continue
         fracs = own[own.numerator.isin(m.id)]
         picked += fracs.to_dict("records") + rows(t, id=list(fracs.denominator)).to_dict("records")

@@ -64,6 +64,7 @@ from experiments.studies.page import (
     OURS_FOR_PUBLISHED,
     OURS_LOOP_STEP,
     SEED_DATASETS,
+    SITTING_TO_SITTING,
     USABLE,
     WORKLOAD_PEAK,
     of_ensembles,
@@ -863,7 +864,6 @@ def _loop_spread_rows(pools: dict, selection: str, extra: str) -> list[Row]:
     return out
 
 
-SITTING_TO_SITTING = "loop step, sitting to sitting"
 ONE_CODE_SITTINGS = "loop step, sitting to sitting, one code"
 
 

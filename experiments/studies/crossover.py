@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
-from experiments.studies.page import LOOP, Page, Section, reference_cpu, rows, select
+from experiments.studies.page import (
+    LOOP,
+    SITTING_TO_SITTING,
+    Page,
+    Section,
+    reference_cpu,
+    rows,
+    select,
+)
 
 if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
@@ -178,20 +186,29 @@ def earlier_verdict(t: pd.DataFrame) -> str:
     return "; ".join(said) or "No earlier sitting ran the sweep."
 
 
-def undecided_below(c: pd.DataFrame, g: pd.DataFrame) -> int | None:
-    """The fewest parameters from which every width's predicted-over-measured ratio lies
-    outside the prediction's band at its worst (max(g/c, c/g) above `band_worst`): below
-    it, a width's verdict could go either way. None where no band or no width is inside."""
+def undecided_widths(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> list[int] | None:
+    """The widths (their params, fewest first) whose predicted-over-measured ratio lies
+    inside the prediction's band at its worst times `noise` (how far the measured side
+    moves between sittings): there a width's verdict could go either way. None where a
+    width has no band."""
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
     worst = both.band_worst_gpu.astype(float)
     if not len(both) or worst.isna().any():
         return None
     ratio = both.value_gpu / both.value_cpu
-    inside = (ratio.where(ratio > 1, 1 / ratio) < worst).to_numpy()
-    if not inside.any():
+    inside = ratio.where(ratio > 1, 1 / ratio) < worst * noise
+    return [int(p) for p in both.params_cpu[inside]]
+
+
+def undecided_below(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> int | None:
+    """The fewest parameters from which every width lies outside its band
+    (`undecided_widths`); None where no band, no width is inside, or the widest is."""
+    inside = undecided_widths(c, g, noise)
+    if not inside:
         return None
-    last = len(inside) - 1 - inside[::-1].argmax()  # the widest width inside
-    return int(both.params_cpu.iloc[last + 1]) if last + 1 < len(both) else None
+    widths = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).params_cpu
+    wider = sorted(int(p) for p in widths if p > inside[-1])
+    return wider[0] if wider else None
 
 
 MEASURED_CROSSOVER_RULE = (
@@ -227,11 +244,38 @@ def predicted_sweep(t: pd.DataFrame) -> pd.DataFrame:
     return _stacked(t, list(crossover(t, reference_cpu(t))))
 
 
+def cpu_sittings(t: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
+    """The run_spread row of how far the CPU of sweep `c` moves between sittings (its hi:
+    the worst), empty where it ran in one: a prediction held against one sitting of the
+    CPU is undecided within its band times that."""
+    return rows(t, quantity="run_spread", device=c.device.iloc[0], extra=SITTING_TO_SITTING)
+
+
+def undecided_range(t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame) -> dict[str, Any]:
+    """Where the predicted sweep `g` against the CPU's measured `c` is undecided: its band
+    at its worst times how far the CPU moves between sittings (`noise`, its `moves` row or
+    None). `below`: the fewest params from which every width is decided; `every`: True
+    where every width is undecided, False where the widest is, else None."""
+    moves = cpu_sittings(t, c) if len(c) else c
+    noise = float(moves.hi.iloc[0]) if len(moves) else 1.0
+    inside = undecided_widths(c, g, noise) or []
+    widest = bool(inside) and inside[-1] == int(g.params.max())
+    return {"below": undecided_below(c, g, noise), "noise": noise,
+            "moves": moves.iloc[0].to_dict() if len(moves) else None,
+            "every": (len(inside) == len(g)) if widest else None}  # fmt: skip
+
+
 def predicted_verdict(t: pd.DataFrame) -> str:
     c, g = crossover(t, reference_cpu(t))
     text, _ = crossover_verdict(c, g)
-    below = undecided_below(c, g)
-    text += f"; undecided below {below:,} params (inside its band's worst)" if below else ""
+    u = undecided_range(t, c, g)
+    within = "its band's worst" + (
+        f" times the CPU's sitting spread, {u['noise']:.3g}x" if u["moves"] else ""
+    )
+    if u["below"]:
+        text += f"; undecided below {u['below']:,} params (inside {within})"
+    elif u["every"] is not None:
+        text += f"; undecided at {'every' if u['every'] else 'its widest'} width (inside {within})"
     return f"{text or 'No verdict: no width on both sides.'} (the rule: {CROSSOVER_RULE})"
 
 

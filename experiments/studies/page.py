@@ -91,6 +91,8 @@ BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
 OURS_FOR_PUBLISHED = "ours for the published loop"
 # A measured step of jaxcnn's own loop (its `extra`): what a user's epoch sees.
 LOOP = "jaxcnn's loop"
+# how far a chip's loop step moves between sittings (figures.run_spread rows)
+SITTING_TO_SITTING = "loop step, sitting to sitting"
 # a measured chip's fastest step of a workload (its device loop, where that ran)
 AT_ITS_BEST = "at its best"
 # a banded prediction's lo and hi: its value divided and multiplied by its band's worst
