@@ -688,8 +688,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 13's TPU FLOP/s, its GPUs' highest in the band: 1490; row 10's TPU loops' chip:
     # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522; row 1's
     # compile check's direction: 1526; row 2's seed bound as the table's, row 11's floors:
-    # 1529; row 9's T4 undecided with the CPU's sittings: 1530)
-    assert len(lines) <= 25 and len(text.split()) <= 1530
+    # 1529; row 9's T4 undecided with the CPU's sittings: 1530; the footer's directions: 1554)
+    assert len(lines) <= 25 and len(text.split()) <= 1554
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3296,7 +3296,8 @@ def test_the_first_screen_says_how_the_predictions_made_before_each_program_ran_
     )
     for r in rows.to_dict("records"):
         said = f"{r['device']} {r['model'].split()[0]} {fmt(r)} off "
-        assert said + f"(worst {value_text(r['hi'], 'x')}, n={r['n']})" in line
+        worst = f"(worst {value_text(r['hi'], 'x')}, n={r['n']}, prediction faster in "
+        assert said + worst + f"{r['band_faster']} of {r['n']})" in line  # which way it errs
     # without a run's own prediction there is nothing to say (the positive control above)
     assert views.before_first_run(table[table.extra != figures.BEFORE_FIRST_RUN]) is None
 

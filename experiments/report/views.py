@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 
+from experiments.predict.shown import prediction_faster
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
 from experiments.report.figures import BEFORE_FIRST_RUN, BOUNDS, LEFT_OUT, RULES, TF32_MATMULS
@@ -156,7 +157,9 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
     b = b.sort_values(["model", "device"], ascending=[False, True])
     said = "; ".join(
         f"{r['device']} {r['model'].split()[0]} "
-        + answers_lib.band_text(r["value"], r["hi"], r["n"])
+        + answers_lib.band_text(
+            r["value"], r["hi"], r["n"], prediction_faster(r["band_faster"], r["n"])
+        )
         for r in b.to_dict("records")
     )
     return (
