@@ -1033,8 +1033,11 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         both = " (both floors)" if r.get("bound") == nxt.get("bound") == "floor" else ""
         text += f", the next {nxt['device']} {shown_value(nxt)}, {shown_value(margin)} dearer{both}"
         if len(worst) and margin["value"] < (hi := worst.hi.max()):
-            band = (f"unvalidated; the next, {nxt['device']}, within the published JAX "
-                    f"loops' worst error ({hi:.3g}x) of it: undecided")  # fmt: skip
+            # the loops it rests on, by the chip they ran on where they ran on one
+            chip = worst.loc[worst.hi.idxmax()].chip
+            on = f" on {chip}" if chip not in (None, "-") and chip == chip else ""
+            band = (f"unvalidated; the next, {nxt['device']}, within {hi:.3g}x of it (the "
+                    f"published JAX loops' worst error{on}): undecided")  # fmt: skip
             text = f"Undecided: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
     priced = ordered[~unpriced]
