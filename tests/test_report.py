@@ -3991,6 +3991,8 @@ def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv
     )
     assert f"at b16, {fmt(by_chip['gpu-t4'])} the CPU)" in said.answer
     assert {by_chip[c]["id"] for c in ("gpu-mx150", "gpu-t4")} <= set(said.ids)
+    # the T4's b16 step its ratio divides by is quoted (on the page) beside its b128 step
+    assert by_chip["gpu-t4"]["denominator"] in said.ids
     # the control: without those ratios in the table, none is said
     bare = answers.answers(csv[~csv.id.isin(over.id)])[1].answer
     assert " the CPU" not in bare and f"; predicted: MX150 b16 {fmt(mx150)} (seed " in bare

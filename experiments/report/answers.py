@@ -293,7 +293,9 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     for r in own.to_dict("records"):
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
-    picked = [mx, t4, c, pm, pt, *over, bound, *(e for _, e in checks), *own.to_dict("records")]
+    # the T4's b16 step its ratio divides by, on the page beside the b128 step it names
+    picked = [mx, t4, t4_b16 if x_t4 else None, c, pm, pt, *over, bound,
+              *(e for _, e in checks), *own.to_dict("records")]  # fmt: skip
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 
