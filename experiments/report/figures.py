@@ -1278,7 +1278,7 @@ def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-MOSTLY_KERNELS = "the device step's: most of this step"
+MOSTLY_KERNELS = "the device step's band: its kernels are most of this step"
 KERNELS_TOO = f"; {MOSTLY_KERNELS}"
 
 
