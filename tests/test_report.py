@@ -689,8 +689,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1491; row 9's wider band beyond width 1024: 1508; row 5's CPU sittings: 1522; row 1's
     # compile check's direction: 1526; row 2's seed bound as the table's, row 11's floors:
     # 1529; row 9's T4 undecided with the CPU's sittings: 1530; the footer's directions: 1554;
-    # row 11's loops' chip: 1557; "most of this step" said whose: 1561)
-    assert len(lines) <= 25 and len(text.split()) <= 1561
+    # row 11's loops' chip: 1557; "most of this step" said whose: 1561;
+    # row 14's clocks said by: 1563)
+    assert len(lines) <= 25 and len(text.split()) <= 1563
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3544,7 +3545,7 @@ def test_the_vmap_answer_gives_its_one_model_control_as_its_noise(csv):
     (h100,) = ones[ones.device == "H100 SXM"].to_dict("records")  # the committed GPU's one
     band = answers.answers(csv)[13].band
     assert band.startswith(
-        f"noise (K=1's distance from 1x), epochs (timed steps): {noise(ones, cpu)} "
+        f"noise (K=1's distance from 1x) by epochs (by timed steps): {noise(ones, cpu)} "
         f"({noise(step_ones, cpu)}) on the CPU, {noise(ones, 'H100 SXM')} "
         f"({noise(step_ones, 'H100 SXM')}) on the H100 SXM; faster or slower only beyond both; "
     )

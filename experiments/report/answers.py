@@ -1309,7 +1309,7 @@ def vmap_band(
         reads.append(f"{value_text(noise[device, g.clock.iloc[0]], 'x')}{also}{on}")
     band = "-"
     if reads:
-        which, clocks = (", epochs (timed steps)", "both") if len(beside) else ("", "it")
+        which, clocks = (" by epochs (by timed steps)", "both") if len(beside) else ("", "it")
         band = f"noise (K=1's distance from 1x){which}: {', '.join(reads)}; faster or slower"
         band += f" only beyond {clocks}"
     each = []
