@@ -555,8 +555,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
-        f"seed's {fmt(seed)}/batch: {repository(keras)}'s K80 step {fmt(keras)}, "
-        f"our prediction {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
+        f"seed's {fmt(seed)}/batch: {owner(keras)}'s Keras K80 step {fmt(keras)}, "
+        f"ours for it {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
@@ -574,11 +574,12 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     )
 
 
-def repository(r: Row) -> str:
-    """A published row's source named by its repository (a GitHub file's URL), else as is."""
+def owner(r: Row) -> str:
+    """A published row's source named by whose it is (a GitHub file's URL: its owner; the
+    repository's name may mislead, as keras-cntk-benchmark's TensorFlow logs), else as is."""
     source = str(r["source"])
     parts = source.split("github.com/", 1)
-    return parts[1].split("/")[1] if len(parts) == 2 else source
+    return parts[1].split("/")[0] if len(parts) == 2 else source
 
 
 def k80_reach(over: Row, checks: pd.DataFrame) -> str:
