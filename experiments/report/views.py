@@ -318,7 +318,9 @@ PAGE_SECTIONS: dict[str, Page] = {
                 "beside its band)", lambda t: rows(t, quantity="band").sort_values(
                     ["device", "model", "extra"], kind="stable"),
                 "device kind value spread how note"),
-        Section("Published figures against the prediction of the same step",
+        Section("Error factors (a prediction against the published or measured step it "
+                "predicts; an epoch made from its loop step against the epoch trained, "
+                "derived), and the published steps",
                 where(lambda t: (t.quantity == "error_factor")
                       | ((t.kind == "published") & (t.quantity == "step_s"))),
                 "model batch precision device kind value how note"),
