@@ -46,6 +46,7 @@ from experiments.studies.page import (
     USABLE,
     reference_cpu,
     rows,
+    sitting_spread,
 )
 from experiments.studies.scaling import EFFICIENCY_BAND, SCALES_AT, gpu_verdicts
 from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
@@ -515,7 +516,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         said = "/".join(fmt(r) for r in same.to_dict("records"))
         caveat = f"; this program held out on {'/'.join(same.device)}: {said} off{one_way(same)}"
     # the measured ratios' CPU side ran in one sitting of its VM; another moves it so far
-    moves = one(t, quantity="run_spread", device=base["device"], extra=SITTING_TO_SITTING)
+    moves = one(sitting_spread(t, base["device"]))
     if moves and len(measured):
         up_to = value_text(moves["hi"], "x")
         caveat += f"; a sitting moves the CPU's loop, so these ratios, up to {up_to}"
@@ -804,7 +805,7 @@ def sittings_said(
         caveat += (
             f"; smallest margin from {held:,} on, any sitting: {value_text(value, 'x')} ({when}"
         )
-        moves = one(t, quantity="run_spread", device=m["device"], extra=SITTING_TO_SITTING)
+        moves = one(sitting_spread(t, m["device"]))
         inside = value <= 1
         if moves is not None:
             chosen.append(moves)
@@ -862,7 +863,7 @@ def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float,
     timed in several sittings too; with its words and the CPU's row. Between any sittings,
     not only those of one code (one-code-sittings): few boots ran one commit, and a move
     between sittings of two commits may be their VMs', not the code's."""
-    cpu = one(t, quantity="run_spread", device=mc.device.iloc[0], extra=SITTING_TO_SITTING)
+    cpu = one(sitting_spread(t, mc.device.iloc[0]))
     gpu = f"{fmt(moves)} median, {value_text(moves['hi'], 'x')} worst"
     if cpu is None:
         return float(moves["hi"]), f"a sitting moves {gpu}", []

@@ -26,7 +26,14 @@ from experiments.report.figures import (
 )
 from experiments.report.fmt import percent, value_text
 from experiments.studies import crossover as crossover_study
-from experiments.studies.page import LOOP, OURS_LOOP_STEP, on_seed_data, reference_cpu, rows
+from experiments.studies.page import (
+    LOOP,
+    OURS_LOOP_STEP,
+    on_seed_data,
+    reference_cpu,
+    rows,
+    sitting_spread,
+)
 
 MIN_POINTS = 3
 # a legend proxy in this grey stands for a line style, marker or fill on any colour
@@ -426,8 +433,7 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
             ax.plot(both.params_cpu, both.over, f"{SITTINGS[i % 4]}:", alpha=0.5, color=hue,
                     markersize=4, linewidth=0.8, zorder=2,
                     label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
-        moves = rows(table, quantity="run_spread", device=device,
-                     extra=answers_lib.SITTING_TO_SITTING)  # fmt: skip
+        moves = sitting_spread(table, device)
         if len(moves):  # the verdict's yardstick: the most sittings have moved the ratio
             m, _, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cl)
             label = f"sittings move the ratio up to {value_text(m, 'x')}: undecided inside"

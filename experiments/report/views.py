@@ -20,6 +20,7 @@ from experiments.studies.page import (
     Section,
     reference_cpu,
     rows,
+    sitting_spread,
     where,
 )
 
@@ -88,7 +89,7 @@ def cpu_context(table: pd.DataFrame, cpu: str) -> str:
     sittings where it ran in several: a CPU label names a VM type, and a sitting may run
     another commit, so every ratio over the CPU moves with both."""
     releases = jax_releases(rows(table, kind="measured", device=cpu))
-    moves = rows(table, quantity="run_spread", device=cpu, extra=answers_lib.SITTING_TO_SITTING)
+    moves = sitting_spread(table, cpu)
     if not len(moves):
         return releases
     m = moves.iloc[0].to_dict()

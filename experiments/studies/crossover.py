@@ -20,12 +20,12 @@ from experiments.records.workload import Workload
 from experiments.studies.base import Context, Study
 from experiments.studies.page import (
     LOOP,
-    SITTING_TO_SITTING,
     Page,
     Section,
     reference_cpu,
     rows,
     select,
+    sitting_spread,
 )
 
 if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
@@ -248,7 +248,7 @@ def cpu_sittings(t: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
     """The run_spread row of how far the CPU of sweep `c` moves between sittings (its hi:
     the worst), empty where it ran in one: a prediction held against one sitting of the
     CPU is undecided within its band times that."""
-    return rows(t, quantity="run_spread", device=c.device.iloc[0], extra=SITTING_TO_SITTING)
+    return sitting_spread(t, c.device.iloc[0])
 
 
 def undecided_range(t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame) -> dict[str, Any]:

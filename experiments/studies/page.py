@@ -37,6 +37,16 @@ class Page(NamedTuple):
     sections: list[Section]
 
 
+# how far a chip's loop step moves between sittings (figures.run_spread rows)
+SITTING_TO_SITTING = "loop step, sitting to sitting"
+
+
+def sitting_spread(table: pd.DataFrame, device: str) -> pd.DataFrame:
+    """`device`'s run_spread row of how far its loop step moves between sittings (`hi`:
+    the worst); empty where it ran in one sitting."""
+    return rows(table, quantity="run_spread", device=device, extra=SITTING_TO_SITTING)
+
+
 def rows(table: pd.DataFrame, **where: Any) -> pd.DataFrame:
     """The rows whose columns equal `where`'s values (a list: any of them)."""
     for column, value in where.items():
@@ -91,8 +101,6 @@ BY_CHIP = ("model", "device")  # a pivot: the models down, the chips across
 OURS_FOR_PUBLISHED = "ours for the published loop"
 # A measured step of jaxcnn's own loop (its `extra`): what a user's epoch sees.
 LOOP = "jaxcnn's loop"
-# how far a chip's loop step moves between sittings (figures.run_spread rows)
-SITTING_TO_SITTING = "loop step, sitting to sitting"
 # a measured chip's fastest step of a workload (its device loop, where that ran)
 AT_ITS_BEST = "at its best"
 # a banded prediction's lo and hi: its value divided and multiplied by its band's worst
