@@ -875,16 +875,14 @@ def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float,
 
 def wider_band(g: pd.DataFrame, shown: Row) -> str:
     """Where a sweep's predictions (`g`, by params) change band past the `shown` one's:
-    "; from 2,101,770 params: 1.36x off (worst 6.1x, n=197, the device step's)"; else ""."""
+    "; from 5,824,522 params: 1.36x off (worst 6.1x, n=197, …, leave one chip out; …)";
+    else ""."""
     said = band_words(shown)
     other = g[[band_words(r) != said for r in g.to_dict("records")]]
     if other.empty or other.band_median.isna().all():
         return ""
     r = other.iloc[0].to_dict()
-    whose = "the device step's" if r["band_quantity"] == "device_step_s" else r["band_split"]
-    way = [] if pd.isna(r["band_faster"]) else [prediction_faster(r["band_faster"], r["band_n"])]
-    band = band_text(r["band_median"], r["band_worst"], r["band_n"], *way, whose)
-    return f"; from {int(r['params']):,} params: {band}"
+    return f"; from {int(r['params']):,} params: {band_words(r)}"  # its split said as pages do
 
 
 def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
