@@ -271,9 +271,12 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # speedup no larger than the MX150's own
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
     at_least = f": {shown_value(bound)}" if bound and x_mx else ""
-    at16 = f"; at b16{x_t4}" if x_t4 else ""
+    # the T4's ratio beside the b16 step it divides, the seed's batch beside its own; "the
+    # CPU" said once where the MX150's ratio said it
+    x_t4 = x_t4.removesuffix(" the CPU") if x_mx else x_t4
+    at16 = f"b16 {fmt(t4_b16)}{x_t4}; " if x_t4 else ""
     chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
-             (t4, f"T4 b128 {fmt(t4)} (seed {fmt(pt)}{at16})" if t4 else "")]  # fmt: skip
+             (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip
     chips = [(r, said) for r, said in chips if said]
     # the chips' steps said predicted, once, where they stand after the CPU's measured one
     if chips and all(r["kind"] == "predicted" for r, _ in chips):
@@ -294,7 +297,6 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     for r in own.to_dict("records"):
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
-    # the T4's b16 step its ratio divides by, on the page beside the b128 step it names
     picked = [mx, t4, t4_b16 if x_t4 else None, c, pm, pt, *over, bound,
               *(e for _, e in checks), *own.to_dict("records")]  # fmt: skip
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
