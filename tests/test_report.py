@@ -691,8 +691,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1529; row 9's T4 undecided with the CPU's sittings: 1530; the footer's directions: 1554;
     # row 11's loops' chip: 1557; "most of this step" said whose: 1561;
     # row 14's clocks said by: 1563; row 6's Keras source said whose: 1565;
-    # row 9's wider band with its split: 1577)
-    assert len(lines) <= 25 and len(text.split()) <= 1577
+    # row 9's wider band with its split: 1577; row 2's T4 b16 step beside its ratio: 1578)
+    assert len(lines) <= 25 and len(text.split()) <= 1578
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -2501,25 +2501,35 @@ def test_the_crossover_plot_shades_a_band_only_where_the_table_holds_one(table, 
                 if isinstance(c, PolyCollection)}  # fmt: skip
 
     cpu = study_page.reference_cpu(table)
-    _, g = crossover_study.crossover(table, cpu)
+    c, g = crossover_study.crossover(table, cpu)
     bands = ["band_median", "band_worst", "band_n", "band_faster", "band_split"]
     bare = table.copy()
     bare.loc[g.index, bands] = None
     fig = _figure(bare, "crossover", monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     shaded = set(fills(fig))
-    alone = crossover_study.cpu_sweep(table, cpu, "-").dropna(subset=["lo", "hi"])
-    assert f"{cpu}, {'/'.join(sorted(set(alone.spread)))}, alone" in shaded  # steps timed alone
     assert not any(x.startswith("T4") for x in shaded)
-    own = {f"{cpu}, min-max over {of}" for of in ("windows", "runs")}  # the loop's, left
+    own = {f"{cpu}, min-max over {of}" for of in ("windows", "runs")}  # the loop's
     assert len(own & shaded) >= 1
     assert any(x.startswith("T4, predicted") and "unvalidated" in x for x in labels), labels
     banded = table.copy()
     banded.loc[g.index, bands] = [1.5, 2.0, 5, 2, "held-out"]
+    # row 9's undecided zone: the band's worst times how far the CPU moves between
+    # sittings, as the answer computes it
+    noise = crossover_study.undecided_range(table, c, g)["noise"]
+    assert noise > 1  # the committed CPU has sittings to move it
     fig = _figure(banded, "crossover", monkeypatch)
-    shade = fills(fig)["T4 x/÷ its band's worst, undecided inside: " + BAND_15]
+    times = f" times the CPU's sitting spread ({value_text(noise, 'x')})"
+    shade = fills(fig)[f"T4 x/÷ its band's worst{times}, undecided inside: " + BAND_15]
     ys = shade.get_paths()[0].vertices[:, 1]
-    assert min(ys) == g.value.min() / 2 and max(ys) == g.value.max() * 2  # the worst, not 1.5
+    assert min(ys) == pytest.approx(g.value.min() / (2 * noise))  # the worst, not 1.5
+    assert max(ys) == pytest.approx(g.value.max() * 2 * noise)
+    # the control: a CPU of one sitting widens nothing, and the label says no more
+    sittings = banded.index.isin(study_page.sitting_spread(banded, cpu).index)
+    assert sittings.any()
+    fig = _figure(banded[~sittings], "crossover", monkeypatch)
+    ys = fills(fig)["T4 x/÷ its band's worst, undecided inside: " + BAND_15].get_paths()[0]
+    assert min(ys.vertices[:, 1]) == pytest.approx(g.value.min() / 2)
     # a band of fewer than MIN_BAND_N held out is no interval: no shade, its label says so
     banded.loc[g.index, "band_n"] = plots.MIN_BAND_N - 1
     fig = _figure(banded, "crossover", monkeypatch)
@@ -2574,6 +2584,18 @@ def test_the_seed_models_plot_draws_the_measured_gpu_and_says_what_a_panel_lacks
         assert looped == len(loops[loops.device.isin(set(gpus.device))]) > 0, model
         for device in set(gpus.device) - set(mine.device):
             assert f"no {device} step measured" in title, (model, title)
+    # every GPU point it draws is a row devices.md prints
+    heading = "Each device's own steps at batch 128"
+    section = views.page("devices", table, {}).split(f"## {heading}")[1].split("\n## ")[0]
+    loops = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
+                            extra="jaxcnn's loop", model=answers.SEED_MODELS, **one)  # fmt: skip
+    drawn = pd.concat([gpus[gpus.formulation == "xla"], loops])
+    drawn = drawn[
+        drawn.model.isin(answers.SEED_MODELS) & drawn.dataset.isin(study_page.SEED_DATASETS)
+    ]
+    assert len(drawn) and all(_shown_on(section, r) for r in drawn.to_dict("records"))
+    # the control: a page section without the GPUs' rows lacks them
+    assert not _shown_on(section.replace("H200", "-"), drawn[drawn.device == "H200"].iloc[0])
 
 
 def test_the_accuracy_plot_gives_each_run_of_a_panel_its_own_hollow_marker(table, monkeypatch):
@@ -2753,157 +2775,6 @@ def test_the_accuracy_plot_compares_runs_of_one_batch_and_epoch_count_in_a_panel
         seeded = g[g.extra.str.contains(", seed ")].device.unique()
         assert shaded == [f"{d}: its 3 seeds' spread" for d in seeded], title
     assert panels == {}  # no panel of anything else
-
-
-def _gpu_mlp_steps(table: pd.DataFrame) -> pd.DataFrame:
-    """The GPUs' MLP steps timed alone, batch 128, f32: the crossover plot's right panel."""
-    like = {"batch": 128, "precision": "f32", "placement": "single", "framework": "jax"}
-    gpu = study_page.rows(table, quantity="step_s", kind="measured", platform="gpu",
-                          loop="step", extra="-", **like)  # fmt: skip
-    return gpu[gpu.model.str.startswith("mlp")]
-
-
-def _gpu_series(label: str) -> tuple[str, str]:
-    """The device and data set a crossover GPU series' label names."""
-    device, _, rest = label.partition(", xla step loop on ")
-    return device, rest.partition(" (")[0]
-
-
-def test_the_crossover_plot_draws_each_gpus_steps_on_the_cpus_data_at_their_own_widths(
-    table, monkeypatch
-):
-    """Each GPU series of the steps timed alone holds one device's steps on the data set
-    the CPU's curve ran on, named in its label, every point at its own width and value."""
-    fig = _figure(table, "crossover", monkeypatch)
-    alone_ax = fig.axes[1]
-    gpu = _gpu_mlp_steps(table)
-    cpu = crossover_study.cpu_sweep(table, study_page.reference_cpu(table), "-")
-    on = set(cpu.dataset)
-    drawn = {}
-    for c in alone_ax.containers:
-        line = c.lines[0]
-        drawn[_gpu_series(c.get_label())] = sorted(
-            zip(line.get_xdata(), line.get_ydata(), strict=True)
-        )
-    same = gpu[gpu.dataset.isin(on)]
-    want = {k: sorted(zip(g.params.astype(float), g.value.astype(float), strict=True))
-            for k, g in same.groupby(["device", "dataset"])}  # fmt: skip
-    assert drawn == want and want
-    # the control: the GPUs also ran widths on another data set, left to the page
-    assert not gpu.dataset.isin(on).all()
-
-
-def test_the_crossover_plot_draws_the_gpus_bars_above_their_markers_and_a_visible_band(
-    table, monkeypatch
-):
-    """Each GPU's p10-p90 bar is black, above the CPU's line, its caps wider than its marker:
-    seen where the bar is shorter than the marker (the H100's, a few % on three decades).
-    The CPU's shaded spreads are opaque enough to see."""
-    import numpy as np
-    from matplotlib.collections import PolyCollection
-    from matplotlib.colors import same_color
-
-    fig = _figure(table, "crossover", monkeypatch)
-    alone_ax = fig.axes[1]
-    gpu = _gpu_mlp_steps(table)
-    bars = {_gpu_series(c.get_label()): c for c in alone_ax.containers}
-    on = set(crossover_study.cpu_sweep(table, study_page.reference_cpu(table), "-").dataset)
-    gpu = gpu[gpu.dataset.isin(on)]  # the CPU's data set's
-    assert set(bars) == set(zip(gpu.device, gpu.dataset, strict=True))
-    cpu = study_page.reference_cpu(table)
-    line = next(x for x in alone_ax.get_lines() if x.get_label().startswith(f"{cpu}, median"))
-    shorter = False
-    for (device, dataset), c in bars.items():
-        marker, caps, (segments,) = c.lines
-        d = gpu[(gpu.device == device) & (gpu.dataset == dataset)]
-        ends = sorted(float(y) for seg in segments.get_segments() for y in seg[:, 1])
-        assert ends == sorted([*d.lo.astype(float), *d.hi.astype(float)])  # the table's
-        assert not same_color(segments.get_color()[0], marker.get_color())
-        assert segments.get_zorder() > line.get_zorder()
-        assert len(caps) == 2 and all(cap.get_markersize() > marker.get_markersize()
-                                      for cap in caps)  # fmt: skip
-        # the control: a bar shorter than its marker, which without caps it would hide in
-        tall = [abs(np.subtract(*segments.get_transform().transform(seg)[:, 1]))
-                for seg in segments.get_segments()]  # fmt: skip
-        shorter |= min(tall) < marker.get_markersize() * fig.dpi / 72
-    assert shorter
-    bands = {c.get_label(): c.get_alpha() for ax in fig.axes for c in ax.collections
-             if isinstance(c, PolyCollection) and c.get_label().startswith(cpu)}  # fmt: skip
-    own = {f"{cpu}, min-max over {of}" for of in ("windows", "runs")}  # the loop's
-    alone = {b for b in bands if b.endswith(", alone")}  # the steps timed alone's
-    assert len(alone) == 1 and len(set(bands) - alone) == 1 and set(bands) - alone <= own
-    assert all(alpha >= 0.3 for alpha in bands.values()), bands
-
-
-def test_the_crossover_plot_draws_each_gpu_marker_over_its_bar_and_says_where_it_wins(
-    table, monkeypatch
-):
-    """In the middle panel each GPU's marker lies above its black bar with an opaque face
-    (a hollow one under its bar was lost), and the title says at how many of the CPU's
-    widths the GPU's step is the faster, counted from the rows drawn."""
-    from matplotlib.colors import to_rgba
-
-    fig = _figure(table, "crossover", monkeypatch)
-    alone_ax = fig.axes[1]
-    assert alone_ax.containers
-    for c in alone_ax.containers:
-        marker, _, (segments,) = c.lines
-        assert marker.get_zorder() > segments.get_zorder()
-        assert to_rgba(marker.get_markerfacecolor())[3] == 1.0
-    cpu = study_page.reference_cpu(table)
-    sweep = crossover_study.cpu_sweep(table, cpu, "-")
-    gpu = _gpu_mlp_steps(table)
-    gpu = gpu[gpu.dataset.isin(set(sweep.dataset))]
-    title = alone_ax.get_title()
-    assert title == plots.alone_title(sweep, gpu)
-    flat = title.replace("\n", " ")
-    for device, d in gpu.groupby("device"):
-        both = d.merge(sweep, on="params", suffixes=("", "_cpu"))
-        wins = int((both.value.astype(float) < both.value_cpu.astype(float)).sum())
-        assert wins == len(both) > 0  # the committed: the H100 faster at every width
-        assert f"{device}'s step alone faster than the CPU's at every width ({len(both)})" in flat
-    # the control: a GPU slower at one width is said to win at the others alone
-    slower = gpu.copy()
-    slower.loc[slower.index[0], "value"] = 1.0
-    n = len(slower[slower.device == slower.device.iloc[0]])
-    said = plots.alone_title(sweep, slower).replace("\n", " ")
-    assert f"faster than the CPU's at {n - 1} of {n} widths" in said
-    slowest = gpu.assign(value=1.0)
-    said = plots.alone_title(sweep, slowest).replace("\n", " ")
-    assert "faster than the CPU's at no width" in said
-
-
-def _reads_as_the_loop_verdict(title: str) -> bool:
-    """Whether a crossover panel's title could be read as row 9's verdict: it says a GPU is
-    faster without saying the steps were timed alone, or never says it is not row 9's."""
-    flat = title.replace("\n", " ")
-    return "not row 9's verdict" not in flat or bool(re.search(r"faster than the CPU(?!'s)", flat))
-
-
-def test_the_crossover_plots_middle_title_is_not_row_9s_verdict(table, monkeypatch):
-    """Row 9 reads jaxcnn's loop on both sides (the H100 slower than the CPU on small
-    widths); the middle panel compares each step timed alone (the H100 faster at every
-    width). Its title says first that it is not row 9's verdict and what row 9 compares,
-    and its count is of the steps timed alone, computed from the rows drawn."""
-    fig = _figure(table, "crossover", monkeypatch)
-    loop_ax, alone_ax, _ = fig.axes[:3]
-    title = alone_ax.get_title()
-    assert not _reads_as_the_loop_verdict(title), title
-    first = title.split("\n")[:2]
-    assert first == plots.ALONE.split("\n"), title
-    assert "jaxcnn's loop on both sides" in plots.ALONE
-    flat = title.replace("\n", " ")
-    assert flat.count("faster") == flat.count("step alone faster") > 0, title
-    assert "loop on both sides" in loop_ax.get_title()
-    # the control: the old title, a bare verdict, reads as row 9's
-    assert _reads_as_the_loop_verdict(
-        "each step timed alone\nH100 SXM faster than the CPU at every width (9)"
-    )
-    # the panels' titles clear of the figure's: none reaches into the suptitle
-    renderer = fig.canvas.get_renderer()
-    top = fig._suptitle.get_window_extent(renderer).y0
-    for ax in fig.axes[:3]:
-        assert ax.title.get_window_extent(renderer).y1 <= top, ax.get_title()
 
 
 def test_the_crossover_plot_hatches_the_t4s_band_where_it_meets_the_cpus(table, monkeypatch):
@@ -3414,9 +3285,13 @@ def test_the_crossover_plot_draws_the_sweep_as_jaxcnns_loop_ran_it_on_both_sides
                    in x.get_label()]  # fmt: skip
         assert list(line.get_ydata()) == list(e["rows"].sort_values("params").value)
     assert len(crossover_study.sitting_crossovers(table, sweeps)) == 3  # the committed
-    # without a GPU's loop sweep neither line is drawn (the positive control above)
+    # without a GPU's loop sweep no GPU line is drawn (the positive control above); the
+    # CPU's stays, what the T4's prediction is set against
     fig = _figure(table[~table.id.isin(set(g.id))], "crossover", monkeypatch)
-    assert not any(", measured" in str(x.get_label()) for x in fig.axes[0].get_lines())
+    measured = [
+        str(x.get_label()) for x in fig.axes[0].get_lines() if ", measured" in str(x.get_label())
+    ]
+    assert measured == [f"{cpu}, measured"]
 
 
 def test_the_crossover_plot_draws_the_newest_sitting_over_the_earlier_ones(table, monkeypatch):
@@ -3424,7 +3299,7 @@ def test_the_crossover_plot_draws_the_newest_sitting_over_the_earlier_ones(table
     reads, is solid, thicker and drawn above each earlier sitting's line (dotted, thinner):
     at widths where they meet, the earlier ones never hide it."""
     fig = _figure(table, "crossover", monkeypatch)
-    loop_ax, ratio_ax = fig.axes[0], fig.axes[2]
+    loop_ax, ratio_ax = fig.axes[0], fig.axes[1]
     for ax, newest in ((loop_ax, ", measured"), (ratio_ax, ", the newest sitting")):
         lines = [x for x in ax.get_lines() if str(x.get_label()).startswith("H100 SXM")]
         (top,) = [x for x in lines if x.get_label().split(" (one window")[0].endswith(newest)]
@@ -3991,9 +3866,10 @@ def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv
     assert f"; predicted: MX150 b16 {fmt(mx150)}, {fmt(by_chip['gpu-mx150'])} the CPU (" in (
         said.answer
     )
-    assert f"at b16, {fmt(by_chip['gpu-t4'])} the CPU)" in said.answer
+    # the T4's ratio stands beside the b16 step it divides, before the seed's batch's step
+    t4 = csv.set_index("id").loc[by_chip["gpu-t4"]["denominator"]].to_dict()
+    assert f"; T4 b16 {fmt(t4)}, {fmt(by_chip['gpu-t4'])}; b128 " in said.answer
     assert {by_chip[c]["id"] for c in ("gpu-mx150", "gpu-t4")} <= set(said.ids)
-    # the T4's b16 step its ratio divides by is quoted (on the page) beside its b128 step
     assert by_chip["gpu-t4"]["denominator"] in said.ids
     # the control: without those ratios in the table, none is said
     bare = answers.answers(csv[~csv.id.isin(over.id)])[1].answer
@@ -4404,7 +4280,7 @@ def test_the_crossover_plot_sets_the_gpu_over_the_cpu_in_each_sitting_against_a_
     cpu = study_page.reference_cpu(table)
     ((c, g),) = crossover_study.measured_crossover(table, cpu)
     fig = _figure(table, "crossover", monkeypatch)
-    ax = fig.axes[2]
+    ax = fig.axes[1]
     lines = {str(x.get_label()): x for x in ax.get_lines() if not x.get_label().startswith("_")}
     newest = lines[f"{g.device.iloc[0]}, the newest sitting"]
     both = c.merge(g, on=["model", "dataset"], suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
@@ -4421,13 +4297,13 @@ def test_the_crossover_plot_sets_the_gpu_over_the_cpu_in_each_sitting_against_a_
     lo, hi = zone.get_extents().transformed(ax.transData.inverted()).intervaly
     assert (lo, hi) == (pytest.approx(1 / moves, rel=1e-3), pytest.approx(moves, rel=1e-3))
     # a CPU timed in one sitting: the GPU's moves alone
-    alone = _figure(table[~table.id.isin(cpu_moves.id)], "crossover", monkeypatch).axes[2]
+    alone = _figure(table[~table.id.isin(cpu_moves.id)], "crossover", monkeypatch).axes[1]
     (zone,) = alone.patches
     lo, hi = zone.get_extents().transformed(alone.transData.inverted()).intervaly
     assert (lo, hi) == (pytest.approx(1 / gpu_hi, rel=1e-3), pytest.approx(gpu_hi, rel=1e-3))
     # the control: without the earlier sittings' rows, the newest alone is drawn
     bare = _figure(table[table.selection != "earlier-sitting"], "crossover", monkeypatch)
-    assert len([x for x in bare.axes[2].get_lines() if not x.get_label().startswith("_")]) == 1
+    assert len([x for x in bare.axes[1].get_lines() if not x.get_label().startswith("_")]) == 1
 
 
 def test_a_fit_verdict_inside_the_compile_checks_worst_is_flagged_undecided_in_the_table(csv):

@@ -300,30 +300,24 @@ def _spread(ax: Any, sweep: pd.DataFrame, label: Callable[[pd.DataFrame], str]) 
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters in three panels: left, jaxcnn's loop on
+    """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
     both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
-    with the range its worst error leaves: the verdict's undecided zone); middle, each
-    step timed alone (the CPU with its spread, any GPU's xla step loop, a series per data
-    set); right, the one over the other in each sitting (sitting_ratios)."""
+    with the range where row 9 calls it undecided: its band's worst times the CPU's
+    sitting spread); right, the one over the other in each sitting (sitting_ratios)."""
     cpu = reference_cpu(table)
-    _, g = crossover_study.crossover(table, cpu)
-    c = crossover_study.cpu_sweep(table, cpu, "-")  # its steps timed alone, with a spread
+    c, g = crossover_study.crossover(table, cpu)
+    sweeps = crossover_study.measured_crossover(table, cpu)
     if len(c) < MIN_POINTS or len(g) < MIN_POINTS:
         return None
-    fig, (loop_ax, alone_ax, ratio_ax) = pyplot().subplots(1, 3, figsize=(17, 4.4), sharex=True)
-    alone_ax.sharey(loop_ax)
-    gpu = rows(table, quantity="step_s", kind="measured", platform="gpu",
-               loop="step", framework="jax", extra="-", **ONE_STEP)  # fmt: skip
-    gpu = gpu[gpu.model.str.startswith("mlp")]
-    colour = {device: f"C{2 + i}" for i, device in enumerate(sorted(set(gpu.device)))}
-    alone = gpu[gpu.dataset.isin(set(c.dataset))]  # the CPU's data: every point at its x
-    # left: what the verdicts read
-    sweeps = crossover_study.measured_crossover(table, cpu)
-    for i, (cl, gl) in enumerate(sweeps):
-        if i == 0:
-            loop_ax.plot(cl.params, cl.value, "o-", color="C0", zorder=MEASURED_Z,
-                         label=f"{cpu}, measured")  # fmt: skip
-            _spread(loop_ax, cl, lambda s: f"{cpu}, {s.spread.iloc[0]}")
+    fig, (loop_ax, ratio_ax) = pyplot().subplots(1, 2, figsize=(12, 4.4), sharex=True)
+    colour = {d: f"C{2 + i}" for i, d in enumerate(sorted({gl.device.iloc[0] for _, gl in sweeps}))}
+    # the CPU's steps the T4's are set against (jaxcnn's loop, or timed alone where the
+    # sweep never ran in it), as every measured GPU's are
+    alone = "" if (c.extra == LOOP).all() else " (each step timed alone)"
+    loop_ax.plot(c.params, c.value, "o-", color="C0", zorder=MEASURED_Z,
+                 label=f"{cpu}, measured{alone}")  # fmt: skip
+    _spread(loop_ax, c, lambda s: f"{cpu}, {'/'.join(sorted(set(s.spread)))}")
+    for _, gl in sweeps:
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
         # the newest sitting, what the verdict reads, drawn over the earlier ones
@@ -344,71 +338,29 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                  label=label)  # fmt: skip
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
-        # wrapped: the panels' legends sit side by side below them
-        # each width's own band: the kernels' where they are most of its step
+        # row 9's undecided zone: each width's own band (the kernels' where they are most
+        # of its step) at its worst, times how far the CPU it is set against moves
+        noise = crossover_study.undecided_range(table, c, g)["noise"] if len(c) else 1.0
         said = sorted({answers_lib.band_words(r) for r in g.to_dict("records")})
-        label = textwrap.fill(f"T4 x/÷ its band's worst, undecided inside: {'; '.join(said)}", 52,
-                              break_on_hyphens=False)  # fmt: skip
+        times = f" times the CPU's sitting spread ({value_text(noise, 'x')})" if noise > 1 else ""
+        label = textwrap.fill(f"T4 x/÷ its band's worst{times}, undecided inside: "
+                              f"{'; '.join(said)}", 52, break_on_hyphens=False)  # fmt: skip
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
-        loop_ax.fill_between(x, y / worst, y * worst, facecolor="none",
+        loop_ax.fill_between(x, y / (worst * noise), y * worst * noise, facecolor="none",
                              edgecolor=("C1", T4_HATCH_ALPHA), hatch=T4_HATCH, linewidth=0,
                              hatch_linewidth=T4_HATCH_WIDTH, zorder=BAND_Z,
                              label=label)  # fmt: skip
     loop_ax.set_title("jaxcnn's loop on both sides (the verdicts')", fontsize="medium")
-    # middle: each device's own speed
-    on = "/".join(sorted(set(c.dataset)))
-    alone_ax.plot(c.params, c.value, "o-", color="C0",
-                  label=f"{cpu}, median ({c.formulation.iloc[0]} formulation, {on})")  # fmt: skip
-    # p10-p90 of one run's, or over pooled runs
-    _spread(alone_ax, c, lambda s: f"{cpu}, {'/'.join(sorted(set(s.spread)))}, alone")
-    # a series per GPU on the CPU's data (other data sets' steps are on the page): its
-    # spread (a few % on three decades) in black above a small hollow marker, the caps
-    # wider than the marker: the bar shows where it is shorter than one
-    for device, d in alone.groupby("device"):
-        d = d.sort_values("params")
-        label = textwrap.fill(f"{device}, xla step loop on {on} (black bar: p10-p90)", 52)
-        bars = alone_ax.errorbar(d.params.astype(float), d.value.astype(float),
-                                 yerr=[d.value - d.lo.fillna(d.value),
-                                       d.hi.fillna(d.value) - d.value],
-                                 fmt="o", color=colour[device], mfc="white", mew=1.5,
-                                 markersize=5, ecolor="black", elinewidth=1, capsize=4,
-                                 zorder=3, label=label)  # fmt: skip
-        bars.lines[0].set_zorder(4)  # the marker over its bar, its white face hiding it
-    alone_ax.set_title(alone_title(c, alone), fontsize="medium")
     sitting_ratios(table, ratio_ax, sweeps, colour)
     loop_ax.set(xscale="log", yscale="log", ylabel="seconds per step, batch 128, f32")
-    for ax in (loop_ax, alone_ax, ratio_ax):
+    for ax in (loop_ax, ratio_ax):
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    # the panels' titles (the middle's a line or two per GPU) clear of the figure's
-    lines = max(len(ax.get_title().split("\n")) for ax in (loop_ax, alone_ax, ratio_ax))
-    fig.subplots_adjust(top=0.92 - 0.04 * lines)
+    fig.subplots_adjust(top=0.86)
     title = "Seed 002: above how many parameters does the GPU win?"
     return _finish(fig, path, title, tight=False)
-
-
-# the middle crossover panel compares each step timed alone, not what row 9 reads: its
-# title says so before any count, and each count says it is of the steps timed alone
-ALONE = "each step timed alone, not row 9's verdict\n(row 9: jaxcnn's loop on both sides, left)"
-
-
-def alone_title(cpu: pd.DataFrame, gpus: pd.DataFrame) -> str:
-    """The middle crossover panel's title: ALONE, then at how many of the CPU's widths each
-    GPU's step timed alone is the faster (`cpu`: the CPU's sweep, `gpus`: the GPUs' steps
-    on its data), so a reader need not count points on a log axis, nor take the count for
-    row 9's verdict, which compares jaxcnn's loop on both sides."""
-    medians = cpu.assign(p=cpu.params.astype(float)).set_index("p").value.astype(float)
-    said = []
-    for device, d in gpus.groupby("device"):
-        step = d.assign(p=d.params.astype(float)).set_index("p").value.astype(float)
-        shared = medians.index.intersection(step.index)
-        wins = int((step[shared] < medians[shared]).sum())
-        at = f"at every width ({len(shared)})" if wins == len(shared) else (
-            f"at {wins} of {len(shared)} widths" if wins else "at no width")  # fmt: skip
-        said.append(textwrap.fill(f"{device}'s step alone faster than the CPU's {at}", 48))
-    return "\n".join([ALONE, *said])
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:

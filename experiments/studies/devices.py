@@ -25,7 +25,6 @@ from experiments.studies.page import (
     SEED_MODELS,
     Page,
     Section,
-    measured_cpu_steps,
     of_ensembles,
     on_seed_data,
     one_chip,
@@ -130,10 +129,12 @@ STUDY = Study(
                             & ~of_ensembles(t)  # K models': the ensemble page's
                             ].sort_values(["model", "dataset", "precision", "device", "kind"]),
                 "model dataset precision device kind value spread how"),
-        Section("The CPU's own steps at batch 128 (measured)",
-                where(lambda t: measured_cpu_steps(t) & t.model.isin(SEED_MODELS)
-                      & (t.devices == 1) & (t.batch == 128)),
-                "model precision device quantity value spread how"),
+        Section("Each device's own steps at batch 128 (measured; the seed-models plot's "
+                "CPU lines and GPU points)",
+                where(lambda t: (t.quantity == "step_s") & (t.kind == "measured")
+                      & t.model.isin(SEED_MODELS) & (t.devices == 1) & (t.batch == 128)
+                      & (t.selection != "earlier-sitting") & ~of_ensembles(t)),
+                "model dataset precision device quantity value spread how"),
         Section("Published figures of these models and our prediction of each",
                 where(lambda t: t.model.isin(SEED_MODELS)
                       & ((t.kind == "published") | (t.quantity == "error_factor")
