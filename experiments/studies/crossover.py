@@ -109,7 +109,7 @@ def crossover_verdict(
     """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
     the verdict and the two rows of the width it names. With `how` (how the sides were
     measured), that stands in the verdict's parenthesis instead of the widths' count."""
-    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
+    both = paired(c, g)
     if not len(both):
         return "", []
     name = chip_name(str(g.device.iloc[0]))
@@ -191,7 +191,7 @@ def undecided_widths(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> li
     inside the prediction's band at its worst times `noise` (how far the measured side
     moves between sittings): there a width's verdict could go either way. None where a
     width has no band."""
-    both = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).sort_values("params_cpu")
+    both = paired(c, g)
     worst = both.band_worst_gpu.astype(float)
     if not len(both) or worst.isna().any():
         return None
@@ -206,8 +206,7 @@ def undecided_below(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> int
     inside = undecided_widths(c, g, noise)
     if not inside:
         return None
-    widths = c.merge(g, on="model", suffixes=("_cpu", "_gpu")).params_cpu
-    wider = sorted(int(p) for p in widths if p > inside[-1])
+    wider = [int(p) for p in paired(c, g).params_cpu if p > inside[-1]]
     return wider[0] if wider else None
 
 
