@@ -1979,44 +1979,32 @@ def epoch_checks(table: pd.DataFrame, sittings: dict[str, tuple] | None = None) 
     return out
 
 
-def formulation_speedups(table: pd.DataFrame) -> list[Row]:
-    """What a kernel library is worth on a CPU: each formulation's step against the xla
-    formulation's of the same step, loop and device."""
-    same = _over_the_same(table, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation")
-    best = _best_over_best(table, "onednn", "xla", BEST_OVER_BEST)
-    return same + best + _best_over_best(table, "onednn", "cpu", BEST_OVER_CPU)
-
-
 BEST_OVER_BEST = "at its best vs xla formulation at its best"
 # over jaxcnn's own default on a CPU: what the library adds to the best without one
 BEST_OVER_CPU = "at its best vs cpu formulation at its best"
 
 
-def _best_over_best(table: pd.DataFrame, chosen: str, base: str, extra: str) -> list[Row]:
-    """A formulation's fastest step of a workload on a device (either loop) over the `base`
-    formulation's fastest of the same: each at its best, whatever loop that took."""
+def setting_speedups(table: pd.DataFrame) -> list[Row]:
+    """What a setting of a measured JAX step is worth on its device: each formulation's
+    step over the xla formulation's of the same step, loop and device (a kernel library
+    on a CPU), and the device loop's over the step loop's (below 1 the device loop is the
+    slower: on a CPU, the xla formulation's convolutions are); and onednn's fastest step
+    (either loop) over the xla and cpu formulations' fastest, each at its best."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
+    out = [*_over_the_same(m, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation"),
+           *_over_the_same(m, "loop", "device", "step", DEVICE_OVER_STEP_LOOP)]  # fmt: skip
     key = ["model", "batch", "precision", "device", "placement", "dataset"]
-    out = []
-    for _, g in m[m.formulation.isin([chosen, base])].groupby(key):
-        mine, theirs = g[g.formulation == chosen], g[g.formulation == base]
-        if len(mine) and len(theirs):
-            out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", extra))
+    for base, extra in (("xla", BEST_OVER_BEST), ("cpu", BEST_OVER_CPU)):
+        for _, g in m[m.formulation.isin(["onednn", base])].groupby(key):
+            mine, theirs = g[g.formulation == "onednn"], g[g.formulation == base]
+            if len(mine) and len(theirs):
+                out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", extra))
     return out
 
 
-def loop_speedups(table: pd.DataFrame) -> list[Row]:
-    """What the device loop gains over the step loop, per measured step. Below 1 the
-    device loop is the slower: on a CPU, the xla formulation's convolutions are."""
-    return _over_the_same(table, "loop", "device", "step", DEVICE_OVER_STEP_LOOP)
-
-
-def _over_the_same(
-    table: pd.DataFrame, varies: str, chosen: Any, base: str, extra: str
-) -> list[Row]:
-    """Each measured JAX step whose `varies` is `chosen` over the one step whose `varies`
-    is `base`, equal to it in all else of its workload and device."""
-    m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
+def _over_the_same(m: pd.DataFrame, varies: str, chosen: Any, base: str, extra: str) -> list[Row]:
+    """Each of the measured steps `m` whose `varies` is `chosen` over the one whose
+    `varies` is `base`, equal to it in all else of its workload and device."""
     same = ["model", "batch", "precision", "formulation", "loop", "device", "placement", "dataset"]
     same.remove(varies)
     bases, out = rows(m, **{varies: base}), []
@@ -2293,8 +2281,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         seed_speedups,
         seed_step_bounds,
         ensemble_speedups,
-        formulation_speedups,
-        loop_speedups,
+        setting_speedups,
         epoch_speedups,
         functools.partial(epoch_checks, sittings=sittings),
         ceiling_fractions,

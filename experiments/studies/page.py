@@ -107,7 +107,7 @@ AT_ITS_BEST = "at its best"
 BAND_EITHER_WAY = "its band's worst either way"
 # ... of a published JAX loop of a small program: a loop step, its parts said after it.
 OURS_LOOP_STEP = f"{OURS_FOR_PUBLISHED}, its loop step"
-# A step timed in the device loop over the same step in the step loop (figures.loop_speedups).
+# A step timed in the device loop over the same step in the step loop (figures.setting_speedups).
 DEVICE_OVER_STEP_LOOP = "device loop vs step loop"
 # An accelerator run's memory (its `extra`): its own compiler's analysis of the program it
 # ran; the allocator's peak, which counts a study's earlier workloads in the process; and,
