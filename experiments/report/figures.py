@@ -1788,14 +1788,18 @@ def epoch_speedups(table: pd.DataFrame) -> list[Row]:
 def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
     """An accelerator's jaxcnn's loop (measured or predicted) against the CPU's, each in
     jaxcnn's default formulation there: what a user running the same fit sees. A measured
-    side is set against the CPU's loop on its own data set, a predicted one against each."""
+    side is set against the CPU's loop on its own data set, a predicted one against each;
+    a loop pooled in an earlier sitting too, so each sitting's verdict can be read (the
+    crossover's, sitting by sitting)."""
     from jaxcnn.formulation import for_platform
 
     loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
     # the CPU's default formulation: the one CPU loop a user runs (every host loop timed
     # is fit's default step loop: host_rows)
     cpu = loops[(loops.platform == "cpu") & (loops.formulation == for_platform("cpu").name)]
+    earlier = measured[measured.selection == "earlier-sitting"]
     sides = [*loops[loops.platform != "cpu"].iterrows(),
+             *earlier[earlier.platform != "cpu"].iterrows(),
              *predicted[predicted.quantity == "loop_step_s"].iterrows()]  # fmt: skip
     out = []
     for _, a in sides:
@@ -1804,15 +1808,10 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
             same = same[same.dataset == a.dataset]
         for _, b in same.iterrows():
             extra = f"{LOOP} vs {b.device}'s on {b.dataset}"
-            out.append({**speedup(a, b, "loop-vs-loop", extra), **over_runs(a, b)})
-    # an accelerator's loop pooled in an earlier sitting, against the same CPU loops: how
-    # each sitting's verdict reads (the crossover's, sitting by sitting)
-    earlier = measured[(measured.selection == "earlier-sitting") & (measured.platform != "cpu")]
-    for _, a in earlier.iterrows():
-        same = _same_step(cpu, a)
-        for _, b in same[same.dataset == a.dataset].iterrows():
-            extra = f"{LOOP} vs {b.device}'s on {b.dataset}{a.extra.removeprefix(LOOP)}"
-            out.append(speedup(a, b, "earlier-sitting", extra))
+            if a.selection == "earlier-sitting":  # its extra names its sitting
+                out.append(speedup(a, b, a.selection, extra + a.extra.removeprefix(LOOP)))
+            else:
+                out.append({**speedup(a, b, "loop-vs-loop", extra), **over_runs(a, b)})
     return out
 
 
