@@ -184,6 +184,7 @@ KEY = (
     "quantity kind model dataset batch precision formulation loop placement framework extra "
     "device devices"
 ).split()
+PROGRAM = KEY[2:9]  # what a step computes and on what data, whoever ran it and wherever
 # What else says what a figure is of (its platform, size, ensemble, epochs, seed), besides
 # KEY's columns: a figure made from another carries them too.
 BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode", "epochs", "epoch", "seed")
@@ -754,7 +755,7 @@ HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 def _host_loop_workload(r: Record) -> dict[str, Any]:
     """A record's workload as its host loop ran it: the loop it timed (fit's step loop),
     whatever loop the workload itself trained in."""
-    return {**workload_of(r), "loop": r.host_loop.loop or "step"}
+    return {**workload_of(r), "loop": r.host_loop.loop or "step", "params": _params(r)}
 
 
 def _loop_timed(records: Sequence[Record]) -> list[Record]:
@@ -782,7 +783,7 @@ def host_rows(records: Sequence[Record]) -> list[Row]:
     out = []
     for runs in select_runs(_loop_timed(records), of=_host_loop_workload):
         r = runs[-1]
-        w = {**_host_loop_workload(r), "params": _params(r)}
+        w = _host_loop_workload(r)
         for part in HOST_PARTS:
             ran = [(x, getattr(x.host_loop.parts, part)) for x in runs if x.host_loop.parts]
             ran = [(x, p) for x, p in ran if p and number(p.median) is not None]
@@ -905,7 +906,7 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[Row]:
                 steps = [pooled[k] for k in held]
                 ids = [r.run_id for k in held for r in by_sitting[k]]
                 one_code[key].append((max(steps) / min(steps), ids))
-            w = {**_host_loop_workload(ran[-1]), "params": _params(ran[-1])}
+            w = _host_loop_workload(ran[-1])
             for key, earlier in by_sitting.items():
                 if key == sitting(ran[-1]):
                     continue
@@ -1312,7 +1313,7 @@ def held_out_loop_rows(
         ran = [(by_id[c["record"]], c) for c in found["loops"] if c["record"] in by_id]
         newest = {id(r) for r in select_newest([r for r, _ in ran], of=_host_loop_workload)}
         for r, c in [(r, c) for r, c in ran if id(r) in newest]:
-            w = {**_host_loop_workload(r), "params": _params(r)}
+            w = _host_loop_workload(r)
             a, p = c["measured_s"], c["predicted_s"]
             measured = row("step_s", "measured", a, {**w, "extra": LOOP}, "pooled", [r])["id"]
             way = "predicted faster" if p < a else "predicted slower"
@@ -1360,9 +1361,8 @@ def constant_baseline(platform: str, loops: Sequence[dict[str, Any]]) -> list[Ro
                 faster += guess < a
         if factors:
             note = f"jaxcnn's loop; {len(factors)} measured loop steps, each against the others'"
-            found = _median_worst(factors)
-            out.append(band_row(platform, f"{regime} programs", found, "baseline",
-                                kind="derived", extra=LOOP_CONSTANT, note=note,
+            out.append(band_row(platform, f"{regime} programs", _median_worst(factors),
+                                "baseline", kind="derived", extra=LOOP_CONSTANT, note=note,
                                 band_faster=faster))  # fmt: skip
     return out
 
@@ -1450,10 +1450,9 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
                     f"{prediction_faster(faster, len(group))}{left}; the band they carried: {said}"
                     + (f"; beyond its worst (|p/a - 1|): {beyond} of {len(group)}"
                        if any(bands) else ""))  # fmt: skip
-            platform, found = group[0].device.platform, _median_worst(factors)
-            out.append(band_row(platform, f"{regime} programs", found, "before-first-run", group,
-                                chip, extra=BEFORE_FIRST_RUN, note=note,
-                                band_faster=faster))  # fmt: skip
+            out.append(band_row(group[0].device.platform, f"{regime} programs",
+                                _median_worst(factors), "before-first-run", group, chip,
+                                extra=BEFORE_FIRST_RUN, note=note, band_faster=faster))  # fmt: skip
     return out
 
 
@@ -1591,9 +1590,8 @@ def scaling_band(table: pd.DataFrame) -> list[Row]:
     for platform, g in e.groupby("platform"):
         optimistic = int((g.note == OPTIMISTIC).sum())
         note = f"{OPTIMISTIC} in {optimistic} of {len(g)} published 1-vs-N-chip pairs"
-        found = _median_worst(g.value)
-        out.append(band_row(platform, "large programs", found, extra=SCALING_BAND, note=note,
-                            band_faster=optimistic))  # fmt: skip
+        out.append(band_row(platform, "large programs", _median_worst(g.value),
+                            extra=SCALING_BAND, note=note, band_faster=optimistic))  # fmt: skip
         # the same pairs with every efficiency taken as ideal: what the model adds to that
         published = g.numerator.map(table.set_index("id").value)
         ideal = _median_worst([max(1 / a, a) for a in published])
@@ -1640,7 +1638,7 @@ def memory_checks(table: pd.DataFrame) -> list[Row]:
     """Each target's compiled memory (compiled here, not run) against the same program's
     as the target's chip compiled it when it ran (memory_rows): how far the memory every
     fit verdict rests on is from what the chip's own compiler found."""
-    key = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
+    key = list(PROGRAM)
     compiled = rows(table, quantity="memory_bytes", kind="compiled", devices=1, extra="-")
     compiled = compiled.assign(chip=compiled.device.map(chip_named))
     ran = rows(table, quantity="memory_bytes", kind="compiled", extra=ON_THE_CHIP)
@@ -1678,7 +1676,7 @@ def cpu_speedups(table: pd.DataFrame) -> list[Row]:
             base = f"{p.quantity} vs {device}"
             if len(like) == 1:
                 out.append(speedup(p, like.iloc[0], "like-for-like", base))
-            out.append(speedup(p, cpu_best(on_cpu), "cpu-best", f"{base} at its best"))
+            out.append(speedup(p, fastest(on_cpu), "cpu-best", f"{base} at its best"))
     return out + measured_loop_speedups(m) + loop_vs_loop(m, predicted)
 
 
@@ -1693,12 +1691,12 @@ def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
     return rows(measured, platform="cpu", devices=1, extra="-")
 
 
-def cpu_best(on_cpu: pd.DataFrame, dataset: str | None = None) -> Row:
-    """The CPU's fastest step among `on_cpu` (one CPU's, of one step): on `dataset` where
-    it ran on it, else on any, so that a predicted and a measured speedup of one workload
-    share their baseline."""
-    same = on_cpu[on_cpu.dataset == dataset] if dataset is not None else on_cpu
-    pool = same if len(same) else on_cpu
+def fastest(steps: pd.DataFrame, dataset: str | None = None) -> Row:
+    """The fastest of `steps` (of one step): on `dataset` where one ran on it, else of
+    all, so that a predicted and a measured speedup of one workload share their CPU
+    baseline."""
+    same = steps[steps.dataset == dataset] if dataset is not None else steps
+    pool = same if len(same) else steps
     return pool.loc[pool.value.idxmin()].to_dict()
 
 
@@ -1714,11 +1712,11 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[Row]:
             base = f"jaxcnn's loop vs {device}"
             like = on_cpu[on_cpu.formulation == a.formulation]
             if len(like):
-                b = like.loc[like.value.idxmin()].to_dict()
+                b = fastest(like)
                 out.append({**speedup(a, b, "like-for-like", base), **over_runs(a, b)})
         # the predicted speedups' baseline
         for device, on_cpu in _same_step(steps, a).groupby("device"):
-            best = cpu_best(on_cpu, a.dataset)
+            best = fastest(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
             out.append(speedup(a, best, "cpu-best", extra))
             # like for like at the other end: the chip's own fastest step (its device
@@ -1726,7 +1724,7 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[Row]:
             mine = _same_step(own[own.device == a.device], a)
             if len(mine):
                 extra = f"{AT_ITS_BEST} vs {device} at its best"
-                out.append(speedup(cpu_best(mine, a.dataset), best, "cpu-best", extra))
+                out.append(speedup(fastest(mine, a.dataset), best, "cpu-best", extra))
     return out
 
 
@@ -1972,9 +1970,9 @@ def epoch_checks(table: pd.DataFrame, sittings: dict[str, tuple] | None = None) 
         mine = [r for r in out if r["platform"] == platform]
         longer = sum(r["note"] == "from the loop step longer" for r in mine)
         note = f"from the loop step longer in {longer} of {len(mine)}"
-        found = _median_worst([r["value"] for r in mine])
-        out.append(band_row(platform, "epochs", found, "epoch-vs-trained", kind="derived",
-                            extra=EPOCH_FROM_LOOP, note=note))  # fmt: skip
+        out.append(band_row(platform, "epochs", _median_worst([r["value"] for r in mine]),
+                            "epoch-vs-trained", kind="derived", extra=EPOCH_FROM_LOOP,
+                            note=note))  # fmt: skip
     return out
 
 
@@ -1997,15 +1995,14 @@ def setting_speedups(table: pd.DataFrame) -> list[Row]:
         for _, g in m[m.formulation.isin(["onednn", base])].groupby(key):
             mine, theirs = g[g.formulation == "onednn"], g[g.formulation == base]
             if len(mine) and len(theirs):
-                out.append(speedup(cpu_best(mine), cpu_best(theirs), "cpu-best", extra))
+                out.append(speedup(fastest(mine), fastest(theirs), "cpu-best", extra))
     return out
 
 
 def _over_the_same(m: pd.DataFrame, varies: str, chosen: Any, base: str, extra: str) -> list[Row]:
     """Each of the measured steps `m` whose `varies` is `chosen` over the one whose
     `varies` is `base`, equal to it in all else of its workload and device."""
-    same = ["model", "batch", "precision", "formulation", "loop", "device", "placement", "dataset"]
-    same.remove(varies)
+    same = [c for c in (*PROGRAM, "device") if c != varies]
     bases, out = rows(m, **{varies: base}), []
     for _, r in rows(m, **{varies: chosen}).iterrows():
         found = bases[(bases[same] == r[same]).all(axis=1)]
@@ -2029,7 +2026,7 @@ def chip_comparisons(table: pd.DataFrame) -> list[Row]:
         if quantity == "loop_step_s" and len(gpu):
             gpu = measured_loops(table, gpu)
         if len(tpu) and len(gpu):
-            t, q = tpu.loc[tpu.value.idxmin()].to_dict(), gpu.loc[gpu.value.idxmin()].to_dict()
+            t, q = fastest(tpu), fastest(gpu)
             fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
             extra = f"faster chip per chip, TPU vs GPU, {quantity}, over {slow['device']}"
             out.append(speedup(fast, slow, "equal-batch", extra))
@@ -2186,9 +2183,8 @@ def published_bands(table: pd.DataFrame) -> list[Row]:
         faster = int((g.note == "predicted faster").sum())
         programs = "small programs" if small else "large programs"
         note = f"published steps of other frameworks' loops; {prediction_faster(faster, len(g))}"
-        found = _median_worst(g.value)
-        out.append(band_row(platform, programs, found, extra="against published", note=note,
-                            band_faster=faster))  # fmt: skip
+        out.append(band_row(platform, programs, _median_worst(g.value),
+                            extra="against published", note=note, band_faster=faster))  # fmt: skip
     return out
 
 
@@ -2221,10 +2217,9 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
 def cost_ratios(priced: list[Row]) -> list[Row]:
     """Each priced epoch over the cheapest target's epoch of the same program (model,
     data, batch, precision): how many times dearer."""
-    program = ["model", "dataset", "batch", "precision", "formulation", "loop", "placement"]
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in priced:
-        groups[tuple(r[c] for c in program)].append(r)
+        groups[tuple(r[c] for c in PROGRAM)].append(r)
     out = []
     for same in groups.values():
         cheapest = min(same, key=lambda r: r["value"])
