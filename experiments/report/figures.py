@@ -1703,9 +1703,9 @@ def fastest(steps: pd.DataFrame, dataset: str | None = None) -> Row:
 def measured_loop_speedups(measured: pd.DataFrame) -> list[Row]:
     """jaxcnn's loop measured on one accelerator device against the same loop on each
     CPU in the same formulation, and against the CPU's fastest step."""
-    loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
+    loops = rows(measured, extra=LOOP, devices=1)
     cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
-    own = measured[(measured.devices == 1) & (measured.extra == "-")]  # each chip's steps
+    own = rows(measured, devices=1, extra="-")  # each chip's steps
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
         for device, on_cpu in _same_step(cpu, a).groupby("device"):
@@ -1791,11 +1791,11 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
     crossover's, sitting by sitting)."""
     from jaxcnn.formulation import for_platform
 
-    loops = measured[(measured.extra == LOOP) & (measured.devices == 1)]
+    loops = rows(measured, extra=LOOP, devices=1)
     # the CPU's default formulation: the one CPU loop a user runs (every host loop timed
     # is fit's default step loop: host_rows)
-    cpu = loops[(loops.platform == "cpu") & (loops.formulation == for_platform("cpu").name)]
-    earlier = measured[measured.selection == "earlier-sitting"]
+    cpu = rows(loops, platform="cpu", formulation=for_platform("cpu").name)
+    earlier = rows(measured, selection="earlier-sitting")
     sides = [*loops[loops.platform != "cpu"].iterrows(),
              *earlier[earlier.platform != "cpu"].iterrows(),
              *predicted[predicted.quantity == "loop_step_s"].iterrows()]  # fmt: skip
@@ -2108,7 +2108,7 @@ def measured_versus_predicted(
         chosen: dict[str, tuple[tuple[bool, bool, int], Row, Row]] = {}
         for _, m in measured[measured.extra == extra].iterrows():
             target = one_device.get(m.device)
-            p = predicted[(predicted.quantity == quantity) & (predicted.device == target)]
+            p = rows(predicted, quantity=quantity, device=target)
             p = p[(p[same] == m[same]).all(axis=1)]
             if len(p) == 1:
                 p, runs = p.iloc[0], len(str(m.records).split())  # a tie: the most runs'
@@ -2356,7 +2356,7 @@ def across_sittings(table: pd.DataFrame, sittings: dict[str, tuple]) -> pd.DataF
     """Flags a ratio of two measured figures of one CPU whose records share no sitting
     (records.sitting, by run id): it holds another VM's speed as well as the two
     configurations'."""
-    cpu = table[(table.kind == "measured") & (table.platform == "cpu")].set_index("id")
+    cpu = rows(table, kind="measured", platform="cpu").set_index("id")
 
     def side(figure_id: Any) -> tuple[str, set[tuple | None]] | None:
         """A measured CPU figure's device and its runs' sittings; None for any other."""
@@ -2377,8 +2377,8 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
     platform carries that platform's band of the efficiency (scaling_band's), and as its
     lo and hi the efficiency off by the band's worst either way; the rest stay
     unvalidated."""
-    bands = table[(table.quantity == "band") & (table.extra == SCALING_BAND)]
-    published = table[(table.quantity == "scaling_efficiency") & (table.kind == "published")]
+    bands = rows(table, quantity="band", extra=SCALING_BAND)
+    published = rows(table, quantity="scaling_efficiency", kind="published")
     for b in bands.itertuples():
         covered = set(published[published.platform == b.platform].model)
         at = ((table.quantity == "scaling_efficiency") & (table.kind == "predicted")
@@ -2399,7 +2399,7 @@ UNDECIDED_FIT = "undecided"  # a fit verdict's flag where its margin is inside t
 def compile_check_worst(table: pd.DataFrame) -> float | None:
     """The worst factor between a compiled memory here and the same program's as its chip
     compiled it (memory_checks): how near its limit a fit verdict is undecided."""
-    checks = table[(table.quantity == "memory_factor") & (table.selection == "compiled-vs-ran")]
+    checks = rows(table, quantity="memory_factor", selection="compiled-vs-ran")
     return float(checks.value.max()) if len(checks) else None
 
 
@@ -2410,7 +2410,7 @@ def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
     worst = compile_check_worst(table)
     if worst is None:
         return table
-    usable = table[(table.quantity == "memory_bytes") & (table.extra == USABLE)]
+    usable = rows(table, quantity="memory_bytes", extra=USABLE)
     limit = usable.set_index("device").value
     memory = rows(table, quantity="memory_bytes", kind="compiled", extra="-")
     used = memory.set_index(memory.id.str.replace("memory_bytes|", "fits|", regex=False)).value
