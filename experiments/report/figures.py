@@ -526,9 +526,10 @@ def _ok(records: Sequence[Record]) -> list[Record]:
 
 
 def _timed(r: Record) -> bool:
-    # step_time_s.median is Positive where present
+    """An ok run that timed its step (step_time_s.median is Positive where present)."""
     return (
-        not is_compiled(r)
+        r.status == "ok"
+        and not is_compiled(r)
         and kind_of(r) in ("train", "peer", "ensemble")
         and bool(r.step_time_s and r.step_time_s.median)
     )
@@ -582,7 +583,7 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
     out = []
     peaks: dict[str, Row] = {}  # each chip's datasheet peak an MFU is of, once
     model_flops = _model_flops(records)
-    for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra):
+    for runs in select_runs([r for r in records if _timed(r)], _ensemble_extra):
         r = runs[-1]  # the newest says what the workload is
         w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
         as_pooled = _maker("measured", w, "pooled", runs)
@@ -618,7 +619,7 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
             out.append(row("compile_s", "measured", max(seconds), w, "pooled", compiled, **spread))
     trained = [
         r
-        for r in _ok(records)
+        for r in records
         if _timed(r)
         and kind_of(r) == "train"
         and _epochs(r)
@@ -766,7 +767,7 @@ def _loop_timed(records: Sequence[Record]) -> list[Record]:
     the step loop runs. An ensemble's loop is K models' steps at once: not one model's."""
     return [
         r
-        for r in _ok(records)
+        for r in records
         if getattr(r, "host_loop", None)
         and _timed(r)
         and not isinstance(r, EnsembleRecord)
@@ -822,16 +823,12 @@ RUN_TO_RUN = "loop step, run to run"
 
 def core_rows(records: Sequence[Record]) -> list[Row]:
     """Per CPU label, how many processors its runs could use (RULES["as-recorded"])."""
-    stated: dict[str, list[int]] = {}
-    total: Counter = Counter()
-    for r in records:
-        if r.device.platform != "cpu" or _names_no_cpu(r):
-            continue
-        device = device_of(r)
-        total[device] += 1
-        n = r.env.cpu.cores or getattr(r.env, "cpu_count", None)
-        if n:
-            stated.setdefault(device, []).append(n)
+    cpus = [r for r in records if r.device.platform == "cpu" and not _names_no_cpu(r)]
+    total = Counter(device_of(r) for r in cpus)
+    stated: dict[str, list[int]] = defaultdict(list)
+    for r in cpus:
+        if n := r.env.cpu.cores or getattr(r.env, "cpu_count", None):
+            stated[device_of(r)].append(n)
     out = []
     for device, ns in sorted(stated.items()):
         common = Counter(ns).most_common(1)[0][0]
@@ -1021,9 +1018,8 @@ def speedrun_rows(records: Sequence[Record]) -> list[Row]:
         acc = [r.test_accuracy for r in rs]
         below = sum(a < TARGET_ACCURACY for a in acc)
         flag = f"{below} of {len(rs)} seeds below 99%" if below else None
-        median = statistics.median(times)
         quantity = "train_time_s" if below else "time_to_target_s"
-        out.append(seeds(quantity, median, flag=flag, **_min_max(times, "seeds")))
+        out.append(seeds(quantity, statistics.median(times), flag=flag, **_min_max(times, "seeds")))
         out.append(seeds("test_accuracy", statistics.median(acc), **_min_max(acc, "seeds")))
     return out
 
@@ -1385,7 +1381,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
 
     measured = {
         x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
-        for runs in select_runs([r for r in _ok(records) if _timed(r)], _ensemble_extra)
+        for runs in select_runs([r for r in records if _timed(r)], _ensemble_extra)
         for x in runs
     }
     by_chip: dict[str, dict[tuple, list[TrainRecord]]] = defaultdict(lambda: defaultdict(list))
