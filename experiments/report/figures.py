@@ -886,8 +886,8 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[Row]:
     out = []
     timed = _loop_timed(records)
     began: dict[tuple, datetime] = {}  # each sitting's first record: its name
-    for r in sorted(timed, key=recorded_at_or_oldest, reverse=True):
-        began[sitting(r)] = recorded_at_or_oldest(r)
+    for r in sorted(timed, key=recorded_at_or_oldest):
+        began.setdefault(sitting(r), recorded_at_or_oldest(r))
     for runs in select_runs(timed, of=_host_loop_workload, every_sitting=True):
         by_sitting: dict[tuple, list[Record]] = defaultdict(list)
         ran = [r for r in runs if number(r.host_loop.loop_step_s)]
@@ -896,19 +896,19 @@ def sitting_spread_rows(records: Sequence[Record]) -> list[Row]:
         if len(by_sitting) > 1:
             pooled = {k: statistics.median(number(x.host_loop.loop_step_s) for x in v)
                       for k, v in by_sitting.items()}  # fmt: skip
-            key = (runs[-1].device.platform, workload_of(runs[-1])["device"])
+            chip = (runs[-1].device.platform, device_of(runs[-1]))
             steps = list(pooled.values())
-            pools[key].append((max(steps) / min(steps), [r.run_id for r in ran]))
+            pools[chip].append((max(steps) / min(steps), [r.run_id for r in ran]))
             for held in _sittings_of_one_code(by_sitting):
                 steps = [pooled[k] for k in held]
                 ids = [r.run_id for k in held for r in by_sitting[k]]
-                one_code[key].append((max(steps) / min(steps), ids))
+                one_code[chip].append((max(steps) / min(steps), ids))
             w = _host_loop_workload(ran[-1])
-            for key, earlier in by_sitting.items():
-                if key == sitting(ran[-1]):
+            for held, earlier in by_sitting.items():
+                if held == sitting(ran[-1]):
                     continue
                 step, spread = _pooled([number(x.host_loop.loop_step_s) for x in earlier], {})
-                extra = earlier_sitting(began[key], earlier[-1])
+                extra = earlier_sitting(began[held], earlier[-1])
                 out.append(row("step_s", "measured", step, w, "earlier-sitting", earlier,
                                extra=extra, **spread))  # fmt: skip
     return [
