@@ -803,7 +803,7 @@ def host_rows(records: Sequence[Record]) -> list[Row]:
                            extra="loop total", note=note, **spread))  # fmt: skip
         ran = [x for x in runs if number(x.host_loop.loop_step_s)]
         if ran:
-            windows = [number(w) for w in ran[-1].host_loop.window_step_s or []]
+            windows = [number(s) for s in ran[-1].host_loop.window_step_s or []]
             own = _min_max(windows, "windows") if len(windows) > 1 else {}
             step, spread = _pooled([number(x.host_loop.loop_step_s) for x in ran], own)
             out.append(row("step_s", "measured", step, w, "pooled", ran, extra=LOOP, **spread))
