@@ -691,8 +691,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 1529; row 9's T4 undecided with the CPU's sittings: 1530; the footer's directions: 1554;
     # row 11's loops' chip: 1557; "most of this step" said whose: 1561;
     # row 14's clocks said by: 1563; row 6's Keras source said whose: 1565;
-    # row 9's wider band with its split: 1577; row 2's T4 b16 step beside its ratio: 1578)
-    assert len(lines) <= 25 and len(text.split()) <= 1578
+    # row 9's wider band with its split: 1577; row 2's T4 b16 step beside its ratio: 1578;
+    # row 2's catsdogs_cnn loop steps' kernels band, row 3's batches: 1597)
+    assert len(lines) <= 25 and len(text.split()) <= 1597
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3868,7 +3869,7 @@ def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv
     )
     # the T4's ratio stands beside the b16 step it divides, before the seed's batch's step
     t4 = csv.set_index("id").loc[by_chip["gpu-t4"]["denominator"]].to_dict()
-    assert f"; T4 b16 {fmt(t4)}, {fmt(by_chip['gpu-t4'])}; b128 " in said.answer
+    assert f"; T4 b16 {fmt(t4)} ({fmt(by_chip['gpu-t4'])}), b128 " in said.answer
     assert {by_chip[c]["id"] for c in ("gpu-mx150", "gpu-t4")} <= set(said.ids)
     assert by_chip["gpu-t4"]["denominator"] in said.ids
     # the control: without those ratios in the table, none is said
@@ -4593,3 +4594,20 @@ def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):
     points = answers.answers(csv.assign(bound=None))[10].answer
     assert "(both floors)" not in points and ">=" not in points
     assert f"{fmt(first)} (host partly unpriced)" in points
+
+
+def test_a_predicted_loop_step_shows_the_band_its_prediction_chose_in_either_regime(table):
+    """jaxcnn.perf.predict gives a loop step mostly kernels its device step's band, large
+    programs too (the seed's catsdogs_cnn on a T4): the table shows that band, not
+    "unvalidated", and a loop step whose prediction chose none stays unvalidated."""
+    loaded = [r for r in records.load(RESULTS) if predictions.of(r)]
+    blocks = {r.run_id: predictions.of(r) for r in loaded}
+    loops = table[(table.quantity == "loop_step_s") & (table.kind == "predicted")]
+    chose = {rid for rid, b in blocks.items() if (b.get("loop_band") or {}).get("mostly_kernels")}
+    large = loops[loops.records.isin(chose)
+                  & loops.records.map(lambda i: blocks[i].get("regime") == "large")]  # fmt: skip
+    assert len(large) and large.band_worst.notna().all()
+    assert large.band_split.str.endswith(figures.KERNELS_TOO).all()
+    # the control: a loop step whose prediction has no loop band carries none
+    none = loops[loops.records.map(lambda i: not blocks.get(i, {}).get("loop_band"))]
+    assert len(none) and none.band_worst.isna().all()

@@ -273,8 +273,8 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     at_least = f": {shown_value(bound)}" if bound and x_mx else ""
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own; "the
     # CPU" said once where the MX150's ratio said it
-    x_t4 = x_t4.removesuffix(" the CPU") if x_mx else x_t4
-    at16 = f"b16 {fmt(t4_b16)}{x_t4}; " if x_t4 else ""
+    x_t4 = f" ({fmt(over[1])})" if x_mx and x_t4 else x_t4
+    at16 = f"b16 {fmt(t4_b16)}{x_t4}, " if x_t4 else ""
     chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
              (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip
     chips = [(r, said) for r, said in chips if said]
@@ -318,7 +318,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
     parts += [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
-        for name, mine, s in (("MX150", mx, s_mx), ("T4", t4, s_t4))
+        for name, mine, s in (("MX150 b16", mx, s_mx), ("T4 b128", t4, s_t4))
     ]
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
 

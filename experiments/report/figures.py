@@ -1210,9 +1210,12 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
             band = band_of(block, w["platform"], "device_step_s", bands)
             out.append(predicted("device_step_s", device_step, source=source, **band))
         if loop_step := block.get("loop_step_s"):
-            band = band_of(block, w["platform"], "loop_step_s", bands)
-            if block.get("regime") == "small":
-                band = loop_band_of(block) or {"band_quantity": "unvalidated"}
+            # its own band (the published loops', or its kernels' where they are most of
+            # it), in either regime, as jaxcnn.perf.predict chose it
+            band = loop_band_of(block) or (
+                {"band_quantity": "unvalidated"} if block.get("regime") == "small"
+                else band_of(block, w["platform"], "loop_step_s", bands)
+            )  # fmt: skip
             left_out = block.get("loop_left_out")
             note = LEFT_OUT + ", ".join(left_out) if left_out else None
             out.append(predicted("loop_step_s", loop_step, note=note, source=source, **band))
