@@ -810,3 +810,19 @@ def test_a_record_states_the_cores_its_process_could_use(monkeypatch, tmp_path):
         records.append(tmp_path / "records.jsonl", bad)
     (back,) = records.load(tmp_path / "records.jsonl")
     assert back.env.cpu.cores == 3
+
+
+def test_the_schema_command_writes_nothing_for_help_or_a_bad_option(monkeypatch, capsys):
+    written = []
+    monkeypatch.setattr(records, "write_whole", lambda path, data: written.append(path))
+    with pytest.raises(SystemExit) as shown:
+        schema_cli.main(["--help"])
+    assert (
+        shown.value.code == 0
+        and "usage: python -m experiments.cli.schema" in capsys.readouterr().out
+    )
+    with pytest.raises(SystemExit) as refused:
+        schema_cli.main(["--check"])
+    assert refused.value.code == 2 and written == []
+    # the control: with no option it writes its three files
+    assert schema_cli.main([]) == 0 and len(written) == 3

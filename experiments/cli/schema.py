@@ -3,9 +3,11 @@ schema, and the field tables of docs/records.md, both generated from their model
 (experiments.records.schema), and the column dictionary of the report's table in
 docs/usage.md (experiments.report.figures)."""
 
+import sys
 from pathlib import Path
 
 from experiments import records
+from experiments.cli.options import OneLineParser
 from experiments.report import figures, readme
 
 USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
@@ -30,7 +32,9 @@ def rewrite_fields_page(path: Path = records.FIELDS_PAGE) -> None:
     records.write_whole(path, fields_page(path.read_text(encoding="utf-8")).encode("utf-8"))
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python -m experiments.cli.schema", description=__doc__)
+    parser.parse_args(argv)  # no options: --help shows this, anything else is refused
     records.write_whole(records.SCHEMA_FILE, records.schema_text().encode())
     rewrite_fields_page()
     rewrite_column_dictionary()
@@ -38,3 +42,8 @@ if __name__ == "__main__":
         f"{records.SCHEMA_FILE}, the field tables in {records.FIELDS_PAGE} and the column "
         f"dictionary in {USAGE} written"
     )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
