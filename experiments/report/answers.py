@@ -632,7 +632,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     answer = f"{text}: CPU loop steps under {value_text(float(runs.min()), 's')}: no GPU gain"
     # a floor, not the crossover: a step above it may still lose (row 9 measures where)
     of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
-    floor = f"floor: any program's fastest GPU run ({of}), not row 9's crossover"
+    floor = f"floor: the least host time of any GPU run ({of}), not row 9's crossover"
     # the floor's yardstick: how far each GPU's host time per step moved between its runs
     spans = [
         f"{r['device']} {span_text(value_text(r['lo'], r['unit']), value_text(r['hi'], r['unit']))}"
@@ -1194,7 +1194,7 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
                             for r in tops.to_dict("records"))  # fmt: skip
             loops = "".join(f" {x}-loop" for x in sorted(set(tops.loop) - {LOOP_SAID}))
             named_once = f" {models.pop()}" if len(models) == 1 else ""
-            caveat += f"; highest{named_once}{loops}: {'/'.join(tops.device)} {each}"
+            caveat += f"; seed models' highest at b128,{named_once}{loops}: {'/'.join(tops.device)} {each}"
         if platform != "cpu":  # a measured chip against its datasheet's peak too: the seed's
             caveat += datasheet_fractions(t, mnist, picked)
         parts.append(said)
