@@ -84,6 +84,16 @@ def one(table: pd.DataFrame, **where: Any) -> Row:
     return found.iloc[0].to_dict() if len(found) == 1 else None
 
 
+def least(found: pd.DataFrame, by: str = "value") -> Row:
+    """The row of `found` with the smallest `by`, or None where `found` is empty."""
+    return found.loc[found[by].idxmin()].to_dict() if len(found) else None
+
+
+def most(found: pd.DataFrame, by: str = "value") -> Row:
+    """The row of `found` with the largest `by`, or None where `found` is empty."""
+    return found.loc[found[by].idxmax()].to_dict() if len(found) else None
+
+
 def none_on(cpu: str | None, what: str) -> str:
     """An answer the reference CPU has no record for: said, never another CPU's quoted."""
     return f"no {what} on {cpu or 'a named CPU'} yet"
@@ -128,10 +138,8 @@ def trained_epoch(
     found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection="pooled-trained",
                  **where)  # fmt: skip
-    if not len(found):
-        return None
-    found = found[found.epochs == (epochs if epochs in set(found.epochs) else found.epochs.max())]
-    return found.loc[found.value.idxmin()].to_dict()
+    ran = epochs if epochs in set(found.epochs) else found.epochs.max()  # NaN: none ran
+    return least(found[found.epochs == ran])
 
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
@@ -139,7 +147,7 @@ def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -
     found = rows(t, quantity="epoch_s", kind="derived", device=device, model=model,
                  batch=batch, precision="f32", placement="single", selection=DERIVED,
                  framework="jax")  # fmt: skip
-    return found.loc[found.value.idxmin()].to_dict() if len(found) else None
+    return least(found)
 
 
 def epoch_words(r: Row) -> str:
@@ -199,7 +207,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     compiled memory here against a chip's own compiler's as the program ran; a verdict
     whose margin to its limit is smaller than that check's worst is inside it: undecided."""
     checks = rows(t, quantity="memory_factor", selection="compiled-vs-ran")
-    worst = checks.loc[checks.value.idxmax()].to_dict() if len(checks) else None
+    worst = most(checks)
     words, picked, agree, undecided = [], [], 0, 0
     for device, batch, seed_fits in SEED_MEMORY_RUNS:
         at = {"device": device, "model": SEED_MODEL, "batch": batch, "precision": "f32"}
@@ -222,7 +230,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
         own = checks[checks.model == SEED_MODEL]
-        seed = own.loc[own.value.idxmax()].to_dict() if len(own) else None
+        seed = most(own)
         of_seed = f", {SEED_MODEL} {fmt(seed)}" if seed else ""
         # which way it errs: a program compiled here smaller than on the chip leans to "fits"
         value = t.set_index("id").value
@@ -659,7 +667,7 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))
     for found, unit in ((efficiency, ""), (memory, "/device")):
         if len(found):
-            r = found.loc[found.batch.idxmax()].to_dict()
+            r = most(found, "batch")
             # a GPU question answered from other chips says so
             others = "/".join(sorted(p.upper() for p in set(found.platform)))
             only = "" if "gpu" in set(found.platform) else f"{others} only, "
@@ -753,8 +761,7 @@ def smallest_margin(
     both = c.merge(g, on="model", suffixes=("_cpu", "_gpu"))
     tail = both[both.params_cpu >= start]
     found = rows(t, quantity="speedup", numerator=list(tail.id_cpu), denominator=list(tail.id_gpu))
-    found = found[found.spread == OVER_ITS_RUNS] if by == "lo" else found
-    return found.loc[found[by].idxmin()].to_dict() if len(found) else None
+    return least(found[found.spread == OVER_ITS_RUNS] if by == "lo" else found, by)
 
 
 def sitting_margins(
@@ -772,7 +779,7 @@ def sitting_margins(
     for e in earlier:
         found = rows(t, quantity="speedup", numerator=cpu, denominator=list(e["rows"].id))
         if len(found):
-            r = found.loc[found.value.idxmin()].to_dict()
+            r = least(found)
             margins.append((float(r["value"]), e["when"].split(" UTC")[0], [r]))
     slow = smallest_margin(t, mc, mg, start, by="lo")
     if slow is not None:
@@ -1053,7 +1060,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
                     [r, *r_priced], band)  # fmt: skip
-    best = w.loc[w.value.idxmax()].to_dict()
+    best = most(w)
     of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
@@ -1225,7 +1232,7 @@ def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: 
                  & (flops.loop == shown["loop"]) & (flops.dataset == shown["dataset"])]  # fmt: skip
     if not len(same):
         return ""
-    best = same.loc[same.value.idxmax()].to_dict()
+    best = most(same)
     if best["id"] == shown["id"]:
         return ""
     frac = one(own, numerator=best["id"])
@@ -1403,9 +1410,9 @@ def direction(lo: Row, hi: Row) -> str:
     return "faster" if lo["value"] >= 1 else "slower" if hi["value"] < 1 else "either way"
 
 
-def span(rows_: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+def span(rows_: pd.DataFrame) -> tuple[Row, Row]:
     """The rows of the smallest and the largest value."""
-    return rows_.loc[rows_.value.idxmin()].to_dict(), rows_.loc[rows_.value.idxmax()].to_dict()
+    return least(rows_), most(rows_)
 
 
 @dataclass(frozen=True)

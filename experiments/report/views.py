@@ -472,13 +472,13 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
     for (model, batch, precision), g in peers.groupby(["model", "batch", "precision"]):
         jax = rows(m, framework="jax", model=model, batch=batch, precision=precision)
         like = rows(jax, formulation="xla", loop="step")
-        best = jax.loc[jax.value.idxmin()].to_dict() if len(jax) else None
+        best = answers_lib.least(jax)
         shown = [r for r in (like.head(1), g) for r in r.to_dict("records")] + [best]
         data = "/".join(sorted({str(r["dataset"]) for r in shown if r}))
         at_best = f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-"
         peer = [_first(g[g.framework == fw]) for fw in BENCH_FRAMEWORKS[1:]]
         body.append([model, batch, precision, data, _first(like), at_best, *peer])
-        fastest = g.loc[g.value.idxmin()].to_dict()
+        fastest = answers_lib.least(g)
         if best is not None and best["sitting"] != fastest["sitting"]:  # another VM's speed
             across.append(f"{model} b{batch} {precision}")
             sittings["jax"].add(best["sitting"])
