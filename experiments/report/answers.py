@@ -119,6 +119,11 @@ def band_text(median: float, worst: float, n: int, *more: str) -> str:
     return f"{value_text(median, 'x')} off (worst {value_text(worst, 'x')}, n={int(n)}{more_said})"
 
 
+def band_row_text(band: Row, *more: str) -> str:
+    """A band row of the table (its median the value, its worst `hi`) as band_text says it."""
+    return band_text(band["value"], band["hi"], band["n"], *more)
+
+
 DERIVED = "epoch-from-step"  # an epoch as a step times its steps: derived, never timed
 
 
@@ -460,8 +465,7 @@ def way_of(band: Row) -> str:
 
 def jax_loops(band: Row, where: str = "") -> str:
     """The published JAX loops' band row, said beside a loop step it does not validate."""
-    worst, n = value_text(band["hi"], "x"), int(band["n"])
-    return f"published JAX loops {where}{fmt(band)} off (worst {worst}, n={n}, {way_of(band)})"
+    return f"published JAX loops {where}{band_row_text(band, way_of(band))}"
 
 
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
@@ -731,7 +735,7 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         # beside it, what taking every pair at 100% gives: what the model adds to that
         worst = ideal and value_text(ideal["hi"], "x")
         at_ideal = ideal and f"; every pair taken at 100% instead: {fmt(ideal)} off, worst {worst}"
-        said_band = (f"{'/'.join(of)}'s: {band_text(band['value'], band['hi'], band['n'])}"
+        said_band = (f"{'/'.join(of)}'s: {band_row_text(band)}"
                      f", {band['note']}{at_ideal or ''}; unvalidated for the rest;"
                      f" {rule}{flaws}")  # fmt: skip
     # where each lowest is (its chip and count) is in the rows the scaling page shows
@@ -1134,7 +1138,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     # measured GPU trained, its two clocks (the step loop's and fit's)
     check = one(t, quantity="band", extra=EPOCH_FROM_LOOP, platform="gpu")
     if check:
-        said = band_text(check["value"], check["hi"], check["n"], check["note"])
+        said = band_row_text(check, check["note"])
         caveat += f"; epochs from loop steps vs trained, same GPU and sitting: {said}"
     return Said(head + "; ".join([*parts, t4]), [c, *ran, g, over, alike, base, check], None,
                 caveat)  # fmt: skip

@@ -158,9 +158,7 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
     b = b.sort_values(["model", "device"], ascending=[False, True])
     said = "; ".join(
         f"{r['device']} {r['model'].split()[0]} "
-        + answers_lib.band_text(
-            r["value"], r["hi"], r["n"], prediction_faster(r["band_faster"], r["n"])
-        )
+        + answers_lib.band_row_text(r, prediction_faster(r["band_faster"], r["n"]))
         for r in b.to_dict("records")
     )
     return (
