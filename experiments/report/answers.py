@@ -1262,6 +1262,11 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     read = s.numerator.map(t.set_index("id").quantity)  # the clock: its sides' quantity
     clock = read.map({"epoch_s": "epochs", "step_s": "steps"})
     s = s.assign(k=s.ensemble_size.astype(int), ref=s.device != cpu, clock=clock)
+    # who ran it: a CPU by its formulation, "CPU (xla)", another CPU by its name too; an
+    # accelerator by its name (its formulation is always xla)
+    on_cpu = (" (" + s.formulation.astype(str) + ")").where(s.platform == "cpu", "")
+    s = s.assign(who=s.device.where(s.ref, "CPU") + on_cpu,
+                 k_said=[f"K={r['k']} {fmt(r)}" for r in s.to_dict("records")])  # fmt: skip
     s = s.sort_values(["ref", "device", "formulation", "k"])
     # each device and formulation said by its epochs where it trained, else its steps
     trained = set(zip(*s[s.clock == "epochs"][["device", "formulation"]].values.T, strict=True))
@@ -1275,33 +1280,30 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
         n = noise.get((r["device"], r["clock"]), 1.0)
         return "faster" if r["value"] > n else "slower" if r["value"] < 1 / n else "within noise"
 
-    order = ("faster", "within noise", "slower", "unjudged")
-    verdicts: dict[str, dict[str, list[str]]] = {v: {} for v in order}
-    for r in shown[shown.k > 1].to_dict("records"):
-        # a CPU by its formulation: "CPU (xla)", another CPU by its name; an accelerator
-        # by its name (its formulation is always xla)
-        who = r["device"] if r["ref"] else "CPU"
-        who += f" ({r['formulation']})" if r["platform"] == "cpu" else ""
+    def judged(r: Row) -> str:
+        if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
+            return "unjudged"
         same = beside[(beside.device == r["device"]) & (beside.formulation == r["formulation"])
                       & (beside.k == r["k"])].to_dict("records")  # fmt: skip
         said = {verdict(x) for x in [r, *same]}
-        found = said.pop() if len(said) == 1 else "within noise"  # the clocks disagree
-        if r.get("flag") == ACROSS_SITTINGS:  # another VM's speed is in it: no verdict
-            found = "unjudged"
-        verdicts[found].setdefault(who.strip(), []).append(f"K={r['k']} {fmt(r)}")
+        return said.pop() if len(said) == 1 else "within noise"  # the clocks disagree
+
+    many = shown[shown.k > 1]
+    many = many.assign(verdict=[judged(r) for r in many.to_dict("records")])
     said = "; ".join(
-        f"{v} " + ", ".join(f"{who} {', '.join(ks)}" for who, ks in found.items())
-        for v, found in verdicts.items()
-        if found
-    )
-    faster = sum(map(len, verdicts["faster"].values()))
-    judged = len(shown[shown.k > 1]) - sum(map(len, verdicts["unjudged"].values()))
-    head = "No" if not faster else "Yes" if faster == judged else "Partly"
+        f"{v} " + ", ".join(f"{who} {', '.join(g.k_said)}"
+                            for who, g in many[many.verdict == v].groupby("who", sort=False))
+        for v in ("faster", "within noise", "slower", "unjudged") if (many.verdict == v).any()
+    )  # fmt: skip
+    faster, unjudged = (many.verdict == "faster").sum(), (many.verdict == "unjudged").sum()
+    head = "No" if not faster else "Yes" if faster == len(many) - unjudged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
     of = "trained epochs" if (shown.clock == "epochs").all() else "epochs where trained"
     text = f"{head}: {said} ({s.iloc[0].model}, {of}; formulations parenthesised{where})"
-    band = vmap_band(shown, beside, cpu, noise, bool(verdicts["unjudged"]))
-    return Said(text, [*s.drop(columns=["k", "ref", "clock"]).to_dict("records")], band)
+    band = vmap_band(shown, beside, cpu, noise, bool(unjudged))
+    return Said(
+        text, s.drop(columns=["k", "ref", "clock", "who", "k_said"]).to_dict("records"), band
+    )
 
 
 def vmap_band(
@@ -1325,12 +1327,8 @@ def vmap_band(
         which, clocks = (" by epochs (by timed steps)", "both") if len(beside) else ("", "it")
         band = f"noise (K=1's distance from 1x){which}: {', '.join(reads)}; faster or slower"
         band += f" only beyond {clocks}"
-    each = []
-    for (device, formulation), g in beside[beside.k > 1].groupby(["device", "formulation"],
-                                                                  sort=False):  # fmt: skip
-        who = "CPU" if device == cpu else device
-        who += f" ({formulation})" if g.platform.iloc[0] == "cpu" else ""
-        each.append(f"{who} " + ", ".join(f"K={r['k']} {fmt(r)}" for r in g.to_dict("records")))
+    many = beside[beside.k > 1].groupby(["device", "formulation"], sort=False)
+    each = [f"{g.who.iloc[0]} {', '.join(g.k_said)}" for _, g in many]
     if each:
         clock = "timed steps" if (beside.clock == "steps").all() else "the other clock"
         band += f"; {clock}: " + "; ".join(each)
