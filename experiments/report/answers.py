@@ -436,14 +436,14 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(text + (f"; no {'/'.join(missing)})" if alone else ")"), picked, noise)
 
 
-def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tuple[str | None, Row]:
-    """The band column of a small program's predicted `step` on `platform`: its own band
+def small_band(t: pd.DataFrame, step: Row) -> tuple[str | None, Row]:
+    """The band column of a small program's predicted `step` on a GPU: its own band
     and which way it errs (else "unvalidated", the published JAX loops' beside), then
     other frameworks' published loops'. The row returned is that last band where the
     step has none of its own (`implied` widens a speedup by it), else None."""
     own = band_words(step)  # "-" where there is no predicted step
     own = "unvalidated" if own == "-" else own
-    small = {"quantity": "band", "device": platform, "model": "small programs"}
+    small = {"quantity": "band", "device": "gpu", "model": "small programs"}
     jax = one(t, extra=JAX_VERSUS, **small)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
         # beside a band that is not theirs (none, or the kernels' where they are most of
@@ -453,7 +453,7 @@ def small_band(t: pd.DataFrame, platform: str = "gpu", step: Row = None) -> tupl
     b = one(t, extra="against published", **small)  # other frameworks' published loops
     if b is None:
         return own, None
-    faster, n = framework_errors(t, platform)
+    faster, n = framework_errors(t, "gpu")
     said = f"{own}; other frameworks' loops {fmt(b)} off (worst {value_text(b['hi'], 'x')})"
     return f"{said}, ours faster on {faster} of {n}", b if own.startswith("unvalidated") else None
 
@@ -517,7 +517,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if p is None or t4 is None:
         parts.append("T4 not predicted yet")
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
-    band, b = small_band(t, step=p)
+    band, b = small_band(t, p)
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
     at_best = f" (at best, kernels: {fmt(best)})" if best else ""
     parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{at_best}{implied(t4, b, t)}")
@@ -559,7 +559,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
     ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
-    band, b = small_band(t, step=p)
+    band, b = small_band(t, p)
     over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
