@@ -402,7 +402,7 @@ def _first(found: pd.DataFrame) -> str:
     return fmt(found.iloc[0].to_dict()) if len(found) else "-"
 
 
-BENCH_FRAMEWORKS = ["jax", "torch eager", "torch compile", "keras graph", "keras xla"]
+BENCH_PEERS = ["torch eager", "torch compile", "keras graph", "keras xla"]  # JAX's, in order
 
 
 def goal_line(cells: int, missed: list[str], across: list[str], sittings: dict[str, set]) -> str:
@@ -474,7 +474,7 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
         shown = [r for r in (like.head(1), g) for r in r.to_dict("records")] + [best]
         data = "/".join(sorted({str(r["dataset"]) for r in shown if r}))
         at_best = f"{fmt(best)} ({best['formulation']}, {best['loop']} loop)" if best else "-"
-        peer = [_first(g[g.framework == fw]) for fw in BENCH_FRAMEWORKS[1:]]
+        peer = [_first(g[g.framework == fw]) for fw in BENCH_PEERS]
         body.append([model, batch, precision, data, _first(like), at_best, *peer])
         fastest = answers_lib.least(g)
         if best is not None and best["sitting"] != fastest["sitting"]:  # another VM's speed
@@ -485,7 +485,7 @@ def bench_block(table: pd.DataFrame, image: str | None) -> str:
             missed.append(f"{model} b{batch} {precision} ({fmt(best)} against "
                           f"{fastest['framework']}'s {fmt(fastest)})")  # fmt: skip
     headers = ["model", "batch", "precision", "data", "jax (xla, step loop)", "jax at its best"]
-    headers += BENCH_FRAMEWORKS[1:]
+    headers += BENCH_PEERS
     parts = [
         f"Step time on {cpu}, median over timed steps, of each cell's runs in one sitting "
         "(`pooled`: the median over runs): lower is faster. `data`: what the row's steps "
