@@ -335,18 +335,6 @@ PAGE_SECTIONS: dict[str, Page] = {
 QUOTED_COLUMNS = "model dataset batch precision device kind quantity value spread how band note"
 
 
-def quoted(
-    name: str, table: pd.DataFrame, answered: list[answers_lib.Answer]
-) -> list[pd.DataFrame]:
-    """Per answer whose details are page `name`: the very rows of the table it quotes,
-    so that every figure of the first screen can be found on the page it links."""
-    return [
-        table[table.id.isin(a.ids)].assign(answer=a.number, question=a.question)
-        for a in answered
-        if a.page == name and a.ids
-    ]
-
-
 def page(
     name: str,
     table: pd.DataFrame,
@@ -362,7 +350,11 @@ def page(
         f"Every row is a row of [{FIGURES}](../{FIGURES}).",
         *([f"![{title}]({plots[name]})"] if name in plots else []),
     ]
-    shown_rows = quoted(name, table, answers_lib.answers(table) if answered is None else answered)
+    # per answer linking this page, the very rows it quotes: every figure of the first
+    # screen can be found on the page it links
+    answered = answers_lib.answers(table) if answered is None else answered
+    shown_rows = [table[table.id.isin(a.ids)].assign(answer=a.number, question=a.question)
+                  for a in answered if a.page == name and a.ids]  # fmt: skip
     for found in shown_rows:
         number, question = found.answer.iloc[0], found.question.iloc[0]
         flagged = ["flag"] if found.flag.notna().any() else []  # a verdict's own flag, said
