@@ -134,25 +134,31 @@ def kinds(rs: list[Row]) -> str:
     return " / ".join(dict.fromkeys(short[r["kind"]] for r in rs if r)) or "-"
 
 
+def f32_single(
+    t: pd.DataFrame, quantity: str, kind: str, model: str, batch: int, **where: Any
+) -> pd.DataFrame:
+    """The `kind` rows of `quantity` of `model` at `batch` in f32 on one chip (its program
+    not split over several), and `where` (rows' filter)."""
+    return rows(t, quantity=quantity, kind=kind, model=model, batch=batch, precision="f32",
+                placement="single", **where)  # fmt: skip
+
+
 def trained_epoch(
     t: pd.DataFrame, device: str | None, model: str, batch: int, epochs: int = 0, **where: Any
 ) -> Row:
     """The fastest epoch of the runs on `device` that trained `epochs` epochs where one
     did, else the most (every seed's runs pooled: figures.RULES["pooled-trained"]), or
     None."""
-    found = rows(t, quantity="epoch_s", kind="measured", device=device, model=model,
-                 batch=batch, precision="f32", placement="single", selection="pooled-trained",
-                 **where)  # fmt: skip
+    found = f32_single(t, "epoch_s", "measured", model, batch, device=device,
+                       selection="pooled-trained", **where)  # fmt: skip
     ran = epochs if epochs in set(found.epochs) else found.epochs.max()  # NaN: none ran
     return least(found[found.epochs == ran])
 
 
 def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -> Row:
     """The epoch derived from `device`'s fastest measured step of jaxcnn's, or None."""
-    found = rows(t, quantity="epoch_s", kind="derived", device=device, model=model,
-                 batch=batch, precision="f32", placement="single", selection=DERIVED,
-                 framework="jax")  # fmt: skip
-    return least(found)
+    return least(f32_single(t, "epoch_s", "derived", model, batch, device=device,
+                            selection=DERIVED, framework="jax"))  # fmt: skip
 
 
 def epoch_words(r: Row) -> str:
@@ -165,10 +171,7 @@ def epoch_words(r: Row) -> str:
 
 
 def predicted(t: pd.DataFrame, quantity: str, device: str, model: str, batch: int) -> Row:
-    return one(
-        t, quantity=quantity, kind="predicted", device=device, model=model, batch=batch,
-        precision="f32", placement="single",
-    )  # fmt: skip
+    return one(f32_single(t, quantity, "predicted", model, batch, device=device))
 
 
 def accelerator_step(t: pd.DataFrame, device: str, model: str, batch: int) -> Row:
@@ -180,11 +183,8 @@ def accelerator_step(t: pd.DataFrame, device: str, model: str, batch: int) -> Ro
 
 def cpu_step(t: pd.DataFrame, cpu: str | None, model: str, batch: int) -> Row:
     """The like-for-like CPU step (the xla step loop) on real data where it ran on it."""
-    found = rows(
-        t, quantity="step_s", kind="measured", device=cpu, model=model, batch=batch,
-        precision="f32", formulation="xla", loop="step", framework="jax", placement="single",
-        extra="-",
-    )  # fmt: skip
+    found = f32_single(t, "step_s", "measured", model, batch, device=cpu, formulation="xla",
+                       loop="step", framework="jax", extra="-")  # fmt: skip
     real = found[found.dataset != "synthetic"]
     return one(real if len(real) else found)
 
@@ -1099,9 +1099,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     T4's predicted."""
     c = trained_epoch(t, cpu, MNIST_MODEL, 128, QUESTION_EPOCHS, dataset="mnist")
     c = c or derived_epoch(t, cpu, MNIST_MODEL, 128)
-    gpus = rows(t, quantity="epoch_s", kind="measured", platform="gpu", model=MNIST_MODEL,
-                batch=128, precision="f32", placement="single", selection="pooled-trained",
-                dataset="mnist")  # fmt: skip
+    gpus = f32_single(t, "epoch_s", "measured", MNIST_MODEL, 128, platform="gpu",
+                      selection="pooled-trained", dataset="mnist")  # fmt: skip
     ran = [
         trained_epoch(gpus, d, MNIST_MODEL, 128, QUESTION_EPOCHS) for d in sorted(set(gpus.device))
     ]
