@@ -1166,9 +1166,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         m = m if len(m) else sheet[sheet.platform == platform]
         m = m[m.formulation == platform_formulation(platform)]
         # per model and chip: its device loop before its step loop, MNIST before the rest
-        m = m.assign(_order=(m.loop != "device") * 2 + (m.dataset != "mnist"))
-        m = m.sort_values("_order", kind="stable").drop(columns="_order")
-        m = m.drop_duplicates(["model", "device"]).sort_values("device", kind="stable")
+        first = ((m.loop != "device") * 2 + (m.dataset != "mnist")).argsort(kind="stable")
+        m = m.iloc[first].drop_duplicates(["model", "device"]).sort_values("device", kind="stable")
         mnist = m[m.model == MNIST_MODEL].to_dict("records")
         if not mnist:
             continue
