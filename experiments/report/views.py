@@ -362,13 +362,13 @@ def page(
         parts.append(f"## The figures answer {number} quotes\n\n{question}\n\n{said}")
     for s in sections:
         rows = s.select(table)
+        shown_rows.append(rows)
         shown = pivot(rows, *s.pivot) if s.pivot else view(rows, s.columns.split())
         parts.append(f"## {s.title}\n\n{shown}")
         if (said := bounds_said(rows, table)) and (s.pivot or "note" not in s.columns.split()):
             parts.append(said)
         if s.verdict:
             parts.append(f"**Verdict**: {s.verdict(table)}")
-    shown_rows += [s.select(table) for s in sections]
     rules = sorted({r for found in shown_rows for r in found.selection.dropna()})
     if rules:
         said = "\n".join(f"- `{r}`: {RULES[r]}" for r in rules)
