@@ -1378,16 +1378,14 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
     # range holds that slow path too
     lo, hi = span(best)
-    over_xla = f"{fmt(lo)}-{fmt(hi)} over xla's"
+    way, said, seen = direction(lo, hi), f"{fmt(lo)}-{fmt(hi)} over xla's", [*seen, lo, hi]
     over_cpu = rows(t, formulation="onednn", extra=BEST_OVER_CPU, **mine)
-    if not len(over_cpu):
-        text = f"oneDNN, same CPU, each at its best: {direction(lo, hi)} by {over_xla}"
-        return Said(f"{text}; {caveat}", [*seen, lo, hi], band)
     # over jaxcnn's own default on a CPU first: what the library adds to the best without it
-    a, b = span(over_cpu)
-    text = (f"oneDNN, same CPU, each at its best: {direction(a, b)} by {fmt(a)}-{fmt(b)} over "
-            f"jaxcnn's default (cpu) formulation, {over_xla}")  # fmt: skip
-    return Said(f"{text}; {caveat}", [*seen, lo, hi, a, b], band)
+    if len(over_cpu):
+        a, b = span(over_cpu)
+        way, seen = direction(a, b), [*seen, a, b]
+        said = f"{fmt(a)}-{fmt(b)} over jaxcnn's default (cpu) formulation, {said}"
+    return Said(f"oneDNN, same CPU, each at its best: {way} by {said}; {caveat}", seen, band)
 
 
 def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
