@@ -1459,7 +1459,8 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     gpus = r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% \(TF32\); predicted "
     assert re.search(gpus, said) and "catsdogs_cnn" not in said  # the typical step answers
     # each measured chip's highest, a maximum said as one, beside it
-    highest = r"; seed models. highest at b128, catsdogs_cnn step-loop: H100 SXM/H200 [\d.]+%/[\d.]+%; of datasheet "
+    highest = (r"; seed models. highest at b128, catsdogs_cnn step-loop: "
+               r"H100 SXM/H200 [\d.]+%/[\d.]+%; of datasheet ")  # fmt: skip
     assert re.search(highest, answers.answers(csv)[12].band)
     # the control: without its fractions a chip's rates stand alone
     bare = answers.answers(csv[csv.quantity != "matmul_fraction"])[12].answer

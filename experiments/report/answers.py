@@ -1203,7 +1203,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
                             for r in tops.to_dict("records"))  # fmt: skip
             loops = "".join(f" {x}-loop" for x in sorted(set(tops.loop) - {LOOP_SAID}))
             named_once = f" {models.pop()}" if len(models) == 1 else ""
-            caveat += f"; seed models' highest at b128,{named_once}{loops}: {'/'.join(tops.device)} {each}"
+            chips = "/".join(tops.device)
+            caveat += f"; seed models' highest at b128,{named_once}{loops}: {chips} {each}"
         if platform != "cpu":  # a measured chip against its datasheet's peak too: the seed's
             caveat += datasheet_fractions(t, mnist, picked)
         parts.append(said)
