@@ -4613,3 +4613,10 @@ def test_a_predicted_loop_step_shows_the_band_its_prediction_chose_in_either_reg
     # the control: a loop step whose prediction has no loop band carries none
     none = loops[loops.records.map(lambda i: not blocks.get(i, {}).get("loop_band"))]
     assert len(none) and none.band_worst.isna().all()
+
+
+def test_the_footers_directions_read_as_counts_from_figures_csv(csv):
+    """Read back from figures.csv the counts are floats; the footer still says "7 of 30"."""
+    said = views.before_first_run(csv)
+    counts = re.findall(r"prediction faster in (\S+) of (\S+?)\)", said)
+    assert counts and all(k.isdigit() and n.isdigit() for k, n in counts), counts

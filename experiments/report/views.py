@@ -8,7 +8,6 @@ import re
 
 import pandas as pd
 
-from experiments.predict.shown import prediction_faster
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
 from experiments.report.figures import BEFORE_FIRST_RUN, BOUNDS, LEFT_OUT, RULES, TF32_MATMULS
@@ -158,7 +157,7 @@ def before_first_run(table: pd.DataFrame, link: str = PAGES) -> str | None:
     b = b.sort_values(["model", "device"], ascending=[False, True])
     said = "; ".join(
         f"{r['device']} {r['model'].split()[0]} "
-        + answers_lib.band_row_text(r, prediction_faster(r["band_faster"], r["n"]))
+        + answers_lib.band_row_text(r, answers_lib.way_of(r))
         for r in b.to_dict("records")
     )
     return (
