@@ -519,7 +519,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, p)
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
-    at_best = f" (at best, kernels: {fmt(best)})" if best else ""
+    at_best = f" (kernels vs CPU's best: {fmt(best)})" if best else ""
     parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{at_best}{implied(t4, b, t)}")
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
@@ -564,21 +564,23 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
-    jaxcnn += f" (at best, kernels: {fmt(best)})" if p and over and best else ""
+    jaxcnn += f" (kernels vs CPU's best: {fmt(best)})" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
-        f"seed's {fmt(seed)}/batch: {owner(keras)}'s Keras K80 step {fmt(keras)}, "
-        f"ours for it {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
+        f"seed's {fmt(seed)}/batch: {owner(keras)}'s Keras "
+        f"K80 step {fmt(keras)}, ours {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
     checks = checks[is_small(checks) & checks.extra.str.endswith(" vs published")]
     checks = checks.sort_values("value")
     said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks.to_dict("records"))
-    caveat = f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
+    # the seed's figure gives no batch nor network: no step of ours is set against it
+    caveat = "; the seed's batch and network unstated"
+    caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
     if over and said and (reach := k80_reach(over, checks)):
         caveat += reach
@@ -934,7 +936,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
             caveat += (f"; the T4's: inside its band times the CPU's sittings "
                        f"({value_text(u['noise'], 'x')})")  # fmt: skip
             chosen.append(u["moves"])
-        text = "; ".join([*said, f"T4 predicted {start}"])
+        text = "MLP b128: " + "; ".join([*said, f"T4 predicted {start}"])
         for _, mg in sweeps:
             best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
             best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
