@@ -694,8 +694,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 9's wider band with its split: 1577; row 2's T4 b16 step beside its ratio: 1578;
     # row 2's catsdogs_cnn loop steps' kernels band, row 3's batches: 1597; row 13's
     # highest said at b128, row 7's floor said as host time: 1604; row 9's workload, row 6's
-    # seed's batch unstated, the T4's "kernels vs CPU's best": 1612)
-    assert len(lines) <= 25 and len(text.split()) <= 1612
+    # seed's batch unstated, the T4's "kernels vs CPU's best": 1612; row 15's cells: 1615)
+    assert len(lines) <= 25 and len(text.split()) <= 1615
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4364,16 +4364,20 @@ def test_the_kernel_library_answer_gives_each_formulation_at_its_best_beside_eac
     assert len(over_cpu) and (over_cpu.value < best.value.min()).all()
     cpu_said = f"{fmt(over_cpu.loc[over_cpu.value.idxmin()].to_dict())}-"
     cpu_said += fmt(over_cpu.loc[over_cpu.value.idxmax()].to_dict())
+    # the cells the ranges span named
+    b = best.batch.astype(int)
+    cells = f"{', '.join(sorted(set(best.model)))} b{b.min()}-b{b.max()}"
+    assert cells == "lenet5_keras, mnist_cnn b32-b512"  # the committed bench cells
     assert found.answer.startswith(
-        f"oneDNN, same CPU, each at its best: faster by {cpu_said} over jaxcnn's default (cpu) "
-        f"formulation, {span_said} over xla's; "
+        f"oneDNN, same CPU ({cells}), each at its best: faster by {cpu_said} over jaxcnn's "
+        f"default (cpu) formulation, {span_said} over xla's; "
     )
     assert 1 <= lo < hi and found.band.startswith("faster by ") and "(step loop)" in found.band
     # the controls: without the cpu formulation's rows, xla's alone; without either, each
     # loop's range is the answer
     xla_only = answers.answers(csv[~csv.id.isin(over_cpu.id)])[14]
     assert xla_only.answer.startswith(
-        f"oneDNN, same CPU, each at its best: faster by {span_said} over xla's; "
+        f"oneDNN, same CPU ({cells}), each at its best: faster by {span_said} over xla's; "
     )
     bare = answers.answers(csv[~csv.id.isin([*best.id, *over_cpu.id])])[14]
     assert "at its best" not in bare.answer and "(step loop)" in bare.answer

@@ -1388,7 +1388,12 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
         a, b = span(over_cpu)
         way, seen = direction(a, b), [*seen, a, b]
         said = f"{fmt(a)}-{fmt(b)} over jaxcnn's default (cpu) formulation, {said}"
-    return Said(f"oneDNN, same CPU, each at its best: {way} by {said}; {caveat}", seen, band)
+    # the cells the ranges span, named: a range is only as wide as what it covers
+    b = best.batch.astype(int)
+    cells = f"{', '.join(sorted(set(best.model)))} b{b.min()}-b{b.max()}"
+    return Said(
+        f"oneDNN, same CPU ({cells}), each at its best: {way} by {said}; {caveat}", seen, band
+    )
 
 
 def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
