@@ -10,7 +10,14 @@ import pandas as pd
 
 from experiments.records.tables import markdown_table
 from experiments.report import answers as answers_lib
-from experiments.report.figures import BEFORE_FIRST_RUN, BOUNDS, LEFT_OUT, RULES, TF32_MATMULS
+from experiments.report.figures import (
+    BEFORE_FIRST_RUN,
+    BOUNDS,
+    LEFT_OUT,
+    ONE_CODE_SITTINGS,
+    RULES,
+    TF32_MATMULS,
+)
 from experiments.report.fmt import BOUND_MARKS, fmt, shown_value, span_text, value_text
 from experiments.studies import REGISTRY
 from experiments.studies.page import (
@@ -84,9 +91,10 @@ def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
 
 def cpu_context(table: pd.DataFrame, cpu: str) -> str:
     """ " (JAX 0.10.2; a sitting (another VM or commit) moves its loop step 1.11x median,
-    2.92x worst)": the JAX release, and how far the CPU's loop step moved between
-    sittings where it ran in several: a CPU label names a VM type, and a sitting may run
-    another commit, so every ratio over the CPU moves with both."""
+    2.92x worst; one commit's 1.14x worst)": the JAX release, and how far the CPU's loop
+    step moved between sittings where it ran in several: a CPU label names a VM type, and
+    a sitting may run another commit, so every ratio over the CPU moves with both (one
+    commit's sittings apart, what the VM alone moves)."""
     releases = jax_releases(rows(table, kind="measured", device=cpu))
     moves = sitting_spread(table, cpu)
     if not len(moves):
@@ -94,6 +102,10 @@ def cpu_context(table: pd.DataFrame, cpu: str) -> str:
     m = moves.iloc[0].to_dict()
     worst = value_text(m["hi"], "x")
     said = f"a sitting (another VM or commit) moves its loop step {fmt(m)} median, {worst} worst"
+    # the same commit on other VMs apart: how much of that the machine alone moves
+    same = rows(table, quantity="run_spread", device=cpu, extra=ONE_CODE_SITTINGS)
+    if len(same):
+        said += f"; one commit's {value_text(same.hi.iloc[0], 'x')} worst"
     return f"{releases[:-1]}; {said})" if releases else f" ({said})"
 
 
