@@ -2439,6 +2439,21 @@ def test_the_memory_plot_draws_the_batches_its_page_lists_and_ticks_only_those(t
             assert [t.get_text() for t in ax.get_xticklabels()] == [str(t) for t in ticks]
     charted = {d for d, _ in drawn}
     assert {(d, b) for d, b in listed if d in charted} == drawn
+    # each undecided verdict drawn (a hollow diamond) is printed undecided in that section
+    undecided = {(cells[3], int(cells[1])) for x in compiled
+                 if (cells := [c.strip() for c in x.split("|")])[4] == "fits"
+                 and cells[2] == "f32" and cells[7].startswith(figures.UNDECIDED_FIT)}  # fmt: skip
+    diamonds = set()
+    for ax in fig.axes:
+        if not ax.axison or "as it ran" in ax.get_title():
+            continue
+        chips = ax.get_title().split("\n")[0].split(", ")
+        for line in ax.get_lines():
+            if line.get_marker() == "D" and line.get_label() != plots.SEED_RUNS:
+                diamonds |= {(c if c.startswith("tpu-") else f"gpu-{c}", b)
+                             for b in _batches_drawn(ax, line) for c in chips}  # fmt: skip
+    assert diamonds and diamonds <= undecided
+    assert {(d, b) for d, b in undecided if d in charted} == diamonds
     (ran,) = [ax for ax in fig.axes if "as it ran (measured)" in ax.get_title()]
     (line,) = [x for x in ran.get_lines() if "(measured)" in x.get_label()]
     rows_ = _page_lines(page, "As it ran")

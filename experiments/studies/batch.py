@@ -83,7 +83,7 @@ STUDY = Study(
         Section("Compiled memory and the verdict per batch (the target's own compiler)",
                 where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
                       & (t.model == "catsdogs_cnn") & (t.kind == "compiled") & (t.extra == "-")),
-                "batch precision device quantity value how"),
+                "batch precision device quantity value how flag"),
         Section("On a chip that ran it: its own compiler's memory as it ran (what the "
                 "target's, compiled here, stands for), the allocator's peak, and the step",
                 where(lambda t: t.quantity.isin(["memory_bytes", "step_s"])
