@@ -4651,3 +4651,18 @@ def test_the_footers_directions_read_as_counts_from_figures_csv(csv):
     said = views.before_first_run(csv)
     counts = re.findall(r"prediction faster in (\S+) of (\S+?)\)", said)
     assert counts and all(k.isdigit() and n.isdigit() for k, n in counts), counts
+
+
+def test_the_accuracy_plot_says_how_many_settings_it_leaves_to_the_page(table, monkeypatch):
+    """A setting (model, data set, batch, epochs) only one device ran compares no devices:
+    it is left to the page, and the title counts what was left."""
+    curves = study_page.rows(table, quantity="test_accuracy", precision="f32")
+    curves = curves[curves.epoch.notna()]
+    alone = sum(d.device.nunique() == 1
+                for _, d in curves.groupby(["dataset", "model", "batch", "epochs"]))  # fmt: skip
+    fig = _figure(table, "accuracy", monkeypatch)
+    assert alone and f"not drawn: {alone} settings " in fig._suptitle.get_text()
+    # the control: with only the compared settings, nothing is said left out
+    shared = curves.groupby(["dataset", "model", "batch", "epochs"]).device.transform("nunique")
+    kept = table[~table.id.isin(curves[shared == 1].id)]
+    assert "not drawn" not in _figure(kept, "accuracy", monkeypatch)._suptitle.get_text()

@@ -1023,7 +1023,12 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     # devices where other panels compare them
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
+    alone = ""
     if any(d.device.nunique() > 1 for _, d in panels):
+        # a run no other device matched is left to the page, and said so in the title
+        left = sum(d.device.nunique() == 1 for _, d in panels)
+        alone = (f"\nnot drawn: {left} settings (model, data, batch, epochs) only one device "
+                 "ran (the accuracy page lists them)") if left else ""  # fmt: skip
         panels = [(k, d) for k, d in panels if d.device.nunique() > 1]
     fig, axes = pyplot().subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
@@ -1062,7 +1067,9 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     axes[0][0].set_ylabel("test accuracy per epoch (measured)")
     fig.subplots_adjust(top=0.8)  # a panel's second title line clear of the figure's
     # its panels' ranges differ by tenths of a point to points: said, never assumed alike
-    return _finish(fig, path, "Test accuracy per epoch, f32 (each panel its own y-axis)",
+    if alone:
+        fig.subplots_adjust(top=0.76)
+    return _finish(fig, path, f"Test accuracy per epoch, f32 (each panel its own y-axis){alone}",
                    tight=False)  # fmt: skip
 
 
