@@ -4666,3 +4666,18 @@ def test_the_accuracy_plot_says_how_many_settings_it_leaves_to_the_page(table, m
     shared = curves.groupby(["dataset", "model", "batch", "epochs"]).device.transform("nunique")
     kept = table[~table.id.isin(curves[shared == 1].id)]
     assert "not drawn" not in _figure(kept, "accuracy", monkeypatch)._suptitle.get_text()
+
+
+def test_the_crossover_ratio_panel_draws_the_ratios_its_page_prints(table, monkeypatch):
+    """Every GPU-over-CPU ratio the right panel draws, newest sitting and earlier, is a row
+    of the crossover page's per-sitting section, and every such row is drawn."""
+    fig = _figure(table, "crossover", monkeypatch)
+    lines = [x for x in fig.axes[1].get_lines() if not str(x.get_label()).startswith("_")]
+    drawn = sorted(float(y) for line in lines for y in line.get_ydata())
+    printed = crossover_study.sitting_ratios(table)
+    assert len(printed) == 36  # the committed: 9 widths in 4 sittings of the H100
+    assert drawn == pytest.approx(sorted(printed.value.astype(float)))
+    page = views.page("crossover", table, {})
+    heading = "The CPU's loop step over the GPU's per width, in each sitting of the GPU"
+    section = page.split(f"## {heading}")[1].split("\n## ")[0]
+    assert all(_shown_on(section, r) for r in printed.to_dict("records"))

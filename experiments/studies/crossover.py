@@ -176,6 +176,20 @@ def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
     return _stacked(t, [f["rows"] for f in found]).sort_values(["extra", "params"])
 
 
+def sitting_ratios(t: pd.DataFrame) -> pd.DataFrame:
+    """Each measured GPU's MLP sweep over the reference CPU's, jaxcnn's loop both sides:
+    the newest sitting's ratios (loop-vs-loop) and each earlier sitting's."""
+    cpu = reference_cpu(t)
+    found = rows(t, quantity="speedup", kind="measured", platform="gpu", batch=128,
+                 precision="f32", selection=["loop-vs-loop", "earlier-sitting"])  # fmt: skip
+    found = found[found.model.str.startswith("mlp")
+                  & found.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]  # fmt: skip
+    # the sweeps the verdicts read (each GPU's, on its data), not a lone width elsewhere
+    swept = {(g.device.iloc[0], d) for _, g in measured_crossover(t, cpu) for d in set(g.dataset)}
+    found = found[[k in swept for k in zip(found.device, found.dataset, strict=True)]]
+    return found.sort_values(["device", "extra", "params"])
+
+
 def earlier_verdict(t: pd.DataFrame) -> str:
     said = [
         f"{f['device']}, {f['when']}: "
@@ -303,6 +317,9 @@ STUDY = Study(
         Section("The same sweep in each earlier sitting of the GPU (measured), against the "
                 "same CPU rows: the verdict read again", earlier_sittings,
                 "model dataset device value spread how", verdict=earlier_verdict),
+        Section("The CPU's loop step over the GPU's per width, in each sitting of the GPU "
+                "(the plot's right panel; above 1x the GPU faster)", sitting_ratios,
+                "model dataset device value how"),
         Section("How far a loop step moves from one run to another, and from one sitting "
                 "to another, per chip: the yardsticks of a margin measured once per width",
                 select(quantity="run_spread"),
