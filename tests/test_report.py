@@ -412,12 +412,14 @@ def _compile(run_id, batch, status="ok", fits=True):
 def test_the_largest_batch_is_a_number_only_where_the_search_found_the_boundary():
     open_search = _build([_compile("a", 16), _compile("b", 32)], refs=[])
     (found,) = open_search[open_search.quantity == "largest_batch"].to_dict("records")
-    assert found["value"] == 32 and found["flag"].startswith("open (>= 32)")
+    assert found["value"] == 32 and found["flag"].startswith("open: ")
+    assert found["bound"] == "floor" and views.shown_value(found) == ">=32"  # at least 32
     closed = _build(
         [_compile("a", 16), _compile("b", 32), _compile("c", 64, "oom", fits=False)], refs=[]
     )
     (found,) = closed[closed.quantity == "largest_batch"].to_dict("records")
     assert (found["value"], found["flag"], found["note"]) == (32, None, "64 does not fit")
+    assert pd.isna(found["bound"]) and views.shown_value(found) == "32"
     # its bounds say what they are: the largest that fits and the smallest that does not
     assert (found["lo"], found["hi"], found["spread"]) == (32, 64, figures.FIT_TO_FAIL)
     assert pd.isna(open_search[open_search.quantity == "largest_batch"].spread.iloc[0])

@@ -142,7 +142,8 @@ MEANINGS = {
     "(`unvalidated ...`)",
     "bound": "a figure that is a bound, not a point: `floor` (the true value is at least "
     "this: a predicted step with host parts left out, counted 0, and an epoch or price made "
-    "from it), `ceiling` (at most this: a ratio over a floor); empty: a point",
+    "from it; a largest batch whose search no failure closed), `ceiling` (at most this: a "
+    "ratio over a floor); empty: a point",
     "flag": "why the figure cannot be taken as it stands (an open search, a scaling above "
     "ideal, seeds short of a target)",
     "source": "where a published figure, a price or the constants come from",
@@ -1090,6 +1091,9 @@ def compiled_rows(records: Sequence[Record]) -> list[Row]:
     return out
 
 
+OPEN_SEARCH = "open"  # a batch search's flag where no larger batch failed: its result a floor
+
+
 def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     best, smallest = largest_fit(rs)
     if best is None:
@@ -1108,7 +1112,7 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
         for e in errors
     )
     why = "the compiler refused a larger batch" if refused else "no larger batch compiled"
-    return [found([best], flag=f"open (>= {b}): {why}")]
+    return [found([best], flag=f"{OPEN_SEARCH}: {why}")]
 
 
 def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int]]:
@@ -1271,6 +1275,8 @@ def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
     ratio = table.quantity.isin(RATIOS)
     table.loc[(table.kind == "predicted") & ~ratio & host_unpriced(table.note), "bound"] = "floor"
     table.loc[table.selection == "seed-step-bound", "bound"] = "floor"  # RULES' own words
+    # a batch search no failure closed: the largest that fits is at least that
+    table.loc[table.flag.astype(str).str.startswith(OPEN_SEARCH), "bound"] = "floor"
     floors = set(table.id[table.bound == "floor"])
     top, below = table.numerator.isin(floors), table.denominator.isin(floors)
     table.loc[ratio & top & ~below, "bound"] = "floor"

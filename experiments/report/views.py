@@ -295,11 +295,10 @@ def view(rows: pd.DataFrame, columns: list[str]) -> str:
 
 
 def _value(r: dict) -> str:
-    """A pivot cell: the figure, marked where its search is open or it is flagged."""
-    text = shown_value(r)
-    if str(r.get("flag") or "").startswith("open"):
-        return f">= {text}"
-    return text + (" (!)" if r.get("flag") and not pd.isna(r.get("flag")) else "")
+    """A pivot cell: the figure, marked where it is a bound or flagged (a bound's flag says
+    why it is one)."""
+    flagged = r.get("flag") and not pd.isna(r.get("flag")) and r.get("bound") != "floor"
+    return shown_value(r) + (" (!)" if flagged else "")
 
 
 def pivot(rows: pd.DataFrame, index: str, column: str) -> str:
