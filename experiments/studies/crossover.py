@@ -186,7 +186,7 @@ def sitting_ratios(t: pd.DataFrame) -> pd.DataFrame:
                   & found.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]  # fmt: skip
     # the sweeps the verdicts read (each GPU's, on its data), not a lone width elsewhere
     swept = {(g.device.iloc[0], d) for _, g in measured_crossover(t, cpu) for d in set(g.dataset)}
-    found = found[[k in swept for k in zip(found.device, found.dataset, strict=True)]]
+    found = found.loc[[k in swept for k in zip(found.device, found.dataset, strict=True)]]
     return found.sort_values(["device", "extra", "params"])
 
 
