@@ -4683,3 +4683,20 @@ def test_the_crossover_ratio_panel_draws_the_ratios_its_page_prints(table, monke
     heading = "The CPU's loop step over the GPU's per width, in each sitting of the GPU"
     section = page.split(f"## {heading}")[1].split("\n## ")[0]
     assert all(_shown_on(section, r) for r in printed.to_dict("records"))
+
+
+def test_a_paired_rows_two_sides_are_read_back_as_they_were_written(table):
+    """paired_sides reads a paired row's extra as _pair wrote it: the two configurations,
+    without their host memory policies."""
+    paired = table[(table.framework == "paired") & (table.quantity == "speedup")]
+    sides = [figures.paired_sides(e) for e in paired.extra]
+    assert sides and all(a and b and "(" not in a + b for a, b in sides)
+    assert ("jax cpu device f32", "keras graph") in sides or any(
+        a.startswith("jax ") and not b.startswith("jax ") for a, b in sides
+    )
+    # each side without its host memory policy, where one is recorded
+    said = "jax cpu device f32 (retain host memory) / keras graph (system host memory) in turns"
+    assert said in set(paired.extra)
+    assert figures.paired_sides(said) == ("jax cpu device f32", "keras graph")
+    assert figures.paired_sides("jax cpu step f32 / torch eager in turns") == (
+        "jax cpu step f32", "torch eager")  # fmt: skip

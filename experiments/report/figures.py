@@ -988,7 +988,17 @@ def _pair(r: Record) -> str:
         f"{s.configuration} ({s.host_memory} host memory)" if s.host_memory else s.configuration
         for s in (r.paired.jax, r.paired.peer)
     )
-    return f"{jax} / {peer} in turns"
+    return f"{jax}{PAIRED_SEPARATOR}{peer} in turns"
+
+
+PAIRED_SEPARATOR = " / "  # a paired row's `extra`: "<first side> / <second side> in turns"
+
+
+def paired_sides(extra: str) -> tuple[str, str]:
+    """The two configurations a paired row's `extra` (_pair's) names, without their host
+    memory policies: ("jax cpu device f32", "keras graph")."""
+    first, second = extra.removesuffix(" in turns").split(PAIRED_SEPARATOR)
+    return first.split(" (")[0], second.split(" (")[0]
 
 
 TARGET_ACCURACY = 0.99  # the speedrun's target: 99% test accuracy on MNIST

@@ -17,6 +17,7 @@ from experiments.report.figures import (
     ONE_CODE_SITTINGS,
     RULES,
     TF32_MATMULS,
+    paired_sides,
 )
 from experiments.report.fmt import BOUND_MARKS, fmt, shown_value, span_text, value_text
 from experiments.studies import REGISTRY
@@ -430,7 +431,8 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
     adjacent in time: no drift between the sides, which the table's medians, minutes
     apart, cannot rule out. "" where none ran."""
     p = rows(table, quantity="speedup", kind="measured", framework="paired", device=cpu)
-    p = p[p.extra.str.startswith("jax ") & ~p.extra.str.contains(" / jax ")]
+    sides = p.extra.map(paired_sides)
+    p = p[sides.map(lambda s: s[0].startswith("jax ") and not s[1].startswith("jax "))]
     if p.empty:
         return ""
     # per cell, the newest sitting's pairs, JAX's best of them (its paired configurations
@@ -447,7 +449,7 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
             f"{len(faster)} of {len(p)} (p10 of the rounds above 1x)")  # fmt: skip
 
     def cell(r: dict) -> str:  # "lenet5_keras b128 1.02x keras graph's speed (0.76x-1.22x)"
-        peer = r["extra"].split(" / ")[1].split(" (")[0]
+        _, peer = paired_sides(r["extra"])
         rounds = span_text(value_text(r["lo"], "x"), value_text(r["hi"], "x"))
         return f"{r['model']} b{int(r['batch'])} {fmt(r)} {peer}'s speed ({rounds})"
 
