@@ -4700,3 +4700,17 @@ def test_a_paired_rows_two_sides_are_read_back_as_they_were_written(table):
     assert figures.paired_sides(said) == ("jax cpu device f32", "keras graph")
     assert figures.paired_sides("jax cpu step f32 / torch eager in turns") == (
         "jax cpu step f32", "torch eager")  # fmt: skip
+
+
+def test_a_datasheet_peak_is_spelled_as_the_table_spells_its_precision():
+    """A vendor's fp32 or fp16 peak is the table's f32 or f16 (one spelling per value);
+    the table's own spellings stand as they are."""
+    from types import SimpleNamespace
+
+    w = {"device": "gpu-t4", "platform": "gpu"}
+    for vendor, said in (("fp32", "f32"), ("fp16", "f16"), ("bf16", "bf16"), ("tf32", "tf32")):
+        mfu = SimpleNamespace(vendor_precision=vendor, vendor_peak_tflops=65.0)
+        r = SimpleNamespace(mfu=mfu, run_id="x")
+        peak = figures.datasheet_peak(r, w)
+        assert peak["precision"] == said and peak["value"] == 65e12
+        assert said in figures.allowed()["precision"]

@@ -555,13 +555,12 @@ def datasheet_peak(r: Record, w: dict[str, Any]) -> Row:
     record's MFU says which, and the peak): a published figure (jaxcnn/perf/chips.py)."""
     vendor = r.mfu.vendor_precision
     at = {"device": w["device"], "platform": w["platform"], "devices": 1, "model": "-",
-          "dataset": "-", "precision": VENDOR_SPELLING.get(vendor, vendor)}  # fmt: skip
+          "dataset": "-", "precision": SPELLING.get(vendor, vendor)}  # fmt: skip
     return row("peak_flops_per_s", "published", r.mfu.vendor_peak_tflops * 1e12, at, "published",
                [r], source=DATASHEETS, note="its datasheet's peak")  # fmt: skip
 
 
 DATASHEETS = "the vendor's datasheet (jaxcnn/perf/chips.py)"
-VENDOR_SPELLING = {"fp32": "f32"}  # the table's one spelling of a vendor's precision
 
 
 def _min_max(values: Sequence[float], over: str) -> dict[str, Any]:
@@ -1219,7 +1218,7 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         w = {**workload_of(r), "params": _params(r)}
         predicted = _maker("predicted", w, "per-kernel", [r])
         source = f"constants {block.get('constants_version')}"
-        device_step = block.get("device_step_s") or block["step_time_s"]
+        device_step = block.get("device_step_s") or block.get("step_time_s")
         if device_step:
             band = band_of(block, w["platform"], "device_step_s", bands)
             out.append(predicted("device_step_s", device_step, source=source, **band))
@@ -1244,7 +1243,7 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
                 note = f"of its datasheet's {precision} peak"
                 out.append(predicted("mfu", rate["value"] / peak, note=note, source=source,
                                      numerator=rate["id"]))  # fmt: skip
-        if per_device and (watts := _watts_per_device(r)):
+        if per_device and device_step and (watts := _watts_per_device(r)):
             note = (
                 "the device step's FLOP/s over the board's TDP (its datasheet's), "
                 "not the power it draws"
