@@ -1067,7 +1067,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
                     [r, *r_priced], band)  # fmt: skip
     best = most(w)
-    of = f"best FLOP/s per TDP watt of {w.device.nunique()} GPUs"
+    of = f"best FLOP/s per TDP watt of {'/'.join(sorted(set(w.device)))}"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
