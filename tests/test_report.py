@@ -4714,3 +4714,13 @@ def test_a_datasheet_peak_is_spelled_as_the_table_spells_its_precision():
         peak = figures.datasheet_peak(r, w)
         assert peak["precision"] == said and peak["value"] == 65e12
         assert said in figures.allowed()["precision"]
+
+
+def test_row_10_names_the_tpu_loops_chip_or_says_tpus_where_the_table_has_none(csv):
+    said = answers.answers(csv)[9].band
+    assert "published JAX loops on TPU v2 " in said  # the committed band row's chip
+    band = csv[(csv.quantity == "band") & (csv.platform == "tpu") & (csv.chip == "TPU v2")]
+    assert len(band) == 1
+    blank = csv.assign(chip=csv.chip.where(~csv.id.isin(band.id)))  # as read back: NaN
+    said = answers.answers(blank)[9].band
+    assert "published JAX loops on TPUs " in said and "nan" not in said

@@ -998,7 +998,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
     every = len(inside) == len(loop)
     # the loops it rests on ran on one TPU chip, named: not the chips the ratios are of
-    on = jax["chip"] if jax.get("chip") not in (None, "-") else "TPUs"
+    chip = jax.get("chip")  # NaN where figures.csv leaves it empty
+    on = chip if isinstance(chip, str) and chip != "-" else "TPUs"
     band += f"; {jax_loops(jax, f'on {on} ')}"
     if inside:
         band += f"; {'every ratio' if every else ', '.join(inside)} inside it: undecided"

@@ -1574,9 +1574,9 @@ def scaling_published(refs: Sequence[Any], records: Sequence[Record]) -> list[Ro
         if ref.scaling_efficiency is None:
             continue
         w = _published_workload(ref, ref.model, "data-parallel")
+        held = f"held out of every fit: {ref.held_out}" if ref.held_out else None
         pub = row("scaling_efficiency", "published", ref.scaling_efficiency, w, "published",
-                  source=ref.source_url, note=ref.quote,
-                  flag=f"held out of every fit: {ref.held_out}")  # fmt: skip
+                  source=ref.source_url, note=ref.quote, flag=held)  # fmt: skip
         out.append(pub)
         many, one = predictions.versus_published(loaded, [ref, predictions.one_chip_of(ref)])
         if not (many.get("predicted") and one.get("predicted")):
