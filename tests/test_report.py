@@ -4724,3 +4724,22 @@ def test_row_10_names_the_tpu_loops_chip_or_says_tpus_where_the_table_has_none(c
     blank = csv.assign(chip=csv.chip.where(~csv.id.isin(band.id)))  # as read back: NaN
     said = answers.answers(blank)[9].band
     assert "published JAX loops on TPUs " in said and "nan" not in said
+
+
+def test_a_largest_batch_is_flagged_undecided_where_its_boundary_verdict_is(table):
+    """A batch search's result is no firmer than the fit verdicts at its edges: flagged
+    undecided where either is, and not where neither is (resnet50 on the A100, 256)."""
+    key = list(figures.LARGEST_KEY)
+    fits = table[table.quantity == "fits"]
+    unsure = {(*k, b) for *k, b, f in fits[[*key, "batch", "flag"]].itertuples(index=False)
+              if str(f).startswith(figures.UNDECIDED_FIT)}  # fmt: skip
+    largest = table[(table.quantity == "largest_batch") & (table.bound != "floor")]
+    flagged = 0
+    for r in largest.to_dict("records"):
+        edges = [b for b in (r["value"], r["hi"]) if pd.notna(b)]
+        near = any((*(r[c] for c in key), b) in unsure for b in edges)
+        assert str(r["flag"]).startswith(figures.UNDECIDED_FIT) == near, r["id"]
+        flagged += near
+    assert 0 < flagged < len(largest)  # both kinds in the committed table
+    page = views.page("targets", table, {})
+    assert "`(!)` flagged: undecided: the fit verdict is inside the compile check's worst" in page

@@ -145,7 +145,8 @@ MEANINGS = {
     "from it; a largest batch whose search no failure closed), `ceiling` (at most this: a "
     "ratio over a floor); empty: a point",
     "flag": "why the figure cannot be taken as it stands (an open search, a scaling above "
-    "ideal, seeds short of a target)",
+    "ideal, seeds short of a target, a fit verdict or a largest batch inside the compile "
+    "check's error)",
     "source": "where a published figure, a price or the constants come from",
     "note": "what else a reader must know (a host part left out, which side an error favours)",
     "numerator": "the id of the figure this one is made from: a ratio's top (a speedup is "
@@ -2437,7 +2438,22 @@ def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
         f"worst ({value_text(worst, 'x')})"
         for f in inside
     ]
+    # a largest batch whose boundary rests on such a verdict is no firmer than it
+    unsure = verdicts.loc[inside.index]
+    unsure_at = set(zip(*(unsure[c] for c in (*LARGEST_KEY, "batch")), strict=True))
+    largest = table[(table.quantity == "largest_batch") & table.flag.isna()]
+    for i, r in largest.iterrows():
+        edges = [b for b in (r["value"], r["hi"]) if pd.notna(b)]
+        near = [int(b) for b in edges if (*(r[c] for c in LARGEST_KEY), b) in unsure_at]
+        if near:
+            at = "/".join(f"b{b}" for b in near)
+            table.loc[i, "flag"] = (f"{UNDECIDED_FIT}: the fit verdict at {at} is inside the "
+                                    "compile check's worst")  # fmt: skip
     return table
+
+
+# what tells one batch search's verdicts from another's (batch aside)
+LARGEST_KEY = ("model", "precision", "formulation", "loop", "placement", "device")
 
 
 def said_unvalidated(table: pd.DataFrame) -> pd.DataFrame:

@@ -232,6 +232,17 @@ def bounds_said(rows: pd.DataFrame, table: pd.DataFrame) -> str:
     return said + "."
 
 
+def flags_said(rows: pd.DataFrame) -> str:
+    """Under a pivot, what each `(!)` it marks means: the flags of its rows that are
+    not bounds (a bound's `>=` says its own); "" where none."""
+    flagged = rows[rows.flag.notna() & (rows.bound != "floor")]
+    if flagged.empty:
+        return ""
+    # each kind of flag once, its cell's own batches left to figures.csv's `flag`
+    kinds = sorted({re.sub(r" at b[\d/b]+", "", f) for f in flagged.flag.astype(str)})
+    return f"`(!)` flagged: {'; '.join(kinds)} (each cell's own: figures.csv's `flag`)."
+
+
 def _cell(r: dict, column: str) -> str:
     if column == "value":
         return shown_value(r)
@@ -377,6 +388,8 @@ def page(
         shown = pivot(rows, *s.pivot) if s.pivot else view(rows, s.columns.split())
         parts.append(f"## {s.title}\n\n{shown}")
         if (said := bounds_said(rows, table)) and (s.pivot or "note" not in s.columns.split()):
+            parts.append(said)
+        if s.pivot and (said := flags_said(rows)):
             parts.append(said)
         if s.verdict:
             parts.append(f"**Verdict**: {s.verdict(table)}")
