@@ -255,7 +255,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
         at = [r for b in batches if (r := one(held, batch=b)) is not None]
         each = ", ".join(f"b{int(r['batch'])} {fmt(r)}" for r in at or [hi])
         band += (f"; its allocator's peak as it ran on the {hi['device']}: {fmt(lo)}-{fmt(hi)} "
-                 f"that ({each}), not held to the limit")  # fmt: skip
+                 f"that ({each}), not what the verdicts hold to the limit")  # fmt: skip
         picked += [lo, hi, *at]
     return Said(head + "; ".join(words), picked, band)
 
