@@ -698,8 +698,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # highest said at b128, row 7's floor said as host time: 1604; row 9's workload, row 6's
     # seed's batch unstated, the T4's "kernels vs CPU's best": 1612; row 15's cells: 1615;
     # the CPU's one-commit sittings in the header: 1619; row 1's allocator peak said as
-    # not what the verdicts hold: 1621)
-    assert len(lines) <= 25 and len(text.split()) <= 1621
+    # not what the verdicts hold: 1621; row 3's epochs-from-loop-steps band, row 11's
+    # per-watt model: 1646)
+    assert len(lines) <= 25 and len(text.split()) <= 1646
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4744,3 +4745,18 @@ def test_a_largest_batch_is_flagged_undecided_where_its_boundary_verdict_is(tabl
     assert 0 < flagged < len(largest)  # both kinds in the committed table
     page = views.page("targets", table, {})
     assert "`(!)` flagged: undecided: the fit verdict is inside the compile check's worst" in page
+
+
+def test_row_3_bands_its_epochs_from_loop_steps_as_row_12_does(csv):
+    """Rows 3 and 12 both make epochs from predicted loop steps: both carry the check of
+    such epochs against the epochs a GPU trained."""
+    check = csv[(csv.quantity == "band") & (csv.extra == figures.EPOCH_FROM_LOOP)
+                & (csv.platform == "gpu")]  # fmt: skip
+    assert len(check) == 1
+    said = answers.band_row_text(check.iloc[0].to_dict(), check.note.iloc[0])
+    found = answers.answers(csv)
+    for row in (found[2], found[11]):
+        assert said in row.band and check.id.iloc[0] in row.ids
+    # the control: without the check neither says it
+    bare = answers.answers(csv[~csv.id.isin(check.id)])
+    assert "epochs from loop steps" not in bare[2].band + bare[11].band

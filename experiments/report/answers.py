@@ -333,7 +333,8 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
         for name, mine, s in (("MX150 b16", mx, s_mx), ("T4 b128", t4, s_t4))
     ]
-    return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4])
+    said, check = epoch_check(t)  # the chips' epochs are made from loop steps, as row 12's
+    return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4, check], None, said)
 
 
 def epoch_gaps(curves: pd.DataFrame, by: str) -> pd.Series:
@@ -1068,7 +1069,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
                     [r, *r_priced], band)  # fmt: skip
     best = most(w)
-    of = f"best FLOP/s per TDP watt of {'/'.join(sorted(set(w.device)))}"
+    of = f"best {MNIST_MODEL} FLOP/s per TDP watt of {'/'.join(sorted(set(w.device)))}"
     said = f"{text}; {of}: {best['device']} {fmt(best)}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
@@ -1095,6 +1096,17 @@ def runs_each(ran: list[Row]) -> str:
         devices = "/".join(r["device"] for r in ran)
         return f"{devices} {each_text([fmt(r) for r in ran])} ({counts.pop()} each)"
     return ", ".join(f"{r['device']} {fmt(r)} ({runs_of(r)})" for r in ran)
+
+
+def epoch_check(t: pd.DataFrame) -> tuple[str, Row]:
+    """A predicted epoch is made from a loop step: how far such an epoch is from the
+    epochs a measured GPU trained, its two clocks (the step loop's and fit's), as a
+    band's clause ("" where none), and its row."""
+    check = one(t, quantity="band", extra=EPOCH_FROM_LOOP, platform="gpu")
+    if not check:
+        return "", None
+    said = band_row_text(check, check["note"])
+    return f"; epochs from loop steps vs trained, same GPU and sitting: {said}", check
 
 
 def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -1136,12 +1148,8 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
         head = "an epoch: "
         parts = [f"CPU {epoch_words(c)}" if c else none_on(cpu, "mnist_cnn epoch")]
         parts += [f"{r['device']} {fmt(r)} measured, {r['extra']}" for r in ran]
-    # the T4's epoch is made from a loop step: how far such an epoch is from the epochs a
-    # measured GPU trained, its two clocks (the step loop's and fit's)
-    check = one(t, quantity="band", extra=EPOCH_FROM_LOOP, platform="gpu")
-    if check:
-        said = band_row_text(check, check["note"])
-        caveat += f"; epochs from loop steps vs trained, same GPU and sitting: {said}"
+    said, check = epoch_check(t)
+    caveat += said
     return Said(head + "; ".join([*parts, t4]), [c, *ran, g, over, alike, base, check], None,
                 caveat)  # fmt: skip
 

@@ -1027,8 +1027,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     if any(d.device.nunique() > 1 for _, d in panels):
         # a run no other device matched is left to the page, and said so in the title
         left = sum(d.device.nunique() == 1 for _, d in panels)
-        alone = (f"\nnot drawn: {left} settings (model, data, batch, epochs) only one device "
-                 "ran (the accuracy page lists them)") if left else ""  # fmt: skip
+        alone = (f"\nnot drawn: {left} settings (model, data, batch, epochs) whose curves "
+                 "only one device ran (the accuracy page lists them)") if left else ""  # fmt: skip
         panels = [(k, d) for k, d in panels if d.device.nunique() > 1]
     fig, axes = pyplot().subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
