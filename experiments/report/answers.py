@@ -279,14 +279,14 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     loops, loop = seed_cpu_loop(t, cpu)
     over = [a and one(loops, denominator=a["id"]) for a in (mx, t4_b16)]
     c = loop or cpu_step(t, cpu, SEED_MODEL, 16)
-    x_mx, x_t4 = (f", {fmt(x)} the CPU" if x else "" for x in over)
+    # "the CPU" said once, after the MX150's ratio; the T4's beside its own step
+    x_mx = f", {fmt(over[0])} the CPU" if over[0] else ""
+    x_t4 = "" if not over[1] else f" ({fmt(over[1])})" if x_mx else f", {fmt(over[1])} the CPU"
     # the seed's step holds its input pipeline and validation: over the same CPU loop, a
     # speedup no larger than the MX150's own
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
     at_least = f": {shown_value(bound)}" if bound and x_mx else ""
-    # the T4's ratio beside the b16 step it divides, the seed's batch beside its own; "the
-    # CPU" said once where the MX150's ratio said it
-    x_t4 = f" ({fmt(over[1])})" if x_mx and x_t4 else x_t4
+    # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
     at16 = f"b16 {fmt(t4_b16)}{x_t4}, " if x_t4 else ""
     chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
              (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip

@@ -340,7 +340,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         x, y = g.params.astype(float), g.value.astype(float)
         # row 9's undecided zone: each width's own band (the kernels' where they are most
         # of its step) at its worst, times how far the CPU it is set against moves
-        noise = crossover_study.undecided_range(table, c, g)["noise"] if len(c) else 1.0
+        noise = crossover_study.undecided_range(table, c, g)["noise"]
         said = sorted({answers_lib.band_words(r) for r in g.to_dict("records")})
         times = f" times the CPU's sitting spread ({value_text(noise, 'x')})" if noise > 1 else ""
         label = textwrap.fill(f"T4 x/÷ its band's worst{times}, undecided inside: "
