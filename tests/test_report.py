@@ -4096,26 +4096,31 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     margin = cost.value.iloc[1] / cost.value.iloc[0]
     worst = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS)
                 & csv.device.isin(set(cost.platform.iloc[:2]))].hi.max()  # fmt: skip
-    band = answers.answers(csv)[10].band
+    said = answers.answers(csv)[10]
     # beside it, the cheapest whose every host part is priced (the TPUs' are partly not)
     priced = cost[~cost.note.astype(str).str.contains("left out")].iloc[0]
     assert cost.iloc[0].platform == "tpu" and priced.platform == "gpu"  # the committed
-    whole = f"; cheapest with its host priced: {priced.device} {fmt(priced.to_dict())}"
-    per_watt = "; per watt: no TPU TDP published"
-    assert band.endswith(whole + per_watt) and priced.id in answers.answers(csv)[10].ids
-    band = band.removesuffix(whole + per_watt)
+    whole = f"; host priced: {priced.device} {fmt(priced.to_dict())}; best per TDP watt"
+    assert whole in said.answer and priced.id in said.ids
+    per_watt = "; per watt: of gpu-a100/gpu-h100/gpu-t4/gpu-v100, no TPU TDP published"
+    assert said.band.endswith(per_watt)
+    band = said.band.removesuffix(per_watt)
     assert (margin < worst) == band.endswith("undecided")
-    assert (margin < worst) == answers.answers(csv)[10].answer.startswith("Undecided: ")
+    assert (margin < worst) == said.answer.startswith("Undecided: ")
     # the loops it judges by ran on one chip, named (not the v5e and v6e it compares)
     assert band.endswith("(the published JAX loops' worst error on TPU v2): undecided")
     # the control: loops' worst error narrower than the margin decides it
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
-    assert answers.answers(narrow)[10].band == f"unvalidated{whole}{per_watt}"
-    assert answers.answers(narrow)[10].answer.startswith("cheapest mnist_cnn b128 epoch ")
+    decided = answers.answers(narrow)[10]
+    assert (
+        decided.band
+        == f"unvalidated; {cost.iloc[1].device} {margin:.3g}x dearer (floor over floor){per_watt}"
+    )
+    assert decided.answer.startswith("cheapest mnist_cnn b128 epoch ")
     # and a cheapest with its every host part priced says nothing more
     whole_tpu = csv.assign(note=csv.note.where(~csv.id.isin(cost.id), "priced"))
-    assert "with its host priced" not in answers.answers(whole_tpu)[10].band
+    assert "host priced" not in answers.answers(whole_tpu)[10].answer
 
 
 def test_a_compile_timed_with_jaxs_persistent_cache_on_gives_no_compile_figure():
@@ -4623,10 +4628,8 @@ def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):
             & (csv.model == "mnist_cnn")].sort_values("value")  # fmt: skip
     first, second = c.iloc[0].to_dict(), c.iloc[1].to_dict()
     assert first["bound"] == second["bound"] == "floor"  # the committed: two TPUs
-    assert (
-        f"{first['device']} >={fmt(first)}, the next {second['device']} >={fmt(second)}, " in said
-    )
-    assert " dearer (both floors)" in said
+    assert f"{first['device']} >={fmt(first)}, next {second['device']} >={fmt(second)} " in said
+    assert "(both floors: host partly unpriced)" in said
     # the control: points, unmarked, the unpriced host said in words
     points = answers.answers(csv.assign(bound=None))[10].answer
     assert "(both floors)" not in points and ">=" not in points

@@ -1038,44 +1038,45 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
     unpriced = host_unpriced(ordered.note)
-    partly = " (host partly unpriced)" if unpriced.iloc[0] else ""
     # a floor's mark says what the words would ("the host partly unpriced")
-    why = "" if r.get("bound") == "floor" else partly
+    why = " (host partly unpriced)" if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {shown_value(r)}{why}", None
-    # the runner-up's margin against the loops' worst
+    # the runner-up, and its margin against the loops' worst in the band
     nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
     margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
     if margin is not None:
+        # a floor over a floor is bounded neither way: said, not printed as a point
+        both = r.get("bound") == nxt.get("bound") == "floor"
+        floors = " (both floors: host partly unpriced)" if both else ""
+        text += f", next {nxt['device']} {shown_value(nxt)}{floors}"
+        dearer = f"{nxt['device']} {shown_value(margin)} dearer"
+        band = f"unvalidated; {dearer}{' (floor over floor)' if both else ''}"
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        # a floor over a floor is bounded neither way: said, not printed as a point
-        both = " (both floors)" if r.get("bound") == nxt.get("bound") == "floor" else ""
-        text += f", the next {nxt['device']} {shown_value(nxt)}, {shown_value(margin)} dearer{both}"
         if len(worst) and margin["value"] < (hi := worst.hi.max()):
             # the loops it rests on, by the chip they ran on where they ran on one
             chip = worst.loc[worst.hi.idxmax()].chip
             on = f" on {chip}" if chip not in (None, "-") and chip == chip else ""
-            band = (f"unvalidated; the next, {nxt['device']}, within {hi:.3g}x of it (the "
-                    f"published JAX loops' worst error{on}): undecided")  # fmt: skip
+            band += f", within {hi:.3g}x (the published JAX loops' worst error{on}): undecided"
             text = f"Undecided: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
     priced = ordered[~unpriced]
-    r_priced = [priced.iloc[0].to_dict()] if partly and len(priced) else []
+    r_priced = [priced.iloc[0].to_dict()] if unpriced.iloc[0] and len(priced) else []
     if r_priced:
-        whole = f"{r_priced[0]['device']} {fmt(r_priced[0])}"
-        band = f"{band or 'unvalidated'}; cheapest with its host priced: {whole}"
+        text += f"; host priced: {r_priced[0]['device']} {fmt(r_priced[0])}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
                     [r, *r_priced], band)  # fmt: skip
     best = most(w)
-    of = f"best {MNIST_MODEL} FLOP/s per TDP watt of {'/'.join(sorted(set(w.device)))}"
-    said = f"{text}; {of}: {best['device']} {fmt(best)}"
+    kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
+    said = f"{text}; best per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
+    per_watt = f"per watt: of {'/'.join(sorted(set(w.device)))}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
     if platforms:
-        missing = "/".join(sorted(p.upper() for p in platforms))
-        band = f"{band or 'unvalidated'}; per watt: no {missing} TDP published"
+        per_watt += f", no {'/'.join(sorted(p.upper() for p in platforms))} TDP published"
+    band = f"{band or 'unvalidated'}; {per_watt}"
     return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best, *r_priced], band)
 
 
