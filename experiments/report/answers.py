@@ -1070,7 +1070,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
                     [r, *r_priced], band)  # fmt: skip
     best = most(w)
     kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
-    said = f"{text}; best per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
+    said = f"{text}; best {MNIST_MODEL} per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
     per_watt = f"per watt: of {'/'.join(sorted(set(w.device)))}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
