@@ -492,7 +492,9 @@ def predicted(
         batch_bytes=batch_bytes // devices,
         host_link_bytes_per_s=chip_rates.host_link_bytes_per_s,
         platform=target.platform,
-        modelled=host_loop.modelled_parts(batch_bytes, dispatches, table, target.platform),
+        modelled=host_loop.modelled_parts(
+            batch_bytes, dispatches, table, target.platform, convs=host_lib.convs_per_step(ks)
+        ),
         modelled_on=host_lib.section(table, target.platform)[0],
     )
     try:

@@ -130,14 +130,16 @@ def modelled_parts(
     table: Mapping[str, Any] | None = None,
     platform: str = "cpu",
     leave_out: str | None = None,
+    convs: int | None = None,
 ) -> dict[str, float | None]:
     """The host parts per step (PARTS) jaxcnn's step loop is predicted to take on
-    `platform` for a batch of `nbytes` handed over in `dispatches` jitted calls per step:
-    a model (jaxcnn.perf.host.modelled_parts) of the training loops this project measured
+    `platform` for a batch of `nbytes` handed over in `dispatches` jitted calls per step,
+    of a program of `convs` convolution kernels per step (None: not known): a model
+    (jaxcnn.perf.host.modelled_parts) of the training loops this project measured
     (the constants file's host loops, those `like_training`, on the platform's own
     client where it has any, else on the CPU's: jaxcnn.perf.host.section), each at the
-    bytes of its own batch. `leave_out`: a host-loop key (host_loop_key) not to use,
-    to predict a measured loop out of sample."""
+    bytes of its own batch and the convolutions of its own program. `leave_out`: a
+    host-loop key (host_loop_key) not to use, to predict a measured loop out of sample."""
     from jaxcnn.perf import predict
 
     _, host = host_lib.section(table or predict.constants(), platform)
@@ -147,8 +149,14 @@ def modelled_parts(
             continue
         model, written, size = host_lib.parse_host_loop_key(key)
         overrides = {name: _value(text) for name, text in written.items()}
-        samples.append((batch_bytes(model, overrides, size), host_lib.per_step(measured)))
-    return host_lib.modelled_parts(samples, nbytes, dispatches)
+        samples.append(
+            (
+                batch_bytes(model, overrides, size),
+                host_lib.per_step(measured),
+                measured.get("convs_per_step"),
+            )
+        )
+    return host_lib.modelled_parts(samples, nbytes, dispatches, convs)
 
 
 def _value(text: str) -> Any:

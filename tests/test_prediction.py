@@ -1659,6 +1659,58 @@ def test_the_batchs_host_parts_are_a_line_through_each_sizes_median_that_never_f
     assert flat == {2e-4}
 
 
+def test_the_dispatch_is_a_line_in_the_programs_convolutions_where_the_loops_rise_with_them():
+    from jaxcnn.perf import host as host_lib
+
+    parts = dict.fromkeys(host_lib.PARTS, 1e-6)
+
+    def loops(*pairs):  # (convolution kernels a step, dispatch) of measured loops
+        return [(100, {**parts, "dispatch": d}, c) for c, d in pairs]
+
+    # two MLPs (none) and three CNNs (5 each): a line through each count's median
+    rises = loops((0, 3e-4), (0, 4e-4), (5, 8e-4), (5, 9e-4), (5, 1e-3))
+    assert host_lib.dispatch_line(rises) == [(0, 3.5e-4), (5, 9e-4)]
+    at = host_lib.modelled_parts(rises, 100, convs=2)["dispatch"]
+    assert at == pytest.approx(3.5e-4 + 2 * (9e-4 - 3.5e-4) / 5)
+    # a count beyond those measured is held to the nearest, never extrapolated
+    assert host_lib.modelled_parts(rises, 100, convs=60)["dispatch"] == pytest.approx(9e-4)
+    # a second call a step launches no convolution: the line at none
+    two = host_lib.modelled_parts(rises, 100, dispatches=2, convs=5)["dispatch"]
+    assert two == pytest.approx(9e-4 + 3.5e-4)
+    # the controls: the program's count unknown, a line that falls (a CPU's loops), or
+    # one count only, and the dispatch is the median per call as before
+    median = 8e-4
+    assert host_lib.modelled_parts(rises, 100)["dispatch"] == pytest.approx(median)
+    falls = loops((0, 9e-4), (0, 1e-3), (5, 3e-4), (5, 8e-4), (5, 4e-4))
+    assert host_lib.dispatch_line(falls) is None
+    assert host_lib.modelled_parts(falls, 100, convs=5)["dispatch"] == pytest.approx(median)
+    one = loops((5, 3e-4), (5, 8e-4))
+    assert host_lib.modelled_parts(one, 100, convs=0)["dispatch"] == pytest.approx(5.5e-4)
+    # loops measured without their kernels count for the median, not the line
+    assert host_lib.dispatch_line([(100, {**parts, "dispatch": 1e-3}), *one]) is None
+
+
+def test_a_compiled_programs_convolutions_reach_its_modelled_dispatch():
+    from jaxcnn import host_loop
+    from jaxcnn.perf import host as host_lib
+    from jaxcnn.perf import predict
+
+    table = predict.constants()
+    _, gpu = host_lib.section(table, "gpu")
+    # the committed GPU loops: the CNNs' programs launch convolutions, the MLPs' none
+    counts = {key: m.get("convs_per_step") for key, m in gpu["loop"].items()}
+    assert counts["mnist_cnn, batch 128"] > 0 and counts["mlp width=4096, batch 128"] == 0
+    nbytes = host_loop.batch_bytes("mnist_cnn", {}, 128)
+    cnn = host_loop.modelled_parts(nbytes, 1, table, "gpu", convs=counts["mnist_cnn, batch 128"])
+    mlp = host_loop.modelled_parts(nbytes, 1, table, "gpu", convs=0)
+    assert cnn["dispatch"] > mlp["dispatch"]
+    # the CPU's loops do not rise with them: the same dispatch either way (the control)
+    on_cpu = [
+        host_loop.modelled_parts(nbytes, 1, table, "cpu", convs=c)["dispatch"] for c in (0, 5)
+    ]
+    assert on_cpu[0] == on_cpu[1] == host_loop.modelled_parts(nbytes, 1, table, "cpu")["dispatch"]
+
+
 def test_a_loop_step_mostly_kernels_takes_the_wider_device_step_band():
     rule = predict.kernels_band_instead
     # kernels most of the step, their band the wider: theirs

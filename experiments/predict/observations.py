@@ -334,7 +334,8 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
     step doing no work), the median of the records' medians and how many; per model and
     global batch (jaxcnn.perf.host.host_loop_key), jaxcnn's step loop on the host
     (`loop`: the newest measured record's `host_loop` that ran as a training run does,
-    jaxcnn.host_lib.like_training, its run id beside it)."""
+    jaxcnn.host_lib.like_training, its run id beside it, and the convolution kernels a
+    step of its program launches where the record kept its kernels)."""
     by_platform: dict[str, tuple[dict[str, list[float]], dict[str, dict[str, Any]]]] = {}
     kinds: dict[str, set[str]] = {}
     for r in sorted(loaded, key=records.recorded_at_or_oldest):  # a wrong clock never outranks
@@ -349,6 +350,11 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
         if _timed_a_training_loop(r) and r.status == "ok":
             key = host_lib.host_loop_key(r.workload.model_dump(exclude_unset=True))
             loops[key] = {**r.host_loop.model_dump(exclude_unset=True), "record": r.run_id}
+            if r.kernels:  # what its dispatch launched (jaxcnn.perf.host.dispatch_line)
+                ks = hlo.from_summary(r.kernels)
+                loops[key]["convs_per_step"] = host_lib.convs_per_step(
+                    ks, predictions.program_steps(r)
+                )
             kinds.setdefault(platform, set()).add(r.device.kind or platform)
 
     def one(platform: str) -> dict[str, Any]:

@@ -62,12 +62,14 @@ def loop_step(
     *,
     own_bytes: int | None,
     link_bytes_per_s: float | None,
+    convs: int | None = None,
 ) -> dict[str, Any]:
     """The loop step of published loop `shape` (a references.LoopShape) around `record`'s
     compiled step as priced in `block` (experiments.predict.shown.of), its batch over the
     chip's host link of `link_bytes_per_s` (None: no published figure); a pipeline never
-    replayed is given jaxcnn's batch bytes (`own_bytes`). jaxcnn.perf.host.loop_step's
-    fields, and `input`: what its input part is."""
+    replayed is given jaxcnn's batch bytes (`own_bytes`); its dispatch is modelled at
+    the program's `convs` convolution kernels a step (None: not known).
+    jaxcnn.perf.host.loop_step's fields, and `input`: what its input part is."""
     from jaxcnn import host_loop
     from jaxcnn.perf import host as host_lib
     from jaxcnn.perf import runtime as runtime_lib
@@ -75,7 +77,7 @@ def loop_step(
     platform = record.device.platform
     replay = replayed(shape.input, loaded) if shape.input else None
     nbytes = replay.input.batch_bytes if replay else shape.batch_bytes or own_bytes or 0
-    modelled = host_loop.modelled_parts(nbytes, shape.calls_per_step, table, platform)
+    modelled = host_loop.modelled_parts(nbytes, shape.calls_per_step, table, platform, convs=convs)
     runtime = {p: s for p, s in (block.get("loop_parts") or {}).items() if p in runtime_lib.PARTS}
     if runtime.get(runtime_lib.DISPATCH) is not None:
         runtime[runtime_lib.DISPATCH] *= shape.calls_per_step

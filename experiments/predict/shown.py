@@ -145,6 +145,17 @@ def program_steps(record: TrainRecord | CompileRecord) -> int:
     return record.kernels_source.steps if record.kernels_source else 1
 
 
+def convs_of(record: TrainRecord | CompileRecord) -> int | None:
+    """The convolution kernels a step of `record`'s program launches (None where it kept
+    no kernels): what its dispatch is modelled at (jaxcnn.host_loop.modelled_parts)."""
+    from jaxcnn.perf import hlo
+    from jaxcnn.perf import host as host_lib
+
+    if not record.kernels:
+        return None
+    return host_lib.convs_per_step(hlo.from_summary(record.kernels), program_steps(record))
+
+
 def host_of(
     record: TrainRecord | CompileRecord,
     table: dict[str, Any] | None = None,
@@ -183,7 +194,9 @@ def host_of(
         measured=measured,
         modelled=None
         if measured
-        else host_loop.modelled_parts(whole, 1, table, platform, leave_out=leave_out),
+        else host_loop.modelled_parts(
+            whole, 1, table, platform, leave_out=leave_out, convs=convs_of(record)
+        ),
         modelled_on=host_lib.section(table, platform)[0],
         dispatch_s=own,
         batch_bytes=nbytes,
@@ -478,6 +491,7 @@ def versus_published(
                         table,
                         own_bytes=batch_bytes(record),
                         link_bytes_per_s=rates_of(record).host_link_bytes_per_s,
+                        convs=convs_of(record),
                     ),
                 }
             step = block["loop_step_s"]

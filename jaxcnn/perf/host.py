@@ -52,34 +52,74 @@ def measured_dispatch(
 
 
 def modelled_parts(
-    samples: Sequence[tuple[int, Mapping[str, float | None]]],
+    samples: Sequence[tuple[Any, ...]],
     batch_bytes: int,
     dispatches: int = 1,
+    convs: int | None = None,
 ) -> dict[str, float | None]:
     """The step loop's host parts per step for a batch of `batch_bytes` handed over in
     `dispatches` jitted calls per step, modelled from `samples` ((batch bytes, per-step
-    parts) of loops measured here, `per_step`): the parts that move the batch (BATCH_PARTS:
-    the gather, the put) as a least-squares line in its bytes through each size's median,
-    never below 0 (the samples' median where they have one size only, or where the line
-    falls with the bytes: a copy is never cheaper for more bytes, so such a line is noise);
-    the dispatch's median per call times `dispatches`; the other parts' medians. None for a
-    part no sample measured."""
+    parts[, convolution kernels per step of the program]) of loops measured here,
+    `per_step`): the parts that move the batch (BATCH_PARTS: the gather, the put) as a
+    least-squares line in its bytes through each size's median, never below 0 (the
+    samples' median where they have one size only, or where the line falls with the
+    bytes: a copy is never cheaper for more bytes, so such a line is noise); the dispatch
+    of a program of `convs` convolution kernels per step as a line in them through each
+    count's median (`dispatch_line`; a count outside those measured held to the nearest),
+    else the samples' median per call, times `dispatches`; the other parts' medians.
+    None for a part no sample measured."""
     out: dict[str, float | None] = {}
     for part in PARTS:
-        points = [(b, parts[part]) for b, parts in samples if parts.get(part) is not None]
+        points = [(b, parts[part]) for b, parts, *_ in samples if parts.get(part) is not None]
         if not points:
             out[part] = None
             continue
-        if part in BATCH_PARTS and len(sizes := sorted({b for b, _ in points})) > 1:
+        if part in BATCH_PARTS and len({b for b, _ in points}) > 1:
             # one point per batch size (its samples' median): many loops of one size (a
             # width sweep) weigh as one, what a line in the bytes can learn from
-            per_size = [(b, statistics.median(s for x, s in points if x == b)) for b in sizes]
-            if _slope(per_size) > 0:
+            if _slope(per_size := _medians(points)) > 0:
                 out[part] = max(0.0, _line(per_size, batch_bytes))
                 continue
         middle = statistics.median(seconds for _, seconds in points)
         out[part] = middle * dispatches if part == "dispatch" else middle
+    line = dispatch_line(samples)
+    if line is not None and convs is not None:
+        # the step's own call launches its convolutions, any other call none; held to
+        # the counts measured (a line through 0 and 5 says nothing of 60)
+        held = min(max(convs, line[0][0]), line[-1][0])
+        first, other = (max(0.0, _line(line, c)) for c in (held, line[0][0]))
+        out["dispatch"] = first + other * (dispatches - 1)
     return out
+
+
+def dispatch_line(samples: Sequence[tuple[Any, ...]]) -> list[tuple[int, float]] | None:
+    """The points (convolution kernels per step, the median dispatch of the loops of that
+    count) the dispatch is a line through, where `samples` (as `modelled_parts`'s) hold
+    at least two counts and the line rises with them; else None. A GPU's runtime calls
+    each convolution's library (cuDNN) from the host thread inside the jitted call, so a
+    program of more convolutions is dispatched longer; a line that falls or stays flat is
+    noise (a CPU runs its kernels on its own cores, not launched by the call)."""
+    points = [
+        (rest[0], parts["dispatch"])
+        for _, parts, *rest in samples
+        if rest and rest[0] is not None and parts.get("dispatch") is not None
+    ]
+    if len({c for c, _ in points}) < 2:
+        return None
+    counted = _medians(points)
+    return counted if _slope(counted) > 0 else None
+
+
+def convs_per_step(ks: Sequence[Any], steps: int = 1) -> int:
+    """The convolution kernels one step of the program `ks` (jaxcnn.perf.hlo's kernels,
+    a run of `steps` steps) launches."""
+    return round(sum(k.count for k in ks if k.kind == "conv") / max(1, steps))
+
+
+def _medians(points: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """One point per x of `points`: the median of its ys, in x's order."""
+    xs = sorted({x for x, _ in points})
+    return [(x, statistics.median(y for at, y in points if at == x)) for x in xs]
 
 
 def _slope(points: Sequence[tuple[int, float]]) -> float:
