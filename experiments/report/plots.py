@@ -365,29 +365,31 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
     """The CPU's loop step over each measured GPU's, per width, in each sitting of the GPU
-    (the newest solid, earlier ones dotted): above 1 the GPU is faster. A shade of the
-    most sittings have moved the ratio by (the GPU's loop step's worst move times the
-    CPU's), either side of 1: a width inside it is as near a tie as one sitting to the next
-    moves (row 9's yardstick, answers.sitting_noise). No GPU's loop measured:
-    the panel is left blank."""
-    if not sweeps:
+    (the newest solid, earlier ones dotted): the crossover page's ratio rows
+    (crossover.sitting_ratios), above 1 the GPU faster. A shade of the most sittings have
+    moved the ratio by (the GPU's loop step's worst move times the CPU's), either side of
+    1: a width inside it is as near a tie as one sitting to the next moves (row 9's
+    yardstick, answers.sitting_noise). No GPU's loop measured: the panel is left blank."""
+    printed = crossover_study.sitting_ratios(table)
+    if not len(printed):
         ax.set_axis_off()
         return
-    for cl, gl in sweeps:
-        device = gl.device.iloc[0]
+    cpu_of = {gl.device.iloc[0]: cl for cl, gl in sweeps}
+    for device, ratios in printed.groupby("device", sort=True):
         hue = colour.get(device, "C4")
-        newest = crossover_study.paired(cl, gl)
+        newest = ratios[ratios.selection == "loop-vs-loop"].sort_values("params")
         # the newest, what the verdict reads, over the earlier ones (as in the left panel)
-        ax.plot(newest.params_cpu, newest.over, "D-", color=hue, linewidth=2, zorder=3,
+        ax.plot(newest.params, newest.value, "D-", color=hue, linewidth=2, zorder=3,
                 label=f"{device}, the newest sitting")  # fmt: skip
-        for i, e in enumerate(crossover_study.sitting_crossovers(table, [(cl, gl)])):
-            both = crossover_study.paired(cl, e["rows"])
-            ax.plot(both.params_cpu, both.over, f"{SITTINGS[i % 4]}:", alpha=0.5, color=hue,
+        earlier = ratios[ratios.selection != "loop-vs-loop"].groupby("extra", sort=True)
+        for i, (extra, e) in enumerate(earlier):
+            e, when = e.sort_values("params"), crossover_study.when_of(extra)
+            ax.plot(e.params, e.value, f"{SITTINGS[i % 4]}:", alpha=0.5, color=hue,
                     markersize=4, linewidth=0.8, zorder=2,
-                    label=textwrap.fill(f"{device}, {e['when']}", 52))  # fmt: skip
+                    label=textwrap.fill(f"{device}, {when}", 52))  # fmt: skip
         moves = sitting_spread(table, device)
-        if len(moves):  # the verdict's yardstick: the most sittings have moved the ratio
-            m, _, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cl)
+        if len(moves) and device in cpu_of:  # the verdict's yardstick
+            m, _, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cpu_of[device])
             label = f"sittings move the ratio up to {value_text(m, 'x')}: undecided inside"
             ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=textwrap.fill(label, 52))
     ax.axhline(1, color="k", linewidth=0.8)

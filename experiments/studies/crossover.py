@@ -91,11 +91,9 @@ def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple
 
 def paired(c: pd.DataFrame, g: pd.DataFrame) -> pd.DataFrame:
     """The CPU's rows `c` beside a GPU's `g` of the same width and data set (columns
-    suffixed _cpu, _gpu), fewest params first, with `over`: the CPU's step over the GPU's
-    (above 1: the GPU faster)."""
+    suffixed _cpu, _gpu), fewest params first."""
     both = c.merge(g, on=["model", "dataset"], suffixes=("_cpu", "_gpu"))
-    both = both.sort_values("params_cpu").reset_index(drop=True)
-    return both.assign(over=both.value_cpu / both.value_gpu)
+    return both.sort_values("params_cpu").reset_index(drop=True)
 
 
 def chip_name(device: str) -> str:
@@ -158,10 +156,15 @@ def sitting_crossovers(
             tail = _faster_from((both.value_gpu < both.value_cpu).to_numpy())
             params = int(both.params_cpu.iloc[tail]) if tail < len(both) else None
             runs = int(both.n_gpu.fillna(1).min())
-            when = extra.split("(")[-1].rstrip(")")  # figures.earlier_sitting's parenthesis
-            out.append({"device": device, "extra": extra, "when": when, "params": params,
+            out.append({"device": device, "extra": extra, "when": when_of(extra), "params": params,
                         "runs": runs, "rows": s[s.model.isin(both.model)]})  # fmt: skip
     return out
+
+
+def when_of(extra: str) -> str:
+    """When an earlier sitting began and how its loop was timed: the parenthesis
+    figures.earlier_sitting closes its `extra` with."""
+    return extra.split("(")[-1].rstrip(")")
 
 
 def _stacked(t: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataFrame:
