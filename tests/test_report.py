@@ -4747,7 +4747,11 @@ def test_a_largest_batch_is_flagged_undecided_where_its_boundary_verdict_is(tabl
         flagged += near
     assert 0 < flagged < len(largest)  # both kinds in the committed table
     page = views.page("targets", table, {})
-    assert "`(!)` flagged: undecided: the fit verdict is inside the compile check's worst" in page
+    said = f"`(!)` flagged: {figures.UNDECIDED_EDGE} (each cell's own: figures.csv's `flag`)."
+    assert said in page
+    # each flag names its own edge's batches, which the pivot's footnote leaves out
+    edged = largest[largest.flag.astype(str).str.startswith(figures.UNDECIDED_EDGE)]
+    assert edged.flag.str.fullmatch(r".* \(b\d+(/b\d+)?\)").all()
 
 
 def test_row_3_bands_its_epochs_from_loop_steps_as_row_12_does(csv):

@@ -2409,6 +2409,8 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
 
 
 UNDECIDED_FIT = "undecided"  # a fit verdict's flag where its margin is inside the check's
+# a largest batch's flag where a fit verdict at its edge is undecided (the batches after)
+UNDECIDED_EDGE = f"{UNDECIDED_FIT}: the fit verdict at its edge is inside the compile check's worst"
 
 
 def compile_check_worst(table: pd.DataFrame) -> float | None:
@@ -2446,9 +2448,7 @@ def undecided_fits(table: pd.DataFrame) -> pd.DataFrame:
         edges = [b for b in (r["value"], r["hi"]) if pd.notna(b)]
         near = [int(b) for b in edges if (*(r[c] for c in LARGEST_KEY), b) in unsure_at]
         if near:
-            at = "/".join(f"b{b}" for b in near)
-            table.loc[i, "flag"] = (f"{UNDECIDED_FIT}: the fit verdict at {at} is inside the "
-                                    "compile check's worst")  # fmt: skip
+            table.loc[i, "flag"] = f"{UNDECIDED_EDGE} ({'/'.join(f'b{b}' for b in near)})"
     return table
 
 

@@ -17,6 +17,7 @@ from experiments.report.figures import (
     ONE_CODE_SITTINGS,
     RULES,
     TF32_MATMULS,
+    UNDECIDED_EDGE,
     paired_sides,
 )
 from experiments.report.fmt import BOUND_MARKS, fmt, shown_value, span_text, value_text
@@ -239,7 +240,9 @@ def flags_said(rows: pd.DataFrame) -> str:
     if flagged.empty:
         return ""
     # each kind of flag once, its cell's own batches left to figures.csv's `flag`
-    kinds = sorted({re.sub(r" at b[\d/b]+", "", f) for f in flagged.flag.astype(str)})
+    kinds = sorted(
+        {UNDECIDED_EDGE if f.startswith(UNDECIDED_EDGE) else f for f in flagged.flag.astype(str)}
+    )
     return f"`(!)` flagged: {'; '.join(kinds)} (each cell's own: figures.csv's `flag`)."
 
 
