@@ -1153,8 +1153,6 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
                & (csv.extra == "against published")].to_dict("records")  # fmt: skip
     assert len(e) == b["n"]
     faster = int((e.note == "predicted faster").sum())
-    band = answers.answers(csv)[4].band
-    assert f"ours faster on {faster} of {len(e)}" in band and "worst" in band
     loop = csv.quantity == "loop_step_s"
 
     def banded(median: float | None) -> pd.DataFrame:  # every loop step's band set, or none
@@ -1175,6 +1173,9 @@ def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv)
     # frameworks' band widens the answer into a range.
     said = answers.answers(banded(None))[4]
     assert said.band.startswith("unvalidated; published JAX loops") and " to " in said.answer
+    assert f"ours faster on {faster} of {len(e)}" in said.band and "worst" in said.band
+    # beside a band of its own, other frameworks' loops are left to the devices page
+    assert "other frameworks' loops" not in answers.answers(banded(1.2))[4].band
 
 
 # The published JAX loops' error-factor rows (published_rows), by their `extra`.
@@ -4253,6 +4254,12 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     chosen = set(answers.answers(csv)[7].ids)
     assert {v["row"]["id"] for v in verdicts.values()} <= chosen
     assert any(v["row"]["device"] == "gpu-t4x4" for v in verdicts.values())  # mlp's, committed
+    # and said in the band, each model's lowest by its chip and count
+    band = answers.answers(csv)[7].band
+    for model, v in verdicts.items():
+        on = band.split("lowest on: ")[1].split(";")[0]
+        chip = next(c for c in on.split(", ") if model.split(" ")[0] in c.split(" ")[0].split("/"))
+        assert chip.endswith(f" {v['row']['device']}")
 
     # the controls: a wider band leaves it undecided, a lower efficiency makes it no
     def reach(value, factor):  # the table's banded rows as a band of `factor` leaves them

@@ -439,9 +439,10 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
 
 def small_band(t: pd.DataFrame, step: Row) -> tuple[str | None, Row]:
     """The band column of a small program's predicted `step` on a GPU: its own band
-    and which way it errs (else "unvalidated", the published JAX loops' beside), then
-    other frameworks' published loops'. The row returned is that last band where the
-    step has none of its own (`implied` widens a speedup by it), else None."""
+    and which way it errs (else "unvalidated", the published JAX loops' beside, then
+    other frameworks' published loops', which `implied` widens a speedup by: the row
+    returned, else None). Other frameworks' loops are another loop than jaxcnn's: beside
+    a band of its own they are on the devices page, not here."""
     own = band_words(step)  # "-" where there is no predicted step
     own = "unvalidated" if own == "-" else own
     small = {"quantity": "band", "device": "gpu", "model": "small programs"}
@@ -452,11 +453,11 @@ def small_band(t: pd.DataFrame, step: Row) -> tuple[str | None, Row]:
         apart = own.startswith("unvalidated") or MOSTLY_KERNELS in own
         own += f"; {jax_loops(jax)}" if apart else f", {way_of(jax)}"
     b = one(t, extra="against published", **small)  # other frameworks' published loops
-    if b is None:
+    if b is None or not own.startswith("unvalidated"):
         return own, None
     faster, n = framework_errors(t, "gpu")
     said = f"{own}; other frameworks' loops {fmt(b)} off (worst {value_text(b['hi'], 'x')})"
-    return f"{said}, ours faster on {faster} of {n}", b if own.startswith("unvalidated") else None
+    return f"{said}, ours faster on {faster} of {n}", b
 
 
 def way_of(band: Row) -> str:
@@ -741,7 +742,12 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         said_band = (f"{'/'.join(of)}'s: {band_row_text(band)}"
                      f", {band['note']}{at_ideal or ''}; unvalidated for the rest;"
                      f" {rule}{flaws}")  # fmt: skip
-    # where each lowest is (its chip and count) is in the rows the scaling page shows
+    # where each lowest is: its chip and count, models of one chip together
+    on: dict[str, list[str]] = {}
+    for v in [*seeds, *beyond]:  # in the answer's order
+        on.setdefault(v["row"]["device"], []).append(v["model"].split(" ")[0])
+    where = ", ".join(f"{'/'.join(dict.fromkeys(ms))} {d}" for d, ms in on.items())
+    said_band = f"lowest on: {where}; {said_band}"
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}. Model: {split}", chosen, said_band)
 
