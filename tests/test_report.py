@@ -1197,7 +1197,12 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     assert fmt(loop.to_dict()) != fmt(ours.to_dict())  # two quantities, two values
     said = _said(6)
     assert f"jaxcnn's loop predicted {fmt(loop.to_dict())}" in said
-    assert "minimaxir's Keras K80 step " in said and f"ours {fmt(ours.to_dict())} (" in said
+    # two loops, two predictions: Keras's (the published one's shape) and jaxcnn's
+    assert (
+        f"minimaxir's Keras K80 {fmt(csv[at & (csv.kind == 'published')].iloc[0].to_dict())}, "
+        in said
+    )
+    assert f"its loop predicted {fmt(ours.to_dict())} (" in said
     # beside its speed over the CPU's loop, each at its best as row 5 gives it: its kernels
     at_best = f"device_step_s vs {study_page.reference_cpu(csv)} at its best"
     best = csv[(csv.quantity == "speedup") & (csv.device == "gpu-k80") & (csv.batch == 128)

@@ -573,7 +573,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # a framework's loop the model misses: its overhead or the model's error, undecided
     text = (
         f"seed's {fmt(seed)}/batch: {owner(keras)}'s Keras "
-        f"K80 step {fmt(keras)}, ours {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
+        f"K80 {fmt(keras)}, its loop predicted {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
