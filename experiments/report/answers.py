@@ -1206,11 +1206,21 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         of_own = [one(fracs, numerator=r["id"]) for r in mnist]
         how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
+        measured_said = ""
         if all(of_own):
-            said += f", {'/'.join(fmt(r) for r in of_own)}"
+            measured_said = f"{'/'.join(fmt(r) for r in of_own)}"
             # f32 whose matmuls ran as TF32 passes is over a TF32 rate: said, not hidden
             ran = set(rows(t, id=[r["denominator"] for r in of_own]).precision) - {"f32"}
-            said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
+            measured_said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
+        # against peak: the datasheet's where the chip table has one (as a predicted chip
+        # is), else the chip's own measured matmul rate (a CPU's only ceiling)
+        of_peak = datasheet_fractions(t, mnist, picked) if platform != "cpu" else ""
+        if of_peak:
+            said += f", {of_peak}"
+            if measured_said:
+                caveat += f"; of its measured matmul: {named} {measured_said}"
+        elif measured_said:
+            said += f", {measured_said} of measured matmul"
         if platform == "cpu":  # the CPU at its best too: row 5's baseline
             caveat = cpu_at_its_best(flops, own, mnist[0], picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
@@ -1222,28 +1232,25 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
             loops = "".join(f" {x}-loop" for x in sorted(set(tops.loop) - {LOOP_SAID}))
             named_once = f" {models.pop()}" if len(models) == 1 else ""
             chips = "/".join(tops.device)
-            caveat += f"; seed models' highest at b128,{named_once}{loops}: {chips} {each}"
-        if platform != "cpu":  # a measured chip against its datasheet's peak too: the seed's
-            caveat += datasheet_fractions(t, mnist, picked)
+            caveat += (f"; seed models' highest of measured matmul at b128,{named_once}{loops}: "
+                       f"{chips} {each}")  # fmt: skip
         parts.append(said)
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop, of its measured matmul: "
+    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop: "
     return Said(head + "; ".join(parts), picked, None, caveat)
 
 
 def datasheet_fractions(t: pd.DataFrame, shown: list[Row], picked: list) -> str:
-    """ "; of datasheet TF32 peak: H100 SXM/H200 1.67%/1.64%": each `shown` FLOP/s row's
-    fraction of its chip's datasheet peak, the rows added to `picked`; nothing where a
-    chip has none."""
+    """ "1.67%/1.64% of TF32 peak": each `shown` FLOP/s row's fraction of its chip's
+    datasheet peak, the rows added to `picked`; "" where a chip has none."""
     sheet = [one(t, quantity="mfu", kind="measured", numerator=r["id"]) for r in shown]
     if not all(sheet):
         return ""
     picked += sheet
     peaks = sorted({str(r["note"]).removeprefix("of its datasheet's ").removesuffix(" peak")
                     for r in sheet})  # fmt: skip
-    named = "/".join(r["device"] for r in shown)
-    return f"; of datasheet {'/'.join(peaks).upper()} peak: {named} {'/'.join(map(fmt, sheet))}"
+    return f"{'/'.join(map(fmt, sheet))} of {'/'.join(peaks).upper()} peak"
 
 
 def cpu_at_its_best(flops: pd.DataFrame, own: pd.DataFrame, shown: Row, picked: list) -> str:
