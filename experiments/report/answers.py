@@ -19,6 +19,7 @@ from experiments.report.figures import (
     JAX_VERSUS,
     MOSTLY_KERNELS,
     OVER_ITS_RUNS,
+    P10_P90,
     RUN_TO_RUN,
     SCALING_IDEAL,
     SITTING_TO_SITTING,
@@ -1414,9 +1415,38 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     # the cells the ranges span, named: a range is only as wide as what it covers
     b = best.batch.astype(int)
     cells = f"{', '.join(sorted(set(best.model)))} b{b.min()}-b{b.max()}"
+    # how far to trust each end: the cells whose ratio could be 1x within its two steps'
+    # own spreads (p10-p90 of each side's timed steps)
+    unsure = reaching_one(t, pd.concat([over_cpu, best]))
+    if unsure:
+        band = f"{band}; could be 1x within both steps' p10-p90: {unsure}"
     return Said(
         f"oneDNN, same CPU ({cells}), each at its best: {way} by {said}; {caveat}", seen, band
     )
+
+
+def ratio_spread(t: pd.DataFrame, r: Row) -> tuple[float, float] | None:
+    """The range a measured ratio `r` spans within its two sides' own p10-p90 (its
+    numerator's low over its denominator's high, and its high over the other's low); None
+    where a side has none."""
+    a, b = one(t, id=r["numerator"]), one(t, id=r["denominator"])
+    if not (a and b and a["spread"] == b["spread"] == P10_P90):
+        return None
+    return a["lo"] / b["hi"], a["hi"] / b["lo"]
+
+
+def reaching_one(t: pd.DataFrame, ratios: pd.DataFrame) -> str:
+    """ "lenet5_keras b32 0.943x-1.14x over cpu, ...": each ratio of `ratios` whose range
+    within its sides' spreads (`ratio_spread`) holds 1x, by its cell and what it is over;
+    "" where none does."""
+    said = []
+    for r in ratios.to_dict("records"):
+        found = ratio_spread(t, r)
+        if found and found[0] <= 1 <= found[1]:
+            over = "cpu" if r["extra"] == BEST_OVER_CPU else "xla"
+            lo, hi = (value_text(v, "x") for v in found)
+            said.append(f"{r['model']} b{int(r['batch'])} {span_text(lo, hi)} over {over}")
+    return ", ".join(said)
 
 
 def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:

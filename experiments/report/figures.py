@@ -168,8 +168,9 @@ OVER_ITS_RUNS = "min-max over the accelerator's runs"  # a ratio in its slowest 
 # A batch search's bounds: the largest batch that fits (lo, the value) and the smallest
 # found not to (hi).
 FIT_TO_FAIL = "largest that fits, smallest that does not"
+P10_P90 = "p10-p90"  # a timed figure's: the 10th and 90th percentiles of its steps
 SPREADS = (
-    "p10-p90",
+    P10_P90,
     "min-max over epochs",
     "min-max over seeds",
     "min-max over windows",
@@ -520,7 +521,7 @@ def _params(record: Record) -> int | None:
 
 def _spread(s: Summary | None) -> dict[str, Any]:
     lo, hi, n = (None, None, None) if s is None else (s.p10, s.p90, s.n)
-    return {"lo": lo, "hi": hi, "spread": "p10-p90", "n": n}
+    return {"lo": lo, "hi": hi, "spread": P10_P90, "n": n}
 
 
 def _ok(records: Sequence[Record]) -> list[Record]:
