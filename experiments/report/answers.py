@@ -745,9 +745,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
                      f" {rule}{flaws}")  # fmt: skip
     # where each lowest is: its chip and count, models of one chip together
     on: dict[str, list[str]] = {}
-    for v in [*seeds, *beyond]:  # in the answer's order
-        on.setdefault(v["row"]["device"], []).append(v["model"].split(" ")[0])
-    where = ", ".join(f"{'/'.join(dict.fromkeys(ms))} {d}" for d, ms in on.items())
+    for v in [*seeds, *beyond]:  # in the answer's order, each as the answer names it
+        on.setdefault(v["row"]["device"], []).append(v["model"])
+    where = ", ".join(f"{'/'.join(ms)} {d}" for d, ms in on.items())
     said_band = f"lowest on: {where}; {said_band}"
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}. Model: {split}", chosen, said_band)
@@ -993,11 +993,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         first = next(w for w in said if w.startswith(seen[0]["device"]))
         sides_said = f"{first} faster than measured"
     text = f"loop step, {sides_said}: " + "; ".join(parts)
-    # like for like first where both chips' device steps are predicted: a TPU loop step
-    # prices less of its host than a GPU's measured one holds
+    # the device steps, both predicted, like for like beside it: how much of a loop ratio
+    # is the chips' (a TPU loop step prices less of its host than a measured GPU's holds)
     band = "unvalidated"
     if kernels:
-        text, band = kernels[0], f"{text}; unvalidated"
+        band = f"unvalidated; {kernels[0]}"
         seen += kernels[1:]
     jax = one(t, quantity="band", device="tpu", model="small programs", extra=JAX_VERSUS)
     if jax is None:
