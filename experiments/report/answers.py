@@ -567,14 +567,15 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
-    jaxcnn += f" (kernels vs CPU's best: {fmt(best)})" if p and over and best else ""
+    at_best = f"; kernels vs CPU's best: {fmt(best)}" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
-        return Said(jaxcnn, [p, b], band)
+        return Said(jaxcnn, [p, b], band, at_best)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
-    # a framework's loop the model misses: its overhead or the model's error, undecided
+    # jaxcnn's loop first (the question's), then Keras's published loop and our model of
+    # it, whose miss is Keras's overhead or the model's error, then the seed's own figure
     text = (
-        f"seed's {fmt(seed)}/batch: {owner(keras)}'s Keras "
-        f"K80 {fmt(keras)}, its loop predicted {fmt(ours)} ({fmt(factor)} {way}); {jaxcnn}"
+        f"{jaxcnn}; Keras's K80 loop {fmt(keras)} ({owner(keras)}), predicted {fmt(ours)} "
+        f"({fmt(factor)} {way}); seed's {fmt(seed)}/batch"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
     checks = rows(t, quantity="error_factor", device=str(factor["device"]))
@@ -582,13 +583,13 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     checks = checks.sort_values("value")
     said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks.to_dict("records"))
     # the seed's figure gives no batch nor network: no step of ours is set against it
-    caveat = "; the seed's batch and network unstated"
+    caveat = f"; the seed's batch and network unstated{at_best}"
     caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
     if over and said and (reach := k80_reach(over, checks)):
         caveat += reach
         if "undecided" in reach:
-            text = f"Undecided: {text}"
+            text = f"Undecided whether a K80 beats the CPU: {text}"
     return Said(
         text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
     )
