@@ -29,7 +29,14 @@ from experiments.report.figures import (
     is_small,
     prediction_faster,
 )
-from experiments.report.fmt import each_text, fmt, shown_value, span_text, value_text
+from experiments.report.fmt import (
+    batches_text,
+    each_text,
+    fmt,
+    shown_value,
+    span_text,
+    value_text,
+)
 from experiments.studies.bench import GEMMS
 from experiments.studies.crossover import (
     chip_name,
@@ -1139,11 +1146,13 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     if over and c and len(alike := alike[alike.extra.str.contains(f"'s on {c['dataset']},")]) == 1:
         alike = alike.iloc[0].to_dict()
         base = one(t, id=alike["numerator"])
-        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} (from loop steps)"
+        # one CPU epoch in the answer (its measured one): the one made alike in the band
+        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU (both from loop steps)"
         # the CPU's two epochs may come from two sittings of its VM: said where they do
         step = one(t, id=base["numerator"])
         apart = " (another sitting)" if step and step.get("sitting") != c.get("sitting") else ""
-        caveat = f"; over the CPU's measured epoch{apart}: {fmt(over)}"
+        caveat = (f"; the CPU's from its loop step: {fmt(base)}; over its measured epoch"
+                  f"{apart}: {fmt(over)}")  # fmt: skip
     else:
         alike, base, caveat = None, None, ""
         t4 += f", {fmt(over)} faster" if over else ""
@@ -1403,27 +1412,56 @@ def q_library(t: pd.DataFrame, cpu: str | None) -> Said:
     best = rows(t, formulation="onednn", extra=BEST_OVER_BEST, **mine)
     if not len(best):
         return Said(f"oneDNN vs xla formulation, same CPU: {per_loop}; {caveat}", seen, seeds)
-    # each at its best, whatever loop: the worth without xla's slow path, first; each loop's
-    # range holds that slow path too
-    lo, hi = span(best)
-    way, said, seen = direction(lo, hi), f"{fmt(lo)}-{fmt(hi)} over xla's", [*seen, lo, hi]
+    # each at its best, whatever loop: over jaxcnn's own default on a CPU first (what the
+    # library adds to the best without it), then over xla's (its worth without xla's slow
+    # path; each loop's range in the band holds that slow path too)
     over_cpu = rows(t, formulation="onednn", extra=BEST_OVER_CPU, **mine)
-    # over jaxcnn's own default on a CPU first: what the library adds to the best without it
-    if len(over_cpu):
-        a, b = span(over_cpu)
-        way, seen = direction(a, b), [*seen, a, b]
-        said = f"{fmt(a)}-{fmt(b)} over jaxcnn's default (cpu) formulation, {said}"
-    # the cells the ranges span, named: a range is only as wide as what it covers
-    b = best.batch.astype(int)
-    cells = f"{', '.join(sorted(set(best.model)))} b{b.min()}-b{b.max()}"
+    first = beyond_noise(t, over_cpu, "the default (cpu) formulation", seen)
+    # a direction both share, said once
+    said = [first, beyond_noise(t, best, "xla's", seen, said_way=first)]
+    models = ", ".join(sorted(set(best.model)))
     # how far to trust each end: the cells whose ratio could be 1x within its two steps'
     # own spreads (p10-p90 of each side's timed steps)
     unsure = reaching_one(t, pd.concat([over_cpu, best]))
     if unsure:
         band = f"{band}; could be 1x within both steps' p10-p90: {unsure}"
-    return Said(
-        f"oneDNN, same CPU ({cells}), each at its best: {way} by {said}; {caveat}", seen, band
-    )
+    text = f"oneDNN, same CPU ({models}), at their best: {'; '.join(filter(None, said))}"
+    return Said(f"{text}; {caveat}", seen, band)
+
+
+def beyond_noise(
+    t: pd.DataFrame, ratios: pd.DataFrame, over: str, seen: list, said_way: str = ""
+) -> str:
+    """ "over xla's 1.38x-2.11x faster (b128-b512), within noise at b32": the range of
+    `ratios` whose two steps' spreads keep them off 1x (`ratio_spread`), and the cells
+    whose could be 1x, by batch (by model and batch where a batch is in both); their rows
+    added to `seen`; its direction left out where `said_way` (the clause before) said
+    it. "" where there are none."""
+    if not len(ratios):
+        return ""
+    near = [
+        bool((r := ratio_spread(t, x)) and r[0] <= 1 <= r[1]) for x in ratios.to_dict("records")
+    ]
+    unsure, sure = ratios[near], ratios[[not n for n in near]]
+    both = set(sure.batch) & set(unsure.batch)
+
+    def cells(g: pd.DataFrame) -> str:
+        if not both:
+            return batches_text(g.batch)
+        return ", ".join(f"{r['model']} b{int(r['batch'])}" for r in g.to_dict("records"))
+
+    said = f"over {over}"
+    if len(sure):
+        lo, hi = span(sure)
+        seen += [lo, hi]
+        where = f" ({cells(sure)})" if len(unsure) else ""
+        way = direction(lo, hi)
+        way = "" if f" {way}" in said_way else f" {way}"
+        said += f" {fmt(lo)}-{fmt(hi)}{way}{where}"
+    if len(unsure):
+        seen += unsure.to_dict("records")
+        said += f"{',' if len(sure) else ''} within noise at {cells(unsure)}"
+    return said
 
 
 def ratio_spread(t: pd.DataFrame, r: Row) -> tuple[float, float] | None:
@@ -1458,7 +1496,7 @@ def cudnn_worth(t: pd.DataFrame) -> tuple[str, list[Row]]:
     g = rows(t, quantity="speedup", kind="measured", platform="gpu", formulation=GEMMS,
              precision="f32", extra="vs xla formulation")  # fmt: skip
     if not len(g):
-        return "cuDNN unmeasured: no GPU has run its bench cells", []
+        return "cuDNN unmeasured: no GPU ran the bench", []
     lo, hi = span(g)
     worth = span_text(value_text(1 / hi["value"], "x"), value_text(1 / lo["value"], "x"))
     gpus = "/".join(sorted(set(g.device)))

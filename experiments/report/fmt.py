@@ -4,6 +4,7 @@ page (tests compare the pages' numbers with the table's, written by these)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -90,3 +91,9 @@ def span_text(lo: str, hi: str) -> str:
     if lo_unit and hi.endswith(f" {lo_unit}"):
         return f"{lo_number}-{hi}"
     return f"{lo}-{hi}"
+
+
+def batches_text(batches: Iterable[float]) -> str:
+    """Batches as the pages write them: "b524" alone, "b524-b657" for several."""
+    ends = sorted({int(b) for b in batches})
+    return f"b{ends[0]}" + (f"-b{ends[-1]}" if len(ends) > 1 else "")

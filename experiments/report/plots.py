@@ -24,7 +24,7 @@ from experiments.report.figures import (
     host_unpriced,
     is_small,
 )
-from experiments.report.fmt import percent, value_text
+from experiments.report.fmt import batches_text, percent, value_text
 from experiments.studies import crossover as crossover_study
 from experiments.studies.page import (
     LOOP,
@@ -403,12 +403,6 @@ SEED_RUNS = "the seed's own run: " + ", ".join(
 )
 
 
-def _batches(batches: list[float]) -> str:
-    """Batches as the page writes them: 'b524' alone, 'b524-b657' for several."""
-    ends = sorted({int(b) for b in batches})
-    return f"b{ends[0]}" + (f"-b{ends[-1]}" if len(ends) > 1 else "")
-
-
 # A memory panel's axes in inches, a little under what the grid gives them (checked on
 # the drawn figure by the tests): where its markers will fall, known before it is drawn
 MEMORY_AXES_IN = (2.2, 1.3)
@@ -506,7 +500,7 @@ def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
     """A zoom panel's title from what it draws: its chip(s) `name`; ZOOM and the batches
     drawn apart; their compiled memory in GiB and what share that is of the memory JAX can
     use (`limits`, GiB; a share per limit where the panel's chips differ)."""
-    lines = [name, f"{ZOOM} {_batches(list(batches))}, drawn apart:",
+    lines = [name, f"{ZOOM} {batches_text(list(batches))}, drawn apart:",
              *textwrap.wrap(memory_share(gib, limits), 44, break_on_hyphens=False)]  # fmt: skip
     return "\n".join(lines)
 
@@ -651,11 +645,11 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         for fit, words in ((0, "do not fit"), (1, "fit")):
             mine = [x for x, f in lost if f == fit]
             if mine:  # a verdict with no memory to place it by: said, not dropped
-                title.append(textwrap.fill(f"{_batches(mine)} {words}, not drawn: no compiled "
+                title.append(textwrap.fill(f"{batches_text(mine)} {words}, not drawn: no compiled "
                                            "memory to place them by", 40))  # fmt: skip
         for g in overlaps:  # crowded far from the limit: left crowded, and said how far
             title += [
-                f"{_batches(list(b[g]))} {CROWDED_HERE}:",
+                f"{batches_text(list(b[g]))} {CROWDED_HERE}:",
                 *textwrap.wrap(memory_share(gib[g], usable), 44, break_on_hyphens=False),
             ]
         ax.set_title("\n".join(title), fontsize="small")
