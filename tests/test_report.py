@@ -703,8 +703,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # other frameworks left to the page, row 13 against peak: 1650; row 15's cells that could
     # be 1x within their steps' spreads: 1664; row 8's mlp widths named, row 10's loop step
     # in the answer: 1666; row 6 saying what is undecided, its loops each named: 1671; row
-    # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677)
-    assert len(lines) <= 25 and len(text.split()) <= 1677
+    # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677; row 4's
+    # yes, its devices and its tie rule: 1685)
+    assert len(lines) <= 25 and len(text.split()) <= 1685
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3958,7 +3959,7 @@ def test_a_model_the_cpu_did_not_seed_is_judged_by_an_accelerators_longer_seeded
     assert h100.extra.str.extract(r"seed (\d)")[0].fillna("0").nunique() == 3
     inside = sum(gaps[f"{e} of 5"] <= spread[e] for e in spread.index)
     said = answers.answers(csv)[3].answer
-    assert said.startswith("seed noise: devices' gap within seeds' gap for mnist_cnn ")
+    assert said.startswith("Yes, seed noise: devices' gap within seeds' gap for mnist_cnn ")
     # the same verdict, said together, by the seeds it is judged by
     assert f", lenet5_keras {inside} of 5 by H100 SXM's seeds (" in said
     assert set(h100.id) <= set(answers.answers(csv)[3].ids)  # the seeds it is judged by
@@ -4003,20 +4004,27 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
     inside = sum(round(gaps[e], 4) < round(spread[e], 4) for e in gaps.index)
     ties = sum(round(gaps[e], 4) == round(spread[e], 4) for e in gaps.index)
     said = _said(4)
-    assert said.startswith(f"seed noise: devices' gap within seeds' gap for mnist_cnn "
+    assert said.startswith(f"Yes, seed noise: devices' gap within seeds' gap for mnist_cnn "
                            f"{inside} of 5 epochs")  # fmt: skip
+    # the devices compared, named
+    assert "(CPU/H100 SXM/H200, mnist b128, 5 epochs; " in said
     assert answers.answers(csv)[3].band.startswith("seed noise: mnist_cnn's 3 CPU seeds ")
     # lenet5_keras's epoch 5 is such a tie (0.24 against 0.24 points): 4 of 5, not 5
     assert ties == 0 and "lenet5_keras 4 of 5" in said
+    assert answers.answers(csv)[3].band.endswith("; a tie counts as beyond")
     # a second seed further than every epoch's gap: inside at every epoch
     wide = answers.answers(_seeded(csv, gaps.max() + 0.002))[3]
     assert wide.answer.startswith("seed noise: devices' gap within seeds' gap for "
                                   "mnist_cnn 5 of 5 epochs; ")  # fmt: skip
+    # two verdicts (mnist_cnn's and lenet5_keras's differ): no single yes or no leads
     assert wide.band.startswith("seed noise: mnist_cnn's 2 CPU seeds ")
     # the control: a seed closer than every epoch's gap, and the verdict turns
     closer = answers.answers(_seeded(csv, gaps[gaps > 0].min() / 2))[3].answer
     assert closer.startswith("beyond seed noise: devices' gap within seeds' gap for "
                               "mnist_cnn 0 of 5 epochs; ")  # fmt: skip
+    # the control for the lead: one verdict for every model, and it leads as yes or no
+    lone = csv[~((csv.model == "lenet5_keras") & (csv.quantity == "test_accuracy"))]
+    assert answers.answers(_seeded(lone, gaps[gaps > 0].min() / 2))[3].answer.startswith("No, ")
 
 
 def test_ensemble_speedups_pair_their_rows_by_the_typed_k_and_mode(table):

@@ -435,11 +435,19 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
             found.append(f"{m} {k} of {of}" + ("" if found else " epochs") + whose_seeds)
         said = [f"{v}: devices' gap within seeds' gap for {', '.join(ms)}"
                 for v, ms in verdicts.items()]  # fmt: skip
-        text = "; ".join(said + unjudged)
+        # the question's yes or no first, where every model judged gives the same one
+        lead = {"seed noise": "Yes, ", "beyond seed noise": "No, "}
+        one_verdict = len(verdicts) == 1 and not unjudged
+        text = (lead[next(iter(verdicts))] if one_verdict else "") + "; ".join(said + unjudged)
+        if noise is not None:  # a gap as wide as the seeds' is not within them
+            noise += "; a tie counts as beyond"
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
     )
-    text += f" ({r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
+    # the devices compared, the CPU by its platform (the header names it)
+    ran = acc.sort_values(["platform", "device"]).drop_duplicates("device")
+    devices = "/".join("CPU" if r["platform"] == "cpu" else r["device"] for _, r in ran.iterrows())
+    text += f" ({devices}, {r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     alone = not judged and not unjudged and missing  # one device: say which ran none
     return Said(text + (f"; no {'/'.join(missing)})" if alone else ")"), picked, noise)
