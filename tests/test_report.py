@@ -704,8 +704,8 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # be 1x within their steps' spreads: 1664; row 8's mlp widths named, row 10's loop step
     # in the answer: 1666; row 6 saying what is undecided, its loops each named: 1671; row
     # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677; row 4's
-    # yes, its devices and its tie rule: 1685)
-    assert len(lines) <= 25 and len(text.split()) <= 1685
+    # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686)
+    assert len(lines) <= 25 and len(text.split()) <= 1686
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -3642,7 +3642,7 @@ def test_the_cpu_step_row_2_quotes_is_the_one_row_3s_epoch_is_made_of(table):
     # jaxcnn's loop on both sides: the CPU's loop step, and each chip over it loop over loop
     found = table.set_index("id").loc[step]
     assert found.extra == study_page.LOOP and found.formulation == "cpu"
-    assert f"CPU's loop at b16 {fmt(found.to_dict())}" in answered[1].answer
+    assert f"CPU's loop b16 {fmt(found.to_dict())}" in answered[1].answer
     over = table[table.id.isin(answered[1].ids) & (table.quantity == "speedup")
                  & (table.selection == "loop-vs-loop")]  # fmt: skip
     assert len(over) == 2 and set(over.numerator) == {step}
@@ -3915,7 +3915,7 @@ def test_the_seed_step_answer_gives_each_chip_over_the_cpu_at_the_cpus_batch(csv
     by_chip = {r["device"]: r for r in over.to_dict("records")}
     mx150 = csv.set_index("id").loc[by_chip["gpu-mx150"]["denominator"]].to_dict()
     # the CPU's measured loop step first, the chips' after it said predicted
-    assert said.answer.startswith("CPU's loop at b16 ") and mx150["kind"] == "predicted"
+    assert said.answer.startswith("CPU's loop b16 ") and mx150["kind"] == "predicted"
     assert f"; predicted: MX150 b16 {fmt(mx150)}, {fmt(by_chip['gpu-mx150'])} the CPU (" in (
         said.answer
     )
@@ -4486,7 +4486,7 @@ def test_row_two_bounds_the_mx150_speedup_by_the_seed_s_own_step(csv):
     )
     assert mx.value == pytest.approx(cpu.value / seed.value) and mx.kind == "derived"
     said = _said(2)
-    assert mx.bound == "floor" and f": >={fmt(mx.to_dict())}" in said  # a floor, typed
+    assert mx.bound == "floor" and f": >={fmt(mx.to_dict())} the CPU)" in said  # a floor, typed
     predicted = csv[(csv.selection == "loop-vs-loop") & (csv.device == "gpu-mx150")
                     & (csv.numerator == mx.numerator)].iloc[0]  # fmt: skip
     assert predicted.value < mx.value and f"{fmt(predicted.to_dict())} the CPU" in said

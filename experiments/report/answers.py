@@ -293,7 +293,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # the seed's step holds its input pipeline and validation: over the same CPU loop, a
     # speedup no larger than the MX150's own
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
-    at_least = f": {shown_value(bound)}" if bound and x_mx else ""
+    at_least = f": {shown_value(bound)} the CPU" if bound and x_mx else ""
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
     at16 = f"b16 {fmt(t4_b16)}{x_t4}, " if x_t4 else ""
     chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
@@ -303,7 +303,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     if chips and all(r["kind"] == "predicted" for r, _ in chips):
         chips[0] = (chips[0][0], f"predicted: {chips[0][1]}")
     # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
-    said = c and (f"CPU's loop at b16 {fmt(c)}" if c["extra"] == LOOP
+    said = c and (f"CPU's loop b16 {fmt(c)}" if c["extra"] == LOOP
                   else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
     parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
     # the step predicted against the seeds' Keras epochs per step, which read JPEG files
