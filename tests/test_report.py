@@ -1108,15 +1108,17 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         gpus = gpus if len(gpus) else g[g.platform == "gpu"]
         both = pd.concat([g[g.platform == "tpu"], gpus])
         tpu, gpu = g[g.platform == "tpu"].value.min(), gpus.value.min()
-        fast = fastest[model] = both[both.value == min(tpu, gpu)].device.iloc[0]
+        fastest[model] = both[both.value == min(tpu, gpu)].device.iloc[0]
         slow = both[both.value == max(tpu, gpu)].device.iloc[0]
         ratio = fmt({"quantity": "speedup", "unit": "x", "value": max(tpu, gpu) / min(tpu, gpu)})
         # a TPU loop step whose host parts are partly unpriced is a floor: a ratio over it
         # is a ceiling, of it a floor
         if (g[g.value == tpu].bound == "floor").all():
             ratio = ("<=" if tpu < gpu else ">=") + ratio
-        # the faster chip named once where it is every model's
-        assert f"{model} {ratio} over {slow}" in answer or f"{model} {fast} {ratio}" in answer
+        # the faster chip named once where it is every model's, each ratio under the chip it
+        # is over
+        over = answer.split(f" {slow}: ")[1].split("; than ")[0]
+        assert f"{model} {ratio}" in over, model
     assert measured == 4  # every seed model ran on a GPU here
     # the TPU loops' band names the one chip its published loops ran on (not the v6e the
     # ratios are of), from its row's chip column
@@ -1141,11 +1143,16 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     assert len(kernels) == len(fastest)
     for r in kernels.to_dict("records"):
         assert f"{r['model']} {fmt(r)}" in said
+        # where the kernels pick the other chip than the loop does, said in the answer too
+        turned = r["device"] != fastest[r["model"]]
+        assert (f"{r['model']} " in answer and f"(kernels: {r['device']} {fmt(r)} faster)"
+                in answer) == turned  # fmt: skip
+    assert any(r["device"] != fastest[r["model"]] for r in kernels.to_dict("records"))
     assert set(kernels.id) <= set(answers.answers(csv)[9].ids)
     page = (RESULTS / views.PAGES / "targets.md").read_text()
     assert "faster chip per chip, TPU vs GPU, device_step_s" in page
     assert answer.removeprefix("Undecided: ").startswith(
-        "loop step, tpu-v6e-1 predicted (host partly unpriced) faster than measured: "
+        "loop step, tpu-v6e-1 predicted (host partly unpriced) faster than measured H200: "
     )
 
 

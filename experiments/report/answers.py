@@ -990,11 +990,29 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said("not compiled for both yet")
     sides = t[t.id.isin([*loop.numerator, *loop.denominator])].set_index("id")
     seen = list(loop.to_dict("records"))
-    # the faster chip named per ratio, unless it is every ratio's (then said once, below)
+    # the faster chip named per ratio, unless it is every ratio's (then said once, below,
+    # each ratio grouped by the chip it is over)
     one_chip_faster = len({r["device"] for r in seen}) == 1
-    parts = [f"{r['model']} {'' if one_chip_faster else r['device'] + ' '}{shown_value(r)} over "
-             f"{over_whom(r)}" for r in seen]  # fmt: skip
     kernels = device_step_ratios(s, seen)
+    # where the device steps, both predicted, pick the other chip: said beside the ratio
+    turned = {
+        d["model"]: d
+        for d in kernels[1:]
+        if d["device"] not in {r["device"] for r in seen if r["model"] == d["model"]}
+    }
+
+    def ratio_said(r: Row) -> str:
+        d = turned.get(r["model"])
+        against = f" (kernels: {d['device']} {fmt(d)} faster)" if d is not None else ""
+        return f"{r['model']} {shown_value(r)}{against}"
+
+    if one_chip_faster:
+        by_over: dict[str, list[str]] = {}
+        for r in seen:
+            by_over.setdefault(over_whom(r), []).append(ratio_said(r))
+        parts = [f"{who}: {', '.join(each)}" for who, each in by_over.items()]
+    else:
+        parts = [f"{r['model']} {r['device']} {shown_value(r)} over {over_whom(r)}" for r in seen]
     # each side's chips and how each is known; a host side with no figure said first,
     # since every ratio of it leans so
     said = []
@@ -1005,10 +1023,15 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         said.append(f"{chips} {'/'.join(sorted(set(side.kind)))}{unpriced}")
     said.sort(key=lambda words: not words.startswith("tpu"))
     sides_said = " vs ".join(said)
-    if one_chip_faster:  # the faster chip's side, then each ratio over the GPU it names
+    if one_chip_faster:  # the faster chip's side, then each ratio by the GPU it is over
         first = next(w for w in said if w.startswith(seen[0]["device"]))
         sides_said = f"{first} faster than measured"
-    text = f"loop step, {sides_said}: " + "; ".join(parts)
+    # "faster than measured H200: ...; than H100 SXM: ..." where one chip is every faster
+    text = (
+        f"loop step, {sides_said} " + "; than ".join(parts)
+        if one_chip_faster
+        else (f"loop step, {sides_said}: " + "; ".join(parts))
+    )
     # the device steps, both predicted, like for like beside it: how much of a loop ratio
     # is the chips' (a TPU loop step prices less of its host than a measured GPU's holds)
     band = "unvalidated"
