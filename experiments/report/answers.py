@@ -444,10 +444,12 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
     )
-    # the devices compared, the CPU by its platform (the header names it)
+    # the devices compared, the CPU by its platform (the header names it); one device's
+    # answer names it in each figure already
     ran = acc.sort_values(["platform", "device"]).drop_duplicates("device")
-    devices = "/".join("CPU" if r["platform"] == "cpu" else r["device"] for _, r in ran.iterrows())
-    text += f" ({devices}, {r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
+    named = "/".join("CPU" if r["platform"] == "cpu" else r["device"] for _, r in ran.iterrows())
+    devices = f"{named}, " if judged or unjudged else ""
+    text += f" ({devices}{r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     alone = not judged and not unjudged and missing  # one device: say which ran none
     return Said(text + (f"; no {'/'.join(missing)})" if alone else ")"), picked, noise)
