@@ -982,8 +982,9 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
-    """Each seed model's faster chip by loop step, what a user sees (the device step's
-    comparisons, both sides predicted, are on the targets page)."""
+    """Each seed model's faster chip by loop step, what a user sees, grouped by the chip
+    each ratio is over; the device steps' comparisons, both sides predicted, in the band
+    (and beside a ratio where they pick the other chip)."""
     s = rows(t, quantity="speedup", selection="equal-batch", batch=128, precision="f32",
              placement="single", model=SEED_MODELS)  # fmt: skip
     s = s[s.extra.str.startswith("faster chip per chip")]
