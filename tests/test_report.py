@@ -812,6 +812,15 @@ def test_a_folder_of_quickstart_records_answers_what_it_can(tmp_path):
     assert "compiled by the real compilers" in views.what_ran(t.assign(kind="compiled"))
 
 
+def test_a_question_with_no_step_predicted_gives_no_band(csv):
+    """Row 6 with no K80 step predicted (a folder with the published references and no
+    compiles, as the quickstart's): no band of a prediction it does not have."""
+    bare = answers.answers(csv[csv.kind != "predicted"])[5]
+    assert bare.answer == "jaxcnn's loop not predicted" and bare.band in (None, "-", "")
+    # the positive control: with its step, its band (row 5's)
+    assert answers.answers(csv)[5].band.startswith("as row 5's")
+
+
 # --- the command ------------------------------------------------------------------------
 
 

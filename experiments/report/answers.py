@@ -579,7 +579,8 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     seed, keras = published(t, "seed001-k80-mnist-cnn"), published(t, "keras-tf14-k80-mnist-cnn")
     factor = one(t, quantity="error_factor", extra="keras-tf14-k80-mnist-cnn vs published")
     ours = one(t, quantity="step_s", kind="predicted", extra="keras-tf14-k80-mnist-cnn")
-    band, b = small_band(t, p)
+    # no step predicted: no band to give it (a folder without compiles says nothing of one)
+    band, b = small_band(t, p) if p else (None, None)
     over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
