@@ -819,6 +819,9 @@ def test_a_question_with_no_step_predicted_gives_no_band(csv):
     assert bare.answer == "jaxcnn's loop not predicted" and bare.band in (None, "-", "")
     # the positive control: with its step, its band (row 5's)
     assert answers.answers(csv)[5].band.startswith("as row 5's")
+    # a caveat beside no band stands alone (row 2's seed's own ratio, with no step of ours)
+    seed_only = answers.answers(csv[(csv.kind != "predicted") & (csv.platform != "cpu")])[1]
+    assert seed_only.band.startswith("the seed's MX150 ") and not seed_only.band.startswith("-")
 
 
 # --- the command ------------------------------------------------------------------------

@@ -1602,7 +1602,8 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         band = said.band if said.band is not None else next(iter(words), "-")
         earlier = next((a for a in out if _same_band(a.band, band)), None)
         band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
-        band += said.caveat
+        # a caveat beside no band stands alone, not after a "-"
+        band = said.caveat.removeprefix("; ") if band == "-" and said.caveat else band + said.caveat
         known, ids = kinds(said.rows), [r["id"] for r in said.rows if r]
         out.append(Answer(q.number, q.seeds, q.text, said.text, known, band, q.page, ids))
     return out
