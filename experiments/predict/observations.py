@@ -351,10 +351,7 @@ def host_constants(loaded: Sequence[Record]) -> dict[str, Any]:
             key = host_lib.host_loop_key(r.workload.model_dump(exclude_unset=True))
             loops[key] = {**r.host_loop.model_dump(exclude_unset=True), "record": r.run_id}
             if r.kernels:  # what its dispatch launched (jaxcnn.perf.host.dispatch_line)
-                ks = hlo.from_summary(r.kernels)
-                loops[key]["convs_per_step"] = host_lib.convs_per_step(
-                    ks, predictions.program_steps(r)
-                )
+                loops[key]["convs_per_step"] = predictions.convs_of(r)
             kinds.setdefault(platform, set()).add(r.device.kind or platform)
 
     def one(platform: str) -> dict[str, Any]:

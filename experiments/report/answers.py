@@ -1474,9 +1474,7 @@ def beyond_noise(
     it. "" where there are none."""
     if not len(ratios):
         return ""
-    near = [
-        bool((r := ratio_spread(t, x)) and r[0] <= 1 <= r[1]) for x in ratios.to_dict("records")
-    ]
+    near = [could_be_one(t, x) is not None for x in ratios.to_dict("records")]
     unsure, sure = ratios[near], ratios[[not n for n in near]]
     both = set(sure.batch) & set(unsure.batch)
 
@@ -1509,14 +1507,19 @@ def ratio_spread(t: pd.DataFrame, r: Row) -> tuple[float, float] | None:
     return a["lo"] / b["hi"], a["hi"] / b["lo"]
 
 
+def could_be_one(t: pd.DataFrame, r: Row) -> tuple[float, float] | None:
+    """`ratio_spread` of `r` where it holds 1x (the ratio could be none), else None."""
+    found = ratio_spread(t, r)
+    return found if found and found[0] <= 1 <= found[1] else None
+
+
 def reaching_one(t: pd.DataFrame, ratios: pd.DataFrame) -> str:
     """ "lenet5_keras b32 0.943x-1.14x over cpu, ...": each ratio of `ratios` whose range
     within its sides' spreads (`ratio_spread`) holds 1x, by its cell and what it is over;
     "" where none does."""
     said = []
     for r in ratios.to_dict("records"):
-        found = ratio_spread(t, r)
-        if found and found[0] <= 1 <= found[1]:
+        if found := could_be_one(t, r):
             over = "cpu" if r["extra"] == BEST_OVER_CPU else "xla"
             lo, hi = (value_text(v, "x") for v in found)
             said.append(f"{r['model']} b{int(r['batch'])} {span_text(lo, hi)} over {over}")
