@@ -704,8 +704,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # be 1x within their steps' spreads: 1664; row 8's mlp widths named, row 10's loop step
     # in the answer: 1666; row 6 saying what is undecided, its loops each named: 1671; row
     # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677; row 4's
-    # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686)
-    assert len(lines) <= 25 and len(text.split()) <= 1686
+    # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686;
+    # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690)
+    assert len(lines) <= 25 and len(text.split()) <= 1690
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1414,12 +1415,13 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
               & (csv.selection == "equal-batch") & (csv.precision == "f32")
               & ~csv.placement.isin(choices.MODEL_STRATEGIES)]  # fmt: skip
-    for model, m in gpu.groupby("model"):  # each model's worst over 2-8 GPUs
+    lowest = answers.answers(csv)[7].band.split("lowest: ")[1].split(";")[0]
+    for model, m in gpu.groupby("model"):  # each model's worst over 2-8 GPUs, in the band
         # one model's widths of one value are said once ("mlp width=4096/width=1024 39.1%")
         name, _, variant = model.partition(" ")
         value = re.escape(fmt(m.loc[m.value.idxmin()].to_dict()))
         variants = rf"(\S+/)*{re.escape(variant)}(/\S+)* " if variant else ""
-        assert re.search(rf"{re.escape(name)} {variants}{value}", _said(8)), model
+        assert re.search(rf"{re.escape(name)} {variants}{value}", lowest), model
     # a GPU prediction above ideal is said beside the band; another platform's is not
     # (the committed: one TPU row), and a GPU's is (the control)
     eff = csv[(csv.quantity == "scaling_efficiency") & (csv.selection == "equal-batch")
@@ -3696,9 +3698,11 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     faster = f"{int(both.params_cpu[ratio < 1].min()):,}"
     assert (ratio[both.params_cpu >= both.params_cpu[ratio < 1].min()] < 1).all()
     assert _said(9).endswith(f"T4 predicted faster from {faster}, undecided at every width")
-    assert f"; the T4's: inside its band times the CPU's sittings ({value_text(noise, 'x')})" in (
-        answers.answers(csv)[8].band
-    )
+    # said beside the T4's band, before the measured chip's own
+    t4_band = answers.answers(csv)[8].band.split("; H100 SXM's: ")[0]
+    assert t4_band.startswith("T4's: ")
+    inside = f"; inside its band times the CPU's sittings ({value_text(noise, 'x')})"
+    assert t4_band.endswith(inside)
     # the control: a CPU of one sitting leaves the band as it is, decided from `below`
     one_sitting = csv[~csv.id.isin(crossover_study.cpu_sittings(csv, c).id)]
     assert f"T4 predicted faster from {faster}, outside its band from {below:,}" in (
@@ -3774,7 +3778,8 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     on_cpu = csv[(csv.quantity == "run_spread") & (csv.device == cpu)].set_index("extra")
     cpu_moves = on_cpu.loc[figures.SITTING_TO_SITTING]
     band = answers.answers(csv)[8].band
-    said = f"; smallest margin from {held:,} on, any sitting: {value_text(value, 'x')} ({when}; "
+    said = (f"; H100 SXM's: smallest margin from {held:,} on, any sitting: "
+            f"{value_text(value, 'x')} ({when}; ")  # fmt: skip
     # judged against the most a sitting has moved both sides' loop steps: the GPU's worst
     # move times the CPU's, a verdict no pair of moves could flip (between any sittings: a
     # sitting of another commit can be another VM too; one code's alone is on the page)
@@ -3828,7 +3833,7 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
     assert sorted(moves.records.split()) == sorted(" ".join(pools.records).split())  # traced
     # the committed newest sitting timed each width in one run: one run's move is the yardstick
     assert set(g.records.str.split().str.len()) == {1}
-    said = f"; H100 SXM's margin from {int(start):,} params on: {margin} at least"
+    said = f"; H100 SXM's: margin from {int(start):,} params on: {margin} at least"
     assert f"{said} (one run moves {fmt(moves.to_dict())}, median)" in band
     assert ("median): undecided" in band) == (smallest.value < moves.value)
     # the control: a chip whose runs move by more than the margin leaves it undecided
@@ -4151,7 +4156,7 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     assert said.band.endswith(per_watt)
     band = said.band.removesuffix(per_watt)
     assert (margin < worst) == band.endswith("undecided")
-    assert (margin < worst) == said.answer.startswith("Undecided: ")
+    assert (margin < worst) == said.answer.startswith("Cheapest mnist_cnn b128 epoch undecided: ")
     # the loops it judges by ran on one chip, named (not the v5e and v6e it compares)
     assert band.endswith("(the published JAX loops' worst error on TPU v2): undecided")
     # the control: loops' worst error narrower than the margin decides it
@@ -4162,7 +4167,7 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
         decided.band
         == f"unvalidated; {cost.iloc[1].device} {margin:.3g}x dearer (floor over floor){per_watt}"
     )
-    assert decided.answer.startswith("cheapest mnist_cnn b128 epoch ")
+    assert decided.answer.startswith(f"Cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} ")
     # and a cheapest with its every host part priced says nothing more
     whole_tpu = csv.assign(note=csv.note.where(~csv.id.isin(cost.id), "priced"))
     assert "host priced" not in answers.answers(whole_tpu)[10].answer
@@ -4298,12 +4303,24 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     chosen = set(answers.answers(csv)[7].ids)
     assert {v["row"]["id"] for v in verdicts.values()} <= chosen
     assert any(v["row"]["device"] == "gpu-t4x4" for v in verdicts.values())  # mlp's, committed
-    # and said in the band, each model's lowest by its chip and count
+    # and said in the band, each model's lowest with its chip and count
     band = answers.answers(csv)[7].band
-    on = band.split("lowest on: ")[1].split(";")[0]
+    lowest = band.split("lowest: ")[1].split(";")[0]
     for model, v in verdicts.items():  # each model by its own name, widths and all
-        chip = next(c for c in on.split(", ") if model in c.rsplit(" ", 1)[0].split("/"))
-        assert chip.endswith(f" {v['row']['device']}")
+        name, _, width = model.partition(" ")
+        (said,) = [c for c in lowest.split(", ") if c.split(" ")[0] == name
+                   and (not width or width in c.split(" ")[1].split("/"))]  # fmt: skip
+        assert said.endswith(f" {fmt(v['row'])} ({v['row']['device']})")
+    # the unvalidated seed models by what they predict under the rule: those at 80% or
+    # more as one range, the rest (mlp's widths, committed) after "no for"
+    seeds = sorted((v for m, v in verdicts.items() if m != "resnet50"),
+                   key=lambda v: -v["row"]["value"])  # fmt: skip
+    yes = [v for v in seeds if v["row"]["value"] >= scaling_study.SCALES_AT]
+    assert len(yes) == 3 and len(yes) < len(seeds)
+    names = "/".join(v["model"] for v in yes)
+    said = answers.answers(csv)[7].answer
+    assert (f"seed models unvalidated: yes for {names} {fmt(yes[-1]['row'])}-"
+            f"{fmt(yes[0]['row'])}, no for mlp ") in said  # fmt: skip
 
     # the controls: a wider band leaves it undecided, a lower efficiency makes it no
     def reach(value, factor):  # the table's banded rows as a band of `factor` leaves them

@@ -705,21 +705,40 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
 
 def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
     """gpu_verdicts' `verdicts` said a clause per verdict ("yes: resnet50 98.5% (84.3% at
-    worst)"), one model's widths of one value once ("mlp width=4096/width=1024 39.1%")."""
+    worst)"), one model's widths of one value once ("mlp width=4096/width=1024 39.1%");
+    the unvalidated ones by what they predict, under SCALES_RULE's threshold ("unvalidated:
+    yes for catsdogs_cnn/mnist_cnn 86.7%-90.9%, no for mlp 39.1%")."""
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
-        said_of: dict[tuple[str, str], list[str]] = {}
-        for v in each:
-            worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
-            name, _, variant = v["model"].partition(" ")
-            said_of.setdefault((name, f"{fmt(v['row'])}{worst or ''}"), []).append(variant)
-        models = ", ".join(
-            " ".join(filter(None, [name, "/".join(filter(None, variants)), value]))
-            for (name, value), variants in said_of.items()
-        )
-        said += [f"{verdict}: {models}"] if each else []
+        if verdict != "unvalidated":
+            said += [f"{verdict}: {models_said(each)}"] if each else []
+            continue
+        leans = [(lean, [v for v in each if (v["row"]["value"] >= SCALES_AT) == (lean == "yes")])
+                 for lean in ("yes", "no")]  # fmt: skip
+        leaning = ", ".join(f"{lean} for {models_said(vs, merge=True)}" for lean, vs in leans if vs)
+        said += [f"{verdict}: {leaning}"] if each else []
     return said
+
+
+def models_said(verdicts: list[dict[str, Any]], merge: bool = False) -> str:
+    """Each model of `verdicts` with its lowest efficiency, one model's widths of one value
+    once; with `merge`, models of one width each as one range ("a/b 86.7%-90.9%")."""
+    said_of: dict[tuple[str, str], list[str]] = {}
+    for v in verdicts:
+        worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
+        name, _, variant = v["model"].partition(" ")
+        said_of.setdefault((name, f"{fmt(v['row'])}{worst or ''}"), []).append(variant)
+    names = [name for name, _ in said_of]
+    one_each = len(set(names)) == len(names) and all(vs == [""] for vs in said_of.values())
+    if merge and len(said_of) > 1 and one_each:  # several models, each of one program
+        values = [v["row"] for v in verdicts]
+        lo, hi = min(values, key=lambda r: r["value"]), max(values, key=lambda r: r["value"])
+        return f"{'/'.join(names)} {fmt(lo)}-{fmt(hi)}"
+    return ", ".join(
+        " ".join(filter(None, [name, "/".join(filter(None, variants)), value]))
+        for (name, value), variants in said_of.items()
+    )
 
 
 def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -762,12 +781,15 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
         said_band = (f"{'/'.join(of)}'s: {band_row_text(band)}"
                      f", {band['note']}{at_ideal or ''}; unvalidated for the rest;"
                      f" {rule}{flaws}")  # fmt: skip
-    # where each lowest is: its chip and count, models of one chip together
-    on: dict[str, list[str]] = {}
-    for v in [*seeds, *beyond]:  # in the answer's order, each as the answer names it
-        on.setdefault(v["row"]["device"], []).append(v["model"])
-    where = ", ".join(f"{'/'.join(ms)} {d}" for d, ms in on.items())
-    said_band = f"lowest on: {where}; {said_band}"
+    # each model's lowest, as the answer names it, and its chip and count (the answer
+    # may give a range for several)
+    said_of: dict[tuple[str, str], list[str]] = {}
+    for v in [*seeds, *beyond]:
+        name, _, variant = v["model"].partition(" ")
+        said_of.setdefault((name, f"{fmt(v['row'])} ({v['row']['device']})"), []).append(variant)
+    lowest = ", ".join(" ".join(filter(None, [name, "/".join(filter(None, vs)), value]))
+                       for (name, value), vs in said_of.items())  # fmt: skip
+    said_band = f"lowest: {lowest}; {said_band}"
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}. Model: {split}", chosen, said_band)
 
@@ -866,7 +888,7 @@ def sittings_said(
         caveat += ")" + (": undecided" if inside else "")
     elif m:  # how near a tie the newest sitting comes from there on
         chosen.append(m)
-        caveat += f"; {m['device']}'s margin from {held or newest:,} params on: {fmt(m)} at least"
+        caveat += f"; margin from {held or newest:,} params on: {fmt(m)} at least"
         # in the GPU's slowest run of each width, where it ran several: a run's own
         # verdict; else how far one run's loop step moves on the chip
         slow = smallest_margin(t, mc, mg, held or newest, by="lo")
@@ -947,8 +969,16 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
                 held, more, quoted = sittings_said(t, mc, mg, rs, earlier)
                 name = chip_name(mg.device.iloc[0])
                 words = f"{name} {held} ({LOOP} both sides)" if held else words
-                caveat += more
+                caveat += f"; {name}'s: {more.removeprefix('; ')}"  # its own, then the T4's
                 chosen += quoted
+            best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
+            best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
+            if len(best):  # the same verdict against the CPU's fastest step timed alone
+                slower = best[best.value <= 1]
+                tail = best[best.params > slower.params.max()] if len(slower) else best
+                chosen += tail.head(1).to_dict("records") + slower.tail(1).to_dict("records")
+                faster = f"faster from {int(tail.params.iloc[0]):,}" if len(tail) else ""
+                caveat += f"; against the CPU's best step, {faster or 'slower at every width'}"
             said.append(words)
         # "params" said once, by the measured chip's verdict before it
         start = text.split(" (")[0].removeprefix("T4 ").replace(" params on", "")
@@ -959,23 +989,15 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
             start += f", outside its band from {u['below']:,}"
         elif u["every"] is not None:
             start += f", undecided at {'every' if u['every'] else 'its widest'} width"
+        inside = ""  # said beside the T4's band, before the measured chip's caveats
         if u["moves"] and (u["below"] or u["every"] is not None):
-            caveat += (f"; the T4's: inside its band times the CPU's sittings "
-                       f"({value_text(u['noise'], 'x')})")  # fmt: skip
+            inside = f"; inside its band times the CPU's sittings ({value_text(u['noise'], 'x')})"
             chosen.append(u["moves"])
         text = "MLP b128: " + "; ".join([*said, f"T4 predicted {start}"])
-        for _, mg in sweeps:
-            best = rows(t, quantity="speedup", selection="cpu-best", denominator=list(mg.id))
-            best = best[best.numerator.isin(rows(t, device=cpu).id)].sort_values("params")
-            if len(best):  # the same verdict against the CPU's fastest step timed alone
-                slower = best[best.value <= 1]
-                tail = best[best.params > slower.params.max()] if len(slower) else best
-                chosen += tail.head(1).to_dict("records") + slower.tail(1).to_dict("records")
-                faster = f"faster from {int(tail.params.iloc[0]):,}" if len(tail) else ""
-                caveat += f"; against the CPU's best step, {faster or 'slower at every width'}"
         # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
         t4 = next((r for r in chosen if r and r["kind"] == "predicted"), None)
-        return Said(text, chosen, t4 and f"T4's: {band_words(t4)}{wider_band(g, t4)}", caveat)
+        band = t4 and f"T4's: {band_words(t4)}{wider_band(g, t4)}{inside}"
+        return Said(text, chosen, band, caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
@@ -1090,7 +1112,9 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     unpriced = host_unpriced(ordered.note)
     # a floor's mark says what the words would ("the host partly unpriced")
     why = " (host partly unpriced)" if unpriced.iloc[0] and r.get("bound") != "floor" else ""
-    text, band = f"cheapest mnist_cnn b128 epoch {r['device']} {shown_value(r)}{why}", None
+    # what is undecided, where it is, is which is cheapest: said in its head
+    head, undecided = f"Cheapest {MNIST_MODEL} b128 epoch", False
+    text, band = f"{r['device']} {shown_value(r)}{why}", None
     # the runner-up, and its margin against the loops' worst in the band
     nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
     margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
@@ -1108,7 +1132,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
             chip = worst.loc[worst.hi.idxmax()].chip
             on = f" on {chip}" if chip not in (None, "-") and chip == chip else ""
             band += f", within {hi:.3g}x (the published JAX loops' worst error{on}): undecided"
-            text = f"Undecided: {text}"
+            undecided = True
+    text = f"{head}{' undecided' if undecided else ''}: {text}"
     # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
     priced = ordered[~unpriced]
     r_priced = [priced.iloc[0].to_dict()] if unpriced.iloc[0] and len(priced) else []
