@@ -705,8 +705,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # in the answer: 1666; row 6 saying what is undecided, its loops each named: 1671; row
     # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677; row 4's
     # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686;
-    # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690)
-    assert len(lines) <= 25 and len(text.split()) <= 1690
+    # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690;
+    # row 10 says what is undecided: 1693)
+    assert len(lines) <= 25 and len(text.split()) <= 1693
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1103,7 +1104,8 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     # predicted, like for like, in the band (a TPU's loop prices less of its host than a
     # measured GPU's holds)
     answer, said = _said(10), answers.answers(csv)[9].band
-    assert answer.removeprefix("Undecided: ").startswith("loop step, ") and "loop step" not in said
+    assert answer.removeprefix(answers.UNDECIDED_WHICH).startswith("loop step, ")
+    assert "loop step" not in said
     p = csv[(csv.quantity == "loop_step_s") & (csv.batch == 128) & (csv.precision == "f32")
             & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
     p = p[~p.device.str.contains("x")]  # one-chip targets
@@ -1164,7 +1166,7 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     assert set(kernels.id) <= set(answers.answers(csv)[9].ids)
     page = (RESULTS / views.PAGES / "targets.md").read_text()
     assert "faster chip per chip, TPU vs GPU, device_step_s" in page
-    assert answer.removeprefix("Undecided: ").startswith(
+    assert answer.removeprefix(answers.UNDECIDED_WHICH).startswith(
         "loop step, tpu-v6e-1 predicted (host partly unpriced) faster than measured H200: "
     )
 
@@ -3267,7 +3269,7 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # the answer itself leads with the verdict where no ratio is decided, and only there
     table = csv.copy()
     table.loc[jax.index, "hi"] = ratios.value.max() * 2
-    assert answers.answers(table)[9].answer.startswith("Undecided: loop step, ")
+    assert answers.answers(table)[9].answer.startswith("Undecided which is faster: loop step, ")
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
     assert answers.answers(table)[9].answer.startswith("loop step, ")
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band

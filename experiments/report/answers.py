@@ -1004,6 +1004,9 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(text, chosen)
 
 
+UNDECIDED_WHICH = "Undecided which is faster: "  # row 10's head where no ratio is decided
+
+
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     """Each seed model's faster chip by loop step, what a user sees, grouped by the chip
     each ratio is over; the device steps' comparisons, both sides predicted, in the band
@@ -1076,8 +1079,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     band += f"; {jax_loops(jax, f'on {on} ')}"
     if inside:
         band += f"; {'every ratio' if every else ', '.join(inside)} inside it: undecided"
-    if every:  # no ratio decided: the answer says so first
-        text = f"Undecided: {text}"
+    if every:  # no ratio decided: the answer says so first, and what it leaves open
+        text = f"{UNDECIDED_WHICH}{text}"
     return Said(text, [*seen, jax], band)
 
 
