@@ -16,7 +16,8 @@ Per platform:
   kernel in it; a copy costs `copy_latency` besides its bytes over the link. The GPU
   client's own dispatch of a jitted call has no published figure measured alone.
 - tpu: a step is one program, launched once; neither that launch's cost, nor a TPU
-  client's dispatch, nor a TPU copy's latency is published.
+  client's dispatch, nor a TPU copy's latency is published alone (a trivial jitted
+  call's whole cost on a v5e bounds the first two together from above: kept, not used).
 - cpu: none: XLA:CPU's client is what jaxcnn measures its own loop on (`host_loop`'s
   dispatch), and its kernels run on the host's cores as the device step.
 """
