@@ -47,6 +47,7 @@ LEFT_OUT = {
     "flax_cifar_cnn": "mnist_cnn's and lenet5_keras's kinds of layer, tried there",
     "toy_mlp": "two Dense layers, mlp's kind, tried there",
     "jia_mlp": "two Dense layers, mlp's kind, tried there",
+    "raypod_mlp": "three Dense layers, mlp's kind, tried there",
     "resnet18": "ImageNet-sized: minutes per compile on 2 cores",
     "resnet50": "ImageNet-sized: minutes per compile on 2 cores",
     "vgg16": "ImageNet-sized: minutes per compile on 2 cores",

@@ -54,6 +54,8 @@ def test_published_networks_have_their_sources_parameter_counts():
     assert models.input_shape("toy_mlp") == (1, 1, 2)
     # "JAX in Action"'s 784-512-10: 401,920 + 5,130, its notebook's model.tabulate total.
     assert models.param_counts("jia_mlp") == (407_050, 0)
+    # ray-jax-tpu-pod-demos's 784-512-256-10: 401,920 + 131,328 + 2,570.
+    assert models.param_counts("raypod_mlp") == (535_818, 0)
     # Not mnist_cnn at any padding: max pools and Dense(128) there, not avg and 256.
     assert models.param_counts("mnist_cnn", padding="SAME") == (421_642, 0)
 

@@ -37,6 +37,7 @@ _CLASSES = {
     "FlaxExampleCNN": "jaxcnn.models.published:FlaxExampleCNN",
     "ToyMLP": "jaxcnn.models.published:ToyMLP",
     "JaxInActionMLP": "jaxcnn.models.published:JaxInActionMLP",
+    "RayPodMLP": "jaxcnn.models.published:RayPodMLP",
     "VGG16": "jaxcnn.models.imagenet:VGG16",
     "ResNet": "jaxcnn.models.imagenet:ResNet",
     "UvAResNet": "jaxcnn.models.published:UvAResNet",
@@ -60,6 +61,7 @@ __all__ = [
     "LeNet5Keras",
     "MnistCNN",
     "Pool",
+    "RayPodMLP",
     "ResNet",
     "ToyMLP",
     "UvAAutoencoder",
@@ -143,6 +145,8 @@ _REGISTRY: dict[str, ModelSpec] = {
     "toy_mlp": ModelSpec(f"{_PUBLISHED}:ToyMLP", (1, 1, 2), {"num_classes": 2}),
     # "JAX in Action"'s Chapter 11 MLP (784-512-10, swish), timed on a Colab T4
     "jia_mlp": ModelSpec(f"{_PUBLISHED}:JaxInActionMLP", (28, 28, 1)),
+    # JiahaoYao/ray-jax-tpu-pod-demos's MNIST MLP (784-512-256-10, relu), on a TPU v2-32
+    "raypod_mlp": ModelSpec(f"{_PUBLISHED}:RayPodMLP", (28, 28, 1)),
 }
 
 

@@ -16,7 +16,8 @@ github.com/sseung0703/Lightweighting_Cookbook @fa950c198ec0883b813ccf83a1f1b168f
 nets/ResNet.py: `CifarResNet56`.
 
 Flax's MNIST example CNN (`FlaxExampleCNN`) and a 2-10-2 MLP (`ToyMLP`), timed on one
-core of a TPU v2 in Colab; each class cites its source.
+core of a TPU v2 in Colab; a 784-512-256-10 MLP (`RayPodMLP`), timed on a TPU v2-32; each
+class cites its source.
 
 Every model is called as `model(x, train=..., axis_name=...)`, like jaxcnn.models.small.
 """
@@ -397,3 +398,26 @@ class JaxInActionMLP(ToyMLP):
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
         return _one_hidden_layer(x, self.hidden_dim, self.num_classes, nn.swish, self.dtype)
+
+
+class RayPodMLP(nn.Module):
+    """The MLP of the MNIST demo in JiahaoYao/ray-jax-tpu-pod-demos (Flax's MNIST example
+    with its CNN's layers swapped for Dense ones, the class still named `CNN`;
+    https://github.com/JiahaoYao/ray-jax-tpu-pod-demos/blob/7014b9cf3ee3bfcc5a424f5651e48490b90674cd/train.py),
+    timed on a TPU v2-32: Dense(512) relu, Dense(256) relu, Dense(10) on the flattened
+    28x28x1 image: 784*512+512 + 512*256+256 + 256*10+10 = 535,818 params. Not jaxcnn's
+    `mlp` (two hidden layers of one width, dropout).
+    """
+
+    widths: tuple[int, ...] = (512, 256)
+    num_classes: int = 10
+    dtype: Any = jnp.float32
+    formulation: Formulation = XLA  # chosen per platform by models.get; no conv or pool
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
+        del train, axis_name
+        x = Flatten()(x)
+        for width in self.widths:
+            x = nn.relu(nn.Dense(width, dtype=self.dtype)(x))
+        return nn.Dense(self.num_classes, dtype=self.dtype)(x)
