@@ -19,6 +19,8 @@ from experiments.predict import shown as predictions
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CIFAR, TOY = "colab-flax-cifar-cnn-tpuv2", "colab-flax-toy-mlp-tpuv2"
 SKYPILOT = "skypilot-flax-mnist-cnn-tpuv2"
+# ray-jax-tpu-pod-demos on a TPU v2-32: one process a host over ssh, one Ray task a host
+RAYPOD, RAYPOD_RAY = "raypod-flax-mnist-mlp-tpuv2", "raypod-ray-flax-mnist-mlp-tpuv2"
 STAX = ["--pipelines", "stax-mnist", "--epochs", "3"]
 
 
@@ -101,6 +103,27 @@ def test_a_loop_that_slices_host_arrays_is_priced_at_its_own_bytes_and_calls(com
     # the control: the same loop slicing a whole float32 MNIST batch from the host puts more
     bigger = dataclasses.replace(ref, loop=dataclasses.replace(ref.loop, batch_bytes=401_408))
     assert _versus(loaded, bigger)["block"]["loop_parts"]["put"] > parts["put"]
+
+
+def test_a_loop_on_many_hosts_is_predicted_from_one_hosts_program_at_its_batch(committed):
+    """A v2-32's loop (16 chips, 4 hosts of 4) runs one host's share on each host: it is
+    predicted from tpu-v2-8 (4 chips) at 4 chips' batch, its put at the host's bytes."""
+    loaded, refs = committed
+    for rid, host_batch, host_bytes in ((RAYPOD, 5000, 15_700_000), (RAYPOD_RAY, 256, 803_840)):
+        ref = refs[rid]
+        assert (ref.chips, ref.devices, ref.loop.calls_per_step) == (16, None, 1)
+        assert ref.loop.batch_bytes == host_bytes == host_batch * (784 + 1) * 4
+        v = _versus(loaded, ref)
+        assert (v["record"].target.name, v["record"].workload.batch_size) == (
+            "tpu-v2-8",
+            host_batch,
+        )
+        assert v["block"]["loop_step_s"] > v["block"]["device_step_s"]
+        # TPU v2 publishes no host link: the copy is named left out, never counted free
+        assert "transfer" in v["block"]["loop_left_out"]
+    # the control: the same loop slicing fewer bytes puts less
+    small = _versus(loaded, refs[RAYPOD_RAY])["block"]["loop_parts"]["put"]
+    assert small < _versus(loaded, refs[RAYPOD])["block"]["loop_parts"]["put"]
 
 
 def test_a_pipeline_never_replayed_is_named_left_out_not_counted_free(committed):
