@@ -1004,10 +1004,15 @@ def test_a_loop_step_is_banded_by_five_published_jax_loops_or_unvalidated(rows):
     assert alone.loop_band is None and "loop_band" not in alone.as_record()
 
 
-def test_a_gpus_host_link_is_its_pcie_generation_and_lanes():
+def test_a_gpus_host_link_is_its_pcie_generation_and_lanes_a_tpus_the_books():
     assert rates_lib.of_device(T4).host_link_bytes_per_s == pytest.approx(15.75e9, 1e-3)
     assert rates_lib.of_device(A100).host_link_bytes_per_s == pytest.approx(31.5e9, 1e-3)
-    assert rates_lib.of_device(V3).host_link_bytes_per_s is None  # none published
+    # TPUs: the scaling book's one figure, twice it on a v6e
+    assert rates_lib.of_device(V3).host_link_bytes_per_s == 1.6e10
+    v6e = SimpleNamespace(platform="tpu", device_kind="TPU v6 lite", compute_capability=None)
+    assert rates_lib.of_device(v6e).host_link_bytes_per_s == 3.2e10
+    cpu = SimpleNamespace(platform="cpu", device_kind="cpu", compute_capability=None)
+    assert rates_lib.of_device(cpu).host_link_bytes_per_s is None  # its memory is the host's
 
 
 def test_a_held_constant_is_a_published_figure_and_is_not_fitted():

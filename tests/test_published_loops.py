@@ -118,9 +118,16 @@ def test_a_loop_on_many_hosts_is_predicted_from_one_hosts_program_at_its_batch(c
             "tpu-v2-8",
             host_batch,
         )
+        parts = v["block"]["loop_parts"]
         assert v["block"]["loop_step_s"] > v["block"]["device_step_s"]
-        # TPU v2 publishes no host link: the copy is named left out, never counted free
-        assert "transfer" in v["block"]["loop_left_out"]
+        # each of the host's 8 cores' share over its chip's PCIe (a TPU's 16 GB/s)
+        assert parts["transfer"] == pytest.approx(host_bytes / 8 / 1.6e10)
+        assert "transfer" not in v["block"]["loop_left_out"]
+        # its slices are views: nothing gathered on the host, the put copies them
+        assert ref.loop.views and parts["batch"] == 0.0 and parts["put"] > 0
+        # the control: the same loop gathering its rows as jaxcnn's does pays for it
+        gathers = dataclasses.replace(ref, loop=dataclasses.replace(ref.loop, views=False))
+        assert _versus(loaded, gathers)["block"]["loop_parts"]["batch"] > 0
     # the control: the same loop slicing fewer bytes puts less
     small = _versus(loaded, refs[RAYPOD_RAY])["block"]["loop_parts"]["put"]
     assert small < _versus(loaded, refs[RAYPOD])["block"]["loop_parts"]["put"]
@@ -159,11 +166,19 @@ def test_a_loop_names_its_input_or_the_bytes_it_slices_not_both(tmp_path):
             "calls_per_step must be a positive",
         ),
         ({"calls_per_step": 2, "syncs": 63, "input": "x"}, "unknown field(s) syncs"),
+        (
+            {"calls_per_step": 2, "syncs_every": 63, "input": "x", "views": True},
+            "give it with batch_bytes, not with an input pipeline",
+        ),
     ]:
         path = tmp_path / "refs.json"
         path.write_text(references.json.dumps([{**rows[0], "loop": loop}]))
         with pytest.raises(references.DataError, match=re.escape(said)):
             references.load(path)
+    # the control: views with the bytes it slices loads
+    path.write_text(references.json.dumps([{**rows[0], "loop": {
+        "calls_per_step": 2, "syncs_every": 63, "batch_bytes": 10, "views": True}}]))  # fmt: skip
+    assert references.load(path)[0].loop.views
 
 
 def test_the_numpy_replay_writes_a_record_the_reader_types(tmp_path, capsys):

@@ -706,8 +706,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # 12's alike epoch in the band, row 15's cells within noise in the answer: 1677; row 4's
     # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686;
     # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690;
-    # row 10 says what is undecided: 1693)
-    assert len(lines) <= 25 and len(text.split()) <= 1693
+    # row 10 says what is undecided: 1693; row 10's TPU sides each with its band, five
+    # published TPU loops making one: 1724)
+    assert len(lines) <= 25 and len(text.split()) <= 1724
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1149,8 +1150,8 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     assert all(slow_sides.get(r["numerator"]) in ("tpu", "gpu") for r in bare)
     assert not any(csv.set_index("id").kind.get(r["numerator"]) == "measured" for r in bare)
     # the device steps' comparisons (both sides predicted) in the band, each the table's
-    # row: how much of a loop's ratio is the chips'
-    assert said.startswith("unvalidated; device steps, both predicted, ")
+    # row: how much of a loop's ratio is the chips' (after the TPU sides' own bands)
+    assert "; device steps, both predicted, " in said
     kernels = csv[(csv.quantity == "speedup") & (csv.selection == "equal-batch")
                   & (csv.batch == 128) & (csv.precision == "f32")
                   & csv.extra.str.startswith("faster chip per chip, TPU vs GPU, device_step_s")
@@ -3262,9 +3263,10 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     middle = sorted(ratios.value)[1:3]
     worst = sum(middle) / 2
     inside = ratios[ratios.value < worst].model
-    assert said(worst).endswith(f"; {', '.join(inside)} inside it: undecided")
+    tail = " inside the published TPU loops' worst: undecided"
+    assert said(worst).endswith(f"; {', '.join(inside)}{tail}")
     # one wider than every ratio decides none; one narrower than all decides them all
-    assert said(ratios.value.max() * 2).endswith("every ratio inside it: undecided")
+    assert said(ratios.value.max() * 2).endswith(f"every ratio{tail}")
     assert "undecided" not in said(ratios.value.min() / 2)
     # the answer itself leads with the verdict where no ratio is decided, and only there
     table = csv.copy()
@@ -3273,7 +3275,22 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
     assert answers.answers(table)[9].answer.startswith("loop step, ")
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
-        assert band.endswith("every ratio inside it: undecided")
+        assert band.endswith(f"every ratio{tail}")
+    # the band leads with the TPU sides' own: the published loops' where they carry it
+    # (five held out, the committed), named where not every side does, then the rest's
+    tpu = csv[csv.id.isin(ratios.numerator) | csv.id.isin(ratios.denominator)]
+    tpu = tpu[tpu.platform == "tpu"]
+    by_loops = tpu[tpu.band_quantity == "loop_step_s"]
+    assert 0 < len(by_loops) < len(tpu) == 4
+    loops = answers.jax_loops(jax.iloc[0].to_dict(), "on TPU v2 ")
+    assert band.startswith(f"{loops} ({'/'.join(sorted(by_loops.model))}); ")
+    for r in tpu[~tpu.id.isin(by_loops.id)].to_dict("records"):
+        assert f"; {r['model']}'s: {answers.band_words(r)}; " in band
+    # the control: TPU sides with no band leave it unvalidated, the loops beside
+    bare = csv.assign(band_quantity=csv.band_quantity.where(~csv.id.isin(tpu.id), "unvalidated"),
+                      band_median=csv.band_median.where(~csv.id.isin(tpu.id)))  # fmt: skip
+    said_bare = answers.answers(bare)[9].band
+    assert said_bare.startswith("unvalidated; device steps") and f"; {loops}; " in said_bare
 
 
 def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_shows(csv):

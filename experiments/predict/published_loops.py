@@ -8,10 +8,12 @@ per-kernel model), and around it the host work of that loop:
   take beyond the loop's other host work (they run on other cores meanwhile), its time
   scaled from the workers replayed to the workers published where this machine had fewer
   cores than the published loader workers;
-- a loop that slices host arrays itself: jaxcnn's gather at its batch's bytes;
+- a loop that slices host arrays itself: jaxcnn's gather at its batch's bytes, or
+  nothing where its slices are views (`views`: its put copies them);
 - its jitted calls' dispatch, and its batch's put and copy over the chip's link, as
   jaxcnn's loops measured them (jaxcnn.host_loop.modelled_parts at its bytes and calls),
   with the runtime's host side where those were measured on another platform's client;
+  each device's share of the batch over its chip's link, as jaxcnn's own step's;
 - its waits for the device as often as it makes them (`syncs_every`).
 
 jaxcnn's own bookkeeping per step (its metrics, progress, checks every 50 steps) is not
@@ -88,7 +90,9 @@ def loop_step(
         **runtime,
     }
     own = sum(seconds or 0.0 for seconds in parts.values())
-    if shape.input is None:
+    if shape.input is None and shape.views:
+        parts["batch"], words = 0.0, "host arrays sliced as views, gathered by nothing"
+    elif shape.input is None:
         parts["batch"], words = modelled["batch"], "host arrays sliced as jaxcnn's loop does"
     elif replay is None:
         parts["batch"] = None
@@ -105,8 +109,9 @@ def loop_step(
             f"input {shape.input} replayed on {cpu}: {per_batch * 1e3:.3g} ms a batch at "
             f"{timed.workers_published} workers{scaled}"
         )
+    share = nbytes / record.device.count  # each device's over its chip's link
     transfer = (
-        0.0 if platform == "cpu" else (nbytes / link_bytes_per_s if link_bytes_per_s else None)
+        0.0 if platform == "cpu" else (share / link_bytes_per_s if link_bytes_per_s else None)
     )
     loop = host_lib.loop_step(
         block["device_step_s"], parts, transfer, platform=platform, check_every=shape.syncs_every

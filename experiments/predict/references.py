@@ -67,6 +67,9 @@ class LoopShape:
     # host arrays itself, as jaxcnn's loop does (then `batch_bytes` says how many bytes).
     input: str | None = None
     batch_bytes: int | None = None
+    # Where it slices host arrays: True where its slices are contiguous (NumPy views,
+    # nothing gathered: its put copies them), False where it gathers rows as jaxcnn does.
+    views: bool = False
 
 
 @dataclass(frozen=True)
@@ -386,6 +389,11 @@ def _check_reference(row: Reference, file: str) -> None:
         raise DataError(
             f"{where}: a loop names its input pipeline (input) or the bytes it slices from host "
             "arrays (batch_bytes), one of the two"
+        )
+    if row.loop is not None and row.loop.views and row.loop.input is not None:
+        raise DataError(
+            f"{where}: views says how a loop slices host arrays itself: give it with "
+            "batch_bytes, not with an input pipeline"
         )
     if row.devices is not None and chips.part_of_chips(row.chip, row.chips, row.devices) is None:
         raise DataError(

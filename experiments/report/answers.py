@@ -1061,24 +1061,38 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         if one_chip_faster
         else (f"loop step, {sides_said}: " + "; ".join(parts))
     )
-    # the device steps, both predicted, like for like beside it: how much of a loop ratio
-    # is the chips' (a TPU loop step prices less of its host than a measured GPU's holds)
-    band = "unvalidated"
-    if kernels:
-        band = f"unvalidated; {kernels[0]}"
-        seen += kernels[1:]
+    # the TPU side's band, where its loop steps carry the published JAX loops' (enough
+    # of them held out), else unvalidated with those loops beside; the device steps,
+    # both predicted, like for like after it: how much of a loop ratio is the chips' (a
+    # TPU loop step prices less of its host than a measured GPU's holds)
     jax = one(t, quantity="band", device="tpu", model="small programs", extra=JAX_VERSUS)
+    loops = ""
+    if jax is not None:  # the loops it rests on ran on one TPU chip, named
+        chip = jax.get("chip")  # NaN where figures.csv leaves it empty
+        on = chip if isinstance(chip, str) and chip != "-" else "TPUs"
+        loops = jax_loops(jax, f"on {on} ")
+    tpu = sides[sides.platform == "tpu"].to_dict("records")
+    by_loops = [r["model"] for r in tpu if r.get("band_quantity") == "loop_step_s"]
+    heads = [f"{loops} ({'/'.join(by_loops)})" if len(by_loops) < len(tpu) else loops
+             ] if loops and by_loops else []  # fmt: skip
+    rest = [r for r in tpu if r["model"] not in by_loops]
+    heads += [f"{r['model']}'s: {band_words(r)}" for r in rest
+              if not band_words(r).startswith(("-", "unvalidated"))]  # fmt: skip
+    bare = [r["model"] for r in rest if band_words(r).startswith(("-", "unvalidated"))]
+    heads += [f"{'/'.join(bare)}: unvalidated"] if heads and bare else []
+    band = "; ".join(heads) or "unvalidated"
+    if kernels:
+        band += f"; {kernels[0]}"
+        seen += kernels[1:]
     if jax is None:
         return Said(text, seen, band)
+    band += "" if by_loops else f"; {loops}"
     # a ratio smaller than the TPU loops' worst error could go either way
     inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
     every = len(inside) == len(loop)
-    # the loops it rests on ran on one TPU chip, named: not the chips the ratios are of
-    chip = jax.get("chip")  # NaN where figures.csv leaves it empty
-    on = chip if isinstance(chip, str) and chip != "-" else "TPUs"
-    band += f"; {jax_loops(jax, f'on {on} ')}"
     if inside:
-        band += f"; {'every ratio' if every else ', '.join(inside)} inside it: undecided"
+        which = "every ratio" if every else ", ".join(inside)
+        band += f"; {which} inside the published TPU loops' worst: undecided"
     if every:  # no ratio decided: the answer says so first, and what it leaves open
         text = f"{UNDECIDED_WHICH}{text}"
     return Said(text, [*seen, jax], band)

@@ -45,8 +45,9 @@ class Chip(NamedTuple):
     # The chip's link to its host, bytes/s one way: what a batch copied from host memory
     # to the chip crosses each step (PCIe: its generation and lanes, from the vendor's
     # datasheet, at the PCIe specification's rate per lane: 0.985 GB/s for Gen3, 1.969
-    # for Gen4, 3.938 for Gen5). None where no figure is published (a TPU's host link;
-    # a CPU, whose devices are host memory): the copy is then left out and said to be.
+    # for Gen4, 3.938 for Gen5); a TPU's from the JAX team's scaling book, which gives one
+    # figure for TPUs and one for the v6e. None where no figure is published (a CPU,
+    # whose devices are host memory): the copy is then left out and said to be.
     host_link: float | None = None
     # The board's thermal design power in watts, where the vendor's datasheet gives one.
     tdp_watts: float | None = None
@@ -57,6 +58,7 @@ class Chip(NamedTuple):
 _GEN3 = 8e9 * 128 / 130 / 8
 _GEN4 = 2 * _GEN3
 _GEN5 = 4 * _GEN3
+_TPU_PCIE = 1.6e10  # a TPU's host link, one way (the CHIPS comment on TPUs says whose)
 
 CHIPS: tuple[Chip, ...] = (
     # Google Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v2, v3, v4,
@@ -68,13 +70,32 @@ CHIPS: tuple[Chip, ...] = (
     # v5p, which gives none, half its "Bidirectional ICI bandwidth per chip" of 1200 GBps;
     # v2's page gives neither. A v2/v3 chip
     # (and a v4 chip in libtpu's compile-only topologies) is two JAX devices, one per core:
-    # jaxcnn/targets.py divides by its cores per chip.
-    Chip("TPU v2", r"tpu v2", {"bf16": 45.0}, 16 * GiB, 600 * GB),
-    Chip("TPU v3", r"tpu v3", {"bf16": 123.0}, 32 * GiB, 900 * GB, 340e12 / 1024),
-    Chip("TPU v4", r"tpu v4", {"bf16": 275.0}, 32 * GiB, 1200 * GB, 1.1e15 / 4096),
-    Chip("TPU v5e", r"tpu v5 ?(lite|e)\b", {"bf16": 197.0}, 16 * GB, 819 * GB, 51.2e12 / 256),
-    Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB, 1200 * GB / 2),
-    Chip("TPU v6e", r"tpu v6 ?(lite|e)\b", {"bf16": 918.0}, 32 * GB, 1640 * GB, 102.4e12 / 256),
+    # jaxcnn/targets.py divides by its cores per chip. Host link: "PCIe bandwidth is
+    # typically around `1.6e10` bytes / second per TPU (`3.2e10` for TPU v6e)" (How to
+    # Scale Your Model, jax-ml/scaling-book@54e2c43 tpus.md; said of TPUs in general,
+    # its tables list v3 onward).
+    Chip("TPU v2", r"tpu v2", {"bf16": 45.0}, 16 * GiB, 600 * GB, None, _TPU_PCIE),
+    Chip("TPU v3", r"tpu v3", {"bf16": 123.0}, 32 * GiB, 900 * GB, 340e12 / 1024, _TPU_PCIE),
+    Chip("TPU v4", r"tpu v4", {"bf16": 275.0}, 32 * GiB, 1200 * GB, 1.1e15 / 4096, _TPU_PCIE),
+    Chip(
+        "TPU v5e",
+        r"tpu v5 ?(lite|e)\b",
+        {"bf16": 197.0},
+        16 * GB,
+        819 * GB,
+        51.2e12 / 256,
+        _TPU_PCIE,
+    ),
+    Chip("TPU v5p", r"tpu v5 ?p?$", {"bf16": 459.0}, 95 * GB, 2765 * GB, 1200 * GB / 2, _TPU_PCIE),
+    Chip(
+        "TPU v6e",
+        r"tpu v6 ?(lite|e)\b",
+        {"bf16": 918.0},
+        32 * GB,
+        1640 * GB,
+        102.4e12 / 256,
+        2 * _TPU_PCIE,
+    ),
     # NVIDIA datasheets. T4 (Turing): fp32 8.1, fp16 tensor 65; no tf32/bf16 units;
     # 16 GB GDDR6 at 320 GB/s. Its memory here is what CUDA reports with ECC on, as Colab
     # and Kaggle run it: deviceQuery on a Colab T4,
