@@ -707,8 +707,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # yes, its devices and its tie rule: 1685; row 2's seed bound said over the CPU: 1686;
     # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690;
     # row 10 says what is undecided: 1693; row 10's TPU sides each with its band, five
-    # published TPU loops making one: 1724)
-    assert len(lines) <= 25 and len(text.split()) <= 1724
+    # published TPU loops making one: 1724; row 2's seed bound in the band, what it means
+    # for the prediction in the answer: 1732)
+    assert len(lines) <= 25 and len(text.split()) <= 1732
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -4540,11 +4541,20 @@ def test_row_two_bounds_the_mx150_speedup_by_the_seed_s_own_step(csv):
         "seed 000",
     )
     assert mx.value == pytest.approx(cpu.value / seed.value) and mx.kind == "derived"
-    said = _said(2)
-    assert mx.bound == "floor" and f": >={fmt(mx.to_dict())} the CPU)" in said  # a floor, typed
+    said, band = _said(2), answers.answers(csv)[1].band
+    floor = f"; the seed's MX150 step >={fmt(mx.to_dict())} the CPU's loop"
+    assert mx.bound == "floor" and floor in band  # a floor, typed
     predicted = csv[(csv.selection == "loop-vs-loop") & (csv.device == "gpu-mx150")
                     & (csv.numerator == mx.numerator)].iloc[0]  # fmt: skip
     assert predicted.value < mx.value and f"{fmt(predicted.to_dict())} the CPU" in said
+    # so our step, the slower, is at least as slow as the check of it says, beside the seed's
+    check = csv[(csv.quantity == "error_factor")
+                & (csv.extra == "seed000-mx150-catsdogs vs published")].iloc[0]  # fmt: skip
+    assert check.note == "predicted slower"
+    assert f"(seed {fmt(seed.to_dict())}: ours >={fmt(check.to_dict())} slow)" in said
+    # the control: a prediction faster than the seed's step (its pipeline inside) says no more
+    faster = csv.assign(note=csv.note.where(csv.id != check.id, "predicted faster"))
+    assert f"(seed {fmt(seed.to_dict())}); " in answers.answers(faster)[1].answer
 
 
 def test_a_band_stands_beside_a_baseline_with_no_model_recomputed_from_figures_csv(csv):
