@@ -347,16 +347,19 @@ class FlaxExampleCNN(nn.Module):
         return nn.Dense(self.num_classes, dtype=self.dtype)(x)
 
 
-def _one_hidden_layer(
+def _hidden_layers(
     x: jax.Array,
-    hidden: int,
+    widths: tuple[int, ...],
     classes: int,
     activation: Callable[[jax.Array], jax.Array],
     dtype: Any,
 ) -> jax.Array:
-    """A published one-hidden-layer MLP's logits on the flattened input (called inside a
-    module's compact __call__: its two Dense layers are that module's Dense_0, Dense_1)."""
-    x = activation(nn.Dense(hidden, dtype=dtype)(Flatten()(x)))
+    """A published MLP's logits on the flattened input, a Dense layer of each of `widths`
+    then the classes' (called inside a module's compact __call__: its Dense layers are
+    that module's Dense_0, Dense_1, ...)."""
+    x = Flatten()(x)
+    for width in widths:
+        x = activation(nn.Dense(width, dtype=dtype)(x))
     return nn.Dense(classes, dtype=dtype)(x)
 
 
@@ -377,7 +380,7 @@ class ToyMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        logits = _one_hidden_layer(x, self.hidden_dim, self.num_classes, nn.relu, self.dtype)
+        logits = _hidden_layers(x, (self.hidden_dim,), self.num_classes, nn.relu, self.dtype)
         # As published; log_softmax of these logits leaves the cross-entropy unchanged.
         return nn.log_softmax(logits)
 
@@ -397,7 +400,7 @@ class JaxInActionMLP(ToyMLP):
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        return _one_hidden_layer(x, self.hidden_dim, self.num_classes, nn.swish, self.dtype)
+        return _hidden_layers(x, (self.hidden_dim,), self.num_classes, nn.swish, self.dtype)
 
 
 class RayPodMLP(nn.Module):
@@ -417,7 +420,4 @@ class RayPodMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False, axis_name: str | None = None):
         del train, axis_name
-        x = Flatten()(x)
-        for width in self.widths:
-            x = nn.relu(nn.Dense(width, dtype=self.dtype)(x))
-        return nn.Dense(self.num_classes, dtype=self.dtype)(x)
+        return _hidden_layers(x, self.widths, self.num_classes, nn.relu, self.dtype)
