@@ -1019,10 +1019,10 @@ def test_every_speedup_of_the_gpu_answer_divides_the_cpus_own_loop(csv):
         side = csv[csv.id == r["denominator"]].iloc[0]
         if r["device"] == "gpu-t4":
             assert side.quantity == "device_step_s"
-            words = said.split("(kernels vs CPU's best: ")[1]
+            words = said.split("T4 predicted ")[1].split(f"({answers.AT_BEST}: ")[1]
         else:
             assert side.value == own[own.device == r["device"]].value.min()
-            words = said.split("(at best: ")[1]
+            words = said.split(f"({answers.AT_BEST}: ")[1]
         assert fmt(r) in words.split(")")[0]
     # the positive control: a speedup row that divides another number is caught
     t4_speedup = cited[(cited.device == "gpu-t4") & ~best].id.iloc[0]
@@ -1235,7 +1235,7 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     best = csv[(csv.quantity == "speedup") & (csv.device == "gpu-k80") & (csv.batch == 128)
                & (csv.model == "mnist_cnn") & (csv.extra == at_best)]  # fmt: skip
     assert len(best) == 1
-    kernels = f"; kernels vs CPU's best: {fmt(best.iloc[0].to_dict())};"
+    kernels = f"; {answers.AT_BEST}: {fmt(best.iloc[0].to_dict())};"
     assert kernels in answers.answers(csv)[5].band
     # every check on a K80 of a small program is said beside the band, the way they err
     checks = csv[(csv.quantity == "error_factor") & (csv.device == "K80")

@@ -515,6 +515,11 @@ def implied(speedup: Row, band: Row, t: pd.DataFrame) -> str:
 WIDE_BAND = 2.0  # a band past this factor changes an answer's verdict: its range is said
 
 
+# each chip's fastest step of the program (its kernels: a measured chip's own fastest
+# loop, a predicted one's device step) over the CPU's fastest: devices' each_at_its_best
+AT_BEST = "kernels at best"
+
+
 def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     p = accelerator_step(t, "gpu-t4", MNIST_MODEL, 128)
     found = loop_over_loop(t, MNIST_MODEL)
@@ -534,7 +539,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         best = each_at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
         best = best.sort_values("device")
         if list(best.device) == [r["device"] for r in every]:  # each side's fastest program
-            ratio += f" (at best: {each_text([fmt(r) for r in best.to_dict('records')])})"
+            ratio += f" ({AT_BEST}: {each_text([fmt(r) for r in best.to_dict('records')])})"
             seen += best.to_dict("records")
         parts.append(f"{gpus} {each_text([fmt(r) for r in steps])}, {ratio}")
         seen += [*steps, *every]
@@ -544,7 +549,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, p)
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
-    at_best = f" (kernels vs CPU's best: {fmt(best)})" if best else ""
+    at_best = f" ({AT_BEST}: {fmt(best)})" if best else ""
     parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{at_best}{implied(t4, b, t)}")
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
@@ -590,7 +595,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
-    at_best = f"; kernels vs CPU's best: {fmt(best)}" if p and over and best else ""
+    at_best = f"; {AT_BEST}: {fmt(best)}" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band, at_best)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"

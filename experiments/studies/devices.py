@@ -114,7 +114,7 @@ STUDY = Study(
         Section("The chip's loop over the CPU at its best (its fastest program, timed alone "
                 "without jaxcnn's loop): a chip by its name measured (jaxcnn's loop), a "
                 "gpu-/tpu- target predicted (its loop step)", at_its_best, pivot=BY_CHIP),
-        Section("Each at its best (the answers' \"at best\" and \"kernels vs CPU's best\"): "
+        Section("Each at its best (the answers' \"kernels at best\"): "
                 "a chip by its name measured (its own fastest step), a "
                 "gpu-/tpu- target predicted (its kernels alone), over the CPU's fastest program",
                 each_at_its_best, pivot=BY_CHIP),
