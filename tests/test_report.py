@@ -708,8 +708,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 8's unvalidated models by what they predict, each one's lowest in its band: 1690;
     # row 10 says what is undecided: 1693; row 10's TPU sides each with its band, five
     # published TPU loops making one: 1724; row 2's seed bound in the band, what it means
-    # for the prediction in the answer: 1732)
-    assert len(lines) <= 25 and len(text.split()) <= 1732
+    # for the prediction in the answer: 1732; row 11's cost with its epoch's band, rows 3
+    # and 11 said predicted: 1747)
+    assert len(lines) <= 25 and len(text.split()) <= 1747
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1076,6 +1077,13 @@ def test_an_epoch_answer_quotes_the_measured_runs_first_and_labels_a_derived_one
     seed = answers.answers(csv)[2]
     assert "CPU" in seed.answer and "derived from its loop step" in seed.answer
     assert seed.known.split(" / ")[0] == "D" and "M" not in seed.known.split(" / ")
+    # the chips' epochs, both predicted, said so once before them
+    assert "); predicted: MX150 b16 " in seed.answer and "; T4 b128 " in seed.answer
+    # the control: a chip's epoch that is not predicted is not said so
+    mx = csv[(csv.quantity == "epoch_s") & (csv.device == "gpu-mx150") & (csv.batch == 16)
+             & (csv.model == "catsdogs_cnn") & (csv.kind == "predicted")]  # fmt: skip
+    other = answers.answers(csv.assign(kind=csv.kind.where(~csv.id.isin(mx.id), "derived")))[2]
+    assert "predicted:" not in other.answer
 
 
 def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv):
@@ -4176,18 +4184,29 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     assert said.band.endswith(per_watt)
     band = said.band.removesuffix(per_watt)
     assert (margin < worst) == band.endswith("undecided")
-    assert (margin < worst) == said.answer.startswith("Cheapest mnist_cnn b128 epoch undecided: ")
+    assert (margin < worst) == said.answer.startswith(
+        "Predicted, cheapest mnist_cnn b128 epoch undecided: "
+    )
+    # the cheapest's cost errs as its loop step does (a price is published): its band first
+    cheapest = cost.iloc[0].to_dict()
+    assert cheapest["band_quantity"] == "cost from loop_step_s"
+    assert said.band.startswith(f"{answers.band_words(cheapest)}; ")
     # the loops it judges by ran on one chip, named (not the v5e and v6e it compares)
     assert band.endswith("(the published JAX loops' worst error on TPU v2): undecided")
     # the control: loops' worst error narrower than the margin decides it
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
     decided = answers.answers(narrow)[10]
-    assert (
-        decided.band
-        == f"unvalidated; {cost.iloc[1].device} {margin:.3g}x dearer (floor over floor){per_watt}"
+    assert decided.band == (f"{answers.band_words(cheapest)}; {cost.iloc[1].device} "
+                            f"{margin:.3g}x dearer (floor over floor){per_watt}")  # fmt: skip
+    assert decided.answer.startswith(
+        f"Predicted, cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} "
     )
-    assert decided.answer.startswith(f"Cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} ")
+    # the control: an epoch with no band leaves its cost unvalidated
+    bare = narrow.assign(band_quantity=narrow.band_quantity.where(
+        ~narrow.id.isin(cost.id), "unvalidated"), band_median=narrow.band_median.where(
+        ~narrow.id.isin(cost.id)))  # fmt: skip
+    assert answers.answers(bare)[10].band.startswith("unvalidated; ")
     # and a cheapest with its every host part priced says nothing more
     whole_tpu = csv.assign(note=csv.note.where(~csv.id.isin(cost.id), "priced"))
     assert "host priced" not in answers.answers(whole_tpu)[10].answer
@@ -4733,7 +4752,7 @@ def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):
     first, second = c.iloc[0].to_dict(), c.iloc[1].to_dict()
     assert first["bound"] == second["bound"] == "floor"  # the committed: two TPUs
     assert f"{first['device']} >={fmt(first)}, next {second['device']} >={fmt(second)} " in said
-    assert "(both floors: host partly unpriced)" in said
+    assert "(floors: host partly unpriced)" in said
     # the control: points, unmarked, the unpriced host said in words
     points = answers.answers(csv.assign(bound=None))[10].answer
     assert "(both floors)" not in points and ">=" not in points

@@ -342,10 +342,13 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     # the seed's figure inside the CPU's own parenthesis where its words end in one
     opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
-    parts += [
+    chips = [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
         for name, mine, s in (("MX150 b16", mx, s_mx), ("T4 b128", t4, s_t4))
     ]
+    if all(r is not None and r["kind"] == "predicted" for r in (mx, t4)):  # said once
+        chips[0] = f"predicted: {chips[0]}"
+    parts += chips
     said, check = epoch_check(t)  # the chips' epochs are made from loop steps, as row 12's
     return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4, check], None, said)
 
@@ -1140,18 +1143,21 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     # a floor's mark says what the words would ("the host partly unpriced")
     why = " (host partly unpriced)" if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
-    head, undecided = f"Cheapest {MNIST_MODEL} b128 epoch", False
+    head, undecided = f"Predicted, cheapest {MNIST_MODEL} b128 epoch", False
     text, band = f"{r['device']} {shown_value(r)}{why}", None
+    # a price is a published figure: the cheapest's cost errs as its loop step does
+    own = band_words(r)
+    own = "unvalidated" if own == "-" else own
     # the runner-up, and its margin against the loops' worst in the band
     nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
     margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
     if margin is not None:
         # a floor over a floor is bounded neither way: said, not printed as a point
         both = r.get("bound") == nxt.get("bound") == "floor"
-        floors = " (both floors: host partly unpriced)" if both else ""
+        floors = " (floors: host partly unpriced)" if both else ""
         text += f", next {nxt['device']} {shown_value(nxt)}{floors}"
         dearer = f"{nxt['device']} {shown_value(margin)} dearer"
-        band = f"unvalidated; {dearer}{' (floor over floor)' if both else ''}"
+        band = f"{own}; {dearer}{' (floor over floor)' if both else ''}"
         worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
         worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
         if len(worst) and margin["value"] < (hi := worst.hi.max()):
@@ -1169,7 +1175,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
-                    [r, *r_priced], band)  # fmt: skip
+                    [r, *r_priced], band or own)  # fmt: skip
     best = most(w)
     kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
     said = f"{text}; best {MNIST_MODEL} per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
@@ -1178,7 +1184,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
     if platforms:
         per_watt += f", no {'/'.join(sorted(p.upper() for p in platforms))} TDP published"
-    band = f"{band or 'unvalidated'}; {per_watt}"
+    band = f"{band or own}; {per_watt}"
     return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best, *r_priced], band)
 
 

@@ -2225,8 +2225,13 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
         usd = e.value / 3600 * price.usd_per_chip_hour * t.chips
         d, p = e.to_dict(), price.price
         note = f"{p.offering}, {p.provider} on-demand, {p.date}; the epoch: {d['note']}"
+        # the price is a published figure: the cost errs as the epoch it prices does
+        band = {k: d[k] for k in BAND_COLUMNS if pd.notna(d.get(k))}
+        bq = band.get("band_quantity", "unvalidated")
+        if not bq.startswith("unvalidated"):
+            band["band_quantity"] = f"cost from {bq.removeprefix('epoch from ')}"
         out.append(row("usd_per_epoch", "predicted", usd, d, d["selection"], numerator=d["id"],
-                       source=p.source_url, note=note))  # fmt: skip
+                       source=p.source_url, note=note, **band))  # fmt: skip
     return out + cost_ratios(out)
 
 
