@@ -709,8 +709,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # row 10 says what is undecided: 1693; row 10's TPU sides each with its band, five
     # published TPU loops making one: 1724; row 2's seed bound in the band, what it means
     # for the prediction in the answer: 1732; row 11's cost with its epoch's band, rows 3
-    # and 11 said predicted: 1747)
-    assert len(lines) <= 25 and len(text.split()) <= 1747
+    # and 11 said predicted: 1747; row 5's ratios over the CPU's fastest moved to the band
+    # with that CPU step named: 1756)
+    assert len(lines) <= 25 and len(text.split()) <= 1756
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1009,22 +1010,26 @@ def test_every_speedup_of_the_gpu_answer_divides_the_cpus_own_loop(csv):
     cited = csv[csv.id.isin(answers.answers(csv)[4].ids) & (csv.quantity == "speedup")]
     best = cited.extra.str.endswith(" at its best")
     assert set(cited[~best].numerator) == {base.id} and (~best).sum() == len(gpus) + 1
-    # beside them, each chip at its best over the CPU's fastest program: one CPU step; a
-    # measured chip's own fastest step of the program, the T4's kernels alone
+    # in the band, each chip at its best over the CPU's fastest program, that one CPU step
+    # named there (the answer's ratios divide only the CPU figure it names); a measured
+    # chip's own fastest step of the program, the T4's kernels alone
     fastest = csv[csv.id.isin(set(cited[best].numerator))]
     assert len(fastest) == 1 and fastest.value.iloc[0] < base.value
     assert set(cited[best].device) == {*gpus.device, "gpu-t4"}
+    band = answers.answers(csv)[4].band
+    cpu_best = fastest.iloc[0].to_dict()
+    how = f"{fmt(cpu_best)}, {cpu_best['formulation']} {cpu_best['loop']} loop"
+    words = band.split(f"; {answers.AT_BEST}, over the CPU's fastest ({how}): ")[1].split(";")[0]
+    assert answers.AT_BEST not in said
     own = csv[at & (csv.kind == "measured") & (csv.quantity == "step_s") & (csv.extra == "-")
               & (csv.dataset == "mnist")]  # fmt: skip
     for r in cited[best].to_dict("records"):
         side = csv[csv.id == r["denominator"]].iloc[0]
         if r["device"] == "gpu-t4":
-            assert side.quantity == "device_step_s"
-            words = said.split("T4 predicted ")[1].split(f"({answers.AT_BEST}: ")[1]
+            assert side.quantity == "device_step_s" and f"T4 {fmt(r)}" in words
         else:
             assert side.value == own[own.device == r["device"]].value.min()
-            words = said.split(f"({answers.AT_BEST}: ")[1]
-        assert fmt(r) in words.split(")")[0]
+            assert fmt(r) in words.split(", T4 ")[0]
     # the positive control: a speedup row that divides another number is caught
     t4_speedup = cited[(cited.device == "gpu-t4") & ~best].id.iloc[0]
     tampered = csv.assign(value=csv.value.where(csv.id != t4_speedup, 1.5))

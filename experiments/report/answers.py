@@ -531,7 +531,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     base = one(t, id=found.numerator.iloc[0])
     head = (f"{LOOP} on both ({MNIST_MODEL} b128, {base['dataset']}): CPU {fmt(base)} "
             f"({base['formulation']} formulation)")  # fmt: skip
-    parts, seen = [], [base]
+    parts, seen, at_best = [], [base], []  # at_best: each chip's kernels over the CPU's best
     measured = found[(found.kind == "measured") & (found.platform == "gpu")]
     if len(measured):
         # each GPU's, in the chips' order: two chips are never a range
@@ -542,7 +542,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         best = each_at_its_best(t, kind="measured", model=MNIST_MODEL, dataset=base["dataset"])
         best = best.sort_values("device")
         if list(best.device) == [r["device"] for r in every]:  # each side's fastest program
-            ratio += f" ({AT_BEST}: {each_text([fmt(r) for r in best.to_dict('records')])})"
+            at_best.append(f"{gpus} {each_text([fmt(r) for r in best.to_dict('records')])}")
             seen += best.to_dict("records")
         parts.append(f"{gpus} {each_text([fmt(r) for r in steps])}, {ratio}")
         seen += [*steps, *every]
@@ -552,16 +552,24 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, p)
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
-    at_best = f" ({AT_BEST}: {fmt(best)})" if best else ""
-    parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{at_best}{implied(t4, b, t)}")
+    at_best += [f"T4 {fmt(best)}"] if best else []
+    parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{implied(t4, b, t)}")
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
     same = rows(t, quantity="error_factor", model=MNIST_MODEL, batch=128, precision="f32",
                 dataset=base["dataset"], extra=HELD_OUT_LOOP).sort_values("device")  # fmt: skip
     caveat = ""
+    # the answer's ratios divide its one CPU figure; those over the CPU's fastest program,
+    # each side at its best, here with that CPU figure named
+    fastest = [r for r in [*seen, best] if r and str(r["extra"]).endswith(" at its best")]
+    cpu_best = fastest and one(t, id=fastest[0]["numerator"])
+    if at_best and cpu_best:
+        how = f"{fmt(cpu_best)}, {cpu_best['formulation']} {cpu_best['loop']} loop"
+        caveat += f"; {AT_BEST}, over the CPU's fastest ({how}): {', '.join(at_best)}"
+        seen.append(cpu_best)
     if len(same):
         said = "/".join(fmt(r) for r in same.to_dict("records"))
-        caveat = f"; this program held out on {'/'.join(same.device)}: {said} off{one_way(same)}"
+        caveat += f"; this program held out on {'/'.join(same.device)}: {said} off{one_way(same)}"
     # the measured ratios' CPU side ran in one sitting of its VM; another moves it so far
     moves = one(sitting_spread(t, base["device"]))
     if moves and len(measured):
