@@ -51,10 +51,19 @@ BAND = (
 )
 
 
+# The words the answers use of how a step ran (docs/usage.md and docs/cpu.md say more).
+TERMS = (
+    "Formulations (how convolutions are computed): *cpu* patches and one matmul each, a "
+    "CPU's default; *xla* XLA's own, an accelerator's; *onednn* oneDNN's kernels. "
+    "*jaxcnn's loop*: its fit's step loop, one jitted call a batch, host work included; "
+    "*device loop*: an epoch as one call; a *sitting*: one machine, boot and code."
+)
+
+
 def known(table: pd.DataFrame) -> str:
     kinds = set(table[table.quantity != "band"].kind)  # the constants' bands come with any
     parts = "; ".join(words for kind, words in KNOWN.items() if kind in kinds)
-    return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "")
+    return f"{parts}." + (f" {BAND}" if "predicted" in kinds else "") + f" {TERMS}"
 
 
 def what_ran(table: pd.DataFrame) -> str:
