@@ -119,6 +119,17 @@ def band_words(r: Row) -> str:
     return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, r["band_split"])
 
 
+def band_or_unvalidated(r: Row) -> str:
+    """band_words of a prediction, "unvalidated" where `r` is none."""
+    said = band_words(r)
+    return "unvalidated" if said == "-" else said
+
+
+def banded(r: Row) -> bool:
+    """Whether prediction `r` carries a band (not unvalidated, not a non-prediction)."""
+    return not band_words(r).startswith(("-", "unvalidated"))
+
+
 def band_text(median: float, worst: float, n: int, *more: str) -> str:
     """A band as every page and the first screen spell it: its median factor, then its
     worst and over how many (the legend says a band's value is its median), then `more`:
@@ -294,7 +305,12 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # speedup no larger than the MX150's own (said in the band); where our step is the
     # slower of the two, ours is at least that slow, said beside the seed's
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
-    slow = pm and one(t, quantity="error_factor", extra=f"{pm['extra']} vs published")
+    # the step predicted against the seeds' Keras epochs per step, which read JPEG files
+    # and validate besides (no part of the model): the chips' one check, beside the band
+    refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
+    checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
+              for chip, ref in refs]  # fmt: skip
+    slow = checks[0][1]
     slow = slow if slow is not None and "slower" in str(slow["note"]) else None
     at_least = f": ours >={fmt(slow)} slow" if slow is not None else ""
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
@@ -309,11 +325,6 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     said = c and (f"CPU's loop b16 {fmt(c)}" if c["extra"] == LOOP
                   else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
     parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
-    # the step predicted against the seeds' Keras epochs per step, which read JPEG files
-    # and validate besides (no part of the model): the chips' one check, beside the band
-    refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
-    checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
-              for chip, ref in refs]  # fmt: skip
     said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
     caveat = (f"; against the seed's epochs per step (JPEG reads, validation: unmodelled): "
               f"{said_checks} off") if said_checks else ""  # fmt: skip
@@ -469,8 +480,7 @@ def small_band(t: pd.DataFrame, step: Row) -> tuple[str | None, Row]:
     other frameworks' published loops', which `implied` widens a speedup by: the row
     returned, else None). Other frameworks' loops are another loop than jaxcnn's: beside
     a band of its own they are on the devices page, not here."""
-    own = band_words(step)  # "-" where there is no predicted step
-    own = "unvalidated" if own == "-" else own
+    own = band_or_unvalidated(step)
     small = {"quantity": "band", "device": "gpu", "model": "small programs"}
     jax = one(t, extra=JAX_VERSUS, **small)
     if jax is not None:  # jaxcnn's kind of loop on other hosts: the band's own check
@@ -742,14 +752,24 @@ def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
     return said
 
 
-def models_said(verdicts: list[dict[str, Any]], merge: bool = False) -> str:
-    """Each model of `verdicts` with its lowest efficiency, one model's widths of one value
-    once; with `merge`, models of one width each as one range ("a/b 86.7%-90.9%")."""
+def lowest_said(v: dict[str, Any]) -> str:
+    """A gpu_verdicts verdict's lowest efficiency, and its band's worst where it has one."""
+    worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
+    return f"{fmt(v['row'])}{worst or ''}"
+
+
+def models_said(
+    verdicts: list[dict[str, Any]],
+    merge: bool = False,
+    value: Callable[[dict[str, Any]], str] = lowest_said,
+) -> str:
+    """Each model of `verdicts` with its `value` (its lowest efficiency), one model's
+    widths of one value once; with `merge`, models of one width each as one range
+    ("a/b 86.7%-90.9%")."""
     said_of: dict[tuple[str, str], list[str]] = {}
     for v in verdicts:
-        worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
         name, _, variant = v["model"].partition(" ")
-        said_of.setdefault((name, f"{fmt(v['row'])}{worst or ''}"), []).append(variant)
+        said_of.setdefault((name, value(v)), []).append(variant)
     names = [name for name, _ in said_of]
     one_each = len(set(names)) == len(names) and all(vs == [""] for vs in said_of.values())
     if merge and len(said_of) > 1 and one_each:  # several models, each of one program
@@ -804,12 +824,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
                      f" {rule}{flaws}")  # fmt: skip
     # each model's lowest, as the answer names it, and its chip and count (the answer
     # may give a range for several)
-    said_of: dict[tuple[str, str], list[str]] = {}
-    for v in [*seeds, *beyond]:
-        name, _, variant = v["model"].partition(" ")
-        said_of.setdefault((name, f"{fmt(v['row'])} ({v['row']['device']})"), []).append(variant)
-    lowest = ", ".join(" ".join(filter(None, [name, "/".join(filter(None, vs)), value]))
-                       for (name, value), vs in said_of.items())  # fmt: skip
+    lowest = models_said(
+        [*seeds, *beyond], value=lambda v: f"{fmt(v['row'])} ({v['row']['device']})"
+    )
     said_band = f"lowest: {lowest}; {said_band}"
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}. Model: {split}", chosen, said_band)
@@ -1097,9 +1114,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     heads = [f"{loops} ({'/'.join(by_loops)})" if len(by_loops) < len(tpu) else loops
              ] if loops and by_loops else []  # fmt: skip
     rest = [r for r in tpu if r["model"] not in by_loops]
-    heads += [f"{r['model']}'s: {band_words(r)}" for r in rest
-              if not band_words(r).startswith(("-", "unvalidated"))]  # fmt: skip
-    bare = [r["model"] for r in rest if band_words(r).startswith(("-", "unvalidated"))]
+    heads += [f"{r['model']}'s: {band_words(r)}" for r in rest if banded(r)]
+    bare = [r["model"] for r in rest if not banded(r)]
     heads += [f"{'/'.join(bare)}: unvalidated"] if heads and bare else []
     band = "; ".join(heads) or "unvalidated"
     if kernels:
@@ -1154,8 +1170,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     head, undecided = f"Predicted, cheapest {MNIST_MODEL} b128 epoch", False
     text, band = f"{r['device']} {shown_value(r)}{why}", None
     # a price is a published figure: the cheapest's cost errs as its loop step does
-    own = band_words(r)
-    own = "unvalidated" if own == "-" else own
+    own = band_or_unvalidated(r)
     # the runner-up, and its margin against the loops' worst in the band
     nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
     margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
