@@ -711,12 +711,18 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # for the prediction in the answer: 1732; row 11's cost with its epoch's band, rows 3
     # and 11 said predicted: 1747; row 5's ratios over the CPU's fastest moved to the band
     # with that CPU step named: 1756; the legend's terms (formulations, loops, a sitting),
-    # which every row uses: 1806)
-    assert len(lines) <= 25 and len(text.split()) <= 1806
+    # which every row uses: 1806; a band pointed at by a later row said there by its
+    # median and worst too: 1818; row 8 names its quantity (efficiency); row 10's undecided
+    # says why in the answer, its ratios per model in the band: 1834)
+    assert len(lines) <= 25 and len(text.split()) <= 1834
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
     assert len(bands) == len(set(bands)) and any(a.band.startswith("as row ") for a in said)
+    for a in [a for a in said if a.band.startswith("as row ")]:  # its median and worst again
+        number = int(a.band.split()[2].removesuffix("'s,"))
+        median, worst = re.match(r"(\S+) off \(worst ([^,]+),", said[number - 1].band).groups()
+        assert a.band.startswith(f"as row {number}'s, {median} off, worst {worst}")
     assert lines[2].startswith("**Measured on GPU")
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
@@ -1103,8 +1109,8 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
     # the rule: the fewest parameters from which every larger width is faster on the GPU
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
-    said = _said(9).split("T4 predicted ")[-1]  # the T4's part (a measured GPU's is first)
-    said = re.split(", outside its band|, undecided at", said)[0]  # undecided: its own test
+    said = _said(9).split("T4 ")[-1].removeprefix("undecided at every width (")
+    said = re.split(", outside its band|\\)$", said)[0].removeprefix("predicted ")
     # "params" is said once, by the measured chip's verdict before it; the page says it
     assert said.endswith(f"from {int(start):,}") and f"T4 {said} params on" in page
     slower = [p for p, f in faster if not f]
@@ -1120,8 +1126,11 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
     # predicted, like for like, in the band (a TPU's loop prices less of its host than a
     # measured GPU's holds)
     answer, said = _said(10), answers.answers(csv)[9].band
-    assert answer.removeprefix(answers.UNDECIDED_WHICH).startswith("loop step, ")
+    # the committed: every ratio undecided, so the answer is their span and why, each
+    # ratio in the band
+    assert answer.startswith(f"{answers.UNDECIDED_WHICH}tpu-v6e-1's loop step predicted ")
     assert "loop step" not in said
+    each = said.removeprefix("per model, ").split("; published JAX loops")[0]
     p = csv[(csv.quantity == "loop_step_s") & (csv.batch == 128) & (csv.precision == "f32")
             & (csv.devices == 1) & csv.model.isin(answers.SEED_MODELS)]  # fmt: skip
     p = p[~p.device.str.contains("x")]  # one-chip targets
@@ -1148,7 +1157,7 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
             ratio = ("<=" if tpu < gpu else ">=") + ratio
         # the faster chip named once where it is every model's, each ratio under the chip it
         # is over
-        over = answer.split(f" {slow}: ")[1].split("; than ")[0]
+        over = each.split(f"over {slow}: ")[1].split("; over ")[0]
         assert f"{model} {ratio}" in over, model
     assert measured == 4  # every seed model ran on a GPU here
     # the TPU loops' band names the one chip its published loops ran on (not the v6e the
@@ -1176,14 +1185,17 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         assert f"{r['model']} {fmt(r)}" in said
         # where the kernels pick the other chip than the loop does, said in the answer too
         turned = r["device"] != fastest[r["model"]]
-        assert (f"{r['model']} " in answer and f"(kernels: {r['device']} {fmt(r)} faster)"
-                in answer) == turned  # fmt: skip
+        assert (f"{r['model']} " in each and f"(kernels: {r['device']} {fmt(r)} faster)"
+                in each) == turned  # fmt: skip
     assert any(r["device"] != fastest[r["model"]] for r in kernels.to_dict("records"))
     assert set(kernels.id) <= set(answers.answers(csv)[9].ids)
     page = (RESULTS / views.PAGES / "targets.md").read_text()
     assert "faster chip per chip, TPU vs GPU, device_step_s" in page
-    assert answer.removeprefix(answers.UNDECIDED_WHICH).startswith(
-        "loop step, tpu-v6e-1 predicted (host partly unpriced) faster than measured H200: "
+    ratios = sorted(float(x) for x in re.findall(r"<=([0-9.]+)x", each))
+    assert len(ratios) == 4 and answer == (
+        f"{answers.UNDECIDED_WHICH}tpu-v6e-1's loop step predicted (host partly unpriced) at "
+        f"most {ratios[0]}x-{ratios[-1]}x faster than measured H200/H100 SXM, inside the "
+        f"published TPU loops' worst error ({value_text(jax['hi'], 'x')})"
     )
 
 
@@ -3286,9 +3298,12 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     # the answer itself leads with the verdict where no ratio is decided, and only there
     table = csv.copy()
     table.loc[jax.index, "hi"] = ratios.value.max() * 2
-    assert answers.answers(table)[9].answer.startswith("Undecided which is faster: loop step, ")
+    assert answers.answers(table)[9].answer.startswith(
+        f"{answers.UNDECIDED_WHICH}tpu-v6e-1's loop step predicted "
+    )
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
-    assert answers.answers(table)[9].answer.startswith("loop step, ")
+    decided = answers.answers(table)[9]  # each ratio in the answer, none in the band
+    assert decided.answer.startswith("loop step, ") and "per model" not in decided.band
     if (ratios.value < jax.hi.iloc[0]).all():  # the committed records' own band
         assert band.endswith(f"every ratio{tail}")
     # the band leads with the TPU sides' own: the published loops' where they carry it
@@ -3298,14 +3313,15 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     by_loops = tpu[tpu.band_quantity == "loop_step_s"]
     assert 0 < len(by_loops) < len(tpu) == 4
     loops = answers.jax_loops(jax.iloc[0].to_dict(), "on TPU v2 ")
-    assert band.startswith(f"{loops} ({'/'.join(sorted(by_loops.model))}); ")
+    assert band.split("; ", 2)[2].startswith(f"{loops} ({'/'.join(sorted(by_loops.model))}); ")
     for r in tpu[~tpu.id.isin(by_loops.id)].to_dict("records"):
         assert f"; {r['model']}'s: {answers.band_words(r)}; " in band
     # the control: TPU sides with no band leave it unvalidated, the loops beside
     bare = csv.assign(band_quantity=csv.band_quantity.where(~csv.id.isin(tpu.id), "unvalidated"),
                       band_median=csv.band_median.where(~csv.id.isin(tpu.id)))  # fmt: skip
     said_bare = answers.answers(bare)[9].band
-    assert said_bare.startswith("unvalidated; device steps") and f"; {loops}; " in said_bare
+    assert said_bare.split("; ", 2)[2].startswith("unvalidated; device steps")
+    assert f"; {loops}; " in said_bare
 
 
 def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_shows(csv):
@@ -3326,7 +3342,7 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     held = max([int(start), *(e["params"] for e in earlier)])
     sittings = f"in all {len(earlier) + 1} sittings, beyond sitting noise from "
     assert said.startswith(f"MLP b128: H100 SXM faster from {held:,} params {sittings}")
-    assert " (jaxcnn's loop both sides); T4 predicted " in said
+    assert " (jaxcnn's loop both sides); T4 undecided at every width (predicted " in said
     # each width's pooled runs on each side, said in the band (the committed: the CPU's 7,
     # the GPU's newest sitting one)
     (n,) = set(g.records.str.split().str.len())
@@ -3731,7 +3747,8 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     assert (factor < both.band_worst_gpu * noise).all() and noise > 2
     faster = f"{int(both.params_cpu[ratio < 1].min()):,}"
     assert (ratio[both.params_cpu >= both.params_cpu[ratio < 1].min()] < 1).all()
-    assert _said(9).endswith(f"T4 predicted faster from {faster}, undecided at every width")
+    # the verdict first, the predicted crossover it leaves open after
+    assert _said(9).endswith(f"T4 undecided at every width (predicted faster from {faster})")
     # said beside the T4's band, before the measured chip's own
     t4_band = answers.answers(csv)[8].band.split("; H100 SXM's: ")[0]
     assert t4_band.startswith("T4's: ")
@@ -4344,12 +4361,9 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     assert {v["verdict"] for m, v in verdicts.items() if m != "resnet50"} == {"unvalidated"}
     # the seeds' models first, unvalidated; resnet50's banded yes after them, said as theirs
     said = answers.answers(csv)[7].answer
-    assert said.startswith("Data: unmeasured, predicted; seed models unvalidated: ")
+    assert said.startswith("Data, predicted efficiency (f32, 2-8 GPUs' lowest): seed models "
+                           "unvalidated, leaning yes: ")  # fmt: skip
     assert "; yes: resnet50 " in said and "resnet50" not in said.split("; yes: ")[0]
-    # the control: once a run over several GPUs measured one, "unmeasured" is not said
-    eff = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")].iloc[:1]
-    ran = pd.concat([csv, eff.assign(kind="measured", id="a measured one")], ignore_index=True)
-    assert answers.answers(ran)[7].answer.startswith("Data: predicted; seed models ")
     # where each lowest is (its chip and count) is in the rows its page shows
     chosen = set(answers.answers(csv)[7].ids)
     assert {v["row"]["id"] for v in verdicts.values()} <= chosen
@@ -4363,15 +4377,15 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
                    and (not width or width in c.split(" ")[1].split("/"))]  # fmt: skip
         assert said.endswith(f" {fmt(v['row'])} ({v['row']['device']})")
     # the unvalidated seed models by what they predict under the rule: those at 80% or
-    # more as one range, the rest (mlp's widths, committed) after "no for"
+    # more as one range, the rest (mlp's widths, committed) after "leaning no"
     seeds = sorted((v for m, v in verdicts.items() if m != "resnet50"),
                    key=lambda v: -v["row"]["value"])  # fmt: skip
     yes = [v for v in seeds if v["row"]["value"] >= scaling_study.SCALES_AT]
     assert len(yes) == 3 and len(yes) < len(seeds)
     names = "/".join(v["model"] for v in yes)
     said = answers.answers(csv)[7].answer
-    assert (f"seed models unvalidated: yes for {names} {fmt(yes[-1]['row'])}-"
-            f"{fmt(yes[0]['row'])}, no for mlp ") in said  # fmt: skip
+    assert (f"seed models unvalidated, leaning yes: {names} {fmt(yes[-1]['row'])}-"
+            f"{fmt(yes[0]['row'])}, leaning no: mlp ") in said  # fmt: skip
 
     # the controls: a wider band leaves it undecided, a lower efficiency makes it no
     def reach(value, factor):  # the table's banded rows as a band of `factor` leaves them
@@ -4391,7 +4405,7 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     # the control: a seed model's verdict said among the seed models'
     seeds_only = csv.assign(model=csv.model.str.replace("resnet50", "mnist_cnn x"))
     assert answers.answers(seeds_only)[7].answer.startswith(
-        "Data: unmeasured, predicted; seed models yes: mnist_cnn x "
+        "Data, predicted efficiency (f32, 2-8 GPUs' lowest): seed models yes: mnist_cnn x "
     )
     # without the band nothing is decided
     bare = csv.assign(spread=csv.spread.where(~csv.id.isin(banded.id), None))

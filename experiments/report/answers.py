@@ -4,6 +4,7 @@ verdict, how it is known, its band, and the figure ids it rests on. No record is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -737,8 +738,8 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
 def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
     """gpu_verdicts' `verdicts` said a clause per verdict ("yes: resnet50 98.5% (84.3% at
     worst)"), one model's widths of one value once ("mlp width=4096/width=1024 39.1%");
-    the unvalidated ones by what they predict, under SCALES_RULE's threshold ("unvalidated:
-    yes for catsdogs_cnn/mnist_cnn 86.7%-90.9%, no for mlp 39.1%")."""
+    the unvalidated ones by what they predict, under SCALES_RULE's threshold ("unvalidated,
+    leaning yes: catsdogs_cnn/mnist_cnn 86.7%-90.9%, leaning no: mlp 39.1%")."""
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
@@ -747,8 +748,9 @@ def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
             continue
         leans = [(lean, [v for v in each if (v["row"]["value"] >= SCALES_AT) == (lean == "yes")])
                  for lean in ("yes", "no")]  # fmt: skip
-        leaning = ", ".join(f"{lean} for {models_said(vs, merge=True)}" for lean, vs in leans if vs)
-        said += [f"{verdict}: {leaning}"] if each else []
+        leaning = ", ".join(f"leaning {lean}: {models_said(vs, merge=True)}"
+                            for lean, vs in leans if vs)  # fmt: skip
+        said += [f"{verdict}, {leaning}"] if each else []
     return said
 
 
@@ -798,11 +800,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     said = [f"seed models {'; '.join(by_verdict(seeds))}"] if seeds else []
     said += by_verdict(beyond)
     most = max(int(v["row"]["devices"]) for v in verdicts)
-    # every figure here is predicted from compiled programs, said first, and that no run
-    # over several GPUs measured one where none did
-    ran = len(rows(t, quantity="scaling_efficiency", kind="measured", platform="gpu"))
-    head = "predicted" if ran else "unmeasured, predicted"
-    text = f"Data: {head}; {'; '.join(said)} (f32, 2-{most} GPUs' lowest)"
+    # what every figure here is, said first: a predicted efficiency (of ideal, per-GPU
+    # batch held), from compiled programs
+    text = f"Data, predicted efficiency (f32, 2-{most} GPUs' lowest): {'; '.join(said)}"
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     above = s[s.flag.astype(str).str.startswith("above ideal")]
@@ -1023,18 +1023,20 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         # the T4's prediction over the CPU's measured step: the CPU moves between sittings
         # as much as the measured chips' verdicts are held to, so the band is widened by it
         u = undecided_range(t, c, g)
+        t4 = f"T4 predicted {start}"
         if u["below"]:
-            start += f", outside its band from {u['below']:,}"
-        elif u["every"] is not None:
-            start += f", undecided at {'every' if u['every'] else 'its widest'} width"
+            t4 += f", outside its band from {u['below']:,}"
+        elif u["every"] is not None:  # the verdict first, what it leaves open after
+            t4 = f"T4 undecided at {'every' if u['every'] else 'its widest'} width"
+            t4 += f" (predicted {start})"
         inside = ""  # said beside the T4's band, before the measured chip's caveats
         if u["moves"] and (u["below"] or u["every"] is not None):
             inside = f"; inside its band times the CPU's sittings ({value_text(u['noise'], 'x')})"
             chosen.append(u["moves"])
-        text = "MLP b128: " + "; ".join([*said, f"T4 predicted {start}"])
+        text = "MLP b128: " + "; ".join([*said, t4])
         # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
-        t4 = next((r for r in chosen if r and r["kind"] == "predicted"), None)
-        band = t4 and f"T4's: {band_words(t4)}{wider_band(g, t4)}{inside}"
+        step = next((r for r in chosen if r and r["kind"] == "predicted"), None)
+        band = step and f"T4's: {band_words(step)}{wider_band(g, step)}{inside}"
         return Said(text, chosen, band, caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
@@ -1130,7 +1132,17 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if inside:
         which = "every ratio" if every else ", ".join(inside)
         band += f"; {which} inside the published TPU loops' worst: undecided"
-    if every:  # no ratio decided: the answer says so first, and what it leaves open
+    if every and one_chip_faster:  # the verdict, the ratios' span and why; each in the band
+        ratios = loop.sort_values("value")
+        ceiling = "at most " if (ratios.bound == "ceiling").all() else ""
+        span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
+        overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
+        chip, _, unpriced = first.removesuffix(" faster than measured").partition(" predicted")
+        text = (f"{UNDECIDED_WHICH}{chip}'s loop step predicted{unpriced} {ceiling}{span}"
+                f" faster than measured {overs}, inside the published TPU loops' worst error"
+                f" ({value_text(jax['hi'], 'x')})")  # fmt: skip
+        band = f"per model, over {'; over '.join(parts)}; {band}"
+    elif every:  # no ratio decided: the answer says so first, and what it leaves open
         text = f"{UNDECIDED_WHICH}{text}"
     return Said(text, [*seen, jax], band)
 
@@ -1676,6 +1688,13 @@ def _same_band(said: str, band: str) -> bool:
     return len(band.split()) > 2 and said == band
 
 
+def as_row(earlier: Answer, band: str) -> str:
+    """A band an earlier row said in full, pointed at with its median and worst again
+    ("as row 5's, 1.36x off, worst 6.1x"): the reader needs no other row to weigh it."""
+    head = re.match(r"(\S+ off) \(worst ([^,)]+)", band)
+    return f"as row {earlier.number}'s" + (f", {head[1]}, worst {head[2]}" if head else "")
+
+
 def answers(table: pd.DataFrame) -> list[Answer]:
     """The fifteen answers, in the seeds' order."""
     cpu = reference_cpu(table)
@@ -1685,7 +1704,7 @@ def answers(table: pd.DataFrame) -> list[Answer]:
         words = [band_words(r) for r in said.rows if r and r["kind"] == "predicted"]
         band = said.band if said.band is not None else next(iter(words), "-")
         earlier = next((a for a in out if _same_band(a.band, band)), None)
-        band = f"as row {earlier.number}'s" if earlier else band  # said once on the screen
+        band = as_row(earlier, band) if earlier else band  # said once on the screen
         # a caveat beside no band stands alone, not after a "-"
         band = said.caveat.removeprefix("; ") if band == "-" and said.caveat else band + said.caveat
         known, ids = kinds(said.rows), [r["id"] for r in said.rows if r]
