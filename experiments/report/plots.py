@@ -5,12 +5,14 @@ along its axis (it is left out)."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from experiments.report import answers as answers_lib
@@ -29,6 +31,7 @@ from experiments.studies import crossover as crossover_study
 from experiments.studies.page import (
     LOOP,
     OURS_LOOP_STEP,
+    USABLE,
     on_seed_data,
     reference_cpu,
     rows,
@@ -79,10 +82,15 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _finish(fig: Any, path: Path, title: str, tight: bool = True) -> Path:
-    """`fig` titled, laid out (unless its legends were placed by hand) and saved."""
+def _finish(fig: Any, path: Path, title: str, top: float | None = None,
+            tight: bool = True) -> Path:  # fmt: skip
+    """`fig` titled, laid out and saved: its panels' tops at `top` where given (their
+    legends hang below them, placed by hand: tight_layout would not leave them room),
+    else tight unless `tight` is False."""
     fig.suptitle(title)
-    if tight:
+    if top is not None:
+        fig.subplots_adjust(top=top)
+    elif tight:
         fig.tight_layout()
     return _save(fig, path)  # a seam: the tests take the figure here, unsaved
 
@@ -130,6 +138,12 @@ def _legend_below(
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
 
 
+def _legend_under(ax: Any, drop: float, size: str = "x-small") -> None:
+    """`ax`'s own legend hung below it, its top `drop` (a share of the panel's height)
+    under the panel's frame."""
+    ax.legend(fontsize=size, loc="upper center", bbox_to_anchor=(0.5, -drop))
+
+
 def _proxy(**style: Any) -> Any:
     """A legend entry's line, drawn nowhere: it stands for `style` wherever it is drawn."""
     return pyplot().Line2D([], [], **style)
@@ -160,7 +174,7 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     """A log-log panel of one range on both axes, titled, its legend below it."""
     ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize="medium")
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
+    _legend_under(ax, 0.13)
 
 
 FEW_MARKER = "^"  # a prediction whose band is too small to draw: no bar, this shape
@@ -211,27 +225,25 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
         ):
             p = rows(predicted, model=model, quantity=quantity).set_index("device").reindex(devices)
             x = pd.Series([at[d, False] for d in devices], index=devices) + shift
-            m = p.band_worst.astype(float)
+            m, has, face = p.band_worst.astype(float), p.value.notna(), "C0" if filled else "none"
             # a banded prediction shows its band at its worst factor as a bar (what the
             # first screen's "undecided" goes by; its median would understate); one
             # without a band is grey and says unvalidated
             drawn = band_drawn(p.band_n)
-            b, u = m.notna() & drawn, m.isna() & p.value.notna()
-            few = m.notna() & ~drawn & p.value.notna()
+            b, u, few = m.notna() & drawn, m.isna() & has, m.notna() & ~drawn & has
             if few.any():  # a shape of its own: never read as a bar too short to see
-                ax.plot(x[few], p.value[few], FEW_MARKER, color="C0",
-                        mfc="C0" if filled else "none", markersize=7,
+                ax.plot(x[few], p.value[few], FEW_MARKER, color="C0", mfc=face, markersize=7,
                         label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
             if b.any():
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",
-                            mfc="C0" if filled else "none", capsize=2,
+                            mfc=face, capsize=2,
                             label=f"{label} (bar: its band's worst factor)")  # fmt: skip
             if u.any():
                 ax.plot(x[u], p.value[u], "o", color="0.55", mfc="0.55" if filled else "none",
                         label=f"{label}, unvalidated (no band)")  # fmt: skip
             # a loop step with host parts left out (no published figure for them) is a floor
-            short = host_unpriced(p.note) & p.value.notna()
+            short = host_unpriced(p.note) & has
             if short.any():
                 ax.plot(x[short], p.value[short], "x", color="black", markersize=5,
                         label=f"{label} with host parts left out: a floor")  # fmt: skip
@@ -291,12 +303,14 @@ def seed_models_title(unmeasured: list[str]) -> str:
     return title
 
 
-def _spread(ax: Any, sweep: pd.DataFrame, label: Callable[[pd.DataFrame], str]) -> None:
-    """A CPU sweep's spread (its lo to hi) shaded where it has one, labelled from those rows."""
-    spread = sweep.dropna(subset=["lo", "hi"])
-    if len(spread):
-        x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
-        ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0, label=label(spread))
+# a GPU's newest sitting, what the verdict reads, drawn over its earlier ones, faint
+NEWEST = {"linewidth": 2, "zorder": MEASURED_Z}
+EARLIER = {"alpha": 0.5, "markersize": 4, "linewidth": 0.8, "zorder": 2}
+
+
+def _wrap(text: str, **how: Any) -> str:
+    """A crossover legend entry wrapped to the width of the legend below its panel."""
+    return textwrap.fill(text, 52, **how)
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
@@ -316,19 +330,22 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     alone = "" if (c.extra == LOOP).all() else " (each step timed alone)"
     loop_ax.plot(c.params, c.value, "o-", color="C0", zorder=MEASURED_Z,
                  label=f"{cpu}, measured{alone}")  # fmt: skip
-    _spread(loop_ax, c, lambda s: f"{cpu}, {'/'.join(sorted(set(s.spread)))}")
+    spread = c.dropna(subset=["lo", "hi"])  # the CPU's spread, where it has one
+    if len(spread):
+        x, lo, hi = (spread[k].astype(float) for k in ("params", "lo", "hi"))
+        loop_ax.fill_between(x, lo, hi, color="C0", alpha=BAND_ALPHA, linewidth=0,
+                             label=f"{cpu}, {'/'.join(sorted(set(spread.spread)))}")  # fmt: skip
     for _, gl in sweeps:
         device = gl.device.iloc[0]
         single = "" if gl.lo.notna().all() else " (one window each: no spread)"
-        # the newest sitting, what the verdict reads, drawn over the earlier ones
-        loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"), linewidth=2,
-                     zorder=MEASURED_Z, label=f"{device}, measured{single}")  # fmt: skip
-    # each earlier sitting of a GPU, faint: how far a sitting moves what the verdict reads
+        loop_ax.plot(gl.params, gl.value, "D-", color=colour.get(device, "C4"), **NEWEST,
+                     label=f"{device}, measured{single}")  # fmt: skip
+    # each earlier sitting of a GPU: how far a sitting moves what the verdict reads
     for i, e in enumerate(crossover_study.sitting_crossovers(table, sweeps)):
         r = e["rows"].sort_values("params")
-        label = textwrap.fill(f"{e['device']}, another sitting ({e['when']})", 52)
+        label = _wrap(f"{e['device']}, another sitting ({e['when']})")
         loop_ax.plot(r.params, r.value, f"{SITTINGS[i % 4]}:", color=colour.get(e["device"], "C4"),
-                     alpha=0.5, markersize=4, linewidth=0.8, zorder=2, label=label)  # fmt: skip
+                     **EARLIER, label=label)  # fmt: skip
     what = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     words = answers_lib.band_words(g.iloc[0].to_dict())
     worst = g.band_worst.astype(float)
@@ -341,10 +358,10 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         # row 9's undecided zone: each width's own band (the kernels' where they are most
         # of its step) at its worst, times how far the CPU it is set against moves
         noise = crossover_study.undecided_range(table, c, g)["noise"]
-        said = sorted({answers_lib.band_words(r) for r in g.to_dict("records")})
+        said = "; ".join(sorted({answers_lib.band_words(r) for r in g.to_dict("records")}))
         times = f" times the CPU's sitting spread ({value_text(noise, 'x')})" if noise > 1 else ""
-        label = textwrap.fill(f"T4 x/÷ its band's worst{times}, undecided inside: "
-                              f"{'; '.join(said)}", 52, break_on_hyphens=False)  # fmt: skip
+        label = _wrap(f"T4 x/÷ its band's worst{times}, undecided inside: {said}",
+                      break_on_hyphens=False)  # fmt: skip
         # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
         # (a tint over the CPU's blue would read as a third, grey band)
         loop_ax.fill_between(x, y / (worst * noise), y * worst * noise, facecolor="none",
@@ -357,10 +374,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
     for ax in (loop_ax, ratio_ax):
         ax.set_xlabel("trainable parameters (MLP width 32 to 8192)")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig.subplots_adjust(top=0.86)
-    title = "Seed 002: above how many parameters does the GPU win?"
-    return _finish(fig, path, title, tight=False)
+            _legend_under(ax, 0.16, "small")
+    return _finish(fig, path, "Seed 002: above how many parameters does the GPU win?", top=0.86)
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
@@ -378,20 +393,18 @@ def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str,
     for device, ratios in printed.groupby("device", sort=True):
         hue = colour.get(device, "C4")
         newest = ratios[ratios.selection == "loop-vs-loop"].sort_values("params")
-        # the newest, what the verdict reads, over the earlier ones (as in the left panel)
-        ax.plot(newest.params, newest.value, "D-", color=hue, linewidth=2, zorder=3,
+        ax.plot(newest.params, newest.value, "D-", color=hue, **NEWEST,
                 label=f"{device}, the newest sitting")  # fmt: skip
         earlier = ratios[ratios.selection != "loop-vs-loop"].groupby("extra", sort=True)
         for i, (extra, e) in enumerate(earlier):
             e, when = e.sort_values("params"), crossover_study.when_of(extra)
-            ax.plot(e.params, e.value, f"{SITTINGS[i % 4]}:", alpha=0.5, color=hue,
-                    markersize=4, linewidth=0.8, zorder=2,
-                    label=textwrap.fill(f"{device}, {when}", 52))  # fmt: skip
+            ax.plot(e.params, e.value, f"{SITTINGS[i % 4]}:", color=hue, **EARLIER,
+                    label=_wrap(f"{device}, {when}"))  # fmt: skip
         moves = sitting_spread(table, device)
         if len(moves) and device in cpu_of:  # the verdict's yardstick
             m, _, _ = answers_lib.sitting_noise(table, moves.iloc[0].to_dict(), cpu_of[device])
             label = f"sittings move the ratio up to {value_text(m, 'x')}: undecided inside"
-            ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=textwrap.fill(label, 52))
+            ax.axhspan(1 / m, m, color="0.5", alpha=0.15, label=_wrap(label))
     ax.axhline(1, color="k", linewidth=0.8)
     ax.set(yscale="log", ylabel="CPU's loop step / GPU's (above 1: the GPU faster)")
     ax.set_title("the GPU over the CPU, each sitting (row 9)", fontsize="medium")
@@ -431,8 +444,6 @@ def _crowds(b: Any, gib: Any, ylim: tuple[float, float]) -> list[list[int]]:
     """The groups of a memory panel's points (batch on a log axis, GiB on `ylim`) that crowd
     one another: each point within APART_PT of another of its group, where matplotlib will
     draw them on MEMORY_AXES_IN (its 5% margins on x); in batch order."""
-    import numpy as np
-
     lx = np.log2(np.asarray(b, float))
     span = (lx.max() - lx.min()) * 1.1 or 1.0
     x = (lx - lx.min()) / span * MEMORY_AXES_IN[0] * 72
@@ -457,8 +468,6 @@ def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
     one verdict: a panel of it would add nothing about the verdicts, so it is left where it
     is and named in the chip's title.
     Returns (the stretch drawn apart, a mask on `b`; the groups left, outside it)."""
-    import numpy as np
-
     b, gib = np.asarray(b, float), np.asarray(gib, float)
     near = (worst or 1.0) ** 2
     crowds = _crowds(b, gib, ylim)
@@ -476,15 +485,14 @@ def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
     return stretch, [g for g in crowds if not stretch[g].any()]
 
 
-def _batch_ticks(ax: Any, batches: Any, lo: float, hi: float) -> None:
-    """A log-batch panel's x ticks at `batches` it draws (from `lo` to `hi`), each naming its
-    batch, so a point is never read off a power-of-two tick as a batch the table lacks; a
-    tick within APART_PT of the one before it (on MEMORY_AXES_IN) is left out."""
-    import numpy as np
-
-    span = (np.log2(hi) - np.log2(lo)) * 1.1 or 1.0
+def _batch_ticks(ax: Any, batches: Any) -> None:
+    """A log-batch panel's x ticks at the `batches` it draws, each naming its batch, so a
+    point is never read off a power-of-two tick as a batch the table lacks; a tick within
+    APART_PT of the one before it (on MEMORY_AXES_IN) is left out."""
+    at = sorted({float(x) for x in batches})
+    span = (np.log2(at[-1]) - np.log2(at[0])) * 1.1 or 1.0
     kept: list[float] = []
-    for x in sorted({float(x) for x in batches}):
+    for x in at:
         if not kept or (np.log2(x) - np.log2(kept[-1])) / span * MEMORY_AXES_IN[0] * 72 >= APART_PT:
             kept.append(x)
     ax.set_xticks(kept, [str(int(x)) for x in kept], rotation=90, fontsize="x-small")
@@ -500,9 +508,8 @@ def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
     """A zoom panel's title from what it draws: its chip(s) `name`; ZOOM and the batches
     drawn apart; their compiled memory in GiB and what share that is of the memory JAX can
     use (`limits`, GiB; a share per limit where the panel's chips differ)."""
-    lines = [name, f"{ZOOM} {batches_text(list(batches))}, drawn apart:",
-             *textwrap.wrap(memory_share(gib, limits), 44, break_on_hyphens=False)]  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join([name, f"{ZOOM} {batches_text(list(batches))}, drawn apart:",
+                      *_share_lines(gib, limits)])  # fmt: skip
 
 
 def memory_share(gib: Any, limits: list[float]) -> str:
@@ -515,29 +522,44 @@ def memory_share(gib: Any, limits: list[float]) -> str:
     return said + (": " + "; ".join(shares) if shares else "")
 
 
-def _memory_limits(ax: Any, usable: list[float], worst: float | None) -> None:
-    """Each chip's usable memory (`usable`, GiB) a dotted line, the compile check's undecided
-    zone shaded about it."""
+def _share_lines(gib: Any, limits: list[float]) -> list[str]:
+    """memory_share wrapped to a panel title's width."""
+    return textwrap.wrap(memory_share(gib, limits), 44, break_on_hyphens=False)
+
+
+def _zones(usable: list[float], worst: float | None) -> list[float]:
+    """Each usable memory and its undecided zone's ends: what a memory panel's y-axis holds."""
+    return [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
+
+
+def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
+                  usable: list[float], worst: float | None, shown: Any = slice(None),
+                  shade: tuple[float, float] | None = None) -> None:  # fmt: skip
+    """A memory panel: the compiled memory a line through (x, GiB), the verdicts `shown` (a
+    mask) on it (fits, undecided, does not fit, the seed's runs ringed), the batches from
+    `shade` drawn apart elsewhere shaded, each usable memory (`usable`, GiB) a dotted line
+    with the compile check's undecided zone about it, and the y-axis holding every zone
+    whole. Batches a few % apart would sit on one another: a marker drawn over another is
+    hollow or strokes only, and smaller than a hollow one beneath it, so neither hides."""
+    ax.plot(x, gib, "-", color="C0", linewidth=1, zorder=1)
+    x, y, ok, unsure, ringed = (np.asarray(a)[shown] for a in (x, gib, ok, unsure, ringed))
+    ax.plot(x[ok & ~unsure], y[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
+            label="fits (compiled memory)")  # fmt: skip
+    ax.plot(x[unsure], y[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
+            label="undecided: inside the zone")  # fmt: skip
+    ax.plot(x[~ok & ~unsure], y[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
+            zorder=4, label="does not fit")  # fmt: skip
+    if ringed.any():  # never clipped at a panel's edge
+        ax.plot(x[ringed], y[ringed], "o", color="k", mfc="none", markersize=12,
+                label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
+    if shade:
+        ax.axvspan(*shade, color="0.85", zorder=0, linewidth=0, label=ZOOMED)
     for limit in usable:
         ax.axhline(limit, color="C2", linestyle=":", linewidth=1, label="what JAX can use")
         if worst:
             label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
             ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
-
-
-def _memory_points(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any) -> None:
-    """A panel's verdicts at (x, GiB): fits, undecided, does not fit, the seed's runs ringed.
-    Batches a few % apart would sit on one another: a marker drawn over another is hollow
-    or strokes only, and smaller than a hollow one beneath it, so neither hides."""
-    ax.plot(x[ok & ~unsure], gib[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
-            label="fits (compiled memory)")  # fmt: skip
-    ax.plot(x[unsure], gib[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
-            label="undecided: inside the zone")  # fmt: skip
-    ax.plot(x[~ok & ~unsure], gib[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
-            zorder=4, label="does not fit")  # fmt: skip
-    if ringed.any():  # never clipped at a panel's edge
-        ax.plot(x[ringed], gib[ringed], "o", color="k", mfc="none", markersize=12,
-                label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
+    ax.set_ylim(_padded([*gib, *_zones(usable, worst)]))
 
 
 def as_ran_factors(table: pd.DataFrame) -> pd.DataFrame:
@@ -558,8 +580,7 @@ def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
     ax.axhline(1.0, color="black", linewidth=0.8, label="= the compiled memory")
     ax.set_ylim(_padded([1.0, *factors.value.astype(float)]))
     ax.set_xscale("log", base=2)
-    _batch_ticks(ax, factors.batch.astype(float), factors.batch.astype(float).min(),
-                 factors.batch.astype(float).max())  # fmt: skip
+    _batch_ticks(ax, factors.batch)
     ax.set_ylabel("× compiled memory")
     chips = ", ".join(sorted(set(factors.device)))
     ax.set_title(f"{chips} as it ran (measured)\nwhat else it held at its peak\nis not "
@@ -583,8 +604,6 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     failed to compile) is named in its panel's title, never dropped unsaid. Beside them,
     what a chip's allocator held as the program ran over its compiled memory (measured),
     where the table has it."""
-    import numpy as np
-
     model = answers_lib.SEED_MODEL
     where = {"model": model, "precision": "f32", "platform": ["gpu", "tpu"]}
     mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", placement="single",
@@ -609,15 +628,16 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     seed = {(d, b) for d, b, _ in answers_lib.SEED_MEMORY_RUNS}
     # the compile check's worst factor: a batch that near its limit is undecided (row 1's rule)
     worst = compile_check_worst(table)
-    panels = []  # batch, GiB, fits, undecided, lost, devices, usable, zones, drawn apart
+    # what every verdict on a chip is held to (figures.undecided_fits reads the same rows)
+    limit = rows(table, quantity="memory_bytes", extra=USABLE).set_index("device").value / 2**30
+    panels = []  # batch, GiB, fits, undecided, the seed's runs, lost, devices, usable, ...
     for (points, lost), devices in sorted(series.items(), key=lambda kv: kv[1]):
         b, gib, ok, unsure = pd.DataFrame(points).to_numpy(float).T  # batch, bytes, fits
         gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
-        usable = [u for d in devices if (u := _usable_gib(d))]
-        # each usable memory and its undecided zone: what the panel's y-axis must hold
-        zones = [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
-        stretch, overlaps = _apart(b, gib, _padded([*gib, *zones]), usable, worst)
-        panels.append((b, gib, ok, unsure, lost, devices, usable, zones, overlaps, stretch))
+        ringed = np.array([any((d, x) in seed for d in devices) for x in b])
+        usable = [float(limit[d]) for d in devices if d in limit.index]
+        stretch, overlaps = _apart(b, gib, _padded([*gib, *_zones(usable, worst)]), usable, worst)
+        panels.append((b, gib, ok, unsure, ringed, lost, devices, usable, overlaps, stretch))
     # a chip and its batches apart side by side on one row: the chips with them first, so
     # every pair starts a row or its middle and the chips without one fill the rows after
     panels.sort(key=lambda p: not p[-1].any())
@@ -626,17 +646,10 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     fig, axes = _grid(n, lambda cols, rows_: (3 * cols, 2.7 * rows_ + 0.6), "batch",
                       MEMORY_YLABEL, sharex=False)  # fmt: skip
     free = iter(axes.flat)
-    for b, gib, ok, unsure, lost, devices, usable, zones, overlaps, stretch in panels:
+    for b, gib, ok, unsure, ringed, lost, devices, usable, overlaps, s in panels:
         ax = next(free)
-        ringed = np.array([any((d, x) in seed for d in devices) for x in b])
-        ax.plot(b, gib, "-", color="C0", linewidth=1, zorder=1)  # the compiled memory
-        alone = ~stretch
-        _memory_points(ax, b[alone], gib[alone], ok[alone], unsure[alone], ringed[alone])
-        if stretch.any():
-            ax.axvspan(b[stretch].min(), b[stretch].max(), color="0.85", zorder=0,
-                       linewidth=0, label=ZOOMED)  # fmt: skip
-        _memory_limits(ax, usable, worst)
-        ax.set_ylim(_padded([*gib, *zones]))  # every zone whole on its panel
+        shade = (b[s].min(), b[s].max()) if s.any() else None
+        _memory_panel(ax, b, gib, ok, unsure, ringed, usable, worst, shown=~s, shade=shade)
         name = ", ".join(d.removeprefix("gpu-") for d in devices)
         title = [name]
         falls = [int(x) for x, d in zip(b[1:], np.diff(gib), strict=True) if d < 0]
@@ -648,28 +661,22 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
                 title.append(textwrap.fill(f"{batches_text(mine)} {words}, not drawn: no compiled "
                                            "memory to place them by", 40))  # fmt: skip
         for g in overlaps:  # crowded far from the limit: left crowded, and said how far
-            title += [
-                f"{batches_text(list(b[g]))} {CROWDED_HERE}:",
-                *textwrap.wrap(memory_share(gib[g], usable), 44, break_on_hyphens=False),
-            ]
+            title += [f"{batches_text(list(b[g]))} {CROWDED_HERE}:", *_share_lines(gib[g], usable)]
         ax.set_title("\n".join(title), fontsize="small")
         ax.set_xscale("log", base=2)
-        _batch_ticks(ax, [*b[alone], *b[stretch][[0, -1]]] if stretch.any() else b,
-                     b.min(), b.max())  # fmt: skip
-        if not stretch.any():
+        # the batches drawn apart ticked at their ends only: the zoom panel names each
+        _batch_ticks(ax, [*b[~s], *b[s][[0, -1]]] if s.any() else b)
+        if not s.any():
             continue
         # the stretch's batches evenly apart in order, each tick naming its batch
         zoom = next(free)
-        at = np.arange(stretch.sum(), dtype=float)
-        zoom.plot(at, gib[stretch], "-", color="C0", linewidth=1, zorder=1)
-        _memory_points(zoom, at, gib[stretch], ok[stretch], unsure[stretch], ringed[stretch])
-        _memory_limits(zoom, usable, worst)
-        zoom.set_ylim(_padded([*gib[stretch], *zones]))
-        zoom.set_xticks(at, [str(int(x)) for x in b[stretch]], rotation=90, fontsize="x-small")
+        at = np.arange(s.sum(), dtype=float)
+        _memory_panel(zoom, at, gib[s], ok[s], unsure[s], ringed[s], usable, worst)
+        zoom.set_xticks(at, [str(int(x)) for x in b[s]], rotation=90, fontsize="x-small")
         zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
         zoom.set_xlabel(ZOOM_XLABEL)
         zoom.set_ylabel(MEMORY_YLABEL)  # its own range, not its chip's: labelled as its own
-        zoom.set_title(zoom_title(name, b[stretch], gib[stretch], usable), fontsize="small")
+        zoom.set_title(zoom_title(name, b[s], gib[s], usable), fontsize="small")
     if len(factors):
         _as_ran(next(free), factors)
     _legend_below(fig)
@@ -681,24 +688,9 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     return _finish(fig, path, title)
 
 
-def _usable_gib(target: str) -> float | None:
-    """What JAX can use of one of `target`'s devices, in GiB; None where no target or fact says."""
-    from jaxcnn import targets
-    from jaxcnn.perf import chips
-
-    if (t := targets.TARGETS.get(target)) is None:
-        return None
-    total = chips.fact(t.kind, "memory_bytes")
-    share = targets.USABLE_FRACTION.get(t.platform)
-    return total * share / 2**30 / t.devices_per_chip if total and share else None
-
-
 # the table's placement names, as the plot titles its panels
-PLACEMENTS = {
-    "sharded": "data-parallel",
-    "data-parallel": "data-parallel",
-    "model": "model-parallel",
-}
+PLACEMENTS = {"sharded": "data-parallel", "data-parallel": "data-parallel",
+              "model": "model-parallel"}  # fmt: skip
 
 
 def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -742,8 +734,6 @@ def _scaling_limits(ax: Any, xs: list[list[float]], values: list[float]
                     ) -> tuple[float, float, float, float]:  # fmt: skip
     """A scaling panel's axes (log2 x) on its points `xs`, `values`, SCALING_EDGE clear of
     its frame on a panel of SCALING_AXES_IN: (left, right, bottom, top)."""
-    import math
-
     width, height = (72 * inches for inches in SCALING_AXES_IN)
     ends = min(min(x) for x in xs), max(max(x) for x in xs)
     octaves = max(math.log2(ends[1] / ends[0]), 1.0)
@@ -783,8 +773,6 @@ def _spread_apart(xs: list[list[float]], series: list[dict[str, Any]],
     would hide one another on a panel of SCALING_AXES_IN and `limits`: each
     filled point after its series' base a marker and a point clear of every other, the
     bases (100% each, side by side already) and hollow points left where they are."""
-    import math
-
     left, right, lo, hi = limits
     octaves = math.log2(right / left)
     width, height = (72 * inches for inches in SCALING_AXES_IN)
@@ -836,15 +824,17 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         crowded = several[(*key, r["kind"])] > 1 and counts[(*key, r["kind"])] > MAX_SERIES
         return *key, kind + (f", {r['platform'].upper()}s" if crowded else "")
 
-    panels = sorted({panel_of(r) for r in series})
+    panels: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in series:
+        panels.setdefault(panel_of(r), []).append(r)
     from matplotlib.ticker import PercentFormatter
 
     # each panel's devices its own: a panel that stops at 8 is not squeezed by one of 64,
     # and fifteen panels read one at a time
     fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency",
                       sharex=False)  # fmt: skip
-    for ax, (model, placement, kind) in zip(axes.flat, panels, strict=False):
-        mine = [r for r in series if panel_of(r) == (model, placement, kind)]
+    for ax, ((model, placement, kind), mine) in zip(axes.flat, sorted(panels.items()),
+                                                    strict=False):  # fmt: skip
         # a fraction of an octave apart: same-valued series stay visible side by side
         shifts = _side_by_side(len(mine), 0.07, 0.6)
         xs = [[d * 2**s for d in r["devices"]] for r, s in zip(mine, shifts, strict=True)]
@@ -1059,14 +1049,12 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             title += f"\n{len(cpus)} CPUs, not one machine: each run's label names its own"
         ax.set_title(title, fontsize="medium")
         ax.set(xlabel="epoch (a panel's runs side by side at each)", xticks=range(1, of + 1))
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.17))
+        _legend_under(ax, 0.17)
     axes[0][0].set_ylabel("test accuracy per epoch (measured)")
-    fig.subplots_adjust(top=0.8)  # a panel's second title line clear of the figure's
     # its panels' ranges differ by tenths of a point to points: said, never assumed alike
-    if alone:
-        fig.subplots_adjust(top=0.76)
-    return _finish(fig, path, f"Test accuracy per epoch, f32 (each panel its own y-axis){alone}",
-                   tight=False)  # fmt: skip
+    title = f"Test accuracy per epoch, f32 (each panel its own y-axis){alone}"
+    # a panel's second title line clear of the figure's (and of its third, where it has one)
+    return _finish(fig, path, title, top=0.76 if alone else 0.8)
 
 
 PLOTS: dict[str, tuple[str, Callable[[pd.DataFrame, Path], Path | None]]] = {
@@ -1081,8 +1069,4 @@ PLOTS: dict[str, tuple[str, Callable[[pd.DataFrame, Path], Path | None]]] = {
 
 def draw(table: pd.DataFrame, folder: Path) -> dict[str, str]:
     """Every plot the table can draw, into `folder`: {page: file name}."""
-    drawn = {}
-    for page, (name, plot) in PLOTS.items():
-        if plot(table, folder / name) is not None:
-            drawn[page] = name
-    return drawn
+    return {page: name for page, (name, plot) in PLOTS.items() if plot(table, folder / name)}
