@@ -426,6 +426,9 @@ APART_PT = 9.0
 # a zoom panel's batches are those that crowd one another near their chip's limit, where
 # its verdicts turn (_apart): its title says which and how near the limit (zoom_title)
 ZOOM = "crowded batches"
+# from a seed run's ring's centre to the frame, at least: its edge (12 points across, its stroke
+# 1) and a few points clear, so the frame never reads as cutting it
+RING_PT = 10.0
 MEMORY_YLABEL = "GiB per device"
 # crowded batches far from the limit, not drawn apart: their chip's title names them and
 # how far, so a batch whose marker meets another's is said, not lost
@@ -496,7 +499,10 @@ def _batch_ticks(ax: Any, batches: Any) -> None:
         if not kept or (np.log2(x) - np.log2(kept[-1])) / span * MEMORY_AXES_IN[0] * 72 >= APART_PT:
             kept.append(x)
     ax.set_xticks(kept, [str(int(x)) for x in kept], rotation=90, fontsize="x-small")
-    ax.set_xticks([], minor=True)
+    # a batch whose label would meet its neighbour's keeps a tick of its own, unlabelled:
+    # every marker stands over a tick, none read as a batch beside it
+    left = [x for x in at if x not in kept]
+    ax.set_xticks(left, [""] * len(left), minor=True)
 
 
 def _span(values: list[str], unit: str) -> str:
@@ -532,6 +538,19 @@ def _zones(usable: list[float], worst: float | None) -> list[float]:
     return [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
 
 
+def _memory_ylim(gib: Any, usable: list[float], worst: float | None,
+                 rings: Any) -> tuple[float, float]:  # fmt: skip
+    """A memory panel's y-axis: its memory and every zone whole (_padded), widened where a
+    seed run's ring (at `rings`, GiB) would meet the top or bottom of its frame (on
+    MEMORY_AXES_IN, a little under the drawn panel): each ring drawn whole inside it."""
+    lo, hi = _padded([*gib, *_zones(usable, worst)])
+    h = MEMORY_AXES_IN[1] * 72
+    for y in rings:
+        hi = max(hi, (y * h - RING_PT * lo) / (h - RING_PT))
+        lo = min(lo, (y * h - RING_PT * hi) / (h - RING_PT))
+    return lo, hi
+
+
 def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
                   usable: list[float], worst: float | None, shown: Any = slice(None),
                   shade: tuple[float, float] | None = None) -> None:  # fmt: skip
@@ -542,15 +561,15 @@ def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
     whole. Batches a few % apart would sit on one another: a marker drawn over another is
     hollow or strokes only, and smaller than a hollow one beneath it, so neither hides."""
     ax.plot(x, gib, "-", color="C0", linewidth=1, zorder=1)
-    x, y, ok, unsure, ringed = (np.asarray(a)[shown] for a in (x, gib, ok, unsure, ringed))
+    x, y, ok, unsure, ring = (np.asarray(a)[shown] for a in (x, gib, ok, unsure, ringed))
     ax.plot(x[ok & ~unsure], y[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
             label="fits (compiled memory)")  # fmt: skip
     ax.plot(x[unsure], y[unsure], "D", color=NEUTRAL, mfc="none", markersize=7, zorder=3,
             label="undecided: inside the zone")  # fmt: skip
     ax.plot(x[~ok & ~unsure], y[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
             zorder=4, label="does not fit")  # fmt: skip
-    if ringed.any():  # never clipped at a panel's edge
-        ax.plot(x[ringed], y[ringed], "o", color="k", mfc="none", markersize=12,
+    if ring.any():  # never clipped at a panel's edge
+        ax.plot(x[ring], y[ring], "o", color="k", mfc="none", markersize=12,
                 label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
     if shade:
         ax.axvspan(*shade, color="0.85", zorder=0, linewidth=0, label=ZOOMED)
@@ -559,7 +578,7 @@ def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
         if worst:
             label = f"undecided: within the compile check's worst ({value_text(worst, 'x')})"
             ax.axhspan(limit / worst, limit * worst, color="C2", alpha=0.12, label=label)
-    ax.set_ylim(_padded([*gib, *_zones(usable, worst)]))
+    ax.set_ylim(_memory_ylim(gib, usable, worst, np.asarray(gib)[np.asarray(ringed)]))
 
 
 def as_ran_factors(table: pd.DataFrame) -> pd.DataFrame:
@@ -636,7 +655,8 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         gib, ok, unsure = gib / 2**30, ok == 1, unsure == 1
         ringed = np.array([any((d, x) in seed for d in devices) for x in b])
         usable = [float(limit[d]) for d in devices if d in limit.index]
-        stretch, overlaps = _apart(b, gib, _padded([*gib, *_zones(usable, worst)]), usable, worst)
+        ylim = _memory_ylim(gib, usable, worst, gib[ringed])  # as its panel will draw it
+        stretch, overlaps = _apart(b, gib, ylim, usable, worst)
         panels.append((b, gib, ok, unsure, ringed, lost, devices, usable, overlaps, stretch))
     # a chip and its batches apart side by side on one row: the chips with them first, so
     # every pair starts a row or its middle and the chips without one fill the rows after
