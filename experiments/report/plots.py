@@ -426,9 +426,11 @@ APART_PT = 9.0
 # a zoom panel's batches are those that crowd one another near their chip's limit, where
 # its verdicts turn (_apart): its title says which and how near the limit (zoom_title)
 ZOOM = "crowded batches"
-# from a seed run's ring's centre to the frame, at least: its edge (12 points across, its stroke
-# 1) and a few points clear, so the frame never reads as cutting it
-RING_PT = 10.0
+# a seed run's ring, wide enough that the verdict's marker inside it (a diamond 7 points
+# across) shows whole; from its centre to the frame, at least: its edge and a few points
+# clear, so the frame never reads as cutting it
+RING_SIZE = 16.0
+RING_PT = RING_SIZE / 2 + 3
 MEMORY_YLABEL = "GiB per device"
 # crowded batches far from the limit, not drawn apart: their chip's title names them and
 # how far, so a batch whose marker meets another's is said, not lost
@@ -569,8 +571,9 @@ def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
     ax.plot(x[~ok & ~unsure], y[~ok & ~unsure], "x", color="C3", markersize=5, mew=1,
             zorder=4, label="does not fit")  # fmt: skip
     if ring.any():  # never clipped at a panel's edge
-        ax.plot(x[ring], y[ring], "o", color="k", mfc="none", markersize=12,
+        ax.plot(x[ring], y[ring], "o", color="k", mfc="none", markersize=RING_SIZE, mew=1,
                 label=SEED_RUNS, clip_on=False, zorder=5)  # fmt: skip
+        ax.margins(x=0.08)  # a ring at the first or last batch clear of the side frames
     if shade:
         ax.axvspan(*shade, color="0.85", zorder=0, linewidth=0, label=ZOOMED)
     for limit in usable:
@@ -693,7 +696,7 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         at = np.arange(s.sum(), dtype=float)
         _memory_panel(zoom, at, gib[s], ok[s], unsure[s], ringed[s], usable, worst)
         zoom.set_xticks(at, [str(int(x)) for x in b[s]], rotation=90, fontsize="x-small")
-        zoom.set_xlim(-0.5, len(at) - 0.5)  # the end batches' markers whole, off the frame
+        zoom.set_xlim(-0.8, len(at) - 0.2)  # the end batches' markers and rings off the frame
         zoom.set_xlabel(ZOOM_XLABEL)
         zoom.set_ylabel(MEMORY_YLABEL)  # its own range, not its chip's: labelled as its own
         zoom.set_title(zoom_title(name, b[s], gib[s], usable), fontsize="small")
