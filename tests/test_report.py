@@ -713,8 +713,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # with that CPU step named: 1756; the legend's terms (formulations, loops, a sitting),
     # which every row uses: 1806; a band pointed at by a later row said there by its
     # median and worst too: 1818; row 8 names its quantity (efficiency); row 10's undecided
-    # says why in the answer, its ratios per model in the band: 1834)
-    assert len(lines) <= 25 and len(text.split()) <= 1834
+    # says why in the answer, its ratios per model in the band: 1834; row 11's host-priced
+    # chip and its per-watt figure each with its band: 1841)
+    assert len(lines) <= 25 and len(text.split()) <= 1841
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1464,7 +1465,8 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
                 & (csv.precision == "f32")]  # fmt: skip
     best = watts.loc[watts.value.idxmax()]
     assert f"per TDP watt (GPUs): {best.device} {fmt(best.to_dict())}" in _said(11)
-    assert f"per watt: of {'/'.join(sorted(set(watts.device)))}, " in answers.answers(csv)[10].band
+    of = f"per watt (unvalidated): of {'/'.join(sorted(set(watts.device)))}, "
+    assert of in answers.answers(csv)[10].band
     # the typical case: the MNIST CNN at b128 f32 per chip with the host out (its device
     # loop where the chip ran one), each platform's own formulation, on MNIST where it ran
     # on it; then each platform's largest, as the largest
@@ -1626,7 +1628,7 @@ def test_the_contrary_results_are_in_the_answers(csv):
             & (csv.selection == "equal-batch")]  # fmt: skip
     assert set(e.platform) == {"gpu", "tpu"} and "tpu-v5e-8" not in _said(8)
     # the weights split over GPUs too, said as the data-parallel half is
-    assert ". Model: unvalidated: catsdogs_cnn gpu-h100x8 " in _said(8)
+    assert ". Model: unvalidated, leaning no: catsdogs_cnn " in _said(8)
     # oneDNN: which is faster, per loop
     o = csv[(csv.quantity == "speedup") & (csv.device == cpu) & (csv.formulation == "onednn")
             & (csv.extra == "vs xla formulation") & (csv.precision == "f32")]  # fmt: skip
@@ -1673,7 +1675,12 @@ def test_model_parallelism_is_answered_with_a_split_compiles_predicted_efficienc
     assert len(gpu) == 11 and set(gpu.model) == {"catsdogs_cnn"}
     lowest = gpu.loc[gpu.value.idxmin()]
     assert [r["id"] for r in chosen] == [lowest.id]
-    assert text == f"unvalidated: catsdogs_cnn {lowest.device} {fmt(lowest.to_dict())}"
+    # said by what it predicts under the data-parallel rule (under 80%: leaning no), its
+    # chip in the band
+    assert lowest.value < scaling_study.SCALES_AT
+    assert text == f"unvalidated, leaning no: catsdogs_cnn {fmt(lowest.to_dict())}"
+    band = answers.answers(table)[7].band
+    assert f"; model-parallel: catsdogs_cnn {fmt(lowest.to_dict())} ({lowest.device}); " in band
     # the data-parallel half never counts a split compile (nor the split half a data one)
     data = {v["row"]["id"] for v in scaling_study.gpu_verdicts(table)}
     assert data and not data & set(e.id)
@@ -3504,7 +3511,7 @@ def test_row_2s_band_gives_our_model_of_the_seeds_own_loops_against_them(csv):
     assert len(checks) == 2
     band = answers.answers(csv)[1].band
     for r in checks.to_dict("records"):
-        assert f"{r['device']} {fmt(r)} ({r['note']})" in band
+        assert f"{r['device']} {fmt(r)} ({r['note']}" in band
     # the control: without those checks the band says only its own
     bare = answers.answers(csv[~csv.id.isin(checks.id)])[1].band
     against = "against the seed's epochs per step"
@@ -3593,26 +3600,25 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     base = by_id.loc[alike.numerator]
     assert base.kind == "derived" and base.extra.endswith("steps of jaxcnn's loop")
     assert alike.denominator == t4.name and alike.value == pytest.approx(base.value / t4.value)
+    # the ratio beside the CPU epoch it divides
     assert answered.answer.endswith(
-        f"T4 predicted {fmt(t4.to_dict())}, {fmt(alike.to_dict())} the CPU (both from loop steps)"
+        f"T4 predicted {fmt(t4.to_dict())}, {fmt(alike.to_dict())} the CPU's "
+        f"{fmt(base.to_dict())} from loop steps"
     )
-    # one CPU epoch in the answer, its measured one; the one made alike in the band
-    assert fmt(base.to_dict()) not in answered.answer.replace(fmt(cpu.to_dict()), "")
-    assert f"; the CPU's from its loop step: {fmt(base.to_dict())}; " in answered.band
     assert fmt(alike.to_dict()) in _said(5)
     # beside it, over the CPU's measured epoch, then how far an epoch from a loop step is
     # from the same GPU's trained ones
     # (the committed: the CPU's measured epoch and its loop step from one sitting)
     step = by_id.loc[base.numerator]
     assert step.sitting == cpu.sitting
-    said = f"; over its measured epoch: {fmt(over.to_dict())}; "
+    said = f"; over the CPU's measured epoch: {fmt(over.to_dict())}; "
     assert said in answered.band
     assert answered.band.endswith(
         f"; epochs from loop steps vs trained, same GPU and sitting: {_epoch_check_band(csv)}"
     )
     # the control: two sittings, said
     apart = csv.assign(sitting=csv.sitting.where(csv.id != step.name, "2026-01-01 00:00 UTC"))
-    assert f"; over its measured epoch (another sitting): {fmt(over.to_dict())}; " in (
+    assert f"; over the CPU's measured epoch (another sitting): {fmt(over.to_dict())}; " in (
         answers.answers(apart)[11].band
     )
     # the control: without the ratio in the table the answer gives none
@@ -3970,13 +3976,16 @@ def test_the_seed_step_answer_gives_the_seeds_own_chip_over_its_own_cpu(csv):
     epochs = csv[(csv.quantity == "epoch_s") & (csv.kind == "published")
                  & (csv.model == "catsdogs_cnn") & (csv.batch == 16)]  # fmt: skip
     cpu, mx150 = (epochs[epochs.platform == p].iloc[0] for p in ("cpu", "gpu"))
+    (step,) = csv[(csv.quantity == "step_s") & (csv.kind == "published")
+                  & (csv.extra == "seed000-mx150-catsdogs")].to_dict("records")  # fmt: skip
     (own,) = csv[(csv.quantity == "speedup") & (csv.selection == "seed-own")].to_dict("records")
     assert (own["numerator"], own["denominator"]) == (cpu.id, mx150.id)
     assert own["value"] == pytest.approx(cpu.value / mx150.value)  # 7,100 s over 665 s
     said = answers.answers(csv)[1]
-    assert (
-        said.band.endswith(f"; the seed's MX150 {fmt(own)} its own CPU") and own["id"] in said.ids
-    )
+    # beside the seed's MX150 step in the answer, by ours over our CPU; not again in the band
+    seed = f"(seed {fmt(step)}, {fmt(own)} its CPU)"
+    assert f"the CPU {seed}; " in said.answer and own["id"] in said.ids
+    assert "its own CPU" not in said.band
     # the control: without the seed's CPU epoch there is no ratio, in the table or said
     bare = figures.seed_speedups(csv[csv.id != cpu.id])
     assert bare == [] and figures.seed_speedups(csv)
@@ -4203,9 +4212,16 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     assert cost.iloc[0].platform == "tpu" and priced.platform == "gpu"  # the committed
     whole = f"; host priced: {priced.device} {fmt(priced.to_dict())}; best mnist_cnn per TDP"
     assert whole in said.answer and priced.id in said.ids
-    per_watt = "; per watt: of gpu-a100/gpu-h100/gpu-t4/gpu-v100, no TPU TDP published"
+    # the per-watt figure's band (unvalidated, committed), the priced one's short before it
+    watt = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn")
+               & (csv.batch == 128) & (csv.precision == "f32")]  # fmt: skip
+    assert set(watt.band_quantity.astype(str)) == {"unvalidated"}
+    per_watt = ("; per watt (unvalidated): of gpu-a100/gpu-h100/gpu-t4/gpu-v100, no TPU TDP "
+                "published")  # fmt: skip
     assert said.band.endswith(per_watt)
-    band = said.band.removesuffix(per_watt)
+    short = f"; {priced.device}'s: {answers.band_short(priced.to_dict())}"
+    assert short.endswith(f"off, worst {value_text(priced.band_worst, 'x')}")
+    band = said.band.removesuffix(per_watt).removesuffix(short)
     assert (margin < worst) == band.endswith("undecided")
     assert (margin < worst) == said.answer.startswith(
         "Predicted, cheapest mnist_cnn b128 epoch undecided: "
@@ -4220,8 +4236,8 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
     decided = answers.answers(narrow)[10]
-    assert decided.band == (f"{answers.band_words(cheapest)}; {cost.iloc[1].device} "
-                            f"{margin:.3g}x dearer (floor over floor){per_watt}")  # fmt: skip
+    dearer = f"{cost.iloc[1].device} {margin:.3g}x dearer (floor over floor)"
+    assert decided.band == f"{answers.band_words(cheapest)}; {dearer}{short}{per_watt}"
     assert decided.answer.startswith(
         f"Predicted, cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} "
     )
@@ -4373,9 +4389,13 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     lowest = band.split("lowest: ")[1].split(";")[0]
     for model, v in verdicts.items():  # each model by its own name, widths and all
         name, _, width = model.partition(" ")
-        (said,) = [c for c in lowest.split(", ") if c.split(" ")[0] == name
+        (said,) = [c for c in re.split(r", (?![0-9])", lowest) if c.split(" ")[0] == name
                    and (not width or width in c.split(" ")[1].split("/"))]  # fmt: skip
-        assert said.endswith(f" {fmt(v['row'])} ({v['row']['device']})")
+        assert f" {fmt(v['row'])} ({v['row']['device']}" in said
+    # the banded one's lowest at its band's worst in the band, the answer its lowest alone
+    at_worst = fmt({**verdicts["resnet50"]["row"], "value": verdicts["resnet50"]["at_worst"]})
+    assert f", {at_worst} at worst)" in lowest
+    assert "at worst" not in answers.answers(csv)[7].answer
     # the unvalidated seed models by what they predict under the rule: those at 80% or
     # more as one range, the rest (mlp's widths, committed) after "leaning no"
     seeds = sorted((v for m, v in verdicts.items() if m != "resnet50"),
@@ -4596,10 +4616,10 @@ def test_row_two_bounds_the_mx150_speedup_by_the_seed_s_own_step(csv):
     check = csv[(csv.quantity == "error_factor")
                 & (csv.extra == "seed000-mx150-catsdogs vs published")].iloc[0]  # fmt: skip
     assert check.note == "predicted slower"
-    assert f"(seed {fmt(seed.to_dict())}: ours >={fmt(check.to_dict())} slow)" in said
+    assert f"MX150 {fmt(check.to_dict())} (predicted slower: ours at least that slow)" in band
     # the control: a prediction faster than the seed's step (its pipeline inside) says no more
     faster = csv.assign(note=csv.note.where(csv.id != check.id, "predicted faster"))
-    assert f"(seed {fmt(seed.to_dict())}); " in answers.answers(faster)[1].answer
+    assert "at least that slow" not in answers.answers(faster)[1].band
 
 
 def test_a_band_stands_beside_a_baseline_with_no_model_recomputed_from_figures_csv(csv):

@@ -120,6 +120,14 @@ def band_words(r: Row) -> str:
     return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, r["band_split"])
 
 
+def band_short(r: Row) -> str:
+    """A prediction's band by its median and worst alone ("1.36x off, worst 6.1x"), or
+    "unvalidated": beside a figure whose full band another row says."""
+    if not banded(r):
+        return "unvalidated"
+    return f"{value_text(r['band_median'], 'x')} off, worst {value_text(r['band_worst'], 'x')}"
+
+
 def band_or_unvalidated(r: Row) -> str:
     """band_words of a prediction, "unvalidated" where `r` is none."""
     said = band_words(r)
@@ -311,12 +319,14 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
     checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
               for chip, ref in refs]  # fmt: skip
-    slow = checks[0][1]
-    slow = slow if slow is not None and "slower" in str(slow["note"]) else None
-    at_least = f": ours >={fmt(slow)} slow" if slow is not None else ""
+    # the seed's own chip over its own CPU, where it published both: beside ours
+    own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
+    owns = own.to_dict("records")
+    own_mx = next((r for r in owns if r["device"] == "MX150"), None)
+    seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and x_mx else ""
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
     at16 = f"b16 {fmt(t4_b16)}{x_t4}, " if x_t4 else ""
-    chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{at_least})" if mx else ""),
+    chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{seed_mx})" if mx else ""),
              (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip
     chips = [(r, said) for r, said in chips if said]
     # the chips' steps said predicted, once, where they stand after the CPU's measured one
@@ -326,17 +336,20 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     said = c and (f"CPU's loop b16 {fmt(c)}" if c["extra"] == LOOP
                   else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
     parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
-    said_checks = ", ".join(f"{chip} {fmt(e)} ({e['note']})" for chip, e in checks if e)
+    # a step predicted slower than the seed's, which holds more, is at least that slow
+    said_checks = ", ".join(
+        f"{chip} {fmt(e)} ({e['note']}{': ours at least that slow' * ('slower' in e['note'])})"
+        for chip, e in checks
+        if e
+    )
     caveat = (f"; against the seed's epochs per step (JPEG reads, validation: unmodelled): "
               f"{said_checks} off") if said_checks else ""  # fmt: skip
     if bound and x_mx:  # the seed's MX150 step over the same CPU loop: a floor
         caveat += f"; the seed's MX150 step {shown_value(bound)} the CPU's loop"
-    # the seed's own chip over its own CPU, where it published both: beside ours
-    own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
-    for r in own.to_dict("records"):
+    for r in [r for r in owns if not seed_mx or r is not own_mx]:
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
     picked = [mx, t4, t4_b16 if x_t4 else None, c, pm, pt, *over, bound,
-              *(e for _, e in checks), *own.to_dict("records")]  # fmt: skip
+              *(e for _, e in checks), *owns]  # fmt: skip
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
 
@@ -718,10 +731,8 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
     compile's is on the scaling page), else the largest split's memory per device, else
     that none is compiled."""
     verdicts = gpu_verdicts(t, split=True)
-    if verdicts:
-        each = ", ".join(f"{v['model']} {v['row']['device']} {fmt(v['row'])}" for v in verdicts)
-        said = "/".join(dict.fromkeys(v["verdict"] for v in verdicts))
-        return f"{said}: {each}", [v["row"] for v in verdicts]
+    if verdicts:  # as the data-parallel half's, each one's chip in the band
+        return "; ".join(by_verdict(verdicts)), [v["row"] for v in verdicts]
     efficiency = rows(t, quantity="scaling_efficiency", placement=list(MODEL_STRATEGIES),
                       selection="equal-batch")  # fmt: skip
     memory = rows(t, quantity="memory_bytes", kind="compiled", placement=list(MODEL_STRATEGIES))
@@ -736,15 +747,17 @@ def model_split(t: pd.DataFrame) -> tuple[str, list[Row]]:
 
 
 def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
-    """gpu_verdicts' `verdicts` said a clause per verdict ("yes: resnet50 98.5% (84.3% at
-    worst)"), one model's widths of one value once ("mlp width=4096/width=1024 39.1%");
+    """gpu_verdicts' `verdicts` said a clause per verdict ("yes: resnet50 98.5%"), each
+    model by its lowest efficiency, one model's widths of one value once ("mlp
+    width=4096/width=1024 39.1%");
     the unvalidated ones by what they predict, under SCALES_RULE's threshold ("unvalidated,
     leaning yes: catsdogs_cnn/mnist_cnn 86.7%-90.9%, leaning no: mlp 39.1%")."""
     said = []
     for verdict in ("yes", "no", "undecided", "unvalidated"):
         each = [v for v in verdicts if v["verdict"] == verdict]
         if verdict != "unvalidated":
-            said += [f"{verdict}: {models_said(each)}"] if each else []
+            lowest = models_said(each, value=lambda v: fmt(v["row"]))
+            said += [f"{verdict}: {lowest}"] if each else []
             continue
         leans = [(lean, [v for v in each if (v["row"]["value"] >= SCALES_AT) == (lean == "yes")])
                  for lean in ("yes", "no")]  # fmt: skip
@@ -754,10 +767,12 @@ def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
     return said
 
 
-def lowest_said(v: dict[str, Any]) -> str:
-    """A gpu_verdicts verdict's lowest efficiency, and its band's worst where it has one."""
-    worst = v["at_worst"] and f" ({fmt({**v['row'], 'value': v['at_worst']})} at worst)"
-    return f"{fmt(v['row'])}{worst or ''}"
+def lowest_said(v: dict[str, Any], chip: bool = False) -> str:
+    """A gpu_verdicts verdict's lowest efficiency, with its band's worst where it has one
+    (and, with `chip`, the chip it is on): "98.5% (gpu-v100x8, 84.3% at worst)"."""
+    worst = v["at_worst"] and f"{fmt({**v['row'], 'value': v['at_worst']})} at worst"
+    said = ", ".join(filter(None, [chip and v["row"]["device"], worst]))
+    return f"{fmt(v['row'])} ({said})" if said else fmt(v["row"])
 
 
 def models_said(
@@ -824,10 +839,10 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
                      f" {rule}{flaws}")  # fmt: skip
     # each model's lowest, as the answer names it, and its chip and count (the answer
     # may give a range for several)
-    lowest = models_said(
-        [*seeds, *beyond], value=lambda v: f"{fmt(v['row'])} ({v['row']['device']})"
-    )
-    said_band = f"lowest: {lowest}; {said_band}"
+    lowest = models_said([*seeds, *beyond], value=lambda v: lowest_said(v, chip=True))
+    split_said = ", ".join(f"{r['model']} {fmt(r)} ({r['device']})" for r in split_rows)
+    split_said = f"; model-parallel: {split_said}" if split_said else ""
+    said_band = f"lowest: {lowest}{split_said}; {said_band}"
     chosen = [*[v["row"] for v in verdicts], *above.to_dict("records"), *split_rows, band, ideal]
     return Said(f"{text}. Model: {split}", chosen, said_band)
 
@@ -1207,6 +1222,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     r_priced = [priced.iloc[0].to_dict()] if unpriced.iloc[0] and len(priced) else []
     if r_priced:
         text += f"; host priced: {r_priced[0]['device']} {fmt(r_priced[0])}"
+        # its own band, short: the full one is another row's (its loop step's)
+        band = f"{band or own}; {r_priced[0]['device']}'s: {band_short(r_priced[0])}"
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
@@ -1214,7 +1231,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     best = most(w)
     kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
     said = f"{text}; best {MNIST_MODEL} per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
-    per_watt = f"per watt: of {'/'.join(sorted(set(w.device)))}"
+    per_watt = f"per watt ({band_short(best)}): of {'/'.join(sorted(set(w.device)))}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
     if platforms:
@@ -1274,13 +1291,13 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     if over and c and len(alike := alike[alike.extra.str.contains(f"'s on {c['dataset']},")]) == 1:
         alike = alike.iloc[0].to_dict()
         base = one(t, id=alike["numerator"])
-        # one CPU epoch in the answer (its measured one): the one made alike in the band
-        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU (both from loop steps)"
+        # the ratio beside the very CPU epoch it divides (the one made alike); over the
+        # CPU's measured epoch in the band
+        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} from loop steps"
         # the CPU's two epochs may come from two sittings of its VM: said where they do
         step = one(t, id=base["numerator"])
         apart = " (another sitting)" if step and step.get("sitting") != c.get("sitting") else ""
-        caveat = (f"; the CPU's from its loop step: {fmt(base)}; over its measured epoch"
-                  f"{apart}: {fmt(over)}")  # fmt: skip
+        caveat = f"; over the CPU's measured epoch{apart}: {fmt(over)}"
     else:
         alike, base, caveat = None, None, ""
         t4 += f", {fmt(over)} faster" if over else ""
