@@ -725,12 +725,6 @@ def _model_flops(records: Sequence[Record]) -> dict[tuple, float]:
     return {_flops_key(w): flops for w, flops in counted if w["formulation"] == "xla"}
 
 
-def _step_id(r: Record) -> str:
-    """The id of the measured step of `r`'s workload (measured_rows' `step_s`)."""
-    w = {**workload_of(r), "extra": _ensemble_extra(r)}
-    return row("step_s", "measured", None, w, "pooled")["id"]
-
-
 def _epoch_times(r: TrainRecord) -> list[float]:
     return [e.train_time_s for e in r.history or [] if e.train_time_s]
 
@@ -1388,7 +1382,9 @@ AS_IT_RAN = "none: itself a check, against the measured step `numerator` names"
 AS_RUN = "device_step_as_run_s"  # apart from device_step_s: no answer or page prices with it
 
 
-def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
+def before_first_run_rows(
+    records: Sequence[Record], measured: Sequence[Row] | None = None
+) -> list[Row]:
     """Per accelerator chip and regime, how far the device step a program's first run on
     the chip was written with lies from the step measured: out of sample by construction
     (no run of that program on that chip was in the constants that predicted it). Each
@@ -1396,13 +1392,15 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
     change the program), against its measured step as the table gives it (its runs
     pooled, RULES["pooled"]), the whole-epoch loop's where it ran one (no host in its
     step: MEASURED_AGAINST's rule); a small program that ran only the step loop is left
-    out, counted in the note."""
+    out, counted in the note. `measured`: measured_rows(records), where already made."""
     from jaxcnn.perf.predict import held_out_errors
 
-    measured = {
-        x.run_id: (statistics.median(y.step_time_s.median for y in runs), _step_id(runs[-1]))
-        for runs in select_runs([r for r in records if _timed(r)], _ensemble_extra)
-        for x in runs
+    # each run's pooled step (value, id), as measured_rows pooled it
+    pooled = {
+        run: (m["value"], m["id"])
+        for m in (measured_rows(records) if measured is None else measured)
+        if m["quantity"] == "step_s"
+        for run in m["records"].split()
     }
     by_chip: dict[str, dict[tuple, list[TrainRecord]]] = defaultdict(lambda: defaultdict(list))
     # only a run of one model timed on a device at hand (a train record) measured its step
@@ -1429,7 +1427,7 @@ def before_first_run_rows(records: Sequence[Record]) -> list[Row]:
             if against.loop != "device" and regime == "small":
                 alone[regime] += 1
                 continue
-            step, step_id = measured[against.run_id]
+            step, step_id = pooled[against.run_id]
             by_regime[regime].append((r, step))
             # the prediction itself, a figure beside the step measured (`numerator`)
             w = {**workload_of(against), "params": _params(r)}
@@ -2266,9 +2264,9 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     records = [r for r in loaded if not records_lib.took_turns(r)]
     constants = predictions.constants_table()
     bands = _bands(constants)
-    host = host_rows(records)
+    host, measured = host_rows(records), measured_rows(records)
     out = [
-        *measured_rows(records),
+        *measured,
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
         *host,
@@ -2278,7 +2276,7 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
         *run_spread_rows(host),
         *core_rows(records),
         *sitting_spread_rows(records),
-        *before_first_run_rows(records),
+        *before_first_run_rows(records, measured),
         *predicted_rows(records, bands),
         *published_rows(refs, records),
         *scaling_published(refs, records),
