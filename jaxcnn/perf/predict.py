@@ -238,10 +238,9 @@ def predict(
         if host is not None
         else {}
     )
-    band = error_band(family, kind, chip)
+    band, pairs = _band_and_pairs(family, kind, chip)
     loop = loop_band(table, platform, kind) if looped else None
     # both bands as factors max(p/a, a/p) (error_band's are |p/a - 1|): comparable
-    pairs = held_out_pairs(family, band["split"], kind) if band else []
     factors, faster = held_out_errors(pairs)
     worsts = ((loop or {}).get("worst"), max(factors, default=None))
     if looped and kernels_band_instead(device_step, looped.get("loop_step_s"), *worsts):
@@ -361,11 +360,20 @@ def error_band(
     LOOP_STEP}, and "faster": how many of them the prediction was the faster of, where the
     family's observations give each held-out prediction). None where that split has none
     of that regime: the prediction is then unvalidated."""
+    return _band_and_pairs(family, regime_name, chip)[0]
+
+
+def _band_and_pairs(
+    family: Mapping[str, Any], regime_name: str, chip: str | None
+) -> tuple[dict[str, Any] | None, list[tuple[float, float]]]:
+    """error_band's band, and the held-out pairs (held_out_pairs) of its split that it
+    counts the direction over, found once for a caller that needs both; (None, [])
+    where there is no band."""
     error = family.get("error") or {}
     split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
     band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
     if not band:
-        return None
+        return None, []
     pairs = held_out_pairs(family, split, regime_name)
     counted = len(pairs) == band["observations"]  # else the direction is not known
     return {
@@ -375,4 +383,4 @@ def error_band(
         "split": split,
         "quantity": error.get("quantity", DEVICE_STEP),
         **({"faster": held_out_errors(pairs)[1]} if counted else {}),
-    }
+    }, pairs
