@@ -72,7 +72,9 @@ from experiments.studies.page import (
 )
 from experiments.studies.scaling import EFFICIENCY_BAND
 from jaxcnn import host_memory
+from jaxcnn.choices import platform_formulation
 from jaxcnn.perf.chips import USABLE_FRACTION
+from jaxcnn.perf.host import PARTS as HOST_PARTS  # jaxcnn.host_loop's parts of a step
 
 # Each column of the table and what it holds; figures.schema.json (beside figures.csv) and
 # the column dictionary in docs/usage.md are generated from these, `TYPES` and `allowed`.
@@ -744,9 +746,6 @@ TF32_MATMULS = "f32 (TF32 matmuls)"
 
 def _ran_as_tf32(precision: str, matmul_precision: str | None) -> bool:
     return precision == "f32" and matmul_precision == "tf32"
-
-
-HOST_PARTS = ("batch", "put", "dispatch", "metrics", "progress", "sync")
 
 
 def _host_loop_workload(r: Record) -> dict[str, Any]:
@@ -1617,6 +1616,8 @@ def scaling_band(table: pd.DataFrame) -> list[Row]:
 
 # --- ratios ----------------------------------------------------------------------------
 
+CPU_FORMULATION = platform_formulation("cpu")  # jaxcnn's default on a CPU, the one a user runs
+
 
 def workload_of_row(r: pd.Series | Row) -> dict[str, Any]:
     """A row's workload and device (KEY past quantity and kind, and BESIDE_KEY): what a
@@ -1775,16 +1776,14 @@ def epoch_speedups(table: pd.DataFrame) -> list[Row]:
     """An accelerator's predicted epoch (its loop step's) against each CPU's trained epoch
     of the same step in jaxcnn's default CPU formulation (its runs pooled): what a user running
     the same fit on each sees, an epoch at a time."""
-    from jaxcnn.formulation import for_platform
-
     trained = rows(table, quantity="epoch_s", kind="measured", platform="cpu", devices=1,
-                   selection="pooled-trained", formulation=for_platform("cpu").name)  # fmt: skip
+                   selection="pooled-trained", formulation=CPU_FORMULATION)  # fmt: skip
     trained = trained[~of_ensembles(trained)]  # one model's runs, not an ensemble's
     predicted = rows(table, quantity="epoch_s", kind="predicted", selection="epoch-from-step")
     predicted = predicted[predicted.extra.str.endswith("loop_step_s") & (predicted.devices == 1)]
     # and against the CPU's epoch made as the accelerator's is: its loop step's, like for like
     alike = rows(table, quantity="epoch_s", kind="derived", platform="cpu", devices=1,
-                 formulation=for_platform("cpu").name)  # fmt: skip
+                 formulation=CPU_FORMULATION)  # fmt: skip
     alike = alike[alike.extra.str.endswith(f"steps of {LOOP}")]
     out = []
     for _, a in predicted.iterrows():
@@ -1803,12 +1802,10 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
     side is set against the CPU's loop on its own data set, a predicted one against each;
     a loop pooled in an earlier sitting too, so each sitting's verdict can be read (the
     crossover's, sitting by sitting)."""
-    from jaxcnn.formulation import for_platform
-
     loops = rows(measured, extra=LOOP, devices=1)
     # the CPU's default formulation: the one CPU loop a user runs (every host loop timed
     # is fit's default step loop: host_rows)
-    cpu = rows(loops, platform="cpu", formulation=for_platform("cpu").name)
+    cpu = rows(loops, platform="cpu", formulation=CPU_FORMULATION)
     earlier = rows(measured, selection="earlier-sitting")
     sides = [*loops[loops.platform != "cpu"].iterrows(),
              *earlier[earlier.platform != "cpu"].iterrows(),
@@ -1863,12 +1860,10 @@ def seed_speedups(table: pd.DataFrame) -> list[Row]:
 def seed_step_bounds(table: pd.DataFrame) -> list[Row]:
     """Each seed's published accelerator step against each CPU's jaxcnn's loop of the
     same step, in the CPU's default formulation (RULES["seed-step-bound"])."""
-    from jaxcnn.formulation import for_platform
-
     steps = rows(table, quantity="step_s", kind="published")
     steps = steps[steps.source.astype(str).str.startswith("seed ") & (steps.platform != "cpu")]
     loops = rows(table, quantity="step_s", kind="measured", platform="cpu", devices=1,
-                 extra=LOOP, formulation=for_platform("cpu").name)  # fmt: skip
+                 extra=LOOP, formulation=CPU_FORMULATION)  # fmt: skip
     out = []
     for _, a in steps.iterrows():
         for _, b in _same_step(loops, a).iterrows():
