@@ -521,6 +521,11 @@ def _params(record: Record) -> int | None:
     return (record.params and record.params.trainable) or None
 
 
+def _with_params(record: Record, **more: Any) -> dict[str, Any]:
+    """workload_of(record) with its model's trainable parameters, and `more` columns."""
+    return {**workload_of(record), "params": _params(record), **more}
+
+
 def _spread(s: Summary | None) -> dict[str, Any]:
     lo, hi, n = (None, None, None) if s is None else (s.p10, s.p90, s.n)
     return {"lo": lo, "hi": hi, "spread": P10_P90, "n": n}
@@ -589,7 +594,7 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
     model_flops = _model_flops(records)
     for runs in select_runs([r for r in records if _timed(r)], _ensemble_extra):
         r = runs[-1]  # the newest says what the workload is
-        w = {**workload_of(r), "params": _params(r), "extra": _ensemble_extra(r)}
+        w = _with_params(r, extra=_ensemble_extra(r))
         as_pooled = _maker("measured", w, "pooled", runs)
         step, spread = _pooled([x.step_time_s.median for x in runs], _spread(r.step_time_s))
         out.append(as_pooled("step_s", step, **spread))
@@ -631,8 +636,7 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
     ]
     for r in select_newest(trained, lambda r: f"{_epochs(r)} epochs{_seed_words(r)}"):
         n, seed = _epochs(r), _seed_words(r)
-        w = {**workload_of(r), "params": _params(r), "extra": f"{n} epochs{seed}",
-             "epochs": n, "seed": r.workload.seed or 0}  # fmt: skip
+        w = _with_params(r, extra=f"{n} epochs{seed}", epochs=n, seed=r.workload.seed or 0)
         as_trained = _maker("measured", w, "newest-trained", [r])
         if r.test_accuracy is not None:
             out.append(as_trained("test_accuracy", r.test_accuracy))
@@ -653,7 +657,7 @@ def measured_rows(records: Sequence[Record]) -> list[Row]:
 def _pooled_epoch(runs: list[Record], extra: str, epochs: int, note: str) -> Row:
     """RULES["pooled-trained"]: the median of the runs' median epochs; a single run's own."""
     r = runs[-1]
-    w = {**workload_of(r), "params": _params(r), "extra": extra, "epochs": epochs}
+    w = _with_params(r, extra=extra, epochs=epochs)
     medians = [statistics.median(_epoch_times(x)) for x in runs]
     epoch, spread = _pooled(medians, _min_max(_epoch_times(r), "epochs"))
     return row("epoch_s", "measured", epoch, w, "pooled-trained", runs, note=note, **spread)
@@ -751,7 +755,7 @@ def _ran_as_tf32(precision: str, matmul_precision: str | None) -> bool:
 def _host_loop_workload(r: Record) -> dict[str, Any]:
     """A record's workload as its host loop ran it: the loop it timed (fit's step loop),
     whatever loop the workload itself trained in."""
-    return {**workload_of(r), "loop": r.host_loop.loop or "step", "params": _params(r)}
+    return _with_params(r, loop=r.host_loop.loop or "step")
 
 
 def _loop_timed(records: Sequence[Record]) -> list[Record]:
@@ -1017,7 +1021,7 @@ def speedrun_rows(records: Sequence[Record]) -> list[Row]:
         groups[_key(workload_of(r), _recipe(r))].append(r)
     out = []
     for rs in groups.values():
-        w = {**workload_of(rs[0]), "params": _params(rs[0]), "extra": _recipe(rs[0])}
+        w = _with_params(rs[0], extra=_recipe(rs[0]))
         seeds = _maker("measured", w, "seeds", rs)
         times = [number(r.train_time_s) or 0.0 for r in rs]
         acc = [r.test_accuracy for r in rs]
@@ -1071,7 +1075,7 @@ def compiled_rows(records: Sequence[Record]) -> list[Row]:
     searches: dict[tuple, list[Record]] = defaultdict(list)
     usable: dict[str, Record] = {}
     for r in compiled_records(records):
-        w = {**workload_of(r), "params": _params(r)}
+        w = _with_params(r)
         total = r.memory.total_bytes if r.memory else None
         if total is not None:
             out.append(row("memory_bytes", "compiled", total, w, "newest-compile", [r]))
@@ -1103,7 +1107,7 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     if best is None:
         return []
     b = best.workload.batch_size
-    w = {**workload_of(best), "batch": None, "dataset": "-", "params": _params(best)}
+    w = _with_params(best, batch=None, dataset="-")
     found = functools.partial(row, "largest_batch", "compiled", b, w, "batch-search")
     if smallest is not None:
         above = smallest.workload.batch_size
@@ -1210,7 +1214,7 @@ def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list
         block = predictions.of(r) or {}
         if block.get("method") != predictions.METHOD:
             continue
-        w = {**workload_of(r), "params": _params(r)}
+        w = _with_params(r)
         predicted = _maker("predicted", w, "per-kernel", [r])
         source = f"constants {block.get('constants_version')}"
         device_step = block.get("device_step_s") or block.get("step_time_s")
