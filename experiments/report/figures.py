@@ -1067,14 +1067,14 @@ def compiled_records(records: Sequence[Record]) -> list[Record]:
     return select_newest(rs)
 
 
-def compiled_rows(records: Sequence[Record]) -> list[Row]:
-    """Per newest compile: its memory per device and whether it fits; per target, the
-    memory a program may use (the fit verdicts' limit), and per model and precision, the
-    largest batch that fits."""
+def compiled_rows(compiled: Sequence[Record], records: Sequence[Record]) -> list[Row]:
+    """Per newest compile (`compiled`: compiled_records(records)): its memory per device
+    and whether it fits; per target, the memory a program may use (the fit verdicts'
+    limit), and per model and precision, the largest batch that fits."""
     out = []
     searches: dict[tuple, list[Record]] = defaultdict(list)
     usable: dict[str, Record] = {}
-    for r in compiled_records(records):
+    for r in compiled:
         w = _with_params(r)
         total = r.memory.total_bytes if r.memory else None
         if total is not None:
@@ -1202,11 +1202,12 @@ def _band_columns(
     return dict(zip(BAND_COLUMNS, (median, worst, n, faster, split, quantity), strict=True))
 
 
-def predicted_rows(records: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
-    """Per newest compile that fits and carries its kernels: the predicted device step
-    and loop step, each with its own band, and the MFU and FLOP/s per watt they imply."""
+def predicted_rows(compiled: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
+    """Per newest compile (`compiled`: compiled_records') that fits and carries its
+    kernels: the predicted device step and loop step, each with its own band, and the MFU
+    and FLOP/s per watt they imply."""
     out = []
-    for r in compiled_records(records):
+    for r in compiled:
         if not fits(r) or not r.kernels:
             continue
         # a compile carrying kernels is priced afresh: the block is
@@ -1422,9 +1423,10 @@ def before_first_run_rows(
         for ran in runs.values():
             r, regime = ran[0], ran[0].prediction.regime  # made before any run of it here
             # against the whole-epoch loop's step, on the first run's data, the newest
-            ranks = [(x.loop == "device", x.workload.dataset == r.workload.dataset, i)
-                     for i, x in enumerate(ran)]  # fmt: skip
-            against = ran[max(ranks)[2]]
+            dataset = r.workload.dataset
+            against = max(
+                reversed(ran), key=lambda x: (x.loop == "device", x.workload.dataset == dataset)
+            )
             # a small program's step timed alone is mostly the host's dispatch, which no
             # device step predicts: only its whole-epoch loop checks it
             if against.loop != "device" and regime == "small":
@@ -2264,19 +2266,20 @@ def build(loaded: Sequence[Record], refs: Sequence[Any] | None = None) -> pd.Dat
     constants = predictions.constants_table()
     bands = _bands(constants)
     host, measured = host_rows(records), measured_rows(records)
+    compiled = compiled_records(records)
     out = [
         *measured,
         *matmul_rows(records, loaded),
         *paired_rows(loaded),
         *host,
         *speedrun_rows(records),
-        *compiled_rows(records),
+        *compiled_rows(compiled, records),
         *held_out_loop_rows(records, constants, host),
         *run_spread_rows(host),
         *core_rows(records),
         *sitting_spread_rows(records),
         *before_first_run_rows(records, measured),
-        *predicted_rows(records, bands),
+        *predicted_rows(compiled, bands),
         *published_rows(refs, records),
         *scaling_published(refs, records),
         *band_rows(bands),
