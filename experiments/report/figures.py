@@ -1689,10 +1689,10 @@ def cpu_speedups(table: pd.DataFrame) -> list[Row]:
     like for like and against the CPU at its best; then the measured loops'."""
     out = []
     m = rows(table, quantity="step_s", kind="measured")
-    cpu = cpu_steps(m)
+    cpu = _by_step(cpu_steps(m))
     predicted = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted", devices=1)
     for _, p in predicted.iterrows():
-        for device, on_cpu in _same_step(cpu, p).groupby("device"):
+        for device, on_cpu in cpu(p).groupby("device"):
             like = rows(on_cpu, formulation="xla", loop="step", framework="jax")
             base = f"{p.quantity} vs {device}"
             if len(like) == 1:
@@ -1701,9 +1701,12 @@ def cpu_speedups(table: pd.DataFrame) -> list[Row]:
     return out + measured_loop_speedups(m) + loop_vs_loop(m, predicted)
 
 
-def _same_step(found: pd.DataFrame, r: pd.Series) -> pd.DataFrame:
-    """The rows of `found` of r's step: its model, batch and precision."""
-    return rows(found, model=r.model, batch=r.batch, precision=r.precision)
+def _by_step(found: pd.DataFrame) -> Callable[[pd.Series], pd.DataFrame]:
+    """The rows of `found` of a row's step (its model, batch and precision), `found`
+    grouped once: a speedup's every side looks its baselines up, never filters them."""
+    groups = dict(list(found.groupby(["model", "batch", "precision"], sort=False)))
+    none = found.iloc[:0]
+    return lambda r: groups.get((r.model, r.batch, r.precision), none)
 
 
 def cpu_steps(measured: pd.DataFrame) -> pd.DataFrame:
@@ -1725,24 +1728,24 @@ def measured_loop_speedups(measured: pd.DataFrame) -> list[Row]:
     """jaxcnn's loop measured on one accelerator device against the same loop on each
     CPU in the same formulation, and against the CPU's fastest step."""
     loops = rows(measured, extra=LOOP, devices=1)
-    cpu, steps = loops[loops.platform == "cpu"], cpu_steps(measured)
-    own = rows(measured, devices=1, extra="-")  # each chip's steps
+    cpu, steps = _by_step(loops[loops.platform == "cpu"]), _by_step(cpu_steps(measured))
+    own = _by_step(rows(measured, devices=1, extra="-"))  # each chip's steps
     out = []
     for _, a in loops[loops.platform != "cpu"].iterrows():
-        for device, on_cpu in _same_step(cpu, a).groupby("device"):
+        for device, on_cpu in cpu(a).groupby("device"):
             base = f"jaxcnn's loop vs {device}"
             like = on_cpu[on_cpu.formulation == a.formulation]
             if len(like):
                 b = fastest(like)
                 out.append({**speedup(a, b, "like-for-like", base), **over_runs(a, b)})
         # the predicted speedups' baseline
-        for device, on_cpu in _same_step(steps, a).groupby("device"):
+        for device, on_cpu in steps(a).groupby("device"):
             best = fastest(on_cpu, a.dataset)
             extra = f"jaxcnn's loop vs {device} at its best"
             out.append(speedup(a, best, "cpu-best", extra))
             # like for like at the other end: the chip's own fastest step (its device
             # loop, where that ran) over the CPU's
-            mine = _same_step(own[own.device == a.device], a)
+            mine = own(a)[own(a).device == a.device]
             if len(mine):
                 extra = f"{AT_ITS_BEST} vs {device} at its best"
                 out.append(speedup(fastest(mine, a.dataset), best, "cpu-best", extra))
@@ -1791,12 +1794,12 @@ def epoch_speedups(table: pd.DataFrame) -> list[Row]:
     alike = rows(table, quantity="epoch_s", kind="derived", platform="cpu", devices=1,
                  formulation=CPU_FORMULATION)  # fmt: skip
     alike = alike[alike.extra.str.endswith(f"steps of {LOOP}")]
-    out = []
+    trained, alike, out = _by_step(trained), _by_step(alike), []
     for _, a in predicted.iterrows():
-        for _, b in _same_step(trained, a).iterrows():
+        for _, b in trained(a).iterrows():
             extra = f"epoch vs {b.device}'s trained on {b.dataset}, {b.extra}"
             out.append(speedup(a, b, "loop-vs-loop", extra))
-        for _, b in _same_step(alike, a).iterrows():
+        for _, b in alike(a).iterrows():
             extra = f"epoch vs {b.device}'s on {b.dataset}, both from loop steps"
             out.append(speedup(a, b, "loop-vs-loop", extra))
     return out
@@ -1811,14 +1814,14 @@ def loop_vs_loop(measured: pd.DataFrame, predicted: pd.DataFrame) -> list[Row]:
     loops = rows(measured, extra=LOOP, devices=1)
     # the CPU's default formulation: the one CPU loop a user runs (every host loop timed
     # is fit's default step loop: host_rows)
-    cpu = rows(loops, platform="cpu", formulation=CPU_FORMULATION)
+    cpu = _by_step(rows(loops, platform="cpu", formulation=CPU_FORMULATION))
     earlier = rows(measured, selection="earlier-sitting")
     sides = [*loops[loops.platform != "cpu"].iterrows(),
              *earlier[earlier.platform != "cpu"].iterrows(),
              *predicted[predicted.quantity == "loop_step_s"].iterrows()]  # fmt: skip
     out = []
     for _, a in sides:
-        same = _same_step(cpu, a)
+        same = cpu(a)
         if a.kind == "measured":
             same = same[same.dataset == a.dataset]
         for _, b in same.iterrows():
@@ -1870,9 +1873,9 @@ def seed_step_bounds(table: pd.DataFrame) -> list[Row]:
     steps = steps[steps.source.astype(str).str.startswith("seed ") & (steps.platform != "cpu")]
     loops = rows(table, quantity="step_s", kind="measured", platform="cpu", devices=1,
                  extra=LOOP, formulation=CPU_FORMULATION)  # fmt: skip
-    out = []
+    loops, out = _by_step(loops), []
     for _, a in steps.iterrows():
-        for _, b in _same_step(loops, a).iterrows():
+        for _, b in loops(a).iterrows():
             extra = f"the seed's step vs {b.device}'s {LOOP} on {b.dataset}"
             ids = {"numerator": b.id, "denominator": a.id}
             out.append(row("speedup", "derived", b.value / a.value, workload_of_row(a),
