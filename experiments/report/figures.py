@@ -2039,10 +2039,12 @@ def chip_comparisons(table: pd.DataFrame) -> list[Row]:
     one_chip = rows(table, quantity=["device_step_s", "loop_step_s"], kind="predicted",
                     device=[n for n, t in targets.TARGETS.items() if t.chips == 1])  # fmt: skip
     same = ["quantity", "model", "batch", "precision", "placement"]
+    gpu_loops = rows(table, quantity="step_s", kind="measured", extra=LOOP, loop="step",
+                     platform="gpu", devices=1)  # fmt: skip
     for (quantity, *_), g in one_chip.groupby(same):
         tpu, gpu = g[g.platform == "tpu"], g[g.platform == "gpu"]
         if quantity == "loop_step_s" and len(gpu):
-            gpu = measured_loops(table, gpu)
+            gpu = measured_loops(gpu_loops, gpu)
         if len(tpu) and len(gpu):
             t, q = fastest(tpu), fastest(gpu)
             fast, slow = (t, q) if t["value"] <= q["value"] else (q, t)
@@ -2051,15 +2053,14 @@ def chip_comparisons(table: pd.DataFrame) -> list[Row]:
     return out
 
 
-def measured_loops(table: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
+def measured_loops(gpu_loops: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
     """Of one program's predicted loop steps on GPU targets (`predicted`), the GPUs that
-    ran it in jaxcnn's step loop instead, by their measured steps (on the prediction's
-    data set where they ran on it, else on the seeds', SEED_DATASETS order), where any
-    did: a measured chip is never set beside another's prediction, whose own error would
-    decide which is the faster."""
+    ran it in jaxcnn's step loop instead (`gpu_loops`: every one-GPU loop step measured
+    in it), by their measured steps (on the prediction's data set where they ran on it,
+    else on the seeds', SEED_DATASETS order), where any did: a measured chip is never set
+    beside another's prediction, whose own error would decide which is the faster."""
     r = predicted.iloc[0]
-    ran = rows(table, quantity="step_s", kind="measured", extra=LOOP, loop="step",
-               platform="gpu", devices=1, model=r.model, batch=r.batch, precision=r.precision,
+    ran = rows(gpu_loops, model=r.model, batch=r.batch, precision=r.precision,
                placement=r.placement)  # fmt: skip
     order = [r.dataset, *SEED_DATASETS]
     ran = ran[ran.dataset.isin(order)]
