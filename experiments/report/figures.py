@@ -1768,15 +1768,15 @@ def ceiling_fractions(table: pd.DataFrame) -> list[Row]:
     matmul rate in the precision its matmuls ran (TF32 where f32 ran as TF32 passes): the
     one ceiling every measured chip has, a CPU's only one. A datasheet's is `mfu`."""
     peaks = rows(table, quantity="peak_flops_per_s", kind="measured")
+    # a chip's one measured rate per precision (none where it has several)
+    one_peak = {k: p.iloc[0] for k, p in peaks.groupby(["device", "precision"]) if len(p) == 1}
     out = []
     steps = rows(table, quantity="flops_per_s", kind="measured", devices=1)
     for _, f in steps[steps.model != "matmul"].iterrows():
-        ran = "tf32" if f.note == TF32_MATMULS else f.precision
-        peak = peaks[(peaks.device == f.device) & (peaks.precision == ran)]
-        if len(peak) == 1:
-            (p,) = peak.to_dict("records")
-            out.append(row("matmul_fraction", "measured", f.value / p["value"], workload_of_row(f),
-                           f.selection, numerator=f.id, denominator=p["id"],
+        p = one_peak.get((f.device, "tf32" if f.note == TF32_MATMULS else f.precision))
+        if p is not None:
+            out.append(row("matmul_fraction", "measured", f.value / p.value, workload_of_row(f),
+                           f.selection, numerator=f.id, denominator=p.id,
                            note=OWN_CEILING))  # fmt: skip
     return out
 
