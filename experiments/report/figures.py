@@ -2123,14 +2123,15 @@ def measured_versus_predicted(
     measured = rows(table, quantity="step_s", kind="measured", devices=1)
     measured = measured[measured.platform != "cpu"]
     predicted = table[table.kind == "predicted"]
+    # a step's one prediction of a quantity for a target (none where there are several)
+    by = predicted.groupby(["quantity", "device", *same])
+    one_predicted = {k: p.iloc[0] for k, p in by if len(p) == 1}
     for extra, quantity, loop in MEASURED_AGAINST:
         chosen: dict[str, tuple[tuple[bool, bool, int], Row, Row]] = {}
         for _, m in measured[measured.extra == extra].iterrows():
-            target = one_device.get(m.device)
-            p = rows(predicted, quantity=quantity, device=target)
-            p = p[(p[same] == m[same]).all(axis=1)]
-            if len(p) == 1:
-                p, runs = p.iloc[0], len(str(m.records).split())  # a tie: the most runs'
+            p = one_predicted.get((quantity, one_device.get(m.device), *m[same]))
+            if p is not None:
+                runs = len(str(m.records).split())  # a tie: the most runs'
                 rank = (m.loop != loop, m.dataset != p.dataset, -runs)
                 if p.id not in chosen or rank < chosen[p.id][0]:
                     chosen[p.id] = (rank, p.to_dict(), m.to_dict())
