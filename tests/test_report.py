@@ -714,8 +714,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # which every row uses: 1806; a band pointed at by a later row said there by its
     # median and worst too: 1818; row 8 names its quantity (efficiency); row 10's undecided
     # says why in the answer, its ratios per model in the band: 1834; row 11's host-priced
-    # chip and its per-watt figure each with its band: 1841)
-    assert len(lines) <= 25 and len(text.split()) <= 1841
+    # chip and its per-watt figure each with its band: 1841; a band held out by chip names
+    # the chips it was measured on: 1850)
+    assert len(lines) <= 25 and len(text.split()) <= 1850
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1198,6 +1199,38 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         f"most {ratios[0]}x-{ratios[-1]}x faster than measured H200/H100 SXM, inside the "
         f"published TPU loops' worst error ({value_text(jax['hi'], 'x')})"
     )
+
+
+def test_a_band_left_out_one_chip_at_a_time_names_the_chips_it_was_measured_on(csv):
+    import json
+
+    from jaxcnn.perf import predict
+
+    families = json.loads((Path(predict.__file__).parent / "constants.json").read_text())
+    families = families["families"]
+    by_chip = csv[(csv.kind == "predicted") & csv.band_split.astype(str).str.startswith(
+        "leave one chip out")]  # fmt: skip
+    assert {"gpu", "tpu"} <= set(by_chip.platform)
+    for (platform, n), g in by_chip.groupby(["platform", "band_n"]):
+        family = families[platform]
+        (regime,) = [k for k in predict.REGIMES
+                     if len(predict.held_out_pairs(family, "chip", k)) == n]  # fmt: skip
+        chips = "/".join(predict.held_out_chips(family, "chip", regime))
+        assert chips and set(g.band_chips) == {chips}, (platform, n)
+        r = g.iloc[0].to_dict()
+        assert f"leave one chip out of {chips}" in answers.band_words(r)
+        # the control: without its chips, its words say only the split
+        assert " out of " not in answers.band_words({**r, "band_chips": None})
+    # the small programs' GPU band, the one rows 5, 6, 9 and 12 carry: two chips only
+    small = by_chip[(by_chip.platform == "gpu") & (by_chip.band_n == 197)]
+    assert len(small) and set(small.band_chips) == {"H100 SXM/H200"}
+    # no other split names chips; observations not all of the chip table (a CPU's) none
+    other = ~csv.band_split.astype(str).str.startswith("leave one chip out")
+    assert csv[other].band_chips.isna().all() and csv[other].band_split.notna().any()
+    cpu = {"observations": [{"label": "cpu: mlp, batch 32", "measured_s": 1.0, "regime": "small",
+                             "held_out_predicted_s": {"chip": 1.0}}]}  # fmt: skip
+    assert predict.held_out_pairs(cpu, "chip", "small") and not predict.held_out_chips(
+        cpu, "chip", "small")  # fmt: skip
 
 
 def test_a_predictions_band_says_which_way_it_errs_and_the_range_it_implies(csv):

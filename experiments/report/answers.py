@@ -117,7 +117,13 @@ def band_words(r: Row) -> str:
         return why if why.startswith(("unvalidated (", "none:")) else "unvalidated"
     faster = r.get("band_faster")
     way = () if pd.isna(faster) else (prediction_faster(int(faster), int(r["band_n"])),)
-    return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, r["band_split"])
+    split, chips = str(r["band_split"]), r.get("band_chips")
+    if isinstance(chips, str) and chips:  # the chips it was measured on, one at a time out
+        split = split.replace(LEFT_OUT_ONE_CHIP, f"{LEFT_OUT_ONE_CHIP} of {chips}", 1)
+    return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, split)
+
+
+LEFT_OUT_ONE_CHIP = "leave one chip out"
 
 
 def band_short(r: Row) -> str:

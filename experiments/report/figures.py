@@ -140,6 +140,9 @@ MEANINGS = {
     "own row: `n`), how many the prediction was the faster of (a scaling band's: the more "
     "efficient of; empty: not counted)",
     "band_split": "what each held-out fit left out",
+    "band_chips": "the chips a band left out one at a time (`band_split` `leave one chip "
+    "out ...`) ran its observations on, `/`-separated: the chips the band was measured on; "
+    "empty for any other split or where they are not all chips of the chip table",
     "band_quantity": "the quantity the band was measured on, or why a prediction has none "
     "(`unvalidated ...`)",
     "bound": "a figure that is a bound, not a point: `floor` (the true value is at least "
@@ -195,7 +198,7 @@ PROGRAM = KEY[2:9]  # what a step computes and on what data, whoever ran it and 
 BESIDE_KEY = ("platform", "params", "ensemble_size", "ensemble_mode", "epochs", "epoch", "seed")
 KINDS = ("measured", "derived", "compiled", "predicted", "published")
 BAND_COLUMNS = ("band_median", "band_worst", "band_n", "band_faster", "band_split",
-                "band_quantity")  # fmt: skip
+                "band_chips", "band_quantity")  # fmt: skip
 # One spelling per precision: a published source's name for one of ours becomes ours.
 SPELLING = {"fp32": "f32", "float32": "f32", "bfloat16": "bf16", "fp16": "f16"}
 PUBLISHED_PRECISIONS = ("tf32", "amp")  # a published source's (tf32: also a TF32 matmul rate)
@@ -1123,11 +1126,11 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     return [found([best], flag=f"{OPEN_SEARCH}: {why}")]
 
 
-def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int]]:
+def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int, str | None]]:
     """{(platform, split, regime): (median, worst, n, how many the prediction was the
-    faster of)} of the held-out factors of the constants file's observations (device
-    steps)."""
-    from jaxcnn.perf.predict import REGIMES, held_out_errors, held_out_pairs
+    faster of, the chips left out one at a time)} of the held-out factors of the constants
+    file's observations (device steps)."""
+    from jaxcnn.perf.predict import REGIMES, held_out_chips, held_out_errors, held_out_pairs
 
     out = {}
     for platform, family in (table.get("families") or {}).items():
@@ -1135,7 +1138,9 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int]]:
             for regime in REGIMES:
                 if pairs := held_out_pairs(family, split, regime):
                     factors, faster = held_out_errors(pairs)
-                    out[(platform, split, regime)] = (*_median_worst(factors), faster)
+                    chips = split == "chip" and held_out_chips(family, split, regime)
+                    out[(platform, split, regime)] = (*_median_worst(factors), faster,
+                                                      "/".join(chips or ()) or None)  # fmt: skip
     return out
 
 
@@ -1166,11 +1171,12 @@ def band_row(
 def band_rows(bands: dict[tuple, tuple]) -> list[Row]:
     """Each held-out band as a row: per platform, split and regime."""
     out = []
-    for (platform, split, regime), (*found, faster) in sorted(bands.items()):
+    for (platform, split, regime), (*found, faster, chips) in sorted(bands.items()):
         n = found[2]
         way = prediction_faster(faster, n)
+        on = f" on {chips}" if chips else ""
         words = {"extra": f"leave one {split} out", "band_faster": faster,
-                 "note": f"device step; {n} observations; {way}"}  # fmt: skip
+                 "note": f"device step; {n} observations{on}; {way}"}  # fmt: skip
         out.append(band_row(platform, f"{regime} programs", tuple(found), **words))
     return out
 
@@ -1193,13 +1199,16 @@ def band_of(
     found = bands.get((platform, band.get("split"), block.get("regime")))
     if not found:
         return {"band_quantity": "unvalidated"}
-    return _band_columns(*found, f"leave one {band.get('split')} out", quantity)
+    *factors, chips = found
+    return _band_columns(*factors, f"leave one {band.get('split')} out", quantity, chips)
 
 
 def _band_columns(
-    median: float, worst: float, n: int, faster: int | None, split: str, quantity: str
-) -> dict[str, Any]:
-    return dict(zip(BAND_COLUMNS, (median, worst, n, faster, split, quantity), strict=True))
+    median: float, worst: float, n: int, faster: int | None, split: str, quantity: str,
+    chips: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    values = (median, worst, n, faster, split, chips, quantity)
+    return dict(zip(BAND_COLUMNS, values, strict=True))
 
 
 def predicted_rows(compiled: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
@@ -1225,7 +1234,7 @@ def predicted_rows(compiled: Sequence[Record], bands: dict[tuple, tuple]) -> lis
         if loop_step := block.get("loop_step_s"):
             # its own band (the published loops', or its kernels' where they are most of
             # it), in either regime, as jaxcnn.perf.predict chose it
-            band = loop_band_of(block) or (
+            band = loop_band_of(block, w["platform"], bands) or (
                 {"band_quantity": "unvalidated"} if block.get("regime") == "small"
                 else band_of(block, w["platform"], "loop_step_s", bands)
             )  # fmt: skip
@@ -1297,17 +1306,21 @@ MOSTLY_KERNELS = "the device step's band: its kernels are most of this step"
 KERNELS_TOO = f"; {MOSTLY_KERNELS}"
 
 
-def loop_band_of(block: dict[str, Any]) -> dict[str, Any] | None:
+def loop_band_of(
+    block: dict[str, Any], platform: str, bands: dict[tuple, tuple]
+) -> dict[str, Any] | None:
     """The band columns of a predicted loop step: the fit's check of it against published
     JAX loops (the block's `loop_band`, jaxcnn.perf.predict.loop_band), or the device
-    step's where jaxcnn.perf.predict.kernels_band_instead chose it; or None."""
+    step's where jaxcnn.perf.predict.kernels_band_instead chose it (its chips from
+    `bands`, _bands'); or None."""
     band = block.get("loop_band")
     if not band:
         return None
     found = (band["median"], band["worst"], band["observations"], band.get("faster"))
     if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead's choice
         split = f"leave one {band['split']} out{KERNELS_TOO}"
-        return _band_columns(*found, split, "device_step_s")
+        chips = (bands.get((platform, band["split"], block.get("regime"))) or [None])[-1]
+        return _band_columns(*found, split, "device_step_s", chips)
     return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s")
 
 
@@ -2409,7 +2422,7 @@ def banded_efficiencies(table: pd.DataFrame) -> pd.DataFrame:
         covered = set(published[published.platform == b.platform].model)
         at = ((table.quantity == "scaling_efficiency") & (table.kind == "predicted")
               & (table.platform == b.platform) & table.model.isin(covered))  # fmt: skip
-        table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, None, SCALING_SPLIT,
+        table.loc[at, list(BAND_COLUMNS)] = (b.value, b.hi, b.n, None, SCALING_SPLIT, None,
                                              "scaling_efficiency")  # fmt: skip
         bare = at & table.lo.isna()  # what the band allows, as the row's own spread
         table.loc[bare, "lo"] = table.loc[bare, "value"] / b.hi

@@ -39,6 +39,7 @@ from typing import Any
 from jaxcnn.perf import host as host_lib
 from jaxcnn.perf import price
 from jaxcnn.perf import runtime as runtime_lib
+from jaxcnn.perf.chips import chip_name
 from jaxcnn.perf.hlo import Kernel
 from jaxcnn.perf.rates import Rates
 
@@ -308,12 +309,27 @@ def held_out_pairs(
 ) -> list[tuple[float, float]]:
     """(predicted, measured) of the family's device-step observations of `regime_name`,
     each predicted by the fit that left its `split` (chip or program) out."""
+    return [(o["held_out_predicted_s"][split], o["measured_s"]) for o in _held_out(
+        family, split, regime_name)]  # fmt: skip
+
+
+def held_out_chips(family: Mapping[str, Any], split: str, regime_name: str) -> list[str]:
+    """The chips (the chip table's names) held_out_pairs' observations ran on, each once;
+    none where any is not a chip of the table (a CPU's)."""
+    names = {chip_name(str(o.get("label")).split(":")[0])
+             for o in _held_out(family, split, regime_name)}  # fmt: skip
+    return [] if None in names else sorted(names)
+
+
+def _held_out(family: Mapping[str, Any], split: str, regime_name: str) -> list[dict[str, Any]]:
+    """The family's observations of `regime_name` that a fit leaving their `split` out
+    predicted, and that were measured."""
     out = []
     for o in family.get("observations") or []:
         predicted, measured = (o.get("held_out_predicted_s") or {}).get(split), o.get("measured_s")
         large = "resnet50" in str(o.get("label"))
         if predicted and measured and (o.get("regime") or REGIMES[not large]) == regime_name:
-            out.append((predicted, measured))
+            out.append(o)
     return out
 
 
