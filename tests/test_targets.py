@@ -720,7 +720,8 @@ def test_the_readmes_compile_for_example_runs_where_jax_platforms_is_not_set():
     ):
         assert int(total) > 0 and 0 < float(device_step_s) <= float(loop_step_s)
         # A small model's device-step band: a GPU's was measured on the small programs an
-        # H200 ran (the committed records), held out by chip; no TPU ran one: unvalidated.
+        # H100 and an H200 ran (the committed records), held out by chip, the two named; no
+        # TPU ran one: unvalidated.
         # Its loop step's: the published JAX loops of small programs on GPUs, or where the
         # kernels are most of the step (the example's T4, at batch 256) and their band is
         # the wider, the device step's, said so; on a TPU the published JAX loops' there
@@ -730,6 +731,7 @@ def test_the_readmes_compile_for_example_runs_where_jax_platforms_is_not_set():
             assert "'split': 'published_jax_loops'" in loop and "'observations': 5" in loop, loop
         else:
             assert band.strip().startswith("{") and "'split': 'chip'" in band, band
+            assert "'chips': ['H100 SXM', 'H200']" in band, band
             mostly = 2 * float(device_step_s) > float(loop_step_s)
             assert mostly  # the example's program: the T4's kernels are most of its step
             assert "'mostly_kernels': True" in loop and "'split': 'chip'" in loop, loop

@@ -458,6 +458,7 @@ ErrorBand = _part(
     quantity=(Str, "device_step|loop_step: the quantity it was measured on"),
     faster=(Count, "how many of them the prediction was the faster of (absent: not counted)"),
     hosts=(list[Str], "loop band: the chips the published loops ran on"),
+    chips=(list[Str], "a band by chip: the chips its observations ran on, left out one at a time"),
     mostly_kernels=(
         Bool,
         "loop band: the device step's band, carried where the device "

@@ -374,8 +374,9 @@ def error_band(
     observations of, leave one chip out on any other; over the family's observations of
     that regime ({"median", "worst", "observations", "split", "quantity": DEVICE_STEP or
     LOOP_STEP}, and "faster": how many of them the prediction was the faster of, where the
-    family's observations give each held-out prediction). None where that split has none
-    of that regime: the prediction is then unvalidated."""
+    family's observations give each held-out prediction; by chip, "chips": the chips it was
+    measured on). None where that split has none of that regime: the prediction is then
+    unvalidated."""
     return _band_and_pairs(family, regime_name, chip)[0]
 
 
@@ -392,6 +393,8 @@ def _band_and_pairs(
         return None, []
     pairs = held_out_pairs(family, split, regime_name)
     counted = len(pairs) == band["observations"]  # else the direction is not known
+    # the chips a band by chip was measured on: a chip outside them is an extrapolation
+    chips = held_out_chips(family, split, regime_name) if split == "chip" else []
     return {
         "median": band["median"],
         "worst": band["worst"],
@@ -399,4 +402,5 @@ def _band_and_pairs(
         "split": split,
         "quantity": error.get("quantity", DEVICE_STEP),
         **({"faster": held_out_errors(pairs)[1]} if counted else {}),
+        **({"chips": chips} if chips else {}),
     }, pairs
