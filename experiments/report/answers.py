@@ -643,7 +643,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # jaxcnn's loop first (the question's), then Keras's published loop and our model of
     # it, whose miss is Keras's overhead or the model's error, then the seed's own figure
     text = (
-        f"{jaxcnn}; Keras's K80 loop {fmt(keras)} ({owner(keras)}), predicted {fmt(ours)} "
+        f"{jaxcnn}; Keras's K80 loop {fmt(keras)}, predicted {fmt(ours)} "
         f"({fmt(factor)} {way}); seed's {fmt(seed)}/batch"
     )
     # every check on a K80 of a small program, the way each errs: the band's context
@@ -652,13 +652,13 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     checks = checks.sort_values("value")
     said = ", ".join(f"{c['model']} {fmt(c)}" for c in checks.to_dict("records"))
     # the seed's figure gives no batch nor network: no step of ours is set against it
-    caveat = f"; the seed's batch and network unstated{at_best}"
+    caveat = f"; the seed's batch and network unstated{at_best}; Keras's loop: {owner(keras)}'s"
     caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
     if over and said and (reach := k80_reach(over, checks)):
         caveat += reach
-        if "undecided" in reach:
-            text = f"Undecided whether a K80 beats the CPU: {text}"
+        if "undecided" in reach:  # the verdict, and what it is of, first
+            text = f"K80 vs CPU undecided ({MNIST_MODEL} b128): {text}"
     return Said(
         text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
     )
@@ -1159,8 +1159,9 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, _, unpriced = first.removesuffix(" faster than measured").partition(" predicted")
-        text = (f"{UNDECIDED_WHICH}{chip}'s loop step predicted{unpriced} {ceiling}{span}"
-                f" faster than measured {overs}, inside the published TPU loops' worst error"
+        text = (f"{UNDECIDED_WHICH}{chip}'s loop step (seed models) predicted{unpriced}"
+                f" {ceiling}{span} faster than measured {overs}, inside the published TPU"
+                f" loops' worst error"
                 f" ({value_text(jax['hi'], 'x')})")  # fmt: skip
         band = f"per model, over {'; over '.join(parts)}; {band}"
     elif every:  # no ratio decided: the answer says so first, and what it leaves open
