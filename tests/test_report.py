@@ -716,8 +716,9 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # says why in the answer, its ratios per model in the band: 1834; row 11's host-priced
     # chip and its per-watt figure each with its band: 1841; a band held out by chip names
     # the chips it was measured on: 1850; rows 6 and 10 name what they are of, the legend
-    # the precision every row is in unless it says another: 1878)
-    assert len(lines) <= 25 and len(text.split()) <= 1878
+    # the precision every row is in unless it says another: 1878; rows 1, 3, 4, 5 and 6 say
+    # the direction, batch, quantity or prediction they left implicit: 1884)
+    assert len(lines) <= 25 and len(text.split()) <= 1884
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
@@ -1036,7 +1037,7 @@ def test_every_speedup_of_the_gpu_answer_divides_the_cpus_own_loop(csv):
     for r in cited[best].to_dict("records"):
         side = csv[csv.id == r["denominator"]].iloc[0]
         if r["device"] == "gpu-t4":
-            assert side.quantity == "device_step_s" and f"T4 {fmt(r)}" in words
+            assert side.quantity == "device_step_s" and f"T4 predicted {fmt(r)}" in words
         else:
             assert side.value == own[own.device == r["device"]].value.min()
             assert fmt(r) in words.split(", T4 ")[0]
@@ -1298,7 +1299,7 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     best = csv[(csv.quantity == "speedup") & (csv.device == "gpu-k80") & (csv.batch == 128)
                & (csv.model == "mnist_cnn") & (csv.extra == at_best)]  # fmt: skip
     assert len(best) == 1
-    kernels = f"; {answers.AT_BEST}: {fmt(best.iloc[0].to_dict())};"
+    kernels = f"; {answers.AT_BEST}, predicted: {fmt(best.iloc[0].to_dict())};"
     assert kernels in answers.answers(csv)[5].band
     # every check on a K80 of a small program is said beside the band, the way they err
     checks = csv[(csv.quantity == "error_factor") & (csv.device == "K80")
@@ -2226,7 +2227,7 @@ def test_each_targets_compiled_memory_is_checked_against_its_chips_own_as_it_ran
     found = answers.answers(csv)[0]
     assert (
         f"the H100 SXM's own compile only: {fmt(worst.to_dict())} off at worst "
-        f"(n={len(checks)}, smaller here in 4), catsdogs_cnn {seed}; "
+        f"(n={len(checks)}, ours the smaller in 4 of 6), catsdogs_cnn {seed}; "
     ) in found.band
     # beside it, what the allocator held as the program ran over that analysis: the
     # seed's model's every batch, the smallest and the largest factor
@@ -4080,7 +4081,8 @@ def test_a_model_the_cpu_did_not_seed_is_judged_by_an_accelerators_longer_seeded
     assert h100.extra.str.extract(r"seed (\d)")[0].fillna("0").nunique() == 3
     inside = sum(gaps[f"{e} of 5"] <= spread[e] for e in spread.index)
     said = answers.answers(csv)[3].answer
-    assert said.startswith("Yes, seed noise: devices' gap within seeds' gap for mnist_cnn ")
+    head = "Yes, seed noise: devices' test-accuracy gap within seeds' for mnist_cnn "
+    assert said.startswith(head)
     # the same verdict, said together, by the seeds it is judged by
     assert f", lenet5_keras {inside} of 5 by H100 SXM's seeds (" in said
     assert set(h100.id) <= set(answers.answers(csv)[3].ids)  # the seeds it is judged by
@@ -4125,8 +4127,8 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
     inside = sum(round(gaps[e], 4) < round(spread[e], 4) for e in gaps.index)
     ties = sum(round(gaps[e], 4) == round(spread[e], 4) for e in gaps.index)
     said = _said(4)
-    assert said.startswith(f"Yes, seed noise: devices' gap within seeds' gap for mnist_cnn "
-                           f"{inside} of 5 epochs")  # fmt: skip
+    head = "Yes, seed noise: devices' test-accuracy gap within seeds' for mnist_cnn "
+    assert said.startswith(f"{head}{inside} of 5 epochs")
     # the devices compared, named
     assert "(CPU/H100 SXM/H200, mnist b128, 5 epochs; " in said
     assert answers.answers(csv)[3].band.startswith("seed noise: mnist_cnn's 3 CPU seeds ")
@@ -4135,13 +4137,13 @@ def test_the_accuracy_answer_judges_the_devices_gaps_against_the_cpu_seeds_epoch
     assert answers.answers(csv)[3].band.endswith("; a tie counts as beyond")
     # a second seed further than every epoch's gap: inside at every epoch
     wide = answers.answers(_seeded(csv, gaps.max() + 0.002))[3]
-    assert wide.answer.startswith("seed noise: devices' gap within seeds' gap for "
+    assert wide.answer.startswith("seed noise: devices' test-accuracy gap within seeds' for "
                                   "mnist_cnn 5 of 5 epochs; ")  # fmt: skip
     # two verdicts (mnist_cnn's and lenet5_keras's differ): no single yes or no leads
     assert wide.band.startswith("seed noise: mnist_cnn's 2 CPU seeds ")
     # the control: a seed closer than every epoch's gap, and the verdict turns
     closer = answers.answers(_seeded(csv, gaps[gaps > 0].min() / 2))[3].answer
-    assert closer.startswith("beyond seed noise: devices' gap within seeds' gap for "
+    assert closer.startswith("beyond seed noise: devices' test-accuracy gap within seeds' for "
                               "mnist_cnn 0 of 5 epochs; ")  # fmt: skip
     # the control for the lead: one verdict for every model, and it leads as yes or no
     lone = csv[~((csv.model == "lenet5_keras") & (csv.quantity == "test_accuracy"))]
@@ -4817,7 +4819,8 @@ def test_the_memory_answer_says_which_way_its_compile_check_errs(csv):
     value = csv.set_index("id").value
     here, there = value[checks.denominator].to_numpy(), value[checks.numerator].to_numpy()
     assert ((here < there).sum(), (here == there).sum()) == (4, 2)  # the committed
-    assert f"(n={len(checks)}, smaller here in 4)" in answers.answers(csv)[0].band
+    n = len(checks)
+    assert f"(n={n}, ours the smaller in 4 of {n})" in answers.answers(csv)[0].band
     # the control: the compiles here as large as the chip's, none is said smaller
     same = csv.assign(
         value=csv.value.where(
@@ -4825,7 +4828,7 @@ def test_the_memory_answer_says_which_way_its_compile_check_errs(csv):
             csv.id.map(dict(zip(checks.denominator, there, strict=True))),
         )
     )
-    assert ", smaller here in 0)" in answers.answers(same)[0].band
+    assert ", ours the smaller in 0 of " in answers.answers(same)[0].band
 
 
 def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):

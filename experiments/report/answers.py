@@ -277,7 +277,7 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
             (value[checks.denominator].to_numpy() < value[checks.numerator].to_numpy()).sum()
         )
         band += (f"; the {chips}'s own compile only: {fmt(worst)} off at worst (n={len(checks)}, "
-                 f"smaller here in {smaller}){of_seed}")  # fmt: skip
+                 f"ours the smaller in {smaller} of {len(checks)}){of_seed}")  # fmt: skip
         picked += [worst, seed]
     # what the allocator held as the program ran, over that analysis: what a verdict leaves
     # out (autotuning's scratch, buffers in flight), measured on a chip that ran it
@@ -369,7 +369,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
-    cpu_said = f"CPU {epoch_words(c)}" if c else none_on(cpu, "CPU epoch")
+    cpu_said = f"CPU b{int(c['batch'])} {epoch_words(c)}" if c else none_on(cpu, "CPU epoch")
     # the seed's figure inside the CPU's own parenthesis where its words end in one
     opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
@@ -472,7 +472,7 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         for m, k, of, whose_seeds in judged:
             found = verdicts.setdefault("seed noise" if 2 * k > of else "beyond seed noise", [])
             found.append(f"{m} {k} of {of}" + ("" if found else " epochs") + whose_seeds)
-        said = [f"{v}: devices' gap within seeds' gap for {', '.join(ms)}"
+        said = [f"{v}: devices' test-accuracy gap within seeds' for {', '.join(ms)}"
                 for v, ms in verdicts.items()]  # fmt: skip
         # the question's yes or no first, where every model judged gives the same one
         lead = {"seed noise": "Yes, ", "beyond seed noise": "No, "}
@@ -582,7 +582,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{head}; " + "; ".join(parts), [*seen, p])
     band, b = small_band(t, p)
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-t4")
-    at_best += [f"T4 {fmt(best)}"] if best else []
+    at_best += [f"T4 predicted {fmt(best)}"] if best else []
     parts.append(f"T4 predicted {fmt(p)}, {fmt(t4)}{implied(t4, b, t)}")
     # the same program's loop step predicted for a chip that ran it, held out: the
     # nearest check of the T4's, beside the band of other programs
@@ -636,7 +636,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
     jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
-    at_best = f"; {AT_BEST}: {fmt(best)}" if p and over and best else ""
+    at_best = f"; {AT_BEST}, predicted: {fmt(best)}" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band, at_best)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
