@@ -56,7 +56,9 @@ TERMS = (
     "Formulations (how convolutions are computed): *cpu* patches and one matmul each, a "
     "CPU's default; *xla* XLA's own, an accelerator's; *onednn* oneDNN's kernels. "
     "*jaxcnn's loop*: its fit's step loop, one jitted call a batch, host work included; "
-    "*device loop*: an epoch as one call; a *sitting*: one machine, boot and code. "
+    "*device loop*: an epoch as one call; *dispatch* and *put*: a step's jitted call "
+    "and its batch's copy to the device, as the host spends them; a *sitting*: one "
+    "machine, boot and code. "
     "Precision f32 unless a row names another, its matmuls at JAX's default precision "
     "(TF32 on NVIDIA Ampere and newer, one bf16 pass on a TPU)."
 )
