@@ -18,7 +18,7 @@ from experiments.predict import references
 from experiments.predict import shown as predictions
 from experiments.records import select, stats
 from experiments.report import answers, figures, plots, views
-from experiments.report.fmt import fmt, span_text, value_text
+from experiments.report.fmt import fmt, shown_value, span_text, value_text
 from experiments.report.fmt import percent as fmt_percent
 from experiments.studies import crossover as crossover_study
 from experiments.studies import ensemble as ensemble_study
@@ -718,16 +718,20 @@ def test_the_first_screen_answers_the_fifteen_questions_within_its_limits(table)
     # the chips it was measured on: 1850; rows 6 and 10 name what they are of, the legend
     # the precision every row is in unless it says another: 1878; rows 1, 3, 4, 5 and 6 say
     # the direction, batch, quantity or prediction they left implicit: 1884; the legend's
-    # host parts (dispatch, put), which row 7 uses: 1903)
-    assert len(lines) <= 25 and len(text.split()) <= 1903
+    # host parts (dispatch, put), which row 7 uses: 1903; a band pointed at said by its
+    # first clause (count, direction, chips), row 11 every chip inside the loops' worst
+    # error each with its margin, rows 1 and 12 their quantity and one CPU epoch: 1964; the
+    # published JAX loops' chips: 1977)
+    assert len(lines) <= 25 and len(text.split()) <= 1977
     # a band is said once: a later answer with the same band points at the first
     said = answers.answers(table)
     bands = [a.band.split(" (")[0] for a in said if a.band.startswith("x")]
     assert len(bands) == len(set(bands)) and any(a.band.startswith("as row ") for a in said)
-    for a in [a for a in said if a.band.startswith("as row ")]:  # its median and worst again
-        number = int(a.band.split()[2].removesuffix("'s,"))
-        median, worst = re.match(r"(\S+) off \(worst ([^,]+),", said[number - 1].band).groups()
-        assert a.band.startswith(f"as row {number}'s, {median} off, worst {worst}")
+    for a in [a for a in said if a.band.startswith("as row ")]:  # its first clause again
+        number = int(a.band.split()[2].removesuffix("'s:"))
+        first = said[number - 1].band
+        head = first[: min(i for i in (first.find(";"), first.find(")")) if i > 0)]
+        assert a.band.startswith(f"as row {number}'s: {head})") and "n=" in head
     assert lines[2].startswith("**Measured on GPU")
     found = answers.answers(table)
     assert [a.number for a in found] == list(range(1, 16))
@@ -1228,9 +1232,21 @@ def test_a_band_left_out_one_chip_at_a_time_names_the_chips_it_was_measured_on(c
     # the small programs' GPU band, the one rows 5, 6, 9 and 12 carry: two chips only
     small = by_chip[(by_chip.platform == "gpu") & (by_chip.band_n == 197)]
     assert len(small) and set(small.band_chips) == {"H100 SXM/H200"}
+    # a loop step banded by the published JAX loops names the chips they ran on, as the
+    # band's own row does
+    loops = csv[(csv.kind == "predicted") & (csv.band_split == figures.LOOP_BAND_SPLIT)]
+    for platform, g in loops.groupby("platform"):
+        (own,) = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS)
+                     & (csv.device == platform)].to_dict("records")  # fmt: skip
+        hosts = own["note"].split(" on ", 1)[1].split(";")[0].split(", ")
+        assert set(g.band_chips) == {own["band_chips"]} == {"/".join(hosts)}
+        assert f"published JAX loops on {own['band_chips']}, held out" in answers.band_words(
+            g.iloc[0].to_dict())  # fmt: skip
+    assert {"gpu", "tpu"} <= set(loops.platform)
     # no other split names chips; observations not all of the chip table (a CPU's) none
-    other = ~csv.band_split.astype(str).str.startswith("leave one chip out")
-    assert csv[other].band_chips.isna().all() and csv[other].band_split.notna().any()
+    other = csv.band_split.notna() & ~csv.band_split.astype(str).str.startswith(
+        ("leave one chip out", figures.LOOP_BAND_SPLIT))  # fmt: skip
+    assert csv[other].band_chips.isna().all() and other.any()
     cpu = {"observations": [{"label": "cpu: mlp, batch 32", "measured_s": 1.0, "regime": "small",
                              "held_out_predicted_s": {"chip": 1.0}}]}  # fmt: skip
     assert predict.held_out_pairs(cpu, "chip", "small") and not predict.held_out_chips(
@@ -1481,7 +1497,9 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     # a verdict inside its band (held to it by the memory check's test) agrees with nothing
     undecided = _said(1).count(" undecided (")
     assert undecided == 1  # the committed: MX150 b16
-    assert _said(1).startswith(f"{len(seen) - undecided} as the seed saw, 1 undecided: ")
+    assert _said(1).startswith(
+        f"Compiled memory: {len(seen) - undecided} as the seed saw, 1 undecided: "
+    )
     gpu = csv[(csv.quantity == "scaling_efficiency") & (csv.platform == "gpu")
               & (csv.selection == "equal-batch") & (csv.precision == "f32")
               & ~csv.placement.isin(choices.MODEL_STRATEGIES)]  # fmt: skip
@@ -3639,26 +3657,30 @@ def test_the_five_epochs_answer_sets_the_t4s_epoch_against_the_cpus_it_quotes(cs
     base = by_id.loc[alike.numerator]
     assert base.kind == "derived" and base.extra.endswith("steps of jaxcnn's loop")
     assert alike.denominator == t4.name and alike.value == pytest.approx(base.value / t4.value)
-    # the ratio beside the CPU epoch it divides
+    # one CPU epoch in the answer, its measured one, and the ratio over it; the one made
+    # alike and its ratio in the band
     assert answered.answer.endswith(
-        f"T4 predicted {fmt(t4.to_dict())}, {fmt(alike.to_dict())} the CPU's "
-        f"{fmt(base.to_dict())} from loop steps"
+        f"T4 predicted {fmt(t4.to_dict())}, {fmt(over.to_dict())} the CPU's"
     )
+    assert fmt(base.to_dict()) not in answered.answer.replace(fmt(cpu.to_dict()), "")
+    alike_said = f"epoch from its loop step, {fmt(base.to_dict())}: {fmt(alike.to_dict())} (both"
+    assert alike_said in answered.band
     assert fmt(alike.to_dict()) in _said(5)
     # beside it, over the CPU's measured epoch, then how far an epoch from a loop step is
     # from the same GPU's trained ones
     # (the committed: the CPU's measured epoch and its loop step from one sitting)
     step = by_id.loc[base.numerator]
     assert step.sitting == cpu.sitting
-    said = f"; over the CPU's measured epoch: {fmt(over.to_dict())}; "
+    said = f"; over the CPU's epoch from its loop step, {fmt(base.to_dict())}: "
     assert said in answered.band
     assert answered.band.endswith(
         f"; epochs from loop steps vs trained, same GPU and sitting: {_epoch_check_band(csv)}"
     )
     # the control: two sittings, said
     apart = csv.assign(sitting=csv.sitting.where(csv.id != step.name, "2026-01-01 00:00 UTC"))
-    assert f"; over the CPU's measured epoch (another sitting): {fmt(over.to_dict())}; " in (
-        answers.answers(apart)[11].band
+    assert (
+        f"; over the CPU's epoch from its loop step (another sitting), {fmt(base.to_dict())}: "
+        in (answers.answers(apart)[11].band)
     )
     # the control: without the ratio in the table the answer gives none
     bare = answers.answers(csv[csv.id != over.name])[11].answer
@@ -4240,18 +4262,36 @@ def test_the_scaling_plot_draws_published_series_in_a_panel_of_their_own(table, 
                if line.get_marker() not in (None, "None", ""))  # fmt: skip
 
 
-def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_worst_error(csv):
+def test_the_cheapest_epoch_is_undecided_among_every_chip_inside_the_loops_worst_error(csv):
     cost = csv[(csv.quantity == "usd_per_epoch") & (csv.batch == 128) & (csv.precision == "f32")
                & (csv.model == "mnist_cnn")].sort_values("value")  # fmt: skip
-    margin = cost.value.iloc[1] / cost.value.iloc[0]
+    margins = (cost.value / cost.value.iloc[0]).iloc[1:]
     worst = csv[(csv.quantity == "band") & (csv.extra == figures.JAX_VERSUS)
                 & csv.device.isin(set(cost.platform.iloc[:2]))].hi.max()  # fmt: skip
     said = answers.answers(csv)[10]
-    # beside it, the cheapest whose every host part is priced (the TPUs' are partly not)
+    # every chip whose margin over the cheapest lies inside the loops' worst error could be
+    # the cheapest: named in the answer, each margin in the band (the committed: a TPU and
+    # three GPUs, the T4 the cheapest whose every host part is priced among them)
+    inside = cost.iloc[1:][(margins < worst).to_numpy()]
+    assert len(inside) == 4 and set(inside.platform) == {"tpu", "gpu"}
+    assert (margins[~(margins < worst)] >= worst).all() and (~(margins < worst)).any()
+    rivals = "/".join(inside.device)
+    assert (
+        said.answer.startswith(
+            f"Predicted, cheapest mnist_cnn b128 epoch undecided: {cost.iloc[0].device} "
+        )
+        and f", but {rivals} lie within its {worst:.3g}x worst error; " in said.answer
+    )
+    ratios = csv[(csv.quantity == "cost_ratio") & (csv.denominator == cost.id.iloc[0])]
+    for o in inside.to_dict("records"):
+        (m,) = ratios[ratios.numerator == o["id"]].to_dict("records")
+        assert m["value"] == pytest.approx(o["value"] / cost.value.iloc[0])
+        assert f"{o['device']} {shown_value(m)} dearer" in said.band and m["id"] in said.ids
+    # the host-priced one's price beside its margin, not again in the answer
     priced = cost[~cost.note.astype(str).str.contains("left out")].iloc[0]
-    assert cost.iloc[0].platform == "tpu" and priced.platform == "gpu"  # the committed
-    whole = f"; host priced: {priced.device} {fmt(priced.to_dict())}; best mnist_cnn per TDP"
-    assert whole in said.answer and priced.id in said.ids
+    assert cost.iloc[0].platform == "tpu" and priced.device in set(inside.device)
+    assert f"{priced.device} " in said.band and f"(host priced: {fmt(priced.to_dict())})" in (
+        said.band) and "host priced" not in said.answer  # fmt: skip
     # the per-watt figure's band (unvalidated, committed), the priced one's short before it
     watt = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn")
                & (csv.batch == 128) & (csv.precision == "f32")]  # fmt: skip
@@ -4262,24 +4302,29 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
     short = f"; {priced.device}'s: {answers.band_short(priced.to_dict())}"
     assert short.endswith(f"off, worst {value_text(priced.band_worst, 'x')}")
     band = said.band.removesuffix(per_watt).removesuffix(short)
-    assert (margin < worst) == band.endswith("undecided")
-    assert (margin < worst) == said.answer.startswith(
-        "Predicted, cheapest mnist_cnn b128 epoch undecided: "
-    )
     # the cheapest's cost errs as its loop step does (a price is published): its band first
     cheapest = cost.iloc[0].to_dict()
     assert cheapest["band_quantity"] == "cost from loop_step_s"
     assert said.band.startswith(f"{answers.band_words(cheapest)}; ")
     # the loops it judges by ran on one chip, named (not the v5e and v6e it compares)
     assert band.endswith("(the published JAX loops' worst error on TPU v2): undecided")
-    # the control: loops' worst error narrower than the margin decides it
+    # the control: a worst error between the margins leaves only those below it
+    between = (margins.iloc[0] + margins.iloc[1]) / 2
+    some = csv.copy()
+    some.loc[(some.quantity == "band") & (some.extra == figures.JAX_VERSUS), "hi"] = between
+    assert f", but {cost.device.iloc[1]} lie within its " in answers.answers(some)[10].answer
+    # the control: loops' worst error narrower than every margin decides it, the
+    # runner-up beside it
     narrow = csv.copy()
     narrow.loc[(narrow.quantity == "band") & (narrow.extra == figures.JAX_VERSUS), "hi"] = 1.01
     decided = answers.answers(narrow)[10]
-    dearer = f"{cost.iloc[1].device} {margin:.3g}x dearer (floor over floor)"
+    dearer = f"{cost.iloc[1].device} {margins.iloc[0]:.3g}x dearer (floor over floor)"
     assert decided.band == f"{answers.band_words(cheapest)}; {dearer}{short}{per_watt}"
-    assert decided.answer.startswith(
-        f"Predicted, cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} "
+    assert (
+        decided.answer.startswith(
+            f"Predicted, cheapest mnist_cnn b128 epoch: {cost.iloc[0].device} "
+        )
+        and f"; host priced: {priced.device} {fmt(priced.to_dict())}; " in decided.answer
     )
     # the control: an epoch with no band leaves its cost unvalidated
     bare = narrow.assign(band_quantity=narrow.band_quantity.where(
@@ -4287,7 +4332,7 @@ def test_the_cheapest_epoch_is_undecided_where_the_next_lies_inside_the_loops_wo
         ~narrow.id.isin(cost.id)))  # fmt: skip
     assert answers.answers(bare)[10].band.startswith("unvalidated; ")
     # and a cheapest with its every host part priced says nothing more
-    whole_tpu = csv.assign(note=csv.note.where(~csv.id.isin(cost.id), "priced"))
+    whole_tpu = narrow.assign(note=narrow.note.where(~narrow.id.isin(cost.id), "priced"))
     assert "host priced" not in answers.answers(whole_tpu)[10].answer
 
 
@@ -4838,8 +4883,10 @@ def test_the_cost_answer_marks_its_floors_and_a_ratio_of_two_as_neither(csv):
             & (csv.model == "mnist_cnn")].sort_values("value")  # fmt: skip
     first, second = c.iloc[0].to_dict(), c.iloc[1].to_dict()
     assert first["bound"] == second["bound"] == "floor"  # the committed: two TPUs
-    assert f"{first['device']} >={fmt(first)}, next {second['device']} >={fmt(second)} " in said
-    assert "(floors: host partly unpriced)" in said
+    # the cheapest's floor marked and said why; the next's margin over it bounded neither way
+    assert f"{first['device']} >={fmt(first)} (host partly unpriced), but " in said
+    band = answers.answers(csv)[10].band
+    assert f"{second['device']} " in band and " dearer (floor over floor), " in band
     # the control: points, unmarked, the unpriced host said in words
     points = answers.answers(csv.assign(bound=None))[10].answer
     assert "(both floors)" not in points and ">=" not in points

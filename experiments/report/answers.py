@@ -118,12 +118,14 @@ def band_words(r: Row) -> str:
     faster = r.get("band_faster")
     way = () if pd.isna(faster) else (prediction_faster(int(faster), int(r["band_n"])),)
     split, chips = str(r["band_split"]), r.get("band_chips")
-    if isinstance(chips, str) and chips:  # the chips it was measured on, one at a time out
+    if isinstance(chips, str) and chips:  # the chips it was measured on
         split = split.replace(LEFT_OUT_ONE_CHIP, f"{LEFT_OUT_ONE_CHIP} of {chips}", 1)
+        split = split.replace(PUBLISHED_LOOPS, f"{PUBLISHED_LOOPS} on {chips}", 1)
     return band_text(r["band_median"], r["band_worst"], r["band_n"], *way, split)
 
 
 LEFT_OUT_ONE_CHIP = "leave one chip out"
+PUBLISHED_LOOPS = "published JAX loops"
 
 
 def band_short(r: Row) -> str:
@@ -262,9 +264,10 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
             words.append(f"{device[4:].upper()} b{batch} {said} ({of_limit(memory, usable)})")
     if not words:
         return Said("not compiled yet: python -m experiments.run --study=targets")
-    head = f"{agree} of {len(words)} as the seed saw: "
+    # what every verdict is of, said first: the program as compiled, never run
+    head = f"Compiled memory: {agree} of {len(words)} as the seed saw: "
     if undecided:
-        head = f"{agree} as the seed saw, {undecided} undecided: "
+        head = f"Compiled memory: {agree} as the seed saw, {undecided} undecided: "
     band = "the compiler's own memory analysis against JAX's default 75% of the chip's"
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
@@ -522,8 +525,11 @@ def way_of(band: Row) -> str:
 
 
 def jax_loops(band: Row, where: str = "") -> str:
-    """The published JAX loops' band row, said beside a loop step it does not validate."""
-    return f"published JAX loops {where}{band_row_text(band, way_of(band))}"
+    """The published JAX loops' band row, said beside a loop step it does not validate,
+    with the chips they ran on (`where`, else its own `band_chips`)."""
+    chips = band.get("band_chips")
+    where = where or (f"on {chips} " if isinstance(chips, str) and chips else "")
+    return f"{PUBLISHED_LOOPS} {where}{band_row_text(band, way_of(band))}"
 
 
 def framework_errors(t: pd.DataFrame, platform: str) -> tuple[int, int]:
@@ -1192,6 +1198,10 @@ def device_step_ratios(s: pd.DataFrame, loop: list[Row]) -> list:
 
 
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
+    """The cheapest predicted epoch of the MNIST CNN and, where its loops' worst error
+    reaches them, every dearer chip that could be the cheapest instead (undecided among
+    them), each's margin in the band; else the runner-up beside it. Then FLOP/s per TDP
+    watt, where a TDP is published."""
     c = rows(t, quantity="usd_per_epoch", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(c):
         return Said("no predicted epoch on a priced target yet")
@@ -1201,40 +1211,54 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     # a floor's mark says what the words would ("the host partly unpriced")
     why = " (host partly unpriced)" if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
-    head, undecided = f"Predicted, cheapest {MNIST_MODEL} b128 epoch", False
-    text, band = f"{r['device']} {shown_value(r)}{why}", None
+    head = f"Predicted, cheapest {MNIST_MODEL} b128 epoch"
     # a price is a published figure: the cheapest's cost errs as its loop step does
     own = band_or_unvalidated(r)
-    # the runner-up, and its margin against the loops' worst in the band
-    nxt = ordered.iloc[1].to_dict() if len(ordered) > 1 else None
-    margin = nxt and one(t, quantity="cost_ratio", denominator=r["id"], numerator=nxt["id"])
-    if margin is not None:
-        # a floor over a floor is bounded neither way: said, not printed as a point
-        both = r.get("bound") == nxt.get("bound") == "floor"
-        floors = " (floors: host partly unpriced)" if both else ""
-        text += f", next {nxt['device']} {shown_value(nxt)}{floors}"
-        dearer = f"{nxt['device']} {shown_value(margin)} dearer"
-        band = f"{own}; {dearer}{' (floor over floor)' if both else ''}"
-        worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
-        worst = worst[worst.device.isin({r["platform"], nxt["platform"]})]
-        if len(worst) and margin["value"] < (hi := worst.hi.max()):
-            # the loops it rests on, by the chip they ran on where they ran on one
-            chip = worst.loc[worst.hi.idxmax()].chip
-            on = f" on {chip}" if chip not in (None, "-") and chip == chip else ""
-            band += f", within {hi:.3g}x (the published JAX loops' worst error{on}): undecided"
-            undecided = True
-    text = f"{head}{' undecided' if undecided else ''}: {text}"
-    # a cheapest whose host is partly unpriced: the cheapest whose every host part is priced
-    priced = ordered[~unpriced]
+    # each dearer chip's margin over it, against the loops' worst error (the cheapest's
+    # side and the runner-up's): a chip inside it may be the cheapest instead
+    others = ordered.iloc[1:].to_dict("records")
+    ratios = rows(t, quantity="cost_ratio", denominator=r["id"]).set_index("numerator")
+    margins = [(o, ratios.loc[o["id"]].to_dict()) for o in others if o["id"] in ratios.index]
+    worst = rows(t, quantity="band", extra=JAX_VERSUS, model="small programs")
+    worst = worst[worst.device.isin({r["platform"], *(o["platform"] for o in others[:1])})]
+    hi = worst.hi.max() if len(worst) else None
+    inside = [(o, m) for o, m in margins if hi is not None and m["value"] < hi]
+    priced = ordered[~unpriced]  # the cheapest whose every host part is priced
     r_priced = [priced.iloc[0].to_dict()] if unpriced.iloc[0] and len(priced) else []
-    if r_priced:
+
+    def dearer(o: Row, m: Row) -> str:
+        both = r.get("bound") == o.get("bound") == "floor"  # bounded neither way: said
+        host = f" (host priced: {fmt(o)})" if r_priced and o["id"] == r_priced[0]["id"] else ""
+        return f"{o['device']} {shown_value(m)} dearer{' (floor over floor)' if both else host}"
+
+    if inside:
+        chip = worst.loc[worst.hi.idxmax()].chip  # the loops it rests on, by their chip
+        on = f" on {chip}" if chip not in (None, "-") and chip == chip else ""
+        each = ", ".join(dearer(o, m) for o, m in inside)
+        within = f"within {hi:.3g}x (the published JAX loops' worst error{on}): undecided"
+        band = f"{own}; {each}, {within}"
+        rivals = "/".join(o["device"] for o, _ in inside)
+        unpriced_said = HOST_UNPRICED if unpriced.iloc[0] else ""  # a floor's why, in words
+        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said}, but"
+                f" {rivals} lie within its {hi:.3g}x worst error")  # fmt: skip
+        said_priced = any(o["id"] == x["id"] for o, _ in inside for x in r_priced)
+    else:
+        text, band, said_priced = f"{head}: {r['device']} {shown_value(r)}{why}", own, False
+        if margins:  # the runner-up, its margin in the band
+            (o, m), floors = margins[0], ""
+            if r.get("bound") == o.get("bound") == "floor":
+                floors = " (floors: host partly unpriced)"
+            text += f", next {o['device']} {shown_value(o)}{floors}"
+            band = f"{own}; {dearer(o, m)}"
+    if r_priced and not said_priced:
         text += f"; host priced: {r_priced[0]['device']} {fmt(r_priced[0])}"
-        # its own band, short: the full one is another row's (its loop step's)
-        band = f"{band or own}; {r_priced[0]['device']}'s: {band_short(r_priced[0])}"
+    if r_priced:  # its own band, short: the full one is another row's (its loop step's)
+        band += f"; {r_priced[0]['device']}'s: {band_short(r_priced[0])}"
+    chosen = [r, *(o for o, _ in inside or margins[:1]), *(m for _, m in inside or margins[:1])]
     w = rows(t, quantity="flops_per_watt", batch=128, precision="f32", model=MNIST_MODEL)
     if not len(w):
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
-                    [r, *r_priced], band or own)  # fmt: skip
+                    [*chosen, *r_priced], band)  # fmt: skip
     best = most(w)
     kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
     said = f"{text}; best {MNIST_MODEL} per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
@@ -1243,8 +1267,10 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
     if platforms:
         per_watt += f", no {'/'.join(sorted(p.upper() for p in platforms))} TDP published"
-    band = f"{band or own}; {per_watt}"
-    return Said(said, [r, *ordered.iloc[1:2].to_dict("records"), margin, best, *r_priced], band)
+    return Said(said, [*chosen, best, *r_priced], f"{band}; {per_watt}")
+
+
+HOST_UNPRICED = " (host partly unpriced)"
 
 
 QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
@@ -1298,13 +1324,14 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     if over and c and len(alike := alike[alike.extra.str.contains(f"'s on {c['dataset']},")]) == 1:
         alike = alike.iloc[0].to_dict()
         base = one(t, id=alike["numerator"])
-        # the ratio beside the very CPU epoch it divides (the one made alike); over the
-        # CPU's measured epoch in the band
-        t4 = f"T4 predicted {fmt(g)}, {fmt(alike)} the CPU's {fmt(base)} from loop steps"
+        # one CPU epoch in the answer, the measured one, and the T4's over it; the one
+        # made alike (from its loop step, as the T4's is: row 5's ratio) in the band
+        t4 = f"T4 predicted {fmt(g)}, {fmt(over)} the CPU's"
         # the CPU's two epochs may come from two sittings of its VM: said where they do
         step = one(t, id=base["numerator"])
         apart = " (another sitting)" if step and step.get("sitting") != c.get("sitting") else ""
-        caveat = f"; over the CPU's measured epoch{apart}: {fmt(over)}"
+        caveat = (f"; over the CPU's epoch from its loop step{apart}, {fmt(base)}: {fmt(alike)}"
+                  " (both from loop steps)")  # fmt: skip
     else:
         alike, base, caveat = None, None, ""
         t4 += f", {fmt(over)} faster" if over else ""
@@ -1713,10 +1740,12 @@ def _same_band(said: str, band: str) -> bool:
 
 
 def as_row(earlier: Answer, band: str) -> str:
-    """A band an earlier row said in full, pointed at with its median and worst again
-    ("as row 5's, 1.36x off, worst 6.1x"): the reader needs no other row to weigh it."""
-    head = re.match(r"(\S+ off) \(worst ([^,)]+)", band)
-    return f"as row {earlier.number}'s" + (f", {head[1]}, worst {head[2]}" if head else "")
+    """A band an earlier row said in full, pointed at with its first clause again (its
+    median, worst, count, direction and what it was measured on: "as row 5's: 1.36x off
+    (worst 6.1x, n=197, ..., leave one chip out of H100 SXM/H200)"): the reader needs no
+    other row to weigh it."""
+    head = re.match(r"\S+ off \([^;)]*", band)
+    return f"as row {earlier.number}'s" + (f": {head[0]})" if head else "")
 
 
 def answers(table: pd.DataFrame) -> list[Answer]:

@@ -140,9 +140,10 @@ MEANINGS = {
     "own row: `n`), how many the prediction was the faster of (a scaling band's: the more "
     "efficient of; empty: not counted)",
     "band_split": "what each held-out fit left out",
-    "band_chips": "the chips a band left out one at a time (`band_split` `leave one chip "
-    "out ...`) ran its observations on, `/`-separated: the chips the band was measured on; "
-    "empty for any other split or where they are not all chips of the chip table",
+    "band_chips": "the chips a band was measured on, `/`-separated (a prediction's: its "
+    "band's; a band's own row: its own): those left out one at a time (`leave one chip out "
+    "...`), or the published loops' (`published JAX loops ...`); empty for any other split "
+    "or where they are not all chips of the chip table",
     "band_quantity": "the quantity the band was measured on, or why a prediction has none "
     "(`unvalidated ...`)",
     "bound": "a figure that is a bound, not a point: `floor` (the true value is at least "
@@ -1321,7 +1322,16 @@ def loop_band_of(
         split = f"leave one {band['split']} out{KERNELS_TOO}"
         chips = (bands.get((platform, band["split"], block.get("regime"))) or [None])[-1]
         return _band_columns(*found, split, "device_step_s", chips)
-    return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s")
+    return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s", hosts_named(band))
+
+
+def hosts_named(band: dict[str, Any]) -> str | None:
+    """A loop band's `hosts` (the chips its loops ran on) by the chip table's names,
+    `/`-separated; None where it has none or one is no chip of the table."""
+    from jaxcnn.perf.chips import chip_name
+
+    names = [chip_name(h) for h in band.get("hosts") or ()]
+    return "/".join(names) if names and None not in names else None
 
 
 def held_out_loop_rows(
@@ -1364,7 +1374,8 @@ def held_out_loop_rows(
                 # the chip its observations ran on, where they ran on one
                 one_chip = {"chip": b["hosts"][0]} if len(b.get("hosts") or ()) == 1 else {}
                 out.append(band_row(platform, f"{name} programs", factors, extra=extra, note=note,
-                                    band_faster=b["faster"], **one_chip))  # fmt: skip
+                                    band_faster=b["faster"], band_chips=hosts_named(b),
+                                    **one_chip))  # fmt: skip
     return out
 
 
