@@ -662,9 +662,16 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
     if over and said and (reach := k80_reach(over, checks)):
-        caveat += reach
-        if "undecided" in reach:  # the verdict, and what it is of, first
-            text = f"K80 vs CPU undecided ({MNIST_MODEL} b128): {text}"
+        if "undecided" not in reach:
+            caveat += reach
+        else:  # the verdict, what it is of, and why, first; each loop's steps in the band
+            span = reach.split("off as those, ")[1].split(" the CPU's")[0]
+            factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
+            text = (f"K80 vs CPU undecided ({MNIST_MODEL} b128): jaxcnn's loop predicted"
+                    f" {fmt(over)} the CPU's, {span} if as far off as Keras's K80 loops"
+                    f" (predicted {factors} {way}); seed's {fmt(seed)}/batch")  # fmt: skip
+            caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
+                       f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
     return Said(
         text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
     )
