@@ -722,14 +722,19 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     if not len(totals):
         return Said(f"{text}; no GPU timed in it yet", shown)
     gpus = "/".join(totals.device)
-    text += f"; {gpus} {said('loop total')} (dispatch {said('dispatch')}, put {said('put')})"
+    dispatch, put = said("dispatch"), said("put")
+    if dispatch.rpartition(" ")[2] == put.rpartition(" ")[2]:  # one unit, said once
+        dispatch = dispatch.rpartition(" ")[0]
+    text += f"; {gpus} {said('loop total')} (dispatch {dispatch}, put {put})"
     # this loop's host time, not the chip's, and not one program's: the floor is the
     # fastest run of any program timed in it on a GPU (a pool's fastest run, else its one
     # run's value)
     g = rows(t, quantity="host_s", kind="measured", platform="gpu", extra="loop total")
     runs = g.lo.where(g.spread == "min-max over runs", g.value)
     row = g.loc[runs.idxmin()].to_dict()
-    answer = f"{text}: CPU loop steps under {value_text(float(runs.min()), 's')}: no GPU gain"
+    # said as what it is: every GPU run's (any program's) host time, not this program's
+    floor_s = value_text(float(runs.min()), "s")
+    answer = f"{text}; any GPU run's host >={floor_s}: faster CPU steps win"
     # a floor, not the crossover: a step above it may still lose (row 9 measures where)
     of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
     floor = f"floor: the least host time of any GPU run ({of}), not row 9's crossover"
