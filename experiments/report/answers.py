@@ -125,6 +125,7 @@ def band_words(r: Row) -> str:
 
 
 LEFT_OUT_ONE_CHIP = "leave one chip out"
+HOST_UNPRICED = " (host partly unpriced)"  # a predicted step with host parts left out
 PUBLISHED_LOOPS = "published JAX loops"
 
 
@@ -662,10 +663,10 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
     if over and said and (reach := k80_reach(over, checks)):
-        if "undecided" not in reach:
-            caveat += reach
+        span, undecided = reach
+        if not undecided:
+            caveat += f"; off as those, {span} the CPU's"
         else:  # the verdict, what it is of, and why, first; each loop's steps in the band
-            span = reach.split("off as those, ")[1].split(" the CPU's")[0]
             factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
             text = (f"K80 vs CPU undecided ({MNIST_MODEL} b128): jaxcnn's loop predicted"
                     f" {fmt(over)} the CPU's, {span} if as far off as Keras's K80 loops"
@@ -685,17 +686,18 @@ def owner(r: Row) -> str:
     return parts[1].split("/")[0] if len(parts) == 2 else source
 
 
-def k80_reach(over: Row, checks: pd.DataFrame) -> str:
+def k80_reach(over: Row, checks: pd.DataFrame) -> tuple[str, bool] | None:
     """Where the K80's own checks put a predicted speedup over the CPU: off as each of them
-    is, the way they err (a prediction too fast overstates the speedup); "undecided" where
-    that reaches 1x. Nothing where the checks err both ways."""
+    is, the way they err (a prediction too fast overstates the speedup), as a range
+    ("0.462x-0.667x"), and whether that reaches across 1x (undecided). None where the
+    checks err both ways."""
     way = one_way(checks)
     if not way:
-        return ""
+        return None
     ends = [over["value"] / f if "faster" in way else over["value"] * f for f in checks.value]
     lo, hi = min(ends), max(ends)
-    verdict = ": undecided" if lo < 1 < over["value"] or hi > 1 > over["value"] else ""
-    return f"; off as those, {value_text(lo, 'x')}-{value_text(hi, 'x')} the CPU's{verdict}"
+    crosses = lo < 1 < over["value"] or hi > 1 > over["value"]
+    return f"{value_text(lo, 'x')}-{value_text(hi, 'x')}", crosses
 
 
 def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -1123,17 +1125,17 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         parts = [f"{r['model']} {r['device']} {shown_value(r)} over {over_whom(r)}" for r in seen]
     # each side's chips and how each is known; a host side with no figure said first,
     # since every ratio of it leans so
-    said = []
     seen += sides[sides.kind == "measured"].reset_index().to_dict("records")  # its "M"
-    for _, side in sides.groupby(sides.platform, sort=False):
-        chips = "/".join(sorted(set(side.device)))
-        unpriced = " (host partly unpriced)" if host_unpriced(side.note).any() else ""
-        said.append(f"{chips} {'/'.join(sorted(set(side.kind)))}{unpriced}")
-    said.sort(key=lambda words: not words.startswith("tpu"))
-    sides_said = " vs ".join(said)
+    each_side = [  # (its chips, how they are known, its host unpriced in words)
+        ("/".join(sorted(set(side.device))), "/".join(sorted(set(side.kind))),
+         HOST_UNPRICED if host_unpriced(side.note).any() else "")
+        for _, side in sides.groupby(sides.platform, sort=False)
+    ]  # fmt: skip
+    each_side.sort(key=lambda side: not side[0].startswith("tpu"))
+    sides_said = " vs ".join(f"{chips} {known}{unpriced}" for chips, known, unpriced in each_side)
     if one_chip_faster:  # the faster chip's side, then each ratio by the GPU it is over
-        first = next(w for w in said if w.startswith(seen[0]["device"]))
-        sides_said = f"{first} faster than measured"
+        fast = next(side for side in each_side if side[0].startswith(seen[0]["device"]))
+        sides_said = f"{fast[0]} {fast[1]}{fast[2]} faster than measured"
     # "faster than measured H200: ...; than H100 SXM: ..." where one chip is every faster
     text = (
         f"loop step, {sides_said} " + "; than ".join(parts)
@@ -1176,8 +1178,8 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         ceiling = "at most " if (ratios.bound == "ceiling").all() else ""
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
-        chip, _, unpriced = first.removesuffix(" faster than measured").partition(" predicted")
-        text = (f"{UNDECIDED_WHICH}{chip}'s loop step (seed models) predicted{unpriced}"
+        chip, known, unpriced = fast
+        text = (f"{UNDECIDED_WHICH}{chip}'s loop step (seed models) {known}{unpriced}"
                 f" {ceiling}{span} faster than measured {overs}, inside the published TPU"
                 f" loops' worst error"
                 f" ({value_text(jax['hi'], 'x')})")  # fmt: skip
@@ -1221,7 +1223,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     r = ordered.iloc[0].to_dict()
     unpriced = host_unpriced(ordered.note)
     # a floor's mark says what the words would ("the host partly unpriced")
-    why = " (host partly unpriced)" if unpriced.iloc[0] and r.get("bound") != "floor" else ""
+    why = HOST_UNPRICED if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
     head = f"Predicted, cheapest {MNIST_MODEL} b128 epoch"
     # a price is a published figure: the cheapest's cost errs as its loop step does
@@ -1280,9 +1282,6 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     if platforms:
         per_watt += f", no {'/'.join(sorted(p.upper() for p in platforms))} TDP published"
     return Said(said, [*chosen, best, *r_priced], f"{band}; {per_watt}")
-
-
-HOST_UNPRICED = " (host partly unpriced)"
 
 
 QUESTION_EPOCHS = 5  # row 12's: seed 003's five epochs
