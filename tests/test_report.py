@@ -1225,6 +1225,9 @@ def test_a_band_left_out_one_chip_at_a_time_names_the_chips_it_was_measured_on(c
                      if len(predict.held_out_pairs(family, "chip", k)) == n]  # fmt: skip
         chips = "/".join(predict.held_out_chips(family, "chip", regime))
         assert chips and set(g.band_chips) == {chips}, (platform, n)
+        (own,) = csv[(csv.quantity == "band") & (csv.extra == "leave one chip out")
+                     & (csv.device == platform) & (csv.n == n)].to_dict("records")  # fmt: skip
+        assert own["band_chips"] == chips  # the band's own row says the same
         r = g.iloc[0].to_dict()
         assert f"leave one chip out of {chips}" in answers.band_words(r)
         # the control: without its chips, its words say only the split

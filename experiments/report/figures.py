@@ -1176,7 +1176,7 @@ def band_rows(bands: dict[tuple, tuple]) -> list[Row]:
         n = found[2]
         way = prediction_faster(faster, n)
         on = f" on {chips}" if chips else ""
-        words = {"extra": f"leave one {split} out", "band_faster": faster,
+        words = {"extra": f"leave one {split} out", "band_faster": faster, "band_chips": chips,
                  "note": f"device step; {n} observations{on}; {way}"}  # fmt: skip
         out.append(band_row(platform, f"{regime} programs", tuple(found), **words))
     return out
