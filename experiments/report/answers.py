@@ -19,6 +19,7 @@ from experiments.report.figures import (
     HELD_OUT_LOOP,
     JAX_VERSUS,
     MOSTLY_KERNELS,
+    ON_DEMAND,
     OVER_ITS_RUNS,
     P10_P90,
     RUN_TO_RUN,
@@ -307,6 +308,10 @@ def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> tuple[pd.DataFrame, Row]:
     return loops, one(t, id=loops.numerator.iloc[0]) if len(loops) else None
 
 
+# a step predicted slower than a published one that holds more work than it
+SLOWER_THAN_MORE = ", though the seed's holds more: a miss"
+
+
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = accelerator_step(t, "gpu-mx150", SEED_MODEL, 16)
     t4 = accelerator_step(t, "gpu-t4", SEED_MODEL, 128)
@@ -348,7 +353,7 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
     # a step predicted slower than the seed's, which holds more, is at least that slow
     said_checks = ", ".join(
-        f"{chip} {fmt(e)} ({e['note']}{': ours at least that slow' * ('slower' in e['note'])})"
+        f"{chip} {fmt(e)} ({e['note']}{SLOWER_THAN_MORE * ('slower' in e['note'])})"
         for chip, e in checks
         if e
     )
@@ -407,8 +412,15 @@ def longer_seeds(curves: pd.DataFrame, n: int) -> tuple[pd.DataFrame, str]:
     return found.iloc[:0], ""
 
 
-def points(gaps: pd.Series) -> str:
-    return span_text(value_text(gaps.min(), ""), value_text(gaps.max(), "")) + " points"
+def points(gaps: pd.Series, unit: str = " points") -> str:
+    return span_text(value_text(gaps.min(), ""), value_text(gaps.max(), "")) + unit
+
+
+def beyond_epochs(model: str, gaps: tuple[pd.Series, pd.Series]) -> list[str]:
+    """The epochs whose devices' gap is not inside the seeds' spread, each with both."""
+    devices, seeds = gaps
+    return [f"{model} epoch {int(e)} ({value_text(devices[e], '')} vs {value_text(seeds[e], '')})"
+            for e in devices.index if not devices[e] < seeds[e]]  # fmt: skip
 
 
 ACCURACY_DIGITS = 4  # a test accuracy is a count over at most 10,000 images: 1e-4 apart at least
@@ -432,7 +444,8 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     most = shared[shared > 1].index.max() if (shared > 1).any() else acc.epochs.max()
     acc = acc[acc.epochs == most]
     acc = acc[(acc.dataset == acc.dataset.mode().iloc[0]) & (acc.batch == acc.batch.mode().iloc[0])]
-    r0, picked, judged, unjudged, noise = acc.iloc[0], [], [], [], None
+    r0, picked, judged, unjudged, sizes, beyond = acc.iloc[0], [], [], [], [], []
+    noise, sized = None, ""
     like = every[(every.dataset == r0["dataset"]) & (every.batch == r0["batch"])]
     for model in [m for m in SEED_MODELS if m in set(acc.model)]:
         curves = like[(like.model == model) & like.epoch.notna()]
@@ -456,11 +469,13 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
         gaps = devices.round(ACCURACY_DIGITS), seeds.reindex(devices.index).round(ACCURACY_DIGITS)
         inside = int((gaps[0] < gaps[1]).sum())
         by = "" if whose == "CPU" else f" by {whose}'s seeds"
-        judged.append((model, inside, len(devices), by))
-        if noise is None:  # one model's seeds stand for the noise
+        if not judged:  # the first model's gaps sized in the answer: how far is apart
             n = mine.seed.nunique()
-            noise = f"seed noise: {model}'s {n} {whose} seeds {points(seeds)} apart per epoch, "
-            noise += f"its devices {points(devices)}"
+            sized = (f"{model}'s devices {points(devices, '')} test-accuracy points apart"
+                     f" per epoch, its {n} {whose} seeds {points(seeds, '')}: within")  # fmt: skip
+        judged.append((model, inside, len(devices), by))
+        sizes.append(f"{model} {points(devices, '')} vs {points(seeds)}{by}")
+        beyond += beyond_epochs(model, gaps)
     if not judged and not unjudged:  # one device: what it reached, per model
         picked += acc.to_dict("records")
         text = "; ".join(
@@ -471,18 +486,20 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     else:
         # a verdict per model judged by its own seeds: at most epochs the devices' gap no
         # wider than the seeds' (a gap's width, not where either lies); the models of one
-        # verdict said together
+        # verdict said together, the first with how far apart its devices and seeds lie
         verdicts: dict[str, list[str]] = {}
-        for m, k, of, whose_seeds in judged:
+        for i, (m, k, of, whose_seeds) in enumerate(judged):
             found = verdicts.setdefault("seed noise" if 2 * k > of else "beyond seed noise", [])
-            found.append(f"{m} {k} of {of}" + ("" if found else " epochs") + whose_seeds)
-        said = [f"{v}: devices' test-accuracy gap within seeds' for {', '.join(ms)}"
-                for v, ms in verdicts.items()]  # fmt: skip
+            epochs = "" if found and i else " epochs"
+            found.append(f"{sized if i == 0 else m} {k} of {of}{epochs}{whose_seeds}")
+        said = [f"{v}: {', '.join(ms)}" for v, ms in verdicts.items()]
         # the question's yes or no first, where every model judged gives the same one
         lead = {"seed noise": "Yes, ", "beyond seed noise": "No, "}
         one_verdict = len(verdicts) == 1 and not unjudged
         text = (lead[next(iter(verdicts))] if one_verdict else "") + "; ".join(said + unjudged)
-        if noise is not None:  # a gap as wide as the seeds' is not within them
+        if judged:  # each model's sizes, the epochs not inside (a tie is not)
+            noise = f"per epoch, devices' gap vs seeds' spread: {', '.join(sizes)}"
+            noise += f"; not inside: {', '.join(beyond)}" if beyond else ""
             noise += "; a tie counts as beyond"
     forms = ", ".join(
         f"{p.upper()} {'/'.join(sorted(set(g.formulation)))}" for p, g in acc.groupby("platform")
@@ -492,6 +509,9 @@ def q_accuracy(t: pd.DataFrame, cpu: str | None) -> Said:
     ran = acc.sort_values(["platform", "device"]).drop_duplicates("device")
     named = "/".join("CPU" if r["platform"] == "cpu" else r["device"] for _, r in ran.iterrows())
     devices = f"{named}, " if judged or unjudged else ""
+    if judged:  # its epochs said by the counts; the formulations in the band
+        noise = f"{noise}; {forms} formulation"
+        return Said(f"{text} ({devices}{r0['dataset']} b{int(r0['batch'])})", picked, noise)
     text += f" ({devices}{r0['dataset']} b{int(r0['batch'])}, {r0['extra']}; {forms} formulation"
     missing = [p.upper() for p in ("cpu", "gpu", "tpu") if p not in set(acc.platform)]
     alone = not judged and not unjudged and missing  # one device: say which ran none
@@ -647,6 +667,10 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if seed is None or keras is None or not (factor and ours):
         return Said(jaxcnn, [p, b], band, at_best)
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
+    # the seed's own K80 against its own CPU, both of one unstated batch and network
+    own_cpu = published(t, "seed001-cpu-mnist-cnn")
+    seed_cpu = f" (batch unstated): K80 {fmt(seed)}/batch"
+    seed_cpu += f", x86 CPU {fmt(own_cpu)}" if own_cpu is not None else ""
     # jaxcnn's loop first (the question's), then Keras's published loop and our model of
     # it, whose miss is Keras's overhead or the model's error, then the seed's own figure
     text = (
@@ -667,15 +691,13 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
         if not undecided:
             caveat += f"; off as those, {span} the CPU's"
         else:  # the verdict, what it is of, and why, first; each loop's steps in the band
-            factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
             text = (f"K80 vs CPU undecided ({MNIST_MODEL} b128): jaxcnn's loop predicted"
-                    f" {fmt(over)} the CPU's, {span} if as far off as Keras's K80 loops"
-                    f" (predicted {factors} {way}); seed's {fmt(seed)}/batch")  # fmt: skip
+                    f" {fmt(over)} the CPU's, {span} if off as Keras's K80 loops are;"
+                    f" seed{seed_cpu}")  # fmt: skip
             caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
                        f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
-    return Said(
-        text, [seed, keras, ours, p, over, best, b, *checks.to_dict("records")], band, caveat
-    )
+    seen = [seed, keras, ours, p, over, best, b, own_cpu, *checks.to_dict("records")]
+    return Said(text, [r for r in seen if r is not None], band, caveat)
 
 
 def owner(r: Row) -> str:
@@ -1211,6 +1233,15 @@ def device_step_ratios(s: pd.DataFrame, loop: list[Row]) -> list:
     return [f"device steps, both predicted, {said}", *found]
 
 
+def price_basis(r: Row) -> str:
+    """What a cost row's price is (" (Google Cloud on-demand)"), from its note's first
+    part; nothing where the note does not say."""
+    note = str(r["note"])
+    if ON_DEMAND not in note:
+        return ""
+    return f" ({note.split(ON_DEMAND)[0].rsplit(', ', 1)[-1]}{ON_DEMAND.rstrip(', ')})"
+
+
 def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     """The cheapest predicted epoch of the MNIST CNN and, where its loops' worst error
     reaches them, every dearer chip that could be the cheapest instead (undecided among
@@ -1225,7 +1256,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     # a floor's mark says what the words would ("the host partly unpriced")
     why = HOST_UNPRICED if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
-    head = f"Predicted, cheapest {MNIST_MODEL} b128 epoch"
+    head = f"Cheapest {MNIST_MODEL} b128 epoch{price_basis(r)} predicted"
     # a price is a published figure: the cheapest's cost errs as its loop step does
     own = band_or_unvalidated(r)
     # each dearer chip's margin over it, against the loops' worst error (the cheapest's
@@ -1239,6 +1270,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     inside = [(o, m) for o, m in margins if hi is not None and m["value"] < hi]
     priced = ordered[~unpriced]  # the cheapest whose every host part is priced
     r_priced = [priced.iloc[0].to_dict()] if unpriced.iloc[0] and len(priced) else []
+    priced_ids = {x["id"] for x in r_priced}
 
     def dearer(o: Row, m: Row) -> str:
         both = r.get("bound") == o.get("bound") == "floor"  # bounded neither way: said
@@ -1251,11 +1283,16 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         each = ", ".join(dearer(o, m) for o, m in inside)
         within = f"within {hi:.3g}x (the published JAX loops' worst error{on}): undecided"
         band = f"{own}; {each}, {within}"
-        rivals = "/".join(o["device"] for o, _ in inside)
+        # the host-priced rival by its cost, the rest by name: all inside the error
+        rivals = [
+            (f"{o['device']} {fmt(o)}" if o["id"] in priced_ids else o["device"])
+            for o, _ in sorted(inside, key=lambda om: om[0]["id"] not in priced_ids)
+        ]
+        rivals_said = ", ".join(rivals[:1] + ["/".join(rivals[1:])] * (len(rivals) > 1))
         unpriced_said = HOST_UNPRICED if unpriced.iloc[0] else ""  # a floor's why, in words
-        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said}, but"
-                f" {rivals} lie within its {hi:.3g}x worst error")  # fmt: skip
-        said_priced = any(o["id"] == x["id"] for o, _ in inside for x in r_priced)
+        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said};"
+                f" {rivals_said} within its {hi:.3g}x worst error")  # fmt: skip
+        said_priced = any(o["id"] in priced_ids for o, _ in inside)
     else:
         text, band, said_priced = f"{head}: {r['device']} {shown_value(r)}{why}", own, False
         if margins:  # the runner-up, its margin in the band
@@ -1275,7 +1312,9 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
                     [*chosen, *r_priced], band)  # fmt: skip
     best = most(w)
     kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
-    said = f"{text}; best {MNIST_MODEL} per TDP watt ({kinds_}): {best['device']} {fmt(best)}"
+    # "per TDP watt" says the unit's "per W"
+    rate = value_text(best["value"], "FLOP/s")
+    said = f"{text}; per TDP watt ({kinds_}): {best['device']} {rate}"
     per_watt = f"per watt ({band_short(best)}): of {'/'.join(sorted(set(w.device)))}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
@@ -1439,7 +1478,19 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
     head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop: "
-    return Said(head + "; ".join(parts), picked, None, caveat)
+    # a predicted rate unvalidated as a device step: the same platform's published JAX
+    # loops beside it, the nearest evidence of which way its predictions err
+    guessed = [r for r in picked if r and r["kind"] == "predicted" and r["quantity"] == "mfu"]
+    band = None
+    if guessed and not any(banded(r) for r in guessed):
+        platforms = sorted({r["platform"] for r in guessed})
+        near = [one(t, quantity="band", device=p, model="small programs", extra=JAX_VERSUS)
+                for p in platforms]  # fmt: skip
+        near = [b for b in near if b is not None]
+        picked += near
+        loops = "; ".join(f"{jax_loops(b)} (loop steps, not this device step)" for b in near)
+        band = f"unvalidated (device step){'; ' + loops if loops else ''}"
+    return Said(head + "; ".join(parts), picked, band, caveat)
 
 
 def datasheet_fractions(t: pd.DataFrame, shown: list[Row], picked: list) -> str:

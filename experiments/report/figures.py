@@ -2237,6 +2237,9 @@ def published_bands(table: pd.DataFrame) -> list[Row]:
 JAX_VERSUS = "against published JAX loops"
 
 
+ON_DEMAND = " on-demand, "  # a cost row's note: "<offering>, <provider> on-demand, <date>; ..."
+
+
 def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list[Row]:
     """Predicted cost of an epoch on each priced target, all its chips and their host VM
     included (`prices`: the committed references.chip_prices() by default)."""
@@ -2252,7 +2255,7 @@ def cost_rows(table: pd.DataFrame, prices: dict[str, Any] | None = None) -> list
             continue
         usd = e.value / 3600 * price.usd_per_chip_hour * t.chips
         d, p = e.to_dict(), price.price
-        note = f"{p.offering}, {p.provider} on-demand, {p.date}; the epoch: {d['note']}"
+        note = f"{p.offering}, {p.provider}{ON_DEMAND}{p.date}; the epoch: {d['note']}"
         # the price is a published figure: the cost errs as the epoch it prices does
         band = {k: d[k] for k in BAND_COLUMNS if pd.notna(d.get(k))}
         bq = band.get("band_quantity", "unvalidated")
