@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -1127,10 +1127,20 @@ def largest_batch(rs: list[Record], errors: list[Record]) -> list[Row]:
     return [found([best], flag=f"{OPEN_SEARCH}: {why}")]
 
 
-def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int, str | None]]:
-    """{(platform, split, regime): (median, worst, n, how many the prediction was the
-    faster of, the chips left out one at a time)} of the held-out factors of the constants
-    file's observations (device steps)."""
+class HeldOutBand(NamedTuple):
+    """A held-out band of the device step: its factors' median and worst over n, how
+    many of them the prediction was the faster of, the chips left out one at a time."""
+
+    median: float
+    worst: float
+    n: int
+    faster: int
+    chips: str | None
+
+
+def _bands(table: dict[str, Any]) -> dict[tuple, HeldOutBand]:
+    """{(platform, split, regime): its HeldOutBand} of the held-out factors of the
+    constants file's observations (device steps)."""
     from jaxcnn.perf.predict import REGIMES, held_out_chips, held_out_errors, held_out_pairs
 
     out = {}
@@ -1140,8 +1150,9 @@ def _bands(table: dict[str, Any]) -> dict[tuple, tuple[float, float, int, int, s
                 if pairs := held_out_pairs(family, split, regime):
                     factors, faster = held_out_errors(pairs)
                     chips = split == "chip" and held_out_chips(family, split, regime)
-                    out[(platform, split, regime)] = (*_median_worst(factors), faster,
-                                                      "/".join(chips or ()) or None)  # fmt: skip
+                    out[(platform, split, regime)] = HeldOutBand(
+                        *_median_worst(factors), faster, "/".join(chips or ()) or None
+                    )
     return out
 
 
@@ -1169,16 +1180,16 @@ def band_row(
     return row(quantity, kind, median, w, selection, records, **spread, **rest)
 
 
-def band_rows(bands: dict[tuple, tuple]) -> list[Row]:
+def band_rows(bands: dict[tuple, HeldOutBand]) -> list[Row]:
     """Each held-out band as a row: per platform, split and regime."""
     out = []
-    for (platform, split, regime), (*found, faster, chips) in sorted(bands.items()):
-        n = found[2]
-        way = prediction_faster(faster, n)
-        on = f" on {chips}" if chips else ""
-        words = {"extra": f"leave one {split} out", "band_faster": faster, "band_chips": chips,
-                 "note": f"device step; {n} observations{on}; {way}"}  # fmt: skip
-        out.append(band_row(platform, f"{regime} programs", tuple(found), **words))
+    for (platform, split, regime), b in sorted(bands.items()):
+        way = prediction_faster(b.faster, b.n)
+        on = f" on {b.chips}" if b.chips else ""
+        note = f"device step; {b.n} observations{on}; {way}"
+        words = {"extra": f"leave one {split} out", "band_faster": b.faster,
+                 "band_chips": b.chips, "note": note}  # fmt: skip
+        out.append(band_row(platform, f"{regime} programs", b[:3], **words))
     return out
 
 
@@ -1187,7 +1198,7 @@ BAND_QUANTITIES = {"device_step": "device_step_s", "loop_step": "loop_step_s"}
 
 
 def band_of(
-    block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, tuple]
+    block: dict[str, Any], platform: str, quantity: str, bands: dict[tuple, HeldOutBand]
 ) -> dict[str, Any]:
     """A prediction's band columns where its band was measured on `quantity`; else the
     reason it has none."""
@@ -1200,8 +1211,7 @@ def band_of(
     found = bands.get((platform, band.get("split"), block.get("regime")))
     if not found:
         return {"band_quantity": "unvalidated"}
-    *factors, chips = found
-    return _band_columns(*factors, f"leave one {band.get('split')} out", quantity, chips)
+    return _band_columns(*found[:4], f"leave one {band.get('split')} out", quantity, found.chips)
 
 
 def _band_columns(
@@ -1212,7 +1222,7 @@ def _band_columns(
     return dict(zip(BAND_COLUMNS, values, strict=True))
 
 
-def predicted_rows(compiled: Sequence[Record], bands: dict[tuple, tuple]) -> list[Row]:
+def predicted_rows(compiled: Sequence[Record], bands: dict[tuple, HeldOutBand]) -> list[Row]:
     """Per newest compile (`compiled`: compiled_records') that fits and carries its
     kernels: the predicted device step and loop step, each with its own band, and the MFU
     and FLOP/s per watt they imply."""
@@ -1308,7 +1318,7 @@ KERNELS_TOO = f"; {MOSTLY_KERNELS}"
 
 
 def loop_band_of(
-    block: dict[str, Any], platform: str, bands: dict[tuple, tuple]
+    block: dict[str, Any], platform: str, bands: dict[tuple, HeldOutBand]
 ) -> dict[str, Any] | None:
     """The band columns of a predicted loop step: the fit's check of it against published
     JAX loops (the block's `loop_band`, jaxcnn.perf.predict.loop_band), or the device
@@ -1320,8 +1330,8 @@ def loop_band_of(
     found = (band["median"], band["worst"], band["observations"], band.get("faster"))
     if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead's choice
         split = f"leave one {band['split']} out{KERNELS_TOO}"
-        chips = (bands.get((platform, band["split"], block.get("regime"))) or [None])[-1]
-        return _band_columns(*found, split, "device_step_s", chips)
+        held_out = bands.get((platform, band["split"], block.get("regime")))
+        return _band_columns(*found, split, "device_step_s", held_out and held_out.chips)
     return _band_columns(*found, LOOP_BAND_SPLIT, "loop_step_s", hosts_named(band))
 
 
