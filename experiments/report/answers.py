@@ -126,7 +126,8 @@ def band_words(r: Row) -> str:
 
 
 LEFT_OUT_ONE_CHIP = "leave one chip out"
-HOST_UNPRICED = " (host partly unpriced)"  # a predicted step with host parts left out
+HOST_UNPRICED = " (host time partly unmodelled)"  # a predicted step with host parts left out
+HOST_MODELLED = " (host time modelled"  # a predicted step with every host part in it
 PUBLISHED_LOOPS = "published JAX loops"
 
 
@@ -322,34 +323,35 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     loops, loop = seed_cpu_loop(t, cpu)
     over = [a and one(loops, denominator=a["id"]) for a in (mx, t4_b16)]
     c = loop or cpu_step(t, cpu, SEED_MODEL, 16)
-    # "the CPU" said once, after the MX150's ratio; the T4's beside its own step
-    x_mx = f", {fmt(over[0])} the CPU" if over[0] else ""
-    x_t4 = "" if not over[1] else f" ({fmt(over[1])})" if x_mx else f", {fmt(over[1])} the CPU"
     # the seed's step holds its input pipeline and validation: over the same CPU loop, a
-    # speedup no larger than the MX150's own (said in the band); where our step is the
-    # slower of the two, ours is at least that slow, said beside the seed's
+    # speedup no larger than the MX150's own (said in the band)
     bound = pm and c and one(t, denominator=pm["id"], numerator=c["id"])
     # the step predicted against the seeds' Keras epochs per step, which read JPEG files
     # and validate besides (no part of the model): the chips' one check, beside the band
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
     checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
               for chip, ref in refs]  # fmt: skip
+    # ours slower than the seed's step, which holds more: a miss, said beside the seed's
+    missed = checks[0][1] is not None and "slower" in str(checks[0][1]["note"])
     # the seed's own chip over its own CPU, where it published both: beside ours
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     owns = own.to_dict("records")
     own_mx = next((r for r in owns if r["device"] == "MX150"), None)
-    seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and x_mx else ""
+    seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and over[0] else ""
+    mx_said = [fmt(over[0])] if over[0] else []
+    mx_said.append(f"seed {fmt(pm)}{seed_mx}{': a miss' * missed}")
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
-    at16 = f"b16 {fmt(t4_b16)}{x_t4}, " if x_t4 else ""
-    chips = [(mx, f"MX150 b16 {fmt(mx)}{x_mx} (seed {fmt(pm)}{seed_mx})" if mx else ""),
+    at16 = f"{fmt(t4_b16)} ({fmt(over[1])}), " if over[1] else ""
+    chips = [(mx, f"MX150 {fmt(mx)} ({'; '.join(mx_said)})" if mx else ""),
              (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip
     chips = [(r, said) for r, said in chips if said]
     # the chips' steps said predicted, once, where they stand after the CPU's measured one
     if chips and all(r["kind"] == "predicted" for r, _ in chips):
         chips[0] = (chips[0][0], f"predicted: {chips[0][1]}")
-    # jaxcnn's loop in the formulation it picks on a CPU (loop-vs-loop), else like for like
-    said = c and (f"CPU's loop b16 {fmt(c)}" if c["extra"] == LOOP
-                  else f"CPU b16 {fmt(c)} ({c['formulation']} formulation)")  # fmt: skip
+    # the model and batch first, every figure after is of them; jaxcnn's loop in the
+    # formulation it picks on a CPU (loop-vs-loop), else like for like
+    like = c and f"{SEED_MODEL} b16: CPU {fmt(c)} ({c['formulation']} formulation)"
+    said = c and (f"{SEED_MODEL} b16, {LOOP}: CPU {fmt(c)}" if c["extra"] == LOOP else like)
     parts = [said or none_on(cpu, "CPU b16 step"), *(said for _, said in chips)]
     # a step predicted slower than the seed's, which holds more, is at least that slow
     said_checks = ", ".join(
@@ -359,11 +361,11 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     )
     caveat = (f"; against the seed's epochs per step (JPEG reads, validation: unmodelled): "
               f"{said_checks} off") if said_checks else ""  # fmt: skip
-    if bound and x_mx:  # the seed's MX150 step over the same CPU loop: a floor
+    if bound and over[0]:  # the seed's MX150 step over the same CPU loop: a floor
         caveat += f"; the seed's MX150 step {shown_value(bound)} the CPU's loop"
     for r in [r for r in owns if not seed_mx or r is not own_mx]:
         caveat += f"; the seed's {r['device']} {fmt(r)} its own CPU"
-    picked = [mx, t4, t4_b16 if x_t4 else None, c, pm, pt, *over, bound,
+    picked = [mx, t4, t4_b16 if over[1] else None, c, pm, pt, *over, bound,
               *(e for _, e in checks), *owns]  # fmt: skip
     return Said("; ".join(p for p in parts if p), picked, caveat=caveat)
 
@@ -732,33 +734,29 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     if total is None:
         return Said(none_on(cpu, "timing of jaxcnn's host loop"))
     # the step loop's: the device loop keeps the host off the step's path
-    text = f"{LOOP}'s host time per step ({MNIST_MODEL} b128): CPU {fmt(total)}"
+    cpu_said = f"{LOOP}'s host time per step ({MNIST_MODEL} b128): CPU {fmt(total)}"
     on_gpu = host[host.platform == "gpu"].sort_values("device")
     totals = on_gpu[on_gpu.extra == "loop total"]
 
     def said(part: str) -> str:  # each GPU's, in the chips' order
         return each_text([fmt(r) for r in on_gpu[on_gpu.extra == part].to_dict("records")])
 
-    # the parts are on the page: the first screen's words go to the GPU's largest, the
-    # step's dispatch (its kernels launched from the host), and the batch's copy (put),
-    # which the question names
+    # the parts are on the page: the first screen's words go to the GPU's total and the
+    # batch's copy (put), which the question names; the step's dispatch in the band
     shown = host[host.extra.isin(["loop total", "put", "dispatch"])].to_dict("records")
     if not len(totals):
-        return Said(f"{text}; no GPU timed in it yet", shown)
+        return Said(f"{cpu_said}; no GPU timed in it yet", shown)
     gpus = "/".join(totals.device)
-    dispatch, put = said("dispatch"), said("put")
-    if dispatch.rpartition(" ")[2] == put.rpartition(" ")[2]:  # one unit, said once
-        dispatch = dispatch.rpartition(" ")[0]
-    text += f"; {gpus} {said('loop total')} (dispatch {dispatch}, put {put})"
-    # this loop's host time, not the chip's, and not one program's: the floor is the
-    # fastest run of any program timed in it on a GPU (a pool's fastest run, else its one
-    # run's value)
+    # the rule first: a GPU's loop step is no shorter than its host's time per step, so
+    # a CPU step under the least host time of any GPU run (any program: a pool's fastest
+    # run, else its one run's value) wins
     g = rows(t, quantity="host_s", kind="measured", platform="gpu", extra="loop total")
     runs = g.lo.where(g.spread == "min-max over runs", g.value)
     row = g.loc[runs.idxmin()].to_dict()
-    # said as what it is: every GPU run's (any program's) host time, not this program's
     floor_s = value_text(float(runs.min()), "s")
-    answer = f"{text}; any GPU run's host >={floor_s}: faster CPU steps win"
+    answer = (f"The CPU wins while its step is under the GPU's host time: >={floor_s} in"
+              f" every GPU run, any program; {MNIST_MODEL} b128: {gpus}"
+              f" {said('loop total')} (put {said('put')})")  # fmt: skip
     # a floor, not the crossover: a step above it may still lose (row 9 measures where)
     of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
     floor = f"floor: the least host time of any GPU run ({of}), not row 9's crossover"
@@ -768,7 +766,8 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
         f" ({int(r['n'])} runs)"
         for r in totals[totals.spread == "min-max over runs"].to_dict("records")
     ]
-    band = f"run to run: {', '.join(spans)}; {floor}" if spans else floor
+    band = f"{cpu_said}; {gpus} dispatch {said('dispatch')}; "
+    band += f"run to run: {', '.join(spans)}; {floor}" if spans else floor
     return Said(answer, [*shown, row], band)
 
 
@@ -1253,7 +1252,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     ordered = c.sort_values("value")
     r = ordered.iloc[0].to_dict()
     unpriced = host_unpriced(ordered.note)
-    # a floor's mark says what the words would ("the host partly unpriced")
+    # a floor's mark says what the words would ("host time partly unmodelled")
     why = HOST_UNPRICED if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
     head = f"Cheapest {MNIST_MODEL} b128 epoch{price_basis(r)} predicted"
@@ -1274,7 +1273,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
 
     def dearer(o: Row, m: Row) -> str:
         both = r.get("bound") == o.get("bound") == "floor"  # bounded neither way: said
-        host = f" (host priced: {fmt(o)})" if r_priced and o["id"] == r_priced[0]["id"] else ""
+        host = f"{HOST_MODELLED}: {fmt(o)})" if r_priced and o["id"] == r_priced[0]["id"] else ""
         return f"{o['device']} {shown_value(m)} dearer{' (floor over floor)' if both else host}"
 
     if inside:
@@ -1298,11 +1297,11 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         if margins:  # the runner-up, its margin in the band
             (o, m), floors = margins[0], ""
             if r.get("bound") == o.get("bound") == "floor":
-                floors = " (floors: host partly unpriced)"
+                floors = f" (floors: {HOST_UNPRICED[2:]}"
             text += f", next {o['device']} {shown_value(o)}{floors}"
             band = f"{own}; {dearer(o, m)}"
     if r_priced and not said_priced:
-        text += f"; host priced: {r_priced[0]['device']} {fmt(r_priced[0])}"
+        text += f"; {HOST_MODELLED[2:]}: {r_priced[0]['device']} {fmt(r_priced[0])}"
     if r_priced:  # its own band, short: the full one is another row's (its loop step's)
         band += f"; {r_priced[0]['device']}'s: {band_short(r_priced[0])}"
     chosen = [r, *(o for o, _ in inside or margins[:1]), *(m for _, m in inside or margins[:1])]

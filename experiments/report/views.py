@@ -47,7 +47,9 @@ KNOWN = {
 }
 BAND = (
     "A band is the factor max(predicted/actual, actual/predicted), median and worst over n "
-    "held-out observations of that quantity; *unvalidated*: none exists."
+    "held-out observations of that quantity; *unvalidated*: none exists; *>=* a floor, *<=* "
+    "a ceiling (a predicted step with host time left out is a floor). *known*: the kinds "
+    "of the figures a row quotes, its band's too."
 )
 
 
