@@ -59,9 +59,8 @@ BAND_Z, PREDICTED_Z, MEASURED_Z = 1, 2, 3
 
 
 def band_drawn(n: Any) -> Any:
-    """Whether a band of `n` held-out observations (a number or a column of them) is drawn
-    as an interval, a bar, lines or a shade: MIN_BAND_N or more. Every plot asks this one
-    rule; none (NaN) is no band either."""
+    """Whether a band of `n` held-out observations (a number or a column) is drawn: the
+    one rule every plot asks, MIN_BAND_N or more (NaN: no band)."""
     return pd.to_numeric(n, errors="coerce") >= MIN_BAND_N
 
 
@@ -84,9 +83,8 @@ def _save(fig: Any, path: Path) -> Path:
 
 def _finish(fig: Any, path: Path, title: str, top: float | None = None,
             tight: bool = True) -> Path:  # fmt: skip
-    """`fig` titled, laid out and saved: its panels' tops at `top` where given (their
-    legends hang below them, placed by hand: tight_layout would not leave them room),
-    else tight unless `tight` is False."""
+    """`fig` titled, laid out and saved: its panels' tops at `top` where given (tight_layout
+    leaves no room for legends hung below them), else tight unless `tight` is False."""
     fig.suptitle(title)
     if top is not None:
         fig.subplots_adjust(top=top)
@@ -103,9 +101,8 @@ def _grid(
     sharex: bool = True,
     across: int = 4,
 ) -> tuple[Any, Any]:
-    """A figure of `n` panels, `across` at most in a row (`size`: its size from columns
-    and rows), the x-axis shared unless `sharex` is False, the outer panels labelled (every
-    panel's x-axis where none is shared) and the panels left over blank."""
+    """A figure of `n` panels, `across` at most in a row (`size` from columns and rows), the
+    outer panels labelled and the panels left over blank."""
     cols = min(across, n)
     rows_ = -(-n // cols)
     fig, axes = pyplot().subplots(
@@ -139,8 +136,7 @@ def _legend_below(
 
 
 def _legend_under(ax: Any, drop: float, size: str = "x-small") -> None:
-    """`ax`'s own legend hung below it, its top `drop` (a share of the panel's height)
-    under the panel's frame."""
+    """`ax`'s own legend hung `drop` (a share of the panel's height) under its frame."""
     ax.legend(fontsize=size, loc="upper center", bbox_to_anchor=(0.5, -drop))
 
 
@@ -188,10 +184,7 @@ def baseline_label(cpu: str | None) -> str:
 
 def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     """One step of each seed model at batch 128, a panel per model: each chip's predicted
-    device and loop step side by side, each GPU measured in a shaded column of its own
-    beside its target's (never one column for a prediction and a measurement), against the
-    CPU's like-for-like step, its step in jaxcnn's loop (the answers' baseline) and its
-    fastest, named in the title with what a panel lacks."""
+    and measured steps against the CPU's."""
     cpu = reference_cpu(table)
     steps = rows(table, quantity="step_s", kind="measured", framework="jax", **ONE_STEP)
     steps = on_seed_data(steps)  # one point per chip and model
@@ -295,8 +288,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def seed_models_title(unmeasured: list[str]) -> str:
-    """The seed-models plot's title: each chip against the CPU, saying which models'
-    panels have no CPU step to set them against (`unmeasured`)."""
+    """The seed-models plot's title, naming the models with no CPU step (`unmeasured`)."""
     title = "One train step of each seed model at batch 128, f32: each chip against the CPU"
     if unmeasured:
         title += f" where it ran (no CPU step for {', '.join(unmeasured)})"
@@ -314,10 +306,8 @@ def _wrap(text: str, **how: Any) -> str:
 
 
 def crossover(table: pd.DataFrame, path: Path) -> Path | None:
-    """MLP step time against trainable parameters in two panels: left, jaxcnn's loop on
-    both sides as the verdicts compare it (the CPU and any GPU measured, the T4 predicted
-    with the range where row 9 calls it undecided: its band's worst times the CPU's
-    sitting spread); right, the one over the other in each sitting (sitting_ratios)."""
+    """MLP step time against trainable parameters: jaxcnn's loop on the CPU and GPUs, the T4
+    predicted with row 9's undecided range; beside it, their ratio in each sitting."""
     cpu = reference_cpu(table)
     c, g = crossover_study.crossover(table, cpu)
     sweeps = crossover_study.measured_crossover(table, cpu)
@@ -379,12 +369,8 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def sitting_ratios(table: pd.DataFrame, ax: Any, sweeps: list, colour: dict[str, str]) -> None:
-    """The CPU's loop step over each measured GPU's, per width, in each sitting of the GPU
-    (the newest solid, earlier ones dotted): the crossover page's ratio rows
-    (crossover.sitting_ratios), above 1 the GPU faster. A shade of the most sittings have
-    moved the ratio by (the GPU's loop step's worst move times the CPU's), either side of
-    1: a width inside it is as near a tie as one sitting to the next moves (row 9's
-    yardstick, answers.sitting_noise). No GPU's loop measured: the panel is left blank."""
+    """The CPU's loop step over each measured GPU's, per width and sitting, shaded where
+    sittings move it (row 9's yardstick, answers.sitting_noise); blank without a GPU's loop."""
     printed = crossover_study.sitting_ratios(table)
     if not len(printed):
         ax.set_axis_off()
@@ -446,9 +432,8 @@ FALLS_WHY = (
 
 
 def _crowds(b: Any, gib: Any, ylim: tuple[float, float]) -> list[list[int]]:
-    """The groups of a memory panel's points (batch on a log axis, GiB on `ylim`) that crowd
-    one another: each point within APART_PT of another of its group, where matplotlib will
-    draw them on MEMORY_AXES_IN (its 5% margins on x); in batch order."""
+    """The groups of a memory panel's points (batch on a log axis, GiB on `ylim`) each within
+    APART_PT of another of its group on MEMORY_AXES_IN; in batch order."""
     lx = np.log2(np.asarray(b, float))
     span = (lx.max() - lx.min()) * 1.1 or 1.0
     x = (lx - lx.min()) / span * MEMORY_AXES_IN[0] * 72
@@ -463,16 +448,9 @@ def _crowds(b: Any, gib: Any, ylim: tuple[float, float]) -> list[list[int]]:
 
 def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
            worst: float | None) -> tuple[Any, list[list[int]]]:  # fmt: skip
-    """Which of a chip's crowded batches (_crowds) are drawn apart in a zoom panel, and the
-    groups left crowded on its own panel. A zoom panel separates verdicts near the chip's
-    limit, where they turn: a group is drawn apart only where its memory comes within one
-    compile check's worst factor of the undecided zone about a usable limit (the zone is
-    limit / worst to limit x worst, so limit / worst² to limit x worst²; without a worst,
-    only a group across the limit), and then every batch between the ends of such groups
-    with it (and any group partly between, whole). A group farther from the limit keeps
-    one verdict: a panel of it would add nothing about the verdicts, so it is left where it
-    is and named in the chip's title.
-    Returns (the stretch drawn apart, a mask on `b`; the groups left, outside it)."""
+    """(a mask on `b` of the crowded batches drawn apart in a zoom panel, the crowded groups
+    left on the chip's own). Only a group within limit x/÷ worst² of a usable limit is drawn
+    apart, where the verdicts turn (with every batch between): one farther keeps one verdict."""
     b, gib = np.asarray(b, float), np.asarray(gib, float)
     near = (worst or 1.0) ** 2
     crowds = _crowds(b, gib, ylim)
@@ -491,9 +469,8 @@ def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
 
 
 def _batch_ticks(ax: Any, batches: Any) -> None:
-    """A log-batch panel's x ticks at the `batches` it draws, each naming its batch, so a
-    point is never read off a power-of-two tick as a batch the table lacks; a tick within
-    APART_PT of the one before it (on MEMORY_AXES_IN) is left out."""
+    """A log-batch panel's x ticks at the `batches` it draws (never a power of two the table
+    lacks), a label within APART_PT of the one before left out."""
     at = sorted({float(x) for x in batches})
     span = (np.log2(at[-1]) - np.log2(at[0])) * 1.1 or 1.0
     kept: list[float] = []
@@ -513,9 +490,7 @@ def _span(values: list[str], unit: str) -> str:
 
 
 def zoom_title(name: str, batches: Any, gib: Any, limits: list[float]) -> str:
-    """A zoom panel's title from what it draws: its chip(s) `name`; ZOOM and the batches
-    drawn apart; their compiled memory in GiB and what share that is of the memory JAX can
-    use (`limits`, GiB; a share per limit where the panel's chips differ)."""
+    """A zoom panel's title: its chip(s), the batches drawn apart and their memory_share."""
     return "\n".join([name, f"{ZOOM} {batches_text(list(batches))}, drawn apart:",
                       *_share_lines(gib, limits)])  # fmt: skip
 
@@ -542,9 +517,8 @@ def _zones(usable: list[float], worst: float | None) -> list[float]:
 
 def _memory_ylim(gib: Any, usable: list[float], worst: float | None,
                  rings: Any) -> tuple[float, float]:  # fmt: skip
-    """A memory panel's y-axis: its memory and every zone whole (_padded), widened where a
-    seed run's ring (at `rings`, GiB) would meet the top or bottom of its frame (on
-    MEMORY_AXES_IN, a little under the drawn panel): each ring drawn whole inside it."""
+    """A memory panel's y-axis: its memory and every zone whole (_padded), widened so each
+    seed run's ring (at `rings`, GiB) is drawn whole inside the frame."""
     lo, hi = _padded([*gib, *_zones(usable, worst)])
     h = MEMORY_AXES_IN[1] * 72
     for y in rings:
@@ -556,12 +530,9 @@ def _memory_ylim(gib: Any, usable: list[float], worst: float | None,
 def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
                   usable: list[float], worst: float | None, shown: Any = slice(None),
                   shade: tuple[float, float] | None = None) -> None:  # fmt: skip
-    """A memory panel: the compiled memory a line through (x, GiB), the verdicts `shown` (a
-    mask) on it (fits, undecided, does not fit, the seed's runs ringed), the batches from
-    `shade` drawn apart elsewhere shaded, each usable memory (`usable`, GiB) a dotted line
-    with the compile check's undecided zone about it, and the y-axis holding every zone
-    whole. Batches a few % apart would sit on one another: a marker drawn over another is
-    hollow or strokes only, and smaller than a hollow one beneath it, so neither hides."""
+    """A memory panel: compiled memory per batch, the verdicts `shown` on it, `shade` shaded,
+    each usable memory dotted in its undecided zone. A marker drawn over another is hollow
+    or strokes only, and smaller than a hollow one beneath it, so neither hides."""
     ax.plot(x, gib, "-", color="C0", linewidth=1, zorder=1)
     x, y, ok, unsure, ring = (np.asarray(a)[shown] for a in (x, gib, ok, unsure, ringed))
     ax.plot(x[ok & ~unsure], y[ok & ~unsure], "o", color="C0", markersize=4, zorder=2,
@@ -585,15 +556,13 @@ def _memory_panel(ax: Any, x: Any, gib: Any, ok: Any, unsure: Any, ringed: Any,
 
 
 def as_ran_factors(table: pd.DataFrame) -> pd.DataFrame:
-    """The seed model's allocator's own peak as it ran on a chip over the same program's
-    compiled memory there, per batch (figures.memory_rows' memory_factor, measured)."""
+    """The seed model's allocator peak as it ran over its compiled memory, per chip and batch."""
     return rows(table, quantity="memory_factor", kind="measured", extra=RAN_OVER_COMPILED,
                 model=answers_lib.SEED_MODEL, precision="f32")  # fmt: skip
 
 
 def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
-    """What a program held as it ran over its compiled memory, a series per chip (measured):
-    what a fit verdict, which holds the compiled memory to the limit, leaves out."""
+    """What a program held as it ran over its compiled memory: what a fit verdict leaves out."""
     for (device, g), mark in zip(factors.groupby("device"), "^vsD", strict=False):
         g = g.sort_values("batch")
         ax.plot(g.batch.astype(float), g.value.astype(float), f"{mark}-", color="C1",
@@ -610,22 +579,9 @@ def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
 
 
 def memory(table: pd.DataFrame, path: Path) -> Path | None:
-    """The seed model's compiled memory per batch in f32 on each one-device target, GPU
-    and TPU, a panel per chip on its own ranges (a 2 GiB chip's fit boundary as readable
-    as an 80 GiB one's; a chip's batches near its limit spread over its panel's width, not
-    a sixth of it beside the H100's), the memory JAX can use a line, the seed's own runs ringed;
-    identical series drawn once; each log-batch axis ticked at batches it draws (_batch_ticks).
-    Batches whose markers would hide one another where the verdicts turn (reaching the
-    compile check's undecided zone about the chip's limit: _apart's rule) are drawn apart,
-    in order, in a panel beside their chip's (shaded there), titled with which they are and
-    how near the limit (zoom_title); crowded batches wholly under or over that zone get no
-    such panel (one verdict, far from where it turns) and their chip's title names them.
-    The chips with a zoom panel come first, each beside its own, so the blank panels are
-    those left at the end. A series whose memory falls as the batch grows says where, and
-    the title why. A verdict without compiled memory to place it by (a TPU's batch that
-    failed to compile) is named in its panel's title, never dropped unsaid. Beside them,
-    what a chip's allocator held as the program ran over its compiled memory (measured),
-    where the table has it."""
+    """The seed model's compiled memory per batch in f32, a panel per one-device chip on its
+    own ranges (a 2 GiB chip's fit boundary as readable as an 80 GiB one's), crowded
+    batches near the limit drawn apart beside it (_apart), and what each held as it ran."""
     model = answers_lib.SEED_MODEL
     where = {"model": model, "precision": "f32", "platform": ["gpu", "tpu"]}
     mem = rows(table, quantity="memory_bytes", kind="compiled", extra="-", placement="single",
@@ -717,8 +673,7 @@ PLACEMENTS = {"sharded": "data-parallel", "data-parallel": "data-parallel",
 
 
 def scaling_series(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The scaling plot's series, one per model, placement, chip, precision, per-device
-    batch and base device count, predicted (from its base, 100%) or published (NVIDIA's
+    """The scaling plot's series, predicted (from its base, 100%) or published (NVIDIA's
     1-vs-N-GPU pairs, one series a framework's sweep)."""
     base = table.set_index("id").devices
     s = rows(table, quantity="scaling_efficiency", selection="equal-batch")
@@ -770,10 +725,8 @@ def _scaling_limits(ax: Any, xs: list[list[float]], values: list[float]
 
 def _clear_of(points: list[tuple[float, float]], fixed: list[tuple[float, float]],
               gap: float) -> list[float]:  # fmt: skip
-    """The x offset of each of `points` (x, y in points on the panel) that leaves it `gap`
-    or more from every point placed before it and every one of `fixed`: 0 where it is
-    clear already, else the nearest step of `gap` either way that is. Two series a hair
-    apart (80.6% and 81.2%) would otherwise draw one marker and one line over the other."""
+    """The x offset (0, else the nearest step of `gap` either way) leaving each of `points`
+    `gap` clear of those placed before it and of `fixed`: series a hair apart stay apart."""
     placed, out = list(fixed), []
     for x, y in points:
         for k in range(64):
@@ -792,10 +745,8 @@ DISTINCT = ("C0", "C1", "C2", "C3", "C9", "C5", "C4", "C8", "C7", "C6")
 
 def _spread_apart(xs: list[list[float]], series: list[dict[str, Any]],
                   limits: tuple[float, float, float, float]) -> None:  # fmt: skip
-    """`xs` (each series' x, one panel's) moved apart in place where two series' points
-    would hide one another on a panel of SCALING_AXES_IN and `limits`: each
-    filled point after its series' base a marker and a point clear of every other, the
-    bases (100% each, side by side already) and hollow points left where they are."""
+    """`xs` (one panel's series' x) moved apart in place where filled points would hide one
+    another on a panel of SCALING_AXES_IN and `limits`; bases and hollow points stay."""
     left, right, lo, hi = limits
     octaves = math.log2(right / left)
     width, height = (72 * inches for inches in SCALING_AXES_IN)
@@ -902,9 +853,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def scaling_title(series: list[dict[str, Any]]) -> str:
-    """The scaling plot's title, saying which of its efficiencies are predicted and which
-    published (from its series): a reader of the title alone must not take a prediction
-    for a measurement."""
+    """The scaling plot's title, saying which efficiencies are predicted and which published:
+    the title alone must not pass a prediction off as a measurement."""
     kinds = {r["kind"] for r in series}
     said = "predicted" if kinds == {"predicted"} else (
         "published" if "predicted" not in kinds
@@ -915,9 +865,7 @@ def scaling_title(series: list[dict[str, Any]]) -> str:
 
 
 def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
-    """Each published step beside our prediction of the same step (steps only: a
-    scaling efficiency's error is not a step), with its regime as the bands name it
-    (small programs: figures.is_small, a width of one included)."""
+    """Each published step beside our prediction of it, with its regime as the bands name it."""
     by_id = table.set_index("id")
     e = rows(table, quantity="error_factor", kind="predicted")
     e = e[
@@ -945,10 +893,8 @@ PUBLISHED_SERIES = {
 
 
 def predictions(table: pd.DataFrame, path: Path) -> Path | None:
-    """Every published step against our prediction of it, one panel per platform: a
-    series per regime naming its models, that platform's band of each regime dashed at
-    its median either way and dotted at its worst; beside them the predictions made
-    before each program first ran on its chip."""
+    """Every published step against our prediction of it, a panel per platform with its
+    bands, beside the predictions made before each program first ran on its chip."""
     points = prediction_points(table)
     if len(points) < MIN_POINTS:
         return None
@@ -994,8 +940,7 @@ def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _first_runs(ax: Any, points: pd.DataFrame) -> None:
-    """The predictions no fit could have tuned, one series per chip, the diagonal and
-    2x either way."""
+    """The predictions no fit could have tuned, a series per chip, with 2x either way."""
     lo, hi = _diagonal(ax, points.measured, points.value)
     _factor_lines(ax, 2, lo, hi, "k:", "2x", linewidth=0.8)
     for (device, g), mark in zip(points.groupby("device"), "os^D", strict=False):
@@ -1015,11 +960,8 @@ ACCURACY_SPREAD = 0.4
 
 
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
-    """Test accuracy per epoch in f32, one line per run, a panel per model, data set, batch and
-    epoch count (like compared with like); a device one colour in every panel, named with
-    its platform in each run's label (a panel of two CPUs' runs says it holds two machines),
-    each run of a panel its own shape and size, every marker hollow, the runs set a little
-    apart at each epoch: a run drawn on top of another leaves the one beneath visible."""
+    """Test accuracy per epoch in f32, a line per run, a panel per model, data set, batch and
+    epoch count; each run its own hollow shape and size, set a little apart so none hides."""
     # devices compared in one precision, f32: the precision study's bf16 and f32-highest
     # runs answer another question (its page), and would crowd the devices' panel
     curves = rows(table, quantity="test_accuracy", precision="f32")
