@@ -452,19 +452,15 @@ def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
     left on the chip's own). Only a group within limit x/÷ worst² of a usable limit is drawn
     apart, where the verdicts turn (with every batch between): one farther keeps one verdict."""
     b, gib = np.asarray(b, float), np.asarray(gib, float)
-    near = (worst or 1.0) ** 2
-    crowds = _crowds(b, gib, ylim)
-    reach = [g for g in crowds
+    near, crowds, stretch = (worst or 1.0) ** 2, _crowds(b, gib, ylim), b < 0
+    split = [g for g in crowds
              if any(gib[g].min() <= u * near and gib[g].max() >= u / near
                     for u in usable)]  # fmt: skip
-    if not reach:
-        return b < 0, crowds
-    ends = [b[i] for g in reach for i in g]
-    stretch = (b >= min(ends)) & (b <= max(ends))
     # a group partly inside goes with it whole: none is split between the two panels
-    while split := [g for g in crowds if stretch[g].any() and not stretch[g].all()]:
+    while split:
         ends = [*b[stretch], *(b[i] for g in split for i in g)]
         stretch = (b >= min(ends)) & (b <= max(ends))
+        split = [g for g in crowds if stretch[g].any() and not stretch[g].all()]
     return stretch, [g for g in crowds if not stretch[g].any()]
 
 
