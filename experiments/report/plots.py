@@ -39,22 +39,15 @@ from experiments.studies.page import (
 )
 
 MIN_POINTS = 3
-# a legend proxy in this grey stands for a line style, marker or fill on any colour
-NEUTRAL = "0.35"
-# A band of fewer held-out observations is no interval: its points are drawn, its bars
-# or lines not (the pages give its figures)
-MIN_BAND_N = 3
+NEUTRAL = "0.35"  # a legend proxy's grey: a line style, marker or fill on any colour
+MIN_BAND_N = 3  # fewer held out is no interval: its points drawn, its bars or lines not
 BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
-# the one step the seed models' CPU and GPUs are compared at
-ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}
+ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}  # seed models compared
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
 T4_HATCH = "///"  # the T4's predicted band: hatched, so the CPU's shade shows through it
-# its hatch's strokes faint and thin: a measured line crossing the band stays the
-# strongest stroke there, the hatch still orange beside the CPU's blue shade
-T4_HATCH_ALPHA = 0.4
-T4_HATCH_WIDTH = 0.6
-# what the crossover's loop panel draws over what: bands at the bottom, the predicted line
-# over them, the measured lines and markers over all
+# faint and thin: a measured line crossing the band stays the strongest stroke there
+T4_HATCH_ALPHA, T4_HATCH_WIDTH = 0.4, 0.6
+# the crossover's loop panel: bands at the bottom, the prediction over them, measured on top
 BAND_Z, PREDICTED_Z, MEASURED_Z = 1, 2, 3
 
 
@@ -93,21 +86,14 @@ def _finish(fig: Any, path: Path, title: str, top: float | None = None,
     return _save(fig, path)  # a seam: the tests take the figure here, unsaved
 
 
-def _grid(
-    n: int,
-    size: Callable[[int, int], tuple[float, float]],
-    xlabel: str,
-    ylabel: str,
-    sharex: bool = True,
-    across: int = 4,
-) -> tuple[Any, Any]:
+def _grid(n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, ylabel: str,
+          sharex: bool = True, across: int = 4) -> tuple[Any, Any]:  # fmt: skip
     """A figure of `n` panels, `across` at most in a row (`size` from columns and rows), the
     outer panels labelled and the panels left over blank."""
     cols = min(across, n)
     rows_ = -(-n // cols)
-    fig, axes = pyplot().subplots(
-        rows_, cols, figsize=size(cols, rows_), squeeze=False, sharex=sharex
-    )
+    fig, axes = pyplot().subplots(rows_, cols, figsize=size(cols, rows_), squeeze=False,
+                                  sharex=sharex)  # fmt: skip
     for ax in axes.flat[n:]:
         ax.axis("off")
     # each column's lowest panel carries the x ticks and label: above a blank panel
@@ -122,9 +108,8 @@ def _grid(
     return fig, axes
 
 
-def _legend_below(
-    fig: Any, more: dict[str, Any] | None = None, size: str = "small", ncol: int = 2
-) -> None:
+def _legend_below(fig: Any, more: dict[str, Any] | None = None, size: str = "small",
+                  ncol: int = 2) -> None:  # fmt: skip
     """One legend under the figure: every panel's entries once, then `more`."""
     handles = {}
     for ax in fig.axes:
@@ -402,24 +387,18 @@ SEED_RUNS = "the seed's own run: " + ", ".join(
 )
 
 
-# A memory panel's axes in inches, a little under what the grid gives them (checked on
-# the drawn figure by the tests): where its markers will fall, known before it is drawn
+# A memory panel's axes in inches, a little under what the grid gives them (the tests
+# check): where its markers will fall, known before it is drawn
 MEMORY_AXES_IN = (2.2, 1.3)
-# Markers nearer than this (points, centre to centre) would hide one another: a chip's
-# batches that crowd so near its limit are drawn apart in a panel beside its own (and a
-# batch's tick label, rotated, needs as much room beside its neighbour's)
+# markers (or rotated tick labels) nearer than this, in points, would hide one another
 APART_PT = 9.0
-# a zoom panel's batches are those that crowd one another near their chip's limit, where
-# its verdicts turn (_apart): its title says which and how near the limit (zoom_title)
-ZOOM = "crowded batches"
-# a seed run's ring, wide enough that the verdict's marker inside it (a diamond 7 points
-# across) shows whole; from its centre to the frame, at least: its edge and a few points
-# clear, so the frame never reads as cutting it
+ZOOM = "crowded batches"  # a zoom panel's, near their chip's limit (_apart)
+# a seed run's ring: the verdict's 7-point diamond shows whole inside it, and its edge a
+# few points clear of the frame, which never reads as cutting it
 RING_SIZE = 16.0
 RING_PT = RING_SIZE / 2 + 3
 MEMORY_YLABEL = "GiB per device"
-# crowded batches far from the limit, not drawn apart: their chip's title names them and
-# how far, so a batch whose marker meets another's is said, not lost
+# crowded batches far from the limit: named in their chip's title, so none is lost unsaid
 CROWDED_HERE = "crowded, not drawn apart"
 ZOOM_XLABEL = "batch, in order (not to scale)"
 ZOOMED = "shaded: batches drawn apart in the panel right of it"
@@ -696,11 +675,9 @@ ABOVE_IDEAL = "ringed: above ideal, a flaw in the prediction (no real gain)"
 FLAW = "above ideal:\na flaw"  # written beside each ringed point, its value first
 RING = {"color": "r", "mfc": "none", "markersize": 13, "mew": 1.5}  # a point above ideal
 SCALING_MARKER = 5.0  # a scaling point's marker, in points
-# A scaling panel's axes in inches, a little under what the grid gives them (checked on
-# the drawn figure by the tests): where its markers will fall, known before it is drawn
-SCALING_AXES_IN = (2.3, 1.9)
-# A panel's frame this far (points) from its outermost markers' centres, either way: a
-# ring's edge (RING, 13 points across) a marker clear of it, no point on the frame
+SCALING_AXES_IN = (2.3, 1.9)  # as MEMORY_AXES_IN, a scaling panel's
+# a panel's frame this far (points) from its outermost markers' centres: a ring's edge a
+# marker clear of it
 SCALING_EDGE = RING["markersize"] / 2 + RING["mew"] + SCALING_MARKER + 1
 
 
@@ -949,9 +926,8 @@ def _first_runs(ax: Any, points: pd.DataFrame) -> None:
 ACCURACY_MARKERS = "osD^v"
 ACCURACY_SIZE = 11  # a panel's first run's marker, in points
 ACCURACY_SHRINK = 0.75  # each run of a panel a quarter smaller than the one before
-# A panel's runs set side by side at each epoch, this far apart at most (in epochs): runs
-# reaching one accuracy lie beside one another, not on top; well inside half an epoch, so
-# each point stays over its own epoch's tick.
+# a panel's runs side by side at each epoch, this far apart at most (in epochs): well
+# inside half an epoch, so each point stays over its own epoch's tick
 ACCURACY_SPREAD = 0.4
 
 
