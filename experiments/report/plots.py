@@ -96,8 +96,7 @@ def _grid(n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, 
                                   sharex=sharex)  # fmt: skip
     for ax in axes.flat[n:]:
         ax.axis("off")
-    # each column's lowest panel carries the x ticks and label: above a blank panel
-    # the shared axis would hide them
+    # each column's lowest panel carries the x ticks: above a blank one, sharing hides them
     last = n - (rows_ - 1) * cols  # the panels of the last row
     lowest = [axes[rows_ - 1 if col < last else rows_ - 2, col] for col in range(cols)]
     for ax in lowest if sharex else axes.flat[:n]:
@@ -184,8 +183,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
     ran = sorted(set(gpus[gpus.model.isin(answers_lib.SEED_MODELS)].device))
     # the CPU's step in jaxcnn's loop that the answers' speedups divide by
     bases, by_id = answers_lib.loop_over_loop(table), table.set_index("id")
-    # a measured chip has a column of its own, shaded, right of its target's prediction
-    # (one no target names after them all): a predicted and a measured step never share one
+    # a measured chip's column right of its target's (or last): never shared with a prediction
     order = [(d, False) for d in devices]
     for chip in ran:
         target = [i for i, (d, _) in enumerate(order) if chip_named(d) == chip]
@@ -204,9 +202,7 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             p = rows(predicted, model=model, quantity=quantity).set_index("device").reindex(devices)
             x = pd.Series([at[d, False] for d in devices], index=devices) + shift
             m, has, face = p.band_worst.astype(float), p.value.notna(), "C0" if filled else "none"
-            # a banded prediction shows its band at its worst factor as a bar (what the
-            # first screen's "undecided" goes by; its median would understate); one
-            # without a band is grey and says unvalidated
+            # a band's bar at its worst factor, what the first screen's "undecided" goes by
             drawn = band_drawn(p.band_n)
             b, u, few = m.notna() & drawn, m.isna() & has, m.notna() & ~drawn & has
             if few.any():  # a shape of its own: never read as a bar too short to see
@@ -300,8 +296,7 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
         return None
     fig, (loop_ax, ratio_ax) = pyplot().subplots(1, 2, figsize=(12, 4.4), sharex=True)
     colour = {d: f"C{2 + i}" for i, d in enumerate(sorted({gl.device.iloc[0] for _, gl in sweeps}))}
-    # the CPU's steps the T4's are set against (jaxcnn's loop, or timed alone where the
-    # sweep never ran in it), as every measured GPU's are
+    # the CPU's steps the T4's and GPUs' are set against: jaxcnn's loop, or timed alone
     alone = "" if (c.extra == LOOP).all() else " (each step timed alone)"
     loop_ax.plot(c.params, c.value, "o-", color="C0", zorder=MEASURED_Z,
                  label=f"{cpu}, measured{alone}")  # fmt: skip
@@ -330,15 +325,13 @@ def crossover(table: pd.DataFrame, path: Path) -> Path | None:
                  label=label)  # fmt: skip
     if banded:
         x, y = g.params.astype(float), g.value.astype(float)
-        # row 9's undecided zone: each width's own band (the kernels' where they are most
-        # of its step) at its worst, times how far the CPU it is set against moves
+        # row 9's undecided zone: each width's band at its worst, times the CPU's moves
         noise = crossover_study.undecided_range(table, c, g)["noise"]
         said = "; ".join(sorted({answers_lib.band_words(r) for r in g.to_dict("records")}))
         times = f" times the CPU's sitting spread ({value_text(noise, 'x')})" if noise > 1 else ""
         label = _wrap(f"T4 x/÷ its band's worst{times}, undecided inside: {said}",
                       break_on_hyphens=False)  # fmt: skip
-        # hatched, not tinted: where it meets the CPU's shaded spread each is still seen
-        # (a tint over the CPU's blue would read as a third, grey band)
+        # hatched: a tint over the CPU's blue spread would read as a third, grey band
         loop_ax.fill_between(x, y / (worst * noise), y * worst * noise, facecolor="none",
                              edgecolor=("C1", T4_HATCH_ALPHA), hatch=T4_HATCH, linewidth=0,
                              hatch_linewidth=T4_HATCH_WIDTH, zorder=BAND_Z,
@@ -453,8 +446,7 @@ def _batch_ticks(ax: Any, batches: Any) -> None:
         if not kept or (np.log2(x) - np.log2(kept[-1])) / span * MEMORY_AXES_IN[0] * 72 >= APART_PT:
             kept.append(x)
     ax.set_xticks(kept, [str(int(x)) for x in kept], rotation=90, fontsize="x-small")
-    # a batch whose label would meet its neighbour's keeps a tick of its own, unlabelled:
-    # every marker stands over a tick, none read as a batch beside it
+    # a label left out keeps its tick, unlabelled: every marker stands over its own tick
     left = [x for x in at if x not in kept]
     ax.set_xticks(left, [""] * len(left), minor=True)
 
@@ -592,8 +584,7 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         ylim = _memory_ylim(gib, usable, worst, gib[ringed])  # as its panel will draw it
         stretch, overlaps = _apart(b, gib, ylim, usable, worst)
         panels.append((b, gib, ok, unsure, ringed, lost, devices, usable, overlaps, stretch))
-    # a chip and its batches apart side by side on one row: the chips with them first, so
-    # every pair starts a row or its middle and the chips without one fill the rows after
+    # the chips with a zoom panel first: each pair on one row, no hole between them
     panels.sort(key=lambda p: not p[-1].any())
     factors = as_ran_factors(table)
     n = sum(1 + bool(p[-1].any()) for p in panels) + bool(len(factors))
@@ -711,8 +702,7 @@ def _clear_of(points: list[tuple[float, float]], fixed: list[tuple[float, float]
     return out
 
 
-# matplotlib's cycle reordered so that neighbours differ in hue: red, purple and pink,
-# next to each other there, are told apart only side by side.
+# matplotlib's cycle reordered so that neighbours differ in hue (not red, purple, pink)
 DISTINCT = ("C0", "C1", "C2", "C3", "C9", "C5", "C4", "C8", "C7", "C6")
 
 
@@ -727,8 +717,7 @@ def _spread_apart(xs: list[list[float]], series: list[dict[str, Any]],
     def at(x: float, y: float) -> tuple[float, float]:
         return math.log2(x / left) / octaves * width, (y - lo) / (hi - lo) * height
 
-    # a hollow (published) marker over another leaves both outlines seen: left in place,
-    # a published sweep's crowd of x8s would otherwise stretch past the devices it ran on
+    # hollow (published) markers stay: both outlines show, and a sweep stays on its devices
     still = [(i, j) for i, x in enumerate(xs) for j in range(len(x))
              if j == 0 or series[i]["kind"] == "published"]  # fmt: skip
     bases = [at(xs[i][j], series[i]["values"][j]) for i, j in still]
@@ -757,8 +746,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     colour = {c: DISTINCT[i % len(DISTINCT)] for i, c in enumerate(chips)}
     marker = {b: "os^Dv<>pPXh*"[i % 12] for i, b in enumerate(sorted({r["per"] for r in series}))}
     style = {"f32": "-", "bf16": "--", "tf32": "-.", "amp": (0, (5, 1, 1, 1))}
-    # Published series in a panel of their own beside the model's predicted ones: both
-    # crowd 0.9-1.0, and the predictions page sets each pair side by side in numbers.
+    # published series in a panel of their own: they and the predictions crowd 0.9-1.0
     mixed = {(r["model"], r["placement"]) for r in series if r["kind"] == "published"}
     # A panel of more series than a reader can tell apart comes apart by platform.
     counts = Counter((r["model"], r["placement"], r["kind"]) for r in series)
@@ -776,8 +764,7 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         panels.setdefault(panel_of(r), []).append(r)
     from matplotlib.ticker import PercentFormatter
 
-    # each panel's devices its own: a panel that stops at 8 is not squeezed by one of 64,
-    # and fifteen panels read one at a time
+    # each panel's devices its own: one that stops at 8 is not squeezed by one of 64
     fig, axes = _grid(len(panels), lambda c, r: (3.3 * c, 2.9 * r), "devices", "efficiency",
                       sharex=False)  # fmt: skip
     for ax, ((model, placement, kind), mine) in zip(axes.flat, sorted(panels.items()),
@@ -786,7 +773,6 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         shifts = _side_by_side(len(mine), 0.07, 0.6)
         xs = [[d * 2**s for d in r["devices"]] for r, s in zip(mine, shifts, strict=True)]
         # each panel on its own data's range: series 1% apart stay apart, not a smear
-        # on a range a sibling panel's 80% needs; every point a margin inside the frame
         values = [v for r in mine for v in r["values"]]
         _spread_apart(xs, mine, _scaling_limits(ax, xs, values))
         _scaling_limits(ax, xs, values)  # on the points as drawn
@@ -854,8 +840,7 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     })  # fmt: skip
 
 
-# The series of the published-steps panel: (regime, a published JAX loop?) -> its words,
-# the band that is its own (figures' `extra`), colour and marker.
+# (regime, a published JAX loop?) -> words, its band's `extra`, colour and marker
 PUBLISHED_SERIES = {
     ("large programs", False): ("large programs", "against published", "C0", "o"),
     ("small programs", False): ("small programs, other frameworks' loops",
@@ -891,8 +876,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
                 b = band.iloc[0]
                 label = f"its band: {answers_lib.band_text(b.value, b.hi, b.n)}"
                 _factor_lines(ax, b.value, lo, hi, "--", label, color=colour, linewidth=0.8)
-                # its worst too: a point past the median's dashes (a few bands' worst is
-                # several times their median) lies inside a line that says why
+                # its worst too: a point past the median's dashes lies inside a line
                 label = f"its band's worst, {value_text(b.hi, 'x')} either way"
                 _factor_lines(ax, b.hi, lo, hi, ":", label, color=colour, linewidth=0.8)
             elif len(band):  # said, not drawn
@@ -934,16 +918,14 @@ ACCURACY_SPREAD = 0.4
 def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
     """Test accuracy per epoch in f32, a line per run, a panel per model, data set, batch and
     epoch count; each run its own hollow shape and size, set a little apart so none hides."""
-    # devices compared in one precision, f32: the precision study's bf16 and f32-highest
-    # runs answer another question (its page), and would crowd the devices' panel
+    # devices compared in f32: the precision study's runs answer another question (its page)
     curves = rows(table, quantity="test_accuracy", precision="f32")
     curves = curves[curves.epoch.notna()]
     if not len(curves):
         return None
     curves = curves.assign(epoch=curves.epoch.astype(int), of=curves.epochs.astype(int))
     colour = {d: f"C{i % 10}" for i, d in enumerate(sorted(set(curves.device)))}
-    # the panels comparing the most runs first; one device's alone answers nothing about
-    # devices where other panels compare them
+    # the panels comparing the most runs first; one device's alone compares none
     panels = sorted(curves.groupby(["dataset", "model", "batch", "of"]),
                     key=lambda kv: (-kv[1].records.nunique(), kv[0]))  # fmt: skip
     alone = ""
@@ -970,8 +952,7 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
             ax.plot(g.epoch + shift, g.value, "-", marker=ACCURACY_MARKERS[k],
                     markersize=ACCURACY_SIZE * ACCURACY_SHRINK**k, mfc="none", mew=1.5,
                     color=colour[first.device], linewidth=1, label=label)  # fmt: skip
-        # a device's seeds' spread, epoch by epoch: what a gap between devices is judged by;
-        # flat across its seeds' offsets, so each seed's point lies inside it
+        # a device's seeds' spread (a gap between devices is judged by it), across its offsets
         for (device, _, _), g in d.groupby(["device", "formulation", "precision"]):
             if (seeds := g.seed.nunique()) > 1:
                 spread = g.groupby("epoch").value.agg(["min", "max"])
