@@ -437,8 +437,9 @@ def _apart(b: Any, gib: Any, ylim: tuple[float, float], usable: list[float],
 
 
 def _batch_ticks(ax: Any, batches: Any) -> None:
-    """A log-batch panel's x ticks at the `batches` it draws (never a power of two the table
+    """A log2 batch axis ticked at the `batches` it draws (never a power of two the table
     lacks), a label within APART_PT of the one before left out."""
+    ax.set_xscale("log", base=2)
     at = sorted({float(x) for x in batches})
     span = (np.log2(at[-1]) - np.log2(at[0])) * 1.1 or 1.0
     kept: list[float] = []
@@ -537,7 +538,6 @@ def _as_ran(ax: Any, factors: pd.DataFrame) -> None:
                 "compiled memory (measured)")  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8, label="= the compiled memory")
     ax.set_ylim(_padded([1.0, *factors.value.astype(float)]))
-    ax.set_xscale("log", base=2)
     _batch_ticks(ax, factors.batch)
     ax.set_ylabel("× compiled memory")
     chips = ", ".join(sorted(set(factors.device)))
@@ -608,7 +608,6 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         for g in overlaps:  # crowded far from the limit: left crowded, and said how far
             title += [f"{batches_text(list(b[g]))} {CROWDED_HERE}:", *_share_lines(gib[g], usable)]
         ax.set_title("\n".join(title), fontsize="small")
-        ax.set_xscale("log", base=2)
         # the batches drawn apart ticked at their ends only: the zoom panel names each
         _batch_ticks(ax, [*b[~s], *b[s][[0, -1]]] if s.any() else b)
         if not s.any():
@@ -618,9 +617,8 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
         at = np.arange(s.sum(), dtype=float)
         _memory_panel(zoom, at, gib[s], ok[s], unsure[s], ringed[s], usable, worst)
         zoom.set_xticks(at, [str(int(x)) for x in b[s]], rotation=90, fontsize="x-small")
-        zoom.set_xlim(-0.8, len(at) - 0.2)  # the end batches' markers and rings off the frame
-        zoom.set_xlabel(ZOOM_XLABEL)
-        zoom.set_ylabel(MEMORY_YLABEL)  # its own range, not its chip's: labelled as its own
+        # the end batches' markers and rings off the frame; its own range: labelled as its own
+        zoom.set(xlim=(-0.8, len(at) - 0.2), xlabel=ZOOM_XLABEL, ylabel=MEMORY_YLABEL)
         zoom.set_title(zoom_title(name, b[s], gib[s], usable), fontsize="small")
     if len(factors):
         _as_ran(next(free), factors)
@@ -827,9 +825,8 @@ def prediction_points(table: pd.DataFrame) -> pd.DataFrame:
     """Each published step beside our prediction of it, with its regime as the bands name it."""
     by_id = table.set_index("id")
     e = rows(table, quantity="error_factor", kind="predicted")
-    e = e[
-        (e.numerator.map(by_id.kind) == "published") & (e.numerator.map(by_id.quantity) == "step_s")
-    ]
+    e = e[(e.numerator.map(by_id.kind) == "published")
+          & (e.numerator.map(by_id.quantity) == "step_s")]  # fmt: skip
     jax = by_id.note.reindex(e.denominator).astype(str).str.startswith(OURS_LOOP_STEP)
     return pd.DataFrame({
         "published": by_id.value.reindex(e.numerator).to_numpy(float),
@@ -889,8 +886,7 @@ def predictions(table: pd.DataFrame, path: Path) -> Path | None:
 
 
 def first_run_points(table: pd.DataFrame) -> pd.DataFrame:
-    """Each device step a program's first run on a chip was predicted with
-    (figures.before_first_run_rows) beside the measured step it is checked against."""
+    """Each step predicted before its program first ran on a chip beside the step measured."""
     p = rows(table, quantity=AS_RUN, extra=BEFORE_FIRST_RUN)
     measured = table.set_index("id").value
     return p.assign(measured=p.numerator.map(measured)).dropna(subset=["measured"])
