@@ -397,7 +397,7 @@ ZOOM_XLABEL = "batch, in order (not to scale)"
 ZOOMED = "shaded: batches drawn apart in the panel right of it"
 FALLS = "falls as the batch grows"
 FALLS_WHY = (
-    "where compiled memory falls as the batch grows (a panel's title says where), the "
+    "Where compiled memory falls as the batch grows (a panel's title says where), the "
     "compiler's temporaries for that batch's shape fell: it is the compiler's plan per batch, "
     "not a steady function of it"
 )
@@ -627,7 +627,7 @@ def memory(table: pd.DataFrame, path: Path) -> Path | None:
     if (every.placement != "single").any():
         title += " (the sharded targets' verdicts on the page, not drawn)"
     if any(len(a.get_title().split(FALLS)) > 1 for a in fig.axes):
-        title += "\n" + textwrap.fill(FALLS_WHY[0].upper() + FALLS_WHY[1:], 110)
+        title += "\n" + textwrap.fill(FALLS_WHY, 110)
     return _finish(fig, path, title)
 
 
