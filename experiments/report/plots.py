@@ -478,16 +478,12 @@ def _share_lines(gib: Any, limits: list[float]) -> list[str]:
     return textwrap.wrap(memory_share(gib, limits), 44, break_on_hyphens=False)
 
 
-def _zones(usable: list[float], worst: float | None) -> list[float]:
-    """Each usable memory and its undecided zone's ends: what a memory panel's y-axis holds."""
-    return [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
-
-
 def _memory_ylim(gib: Any, usable: list[float], worst: float | None,
                  rings: Any) -> tuple[float, float]:  # fmt: skip
     """A memory panel's y-axis: its memory and every zone whole (_padded), widened so each
     seed run's ring (at `rings`, GiB) is drawn whole inside the frame."""
-    lo, hi = _padded([*gib, *_zones(usable, worst)])
+    zones = [x for u in usable for x in ((u / worst, u, u * worst) if worst else (u,))]
+    lo, hi = _padded([*gib, *zones])
     h = MEMORY_AXES_IN[1] * 72
     for y in rings:
         hi = max(hi, (y * h - RING_PT * lo) / (h - RING_PT))
