@@ -4506,8 +4506,8 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     assert {v["verdict"] for m, v in verdicts.items() if m != "resnet50"} == {"unvalidated"}
     # the seeds' models first, unvalidated; resnet50's banded yes after them, said as theirs
     said = answers.answers(csv)[7].answer
-    assert said.startswith("Data, predicted efficiency (f32, 2-8 GPUs' lowest): seed models "
-                           "unvalidated, leaning yes: ")  # fmt: skip
+    head = "Data, weak scaling, predicted efficiency (f32, 2-8 GPUs' lowest): seed models "
+    assert said.startswith(f"{head}unvalidated, leaning yes: ")
     assert "; yes: resnet50 " in said and "resnet50" not in said.split("; yes: ")[0]
     # where each lowest is (its chip and count) is in the rows its page shows
     chosen = set(answers.answers(csv)[7].ids)
@@ -4554,7 +4554,8 @@ def test_the_scaling_verdict_follows_its_rule_over_each_models_lowest_efficiency
     # the control: a seed model's verdict said among the seed models'
     seeds_only = csv.assign(model=csv.model.str.replace("resnet50", "mnist_cnn x"))
     assert answers.answers(seeds_only)[7].answer.startswith(
-        "Data, predicted efficiency (f32, 2-8 GPUs' lowest): seed models yes: mnist_cnn x "
+        "Data, weak scaling, predicted efficiency (f32, 2-8 GPUs' lowest): seed models yes: "
+        "mnist_cnn x "
     )
     # without the band nothing is decided
     bare = csv.assign(spread=csv.spread.where(~csv.id.isin(banded.id), None))

@@ -864,7 +864,9 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     most = max(int(v["row"]["devices"]) for v in verdicts)
     # what every figure here is, said first: a predicted efficiency (of ideal, per-GPU
     # batch held), from compiled programs
-    text = f"Data, predicted efficiency (f32, 2-{most} GPUs' lowest): {'; '.join(said)}"
+    text = (
+        f"Data, weak scaling, predicted efficiency (f32, 2-{most} GPUs' lowest): {'; '.join(said)}"
+    )
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     above = s[s.flag.astype(str).str.startswith("above ideal")]
