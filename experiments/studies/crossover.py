@@ -39,16 +39,10 @@ def workloads(ctx: Context) -> list[Workload]:
     widths, batch, timing = CROSSOVER_WIDTHS, 128, 20
     if ctx.smoke:
         widths, batch, timing = (8, 32), 16, 3
+    common = {"dataset": "synthetic", "batch_size": batch, "epochs": 0, "timing_steps": timing}
     return [
         Workload(
-            model="mlp",
-            model_overrides={"width": n},
-            dataset="synthetic",
-            batch_size=batch,
-            epochs=0,
-            timing_steps=timing,
-            study="crossover",
-            num_devices=1,
+            model="mlp", model_overrides={"width": n}, study="crossover", num_devices=1, **common
         )
         for n in widths
     ]
@@ -62,10 +56,8 @@ CROSSOVER_RULE = (
 
 
 def cpu_sweep(t: pd.DataFrame, cpu: str | None, extra: str) -> pd.DataFrame:
-    """`cpu`'s measured MLP steps at batch 128 of one kind (`extra`: LOOP, jaxcnn's loop;
-    "-", steps timed alone), one a width: the step loop in the formulation that ran the
-    most widths there, on the sweep's own synthetic data first (what a GPU's measured
-    loop ran on, and the study's newest runs)."""
+    """`cpu`'s measured MLP steps at batch 128 of one `extra` (LOOP, or "-": timed alone), one
+    a width: the formulation that ran the most widths, the sweep's synthetic data first."""
     mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
                batch=128, precision="f32", placement="single", extra=extra)  # fmt: skip
     mlp = mlp[mlp.model.str.startswith("mlp")]
@@ -76,9 +68,8 @@ def cpu_sweep(t: pd.DataFrame, cpu: str | None, extra: str) -> pd.DataFrame:
 
 
 def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple[pd.DataFrame, ...]:
-    """The MLP width sweep at batch 128: `cpu`'s measured steps (`cpu_sweep`: jaxcnn's
-    loop where the CPU ran the sweep in it, the quantity the predicted loop step is; else
-    its steps timed alone) and `device`'s predicted (the loop step where predicted)."""
+    """The MLP width sweep at batch 128: `cpu`'s measured steps (jaxcnn's loop, what a
+    predicted loop step is, where it ran; else timed alone) and `device`'s predicted."""
     like = {"batch": 128, "precision": "f32", "placement": "single"}
     loop = cpu_sweep(t, cpu, LOOP)
     c = loop if len(loop) else cpu_sweep(t, cpu, "-")
@@ -104,9 +95,8 @@ def chip_name(device: str) -> str:
 def crossover_verdict(
     c: pd.DataFrame, g: pd.DataFrame, how: str = ""
 ) -> tuple[str, list[dict[str, Any]]]:
-    """CROSSOVER_RULE over the rows `crossover` gives (the rows the details page shows):
-    the verdict and the two rows of the width it names. With `how` (how the sides were
-    measured), that stands in the verdict's parenthesis instead of the widths' count."""
+    """CROSSOVER_RULE over `crossover`'s rows: the verdict and the two rows of its width
+    (`how`, how the sides were measured, said instead of the widths' count)."""
     both = paired(c, g)
     if not len(both):
         return "", []
@@ -137,12 +127,9 @@ def _faster_from(faster: Any) -> int:
 def sitting_crossovers(
     t: pd.DataFrame, sweeps: list[tuple[pd.DataFrame, ...]]
 ) -> list[dict[str, Any]]:
-    """MEASURED_CROSSOVER_RULE read again in each earlier sitting of each GPU that ran the
-    sweep (`sweeps`: measured_crossover's): that sitting's pooled loop steps
-    (`earlier-sitting`) against the very CPU rows the newest sitting's verdict uses. Per
-    sitting: its device, `extra`, `when` (when it began and how its loop was timed), the
-    crossover's params (None where its widest width is slower), its fewest runs per
-    width, its rows."""
+    """MEASURED_CROSSOVER_RULE read again in each earlier sitting of each GPU of `sweeps`
+    (measured_crossover's), against the CPU rows the newest verdict uses: per sitting its
+    device, extra, when, params (None: the widest slower), fewest runs per width, rows."""
     out = []
     for c, g in sweeps:
         device = g.device.iloc[0]
@@ -162,8 +149,8 @@ def sitting_crossovers(
 
 
 def when_of(extra: str) -> str:
-    """When an earlier sitting began and how its loop was timed: the parenthesis
-    figures.earlier_sitting closes its `extra` with."""
+    """When an earlier sitting began and how its loop was timed (its `extra`'s last
+    parenthesis)."""
     return extra.split("(")[-1].rstrip(")")
 
 
@@ -174,9 +161,12 @@ def _stacked(t: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames) if frames else t.iloc[:0]
 
 
+def _earlier(t: pd.DataFrame) -> list[dict[str, Any]]:
+    return sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
+
+
 def earlier_sittings(t: pd.DataFrame) -> pd.DataFrame:
-    found = sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
-    return _stacked(t, [f["rows"] for f in found]).sort_values(["extra", "params"])
+    return _stacked(t, [f["rows"] for f in _earlier(t)]).sort_values(["extra", "params"])
 
 
 def sitting_ratios(t: pd.DataFrame) -> pd.DataFrame:
@@ -198,16 +188,15 @@ def earlier_verdict(t: pd.DataFrame) -> str:
         f"{f['device']}, {f['when']}: "
         + (f"faster from {f['params']:,} params on" if f["params"] else "slower at the widest")
         + f" ({f['runs']} run{'s' if f['runs'] > 1 else ''} per width)"
-        for f in sitting_crossovers(t, measured_crossover(t, reference_cpu(t)))
+        for f in _earlier(t)
     ]
     return "; ".join(said) or "No earlier sitting ran the sweep."
 
 
 def undecided_widths(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> list[int] | None:
-    """The widths (their params, fewest first) whose predicted-over-measured ratio lies
-    inside the prediction's band at its worst times `noise` (how far the measured side
-    moves between sittings): there a width's verdict could go either way. None where a
-    width has no band."""
+    """The widths' params whose predicted-over-measured ratio lies inside the band's worst
+    times `noise` (the measured side's sitting spread): undecided. None where one has no
+    band."""
     both = paired(c, g)
     worst = both.band_worst_gpu.astype(float)
     if not len(both) or worst.isna().any():
@@ -218,8 +207,8 @@ def undecided_widths(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> li
 
 
 def undecided_below(c: pd.DataFrame, g: pd.DataFrame, noise: float = 1.0) -> int | None:
-    """The fewest parameters from which every width lies outside its band
-    (`undecided_widths`); None where no band, no width is inside, or the widest is."""
+    """The fewest params from which every width is outside its band; None where no band,
+    no width is inside, or the widest is."""
     inside = undecided_widths(c, g, noise)
     if not inside:
         return None
@@ -235,9 +224,8 @@ MEASURED_CROSSOVER_RULE = (
 
 
 def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFrame, ...]]:
-    """The MLP width sweep at batch 128 as jaxcnn's own loop ran it on both sides: per GPU
-    that ran at least three widths, (`cpu`'s loop steps, the GPU's), one row a width, each
-    CPU row on its GPU row's data set."""
+    """The MLP sweep at batch 128 in jaxcnn's loop on both sides: per GPU of three widths
+    or more, (`cpu`'s rows, the GPU's), one a width, each CPU row on its GPU row's data."""
     like = {"batch": 128, "precision": "f32", "placement": "single", "extra": LOOP}
     loops = rows(t, quantity="step_s", kind="measured", loop="step", **like)
     loops = loops[loops.model.str.startswith("mlp")]
@@ -261,17 +249,15 @@ def predicted_sweep(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def cpu_sittings(t: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
-    """The run_spread row of how far the CPU of sweep `c` moves between sittings (its hi:
-    the worst), empty where it ran in one: a prediction held against one sitting of the
-    CPU is undecided within its band times that."""
+    """How far the CPU of sweep `c` moves between sittings (page.sitting_spread)."""
     return sitting_spread(t, c.device.iloc[0])
 
 
 def undecided_range(t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame) -> dict[str, Any]:
-    """Where the predicted sweep `g` against the CPU's measured `c` is undecided: its band
-    at its worst times how far the CPU moves between sittings (`noise`, its `moves` row or
-    None). `below`: the fewest params from which every width is decided; `every`: True
-    where every width is undecided, False where the widest is, else None."""
+    """Where `g` against `c` is undecided: inside its band's worst times the CPU's sitting
+    spread (`noise`, its `moves` row or None). `below`: the fewest params from which every
+    width is decided; `every`: every width undecided (True), the widest (False), or None."""
+
     moves = cpu_sittings(t, c) if len(c) else c
     noise = float(moves.hi.iloc[0]) if len(moves) else 1.0
     inside = undecided_widths(c, g, noise) or []
