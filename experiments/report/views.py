@@ -96,8 +96,8 @@ def what_ran(table: pd.DataFrame) -> str:
 
 
 def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
-    """ ", 2 cores": the processors `cpu`'s runs could use, as its records state them (a
-    VM's share of a CPU sets every ratio over it), "" where none states it."""
+    """ ", 2 cores": the processors `cpu`'s records say its runs could use (a VM's share of a
+    CPU sets every ratio over it); "" where none says."""
     found = rows(table, quantity="cores", device=cpu)
     if not len(found):
         return ""
@@ -107,11 +107,8 @@ def cores_said(table: pd.DataFrame, cpu: str | None) -> str:
 
 
 def cpu_context(table: pd.DataFrame, cpu: str) -> str:
-    """ " (JAX 0.10.2; a sitting (another VM or commit) moves its loop step 1.11x median,
-    2.92x worst; one commit's 1.14x worst)": the JAX release, and how far the CPU's loop
-    step moved between sittings where it ran in several: a CPU label names a VM type, and
-    a sitting may run another commit, so every ratio over the CPU moves with both (one
-    commit's sittings apart, what the VM alone moves)."""
+    """ " (JAX 0.10.2; a sitting ... moves its loop step 1.11x median, 2.92x worst; ...)":
+    a CPU label names a VM type and a sitting may run another commit: ratios move with both."""
     releases = jax_releases(rows(table, kind="measured", device=cpu))
     moves = sitting_spread(table, cpu)
     if not len(moves):
@@ -127,8 +124,7 @@ def cpu_context(table: pd.DataFrame, cpu: str) -> str:
 
 
 def measured_accelerators(table: pd.DataFrame) -> list[str]:
-    """The accelerators figures were measured on, as the table names them, one entry per
-    platform ("GPUs H100 SXM, H200")."""
+    """The accelerators measured, one entry per platform ("GPUs H100 SXM, H200")."""
     m = table[(table.kind == "measured") & (table.platform != "cpu")].dropna(subset=["platform"])
     ran = m[["platform", "device"]].drop_duplicates().sort_values(["platform", "device"])
     return [
@@ -139,8 +135,7 @@ def measured_accelerators(table: pd.DataFrame) -> list[str]:
 
 
 def jax_releases(measured: pd.DataFrame) -> str:
-    """ " (JAX 0.11.2)": the JAX releases `measured` figures ran in, for a header that sets
-    one chip's figures beside another's (two releases may differ in speed too)."""
+    """ " (JAX 0.11.2)": the JAX releases `measured` ran in (releases differ in speed too)."""
     if "software" not in measured:
         return ""
     own = measured[measured.numerator.isna()]  # a ratio's software is its two sides'
@@ -153,8 +148,7 @@ def jax_releases(measured: pd.DataFrame) -> str:
 
 
 def gpu_goal(table: pd.DataFrame) -> str:
-    """PERFORMANCE.md's GPU goal: the accelerators measured, and whether the speedrun ran
-    on one."""
+    """PERFORMANCE.md's GPU goal: the accelerators measured, and where the speedrun ran."""
     speedrun = table.quantity.isin(["time_to_target_s", "train_time_s"])
     runs = table[speedrun & (table.platform != "cpu")]
     on = " and ".join(measured_accelerators(table)) or "no accelerator"
@@ -229,8 +223,7 @@ COLUMNS = {
 
 def bounds_said(rows: pd.DataFrame, table: pd.DataFrame) -> str:
     """What the bound marks among `rows` mean and, for a floor of host parts left out, on
-    which chips and what each leaves out (its note's words, or its floor side's for a
-    ratio); "" where none is a bound."""
+    which chips and what each leaves out (a ratio's: its floor side's); "" where none."""
     bounded = rows[rows.bound.notna()]
     if bounded.empty:
         return ""
@@ -249,8 +242,7 @@ def bounds_said(rows: pd.DataFrame, table: pd.DataFrame) -> str:
 
 
 def flags_said(rows: pd.DataFrame) -> str:
-    """Under a pivot, what each `(!)` it marks means: the flags of its rows that are
-    not bounds (a bound's `>=` says its own); "" where none."""
+    """Under a pivot, what its `(!)` marks mean (a bound's `>=` says its own); "" where none."""
     flagged = rows[rows.flag.notna() & (rows.bound != "floor")]
     if flagged.empty:
         return ""
@@ -325,8 +317,8 @@ def view(rows: pd.DataFrame, columns: list[str]) -> str:
 
 
 def _value(r: dict) -> str:
-    """A pivot cell: the figure, marked where it is a bound or flagged (a bound's flag says
-    why it is one)."""
+    """A pivot cell: the figure, ` (!)` where flagged (not a floor: its flag says why)."""
+
     flagged = r.get("flag") and not pd.isna(r.get("flag")) and r.get("bound") != "floor"
     return shown_value(r) + (" (!)" if flagged else "")
 
@@ -419,8 +411,7 @@ def page(
 
 
 def readme_block(table: pd.DataFrame, report_link: str) -> str:
-    """The README's generated block: the same answers table as REPORT.md's, with the
-    legend of its "known" and "band" columns."""
+    """The README's generated block: REPORT.md's answers table, with its columns' legend."""
     folder = report_link.rsplit("/", 1)[0] + "/" if "/" in report_link else ""
     pages = folder + PAGES
     parts = [
@@ -457,10 +448,10 @@ def goal_line(cells: int, missed: list[str], across: list[str], sittings: dict[s
 
 
 def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
-    """The CPU goal in turns (benchmarks/paired.py): per cell, the newest sitting's paired
-    runs of JAX's best against the fastest peer, whose every ratio divides two blocks
-    adjacent in time: no drift between the sides, which the table's medians, minutes
-    apart, cannot rule out. "" where none ran."""
+    """The CPU goal in turns (benchmarks/paired.py): per cell, the newest sitting's pairs of
+    JAX's best and the fastest peer, blocks adjacent in time (no drift between the sides,
+    which the table's medians, minutes apart, cannot rule out); "" where none ran."""
+
     p = rows(table, quantity="speedup", kind="measured", framework="paired", device=cpu)
     sides = p.extra.map(paired_sides)
     p = p[sides.map(lambda s: s[0].startswith("jax ") and not s[1].startswith("jax "))]
