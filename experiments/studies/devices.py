@@ -50,9 +50,8 @@ def workloads(ctx: Context) -> list[Workload]:
 
 
 def loop_over_loop(t: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
-    """Each chip's seed-model jaxcnn's loop at b128, f32 (measured, or the predicted loop
-    step) over the reference CPU's jaxcnn's loop, on the data set the measured chips ran
-    on (the model's own, mnist, where none did)."""
+    """Each chip's seed-model jaxcnn's loop at b128, f32 (or predicted loop step) over the
+    reference CPU's, on the data the measured chips ran on (mnist where none did)."""
     found = rows(t, quantity="speedup", selection="loop-vs-loop", batch=128, precision="f32",
                  model=model or SEED_MODELS)  # fmt: skip
     found = one_chip(found[found.extra.str.startswith(f"{LOOP} vs {reference_cpu(t)}'s on ")])
@@ -64,14 +63,13 @@ def loop_over_loop(t: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     return found.loc[keep]
 
 
-def at_its_best(t: pd.DataFrame, **where: object) -> pd.DataFrame:
-    return rows(_over_the_cpu(t, "cpu-best", " at its best"), **where)
+def at_its_best(t: pd.DataFrame) -> pd.DataFrame:
+    return _over_the_cpu(t, "cpu-best", " at its best")
 
 
 def each_at_its_best(t: pd.DataFrame, **where: object) -> pd.DataFrame:
-    """Each chip's fastest seed-model step at b128, f32 over the reference CPU's fastest:
-    a measured chip's own fastest step (its device loop, where that ran), a predicted
-    chip's kernels alone (its device step)."""
+    """Each chip's fastest seed-model step at b128, f32 (a predicted chip's kernels alone)
+    over the reference CPU's fastest."""
     where = {"model": SEED_MODELS, **where}
     found = rows(t, quantity="speedup", selection="cpu-best", batch=128, precision="f32", **where)
     cpu = reference_cpu(t)
@@ -80,9 +78,9 @@ def each_at_its_best(t: pd.DataFrame, **where: object) -> pd.DataFrame:
 
 
 def _over_the_cpu(t: pd.DataFrame, selection: str, suffix: str) -> pd.DataFrame:
-    """Each chip's seed-model step at b128, f32, over the reference CPU's: the same program
-    on both sides (like-for-like) or the CPU's fastest (cpu-best); a chip that ran
-    jaxcnn's loop by that, one not run by its predicted step."""
+    """Each chip's seed-model step at b128, f32 (jaxcnn's loop, or predicted) over the
+    reference CPU's: the same program (like-for-like) or its fastest (cpu-best)."""
+
     found = rows(t, quantity="speedup", selection=selection, batch=128)
     cpu = reference_cpu(t)
     quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"

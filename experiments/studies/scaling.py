@@ -64,11 +64,9 @@ TARGET_SPLIT_MODELS = ("catsdogs_cnn",)
 
 
 def target_cells(smoke: bool = False) -> list[TargetCell]:
-    """The compiled weak-scaling cells: every model of TARGET_SCALING_MODELS on every
-    one-host GPU target of TARGET_SCALING_CHIPS (one GPU included: the curve's base),
-    f32, the batch fixed per GPU (a cell's search starts and ends at it: one compile
-    where it fits); then TARGET_SPLIT_MODELS with their weights split (`model`) over the
-    same targets' 2-8 GPUs. Smoke: mnist_cnn on one and two T4s."""
+    """The compiled weak-scaling cells: TARGET_SCALING_MODELS on TARGET_SCALING_CHIPS' one-host
+    targets (one GPU: the curve's base), f32, the batch fixed per GPU (one compile where it
+    fits); then TARGET_SPLIT_MODELS split over 2-8 GPUs. Smoke: mnist_cnn on one and two T4s."""
     from jaxcnn import targets as targets_lib
 
     chosen = [
@@ -111,10 +109,23 @@ def workloads(ctx: Context) -> list[Workload]:
     strong_batch = per_device * max(counts)
     # The smoke's MLP is too narrow for the split rule over 8 devices: 32 features split.
     split_overrides = {**overrides, "mlp": {"width": 32}} if ctx.smoke else overrides
+    runs = [
+        (model, overrides[model], strategy, mode, n)
+        for model in chosen
+        for strategy in ("pmap", "sharded")
+        for mode in ("weak", "strong")
+        for n in counts
+    ] + [
+        (model, split_overrides[model], strategy, "strong", n)
+        for model in chosen
+        for strategy in MODEL_SPLITS
+        for n in counts
+        if n >= MODEL_SPLITS[strategy]
+    ]
     return [
         Workload(
             model=model,
-            model_overrides=overrides[model],
+            model_overrides=model_overrides,
             dataset="synthetic",
             batch_size=per_device * n if mode == "weak" else strong_batch,
             epochs=0,
@@ -124,27 +135,7 @@ def workloads(ctx: Context) -> list[Workload]:
             num_devices=n,
             scaling=mode,
         )
-        for model in chosen
-        for strategy in ("pmap", "sharded")
-        for mode in ("weak", "strong")
-        for n in counts
-    ] + [
-        Workload(
-            model=model,
-            model_overrides=split_overrides[model],
-            dataset="synthetic",
-            batch_size=strong_batch,
-            epochs=0,
-            timing_steps=timing,
-            strategy=strategy,
-            study="scaling",
-            num_devices=n,
-            scaling="strong",
-        )
-        for model in chosen
-        for strategy in MODEL_SPLITS
-        for n in counts
-        if n >= MODEL_SPLITS[strategy]
+        for model, model_overrides, strategy, mode, n in runs
     ]
 
 
@@ -159,10 +150,10 @@ EFFICIENCY_BAND = "scaling efficiency against published"
 
 
 def gpu_verdicts(t: pd.DataFrame, split: bool = False) -> list[dict[str, Any]]:
-    """SCALES_RULE per model, fewest-efficient row first: its lowest efficiency's row
-    (`row`), the verdict (yes, no, undecided, unvalidated) and that efficiency at its band's
-    worst (`at_worst`, where a band covers it). Of the data-parallel placements, or with
-    `split` of those that split the weights too (MODEL_SPLITS)."""
+    """SCALES_RULE per model, most efficient first: its lowest efficiency's `row`, `verdict`
+    (yes, no, undecided, unvalidated) and `at_worst` (at its band's worst, where banded); of
+    the data-parallel placements, or with `split` of those that split the weights too."""
+
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     s = s[s.placement.isin(MODEL_SPLITS) == split]
