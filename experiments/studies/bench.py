@@ -27,18 +27,14 @@ Sizes: full everywhere. Smoke: `mlp` n=8 only, digits, batch 32, 3 steps per blo
 Expected: CPU ~30 min (XLA's convolutions in a compiled loop are the slow cells);
 smoke ~20 s; GPU/TPU ~15 min, most of it compiling the large models (a guess).
 
-The report section sets images/s of the train step per model, batch and configuration
-(formulation x loop x precision) beside the peer frameworks measured on the same
-machine by benchmarks/peers.py, and the ceiling the f32 matmul rate allows: every
-figure read from records (`throughput`, the median of timed blocks, p10-p90, for JAX
-and peers alike; `matmul_ceiling` and `flops.per_image` for the bound). The paired-run
-tables are this page's `paired` speedups (`report/figures.paired_rows`).
+Its page sets the step per model, batch and configuration beside the peer frameworks'
+(benchmarks/peers.py) on the same machine, and the runs paired in turns
+(`report/figures.paired_rows`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable
 
 from experiments.records import Record, labels, recorded_at_or_oldest, took_turns
 from experiments.records.select import sitting
@@ -58,31 +54,19 @@ from experiments.studies.page import (
 from jaxcnn.choices import LOOPS
 
 BENCH_MODELS = (("lenet5_keras", {}), ("mnist_cnn", {}), ("mlp", {"width": 4096}))
-
-
 BENCH_BATCHES = (32, 128, 512)
-
-
 # An accelerator's best batch for these models lies far above a CPU's.
 BENCH_BATCHES_ACCELERATOR = (*BENCH_BATCHES, 2048, 8192)
-
-
 BENCH_TIMING_STEPS = 20
-
-
 # oneDNN's convolutions (on a CPU where they can be built) for the convolutional models;
 # mlp has no convolution, so its `onednn` program is its `cpu` one. On an accelerator,
 # the same models' convolutions as GEMMs over patches (the `cpu` formulation) beside
 # XLA's own, which call the chip's kernel library (cuDNN on a GPU): that library's worth.
 ONEDNN_MODELS = ("lenet5_keras", "mnist_cnn")
 GEMMS = "cpu"
-
-
 # Accelerators also time every other model of the zoo at its own input size (synthetic
 # images), per-step dispatch in f32 and bf16, up to the first batch that does not fit.
 BENCH_MODELS_ACCELERATOR = ("catsdogs_cnn", "resnet18", "resnet50", "vgg16")
-
-
 BENCH_BATCHES_LARGE_MODELS = (32, 128, 512)
 
 
@@ -137,15 +121,6 @@ def workloads(ctx: Context) -> list[Workload]:
     return small + large
 
 
-def only_ok(records: list[Record]) -> list[Record]:
-    return [r for r in records if r.status == "ok"]
-
-
-def latest_by(records: list[Record], key: Callable[[Record], Hashable]) -> list[Record]:
-    """The newest record per key (by its recorded time; unreadable times oldest)."""
-    return list({key(r): r for r in sorted(records, key=recorded_at_or_oldest)}.values())
-
-
 def configuration(record: Record) -> str:
     """`jax cpu device f32`, `torch compile`: what produced a bench figure."""
     w = record.workload
@@ -179,8 +154,7 @@ def _own(records: list[Record]) -> list[Record]:
 
 
 def bench_records(records: list[Record]) -> list[Record]:
-    """The latest ok-or-not record per (machine, model, batch, configuration, host
-    memory policy)."""
+    """The latest record, ok or not, per machine, model, batch, configuration and policy."""
 
     def key(r: Record) -> tuple:
         platform, policy = r.device.platform, host_memory_policy(r)
@@ -188,7 +162,7 @@ def bench_records(records: list[Record]) -> list[Record]:
 
     # the bench's own records are train and peer records, which both may time throughput
     ours = [r for r in _own(records) if r.throughput is not None or r.status != "ok"]
-    chosen = {key(r): r for r in latest_by(ours, key)}
+    chosen = {key(r): r for r in sorted(ours, key=recorded_at_or_oldest)}  # the newest a key
     # Records from before the policy was recorded are glibc's defaults on another day:
     # a configuration measured since under a named policy leaves them out.
     named = {key[:-1] for key, r in chosen.items() if r.env.host_memory}
@@ -196,8 +170,7 @@ def bench_records(records: list[Record]) -> list[Record]:
 
 
 def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
-    """(platform, machine, model, batch) -> configuration -> its records, one per policy,
-    `retain` (jaxcnn/host_memory.py) first."""
+    """(platform, machine, model, batch) -> configuration -> its records, `retain` first."""
     grouped: dict[tuple, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in sorted(bench_records(records), key=lambda r: host_memory_policy(r) != "retain"):
         key = (r.device.platform, _machine(r), _model(r), r.workload.batch_size)
@@ -208,7 +181,7 @@ def _groups(records: list[Record]) -> dict[tuple, dict[str, list[Record]]]:
 def _shown(cells: dict[str, list[Record]], config: str) -> Record | None:
     """A configuration's figure: its faster host memory policy's record (ok first)."""
     records = cells.get(config) or []
-    ok = only_ok(records)
+    ok = [r for r in records if r.status == "ok"]
     return max(ok, key=_rate) if ok else (records[0] if records else None)
 
 
@@ -225,9 +198,9 @@ def _best(cells: dict[str, list[Record]], peer: bool, precision: str = "f32") ->
 def fastest_pair(
     records: list[Record], model: str, batch: int, machine: str
 ) -> tuple[Record | None, Record | None]:
-    """(the best JAX f32 record, the fastest peer's) of the CPU bench table's cell for
-    `model` (`mlp 4096`, as the table names it) at `batch` on `machine`: the two figures
-    its `best f32 / peer` divides, and what benchmarks/paired.py re-measures in turns."""
+    """(the best JAX f32 record, the fastest peer's) of the CPU bench cell of `model` (`mlp
+    4096`) at `batch` on `machine`: what benchmarks/paired.py re-measures in turns."""
+
     cells = _groups(records).get(("cpu", machine, model, batch))
     if cells is None:
         return None, None
