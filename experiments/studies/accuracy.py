@@ -40,24 +40,17 @@ def workloads(ctx: Context) -> list[Workload]:
     if ctx.smoke:  # digits stands in for both datasets: one workload
         runs = [("mlp", TINY_MLP, "digits", 0)]
         common = {"batch_size": 32, "epochs": 2, "timing_steps": 3}
+    common |= {"study": "accuracy", "num_devices": 1}
     return [
-        Workload(
-            model=model,
-            model_overrides=overrides,
-            dataset=dataset,
-            study="accuracy",
-            num_devices=1,
-            seed=seed,
-            **common,
-        )
+        Workload(model=model, model_overrides=overrides, dataset=dataset, seed=seed, **common)
         for model, overrides, dataset, seed in runs
     ]
 
 
 def per_epoch(t: pd.DataFrame) -> pd.DataFrame:
-    """Every run's test accuracy at each epoch, one row per run and epoch (model, data
-    set, batch, precision, formulation, which epoch of how many, its seed), the devices
-    across: the curves row 4 compares, in numbers."""
+    """Every run's test accuracy at each epoch, a row per run and epoch: the curves row 4
+    compares, in numbers."""
+
     c = t[(t.quantity == "test_accuracy") & t.epoch.notna()]
     c = c.sort_values(["model", "dataset", "batch", "epochs", "seed", "epoch"])
     return c.assign(run=c.model + ", " + c.dataset + ", b" + c.batch.astype(int).astype(str)

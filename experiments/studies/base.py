@@ -1,10 +1,6 @@
 """What every study module builds on: the Context a study sizes its workloads by, the
-Study record the registry holds, and the --smoke sizes several studies share.
-
-A study's workloads are `(Context) -> list[Workload]`: what to run given the devices at
-hand. Platform-dependent sizes live in the study modules and only there: the models and
-the train step never look at the platform.
-"""
+Study record the registry holds, and the --smoke sizes several studies share (the
+package's docstring says how a study sizes its workloads)."""
 
 from __future__ import annotations
 

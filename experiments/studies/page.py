@@ -42,8 +42,8 @@ SITTING_TO_SITTING = "loop step, sitting to sitting"
 
 
 def sitting_spread(table: pd.DataFrame, device: str) -> pd.DataFrame:
-    """`device`'s run_spread row of how far its loop step moves between sittings (`hi`:
-    the worst); empty where it ran in one sitting."""
+    """`device`'s run_spread row of its loop step between sittings (`hi`: the worst)."""
+
     return rows(table, quantity="run_spread", device=device, extra=SITTING_TO_SITTING)
 
 
