@@ -35,8 +35,6 @@ from experiments.studies.page import (
 )
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512)
-
-
 BATCH_SIZES_CPU = (8, 16, 32, 64)
 
 

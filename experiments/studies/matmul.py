@@ -19,8 +19,6 @@ from experiments.studies.base import Context, Study
 from experiments.studies.page import Page, Section, select, where
 
 MATMUL_SIZES = (256, 512, 1024, 2048, 4096, 8192)
-
-
 MATMUL_SIZES_CPU = (256, 512, 1024, 2048, 4096)
 
 

@@ -33,8 +33,6 @@ from experiments.studies.page import Page, Section, select
 # docs/performance-log.md, "bf16 compute") at a batch it runs fast. Peak learning rates
 # per batch: from CPU runs (docs/performance-log.md, "The speedrun recipe").
 SPEEDRUN_CPU = {"precision": "f32", "batches": {128: 1e-2}, "budgets": (1, 2), "seeds": 3}
-
-
 SPEEDRUN_ACCELERATOR = {
     "precision": "bf16",
     "batches": {512: 2e-2, 1024: 3e-2, 2048: 4e-2},

@@ -14,13 +14,10 @@ Command: python -m experiments.run --study=targets   (needs .[targets])
 Smoke: mnist_cnn on tpu-v5e-1 and gpu-t4, f32, batch 16 to 32.
 Expected: hours on this 2-core CPU (resnet50/vgg16 TPU compiles take minutes each).
 
-The report's section for devices not at hand: what the real TPU and GPU compilers say
-about chips this machine does not have (compile-only records: memory per chip, whether
-it fits, a predicted images/s), and seed 000's answer from those compilers (a README
-line). Three kinds of figure, never in one column: *compiled* (the compiler's memory
-analysis of the step, and whether it fits the target's memory), *predicted* (the
-per-kernel model of the compiled step: docs/predictions.md) and *measured* (a step
-timed on a device at hand). Every heading says which.
+Its page: what the real TPU and GPU compilers say of chips not at hand, in three kinds of
+figure never in one column, each heading saying which: *compiled* (memory, and whether it
+fits), *predicted* (the per-kernel model: docs/predictions.md), *measured* (at hand).
+
 """
 
 from __future__ import annotations
@@ -37,8 +34,6 @@ from experiments.studies.page import (
 )
 
 IMAGENET_MODELS = ("resnet18", "resnet50", "vgg16")
-
-
 # The seeds' own models first (000's catsdogs_cnn, 001/003's mnist_cnn, 002/004's
 # lenet5_keras and mlp); the rest by size.
 TARGETS_FIRST = ("catsdogs_cnn", "mnist_cnn", "lenet5_keras", "mlp")
