@@ -257,7 +257,6 @@ def undecided_range(t: pd.DataFrame, c: pd.DataFrame, g: pd.DataFrame) -> dict[s
     """Where `g` against `c` is undecided: inside its band's worst times the CPU's sitting
     spread (`noise`, its `moves` row or None). `below`: the fewest params from which every
     width is decided; `every`: every width undecided (True), the widest (False), or None."""
-
     moves = cpu_sittings(t, c) if len(c) else c
     noise = float(moves.hi.iloc[0]) if len(moves) else 1.0
     inside = undecided_widths(c, g, noise) or []

@@ -8,14 +8,11 @@ per-kernel prediction and the whole-program roofline bound (the second).
 
 The bench's cells (its models and batches) in the configurations the bench finds
 fastest: the platform's formulation, in both loops, f32 (and bf16 on accelerators,
-where it is the fast precision; on a CPU bf16 runs at half the f32 rate). Every
-record carries its measured step time and, from the same run, the kernels of the program
-it timed with their per-kernel `prediction` (at the chip's datasheet rates, or on a CPU
-this run's measured matmul ceiling and bandwidth; the report prices a CPU step at the
-best ceiling its machine measured) and the roofline `prediction_bound`;
-the report divides one by the other per cell. Its own study, so the bench's records stay
-as they were measured. On a GPU this one command gives the measured column
-(docs/predictions.md).
+where it is the fast precision; on a CPU bf16 runs at half the f32 rate). A kernel's
+`prediction` is at the chip's datasheet rates, or on a CPU at this run's measured matmul
+ceiling and bandwidth (the report prices a CPU step at its machine's best ceiling). Its
+own study, so the bench's records stay as they were measured. On a GPU this one command
+gives the measured column (docs/predictions.md).
 
 Command: python -m experiments.run --study=roofline --device=cpu --data-dir=DIR
 Sizes: the bench's. Smoke: the bench's smoke cells.

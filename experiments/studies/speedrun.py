@@ -15,11 +15,6 @@ Command: python -m experiments.run --study=speedrun --device=gpu --data-dir=DIR
 Sizes: accelerators: batch 512, 1024 and 2048, 2-5 epochs, 3 seeds; CPU: batch
 128, 1-2 epochs, 3 seeds. Smoke: `mlp` n=8 on digits, 3 steps, 2 seeds.
 Expected: CPU ~5 min; smoke ~10 s; GPU/TPU ~5 min, mostly compiling (a guess).
-
-Each workload is one (precision, batch, epoch budget, learning rate, schedule, seed);
-the schedule spans the budget, so the figure is the run's final test accuracy and its
-training time (`train_time_s`: compile and evaluation excluded). Seeds are pooled per
-configuration; every number shown is read from the records.
 """
 
 from __future__ import annotations
