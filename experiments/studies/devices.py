@@ -70,21 +70,20 @@ def at_its_best(t: pd.DataFrame) -> pd.DataFrame:
 def each_at_its_best(t: pd.DataFrame, **where: object) -> pd.DataFrame:
     """Each chip's fastest seed-model step at b128, f32 (a predicted chip's kernels alone)
     over the reference CPU's fastest."""
-    where = {"model": SEED_MODELS, **where}
-    found = rows(t, quantity="speedup", selection="cpu-best", batch=128, precision="f32", **where)
-    cpu = reference_cpu(t)
-    extra = [f"device_step_s vs {cpu} at its best", f"{AT_ITS_BEST} vs {cpu} at its best"]
-    return one_chip(on_seed_data(found[found.extra.isin(extra)]))
+    best = _over_the_cpu(t, "cpu-best", " at its best", AT_ITS_BEST, "device_step_s")
+    return rows(best, **where)
 
 
-def _over_the_cpu(t: pd.DataFrame, selection: str, suffix: str) -> pd.DataFrame:
-    """Each chip's seed-model step at b128, f32 (jaxcnn's loop, or predicted) over the
-    reference CPU's: the same program (like-for-like) or its fastest (cpu-best)."""
-
+def _over_the_cpu(
+    t: pd.DataFrame, selection: str, suffix: str, own: str = LOOP, quantity: str | None = None
+) -> pd.DataFrame:
+    """Each chip's seed-model step at b128, f32 (`own`, or predicted: `quantity`, by default
+    the loop step where predicted) over the reference CPU's: the same program
+    (like-for-like) or its fastest (cpu-best)."""
     found = rows(t, quantity="speedup", selection=selection, batch=128)
     cpu = reference_cpu(t)
-    quantity = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
-    extra = [f"{quantity} vs {cpu}{suffix}", f"{LOOP} vs {cpu}{suffix}"]
+    loop = "loop_step_s" if found.extra.str.startswith("loop_step_s").any() else "device_step_s"
+    extra = [f"{quantity or loop} vs {cpu}{suffix}", f"{own} vs {cpu}{suffix}"]
     return one_chip(rows(on_seed_data(found), extra=extra, model=SEED_MODELS, precision="f32"))
 
 
