@@ -318,7 +318,6 @@ def view(rows: pd.DataFrame, columns: list[str]) -> str:
 
 def _value(r: dict) -> str:
     """A pivot cell: the figure, ` (!)` where flagged (not a floor: its flag says why)."""
-
     flagged = r.get("flag") and not pd.isna(r.get("flag")) and r.get("bound") != "floor"
     return shown_value(r) + (" (!)" if flagged else "")
 
@@ -451,7 +450,6 @@ def paired_goal(table: pd.DataFrame, cpu: str | None) -> str:
     """The CPU goal in turns (benchmarks/paired.py): per cell, the newest sitting's pairs of
     JAX's best and the fastest peer, blocks adjacent in time (no drift between the sides,
     which the table's medians, minutes apart, cannot rule out); "" where none ran."""
-
     p = rows(table, quantity="speedup", kind="measured", framework="paired", device=cpu)
     sides = p.extra.map(paired_sides)
     p = p[sides.map(lambda s: s[0].startswith("jax ") and not s[1].startswith("jax "))]

@@ -50,7 +50,6 @@ def workloads(ctx: Context) -> list[Workload]:
 def per_epoch(t: pd.DataFrame) -> pd.DataFrame:
     """Every run's test accuracy at each epoch, a row per run and epoch: the curves row 4
     compares, in numbers."""
-
     c = t[(t.quantity == "test_accuracy") & t.epoch.notna()]
     c = c.sort_values(["model", "dataset", "batch", "epochs", "seed", "epoch"])
     return c.assign(run=c.model + ", " + c.dataset + ", b" + c.batch.astype(int).astype(str)

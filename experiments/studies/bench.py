@@ -200,7 +200,6 @@ def fastest_pair(
 ) -> tuple[Record | None, Record | None]:
     """(the best JAX f32 record, the fastest peer's) of the CPU bench cell of `model` (`mlp
     4096`) at `batch` on `machine`: what benchmarks/paired.py re-measures in turns."""
-
     cells = _groups(records).get(("cpu", machine, model, batch))
     if cells is None:
         return None, None

@@ -43,7 +43,6 @@ SITTING_TO_SITTING = "loop step, sitting to sitting"
 
 def sitting_spread(table: pd.DataFrame, device: str) -> pd.DataFrame:
     """`device`'s run_spread row of its loop step between sittings (`hi`: the worst)."""
-
     return rows(table, quantity="run_spread", device=device, extra=SITTING_TO_SITTING)
 
 

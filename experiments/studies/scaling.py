@@ -153,7 +153,6 @@ def gpu_verdicts(t: pd.DataFrame, split: bool = False) -> list[dict[str, Any]]:
     """SCALES_RULE per model, most efficient first: its lowest efficiency's `row`, `verdict`
     (yes, no, undecided, unvalidated) and `at_worst` (at its band's worst, where banded); of
     the data-parallel placements, or with `split` of those that split the weights too."""
-
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     s = s[s.placement.isin(MODEL_SPLITS) == split]
