@@ -79,8 +79,8 @@ STUDY = Study(
                 "held to", select(quantity="memory_bytes", extra=USABLE),
                 "device devices value"),
         Section("Compiled memory and the verdict per batch (the target's own compiler)",
-                where(lambda t: t.quantity.isin(["memory_bytes", "fits"])
-                      & (t.model == "catsdogs_cnn") & (t.kind == "compiled") & (t.extra == "-")),
+                select(quantity=["memory_bytes", "fits"], model="catsdogs_cnn", kind="compiled",
+                       extra="-"),
                 "batch precision device quantity value how flag"),
         Section("On a chip that ran it: its own compiler's memory as it ran (what the "
                 "target's, compiled here, stands for), the allocator's peak, and the step",

@@ -47,9 +47,7 @@ from experiments.studies.page import (
     Page,
     Section,
     extra_contains,
-    measured_cpu_steps,
     select,
-    where,
 )
 from jaxcnn.choices import LOOPS
 
@@ -220,7 +218,7 @@ STUDY = Study(
         Section("Step time per framework and formulation (measured, the step timed alone: "
                 "no host loop around it, unlike jaxcnn's loop; each in its sitting, when the "
                 "newest record's run began: one CPU label's VMs differ between sittings)",
-                where(lambda t: measured_cpu_steps(t) & (t.extra == "-")),
+                select(quantity="step_s", kind="measured", platform="cpu", extra="-"),
                 "model batch precision device dataset value spread sitting how"),
         Section("Paired runs: the first configuration's speed over the second's, in turns",
                 select(quantity="speedup", framework="paired"),

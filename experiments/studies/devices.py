@@ -31,6 +31,7 @@ from experiments.studies.page import (
     per_chip,
     reference_cpu,
     rows,
+    select,
     where,
 )
 
@@ -103,8 +104,8 @@ STUDY = Study(
                 "model batch dataset device value how"),
         Section("The same loops measured in each other sitting of a chip (another lease or "
                 "version of the code), the newest's above: how far a sitting moves them",
-                where(lambda t: (t.selection == "earlier-sitting") & t.model.isin(SEED_MODELS)
-                      & (t.batch == 128) & (t.quantity == "step_s")),
+                select(quantity="step_s", selection="earlier-sitting", model=SEED_MODELS,
+                       batch=128),
                 "model batch dataset device value spread how"),
         Section("Predicted: the chip's loop step over the same CPU's jaxcnn's loop",
                 lambda t: loop_over_loop(t).query("kind == 'predicted'"), pivot=BY_CHIP),

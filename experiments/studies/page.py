@@ -136,8 +136,3 @@ def per_chip(
 def of_ensembles(t: pd.DataFrame) -> pd.Series:
     """Which rows are K models' (an ensemble's), not one model's."""
     return t.ensemble_size.notna()
-
-
-def measured_cpu_steps(t: pd.DataFrame) -> pd.Series:
-    """Which rows are steps measured on a CPU."""
-    return (t.quantity == "step_s") & (t.kind == "measured") & (t.platform == "cpu")
