@@ -60,6 +60,7 @@ from experiments.studies.page import (
 )
 from experiments.studies.scaling import EFFICIENCY_BAND, SCALES_AT, gpu_verdicts
 from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
+from jaxcnn.perf.predict import MIN_LOOP_ROWS
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
 Row = dict[str, Any] | None
@@ -671,7 +672,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     way = "too fast" if factor["note"] == "predicted faster" else "too slow"
     # the seed's own K80 against its own CPU, both of one unstated batch and network
     own_cpu = published(t, "seed001-cpu-mnist-cnn")
-    seed_cpu = f" (batch unstated): K80 {fmt(seed)}/batch"
+    seed_cpu = f", batch unstated: K80 {fmt(seed)}"
     seed_cpu += f", x86 CPU {fmt(own_cpu)}" if own_cpu is not None else ""
     # jaxcnn's loop first (the question's), then Keras's published loop and our model of
     # it, whose miss is Keras's overhead or the model's error, then the seed's own figure
@@ -693,9 +694,10 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
         if not undecided:
             caveat += f"; off as those, {span} the CPU's"
         else:  # the verdict, what it is of, and why, first; each loop's steps in the band
-            text = (f"K80 vs CPU undecided ({MNIST_MODEL} b128): jaxcnn's loop predicted"
-                    f" {fmt(over)} the CPU's, {span} if off as Keras's K80 loops are;"
-                    f" seed{seed_cpu}")  # fmt: skip
+            factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
+            text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
+                    f" {fmt(over)} the CPU's, {span} if {factors} {way} like Keras's K80"
+                    f" loops; seed{seed_cpu}")  # fmt: skip
             caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
                        f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
     seen = [seed, keras, ours, p, over, best, b, own_cpu, *checks.to_dict("records")]
@@ -1108,7 +1110,7 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
     return Said(text, chosen)
 
 
-UNDECIDED_WHICH = "Undecided which is faster: "  # row 10's head where no ratio is decided
+UNDECIDED_WHICH = "Undecided: "  # row 10's head where no ratio is decided
 
 
 def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -1190,22 +1192,35 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if jax is None:
         return Said(text, seen, band)
     band += "" if by_loops else f"; {loops}"
-    # a ratio smaller than the TPU loops' worst error could go either way
-    inside = [r["model"] for r in loop.to_dict("records") if r["value"] < jax["hi"]]
-    every = len(inside) == len(loop)
-    if inside:
-        which = "every ratio" if every else ", ".join(inside)
+    # a ratio smaller than the TPU loops' worst error could go either way; a TPU side
+    # banded by its own device step on fewer checks than a loop band needs decides nothing
+    thin = {r["model"]: int(r["band_n"]) for r in rest
+            if banded(r) and r["band_n"] < MIN_LOOP_ROWS}  # fmt: skip
+    # each ratio against the worst of the band its TPU side carries: its own where banded
+    # apart from the loops, else the loops'
+    worst = {r["model"]: r["band_worst"] for r in rest if banded(r)}
+    ratios_ = loop.to_dict("records")
+    inside = [r["model"] for r in ratios_ if r["value"] < worst.get(r["model"], jax["hi"])]
+    inside = [m for m in inside if m not in thin]
+    every = len(inside) + len(thin) == len(loop)
+    by_own = [m for m in inside if m in worst]
+    by_theirs = [m for m in inside if m not in worst]
+    if by_theirs:
+        which = "every ratio" if len(by_theirs) == len(loop) else ", ".join(by_theirs)
         band += f"; {which} inside the published TPU loops' worst: undecided"
+    band += "".join(f"; {m} inside its own band's worst: undecided" for m in by_own)
+    band += "".join(f"; {m}'s band on {n} check{'s' * (n > 1)}, too few: undecided"
+                    for m, n in thin.items())  # fmt: skip
     if every and one_chip_faster:  # the verdict, the ratios' span and why; each in the band
         ratios = loop.sort_values("value")
         ceiling = "at most " if (ratios.bound == "ceiling").all() else ""
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, known, unpriced = fast
+        few = "".join(f"; {m}'s band n={n}" for m, n in thin.items())
         text = (f"{UNDECIDED_WHICH}{chip}'s loop step (seed models) {known}{unpriced}"
-                f" {ceiling}{span} faster than measured {overs}, inside the published TPU"
-                f" loops' worst error"
-                f" ({value_text(jax['hi'], 'x')})")  # fmt: skip
+                f" {ceiling}{span} faster than measured {overs}, inside TPU loops'"
+                f" {value_text(jax['hi'], 'x')} worst error{few}")  # fmt: skip
         band = f"per model, over {'; over '.join(parts)}; {band}"
     elif every:  # no ratio decided: the answer says so first, and what it leaves open
         text = f"{UNDECIDED_WHICH}{text}"
@@ -1389,7 +1404,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
     extras = {r["extra"] for r in [c, *ran] if r and r["selection"] != DERIVED}
     if len(extras) == 1 and c and (n := extras.pop()).endswith(" epochs"):
         # one kind of run said once: "5-epoch runs' median epoch: CPU 15.8 s; H100 731 ms"
-        head = f"{n.removesuffix(' epochs')}-epoch runs' median epoch: "
+        head = f"{MNIST_MODEL} b128, {n.removesuffix(' epochs')}-epoch runs' median epoch: "
         parts = [f"CPU {fmt(c)} ({c['formulation']} formulation, {runs_of(c)})"]
         parts += [runs_each(ran)] if ran else []
     else:
@@ -1576,7 +1591,10 @@ def q_vmap(t: pd.DataFrame, cpu: str | None) -> Said:
     head = "No" if not faster else "Yes" if faster == len(many) - unjudged else "Partly"
     where = "" if (s.platform != "cpu").any() else "; no GPU or TPU run yet"
     of = "trained epochs" if (shown.clock == "epochs").all() else "epochs where trained"
-    text = f"{head}: {said} ({s.iloc[0].model}, {of}; formulations parenthesised{where})"
+    model = (
+        f"{s.iloc[0].model} b{int(s.iloc[0].batch)}" if s.batch.nunique() == 1 else s.iloc[0].model
+    )
+    text = f"{head}: {said} ({model}, {of}; formulations parenthesised{where})"
     band = vmap_band(shown, beside, cpu, noise, bool(unjudged))
     return Said(
         text, s.drop(columns=["k", "ref", "clock", "who", "k_said"]).to_dict("records"), band
