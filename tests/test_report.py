@@ -1552,7 +1552,8 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
                 & (csv.precision == "f32")]  # fmt: skip
     best = watts.loc[watts.value.idxmax()]
     rate = value_text(best.value, "FLOP/s")  # "per TDP watt" says the unit's "per W"
-    assert f"per TDP watt (GPUs): {best.device} {rate}" in _said(11)
+    n = watts.device.nunique()  # the best of how many, said
+    assert f"per TDP watt ({n} GPUs): {best.device} {rate}" in _said(11) and n == 4
     of = f"per watt (unvalidated): of {'/'.join(sorted(set(watts.device)))}, "
     assert of in answers.answers(csv)[10].band
     # the typical case: the MNIST CNN at b128 f32 per chip with the host out (its device
@@ -1567,7 +1568,7 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     )
     own = {"cpu": "cpu", "gpu": "xla", "tpu": "xla"}
     said = _said(13)
-    assert said.startswith("mnist_cnn b128 f32, device loop: CPU ")
+    assert said.startswith("mnist_cnn b128 f32, host excluded: CPU ")
     fractions = csv[csv.quantity == "matmul_fraction"]
     for platform in ("cpu", "gpu", "tpu"):
         g = seeds[(seeds.platform == platform) & (seeds.formulation == own[platform])]
@@ -4340,7 +4341,7 @@ def test_the_cheapest_epoch_is_undecided_among_every_chip_inside_the_loops_worst
     rivals = f"{priced.device} {fmt(priced.to_dict())}, {rest}"
     assert (
         said.answer.startswith(
-            f"Cheapest mnist_cnn b128 epoch (Google Cloud on-demand) predicted undecided: "
+            f"Cheapest mnist_cnn b128 epoch (Google Cloud on-demand) undecided: "
             f"{cost.iloc[0].device} "
         )
         and f"; {rivals} within its {worst:.3g}x worst error; " in said.answer
@@ -4385,8 +4386,7 @@ def test_the_cheapest_epoch_is_undecided_among_every_chip_inside_the_loops_worst
     assert decided.band == f"{answers.band_words(cheapest)}; {dearer}{short}{per_watt}"
     assert (
         decided.answer.startswith(
-            f"Cheapest mnist_cnn b128 epoch (Google Cloud on-demand) predicted: "
-            f"{cost.iloc[0].device} "
+            f"Cheapest mnist_cnn b128 epoch (Google Cloud on-demand): {cost.iloc[0].device} "
         )
         and f"; host time modelled: {priced.device} {fmt(priced.to_dict())}; " in decided.answer
     )

@@ -1272,7 +1272,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     # a floor's mark says what the words would ("host time partly unmodelled")
     why = HOST_UNPRICED if unpriced.iloc[0] and r.get("bound") != "floor" else ""
     # what is undecided, where it is, is which is cheapest: said in its head
-    head = f"Cheapest {MNIST_MODEL} b128 epoch{price_basis(r)} predicted"
+    head = f"Cheapest {MNIST_MODEL} b128 epoch{price_basis(r)}"  # a target: predicted
     # a price is a published figure: the cheapest's cost errs as its loop step does
     own = band_or_unvalidated(r)
     # each dearer chip's margin over it, against the loops' worst error (the cheapest's
@@ -1327,7 +1327,8 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         return Said(f"{text}; FLOP/s per watt: no chip with a published TDP predicted",
                     [*chosen, *r_priced], band)  # fmt: skip
     best = most(w)
-    kinds_ = "/".join(sorted(f"{p.upper()}s" for p in set(w.platform)))
+    # how many chips the best is of, per kind ("4 GPUs")
+    kinds_ = "/".join(f"{g.device.nunique()} {p.upper()}s" for p, g in w.groupby("platform"))
     # "per TDP watt" says the unit's "per W"
     rate = value_text(best["value"], "FLOP/s")
     said = f"{text}; per TDP watt ({kinds_}): {best['device']} {rate}"
@@ -1493,7 +1494,8 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         parts.append(said)
     if not parts:
         return Said(none_on(cpu, "FLOP/s measured"), picked)
-    head = f"{MNIST_MODEL} b128 f32, {LOOP_SAID} loop: "
+    # measured in the device loop, predicted as the device step: the host out of both
+    head = f"{MNIST_MODEL} b128 f32, host excluded: "
     # a predicted rate unvalidated as a device step: the same platform's published JAX
     # loops beside it, the nearest evidence of which way its predictions err
     guessed = [r for r in picked if r and r["kind"] == "predicted" and r["quantity"] == "mfu"]
