@@ -440,3 +440,17 @@ def test_a_one_core_rows_observation_puts_its_whole_batch_on_that_core():
     whole = dataclasses.replace(row, devices=None)
     (found,), _ = observations.reference_observations([whole], [slice_of_8])
     assert found.batch_per_device == 64
+
+
+def test_a_step_time_range_loads_with_its_fastest_end_as_the_step_time(tmp_path):
+    row = {**_valid_row(), "step_time_s_range": [_valid_row()["step_time_s"], 2.0]}
+    (loaded,) = _load_one(tmp_path, row)
+    assert loaded.step_time_s_range == [row["step_time_s"], 2.0]
+    # the committed: the seed's x86 CPU, given as 0.35-1.05 s a batch
+    (cpu,) = [r for r in references.load() if r.id == "seed001-cpu-mnist-cnn"]
+    assert cpu.step_time_s_range == [0.35, 1.05] and cpu.step_time_s == 0.35
+    # the controls: a range whose fastest end is not the step time, or the wrong way round,
+    # or not two numbers, is refused by id in one line
+    for bad in ([1.0, 2.0], [row["step_time_s"], row["step_time_s"] / 2], [1.0], "1-2"):
+        said = _refused(tmp_path, {**row, "step_time_s_range": bad})
+        assert "'seed000-mx150-catsdogs'" in said and "step_time_s_range" in said, said

@@ -106,6 +106,9 @@ class Reference:
     devices: int | None = None
     # A published JAX loop's shape, where it is rebuilt (experiments.predict.published_loops).
     loop: LoopShape | None = None
+    # The source's range of step times where it gives one ([fastest, slowest]), its
+    # fastest end in step_time_s; else None.
+    step_time_s_range: list[float] | None = None
 
     @property
     def scaling_efficiency(self) -> float | None:
@@ -348,6 +351,12 @@ def _value(value: Any, hint: Any, where: str) -> Any:
             example = '{"width": 1024}'
             raise DataError(f"{where} must be an object of positive whole numbers: {example}")
         return dict(value)
+    listed = next((a for a in allowed if typing.get_origin(a) is list), None)
+    if listed is not None:  # each item of the list's own type
+        if not isinstance(value, list) or not value:
+            raise DataError(f"{where} must be a non-empty list, not {value!r:.40}")
+        (item,) = typing.get_args(listed)
+        return [_value(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     kind = "whole number" if int in allowed else "number"
     # JSON true is an int to Python, and no count or rate
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -382,6 +391,12 @@ def _check_reference(row: Reference, file: str) -> None:
             raise DataError(
                 f"{where}: images_per_s_per_chip x step_time_s is {implied:.2f} x "
                 f"batch_per_chip; the three must agree"
+            )
+    if row.step_time_s_range is not None:
+        lo_hi = row.step_time_s_range
+        if len(lo_hi) != 2 or lo_hi[0] != row.step_time_s or not lo_hi[0] <= lo_hi[1]:
+            raise DataError(
+                f"{where}: step_time_s_range is [fastest, slowest], its fastest step_time_s"
             )
     if row.one_chip_images_per_s is not None:
         _check_scaling(row, where)

@@ -339,11 +339,14 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     owns = own.to_dict("records")
     own_mx = next((r for r in owns if r["device"] == "MX150"), None)
     seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and over[0] else ""
-    mx_said = [fmt(over[0])] if over[0] else []
-    mx_said.append(f"seed {fmt(pm)}{seed_mx}{': a miss' * missed}")
+    # ours over the CPU beside our step; the seed's beside its step, which ours misses
+    # where slower (the seed's holds more)
+    ours_x = f" ({fmt(over[0])})" if over[0] else ""
+    own_x = f" ({seed_mx.removeprefix(', ')})" if seed_mx else ""
+    theirs = f", slower than seed's {fmt(pm)}{own_x}" if missed else f" (seed {fmt(pm)}{seed_mx})"
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
     at16 = f"{fmt(t4_b16)} ({fmt(over[1])}), " if over[1] else ""
-    chips = [(mx, f"MX150 {fmt(mx)} ({'; '.join(mx_said)})" if mx else ""),
+    chips = [(mx, f"MX150 {fmt(mx)}{ours_x}{theirs}" if mx else ""),
              (t4, f"T4 {at16}b128 {fmt(t4)} (seed {fmt(pt)})" if t4 else "")]  # fmt: skip
     chips = [(r, said) for r, said in chips if said]
     # the chips' steps said predicted, once, where they stand after the CPU's measured one
@@ -673,7 +676,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     # the seed's own K80 against its own CPU, both of one unstated batch and network
     own_cpu = published(t, "seed001-cpu-mnist-cnn")
     seed_cpu = f", batch unstated: K80 {fmt(seed)}"
-    seed_cpu += f", x86 CPU {fmt(own_cpu)}" if own_cpu is not None else ""
+    seed_cpu += f", CPU {ends_of(own_cpu)}" if own_cpu is not None else ""
     # jaxcnn's loop first (the question's), then Keras's published loop and our model of
     # it, whose miss is Keras's overhead or the model's error, then the seed's own figure
     text = (
@@ -702,6 +705,13 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
                        f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
     seen = [seed, keras, ours, p, over, best, b, own_cpu, *checks.to_dict("records")]
     return Said(text, [r for r in seen if r is not None], band, caveat)
+
+
+def ends_of(r: Row) -> str:
+    """A figure said as its range where it has one ("350 ms-1.05 s"), else as is."""
+    if pd.isna(r.get("lo")) or pd.isna(r.get("hi")):
+        return fmt(r)
+    return span_text(value_text(r["lo"], r["unit"]), value_text(r["hi"], r["unit"]))
 
 
 def owner(r: Row) -> str:
@@ -861,14 +871,16 @@ def q_scaling(t: pd.DataFrame, cpu: str | None) -> Said:
     # beyond them (one a published pair bands) after, never standing in for them
     seeds = [v for v in verdicts if v["model"].split(" ")[0] in SEED_MODELS]
     beyond = [v for v in verdicts if v not in seeds]
-    said = [f"seed models {'; '.join(by_verdict(seeds))}"] if seeds else []
+    said = ["; ".join(by_verdict(seeds))] if seeds else []
     said += by_verdict(beyond)
     most = max(int(v["row"]["devices"]) for v in verdicts)
+    # the batch each GPU holds: a row's batch is its devices' together
+    per_gpu = sorted({int(v["row"]["batch"] // v["row"]["devices"]) for v in verdicts})
+    held = "-".join(str(b) for b in dict.fromkeys([per_gpu[0], per_gpu[-1]]))
     # what every figure here is, said first: a predicted efficiency (of ideal, per-GPU
     # batch held), from compiled programs
-    text = (
-        f"Data, weak scaling, predicted efficiency (f32, 2-{most} GPUs' lowest): {'; '.join(said)}"
-    )
+    head = f"Data, weak scaling, predicted efficiency (2-{most} GPUs' lowest, per-GPU b{held})"
+    text = f"{head}: {'; '.join(said)}"
     s = rows(t, quantity="scaling_efficiency", precision="f32", selection="equal-batch",
              platform="gpu")  # fmt: skip
     above = s[s.flag.astype(str).str.startswith("above ideal")]
