@@ -187,7 +187,8 @@ STUDY = Study(
     ),
     page=Page("Data parallelism: predicted weak scaling", [
         Section("Efficiency against the fewest devices of the same chip compiled at that "
-                "per-device batch (named under how it ran; 100% is ideal)",
+                "per-device batch (batch: all its devices' together; named under how it ran; "
+                "100% is ideal)",
                 select(quantity="scaling_efficiency"),
                 "model batch precision device value how flag", verdict=verdict_words),
     ]),
