@@ -692,17 +692,26 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     caveat = f"; the seed's batch and network unstated{at_best}; Keras's loop: {owner(keras)}'s"
     caveat += f"; on a K80 Keras's small-program loops {said} off{one_way(checks)}" if said else ""
     caveat += " (Keras's overhead or our error)" if said else ""
-    if over and said and (reach := k80_reach(over, checks)):
-        span, undecided = reach
-        if not undecided:
-            caveat += f"; off as those, {span} the CPU's"
-        else:  # the verdict, what it is of, and why, first; each loop's steps in the band
-            factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
-            text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
-                    f" {fmt(over)} the CPU's, {span} if {factors} {way} like Keras's K80"
-                    f" loops; seed{seed_cpu}")  # fmt: skip
-            caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
-                       f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
+    reach = k80_reach(over, checks) if over and said else None
+    factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
+    if reach:  # off as Keras's K80 loops are, beside the band
+        caveat += f"; off as those ({factors} {way}), {reach[0]} the CPU's"
+    # undecided where the speedup's own band at its worst, either way, reaches across 1x;
+    # else where Keras's K80 loops' misses would carry it across
+    w = over and over.get("band_worst")
+    ends = (over["value"] / w, over["value"] * w) if w and w == w else None
+    if ends and ends[0] < 1 < ends[1]:
+        said_ends = span_text(value_text(ends[0], "x"), value_text(ends[1], "x"))
+        text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
+                f" {fmt(over)} the CPU's, {said_ends} at its band's worst"
+                f" ({value_text(w, 'x')}); seed{seed_cpu}")  # fmt: skip
+    elif reach and reach[1]:
+        text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
+                f" {fmt(over)} the CPU's, {reach[0]} if {factors} {way} like Keras's K80"
+                f" loops; seed{seed_cpu}")  # fmt: skip
+    if text.startswith("Undecided"):  # each loop's steps in the band
+        caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
+                   f" {fmt(keras)}, predicted {fmt(ours)}")  # fmt: skip
     seen = [seed, keras, ours, p, over, best, b, own_cpu, *checks.to_dict("records")]
     return Said(text, [r for r in seen if r is not None], band, caveat)
 
@@ -1313,13 +1322,16 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         band = f"{own}; {each}, {within}"
         # the host-priced rival by its cost, the rest by name: all inside the error
         rivals = [
-            (f"{o['device']} {fmt(o)}" if o["id"] in priced_ids else o["device"])
+            (f"{o['device']} ({fmt(o)})" if o["id"] in priced_ids else o["device"])
             for o, _ in sorted(inside, key=lambda om: om[0]["id"] not in priced_ids)
         ]
         rivals_said = ", ".join(rivals[:1] + ["/".join(rivals[1:])] * (len(rivals) > 1))
-        unpriced_said = HOST_UNPRICED if unpriced.iloc[0] else ""  # a floor's why, in words
-        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said};"
-                f" {rivals_said} within its {hi:.3g}x worst error")  # fmt: skip
+        # a floor's ">=" says what the words would (the legend: host time left out)
+        floor = r.get("bound") == "floor"
+        unpriced_said = HOST_UNPRICED if unpriced.iloc[0] and not floor else ""
+        whose = str(worst.loc[worst.hi.idxmax()].device).upper()  # the loops' platform
+        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said}, but"
+                f" {rivals_said} lie within the {whose} loops' {hi:.3g}x worst error")  # fmt: skip
         said_priced = any(o["id"] in priced_ids for o, _ in inside)
     else:
         text, band, said_priced = f"{head}: {r['device']} {shown_value(r)}{why}", own, False
