@@ -201,10 +201,12 @@ def derived_epoch(t: pd.DataFrame, device: str | None, model: str, batch: int) -
                             selection=DERIVED, framework="jax"))  # fmt: skip
 
 
-def epoch_words(r: Row) -> str:
-    """A measured epoch and how it is known: measured over N epochs, or derived."""
+def epoch_words(r: Row, formulation: bool = True) -> str:
+    """A measured epoch and how it is known: measured over N epochs, or derived (from
+    jaxcnn's loop: its formulation said where `formulation`)."""
     if r["selection"] == DERIVED and str(r["extra"]).endswith(LOOP):
-        return f"{fmt(r)} derived from its loop step ({r['formulation']} formulation)"
+        how = f" ({r['formulation']} formulation)" if formulation else ""
+        return f"{fmt(r)} derived from its loop step{how}"
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
@@ -384,7 +386,10 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     s_cpu = published(t, "seed000-cpu-catsdogs-epoch")
     s_mx = published(t, "seed000-mx150-catsdogs-epoch")
     s_t4 = published(t, "seed000-t4-catsdogs-epoch")
-    cpu_said = f"CPU b{int(c['batch'])} {epoch_words(c)}" if c else none_on(cpu, "CPU epoch")
+    # the model named first (the question's "it"); jaxcnn's loop on a CPU runs its
+    # default formulation, which the legend says
+    words = c and epoch_words(c, formulation=False)
+    cpu_said = f"{SEED_MODEL}: CPU b{int(c['batch'])} {words}" if c else none_on(cpu, "CPU epoch")
     # the seed's figure inside the CPU's own parenthesis where its words end in one
     opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
@@ -776,7 +781,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     row = g.loc[runs.idxmin()].to_dict()
     floor_s = value_text(float(runs.min()), "s")
     answer = (f"The CPU wins while its step is under the GPU's host time: >={floor_s} in"
-              f" every GPU run, any program; {MNIST_MODEL} b128: {gpus}"
+              f" every GPU run timed; {MNIST_MODEL} b128: {gpus}"
               f" {said('loop total')} (put {said('put')})")  # fmt: skip
     # a floor, not the crossover: a step above it may still lose (row 9 measures where)
     of = f"{row['model']} b{row['batch']:.0f} {row['precision']}, {row['device']}"
@@ -1238,10 +1243,18 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, known, unpriced = fast
-        few = "".join(f"; {m}'s band n={n}" for m, n in thin.items())
-        text = (f"{UNDECIDED_WHICH}{chip}'s loop step (seed models) {known}{unpriced}"
-                f" {ceiling}{span} faster than measured {overs}, inside TPU loops'"
-                f" {value_text(jax['hi'], 'x')} worst error{few}")  # fmt: skip
+        few = "".join(f" ({m}: {n} check{'s' * (n > 1)})" for m, n in thin.items())
+        # where the kernels, both predicted, pick the other chip: said, by chip
+        other: dict[str, list[str]] = {}
+        for d in turned.values():
+            other.setdefault(str(d["device"]), []).append(str(d["model"]))
+        kernels_said = "".join(f"; kernels: {'/'.join(ms)} faster on {chip_}"
+                               for chip_, ms in other.items())  # fmt: skip
+        # a target's name says predicted (the legend); any other kind said
+        how = "" if known == "predicted" else f" {known}"
+        text = (f"{UNDECIDED_WHICH}{chip}'s loop step{how}{unpriced} {ceiling}{span} faster than"
+                f" measured {overs}, inside TPU loops' {value_text(jax['hi'], 'x')} worst"
+                f" error{few}{kernels_said}")  # fmt: skip
         band = f"per model, over {'; over '.join(parts)}; {band}"
     elif every:  # no ratio decided: the answer says so first, and what it leaves open
         text = f"{UNDECIDED_WHICH}{text}"
