@@ -1244,17 +1244,27 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, known, unpriced = fast
         few = "".join(f" ({m}: {n} check{'s' * (n > 1)})" for m, n in thin.items())
-        # where the kernels, both predicted, pick the other chip: said, by chip
-        other: dict[str, list[str]] = {}
-        for d in turned.values():
-            other.setdefault(str(d["device"]), []).append(str(d["model"]))
-        kernels_said = "".join(f"; kernels: {'/'.join(ms)} faster on {chip_}"
-                               for chip_, ms in other.items())  # fmt: skip
-        # a target's name says predicted (the legend); any other kind said
+        # the kernels, both predicted: the faster chip's span, then where they pick the
+        # other chip, by chip
+        by_chip: dict[str, list[Row]] = {}
+        for d in kernels[1:]:
+            by_chip.setdefault(str(d["device"]), []).append(d)
+        said_k = []
+        for chip_, ds in sorted(by_chip.items(), key=lambda kv: kv[0] != chip):
+            if chip_ == chip:
+                lo, hi = min(ds, key=lambda d: d["value"]), max(ds, key=lambda d: d["value"])
+                said_k.append(f"{chip_} {span_text(fmt(lo), fmt(hi))} faster")
+            else:
+                models_ = "/".join(str(d["model"]) for d in ds)
+                said_k.append(f"{models_} {each_text([fmt(d) for d in ds])} on {chip_}")
+        kernels_said = f"; kernels: {', but '.join(said_k)}" if said_k else ""
+        # a target's name says predicted (the legend); any other kind said; "at most" and
+        # the legend say the floor (the host time unmodelled, in the band)
         how = "" if known == "predicted" else f" {known}"
-        text = (f"{UNDECIDED_WHICH}{chip}'s loop step{how}{unpriced} {ceiling}{span} faster than"
+        text = (f"{UNDECIDED_WHICH}{chip}'s loop step{how} {ceiling}{span} faster than"
                 f" measured {overs}, inside TPU loops' {value_text(jax['hi'], 'x')} worst"
                 f" error{few}{kernels_said}")  # fmt: skip
+        band += f"; {chip}'s: a floor{unpriced}" if unpriced else ""
         band = f"per model, over {'; over '.join(parts)}; {band}"
     elif every:  # no ratio decided: the answer says so first, and what it leaves open
         text = f"{UNDECIDED_WHICH}{text}"
