@@ -1253,17 +1253,21 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         for chip_, ds in sorted(by_chip.items(), key=lambda kv: kv[0] != chip):
             if chip_ == chip:
                 lo, hi = min(ds, key=lambda d: d["value"]), max(ds, key=lambda d: d["value"])
-                said_k.append(f"{chip_} {span_text(fmt(lo), fmt(hi))} faster")
+                against = "/".join(dict.fromkeys(over_whom(d) for d in ds))
+                said_k.append(f"{chip_} {span_text(fmt(lo), fmt(hi))} faster than {against}")
             else:
                 models_ = "/".join(str(d["model"]) for d in ds)
-                said_k.append(f"{models_} {each_text([fmt(d) for d in ds])} on {chip_}")
-        kernels_said = f"; kernels: {', but '.join(said_k)}" if said_k else ""
-        # a target's name says predicted (the legend); any other kind said; "at most" and
-        # the legend say the floor (the host time unmodelled, in the band)
+                said_k.append(f"({models_}: {chip_} {each_text([fmt(d) for d in ds])} faster)")
+        # like for like first (the kernels, both predicted), then the loop step a user
+        # sees, whose TPU side leaves host time out
+        kernels_said = f"kernels {' '.join(said_k)}; " if said_k else ""
+        # a target's name says predicted, a chip's measured (the legend); any other kind
+        # said; "at most" and the legend say the floor (the host time unmodelled, in the band)
         how = "" if known == "predicted" else f" {known}"
-        text = (f"{UNDECIDED_WHICH}{chip}'s loop step{how} {ceiling}{span} faster than"
-                f" measured {overs}, inside TPU loops' {value_text(jax['hi'], 'x')} worst"
-                f" error{few}{kernels_said}")  # fmt: skip
+        whose = "its" if said_k else f"{chip}'s"  # the kernels' faster chip named it
+        text = (f"{UNDECIDED_WHICH}{kernels_said}{whose} loop step{how} {ceiling}{span} faster"
+                f" than {overs}, inside TPU loops' {value_text(jax['hi'], 'x')} worst"
+                f" error{few}")  # fmt: skip
         band += f"; {chip}'s: a floor{unpriced}" if unpriced else ""
         band = f"per model, over {'; over '.join(parts)}; {band}"
     elif every:  # no ratio decided: the answer says so first, and what it leaves open
