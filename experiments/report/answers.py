@@ -788,8 +788,7 @@ def q_host(t: pd.DataFrame, cpu: str | None) -> Said:
     floor = f"floor: the least host time of any GPU run ({of}), not row 9's crossover"
     # the floor's yardstick: how far each GPU's host time per step moved between its runs
     spans = [
-        f"{r['device']} {span_text(value_text(r['lo'], r['unit']), value_text(r['hi'], r['unit']))}"
-        f" ({int(r['n'])} runs)"
+        f"{r['device']} {ends_of(r)} ({int(r['n'])} runs)"
         for r in totals[totals.spread == "min-max over runs"].to_dict("records")
     ]
     band = f"{cpu_said}; {gpus} dispatch {said('dispatch')}; "
