@@ -60,6 +60,7 @@ from experiments.studies.page import (
 )
 from experiments.studies.scaling import EFFICIENCY_BAND, SCALES_AT, gpu_verdicts
 from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
+from jaxcnn.perf.chips import USABLE_FRACTION
 from jaxcnn.perf.predict import MIN_LOOP_ROWS
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
@@ -274,7 +275,8 @@ def q_oom(t: pd.DataFrame, cpu: str | None) -> Said:
     head = f"Compiled memory: {agree} of {len(words)} as the seed saw: "
     if undecided:
         head = f"Compiled memory: {agree} as the seed saw, {undecided} undecided: "
-    band = "the compiler's own memory analysis against JAX's default 75% of the chip's"
+    share = f"{USABLE_FRACTION['gpu']:.0%}"
+    band = f"the compiler's own memory analysis against JAX's default {share} of the chip's"
     if worst:  # that analysis, compiled here, against a chip's own compiler's as it ran
         chips = "/".join(sorted(set(rows(t, id=list(checks.numerator)).device)))
         own = checks[checks.model == SEED_MODEL]
@@ -672,7 +674,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     band, b = small_band(t, p) if p else (None, None)
     over = one(loop_over_loop(t, MNIST_MODEL), device="gpu-k80", kind="predicted")
     jaxcnn = f"jaxcnn's loop predicted {fmt(p)}" if p else "jaxcnn's loop not predicted"
-    jaxcnn += f", {fmt(over)} the CPU's" if p and over else ""
+    jaxcnn += f", {fmt(over)} the CPU's speed" if p and over else ""
     best = one(each_at_its_best(t, kind="predicted", model=MNIST_MODEL), device="gpu-k80")
     at_best = f"; {AT_BEST}, predicted: {fmt(best)}" if p and over and best else ""
     if seed is None or keras is None or not (factor and ours):
@@ -700,7 +702,7 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     reach = k80_reach(over, checks) if over and said else None
     factors = span_text(fmt(checks.iloc[0].to_dict()), fmt(checks.iloc[-1].to_dict()))
     if reach:  # off as Keras's K80 loops are, beside the band
-        caveat += f"; off as those ({factors} {way}), {reach[0]} the CPU's"
+        caveat += f"; off as those ({factors} {way}), {reach[0]} the CPU's speed"
     # undecided where the speedup's own band at its worst, either way, reaches across 1x;
     # else where Keras's K80 loops' misses would carry it across
     w = over and over.get("band_worst")
@@ -708,11 +710,11 @@ def q_k80(t: pd.DataFrame, cpu: str | None) -> Said:
     if ends and ends[0] < 1 < ends[1]:
         said_ends = span_text(value_text(ends[0], "x"), value_text(ends[1], "x"))
         text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
-                f" {fmt(over)} the CPU's, {said_ends} at its band's worst"
+                f" {fmt(over)} the CPU's speed, {said_ends} at its band's worst"
                 f" ({value_text(w, 'x')}); seed{seed_cpu}")  # fmt: skip
     elif reach and reach[1]:
         text = (f"Undecided ({MNIST_MODEL} b128): K80 in jaxcnn's loop predicted"
-                f" {fmt(over)} the CPU's, {reach[0]} if {factors} {way} like Keras's K80"
+                f" {fmt(over)} the CPU's speed, {reach[0]} if {factors} {way} like Keras's K80"
                 f" loops; seed{seed_cpu}")  # fmt: skip
     if text.startswith("Undecided"):  # each loop's steps in the band
         caveat += (f"; jaxcnn's loop predicted {fmt(p)}; Keras's {MNIST_MODEL} loop"
@@ -1443,7 +1445,7 @@ def q_five_epochs(t: pd.DataFrame, cpu: str | None) -> Said:
         base = one(t, id=alike["numerator"])
         # one CPU epoch in the answer, the measured one, and the T4's over it; the one
         # made alike (from its loop step, as the T4's is: row 5's ratio) in the band
-        t4 = f"T4 predicted {fmt(g)}, {fmt(over)} the CPU's"
+        t4 = f"T4 predicted {fmt(g)}, {fmt(over)} the CPU's speed"
         # the CPU's two epochs may come from two sittings of its VM: said where they do
         step = one(t, id=base["numerator"])
         apart = " (another sitting)" if step and step.get("sitting") != c.get("sitting") else ""

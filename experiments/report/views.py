@@ -31,6 +31,7 @@ from experiments.studies.page import (
     sitting_spread,
     where,
 )
+from jaxcnn.perf.chips import USABLE_FRACTION
 
 REPORT_FILE = "REPORT.md"
 PAGES = "report"
@@ -47,7 +48,8 @@ KNOWN = {
 }
 BAND = (
     "A band is the factor max(predicted/actual, actual/predicted), median and worst over n "
-    "held-out observations of that quantity; *unvalidated*: none exists; *>=* a floor, *<=* "
+    "held-out observations of that quantity; *unvalidated*: none exists (*leaning yes/no*: "
+    "the side its prediction falls); *>=* a floor, *<=* "
     "a ceiling (a predicted step with host time left out is a floor). *known*: the kinds "
     "of the figures a row quotes, its band's too."
 )
@@ -61,8 +63,9 @@ TERMS = (
     "*device loop*: an epoch as one call; *host time*: what the host spends a step, "
     "*dispatch* and *put* of it: its jitted call and its batch's copy to the device; a "
     "*sitting*: one machine, boot and code; *undecided*: either verdict lies within the "
-    "figures' error. A compile target (gpu-t4) is predicted; a chip's name (H100 SXM) is "
-    "measured unless the row says predicted. "
+    "figures' error; *x of y GiB*: memory against JAX's default share of the chip's (a "
+    f"GPU's {USABLE_FRACTION['gpu']:.0%}). A compile target (gpu-t4) is predicted; a chip's "
+    "name (H100 SXM) is measured unless the row says predicted. "
     "Precision f32 unless a row names another, its matmuls at JAX's default precision "
     "(TF32 on NVIDIA Ampere and newer, one bf16 pass on a TPU)."
 )
