@@ -5181,3 +5181,20 @@ def test_unvalidated_predicted_rates_carry_their_platforms_published_loops_band(
     # the control: without the loops' band, unvalidated alone
     bare = answers.answers(csv[csv.id != jax.id.iloc[0]])[12].band
     assert bare.startswith("unvalidated (device step); the CPU at its best")
+
+
+@pytest.mark.parametrize("page", sorted(plots.PLOTS))
+def test_every_panel_whose_y_ticks_are_drawn_says_what_its_y_axis_is(table, page, monkeypatch):
+    """No panel leaves its y-axis unnamed where its tick labels are its own: a panel that
+    shares no y-axis with a labelled neighbour names what it measures."""
+    fig = _figure(table, page, monkeypatch)
+    drawn = [
+        ax
+        for ax in fig.axes
+        if ax.axison and any(t.get_visible() and t.get_text() for t in ax.get_yticklabels())
+    ]
+    assert drawn
+    assert [ax.get_title() for ax in drawn if not ax.get_ylabel()] == []
+    # the control: a panel's label taken away is found
+    drawn[-1].set_ylabel("")
+    assert [ax for ax in drawn if not ax.get_ylabel()] == [drawn[-1]]

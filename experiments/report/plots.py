@@ -89,7 +89,8 @@ def _finish(fig: Any, path: Path, title: str, top: float | None = None,
 def _grid(n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, ylabel: str,
           sharex: bool = True, across: int = 4) -> tuple[Any, Any]:  # fmt: skip
     """A figure of `n` panels, `across` at most in a row (`size` from columns and rows), the
-    outer panels labelled and the panels left over blank."""
+    lowest panels' x axes labelled, every panel's own y axis (none shared), and the panels
+    left over blank."""
     cols = min(across, n)
     rows_ = -(-n // cols)
     fig, axes = pyplot().subplots(rows_, cols, figsize=size(cols, rows_), squeeze=False,
@@ -102,7 +103,7 @@ def _grid(n: int, size: Callable[[int, int], tuple[float, float]], xlabel: str, 
     for ax in lowest if sharex else axes.flat[:n]:
         ax.xaxis.set_tick_params(labelbottom=True)
         ax.set_xlabel(xlabel)
-    for ax in axes[:, 0]:
+    for ax in axes.flat[:n]:
         ax.set_ylabel(ylabel)
     return fig, axes
 
@@ -927,7 +928,9 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         alone = (f"\nnot drawn: {left} settings (model, data, batch, epochs) whose curves "
                  "only one device ran (the accuracy page lists them)") if left else ""  # fmt: skip
         panels = [(k, d) for k, d in panels if d.device.nunique() > 1]
-    fig, axes = pyplot().subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
+    # each panel's y-axis its own, named, clear of its left neighbour's
+    fig, axes = pyplot().subplots(1, len(panels), figsize=(4.8 * len(panels), 4), squeeze=False,
+                                  gridspec_kw={"wspace": 0.35})  # fmt: skip
     for ax, ((dataset, model, batch, of), d) in zip(axes[0], panels, strict=True):
         runs = sorted(d.groupby("records"), key=lambda kv: (kv[1].device.iloc[0],
                                                             kv[1].extra.max()))  # fmt: skip
@@ -960,7 +963,8 @@ def accuracy(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title(title, fontsize="medium")
         ax.set(xlabel="epoch (a panel's runs side by side at each)", xticks=range(1, of + 1))
         _legend_under(ax, 0.17)
-    axes[0][0].set_ylabel("test accuracy per epoch (measured)")
+    for ax in axes.flat:
+        ax.set_ylabel("test accuracy (measured)")
     # its panels' ranges differ by tenths of a point to points: said, never assumed alike
     title = f"Test accuracy per epoch, f32 (each panel its own y-axis){alone}"
     # a panel's second title line clear of the figure's (and of its third, where it has one)
