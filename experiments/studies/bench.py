@@ -226,6 +226,10 @@ STUDY = Study(
         Section("Each formulation over the xla formulation",
                 extra_contains("vs xla formulation", quantity="speedup"),
                 "model batch precision device value how flag"),
+        Section("oneDNN over the default (cpu) formulation: in jaxcnn's loop (what a fit "
+                "sees, host work included), and each at its best (either loop)",
+                extra_contains("vs cpu formulation", quantity="speedup"),
+                "model batch precision device value how flag"),
         Section("The device loop over the step loop, per formulation (below 1: the device "
                 "loop is the slower)",
                 extra_contains(DEVICE_OVER_STEP_LOOP, quantity="speedup", platform="cpu"),
