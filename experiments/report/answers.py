@@ -207,8 +207,9 @@ def epoch_words(r: Row, formulation: bool = True) -> str:
     """A measured epoch and how it is known: measured over N epochs, or derived (from
     jaxcnn's loop: its formulation said where `formulation`)."""
     if r["selection"] == DERIVED and str(r["extra"]).endswith(LOOP):
-        how = f" ({r['formulation']} formulation)" if formulation else ""
-        return f"{fmt(r)} derived from its loop step{how}"
+        if not formulation:  # "from its loop step" says it is derived
+            return f"{fmt(r)} from its loop step"
+        return f"{fmt(r)} derived from its loop step ({r['formulation']} formulation)"
     if r["selection"] == DERIVED:
         return f"{fmt(r)} derived from its step ({r['formulation']} formulation, {r['loop']} loop)"
     return f"{fmt(r)} measured, {r['extra']} ({r['formulation']} formulation)"
@@ -316,7 +317,19 @@ def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> tuple[pd.DataFrame, Row]:
 
 
 # a step predicted slower than a published one that holds more work than it
-SLOWER_THAN_MORE = ", though the seed's holds more: a miss"
+MISS = "a miss"
+SLOWER_THAN_MORE = f", though the seed's holds more: {MISS}"
+
+
+def seed_check(t: pd.DataFrame, ref: str | None) -> Row:
+    """Our step predicted against the seed's Keras epochs per step of its chip (`ref`, its
+    published figure), which read JPEG files and validate besides: that chip's one check."""
+    return ref and one(t, quantity="error_factor", extra=f"{ref} vs published")
+
+
+def is_miss(check: Row) -> bool:
+    """Ours predicted slower than the seed's step, which holds more than ours: a miss."""
+    return check is not None and "slower" in str(check["note"])
 
 
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
@@ -335,20 +348,18 @@ def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     # the step predicted against the seeds' Keras epochs per step, which read JPEG files
     # and validate besides (no part of the model): the chips' one check, beside the band
     refs = (("MX150", pm and pm["extra"]), ("T4", pt and pt["extra"]))
-    checks = [(chip, one(t, quantity="error_factor", extra=f"{ref} vs published"))
-              for chip, ref in refs]  # fmt: skip
-    # ours slower than the seed's step, which holds more: a miss, said beside the seed's
-    missed = checks[0][1] is not None and "slower" in str(checks[0][1]["note"])
-    # the seed's own chip over its own CPU, where it published both: beside ours
+    checks = [(chip, seed_check(t, ref)) for chip, ref in refs]
+    missed = is_miss(checks[0][1])
+    # the seed's own chip over its own CPU, where it published both: beside ours, or in
+    # the band where ours misses the seed's
     own = rows(t, quantity="speedup", selection="seed-own", model=SEED_MODEL, batch=16)
     owns = own.to_dict("records")
     own_mx = next((r for r in owns if r["device"] == "MX150"), None)
-    seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and over[0] else ""
+    seed_mx = f", {fmt(own_mx)} its CPU" if own_mx and over[0] and not missed else ""
     # ours over the CPU beside our step; the seed's beside its step, which ours misses
     # where slower (the seed's holds more)
     ours_x = f" ({fmt(over[0])})" if over[0] else ""
-    own_x = f" ({seed_mx.removeprefix(', ')})" if seed_mx else ""
-    theirs = f", slower than seed's {fmt(pm)}{own_x}" if missed else f" (seed {fmt(pm)}{seed_mx})"
+    theirs = f", slower than seed's {fmt(pm)}: {MISS}" if missed else f" (seed {fmt(pm)}{seed_mx})"
     # the T4's ratio beside the b16 step it divides, the seed's batch beside its own
     at16 = f"{fmt(t4_b16)} ({fmt(over[1])}), " if over[1] else ""
     chips = [(mx, f"MX150 {fmt(mx)}{ours_x}{theirs}" if mx else ""),
@@ -396,15 +407,22 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     # the seed's figure inside the CPU's own parenthesis where its words end in one
     opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
+    # the MX150's epoch from a step that misses the seed's (row 2's check): said so
+    mx_check = seed_check(t, "seed000-mx150-catsdogs")
+    miss = f": {MISS}" if is_miss(mx_check) else ""
     chips = [
-        f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)})"
-        for name, mine, s in (("MX150 b16", mx, s_mx), ("T4 b128", t4, s_t4))
+        f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)}{m})"
+        for name, mine, s, m in (("MX150 b16", mx, s_mx, miss), ("T4 b128", t4, s_t4, ""))
     ]
     if all(r is not None and r["kind"] == "predicted" for r in (mx, t4)):  # said once
         chips[0] = f"predicted: {chips[0]}"
     parts += chips
     said, check = epoch_check(t)  # the chips' epochs are made from loop steps, as row 12's
-    return Said("; ".join(parts), [c, mx, t4, s_cpu, s_mx, s_t4, check], None, said)
+    if miss:  # why: the step it is made from, against the seed's (row 2's check)
+        how = f"{mx_check['note']}{SLOWER_THAN_MORE}"
+        said += f"; the MX150's step against the seed's: {fmt(mx_check)} off ({how})"
+    seen = [c, mx, t4, s_cpu, s_mx, s_t4, check, mx_check if miss else None]
+    return Said("; ".join(parts), seen, None, said)
 
 
 def epoch_gaps(curves: pd.DataFrame, by: str) -> pd.Series:
