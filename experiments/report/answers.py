@@ -1263,7 +1263,11 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, known, unpriced = fast
-        few = "".join(f" ({m}: {n} check{'s' * (n > 1)})" for m, n in thin.items())
+        # a side banded on too few checks named only where the loops' worst would not
+        # have left it undecided too (the band names each)
+        value = {r["model"]: r["value"] for r in ratios_}
+        few = "".join(f" ({m}: {n} check{'s' * (n > 1)})" for m, n in thin.items()
+                      if value[m] >= jax["hi"])  # fmt: skip
         # the kernels, both predicted: the faster chip's span, then where they pick the
         # other chip, by chip
         by_chip: dict[str, list[Row]] = {}
@@ -1284,8 +1288,7 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
         # a target's name says predicted, a chip's measured (the legend); any other kind
         # said; "at most" and the legend say the floor (the host time unmodelled, in the band)
         how = "" if known == "predicted" else f" {known}"
-        whose = "its" if said_k else f"{chip}'s"  # the kernels' faster chip named it
-        text = (f"{UNDECIDED_WHICH}{kernels_said}{whose} loop step{how} {ceiling}{span} faster"
+        text = (f"{UNDECIDED_WHICH}{kernels_said}{chip}'s loop step{how} {ceiling}{span} faster"
                 f" than {overs}, inside TPU loops' {value_text(jax['hi'], 'x')} worst"
                 f" error{few}")  # fmt: skip
         band += f"; {chip}'s: a floor{unpriced}" if unpriced else ""
@@ -1369,16 +1372,17 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
         band = f"{own}; {each}, {within}"
         # the host-priced rival by its cost, the rest by name: all inside the error
         rivals = [
-            (f"{o['device']} ({fmt(o)})" if o["id"] in priced_ids else o["device"])
-            for o, _ in sorted(inside, key=lambda om: om[0]["id"] not in priced_ids)
-        ]
+            (f"{o['device']} {fmt(o)} ({shown_value(m)} dearer)" if o["id"] in priced_ids
+             else o["device"])
+            for o, m in sorted(inside, key=lambda om: om[0]["id"] not in priced_ids)
+        ]  # fmt: skip
         rivals_said = ", ".join(rivals[:1] + ["/".join(rivals[1:])] * (len(rivals) > 1))
         # a floor's ">=" says what the words would (the legend: host time left out)
         floor = r.get("bound") == "floor"
         unpriced_said = HOST_UNPRICED if unpriced.iloc[0] and not floor else ""
         whose = str(worst.loc[worst.hi.idxmax()].device).upper()  # the loops' platform
-        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said}, but"
-                f" {rivals_said} lie within the {whose} loops' {hi:.3g}x worst error")  # fmt: skip
+        text = (f"{head} undecided: {r['device']} {shown_value(r)}{unpriced_said};"
+                f" {rivals_said} within {whose} loops' {hi:.3g}x worst error")  # fmt: skip
         said_priced = any(o["id"] in priced_ids for o, _ in inside)
     else:
         text, band, said_priced = f"{head}: {r['device']} {shown_value(r)}{why}", own, False
@@ -1402,7 +1406,7 @@ def q_cost(t: pd.DataFrame, cpu: str | None) -> Said:
     kinds_ = "/".join(f"{g.device.nunique()} {p.upper()}s" for p, g in w.groupby("platform"))
     # "per TDP watt" says the unit's "per W"
     rate = value_text(best["value"], "FLOP/s")
-    said = f"{text}; per TDP watt ({kinds_}): {best['device']} {rate}"
+    said = f"{text}; best per TDP watt ({kinds_}): {best['device']} {rate}"
     per_watt = f"per watt ({band_short(best)}): of {'/'.join(sorted(set(w.device)))}"
     # the seed's per-watt claim is TPU against GPU: why no TPU is in it, said here
     platforms = set(rows(t, quantity="usd_per_epoch").platform) - set(w.platform)
