@@ -854,7 +854,9 @@ def by_verdict(verdicts: list[dict[str, Any]]) -> list[str]:
             continue
         leans = [(lean, [v for v in each if (v["row"]["value"] >= SCALES_AT) == (lean == "yes")])
                  for lean in ("yes", "no")]  # fmt: skip
-        leaning = ", ".join(f"leaning {lean}: {models_said(vs, merge=True)}"
+        # the line a lean is on, said with the yes ("leaning yes (>=80%)")
+        line = {"yes": f" (>={SCALES_AT:.0%})", "no": ""}
+        leaning = ", ".join(f"leaning {lean}{line[lean]}: {models_said(vs, merge=True)}"
                             for lean, vs in leans if vs)  # fmt: skip
         said += [f"{verdict}, {leaning}"] if each else []
     return said

@@ -37,6 +37,7 @@ from experiments.studies.page import (
     rows,
     sitting_spread,
 )
+from experiments.studies.scaling import SCALES_AT
 
 MIN_POINTS = 3
 NEUTRAL = "0.35"  # a legend proxy's grey: a line style, marker or fill on any colour
@@ -730,6 +731,10 @@ def _side_by_side(n: int, step: float, spread: float) -> list[float]:
     return [step * (i - (n - 1) / 2) for i in range(n)]
 
 
+SCALES_LINE = {"color": "grey", "linestyle": "--", "linewidth": 0.8}  # the verdicts' line
+SCALES_NEAR = 0.1  # a panel whose lowest is this near the line shows it
+
+
 def scaling(table: pd.DataFrame, path: Path) -> Path | None:
     """Weak-scaling efficiency against the device count, one panel per model and
     placement: colour per chip, line per precision, marker per per-device batch;
@@ -767,8 +772,10 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         # a fraction of an octave apart: same-valued series stay visible side by side
         shifts = _side_by_side(len(mine), 0.07, 0.6)
         xs = [[d * 2**s for d in r["devices"]] for r, s in zip(mine, shifts, strict=True)]
-        # each panel on its own data's range: series 1% apart stay apart, not a smear
+        # each panel on its own data's range (series 1% apart stay apart, not a smear),
+        # down to the verdicts' line where its lowest comes near it
         values = [v for r in mine for v in r["values"]]
+        values += [SCALES_AT] if min(values) < SCALES_AT + SCALES_NEAR else []
         _spread_apart(xs, mine, _scaling_limits(ax, xs, values))
         _scaling_limits(ax, xs, values)  # on the points as drawn
         named: list[int] = []  # the bases above 1 a panel's series start from
@@ -791,6 +798,8 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
                             textcoords="offset points", fontsize="xx-small",
                             color=colour[r["chip"]], ha="center")  # fmt: skip
         ax.axhline(1.0, color="black", linewidth=0.8)
+        if ax.get_ylim()[0] <= SCALES_AT:
+            ax.axhline(SCALES_AT, **SCALES_LINE)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(f"{model}, {placement}{kind}", fontsize="small")
     handles = {chip: _proxy(color=c) for chip, c in colour.items()}
@@ -802,6 +811,10 @@ def scaling(table: pd.DataFrame, path: Path) -> Path | None:
         handles[f"{k}/device"] = _proxy(color=NEUTRAL, marker=v, linestyle="")
     if any(r["above"] for r in series):
         handles[ABOVE_IDEAL] = _proxy(marker="o", linestyle="", **RING)
+    handles[
+        f"{SCALES_AT:.0%}: scales (yes) at or above it at the band's worst (drawn in "
+        f"every panel reaching {SCALES_AT + SCALES_NEAR:.0%})"
+    ] = _proxy(**SCALES_LINE)
     _legend_below(fig, handles, size="x-small", ncol=6)
     return _finish(fig, path, scaling_title(series))
 
