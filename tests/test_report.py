@@ -5279,3 +5279,27 @@ def test_the_scaling_plot_draws_the_verdicts_line_in_every_panel_that_comes_near
     )
     line.remove()
     assert not has_line(near[0])
+
+
+def test_a_model_is_of_one_regime_in_every_band_the_report_names(csv):
+    """The other frameworks' bands class a model as the predictions do: each of
+    SMALL_MODELS has its predicted device steps banded by a small-programs band, and
+    catsdogs_cnn (224 pixels, large by its FLOPs per image) by a large one; so no model is
+    small in one band and large in another."""
+    bands = csv[(csv.quantity == "band") & (csv.kind == "predicted")]
+    pairs = {(round(b.value, 6), int(b.n)): b.model for b in bands.itertuples()}
+    steps = csv[(csv.kind == "predicted") & (csv.quantity == "device_step_s")
+                & csv.band_n.notna()]  # fmt: skip
+
+    def regimes(model: str) -> set[str]:
+        mine = steps[steps.model.str.split(" ").str[0] == model]
+        return {pairs.get((round(r.band_median, 6), int(r.band_n))) for r in mine.itertuples()}
+
+    for model in figures.SMALL_MODELS:
+        assert regimes(model) <= {"small programs"}, model
+    assert regimes("mnist_cnn") == {"small programs"}  # the control: a small one found so
+    assert regimes("catsdogs_cnn") == {"large programs"}
+    # and the framework bands put its published checks with the large programs'
+    e = figures.framework_factors(csv)
+    assert not figures.is_small(e[e.model == "catsdogs_cnn"]).any()
+    assert figures.is_small(e[e.model == "mnist_cnn"]).all()
