@@ -659,6 +659,12 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if len(same):
         said = "/".join(fmt(r) for r in same.to_dict("records"))
         caveat += f"; this program held out on {'/'.join(same.device)}: {said} off{one_way(same)}"
+    # another framework's published loops of this model on the T4 itself: our model of
+    # them, which way it misses (their overhead or our error), as row 6's K80
+    theirs = other_framework_checks(t, "T4", MNIST_MODEL)
+    if len(theirs):
+        caveat += f"; {frameworks_loops(t, theirs)}"
+        seen += theirs.to_dict("records")
     # the measured ratios' CPU side ran in one sitting of its VM; another moves it so far
     moves = one(sitting_spread(t, base["device"]))
     if moves and len(measured):
@@ -671,6 +677,28 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
         caveat += f"; at the band's worst: {span_text(lo, hi)} the CPU"
     picked = [*seen, p, t4, best, b, *same.to_dict("records")]
     return Said(f"{head}; " + "; ".join(parts), picked, band, caveat)
+
+
+def other_framework_checks(t: pd.DataFrame, chip: str, model: str) -> pd.DataFrame:
+    """Our predictions of another framework's published loops of `model` on `chip`, as
+    error factors, by batch."""
+    checks = rows(t, quantity="error_factor", device=chip, model=model)
+    checks = checks[checks.extra.str.endswith(" vs published")]
+    framework = checks.numerator.map(t.set_index("id").framework).astype(str)
+    return checks[~framework.str.lower().str.startswith("jax")].sort_values("batch")
+
+
+def frameworks_loops(t: pd.DataFrame, checks: pd.DataFrame) -> str:
+    """ "PyTorch's T4 mnist_cnn loops b64/b256: 1.78x/7.01x off, predicted faster (their
+    overhead or our error)": `other_framework_checks` said, each framework by its name's
+    first word."""
+    names = checks.numerator.map(t.set_index("id").framework).astype(str).str.split().str[0]
+    who = "/".join(dict.fromkeys(names))
+    first = checks.iloc[0]
+    batches = "/".join(f"b{int(b)}" for b in checks.batch)
+    factors = "/".join(fmt(r) for r in checks.to_dict("records"))
+    return (f"{who}'s {first.device} {first.model} loops {batches}: {factors} off"
+            f"{one_way(checks)} (their overhead or our error)")  # fmt: skip
 
 
 def one_way(checks: pd.DataFrame) -> str:
