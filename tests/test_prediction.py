@@ -59,7 +59,7 @@ TABLE = {
                 "split": "chip",
                 "chips": ["A100"],
                 "splits": {
-                    "chip": {"regimes": {"large": _band(0.2, 0.5, 2), "small": None}},
+                    "chip": {"regimes": {"large": _band(0.2, 0.5, 5), "small": None}},
                     "program": {"regimes": {"large": _band(0.1, 0.3, 6), "small": None}},
                 },
             },
@@ -147,7 +147,7 @@ def test_each_kernel_is_the_larger_of_its_compute_and_memory_times_plus_its_laun
     # 2.4 GFLOP per image: a large program. A100 is not named: the band of a chip the
     # fit held out (leave one chip out).
     assert block["regime"] == "large"
-    assert block["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip", "quantity": DEVICE}
+    assert block["error_band"] == {**_band(0.2, 0.5, 5), "split": "chip", "quantity": DEVICE}
 
 
 def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim():
@@ -156,7 +156,14 @@ def test_a_prediction_is_shown_with_the_band_of_the_split_that_matches_its_claim
     seen = _predicted(big, rates, "gpu", 64, chip="A100", table=TABLE)
     unseen = _predicted(big, rates, "gpu", 64, chip="T4", table=TABLE)
     assert seen["error_band"] == {**_band(0.1, 0.3, 6), "split": "program", "quantity": DEVICE}
-    assert unseen["error_band"] == {**_band(0.2, 0.5, 2), "split": "chip", "quantity": DEVICE}
+    assert unseen["error_band"] == {**_band(0.2, 0.5, 5), "split": "chip", "quantity": DEVICE}
+    # fewer held out than MIN_BAND_ROWS make no band: unvalidated (the control above, at it)
+    thin = _band(0.2, 0.5, predict.MIN_BAND_ROWS - 1)
+    error = TABLE["families"]["gpu"]["error"]
+    splits = {**error["splits"], "chip": {"regimes": {"large": thin}}}
+    gpu = {**TABLE["families"]["gpu"], "error": {**error, "splits": splits}}
+    few = {**TABLE, "families": {"gpu": gpu}}
+    assert _predicted(big, rates, "gpu", 64, chip="T4", table=few)["error_band"] is None
     # A small program (the control: the same chips) has no band: no small program was
     # measured, so it is unvalidated rather than shown with the large programs' band.
     small = [_gemm(flops=1e6 * 64, nbytes=1e6)]
@@ -986,7 +993,7 @@ def test_a_loop_step_is_banded_by_five_published_jax_loops_or_unvalidated(rows):
     checked = {"median": 1.4, "worst": 2.0, "observations": rows, "faster": 1, "hosts": ["A100"]}
     table = {**TABLE, "loop_error": {"gpu": {"published_band": {"small": checked}}}}
     band = predict.loop_band(table, "gpu", "small")
-    if rows < predict.MIN_LOOP_ROWS:
+    if rows < predict.MIN_BAND_ROWS:
         assert band is None
     else:
         assert band == {**checked, "split": "published_jax_loops", "quantity": "loop_step"}
@@ -1741,12 +1748,13 @@ def test_the_target_command_says_which_band_a_loop_step_carries():
 
 @pytest.mark.parametrize("dispatch_s", [1e-7, 1e-2])
 def test_predict_gives_a_loop_step_mostly_kernels_their_band_as_factors(dispatch_s):
-    observed = [(1.0, 0.2), (1.0, 1.1), (2.0, 1.0)]  # held-out factors 5, 1.1, 2
+    # held-out factors 5, 1.1, 2, 1.5, 3: three predicted faster, two slower
+    observed = [(1.0, 0.2), (1.0, 1.1), (2.0, 1.0), (1.0, 1.5), (3.0, 1.0)]
     family = {**TABLE["families"]["gpu"], "observations": [
         {"measured_s": a, "held_out_predicted_s": {"chip": p}, "regime": "small"}
         for a, p in observed]}  # fmt: skip
     family["error"] = {**family["error"], "splits": {
-        "chip": {"regimes": {"small": _band(0.5, 0.8, 3)}}}}  # fmt: skip
+        "chip": {"regimes": {"small": _band(0.5, 0.8, 5)}}}}  # fmt: skip
     published = {"median": 1.4, "worst": 3.0, "observations": 5, "faster": 1, "hosts": ["T4"]}
     table = {**TABLE, "families": {"gpu": family},
              "loop_error": {"gpu": {"published_band": {"small": published}}}}  # fmt: skip
@@ -1759,8 +1767,8 @@ def test_predict_gives_a_loop_step_mostly_kernels_their_band_as_factors(dispatch
     assert p.regime == "small" and p.band["worst"] == 0.8  # error_band's: |p/a - 1|
     assert (2 * p.device_step_s > p.loop_step_s) == (dispatch_s < 1e-3)  # both cases met
     if 2 * p.device_step_s > p.loop_step_s:  # kernels most of it: their band, as factors
-        # two held-out steps predicted faster (0.2 s for 1 s, 1 s for 2 s), one slower
-        assert p.loop_band == {"median": 2.0, "worst": 5.0, "observations": 3, "faster": 2,
+        # three held-out steps predicted faster (0.2 s for 1 s, 1 s for 2 s and 3 s)
+        assert p.loop_band == {"median": 2.0, "worst": 5.0, "observations": 5, "faster": 3,
                                "split": "chip", "quantity": predict.DEVICE_STEP,
                                "mostly_kernels": True}  # fmt: skip
     else:  # the control: a host-bound step keeps the published loops' band

@@ -32,7 +32,7 @@ from experiments.records.workload import Workload
 from experiments.studies import COMPILE_STUDIES, TargetCell
 from jaxcnn import loop, models, targets
 from jaxcnn.errors import UsageError
-from jaxcnn.perf.predict import MIN_LOOP_ROWS
+from jaxcnn.perf.predict import MIN_BAND_ROWS
 
 
 def _here() -> targets.Target:
@@ -190,7 +190,7 @@ def loop_band_words(band: dict[str, Any] | None) -> str:
     """How a loop step's band (jaxcnn.perf.predict.loop_band) is said beside it."""
     if not band:
         return (
-            f"loop step unvalidated: fewer than {MIN_LOOP_ROWS} published JAX loops of such "
+            f"loop step unvalidated: fewer than {MIN_BAND_ROWS} published JAX loops of such "
             "programs on this platform to check it against"
         )
     if band.get("mostly_kernels"):  # jaxcnn.perf.predict.kernels_band_instead

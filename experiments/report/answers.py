@@ -62,7 +62,6 @@ from experiments.studies.page import (
 from experiments.studies.scaling import EFFICIENCY_BAND, SCALES_AT, gpu_verdicts
 from jaxcnn.choices import MODEL_STRATEGIES, platform_formulation
 from jaxcnn.perf.chips import USABLE_FRACTION
-from jaxcnn.perf.predict import MIN_LOOP_ROWS
 
 SEED_MODEL, MNIST_MODEL = SEED_MODELS[:2]
 Row = dict[str, Any] | None
@@ -1268,36 +1267,31 @@ def q_tpu_vs_gpu(t: pd.DataFrame, cpu: str | None) -> Said:
     if jax is None:
         return Said(text, seen, band)
     band += "" if by_loops else f"; {loops}"
-    # a ratio smaller than the TPU loops' worst error could go either way; a TPU side
-    # banded by its own device step on fewer checks than a loop band needs decides nothing
-    thin = {r["model"]: int(r["band_n"]) for r in rest
-            if banded(r) and r["band_n"] < MIN_LOOP_ROWS}  # fmt: skip
-    # each ratio against the worst of the band its TPU side carries: its own where banded
-    # apart from the loops, else the loops'
+    # a ratio smaller than the worst error of the band its TPU side carries (its own
+    # where banded apart from the loops, else the loops') could go either way; an
+    # unvalidated side (jaxcnn.perf.predict: too few checks for a band) decides nothing
     worst = {r["model"]: r["band_worst"] for r in rest if banded(r)}
     ratios_ = loop.to_dict("records")
-    inside = [r["model"] for r in ratios_ if r["value"] < worst.get(r["model"], jax["hi"])]
-    inside = [m for m in inside if m not in thin]
-    every = len(inside) + len(thin) == len(loop)
+    judged = [r for r in ratios_ if r["model"] not in bare]
+    inside = [r["model"] for r in judged if r["value"] < worst.get(r["model"], jax["hi"])]
+    every = len(inside) + len(bare) == len(loop)
     by_own = [m for m in inside if m in worst]
     by_theirs = [m for m in inside if m not in worst]
     if by_theirs:
         which = "every ratio" if len(by_theirs) == len(loop) else ", ".join(by_theirs)
         band += f"; {which} inside the published TPU loops' worst: undecided"
     band += "".join(f"; {m} inside its own band's worst: undecided" for m in by_own)
-    band += "".join(f"; {m}'s band on {n} check{'s' * (n > 1)}, too few: undecided"
-                    for m, n in thin.items())  # fmt: skip
+    band += "".join(f"; {m} unvalidated: undecided" for m in bare)
     if every and one_chip_faster:  # the verdict, the ratios' span and why; each in the band
         ratios = loop.sort_values("value")
         ceiling = "at most " if (ratios.bound == "ceiling").all() else ""
         span = span_text(fmt(ratios.iloc[0].to_dict()), fmt(ratios.iloc[-1].to_dict()))
         overs = "/".join(dict.fromkeys(over_whom(r) for r in loop.to_dict("records")))
         chip, known, unpriced = fast
-        # a side banded on too few checks named only where the loops' worst would not
-        # have left it undecided too (the band names each)
+        # an unvalidated side named only where the loops' worst would not have left it
+        # undecided too (the band names each)
         value = {r["model"]: r["value"] for r in ratios_}
-        few = "".join(f" ({m}: {n} check{'s' * (n > 1)})" for m, n in thin.items()
-                      if value[m] >= jax["hi"])  # fmt: skip
+        few = "".join(f" ({m}: unvalidated)" for m in bare if value[m] >= jax["hi"])
         # the kernels, both predicted: the faster chip's span, then where they pick the
         # other chip, by chip
         by_chip: dict[str, list[Row]] = {}

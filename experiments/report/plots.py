@@ -38,10 +38,13 @@ from experiments.studies.page import (
     sitting_spread,
 )
 from experiments.studies.scaling import SCALES_AT
+from jaxcnn.perf.predict import MIN_BAND_ROWS
 
 MIN_POINTS = 3
 NEUTRAL = "0.35"  # a legend proxy's grey: a line style, marker or fill on any colour
-MIN_BAND_N = 3  # fewer held out is no interval: its points drawn, its bars or lines not
+# jaxcnn.perf.predict's rule: fewer held out is no band (its points drawn, its bars or
+# lines not)
+MIN_BAND_N = MIN_BAND_ROWS
 BAND_ALPHA = 0.35  # a CPU's spread, shaded: seen beside its line, the line seen through it
 ONE_STEP = {"batch": 128, "precision": "f32", "placement": "single"}  # seed models compared
 SITTINGS = "v^<>"  # a GPU's earlier sittings, a marker each
@@ -159,7 +162,6 @@ def _square(ax: Any, lo: float, hi: float, xlabel: str, ylabel: str, title: str)
     _legend_under(ax, 0.13)
 
 
-FEW_MARKER = "^"  # a prediction whose band is too small to draw: no bar, this shape
 MEASURED_SLOT = "shaded column: a chip measured, beside its target's prediction where one names it"
 
 
@@ -205,11 +207,9 @@ def seed_models(table: pd.DataFrame, path: Path) -> Path | None:
             x = pd.Series([at[d, False] for d in devices], index=devices) + shift
             m, has, face = p.band_worst.astype(float), p.value.notna(), "C0" if filled else "none"
             # a band's bar at its worst factor, what the first screen's "undecided" goes by
-            drawn = band_drawn(p.band_n)
-            b, u, few = m.notna() & drawn, m.isna() & has, m.notna() & ~drawn & has
-            if few.any():  # a shape of its own: never read as a bar too short to see
-                ax.plot(x[few], p.value[few], FEW_MARKER, color="C0", mfc=face, markersize=7,
-                        label=f"{label} (band of under {MIN_BAND_N} held out: no bar)")  # fmt: skip
+            # (a band of too few held out is none: unvalidated, as jaxcnn.perf.predict says)
+            b = m.notna() & band_drawn(p.band_n)
+            u = has & ~b
             if b.any():
                 y = p.value[b].astype(float)
                 ax.errorbar(x[b], y, yerr=[y - y / m[b], y * m[b] - y], fmt="o", color="C0",

@@ -295,11 +295,11 @@ def loop_band(table: Mapping[str, Any], platform: str, regime_name: str) -> dict
     and held out of every fit
     ({"median", "worst", "observations", "faster": how many the prediction was the
     faster of, "hosts": the chips they ran on, "split", "quantity": LOOP_STEP}). None,
-    unvalidated, with fewer than MIN_LOOP_ROWS such loops (the constants' `loop_error`
+    unvalidated, with fewer than MIN_BAND_ROWS such loops (the constants' `loop_error`
     still lists them, and the loops of jaxcnn's own measured there)."""
     found = (table.get("loop_error") or {}).get(platform) or {}
     band = (found.get("published_band") or {}).get(regime_name)
-    if not band or band["observations"] < MIN_LOOP_ROWS:
+    if not band or band["observations"] < MIN_BAND_ROWS:
         return None
     return {**band, "split": LOOP_SPLIT, "quantity": LOOP_STEP}
 
@@ -362,8 +362,9 @@ def kernels_band_instead(
 
 # A loop step's band: published JAX loops, each on its own host, its program held out.
 LOOP_SPLIT = "published_jax_loops"
-# Fewer published loops than this make no band: the loop step is then unvalidated.
-MIN_LOOP_ROWS = 5
+# Fewer held-out observations than this make no band, of a device step or of a loop
+# step (published loops): the prediction is then unvalidated, its checks listed apart.
+MIN_BAND_ROWS = 5
 
 
 def error_band(
@@ -375,8 +376,8 @@ def error_band(
     that regime ({"median", "worst", "observations", "split", "quantity": DEVICE_STEP or
     LOOP_STEP}, and "faster": how many of them the prediction was the faster of, where the
     family's observations give each held-out prediction; by chip, "chips": the chips it was
-    measured on). None where that split has none of that regime: the prediction is then
-    unvalidated."""
+    measured on). None where that split has fewer than MIN_BAND_ROWS observations of that
+    regime: the prediction is then unvalidated."""
     return _band_and_pairs(family, regime_name, chip)[0]
 
 
@@ -389,7 +390,7 @@ def _band_and_pairs(
     error = family.get("error") or {}
     split = "program" if chip is not None and chip in (error.get("chips") or ()) else "chip"
     band = (((error.get("splits") or {}).get(split) or {}).get("regimes") or {}).get(regime_name)
-    if not band:
+    if not band or band["observations"] < MIN_BAND_ROWS:
         return None, []
     pairs = held_out_pairs(family, split, regime_name)
     counted = len(pairs) == band["observations"]  # else the direction is not known
