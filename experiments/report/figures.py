@@ -2037,6 +2037,7 @@ BEST_OVER_BEST = "at its best vs xla formulation at its best"
 BEST_OVER_CPU = "at its best vs cpu formulation at its best"
 # and what a user's fit sees of it: both in jaxcnn's loop, host work included
 LOOP_OVER_CPU = f"in {LOOP} vs cpu formulation"
+LOOP_OVER_XLA = f"in {LOOP} vs xla formulation"
 
 
 def setting_speedups(table: pd.DataFrame) -> list[Row]:
@@ -2045,12 +2046,14 @@ def setting_speedups(table: pd.DataFrame) -> list[Row]:
     on a CPU), and the device loop's over the step loop's (below 1 the device loop is the
     slower: on a CPU, the xla formulation's convolutions are); and onednn's fastest step
     (either loop) over the xla and cpu formulations' fastest, each at its best; and
-    onednn's step over the cpu formulation's in jaxcnn's loop, as a user's fit runs it."""
+    onednn's step over the xla and cpu formulations' in jaxcnn's loop, as a user's fit
+    runs it."""
     m = rows(table, quantity="step_s", kind="measured", framework="jax", extra="-")
     loops = rows(table, quantity="step_s", kind="measured", framework="jax", extra=LOOP)
     out = [*_over_the_same(m, "formulation", ["onednn", "cpu"], "xla", "vs xla formulation"),
            *_over_the_same(m, "loop", "device", "step", DEVICE_OVER_STEP_LOOP),
-           *_over_the_same(loops, "formulation", "onednn", "cpu", LOOP_OVER_CPU)]  # fmt: skip
+           *_over_the_same(loops, "formulation", "onednn", "cpu", LOOP_OVER_CPU),
+           *_over_the_same(loops, "formulation", "onednn", "xla", LOOP_OVER_XLA)]  # fmt: skip
     key = ["model", "batch", "precision", "device", "placement", "dataset"]
     for base, extra in (("xla", BEST_OVER_BEST), ("cpu", BEST_OVER_CPU)):
         for _, g in m[m.formulation.isin(["onednn", base])].groupby(key):
