@@ -1655,20 +1655,22 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
         if platform == "cpu":
             assert f"{chips} {amounts}{how}, {'/'.join(of_own)} of measured matmul" in said
             continue
-        # a GPU against its datasheet's peak in the answer, as a predicted TPU is; its
-        # measured matmul's fraction (an f32 rate over TF32 passes, said so) in the band
+        # a GPU as the CPU: over its measured matmul rate (TF32 passes, the legend's
+        # default) in the answer, one ceiling for every measured chip; its datasheet's
+        # peak in the band
+        assert f"{chips} {amounts}, {'/'.join(of_own)} of measured matmul" in said
         sheet = [csv[(csv.quantity == "mfu") & (csv.numerator == r["id"])].iloc[0]
                  for r in mnist.to_dict("records")]  # fmt: skip
         assert {x.note for x in sheet} == {"of its datasheet's tf32 peak"}
         each = "/".join(fmt(x.to_dict()) for x in sheet)
-        assert f"{chips} {amounts}, {each} of TF32 peak" in said
         band = answers.answers(csv)[12].band
-        assert f"; of its measured matmul: {chips} {'/'.join(of_own)} (TF32)" in band
-        # the control: without the datasheet's rows, the measured matmul's in the answer
-        no_sheet = answers.answers(csv[~csv.id.isin([x.id for x in sheet])])[12]
-        assert f"{chips} {amounts}, {'/'.join(of_own)} (TF32) of measured matmul" in no_sheet.answer
-        assert "of its measured matmul" not in no_sheet.band
-    gpus = r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% of TF32 peak; predicted "
+        assert f"; {chips}: {each} of TF32 peak" in band
+        # the control: without its measured matmul's rows, the datasheet's in the answer
+        fracs = fractions[fractions.numerator.isin(mnist.id)].id
+        no_own = answers.answers(csv[~csv.id.isin(fracs)])[12]
+        assert f"{chips} {amounts}, {each} of TF32 peak" in no_own.answer
+        assert f"; {chips}: {each} of TF32 peak" not in no_own.band
+    gpus = r"H100 SXM/H200 [\d.]+/[\d.]+ TFLOP/s, [\d.]+%/[\d.]+% of measured matmul; predicted "
     assert re.search(gpus, said) and "catsdogs_cnn" not in said  # the typical step answers
     # each measured chip's highest, a maximum said as one, beside it
     highest = (r"; seed models. highest of measured matmul at b128, catsdogs_cnn step-loop: "

@@ -1563,21 +1563,17 @@ def q_flops(t: pd.DataFrame, cpu: str | None) -> Said:
         of_own = [one(fracs, numerator=r["id"]) for r in mnist]
         how = f" ({mnist[0]['formulation']} formulation)" if platform == "cpu" else ""
         said = f"{named} {each_text([fmt(r) for r in mnist])}{how}"
-        measured_said = ""
-        if all(of_own):
-            measured_said = f"{'/'.join(fmt(r) for r in of_own)}"
-            # f32 whose matmuls ran as TF32 passes is over a TF32 rate: said, not hidden
-            ran = set(rows(t, id=[r["denominator"] for r in of_own]).precision) - {"f32"}
-            measured_said += f" ({'/'.join(sorted(ran)).upper()})" if ran else ""
-        # against peak: the datasheet's where the chip table has one (as a predicted chip
-        # is), else the chip's own measured matmul rate (a CPU's only ceiling)
+        measured_said = "/".join(fmt(r) for r in of_own) if all(of_own) else ""
+        # one ceiling for every measured chip, its own measured matmul rate (a CPU's only
+        # one; f32 matmuls at JAX's default precision, the legend says: TF32 on an H100);
+        # a GPU's datasheet peak in the band, as a predicted chip's is its only one
         of_peak = datasheet_fractions(t, mnist, picked) if platform != "cpu" else ""
-        if of_peak:
-            said += f", {of_peak}"
-            if measured_said:
-                caveat += f"; of its measured matmul: {named} {measured_said}"
-        elif measured_said:
+        if measured_said:
             said += f", {measured_said} of measured matmul"
+            if of_peak:
+                caveat += f"; {named}: {of_peak}"
+        elif of_peak:
+            said += f", {of_peak}"
         if platform == "cpu":  # the CPU at its best too: row 5's baseline
             caveat = cpu_at_its_best(flops, own, mnist[0], picked)
         tops = fracs.loc[fracs.groupby("device", sort=False).value.idxmax()]
