@@ -1139,8 +1139,8 @@ def test_the_crossover_verdict_follows_its_rule_over_the_rows_its_page_shows(csv
     faster = sorted(zip(both.params_cpu, both.value_gpu < both.value_cpu, strict=True))
     # the rule: the fewest parameters from which every larger width is faster on the GPU
     start = next(p for i, (p, _) in enumerate(faster) if all(f for _, f in faster[i:]))
-    said = _said(9).split("T4 ")[-1].removeprefix("undecided at every width (")
-    said = re.split(", outside its band|\\)$", said)[0].removeprefix("predicted ")
+    # the T4's predicted crossover: in the band where its verdict is undecided
+    said = answers.answers(csv)[8].band.split("; predicted ")[-1].split(";")[0]
     # "params" is said once, by the measured chip's verdict before it; the page says it
     assert said.endswith(f"from {int(start):,}") and f"T4 {said} params on" in page
     slower = [p for p, f in faster if not f]
@@ -3509,9 +3509,10 @@ def test_a_measured_gpus_crossover_is_said_first_from_the_loop_rows_its_page_sho
     # earlier sitting's, read again from its own pooled rows
     earlier = crossover_study.sitting_crossovers(csv, [(c, g)])
     held = max([int(start), *(e["params"] for e in earlier)])
-    sittings = f"in all {len(earlier) + 1} sittings, beyond sitting noise from "
+    assert len(earlier) + 1 > 1  # the committed: several sittings, each read
+    sittings = "every sitting, beyond sitting noise from "
     assert said.startswith(f"MLP b128: H100 SXM faster from {held:,} params {sittings}")
-    assert " (jaxcnn's loop both sides); T4 undecided at every width (predicted " in said
+    assert " (jaxcnn's loop both sides); T4 undecided at every width; " in said
     # each width's pooled runs on each side, said in the band (the committed: the CPU's 7,
     # the GPU's newest sitting one)
     (n,) = set(g.records.str.split().str.len())
@@ -3926,12 +3927,13 @@ def test_the_t4_crossover_is_said_undecided_where_its_ratio_lies_inside_its_band
     faster = f"{int(both.params_cpu[ratio < 1].min()):,}"
     assert (ratio[both.params_cpu >= both.params_cpu[ratio < 1].min()] < 1).all()
     # the verdict first, the predicted crossover it leaves open after
-    assert _said(9).endswith(f"T4 undecided at every width (predicted faster from {faster})")
+    assert "; T4 undecided at every width; " in _said(9)
+    assert f"; predicted faster from {faster};" in answers.answers(csv)[8].band
     # said beside the T4's band, before the measured chip's own
     t4_band = answers.answers(csv)[8].band.split("; H100 SXM's: ")[0]
     assert t4_band.startswith("T4's: ")
     inside = f"; inside its band times the CPU's sittings ({value_text(noise, 'x')})"
-    assert t4_band.endswith(inside)
+    assert t4_band.endswith(f"{inside}; predicted faster from {faster}")
     # the control: a CPU of one sitting leaves the band as it is, decided from `below`
     one_sitting = csv[~csv.id.isin(crossover_study.cpu_sittings(csv, c).id)]
     assert f"T4 predicted faster from {faster}, outside its band from {below:,}" in (
@@ -4036,7 +4038,7 @@ def test_the_measured_crossover_says_how_near_a_tie_its_widths_come(csv):
             past = p
             break
     assert past is not None and past > held  # the committed: decided only further on
-    assert f"sittings, beyond sitting noise from {past:,} (" in answers.answers(csv)[8].answer
+    assert f"every sitting, beyond sitting noise from {past:,} (" in answers.answers(csv)[8].answer
     # the control: sittings that move by less than every margin decide it from the crossover
     steady = csv.assign(hi=csv.hi.where(~csv.id.isin([sittings.id, cpu_moves.id]), 1.0001))
     found = answers.answers(steady)[8]
@@ -4120,9 +4122,7 @@ def test_the_measured_crossover_is_read_again_in_each_earlier_sitting(csv):
     start = next(int(p) for i, (p, _) in enumerate(wins) if all(w for _, w in wins[i:]))
     crossings = [start, *found.values()]
     held = max(crossings)  # what every sitting says: faster from the widest crossing on
-    assert said.startswith(
-        f"MLP b128: H100 SXM faster from {held:,} params in all {len(crossings)} "
-    )
+    assert said.startswith(f"MLP b128: H100 SXM faster from {held:,} params every sitting")
     band = answers.answers(csv)[8].band
     each = ", ".join(f"{p:,}" for p in sorted(crossings))
     assert len(set(crossings)) > 1  # the committed: the sittings disagree below `held`
@@ -5345,3 +5345,22 @@ def test_the_gpu_answer_sets_other_frameworks_t4_loops_of_its_model_beside_its_b
     published = csv.id.isin(checks.numerator)
     jax = csv.assign(framework=csv.framework.where(~published, "JAX 0.4"))
     assert "PyTorch's" not in answers.answers(jax)[4].band
+
+
+def test_the_crossover_answer_names_the_smallest_seed_cnn_the_swept_chip_already_beats(csv):
+    """Row 9's crossover is the MLPs'; the seeds' CNNs do more work per parameter and a GPU
+    beats the CPU on them far below it: the smallest one the swept chip is measured
+    faster on (jaxcnn's loop both sides, b128), said after the MLPs' verdicts."""
+    from experiments.studies.devices import loop_over_loop
+
+    found = loop_over_loop(csv)
+    cnns = found[(found.kind == "measured") & (found.device == "H100 SXM")
+                 & (found.model != "mlp") & (found.value > 1)].sort_values("params")  # fmt: skip
+    r = cnns.iloc[0]
+    assert r.model == "lenet5_keras" and r.params < 669_706  # the committed: far below
+    said = answers.answers(csv)[8]
+    assert said.answer.endswith(f"; CNNs sooner: {r.model} ({int(r.params):,}) {fmt(r.to_dict())}")
+    assert r.id in said.ids
+    # the control: where the chip beats no CNN, nothing is said of them
+    slower = csv.assign(value=csv.value.where(~csv.id.isin(cnns.id), 0.5))
+    assert "CNNs sooner" not in answers.answers(slower)[8].answer

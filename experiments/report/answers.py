@@ -43,6 +43,7 @@ from experiments.report.fmt import (
 )
 from experiments.studies.bench import GEMMS
 from experiments.studies.crossover import (
+    SWEPT,
     chip_name,
     crossover,
     crossover_verdict,
@@ -1098,7 +1099,7 @@ def sittings_said(
     )
     if held is None or not earlier:
         return "", caveat, chosen
-    return f"faster from {held:,} params in all {len(crossings)} sittings{beyond}", caveat, chosen
+    return f"faster from {held:,} params every sitting{beyond}", caveat, chosen
 
 
 def sitting_noise(t: pd.DataFrame, moves: Row, mc: pd.DataFrame) -> tuple[float, str, list[Row]]:
@@ -1165,25 +1166,41 @@ def q_crossover(t: pd.DataFrame, cpu: str | None) -> Said:
         # the T4's prediction over the CPU's measured step: the CPU moves between sittings
         # as much as the measured chips' verdicts are held to, so the band is widened by it
         u = undecided_range(t, c, g)
-        t4 = f"T4 predicted {start}"
+        t4, open_ = f"T4 predicted {start}", ""
         if u["below"]:
             t4 += f", outside its band from {u['below']:,}"
-        elif u["every"] is not None:  # the verdict first, what it leaves open after
+        elif u["every"] is not None:  # the verdict; what it leaves open in the band
             t4 = f"T4 undecided at {'every' if u['every'] else 'its widest'} width"
-            t4 += f" (predicted {start})"
+            open_ = f"; predicted {start}"
         inside = ""  # said beside the T4's band, before the measured chip's caveats
         if u["moves"] and (u["below"] or u["every"] is not None):
             inside = f"; inside its band times the CPU's sittings ({value_text(u['noise'], 'x')})"
             chosen.append(u["moves"])
-        text = "MLP b128: " + "; ".join([*said, t4])
+        # the seeds' CNNs against the same chip: more work per parameter, a GPU wins far
+        # below the MLPs' crossover (the smallest it beats, measured, loop against loop)
+        text = "MLP b128: " + "; ".join([*said, t4, *cnns_sooner(t, sweeps[-1][1], chosen)])
         # the band is the T4's (its prediction's), said so beside the measured GPU's verdict
         step = next((r for r in chosen if r and r["kind"] == "predicted"), None)
-        band = step and f"T4's: {band_words(step)}{wider_band(g, step)}{inside}"
+        band = step and f"T4's: {band_words(step)}{wider_band(g, step)}{inside}{open_}"
         return Said(text, chosen, band, caveat)
     formulation = c.formulation.iloc[0]
     quantity = g.quantity.iloc[0].removesuffix("_s").replace("_", " ")
     text += f" (MLP b128: the CPU's {formulation} formulation, the T4's predicted {quantity})"
     return Said(text, chosen)
+
+
+def cnns_sooner(t: pd.DataFrame, sweep: pd.DataFrame, chosen: list) -> list[str]:
+    """ "CNNs sooner: lenet5_keras (81,194) 2.59x": the smallest seed CNN the swept
+    chip (`sweep`'s) is measured faster than the CPU on, in jaxcnn's loop at b128, its row
+    added to `chosen`; none where it beats none."""
+    found = loop_over_loop(t)
+    found = found[(found.kind == "measured") & (found.device == sweep.device.iloc[0])
+                  & ~found.model.str.startswith(SWEPT) & (found.value > 1)]  # fmt: skip
+    if not len(found):
+        return []
+    r = found.sort_values("params").iloc[0].to_dict()
+    chosen.append(r)
+    return [f"CNNs sooner: {r['model']} ({int(r['params']):,}) {fmt(r)}"]
 
 
 UNDECIDED_WHICH = "Undecided: "  # row 10's head where no ratio is decided

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the annotations only: importing a study imports no pandas
     import pandas as pd
 
 CROSSOVER_WIDTHS = tuple(2**i for i in range(5, 14))  # 32 .. 8192
+SWEPT = "mlp"  # the model whose widths the crossover sweeps
 
 
 def workloads(ctx: Context) -> list[Workload]:
@@ -42,7 +43,7 @@ def workloads(ctx: Context) -> list[Workload]:
     common = {"dataset": "synthetic", "batch_size": batch, "epochs": 0, "timing_steps": timing}
     return [
         Workload(
-            model="mlp", model_overrides={"width": n}, study="crossover", num_devices=1, **common
+            model=SWEPT, model_overrides={"width": n}, study="crossover", num_devices=1, **common
         )
         for n in widths
     ]
@@ -60,7 +61,7 @@ def cpu_sweep(t: pd.DataFrame, cpu: str | None, extra: str) -> pd.DataFrame:
     a width: the formulation that ran the most widths, the sweep's synthetic data first."""
     mlp = rows(t, quantity="step_s", kind="measured", device=cpu, loop="step", framework="jax",
                batch=128, precision="f32", placement="single", extra=extra)  # fmt: skip
-    mlp = mlp[mlp.model.str.startswith("mlp")]
+    mlp = mlp[mlp.model.str.startswith(SWEPT)]
     widths = mlp.groupby("formulation").model.nunique().sort_index()
     c = mlp[mlp.formulation == widths.idxmax()] if len(widths) else mlp
     c = c.assign(real=c.dataset != "synthetic").sort_values(["params", "real", "dataset"])
@@ -77,7 +78,7 @@ def crossover(t: pd.DataFrame, cpu: str | None, device: str = "gpu-t4") -> tuple
         "loop_step_s" if len(rows(t, quantity="loop_step_s", device=device)) else "device_step_s"
     )
     g = rows(t, quantity=quantity, kind="predicted", device=device, **like)
-    return c, g[g.model.str.startswith("mlp")].sort_values("params")
+    return c, g[g.model.str.startswith(SWEPT)].sort_values("params")
 
 
 def paired(c: pd.DataFrame, g: pd.DataFrame) -> pd.DataFrame:
@@ -135,7 +136,7 @@ def sitting_crossovers(
         device = g.device.iloc[0]
         earlier = rows(t, quantity="step_s", selection="earlier-sitting", device=device,
                        batch=128, precision="f32", placement="single")  # fmt: skip
-        earlier = earlier[earlier.model.str.startswith("mlp")]
+        earlier = earlier[earlier.model.str.startswith(SWEPT)]
         for extra, s in earlier.groupby("extra", sort=True):
             both = paired(c, s)
             if len(both) < 3:
@@ -175,7 +176,7 @@ def sitting_ratios(t: pd.DataFrame) -> pd.DataFrame:
     cpu = reference_cpu(t)
     found = rows(t, quantity="speedup", kind="measured", platform="gpu", batch=128,
                  precision="f32", selection=["loop-vs-loop", "earlier-sitting"])  # fmt: skip
-    found = found[found.model.str.startswith("mlp")
+    found = found[found.model.str.startswith(SWEPT)
                   & found.extra.str.startswith(f"{LOOP} vs {cpu}'s on ")]  # fmt: skip
     # the sweeps the verdicts read (each GPU's, on its data), not a lone width elsewhere
     swept = {(g.device.iloc[0], d) for _, g in measured_crossover(t, cpu) for d in set(g.dataset)}
@@ -228,7 +229,7 @@ def measured_crossover(t: pd.DataFrame, cpu: str | None) -> list[tuple[pd.DataFr
     or more, (`cpu`'s rows, the GPU's), one a width, each CPU row on its GPU row's data."""
     like = {"batch": 128, "precision": "f32", "placement": "single", "extra": LOOP}
     loops = rows(t, quantity="step_s", kind="measured", loop="step", **like)
-    loops = loops[loops.model.str.startswith("mlp")]
+    loops = loops[loops.model.str.startswith(SWEPT)]
     # one row a width: the crossover study's synthetic data first, as it ran them
     loops = loops.assign(real=loops.dataset != "synthetic").sort_values(["params", "real"])
     c = loops[loops.device == cpu]
