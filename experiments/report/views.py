@@ -59,8 +59,9 @@ BAND = (
 TERMS = (
     "Formulations (how convolutions are computed): *cpu* patches and one matmul each, a "
     "CPU's default; *xla* XLA's own, an accelerator's; *onednn* oneDNN's kernels. "
-    "*jaxcnn's loop*: its fit's step loop, one jitted call a batch, host work included; "
-    "*device loop*: an epoch as one call; *device step* or *kernels*: the compiled "
+    "*jaxcnn's loop*: its fit's loop, one jitted call a batch, host work included; "
+    "*step loop*: the step alone in a bare loop, no input; *device loop*: an epoch as one "
+    "call; *device step* or *kernels*: the compiled "
     "program's run alone, no host time; *host time*: what the host spends a step, "
     "*dispatch* and *put* of it: its jitted call and its batch's copy to the device; a "
     "*sitting*: one machine, boot and code; *undecided*: either verdict lies within the "
