@@ -589,7 +589,7 @@ def test_every_number_on_the_first_screen_is_a_figure_of_the_table(table):
     shown = set(NUMBER.findall(text))
     assert len(shown) > 20
     written = {fmt(r) for r in table.to_dict("records")}
-    # a rate per watt said as "per TDP watt: 14.9 GFLOP/s"
+    # a rate per watt said as "per TDP watt: 14.9 GFLOP/s/W"
     written |= {w.removesuffix(" per W") for w in written}
     written |= {
         value_text(r["hi"], "x") for r in table[table.quantity == "band"].to_dict("records")
@@ -1229,12 +1229,22 @@ def test_the_tpu_or_gpu_answer_is_the_loop_step_of_each_models_fastest_chips(csv
         fmt(on_tpu.loc[f(on_tpu.value)].to_dict()) for f in (pd.Series.idxmin, pd.Series.idxmax)
     )
     assert len(on_gpu) == 1 and on_gpu[0]["model"] == "mlp"  # the committed
-    turned = f"({on_gpu[0]['model']}: {on_gpu[0]['device']} {fmt(on_gpu[0])} faster)"
+    turned = f"({on_gpu[0]['model']}: {on_gpu[0]['device']} {fmt(on_gpu[0])})"
     # like for like first, the kernels; then the loop step, its TPU side a floor
     assert len(ratios) == 4 and answer == (
         f"{answers.UNDECIDED_WHICH}kernels tpu-v6e-1 {span_text(lo, hi)} faster than gpu-h100 "
         f"{turned}; tpu-v6e-1's loop step at most {ratios[0]}x-{ratios[-1]}x faster than "
-        f"H200/H100 SXM, inside TPU loops' {value_text(jax['hi'], 'x')} worst error"
+        f"H200/H100 SXM, inside TPU loops' error (too fast: median {fmt(jax)}, worst "
+        f"{value_text(jax['hi'], 'x')})"
+    )
+    # every TPU loop erred one way (the committed): said; the control: one the other way,
+    # and only the worst is
+    assert jax["band_faster"] == jax["n"]
+    (at,) = csv.index[csv.id == jax["id"]]
+    mixed = csv.copy()
+    mixed.loc[at, "band_faster"] = jax["n"] - 1
+    assert answers.answers(mixed)[9].answer.endswith(
+        f"inside TPU loops' {value_text(jax['hi'], 'x')} worst error"
     )
     # the floor said in the band; the control: where no kernel turns, none said turned
     assert said.endswith("; tpu-v6e-1's: a floor (host time partly unmodelled)")
@@ -1394,19 +1404,25 @@ def test_a_prediction_of_a_published_loop_is_labelled_apart_from_the_chips_loop_
     w = over.band_worst
     assert over.value / w < 1 < over.value
     own = f"{fmt({**over, 'value': over.value / w})}-{fmt({**over, 'value': over.value * w})}"
+    # the prediction beside the CPU it is over, Keras's published K80 loop, the seed's
+    cpu_loop = csv.set_index("id").loc[over.numerator].to_dict()
     expected = (
         f"Undecided (mnist_cnn b128): K80 in jaxcnn's loop predicted {fmt(over.to_dict())} "
-        f"the CPU's speed, {own} at its band's worst ({value_text(w, 'x')}); seed, batch "
+        f"the CPU's speed (CPU {fmt(cpu_loop)}); Keras's K80 loop {fmt(keras)}; seed, batch "
         f"unstated: K80 {fmt(seed)}, CPU {span}"
     )
     assert found.answer == expected and seed_cpu["id"] in found.ids
+    assert keras["value"] > cpu_loop["value"]  # the committed: Keras's K80 the slower
+    # why undecided, in the band: the speedup's own band at its worst crosses 1x
+    assert f"; undecided: at its band's worst ({value_text(w, 'x')}) {own};" in found.band
     # off as Keras's loops are, in the band
     assert f"; off as those ({factors} too fast), {reach} the CPU's speed;" in found.band
-    # the control: a band too narrow to cross 1x, and Keras's loops' misses decide it
+    # the control: a band too narrow to cross 1x, and Keras's loops' misses decide it:
+    # undecided still, its band's worst not said
     narrow = csv.assign(band_worst=csv.band_worst.where(csv.id != over.id, 2.0))
-    assert answers.answers(narrow)[5].answer.startswith(
-        f"Undecided (mnist_cnn b128): K80 in jaxcnn's loop predicted {fmt(over.to_dict())} "
-        f"the CPU's speed, {reach} if {factors} too fast like Keras's K80 loops; seed, batch "
+    said_narrow = answers.answers(narrow)[5]
+    assert (
+        said_narrow.answer == expected and "undecided: at its band's worst" not in said_narrow.band
     )
     # the control: without the seed's CPU row its CPU is not said
     alone = answers.answers(csv[csv.id != seed_cpu["id"]])[5].answer
@@ -1598,9 +1614,9 @@ def test_the_other_verdicts_recompute_from_figures_csv(csv):
     watts = csv[(csv.quantity == "flops_per_watt") & (csv.model == "mnist_cnn") & (csv.batch == 128)
                 & (csv.precision == "f32")]  # fmt: skip
     best = watts.loc[watts.value.idxmax()]
-    rate = value_text(best.value, "FLOP/s")  # "per TDP watt" says the unit's "per W"
+    rate = f"{value_text(best.value, 'FLOP/s')}/W"  # the unit whole
     n = watts.device.nunique()  # the best of how many, said
-    assert f"per TDP watt ({n} GPUs): {best.device} {rate}" in _said(11) and n == 4
+    assert _said(11).endswith(f"; best per TDP watt ({n} GPUs): {best.device} {rate}") and n == 4
     of = f"per watt (unvalidated): of {'/'.join(sorted(set(watts.device)))}, "
     assert of in answers.answers(csv)[10].band
     # the typical case: the MNIST CNN at b128 f32 per chip with the host out (its device
@@ -3452,12 +3468,12 @@ def test_a_tpu_or_gpu_ratio_inside_the_tpu_loops_error_is_said_undecided(csv):
     undecided = answers.answers(table)[9].answer
     assert undecided.startswith(
         f"{answers.UNDECIDED_WHICH}kernels tpu-v6e-1 "
-    ) and undecided.endswith(" worst error")
+    ) and undecided.endswith(f", worst {value_text(ratios.value.max() * 2, 'x')})")
     # the unvalidated side named in the answer only where the loops' worst alone would
     # have decided it: its ratio beyond that worst
     (own,) = ratios[ratios.model == "catsdogs_cnn"].id
     beyond = table.assign(value=table.value.where(table.id != own, ratios.value.max() * 3))
-    assert answers.answers(beyond)[9].answer.endswith(" worst error (catsdogs_cnn: unvalidated)")
+    assert answers.answers(beyond)[9].answer.endswith("x) (catsdogs_cnn: unvalidated)")
     table.loc[jax.index, "hi"] = ratios.value.min() / 2
     decided = answers.answers(table)[9]  # each ratio in the answer, none in the band
     assert decided.answer.startswith("loop step, ") and "per model" not in decided.band
@@ -4801,8 +4817,8 @@ def test_the_kernel_library_answer_gives_each_formulation_at_its_best_beside_eac
         slow = g[g.value < 1]
         assert list(zip(slow.model, slow.batch, strict=True)) == [("lenet5_keras", 32)]
 
-    def faster(g):
-        f = g[g.value >= 1]
+    def faster(g):  # a ratio of two sittings left to the band, flagged
+        f = g[(g.value >= 1) & ~g.flag.astype(str).str.startswith(figures.ACROSS_SITTINGS)]
         return span_text(
             fmt(f.loc[f.value.idxmin()].to_dict()), fmt(f.loc[f.value.idxmax()].to_dict())
         )
