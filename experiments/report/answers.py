@@ -319,6 +319,8 @@ def seed_cpu_loop(t: pd.DataFrame, cpu: str | None) -> tuple[pd.DataFrame, Row]:
 
 # a step predicted slower than a published one that holds more work than it
 MISS = "a miss"
+# the seed's published steps per chip (experiments/predict/published_references.json)
+SEED_MX150_STEP, SEED_T4_STEP = "seed000-mx150-catsdogs", "seed000-t4-catsdogs"
 SLOWER_THAN_MORE = f", though the seed's holds more: {MISS}"
 
 
@@ -336,7 +338,7 @@ def is_miss(check: Row) -> bool:
 def q_seed_step(t: pd.DataFrame, cpu: str | None) -> Said:
     mx = accelerator_step(t, "gpu-mx150", SEED_MODEL, 16)
     t4 = accelerator_step(t, "gpu-t4", SEED_MODEL, 128)
-    pm, pt = published(t, "seed000-mx150-catsdogs"), published(t, "seed000-t4-catsdogs")
+    pm, pt = published(t, SEED_MX150_STEP), published(t, SEED_T4_STEP)
     # each chip over the CPU at the CPU's one batch (no CPU step at 128: 40 s a step):
     # jaxcnn's loop on both sides, what a user running the fit on each sees (as row 5)
     t4_b16 = accelerator_step(t, "gpu-t4", SEED_MODEL, 16)
@@ -409,7 +411,7 @@ def q_seed_epoch(t: pd.DataFrame, cpu: str | None) -> Said:
     opened = f"{cpu_said[:-1]}; " if cpu_said.endswith(")") else f"{cpu_said} ("
     parts = [f"{opened}seed ETA {fmt(s_cpu)})"]
     # the MX150's epoch from a step that misses the seed's (row 2's check): said so
-    mx_check = seed_check(t, "seed000-mx150-catsdogs")
+    mx_check = seed_check(t, SEED_MX150_STEP)
     miss = f": {MISS}" if is_miss(mx_check) else ""
     chips = [
         f"{name} {fmt(mine) if mine else 'none'} (seed {fmt(s)}{m})"
@@ -664,7 +666,7 @@ def q_gpu_vs_cpu(t: pd.DataFrame, cpu: str | None) -> Said:
     # them, which way it misses (their overhead or our error), as row 6's K80
     theirs = other_framework_checks(t, "T4", MNIST_MODEL)
     if len(theirs):
-        caveat += f"; {frameworks_loops(t, theirs)}"
+        caveat += f"; {frameworks_loops(theirs)}"
         seen += theirs.to_dict("records")
     # the measured ratios' CPU side ran in one sitting of its VM; another moves it so far
     moves = one(sitting_spread(t, base["device"]))
@@ -686,14 +688,15 @@ def other_framework_checks(t: pd.DataFrame, chip: str, model: str) -> pd.DataFra
     checks = rows(t, quantity="error_factor", device=chip, model=model)
     checks = checks[checks.extra.str.endswith(" vs published")]
     framework = checks.numerator.map(t.set_index("id").framework).astype(str)
+    checks = checks.assign(whose=framework)  # the published loop's framework, for the words
     return checks[~framework.str.lower().str.startswith("jax")].sort_values("batch")
 
 
-def frameworks_loops(t: pd.DataFrame, checks: pd.DataFrame) -> str:
+def frameworks_loops(checks: pd.DataFrame) -> str:
     """ "PyTorch's T4 mnist_cnn loops b64/b256: 1.78x/7.01x off, predicted faster (their
     overhead or our error)": `other_framework_checks` said, each framework by its name's
     first word."""
-    names = checks.numerator.map(t.set_index("id").framework).astype(str).str.split().str[0]
+    names = checks.whose.str.split().str[0]
     who = "/".join(dict.fromkeys(names))
     first = checks.iloc[0]
     batches = "/".join(f"b{int(b)}" for b in checks.batch)
